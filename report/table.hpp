@@ -1,0 +1,74 @@
+#pragma once
+// One table type for every reporting command, so that the terminal, CSV and
+// JSON forms of a result always agree. Cells hold text or numbers; numbers keep
+// full precision in CSV/JSON and are rounded only for the terminal.
+//
+//   report::Table t("GPU kernel summary", {"name", "calls", "total_ns"});
+//   t.add_row({std::string("gemm"), int64_t{12}, 3.5e6});
+//   t.print(std::cout, report::OutputFormat::kTable);
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace scalescope::report {
+
+enum class OutputFormat { kTable, kCsv, kJson };
+
+// Parses "table", "csv", "json"; nullopt otherwise.
+std::optional<OutputFormat> parse_output_format(std::string_view text);
+
+// Empty (monostate) cells print as "" / null.
+using Cell = std::variant<std::monostate, std::string, int64_t, double>;
+
+struct Column {
+  // explicit: a braced list of names means std::vector<std::string>, not Columns
+  explicit Column(std::string column_name, int digits = 3) : name(std::move(column_name)), precision(digits) {}
+  std::string name;
+  int precision;  // digits after the point for doubles on the terminal
+};
+
+class Table {
+ public:
+  Table(std::string title, std::vector<Column> columns);
+  Table(std::string title, const std::vector<std::string>& column_names);
+  // Table t("x", {"a", "b"}): literal names (an exact match, so no ambiguity).
+  Table(std::string title, std::initializer_list<const char*> column_names);
+
+  void add_row(std::vector<Cell> cells);  // must have one cell per column
+  void add_note(std::string note);        // printed under the table (terminal), "notes" in JSON
+
+  const std::string& title() const { return title_; }
+  const std::vector<Column>& columns() const { return columns_; }
+  const std::vector<std::vector<Cell>>& rows() const { return rows_; }
+
+  // Terminal: aligned columns, numbers right-aligned, colour on a tty unless
+  // NO_COLOR is set. CSV: RFC 4180 quoting. JSON: {"title","columns","rows"}.
+  void print(std::ostream& out, OutputFormat format) const;
+  std::string to_json() const;  // one JSON object (rows as objects keyed by column)
+
+ private:
+  std::string title_;
+  std::vector<Column> columns_;
+  std::vector<std::vector<Cell>> rows_;
+  std::vector<std::string> notes_;
+};
+
+// Prints several tables: one after another on the terminal, concatenated CSV
+// blocks separated by a blank line, or one JSON array.
+void print_tables(std::ostream& out, const std::vector<Table>& tables, OutputFormat format);
+
+// True when colour should be used on this stream (a tty and NO_COLOR unset).
+bool use_colour(int fd);
+
+// Human formats: 1.23 ms, 4.5 GiB, 12.0%.
+std::string format_duration_ns(double ns);
+std::string format_bytes(double bytes);
+std::string format_percent(double fraction);
+
+}  // namespace scalescope::report

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every build, test and report dependency from Debian's packages and
+# the npm registry. Idempotent: packages already present are not fetched again.
+set -euo pipefail
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git xz-utils python3
+  libcli11-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev libzstd-dev zstd
+  libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
+  libhwloc-dev libnuma-dev
+  clang libclang-rt-14-dev
+  dataset-fashion-mnist
+  nodejs npm chromium
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "scalescope: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The HTML report bundles a chart library from npm; the browser tests use playwright-core.
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ -f "$here/report/web/package.json" ] && [ ! -d "$here/report/web/node_modules" ]; then
+  (cd "$here/report/web" && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs every test: unit and golden tests (release, warnings as errors), the same
+# under AddressSanitizer and UndefinedBehaviorSanitizer, each libFuzzer target
+# for a bounded time, and the browser tests of the HTML report.
+# Usage: scripts/test.sh            (everything, as CI runs it)
+#        FUZZ_SECONDS=10 scripts/test.sh
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+export SCALESCOPE_WERROR=1 NO_COLOR=1
+fuzz_seconds="${FUZZ_SECONDS:-45}"
+jobs="$(nproc)"
+passed=0
+failed=0
+
+run_ctest() {  # $1 build dir, rest: extra ctest args
+  local dir="$1"; shift
+  local log; log="$(mktemp)"
+  local rc=0
+  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 900 "$@") 2>&1 | tee "$log" || rc=$?
+  local total fails
+  total="$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)"
+  fails="$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)"
+  total="${total:-0}"; fails="${fails:-0}"
+  passed=$((passed + total - fails)); failed=$((failed + fails))
+  if [ "$rc" -ne 0 ] && [ "$fails" -eq 0 ]; then failed=$((failed + 1)); fi
+  rm -f "$log"
+}
+
+scripts/install-deps.sh
+
+echo "== release build and tests"
+scripts/build.sh release
+run_ctest build
+
+echo "== ASan/UBSan build and tests"
+scripts/build.sh asan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_ctest build-asan -LE slow
+
+echo "== fuzzers (${fuzz_seconds}s each)"
+scripts/build.sh fuzz
+for fuzzer in $(find build-fuzz -type f -name '*_fuzz' -perm -u+x | sort); do
+  name="$(basename "$fuzzer")"
+  corpus="$(mktemp -d)"
+  seeds="$here/tests/fuzz/${name%_fuzz}"
+  [ -d "$seeds" ] && cp -r "$seeds"/. "$corpus"/
+  if "$fuzzer" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=0 \
+       "$corpus" >"$corpus.log" 2>&1; then
+    echo "fuzz $name: clean"; passed=$((passed + 1))
+  else
+    echo "fuzz $name: FAILED"; tail -40 "$corpus.log"; failed=$((failed + 1))
+  fi
+  rm -rf "$corpus" "$corpus.log"
+done
+
+if [ -x scripts/browser-tests.sh ]; then
+  echo "== browser tests"
+  if scripts/browser-tests.sh build/cli/scalescope; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+fi
+
+echo
+echo "all: ${passed} passed, ${failed} failed"
+[ "$failed" -eq 0 ]

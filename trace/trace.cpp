@@ -1,0 +1,433 @@
+#include "trace/trace.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+namespace scalescope::trace {
+
+StringTable::StringTable() {
+  strings_.emplace_back();
+  index_.emplace(std::string_view(strings_.back()), 0);
+}
+
+StringId StringTable::intern(std::string_view text) {
+  if (auto it = index_.find(text); it != index_.end()) return it->second;
+  auto id = static_cast<StringId>(strings_.size());
+  strings_.emplace_back(text);
+  index_.emplace(std::string_view(strings_.back()), id);
+  byte_size_ += text.size();
+  return id;
+}
+
+std::string_view to_string(MemcpyKind kind) {
+  switch (kind) {
+    case MemcpyKind::kHtoD: return "HtoD";
+    case MemcpyKind::kDtoH: return "DtoH";
+    case MemcpyKind::kDtoD: return "DtoD";
+    case MemcpyKind::kPtoP: return "PtoP";
+    case MemcpyKind::kHtoH: return "HtoH";
+    case MemcpyKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view to_string(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kPageable: return "pageable";
+    case MemoryKind::kPinned: return "pinned";
+    case MemoryKind::kDevice: return "device";
+    case MemoryKind::kManaged: return "managed";
+    case MemoryKind::kArray: return "array";
+    case MemoryKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view to_string(SyncKind kind) {
+  switch (kind) {
+    case SyncKind::kEventSynchronize: return "event_synchronize";
+    case SyncKind::kStreamWaitEvent: return "stream_wait_event";
+    case SyncKind::kStreamSynchronize: return "stream_synchronize";
+    case SyncKind::kDeviceSynchronize: return "device_synchronize";
+    case SyncKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ApiDomain domain) {
+  switch (domain) {
+    case ApiDomain::kRuntime: return "runtime";
+    case ApiDomain::kDriver: return "driver";
+    case ApiDomain::kNccl: return "nccl";
+    case ApiDomain::kOther: break;
+  }
+  return "other";
+}
+
+std::string_view to_string(NcclOp op) {
+  switch (op) {
+    case NcclOp::kAllReduce: return "AllReduce";
+    case NcclOp::kBroadcast: return "Broadcast";
+    case NcclOp::kReduce: return "Reduce";
+    case NcclOp::kAllGather: return "AllGather";
+    case NcclOp::kReduceScatter: return "ReduceScatter";
+    case NcclOp::kAllToAll: return "AllToAll";
+    case NcclOp::kSend: return "Send";
+    case NcclOp::kRecv: return "Recv";
+    case NcclOp::kSendRecv: return "SendRecv";
+    case NcclOp::kGather: return "Gather";
+    case NcclOp::kScatter: return "Scatter";
+    case NcclOp::kBarrier: return "Barrier";
+    case NcclOp::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CounterMetric metric) {
+  switch (metric) {
+    case CounterMetric::kGpuUtilizationPercent: return "gpu_utilization_percent";
+    case CounterMetric::kMemoryUtilizationPercent: return "memory_utilization_percent";
+    case CounterMetric::kMemoryUsedBytes: return "memory_used_bytes";
+    case CounterMetric::kPowerWatts: return "power_watts";
+    case CounterMetric::kEnergyJoules: return "energy_joules";
+    case CounterMetric::kSmClockMHz: return "sm_clock_mhz";
+    case CounterMetric::kMemoryClockMHz: return "memory_clock_mhz";
+    case CounterMetric::kPcieTxBytesPerSecond: return "pcie_tx_bytes_per_second";
+    case CounterMetric::kPcieRxBytesPerSecond: return "pcie_rx_bytes_per_second";
+    case CounterMetric::kNvlinkTxBytesPerSecond: return "nvlink_tx_bytes_per_second";
+    case CounterMetric::kNvlinkRxBytesPerSecond: return "nvlink_rx_bytes_per_second";
+    case CounterMetric::kTemperatureCelsius: return "temperature_celsius";
+  }
+  return "unknown";
+}
+
+NcclOp nccl_op_from_name(std::string_view name) {
+  // Normalise: lower case, drop '_' so "all_reduce", "AllReduce", "allreduce" agree.
+  std::string key;
+  key.reserve(name.size());
+  for (char c : name) {
+    if (c == '_' || c == ' ' || c == '-') continue;
+    key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  if (key.rfind("nccl:", 0) == 0) key.erase(0, 5);
+  if (key == "allreduce" || key == "allreducecoalesced") return NcclOp::kAllReduce;
+  if (key == "broadcast") return NcclOp::kBroadcast;
+  if (key == "reduce") return NcclOp::kReduce;
+  if (key == "allgather" || key == "allgatherintotensor" || key == "allgatherbase" ||
+      key == "allgathercoalesced" || key == "allgatherintotensorcoalesced")
+    return NcclOp::kAllGather;
+  if (key == "reducescatter" || key == "reducescattertensor" || key == "reducescatterbase" ||
+      key == "reducescattertensorcoalesced")
+    return NcclOp::kReduceScatter;
+  if (key == "alltoall" || key == "alltoallbase" || key == "alltoallv") return NcclOp::kAllToAll;
+  if (key == "send") return NcclOp::kSend;
+  if (key == "recv") return NcclOp::kRecv;
+  if (key == "sendrecv") return NcclOp::kSendRecv;
+  if (key == "gather") return NcclOp::kGather;
+  if (key == "scatter") return NcclOp::kScatter;
+  if (key == "barrier") return NcclOp::kBarrier;
+  return NcclOp::kUnknown;
+}
+
+// ---- tables ----------------------------------------------------------------
+
+void KernelTable::push(const KernelRecord& r) {
+  start.push_back(r.start);
+  end.push_back(r.end);
+  device.push_back(r.device);
+  stream.push_back(r.stream);
+  name.push_back(r.name);
+  grid_x.push_back(r.grid_x);
+  grid_y.push_back(r.grid_y);
+  grid_z.push_back(r.grid_z);
+  block_x.push_back(r.block_x);
+  block_y.push_back(r.block_y);
+  block_z.push_back(r.block_z);
+  registers_per_thread.push_back(r.registers_per_thread);
+  shared_memory_bytes.push_back(r.shared_memory_bytes);
+  correlation.push_back(r.correlation);
+}
+
+KernelRecord KernelTable::row(size_t i) const {
+  return {start[i],  end[i],    device[i],  stream[i],  name[i],
+          grid_x[i], grid_y[i], grid_z[i],  block_x[i], block_y[i],
+          block_z[i], registers_per_thread[i], shared_memory_bytes[i], correlation[i]};
+}
+
+void KernelTable::reserve(size_t n) {
+  for (auto* v : {&start, &end}) v->reserve(n);
+  for (auto* v : {&device, &stream, &name, &grid_x, &grid_y, &grid_z, &block_x, &block_y, &block_z,
+                  &registers_per_thread, &shared_memory_bytes, &correlation})
+    v->reserve(n);
+}
+
+void MemcpyTable::push(const MemcpyRecord& r) {
+  start.push_back(r.start);
+  end.push_back(r.end);
+  device.push_back(r.device);
+  stream.push_back(r.stream);
+  correlation.push_back(r.correlation);
+  bytes.push_back(r.bytes);
+  kind.push_back(r.kind);
+  src_kind.push_back(r.src_kind);
+  dst_kind.push_back(r.dst_kind);
+  is_async.push_back(r.is_async ? 1 : 0);
+  peer_device.push_back(r.peer_device);
+}
+
+MemcpyRecord MemcpyTable::row(size_t i) const {
+  return {start[i], end[i],      device[i],   stream[i],       correlation[i], bytes[i],
+          kind[i],  src_kind[i], dst_kind[i], is_async[i] != 0, peer_device[i]};
+}
+
+void MemcpyTable::reserve(size_t n) {
+  start.reserve(n);
+  end.reserve(n);
+  device.reserve(n);
+  stream.reserve(n);
+  correlation.reserve(n);
+  bytes.reserve(n);
+  kind.reserve(n);
+  src_kind.reserve(n);
+  dst_kind.reserve(n);
+  is_async.reserve(n);
+  peer_device.reserve(n);
+}
+
+void MemsetTable::push(const MemsetRecord& r) {
+  start.push_back(r.start);
+  end.push_back(r.end);
+  device.push_back(r.device);
+  stream.push_back(r.stream);
+  correlation.push_back(r.correlation);
+  bytes.push_back(r.bytes);
+  dst_kind.push_back(r.dst_kind);
+  is_async.push_back(r.is_async ? 1 : 0);
+}
+
+MemsetRecord MemsetTable::row(size_t i) const {
+  return {start[i], end[i], device[i], stream[i], correlation[i], bytes[i], dst_kind[i], is_async[i] != 0};
+}
+
+void MemsetTable::reserve(size_t n) {
+  start.reserve(n);
+  end.reserve(n);
+  device.reserve(n);
+  stream.reserve(n);
+  correlation.reserve(n);
+  bytes.reserve(n);
+  dst_kind.reserve(n);
+  is_async.reserve(n);
+}
+
+void ApiTable::push(const ApiRecord& r) {
+  start.push_back(r.start);
+  end.push_back(r.end);
+  thread.push_back(r.thread);
+  domain.push_back(r.domain);
+  callback_id.push_back(r.callback_id);
+  name.push_back(r.name);
+  correlation.push_back(r.correlation);
+  return_code.push_back(r.return_code);
+}
+
+ApiRecord ApiTable::row(size_t i) const {
+  return {start[i], end[i], thread[i], domain[i], callback_id[i], name[i], correlation[i], return_code[i]};
+}
+
+void ApiTable::reserve(size_t n) {
+  start.reserve(n);
+  end.reserve(n);
+  thread.reserve(n);
+  domain.reserve(n);
+  callback_id.reserve(n);
+  name.reserve(n);
+  correlation.reserve(n);
+  return_code.reserve(n);
+}
+
+void SyncTable::push(const SyncRecord& r) {
+  start.push_back(r.start);
+  end.push_back(r.end);
+  kind.push_back(r.kind);
+  device.push_back(r.device);
+  stream.push_back(r.stream);
+  event.push_back(r.event);
+  thread.push_back(r.thread);
+  correlation.push_back(r.correlation);
+}
+
+SyncRecord SyncTable::row(size_t i) const {
+  return {start[i], end[i], kind[i], device[i], stream[i], event[i], thread[i], correlation[i]};
+}
+
+void SyncTable::reserve(size_t n) {
+  start.reserve(n);
+  end.reserve(n);
+  kind.reserve(n);
+  device.reserve(n);
+  stream.reserve(n);
+  event.reserve(n);
+  thread.reserve(n);
+  correlation.reserve(n);
+}
+
+void NvtxTable::push(const NvtxRecord& r) {
+  start.push_back(r.start);
+  end.push_back(r.end);
+  kind.push_back(r.kind);
+  domain.push_back(r.domain);
+  text.push_back(r.text);
+  thread.push_back(r.thread);
+  device.push_back(r.device);
+  correlation.push_back(r.correlation);
+}
+
+NvtxRecord NvtxTable::row(size_t i) const {
+  return {start[i], end[i], kind[i], domain[i], text[i], thread[i], device[i], correlation[i]};
+}
+
+void NvtxTable::reserve(size_t n) {
+  start.reserve(n);
+  end.reserve(n);
+  kind.reserve(n);
+  domain.reserve(n);
+  text.reserve(n);
+  thread.reserve(n);
+  device.reserve(n);
+  correlation.reserve(n);
+}
+
+void NcclTable::push(const NcclRecord& r) {
+  start.push_back(r.start);
+  end.push_back(r.end);
+  device.push_back(r.device);
+  stream.push_back(r.stream);
+  op.push_back(r.op);
+  bytes.push_back(r.bytes);
+  count.push_back(r.count);
+  datatype.push_back(r.datatype);
+  algorithm.push_back(r.algorithm);
+  protocol.push_back(r.protocol);
+  communicator.push_back(r.communicator);
+  sequence.push_back(r.sequence);
+  group_size.push_back(r.group_size);
+  correlation.push_back(r.correlation);
+}
+
+NcclRecord NcclTable::row(size_t i) const {
+  return {start[i],    end[i],       device[i],   stream[i],       op[i],
+          bytes[i],    count[i],     datatype[i], algorithm[i],    protocol[i],
+          communicator[i], sequence[i], group_size[i], correlation[i]};
+}
+
+void NcclTable::reserve(size_t n) {
+  start.reserve(n);
+  end.reserve(n);
+  device.reserve(n);
+  stream.reserve(n);
+  op.reserve(n);
+  bytes.reserve(n);
+  count.reserve(n);
+  datatype.reserve(n);
+  algorithm.reserve(n);
+  protocol.reserve(n);
+  communicator.reserve(n);
+  sequence.reserve(n);
+  group_size.reserve(n);
+  correlation.reserve(n);
+}
+
+void CounterTable::push(const CounterRecord& r) {
+  time.push_back(r.time);
+  device.push_back(r.device);
+  metric.push_back(r.metric);
+  value.push_back(r.value);
+}
+
+CounterRecord CounterTable::row(size_t i) const { return {time[i], device[i], metric[i], value[i]}; }
+
+void CounterTable::reserve(size_t n) {
+  time.reserve(n);
+  device.reserve(n);
+  metric.reserve(n);
+  value.reserve(n);
+}
+
+// ---- metadata, problems, trace -----------------------------------------------
+
+int64_t Metadata::to_unix_ns(Timestamp t) const {
+  if (clock.empty()) return t;
+  const ClockAnchor& a = clock.front();
+  const ClockAnchor& b = clock.back();
+  if (clock.size() == 1 || b.trace_ns == a.trace_ns) return t + (a.unix_ns - a.trace_ns);
+  // Linear map between the first and last anchor corrects drift between clocks.
+  long double slope = static_cast<long double>(b.unix_ns - a.unix_ns) /
+                      static_cast<long double>(b.trace_ns - a.trace_ns);
+  return a.unix_ns + static_cast<int64_t>(static_cast<long double>(t - a.trace_ns) * slope);
+}
+
+Severity severity_of(Problem p) {
+  switch (p) {
+    case Problem::kTornTail:
+    case Problem::kChecksumMismatch:
+    case Problem::kDroppedRecords: return Severity::kDataLoss;
+    case Problem::kCuptiError:
+    case Problem::kMalformedEvent:
+    case Problem::kNegativeDuration: return Severity::kError;
+    case Problem::kUnknownChunk:
+    case Problem::kUnknownEvent:
+    case Problem::kUnmatchedCorrelation:
+    case Problem::kNvmlUnavailable:
+    case Problem::kClockAnchorMissing:
+    case Problem::kCount_: break;
+  }
+  return Severity::kInfo;
+}
+
+std::string_view to_string(Problem p) {
+  switch (p) {
+    case Problem::kTornTail: return "torn_tail";
+    case Problem::kChecksumMismatch: return "checksum_mismatch";
+    case Problem::kUnknownChunk: return "unknown_chunk";
+    case Problem::kDroppedRecords: return "dropped_records";
+    case Problem::kCuptiError: return "cupti_error";
+    case Problem::kMalformedEvent: return "malformed_event";
+    case Problem::kUnknownEvent: return "unknown_event";
+    case Problem::kUnmatchedCorrelation: return "unmatched_correlation";
+    case Problem::kNegativeDuration: return "negative_duration";
+    case Problem::kNvmlUnavailable: return "nvml_unavailable";
+    case Problem::kClockAnchorMissing: return "clock_anchor_missing";
+    case Problem::kCount_: break;
+  }
+  return "unknown_problem";
+}
+
+bool ProblemCounts::any_data_loss() const {
+  for (int i = 0; i < kProblemCount; ++i)
+    if (counts[i] != 0 && severity_of(static_cast<Problem>(i)) == Severity::kDataLoss) return true;
+  return false;
+}
+
+size_t Trace::event_count() const {
+  return kernels.size() + memcpys.size() + memsets.size() + api.size() + syncs.size() + nvtx.size() +
+         nccl.size() + counters.size();
+}
+
+std::pair<Timestamp, Timestamp> Trace::time_span() const {
+  Timestamp lo = std::numeric_limits<Timestamp>::max();
+  Timestamp hi = std::numeric_limits<Timestamp>::min();
+  auto scan = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
+    for (Timestamp t : s) lo = std::min(lo, t);
+    for (Timestamp t : e) hi = std::max(hi, t);
+  };
+  scan(kernels.start, kernels.end);
+  scan(memcpys.start, memcpys.end);
+  scan(memsets.start, memsets.end);
+  scan(api.start, api.end);
+  if (lo > hi) return {0, 0};
+  return {lo, hi};
+}
+
+}  // namespace scalescope::trace

@@ -1,0 +1,391 @@
+#pragma once
+// The in-memory trace model: one Trace per traced process (rank), columnar
+// (struct of arrays) so that analyses scan one column at a time, with one
+// string table per trace. Importers and the collector's decoder fill it through
+// the neutral *Record structs and Table::push(); nothing else writes columns.
+//
+// Timestamps are nanoseconds in the process's trace clock (CUPTI's clock for
+// collector traces, the profiler's clock for imported ones). Metadata::clock
+// maps them to Unix-epoch nanoseconds so that ranks and hosts line up.
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace scalescope::trace {
+
+using Timestamp = int64_t;  // ns
+using StringId = uint32_t;  // index into StringTable; 0 is the empty string
+inline constexpr StringId kNoString = 0;
+
+// One interned copy of every name in a trace. Ids are dense and stable, so the
+// file format stores a table of strings and columns of ids.
+class StringTable {
+ public:
+  StringTable();
+  StringId intern(std::string_view text);
+  std::string_view view(StringId id) const { return strings_[id]; }
+  size_t size() const { return strings_.size(); }
+  // Total bytes of all strings; bounds memory checks and sizes the writer.
+  size_t byte_size() const { return byte_size_; }
+
+ private:
+  std::deque<std::string> strings_;  // deque: elements never move, so views stay valid
+  std::unordered_map<std::string_view, StringId> index_;
+  size_t byte_size_ = 0;
+};
+
+enum class MemcpyKind : uint8_t { kUnknown = 0, kHtoD, kDtoH, kDtoD, kPtoP, kHtoH };
+enum class MemoryKind : uint8_t { kUnknown = 0, kPageable, kPinned, kDevice, kManaged, kArray };
+enum class SyncKind : uint8_t {
+  kUnknown = 0,
+  kEventSynchronize,
+  kStreamWaitEvent,
+  kStreamSynchronize,
+  kDeviceSynchronize,  // cudaDeviceSynchronize / cuCtxSynchronize
+};
+enum class ApiDomain : uint8_t { kRuntime = 0, kDriver, kNccl, kOther };
+enum class NvtxKind : uint8_t { kRange = 0, kMark };
+enum class NcclOp : uint8_t {
+  kUnknown = 0,
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kSend,
+  kRecv,
+  kSendRecv,
+  kGather,
+  kScatter,
+  kBarrier,
+};
+enum class CounterMetric : uint8_t {
+  kGpuUtilizationPercent = 0,
+  kMemoryUtilizationPercent,
+  kMemoryUsedBytes,
+  kPowerWatts,
+  kEnergyJoules,  // total since driver load; differences give energy of a window
+  kSmClockMHz,
+  kMemoryClockMHz,
+  kPcieTxBytesPerSecond,
+  kPcieRxBytesPerSecond,
+  kNvlinkTxBytesPerSecond,
+  kNvlinkRxBytesPerSecond,
+  kTemperatureCelsius,
+};
+inline constexpr int kCounterMetricCount = 12;
+
+std::string_view to_string(MemcpyKind kind);
+std::string_view to_string(MemoryKind kind);
+std::string_view to_string(SyncKind kind);
+std::string_view to_string(ApiDomain domain);
+std::string_view to_string(NcclOp op);
+std::string_view to_string(CounterMetric metric);
+// Parses NCCL's and PyTorch's spellings ("AllReduce", "allreduce", "all_reduce").
+NcclOp nccl_op_from_name(std::string_view name);
+
+// ---- neutral records: what a producer knows about one event -------------
+
+struct KernelRecord {
+  Timestamp start = 0, end = 0;
+  uint32_t device = 0, stream = 0;
+  StringId name = kNoString;
+  uint32_t grid_x = 0, grid_y = 0, grid_z = 0;
+  uint32_t block_x = 0, block_y = 0, block_z = 0;
+  uint32_t registers_per_thread = 0;
+  uint32_t shared_memory_bytes = 0;  // static + dynamic
+  uint32_t correlation = 0;
+};
+
+struct MemcpyRecord {
+  Timestamp start = 0, end = 0;
+  uint32_t device = 0, stream = 0;
+  uint32_t correlation = 0;
+  uint64_t bytes = 0;
+  MemcpyKind kind = MemcpyKind::kUnknown;
+  MemoryKind src_kind = MemoryKind::kUnknown, dst_kind = MemoryKind::kUnknown;
+  bool is_async = true;
+  uint32_t peer_device = 0;  // the other device of a PtoP copy
+};
+
+struct MemsetRecord {
+  Timestamp start = 0, end = 0;
+  uint32_t device = 0, stream = 0;
+  uint32_t correlation = 0;
+  uint64_t bytes = 0;
+  MemoryKind dst_kind = MemoryKind::kUnknown;
+  bool is_async = true;
+};
+
+struct ApiRecord {
+  Timestamp start = 0, end = 0;
+  uint32_t thread = 0;
+  ApiDomain domain = ApiDomain::kRuntime;
+  uint32_t callback_id = 0;  // CUPTI cbid of the domain; 0 when unknown
+  StringId name = kNoString;
+  uint32_t correlation = 0;
+  int32_t return_code = 0;
+};
+
+struct SyncRecord {
+  Timestamp start = 0, end = 0;
+  SyncKind kind = SyncKind::kUnknown;
+  uint32_t device = 0;
+  uint32_t stream = 0;   // 0 when not stream-specific
+  uint64_t event = 0;    // event handle or id; 0 when none
+  uint32_t thread = 0;
+  uint32_t correlation = 0;
+};
+
+struct NvtxRecord {
+  Timestamp start = 0, end = 0;  // end == start for marks
+  NvtxKind kind = NvtxKind::kRange;
+  StringId domain = kNoString;
+  StringId text = kNoString;
+  uint32_t thread = 0;
+  int32_t device = -1;  // >= 0 for ranges projected onto a GPU (Kineto's gpu_user_annotation)
+  uint32_t correlation = 0;  // links a range to what it launched, where the producer knows
+};
+
+struct NcclRecord {
+  Timestamp start = 0, end = 0;  // GPU time of the collective's kernel where known
+  uint32_t device = 0, stream = 0;
+  NcclOp op = NcclOp::kUnknown;
+  uint64_t bytes = 0;        // payload per rank (input message size)
+  uint64_t count = 0;        // elements
+  StringId datatype = kNoString;
+  StringId algorithm = kNoString;  // RING, TREE, COLLNET_*, NVLS, PAT ...
+  StringId protocol = kNoString;   // LL, LL128, SIMPLE
+  StringId communicator = kNoString;  // process group name or communicator hash
+  int64_t sequence = -1;   // per-communicator sequence number, -1 unknown
+  int32_t group_size = -1;
+  uint32_t correlation = 0;  // the kernel's correlation id
+};
+
+struct CounterRecord {
+  Timestamp time = 0;
+  uint32_t device = 0;
+  CounterMetric metric = CounterMetric::kGpuUtilizationPercent;
+  double value = 0;
+};
+
+// ---- columnar tables ------------------------------------------------------
+
+struct KernelTable {
+  std::vector<Timestamp> start, end;
+  std::vector<uint32_t> device, stream;
+  std::vector<StringId> name;
+  std::vector<uint32_t> grid_x, grid_y, grid_z;
+  std::vector<uint32_t> block_x, block_y, block_z;
+  std::vector<uint32_t> registers_per_thread, shared_memory_bytes;
+  std::vector<uint32_t> correlation;
+
+  size_t size() const { return start.size(); }
+  void push(const KernelRecord& r);
+  KernelRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct MemcpyTable {
+  std::vector<Timestamp> start, end;
+  std::vector<uint32_t> device, stream, correlation;
+  std::vector<uint64_t> bytes;
+  std::vector<MemcpyKind> kind;
+  std::vector<MemoryKind> src_kind, dst_kind;
+  std::vector<uint8_t> is_async;
+  std::vector<uint32_t> peer_device;
+
+  size_t size() const { return start.size(); }
+  void push(const MemcpyRecord& r);
+  MemcpyRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct MemsetTable {
+  std::vector<Timestamp> start, end;
+  std::vector<uint32_t> device, stream, correlation;
+  std::vector<uint64_t> bytes;
+  std::vector<MemoryKind> dst_kind;
+  std::vector<uint8_t> is_async;
+
+  size_t size() const { return start.size(); }
+  void push(const MemsetRecord& r);
+  MemsetRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct ApiTable {
+  std::vector<Timestamp> start, end;
+  std::vector<uint32_t> thread;
+  std::vector<ApiDomain> domain;
+  std::vector<uint32_t> callback_id;
+  std::vector<StringId> name;
+  std::vector<uint32_t> correlation;
+  std::vector<int32_t> return_code;
+
+  size_t size() const { return start.size(); }
+  void push(const ApiRecord& r);
+  ApiRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct SyncTable {
+  std::vector<Timestamp> start, end;
+  std::vector<SyncKind> kind;
+  std::vector<uint32_t> device, stream;
+  std::vector<uint64_t> event;
+  std::vector<uint32_t> thread, correlation;
+
+  size_t size() const { return start.size(); }
+  void push(const SyncRecord& r);
+  SyncRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct NvtxTable {
+  std::vector<Timestamp> start, end;
+  std::vector<NvtxKind> kind;
+  std::vector<StringId> domain, text;
+  std::vector<uint32_t> thread;
+  std::vector<int32_t> device;
+  std::vector<uint32_t> correlation;
+
+  size_t size() const { return start.size(); }
+  void push(const NvtxRecord& r);
+  NvtxRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct NcclTable {
+  std::vector<Timestamp> start, end;
+  std::vector<uint32_t> device, stream;
+  std::vector<NcclOp> op;
+  std::vector<uint64_t> bytes, count;
+  std::vector<StringId> datatype, algorithm, protocol, communicator;
+  std::vector<int64_t> sequence;
+  std::vector<int32_t> group_size;
+  std::vector<uint32_t> correlation;
+
+  size_t size() const { return start.size(); }
+  void push(const NcclRecord& r);
+  NcclRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct CounterTable {
+  std::vector<Timestamp> time;
+  std::vector<uint32_t> device;
+  std::vector<CounterMetric> metric;
+  std::vector<double> value;
+
+  size_t size() const { return time.size(); }
+  void push(const CounterRecord& r);
+  CounterRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+// ---- metadata -------------------------------------------------------------
+
+struct DeviceInfo {
+  uint32_t id = 0;            // CUDA device ordinal in this process
+  std::string name;           // "NVIDIA H200"
+  std::string uuid;           // "GPU-xxxxxxxx-..."; empty when unknown
+  std::string pci_bus_id;     // "0000:19:00.0"; empty when unknown
+  int32_t numa_node = -1;     // -1 when unknown
+  uint32_t sm_count = 0;
+  uint64_t memory_bytes = 0;
+  int32_t compute_major = 0, compute_minor = 0;
+};
+
+// Bytes of this process's pages on one NUMA node (from /proc/self/numa_maps).
+struct NumaPages {
+  int32_t node = 0;
+  uint64_t bytes = 0;
+};
+
+// One (trace clock, Unix time) pair; the collector writes one at start and one
+// at end so that drift between the two clocks can be corrected linearly.
+struct ClockAnchor {
+  Timestamp trace_ns = 0;
+  int64_t unix_ns = 0;
+};
+
+struct Metadata {
+  std::string source;            // "collector", "kineto", "synthetic"
+  std::string producer_version;  // version of the collector or importer
+  std::string hostname;
+  uint32_t pid = 0;
+  int32_t rank = -1, local_rank = -1, world_size = -1;  // -1 unknown
+  std::string launcher;          // "torchrun", "slurm", "mpi", "" (from the environment)
+  std::string command_line;
+  std::vector<uint32_t> cpu_affinity;      // CPUs the process may run on
+  std::vector<int32_t> cpu_numa_node;      // NUMA node of each CPU id (index = cpu), -1 unknown
+  std::string memory_policy;               // "default", "bind:0", "interleave:0-1", ...
+  std::vector<NumaPages> pages_at_start, pages_at_end;
+  std::vector<DeviceInfo> devices;
+  std::vector<ClockAnchor> clock;
+  std::unordered_map<std::string, std::string> extra;  // producer facts that have no column (free-form, small)
+
+  // Maps a trace-clock timestamp to Unix-epoch ns using the anchors (linear
+  // between the first and last; identity offset 0 when there are none).
+  int64_t to_unix_ns(Timestamp t) const;
+};
+
+// ---- problems: counted, not thrown ----------------------------------------
+
+enum class Severity : uint8_t { kInfo = 0, kError, kDataLoss };
+
+// Append only: the numeric values are stored in trace files.
+enum class Problem : uint16_t {
+  kTornTail = 0,            // file ended inside a chunk (writer killed)
+  kChecksumMismatch,        // a chunk failed its checksum and was skipped
+  kUnknownChunk,            // a chunk type this reader does not know (newer minor version)
+  kDroppedRecords,          // collector buffer pool full
+  kCuptiError,              // a CUPTI call failed
+  kMalformedEvent,          // importer: an event missing required fields
+  kUnknownEvent,            // importer: an event category we do not map
+  kUnmatchedCorrelation,    // a GPU event with no API call of the same correlation id
+  kNegativeDuration,        // end < start, clamped
+  kNvmlUnavailable,         // counters not sampled
+  kClockAnchorMissing,      // no clock anchor: ranks may not line up
+  kCount_,
+};
+inline constexpr int kProblemCount = static_cast<int>(Problem::kCount_);
+
+Severity severity_of(Problem p);
+std::string_view to_string(Problem p);
+
+struct ProblemCounts {
+  std::array<uint64_t, kProblemCount> counts{};
+  void add(Problem p, uint64_t n = 1) { counts[static_cast<int>(p)] += n; }
+  uint64_t get(Problem p) const { return counts[static_cast<int>(p)]; }
+  bool any_data_loss() const;
+};
+
+// ---- the trace ------------------------------------------------------------
+
+struct Trace {
+  Metadata meta;
+  StringTable strings;
+  KernelTable kernels;
+  MemcpyTable memcpys;
+  MemsetTable memsets;
+  ApiTable api;
+  SyncTable syncs;
+  NvtxTable nvtx;
+  NcclTable nccl;
+  CounterTable counters;
+  ProblemCounts problems;
+
+  size_t event_count() const;
+  // [first start, last end] over all GPU and API events; {0,0} when empty.
+  std::pair<Timestamp, Timestamp> time_span() const;
+};
+
+}  // namespace scalescope::trace
