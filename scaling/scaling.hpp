@@ -1,0 +1,210 @@
+#pragma once
+// scalescope::scaling: statistics of repeated runs and scaling efficiency.
+// Pure functions over plain structs; one implementation shared by `scaling`
+// (sweeps), `mlperf` (submission results) and the HTML report.
+//
+// Conventions: times are seconds (or any "time per unit of work"); a metric
+// where higher is better (throughput) is converted with to_time_samples first.
+// Nothing here invents a number: a statistic that cannot be computed is
+// std::nullopt or NaN with a note saying why.
+//
+//   auto s = scaling::summarize({10.1, 10.4, 9.9, 10.0, 10.2, 10.3});
+//   auto t = scaling::scaling_table({{1, {100, 101, 99}}, {2, {52, 51, 53}}}, {});
+//   // t.rows[1].speedup ~ 1.94, t.rows[1].efficiency ~ 0.97
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace scalescope::scaling {
+
+// ---------------------------------------------------------------------------
+// Summary of repeated samples.
+
+// How the confidence interval of a median was obtained.
+enum class CiMethod {
+  kNone,           // n < 2: no interval
+  kOrderStatistic, // distribution-free: ranks from Binomial(n, 1/2) quantiles (Boost.Math); n >= 6
+  kStudentT,       // 2 <= n <= 5: mean +- t(n-1) * s / sqrt(n) (order statistics cannot reach 95% there)
+};
+const char* ci_method_name(CiMethod method);  // one line, for tables and notes
+
+struct Summary {
+  size_t n = 0;
+  double median = 0, mean = 0, stddev = 0, min = 0, max = 0;  // stddev: sample (n-1); 0 when n < 2
+  double ci_low = 0, ci_high = 0;  // of the median; NaN when method is kNone
+  double ci_level = 0.95;          // the level asked for
+  double ci_coverage = 0;          // achieved coverage (order statistics give >= level); 0 for kNone
+  CiMethod ci_method = CiMethod::kNone;
+};
+
+// Summarizes finite samples; throws scalescope::Error if samples is empty or
+// holds a NaN/inf. level in (0, 1).
+Summary summarize(std::span<const double> samples, double level = 0.95);
+
+enum class Better { kLower, kHigher };
+// Times from a metric: kLower returns samples unchanged, kHigher returns 1/x
+// (time per unit of work from a throughput). Non-positive throughputs throw.
+std::vector<double> to_time_samples(std::span<const double> samples, Better better);
+
+// ---------------------------------------------------------------------------
+// Scaling table.
+
+struct ScalingPoint {
+  int gpus = 0;
+  std::vector<double> times;      // one per successful run, seconds per unit of work
+  std::vector<double> energy_j;   // one per run where known (may be empty)
+};
+
+struct ScalingOptions {
+  std::optional<int> ref_gpus;                 // default: the smallest GPU count with samples
+  double threshold = 0.8;                      // E' threshold for break-even rule (a)
+  std::optional<double> price_per_gpu_hour;    // adds cost
+  double level = 0.95;                         // CI level
+};
+
+struct ScalingRow {
+  int gpus = 0;
+  Summary time;
+  // S = T_ref / T_N and E' = (N_ref*T_ref) / (N*T_N) from medians. CIs: each
+  // median's interval at level' = 1 - (1-level)/2 (Bonferroni), ratio taken
+  // from the endpoints, so joint coverage >= level. NaN when either side has n < 2.
+  double speedup = 0, speedup_low = 0, speedup_high = 0;
+  double efficiency = 0, efficiency_low = 0, efficiency_high = 0;
+  double gpu_hours = 0;                // N * median(T) / 3600
+  std::optional<Summary> energy_j;     // of per-run energy, when any known
+  std::optional<double> cost;          // gpu_hours * price, when a price is given
+  bool pareto = false;                 // on the time vs GPU-hours Pareto front
+};
+
+struct BreakEven {
+  double threshold = 0.8;
+  // Rule (a): the largest N whose median E' >= threshold (the reference
+  // always qualifies, E' = 1). nullopt only without rows.
+  std::optional<int> by_threshold;
+  // Rule (b): knee of the Pareto front of (time, GPU-hours), both minimized:
+  // both axes normalized to [0,1] over the front, the front point with the
+  // largest distance to the chord joining its two ends (Kneedle-like).
+  // nullopt when the front has fewer than 3 points (note says so).
+  std::optional<int> by_knee;
+  std::string knee_method;
+  std::vector<std::string> notes;
+};
+
+struct ScalingTable {
+  int ref_gpus = 0;
+  std::vector<ScalingRow> rows;     // ascending GPU count, only points with samples
+  std::vector<int> missing_gpus;    // points given without any sample (e.g. all runs failed)
+  BreakEven break_even;
+  std::string ci_method;            // how the CIs were computed, for the report
+};
+
+// Throws scalescope::Error when no point has samples, when GPU counts repeat or
+// are < 1, or when ref_gpus names a count without samples.
+ScalingTable scaling_table(const std::vector<ScalingPoint>& points, const ScalingOptions& options);
+
+// Indices of the points (x, y) not dominated in "both smaller is better"
+// (ties: first kept), sorted by ascending x.
+std::vector<size_t> pareto_front(std::span<const std::pair<double, double>> points);
+// Index into `front` (already sorted by ascending x, descending y) of the knee
+// by maximum normalized distance to the chord; nullopt with fewer than 3 points
+// or when every point lies on the chord.
+std::optional<size_t> knee_index(std::span<const std::pair<double, double>> front);
+
+// ---------------------------------------------------------------------------
+// Two-sample comparison (is configuration B different from A beyond noise?).
+
+struct Comparison {
+  size_t n_a = 0, n_b = 0;
+  double median_a = 0, median_b = 0;
+  double ratio = 0;                 // median_b / median_a
+  // Welch's t-test on log times (Boost.Math students_t, Welch-Satterthwaite
+  // df): p-value and CI of the ratio of geometric means. NaN when n < 2 on a side.
+  double welch_p = 0;
+  double ratio_low = 0, ratio_high = 0;  // CI of exp(mean log b - mean log a)
+  // Mann-Whitney U (two-sided): exact distribution when both n <= 20 and no
+  // ties, else normal approximation with tie correction and continuity.
+  double u = 0;
+  double mann_whitney_p = 0;
+  bool mann_whitney_exact = false;
+  // Decision: Welch p < alpha (MW p is reported as a distribution-free check).
+  bool differs = false;
+  double alpha = 0.05;
+  std::string test;  // the test names, for the report
+};
+
+// Throws scalescope::Error if a side is empty or has non-positive samples.
+Comparison compare(std::span<const double> a, std::span<const double> b, double alpha = 0.05);
+
+// ---------------------------------------------------------------------------
+// Prediction of time against GPU count.
+
+// Ring all-reduce cost measured from a trace: per step, t_comm(N) =
+// 2(N-1)/N * bytes / bus_bw + latency * (N-1).
+struct CommModel {
+  double bytes_per_step = 0;        // all-reduced bytes per unit of work
+  double bandwidth_bytes_per_s = 0; // measured algorithm bandwidth
+  double latency_s = 0;             // per ring hop
+  double time(int gpus) const;
+};
+
+enum class ModelKind {
+  // T(N) = T1 * (s + (1-s)/N); fitted as a/N + c with a, c >= 0; s = c/(a+c).
+  kAmdahl,
+  // T(N) = a/N + comm(N) + c. With a CommModel, comm is taken as measured
+  // (not fitted) and a, c >= 0 are fitted; without one, comm(N) = d*(N-1)
+  // (a per-hop latency-like term) and a, d, c >= 0 are fitted.
+  kComputeCommFixed,
+};
+const char* model_name(ModelKind kind);
+
+struct Prediction {
+  int gpus = 0;
+  double time = 0;
+  double efficiency = 0;  // (N_ref * T_ref) / (N * T_pred), T_ref measured
+};
+
+struct Fit {
+  ModelKind kind = ModelKind::kAmdahl;
+  bool ok = false;                                   // false: too few points (see note)
+  std::vector<std::pair<std::string, double>> params;  // e.g. {"a",..},{"c",..},{"s",..}
+  double rms_rel_residual = 0;  // on the points used
+  // Leave-one-out: refit without each point, relative error at that point.
+  // NaN when there are not more points than parameters + 1.
+  double loo_mean_abs_rel_error = 0, loo_max_abs_rel_error = 0;
+  std::vector<Prediction> predictions;
+  std::string formula;       // the fitted law with numbers, for the report
+  std::string note;
+};
+
+struct FitPoint {
+  int gpus = 0;
+  double time = 0;  // the median
+};
+
+// Non-negative least squares on relative error (weights 1/T^2): exact NNLS by
+// trying every subset of the (at most 3) parameters. Needs at least as many
+// distinct GPU counts as parameters, else ok=false with a note. ref_gpus/ref_time
+// give E' of predictions.
+Fit fit_model(ModelKind kind, const std::vector<FitPoint>& points, const std::optional<CommModel>& comm,
+              const std::vector<int>& predict_gpus, int ref_gpus, double ref_time);
+
+// Assumptions behind fit_model, one sentence each, for docs and reports.
+std::vector<std::string> model_assumptions(ModelKind kind, bool with_comm);
+
+// ---------------------------------------------------------------------------
+// JSON (nlohmann ADL hooks: json j = summary;).
+void to_json(nlohmann::json& j, const Summary& s);
+void to_json(nlohmann::json& j, const ScalingRow& r);
+void to_json(nlohmann::json& j, const BreakEven& b);
+void to_json(nlohmann::json& j, const ScalingTable& t);
+void to_json(nlohmann::json& j, const Comparison& c);
+void to_json(nlohmann::json& j, const Prediction& p);
+void to_json(nlohmann::json& j, const Fit& f);
+
+}  // namespace scalescope::scaling
