@@ -1,0 +1,66 @@
+#pragma once
+// The advisor: rules that turn a RunAnalysis into findings, each with evidence
+// (figures and where in the trace), an estimated saving (an upper bound as a
+// share of step time, and how it was estimated) and a concrete fix. Rules and
+// thresholds are documented in docs/advisor.md. No finding without evidence
+// above its rule's threshold.
+//
+//   std::vector<advise::Finding> f = advise::advise(run);   // ranked by saving
+//   nlohmann::json j = f;                                   // to_json below
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "analyze/analyze.hpp"
+
+namespace scalescope::advise {
+
+enum class Severity : uint8_t { kInfo = 0, kWarning, kCritical };
+std::string_view to_string(Severity s);
+
+struct Figure {
+  std::string name;   // "pageable HtoD share"
+  double value = 0;
+  std::string unit;   // "ns", "bytes", "fraction", "count", "GB/s"
+};
+
+struct Finding {
+  std::string id;                 // stable rule id, e.g. "pinned-memory"
+  std::string title;              // one line
+  Severity severity = Severity::kInfo;
+  std::string evidence;           // sentence with the figures and where (ranks, kernels)
+  std::vector<Figure> figures;
+  std::vector<int32_t> ranks;     // ranks the finding is about (empty: all)
+  double saving_fraction = 0;     // upper bound of the saving, share of step time
+  std::string saving_method;      // how the upper bound was estimated
+  std::string fix;                // concrete change, e.g. "DataLoader(pin_memory=True)"
+};
+
+// Thresholds of the rules (defaults as in docs/advisor.md).
+struct Thresholds {
+  double pageable_share_of_step = 0.02;     // pageable copy time / step time
+  double layout_share = 0.03;               // conversion kernels / kernel time
+  double fp32_share = 0.10;                 // FP32 non-tensor-core GEMM/conv / kernel time
+  double fp64_share = 0.02;
+  double exposed_comm_share = 0.10;         // exposed communication / wall
+  double straggler_share = 0.05;            // a rank's lateness / step time
+  double launch_gap_share = 0.10;           // GPU gaps / wall when launch-bound
+  double sync_share = 0.05;                 // host synchronize / wall
+  double starvation_share = 0.05;           // input starvation / iteration time
+  double idle_share = 0.20;                 // idle / wall (not explained by other rules)
+  double iteration_cv = 0.10;               // steady-state coefficient of variation
+  double sync_copy_share = 0.02;            // synchronous copies / wall
+  double remote_memory_fraction = 0.10;     // pages off the GPU's NUMA node
+};
+
+// Applies every rule; findings sorted by saving_fraction, descending.
+std::vector<Finding> advise(const analyze::RunAnalysis& run, const Thresholds& thresholds = {});
+
+void to_json(nlohmann::json& j, const Figure& v);
+void to_json(nlohmann::json& j, const Finding& v);
+
+}  // namespace scalescope::advise

@@ -1,0 +1,345 @@
+#pragma once
+// Analyses of traces: pure functions of trace::Trace that return small summary
+// structs (never copies of events), so many ranks fit in memory at once.
+//
+//   analyze::Options options;                       // whole trace, default rules
+//   analyze::RankAnalysis r = analyze::analyze_rank(trace, options);
+//   analyze::RunAnalysis run = analyze::combine({r, ...});  // adds stragglers
+//   nlohmann::json j = analyze::to_json(run);
+//
+// Every analysis that lacks the event kinds it needs is marked skipped with a
+// stated reason (Availability) instead of reporting a wrong number.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "trace/trace.hpp"
+
+namespace scalescope::analyze {
+
+// ---- kernel classes (rules documented in docs/kernel-classes.md) ----------
+
+enum class KernelClass : uint8_t { kCompute = 0, kCommunication, kMemory, kSynchronization };
+inline constexpr int kKernelClassCount = 4;
+enum class Precision : uint8_t {
+  kOther = 0,      // not a GEMM/convolution we can place (elementwise, reductions, ...)
+  kFp64,           // double-precision kernels
+  kFp32NoTensor,   // FP32 GEMM/convolution on CUDA cores (SIMT)
+  kTensorCore,     // HMMA/GMMA/WGMMA kernels: FP16, BF16, TF32, FP8, INT8
+};
+inline constexpr int kPrecisionCount = 4;
+
+std::string_view to_string(KernelClass c);
+std::string_view to_string(Precision p);
+
+// What the name of one kernel says about it.
+struct KernelInfo {
+  KernelClass cls = KernelClass::kCompute;
+  Precision precision = Precision::kOther;
+  bool layout_conversion = false;  // NCHW <-> NHWC transposes
+};
+
+// Name rules: an ordered list of (case-insensitive substring, class); the
+// first match wins, built-in rules come after the user's. Precision and layout
+// patterns are built in.
+class KernelClassifier {
+ public:
+  KernelClassifier();  // the built-in rules
+  // Reads a rules file: lines "<class> <substring>" (class: compute,
+  // communication, memory, synchronization); '#' starts a comment. The file's
+  // rules take precedence over the built-in ones. Throws Error on bad lines.
+  static KernelClassifier from_file(const std::string& path);
+  void add_rule(std::string substring, KernelClass cls);  // user rule, before built-ins
+  KernelInfo classify(std::string_view kernel_name) const;
+
+ private:
+  struct Rule {
+    std::string needle;  // lower case
+    KernelClass cls;
+  };
+  std::vector<Rule> user_rules_;
+};
+
+// ---- options and window ---------------------------------------------------
+
+// --window START:END. Forms: "10%:90%" (of the trace span), "2000000:9000000"
+// (ns after the trace's first event), "it5:it50" (iterations 5 to 49,
+// 0-based, end exclusive). Both ends use the same form.
+struct WindowSpec {
+  enum class Kind : uint8_t { kNanoseconds = 0, kPercent, kIterations };
+  Kind kind = Kind::kPercent;
+  double start = 0, end = 100;
+  static WindowSpec parse(std::string_view text);  // throws Error naming the text
+  std::string to_string() const;
+};
+
+struct Options {
+  std::optional<WindowSpec> window;  // none: the whole trace
+  std::string iteration_range;       // NVTX range name marking one iteration; "" = automatic
+  KernelClassifier classifier;
+  int top_kernels = 200;             // kernel names kept per rank (for top lists and diff)
+  double warmup_tolerance = 0.5;     // an early iteration longer than (1+tol) x steady median is warm-up
+};
+
+// Why an analysis has no figures: e.g. "skipped: the trace has no host facts
+// (imported from PyTorch profiler)".
+struct Availability {
+  bool available = true;
+  std::string reason;  // empty when available
+};
+
+// ---- results --------------------------------------------------------------
+
+struct StreamUtilization {
+  uint32_t device = 0, stream = 0;
+  int64_t busy_ns = 0;    // union of this stream's GPU activity inside the window
+  double fraction = 0;    // busy / window wall time
+};
+
+// Compute + exposed communication + copies/sets + idle == wall_ns exactly.
+// Priority where activities overlap: compute, then communication, then copies.
+struct RankBreakdown {
+  Availability availability;
+  trace::Timestamp window_start = 0, window_end = 0;
+  int64_t wall_ns = 0;
+  int64_t compute_ns = 0;
+  int64_t exposed_communication_ns = 0;   // communication not under any compute
+  int64_t copy_ns = 0;                    // copies, sets and memory kernels not under compute/communication
+  int64_t idle_ns = 0;
+  int64_t communication_ns = 0;           // all communication time (union)
+  int64_t overlap_ns = 0;                 // communication hidden under compute
+  double overlap_fraction = 0;            // overlap / communication (0 when none)
+  std::vector<StreamUtilization> streams;
+};
+
+struct Iteration {
+  trace::Timestamp start = 0, end = 0;
+  bool warmup = false;
+};
+
+struct IterationStats {
+  Availability availability;
+  std::string source;           // "nvtx:ProfilerStep#", "range:<name>", "detected:<pattern>"
+  std::vector<Iteration> iterations;  // in the window, in time order
+  int64_t count = 0;
+  int64_t warmup_count = 0;
+  double median_ns = 0, p95_ns = 0, mean_ns = 0, cv = 0;           // all iterations
+  double steady_median_ns = 0, steady_p95_ns = 0, steady_cv = 0;   // without warm-up
+};
+
+// One collective as this rank saw it: enough to match it across ranks.
+struct CollectiveArrival {
+  trace::StringId communicator = trace::kNoString;  // in the rank's own string table
+  std::string communicator_name;  // filled only for the matching key
+  trace::NcclOp op = trace::NcclOp::kUnknown;
+  int64_t sequence = -1;   // from the trace, or order of occurrence per (communicator, op)
+  int64_t arrival_unix_ns = 0;  // kernel start, on the Unix clock
+  int64_t end_unix_ns = 0;
+};
+
+struct LaunchStats {
+  Availability availability;
+  int64_t kernel_count = 0;
+  int64_t kernel_ns = 0;             // sum of kernel durations
+  int64_t launch_api_count = 0;
+  int64_t launch_api_ns = 0;         // CPU time in cudaLaunchKernel & co
+  double median_kernel_ns = 0;
+  double median_launch_ns = 0;
+  int64_t gpu_gap_ns = 0;            // idle time between kernels inside busy stretches (gaps < 1 ms)
+  int64_t gap_count = 0;
+  double small_kernel_fraction = 0;  // kernels shorter than 10 us
+  bool launch_bound = false;         // median launch >= median kernel and gaps >= 10% of window
+  double gap_fraction = 0;           // gpu_gap_ns / window wall
+};
+
+struct CopyGroup {
+  trace::MemcpyKind kind = trace::MemcpyKind::kUnknown;
+  trace::MemoryKind src_kind = trace::MemoryKind::kUnknown, dst_kind = trace::MemoryKind::kUnknown;
+  int64_t count = 0;
+  uint64_t bytes = 0;
+  int64_t time_ns = 0;
+  double bandwidth_gbps = 0;  // GB/s (1e9 bytes) over summed copy time
+  int64_t sync_count = 0;     // synchronous (not async) copies
+  int64_t sync_ns = 0;
+};
+
+struct CopyStats {
+  Availability availability;
+  std::vector<CopyGroup> groups;  // sorted by time, descending
+  int64_t memset_count = 0;
+  int64_t memset_ns = 0;
+  uint64_t host_to_device_bytes = 0;
+  uint64_t pageable_bytes = 0;      // host-side pageable bytes of HtoD/DtoH
+  int64_t pageable_ns = 0;
+  double pageable_fraction = 0;     // of HtoD/DtoH bytes
+  int64_t sync_copy_count = 0;      // synchronous copies in the window
+  int64_t sync_copy_ns = 0;
+};
+
+struct SyncGroup {
+  trace::SyncKind kind = trace::SyncKind::kUnknown;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+};
+
+struct SyncStats {
+  Availability availability;
+  std::vector<SyncGroup> groups;
+  int64_t host_sync_ns = 0;     // stream + device + event synchronize (not StreamWaitEvent: no host wait)
+  double fraction = 0;          // host_sync_ns / window wall
+};
+
+struct KernelSummary {
+  std::string name;
+  KernelClass cls = KernelClass::kCompute;
+  Precision precision = Precision::kOther;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+};
+
+struct PrecisionStats {
+  Availability availability;
+  int64_t kernel_ns = 0;        // all kernel time in the window
+  std::array<int64_t, kPrecisionCount> ns{};  // indexed by Precision
+  double fp64_fraction = 0, fp32_no_tensor_fraction = 0, tensor_core_fraction = 0;  // of kernel_ns
+  std::vector<KernelSummary> top_fp32;  // biggest FP32 non-tensor-core GEMM/conv kernels
+  std::vector<KernelSummary> top_fp64;
+};
+
+struct LayoutStats {
+  Availability availability;
+  int64_t conversion_count = 0;
+  int64_t conversion_ns = 0;
+  double fraction = 0;  // of kernel time in the window
+  std::vector<KernelSummary> top;
+};
+
+struct InputStats {
+  Availability availability;
+  int64_t iterations = 0;
+  int64_t starved_iterations = 0;  // iterations whose first compute waited behind an HtoD copy
+  int64_t starvation_ns = 0;       // GPU idle from iteration start to first compute, while waiting for input
+  int64_t compute_ns = 0;
+  double fraction = 0;             // starvation / summed iteration time
+};
+
+struct NumaStats {
+  Availability availability;
+  int32_t gpu_node = -1;
+  std::vector<int32_t> cpu_nodes;     // nodes of the CPUs the process may run on
+  std::vector<trace::NumaPages> memory_nodes;
+  std::string memory_policy;
+  bool cpus_cross_node = false;       // may run on CPUs off the GPU's node
+  double remote_memory_fraction = 0;  // share of pages off the GPU's node
+};
+
+struct ClassTotal {
+  KernelClass cls = KernelClass::kCompute;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+};
+
+// Everything about one rank; small (summaries and top lists only).
+struct RankAnalysis {
+  int32_t rank = -1;
+  std::string label;        // file name or "rank N"
+  std::string source;       // Metadata::source
+  std::string hostname;
+  RankBreakdown breakdown;
+  IterationStats iterations;
+  LaunchStats launch;
+  CopyStats copies;
+  SyncStats sync;
+  PrecisionStats precision;
+  LayoutStats layout;
+  InputStats input;
+  NumaStats numa;
+  std::array<ClassTotal, kKernelClassCount> classes{};
+  std::vector<KernelSummary> top_kernels;          // by total time, at most Options::top_kernels
+  std::vector<CollectiveArrival> collectives;      // for straggler matching (compact)
+};
+
+struct RankLateness {
+  int32_t rank = -1;
+  int64_t total_late_ns = 0;      // summed lateness over matched collectives
+  int64_t max_late_ns = 0;
+  double late_per_iteration_ns = 0;
+  int64_t times_last = 0;         // collectives where this rank arrived last
+};
+
+struct StragglerStats {
+  Availability availability;
+  int64_t matched_collectives = 0;
+  int64_t unmatched_collectives = 0;
+  int64_t total_wait_ns = 0;            // summed (latest - earliest) arrival
+  std::vector<RankLateness> ranks;      // sorted by total_late_ns, descending
+  int32_t slowest_rank = -1;            // longest median iteration
+  double slowest_rank_median_ns = 0;
+  double fastest_rank_median_ns = 0;
+};
+
+struct RunAnalysis {
+  std::vector<RankAnalysis> ranks;
+  StragglerStats stragglers;
+};
+
+// ---- entry points ---------------------------------------------------------
+
+// Analyses one rank's trace. The window is resolved against this trace.
+RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options);
+// Matches collectives across ranks (communicator + sequence, else order of
+// occurrence per communicator and op) and finds stragglers. Drops the ranks'
+// collective lists afterwards to keep the result small.
+RunAnalysis combine(std::vector<RankAnalysis> ranks);
+
+// Single analyses (used by analyze_rank; public for tests and the report).
+std::vector<KernelInfo> classify_names(const trace::Trace& trace, const KernelClassifier& classifier);
+IterationStats find_iterations(const trace::Trace& trace, const Options& options);
+StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks);
+
+// ---- diff of two runs -----------------------------------------------------
+
+struct Delta {
+  std::string what;    // "compute", "kernel class: communication", kernel name, "copies HtoD pageable->device"
+  double a = 0, b = 0; // per-rank mean, ns (or bytes for *_bytes rows)
+  double delta = 0;    // b - a
+  double ratio = 0;    // b / a (0 when a == 0)
+};
+
+struct RunDiff {
+  std::vector<Delta> breakdown;     // compute, exposed communication, copies, idle, overlap, wall
+  std::vector<Delta> classes;
+  std::vector<Delta> top_kernels;   // largest absolute deltas
+  std::vector<Delta> copies;        // time and bytes by kind and memory kinds
+  Delta iteration;                  // steady median iteration time
+  std::string note;                 // e.g. which side lacks iterations
+};
+
+RunDiff diff(const RunAnalysis& a, const RunAnalysis& b, int top = 15);
+
+// ---- JSON (nlohmann::json) -------------------------------------------------
+
+void to_json(nlohmann::json& j, const Availability& v);
+void to_json(nlohmann::json& j, const RankBreakdown& v);
+void to_json(nlohmann::json& j, const IterationStats& v);
+void to_json(nlohmann::json& j, const LaunchStats& v);
+void to_json(nlohmann::json& j, const CopyStats& v);
+void to_json(nlohmann::json& j, const SyncStats& v);
+void to_json(nlohmann::json& j, const PrecisionStats& v);
+void to_json(nlohmann::json& j, const LayoutStats& v);
+void to_json(nlohmann::json& j, const InputStats& v);
+void to_json(nlohmann::json& j, const NumaStats& v);
+void to_json(nlohmann::json& j, const KernelSummary& v);
+void to_json(nlohmann::json& j, const RankAnalysis& v);
+void to_json(nlohmann::json& j, const StragglerStats& v);
+void to_json(nlohmann::json& j, const RunAnalysis& v);
+void to_json(nlohmann::json& j, const Delta& v);
+void to_json(nlohmann::json& j, const RunDiff& v);
+
+}  // namespace scalescope::analyze
