@@ -1,0 +1,144 @@
+#pragma once
+// The scalescope trace file (.sstrace): append-only, chunked, compressed,
+// checksummed, versioned. docs/trace-format.md describes every byte.
+//
+//   TraceWriter w = TraceWriter::open("rank0.sstrace", meta);
+//   w.append(batch, strings);   // one chunk per non-empty table, one write() each
+//   w.write_metadata(meta);     // again at the end: the last metadata chunk wins
+//   w.close();
+//   Trace t = read_trace("rank0.sstrace");
+//
+// A writer killed at any point leaves every complete chunk readable; the
+// reader counts a torn tail (Problem::kTornTail) and returns the rest.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace scalescope::trace {
+
+inline constexpr uint16_t kFormatMajor = 1;
+inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr std::string_view kTraceFileExtension = ".sstrace";
+inline constexpr std::string_view kRunDirExtension = ".ssrun";
+
+struct WriterOptions {
+  int zstd_level = 3;
+  // Larger batches are split into chunks of at most this many rows.
+  size_t max_rows_per_chunk = size_t{1} << 20;
+  // fsync() in flush() and close(); off by default (the page cache survives a
+  // killed process, only a machine crash needs it).
+  bool fsync = false;
+};
+
+// Writes one trace file. Not thread-safe: one thread (the collector's encoder
+// thread) owns a writer. Every chunk goes to the file in a single write(); a
+// failed write is rolled back (ftruncate) so the file stays readable.
+//
+// Throwing calls raise scalescope::Error naming the file. The try_* calls
+// never throw (for the collector, which must not harm the job): they return
+// false and leave the reason in last_error(). After a failed write the writer
+// stays usable; a later append may succeed once space is freed.
+class TraceWriter {
+ public:
+  // Creates (truncates) `path` and writes the file header and `meta`.
+  static TraceWriter open(const std::filesystem::path& path, const Metadata& meta,
+                          const WriterOptions& options = {});
+  // As open(), without throwing: nullptr and *error set on failure.
+  static std::unique_ptr<TraceWriter> try_open(const std::filesystem::path& path,
+                                               const Metadata& meta,
+                                               const WriterOptions& options,
+                                               std::string* error) noexcept;
+
+  TraceWriter(TraceWriter&&) noexcept;
+  TraceWriter& operator=(TraceWriter&&) noexcept;
+  ~TraceWriter();  // close()s, swallowing errors
+
+  // Writes the strings of `strings` not written before (ids from the last
+  // written one up to strings.size()), then one chunk per non-empty table of
+  // `batch` (batch.meta, batch.strings and batch.problems are ignored). The
+  // tables' StringIds index `strings`, which must only grow between calls.
+  // Example (collector): keep one StringTable for the whole run, fill a fresh
+  // batch Trace per buffer, append(batch, strings), clear the batch.
+  void append(const Trace& batch, const StringTable& strings);
+  void append(const Trace& trace) { append(trace, trace.strings); }
+  bool try_append(const Trace& batch, const StringTable& strings) noexcept;
+
+  // Metadata and problem counts may be written many times; readers keep the
+  // last complete chunk of each (e.g. pages_at_end and the end clock anchor).
+  void write_metadata(const Metadata& meta);
+  bool try_write_metadata(const Metadata& meta) noexcept;
+  void write_problems(const ProblemCounts& problems);
+  bool try_write_problems(const ProblemCounts& problems) noexcept;
+
+  void flush();  // fsync when WriterOptions::fsync; chunks are never buffered
+  void close();  // idempotent
+  bool try_close() noexcept;
+
+  const std::string& last_error() const;
+  const std::filesystem::path& path() const;
+  uint64_t bytes_written() const;  // file size after the last complete chunk
+  uint64_t strings_written() const;  // ids [0, strings_written()) are in the file
+
+  // Test hook: pretend the write() after the next `n_ok` succeeding ones fails
+  // with `errno_value` after writing half its bytes (simulates ENOSPC mid-chunk).
+  void inject_write_failure(int n_ok, int errno_value);
+
+ private:
+  struct Impl;
+  explicit TraceWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ReadOptions {
+  // Refuse (one-line Error) chunks whose stored or decompressed payload is
+  // larger than this: a corrupt or hostile length cannot allocate 1 TB.
+  uint64_t max_chunk_bytes = uint64_t{1} << 30;
+  // Refuse files whose decoded tables would need more memory than this.
+  // 0: max(4 GiB, 512 x file size).
+  uint64_t max_memory_bytes = 0;
+  uint64_t max_string_bytes = uint64_t{1} << 20;  // one string; longer is corrupt
+  bool verify_checksums = true;
+};
+
+// Reads a whole trace file. Torn tail, bad checksums and unknown chunk types
+// are counted in Trace::problems and reading goes on. A file that is not a
+// trace, a too-new or too-old major version, or absurd sizes throw
+// scalescope::Error: "X: not a scalescope trace (bad magic)",
+// "X: format 2.0 is newer than this scalescope reads (1.x)", ...
+Trace read_trace(const std::filesystem::path& path, const ReadOptions& options = {});
+// The same from bytes in memory; `name` names the input in errors.
+Trace read_trace_from_memory(std::span<const std::byte> bytes, std::string_view name,
+                             const ReadOptions& options = {});
+
+// Writes a whole Trace (meta, strings, every table, problems) to `path`.
+void write_trace(const std::filesystem::path& path, const Trace& trace,
+                 const WriterOptions& options = {});
+
+// Is `path` a file that starts with the trace magic? (For commands that take
+// "a trace or something else".) False for unreadable files.
+bool is_trace_file(const std::filesystem::path& path);
+
+struct LoadOptions {
+  ReadOptions read;
+  unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
+};
+
+// The *.sstrace files of a run directory (<name>.ssrun/ with one file per
+// process and run.json), sorted by name; Error when none or not a directory.
+std::vector<std::filesystem::path> list_run_files(const std::filesystem::path& run_dir);
+
+// Loads a single trace file, or every trace of a run directory in parallel
+// (at most `threads` at once), sorted by rank then pid (unknown rank last).
+// Errors name the file.
+std::vector<Trace> load_run(const std::filesystem::path& path_or_file,
+                            const LoadOptions& options = {});
+
+}  // namespace scalescope::trace
