@@ -372,7 +372,8 @@ Severity severity_of(Problem p) {
   switch (p) {
     case Problem::kTornTail:
     case Problem::kChecksumMismatch:
-    case Problem::kDroppedRecords: return Severity::kDataLoss;
+    case Problem::kDroppedRecords:
+    case Problem::kCorruptChunk: return Severity::kDataLoss;
     case Problem::kCuptiError:
     case Problem::kMalformedEvent:
     case Problem::kNegativeDuration: return Severity::kError;
@@ -399,6 +400,7 @@ std::string_view to_string(Problem p) {
     case Problem::kNegativeDuration: return "negative_duration";
     case Problem::kNvmlUnavailable: return "nvml_unavailable";
     case Problem::kClockAnchorMissing: return "clock_anchor_missing";
+    case Problem::kCorruptChunk: return "corrupt_chunk";
     case Problem::kCount_: break;
   }
   return "unknown_problem";

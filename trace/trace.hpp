@@ -354,6 +354,7 @@ enum class Problem : uint16_t {
   kNegativeDuration,        // end < start, clamped
   kNvmlUnavailable,         // counters not sampled
   kClockAnchorMissing,      // no clock anchor: ranks may not line up
+  kCorruptChunk,            // a chunk passed its checksum but its content is invalid; skipped
   kCount_,
 };
 inline constexpr int kProblemCount = static_cast<int>(Problem::kCount_);
