@@ -275,6 +275,8 @@ class GpuLoader:
             if self.is_cuda:
                 self.copied[slot] = torch.cuda.Event()
                 self.copied[slot].record(self.stream)
+            else:
+                y = y.clone()  # .to(cpu) aliases the staging slot that is refilled two batches later
             if self.augment:
                 flip = torch.rand((raw.shape[0], 1, 1), device=self.device, generator=self.gen) < 0.5
                 raw = torch.where(flip, raw.flip(-1), raw)
