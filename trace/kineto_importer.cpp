@@ -1,0 +1,1159 @@
+#include "trace/kineto_importer.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "trace/error.hpp"
+
+namespace scalescope::trace {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+// ---- input: a padded buffer holding the whole JSON text -------------------
+
+// malloc'ed so that growing while inflating can use realloc (mremap on Linux:
+// no copy, so a gzip input never needs twice the JSON in memory).
+struct PaddedBuffer {
+  char* data = nullptr;
+  size_t size = 0, capacity = 0;  // capacity excludes the padding
+  PaddedBuffer() = default;
+  PaddedBuffer(const PaddedBuffer&) = delete;
+  PaddedBuffer& operator=(const PaddedBuffer&) = delete;
+  ~PaddedBuffer() { std::free(data); }
+  void reserve(size_t n) {
+    if (n <= capacity && data) return;
+    void* p = std::realloc(data, n + simdjson::SIMDJSON_PADDING);
+    if (!p) throw std::bad_alloc();
+    data = static_cast<char*>(p);
+    capacity = n;
+  }
+  void pad() { std::memset(data + size, 0, simdjson::SIMDJSON_PADDING); }
+};
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+void read_whole_file(const std::filesystem::path& path, PaddedBuffer& out, uint64_t limit) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory, not a Kineto trace", path.string());
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+  if (!f) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
+  auto size = std::filesystem::file_size(path, ec);
+  if (ec) fail("{}: cannot read: {}", path.string(), ec.message());
+  if (size > limit) fail("{}: file of {} bytes is larger than the {} bytes the importer accepts", path.string(), size, limit);
+  out.reserve(size);
+  if (size && std::fread(out.data, 1, size, f.get()) != size) fail("{}: read failed", path.string());
+  out.size = size;
+  out.pad();
+}
+
+bool is_gzip(std::string_view bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+// Inflates a (possibly multi-member) gzip stream into `out`, refusing output
+// larger than `limit` so that a decompression bomb cannot take the machine.
+void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint64_t limit) {
+  // ISIZE (last 4 bytes) is the size modulo 4 GiB: a good first guess.
+  uint64_t guess = 0;
+  if (in.size() >= 18) {
+    const auto* p = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
+    guess = uint64_t{p[0]} | uint64_t{p[1]} << 8 | uint64_t{p[2]} << 16 | uint64_t{p[3]} << 24;
+  }
+  guess = std::clamp<uint64_t>(guess, in.size() * 2 + 4096, std::min<uint64_t>(limit, uint64_t{1} << 31));
+  out.reserve(guess);
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) fail("{}: cannot start gzip decompression", name);
+  struct End {
+    z_stream* z;
+    ~End() { inflateEnd(z); }
+  } end{&z};
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  size_t in_left = in.size();
+  for (;;) {
+    if (out.size == out.capacity) {
+      if (out.capacity >= limit) fail("{}: decompresses to more than {} bytes (a decompression bomb or not a trace)", name, limit);
+      out.reserve(std::min<uint64_t>(limit, out.capacity * 2));
+    }
+    const uInt in_chunk = static_cast<uInt>(std::min<size_t>(in_left, 1u << 30));
+    const uInt out_chunk = static_cast<uInt>(std::min<size_t>(out.capacity - out.size, 1u << 30));
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + (in.size() - in_left)));
+    z.avail_in = in_chunk;
+    z.next_out = reinterpret_cast<Bytef*>(out.data + out.size);
+    z.avail_out = out_chunk;
+    int rc = inflate(&z, Z_NO_FLUSH);
+    in_left -= in_chunk - z.avail_in;
+    out.size += out_chunk - z.avail_out;
+    if (rc == Z_STREAM_END) {
+      // Skip zero padding some tools add; another member follows otherwise.
+      while (in_left && in[in.size() - in_left] == 0) --in_left;
+      if (in_left == 0) break;
+      if (inflateReset(&z) != Z_OK) fail("{}: corrupt gzip stream", name);
+      continue;
+    }
+    if (rc == Z_BUF_ERROR || (rc == Z_OK && in_left == 0 && z.avail_out != 0)) {
+      if (in_left == 0) fail("{}: truncated gzip stream (ends after {} bytes of JSON)", name, out.size);
+      continue;  // output full: grow and go on
+    }
+    if (rc != Z_OK) fail("{}: corrupt gzip stream: {}", name, z.msg ? z.msg : "inflate failed");
+  }
+  out.pad();
+}
+
+// ---- small exact parsers over raw JSON tokens ---------------------------------
+
+// Microseconds as JSON number text ("5120481388009.286") to integer ns,
+// exactly: Kineto prints ns resolution and a double would lose it.
+bool parse_us_as_ns(std::string_view tok, int64_t& out) {
+  bool neg = false;
+  size_t i = 0;
+  if (i < tok.size() && tok[i] == '-') {
+    neg = true;
+    ++i;
+  }
+  int64_t whole = 0;
+  size_t digits = 0;
+  for (; i < tok.size() && tok[i] >= '0' && tok[i] <= '9'; ++i, ++digits) {
+    if (digits >= 15) return false;  // > 3e7 years: not a timestamp
+    whole = whole * 10 + (tok[i] - '0');
+  }
+  if (digits == 0) return false;
+  int64_t frac = 0;
+  int frac_digits = 0;
+  bool round_up = false;
+  if (i < tok.size() && tok[i] == '.') {
+    ++i;
+    size_t start = i;
+    for (; i < tok.size() && tok[i] >= '0' && tok[i] <= '9'; ++i) {
+      if (frac_digits < 3) {
+        frac = frac * 10 + (tok[i] - '0');
+        ++frac_digits;
+      } else if (i == start + 3) {
+        round_up = tok[i] >= '5';  // sub-ns digits: round to nearest ns
+      }
+    }
+    if (i == start) return false;
+  }
+  if (i != tok.size()) {
+    // Exponent form (rare): go through double, rounding to ns.
+    double v = 0;
+    auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    if (ec != std::errc() || p != tok.data() + tok.size() || !std::isfinite(v) || std::fabs(v) > 9e15) return false;
+    out = std::llround(v * 1000.0);
+    return true;
+  }
+  while (frac_digits < 3) {
+    frac *= 10;
+    ++frac_digits;
+  }
+  int64_t ns = whole * 1000 + frac + (round_up ? 1 : 0);
+  out = neg ? -ns : ns;
+  return true;
+}
+
+// An integer JSON number; integral doubles ("3.0") are accepted too.
+bool parse_int(std::string_view tok, int64_t& out) {
+  auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), out);
+  if (ec == std::errc() && p == tok.data() + tok.size()) return true;
+  double v = 0;
+  auto [q, ec2] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+  if (ec2 != std::errc() || q != tok.data() + tok.size() || !std::isfinite(v) || v != std::floor(v) ||
+      std::fabs(v) > 9.2e18)
+    return false;
+  out = static_cast<int64_t>(v);
+  return true;
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+bool hex4(std::string_view s, size_t i, uint32_t& v) {
+  if (i + 4 > s.size()) return false;
+  v = 0;
+  for (size_t k = i; k < i + 4; ++k) {
+    char c = s[k];
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f') v |= static_cast<uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') v |= static_cast<uint32_t>(c - 'A' + 10);
+    else return false;
+  }
+  return true;
+}
+
+// Unescapes the body of a JSON string (simdjson validated its structure but
+// not the escapes' meaning). Invalid escapes become U+FFFD.
+void unescape_into(std::string_view body, std::string& out) {
+  out.clear();
+  out.reserve(body.size());
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c != '\\' || i + 1 >= body.size()) {
+      out += c;
+      continue;
+    }
+    char e = body[++i];
+    switch (e) {
+      case '"': out += '"'; break;
+      case '\\': out += '\\'; break;
+      case '/': out += '/'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'u': {
+        uint32_t cp = 0;
+        if (!hex4(body, i + 1, cp)) {
+          append_utf8(out, 0xFFFD);
+          break;
+        }
+        i += 4;
+        if (cp >= 0xD800 && cp < 0xDC00) {
+          uint32_t lo = 0;
+          if (i + 2 < body.size() && body[i + 1] == '\\' && body[i + 2] == 'u' && hex4(body, i + 3, lo) &&
+              lo >= 0xDC00 && lo < 0xE000) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            i += 6;
+          } else {
+            cp = 0xFFFD;
+          }
+        } else if (cp >= 0xDC00 && cp < 0xE000) {
+          cp = 0xFFFD;
+        }
+        append_utf8(out, cp);
+        break;
+      }
+      default: append_utf8(out, 0xFFFD); break;
+    }
+  }
+}
+
+// ---- one event's fields ----------------------------------------------------
+
+// A string field: a view into the JSON text when it has no escapes (almost
+// always), else into `scratch`. Valid until the next event.
+struct Str {
+  std::string_view view;
+  std::string scratch;
+  bool present = false;
+};
+
+struct Num {
+  int64_t value = 0;
+  bool present = false;
+};
+
+struct Args {
+  Num device, stream, correlation, cbid, registers, shared_memory, bytes, in_nelems, out_nelems, group_size,
+      seq, wait_stream;
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  Str collective, dtype, pg_name, meta_name, sync_kind;
+  void clear() {
+    device = stream = correlation = cbid = registers = shared_memory = bytes = in_nelems = out_nelems = group_size =
+        seq = wait_stream = Num{};
+    for (int i = 0; i < 3; ++i) grid[i] = block[i] = 0;
+    collective.present = dtype.present = pg_name.present = meta_name.present = sync_kind.present = false;
+  }
+};
+
+struct Event {
+  Str ph, cat, name;
+  Num pid, tid;
+  int64_t ts = 0, dur = 0;
+  bool has_ts = false, has_dur = false, bad = false;
+  Args args;
+  void clear() {
+    ph.present = cat.present = name.present = false;
+    pid = tid = Num{};
+    has_ts = has_dur = bad = false;
+    args.clear();
+  }
+};
+
+// A scalar's JSON text: simdjson's raw token runs up to the next structural
+// character, so it may carry trailing whitespace.
+std::string_view token_of(od::value& v) {
+  std::string_view t = v.raw_json_token();
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) t.remove_suffix(1);
+  return t;
+}
+
+// A key's text (keys with escapes never match a known key: returned empty).
+std::string_view key_of(od::field& field) {
+  const char* raw = field.key().raw();
+  const char* end = raw;
+  while (*end != '"') {
+    if (*end == '\\') return {};
+    ++end;
+  }
+  return {raw, static_cast<size_t>(end - raw)};
+}
+
+enum class Cat : uint8_t {
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kRuntime,
+  kDriver,
+  kSync,
+  kUserAnnotation,
+  kGpuUserAnnotation,
+  kCpuOp,
+  kPythonFunction,
+  kIgnored,  // overhead, Trace spans
+  kFlow,
+  kMetadata,
+  kInstant,
+  kUnknown,
+};
+
+std::string_view mapped_name(Cat c) {
+  switch (c) {
+    case Cat::kKernel: return "kernels (+nccl)";
+    case Cat::kMemcpy: return "memcpys";
+    case Cat::kMemset: return "memsets";
+    case Cat::kRuntime:
+    case Cat::kDriver: return "api (+syncs)";
+    case Cat::kSync: return "syncs";
+    case Cat::kUserAnnotation:
+    case Cat::kGpuUserAnnotation:
+    case Cat::kCpuOp:
+    case Cat::kPythonFunction: return "nvtx";
+    case Cat::kIgnored: return "counted only";
+    case Cat::kFlow: return "flows (implied by correlation)";
+    case Cat::kMetadata: return "metadata";
+    case Cat::kInstant: return "counted only";
+    case Cat::kUnknown: break;
+  }
+  return "unknown";
+}
+
+Cat classify(std::string_view cat, std::string_view ph) {
+  if (ph == "X") {
+    if (cat == "kernel") return Cat::kKernel;
+    if (cat == "cpu_op") return Cat::kCpuOp;
+    if (cat == "cuda_runtime") return Cat::kRuntime;
+    if (cat == "cuda_driver") return Cat::kDriver;
+    if (cat == "gpu_memcpy") return Cat::kMemcpy;
+    if (cat == "gpu_memset") return Cat::kMemset;
+    if (cat == "user_annotation") return Cat::kUserAnnotation;
+    if (cat == "gpu_user_annotation") return Cat::kGpuUserAnnotation;
+    if (cat == "python_function") return Cat::kPythonFunction;
+    if (cat == "cuda_sync") return Cat::kSync;
+    if (cat == "overhead" || cat == "Trace") return Cat::kIgnored;
+    return Cat::kUnknown;
+  }
+  if (ph == "s" || ph == "f" || ph == "t") return Cat::kFlow;
+  if (ph == "M") return Cat::kMetadata;
+  if (ph == "i" || ph == "I") return Cat::kInstant;
+  return Cat::kUnknown;
+}
+
+SyncKind sync_kind_of_api(std::string_view name) {
+  if (name == "cudaStreamSynchronize" || name == "cuStreamSynchronize") return SyncKind::kStreamSynchronize;
+  if (name == "cudaDeviceSynchronize" || name == "cuCtxSynchronize") return SyncKind::kDeviceSynchronize;
+  if (name == "cudaEventSynchronize" || name == "cuEventSynchronize") return SyncKind::kEventSynchronize;
+  if (name == "cudaStreamWaitEvent" || name == "cuStreamWaitEvent") return SyncKind::kStreamWaitEvent;
+  return SyncKind::kUnknown;
+}
+
+// Kineto's cuda_sync events: "Stream Sync", "Event Sync", "Context Sync", "Stream Wait Event".
+SyncKind sync_kind_of_kineto(std::string_view kind) {
+  if (kind.find("Wait") != std::string_view::npos) return SyncKind::kStreamWaitEvent;
+  if (kind.find("Stream") != std::string_view::npos) return SyncKind::kStreamSynchronize;
+  if (kind.find("Event") != std::string_view::npos) return SyncKind::kEventSynchronize;
+  if (kind.find("Context") != std::string_view::npos || kind.find("Device") != std::string_view::npos)
+    return SyncKind::kDeviceSynchronize;
+  return SyncKind::kUnknown;
+}
+
+MemoryKind memory_kind_of(std::string_view s) {
+  if (s == "Pageable") return MemoryKind::kPageable;
+  if (s == "Pinned") return MemoryKind::kPinned;
+  if (s == "Device") return MemoryKind::kDevice;
+  if (s == "Managed") return MemoryKind::kManaged;
+  if (s == "Array") return MemoryKind::kArray;
+  return MemoryKind::kUnknown;
+}
+
+MemcpyKind memcpy_kind_of(std::string_view s) {
+  if (s == "HtoD") return MemcpyKind::kHtoD;
+  if (s == "DtoH") return MemcpyKind::kDtoH;
+  if (s == "DtoD") return MemcpyKind::kDtoD;
+  if (s == "PtoP") return MemcpyKind::kPtoP;
+  if (s == "HtoH") return MemcpyKind::kHtoH;
+  return MemcpyKind::kUnknown;
+}
+
+// "Memcpy HtoD (Pinned -> Device)" -> kind HtoD, src pinned, dst device.
+void parse_memcpy_name(std::string_view name, MemcpyRecord& r) {
+  constexpr std::string_view kPrefix = "Memcpy ";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return;
+  name.remove_prefix(kPrefix.size());
+  size_t sp = name.find(' ');
+  r.kind = memcpy_kind_of(name.substr(0, sp));
+  if (sp == std::string_view::npos) return;
+  size_t open = name.find('(', sp), arrow = name.find(" -> ", sp), close = name.rfind(')');
+  if (open == std::string_view::npos || arrow == std::string_view::npos || close == std::string_view::npos ||
+      !(open < arrow && arrow < close))
+    return;
+  r.src_kind = memory_kind_of(name.substr(open + 1, arrow - open - 1));
+  r.dst_kind = memory_kind_of(name.substr(arrow + 4, close - arrow - 4));
+}
+
+// "Memset (Device)" -> device.
+MemoryKind parse_memset_name(std::string_view name) {
+  size_t open = name.find('('), close = name.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return MemoryKind::kUnknown;
+  return memory_kind_of(name.substr(open + 1, close - open - 1));
+}
+
+// Element size of PyTorch's ScalarType names and NCCL's kernel-name types.
+uint32_t dtype_bytes(std::string_view t) {
+  struct Entry {
+    std::string_view name;
+    uint32_t bytes;
+  };
+  static constexpr Entry kTypes[] = {
+      {"Float", 4},  {"float", 4},   {"f32", 4},      {"Half", 2},          {"half", 2},
+      {"f16", 2},    {"BFloat16", 2}, {"bf16", 2},    {"Double", 8},        {"double", 8},
+      {"f64", 8},    {"Long", 8},    {"i64", 8},      {"u64", 8},           {"Int", 4},
+      {"i32", 4},    {"u32", 4},     {"Short", 2},    {"Char", 1},          {"Byte", 1},
+      {"i8", 1},     {"u8", 1},      {"Bool", 1},     {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
+      {"f8e4m3", 1}, {"f8e5m2", 1},  {"ComplexFloat", 8}, {"ComplexDouble", 16}, {"ComplexHalf", 4},
+  };
+  for (const auto& e : kTypes)
+    if (e.name == t) return e.bytes;
+  return 0;
+}
+
+// Parses NCCL kernel names: "ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)",
+// "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_SendRecv(...)".
+struct NcclName {
+  NcclOp op = NcclOp::kUnknown;
+  std::string_view algorithm, protocol, type;
+};
+
+NcclName parse_nccl_kernel_name(std::string_view name) {
+  NcclName out;
+  name = name.substr(0, name.find('('));
+  size_t us = name.find('_');
+  if (us == std::string_view::npos) return out;
+  std::string_view rest = name.substr(us + 1);
+  bool first = true;
+  while (!rest.empty()) {
+    size_t next = rest.find('_');
+    std::string_view tok = rest.substr(0, next);
+    rest = next == std::string_view::npos ? std::string_view{} : rest.substr(next + 1);
+    if (first) {
+      out.op = nccl_op_from_name(tok);
+      first = false;
+      continue;
+    }
+    if (tok == "LL" || tok == "LL128" || tok == "SIMPLE") {
+      out.protocol = tok;
+    } else if (tok == "RING" || tok == "TREE" || tok == "NVLS" || tok == "PAT" || tok == "COLLNET") {
+      out.algorithm = tok;
+      // COLLNET_DIRECT, COLLNET_CHAIN, NVLS_TREE: two tokens.
+      if (!rest.empty()) {
+        std::string_view second = rest.substr(0, rest.find('_'));
+        if (second == "DIRECT" || second == "CHAIN" || (tok == "NVLS" && second == "TREE")) {
+          out.algorithm = std::string_view(tok.data(), static_cast<size_t>(second.data() + second.size() - tok.data()));
+          size_t n = rest.find('_');
+          rest = n == std::string_view::npos ? std::string_view{} : rest.substr(n + 1);
+        }
+      }
+    } else if (dtype_bytes(tok) != 0) {
+      out.type = tok;
+    }
+  }
+  return out;
+}
+
+// ---- the importer ----------------------------------------------------------
+
+class Importer {
+ public:
+  Importer(std::string_view name, const KinetoImportOptions& options, ImportReport& report)
+      : name_(name), options_(options), report_(report) {}
+
+  Trace run(const char* json, size_t size, size_t capacity);
+
+ private:
+  [[noreturn]] void json_error(simdjson::error_code ec) const;
+  void check(simdjson::error_code ec) const {
+    if (ec) json_error(ec);
+  }
+  // Reads a string value (already known to be a string) into `s`.
+  void read_string(od::value& v, Str& s);
+  bool read_number(od::value& v, Num& n);
+  void read_dims(od::value& v, uint32_t (&dims)[3]);
+  void read_args(od::value& v, Args& a);
+  void read_event(od::object& obj, Event& e);
+  void handle_event(Event& e);
+  void read_device_properties(od::value& v);
+  void read_distributed_info(od::value& v);
+  ImportReport::Category& category(std::string_view cat, std::string_view ph);
+  void malformed() {
+    ++report_.malformed;
+    trace_.problems.add(Problem::kMalformedEvent);
+  }
+  void finish();
+
+  std::string_view name_;
+  const KinetoImportOptions& options_;
+  ImportReport& report_;
+  Trace trace_;
+  const char* json_begin_ = nullptr;
+  od::document* doc_ = nullptr;
+
+  std::vector<KernelRecord> kernels_;
+  std::vector<MemcpyRecord> memcpys_;
+  std::vector<MemsetRecord> memsets_;
+  std::vector<ApiRecord> api_;
+  std::vector<SyncRecord> syncs_;
+  std::vector<NvtxRecord> nvtx_;
+  std::vector<NcclRecord> nccl_;
+  std::vector<Cat> category_cat_;  // parallel to report_.categories
+  size_t last_category_ = 0;
+  StringId domain_user_ = 0, domain_cpu_op_ = 0, domain_gpu_user_ = 0, domain_python_ = 0;
+  int64_t host_pid_ = -1;
+};
+
+void Importer::json_error(simdjson::error_code ec) const {
+  size_t offset = 0;
+  if (doc_) {
+    const char* loc = nullptr;
+    if (!doc_->current_location().get(loc) && loc >= json_begin_) offset = static_cast<size_t>(loc - json_begin_);
+  }
+  if (offset)
+    fail("{}: invalid JSON near byte {}: {}", name_, offset, simdjson::error_message(ec));
+  fail("{}: invalid JSON: {}", name_, simdjson::error_message(ec));
+}
+
+void Importer::read_string(od::value& v, Str& s) {
+  std::string_view tok = token_of(v);
+  if (tok.size() < 2 || tok.front() != '"' || tok.back() != '"') json_error(simdjson::STRING_ERROR);
+  std::string_view body = tok.substr(1, tok.size() - 2);
+  if (body.size() > options_.max_string_bytes)
+    fail("{}: a string of {} bytes near byte {} is longer than the {} bytes allowed", name_, body.size(),
+         tok.data() - json_begin_, options_.max_string_bytes);
+  s.present = true;
+  if (std::memchr(body.data(), '\\', body.size()) == nullptr) {
+    s.view = body;
+  } else {
+    unescape_into(body, s.scratch);
+    s.view = s.scratch;
+  }
+}
+
+bool Importer::read_number(od::value& v, Num& n) {
+  od::json_type t;
+  check(v.type().get(t));
+  if (t != od::json_type::number) return false;
+  if (!parse_int(token_of(v), n.value)) return false;
+  n.present = true;
+  return true;
+}
+
+void Importer::read_dims(od::value& v, uint32_t (&dims)[3]) {
+  od::json_type t;
+  check(v.type().get(t));
+  if (t != od::json_type::array) return;
+  od::array arr;
+  check(v.get_array().get(arr));
+  int i = 0;
+  for (auto item : arr) {
+    od::value x;
+    check(item.get(x));
+    Num n;
+    if (i < 3 && read_number(x, n) && n.value >= 0 && n.value <= UINT32_MAX) dims[i] = static_cast<uint32_t>(n.value);
+    ++i;
+  }
+}
+
+void Importer::read_args(od::value& v, Args& a) {
+  od::json_type t;
+  check(v.type().get(t));
+  if (t != od::json_type::object) return;
+  od::object obj;
+  check(v.get_object().get(obj));
+  for (auto fr : obj) {
+    od::field field;
+    check(std::move(fr).get(field));
+    std::string_view key = key_of(field);
+    od::value val = field.value();
+    od::json_type vt;
+    check(val.type().get(vt));
+    auto str = [&](Str& s) {
+      if (vt == od::json_type::string) read_string(val, s);
+    };
+    auto num = [&](Num& n) {
+      if (vt == od::json_type::number) read_number(val, n);
+    };
+    switch (key.size() ? key[0] : 0) {
+      case 'b':
+        if (key == "bytes") num(a.bytes);
+        else if (key == "block") read_dims(val, a.block);
+        break;
+      case 'c':
+        if (key == "correlation") num(a.correlation);
+        else if (key == "cbid") num(a.cbid);
+        else if (key == "cuda_sync_kind") str(a.sync_kind);
+        break;
+      case 'd':
+        if (key == "device") num(a.device);
+        else if (key == "dtype") str(a.dtype);
+        break;
+      case 'g':
+        if (key == "grid") read_dims(val, a.grid);
+        break;
+      case 'n':
+        if (key == "name") str(a.meta_name);
+        break;
+      case 'r':
+        if (key == "registers per thread") num(a.registers);
+        break;
+      case 's':
+        if (key == "stream") num(a.stream);
+        else if (key == "shared memory") num(a.shared_memory);
+        break;
+      case 'w':
+        if (key == "wait_on_stream") num(a.wait_stream);
+        break;
+      case 'C':
+        if (key == "Collective name") str(a.collective);
+        break;
+      case 'G':
+        if (key == "Group size") num(a.group_size);
+        break;
+      case 'I':
+        if (key == "In msg nelems") num(a.in_nelems);
+        break;
+      case 'O':
+        if (key == "Out msg nelems") num(a.out_nelems);
+        break;
+      case 'P':
+        if (key == "Process Group Name") str(a.pg_name);
+        break;
+      case 'S':
+        if (key == "Seq") num(a.seq);
+        break;
+      default: break;
+    }
+  }
+}
+
+void Importer::read_event(od::object& obj, Event& e) {
+  for (auto fr : obj) {
+    od::field field;
+    check(std::move(fr).get(field));
+    std::string_view key = key_of(field);
+    od::value val = field.value();
+    od::json_type vt;
+    check(val.type().get(vt));
+    if (key == "ph") {
+      if (vt == od::json_type::string) read_string(val, e.ph);
+      else e.bad = true;
+    } else if (key == "cat") {
+      if (vt == od::json_type::string) read_string(val, e.cat);
+      else e.bad = true;
+    } else if (key == "name") {
+      if (vt == od::json_type::string) read_string(val, e.name);
+      else e.bad = true;
+    } else if (key == "ts") {
+      if (vt == od::json_type::number && parse_us_as_ns(token_of(val), e.ts)) e.has_ts = true;
+      else e.bad = true;
+    } else if (key == "dur") {
+      if (vt == od::json_type::number && parse_us_as_ns(token_of(val), e.dur)) e.has_dur = true;
+      else e.bad = true;
+    } else if (key == "pid") {
+      if (vt == od::json_type::number) read_number(val, e.pid);
+    } else if (key == "tid") {
+      if (vt == od::json_type::number) read_number(val, e.tid);
+    } else if (key == "args") {
+      read_args(val, e.args);
+    }
+  }
+}
+
+ImportReport::Category& Importer::category(std::string_view cat, std::string_view ph) {
+  auto& cats = report_.categories;
+  if (last_category_ < cats.size() && cats[last_category_].cat == cat && cats[last_category_].ph == ph)
+    return cats[last_category_];
+  for (size_t i = 0; i < cats.size(); ++i) {
+    if (cats[i].cat == cat && cats[i].ph == ph) {
+      last_category_ = i;
+      return cats[i];
+    }
+  }
+  // Bounded: a hostile file with a million categories shares one bucket.
+  constexpr size_t kMaxCategories = 256;
+  if (cats.size() >= kMaxCategories) {
+    cat = "(other categories)";
+    ph = "";
+    for (size_t i = 0; i < cats.size(); ++i)
+      if (cats[i].cat == cat) return cats[last_category_ = i];
+  }
+  Cat c = classify(cat, ph);
+  cats.push_back({std::string(cat), std::string(ph), 0, std::string(mapped_name(c))});
+  category_cat_.push_back(c);
+  last_category_ = cats.size() - 1;
+  return cats.back();
+}
+
+uint32_t as_u32(const Num& n, int64_t fallback = 0) {
+  int64_t v = n.present ? n.value : fallback;
+  return static_cast<uint32_t>(v);
+}
+
+void Importer::handle_event(Event& e) {
+  ++report_.events;
+  std::string_view ph = e.ph.present ? e.ph.view : std::string_view{};
+  std::string_view cat = e.cat.present ? e.cat.view : std::string_view{};
+  ImportReport::Category& counted = category(cat, ph);
+  ++counted.events;
+  Cat c = category_cat_[last_category_];
+  if (c == Cat::kUnknown) {
+    ++report_.unknown;
+    trace_.problems.add(Problem::kUnknownEvent);
+    return;
+  }
+  if (c == Cat::kFlow) {
+    ++report_.flows;
+    return;
+  }
+  if (c == Cat::kMetadata) {
+    // Process and thread names are small and useful for exporters; the sort
+    // indices and labels of the viewer are not.
+    std::string_view what = e.name.present ? e.name.view : std::string_view{};
+    if ((what == "process_name" || what == "thread_name" || what == "process_labels") && e.args.meta_name.present &&
+        e.pid.present && trace_.meta.extra.size() < 4096) {
+      std::string key = fmt::format("kineto.{}.{}", what, e.pid.value);
+      if (what == "thread_name") key += fmt::format(".{}", e.tid.value);
+      trace_.meta.extra[key] = std::string(e.args.meta_name.view);
+      ++report_.metadata_kept;
+    } else {
+      ++report_.metadata_dropped;
+    }
+    return;
+  }
+  if (c == Cat::kIgnored || c == Cat::kInstant) {
+    ++report_.ignored;
+    return;
+  }
+  // Every mapped category is a complete ("X") event: it needs ts and dur.
+  if (e.bad || !e.has_ts || !e.has_dur || !e.name.present) {
+    malformed();
+    return;
+  }
+  Timestamp start = e.ts, end = e.ts + e.dur;
+  if (e.dur < 0) {
+    trace_.problems.add(Problem::kNegativeDuration);
+    end = start;
+  }
+  const Args& a = e.args;
+  switch (c) {
+    case Cat::kKernel: {
+      if (!(a.device.present || e.pid.present) || !(a.stream.present || e.tid.present)) return malformed();
+      KernelRecord r;
+      r.start = start;
+      r.end = end;
+      r.device = as_u32(a.device, e.pid.value);
+      r.stream = as_u32(a.stream, e.tid.value);
+      r.name = trace_.strings.intern(e.name.view);
+      r.grid_x = a.grid[0], r.grid_y = a.grid[1], r.grid_z = a.grid[2];
+      r.block_x = a.block[0], r.block_y = a.block[1], r.block_z = a.block[2];
+      r.registers_per_thread = as_u32(a.registers);
+      r.shared_memory_bytes = as_u32(a.shared_memory);
+      r.correlation = as_u32(a.correlation);
+      kernels_.push_back(r);
+      if (e.name.view.substr(0, 4) == "nccl") {
+        NcclName nn = parse_nccl_kernel_name(e.name.view);
+        NcclRecord n;
+        n.start = start;
+        n.end = end;
+        n.device = r.device;
+        n.stream = r.stream;
+        n.op = a.collective.present ? nccl_op_from_name(a.collective.view) : NcclOp::kUnknown;
+        if (n.op == NcclOp::kUnknown) n.op = nn.op;
+        n.count = a.in_nelems.present && a.in_nelems.value > 0 ? static_cast<uint64_t>(a.in_nelems.value) : 0;
+        uint32_t elem = a.dtype.present ? dtype_bytes(a.dtype.view) : 0;
+        if (elem == 0) elem = dtype_bytes(nn.type);
+        n.bytes = n.count * elem;
+        std::string_view dtype = a.dtype.present ? a.dtype.view : nn.type;
+        n.datatype = trace_.strings.intern(dtype);
+        n.algorithm = trace_.strings.intern(nn.algorithm);
+        n.protocol = trace_.strings.intern(nn.protocol);
+        n.communicator = a.pg_name.present ? trace_.strings.intern(a.pg_name.view) : kNoString;
+        n.sequence = a.seq.present ? a.seq.value : -1;
+        n.group_size = a.group_size.present ? static_cast<int32_t>(a.group_size.value) : -1;
+        n.correlation = r.correlation;
+        nccl_.push_back(n);
+      }
+      return;
+    }
+    case Cat::kMemcpy: {
+      if (!(a.device.present || e.pid.present)) return malformed();
+      MemcpyRecord r;
+      r.start = start;
+      r.end = end;
+      r.device = as_u32(a.device, e.pid.value);
+      r.stream = as_u32(a.stream, e.tid.value);
+      r.correlation = as_u32(a.correlation);
+      r.bytes = a.bytes.present && a.bytes.value > 0 ? static_cast<uint64_t>(a.bytes.value) : 0;
+      parse_memcpy_name(e.name.view, r);
+      memcpys_.push_back(r);
+      return;
+    }
+    case Cat::kMemset: {
+      if (!(a.device.present || e.pid.present)) return malformed();
+      MemsetRecord r;
+      r.start = start;
+      r.end = end;
+      r.device = as_u32(a.device, e.pid.value);
+      r.stream = as_u32(a.stream, e.tid.value);
+      r.correlation = as_u32(a.correlation);
+      r.bytes = a.bytes.present && a.bytes.value > 0 ? static_cast<uint64_t>(a.bytes.value) : 0;
+      r.dst_kind = parse_memset_name(e.name.view);
+      memsets_.push_back(r);
+      return;
+    }
+    case Cat::kRuntime:
+    case Cat::kDriver: {
+      ApiRecord r;
+      r.start = start;
+      r.end = end;
+      r.thread = as_u32(e.tid);
+      r.domain = c == Cat::kRuntime ? ApiDomain::kRuntime : ApiDomain::kDriver;
+      r.callback_id = as_u32(a.cbid);
+      r.name = trace_.strings.intern(e.name.view);
+      r.correlation = as_u32(a.correlation);
+      api_.push_back(r);
+      if (host_pid_ < 0 && e.pid.present) host_pid_ = e.pid.value;
+      SyncKind sk = sync_kind_of_api(e.name.view);
+      if (sk != SyncKind::kUnknown) {
+        SyncRecord s;
+        s.start = start;
+        s.end = end;
+        s.kind = sk;
+        s.thread = r.thread;
+        s.correlation = r.correlation;
+        syncs_.push_back(s);
+      }
+      return;
+    }
+    case Cat::kSync: {
+      SyncRecord s;
+      s.start = start;
+      s.end = end;
+      s.kind = sync_kind_of_kineto(a.sync_kind.present ? a.sync_kind.view : e.name.view);
+      s.device = as_u32(a.device, e.pid.value);
+      s.stream = as_u32(a.stream);
+      s.correlation = as_u32(a.correlation);
+      syncs_.push_back(s);
+      return;
+    }
+    case Cat::kUserAnnotation:
+    case Cat::kGpuUserAnnotation:
+    case Cat::kCpuOp:
+    case Cat::kPythonFunction: {
+      NvtxRecord r;
+      r.start = start;
+      r.end = end;
+      r.text = trace_.strings.intern(e.name.view);
+      r.thread = as_u32(e.tid);
+      if (c == Cat::kGpuUserAnnotation) {
+        r.domain = domain_gpu_user_;
+        r.device = static_cast<int32_t>(as_u32(a.device, e.pid.value));
+        r.thread = as_u32(a.stream, e.tid.value);
+      } else if (c == Cat::kCpuOp && e.name.view.substr(0, 12) != "ProfilerStep") {
+        r.domain = domain_cpu_op_;
+      } else if (c == Cat::kPythonFunction) {
+        r.domain = domain_python_;
+      } else {
+        r.domain = domain_user_;  // user_annotation, and ProfilerStep#N whatever its category
+      }
+      if (c != Cat::kGpuUserAnnotation && host_pid_ < 0 && e.pid.present) host_pid_ = e.pid.value;
+      nvtx_.push_back(r);
+      return;
+    }
+    default: return;
+  }
+}
+
+void Importer::read_device_properties(od::value& v) {
+  od::json_type t;
+  check(v.type().get(t));
+  if (t != od::json_type::array) return;
+  od::array arr;
+  check(v.get_array().get(arr));
+  for (auto item : arr) {
+    od::value dv;
+    check(item.get(dv));
+    check(dv.type().get(t));
+    if (t != od::json_type::object) continue;
+    od::object obj;
+    check(dv.get_object().get(obj));
+    DeviceInfo d;
+    for (auto fr : obj) {
+      od::field field;
+      check(std::move(fr).get(field));
+      std::string_view key = key_of(field);
+      od::value val = field.value();
+      od::json_type vt;
+      check(val.type().get(vt));
+      Num n;
+      if (vt == od::json_type::string && key == "name") {
+        Str s;
+        read_string(val, s);
+        d.name = std::string(s.view);
+      } else if (vt == od::json_type::number && read_number(val, n)) {
+        if (key == "id") d.id = static_cast<uint32_t>(n.value);
+        else if (key == "totalGlobalMem") d.memory_bytes = static_cast<uint64_t>(n.value);
+        else if (key == "numSms") d.sm_count = static_cast<uint32_t>(n.value);
+        else if (key == "computeMajor") d.compute_major = static_cast<int32_t>(n.value);
+        else if (key == "computeMinor") d.compute_minor = static_cast<int32_t>(n.value);
+      }
+    }
+    if (trace_.meta.devices.size() < 1024) trace_.meta.devices.push_back(std::move(d));
+  }
+}
+
+void Importer::read_distributed_info(od::value& v) {
+  od::json_type t;
+  check(v.type().get(t));
+  if (t != od::json_type::object) return;
+  od::object obj;
+  check(v.get_object().get(obj));
+  for (auto fr : obj) {
+    od::field field;
+    check(std::move(fr).get(field));
+    std::string_view key = key_of(field);
+    od::value val = field.value();
+    od::json_type vt;
+    check(val.type().get(vt));
+    Num n;
+    if (vt == od::json_type::number && read_number(val, n)) {
+      if (key == "rank") trace_.meta.rank = static_cast<int32_t>(n.value);
+      else if (key == "world_size") trace_.meta.world_size = static_cast<int32_t>(n.value);
+    } else if (vt == od::json_type::string && (key == "backend" || key == "nccl_version")) {
+      Str s;
+      read_string(val, s);
+      trace_.meta.extra[fmt::format("kineto.{}", key)] = std::string(s.view);
+    }
+  }
+}
+
+Trace Importer::run(const char* json, size_t size, size_t capacity) {
+  json_begin_ = json;
+  report_.input = std::string(name_);
+  report_.json_bytes = size;
+  trace_.meta.source = "kineto";
+  trace_.meta.producer_version = "scalescope kineto importer 1";
+  domain_user_ = trace_.strings.intern("user_annotation");
+  domain_cpu_op_ = trace_.strings.intern("cpu_op");
+  domain_gpu_user_ = trace_.strings.intern("gpu_user_annotation");
+  domain_python_ = trace_.strings.intern("python_function");
+
+  od::parser parser;
+  od::document doc;
+  auto ec = parser.iterate(json, size, capacity).get(doc);
+  if (ec) json_error(ec);
+  doc_ = &doc;
+  od::json_type root_type;
+  if (doc.type().get(root_type) || root_type != od::json_type::object)
+    fail("{}: not a Kineto trace (the JSON is not an object with traceEvents)", name_);
+  od::object root;
+  check(doc.get_object().get(root));
+  bool saw_events = false;
+  Event e;
+  for (auto fr : root) {
+    od::field field;
+    check(std::move(fr).get(field));
+    std::string_view key = key_of(field);
+    od::value val = field.value();
+    od::json_type vt;
+    check(val.type().get(vt));
+    if (key == "traceEvents") {
+      if (vt != od::json_type::array) fail("{}: not a Kineto trace (traceEvents is not an array)", name_);
+      saw_events = true;
+      od::array events;
+      check(val.get_array().get(events));
+      for (auto item : events) {
+        od::value ev;
+        check(item.get(ev));
+        od::json_type et;
+        check(ev.type().get(et));
+        if (et != od::json_type::object) {
+          ++report_.events;
+          malformed();
+          continue;
+        }
+        od::object obj;
+        check(ev.get_object().get(obj));
+        e.clear();
+        read_event(obj, e);
+        handle_event(e);
+      }
+    } else if (key == "deviceProperties") {
+      read_device_properties(val);
+    } else if (key == "distributedInfo") {
+      read_distributed_info(val);
+    } else if (key == "baseTimeNanoseconds" && vt == od::json_type::number) {
+      Num n;
+      if (read_number(val, n)) trace_.meta.clock.push_back(ClockAnchor{0, n.value});
+    } else if ((key == "cuda_driver_version" || key == "cuda_runtime_version" || key == "cupti_version" ||
+                key == "schemaVersion") &&
+               vt == od::json_type::number) {
+      trace_.meta.extra[fmt::format("kineto.{}", key)] = std::string(token_of(val));
+    } else if ((key == "trace_id" || key == "traceName") && vt == od::json_type::string) {
+      Str s;
+      read_string(val, s);
+      if (s.view.size() <= 4096) trace_.meta.extra[fmt::format("kineto.{}", key)] = std::string(s.view);
+    }
+  }
+  // The On-Demand parser validates lazily: make sure nothing follows the root.
+  const char* after = nullptr;
+  if (!doc.current_location().get(after)) fail("{}: invalid JSON: trailing content after the root object", name_);
+  if (!saw_events) fail("{}: not a Kineto trace (no traceEvents array)", name_);
+  doc_ = nullptr;
+  finish();
+  return std::move(trace_);
+}
+
+template <typename Record>
+void sort_by_start(std::vector<Record>& v) {
+  std::stable_sort(v.begin(), v.end(), [](const Record& a, const Record& b) { return a.start < b.start; });
+}
+
+void Importer::finish() {
+  sort_by_start(kernels_);
+  sort_by_start(memcpys_);
+  sort_by_start(memsets_);
+  sort_by_start(api_);
+  sort_by_start(syncs_);
+  sort_by_start(nvtx_);
+  sort_by_start(nccl_);
+
+  // Sequence numbers per communicator in time order, where Kineto gave none.
+  std::unordered_map<StringId, int64_t> next_seq;
+  for (auto& n : nccl_)
+    if (n.sequence < 0) n.sequence = next_seq[n.communicator]++;
+
+  // Synchronous copies and sets: the launching API call's name says so.
+  std::unordered_map<uint32_t, StringId> api_by_corr;
+  api_by_corr.reserve(api_.size());
+  for (const auto& a : api_)
+    if (a.correlation) api_by_corr.emplace(a.correlation, a.name);
+  auto is_async = [&](uint32_t corr) {
+    auto it = api_by_corr.find(corr);
+    if (it == api_by_corr.end()) return true;
+    std::string_view n = trace_.strings.view(it->second);
+    return n.find("Async") != std::string_view::npos || n.find("async") != std::string_view::npos ||
+           (n.substr(0, 6) != "cudaMe" && n.substr(0, 4) != "cuMe");
+  };
+  uint64_t unmatched = 0;
+  auto matched = [&](uint32_t corr) { return corr == 0 || api_by_corr.count(corr) != 0; };
+  for (auto& m : memcpys_) {
+    m.is_async = is_async(m.correlation);
+    unmatched += !matched(m.correlation);
+  }
+  for (auto& m : memsets_) {
+    m.is_async = is_async(m.correlation);
+    unmatched += !matched(m.correlation);
+  }
+  for (const auto& k : kernels_) unmatched += !matched(k.correlation);
+  if (unmatched) trace_.problems.add(Problem::kUnmatchedCorrelation, unmatched);
+
+  auto fill = [](auto& table, auto& records) {
+    table.reserve(records.size());
+    for (const auto& r : records) table.push(r);
+    records.clear();
+    records.shrink_to_fit();
+  };
+  fill(trace_.kernels, kernels_);
+  fill(trace_.memcpys, memcpys_);
+  fill(trace_.memsets, memsets_);
+  fill(trace_.api, api_);
+  fill(trace_.syncs, syncs_);
+  fill(trace_.nvtx, nvtx_);
+  fill(trace_.nccl, nccl_);
+  if (host_pid_ >= 0) trace_.meta.pid = static_cast<uint32_t>(host_pid_);
+}
+
+}  // namespace
+
+uint64_t ImportReport::count(std::string_view cat, std::string_view ph) const {
+  for (const auto& c : categories)
+    if (c.cat == cat && c.ph == ph) return c.events;
+  return 0;
+}
+
+Trace import_kineto_json(std::string_view json, std::string_view name, ImportReport* report,
+                         const KinetoImportOptions& options) {
+  if (json.size() > options.max_json_bytes)
+    fail("{}: {} bytes of JSON is more than the {} bytes the importer accepts", name, json.size(), options.max_json_bytes);
+  PaddedBuffer buf;
+  buf.reserve(json.size());
+  if (!json.empty()) std::memcpy(buf.data, json.data(), json.size());
+  buf.size = json.size();
+  buf.pad();
+  ImportReport local;
+  Importer imp(name, options, report ? *report : local);
+  return imp.run(buf.data, buf.size, buf.capacity + simdjson::SIMDJSON_PADDING);
+}
+
+Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report, const KinetoImportOptions& options) {
+  const std::string name = path.string();
+  ImportReport local;
+  ImportReport& rep = report ? *report : local;
+  auto raw = std::make_unique<PaddedBuffer>();
+  read_whole_file(path, *raw, options.max_json_bytes);
+  if (is_gzip(std::string_view(raw->data, raw->size))) {
+    PaddedBuffer json;
+    gunzip(std::string_view(raw->data, raw->size), name, json, options.max_json_bytes);
+    raw.reset();  // free the compressed bytes before parsing
+    Importer imp(name, options, rep);
+    return imp.run(json.data, json.size, json.capacity + simdjson::SIMDJSON_PADDING);
+  }
+  Importer imp(name, options, rep);
+  return imp.run(raw->data, raw->size, raw->capacity + simdjson::SIMDJSON_PADDING);
+}
+
+bool is_kineto_path(const std::filesystem::path& path) {
+  std::string n = path.filename().string();
+  auto ends = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+  return ends(".json") || ends(".json.gz") || ends(".JSON") || ends(".json.gzip");
+}
+
+}  // namespace scalescope::trace

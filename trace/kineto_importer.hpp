@@ -1,0 +1,73 @@
+#pragma once
+// Imports a PyTorch-profiler (Kineto) Chrome trace (.json or .json.gz) into a
+// Trace in one single-threaded pass (simdjson On-Demand over the whole file).
+//
+//   ImportReport report;
+//   Trace t = import_kineto_file("rank0.json.gz", &report);
+//   // report.categories: events per (cat, ph) exactly as in the JSON
+//
+// Mapping: kernel -> kernels (NCCL kernels also -> nccl), gpu_memcpy -> memcpys,
+// gpu_memset -> memsets, cuda_runtime/cuda_driver -> api (synchronizing calls
+// also -> syncs), cuda_sync -> syncs, user_annotation/ProfilerStep#N,
+// gpu_user_annotation, cpu_op, python_function -> nvtx ranges (domain = the
+// category). Flows (ac2g, fwdbwd) are implied by correlation ids and only
+// counted. Every table is sorted by start time. Events that are malformed or of
+// unknown categories are counted (Trace::problems), never fatal; only input
+// that is not a Kineto trace at all (not JSON, no traceEvents) throws
+// scalescope::Error naming the file.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace scalescope::trace {
+
+// What became of each kind of event; the CLI prints it after `import`.
+struct ImportReport {
+  struct Category {
+    std::string cat;  // "" for events without one (metadata, instants)
+    std::string ph;   // the Chrome phase: X, s, f, M, i ...
+    uint64_t events = 0;
+    std::string mapped_to;  // "kernels", "api", "flows (counted)", "unknown" ...
+  };
+  std::string input;         // the file (or name) imported
+  uint64_t json_bytes = 0;   // JSON text size (after decompression)
+  uint64_t events = 0;       // entries of traceEvents
+  std::vector<Category> categories;  // in first-seen order
+  uint64_t flows = 0;        // ac2g / fwdbwd flow events: implied by correlation, not stored
+  uint64_t metadata_kept = 0, metadata_dropped = 0;
+  uint64_t ignored = 0;      // profiler overhead, Trace spans, instants: counted only
+  uint64_t unknown = 0;      // unknown categories/phases (Problem::kUnknownEvent)
+  uint64_t malformed = 0;    // missing or mistyped fields (Problem::kMalformedEvent)
+
+  // Events of one (cat, ph); 0 when none.
+  uint64_t count(std::string_view cat, std::string_view ph) const;
+};
+
+struct KinetoImportOptions {
+  // Longest string value read from an event; longer means a corrupt or hostile
+  // file (a 100 MB kernel name) and is refused with an Error.
+  size_t max_string_bytes = size_t{1} << 20;
+  // Largest JSON text accepted (after decompression). simdjson's documents
+  // are limited to 4 GiB; this also stops decompression bombs.
+  uint64_t max_json_bytes = (uint64_t{1} << 32) - 4096;
+};
+
+// Imports a file; gzip is detected by its magic bytes, not the name.
+Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report = nullptr,
+                         const KinetoImportOptions& options = {});
+
+// Imports JSON text held in memory (any buffer; it is copied into a padded
+// one). `name` names the input in errors and in the report.
+Trace import_kineto_json(std::string_view json, std::string_view name, ImportReport* report = nullptr,
+                         const KinetoImportOptions& options = {});
+
+// Does `path` look like a Kineto/Chrome JSON trace (by name: .json, .json.gz,
+// .pt.trace.json...)? For commands that accept "a trace file or a JSON trace".
+bool is_kineto_path(const std::filesystem::path& path);
+
+}  // namespace scalescope::trace

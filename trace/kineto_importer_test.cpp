@@ -1,0 +1,252 @@
+#include "trace/kineto_importer.hpp"
+
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "trace/error.hpp"
+
+namespace scalescope::trace {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One event of each category Kineto writes, with the args it writes.
+constexpr std::string_view kSmall = R"JSON({
+  "schemaVersion": 1,
+  "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150109880320,
+                        "computeMajor": 9, "computeMinor": 0, "numSms": 132}],
+  "distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 2, "nccl_version": "2.28.9"},
+  "baseTimeNanoseconds": 1790857026000000000,
+  "traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add_", "pid": 11, "tid": 12, "ts": 100.001, "dur": 2.5, "args": {"External id": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 11, "tid": 12, "ts": 100.5, "dur": 1, "args": {"cbid": 211, "correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm\"x\u00e9", "pid": 0, "tid": 7, "ts": 5120481388009.286, "dur": 0.999,
+   "args": {"device": 0, "stream": 7, "correlation": 7, "registers per thread": 96, "shared memory": 1024,
+            "grid": [3, 2, 1], "block": [128, 1, 1]}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+   "pid": 0, "tid": 17, "ts": 300, "dur": 10, "args": {"device": 0, "stream": 17, "correlation": 9,
+   "Collective name": "allreduce", "In msg nelems": 1000, "Out msg nelems": 1000, "Group size": 2, "dtype": "Float",
+   "Process Group Name": "0"}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Broadcast_TREE_LL128(x)", "pid": 0, "tid": 17, "ts": 200, "dur": 1,
+   "args": {"device": 0, "stream": 17, "correlation": 8, "In msg nelems": 10, "dtype": "Half", "Process Group Name": "0"}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 11, "tid": 12, "ts": 101, "dur": 1, "args": {"cbid": 41, "correlation": 10}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemset", "pid": 11, "tid": 12, "ts": 102, "dur": 1, "args": {"cbid": 1, "correlation": 11}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7, "ts": 110, "dur": 5,
+   "args": {"device": 0, "stream": 7, "correlation": 10, "bytes": 77070336}},
+  {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 120, "dur": 1,
+   "args": {"device": 0, "stream": 7, "correlation": 11, "bytes": 4}},
+  {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 11, "tid": 12, "ts": 103, "dur": 1, "args": {"cbid": 652, "correlation": 8}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 11, "tid": 12, "ts": 104, "dur": 3, "args": {"cbid": 131, "correlation": 12}},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 11, "tid": 12, "ts": 99, "dur": 500},
+  {"ph": "X", "cat": "gpu_user_annotation", "name": "DistributedDataParallel.forward", "pid": 0, "tid": 7, "ts": 105, "dur": 50},
+  {"ph": "s", "id": 7, "pid": 11, "tid": 12, "ts": 100.5, "cat": "ac2g", "name": "ac2g"},
+  {"ph": "f", "id": 7, "pid": 0, "tid": 7, "ts": 5120481388009.286, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"name": "thread_name", "ph": "M", "ts": 1, "pid": 11, "tid": 12, "args": {"name": "python main"}},
+  {"name": "process_sort_index", "ph": "M", "ts": 1, "pid": 11, "tid": 0, "args": {"sort_index": 3}},
+  {"ph": "X", "cat": "overhead", "name": "Activity Buffer Request", "pid": -1, "tid": 0, "ts": 1, "dur": 1},
+  {"name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g", "pid": "Traces", "tid": "x", "ts": 1},
+  {"ph": "X", "cat": "mystery", "name": "m", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+  {"ph": "X", "cat": "kernel", "name": "no_dur", "pid": 0, "tid": 7, "ts": 1, "args": {"device": 0, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "bad_ts", "pid": 0, "tid": 7, "ts": "1", "dur": 1},
+  42
+  ],
+  "traceName": "t"
+})JSON";
+
+TEST(KinetoImporter, MapsEveryCategory) {
+  ImportReport rep;
+  Trace t = import_kineto_json(kSmall, "small.json", &rep);
+  EXPECT_EQ(rep.events, 23u);
+  EXPECT_EQ(rep.count("kernel", "X"), 5u);
+  EXPECT_EQ(rep.count("cuda_runtime", "X"), 4u);
+  EXPECT_EQ(rep.count("ac2g", "s"), 1u);
+  EXPECT_EQ(rep.count("", "M"), 2u);
+  EXPECT_EQ(rep.flows, 2u);
+  EXPECT_EQ(rep.metadata_kept, 1u);
+  EXPECT_EQ(rep.metadata_dropped, 1u);
+  EXPECT_EQ(rep.ignored, 2u);
+  EXPECT_EQ(rep.unknown, 1u);
+  EXPECT_EQ(rep.malformed, 3u);  // no dur, string ts, a bare number
+  EXPECT_EQ(t.problems.get(Problem::kMalformedEvent), 3u);
+  EXPECT_EQ(t.problems.get(Problem::kUnknownEvent), 1u);
+
+  ASSERT_EQ(t.kernels.size(), 3u);
+  // Sorted by start: the gemm (huge ts) is last.
+  KernelRecord k = t.kernels.row(2);
+  EXPECT_EQ(t.strings.view(k.name), "gemm\"x\xc3\xa9");
+  EXPECT_EQ(k.start, 5120481388009286);  // exact ns, no double rounding
+  EXPECT_EQ(k.end - k.start, 999);
+  EXPECT_EQ(k.stream, 7u);
+  EXPECT_EQ(k.grid_x, 3u);
+  EXPECT_EQ(k.grid_y, 2u);
+  EXPECT_EQ(k.block_x, 128u);
+  EXPECT_EQ(k.registers_per_thread, 96u);
+  EXPECT_EQ(k.shared_memory_bytes, 1024u);
+  EXPECT_EQ(k.correlation, 7u);
+
+  ASSERT_EQ(t.nccl.size(), 2u);
+  NcclRecord b = t.nccl.row(0), a = t.nccl.row(1);
+  EXPECT_EQ(b.op, NcclOp::kBroadcast);
+  EXPECT_EQ(t.strings.view(b.algorithm), "TREE");
+  EXPECT_EQ(t.strings.view(b.protocol), "LL128");
+  EXPECT_EQ(b.bytes, 20u);
+  EXPECT_EQ(b.sequence, 0);
+  EXPECT_EQ(a.op, NcclOp::kAllReduce);
+  EXPECT_EQ(a.bytes, 4000u);
+  EXPECT_EQ(a.count, 1000u);
+  EXPECT_EQ(t.strings.view(a.algorithm), "RING");
+  EXPECT_EQ(t.strings.view(a.protocol), "LL");
+  EXPECT_EQ(t.strings.view(a.datatype), "Float");
+  EXPECT_EQ(t.strings.view(a.communicator), "0");
+  EXPECT_EQ(a.sequence, 1);
+  EXPECT_EQ(a.group_size, 2);
+
+  ASSERT_EQ(t.memcpys.size(), 1u);
+  MemcpyRecord m = t.memcpys.row(0);
+  EXPECT_EQ(m.kind, MemcpyKind::kHtoD);
+  EXPECT_EQ(m.src_kind, MemoryKind::kPinned);
+  EXPECT_EQ(m.dst_kind, MemoryKind::kDevice);
+  EXPECT_EQ(m.bytes, 77070336u);
+  EXPECT_TRUE(m.is_async);
+  ASSERT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.memsets.row(0).dst_kind, MemoryKind::kDevice);
+  EXPECT_FALSE(t.memsets.row(0).is_async);  // launched by cudaMemset
+
+  ASSERT_EQ(t.api.size(), 5u);
+  EXPECT_EQ(t.api.row(0).start, 100500);
+  EXPECT_EQ(t.api.row(0).callback_id, 211u);
+  EXPECT_EQ(t.api.row(0).thread, 12u);
+  ASSERT_EQ(t.syncs.size(), 1u);
+  EXPECT_EQ(t.syncs.row(0).kind, SyncKind::kStreamSynchronize);
+
+  ASSERT_EQ(t.nvtx.size(), 3u);
+  NvtxRecord step = t.nvtx.row(0);
+  EXPECT_EQ(t.strings.view(step.text), "ProfilerStep#3");
+  EXPECT_EQ(t.strings.view(step.domain), "user_annotation");
+  EXPECT_EQ(t.strings.view(t.nvtx.row(1).domain), "cpu_op");
+  EXPECT_EQ(t.nvtx.row(1).start, 100001);
+  EXPECT_EQ(t.nvtx.row(1).end, 102501);
+  EXPECT_EQ(t.nvtx.row(2).device, 0);
+  EXPECT_EQ(t.strings.view(t.nvtx.row(2).domain), "gpu_user_annotation");
+
+  EXPECT_EQ(t.meta.rank, 1);
+  EXPECT_EQ(t.meta.world_size, 2);
+  EXPECT_EQ(t.meta.source, "kineto");
+  EXPECT_EQ(t.meta.pid, 11u);
+  ASSERT_EQ(t.meta.devices.size(), 1u);
+  EXPECT_EQ(t.meta.devices[0].name, "NVIDIA H200");
+  EXPECT_EQ(t.meta.devices[0].sm_count, 132u);
+  EXPECT_EQ(t.meta.devices[0].memory_bytes, 150109880320u);
+  EXPECT_EQ(t.meta.devices[0].compute_major, 9);
+  ASSERT_EQ(t.meta.clock.size(), 1u);
+  EXPECT_EQ(t.meta.to_unix_ns(1000), 1790857026000001000);
+  EXPECT_EQ(t.meta.extra.at("kineto.thread_name.11.12"), "python main");
+  EXPECT_EQ(t.meta.extra.at("kineto.nccl_version"), "2.28.9");
+}
+
+TEST(KinetoImporter, TimestampsRoundToNearestNs) {
+  Trace t = import_kineto_json(
+      R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":-1.5,"dur":0.0006},
+                         {"ph":"X","cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":2e3,"dur":7}]})",
+      "t.json");
+  ASSERT_EQ(t.nvtx.size(), 2u);
+  EXPECT_EQ(t.nvtx.row(0).start, -1500);
+  EXPECT_EQ(t.nvtx.row(0).end, -1499);
+  EXPECT_EQ(t.nvtx.row(1).start, 2000000);
+  EXPECT_EQ(t.nvtx.row(1).end, 2007000);
+}
+
+TEST(KinetoImporter, NegativeDurationIsClampedAndCounted) {
+  Trace t = import_kineto_json(R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a","ts":5,"dur":-1}]})", "n.json");
+  ASSERT_EQ(t.nvtx.size(), 1u);
+  EXPECT_EQ(t.nvtx.row(0).end, t.nvtx.row(0).start);
+  EXPECT_EQ(t.problems.get(Problem::kNegativeDuration), 1u);
+}
+
+void expect_error(std::string_view json, std::string_view fragment) {
+  try {
+    import_kineto_json(json, "bad.json");
+    FAIL() << "no error for " << json.substr(0, 80);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("bad.json"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
+TEST(KinetoImporter, BadInputIsOneLineError) {
+  expect_error("", "invalid JSON");
+  expect_error("hello", "");
+  expect_error("[1,2,3]", "not a Kineto trace");
+  expect_error(R"({"a": 1})", "no traceEvents");
+  expect_error(R"({"traceEvents": 3})", "not an array");
+  expect_error(R"({"traceEvents": [{"ph":"X","cat":"cpu_op","name":"a","ts":1,"dur":1}, {"ph": )", "invalid JSON");
+  expect_error(R"({"traceEvents": []} xx)", "invalid JSON");
+  std::string huge = R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":")" + std::string(100 << 20, 'a') +
+                     R"(","ts":1,"dur":1}]})";
+  expect_error(huge, "longer than");
+}
+
+fs::path temp_path(const std::string& name) {
+  return fs::temp_directory_path() / ("scalescope_kineto_test_" + std::to_string(::getpid()) + "_" + name);
+}
+
+void write_gzip(const fs::path& p, std::string_view data) {
+  gzFile f = gzopen(p.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, data.data(), static_cast<unsigned>(data.size())), static_cast<int>(data.size()));
+  gzclose(f);
+}
+
+TEST(KinetoImporter, ReadsGzipAndRejectsTruncatedGzip) {
+  fs::path gz = temp_path("small.json.gz");
+  write_gzip(gz, kSmall);
+  ImportReport rep;
+  Trace t = import_kineto_file(gz, &rep);
+  EXPECT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(rep.json_bytes, kSmall.size());
+
+  std::string bytes;
+  {
+    std::ifstream in(gz, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  fs::path cut = temp_path("cut.json.gz");
+  {
+    std::ofstream out(cut, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+  }
+  try {
+    import_kineto_file(cut);
+    FAIL() << "truncated gzip accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated gzip"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(cut.string()), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(import_kineto_file(temp_path("missing.json")), Error);
+  fs::remove(gz);
+  fs::remove(cut);
+}
+
+TEST(KinetoImporter, DecompressionBombIsRefused) {
+  fs::path gz = temp_path("bomb.json.gz");
+  write_gzip(gz, std::string(8 << 20, ' '));
+  KinetoImportOptions o;
+  o.max_json_bytes = 1 << 20;
+  try {
+    import_kineto_file(gz, nullptr, o);
+    FAIL() << "bomb accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("decompresses to more than"), std::string::npos) << e.what();
+  }
+  fs::remove(gz);
+}
+
+}  // namespace
+}  // namespace scalescope::trace
