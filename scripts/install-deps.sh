@@ -7,7 +7,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git xz-utils python3
   libcli11-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev libzstd-dev zstd
   libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
-  libhwloc-dev libnuma-dev
+  libhwloc-dev libnuma-dev libxxhash-dev
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   nodejs npm chromium

@@ -102,7 +102,7 @@ struct ReadOptions {
   // larger than this: a corrupt or hostile length cannot allocate 1 TB.
   uint64_t max_chunk_bytes = uint64_t{1} << 30;
   // Refuse files whose decoded tables would need more memory than this.
-  // 0: max(4 GiB, 512 x file size).
+  // 0: max(1 GiB, 512 x file size).
   uint64_t max_memory_bytes = 0;
   uint64_t max_string_bytes = uint64_t{1} << 20;  // one string; longer is corrupt
   bool verify_checksums = true;

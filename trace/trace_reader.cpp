@@ -1,0 +1,467 @@
+// TraceReader: walks the chunks of a trace file, checks every length against
+// what is left and against caps before allocating, verifies checksums, and
+// decodes columns straight into the Trace's vectors. Damage inside the data
+// is counted (ProblemCounts) and skipped; only a file that is not a trace at
+// all, of an unreadable version, or that would need absurd memory is an Error.
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "trace/error.hpp"
+#include "trace/trace_file.hpp"
+#include "trace/trace_format.hpp"
+
+namespace scalescope::trace {
+
+using format::ChunkType;
+using format::Encoding;
+using format::Transform;
+
+namespace {
+
+// Thrown inside chunk decoding; caught per chunk and counted, never escapes.
+struct CorruptChunk {};
+
+class Cursor {
+ public:
+  Cursor(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ == end_) throw CorruptChunk{};
+      const uint8_t b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    throw CorruptChunk{};
+  }
+  uint8_t byte() {
+    if (p_ == end_) throw CorruptChunk{};
+    return *p_++;
+  }
+  const uint8_t* take(uint64_t n) {
+    if (n > remaining()) throw CorruptChunk{};
+    const uint8_t* at = p_;
+    p_ += n;
+    return at;
+  }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+template <int W>
+inline uint64_t gather(const uint8_t* planes, size_t n, size_t i) {
+  uint64_t v = planes[i];
+  if constexpr (W >= 2) v |= static_cast<uint64_t>(planes[n + i]) << 8;
+  if constexpr (W >= 4) {
+    v |= static_cast<uint64_t>(planes[2 * n + i]) << 16;
+    v |= static_cast<uint64_t>(planes[3 * n + i]) << 24;
+  }
+  if constexpr (W == 8) {
+    v |= static_cast<uint64_t>(planes[4 * n + i]) << 32;
+    v |= static_cast<uint64_t>(planes[5 * n + i]) << 40;
+    v |= static_cast<uint64_t>(planes[6 * n + i]) << 48;
+    v |= static_cast<uint64_t>(planes[7 * n + i]) << 56;
+  }
+  return v;
+}
+
+// Decodes n stored values (stored(i) gives the i-th) through `transform`.
+template <typename V, typename S, typename Stored>
+inline void apply(V* out, size_t n, Transform transform, const S* start, Stored&& stored) {
+  switch (transform) {
+    case Transform::kNone:
+      for (size_t i = 0; i < n; ++i) out[i] = format::from_bits<V>(stored(i));
+      return;
+    case Transform::kDelta: {
+      uint64_t acc = 0;
+      for (size_t i = 0; i < n; ++i) {
+        acc += stored(i);
+        out[i] = format::from_bits<V>(acc);
+      }
+      return;
+    }
+    case Transform::kMinusStart:
+      for (size_t i = 0; i < n; ++i) out[i] = format::from_bits<V>(format::to_bits(start[i]) + stored(i));
+      return;
+  }
+}
+
+template <typename V, typename S>
+void decode_column(V* out, size_t n, Transform transform, const S* start, Cursor c) {
+  const auto encoding = static_cast<Encoding>(c.byte());
+  if (encoding == Encoding::kConstant) {
+    const uint64_t v = c.varint();
+    if (c.remaining() != 0) throw CorruptChunk{};
+    apply(out, n, transform, start, [v](size_t) { return v; });
+    return;
+  }
+  if (encoding != Encoding::kPacked) throw CorruptChunk{};
+  const int width = c.byte();
+  const uint64_t base = c.varint();
+  if (c.remaining() != n * static_cast<uint64_t>(width)) throw CorruptChunk{};
+  const uint8_t* p = c.take(c.remaining());
+  switch (width) {
+    case 1: apply(out, n, transform, start, [=](size_t i) { return base + gather<1>(p, n, i); }); return;
+    case 2: apply(out, n, transform, start, [=](size_t i) { return base + gather<2>(p, n, i); }); return;
+    case 4: apply(out, n, transform, start, [=](size_t i) { return base + gather<4>(p, n, i); }); return;
+    case 8: apply(out, n, transform, start, [=](size_t i) { return base + gather<8>(p, n, i); }); return;
+    default: throw CorruptChunk{};
+  }
+}
+
+// Bytes of memory one row of a table takes in the Trace.
+template <typename Table>
+uint64_t row_bytes(const Table& t) {
+  uint64_t bytes = 0;
+  format::for_each_column(t, [&](int, const auto& col, Transform, const auto*) {
+    bytes += sizeof(typename std::remove_cvref_t<decltype(col)>::value_type);
+  });
+  return bytes;
+}
+
+// A table holding one default record: the values of columns a chunk lacks.
+template <typename Table>
+const Table& defaults() {
+  static const Table table = [] {
+    Table t;
+    t.push(decltype(t.row(0)){});
+    return t;
+  }();
+  return table;
+}
+
+class Reader {
+ public:
+  Reader(std::span<const std::byte> bytes, std::string_view name, const ReadOptions& options)
+      : data_(reinterpret_cast<const uint8_t*>(bytes.data())), size_(bytes.size()), name_(name), options_(options) {
+    limit_ = options.max_memory_bytes;
+    if (limit_ == 0) limit_ = std::max<uint64_t>(uint64_t{1} << 30, 512 * static_cast<uint64_t>(size_));
+    dctx_ = ZSTD_createDCtx();
+    if (!dctx_) fail("{}: cannot create a zstd decompressor (out of memory)", name_);
+  }
+  ~Reader() { ZSTD_freeDCtx(dctx_); }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  Trace read() {
+    check_file_header();
+    size_t pos = format::kFileHeaderSize;
+    while (pos < size_) {
+      if (size_ - pos < format::kChunkHeaderSize) {
+        problems_.add(Problem::kTornTail);
+        break;
+      }
+      const uint8_t* h = data_ + pos;
+      if (options_.verify_checksums && XXH64(h, 32, 0) != format::get_u64(h + 32)) {
+        // The length cannot be trusted: look for the next valid chunk header.
+        problems_.add(Problem::kChecksumMismatch);
+        pos = resync(pos + 1);
+        continue;
+      }
+      format::ChunkHeader ch;
+      ch.type = format::get_u16(h);
+      ch.codec = format::get_u16(h + 2);
+      ch.record_count = format::get_u32(h + 4);
+      ch.stored_size = format::get_u64(h + 8);
+      ch.raw_size = format::get_u64(h + 16);
+      ch.payload_checksum = format::get_u64(h + 24);
+      if (ch.stored_size > options_.max_chunk_bytes || ch.raw_size > options_.max_chunk_bytes) {
+        fail("{}: chunk at offset {} claims {} bytes ({} decompressed), more than the limit of {}; the file is "
+             "corrupt",
+             name_, pos, ch.stored_size, ch.raw_size, options_.max_chunk_bytes);
+      }
+      const size_t body = pos + format::kChunkHeaderSize;
+      if (ch.stored_size > size_ - body) {
+        problems_.add(Problem::kTornTail);
+        break;
+      }
+      const uint8_t* payload = data_ + body;
+      pos = body + static_cast<size_t>(ch.stored_size);
+      if (options_.verify_checksums && XXH64(payload, ch.stored_size, 0) != ch.payload_checksum) {
+        problems_.add(Problem::kChecksumMismatch);
+        continue;
+      }
+      read_chunk(ch, payload, body - format::kChunkHeaderSize);
+    }
+    finish();
+    return std::move(trace_);
+  }
+
+ private:
+  void check_file_header() {
+    const size_t n = std::min(size_, sizeof format::kMagic);
+    if (std::memcmp(data_, format::kMagic, n) != 0)
+      fail("{}: not a scalescope trace (bad magic)", name_);
+    if (size_ < format::kFileHeaderSize)
+      fail("{}: truncated scalescope trace ({} bytes; the file header alone is {})", name_, size_,
+           format::kFileHeaderSize);
+    const uint16_t major = format::get_u16(data_ + 8), minor = format::get_u16(data_ + 10);
+    if (major > kFormatMajor)
+      fail("{}: format {}.{} is newer than this scalescope reads ({}.x); upgrade scalescope", name_, major, minor,
+           kFormatMajor);
+    if (major < kFormatMajor)
+      fail("{}: format {}.{} is older than this scalescope reads ({}.x); re-create the trace", name_, major, minor,
+           kFormatMajor);
+  }
+
+  size_t resync(size_t pos) {
+    for (; pos + format::kChunkHeaderSize <= size_; ++pos)
+      if (XXH64(data_ + pos, 32, 0) == format::get_u64(data_ + pos + 32)) return pos;
+    return size_;
+  }
+
+  void charge(uint64_t bytes, size_t offset) {
+    memory_ += bytes;
+    if (memory_ > limit_)
+      fail("{}: the chunk at offset {} would take the trace past {} MiB of memory (the limit); the file is corrupt "
+           "or hostile",
+           name_, offset, limit_ >> 20);
+  }
+
+  // Returns the raw payload, or nullopt when the chunk is skipped (counted).
+  const uint8_t* decompress(const format::ChunkHeader& ch, const uint8_t* payload) {
+    if (ch.codec == static_cast<uint16_t>(format::Codec::kNone)) {
+      if (ch.raw_size != ch.stored_size) throw CorruptChunk{};
+      return payload;
+    }
+    if (ch.codec != static_cast<uint16_t>(format::Codec::kZstd)) throw CorruptChunk{};
+    // The frame must announce exactly the size the header promised (already
+    // capped), so a decompression bomb cannot make us allocate more.
+    if (ZSTD_getFrameContentSize(payload, ch.stored_size) != ch.raw_size) throw CorruptChunk{};
+    if (raw_.size() < ch.raw_size) raw_.resize(ch.raw_size);
+    const size_t got = ZSTD_decompressDCtx(dctx_, raw_.data(), ch.raw_size, payload, ch.stored_size);
+    if (ZSTD_isError(got) || got != ch.raw_size) throw CorruptChunk{};
+    return raw_.data();
+  }
+
+  void read_chunk(const format::ChunkHeader& ch, const uint8_t* payload, size_t offset) {
+    const auto type = static_cast<ChunkType>(ch.type);
+    const uint64_t n = ch.record_count;
+    try {
+      switch (type) {
+        case ChunkType::kStrings: {
+          // Every string costs at least its one-byte length, so n <= raw size.
+          if (n > ch.raw_size || ch.raw_size > 64 + n * (10 + options_.max_string_bytes)) throw CorruptChunk{};
+          charge(ch.raw_size + n * sizeof(std::string) * 2, offset);
+          read_strings(n, decompress(ch, payload), ch.raw_size);
+          return;
+        }
+        case ChunkType::kMetadata: {
+          if (ch.raw_size > format::kMaxMetadataBytes) throw CorruptChunk{};
+          const auto* raw = decompress(ch, payload);
+          try {
+            trace_.meta = format::metadata_from_json(
+                std::string_view(reinterpret_cast<const char*>(raw), static_cast<size_t>(ch.raw_size)));
+          } catch (const std::exception&) {
+            throw CorruptChunk{};
+          }
+          return;
+        }
+        case ChunkType::kProblems: {
+          if (ch.raw_size > format::kMaxProblemsBytes) throw CorruptChunk{};
+          read_problems(decompress(ch, payload), ch.raw_size);
+          return;
+        }
+        default: break;
+      }
+      bool known = false;
+      format::for_each_table(trace_, [&](ChunkType t, auto& table) {
+        if (t != type) return;
+        known = true;
+        if (n > format::kMaxRowsPerChunk || ch.raw_size > 4096 + n * format::kMaxRowBytes) throw CorruptChunk{};
+        charge(n * row_bytes(table), offset);
+        read_table(table, n, decompress(ch, payload), ch.raw_size);
+      });
+      if (!known) problems_.add(Problem::kUnknownChunk);
+    } catch (const CorruptChunk&) {
+      problems_.add(Problem::kCorruptChunk);
+    }
+  }
+
+  void read_strings(uint64_t n, const uint8_t* raw, uint64_t raw_size) {
+    Cursor c(raw, raw_size);
+    const uint64_t first = c.varint();
+    if (c.varint() != n || first == 0 || first > (uint64_t{1} << 32)) throw CorruptChunk{};
+    lengths_.resize(n);
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      lengths_[i] = c.varint();
+      if (lengths_[i] > options_.max_string_bytes) throw CorruptChunk{};
+      total += lengths_[i];
+    }
+    if (total != c.remaining()) throw CorruptChunk{};
+    const auto* text = reinterpret_cast<const char*>(c.take(total));
+    // Ids the file uses map to ids of our table (equal unless the file
+    // repeats a string); a lost string chunk leaves its ids empty.
+    if (first > remap_.size()) remap_.resize(first, kNoString);
+    for (uint64_t i = 0; i < n; ++i) {
+      const std::string_view s(text, lengths_[i]);
+      text += lengths_[i];
+      const uint64_t id = first + i;
+      if (id < remap_.size()) continue;  // already known (a repeated chunk)
+      remap_.push_back(trace_.strings.intern(s));
+    }
+  }
+
+  void read_problems(const uint8_t* raw, uint64_t raw_size) {
+    Cursor c(raw, raw_size);
+    const uint64_t n = c.varint();
+    ProblemCounts stored;
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t id = c.varint(), count = c.varint();
+      if (id < static_cast<uint64_t>(kProblemCount)) stored.counts[id] = count;  // newer ids: ignored
+    }
+    stored_problems_ = stored;  // the last problems chunk wins
+  }
+
+  template <typename Table>
+  void read_table(Table& table, uint64_t n64, const uint8_t* raw, uint64_t raw_size) {
+    const size_t n = static_cast<size_t>(n64);
+    Cursor c(raw, raw_size);
+    constexpr size_t kMaxColumnId = 64;
+    std::array<const uint8_t*, kMaxColumnId> at{};
+    std::array<size_t, kMaxColumnId> len{};
+    const uint64_t columns = c.varint();
+    if (columns > 1024) throw CorruptChunk{};
+    for (uint64_t i = 0; i < columns; ++i) {
+      const uint64_t id = c.varint(), bytes = c.varint();
+      const uint8_t* p = c.take(bytes);
+      if (id >= kMaxColumnId) continue;  // a column of a newer writer: skipped
+      if (at[id]) throw CorruptChunk{};  // the same column twice
+      at[id] = p;
+      len[id] = static_cast<size_t>(bytes);
+    }
+    const size_t old = table.size();
+    try {
+      format::for_each_column(table, [&](int id, auto& col, Transform transform, auto* start) {
+        using V = typename std::remove_cvref_t<decltype(col)>::value_type;
+        col.resize(old + n);
+        if (at[id]) {
+          decode_column(col.data() + old, n, transform, start ? start->data() + old : nullptr,
+                        Cursor(at[id], len[id]));
+        } else {
+          // Written by a writer that did not know this column: its default.
+          format::for_each_column(defaults<Table>(), [&](int did, const auto& dcol, Transform, const auto*) {
+            if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(dcol)>::value_type, V>)
+              if (did == id) std::fill(col.begin() + static_cast<std::ptrdiff_t>(old), col.end(), dcol[0]);
+          });
+        }
+      });
+    } catch (const CorruptChunk&) {
+      format::for_each_column(table, [&](int, auto& col, Transform, auto*) { col.resize(old); });
+      throw;
+    }
+  }
+
+  // String ids must index the string table: map the file's ids to ours and
+  // send ids the file never defined to the empty string.
+  void finish() {
+    bool identity = true;
+    for (size_t i = 0; i < remap_.size() && identity; ++i) identity = remap_[i] == i;
+    const auto size = static_cast<StringId>(remap_.size());
+    format::for_each_table(trace_, [&](ChunkType, auto& table) {
+      format::for_each_string_column(table, [&](std::vector<StringId>& col) {
+        if (identity) {
+          for (StringId& id : col)
+            if (id >= size) id = kNoString;
+        } else {
+          for (StringId& id : col) id = id < size ? remap_[id] : kNoString;
+        }
+      });
+    });
+    trace_.problems = stored_problems_;
+    for (int i = 0; i < kProblemCount; ++i) trace_.problems.counts[i] += problems_.counts[i];
+  }
+
+  const uint8_t* data_;
+  size_t size_;
+  std::string name_;
+  ReadOptions options_;
+  uint64_t limit_ = 0, memory_ = 0;
+  ZSTD_DCtx* dctx_ = nullptr;
+  std::vector<uint8_t> raw_;
+  std::vector<uint64_t> lengths_;
+  std::vector<StringId> remap_{kNoString};
+  ProblemCounts problems_, stored_problems_;
+  Trace trace_;
+};
+
+// A read-only mapping of a whole file, unmapped on scope exit.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
+      ::close(fd);
+      fail("{}: cannot stat: {}", path.string(), std::strerror(err));
+    }
+    if (S_ISDIR(st.st_mode)) {
+      ::close(fd);
+      fail("{}: is a directory, not a trace file", path.string());
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ > 0) {
+      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        const int err = errno;
+        ::close(fd);
+        fail("{}: cannot map: {}", path.string(), std::strerror(err));
+      }
+      ::madvise(p, size_, MADV_SEQUENTIAL);
+      data_ = static_cast<const std::byte*>(p);
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+
+ private:
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+Trace read_trace_from_memory(std::span<const std::byte> bytes, std::string_view name, const ReadOptions& options) {
+  if (bytes.empty()) fail("{}: empty file, not a scalescope trace", name);
+  Reader reader(bytes, name, options);
+  return reader.read();
+}
+
+Trace read_trace(const std::filesystem::path& path, const ReadOptions& options) {
+  MappedFile file(path);
+  return read_trace_from_memory(file.bytes(), path.string(), options);
+}
+
+bool is_trace_file(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char magic[sizeof format::kMagic];
+  const ssize_t n = ::read(fd, magic, sizeof magic);
+  ::close(fd);
+  return n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, format::kMagic, sizeof magic) == 0;
+}
+
+}  // namespace scalescope::trace
