@@ -1,0 +1,387 @@
+// The advisor's rules. Each rule reads one analysis per rank, fires only above
+// its documented threshold (docs/advisor.md) and bounds the saving from the
+// time the problem demonstrably costs in the trace.
+#include "advise/advise.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+
+namespace scalescope::advise {
+namespace {
+
+using analyze::RankAnalysis;
+using analyze::RunAnalysis;
+// Human figures for evidence text (report/ depends on advise/, not the reverse).
+std::string format_duration_ns(double ns) {
+  const double a = std::fabs(ns);
+  if (a >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
+  if (a >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
+  if (a >= 1e3) return fmt::format("{:.1f} us", ns / 1e3);
+  return fmt::format("{:.0f} ns", ns);
+}
+std::string format_bytes(double b) {
+  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
+  if (b >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{:.0f} B", b);
+}
+std::string format_percent(double f) { return fmt::format("{:.1f}%", f * 100); }
+
+// Time the shares are taken of: the iterations when known, else the window.
+double step_time(const RankAnalysis& r) {
+  if (r.iterations.availability.available && r.iterations.count > 0) {
+    const auto& its = r.iterations.iterations;
+    const double span = static_cast<double>(its.back().end - its.front().start);
+    if (span > 0) return span;
+  }
+  return static_cast<double>(r.breakdown.wall_ns);
+}
+
+Severity severity_for(double saving) {
+  if (saving >= 0.20) return Severity::kCritical;
+  if (saving >= 0.05) return Severity::kWarning;
+  return Severity::kInfo;
+}
+
+// A per-rank rule: returns (share, finding) for the rank or nothing; the
+// run-level finding is the worst rank's, listing every rank above threshold.
+struct RankHit {
+  double saving = 0;
+  Finding finding;
+};
+
+template <typename Rule>
+void per_rank(const RunAnalysis& run, std::vector<Finding>& out, Rule&& rule) {
+  std::optional<RankHit> worst;
+  std::vector<int32_t> ranks;
+  for (const RankAnalysis& r : run.ranks) {
+    std::optional<RankHit> hit = rule(r);
+    if (!hit) continue;
+    ranks.push_back(r.rank);
+    if (!worst || hit->saving > worst->saving) worst = std::move(hit);
+  }
+  if (!worst) return;
+  Finding f = std::move(worst->finding);
+  f.saving_fraction = std::clamp(worst->saving, 0.0, 1.0);
+  f.severity = severity_for(f.saving_fraction);
+  f.ranks = ranks.size() == run.ranks.size() && ranks.size() > 1 ? std::vector<int32_t>{} : ranks;
+  if (run.ranks.size() > 1)
+    f.evidence += fmt::format(" ({} of {} ranks above the threshold; figures are from the worst).", ranks.size(), run.ranks.size());
+  out.push_back(std::move(f));
+}
+
+double ns_share(int64_t ns, double step) { return step > 0 ? static_cast<double>(ns) / step : 0; }
+
+}  // namespace
+
+std::string_view to_string(Severity s) {
+  switch (s) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kCritical: return "critical";
+  }
+  return "info";
+}
+
+std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
+  std::vector<Finding> out;
+
+  // pinned-memory: pageable HtoD/DtoH copies cost a share of step time.
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& c = r.copies;
+    if (!c.availability.available || c.pageable_ns <= 0) return std::nullopt;
+    const double share = ns_share(c.pageable_ns, step_time(r));
+    if (share < th.pageable_share_of_step) return std::nullopt;
+    Finding f;
+    f.id = "pinned-memory";
+    f.title = "Input copies come from pageable host memory";
+    f.evidence = fmt::format("{}: {} of host<->device copies ({}, {} of the bytes) read or write pageable memory, "
+                             "{} of step time (threshold {})",
+                             r.label, format_duration_ns(static_cast<double>(c.pageable_ns)),
+                             format_bytes(static_cast<double>(c.pageable_bytes)), format_percent(c.pageable_fraction),
+                             format_percent(share), format_percent(th.pageable_share_of_step));
+    f.figures = {{"pageable copy time", static_cast<double>(c.pageable_ns), "ns"},
+                 {"pageable bytes", static_cast<double>(c.pageable_bytes), "bytes"},
+                 {"pageable share of step time", share, "fraction"}};
+    f.saving_method = "upper bound: all pageable copy time, which pinned memory can overlap with compute (non_blocking copies)";
+    f.fix = "DataLoader(..., pin_memory=True) and tensor.to(device, non_blocking=True)";
+    return RankHit{share, std::move(f)};
+  });
+
+  // channels-last: NCHW<->NHWC conversion kernels.
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& l = r.layout;
+    if (!l.availability.available || l.conversion_ns <= 0 || l.fraction < th.layout_share) return std::nullopt;
+    const double share = ns_share(l.conversion_ns, step_time(r));
+    Finding f;
+    f.id = "channels-last";
+    f.title = "Time spent converting tensors between NCHW and NHWC";
+    f.evidence = fmt::format("{}: {} layout conversion kernels take {} ({} of kernel time, threshold {}); largest: {}", r.label,
+                             l.conversion_count, format_duration_ns(static_cast<double>(l.conversion_ns)),
+                             format_percent(l.fraction), format_percent(th.layout_share),
+                             l.top.empty() ? std::string("-") : l.top.front().name.substr(0, 80));
+    f.figures = {{"conversion kernel time", static_cast<double>(l.conversion_ns), "ns"},
+                 {"share of kernel time", l.fraction, "fraction"},
+                 {"conversion kernels", static_cast<double>(l.conversion_count), "count"}};
+    f.saving_method = "upper bound: all conversion kernel time, which disappears when model and input are channels_last";
+    f.fix = "model = model.to(memory_format=torch.channels_last); input = input.to(memory_format=torch.channels_last)";
+    return RankHit{share, std::move(f)};
+  });
+
+  // mixed-precision: FP32 GEMM/conv without tensor cores.
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& p = r.precision;
+    if (!p.availability.available || p.fp32_no_tensor_fraction < th.fp32_share) return std::nullopt;
+    const int64_t ns = p.ns[static_cast<int>(analyze::Precision::kFp32NoTensor)];
+    // H100/H200 dense FP16/BF16 tensor-core peak is about 15x the FP32 CUDA-core
+    // peak; assume at most 8x to stay an upper bound that real GEMMs can reach.
+    const double share = ns_share(ns, step_time(r)) * (1.0 - 1.0 / 8.0);
+    Finding f;
+    f.id = "mixed-precision";
+    f.title = "FP32 matrix multiplies and convolutions do not use tensor cores";
+    f.evidence = fmt::format("{}: FP32 GEMM/convolution kernels without tensor cores take {} ({} of kernel time, threshold {}); "
+                             "tensor-core share {}; largest: {}",
+                             r.label, format_duration_ns(static_cast<double>(ns)), format_percent(p.fp32_no_tensor_fraction),
+                             format_percent(th.fp32_share), format_percent(p.tensor_core_fraction),
+                             p.top_fp32.empty() ? std::string("-") : p.top_fp32.front().name.substr(0, 80));
+    f.figures = {{"fp32 gemm/conv time", static_cast<double>(ns), "ns"},
+                 {"share of kernel time", p.fp32_no_tensor_fraction, "fraction"},
+                 {"tensor-core share", p.tensor_core_fraction, "fraction"}};
+    f.saving_method = "FP32 GEMM/conv time x (1 - 1/8), assuming tensor cores run them at most 8x faster";
+    f.fix = "with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16): ... (or torch.backends.cuda.matmul.allow_tf32 = True "
+            "and torch.backends.cudnn.allow_tf32 = True)";
+    return RankHit{share, std::move(f)};
+  });
+
+  // fp64: double precision kernels.
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& p = r.precision;
+    if (!p.availability.available || p.fp64_fraction < th.fp64_share) return std::nullopt;
+    const int64_t ns = p.ns[static_cast<int>(analyze::Precision::kFp64)];
+    const double share = ns_share(ns, step_time(r));
+    Finding f;
+    f.id = "fp64";
+    f.title = "Double-precision (FP64) kernels";
+    f.evidence = fmt::format("{}: FP64 kernels take {} ({} of kernel time, threshold {}); largest: {}", r.label,
+                             format_duration_ns(static_cast<double>(ns)), format_percent(p.fp64_fraction),
+                             format_percent(th.fp64_share),
+                             p.top_fp64.empty() ? std::string("-") : p.top_fp64.front().name.substr(0, 80));
+    f.figures = {{"fp64 kernel time", static_cast<double>(ns), "ns"}, {"share of kernel time", p.fp64_fraction, "fraction"}};
+    f.saving_method = "upper bound: all FP64 kernel time";
+    f.fix = "find the float64 tensors (torch.from_numpy of float64 arrays, .double(), dtype=torch.float64) and use float32 or bfloat16";
+    return RankHit{share, std::move(f)};
+  });
+
+  // exposed-communication.
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& b = r.breakdown;
+    if (!b.availability.available || b.wall_ns <= 0) return std::nullopt;
+    const double share = static_cast<double>(b.exposed_communication_ns) / static_cast<double>(b.wall_ns);
+    if (share < th.exposed_comm_share) return std::nullopt;
+    Finding f;
+    f.id = "exposed-communication";
+    f.title = "Communication is not hidden behind compute";
+    f.evidence = fmt::format("{}: {} of communication is not overlapped with compute ({} of wall time, threshold {}); "
+                             "only {} of communication overlaps compute",
+                             r.label, format_duration_ns(static_cast<double>(b.exposed_communication_ns)), format_percent(share),
+                             format_percent(th.exposed_comm_share), format_percent(b.overlap_fraction));
+    f.figures = {{"exposed communication", static_cast<double>(b.exposed_communication_ns), "ns"},
+                 {"share of wall time", share, "fraction"},
+                 {"overlap fraction", b.overlap_fraction, "fraction"}};
+    f.saving_method = "upper bound: all exposed communication time, if it were fully overlapped with backward compute";
+    f.fix = "DDP(model, bucket_cap_mb=<tune: 10-100>, gradient_as_bucket_view=True); for large models FSDP or gradient "
+            "accumulation with no_sync() to communicate less often";
+    return RankHit{share, std::move(f)};
+  });
+
+  // launch-bound.
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& l = r.launch;
+    if (!l.availability.available || !l.launch_bound || l.gap_fraction < th.launch_gap_share) return std::nullopt;
+    const double share = l.gap_fraction;
+    Finding f;
+    f.id = "launch-bound";
+    f.title = "The GPU waits for kernel launches";
+    f.evidence = fmt::format("{}: {} GPU gaps under 1 ms add up to {} ({} of wall time, threshold {}); median kernel {} "
+                             "vs median launch call {}; {} of kernels are shorter than 10 us",
+                             r.label, l.gap_count, format_duration_ns(static_cast<double>(l.gpu_gap_ns)), format_percent(share),
+                             format_percent(th.launch_gap_share), format_duration_ns(l.median_kernel_ns),
+                             format_duration_ns(l.median_launch_ns), format_percent(l.small_kernel_fraction));
+    f.figures = {{"gpu gaps", static_cast<double>(l.gpu_gap_ns), "ns"},
+                 {"gap share of wall", share, "fraction"},
+                 {"median kernel", l.median_kernel_ns, "ns"},
+                 {"median launch", l.median_launch_ns, "ns"}};
+    f.saving_method = "upper bound: all short GPU gaps between kernels, which CUDA graphs remove";
+    f.fix = "capture the step in CUDA graphs (torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), "
+            "or raise the batch size so kernels run longer";
+    return RankHit{share, std::move(f)};
+  });
+
+  // host-sync.
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& s = r.sync;
+    if (!s.availability.available || s.fraction < th.sync_share || r.breakdown.wall_ns <= 0) return std::nullopt;
+    // The host waiting costs GPU time only where the GPU idles as well.
+    const double share = std::min(s.fraction, static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns));
+    Finding f;
+    f.id = "host-sync";
+    f.title = "The host blocks in synchronize calls";
+    f.evidence = fmt::format("{}: the host spends {} in stream/device/event synchronize ({} of wall time, threshold {})", r.label,
+                             format_duration_ns(static_cast<double>(s.host_sync_ns)), format_percent(s.fraction),
+                             format_percent(th.sync_share));
+    f.figures = {{"host synchronize time", static_cast<double>(s.host_sync_ns), "ns"}, {"share of wall", s.fraction, "fraction"}};
+    f.saving_method = "upper bound: synchronize time, but no more than the GPU's idle time";
+    f.fix = "remove per-step .item(), .cpu(), print(loss) and torch.cuda.synchronize() from the training loop; "
+            "log every N steps";
+    return RankHit{share, std::move(f)};
+  });
+
+  // sync-copies (not pageable ones: pinned-memory covers those).
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& c = r.copies;
+    if (!c.availability.available) return std::nullopt;
+    int64_t ns = 0, n = 0;
+    for (const auto& g : c.groups) {
+      const bool pageable = g.src_kind == trace::MemoryKind::kPageable || g.dst_kind == trace::MemoryKind::kPageable;
+      if (!pageable) {
+        ns += g.sync_ns;
+        n += g.sync_count;
+      }
+    }
+    const double share = ns_share(ns, step_time(r));
+    if (n == 0 || share < th.sync_copy_share) return std::nullopt;
+    Finding f;
+    f.id = "sync-copies";
+    f.title = "Synchronous memory copies in the step";
+    f.evidence = fmt::format("{}: {} synchronous copies take {} ({} of step time, threshold {})", r.label, n,
+                             format_duration_ns(static_cast<double>(ns)), format_percent(share), format_percent(th.sync_copy_share));
+    f.figures = {{"synchronous copies", static_cast<double>(n), "count"}, {"synchronous copy time", static_cast<double>(ns), "ns"}};
+    f.saving_method = "upper bound: all synchronous copy time";
+    f.fix = "tensor.to(device, non_blocking=True) from pinned memory; avoid .item()/.cpu() inside the step";
+    return RankHit{share, std::move(f)};
+  });
+
+  // input-starvation.
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& in = r.input;
+    if (!in.availability.available || in.fraction < th.starvation_share) return std::nullopt;
+    Finding f;
+    f.id = "input-starvation";
+    f.title = "The GPU waits for input data";
+    f.evidence = fmt::format("{}: {} idle gaps ending with an input copy add up to {} ({} of iteration time, threshold {})",
+                             r.label, in.starved_iterations, format_duration_ns(static_cast<double>(in.starvation_ns)),
+                             format_percent(in.fraction), format_percent(th.starvation_share));
+    f.figures = {{"starvation", static_cast<double>(in.starvation_ns), "ns"}, {"share of iteration time", in.fraction, "fraction"}};
+    f.saving_method = "upper bound: every idle gap that ends with a host-to-device copy";
+    f.fix = "DataLoader(..., num_workers=<cores per GPU>, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
+            "decode on the GPU (DALI) when the CPU cannot keep up";
+    return RankHit{in.fraction, std::move(f)};
+  });
+
+  // numa-placement.
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& n = r.numa;
+    if (!n.availability.available) return std::nullopt;
+    const bool memory = n.remote_memory_fraction >= th.remote_memory_fraction;
+    if (!n.cpus_cross_node && !memory) return std::nullopt;
+    int64_t host_copy_ns = 0;
+    for (const auto& g : r.copies.groups)
+      if (g.kind == trace::MemcpyKind::kHtoD || g.kind == trace::MemcpyKind::kDtoH) host_copy_ns += g.time_ns;
+    const double share = ns_share(host_copy_ns, step_time(r));
+    std::string cpu_nodes;
+    for (int32_t c : n.cpu_nodes) cpu_nodes += (cpu_nodes.empty() ? "" : ",") + std::to_string(c);
+    Finding f;
+    f.id = "numa-placement";
+    f.title = "Process placed off its GPU's NUMA node";
+    f.evidence = fmt::format("{}: GPU on NUMA node {}; the process may run on CPUs of nodes {}; {} of its memory is on other "
+                             "nodes (threshold {}); policy '{}'",
+                             r.label, n.gpu_node, cpu_nodes, format_percent(n.remote_memory_fraction),
+                             format_percent(th.remote_memory_fraction), n.memory_policy);
+    f.figures = {{"gpu node", static_cast<double>(n.gpu_node), "node"},
+                 {"remote memory fraction", n.remote_memory_fraction, "fraction"}};
+    f.saving_method = "upper bound: all host<->device copy time (the traffic that crosses the socket link)";
+    f.fix = fmt::format("numactl --cpunodebind={0} --membind={0} python train.py (per rank; torchrun --numa-binding / "
+                        "srun --cpu-bind=ldoms)", n.gpu_node);
+    return RankHit{share, std::move(f)};
+  });
+
+  // iteration-variance.
+  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const auto& it = r.iterations;
+    if (!it.availability.available || it.count - it.warmup_count < 3 || it.steady_cv < th.iteration_cv) return std::nullopt;
+    double excess = 0, sum = 0;
+    for (const auto& i : it.iterations) {
+      if (i.warmup) continue;
+      const double d = static_cast<double>(i.end - i.start);
+      sum += d;
+      excess += std::max(0.0, d - it.steady_median_ns);
+    }
+    const double share = sum > 0 ? excess / sum : 0;
+    Finding f;
+    f.id = "iteration-variance";
+    f.title = "Iteration times vary";
+    f.evidence = fmt::format("{}: steady-state iterations have CV {:.2f} (threshold {:.2f}); median {}, p95 {}", r.label,
+                             it.steady_cv, th.iteration_cv, format_duration_ns(it.steady_median_ns),
+                             format_duration_ns(it.steady_p95_ns));
+    f.figures = {{"steady cv", it.steady_cv, "ratio"}, {"steady median", it.steady_median_ns, "ns"}, {"steady p95", it.steady_p95_ns, "ns"}};
+    f.saving_method = "upper bound: time of the steady iterations above the median";
+    f.fix = "look for periodic host work in the slow iterations: garbage collection (gc.freeze()), logging, checkpointing, "
+            "DataLoader workers falling behind";
+    return RankHit{share, std::move(f)};
+  });
+
+  // straggler: run-level.
+  const auto& st = run.stragglers;
+  if (st.availability.available && !st.ranks.empty()) {
+    const auto& worst = st.ranks.front();
+    const RankAnalysis* rank = nullptr;
+    for (const auto& r : run.ranks)
+      if (r.rank == worst.rank) rank = &r;
+    const double step = rank && rank->iterations.count > 0 ? rank->iterations.steady_median_ns : 0;
+    const double share = step > 0 ? worst.late_per_iteration_ns / step : 0;
+    if (share >= th.straggler_share) {
+      Finding f;
+      f.id = "straggler";
+      f.title = fmt::format("Rank {} makes the others wait", worst.rank);
+      f.evidence = fmt::format("rank {} arrives last at {} of {} matched collectives, {} late per iteration ({} of a {} step, "
+                               "threshold {}); {} late in total, at most {}",
+                               worst.rank, worst.times_last, st.matched_collectives,
+                               format_duration_ns(worst.late_per_iteration_ns), format_percent(share), format_duration_ns(step),
+                               format_percent(th.straggler_share), format_duration_ns(static_cast<double>(worst.total_late_ns)),
+                               format_duration_ns(static_cast<double>(worst.max_late_ns)));
+      f.ranks = {worst.rank};
+      f.figures = {{"late per iteration", worst.late_per_iteration_ns, "ns"},
+                   {"share of step", share, "fraction"},
+                   {"times last", static_cast<double>(worst.times_last), "count"}};
+      f.saving_method = "upper bound: the straggler's lateness per iteration, which every other rank waits out";
+      f.fix = "check that rank's host: CPU binding (numactl --cpunodebind), data loading on that node, GPU clocks and "
+              "temperature (nvidia-smi -q -d CLOCK,TEMPERATURE), and uneven work per rank";
+      f.saving_fraction = std::clamp(share, 0.0, 1.0);
+      f.severity = severity_for(f.saving_fraction);
+      out.push_back(std::move(f));
+    }
+  }
+
+  std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.saving_fraction > b.saving_fraction; });
+  return out;
+}
+
+void to_json(nlohmann::json& j, const Figure& v) { j = nlohmann::json{{"name", v.name}, {"value", v.value}, {"unit", v.unit}}; }
+
+void to_json(nlohmann::json& j, const Finding& v) {
+  j = nlohmann::json{{"id", v.id},
+                     {"title", v.title},
+                     {"severity", to_string(v.severity)},
+                     {"evidence", v.evidence},
+                     {"figures", v.figures},
+                     {"ranks", v.ranks},
+                     {"saving_fraction", v.saving_fraction},
+                     {"saving_method", v.saving_method},
+                     {"fix", v.fix}};
+}
+
+}  // namespace scalescope::advise

@@ -1,0 +1,442 @@
+// analyze_rank: one pass per table over a rank's trace, clipped to the window,
+// producing small summaries. Rules and definitions: docs/kernel-classes.md.
+#include "analyze/analyze.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "analyze/detail.hpp"
+#include "analyze/intervals.hpp"
+
+namespace scalescope::analyze {
+namespace {
+
+using trace::Timestamp;
+
+constexpr int64_t kLaunchGapLimitNs = 1'000'000;  // longer GPU gaps are not launch latency
+constexpr int64_t kSmallKernelNs = 10'000;
+
+bool contains_ci(std::string_view hay, std::string_view needle) {
+  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  });
+  return it != hay.end();
+}
+
+int64_t median_i(std::vector<int64_t>& v) {
+  if (v.empty()) return 0;
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+std::vector<KernelSummary> top_of(const std::vector<int64_t>& ns, const std::vector<int64_t>& count,
+                                  const std::vector<KernelInfo>& info, const trace::Trace& t, size_t limit,
+                                  auto&& keep) {
+  std::vector<uint32_t> ids;
+  for (uint32_t id = 0; id < ns.size(); ++id)
+    if (count[id] > 0 && keep(info[id])) ids.push_back(id);
+  const size_t n = std::min(limit, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
+                    [&](uint32_t a, uint32_t b) { return ns[a] > ns[b] || (ns[a] == ns[b] && a < b); });
+  std::vector<KernelSummary> out;
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t id = ids[k];
+    out.push_back({std::string(t.strings.view(id)), info[id].cls, info[id].precision, count[id], ns[id]});
+  }
+  return out;
+}
+
+std::optional<trace::SyncKind> sync_kind_of_api(std::string_view name) {
+  if (contains_ci(name, "StreamSynchronize")) return trace::SyncKind::kStreamSynchronize;
+  if (contains_ci(name, "DeviceSynchronize") || contains_ci(name, "CtxSynchronize"))
+    return trace::SyncKind::kDeviceSynchronize;
+  if (contains_ci(name, "EventSynchronize")) return trace::SyncKind::kEventSynchronize;
+  return std::nullopt;
+}
+
+trace::NcclOp op_of_kernel(std::string_view name) {
+  // ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_AllReduce_..., ncclAllReduceRingLLKernel_sum_f32
+  for (std::string_view prefix : {"ncclDevKernel_", "ncclKernel_", "nccl"}) {
+    if (auto p = name.find(prefix); p != std::string_view::npos) {
+      std::string_view rest = name.substr(p + prefix.size());
+      static constexpr std::pair<std::string_view, trace::NcclOp> kOps[] = {
+          {"AllReduce", trace::NcclOp::kAllReduce},         {"ReduceScatter", trace::NcclOp::kReduceScatter},
+          {"AllGather", trace::NcclOp::kAllGather},         {"Broadcast", trace::NcclOp::kBroadcast},
+          {"Reduce", trace::NcclOp::kReduce},               {"SendRecv", trace::NcclOp::kSendRecv},
+          {"Send", trace::NcclOp::kSend},                   {"Recv", trace::NcclOp::kRecv},
+          {"AllToAll", trace::NcclOp::kAllToAll},           {"Gather", trace::NcclOp::kGather},
+          {"Scatter", trace::NcclOp::kScatter},
+      };
+      for (auto [text, op] : kOps)
+        if (rest.starts_with(text)) return op;
+    }
+  }
+  return trace::NcclOp::kUnknown;
+}
+
+}  // namespace
+
+RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
+  RankAnalysis r;
+  r.rank = t.meta.rank;
+  r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
+  r.source = t.meta.source;
+  r.hostname = t.meta.hostname;
+
+  const std::vector<KernelInfo> info = classify_names(t, o.classifier);
+  const detail::Detected detected = detail::detect_iterations(t, o.iteration_range);
+  const auto [ws, we] = detail::resolve_window(t, o, detected);
+  const int64_t wall = std::max<int64_t>(0, we - ws);
+  auto in_window = [&](Timestamp s, Timestamp e) { return e >= ws && s <= we && e >= s; };
+  auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, ws), std::min(e, we)}; };
+
+  // ---- iterations --------------------------------------------------------
+  {
+    IterationStats& st = r.iterations;
+    if (detected.iterations.empty()) {
+      st.availability = {false, "skipped: " + detected.reason};
+    } else {
+      st.source = detected.source;
+      for (const Iteration& it : detected.iterations)
+        if (it.start >= ws && it.end <= we) st.iterations.push_back(it);
+      if (st.iterations.empty())
+        st.availability = {false, fmt::format("skipped: none of the {} iterations ({}) lies inside the window",
+                                              detected.iterations.size(), detected.source)};
+      else
+        detail::summarize_iterations(st, o.warmup_tolerance);
+    }
+  }
+
+  // ---- one pass over GPU tables ----------------------------------------
+  Intervals compute, comm, copy;
+  std::unordered_map<uint64_t, Intervals> per_stream;
+  auto stream_key = [](uint32_t device, uint32_t stream) { return (uint64_t{device} << 32) | stream; };
+  std::vector<int64_t> name_ns(t.strings.size(), 0), name_count(t.strings.size(), 0);
+  std::vector<int64_t> kernel_durations;
+  kernel_durations.reserve(t.kernels.size());
+  PrecisionStats& prec = r.precision;
+  LayoutStats& layout = r.layout;
+  const auto& k = t.kernels;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (!in_window(k.start[i], k.end[i])) continue;
+    const Interval iv = clip(k.start[i], k.end[i]);
+    const int64_t d = iv.end - iv.start;
+    const KernelInfo& ki = info[k.name[i]];
+    switch (ki.cls) {
+      case KernelClass::kCompute: compute.push_back(iv); break;
+      case KernelClass::kCommunication:
+      case KernelClass::kSynchronization: comm.push_back(iv); break;  // waiting on other streams/ranks
+      case KernelClass::kMemory: copy.push_back(iv); break;
+    }
+    per_stream[stream_key(k.device[i], k.stream[i])].push_back(iv);
+    name_ns[k.name[i]] += d;
+    name_count[k.name[i]] += 1;
+    auto& ct = r.classes[static_cast<int>(ki.cls)];
+    ct.count += 1;
+    ct.total_ns += d;
+    kernel_durations.push_back(d);
+    prec.kernel_ns += d;
+    prec.ns[static_cast<int>(ki.precision)] += d;
+    if (ki.layout_conversion) {
+      layout.conversion_count += 1;
+      layout.conversion_ns += d;
+    }
+  }
+  for (int c = 0; c < kKernelClassCount; ++c) r.classes[c].cls = static_cast<KernelClass>(c);
+  const auto& nc = t.nccl;
+  for (size_t i = 0; i < nc.size(); ++i) {
+    if (!in_window(nc.start[i], nc.end[i])) continue;
+    const Interval iv = clip(nc.start[i], nc.end[i]);
+    comm.push_back(iv);
+    per_stream[stream_key(nc.device[i], nc.stream[i])].push_back(iv);
+  }
+
+  CopyStats& cp = r.copies;
+  {
+    std::map<std::tuple<trace::MemcpyKind, trace::MemoryKind, trace::MemoryKind>, CopyGroup> groups;
+    uint64_t host_bytes = 0;
+    const auto& m = t.memcpys;
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (!in_window(m.start[i], m.end[i])) continue;
+      const Interval iv = clip(m.start[i], m.end[i]);
+      const int64_t d = iv.end - iv.start;
+      copy.push_back(iv);
+      per_stream[stream_key(m.device[i], m.stream[i])].push_back(iv);
+      CopyGroup& g = groups[{m.kind[i], m.src_kind[i], m.dst_kind[i]}];
+      g.kind = m.kind[i];
+      g.src_kind = m.src_kind[i];
+      g.dst_kind = m.dst_kind[i];
+      g.count += 1;
+      g.bytes += m.bytes[i];
+      g.time_ns += d;
+      if (!m.is_async[i]) {
+        g.sync_count += 1;
+        g.sync_ns += d;
+        cp.sync_copy_count += 1;
+        cp.sync_copy_ns += d;
+      }
+      const bool htod = m.kind[i] == trace::MemcpyKind::kHtoD, dtoh = m.kind[i] == trace::MemcpyKind::kDtoH;
+      if (htod) cp.host_to_device_bytes += m.bytes[i];
+      if (htod || dtoh) {
+        host_bytes += m.bytes[i];
+        const trace::MemoryKind host_side = htod ? m.src_kind[i] : m.dst_kind[i];
+        if (host_side == trace::MemoryKind::kPageable) {
+          cp.pageable_bytes += m.bytes[i];
+          cp.pageable_ns += d;
+        }
+      }
+    }
+    for (auto& [key, g] : groups) {
+      g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
+      cp.groups.push_back(g);
+    }
+    std::sort(cp.groups.begin(), cp.groups.end(), [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
+    cp.pageable_fraction = host_bytes > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes) : 0;
+    const auto& s = t.memsets;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (!in_window(s.start[i], s.end[i])) continue;
+      const Interval iv = clip(s.start[i], s.end[i]);
+      copy.push_back(iv);
+      per_stream[stream_key(s.device[i], s.stream[i])].push_back(iv);
+      cp.memset_count += 1;
+      cp.memset_ns += iv.end - iv.start;
+    }
+    if (m.size() == 0 && s.size() == 0) cp.availability = {false, "skipped: the trace has no memory copies or sets"};
+  }
+
+  // ---- breakdown ---------------------------------------------------------
+  normalize(compute);
+  normalize(comm);
+  normalize(copy);
+  RankBreakdown& b = r.breakdown;
+  b.window_start = ws;
+  b.window_end = we;
+  b.wall_ns = wall;
+  const Intervals compute_comm = unite(compute, comm);
+  if (k.size() == 0 && nc.size() == 0 && t.memcpys.size() == 0 && t.memsets.size() == 0) {
+    b.availability = {false, "skipped: the trace has no GPU activity (kernels, copies, sets or collectives)"};
+  }
+  b.compute_ns = total(compute);
+  b.communication_ns = total(comm);
+  b.overlap_ns = intersection_length(comm, compute);
+  b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
+  b.copy_ns = total(copy) - intersection_length(copy, compute_comm);
+  b.idle_ns = wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
+  b.overlap_fraction = b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
+  for (auto& [key, v] : per_stream) {
+    normalize(v);
+    StreamUtilization su;
+    su.device = static_cast<uint32_t>(key >> 32);
+    su.stream = static_cast<uint32_t>(key & 0xffffffffu);
+    su.busy_ns = total(v);
+    su.fraction = wall > 0 ? static_cast<double>(su.busy_ns) / static_cast<double>(wall) : 0;
+    b.streams.push_back(su);
+  }
+  std::sort(b.streams.begin(), b.streams.end(), [](const StreamUtilization& x, const StreamUtilization& y) {
+    return std::tie(x.device, x.stream) < std::tie(y.device, y.stream);
+  });
+  per_stream.clear();
+
+  // ---- launch overhead ---------------------------------------------------
+  LaunchStats& ls = r.launch;
+  {
+    const Intervals busy = unite(compute_comm, copy);
+    for (size_t i = 1; i < busy.size(); ++i) {
+      const int64_t gap = busy[i].start - busy[i - 1].end;
+      if (gap > 0 && gap < kLaunchGapLimitNs) {
+        ls.gpu_gap_ns += gap;
+        ls.gap_count += 1;
+      }
+    }
+    ls.kernel_count = static_cast<int64_t>(kernel_durations.size());
+    ls.kernel_ns = prec.kernel_ns;
+    int64_t small = 0;
+    for (int64_t d : kernel_durations) small += d < kSmallKernelNs ? 1 : 0;
+    ls.small_kernel_fraction = ls.kernel_count > 0 ? static_cast<double>(small) / static_cast<double>(ls.kernel_count) : 0;
+    ls.median_kernel_ns = static_cast<double>(median_i(kernel_durations));
+    kernel_durations = {};
+    std::vector<int8_t> is_launch(t.strings.size(), -1);
+    std::vector<int64_t> launch_durations;
+    const auto& a = t.api;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a.domain[i] != trace::ApiDomain::kRuntime && a.domain[i] != trace::ApiDomain::kDriver) continue;
+      int8_t& l = is_launch[a.name[i]];
+      if (l < 0) l = contains_ci(t.strings.view(a.name[i]), "launch") ? 1 : 0;
+      if (!l || !in_window(a.start[i], a.end[i])) continue;
+      const Interval iv = clip(a.start[i], a.end[i]);
+      ls.launch_api_count += 1;
+      ls.launch_api_ns += iv.end - iv.start;
+      launch_durations.push_back(iv.end - iv.start);
+    }
+    ls.median_launch_ns = static_cast<double>(median_i(launch_durations));
+    ls.gap_fraction = wall > 0 ? static_cast<double>(ls.gpu_gap_ns) / static_cast<double>(wall) : 0;
+    if (k.size() == 0) {
+      ls.availability = {false, "skipped: the trace has no kernels"};
+    } else {
+      const bool cpu_slower = ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns
+                                                      : ls.small_kernel_fraction >= 0.5;
+      ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
+    }
+  }
+
+  // ---- synchronization ---------------------------------------------------
+  SyncStats& sy = r.sync;
+  {
+    std::map<trace::SyncKind, SyncGroup> groups;
+    auto add = [&](trace::SyncKind kind, Interval iv) {
+      SyncGroup& g = groups[kind];
+      g.kind = kind;
+      g.count += 1;
+      g.total_ns += iv.end - iv.start;
+      if (kind != trace::SyncKind::kStreamWaitEvent) sy.host_sync_ns += iv.end - iv.start;
+    };
+    const auto& s = t.syncs;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (in_window(s.start[i], s.end[i])) add(s.kind[i], clip(s.start[i], s.end[i]));
+    if (s.size() == 0) {
+      // No CUPTI synchronization records: fall back to the runtime/driver calls.
+      std::vector<int8_t> kind_of(t.strings.size(), -1);
+      const auto& a = t.api;
+      for (size_t i = 0; i < a.size(); ++i) {
+        int8_t& kk = kind_of[a.name[i]];
+        if (kk < 0) {
+          auto sk = sync_kind_of_api(t.strings.view(a.name[i]));
+          kk = sk ? static_cast<int8_t>(*sk) : 0;
+        }
+        if (kk > 0 && in_window(a.start[i], a.end[i])) add(static_cast<trace::SyncKind>(kk), clip(a.start[i], a.end[i]));
+      }
+      if (a.size() == 0) sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
+    }
+    for (auto& [kind, g] : groups) sy.groups.push_back(g);
+    sy.fraction = wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(wall) : 0;
+  }
+
+  // ---- precision and layout ----------------------------------------------
+  if (k.size() == 0) {
+    prec.availability = {false, "skipped: the trace has no kernels"};
+    layout.availability = {false, "skipped: the trace has no kernels"};
+  }
+  if (prec.kernel_ns > 0) {
+    const double kn = static_cast<double>(prec.kernel_ns);
+    prec.fp64_fraction = static_cast<double>(prec.ns[static_cast<int>(Precision::kFp64)]) / kn;
+    prec.fp32_no_tensor_fraction = static_cast<double>(prec.ns[static_cast<int>(Precision::kFp32NoTensor)]) / kn;
+    prec.tensor_core_fraction = static_cast<double>(prec.ns[static_cast<int>(Precision::kTensorCore)]) / kn;
+    layout.fraction = static_cast<double>(layout.conversion_ns) / kn;
+  }
+  prec.top_fp32 = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp32NoTensor; });
+  prec.top_fp64 = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp64; });
+  layout.top = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.layout_conversion; });
+  r.top_kernels = top_of(name_ns, name_count, info, t, static_cast<size_t>(std::max(0, o.top_kernels)),
+                         [](const KernelInfo&) { return true; });
+
+  // ---- input starvation --------------------------------------------------
+  InputStats& in = r.input;
+  in.iterations = r.iterations.count;
+  in.compute_ns = b.compute_ns;
+  {
+    // An HtoD copy that ends while no compute or communication runs marks that
+    // idle gap as waiting for input; the whole gap counts (an upper bound).
+    bool any_htod = false;
+    std::set<size_t> gaps;
+    const auto& m = t.memcpys;
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (m.kind[i] != trace::MemcpyKind::kHtoD || !in_window(m.start[i], m.end[i])) continue;
+      any_htod = true;
+      const Timestamp x = std::min(m.end[i], we);
+      auto next = std::upper_bound(compute_comm.begin(), compute_comm.end(), x,
+                                   [](Timestamp v, const Interval& iv) { return v < iv.start; });
+      if (next == compute_comm.end()) continue;  // nothing ran after it: not a wait
+      const size_t idx = static_cast<size_t>(next - compute_comm.begin());
+      const Timestamp gap_start = idx == 0 ? ws : std::max(ws, compute_comm[idx - 1].end);
+      if (idx > 0 && compute_comm[idx - 1].end > x) continue;  // ended under running work
+      if (!gaps.insert(idx).second) continue;
+      in.starvation_ns += next->start - gap_start;
+    }
+    in.starved_iterations = static_cast<int64_t>(gaps.size());
+    const int64_t denom = r.iterations.count > 0
+                              ? std::max<int64_t>(1, r.iterations.iterations.back().end - r.iterations.iterations.front().start)
+                              : wall;
+    in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
+    if (!any_htod) in.availability = {false, "skipped: no host-to-device copies in the window"};
+    else if (compute.empty()) in.availability = {false, "skipped: no compute kernels in the window"};
+  }
+
+  // ---- NUMA --------------------------------------------------------------
+  NumaStats& nu = r.numa;
+  {
+    const auto& meta = t.meta;
+    int32_t gpu_node = -1;
+    for (const auto& d : meta.devices)
+      if (d.numa_node >= 0) {
+        gpu_node = d.numa_node;
+        break;
+      }
+    if (meta.cpu_affinity.empty() || meta.cpu_numa_node.empty()) {
+      nu.availability = {false, meta.source == "kineto"
+                                    ? "skipped: the trace has no host facts (imported from PyTorch profiler)"
+                                    : "skipped: the trace has no CPU affinity or CPU NUMA map"};
+    } else if (gpu_node < 0) {
+      nu.availability = {false, "skipped: the NUMA node of the GPU is unknown"};
+    } else {
+      nu.gpu_node = gpu_node;
+      std::set<int32_t> nodes;
+      for (uint32_t cpu : meta.cpu_affinity)
+        if (cpu < meta.cpu_numa_node.size() && meta.cpu_numa_node[cpu] >= 0) nodes.insert(meta.cpu_numa_node[cpu]);
+      nu.cpu_nodes.assign(nodes.begin(), nodes.end());
+      nu.cpus_cross_node = std::any_of(nodes.begin(), nodes.end(), [&](int32_t n) { return n != gpu_node; });
+      nu.memory_nodes = meta.pages_at_end.empty() ? meta.pages_at_start : meta.pages_at_end;
+      nu.memory_policy = meta.memory_policy;
+      uint64_t all = 0, remote = 0;
+      for (const auto& p : nu.memory_nodes) {
+        all += p.bytes;
+        if (p.node != gpu_node) remote += p.bytes;
+      }
+      nu.remote_memory_fraction = all > 0 ? static_cast<double>(remote) / static_cast<double>(all) : 0;
+    }
+  }
+
+  // ---- collectives for straggler matching --------------------------------
+  {
+    std::map<std::pair<trace::StringId, trace::NcclOp>, int64_t> occurrence;
+    auto push = [&](trace::StringId comm_id, trace::NcclOp op, int64_t seq, Timestamp s, Timestamp e) {
+      int64_t& n = occurrence[{comm_id, op}];
+      const int64_t sequence = seq >= 0 ? seq : n;
+      ++n;
+      if (!in_window(s, e)) return;
+      CollectiveArrival c;
+      c.communicator = comm_id;
+      c.op = op;
+      c.sequence = sequence;
+      c.arrival_unix_ns = t.meta.to_unix_ns(s);
+      c.end_unix_ns = t.meta.to_unix_ns(e);
+      r.collectives.push_back(c);
+    };
+    if (nc.size() > 0) {
+      std::vector<uint32_t> order(nc.size());
+      for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return nc.start[x] < nc.start[y]; });
+      for (uint32_t i : order) push(nc.communicator[i], nc.op[i], nc.sequence[i], nc.start[i], nc.end[i]);
+    } else {
+      std::vector<uint32_t> order;
+      for (uint32_t i = 0; i < k.size(); ++i)
+        if (info[k.name[i]].cls == KernelClass::kCommunication) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return k.start[x] < k.start[y]; });
+      for (uint32_t i : order)
+        push(trace::kNoString, op_of_kernel(t.strings.view(k.name[i])), -1, k.start[i], k.end[i]);
+    }
+    std::set<trace::StringId> comms;
+    for (const auto& c : r.collectives) comms.insert(c.communicator);
+    std::unordered_map<trace::StringId, std::string> names;
+    for (trace::StringId id : comms) names[id] = std::string(t.strings.view(id));
+    for (auto& c : r.collectives) c.communicator_name = names[c.communicator];
+  }
+  return r;
+}
+
+}  // namespace scalescope::analyze

@@ -1,0 +1,389 @@
+// Iteration detection: from named NVTX ranges, or from the repeating sequence
+// of annotations, collectives or kernels when the job has no step ranges.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "analyze/detail.hpp"
+#include "trace/error.hpp"
+
+namespace scalescope::analyze::detail {
+namespace {
+
+using trace::Timestamp;
+
+// Occurrences of one symbol, regular enough to mark iterations.
+struct Marker {
+  uint32_t symbol = 0;
+  std::vector<Timestamp> starts;
+  std::vector<Timestamp> ends;
+};
+
+// Turns marker occurrences into iterations. When the ranges tile the timeline
+// (each ends about where the next starts, like ProfilerStep#N) they are the
+// iterations; otherwise iteration i runs from occurrence i to occurrence i+1,
+// and the last one to the end of GPU activity, capped at one median period.
+std::vector<Iteration> to_iterations(std::vector<Timestamp> starts, std::vector<Timestamp> ends, Timestamp trace_end) {
+  std::vector<size_t> order(starts.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return starts[a] < starts[b]; });
+  std::vector<Iteration> out;
+  const size_t n = order.size();
+  if (n == 0) return out;
+  std::vector<double> periods, gaps;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    periods.push_back(static_cast<double>(starts[order[i + 1]] - starts[order[i]]));
+    gaps.push_back(static_cast<double>(starts[order[i + 1]] - ends[order[i]]));
+  }
+  const double period = periods.empty() ? 0 : median(periods);
+  const bool tiles = n == 1 || (period > 0 && median(gaps) <= 0.05 * period);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = order[k];
+    Iteration it;
+    it.start = starts[i];
+    if (tiles) {
+      it.end = std::max(ends[i], starts[i]);
+    } else if (k + 1 < n) {
+      it.end = starts[order[k + 1]];
+    } else {
+      const Timestamp cap = starts[i] + static_cast<Timestamp>(period);
+      it.end = std::max(ends[i], std::min(trace_end, cap));
+    }
+    if (it.end > it.start) out.push_back(it);
+  }
+  return out;
+}
+
+Timestamp gpu_end(const trace::Trace& t) {
+  Timestamp end = 0;
+  for (Timestamp e : t.kernels.end) end = std::max(end, e);
+  for (Timestamp e : t.memcpys.end) end = std::max(end, e);
+  for (Timestamp e : t.memsets.end) end = std::max(end, e);
+  for (Timestamp e : t.nccl.end) end = std::max(end, e);
+  if (end == 0) end = t.time_span().second;
+  return end;
+}
+
+// Finds the symbol that marks iterations in a time-ordered sequence of
+// (symbol, start) pairs. A symbol is regular when it occurs at least 3 times,
+// its gaps have a median absolute deviation under 10% of their median and no
+// gap is under half the median (several occurrences per step fail this). The
+// iteration count is the count shared by the most regular symbols (ties: the
+// smaller count); the marker is the regular symbol of that count seen first.
+std::optional<Marker> find_marker(const std::vector<uint32_t>& symbol, const std::vector<Timestamp>& start,
+                                  const std::vector<Timestamp>& end, size_t symbol_count) {
+  std::vector<uint32_t> count(symbol_count, 0);
+  for (uint32_t s : symbol) ++count[s];
+  // Counting sort of occurrences by symbol, keeping time order within each.
+  std::vector<size_t> offset(symbol_count + 1, 0);
+  for (size_t s = 0; s < symbol_count; ++s) offset[s + 1] = offset[s] + count[s];
+  std::vector<uint32_t> fill(symbol_count, 0);
+  std::vector<uint32_t> index(symbol.size());
+  for (uint32_t i = 0; i < symbol.size(); ++i) index[offset[symbol[i]] + fill[symbol[i]]++] = i;
+
+  std::map<uint32_t, int> regular_by_count;
+  std::vector<uint8_t> regular(symbol_count, 0);
+  std::vector<double> gaps;
+  for (size_t s = 0; s < symbol_count; ++s) {
+    if (count[s] < 3) continue;
+    gaps.clear();
+    for (size_t k = offset[s] + 1; k < offset[s + 1]; ++k)
+      gaps.push_back(static_cast<double>(start[index[k]] - start[index[k - 1]]));
+    const double med = median(gaps);
+    if (med <= 0) continue;
+    const double min_gap = *std::min_element(gaps.begin(), gaps.end());
+    std::vector<double> dev;
+    dev.reserve(gaps.size());
+    for (double g : gaps) dev.push_back(std::fabs(g - med));
+    if (min_gap < 0.5 * med || median(dev) > 0.1 * med) continue;
+    regular[s] = 1;
+    ++regular_by_count[count[s]];
+  }
+  if (regular_by_count.empty()) return std::nullopt;
+  uint32_t best_count = 0;
+  int best_votes = 0;
+  for (auto [c, votes] : regular_by_count) {
+    if (votes > best_votes) {
+      best_votes = votes;
+      best_count = c;
+    }
+  }
+  Marker marker;
+  Timestamp first = 0;
+  bool found = false;
+  for (size_t s = 0; s < symbol_count; ++s) {
+    if (!regular[s] || count[s] != best_count) continue;
+    const Timestamp t = start[index[offset[s]]];
+    if (!found || t < first) {
+      first = t;
+      found = true;
+      marker.symbol = static_cast<uint32_t>(s);
+    }
+  }
+  for (size_t k = offset[marker.symbol]; k < offset[marker.symbol + 1]; ++k) {
+    marker.starts.push_back(start[index[k]]);
+    marker.ends.push_back(end[index[k]]);
+  }
+  return marker;
+}
+
+// Indices of a column sorted by time (identity when already sorted).
+std::vector<uint32_t> time_order(const std::vector<Timestamp>& start) {
+  std::vector<uint32_t> order(start.size());
+  std::iota(order.begin(), order.end(), 0u);
+  if (!std::is_sorted(start.begin(), start.end()))
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return start[a] < start[b]; });
+  return order;
+}
+
+}  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double upper = v[mid];
+  const double lower = *std::max_element(v.begin(), v.begin() + mid);
+  return (lower + upper) / 2;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  return v[rank - 1];
+}
+
+Detected detect_iterations(const trace::Trace& t, const std::string& range_name) {
+  Detected d;
+  const Timestamp end = gpu_end(t);
+  const auto& nv = t.nvtx;
+  // Ranges selected by a predicate on their text; GPU-projected copies
+  // (Kineto's gpu_user_annotation) are preferred because the analyses are
+  // about GPU time, host ranges otherwise.
+  auto ranges = [&](auto&& matches) {
+    std::vector<Timestamp> gs, ge, hs, he;
+    std::vector<int8_t> cache(t.strings.size(), -1);
+    for (size_t i = 0; i < nv.size(); ++i) {
+      if (nv.kind[i] != trace::NvtxKind::kRange) continue;
+      const trace::StringId id = nv.text[i];
+      if (cache[id] < 0) cache[id] = matches(t.strings.view(id)) ? 1 : 0;
+      if (!cache[id]) continue;
+      if (nv.device[i] >= 0) {
+        gs.push_back(nv.start[i]);
+        ge.push_back(nv.end[i]);
+      } else {
+        hs.push_back(nv.start[i]);
+        he.push_back(nv.end[i]);
+      }
+    }
+    return gs.empty() ? to_iterations(std::move(hs), std::move(he), end) : to_iterations(std::move(gs), std::move(ge), end);
+  };
+  if (!range_name.empty()) {
+    d.iterations = ranges([&](std::string_view s) { return s == range_name; });
+    if (d.iterations.empty()) fail("--iteration-range '{}': the trace has no NVTX range of that name", range_name);
+    d.source = "range:" + range_name;
+    return d;
+  }
+  d.iterations = ranges([](std::string_view s) { return s.starts_with("ProfilerStep#"); });
+  if (!d.iterations.empty()) {
+    d.source = "nvtx:ProfilerStep#";
+    return d;
+  }
+  // Repeating annotations (host ranges only, so each annotation counts once).
+  if (nv.size() > 0) {
+    std::vector<uint32_t> sym;
+    std::vector<Timestamp> s, e;
+    const auto order = time_order(nv.start);
+    // Imported operator ranges (Kineto cpu_op, python_function) are too fine
+    // and too many; only annotations mark steps.
+    std::vector<uint8_t> is_op_domain(t.strings.size(), 0);
+    for (trace::StringId id : nv.domain) {
+      const std::string_view d = t.strings.view(id);
+      is_op_domain[id] = d == "cpu_op" || d == "python_function";
+    }
+    for (uint32_t i : order) {
+      if (nv.kind[i] != trace::NvtxKind::kRange || nv.device[i] >= 0 || is_op_domain[nv.domain[i]]) continue;
+      sym.push_back(nv.text[i]);
+      s.push_back(nv.start[i]);
+      e.push_back(nv.end[i]);
+    }
+    if (auto m = find_marker(sym, s, e, t.strings.size())) {
+      d.source = fmt::format("detected:annotation '{}'", t.strings.view(m->symbol));
+      d.iterations = to_iterations(std::move(m->starts), std::move(m->ends), end);
+      return d;
+    }
+  }
+  // Repeating collectives, by (op, bytes).
+  if (t.nccl.size() > 0) {
+    std::map<std::pair<int, uint64_t>, uint32_t> ids;
+    std::vector<uint32_t> sym;
+    std::vector<Timestamp> s;
+    for (uint32_t i : time_order(t.nccl.start)) {
+      auto key = std::make_pair(static_cast<int>(t.nccl.op[i]), t.nccl.bytes[i]);
+      auto [it, _] = ids.emplace(key, static_cast<uint32_t>(ids.size()));
+      sym.push_back(it->second);
+      s.push_back(t.nccl.start[i]);
+    }
+    if (auto m = find_marker(sym, s, s, ids.size())) {
+      for (auto& [key, id] : ids) {
+        if (id == m->symbol)
+          d.source = fmt::format("detected:collective {} of {} bytes", trace::to_string(static_cast<trace::NcclOp>(key.first)),
+                                 key.second);
+      }
+      d.iterations = to_iterations(m->starts, m->starts, end);
+      return d;
+    }
+  }
+  if (t.kernels.size() > 0) {
+    std::vector<uint32_t> sym;
+    std::vector<Timestamp> s;
+    sym.reserve(t.kernels.size());
+    s.reserve(t.kernels.size());
+    for (uint32_t i : time_order(t.kernels.start)) {
+      sym.push_back(t.kernels.name[i]);
+      s.push_back(t.kernels.start[i]);
+    }
+    if (auto m = find_marker(sym, s, s, t.strings.size())) {
+      std::string name(t.strings.view(m->symbol).substr(0, 60));
+      d.source = fmt::format("detected:kernel '{}'", name);
+      d.iterations = to_iterations(m->starts, m->starts, end);
+      return d;
+    }
+  }
+  d.reason = "no ProfilerStep#N ranges and no repeating annotation, collective or kernel (at least 3 regular occurrences)";
+  return d;
+}
+
+void summarize_iterations(IterationStats& st, double tol) {
+  st.count = static_cast<int64_t>(st.iterations.size());
+  st.warmup_count = 0;
+  if (st.iterations.empty()) return;
+  std::vector<double> d;
+  for (const Iteration& it : st.iterations) d.push_back(static_cast<double>(it.end - it.start));
+  auto stats = [](const std::vector<double>& v, double& med, double& p95, double& mean, double& cv) {
+    med = median(v);
+    p95 = percentile(v, 0.95);
+    mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+    double var = 0;
+    for (double x : v) var += (x - mean) * (x - mean);
+    var /= static_cast<double>(v.size());
+    cv = mean > 0 ? std::sqrt(var) / mean : 0;
+  };
+  stats(d, st.median_ns, st.p95_ns, st.mean_ns, st.cv);
+  // Warm-up: the leading run of iterations much longer than the median (at most half).
+  size_t w = 0;
+  while (w < d.size() / 2 && d[w] > (1 + tol) * st.median_ns) ++w;
+  for (size_t i = 0; i < w; ++i) st.iterations[i].warmup = true;
+  st.warmup_count = static_cast<int64_t>(w);
+  std::vector<double> steady(d.begin() + static_cast<std::ptrdiff_t>(w), d.end());
+  double mean = 0;
+  stats(steady, st.steady_median_ns, st.steady_p95_ns, mean, st.steady_cv);
+}
+
+std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Options& o, const Detected& detected) {
+  auto [first, last] = t.time_span();
+  if (!o.window) return {first, last};
+  const WindowSpec& w = *o.window;
+  const double span = static_cast<double>(last - first);
+  switch (w.kind) {
+    case WindowSpec::Kind::kPercent:
+      return {first + static_cast<Timestamp>(span * w.start / 100.0), first + static_cast<Timestamp>(span * w.end / 100.0)};
+    case WindowSpec::Kind::kNanoseconds:
+      return {first + static_cast<Timestamp>(w.start), std::min(last, first + static_cast<Timestamp>(w.end))};
+    case WindowSpec::Kind::kIterations: {
+      const auto n = static_cast<int64_t>(detected.iterations.size());
+      const auto s = static_cast<int64_t>(w.start), e = static_cast<int64_t>(w.end);
+      if (n == 0)
+        fail("--window {}: the trace has no iterations ({})", w.to_string(), detected.reason);
+      if (e > n)
+        fail("--window {}: the trace has only {} iterations", w.to_string(), n);
+      return {detected.iterations[static_cast<size_t>(s)].start, detected.iterations[static_cast<size_t>(e - 1)].end};
+    }
+  }
+  return {first, last};
+}
+
+}  // namespace scalescope::analyze::detail
+
+namespace scalescope::analyze {
+
+WindowSpec WindowSpec::parse(std::string_view text) {
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos)
+    fail("--window '{}': expected START:END, e.g. 10%:90%, 2000000:9000000 (ns) or it5:it50", text);
+  std::string a(text.substr(0, colon)), b(text.substr(colon + 1));
+  WindowSpec w;
+  auto strip = [&](std::string& s, std::string_view suffix_or_prefix, bool prefix) {
+    if (prefix && s.starts_with(suffix_or_prefix)) {
+      s.erase(0, suffix_or_prefix.size());
+      return true;
+    }
+    if (!prefix && s.ends_with(suffix_or_prefix)) {
+      s.erase(s.size() - suffix_or_prefix.size());
+      return true;
+    }
+    return false;
+  };
+  const bool pa = strip(a, "%", false), pb = strip(b, "%", false);
+  const bool ia = strip(a, "it", true), ib = strip(b, "it", true);
+  if (pa != pb || ia != ib)
+    fail("--window '{}': both ends must use the same form (percent, ns or iterations)", text);
+  w.kind = pa ? Kind::kPercent : ia ? Kind::kIterations : Kind::kNanoseconds;
+  auto number = [&](const std::string& s) {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != s.size() || !std::isfinite(v) || v < 0)
+      fail("--window '{}': '{}' is not a non-negative number", text, s);
+    return v;
+  };
+  w.start = number(a);
+  w.end = number(b);
+  if (w.end <= w.start) fail("--window '{}': the end must be after the start", text);
+  if (w.kind == Kind::kPercent && w.end > 100) fail("--window '{}': percentages go up to 100", text);
+  if (w.kind == Kind::kIterations && (w.start != std::floor(w.start) || w.end != std::floor(w.end)))
+    fail("--window '{}': iteration numbers are whole numbers", text);
+  return w;
+}
+
+std::string WindowSpec::to_string() const {
+  switch (kind) {
+    case Kind::kPercent: return fmt::format("{}%:{}%", start, end);
+    case Kind::kIterations: return fmt::format("it{}:it{}", start, end);
+    case Kind::kNanoseconds: return fmt::format("{}:{}", start, end);
+  }
+  return "";
+}
+
+IterationStats find_iterations(const trace::Trace& trace, const Options& options) {
+  const detail::Detected d = detail::detect_iterations(trace, options.iteration_range);
+  IterationStats st;
+  if (d.iterations.empty()) {
+    st.availability = {false, "skipped: " + d.reason};
+    return st;
+  }
+  const auto [ws, we] = detail::resolve_window(trace, options, d);
+  st.source = d.source;
+  for (const Iteration& it : d.iterations)
+    if (it.start >= ws && it.end <= we) st.iterations.push_back(it);
+  if (st.iterations.empty()) {
+    st.availability = {false, fmt::format("skipped: none of the {} iterations ({}) lies inside the window",
+                                          d.iterations.size(), d.source)};
+    return st;
+  }
+  detail::summarize_iterations(st, options.warmup_tolerance);
+  return st;
+}
+
+}  // namespace scalescope::analyze

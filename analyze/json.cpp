@@ -1,0 +1,182 @@
+// JSON forms of the analysis results (nlohmann::json ADL to_json).
+#include <nlohmann/json.hpp>
+
+#include "analyze/analyze.hpp"
+
+namespace scalescope::analyze {
+
+using nlohmann::json;
+
+void to_json(json& j, const Availability& v) {
+  j = json{{"available", v.available}};
+  if (!v.available) j["reason"] = v.reason;
+}
+
+void to_json(json& j, const RankBreakdown& v) {
+  j = json{{"availability", v.availability},
+           {"window_start_ns", v.window_start},
+           {"window_end_ns", v.window_end},
+           {"wall_ns", v.wall_ns},
+           {"compute_ns", v.compute_ns},
+           {"exposed_communication_ns", v.exposed_communication_ns},
+           {"copy_ns", v.copy_ns},
+           {"idle_ns", v.idle_ns},
+           {"communication_ns", v.communication_ns},
+           {"overlap_ns", v.overlap_ns},
+           {"overlap_fraction", v.overlap_fraction}};
+  json streams = json::array();
+  for (const auto& s : v.streams)
+    streams.push_back({{"device", s.device}, {"stream", s.stream}, {"busy_ns", s.busy_ns}, {"fraction", s.fraction}});
+  j["streams"] = std::move(streams);
+}
+
+void to_json(json& j, const IterationStats& v) {
+  j = json{{"availability", v.availability}, {"source", v.source},       {"count", v.count},
+           {"warmup_count", v.warmup_count}, {"median_ns", v.median_ns}, {"p95_ns", v.p95_ns},
+           {"mean_ns", v.mean_ns},           {"cv", v.cv},               {"steady_median_ns", v.steady_median_ns},
+           {"steady_p95_ns", v.steady_p95_ns}, {"steady_cv", v.steady_cv}};
+  json its = json::array();
+  for (const auto& it : v.iterations) its.push_back({{"start_ns", it.start}, {"end_ns", it.end}, {"warmup", it.warmup}});
+  j["iterations"] = std::move(its);
+}
+
+void to_json(json& j, const LaunchStats& v) {
+  j = json{{"availability", v.availability},
+           {"kernel_count", v.kernel_count},
+           {"kernel_ns", v.kernel_ns},
+           {"launch_api_count", v.launch_api_count},
+           {"launch_api_ns", v.launch_api_ns},
+           {"median_kernel_ns", v.median_kernel_ns},
+           {"median_launch_ns", v.median_launch_ns},
+           {"gpu_gap_ns", v.gpu_gap_ns},
+           {"gap_count", v.gap_count},
+           {"gap_fraction", v.gap_fraction},
+           {"small_kernel_fraction", v.small_kernel_fraction},
+           {"launch_bound", v.launch_bound}};
+}
+
+void to_json(json& j, const CopyStats& v) {
+  json groups = json::array();
+  for (const auto& g : v.groups)
+    groups.push_back({{"kind", trace::to_string(g.kind)},
+                      {"src_kind", trace::to_string(g.src_kind)},
+                      {"dst_kind", trace::to_string(g.dst_kind)},
+                      {"count", g.count},
+                      {"bytes", g.bytes},
+                      {"time_ns", g.time_ns},
+                      {"bandwidth_gbps", g.bandwidth_gbps},
+                      {"sync_count", g.sync_count},
+                      {"sync_ns", g.sync_ns}});
+  j = json{{"availability", v.availability},
+           {"groups", std::move(groups)},
+           {"memset_count", v.memset_count},
+           {"memset_ns", v.memset_ns},
+           {"host_to_device_bytes", v.host_to_device_bytes},
+           {"pageable_bytes", v.pageable_bytes},
+           {"pageable_ns", v.pageable_ns},
+           {"pageable_fraction", v.pageable_fraction},
+           {"sync_copy_count", v.sync_copy_count},
+           {"sync_copy_ns", v.sync_copy_ns}};
+}
+
+void to_json(json& j, const SyncStats& v) {
+  json groups = json::array();
+  for (const auto& g : v.groups)
+    groups.push_back({{"kind", trace::to_string(g.kind)}, {"count", g.count}, {"total_ns", g.total_ns}});
+  j = json{{"availability", v.availability},
+           {"groups", std::move(groups)},
+           {"host_sync_ns", v.host_sync_ns},
+           {"fraction", v.fraction}};
+}
+
+void to_json(json& j, const KernelSummary& v) {
+  j = json{{"name", v.name},
+           {"class", to_string(v.cls)},
+           {"precision", to_string(v.precision)},
+           {"count", v.count},
+           {"total_ns", v.total_ns}};
+}
+
+void to_json(json& j, const PrecisionStats& v) {
+  json ns = json::object();
+  for (int p = 0; p < kPrecisionCount; ++p) ns[std::string(to_string(static_cast<Precision>(p)))] = v.ns[p];
+  j = json{{"availability", v.availability},
+           {"kernel_ns", v.kernel_ns},
+           {"ns", std::move(ns)},
+           {"fp64_fraction", v.fp64_fraction},
+           {"fp32_no_tensor_fraction", v.fp32_no_tensor_fraction},
+           {"tensor_core_fraction", v.tensor_core_fraction},
+           {"top_fp32", v.top_fp32},
+           {"top_fp64", v.top_fp64}};
+}
+
+void to_json(json& j, const LayoutStats& v) {
+  j = json{{"availability", v.availability},
+           {"conversion_count", v.conversion_count},
+           {"conversion_ns", v.conversion_ns},
+           {"fraction", v.fraction},
+           {"top", v.top}};
+}
+
+void to_json(json& j, const InputStats& v) {
+  j = json{{"availability", v.availability},
+           {"iterations", v.iterations},
+           {"starved_gaps", v.starved_iterations},
+           {"starvation_ns", v.starvation_ns},
+           {"compute_ns", v.compute_ns},
+           {"fraction", v.fraction}};
+}
+
+void to_json(json& j, const NumaStats& v) {
+  json mem = json::array();
+  for (const auto& p : v.memory_nodes) mem.push_back({{"node", p.node}, {"bytes", p.bytes}});
+  j = json{{"availability", v.availability},
+           {"gpu_node", v.gpu_node},
+           {"cpu_nodes", v.cpu_nodes},
+           {"memory_nodes", std::move(mem)},
+           {"memory_policy", v.memory_policy},
+           {"cpus_cross_node", v.cpus_cross_node},
+           {"remote_memory_fraction", v.remote_memory_fraction}};
+}
+
+void to_json(json& j, const RankAnalysis& v) {
+  json classes = json::array();
+  for (const auto& c : v.classes)
+    classes.push_back({{"class", to_string(c.cls)}, {"count", c.count}, {"total_ns", c.total_ns}});
+  j = json{{"rank", v.rank},           {"label", v.label},           {"source", v.source},
+           {"hostname", v.hostname},   {"breakdown", v.breakdown},   {"iterations", v.iterations},
+           {"launch", v.launch},       {"copies", v.copies},         {"sync", v.sync},
+           {"precision", v.precision}, {"layout", v.layout},         {"input", v.input},
+           {"numa", v.numa},           {"classes", std::move(classes)}, {"top_kernels", v.top_kernels}};
+}
+
+void to_json(json& j, const StragglerStats& v) {
+  json ranks = json::array();
+  for (const auto& r : v.ranks)
+    ranks.push_back({{"rank", r.rank},
+                     {"total_late_ns", r.total_late_ns},
+                     {"max_late_ns", r.max_late_ns},
+                     {"late_per_iteration_ns", r.late_per_iteration_ns},
+                     {"times_last", r.times_last}});
+  j = json{{"availability", v.availability},
+           {"matched_collectives", v.matched_collectives},
+           {"unmatched_collectives", v.unmatched_collectives},
+           {"total_wait_ns", v.total_wait_ns},
+           {"ranks", std::move(ranks)},
+           {"slowest_rank", v.slowest_rank},
+           {"slowest_rank_median_ns", v.slowest_rank_median_ns},
+           {"fastest_rank_median_ns", v.fastest_rank_median_ns}};
+}
+
+void to_json(json& j, const RunAnalysis& v) { j = json{{"ranks", v.ranks}, {"stragglers", v.stragglers}}; }
+
+void to_json(json& j, const Delta& v) {
+  j = json{{"what", v.what}, {"a", v.a}, {"b", v.b}, {"delta", v.delta}, {"ratio", v.ratio}};
+}
+
+void to_json(json& j, const RunDiff& v) {
+  j = json{{"breakdown", v.breakdown}, {"classes", v.classes},     {"top_kernels", v.top_kernels},
+           {"copies", v.copies},       {"iteration", v.iteration}, {"note", v.note}};
+}
+
+}  // namespace scalescope::analyze

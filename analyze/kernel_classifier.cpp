@@ -1,0 +1,167 @@
+// Kernel classification by name. The rules are listed, with their reasons, in
+// docs/kernel-classes.md; keep the two in step.
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <string>
+
+#include "analyze/analyze.hpp"
+#include "trace/error.hpp"
+
+namespace scalescope::analyze {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool has(std::string_view haystack, std::string_view needle) { return haystack.find(needle) != std::string_view::npos; }
+
+template <size_t N>
+bool has_any(std::string_view haystack, const std::array<std::string_view, N>& needles) {
+  return std::any_of(needles.begin(), needles.end(), [&](std::string_view n) { return has(haystack, n); });
+}
+
+// Built-in class rules, first match wins (all lower case).
+constexpr std::array<std::string_view, 4> kCommunication = {"nccl", "rccl", "nvshmem", "msccl"};
+constexpr std::array<std::string_view, 5> kSynchronization = {"wait_kernel", "spin_kernel", "streamwait",
+                                                              "waitvalue", "sleep_kernel"};
+constexpr std::array<std::string_view, 5> kMemory = {"memcpy", "memset", "fillfunctor", "direct_copy_kernel",
+                                                     "copy_kernel_cuda"};
+
+// Layout conversions between NCHW and NHWC (cuDNN's transforms, CUTLASS/XLA style names).
+constexpr std::array<std::string_view, 8> kLayout = {"nchwtonhwc", "nhwctonchw", "nchw2nhwc", "nhwc2nchw",
+                                                     "nchw_to_nhwc", "nhwc_to_nchw", "nchwaddpaddingtonhwc",
+                                                     "nhwcaddpaddingtonchw"};
+
+// GEMM / convolution families (where precision matters for the advisor).
+constexpr std::array<std::string_view, 16> kGemmConv = {
+    "gemm", "gemv", "conv1d", "conv2d", "conv3d", "convolution", "convolve", "nvjet",
+    "xmma", "cutlass", "dgrad", "wgrad", "fprop", "winograd", "cublas", "matmul"};
+
+// Tensor-core or reduced-precision GEMM/convolution markers.
+constexpr std::array<std::string_view, 14> kTensor = {"hmma", "gmma", "wgmma", "tensorop", "tensor16x8",
+                                                      "s16816", "s1688", "h16816", "h1688", "i8816",
+                                                      "tf32", "bf16", "f16", "e4m3"};
+// nvjet encodes A/B/C types after the arch: _hsh_ (half), _bsh_/_bss_ (bf16),
+// _tst_/_tss_ (tf32), _qqh_ (fp8); _sss_ is plain FP32 and _ddd_ FP64.
+constexpr std::array<std::string_view, 8> kNvjetTensor = {"_hsh_", "_hss_", "_hhh_", "_bsh_",
+                                                          "_bss_", "_bbb_", "_tst_", "_tss_"};
+
+Precision precision_of(std::string_view n) {
+  const bool gemm_conv = has_any(n, kGemmConv);
+  if (!gemm_conv) return Precision::kOther;
+  // FP64: dgemm, zgemm, double in the template arguments, _f64 / _ddd_ type codes.
+  if (has(n, "dgemm") || has(n, "zgemm") || has(n, "f64") || has(n, "_ddd_") || has(n, "<double") ||
+      has(n, "double,") || has(n, "_d884") || has(n, "dmma"))
+    return Precision::kFp64;
+  if (has(n, "nvjet")) {
+    if (has_any(n, kNvjetTensor) || has(n, "_qq")) return Precision::kTensorCore;
+    if (has(n, "_sss_")) return Precision::kFp32NoTensor;
+  }
+  if (has_any(n, kTensor) || has(n, "__half") || has(n, "c10::half") || has(n, "bfloat16") ||
+      has(n, "fp16") || has(n, "fp8"))
+    return Precision::kTensorCore;
+  // What remains of a GEMM/conv family with an FP32 marker runs on CUDA cores:
+  // sgemm (cuBLAS, CUTLASS simt), implicit_convolve_sgemm, f32f32 xmma without tf32.
+  if (has(n, "sgemm") || has(n, "f32f32") || has(n, "simt") || has(n, "<float") || has(n, "fp32") ||
+      has(n, "scudnn") || has(n, "_sss_") || has(n, "float,"))
+    return Precision::kFp32NoTensor;
+  return Precision::kOther;
+}
+
+}  // namespace
+
+std::string_view to_string(KernelClass c) {
+  switch (c) {
+    case KernelClass::kCompute: return "compute";
+    case KernelClass::kCommunication: return "communication";
+    case KernelClass::kMemory: return "memory";
+    case KernelClass::kSynchronization: return "synchronization";
+  }
+  return "compute";
+}
+
+std::string_view to_string(Precision p) {
+  switch (p) {
+    case Precision::kOther: return "other";
+    case Precision::kFp64: return "fp64";
+    case Precision::kFp32NoTensor: return "fp32-no-tensor-core";
+    case Precision::kTensorCore: return "tensor-core";
+  }
+  return "other";
+}
+
+KernelClassifier::KernelClassifier() = default;
+
+void KernelClassifier::add_rule(std::string substring, KernelClass cls) {
+  user_rules_.push_back({lower(substring), cls});
+}
+
+KernelClassifier KernelClassifier::from_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail("cannot open kernel class rules file '{}'", path);
+  KernelClassifier classifier;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const auto space = line.find_first_of(" \t", first);
+    if (space == std::string::npos)
+      fail("{}:{}: expected '<class> <substring>', got '{}'", path, line_no, line.substr(first));
+    const std::string cls = lower(line.substr(first, space - first));
+    std::string needle = line.substr(space);
+    needle.erase(0, needle.find_first_not_of(" \t"));
+    needle.erase(needle.find_last_not_of(" \t\r") + 1);
+    if (needle.empty()) fail("{}:{}: the rule for '{}' has no substring", path, line_no, cls);
+    KernelClass k;
+    if (cls == "compute") k = KernelClass::kCompute;
+    else if (cls == "communication") k = KernelClass::kCommunication;
+    else if (cls == "memory") k = KernelClass::kMemory;
+    else if (cls == "synchronization") k = KernelClass::kSynchronization;
+    else
+      fail("{}:{}: unknown kernel class '{}' (expected compute, communication, memory or synchronization)", path,
+           line_no, cls);
+    classifier.add_rule(std::move(needle), k);
+  }
+  return classifier;
+}
+
+KernelInfo KernelClassifier::classify(std::string_view kernel_name) const {
+  const std::string n = lower(kernel_name);
+  KernelInfo info;
+  info.layout_conversion = has_any(n, kLayout);
+  info.precision = precision_of(n);
+  for (const Rule& r : user_rules_) {
+    if (has(n, r.needle)) {
+      info.cls = r.cls;
+      return info;
+    }
+  }
+  if (has_any(n, kCommunication)) info.cls = KernelClass::kCommunication;
+  else if (has_any(n, kSynchronization)) info.cls = KernelClass::kSynchronization;
+  else if (has_any(n, kMemory)) info.cls = KernelClass::kMemory;
+  else info.cls = KernelClass::kCompute;
+  if (info.cls != KernelClass::kCompute) info.precision = Precision::kOther;
+  return info;
+}
+
+std::vector<KernelInfo> classify_names(const trace::Trace& trace, const KernelClassifier& classifier) {
+  // Classify each distinct kernel name once; the table is indexed by StringId.
+  std::vector<KernelInfo> out(trace.strings.size());
+  std::vector<uint8_t> seen(trace.strings.size(), 0);
+  for (trace::StringId id : trace.kernels.name) {
+    if (id < seen.size() && !seen[id]) {
+      seen[id] = 1;
+      out[id] = classifier.classify(trace.strings.view(id));
+    }
+  }
+  return out;
+}
+
+}  // namespace scalescope::analyze

@@ -1,0 +1,102 @@
+// Stragglers: collectives matched across ranks by (communicator, op, sequence);
+// a rank's lateness in one collective is its arrival (kernel start, Unix
+// clock) minus the earliest arrival of that collective.
+#include <algorithm>
+#include <map>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "analyze/analyze.hpp"
+
+namespace scalescope::analyze {
+
+StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
+  StragglerStats st;
+  if (ranks.size() < 2) {
+    st.availability = {false, "skipped: stragglers need at least two ranks"};
+  }
+  // Slowest rank by steady-state median iteration time.
+  double slow = -1, fast = -1;
+  for (const RankAnalysis& r : ranks) {
+    if (!r.iterations.availability.available || r.iterations.count == 0) continue;
+    const double m = r.iterations.steady_median_ns;
+    if (m > slow) {
+      slow = m;
+      st.slowest_rank = r.rank;
+    }
+    if (fast < 0 || m < fast) fast = m;
+  }
+  st.slowest_rank_median_ns = std::max(0.0, slow);
+  st.fastest_rank_median_ns = std::max(0.0, fast);
+  if (ranks.size() < 2) return st;
+
+  using Key = std::tuple<std::string_view, trace::NcclOp, int64_t>;
+  struct Arrivals {
+    std::vector<std::pair<size_t, int64_t>> by_rank;  // (index into ranks, arrival)
+  };
+  std::map<Key, Arrivals> matched;
+  size_t total = 0;
+  for (size_t ri = 0; ri < ranks.size(); ++ri) {
+    for (const CollectiveArrival& c : ranks[ri].collectives) {
+      matched[{c.communicator_name, c.op, c.sequence}].by_rank.push_back({ri, c.arrival_unix_ns});
+      ++total;
+    }
+  }
+  if (total == 0) {
+    st.availability = {false, "skipped: the traces have no collectives (no NCCL records or kernels)"};
+    return st;
+  }
+  std::vector<RankLateness> late(ranks.size());
+  for (size_t ri = 0; ri < ranks.size(); ++ri) late[ri].rank = ranks[ri].rank;
+  for (auto& [key, a] : matched) {
+    if (a.by_rank.size() < 2) {
+      st.unmatched_collectives += 1;
+      continue;
+    }
+    st.matched_collectives += 1;
+    int64_t first = a.by_rank[0].second, last = first;
+    size_t last_rank = a.by_rank[0].first;
+    for (auto [ri, t] : a.by_rank) {
+      first = std::min(first, t);
+      if (t > last) {
+        last = t;
+        last_rank = ri;
+      }
+    }
+    st.total_wait_ns += last - first;
+    for (auto [ri, t] : a.by_rank) {
+      late[ri].total_late_ns += t - first;
+      late[ri].max_late_ns = std::max(late[ri].max_late_ns, t - first);
+    }
+    if (last > first) late[last_rank].times_last += 1;
+  }
+  if (st.matched_collectives == 0) {
+    st.availability = {false, fmt::format("skipped: none of the {} collectives matched across ranks "
+                                          "(different communicators or sequence numbers)",
+                                          st.unmatched_collectives)};
+    return st;
+  }
+  for (size_t ri = 0; ri < ranks.size(); ++ri) {
+    const int64_t n = ranks[ri].iterations.count;
+    late[ri].late_per_iteration_ns = n > 0 ? static_cast<double>(late[ri].total_late_ns) / static_cast<double>(n) : 0;
+  }
+  std::sort(late.begin(), late.end(), [](const RankLateness& a, const RankLateness& b) {
+    return a.total_late_ns > b.total_late_ns || (a.total_late_ns == b.total_late_ns && a.rank < b.rank);
+  });
+  st.ranks = std::move(late);
+  return st;
+}
+
+RunAnalysis combine(std::vector<RankAnalysis> ranks) {
+  std::sort(ranks.begin(), ranks.end(), [](const RankAnalysis& a, const RankAnalysis& b) { return a.rank < b.rank; });
+  RunAnalysis run;
+  run.stragglers = find_stragglers(ranks);
+  for (RankAnalysis& r : ranks) r.collectives = {};  // matched; keep the result small
+  run.ranks = std::move(ranks);
+  return run;
+}
+
+}  // namespace scalescope::analyze
