@@ -1,0 +1,134 @@
+#include "collect/collector_options.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "trace/error.hpp"
+
+namespace scalescope::collect {
+namespace {
+
+const std::string* find(const Environment& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() || it->second.empty() ? nullptr : &it->second;
+}
+
+double parse_seconds(const Environment& env, const char* name, double fallback) {
+  const std::string* v = find(env, name);
+  if (!v) return fallback;
+  double out = 0;
+  auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (ec != std::errc() || p != v->data() + v->size() || !std::isfinite(out) || out < 0)
+    fail("{}='{}' is not a non-negative number of seconds", name, *v);
+  return out;
+}
+
+std::string number(double v) {
+  std::string s = std::to_string(v);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+ApiMode parse_api_mode(std::string_view text) {
+  if (text == "default") return ApiMode::kDefault;
+  if (text == "all") return ApiMode::kAll;
+  if (text == "none") return ApiMode::kNone;
+  fail("bad API mode '{}': expected default, all or none", text);
+}
+
+std::string_view to_string(ApiMode mode) {
+  switch (mode) {
+    case ApiMode::kAll: return "all";
+    case ApiMode::kNone: return "none";
+    case ApiMode::kDefault: break;
+  }
+  return "default";
+}
+
+void parse_capture_range(std::string_view text, CollectorOptions& options) {
+  options.capture_name.clear();
+  if (text.empty() || text == "none") {
+    options.capture = CaptureRange::kNone;
+  } else if (text == "cudaProfilerApi") {
+    options.capture = CaptureRange::kCudaProfilerApi;
+  } else if (text.starts_with("nvtx:") && text.size() > 5) {
+    options.capture = CaptureRange::kNvtx;
+    options.capture_name = std::string(text.substr(5));
+  } else {
+    fail("bad capture range '{}': expected nvtx:NAME or cudaProfilerApi", text);
+  }
+}
+
+std::string format_capture_range(const CollectorOptions& options) {
+  switch (options.capture) {
+    case CaptureRange::kNvtx: {
+      std::string out = "nvtx:";  // not "nvtx:" + name: GCC 12 -Wrestrict false positive
+      out += options.capture_name;
+      return out;
+    }
+    case CaptureRange::kCudaProfilerApi: return "cudaProfilerApi";
+    case CaptureRange::kNone: break;
+  }
+  return "";
+}
+
+CollectorOptions parse_collector_options(const Environment& env) {
+  CollectorOptions o;
+  if (auto* v = find(env, "SCALESCOPE_RUN_DIR")) o.run_dir = *v;
+  if (auto* v = find(env, "SCALESCOPE_API")) o.api = parse_api_mode(*v);
+  o.delay_s = parse_seconds(env, "SCALESCOPE_DELAY", 0);
+  o.duration_s = parse_seconds(env, "SCALESCOPE_DURATION", 0);
+  if (auto* v = find(env, "SCALESCOPE_CAPTURE_RANGE")) parse_capture_range(*v, o);
+  o.nvml_hz = parse_seconds(env, "SCALESCOPE_NVML_HZ", 10);
+  if (o.nvml_hz > 1000) fail("SCALESCOPE_NVML_HZ={} is above 1000 Hz", number(o.nvml_hz));
+  if (auto* v = find(env, "SCALESCOPE_BUFFER_MB")) {
+    uint32_t mb = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), mb);
+    if (ec != std::errc() || p != v->data() + v->size() || mb < 2 || mb > 65536)
+      fail("SCALESCOPE_BUFFER_MB='{}' must be a whole number of MiB from 2 to 65536", *v);
+    o.buffer_mb = mb;
+  }
+  if (auto* v = find(env, "SCALESCOPE_DISCARD")) o.discard = *v != "0";
+  return o;
+}
+
+Environment to_environment(const CollectorOptions& o) {
+  Environment env;
+  env["SCALESCOPE_RUN_DIR"] = o.run_dir;
+  env["SCALESCOPE_API"] = std::string(to_string(o.api));
+  if (o.delay_s > 0) env["SCALESCOPE_DELAY"] = number(o.delay_s);
+  if (o.duration_s > 0) env["SCALESCOPE_DURATION"] = number(o.duration_s);
+  if (o.capture != CaptureRange::kNone) env["SCALESCOPE_CAPTURE_RANGE"] = format_capture_range(o);
+  env["SCALESCOPE_NVML_HZ"] = number(o.nvml_hz);
+  env["SCALESCOPE_BUFFER_MB"] = std::to_string(o.buffer_mb);
+  if (o.discard) env.emplace("SCALESCOPE_DISCARD", "1");
+  return env;
+}
+
+bool is_default_api(trace::ApiDomain domain, std::string_view name) {
+  // CUPTI names carry version suffixes ("cudaMemcpyAsync_v3020", "cuMemcpyHtoD_v2").
+  static constexpr std::string_view kRuntime[] = {
+      "cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaStreamSynchronize", "cudaDeviceSynchronize",
+      "cudaEventSynchronize", "cudaStreamWaitEvent", "cudaMalloc", "cudaFree", "cudaHostAlloc",
+      "cudaGraphLaunch", "cudaProfilerStart", "cudaProfilerStop", "cudaThreadSynchronize"};
+  static constexpr std::string_view kDriver[] = {
+      "cuLaunch", "cuMemcpy", "cuMemsetD", "cuStreamSynchronize", "cuCtxSynchronize",
+      "cuEventSynchronize", "cuStreamWaitEvent", "cuMemAlloc", "cuMemFree", "cuMemHostAlloc",
+      "cuGraphLaunch", "cuProfilerStart", "cuProfilerStop"};
+  // Prefixes on purpose: every allocation variant (cudaMallocAsync, cuMemAllocHost)
+  // and every launch variant (cudaLaunchKernelExC, cuLaunchCooperativeKernel) matters.
+  auto matches = [name](std::string_view prefix) { return name.starts_with(prefix); };
+  if (domain == trace::ApiDomain::kRuntime) {
+    for (auto p : kRuntime)
+      if (matches(p)) return true;
+  } else if (domain == trace::ApiDomain::kDriver) {
+    for (auto p : kDriver)
+      if (matches(p)) return true;
+  }
+  return false;
+}
+
+}  // namespace scalescope::collect

@@ -1,0 +1,51 @@
+#pragma once
+// Options of the injected collector. `scalescope profile` turns its command
+// line into SCALESCOPE_* environment variables (inherited by every child and
+// torchrun rank); the collector parses them back in each process.
+//
+//   auto env = to_environment(options);           // profile side
+//   auto opts = parse_collector_options(env);     // collector side
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "collect/host_facts.hpp"
+#include "trace/trace.hpp"
+
+namespace scalescope::collect {
+
+enum class ApiMode : uint8_t { kDefault = 0, kAll, kNone };
+enum class CaptureRange : uint8_t { kNone = 0, kNvtx, kCudaProfilerApi };
+
+struct CollectorOptions {
+  std::string run_dir;            // SCALESCOPE_RUN_DIR (required to trace)
+  ApiMode api = ApiMode::kDefault;  // SCALESCOPE_API=default|all|none
+  double delay_s = 0;             // SCALESCOPE_DELAY: start tracing this long after CUDA init
+  double duration_s = 0;          // SCALESCOPE_DURATION: stop after this long (0 = until exit)
+  CaptureRange capture = CaptureRange::kNone;  // SCALESCOPE_CAPTURE_RANGE=nvtx:NAME|cudaProfilerApi
+  std::string capture_name;       // the NVTX range name for kNvtx
+  double nvml_hz = 10;            // SCALESCOPE_NVML_HZ (0 = off)
+  uint32_t buffer_mb = 64;        // SCALESCOPE_BUFFER_MB: the whole pool, bounded memory
+  bool discard = false;           // SCALESCOPE_DISCARD=1: enable CUPTI, keep nothing (overhead floor)
+};
+
+// Parses the SCALESCOPE_* variables; Error naming the variable on bad values.
+CollectorOptions parse_collector_options(const Environment& env);
+// The inverse (only what differs from the defaults, plus the run dir).
+Environment to_environment(const CollectorOptions& options);
+
+// "nvtx:NAME" / "cudaProfilerApi" / "" -> capture fields; Error otherwise.
+void parse_capture_range(std::string_view text, CollectorOptions& options);
+std::string format_capture_range(const CollectorOptions& options);
+ApiMode parse_api_mode(std::string_view text);  // Error on unknown
+std::string_view to_string(ApiMode mode);
+
+// The API calls that matter, recorded by default (--api default): kernel
+// launches (incl. cuLaunchKernelEx, which NCCL uses), copies, sets,
+// synchronizations, stream waits, malloc/free, graph launches and the
+// profiler start/stop calls. `name` is CUPTI's callback name
+// ("cudaLaunchKernel_v7000" or "cuLaunchKernelEx").
+bool is_default_api(trace::ApiDomain domain, std::string_view name);
+
+}  // namespace scalescope::collect

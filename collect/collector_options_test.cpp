@@ -1,0 +1,78 @@
+#include "collect/collector_options.hpp"
+
+#include <gtest/gtest.h>
+
+#include "trace/error.hpp"
+
+namespace scalescope::collect {
+namespace {
+
+TEST(CollectOptions, RoundTrip) {
+  CollectorOptions o;
+  o.run_dir = "/tmp/x.ssrun";
+  o.api = ApiMode::kAll;
+  o.delay_s = 2.5;
+  o.duration_s = 10;
+  parse_capture_range("nvtx:train step", o);
+  o.nvml_hz = 0;
+  o.buffer_mb = 32;
+  o.discard = true;
+  auto back = parse_collector_options(to_environment(o));
+  EXPECT_EQ(back.run_dir, o.run_dir);
+  EXPECT_EQ(back.api, ApiMode::kAll);
+  EXPECT_DOUBLE_EQ(back.delay_s, 2.5);
+  EXPECT_DOUBLE_EQ(back.duration_s, 10);
+  EXPECT_EQ(back.capture, CaptureRange::kNvtx);
+  EXPECT_EQ(back.capture_name, "train step");
+  EXPECT_DOUBLE_EQ(back.nvml_hz, 0);
+  EXPECT_EQ(back.buffer_mb, 32u);
+  EXPECT_TRUE(back.discard);
+}
+
+TEST(CollectOptions, Defaults) {
+  auto o = parse_collector_options({});
+  EXPECT_EQ(o.api, ApiMode::kDefault);
+  EXPECT_DOUBLE_EQ(o.nvml_hz, 10);
+  EXPECT_EQ(o.capture, CaptureRange::kNone);
+  EXPECT_FALSE(o.discard);
+}
+
+TEST(CollectOptions, BadValuesNameTheVariable) {
+  auto message = [](const Environment& env) {
+    try {
+      parse_collector_options(env);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message({{"SCALESCOPE_DELAY", "-1"}}).find("SCALESCOPE_DELAY"), std::string::npos);
+  EXPECT_NE(message({{"SCALESCOPE_DURATION", "5s"}}).find("SCALESCOPE_DURATION"), std::string::npos);
+  EXPECT_NE(message({{"SCALESCOPE_BUFFER_MB", "1"}}).find("SCALESCOPE_BUFFER_MB"), std::string::npos);
+  EXPECT_NE(message({{"SCALESCOPE_API", "some"}}).find("'some'"), std::string::npos);
+  EXPECT_NE(message({{"SCALESCOPE_CAPTURE_RANGE", "nvtx:"}}).find("capture range"), std::string::npos);
+  EXPECT_NE(message({{"SCALESCOPE_NVML_HZ", "5000"}}).find("SCALESCOPE_NVML_HZ"), std::string::npos);
+}
+
+TEST(CollectOptions, DefaultApiSelection) {
+  using trace::ApiDomain;
+  for (const char* name : {"cudaLaunchKernel_v7000", "cudaLaunchKernelExC_v11060", "cudaLaunchCooperativeKernel_v9000",
+                           "cudaMemcpyAsync_v3020", "cudaMemsetAsync_v3020", "cudaStreamSynchronize_v3020",
+                           "cudaDeviceSynchronize_v3020", "cudaEventSynchronize_v3020", "cudaStreamWaitEvent_v3020",
+                           "cudaMalloc_v3020", "cudaFree_v3020", "cudaMallocHost_v3020", "cudaHostAlloc_v3020",
+                           "cudaGraphLaunch_v10000", "cudaProfilerStart_v4000"})
+    EXPECT_TRUE(is_default_api(ApiDomain::kRuntime, name)) << name;
+  for (const char* name : {"cuLaunchKernel", "cuLaunchKernelEx", "cuMemcpyHtoD_v2", "cuMemsetD8_v2",
+                           "cuCtxSynchronize", "cuStreamSynchronize", "cuMemAlloc_v2", "cuMemFree_v2",
+                           "cuMemHostAlloc", "cuGraphLaunch", "cuStreamWaitEvent", "cuEventSynchronize"})
+    EXPECT_TRUE(is_default_api(ApiDomain::kDriver, name)) << name;
+  for (const char* name : {"cudaGetDevice_v3020", "cudaEventRecord_v3020", "cudaStreamQuery_v3020",
+                           "cudaGetLastError_v3020", "cudaPeekAtLastError_v3020"})
+    EXPECT_FALSE(is_default_api(ApiDomain::kRuntime, name)) << name;
+  for (const char* name : {"cuCtxGetCurrent", "cuEventRecord", "cuStreamQuery", "cuPointerGetAttribute"})
+    EXPECT_FALSE(is_default_api(ApiDomain::kDriver, name)) << name;
+  EXPECT_FALSE(is_default_api(ApiDomain::kDriver, "cudaLaunchKernel_v7000"));
+}
+
+}  // namespace
+}  // namespace scalescope::collect

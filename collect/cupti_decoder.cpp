@@ -1,0 +1,301 @@
+#include "collect/cupti_decoder.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include <cupti_activity.h>
+
+#include "collect/nccl_kernel_name.hpp"
+
+namespace scalescope::collect {
+namespace {
+
+using trace::MemcpyKind;
+using trace::MemoryKind;
+using trace::SyncKind;
+
+trace::Timestamp ts(uint64_t t) { return static_cast<trace::Timestamp>(t); }
+
+MemcpyKind memcpy_kind(uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return MemcpyKind::kHtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return MemcpyKind::kDtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return MemcpyKind::kDtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return MemcpyKind::kHtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return MemcpyKind::kPtoP;
+    default: return MemcpyKind::kUnknown;
+  }
+}
+
+MemoryKind memory_kind(uint32_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return MemoryKind::kPageable;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return MemoryKind::kPinned;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return MemoryKind::kDevice;
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return MemoryKind::kArray;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return MemoryKind::kManaged;
+    default: return MemoryKind::kUnknown;
+  }
+}
+
+SyncKind sync_kind(CUpti_ActivitySynchronizationType t) {
+  switch (t) {
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return SyncKind::kEventSynchronize;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return SyncKind::kStreamWaitEvent;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return SyncKind::kStreamSynchronize;
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return SyncKind::kDeviceSynchronize;
+    default: return SyncKind::kUnknown;
+  }
+}
+
+std::string format_uuid(const CUuuid& uuid) {
+  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  char out[64];
+  std::snprintf(out, sizeof(out),
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return out;
+}
+
+}  // namespace
+
+std::string demangle(const char* name) {
+  if (name == nullptr) return {};
+  if (name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  return status == 0 && out ? std::string(out.get()) : std::string(name);
+}
+
+CuptiDecoder::CuptiDecoder(trace::StringTable& strings, ApiNameResolver resolver)
+    : strings_(strings), resolver_(std::move(resolver)) {}
+
+const CuptiDecoder::CachedName& CuptiDecoder::kernel_name(const char* raw) {
+  static const CachedName kUnnamed{"", trace::kNoString, false, {}};
+  if (raw == nullptr) return kUnnamed;
+  auto it = kernel_names_.find(raw);
+  if (it != kernel_names_.end() && it->second.raw == raw) return it->second;
+  CachedName c{raw, trace::kNoString, false, {}};
+  std::string pretty = demangle(raw);
+  c.id = strings_.intern(pretty);
+  if (auto n = parse_nccl_kernel_name(pretty)) {
+    c.is_nccl = true;
+    c.nccl.op = n->op;
+    c.nccl.datatype = strings_.intern(n->datatype);
+    c.nccl.algorithm = strings_.intern(n->algorithm);
+    c.nccl.protocol = strings_.intern(n->protocol);
+  }
+  return kernel_names_.insert_or_assign(raw, std::move(c)).first->second;
+}
+
+trace::StringId CuptiDecoder::api_name(trace::ApiDomain domain, uint32_t cbid) {
+  uint64_t key = (uint64_t{static_cast<uint8_t>(domain)} << 32) | cbid;
+  auto it = api_names_.find(key);
+  if (it != api_names_.end()) return it->second;
+  std::string name = resolver_ ? resolver_(domain, cbid) : std::string();
+  if (name.empty()) name = std::string(trace::to_string(domain)) + "_cbid_" + std::to_string(cbid);
+  trace::StringId id = strings_.intern(name);
+  api_names_.emplace(key, id);
+  return id;
+}
+
+uint32_t CuptiDecoder::device_of_context(uint32_t context_id) const {
+  auto it = context_device_.find(context_id);
+  return it == context_device_.end() ? 0 : it->second;
+}
+
+bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
+  const auto* record = static_cast<const CUpti_Activity*>(raw);
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL: {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      const CachedName& name = kernel_name(k->name);
+      trace::KernelRecord r;
+      r.start = ts(k->start);
+      r.end = ts(k->end);
+      r.device = k->deviceId;
+      r.stream = k->streamId;
+      r.name = name.id;
+      r.grid_x = static_cast<uint32_t>(k->gridX);
+      r.grid_y = static_cast<uint32_t>(k->gridY);
+      r.grid_z = static_cast<uint32_t>(k->gridZ);
+      r.block_x = static_cast<uint32_t>(k->blockX);
+      r.block_y = static_cast<uint32_t>(k->blockY);
+      r.block_z = static_cast<uint32_t>(k->blockZ);
+      r.registers_per_thread = k->registersPerThread;
+      r.shared_memory_bytes = static_cast<uint32_t>(k->staticSharedMemory) + static_cast<uint32_t>(k->dynamicSharedMemory);
+      r.correlation = k->correlationId;
+      batch.kernels.push(r);
+      if (name.is_nccl) {
+        trace::NcclRecord n = name.nccl;
+        n.start = r.start;
+        n.end = r.end;
+        n.device = r.device;
+        n.stream = r.stream;
+        n.correlation = r.correlation;
+        batch.nccl.push(n);
+      }
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      trace::MemcpyRecord r;
+      r.start = ts(m->start);
+      r.end = ts(m->end);
+      r.device = m->deviceId;
+      r.stream = m->streamId;
+      r.correlation = m->correlationId;
+      r.bytes = m->bytes;
+      r.kind = memcpy_kind(m->copyKind);
+      r.src_kind = memory_kind(m->srcKind);
+      r.dst_kind = memory_kind(m->dstKind);
+      r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+      r.peer_device = m->deviceId;
+      batch.memcpys.push(r);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
+      trace::MemcpyRecord r;
+      r.start = ts(m->start);
+      r.end = ts(m->end);
+      r.device = m->deviceId;
+      r.stream = m->streamId;
+      r.correlation = m->correlationId;
+      r.bytes = m->bytes;
+      r.kind = memcpy_kind(m->copyKind);
+      if (r.kind == MemcpyKind::kUnknown || r.kind == MemcpyKind::kDtoD) {
+        if (m->srcDeviceId != m->dstDeviceId) r.kind = MemcpyKind::kPtoP;
+      }
+      r.src_kind = memory_kind(m->srcKind);
+      r.dst_kind = memory_kind(m->dstKind);
+      r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+      // The record's device is the one that ran the copy; the peer is the other end.
+      r.peer_device = m->srcDeviceId == m->deviceId ? m->dstDeviceId : m->srcDeviceId;
+      batch.memcpys.push(r);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+      trace::MemsetRecord r;
+      r.start = ts(m->start);
+      r.end = ts(m->end);
+      r.device = m->deviceId;
+      r.stream = m->streamId;
+      r.correlation = m->correlationId;
+      r.bytes = m->bytes;
+      r.dst_kind = memory_kind(m->memoryKind);
+      r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0;
+      batch.memsets.push(r);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+      trace::SyncRecord r;
+      r.start = ts(s->start);
+      r.end = ts(s->end);
+      r.kind = sync_kind(s->type);
+      r.device = device_of_context(s->contextId);
+      r.stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->streamId;
+      r.event = s->cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->cudaEventId;
+      r.correlation = s->correlationId;
+      batch.syncs.push(r);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      trace::ApiRecord r;
+      r.start = ts(a->start);
+      r.end = ts(a->end);
+      r.thread = a->threadId;
+      r.domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? trace::ApiDomain::kRuntime : trace::ApiDomain::kDriver;
+      r.callback_id = a->cbid;
+      r.name = api_name(r.domain, a->cbid);
+      r.correlation = a->correlationId;
+      r.return_code = static_cast<int32_t>(a->returnValue);
+      batch.api.push(r);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
+      uint32_t thread = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
+      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+        trace::NvtxRecord r;
+        r.start = r.end = ts(m->timestamp);
+        r.kind = trace::NvtxKind::kMark;
+        r.domain = strings_.intern(m->domain ? m->domain : "");
+        r.text = strings_.intern(m->name ? m->name : "");
+        r.thread = thread;
+        batch.nvtx.push(r);
+        return true;
+      }
+      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+        if (open_ranges_.size() >= kMaxOpenRanges) {
+          ++unmatched_range_ends_;  // a leak of never-ended ranges must not grow memory
+          return true;
+        }
+        open_ranges_[m->id] = {ts(m->timestamp), strings_.intern(m->domain ? m->domain : ""),
+                               strings_.intern(m->name ? m->name : ""), thread};
+        return true;
+      }
+      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+        auto it = open_ranges_.find(m->id);
+        if (it == open_ranges_.end()) {
+          ++unmatched_range_ends_;
+          return true;
+        }
+        trace::NvtxRecord r;
+        r.start = it->second.start;
+        r.end = ts(m->timestamp);
+        r.kind = trace::NvtxKind::kRange;
+        r.domain = it->second.domain;
+        r.text = it->second.text;
+        r.thread = it->second.thread;
+        open_ranges_.erase(it);
+        batch.nvtx.push(r);
+        return true;
+      }
+      return false;
+    }
+    case CUPTI_ACTIVITY_KIND_CONTEXT: {
+      const auto* c = reinterpret_cast<const CUpti_ActivityContext3*>(record);
+      context_device_[c->contextId] = c->deviceId;
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_DEVICE: {
+      const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
+      trace::DeviceInfo info;
+      info.id = d->id;
+      info.name = d->name ? d->name : "";
+      info.uuid = format_uuid(d->uuid);
+      info.sm_count = d->numMultiprocessors;
+      info.memory_bytes = d->globalMemorySize;
+      info.compute_major = static_cast<int32_t>(d->computeCapabilityMajor);
+      info.compute_minor = static_cast<int32_t>(d->computeCapabilityMinor);
+      for (auto& known : devices_)
+        if (known.id == info.id) {
+          known = info;
+          return true;
+        }
+      devices_.push_back(info);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace scalescope::collect

@@ -1,0 +1,178 @@
+#include "collect/nvml_sampler.hpp"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <time.h>
+
+#include <chrono>
+#include <climits>
+
+namespace scalescope::collect {
+namespace {
+
+constexpr int kNvmlSuccess = 0;
+constexpr int kClockSm = 1, kClockMem = 2;        // nvmlClockType_t
+constexpr int kTemperatureGpu = 0;                // nvmlTemperatureSensors_t
+constexpr int kPcieTx = 0, kPcieRx = 1;           // nvmlPcieUtilCounter_t
+constexpr unsigned kFieldNvlinkTx = 138, kFieldNvlinkRx = 139;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_{TX,RX}, KiB
+constexpr size_t kMaxPending = 1 << 20;           // bounds memory if nobody drains
+
+template <typename F>
+void sym(void* handle, const char* name, F& out) {
+  out = reinterpret_cast<F>(dlsym(handle, name));
+}
+
+uint64_t thread_cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+bool NvmlApi::load(const char* library, std::string* error) {
+  handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    if (error) *error = std::string("cannot load ") + library;
+    return false;
+  }
+  sym(handle, "nvmlInit_v2", init);
+  sym(handle, "nvmlShutdown", shutdown);
+  sym(handle, "nvmlDeviceGetCount_v2", device_count);
+  sym(handle, "nvmlDeviceGetHandleByIndex_v2", device_by_index);
+  sym(handle, "nvmlDeviceGetUtilizationRates", utilization);
+  sym(handle, "nvmlDeviceGetMemoryInfo", memory_info);
+  sym(handle, "nvmlDeviceGetPowerUsage", power_mw);
+  sym(handle, "nvmlDeviceGetTotalEnergyConsumption", energy_mj);
+  sym(handle, "nvmlDeviceGetClockInfo", clock_mhz);
+  sym(handle, "nvmlDeviceGetTemperature", temperature);
+  sym(handle, "nvmlDeviceGetPcieThroughput", pcie_throughput_kbps);
+  sym(handle, "nvmlDeviceGetFieldValues", field_values);
+  if (!init || !shutdown || !device_count || !device_by_index) {
+    if (error) *error = std::string(library) + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2";
+    dlclose(handle);
+    handle = nullptr;
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<NvmlSampler> NvmlSampler::create(const NvmlApi& api, Clock clock, std::string* error) {
+  if (!api.init || !api.device_count || !api.device_by_index) {
+    if (error) *error = "NVML not loaded";
+    return nullptr;
+  }
+  if (int rc = api.init(); rc != kNvmlSuccess) {
+    if (error) *error = "nvmlInit failed with code " + std::to_string(rc);
+    return nullptr;
+  }
+  std::unique_ptr<NvmlSampler> s(new NvmlSampler(api, std::move(clock)));
+  unsigned int n = 0;
+  if (api.device_count(&n) != kNvmlSuccess) n = 0;
+  for (unsigned int i = 0; i < n && i < 1024; ++i) {
+    NvmlApi::Device d = nullptr;
+    if (api.device_by_index(i, &d) == kNvmlSuccess) s->devices_.push_back(d);
+  }
+  if (s->devices_.empty()) {
+    if (error) *error = "NVML sees no GPU";
+    if (api.shutdown) api.shutdown();
+    return nullptr;
+  }
+  s->nvlink_.resize(s->devices_.size());
+  return s;
+}
+
+NvmlSampler::~NvmlSampler() {
+  stop();
+  if (api_.shutdown) api_.shutdown();
+}
+
+void NvmlSampler::push(uint32_t device, trace::CounterMetric metric, double value, trace::Timestamp t) {
+  if (pending_.size() >= kMaxPending) return;
+  pending_.push_back({t, device, metric, value});
+}
+
+void NvmlSampler::sample_once() {
+  using M = trace::CounterMetric;
+  // PCIe throughput blocks ~20 ms per call: sample it at most once a second
+  // (every 10th sample at 10 Hz) so the sampler keeps its rate.
+  bool pcie = api_.pcie_throughput_kbps && samples_ % 10 == 0;
+  ++samples_;
+  std::vector<trace::CounterRecord> local;
+  for (uint32_t i = 0; i < devices_.size(); ++i) {
+    NvmlApi::Device d = devices_[i];
+    trace::Timestamp t = clock_();
+    auto add = [&](M m, double v) { local.push_back({t, i, m, v}); };
+    NvmlApi::Utilization u{};
+    if (api_.utilization && api_.utilization(d, &u) == kNvmlSuccess) {
+      add(M::kGpuUtilizationPercent, u.gpu);
+      add(M::kMemoryUtilizationPercent, u.memory);
+    }
+    NvmlApi::Memory mem{};
+    if (api_.memory_info && api_.memory_info(d, &mem) == kNvmlSuccess) add(M::kMemoryUsedBytes, static_cast<double>(mem.used));
+    unsigned int v = 0;
+    if (api_.power_mw && api_.power_mw(d, &v) == kNvmlSuccess) add(M::kPowerWatts, v / 1000.0);
+    unsigned long long mj = 0;
+    if (api_.energy_mj && api_.energy_mj(d, &mj) == kNvmlSuccess) add(M::kEnergyJoules, static_cast<double>(mj) / 1000.0);
+    if (api_.clock_mhz && api_.clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMHz, v);
+    if (api_.clock_mhz && api_.clock_mhz(d, kClockMem, &v) == kNvmlSuccess) add(M::kMemoryClockMHz, v);
+    if (api_.temperature && api_.temperature(d, kTemperatureGpu, &v) == kNvmlSuccess) add(M::kTemperatureCelsius, v);
+    if (pcie) {
+      if (api_.pcie_throughput_kbps(d, kPcieTx, &v) == kNvmlSuccess) add(M::kPcieTxBytesPerSecond, v * 1024.0);
+      if (api_.pcie_throughput_kbps(d, kPcieRx, &v) == kNvmlSuccess) add(M::kPcieRxBytesPerSecond, v * 1024.0);
+    }
+    if (api_.field_values) {
+      // Cumulative KiB over all links (scope UINT_MAX); the rate is the difference.
+      NvmlApi::FieldValue f[2] = {};
+      f[0].field_id = kFieldNvlinkTx;
+      f[1].field_id = kFieldNvlinkRx;
+      f[0].scope_id = f[1].scope_id = UINT_MAX;
+      if (api_.field_values(d, 2, f) == kNvmlSuccess && f[0].nvml_return == kNvmlSuccess &&
+          f[1].nvml_return == kNvmlSuccess) {
+        LinkState& s = nvlink_[i];
+        unsigned long long tx = f[0].value.ull, rx = f[1].value.ull;
+        if (s.time >= 0 && t > s.time && tx >= s.tx_kib && rx >= s.rx_kib) {
+          double seconds = static_cast<double>(t - s.time) / 1e9;
+          add(M::kNvlinkTxBytesPerSecond, static_cast<double>(tx - s.tx_kib) * 1024.0 / seconds);
+          add(M::kNvlinkRxBytesPerSecond, static_cast<double>(rx - s.rx_kib) * 1024.0 / seconds);
+        }
+        s = {t, tx, rx};
+      }
+    }
+  }
+  std::lock_guard lock(mutex_);
+  for (const auto& r : local) push(r.device, r.metric, r.value, r.time);
+}
+
+void NvmlSampler::drain(std::vector<trace::CounterRecord>& out) {
+  std::lock_guard lock(mutex_);
+  out.insert(out.end(), pending_.begin(), pending_.end());
+  pending_.clear();
+}
+
+void NvmlSampler::start(double hz) {
+  if (hz <= 0 || thread_.joinable()) return;
+  auto period = std::chrono::nanoseconds(static_cast<int64_t>(1e9 / hz));
+  thread_ = std::thread([this, period] {
+    auto next = std::chrono::steady_clock::now();
+    while (!stop_.load(std::memory_order_relaxed)) {
+      sample_once();
+      cpu_ns_.store(thread_cpu_now(), std::memory_order_relaxed);
+      next += period;
+      auto now = std::chrono::steady_clock::now();
+      if (next < now) next = now;  // fell behind: skip, never burst
+      while (!stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < next)
+        std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now(),
+                                                                       std::chrono::milliseconds(50)));
+    }
+  });
+}
+
+void NvmlSampler::stop() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t NvmlSampler::thread_cpu_ns() const { return cpu_ns_.load(std::memory_order_relaxed); }
+
+}  // namespace scalescope::collect

@@ -1,0 +1,108 @@
+#include "collect/nvml_sampler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace scalescope::collect {
+namespace {
+
+// A fake NVML with two devices and known readings.
+struct Fake {
+  static inline int inits = 0, shutdowns = 0;
+  static inline unsigned long long nvlink_tx_kib = 0;
+  static int init() { return ++inits, 0; }
+  static int shutdown() { return ++shutdowns, 0; }
+  static int count(unsigned int* n) { return *n = 2, 0; }
+  static int by_index(unsigned int i, NvmlApi::Device* d) {
+    *d = reinterpret_cast<NvmlApi::Device>(uintptr_t{i} + 1);
+    return 0;
+  }
+  static int util(NvmlApi::Device, NvmlApi::Utilization* u) { return *u = {87, 40}, 0; }
+  static int mem(NvmlApi::Device, NvmlApi::Memory* m) { return *m = {100, 40, 60}, 0; }
+  static int power(NvmlApi::Device d, unsigned int* mw) {
+    *mw = d == reinterpret_cast<NvmlApi::Device>(1) ? 650000 : 3;
+    return d == reinterpret_cast<NvmlApi::Device>(1) ? 0 : 3;  // device 1: NOT_SUPPORTED
+  }
+  static int energy(NvmlApi::Device, unsigned long long* mj) { return *mj = 123456, 0; }
+  static int clock(NvmlApi::Device, int type, unsigned int* mhz) { return *mhz = type == 1 ? 1980 : 3201, 0; }
+  static int fields(NvmlApi::Device, int n, NvmlApi::FieldValue* f) {
+    for (int i = 0; i < n; ++i) {
+      f[i].nvml_return = 0;
+      f[i].value.ull = f[i].field_id == 138 ? nvlink_tx_kib : 0;
+    }
+    return 0;
+  }
+};
+
+NvmlApi fake_api() {
+  NvmlApi api;
+  api.init = Fake::init;
+  api.shutdown = Fake::shutdown;
+  api.device_count = Fake::count;
+  api.device_by_index = Fake::by_index;
+  api.utilization = Fake::util;
+  api.memory_info = Fake::mem;
+  api.power_mw = Fake::power;
+  api.energy_mj = Fake::energy;
+  api.clock_mhz = Fake::clock;
+  api.field_values = Fake::fields;
+  return api;
+}
+
+TEST(CollectNvml, MissingLibraryIsAnErrorNotACrash) {
+  NvmlApi api;
+  std::string error;
+  EXPECT_FALSE(api.load("libnvidia-ml-does-not-exist.so.1", &error));
+  EXPECT_NE(error.find("cannot load"), std::string::npos);
+  EXPECT_EQ(NvmlSampler::create(api, [] { return trace::Timestamp{0}; }, &error), nullptr);
+}
+
+TEST(CollectNvml, SamplesEveryDeviceAndMetric) {
+  trace::Timestamp now = 1'000'000'000;
+  std::string error;
+  auto s = NvmlSampler::create(fake_api(), [&] { return now; }, &error);
+  ASSERT_NE(s, nullptr) << error;
+  EXPECT_EQ(s->device_count(), 2u);
+  Fake::nvlink_tx_kib = 1000;
+  s->sample_once();
+  now += 500'000'000;  // 0.5 s later, 1 MiB more sent over NVLink
+  Fake::nvlink_tx_kib = 2024;
+  s->sample_once();
+  std::vector<trace::CounterRecord> out;
+  s->drain(out);
+  std::map<std::pair<uint32_t, trace::CounterMetric>, double> last;
+  for (const auto& r : out) last[{r.device, r.metric}] = r.value;
+  using M = trace::CounterMetric;
+  EXPECT_EQ(last.at({0, M::kGpuUtilizationPercent}), 87);
+  EXPECT_EQ(last.at({1, M::kMemoryUtilizationPercent}), 40);
+  EXPECT_EQ(last.at({0, M::kMemoryUsedBytes}), 60);
+  EXPECT_EQ(last.at({0, M::kPowerWatts}), 650);
+  EXPECT_EQ(last.count({1, M::kPowerWatts}), 0u);  // unsupported: no made-up zero
+  EXPECT_EQ(last.at({0, M::kEnergyJoules}), 123.456);
+  EXPECT_EQ(last.at({0, M::kSmClockMHz}), 1980);
+  EXPECT_EQ(last.at({0, M::kMemoryClockMHz}), 3201);
+  EXPECT_DOUBLE_EQ(last.at({0, M::kNvlinkTxBytesPerSecond}), 1024.0 * 1024.0 * 2);
+  EXPECT_DOUBLE_EQ(last.at({0, M::kNvlinkRxBytesPerSecond}), 0);
+  out.clear();
+  s->drain(out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(CollectNvml, ThreadSamplesAtRateAndStops) {
+  std::string error;
+  auto s = NvmlSampler::create(fake_api(), [] { return trace::Timestamp{1}; }, &error);
+  ASSERT_NE(s, nullptr);
+  int shutdowns = Fake::shutdowns;
+  s->start(200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  s->stop();
+  std::vector<trace::CounterRecord> out;
+  s->drain(out);
+  EXPECT_GT(out.size(), 0u);
+  s.reset();
+  EXPECT_EQ(Fake::shutdowns, shutdowns + 1);
+}
+
+}  // namespace
+}  // namespace scalescope::collect
