@@ -160,6 +160,7 @@ class Reader {
 
   Trace read() {
     check_file_header();
+    reserve_tables();
     size_t pos = format::kFileHeaderSize;
     while (pos < size_) {
       if (size_ - pos < format::kChunkHeaderSize) {
@@ -217,6 +218,28 @@ class Reader {
     if (major < kFormatMajor)
       fail("{}: format {}.{} is older than this scalescope reads ({}.x); re-create the trace", name_, major, minor,
            kFormatMajor);
+  }
+
+  // Walks the chunk headers once to size every column exactly: growing them
+  // chunk by chunk would copy each column several times. Only what the memory
+  // limit allows is reserved; a lying header cannot make this allocate more.
+  void reserve_tables() {
+    std::array<uint64_t, 32> rows{};
+    for (size_t pos = format::kFileHeaderSize; size_ - pos >= format::kChunkHeaderSize;) {
+      const uint8_t* h = data_ + pos;
+      if (XXH64(h, 32, 0) != format::get_u64(h + 32)) break;
+      const uint16_t type = format::get_u16(h);
+      const uint64_t stored = format::get_u64(h + 8);
+      if (stored > size_ - pos - format::kChunkHeaderSize) break;
+      if (type < rows.size()) rows[type] += format::get_u32(h + 4);
+      pos += format::kChunkHeaderSize + static_cast<size_t>(stored);
+    }
+    uint64_t bytes = 0;
+    format::for_each_table(trace_, [&](ChunkType type, auto& table) {
+      const uint64_t n = rows[static_cast<uint16_t>(type)];
+      bytes += n * row_bytes(table);
+      if (n && bytes <= limit_) table.reserve(static_cast<size_t>(n));
+    });
   }
 
   size_t resync(size_t pos) {
