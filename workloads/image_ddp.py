@@ -474,6 +474,9 @@ def main():
             "global_batch": global_batch, "image_size": args.image_size, "data": "synthetic" if args.synthetic else "fashion-mnist",
             "steps": total_steps, "warmup_steps": args.warmup_steps, "epochs_run": epoch,
             "throughput_images_per_s": steady_images / steady_s,
+            # Seconds per 60,000 images at the steady rate: fixed work at any GPU
+            # count, so a sweep's speedup and efficiency can use it directly.
+            "epoch_time_s": 60000.0 * steady_s / steady_images,
             "step_time_ms_median": wc.percentile(times, 50), "step_time_ms_p10": wc.percentile(times, 10),
             "step_time_ms_p90": wc.percentile(times, 90), "steady_seconds": steady_s,
             "peak_mem_alloc_mib": alloc, "peak_mem_reserved_mib": reserved,

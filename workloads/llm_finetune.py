@@ -289,6 +289,7 @@ def main():
             "warmup_steps": args.warmup_steps, "data": "text" if args.text_file else "synthetic",
             "step_time_ms_median": wc.percentile(times, 50), "step_time_ms_p10": wc.percentile(times, 10),
             "step_time_ms_p90": wc.percentile(times, 90), "tokens_per_s": tokens / steady_s,
+            "seconds_per_mtok": 1e6 * steady_s / tokens,  # fixed work at any GPU count
             "steady_seconds": steady_s, "static_mem_mib": static_mib, "peak_mem_alloc_mib": alloc,
             "peak_mem_reserved_mib": reserved, "first_loss": first_loss, "final_loss": loss_value,
             "preference_accuracy": pref_acc, "status": "success" if ok else "aborted"}), flush=True)
