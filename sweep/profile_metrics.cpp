@@ -1,0 +1,86 @@
+#include "sweep/profile_metrics.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "trace/error.hpp"
+
+#if SCALESCOPE_SWEEP_WITH_ANALYZE
+#include "analyze/analyze.hpp"
+#include "trace/trace_file.hpp"
+#endif
+
+namespace scalescope::sweep {
+
+#if SCALESCOPE_SWEEP_WITH_ANALYZE
+void add_profile_metrics(const std::filesystem::path& trace_dir, RunMetrics& metrics) {
+  std::error_code ec;
+  if (!std::filesystem::exists(trace_dir, ec)) {
+    metrics.notes.push_back(fmt::format("no trace at {}", trace_dir.string()));
+    return;
+  }
+  std::vector<trace::Trace> traces;
+  try {
+    traces = trace::load_run(trace_dir);
+  } catch (const Error& e) {
+    metrics.notes.push_back(fmt::format("trace not readable: {}", e.what()));
+    return;
+  }
+  analyze::Options options;
+  double slowest_ns = 0;
+  int64_t iterations_rank0 = 0;
+  // Energy: the sampler runs once per node; (host, device) keys avoid double counting.
+  std::map<std::pair<std::string, uint32_t>, double> energy;
+  double ring_bytes_time = 0, comm_seconds = 0, allreduce_bytes_rank0 = 0;
+  bool first = true;
+  for (const auto& t : traces) {
+    const auto it = analyze::find_iterations(t, options);
+    if (it.availability.available && it.steady_median_ns > 0) slowest_ns = std::max(slowest_ns, it.steady_median_ns);
+    if (first) iterations_rank0 = it.count - it.warmup_count;
+    std::map<uint32_t, std::pair<double, double>> span;  // device -> (first, last) energy
+    for (size_t i = 0; i < t.counters.size(); ++i) {
+      if (t.counters.metric[i] != trace::CounterMetric::kEnergyJoules) continue;
+      auto [pos, inserted] = span.try_emplace(t.counters.device[i], t.counters.value[i], t.counters.value[i]);
+      if (!inserted) pos->second.second = t.counters.value[i];
+    }
+    for (const auto& [dev, fl] : span) {
+      auto& e = energy[{t.meta.hostname, dev}];
+      e = std::max(e, fl.second - fl.first);
+    }
+    for (size_t i = 0; i < t.nccl.size(); ++i) {
+      if (t.nccl.op[i] != trace::NcclOp::kAllReduce) continue;
+      const double n = t.nccl.group_size[i];
+      const double dur = static_cast<double>(t.nccl.end[i] - t.nccl.start[i]) * 1e-9;
+      if (first) allreduce_bytes_rank0 += static_cast<double>(t.nccl.bytes[i]);
+      if (n > 1 && dur > 0) {
+        ring_bytes_time += 2 * (n - 1) / n * static_cast<double>(t.nccl.bytes[i]);
+        comm_seconds += dur;
+      }
+    }
+    first = false;
+  }
+  if (slowest_ns > 0)
+    metrics.values["iteration_s"] = slowest_ns * 1e-9;
+  else
+    metrics.notes.push_back("the trace shows no steady-state iterations");
+  if (!energy.empty()) {
+    double total = 0;
+    for (const auto& [k, v] : energy) total += v;
+    metrics.values["energy_j"] = total;
+  } else {
+    metrics.notes.push_back("the trace has no NVML energy counters");
+  }
+  if (comm_seconds > 0 && iterations_rank0 > 0) {
+    metrics.values["allreduce_busbw"] = ring_bytes_time / comm_seconds;
+    metrics.values["allreduce_bytes_per_iter"] = allreduce_bytes_rank0 / static_cast<double>(iterations_rank0);
+  }
+}
+#else
+void add_profile_metrics(const std::filesystem::path&, RunMetrics& metrics) {
+  metrics.notes.push_back("trace metrics are not available: this build has no analyze library");
+}
+#endif
+
+}  // namespace scalescope::sweep

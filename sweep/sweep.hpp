@@ -1,0 +1,197 @@
+#pragma once
+// scalescope::sweep: run a job at several GPU counts and configurations,
+// several times each, and keep every result in one SQLite file
+// (docs/sweep-schema.md), written after every run so a killed sweep loses
+// nothing finished and `--resume` redoes only what is missing.
+//
+//   sweep::SweepSpec spec;
+//   spec.gpus = {1, 2};  spec.repeat = 3;  spec.command = {"python", "train.py", "--gpus", "{gpus}"};
+//   auto plan = sweep::plan_runs(spec);          // validates placeholders first
+//   sweep::run_sweep(spec, "sweep.db", {});      // or resume = true
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace scalescope::sweep {
+
+enum class LauncherKind { kLocal, kTorchrun, kSrun, kMpirun };
+std::optional<LauncherKind> parse_launcher(std::string_view name);  // "local", "torchrun", "srun", "mpirun"
+const char* launcher_name(LauncherKind kind);
+
+enum class MetricKind {
+  kWall,    // wall seconds of the run
+  kRegex,   // first capture group of the last output line matching a regex
+  kMlperf,  // seconds between the :::MLLOG run_start and run_stop events
+  kTrace,   // with --profile: median steady-state iteration time from the trace
+};
+
+struct MetricSpec {
+  MetricKind kind = MetricKind::kWall;
+  std::string pattern;          // kRegex
+  bool higher_is_better = false;
+  // Parses "wall", "mlperf", "trace", "regex:PATTERN"; throws Error otherwise
+  // (also for a regex that does not compile or has no capture group).
+  static MetricSpec parse(std::string_view text);
+  std::string name() const;  // the key of the metric in runs.metrics_json
+};
+
+struct Variable {
+  std::string key;
+  std::vector<std::string> values;
+  // Parses "KEY=V1,V2"; throws Error naming the text.
+  static Variable parse(std::string_view text);
+};
+
+struct SweepSpec {
+  std::vector<int> gpus = {1};
+  int repeat = 1;
+  std::vector<Variable> vary;
+  LauncherKind launcher = LauncherKind::kLocal;
+  int nodes = 1;               // nodes per run (gpus must divide evenly)
+  bool profile = false;        // run under `scalescope profile` into the run dir
+  double timeout_s = 0;        // 0: none
+  double kill_grace_s = 10;    // SIGTERM to SIGKILL
+  MetricSpec metric;
+  uint64_t seed = 1;           // run order shuffle within a repetition
+  std::vector<std::string> command;  // the template, one argv token each
+  std::string scalescope_exe;        // for --profile (default: this executable)
+
+  // Canonical JSON of everything that shapes the plan (resume compares it).
+  std::string to_json() const;
+};
+
+struct PlannedRun {
+  int index = 0;   // position in the run order, 0-based; stable for a spec
+  int gpus = 0;
+  int nodes = 1;
+  int rep = 0;     // 0-based repetition
+  std::vector<std::pair<std::string, std::string>> config;  // the varied values, in --vary order
+  std::string config_json() const;  // {"precision":"bf16","pin":"1"}
+  std::string config_label() const; // precision=bf16 pin=1 ("" when nothing varies)
+  std::string dir_name() const;     // 0007-g2-precision_bf16-r1
+};
+
+// Parses "1,2,4,8" (positive, distinct). Throws Error naming the text.
+std::vector<int> parse_gpu_list(std::string_view text);
+// Parses "30m", "90s", "2h", "45" (seconds). Throws Error.
+double parse_duration(std::string_view text);
+
+// Checks the spec (placeholders present for every varied key, known
+// placeholders only, nodes dividing GPU counts, ...) and returns the runs in
+// order: repetition-major, and within a repetition every (configuration, GPU
+// count) once, shuffled by a Fisher-Yates over mt19937_64(seed + rep).
+std::vector<PlannedRun> plan_runs(const SweepSpec& spec);
+
+// The template with placeholders replaced ({gpus}, {nodes}, {rep},
+// {run_dir}, {gpus_per_node}, each varied key; {{ and }} are literal braces).
+std::vector<std::string> expand_template(const SweepSpec& spec, const PlannedRun& run, const std::string& run_dir);
+
+// The full argv that is executed (execvp, no shell): launcher prefix, then
+// (with --profile) the profiler, then the expanded template.
+//   local:    CMD...
+//   torchrun: torchrun --standalone --nproc_per_node=G [--no-python] CMD...
+//             (nodes > 1: --nnodes=N --nproc_per_node=G/N --rdzv_backend=c10d
+//              --rdzv_endpoint=$MASTER_ADDR:$MASTER_PORT --rdzv_id=...)
+//   srun:     srun --nodes=N --ntasks-per-node=G/N --gpus-per-node=G/N --kill-on-bad-exit=1 CMD...
+//   mpirun:   mpirun -np G [--map-by ppr:G/N:node] CMD...
+// `env` supplies MASTER_ADDR/MASTER_PORT (tests pass their own).
+std::vector<std::string> launch_command(const SweepSpec& spec, const PlannedRun& run, const std::string& run_dir,
+                                        const std::map<std::string, std::string>& env);
+
+// ---------------------------------------------------------------------------
+// Running one process.
+
+enum class RunStatus { kRunning, kOk, kFailed, kTimeout, kCrashed, kError };
+const char* status_name(RunStatus status);  // "running", "ok", "failed", "timeout", "crashed", "error"
+std::optional<RunStatus> parse_status(std::string_view name);
+
+struct ProcessResult {
+  RunStatus status = RunStatus::kError;
+  int exit_code = -1;    // when exited
+  int signal = 0;        // when killed by a signal (including our timeout kill)
+  double start_unix = 0, end_unix = 0, wall_s = 0;
+  std::string note;      // e.g. "cannot execute 'torchrun': No such file or directory"
+};
+
+// Runs argv in its own process group with stdout and stderr appended to
+// log_path; on timeout sends SIGTERM to the group, then SIGKILL after
+// kill_grace_s. `extra_env` is added to the environment. `should_stop` is
+// polled; when it returns true the group is killed and status is kError with
+// note "interrupted".
+ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& log_path,
+                          double timeout_s, double kill_grace_s, const std::map<std::string, std::string>& extra_env,
+                          const std::function<bool()>& should_stop = {});
+
+// ---------------------------------------------------------------------------
+// Metrics from a finished run.
+
+struct RunMetrics {
+  std::map<std::string, double> values;  // "wall_s", "regex", "mlperf_s", "iteration_s", "energy_j"
+  std::vector<std::string> notes;        // why a metric is missing
+};
+
+// Scans the log for the regex / MLLOG events, and (profile) the traces in
+// run_dir. Never throws for a bad log: missing metrics get a note.
+RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, const std::filesystem::path& log_path,
+                           const std::filesystem::path& run_dir);
+
+// ---------------------------------------------------------------------------
+// The sweep.
+
+struct SweepOptions {
+  bool resume = false;
+  bool progress_bar = false;  // a redrawn bar (terminal) instead of one line per run
+  std::map<std::string, std::string> env;  // overrides of the environment for launch lines
+};
+
+struct SweepSummary {
+  int planned = 0, skipped = 0, ran = 0, ok = 0, failed = 0;  // failed: failed, timeout, crashed, error
+  bool interrupted = false;
+  int64_t sweep_id = 0;
+};
+
+// Runs every planned run not yet finished in `db`, writing each result in its
+// own transaction. Without resume, an existing db is an error; with resume,
+// its sweep must have the same spec. SIGINT/SIGTERM stop after killing the
+// run in flight (which stays "running" and is redone on resume).
+SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, const SweepOptions& options,
+                       std::FILE* progress = stderr);
+
+// ---------------------------------------------------------------------------
+// Reading a results file (for `scalescope scaling` and reports).
+
+struct StoredRun {
+  int64_t id = 0;
+  int plan_index = 0;
+  std::string config_json;   // {"precision":"bf16"}
+  std::vector<std::pair<std::string, std::string>> config;
+  int gpus = 0, nodes = 1, rep = 0;
+  RunStatus status = RunStatus::kError;
+  std::optional<int> exit_code, signal;
+  double start_unix = 0, end_unix = 0, wall_s = 0;
+  std::map<std::string, double> metrics;
+  std::string log_path, trace_path, run_dir, note;
+};
+
+struct StoredSweep {
+  int64_t id = 0;
+  std::string created;
+  std::string spec_json;
+  std::string metric;           // the sweep's metric name (key in metrics)
+  bool higher_is_better = false;
+  int planned_runs = 0;
+  std::vector<StoredRun> runs;  // by plan index
+};
+
+// Reads the sweep in `db`. Throws Error for a missing file, a file that is
+// not SQLite, a SQLite file of another application (application_id), a newer
+// schema, or missing tables.
+StoredSweep read_sweep(const std::filesystem::path& db);
+
+}  // namespace scalescope::sweep

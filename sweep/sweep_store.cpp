@@ -1,0 +1,316 @@
+#include "sweep/sweep_store.hpp"
+
+#include <sqlite3.h>
+
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "trace/error.hpp"
+
+namespace scalescope::sweep {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE sweeps (
+  id INTEGER PRIMARY KEY,
+  created TEXT NOT NULL,
+  scalescope_version TEXT NOT NULL,
+  spec_json TEXT NOT NULL,
+  metric TEXT NOT NULL,
+  higher_is_better INTEGER NOT NULL,
+  planned_runs INTEGER NOT NULL
+);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+  plan_index INTEGER NOT NULL,
+  config_json TEXT NOT NULL,
+  gpus INTEGER NOT NULL,
+  nodes INTEGER NOT NULL,
+  rep INTEGER NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('running','ok','failed','timeout','crashed','error')),
+  exit_code INTEGER,
+  signal INTEGER,
+  start_unix REAL NOT NULL,
+  end_unix REAL,
+  wall_s REAL,
+  metric REAL,
+  metrics_json TEXT NOT NULL DEFAULT '{}',
+  command_json TEXT NOT NULL,
+  run_dir TEXT NOT NULL,
+  log_path TEXT NOT NULL,
+  trace_path TEXT,
+  note TEXT,
+  UNIQUE (sweep_id, plan_index)
+);
+CREATE INDEX runs_by_config ON runs (sweep_id, config_json, gpus);
+)sql";
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql, const std::filesystem::path& path) : db_(db), path_(path) {
+    check(sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr));
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  Stmt& bind(int i, int64_t v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
+  Stmt& bind(int i, double v) { return check(sqlite3_bind_double(stmt_, i, v)); }
+  Stmt& bind(int i, const std::string& v) {
+    return check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  Stmt& bind_null(int i) { return check(sqlite3_bind_null(stmt_, i)); }
+  // True while there is a row.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    check(rc);
+    return false;
+  }
+  int64_t i64(int c) const { return sqlite3_column_int64(stmt_, c); }
+  double dbl(int c) const { return sqlite3_column_double(stmt_, c); }
+  bool is_null(int c) const { return sqlite3_column_type(stmt_, c) == SQLITE_NULL; }
+  std::string text(int c) const {
+    const auto* p = sqlite3_column_text(stmt_, c);
+    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, c)) : std::string();
+  }
+
+ private:
+  Stmt& check(int rc) {
+    if (rc == SQLITE_OK) return *this;
+    if (rc == SQLITE_NOTADB) fail("{}: not a scalescope sweep database ({})", path_.string(), sqlite3_errmsg(db_));
+    fail("{}: sweep database error ({})", path_.string(), sqlite3_errmsg(db_));
+  }
+  sqlite3* db_;
+  std::filesystem::path path_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+sqlite3* open_db(const std::filesystem::path& path, int flags) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    fail("{}: cannot open sweep database ({})", path.string(), msg);
+  }
+  sqlite3_busy_timeout(db, 5000);
+  return db;
+}
+
+std::string now_iso() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+SweepStore::SweepStore(SweepStore&& other) noexcept
+    : db_(other.db_), path_(std::move(other.path_)), sweep_id_(other.sweep_id_) {
+  other.db_ = nullptr;
+}
+
+SweepStore::~SweepStore() { sqlite3_close(db_); }
+
+void SweepStore::exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    fail("{}: sweep database error ({})", path_.string(), msg);
+  }
+}
+
+void SweepStore::check_identity() {
+  int64_t app = 0, version = 0;
+  {
+    Stmt s(db_, "PRAGMA application_id", path_);
+    if (s.step()) app = s.i64(0);
+  }
+  if (app != kApplicationId)
+    fail("{}: not a scalescope sweep database (SQLite application_id is {:#x}, expected {:#x})", path_.string(),
+         app, kApplicationId);
+  {
+    Stmt s(db_, "PRAGMA user_version", path_);
+    if (s.step()) version = s.i64(0);
+  }
+  if (version > kSchemaVersion)
+    fail("{}: sweep database schema {} is newer than this scalescope reads ({})", path_.string(), version,
+         kSchemaVersion);
+  for (const char* table : {"sweeps", "runs"}) {
+    Stmt s(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", path_);
+    s.bind(1, std::string(table));
+    if (!s.step() || s.i64(0) != 1) fail("{}: damaged scalescope sweep database (table '{}' is missing)", path_.string(), table);
+  }
+  Stmt s(db_, "SELECT id FROM sweeps ORDER BY id LIMIT 1", path_);
+  if (!s.step()) fail("{}: scalescope sweep database without a sweep", path_.string());
+  sweep_id_ = s.i64(0);
+}
+
+SweepStore SweepStore::create(const std::filesystem::path& path, const std::string& spec_json,
+                              const std::string& metric, bool higher_is_better, int planned_runs,
+                              const std::string& version) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec))
+    fail("{}: already exists; pass --resume to continue that sweep or choose another -o file", path.string());
+  SweepStore store(open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), path);
+  store.exec("PRAGMA synchronous = FULL");
+  store.exec("BEGIN IMMEDIATE");
+  store.exec(fmt::format("PRAGMA application_id = {}", kApplicationId).c_str());
+  store.exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion).c_str());
+  store.exec(kSchema);
+  {
+    Stmt s(store.db_,
+           "INSERT INTO sweeps (created, scalescope_version, spec_json, metric, higher_is_better, planned_runs) "
+           "VALUES (?,?,?,?,?,?)",
+           path);
+    s.bind(1, now_iso()).bind(2, version).bind(3, spec_json).bind(4, metric);
+    s.bind(5, int64_t{higher_is_better}).bind(6, int64_t{planned_runs});
+    s.step();
+  }
+  store.sweep_id_ = sqlite3_last_insert_rowid(store.db_);
+  store.exec("COMMIT");
+  return store;
+}
+
+SweepStore SweepStore::open_for_resume(const std::filesystem::path& path, const std::string& spec_json) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) fail("{}: no such sweep database to resume", path.string());
+  SweepStore store(open_db(path, SQLITE_OPEN_READWRITE), path);
+  store.exec("PRAGMA synchronous = FULL");
+  store.check_identity();
+  Stmt s(store.db_, "SELECT spec_json FROM sweeps WHERE id = ?", path);
+  s.bind(1, store.sweep_id_);
+  s.step();
+  if (nlohmann::json::parse(s.text(0), nullptr, false) != nlohmann::json::parse(spec_json, nullptr, false))
+    fail("{}: cannot resume: the sweep there was planned with different options (GPU counts, --vary, --repeat, "
+         "launcher, metric, seed or command); run with the same options or write a new file",
+         path.string());
+  return store;
+}
+
+SweepStore SweepStore::open_read_only(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) fail("{}: no such sweep database", path.string());
+  SweepStore store(open_db(path, SQLITE_OPEN_READONLY), path);
+  store.check_identity();
+  return store;
+}
+
+std::set<int> SweepStore::finished_indices() {
+  std::set<int> out;
+  Stmt s(db_, "SELECT plan_index FROM runs WHERE sweep_id = ? AND status != 'running'", path_);
+  s.bind(1, sweep_id_);
+  while (s.step()) out.insert(static_cast<int>(s.i64(0)));
+  return out;
+}
+
+void SweepStore::begin_run(const PlannedRun& run, const std::string& command_json, const std::string& run_dir,
+                           const std::string& log_path, double start_unix) {
+  Stmt s(db_,
+         "INSERT OR REPLACE INTO runs (sweep_id, plan_index, config_json, gpus, nodes, rep, status, start_unix, "
+         "command_json, run_dir, log_path) VALUES (?,?,?,?,?,?,'running',?,?,?,?)",
+         path_);
+  s.bind(1, sweep_id_).bind(2, int64_t{run.index}).bind(3, run.config_json()).bind(4, int64_t{run.gpus});
+  s.bind(5, int64_t{run.nodes}).bind(6, int64_t{run.rep}).bind(7, start_unix).bind(8, command_json);
+  s.bind(9, run_dir).bind(10, log_path);
+  s.step();  // autocommit: one transaction
+}
+
+void SweepStore::finish_run(const PlannedRun& run, const ProcessResult& result, const RunMetrics& metrics,
+                            const std::string& metric_name, const std::string& trace_path) {
+  Stmt s(db_,
+         "UPDATE runs SET status=?, exit_code=?, signal=?, start_unix=?, end_unix=?, wall_s=?, metric=?, "
+         "metrics_json=?, trace_path=?, note=? WHERE sweep_id=? AND plan_index=?",
+         path_);
+  s.bind(1, std::string(status_name(result.status)));
+  if (result.signal == 0 && result.exit_code >= 0)
+    s.bind(2, int64_t{result.exit_code});
+  else
+    s.bind_null(2);
+  if (result.signal != 0)
+    s.bind(3, int64_t{result.signal});
+  else
+    s.bind_null(3);
+  s.bind(4, result.start_unix).bind(5, result.end_unix).bind(6, result.wall_s);
+  auto it = metrics.values.find(metric_name);
+  if (result.status == RunStatus::kOk && it != metrics.values.end())
+    s.bind(7, it->second);
+  else
+    s.bind_null(7);
+  nlohmann::json mj = nlohmann::json::object();
+  for (const auto& [k, v] : metrics.values) mj[k] = v;
+  s.bind(8, mj.dump());
+  if (trace_path.empty())
+    s.bind_null(9);
+  else
+    s.bind(9, trace_path);
+  std::string note = result.note;
+  for (const auto& n : metrics.notes) note += (note.empty() ? "" : "; ") + n;
+  if (note.empty())
+    s.bind_null(10);
+  else
+    s.bind(10, note);
+  s.bind(11, sweep_id_).bind(12, int64_t{run.index});
+  s.step();
+}
+
+StoredSweep SweepStore::read() {
+  StoredSweep out;
+  {
+    Stmt s(db_, "SELECT id, created, spec_json, metric, higher_is_better, planned_runs FROM sweeps WHERE id = ?",
+           path_);
+    s.bind(1, sweep_id_);
+    s.step();
+    out.id = s.i64(0);
+    out.created = s.text(1);
+    out.spec_json = s.text(2);
+    out.metric = s.text(3);
+    out.higher_is_better = s.i64(4) != 0;
+    out.planned_runs = static_cast<int>(s.i64(5));
+  }
+  Stmt s(db_,
+         "SELECT id, plan_index, config_json, gpus, nodes, rep, status, exit_code, signal, start_unix, end_unix, "
+         "wall_s, metrics_json, log_path, trace_path, run_dir, note FROM runs WHERE sweep_id = ? ORDER BY plan_index",
+         path_);
+  s.bind(1, sweep_id_);
+  while (s.step()) {
+    StoredRun r;
+    r.id = s.i64(0);
+    r.plan_index = static_cast<int>(s.i64(1));
+    r.config_json = s.text(2);
+    auto cj = nlohmann::ordered_json::parse(r.config_json, nullptr, false);
+    if (!cj.is_object()) fail("{}: run {} has a damaged configuration", path_.string(), r.plan_index);
+    for (const auto& [k, v] : cj.items()) r.config.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+    r.gpus = static_cast<int>(s.i64(3));
+    r.nodes = static_cast<int>(s.i64(4));
+    r.rep = static_cast<int>(s.i64(5));
+    auto st = parse_status(s.text(6));
+    if (!st) fail("{}: run {} has an unknown status '{}'", path_.string(), r.plan_index, s.text(6));
+    r.status = *st;
+    if (!s.is_null(7)) r.exit_code = static_cast<int>(s.i64(7));
+    if (!s.is_null(8)) r.signal = static_cast<int>(s.i64(8));
+    r.start_unix = s.dbl(9);
+    r.end_unix = s.dbl(10);
+    r.wall_s = s.dbl(11);
+    auto mj = nlohmann::json::parse(s.text(12), nullptr, false);
+    if (mj.is_object())
+      for (const auto& [k, v] : mj.items())
+        if (v.is_number()) r.metrics[k] = v.get<double>();
+    r.log_path = s.text(13);
+    r.trace_path = s.text(14);
+    r.run_dir = s.text(15);
+    r.note = s.text(16);
+    out.runs.push_back(std::move(r));
+  }
+  return out;
+}
+
+StoredSweep read_sweep(const std::filesystem::path& db) { return SweepStore::open_read_only(db).read(); }
+
+}  // namespace scalescope::sweep

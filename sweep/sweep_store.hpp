@@ -1,0 +1,54 @@
+#pragma once
+// The SQLite results file of a sweep (schema: docs/sweep-schema.md). Each
+// write is its own committed transaction, so a kill between runs loses nothing.
+
+#include <cstdint>
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "sweep/sweep.hpp"
+
+struct sqlite3;
+
+namespace scalescope::sweep {
+
+inline constexpr int32_t kApplicationId = 0x53535750;  // "SSWP"
+inline constexpr int kSchemaVersion = 1;
+
+class SweepStore {
+ public:
+  // A new file; throws Error if it exists.
+  static SweepStore create(const std::filesystem::path& path, const std::string& spec_json, const std::string& metric,
+                           bool higher_is_better, int planned_runs, const std::string& version);
+  // An existing sweep file to continue; throws Error if it is not one, or if
+  // its spec differs from spec_json.
+  static SweepStore open_for_resume(const std::filesystem::path& path, const std::string& spec_json);
+  // Read-only, for read_sweep.
+  static SweepStore open_read_only(const std::filesystem::path& path);
+
+  SweepStore(SweepStore&& other) noexcept;
+  SweepStore& operator=(SweepStore&&) = delete;
+  ~SweepStore();
+
+  int64_t sweep_id() const { return sweep_id_; }
+  // Plan indices whose run has finished (any status but "running").
+  std::set<int> finished_indices();
+  // Records a run as started ("running"), replacing an unfinished row.
+  void begin_run(const PlannedRun& run, const std::string& command_json, const std::string& run_dir,
+                 const std::string& log_path, double start_unix);
+  // Records the outcome of a run.
+  void finish_run(const PlannedRun& run, const ProcessResult& result, const RunMetrics& metrics,
+                  const std::string& metric_name, const std::string& trace_path);
+  StoredSweep read();
+
+ private:
+  SweepStore(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}
+  void exec(const char* sql);
+  void check_identity();
+  sqlite3* db_ = nullptr;
+  std::filesystem::path path_;
+  int64_t sweep_id_ = 0;
+};
+
+}  // namespace scalescope::sweep

@@ -1,0 +1,521 @@
+#include "sweep/sweep.hpp"
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sweep/sweep_store.hpp"
+#include "trace/error.hpp"
+
+namespace scalescope::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const std::string kJobs = std::string(SCALESCOPE_SOURCE_DIR) + "/tests/fake_jobs";
+
+// A fresh temporary folder per test.
+class SweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / fmt::format("scalescope_sweep_{}_{}_{}", info->test_suite_name(),
+                                                   info->name(), ::getpid());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+SweepSpec law_spec() {
+  SweepSpec s;
+  s.gpus = {1, 2, 4};
+  s.repeat = 2;
+  s.command = {kJobs + "/law.sh", "{gpus}", "0.12", "0", "0.01"};
+  return s;
+}
+
+// ---- plan -------------------------------------------------------------------
+
+TEST(SweepPlan, InterleavesConfigurationsAcrossRepetitions) {
+  SweepSpec s = law_spec();
+  s.repeat = 3;
+  s.vary = {Variable::parse("precision=fp32,bf16")};
+  s.command.push_back("--precision={precision}");
+  const auto plan = plan_runs(s);
+  ASSERT_EQ(plan.size(), 18u);
+  for (int rep = 0; rep < 3; ++rep) {
+    std::set<std::pair<int, std::string>> cells;
+    for (int i = 0; i < 6; ++i) {
+      const auto& r = plan[static_cast<size_t>(rep * 6 + i)];
+      EXPECT_EQ(r.rep, rep);
+      EXPECT_EQ(r.index, rep * 6 + i);
+      cells.insert({r.gpus, r.config_json()});
+    }
+    EXPECT_EQ(cells.size(), 6u) << "each configuration exactly once per repetition";
+  }
+  // Deterministic for a seed; another seed gives another order somewhere.
+  const auto again = plan_runs(s);
+  for (size_t i = 0; i < plan.size(); ++i) EXPECT_EQ(plan[i].dir_name(), again[i].dir_name());
+  s.seed = 99;
+  const auto other = plan_runs(s);
+  bool differs = false;
+  for (size_t i = 0; i < plan.size(); ++i) differs |= plan[i].dir_name() != other[i].dir_name();
+  EXPECT_TRUE(differs);
+  EXPECT_EQ(plan[0].config_label().substr(0, 10), "precision=");
+}
+
+TEST(SweepPlan, TemplateErrorsComeBeforeAnythingRuns) {
+  SweepSpec s = law_spec();
+  s.vary = {Variable::parse("pin=0,1")};
+  EXPECT_THAT(error_of([&] { plan_runs(s); }), HasSubstr("no {pin} placeholder"));
+  s.vary.clear();
+  s.command.push_back("{pni}");
+  EXPECT_THAT(error_of([&] { plan_runs(s); }), HasSubstr("{pni}"));
+  s.command.back() = "{gpus";
+  EXPECT_THAT(error_of([&] { plan_runs(s); }), HasSubstr("unclosed"));
+  s = law_spec();
+  s.command = {kJobs + "/law.sh", "1"};
+  EXPECT_THAT(error_of([&] { plan_runs(s); }), HasSubstr("no {gpus} placeholder"));
+  s.command.clear();
+  EXPECT_THAT(error_of([&] { plan_runs(s); }), HasSubstr("no command template"));
+  s = law_spec();
+  s.nodes = 2;
+  EXPECT_THAT(error_of([&] { plan_runs(s); }), HasSubstr("evenly"));
+  s = law_spec();
+  s.metric = MetricSpec::parse("trace");
+  EXPECT_THAT(error_of([&] { plan_runs(s); }), HasSubstr("--profile"));
+}
+
+TEST(SweepPlan, ParsersRejectBadText) {
+  EXPECT_FALSE(parse_launcher("slurm").has_value());
+  EXPECT_EQ(parse_launcher("mpirun"), LauncherKind::kMpirun);
+  EXPECT_EQ(parse_gpu_list("1,2,8"), (std::vector<int>{1, 2, 8}));
+  EXPECT_THROW(parse_gpu_list("1,x"), Error);
+  EXPECT_THROW(parse_gpu_list("1,1"), Error);
+  EXPECT_THROW(parse_gpu_list("0"), Error);
+  EXPECT_DOUBLE_EQ(parse_duration("30m"), 1800);
+  EXPECT_DOUBLE_EQ(parse_duration("1.5h"), 5400);
+  EXPECT_DOUBLE_EQ(parse_duration("45"), 45);
+  EXPECT_DOUBLE_EQ(parse_duration("2s"), 2);
+  EXPECT_THROW(parse_duration("soon"), Error);
+  EXPECT_THROW(parse_duration("-3m"), Error);
+  EXPECT_THROW(Variable::parse("precision"), Error);
+  EXPECT_THROW(Variable::parse("gpus=1,2"), Error);
+  EXPECT_THROW(Variable::parse("a=1,,2"), Error);
+  EXPECT_THROW(Variable::parse("a=1,1"), Error);
+  EXPECT_THROW(Variable::parse("a-b=1"), Error);
+  EXPECT_THROW(MetricSpec::parse("regex:no group"), Error);
+  EXPECT_THROW(MetricSpec::parse("regex:(unclosed"), Error);
+  EXPECT_THROW(MetricSpec::parse("speed"), Error);
+  EXPECT_EQ(MetricSpec::parse("regex:tput ([0-9.]+)").name(), "regex");
+}
+
+TEST(SweepPlan, ExpandsPlaceholdersAndLiteralBraces) {
+  SweepSpec s;
+  s.gpus = {4};
+  s.nodes = 2;
+  s.vary = {Variable::parse("precision=bf16")};
+  s.command = {"job", "--n={gpus}/{nodes}/{gpus_per_node}", "{{literal}}", "{precision}-{rep}", "{run_dir}/x"};
+  const auto plan = plan_runs(s);
+  EXPECT_EQ(expand_template(s, plan[0], "/r"),
+            (std::vector<std::string>{"job", "--n=4/2/2", "{literal}", "bf16-0", "/r/x"}));
+}
+
+// ---- launch lines -------------------------------------------------------------
+
+TEST(SweepLaunch, EveryLauncherBuildsItsLine) {
+  SweepSpec s;
+  s.gpus = {8};
+  s.command = {"python", "train.py", "--bs={gpus}"};
+  const auto run = plan_runs(s)[0];
+  using V = std::vector<std::string>;
+  EXPECT_EQ(launch_command(s, run, "/r", {}), (V{"python", "train.py", "--bs=8"}));
+  s.launcher = LauncherKind::kTorchrun;
+  EXPECT_EQ(launch_command(s, run, "/r", {}), (V{"torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=8",
+                                                 "--no-python", "python", "train.py", "--bs=8"}));
+  s.command = {"train.py", "--bs={gpus}"};
+  EXPECT_EQ(launch_command(s, run, "/r", {}),
+            (V{"torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=8", "train.py", "--bs=8"}));
+  s.launcher = LauncherKind::kSrun;
+  EXPECT_EQ(launch_command(s, run, "/r", {}), (V{"srun", "--nodes=1", "--ntasks-per-node=8", "--gpus-per-node=8",
+                                                 "--kill-on-bad-exit=1", "train.py", "--bs=8"}));
+  s.launcher = LauncherKind::kMpirun;
+  EXPECT_EQ(launch_command(s, run, "/r", {}), (V{"mpirun", "-np", "8", "train.py", "--bs=8"}));
+
+  s.nodes = 2;
+  const auto run2 = plan_runs(s)[0];
+  EXPECT_EQ(launch_command(s, run2, "/r", {}),
+            (V{"mpirun", "-np", "8", "--map-by", "ppr:4:node", "train.py", "--bs=8"}));
+  s.launcher = LauncherKind::kSrun;
+  EXPECT_EQ(launch_command(s, run2, "/r", {}), (V{"srun", "--nodes=2", "--ntasks-per-node=4", "--gpus-per-node=4",
+                                                  "--kill-on-bad-exit=1", "train.py", "--bs=8"}));
+  s.launcher = LauncherKind::kTorchrun;
+  EXPECT_THAT(error_of([&] { launch_command(s, run2, "/r", {}); }), HasSubstr("MASTER_ADDR"));
+  EXPECT_EQ(launch_command(s, run2, "/r", {{"MASTER_ADDR", "node0"}}),
+            (V{"torchrun", "--nnodes=2", "--rdzv_backend=c10d", "--rdzv_endpoint=node0:29500", "--rdzv_id=scalescope-0",
+               "--nproc_per_node=4", "train.py", "--bs=8"}));
+}
+
+TEST(SweepLaunch, ProfileWrapsTheLauncherOrTheRank) {
+  SweepSpec s;
+  s.gpus = {2};
+  s.profile = true;
+  s.scalescope_exe = "/bin/scalescope";
+  s.command = {"./job"};
+  s.launcher = LauncherKind::kTorchrun;
+  const auto run = plan_runs(s)[0];
+  using V = std::vector<std::string>;
+  EXPECT_EQ(launch_command(s, run, "/r", {}),
+            (V{"/bin/scalescope", "profile", "-o", "/r/trace.ssrun", "--", "torchrun", "--standalone", "--nnodes=1",
+               "--nproc_per_node=2", "--no-python", "./job"}));
+  s.launcher = LauncherKind::kMpirun;
+  EXPECT_EQ(launch_command(s, run, "/r", {}),
+            (V{"mpirun", "-np", "2", "/bin/scalescope", "profile", "-o", "/r/trace.ssrun", "--", "./job"}));
+}
+
+// ---- one process --------------------------------------------------------------
+
+TEST_F(SweepTest, ProcessStatusesAndLogs) {
+  const auto log = dir_ / "log.txt";
+  auto r = run_process({kJobs + "/law.sh", "2", "0.02", "0", "0"}, log, 0, 1, {{"SCALESCOPE_REP", "7"}});
+  EXPECT_EQ(r.status, RunStatus::kOk);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_GT(r.wall_s, 0.005);
+  EXPECT_THAT(read_file(log), HasSubstr("throughput:"));
+  EXPECT_THAT(read_file(log), HasSubstr("progress to stderr"));
+
+  r = run_process({kJobs + "/fail.sh", "5"}, dir_ / "fail.txt", 0, 1, {});
+  EXPECT_EQ(r.status, RunStatus::kFailed);
+  EXPECT_EQ(r.exit_code, 5);
+  EXPECT_THAT(read_file(dir_ / "fail.txt"), HasSubstr("CUDA out of memory"));
+
+  r = run_process({kJobs + "/crash.sh"}, dir_ / "crash.txt", 0, 1, {});
+  EXPECT_EQ(r.status, RunStatus::kCrashed);
+  EXPECT_EQ(r.signal, SIGSEGV);
+
+  r = run_process({"/nonexistent/job"}, dir_ / "none.txt", 0, 1, {});
+  EXPECT_EQ(r.status, RunStatus::kError);
+  EXPECT_THAT(r.note, HasSubstr("cannot execute '/nonexistent/job'"));
+  EXPECT_THAT(read_file(dir_ / "none.txt"), HasSubstr("cannot execute"));
+}
+
+// A zombie (killed, not yet reaped by its new parent) counts as dead.
+bool alive(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat;
+  std::getline(in, stat);
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+}
+
+pid_t read_pid(const fs::path& p) {
+  std::ifstream in(p);
+  pid_t pid = 0;
+  in >> pid;
+  return pid;
+}
+
+TEST_F(SweepTest, TimeoutKillsTheWholeGroup) {
+  auto r = run_process({kJobs + "/hang.sh", (dir_ / "child.pid").string()}, dir_ / "hang.txt", 0.4, 2, {});
+  EXPECT_EQ(r.status, RunStatus::kTimeout);
+  EXPECT_EQ(r.signal, SIGTERM);
+  EXPECT_LT(r.wall_s, 2.5);
+  const pid_t child = read_pid(dir_ / "child.pid");
+  ASSERT_GT(child, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(alive(child)) << "the job's background child survived";
+}
+
+TEST_F(SweepTest, TimeoutEscalatesToSigkill) {
+  auto r = run_process({kJobs + "/hang.sh", (dir_ / "child.pid").string(), "ignore-term"}, dir_ / "hang.txt", 0.3,
+                       0.3, {});
+  EXPECT_EQ(r.status, RunStatus::kTimeout);
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_LT(r.wall_s, 2.0);
+}
+
+// ---- metrics ------------------------------------------------------------------
+
+TEST_F(SweepTest, MetricsFromRegexAndMllog) {
+  SweepSpec s;
+  s.metric = MetricSpec::parse("regex:throughput: ([0-9.]+)");
+  auto r = run_process({kJobs + "/law.sh", "1", "0.02", "0", "0"}, dir_ / "a.txt", 0, 1, {});
+  auto m = extract_metrics(s, r, dir_ / "a.txt", dir_);
+  ASSERT_TRUE(m.values.count("regex"));
+  EXPECT_NEAR(m.values["regex"], 5000, 1e-6);  // 100 / 0.02
+  EXPECT_DOUBLE_EQ(m.values["wall_s"], r.wall_s);
+  s.metric = MetricSpec::parse("regex:never (\\d+)");
+  m = extract_metrics(s, r, dir_ / "a.txt", dir_);
+  EXPECT_FALSE(m.values.count("regex"));
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_THAT(m.notes[0], HasSubstr("no output line matched"));
+
+  s.metric = MetricSpec::parse("mlperf");
+  r = run_process({kJobs + "/mllog.sh", "2500"}, dir_ / "b.txt", 0, 1, {});
+  m = extract_metrics(s, r, dir_ / "b.txt", dir_);
+  EXPECT_DOUBLE_EQ(m.values["mlperf_s"], 2.5);
+  EXPECT_DOUBLE_EQ(m.values["mlperf_success"], 1);
+  r = run_process({kJobs + "/mllog.sh", "100", "aborted"}, dir_ / "c.txt", 0, 1, {});
+  m = extract_metrics(s, r, dir_ / "c.txt", dir_);
+  EXPECT_DOUBLE_EQ(m.values["mlperf_success"], 0);
+  EXPECT_THAT(m.notes.at(0), HasSubstr("aborted"));
+  r = run_process({kJobs + "/fail.sh"}, dir_ / "d.txt", 0, 1, {});
+  m = extract_metrics(s, r, dir_ / "d.txt", dir_);
+  EXPECT_FALSE(m.values.count("mlperf_s"));
+  EXPECT_THAT(m.notes.at(0), HasSubstr("run_start"));
+}
+
+// ---- store --------------------------------------------------------------------
+
+TEST_F(SweepTest, StoreRejectsFilesOfOtherKinds) {
+  const auto random = dir_ / "random.db";
+  {
+    std::ofstream out(random, std::ios::binary);
+    for (int i = 0; i < 5000; ++i) out.put(static_cast<char>((i * 7919 + 13) % 251));
+  }
+  EXPECT_THAT(error_of([&] { read_sweep(random); }), HasSubstr("not a scalescope sweep database"));
+  EXPECT_THAT(error_of([&] { read_sweep(dir_ / "missing.db"); }), HasSubstr("no such sweep database"));
+  const auto empty = dir_ / "empty.db";
+  std::ofstream(empty).close();
+  EXPECT_THAT(error_of([&] { read_sweep(empty); }), HasSubstr("not a scalescope sweep database"));
+  // A real SQLite file of another application.
+  const auto other = dir_ / "other.db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(other.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "CREATE TABLE runs (x); CREATE TABLE sweeps (y);", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  EXPECT_THAT(error_of([&] { read_sweep(other); }), HasSubstr("application_id"));
+  // Ours, but with a table dropped.
+  const auto damaged = dir_ / "damaged.db";
+  SweepStore::create(damaged, "{}", "wall_s", false, 1, "test");
+  ASSERT_EQ(sqlite3_open(damaged.c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "DROP TABLE runs", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  EXPECT_THAT(error_of([&] { read_sweep(damaged); }), HasSubstr("'runs' is missing"));
+  // Existing file without --resume.
+  EXPECT_THAT(error_of([&] { SweepStore::create(damaged, "{}", "wall_s", false, 1, "test"); }),
+              HasSubstr("--resume"));
+}
+
+// ---- whole sweeps ---------------------------------------------------------------
+
+TEST_F(SweepTest, SweepRecordsEveryRunAndGoesOnAfterFailures) {
+  SweepSpec s;
+  s.gpus = {1, 2};
+  s.repeat = 2;
+  s.timeout_s = 0.5;
+  s.kill_grace_s = 0.2;
+  s.vary = {Variable::parse("job=law,fail,hang")};
+  s.metric = MetricSpec::parse("regex:throughput: ([0-9.]+)");
+  s.metric.higher_is_better = true;
+  s.command = {kJobs + "/{job}.sh", "{gpus}", "0.02", "0", "0.01"};
+  const auto db = dir_ / "sweep.db";
+  std::FILE* devnull = std::fopen("/dev/null", "w");
+  const auto sum = run_sweep(s, db, {}, devnull);
+  std::fclose(devnull);
+  EXPECT_EQ(sum.planned, 12);
+  EXPECT_EQ(sum.ran, 12);
+  EXPECT_EQ(sum.ok, 4);
+  EXPECT_EQ(sum.failed, 8);
+  const auto stored = read_sweep(db);
+  EXPECT_EQ(stored.metric, "regex");
+  EXPECT_TRUE(stored.higher_is_better);
+  EXPECT_EQ(stored.planned_runs, 12);
+  ASSERT_EQ(stored.runs.size(), 12u);
+  std::map<std::string, int> by_status;
+  for (const auto& r : stored.runs) {
+    ++by_status[status_name(r.status)];
+    ASSERT_EQ(r.config.size(), 1u);
+    const auto job = r.config[0].second;
+    EXPECT_TRUE(fs::exists(r.log_path)) << r.log_path;
+    if (job == "law") {
+      EXPECT_EQ(r.status, RunStatus::kOk);
+      EXPECT_NEAR(r.metrics.at("regex"), 100.0 / (0.02 / r.gpus + 0.01), 0.01);
+    } else if (job == "fail") {
+      EXPECT_EQ(r.status, RunStatus::kFailed);
+      EXPECT_EQ(r.exit_code, r.gpus);  // fail.sh exits with its first argument
+      EXPECT_THAT(read_file(r.log_path), HasSubstr("out of memory"));
+      EXPECT_FALSE(r.metrics.count("regex"));
+    } else {
+      EXPECT_EQ(r.status, RunStatus::kTimeout);
+      EXPECT_THAT(r.note, HasSubstr("timeout"));
+    }
+    EXPECT_GE(r.end_unix, r.start_unix);
+  }
+  EXPECT_EQ(by_status["ok"], 4);
+  EXPECT_EQ(by_status["failed"], 4);
+  EXPECT_EQ(by_status["timeout"], 4);
+  // The same file again without --resume: refused, nothing lost.
+  EXPECT_THAT(error_of([&] { run_sweep(s, db, {}, nullptr); }), HasSubstr("already exists"));
+  EXPECT_EQ(read_sweep(db).runs.size(), 12u);
+  // Resume of a complete sweep runs nothing; with other options it is refused.
+  SweepOptions resume;
+  resume.resume = true;
+  EXPECT_EQ(run_sweep(s, db, resume, nullptr).ran, 0);
+  s.repeat = 3;
+  EXPECT_THAT(error_of([&] { run_sweep(s, db, resume, nullptr); }), HasSubstr("different options"));
+}
+
+TEST_F(SweepTest, FakeLaunchersReceiveTheirLines) {
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (kJobs + "/bin:" + old_path).c_str(), 1);
+  for (auto launcher : {LauncherKind::kTorchrun, LauncherKind::kSrun, LauncherKind::kMpirun}) {
+    SweepSpec s;
+    s.gpus = {2};
+    s.launcher = launcher;
+    s.command = {kJobs + "/law.sh", "{gpus}", "0.01", "0", "0"};
+    const auto db = dir_ / fmt::format("{}.db", launcher_name(launcher));
+    const auto sum = run_sweep(s, db, {}, nullptr);
+    EXPECT_EQ(sum.ok, 1) << launcher_name(launcher);
+    const auto stored = read_sweep(db);
+    ASSERT_EQ(stored.runs.size(), 1u);
+    const auto recorded = read_file(fs::path(stored.runs[0].run_dir) / "launcher.txt");
+    const auto line = launch_command(s, plan_runs(s)[0], stored.runs[0].run_dir, {});
+    std::string expected;
+    for (const auto& a : line) expected += (expected.empty() ? "" : " ") + a;
+    EXPECT_EQ(recorded, expected + "\n");
+    EXPECT_THAT(read_file(stored.runs[0].log_path), HasSubstr("throughput:"));
+  }
+  ::setenv("PATH", old_path.c_str(), 1);
+}
+
+// Counts "start"/"end" lines per run folder in the record file.
+std::map<std::string, std::pair<int, int>> record_counts(const fs::path& p) {
+  std::map<std::string, std::pair<int, int>> out;
+  std::ifstream in(p);
+  std::string word, gpus, rep, dir;
+  while (in >> word >> gpus >> rep >> dir) {
+    if (word == "start") ++out[dir].first;
+    if (word == "end") ++out[dir].second;
+  }
+  return out;
+}
+
+TEST_F(SweepTest, ResumeAfterKillRedoesOnlyUnfinishedRuns) {
+  SweepSpec s;
+  s.gpus = {1, 2, 4};
+  s.repeat = 3;
+  const auto record = dir_ / "record.txt";
+  s.command = {kJobs + "/law.sh", "{gpus}", "0.15", "0", "0.05", record.string()};
+  const auto db = dir_ / "sweep.db";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      run_sweep(s, db, {}, nullptr);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  // Kill scalescope (hard) once a few runs have finished.
+  size_t finished_before = 0;
+  for (int i = 0; i < 400 && finished_before < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    try {
+      const auto st = read_sweep(db);
+      finished_before = 0;
+      for (const auto& r : st.runs) finished_before += r.status != RunStatus::kRunning;
+    } catch (const Error&) {
+    }
+  }
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const auto before = read_sweep(db);
+  std::set<std::string> done_dirs;
+  for (const auto& r : before.runs)
+    if (r.status == RunStatus::kOk) done_dirs.insert(fs::path(r.run_dir).filename().string());
+  ASSERT_GE(done_dirs.size(), 3u);
+  ASSERT_LT(done_dirs.size(), 9u) << "the sweep finished before the kill";
+
+  SweepOptions resume;
+  resume.resume = true;
+  const auto sum = run_sweep(s, db, resume, nullptr);
+  EXPECT_EQ(sum.skipped, static_cast<int>(done_dirs.size()));
+  const auto after = read_sweep(db);
+  ASSERT_EQ(after.runs.size(), 9u);
+  for (const auto& r : after.runs) EXPECT_EQ(r.status, RunStatus::kOk) << r.run_dir;
+  const auto counts = record_counts(record);
+  ASSERT_EQ(counts.size(), 9u);
+  for (const auto& [dir, c] : counts) {
+    if (done_dirs.count(dir)) {
+      EXPECT_EQ(c.first, 1) << dir << " finished before the kill but was started again";
+    }
+    EXPECT_GE(c.second, 1) << dir << " never finished";
+  }
+  // Finished rows kept their original timestamps.
+  for (const auto& r : before.runs) {
+    if (r.status == RunStatus::kOk) {
+      EXPECT_DOUBLE_EQ(after.runs[static_cast<size_t>(r.plan_index)].end_unix, r.end_unix);
+    }
+  }
+}
+
+TEST_F(SweepTest, SigtermStopsCleanlyAndLeavesTheRunForResume) {
+  SweepSpec s;
+  s.gpus = {1};
+  s.repeat = 2;
+  s.kill_grace_s = 0.3;
+  s.command = {kJobs + "/hang.sh", (dir_ / "child.pid").string()};
+  const auto db = dir_ / "sweep.db";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int rc = 3;
+    try {
+      rc = run_sweep(s, db, {}, nullptr).interrupted ? 0 : 4;
+    } catch (...) {
+    }
+    ::_exit(rc);
+  }
+  for (int i = 0; i < 200 && read_pid(dir_ / "child.pid") == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const pid_t job_child = read_pid(dir_ / "child.pid");
+  ASSERT_GT(job_child, 0);
+  ::kill(child, SIGTERM);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(alive(job_child));
+  const auto st = read_sweep(db);
+  ASSERT_EQ(st.runs.size(), 1u);
+  EXPECT_EQ(st.runs[0].status, RunStatus::kRunning);
+}
+
+}  // namespace
+}  // namespace scalescope::sweep
