@@ -1,17 +1,133 @@
-// PLACEHOLDER: replaced by the owner of this command. Until then it says so and fails.
+// scalescope mlperf: ingest MLPerf Training results trees, score them, and
+// analyze scaling across the published systems. A thin layer over mlperf/.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "mlperf/mlperf.hpp"
+#include "report/progress.hpp"
+#include "report/table.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::cli {
 
+namespace {
+
+report::OutputFormat output_format(const std::string& text) {
+  auto f = report::parse_output_format(text);
+  if (!f) fail("--format '{}' is not one of table, csv, json", text);
+  return *f;
+}
+
+struct IngestArgs {
+  std::vector<std::string> dirs;
+  std::string output;
+  std::string format = "table";
+  bool runs = false;
+  bool quiet = false;
+  unsigned threads = 0;
+};
+
+struct AnalyzeArgs {
+  std::string input;
+  std::string format = "table";
+  mlperf::AnalyzeOptions options;
+};
+
+std::vector<mlperf::Run> load_runs(const std::string& input) {
+  if (input.empty()) return mlperf::read_runs_csv(mlperf::default_runs_csv(), "the embedded MLPerf v4.1 table");
+  return mlperf::read_runs_csv(std::filesystem::path(input));
+}
+
+void run_ingest(const IngestArgs& a) {
+  const auto format = output_format(a.format);
+  std::vector<std::filesystem::path> dirs(a.dirs.begin(), a.dirs.end());
+  report::Progress::Options po;
+  if (a.quiet) po.mode = report::Progress::Mode::kQuiet;
+  auto progress = std::make_unique<report::Progress>("mlperf ingest", 0, po);
+  mlperf::IngestOptions options;
+  options.threads = a.threads;
+  options.progress = [&progress](uint64_t done, uint64_t total) {
+    if (done == 1) progress->set_total(total);
+    progress->set(done);
+  };
+  const mlperf::IngestResult result = mlperf::ingest_results(dirs, options);
+  progress->finish();
+  if (!a.output.empty()) mlperf::write_runs_csv(result.runs, std::filesystem::path(a.output));
+
+  report::Table table = a.runs ? mlperf::runs_table(result.runs)
+                               : mlperf::scores_table(mlperf::score_folders(result.runs, result.folders));
+  table.add_note(fmt::format("{} run logs ({:.1f} MB), {} result folders, {} MLLOG events, {} malformed MLLOG lines "
+                             "skipped, {} overlong lines, {} files without MLLOG lines ignored",
+                             result.logs, static_cast<double>(result.bytes) / 1e6, result.folders.size(),
+                             result.mllog_lines, result.malformed_lines, result.overlong_lines,
+                             result.ignored_files));
+  for (const auto& n : result.notes) table.add_note(n);
+  if (!a.output.empty()) table.add_note(fmt::format("wrote {} runs to {}", result.runs.size(), a.output));
+  table.print(std::cout, format);
+}
+
+void run_scores(const AnalyzeArgs& a) {
+  const auto format = output_format(a.format);
+  const auto runs = load_runs(a.input);
+  mlperf::scores_table(mlperf::score_folders(runs)).print(std::cout, format);
+}
+
+void run_analyze(const AnalyzeArgs& a) {
+  const auto format = output_format(a.format);
+  const auto runs = load_runs(a.input);
+  report::print_tables(std::cout, mlperf::analyze(runs, a.options), format);
+}
+
+}  // namespace
+
 void add_mlperf_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("mlperf", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = 1;
-    fail("'mlperf' is not built yet");
+  auto* cmd = app.add_subcommand("mlperf", "MLPerf Training results: ingest, official scores, scaling across systems");
+  cmd->require_subcommand(1);
+
+  auto ingest = std::make_shared<IngestArgs>();
+  auto* in = cmd->add_subcommand("ingest", "Read MLPerf Training results trees: one row per run, a score per folder");
+  in->add_option("dirs", ingest->dirs, "results tree, submitter folder, system folder or benchmark folder")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  in->add_option("-o,--output", ingest->output, "write the per-run table as CSV (the input of 'mlperf analyze')");
+  in->add_option("--format", ingest->format, "table, csv or json")->capture_default_str();
+  in->add_flag("--runs", ingest->runs, "print the per-run table instead of the scores");
+  in->add_option("--threads", ingest->threads, "reader threads (default: one per core)");
+  in->add_flag("-q,--quiet", ingest->quiet, "no progress bar");
+  in->callback([ingest, &exit_code] {
+    run_ingest(*ingest);
+    exit_code = 0;
+  });
+
+  auto scores = std::make_shared<AnalyzeArgs>();
+  auto* sc = cmd->add_subcommand("scores", "Official score of every result folder of a runs table");
+  sc->add_option("runs_csv", scores->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)")
+      ->check(CLI::ExistingFile);
+  sc->add_option("--format", scores->format, "table, csv or json")->capture_default_str();
+  sc->callback([scores, &exit_code] {
+    run_scores(*scores);
+    exit_code = 0;
+  });
+
+  auto analyze = std::make_shared<AnalyzeArgs>();
+  auto* an = cmd->add_subcommand("analyze", "Scaling across systems per benchmark and accelerator model");
+  an->add_option("runs_csv", analyze->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)")
+      ->check(CLI::ExistingFile);
+  an->add_option("--benchmark", analyze->options.benchmark, "only this benchmark (any round's name: ssd, retinanet, ...)");
+  an->add_option("--accelerator", analyze->options.accelerator, "only accelerator models matching this (e.g. H100)");
+  an->add_option("--ref", analyze->options.ref_system, "reference system (default: the fewest accelerators)");
+  an->add_option("--threshold", analyze->options.threshold, "E' threshold of break-even rule (a)")
+      ->capture_default_str();
+  an->add_option("--format", analyze->format, "table, csv or json")->capture_default_str();
+  an->callback([analyze, &exit_code] {
+    run_analyze(*analyze);
+    exit_code = 0;
   });
 }
 

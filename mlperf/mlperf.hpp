@@ -1,0 +1,206 @@
+#pragma once
+// scalescope::mlperf: MLPerf Training results as MLCommons publishes them
+// (<submitter>/systems/<system>.json, <submitter>/results/<system>/<benchmark>/
+// result_*.txt with ":::MLLOG {json}" lines, optional scaling.json).
+//
+//   auto ingest = mlperf::ingest_results({"/data/training_results_v4.1"}, {});
+//   auto scores = mlperf::score_folders(ingest);          // one per result folder
+//   mlperf::write_runs_csv(ingest.runs, "runs.csv");
+//   auto tables = mlperf::analyze(ingest.runs, {});       // scaling per benchmark and accelerator
+//
+// Rules implemented (with sources) are in docs/mlperf.md.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace scalescope::report {
+class Table;
+}
+
+namespace scalescope::mlperf {
+
+// ---------------------------------------------------------------------------
+// Benchmarks and their rules.
+
+struct BenchmarkRule {
+  std::string_view canonical;   // e.g. "retinanet"
+  std::string_view aliases;     // comma-separated folder names of other rounds, e.g. "ssd"
+  int required_runs = 0;        // minimum number of runs of a result
+  int max_non_converged = 0;    // also the number of runs dropped at each end
+};
+
+// The rule for a benchmark folder name of any round ("ssd" and "retinanet"
+// both give the retinanet rule); nullptr for an unknown name. Case-insensitive.
+const BenchmarkRule* find_benchmark_rule(std::string_view name);
+// The canonical name, or the name itself (lower case) when unknown.
+std::string canonical_benchmark(std::string_view name);
+
+// Accelerator names normalised for grouping: vendor prefix dropped, case and
+// separators folded. "NVIDIA H100-SXM5-80GB" and "H100 SXM5 80GB" give the same key.
+std::string accelerator_key(std::string_view name);
+// The display form: vendor prefix dropped, spaces trimmed ("H100-SXM5-80GB").
+std::string accelerator_display(std::string_view name);
+
+// ---------------------------------------------------------------------------
+// One MLLOG file.
+
+struct LogSummary {
+  uint64_t mllog_lines = 0;      // well-formed MLLOG events
+  uint64_t malformed_lines = 0;  // ":::MLLOG" followed by something that is not an event
+  uint64_t overlong_lines = 0;   // lines over kMaxLineBytes, scanned in part
+  std::string benchmark;         // submission_benchmark
+  std::string division;          // submission_division
+  std::string org;               // submission_org
+  std::string platform;          // submission_platform
+  std::optional<int64_t> global_batch_size;
+  std::optional<int64_t> run_start_ms;  // first run_start
+  std::optional<int64_t> run_stop_ms;   // first run_stop
+  std::string stop_status;              // run_stop metadata.status ("success", "aborted", ...)
+  std::optional<double> last_eval_accuracy;
+};
+
+// Lines longer than this are scanned for events up to this length only, so a
+// file without newlines cannot take unbounded memory.
+inline constexpr size_t kMaxLineBytes = 1 << 20;
+
+// Incremental parser: feed the bytes of a log in chunks of any size. Events
+// may sit behind launcher prefixes ("0: ", "  15: ") or other output on the
+// same line; '\r' also ends a line (progress bars). Latin-1 bytes inside an
+// event are read as Latin-1.
+class MllogParser {
+ public:
+  MllogParser();
+  ~MllogParser();
+  MllogParser(const MllogParser&) = delete;
+  MllogParser& operator=(const MllogParser&) = delete;
+
+  void feed(std::string_view bytes);
+  // Ends the last line and returns the summary; the parser is then reset.
+  LogSummary finish();
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+// Parses a whole log held in memory.
+LogSummary parse_mllog(std::string_view bytes);
+
+// ---------------------------------------------------------------------------
+// Ingest of a results tree.
+
+// One row per run log.
+struct Run {
+  std::string submitter;
+  std::string system;            // the system's folder / description file name
+  std::string system_name;       // "system_name" of the description ("" when missing)
+  std::string benchmark;         // canonical name
+  std::string benchmark_folder;  // the folder's own name ("ssd")
+  std::string division;
+  std::string accelerator;       // accelerator_model_name as written
+  int nodes = 0;
+  int accelerators_per_node = 0;
+  int accelerators = 0;          // nodes * accelerators_per_node; 0 when unknown
+  std::string framework;
+  std::optional<int64_t> global_batch_size;
+  std::optional<int64_t> run_start_ms, run_stop_ms;
+  std::string status;            // run_stop status; "missing run_stop" / "missing run_start" otherwise
+  std::optional<double> minutes; // (run_stop - run_start) / 60000 when both known
+  bool converged = false;        // run_start and run_stop with status "success"
+  std::optional<double> scaling_factor;  // the folder's scaling.json
+  std::string log_path;
+  uint64_t malformed_lines = 0;
+};
+
+// A result folder (<system>/<benchmark>) as found, with or without logs.
+struct ResultFolder {
+  std::string submitter, system, benchmark_folder;
+  std::filesystem::path path;
+  std::optional<double> scaling_factor;
+  std::string problem;           // e.g. unreadable scaling.json; "" when none
+  size_t runs = 0;               // run logs found
+};
+
+struct IngestOptions {
+  unsigned threads = 0;                                      // 0: hardware concurrency
+  std::function<void(uint64_t done, uint64_t total)> progress;  // called from workers
+};
+
+struct IngestResult {
+  std::vector<Run> runs;              // sorted by submitter, system, benchmark, log path
+  std::vector<ResultFolder> folders;  // sorted likewise
+  uint64_t logs = 0, bytes = 0, mllog_lines = 0, malformed_lines = 0, overlong_lines = 0;
+  uint64_t ignored_files = 0;         // files in result folders without any MLLOG line
+  std::vector<std::string> notes;     // one line each: missing system descriptions, unreadable files
+};
+
+// Finds every result folder under each directory (a whole results tree, one
+// submitter folder, one system folder or one benchmark folder) and parses
+// every run log with a pool of threads. Throws scalescope::Error when a
+// directory does not exist or holds no result folder.
+IngestResult ingest_results(const std::vector<std::filesystem::path>& dirs, const IngestOptions& options);
+
+// ---------------------------------------------------------------------------
+// Official score of a result folder.
+
+struct Score {
+  std::string submitter, system, benchmark, benchmark_folder, division, accelerator;
+  int accelerators = 0;
+  int runs = 0, converged = 0, required = 0;
+  std::optional<double> scaling_factor;
+  std::optional<double> minutes;  // the score (scaled); nullopt when not scored
+  std::optional<double> unscaled_minutes;
+  std::string reason;             // why not scored; "" when scored
+};
+
+// Scores one folder's runs by the rules of docs/mlperf.md: drop the fastest and
+// slowest, average the rest; a non-converged run is the slowest; more than
+// max_non_converged invalidates; fewer runs than required are not scored.
+Score score_runs(const std::vector<const Run*>& runs, const std::string& benchmark_folder);
+// Groups runs by (submitter, system, benchmark folder); folders without runs
+// (from ingest) get their reason too. Sorted like the folders.
+std::vector<Score> score_folders(const std::vector<Run>& runs, const std::vector<ResultFolder>& folders = {});
+
+// ---------------------------------------------------------------------------
+// The per-run table as CSV (the format `mlperf analyze` reads).
+
+void write_runs_csv(const std::vector<Run>& runs, std::ostream& out);
+// Writes to a temporary file beside `path` and renames it, so a failure never
+// leaves a half-written table in place of an old one.
+void write_runs_csv(const std::vector<Run>& runs, const std::filesystem::path& path);
+// `source` names the input in errors. Throws scalescope::Error on a bad header,
+// a row with the wrong number of fields or a bad number (naming line and column).
+std::vector<Run> read_runs_csv(std::string_view text, std::string_view source);
+std::vector<Run> read_runs_csv(const std::filesystem::path& path);
+
+// The table that scalescope produced from all of MLPerf Training v4.1,
+// embedded at build time (examples/mlperf/v4.1-runs.csv).
+std::string_view default_runs_csv();
+
+// report::Table forms.
+report::Table runs_table(const std::vector<Run>& runs);
+report::Table scores_table(const std::vector<Score>& scores);
+
+// ---------------------------------------------------------------------------
+// Scaling across systems.
+
+struct AnalyzeOptions {
+  std::string benchmark;     // canonical or folder name; "" = all
+  std::string accelerator;   // matched by accelerator_key; "" = all
+  std::string ref_system;    // reference system; "" = fewest accelerators
+  double threshold = 0.8;    // E' threshold of break-even rule (a)
+};
+
+// Per benchmark and accelerator model: every scored system ordered by
+// accelerator count, with speedup, E' and GPU-hours against the reference,
+// the Pareto front of time against GPU-hours and the break-even point by both
+// rules (through scalescope::scaling). Throws scalescope::Error when nothing matches.
+std::vector<report::Table> analyze(const std::vector<Run>& runs, const AnalyzeOptions& options);
+
+}  // namespace scalescope::mlperf

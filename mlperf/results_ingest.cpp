@@ -1,0 +1,342 @@
+// Ingest of a results tree: find the result folders, read the system
+// descriptions once each, then parse every run log on a pool of threads (each
+// with its own parser), reading files in fixed-size chunks so memory stays
+// bounded whatever the file.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "mlperf/mlperf.hpp"
+#include "trace/error.hpp"
+
+namespace scalescope::mlperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kChunkBytes = 1 << 20;
+constexpr int kMaxDepth = 8;  // results trees are 4 levels deep; this bounds odd trees
+constexpr uintmax_t kMaxJsonBytes = 1 << 20;
+
+struct SystemInfo {
+  bool found = false;
+  std::string system_name, division, accelerator, framework;
+  int nodes = 0, accelerators_per_node = 0;
+  std::string problem;
+};
+
+struct FolderJob {
+  size_t folder = 0;
+  fs::path file;
+  std::string relative;  // path shown in the table, relative to the directory given
+};
+
+struct FileResult {
+  LogSummary summary;
+  uint64_t bytes = 0;
+  std::string error;
+};
+
+bool is_result_folder(const fs::path& p) {
+  return p.has_parent_path() && p.parent_path().has_parent_path() &&
+         p.parent_path().parent_path().filename() == "results";
+}
+
+void find_folders(const fs::path& dir, int depth, std::vector<fs::path>& out) {
+  if (is_result_folder(dir)) {
+    out.push_back(dir);
+    return;
+  }
+  if (depth >= kMaxDepth) return;
+  std::error_code ec;
+  std::vector<fs::path> children;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_directory(type_ec) && !it->is_symlink(type_ec)) children.push_back(it->path());
+  }
+  std::sort(children.begin(), children.end());
+  for (const auto& c : children) find_folders(c, depth + 1, out);
+}
+
+std::string read_small_file(const fs::path& p) {
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  if (ec) fail("cannot read {}: {}", p.string(), ec.message());
+  if (size > kMaxJsonBytes) fail("{} is {} bytes, more than a description can be", p.string(), size);
+  std::ifstream in(p, std::ios::binary);
+  if (!in) fail("cannot open {}", p.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// "8", 8, "8 " all give 8; anything else nullopt.
+std::optional<int> json_int(const nlohmann::json& j) {
+  if (j.is_number_integer()) return static_cast<int>(j.get<int64_t>());
+  if (j.is_number_float()) {
+    double d = j.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e9) return static_cast<int>(d);
+    return std::nullopt;
+  }
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    try {
+      size_t used = 0;
+      const long v = std::stol(s, &used);
+      while (used < s.size() && std::isspace(static_cast<unsigned char>(s[used]))) ++used;
+      if (used == s.size() && v >= 0 && v < 1'000'000'000) return static_cast<int>(v);
+    } catch (const std::exception&) {
+    }
+  }
+  return std::nullopt;
+}
+
+std::string json_text(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number()) return it->dump();
+  return {};
+}
+
+SystemInfo read_system(const fs::path& file) {
+  SystemInfo info;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    info.problem = fmt::format("no system description {}: accelerator fields left empty", file.string());
+    return info;
+  }
+  try {
+    const auto j = nlohmann::json::parse(read_small_file(file));
+    if (!j.is_object()) fail("{} is not a JSON object", file.string());
+    info.found = true;
+    info.system_name = json_text(j, "system_name");
+    info.division = json_text(j, "division");
+    info.accelerator = json_text(j, "accelerator_model_name");
+    info.framework = json_text(j, "framework");
+    auto nodes = j.contains("number_of_nodes") ? json_int(j["number_of_nodes"]) : std::nullopt;
+    auto per_node = j.contains("accelerators_per_node") ? json_int(j["accelerators_per_node"]) : std::nullopt;
+    info.nodes = nodes.value_or(0);
+    info.accelerators_per_node = per_node.value_or(0);
+    if (!nodes || !per_node)
+      info.problem = fmt::format("{}: number_of_nodes or accelerators_per_node is not a whole number", file.string());
+  } catch (const nlohmann::json::exception& e) {
+    info.problem = fmt::format("{} is not valid JSON ({}): accelerator fields left empty", file.string(), e.what());
+  } catch (const Error& e) {
+    info.problem = e.what();
+  }
+  return info;
+}
+
+// scaling.json: {"scaling_factor": x}; a problem string when present but unusable.
+void read_scaling(const fs::path& folder, ResultFolder& out) {
+  const fs::path file = folder / "scaling.json";
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return;
+  try {
+    const auto j = nlohmann::json::parse(read_small_file(file));
+    if (!j.is_object() || !j.contains("scaling_factor") || !j["scaling_factor"].is_number())
+      fail("{} has no numeric scaling_factor", file.string());
+    const double f = j["scaling_factor"].get<double>();
+    if (!std::isfinite(f) || f <= 0) fail("{}: scaling_factor {} is not a positive number", file.string(), f);
+    out.scaling_factor = f;
+  } catch (const nlohmann::json::exception& e) {
+    out.problem = fmt::format("{} is not valid JSON ({})", file.string(), e.what());
+  } catch (const Error& e) {
+    out.problem = e.what();
+  }
+}
+
+bool is_log_candidate(const fs::directory_entry& e) {
+  std::error_code ec;
+  if (!e.is_regular_file(ec)) return false;
+  const std::string name = e.path().filename().string();
+  if (name == "package_checker_params" || name.starts_with('.')) return false;
+  const std::string ext = e.path().extension().string();
+  return ext != ".json";
+}
+
+FileResult parse_file(const fs::path& path, MllogParser& parser) {
+  FileResult r;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    r.error = fmt::format("cannot open {}: {}", path.string(), std::strerror(errno));
+    return r;
+  }
+  std::string buffer(kChunkBytes, '\0');
+  while (true) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      r.error = fmt::format("cannot read {}: {}", path.string(), std::strerror(errno));
+      break;
+    }
+    if (n == 0) break;
+    r.bytes += static_cast<uint64_t>(n);
+    parser.feed(std::string_view(buffer.data(), static_cast<size_t>(n)));
+  }
+  ::close(fd);
+  r.summary = parser.finish();
+  return r;
+}
+
+Run make_run(const ResultFolder& folder, const SystemInfo& sys, const LogSummary& s, std::string log_path) {
+  Run run;
+  run.submitter = folder.submitter;
+  run.system = folder.system;
+  run.system_name = sys.system_name;
+  run.benchmark_folder = folder.benchmark_folder;
+  run.benchmark = canonical_benchmark(folder.benchmark_folder);
+  run.division = !sys.division.empty() ? sys.division : s.division;
+  run.accelerator = sys.accelerator;
+  run.nodes = sys.nodes;
+  run.accelerators_per_node = sys.accelerators_per_node;
+  run.accelerators = sys.nodes * sys.accelerators_per_node;
+  run.framework = sys.framework;
+  run.global_batch_size = s.global_batch_size;
+  run.run_start_ms = s.run_start_ms;
+  run.run_stop_ms = s.run_stop_ms;
+  run.scaling_factor = folder.scaling_factor;
+  run.log_path = std::move(log_path);
+  run.malformed_lines = s.malformed_lines;
+  if (!s.run_start_ms) {
+    run.status = "missing run_start";
+  } else if (!s.run_stop_ms) {
+    run.status = "missing run_stop";
+  } else {
+    run.status = s.stop_status.empty() ? "no status" : s.stop_status;
+    run.minutes = static_cast<double>(*s.run_stop_ms - *s.run_start_ms) / 60000.0;
+    if (*run.minutes < 0) run.status = "run_stop before run_start";
+  }
+  run.converged = run.status == "success";
+  return run;
+}
+
+}  // namespace
+
+IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptions& options) {
+  IngestResult result;
+  if (dirs.empty()) fail("no results directory given");
+
+  std::vector<ResultFolder> folders;
+  std::vector<fs::path> roots;  // per folder: the directory log paths are shown from
+  std::vector<fs::path> seen;
+  for (const auto& given : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(given, ec)) fail("{} is not a directory", given.string());
+    const fs::path dir = fs::weakly_canonical(fs::absolute(given), ec);
+    std::vector<fs::path> found;
+    find_folders(dir, 0, found);
+    if (found.empty())
+      fail("{} holds no MLPerf result folder (<submitter>/results/<system>/<benchmark>/)", given.string());
+    for (auto& f : found) {
+      if (std::find(seen.begin(), seen.end(), f) != seen.end()) continue;  // a directory given twice
+      seen.push_back(f);
+      ResultFolder rf;
+      rf.path = f;
+      rf.benchmark_folder = f.filename().string();
+      rf.system = f.parent_path().filename().string();
+      rf.submitter = f.parent_path().parent_path().parent_path().filename().string();
+      folders.push_back(std::move(rf));
+      // Log paths start at the submitter folder, whichever directory was given.
+      roots.push_back(f.parent_path().parent_path().parent_path().parent_path());
+    }
+  }
+
+  // System descriptions, read once per (submitter folder, system).
+  std::map<fs::path, SystemInfo> systems;
+  std::vector<const SystemInfo*> folder_system(folders.size());
+  for (size_t i = 0; i < folders.size(); ++i) {
+    const fs::path submitter_dir = folders[i].path.parent_path().parent_path().parent_path();
+    const fs::path desc = submitter_dir / "systems" / (folders[i].system + ".json");
+    auto it = systems.find(desc);
+    if (it == systems.end()) {
+      it = systems.emplace(desc, read_system(desc)).first;
+      if (!it->second.problem.empty()) result.notes.push_back(it->second.problem);
+    }
+    folder_system[i] = &it->second;
+    read_scaling(folders[i].path, folders[i]);
+    if (!folders[i].problem.empty()) result.notes.push_back(folders[i].problem);
+  }
+
+  std::vector<FolderJob> jobs;
+  for (size_t i = 0; i < folders.size(); ++i) {
+    std::error_code ec;
+    std::vector<fs::path> files;
+    for (fs::directory_iterator it(folders[i].path, ec), end; !ec && it != end; it.increment(ec)) {
+      if (is_log_candidate(*it)) files.push_back(it->path());
+    }
+    if (ec) result.notes.push_back(fmt::format("cannot list {}: {}", folders[i].path.string(), ec.message()));
+    std::sort(files.begin(), files.end());
+    for (auto& f : files) jobs.push_back({i, f, f.lexically_relative(roots[i]).generic_string()});
+  }
+
+  std::vector<FileResult> parsed(jobs.size());
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> done{0};
+  const uint64_t total = jobs.size();
+  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(jobs.size(), 1)));
+  auto worker = [&] {
+    MllogParser parser;
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      parsed[i] = parse_file(jobs[i].file, parser);
+      const uint64_t d = ++done;
+      if (options.progress) options.progress(d, total);
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+  }
+
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const FileResult& r = parsed[i];
+    ResultFolder& folder = folders[jobs[i].folder];
+    result.bytes += r.bytes;
+    if (!r.error.empty()) {
+      result.notes.push_back(r.error);
+      continue;
+    }
+    const LogSummary& s = r.summary;
+    result.mllog_lines += s.mllog_lines;
+    result.malformed_lines += s.malformed_lines;
+    result.overlong_lines += s.overlong_lines;
+    if (s.mllog_lines == 0 && s.malformed_lines == 0) {
+      ++result.ignored_files;  // not a run log (no MLLOG line at all)
+      continue;
+    }
+    ++result.logs;
+    ++folder.runs;
+    if (s.malformed_lines > 0)
+      result.notes.push_back(fmt::format("{}: {} malformed MLLOG line(s) skipped", jobs[i].relative, s.malformed_lines));
+    result.runs.push_back(make_run(folder, *folder_system[jobs[i].folder], s, jobs[i].relative));
+  }
+
+  auto folder_key = [](const auto& x) { return std::tie(x.submitter, x.system, x.benchmark_folder); };
+  std::stable_sort(result.runs.begin(), result.runs.end(), [&](const Run& a, const Run& b) {
+    return std::tie(a.submitter, a.system, a.benchmark_folder, a.log_path) <
+           std::tie(b.submitter, b.system, b.benchmark_folder, b.log_path);
+  });
+  std::stable_sort(folders.begin(), folders.end(),
+                   [&](const ResultFolder& a, const ResultFolder& b) { return folder_key(a) < folder_key(b); });
+  result.folders = std::move(folders);
+  return result;
+}
+
+}  // namespace scalescope::mlperf

@@ -1,0 +1,245 @@
+// The per-run table: written through report::Table (so the terminal, CSV and
+// JSON forms agree) and read back by a small RFC 4180 reader that names the
+// line and column of anything wrong.
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "mlperf/mlperf.hpp"
+#include "report/table.hpp"
+#include "trace/error.hpp"
+
+namespace scalescope::mlperf {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kRunColumns = {
+    "submitter",    "system",         "system_name",  "benchmark",   "benchmark_folder",
+    "division",     "accelerator",    "nodes",        "accelerators_per_node",
+    "accelerators", "framework",      "global_batch_size", "run_start_ms", "run_stop_ms",
+    "status",       "minutes",        "converged",    "scaling_factor", "malformed_lines",
+    "log_path"};
+
+constexpr uintmax_t kMaxCsvBytes = uintmax_t{1} << 30;
+
+template <typename T>
+report::Cell opt_cell(const std::optional<T>& v) {
+  if (!v) return std::monostate{};
+  if constexpr (std::is_floating_point_v<T>) return static_cast<double>(*v);
+  else return static_cast<int64_t>(*v);
+}
+
+// One CSV record starting at `pos`; advances pos past its line end. Returns
+// false at end of text. Throws on an unterminated quote.
+bool next_record(std::string_view text, size_t& pos, size_t& line, std::vector<std::string>& fields,
+                 std::string_view source) {
+  fields.clear();
+  if (pos >= text.size()) return false;
+  std::string field;
+  bool quoted = false;
+  const size_t start_line = line;
+  while (pos < text.size()) {
+    const char c = text[pos];
+    if (quoted) {
+      if (c == '"') {
+        if (pos + 1 < text.size() && text[pos + 1] == '"') {
+          field.push_back('"');
+          pos += 2;
+          continue;
+        }
+        quoted = false;
+      } else {
+        if (c == '\n') ++line;
+        field.push_back(c);
+      }
+      ++pos;
+      continue;
+    }
+    if (c == '"' && field.empty()) {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(std::move(field));
+      field.clear();
+    } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && pos + 1 < text.size() && text[pos + 1] == '\n') ++pos;
+      ++pos;
+      ++line;
+      fields.push_back(std::move(field));
+      return true;
+    } else {
+      field.push_back(c);
+    }
+    ++pos;
+  }
+  if (quoted) fail("{}: line {}: a quoted field is not closed", source, start_line);
+  fields.push_back(std::move(field));
+  ++line;
+  return true;
+}
+
+struct Reader {
+  std::string_view source;
+  size_t line = 0;
+  const std::vector<std::string>* fields = nullptr;
+  std::map<std::string, size_t> index;
+
+  const std::string& text(const char* column) const { return (*fields)[index.at(column)]; }
+
+  template <typename T>
+  std::optional<T> number(const char* column) const {
+    const std::string& s = text(column);
+    if (s.empty()) return std::nullopt;
+    T v{};
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size())
+      fail("{}: line {}: column {}: '{}' is not a number", source, line, column, s);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(v)) fail("{}: line {}: column {}: '{}' is not a finite number", source, line, column, s);
+    }
+    return v;
+  }
+
+  int count(const char* column) const {
+    auto v = number<int64_t>(column);
+    if (v && (*v < 0 || *v > 100'000'000))
+      fail("{}: line {}: column {}: {} is out of range", source, line, column, *v);
+    return static_cast<int>(v.value_or(0));
+  }
+};
+
+}  // namespace
+
+report::Table runs_table(const std::vector<Run>& runs) {
+  report::Table t("MLPerf runs", kRunColumns);
+  for (const Run& r : runs) {
+    t.add_row({r.submitter, r.system, r.system_name, r.benchmark, r.benchmark_folder, r.division, r.accelerator,
+               int64_t{r.nodes}, int64_t{r.accelerators_per_node}, int64_t{r.accelerators}, r.framework,
+               opt_cell(r.global_batch_size), opt_cell(r.run_start_ms), opt_cell(r.run_stop_ms), r.status,
+               opt_cell(r.minutes), std::string(r.converged ? "yes" : "no"), opt_cell(r.scaling_factor),
+               static_cast<int64_t>(r.malformed_lines), r.log_path});
+  }
+  return t;
+}
+
+report::Table scores_table(const std::vector<Score>& scores) {
+  report::Table t("MLPerf scores per result folder",
+                  std::vector<report::Column>{report::Column("submitter"), report::Column("system"),
+                                              report::Column("benchmark"), report::Column("folder"),
+                                              report::Column("accelerator"), report::Column("accelerators"),
+                                              report::Column("runs"), report::Column("converged"),
+                                              report::Column("required"), report::Column("scaling_factor", 4),
+                                              report::Column("minutes", 3), report::Column("reason")});
+  size_t scored = 0;
+  for (const Score& s : scores) {
+    if (s.minutes) ++scored;
+    t.add_row({s.submitter, s.system, s.benchmark, s.benchmark_folder, accelerator_display(s.accelerator),
+               int64_t{s.accelerators}, int64_t{s.runs}, int64_t{s.converged}, int64_t{s.required},
+               opt_cell(s.scaling_factor), opt_cell(s.minutes), s.reason});
+  }
+  t.add_note(fmt::format("{} folders: {} scored, {} not scored (reason given)", scores.size(), scored,
+                         scores.size() - scored));
+  return t;
+}
+
+void write_runs_csv(const std::vector<Run>& runs, std::ostream& out) {
+  runs_table(runs).print(out, report::OutputFormat::kCsv);
+}
+
+void write_runs_csv(const std::vector<Run>& runs, const fs::path& path) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail("cannot write {}", tmp.string());
+    write_runs_csv(runs, out);
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      fail("cannot write {} (disk full?)", tmp.string());
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    fail("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message());
+  }
+}
+
+std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a byte-order mark from spreadsheets
+  size_t pos = 0, line = 1;
+  std::vector<std::string> fields;
+  if (!next_record(text, pos, line, fields, source)) fail("{} is empty: expected a header of MLPerf run columns", source);
+  Reader r{source, 1, &fields, {}};
+  for (size_t i = 0; i < fields.size(); ++i) r.index[fields[i]] = i;
+  for (const auto& c : kRunColumns) {
+    if (!r.index.count(c))
+      fail("{}: the header has no column '{}' (is this a table from 'scalescope mlperf ingest'?)", source, c);
+  }
+  const size_t width = fields.size();
+  std::vector<Run> runs;
+  while (true) {
+    const size_t record_line = line;
+    if (!next_record(text, pos, line, fields, source)) break;
+    if (fields.size() == 1 && fields[0].empty()) continue;  // blank line
+    r.line = record_line;
+    if (fields.size() != width)
+      fail("{}: line {}: {} fields, the header has {}", source, record_line, fields.size(), width);
+    Run run;
+    run.submitter = r.text("submitter");
+    run.system = r.text("system");
+    run.system_name = r.text("system_name");
+    run.benchmark_folder = r.text("benchmark_folder");
+    run.benchmark = canonical_benchmark(run.benchmark_folder.empty() ? r.text("benchmark") : run.benchmark_folder);
+    run.division = r.text("division");
+    run.accelerator = r.text("accelerator");
+    run.nodes = r.count("nodes");
+    run.accelerators_per_node = r.count("accelerators_per_node");
+    run.accelerators = r.count("accelerators");
+    run.framework = r.text("framework");
+    run.global_batch_size = r.number<int64_t>("global_batch_size");
+    run.run_start_ms = r.number<int64_t>("run_start_ms");
+    run.run_stop_ms = r.number<int64_t>("run_stop_ms");
+    run.status = r.text("status");
+    run.minutes = r.number<double>("minutes");
+    const std::string& conv = r.text("converged");
+    if (conv != "yes" && conv != "no")
+      fail("{}: line {}: column converged: '{}' is neither yes nor no", source, record_line, conv);
+    run.converged = conv == "yes";
+    if (run.converged && !run.minutes)
+      fail("{}: line {}: a converged run without minutes", source, record_line);
+    run.scaling_factor = r.number<double>("scaling_factor");
+    if (run.scaling_factor && *run.scaling_factor <= 0)
+      fail("{}: line {}: scaling_factor {} is not positive", source, record_line, *run.scaling_factor);
+    run.malformed_lines = static_cast<uint64_t>(r.count("malformed_lines"));
+    run.log_path = r.text("log_path");
+    if (run.submitter.empty() || run.system.empty() || run.benchmark.empty())
+      fail("{}: line {}: submitter, system and benchmark must not be empty", source, record_line);
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+std::vector<Run> read_runs_csv(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) fail("cannot read {}: {}", path.string(), ec.message());
+  if (size > kMaxCsvBytes) fail("{} is {} bytes, larger than a runs table can be", path.string(), size);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open {}", path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return read_runs_csv(s.str(), path.string());
+}
+
+}  // namespace scalescope::mlperf
