@@ -70,8 +70,9 @@ Timestamp gpu_end(const trace::Trace& t) {
 
 // Finds the symbol that marks iterations in a time-ordered sequence of
 // (symbol, start) pairs. A symbol is regular when it occurs at least 3 times,
-// its gaps have a median absolute deviation under 10% of their median and no
-// gap is under half the median (several occurrences per step fail this). The
+// at least 80% of its gaps lie within 25% of the median gap (a slow warm-up
+// step is allowed) and no gap is under half the median (several occurrences
+// per step fail this). The
 // iteration count is the count shared by the most regular symbols (ties: the
 // smaller count); the marker is the regular symbol of that count seen first.
 std::optional<Marker> find_marker(const std::vector<uint32_t>& symbol, const std::vector<Timestamp>& start,
@@ -96,10 +97,8 @@ std::optional<Marker> find_marker(const std::vector<uint32_t>& symbol, const std
     const double med = median(gaps);
     if (med <= 0) continue;
     const double min_gap = *std::min_element(gaps.begin(), gaps.end());
-    std::vector<double> dev;
-    dev.reserve(gaps.size());
-    for (double g : gaps) dev.push_back(std::fabs(g - med));
-    if (min_gap < 0.5 * med || median(dev) > 0.1 * med) continue;
+    const auto near = std::count_if(gaps.begin(), gaps.end(), [&](double g) { return std::fabs(g - med) <= 0.25 * med; });
+    if (min_gap < 0.5 * med || static_cast<double>(near) < 0.8 * static_cast<double>(gaps.size())) continue;
     regular[s] = 1;
     ++regular_by_count[count[s]];
   }
@@ -289,6 +288,18 @@ void summarize_iterations(IterationStats& st, double tol) {
 
 std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Options& o, const Detected& detected) {
   auto [first, last] = t.time_span();
+  // time_span() leaves out collectives and synchronizations; a trace of only
+  // those still has a window.
+  bool any = first != 0 || last != 0;
+  auto widen = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      first = any ? std::min(first, s[i]) : s[i];
+      last = any ? std::max(last, e[i]) : e[i];
+      any = true;
+    }
+  };
+  widen(t.nccl.start, t.nccl.end);
+  widen(t.syncs.start, t.syncs.end);
   if (!o.window) return {first, last};
   const WindowSpec& w = *o.window;
   const double span = static_cast<double>(last - first);

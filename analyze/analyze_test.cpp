@@ -1,0 +1,570 @@
+// Analyses on small synthetic traces with known answers.
+#include "analyze/analyze.hpp"
+
+#include <cstdio>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "analyze/test_trace_builder.hpp"
+#include "trace/error.hpp"
+
+namespace scalescope::analyze {
+namespace {
+
+using testing::TraceBuilder;
+using trace::MemcpyKind;
+using trace::MemoryKind;
+using trace::NcclOp;
+
+const char* kNcclNew = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+
+void expect_parts_sum(const RankBreakdown& b) {
+  EXPECT_EQ(b.compute_ns + b.exposed_communication_ns + b.copy_ns + b.idle_ns, b.wall_ns);
+  EXPECT_GE(b.idle_ns, 0);
+}
+
+// ---- kernel classes --------------------------------------------------------
+
+TEST(KernelClassifierTest, RealNamesFromTheMobileNetTrace) {
+  KernelClassifier c;
+  for (const char* name : {
+           "nvjet_sm90_hsh_192x192_64x4_1x2_h_ssched_bz_coopB_TNN",
+           "nvjet_sm90_hsh_64x32_64x16_1x2_h_bz_splitK_NTT",
+           "sm90_xmma_depthwise_convolution_dgrad_tiling_f16f16_f32f32_f32_nhwckrsc_nhwc_tilesize1x8x8_1x3x3_1x1x1_1x1x1_"
+           "stage4_warpsize4x1x1_g64_betaFalse_execute_kernel__5x_cudnn",
+           "sm80_xmma_fprop_implicit_gemm_indexed_wo_smem_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x32x16_stage1_"
+           "warpsize4x1x1_g1_tensor16x8x16_aligna2_alignc4_execute_kernel__5x_cudnn",
+           "void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_f16_64x64_64x4_nt_align8>"
+           "(cutlass_80_tensorop_s16816gemm_f16_64x64_64x4_nt_align8::Params)",
+           "void cutlass::Kernel2<cutlass_80_wmma_tensorop_f16_s161616gemm_f16_32x32_64x1_nn_align2>"
+           "(cutlass_80_wmma_tensorop_f16_s161616gemm_f16_32x32_64x1_nn_align2::Params)",
+           "void cublasLt::splitKreduce_kernel<32, 16, int, float, __half, float, __half, false, float, __half, __half, "
+           "true, false, false, false>(cublasLt::cublasSplitKParams<float>, float const*, __half const*)",
+       }) {
+    const KernelInfo k = c.classify(name);
+    EXPECT_EQ(k.cls, KernelClass::kCompute) << name;
+    EXPECT_EQ(k.precision, Precision::kTensorCore) << name;
+    EXPECT_FALSE(k.layout_conversion) << name;
+  }
+  // Real names that are neither GEMM/conv precision nor layout conversions.
+  for (const char* name : {"void cudnn::batchnorm_fwtr_nhwc_semiPersist<__half, float, __half, 512, 16, 5, 4, 1, 1, "
+                           "false, false, true, 2>(cudnn::NhwcBatchNormFwdParams<__half, float>)",
+                           "conv2d_c1_k1_nhwc_specialized", "wgrad2d_c1_k1_nhwc_reduce",
+                           "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, "
+                           "float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >"}) {
+    const KernelInfo k = c.classify(name);
+    EXPECT_EQ(k.cls, KernelClass::kCompute) << name;
+    EXPECT_EQ(k.precision, Precision::kOther) << name;
+    EXPECT_FALSE(k.layout_conversion) << name;
+  }
+}
+
+TEST(KernelClassifierTest, Fp32WithoutTensorCores) {
+  KernelClassifier c;
+  for (const char* name : {"volta_sgemm_128x64_nn", "ampere_sgemm_128x64_tn",
+                           "void cutlass::Kernel<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>(Params)",
+                           "void cudnn::detail::implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, "
+                           "false, true>(int, int, int, float const*, int, float*, float const*)",
+                           "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nhwckrsc_nhwc_tilesize128x128x8_stage3_"
+                           "warpsize2x2x1_g1_execute_kernel__5x_cudnn",
+                           "nvjet_sm90_sss_128x64_32x8_1x1_v_bz_TNN"}) {
+    const KernelInfo k = c.classify(name);
+    EXPECT_EQ(k.precision, Precision::kFp32NoTensor) << name;
+  }
+  // TF32 runs on tensor cores.
+  EXPECT_EQ(c.classify("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16").precision,
+            Precision::kTensorCore);
+  EXPECT_EQ(c.classify("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNN").precision, Precision::kTensorCore);
+  EXPECT_EQ(c.classify("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn").precision, Precision::kTensorCore);
+  EXPECT_EQ(c.classify("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas").precision,
+            Precision::kTensorCore);
+}
+
+TEST(KernelClassifierTest, Fp64) {
+  KernelClassifier c;
+  for (const char* name : {"ampere_dgemm_64x32_nn", "void gemmSN_NN_kernel<double, 256, 4, 2, 8, 3, 4, false>(params)",
+                           "void cutlass::Kernel<cutlass_80_tensorop_d884gemm_64x32_16x3_nn_align1>(Params)",
+                           "xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize32x32x16_stage3"}) {
+    EXPECT_EQ(c.classify(name).precision, Precision::kFp64) << name;
+  }
+}
+
+TEST(KernelClassifierTest, LayoutCommunicationMemory) {
+  KernelClassifier c;
+  EXPECT_TRUE(c.classify("void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>(cudnn::ops::nchw2nhwc_params_t<float>, __half const*, __half*)")
+                  .layout_conversion);
+  EXPECT_TRUE(c.classify("void nhwcToNchwKernel<float, float, float, true, false, (cudnnKernelDataType_t)0>(nhwc2nchw_params_t<float>, float const*, float*)")
+                  .layout_conversion);
+  for (const char* name : {kNcclNew, "ncclDevKernel_Broadcast_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                           "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "ncclAllReduceRingLLKernel_sum_f32(CollectiveArgs)"}) {
+    EXPECT_EQ(c.classify(name).cls, KernelClass::kCommunication) << name;
+    EXPECT_EQ(c.classify(name).precision, Precision::kOther) << name;
+  }
+  EXPECT_EQ(c.classify("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >").cls,
+            KernelClass::kMemory);
+  EXPECT_EQ(c.classify("my_spin_kernel").cls, KernelClass::kSynchronization);
+}
+
+TEST(KernelClassifierTest, UserRulesFileOverridesBuiltIns) {
+  const std::string path = ::testing::TempDir() + "/classes.txt";
+  {
+    std::ofstream f(path);
+    f << "# my rules\ncommunication my_allgather\nmemory Gemm_Copy  # trailing comment\n\n";
+  }
+  const KernelClassifier c = KernelClassifier::from_file(path);
+  EXPECT_EQ(c.classify("x_my_allgather_kernel").cls, KernelClass::kCommunication);
+  EXPECT_EQ(c.classify("gemm_copy_kernel").cls, KernelClass::kMemory);
+  EXPECT_EQ(c.classify(kNcclNew).cls, KernelClass::kCommunication);
+  {
+    std::ofstream f(path);
+    f << "computation foo\n";
+  }
+  try {
+    KernelClassifier::from_file(path);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("classes.txt:1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(KernelClassifier::from_file(path + ".missing"), Error);
+}
+
+// ---- breakdown -------------------------------------------------------------
+
+TraceBuilder overlapping() {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, 100, 7)
+      .kernel("elementwise", 20, 60, 8)
+      .kernel(kNcclNew, 50, 150, 20)
+      .copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 140, 200, 4096)
+      .api("cudaLaunchKernel", 0, 300);
+  return b;
+}
+
+TEST(BreakdownTest, OverlappingIntervalsOnSeveralStreams) {
+  const RankAnalysis r = analyze_rank(overlapping().t, Options{});
+  const RankBreakdown& b = r.breakdown;
+  ASSERT_TRUE(b.availability.available);
+  EXPECT_EQ(b.wall_ns, 300);
+  EXPECT_EQ(b.compute_ns, 100);
+  EXPECT_EQ(b.communication_ns, 100);
+  EXPECT_EQ(b.overlap_ns, 50);
+  EXPECT_EQ(b.exposed_communication_ns, 50);
+  EXPECT_EQ(b.copy_ns, 50);
+  EXPECT_EQ(b.idle_ns, 100);
+  EXPECT_DOUBLE_EQ(b.overlap_fraction, 0.5);
+  expect_parts_sum(b);
+  ASSERT_EQ(b.streams.size(), 4u);
+  EXPECT_EQ(b.streams[0].stream, 7u);
+  EXPECT_EQ(b.streams[0].busy_ns, 100);
+  EXPECT_EQ(b.streams[1].busy_ns, 40);
+  EXPECT_EQ(b.streams[2].stream, 9u);
+  EXPECT_EQ(b.streams[2].busy_ns, 60);
+  EXPECT_EQ(b.streams[3].busy_ns, 100);
+  EXPECT_EQ(r.classes[static_cast<int>(KernelClass::kCommunication)].total_ns, 100);
+  EXPECT_EQ(r.classes[static_cast<int>(KernelClass::kCompute)].count, 2);
+}
+
+TEST(BreakdownTest, NcclRecordDuplicatingItsKernelCountsOnce) {
+  TraceBuilder b = overlapping();
+  b.nccl(NcclOp::kAllReduce, 50, 150);
+  const RankBreakdown br = analyze_rank(b.t, Options{}).breakdown;
+  EXPECT_EQ(br.communication_ns, 100);
+  EXPECT_EQ(br.exposed_communication_ns, 50);
+  expect_parts_sum(br);
+}
+
+TEST(BreakdownTest, WindowClipsEvents) {
+  Options o;
+  o.window = WindowSpec::parse("50%:100%");
+  const RankBreakdown b = analyze_rank(overlapping().t, o).breakdown;
+  EXPECT_EQ(b.window_start, 150);
+  EXPECT_EQ(b.wall_ns, 150);
+  EXPECT_EQ(b.compute_ns, 0);
+  EXPECT_EQ(b.communication_ns, 0);
+  EXPECT_EQ(b.copy_ns, 50);
+  EXPECT_EQ(b.idle_ns, 100);
+  expect_parts_sum(b);
+  o.window = WindowSpec::parse("40:120");  // ns after the first event
+  const RankBreakdown c = analyze_rank(overlapping().t, o).breakdown;
+  EXPECT_EQ(c.wall_ns, 80);
+  EXPECT_EQ(c.compute_ns, 60);
+  EXPECT_EQ(c.overlap_ns, 50);
+  EXPECT_EQ(c.exposed_communication_ns, 20);
+  expect_parts_sum(c);
+}
+
+TEST(BreakdownTest, EmptyTraceIsSkippedNotWrong) {
+  trace::Trace t;
+  const RankAnalysis r = analyze_rank(t, Options{});
+  EXPECT_FALSE(r.breakdown.availability.available);
+  EXPECT_NE(r.breakdown.availability.reason.find("no GPU activity"), std::string::npos);
+  EXPECT_EQ(r.breakdown.wall_ns, 0);
+  EXPECT_FALSE(r.iterations.availability.available);
+  EXPECT_FALSE(r.launch.availability.available);
+  EXPECT_FALSE(r.precision.availability.available);
+  EXPECT_FALSE(r.copies.availability.available);
+  EXPECT_FALSE(r.sync.availability.available);
+  EXPECT_FALSE(r.numa.availability.available);
+  const RunAnalysis run = combine({r});
+  EXPECT_FALSE(run.stragglers.availability.available);
+}
+
+TEST(BreakdownTest, OneEventTrace) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 100, 200);
+  const RankAnalysis r = analyze_rank(b.t, Options{});
+  EXPECT_EQ(r.breakdown.wall_ns, 100);
+  EXPECT_EQ(r.breakdown.compute_ns, 100);
+  EXPECT_EQ(r.breakdown.idle_ns, 0);
+  EXPECT_FALSE(r.iterations.availability.available);
+  EXPECT_EQ(r.launch.kernel_count, 1);
+  ASSERT_EQ(r.top_kernels.size(), 1u);
+  EXPECT_EQ(r.top_kernels[0].total_ns, 100);
+}
+
+// ---- windows ---------------------------------------------------------------
+
+TEST(WindowSpecTest, ParsesFormsAndRejectsBadInput) {
+  WindowSpec w = WindowSpec::parse("10%:90%");
+  EXPECT_EQ(w.kind, WindowSpec::Kind::kPercent);
+  EXPECT_DOUBLE_EQ(w.start, 10);
+  EXPECT_DOUBLE_EQ(w.end, 90);
+  w = WindowSpec::parse("it5:it50");
+  EXPECT_EQ(w.kind, WindowSpec::Kind::kIterations);
+  EXPECT_DOUBLE_EQ(w.end, 50);
+  w = WindowSpec::parse("1000:2000000");
+  EXPECT_EQ(w.kind, WindowSpec::Kind::kNanoseconds);
+  for (const char* bad : {"", "abc", "10%", "10%:20", "5:3", "it1:20", "-5:10", "10%:150%", "it1.5:it3", "1:nan"})
+    EXPECT_THROW(WindowSpec::parse(bad), Error) << bad;
+}
+
+// ---- iterations ------------------------------------------------------------
+
+TraceBuilder profiler_steps(int64_t offset = 0) {
+  TraceBuilder b;
+  int64_t t = offset;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t d = i == 0 ? 3000 : i == 5 ? 1200 : 1000;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + d);
+    t += d;
+  }
+  b.kernel("gemm_kernel", offset, t);
+  return b;
+}
+
+TEST(IterationsTest, ProfilerStepRangesWithWarmup) {
+  const IterationStats s = find_iterations(profiler_steps().t, Options{});
+  ASSERT_TRUE(s.availability.available) << s.availability.reason;
+  EXPECT_EQ(s.source, "nvtx:ProfilerStep#");
+  EXPECT_EQ(s.count, 10);
+  EXPECT_EQ(s.warmup_count, 1);
+  EXPECT_TRUE(s.iterations[0].warmup);
+  EXPECT_DOUBLE_EQ(s.median_ns, 1000);
+  EXPECT_DOUBLE_EQ(s.p95_ns, 3000);
+  EXPECT_DOUBLE_EQ(s.steady_median_ns, 1000);
+  EXPECT_DOUBLE_EQ(s.steady_p95_ns, 1200);
+  EXPECT_NEAR(s.steady_cv, 0.0615, 1e-4);  // sd 62.85 / mean 1022.2
+}
+
+TEST(IterationsTest, IterationWindowSelectsIterations) {
+  Options o;
+  o.window = WindowSpec::parse("it1:it4");
+  const RankAnalysis r = analyze_rank(profiler_steps().t, o);
+  EXPECT_EQ(r.iterations.count, 3);
+  EXPECT_EQ(r.breakdown.window_start, 3000);
+  EXPECT_EQ(r.breakdown.wall_ns, 3000);
+  o.window = WindowSpec::parse("it5:it11");
+  EXPECT_THROW(analyze_rank(profiler_steps().t, o), Error);
+}
+
+TEST(IterationsTest, UserRangeThatDoesNotTile) {
+  TraceBuilder b;
+  for (int i = 0; i < 5; ++i) b.range("Optimizer.step#SGD.step", 1000 * i + 800, 1000 * i + 900);
+  b.kernel("gemm_kernel", 0, 5000);
+  Options o;
+  o.iteration_range = "Optimizer.step#SGD.step";
+  const IterationStats s = find_iterations(b.t, o);
+  ASSERT_EQ(s.count, 5);
+  EXPECT_EQ(s.iterations[0].start, 800);
+  EXPECT_EQ(s.iterations[0].end, 1800);
+  EXPECT_EQ(s.iterations[4].end, 5000);  // the last one ends with GPU activity
+  EXPECT_EQ(s.source, "range:Optimizer.step#SGD.step");
+  o.iteration_range = "NoSuchRange";
+  EXPECT_THROW(find_iterations(b.t, o), Error);
+}
+
+TEST(IterationsTest, GpuProjectedRangesArePreferred) {
+  TraceBuilder b;
+  for (int i = 0; i < 4; ++i) {
+    b.range("DistributedDataParallel.forward", 1000 * i, 1000 * i + 300);        // host
+    b.range("DistributedDataParallel.forward", 1000 * i + 150, 1000 * i + 600, 0);  // GPU
+  }
+  b.kernel("gemm_kernel", 0, 4200);
+  Options o;
+  o.iteration_range = "DistributedDataParallel.forward";
+  const IterationStats s = find_iterations(b.t, o);
+  ASSERT_EQ(s.count, 4);
+  EXPECT_EQ(s.iterations[0].start, 150);
+}
+
+TEST(IterationsTest, DetectedFromRepeatingKernels) {
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = 1000 * i;
+    b.kernel("kernel_a", t, t + 50).kernel("kernel_b", t + 100, t + 150).kernel("kernel_c", t + 300, t + 350);
+    b.kernel("kernel_twice", t + 500, t + 520).kernel("kernel_twice", t + 600, t + 620);
+  }
+  const IterationStats s = find_iterations(b.t, Options{});
+  ASSERT_TRUE(s.availability.available) << s.availability.reason;
+  EXPECT_EQ(s.count, 10);
+  EXPECT_NE(s.source.find("kernel_a"), std::string::npos) << s.source;
+  EXPECT_DOUBLE_EQ(s.median_ns, 1000);
+}
+
+TEST(IterationsTest, DetectedFromAnnotationsIgnoringOperators) {
+  TraceBuilder b;
+  for (int i = 0; i < 6; ++i) {
+    const int64_t t = 1000 * i;
+    b.range("DistributedDataParallel.forward", t + 10, t + 400);
+    b.range("Optimizer.step#SGD.step", t + 800, t + 900);
+    for (int k = 0; k < 3; ++k) b.range("aten::conv2d", t + 20 + 100 * k, t + 60 + 100 * k, -1, "cpu_op");
+  }
+  b.kernel("gemm_kernel", 0, 6000);
+  const IterationStats s = find_iterations(b.t, Options{});
+  EXPECT_EQ(s.count, 6);
+  EXPECT_NE(s.source.find("DistributedDataParallel.forward"), std::string::npos) << s.source;
+}
+
+TEST(IterationsTest, NoIterationsIsSkippedWithReason) {
+  TraceBuilder b;
+  for (int i = 0; i < 20; ++i) b.kernel("unique_kernel_" + std::to_string(i), 100 * i, 100 * i + 50);
+  const IterationStats s = find_iterations(b.t, Options{});
+  EXPECT_FALSE(s.availability.available);
+  EXPECT_NE(s.availability.reason.find("no ProfilerStep"), std::string::npos);
+  Options o;
+  o.window = WindowSpec::parse("it0:it2");
+  EXPECT_THROW(analyze_rank(b.t, o), Error);
+}
+
+// ---- stragglers ------------------------------------------------------------
+
+// Rank r runs its clock `r * 7777` ns behind Unix time; rank 2 arrives 100 ns
+// late at each collective, rank 1 10 ns late.
+trace::Trace straggler_rank(int32_t r, bool nccl_table) {
+  TraceBuilder b;
+  b.rank(r);
+  const int64_t clock_offset = r * 7777;
+  b.t.meta.clock.push_back({0, clock_offset});
+  const int64_t late = r == 2 ? 100 : r == 1 ? 10 : 0;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = 1000 * i - clock_offset;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + 1000);
+    b.kernel("gemm_kernel", t, t + 500).kernel("gemm_kernel", t + 900, t + 1000);
+    if (nccl_table) b.nccl(NcclOp::kAllReduce, t + 500 + late, t + 900, i);
+    else b.kernel(kNcclNew, t + 500 + late, t + 900, 20);
+  }
+  return std::move(b.t);
+}
+
+class StragglerTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(StragglerTest, LateRankFoundAcrossClocks) {
+  std::vector<RankAnalysis> ranks;
+  for (int r = 0; r < 3; ++r) ranks.push_back(analyze_rank(straggler_rank(r, GetParam()), Options{}));
+  const RunAnalysis run = combine(std::move(ranks));
+  const StragglerStats& s = run.stragglers;
+  ASSERT_TRUE(s.availability.available) << s.availability.reason;
+  EXPECT_EQ(s.matched_collectives, 10);
+  EXPECT_EQ(s.total_wait_ns, 1000);
+  ASSERT_EQ(s.ranks.size(), 3u);
+  EXPECT_EQ(s.ranks[0].rank, 2);
+  EXPECT_EQ(s.ranks[0].total_late_ns, 1000);
+  EXPECT_EQ(s.ranks[0].max_late_ns, 100);
+  EXPECT_EQ(s.ranks[0].times_last, 10);
+  EXPECT_DOUBLE_EQ(s.ranks[0].late_per_iteration_ns, 100);
+  EXPECT_EQ(s.ranks[1].rank, 1);
+  EXPECT_EQ(s.ranks[1].total_late_ns, 100);
+  EXPECT_EQ(s.ranks[2].total_late_ns, 0);
+  EXPECT_TRUE(run.ranks[0].collectives.empty());  // dropped after matching
+}
+
+INSTANTIATE_TEST_SUITE_P(NcclTableOrKernels, StragglerTest, ::testing::Bool());
+
+TEST(StragglerTest, OneRankIsSkipped) {
+  const RunAnalysis run = combine({analyze_rank(straggler_rank(0, true), Options{})});
+  EXPECT_FALSE(run.stragglers.availability.available);
+  EXPECT_NE(run.stragglers.availability.reason.find("two ranks"), std::string::npos);
+}
+
+// ---- copies, sync, launch, input, NUMA -------------------------------------
+
+TEST(CopiesTest, PageableAndSynchronousCopies) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, 10000);
+  for (int i = 0; i < 5; ++i) {
+    b.copy(MemcpyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, 1000 * i, 1000 * i + 200, 1000, false);
+    b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 1000 * i + 300, 1000 * i + 400, 1000);
+  }
+  b.memset(9000, 9100);
+  const CopyStats c = analyze_rank(b.t, Options{}).copies;
+  ASSERT_TRUE(c.availability.available);
+  ASSERT_EQ(c.groups.size(), 2u);
+  EXPECT_EQ(c.groups[0].src_kind, MemoryKind::kPageable);
+  EXPECT_EQ(c.groups[0].count, 5);
+  EXPECT_EQ(c.groups[0].time_ns, 1000);
+  EXPECT_DOUBLE_EQ(c.groups[0].bandwidth_gbps, 5.0);  // 5000 B / 1000 ns
+  EXPECT_EQ(c.groups[0].sync_count, 5);
+  EXPECT_EQ(c.pageable_ns, 1000);
+  EXPECT_EQ(c.pageable_bytes, 5000u);
+  EXPECT_DOUBLE_EQ(c.pageable_fraction, 0.5);
+  EXPECT_EQ(c.sync_copy_count, 5);
+  EXPECT_EQ(c.memset_count, 1);
+  EXPECT_EQ(c.memset_ns, 100);
+}
+
+TEST(SyncTest, HostSynchronizeFromRecordsAndFromApiCalls) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, 2000).kernel("gemm_kernel", 6000, 10000);
+  b.sync(trace::SyncKind::kStreamSynchronize, 2000, 3000).sync(trace::SyncKind::kStreamSynchronize, 5000, 6000);
+  b.sync(trace::SyncKind::kDeviceSynchronize, 8000, 8500).sync(trace::SyncKind::kStreamWaitEvent, 100, 200);
+  const SyncStats s = analyze_rank(b.t, Options{}).sync;
+  EXPECT_EQ(s.host_sync_ns, 2500);
+  EXPECT_DOUBLE_EQ(s.fraction, 0.25);
+  ASSERT_EQ(s.groups.size(), 3u);
+  TraceBuilder a;
+  a.kernel("gemm_kernel", 0, 1000).api("cudaStreamSynchronize", 100, 300).api("cudaLaunchKernel", 0, 5);
+  const SyncStats s2 = analyze_rank(a.t, Options{}).sync;
+  EXPECT_EQ(s2.host_sync_ns, 200);
+  TraceBuilder none;
+  none.kernel("gemm_kernel", 0, 1000);
+  EXPECT_FALSE(analyze_rank(none.t, Options{}).sync.availability.available);
+}
+
+TEST(LaunchTest, ManyShortKernelsWithGapsAreLaunchBound) {
+  TraceBuilder b;
+  for (int i = 0; i < 100; ++i) {
+    b.api("cudaLaunchKernel", 10000 * i, 10000 * i + 5000);
+    b.kernel("tiny_kernel", 10000 * i + 6000, 10000 * i + 8000);
+  }
+  const LaunchStats l = analyze_rank(b.t, Options{}).launch;
+  EXPECT_EQ(l.kernel_count, 100);
+  EXPECT_EQ(l.launch_api_count, 100);
+  EXPECT_DOUBLE_EQ(l.median_kernel_ns, 2000);
+  EXPECT_DOUBLE_EQ(l.median_launch_ns, 5000);
+  EXPECT_EQ(l.gap_count, 99);
+  EXPECT_EQ(l.gpu_gap_ns, 99 * 8000);
+  EXPECT_DOUBLE_EQ(l.small_kernel_fraction, 1.0);
+  EXPECT_TRUE(l.launch_bound);
+  TraceBuilder busy;
+  for (int i = 0; i < 100; ++i) busy.kernel("big_kernel", 10000 * i, 10000 * i + 9900);
+  EXPECT_FALSE(analyze_rank(busy.t, Options{}).launch.launch_bound);
+}
+
+TEST(InputTest, IdleGapEndingWithInputCopyIsStarvation) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, 1000).kernel("gemm_kernel", 3000, 4000);
+  b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 2000, 2900, 1 << 20);
+  b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 3100, 3200, 1 << 20);  // under compute
+  const InputStats in = analyze_rank(b.t, Options{}).input;
+  ASSERT_TRUE(in.availability.available);
+  EXPECT_EQ(in.starvation_ns, 2000);
+  EXPECT_EQ(in.starved_iterations, 1);
+  EXPECT_DOUBLE_EQ(in.fraction, 0.5);
+  TraceBuilder no_copies;
+  no_copies.kernel("gemm_kernel", 0, 1000);
+  EXPECT_FALSE(analyze_rank(no_copies.t, Options{}).input.availability.available);
+}
+
+TEST(NumaTest, CrossNodePlacementAndSkippedForImports) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, 1000);
+  b.t.meta.cpu_affinity = {0, 1, 2, 3};
+  b.t.meta.cpu_numa_node = {0, 0, 1, 1};
+  trace::DeviceInfo d;
+  d.numa_node = 0;
+  b.t.meta.devices.push_back(d);
+  b.t.meta.pages_at_end = {{0, 100}, {1, 300}};
+  const NumaStats n = analyze_rank(b.t, Options{}).numa;
+  ASSERT_TRUE(n.availability.available);
+  EXPECT_EQ(n.gpu_node, 0);
+  EXPECT_EQ(n.cpu_nodes, (std::vector<int32_t>{0, 1}));
+  EXPECT_TRUE(n.cpus_cross_node);
+  EXPECT_DOUBLE_EQ(n.remote_memory_fraction, 0.75);
+  TraceBuilder k;
+  k.kernel("gemm_kernel", 0, 1000);
+  k.t.meta.source = "kineto";
+  const NumaStats kn = analyze_rank(k.t, Options{}).numa;
+  EXPECT_FALSE(kn.availability.available);
+  EXPECT_EQ(kn.availability.reason, "skipped: the trace has no host facts (imported from PyTorch profiler)");
+}
+
+TEST(PrecisionTest, SharesOfKernelTime) {
+  TraceBuilder b;
+  b.kernel("volta_sgemm_128x64_nn", 0, 6000)
+      .kernel("nvjet_sm90_hsh_64x32_64x16_1x2_h_bz_splitK_NTT", 6000, 8000)
+      .kernel("ampere_dgemm_64x32_nn", 8000, 9000)
+      .kernel("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)0>", 9000, 10000);
+  const RankAnalysis r = analyze_rank(b.t, Options{});
+  EXPECT_EQ(r.precision.kernel_ns, 10000);
+  EXPECT_DOUBLE_EQ(r.precision.fp32_no_tensor_fraction, 0.6);
+  EXPECT_DOUBLE_EQ(r.precision.tensor_core_fraction, 0.2);
+  EXPECT_DOUBLE_EQ(r.precision.fp64_fraction, 0.1);
+  ASSERT_EQ(r.precision.top_fp32.size(), 1u);
+  EXPECT_EQ(r.precision.top_fp32[0].name, "volta_sgemm_128x64_nn");
+  EXPECT_EQ(r.layout.conversion_count, 1);
+  EXPECT_DOUBLE_EQ(r.layout.fraction, 0.1);
+}
+
+// ---- diff and JSON -----------------------------------------------------------
+
+TEST(DiffTest, PinnedAgainstPageable) {
+  auto run = [](MemoryKind src, int64_t copy_ns) {
+    TraceBuilder b;
+    int64_t t = 0;
+    for (int i = 0; i < 5; ++i) {
+      b.range("ProfilerStep#" + std::to_string(i), t, t + 1000 + copy_ns);
+      b.copy(MemcpyKind::kHtoD, src, MemoryKind::kDevice, t, t + copy_ns, 1000, src != MemoryKind::kPageable);
+      b.kernel("gemm_kernel", t + copy_ns, t + copy_ns + 1000);
+      t += 1000 + copy_ns;
+    }
+    return combine({analyze_rank(b.t, Options{})});
+  };
+  const RunDiff d = diff(run(MemoryKind::kPageable, 500), run(MemoryKind::kPinned, 100));
+  EXPECT_DOUBLE_EQ(d.iteration.a, 1500);
+  EXPECT_DOUBLE_EQ(d.iteration.b, 1100);
+  EXPECT_NEAR(d.iteration.ratio, 1100.0 / 1500.0, 1e-12);
+  ASSERT_FALSE(d.breakdown.empty());
+  EXPECT_EQ(d.breakdown[0].what, "wall");
+  EXPECT_DOUBLE_EQ(d.breakdown[0].a, 7500);
+  EXPECT_DOUBLE_EQ(d.breakdown[0].b, 5500);
+  bool saw_pageable = false, saw_pinned = false;
+  for (const Delta& c : d.copies) {
+    if (c.what == "HtoD pageable->device time_ns") {
+      saw_pageable = true;
+      EXPECT_DOUBLE_EQ(c.a, 2500);
+      EXPECT_DOUBLE_EQ(c.b, 0);
+    }
+    if (c.what == "HtoD pinned->device time_ns") {
+      saw_pinned = true;
+      EXPECT_DOUBLE_EQ(c.b, 500);
+    }
+  }
+  EXPECT_TRUE(saw_pageable);
+  EXPECT_TRUE(saw_pinned);
+}
+
+TEST(JsonTest, RunAnalysisHasEveryAnalysis) {
+  const RunAnalysis run = combine({analyze_rank(overlapping().t, Options{})});
+  const nlohmann::json j = run;
+  const auto& r = j.at("ranks").at(0);
+  EXPECT_EQ(r.at("breakdown").at("compute_ns"), 100);
+  for (const char* key : {"iterations", "launch", "copies", "sync", "precision", "layout", "input", "numa", "classes", "top_kernels"})
+    EXPECT_TRUE(r.contains(key)) << key;
+  EXPECT_FALSE(r.at("numa").at("availability").at("available").get<bool>());
+  EXPECT_FALSE(j.at("stragglers").at("availability").at("reason").get<std::string>().empty());
+}
+
+}  // namespace
+}  // namespace scalescope::analyze

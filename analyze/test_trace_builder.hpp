@@ -1,0 +1,94 @@
+#pragma once
+// Private test helper: builds small synthetic traces with known answers.
+#include <string>
+
+#include "trace/trace.hpp"
+
+namespace scalescope::analyze::testing {
+
+struct TraceBuilder {
+  trace::Trace t;
+  TraceBuilder() {
+    t.meta.source = "synthetic";
+    t.meta.rank = 0;
+  }
+  TraceBuilder& rank(int32_t r) {
+    t.meta.rank = r;
+    return *this;
+  }
+  TraceBuilder& kernel(const std::string& name, int64_t start, int64_t end, uint32_t stream = 7, uint32_t device = 0) {
+    trace::KernelRecord k;
+    k.start = start;
+    k.end = end;
+    k.stream = stream;
+    k.device = device;
+    k.name = t.strings.intern(name);
+    t.kernels.push(k);
+    return *this;
+  }
+  TraceBuilder& copy(trace::MemcpyKind kind, trace::MemoryKind src, trace::MemoryKind dst, int64_t start, int64_t end,
+                     uint64_t bytes, bool async = true, uint32_t stream = 9) {
+    trace::MemcpyRecord m;
+    m.start = start;
+    m.end = end;
+    m.kind = kind;
+    m.src_kind = src;
+    m.dst_kind = dst;
+    m.bytes = bytes;
+    m.is_async = async;
+    m.stream = stream;
+    t.memcpys.push(m);
+    return *this;
+  }
+  TraceBuilder& memset(int64_t start, int64_t end, uint32_t stream = 9) {
+    trace::MemsetRecord m;
+    m.start = start;
+    m.end = end;
+    m.stream = stream;
+    m.bytes = 64;
+    t.memsets.push(m);
+    return *this;
+  }
+  TraceBuilder& api(const std::string& name, int64_t start, int64_t end) {
+    trace::ApiRecord a;
+    a.start = start;
+    a.end = end;
+    a.name = t.strings.intern(name);
+    t.api.push(a);
+    return *this;
+  }
+  TraceBuilder& range(const std::string& text, int64_t start, int64_t end, int32_t device = -1,
+                      const std::string& domain = "user_annotation") {
+    trace::NvtxRecord r;
+    r.start = start;
+    r.end = end;
+    r.text = t.strings.intern(text);
+    r.domain = t.strings.intern(domain);
+    r.device = device;
+    t.nvtx.push(r);
+    return *this;
+  }
+  TraceBuilder& nccl(trace::NcclOp op, int64_t start, int64_t end, int64_t sequence = -1,
+                     const std::string& comm = "pg0", uint32_t stream = 20) {
+    trace::NcclRecord n;
+    n.start = start;
+    n.end = end;
+    n.op = op;
+    n.sequence = sequence;
+    n.communicator = t.strings.intern(comm);
+    n.stream = stream;
+    n.bytes = 1 << 20;
+    t.nccl.push(n);
+    return *this;
+  }
+  TraceBuilder& sync(trace::SyncKind kind, int64_t start, int64_t end) {
+    trace::SyncRecord s;
+    s.start = start;
+    s.end = end;
+    s.kind = kind;
+    t.syncs.push(s);
+    return *this;
+  }
+};
+
+}  // namespace scalescope::analyze::testing
