@@ -38,7 +38,8 @@
 #   (the working folder, STUDY_WORK, default BUILD_DIR/study-work, survives while the machine
 #   stays warm).
 # Environment knobs: STUDY_BUDGET_S, STUDY_REPEAT (3), STUDY_GPUS (1,2 or 1 on a 1-GPU machine),
-# STUDY_STEPS (30), STUDY_WARMUP (10), STUDY_TIMEOUT_S (per run, 120), PYTHON (python3).
+# STUDY_STEPS (30), STUDY_WARMUP (10), STUDY_TIMEOUT_S (per run, 120), STUDY_DATA (the staged
+# Fashion-MNIST folder, default .devcarry/fashion-mnist), STUDY_WORK, PYTHON (python3).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -76,7 +77,7 @@ python="${PYTHON:-python3}"
 ngpu="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)"
 [ "${ngpu:-0}" -ge 1 ] || die "nvidia-smi lists no GPU"
 gpus="${STUDY_GPUS:-$([ "$ngpu" -ge 2 ] && echo 1,2 || echo 1)}"
-data="$repo/.devcarry/fashion-mnist"
+data="${STUDY_DATA:-$repo/.devcarry/fashion-mnist}"
 
 {
   echo "# run_study.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) parts: ${expanded[*]}"
@@ -99,8 +100,8 @@ run_sweep() {
   local vary=()
   while [ "$1" != "--" ]; do vary+=(--vary "$1"); shift; done
   shift
-  local left=$((budget - (SECONDS - start_s) - 45))
-  if [ "$left" -lt 30 ]; then
+  local left=$((budget - (SECONDS - start_s) - ${STUDY_MARGIN_S:-45}))  # the margin is for packing
+  if [ "$left" -lt "${STUDY_MIN_START_S:-30}" ]; then
     echo "run_study.sh: $part: no time left in STUDY_BUDGET_S=$budget; not started" | tee -a "$work/$part.notes"
     return 0
   fi

@@ -18,7 +18,7 @@ out="$1"; build="${2:-}"
 mkdir -p "$out/smoke-logs" || exit 1
 out="$(cd "$out" && pwd)"
 python="${PYTHON:-python3}"
-data="$repo/.devcarry/fashion-mnist"
+data="${STUDY_DATA:-$repo/.devcarry/fashion-mnist}"
 ngpu="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)"
 passed=0 failed=0
 table="$out/smoke.txt"
@@ -81,9 +81,9 @@ if [ -n "$build" ] && [ -x "$build/cli/scalescope" ]; then
     --precision fp16 --channels-last --pin-memory --loader gpu
   "$ss" analyze "$out/smoke-profile.ssrun" >"$out/smoke-logs/analyze.txt" 2>&1
   if grep -q 'ProfilerStep' "$out/smoke-logs/analyze.txt"; then
-    passed=$((passed + 1)); echo "analyze-finds-iterations       PASS (ProfilerStep# ranges in the analysis)" | tee -a "$table"
+    passed=$((passed + 1)); printf "%-28s %-6s %7s  %s\n" analyze-finds-iterations PASS - "ProfilerStep# ranges in the analysis" | tee -a "$table"
   else
-    failed=$((failed + 1)); echo "analyze-finds-iterations       FAIL (see smoke-logs/analyze.txt)" | tee -a "$table"
+    failed=$((failed + 1)); printf "%-28s %-6s %7s  %s\n" analyze-finds-iterations FAIL - "see smoke-logs/analyze.txt" | tee -a "$table"
   fi
 fi
 
