@@ -1,3 +1,563 @@
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
 #include "mlperf/mlperf.hpp"
-TEST(MlperfParser, Empty) { EXPECT_EQ(scalescope::mlperf::parse_mllog("").mllog_lines, 0u); }
+#include "report/table.hpp"
+#include "trace/error.hpp"
+
+namespace fs = std::filesystem;
+using namespace scalescope;
+using namespace scalescope::mlperf;
+
+namespace {
+
+const fs::path kTestData = fs::path(SCALESCOPE_SOURCE_DIR) / "mlperf" / "testdata";
+
+std::string event(std::string_view key, int64_t time_ms, std::string_view value = "null",
+                  std::string_view metadata = "{}") {
+  return fmt::format(R"(:::MLLOG {{"namespace": "", "time_ms": {}, "event_type": "POINT_IN_TIME", "key": "{}", )"
+                     R"("value": {}, "metadata": {}}})",
+                     time_ms, key, value, metadata);
+}
+
+// A log of one run: run_start at 0, run_stop after `minutes` with `status`.
+std::string run_log(double minutes, std::string_view status = "success", bool with_stop = true) {
+  std::string s = event("submission_benchmark", 1, R"("bert")") + "\n" + event("global_batch_size", 2, "768") + "\n" +
+                  event("run_start", 1000) + "\n";
+  if (with_stop)
+    s += event("run_stop", 1000 + static_cast<int64_t>(std::llround(minutes * 60000)), "null",
+               fmt::format(R"({{"status": "{}"}})", status)) + "\n";
+  return s;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / fmt::format("mlperf_test_{}_{}", ::getpid(), counter_++);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+void write_file(const fs::path& p, std::string_view text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+Run make_run(std::string system, std::string bench, int accelerators, std::optional<double> minutes,
+             bool converged = true) {
+  Run r;
+  r.submitter = "S";
+  r.system = std::move(system);
+  r.benchmark_folder = bench;
+  r.benchmark = canonical_benchmark(bench);
+  r.accelerator = "NVIDIA H100-SXM5-80GB";
+  r.nodes = accelerators / 8 > 0 ? accelerators / 8 : 1;
+  r.accelerators_per_node = accelerators / r.nodes;
+  r.accelerators = accelerators;
+  r.minutes = minutes;
+  r.converged = converged;
+  r.status = converged ? "success" : "aborted";
+  return r;
+}
+
+std::vector<Run> folder_runs(const std::string& system, const std::string& bench, int accelerators,
+                             const std::vector<double>& minutes, int non_converged = 0) {
+  std::vector<Run> out;
+  for (double m : minutes) out.push_back(make_run(system, bench, accelerators, m));
+  for (int i = 0; i < non_converged; ++i) out.push_back(make_run(system, bench, accelerators, 99.0, false));
+  return out;
+}
+
+Score score_of(const std::vector<Run>& runs) {
+  std::vector<const Run*> ptrs;
+  for (const auto& r : runs) ptrs.push_back(&r);
+  return score_runs(ptrs, runs.front().benchmark_folder);
+}
+
+const Score& find_score(const std::vector<Score>& scores, std::string_view system, std::string_view folder) {
+  for (const auto& s : scores)
+    if (s.system == system && s.benchmark_folder == folder) return s;
+  throw std::runtime_error(fmt::format("no score for {}/{}", system, folder));
+}
+
+double cell_double(const report::Cell& c) { return std::get<double>(c); }
+std::string cell_text(const report::Cell& c) { return std::get<std::string>(c); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// MLLOG parser.
+
+TEST(MllogParser, ReadsEventsBehindLauncherPrefixesAndOtherOutput) {
+  const std::string log = "0: " + event("submission_benchmark", 1, R"("ssd")") + "\n" + "  15: " +
+                          event("run_start", 1000) + " trailing output {not json\n" +
+                          "noise 42%|###| " + event("run_stop", 61000, "null", R"({"status": "success"})") + "\n";
+  const LogSummary s = parse_mllog(log);
+  EXPECT_EQ(s.mllog_lines, 3u);
+  EXPECT_EQ(s.malformed_lines, 0u);
+  EXPECT_EQ(s.benchmark, "ssd");
+  EXPECT_EQ(s.run_start_ms, 1000);
+  EXPECT_EQ(s.run_stop_ms, 61000);
+  EXPECT_EQ(s.stop_status, "success");
+}
+
+TEST(MllogParser, CarriageReturnsAndSeveralEventsOnOneLine) {
+  const std::string log = " 12%|##  |\r 50%|####|\r" + event("run_start", 5) + event("eval_accuracy", 6, "0.71") +
+                          "\r" + event("eval_accuracy", 7, "0.72") + "\n";
+  const LogSummary s = parse_mllog(log);
+  EXPECT_EQ(s.mllog_lines, 3u);
+  EXPECT_EQ(s.run_start_ms, 5);
+  ASSERT_TRUE(s.last_eval_accuracy);
+  EXPECT_DOUBLE_EQ(*s.last_eval_accuracy, 0.72);
+}
+
+TEST(MllogParser, Latin1BytesInsideAnEventAreRead) {
+  const std::string log = event("run_start", 10, "null", "{\"file\": \"caf\xe9.py\"}") + "\n\xff\xfe binary junk\n";
+  const LogSummary s = parse_mllog(log);
+  EXPECT_EQ(s.mllog_lines, 1u);
+  EXPECT_EQ(s.malformed_lines, 0u);
+  EXPECT_EQ(s.run_start_ms, 10);
+}
+
+TEST(MllogParser, MalformedLinesAreCountedNotFatal) {
+  const std::string log = ":::MLLOG {\"key\": \"run_start\", \"time_ms\": \n"   // unterminated object
+                          ":::MLLOG not json at all\n"                           // no object
+                          ":::MLLOG {\"key\": \"run_start\"}\n"                  // no time_ms
+                          ":::MLLOG {\"time_ms\": 5}\n"                          // no key
+                          ":::MLLOG {\"key\": 5, \"time_ms\": 5}\n"              // key not a string
+                          ":::MLLOG {\"key\": \"x\", \"time_ms\": 1, \"value\": nul}\n" +  // bad literal
+                          event("run_start", 77) + "\n";
+  const LogSummary s = parse_mllog(log);
+  EXPECT_EQ(s.malformed_lines, 6u);
+  EXPECT_EQ(s.mllog_lines, 1u);
+  EXPECT_EQ(s.run_start_ms, 77);
+}
+
+TEST(MllogParser, MissingRunStopAndAbortedStatus) {
+  LogSummary s = parse_mllog(run_log(3.0, "success", false));
+  EXPECT_TRUE(s.run_start_ms);
+  EXPECT_FALSE(s.run_stop_ms);
+  s = parse_mllog(run_log(3.0, "aborted"));
+  EXPECT_EQ(s.stop_status, "aborted");
+  EXPECT_EQ(*s.run_stop_ms - *s.run_start_ms, 180000);
+  EXPECT_EQ(s.global_batch_size, 768);
+}
+
+TEST(MllogParser, FirstRunStartAndStopWin) {
+  const std::string log = event("run_start", 100) + "\n" + event("run_start", 200) + "\n" +
+                          event("run_stop", 300, "null", R"({"status": "aborted"})") + "\n" +
+                          event("run_stop", 400, "null", R"({"status": "success"})") + "\n";
+  const LogSummary s = parse_mllog(log);
+  EXPECT_EQ(s.run_start_ms, 100);
+  EXPECT_EQ(s.run_stop_ms, 300);
+  EXPECT_EQ(s.stop_status, "aborted");
+}
+
+TEST(MllogParser, ChunkedFeedingGivesTheSameSummary) {
+  const std::string log = "0: " + run_log(12.5) + "x" + event("eval_accuracy", 9, "0.5");  // no final newline
+  const LogSummary whole = parse_mllog(log);
+  for (size_t step : {1u, 2u, 7u, 64u}) {
+    MllogParser p;
+    for (size_t at = 0; at < log.size(); at += step) p.feed(std::string_view(log).substr(at, step));
+    const LogSummary s = p.finish();
+    EXPECT_EQ(s.mllog_lines, whole.mllog_lines) << step;
+    EXPECT_EQ(s.run_stop_ms, whole.run_stop_ms) << step;
+    EXPECT_EQ(s.last_eval_accuracy, whole.last_eval_accuracy) << step;
+  }
+  EXPECT_EQ(whole.mllog_lines, 5u);
+}
+
+TEST(MllogParser, OverlongLinesAreBoundedAndCounted) {
+  std::string log = event("run_start", 1) + std::string(kMaxLineBytes + 10, 'x') + "\n" + event("run_stop", 2) + "\n";
+  MllogParser p;
+  for (size_t at = 0; at < log.size(); at += 4096) p.feed(std::string_view(log).substr(at, 4096));
+  const LogSummary s = p.finish();
+  EXPECT_EQ(s.overlong_lines, 1u);
+  EXPECT_EQ(s.run_start_ms, 1);  // the event at the start of the long line is still read
+  EXPECT_EQ(s.run_stop_ms, 2);
+}
+
+// ---------------------------------------------------------------------------
+// Names.
+
+TEST(MlperfNames, BenchmarkFolderNamesOfSeveralRounds) {
+  EXPECT_EQ(canonical_benchmark("ssd"), "retinanet");
+  EXPECT_EQ(canonical_benchmark("retinanet"), "retinanet");
+  EXPECT_EQ(canonical_benchmark("gnn"), "rgat");
+  EXPECT_EQ(canonical_benchmark("RGAT"), "rgat");
+  EXPECT_EQ(canonical_benchmark("something_new"), "something_new");
+  ASSERT_NE(find_benchmark_rule("ssd"), nullptr);
+  EXPECT_EQ(find_benchmark_rule("ssd")->required_runs, 5);
+  EXPECT_EQ(find_benchmark_rule("gpt3")->required_runs, 3);
+  EXPECT_EQ(find_benchmark_rule("bert")->required_runs, 10);
+  EXPECT_EQ(find_benchmark_rule("unet3d")->max_non_converged, 4);
+  EXPECT_EQ(find_benchmark_rule("nope"), nullptr);
+}
+
+TEST(MlperfNames, AcceleratorNamesGroupTogether) {
+  EXPECT_EQ(accelerator_key("NVIDIA H100-SXM5-80GB"), accelerator_key("H100-SXM5-80GB"));
+  EXPECT_EQ(accelerator_key("nvidia h100 sxm5 80gb"), accelerator_key("H100-SXM5-80GB"));
+  EXPECT_NE(accelerator_key("NVIDIA H200-SXM5-141GB"), accelerator_key("H100-SXM5-80GB"));
+  EXPECT_EQ(accelerator_display("NVIDIA H100-SXM5-80GB"), "H100-SXM5-80GB");
+  EXPECT_EQ(accelerator_display("TPU-v5p"), "TPU-v5p");
+}
+
+// ---------------------------------------------------------------------------
+// Scoring.
+
+TEST(MlperfScore, OlympicMeanDropsFastestAndSlowest) {
+  const auto runs = folder_runs("A", "bert", 8, {10, 1, 2, 3, 4, 5, 6, 7, 8, 100});
+  const Score s = score_of(runs);
+  ASSERT_TRUE(s.minutes) << s.reason;
+  EXPECT_DOUBLE_EQ(*s.minutes, (2 + 3 + 4 + 5 + 6 + 7 + 8 + 10) / 8.0);
+  EXPECT_EQ(s.runs, 10);
+  EXPECT_EQ(s.required, 10);
+}
+
+TEST(MlperfScore, OneNonConvergedRunCountsAsTheSlowest) {
+  const auto runs = folder_runs("A", "bert", 8, {1, 2, 3, 4, 5, 6, 7, 8, 9}, 1);
+  const Score s = score_of(runs);
+  ASSERT_TRUE(s.minutes) << s.reason;
+  EXPECT_DOUBLE_EQ(*s.minutes, (2 + 3 + 4 + 5 + 6 + 7 + 8 + 9) / 8.0);  // 9 kept: the failed run is dropped instead
+  EXPECT_EQ(s.converged, 9);
+}
+
+TEST(MlperfScore, TwoNonConvergedRunsInvalidate) {
+  const auto runs = folder_runs("A", "bert", 8, {1, 2, 3, 4, 5, 6, 7, 8}, 2);
+  const Score s = score_of(runs);
+  EXPECT_FALSE(s.minutes);
+  EXPECT_NE(s.reason.find("2 of 10 runs did not converge"), std::string::npos) << s.reason;
+}
+
+TEST(MlperfScore, TooFewRunsAreNotScored) {
+  const Score s = score_of(folder_runs("A", "ssd", 8, {1, 2, 3, 4}));
+  EXPECT_FALSE(s.minutes);
+  EXPECT_EQ(s.required, 5);
+  EXPECT_NE(s.reason.find("4 runs, fewer than the 5 required"), std::string::npos) << s.reason;
+}
+
+TEST(MlperfScore, UnknownBenchmarkIsNotScored) {
+  const Score s = score_of(folder_runs("A", "mystery", 8, {1, 2, 3}));
+  EXPECT_FALSE(s.minutes);
+  EXPECT_NE(s.reason.find("unknown benchmark 'mystery'"), std::string::npos);
+}
+
+TEST(MlperfScore, Gpt3NeedsThreeRunsAndScalingFactorApplies) {
+  auto runs = folder_runs("A", "gpt3", 512, {30, 10, 20});
+  for (auto& r : runs) r.scaling_factor = 1.5;
+  const Score s = score_of(runs);
+  ASSERT_TRUE(s.minutes) << s.reason;
+  EXPECT_DOUBLE_EQ(*s.unscaled_minutes, 20.0);
+  EXPECT_DOUBLE_EQ(*s.minutes, 30.0);
+}
+
+TEST(MlperfScore, Unet3dDropsFourAtEachEnd) {
+  std::vector<double> m;
+  for (int i = 1; i <= 38; ++i) m.push_back(i);
+  const Score s = score_of(folder_runs("A", "unet3d", 8, m, 2));  // 40 runs, 2 failed: drop 4 fast, 2 slow
+  ASSERT_TRUE(s.minutes) << s.reason;
+  double sum = 0;
+  for (int i = 5; i <= 36; ++i) sum += i;
+  EXPECT_DOUBLE_EQ(*s.minutes, sum / 32.0);
+}
+
+TEST(MlperfScore, FoldersWithoutLogsGetAReason) {
+  ResultFolder f;
+  f.submitter = "Clemson";
+  f.system = "X";
+  f.benchmark_folder = "llama2_70b_lora";
+  f.scaling_factor = 1.1;
+  const auto scores = score_folders({}, {f});
+  ASSERT_EQ(scores.size(), 1u);
+  EXPECT_FALSE(scores[0].minutes);
+  EXPECT_EQ(scores[0].reason, "no run logs in the folder");
+}
+
+// ---------------------------------------------------------------------------
+// The runs table.
+
+TEST(MlperfRunsCsv, RoundTrips) {
+  auto runs = folder_runs("Sys, \"quoted\"", "ssd", 16, {1.25, 2.5});
+  runs[0].global_batch_size = 2048;
+  runs[0].run_start_ms = 1728509225422;
+  runs[0].scaling_factor = 1.0188034188034187;
+  runs[1].framework = "line1\nline2";
+  std::ostringstream out;
+  write_runs_csv(runs, out);
+  const auto back = read_runs_csv(out.str(), "test");
+  ASSERT_EQ(back.size(), runs.size());
+  EXPECT_EQ(back[0].system, runs[0].system);
+  EXPECT_EQ(back[0].benchmark, "retinanet");
+  EXPECT_EQ(back[0].benchmark_folder, "ssd");
+  EXPECT_EQ(back[0].global_batch_size, 2048);
+  EXPECT_EQ(back[0].run_start_ms, 1728509225422);
+  EXPECT_EQ(back[0].scaling_factor, runs[0].scaling_factor);
+  EXPECT_EQ(back[0].minutes, 1.25);
+  EXPECT_EQ(back[1].framework, "line1\nline2");
+  EXPECT_EQ(back[1].accelerators, 16);
+  EXPECT_TRUE(back[1].converged);
+}
+
+TEST(MlperfRunsCsv, BadInputNamesLineAndColumn) {
+  std::ostringstream out;
+  write_runs_csv(folder_runs("A", "bert", 8, {1.0}), out);
+  const std::string good = out.str();
+  const std::string header = good.substr(0, good.find('\n') + 1);
+  auto message = [](const std::string& text) {
+    try {
+      read_runs_csv(text, "runs.csv");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("a,b\n1,2\n").find("the header has no column"), std::string::npos);
+  EXPECT_NE(message("").find("is empty"), std::string::npos);
+  EXPECT_NE(message(header + "x,y\n").find("line 2: 2 fields"), std::string::npos);
+  std::string bad_number = good;
+  bad_number.replace(bad_number.find(",1,8,8,"), 7, ",1,8,eight,");
+  EXPECT_NE(message(bad_number).find("line 2: column accelerators: 'eight' is not a number"), std::string::npos)
+      << message(bad_number);
+  EXPECT_NE(message(header + "\"unterminated").find("not closed"), std::string::npos);
+}
+
+TEST(MlperfRunsCsv, WritesAtomically) {
+  TempDir dir;
+  const fs::path p = dir.path() / "runs.csv";
+  write_runs_csv(folder_runs("A", "bert", 8, {1.0, 2.0}), p);
+  EXPECT_EQ(read_runs_csv(p).size(), 2u);
+  EXPECT_FALSE(fs::exists(dir.path() / "runs.csv.tmp"));
+  EXPECT_THROW(write_runs_csv({}, dir.path() / "missing" / "runs.csv"), Error);
+  EXPECT_EQ(read_runs_csv(p).size(), 2u);
+}
+
+// ---------------------------------------------------------------------------
+// Ingest of real result files (mlperf/testdata: copies from MLPerf Training v4.1).
+
+TEST(MlperfIngest, RealFixtures) {
+  const IngestResult r = ingest_results({kTestData}, {});
+  EXPECT_EQ(r.logs, 16u);
+  EXPECT_EQ(r.folders.size(), 5u);
+  EXPECT_EQ(r.malformed_lines, 1u);  // the Lambda log: two ranks' output interleaved inside one event
+  const auto scores = score_folders(r.runs, r.folders);
+  ASSERT_EQ(scores.size(), 5u);
+
+  // Prefixed lines ("0: :::MLLOG"), 10 runs: 24.194392 min by hand (python over the logs).
+  const Score& giga = find_score(scores, "G593-ZD1_pytorch", "llama2_70b_lora");
+  ASSERT_TRUE(giga.minutes) << giga.reason;
+  EXPECT_NEAR(*giga.minutes, 24.194392, 0.001);
+  EXPECT_EQ(giga.accelerators, 8);
+
+  // scaling.json: mean of the middle of three runs, 49.76266667 min, times 1.0173992673992674.
+  const Score& tpu = find_score(scores, "cloud-tpu-trillium-1024-maxtext", "gpt3");
+  ASSERT_TRUE(tpu.minutes) << tpu.reason;
+  ASSERT_TRUE(tpu.scaling_factor);
+  EXPECT_NEAR(*tpu.unscaled_minutes, 49.762667, 0.001);
+  EXPECT_NEAR(*tpu.minutes, 50.628104, 0.001);
+  EXPECT_EQ(tpu.accelerators, 1024);
+
+  // One aborted run alone: not converged, and too few runs.
+  const Score& eos = find_score(scores, "eos_n8_ngc23.04_pytorch", "bert");
+  EXPECT_FALSE(eos.minutes);
+  EXPECT_EQ(eos.converged, 0);
+  EXPECT_NE(eos.reason.find("1 runs, fewer than the 10 required"), std::string::npos) << eos.reason;
+
+  std::map<std::string, const mlperf::Run*> by_path;
+  for (const auto& run : r.runs) by_path[run.log_path] = &run;
+  const mlperf::Run* aborted = by_path.at("NVIDIA/results/eos_n8_ngc23.04_pytorch/bert/result_4.txt");
+  EXPECT_EQ(aborted->status, "aborted");
+  EXPECT_FALSE(aborted->converged);
+  EXPECT_NEAR(*aborted->minutes, 1.003533, 1e-5);
+  EXPECT_EQ(aborted->accelerators, 64);
+
+  // An odd file name, with a malformed line.
+  const mlperf::Run* odd = by_path.at(
+      "Lambda/results/lambda_1cc_n4_H100-SXM-80GB_ngc24.04_nemo/llama2_70b_lora/result_240928173116824495865_1.txt");
+  EXPECT_TRUE(odd->converged);
+  EXPECT_NEAR(*odd->minutes, 8.56215, 1e-5);
+  EXPECT_EQ(odd->malformed_lines, 1u);
+
+  // Progress bars with cut UTF-8 on the same line as events.
+  const mlperf::Run* bars = by_path.at("Cisco/results/C885a-8xH100-SXM-80G/ssd/result_3.txt");
+  EXPECT_TRUE(bars->converged);
+  EXPECT_NEAR(*bars->minutes, 36.281033, 1e-5);
+  EXPECT_EQ(bars->benchmark, "retinanet");
+  EXPECT_EQ(bars->benchmark_folder, "ssd");
+  EXPECT_EQ(bars->global_batch_size, 256);
+}
+
+TEST(MlperfIngest, OneSubmitterOrOneBenchmarkFolder) {
+  const IngestResult sub = ingest_results({kTestData / "GigaComputing"}, {.threads = 1, .progress = {}});
+  EXPECT_EQ(sub.logs, 10u);
+  const IngestResult one = ingest_results({kTestData / "Google" / "results" / "cloud-tpu-trillium-1024-maxtext" / "gpt3"}, {});
+  ASSERT_EQ(one.runs.size(), 3u);
+  EXPECT_EQ(one.runs[0].log_path, "Google/results/cloud-tpu-trillium-1024-maxtext/gpt3/result_0.txt");
+  EXPECT_EQ(one.runs[0].submitter, "Google");
+  // The same tree twice is read once.
+  EXPECT_EQ(ingest_results({kTestData, kTestData}, {}).logs, 16u);
+}
+
+TEST(MlperfIngest, SyntheticTreeEdgeCases) {
+  TempDir dir;
+  const fs::path bench = dir.path() / "Org" / "results" / "sys" / "bert";
+  for (int i = 0; i < 9; ++i) write_file(bench / fmt::format("result_{}.txt", i), run_log(10 + i));
+  write_file(bench / "odd-name.log", "0: " + run_log(50, "success", false));  // missing run_stop
+  write_file(bench / "notes.txt", "no events here\n");
+  write_file(bench / "package_checker_params", "--rcp-bypass\n");
+  const fs::path bad = dir.path() / "Org" / "results" / "sys" / "ssd";
+  for (int i = 0; i < 5; ++i) write_file(bad / fmt::format("result_{}.txt", i), run_log(1 + i));
+  write_file(bad / "scaling.json", "{\"scaling_factor\": \"big\"}");
+  const IngestResult r = ingest_results({dir.path()}, {.threads = 2, .progress = [&](uint64_t d, uint64_t t) {
+                                                         EXPECT_LE(d, t);
+                                                       }});
+  EXPECT_EQ(r.logs, 15u);
+  EXPECT_EQ(r.ignored_files, 1u);
+  bool missing_desc = false;
+  for (const auto& n : r.notes) missing_desc |= n.find("no system description") != std::string::npos;
+  EXPECT_TRUE(missing_desc);
+  const auto scores = score_folders(r.runs, r.folders);
+  const Score& b = find_score(scores, "sys", "bert");
+  ASSERT_TRUE(b.minutes) << b.reason;
+  EXPECT_NEAR(*b.minutes, (11 + 12 + 13 + 14 + 15 + 16 + 17 + 18) / 8.0, 1e-9);  // the missing stop is the slowest
+  EXPECT_EQ(b.accelerators, 0);
+  EXPECT_TRUE(b.accelerator.empty());
+  const Score& s = find_score(scores, "sys", "ssd");
+  EXPECT_FALSE(s.minutes);
+  EXPECT_NE(s.reason.find("no numeric scaling_factor"), std::string::npos) << s.reason;
+}
+
+TEST(MlperfIngest, BadDirectoriesAreOneLineErrors) {
+  EXPECT_THROW(ingest_results({"/nonexistent/mlperf"}, {}), Error);
+  TempDir dir;
+  try {
+    ingest_results({dir.path()}, {});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds no MLPerf result folder"), std::string::npos);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Scaling across systems.
+
+TEST(MlperfAnalyze, SpeedupEfficiencyAndBreakEvenThroughTheScalingLibrary) {
+  std::vector<mlperf::Run> runs;
+  auto add = [&](const std::string& sys, int n, double minutes) {
+    for (auto& r : folder_runs(sys, "gpt3", n, {minutes, minutes, minutes})) runs.push_back(r);
+  };
+  add("n8", 8, 100);     // reference
+  add("n8b", 8, 125);    // same count, slower
+  add("n16", 16, 52);    // E' 0.96
+  add("n32", 32, 28);    // E' 0.89
+  add("n64", 64, 18);    // E' 0.69
+  runs.back().accelerator = "H100-SXM5-80GB";  // another spelling: same group
+  const auto tables = analyze(runs, {});
+  ASSERT_EQ(tables.size(), 1u);
+  const auto& t = tables[0];
+  ASSERT_EQ(t.rows().size(), 5u);
+  EXPECT_EQ(cell_text(t.rows()[0][0]), "n8");
+  EXPECT_EQ(cell_text(t.rows()[0][9]), "reference");
+  EXPECT_EQ(cell_text(t.rows()[1][0]), "n8b");
+  EXPECT_NEAR(cell_double(t.rows()[1][7]), 0.8, 1e-12);
+  EXPECT_NEAR(cell_double(t.rows()[2][6]), 100.0 / 52, 1e-12);
+  EXPECT_NEAR(cell_double(t.rows()[3][7]), 8.0 * 100 / (32 * 28), 1e-12);
+  EXPECT_NEAR(cell_double(t.rows()[4][5]), 64 * 18 / 60.0, 1e-12);  // GPU-hours
+  EXPECT_EQ(cell_text(t.rows()[1][8]), "");  // n8b is dominated by n8
+  std::string notes = t.to_json();
+  EXPECT_NE(notes.find("largest N with E' >= 0.80 on the curve of the fastest system at each N: N=32 (n32)"),
+            std::string::npos)
+      << notes;
+}
+
+TEST(MlperfAnalyze, FiltersReferenceAndErrors) {
+  std::vector<mlperf::Run> runs;
+  for (auto& r : folder_runs("a", "ssd", 8, {10, 10, 10, 10, 10})) runs.push_back(r);
+  for (auto& r : folder_runs("b", "retinanet", 16, {6, 6, 6, 6, 6})) runs.push_back(r);
+  for (auto& r : folder_runs("c", "bert", 8, {5, 5, 5, 5, 5, 5, 5, 5, 5, 5})) runs.push_back(r);
+  auto tables = analyze(runs, {.benchmark = "ssd"});
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].rows().size(), 2u);  // ssd and retinanet folders are one benchmark
+  tables = analyze(runs, {.benchmark = "retinanet", .ref_system = "b"});
+  EXPECT_EQ(cell_text(tables[0].rows()[1][9]), "reference");
+  EXPECT_NEAR(cell_double(tables[0].rows()[0][6]), 0.6, 1e-12);
+  EXPECT_THROW(analyze(runs, {.benchmark = "gpt3"}), Error);
+  EXPECT_THROW(analyze(runs, {.ref_system = "zzz"}), Error);
+  EXPECT_THROW(analyze(runs, {.accelerator = "TPU"}), Error);
+  EXPECT_THROW(analyze(runs, {.threshold = 1.5}), Error);
+}
+
+TEST(MlperfAnalyze, EmbeddedDefaultTable) {
+  const auto runs = read_runs_csv(default_runs_csv(), "embedded");
+  EXPECT_EQ(runs.size(), 1309u);
+  const auto scores = score_folders(runs);
+  EXPECT_EQ(scores.size(), 153u);  // the Clemson folder without logs has no run rows
+  for (const auto& s : scores) EXPECT_TRUE(s.minutes) << s.system << "/" << s.benchmark_folder << ": " << s.reason;
+  const auto tables = analyze(runs, {.benchmark = "gpt3", .accelerator = "H100-SXM5"});
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].rows().size(), 5u);
+}
+
+// ---------------------------------------------------------------------------
+// All of MLPerf Training v4.1 (../shared): invariants and hand-computed scores.
+
+TEST(MlperfShared, AllOfV41) {
+  const fs::path tarball = fs::path(SCALESCOPE_SHARED_DIR) / "data" / "mlperf" / "training_results_v4.1.tar.xz";
+  if (!fs::exists(tarball)) GTEST_SKIP() << "no " << tarball << " (the shared data folder is absent)";
+  TempDir dir;
+  const std::string cmd = fmt::format("tar -xJf '{}' -C '{}'", tarball.string(), dir.path().string());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const IngestResult r = ingest_results({dir.path()}, {});
+  EXPECT_EQ(r.logs, 1309u);
+  EXPECT_EQ(r.folders.size(), 154u);
+  EXPECT_EQ(r.ignored_files, 0u);
+  const auto scores = score_folders(r.runs, r.folders);
+  ASSERT_EQ(scores.size(), 154u);
+  size_t scored = 0;
+  for (const auto& s : scores) {
+    EXPECT_TRUE(s.minutes.has_value() != !s.reason.empty()) << s.system << "/" << s.benchmark_folder;
+    if (s.minutes) ++scored;
+  }
+  EXPECT_EQ(scored, 153u);
+  const Score& clemson = find_score(scores, "7x8xH100-SXM5-80GB", "llama2_70b_lora");
+  EXPECT_EQ(clemson.reason, "no run logs in the folder");
+
+  // Worked out by hand from the logs (python: first run_start/run_stop per log,
+  // status success, sort, drop ends, mean, times scaling.json).
+  const std::vector<std::tuple<std::string, std::string, double>> expected = {
+      {"eos_n8_ngc23.04_pytorch", "bert", 0.898131},          // one aborted run
+      {"tinybox_green", "bert", 360.516498},                  // one log without run_stop
+      {"eos_n64_ngc24.09_nemo", "stable_diffusion", 1.705703},  // aborted run and scaling.json
+      {"3072xBM.GPU.H100.8", "gpt3", 12.092400},
+      {"lambda_1cc_n4_H100-SXM-80GB_ngc24.04_nemo", "llama2_70b_lora", 8.217113},  // odd names
+      {"C885a-8xH100-SXM-80G", "ssd", 36.271450},              // progress bars
+      {"XE9680x8H100-SXM-80GB", "bert", 5.508800},
+  };
+  for (const auto& [system, folder, minutes] : expected) {
+    const Score& s = find_score(scores, system, folder);
+    ASSERT_TRUE(s.minutes) << system << ": " << s.reason;
+    EXPECT_NEAR(*s.minutes, minutes, 0.001) << system << "/" << folder;
+  }
+
+  // The embedded default table is exactly what this ingest produces.
+  std::ostringstream out;
+  write_runs_csv(r.runs, out);
+  EXPECT_TRUE(out.str() == default_runs_csv()) << "examples/mlperf/v4.1-runs.csv is stale: regenerate it (docs/mlperf.md)";
+}
