@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -50,6 +51,32 @@ struct FileResult {
   uint64_t bytes = 0;
   std::string error;
 };
+
+// "result_2" before "result_10": digit runs compare as numbers.
+bool natural_less(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const bool da = std::isdigit(static_cast<unsigned char>(a[i])), db = std::isdigit(static_cast<unsigned char>(b[j]));
+    if (da && db) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      std::string_view na = a.substr(i, ie - i), nb = b.substr(j, je - j);
+      while (na.size() > 1 && na.front() == '0') na.remove_prefix(1);
+      while (nb.size() > 1 && nb.front() == '0') nb.remove_prefix(1);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  if ((a.size() - i) != (b.size() - j)) return (a.size() - i) < (b.size() - j);
+  return a < b;  // equal up to leading zeros: a total order all the same
+}
 
 bool is_result_folder(const fs::path& p) {
   return p.has_parent_path() && p.parent_path().has_parent_path() &&
@@ -281,7 +308,8 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
       if (is_log_candidate(*it)) files.push_back(it->path());
     }
     if (ec) result.notes.push_back(fmt::format("cannot list {}: {}", folders[i].path.string(), ec.message()));
-    std::sort(files.begin(), files.end());
+    std::sort(files.begin(), files.end(),
+              [](const fs::path& a, const fs::path& b) { return natural_less(a.native(), b.native()); });
     for (auto& f : files) jobs.push_back({i, f, f.lexically_relative(roots[i]).generic_string()});
   }
 
@@ -330,8 +358,8 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
 
   auto folder_key = [](const auto& x) { return std::tie(x.submitter, x.system, x.benchmark_folder); };
   std::stable_sort(result.runs.begin(), result.runs.end(), [&](const Run& a, const Run& b) {
-    return std::tie(a.submitter, a.system, a.benchmark_folder, a.log_path) <
-           std::tie(b.submitter, b.system, b.benchmark_folder, b.log_path);
+    if (folder_key(a) != folder_key(b)) return folder_key(a) < folder_key(b);
+    return natural_less(a.log_path, b.log_path);
   });
   std::stable_sort(folders.begin(), folders.end(),
                    [&](const ResultFolder& a, const ResultFolder& b) { return folder_key(a) < folder_key(b); });
