@@ -1,17 +1,66 @@
-// PLACEHOLDER: replaced by the owner of this command. Until then it says so and fails.
+// scalescope scaling: speedup, efficiency, GPU-hours, break-even, comparisons
+// and predictions from a sweep's results file (sweep/scaling_report.hpp).
+#include <iostream>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "report/table.hpp"
+#include "sweep/scaling_report.hpp"
+#include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::cli {
 
+namespace {
+struct ScalingArgs {
+  std::string db;
+  std::string metric;
+  std::string metric_better;
+  int ref = 0;
+  double threshold = 0.8;
+  double price = -1;
+  std::string predict;
+  std::string compare;
+  std::string format = "table";
+};
+}  // namespace
+
 void add_scaling_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("scaling", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = 1;
-    fail("'scaling' is not built yet");
+  auto args = std::make_shared<ScalingArgs>();
+  auto* cmd = app.add_subcommand(
+      "scaling", "Speedup, efficiency E', GPU-hours, break-even and predictions from a sweep's results file");
+  cmd->footer("Example: scalescope scaling sweep.db --threshold 0.8 --price-per-gpu-hour 2.5 --predict 16,32");
+  cmd->add_option("db", args->db, "Results file written by 'scalescope sweep'")->required();
+  cmd->add_option("--metric", args->metric, "Metric to analyse (default: the sweep's; also wall_s, energy_j, ...)");
+  cmd->add_option("--metric-better", args->metric_better, "higher | lower (default: as recorded by the sweep)");
+  cmd->add_option("--ref", args->ref, "Reference GPU count (default: the smallest measured)");
+  cmd->add_option("--threshold", args->threshold, "E' threshold of break-even rule (a)")->capture_default_str();
+  cmd->add_option("--price-per-gpu-hour", args->price, "Adds cost = GPU-hours x price");
+  cmd->add_option("--predict", args->predict, "GPU counts to predict, e.g. 16,32,64");
+  cmd->add_option("--compare", args->compare, "KEY=A,B: compare two values of a varied key at each GPU count");
+  cmd->add_option("--format", args->format, "table | csv | json")->capture_default_str();
+  cmd->callback([args, &exit_code] {
+    auto format = report::parse_output_format(args->format);
+    if (!format) fail("--format '{}' is not table, csv or json", args->format);
+    if (!(args->threshold > 0)) fail("--threshold {} is not a positive number", args->threshold);
+    sweep::ScalingReportOptions options;
+    options.metric = args->metric;
+    if (args->metric_better == "higher")
+      options.higher_is_better = true;
+    else if (args->metric_better == "lower")
+      options.higher_is_better = false;
+    else if (!args->metric_better.empty())
+      fail("--metric-better '{}' is not higher or lower", args->metric_better);
+    if (args->ref != 0) options.ref_gpus = args->ref;
+    options.threshold = args->threshold;
+    if (args->price >= 0) options.price_per_gpu_hour = args->price;
+    if (!args->predict.empty()) options.predict = sweep::parse_gpu_list(args->predict);
+    if (!args->compare.empty()) options.compare = sweep::Variable::parse(args->compare);
+    const auto stored = sweep::read_sweep(args->db);
+    const auto tables = sweep::scaling_report(stored, options);
+    report::print_tables(std::cout, tables, *format);
+    exit_code = 0;
   });
 }
 

@@ -1,17 +1,100 @@
-// PLACEHOLDER: replaced by the owner of this command. Until then it says so and fails.
+// scalescope sweep: run a job over GPU counts x configurations x repetitions
+// and record every run in a SQLite file (sweep/sweep.hpp).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::cli {
 
+namespace {
+struct SweepArgs {
+  std::string gpus = "1";
+  int repeat = 3;
+  std::vector<std::string> vary;
+  std::string launcher = "local";
+  int nodes = 1;
+  bool profile = false;
+  std::string timeout;
+  std::string kill_grace = "10s";
+  std::string metric = "wall";
+  std::string metric_better;
+  uint64_t seed = 1;
+  bool resume = false;
+  std::string output;
+  std::vector<std::string> command;
+};
+}  // namespace
+
 void add_sweep_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("sweep", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = 1;
-    fail("'sweep' is not built yet");
+  auto args = std::make_shared<SweepArgs>();
+  auto* cmd = app.add_subcommand(
+      "sweep",
+      "Run a job at several GPU counts and configurations, several times each, recording every run in a SQLite file");
+  cmd->footer(
+      "The command template follows '--'; placeholders {gpus} {nodes} {gpus_per_node} {rep} {run_dir} and each "
+      "--vary key are replaced in each argument; the result is executed directly (no shell: write sh -c '...' for "
+      "shell syntax).\nExample: scalescope sweep --gpus 1,2,4 --repeat 5 --vary precision=fp32,bf16 --launcher "
+      "torchrun -o sweep.db -- train.py --precision {precision}");
+  cmd->add_option("--gpus", args->gpus, "GPU counts, e.g. 1,2,4,8")->capture_default_str();
+  cmd->add_option("--repeat", args->repeat, "Repetitions of every configuration")->capture_default_str();
+  cmd->add_option("--vary", args->vary, "KEY=V1,V2,...: a varied setting, used as {KEY} in the template (repeatable)");
+  cmd->add_option("--launcher", args->launcher, "local | torchrun | srun | mpirun")->capture_default_str();
+  cmd->add_option("--nodes", args->nodes, "Nodes per run (GPU counts must divide evenly)")->capture_default_str();
+  cmd->add_flag("--profile", args->profile, "Run each job under 'scalescope profile' into its run folder");
+  cmd->add_option("--timeout", args->timeout, "Per-run time limit, e.g. 30m, 90s (the job's process group is killed)");
+  cmd->add_option("--kill-grace", args->kill_grace, "Time between SIGTERM and SIGKILL at a timeout")
+      ->capture_default_str();
+  cmd->add_option("--metric", args->metric, "wall | regex:PATTERN (first capture group) | mlperf | trace")
+      ->capture_default_str();
+  cmd->add_option("--metric-better", args->metric_better, "higher | lower (default lower; e.g. higher for throughput)");
+  cmd->add_option("--seed", args->seed, "Seed of the run order within each repetition")->capture_default_str();
+  cmd->add_flag("--resume", args->resume, "Continue the interrupted sweep in -o without redoing finished runs");
+  cmd->add_option("-o,--output", args->output, "Results file (SQLite); run folders go to <file>.runs/")->required();
+  cmd->add_option("command", args->command, "-- CMD-TEMPLATE...")->expected(-1);
+  cmd->callback([args, &exit_code] {
+    sweep::SweepSpec spec;
+    spec.gpus = sweep::parse_gpu_list(args->gpus);
+    spec.repeat = args->repeat;
+    for (const auto& v : args->vary) spec.vary.push_back(sweep::Variable::parse(v));
+    auto launcher = sweep::parse_launcher(args->launcher);
+    if (!launcher) fail("--launcher '{}' is not one of local, torchrun, srun, mpirun", args->launcher);
+    spec.launcher = *launcher;
+    spec.nodes = args->nodes;
+    spec.profile = args->profile;
+    if (!args->timeout.empty()) spec.timeout_s = sweep::parse_duration(args->timeout);
+    spec.kill_grace_s = sweep::parse_duration(args->kill_grace);
+    spec.metric = sweep::MetricSpec::parse(args->metric);
+    if (args->metric_better == "higher")
+      spec.metric.higher_is_better = true;
+    else if (!args->metric_better.empty() && args->metric_better != "lower")
+      fail("--metric-better '{}' is not higher or lower", args->metric_better);
+    spec.seed = args->seed;
+    spec.command = args->command;
+    std::error_code ec;
+    spec.scalescope_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    sweep::SweepOptions options;
+    options.resume = args->resume;
+    options.progress_bar = ::isatty(STDERR_FILENO) != 0;
+    const auto sum = sweep::run_sweep(spec, args->output, options, stderr);
+    fmt::print(stderr, "sweep: {} runs planned, {} already done, {} run now ({} ok, {} not ok); results in {}\n",
+               sum.planned, sum.skipped, sum.ran, sum.ok, sum.failed, args->output);
+    if (sum.interrupted) {
+      exit_code = 1;
+      fail("{}: sweep interrupted; finished runs are saved; continue with the same options and --resume",
+           args->output);
+    }
+    if (sum.ran > 0 && sum.ok == 0)
+      fail("{}: every run of this sweep failed; see the logs under {}.runs/ (scalescope scaling {} lists them)",
+           args->output, args->output, args->output);
+    exit_code = 0;
   });
 }
 

@@ -1,0 +1,267 @@
+#include "sweep/scaling_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "scaling/scaling.hpp"
+#include "trace/error.hpp"
+
+namespace scalescope::sweep {
+namespace {
+
+using report::Cell;
+using Config = std::vector<std::pair<std::string, std::string>>;
+
+std::string label_of(const Config& c) {
+  if (c.empty()) return "(default)";
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : c) parts.push_back(k + "=" + v);
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+Cell num(double v) { return std::isfinite(v) ? Cell(v) : Cell(); }
+Cell opt_int(const std::optional<int>& v) { return v ? Cell(int64_t{*v}) : Cell(); }
+
+// Ordering of configurations by the position of their values in --vary.
+struct ConfigOrder {
+  std::vector<std::pair<std::string, std::vector<std::string>>> vary;
+  std::vector<size_t> key(const Config& c) const {
+    std::vector<size_t> out;
+    for (const auto& [k, v] : c) {
+      size_t pos = 1000000;
+      for (const auto& [vk, values] : vary)
+        if (vk == k) pos = static_cast<size_t>(std::find(values.begin(), values.end(), v) - values.begin());
+      out.push_back(pos);
+    }
+    return out;
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::vector<report::Table> scaling_report(const StoredSweep& sweep, const ScalingReportOptions& options) {
+  const std::string metric = options.metric.empty() ? sweep.metric : options.metric;
+  const bool higher = options.higher_is_better.value_or(metric == sweep.metric ? sweep.higher_is_better : false);
+  const auto better = higher ? scaling::Better::kHigher : scaling::Better::kLower;
+
+  ConfigOrder order;
+  auto spec = nlohmann::json::parse(sweep.spec_json, nullptr, false);
+  if (spec.is_object() && spec.contains("vary") && spec["vary"].is_array())
+    for (const auto& v : spec["vary"])
+      if (v.is_object() && v.contains("key") && v.contains("values") && v["values"].is_array())
+        order.vary.emplace_back(v["key"].get<std::string>(), v["values"].get<std::vector<std::string>>());
+
+  // Group runs by configuration, then GPU count.
+  std::vector<Config> configs;
+  for (const auto& r : sweep.runs)
+    if (std::find(configs.begin(), configs.end(), r.config) == configs.end()) configs.push_back(r.config);
+  std::stable_sort(configs.begin(), configs.end(),
+                   [&](const Config& a, const Config& b) { return order.key(a) < order.key(b); });
+  struct Group {
+    std::map<std::string, int> statuses;
+    std::vector<double> values, energy;
+    std::vector<double> bytes_per_iter, busbw;
+  };
+  std::map<std::pair<size_t, int>, Group> groups;  // (config index, gpus)
+  int with_metric = 0;
+  std::map<std::string, int> all_statuses;
+  for (const auto& r : sweep.runs) {
+    const size_t ci = static_cast<size_t>(std::find(configs.begin(), configs.end(), r.config) - configs.begin());
+    auto& g = groups[{ci, r.gpus}];
+    ++g.statuses[status_name(r.status)];
+    ++all_statuses[status_name(r.status)];
+    if (r.status != RunStatus::kOk) continue;
+    auto it = r.metrics.find(metric);
+    if (it == r.metrics.end()) continue;
+    if (higher && !(it->second > 0)) continue;  // a zero throughput has no time per unit; counted below
+    g.values.push_back(it->second);
+    ++with_metric;
+    if (auto e = r.metrics.find("energy_j"); e != r.metrics.end()) g.energy.push_back(e->second);
+    if (auto b = r.metrics.find("allreduce_bytes_per_iter"); b != r.metrics.end()) g.bytes_per_iter.push_back(b->second);
+    if (auto b = r.metrics.find("allreduce_busbw"); b != r.metrics.end()) g.busbw.push_back(b->second);
+  }
+
+  std::vector<report::Table> tables;
+  report::Table runs(fmt::format("Runs of sweep {} ({} planned, {} recorded)", sweep.id, sweep.planned_runs,
+                                 sweep.runs.size()),
+                     {"config", "gpus", "ok", "failed", "timeout", "crashed", "error", "unfinished", "with_metric"});
+  for (const auto& [key, g] : groups) {
+    auto count = [&](const char* s) {
+      auto it = g.statuses.find(s);
+      return int64_t{it == g.statuses.end() ? 0 : it->second};
+    };
+    runs.add_row({label_of(configs[key.first]), int64_t{key.second}, count("ok"), count("failed"), count("timeout"),
+                  count("crashed"), count("error"), count("running"), static_cast<int64_t>(g.values.size())});
+  }
+  if (sweep.runs.empty()) fail("the sweep has no recorded run yet");
+  if (with_metric == 0) {
+    std::vector<std::string> parts;
+    for (const auto& [s, n] : all_statuses) parts.push_back(fmt::format("{} {}", n, s));
+    fail("no run of the sweep has the metric '{}' ({} runs: {}); nothing to compute; see the logs under {}", metric,
+         sweep.runs.size(), fmt::join(parts, ", "),
+         std::filesystem::path(sweep.runs.front().run_dir).parent_path().string());
+  }
+  tables.push_back(std::move(runs));
+
+  const bool seconds = metric == "wall_s" || metric == "mlperf_s" || metric == "iteration_s";
+  report::Table main(fmt::format("Scaling of {} ({}; {})", metric, higher ? "higher is better, time = 1/value" : "time",
+                                 seconds ? "seconds" : "units of the metric"),
+                     {"config", "gpus", "n", "median", "ci_low", "ci_high", "speedup", "speedup_low", "speedup_high",
+                      "efficiency", "efficiency_low", "efficiency_high", "gpu_hours", "energy_j", "cost", "pareto"});
+  report::Table breakeven("Break-even point", {"config", "rule", "gpus", "detail"});
+  report::Table predictions("Prediction", {"config", "model", "gpus", "time", "efficiency", "loo_mean_rel_err",
+                                           "loo_max_rel_err", "fit"});
+  std::string ci_method;
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
+    std::vector<scaling::ScalingPoint> pts;
+    for (const auto& [key, g] : groups) {
+      if (key.first != ci) continue;
+      scaling::ScalingPoint p;
+      p.gpus = key.second;
+      p.times = scaling::to_time_samples(g.values, better);
+      p.energy_j = g.energy;
+      pts.push_back(std::move(p));
+    }
+    const std::string label = label_of(configs[ci]);
+    scaling::ScalingOptions so;
+    so.ref_gpus = options.ref_gpus;
+    so.threshold = options.threshold;
+    so.price_per_gpu_hour = options.price_per_gpu_hour;
+    bool has_any = std::any_of(pts.begin(), pts.end(), [](const auto& p) { return !p.times.empty(); });
+    if (!has_any) {
+      main.add_note(fmt::format("{}: no successful run with the metric; left out", label));
+      continue;
+    }
+    if (options.ref_gpus && std::none_of(pts.begin(), pts.end(), [&](const auto& p) {
+          return p.gpus == *options.ref_gpus && !p.times.empty();
+        })) {
+      main.add_note(fmt::format("{}: --ref {} has no successful run; left out", label, *options.ref_gpus));
+      continue;
+    }
+    const auto t = scaling::scaling_table(pts, so);
+    ci_method = t.ci_method;
+    for (const auto& r : t.rows) {
+      main.add_row({label, int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median, num(r.time.ci_low),
+                    num(r.time.ci_high), r.speedup, num(r.speedup_low), num(r.speedup_high), r.efficiency,
+                    num(r.efficiency_low), num(r.efficiency_high), seconds ? Cell(r.gpu_hours) : Cell(),
+                    r.energy_j ? Cell(r.energy_j->median) : Cell(), r.cost && seconds ? Cell(*r.cost) : Cell(),
+                    std::string(r.pareto ? "yes" : "")});
+    }
+    breakeven.add_row({label, fmt::format("(a) largest N with E' >= {}", options.threshold),
+                       opt_int(t.break_even.by_threshold), fmt::format("reference N = {}", t.ref_gpus)});
+    breakeven.add_row({label, "(b) knee of time vs GPU-hours Pareto front", opt_int(t.break_even.by_knee),
+                       t.break_even.by_knee ? t.break_even.knee_method : std::string("no knee (see notes)")});
+    for (const auto& n : t.break_even.notes) breakeven.add_note(label + ": " + n);
+
+    if (!options.predict.empty()) {
+      std::vector<scaling::FitPoint> fp;
+      for (const auto& r : t.rows) fp.push_back({r.gpus, r.time.median});
+      const auto& ref_row = *std::find_if(t.rows.begin(), t.rows.end(), [&](const auto& r) { return r.gpus == t.ref_gpus; });
+      std::optional<scaling::CommModel> comm;
+      if (metric == "iteration_s") {
+        // Measured communication at the largest GPU count that traced all-reduces.
+        for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+          if (it->first.first != ci || it->second.busbw.empty() || it->second.bytes_per_iter.empty() ||
+              it->first.second < 2)
+            continue;
+          comm = scaling::CommModel{median(it->second.bytes_per_iter), median(it->second.busbw), 0.0};
+          break;
+        }
+      }
+      for (auto kind : {scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed}) {
+        const auto f = scaling::fit_model(kind, fp, comm, options.predict, t.ref_gpus, ref_row.time.median);
+        if (!f.ok) {
+          predictions.add_row({label, std::string(scaling::model_name(kind)), Cell(), Cell(), Cell(), Cell(), Cell(),
+                               "not fitted: " + f.note});
+          continue;
+        }
+        for (const auto& p : f.predictions)
+          predictions.add_row({label, std::string(scaling::model_name(kind)), int64_t{p.gpus}, p.time,
+                               num(p.efficiency), num(f.loo_mean_abs_rel_error), num(f.loo_max_abs_rel_error),
+                               f.formula});
+        if (!f.note.empty()) predictions.add_note(fmt::format("{} {}: {}", label, scaling::model_name(kind), f.note));
+      }
+      if (ci == 0) {
+        for (auto kind : {scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed})
+          for (const auto& a : scaling::model_assumptions(kind, comm.has_value()))
+            predictions.add_note(fmt::format("assumption ({}): {}", scaling::model_name(kind), a));
+      }
+    }
+  }
+  main.add_note("CI: " + ci_method);
+  main.add_note("speedup S = T(ref)/T(N); efficiency E' = (N_ref*T_ref)/(N*T_N); GPU-hours = N*T/3600");
+  if (higher) main.add_note(fmt::format("'{}' is higher-is-better: statistics are of time per unit = 1/{}", metric, metric));
+  if (!seconds) main.add_note("the metric is not in seconds, so GPU-hours and cost are not shown");
+  tables.push_back(std::move(main));
+  tables.push_back(std::move(breakeven));
+
+  // Comparisons between configurations, at each GPU count and each setting of the other keys.
+  report::Table cmp("Configurations compared",
+                    {"key", "a", "b", "others", "gpus", "n_a", "n_b", "median_a", "median_b", "ratio_b_a",
+                     "ratio_low", "ratio_high", "welch_p", "mann_whitney_p", "differs"});
+  std::vector<std::pair<std::string, std::pair<std::string, std::vector<std::string>>>> pairs;  // key, (a, bs)
+  if (options.compare) {
+    if (options.compare->values.size() != 2) fail("--compare {}: give exactly two values, KEY=A,B", options.compare->key);
+    pairs.push_back({options.compare->key, {options.compare->values[0], {options.compare->values[1]}}});
+  } else {
+    for (const auto& [k, values] : order.vary)
+      if (values.size() >= 2) pairs.push_back({k, {values[0], std::vector<std::string>(values.begin() + 1, values.end())}});
+  }
+  for (const auto& [key, ab] : pairs) {
+    const auto& a_value = ab.first;
+    bool key_known = false;
+    for (const auto& c : configs)
+      for (const auto& kv : c) key_known |= kv.first == key;
+    if (!key_known) fail("--compare {}: the sweep does not vary '{}'", key, key);
+    for (const auto& b_value : ab.second) {
+      for (size_t ca = 0; ca < configs.size(); ++ca) {
+        auto va = std::find_if(configs[ca].begin(), configs[ca].end(), [&](const auto& kv) { return kv.first == key; });
+        if (va == configs[ca].end() || va->second != a_value) continue;
+        Config want = configs[ca];
+        for (auto& kv : want)
+          if (kv.first == key) kv.second = b_value;
+        auto cb_it = std::find(configs.begin(), configs.end(), want);
+        if (cb_it == configs.end()) continue;
+        const size_t cb = static_cast<size_t>(cb_it - configs.begin());
+        Config others;
+        for (const auto& kv : configs[ca])
+          if (kv.first != key) others.push_back(kv);
+        for (const auto& [k1, g1] : groups) {
+          if (k1.first != ca) continue;
+          auto g2 = groups.find({cb, k1.second});
+          if (g2 == groups.end() || g1.values.empty() || g2->second.values.empty()) continue;
+          const auto ta = scaling::to_time_samples(g1.values, better);
+          const auto tb = scaling::to_time_samples(g2->second.values, better);
+          const auto c = scaling::compare(ta, tb, options.alpha);
+          cmp.add_row({key, a_value, b_value, others.empty() ? std::string("") : label_of(others),
+                       int64_t{k1.second}, static_cast<int64_t>(c.n_a), static_cast<int64_t>(c.n_b), c.median_a,
+                       c.median_b, c.ratio, num(c.ratio_low), num(c.ratio_high), num(c.welch_p), c.mann_whitney_p,
+                       std::string(std::isfinite(c.welch_p) ? (c.differs ? "yes" : "no") : "n<2")});
+        }
+      }
+    }
+  }
+  if (cmp.rows().size() > 0) {
+    cmp.add_note(fmt::format("test: Welch's t-test on log times (decides 'differs' at alpha {}); ratio_b_a = median "
+                             "time b / a with the CI of the ratio of geometric means; Mann-Whitney U p-value (exact "
+                             "without ties) as a distribution-free check",
+                             options.alpha));
+    tables.push_back(std::move(cmp));
+  }
+  if (!options.predict.empty()) tables.push_back(std::move(predictions));
+  return tables;
+}
+
+}  // namespace scalescope::sweep

@@ -1,0 +1,30 @@
+#pragma once
+// `scalescope scaling`: the scaling analysis of a stored sweep, as report
+// tables (runs and statistics per configuration and GPU count, break-even by
+// both rules, comparisons between configurations, predictions).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/table.hpp"
+#include "sweep/sweep.hpp"
+
+namespace scalescope::sweep {
+
+struct ScalingReportOptions {
+  std::string metric;                        // "" = the sweep's metric
+  std::optional<bool> higher_is_better;      // default: the sweep's setting for its metric, else lower
+  std::optional<int> ref_gpus;
+  double threshold = 0.8;
+  std::optional<double> price_per_gpu_hour;
+  std::vector<int> predict;                  // GPU counts to predict
+  std::optional<Variable> compare;           // KEY=A,B; default: each varied key, first value vs the others
+  double alpha = 0.05;
+};
+
+// Throws Error when no run of the sweep has the metric (after printing nothing):
+// the message gives the run statuses and where the logs are.
+std::vector<report::Table> scaling_report(const StoredSweep& sweep, const ScalingReportOptions& options);
+
+}  // namespace scalescope::sweep

@@ -1,0 +1,129 @@
+#include "sweep/scaling_report.hpp"
+
+#include <cmath>
+#include <variant>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "trace/error.hpp"
+
+namespace scalescope::sweep {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A stored sweep over pin=0,1 and 1,2,4 GPUs: pin=0 follows T = 100/N + 10,
+// pin=1 is 10% faster; three repetitions each with +-1% spread.
+StoredSweep make_sweep(bool throughput = false) {
+  StoredSweep s;
+  s.id = 1;
+  s.metric = throughput ? "regex" : "wall_s";
+  s.higher_is_better = throughput;
+  s.spec_json = R"({"vary":[{"key":"pin","values":["0","1"]}]})";
+  int index = 0;
+  for (int rep = 0; rep < 3; ++rep)
+    for (const char* pin : {"1", "0"})
+      for (int n : {4, 1, 2}) {
+        StoredRun r;
+        r.plan_index = index++;
+        r.config = {{"pin", pin}};
+        r.gpus = n;
+        r.rep = rep;
+        r.status = RunStatus::kOk;
+        const double t = (100.0 / n + 10) * (pin[0] == '1' ? 0.9 : 1.0) * (1 + 0.01 * (rep - 1));
+        r.metrics[s.metric] = throughput ? 1000.0 / t : t;
+        r.run_dir = "/tmp/x.db.runs/" + std::to_string(r.plan_index);
+        s.runs.push_back(r);
+      }
+  s.planned_runs = index;
+  return s;
+}
+
+const report::Table& find(const std::vector<report::Table>& tables, const std::string& prefix) {
+  for (const auto& t : tables)
+    if (t.title().rfind(prefix, 0) == 0) return t;
+  throw std::runtime_error("no table " + prefix);
+}
+
+double d(const report::Cell& c) { return std::holds_alternative<double>(c) ? std::get<double>(c) : NAN; }
+int64_t i(const report::Cell& c) { return std::holds_alternative<int64_t>(c) ? std::get<int64_t>(c) : -1; }
+std::string s(const report::Cell& c) { return std::holds_alternative<std::string>(c) ? std::get<std::string>(c) : ""; }
+
+TEST(ScalingReport, TablesFromAStoredSweep) {
+  const auto tables = scaling_report(make_sweep(), {});
+  const auto& main = find(tables, "Scaling of wall_s");
+  ASSERT_EQ(main.rows().size(), 6u);
+  // Configurations in --vary order (pin=0 first), GPU counts ascending.
+  EXPECT_EQ(s(main.rows()[0][0]), "pin=0");
+  EXPECT_EQ(i(main.rows()[0][1]), 1);
+  EXPECT_EQ(i(main.rows()[0][2]), 3);
+  EXPECT_NEAR(d(main.rows()[0][3]), 110, 1e-9);
+  EXPECT_NEAR(d(main.rows()[2][6]), 110.0 / 35, 1e-9);       // speedup at 4 GPUs
+  EXPECT_NEAR(d(main.rows()[2][9]), 110.0 / (4 * 35), 1e-9);  // E' at 4 GPUs = 0.786
+  EXPECT_NEAR(d(main.rows()[2][12]), 4 * 35.0 / 3600, 1e-12);
+  const auto& be = find(tables, "Break-even");
+  // E'(2) = 110/120 = 0.917, E'(4) = 0.786: rule (a) gives 2.
+  EXPECT_EQ(i(be.rows()[0][2]), 2);
+  const auto& runs = find(tables, "Runs");
+  EXPECT_EQ(runs.rows().size(), 6u);
+  const auto& cmp = find(tables, "Configurations compared");
+  ASSERT_EQ(cmp.rows().size(), 3u);
+  for (const auto& row : cmp.rows()) {
+    EXPECT_NEAR(d(row[9]), 0.9, 1e-9);
+    EXPECT_EQ(s(row[14]), "yes");
+  }
+}
+
+TEST(ScalingReport, ThroughputIsConvertedToTime) {
+  const auto tables = scaling_report(make_sweep(true), {});
+  const auto& main = find(tables, "Scaling of regex");
+  EXPECT_NEAR(d(main.rows()[0][3]), 0.110, 1e-9);  // 1 / (1000/110)
+  EXPECT_NEAR(d(main.rows()[1][6]), 110.0 / 60, 1e-9);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(main.rows()[0][12])) << "no GPU-hours for a non-time metric";
+}
+
+TEST(ScalingReport, PredictionAndCompareOptions) {
+  ScalingReportOptions o;
+  o.predict = {8, 16};
+  o.compare = Variable::parse("pin=1,0");
+  const auto tables = scaling_report(make_sweep(), o);
+  const auto& pred = find(tables, "Prediction");
+  // Two configurations x two models x two GPU counts.
+  ASSERT_EQ(pred.rows().size(), 8u);
+  // pin=0, Amdahl: T(8) = 100/8 + 10 exactly (the data follow Amdahl's law).
+  EXPECT_EQ(s(pred.rows()[0][1]), "amdahl");
+  EXPECT_NEAR(d(pred.rows()[0][3]), 22.5, 0.2);
+  const auto& cmp = find(tables, "Configurations compared");
+  EXPECT_EQ(s(cmp.rows()[0][1]), "1");
+  EXPECT_NEAR(d(cmp.rows()[0][9]), 1 / 0.9, 1e-9);
+  o.compare = Variable::parse("color=red,blue");
+  EXPECT_THROW(scaling_report(make_sweep(), o), Error);
+}
+
+TEST(ScalingReport, AllFailedIsAClearError) {
+  auto sweep = make_sweep();
+  for (auto& r : sweep.runs) {
+    r.status = RunStatus::kFailed;
+    r.metrics.clear();
+  }
+  sweep.runs[0].status = RunStatus::kTimeout;
+  try {
+    scaling_report(sweep, {});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no run of the sweep has the metric 'wall_s'"));
+    EXPECT_THAT(e.what(), HasSubstr("17 failed, 1 timeout"));
+    EXPECT_THAT(e.what(), HasSubstr("/tmp/x.db.runs"));
+  }
+  // Only one configuration failing: the other is reported, the failure noted.
+  sweep = make_sweep();
+  for (auto& r : sweep.runs)
+    if (r.config[0].second == "1") r.status = RunStatus::kCrashed;
+  const auto tables = scaling_report(sweep, {});
+  const auto& main = find(tables, "Scaling of wall_s");
+  EXPECT_EQ(main.rows().size(), 3u);
+}
+
+}  // namespace
+}  // namespace scalescope::sweep
