@@ -335,7 +335,8 @@ def build_optimizer(args, model, total_steps, global_batch):
     else:
         lr = args.lr if args.lr is not None else 2e-3
         opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=args.weight_decay)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(total_steps, 2), pct_start=0.25)
+    # At least 20 schedule steps: OneCycleLR divides by zero on a warm-up phase of 0 steps.
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(total_steps, 20), pct_start=0.25)
     return opt, sched, lr
 
 
@@ -343,6 +344,9 @@ def evaluate(args, model, images, labels, dist_info):
     """Test accuracy over the whole test set: each rank predicts a strided share
     (no padding, no duplicates), and the (index, prediction) pairs of all ranks
     are gathered so the accuracy counts each test image exactly once."""
+    # The inner module: a DDP forward is a collective (buffer broadcast), and the
+    # ranks may run different numbers of evaluation batches.
+    model = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
     model.eval()
     n = images.shape[0]
     mine = torch.arange(dist_info.rank, n, dist_info.world_size)

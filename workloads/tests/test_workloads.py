@@ -226,8 +226,11 @@ class ImageDataTest(unittest.TestCase):
             self.assertTrue(torch.allclose(xc, xg, atol=1e-5))
 
     def test_option_validation(self):
-        with self.assertRaises(SystemExit):
+        import contextlib
+        import io
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
             self.m.parse_args(["--image-size", "600"])
+        self.assertIn("--image-size 600 is outside 32..500", err.getvalue())
         args = self.m.parse_args(["--pin-memory", "--channels-last", "off", "--steps", "20"])
         self.assertTrue(args.pin_memory)
         self.assertFalse(args.channels_last)
@@ -257,6 +260,27 @@ class EndToEndTest(unittest.TestCase):
         self.assertTrue(0.0 <= float(s["test_accuracy"]) <= 1.0)
         self.assertRegex(proc.stdout, r':::MLLOG \{.*"key": "run_start"')
         self.assertRegex(proc.stdout, r':::MLLOG \{.*"key": "run_stop".*"status": "success"')
+
+    def test_image_ddp_two_ranks_gather_every_test_image_once(self):
+        # 513 test images: one rank evaluates 257, the other 256 (a different
+        # number of batches); the gathered accuracy must count each image once.
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2")
+        argv = [sys.executable, "image_ddp.py", "--device", "cpu", "--synthetic", "--image-size", "32",
+                "--max-train-samples", "128", "--max-test-samples", "513", "--batch-size", "16", "--steps", "3",
+                "--warmup-steps", "1", "--workers", "0", "--eval", "--loader", "gpu"]
+        procs = [subprocess.Popen(argv, cwd=kWorkloads, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        for p, (_, err) in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, err[-3000:])
+        s = summary(outs[0][0])
+        self.assertEqual(s["world_size"], "2")
+        self.assertEqual(s["global_batch"], "32")
+        self.assertNotIn("scalescope_result", outs[1][0])  # rank 0 reports for the job
 
     def test_image_ddp_bad_data_dir_is_one_line(self):
         proc = self.run_workload(["image_ddp.py", "--device", "cpu", "--data-dir", "/nonexistent", "--steps", "3",
