@@ -1,0 +1,613 @@
+// libscalescope-collector.so: loaded into every CUDA process through
+// CUDA_INJECTION64_PATH (and NVTX_INJECTION64_PATH). CUPTI fills buffers from
+// a fixed pool; one encoder thread decodes them into columnar batches and
+// appends them about once a second to <run dir>/<host>-<pid>.sstrace.
+//
+// It must never harm the job: every failure is one warning line on stderr and
+// the job runs on untraced; a forked child makes no CUDA or CUPTI call; exit
+// waits are bounded.
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cupti.h>
+#include <generated_nvtx_meta.h>
+#include <nlohmann/json.hpp>
+
+#include "collect/buffer_pool.hpp"
+#include "collect/collector_options.hpp"
+#include "collect/cupti_decoder.hpp"
+#include "collect/host_facts.hpp"
+#include "collect/nvml_sampler.hpp"
+#include "collect/trace_sink.hpp"
+#include "scalescope_version.hpp"
+#include "trace/error.hpp"
+#include "trace/trace_file.hpp"
+
+#define SCALESCOPE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace scalescope::collect {
+namespace {
+
+constexpr size_t kBufferBytes = size_t{2} << 20;  // CUPTI's buffers: 2 MiB each
+constexpr auto kFlushPeriod = std::chrono::milliseconds(1000);
+constexpr auto kExitWait = std::chrono::seconds(10);
+constexpr size_t kMaxBatchRows = size_t{1} << 20;
+
+// Set in a forked child (pthread_atfork): from then on nothing here touches
+// CUDA, CUPTI, threads or files.
+std::atomic<bool> g_in_child{false};
+std::atomic<int> g_pending_signal{0};
+
+void warn(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void warn(const char* format, ...) {
+  char line[1024];
+  int n = std::snprintf(line, sizeof(line), "scalescope: warning: ");
+  va_list args;
+  va_start(args, format);
+  int m = std::vsnprintf(line + n, sizeof(line) - static_cast<size_t>(n) - 2, format, args);
+  va_end(args);
+  size_t len = std::min(sizeof(line) - 2, static_cast<size_t>(n) + static_cast<size_t>(std::max(m, 0)));
+  line[len] = '\n';
+  [[maybe_unused]] auto w = ::write(2, line, len + 1);  // one write: lines of ranks do not interleave
+}
+
+std::string cupti_error(CUptiResult r) {
+  const char* s = nullptr;
+  if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) return "CUPTI error " + std::to_string(static_cast<int>(r));
+  return s;
+}
+
+int64_t unix_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+trace::Timestamp cupti_now() {
+  uint64_t t = 0;
+  if (cuptiGetTimestamp(&t) != CUPTI_SUCCESS) return 0;
+  return static_cast<trace::Timestamp>(t);
+}
+
+uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+class Collector {
+ public:
+  explicit Collector(CollectorOptions options) : options_(std::move(options)) {}
+  bool start();
+  void finish(const char* why);  // flush, write, close; bounded
+  void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  void buffer_requested(uint8_t** buffer, size_t* size);
+  void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t valid);
+
+ private:
+  void enable_tracing();
+  void disable_tracing();
+  void encoder_loop();
+  void flush_batch();
+  void write_sidecar(const std::string& status);
+  void select_default_apis();
+
+  CollectorOptions options_;
+  trace::Metadata meta_;
+  trace::StringTable strings_;
+  trace::ProblemCounts problems_;
+  std::unique_ptr<CuptiDecoder> decoder_;
+  std::unique_ptr<TraceSink> sink_;
+  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<NvmlSampler> nvml_;
+  std::filesystem::path trace_path_, sidecar_path_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<CUpti_CallbackId> runtime_cbids_, driver_cbids_;
+
+  std::mutex enable_mutex_;
+  bool tracing_ = false;
+  bool window_done_ = false;
+  std::chrono::steady_clock::time_point init_time_, window_start_;
+
+  trace::Trace batch_;
+  std::chrono::steady_clock::time_point last_flush_;
+  uint64_t records_discarded_ = 0;
+  std::atomic<uint64_t> cupti_dropped_{0};
+  std::atomic<uint64_t> encoder_cpu_ns_{0};
+  std::atomic<bool> stop_{false};
+  std::thread encoder_;
+  std::mutex done_mutex_;
+  std::condition_variable done_cv_;
+  bool encoder_done_ = false;
+  std::atomic<bool> finished_{false};
+  uint64_t nvtx_capture_id_ = 0;
+};
+
+Collector* g_collector = nullptr;
+
+void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *max_records = 0;
+  if (g_in_child.load() || !g_collector) {
+    *buffer = nullptr;
+    *size = 0;
+    return;
+  }
+  g_collector->buffer_requested(buffer, size);
+}
+
+void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  if (g_in_child.load() || !g_collector || !buffer) return;
+  g_collector->buffer_completed(ctx, stream, buffer, valid);
+}
+
+void CUPTIAPI on_cupti_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (g_in_child.load() || !g_collector) return;
+  g_collector->on_callback(domain, cbid, data);
+}
+
+void on_fork_child() { g_in_child.store(true); }
+
+// Registered when the library loads, before any CUDA work, so that every
+// child forked afterwards (DataLoader workers) is marked.
+__attribute__((constructor)) void register_fork_handler() { pthread_atfork(nullptr, nullptr, on_fork_child); }
+
+void on_exit() {
+  if (g_in_child.load() || !g_collector) return;
+  g_collector->finish("exit");
+}
+
+void on_signal(int sig) {
+  // Async-signal-safe: only note it; the encoder thread finishes the trace
+  // and then re-raises the signal with its default action.
+  g_pending_signal.store(sig);
+}
+
+void Collector::buffer_requested(uint8_t** buffer, size_t* size) {
+  uint8_t* b = pool_->acquire();  // never waits: no buffer means CUPTI drops and counts
+  *buffer = b;
+  *size = b ? pool_->buffer_bytes() : 0;
+}
+
+void Collector::buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t valid) {
+  size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)
+    cupti_dropped_.fetch_add(dropped);
+  pool_->complete(buffer, valid);
+}
+
+void Collector::select_default_apis() {
+  auto scan = [](CUpti_CallbackDomain domain, trace::ApiDomain ours, uint32_t size, std::vector<CUpti_CallbackId>& out) {
+    for (uint32_t cbid = 1; cbid < size; ++cbid) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name && is_default_api(ours, name))
+        out.push_back(cbid);
+    }
+  };
+  scan(CUPTI_CB_DOMAIN_RUNTIME_API, trace::ApiDomain::kRuntime, CUPTI_RUNTIME_TRACE_CBID_SIZE, runtime_cbids_);
+  scan(CUPTI_CB_DOMAIN_DRIVER_API, trace::ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_SIZE, driver_cbids_);
+}
+
+void Collector::enable_tracing() {
+  std::lock_guard lock(enable_mutex_);
+  if (tracing_ || window_done_) return;
+  // Never CUPTI_ACTIVITY_KIND_KERNEL: it serialises kernels.
+  CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) {
+    warn("CUPTI kernel tracing unavailable (%s; another profiler such as nsys or torch.profiler, or an "
+         "unsupported GPU); the job runs untraced",
+         cupti_error(r).c_str());
+    problems_.add(trace::Problem::kCuptiError);
+    window_done_ = true;
+    return;
+  }
+  for (auto kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
+                    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MARKER})
+    if (cuptiActivityEnable(kind) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
+  if (options_.api == ApiMode::kAll) {
+    if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
+    if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
+  } else if (options_.api == ApiMode::kDefault) {
+    // Per callback id: recording every API call is what makes naive collectors slow.
+    for (auto cbid : runtime_cbids_)
+      if (cuptiActivityEnableRuntimeApi(cbid, 1) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
+    for (auto cbid : driver_cbids_)
+      if (cuptiActivityEnableDriverApi(cbid, 1) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
+  }
+  tracing_ = true;
+  window_start_ = std::chrono::steady_clock::now();
+}
+
+void Collector::disable_tracing() {
+  std::lock_guard lock(enable_mutex_);
+  if (!tracing_) return;
+  for (auto kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
+                    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MARKER})
+    cuptiActivityDisable(kind);
+  if (options_.api == ApiMode::kAll) {
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+  } else if (options_.api == ApiMode::kDefault) {
+    for (auto cbid : runtime_cbids_) cuptiActivityEnableRuntimeApi(cbid, 0);
+    for (auto cbid : driver_cbids_) cuptiActivityEnableDriverApi(cbid, 0);
+  }
+  tracing_ = false;
+}
+
+// Capture ranges: NVTX push/pop or start/end of the named range, or
+// cudaProfilerStart/Stop, open and close the window (every occurrence).
+void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    thread_local int depth = -1;  // push depth inside the capture range on this thread, -1 outside
+    const auto* nvtx = static_cast<const CUpti_NvtxData*>(data);
+    auto attrib_text = [](const nvtxEventAttributes_t* a) -> const char* {
+      return a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : nullptr;
+    };
+    const char* text = nullptr;
+    switch (cbid) {
+      case CUPTI_CBID_NVTX_nvtxRangePushA:
+      case CUPTI_CBID_NVTX_nvtxRangeStartA:
+        text = static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message;
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangePushEx:
+      case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+        text = attrib_text(static_cast<const nvtxRangePushEx_params*>(nvtx->functionParams)->eventAttrib);
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+      case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+        text = attrib_text(static_cast<const nvtxDomainRangePushEx_params*>(nvtx->functionParams)->core.eventAttrib);
+        break;
+      default: break;
+    }
+    bool matches = text && options_.capture_name == text;
+    switch (cbid) {
+      case CUPTI_CBID_NVTX_nvtxRangePushA:
+      case CUPTI_CBID_NVTX_nvtxRangePushEx:
+      case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+        if (depth >= 0) {
+          ++depth;
+        } else if (matches) {
+          depth = 0;
+          enable_tracing();
+        }
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangePop:
+      case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+        if (depth == 0) disable_tracing();
+        if (depth >= 0) --depth;
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangeStartA:
+      case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+      case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+        if (matches && nvtx->functionReturnValue) {
+          nvtx_capture_id_ = *static_cast<const nvtxRangeId_t*>(nvtx->functionReturnValue);
+          enable_tracing();
+        }
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangeEnd:
+        if (nvtx_capture_id_ && static_cast<const nvtxRangeEnd_params*>(nvtx->functionParams)->id == nvtx_capture_id_) {
+          nvtx_capture_id_ = 0;
+          disable_tracing();
+        }
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+        if (nvtx_capture_id_ &&
+            static_cast<const nvtxDomainRangeEnd_params*>(nvtx->functionParams)->core.id == nvtx_capture_id_) {
+          nvtx_capture_id_ = 0;
+          disable_tracing();
+        }
+        break;
+      default: break;
+    }
+    return;
+  }
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
+                 (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+    if (start && cb->callbackSite == CUPTI_API_ENTER) enable_tracing();
+    if (!start && cb->callbackSite == CUPTI_API_EXIT) disable_tracing();
+  }
+}
+
+bool Collector::start() {
+  init_time_ = std::chrono::steady_clock::now();
+  meta_.source = "collector";
+  meta_.producer_version = std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")";
+  Environment env = current_environment();
+  fill_host_facts(meta_, env);
+  meta_.clock.push_back({cupti_now(), unix_now_ns()});
+  meta_.extra["api"] = std::string(to_string(options_.api));
+  meta_.extra["capture_range"] = format_capture_range(options_);
+  meta_.extra["delay_s"] = std::to_string(options_.delay_s);
+  meta_.extra["duration_s"] = std::to_string(options_.duration_s);
+  meta_.extra["buffer_mb"] = std::to_string(options_.buffer_mb);
+  if (options_.discard) meta_.extra["discard"] = "1";
+
+  std::string stem = meta_.hostname + "-" + std::to_string(meta_.pid);
+  trace_path_ = std::filesystem::path(options_.run_dir) / (stem + std::string(trace::kTraceFileExtension));
+  sidecar_path_ = std::filesystem::path(options_.run_dir) / (stem + ".json");
+  std::string error;
+  if (!options_.discard) {
+    sink_ = TraceSink::open(trace_path_, meta_, [](const std::string& line) { warn("%s", line.c_str()); }, &error);
+    if (!sink_) {
+      warn("cannot write trace %s (%s); the job runs untraced", trace_path_.c_str(), error.c_str());
+      return false;
+    }
+  }
+
+  CUptiResult r = cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(on_cupti_callback), nullptr);
+  if (r != CUPTI_SUCCESS) {
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+      warn("another profiler (nsys, torch.profiler, ...) already uses CUPTI in pid %u; the job runs untraced", meta_.pid);
+    else
+      warn("cannot start CUPTI (%s); the job runs untraced", cupti_error(r).c_str());
+    write_sidecar("untraced: " + cupti_error(r));
+    if (sink_) sink_->finish(meta_, problems_);
+    return false;
+  }
+  size_t count = std::max<size_t>(2, (size_t{options_.buffer_mb} << 20) / kBufferBytes);
+  pool_ = std::make_unique<BufferPool>(kBufferBytes, count);
+  decoder_ = std::make_unique<CuptiDecoder>(strings_, [](trace::ApiDomain d, uint32_t cbid) {
+    const char* name = nullptr;
+    auto domain = d == trace::ApiDomain::kRuntime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+    return cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name ? std::string(name) : std::string();
+  });
+  r = cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    warn("cannot register CUPTI buffers (%s); the job runs untraced", cupti_error(r).c_str());
+    cuptiUnsubscribe(subscriber_);
+    write_sidecar("untraced: " + cupti_error(r));
+    if (sink_) sink_->finish(meta_, problems_);
+    return false;
+  }
+  // CUPTI's worker hands over partly filled buffers every second, so a
+  // SIGKILL loses about the last second.
+  cuptiActivityFlushPeriod(static_cast<uint32_t>(kFlushPeriod.count()));
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONTEXT);
+  if (options_.api == ApiMode::kDefault) select_default_apis();
+
+  if (options_.capture == CaptureRange::kNvtx) {
+    for (auto cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+                      CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxRangeStartA,
+                      CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+                      CUPTI_CBID_NVTX_nvtxRangeEnd, CUPTI_CBID_NVTX_nvtxDomainRangeEnd})
+      cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid);
+  } else if (options_.capture == CaptureRange::kCudaProfilerApi) {
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+  } else if (options_.delay_s <= 0) {
+    enable_tracing();
+  }
+
+  // One NVML sampler per node: local rank 0, or the only process.
+  if (options_.nvml_hz > 0 && meta_.local_rank <= 0) {
+    NvmlApi api;
+    std::string nvml_error;
+    if (api.load("libnvidia-ml.so.1", &nvml_error)) nvml_ = NvmlSampler::create(api, cupti_now, &nvml_error);
+    if (nvml_) {
+      nvml_->start(options_.nvml_hz);
+      meta_.extra["nvml_hz"] = std::to_string(options_.nvml_hz);
+    } else {
+      problems_.add(trace::Problem::kNvmlUnavailable);
+      meta_.extra["nvml"] = nvml_error;
+    }
+  }
+
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction old{};
+    // Only where the job has no handler of its own (Python handles SIGINT).
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO)) {
+      struct sigaction sa{};
+      sa.sa_handler = on_signal;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;
+      sigaction(sig, &sa, nullptr);
+    }
+  }
+  last_flush_ = std::chrono::steady_clock::now();
+  encoder_ = std::thread([this] { encoder_loop(); });
+  return true;
+}
+
+void Collector::flush_batch() {
+  if (nvml_) {
+    std::vector<trace::CounterRecord> counters;
+    nvml_->drain(counters);
+    for (const auto& c : counters) batch_.counters.push(c);
+  }
+  if (sink_) sink_->append(batch_, strings_);
+  batch_ = trace::Trace();  // fresh columns; the string table lives on in strings_
+  last_flush_ = std::chrono::steady_clock::now();
+}
+
+void Collector::encoder_loop() {
+  std::vector<BufferPool::Filled> filled;
+  while (true) {
+    bool stopping = stop_.load();
+    filled.clear();
+    pool_->take_filled(filled, std::chrono::milliseconds(100));
+    for (const auto& f : filled) {
+      if (options_.discard) {
+        ++records_discarded_;  // counts buffers: the floor measurement keeps nothing
+      } else {
+        CUpti_Activity* record = nullptr;
+        while (cuptiActivityGetNextRecord(f.data, f.valid_bytes, &record) == CUPTI_SUCCESS) decoder_->decode(record, batch_);
+      }
+      pool_->release(f.data);
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (!stopping) {
+      double since_init = std::chrono::duration<double>(now - init_time_).count();
+      if (options_.capture == CaptureRange::kNone && options_.delay_s > 0 && since_init >= options_.delay_s)
+        enable_tracing();
+      bool over = false;
+      {
+        std::lock_guard lock(enable_mutex_);
+        over = tracing_ && options_.duration_s > 0 &&
+               std::chrono::duration<double>(now - window_start_).count() >= options_.duration_s;
+      }
+      if (over) {
+        disable_tracing();
+        std::lock_guard lock(enable_mutex_);
+        window_done_ = true;
+        cuptiActivityFlushAll(0);
+      }
+    }
+    if (now - last_flush_ >= kFlushPeriod || batch_.event_count() >= kMaxBatchRows || stopping) flush_batch();
+    encoder_cpu_ns_.store(thread_cpu_ns());
+    if (stopping) break;
+    if (int sig = g_pending_signal.exchange(0)) {
+      // finish() from this thread, then die of the signal as the job would have.
+      std::thread([this, sig] {
+        finish("signal");
+        signal(sig, SIG_DFL);
+        kill(getpid(), sig);
+      }).detach();
+    }
+  }
+  std::lock_guard lock(done_mutex_);
+  encoder_done_ = true;
+  done_cv_.notify_all();
+}
+
+void Collector::finish(const char* why) {
+  if (finished_.exchange(true)) return;
+  if (nvml_) nvml_->stop();
+  disable_tracing();
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  stop_.store(true);
+  pool_->wake();
+  {
+    std::unique_lock lock(done_mutex_);
+    if (!done_cv_.wait_for(lock, kExitWait, [this] { return encoder_done_; })) {
+      warn("trace writer did not finish within %d s at %s; %s may miss its last second", int(kExitWait.count()), why,
+           trace_path_.c_str());
+      encoder_.detach();
+      return;
+    }
+  }
+  encoder_.join();
+  meta_.clock.push_back({cupti_now(), unix_now_ns()});
+  if (auto maps = read_text_file("/proc/self/numa_maps"))
+    meta_.pages_at_end = parse_numa_maps(*maps, static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
+  meta_.devices = decoder_->devices();
+  // PCI bus ids come from the driver the job already loaded (no new CUDA init).
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+    using BusIdFn = int (*)(char*, int, int);
+    if (auto fn = reinterpret_cast<BusIdFn>(dlsym(cuda, "cuDeviceGetPCIBusId")))
+      for (auto& d : meta_.devices) {
+        char bus[64] = {};
+        if (fn(bus, sizeof(bus), static_cast<int>(d.id)) == 0) {
+          d.pci_bus_id = normalize_pci_bus_id(bus);
+          d.numa_node = read_pci_numa_node(d.pci_bus_id);
+        }
+      }
+    dlclose(cuda);
+  }
+  if (cupti_dropped_.load() > 0) problems_.add(trace::Problem::kDroppedRecords, cupti_dropped_.load());
+  if (decoder_->unmatched_range_ends() > 0)
+    problems_.add(trace::Problem::kMalformedEvent, decoder_->unmatched_range_ends());
+  uint64_t cpu = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
+  meta_.extra["collector_cpu_ns"] = std::to_string(cpu);
+  meta_.extra["cupti_dropped_records"] = std::to_string(cupti_dropped_.load());
+  meta_.extra["buffer_pool_exhausted"] = std::to_string(pool_->acquire_failures());
+  if (sink_) sink_->finish(meta_, problems_);
+  write_sidecar(sink_ && sink_->events_lost() > 0 ? "write errors" : "ok");
+}
+
+void Collector::write_sidecar(const std::string& status) {
+  // What `scalescope profile` summarises in run.json without reading traces.
+  nlohmann::json j;
+  j["pid"] = meta_.pid;
+  j["hostname"] = meta_.hostname;
+  j["rank"] = meta_.rank;
+  j["local_rank"] = meta_.local_rank;
+  j["world_size"] = meta_.world_size;
+  j["launcher"] = meta_.launcher;
+  j["command_line"] = meta_.command_line;
+  j["status"] = status;
+  j["trace_file"] = sink_ ? trace_path_.filename().string() : "";
+  j["events_written"] = sink_ ? sink_->events_written() : 0;
+  j["events_lost_on_write"] = sink_ ? sink_->events_lost() : 0;
+  j["cupti_dropped_records"] = cupti_dropped_.load();
+  j["buffer_pool_exhausted"] = pool_ ? pool_->acquire_failures() : 0;
+  j["buffers_discarded"] = records_discarded_;
+  j["bytes_written"] = sink_ ? sink_->bytes_written() : 0;
+  j["collector_cpu_ns"] = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
+  j["nvml"] = nvml_ != nullptr;
+  j["devices"] = meta_.devices.size();
+  std::error_code ec;
+  auto tmp = sidecar_path_;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(1) << '\n';
+    if (!out) return;  // no space: the trace itself still has everything
+  }
+  std::filesystem::rename(tmp, sidecar_path_, ec);
+}
+
+}  // namespace
+}  // namespace scalescope::collect
+
+// CUDA calls this once per process during cuInit (CUDA_INJECTION64_PATH).
+SCALESCOPE_EXPORT int InitializeInjection(void) {
+  using namespace scalescope::collect;
+  static std::atomic<bool> initialised{false};
+  if (g_in_child.load() || initialised.exchange(true)) return 1;
+  try {
+    CollectorOptions options = parse_collector_options(current_environment());
+    if (options.run_dir.empty()) {
+      warn("SCALESCOPE_RUN_DIR is not set (run the job under `scalescope profile`); the job runs untraced");
+      return 1;
+    }
+    auto* collector = new Collector(std::move(options));  // lives until exit: callbacks may come late
+    g_collector = collector;
+    if (!collector->start()) {
+      g_collector = nullptr;
+      return 1;
+    }
+    std::atexit(on_exit);
+  } catch (const scalescope::Error& e) {
+    warn("%s; the job runs untraced", e.what());
+    g_collector = nullptr;
+  } catch (const std::exception& e) {
+    warn("collector failed to start (%s); the job runs untraced", e.what());
+    g_collector = nullptr;
+  }
+  return 1;
+}
+
+// NVTX calls this when NVTX_INJECTION64_PATH names this library: hand NVTX to
+// CUPTI's own implementation, which turns ranges into MARKER records and
+// NVTX callbacks (used for --capture-range nvtx:NAME).
+SCALESCOPE_EXPORT int InitializeInjectionNvtx2(const void* get_export_table) {
+  if (scalescope::collect::g_in_child.load()) return 0;
+  void* cupti = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cupti) cupti = dlopen("libcupti.so", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cupti) return 0;
+  using Init = int (*)(const void*);
+  auto init = reinterpret_cast<Init>(dlsym(cupti, "InitializeInjectionNvtx2"));
+  return init ? init(get_export_table) : 0;
+}

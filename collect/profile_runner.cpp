@@ -1,0 +1,320 @@
+#include "collect/profile_runner.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <ostream>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "scalescope_version.hpp"
+#include "trace/error.hpp"
+
+extern char** environ;
+
+namespace scalescope::collect {
+namespace {
+
+namespace fs = std::filesystem;
+
+int64_t unix_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+std::string iso_time(int64_t unix_ns) {
+  time_t s = static_cast<time_t>(unix_ns / 1000000000);
+  tm utc{};
+  gmtime_r(&s, &utc);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &utc);
+  return fmt::format("{}.{:03d}Z", buf, static_cast<int>((unix_ns / 1000000) % 1000));
+}
+
+void write_json_atomically(const fs::path& path, const nlohmann::json& j) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << '\n';
+    if (!out) fail("cannot write {}: {}", tmp.string(), std::strerror(errno));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) fail("cannot write {}: {}", path.string(), ec.message());
+}
+
+nlohmann::json host_json() {
+  nlohmann::json h;
+  h["hostname"] = read_hostname();
+  h["cpus_allowed"] = format_cpu_list(read_cpu_affinity());
+  h["memory_policy"] = read_memory_policy();
+  auto nodes = read_cpu_numa_nodes();
+  std::map<int32_t, std::vector<uint32_t>> cpus_of_node;
+  for (uint32_t c = 0; c < nodes.size(); ++c)
+    if (nodes[c] >= 0) cpus_of_node[nodes[c]].push_back(c);
+  nlohmann::json numa = nlohmann::json::array();
+  for (auto& [node, cpus] : cpus_of_node) numa.push_back({{"node", node}, {"cpus", format_cpu_list(cpus)}});
+  h["numa_nodes"] = numa;
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : read_pci_gpus())
+    gpus.push_back({{"pci_bus_id", g.bus_id}, {"pci_device_id", fmt::format("0x{:04x}", g.device_id)}, {"numa_node", g.numa_node}});
+  h["gpus"] = gpus;
+  return h;
+}
+
+nlohmann::json options_json(const CollectorOptions& o) {
+  return {{"api", std::string(to_string(o.api))}, {"delay_s", o.delay_s},          {"duration_s", o.duration_s},
+          {"capture_range", format_capture_range(o)}, {"nvml_hz", o.nvml_hz}, {"buffer_mb", o.buffer_mb},
+          {"discard", o.discard}};
+}
+
+// CUPTI's directory when the collector cannot find libcupti by itself (its
+// RUNPATH covers /usr/local/cuda). Only then is LD_LIBRARY_PATH touched:
+// prepending a toolkit directory would change which CUDA libraries the job loads.
+std::string cupti_dir_if_needed(const std::string& collector) {
+  if (void* h = dlopen(collector.c_str(), RTLD_LAZY | RTLD_LOCAL)) {
+    dlclose(h);
+    return {};
+  }
+  std::vector<std::string> roots;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"})
+    if (const char* v = std::getenv(var); v && *v) roots.emplace_back(v);
+  roots.emplace_back("/usr/local/cuda");
+  for (const auto& root : roots)
+    for (const char* sub : {"/extras/CUPTI/lib64", "/lib64", "/targets/x86_64-linux/lib"}) {
+      std::error_code ec;
+      if (fs::exists(root + sub + "/libcupti.so.13", ec)) return root + sub;
+    }
+  return {};
+}
+
+}  // namespace
+
+fs::path prepare_run_dir(const std::string& output, bool force) {
+  if (output.empty()) fail("profile: -o NAME is required");
+  fs::path dir = output;
+  if (dir.extension() != ".ssrun") dir += ".ssrun";
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) fail("{} exists and is not a run directory", dir.string());
+    if (!fs::is_empty(dir, ec) && !force)
+      fail("{} already exists and is not empty; use --force to write into it or choose another -o", dir.string());
+    if (force) {
+      // Old traces would mix with the new run's: remove what a run writes.
+      for (const auto& e : fs::directory_iterator(dir, ec)) {
+        auto ext = e.path().extension();
+        if (ext == ".sstrace" || ext == ".json" || ext == ".tmp") fs::remove(e.path(), ec);
+      }
+    }
+  } else if (!fs::create_directories(dir, ec) || ec) {
+    fail("cannot create {}: {}", dir.string(), ec ? ec.message() : "unknown error");
+  }
+  if (access(dir.c_str(), W_OK) != 0) fail("cannot write into {}: {}", dir.string(), std::strerror(errno));
+  return fs::absolute(dir);
+}
+
+std::string find_collector(const fs::path& self_exe) {
+  if (const char* v = std::getenv("SCALESCOPE_COLLECTOR"); v && *v) {
+    if (!fs::exists(v)) fail("SCALESCOPE_COLLECTOR={} does not exist", v);
+    return fs::absolute(v).string();
+  }
+  fs::path dir = self_exe.parent_path();
+  const char* name = "libscalescope-collector.so";
+  for (const fs::path& candidate : {dir / ".." / "collect" / name, dir / ".." / "lib" / name, dir / name}) {
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) return fs::weakly_canonical(candidate, ec).string();
+  }
+  fail("cannot find {} beside {} (looked in ../collect, ../lib and the same folder); set SCALESCOPE_COLLECTOR",
+       name, self_exe.string());
+}
+
+std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std::vector<std::string>* incomplete) {
+  std::vector<ProcessSummary> out;
+  std::set<std::string> summarised;
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(run_dir, ec)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& p : files) {
+    if (p.extension() != ".json" || p.filename() == "run.json") continue;
+    std::ifstream in(p);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;  // a torn summary: the trace still counts below
+    ProcessSummary s;
+    s.pid = j.value("pid", 0u);
+    s.hostname = j.value("hostname", "");
+    s.status = j.value("status", "");
+    s.trace_file = j.value("trace_file", "");
+    s.rank = j.value("rank", -1);
+    s.local_rank = j.value("local_rank", -1);
+    s.events = j.value("events_written", uint64_t{0});
+    s.dropped = j.value("cupti_dropped_records", uint64_t{0}) + j.value("events_lost_on_write", uint64_t{0});
+    s.bytes = j.value("bytes_written", uint64_t{0});
+    s.collector_cpu_ns = j.value("collector_cpu_ns", uint64_t{0});
+    summarised.insert(p.stem().string());
+    out.push_back(std::move(s));
+  }
+  if (incomplete)
+    for (const auto& p : files)
+      if (p.extension() == ".sstrace" && !summarised.count(p.stem().string())) incomplete->push_back(p.filename().string());
+  return out;
+}
+
+ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
+  if (options.command.empty()) fail("profile: no command given (usage: scalescope profile -o NAME -- CMD ...)");
+  std::string collector = options.collector_path.empty() ? find_collector(fs::read_symlink("/proc/self/exe"))
+                                                         : options.collector_path;
+  if (!fs::exists(collector)) fail("collector library {} does not exist", collector);
+  ProfileResult result;
+  result.run_dir = prepare_run_dir(options.output, options.force);
+  CollectorOptions co = options.collector;
+  co.run_dir = result.run_dir.string();
+
+  // The job's environment: ours plus the collector's.
+  Environment env = current_environment();
+  for (auto& [k, v] : to_environment(co)) env[k] = v;
+  env["CUDA_INJECTION64_PATH"] = collector;
+  env["NVTX_INJECTION64_PATH"] = collector;
+  if (std::string dir = cupti_dir_if_needed(collector); !dir.empty()) {
+    auto it = env.find("LD_LIBRARY_PATH");
+    env["LD_LIBRARY_PATH"] = it == env.end() || it->second.empty() ? dir : dir + ":" + it->second;
+  }
+  std::vector<std::string> env_strings;
+  for (auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = options.command;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  std::string command_line;
+  for (const auto& a : options.command) command_line += (command_line.empty() ? "" : " ") + a;
+  nlohmann::json run;
+  run["scalescope_version"] = std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")";
+  run["collector"] = collector;
+  run["command"] = options.command;
+  run["command_line"] = command_line;
+  run["cwd"] = fs::current_path().string();
+  int64_t start_ns = unix_now_ns();
+  run["start"] = iso_time(start_ns);
+  run["start_unix_ns"] = start_ns;
+  run["end"] = nullptr;
+  run["exit_code"] = nullptr;
+  run["options"] = options_json(co);
+  run["host"] = host_json();
+  fs::path run_json = result.run_dir / "run.json";
+  write_json_atomically(run_json, run);  // a killed `profile` still leaves what was known
+
+  // Signals arrive through sigwaitinfo, so none is lost between fork and wait.
+  sigset_t wanted, old;
+  sigemptyset(&wanted);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&wanted, s);
+  sigprocmask(SIG_BLOCK, &wanted, &old);
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) fail("profile: pipe failed: {}", std::strerror(errno));
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t child = fork();
+  if (child < 0) {
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    fail("profile: cannot fork: {}", std::strerror(errno));
+  }
+  if (child == 0) {
+    setpgid(0, 0);  // its own group: signals reach torchrun and every rank
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    close(exec_pipe[0]);
+    execvpe(argv[0], argv.data(), envp.data());
+    int e = errno;
+    [[maybe_unused]] auto w = write(exec_pipe[1], &e, sizeof(e));
+    _exit(127);
+  }
+  setpgid(child, child);  // also here: whichever runs first
+  close(exec_pipe[1]);
+  int exec_errno = 0;
+  ssize_t got = read(exec_pipe[0], &exec_errno, sizeof(exec_errno));
+  close(exec_pipe[0]);
+
+  int status = 0;
+  std::vector<int> forwarded;
+  while (true) {
+    pid_t done = waitpid(child, &status, WNOHANG);
+    if (done == child) break;
+    siginfo_t info{};
+    timespec tick{0, 200000000};  // re-check the child even if SIGCHLD was coalesced
+    int sig = sigtimedwait(&wanted, &info, &tick);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      forwarded.push_back(sig);
+      if (kill(-child, sig) != 0) kill(child, sig);
+    }
+  }
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (got == sizeof(exec_errno)) {
+    run["end"] = iso_time(unix_now_ns());
+    run["exit_code"] = 127;
+    run["error"] = fmt::format("cannot run '{}': {}", options.command[0], std::strerror(exec_errno));
+    write_json_atomically(run_json, run);
+    fail("cannot run '{}': {}", options.command[0], std::strerror(exec_errno));
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+
+  result.processes = read_process_summaries(result.run_dir, &result.incomplete);
+  int64_t end_ns = unix_now_ns();
+  run["end"] = iso_time(end_ns);
+  run["end_unix_ns"] = end_ns;
+  run["duration_s"] = result.duration_s;
+  run["exit_code"] = result.exit_code;
+  if (WIFSIGNALED(status)) run["signal"] = WTERMSIG(status);
+  run["forwarded_signals"] = forwarded;
+  nlohmann::json procs = nlohmann::json::array();
+  uint64_t events = 0, dropped = 0, bytes = 0;
+  std::set<int32_t> ranks;
+  for (const auto& p : result.processes) {
+    procs.push_back({{"pid", p.pid}, {"hostname", p.hostname}, {"rank", p.rank}, {"local_rank", p.local_rank},
+                     {"status", p.status}, {"trace_file", p.trace_file}, {"events", p.events},
+                     {"dropped_records", p.dropped}, {"bytes_written", p.bytes},
+                     {"collector_cpu_ns", p.collector_cpu_ns}});
+    events += p.events;
+    dropped += p.dropped;
+    bytes += p.bytes;
+    if (p.rank >= 0) ranks.insert(p.rank);
+  }
+  run["processes"] = procs;
+  run["incomplete_traces"] = result.incomplete;
+  run["events"] = events;
+  run["dropped_records"] = dropped;
+  run["trace_bytes"] = bytes;
+  write_json_atomically(run_json, run);
+
+  size_t traced = 0;
+  for (const auto& p : result.processes) traced += p.trace_file.empty() ? 0 : 1;
+  std::string rank_text;
+  if (!ranks.empty()) rank_text = fmt::format(", ranks {}-{} ({} distinct)", *ranks.begin(), *ranks.rbegin(), ranks.size());
+  log << fmt::format("scalescope: {} process{} traced{}, {} events, {} dropped, {:.1f} s, exit code {}\n", traced,
+                     traced == 1 ? "" : "es", rank_text, events, dropped, result.duration_s, result.exit_code);
+  for (const auto& p : result.processes)
+    if (p.status != "ok") log << fmt::format("scalescope: pid {} on {}: {}\n", p.pid, p.hostname, p.status);
+  if (!result.incomplete.empty())
+    log << fmt::format("scalescope: {} trace(s) without a summary (process killed?): complete chunks are kept\n",
+                       result.incomplete.size());
+  if (traced == 0 && result.incomplete.empty())
+    log << "scalescope: no CUDA process was traced (did the command use the GPU?)\n";
+  fs::path shown = options.output;  // as the user named it, not the absolute path
+  if (shown.extension() != ".ssrun") shown += ".ssrun";
+  log << fmt::format("next: scalescope analyze {}\n", shown.string());
+  return result;
+}
+
+}  // namespace scalescope::collect

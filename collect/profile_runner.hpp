@@ -1,0 +1,60 @@
+#pragma once
+// `scalescope profile`: creates NAME.ssrun/, sets the environment that loads
+// the collector into every CUDA process of the job (children and torchrun
+// ranks inherit it), runs the command in its own process group, forwards
+// SIGINT/SIGTERM/SIGHUP to that group, and writes run.json (at start, and
+// again complete at the end) with the per-process summaries the collectors
+// leave beside their traces.
+//
+//   ProfileOptions o;  o.output = "myrun";  o.command = {"torchrun", ...};
+//   ProfileResult r = run_profile(o, std::cerr);  // r.exit_code is the job's
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "collect/collector_options.hpp"
+
+namespace scalescope::collect {
+
+struct ProfileOptions {
+  std::string output;                 // NAME or NAME.ssrun
+  CollectorOptions collector;         // run_dir is filled in by run_profile
+  bool force = false;                 // reuse a non-empty NAME.ssrun
+  std::vector<std::string> command;   // the job
+  std::string collector_path;         // empty: find_collector()
+};
+
+struct ProcessSummary {
+  uint32_t pid = 0;
+  std::string hostname, status, trace_file;
+  int32_t rank = -1, local_rank = -1;
+  uint64_t events = 0, dropped = 0, bytes = 0, collector_cpu_ns = 0;
+};
+
+struct ProfileResult {
+  int exit_code = 0;          // the job's, or 128 + signal
+  std::filesystem::path run_dir;
+  std::vector<ProcessSummary> processes;
+  std::vector<std::string> incomplete;  // traces without a summary (killed?)
+  double duration_s = 0;
+};
+
+// NAME -> NAME.ssrun; Error when it exists, is not empty and !force, or
+// cannot be created.
+std::filesystem::path prepare_run_dir(const std::string& output, bool force);
+
+// The collector library: $SCALESCOPE_COLLECTOR, else beside the running
+// binary's build tree (../collect/) or install prefix (../lib/). Error if none.
+std::string find_collector(const std::filesystem::path& self_exe);
+
+// Reads the <host>-<pid>.json summaries the collectors wrote in run_dir.
+std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& run_dir,
+                                                   std::vector<std::string>* incomplete);
+
+// Runs the whole thing; prints the summary and the next command to `log`.
+ProfileResult run_profile(const ProfileOptions& options, std::ostream& log);
+
+}  // namespace scalescope::collect

@@ -1,0 +1,198 @@
+// `scalescope profile`'s process handling with fake, non-CUDA commands. Each
+// run_profile happens in a forked, single-threaded child, as in the real CLI,
+// so that its signal mask holds for the whole process.
+#include "collect/profile_runner.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "trace/error.hpp"
+
+namespace scalescope::collect {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CollectProfile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("scalescope-profile-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    fake_collector_ = (dir_ / "libfake-collector.so").string();
+    std::ofstream(fake_collector_) << "not loaded: the fake job uses no CUDA";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ProfileOptions options(const std::string& name, const std::string& script) {
+    ProfileOptions o;
+    o.output = (dir_ / name).string();
+    o.collector_path = fake_collector_;
+    o.collector.nvml_hz = 0;
+    o.command = {"/bin/sh", "-c", script};
+    return o;
+  }
+  // Runs run_profile in a child; returns its exit code (the job's) and log.
+  int run_in_child(const ProfileOptions& o, std::string* log = nullptr, pid_t* pid_out = nullptr,
+                   const std::function<void(pid_t)>& while_running = nullptr) {
+    fs::path log_path = dir_ / "profile.log";
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::ofstream out(log_path);
+      try {
+        auto r = run_profile(o, out);
+        out.flush();
+        _exit(r.exit_code);
+      } catch (const Error& e) {
+        out << "error: " << e.what() << "\n";
+        out.flush();
+        _exit(200);
+      }
+    }
+    if (pid_out) *pid_out = pid;
+    if (while_running) while_running(pid);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (log) {
+      std::ifstream in(log_path);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      *log = ss.str();
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  nlohmann::json run_json(const std::string& name) {
+    std::ifstream in(dir_ / (name + ".ssrun") / "run.json");
+    return nlohmann::json::parse(in);
+  }
+  static bool wait_for(const fs::path& p) {
+    for (int i = 0; i < 500 && !fs::exists(p); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return fs::exists(p);
+  }
+
+  fs::path dir_;
+  std::string fake_collector_;
+};
+
+TEST_F(CollectProfile, ExitCodePassesThroughAndRunJsonIsWritten) {
+  std::string log;
+  EXPECT_EQ(run_in_child(options("a", "exit 3"), &log), 3);
+  auto j = run_json("a");
+  EXPECT_EQ(j["exit_code"], 3);
+  EXPECT_EQ(j["command"][0], "/bin/sh");
+  EXPECT_FALSE(j["end"].is_null());
+  EXPECT_EQ(j["options"]["api"], "default");
+  EXPECT_TRUE(j["host"].contains("gpus"));
+  EXPECT_FALSE(j["host"]["hostname"].get<std::string>().empty());
+  EXPECT_NE(log.find("no CUDA process was traced"), std::string::npos) << log;
+  EXPECT_NE(log.find("next: scalescope analyze " + (dir_ / "a.ssrun").string()), std::string::npos) << log;
+}
+
+TEST_F(CollectProfile, JobSeesTheCollectorEnvironment) {
+  auto o = options("env", "env > \"$SCALESCOPE_RUN_DIR/env.txt\"");
+  o.collector.api = ApiMode::kAll;
+  o.collector.duration_s = 5;
+  EXPECT_EQ(run_in_child(o), 0);
+  std::ifstream in(dir_ / "env.ssrun" / "env.txt");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string env = ss.str();
+  EXPECT_NE(env.find("CUDA_INJECTION64_PATH=" + fake_collector_), std::string::npos);
+  EXPECT_NE(env.find("NVTX_INJECTION64_PATH=" + fake_collector_), std::string::npos);
+  EXPECT_NE(env.find("SCALESCOPE_API=all"), std::string::npos);
+  EXPECT_NE(env.find("SCALESCOPE_DURATION=5"), std::string::npos);
+  EXPECT_NE(env.find("SCALESCOPE_RUN_DIR=" + (dir_ / "env.ssrun").string()), std::string::npos);
+}
+
+TEST_F(CollectProfile, SigtermIsForwardedToTheJobsProcessGroup) {
+  fs::path ready = dir_ / "ready";
+  // The job and a grandchild both trap TERM; the grandchild proves the whole group gets it.
+  auto o = options("sig", "trap 'echo got >> \"" + (dir_ / "child-got").string() +
+                              "\"; exit 0' TERM; (trap 'echo got >> \"" + (dir_ / "grandchild-got").string() +
+                              "\"; exit 0' TERM; touch \"" + ready.string() +
+                              "\"; while :; do sleep 0.05; done) & while :; do sleep 0.05; done");
+  std::string log;
+  int code = run_in_child(o, &log, nullptr, [&](pid_t profile) {
+    ASSERT_TRUE(wait_for(ready));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    kill(profile, SIGTERM);
+  });
+  EXPECT_EQ(code, 0) << log;  // the job's own exit code after its trap ran
+  EXPECT_TRUE(wait_for(dir_ / "child-got"));
+  EXPECT_TRUE(wait_for(dir_ / "grandchild-got"));
+  auto j = run_json("sig");
+  ASSERT_EQ(j["forwarded_signals"].size(), 1u);
+  EXPECT_EQ(j["forwarded_signals"][0], SIGTERM);
+}
+
+TEST_F(CollectProfile, JobKilledBySignalGives128PlusSignal) {
+  EXPECT_EQ(run_in_child(options("k", "kill -KILL $$")), 128 + SIGKILL);
+  EXPECT_EQ(run_json("k")["signal"], SIGKILL);
+}
+
+TEST_F(CollectProfile, SummariesAndIncompleteTracesGoIntoRunJson) {
+  // The job plays two collectors: one finished with a summary, one "killed".
+  std::string script =
+      "cd \"$SCALESCOPE_RUN_DIR\" && echo x > h-100.sstrace && echo y > h-200.sstrace && "
+      "printf '{\"pid\":100,\"hostname\":\"h\",\"rank\":0,\"local_rank\":0,\"status\":\"ok\",\"trace_file\":\"h-100.sstrace\","
+      "\"events_written\":1234,\"cupti_dropped_records\":5,\"events_lost_on_write\":1,\"bytes_written\":999,"
+      "\"collector_cpu_ns\":777}' > h-100.json";
+  std::string log;
+  EXPECT_EQ(run_in_child(options("s", script), &log), 0);
+  auto j = run_json("s");
+  ASSERT_EQ(j["processes"].size(), 1u);
+  EXPECT_EQ(j["processes"][0]["events"], 1234);
+  EXPECT_EQ(j["processes"][0]["dropped_records"], 6);
+  EXPECT_EQ(j["events"], 1234);
+  EXPECT_EQ(j["dropped_records"], 6);
+  ASSERT_EQ(j["incomplete_traces"].size(), 1u);
+  EXPECT_EQ(j["incomplete_traces"][0], "h-200.sstrace");
+  EXPECT_NE(log.find("1 process traced, ranks 0-0 (1 distinct), 1234 events, 6 dropped"), std::string::npos) << log;
+  EXPECT_NE(log.find("without a summary"), std::string::npos);
+}
+
+TEST_F(CollectProfile, RefusesANonEmptyRunDirUnlessForced) {
+  EXPECT_EQ(run_in_child(options("f", "touch \"$SCALESCOPE_RUN_DIR/h-1.sstrace\"")), 0);
+  std::string log;
+  EXPECT_EQ(run_in_child(options("f", "exit 0"), &log), 200);
+  EXPECT_NE(log.find("already exists and is not empty; use --force"), std::string::npos) << log;
+  auto o = options("f", "exit 4");
+  o.force = true;
+  EXPECT_EQ(run_in_child(o), 4);
+  EXPECT_FALSE(fs::exists(dir_ / "f.ssrun" / "h-1.sstrace"));  // the old run's trace is gone
+  EXPECT_EQ(run_json("f")["exit_code"], 4);
+}
+
+TEST_F(CollectProfile, MissingCommandIsAClearError) {
+  auto o = options("m", "");
+  o.command = {"/no/such/program-xyz"};
+  std::string log;
+  EXPECT_EQ(run_in_child(o, &log), 200);
+  EXPECT_NE(log.find("cannot run '/no/such/program-xyz': No such file or directory"), std::string::npos) << log;
+  EXPECT_EQ(run_json("m")["exit_code"], 127);
+}
+
+TEST(CollectProfileDir, Names) {
+  auto base = fs::temp_directory_path() / ("scalescope-names-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base);
+  EXPECT_EQ(prepare_run_dir((base / "x").string(), false).filename(), "x.ssrun");
+  EXPECT_EQ(prepare_run_dir((base / "y.ssrun").string(), false).filename(), "y.ssrun");
+  std::ofstream(base / "file.ssrun") << "x";
+  EXPECT_THROW(prepare_run_dir((base / "file").string(), false), Error);
+  EXPECT_THROW(prepare_run_dir("", false), Error);
+  fs::remove_all(base);
+}
+
+}  // namespace
+}  // namespace scalescope::collect
