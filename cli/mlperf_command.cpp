@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <memory>
+#include <mutex>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -49,15 +50,17 @@ void run_ingest(const IngestArgs& a) {
   std::vector<std::filesystem::path> dirs(a.dirs.begin(), a.dirs.end());
   report::Progress::Options po;
   if (a.quiet) po.mode = report::Progress::Mode::kQuiet;
-  auto progress = std::make_unique<report::Progress>("mlperf ingest", 0, po);
+  // Made on the first log read, so a bad directory gives its error alone.
+  std::unique_ptr<report::Progress> progress;
+  std::once_flag made;
   mlperf::IngestOptions options;
   options.threads = a.threads;
-  options.progress = [&progress](uint64_t done, uint64_t total) {
-    if (done == 1) progress->set_total(total);
+  options.progress = [&](uint64_t done, uint64_t total) {
+    std::call_once(made, [&] { progress = std::make_unique<report::Progress>("mlperf ingest", total, po); });
     progress->set(done);
   };
   const mlperf::IngestResult result = mlperf::ingest_results(dirs, options);
-  progress->finish();
+  if (progress) progress->finish();
   if (!a.output.empty()) mlperf::write_runs_csv(result.runs, std::filesystem::path(a.output));
 
   report::Table table = a.runs ? mlperf::runs_table(result.runs)
@@ -93,8 +96,7 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
   auto ingest = std::make_shared<IngestArgs>();
   auto* in = cmd->add_subcommand("ingest", "Read MLPerf Training results trees: one row per run, a score per folder");
   in->add_option("dirs", ingest->dirs, "results tree, submitter folder, system folder or benchmark folder")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+      ->required();
   in->add_option("-o,--output", ingest->output, "write the per-run table as CSV (the input of 'mlperf analyze')");
   in->add_option("--format", ingest->format, "table, csv or json")->capture_default_str();
   in->add_flag("--runs", ingest->runs, "print the per-run table instead of the scores");
@@ -107,8 +109,7 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
 
   auto scores = std::make_shared<AnalyzeArgs>();
   auto* sc = cmd->add_subcommand("scores", "Official score of every result folder of a runs table");
-  sc->add_option("runs_csv", scores->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)")
-      ->check(CLI::ExistingFile);
+  sc->add_option("runs_csv", scores->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)");
   sc->add_option("--format", scores->format, "table, csv or json")->capture_default_str();
   sc->callback([scores, &exit_code] {
     run_scores(*scores);
@@ -117,8 +118,7 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
 
   auto analyze = std::make_shared<AnalyzeArgs>();
   auto* an = cmd->add_subcommand("analyze", "Scaling across systems per benchmark and accelerator model");
-  an->add_option("runs_csv", analyze->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)")
-      ->check(CLI::ExistingFile);
+  an->add_option("runs_csv", analyze->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)");
   an->add_option("--benchmark", analyze->options.benchmark, "only this benchmark (any round's name: ssd, retinanet, ...)");
   an->add_option("--accelerator", analyze->options.accelerator, "only accelerator models matching this (e.g. H100)");
   an->add_option("--ref", analyze->options.ref_system, "reference system (default: the fewest accelerators)");

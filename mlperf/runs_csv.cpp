@@ -3,7 +3,9 @@
 // line and column of anything wrong.
 
 #include <charconv>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -158,7 +160,7 @@ void write_runs_csv(const std::vector<Run>& runs, const fs::path& path) {
   tmp += ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("cannot write {}", tmp.string());
+    if (!out) fail("cannot write {} (as {}): {}", path.string(), tmp.string(), std::strerror(errno));
     write_runs_csv(runs, out);
     out.flush();
     if (!out) {
