@@ -31,7 +31,7 @@ inline constexpr std::string_view kRunDirExtension = ".ssrun";
 
 struct WriterOptions {
   int zstd_level = 3;
-  // Larger batches are split into chunks of at most this many rows.
+  // Larger batches are split into chunks of at most this many rows (at most 4M).
   size_t max_rows_per_chunk = size_t{1} << 20;
   // fsync() in flush() and close(); off by default (the page cache survives a
   // killed process, only a machine crash needs it).

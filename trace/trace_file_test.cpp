@@ -459,6 +459,17 @@ TEST(TraceFile, HostileSizesAreRefusedWithoutAllocating) {
     const std::string e = error_of(big, small);
     EXPECT_NE(e.find("would take the trace past 64 MiB of memory"), std::string::npos) << e;
   }
+  {  // A strings chunk whose first id would leave a gap of 4 billion ids.
+    auto bytes = file_header(1, 0);
+    std::vector<uint8_t> p;
+    format::put_varint(p, (uint64_t{1} << 32) - 2);
+    format::put_varint(p, 1);
+    format::put_varint(p, 1);
+    p.push_back('x');
+    append_chunk(bytes, 1, 1, p);
+    const Trace t = read_bytes_as_trace(bytes);
+    EXPECT_EQ(t.problems.get(Problem::kCorruptChunk), 1u);
+  }
   {  // A string-table chunk claiming 4 billion strings in 10 bytes.
     auto bytes = file_header(1, 0);
     std::vector<uint8_t> p(10, 0);

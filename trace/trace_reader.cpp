@@ -319,7 +319,11 @@ class Reader {
   void read_strings(uint64_t n, const uint8_t* raw, uint64_t raw_size) {
     Cursor c(raw, raw_size);
     const uint64_t first = c.varint();
-    if (c.varint() != n || first == 0 || first > (uint64_t{1} << 32)) throw CorruptChunk{};
+    if (c.varint() != n || first == 0) throw CorruptChunk{};
+    // Ids skipped by lost chunks: each string costs at least one byte of the
+    // file, so a real gap is smaller than the file; a larger one is corrupt.
+    if (first > remap_.size() && first - remap_.size() > size_) throw CorruptChunk{};
+    if (first + n > (uint64_t{1} << 32)) throw CorruptChunk{};
     lengths_.resize(n);
     uint64_t total = 0;
     for (uint64_t i = 0; i < n; ++i) {
@@ -331,7 +335,10 @@ class Reader {
     const auto* text = reinterpret_cast<const char*>(c.take(total));
     // Ids the file uses map to ids of our table (equal unless the file
     // repeats a string); a lost string chunk leaves its ids empty.
-    if (first > remap_.size()) remap_.resize(first, kNoString);
+    if (first > remap_.size()) {
+      charge((first - remap_.size()) * sizeof(StringId), 0);
+      remap_.resize(first, kNoString);
+    }
     for (uint64_t i = 0; i < n; ++i) {
       const std::string_view s(text, lengths_[i]);
       text += lengths_[i];

@@ -30,6 +30,8 @@ namespace {
 // Strings longer than this are cut (readers refuse longer ones by default).
 constexpr size_t kMaxWrittenStringBytes = size_t{1} << 20;
 constexpr size_t kMaxStringChunkBytes = size_t{16} << 20;
+// Keeps every table chunk far below the readers' default 1 GiB chunk cap.
+constexpr size_t kMaxWrittenRowsPerChunk = size_t{1} << 22;
 
 int width_for(uint64_t range) {
   if (range == 0) return 0;
@@ -249,7 +251,7 @@ TraceWriter TraceWriter::open(const std::filesystem::path& path, const Metadata&
   impl->path = path;
   impl->options = options;
   impl->options.max_rows_per_chunk =
-      std::clamp<size_t>(options.max_rows_per_chunk, 1, format::kMaxRowsPerChunk);
+      std::clamp<size_t>(options.max_rows_per_chunk, 1, kMaxWrittenRowsPerChunk);
   impl->cctx = ZSTD_createCCtx();
   if (!impl->cctx) fail("{}: cannot create a zstd compressor (out of memory)", path.string());
   ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_compressionLevel, options.zstd_level);
