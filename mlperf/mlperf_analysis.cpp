@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -131,7 +131,8 @@ std::vector<report::Table> analyze(const std::vector<Run>& runs, const AnalyzeOp
 
   const std::string want_bench = options.benchmark.empty() ? "" : canonical_benchmark(options.benchmark);
   const std::string want_acc = accelerator_key(options.accelerator);
-  using Group = std::pair<std::string, std::string>;  // benchmark, accelerator key
+  // Closed and open division results are not comparable: they never share a group.
+  using Group = std::tuple<std::string, std::string, std::string>;  // benchmark, accelerator key, division
   std::map<Group, std::vector<SystemPoint>> groups;
   std::map<std::string, std::map<std::string, int>> spellings;  // key -> display -> count
   std::vector<std::string> left_out;
@@ -148,7 +149,7 @@ std::vector<report::Table> analyze(const std::vector<Run>& runs, const AnalyzeOp
     p.score = &s;
     p.nodes = nodes_of[{s.submitter, s.system, s.benchmark_folder}];
     p.seconds = *s.minutes * 60.0;
-    groups[{s.benchmark, key}].push_back(p);
+    groups[{s.benchmark, key, s.division}].push_back(p);
     ++spellings[key][accelerator_display(s.accelerator)];
   }
   if (groups.empty())
@@ -173,9 +174,12 @@ std::vector<report::Table> analyze(const std::vector<Run>& runs, const AnalyzeOp
       ref = static_cast<size_t>(it - pts.begin());
       ref_found = true;
     }
-    const auto& sp = spellings[group.second];
+    const auto& [benchmark, key, division] = group;
+    const auto& sp = spellings[key];
     const auto display = std::max_element(sp.begin(), sp.end(), [](auto& a, auto& b) { return a.second < b.second; });
-    tables.push_back(group_table(group.first, display->first, pts, ref, options));
+    const std::string bench_title =
+        division.empty() || division == "closed" ? benchmark : fmt::format("{} ({} division)", benchmark, division);
+    tables.push_back(group_table(bench_title, display->first, pts, ref, options));
   }
   if (!ref_found) fail("--ref '{}' names no scored system among the results selected", options.ref_system);
   if (!left_out.empty() && !tables.empty())

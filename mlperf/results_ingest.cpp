@@ -199,7 +199,13 @@ bool is_log_candidate(const fs::directory_entry& e) {
 
 FileResult parse_file(const fs::path& path, MllogParser& parser) {
   FileResult r;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  const int fd = file.fd;
   if (fd < 0) {
     r.error = fmt::format("cannot open {}: {}", path.string(), std::strerror(errno));
     return r;
@@ -216,7 +222,6 @@ FileResult parse_file(const fs::path& path, MllogParser& parser) {
     r.bytes += static_cast<uint64_t>(n);
     parser.feed(std::string_view(buffer.data(), static_cast<size_t>(n)));
   }
-  ::close(fd);
   r.summary = parser.finish();
   return r;
 }
@@ -322,7 +327,14 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
   auto worker = [&] {
     MllogParser parser;
     for (size_t i = next++; i < jobs.size(); i = next++) {
-      parsed[i] = parse_file(jobs[i].file, parser);
+      try {
+        parsed[i] = parse_file(jobs[i].file, parser);
+      } catch (const std::exception& e) {
+        // Nothing may escape a pool thread; the file is reported, the rest go on.
+        parsed[i] = FileResult{};
+        parsed[i].error = fmt::format("cannot parse {}: {}", jobs[i].file.string(), e.what());
+        parser.finish();
+      }
       const uint64_t d = ++done;
       if (options.progress) options.progress(d, total);
     }
