@@ -1,17 +1,66 @@
-// PLACEHOLDER: replaced by the owner of this command. Until then it says so and fails.
+// scalescope report INPUT... -o report.html: one self-contained HTML page from
+// traces, run directories, Kineto JSON, sweep databases and MLPerf CSVs.
+#include <filesystem>
+
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "report/html_report.hpp"
+#include "report/progress.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::cli {
 
+namespace {
+
+struct ReportArgs {
+  std::vector<std::string> inputs;
+  std::string output = "report.html";
+  report::ReportOptions options;
+};
+
+}  // namespace
+
 void add_report_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("report", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = 1;
-    fail("'report' is not built yet");
+  auto args = std::make_shared<ReportArgs>();
+  auto* cmd = app.add_subcommand("report", "Write one self-contained HTML report (charts, findings) from any mix of inputs");
+  cmd->add_option("inputs", args->inputs,
+                  "Trace files (.sstrace), run directories (.ssrun/), Kineto JSON (.json[.gz]), sweep databases (.db), "
+                  "MLPerf runs CSVs (from `mlperf ingest`); the kind is found from the content")
+      ->required();
+  cmd->add_option("-o,--output", args->output, "The HTML file to write")->capture_default_str();
+  cmd->add_option("--title", args->options.title, "Title of the page")->capture_default_str();
+  cmd->add_option("--threshold", args->options.threshold, "E' threshold of the break-even rule")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 1.0));
+  cmd->add_option("--iteration-range", args->options.iteration_range,
+                  "NVTX range name marking one iteration (default: found automatically)");
+  cmd->add_option("--timeline-events", args->options.max_timeline_events,
+                  "Most events drawn in the timeline of one iteration (the longest are kept)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{100}, size_t{1'000'000}));
+  cmd->add_flag("-q,--quiet", args->options.quiet, "No progress or summary on the terminal");
+  cmd->callback([args, &exit_code] {
+    report::HtmlReport r(args->options);
+    report::Progress::Options po;
+    if (args->options.quiet) po.mode = report::Progress::Mode::kQuiet;
+    {
+      report::Progress progress("report", args->inputs.size(), po);
+      for (const auto& in : args->inputs) {
+        progress.set_detail(std::filesystem::path(in).filename().string());
+        r.add_input(in);
+        progress.advance();
+      }
+      progress.set_detail("");
+    }
+    r.write(args->output);
+    if (!args->options.quiet) {
+      for (const auto& h : r.highlights()) fmt::print("  {}\n", h);
+      fmt::print("wrote {} ({:.1f} MB)\n", args->output,
+                 static_cast<double>(std::filesystem::file_size(args->output)) / 1e6);
+    }
+    exit_code = 0;
   });
 }
 

@@ -1,0 +1,94 @@
+#pragma once
+// The self-contained HTML report: one file with the data as JSON, the page
+// template and the chart library (Apache ECharts, embedded at build time), so
+// that it opens anywhere, offline, and makes no network request.
+//
+//   report::HtmlReport r({.title = "resnet on 8xH200"});
+//   r.add_input("run.ssrun");          // traces, sweep DBs, MLPerf CSVs, in any mix
+//   r.add_input("sweep.db");
+//   r.write("report.html");
+//
+// The report is a data model first: document_json() is what the page renders
+// (sections of blocks: findings, tables, charts), built from the analyze,
+// advise, scaling and mlperf libraries. Every string is data, never markup.
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace scalescope::trace {
+struct Trace;
+}
+
+namespace scalescope::mlperf {
+struct Run;
+}
+
+namespace scalescope::report {
+
+class Progress;
+
+// What an input is, found from its content (magic bytes, SQLite header, CSV
+// header), not only its name.
+enum class InputKind { kTraceFile, kRunDirectory, kKinetoJson, kSweepDatabase, kMlperfCsv };
+std::string_view to_string(InputKind kind);
+// Throws scalescope::Error naming the path when it does not exist or is of no
+// known kind.
+InputKind detect_input_kind(const std::filesystem::path& path);
+
+struct ReportOptions {
+  std::string title = "scalescope report";
+  int top_kernels = 20;                 // rows of the top-kernel table (the chart shows up to 15)
+  size_t max_timeline_events = 20'000;  // the timeline keeps the longest events of one iteration
+  size_t max_counter_points = 600;      // per counter series (min/max decimation)
+  double threshold = 0.8;               // E' threshold of break-even rule (a)
+  std::string iteration_range;          // NVTX range marking one iteration; "" = automatic
+  bool quiet = false;                   // no progress output
+};
+
+class HtmlReport {
+ public:
+  explicit HtmlReport(ReportOptions options = {});
+  ~HtmlReport();
+  HtmlReport(const HtmlReport&) = delete;
+  HtmlReport& operator=(const HtmlReport&) = delete;
+
+  // Detects the input's kind, loads it and adds its sections. Throws
+  // scalescope::Error naming the input when it cannot be read.
+  InputKind add_input(const std::filesystem::path& path);
+
+  // One run: one trace per rank. Adds findings and a section with breakdowns,
+  // iteration times, a timeline of one steady-state iteration, top kernels,
+  // copies, NCCL collectives and GPU counters.
+  void add_run(const std::string& label, const std::vector<trace::Trace>& ranks);
+  // A sweep database (sweep/'s results.sqlite): scaling per configuration.
+  void add_sweep_database(const std::filesystem::path& path);
+  // MLPerf runs (from `mlperf ingest` CSV or the embedded v4.1 table).
+  void add_mlperf_runs(const std::string& label, const std::vector<mlperf::Run>& runs);
+
+  // The data model the page renders (JSON text).
+  std::string document_json() const;
+  // The whole page.
+  std::string html() const;
+  // Writes html() to a temporary file beside `path` and renames it, so a
+  // failure never leaves half a report in place of an old one.
+  void write(const std::filesystem::path& path) const;
+
+  // A few lines for the terminal: top findings, break-even points.
+  const std::vector<std::string>& highlights() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// JSON text made safe inside <script type="application/json">: '<', '>', '&',
+// U+2028 and U+2029 become \u003c, \u003e, \u0026, \u2028, \u2029 (JSON-equivalent).
+std::string escape_json_for_script(std::string_view json);
+// Text made safe as HTML element content or attribute value.
+std::string escape_html(std::string_view text);
+
+}  // namespace scalescope::report

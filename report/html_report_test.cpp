@@ -1,0 +1,216 @@
+#include "report/html_report.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "report/embedded_assets.hpp"
+#include "trace/error.hpp"
+#include "trace/trace.hpp"
+#ifdef SCALESCOPE_REPORT_RUNS
+#include "trace/synthetic_trace.hpp"
+#endif
+
+namespace scalescope::report {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A fresh folder per test, removed at the end.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("scalescope-report-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path write(const std::string& name, std::string_view bytes) const {
+    std::ofstream(path / name, std::ios::binary) << bytes;
+    return path / name;
+  }
+};
+
+// The JSON between <script type="application/json" id="scalescope-data"> and its </script>.
+std::string data_of(const std::string& page) {
+  const std::string open = "<script type=\"application/json\" id=\"scalescope-data\">";
+  const size_t a = page.find(open);
+  EXPECT_NE(a, std::string::npos);
+  const size_t b = page.find("</script>", a);
+  return page.substr(a + open.size(), b - a - open.size());
+}
+
+TEST(ReportHtml, EscapesJsonForScriptElements) {
+  const std::string raw = json{{"name", "</script><script>alert(1)</script> & <!-- \u2028\u2029"}}.dump();
+  const std::string escaped = escape_json_for_script(raw);
+  EXPECT_EQ(escaped.find('<'), std::string::npos);
+  EXPECT_EQ(escaped.find('>'), std::string::npos);
+  EXPECT_EQ(escaped.find('&'), std::string::npos);
+  EXPECT_EQ(escaped.find("\xE2\x80\xA8"), std::string::npos);
+  EXPECT_EQ(escaped.find("\xE2\x80\xA9"), std::string::npos);
+  EXPECT_NE(escaped.find("\\u003c/script\\u003e"), std::string::npos);
+  // Still the same JSON value.
+  EXPECT_EQ(json::parse(escaped), json::parse(raw));
+}
+
+TEST(ReportHtml, EscapesHtmlText) {
+  EXPECT_EQ(escape_html("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
+  EXPECT_EQ(escape_html("plain"), "plain");
+}
+
+TEST(ReportHtml, EmbeddedAssetsAreCompleteAndSafeInline) {
+  EXPECT_GT(assets::echarts_js().size(), 500'000u);
+  EXPECT_NE(assets::echarts_js().find("echarts"), std::string_view::npos);
+  EXPECT_FALSE(assets::echarts_version().empty());
+  for (auto text : {assets::echarts_js(), assets::report_js()}) {
+    std::string lower(text);
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    // Either would end or confuse the inline <script> element.
+    EXPECT_EQ(lower.find("</script"), std::string::npos);
+    EXPECT_EQ(lower.find("<!--"), std::string::npos);
+  }
+  EXPECT_NE(assets::template_html().find("@DATA@"), std::string_view::npos);
+}
+
+TEST(ReportHtml, EmptyReportIsAWholePageWithTitleEscaped) {
+  HtmlReport r({.title = "<b>mine</b>"});
+  const std::string page = r.html();
+  EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
+  EXPECT_NE(page.find("<title>&lt;b&gt;mine&lt;/b&gt;</title>"), std::string::npos);
+  EXPECT_EQ(page.find("<b>mine</b>"), std::string::npos);
+  EXPECT_NE(page.find("Content-Security-Policy"), std::string::npos);
+  EXPECT_EQ(page.find("http://"), page.find("http://"));  // (the library has URLs in comments; CSP blocks fetches)
+  const json doc = json::parse(data_of(page));
+  EXPECT_EQ(doc["title"], "<b>mine</b>");
+  EXPECT_TRUE(doc["sections"].empty());  // no run analysed: no findings section either
+  for (const char* marker : {"@TITLE@", "@STYLE@", "@DATA@", "@LIBRARY@", "@SCRIPT@"})
+    EXPECT_EQ(page.find(marker), std::string::npos) << marker;
+}
+
+TEST(ReportHtml, DetectsInputKindsByContent) {
+  TempDir d;
+  EXPECT_EQ(detect_input_kind(d.write("a.bin", std::string("SQLite format 3\0xxxxxxxx", 24))), InputKind::kSweepDatabase);
+  EXPECT_EQ(detect_input_kind(d.write("weird.txt", "  {\"traceEvents\": []}")), InputKind::kKinetoJson);
+  EXPECT_EQ(detect_input_kind(d.write("t.gz", "\x1f\x8b\x08\x00rest")), InputKind::kKinetoJson);
+  EXPECT_EQ(detect_input_kind(d.write("runs.txt", "submitter,system,system_name,benchmark,division\nA,B,C,bert,closed\n")),
+            InputKind::kMlperfCsv);
+  fs::create_directories(d.path / "x.ssrun");
+  std::ofstream(d.path / "x.ssrun" / "h-1.sstrace") << "x";
+  EXPECT_EQ(detect_input_kind(d.path / "x.ssrun"), InputKind::kRunDirectory);
+
+  auto message = [](const fs::path& p) {
+    try {
+      detect_input_kind(p);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const auto unknown = d.write("notes.csv", "a,b,c\n1,2,3\n");
+  EXPECT_EQ(message(unknown), unknown.string() + ": not a trace, run directory, Kineto JSON trace, sweep database or "
+                                                 "MLPerf runs CSV (unrecognised content)");
+  EXPECT_EQ(message(d.path / "missing.db"), (d.path / "missing.db").string() + ": no such file or directory");
+  EXPECT_EQ(message(d.write("empty", "")), (d.path / "empty").string() + ": empty file");
+  fs::create_directories(d.path / "empty.ssrun");
+  EXPECT_NE(message(d.path / "empty.ssrun").find("a directory without .sstrace files"), std::string::npos);
+}
+
+TEST(ReportHtml, WriteReplacesAtomicallyAndNamesTheFileOnError) {
+  TempDir d;
+  HtmlReport r;
+  const fs::path out = d.path / "report.html";
+  r.write(out);
+  EXPECT_GT(fs::file_size(out), 500'000u);
+  // Only the report: no temporary file left beside it.
+  EXPECT_EQ(std::distance(fs::directory_iterator(d.path), fs::directory_iterator()), 1);
+  try {
+    r.write(d.path / "no" / "such" / "report.html");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("report.html: the folder"), std::string::npos) << e.what();
+  }
+}
+
+#ifdef SCALESCOPE_REPORT_RUNS
+
+std::vector<trace::Trace> synthetic_run(int ranks, size_t events) {
+  std::vector<trace::Trace> run;
+  for (int r = 0; r < ranks; ++r) {
+    trace::SyntheticOptions o;
+    o.events = events;
+    o.seed = 7 + static_cast<uint64_t>(r);
+    o.rank = r;
+    o.world_size = ranks;
+    run.push_back(trace::make_synthetic_trace(o));
+  }
+  return run;
+}
+
+const json* find_chart(const json& doc, std::string_view kind, std::string_view title_part = {}) {
+  for (const auto& s : doc["sections"])
+    for (const auto& b : s["blocks"])
+      if (b["type"] == "chart" && b["kind"] == kind && b.value("title", "").find(title_part) != std::string::npos) return &b;
+  return nullptr;
+}
+
+TEST(ReportHtml, RunSectionsHaveEveryViewWithData) {
+  HtmlReport r({.max_timeline_events = 500, .max_counter_points = 50});
+  r.add_run("synthetic", synthetic_run(2, 60'000));
+  const json doc = json::parse(r.document_json());
+  ASSERT_GE(doc["sections"].size(), 2u);
+  EXPECT_EQ(doc["sections"][0]["title"], "Advisor findings");  // first, always
+  const json* breakdown = find_chart(doc, "bars", "breakdown");
+  ASSERT_NE(breakdown, nullptr);
+  EXPECT_EQ((*breakdown)["categories"].size(), 2u);
+  EXPECT_EQ((*breakdown)["series"].size(), 4u);
+  const json* box = find_chart(doc, "boxplot");
+  ASSERT_NE(box, nullptr);
+  EXPECT_EQ((*box)["boxes"].size(), 2u);
+  for (const auto& b : (*box)["boxes"]) {
+    ASSERT_EQ(b.size(), 5u);
+    EXPECT_LE(b[0].get<double>(), b[2].get<double>());
+    EXPECT_LE(b[2].get<double>(), b[4].get<double>());
+  }
+  const json* timeline = find_chart(doc, "timeline");
+  ASSERT_NE(timeline, nullptr);
+  EXPECT_GT((*timeline)["items"].size(), 0u);
+  EXPECT_LE((*timeline)["items"].size(), 500u);
+  for (const auto& it : (*timeline)["items"]) {
+    EXPECT_LT(it[0].get<size_t>(), (*timeline)["lanes"].size());
+    EXPECT_LE(it[1].get<double>(), it[2].get<double>());
+    EXPECT_LE(it[2].get<double>(), (*timeline)["span"].get<double>());
+    EXPECT_LT(it[4].get<size_t>(), (*timeline)["names"].size());
+  }
+  EXPECT_NE(find_chart(doc, "bars", "Top kernels"), nullptr);
+  EXPECT_NE(find_chart(doc, "bars", "NCCL"), nullptr);
+  const json* counters = find_chart(doc, "xy", "GPU counter");
+  ASSERT_NE(counters, nullptr);
+  for (const auto& s : (*counters)["series"]) EXPECT_LE(s["points"].size(), 50u);
+}
+
+TEST(ReportHtml, NamesFromTracesStayTextInThePage) {
+  auto run = synthetic_run(1, 5'000);
+  const std::string evil = "</script><script>alert(1)</script>";
+  // Rename every kernel: the top-kernel table and the timeline carry the name.
+  const auto id = run[0].strings.intern(evil);
+  for (auto& n : run[0].kernels.name) n = id;
+  HtmlReport r;
+  r.add_run(evil, run);
+  const std::string page = r.html();
+  EXPECT_EQ(page.find(evil), std::string::npos);
+  EXPECT_EQ(page.find("<script>alert(1)"), std::string::npos);
+  const json doc = json::parse(data_of(page));
+  EXPECT_NE(doc.dump().find(evil), std::string::npos);  // the name itself survives, as data
+}
+
+#endif  // SCALESCOPE_REPORT_RUNS
+
+}  // namespace
+}  // namespace scalescope::report

@@ -1,0 +1,518 @@
+// The sections of one run (one trace per rank): what analyze/ and advise/
+// found, plus views that need the events themselves (the timeline of one
+// steady-state iteration, NCCL collectives, counters), reduced to what the eye
+// can see so that a 10 M-event run still gives a small page.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "advise/advise.hpp"
+#include "analyze/analyze.hpp"
+#include "report/report_document.hpp"
+#include "report/table.hpp"
+#include "trace/error.hpp"
+#include "trace/trace.hpp"
+
+namespace scalescope::report::detail {
+
+namespace {
+
+std::string rank_label(const trace::Trace& t, size_t index) {
+  return t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("trace {}", index);
+}
+
+double quantile(std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+Json breakdown_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
+  Json blocks = Json::array();
+  Json categories = Json::array();
+  Json compute = Json::array(), comm = Json::array(), copies = Json::array(), idle = Json::array();
+  Table t("Time breakdown per rank",
+          {Column("rank"), Column("wall ms"), Column("compute ms"), Column("exposed communication ms"),
+           Column("copies/sets ms"), Column("idle ms"), Column("communication ms"), Column("overlap", 2)});
+  std::vector<std::string> skipped;
+  for (const auto& r : ranks) {
+    const auto& b = r.breakdown;
+    if (!b.availability.available) {
+      skipped.push_back(fmt::format("{}: {}", r.label, b.availability.reason));
+      continue;
+    }
+    categories.push_back(r.label);
+    compute.push_back(ms(b.compute_ns));
+    comm.push_back(ms(b.exposed_communication_ns));
+    copies.push_back(ms(b.copy_ns));
+    idle.push_back(ms(b.idle_ns));
+    t.add_row({r.label, ms(b.wall_ns), ms(b.compute_ns), ms(b.exposed_communication_ns), ms(b.copy_ns), ms(b.idle_ns),
+               ms(b.communication_ns), b.overlap_fraction});
+  }
+  t.add_note("compute + exposed communication + copies/sets + idle = wall time of the window; overlap = share of "
+             "communication hidden under compute.");
+  if (!categories.empty()) {
+    blocks.push_back({{"type", "chart"}, {"kind", "bars"}, {"title", "Per-rank breakdown"}, {"stacked", true},
+                      {"horizontal", categories.size() > 8}, {"unit", "ms"}, {"categories", categories},
+                      {"series", Json::array({{{"name", "compute"}, {"values", compute}, {"colour", "#2f6fde"}},
+                                              {{"name", "exposed communication"}, {"values", comm}, {"colour", "#e08a00"}},
+                                              {{"name", "copies and sets"}, {"values", copies}, {"colour", "#2e9d58"}},
+                                              {{"name", "idle"}, {"values", idle}, {"colour", "#b0bec5"}}})}});
+    blocks.push_back(table_block(t));
+  }
+  for (auto& s : skipped) blocks.push_back(paragraph("Breakdown skipped for " + s, "skipped"));
+  return blocks;
+}
+
+Json iteration_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
+  Json blocks = Json::array();
+  Json categories = Json::array(), boxes = Json::array(), outliers = Json::array();
+  Table t("Iterations per rank", {Column("rank"), Column("iterations"), Column("warm-up"), Column("steady median ms"),
+                                  Column("steady p95 ms"), Column("steady CV", 3), Column("source")});
+  std::vector<std::string> skipped;
+  for (const auto& r : ranks) {
+    const auto& it = r.iterations;
+    if (!it.availability.available) {
+      skipped.push_back(fmt::format("{}: {}", r.label, it.availability.reason));
+      continue;
+    }
+    std::vector<double> d;
+    for (const auto& i : it.iterations)
+      if (!i.warmup) d.push_back(ms(static_cast<double>(i.end - i.start)));
+    t.add_row({r.label, it.count, it.warmup_count, ms(it.steady_median_ns), ms(it.steady_p95_ns), it.steady_cv, it.source});
+    if (d.empty()) continue;
+    std::sort(d.begin(), d.end());
+    const double q1 = quantile(d, 0.25), q3 = quantile(d, 0.75), iqr = q3 - q1;
+    const double lo_fence = q1 - 1.5 * iqr, hi_fence = q3 + 1.5 * iqr;
+    double whisker_lo = q1, whisker_hi = q3;
+    const size_t x = categories.size();
+    for (double v : d) {
+      if (v < lo_fence || v > hi_fence) outliers.push_back({x, v});
+      else {
+        whisker_lo = std::min(whisker_lo, v);
+        whisker_hi = std::max(whisker_hi, v);
+      }
+    }
+    categories.push_back(r.label);
+    boxes.push_back({whisker_lo, q1, quantile(d, 0.5), q3, whisker_hi});
+  }
+  if (!boxes.empty())
+    blocks.push_back({{"type", "chart"}, {"kind", "boxplot"}, {"title", "Iteration time per rank (steady state)"},
+                      {"unit", "ms"}, {"series_name", "iteration time"}, {"categories", categories}, {"boxes", boxes},
+                      {"outliers", outliers},
+                      {"notes", Json::array({"Boxes: quartiles; whiskers: 1.5 IQR; dots: outliers. Warm-up iterations excluded."})}});
+  if (!t.rows().empty()) blocks.push_back(table_block(t, {6}));
+  for (auto& s : skipped) blocks.push_back(paragraph("Iterations not found for " + s, "skipped"));
+  return blocks;
+}
+
+// Picks the steady-state iteration to draw: the one whose duration is closest
+// to the steady median (a typical step, not the fastest or a hiccup).
+std::optional<size_t> typical_iteration(const analyze::IterationStats& it) {
+  std::optional<size_t> best;
+  double best_diff = 0;
+  for (size_t i = 0; i < it.iterations.size(); ++i) {
+    const auto& x = it.iterations[i];
+    if (x.warmup) continue;
+    const double diff = std::fabs(static_cast<double>(x.end - x.start) - it.steady_median_ns);
+    if (!best || diff < best_diff) {
+      best = i;
+      best_diff = diff;
+    }
+  }
+  return best;
+}
+
+struct TimelineItem {
+  uint32_t lane;
+  double start_us, end_us;
+  uint32_t cls;
+  uint32_t name;
+};
+
+Json timeline_blocks(const std::vector<trace::Trace>& traces, const std::vector<analyze::RankAnalysis>& ranks,
+                     const analyze::KernelClassifier& classifier, size_t max_events) {
+  // Classes: the four kernel classes, then copies and sets.
+  const std::vector<std::string> classes = {"compute", "communication", "memory", "synchronization", "copy", "memset"};
+  constexpr uint32_t kCopy = 4, kMemset = 5;
+  // The same iteration index on every rank (ranks step together), chosen on the first rank that has iterations.
+  std::optional<size_t> index;
+  for (const auto& r : ranks)
+    if (r.iterations.availability.available && (index = typical_iteration(r.iterations))) break;
+  if (!index) return Json::array({paragraph("No timeline: no steady-state iteration was found in any rank.", "skipped")});
+
+  std::vector<std::string> names;
+  std::unordered_map<std::string, uint32_t> name_ids;
+  auto intern = [&](std::string s) {
+    auto [it, inserted] = name_ids.try_emplace(s, static_cast<uint32_t>(names.size()));
+    if (inserted) names.push_back(std::move(s));
+    return it->second;
+  };
+  std::vector<std::string> lanes;
+  std::map<std::tuple<size_t, uint32_t, uint32_t>, uint32_t> lane_ids;  // (rank index, device, stream)
+  std::vector<TimelineItem> items;
+  double span_us = 0;
+  size_t ranks_drawn = 0;
+  for (size_t ri = 0; ri < traces.size() && ri < ranks.size(); ++ri) {
+    const auto& t = traces[ri];
+    const auto& it = ranks[ri].iterations;
+    if (!it.availability.available || it.iterations.empty()) continue;
+    size_t k = *index < it.iterations.size() && !it.iterations[*index].warmup ? *index : typical_iteration(it).value_or(0);
+    const auto w0 = it.iterations[k].start, w1 = it.iterations[k].end;
+    if (w1 <= w0) continue;
+    ++ranks_drawn;
+    span_us = std::max(span_us, static_cast<double>(w1 - w0) / 1e3);
+    auto lane = [&](uint32_t device, uint32_t stream) {
+      return lane_ids.try_emplace(std::make_tuple(ri, device, stream), static_cast<uint32_t>(lane_ids.size())).first->second;
+    };
+    auto add = [&](trace::Timestamp s, trace::Timestamp e, uint32_t device, uint32_t stream, uint32_t cls, uint32_t name) {
+      if (e <= w0 || s >= w1) return;
+      s = std::max(s, w0);
+      e = std::min(e, w1);
+      items.push_back({lane(device, stream), static_cast<double>(s - w0) / 1e3, static_cast<double>(e - w0) / 1e3, cls, name});
+    };
+    std::unordered_map<trace::StringId, std::pair<uint32_t, uint32_t>> kernel_cache;  // name -> (class, name id)
+    const auto& kt = t.kernels;
+    // A linear scan: it does not rely on the tables being sorted, and costs ~10 ms per 10 M events.
+    for (size_t i = 0; i < kt.size(); ++i) {
+      if (kt.end[i] <= w0 || kt.start[i] >= w1) continue;
+      auto found = kernel_cache.find(kt.name[i]);
+      if (found == kernel_cache.end()) {
+        const auto view = t.strings.view(kt.name[i]);
+        const auto info = classifier.classify(view);
+        found = kernel_cache.emplace(kt.name[i], std::pair{static_cast<uint32_t>(info.cls), intern(std::string(view))}).first;
+      }
+      add(kt.start[i], kt.end[i], kt.device[i], kt.stream[i], found->second.first, found->second.second);
+    }
+    const auto& mt = t.memcpys;
+    for (size_t i = 0; i < mt.size(); ++i) {
+      if (mt.end[i] <= w0 || mt.start[i] >= w1) continue;
+      add(mt.start[i], mt.end[i], mt.device[i], mt.stream[i], kCopy,
+          intern(fmt::format("memcpy {} {} ({} -> {})", trace::to_string(mt.kind[i]), format_bytes(static_cast<double>(mt.bytes[i])),
+                             trace::to_string(mt.src_kind[i]), trace::to_string(mt.dst_kind[i]))));
+    }
+    const auto& st = t.memsets;
+    for (size_t i = 0; i < st.size(); ++i) {
+      if (st.end[i] <= w0 || st.start[i] >= w1) continue;
+      add(st.start[i], st.end[i], st.device[i], st.stream[i], kMemset,
+          intern(fmt::format("memset {}", format_bytes(static_cast<double>(st.bytes[i])))));
+    }
+  }
+  if (items.empty()) return Json::array({paragraph("No timeline: the chosen iteration holds no GPU activity.", "skipped")});
+  // Lanes in (rank, device, stream) order; ids were given in order of first appearance.
+  std::vector<uint32_t> lane_order(lane_ids.size());
+  for (const auto& [key, id] : lane_ids) {
+    const auto& [ri, device, stream] = key;
+    lane_order[id] = static_cast<uint32_t>(lanes.size());
+    const auto& t = traces[ri];
+    lanes.push_back(t.meta.devices.size() > 1 ? fmt::format("{} gpu {} stream {}", rank_label(t, ri), device, stream)
+                                              : fmt::format("{} stream {}", rank_label(t, ri), stream));
+  }
+  const size_t total = items.size();
+  if (items.size() > max_events) {
+    // The longest events carry the picture; the shortest are below a pixel at full zoom-out.
+    std::nth_element(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(max_events), items.end(),
+                     [](const TimelineItem& a, const TimelineItem& b) { return a.end_us - a.start_us > b.end_us - b.start_us; });
+    items.resize(max_events);
+  }
+  std::sort(items.begin(), items.end(), [](const TimelineItem& a, const TimelineItem& b) { return a.start_us < b.start_us; });
+  Json data = Json::array();
+  for (const auto& i : items)
+    data.push_back({lane_order[i.lane], std::round(i.start_us * 1000) / 1000, std::round(i.end_us * 1000) / 1000, i.cls, i.name});
+  Json notes = Json::array();
+  notes.push_back(fmt::format("Iteration {} of {} rank(s), each on its own clock from the iteration's start. Drag the slider "
+                              "or scroll to zoom.", *index, ranks_drawn));
+  if (total > items.size())
+    notes.push_back(fmt::format("Showing the {} longest of {} events; shorter ones are omitted.", items.size(), total));
+  return Json::array({{{"type", "chart"}, {"kind", "timeline"}, {"title", "Timeline of one steady-state iteration"},
+                       {"tall", true}, {"unit", "us"}, {"span", std::ceil(span_us)}, {"lanes", lanes}, {"classes", classes},
+                       {"names", names}, {"items", std::move(data)}, {"notes", std::move(notes)}}});
+}
+
+Json kernel_blocks(const std::vector<analyze::RankAnalysis>& ranks, int top) {
+  struct Sum {
+    analyze::KernelClass cls;
+    analyze::Precision precision;
+    int64_t count = 0, total_ns = 0;
+  };
+  std::unordered_map<std::string, Sum> sums;
+  int64_t all_ns = 0;
+  for (const auto& r : ranks)
+    for (const auto& k : r.top_kernels) {
+      auto& s = sums.try_emplace(k.name, Sum{k.cls, k.precision}).first->second;
+      s.count += k.count;
+      s.total_ns += k.total_ns;
+      all_ns += k.total_ns;
+    }
+  if (sums.empty()) return Json::array({paragraph("No kernels in these traces.", "skipped")});
+  std::vector<std::pair<std::string, Sum>> sorted(sums.begin(), sums.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns : a.first < b.first;
+  });
+  Table t("Top kernels (all ranks)", {Column("kernel"), Column("class"), Column("precision"), Column("calls"),
+                                      Column("total ms"), Column("mean us"), Column("share", 3)});
+  Json cats = Json::array(), values = Json::array();
+  for (size_t i = 0; i < sorted.size() && i < static_cast<size_t>(top); ++i) {
+    const auto& [name, s] = sorted[i];
+    t.add_row({name, std::string(analyze::to_string(s.cls)), std::string(analyze::to_string(s.precision)), s.count,
+               ms(s.total_ns), s.count ? static_cast<double>(s.total_ns) / 1e3 / static_cast<double>(s.count) : 0.0,
+               all_ns ? static_cast<double>(s.total_ns) / static_cast<double>(all_ns) : 0.0});
+    if (i < 15) {
+      cats.push_back(name);
+      values.push_back(ms(s.total_ns));
+    }
+  }
+  t.add_note("share: of the time of the kernels kept per rank (the top kernels of each rank).");
+  return Json::array({{{"type", "chart"}, {"kind", "bars"}, {"title", "Top kernels by total time"}, {"horizontal", true},
+                       {"unit", "ms"}, {"categories", cats},
+                       {"series", Json::array({{{"name", "total time"}, {"values", values}}})}},
+                      table_block(t, {0})});
+}
+
+Json copy_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
+  struct Sum {
+    int64_t count = 0, time_ns = 0, sync_count = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, Sum> sums;
+  int64_t memset_count = 0, memset_ns = 0;
+  for (const auto& r : ranks) {
+    if (!r.copies.availability.available) continue;
+    memset_count += r.copies.memset_count;
+    memset_ns += r.copies.memset_ns;
+    for (const auto& g : r.copies.groups) {
+      auto& s = sums[fmt::format("{} {} -> {}", trace::to_string(g.kind), trace::to_string(g.src_kind), trace::to_string(g.dst_kind))];
+      s.count += g.count;
+      s.time_ns += g.time_ns;
+      s.bytes += g.bytes;
+      s.sync_count += g.sync_count;
+    }
+  }
+  if (sums.empty() && memset_count == 0) return Json::array({paragraph("No memory copies or sets in these traces.", "skipped")});
+  Table t("Copies by kind and memory kind (all ranks)", {Column("copy"), Column("count"), Column("bytes"), Column("time ms"),
+                                                         Column("GB/s", 2), Column("synchronous")});
+  Json cats = Json::array(), values = Json::array();
+  for (const auto& [name, s] : sums) {
+    t.add_row({name, s.count, static_cast<int64_t>(s.bytes), ms(s.time_ns),
+               s.time_ns ? static_cast<double>(s.bytes) / static_cast<double>(s.time_ns) : 0.0, s.sync_count});
+    cats.push_back(name);
+    values.push_back(ms(s.time_ns));
+  }
+  if (memset_count) {
+    t.add_row({std::string("memset"), memset_count, std::monostate{}, ms(memset_ns), std::monostate{}, std::monostate{}});
+    cats.push_back("memset");
+    values.push_back(ms(memset_ns));
+  }
+  return Json::array({{{"type", "chart"}, {"kind", "bars"}, {"title", "Copy time by kind"}, {"horizontal", true}, {"unit", "ms"},
+                       {"categories", cats}, {"series", Json::array({{{"name", "time"}, {"values", values}}})}},
+                      table_block(t)});
+}
+
+Json nccl_blocks(const std::vector<trace::Trace>& traces) {
+  struct Sum {
+    int64_t count = 0, time_ns = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<std::tuple<std::string, uint64_t>, Sum> by_op_size;
+  std::vector<std::map<std::string, int64_t>> per_rank(traces.size());
+  std::map<std::string, int> ops;
+  for (size_t ri = 0; ri < traces.size(); ++ri) {
+    const auto& n = traces[ri].nccl;
+    for (size_t i = 0; i < n.size(); ++i) {
+      const std::string op(trace::to_string(n.op[i]));
+      const int64_t d = std::max<int64_t>(0, n.end[i] - n.start[i]);
+      auto& s = by_op_size[{op, n.bytes[i]}];
+      ++s.count;
+      s.time_ns += d;
+      s.bytes += n.bytes[i];
+      per_rank[ri][op] += d;
+      ops[op] = 0;
+    }
+  }
+  if (by_op_size.empty()) return Json::array({paragraph("No NCCL collectives in these traces.", "skipped")});
+  Json cats = Json::array();
+  for (size_t ri = 0; ri < traces.size(); ++ri) cats.push_back(rank_label(traces[ri], ri));
+  Json series = Json::array();
+  for (const auto& [op, unused] : ops) {
+    Json values = Json::array();
+    for (const auto& m : per_rank) {
+      auto f = m.find(op);
+      values.push_back(f == m.end() ? 0.0 : ms(f->second));
+    }
+    series.push_back({{"name", op}, {"values", std::move(values)}});
+  }
+  Table t("NCCL collectives by operation and message size (all ranks)",
+          {Column("operation"), Column("message bytes"), Column("count"), Column("time ms"), Column("mean us"),
+           Column("algorithm GB/s", 2)});
+  for (const auto& [key, s] : by_op_size)
+    t.add_row({std::get<0>(key), static_cast<int64_t>(std::get<1>(key)), s.count, ms(s.time_ns),
+               static_cast<double>(s.time_ns) / 1e3 / static_cast<double>(s.count),
+               s.time_ns ? static_cast<double>(s.bytes) / static_cast<double>(s.time_ns) : 0.0});
+  t.add_note("algorithm GB/s: message bytes / kernel time (NCCL's algbw); time is GPU time of the collective kernels.");
+  return Json::array({{{"type", "chart"}, {"kind", "bars"}, {"title", "NCCL time per rank by operation"}, {"stacked", true},
+                       {"unit", "ms"}, {"categories", cats}, {"series", std::move(series)}},
+                      table_block(t)});
+}
+
+// Min/max decimation: each bucket of the time range keeps its lowest and
+// highest sample, so spikes survive while the series stays short.
+Json decimate(const std::vector<std::pair<double, double>>& points, size_t max_points) {
+  Json out = Json::array();
+  if (points.size() <= max_points) {
+    for (const auto& [x, y] : points) out.push_back({x, y});
+    return out;
+  }
+  const size_t buckets = std::max<size_t>(1, max_points / 2);
+  const double x0 = points.front().first, x1 = points.back().first;
+  const double width = (x1 - x0) / static_cast<double>(buckets);
+  size_t i = 0;
+  for (size_t b = 0; b < buckets && i < points.size(); ++b) {
+    const double end = b + 1 == buckets ? x1 : x0 + width * static_cast<double>(b + 1);
+    size_t lo = i, hi = i;
+    for (; i < points.size() && (points[i].first <= end || b + 1 == buckets); ++i) {
+      if (points[i].second < points[lo].second) lo = i;
+      if (points[i].second > points[hi].second) hi = i;
+    }
+    if (i == lo && i == hi) continue;
+    const size_t a = std::min(lo, hi), c = std::max(lo, hi);
+    out.push_back({points[a].first, points[a].second});
+    if (c != a) out.push_back({points[c].first, points[c].second});
+  }
+  return out;
+}
+
+Json counter_blocks(const std::vector<trace::Trace>& traces, size_t max_points) {
+  // Series per (metric, rank, device), on one Unix-clock axis so ranks line up.
+  std::map<std::pair<trace::CounterMetric, std::string>, std::vector<std::pair<double, double>>> series;
+  int64_t t0 = std::numeric_limits<int64_t>::max();
+  for (const auto& t : traces)
+    if (t.counters.size()) t0 = std::min(t0, t.meta.to_unix_ns(t.counters.time.front()));
+  for (size_t ri = 0; ri < traces.size(); ++ri) {
+    const auto& t = traces[ri];
+    const auto& c = t.counters;
+    for (size_t i = 0; i < c.size(); ++i) {
+      const std::string name = traces.size() > 1 || t.meta.devices.size() > 1
+                                   ? fmt::format("{} gpu {}", rank_label(t, ri), c.device[i])
+                                   : fmt::format("gpu {}", c.device[i]);
+      series[{c.metric[i], name}].emplace_back(static_cast<double>(t.meta.to_unix_ns(c.time[i]) - t0) / 1e9, c.value[i]);
+    }
+  }
+  if (series.empty()) return Json::array({paragraph("No GPU counters in these traces (NVML sampling was off or unavailable).", "skipped")});
+  Json blocks = Json::array();
+  std::map<trace::CounterMetric, Json> charts;
+  size_t total = 0, kept = 0;
+  for (auto& [key, points] : series) {
+    if (key.first == trace::CounterMetric::kEnergyJoules) continue;  // a running total; power shows the same over time
+    std::sort(points.begin(), points.end());
+    Json p = decimate(points, max_points);
+    total += points.size();
+    kept += p.size();
+    auto& chart = charts[key.first];
+    if (chart.is_null())
+      chart = {{"type", "chart"}, {"kind", "xy"}, {"title", fmt::format("GPU counter: {}", trace::to_string(key.first))},
+               {"x", {{"name", "time (s)"}}}, {"y", {{"name", std::string(trace::to_string(key.first))}}},
+               {"series", Json::array()}};
+    chart["series"].push_back({{"name", key.second}, {"style", "line-only"}, {"points", std::move(p)}});
+  }
+  for (auto& [metric, chart] : charts) blocks.push_back(std::move(chart));
+  if (kept < total)
+    blocks.push_back(paragraph(fmt::format("Counters decimated for drawing: {} of {} samples kept (each interval keeps its "
+                                           "minimum and maximum).", kept, total), "note"));
+  return blocks;
+}
+
+Json straggler_blocks(const analyze::StragglerStats& s) {
+  if (!s.availability.available) return Json::array({paragraph("Stragglers: " + s.availability.reason, "skipped")});
+  Table t("Lateness at collectives per rank", {Column("rank"), Column("total late ms"), Column("max late ms"),
+                                               Column("late per iteration ms"), Column("times last")});
+  for (const auto& r : s.ranks)
+    t.add_row({int64_t{r.rank}, ms(r.total_late_ns), ms(r.max_late_ns), ms(r.late_per_iteration_ns), r.times_last});
+  t.add_note(fmt::format("{} collectives matched across ranks ({} unmatched); summed wait {}.", s.matched_collectives,
+                         s.unmatched_collectives, format_duration_ns(static_cast<double>(s.total_wait_ns))));
+  return Json::array({table_block(t)});
+}
+
+Json problem_blocks(const std::vector<trace::Trace>& traces) {
+  Json blocks = Json::array();
+  for (size_t ri = 0; ri < traces.size(); ++ri) {
+    std::vector<std::string> parts;
+    bool loss = false;
+    for (int p = 0; p < trace::kProblemCount; ++p) {
+      const auto problem = static_cast<trace::Problem>(p);
+      if (const auto n = traces[ri].problems.get(problem)) {
+        parts.push_back(fmt::format("{} x{}", trace::to_string(problem), n));
+        loss = loss || trace::severity_of(problem) == trace::Severity::kDataLoss;
+      }
+    }
+    if (!parts.empty())
+      blocks.push_back(paragraph(fmt::format("{}{}: {}", rank_label(traces[ri], ri), loss ? " (data loss)" : "",
+                                             fmt::join(parts, ", ")), "note"));
+  }
+  return blocks;
+}
+
+void append(Json& blocks, Json more) {
+  for (auto& b : more) blocks.push_back(std::move(b));
+}
+
+}  // namespace
+
+void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& traces) {
+  if (traces.empty()) fail("{}: no traces in this run", label);
+  analyze::Options options;
+  options.iteration_range = doc.options.iteration_range;
+  std::vector<analyze::RankAnalysis> ranks;
+  ranks.reserve(traces.size());
+  for (size_t i = 0; i < traces.size(); ++i) {
+    ranks.push_back(analyze::analyze_rank(traces[i], options));
+    if (ranks.back().label.empty()) ranks.back().label = rank_label(traces[i], i);
+  }
+  // The timeline, NCCL and counter views need the events; the rest only summaries.
+  Json blocks = Json::array();
+  append(blocks, problem_blocks(traces));
+  Json timeline = timeline_blocks(traces, ranks, options.classifier, doc.options.max_timeline_events);
+  Json nccl = nccl_blocks(traces);
+  Json counters = counter_blocks(traces, doc.options.max_counter_points);
+  Json kernels = kernel_blocks(ranks, doc.options.top_kernels);
+  Json copies = copy_blocks(ranks);
+  Json breakdown = breakdown_blocks(ranks);
+  Json iterations = iteration_blocks(ranks);
+  const analyze::RunAnalysis run = analyze::combine(std::move(ranks));
+  for (const auto& f : advise::advise(run)) {
+    Json figures = Json::array();
+    for (const auto& g : f.figures) figures.push_back({{"name", g.name}, {"value", g.value}, {"unit", g.unit}});
+    Json j = {{"id", f.id}, {"title", f.title}, {"severity", std::string(advise::to_string(f.severity))},
+              {"evidence", f.evidence}, {"figures", std::move(figures)}, {"ranks", f.ranks},
+              {"saving_fraction", f.saving_fraction}, {"saving_method", f.saving_method}, {"fix", f.fix},
+              {"source", label}};
+    doc.findings.push_back(std::move(j));
+    if (doc.highlights.size() < 6)
+      doc.highlights.push_back(fmt::format("{}: {} (up to {:.1f}% of step time)", label, f.title, 100 * f.saving_fraction));
+  }
+  doc.analysed_runs = true;
+  append(blocks, std::move(breakdown));
+  append(blocks, std::move(iterations));
+  append(blocks, std::move(timeline));
+  append(blocks, std::move(kernels));
+  append(blocks, std::move(copies));
+  if (traces.size() > 1) append(blocks, straggler_blocks(run.stragglers));
+  append(blocks, std::move(nccl));
+  append(blocks, std::move(counters));
+  const auto& m = traces.front().meta;
+  std::string subtitle = fmt::format("{} rank(s), {} events, source: {}", traces.size(),
+                                     std::accumulate(traces.begin(), traces.end(), size_t{0},
+                                                     [](size_t n, const trace::Trace& t) { return n + t.event_count(); }),
+                                     m.source.empty() ? "unknown" : m.source);
+  if (!m.devices.empty()) subtitle += ", " + m.devices.front().name;
+  doc.sections.push_back(section("Run: " + label, std::move(subtitle), std::move(blocks)));
+}
+
+}  // namespace scalescope::report::detail

@@ -1,0 +1,160 @@
+// A sweep database: per configuration, time and E' against GPU count (with
+// confidence intervals, the ideal line, the threshold and break-even points),
+// time against GPU-hours with the Pareto front, and the fitted prediction
+// beyond the measured counts drawn dashed. All figures come from scaling/.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "report/report_document.hpp"
+#include "report/table.hpp"
+#include "scaling/scaling.hpp"
+#include "sweep/sweep.hpp"
+#include "trace/error.hpp"
+
+namespace scalescope::report::detail {
+
+namespace {
+
+Json num(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+
+}  // namespace
+
+void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
+  const sweep::StoredSweep stored = sweep::read_sweep(path);
+  const std::string metric = stored.metric.empty() ? std::string("wall_s") : stored.metric;
+  // Configuration label -> GPU count -> samples.
+  std::map<std::string, std::map<int, scaling::ScalingPoint>> configs;
+  size_t ok = 0, failed = 0;
+  for (const auto& r : stored.runs) {
+    std::string label;
+    for (const auto& [k, v] : r.config) label += (label.empty() ? "" : " ") + k + "=" + v;
+    if (label.empty()) label = "default";
+    auto& point = configs[label][r.gpus];
+    point.gpus = r.gpus;
+    const auto m = r.metrics.find(metric);
+    if (r.status != sweep::RunStatus::kOk || m == r.metrics.end() || !std::isfinite(m->second) || m->second <= 0) {
+      ++failed;
+      continue;
+    }
+    ++ok;
+    point.times.push_back(stored.higher_is_better ? 1.0 / m->second : m->second);
+    if (const auto e = r.metrics.find("energy_j"); e != r.metrics.end()) point.energy_j.push_back(e->second);
+  }
+  Json blocks = Json::array();
+  blocks.push_back(paragraph(fmt::format("{} runs planned, {} with a {} result, {} failed or without it. Metric: {}{}.",
+                                         stored.planned_runs, ok, metric, failed, metric,
+                                         stored.higher_is_better ? " (higher is better; drawn as time per unit = 1/x)" : "")));
+  Json time_series = Json::array(), eff_series = Json::array(), cost_series = Json::array();
+  Json eff_marks = Json::array(), cost_marks = Json::array(), x_marks = Json::array();
+  std::vector<Table> tables;
+  int palette_index = 0;
+  static const char* kPalette[] = {"#2f6fde", "#e08a00", "#2e9d58", "#c62828", "#7b4fc9", "#00838f"};
+  for (const auto& [label, by_gpus] : configs) {
+    std::vector<scaling::ScalingPoint> points;
+    for (const auto& [g, p] : by_gpus) points.push_back(p);
+    scaling::ScalingOptions opts;
+    opts.threshold = doc.options.threshold;
+    scaling::ScalingTable table;
+    try {
+      table = scaling::scaling_table(points, opts);
+    } catch (const Error& e) {
+      blocks.push_back(paragraph(fmt::format("{}: no scaling table ({})", label, e.what()), "skipped"));
+      continue;
+    }
+    const std::string colour = kPalette[palette_index++ % 6];
+    const auto& ref = *std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == table.ref_gpus; });
+    Json tp = Json::array(), te = Json::array(), ep = Json::array(), ee = Json::array(), ideal = Json::array();
+    Json cp = Json::array(), front = Json::array();
+    std::vector<scaling::FitPoint> fit_points;
+    int max_gpus = 0;
+    Table t(fmt::format("Scaling: {}", label),
+            {Column("GPUs"), Column("runs"), Column("median s", 4), Column("CI low", 4), Column("CI high", 4),
+             Column("speedup", 3), Column("E'", 3), Column("E' low", 3), Column("E' high", 3), Column("GPU-hours", 5),
+             Column("Pareto")});
+    for (const auto& r : table.rows) {
+      tp.push_back({r.gpus, r.time.median});
+      if (r.time.n >= 2) te.push_back({r.gpus, num(r.time.ci_low), num(r.time.ci_high)});
+      ep.push_back({r.gpus, num(r.efficiency)});
+      if (std::isfinite(r.efficiency_low) && std::isfinite(r.efficiency_high)) ee.push_back({r.gpus, r.efficiency_low, r.efficiency_high});
+      ideal.push_back({r.gpus, ref.time.median * ref.gpus / r.gpus});
+      cp.push_back({r.gpu_hours, r.time.median});
+      if (r.pareto) front.push_back({r.gpu_hours, r.time.median});
+      fit_points.push_back({r.gpus, r.time.median});
+      max_gpus = std::max(max_gpus, r.gpus);
+      t.add_row({int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median, num(r.time.ci_low).is_null() ? Cell() : Cell(r.time.ci_low),
+                 num(r.time.ci_high).is_null() ? Cell() : Cell(r.time.ci_high), r.speedup, r.efficiency,
+                 std::isfinite(r.efficiency_low) ? Cell(r.efficiency_low) : Cell(),
+                 std::isfinite(r.efficiency_high) ? Cell(r.efficiency_high) : Cell(), r.gpu_hours,
+                 std::string(r.pareto ? "yes" : "")});
+    }
+    t.add_note("CIs: " + table.ci_method);
+    const auto& be = table.break_even;
+    auto row_of = [&](int g) { return std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == g; }); };
+    if (be.by_threshold) {
+      const auto r = row_of(*be.by_threshold);
+      eff_marks.push_back({{"x", r->gpus}, {"y", num(r->efficiency)}, {"label", fmt::format("E' rule: {}", r->gpus)}});
+      t.add_note(fmt::format("Break-even by the E' rule (largest N with E' >= {}): {} GPUs.", be.threshold, *be.by_threshold));
+      doc.highlights.push_back(fmt::format("sweep {} ({}): break-even {} GPUs by the E' >= {} rule", path.filename().string(),
+                                           label, *be.by_threshold, be.threshold));
+    }
+    if (be.by_knee) {
+      const auto r = row_of(*be.by_knee);
+      cost_marks.push_back({{"x", r->gpu_hours}, {"y", r->time.median}, {"label", fmt::format("knee: {} GPUs", r->gpus)}});
+      t.add_note(fmt::format("Break-even by the Pareto knee ({}): {} GPUs.", be.knee_method, *be.by_knee));
+      doc.highlights.push_back(fmt::format("sweep {} ({}): Pareto knee at {} GPUs", path.filename().string(), label, *be.by_knee));
+    }
+    for (const auto& n : be.notes) t.add_note(n);
+    const std::string prefix = configs.size() > 1 ? label + ": " : "";
+    time_series.push_back({{"name", prefix + "measured"}, {"style", "line"}, {"colour", colour}, {"points", tp}, {"errors", te}});
+    time_series.push_back({{"name", prefix + "ideal"}, {"style", "dashed"}, {"colour", "#9e9e9e"}, {"points", ideal}});
+    eff_series.push_back({{"name", prefix + "measured"}, {"style", "line"}, {"colour", colour}, {"points", ep}, {"errors", ee}});
+    cost_series.push_back({{"name", prefix + "runs"}, {"style", "points"}, {"colour", colour}, {"points", cp}});
+    cost_series.push_back({{"name", prefix + "Pareto front"}, {"style", "line"}, {"colour", colour}, {"points", front}});
+    // Prediction beyond the measured counts: drawn dashed, from the measured point on.
+    std::vector<int> predict;
+    for (int g = max_gpus * 2; g <= max_gpus * 8; g *= 2) predict.push_back(g);
+    const scaling::Fit fit = scaling::fit_model(scaling::ModelKind::kAmdahl, fit_points, std::nullopt, predict, ref.gpus, ref.time.median);
+    if (fit.ok && !fit.predictions.empty()) {
+      Json pt = Json::array({{table.rows.back().gpus, table.rows.back().time.median}});
+      Json pe = Json::array({{table.rows.back().gpus, num(table.rows.back().efficiency)}});
+      for (const auto& p : fit.predictions) {
+        pt.push_back({p.gpus, p.time});
+        pe.push_back({p.gpus, num(p.efficiency)});
+      }
+      time_series.push_back({{"name", prefix + "predicted"}, {"style", "dashed"}, {"colour", colour}, {"points", pt}});
+      eff_series.push_back({{"name", prefix + "predicted"}, {"style", "dashed"}, {"colour", colour}, {"points", pe}});
+      t.add_note(fmt::format("Prediction ({}): {}; leave-one-out mean error {:.1f}%.", scaling::model_name(fit.kind), fit.formula,
+                             100 * fit.loo_mean_abs_rel_error));
+    } else if (!fit.note.empty()) {
+      t.add_note("No prediction: " + fit.note);
+    }
+    tables.push_back(std::move(t));
+  }
+  if (!time_series.empty()) {
+    const Json log2 = {{"name", "GPUs"}, {"log", true}};
+    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", "Time against GPU count"}, {"x", log2},
+                      {"y", {{"name", "time (s)"}, {"log", true}}}, {"series", std::move(time_series)},
+                      {"notes", Json::array({"Bars: 95% confidence interval of the median. Dashed grey: ideal scaling from "
+                                             "the reference count; dashed colour: model prediction beyond the measured counts."})}});
+    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", "E' against GPU count"}, {"x", log2},
+                      {"y", {{"name", "E'"}, {"min", 0}}}, {"series", std::move(eff_series)},
+                      {"marks", {{"y", Json::array({{{"value", doc.options.threshold},
+                                                      {"label", fmt::format("threshold {}", doc.options.threshold)}}})},
+                                 {"points", std::move(eff_marks)}}},
+                      {"notes", Json::array({"E' = (N_ref x T_ref) / (N x T_N); the pin marks the break-even point by the E' rule."})}});
+    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", "Time against GPU-hours"},
+                      {"x", {{"name", "GPU-hours per unit of work"}}}, {"y", {{"name", "time (s)"}}},
+                      {"series", std::move(cost_series)}, {"marks", {{"points", std::move(cost_marks)}}},
+                      {"notes", Json::array({"The line joins the Pareto front (no other count is both faster and cheaper); "
+                                             "the pin marks its knee."})}});
+  }
+  for (const auto& t : tables) blocks.push_back(table_block(t));
+  doc.sections.push_back(section("Sweep: " + path.filename().string(), fmt::format("{} configuration(s), created {}", configs.size(),
+                                                                                    stored.created), std::move(blocks)));
+}
+
+}  // namespace scalescope::report::detail

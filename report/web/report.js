@@ -1,0 +1,263 @@
+// Renders scalescope's report document (the JSON in #scalescope-data) with
+// ECharts. Every string from the data goes through textContent or the chart
+// library's own text drawing (tooltips in richText mode, never HTML), so names
+// from traces cannot inject markup.
+'use strict';
+(function () {
+  const doc = JSON.parse(document.getElementById('scalescope-data').textContent);
+  const charts = [];  // {id, kind, title, series: [{name, points}]} for tests and humans
+  window.__scalescopeCharts = charts;
+  const instances = [];
+  const palette = ['#2f6fde', '#e08a00', '#2e9d58', '#c62828', '#7b4fc9', '#00838f', '#8d6e63', '#d81b60', '#546e7a', '#9e9d24'];
+  const classColours = { compute: '#2f6fde', communication: '#e08a00', memory: '#2e9d58', synchronization: '#c62828',
+    copy: '#2e9d58', memset: '#66bb6a', nccl: '#e08a00', other: '#90a4ae' };
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function fmtNumber(v, digits) {
+    if (v === null || v === undefined) return '';
+    if (typeof v !== 'number') return String(v);
+    if (!isFinite(v)) return String(v);
+    if (Number.isInteger(v)) return v.toLocaleString('en-US');
+    const d = digits === undefined ? 3 : digits;
+    const a = Math.abs(v);
+    if (a !== 0 && (a < 1e-3 || a >= 1e9)) return v.toExponential(2);
+    return v.toLocaleString('en-US', { maximumFractionDigits: d });
+  }
+
+  function withUnit(v, unit) { return unit ? fmtNumber(v) + ' ' + unit : fmtNumber(v); }
+
+  // ---- blocks ---------------------------------------------------------------
+
+  function renderParagraph(block, parent) {
+    parent.appendChild(el('p', block.style === 'skipped' ? 'skipped' : (block.style === 'note' ? 'note' : ''), block.text));
+  }
+
+  function renderTable(block, parent) {
+    if (block.title) parent.appendChild(el('h3', '', block.title));
+    const wrap = el('div', 'table-wrap');
+    const t = el('table', 'data');
+    const head = el('tr');
+    for (const c of block.columns) head.appendChild(el('th', '', c));
+    const thead = el('thead');
+    thead.appendChild(head);
+    t.appendChild(thead);
+    const body = el('tbody');
+    for (const row of block.rows) {
+      const tr = el('tr');
+      row.forEach((cell, i) => {
+        const isNum = typeof cell === 'number';
+        const cls = isNum ? 'num' : ((block.name_columns || []).includes(i) ? 'name' : '');
+        tr.appendChild(el('td', cls, isNum ? fmtNumber(cell) : (cell === null ? '' : cell)));
+      });
+      body.appendChild(tr);
+    }
+    t.appendChild(body);
+    wrap.appendChild(t);
+    parent.appendChild(wrap);
+    for (const n of block.notes || []) parent.appendChild(el('p', 'note', n));
+  }
+
+  function renderFindings(block, parent) {
+    if (!block.items.length) {
+      parent.appendChild(el('p', 'skipped', block.empty_text || 'No findings.'));
+      return;
+    }
+    for (const f of block.items) {
+      const box = el('div', 'finding ' + (f.severity || 'info'));
+      const h = el('h4');
+      h.appendChild(el('span', 'badge', f.severity || 'info'));
+      h.appendChild(document.createTextNode(f.title));
+      box.appendChild(h);
+      const dl = el('dl');
+      const row = (k, v, cls) => { if (v === undefined || v === null || v === '') return; dl.appendChild(el('dt', '', k)); dl.appendChild(el('dd', cls || '', v)); };
+      row('where', f.source);
+      row('evidence', f.evidence);
+      if (typeof f.saving_fraction === 'number')
+        row('estimated saving', 'up to ' + (100 * f.saving_fraction).toFixed(1) + '% of step time' + (f.saving_method ? ' (' + f.saving_method + ')' : ''), 'saving');
+      row('fix', f.fix);
+      if (f.figures && f.figures.length)
+        row('figures', f.figures.map(g => g.name + ' = ' + withUnit(g.value, g.unit === 'fraction' ? '' : g.unit)).join('; '));
+      box.appendChild(dl);
+      parent.appendChild(box);
+    }
+  }
+
+  // ---- charts ---------------------------------------------------------------
+
+  const baseTooltip = { renderMode: 'richText', confine: true };
+
+  function axis(spec, fallbackType) {
+    const a = { type: fallbackType, name: spec && spec.name ? spec.name : '', nameLocation: 'middle', nameGap: 32, scale: true };
+    if (spec && spec.log) { a.type = 'log'; a.logBase = spec.log_base || 2; }
+    if (spec && spec.min !== undefined) a.min = spec.min;
+    return a;
+  }
+
+  function xyOption(c) {
+    const series = [];
+    c.series.forEach((s, i) => {
+      const colour = s.colour || palette[i % palette.length];
+      const base = { name: s.name, data: s.points, itemStyle: { color: colour }, lineStyle: { color: colour } };
+      if (s.style === 'points') series.push(Object.assign(base, { type: 'scatter', symbolSize: 8 }));
+      else series.push(Object.assign(base, { type: 'line', symbol: s.style === 'line-only' ? 'none' : 'circle', symbolSize: 6,
+        showSymbol: s.points.length < 200, sampling: s.points.length > 2000 ? 'lttb' : undefined,
+        lineStyle: { color: colour, type: s.style === 'dashed' ? 'dashed' : 'solid', width: s.style === 'dashed' ? 2 : 1.8 } }));
+      if (s.errors && s.errors.length) {
+        // Error bars: a custom series drawing a vertical segment with caps per point.
+        series.push({ name: s.name + ' CI', type: 'custom', data: s.errors, itemStyle: { color: colour }, z: 3,
+          tooltip: { show: false },
+          renderItem: (params, api) => {
+            const lo = api.coord([api.value(0), api.value(1)]);
+            const hi = api.coord([api.value(0), api.value(2)]);
+            const w = 5;
+            const style = { stroke: colour, lineWidth: 1.5 };
+            return { type: 'group', children: [
+              { type: 'line', shape: { x1: lo[0], y1: lo[1], x2: hi[0], y2: hi[1] }, style },
+              { type: 'line', shape: { x1: lo[0] - w, y1: lo[1], x2: lo[0] + w, y2: lo[1] }, style },
+              { type: 'line', shape: { x1: hi[0] - w, y1: hi[1], x2: hi[0] + w, y2: hi[1] }, style }] };
+          } });
+      }
+    });
+    const marks = c.marks || {};
+    if ((marks.x && marks.x.length) || (marks.y && marks.y.length) || (marks.points && marks.points.length)) {
+      const lines = [];
+      for (const m of marks.x || []) lines.push({ xAxis: m.value, name: m.label, label: { formatter: m.label, position: 'end' } });
+      for (const m of marks.y || []) lines.push({ yAxis: m.value, name: m.label, label: { formatter: m.label, position: 'insideEndTop' } });
+      const points = (marks.points || []).map(m => ({ coord: [m.x, m.y], name: m.label, value: m.label,
+        label: { formatter: m.label, position: 'top', fontSize: 11 } }));
+      series.push({ name: 'marks', type: 'line', data: [], silent: true,
+        markLine: { symbol: 'none', lineStyle: { type: 'dotted', color: '#555' }, data: lines },
+        markPoint: { symbol: 'pin', symbolSize: 38, itemStyle: { color: '#c62828' }, data: points } });
+    }
+    return {
+      tooltip: Object.assign({ trigger: 'item' }, baseTooltip),
+      legend: { top: 0, data: c.series.map(s => s.name) },
+      grid: { left: 70, right: 40, top: 40, bottom: 50 },
+      xAxis: axis(c.x, 'value'), yAxis: axis(c.y, 'value'), series,
+    };
+  }
+
+  function barsOption(c) {
+    const horizontal = !!c.horizontal;
+    const cat = { type: 'category', data: c.categories, axisLabel: { width: horizontal ? 260 : 90, overflow: 'truncate' } };
+    const val = { type: 'value', name: c.unit || '', nameLocation: 'middle', nameGap: 30 };
+    const series = c.series.map((s, i) => ({ name: s.name, type: 'bar', stack: c.stacked ? 'all' : undefined, data: s.values,
+      itemStyle: { color: s.colour || palette[i % palette.length] } }));
+    return {
+      tooltip: Object.assign({ trigger: 'axis', axisPointer: { type: 'shadow' } }, baseTooltip),
+      legend: { top: 0 }, grid: { left: horizontal ? 280 : 70, right: 30, top: 40, bottom: 50 },
+      xAxis: horizontal ? val : cat, yAxis: horizontal ? Object.assign(cat, { inverse: true }) : val, series,
+      dataZoom: c.categories.length > 40 ? [{ type: 'slider', [horizontal ? 'yAxisIndex' : 'xAxisIndex']: 0 }] : undefined,
+    };
+  }
+
+  function boxplotOption(c) {
+    return {
+      tooltip: Object.assign({ trigger: 'item' }, baseTooltip),
+      grid: { left: 70, right: 30, top: 30, bottom: 50 },
+      xAxis: { type: 'category', data: c.categories },
+      yAxis: { type: 'value', name: c.unit || '', scale: true },
+      series: [{ name: c.series_name || 'distribution', type: 'boxplot', data: c.boxes, itemStyle: { color: '#e3ecfb', borderColor: '#2f6fde' } },
+        { name: 'outliers', type: 'scatter', data: c.outliers || [], symbolSize: 5, itemStyle: { color: '#c62828' } }],
+    };
+  }
+
+  // One steady-state iteration: one row per (rank, stream), one rectangle per
+  // event; custom series so tens of thousands of rectangles stay fast.
+  function timelineOption(c) {
+    const lanes = c.lanes;
+    const byClass = c.classes.map(() => []);
+    for (const it of c.items) byClass[it[3]].push(it);
+    const series = c.classes.map((cls, k) => ({
+      name: cls, type: 'custom', data: byClass[k], encode: { x: [1, 2], y: 0 },
+      itemStyle: { color: classColours[cls] || palette[k % palette.length] },
+      renderItem: (params, api) => {
+        const lane = api.value(0);
+        const a = api.coord([api.value(1), lane]);
+        const b = api.coord([api.value(2), lane]);
+        const h = api.size([0, 1])[1] * 0.7;
+        const rect = echarts.graphic.clipRectByRect({ x: a[0], y: a[1] - h / 2, width: Math.max(b[0] - a[0], 0.6), height: h },
+          { x: params.coordSys.x, y: params.coordSys.y, width: params.coordSys.width, height: params.coordSys.height });
+        return rect && { type: 'rect', shape: rect, style: api.style() };
+      },
+      tooltip: { formatter: p => c.names[p.value[4]] + '\n' + cls + ', ' + fmtNumber(p.value[2] - p.value[1]) + ' ' + c.unit },
+    }));
+    return {
+      tooltip: Object.assign({ trigger: 'item' }, baseTooltip),
+      legend: { top: 0, data: c.classes },
+      grid: { left: 150, right: 30, top: 40, bottom: 70 },
+      xAxis: { type: 'value', name: 'time in iteration (' + c.unit + ')', nameLocation: 'middle', nameGap: 28, min: 0, max: c.span },
+      yAxis: { type: 'category', data: lanes, inverse: true, axisLabel: { width: 140, overflow: 'truncate' } },
+      dataZoom: [{ type: 'slider', xAxisIndex: 0, filterMode: 'weakFilter', bottom: 10 },
+        { type: 'inside', xAxisIndex: 0, filterMode: 'weakFilter' },
+        { type: 'slider', yAxisIndex: 0, right: 0, width: 14, show: lanes.length > 16 }],
+      series,
+    };
+  }
+
+  const builders = { xy: xyOption, bars: barsOption, boxplot: boxplotOption, timeline: timelineOption };
+
+  function seriesSummary(c) {
+    switch (c.kind) {
+      case 'xy': return c.series.map(s => ({ name: s.name, points: s.points.length }));
+      case 'bars': return c.series.map(s => ({ name: s.name, points: s.values.filter(v => v !== null).length }));
+      case 'boxplot': return [{ name: c.series_name || 'distribution', points: c.boxes.length }];
+      case 'timeline': return [{ name: 'events', points: c.items.length }];
+      default: return [];
+    }
+  }
+
+  function renderChart(block, parent) {
+    if (block.title) parent.appendChild(el('h3', '', block.title));
+    const div = el('div', 'chart' + (block.tall ? ' tall' : ''));
+    div.id = 'chart-' + charts.length;
+    parent.appendChild(div);
+    for (const n of block.notes || []) parent.appendChild(el('p', 'note', n));
+    const build = builders[block.kind];
+    if (!build) throw new Error('unknown chart kind ' + block.kind);
+    const chart = echarts.init(div, null, { renderer: 'canvas' });
+    chart.setOption(Object.assign({ animation: false, textStyle: { fontFamily: 'system-ui, sans-serif' } }, build(block)));
+    instances.push(chart);
+    charts.push({ id: div.id, kind: block.kind, title: block.title || '', series: seriesSummary(block) });
+  }
+
+  const renderers = { paragraph: renderParagraph, table: renderTable, findings: renderFindings, chart: renderChart };
+
+  // ---- page -----------------------------------------------------------------
+
+  document.title = doc.title;
+  document.getElementById('report-title').textContent = doc.title;
+  const meta = [];
+  if (doc.generator) meta.push('made by ' + doc.generator);
+  if (doc.created) meta.push(doc.created);
+  if (doc.inputs && doc.inputs.length) meta.push('inputs: ' + doc.inputs.map(i => i.path + ' (' + i.kind + ')').join(', '));
+  document.getElementById('report-meta').textContent = meta.join(' · ');
+  const toc = document.getElementById('toc');
+  const main = document.getElementById('sections');
+  doc.sections.forEach((s, i) => {
+    const id = 'section-' + i;
+    const a = el('a', '', s.title);
+    a.href = '#' + id;
+    toc.appendChild(a);
+    const sec = el('section', 'report-section');
+    sec.id = id;
+    sec.appendChild(el('h2', '', s.title));
+    if (s.subtitle) sec.appendChild(el('p', 'subtitle', s.subtitle));
+    for (const b of s.blocks) {
+      const r = renderers[b.type];
+      if (!r) throw new Error('unknown block type ' + b.type);
+      r(b, sec);
+    }
+    main.appendChild(sec);
+  });
+  document.getElementById('report-footer').textContent =
+    'Charts: Apache ECharts ' + (echarts.version || '') + ', bundled into this file; the page makes no network request.';
+  window.addEventListener('resize', () => instances.forEach(c => c.resize()));
+  window.__scalescopeReady = true;
+})();

@@ -1,0 +1,112 @@
+// Browser tests of the HTML report: Debian's chromium, headless, through
+// playwright-core. Opens reports that the freshly built scalescope makes from
+// test data and checks what a person would see.
+//   SCALESCOPE=build/cli/scalescope ARTIFACTS=build/artifacts node --test report/web/test/
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const scalescope = process.env.SCALESCOPE;
+const artifacts = process.env.ARTIFACTS || fs.mkdtempSync(path.join(os.tmpdir(), 'scalescope-artifacts-'));
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'scalescope-browser-'));
+const evilScript = '<script>alert(1)</script>';
+const evilImg = '</script><img src=x onerror=alert(2)>';
+let context;
+
+function run(args) {
+  return execFileSync(scalescope, args, { cwd: work, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+}
+
+before(async () => {
+  assert.ok(scalescope && fs.existsSync(scalescope), 'set SCALESCOPE to the built scalescope binary');
+  fs.mkdirSync(artifacts, { recursive: true });
+  context = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), 'scalescope-chromium-')), {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1400, height: 900 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+});
+
+after(async () => {
+  if (context) await context.close();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+// Opens a report and returns what happened: console errors, requests, dialogs, chart summary.
+async function open(file, shot) {
+  const page = await context.newPage();
+  const errors = [], requests = [], dialogs = [];
+  page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', e => errors.push(String(e)));
+  page.on('request', r => requests.push(r.url()));
+  page.on('dialog', d => { dialogs.push(d.message()); d.dismiss(); });
+  const url = pathToFileURL(file).href;
+  await page.goto(url);
+  await page.waitForFunction(() => window.__scalescopeReady === true, null, { timeout: 30000 });
+  const charts = await page.evaluate(() => window.__scalescopeCharts);
+  const canvases = await page.locator('.chart canvas').count();
+  await page.screenshot({ path: path.join(artifacts, shot), fullPage: true });
+  return { page, url, errors, requests, dialogs, charts, canvases };
+}
+
+function assertClean(r) {
+  assert.deepEqual(r.errors, [], 'console errors');
+  assert.deepEqual(r.requests, [r.url], 'the only request is the page itself');
+  assert.deepEqual(r.dialogs, [], 'no dialog (script injection)');
+}
+
+test('demo report: every chart rendered with data, offline, without errors', async () => {
+  const out = run(['demo', '-o', 'demo']);
+  assert.match(out, /Report: .*report\.html/);
+  const r = await open(path.join(work, 'demo', 'report.html'), 'demo-report.png');
+  assertClean(r);
+  assert.ok(r.charts.length >= 8, `expected many charts, saw ${r.charts.length}`);
+  assert.equal(r.canvases, r.charts.length, 'one canvas per chart');
+  for (const c of r.charts) {
+    const points = c.series.reduce((n, s) => n + s.points, 0);
+    assert.ok(points > 0, `chart "${c.title}" (${c.kind}) has no data points`);
+  }
+  const kinds = new Set(r.charts.map(c => c.kind));
+  for (const k of ['bars', 'boxplot', 'timeline', 'xy']) assert.ok(kinds.has(k), `a ${k} chart`);
+  // Findings come first.
+  const first = await r.page.locator('section.report-section h2').first().textContent();
+  assert.equal(first, 'Advisor findings');
+  // The timeline zooms: drive the inside dataZoom with the wheel and check the axis range shrank.
+  const timeline = r.page.locator('.chart.tall').first();
+  await timeline.scrollIntoViewIfNeeded();
+  const box = await timeline.boundingBox();
+  await r.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await r.page.mouse.wheel(0, -600);
+  await r.page.waitForTimeout(300);
+  const zoom = await r.page.evaluate(id => {
+    const inst = echarts.getInstanceByDom(document.getElementById(id));
+    const dz = inst.getOption().dataZoom[0];
+    return [dz.start, dz.end];
+  }, r.charts.find(c => c.kind === 'timeline').id);
+  assert.ok(zoom[1] - zoom[0] < 100, `timeline zoomed in (dataZoom ${zoom})`);
+  await r.page.screenshot({ path: path.join(artifacts, 'demo-timeline-zoomed.png') });
+  await r.page.close();
+});
+
+test('names from a trace are shown as text, never run', async () => {
+  run(['report', path.join(here, 'data', 'xss-kineto.json'), '-o', 'xss.html', '--title', evilScript]);
+  const html = fs.readFileSync(path.join(work, 'xss.html'), 'utf8');
+  assert.ok(!html.includes(evilScript), 'the raw name is not in the HTML');
+  const r = await open(path.join(work, 'xss.html'), 'xss-report.png');
+  assertClean(r);
+  const text = await r.page.evaluate(() => document.body.innerText);
+  assert.ok(text.includes(evilScript), 'the <script> name is visible as text');
+  assert.ok(text.includes(evilImg), 'the </script> name is visible as text');
+  assert.equal(await r.page.title(), evilScript);
+  assert.equal(await r.page.locator('img').count(), 0, 'no injected element');
+  assert.equal(await r.page.locator('script').count(), 3, 'only the page\'s own scripts');
+  await r.page.close();
+});

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The README's first command: installs the dependencies, builds the release
+# configuration and runs the demo on the embedded data (no GPU needed).
+# Usage: scripts/setup.sh [DEMO_DIR]   (default: ./scalescope-demo)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$here/scripts/install-deps.sh"
+"$here/scripts/build.sh" release
+"$here/build/cli/scalescope" demo -o "${1:-scalescope-demo}"
