@@ -5,8 +5,8 @@
 #   PART: image-base | image-tuned | image (= both) | llm | accuracy | all (= image-base image-tuned llm)
 #   BUILD_DIR: a release build of scalescope (BUILD_DIR/cli/scalescope and the collector).
 #   OUT_DIR: receives at most 8 files (< 16 MiB each): env.txt, and per part
-#            <part>.tar.gz (sweep DB, run logs, summary.tsv, scaling/analyze
-#            output) and <part>-traces.tar.gz (repetition-0 traces, size-capped).
+#            <part>.tar.gz (sweep DB, run logs, summary.tsv, scaling, the
+#            effect comparisons of `scaling --compare`, analyze output) and <part>-traces.tar.gz (repetition-0 traces, size-capped).
 # Before: bench/study/stage_data.sh on the machine that has the data (copies
 # Fashion-MNIST into .devcarry/fashion-mnist/, which travels with the tree).
 #
@@ -141,6 +141,18 @@ pack() {
   if [ -e "$db" ]; then
     "$ss" scaling "$db" >"$dir/scaling.txt" 2>&1 || echo "(scaling exit status $?)" >>"$dir/scaling.txt"
     "$ss" scaling "$db" --format json >"$dir/scaling.json" 2>&1 || true
+    # Each effect: the reference against one change, at each GPU count (Welch on
+    # log times: ratio with its CI; Mann-Whitney as a check).
+    local key="" ref="" others=()
+    case "$part" in
+      image-*) key=variant ref=ref others=(fp64 precision pin layout loader) ;;
+      llm) key=method ref=lora others=(dpo qlora qat) ;;
+    esac
+    mkdir -p "$dir/compare"
+    for o in "${others[@]}"; do
+      "$ss" scaling "$db" --compare "$key=$ref,$o" >"$dir/compare/$ref-vs-$o.txt" 2>&1 || true
+      "$ss" scaling "$db" --compare "$key=$ref,$o" --format json >"$dir/compare/$ref-vs-$o.json" 2>/dev/null || true
+    done
   fi
   mkdir -p "$dir/logs" "$dir/analyze"
   for log in "$db".runs/*/log.txt; do

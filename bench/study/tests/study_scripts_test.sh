@@ -61,7 +61,7 @@ case "$1" in
     exit 0 ;;
   profile) shift; while [ "$1" != -- ]; do shift; done; shift; exec "$@" ;;
   analyze) echo "iterations: nvtx:ProfilerStep# (20)" ;;
-  scaling) echo "scaling of $2" ;;
+  scaling) echo "scaling of $*" ;;
 esac
 EOF
 chmod +x "$tmp/bin/"* "$tmp/build/cli/scalescope"
@@ -120,6 +120,8 @@ expect "summary row from the result line" "grep -q \$'run=0000-g1-r0\tworkload=f
 expect "summary notes a run without result" "grep -q \$'run=0001-g2-r0\tstatus=no_result_line' \"$tmp/image-base-pack/summary.tsv\""
 expect "analyze output of repetition 0" "grep -q ProfilerStep \"$tmp/image-base-pack/analyze/0000-g1-r0.txt\""
 expect "the workload got the staged data" "grep -qx -- \"$tmp/data\" \"$tmp/image-base-pack/logs/0000-g1-r0.log\""
+expect "image effects compared" "grep -q -- '--compare variant=ref,loader' \"$CALLS\" && [ -s \"$tmp/image-base-pack/compare/ref-vs-loader.txt\" ]"
+expect "llm effects compared" "grep -q -- '--compare method=lora,qat' \"$CALLS\""
 expect "traces archived" "tar -tzf \"$out/image-base-traces.tar.gz\" | grep -q 'image-base.db.runs/0000-g1-r0/trace.ssrun'"
 
 # A second call with the same work folder resumes.
