@@ -344,7 +344,7 @@ TEST(MlperfRunsCsv, WritesAtomically) {
   const fs::path p = dir.path() / "runs.csv";
   write_runs_csv(folder_runs("A", "bert", 8, {1.0, 2.0}), p);
   EXPECT_EQ(read_runs_csv(p).size(), 2u);
-  EXPECT_FALSE(fs::exists(dir.path() / "runs.csv.tmp"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);  // no temporary left
   EXPECT_THROW(write_runs_csv({}, dir.path() / "missing" / "runs.csv"), Error);
   EXPECT_EQ(read_runs_csv(p).size(), 2u);
 }
@@ -498,6 +498,14 @@ TEST(MlperfAnalyze, FiltersReferenceAndErrors) {
   tables = analyze(runs, {.benchmark = "retinanet", .ref_system = "b"});
   EXPECT_EQ(cell_text(tables[0].rows()[1][9]), "reference");
   EXPECT_NEAR(cell_double(tables[0].rows()[0][6]), 0.6, 1e-12);
+  for (auto& r : folder_runs("d", "ssd", 32, {2, 2, 2, 2, 2})) {
+    r.division = "open";
+    runs.push_back(r);
+  }
+  tables = analyze(runs, {.benchmark = "ssd"});
+  ASSERT_EQ(tables.size(), 2u);  // open division results are kept apart
+  EXPECT_NE(tables[1].title().find("(open division)"), std::string::npos) << tables[1].title();
+  EXPECT_EQ(tables[1].rows().size(), 1u);
   EXPECT_THROW(analyze(runs, {.benchmark = "gpt3"}), Error);
   EXPECT_THROW(analyze(runs, {.ref_system = "zzz"}), Error);
   EXPECT_THROW(analyze(runs, {.accelerator = "TPU"}), Error);

@@ -2,11 +2,13 @@
 // JSON forms agree) and read back by a small RFC 4180 reader that names the
 // line and column of anything wrong.
 
-#include <charconv>
+#include <unistd.h>
+
 #include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -157,7 +159,7 @@ void write_runs_csv(const std::vector<Run>& runs, std::ostream& out) {
 
 void write_runs_csv(const std::vector<Run>& runs, const fs::path& path) {
   fs::path tmp = path;
-  tmp += ".tmp";
+  tmp += fmt::format(".tmp-{}", ::getpid());  // per process: two writers never share it
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) fail("cannot write {} (as {}): {}", path.string(), tmp.string(), std::strerror(errno));
