@@ -92,8 +92,9 @@ std::vector<PlannedRun> plan_runs(const SweepSpec& spec);
 // {run_dir}, {gpus_per_node}, each varied key; {{ and }} are literal braces).
 std::vector<std::string> expand_template(const SweepSpec& spec, const PlannedRun& run, const std::string& run_dir);
 
-// The full argv that is executed (execvp, no shell): launcher prefix, then
-// (with --profile) the profiler, then the expanded template.
+// The full argv that is executed (execvp, no shell): (with --profile) the
+// profiler `scalescope profile -o RUN_DIR/trace.ssrun --`, then the launcher
+// prefix, then the expanded template.
 //   local:    CMD...
 //   torchrun: torchrun --standalone --nproc_per_node=G [--no-python] CMD...
 //             (nodes > 1: --nnodes=N --nproc_per_node=G/N --rdzv_backend=c10d

@@ -220,9 +220,6 @@ std::vector<PlannedRun> plan_runs(const SweepSpec& spec) {
   if (spec.gpus.empty()) fail("--gpus lists no GPU count");
   if (spec.repeat < 1) fail("--repeat {} is not a positive number", spec.repeat);
   if (spec.nodes < 1) fail("--nodes {} is not a positive number", spec.nodes);
-  if (spec.profile && spec.launcher != LauncherKind::kLocal && spec.launcher != LauncherKind::kTorchrun &&
-      spec.scalescope_exe.empty())
-    fail("--profile needs the path of the scalescope executable");
   if (spec.metric.kind == MetricKind::kTrace && !spec.profile) fail("--metric trace needs --profile");
   std::set<std::string> keys;
   for (const auto& v : spec.vary)
@@ -319,16 +316,16 @@ std::vector<std::string> launch_command(const SweepSpec& spec, const PlannedRun&
     const std::string exe = spec.scalescope_exe.empty() ? "scalescope" : spec.scalescope_exe;
     profiler = {exe, "profile", "-o", run_dir + "/trace.ssrun", "--"};
   }
-  std::vector<std::string> out;
+  // The profiler wraps the launcher: its injection environment reaches every
+  // rank (srun and mpirun pass the environment on), and one profile owns the
+  // trace folder instead of one per rank.
+  std::vector<std::string> out = profiler;
   auto append = [&](const std::vector<std::string>& v) { out.insert(out.end(), v.begin(), v.end()); };
   switch (spec.launcher) {
     case LauncherKind::kLocal:
-      append(profiler);
       append(cmd);
       break;
     case LauncherKind::kTorchrun: {
-      // The profiler wraps torchrun: its injection environment reaches every worker.
-      append(profiler);
       out.push_back("torchrun");
       if (run.nodes == 1) {
         out.push_back("--standalone");
@@ -355,13 +352,11 @@ std::vector<std::string> launch_command(const SweepSpec& spec, const PlannedRun&
     case LauncherKind::kSrun:
       append({"srun", fmt::format("--nodes={}", run.nodes), fmt::format("--ntasks-per-node={}", per_node),
               fmt::format("--gpus-per-node={}", per_node), "--kill-on-bad-exit=1"});
-      append(profiler);
       append(cmd);
       break;
     case LauncherKind::kMpirun:
       append({"mpirun", "-np", std::to_string(run.gpus)});
       if (run.nodes > 1) append({"--map-by", fmt::format("ppr:{}:node", per_node)});
-      append(profiler);
       append(cmd);
       break;
   }

@@ -296,9 +296,10 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
     const auto log_path = run_dir / "log.txt";
     const auto& argv = lines[static_cast<size_t>(run.index)];
     store.begin_run(run, nlohmann::json(argv).dump(), run_dir.string(), log_path.string(), now_unix());
-    std::map<std::string, std::string> run_env = {{"SCALESCOPE_RUN_DIR", run_dir.string()},
-                                                  {"SCALESCOPE_GPUS", std::to_string(run.gpus)},
-                                                  {"SCALESCOPE_REP", std::to_string(run.rep)}};
+    // SCALESCOPE_SWEEP_*: not SCALESCOPE_RUN_DIR, which `scalescope profile` sets to its trace folder.
+    std::map<std::string, std::string> run_env = {{"SCALESCOPE_SWEEP_RUN_DIR", run_dir.string()},
+                                                  {"SCALESCOPE_SWEEP_GPUS", std::to_string(run.gpus)},
+                                                  {"SCALESCOPE_SWEEP_REP", std::to_string(run.rep)}};
     const auto result = run_process(argv, log_path, spec.timeout_s, spec.kill_grace_s, run_env,
                                     [] { return g_stop_signal.load() != 0; });
     if (result.note == "interrupted" && g_stop_signal.load()) {

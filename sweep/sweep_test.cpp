@@ -187,7 +187,7 @@ TEST(SweepLaunch, EveryLauncherBuildsItsLine) {
                "--nproc_per_node=4", "train.py", "--bs=8"}));
 }
 
-TEST(SweepLaunch, ProfileWrapsTheLauncherOrTheRank) {
+TEST(SweepLaunch, ProfileWrapsTheLauncher) {
   SweepSpec s;
   s.gpus = {2};
   s.profile = true;
@@ -201,14 +201,14 @@ TEST(SweepLaunch, ProfileWrapsTheLauncherOrTheRank) {
                "--nproc_per_node=2", "--no-python", "./job"}));
   s.launcher = LauncherKind::kMpirun;
   EXPECT_EQ(launch_command(s, run, "/r", {}),
-            (V{"mpirun", "-np", "2", "/bin/scalescope", "profile", "-o", "/r/trace.ssrun", "--", "./job"}));
+            (V{"/bin/scalescope", "profile", "-o", "/r/trace.ssrun", "--", "mpirun", "-np", "2", "./job"}));
 }
 
 // ---- one process --------------------------------------------------------------
 
 TEST_F(SweepTest, ProcessStatusesAndLogs) {
   const auto log = dir_ / "log.txt";
-  auto r = run_process({kJobs + "/law.sh", "2", "0.02", "0", "0"}, log, 0, 1, {{"SCALESCOPE_REP", "7"}});
+  auto r = run_process({kJobs + "/law.sh", "2", "0.02", "0", "0"}, log, 0, 1, {{"SCALESCOPE_SWEEP_REP", "7"}});
   EXPECT_EQ(r.status, RunStatus::kOk);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_GT(r.wall_s, 0.005);

@@ -10,7 +10,7 @@ b=${3:-0}
 c=${4:-0.02}
 record=${5:-}
 t=$(awk -v n="$gpus" -v a="$a" -v b="$b" -v c="$c" 'BEGIN { printf "%.4f", a / n + b * (n - 1) + c }')
-id="gpus=$gpus rep=${SCALESCOPE_REP:-?} dir=$(basename "${SCALESCOPE_RUN_DIR:-?}")"
+id="gpus=$gpus rep=${SCALESCOPE_SWEEP_REP:-?} dir=$(basename "${SCALESCOPE_SWEEP_RUN_DIR:-?}")"
 [ -n "$record" ] && echo "start $id" >>"$record"
 i=0
 while [ $i -lt 30 ]; do
