@@ -21,8 +21,19 @@ kNf4Codes = (
 kNf4BlockSize = 64
 
 
+_codes_by_device = {}
+
+
 def nf4_codes(device):
-    return torch.tensor(kNf4Codes, dtype=torch.float32, device=device)
+    """The code table on device, made once: building it per call would be a
+    pageable host-to-device copy (and a stream synchronisation) in every
+    forward and backward of every layer."""
+    key = str(device)
+    codes = _codes_by_device.get(key)
+    if codes is None:
+        codes = torch.tensor(kNf4Codes, dtype=torch.float32, device=device)
+        _codes_by_device[key] = codes
+    return codes
 
 
 def quantize_nf4(weight, block_size=kNf4BlockSize):

@@ -196,7 +196,7 @@ for part in "${expanded[@]}"; do
     llm)
       run_sweep llm "$db" 'regex:seconds_per_mtok=([0-9.eE+-]+)' "method=lora,dpo,qlora,qat" -- \
         workloads/llm_finetune.py --method "{method}" --size 1b --seq-len 512 --batch-size 8 \
-        --steps "$steps" --warmup-steps "$warmup" --log-every 10 --seed "{rep}"
+        --steps "$steps" --warmup-steps "$warmup" --log-every 0 --seed "{rep}"
       ;;
     accuracy)
       [ -s "$data/train-images-idx3-ubyte.gz" ] || die "$data: Fashion-MNIST not staged (bench/study/stage_data.sh)"

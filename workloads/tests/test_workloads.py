@@ -245,7 +245,7 @@ class EndToEndTest(unittest.TestCase):
         env = dict(os.environ, PYTHONPATH=os.path.join(kHere, "fakes"))
         env.update(extra_env or {})
         proc = subprocess.run([sys.executable] + argv, cwd=kWorkloads, env=env, capture_output=True, text=True,
-                              timeout=300)
+                              timeout=900)
         return proc
 
     def test_image_ddp_synthetic(self):
@@ -274,7 +274,7 @@ class EndToEndTest(unittest.TestCase):
                 "--warmup-steps", "1", "--workers", "0", "--eval", "--loader", "gpu"]
         procs = [subprocess.Popen(argv, cwd=kWorkloads, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
-        outs = [p.communicate(timeout=300) for p in procs]
+        outs = [p.communicate(timeout=900) for p in procs]
         for p, (_, err) in zip(procs, outs):
             self.assertEqual(p.returncode, 0, err[-3000:])
         s = summary(outs[0][0])
