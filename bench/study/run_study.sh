@@ -27,6 +27,9 @@
 # GPU-time budget on 2x H200 (estimates to be replaced by what the smoke run shows):
 #   fixed cost per run ~9 s (torchrun, import torch/torchvision, CUDA and NCCL set-up,
 #   DataLoader workers, collector flush); image steps 0.03-0.25 s each (tuned .. fp64/cpu loader).
+#   One measured anchor: the shared Kineto trace (../shared/data/traces, MobileNetV2, fp16,
+#   NHWC, pinned DataLoader input, batch 128, 224 px, 2x H200) spans 2.67 s of GPU timeline
+#   for its 60 steps, ~44 ms a step, with the GPU busy 43 % of it.
 #   image-base : 36 runs x (9 s + 30 x ~0.12 s) ~ 36 x 12.6 s ~ 7.6 min
 #   image-tuned: 36 runs x (9 s + 30 x ~0.08 s) ~ 36 x 11.4 s ~ 6.8 min
 #   llm        : 24 runs x (12 s fixed incl. transformers/peft import and a 1.1B model built on the
