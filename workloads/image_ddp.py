@@ -423,18 +423,16 @@ def main():
     while step < total_steps:
         log.start("epoch_start", metadata={"epoch_num": epoch})
         batches = loader.epoch(epoch)
-        while step < total_steps:
+        # Exactly the batches the epoch has (both loaders drop the last partial
+        # one), so every ProfilerStep range holds one real step.
+        for _ in range(min(steps_per_epoch, total_steps - step)):
             with wc.StepRange(dist_info.is_cuda, step):
                 if step == args.warmup_steps:
                     if dist_info.is_cuda:
                         torch.cuda.synchronize()
                     t_steady = time.perf_counter()
                 timer.mark()
-                try:
-                    x, y = next(batches)
-                except StopIteration:
-                    timer.marks.pop()
-                    break
+                x, y = next(batches)
                 with torch.autocast(device_type=dist_info.device.type, dtype=amp or torch.bfloat16,
                                     enabled=amp is not None):
                     out = model(x)
@@ -449,6 +447,7 @@ def main():
                 if dist_info.is_main:
                     print(f"step={step + 1} epoch={epoch} loss={loss_value:.4f}", flush=True)
             step += 1
+        batches.close()
         log.end("epoch_stop", metadata={"epoch_num": epoch})
         if args.eval and args.eval_each_epoch and step < total_steps:
             acc = evaluate(args, model, test_x, test_y, dist_info)
