@@ -19,7 +19,6 @@ import gzip
 import math
 import os
 import struct
-import sys
 import time
 
 import workload_common as wc  # sets the NCCL/NVSHMEM safety-net variables first
@@ -485,8 +484,7 @@ def main():
             "peak_mem_alloc_mib": alloc, "peak_mem_reserved_mib": reserved,
             "final_loss": loss_value, "test_accuracy": accuracy, "status": status}), flush=True)
     dist_info.close()
-    if status != "success":
-        sys.exit(3)
+    dist_info.finish(0 if status == "success" else 3)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,6 @@ line 'scalescope_result workload=llm_finetune ... step_time_ms_median=X ...'.
 
 import argparse
 import copy
-import os
-import sys
 import time
 
 import workload_common as wc  # sets the NCCL/NVSHMEM safety-net variables first
@@ -294,8 +292,7 @@ def main():
             "peak_mem_reserved_mib": reserved, "first_loss": first_loss, "final_loss": loss_value,
             "preference_accuracy": pref_acc, "status": "success" if ok else "aborted"}), flush=True)
     dist_info.close()
-    if not ok:
-        sys.exit(3)
+    dist_info.finish(0 if ok else 3)
 
 
 if __name__ == "__main__":

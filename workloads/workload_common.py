@@ -100,6 +100,17 @@ class Dist:
         if self.enabled:
             dist.destroy_process_group()
 
+    def finish(self, exit_code):
+        """Ends the process. A CPU (gloo) job leaves through os._exit: with
+        torch 1.13, tearing down the gloo process group at interpreter exit can
+        deadlock (the main thread joins a gloo thread that waits for the GIL).
+        GPU jobs exit normally so the collector's exit handlers still run."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if self.enabled and not self.is_cuda:
+            os._exit(exit_code)
+        sys.exit(exit_code)
+
 
 class MLLogger:
     """MLPerf-style ':::MLLOG {json}' lines, printed by rank 0 only, in the
