@@ -446,6 +446,12 @@ TEST(MlperfIngest, SyntheticTreeEdgeCases) {
 
 TEST(MlperfIngest, BadDirectoriesAreOneLineErrors) {
   EXPECT_THROW(ingest_results({"/nonexistent/mlperf"}, {}), Error);
+  {
+    TempDir a, b;  // two rounds with the same submitter/system/benchmark cannot be told apart
+    write_file(a.path() / "Org" / "results" / "sys" / "bert" / "result_0.txt", run_log(1));
+    write_file(b.path() / "Org" / "results" / "sys" / "bert" / "result_0.txt", run_log(2));
+    EXPECT_THROW(ingest_results({a.path(), b.path()}, {}), Error);
+  }
   TempDir dir;
   try {
     ingest_results({dir.path()}, {});

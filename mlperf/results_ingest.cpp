@@ -283,6 +283,14 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
       rf.benchmark_folder = f.filename().string();
       rf.system = f.parent_path().filename().string();
       rf.submitter = f.parent_path().parent_path().parent_path().filename().string();
+      // Runs are grouped by (submitter, system, benchmark): two trees holding
+      // the same triple (two rounds) would be scored as one folder.
+      for (const auto& other : folders) {
+        if (other.submitter == rf.submitter && other.system == rf.system &&
+            other.benchmark_folder == rf.benchmark_folder)
+          fail("{} and {} are the same result folder ({}/{}/{}) of two trees: ingest one round at a time",
+               other.path.string(), f.string(), rf.submitter, rf.system, rf.benchmark_folder);
+      }
       folders.push_back(std::move(rf));
       // Log paths start at the submitter folder, whichever directory was given.
       roots.push_back(f.parent_path().parent_path().parent_path().parent_path());
