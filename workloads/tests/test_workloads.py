@@ -274,7 +274,13 @@ class EndToEndTest(unittest.TestCase):
                 "--warmup-steps", "1", "--workers", "0", "--eval", "--loader", "gpu"]
         procs = [subprocess.Popen(argv, cwd=kWorkloads, env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
-        outs = [p.communicate(timeout=900) for p in procs]
+        try:
+            outs = [p.communicate(timeout=900) for p in procs]
+        finally:
+            for p in procs:  # never leave a hung rank behind
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
         for p, (_, err) in zip(procs, outs):
             self.assertEqual(p.returncode, 0, err[-3000:])
         s = summary(outs[0][0])
