@@ -36,8 +36,9 @@
 #                GPU + 30 x ~0.08 s) ~ 24 x 14.4 s ~ 5.8 min
 #   accuracy   : 1 run, ~2,350 steps of ~15-25 ms + 10 evaluations ~ 1-1.5 min
 #   => each part fits one 10-minute call; run them as separate calls. STUDY_BUDGET_S (default
-#   540) bounds one invocation: a sweep still running then is stopped (SIGTERM; finished runs
-#   stay in its DB), the part is packed, and calling again with the same BUILD_DIR resumes it
+#   540) bounds one invocation: a sweep still running 45 s before it is stopped (SIGTERM;
+#   finished runs stay in its DB), the part is packed (analyses in parallel, cut off so that
+#   the invocation ends by STUDY_BUDGET_S + 50 s, i.e. 590 s), and calling again with the same BUILD_DIR resumes it
 #   (the working folder, STUDY_WORK, default BUILD_DIR/study-work, survives while the machine
 #   stays warm).
 # Environment knobs: STUDY_BUDGET_S, STUDY_REPEAT (3), STUDY_GPUS (1,2 or 1 on a 1-GPU machine),
@@ -163,12 +164,17 @@ pack() {
     cp "$log" "$dir/logs/$(basename "$(dirname "$log")").log"
   done
   # The analyzer's view (and advice) of each configuration: repetition 0 traces.
-  for trace in "$db".runs/*-r0/trace.ssrun; do
-    [ -e "$trace" ] || continue
-    local run; run="$(basename "$(dirname "$trace")")"
-    "$ss" analyze "$trace" >"$dir/analyze/$run.txt" 2>&1 || echo "(analyze exit status $?)" >>"$dir/analyze/$run.txt"
-    "$ss" analyze "$trace" --format json >"$dir/analyze/$run.json" 2>/dev/null || true
-  done
+  # In parallel and bounded: the whole invocation must end before STUDY_BUDGET_S + 50 s.
+  local left=$((budget + 50 - (SECONDS - start_s) - 10))
+  if [ "$left" -gt 5 ] && compgen -G "$db.runs/*-r0/trace.ssrun" >/dev/null; then
+    printf '%s\n' "$db".runs/*-r0/trace.ssrun |
+      SS="$ss" DIR="$dir/analyze" timeout --signal=KILL "$left" xargs -P "${STUDY_ANALYZE_JOBS:-8}" -I{} bash -c '
+        run="$(basename "$(dirname "$1")")"
+        "$SS" analyze "$1" >"$DIR/$run.txt" 2>&1 || echo "(analyze exit status $?)" >>"$DIR/$run.txt"
+        "$SS" analyze "$1" --format json >"$DIR/$run.json" 2>/dev/null || true' _ {}
+  else
+    echo "no time left for the analyses" >"$dir/analyze/skipped.txt"
+  fi
   tar -C "$work" -czf "$out/$part.tar.gz" "$part-pack"
   # Traces of repetition 0, smallest first, while the archive stays under ~14 MiB.
   local list="$work/$part-traces.list" total=0
