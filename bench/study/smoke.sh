@@ -80,7 +80,7 @@ if [ -n "$build" ] && [ -x "$build/cli/scalescope" ]; then
   check image-profiled image "$ss" profile -o "$out/smoke-profile.ssrun" -- "$python" "${img[@]}" --synthetic \
     --precision fp16 --channels-last --pin-memory --loader gpu
   "$ss" analyze "$out/smoke-profile.ssrun" >"$out/smoke-logs/analyze.txt" 2>&1
-  if grep -q 'ProfilerStep' "$out/smoke-logs/analyze.txt"; then
+  if grep -q 'nvtx:ProfilerStep#' "$out/smoke-logs/analyze.txt"; then
     passed=$((passed + 1)); printf "%-28s %-6s %7s  %s\n" analyze-finds-iterations PASS - "ProfilerStep# ranges in the analysis" | tee -a "$table"
   else
     failed=$((failed + 1)); printf "%-28s %-6s %7s  %s\n" analyze-finds-iterations FAIL - "see smoke-logs/analyze.txt" | tee -a "$table"
