@@ -42,7 +42,8 @@
 #   (the working folder, STUDY_WORK, default BUILD_DIR/study-work, survives while the machine
 #   stays warm).
 # Environment knobs: STUDY_BUDGET_S, STUDY_REPEAT (3), STUDY_GPUS (1,2 or 1 on a 1-GPU machine),
-# STUDY_STEPS (30), STUDY_WARMUP (10), STUDY_TIMEOUT_S (per run, 120), STUDY_DATA (the staged
+# STUDY_STEPS (30), STUDY_WARMUP (10), STUDY_TIMEOUT_S (per run, 120; accuracy run:
+# STUDY_ACCURACY_TIMEOUT_S, 480), STUDY_DATA (the staged
 # Fashion-MNIST folder, default .devcarry/fashion-mnist), STUDY_WORK, PYTHON (python3).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -111,7 +112,9 @@ run_sweep() {
   fi
   local args=(sweep --gpus "$gpus" --repeat "$repeat" --launcher torchrun --metric "$metric" -o "$db")
   [ "$part" != accuracy ] && args+=(--profile)
-  has_opt --timeout && args+=(--timeout "${run_timeout}s")
+  local per_run="$run_timeout"
+  [ "$part" = accuracy ] && per_run="${STUDY_ACCURACY_TIMEOUT_S:-480}"  # 10 epochs, not 30 steps
+  has_opt --timeout && args+=(--timeout "${per_run}s")
   if [ -e "$db" ]; then
     has_opt --resume || { echo "run_study.sh: $db exists and sweep has no --resume" >&2; return 1; }
     args+=(--resume)

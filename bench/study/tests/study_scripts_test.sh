@@ -115,6 +115,7 @@ expect "image-tuned varies the tuned arm" "line image-tuned | grep -q -- '--vary
 expect "llm varies the four methods" "line llm | grep -q -- '--vary method=lora,dpo,qlora,qat -- workloads/llm_finetune.py --method {method} --size 1b'"
 expect "accuracy: 2 GPUs, once, mlperf metric, unprofiled" "line accuracy | grep -q -- '--gpus 2 --repeat 1 --launcher torchrun --metric mlperf' && ! line accuracy | grep -q -- --profile"
 expect "per-run timeout" "line llm | grep -q -- '--timeout 120s'"
+expect "longer timeout for the accuracy run" "line accuracy | grep -q -- '--timeout 480s'"
 tar -xzf "$out/image-base.tar.gz" -C "$tmp"
 expect "summary row from the result line" "grep -q \$'run=0000-g1-r0\tworkload=fake\tepoch_time_s=1.25' \"$tmp/image-base-pack/summary.tsv\""
 expect "summary notes a run without result" "grep -q \$'run=0001-g2-r0\tstatus=no_result_line' \"$tmp/image-base-pack/summary.tsv\""
