@@ -423,7 +423,7 @@ TEST(MlperfIngest, SyntheticTreeEdgeCases) {
   write_file(bench / "notes.txt", "no events here\n");
   write_file(bench / "package_checker_params", "--rcp-bypass\n");
   const fs::path bad = dir.path() / "Org" / "results" / "sys" / "ssd";
-  for (int i = 0; i < 5; ++i) write_file(bad / fmt::format("result_{}.txt", i), run_log(1 + i));
+  for (int i = 0; i < 5; ++i) write_file(bad / fmt::format("result_{}.txt", i), run_log(1 + i));  // logs say bert
   write_file(bad / "scaling.json", "{\"scaling_factor\": \"big\"}");
   const IngestResult r = ingest_results({dir.path()}, {.threads = 2, .progress = [&](uint64_t d, uint64_t t) {
                                                          EXPECT_LE(d, t);
@@ -433,6 +433,9 @@ TEST(MlperfIngest, SyntheticTreeEdgeCases) {
   bool missing_desc = false;
   for (const auto& n : r.notes) missing_desc |= n.find("no system description") != std::string::npos;
   EXPECT_TRUE(missing_desc);
+  size_t mismatched = 0;
+  for (const auto& n : r.notes) mismatched += n.find("says submission_benchmark 'bert' but lies in folder 'ssd'") != std::string::npos;
+  EXPECT_EQ(mismatched, 5u);
   const auto scores = score_folders(r.runs, r.folders);
   const Score& b = find_score(scores, "sys", "bert");
   ASSERT_TRUE(b.minutes) << b.reason;

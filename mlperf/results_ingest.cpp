@@ -374,6 +374,9 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
     if (s.malformed_lines > 0)
       result.notes.push_back(fmt::format("{}: {} malformed MLLOG line(s) skipped", jobs[i].relative, s.malformed_lines));
     result.runs.push_back(make_run(folder, *folder_system[jobs[i].folder], s, jobs[i].relative));
+    if (!s.benchmark.empty() && canonical_benchmark(s.benchmark) != result.runs.back().benchmark)
+      result.notes.push_back(fmt::format("{}: the log says submission_benchmark '{}' but lies in folder '{}'",
+                                         jobs[i].relative, s.benchmark, folder.benchmark_folder));
   }
 
   auto folder_key = [](const auto& x) { return std::tie(x.submitter, x.system, x.benchmark_folder); };
