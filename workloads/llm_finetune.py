@@ -3,7 +3,9 @@
 
 The reference LLM workload of scalescope (issue 8). The model is built from a
 transformers LlamaConfig with random initialisation (no weights can be
-downloaded), in sizes from about 130M to 1.1B parameters (--size). Methods:
+downloaded), in sizes from about 130M to 3.4B parameters (--size), trained on
+synthetic pattern sequences or on byte tokens of a text (--data text: the
+bundled data/training_notes.txt or --text-file). Methods:
 
   lora   peft LoRA adapters on q/k/v/o over a frozen bf16 base
   dpo    full-parameter policy plus a frozen bf16 reference copy, preference
@@ -21,6 +23,7 @@ line 'scalescope_result workload=llm_finetune ... step_time_ms_median=X ...'.
 
 import argparse
 import copy
+import os
 import time
 
 import workload_common as wc  # sets the NCCL/NVSHMEM safety-net variables first
@@ -41,6 +44,7 @@ kSizes = {
 kAttention = ("q_proj", "k_proj", "v_proj", "o_proj")
 kAllLinear = kAttention + ("gate_proj", "up_proj", "down_proj")
 kDefaultLr = {"lora": 1e-3, "qlora": 1e-3, "dpo": 1e-4, "qat": 1e-4}
+kBundledText = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "training_notes.txt")
 
 
 def parse_args(argv=None):
@@ -62,8 +66,11 @@ def parse_args(argv=None):
     p.add_argument("--dpo-beta", type=float, default=0.1)
     p.add_argument("--qat-weight-bits", type=int, choices=[4, 8], default=8)
     p.add_argument("--qat-activations", choices=["on", "off"], default="on")
+    p.add_argument("--data", choices=["synthetic", "text"], default="synthetic",
+                   help="synthetic pattern sequences, or byte-level tokens of a text (--text-file)")
     p.add_argument("--text-file", default=None,
-                   help="train on this text (byte-level tokens) instead of synthetic pattern sequences")
+                   help=f"the text for --data text (default: the bundled {os.path.relpath(kBundledText)}); "
+                        "giving it implies --data text")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--log-every", type=int, default=10, help="print the loss every N steps (0: never)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
@@ -77,6 +84,10 @@ def parse_args(argv=None):
         p.error(f"--steps {args.steps} leaves nothing after --warmup-steps {args.warmup_steps}")
     if args.lora_rank < 1:
         p.error("--lora-rank must be at least 1")
+    if args.text_file is not None:
+        args.data = "text"
+    elif args.data == "text":
+        args.text_file = kBundledText
     return args
 
 
@@ -284,7 +295,7 @@ def main():
             "method": args.method, "size": args.size, "world_size": dist_info.world_size, "device": device.type,
             "params_total": total_params, "params_trainable": trainable_params,
             "seq_len": args.seq_len, "batch_size": args.batch_size, "steps": args.steps,
-            "warmup_steps": args.warmup_steps, "data": "text" if args.text_file else "synthetic",
+            "warmup_steps": args.warmup_steps, "data": args.data,
             "step_time_ms_median": wc.percentile(times, 50), "step_time_ms_p10": wc.percentile(times, 10),
             "step_time_ms_p90": wc.percentile(times, 90), "tokens_per_s": tokens / steady_s,
             "seconds_per_mtok": 1e6 * steady_s / tokens,  # fixed work at any GPU count

@@ -313,6 +313,17 @@ class EndToEndTest(unittest.TestCase):
                 if method == "dpo":
                     self.assertNotEqual(s["preference_accuracy"], "nan")
 
+    def test_llm_bundled_text_and_its_length_check(self):
+        base = ["llm_finetune.py", "--method", "dpo", "--size", "tiny", "--device", "cpu", "--data", "text",
+                "--batch-size", "2", "--steps", "3", "--warmup-steps", "1"]
+        proc = self.run_workload(base + ["--seq-len", "64"])
+        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+        self.assertEqual(summary(proc.stdout)["data"], "text")
+        proc = self.run_workload(base + ["--seq-len", "4000"])
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("training_notes.txt", proc.stderr)
+        self.assertIn("need at least 8001", proc.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
