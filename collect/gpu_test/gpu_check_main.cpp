@@ -1,0 +1,34 @@
+// collect_gpu_check ground-truth RUN_DIR | ddp RUN_DIR WORLD_SIZE
+// Prints one PASS/FAIL line per check; exits 0 only if all pass.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "collect/gpu_test/gpu_check.hpp"
+#include "trace/error.hpp"
+#include "trace/trace_file.hpp"
+
+int main(int argc, char** argv) {
+  using namespace scalescope;
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s ground-truth RUN_DIR | ddp RUN_DIR WORLD_SIZE\n", argv[0]);
+    return 2;
+  }
+  std::string mode = argv[1];
+  try {
+    auto traces = trace::load_run(argv[2]);
+    std::vector<collect::GpuCheck> checks;
+    if (mode == "ground-truth") checks = collect::check_ground_truth(traces);
+    else if (mode == "ddp" && argc == 4) checks = collect::check_ddp(traces, std::atoi(argv[3]));
+    else return 2;
+    int failed = 0;
+    for (const auto& c : checks) {
+      std::printf("%s %s: %s\n", c.pass ? "PASS" : "FAIL", c.name.c_str(), c.detail.c_str());
+      failed += !c.pass;
+    }
+    return failed == 0 ? 0 : 1;
+  } catch (const Error& e) {
+    std::printf("FAIL loading %s: %s\n", argv[2], e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,103 @@
+#include "collect/gpu_test/gpu_check.hpp"
+
+#include <gtest/gtest.h>
+
+#include "collect/gpu_test/ground_truth_spec.hpp"
+
+namespace scalescope::collect {
+namespace {
+
+namespace gt = ground_truth;
+
+// A trace with exactly what ground_truth.cu does, plus noise the checker must ignore.
+trace::Trace perfect_ground_truth() {
+  trace::Trace t;
+  auto kernel = [&](const char* name, int n, uint32_t device = 0) {
+    for (int i = 0; i < n; ++i) {
+      trace::KernelRecord k;
+      k.name = t.strings.intern(name);
+      k.device = device;
+      t.kernels.push(k);
+    }
+  };
+  kernel("gt_add(float*, int)", gt::kAddKernels);
+  kernel("gt_scale(float*, int, float)", gt::kScaleKernels);
+  kernel("gt_event_kernel(float*)", gt::kEventKernels);
+  kernel("void at::native::noise<4>()", 50);
+  auto copy = [&](trace::MemcpyKind kind, trace::MemoryKind src, trace::MemoryKind dst, uint64_t bytes, int n) {
+    for (int i = 0; i < n; ++i) t.memcpys.push({.bytes = bytes, .kind = kind, .src_kind = src, .dst_kind = dst});
+  };
+  using MK = trace::MemcpyKind;
+  using M = trace::MemoryKind;
+  copy(MK::kHtoD, M::kPageable, M::kDevice, gt::kPageableHtoDBytes, gt::kPageableHtoD);
+  copy(MK::kHtoD, M::kPinned, M::kDevice, gt::kPinnedHtoDBytes, gt::kPinnedHtoD);
+  copy(MK::kDtoH, M::kDevice, M::kPinned, gt::kPinnedDtoHBytes, gt::kPinnedDtoH);
+  copy(MK::kDtoH, M::kDevice, M::kPageable, gt::kPageableDtoHBytes, gt::kPageableDtoH);
+  copy(MK::kDtoD, M::kDevice, M::kDevice, gt::kDtoDBytes, gt::kDtoD);
+  copy(MK::kHtoD, M::kPageable, M::kDevice, 4, 9);  // runtime noise
+  for (int i = 0; i < gt::kMemsets; ++i) t.memsets.push({.bytes = gt::kMemsetBytes});
+  auto range = [&](const char* text, trace::Timestamp s, trace::Timestamp e) {
+    t.nvtx.push({.start = s, .end = e, .kind = trace::NvtxKind::kRange, .text = t.strings.intern(text)});
+  };
+  for (const char* r : gt::kRanges) range(r, r == std::string("gt_sync") ? 1000 : 0, r == std::string("gt_sync") ? 2000 : 10);
+  t.nvtx.push({.start = 5, .end = 5, .kind = trace::NvtxKind::kMark, .text = t.strings.intern(gt::kMark)});
+  auto sync = [&](trace::SyncKind kind, int n, trace::Timestamp at) {
+    for (int i = 0; i < n; ++i) t.syncs.push({.start = at, .end = at + 1, .kind = kind});
+  };
+  sync(trace::SyncKind::kStreamSynchronize, gt::kStreamSyncs, 1100);
+  sync(trace::SyncKind::kDeviceSynchronize, gt::kDeviceSyncs, 1200);
+  sync(trace::SyncKind::kEventSynchronize, gt::kEventSyncs, 1300);
+  sync(trace::SyncKind::kStreamWaitEvent, gt::kStreamWaitEvents, 1400);
+  sync(trace::SyncKind::kStreamSynchronize, 5, 50);  // outside gt_sync: ignored
+  for (int r = 0; r < gt::kAllReduces; ++r)
+    for (uint32_t d = 0; d < gt::kNcclDevices; ++d) t.nccl.push({.device = d, .op = trace::NcclOp::kAllReduce});
+  for (int i = 0; i < gt::kAddKernels + gt::kScaleKernels + gt::kEventKernels; ++i)
+    t.api.push({.name = t.strings.intern("cudaLaunchKernel_v7000")});
+  t.meta.clock = {{0, 0}, {10, 10}};
+  return t;
+}
+
+TEST(CollectGpuCheck, GroundTruthPassesOnlyWhenExact) {
+  std::vector<trace::Trace> traces;
+  traces.push_back(perfect_ground_truth());
+  for (const auto& c : check_ground_truth(traces)) EXPECT_TRUE(c.pass) << c.name << ": " << c.detail;
+
+  traces[0].memcpys.push({.bytes = gt::kPinnedHtoDBytes, .kind = trace::MemcpyKind::kHtoD,
+                          .src_kind = trace::MemoryKind::kPinned});  // one copy too many
+  traces[0].syncs.push({.start = 1500, .end = 1501, .kind = trace::SyncKind::kDeviceSynchronize});
+  int failed = 0;
+  for (const auto& c : check_ground_truth(traces)) {
+    if (!c.pass) {
+      ++failed;
+      EXPECT_TRUE(c.name == "pinned HtoD copies" || c.name == "device synchronizations in gt_sync") << c.name;
+    }
+  }
+  EXPECT_EQ(failed, 2);
+  traces.push_back(perfect_ground_truth());  // two processes: not the ground-truth program
+  EXPECT_FALSE(check_ground_truth(traces)[0].pass);
+}
+
+TEST(CollectGpuCheck, Ddp) {
+  std::vector<trace::Trace> traces(3);
+  for (int r = 0; r < 2; ++r) {
+    auto& t = traces[r];
+    t.meta.rank = r;
+    t.meta.local_rank = r;
+    t.kernels.push({});
+    t.nccl.push({.op = trace::NcclOp::kAllReduce});
+    t.nvtx.push({});
+    t.memcpys.push({});
+    t.meta.devices.push_back({});
+  }
+  traces[0].counters.push({});
+  // traces[2]: the torchrun agent, no rank, no kernels.
+  for (const auto& c : check_ddp(traces, 2)) EXPECT_TRUE(c.pass) << c.name << ": " << c.detail;
+  traces[0].counters = {};
+  traces[1].nccl = {};
+  int failed = 0;
+  for (const auto& c : check_ddp(traces, 2)) failed += !c.pass;
+  EXPECT_EQ(failed, 2);
+}
+
+}  // namespace
+}  // namespace scalescope::collect
