@@ -5,7 +5,6 @@
 // all, of an unreadable version, or that would need absurd memory is an Error.
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -431,46 +430,36 @@ class Reader {
   Trace trace_;
 };
 
-// A read-only mapping of a whole file, unmapped on scope exit.
-class MappedFile {
- public:
-  explicit MappedFile(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
+// The whole file in memory. read(), not mmap(): a file truncated while we
+// read it (a collector rolling back a failed write) must give a torn tail,
+// not SIGBUS. Files are small (a few bytes per event), so the copy is cheap.
+std::vector<std::byte> read_file(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    if (err == EISDIR) fail("{}: is a directory, not a trace file", path.string());
+    fail("{}: cannot stat: {}", path.string(), std::strerror(err));
+  }
+  std::vector<std::byte> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
       const int err = errno;
       ::close(fd);
-      fail("{}: cannot stat: {}", path.string(), std::strerror(err));
+      fail("{}: cannot read: {}", path.string(), std::strerror(err));
     }
-    if (S_ISDIR(st.st_mode)) {
-      ::close(fd);
-      fail("{}: is a directory, not a trace file", path.string());
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) {
-      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p == MAP_FAILED) {
-        const int err = errno;
-        ::close(fd);
-        fail("{}: cannot map: {}", path.string(), std::strerror(err));
-      }
-      ::madvise(p, size_, MADV_SEQUENTIAL);
-      data_ = static_cast<const std::byte*>(p);
-    }
-    ::close(fd);
+    if (n == 0) break;  // shrank while we read: what we have ends in a torn tail
+    done += static_cast<size_t>(n);
   }
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  std::span<const std::byte> bytes() const { return {data_, size_}; }
-
- private:
-  const std::byte* data_ = nullptr;
-  size_t size_ = 0;
-};
+  ::close(fd);
+  bytes.resize(done);
+  return bytes;
+}
 
 }  // namespace
 
@@ -481,8 +470,8 @@ Trace read_trace_from_memory(std::span<const std::byte> bytes, std::string_view 
 }
 
 Trace read_trace(const std::filesystem::path& path, const ReadOptions& options) {
-  MappedFile file(path);
-  return read_trace_from_memory(file.bytes(), path.string(), options);
+  const std::vector<std::byte> bytes = read_file(path);
+  return read_trace_from_memory(bytes, path.string(), options);
 }
 
 bool is_trace_file(const std::filesystem::path& path) {
