@@ -1,17 +1,55 @@
-// PLACEHOLDER: replaced by the owner of this command. Until then it says so and fails.
+// scalescope profile: traces any CUDA job without code changes. A thin layer
+// over collect::run_profile (process handling, run.json) and the collector
+// options that travel to every process as SCALESCOPE_* variables.
+#include <iostream>
+#include <memory>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "collect/collector_options.hpp"
+#include "collect/profile_runner.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::cli {
 
 void add_profile_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("profile", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = 1;
-    fail("'profile' is not built yet");
+  struct Options {
+    collect::ProfileOptions profile;
+    std::string api = "default";
+    std::string capture;
+    double nvml_hz = 10;
+    uint32_t buffer_mb = 64;
+  };
+  auto opts = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("profile", "trace a CUDA job (any process tree: torchrun, srun, plain programs)");
+  cmd->footer("Example: scalescope profile -o myrun -- torchrun --nproc_per_node=2 train.py");
+  cmd->add_option("-o,--output", opts->profile.output, "run name: writes NAME.ssrun/ (one trace per process + run.json)")
+      ->required();
+  cmd->add_option("--api", opts->api, "CUDA API calls to record: default (launches, copies, syncs, malloc/free, graphs), all, none")
+      ->check(CLI::IsMember({"default", "all", "none"}));
+  cmd->add_option("--delay", opts->profile.collector.delay_s, "start tracing this many seconds after CUDA starts")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--duration", opts->profile.collector.duration_s, "stop tracing after this many seconds (0: until exit)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--capture-range", opts->capture,
+                  "trace only inside NVTX ranges named NAME (nvtx:NAME) or between cudaProfilerStart/Stop (cudaProfilerApi)");
+  cmd->add_option("--nvml-hz", opts->nvml_hz, "GPU counter sampling rate, one sampler per node (0: off)")
+      ->check(CLI::Range(0.0, 1000.0));
+  cmd->add_option("--buffer-mb", opts->buffer_mb, "activity buffer pool per process; when full, records are dropped and counted")
+      ->check(CLI::Range(2, 65536));
+  cmd->add_flag("--force", opts->profile.force, "write into an existing non-empty NAME.ssrun (its old traces are removed)");
+  cmd->add_flag("--discard", opts->profile.collector.discard,
+                "enable the same CUPTI activity kinds but keep nothing (measures CUPTI's own overhead)");
+  cmd->add_option("command", opts->profile.command, "the job, after --")->required()->expected(-1);
+  cmd->callback([opts, &exit_code] {
+    auto& o = *opts;
+    o.profile.collector.api = collect::parse_api_mode(o.api);
+    collect::parse_capture_range(o.capture, o.profile.collector);
+    o.profile.collector.nvml_hz = o.nvml_hz;
+    o.profile.collector.buffer_mb = o.buffer_mb;
+    std::cout.flush();
+    exit_code = collect::run_profile(o.profile, std::cerr).exit_code;
   });
 }
 
