@@ -92,8 +92,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
            args->output);
     }
     if (sum.ran > 0 && sum.ok == 0)
-      fail("{}: every run of this sweep failed; see the logs under {}.runs/ (scalescope scaling {} lists them)",
-           args->output, args->output, args->output);
+      fail("{}: every run of this sweep failed; see the logs under {}.runs/*/log.txt", args->output, args->output);
     exit_code = 0;
   });
 }

@@ -109,21 +109,34 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
   if (with_metric == 0) {
     std::vector<std::string> parts;
     for (const auto& [s, n] : all_statuses) parts.push_back(fmt::format("{} {}", n, s));
-    fail("no run of the sweep has the metric '{}' ({} runs: {}); nothing to compute; see the logs under {}", metric,
-         sweep.runs.size(), fmt::join(parts, ", "),
-         std::filesystem::path(sweep.runs.front().run_dir).parent_path().string());
+    std::string first;
+    for (const auto& r : sweep.runs) {
+      if (r.status == RunStatus::kOk && r.note.empty()) continue;
+      first = fmt::format("; first: run {} (gpus={}{}{}) {}: {}, log {}", r.plan_index, r.gpus,
+                          r.config.empty() ? "" : " ", label_of(r.config), status_name(r.status),
+                          r.note.empty() ? "no note" : r.note, r.log_path);
+      break;
+    }
+    fail("no run of the sweep has the metric '{}' ({} runs: {}); nothing to compute{}", metric, sweep.runs.size(),
+         fmt::join(parts, ", "), first);
   }
   tables.push_back(std::move(runs));
 
   const bool seconds = metric == "wall_s" || metric == "mlperf_s" || metric == "iteration_s";
   report::Table main(fmt::format("Scaling of {} ({}; {})", metric, higher ? "higher is better, time = 1/value" : "time",
                                  seconds ? "seconds" : "units of the metric"),
-                     {"config", "gpus", "n", "median", "ci_low", "ci_high", "speedup", "speedup_low", "speedup_high",
-                      "efficiency", "efficiency_low", "efficiency_high", "gpu_hours", "energy_j", "cost", "pareto"});
+                     std::vector<report::Column>{
+                         report::Column("config"), report::Column("gpus"), report::Column("n"),
+                         report::Column("median", 4), report::Column("ci_low", 4), report::Column("ci_high", 4),
+                         report::Column("speedup"), report::Column("speedup_low"), report::Column("speedup_high"),
+                         report::Column("efficiency"), report::Column("efficiency_low"),
+                         report::Column("efficiency_high"), report::Column("gpu_hours", 6), report::Column("energy_j", 1),
+                         report::Column("cost", 6), report::Column("pareto")});
   report::Table breakeven("Break-even point", {"config", "rule", "gpus", "detail"});
   report::Table predictions("Prediction", {"config", "model", "gpus", "time", "efficiency", "loo_mean_rel_err",
                                            "loo_max_rel_err", "fit"});
-  std::string ci_method;
+  std::string ci_method, knee_method;
+  std::vector<std::string> assumptions;
   for (size_t ci = 0; ci < configs.size(); ++ci) {
     std::vector<scaling::ScalingPoint> pts;
     for (const auto& [key, g] : groups) {
@@ -161,8 +174,13 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
     }
     breakeven.add_row({label, fmt::format("(a) largest N with E' >= {}", options.threshold),
                        opt_int(t.break_even.by_threshold), fmt::format("reference N = {}", t.ref_gpus)});
+    std::vector<int> front;
+    for (const auto& r : t.rows)
+      if (r.pareto) front.push_back(r.gpus);
     breakeven.add_row({label, "(b) knee of time vs GPU-hours Pareto front", opt_int(t.break_even.by_knee),
-                       t.break_even.by_knee ? t.break_even.knee_method : std::string("no knee (see notes)")});
+                       fmt::format("front: N = {}{}", fmt::join(front, ", "),
+                                   t.break_even.by_knee ? "" : "; no knee (see notes)")});
+    knee_method = t.break_even.knee_method;
     for (const auto& n : t.break_even.notes) breakeven.add_note(label + ": " + n);
 
     if (!options.predict.empty()) {
@@ -193,13 +211,13 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
                                f.formula});
         if (!f.note.empty()) predictions.add_note(fmt::format("{} {}: {}", label, scaling::model_name(kind), f.note));
       }
-      if (ci == 0) {
-        for (auto kind : {scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed})
-          for (const auto& a : scaling::model_assumptions(kind, comm.has_value()))
-            predictions.add_note(fmt::format("assumption ({}): {}", scaling::model_name(kind), a));
-      }
+      for (auto kind : {scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed})
+        for (const auto& a : scaling::model_assumptions(kind, comm.has_value()))
+          if (std::find(assumptions.begin(), assumptions.end(), a) == assumptions.end()) assumptions.push_back(a);
     }
   }
+  for (const auto& a : assumptions) predictions.add_note("assumption: " + a);
+  if (!knee_method.empty()) breakeven.add_note("rule (b): " + knee_method);
   main.add_note("CI: " + ci_method);
   main.add_note("speedup S = T(ref)/T(N); efficiency E' = (N_ref*T_ref)/(N*T_N); GPU-hours = N*T/3600");
   if (higher) main.add_note(fmt::format("'{}' is higher-is-better: statistics are of time per unit = 1/{}", metric, metric));

@@ -1,6 +1,9 @@
 #include "sweep/scaling_report.hpp"
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <variant>
 
 #include <gmock/gmock.h>
@@ -114,7 +117,7 @@ TEST(ScalingReport, AllFailedIsAClearError) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("no run of the sweep has the metric 'wall_s'"));
     EXPECT_THAT(e.what(), HasSubstr("17 failed, 1 timeout"));
-    EXPECT_THAT(e.what(), HasSubstr("/tmp/x.db.runs"));
+    EXPECT_THAT(e.what(), HasSubstr("first: run 0 (gpus=4 pin=1) timeout"));
   }
   // Only one configuration failing: the other is reported, the failure noted.
   sweep = make_sweep();
@@ -123,6 +126,23 @@ TEST(ScalingReport, AllFailedIsAClearError) {
   const auto tables = scaling_report(sweep, {});
   const auto& main = find(tables, "Scaling of wall_s");
   EXPECT_EQ(main.rows().size(), 3u);
+}
+
+// Golden CSV of the whole report (all tables) for a fixed stored sweep:
+// tests/golden/sweep/scaling_report.csv. SCALESCOPE_UPDATE_GOLDEN=1 rewrites it.
+TEST(ScalingReport, GoldenCsv) {
+  ScalingReportOptions o;
+  o.predict = {8};
+  o.price_per_gpu_hour = 2.5;
+  std::ostringstream out;
+  report::print_tables(out, scaling_report(make_sweep(), o), report::OutputFormat::kCsv);
+  const std::string path = std::string(SCALESCOPE_SOURCE_DIR) + "/tests/golden/sweep/scaling_report.csv";
+  if (std::getenv("SCALESCOPE_UPDATE_GOLDEN")) std::ofstream(path) << out.str();
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(out.str(), expected.str());
 }
 
 }  // namespace

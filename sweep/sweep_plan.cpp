@@ -250,6 +250,14 @@ std::vector<PlannedRun> plan_runs(const SweepSpec& spec) {
     fail("--launcher local with several GPU counts: the command template has no {{gpus}} placeholder, so every GPU "
          "count would run the same command");
 
+  // Size first: the product of --vary lists can be huge.
+  constexpr size_t kMaxRuns = 1'000'000;
+  size_t total = spec.gpus.size() * static_cast<size_t>(spec.repeat);
+  for (const auto& v : spec.vary) {
+    if (total > kMaxRuns) break;
+    total *= v.values.size();
+  }
+  if (total > kMaxRuns) fail("the sweep would plan more than a million runs");
   // Cartesian product of the varied values.
   std::vector<std::vector<std::pair<std::string, std::string>>> configs = {{}};
   for (const auto& v : spec.vary) {
@@ -263,7 +271,6 @@ std::vector<PlannedRun> plan_runs(const SweepSpec& spec) {
     configs = std::move(next);
   }
   const size_t cells = configs.size() * spec.gpus.size();
-  if (cells * static_cast<size_t>(spec.repeat) > 1'000'000) fail("the sweep would plan more than a million runs");
   std::vector<PlannedRun> plan;
   for (int rep = 0; rep < spec.repeat; ++rep) {
     std::vector<size_t> order(cells);

@@ -113,6 +113,13 @@ TEST(SweepPlan, TemplateErrorsComeBeforeAnythingRuns) {
   s.nodes = 2;
   EXPECT_THAT(error_of([&] { plan_runs(s); }), HasSubstr("evenly"));
   s = law_spec();
+  s.vary = {Variable::parse("a=1,2,3,4,5,6,7,8,9,10"), Variable::parse("b=1,2,3,4,5,6,7,8,9,10"),
+            Variable::parse("c=1,2,3,4,5,6,7,8,9,10"), Variable::parse("d=1,2,3,4,5,6,7,8,9,10"),
+            Variable::parse("e=1,2,3,4,5,6,7,8,9,10")};
+  s.command.push_back("{a}{b}{c}{d}{e}");
+  s.repeat = 4;  // 10^5 configurations x 3 GPU counts x 4
+  EXPECT_THAT(error_of([&] { plan_runs(s); }), HasSubstr("more than a million"));
+  s = law_spec();
   s.metric = MetricSpec::parse("trace");
   EXPECT_THAT(error_of([&] { plan_runs(s); }), HasSubstr("--profile"));
 }

@@ -1,0 +1,46 @@
+// Fuzzes the statistics with arbitrary samples (bytes read as doubles, NaN and
+// infinities included): every function must return or throw scalescope::Error.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "scaling/scaling.hpp"
+#include "trace/error.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace scalescope::scaling;
+  if (size < 1 || size > 8 * 256 + 1) return 0;
+  const int groups = 1 + data[0] % 5;
+  std::vector<double> v((size - 1) / 8);
+  if (!v.empty()) std::memcpy(v.data(), data + 1, v.size() * 8);
+  std::vector<ScalingPoint> pts;
+  for (int g = 0; g < groups; ++g) pts.push_back({1 << g, {}, {}});
+  for (size_t i = 0; i < v.size(); ++i) pts[i % static_cast<size_t>(groups)].times.push_back(v[i]);
+  try {
+    (void)summarize(v);
+  } catch (const scalescope::Error&) {
+  }
+  try {
+    ScalingOptions o;
+    o.price_per_gpu_hour = 1.5;
+    (void)scaling_table(pts, o);
+  } catch (const scalescope::Error&) {
+  }
+  try {
+    (void)compare(pts[0].times, pts.back().times);
+  } catch (const scalescope::Error&) {
+  }
+  std::vector<FitPoint> fp;
+  for (const auto& p : pts)
+    if (!p.times.empty()) fp.push_back({p.gpus, p.times[0]});
+  for (auto kind : {ModelKind::kAmdahl, ModelKind::kComputeCommFixed}) {
+    try {
+      (void)fit_model(kind, fp, std::nullopt, {64}, 1, 1.0);
+      (void)fit_model(kind, fp, CommModel{1e6, 1e9, 1e-5}, {64}, 1, 1.0);
+    } catch (const scalescope::Error&) {
+    }
+  }
+  return 0;
+}
