@@ -501,6 +501,43 @@ TEST(TraceFile, UnknownChunksAndColumnsAreSkippedMissingColumnsDefault) {
   EXPECT_EQ(t.nvtx.text[0], kNoString);
 }
 
+TEST(TraceFile, NewCodecsAndEncodingsSkipTheChunkBadColumnsDropIt) {
+  auto bytes = file_header(1, 2);
+  auto column = [](std::vector<uint8_t>& p, uint64_t id, std::vector<uint8_t> col) {
+    format::put_varint(p, id);
+    format::put_varint(p, col.size());
+    p.insert(p.end(), col.begin(), col.end());
+  };
+  const uint16_t kernels = static_cast<uint16_t>(format::ChunkType::kKernels);
+  std::vector<uint8_t> good;
+  format::put_varint(good, 1);
+  column(good, 1, {0, 7});  // start: constant 7 (delta: 7, 14)
+  append_chunk(bytes, kernels, 2, good);
+  append_chunk(bytes, kernels, 9, 2, good, good.size(), good.size());  // codec 9: unknown
+  std::vector<uint8_t> new_encoding;
+  format::put_varint(new_encoding, 2);
+  column(new_encoding, 1, {0, 7});
+  column(new_encoding, 3, {5, 1, 2});  // device: encoding 5 does not exist in 1.0
+  append_chunk(bytes, kernels, 2, new_encoding);
+  std::vector<uint8_t> bad_width;  // start decodes, then stream's width 3 is invalid
+  format::put_varint(bad_width, 2);
+  column(bad_width, 1, {0, 7});
+  column(bad_width, 4, {1, 3, 0, 1, 2, 3, 4, 5, 6});
+  append_chunk(bytes, kernels, 2, bad_width);
+  std::vector<uint8_t> short_column;  // packed width 2 but 3 bytes for 2 rows
+  format::put_varint(short_column, 1);
+  column(short_column, 1, {1, 2, 0, 1, 2, 3});
+  append_chunk(bytes, kernels, 2, short_column);
+  append_chunk(bytes, kernels, 2, good);
+  const Trace t = read_bytes_as_trace(bytes);
+  EXPECT_EQ(t.problems.get(Problem::kUnknownChunk), 2u);
+  EXPECT_EQ(t.problems.get(Problem::kCorruptChunk), 2u);
+  ASSERT_EQ(t.kernels.size(), 4u);  // the two good chunks; no rows left over from the bad ones
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(t.kernels.start[i], i % 2 ? 14 : 7);
+  EXPECT_EQ(t.kernels.stream.size(), 4u);
+  EXPECT_EQ(t.kernels.device.size(), 4u);
+}
+
 TEST(TraceFile, StringIdsOutsideTheTableBecomeEmpty) {
   auto bytes = file_header(1, 0);
   std::vector<uint8_t> p;

@@ -31,6 +31,8 @@ namespace {
 
 // Thrown inside chunk decoding; caught per chunk and counted, never escapes.
 struct CorruptChunk {};
+// A codec or column encoding of a newer minor version: the chunk is skipped.
+struct UnknownFeature {};
 
 class Cursor {
  public:
@@ -109,7 +111,7 @@ void decode_column(V* out, size_t n, Transform transform, const S* start, Cursor
     apply(out, n, transform, start, [v](size_t) { return v; });
     return;
   }
-  if (encoding != Encoding::kPacked) throw CorruptChunk{};
+  if (encoding != Encoding::kPacked) throw UnknownFeature{};
   const int width = c.byte();
   const uint64_t base = c.varint();
   if (c.remaining() != n * static_cast<uint64_t>(width)) throw CorruptChunk{};
@@ -261,7 +263,7 @@ class Reader {
       if (ch.raw_size != ch.stored_size) throw CorruptChunk{};
       return payload;
     }
-    if (ch.codec != static_cast<uint16_t>(format::Codec::kZstd)) throw CorruptChunk{};
+    if (ch.codec != static_cast<uint16_t>(format::Codec::kZstd)) throw UnknownFeature{};
     // The frame must announce exactly the size the header promised (already
     // capped), so a decompression bomb cannot make us allocate more.
     if (ZSTD_getFrameContentSize(payload, ch.stored_size) != ch.raw_size) throw CorruptChunk{};
@@ -312,6 +314,8 @@ class Reader {
       if (!known) problems_.add(Problem::kUnknownChunk);
     } catch (const CorruptChunk&) {
       problems_.add(Problem::kCorruptChunk);
+    } catch (const UnknownFeature&) {
+      problems_.add(Problem::kUnknownChunk);
     }
   }
 
@@ -391,7 +395,8 @@ class Reader {
           });
         }
       });
-    } catch (const CorruptChunk&) {
+    } catch (...) {
+      // Drop the rows this chunk added to the columns decoded before the failure.
       format::for_each_column(table, [&](int, auto& col, Transform, auto*) { col.resize(old); });
       throw;
     }
