@@ -132,26 +132,32 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
     return RankHit{share, std::move(f)};
   });
 
-  // mixed-precision: FP32 GEMM/conv without tensor cores.
+  // mixed-precision: FP32 GEMM/conv without tensor cores, or as TF32.
   per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& p = r.precision;
-    if (!p.availability.available || p.fp32_no_tensor_fraction < th.fp32_share) return std::nullopt;
+    const double fp32_fraction = p.fp32_no_tensor_fraction + p.tf32_fraction;
+    if (!p.availability.available || fp32_fraction < th.fp32_share) return std::nullopt;
     const int64_t ns = p.ns[static_cast<int>(analyze::Precision::kFp32NoTensor)];
-    // H100/H200 dense FP16/BF16 tensor-core peak is about 15x the FP32 CUDA-core
-    // peak; assume at most 8x to stay an upper bound that real GEMMs can reach.
-    const double share = ns_share(ns, step_time(r)) * (1.0 - 1.0 / 8.0);
+    const int64_t tf32_ns = p.ns[static_cast<int>(analyze::Precision::kTf32)];
+    // H100/H200 dense BF16 tensor-core peak is about 15x the FP32 CUDA-core peak
+    // and 2x the TF32 peak; assume at most 8x and 2x.
+    const double share = ns_share(ns, step_time(r)) * (1.0 - 1.0 / 8.0) + ns_share(tf32_ns, step_time(r)) * 0.5;
     Finding f;
     f.id = "mixed-precision";
-    f.title = "FP32 matrix multiplies and convolutions do not use tensor cores";
-    f.evidence = fmt::format("{}: FP32 GEMM/convolution kernels without tensor cores take {} ({} of kernel time, threshold {}); "
-                             "tensor-core share {}; largest: {}",
+    f.title = "Matrix multiplies and convolutions run in FP32 (no tensor cores, or TF32)";
+    f.evidence = fmt::format("{}: FP32 GEMM/convolution kernels take {} without tensor cores ({} of kernel time) and {} as "
+                             "TF32 ({}); together {} (threshold {}); FP16/BF16 tensor-core share {}; largest FP32: {}",
                              r.label, format_duration_ns(static_cast<double>(ns)), format_percent(p.fp32_no_tensor_fraction),
-                             format_percent(th.fp32_share), format_percent(p.tensor_core_fraction),
+                             format_duration_ns(static_cast<double>(tf32_ns)), format_percent(p.tf32_fraction),
+                             format_percent(fp32_fraction), format_percent(th.fp32_share),
+                             format_percent(p.tensor_core_fraction),
                              p.top_fp32.empty() ? std::string("-") : p.top_fp32.front().name.substr(0, 80));
     f.figures = {{"fp32 gemm/conv time", static_cast<double>(ns), "ns"},
-                 {"share of kernel time", p.fp32_no_tensor_fraction, "fraction"},
+                 {"tf32 gemm/conv time", static_cast<double>(tf32_ns), "ns"},
+                 {"fp32+tf32 share of kernel time", fp32_fraction, "fraction"},
                  {"tensor-core share", p.tensor_core_fraction, "fraction"}};
-    f.saving_method = "FP32 GEMM/conv time x (1 - 1/8), assuming tensor cores run them at most 8x faster";
+    f.saving_method = "FP32 GEMM/conv time x (1 - 1/8) + TF32 time x (1 - 1/2): BF16 tensor cores at most 8x faster than "
+                      "FP32 CUDA cores and 2x faster than TF32";
     f.fix = "with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16): ... (or torch.backends.cuda.matmul.allow_tf32 = True "
             "and torch.backends.cudnn.allow_tf32 = True)";
     return RankHit{share, std::move(f)};
@@ -224,14 +230,17 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   // host-sync.
   per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& s = r.sync;
-    if (!s.availability.available || s.fraction < th.sync_share || r.breakdown.wall_ns <= 0) return std::nullopt;
+    if (!s.availability.available || r.breakdown.wall_ns <= 0) return std::nullopt;
     // The host waiting costs GPU time only where the GPU idles as well.
     const double share = std::min(s.fraction, static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns));
+    if (share < th.sync_share) return std::nullopt;
     Finding f;
     f.id = "host-sync";
     f.title = "The host blocks in synchronize calls";
-    f.evidence = fmt::format("{}: the host spends {} in stream/device/event synchronize ({} of wall time, threshold {})", r.label,
+    f.evidence = fmt::format("{}: the host spends {} in stream/device/event synchronize ({} of wall time) while the GPU "
+                             "idles {} of wall time (threshold {} for the smaller of the two)", r.label,
                              format_duration_ns(static_cast<double>(s.host_sync_ns)), format_percent(s.fraction),
+                             format_percent(static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns)),
                              format_percent(th.sync_share));
     f.figures = {{"host synchronize time", static_cast<double>(s.host_sync_ns), "ns"}, {"share of wall", s.fraction, "fraction"}};
     f.saving_method = "upper bound: synchronize time, but no more than the GPU's idle time";

@@ -327,6 +327,7 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
     prec.fp64_fraction = static_cast<double>(prec.ns[static_cast<int>(Precision::kFp64)]) / kn;
     prec.fp32_no_tensor_fraction = static_cast<double>(prec.ns[static_cast<int>(Precision::kFp32NoTensor)]) / kn;
     prec.tensor_core_fraction = static_cast<double>(prec.ns[static_cast<int>(Precision::kTensorCore)]) / kn;
+    prec.tf32_fraction = static_cast<double>(prec.ns[static_cast<int>(Precision::kTf32)]) / kn;
     layout.fraction = static_cast<double>(layout.conversion_ns) / kn;
   }
   prec.top_fp32 = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp32NoTensor; });

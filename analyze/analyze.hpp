@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,9 +32,10 @@ enum class Precision : uint8_t {
   kOther = 0,      // not a GEMM/convolution we can place (elementwise, reductions, ...)
   kFp64,           // double-precision kernels
   kFp32NoTensor,   // FP32 GEMM/convolution on CUDA cores (SIMT)
-  kTensorCore,     // HMMA/GMMA/WGMMA kernels: FP16, BF16, TF32, FP8, INT8
+  kTensorCore,     // tensor-core kernels in FP16, BF16, FP8, INT8 (HMMA/GMMA/WGMMA)
+  kTf32,           // FP32 data on tensor cores as TF32 (half the BF16 peak)
 };
-inline constexpr int kPrecisionCount = 4;
+inline constexpr int kPrecisionCount = 5;
 
 std::string_view to_string(KernelClass c);
 std::string_view to_string(Precision p);
@@ -208,6 +210,7 @@ struct PrecisionStats {
   int64_t kernel_ns = 0;        // all kernel time in the window
   std::array<int64_t, kPrecisionCount> ns{};  // indexed by Precision
   double fp64_fraction = 0, fp32_no_tensor_fraction = 0, tensor_core_fraction = 0;  // of kernel_ns
+  double tf32_fraction = 0;             // of kernel_ns
   std::vector<KernelSummary> top_fp32;  // biggest FP32 non-tensor-core GEMM/conv kernels
   std::vector<KernelSummary> top_fp64;
 };
@@ -297,6 +300,15 @@ RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options);
 // occurrence per communicator and op) and finds stragglers. Drops the ranks'
 // collective lists afterwards to keep the result small.
 RunAnalysis combine(std::vector<RankAnalysis> ranks);
+
+// Analyses every rank of a path: a .sstrace file, a .ssrun run directory, a
+// Kineto .json/.json.gz, or a directory of Kineto traces. Ranks are loaded and
+// analysed `threads` at a time (0: up to 4, fewer on small machines), and each
+// trace is dropped once summarized, so memory stays bounded by a few traces.
+// Errors name the file.
+RunAnalysis analyze_path(const std::filesystem::path& path, const Options& options, unsigned threads = 0);
+// The trace files analyze_path would read, in order.
+std::vector<std::filesystem::path> list_trace_inputs(const std::filesystem::path& path);
 
 // Single analyses (used by analyze_rank; public for tests and the report).
 std::vector<KernelInfo> classify_names(const trace::Trace& trace, const KernelClassifier& classifier);

@@ -73,10 +73,12 @@ TEST(KernelClassifierTest, Fp32WithoutTensorCores) {
     const KernelInfo k = c.classify(name);
     EXPECT_EQ(k.precision, Precision::kFp32NoTensor) << name;
   }
-  // TF32 runs on tensor cores.
+  // TF32: tensor cores at half the BF16 rate.
   EXPECT_EQ(c.classify("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16").precision,
-            Precision::kTensorCore);
-  EXPECT_EQ(c.classify("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNN").precision, Precision::kTensorCore);
+            Precision::kTf32);
+  EXPECT_EQ(c.classify("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNN").precision, Precision::kTf32);
+  EXPECT_EQ(c.classify("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)").precision,
+            Precision::kTf32);
   EXPECT_EQ(c.classify("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn").precision, Precision::kTensorCore);
   EXPECT_EQ(c.classify("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas").precision,
             Precision::kTensorCore);

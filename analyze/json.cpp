@@ -106,6 +106,7 @@ void to_json(json& j, const PrecisionStats& v) {
            {"fp64_fraction", v.fp64_fraction},
            {"fp32_no_tensor_fraction", v.fp32_no_tensor_fraction},
            {"tensor_core_fraction", v.tensor_core_fraction},
+           {"tf32_fraction", v.tf32_fraction},
            {"top_fp32", v.top_fp32},
            {"top_fp64", v.top_fp64}};
 }

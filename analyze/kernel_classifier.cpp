@@ -42,13 +42,12 @@ constexpr std::array<std::string_view, 16> kGemmConv = {
     "xmma", "cutlass", "dgrad", "wgrad", "fprop", "winograd", "cublas", "matmul"};
 
 // Tensor-core or reduced-precision GEMM/convolution markers.
-constexpr std::array<std::string_view, 14> kTensor = {"hmma", "gmma", "wgmma", "tensorop", "tensor16x8",
-                                                      "s16816", "s1688", "h16816", "h1688", "i8816",
-                                                      "tf32", "bf16", "f16", "e4m3"};
+constexpr std::array<std::string_view, 13> kTensor = {"hmma", "gmma", "wgmma", "tensorop", "tensor16x8",
+                                                      "s16816", "h16816", "h1688", "i8816",
+                                                      "bf16", "f16", "e4m3", "e5m2"};
 // nvjet encodes A/B/C types after the arch: _hsh_ (half), _bsh_/_bss_ (bf16),
 // _tst_/_tss_ (tf32), _qqh_ (fp8); _sss_ is plain FP32 and _ddd_ FP64.
-constexpr std::array<std::string_view, 8> kNvjetTensor = {"_hsh_", "_hss_", "_hhh_", "_bsh_",
-                                                          "_bss_", "_bbb_", "_tst_", "_tss_"};
+constexpr std::array<std::string_view, 6> kNvjetTensor = {"_hsh_", "_hss_", "_hhh_", "_bsh_", "_bss_", "_bbb_"};
 
 Precision precision_of(std::string_view n) {
   const bool gemm_conv = has_any(n, kGemmConv);
@@ -59,8 +58,14 @@ Precision precision_of(std::string_view n) {
     return Precision::kFp64;
   if (has(n, "nvjet")) {
     if (has_any(n, kNvjetTensor) || has(n, "_qq")) return Precision::kTensorCore;
+    if (has(n, "_tst_") || has(n, "_tss_")) return Precision::kTf32;
     if (has(n, "_sss_")) return Precision::kFp32NoTensor;
   }
+  // TF32: FP32 tensors on tensor cores (cuDNN's default for FP32 convolutions,
+  // cuBLAS with allow_tf32); s1688gemm without f16 is CUTLASS's TF32 tensor-op GEMM.
+  const bool half = has(n, "f16") || has(n, "half") || has(n, "bf16");
+  if (!half && (has(n, "tf32") || has(n, "s1688"))) return Precision::kTf32;
+  // Half/bf16/fp8 markers: a mixed name (f16 inputs, f32 accumulate) is half.
   if (has_any(n, kTensor) || has(n, "__half") || has(n, "c10::half") || has(n, "bfloat16") ||
       has(n, "fp16") || has(n, "fp8"))
     return Precision::kTensorCore;
@@ -90,6 +95,7 @@ std::string_view to_string(Precision p) {
     case Precision::kFp64: return "fp64";
     case Precision::kFp32NoTensor: return "fp32-no-tensor-core";
     case Precision::kTensorCore: return "tensor-core";
+    case Precision::kTf32: return "tf32";
   }
   return "other";
 }

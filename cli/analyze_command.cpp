@@ -1,17 +1,242 @@
-// PLACEHOLDER: replaced by the owner of this command. Until then it says so and fails.
-#include <CLI/CLI.hpp>
+// scalescope analyze: one screen on where each rank's time went, iterations,
+// stragglers, launch/copy/sync/precision/layout/input/NUMA facts and the
+// advisor's ranked findings. A thin layer over analyze/ and advise/.
+#include <iostream>
+#include <optional>
+#include <string>
 
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "advise/advise.hpp"
+#include "analyze/analyze.hpp"
 #include "cli/commands.hpp"
+#include "report/table.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::cli {
+namespace {
+
+using report::Cell;
+using report::Column;
+using report::Table;
+
+Cell pct(double fraction) { return fraction * 100; }
+Cell ns(int64_t v) { return v; }
+Cell nsd(double v) { return v; }
+
+std::vector<Column> cols(std::initializer_list<std::pair<const char*, int>> spec) {
+  std::vector<Column> out;
+  for (auto [name, digits] : spec) out.emplace_back(name, digits);
+  return out;
+}
+
+// Adds "<analysis>: skipped, <reason>" for each rank that lacks it.
+bool skipped(Table& t, const analyze::RankAnalysis& r, const analyze::Availability& a) {
+  if (a.available) return false;
+  std::string reason = a.reason;
+  if (reason.starts_with("skipped: ")) reason.erase(0, 9);
+  t.add_note(fmt::format("{}: skipped, {}", r.label, reason));
+  return true;
+}
+
+std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::vector<advise::Finding>& findings,
+                                   int top) {
+  std::vector<Table> out;
+  {
+    Table t("Time breakdown per rank (parts add up to wall time; overlap shown separately)",
+            cols({{"rank", 0}, {"wall_ns", 0}, {"compute_ns", 0}, {"compute_pct", 1}, {"exposed_comm_ns", 0},
+                  {"exposed_comm_pct", 1}, {"copies_sets_ns", 0}, {"copies_sets_pct", 1}, {"idle_ns", 0},
+                  {"idle_pct", 1}, {"comm_overlapped_ns", 0}, {"comm_overlap_pct", 1}}));
+    for (const auto& r : run.ranks) {
+      if (skipped(t, r, r.breakdown.availability)) continue;
+      const auto& b = r.breakdown;
+      const double w = b.wall_ns > 0 ? static_cast<double>(b.wall_ns) : 1;
+      t.add_row({int64_t{r.rank}, ns(b.wall_ns), ns(b.compute_ns), pct(b.compute_ns / w), ns(b.exposed_communication_ns),
+                 pct(b.exposed_communication_ns / w), ns(b.copy_ns), pct(b.copy_ns / w), ns(b.idle_ns), pct(b.idle_ns / w),
+                 ns(b.overlap_ns), pct(b.overlap_fraction)});
+    }
+    out.push_back(std::move(t));
+  }
+  {
+    Table t("Stream utilization", cols({{"rank", 0}, {"device", 0}, {"stream", 0}, {"busy_ns", 0}, {"busy_pct", 1}}));
+    for (const auto& r : run.ranks)
+      for (const auto& s : r.breakdown.streams)
+        t.add_row({int64_t{r.rank}, int64_t{s.device}, int64_t{s.stream}, ns(s.busy_ns), pct(s.fraction)});
+    out.push_back(std::move(t));
+  }
+  {
+    Table t("Iterations", cols({{"rank", 0}, {"source", 0}, {"count", 0}, {"warmup", 0}, {"median_ns", 0}, {"p95_ns", 0},
+                                {"cv", 3}, {"steady_median_ns", 0}, {"steady_p95_ns", 0}, {"steady_cv", 3}}));
+    for (const auto& r : run.ranks) {
+      const auto& i = r.iterations;
+      if (skipped(t, r, i.availability)) continue;
+      t.add_row({int64_t{r.rank}, i.source, i.count, i.warmup_count, nsd(i.median_ns), nsd(i.p95_ns), i.cv,
+                 nsd(i.steady_median_ns), nsd(i.steady_p95_ns), i.steady_cv});
+    }
+    out.push_back(std::move(t));
+  }
+  {
+    const auto& s = run.stragglers;
+    Table t("Stragglers (lateness at matched collectives)",
+            cols({{"rank", 0}, {"total_late_ns", 0}, {"late_per_iteration_ns", 0}, {"max_late_ns", 0}, {"times_last", 0}}));
+    if (!s.availability.available) {
+      t.add_note("Stragglers: " + s.availability.reason);
+    } else {
+      for (const auto& r : s.ranks)
+        t.add_row({int64_t{r.rank}, ns(r.total_late_ns), nsd(r.late_per_iteration_ns), ns(r.max_late_ns), r.times_last});
+      t.add_note(fmt::format("{} collectives matched, {} unmatched; ranks waited {} in total", s.matched_collectives,
+                             s.unmatched_collectives, report::format_duration_ns(static_cast<double>(s.total_wait_ns))));
+    }
+    if (s.slowest_rank >= 0 && run.ranks.size() > 1)
+      t.add_note(fmt::format("slowest rank by steady median iteration: rank {} ({} vs fastest {})", s.slowest_rank,
+                             report::format_duration_ns(s.slowest_rank_median_ns),
+                             report::format_duration_ns(s.fastest_rank_median_ns)));
+    out.push_back(std::move(t));
+  }
+  {
+    Table t("Launch overhead", cols({{"rank", 0}, {"kernels", 0}, {"kernel_ns", 0}, {"launch_calls", 0}, {"launch_cpu_ns", 0},
+                                     {"median_kernel_ns", 0}, {"median_launch_ns", 0}, {"gpu_gaps_ns", 0}, {"gap_pct", 1},
+                                     {"small_kernel_pct", 1}, {"launch_bound", 0}}));
+    for (const auto& r : run.ranks) {
+      const auto& l = r.launch;
+      if (skipped(t, r, l.availability)) continue;
+      t.add_row({int64_t{r.rank}, l.kernel_count, ns(l.kernel_ns), l.launch_api_count, ns(l.launch_api_ns),
+                 nsd(l.median_kernel_ns), nsd(l.median_launch_ns), ns(l.gpu_gap_ns), pct(l.gap_fraction),
+                 pct(l.small_kernel_fraction), std::string(l.launch_bound ? "yes" : "no")});
+    }
+    out.push_back(std::move(t));
+  }
+  {
+    Table t("Copies and sets", cols({{"rank", 0}, {"kind", 0}, {"from", 0}, {"to", 0}, {"count", 0}, {"bytes", 0},
+                                     {"time_ns", 0}, {"gb_per_s", 2}, {"sync_count", 0}}));
+    for (const auto& r : run.ranks) {
+      const auto& c = r.copies;
+      if (skipped(t, r, c.availability)) continue;
+      for (const auto& g : c.groups)
+        t.add_row({int64_t{r.rank}, std::string(trace::to_string(g.kind)), std::string(trace::to_string(g.src_kind)),
+                   std::string(trace::to_string(g.dst_kind)), g.count, static_cast<int64_t>(g.bytes), ns(g.time_ns),
+                   g.bandwidth_gbps, g.sync_count});
+      if (c.memset_count > 0)
+        t.add_row({int64_t{r.rank}, std::string("memset"), Cell{}, Cell{}, c.memset_count, Cell{}, ns(c.memset_ns), Cell{}, Cell{}});
+      t.add_note(fmt::format("{}: {} of host<->device bytes from pageable memory; {} synchronous copies", r.label,
+                             report::format_percent(c.pageable_fraction), c.sync_copy_count));
+    }
+    out.push_back(std::move(t));
+  }
+  {
+    Table t("Host synchronization", cols({{"rank", 0}, {"kind", 0}, {"count", 0}, {"total_ns", 0}}));
+    for (const auto& r : run.ranks) {
+      const auto& s = r.sync;
+      if (skipped(t, r, s.availability)) continue;
+      for (const auto& g : s.groups) t.add_row({int64_t{r.rank}, std::string(trace::to_string(g.kind)), g.count, ns(g.total_ns)});
+      t.add_note(fmt::format("{}: host blocked in synchronize {} of wall time", r.label, report::format_percent(s.fraction)));
+    }
+    out.push_back(std::move(t));
+  }
+  {
+    Table t("Precision (share of kernel time)", cols({{"rank", 0}, {"kernel_ns", 0}, {"fp64_pct", 1}, {"fp32_no_tensor_core_pct", 1},
+                                                     {"tensor_core_pct", 1}, {"other_pct", 1}}));
+    Table l("Layout conversions (NCHW<->NHWC)", cols({{"rank", 0}, {"kernels", 0}, {"time_ns", 0}, {"kernel_time_pct", 2}, {"largest", 0}}));
+    for (const auto& r : run.ranks) {
+      const auto& p = r.precision;
+      if (!skipped(t, r, p.availability)) {
+        const double kn = p.kernel_ns > 0 ? static_cast<double>(p.kernel_ns) : 1;
+        t.add_row({int64_t{r.rank}, ns(p.kernel_ns), pct(p.fp64_fraction), pct(p.fp32_no_tensor_fraction),
+                   pct(p.tensor_core_fraction), pct(static_cast<double>(p.ns[0]) / kn)});
+      }
+      const auto& y = r.layout;
+      if (!skipped(l, r, y.availability))
+        l.add_row({int64_t{r.rank}, y.conversion_count, ns(y.conversion_ns), pct(y.fraction),
+                   y.top.empty() ? Cell{} : Cell{y.top.front().name.substr(0, 60)}});
+    }
+    out.push_back(std::move(t));
+    out.push_back(std::move(l));
+  }
+  {
+    Table t("Input pipeline", cols({{"rank", 0}, {"starved_gaps", 0}, {"starvation_ns", 0}, {"starvation_pct", 2}, {"compute_ns", 0}}));
+    Table n("NUMA placement", cols({{"rank", 0}, {"gpu_node", 0}, {"cpu_nodes", 0}, {"cpus_cross_node", 0},
+                                    {"remote_memory_pct", 1}, {"memory_policy", 0}}));
+    for (const auto& r : run.ranks) {
+      const auto& i = r.input;
+      if (!skipped(t, r, i.availability))
+        t.add_row({int64_t{r.rank}, i.starved_iterations, ns(i.starvation_ns), pct(i.fraction), ns(i.compute_ns)});
+      const auto& u = r.numa;
+      if (!skipped(n, r, u.availability)) {
+        std::string nodes;
+        for (int32_t c : u.cpu_nodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(c);
+        n.add_row({int64_t{r.rank}, int64_t{u.gpu_node}, nodes, std::string(u.cpus_cross_node ? "yes" : "no"),
+                   pct(u.remote_memory_fraction), u.memory_policy});
+      }
+    }
+    out.push_back(std::move(t));
+    out.push_back(std::move(n));
+  }
+  {
+    Table t(fmt::format("Top kernels (first rank, {} by time)", top),
+            cols({{"rank", 0}, {"name", 0}, {"class", 0}, {"precision", 0}, {"count", 0}, {"total_ns", 0}}));
+    if (!run.ranks.empty()) {
+      const auto& r = run.ranks.front();
+      for (size_t i = 0; i < r.top_kernels.size() && i < static_cast<size_t>(top); ++i) {
+        const auto& k = r.top_kernels[i];
+        t.add_row({int64_t{r.rank}, k.name.substr(0, 90), std::string(analyze::to_string(k.cls)),
+                   std::string(analyze::to_string(k.precision)), k.count, ns(k.total_ns)});
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  {
+    Table t("Findings (ranked by estimated saving, an upper bound as share of step time)",
+            cols({{"rank_order", 0}, {"id", 0}, {"severity", 0}, {"saving_pct", 1}, {"title", 0}, {"evidence", 0},
+                  {"fix", 0}, {"saving_estimate", 0}}));
+    int i = 1;
+    for (const auto& f : findings)
+      t.add_row({int64_t{i++}, f.id, std::string(advise::to_string(f.severity)), pct(f.saving_fraction), f.title, f.evidence,
+                 f.fix, f.saving_method});
+    if (findings.empty()) t.add_note("no finding: no rule's evidence is above its threshold (docs/advisor.md)");
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace
 
 void add_analyze_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("analyze", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = 1;
-    fail("'analyze' is not built yet");
+  struct Args {
+    std::string input, window, iteration_range, classes, format = "table";
+    bool json = false;
+    int top = 10;
+    unsigned threads = 0;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("analyze", "Where each rank's time went, iterations, stragglers, and ranked findings");
+  cmd->add_option("trace", args->input, "a .sstrace file, a .ssrun run directory, a Kineto .json/.json.gz, or a folder of them")
+      ->required();
+  cmd->add_option("--window", args->window,
+                  "START:END: 10%:90% (of the trace), 2000000:9000000 (ns after the first event) or it5:it50 (iterations)");
+  cmd->add_option("--iteration-range", args->iteration_range,
+                  "NVTX/annotation range marking one iteration, e.g. Optimizer.step#SGD.step (default: ProfilerStep#N, else detected)");
+  cmd->add_option("--classes", args->classes, "kernel class rules file: lines '<class> <substring>' (docs/kernel-classes.md)");
+  cmd->add_flag("--json", args->json, "print the full analysis and findings as one JSON object");
+  cmd->add_option("--format", args->format, "table, csv or json (the tables)")->check(CLI::IsMember({"table", "csv", "json"}));
+  cmd->add_option("--top", args->top, "kernels in the top-kernel table")->check(CLI::Range(1, 1000));
+  cmd->add_option("--threads", args->threads, "ranks analysed at once (0: automatic, at most 4)");
+  cmd->callback([args, &exit_code] {
+    analyze::Options options;
+    if (!args->window.empty()) options.window = analyze::WindowSpec::parse(args->window);
+    options.iteration_range = args->iteration_range;
+    if (!args->classes.empty()) options.classifier = analyze::KernelClassifier::from_file(args->classes);
+    const analyze::RunAnalysis run = analyze::analyze_path(args->input, options, args->threads);
+    const std::vector<advise::Finding> findings = advise::advise(run);
+    if (args->json) {
+      nlohmann::json j = {{"input", args->input}, {"analysis", run}, {"findings", findings}};
+      std::cout << j.dump(2) << "\n";
+    } else {
+      const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
+      report::print_tables(std::cout, analysis_tables(run, findings, args->top), format);
+    }
+    exit_code = 0;
   });
 }
 

@@ -1,17 +1,78 @@
-// PLACEHOLDER: replaced by the owner of this command. Until then it says so and fails.
-#include <CLI/CLI.hpp>
+// scalescope diff A B: what changed between two runs (per-rank means): time
+// breakdown, kernel classes and precision, top kernels, copies, iteration time.
+#include <iostream>
+#include <string>
 
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analyze/analyze.hpp"
 #include "cli/commands.hpp"
+#include "report/table.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::cli {
+namespace {
+
+using report::Cell;
+using report::Column;
+using report::Table;
+
+Table delta_table(std::string title, const std::vector<analyze::Delta>& rows, const char* unit) {
+  Table t(std::move(title), {Column("what", 0), Column(fmt::format("a_{}", unit), 0), Column(fmt::format("b_{}", unit), 0),
+                             Column(fmt::format("delta_{}", unit), 0), Column("ratio_b_over_a", 3)});
+  for (const auto& d : rows)
+    t.add_row({d.what, d.a, d.b, d.delta, d.a != 0 ? Cell{d.ratio} : Cell{}});
+  return t;
+}
+
+}  // namespace
 
 void add_diff_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("diff", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = 1;
-    fail("'diff' is not built yet");
+  struct Args {
+    std::string a, b, window, iteration_range, classes, format = "table";
+    bool json = false;
+    int top = 15;
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("diff", "What changed between two runs (e.g. pinned against pageable input)");
+  cmd->add_option("a", args->a, "the first run: trace, run directory or Kineto JSON")->required();
+  cmd->add_option("b", args->b, "the second run")->required();
+  cmd->add_option("--window", args->window, "START:END applied to both runs (see analyze --help)");
+  cmd->add_option("--iteration-range", args->iteration_range, "range marking one iteration, for both runs");
+  cmd->add_option("--classes", args->classes, "kernel class rules file (docs/kernel-classes.md)");
+  cmd->add_flag("--json", args->json, "print the diff as one JSON object");
+  cmd->add_option("--format", args->format, "table, csv or json (the tables)")->check(CLI::IsMember({"table", "csv", "json"}));
+  cmd->add_option("--top", args->top, "kernels with the largest change")->check(CLI::Range(1, 1000));
+  cmd->callback([args, &exit_code] {
+    analyze::Options options;
+    if (!args->window.empty()) options.window = analyze::WindowSpec::parse(args->window);
+    options.iteration_range = args->iteration_range;
+    if (!args->classes.empty()) options.classifier = analyze::KernelClassifier::from_file(args->classes);
+    const analyze::RunAnalysis a = analyze::analyze_path(args->a, options);
+    const analyze::RunAnalysis b = analyze::analyze_path(args->b, options);
+    const analyze::RunDiff d = analyze::diff(a, b, args->top);
+    if (args->json) {
+      nlohmann::json j = {{"a", args->a}, {"b", args->b}, {"diff", d}};
+      std::cout << j.dump(2) << "\n";
+      exit_code = 0;
+      return;
+    }
+    std::vector<Table> tables;
+    Table it("Iteration time (steady-state median, mean over ranks)",
+             {Column("a_ns", 0), Column("b_ns", 0), Column("delta_ns", 0), Column("ratio_b_over_a", 3)});
+    if (d.note.empty()) it.add_row({d.iteration.a, d.iteration.b, d.iteration.delta, d.iteration.ratio});
+    else it.add_note(d.note);
+    it.add_note(fmt::format("A: {} ({} ranks); B: {} ({} ranks)", args->a, a.ranks.size(), args->b, b.ranks.size()));
+    tables.push_back(std::move(it));
+    tables.push_back(delta_table("Time breakdown (mean per rank)", d.breakdown, "ns"));
+    tables.push_back(delta_table("Kernel classes and precision (kernel time, mean per rank)", d.classes, "ns"));
+    tables.push_back(delta_table(fmt::format("Kernels with the largest change (top {})", args->top), d.top_kernels, "ns"));
+    tables.push_back(delta_table("Copies by kind and memory (time_ns and bytes rows, mean per rank)", d.copies, "value"));
+    const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
+    report::print_tables(std::cout, tables, format);
+    exit_code = 0;
   });
 }
 

@@ -1,0 +1,219 @@
+// Each advisor rule on synthetic traces: it fires above its threshold with the
+// expected saving, and stays quiet below it.
+#include "advise/advise.hpp"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "analyze/test_trace_builder.hpp"
+
+namespace scalescope::advise {
+namespace {
+
+using analyze::testing::TraceBuilder;
+using trace::MemcpyKind;
+using trace::MemoryKind;
+
+std::vector<Finding> run_on(const trace::Trace& t) {
+  return advise(analyze::combine({analyze::analyze_rank(t, analyze::Options{})}));
+}
+
+const Finding* find(const std::vector<Finding>& f, std::string_view id) {
+  auto it = std::find_if(f.begin(), f.end(), [&](const Finding& x) { return x.id == id; });
+  return it == f.end() ? nullptr : &*it;
+}
+
+TraceBuilder busy(int64_t end = 10000) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, end);
+  return b;
+}
+
+TEST(AdviseTest, EmptyTraceHasNoFindings) {
+  trace::Trace t;
+  EXPECT_TRUE(run_on(t).empty());
+  EXPECT_TRUE(advise(analyze::RunAnalysis{}).empty());
+}
+
+TEST(AdviseTest, PinnedMemoryByShareOfStepTime) {
+  TraceBuilder b = busy();
+  for (int i = 0; i < 5; ++i)
+    b.copy(MemcpyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, 1000 * i, 1000 * i + 200, 1000, false);
+  const auto f = run_on(b.t);
+  const Finding* p = find(f, "pinned-memory");
+  ASSERT_NE(p, nullptr);
+  EXPECT_DOUBLE_EQ(p->saving_fraction, 0.1);
+  EXPECT_EQ(p->severity, Severity::kWarning);
+  EXPECT_NE(p->fix.find("pin_memory=True"), std::string::npos);
+  EXPECT_FALSE(p->evidence.empty());
+  EXPECT_EQ(find(f, "sync-copies"), nullptr);  // pageable copies belong to pinned-memory
+  // A few small pageable copies (1% of step time) next to pinned ones: quiet.
+  TraceBuilder tuned = busy();
+  tuned.copy(MemcpyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, 0, 100, 8);
+  for (int i = 0; i < 5; ++i)
+    tuned.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 1000 * i, 1000 * i + 500, 1 << 20);
+  EXPECT_EQ(find(run_on(tuned.t), "pinned-memory"), nullptr);
+}
+
+TEST(AdviseTest, ChannelsLast) {
+  TraceBuilder b;
+  b.kernel("sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x32x16", 0, 9000)
+      .kernel("void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>", 9000, 10000);
+  const auto c_all = run_on(b.t);
+  const Finding* c = find(c_all, "channels-last");
+  ASSERT_NE(c, nullptr);
+  EXPECT_DOUBLE_EQ(c->saving_fraction, 0.1);
+  EXPECT_NE(c->fix.find("torch.channels_last"), std::string::npos);
+  TraceBuilder small;
+  small.kernel("sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32", 0, 9900).kernel("nhwcToNchwKernel", 9900, 10000);
+  EXPECT_EQ(find(run_on(small.t), "channels-last"), nullptr);  // 1% < 3%
+}
+
+TEST(AdviseTest, MixedPrecisionAndFp64) {
+  TraceBuilder b;
+  b.kernel("volta_sgemm_128x64_nn", 0, 6000).kernel("ampere_dgemm_64x32_nn", 6000, 7000).kernel("elementwise", 7000, 10000);
+  const auto f = run_on(b.t);
+  const Finding* m = find(f, "mixed-precision");
+  ASSERT_NE(m, nullptr);
+  EXPECT_NEAR(m->saving_fraction, 0.6 * 0.875, 1e-12);
+  EXPECT_NE(m->fix.find("torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)"), std::string::npos);
+  const Finding* d = find(f, "fp64");
+  ASSERT_NE(d, nullptr);
+  EXPECT_DOUBLE_EQ(d->saving_fraction, 0.1);
+  // Ranked by saving.
+  for (size_t i = 1; i < f.size(); ++i) EXPECT_GE(f[i - 1].saving_fraction, f[i].saving_fraction);
+  TraceBuilder tf32;
+  tf32.kernel("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16", 0, 4000)
+      .kernel("elementwise", 4000, 10000);
+  const auto t_all = run_on(tf32.t);
+  const Finding* t = find(t_all, "mixed-precision");
+  ASSERT_NE(t, nullptr);
+  EXPECT_DOUBLE_EQ(t->saving_fraction, 0.2);
+  TraceBuilder tc;
+  tc.kernel("nvjet_sm90_hsh_192x192_64x4_1x2_h_ssched_bz_coopB_TNN", 0, 10000);
+  const auto quiet = run_on(tc.t);
+  EXPECT_EQ(find(quiet, "mixed-precision"), nullptr);
+  EXPECT_EQ(find(quiet, "fp64"), nullptr);
+}
+
+TEST(AdviseTest, ExposedCommunication) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, 200).kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1000, 20);
+  const auto e_all = run_on(b.t);
+  const Finding* e = find(e_all, "exposed-communication");
+  ASSERT_NE(e, nullptr);
+  EXPECT_DOUBLE_EQ(e->saving_fraction, 0.8);
+  EXPECT_EQ(e->severity, Severity::kCritical);
+  EXPECT_NE(e->fix.find("bucket_cap_mb"), std::string::npos);
+  EXPECT_NE(e->fix.find("gradient_as_bucket_view=True"), std::string::npos);
+  TraceBuilder hidden;
+  hidden.kernel("gemm_kernel", 0, 1000).kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 100, 900, 20);
+  EXPECT_EQ(find(run_on(hidden.t), "exposed-communication"), nullptr);
+}
+
+TEST(AdviseTest, LaunchBoundSuggestsCudaGraphs) {
+  TraceBuilder b;
+  for (int i = 0; i < 100; ++i) {
+    b.api("cudaLaunchKernel", 10000 * i, 10000 * i + 5000);
+    b.kernel("tiny_kernel", 10000 * i + 6000, 10000 * i + 8000);
+  }
+  const auto l_all = run_on(b.t);
+  const Finding* l = find(l_all, "launch-bound");
+  ASSERT_NE(l, nullptr);
+  EXPECT_GT(l->saving_fraction, 0.7);
+  EXPECT_NE(l->fix.find("CUDA graphs"), std::string::npos);
+}
+
+TEST(AdviseTest, HostSyncBoundedByIdle) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, 2000).kernel("gemm_kernel", 6000, 10000);
+  b.sync(trace::SyncKind::kStreamSynchronize, 2000, 3000).sync(trace::SyncKind::kStreamSynchronize, 5000, 6000);
+  b.sync(trace::SyncKind::kDeviceSynchronize, 8000, 8500);
+  const auto s_all = run_on(b.t);
+  const Finding* s = find(s_all, "host-sync");
+  ASSERT_NE(s, nullptr);
+  EXPECT_DOUBLE_EQ(s->saving_fraction, 0.25);
+  // The same waits while the GPU is busy the whole time cost nothing.
+  TraceBuilder full = busy();
+  full.sync(trace::SyncKind::kStreamSynchronize, 2000, 5000);
+  EXPECT_EQ(find(run_on(full.t), "host-sync"), nullptr);
+}
+
+TEST(AdviseTest, InputStarvation) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, 1000).kernel("gemm_kernel", 3000, 4000);
+  b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 2000, 2900, 1 << 20);
+  const auto i_all = run_on(b.t);
+  const Finding* i = find(i_all, "input-starvation");
+  ASSERT_NE(i, nullptr);
+  EXPECT_DOUBLE_EQ(i->saving_fraction, 0.5);
+  EXPECT_NE(i->fix.find("num_workers"), std::string::npos);
+}
+
+TEST(AdviseTest, NumaPlacement) {
+  TraceBuilder b = busy();
+  b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 0, 500, 1 << 20);
+  b.t.meta.cpu_affinity = {0, 1, 2, 3};
+  b.t.meta.cpu_numa_node = {1, 1, 0, 0};
+  trace::DeviceInfo d;
+  d.numa_node = 1;
+  b.t.meta.devices.push_back(d);
+  const auto n_all = run_on(b.t);
+  const Finding* n = find(n_all, "numa-placement");
+  ASSERT_NE(n, nullptr);
+  EXPECT_NE(n->fix.find("numactl --cpunodebind=1 --membind=1"), std::string::npos);
+  EXPECT_DOUBLE_EQ(n->saving_fraction, 0.05);
+  b.t.meta.cpu_affinity = {0, 1};
+  EXPECT_EQ(find(run_on(b.t), "numa-placement"), nullptr);
+}
+
+TEST(AdviseTest, IterationVariance) {
+  TraceBuilder b;
+  int64_t t = 0;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t d = i % 3 == 2 ? 2000 : 1000;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + d);
+    t += d;
+  }
+  b.kernel("gemm_kernel", 0, t);
+  const auto v_all = run_on(b.t);
+  const Finding* v = find(v_all, "iteration-variance");
+  ASSERT_NE(v, nullptr);
+  EXPECT_NEAR(v->saving_fraction, 3000.0 / 13000.0, 1e-9);
+}
+
+TEST(AdviseTest, StragglerNamesTheLateRank) {
+  std::vector<analyze::RankAnalysis> ranks;
+  for (int r = 0; r < 2; ++r) {
+    TraceBuilder b;
+    b.rank(r);
+    for (int i = 0; i < 10; ++i) {
+      const int64_t t = 1000 * i;
+      b.range("ProfilerStep#" + std::to_string(i), t, t + 1000);
+      b.kernel("gemm_kernel", t, t + 1000);
+      b.nccl(trace::NcclOp::kAllReduce, t + 500 + (r == 1 ? 200 : 0), t + 950, i);
+    }
+    ranks.push_back(analyze::analyze_rank(b.t, analyze::Options{}));
+  }
+  const auto f = advise(analyze::combine(std::move(ranks)));
+  const Finding* s = find(f, "straggler");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->ranks, std::vector<int32_t>{1});
+  EXPECT_DOUBLE_EQ(s->saving_fraction, 0.2);
+}
+
+TEST(AdviseTest, FindingJson) {
+  TraceBuilder b;
+  b.kernel("volta_sgemm_128x64_nn", 0, 10000);
+  const nlohmann::json j = run_on(b.t);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_FALSE(j.empty());
+  for (const char* key : {"id", "title", "severity", "evidence", "figures", "saving_fraction", "saving_method", "fix"})
+    EXPECT_TRUE(j[0].contains(key)) << key;
+  EXPECT_EQ(j[0]["severity"], "critical");
+}
+
+}  // namespace
+}  // namespace scalescope::advise

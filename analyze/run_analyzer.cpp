@@ -1,0 +1,73 @@
+// analyze_path: load and summarize ranks a few at a time (bounded memory).
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "analyze/analyze.hpp"
+#include "trace/error.hpp"
+#include "trace/kineto_importer.hpp"
+#include "trace/trace_file.hpp"
+
+namespace scalescope::analyze {
+namespace fs = std::filesystem;
+
+std::vector<fs::path> list_trace_inputs(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail("{}: no such file or directory", path.string());
+  if (!fs::is_directory(path, ec)) return {path};
+  std::vector<fs::path> traces, kineto;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    if (entry.path().extension() == trace::kTraceFileExtension) traces.push_back(entry.path());
+    else if (trace::is_kineto_path(entry.path())) kineto.push_back(entry.path());
+  }
+  if (ec) fail("{}: cannot list the directory: {}", path.string(), ec.message());
+  auto& files = traces.empty() ? kineto : traces;
+  if (files.empty()) fail("{}: the directory holds no .sstrace files and no Kineto .json/.json.gz traces", path.string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+namespace {
+
+trace::Trace load_one(const fs::path& file) {
+  if (trace::is_trace_file(file)) return trace::read_trace(file);
+  if (trace::is_kineto_path(file)) return trace::import_kineto_file(file);
+  fail("{}: neither a scalescope trace (.sstrace) nor a PyTorch-profiler JSON trace (.json, .json.gz)", file.string());
+}
+
+}  // namespace
+
+RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned threads) {
+  const std::vector<fs::path> files = list_trace_inputs(path);
+  if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(files.size()));
+  std::vector<RankAnalysis> ranks(files.size());
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      try {
+        trace::Trace t = load_one(files[i]);
+        ranks[i] = analyze_rank(t, options);
+        if (t.meta.rank < 0) ranks[i].rank = static_cast<int32_t>(i);  // unknown rank: file order
+        ranks[i].label = fmt::format("rank {} ({})", ranks[i].rank, files[i].filename().string());
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = files.size();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned k = 1; k < threads; ++k) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+  return combine(std::move(ranks));
+}
+
+}  // namespace scalescope::analyze
