@@ -1,17 +1,112 @@
-// PLACEHOLDER: replaced by the owner of this command. Until then it says so and fails.
+// scalescope import: a PyTorch-profiler (Kineto) JSON trace becomes a
+// scalescope trace; a directory of rank traces becomes a .ssrun run directory.
+#include <filesystem>
+#include <iostream>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "report/table.hpp"
 #include "trace/error.hpp"
+#include "trace/kineto_importer.hpp"
+#include "trace/trace_file.hpp"
+#include "trace/trace_source.hpp"
 
 namespace scalescope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "x.json.gz" -> "x"; "x.pt.trace.json" -> "x.pt.trace".
+std::string stem_of(const fs::path& p) {
+  std::string n = p.filename().string();
+  for (std::string_view ext : {".gz", ".gzip", ".json", ".JSON"})
+    if (n.size() > ext.size() && n.compare(n.size() - ext.size(), ext.size(), ext) == 0) n.resize(n.size() - ext.size());
+  return n;
+}
+
+std::vector<report::Table> report_tables(const trace::ImportReport& rep, const trace::Trace& t) {
+  report::Table cats(fmt::format("Imported {} ({} bytes of JSON, {} events)", rep.input, rep.json_bytes, rep.events),
+                     {"cat", "ph", "events", "mapped_to"});
+  for (const auto& c : rep.categories)
+    cats.add_row({c.cat, c.ph, static_cast<int64_t>(c.events), c.mapped_to});
+  report::Table tables("Trace tables", {"table", "rows"});
+  auto row = [&](const char* name, size_t n) { tables.add_row({std::string(name), static_cast<int64_t>(n)}); };
+  row("kernels", t.kernels.size());
+  row("nccl", t.nccl.size());
+  row("memcpy", t.memcpys.size());
+  row("memset", t.memsets.size());
+  row("api", t.api.size());
+  row("sync", t.syncs.size());
+  row("nvtx", t.nvtx.size());
+  row("flows (not stored)", rep.flows);
+  row("metadata kept", rep.metadata_kept);
+  row("metadata dropped", rep.metadata_dropped);
+  row("counted only", rep.ignored);
+  row("unknown", rep.unknown);
+  row("malformed", rep.malformed);
+  tables.add_note(fmt::format("rank {}, world size {}, {} device(s)", t.meta.rank, t.meta.world_size, t.meta.devices.size()));
+  return {std::move(cats), std::move(tables)};
+}
+
+void write_one(const trace::Trace& t, const fs::path& out) {
+  // Write beside and rename: a failed import never clobbers an older file.
+  fs::path tmp = out;
+  tmp += ".tmp";
+  try {
+    trace::write_trace(tmp, t);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::rename(tmp, out, ec);
+  if (ec) fail("{}: cannot write: {}", out.string(), ec.message());
+}
+
+}  // namespace
 
 void add_import_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("import", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = 1;
-    fail("'import' is not built yet");
+  struct Options {
+    std::string input, output, format = "table";
+  };
+  auto opts = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("import", "Import a PyTorch-profiler (Kineto) trace (.json, .json.gz, or a directory of rank traces)");
+  cmd->add_option("trace", opts->input, "Kineto JSON trace, or a directory of them (one per rank)")->required();
+  cmd->add_option("-o,--output", opts->output, "output .sstrace (or .ssrun directory for a directory input)");
+  cmd->add_option("--format", opts->format, "report format: table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
+  cmd->callback([opts, &exit_code] {
+    const auto format = *report::parse_output_format(opts->format);
+    fs::path in(opts->input);
+    std::error_code ec;
+    if (!fs::exists(in, ec)) fail("{}: no such file or directory", in.string());
+    std::vector<report::Table> tables;
+    if (fs::is_directory(in, ec)) {
+      std::vector<fs::path> files = trace::list_kineto_files(in);
+      if (files.empty()) fail("{}: directory holds no Kineto .json or .json.gz traces", in.string());
+      fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(opts->output);
+      fs::create_directories(out, ec);
+      if (ec) fail("{}: cannot create run directory: {}", out.string(), ec.message());
+      for (const auto& f : files) {
+        trace::ImportReport rep;
+        trace::Trace t = trace::import_kineto_file(f, &rep);
+        std::string name = t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(f);
+        write_one(t, out / (name + std::string(trace::kTraceFileExtension)));
+        for (auto& tab : report_tables(rep, t)) tables.push_back(std::move(tab));
+      }
+      tables.back().add_note(fmt::format("wrote {} trace(s) to {}", files.size(), out.string()));
+    } else {
+      fs::path out = opts->output.empty() ? in.parent_path() / (stem_of(in) + std::string(trace::kTraceFileExtension))
+                                          : fs::path(opts->output);
+      trace::ImportReport rep;
+      trace::Trace t = trace::import_kineto_file(in, &rep);
+      write_one(t, out);
+      tables = report_tables(rep, t);
+      tables.back().add_note(fmt::format("wrote {}", out.string()));
+    }
+    report::print_tables(std::cout, tables, format);
+    exit_code = 0;
   });
 }
 

@@ -1,17 +1,177 @@
-// PLACEHOLDER: replaced by the owner of this command. Until then it says so and fails.
+// scalescope stats: the nsys-stats-like summaries of a trace, a run directory
+// or a Kineto JSON trace, per rank and combined across ranks.
+#include <algorithm>
+#include <iostream>
+#include <set>
+#include <sstream>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "report/table.hpp"
 #include "trace/error.hpp"
+#include "trace/stats.hpp"
+#include "trace/trace_source.hpp"
 
 namespace scalescope::cli {
+namespace {
+
+using report::Cell;
+using report::Column;
+using report::Table;
+
+const std::vector<std::string> kReports = {"api", "kernels", "memtime", "memsize", "nvtx", "nccl", "problems"};
+
+std::vector<Column> duration_columns(std::vector<Column> lead) {
+  for (const char* c : {"calls", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns", "stddev_ns"})
+    lead.emplace_back(c, std::string_view(c) == "calls" ? 0 : 1);
+  return lead;
+}
+
+void add_duration(std::vector<Cell>& row, const trace::DurationStats& d) {
+  row.emplace_back(static_cast<int64_t>(d.count));
+  row.emplace_back(d.total);
+  row.emplace_back(d.avg);
+  row.emplace_back(d.median);
+  row.emplace_back(d.min);
+  row.emplace_back(d.max);
+  row.emplace_back(d.stddev);
+}
+
+// On a terminal, C++ kernel names (often thousands of characters) are cut so
+// that the columns stay readable; CSV and JSON keep them whole.
+std::string shown(const std::string& name, bool shorten) {
+  constexpr size_t kMax = 96;
+  if (!shorten || name.size() <= kMax) return name;
+  size_t cut = kMax - 3;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  return name.substr(0, cut) + "...";
+}
+
+std::vector<Table> make_tables(const trace::TraceStats& s, const std::string& scope, const std::set<std::string>& want,
+                               bool shorten) {
+  std::vector<Table> out;
+  auto title = [&](const char* what) { return fmt::format("{} ({})", what, scope); };
+  if (want.count("api")) {
+    auto cols = duration_columns({Column("name")});
+    cols.emplace_back("time_pct", 1);
+    Table t(title("CUDA API summary"), cols);
+    for (const auto& r : s.api) {
+      std::vector<Cell> row{shown(r.name, shorten)};
+      add_duration(row, r.time);
+      row.emplace_back(r.share * 100);
+      t.add_row(std::move(row));
+    }
+    out.push_back(std::move(t));
+  }
+  if (want.count("kernels")) {
+    auto cols = duration_columns({Column("name")});
+    cols.emplace_back("gpu_time_pct", 1);
+    Table t(title("GPU kernel summary"), cols);
+    for (const auto& r : s.kernels) {
+      std::vector<Cell> row{shown(r.name, shorten)};
+      add_duration(row, r.time);
+      row.emplace_back(r.share * 100);
+      t.add_row(std::move(row));
+    }
+    out.push_back(std::move(t));
+  }
+  if (want.count("memtime")) {
+    auto cols = duration_columns({Column("kind"), Column("src"), Column("dst")});
+    cols.emplace_back("time_pct", 1);
+    Table t(title("GPU memory time by kind"), cols);
+    for (const auto& r : s.memory_time) {
+      std::vector<Cell> row{r.kind, r.src, r.dst};
+      add_duration(row, r.time);
+      row.emplace_back(r.share * 100);
+      t.add_row(std::move(row));
+    }
+    out.push_back(std::move(t));
+  }
+  if (want.count("memsize")) {
+    Table t(title("GPU memory size by kind"), {"kind", "src", "dst", "count", "total_bytes", "avg_bytes", "min_bytes", "max_bytes"});
+    for (const auto& r : s.memory_size)
+      t.add_row({r.kind, r.src, r.dst, static_cast<int64_t>(r.count), static_cast<int64_t>(r.total_bytes), r.avg_bytes,
+                 static_cast<int64_t>(r.min_bytes), static_cast<int64_t>(r.max_bytes)});
+    out.push_back(std::move(t));
+  }
+  if (want.count("nvtx")) {
+    Table t(title("NVTX range summary"), duration_columns({Column("domain"), Column("range")}));
+    for (const auto& r : s.nvtx) {
+      std::vector<Cell> row{r.domain, shown(r.text, shorten)};
+      add_duration(row, r.time);
+      t.add_row(std::move(row));
+    }
+    out.push_back(std::move(t));
+  }
+  if (want.count("nccl")) {
+    auto cols = duration_columns({Column("op"), Column("algorithm"), Column("protocol"), Column("datatype")});
+    cols.emplace_back("total_bytes", 0);
+    cols.emplace_back("payload_GBps", 2);
+    Table t(title("NCCL summary"), cols);
+    for (const auto& r : s.nccl) {
+      std::vector<Cell> row{r.op, r.algorithm, r.protocol, r.datatype};
+      add_duration(row, r.time);
+      row.emplace_back(static_cast<int64_t>(r.total_bytes));
+      row.emplace_back(r.bus_bytes_per_s / 1e9);
+      t.add_row(std::move(row));
+    }
+    t.add_note("payload_GBps = bytes per rank / kernel time, not NCCL's bus bandwidth");
+    out.push_back(std::move(t));
+  }
+  if (want.count("problems")) {
+    Table t(title("Problems"), {"problem", "severity", "count"});
+    for (const auto& r : s.problems) t.add_row({r.problem, r.severity, static_cast<int64_t>(r.count)});
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string rank_label(const trace::Trace& t, size_t index) {
+  return t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("trace {}", index);
+}
+
+}  // namespace
 
 void add_stats_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("stats", "(not built yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    exit_code = 1;
-    fail("'stats' is not built yet");
+  struct Options {
+    std::string input;
+    std::string format = "table";
+    std::vector<std::string> reports;
+    int rank = -1;
+    bool has_rank = false;
+  };
+  auto opts = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("stats", "Summaries of a trace (CUDA API, kernels, memory, NVTX, NCCL, problems)");
+  cmd->add_option("trace", opts->input, "a .sstrace file, a .ssrun run directory, or a Kineto .json/.json.gz")->required();
+  cmd->add_option("--format", opts->format, "table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
+  cmd->add_option("--report", opts->reports, "reports to print (comma-separated): api,kernels,memtime,memsize,nvtx,nccl,problems")
+      ->delimiter(',')
+      ->check(CLI::IsMember(kReports));
+  auto* rank_opt = cmd->add_option("--rank", opts->rank, "only this rank");
+  cmd->callback([opts, rank_opt, &exit_code] {
+    const auto format = *report::parse_output_format(opts->format);
+    const bool shorten = format == report::OutputFormat::kTable;
+    std::set<std::string> want(opts->reports.begin(), opts->reports.end());
+    if (want.empty()) want.insert(kReports.begin(), kReports.end());
+    std::vector<trace::Trace> traces = trace::load_traces(opts->input);
+    std::vector<Table> tables;
+    if (rank_opt->count()) {
+      auto it = std::find_if(traces.begin(), traces.end(), [&](const trace::Trace& t) { return t.meta.rank == opts->rank; });
+      if (it == traces.end()) fail("{}: no trace of rank {}", opts->input, opts->rank);
+      for (auto& t : make_tables(trace::compute_stats(*it), rank_label(*it, 0), want, shorten)) tables.push_back(std::move(t));
+    } else {
+      for (size_t i = 0; i < traces.size(); ++i)
+        for (auto& t : make_tables(trace::compute_stats(traces[i]), rank_label(traces[i], i), want, shorten))
+          tables.push_back(std::move(t));
+      if (traces.size() > 1) {
+        std::vector<const trace::Trace*> all;
+        for (const auto& t : traces) all.push_back(&t);
+        for (auto& t : make_tables(trace::compute_stats(all), "all ranks", want, shorten)) tables.push_back(std::move(t));
+      }
+    }
+    report::print_tables(std::cout, tables, format);
+    exit_code = 0;
   });
 }
 

@@ -1,0 +1,234 @@
+// Chrome trace JSON (the "JSON Array/Object Format" that Perfetto and
+// chrome://tracing read). Written in one streaming pass per trace.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iterator>
+#include <limits>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "trace/export_util.hpp"
+#include "trace/exporters.hpp"
+#include "trace/output_file.hpp"
+
+namespace scalescope::trace {
+namespace {
+
+// Track ids: host threads keep their tid; GPU tracks live above 2^31 so they
+// never collide with a thread id.
+constexpr uint64_t kGpuTrackBase = uint64_t{1} << 32;
+uint64_t stream_track(uint32_t device, uint32_t stream) { return kGpuTrackBase + (uint64_t{device} << 20) + stream; }
+uint64_t annotation_track(uint32_t device) { return kGpuTrackBase + (uint64_t{device} << 20) + 0xFFFFF; }
+
+class ChromeWriter {
+ public:
+  explicit ChromeWriter(detail::OutputFile& file) : file_(file), out_(file.buffer()) {}
+
+  void begin_event(char ph, size_t pid, uint64_t tid, int64_t ts_ns) {
+    out_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    fmt::format_to(std::back_inserter(out_), R"({{"ph":"{}","pid":{},"tid":{},"ts":)", ph, pid, tid);
+    append_us(ts_ns);
+  }
+  void end_event() {
+    out_ += '}';
+    file_.maybe_flush();
+  }
+  void append_us(int64_t ns) {
+    if (ns < 0) {
+      out_ += '-';
+      ns = -ns;
+    }
+    fmt::format_to(std::back_inserter(out_), "{}.{:03}", ns / 1000, ns % 1000);
+  }
+  void key_string(std::string_view key, std::string_view value) {
+    fmt::format_to(std::back_inserter(out_), R"(,"{}":")", key);
+    detail::append_json_escaped(out_, value);
+    out_ += '"';
+  }
+  template <typename T>
+  void key_number(std::string_view key, T value) {
+    fmt::format_to(std::back_inserter(out_), R"(,"{}":{})", key, value);
+  }
+  std::string& raw() { return out_; }
+
+ private:
+  detail::OutputFile& file_;
+  std::string& out_;
+  bool first_ = true;
+};
+
+std::string_view counter_name(CounterMetric m) { return to_string(m); }
+
+}  // namespace
+
+void export_chrome(std::span<const Trace> traces, const std::filesystem::path& out) {
+  // One time origin for all ranks: the earliest Unix-aligned event. Relative
+  // times keep ns precision in a double (Perfetto parses ts as double).
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  for (const Trace& t : traces) {
+    auto [first, last] = t.time_span();
+    if (first == 0 && last == 0 && t.event_count() == 0) continue;
+    origin = std::min(origin, t.meta.to_unix_ns(first));
+    if (t.nvtx.size()) origin = std::min(origin, t.meta.to_unix_ns(*std::min_element(t.nvtx.start.begin(), t.nvtx.start.end())));
+  }
+  if (origin == std::numeric_limits<int64_t>::max()) origin = 0;
+
+  detail::OutputFile file(out);
+  ChromeWriter w(file);
+  std::string& o = w.raw();
+  fmt::format_to(std::back_inserter(o), R"({{"displayTimeUnit":"ns","otherData":{{"producer":"scalescope","origin_unix_ns":{}}},"traceEvents":[)", origin);
+
+  for (size_t pid = 0; pid < traces.size(); ++pid) {
+    const Trace& t = traces[pid];
+    auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
+    const StringTable& s = t.strings;
+
+    // Names: the process, each host thread, each GPU track.
+    std::string pname = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("process {}", pid);
+    if (!t.meta.hostname.empty() || t.meta.pid) pname += fmt::format(" ({} pid {})", t.meta.hostname, t.meta.pid);
+    w.begin_event('M', pid, 0, 0);
+    w.key_string("name", "process_name");
+    o += R"(,"args":{"name":")";
+    detail::append_json_escaped(o, pname);
+    o += "\"}";
+    w.end_event();
+    w.begin_event('M', pid, 0, 0);
+    w.key_string("name", "process_sort_index");
+    fmt::format_to(std::back_inserter(o), R"(,"args":{{"sort_index":{}}})", pid);
+    w.end_event();
+
+    std::unordered_set<uint64_t> gpu_tracks;
+    auto note_stream = [&](uint32_t device, uint32_t stream) { gpu_tracks.insert(stream_track(device, stream)); };
+    for (size_t i = 0; i < t.kernels.size(); ++i) note_stream(t.kernels.device[i], t.kernels.stream[i]);
+    for (size_t i = 0; i < t.memcpys.size(); ++i) note_stream(t.memcpys.device[i], t.memcpys.stream[i]);
+    for (size_t i = 0; i < t.memsets.size(); ++i) note_stream(t.memsets.device[i], t.memsets.stream[i]);
+    for (size_t i = 0; i < t.nvtx.size(); ++i)
+      if (t.nvtx.device[i] >= 0) gpu_tracks.insert(annotation_track(static_cast<uint32_t>(t.nvtx.device[i])));
+    std::vector<uint64_t> sorted(gpu_tracks.begin(), gpu_tracks.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (uint64_t track : sorted) {
+      uint64_t rel = track - kGpuTrackBase;
+      uint32_t device = static_cast<uint32_t>(rel >> 20), stream = static_cast<uint32_t>(rel & 0xFFFFF);
+      w.begin_event('M', pid, track, 0);
+      w.key_string("name", "thread_name");
+      o += R"(,"args":{"name":")";
+      o += stream == 0xFFFFF ? fmt::format("GPU {} annotations", device) : fmt::format("GPU {} stream {}", device, stream);
+      o += "\"}";
+      w.end_event();
+    }
+    std::unordered_set<uint32_t> host_threads(t.api.thread.begin(), t.api.thread.end());
+    for (size_t i = 0; i < t.nvtx.size(); ++i)
+      if (t.nvtx.device[i] < 0) host_threads.insert(t.nvtx.thread[i]);
+    for (const auto& [key, value] : t.meta.extra) {
+      // Kineto's thread names: "kineto.thread_name.<pid>.<tid>".
+      constexpr std::string_view kPrefix = "kineto.thread_name.";
+      if (key.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+      size_t dot = key.rfind('.');
+      uint32_t tid = static_cast<uint32_t>(std::strtoul(key.c_str() + dot + 1, nullptr, 10));
+      if (!host_threads.count(tid)) continue;
+      w.begin_event('M', pid, tid, 0);
+      w.key_string("name", "thread_name");
+      o += R"(,"args":{"name":")";
+      detail::append_json_escaped(o, value);
+      o += "\"}";
+      w.end_event();
+    }
+
+    // API calls; remember correlation -> call for the flows.
+    std::unordered_set<uint32_t> launched;
+    for (size_t i = 0; i < t.api.size(); ++i) {
+      w.begin_event('X', pid, t.api.thread[i], ts(t.api.start[i]));
+      o += R"(,"dur":)";
+      w.append_us(std::max<int64_t>(0, t.api.end[i] - t.api.start[i]));
+      w.key_string("cat", fmt::format("cuda_{}", to_string(t.api.domain[i])));
+      w.key_string("name", s.view(t.api.name[i]));
+      fmt::format_to(std::back_inserter(o), R"(,"args":{{"correlation":{},"cbid":{},"return_code":{}}})",
+                     t.api.correlation[i], t.api.callback_id[i], t.api.return_code[i]);
+      w.end_event();
+      uint32_t corr = t.api.correlation[i];
+      if (corr == 0 || !launched.insert(corr).second) continue;
+      // Flow start, bound to the enclosing API slice.
+      w.begin_event('s', pid, t.api.thread[i], ts(t.api.start[i]));
+      fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","id":{})", (uint64_t{pid} << 32) | corr);
+      w.end_event();
+    }
+    auto flow_end = [&](uint32_t corr, uint64_t track, Timestamp start) {
+      if (corr == 0 || !launched.count(corr)) return;
+      w.begin_event('f', pid, track, ts(start));
+      fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","bp":"e","id":{})",
+                     (uint64_t{pid} << 32) | corr);
+      w.end_event();
+    };
+
+    for (size_t i = 0; i < t.kernels.size(); ++i) {
+      const KernelTable& k = t.kernels;
+      uint64_t track = stream_track(k.device[i], k.stream[i]);
+      w.begin_event('X', pid, track, ts(k.start[i]));
+      o += R"(,"dur":)";
+      w.append_us(std::max<int64_t>(0, k.end[i] - k.start[i]));
+      o += R"(,"cat":"kernel")";
+      w.key_string("name", s.view(k.name[i]));
+      fmt::format_to(std::back_inserter(o),
+                     R"(,"args":{{"device":{},"stream":{},"correlation":{},"grid":[{},{},{}],"block":[{},{},{}],)"
+                     R"("registers per thread":{},"shared memory":{}}})",
+                     k.device[i], k.stream[i], k.correlation[i], k.grid_x[i], k.grid_y[i], k.grid_z[i], k.block_x[i],
+                     k.block_y[i], k.block_z[i], k.registers_per_thread[i], k.shared_memory_bytes[i]);
+      w.end_event();
+      flow_end(k.correlation[i], track, k.start[i]);
+    }
+    for (size_t i = 0; i < t.memcpys.size(); ++i) {
+      const MemcpyTable& m = t.memcpys;
+      uint64_t track = stream_track(m.device[i], m.stream[i]);
+      w.begin_event('X', pid, track, ts(m.start[i]));
+      o += R"(,"dur":)";
+      w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
+      fmt::format_to(std::back_inserter(o), R"J(,"cat":"memcpy","name":"Memcpy {} ({} -> {})")J", to_string(m.kind[i]),
+                     to_string(m.src_kind[i]), to_string(m.dst_kind[i]));
+      fmt::format_to(std::back_inserter(o), R"(,"args":{{"bytes":{},"correlation":{},"async":{}}})", m.bytes[i],
+                     m.correlation[i], m.is_async[i] ? "true" : "false");
+      w.end_event();
+      flow_end(m.correlation[i], track, m.start[i]);
+    }
+    for (size_t i = 0; i < t.memsets.size(); ++i) {
+      const MemsetTable& m = t.memsets;
+      uint64_t track = stream_track(m.device[i], m.stream[i]);
+      w.begin_event('X', pid, track, ts(m.start[i]));
+      o += R"(,"dur":)";
+      w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
+      fmt::format_to(std::back_inserter(o), R"J(,"cat":"memset","name":"Memset ({})")J", to_string(m.dst_kind[i]));
+      fmt::format_to(std::back_inserter(o), R"(,"args":{{"bytes":{},"correlation":{}}})", m.bytes[i], m.correlation[i]);
+      w.end_event();
+      flow_end(m.correlation[i], track, m.start[i]);
+    }
+    for (size_t i = 0; i < t.nvtx.size(); ++i) {
+      const NvtxTable& n = t.nvtx;
+      uint64_t track = n.device[i] >= 0 ? annotation_track(static_cast<uint32_t>(n.device[i])) : n.thread[i];
+      bool mark = n.kind[i] == NvtxKind::kMark;
+      w.begin_event(mark ? 'i' : 'X', pid, track, ts(n.start[i]));
+      if (mark) {
+        o += R"(,"s":"t")";
+      } else {
+        o += R"(,"dur":)";
+        w.append_us(std::max<int64_t>(0, n.end[i] - n.start[i]));
+      }
+      w.key_string("cat", s.view(n.domain[i]).empty() ? std::string_view("nvtx") : s.view(n.domain[i]));
+      w.key_string("name", s.view(n.text[i]));
+      w.end_event();
+    }
+    for (size_t i = 0; i < t.counters.size(); ++i) {
+      const CounterTable& c = t.counters;
+      w.begin_event('C', pid, 0, ts(c.time[i]));
+      fmt::format_to(std::back_inserter(o), R"(,"name":"GPU {} {}","args":{{"value":{}}})", c.device[i],
+                     counter_name(c.metric[i]), std::isfinite(c.value[i]) ? c.value[i] : 0.0);
+      w.end_event();
+    }
+  }
+  o += "\n]}\n";
+  file.commit();
+}
+
+}  // namespace scalescope::trace

@@ -1,0 +1,78 @@
+#include "trace/export_util.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "trace/error.hpp"
+
+namespace scalescope::trace::detail {
+
+void append_json_escaped(std::string& out, std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      if (c == '"') out += "\\\"";
+      else if (c == '\\') out += "\\\\";
+      else if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\r') out += "\\r";
+      else if (c < 0x20 || c == 0x7f) fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
+      else out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // Multi-byte sequence: copy it when well-formed (no overlongs, no
+    // surrogates, <= U+10FFFF), else one U+FFFD for the bad byte.
+    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    bool ok = len != 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xC0) == 0x80;
+    if (ok && len == 3) {
+      unsigned char c1 = p[i + 1];
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
+    }
+    if (ok && len == 4) {
+      unsigned char c1 = p[i + 1];
+      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+    }
+    if (ok) {
+      out.append(s.data() + i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+}
+
+void append_csv_field(std::string& out, std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out.append(s);
+    return;
+  }
+  out += '"';
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+}
+
+std::filesystem::path temp_path_for(const std::filesystem::path& out) {
+  std::filesystem::path tmp = out;
+  tmp += fmt::format(".tmp-{}", ::getpid());
+  return tmp;
+}
+
+void commit_output(const std::filesystem::path& tmp, const std::filesystem::path& out) {
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) {
+    std::filesystem::remove_all(tmp, ec);
+    fail("{}: cannot write output: {}", out.string(), ec.message());
+  }
+}
+
+}  // namespace scalescope::trace::detail

@@ -1,0 +1,26 @@
+#pragma once
+// Private helpers shared by the exporters: escaping and atomic output.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace scalescope::trace::detail {
+
+// Appends `s` as a JSON string body (no quotes): escapes quotes, backslashes
+// and control characters, and replaces invalid UTF-8 with U+FFFD so the output
+// is always valid JSON.
+void append_json_escaped(std::string& out, std::string_view s);
+
+// Appends one CSV field (RFC 4180: quoted when it holds a comma, quote or newline).
+void append_csv_field(std::string& out, std::string_view s);
+
+// A path beside `out` to write to first: "<out>.tmp-<pid>".
+std::filesystem::path temp_path_for(const std::filesystem::path& out);
+
+// Renames `tmp` onto `out` (replacing a file), or removes `tmp` and throws an
+// Error naming `out`.
+void commit_output(const std::filesystem::path& tmp, const std::filesystem::path& out);
+
+}  // namespace scalescope::trace::detail

@@ -1,0 +1,177 @@
+#include "trace/exporters.hpp"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "trace/error.hpp"
+#include "trace/export_util.hpp"
+
+namespace scalescope::trace {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One rank with a launch (API call + kernel of the same correlation), a copy,
+// a set, NVTX ranges (host and GPU), an NCCL kernel and a counter.
+Trace small_trace(int32_t rank) {
+  Trace t;
+  t.meta.rank = rank;
+  t.meta.world_size = 2;
+  t.meta.pid = 100 + static_cast<uint32_t>(rank);
+  t.meta.clock.push_back({0, 1'000'000'000});
+  t.meta.devices.push_back(DeviceInfo{0, "NVIDIA H200", "", "", -1, 132, 141, 9, 0});
+  ApiRecord a;
+  a.start = 1000, a.end = 1500, a.thread = 7, a.correlation = 42;
+  a.name = t.strings.intern("cudaLaunchKernel");
+  t.api.push(a);
+  KernelRecord k;
+  k.start = 2000, k.end = 3001, k.stream = 7, k.correlation = 42, k.grid_x = 4;
+  k.name = t.strings.intern("gemm<\"quoted\", \\slash>\n\xff");  // escapes and invalid UTF-8
+  t.kernels.push(k);
+  MemcpyRecord m;
+  m.start = 3500, m.end = 3600, m.stream = 7, m.bytes = 64, m.kind = MemcpyKind::kHtoD;
+  m.src_kind = MemoryKind::kPinned, m.dst_kind = MemoryKind::kDevice;
+  t.memcpys.push(m);
+  MemsetRecord z;
+  z.start = 3700, z.end = 3710, z.stream = 7, z.bytes = 4;
+  t.memsets.push(z);
+  NvtxRecord n;
+  n.start = 900, n.end = 5000, n.thread = 7;
+  n.domain = t.strings.intern("user_annotation");
+  n.text = t.strings.intern("ProfilerStep#1");
+  t.nvtx.push(n);
+  n.device = 0;
+  n.text = t.strings.intern("DDP.forward");
+  t.nvtx.push(n);
+  NcclRecord c;
+  c.op = NcclOp::kAllReduce;
+  c.bytes = 4000;
+  c.algorithm = t.strings.intern("RING");
+  t.nccl.push(c);
+  CounterRecord r;
+  r.time = 1000, r.metric = CounterMetric::kPowerWatts, r.value = 300.5;
+  t.counters.push(r);
+  t.problems.add(Problem::kUnknownEvent, 2);
+  return t;
+}
+
+fs::path temp(const std::string& name) {
+  return fs::temp_directory_path() / ("scalescope_export_test_" + std::to_string(::getpid()) + "_" + name);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Exporters, ChromeIsValidJsonWithTracksAndFlows) {
+  std::vector<Trace> ranks;
+  ranks.push_back(small_trace(0));
+  ranks.push_back(small_trace(1));
+  fs::path out = temp("chrome.json");
+  export_chrome(ranks, out);
+  nlohmann::json j = nlohmann::json::parse(slurp(out));  // throws on invalid JSON
+  fs::remove(out);
+  int kernels = 0, flow_s = 0, flow_f = 0, counters = 0, names = 0;
+  std::set<int> pids;
+  for (const auto& e : j["traceEvents"]) {
+    pids.insert(e["pid"].get<int>());
+    std::string ph = e["ph"];
+    if (ph == "X" && e["cat"] == "kernel") {
+      ++kernels;
+      EXPECT_EQ(e["name"].get<std::string>(), "gemm<\"quoted\", \\slash>\n\xEF\xBF\xBD");
+      EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 1.1);  // 2000 ns - the earliest event (the NVTX range at 900 ns)
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 1.001);
+    }
+    if (ph == "s") ++flow_s;
+    if (ph == "f") ++flow_f;
+    if (ph == "C") ++counters;
+    if (ph == "M" && e["name"] == "thread_name") ++names;
+  }
+  EXPECT_EQ(kernels, 2);
+  EXPECT_EQ(flow_s, 2);
+  EXPECT_EQ(flow_f, 2);
+  EXPECT_EQ(counters, 2);
+  EXPECT_EQ(names, 4);  // per rank: GPU 0 stream 7, GPU 0 annotations
+  EXPECT_EQ(pids, (std::set<int>{0, 1}));
+}
+
+int64_t query(sqlite3* db, const char* sql) {
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, nullptr), SQLITE_OK) << sql;
+  EXPECT_EQ(sqlite3_step(s), SQLITE_ROW) << sql;
+  int64_t v = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  return v;
+}
+
+TEST(Exporters, SqliteHasDocumentedTables) {
+  std::vector<Trace> ranks;
+  ranks.push_back(small_trace(0));
+  ranks.push_back(small_trace(1));
+  fs::path out = temp("t.sqlite");
+  export_sqlite(ranks, out);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(out.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM kernels"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM processes"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM devices"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM memcpy WHERE kind='HtoD' AND src_kind='pinned'"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM memset"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM api a JOIN strings s ON s.id=a.name_id WHERE s.value='cudaLaunchKernel'"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM nvtx WHERE device=0"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM nccl n JOIN strings s ON s.id=n.algorithm_id WHERE s.value='RING'"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM counters WHERE metric='power_watts' OR value > 300"), 2);
+  EXPECT_EQ(query(db, "SELECT SUM(count) FROM problems"), 4);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM sync"), 0);
+  // One global string table: the kernel name is stored once for both ranks.
+  EXPECT_EQ(query(db, "SELECT COUNT(DISTINCT name_id) FROM kernels"), 1);
+  sqlite3_close(db);
+  fs::remove(out);
+}
+
+TEST(Exporters, CsvOneFilePerKindAndRefusesNonEmptyDirectory) {
+  std::vector<Trace> ranks;
+  ranks.push_back(small_trace(3));
+  fs::path out = temp("csv");
+  fs::remove_all(out);
+  export_csv(ranks, out);
+  std::string kernels = slurp(out / "kernels.csv");
+  EXPECT_EQ(kernels.substr(0, kernels.find('\n')),
+            "process,rank,start_ns,end_ns,device,stream,name,grid_x,grid_y,grid_z,block_x,block_y,block_z,"
+            "registers_per_thread,shared_memory_bytes,correlation");
+  EXPECT_NE(kernels.find("0,3,2000,3001,0,7,\"gemm<\"\"quoted\"\", \\slash>\n"), std::string::npos) << kernels;
+  for (const char* f : {"memcpy.csv", "memset.csv", "api.csv", "sync.csv", "nvtx.csv", "nccl.csv", "counters.csv",
+                        "devices.csv", "processes.csv", "problems.csv"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  EXPECT_NE(slurp(out / "memcpy.csv").find("HtoD,pinned,device"), std::string::npos);
+  EXPECT_THROW(export_csv(ranks, out), Error);  // not empty: never overwritten
+  EXPECT_TRUE(fs::exists(out / "kernels.csv"));
+  fs::remove_all(out);
+}
+
+TEST(Exporters, FailedExportKeepsOldOutput) {
+  fs::path dir = temp("nodir") / "missing" / "x.json";
+  std::vector<Trace> ranks;
+  ranks.push_back(small_trace(0));
+  EXPECT_THROW(export_chrome(ranks, dir), Error);
+  EXPECT_THROW(export_sqlite(ranks, dir), Error);
+}
+
+TEST(ExportUtil, JsonEscapingKeepsValidUtf8) {
+  std::string out;
+  detail::append_json_escaped(out, "a\"b\\c\x01\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xc0\xaf\xed\xa0\x80");
+  EXPECT_EQ(out, "a\\\"b\\\\c\\u0001\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace scalescope::trace

@@ -1,0 +1,273 @@
+#include "trace/stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string_view>
+#include <unordered_map>
+
+namespace scalescope::trace {
+namespace {
+
+// Summarizes in place (reorders `d`).
+DurationStats summarize_in_place(std::vector<int64_t>& d) {
+  DurationStats s;
+  s.count = d.size();
+  if (d.empty()) return s;
+  s.min = std::numeric_limits<int64_t>::max();
+  s.max = std::numeric_limits<int64_t>::min();
+  long double sum = 0;
+  for (int64_t x : d) {
+    s.total += x;
+    s.min = std::min(s.min, x);
+    s.max = std::max(s.max, x);
+    sum += x;
+  }
+  s.avg = static_cast<double>(sum / static_cast<long double>(d.size()));
+  if (d.size() > 1) {
+    long double sq = 0;
+    for (int64_t x : d) {
+      long double dx = static_cast<long double>(x) - s.avg;
+      sq += dx * dx;
+    }
+    s.stddev = static_cast<double>(std::sqrt(sq / static_cast<long double>(d.size() - 1)));
+  }
+  size_t mid = d.size() / 2;
+  std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(mid), d.end());
+  double hi = static_cast<double>(d[mid]);
+  if (d.size() % 2 == 0) {
+    double lo = static_cast<double>(*std::max_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(mid)));
+    s.median = (lo + hi) / 2;
+  } else {
+    s.median = hi;
+  }
+  return s;
+}
+
+// Groups keyed by text (so that several traces' string tables agree), with a
+// per-trace StringId -> group cache so that the hot loop does no hashing.
+template <typename Extra>
+struct Groups {
+  struct Group {
+    std::string key;
+    std::vector<int64_t> durations;
+    Extra extra{};
+  };
+  std::vector<Group> groups;
+  std::unordered_map<std::string, uint32_t> index;
+
+  uint32_t find_or_add(std::string_view key) {
+    auto it = index.find(std::string(key));
+    if (it != index.end()) return it->second;
+    auto id = static_cast<uint32_t>(groups.size());
+    groups.push_back(Group{std::string(key), {}, {}});
+    index.emplace(std::string(key), id);
+    return id;
+  }
+};
+
+struct NoExtra {};
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+
+int64_t duration(Timestamp start, Timestamp end) { return end > start ? end - start : 0; }
+
+std::vector<NamedDurationRow> named_rows(Groups<NoExtra>& g) {
+  std::vector<NamedDurationRow> rows;
+  rows.reserve(g.groups.size());
+  int64_t all = 0;
+  for (auto& grp : g.groups) {
+    rows.push_back({grp.key, summarize_in_place(grp.durations), 0});
+    std::vector<int64_t>().swap(grp.durations);
+    all += rows.back().time.total;
+  }
+  for (auto& r : rows) r.share = all > 0 ? static_cast<double>(r.time.total) / static_cast<double>(all) : 0;
+  std::sort(rows.begin(), rows.end(), [](const NamedDurationRow& a, const NamedDurationRow& b) {
+    if (a.time.total != b.time.total) return a.time.total > b.time.total;
+    return a.name < b.name;
+  });
+  return rows;
+}
+
+// Name-keyed duration groups over one StringId column of every trace.
+template <typename Table>
+std::vector<NamedDurationRow> by_name(std::span<const Trace* const> traces, const Table Trace::*table) {
+  Groups<NoExtra> g;
+  std::vector<uint32_t> cache;
+  for (const Trace* t : traces) {
+    const Table& tab = t->*table;
+    cache.assign(t->strings.size(), kNone);
+    for (size_t i = 0; i < tab.size(); ++i) {
+      StringId id = tab.name[i];
+      uint32_t gi = cache[id];
+      if (gi == kNone) gi = cache[id] = g.find_or_add(t->strings.view(id));
+      g.groups[gi].durations.push_back(duration(tab.start[i], tab.end[i]));
+    }
+  }
+  return named_rows(g);
+}
+
+struct SizeExtra {
+  std::string kind, src, dst;
+  uint64_t total = 0, min = std::numeric_limits<uint64_t>::max(), max = 0;
+};
+
+uint32_t memory_group(Groups<SizeExtra>& g, std::string_view kind, std::string_view src, std::string_view dst) {
+  std::string key;
+  key.append(kind).append("\x1f").append(src).append("\x1f").append(dst);
+  uint32_t gi = g.find_or_add(key);
+  auto& e = g.groups[gi].extra;
+  if (e.kind.empty()) e.kind = kind, e.src = src, e.dst = dst;
+  return gi;
+}
+
+void add_memory(Groups<SizeExtra>::Group& grp, int64_t dur, uint64_t bytes) {
+  grp.durations.push_back(dur);
+  grp.extra.total += bytes;
+  grp.extra.min = std::min(grp.extra.min, bytes);
+  grp.extra.max = std::max(grp.extra.max, bytes);
+}
+
+}  // namespace
+
+DurationStats summarize_durations(std::vector<int64_t> durations) { return summarize_in_place(durations); }
+
+TraceStats compute_stats(std::span<const Trace* const> traces) {
+  TraceStats out;
+  out.traces = traces.size();
+  out.api = by_name(traces, &Trace::api);
+  out.kernels = by_name(traces, &Trace::kernels);
+
+  // Memory copies and sets: few distinct (kind, src, dst), so a small linear
+  // cache beats hashing per row.
+  {
+    Groups<SizeExtra> g;
+    for (const Trace* t : traces) {
+      const MemcpyTable& m = t->memcpys;
+      std::unordered_map<uint32_t, uint32_t> cache;
+      for (size_t i = 0; i < m.size(); ++i) {
+        uint32_t k = static_cast<uint32_t>(m.kind[i]) << 16 | static_cast<uint32_t>(m.src_kind[i]) << 8 |
+                     static_cast<uint32_t>(m.dst_kind[i]);
+        auto it = cache.find(k);
+        uint32_t gi = it != cache.end() ? it->second
+                                        : (cache[k] = memory_group(g, to_string(m.kind[i]), to_string(m.src_kind[i]),
+                                                                   to_string(m.dst_kind[i])));
+        add_memory(g.groups[gi], duration(m.start[i], m.end[i]), m.bytes[i]);
+      }
+      const MemsetTable& s = t->memsets;
+      cache.clear();
+      for (size_t i = 0; i < s.size(); ++i) {
+        uint32_t k = static_cast<uint32_t>(s.dst_kind[i]);
+        auto it = cache.find(k);
+        uint32_t gi = it != cache.end() ? it->second : (cache[k] = memory_group(g, "memset", "", to_string(s.dst_kind[i])));
+        add_memory(g.groups[gi], duration(s.start[i], s.end[i]), s.bytes[i]);
+      }
+    }
+    int64_t all = 0;
+    for (auto& grp : g.groups) {
+      MemorySizeRow size{grp.extra.kind, grp.extra.src, grp.extra.dst, grp.durations.size(), grp.extra.total,
+                         grp.durations.empty() ? 0 : grp.extra.min, grp.extra.max, 0};
+      size.avg_bytes = size.count ? static_cast<double>(size.total_bytes) / static_cast<double>(size.count) : 0;
+      out.memory_size.push_back(size);
+      out.memory_time.push_back({grp.extra.kind, grp.extra.src, grp.extra.dst, summarize_in_place(grp.durations), 0});
+      all += out.memory_time.back().time.total;
+    }
+    for (auto& r : out.memory_time)
+      r.share = all > 0 ? static_cast<double>(r.time.total) / static_cast<double>(all) : 0;
+    std::sort(out.memory_time.begin(), out.memory_time.end(), [](const MemoryTimeRow& a, const MemoryTimeRow& b) {
+      if (a.time.total != b.time.total) return a.time.total > b.time.total;
+      return std::tie(a.kind, a.src, a.dst) < std::tie(b.kind, b.src, b.dst);
+    });
+    std::sort(out.memory_size.begin(), out.memory_size.end(), [](const MemorySizeRow& a, const MemorySizeRow& b) {
+      if (a.total_bytes != b.total_bytes) return a.total_bytes > b.total_bytes;
+      return std::tie(a.kind, a.src, a.dst) < std::tie(b.kind, b.src, b.dst);
+    });
+  }
+
+  // NVTX ranges (marks have no duration and are left out), by (domain, text).
+  {
+    struct NvtxExtra {
+      std::string domain, text;
+    };
+    Groups<NvtxExtra> g;
+    std::unordered_map<uint64_t, uint32_t> cache;
+    for (const Trace* t : traces) {
+      cache.clear();
+      const NvtxTable& n = t->nvtx;
+      for (size_t i = 0; i < n.size(); ++i) {
+        if (n.kind[i] != NvtxKind::kRange) continue;
+        uint64_t k = uint64_t{n.domain[i]} << 32 | n.text[i];
+        auto it = cache.find(k);
+        uint32_t gi;
+        if (it != cache.end()) {
+          gi = it->second;
+        } else {
+          std::string_view d = t->strings.view(n.domain[i]), x = t->strings.view(n.text[i]);
+          std::string key;
+          key.append(d).append("\x1f").append(x);
+          gi = g.find_or_add(key);
+          if (g.groups[gi].extra.domain.empty() && g.groups[gi].extra.text.empty())
+            g.groups[gi].extra = {std::string(d), std::string(x)};
+          cache.emplace(k, gi);
+        }
+        g.groups[gi].durations.push_back(duration(n.start[i], n.end[i]));
+      }
+    }
+    for (auto& grp : g.groups) out.nvtx.push_back({grp.extra.domain, grp.extra.text, summarize_in_place(grp.durations)});
+    std::sort(out.nvtx.begin(), out.nvtx.end(), [](const NvtxRow& a, const NvtxRow& b) {
+      if (a.time.total != b.time.total) return a.time.total > b.time.total;
+      return std::tie(a.domain, a.text) < std::tie(b.domain, b.text);
+    });
+  }
+
+  // NCCL collectives by (op, algorithm, protocol, datatype).
+  {
+    struct NcclExtra {
+      NcclRow row;
+    };
+    Groups<NcclExtra> g;
+    for (const Trace* t : traces) {
+      const NcclTable& n = t->nccl;
+      for (size_t i = 0; i < n.size(); ++i) {
+        std::string_view op = to_string(n.op[i]), alg = t->strings.view(n.algorithm[i]),
+                         proto = t->strings.view(n.protocol[i]), dt = t->strings.view(n.datatype[i]);
+        std::string key;
+        key.append(op).append("\x1f").append(alg).append("\x1f").append(proto).append("\x1f").append(dt);
+        uint32_t gi = g.find_or_add(key);
+        auto& grp = g.groups[gi];
+        if (grp.durations.empty()) {
+          grp.extra.row.op = op;
+          grp.extra.row.algorithm = alg;
+          grp.extra.row.protocol = proto;
+          grp.extra.row.datatype = dt;
+        }
+        grp.durations.push_back(duration(n.start[i], n.end[i]));
+        grp.extra.row.total_bytes += n.bytes[i];
+      }
+    }
+    for (auto& grp : g.groups) {
+      NcclRow r = grp.extra.row;
+      r.time = summarize_in_place(grp.durations);
+      r.bus_bytes_per_s = r.time.total > 0 ? static_cast<double>(r.total_bytes) * 1e9 / static_cast<double>(r.time.total) : 0;
+      out.nccl.push_back(std::move(r));
+    }
+    std::sort(out.nccl.begin(), out.nccl.end(), [](const NcclRow& a, const NcclRow& b) {
+      if (a.time.total != b.time.total) return a.time.total > b.time.total;
+      return std::tie(a.op, a.algorithm, a.protocol, a.datatype) < std::tie(b.op, b.algorithm, b.protocol, b.datatype);
+    });
+  }
+
+  // Problems: summed over traces, listed when counted.
+  for (int p = 0; p < kProblemCount; ++p) {
+    uint64_t n = 0;
+    for (const Trace* t : traces) n += t->problems.counts[p];
+    if (n == 0) continue;
+    Severity sev = severity_of(static_cast<Problem>(p));
+    std::string_view sev_name = sev == Severity::kDataLoss ? "data loss" : sev == Severity::kError ? "error" : "info";
+    out.problems.push_back({std::string(to_string(static_cast<Problem>(p))), std::string(sev_name), n});
+  }
+  return out;
+}
+
+}  // namespace scalescope::trace

@@ -1,0 +1,87 @@
+#pragma once
+// The `stats` summaries (what people know from `nsys stats`) as pure functions
+// of traces, returning plain rows; cli/stats_command.cpp turns them into
+// report::Table (trace/ must not depend on report/).
+//
+//   std::vector<const Trace*> ranks = {&t0, &t1};
+//   TraceStats all = compute_stats(ranks);     // combined across ranks
+//   TraceStats r0 = compute_stats({&t0});      // one rank
+//
+// Rows are sorted by total time (bytes for sizes) descending, then by name, so
+// that output is deterministic.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace scalescope::trace {
+
+// Durations in ns. median: mean of the middle two for an even count;
+// stddev: sample standard deviation (n - 1), 0 for one value.
+struct DurationStats {
+  uint64_t count = 0;
+  int64_t total = 0, min = 0, max = 0;
+  double avg = 0, median = 0, stddev = 0;
+};
+
+struct NamedDurationRow {
+  std::string name;
+  DurationStats time;
+  double share = 0;  // fraction of the table's total time (API time, GPU kernel time)
+};
+
+// Memory operations grouped by kind and memory kinds; memsets appear with
+// kind "memset" (source kind empty).
+struct MemoryTimeRow {
+  std::string kind, src, dst;
+  DurationStats time;
+  double share = 0;
+};
+
+struct MemorySizeRow {
+  std::string kind, src, dst;
+  uint64_t count = 0, total_bytes = 0, min_bytes = 0, max_bytes = 0;
+  double avg_bytes = 0;
+};
+
+struct NvtxRow {
+  std::string domain, text;
+  DurationStats time;
+};
+
+struct NcclRow {
+  std::string op, algorithm, protocol, datatype;
+  uint64_t total_bytes = 0;
+  DurationStats time;  // time.count is the number of collectives
+  double bus_bytes_per_s = 0;  // total_bytes / total time: payload rate, not NCCL's busBw
+};
+
+struct ProblemRow {
+  std::string problem, severity;
+  uint64_t count = 0;
+};
+
+struct TraceStats {
+  size_t traces = 0;
+  std::vector<NamedDurationRow> api, kernels;
+  std::vector<MemoryTimeRow> memory_time;
+  std::vector<MemorySizeRow> memory_size;
+  std::vector<NvtxRow> nvtx;
+  std::vector<NcclRow> nccl;
+  std::vector<ProblemRow> problems;
+};
+
+// Summarizes one or more traces as if they were one (names matched as text).
+TraceStats compute_stats(std::span<const Trace* const> traces);
+inline TraceStats compute_stats(const Trace& trace) {
+  const Trace* one = &trace;
+  return compute_stats(std::span<const Trace* const>(&one, 1));
+}
+
+// Summary of a list of durations (sorts a copy; exposed for tests).
+DurationStats summarize_durations(std::vector<int64_t> durations);
+
+}  // namespace scalescope::trace

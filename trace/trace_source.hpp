@@ -1,0 +1,23 @@
+#pragma once
+// What the trace-reading commands accept, loaded into Traces: a .sstrace file,
+// a .ssrun run directory, a Kineto .json/.json.gz (imported on the fly), or a
+// directory of Kineto JSON traces (one per rank, each imported).
+//
+//   std::vector<ImportReport> reports;   // filled for Kineto inputs
+//   std::vector<Trace> ranks = load_traces("run.ssrun");
+
+#include <filesystem>
+#include <vector>
+
+#include "trace/kineto_importer.hpp"
+#include "trace/trace.hpp"
+
+namespace scalescope::trace {
+
+// Traces sorted by rank (unknown last). Errors name the path.
+std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports = nullptr);
+
+// The Kineto JSON traces (*.json, *.json.gz) of a directory, sorted by name.
+std::vector<std::filesystem::path> list_kineto_files(const std::filesystem::path& dir);
+
+}  // namespace scalescope::trace
