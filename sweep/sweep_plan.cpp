@@ -194,13 +194,13 @@ std::string SweepSpec::to_json() const {
   j["higher_is_better"] = metric.higher_is_better;
   j["seed"] = seed;
   j["command"] = command;
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);  // bytes that are not UTF-8 become U+FFFD
 }
 
 std::string PlannedRun::config_json() const {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& [k, v] : config) j[k] = v;
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);  // bytes that are not UTF-8 become U+FFFD
 }
 
 std::string PlannedRun::config_label() const {

@@ -295,7 +295,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
     if (ec) fail("{}: cannot create the run folder ({})", run_dir.string(), ec.message());
     const auto log_path = run_dir / "log.txt";
     const auto& argv = lines[static_cast<size_t>(run.index)];
-    store.begin_run(run, nlohmann::json(argv).dump(), run_dir.string(), log_path.string(), now_unix());
+    store.begin_run(run, nlohmann::json(argv).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), run_dir.string(), log_path.string(), now_unix());
     // SCALESCOPE_SWEEP_*: not SCALESCOPE_RUN_DIR, which `scalescope profile` sets to its trace folder.
     std::map<std::string, std::string> run_env = {{"SCALESCOPE_SWEEP_RUN_DIR", run_dir.string()},
                                                   {"SCALESCOPE_SWEEP_GPUS", std::to_string(run.gpus)},
