@@ -106,6 +106,7 @@ class Collector {
   void enable_tracing();
   void disable_tracing();
   void encoder_loop();
+  void start_nvml();
   void flush_batch();
   void write_sidecar(const std::string& status);
   void select_default_apis();
@@ -400,20 +401,6 @@ bool Collector::start() {
     enable_tracing();
   }
 
-  // One NVML sampler per node: local rank 0, or the only process.
-  if (options_.nvml_hz > 0 && meta_.local_rank <= 0) {
-    NvmlApi api;
-    std::string nvml_error;
-    if (api.load("libnvidia-ml.so.1", &nvml_error)) nvml_ = NvmlSampler::create(api, cupti_now, &nvml_error);
-    if (nvml_) {
-      nvml_->start(options_.nvml_hz);
-      meta_.extra["nvml_hz"] = std::to_string(options_.nvml_hz);
-    } else {
-      problems_.add(trace::Problem::kNvmlUnavailable);
-      meta_.extra["nvml"] = nvml_error;
-    }
-  }
-
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
     struct sigaction old{};
     // Only where the job has no handler of its own (Python handles SIGINT).
@@ -441,7 +428,27 @@ void Collector::flush_batch() {
   last_flush_ = std::chrono::steady_clock::now();
 }
 
+void Collector::start_nvml() {
+  // One NVML sampler per node: local rank 0, or the only process. Started
+  // here, not inside cuInit, so that NVML's own initialisation never runs
+  // under the CUDA driver's init.
+  if (options_.nvml_hz <= 0 || meta_.local_rank > 0) return;
+  NvmlApi api;
+  std::string nvml_error;
+  if (api.load("libnvidia-ml.so.1", &nvml_error)) nvml_ = NvmlSampler::create(api, cupti_now, &nvml_error);
+  std::lock_guard lock(enable_mutex_);
+  if (nvml_) {
+    nvml_->start(options_.nvml_hz);
+    meta_.extra["nvml_hz"] = std::to_string(options_.nvml_hz);
+    meta_.extra["nvml_devices"] = std::to_string(nvml_->device_count());
+  } else {
+    problems_.add(trace::Problem::kNvmlUnavailable);
+    meta_.extra["nvml"] = nvml_error;
+  }
+}
+
 void Collector::encoder_loop() {
+  start_nvml();
   std::vector<BufferPool::Filled> filled;
   while (true) {
     bool stopping = stop_.load();
@@ -493,7 +500,6 @@ void Collector::encoder_loop() {
 
 void Collector::finish(const char* why) {
   if (finished_.exchange(true)) return;
-  if (nvml_) nvml_->stop();
   disable_tracing();
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   stop_.store(true);
@@ -508,6 +514,10 @@ void Collector::finish(const char* why) {
     }
   }
   encoder_.join();
+  if (nvml_) {  // assigned by the encoder thread: stable only now
+    nvml_->stop();
+    flush_batch();  // the last samples
+  }
   meta_.clock.push_back({cupti_now(), unix_now_ns()});
   if (auto maps = read_text_file("/proc/self/numa_maps"))
     meta_.pages_at_end = parse_numa_maps(*maps, static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
@@ -585,7 +595,9 @@ SCALESCOPE_EXPORT int InitializeInjection(void) {
     auto* collector = new Collector(std::move(options));  // lives until exit: callbacks may come late
     g_collector = collector;
     if (!collector->start()) {
+      // Nothing was registered with CUPTI (or it was unsubscribed): safe to free.
       g_collector = nullptr;
+      delete collector;
       return 1;
     }
     std::atexit(on_exit);

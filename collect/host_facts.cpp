@@ -99,7 +99,8 @@ std::vector<uint32_t> parse_cpu_list(std::string_view text) {
                   ? parse_u64(item, lo) && (hi = lo, true)
                   : parse_u64(item.substr(0, dash), lo) && parse_u64(item.substr(dash + 1), hi);
     // 1<<20 CPUs bounds memory on garbage input.
-    if (!ok || hi < lo || hi >= (1u << 20)) fail("bad CPU list '{}': expected e.g. 0-3,8", text);
+    if (!ok || hi < lo || hi >= (1u << 20)) fail("bad CPU list '{}': expected e.g. 0-3,8", text.substr(0, 64));
+    if (cpus.size() + (hi - lo) >= (1u << 20)) fail("bad CPU list '{}': more than 1048576 CPUs", text.substr(0, 64));
     for (uint64_t c = lo; c <= hi; ++c) cpus.push_back(static_cast<uint32_t>(c));
     pos = comma + 1;
   }

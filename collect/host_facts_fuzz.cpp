@@ -1,0 +1,30 @@
+// Fuzzes the collector's text parsers: numa_maps, CPU lists, NCCL kernel
+// names and the SCALESCOPE_* options. None may crash, hang or allocate without
+// bound; bad input is an Error (CPU lists, options) or skipped (numa_maps).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "collect/collector_options.hpp"
+#include "collect/host_facts.hpp"
+#include "collect/nccl_kernel_name.hpp"
+#include "trace/error.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace scalescope;
+  std::string text(reinterpret_cast<const char*>(data), size);
+  collect::parse_numa_maps(text, 4096);
+  collect::parse_nccl_kernel_name(text);
+  try {
+    collect::format_cpu_list(collect::parse_cpu_list(text));
+  } catch (const Error&) {
+  }
+  try {
+    auto eq = text.find('=');
+    collect::Environment env;
+    if (eq != std::string::npos) env[text.substr(0, eq)] = text.substr(eq + 1);
+    collect::parse_collector_options(env);
+  } catch (const Error&) {
+  }
+  return 0;
+}
