@@ -23,7 +23,8 @@ Table delta_table(std::string title, const std::vector<analyze::Delta>& rows, co
   Table t(std::move(title), {Column("what", 0), Column(fmt::format("a_{}", unit), 0), Column(fmt::format("b_{}", unit), 0),
                              Column(fmt::format("delta_{}", unit), 0), Column("ratio_b_over_a", 3)});
   for (const auto& d : rows)
-    t.add_row({d.what, d.a, d.b, d.delta, d.a != 0 ? Cell{d.ratio} : Cell{}});
+    t.add_row({d.what.size() > 100 ? d.what.substr(0, 97) + "..." : d.what, d.a, d.b, d.delta,
+               d.a != 0 ? Cell{d.ratio} : Cell{}});
   return t;
 }
 
