@@ -138,7 +138,12 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       w.end_event();
     }
 
-    // API calls; remember correlation -> call for the flows.
+    // API calls; a flow starts at each call whose correlation id some GPU
+    // work carries (so every flow start has an end).
+    std::unordered_set<uint32_t> gpu_work;
+    gpu_work.insert(t.kernels.correlation.begin(), t.kernels.correlation.end());
+    gpu_work.insert(t.memcpys.correlation.begin(), t.memcpys.correlation.end());
+    gpu_work.insert(t.memsets.correlation.begin(), t.memsets.correlation.end());
     std::unordered_set<uint32_t> launched;
     for (size_t i = 0; i < t.api.size(); ++i) {
       w.begin_event('X', pid, t.api.thread[i], ts(t.api.start[i]));
@@ -150,7 +155,7 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
                      t.api.correlation[i], t.api.callback_id[i], t.api.return_code[i]);
       w.end_event();
       uint32_t corr = t.api.correlation[i];
-      if (corr == 0 || !launched.insert(corr).second) continue;
+      if (corr == 0 || !gpu_work.count(corr) || !launched.insert(corr).second) continue;
       // Flow start, bound to the enclosing API slice.
       w.begin_event('s', pid, t.api.thread[i], ts(t.api.start[i]));
       fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","id":{})", (uint64_t{pid} << 32) | corr);
