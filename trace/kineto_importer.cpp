@@ -73,7 +73,8 @@ void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint6
     const auto* p = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
     guess = uint64_t{p[0]} | uint64_t{p[1]} << 8 | uint64_t{p[2]} << 16 | uint64_t{p[3]} << 24;
   }
-  guess = std::clamp<uint64_t>(guess, in.size() * 2 + 4096, std::min<uint64_t>(limit, uint64_t{1} << 31));
+  guess = std::max<uint64_t>(guess, in.size() * 2 + 4096);
+  guess = std::min<uint64_t>({guess, limit, uint64_t{1} << 31});
   out.reserve(guess);
   z_stream z{};
   if (inflateInit2(&z, 15 + 16) != Z_OK) fail("{}: cannot start gzip decompression", name);
@@ -86,7 +87,7 @@ void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint6
   for (;;) {
     if (out.size == out.capacity) {
       if (out.capacity >= limit) fail("{}: decompresses to more than {} bytes (a decompression bomb or not a trace)", name, limit);
-      out.reserve(std::min<uint64_t>(limit, out.capacity * 2));
+      out.reserve(std::min<uint64_t>(limit, std::max<uint64_t>(out.capacity * 2, 4096)));
     }
     const uInt in_chunk = static_cast<uInt>(std::min<size_t>(in_left, 1u << 30));
     const uInt out_chunk = static_cast<uInt>(std::min<size_t>(out.capacity - out.size, 1u << 30));
