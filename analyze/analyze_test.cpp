@@ -394,6 +394,18 @@ TEST_P(StragglerTest, LateRankFoundAcrossClocks) {
 
 INSTANTIATE_TEST_SUITE_P(NcclTableOrKernels, StragglerTest, ::testing::Bool());
 
+TEST(StragglerTest, MisalignedClocksAreSkippedNotWrong) {
+  std::vector<RankAnalysis> ranks;
+  for (int r = 0; r < 2; ++r) {
+    trace::Trace t = straggler_rank(r, true);
+    if (r == 1) t.meta.clock.front().unix_ns += 5000;  // rank 1's clock 5 us off: it "arrives" after rank 0 finished
+    ranks.push_back(analyze_rank(t, Options{}));
+  }
+  const StragglerStats s = combine(std::move(ranks)).stragglers;
+  EXPECT_FALSE(s.availability.available);
+  EXPECT_NE(s.availability.reason.find("clocks do not line up"), std::string::npos) << s.availability.reason;
+}
+
 TEST(StragglerTest, OneRankIsSkipped) {
   const RunAnalysis run = combine({analyze_rank(straggler_rank(0, true), Options{})});
   EXPECT_FALSE(run.stragglers.availability.available);

@@ -2,6 +2,7 @@
 // a rank's lateness in one collective is its arrival (kernel start, Unix
 // clock) minus the earliest arrival of that collective.
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <thread>
 #include <tuple>
@@ -36,17 +37,39 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
   using Key = std::tuple<std::string_view, trace::NcclOp, int64_t>;
   struct Arrivals {
     std::vector<std::pair<size_t, int64_t>> by_rank;  // (index into ranks, arrival)
+    int64_t first_end = INT64_MAX;                    // earliest end over ranks
   };
   std::map<Key, Arrivals> matched;
   size_t total = 0;
   for (size_t ri = 0; ri < ranks.size(); ++ri) {
     for (const CollectiveArrival& c : ranks[ri].collectives) {
-      matched[{c.communicator_name, c.op, c.sequence}].by_rank.push_back({ri, c.arrival_unix_ns});
+      Arrivals& a = matched[{c.communicator_name, c.op, c.sequence}];
+      a.by_rank.push_back({ri, c.arrival_unix_ns});
+      a.first_end = std::min(a.first_end, c.end_unix_ns);
       ++total;
     }
   }
   if (total == 0) {
     st.availability = {false, "skipped: the traces have no collectives (no NCCL records or kernels)"};
+    return st;
+  }
+  // A collective cannot finish on any rank before the last rank arrives. When
+  // it often does, the clocks do not line up (or the matching is wrong), and
+  // lateness would be an artefact: say so instead of reporting it.
+  int64_t impossible = 0, multi = 0;
+  for (const auto& [key, a] : matched) {
+    if (a.by_rank.size() < 2) continue;
+    ++multi;
+    int64_t last = INT64_MIN;
+    for (auto [ri, t] : a.by_rank) last = std::max(last, t);
+    if (a.first_end < last) ++impossible;
+  }
+  if (multi > 0 && impossible * 10 > multi) {
+    st.matched_collectives = multi;
+    st.availability = {false, fmt::format("skipped: in {} of {} matched collectives a rank finished before another "
+                                          "arrived, so the ranks' clocks do not line up (or the traces are not of "
+                                          "one job); lateness would be wrong",
+                                          impossible, multi)};
     return st;
   }
   std::vector<RankLateness> late(ranks.size());
