@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -14,6 +15,7 @@
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
 #include "trace/error.hpp"
+#include "trace/kineto_importer.hpp"
 #include "trace/synthetic_trace.hpp"
 #ifdef SCALESCOPE_REPORT_MLPERF
 #include "mlperf/mlperf.hpp"
@@ -73,9 +75,32 @@ void add_demo_command(CLI::App& app, int& exit_code) {
     if (ec) fail("{}: cannot create the folder ({})", args->dir, ec.message());
     report::HtmlReport r({.title = "scalescope demo"});
     {
-      report::Progress progress("demo", 2);
-      progress.set_detail("sample run");
-      r.add_run("sample run (synthetic, 4 ranks)", sample_run());
+      report::Progress progress("demo", 3);
+      progress.set_detail("sample trace");
+      const std::string_view sample = report::embedded_sample_trace();
+      if (!sample.empty()) {
+        // The importer reads files (it detects gzip); the sample goes through a temporary one.
+        const fs::path tmp = fs::temp_directory_path() / fmt::format("scalescope-demo-sample-{}.json.gz", ::getpid());
+        {
+          std::FILE* f = std::fopen(tmp.c_str(), "wb");
+          if (f == nullptr || std::fwrite(sample.data(), 1, sample.size(), f) != sample.size() || std::fclose(f) != 0)
+            fail("{}: cannot write the sample trace", tmp.string());
+        }
+        std::vector<trace::Trace> ranks;
+        try {
+          ranks.push_back(trace::import_kineto_file(tmp));
+        } catch (...) {
+          fs::remove(tmp, ec);
+          throw;
+        }
+        fs::remove(tmp, ec);
+        r.add_run("sample: MobileNetV2 DDP on 2xH200, rank 0 (real PyTorch-profiler trace, cut)", ranks);
+      } else {
+        progress.note("demo: this build has no bundled sample trace (examples/sample/kineto-sample.json.gz)");
+      }
+      progress.advance();
+      progress.set_detail("synthetic run");
+      r.add_run("synthetic 4-rank run (generated)", sample_run());
       progress.advance();
 #ifdef SCALESCOPE_REPORT_MLPERF
       progress.set_detail("MLPerf Training v4.1");

@@ -11,5 +11,7 @@ std::string_view report_css();     // report/web/report.css
 std::string_view report_js();      // report/web/report.js
 std::string_view echarts_js();     // echarts.min.js from report/web/node_modules (npm ci)
 std::string_view echarts_version();
+// examples/sample/kineto-sample.json.gz: a cut of a real PyTorch-profiler trace, for the demo.
+std::string_view sample_kineto_gz();
 
 }  // namespace scalescope::report::assets

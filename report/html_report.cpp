@@ -156,6 +156,8 @@ std::string escape_json_for_script(std::string_view json) {
   return out;
 }
 
+std::string_view embedded_sample_trace() { return assets::sample_kineto_gz(); }
+
 std::string escape_html(std::string_view text) {
   std::string out;
   out.reserve(text.size());

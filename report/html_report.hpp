@@ -85,6 +85,11 @@ class HtmlReport {
   std::unique_ptr<Impl> impl_;
 };
 
+// The bundled sample trace (examples/sample/kineto-sample.json.gz, a cut of a
+// real PyTorch-profiler trace), embedded at build time; empty when the build
+// had none.
+std::string_view embedded_sample_trace();
+
 // JSON text made safe inside <script type="application/json">: '<', '>', '&',
 // U+2028 and U+2029 become \u003c, \u003e, \u0026, \u2028, \u2029 (JSON-equivalent).
 std::string escape_json_for_script(std::string_view json);

@@ -10,7 +10,7 @@
   const instances = [];
   const palette = ['#2f6fde', '#e08a00', '#2e9d58', '#c62828', '#7b4fc9', '#00838f', '#8d6e63', '#d81b60', '#546e7a', '#9e9d24'];
   const classColours = { compute: '#2f6fde', communication: '#e08a00', memory: '#2e9d58', synchronization: '#c62828',
-    copy: '#2e9d58', memset: '#66bb6a', nccl: '#e08a00', other: '#90a4ae' };
+    copy: '#7b4fc9', memset: '#b39ddb', nccl: '#e08a00', other: '#90a4ae' };
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -127,10 +127,10 @@
     const marks = c.marks || {};
     if ((marks.x && marks.x.length) || (marks.y && marks.y.length) || (marks.points && marks.points.length)) {
       const lines = [];
-      for (const m of marks.x || []) lines.push({ xAxis: m.value, name: m.label, label: { formatter: m.label, position: 'end' } });
-      for (const m of marks.y || []) lines.push({ yAxis: m.value, name: m.label, label: { formatter: m.label, position: 'insideEndTop' } });
+      for (const m of marks.x || []) lines.push({ xAxis: m.value, name: m.label, label: { formatter: () => m.label, position: 'end' } });
+      for (const m of marks.y || []) lines.push({ yAxis: m.value, name: m.label, label: { formatter: () => m.label, position: 'insideEndTop' } });
       const points = (marks.points || []).map(m => ({ coord: [m.x, m.y], name: m.label, value: m.label,
-        label: { formatter: m.label, position: 'top', fontSize: 11 } }));
+        label: { formatter: () => m.label, position: 'top', fontSize: 11 } }));
       series.push({ name: 'marks', type: 'line', data: [], silent: true,
         markLine: { symbol: 'none', lineStyle: { type: 'dotted', color: '#555' }, data: lines },
         markPoint: { symbol: 'pin', symbolSize: 38, itemStyle: { color: '#c62828' }, data: points } });
@@ -224,7 +224,8 @@
     const chart = echarts.init(div, null, { renderer: 'canvas' });
     chart.setOption(Object.assign({ animation: false, textStyle: { fontFamily: 'system-ui, sans-serif' } }, build(block)));
     instances.push(chart);
-    charts.push({ id: div.id, kind: block.kind, title: block.title || '', series: seriesSummary(block) });
+    charts.push({ id: div.id, kind: block.kind, title: block.title || '', width: chart.getWidth(), height: chart.getHeight(),
+      series: seriesSummary(block) });
   }
 
   const renderers = { paragraph: renderParagraph, table: renderTable, findings: renderFindings, chart: renderChart };
@@ -249,12 +250,13 @@
     sec.id = id;
     sec.appendChild(el('h2', '', s.title));
     if (s.subtitle) sec.appendChild(el('p', 'subtitle', s.subtitle));
+    // In the document before any chart is made: ECharts sizes itself from the laid-out element.
+    main.appendChild(sec);
     for (const b of s.blocks) {
       const r = renderers[b.type];
       if (!r) throw new Error('unknown block type ' + b.type);
       r(b, sec);
     }
-    main.appendChild(sec);
   });
   document.getElementById('report-footer').textContent =
     'Charts: Apache ECharts ' + (echarts.version || '') + ', bundled into this file; the page makes no network request.';

@@ -44,7 +44,7 @@ after(async () => {
 async function open(file, shot) {
   const page = await context.newPage();
   const errors = [], requests = [], dialogs = [];
-  page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('console', m => { if (m.type() === 'error' || m.type() === 'warning') errors.push(m.text()); });
   page.on('pageerror', e => errors.push(String(e)));
   page.on('request', r => requests.push(r.url()));
   page.on('dialog', d => { dialogs.push(d.message()); d.dismiss(); });
@@ -73,6 +73,7 @@ test('demo report: every chart rendered with data, offline, without errors', asy
   for (const c of r.charts) {
     const points = c.series.reduce((n, s) => n + s.points, 0);
     assert.ok(points > 0, `chart "${c.title}" (${c.kind}) has no data points`);
+    assert.ok(c.width > 300 && c.height > 200, `chart "${c.title}" drawn at ${c.width}x${c.height}`);
   }
   const kinds = new Set(r.charts.map(c => c.kind));
   for (const k of ['bars', 'boxplot', 'timeline', 'xy']) assert.ok(kinds.has(k), `a ${k} chart`);
