@@ -10,13 +10,16 @@ APT_PACKAGES=(
   libhwloc-dev libnuma-dev libxxhash-dev
   clang libclang-rt-14-dev
   dataset-fashion-mnist
-  nodejs npm chromium
+  chromium
 )
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm may come from outside Debian (the machine image ships its own);
+# only ask apt for them when no npm is on the PATH.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if ((${#missing[@]})); then
   echo "scalescope: installing ${missing[*]}" >&2
   SUDO=""
