@@ -118,8 +118,12 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
     if (!l.availability.available || l.conversion_ns <= 0 || l.fraction < th.layout_share) return std::nullopt;
     const double share = ns_share(l.conversion_ns, step_time(r));
     Finding f;
-    f.id = "channels-last";
-    f.title = "Time spent converting tensors between NCHW and NHWC";
+    // Mostly NHWC -> NCHW: the job already runs channels_last and some operators
+    // have no NHWC kernel for this data type; switching to channels_last is not the fix.
+    const bool already_channels_last = 2 * l.to_nchw_ns > l.conversion_ns;
+    f.id = already_channels_last ? "layout-fallback" : "channels-last";
+    f.title = already_channels_last ? "Channels-last job converts back to NCHW for some operators"
+                                    : "Time spent converting tensors between NCHW and NHWC";
     f.evidence = fmt::format("{}: {} layout conversion kernels take {} ({} of kernel time, threshold {}); largest: {}", r.label,
                              l.conversion_count, format_duration_ns(static_cast<double>(l.conversion_ns)),
                              format_percent(l.fraction), format_percent(th.layout_share),
@@ -127,8 +131,16 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
     f.figures = {{"conversion kernel time", static_cast<double>(l.conversion_ns), "ns"},
                  {"share of kernel time", l.fraction, "fraction"},
                  {"conversion kernels", static_cast<double>(l.conversion_count), "count"}};
-    f.saving_method = "upper bound: all conversion kernel time, which disappears when model and input are channels_last";
-    f.fix = "model = model.to(memory_format=torch.channels_last); input = input.to(memory_format=torch.channels_last)";
+    f.figures.push_back({"NHWC to NCHW conversion time", static_cast<double>(l.to_nchw_ns), "ns"});
+    if (already_channels_last) {
+      f.saving_method = "upper bound: all conversion kernel time, which disappears when every operator has an NHWC kernel";
+      f.fix = "find the operators without an NHWC kernel for this dtype (often depthwise convolutions in bf16): try "
+              "torch.backends.cudnn.benchmark = True, fp16 instead of bf16 autocast, or keep those layers in NCHW; "
+              "compare with `scalescope diff`";
+    } else {
+      f.saving_method = "upper bound: all conversion kernel time, which disappears when model and input are channels_last";
+      f.fix = "model = model.to(memory_format=torch.channels_last); input = input.to(memory_format=torch.channels_last)";
+    }
     return RankHit{share, std::move(f)};
   });
 

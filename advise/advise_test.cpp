@@ -71,6 +71,24 @@ TEST(AdviseTest, ChannelsLast) {
   EXPECT_EQ(find(run_on(small.t), "channels-last"), nullptr);  // 1% < 3%
 }
 
+// Seen on H200 (MobileNetV2, channels_last, bf16 autocast): cuDNN converts back to
+// NCHW for depthwise convolutions. The job is already channels_last, so the
+// advisor must not tell it to switch; it reports the fallback instead.
+TEST(AdviseTest, ChannelsLastJobConvertingBackIsNotToldToSwitch) {
+  TraceBuilder b;
+  b.kernel("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc", 0, 9000)
+      .kernel("void cudnn::engines_precompiled::nhwcToNchwKernel<__nv_bfloat16, __nv_bfloat16, float, true>", 9000,
+              9800)
+      .kernel("void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false>", 9800,
+              10000);
+  const auto all = run_on(b.t);
+  EXPECT_EQ(find(all, "channels-last"), nullptr);
+  const Finding* f = find(all, "layout-fallback");
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->saving_fraction, 0.1);
+  EXPECT_EQ(f->fix.find("memory_format=torch.channels_last"), std::string::npos);
+}
+
 TEST(AdviseTest, MixedPrecisionAndFp64) {
   TraceBuilder b;
   b.kernel("volta_sgemm_128x64_nn", 0, 6000).kernel("ampere_dgemm_64x32_nn", 6000, 7000).kernel("elementwise", 7000, 10000);

@@ -146,6 +146,7 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
     if (ki.layout_conversion) {
       layout.conversion_count += 1;
       layout.conversion_ns += d;
+      if (ki.layout_to_nchw) layout.to_nchw_ns += d;
     }
   }
   for (int c = 0; c < kKernelClassCount; ++c) r.classes[c].cls = static_cast<KernelClass>(c);

@@ -45,6 +45,7 @@ struct KernelInfo {
   KernelClass cls = KernelClass::kCompute;
   Precision precision = Precision::kOther;
   bool layout_conversion = false;  // NCHW <-> NHWC transposes
+  bool layout_to_nchw = false;     // ... of them, NHWC -> NCHW (the model is channels_last, an op is not)
 };
 
 // Name rules: an ordered list of (case-insensitive substring, class); the
@@ -219,6 +220,7 @@ struct LayoutStats {
   Availability availability;
   int64_t conversion_count = 0;
   int64_t conversion_ns = 0;
+  int64_t to_nchw_ns = 0;  // NHWC -> NCHW conversions: data is already channels_last
   double fraction = 0;  // of kernel time in the window
   std::vector<KernelSummary> top;
 };

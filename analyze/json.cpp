@@ -115,6 +115,7 @@ void to_json(json& j, const LayoutStats& v) {
   j = json{{"availability", v.availability},
            {"conversion_count", v.conversion_count},
            {"conversion_ns", v.conversion_ns},
+           {"to_nchw_ns", v.to_nchw_ns},
            {"fraction", v.fraction},
            {"top", v.top}};
 }

@@ -36,6 +36,9 @@ constexpr std::array<std::string_view, 8> kLayout = {"nchwtonhwc", "nhwctonchw",
                                                      "nchw_to_nhwc", "nhwc_to_nchw", "nchwaddpaddingtonhwc",
                                                      "nhwcaddpaddingtonchw"};
 
+constexpr std::array<std::string_view, 4> kLayoutToNchw = {"nhwctonchw", "nhwc2nchw", "nhwc_to_nchw",
+                                                           "nhwcaddpaddingtonchw"};
+
 // GEMM / convolution families (where precision matters for the advisor).
 constexpr std::array<std::string_view, 16> kGemmConv = {
     "gemm", "gemv", "conv1d", "conv2d", "conv3d", "convolution", "convolve", "nvjet",
@@ -142,6 +145,9 @@ KernelInfo KernelClassifier::classify(std::string_view kernel_name) const {
   const std::string n = lower(kernel_name);
   KernelInfo info;
   info.layout_conversion = has_any(n, kLayout);
+  // Direction matters for the fix: NCHW->NHWC means the model runs NCHW and
+  // tensor-core kernels want NHWC; NHWC->NCHW means it already runs channels_last.
+  info.layout_to_nchw = info.layout_conversion && has_any(n, kLayoutToNchw);
   info.precision = precision_of(n);
   for (const Rule& r : user_rules_) {
     if (has(n, r.needle)) {
