@@ -32,10 +32,17 @@ std::string format_bytes(double b) {
 std::string format_percent(double f) { return fmt::format("{:.1f}%", f * 100); }
 
 // Time the shares are taken of: the iterations when known, else the window.
+// The time the window's iterations take at their steady pace: count x steady
+// median. Rules divide window totals by it, so a share is "per iteration, of a
+// steady iteration". The raw span would let one long warm-up iteration (seen on
+// H200: cuDNN autotuning made step 0 take 21 s of a 23 s window) push every
+// share under its threshold.
 double step_time(const RankAnalysis& r) {
-  if (r.iterations.availability.available && r.iterations.count > 0) {
-    const auto& its = r.iterations.iterations;
-    const double span = static_cast<double>(its.back().end - its.front().start);
+  const auto& it = r.iterations;
+  if (it.availability.available && it.count > 0) {
+    const double median = it.steady_median_ns > 0 ? it.steady_median_ns : it.median_ns;
+    if (median > 0) return median * static_cast<double>(it.count);
+    const double span = static_cast<double>(it.iterations.back().end - it.iterations.front().start);
     if (span > 0) return span;
   }
   return static_cast<double>(r.breakdown.wall_ns);
