@@ -91,7 +91,10 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
 
   const std::vector<KernelInfo> info = classify_names(t, o.classifier);
   const detail::Detected detected = detail::detect_iterations(t, o.iteration_range);
-  const auto [ws, we] = detail::resolve_window(t, o, detected);
+  // Plain variables, not a structured binding: clang 14 (the fuzz build) cannot
+  // capture bindings in the lambdas below.
+  const auto window = detail::resolve_window(t, o, detected);
+  const Timestamp ws = window.first, we = window.second;
   const int64_t wall = std::max<int64_t>(0, we - ws);
   auto in_window = [&](Timestamp s, Timestamp e) { return e >= ws && s <= we && e >= s; };
   auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, ws), std::min(e, we)}; };
