@@ -287,7 +287,9 @@ void summarize_iterations(IterationStats& st, double tol) {
 }
 
 std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Options& o, const Detected& detected) {
-  auto [first, last] = t.time_span();
+  // Plain variables: clang 14 cannot capture structured bindings in lambdas.
+  const auto trace_span = t.time_span();
+  Timestamp first = trace_span.first, last = trace_span.second;
   // time_span() leaves out collectives and synchronizations; a trace of only
   // those still has a window.
   bool any = first != 0 || last != 0;

@@ -97,7 +97,10 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
   report::Table runs(fmt::format("Runs of sweep {} ({} planned, {} recorded)", sweep.id, sweep.planned_runs,
                                  sweep.runs.size()),
                      {"config", "gpus", "ok", "failed", "timeout", "crashed", "error", "unfinished", "with_metric"});
-  for (const auto& [key, g] : groups) {
+  for (const auto& entry : groups) {
+    // Named references, not a structured binding: clang 14 cannot capture those.
+    const auto& key = entry.first;
+    const auto& g = entry.second;
     auto count = [&](const char* s) {
       auto it = g.statuses.find(s);
       return int64_t{it == g.statuses.end() ? 0 : it->second};
@@ -237,7 +240,9 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
     for (const auto& [k, values] : order.vary)
       if (values.size() >= 2) pairs.push_back({k, {values[0], std::vector<std::string>(values.begin() + 1, values.end())}});
   }
-  for (const auto& [key, ab] : pairs) {
+  for (const auto& pair : pairs) {
+    const auto& key = pair.first;  // not a structured binding: captured below (clang 14)
+    const auto& ab = pair.second;
     const auto& a_value = ab.first;
     bool key_known = false;
     for (const auto& c : configs)
