@@ -57,6 +57,18 @@ std::string cell_text(const Cell& c, int precision, bool full) {
       c);
 }
 
+// Digits after the point that show a column's smallest non-zero magnitude with
+// `figures` significant figures (at most 12 digits, none for large values).
+int precision_for(const std::vector<std::vector<Cell>>& rows, size_t column, int figures) {
+  double smallest = 0;
+  for (const auto& r : rows)
+    if (const double* v = std::get_if<double>(&r[column]); v && std::isfinite(*v) && *v != 0)
+      smallest = smallest == 0 ? std::fabs(*v) : std::min(smallest, std::fabs(*v));
+  if (smallest == 0) return std::min(figures, 3);
+  const int magnitude = static_cast<int>(std::floor(std::log10(smallest)));
+  return std::clamp(figures - 1 - magnitude, 0, 12);
+}
+
 bool is_number(const Cell& c) { return std::holds_alternative<int64_t>(c) || std::holds_alternative<double>(c); }
 
 std::string csv_escape(const std::string& s) {
@@ -127,10 +139,15 @@ void Table::print(std::ostream& out, OutputFormat format) const {
   const bool colour = use_colour(STDOUT_FILENO);
   std::vector<std::vector<std::string>> text(rows_.size());
   std::vector<size_t> width(columns_.size());
-  for (size_t i = 0; i < columns_.size(); ++i) width[i] = display_width(columns_[i].name);
+  std::vector<int> precision(columns_.size());
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    width[i] = display_width(columns_[i].name);
+    precision[i] = columns_[i].significant_figures > 0 ? precision_for(rows_, i, columns_[i].significant_figures)
+                                                       : columns_[i].precision;
+  }
   for (size_t r = 0; r < rows_.size(); ++r)
     for (size_t i = 0; i < columns_.size(); ++i) {
-      text[r].push_back(cell_text(rows_[r][i], columns_[i].precision, false));
+      text[r].push_back(cell_text(rows_[r][i], precision[i], false));
       width[i] = std::max(width[i], display_width(text[r].back()));
     }
   if (!title_.empty()) out << (colour ? "\033[1m" : "") << title_ << (colour ? "\033[0m" : "") << '\n';

@@ -29,8 +29,18 @@ using Cell = std::variant<std::monostate, std::string, int64_t, double>;
 struct Column {
   // explicit: a braced list of names means std::vector<std::string>, not Columns
   explicit Column(std::string column_name, int digits = 3) : name(std::move(column_name)), precision(digits) {}
+  // A column of doubles shown on the terminal with at least `figures`
+  // significant figures: the digits after the point are chosen at print time
+  // from the column's smallest non-zero value (0.000612 -> "0.000612", not
+  // "0.0006"). CSV and JSON keep full precision as always.
+  static Column significant(std::string column_name, int figures) {
+    Column c(std::move(column_name), 0);
+    c.significant_figures = figures;
+    return c;
+  }
   std::string name;
   int precision;  // digits after the point for doubles on the terminal
+  int significant_figures = 0;  // > 0: precision is chosen per column at print time (see significant())
 };
 
 class Table {

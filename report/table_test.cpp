@@ -43,6 +43,27 @@ TEST(Table, RowWithWrongWidthIsABug) {
   EXPECT_THROW(t.add_row({int64_t{1}}), std::logic_error);
 }
 
+TEST(Table, SignificantColumnKeepsFiguresOnTheTerminalOnly) {
+  Table t("times", {Column::significant("median", 4), Column("fixed", 4)});
+  t.add_row({0.000612345, 0.000612345});
+  t.add_row({0.0105, 12.5});
+  t.add_row({std::monostate{}, 0.0});
+  std::ostringstream term;
+  t.print(term, OutputFormat::kTable);
+  // Smallest non-zero value 0.000612345: 4 figures need 7 digits after the point.
+  EXPECT_NE(term.str().find("0.0006123"), std::string::npos) << term.str();
+  EXPECT_NE(term.str().find("0.0105000"), std::string::npos) << term.str();
+  EXPECT_NE(term.str().find(" 0.0006\n"), std::string::npos) << term.str();  // the fixed column as before
+  std::ostringstream csv;
+  t.print(csv, OutputFormat::kCsv);
+  EXPECT_EQ(csv.str(), "median,fixed\n0.000612345,0.000612345\n0.0105,12.5\n,0\n");
+  Table big("big", {Column::significant("v", 3)});
+  big.add_row({1234.6});
+  std::ostringstream b;
+  big.print(b, OutputFormat::kTable);
+  EXPECT_NE(b.str().find("\n1235\n"), std::string::npos) << b.str();  // no digits after the point for large values
+}
+
 TEST(Format, HumanUnits) {
   EXPECT_EQ(format_duration_ns(1500), "1.500 us");
   EXPECT_EQ(format_bytes(1024.0 * 1024 * 3), "3.00 MiB");
