@@ -406,6 +406,16 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
     }
   }
 
+  // ---- an empty window ---------------------------------------------------
+  // A window past this rank's end (or inside a gap of zero length) leaves no
+  // time to share out: say so instead of printing zeros.
+  if (o.window && wall == 0) {
+    const std::string why = fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
+    for (Availability* a : {&b.availability, &ls.availability, &cp.availability, &sy.availability, &prec.availability,
+                            &layout.availability, &in.availability})
+      if (a->available) *a = {false, why};
+  }
+
   // ---- collectives for straggler matching --------------------------------
   {
     std::map<std::pair<trace::StringId, trace::NcclOp>, int64_t> occurrence;

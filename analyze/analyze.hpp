@@ -58,6 +58,11 @@ class KernelClassifier {
   // communication, memory, synchronization); '#' starts a comment. The file's
   // rules take precedence over the built-in ones. Throws Error on bad lines.
   static KernelClassifier from_file(const std::string& path);
+  // The same rules from text already read; `source` names the input in errors
+  // ("rules.txt:3: ..."). At most kMaxRules rules and kMaxRulesBytes of text.
+  static KernelClassifier parse(std::string_view text, std::string_view source);
+  static constexpr size_t kMaxRules = 10'000;
+  static constexpr size_t kMaxRulesBytes = 1 << 20;
   void add_rule(std::string substring, KernelClass cls);  // user rule, before built-ins
   KernelInfo classify(std::string_view kernel_name) const;
 
@@ -79,6 +84,8 @@ struct WindowSpec {
   Kind kind = Kind::kPercent;
   double start = 0, end = 100;
   static WindowSpec parse(std::string_view text);  // throws Error naming the text
+  static constexpr double kMaxNanoseconds = 1e18;   // ~31 years: offsets stay far inside int64
+  static constexpr double kMaxIterations = 1e9;
   std::string to_string() const;
 };
 

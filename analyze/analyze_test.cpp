@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -132,6 +133,44 @@ TEST(KernelClassifierTest, UserRulesFileOverridesBuiltIns) {
   EXPECT_THROW(KernelClassifier::from_file(path + ".missing"), Error);
 }
 
+// What the fuzzer (kernel_classes_fuzz) checks for any text, here with known answers.
+TEST(KernelClassifierTest, RulesTextErrorsNameSourceAndLineOnOneLine) {
+  auto error_of = [](std::string_view text) {
+    try {
+      KernelClassifier::parse(text, "r.txt");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("compute\n"), "r.txt:1: expected '<class> <substring>', got 'compute'");
+  EXPECT_EQ(error_of("# c\n\ngpu\tnccl\r\n"),
+            "r.txt:3: unknown kernel class 'gpu' (expected compute, communication, memory or synchronization)");
+  // Control characters and long text are not echoed raw: the error stays one line.
+  const std::string e = error_of("x\ry" + std::string(500, 'z') + "\n");
+  EXPECT_EQ(e.find('\r'), std::string::npos) << e;
+  EXPECT_LT(e.size(), 200u) << e;
+  EXPECT_NE(error_of(std::string(KernelClassifier::kMaxRulesBytes + 1, '#')).find("larger than 1 MiB"), std::string::npos);
+  std::string many;
+  for (size_t i = 0; i <= KernelClassifier::kMaxRules; ++i) many += "compute k" + std::to_string(i) + "\n";
+  EXPECT_NE(error_of(many).find("more than 10000 kernel class rules"), std::string::npos);
+  // Tabs, CRLF, comments and case: still parsed.
+  const KernelClassifier c = KernelClassifier::parse("MEMORY\tMy_Copy\r\ncommunication  all gather # x\n", "r.txt");
+  EXPECT_EQ(c.classify("my_copy_kernel").cls, KernelClass::kMemory);
+  EXPECT_EQ(c.classify("fused all gather").cls, KernelClass::kCommunication);
+  EXPECT_EQ(c.classify("all").cls, KernelClass::kCompute);
+}
+
+TEST(KernelClassifierTest, RulesFileThatIsADirectoryOrHugeIsRefused) {
+  EXPECT_THROW(KernelClassifier::from_file(::testing::TempDir()), Error);
+  try {
+    KernelClassifier::from_file("/dev/zero");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/zero: kernel class rules file larger than"), std::string::npos) << e.what();
+  }
+}
+
 // ---- breakdown -------------------------------------------------------------
 
 TraceBuilder overlapping() {
@@ -238,8 +277,40 @@ TEST(WindowSpecTest, ParsesFormsAndRejectsBadInput) {
   EXPECT_DOUBLE_EQ(w.end, 50);
   w = WindowSpec::parse("1000:2000000");
   EXPECT_EQ(w.kind, WindowSpec::Kind::kNanoseconds);
-  for (const char* bad : {"", "abc", "10%", "10%:20", "5:3", "it1:20", "-5:10", "10%:150%", "it1.5:it3", "1:nan"})
+  for (const char* bad : {"", "abc", "10%", "10%:20", "5:3", "it1:20", "-5:10", "10%:150%", "it1.5:it3", "1:nan",
+                          "0x10:0x20", " 5:10", "5:inf", "1e19:2e19", "it0:it1e10", "1:2:3", "5e:6", ":5"})
     EXPECT_THROW(WindowSpec::parse(bad), Error) << bad;
+  EXPECT_DOUBLE_EQ(WindowSpec::parse("1.5e3:2e6").start, 1500);
+  try {
+    WindowSpec::parse("1:\n2");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();  // one line
+  }
+}
+
+// A window past the end of a rank's trace leaves nothing to share out: the
+// windowed analyses say so instead of reporting zeros.
+TEST(WindowSpecTest, WindowPastTheEndSkipsWithReason) {
+  Options o;
+  o.window = WindowSpec::parse("1000000:2000000");
+  const RankAnalysis r = analyze_rank(overlapping().t, o);
+  EXPECT_FALSE(r.breakdown.availability.available);
+  EXPECT_NE(r.breakdown.availability.reason.find("holds no time of this rank's trace"), std::string::npos)
+      << r.breakdown.availability.reason;
+  EXPECT_FALSE(r.launch.availability.available);
+  EXPECT_FALSE(r.precision.availability.available);
+}
+
+// Timestamps near the ends of int64: resolving a window must not overflow.
+TEST(WindowSpecTest, ExtremeTimestampsDoNotOverflow) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", std::numeric_limits<int64_t>::max() - 1000, std::numeric_limits<int64_t>::max() - 10);
+  Options o;
+  o.window = WindowSpec::parse("100:1e18");
+  const RankBreakdown br = analyze_rank(b.t, o).breakdown;
+  EXPECT_EQ(br.wall_ns, 890);
+  expect_parts_sum(br);
 }
 
 // ---- iterations ------------------------------------------------------------

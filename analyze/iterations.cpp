@@ -304,12 +304,20 @@ std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Opti
   widen(t.syncs.start, t.syncs.end);
   if (!o.window) return {first, last};
   const WindowSpec& w = *o.window;
-  const double span = static_cast<double>(last - first);
+  // Offsets are clamped to the span in unsigned arithmetic (exact to the ns,
+  // and defined whatever the trace's timestamps are), so first + offset <= last.
+  const uint64_t span = static_cast<uint64_t>(last) - static_cast<uint64_t>(first);
+  auto at = [&](double offset) {
+    const uint64_t off = offset <= 0 ? 0
+                         : offset >= static_cast<double>(span) ? span
+                                                               : std::min(span, static_cast<uint64_t>(offset));
+    return static_cast<Timestamp>(static_cast<uint64_t>(first) + off);
+  };
   switch (w.kind) {
     case WindowSpec::Kind::kPercent:
-      return {first + static_cast<Timestamp>(span * w.start / 100.0), first + static_cast<Timestamp>(span * w.end / 100.0)};
+      return {at(static_cast<double>(span) * w.start / 100.0), at(static_cast<double>(span) * w.end / 100.0)};
     case WindowSpec::Kind::kNanoseconds:
-      return {first + static_cast<Timestamp>(w.start), std::min(last, first + static_cast<Timestamp>(w.end))};
+      return {at(w.start), at(w.end)};
     case WindowSpec::Kind::kIterations: {
       const auto n = static_cast<int64_t>(detected.iterations.size());
       const auto s = static_cast<int64_t>(w.start), e = static_cast<int64_t>(w.end);
@@ -327,11 +335,19 @@ std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Opti
 
 namespace scalescope::analyze {
 
-WindowSpec WindowSpec::parse(std::string_view text) {
-  const auto colon = text.find(':');
+WindowSpec WindowSpec::parse(std::string_view raw) {
+  // Text as quoted in errors: control characters shown as '?', cut at 80.
+  auto printable = [](std::string_view s) {
+    std::string out;
+    for (char c : s.substr(0, 80)) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+    if (s.size() > 80) out += "...";
+    return out;
+  };
+  const std::string text = printable(raw);
+  const auto colon = raw.find(':');
   if (colon == std::string_view::npos)
     fail("--window '{}': expected START:END, e.g. 10%:90%, 2000000:9000000 (ns) or it5:it50", text);
-  std::string a(text.substr(0, colon)), b(text.substr(colon + 1));
+  std::string a(raw.substr(0, colon)), b(raw.substr(colon + 1));
   WindowSpec w;
   auto strip = [&](std::string& s, std::string_view suffix_or_prefix, bool prefix) {
     if (prefix && s.starts_with(suffix_or_prefix)) {
@@ -349,22 +365,32 @@ WindowSpec WindowSpec::parse(std::string_view text) {
   if (pa != pb || ia != ib)
     fail("--window '{}': both ends must use the same form (percent, ns or iterations)", text);
   w.kind = pa ? Kind::kPercent : ia ? Kind::kIterations : Kind::kNanoseconds;
+  // Bounds keep every conversion to an integer time or index defined.
+  const double limit = w.kind == Kind::kPercent ? 100 : w.kind == Kind::kIterations ? kMaxIterations : kMaxNanoseconds;
   auto number = [&](const std::string& s) {
+    // Plain decimal numbers only: std::stod would also take " 5", "0x10", "inf".
+    const bool plain = !s.empty() && s.size() <= 32 && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.') &&
+                       s.find_first_not_of("0123456789.eE+-") == std::string::npos;
     size_t used = 0;
     double v = 0;
-    try {
-      v = std::stod(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
+    if (plain) {
+      try {
+        v = std::stod(s, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
     }
     if (used == 0 || used != s.size() || !std::isfinite(v) || v < 0)
-      fail("--window '{}': '{}' is not a non-negative number", text, s);
+      fail("--window '{}': '{}' is not a non-negative number", text, printable(s));
+    if (v > limit) {
+      if (w.kind == Kind::kPercent) fail("--window '{}': percentages go up to 100", text);
+      fail("--window '{}': {} is too large (at most {:g})", text, printable(s), limit);
+    }
     return v;
   };
   w.start = number(a);
   w.end = number(b);
   if (w.end <= w.start) fail("--window '{}': the end must be after the start", text);
-  if (w.kind == Kind::kPercent && w.end > 100) fail("--window '{}': percentages go up to 100", text);
   if (w.kind == Kind::kIterations && (w.start != std::floor(w.start) || w.end != std::floor(w.end)))
     fail("--window '{}': iteration numbers are whole numbers", text);
   return w;

@@ -2,6 +2,7 @@
 // docs/kernel-classes.md; keep the two in step.
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -109,34 +110,66 @@ void KernelClassifier::add_rule(std::string substring, KernelClass cls) {
   user_rules_.push_back({lower(substring), cls});
 }
 
+namespace {
+
+// A fragment of user text for a one-line error: control characters become '?'
+// and long text is cut, so a binary or huge file cannot break the line.
+std::string printable(std::string_view s) {
+  constexpr size_t kMax = 80;
+  std::string out;
+  for (char c : s.substr(0, kMax)) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+  if (s.size() > kMax) out += "...";
+  return out;
+}
+
+}  // namespace
+
 KernelClassifier KernelClassifier::from_file(const std::string& path) {
-  std::ifstream in(path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail("kernel class rules file '{}': no such file", path);
+  if (std::filesystem::is_directory(path, ec)) fail("kernel class rules file '{}' is a directory", path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open kernel class rules file '{}'", path);
+  // Read at most one byte past the limit: a huge file (or /dev/zero) is refused
+  // without reading it all.
+  std::string text(kMaxRulesBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) fail("cannot read kernel class rules file '{}'", path);
+  text.resize(static_cast<size_t>(in.gcount()));
+  return parse(text, path);
+}
+
+KernelClassifier KernelClassifier::parse(std::string_view text, std::string_view source) {
+  if (text.size() > kMaxRulesBytes)
+    fail("{}: kernel class rules file larger than {} MiB", source, kMaxRulesBytes >> 20);
   KernelClassifier classifier;
-  std::string line;
   int line_no = 0;
-  while (std::getline(in, line)) {
+  while (!text.empty()) {
     ++line_no;
-    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos) continue;
-    const auto space = line.find_first_of(" \t", first);
-    if (space == std::string::npos)
-      fail("{}:{}: expected '<class> <substring>', got '{}'", path, line_no, line.substr(first));
-    const std::string cls = lower(line.substr(first, space - first));
-    std::string needle = line.substr(space);
-    needle.erase(0, needle.find_first_not_of(" \t"));
-    needle.erase(needle.find_last_not_of(" \t\r") + 1);
-    if (needle.empty()) fail("{}:{}: the rule for '{}' has no substring", path, line_no, cls);
+    if (first == std::string_view::npos) continue;
+    line.remove_prefix(first);
+    line = line.substr(0, line.find_last_not_of(" \t\r") + 1);
+    const auto space = line.find_first_of(" \t");
+    if (space == std::string_view::npos)
+      fail("{}:{}: expected '<class> <substring>', got '{}'", source, line_no, printable(line));
+    const std::string cls = lower(line.substr(0, space));
+    std::string_view needle = line.substr(space);
+    needle.remove_prefix(needle.find_first_not_of(" \t"));
     KernelClass k;
     if (cls == "compute") k = KernelClass::kCompute;
     else if (cls == "communication") k = KernelClass::kCommunication;
     else if (cls == "memory") k = KernelClass::kMemory;
     else if (cls == "synchronization") k = KernelClass::kSynchronization;
     else
-      fail("{}:{}: unknown kernel class '{}' (expected compute, communication, memory or synchronization)", path,
-           line_no, cls);
-    classifier.add_rule(std::move(needle), k);
+      fail("{}:{}: unknown kernel class '{}' (expected compute, communication, memory or synchronization)", source,
+           line_no, printable(cls));
+    if (classifier.user_rules_.size() >= kMaxRules) fail("{}: more than {} kernel class rules", source, kMaxRules);
+    classifier.add_rule(std::string(needle), k);
   }
   return classifier;
 }
