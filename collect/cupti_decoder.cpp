@@ -2,12 +2,17 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 
 #include <cupti_activity.h>
+// Types only: the collector hands NVTX to CUPTI, it implements nothing of NVTX.
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExtPayload.h>
 
 #include "collect/nccl_kernel_name.hpp"
 
@@ -59,6 +64,43 @@ SyncKind sync_kind(CUpti_ActivitySynchronizationType t) {
   }
 }
 
+// Copies of what CUPTI returns for a registered schema or enum, bounded: the
+// job registered them.
+constexpr size_t kMaxSchemaEntries = 256;
+constexpr size_t kMaxPayloadBytes = 64 << 10;
+
+std::string bounded(const char* s) { return s ? std::string(s, strnlen(s, 256)) : std::string(); }
+
+// CUPTI's copies of the attributes are read whatever their fieldMask says
+// (NCCL sets it, a tool's copy may not): pointers and counts decide.
+PayloadSchema schema_from_nvtx(uint64_t id, const nvtxPayloadSchemaAttr_t& a) {
+  PayloadSchema out;
+  out.id = id;
+  if (a.type != 0) out.schema_type = a.type;
+  out.static_size = a.payloadStaticSize;
+  if (a.entries) {
+    size_t n = a.numEntries;
+    if (n == 0)  // no count: the array ends with an entry of type 0
+      while (n < kMaxSchemaEntries && a.entries[n].type != 0) ++n;
+    n = std::min(n, kMaxSchemaEntries);
+    for (size_t i = 0; i < n; ++i) {
+      const nvtxPayloadSchemaEntry_t& e = a.entries[i];
+      out.entries.push_back({e.flags, e.type, bounded(e.name), e.arrayOrUnionDetail, e.offset});
+    }
+  }
+  return out;
+}
+
+PayloadEnum enum_from_nvtx(uint64_t id, const nvtxPayloadEnumAttr_t& a) {
+  PayloadEnum out;
+  out.id = id;
+  if (a.sizeOfEnum != 0) out.size = a.sizeOfEnum;
+  if (a.entries)
+    for (size_t i = 0; i < std::min(a.numEntries, kMaxSchemaEntries); ++i)
+      out.values.emplace_back(bounded(a.entries[i].name), a.entries[i].value);
+  return out;
+}
+
 std::string format_uuid(const CUuuid& uuid) {
   const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
   char out[64];
@@ -78,8 +120,74 @@ std::string demangle(const char* name) {
   return status == 0 && out ? std::string(out.get()) : std::string(name);
 }
 
-CuptiDecoder::CuptiDecoder(trace::StringTable& strings, ApiNameResolver resolver)
-    : strings_(strings), resolver_(std::move(resolver)) {}
+CuptiDecoder::CuptiDecoder(trace::StringTable& strings, ApiNameResolver resolver, NvtxPayloadAttrResolver payloads)
+    : strings_(strings), resolver_(std::move(resolver)), payloads_(std::move(payloads)) {}
+
+bool CuptiDecoder::is_launch(trace::StringId api) {
+  auto it = launch_names_.find(api);
+  if (it != launch_names_.end()) return it->second;
+  std::string_view name = strings_.view(api);
+  bool launch = name.starts_with("cuLaunch") || name.starts_with("cudaLaunch");
+  launch_names_.emplace(api, launch);
+  return launch;
+}
+
+const PayloadSchema* CuptiDecoder::payload_schema(uint32_t domain, uint64_t id) {
+  auto key = std::make_pair(domain, id);
+  auto it = schemas_.find(key);
+  if (it == schemas_.end()) {
+    std::optional<PayloadSchema> found;
+    uint32_t type = 0;
+    const void* attr = nullptr;
+    if (payloads_ && payloads_(domain, id, &type, &attr) && attr && type == CUPTI_NVTX_EXT_PAYLOAD_TYPE_SCHEMA)
+      found = schema_from_nvtx(id, *static_cast<const nvtxPayloadSchemaAttr_t*>(attr));
+    it = schemas_.emplace(key, std::move(found)).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+void CuptiDecoder::decode_marker_payload(uint32_t marker_id, uint32_t cupti_domain, const void* raw) {
+  auto* data = static_cast<nvtxPayloadData_t*>(const_cast<void*>(raw));
+  if (data->payload) {
+    std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data->payload), std::min(data->size, kMaxPayloadBytes));
+    auto open = open_ranges_.find(marker_id);
+    if (open != open_ranges_.end()) {
+      if (open->second.nccl) decode_nccl_payload(marker_id, open->second.text, cupti_domain, data->schemaId, bytes);
+    } else if (early_payloads_.size() < kMaxEarlyPayloads) {
+      // Its range's start record has not come yet: keep a copy until it does.
+      early_payloads_[marker_id] = {cupti_domain, data->schemaId, std::vector<uint8_t>(bytes.begin(), bytes.end())};
+    }
+  }
+  // CUPTI allocated the copy of the payload and its descriptor; the reader frees them.
+  std::free(const_cast<void*>(data->payload));
+  std::free(data);
+}
+
+void CuptiDecoder::decode_nccl_payload(uint32_t marker_id, trace::StringId range_name, uint32_t cupti_domain,
+                                       uint64_t schema_id, std::span<const uint8_t> bytes) {
+  const PayloadSchema* schema = payload_schema(cupti_domain, schema_id);
+  if (!schema) {
+    ++undecoded_payloads_;
+    return;
+  }
+  auto enums = [this, cupti_domain](uint64_t id) -> const PayloadEnum* {
+    auto key = std::make_pair(cupti_domain, id);
+    auto it = enums_.find(key);
+    if (it == enums_.end()) {
+      std::optional<PayloadEnum> found;
+      uint32_t type = 0;
+      const void* attr = nullptr;
+      if (payloads_ && payloads_(cupti_domain, id, &type, &attr) && attr && type == CUPTI_NVTX_EXT_PAYLOAD_TYPE_ENUM)
+        found = enum_from_nvtx(id, *static_cast<const nvtxPayloadEnumAttr_t*>(attr));
+      it = enums_.emplace(key, std::move(found)).first;
+    }
+    return it->second ? &*it->second : nullptr;
+  };
+  auto call = nccl_call_from_payload(strings_.view(range_name), decode_payload(bytes, *schema, enums));
+  if (call && marker_calls_.size() < kMaxOpenRanges) marker_calls_[marker_id] = *call;
+}
+
+void CuptiDecoder::drain_nccl(trace::Trace& batch, bool force) { nccl_join_.drain(batch.nccl, strings_, force); }
 
 const CuptiDecoder::CachedName& CuptiDecoder::kernel_name(const char* raw) {
   static const CachedName kUnnamed{"", trace::kNoString, false, {}};
@@ -145,7 +253,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
         n.device = r.device;
         n.stream = r.stream;
         n.correlation = r.correlation;
-        batch.nccl.push(n);
+        nccl_join_.add_kernel(n);  // leaves through drain_nccl()
       }
       return true;
     }
@@ -227,6 +335,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       r.correlation = a->correlationId;
       r.return_code = static_cast<int32_t>(a->returnValue);
       batch.api.push(r);
+      if (is_launch(r.name)) nccl_join_.add_launch(r.thread, r.start, r.correlation);
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MARKER: {
@@ -247,8 +356,13 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
           ++unmatched_range_ends_;  // a leak of never-ended ranges must not grow memory
           return true;
         }
-        open_ranges_[m->id] = {ts(m->timestamp), strings_.intern(m->domain ? m->domain : ""),
-                               strings_.intern(m->name ? m->name : ""), thread};
+        const bool nccl = m->domain && std::strcmp(m->domain, "NCCL") == 0;
+        const trace::StringId text = strings_.intern(m->name ? m->name : "");
+        open_ranges_[m->id] = {ts(m->timestamp), strings_.intern(m->domain ? m->domain : ""), text, thread, nccl};
+        if (auto early = early_payloads_.find(m->id); early != early_payloads_.end()) {
+          if (nccl) decode_nccl_payload(m->id, text, early->second.domain, early->second.schema_id, early->second.bytes);
+          early_payloads_.erase(early);
+        }
         return true;
       }
       if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
@@ -264,11 +378,27 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
         r.domain = it->second.domain;
         r.text = it->second.text;
         r.thread = it->second.thread;
+        if (it->second.nccl) {
+          auto call = marker_calls_.find(m->id);
+          std::optional<NcclNvtxCall> c;
+          if (call != marker_calls_.end()) {
+            c = call->second;
+            marker_calls_.erase(call);
+          }
+          nccl_join_.add_range(r.thread, r.start, r.end, std::move(c));
+        }
         open_ranges_.erase(it);
         batch.nvtx.push(r);
         return true;
       }
       return false;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER_DATA: {
+      const auto* d = reinterpret_cast<const CUpti_ActivityMarkerData2*>(record);
+      if (d->payloadKind == CUPTI_METRIC_VALUE_KIND_NVTX_EXTENDED_PAYLOAD && d->payload.metricValueNvtxExtendedPayload)
+        decode_marker_payload(d->id, d->cuptiDomainId,
+                              reinterpret_cast<const void*>(static_cast<uintptr_t>(d->payload.metricValueNvtxExtendedPayload)));
+      return true;
     }
     case CUPTI_ACTIVITY_KIND_CONTEXT: {
       const auto* c = reinterpret_cast<const CUpti_ActivityContext3*>(record);

@@ -10,28 +10,48 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "collect/nccl_nvtx_joiner.hpp"
+#include "collect/nccl_nvtx_payload.hpp"
 #include "trace/trace.hpp"
 
 namespace scalescope::collect {
 
 // Names an API call: (domain, CUPTI callback id) -> "cudaLaunchKernel".
 using ApiNameResolver = std::function<std::string(trace::ApiDomain, uint32_t cbid)>;
+// CUPTI's cuptiActivityGetNvtxExtPayloadAttr: the schema or enum registered
+// under `id` in CUPTI's NVTX domain `domain`. Sets *type (1 schema, 2 enum)
+// and *attributes (nvtxPayloadSchemaAttr_t* or nvtxPayloadEnumAttr_t*).
+using NvtxPayloadAttrResolver =
+    std::function<bool(uint32_t domain, uint64_t id, uint32_t* type, const void** attributes)>;
 
 class CuptiDecoder {
  public:
   // Interns every name into `strings`, which outlives the decoder and is
   // shared by every batch (the trace writer's string table).
-  CuptiDecoder(trace::StringTable& strings, ApiNameResolver resolver);
+  CuptiDecoder(trace::StringTable& strings, ApiNameResolver resolver, NvtxPayloadAttrResolver payloads = nullptr);
 
   // Appends what `record` (a CUpti_Activity*, an anonymous struct that cannot
-  // be forward-declared) describes to `batch`'s tables; a kernel of NCCL also
-  // gets an NcclTable row. Returns false for kinds it does not decode.
+  // be forward-declared) describes to `batch`'s tables. Returns false for
+  // kinds it does not decode. A kernel of NCCL also gets an NcclTable row,
+  // but only through drain_nccl(): the row waits for the bytes, communicator
+  // and sequence of its call (NCCL's NVTX range and payload, MARKER_DATA
+  // records whose payload copies this decoder frees).
   bool decode(const void* record, trace::Trace& batch);
+  // Moves the NCCL rows that are joined, or waited long enough, to `batch`
+  // (all of them when `force`: at the end). Call once per flush.
+  void drain_nccl(trace::Trace& batch, bool force);
+  const NcclNvtxJoiner& nccl_join() const { return nccl_join_; }
+  NcclNvtxJoiner& nccl_join() { return nccl_join_; }
+  // NCCL payloads that could not be decoded (no schema registered with CUPTI).
+  uint64_t undecoded_payloads() const { return undecoded_payloads_; }
 
   // Devices seen in DEVICE records, for Metadata::devices.
   const std::vector<trace::DeviceInfo>& devices() const { return devices_; }
@@ -47,6 +67,7 @@ class CuptiDecoder {
     trace::Timestamp start;
     trace::StringId domain, text;
     uint32_t thread;
+    bool nccl;  // domain "NCCL": its end goes to the NCCL join
   };
   struct CachedName {
     std::string raw;
@@ -57,7 +78,12 @@ class CuptiDecoder {
 
   const CachedName& kernel_name(const char* raw);
   trace::StringId api_name(trace::ApiDomain domain, uint32_t cbid);
+  bool is_launch(trace::StringId api);
   uint32_t device_of_context(uint32_t context_id) const;
+  void decode_marker_payload(uint32_t marker_id, uint32_t cupti_domain, const void* payload_data);
+  void decode_nccl_payload(uint32_t marker_id, trace::StringId range_name, uint32_t cupti_domain, uint64_t schema_id,
+                           std::span<const uint8_t> bytes);
+  const PayloadSchema* payload_schema(uint32_t domain, uint64_t id);
 
   trace::StringTable& strings_;
   ApiNameResolver resolver_;
@@ -69,6 +95,22 @@ class CuptiDecoder {
   std::unordered_map<uint32_t, uint32_t> context_device_;
   std::vector<trace::DeviceInfo> devices_;
   uint64_t unmatched_range_ends_ = 0;
+
+  NvtxPayloadAttrResolver payloads_;
+  NcclNvtxJoiner nccl_join_;
+  std::unordered_map<uint32_t, NcclNvtxCall> marker_calls_;  // by marker id, until the range ends
+  struct EarlyPayload {
+    uint32_t domain;
+    uint64_t schema_id;
+    std::vector<uint8_t> bytes;
+  };
+  static constexpr size_t kMaxEarlyPayloads = 1024;
+  std::unordered_map<uint32_t, EarlyPayload> early_payloads_;  // MARKER_DATA before its MARKER start
+  // Registered schemas and enums by (CUPTI domain, id); nullopt: not found.
+  std::map<std::pair<uint32_t, uint64_t>, std::optional<PayloadSchema>> schemas_;
+  std::map<std::pair<uint32_t, uint64_t>, std::optional<PayloadEnum>> enums_;
+  std::unordered_map<trace::StringId, bool> launch_names_;
+  uint64_t undecoded_payloads_ = 0;
 };
 
 // Demangles a C++ symbol ("_Z6kernelPf" -> "kernel(float*)"); returns the

@@ -9,6 +9,8 @@
 #include <cupti_activity.h>
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExtPayload.h>
 
 namespace scalescope::collect {
 namespace {
@@ -94,6 +96,8 @@ TEST_F(CollectDecoder, NcclKernelAlsoFillsNcclTable) {
   ASSERT_TRUE(decode(&k));
   ASSERT_EQ(batch_.kernels.size(), 1u);
   EXPECT_EQ(str(batch_.kernels.name[0]), "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  EXPECT_EQ(batch_.nccl.size(), 0u);  // the row waits for its call's bytes
+  decoder_.drain_nccl(batch_, /*force=*/true);
   ASSERT_EQ(batch_.nccl.size(), 1u);
   auto n = batch_.nccl.row(0);
   EXPECT_EQ(n.op, trace::NcclOp::kAllReduce);
@@ -105,6 +109,162 @@ TEST_F(CollectDecoder, NcclKernelAlsoFillsNcclTable) {
   EXPECT_EQ(n.stream, 13u);
   EXPECT_EQ(n.correlation, 5u);
   EXPECT_EQ(n.sequence, -1);  // not in the name
+}
+
+// NCCL 2.28's all-reduce range: payload {commHash, bytes, ncclRedOp_t} under
+// a static schema id, the op an enum; CUPTI copies the payload into a
+// MARKER_DATA record (malloc()ed, the reader frees it) and hands out the
+// registered schema by (CUPTI domain, schema id).
+class CollectDecoderNccl : public CollectDecoder {
+ protected:
+  static constexpr uint32_t kDomain = 3;
+  static constexpr uint64_t kSchema = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5;
+  static constexpr uint64_t kRedOp = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 20;
+  struct Payload {
+    uint64_t comm;
+    size_t bytes;
+    int op;
+  };
+
+  CollectDecoderNccl()
+      : nccl_decoder_(
+            strings_,
+            [](ApiDomain d, uint32_t cbid) {
+              return d == ApiDomain::kDriver && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ? std::string("cuLaunchKernelEx")
+                                                                                               : std::string("cuMemcpy");
+            },
+            [this](uint32_t domain, uint64_t id, uint32_t* type, const void** attr) {
+              if (domain != kDomain) return false;
+              if (id == kSchema) {
+                *type = CUPTI_NVTX_EXT_PAYLOAD_TYPE_SCHEMA;
+                *attr = &schema_;
+                return true;
+              }
+              if (id == kRedOp) {
+                *type = CUPTI_NVTX_EXT_PAYLOAD_TYPE_ENUM;
+                *attr = &enum_;
+                return true;
+              }
+              return false;
+            }) {
+    schema_.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+                        NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
+                        NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
+    schema_.type = NVTX_PAYLOAD_SCHEMA_TYPE_STATIC;
+    schema_.entries = entries_;
+    schema_.numEntries = 3;
+    schema_.payloadStaticSize = sizeof(Payload);
+    schema_.schemaId = kSchema;
+    enum_.fieldMask = NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES |
+                      NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE | NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID;
+    enum_.entries = red_ops_;
+    enum_.numEntries = 5;
+    enum_.sizeOfEnum = sizeof(int);
+    enum_.schemaId = kRedOp;
+  }
+
+  void marker(uint32_t id, uint32_t flags, uint64_t t, const char* name = nullptr, const char* domain = nullptr) {
+    auto m = zeroed<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
+    m.flags = static_cast<CUpti_ActivityFlag>(flags);
+    m.timestamp = t;
+    m.id = id;
+    m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+    m.objectId.pt.threadId = 77;
+    m.name = name;
+    m.domain = domain;
+    ASSERT_TRUE(nccl_decoder_.decode(&m, batch_));
+  }
+  void payload(uint32_t id, uint64_t bytes, uint32_t domain = kDomain) {
+    Payload p{0xc0ffee, bytes, 0};
+    auto* data = static_cast<nvtxPayloadData_t*>(std::malloc(sizeof(nvtxPayloadData_t)));
+    void* copy = std::malloc(sizeof(p));
+    std::memcpy(copy, &p, sizeof(p));
+    *data = {kSchema, sizeof(p), copy};
+    auto d = zeroed<CUpti_ActivityMarkerData2>(CUPTI_ACTIVITY_KIND_MARKER_DATA);
+    d.id = id;
+    d.cuptiDomainId = domain;
+    d.payloadKind = CUPTI_METRIC_VALUE_KIND_NVTX_EXTENDED_PAYLOAD;
+    d.payload.metricValueNvtxExtendedPayload = reinterpret_cast<uintptr_t>(data);
+    ASSERT_TRUE(nccl_decoder_.decode(&d, batch_));  // frees data and copy (ASan checks)
+  }
+  void launch(uint64_t t, uint32_t correlation) {
+    auto a = zeroed<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_DRIVER);
+    a.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx;
+    a.start = t;
+    a.end = t + 5;
+    a.threadId = 77;
+    a.correlationId = correlation;
+    ASSERT_TRUE(nccl_decoder_.decode(&a, batch_));
+  }
+  void kernel(uint32_t correlation) {
+    auto k = zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    k.start = 1000 + correlation;
+    k.end = 2000 + correlation;
+    k.correlationId = correlation;
+    k.name = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
+    ASSERT_TRUE(nccl_decoder_.decode(&k, batch_));
+  }
+
+  nvtxPayloadSchemaEntry_t entries_[3] = {
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(Payload, comm), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(Payload, bytes), nullptr, nullptr},
+      {0, kRedOp, "Reduction operation", nullptr, 0, offsetof(Payload, op), nullptr, nullptr}};
+  nvtxPayloadEnum_t red_ops_[5] = {{"Sum", 0, 0}, {"Product", 1, 0}, {"Max", 2, 0}, {"Min", 3, 0}, {"Avg", 4, 0}};
+  nvtxPayloadSchemaAttr_t schema_{};
+  nvtxPayloadEnumAttr_t enum_{};
+  CuptiDecoder nccl_decoder_;
+};
+
+TEST_F(CollectDecoderNccl, KernelGetsBytesOfItsNvtxPayload) {
+  marker(9, CUPTI_ACTIVITY_FLAG_MARKER_START, 100, "ncclAllReduce", "NCCL");
+  payload(9, 4u << 20);
+  launch(120, 5);
+  marker(9, CUPTI_ACTIVITY_FLAG_MARKER_END, 150);
+  // The second call's MARKER_DATA comes before its start record.
+  payload(10, 1000);
+  marker(10, CUPTI_ACTIVITY_FLAG_MARKER_START, 200, "ncclAllReduce", "NCCL");
+  launch(220, 6);
+  marker(10, CUPTI_ACTIVITY_FLAG_MARKER_END, 250);
+  // Payloads of other domains are freed and ignored.
+  marker(11, CUPTI_ACTIVITY_FLAG_MARKER_START, 300, "step", "app");
+  payload(11, 5, 4);
+  marker(11, CUPTI_ACTIVITY_FLAG_MARKER_END, 350);
+  kernel(5);
+  kernel(6);
+  EXPECT_EQ(batch_.nccl.size(), 0u);
+  nccl_decoder_.drain_nccl(batch_, false);
+  ASSERT_EQ(batch_.nccl.size(), 2u);
+  auto n = batch_.nccl.row(0);
+  EXPECT_EQ(n.bytes, 4u << 20);
+  EXPECT_EQ(n.count, 1u << 20);
+  EXPECT_EQ(n.sequence, 0);
+  EXPECT_EQ(str(n.communicator), "0000000000c0ffee");
+  EXPECT_EQ(str(n.algorithm), "RING");  // still from the kernel name
+  n = batch_.nccl.row(1);
+  EXPECT_EQ(n.bytes, 1000u);
+  EXPECT_EQ(n.sequence, 1);
+  EXPECT_EQ(nccl_decoder_.nccl_join().stats().joined, 2u);
+  EXPECT_EQ(batch_.nvtx.size(), 3u);  // the ranges themselves are kept as before
+}
+
+TEST_F(CollectDecoderNccl, PayloadWithoutRegisteredSchemaIsCounted) {
+  marker(9, CUPTI_ACTIVITY_FLAG_MARKER_START, 100, "ncclAllReduce", "NCCL");
+  auto d = zeroed<CUpti_ActivityMarkerData2>(CUPTI_ACTIVITY_KIND_MARKER_DATA);
+  auto* data = static_cast<nvtxPayloadData_t*>(std::malloc(sizeof(nvtxPayloadData_t)));
+  *data = {kSchema + 1, 8, std::malloc(8)};  // an id CUPTI does not know
+  d.id = 9;
+  d.cuptiDomainId = kDomain;
+  d.payloadKind = CUPTI_METRIC_VALUE_KIND_NVTX_EXTENDED_PAYLOAD;
+  d.payload.metricValueNvtxExtendedPayload = reinterpret_cast<uintptr_t>(data);
+  ASSERT_TRUE(nccl_decoder_.decode(&d, batch_));
+  EXPECT_EQ(nccl_decoder_.undecoded_payloads(), 1u);
+  launch(120, 5);
+  marker(9, CUPTI_ACTIVITY_FLAG_MARKER_END, 150);
+  kernel(5);
+  nccl_decoder_.drain_nccl(batch_, true);
+  ASSERT_EQ(batch_.nccl.size(), 1u);
+  EXPECT_EQ(batch_.nccl.bytes[0], 0u);
+  EXPECT_EQ(nccl_decoder_.nccl_join().stats().unjoined, 1u);
 }
 
 TEST_F(CollectDecoder, MemcpyPageableVsPinned) {
