@@ -18,6 +18,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
     collect::ProfileOptions profile;
     std::string api = "default";
     std::string capture;
+    std::string activities = "kernel,memcpy,memset,sync,nvtx";
     double nvml_hz = 10;
     uint32_t buffer_mb = 64;
   };
@@ -28,6 +29,9 @@ void add_profile_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("--api", opts->api, "CUDA API calls to record: default (launches, copies, syncs, malloc/free, graphs), all, none")
       ->check(CLI::IsMember({"default", "all", "none"}));
+  cmd->add_option("--activities", opts->activities,
+                  "GPU activity groups to record, comma-separated: kernel, memcpy, memset, sync, nvtx (default: all "
+                  "five; API calls are chosen by --api)");
   cmd->add_option("--delay", opts->profile.collector.delay_s, "start tracing this many seconds after CUDA starts")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--duration", opts->profile.collector.duration_s, "stop tracing after this many seconds (0: until exit)")
@@ -41,11 +45,17 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--force", opts->profile.force, "write into an existing non-empty NAME.ssrun (its old traces are removed)");
   cmd->add_flag("--discard", opts->profile.collector.discard,
                 "enable the same CUPTI activity kinds but keep nothing (measures CUPTI's own overhead)");
-  cmd->add_option("command", opts->profile.command, "the job, after --")->required()->expected(-1);
+  cmd->add_option("command", opts->profile.command, "the job, after --")->expected(-1);
   cmd->callback([opts, &exit_code] {
     auto& o = *opts;
+    if (auto after_separator = take_job_command(); !after_separator.empty()) {
+      if (!o.profile.command.empty()) fail("profile: give the job once, after '--'");
+      o.profile.command = std::move(after_separator);
+    }
+    if (o.profile.command.empty()) fail("profile: no job to run: scalescope profile -o NAME -- CMD...");
     o.profile.collector.api = collect::parse_api_mode(o.api);
     collect::parse_capture_range(o.capture, o.profile.collector);
+    o.profile.collector.activities = collect::parse_activities(o.activities);
     o.profile.collector.nvml_hz = o.nvml_hz;
     o.profile.collector.buffer_mb = o.buffer_mb;
     std::cout.flush();

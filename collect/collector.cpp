@@ -140,6 +140,7 @@ class Collector {
   bool encoder_done_ = false;
   std::atomic<bool> finished_{false};
   uint64_t nvtx_capture_id_ = 0;
+  uint64_t windows_opened_ = 0;  // under enable_mutex_; how many times tracing was switched on
 };
 
 Collector* g_collector = nullptr;
@@ -206,22 +207,37 @@ void Collector::select_default_apis() {
   scan(CUPTI_CB_DOMAIN_DRIVER_API, trace::ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_SIZE, driver_cbids_);
 }
 
+// The CUPTI kinds of the --activities groups, kernels first: if CUPTI
+// refuses the first one, nothing is traced.
+std::vector<CUpti_ActivityKind> activity_kinds(uint32_t activities) {
+  std::vector<CUpti_ActivityKind> kinds;
+  // Never CUPTI_ACTIVITY_KIND_KERNEL: it serialises kernels.
+  if (activities & kActivityKernel) kinds.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (activities & kActivityMemcpy) {
+    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
+    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY2);  // peer-to-peer
+  }
+  if (activities & kActivityMemset) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
+  if (activities & kActivitySync) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  if (activities & kActivityNvtx) kinds.push_back(CUPTI_ACTIVITY_KIND_MARKER);
+  return kinds;
+}
+
 void Collector::enable_tracing() {
   std::lock_guard lock(enable_mutex_);
   if (tracing_ || window_done_) return;
-  // Never CUPTI_ACTIVITY_KIND_KERNEL: it serialises kernels.
-  CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  auto kinds = activity_kinds(options_.activities);
+  CUptiResult r = kinds.empty() ? CUPTI_SUCCESS : cuptiActivityEnable(kinds.front());
   if (r != CUPTI_SUCCESS) {
-    warn("CUPTI kernel tracing unavailable (%s; another profiler such as nsys or torch.profiler, or an "
+    warn("CUPTI activity tracing unavailable (%s; another profiler such as nsys or torch.profiler, or an "
          "unsupported GPU); the job runs untraced",
          cupti_error(r).c_str());
     problems_.add(trace::Problem::kCuptiError);
     window_done_ = true;
     return;
   }
-  for (auto kind : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-                    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MARKER})
-    if (cuptiActivityEnable(kind) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
+  for (size_t i = 1; i < kinds.size(); ++i)
+    if (cuptiActivityEnable(kinds[i]) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
   if (options_.api == ApiMode::kAll) {
     if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
     if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
@@ -234,14 +250,13 @@ void Collector::enable_tracing() {
   }
   tracing_ = true;
   window_start_ = std::chrono::steady_clock::now();
+  ++windows_opened_;
 }
 
 void Collector::disable_tracing() {
   std::lock_guard lock(enable_mutex_);
   if (!tracing_) return;
-  for (auto kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
-                    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_MARKER})
-    cuptiActivityDisable(kind);
+  for (auto kind : activity_kinds(options_.activities)) cuptiActivityDisable(kind);
   if (options_.api == ApiMode::kAll) {
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
@@ -341,6 +356,7 @@ bool Collector::start() {
   meta_.extra["duration_s"] = std::to_string(options_.duration_s);
   meta_.extra["buffer_mb"] = std::to_string(options_.buffer_mb);
   if (options_.discard) meta_.extra["discard"] = "1";
+  meta_.extra["activities"] = format_activities(options_.activities);
 
   std::string stem = meta_.hostname + "-" + std::to_string(meta_.pid);
   trace_path_ = std::filesystem::path(options_.run_dir) / (stem + std::string(trace::kTraceFileExtension));
@@ -384,6 +400,11 @@ bool Collector::start() {
   cuptiActivityFlushPeriod(static_cast<uint32_t>(kFlushPeriod.count()));
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONTEXT);
+  // No SYNCHRONIZATION records for cudaEventQuery/cudaStreamQuery calls that
+  // find the work not yet complete: PyTorch's allocator and the NCCL watchdog
+  // poll events all the time, such a query waits for nothing, and the decoder
+  // has no sync kind for queries anyway. Syncs that wait are all still kept.
+  if (options_.activities & kActivitySync) cuptiActivityEnableAllSyncRecords(0);
   if (options_.api == ApiMode::kDefault) select_default_apis();
 
   if (options_.capture == CaptureRange::kNvtx) {
@@ -542,6 +563,10 @@ void Collector::finish(const char* why) {
   meta_.extra["collector_cpu_ns"] = std::to_string(cpu);
   meta_.extra["cupti_dropped_records"] = std::to_string(cupti_dropped_.load());
   meta_.extra["buffer_pool_exhausted"] = std::to_string(pool_->acquire_failures());
+  {
+    std::lock_guard lock(enable_mutex_);
+    meta_.extra["windows_opened"] = std::to_string(windows_opened_);
+  }
   if (sink_) sink_->finish(meta_, problems_);
   write_sidecar(sink_ && sink_->events_lost() > 0 ? "write errors" : "ok");
 }
@@ -567,6 +592,11 @@ void Collector::write_sidecar(const std::string& status) {
   j["collector_cpu_ns"] = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
   j["nvml"] = nvml_ != nullptr;
   j["devices"] = meta_.devices.size();
+  j["activities"] = format_activities(options_.activities);
+  {
+    std::lock_guard lock(enable_mutex_);
+    j["windows_opened"] = windows_opened_;
+  }
   std::error_code ec;
   auto tmp = sidecar_path_;
   tmp += ".tmp";

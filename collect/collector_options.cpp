@@ -1,5 +1,6 @@
 #include "collect/collector_options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -48,6 +49,49 @@ std::string_view to_string(ApiMode mode) {
   return "default";
 }
 
+namespace {
+
+struct ActivityName {
+  std::string_view name;
+  uint32_t bit;
+};
+constexpr ActivityName kActivityNames[] = {{"kernel", kActivityKernel},
+                                           {"memcpy", kActivityMemcpy},
+                                           {"memset", kActivityMemset},
+                                           {"sync", kActivitySync},
+                                           {"nvtx", kActivityNvtx}};
+
+}  // namespace
+
+uint32_t parse_activities(std::string_view text) {
+  if (text == "all") return kAllActivities;
+  uint32_t out = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = std::min(text.find(',', pos), text.size());
+    std::string_view name = text.substr(pos, comma - pos);
+    uint32_t bit = 0;
+    for (const auto& a : kActivityNames)
+      if (a.name == name) bit = a.bit;
+    if (bit == 0)
+      fail("bad activity '{}' in '{}': expected a comma-separated list of kernel, memcpy, memset, sync, nvtx (or all)",
+           name, text);
+    out |= bit;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::string format_activities(uint32_t activities) {
+  std::string out;
+  for (const auto& a : kActivityNames) {
+    if (!(activities & a.bit)) continue;
+    if (!out.empty()) out += ',';
+    out += a.name;
+  }
+  return out;
+}
+
 void parse_capture_range(std::string_view text, CollectorOptions& options) {
   options.capture_name.clear();
   if (text.empty() || text == "none") {
@@ -92,6 +136,13 @@ CollectorOptions parse_collector_options(const Environment& env) {
     o.buffer_mb = mb;
   }
   if (auto* v = find(env, "SCALESCOPE_DISCARD")) o.discard = *v != "0";
+  if (auto* v = find(env, "SCALESCOPE_ACTIVITIES")) {
+    try {
+      o.activities = parse_activities(*v);
+    } catch (const Error& e) {
+      fail("SCALESCOPE_ACTIVITIES: {}", e.what());
+    }
+  }
   return o;
 }
 
@@ -105,6 +156,8 @@ Environment to_environment(const CollectorOptions& o) {
   env["SCALESCOPE_NVML_HZ"] = number(o.nvml_hz);
   env["SCALESCOPE_BUFFER_MB"] = std::to_string(o.buffer_mb);
   if (o.discard) env.emplace("SCALESCOPE_DISCARD", "1");
+  // Always set: a value the user exported for an earlier run must not leak in.
+  env["SCALESCOPE_ACTIVITIES"] = format_activities(o.activities);
   return env;
 }
 

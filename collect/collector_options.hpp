@@ -18,6 +18,17 @@ namespace scalescope::collect {
 enum class ApiMode : uint8_t { kDefault = 0, kAll, kNone };
 enum class CaptureRange : uint8_t { kNone = 0, kNvtx, kCudaProfilerApi };
 
+// CUPTI activity groups (--activities), a bit set like nsys's --trace groups:
+// kernel = CONCURRENT_KERNEL, memcpy = MEMCPY + MEMCPY2, memset = MEMSET,
+// sync = SYNCHRONIZATION, nvtx = MARKER. API records stay under --api.
+inline constexpr uint32_t kActivityKernel = 1u << 0;
+inline constexpr uint32_t kActivityMemcpy = 1u << 1;
+inline constexpr uint32_t kActivityMemset = 1u << 2;
+inline constexpr uint32_t kActivitySync = 1u << 3;
+inline constexpr uint32_t kActivityNvtx = 1u << 4;
+inline constexpr uint32_t kAllActivities =
+    kActivityKernel | kActivityMemcpy | kActivityMemset | kActivitySync | kActivityNvtx;
+
 struct CollectorOptions {
   std::string run_dir;            // SCALESCOPE_RUN_DIR (required to trace)
   ApiMode api = ApiMode::kDefault;  // SCALESCOPE_API=default|all|none
@@ -28,6 +39,7 @@ struct CollectorOptions {
   double nvml_hz = 10;            // SCALESCOPE_NVML_HZ (0 = off)
   uint32_t buffer_mb = 64;        // SCALESCOPE_BUFFER_MB: the whole pool, bounded memory
   bool discard = false;           // SCALESCOPE_DISCARD=1: enable CUPTI, keep nothing (overhead floor)
+  uint32_t activities = kAllActivities;  // SCALESCOPE_ACTIVITIES=kernel,memcpy,memset,sync,nvtx
 };
 
 // Parses the SCALESCOPE_* variables; Error naming the variable on bad values.
@@ -39,6 +51,10 @@ Environment to_environment(const CollectorOptions& options);
 void parse_capture_range(std::string_view text, CollectorOptions& options);
 std::string format_capture_range(const CollectorOptions& options);
 ApiMode parse_api_mode(std::string_view text);  // Error on unknown
+// "kernel,memcpy" -> kActivityKernel | kActivityMemcpy; "all" -> kAllActivities.
+// Error on an unknown or empty name, or an empty list.
+uint32_t parse_activities(std::string_view text);
+std::string format_activities(uint32_t activities);  // "kernel,memcpy,memset,sync,nvtx" order
 std::string_view to_string(ApiMode mode);
 
 // The API calls that matter, recorded by default (--api default): kernel

@@ -17,6 +17,7 @@ TEST(CollectOptions, RoundTrip) {
   o.nvml_hz = 0;
   o.buffer_mb = 32;
   o.discard = true;
+  o.activities = kActivityKernel | kActivitySync;
   auto back = parse_collector_options(to_environment(o));
   EXPECT_EQ(back.run_dir, o.run_dir);
   EXPECT_EQ(back.api, ApiMode::kAll);
@@ -27,6 +28,36 @@ TEST(CollectOptions, RoundTrip) {
   EXPECT_DOUBLE_EQ(back.nvml_hz, 0);
   EXPECT_EQ(back.buffer_mb, 32u);
   EXPECT_TRUE(back.discard);
+  EXPECT_EQ(back.activities, kActivityKernel | kActivitySync);
+  EXPECT_EQ(to_environment(o).at("SCALESCOPE_ACTIVITIES"), "kernel,sync");
+}
+
+TEST(CollectOptions, Activities) {
+  EXPECT_EQ(parse_activities("kernel"), kActivityKernel);
+  EXPECT_EQ(parse_activities("nvtx,kernel,kernel"), kActivityKernel | kActivityNvtx);
+  EXPECT_EQ(parse_activities("kernel,memcpy,memset,sync,nvtx"), kAllActivities);
+  EXPECT_EQ(parse_activities("all"), kAllActivities);
+  EXPECT_EQ(format_activities(kAllActivities), "kernel,memcpy,memset,sync,nvtx");
+  EXPECT_EQ(format_activities(kActivityMemset | kActivityKernel), "kernel,memset");
+  for (uint32_t bits = 1; bits <= kAllActivities; ++bits)
+    EXPECT_EQ(parse_activities(format_activities(bits)), bits) << bits;
+  // The default travels too, so that a value exported for an earlier run cannot leak into this one.
+  EXPECT_EQ(to_environment(CollectorOptions{}).at("SCALESCOPE_ACTIVITIES"), "kernel,memcpy,memset,sync,nvtx");
+  auto message = [](std::string_view text) {
+    try {
+      parse_activities(text);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("kernel,memcopy").find("bad activity 'memcopy' in 'kernel,memcopy'"), std::string::npos)
+      << message("kernel,memcopy");
+  EXPECT_NE(message("").find("bad activity ''"), std::string::npos);
+  EXPECT_NE(message("kernel,").find("bad activity ''"), std::string::npos);
+  EXPECT_NE(message("Kernel").find("'Kernel'"), std::string::npos);
+  EXPECT_NE(message("api").find("expected a comma-separated list of kernel, memcpy, memset, sync, nvtx"),
+            std::string::npos);
 }
 
 TEST(CollectOptions, Defaults) {
@@ -35,6 +66,7 @@ TEST(CollectOptions, Defaults) {
   EXPECT_DOUBLE_EQ(o.nvml_hz, 10);
   EXPECT_EQ(o.capture, CaptureRange::kNone);
   EXPECT_FALSE(o.discard);
+  EXPECT_EQ(o.activities, kAllActivities);
 }
 
 TEST(CollectOptions, BadValuesNameTheVariable) {
@@ -52,6 +84,8 @@ TEST(CollectOptions, BadValuesNameTheVariable) {
   EXPECT_NE(message({{"SCALESCOPE_API", "some"}}).find("'some'"), std::string::npos);
   EXPECT_NE(message({{"SCALESCOPE_CAPTURE_RANGE", "nvtx:"}}).find("capture range"), std::string::npos);
   EXPECT_NE(message({{"SCALESCOPE_NVML_HZ", "5000"}}).find("SCALESCOPE_NVML_HZ"), std::string::npos);
+  EXPECT_NE(message({{"SCALESCOPE_ACTIVITIES", "kernel,api"}}).find("SCALESCOPE_ACTIVITIES: bad activity 'api'"),
+            std::string::npos);
 }
 
 TEST(CollectOptions, DefaultApiSelection) {

@@ -92,6 +92,7 @@ TEST_F(CollectProfile, ExitCodePassesThroughAndRunJsonIsWritten) {
   EXPECT_EQ(j["command"][0], "/bin/sh");
   EXPECT_FALSE(j["end"].is_null());
   EXPECT_EQ(j["options"]["api"], "default");
+  EXPECT_EQ(j["options"]["activities"], "kernel,memcpy,memset,sync,nvtx");
   EXPECT_TRUE(j["host"].contains("gpus"));
   EXPECT_FALSE(j["host"]["hostname"].get<std::string>().empty());
   EXPECT_NE(log.find("no CUDA process was traced"), std::string::npos) << log;
@@ -102,6 +103,7 @@ TEST_F(CollectProfile, JobSeesTheCollectorEnvironment) {
   auto o = options("env", "env > \"$SCALESCOPE_RUN_DIR/env.txt\"");
   o.collector.api = ApiMode::kAll;
   o.collector.duration_s = 5;
+  o.collector.activities = kActivityKernel | kActivityMemcpy;
   EXPECT_EQ(run_in_child(o), 0);
   std::ifstream in(dir_ / "env.ssrun" / "env.txt");
   std::stringstream ss;
@@ -111,6 +113,7 @@ TEST_F(CollectProfile, JobSeesTheCollectorEnvironment) {
   EXPECT_NE(env.find("NVTX_INJECTION64_PATH=" + fake_collector_), std::string::npos);
   EXPECT_NE(env.find("SCALESCOPE_API=all"), std::string::npos);
   EXPECT_NE(env.find("SCALESCOPE_DURATION=5"), std::string::npos);
+  EXPECT_NE(env.find("SCALESCOPE_ACTIVITIES=kernel,memcpy\n"), std::string::npos);
   EXPECT_NE(env.find("SCALESCOPE_RUN_DIR=" + (dir_ / "env.ssrun").string()), std::string::npos);
 }
 
