@@ -69,6 +69,14 @@ void warn(const char* format, ...) {
   [[maybe_unused]] auto w = ::write(2, line, len + 1);  // one write: lines of ranks do not interleave
 }
 
+// A CUPTI entry point looked up at run time: the CUPTI of the GPU host may
+// be older than the headers (cuptiActivityGetNvtxExtPayloadAttr is CUDA 13+).
+void* cupti_symbol(const char* name) {
+  void* cupti = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cupti) cupti = dlopen("libcupti.so", RTLD_LAZY | RTLD_NOLOAD);
+  return cupti ? dlsym(cupti, name) : nullptr;
+}
+
 std::string cupti_error(CUptiResult r) {
   const char* s = nullptr;
   if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) return "CUPTI error " + std::to_string(static_cast<int>(r));
@@ -382,11 +390,28 @@ bool Collector::start() {
   }
   size_t count = std::max<size_t>(2, (size_t{options_.buffer_mb} << 20) / kBufferBytes);
   pool_ = std::make_unique<BufferPool>(kBufferBytes, count);
-  decoder_ = std::make_unique<CuptiDecoder>(strings_, [](trace::ApiDomain d, uint32_t cbid) {
-    const char* name = nullptr;
-    auto domain = d == trace::ApiDomain::kRuntime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
-    return cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name ? std::string(name) : std::string();
-  });
+  // NCCL's NVTX payloads are decoded by the schemas NCCL registered, which
+  // CUPTI keeps (it is the NVTX extension's handler: InitializeInjectionNvtxExtension).
+  using PayloadAttrFn = CUptiResult (*)(uint32_t, uint64_t, CUpti_NvtxExtPayloadAttr*);
+  auto payload_attr = reinterpret_cast<PayloadAttrFn>(cupti_symbol("cuptiActivityGetNvtxExtPayloadAttr"));
+  NvtxPayloadAttrResolver payloads;
+  if (payload_attr)
+    payloads = [payload_attr](uint32_t domain, uint64_t id, uint32_t* type, const void** attributes) {
+      CUpti_NvtxExtPayloadAttr a{};
+      a.structSize = sizeof(a);
+      if (payload_attr(domain, id, &a) != CUPTI_SUCCESS || !a.attributes) return false;
+      *type = a.type;
+      *attributes = a.attributes;
+      return true;
+    };
+  decoder_ = std::make_unique<CuptiDecoder>(
+      strings_,
+      [](trace::ApiDomain d, uint32_t cbid) {
+        const char* name = nullptr;
+        auto domain = d == trace::ApiDomain::kRuntime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+        return cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name ? std::string(name) : std::string();
+      },
+      std::move(payloads));
   r = cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
   if (r != CUPTI_SUCCESS) {
     warn("cannot register CUPTI buffers (%s); the job runs untraced", cupti_error(r).c_str());
@@ -400,6 +425,10 @@ bool Collector::start() {
   cuptiActivityFlushPeriod(static_cast<uint32_t>(kFlushPeriod.count()));
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONTEXT);
+  // NVTX extended payloads (NCCL's bytes per call) come only with MARKER
+  // records, so this follows the nvtx activity and its windows. Not when
+  // discarding: the decoder frees CUPTI's payload copies.
+  if (!options_.discard) cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER_DATA);
   // No SYNCHRONIZATION records for cudaEventQuery/cudaStreamQuery calls that
   // find the work not yet complete: PyTorch's allocator and the NCCL watchdog
   // poll events all the time, such a query waits for nothing, and the decoder
@@ -444,6 +473,7 @@ void Collector::flush_batch() {
     nvml_->drain(counters);
     for (const auto& c : counters) batch_.counters.push(c);
   }
+  decoder_->drain_nccl(batch_, stop_.load());  // NCCL rows whose call is joined, or that waited enough
   if (sink_) sink_->append(batch_, strings_);
   batch_ = trace::Trace();  // fresh columns; the string table lives on in strings_
   last_flush_ = std::chrono::steady_clock::now();
@@ -557,6 +587,11 @@ void Collector::finish(const char* why) {
     dlclose(cuda);
   }
   if (cupti_dropped_.load() > 0) problems_.add(trace::Problem::kDroppedRecords, cupti_dropped_.load());
+  const auto& nccl = decoder_->nccl_join().stats();
+  meta_.extra["nccl_kernels_joined"] = std::to_string(nccl.joined);
+  meta_.extra["nccl_kernels_unjoined"] = std::to_string(nccl.unjoined);
+  meta_.extra["nccl_calls_dropped"] = std::to_string(nccl.ranges_dropped);
+  meta_.extra["nccl_payloads_undecoded"] = std::to_string(decoder_->undecoded_payloads());
   if (decoder_->unmatched_range_ends() > 0)
     problems_.add(trace::Problem::kMalformedEvent, decoder_->unmatched_range_ends());
   uint64_t cpu = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
@@ -652,4 +687,20 @@ SCALESCOPE_EXPORT int InitializeInjectionNvtx2(const void* get_export_table) {
   using Init = int (*)(const void*);
   auto init = reinterpret_cast<Init>(dlsym(cupti, "InitializeInjectionNvtx2"));
   return init ? init(get_export_table) : 0;
+}
+
+// NVTX calls this for each extension module (payloads, counters, ...) when
+// NVTX_INJECTION64_PATH names this library: CUPTI handles them. For the
+// payload extension that means nvtxPayloadSchemaRegister reaches CUPTI, which
+// then copies NCCL's payloads into MARKER_DATA records and hands out the
+// schemas (cuptiActivityGetNvtxExtPayloadAttr).
+SCALESCOPE_EXPORT int InitializeInjectionNvtxExtension(void* module_info) {
+  using namespace scalescope::collect;
+  if (g_in_child.load()) return 0;
+  using Init = CUptiResult (*)(void*);
+  if (auto init = reinterpret_cast<Init>(cupti_symbol("cuptiNvtxExtensionInitialize")))
+    return init(module_info) == CUPTI_SUCCESS ? 1 : 0;
+  using Inject = int (*)(void*);
+  auto inject = reinterpret_cast<Inject>(cupti_symbol("InitializeInjectionNvtxExtension"));
+  return inject ? inject(module_info) : 0;
 }
