@@ -104,7 +104,14 @@ std::vector<GpuCheck> check_nccl_sizes(const std::vector<trace::Trace>& traces, 
         if (t.nccl.op[i] == expected[e].op && t.nccl.bytes[i] == expected[e].bytes)
           seen[e][t.meta.rank].emplace_back(t.nccl.sequence[i], key.first);
     }
-    out.push_back(exact(who + " NCCL sequence numbers rise in time order per communicator", joined, rising));
+    auto extra = [&t](const char* key) {
+      auto it = t.meta.extra.find(key);
+      return it == t.meta.extra.end() ? std::string("?") : it->second;
+    };
+    out.push_back({who + " NCCL sequence numbers rise in time order per communicator", rising == joined,
+                   fmt::format("{} of {} rise; collector joined {}, unjoined {}, undecoded payloads {}", rising, joined,
+                               extra("nccl_kernels_joined"), extra("nccl_kernels_unjoined"),
+                               extra("nccl_payloads_undecoded"))});
     for (size_t e = 0; e < expected.size(); ++e)
       out.push_back(exact(fmt::format("{} {} calls of {} bytes", who, trace::to_string(expected[e].op), expected[e].bytes),
                           expected[e].calls, seen[e][t.meta.rank].size()));
