@@ -202,13 +202,13 @@ for part in "${expanded[@]}"; do
       [ -s "$data/train-images-idx3-ubyte.gz" ] || die "$data: Fashion-MNIST not staged (bench/study/stage_data.sh)"
       run_sweep "$part" "$db" 'regex:epoch_time_s=([0-9.eE+-]+)' "arm=${part#image-}" \
         "variant=ref,fp64,precision,pin,layout,loader" -- \
-        bench/study/image_variant.sh "{arm}" "{variant}" --data-dir "$data" --image-size 224 --batch-size 128 \
-        --workers 4 --steps "$steps" --warmup-steps "$warmup" --log-every 0 --seed "{rep}"
+        bench/study/seeded.sh "{rep}" bench/study/image_variant.sh "{arm}" "{variant}" --data-dir "$data" \
+        --image-size 224 --batch-size 128 --workers 4 --steps "$steps" --warmup-steps "$warmup" --log-every 0
       ;;
     llm)
       run_sweep llm "$db" 'regex:seconds_per_mtok=([0-9.eE+-]+)' "method=lora,dpo,qlora,qat" -- \
-        workloads/llm_finetune.py --method "{method}" --size 1b --seq-len 512 --batch-size 8 \
-        --steps "$steps" --warmup-steps "$warmup" --log-every 0 --seed "{rep}"
+        bench/study/seeded.sh "{rep}" "$python" workloads/llm_finetune.py --method "{method}" --size 1b --seq-len 512 \
+        --batch-size 8 --steps "$steps" --warmup-steps "$warmup" --log-every 0
       ;;
     accuracy)
       [ -s "$data/train-images-idx3-ubyte.gz" ] || die "$data: Fashion-MNIST not staged (bench/study/stage_data.sh)"
