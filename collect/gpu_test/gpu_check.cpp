@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "collect/gpu_test/ground_truth_spec.hpp"
@@ -15,6 +16,32 @@ GpuCheck exact(std::string name, uint64_t expected, uint64_t got) {
   return {std::move(name), expected == got, fmt::format("expected {}, got {}", expected, got)};
 }
 
+std::string_view extra(const trace::Trace& t, const std::string& key) {
+  auto it = t.meta.extra.find(key);
+  return it == t.meta.extra.end() ? std::string_view() : std::string_view(it->second);
+}
+
+bool has_group(std::string_view activities, std::string_view group) {
+  // "kernel,memcpy,...": whole names only.
+  size_t pos = 0;
+  while (pos <= activities.size()) {
+    size_t comma = std::min(activities.find(',', pos), activities.size());
+    if (activities.substr(pos, comma - pos) == group) return true;
+    pos = comma + 1;
+  }
+  return false;
+}
+
+std::string who(const trace::Trace& t) {
+  return t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("pid {}", t.meta.pid);
+}
+
+uint64_t kernels_named(const trace::Trace& t, std::string_view prefix) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < t.kernels.size(); ++i) n += t.strings.view(t.kernels.name[i]).starts_with(prefix);
+  return n;
+}
+
 }  // namespace
 
 std::vector<GpuCheck> check_ground_truth(const std::vector<trace::Trace>& traces) {
@@ -22,14 +49,9 @@ std::vector<GpuCheck> check_ground_truth(const std::vector<trace::Trace>& traces
   out.push_back(exact("one traced process", 1, traces.size()));
   if (traces.size() != 1) return out;
   const trace::Trace& t = traces[0];
-  auto kernels_named = [&](std::string_view prefix) {
-    uint64_t n = 0;
-    for (size_t i = 0; i < t.kernels.size(); ++i) n += t.strings.view(t.kernels.name[i]).starts_with(prefix);
-    return n;
-  };
-  out.push_back(exact("gt_add kernels", gt::kAddKernels, kernels_named("gt_add")));
-  out.push_back(exact("gt_scale kernels", gt::kScaleKernels, kernels_named("gt_scale")));
-  out.push_back(exact("gt_event_kernel kernels", gt::kEventKernels, kernels_named("gt_event_kernel")));
+  out.push_back(exact("gt_add kernels", gt::kAddKernels, kernels_named(t, "gt_add")));
+  out.push_back(exact("gt_scale kernels", gt::kScaleKernels, kernels_named(t, "gt_scale")));
+  out.push_back(exact("gt_event_kernel kernels", gt::kEventKernels, kernels_named(t, "gt_event_kernel")));
   auto copies = [&](trace::MemcpyKind kind, trace::MemoryKind host_kind, uint64_t bytes) {
     uint64_t n = 0;
     for (size_t i = 0; i < t.memcpys.size(); ++i) {
@@ -131,6 +153,73 @@ std::vector<GpuCheck> check_ddp(const std::vector<trace::Trace>& traces, int wor
   for (const auto& t : traces) rankless_with_kernels += t.meta.rank < 0 && t.kernels.size() > 0;
   out.push_back(exact("traces without a rank that ran kernels", 0, rankless_with_kernels));
   out.push_back({"NVML counters on local rank 0", counters > 0, fmt::format("{} samples", counters)});
+  return out;
+}
+
+std::vector<GpuCheck> check_activities(const std::vector<trace::Trace>& traces) {
+  std::vector<GpuCheck> out;
+  for (const auto& t : traces) {
+    std::string_view activities = extra(t, "activities");
+    if (activities.empty()) {
+      out.push_back({who(t) + " records its activities", false, "no 'activities' in the trace's metadata"});
+      continue;
+    }
+    auto absent = [&](std::string_view group, size_t records) {
+      if (has_group(activities, group)) return;
+      out.push_back({fmt::format("{} has no {} records (not in '{}')", who(t), group, activities), records == 0,
+                     fmt::format("{} records", records)});
+    };
+    absent("kernel", t.kernels.size());
+    absent("memcpy", t.memcpys.size());
+    absent("memset", t.memsets.size());
+    absent("sync", t.syncs.size());
+    absent("nvtx", t.nvtx.size());
+    if (has_group(activities, "kernel"))
+      out.push_back({who(t) + " has kernels", t.kernels.size() > 0, fmt::format("{} kernels", t.kernels.size())});
+  }
+  if (traces.empty()) out.push_back({"traces found", false, "none"});
+  return out;
+}
+
+std::vector<GpuCheck> check_ground_truth_kernels(const std::vector<trace::Trace>& traces) {
+  std::vector<GpuCheck> out;
+  out.push_back(exact("one traced process", 1, traces.size()));
+  if (traces.size() != 1) return out;
+  const trace::Trace& t = traces[0];
+  out.push_back({"activities are 'kernel'", extra(t, "activities") == "kernel", std::string(extra(t, "activities"))});
+  out.push_back(exact("gt_add kernels", gt::kAddKernels, kernels_named(t, "gt_add")));
+  out.push_back(exact("gt_scale kernels", gt::kScaleKernels, kernels_named(t, "gt_scale")));
+  out.push_back(exact("gt_event_kernel kernels", gt::kEventKernels, kernels_named(t, "gt_event_kernel")));
+  uint64_t allreduce = 0;
+  for (size_t i = 0; i < t.nccl.size(); ++i) allreduce += t.nccl.op[i] == trace::NcclOp::kAllReduce;
+  out.push_back(exact("NCCL all-reduce kernels (2 devices x 10)", uint64_t(gt::kNcclDevices) * gt::kAllReduces, allreduce));
+  out.push_back(exact("copies", 0, t.memcpys.size()));
+  out.push_back(exact("memsets", 0, t.memsets.size()));
+  out.push_back(exact("synchronizations", 0, t.syncs.size()));
+  out.push_back(exact("NVTX records", 0, t.nvtx.size()));
+  out.push_back(exact("records dropped", 0, t.problems.get(trace::Problem::kDroppedRecords)));
+  return out;
+}
+
+std::vector<GpuCheck> check_window(const std::vector<trace::Trace>& traces, std::string_view range, uint64_t steps,
+                                   uint64_t windows) {
+  std::vector<GpuCheck> out;
+  size_t ranked = 0;
+  for (const auto& t : traces) {
+    if (t.meta.rank < 0) continue;
+    ++ranked;
+    std::string opened(extra(t, "windows_opened"));
+    out.push_back({who(t) + " opened every window", opened == std::to_string(windows),
+                   fmt::format("expected {}, got '{}'", windows, opened)});
+    if (!has_group(extra(t, "activities"), "nvtx")) continue;
+    uint64_t n = 0;
+    for (size_t i = 0; i < t.nvtx.size(); ++i)
+      n += t.nvtx.kind[i] == trace::NvtxKind::kRange && t.strings.view(t.nvtx.text[i]) == range;
+    out.push_back(exact(fmt::format("{} NVTX ranges '{}' (steps inside the windows)", who(t), range), steps, n));
+  }
+  out.push_back({"ranks traced", ranked > 0, fmt::format("{} traces with a rank", ranked)});
+  auto activities = check_activities(traces);
+  out.insert(out.end(), activities.begin(), activities.end());
   return out;
 }
 

@@ -1,4 +1,5 @@
-// collect_gpu_check ground-truth RUN_DIR | ddp RUN_DIR WORLD_SIZE
+// collect_gpu_check ground-truth RUN_DIR | ground-truth-kernels RUN_DIR | ddp RUN_DIR WORLD_SIZE |
+//                   activities RUN_DIR | window RUN_DIR RANGE STEPS WINDOWS
 // Prints one PASS/FAIL line per check; exits 0 only if all pass.
 #include <cstdio>
 #include <cstdlib>
@@ -11,7 +12,10 @@
 int main(int argc, char** argv) {
   using namespace scalescope;
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s ground-truth RUN_DIR | ddp RUN_DIR WORLD_SIZE\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s ground-truth RUN_DIR | ground-truth-kernels RUN_DIR | ddp RUN_DIR WORLD_SIZE | "
+                 "activities RUN_DIR | window RUN_DIR RANGE STEPS WINDOWS\n",
+                 argv[0]);
     return 2;
   }
   std::string mode = argv[1];
@@ -19,7 +23,12 @@ int main(int argc, char** argv) {
     auto traces = trace::load_run(argv[2]);
     std::vector<collect::GpuCheck> checks;
     if (mode == "ground-truth") checks = collect::check_ground_truth(traces);
+    else if (mode == "ground-truth-kernels") checks = collect::check_ground_truth_kernels(traces);
+    else if (mode == "activities") checks = collect::check_activities(traces);
     else if (mode == "ddp" && argc == 4) checks = collect::check_ddp(traces, std::atoi(argv[3]));
+    else if (mode == "window" && argc == 6)
+      checks = collect::check_window(traces, argv[3], std::strtoull(argv[4], nullptr, 10),
+                                     std::strtoull(argv[5], nullptr, 10));
     else return 2;
     int failed = 0;
     for (const auto& c : checks) {

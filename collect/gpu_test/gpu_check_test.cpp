@@ -99,5 +99,78 @@ TEST(CollectGpuCheck, Ddp) {
   EXPECT_EQ(failed, 2);
 }
 
+int failures(const std::vector<GpuCheck>& checks) {
+  int n = 0;
+  for (const auto& c : checks) n += !c.pass;
+  return n;
+}
+
+TEST(CollectGpuCheck, GroundTruthKernelsOnly) {
+  std::vector<trace::Trace> traces;
+  traces.push_back(perfect_ground_truth());
+  auto& t = traces[0];
+  // The full trace has copies, memsets, syncs and NVTX: not a kernel-only run.
+  t.meta.extra["activities"] = "kernel";
+  EXPECT_EQ(failures(check_ground_truth_kernels(traces)), 4);
+  t.memcpys = {};
+  t.memsets = {};
+  t.syncs = {};
+  t.nvtx = {};
+  for (const auto& c : check_ground_truth_kernels(traces)) EXPECT_TRUE(c.pass) << c.name << ": " << c.detail;
+  EXPECT_EQ(failures(check_activities(traces)), 0);
+  t.kernels.push({.name = t.strings.intern("gt_add(float*, int)")});
+  EXPECT_EQ(failures(check_ground_truth_kernels(traces)), 1);
+  t.meta.extra["activities"] = "kernel,memcpy";
+  EXPECT_EQ(failures(check_ground_truth_kernels(traces)), 2);
+}
+
+TEST(CollectGpuCheck, ActivitiesLeftOutHaveNoRecords) {
+  std::vector<trace::Trace> traces(1);
+  auto& t = traces[0];
+  t.meta.extra["activities"] = "kernel,memset";
+  t.kernels.push({});
+  t.memsets.push({});
+  EXPECT_EQ(failures(check_activities(traces)), 0);
+  t.memcpys.push({});  // memcpy was not asked for
+  auto checks = check_activities(traces);
+  ASSERT_EQ(failures(checks), 1);
+  for (const auto& c : checks) {
+    if (!c.pass) {
+      EXPECT_NE(c.name.find("no memcpy records"), std::string::npos) << c.name;
+    }
+  }
+  t.meta.extra.erase("activities");  // a trace from before --activities: cannot be checked
+  EXPECT_EQ(failures(check_activities(traces)), 1);
+  EXPECT_EQ(failures(check_activities({})), 1);
+}
+
+TEST(CollectGpuCheck, WindowHoldsExactlyTheStepsInside) {
+  std::vector<trace::Trace> traces(3);  // two ranks and the torchrun agent
+  for (int r = 0; r < 2; ++r) {
+    auto& t = traces[r];
+    t.meta.rank = r;
+    t.meta.extra["activities"] = "kernel,memcpy,memset,sync,nvtx";
+    t.meta.extra["windows_opened"] = "5";
+    t.kernels.push({});
+    for (int i = 0; i < 120; ++i)
+      t.nvtx.push({.kind = trace::NvtxKind::kRange, .text = t.strings.intern("train_step")});
+    t.nvtx.push({.kind = trace::NvtxKind::kRange, .text = t.strings.intern("other")});
+    t.nvtx.push({.kind = trace::NvtxKind::kMark, .text = t.strings.intern("train_step")});
+  }
+  traces[2].meta.extra["activities"] = "kernel,memcpy,memset,sync,nvtx";
+  traces[2].kernels.push({});
+  for (const auto& c : check_window(traces, "train_step", 120, 5)) EXPECT_TRUE(c.pass) << c.name << ": " << c.detail;
+  EXPECT_EQ(failures(check_window(traces, "train_step", 121, 5)), 2);  // a step outside a window leaked in
+  traces[1].meta.extra["windows_opened"] = "4";
+  EXPECT_EQ(failures(check_window(traces, "train_step", 120, 5)), 1);
+  // Without NVTX recorded, the step count is not checked but no NVTX record may exist.
+  for (auto& t : traces) t.meta.extra["activities"] = "kernel";
+  traces[1].meta.extra["windows_opened"] = "5";
+  EXPECT_EQ(failures(check_window(traces, "train_step", 999, 5)), 2);
+  traces[0].nvtx = {};
+  traces[1].nvtx = {};
+  EXPECT_EQ(failures(check_window(traces, "train_step", 999, 5)), 0);
+}
+
 }  // namespace
 }  // namespace scalescope::collect

@@ -36,6 +36,12 @@ if [ -x "$gt" ]; then
   [ $rc -eq 0 ] && pass "ground_truth ran under profile" || fail "ground_truth exit code $rc (see $out/gt.log)"
   "$checker" ground-truth "$out/gt.ssrun" | tee "$out/gt-check.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || fails=$((fails + 1))
+  # Kernels only (--activities kernel): exact kernel counts, no other record.
+  timeout 180 "$scalescope" profile --force --activities kernel -o "$out/gt-kernel" -- "$gt" > "$out/gt-kernel.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] && pass "ground_truth with --activities kernel" || fail "ground_truth --activities kernel exit code $rc"
+  "$checker" ground-truth-kernels "$out/gt-kernel.ssrun" | tee "$out/gt-kernel-check.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || fails=$((fails + 1))
   # The same program with --api all and in discard mode must still run and exit 0.
   timeout 180 "$scalescope" profile --force --api all -o "$out/gt-all" -- "$gt" > "$out/gt-all.log" 2>&1 \
     && pass "ground_truth with --api all" || fail "ground_truth with --api all (see $out/gt-all.log)"

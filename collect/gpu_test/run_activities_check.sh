@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The quick GPU check of --activities (issue 3), about 30-60 s on one GPU
+# machine with 2 GPUs (the ground-truth program's all-reduces use both):
+#   collect/gpu_test/run_activities_check.sh BUILD_DIR OUT_DIR
+# 1. the ground-truth program under `profile --activities kernel`: exact
+#    kernel and NCCL counts, and no copy, memset, sync or NVTX record;
+# 2. the same program with the defaults: every exact count of
+#    check_ground_truth (the syncs too, now that event/stream queries that
+#    wait for nothing leave no record);
+# 3. --activities kernel,memcpy --api none: the activity check (no memset,
+#    sync or NVTX records, kernels present).
+# BUILD_DIR needs cli/scalescope, collect/libscalescope-collector.so,
+# collect/collect_gpu_check and collect/gpu_test/ground_truth (built here
+# with nvcc when present). Prints PASS/FAIL lines and SUMMARY.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+build="$(cd "${1:?usage: run_activities_check.sh BUILD_DIR OUT_DIR}" && pwd)"
+out="${2:?usage: run_activities_check.sh BUILD_DIR OUT_DIR}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+export NCCL_NVLS_ENABLE=0
+scalescope="$build/cli/scalescope"
+checker="$build/collect/collect_gpu_check"
+gt="$build/collect/gpu_test/ground_truth"
+fails=0
+for f in "$scalescope" "$checker" "$build/collect/libscalescope-collector.so"; do
+  [ -e "$f" ] || { echo "FAIL missing $f"; echo "SUMMARY: 1 failed"; exit 1; }
+done
+if [ ! -x "$gt" ] && command -v "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" > /dev/null; then
+  "$here/build.sh" "$build" > "$out/gt-build.log" 2>&1 || echo "FAIL ground_truth build (see $out/gt-build.log)"
+fi
+[ -x "$gt" ] || { echo "FAIL no ground_truth binary at $gt"; echo "SUMMARY: 1 failed"; exit 1; }
+
+run_check() {  # NAME CHECK_MODE PROFILE_OPTIONS...
+  local name="$1" mode="$2"
+  shift 2
+  timeout 120 "$scalescope" profile --force "$@" -o "$out/$name" -- "$gt" > "$out/$name.log" 2>&1
+  local rc=$?
+  if [ $rc -ne 0 ]; then
+    echo "FAIL $name: ground_truth exit code $rc (see $out/$name.log)"
+    fails=$((fails + 1))
+    return
+  fi
+  "$checker" "$mode" "$out/$name.ssrun" | sed "s/^/$name: /" | tee "$out/$name-check.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || fails=$((fails + 1))
+}
+t0=$(date +%s)
+run_check gt-kernel ground-truth-kernels --activities kernel
+run_check gt-default ground-truth
+run_check gt-kernel-memcpy activities --activities kernel,memcpy --api none
+echo "SUMMARY: $fails failed ($(($(date +%s) - t0)) s)"
+[ "$fails" -eq 0 ]
