@@ -3,6 +3,9 @@
 // adds itself to the app and, when run, stores the process exit code. Errors are
 // thrown as scalescope::Error and printed by main as one line.
 
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -21,5 +24,13 @@ void add_mlperf_command(CLI::App& app, int& exit_code);    // mlperf/
 void add_report_command(CLI::App& app, int& exit_code);    // report/
 void add_topo_command(CLI::App& app, int& exit_code);      // collect/ host facts
 void add_demo_command(CLI::App& app, int& exit_code);      // everything
+
+// The job's command line: everything after the first "--", taken out of argv
+// before CLI11 parses, because CLI11 2.1 still matches a subcommand's own
+// options there (`sweep ... -- train.py --seed 1` failed on --seed).
+// Commands that run a job (profile, sweep) take it; main rejects it elsewhere.
+std::vector<std::string>& job_command();
+// Moves the job command out (empty if none was given).
+std::vector<std::string> take_job_command();
 
 }  // namespace scalescope::cli

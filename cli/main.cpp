@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -11,7 +12,28 @@
 #include "scalescope_version.hpp"
 #include "trace/error.hpp"
 
+namespace scalescope::cli {
+std::vector<std::string>& job_command() {
+  static std::vector<std::string> command;
+  return command;
+}
+std::vector<std::string> take_job_command() {
+  auto command = std::move(job_command());
+  job_command().clear();
+  return command;
+}
+}  // namespace scalescope::cli
+
 int main(int argc, char** argv) {
+  bool has_job_separator = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      scalescope::cli::job_command().assign(argv + i + 1, argv + argc);
+      argc = i;
+      has_job_separator = true;
+      break;
+    }
+  }
   CLI::App app{"scalescope: profiler and scaling advisor for multi-GPU training jobs"};
   app.set_version_flag("--version", std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")");
   app.require_subcommand(1);
@@ -31,6 +53,12 @@ int main(int argc, char** argv) {
   c::add_topo_command(app, exit_code);
   c::add_demo_command(app, exit_code);
   try {
+    if (has_job_separator) {
+      // Only the commands that run a job take one; say so before any other work.
+      std::string_view command = argc > 1 ? argv[1] : "scalescope";
+      if (command != "profile" && command != "sweep")
+        throw scalescope::Error(fmt::format("{}: takes no command after '--'", command));
+    }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -78,6 +78,10 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
       fail("--metric-better '{}' is not higher or lower", args->metric_better);
     spec.seed = args->seed;
     spec.command = args->command;
+    if (auto after_separator = take_job_command(); !after_separator.empty()) {
+      if (!spec.command.empty()) fail("sweep: give the command template once, after '--'");
+      spec.command = std::move(after_separator);
+    }
     std::error_code ec;
     spec.scalescope_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     sweep::SweepOptions options;
