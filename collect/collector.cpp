@@ -50,6 +50,7 @@ constexpr size_t kBufferBytes = size_t{2} << 20;  // CUPTI's buffers: 2 MiB each
 constexpr auto kFlushPeriod = std::chrono::milliseconds(1000);
 constexpr auto kExitWait = std::chrono::seconds(10);
 constexpr size_t kMaxBatchRows = size_t{1} << 20;
+constexpr auto kNvmlMapWait = std::chrono::seconds(30);
 
 // Set in a forked child (pthread_atfork): from then on nothing here touches
 // CUDA, CUPTI, threads or files.
@@ -115,6 +116,7 @@ class Collector {
   void disable_tracing();
   void encoder_loop();
   void start_nvml();
+  void map_nvml_devices(bool last_chance);
   void flush_batch();
   void write_sidecar(const std::string& status);
   void select_default_apis();
@@ -127,6 +129,7 @@ class Collector {
   std::unique_ptr<TraceSink> sink_;
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<NvmlSampler> nvml_;
+  std::chrono::steady_clock::time_point nvml_start_;
   std::filesystem::path trace_path_, sidecar_path_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<CUpti_CallbackId> runtime_cbids_, driver_cbids_;
@@ -467,11 +470,64 @@ bool Collector::start() {
   return true;
 }
 
+// The PCI bus id of every CUDA ordinal of this process (after
+// CUDA_VISIBLE_DEVICES), from the driver the job already loaded; false while
+// cuInit has not finished, or without a driver.
+bool cuda_bus_ids(std::vector<std::string>& out) {
+  out.clear();
+  void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!cuda) return false;
+  using CountFn = int (*)(int*);
+  using GetFn = int (*)(int*, int);
+  using BusIdFn = int (*)(char*, int, int);
+  auto count = reinterpret_cast<CountFn>(dlsym(cuda, "cuDeviceGetCount"));
+  auto get = reinterpret_cast<GetFn>(dlsym(cuda, "cuDeviceGet"));
+  auto bus_id = reinterpret_cast<BusIdFn>(dlsym(cuda, "cuDeviceGetPCIBusId"));
+  int n = 0;
+  bool ok = count && get && bus_id && count(&n) == 0 && n > 0;
+  for (int i = 0; ok && i < n; ++i) {
+    int device = 0;
+    char bus[64] = {};
+    ok = get(&device, i) == 0 && bus_id(bus, sizeof(bus), device) == 0;
+    if (ok) out.emplace_back(bus);
+  }
+  dlclose(cuda);
+  return ok;
+}
+
+// Counters carry CUDA ordinals, like kernels: NVML's order (PCI order over
+// the machine) is matched to this process's CUDA devices by bus id. Until the
+// driver answers, samples wait in the sampler (bounded); after kNvmlMapWait,
+// or at the end, NVML's order is kept and the metadata says so.
+void Collector::map_nvml_devices(bool last_chance) {
+  if (!nvml_ || nvml_->has_device_map()) return;
+  std::vector<std::string> cuda;
+  std::vector<int32_t> map;
+  std::string text;
+  if (cuda_bus_ids(cuda)) {
+    map = map_nvml_to_cuda(nvml_->bus_ids(), cuda);
+    for (size_t i = 0; i < map.size(); ++i) text += (i ? "," : "") + std::to_string(map[i]);
+  } else if (last_chance || std::chrono::steady_clock::now() - nvml_start_ >= kNvmlMapWait) {
+    for (size_t i = 0; i < nvml_->device_count(); ++i) map.push_back(static_cast<int32_t>(i));
+    text = "unknown: NVML order kept";
+  } else {
+    return;
+  }
+  {
+    std::lock_guard lock(enable_mutex_);
+    meta_.extra["nvml_cuda_ordinals"] = text;  // per NVML index: the CUDA ordinal, -1 = not visible here
+  }
+  nvml_->set_device_map(std::move(map));
+}
+
 void Collector::flush_batch() {
   if (nvml_) {
-    std::vector<trace::CounterRecord> counters;
-    nvml_->drain(counters);
-    for (const auto& c : counters) batch_.counters.push(c);
+    map_nvml_devices(stop_.load());
+    if (nvml_->has_device_map()) {
+      std::vector<trace::CounterRecord> counters;
+      nvml_->drain(counters);
+      for (const auto& c : counters) batch_.counters.push(c);
+    }
   }
   decoder_->drain_nccl(batch_, stop_.load());  // NCCL rows whose call is joined, or that waited enough
   if (sink_) sink_->append(batch_, strings_);
@@ -489,6 +545,7 @@ void Collector::start_nvml() {
   if (api.load("libnvidia-ml.so.1", &nvml_error)) nvml_ = NvmlSampler::create(api, cupti_now, &nvml_error);
   std::lock_guard lock(enable_mutex_);
   if (nvml_) {
+    nvml_start_ = std::chrono::steady_clock::now();
     nvml_->start(options_.nvml_hz);
     meta_.extra["nvml_hz"] = std::to_string(options_.nvml_hz);
     meta_.extra["nvml_devices"] = std::to_string(nvml_->device_count());
@@ -596,6 +653,7 @@ void Collector::finish(const char* why) {
     problems_.add(trace::Problem::kMalformedEvent, decoder_->unmatched_range_ends());
   uint64_t cpu = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
   meta_.extra["collector_cpu_ns"] = std::to_string(cpu);
+  if (nvml_) meta_.extra["nvml_samples_unmapped"] = std::to_string(nvml_->unmapped_samples());
   meta_.extra["cupti_dropped_records"] = std::to_string(cupti_dropped_.load());
   meta_.extra["buffer_pool_exhausted"] = std::to_string(pool_->acquire_failures());
   {

@@ -6,6 +6,9 @@
 
 #include <chrono>
 #include <climits>
+#include <cstring>
+
+#include "collect/host_facts.hpp"
 
 namespace scalescope::collect {
 namespace {
@@ -48,6 +51,7 @@ bool NvmlApi::load(const char* library, std::string* error) {
   sym(handle, "nvmlDeviceGetTemperature", temperature);
   sym(handle, "nvmlDeviceGetPcieThroughput", pcie_throughput_kbps);
   sym(handle, "nvmlDeviceGetFieldValues", field_values);
+  sym(handle, "nvmlDeviceGetPciInfo_v3", pci_info);
   if (!init || !shutdown || !device_count || !device_by_index) {
     if (error) *error = std::string(library) + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2";
     dlclose(handle);
@@ -79,7 +83,47 @@ std::unique_ptr<NvmlSampler> NvmlSampler::create(const NvmlApi& api, Clock clock
     return nullptr;
   }
   s->nvlink_.resize(s->devices_.size());
+  for (NvmlApi::Device d : s->devices_) {
+    NvmlApi::PciInfo pci{};
+    std::string id;
+    if (api.pci_info && api.pci_info(d, &pci) == kNvmlSuccess) {
+      pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
+      pci.bus_id_legacy[sizeof(pci.bus_id_legacy) - 1] = '\0';
+      id = normalize_pci_bus_id(pci.bus_id[0] ? pci.bus_id : pci.bus_id_legacy);
+    }
+    s->bus_ids_.push_back(std::move(id));
+  }
   return s;
+}
+
+std::vector<int32_t> map_nvml_to_cuda(const std::vector<std::string>& nvml_bus_ids,
+                                      const std::vector<std::string>& cuda_bus_ids) {
+  std::vector<int32_t> out(nvml_bus_ids.size(), -1);
+  for (size_t n = 0; n < nvml_bus_ids.size(); ++n) {
+    std::string id = normalize_pci_bus_id(nvml_bus_ids[n]);
+    if (id.empty()) continue;
+    for (size_t c = 0; c < cuda_bus_ids.size(); ++c) {
+      if (normalize_pci_bus_id(cuda_bus_ids[c]) != id) continue;
+      out[n] = static_cast<int32_t>(c);
+      break;
+    }
+  }
+  return out;
+}
+
+void NvmlSampler::set_device_map(std::vector<int32_t> cuda_ordinal_by_nvml_index) {
+  std::lock_guard lock(mutex_);
+  device_map_ = std::move(cuda_ordinal_by_nvml_index);
+}
+
+bool NvmlSampler::has_device_map() const {
+  std::lock_guard lock(mutex_);
+  return device_map_.has_value();
+}
+
+uint64_t NvmlSampler::unmapped_samples() const {
+  std::lock_guard lock(mutex_);
+  return unmapped_;
 }
 
 NvmlSampler::~NvmlSampler() {
@@ -146,7 +190,19 @@ void NvmlSampler::sample_once() {
 
 void NvmlSampler::drain(std::vector<trace::CounterRecord>& out) {
   std::lock_guard lock(mutex_);
-  out.insert(out.end(), pending_.begin(), pending_.end());
+  if (!device_map_) {
+    out.insert(out.end(), pending_.begin(), pending_.end());
+  } else {
+    for (auto r : pending_) {
+      int32_t ordinal = r.device < device_map_->size() ? (*device_map_)[r.device] : -1;
+      if (ordinal < 0) {
+        ++unmapped_;
+        continue;
+      }
+      r.device = static_cast<uint32_t>(ordinal);
+      out.push_back(r);
+    }
+  }
   pending_.clear();
 }
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +41,11 @@ struct NvmlApi {
     int value_type, nvml_return;
     Value value;
   };
+  struct PciInfo {  // nvmlPciInfo_t as nvmlDeviceGetPciInfo_v3 fills it
+    char bus_id_legacy[16];
+    unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];  // "00000000:3B:00.0"
+  };
   using Device = void*;
   int (*init)() = nullptr;
   int (*shutdown)() = nullptr;
@@ -53,12 +59,22 @@ struct NvmlApi {
   int (*temperature)(Device, int sensor, unsigned int*) = nullptr;
   int (*pcie_throughput_kbps)(Device, int counter, unsigned int*) = nullptr;  // blocks ~20 ms
   int (*field_values)(Device, int count, FieldValue*) = nullptr;
+  int (*pci_info)(Device, PciInfo*) = nullptr;  // to map NVML's order to CUDA ordinals
   void* handle = nullptr;
 
   // dlopen + dlsym; false with *error set when the library or a required
   // symbol is missing (the optional ones stay null).
   bool load(const char* library, std::string* error);
 };
+
+// NVML numbers GPUs in PCI order over the whole machine; CUDA numbers them
+// by its own order (CUDA_DEVICE_ORDER) after CUDA_VISIBLE_DEVICES. For each
+// NVML index: the CUDA ordinal whose PCI bus id matches (any spelling:
+// "00000000:3B:00.0" = "0000:3b:00.0"), or -1 when this process cannot see
+// that GPU. `cuda_bus_ids[i]` is cuDeviceGetPCIBusId of ordinal i.
+//   map_nvml_to_cuda({"0000:19:00.0", "0000:3b:00.0"}, {"0000:3B:00.0"}) == {-1, 0}
+std::vector<int32_t> map_nvml_to_cuda(const std::vector<std::string>& nvml_bus_ids,
+                                      const std::vector<std::string>& cuda_bus_ids);
 
 class NvmlSampler {
  public:
@@ -71,9 +87,16 @@ class NvmlSampler {
   void start(double hz);  // sampling thread
   void stop();            // bounded: the thread wakes at least every period
   void sample_once();     // one sample of every device (tests call it directly)
-  // Moves the samples taken so far into `out`.
+  // Moves the samples taken so far into `out`, their devices as CUDA
+  // ordinals once set_device_map() was called (samples of GPUs mapped to -1
+  // are dropped and counted), as NVML indices before.
   void drain(std::vector<trace::CounterRecord>& out);
   size_t device_count() const { return devices_.size(); }
+  // Normalised PCI bus ids in NVML order ("" where NVML gave none).
+  const std::vector<std::string>& bus_ids() const { return bus_ids_; }
+  void set_device_map(std::vector<int32_t> cuda_ordinal_by_nvml_index);
+  bool has_device_map() const;
+  uint64_t unmapped_samples() const;  // dropped: GPUs this process cannot see
   uint64_t thread_cpu_ns() const;  // the sampler thread's CPU time so far
 
  private:
@@ -83,14 +106,17 @@ class NvmlSampler {
   NvmlApi api_;
   Clock clock_;
   std::vector<NvmlApi::Device> devices_;
+  std::vector<std::string> bus_ids_;
   struct LinkState {
     trace::Timestamp time = -1;
     unsigned long long tx_kib = 0, rx_kib = 0;
   };
   std::vector<LinkState> nvlink_;
   uint64_t samples_ = 0;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<trace::CounterRecord> pending_;
+  std::optional<std::vector<int32_t>> device_map_;  // under mutex_
+  uint64_t unmapped_ = 0;                           // under mutex_
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> cpu_ns_{0};
   std::thread thread_;

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
+#include <set>
 
 namespace scalescope::collect {
 namespace {
@@ -26,6 +28,11 @@ struct Fake {
   }
   static int energy(NvmlApi::Device, unsigned long long* mj) { return *mj = 123456, 0; }
   static int clock(NvmlApi::Device, int type, unsigned int* mhz) { return *mhz = type == 1 ? 1980 : 3201, 0; }
+  // NVML index 0 sits at bus 0x19, index 1 at 0x3B (NVML's PCI order).
+  static int pci(NvmlApi::Device d, NvmlApi::PciInfo* p) {
+    std::snprintf(p->bus_id, sizeof(p->bus_id), "00000000:%s:00.0", d == reinterpret_cast<NvmlApi::Device>(1) ? "19" : "3B");
+    return 0;
+  }
   static int fields(NvmlApi::Device, int n, NvmlApi::FieldValue* f) {
     for (int i = 0; i < n; ++i) {
       f[i].nvml_return = 0;
@@ -47,6 +54,7 @@ NvmlApi fake_api() {
   api.energy_mj = Fake::energy;
   api.clock_mhz = Fake::clock;
   api.field_values = Fake::fields;
+  api.pci_info = Fake::pci;
   return api;
 }
 
@@ -102,6 +110,62 @@ TEST(CollectNvml, ThreadSamplesAtRateAndStops) {
   EXPECT_GT(out.size(), 0u);
   s.reset();
   EXPECT_EQ(Fake::shutdowns, shutdowns + 1);
+}
+
+TEST(CollectNvml, MapsNvmlOrderToCudaOrdinalsByBusId) {
+  // NVML: PCI order over the machine. CUDA: CUDA_VISIBLE_DEVICES=2,0 on a
+  // 4-GPU node makes ordinal 0 the NVML index 2 and ordinal 1 index 0; the
+  // driver spells bus ids with a 4-digit domain, NVML with 8 and upper case.
+  std::vector<std::string> nvml = {"00000000:19:00.0", "00000000:3B:00.0", "00000000:4C:00.0", "00000000:5D:00.0"};
+  std::vector<std::string> cuda = {"0000:4c:00.0", "0000:19:00.0"};
+  EXPECT_EQ(map_nvml_to_cuda(nvml, cuda), (std::vector<int32_t>{1, -1, 0, -1}));
+  // All visible, CUDA in the same order: identity.
+  EXPECT_EQ(map_nvml_to_cuda(nvml, {"0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0", "0000:5d:00.0"}),
+            (std::vector<int32_t>{0, 1, 2, 3}));
+  // Unknown bus ids map nowhere (never guessed from the index).
+  EXPECT_EQ(map_nvml_to_cuda({"", "0000:3b:00.0"}, {"0000:19:00.0", "0000:3b:00.0"}), (std::vector<int32_t>{-1, 1}));
+  EXPECT_EQ(map_nvml_to_cuda(nvml, {}), (std::vector<int32_t>{-1, -1, -1, -1}));
+  EXPECT_TRUE(map_nvml_to_cuda({}, cuda).empty());
+  // Functions differ: 0000:19:00.1 is not 0000:19:00.0.
+  EXPECT_EQ(map_nvml_to_cuda({"0000:19:00.1"}, {"0000:19:00.0"}), (std::vector<int32_t>{-1}));
+}
+
+TEST(CollectNvml, DrainRenumbersDevicesOnceMapped) {
+  std::string error;
+  auto s = NvmlSampler::create(fake_api(), [] { return trace::Timestamp{1}; }, &error);
+  ASSERT_NE(s, nullptr) << error;
+  EXPECT_EQ(s->bus_ids(), (std::vector<std::string>{"0000:19:00.0", "0000:3b:00.0"}));
+  EXPECT_FALSE(s->has_device_map());
+  s->sample_once();
+  std::vector<trace::CounterRecord> out;
+  s->drain(out);  // no map yet: NVML indices
+  std::set<uint32_t> devices;
+  for (const auto& r : out) devices.insert(r.device);
+  EXPECT_EQ(devices, (std::set<uint32_t>{0, 1}));
+  // CUDA_VISIBLE_DEVICES=1: the only visible GPU (ordinal 0) is NVML index 1 (bus 3b).
+  s->set_device_map(map_nvml_to_cuda(s->bus_ids(), {"0000:3B:00.0"}));
+  EXPECT_TRUE(s->has_device_map());
+  s->sample_once();
+  out.clear();
+  s->drain(out);
+  ASSERT_FALSE(out.empty());
+  for (const auto& r : out) {
+    EXPECT_EQ(r.device, 0u);
+    // NVML index 1 has no power reading (fake): its records are the ones kept.
+    EXPECT_NE(r.metric, trace::CounterMetric::kPowerWatts);
+  }
+  // NVML index 0 gave the same metrics plus power; all of them were dropped.
+  EXPECT_EQ(s->unmapped_samples(), out.size() + 1);
+  // Swapped order (CUDA_VISIBLE_DEVICES=1,0): both kept, renumbered.
+  s->set_device_map(map_nvml_to_cuda(s->bus_ids(), {"0000:3b:00.0", "0000:19:00.0"}));
+  s->sample_once();
+  out.clear();
+  s->drain(out);
+  std::map<uint32_t, bool> has_power;
+  for (const auto& r : out) has_power[r.device] |= r.metric == trace::CounterMetric::kPowerWatts;
+  EXPECT_EQ(has_power.size(), 2u);
+  EXPECT_TRUE(has_power[1]);   // NVML index 0 (the one with power) is CUDA ordinal 1
+  EXPECT_FALSE(has_power[0]);
 }
 
 }  // namespace
