@@ -223,4 +223,30 @@ std::vector<GpuCheck> check_window(const std::vector<trace::Trace>& traces, std:
   return out;
 }
 
+std::vector<GpuCheck> check_nvml_map(const std::vector<trace::Trace>& traces, std::string_view expected) {
+  std::vector<GpuCheck> out;
+  std::set<uint32_t> allowed;
+  size_t pos = 0;
+  while (pos <= expected.size()) {
+    size_t comma = std::min(expected.find(',', pos), expected.size());
+    std::string item(expected.substr(pos, comma - pos));
+    if (!item.empty() && item[0] != '-') allowed.insert(static_cast<uint32_t>(std::stoul(item)));
+    pos = comma + 1;
+  }
+  size_t sampled = 0;
+  for (const auto& t : traces) {
+    if (t.counters.size() == 0) continue;
+    ++sampled;
+    out.push_back({who(t) + " NVML index -> CUDA ordinal", extra(t, "nvml_cuda_ordinals") == expected,
+                   fmt::format("expected '{}', got '{}'", expected, extra(t, "nvml_cuda_ordinals"))});
+    std::set<uint32_t> seen;
+    for (size_t i = 0; i < t.counters.size(); ++i) seen.insert(t.counters.device[i]);
+    bool only_allowed = std::includes(allowed.begin(), allowed.end(), seen.begin(), seen.end());
+    out.push_back({who(t) + " counters only on visible CUDA ordinals", only_allowed && seen == allowed,
+                   fmt::format("{} devices with counters, {} expected", seen.size(), allowed.size())});
+  }
+  out.push_back(exact("processes with GPU counters", 1, sampled));
+  return out;
+}
+
 }  // namespace scalescope::collect

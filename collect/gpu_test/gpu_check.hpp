@@ -35,4 +35,10 @@ std::vector<GpuCheck> check_ground_truth_kernels(const std::vector<trace::Trace>
 std::vector<GpuCheck> check_window(const std::vector<trace::Trace>& traces, std::string_view range, uint64_t steps,
                                    uint64_t windows);
 
+// GPU counters by CUDA ordinal: the traces with counters list the CUDA
+// ordinal of each NVML index as `expected` ("1,0" under
+// CUDA_VISIBLE_DEVICES=1,0 with PCI order), and their counters use only
+// those ordinals.
+std::vector<GpuCheck> check_nvml_map(const std::vector<trace::Trace>& traces, std::string_view expected);
+
 }  // namespace scalescope::collect

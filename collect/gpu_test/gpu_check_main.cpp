@@ -1,5 +1,5 @@
 // collect_gpu_check ground-truth RUN_DIR | ground-truth-kernels RUN_DIR | ddp RUN_DIR WORLD_SIZE |
-//                   activities RUN_DIR | window RUN_DIR RANGE STEPS WINDOWS
+//                   activities RUN_DIR | window RUN_DIR RANGE STEPS WINDOWS | nvml-map RUN_DIR ORDINALS
 // Prints one PASS/FAIL line per check; exits 0 only if all pass.
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s ground-truth RUN_DIR | ground-truth-kernels RUN_DIR | ddp RUN_DIR WORLD_SIZE | "
-                 "activities RUN_DIR | window RUN_DIR RANGE STEPS WINDOWS\n",
+                 "activities RUN_DIR | window RUN_DIR RANGE STEPS WINDOWS | nvml-map RUN_DIR ORDINALS\n",
                  argv[0]);
     return 2;
   }
@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     else if (mode == "ground-truth-kernels") checks = collect::check_ground_truth_kernels(traces);
     else if (mode == "activities") checks = collect::check_activities(traces);
     else if (mode == "ddp" && argc == 4) checks = collect::check_ddp(traces, std::atoi(argv[3]));
+    else if (mode == "nvml-map" && argc == 4) checks = collect::check_nvml_map(traces, argv[3]);
     else if (mode == "window" && argc == 6)
       checks = collect::check_window(traces, argv[3], std::strtoull(argv[4], nullptr, 10),
                                      std::strtoull(argv[5], nullptr, 10));

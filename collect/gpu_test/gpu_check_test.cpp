@@ -172,5 +172,22 @@ TEST(CollectGpuCheck, WindowHoldsExactlyTheStepsInside) {
   EXPECT_EQ(failures(check_window(traces, "train_step", 999, 5)), 0);
 }
 
+TEST(CollectGpuCheck, NvmlMap) {
+  std::vector<trace::Trace> traces(2);  // the sampler's process and one without counters
+  auto& t = traces[0];
+  t.meta.extra["nvml_cuda_ordinals"] = "1,0";
+  t.counters.push({.device = 0});
+  t.counters.push({.device = 1});
+  for (const auto& c : check_nvml_map(traces, "1,0")) EXPECT_TRUE(c.pass) << c.name << ": " << c.detail;
+  EXPECT_EQ(failures(check_nvml_map(traces, "0,1")), 1);
+  t.meta.extra["nvml_cuda_ordinals"] = "-1,0";
+  EXPECT_EQ(failures(check_nvml_map(traces, "-1,0")), 1);  // a counter on ordinal 1, which is not visible
+  t.counters = {};
+  t.counters.push({.device = 0});
+  EXPECT_EQ(failures(check_nvml_map(traces, "-1,0")), 0);
+  t.counters = {};
+  EXPECT_EQ(failures(check_nvml_map(traces, "-1,0")), 1);  // nobody sampled
+}
+
 }  // namespace
 }  // namespace scalescope::collect

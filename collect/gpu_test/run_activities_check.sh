@@ -8,7 +8,9 @@
 #    check_ground_truth (the syncs too, now that event/stream queries that
 #    wait for nothing leave no record);
 # 3. --activities kernel,memcpy --api none: the activity check (no memset,
-#    sync or NVTX records, kernels present).
+#    sync or NVTX records, kernels present);
+# 4. CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1,0: GPU counters by
+#    CUDA ordinal (NVML index 0 is CUDA ordinal 1: "1,0").
 # BUILD_DIR needs cli/scalescope, collect/libscalescope-collector.so,
 # collect/collect_gpu_check and collect/gpu_test/ground_truth (built here
 # with nvcc when present). Prints PASS/FAIL lines and SUMMARY.
@@ -31,7 +33,7 @@ if [ ! -x "$gt" ] && command -v "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" > /dev/
 fi
 [ -x "$gt" ] || { echo "FAIL no ground_truth binary at $gt"; echo "SUMMARY: 1 failed"; exit 1; }
 
-run_check() {  # NAME CHECK_MODE PROFILE_OPTIONS...
+run_check() {  # NAME "CHECK_MODE [ARGS]" PROFILE_OPTIONS...
   local name="$1" mode="$2"
   shift 2
   timeout 120 "$scalescope" profile --force "$@" -o "$out/$name" -- "$gt" > "$out/$name.log" 2>&1
@@ -41,12 +43,14 @@ run_check() {  # NAME CHECK_MODE PROFILE_OPTIONS...
     fails=$((fails + 1))
     return
   fi
-  "$checker" "$mode" "$out/$name.ssrun" | sed "s/^/$name: /" | tee "$out/$name-check.txt"
+  # shellcheck disable=SC2086  # mode is the check's name and its arguments
+  "$checker" ${mode%% *} "$out/$name.ssrun" $(sed -n 's/^[^ ]* //p' <<< "$mode") | sed "s/^/$name: /" | tee "$out/$name-check.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || fails=$((fails + 1))
 }
 t0=$(date +%s)
 run_check gt-kernel ground-truth-kernels --activities kernel
 run_check gt-default ground-truth
 run_check gt-kernel-memcpy activities --activities kernel,memcpy --api none
+CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1,0 run_check gt-swapped "nvml-map 1,0" --activities kernel
 echo "SUMMARY: $fails failed ($(($(date +%s) - t0)) s)"
 [ "$fails" -eq 0 ]
