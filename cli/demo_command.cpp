@@ -1,6 +1,8 @@
 // scalescope demo: the main job on embedded data, on any machine, in well
-// under a minute: the MLPerf Training v4.1 table embedded in the binary and a
-// generated sample run, analysed and written as one HTML report.
+// under a minute: the H200 study results and the MLPerf Training v4.1 table
+// embedded in the binary, the bundled sample trace and a generated sample run,
+// analysed and written as one HTML report. `demo --gpu` instead runs a short
+// real profiled sweep on this machine's GPUs (report/gpu_demo.hpp).
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "report/gpu_demo.hpp"
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
 #include "trace/error.hpp"
@@ -29,15 +32,26 @@ namespace fs = std::filesystem;
 
 struct DemoArgs {
   std::string dir = "scalescope-demo";
+  std::string study;
   bool gpu = false;
+  report::GpuDemoOptions gpu_options;
 };
 
-// NVIDIA GPUs visible to this process: the driver's device nodes.
-int visible_gpus() {
-  int n = 0;
-  for (int i = 0; i < 64; ++i)
-    if (::access(fmt::format("/dev/nvidia{}", i).c_str(), F_OK) == 0) ++n;
-  return n;
+void run_gpu(const DemoArgs& args) {
+  const auto t0 = std::chrono::steady_clock::now();
+  report::GpuDemoOptions o = args.gpu_options;
+  o.out_dir = args.dir;
+  const auto result = report::run_gpu_demo(o, report::GpuDemoHost::current());
+  fmt::print("What the GPU demo measured ({} of {} runs ok):\n", result.ok, result.runs);
+  for (const auto& line : result.lines) fmt::print("  {}\n", line);
+  fmt::print("Sweep: {} (try `scalescope scaling {}`)\n", fs::absolute(result.database).string(),
+             result.database.string());
+  fmt::print("Report: {} ({:.1f} MB, {:.0f} s in all). Open it in a browser; it needs no network.\n",
+             fs::absolute(result.report).string(), static_cast<double>(fs::file_size(result.report)) / 1e6,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (result.ok < result.runs)
+    fail("demo --gpu: {} of {} runs failed (listed above with their logs); the report shows the others",
+         result.runs - result.ok, result.runs);
 }
 
 // A sample 4-rank DDP run from the synthetic generator (trace/synthetic_trace.hpp):
@@ -60,22 +74,56 @@ std::vector<trace::Trace> sample_run() {
 
 void add_demo_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<DemoArgs>();
-  auto* cmd = app.add_subcommand("demo", "Analyse the embedded data (MLPerf v4.1, a sample run) and write the HTML report");
-  cmd->add_option("-o,--output-dir", args->dir, "Folder for the report")->capture_default_str();
+  auto* cmd = app.add_subcommand(
+      "demo", "Analyse the embedded data (H200 study, MLPerf v4.1, sample runs) and write the HTML report; "
+              "--gpu: a short real profiled sweep on this machine's GPUs");
+  cmd->footer(
+      "Examples:\n  scalescope demo -o /tmp/demo          # any machine, under a minute\n"
+      "  scalescope demo --gpu -o /tmp/gpu-demo  # GPUs, Python with torch and torchvision, torchrun; ~2-3 min on 2 GPUs");
+  cmd->add_option("-o,--output-dir", args->dir, "Folder for the report (and, with --gpu, the sweep)")->capture_default_str();
+  cmd->add_option("--study", args->study,
+                  "A folder of study results laid out like examples/h200 (*.db, traces/*.ssrun) to use instead of "
+                  "the embedded ones");
   cmd->add_flag("--gpu", args->gpu, "Run a short real sweep of the reference image workload on this machine's GPUs");
+  auto& g = args->gpu_options;
+  cmd->add_option("--max-gpus", g.max_gpus, "--gpu: use at most this many GPUs (0: all visible)")->capture_default_str();
+  cmd->add_option("--repeat", g.repeat, "--gpu: repetitions of each GPU count")->capture_default_str()->check(CLI::Range(1, 20));
+  cmd->add_option("--steps", g.steps, "--gpu: training steps per run")->capture_default_str()->check(CLI::Range(2, 100000));
+  cmd->add_option("--warmup-steps", g.warmup_steps, "--gpu: steps left out of the figures")->capture_default_str();
+  cmd->add_option("--image-size", g.image_size, "--gpu: image side in pixels")->capture_default_str();
+  cmd->add_option("--batch-size", g.batch_size, "--gpu: batch per GPU")->capture_default_str();
+  cmd->add_option("--workload", g.workload, "--gpu: path of workloads/image_ddp.py (default: found from the build)");
+  cmd->add_option("--python", g.python, "--gpu: the Python that must import torch")->capture_default_str();
+  cmd->add_option("--run-timeout", g.run_timeout_s, "--gpu: seconds before a run is killed")->capture_default_str();
   cmd->callback([args, &exit_code] {
     if (args->gpu) {
-      if (visible_gpus() == 0)
-        fail("demo --gpu: no NVIDIA GPU on this machine (no /dev/nvidia0); run `scalescope demo` without --gpu");
-      fail("demo --gpu: the GPU sweep demo is not built yet; use `scalescope sweep --profile` and `scalescope report`");
+      run_gpu(*args);
+      exit_code = 0;
+      return;
     }
     const auto t0 = std::chrono::steady_clock::now();
     std::error_code ec;
     fs::create_directories(args->dir, ec);
     if (ec) fail("{}: cannot create the folder ({})", args->dir, ec.message());
     report::HtmlReport r({.title = "scalescope demo"});
+    // The H200 study results: embedded at build time, written out beside the
+    // report so `scalescope scaling DIR/h200/image-base.db` works on them too.
+    fs::path study = args->study;
+    std::string study_label = "Study results in " + args->study;
+    if (study.empty()) {
+      const fs::path embedded = fs::path(args->dir) / "h200";
+      if (!report::write_embedded_study(embedded).empty()) study = embedded;
+      study_label = "H200 study (examples/h200, embedded in this build)";
+    }
     {
-      report::Progress progress("demo", 3);
+      report::Progress progress("demo", study.empty() ? 3 : 4);
+      if (!study.empty()) {
+        progress.set_detail("H200 study");
+        r.add_study_folder(study, study_label);
+        progress.advance();
+      } else {
+        progress.note("demo: this build embeds no H200 study results (examples/h200 had none when it was configured)");
+      }
       progress.set_detail("sample trace");
       const std::string_view sample = report::embedded_sample_trace();
       if (!sample.empty()) {

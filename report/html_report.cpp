@@ -215,6 +215,10 @@ void HtmlReport::add_mlperf_runs(const std::string& label, const std::vector<mlp
   detail::add_mlperf_sections(impl_->doc, label, runs);
 }
 
+std::vector<fs::path> HtmlReport::add_study_folder(const fs::path& dir, const std::string& label) {
+  return detail::add_study_sections(impl_->doc, dir, label);
+}
+
 const std::vector<std::string>& HtmlReport::highlights() const { return impl_->doc.highlights; }
 
 std::string HtmlReport::document_json() const {

@@ -68,6 +68,13 @@ class HtmlReport {
   void add_sweep_database(const std::filesystem::path& path);
   // MLPerf runs (from `mlperf ingest` CSV or the embedded v4.1 table).
   void add_mlperf_runs(const std::string& label, const std::vector<mlperf::Run>& runs);
+  // A folder of study results laid out like examples/h200: each sweep
+  // database (*.db; image-base, image-tuned, llm, accuracy first) with its
+  // scaling and effect comparisons, and the run sections of one run directory
+  // under traces/ (the one with the most GPUs, a baseline reference run
+  // first). Returns the inputs used; throws Error naming the folder when it
+  // holds neither.
+  std::vector<std::filesystem::path> add_study_folder(const std::filesystem::path& dir, const std::string& label);
 
   // The data model the page renders (JSON text).
   std::string document_json() const;
@@ -89,6 +96,16 @@ class HtmlReport {
 // real PyTorch-profiler trace), embedded at build time; empty when the build
 // had none.
 std::string_view embedded_sample_trace();
+
+// Writes the study results embedded at build time (examples/h200) under
+// `dir`, keeping their relative paths; returns the files written, none when
+// the build embedded none. Throws Error naming a file it cannot write.
+std::vector<std::filesystem::path> write_embedded_study(const std::filesystem::path& dir);
+
+// Of run directories under a study's traces/, the one the demo shows: the
+// most GPUs (a "-gN-" in the name), then a baseline ("base"), then a
+// reference configuration ("ref"), then the first by name.
+std::filesystem::path pick_study_trace(std::vector<std::filesystem::path> run_dirs);
 
 // JSON text made safe inside <script type="application/json">: '<', '>', '&',
 // U+2028 and U+2029 become \u003c, \u003e, \u0026, \u2028, \u2029 (JSON-equivalent).

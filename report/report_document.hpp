@@ -39,5 +39,8 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
 void add_sweep_sections(Document& doc, const std::filesystem::path& path);
 void add_mlperf_sections(Document& doc, const std::string& label, const std::vector<mlperf::Run>& runs);
 void add_mlperf_csv_sections(Document& doc, const std::string& label, const std::filesystem::path& csv);
+// study_sections.cpp: a folder laid out like examples/h200 (HtmlReport::add_study_folder).
+std::vector<std::filesystem::path> add_study_sections(Document& doc, const std::filesystem::path& dir,
+                                                      const std::string& label);
 
 }  // namespace scalescope::report::detail

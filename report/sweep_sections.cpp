@@ -12,6 +12,7 @@
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 #include "scaling/scaling.hpp"
+#include "sweep/scaling_report.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 
@@ -20,6 +21,79 @@ namespace scalescope::report::detail {
 namespace {
 
 Json num(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+
+template <typename T>
+const T* cell_as(const std::vector<Cell>& row, size_t i) {
+  return i < row.size() ? std::get_if<T>(&row[i]) : nullptr;
+}
+
+// The effect of each change of a varied setting (the comparisons of
+// `scalescope scaling`, default pairs: each key's first value against each of
+// its others, at every GPU count): a forest plot of time ratios with their CIs
+// and the table. Nothing when the sweep varies nothing.
+void add_effects(Document& doc, const sweep::StoredSweep& stored, const std::string& name, Json& blocks) {
+  sweep::ScalingReportOptions options;
+  options.threshold = doc.options.threshold;
+  std::vector<Table> tables;
+  try {
+    tables = sweep::scaling_report(stored, options);
+  } catch (const Error& e) {
+    blocks.push_back(paragraph(fmt::format("No comparison of configurations: {}", e.what()), "skipped"));
+    return;
+  }
+  const auto it = std::find_if(tables.begin(), tables.end(), [](const Table& t) { return t.title() == "Configurations compared"; });
+  if (it == tables.end() || it->rows().empty()) return;
+  const Table& cmp = *it;
+  // Columns (sweep/scaling_report.cpp): key a b others gpus n_a n_b median_a median_b ratio_b_a ratio_low ratio_high
+  // welch_p mann_whitney_p differs.
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < cmp.columns().size(); ++i) col[cmp.columns()[i].name] = i;
+  for (const char* c : {"key", "a", "b", "others", "gpus", "ratio_b_a", "ratio_low", "ratio_high", "differs"})
+    if (!col.contains(c)) return;  // another layout: the table alone below says it all
+  Json categories = Json::array(), points = Json::array();
+  struct Effect {
+    double ratio, low, high;
+    std::string text;
+  };
+  std::vector<Effect> significant;
+  for (const auto& row : cmp.rows()) {
+    const auto* key = cell_as<std::string>(row, col["key"]);
+    const auto* a = cell_as<std::string>(row, col["a"]);
+    const auto* b = cell_as<std::string>(row, col["b"]);
+    const auto* others = cell_as<std::string>(row, col["others"]);
+    const auto* gpus = cell_as<int64_t>(row, col["gpus"]);
+    const auto* ratio = cell_as<double>(row, col["ratio_b_a"]);
+    const auto* low = cell_as<double>(row, col["ratio_low"]);
+    const auto* high = cell_as<double>(row, col["ratio_high"]);
+    const auto* differs = cell_as<std::string>(row, col["differs"]);
+    if (!key || !a || !b || !gpus || !ratio || !std::isfinite(*ratio) || *ratio <= 0) continue;
+    const std::string label = fmt::format("{}={} vs {}{}{}, {} GPU{}", *key, *b, *a, others && !others->empty() ? ", " : "",
+                                          others ? *others : "", *gpus, *gpus == 1 ? "" : "s");
+    categories.push_back(label);
+    const bool yes = differs && *differs == "yes";
+    points.push_back({{"value", *ratio}, {"low", low ? num(*low) : Json(nullptr)}, {"high", high ? num(*high) : Json(nullptr)},
+                      {"state", !yes ? "same" : (*ratio > 1 ? "slower" : "faster")}});
+    if (yes)
+      significant.push_back({*ratio, low ? *low : NAN, high ? *high : NAN,
+                             fmt::format("{}: {}: time x{:.2f}{}", name, label, *ratio,
+                                         low && high && std::isfinite(*low) && std::isfinite(*high)
+                                             ? fmt::format(" (95% CI {:.2f}-{:.2f})", *low, *high)
+                                             : std::string())});
+  }
+  if (!points.empty()) {
+    blocks.push_back({{"type", "chart"}, {"kind", "forest"}, {"title", "Effect of each change (time ratio, 95% CI)"},
+                      {"categories", std::move(categories)}, {"points", std::move(points)},
+                      {"x", {{"name", "median time of the change / median time of the reference (log scale)"}}},
+                      {"tall", cmp.rows().size() > 8},
+                      {"notes", Json::array({"Left of 1: the change makes a run faster; right: slower. Orange or green "
+                                             "when Welch's t-test on log times finds a difference at alpha 0.05, grey "
+                                             "when not (or fewer than 2 runs a side)."})}});
+  }
+  std::sort(significant.begin(), significant.end(),
+            [](const Effect& x, const Effect& y) { return std::abs(std::log(x.ratio)) > std::abs(std::log(y.ratio)); });
+  for (size_t i = 0; i < significant.size() && i < 3; ++i) doc.highlights.push_back(significant[i].text);
+  blocks.push_back(table_block(cmp, {3}));
+}
 
 }  // namespace
 
@@ -153,6 +227,7 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
                                              "the pin marks its knee."})}});
   }
   for (const auto& t : tables) blocks.push_back(table_block(t));
+  add_effects(doc, stored, path.filename().string(), blocks);
   doc.sections.push_back(section("Sweep: " + path.filename().string(), fmt::format("{} configuration(s), created {}", configs.size(),
                                                                                     stored.created), std::move(blocks)));
 }

@@ -201,7 +201,40 @@
     };
   }
 
-  const builders = { xy: xyOption, bars: barsOption, boxplot: boxplotOption, timeline: timelineOption };
+  // Effects of changes: one row per comparison, the ratio as a point and its
+  // confidence interval as a bar, on a log axis with the no-effect line at 1.
+  function forestOption(c) {
+    const stateColours = { slower: '#e08a00', faster: '#2e9d58', same: '#90a4ae' };
+    const pts = c.points.map((p, i) => ({ value: [p.value, i], itemStyle: { color: stateColours[p.state] || '#2f6fde' } }));
+    const cis = c.points.map((p, i) => [p.low, p.high, i]).filter(e => e[0] !== null && e[1] !== null);
+    const values = c.points.flatMap(p => [p.value, p.low, p.high]).filter(v => typeof v === 'number' && v > 0);
+    const lo = Math.min(1, ...values), hi = Math.max(1, ...values);
+    return {
+      tooltip: Object.assign({ trigger: 'item' }, baseTooltip),
+      grid: { left: 330, right: 40, top: 20, bottom: 50 },
+      xAxis: { type: 'log', logBase: 2, min: lo / 1.15, max: hi * 1.15, name: (c.x && c.x.name) || '', nameLocation: 'middle',
+        nameGap: 30, axisLabel: { formatter: v => fmtNumber(v, 2) } },
+      yAxis: { type: 'category', data: c.categories, inverse: true, axisLabel: { width: 310, overflow: 'truncate' } },
+      series: [
+        { name: 'CI', type: 'custom', data: cis, z: 2, tooltip: { show: false },
+          renderItem: (params, api) => {
+            const a = api.coord([api.value(0), api.value(2)]);
+            const b = api.coord([api.value(1), api.value(2)]);
+            const style = { stroke: '#455a64', lineWidth: 1.5 };
+            return { type: 'group', children: [
+              { type: 'line', shape: { x1: a[0], y1: a[1], x2: b[0], y2: b[1] }, style },
+              { type: 'line', shape: { x1: a[0], y1: a[1] - 5, x2: a[0], y2: a[1] + 5 }, style },
+              { type: 'line', shape: { x1: b[0], y1: b[1] - 5, x2: b[0], y2: b[1] + 5 }, style }] };
+          } },
+        { name: 'ratio', type: 'scatter', data: pts, symbolSize: 10, z: 3,
+          tooltip: { formatter: p => c.categories[p.value[1]] + '\nratio ' + fmtNumber(p.value[0]) },
+          markLine: { symbol: 'none', silent: true, lineStyle: { type: 'dashed', color: '#555' }, data: [{ xAxis: 1 }],
+            label: { formatter: () => 'no effect' } } },
+      ],
+    };
+  }
+
+  const builders = { xy: xyOption, bars: barsOption, boxplot: boxplotOption, timeline: timelineOption, forest: forestOption };
 
   function seriesSummary(c) {
     switch (c.kind) {
@@ -209,6 +242,7 @@
       case 'bars': return c.series.map(s => ({ name: s.name, points: s.values.filter(v => v !== null).length }));
       case 'boxplot': return [{ name: c.series_name || 'distribution', points: c.boxes.length }];
       case 'timeline': return [{ name: 'events', points: c.items.length }];
+      case 'forest': return [{ name: 'ratio', points: c.points.length }];
       default: return [];
     }
   }

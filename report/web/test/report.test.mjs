@@ -111,3 +111,47 @@ test('names from a trace are shown as text, never run', async () => {
   assert.equal(await r.page.locator('script').count(), 3, 'only the page\'s own scripts');
   await r.page.close();
 });
+
+// A study folder in the shape of examples/h200, made here: sweeps of shell
+// jobs with known times (arm/variant and method; 1 and 2 GPUs; 3 repetitions)
+// and the bundled sample trace as a run directory under traces/.
+function makeFakeStudy(dir) {
+  fs.mkdirSync(path.join(dir, 'traces', '0003-g2-arm_base-variant_ref-r0.ssrun'), { recursive: true });
+  const sweep = (db, vary, key, times) => execFileSync(scalescope, ['sweep', '--gpus', '1,2', '--repeat', '3',
+    ...vary.flatMap(v => ['--vary', v]), '--metric', 'regex:epoch_time_s=([0-9.eE+-]+)', '-o', path.join(dir, db), '--',
+    'awk', ...vary.flatMap(v => ['-v', `_${v.split('=')[0]}={${v.split('=')[0]}}`]), '-v', `v={${key}}`, '-v', 'g={gpus}', '-v', 'r={rep}',
+    `BEGIN {{ ${times} printf "scalescope_result epoch_time_s=%.5f\\n", t[v] / g^0.9 * (1 + 0.01 * r) }}`],
+  { cwd: work, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+  sweep('image-base.db', ['arm=base', 'variant=ref,fp64,precision,pin,layout,loader'], 'variant',
+    't["ref"]=10; t["fp64"]=25; t["precision"]=5; t["pin"]=8.5; t["layout"]=10; t["loader"]=7;');
+  sweep('llm.db', ['method=lora,dpo,qlora,qat'], 'method', 't["lora"]=3; t["dpo"]=4.5; t["qlora"]=5; t["qat"]=6;');
+  run(['import', path.join(here, '..', '..', '..', 'examples', 'sample', 'kineto-sample.json.gz'), '-o',
+    path.join(dir, 'traces', '0003-g2-arm_base-variant_ref-r0.ssrun', 'rank0.sstrace')]);
+  fs.writeFileSync(path.join(dir, 'env.txt'), 'fake study made by the browser test ' + evilScript + '\n');
+}
+
+test('demo with study results: sweeps, effects and the trace rendered with data', async () => {
+  const study = path.join(work, 'fake-h200');
+  makeFakeStudy(study);
+  const out = run(['demo', '--study', study, '-o', 'demo-study']);
+  assert.match(out, /variant=fp64 vs ref, arm=base, \d GPUs?: time x2\.50/);
+  const r = await open(path.join(work, 'demo-study', 'report.html'), 'demo-study-report.png');
+  assertClean(r);
+  for (const c of r.charts) {
+    const points = c.series.reduce((n, s) => n + s.points, 0);
+    assert.ok(points > 0, `chart "${c.title}" (${c.kind}) has no data points`);
+    assert.ok(c.width > 300 && c.height > 200, `chart "${c.title}" drawn at ${c.width}x${c.height}`);
+  }
+  const forests = r.charts.filter(c => c.kind === 'forest');
+  assert.deepEqual(forests.map(c => c.series[0].points), [10, 6], 'effect charts of image-base (5 changes x 2 counts) and llm (3 x 2)');
+  const titles = await r.page.locator('section.report-section h2').allTextContents();
+  for (const t of ['Sweep: image-base.db', 'Sweep: llm.db']) assert.ok(titles.includes(t), `a section "${t}"`);
+  assert.ok(titles.some(t => t.includes('0003-g2-arm_base-variant_ref-r0.ssrun')), 'the trace\'s run sections');
+  const text = await r.page.evaluate(() => document.body.innerText);
+  assert.ok(text.includes(evilScript), 'env.txt shown as text');
+  assert.equal(await r.page.locator('script').count(), 3, 'only the page\'s own scripts');
+  const forest = r.page.locator('.chart').nth(r.charts.indexOf(forests[0]));
+  await forest.scrollIntoViewIfNeeded();
+  await forest.screenshot({ path: path.join(artifacts, 'demo-study-effects.png') });
+  await r.page.close();
+});

@@ -1,0 +1,132 @@
+// A folder of study results (examples/h200, or the same files written out of
+// the binary by the demo): the sweeps' scaling and effect sections, and the
+// run sections of one trace.
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "report/embedded_assets.hpp"
+#include "report/html_report.hpp"
+#include "report/report_document.hpp"
+#include "trace/error.hpp"
+#include "trace/trace.hpp"
+#include "trace/trace_file.hpp"
+
+namespace scalescope::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The parts of the H200 study (bench/study/run_study.sh), in the order a reader wants them.
+constexpr const char* kStudyOrder[] = {"image-base.db", "image-tuned.db", "llm.db", "accuracy.db"};
+
+int gpus_in_name(const std::string& name) {
+  static const std::regex kGpus("(^|[-_])g([0-9]{1,4})([-_.]|$)");
+  std::smatch m;
+  return std::regex_search(name, m, kGpus) ? std::stoi(m[2].str()) : 0;
+}
+
+}  // namespace
+
+fs::path pick_study_trace(std::vector<fs::path> run_dirs) {
+  if (run_dirs.empty()) return {};
+  std::sort(run_dirs.begin(), run_dirs.end());
+  auto score = [](const fs::path& p) {
+    const std::string name = p.filename().string();
+    return gpus_in_name(name) * 4 + (name.find("base") != std::string::npos ? 2 : 0) +
+           (name.find("ref") != std::string::npos ? 1 : 0);
+  };
+  // The first of the best: stable over the sorted names.
+  return *std::max_element(run_dirs.begin(), run_dirs.end(),
+                           [&](const fs::path& a, const fs::path& b) { return score(a) < score(b); });
+}
+
+std::vector<fs::path> write_embedded_study(const fs::path& dir) {
+  std::vector<fs::path> written;
+  for (const auto& f : assets::study_files()) {
+    const fs::path rel(f.path);
+    // The table is made by CMake from a glob; still, never write outside `dir`.
+    if (rel.empty() || rel.is_absolute() || std::any_of(rel.begin(), rel.end(), [](const fs::path& c) { return c == ".."; }))
+      continue;
+    const fs::path out = dir / rel;
+    std::error_code ec;
+    fs::create_directories(out.parent_path(), ec);
+    if (ec) fail("{}: cannot create the folder ({})", out.parent_path().string(), ec.message());
+    std::FILE* file = std::fopen(out.c_str(), "wb");
+    if (file == nullptr) fail("{}: cannot write ({})", out.string(), std::strerror(errno));
+    const bool ok = std::fwrite(f.data.data(), 1, f.data.size(), file) == f.data.size();
+    if (std::fclose(file) != 0 || !ok) fail("{}: write failed ({})", out.string(), std::strerror(errno));
+    written.push_back(out);
+  }
+  return written;
+}
+
+namespace detail {
+
+std::vector<fs::path> add_study_sections(Document& doc, const fs::path& dir, const std::string& label) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail("{}: not a folder of study results", dir.string());
+  std::vector<fs::path> dbs, others, runs;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file() && entry.path().extension() == ".db") others.push_back(entry.path());
+  std::sort(others.begin(), others.end());
+  for (const char* name : kStudyOrder) {
+    const auto it = std::find(others.begin(), others.end(), dir / name);
+    if (it == others.end()) continue;
+    dbs.push_back(*it);
+    others.erase(it);
+  }
+  dbs.insert(dbs.end(), others.begin(), others.end());
+  if (fs::is_directory(dir / "traces", ec))
+    for (const auto& entry : fs::directory_iterator(dir / "traces", ec))
+      if (entry.is_directory() && entry.path().extension() == ".ssrun") runs.push_back(entry.path());
+  const fs::path run = pick_study_trace(runs);
+  if (dbs.empty() && run.empty())
+    fail("{}: no sweep database (*.db) and no run directory under traces/ (expected the layout of examples/h200)",
+         dir.string());
+
+  Json blocks = Json::array();
+  std::string files;
+  for (const auto& db : dbs) files += (files.empty() ? "" : ", ") + db.filename().string();
+  blocks.push_back(paragraph(fmt::format(
+      "{}: {} sweep database(s){}{}{}. Each sweep's section below gives its scaling per configuration and the effect "
+      "of each change against the reference configuration at each GPU count.",
+      label, dbs.size(), files.empty() ? "" : " (", files, files.empty() ? "" : ")")));
+  if (!run.empty())
+    blocks.push_back(paragraph(fmt::format("Trace shown: {} (of {} run director{} under traces/).",
+                                                   run.filename().string(), runs.size(), runs.size() == 1 ? "y" : "ies")));
+  // env.txt: the machine and software the study ran on, as recorded there.
+  if (fs::is_regular_file(dir / "env.txt", ec)) {
+    std::FILE* f = std::fopen((dir / "env.txt").c_str(), "rb");
+    if (f != nullptr) {
+      std::string text(8192, '\0');
+      text.resize(std::fread(text.data(), 1, text.size(), f));
+      std::fclose(f);
+      blocks.push_back(paragraph("Environment (env.txt): " + text, "note"));
+    }
+  }
+  doc.sections.push_back(section(label, "Measured results, not generated: the files as the study wrote them.",
+                                         std::move(blocks)));
+  std::vector<fs::path> used;
+  for (const auto& db : dbs) {
+    doc.inputs.push_back({{"path", db.string()}, {"kind", to_string(InputKind::kSweepDatabase)}});
+    add_sweep_sections(doc, db);
+    used.push_back(db);
+  }
+  if (!run.empty()) {
+    doc.inputs.push_back({{"path", run.string()}, {"kind", to_string(InputKind::kRunDirectory)}});
+    add_run_sections(doc, fmt::format("{}: {}", label, run.filename().string()), trace::load_run(run));
+    used.push_back(run);
+  }
+  return used;
+}
+
+}  // namespace detail
+
+}  // namespace scalescope::report

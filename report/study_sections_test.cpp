@@ -1,0 +1,179 @@
+// The study sections of the demo on a fake study folder in the shape of
+// examples/h200: sweeps run here with shell jobs of known times (variables
+// arm, variant, method; GPU counts 1 and 2; 3 repetitions) and a synthetic
+// 2-rank run directory under traces/.
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "report/embedded_assets.hpp"
+#include "report/html_report.hpp"
+#include "sweep/sweep.hpp"
+#include "trace/error.hpp"
+#include "trace/synthetic_trace.hpp"
+#include "trace/trace_file.hpp"
+
+namespace scalescope::report {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+// A sweep whose job prints "epoch_time_s=T" with T = base[value] / gpus^0.9 * (1 + 0.01 rep).
+void fake_sweep(const fs::path& db, const std::vector<sweep::Variable>& vary, const std::string& key,
+                const std::string& awk_times) {
+  sweep::SweepSpec spec;
+  spec.gpus = {1, 2};
+  spec.repeat = 3;
+  spec.vary = vary;
+  spec.metric = sweep::MetricSpec::parse("regex:epoch_time_s=([0-9.eE+-]+)");
+  spec.command = {"awk", "-v", "v={" + key + "}", "-v", "g={gpus}", "-v", "r={rep}",
+                  "BEGIN {{ " + awk_times + " printf \"scalescope_result epoch_time_s=%.5f\\n\", t[v] / g^0.9 * (1 + 0.01 * r) }}"};
+  // Every varied key must appear in the template (the sweep checks it).
+  for (const auto& v : vary) spec.command.insert(spec.command.begin() + 1, {"-v", "_" + v.key + "={" + v.key + "}"});
+  std::FILE* quiet = std::fopen("/dev/null", "w");
+  sweep::run_sweep(spec, db, {}, quiet);
+  std::fclose(quiet);
+}
+
+class StudySectionsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() / ("scalescope-study-" + std::to_string(::getpid())));
+    fs::remove_all(*dir_);
+    fs::create_directories(*dir_ / "traces" / "0003-g2-arm_base-variant_ref-r0.ssrun");
+    fs::create_directories(*dir_ / "traces" / "0001-g1-arm_base-variant_ref-r0.ssrun");
+    const std::string image_times =
+        "t[\"ref\"]=10; t[\"fp64\"]=25; t[\"precision\"]=5; t[\"pin\"]=8.5; t[\"layout\"]=10; t[\"loader\"]=7;";
+    fake_sweep(*dir_ / "image-base.db",
+               {sweep::Variable::parse("arm=base"), sweep::Variable::parse("variant=ref,fp64,precision,pin,layout,loader")},
+               "variant", image_times);
+    fake_sweep(*dir_ / "llm.db", {sweep::Variable::parse("method=lora,dpo,qlora,qat")}, "method",
+               "t[\"lora\"]=3; t[\"dpo\"]=4.5; t[\"qlora\"]=5; t[\"qat\"]=6;");
+    for (int r = 0; r < 2; ++r) {
+      trace::SyntheticOptions o;
+      o.events = 20'000;
+      o.seed = 5 + static_cast<uint64_t>(r);
+      o.rank = r;
+      o.world_size = 2;
+      o.device = static_cast<uint32_t>(r);
+      trace::write_trace(*dir_ / "traces" / "0003-g2-arm_base-variant_ref-r0.ssrun" / fmt::format("h-{}.sstrace", r),
+                         trace::make_synthetic_trace(o));
+    }
+    trace::write_trace(*dir_ / "traces" / "0001-g1-arm_base-variant_ref-r0.ssrun" / "h-1.sstrace",
+                       trace::make_synthetic_trace(5'000, 3));
+    std::ofstream(*dir_ / "env.txt") << "fake environment <script>alert(1)</script>\n";
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static fs::path* dir_;
+};
+fs::path* StudySectionsTest::dir_ = nullptr;
+
+const Json* find_section(const Json& doc, const std::string& title) {
+  for (const auto& s : doc["sections"])
+    if (s["title"] == title) return &s;
+  return nullptr;
+}
+
+TEST_F(StudySectionsTest, SweepsTheirEffectsAndOneTrace) {
+  HtmlReport r({.title = "t", .quiet = true});
+  const auto used = r.add_study_folder(*dir_, "Fake study");
+  ASSERT_EQ(used.size(), 3u);
+  EXPECT_EQ(used[0].filename(), "image-base.db");  // the study's order, not the alphabet's
+  EXPECT_EQ(used[1].filename(), "llm.db");
+  EXPECT_EQ(used[2].filename(), "0003-g2-arm_base-variant_ref-r0.ssrun");  // most GPUs
+  const Json doc = Json::parse(r.document_json());
+  ASSERT_NE(find_section(doc, "Fake study"), nullptr);
+  const Json* image = find_section(doc, "Sweep: image-base.db");
+  ASSERT_NE(image, nullptr);
+  // The forest plot of effects: variant ref against each of the 5 others at 1 and 2 GPUs.
+  const Json* forest = nullptr;
+  const Json* compared = nullptr;
+  for (const auto& b : (*image)["blocks"]) {
+    if (b["type"] == "chart" && b["kind"] == "forest") forest = &b;
+    if (b["type"] == "table" && b["title"] == "Configurations compared") compared = &b;
+  }
+  ASSERT_NE(forest, nullptr);
+  ASSERT_NE(compared, nullptr);
+  ASSERT_EQ((*forest)["points"].size(), 10u);
+  ASSERT_EQ((*forest)["categories"].size(), 10u);
+  for (size_t i = 0; i < 10; ++i) {
+    const std::string cat = (*forest)["categories"][i];
+    const auto& p = (*forest)["points"][i];
+    const double ratio = p["value"];
+    if (cat.starts_with("variant=fp64 vs ref")) {
+      EXPECT_NEAR(ratio, 2.5, 1e-3) << cat;
+      EXPECT_EQ(p["state"], "slower") << cat;
+      EXPECT_LT(p["low"].get<double>(), 2.5);
+      EXPECT_GT(p["high"].get<double>(), 2.5);
+    }
+    if (cat.starts_with("variant=precision vs ref")) {
+      EXPECT_NEAR(ratio, 0.5, 1e-3) << cat;
+      EXPECT_EQ(p["state"], "faster") << cat;
+    }
+    if (cat.starts_with("variant=layout vs ref")) {
+      EXPECT_NEAR(ratio, 1.0, 1e-9) << cat;
+      EXPECT_EQ(p["state"], "same") << cat;
+    }
+  }
+  EXPECT_THAT((*forest)["categories"][0].get<std::string>(), HasSubstr("arm=base"));
+  // The biggest effects are named for the terminal.
+  std::string highlights;
+  for (const auto& h : r.highlights()) highlights += h + "\n";
+  EXPECT_THAT(highlights, HasSubstr("image-base.db: variant=fp64 vs ref, arm=base, 1 GPU: time x2.50"));
+  // LLM: lora against the three others at both counts.
+  const Json* llm = find_section(doc, "Sweep: llm.db");
+  ASSERT_NE(llm, nullptr);
+  size_t llm_points = 0;
+  for (const auto& b : (*llm)["blocks"])
+    if (b["type"] == "chart" && b["kind"] == "forest") llm_points = b["points"].size();
+  EXPECT_EQ(llm_points, 6u);
+  // The trace's run sections are there, and findings come first.
+  bool run_section = false;
+  for (const auto& s : doc["sections"])
+    run_section |= s["title"].get<std::string>().find("0003-g2-arm_base-variant_ref-r0.ssrun") != std::string::npos;
+  EXPECT_TRUE(run_section);
+  EXPECT_EQ(doc["sections"][0]["title"], "Advisor findings");
+  // env.txt is data, never markup.
+  EXPECT_EQ(r.html().find("<script>alert(1)"), std::string::npos);
+}
+
+TEST_F(StudySectionsTest, PicksTheTraceWithMostGpusThenBaselineReference) {
+  EXPECT_EQ(pick_study_trace({}), fs::path());
+  EXPECT_EQ(pick_study_trace({"a/0001-g1-arm_base-variant_ref-r0.ssrun", "a/0007-g2-arm_tuned-variant_ref-r0.ssrun",
+                              "a/0003-g2-arm_base-variant_ref-r0.ssrun", "a/0004-g2-arm_base-variant_pin-r0.ssrun"}),
+            fs::path("a/0003-g2-arm_base-variant_ref-r0.ssrun"));
+  EXPECT_EQ(pick_study_trace({"b.ssrun", "a.ssrun"}), fs::path("a.ssrun"));
+}
+
+TEST_F(StudySectionsTest, RefusesAFolderWithoutResults) {
+  const fs::path empty = *dir_ / "empty";
+  fs::create_directories(empty);
+  HtmlReport r;
+  EXPECT_THAT([&] { r.add_study_folder(empty, "x"); }, ::testing::ThrowsMessage<Error>(HasSubstr("no sweep database")));
+  EXPECT_THAT([&] { r.add_study_folder(*dir_ / "missing", "x"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("not a folder of study results")));
+}
+
+TEST_F(StudySectionsTest, WritesWhatTheBuildEmbedded) {
+  const fs::path out = *dir_ / "embedded";
+  const auto written = write_embedded_study(out);
+  EXPECT_EQ(written.size(), assets::study_files().size());
+  for (size_t i = 0; i < written.size(); ++i) {
+    EXPECT_EQ(fs::file_size(written[i]), assets::study_files()[i].data.size());
+    EXPECT_EQ(written[i], out / assets::study_files()[i].path);
+  }
+}
+
+}  // namespace
+}  // namespace scalescope::report
