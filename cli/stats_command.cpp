@@ -108,15 +108,18 @@ std::vector<Table> make_tables(const trace::TraceStats& s, const std::string& sc
     auto cols = duration_columns({Column("op"), Column("algorithm"), Column("protocol"), Column("datatype")});
     cols.emplace_back("total_bytes", 0);
     cols.emplace_back("payload_GBps", 2);
+    cols.emplace_back("busbw_GBps", 2);
     Table t(title("NCCL summary"), cols);
     for (const auto& r : s.nccl) {
       std::vector<Cell> row{r.op, r.algorithm, r.protocol, r.datatype};
       add_duration(row, r.time);
       row.emplace_back(static_cast<int64_t>(r.total_bytes));
       row.emplace_back(r.bus_bytes_per_s / 1e9);
+      row.emplace_back(r.busbw_count > 0 ? Cell(r.busbw_bytes_per_s / 1e9) : Cell());
       t.add_row(std::move(row));
     }
-    t.add_note("payload_GBps = bytes per rank / kernel time, not NCCL's bus bandwidth");
+    t.add_note("payload_GBps = bytes per rank / kernel time; busbw_GBps = NCCL's bus bandwidth (nccl-tests factors, "
+               "n = communicator size, else WORLD_SIZE), empty when n or the bytes are unknown");
     out.push_back(std::move(t));
   }
   if (want.count("problems")) {

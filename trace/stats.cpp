@@ -131,6 +131,23 @@ void add_memory(Groups<SizeExtra>::Group& grp, int64_t dur, uint64_t bytes) {
 
 }  // namespace
 
+double nccl_bus_factor(NcclOp op, int32_t ranks) {
+  if (ranks < 1) return 0;
+  const double n = ranks;
+  switch (op) {
+    case NcclOp::kAllReduce: return 2 * (n - 1) / n;
+    case NcclOp::kAllGather:
+    case NcclOp::kReduceScatter:
+    case NcclOp::kAllToAll: return n - 1;
+    case NcclOp::kBroadcast:
+    case NcclOp::kReduce:
+    case NcclOp::kSend:
+    case NcclOp::kRecv:
+    case NcclOp::kSendRecv: return 1;
+    default: return 0;
+  }
+}
+
 DurationStats summarize_durations(std::vector<int64_t> durations) { return summarize_in_place(durations); }
 
 TraceStats compute_stats(std::span<const Trace* const> traces) {
@@ -225,6 +242,8 @@ TraceStats compute_stats(std::span<const Trace* const> traces) {
   {
     struct NcclExtra {
       NcclRow row;
+      double bus_bytes = 0;
+      int64_t bus_ns = 0;
     };
     Groups<NcclExtra> g;
     for (const Trace* t : traces) {
@@ -244,12 +263,22 @@ TraceStats compute_stats(std::span<const Trace* const> traces) {
         }
         grp.durations.push_back(duration(n.start[i], n.end[i]));
         grp.extra.row.total_bytes += n.bytes[i];
+        const int32_t ranks = n.group_size[i] > 0 ? n.group_size[i] : t->meta.world_size;
+        // Kineto records PyTorch's input size: a reduce-scatter's is ranks x NCCL's message.
+        uint64_t message = n.bytes[i];
+        if (n.op[i] == NcclOp::kReduceScatter && t->meta.source == "kineto" && ranks > 0) message /= ranks;
+        if (double f = nccl_bus_factor(n.op[i], ranks); f > 0 && n.bytes[i] > 0) {
+          grp.extra.bus_bytes += static_cast<double>(message) * f;
+          grp.extra.bus_ns += duration(n.start[i], n.end[i]);
+          ++grp.extra.row.busbw_count;
+        }
       }
     }
     for (auto& grp : g.groups) {
       NcclRow r = grp.extra.row;
       r.time = summarize_in_place(grp.durations);
       r.bus_bytes_per_s = r.time.total > 0 ? static_cast<double>(r.total_bytes) * 1e9 / static_cast<double>(r.time.total) : 0;
+      r.busbw_bytes_per_s = grp.extra.bus_ns > 0 ? grp.extra.bus_bytes * 1e9 / static_cast<double>(grp.extra.bus_ns) : 0;
       out.nccl.push_back(std::move(r));
     }
     std::sort(out.nccl.begin(), out.nccl.end(), [](const NcclRow& a, const NcclRow& b) {

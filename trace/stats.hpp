@@ -57,7 +57,19 @@ struct NcclRow {
   uint64_t total_bytes = 0;
   DurationStats time;  // time.count is the number of collectives
   double bus_bytes_per_s = 0;  // total_bytes / total time: payload rate, not NCCL's busBw
+  // NCCL's bus bandwidth (as nccl-tests defines it) over the `busbw_count`
+  // collectives whose communicator size is known (group_size, else the
+  // trace's world_size) and whose op has a bus factor; 0 when none.
+  double busbw_bytes_per_s = 0;
+  uint64_t busbw_count = 0;
 };
+
+// nccl-tests' bus bandwidth factor for one collective of `ranks` ranks,
+// applied to NCCL's message size per rank (the count passed to NCCL times the
+// element size): all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all
+// n-1 (their busbw is (n-1)/n of the n-rank total); broadcast, reduce,
+// send/recv 1; 0 when unknown (other ops, ranks < 1).
+double nccl_bus_factor(NcclOp op, int32_t ranks);
 
 struct ProblemRow {
   std::string problem, severity;

@@ -115,9 +115,27 @@ TEST(Stats, MemoryNvtxNcclAndProblems) {
   EXPECT_EQ(s.nccl[0].time.count, 2u);
   EXPECT_EQ(s.nccl[0].total_bytes, 2000u);
   EXPECT_DOUBLE_EQ(s.nccl[0].bus_bytes_per_s, 1e9);
+  EXPECT_EQ(s.nccl[0].busbw_count, 0u);  // no communicator size: no bus bandwidth
+  t.nccl.group_size[0] = t.nccl.group_size[1] = 4;
+  s = compute_stats(t);
+  EXPECT_EQ(s.nccl[0].busbw_count, 2u);
+  EXPECT_DOUBLE_EQ(s.nccl[0].busbw_bytes_per_s, 1e9 * 2 * 3 / 4);  // all-reduce: 2(n-1)/n
+  t.nccl.group_size[0] = t.nccl.group_size[1] = -1;
+  t.meta.world_size = 2;  // the fallback
+  EXPECT_DOUBLE_EQ(compute_stats(t).nccl[0].busbw_bytes_per_s, 1e9);
   ASSERT_EQ(s.problems.size(), 1u);
   EXPECT_EQ(s.problems[0].count, 3u);
   EXPECT_EQ(s.problems[0].severity, "error");
+}
+
+TEST(Stats, NcclBusFactors) {
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(NcclOp::kAllReduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(NcclOp::kAllGather, 8), 7);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(NcclOp::kReduceScatter, 2), 1);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(NcclOp::kBroadcast, 8), 1);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(NcclOp::kAllReduce, 1), 0);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(NcclOp::kBarrier, 8), 0);
+  EXPECT_DOUBLE_EQ(nccl_bus_factor(NcclOp::kAllReduce, -1), 0);
 }
 
 }  // namespace
