@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "report/gpu_demo.hpp"
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
+#include "report/table.hpp"
 #include "trace/error.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/synthetic_trace.hpp"
@@ -34,21 +36,37 @@ struct DemoArgs {
   std::string dir = "scalescope-demo";
   std::string study;
   bool gpu = false;
+  std::string format = "table";
   report::GpuDemoOptions gpu_options;
 };
 
-void run_gpu(const DemoArgs& args) {
+// --format csv|json: what was found as one table (item, text) on stdout, for
+// scripts; progress stays on stderr. The terminal form is printed by the callers.
+void print_found(report::OutputFormat format, const std::vector<std::string>& lines,
+                 const std::vector<std::pair<std::string, std::string>>& files) {
+  report::Table t("What the demo found", {"item", "text"});
+  for (const auto& l : lines) t.add_row({std::string("finding"), l});
+  for (const auto& f : files) t.add_row({f.first, f.second});
+  report::print_tables(std::cout, {t}, format);
+}
+
+void run_gpu(const DemoArgs& args, report::OutputFormat format) {
   const auto t0 = std::chrono::steady_clock::now();
   report::GpuDemoOptions o = args.gpu_options;
   o.out_dir = args.dir;
   const auto result = report::run_gpu_demo(o, report::GpuDemoHost::current());
-  fmt::print("What the GPU demo measured ({} of {} runs ok):\n", result.ok, result.runs);
-  for (const auto& line : result.lines) fmt::print("  {}\n", line);
-  fmt::print("Sweep: {} (try `scalescope scaling {}`)\n", fs::absolute(result.database).string(),
-             result.database.string());
-  fmt::print("Report: {} ({:.1f} MB, {:.0f} s in all). Open it in a browser; it needs no network.\n",
-             fs::absolute(result.report).string(), static_cast<double>(fs::file_size(result.report)) / 1e6,
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (format != report::OutputFormat::kTable) {
+    print_found(format, result.lines,
+                {{"sweep", fs::absolute(result.database).string()}, {"report", fs::absolute(result.report).string()}});
+  } else {
+    fmt::print("What the GPU demo measured ({} of {} runs ok):\n", result.ok, result.runs);
+    for (const auto& line : result.lines) fmt::print("  {}\n", line);
+    fmt::print("Sweep: {} (try `scalescope scaling {}`)\n", fs::absolute(result.database).string(),
+               result.database.string());
+    fmt::print("Report: {} ({:.1f} MB, {:.0f} s in all). Open it in a browser; it needs no network.\n",
+               fs::absolute(result.report).string(), static_cast<double>(fs::file_size(result.report)) / 1e6,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   if (result.ok < result.runs)
     fail("demo --gpu: {} of {} runs failed (listed above with their logs); the report shows the others",
          result.runs - result.ok, result.runs);
@@ -95,9 +113,12 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--workload", g.workload, "--gpu: path of workloads/image_ddp.py (default: found from the build)");
   cmd->add_option("--python", g.python, "--gpu: the Python that must import torch")->capture_default_str();
   cmd->add_option("--run-timeout", g.run_timeout_s, "--gpu: seconds before a run is killed")->capture_default_str();
+  cmd->add_option("--format", args->format, "table | csv | json: how to print what was found")->capture_default_str();
   cmd->callback([args, &exit_code] {
+    const auto format = report::parse_output_format(args->format);
+    if (!format) fail("--format '{}' is not table, csv or json", args->format);
     if (args->gpu) {
-      run_gpu(*args);
+      run_gpu(*args, *format);
       exit_code = 0;
       return;
     }
@@ -159,6 +180,11 @@ void add_demo_command(CLI::App& app, int& exit_code) {
     }
     const fs::path out = fs::path(args->dir) / "report.html";
     r.write(out);
+    if (*format != report::OutputFormat::kTable) {
+      print_found(*format, r.highlights(), {{"report", fs::absolute(out).string()}});
+      exit_code = 0;
+      return;
+    }
     fmt::print("What the demo found:\n");
     for (const auto& h : r.highlights()) fmt::print("  {}\n", h);
     fmt::print("Report: {} ({:.1f} MB, made in {:.1f} s). Open it in a browser; it needs no network.\n",

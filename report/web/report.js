@@ -229,7 +229,7 @@
         { name: 'ratio', type: 'scatter', data: pts, symbolSize: 10, z: 3,
           tooltip: { formatter: p => c.categories[p.value[1]] + '\nratio ' + fmtNumber(p.value[0]) },
           markLine: { symbol: 'none', silent: true, lineStyle: { type: 'dashed', color: '#555' }, data: [{ xAxis: 1 }],
-            label: { formatter: () => 'no effect' } } },
+            label: { formatter: () => 'no effect', position: 'start' } } },
       ],
     };
   }
