@@ -184,6 +184,7 @@ void CuptiDecoder::decode_nccl_payload(uint32_t marker_id, trace::StringId range
     return it->second ? &*it->second : nullptr;
   };
   auto call = nccl_call_from_payload(strings_.view(range_name), decode_payload(bytes, *schema, enums));
+  if (call && call->op == trace::NcclOp::kUnknown && call->bytes) call->op = nccl_op_from_schema_id(schema_id);
   if (call && marker_calls_.size() < kMaxOpenRanges) marker_calls_[marker_id] = *call;
 }
 

@@ -225,15 +225,28 @@ TEST_F(CollectDecoderNccl, KernelGetsBytesOfItsNvtxPayload) {
   marker(10, CUPTI_ACTIVITY_FLAG_MARKER_START, 200, "ncclAllReduce", "NCCL");
   launch(220, 6);
   marker(10, CUPTI_ACTIVITY_FLAG_MARKER_END, 250);
+  // A range whose registered name CUPTI did not resolve: the op comes from
+  // NCCL's schema id.
+  marker(12, CUPTI_ACTIVITY_FLAG_MARKER_START, 260, nullptr, "NCCL");
+  payload(12, 2000);
+  launch(270, 7);
+  marker(12, CUPTI_ACTIVITY_FLAG_MARKER_END, 280);
   // Payloads of other domains are freed and ignored.
   marker(11, CUPTI_ACTIVITY_FLAG_MARKER_START, 300, "step", "app");
   payload(11, 5, 4);
   marker(11, CUPTI_ACTIVITY_FLAG_MARKER_END, 350);
   kernel(5);
   kernel(6);
+  auto generic = zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  generic.correlationId = 7;
+  generic.name = "ncclDevKernel_Generic_1";  // the op is not in the name
+  ASSERT_TRUE(nccl_decoder_.decode(&generic, batch_));
   EXPECT_EQ(batch_.nccl.size(), 0u);
   nccl_decoder_.drain_nccl(batch_, false);
-  ASSERT_EQ(batch_.nccl.size(), 2u);
+  ASSERT_EQ(batch_.nccl.size(), 3u);
+  EXPECT_EQ(batch_.nccl.op[2], trace::NcclOp::kAllReduce);
+  EXPECT_EQ(batch_.nccl.bytes[2], 2000u);
+  EXPECT_EQ(batch_.nccl.sequence[2], 2);
   auto n = batch_.nccl.row(0);
   EXPECT_EQ(n.bytes, 4u << 20);
   EXPECT_EQ(n.count, 1u << 20);
@@ -243,8 +256,8 @@ TEST_F(CollectDecoderNccl, KernelGetsBytesOfItsNvtxPayload) {
   n = batch_.nccl.row(1);
   EXPECT_EQ(n.bytes, 1000u);
   EXPECT_EQ(n.sequence, 1);
-  EXPECT_EQ(nccl_decoder_.nccl_join().stats().joined, 2u);
-  EXPECT_EQ(batch_.nvtx.size(), 3u);  // the ranges themselves are kept as before
+  EXPECT_EQ(nccl_decoder_.nccl_join().stats().joined, 3u);
+  EXPECT_EQ(batch_.nvtx.size(), 4u);  // the ranges themselves are kept as before
 }
 
 TEST_F(CollectDecoderNccl, PayloadWithoutRegisteredSchemaIsCounted) {

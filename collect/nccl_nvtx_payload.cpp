@@ -207,6 +207,24 @@ std::optional<NcclNvtxCall> nccl_call_from_payload(std::string_view range_name,
   return call;
 }
 
+trace::NcclOp nccl_op_from_schema_id(uint64_t schema_id) {
+  using trace::NcclOp;
+  if (schema_id < kNvtxPayloadSchemaIdStaticStart) return NcclOp::kUnknown;
+  switch (schema_id - kNvtxPayloadSchemaIdStaticStart) {
+    case 4: return NcclOp::kAllGather;
+    case 5: return NcclOp::kAllReduce;
+    case 6: return NcclOp::kBroadcast;
+    case 7: return NcclOp::kReduceScatter;
+    case 8: return NcclOp::kReduce;
+    case 9: return NcclOp::kSend;
+    case 10: return NcclOp::kRecv;
+    case 16: return NcclOp::kAllToAll;
+    case 17: return NcclOp::kGather;
+    case 18: return NcclOp::kScatter;
+    default: return NcclOp::kUnknown;
+  }
+}
+
 uint32_t nccl_datatype_bytes(std::string_view t) {
   // Kernel names spell them f32/bf16/i8 (NCCL 2.19+) or float/half/int8_t (older).
   if (t == "i8" || t == "u8" || t == "int8_t" || t == "uint8_t" || t.starts_with("f8")) return 1;

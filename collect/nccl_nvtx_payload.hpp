@@ -1,6 +1,6 @@
 #pragma once
 // NCCL's NVTX ranges and their extended payloads (nvToolsExtPayload.h).
-// NCCL 2.24+ pushes one range per API call in domain "NCCL", named after the
+// NCCL (2.18+) pushes one range per API call in domain "NCCL", named after the
 // call ("ncclAllReduce"), carrying a binary payload whose layout NCCL
 // registers at run time as a schema: {communicator hash, message size in
 // bytes, reduction op} for an all-reduce, {hash, bytes, root} for a
@@ -100,6 +100,12 @@ struct NcclNvtxCall {
 // nullopt when the payload has neither a communicator nor a message size.
 std::optional<NcclNvtxCall> nccl_call_from_payload(std::string_view range_name,
                                                    const std::vector<PayloadField>& fields);
+
+// The op of NCCL's static payload schema id (NVTX_SID_AllReduce = 5 above
+// NVTX_PAYLOAD_SCHEMA_ID_STATIC_START, ...; the same ids in NCCL's source from
+// 2.18 to 2.30). Used only when the range's name gives no op (CUPTI did not
+// resolve the registered string); kUnknown for other ids.
+trace::NcclOp nccl_op_from_schema_id(uint64_t schema_id);
 
 // Bytes of one element of an NCCL datatype as kernel names spell it ("f32",
 // "bf16", "i8", "f8e4m3"); 0 when unknown.

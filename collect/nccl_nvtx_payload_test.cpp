@@ -166,6 +166,14 @@ TEST(NcclNvtxPayload, InlineFixedSizeString) {
   EXPECT_EQ(f[1].value, 77u);
 }
 
+TEST(NcclNvtxPayload, OpFromNcclSchemaId) {
+  EXPECT_EQ(nccl_op_from_schema_id(kNvtxPayloadSchemaIdStaticStart + 5), trace::NcclOp::kAllReduce);
+  EXPECT_EQ(nccl_op_from_schema_id(kNvtxPayloadSchemaIdStaticStart + 7), trace::NcclOp::kReduceScatter);
+  EXPECT_EQ(nccl_op_from_schema_id(kNvtxPayloadSchemaIdStaticStart + 18), trace::NcclOp::kScatter);
+  EXPECT_EQ(nccl_op_from_schema_id(kNvtxPayloadSchemaIdStaticStart + 0), trace::NcclOp::kUnknown);  // CommInitRank
+  EXPECT_EQ(nccl_op_from_schema_id(5), trace::NcclOp::kUnknown);
+}
+
 TEST(NcclNvtxPayload, DatatypeSizes) {
   EXPECT_EQ(nccl_datatype_bytes("f32"), 4u);
   EXPECT_EQ(nccl_datatype_bytes("bf16"), 2u);
