@@ -105,7 +105,8 @@ def summarize(rows, jobs):
                 m["windows_opened"] = sorted({c.get("windows_opened") for c in ranked}, key=str)
                 m["windows_expected"] = len(on)
                 m["activities"] = ranked[0].get("activities")
-            m["window_check_failures"] = sum(1 for l in j.get("check", []) if l.startswith("FAIL"))
+            if j.get("check"):  # none for --discard: it writes no trace
+                m["window_check_failures"] = sum(1 for l in j["check"] if l.startswith("FAIL"))
             m["exit_code"] = j.get("exit_code")
             m["startup_s"] = j.get("startup_s")
         out["modes"].append(m)
@@ -118,7 +119,7 @@ def pct(v, width=7):
 
 def table(s):
     lines = [f"{'mode':17} {'n':>2} {'cost':>8} {'min':>8} {'max':>8} {'CI':>17} {'on img/s':>9} "
-             f"{'off img/s':>9} {'outside':>8} {'MB/s':>6} {'CPU+/s':>7} {'coll/s':>7} {'windows':>9}"]
+             f"{'off img/s':>9} {'outside':>8} {'MB/s':>6} {'CPU+/s':>7} {'coll/s':>7} {'windows':>9} {'check':>7}"]
     for m in s["modes"]:
         ci = (f"{m['cost_ci_low'] * 100:5.1f}..{m['cost_ci_high'] * 100:5.1f}% ({m['ci_confidence'] * 100:2.0f})"
               if "cost" in m else "")
@@ -126,11 +127,14 @@ def table(s):
         if "windows_opened" in m:
             win = f"{'/'.join(str(w) for w in m['windows_opened'])} of {m['windows_expected']}"
         num = lambda k, f: format(m[k], f) if m.get(k) is not None else ""
+        check = ""
+        if m.get("window_check_failures") is not None:
+            check = "ok" if m["window_check_failures"] == 0 else f"{m['window_check_failures']} FAIL"
         lines.append(f"{m['mode']:17} {m['pairs']:2d} {pct(m.get('cost'))} {pct(m.get('cost_min'))} "
                      f"{pct(m.get('cost_max'))} {ci:>17} {num('on_images_per_s', '9.1f'):>9} "
                      f"{num('off_images_per_s', '9.1f'):>9} {pct(m.get('outside_cost'))} "
                      f"{num('trace_mb_per_s', '6.2f'):>6} {num('extra_cpu_per_s', '7.3f'):>7} "
-                     f"{num('collector_cpu_per_s', '7.3f'):>7} {win:>9}")
+                     f"{num('collector_cpu_per_s', '7.3f'):>7} {win:>9} {check:>7}")
     if s["control_images_per_s"]:
         lines.append(f"control (uninjected) median {s['control_images_per_s']:.1f} images/s")
     if s["drift"]:
@@ -190,7 +194,7 @@ def self_test():
     assert slow["windows_opened"] == [5] and slow["windows_expected"] == 5, slow
     assert slow["window_check_failures"] == 1, slow
     text = table(s)
-    assert "slow" in text and "18.0%" in text and "+0.8%" in text, text
+    assert "slow" in text and "18.0%" in text and "+0.8%" in text and "1 FAIL" in text, text
     # A pair missing its on block (job killed) is left out, not paired wrongly.
     rows2 = [r for r in rows if not (r.get("mode") == "slow" and r.get("pair") == 4 and r.get("on"))]
     assert {m["mode"]: m for m in summarize(rows2, jobs)["modes"]}["slow"]["pairs"] == 4
