@@ -5,7 +5,7 @@ set -euo pipefail
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git xz-utils python3
-  libcli11-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev libzstd-dev zstd zlib1g-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev libzstd-dev zstd zlib1g-dev libdeflate-dev
   libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
   libhwloc-dev libnuma-dev libxxhash-dev
   clang libclang-rt-14-dev

@@ -1,6 +1,7 @@
 #include "trace/kineto_importer.hpp"
 
-#include <zlib.h>
+#include <libdeflate.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <charconv>
@@ -38,6 +39,17 @@ struct PaddedBuffer {
     if (!p) throw std::bad_alloc();
     data = static_cast<char*>(p);
     capacity = n;
+    advise_huge_pages();
+  }
+  // Faulting in a 170 MB JSON buffer 4 KiB at a time cost ~0.1 s of the
+  // import (a sixth of it); 2 MiB pages, where the kernel offers them on
+  // request (transparent_hugepage=madvise), make that ~500 times fewer faults.
+  void advise_huge_pages() const {
+    constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+    if (capacity < 4 * kHuge) return;
+    const auto begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+    const auto end = (reinterpret_cast<uintptr_t>(data) + capacity) & ~(kHuge - 1);
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only: errors are harmless
   }
   void pad() { std::memset(data + size, 0, simdjson::SIMDJSON_PADDING); }
 };
@@ -66,50 +78,49 @@ bool is_gzip(std::string_view bytes) {
 
 // Inflates a (possibly multi-member) gzip stream into `out`, refusing output
 // larger than `limit` so that a decompression bomb cannot take the machine.
+// libdeflate inflates a whole buffer at once, about twice as fast as zlib's
+// streaming inflate: on the 170 MB trace zlib alone cost ~0.25 s of the import.
 void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint64_t limit) {
-  // ISIZE (last 4 bytes) is the size modulo 4 GiB: a good first guess.
-  uint64_t guess = 0;
-  if (in.size() >= 18) {
-    const auto* p = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
-    guess = uint64_t{p[0]} | uint64_t{p[1]} << 8 | uint64_t{p[2]} << 16 | uint64_t{p[3]} << 24;
-  }
-  guess = std::max<uint64_t>(guess, in.size() * 2 + 4096);
-  guess = std::min<uint64_t>({guess, limit, uint64_t{1} << 31});
-  out.reserve(guess);
-  z_stream z{};
-  if (inflateInit2(&z, 15 + 16) != Z_OK) fail("{}: cannot start gzip decompression", name);
-  struct End {
-    z_stream* z;
-    ~End() { inflateEnd(z); }
-  } end{&z};
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  size_t in_left = in.size();
-  for (;;) {
-    if (out.size == out.capacity) {
-      if (out.capacity >= limit) fail("{}: decompresses to more than {} bytes (a decompression bomb or not a trace)", name, limit);
-      out.reserve(std::min<uint64_t>(limit, std::max<uint64_t>(out.capacity * 2, 4096)));
+  std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> inflater(
+      libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
+  if (!inflater) fail("{}: cannot start gzip decompression (out of memory)", name);
+  out.size = 0;
+  size_t in_pos = 0;
+  while (in_pos < in.size()) {
+    const auto* member = reinterpret_cast<const unsigned char*>(in.data() + in_pos);
+    const size_t member_left = in.size() - in_pos;
+    // ISIZE (a member's last 4 bytes) is its size modulo 4 GiB, exact for one
+    // member below 4 GiB: the first guess. The output grows when it is wrong.
+    uint64_t guess = 0;
+    if (in_pos == 0 && member_left >= 18) {
+      const auto* p = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
+      guess = uint64_t{p[0]} | uint64_t{p[1]} << 8 | uint64_t{p[2]} << 16 | uint64_t{p[3]} << 24;
     }
-    const uInt in_chunk = static_cast<uInt>(std::min<size_t>(in_left, 1u << 30));
-    const uInt out_chunk = static_cast<uInt>(std::min<size_t>(out.capacity - out.size, 1u << 30));
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data() + (in.size() - in_left)));
-    z.avail_in = in_chunk;
-    z.next_out = reinterpret_cast<Bytef*>(out.data + out.size);
-    z.avail_out = out_chunk;
-    int rc = inflate(&z, Z_NO_FLUSH);
-    in_left -= in_chunk - z.avail_in;
-    out.size += out_chunk - z.avail_out;
-    if (rc == Z_STREAM_END) {
-      // Skip zero padding some tools add; another member follows otherwise.
-      while (in_left && in[in.size() - in_left] == 0) --in_left;
-      if (in_left == 0) break;
-      if (inflateReset(&z) != Z_OK) fail("{}: corrupt gzip stream", name);
-      continue;
+    uint64_t room = std::max<uint64_t>(guess, member_left * 2 + 4096);
+    for (;;) {
+      room = std::min<uint64_t>(room, limit - out.size);
+      out.reserve(out.size + room);
+      size_t used_in = 0, produced = 0;
+      const auto rc = libdeflate_gzip_decompress_ex(inflater.get(), member, member_left, out.data + out.size,
+                                                    static_cast<size_t>(room), &used_in, &produced);
+      if (rc == LIBDEFLATE_SUCCESS) {
+        out.size += produced;
+        in_pos += used_in;
+        break;
+      }
+      if (rc == LIBDEFLATE_INSUFFICIENT_SPACE) {
+        if (out.size + room >= limit)
+          fail("{}: decompresses to more than {} bytes (a decompression bomb or not a trace)", name, limit);
+        room *= 2;
+        continue;
+      }
+      // libdeflate reports a cut-off stream as bad data: say which it is likely to be.
+      if (member_left < 18 || in_pos + member_left == in.size())
+        fail("{}: truncated gzip stream, or corrupt data in its last member", name);
+      fail("{}: corrupt gzip stream", name);
     }
-    if (rc == Z_BUF_ERROR || (rc == Z_OK && in_left == 0 && z.avail_out != 0)) {
-      if (in_left == 0) fail("{}: truncated gzip stream (ends after {} bytes of JSON)", name, out.size);
-      continue;  // output full: grow and go on
-    }
-    if (rc != Z_OK) fail("{}: corrupt gzip stream: {}", name, z.msg ? z.msg : "inflate failed");
+    // Skip zero padding some tools add; another member follows otherwise.
+    while (in_pos < in.size() && in[in_pos] == 0) ++in_pos;
   }
   out.pad();
 }

@@ -234,6 +234,31 @@ TEST(KinetoImporter, ReadsGzipAndRejectsTruncatedGzip) {
   fs::remove(cut);
 }
 
+// gzip allows several members back to back (`cat a.gz b.gz`), with zero
+// padding after them; the importer inflates them all, whatever ISIZE says.
+TEST(KinetoImporter, ReadsMultiMemberGzipWithPadding) {
+  const size_t half = kSmall.size() / 2;
+  fs::path a = temp_path("a.gz"), b = temp_path("b.gz");
+  write_gzip(a, kSmall.substr(0, half));
+  write_gzip(b, kSmall.substr(half));
+  std::string joined;
+  for (const auto& p : {a, b}) {
+    std::ifstream in(p, std::ios::binary);
+    joined.append(std::istreambuf_iterator<char>(in), {});
+  }
+  joined.append(16, '\0');
+  fs::path gz = temp_path("two.json.gz");
+  {
+    std::ofstream out(gz, std::ios::binary);
+    out.write(joined.data(), static_cast<std::streamsize>(joined.size()));
+  }
+  ImportReport rep;
+  Trace t = import_kineto_file(gz, &rep);
+  EXPECT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(rep.json_bytes, kSmall.size());
+  for (const auto& p : {a, b, gz}) fs::remove(p);
+}
+
 TEST(KinetoImporter, DecompressionBombIsRefused) {
   fs::path gz = temp_path("bomb.json.gz");
   write_gzip(gz, std::string(8 << 20, ' '));
