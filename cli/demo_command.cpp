@@ -134,7 +134,7 @@ void add_demo_command(CLI::App& app, int& exit_code) {
     if (study.empty()) {
       const fs::path embedded = fs::path(args->dir) / "h200";
       if (!report::write_embedded_study(embedded).empty()) study = embedded;
-      study_label = "H200 study (examples/h200, embedded in this build)";
+      study_label = "H200 study (embedded)";
     }
     {
       report::Progress progress("demo", study.empty() ? 3 : 4);

@@ -71,8 +71,8 @@ class HtmlReport {
   // A folder of study results laid out like examples/h200: each sweep
   // database (*.db; image-base, image-tuned, llm, accuracy first) with its
   // scaling and effect comparisons, and the run sections of one run directory
-  // under traces/ (the one with the most GPUs, a baseline reference run
-  // first). Returns the inputs used; throws Error naming the folder when it
+  // under traces/ or <part>/traces/ (the one with the most GPUs, a baseline
+  // reference run first). Returns the inputs used; throws Error naming the folder when it
   // holds neither.
   std::vector<std::filesystem::path> add_study_folder(const std::filesystem::path& dir, const std::string& label);
 

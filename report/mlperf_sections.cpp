@@ -83,9 +83,11 @@ void add_mlperf_sections(Document& doc, const std::string& label, const std::vec
                        fmt::format("{} ({})", last.gpus, g.fastest.at(last.gpus)->system), last.efficiency,
                        be.by_threshold ? Cell(int64_t{*be.by_threshold}) : Cell(std::string("-")),
                        be.by_knee ? Cell(int64_t{*be.by_knee}) : Cell(std::string("-"))});
-      if (doc.highlights.size() < 12 && be.by_threshold && table.rows.size() >= 3)
+      if (doc.mlperf_highlights < 8 && be.by_threshold && table.rows.size() >= 3) {
         doc.highlights.push_back(fmt::format("MLPerf {} on {}: E' >= {} up to {} accelerators (of {} measured)", benchmark,
                                              g.accelerator, doc.options.threshold, *be.by_threshold, last.gpus));
+        ++doc.mlperf_highlights;
+      }
     }
     if (speedup_series.empty()) continue;
     for (int n = min_n; n <= max_n; n *= 2) ideal.push_back({n, static_cast<double>(n) / min_n});

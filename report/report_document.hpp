@@ -26,6 +26,9 @@ struct Document {
   Json sections = Json::array();  // [{title, subtitle, blocks}]
   bool analysed_runs = false;     // a run was analysed (so "no findings" is a result)
   std::vector<std::string> highlights;
+  // Highlights per kind, so that many sweeps cannot crowd out the findings.
+  int finding_highlights = 0;
+  int mlperf_highlights = 0;
 };
 
 Json paragraph(std::string text, std::string_view style = {});

@@ -494,8 +494,10 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
               {"saving_fraction", f.saving_fraction}, {"saving_method", f.saving_method}, {"fix", f.fix},
               {"source", label}};
     doc.findings.push_back(std::move(j));
-    if (doc.highlights.size() < 6)
+    if (doc.finding_highlights < 6) {
       doc.highlights.push_back(fmt::format("{}: {} (up to {:.1f}% of step time)", label, f.title, 100 * f.saving_fraction));
+      ++doc.finding_highlights;
+    }
   }
   doc.analysed_runs = true;
   append(blocks, std::move(breakdown));

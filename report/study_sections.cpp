@@ -83,9 +83,14 @@ std::vector<fs::path> add_study_sections(Document& doc, const fs::path& dir, con
     others.erase(it);
   }
   dbs.insert(dbs.end(), others.begin(), others.end());
-  if (fs::is_directory(dir / "traces", ec))
-    for (const auto& entry : fs::directory_iterator(dir / "traces", ec))
-      if (entry.is_directory() && entry.path().extension() == ".ssrun") runs.push_back(entry.path());
+  // Run directories under traces/ and under each part's folder, <part>/traces/.
+  std::vector<fs::path> trace_dirs = {dir / "traces"};
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_directory() && entry.path().filename() != "traces") trace_dirs.push_back(entry.path() / "traces");
+  for (const auto& td : trace_dirs)
+    if (fs::is_directory(td, ec))
+      for (const auto& entry : fs::directory_iterator(td, ec))
+        if (entry.is_directory() && entry.path().extension() == ".ssrun") runs.push_back(entry.path());
   const fs::path run = pick_study_trace(runs);
   if (dbs.empty() && run.empty())
     fail("{}: no sweep database (*.db) and no run directory under traces/ (expected the layout of examples/h200)",
@@ -99,8 +104,9 @@ std::vector<fs::path> add_study_sections(Document& doc, const fs::path& dir, con
       "of each change against the reference configuration at each GPU count.",
       label, dbs.size(), files.empty() ? "" : " (", files, files.empty() ? "" : ")")));
   if (!run.empty())
-    blocks.push_back(paragraph(fmt::format("Trace shown: {} (of {} run director{} under traces/).",
-                                                   run.filename().string(), runs.size(), runs.size() == 1 ? "y" : "ies")));
+    blocks.push_back(paragraph(fmt::format("Trace shown: {} (of {} run director{} in the folder).",
+                                                   fs::relative(run, dir, ec).string(), runs.size(),
+                                                   runs.size() == 1 ? "y" : "ies")));
   // env.txt: the machine and software the study ran on, as recorded there.
   if (fs::is_regular_file(dir / "env.txt", ec)) {
     std::FILE* f = std::fopen((dir / "env.txt").c_str(), "rb");

@@ -1,7 +1,8 @@
 // The study sections of the demo on a fake study folder in the shape of
 // examples/h200: sweeps run here with shell jobs of known times (variables
 // arm, variant, method; GPU counts 1 and 2; 3 repetitions) and a synthetic
-// 2-rank run directory under traces/.
+// 2-rank run directory under traces/ (and a 1-rank one under image-base/traces/,
+// where the study puts them).
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,7 +50,7 @@ class StudySectionsTest : public ::testing::Test {
     dir_ = new fs::path(fs::temp_directory_path() / ("scalescope-study-" + std::to_string(::getpid())));
     fs::remove_all(*dir_);
     fs::create_directories(*dir_ / "traces" / "0003-g2-arm_base-variant_ref-r0.ssrun");
-    fs::create_directories(*dir_ / "traces" / "0001-g1-arm_base-variant_ref-r0.ssrun");
+    fs::create_directories(*dir_ / "image-base" / "traces" / "0001-g1-arm_base-variant_ref-r0.ssrun");
     const std::string image_times =
         "t[\"ref\"]=10; t[\"fp64\"]=25; t[\"precision\"]=5; t[\"pin\"]=8.5; t[\"layout\"]=10; t[\"loader\"]=7;";
     fake_sweep(*dir_ / "image-base.db",
@@ -67,7 +68,7 @@ class StudySectionsTest : public ::testing::Test {
       trace::write_trace(*dir_ / "traces" / "0003-g2-arm_base-variant_ref-r0.ssrun" / fmt::format("h-{}.sstrace", r),
                          trace::make_synthetic_trace(o));
     }
-    trace::write_trace(*dir_ / "traces" / "0001-g1-arm_base-variant_ref-r0.ssrun" / "h-1.sstrace",
+    trace::write_trace(*dir_ / "image-base" / "traces" / "0001-g1-arm_base-variant_ref-r0.ssrun" / "h-1.sstrace",
                        trace::make_synthetic_trace(5'000, 3));
     std::ofstream(*dir_ / "env.txt") << "fake environment <script>alert(1)</script>\n";
   }
@@ -94,6 +95,7 @@ TEST_F(StudySectionsTest, SweepsTheirEffectsAndOneTrace) {
   EXPECT_EQ(used[2].filename(), "0003-g2-arm_base-variant_ref-r0.ssrun");  // most GPUs
   const Json doc = Json::parse(r.document_json());
   ASSERT_NE(find_section(doc, "Fake study"), nullptr);
+  EXPECT_THAT(find_section(doc, "Fake study")->dump(), HasSubstr("(of 2 run directories in the folder)"));
   const Json* image = find_section(doc, "Sweep: image-base.db");
   ASSERT_NE(image, nullptr);
   // The forest plot of effects: variant ref against each of the 5 others at 1 and 2 GPUs.

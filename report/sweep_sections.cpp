@@ -8,6 +8,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "report/report_document.hpp"
 #include "report/table.hpp"
@@ -72,7 +73,10 @@ void add_effects(Document& doc, const sweep::StoredSweep& stored, const std::str
     categories.push_back(label);
     const bool yes = differs && *differs == "yes";
     points.push_back({{"value", *ratio}, {"low", low ? num(*low) : Json(nullptr)}, {"high", high ? num(*high) : Json(nullptr)},
-                      {"state", !yes ? "same" : (*ratio > 1 ? "slower" : "faster")}});
+                      {"state", differs && *differs == "n<2" ? "untested"
+                                : !yes                          ? "same"
+                                : *ratio > 1                    ? "slower"
+                                                                : "faster"}});
     if (yes)
       significant.push_back({*ratio, low ? *low : NAN, high ? *high : NAN,
                              fmt::format("{}: {}: time x{:.2f}{}", name, label, *ratio,
@@ -85,9 +89,10 @@ void add_effects(Document& doc, const sweep::StoredSweep& stored, const std::str
                       {"categories", std::move(categories)}, {"points", std::move(points)},
                       {"x", {{"name", "median time of the change / median time of the reference (log scale)"}}},
                       {"tall", cmp.rows().size() > 8},
-                      {"notes", Json::array({"Left of 1: the change makes a run faster; right: slower. Orange or green "
-                                             "when Welch's t-test on log times finds a difference at alpha 0.05, grey "
-                                             "when not (or fewer than 2 runs a side)."})}});
+                      {"notes", Json::array({"Left of 1: the change makes a run faster; right: slower. Orange (slower) "
+                                             "or green (faster) when Welch's t-test on log times finds a difference at "
+                                             "alpha 0.05, grey when it does not, purple when a side has fewer than 2 "
+                                             "runs (no test, no interval)."})}});
   }
   std::sort(significant.begin(), significant.end(),
             [](const Effect& x, const Effect& y) { return std::abs(std::log(x.ratio)) > std::abs(std::log(y.ratio)); });
@@ -126,6 +131,7 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
   Json eff_marks = Json::array(), cost_marks = Json::array(), x_marks = Json::array();
   std::vector<Table> tables;
   int palette_index = 0;
+  std::map<int, std::vector<std::string>> by_threshold, by_knee;  // break-even GPU count -> configurations
   static const char* kPalette[] = {"#2f6fde", "#e08a00", "#2e9d58", "#c62828", "#7b4fc9", "#00838f"};
   for (const auto& [label, by_gpus] : configs) {
     std::vector<scaling::ScalingPoint> points;
@@ -172,14 +178,13 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
       const auto r = row_of(*be.by_threshold);
       eff_marks.push_back({{"x", r->gpus}, {"y", num(r->efficiency)}, {"label", fmt::format("E' rule: {}", r->gpus)}});
       t.add_note(fmt::format("Break-even by the E' rule (largest N with E' >= {}): {} GPUs.", be.threshold, *be.by_threshold));
-      doc.highlights.push_back(fmt::format("sweep {} ({}): break-even {} GPUs by the E' >= {} rule", path.filename().string(),
-                                           label, *be.by_threshold, be.threshold));
+      by_threshold[*be.by_threshold].push_back(label);
     }
     if (be.by_knee) {
       const auto r = row_of(*be.by_knee);
       cost_marks.push_back({{"x", r->gpu_hours}, {"y", r->time.median}, {"label", fmt::format("knee: {} GPUs", r->gpus)}});
       t.add_note(fmt::format("Break-even by the Pareto knee ({}): {} GPUs.", be.knee_method, *be.by_knee));
-      doc.highlights.push_back(fmt::format("sweep {} ({}): Pareto knee at {} GPUs", path.filename().string(), label, *be.by_knee));
+      by_knee[*be.by_knee].push_back(label);
     }
     for (const auto& n : be.notes) t.add_note(n);
     const std::string prefix = configs.size() > 1 ? label + ": " : "";
@@ -226,6 +231,21 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
                       {"notes", Json::array({"The line joins the Pareto front (no other count is both faster and cheaper); "
                                              "the pin marks its knee."})}});
   }
+  // One line per rule and sweep on the terminal, however many configurations.
+  auto grouped = [&](const std::map<int, std::vector<std::string>>& groups) {
+    std::string text;
+    for (const auto& [gpus, labels] : groups) {
+      const bool all = labels.size() == configs.size() && configs.size() > 1;
+      text += fmt::format("{}{} GPU{} ({})", text.empty() ? "" : "; ", gpus, gpus == 1 ? "" : "s",
+                          all ? fmt::format("all {} configurations", labels.size()) : fmt::format("{}", fmt::join(labels, ", ")));
+    }
+    return text;
+  };
+  if (!by_threshold.empty())
+    doc.highlights.push_back(fmt::format("sweep {}: break-even by the E' >= {} rule: {}", path.filename().string(),
+                                         doc.options.threshold, grouped(by_threshold)));
+  if (!by_knee.empty())
+    doc.highlights.push_back(fmt::format("sweep {}: Pareto knee at {}", path.filename().string(), grouped(by_knee)));
   for (const auto& t : tables) blocks.push_back(table_block(t));
   add_effects(doc, stored, path.filename().string(), blocks);
   doc.sections.push_back(section("Sweep: " + path.filename().string(), fmt::format("{} configuration(s), created {}", configs.size(),

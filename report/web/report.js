@@ -204,7 +204,7 @@
   // Effects of changes: one row per comparison, the ratio as a point and its
   // confidence interval as a bar, on a log axis with the no-effect line at 1.
   function forestOption(c) {
-    const stateColours = { slower: '#e08a00', faster: '#2e9d58', same: '#90a4ae' };
+    const stateColours = { slower: '#e08a00', faster: '#2e9d58', same: '#90a4ae', untested: '#7b4fc9' };
     const pts = c.points.map((p, i) => ({ value: [p.value, i], itemStyle: { color: stateColours[p.state] || '#2f6fde' } }));
     const cis = c.points.map((p, i) => [p.low, p.high, i]).filter(e => e[0] !== null && e[1] !== null);
     const values = c.points.flatMap(p => [p.value, p.low, p.high]).filter(v => typeof v === 'number' && v > 0);

@@ -81,7 +81,8 @@ test('demo report: every chart rendered with data, offline, without errors', asy
   const first = await r.page.locator('section.report-section h2').first().textContent();
   assert.equal(first, 'Advisor findings');
   // The timeline zooms: drive the inside dataZoom with the wheel and check the axis range shrank.
-  const timeline = r.page.locator('.chart.tall').first();
+  const timelineId = r.charts.find(c => c.kind === 'timeline').id;
+  const timeline = r.page.locator('#' + timelineId);
   await timeline.scrollIntoViewIfNeeded();
   const box = await timeline.boundingBox();
   await r.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
@@ -91,7 +92,7 @@ test('demo report: every chart rendered with data, offline, without errors', asy
     const inst = echarts.getInstanceByDom(document.getElementById(id));
     const dz = inst.getOption().dataZoom[0];
     return [dz.start, dz.end];
-  }, r.charts.find(c => c.kind === 'timeline').id);
+  }, timelineId);
   assert.ok(zoom[1] - zoom[0] < 100, `timeline zoomed in (dataZoom ${zoom})`);
   await r.page.screenshot({ path: path.join(artifacts, 'demo-timeline-zoomed.png') });
   await r.page.close();
