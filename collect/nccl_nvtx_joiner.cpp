@@ -22,24 +22,52 @@ void NcclNvtxJoiner::add_range(uint32_t thread, trace::Timestamp start, trace::T
                               [](trace::Timestamp s, const Range& r) { return s < r.start; });
   th.ranges.insert(pos, Range{start, end, std::move(call), false, -1});
   newest_ = std::max(newest_, end);
+  // Launches that came before this range's end record and lie inside it.
+  auto by_time = [](const std::pair<trace::Timestamp, uint32_t>& r, trace::Timestamp t) { return r.first < t; };
+  auto lo = std::lower_bound(th.recent.begin(), th.recent.end(), start, by_time);
+  auto hi = std::lower_bound(lo, th.recent.end(), end + 1, by_time);
+  for (auto it = lo; it != hi; ++it) keep_launch(thread, th, it->first, it->second);
+  th.recent.erase(lo, hi);
   if (th.ranges.size() > kMaxRanges) {
     if (has_bytes(th.ranges.front().call) && !th.ranges.front().used) ++stats_.ranges_dropped;
     th.ranges.pop_front();
   }
 }
 
-void NcclNvtxJoiner::add_launch(uint32_t thread, trace::Timestamp start, uint32_t correlation) {
-  launches_[correlation] = Launch{thread, start};
-  launch_order_.emplace_back(start, correlation);
-  Thread& th = threads_[thread];
-  auto pos = std::upper_bound(th.launches.begin(), th.launches.end(), start);
-  th.launches.insert(pos, start);
-  newest_ = std::max(newest_, start);
+bool NcclNvtxJoiner::in_a_range(const Thread& th, trace::Timestamp time) {
+  auto upper = std::upper_bound(th.ranges.begin(), th.ranges.end(), time,
+                                [](trace::Timestamp t, const Range& r) { return t < r.start; });
+  for (auto it = upper; it != th.ranges.begin();) {
+    --it;
+    if (it->end >= time) return true;
+    if (upper - it > 256) break;
+  }
+  return false;
+}
+
+void NcclNvtxJoiner::keep_launch(uint32_t thread, Thread& th, trace::Timestamp time, uint32_t correlation) {
+  launches_[correlation] = Launch{thread, time};
+  launch_order_.emplace_back(time, correlation);
+  th.launches.insert(std::upper_bound(th.launches.begin(), th.launches.end(), time), time);
   if (launch_order_.size() > kMaxLaunches) {
     launches_.erase(launch_order_.front().second);
     launch_order_.pop_front();
   }
   if (th.launches.size() > kMaxLaunches) th.launches.pop_front();
+}
+
+void NcclNvtxJoiner::add_launch(uint32_t thread, trace::Timestamp start, uint32_t correlation) {
+  Thread& th = threads_[thread];
+  newest_ = std::max(newest_, start);
+  if (in_a_range(th, start)) {
+    keep_launch(thread, th, start, correlation);
+    return;
+  }
+  // Its range (if any) has not ended yet: wait in the per-thread window.
+  auto pos = std::upper_bound(th.recent.begin(), th.recent.end(), start,
+                              [](trace::Timestamp t, const std::pair<trace::Timestamp, uint32_t>& r) { return t < r.first; });
+  th.recent.insert(pos, {start, correlation});
+  if (th.recent.size() > kMaxRecent) th.recent.pop_front();
 }
 
 void NcclNvtxJoiner::add_kernel(const trace::NcclRecord& row) { pending_.push_back(Pending{row, 0}); }
@@ -174,7 +202,8 @@ void NcclNvtxJoiner::prune() {
       th.ranges.pop_front();
     }
     while (!th.launches.empty() && th.launches.front() < cutoff) th.launches.pop_front();
-    if (th.ranges.empty() && th.launches.empty())
+    while (!th.recent.empty() && th.recent.front().first < cutoff) th.recent.pop_front();
+    if (th.ranges.empty() && th.launches.empty() && th.recent.empty())
       it = threads_.erase(it);
     else
       ++it;

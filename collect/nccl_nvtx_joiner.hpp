@@ -14,8 +14,12 @@
 // The records arrive in any order across CUPTI buffers, so kernel rows wait
 // here until their launch and range are known, at most `max_wait` drains
 // (the collector drains once a flush, about a second); the rows leave in the
-// order they came. Memory is bounded: old ranges and launches are pruned by
-// time and count, and drops are counted.
+// order they came. Only launches inside an NCCL range are kept (a job makes
+// thousands of compute launches per collective); the others wait in a short
+// per-thread window until the range that might hold them has ended (CUPTI
+// writes a thread's records in order, so that range ends soon after). Memory
+// is bounded: old ranges and launches are pruned by time and count, and
+// dropped calls are counted.
 //
 //   NcclNvtxJoiner j;
 //   j.add_range(thread, start, end, call);  // every NCCL-domain range, payload or not
@@ -46,7 +50,8 @@ class NcclNvtxJoiner {
   // Ranges older than this (host clock) behind the newest one are pruned.
   static constexpr trace::Timestamp kHorizonNs = int64_t{60} * 1000000000;
   static constexpr size_t kMaxRanges = size_t{1} << 16;    // over all threads
-  static constexpr size_t kMaxLaunches = size_t{1} << 16;
+  static constexpr size_t kMaxLaunches = size_t{1} << 16;   // launches inside NCCL ranges
+  static constexpr size_t kMaxRecent = size_t{1} << 16;     // other launches, per thread
   static constexpr size_t kMaxPending = size_t{1} << 16;   // kernel rows waiting
 
   explicit NcclNvtxJoiner(int max_wait = 3) : max_wait_(max_wait) {}
@@ -84,13 +89,16 @@ class NcclNvtxJoiner {
   };
   struct Thread {
     std::deque<Range> ranges;               // sorted by start
-    std::deque<trace::Timestamp> launches;  // sorted launch times
+    std::deque<trace::Timestamp> launches;  // sorted times of the launches kept
+    std::deque<std::pair<trace::Timestamp, uint32_t>> recent;  // launches in no known range yet, by time
   };
   enum class Outcome { kWait, kJoined, kUnjoined };
 
   Outcome resolve(trace::NcclRecord& row, trace::StringTable& strings);
   void apply(trace::NcclRecord& row, const std::vector<Range*>& calls, trace::StringTable& strings);
   void prune();
+  void keep_launch(uint32_t thread, Thread& th, trace::Timestamp time, uint32_t correlation);
+  static bool in_a_range(const Thread& th, trace::Timestamp time);
 
   int max_wait_;
   int32_t default_group_size_ = -1;
