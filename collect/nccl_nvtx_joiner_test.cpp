@@ -213,6 +213,20 @@ TEST_F(NcclNvtxJoinerTest, GroupSizeFromCreationPayloadOrDefault) {
   EXPECT_EQ(t.group_size[1], 2);
 }
 
+TEST_F(NcclNvtxJoinerTest, ManyComputeLaunchesDoNotPushOutTheNcclLaunch) {
+  // More compute launches than any bound, before and after the call, all on
+  // the thread that calls NCCL (PyTorch's main thread).
+  const uint32_t n = static_cast<uint32_t>(NcclNvtxJoiner::kMaxLaunches) + 1000;
+  for (uint32_t i = 0; i < n; ++i) j_.add_launch(1, i, 1000000 + i);
+  j_.add_launch(1, n + 10, 7);  // NCCL's, before its range's end record
+  j_.add_range(1, n + 5, n + 20, call(4096));
+  for (uint32_t i = 0; i < n; ++i) j_.add_launch(1, n + 100 + i, 2000000 + i);
+  j_.add_kernel(kernel(7));
+  auto t = drain();
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t.bytes[0], 4096u);
+}
+
 TEST_F(NcclNvtxJoinerTest, MemoryStaysBounded) {
   for (uint32_t i = 0; i < NcclNvtxJoiner::kMaxRanges + 100; ++i) {
     j_.add_range(1, i * 10, i * 10 + 5, call(1));
