@@ -239,7 +239,15 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
              "(synthetic, {} steps, {} px, batch {} per GPU), each run profiled{}\n",
              visible, torch.version, fmt::join(spec.gpus, ","), spec.repeat, workload.string(), o.steps, o.image_size,
              o.batch_size, so.resume ? "; continuing the sweep already in " + result.database.string() : "");
-  const auto summary = sweep::run_sweep(spec, result.database, so, stderr);
+  sweep::SweepSummary summary;
+  try {
+    summary = sweep::run_sweep(spec, result.database, so, stderr);
+  } catch (const Error& e) {
+    if (!so.resume || std::string_view(e.what()).find("cannot resume") == std::string_view::npos) throw;
+    fail("demo --gpu: the earlier demo in {} ran with other options (GPU counts, --repeat, --steps, ...); pass "
+         "another -o folder, or the options it ran with",
+         o.out_dir.string());
+  }
   if (summary.interrupted)
     fail("demo --gpu: interrupted; the finished runs are kept in {}; run the same command again to continue",
          result.database.string());

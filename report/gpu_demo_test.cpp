@@ -227,6 +227,10 @@ TEST_F(GpuDemoTest, RunsTheSweepAndWritesTheReportWithFakes) {
   // Run again: the sweep is complete, so nothing runs and the report is rewritten.
   const auto again = run_gpu_demo(o, host_);
   EXPECT_EQ(again.ok, 4);
+  // Other options in the same folder: one line saying so, the earlier sweep kept.
+  o.repeat = 3;
+  EXPECT_THAT(error_of(o), HasSubstr("the earlier demo in " + o.out_dir.string() + " ran with other options"));
+  EXPECT_EQ(sweep::read_sweep(result.database).runs.size(), 4u);
 }
 
 }  // namespace
