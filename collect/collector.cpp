@@ -349,8 +349,11 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
                  (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+    // Stop named explicitly: another API callback enabled later must not close the window.
+    bool stop = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000) ||
+                (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
     if (start && cb->callbackSite == CUPTI_API_ENTER) enable_tracing();
-    if (!start && cb->callbackSite == CUPTI_API_EXIT) disable_tracing();
+    if (stop && cb->callbackSite == CUPTI_API_EXIT) disable_tracing();
   }
 }
 
