@@ -51,7 +51,6 @@ struct Thresholds {
   double launch_gap_share = 0.10;           // GPU gaps / wall when launch-bound
   double sync_share = 0.05;                 // host synchronize / wall
   double starvation_share = 0.05;           // input starvation / iteration time
-  double idle_share = 0.20;                 // idle / wall (not explained by other rules)
   double iteration_cv = 0.10;               // steady-state coefficient of variation
   double sync_copy_share = 0.02;            // synchronous copies / wall
   double remote_memory_fraction = 0.10;     // pages off the GPU's NUMA node

@@ -88,6 +88,11 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
   r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
   r.source = t.meta.source;
   r.hostname = t.meta.hostname;
+  for (int p = 0; p < trace::kProblemCount; ++p) {
+    const auto problem = static_cast<trace::Problem>(p);
+    if (trace::severity_of(problem) == trace::Severity::kDataLoss && t.problems.get(problem) > 0)
+      r.data_loss.push_back(fmt::format("{} x{}", trace::to_string(problem), t.problems.get(problem)));
+  }
 
   const std::vector<KernelInfo> info = classify_names(t, o.classifier);
   const detail::Detected detected = detail::detect_iterations(t, o.iteration_range);

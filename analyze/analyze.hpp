@@ -275,6 +275,9 @@ struct RankAnalysis {
   std::array<ClassTotal, kKernelClassCount> classes{};
   std::vector<KernelSummary> top_kernels;          // by total time, at most Options::top_kernels
   std::vector<CollectiveArrival> collectives;      // for straggler matching (compact)
+  // The trace's problems of severity data loss ("torn_tail x1",
+  // "checksum_mismatch x2"): the figures cover only what could be read.
+  std::vector<std::string> data_loss;
 };
 
 struct RankLateness {

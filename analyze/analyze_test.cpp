@@ -252,6 +252,20 @@ TEST(BreakdownTest, EmptyTraceIsSkippedNotWrong) {
   EXPECT_FALSE(run.stragglers.availability.available);
 }
 
+// A trace that lost data (a torn tail, a chunk failing its checksum) is still
+// analysed, but the analysis says so.
+TEST(BreakdownTest, DataLossIsCarriedIntoTheAnalysis) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, 100);
+  EXPECT_TRUE(analyze_rank(b.t, Options{}).data_loss.empty());
+  b.t.problems.add(trace::Problem::kTornTail);
+  b.t.problems.add(trace::Problem::kChecksumMismatch, 2);
+  b.t.problems.add(trace::Problem::kUnknownEvent, 5);  // not data loss
+  const RankAnalysis r = analyze_rank(b.t, Options{});
+  EXPECT_EQ(r.data_loss, (std::vector<std::string>{"torn_tail x1", "checksum_mismatch x2"}));
+  EXPECT_EQ(nlohmann::json(r)["data_loss"][0], "torn_tail x1");
+}
+
 TEST(BreakdownTest, OneEventTrace) {
   TraceBuilder b;
   b.kernel("gemm_kernel", 100, 200);

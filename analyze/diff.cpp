@@ -67,8 +67,11 @@ RunDiff diff(const RunAnalysis& a, const RunAnalysis& b, int top) {
     });
   };
   d.top_kernels = keyed_deltas(kernels(a), kernels(b));
-  std::sort(d.top_kernels.begin(), d.top_kernels.end(),
-            [](const Delta& x, const Delta& y) { return std::fabs(x.delta) > std::fabs(y.delta); });
+  // Ties broken by name, so the order (and golden output) never depends on the sort's implementation.
+  std::sort(d.top_kernels.begin(), d.top_kernels.end(), [](const Delta& x, const Delta& y) {
+    const double ax = std::fabs(x.delta), ay = std::fabs(y.delta);
+    return ax != ay ? ax > ay : x.what < y.what;
+  });
   if (d.top_kernels.size() > static_cast<size_t>(top)) d.top_kernels.resize(static_cast<size_t>(top));
   auto copies = [](const RunAnalysis& run) {
     return keyed_means(run, [](const RankAnalysis& r, std::map<std::string, double>& m) {

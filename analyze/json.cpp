@@ -149,7 +149,8 @@ void to_json(json& j, const RankAnalysis& v) {
            {"hostname", v.hostname},   {"breakdown", v.breakdown},   {"iterations", v.iterations},
            {"launch", v.launch},       {"copies", v.copies},         {"sync", v.sync},
            {"precision", v.precision}, {"layout", v.layout},         {"input", v.input},
-           {"numa", v.numa},           {"classes", std::move(classes)}, {"top_kernels", v.top_kernels}};
+           {"numa", v.numa},           {"classes", std::move(classes)}, {"top_kernels", v.top_kernels},
+           {"data_loss", v.data_loss}};
 }
 
 void to_json(json& j, const StragglerStats& v) {

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "advise/advise.hpp"
@@ -50,6 +51,9 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
                   {"exposed_comm_pct", 1}, {"copies_sets_ns", 0}, {"copies_sets_pct", 1}, {"idle_ns", 0},
                   {"idle_pct", 1}, {"comm_overlapped_ns", 0}, {"comm_overlap_pct", 1}}));
     for (const auto& r : run.ranks) {
+      if (!r.data_loss.empty())
+        t.add_note(fmt::format("{}: the trace lost data ({}); every figure covers only what could be read", r.label,
+                               fmt::join(r.data_loss, ", ")));
       if (skipped(t, r, r.breakdown.availability)) continue;
       const auto& b = r.breakdown;
       const double w = b.wall_ns > 0 ? static_cast<double>(b.wall_ns) : 1;

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "analyze/analyze.hpp"
@@ -66,6 +67,11 @@ void add_diff_command(CLI::App& app, int& exit_code) {
     if (d.note.empty()) it.add_row({d.iteration.a, d.iteration.b, d.iteration.delta, d.iteration.ratio});
     else it.add_note(d.note);
     it.add_note(fmt::format("A: {} ({} ranks); B: {} ({} ranks)", args->a, a.ranks.size(), args->b, b.ranks.size()));
+    for (const auto* run : {&a, &b})
+      for (const auto& r : run->ranks)
+        if (!r.data_loss.empty())
+          it.add_note(fmt::format("{}: {} lost data ({}); its figures cover only what could be read",
+                                  run == &a ? "A" : "B", r.label, fmt::join(r.data_loss, ", ")));
     tables.push_back(std::move(it));
     tables.push_back(delta_table("Time breakdown (mean per rank)", d.breakdown, "ns"));
     tables.push_back(delta_table("Kernel classes and precision (kernel time, mean per rank)", d.classes, "ns"));

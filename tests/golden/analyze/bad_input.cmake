@@ -1,0 +1,70 @@
+cmake_minimum_required(VERSION 3.25)
+# Bad input to analyze and diff: exit status 1 and exactly one line on stderr,
+# "scalescope: error: ...", naming the input and what is wrong; nothing on stdout.
+# WORK holds the good runs from analyze_golden_inputs (a.ssrun, b.ssrun); bad
+# inputs are made in SCRATCH at test time.
+# Usage: cmake -DSCALESCOPE=<exe> -DSRC=<source root> -DWORK=<dir> -DSCRATCH=<dir> -P bad_input.cmake
+file(REMOVE_RECURSE "${SCRATCH}")
+file(MAKE_DIRECTORY "${SCRATCH}")
+set(ENV{NO_COLOR} 1)
+set(sample "${SRC}/examples/sample/kineto-sample.json.gz")
+set(good "${WORK}/a.ssrun")
+# Corrupt traces: text under a .sstrace name, a file cut inside its header, and
+# (not an error, checked at the end) a trace cut in the middle of a chunk.
+file(WRITE "${SCRATCH}/garbage.sstrace" "this is not a scalescope trace file, just text\n")
+execute_process(COMMAND head -c 4000 "${good}/rank0.sstrace" OUTPUT_FILE "${SCRATCH}/cut.sstrace")
+execute_process(COMMAND head -c 10 "${good}/rank0.sstrace" OUTPUT_FILE "${SCRATCH}/header_only.sstrace")
+execute_process(COMMAND head -c 65536 "${sample}" OUTPUT_FILE "${SCRATCH}/truncated.json.gz")
+file(WRITE "${SCRATCH}/not_json.json" "this is not JSON\n")
+file(MAKE_DIRECTORY "${SCRATCH}/empty_dir")
+file(WRITE "${SCRATCH}/bad_class.txt" "# rules\ncommunication my_allgather\ngpu nccl_kernel\n")
+file(WRITE "${SCRATCH}/no_substring.txt" "memory\n")
+
+# Each case: "args separated by |" => regex the one error line must match.
+set(cases
+  "analyze|${SCRATCH}/missing.sstrace=>missing.sstrace: no such file"
+  "analyze|${SCRATCH}/garbage.sstrace=>garbage.sstrace"
+  "analyze|${SCRATCH}/truncated.json.gz=>truncated.json.gz.*truncated gzip"
+  "analyze|${SCRATCH}/not_json.json=>not_json.json"
+  "analyze|${SCRATCH}/empty_dir=>empty_dir: the directory holds no .sstrace files"
+  "analyze|${good}|--window|5:3=>--window '5:3': the end must be after the start"
+  "analyze|${good}|--window|abc=>--window 'abc': expected START:END"
+  "analyze|${good}|--window|10%:150%=>--window '10%:150%': percentages go up to 100"
+  "analyze|${good}|--window|0x10:0x20=>--window '0x10:0x20': '0x10' is not a non-negative number"
+  "analyze|${good}|--window|1e19:2e19=>--window '1e19:2e19': 1e19 is too large"
+  "analyze|${good}|--window|it0:it999=>--window it0:it999: the trace has only [0-9]+ iterations"
+  "analyze|${good}|--iteration-range|NoSuchStep=>--iteration-range 'NoSuchStep': the trace has no NVTX range of that name"
+  "analyze|${good}|--classes|${SCRATCH}/missing_rules.txt=>missing_rules.txt.*no such file"
+  "analyze|${good}|--classes|${SCRATCH}/bad_class.txt=>bad_class.txt:3: unknown kernel class 'gpu'"
+  "analyze|${good}|--classes|${SCRATCH}/no_substring.txt=>no_substring.txt:1: expected '<class> <substring>'"
+  "analyze|${good}|--classes|${SCRATCH}=>is a directory"
+  "diff|${good}|${SCRATCH}/missing.sstrace=>missing.sstrace: no such file"
+  "diff|${SCRATCH}/header_only.sstrace|${good}=>header_only.sstrace: truncated scalescope trace"
+  "diff|${good}|${WORK}/b.ssrun|--window|it1=>--window 'it1': expected START:END"
+  "diff|${good}|${WORK}/b.ssrun|--classes|${SCRATCH}/bad_class.txt=>bad_class.txt:3: unknown kernel class")
+set(failures "")
+foreach(c IN LISTS cases)
+  string(REPLACE "=>" ";" parts "${c}")
+  list(GET parts 0 argline)
+  list(GET parts 1 pattern)
+  string(REPLACE "|" ";" args "${argline}")
+  execute_process(COMMAND ${SCALESCOPE} ${args} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  string(REGEX REPLACE "\n$" "" err_line "${err}")
+  if(NOT rc EQUAL 1)
+    string(APPEND failures "\n${argline}: exit status ${rc}, expected 1 (stderr: ${err})")
+  elseif(NOT err_line MATCHES "^scalescope: error: [^\n]*${pattern}[^\n]*$")
+    string(APPEND failures "\n${argline}: expected one line 'scalescope: error: ...${pattern}...', got: ${err}")
+  elseif(NOT out STREQUAL "")
+    string(APPEND failures "\n${argline}: printed to stdout before failing: ${out}")
+  endif()
+endforeach()
+# Not an error: a trace cut inside a chunk (a killed writer) keeps its complete
+# chunks; the analysis runs and says the trace lost data.
+execute_process(COMMAND ${SCALESCOPE} analyze ${SCRATCH}/cut.sstrace OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "cut.sstrace[)]: the trace lost data [(]torn_tail x1[)]")
+  string(APPEND failures "\nanalyze cut.sstrace: expected exit 0 and a note 'the trace lost data (torn_tail x1)', got ${rc}: ${err}")
+endif()
+file(REMOVE_RECURSE "${SCRATCH}")
+if(NOT failures STREQUAL "")
+  message(FATAL_ERROR "bad-input cases failed:${failures}")
+endif()

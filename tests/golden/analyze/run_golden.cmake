@@ -1,0 +1,38 @@
+cmake_minimum_required(VERSION 3.25)
+# One golden CLI case of `analyze` / `diff`: runs scalescope with the arguments
+# in CASE.args (one per line; %SRC% = the source root, inputs made by
+# analyze_golden_inputs are relative to the work folder) inside WORK, replaces
+# the source root in the output by %SRC% (so the files do not depend on the
+# checkout's path) and compares stdout with the expected file CASE.txt,
+# CASE.csv or CASE.json exactly.
+# Usage: cmake -DSCALESCOPE=<exe> -DSRC=<source root> -DWORK=<dir> -DCASE=<path without extension> -P run_golden.cmake
+# Regenerate the expected files after an intended change:
+#   UPDATE_GOLDEN=1 ctest -R analyze_golden     (then review `git diff tests/golden/analyze`)
+file(STRINGS "${CASE}.args" args)
+list(TRANSFORM args REPLACE "%SRC%" "${SRC}")
+set(expected "")
+foreach(ext txt csv json)
+  if(EXISTS "${CASE}.${ext}")
+    set(expected "${CASE}.${ext}")
+  endif()
+endforeach()
+if(expected STREQUAL "")
+  message(FATAL_ERROR "${CASE}: no expected file (${CASE}.txt, .csv or .json); create one with UPDATE_GOLDEN=1")
+endif()
+set(ENV{NO_COLOR} 1)
+execute_process(COMMAND ${SCALESCOPE} ${args} WORKING_DIRECTORY "${WORK}"
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "scalescope ${args} exited ${rc}: ${err}")
+endif()
+string(REPLACE "${SRC}" "%SRC%" out "${out}")
+if("$ENV{UPDATE_GOLDEN}" STREQUAL "1")
+  file(WRITE "${expected}" "${out}")
+  return()
+endif()
+file(READ "${expected}" want)
+if(NOT out STREQUAL want)
+  file(WRITE "${expected}.actual" "${out}")
+  message(FATAL_ERROR "output differs from ${expected} (actual written to ${expected}.actual; diff them, "
+                      "or UPDATE_GOLDEN=1 ctest -R analyze_golden after an intended change)")
+endif()
