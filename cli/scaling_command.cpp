@@ -23,6 +23,8 @@ struct ScalingArgs {
   std::string predict;
   std::string compare;
   std::string format = "table";
+  bool weak = false, strong = false;
+  double samples_per_gpu_step = 0;
 };
 }  // namespace
 
@@ -30,7 +32,8 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ScalingArgs>();
   auto* cmd = app.add_subcommand(
       "scaling", "Speedup, efficiency E', GPU-hours, break-even and predictions from a sweep's results file");
-  cmd->footer("Example: scalescope scaling sweep.db --threshold 0.8 --price-per-gpu-hour 2.5 --predict 16,32");
+  cmd->footer("Example: scalescope scaling sweep.db --threshold 0.8 --price-per-gpu-hour 2.5 --predict 16,32\n"
+              "         scalescope scaling profiled.db --samples-per-gpu-step 128   (iteration time, batch 128 per GPU)");
   cmd->add_option("db", args->db, "Results file written by 'scalescope sweep'")->required();
   cmd->add_option("--metric", args->metric, "Metric to analyse (default: the sweep's; also wall_s, energy_j, ...)");
   cmd->add_option("--metric-better", args->metric_better, "higher | lower (default: as recorded by the sweep)");
@@ -39,6 +42,15 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--price-per-gpu-hour", args->price, "Adds cost = GPU-hours x price");
   cmd->add_option("--predict", args->predict, "GPU counts to predict, e.g. 16,32,64");
   cmd->add_option("--compare", args->compare, "KEY=A,B: compare two values of a varied key at each GPU count");
+  auto* weak = cmd->add_flag("--weak", args->weak,
+                             "Weak scaling: fixed work per GPU per step (e.g. fixed per-GPU batch); a time per step "
+                             "becomes time per unit of work = time / N, so E' = T(ref)/T(N)");
+  auto* strong = cmd->add_flag("--strong", args->strong,
+                               "Strong scaling: the same work per step at every N (silences the iteration-time warning)");
+  weak->excludes(strong);
+  cmd->add_option("--samples-per-gpu-step", args->samples_per_gpu_step,
+                  "Weak scaling with B samples (images, tokens) per GPU per step: times become seconds per sample")
+      ->excludes(strong);
   cmd->add_option("--format", args->format, "table | csv | json")->capture_default_str();
   cmd->callback([args, &exit_code] {
     auto format = report::parse_output_format(args->format);
@@ -53,6 +65,9 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     else if (!args->metric_better.empty())
       fail("--metric-better '{}' is not higher or lower", args->metric_better);
     if (args->ref != 0) options.ref_gpus = args->ref;
+    if (args->weak) options.weak = true;
+    if (args->strong) options.weak = false;
+    if (args->samples_per_gpu_step != 0) options.samples_per_gpu_step = args->samples_per_gpu_step;
     options.threshold = args->threshold;
     if (args->price >= 0) options.price_per_gpu_hour = args->price;
     if (!args->predict.empty()) options.predict = sweep::parse_gpu_list(args->predict);

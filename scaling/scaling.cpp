@@ -9,6 +9,7 @@
 #include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "trace/error.hpp"
@@ -206,6 +207,49 @@ std::vector<double> to_time_samples(std::span<const double> samples, Better bett
     }
   }
   return out;
+}
+
+const char* work_per_step_name(WorkPerStep kind) {
+  switch (kind) {
+    case WorkPerStep::kUnknown: return "unknown";
+    case WorkPerStep::kFixedTotal: return "strong scaling";
+    case WorkPerStep::kFixedPerGpu: return "weak scaling";
+  }
+  return "unknown";
+}
+
+std::vector<double> weak_scaling_unit_times(std::span<const double> step_times, int gpus, double units_per_gpu_step) {
+  if (gpus < 1) fail("weak scaling: GPU count {} is not positive", gpus);
+  if (!(units_per_gpu_step > 0) || !std::isfinite(units_per_gpu_step))
+    fail("weak scaling: work per GPU per step {} is not a positive number", units_per_gpu_step);
+  std::vector<double> out(step_times.begin(), step_times.end());
+  for (double& v : out) v /= static_cast<double>(gpus) * units_per_gpu_step;
+  return out;
+}
+
+WorkPerStepEvidence classify_work_per_step(std::vector<std::pair<int, double>> work) {
+  WorkPerStepEvidence e;
+  std::erase_if(work, [](const auto& p) { return p.first < 1 || !(p.second > 0) || !std::isfinite(p.second); });
+  std::sort(work.begin(), work.end());
+  if (work.size() < 2 || work.front().first == work.back().first) {
+    e.detail = "needs the work per step at two or more GPU counts";
+    return e;
+  }
+  const double tolerance = std::log(1.25);
+  bool weak = true, strong = true;
+  std::vector<std::string> parts;
+  for (size_t i = 1; i < work.size(); ++i) {
+    if (work[i].first == work.front().first) continue;
+    const double ratio = work[i].second / work.front().second;
+    const double strong_ratio = static_cast<double>(work.front().first) / work[i].first;
+    const double to_weak = std::fabs(std::log(ratio)), to_strong = std::fabs(std::log(ratio / strong_ratio));
+    weak = weak && to_weak <= tolerance && to_weak < to_strong;
+    strong = strong && to_strong <= tolerance && to_strong < to_weak;
+    parts.push_back(fmt::format("{:.2f}x at N={} (weak: 1, strong: {:.3g})", ratio, work[i].first, strong_ratio));
+  }
+  e.kind = weak ? WorkPerStep::kFixedPerGpu : strong ? WorkPerStep::kFixedTotal : WorkPerStep::kUnknown;
+  e.detail = fmt::format("{} of N={}", fmt::join(parts, ", "), work.front().first);
+  return e;
 }
 
 std::vector<size_t> pareto_front(std::span<const std::pair<double, double>> points) {

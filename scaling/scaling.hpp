@@ -53,6 +53,40 @@ enum class Better { kLower, kHigher };
 std::vector<double> to_time_samples(std::span<const double> samples, Better better);
 
 // ---------------------------------------------------------------------------
+// Strong and weak scaling.
+//
+// S and E' compare times per unit of work. A time per step (the iteration time
+// of a trace) is one only under strong scaling: the global batch is fixed and
+// split across the GPUs. Under weak scaling (a fixed per-GPU batch, the usual
+// DDP set-up) a step at N GPUs does N times the work of a one-GPU step, and E'
+// taken on step times is low by the factor N/N_ref (the same DDP runs gave
+// E'(2) = 0.43 on iteration time and 0.89 on throughput).
+
+enum class WorkPerStep { kUnknown, kFixedTotal, kFixedPerGpu };  // unknown, strong, weak
+const char* work_per_step_name(WorkPerStep kind);  // "unknown", "strong scaling", "weak scaling"
+
+// Weak scaling: times per unit of work from step times at `gpus` GPUs:
+// step time / (gpus x units_per_gpu_step). With the per-GPU batch (images,
+// tokens) as units_per_gpu_step the unit is one sample, so 1/value is samples
+// per second; with 1 it is one GPU's step. E' on these is T_step(ref)/T_step(N).
+//   weak_scaling_unit_times({0.085}, 2, 128)  // {0.085 / 256}: seconds per image
+std::vector<double> weak_scaling_unit_times(std::span<const double> step_times, int gpus,
+                                            double units_per_gpu_step = 1);
+
+// Which kind of scaling a measure of ONE GPU's work per step shows across GPU
+// counts (e.g. a rank's GPU compute time per iteration, from traces): about
+// constant in N is weak scaling, about proportional to 1/N is strong. Each
+// count's ratio to the smallest count must lie within 25% of one expectation
+// (and nearer to it than to the other); else kUnknown. `detail` gives the
+// ratios: "1.02x at N=2 (weak: 1, strong: 0.5)".
+struct WorkPerStepEvidence {
+  WorkPerStep kind = WorkPerStep::kUnknown;
+  std::string detail;
+};
+// per_gpu_work: (GPU count, median work measure > 0), any order.
+WorkPerStepEvidence classify_work_per_step(std::vector<std::pair<int, double>> per_gpu_work);
+
+// ---------------------------------------------------------------------------
 // Scaling table.
 
 struct ScalingPoint {

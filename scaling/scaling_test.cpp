@@ -103,6 +103,44 @@ TEST(ScalingTable, SpeedupEfficiencyAndBreakEvenHandComputed) {
   EXPECT_TRUE(t.rows[3].pareto);
 }
 
+// Weak scaling with session 1's figures: iteration time 73 ms at 1 GPU and
+// 85 ms at 2 (batch 128 per GPU). On step times E'(2) = 73/(2*85) = 0.43; per
+// image it is 73/85 = 0.86, what the throughput metric showed.
+TEST(ScalingWeak, StepTimesBecomeTimePerSample) {
+  const std::vector<double> one = {0.073}, two = {0.085};
+  std::vector<ScalingPoint> step = {{1, one, {}}, {2, two, {}}};
+  EXPECT_NEAR(scaling_table(step, {}).rows[1].efficiency, 0.073 / (2 * 0.085), 1e-12);
+  std::vector<ScalingPoint> per_image = {{1, weak_scaling_unit_times(one, 1, 128), {}},
+                                         {2, weak_scaling_unit_times(two, 2, 128), {}}};
+  EXPECT_DOUBLE_EQ(per_image[1].times[0], 0.085 / 256);  // seconds per image: 1/3012 images/s
+  const auto t = scaling_table(per_image, {});
+  EXPECT_NEAR(t.rows[1].efficiency, 0.073 / 0.085, 1e-12);
+  EXPECT_NEAR(t.rows[1].speedup, 2 * 0.073 / 0.085, 1e-12);
+  // The unit does not change S or E'.
+  std::vector<ScalingPoint> per_step = {{1, weak_scaling_unit_times(one, 1), {}}, {2, weak_scaling_unit_times(two, 2), {}}};
+  EXPECT_NEAR(scaling_table(per_step, {}).rows[1].efficiency, t.rows[1].efficiency, 1e-12);
+  EXPECT_THROW(weak_scaling_unit_times(one, 0), Error);
+  EXPECT_THROW(weak_scaling_unit_times(one, 2, 0), Error);
+  EXPECT_THROW(weak_scaling_unit_times(one, 2, std::nan("")), Error);
+}
+
+TEST(ScalingWeak, WorkPerGpuTellsWeakFromStrong) {
+  // Compute per iteration of one GPU: the same at 2 and 4 GPUs: weak.
+  auto e = classify_work_per_step({{2, 0.051}, {1, 0.050}, {4, 0.049}});
+  EXPECT_EQ(e.kind, WorkPerStep::kFixedPerGpu) << e.detail;
+  EXPECT_NE(e.detail.find("1.02x at N=2 (weak: 1, strong: 0.5)"), std::string::npos) << e.detail;
+  // Halved at 2 GPUs, a bit more than a quarter at 4 (small batches are less efficient): strong.
+  e = classify_work_per_step({{1, 0.050}, {2, 0.027}, {4, 0.015}});
+  EXPECT_EQ(e.kind, WorkPerStep::kFixedTotal) << e.detail;
+  // In between, or a single count, or bad values: unknown.
+  EXPECT_EQ(classify_work_per_step({{1, 0.050}, {2, 0.036}}).kind, WorkPerStep::kUnknown);
+  EXPECT_EQ(classify_work_per_step({{1, 0.050}, {1, 0.051}}).kind, WorkPerStep::kUnknown);
+  EXPECT_EQ(classify_work_per_step({{1, 0.050}, {2, 0}}).kind, WorkPerStep::kUnknown);
+  EXPECT_EQ(classify_work_per_step({}).kind, WorkPerStep::kUnknown);
+  // One count against the others: weak at 2 but strong at 4 is neither.
+  EXPECT_EQ(classify_work_per_step({{1, 0.05}, {2, 0.05}, {4, 0.0125}}).kind, WorkPerStep::kUnknown);
+}
+
 TEST(ScalingTable, SpeedupCiIsRatioOfBonferroniEndpoints) {
   const auto t = scaling_table(law_points(), {});
   const auto ref = summarize(std::vector<double>{99, 100, 101}, 0.975);

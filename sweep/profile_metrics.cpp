@@ -35,10 +35,30 @@ void add_profile_metrics(const std::filesystem::path& trace_dir, RunMetrics& met
   std::map<std::pair<std::string, uint32_t>, double> energy;
   double ring_bytes_time = 0, comm_seconds = 0, allreduce_bytes_rank0 = 0;
   bool first = true;
+  // One GPU's compute per steady iteration, the mean over ranks: constant in N
+  // under weak scaling (fixed per-GPU batch), ~1/N under strong scaling, which
+  // lets `scalescope scaling` tell them apart (scaling::classify_work_per_step).
+  double compute_per_iteration_sum = 0;
+  int compute_ranks = 0;
   for (const auto& t : traces) {
     const auto it = analyze::find_iterations(t, options);
     if (it.availability.available && it.steady_median_ns > 0) slowest_ns = std::max(slowest_ns, it.steady_median_ns);
     if (first) iterations_rank0 = it.count - it.warmup_count;
+    if (it.availability.available && it.count - it.warmup_count > 0) {
+      const auto info = analyze::classify_names(t, options.classifier);
+      const auto steady_begin = std::find_if(it.iterations.begin(), it.iterations.end(),
+                                             [](const analyze::Iteration& i) { return !i.warmup; });
+      const trace::Timestamp from = steady_begin->start, to = it.iterations.back().end;
+      int64_t compute_ns = 0;
+      for (size_t i = 0; i < t.kernels.size(); ++i)
+        if (info[t.kernels.name[i]].cls == analyze::KernelClass::kCompute && t.kernels.start[i] >= from &&
+            t.kernels.end[i] <= to)
+          compute_ns += t.kernels.end[i] - t.kernels.start[i];
+      if (compute_ns > 0) {
+        compute_per_iteration_sum += static_cast<double>(compute_ns) * 1e-9 / static_cast<double>(it.count - it.warmup_count);
+        ++compute_ranks;
+      }
+    }
     std::map<uint32_t, std::pair<double, double>> span;  // device -> (first, last) energy
     for (size_t i = 0; i < t.counters.size(); ++i) {
       if (t.counters.metric[i] != trace::CounterMetric::kEnergyJoules) continue;
@@ -65,6 +85,7 @@ void add_profile_metrics(const std::filesystem::path& trace_dir, RunMetrics& met
     metrics.values["iteration_s"] = slowest_ns * 1e-9;
   else
     metrics.notes.push_back("the trace shows no steady-state iterations");
+  if (compute_ranks > 0) metrics.values["compute_s_per_iter"] = compute_per_iteration_sum / compute_ranks;
   if (!energy.empty()) {
     double total = 0;
     for (const auto& [k, v] : energy) total += v;

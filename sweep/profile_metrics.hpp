@@ -11,7 +11,9 @@
 namespace scalescope::sweep {
 
 // Adds "iteration_s", "energy_j", "allreduce_bytes_per_iter", "allreduce_busbw"
-// to `metrics` where the trace has them, and a note for each one missing.
+// and "compute_s_per_iter" (one GPU's compute-kernel seconds per steady
+// iteration, mean over ranks) to `metrics` where the trace has them, and a note
+// for each of the first four that is missing.
 void add_profile_metrics(const std::filesystem::path& trace_dir, RunMetrics& metrics);
 
 }  // namespace scalescope::sweep

@@ -55,6 +55,15 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
   const std::string metric = options.metric.empty() ? sweep.metric : options.metric;
   const bool higher = options.higher_is_better.value_or(metric == sweep.metric ? sweep.higher_is_better : false);
   const auto better = higher ? scaling::Better::kHigher : scaling::Better::kLower;
+  if (options.samples_per_gpu_step && !(*options.samples_per_gpu_step > 0 && std::isfinite(*options.samples_per_gpu_step)))
+    fail("--samples-per-gpu-step {} is not a positive number", *options.samples_per_gpu_step);
+  if (options.samples_per_gpu_step && options.weak == false)
+    fail("--samples-per-gpu-step describes weak scaling; it cannot be combined with --strong");
+  // Weak scaling turns a time per step into a time per unit of work; a
+  // throughput already counts work, so it is left as it is.
+  const bool weak_asked = options.weak.value_or(false) || options.samples_per_gpu_step.has_value();
+  const bool weak = weak_asked && !higher;
+  const double units_per_gpu_step = options.samples_per_gpu_step.value_or(1);
 
   ConfigOrder order;
   auto spec = nlohmann::json::parse(sweep.spec_json, nullptr, false);
@@ -73,6 +82,7 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
     std::map<std::string, int> statuses;
     std::vector<double> values, energy;
     std::vector<double> bytes_per_iter, busbw;
+    std::vector<double> compute_per_iter;  // one GPU's compute seconds per iteration (traced runs)
   };
   std::map<std::pair<size_t, int>, Group> groups;  // (config index, gpus)
   int with_metric = 0;
@@ -91,6 +101,7 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
     if (auto e = r.metrics.find("energy_j"); e != r.metrics.end()) g.energy.push_back(e->second);
     if (auto b = r.metrics.find("allreduce_bytes_per_iter"); b != r.metrics.end()) g.bytes_per_iter.push_back(b->second);
     if (auto b = r.metrics.find("allreduce_busbw"); b != r.metrics.end()) g.busbw.push_back(b->second);
+    if (auto c = r.metrics.find("compute_s_per_iter"); c != r.metrics.end()) g.compute_per_iter.push_back(c->second);
   }
 
   std::vector<report::Table> tables;
@@ -126,18 +137,30 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
   tables.push_back(std::move(runs));
 
   const bool seconds = metric == "wall_s" || metric == "mlperf_s" || metric == "iteration_s";
-  report::Table main(fmt::format("Scaling of {} ({}; {})", metric, higher ? "higher is better, time = 1/value" : "time",
-                                 seconds ? "seconds" : "units of the metric"),
+  const std::string kind = higher ? "higher is better, time = 1/value"
+                           : !weak ? "time"
+                           : options.samples_per_gpu_step
+                               ? fmt::format("weak scaling: time per sample = value / (N x {:g})", units_per_gpu_step)
+                               : std::string("weak scaling: time per unit of work = value / N, a unit being one GPU's step");
+  // Time columns keep 4 significant figures on the terminal (a 0.6 ms step
+  // would show as 0.0006 with fixed decimals); CSV and JSON keep every digit.
+  report::Table main(fmt::format("Scaling of {} ({}; {})", metric, kind, seconds ? "seconds" : "units of the metric"),
                      std::vector<report::Column>{
                          report::Column("config"), report::Column("gpus"), report::Column("n"),
-                         report::Column("median", 4), report::Column("ci_low", 4), report::Column("ci_high", 4),
-                         report::Column("speedup"), report::Column("speedup_low"), report::Column("speedup_high"),
-                         report::Column("efficiency"), report::Column("efficiency_low"),
-                         report::Column("efficiency_high"), report::Column("gpu_hours", 6), report::Column("energy_j", 1),
-                         report::Column("cost", 6), report::Column("pareto")});
+                         report::Column::significant("median", 4), report::Column::significant("ci_low", 4),
+                         report::Column::significant("ci_high", 4), report::Column("speedup"),
+                         report::Column("speedup_low"), report::Column("speedup_high"), report::Column("efficiency"),
+                         report::Column("efficiency_low"), report::Column("efficiency_high"),
+                         report::Column::significant("gpu_hours", 4), report::Column::significant("energy_j", 4),
+                         report::Column::significant("cost", 4), report::Column("pareto")});
   report::Table breakeven("Break-even point", {"config", "rule", "gpus", "detail"});
-  report::Table predictions("Prediction", {"config", "model", "gpus", "time", "efficiency", "loo_mean_rel_err",
-                                           "loo_max_rel_err", "fit"});
+  report::Table predictions("Prediction", std::vector<report::Column>{
+                                              report::Column("config"), report::Column("model"), report::Column("gpus"),
+                                              report::Column::significant("time", 4), report::Column("efficiency"),
+                                              report::Column("loo_mean_rel_err"), report::Column("loo_max_rel_err"),
+                                              report::Column("fit")});
+  std::vector<std::string> weak_notes;  // printed first under the scaling table
+  bool generic_warning_given = false;
   std::string ci_method, knee_method;
   std::vector<std::string> assumptions;
   for (size_t ci = 0; ci < configs.size(); ++ci) {
@@ -147,10 +170,40 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
       scaling::ScalingPoint p;
       p.gpus = key.second;
       p.times = scaling::to_time_samples(g.values, better);
+      if (weak) p.times = scaling::weak_scaling_unit_times(p.times, p.gpus, units_per_gpu_step);
       p.energy_j = g.energy;
       pts.push_back(std::move(p));
     }
     const std::string label = label_of(configs[ci]);
+    // Weak or strong scaling, from one GPU's compute per iteration in the traces.
+    std::vector<std::pair<int, double>> work;
+    for (const auto& entry : groups)
+      if (entry.first.first == ci && !entry.second.compute_per_iter.empty())
+        work.emplace_back(entry.first.second, median(entry.second.compute_per_iter));
+    const auto evidence = scaling::classify_work_per_step(work);
+    const std::string seen = fmt::format("{}one GPU's compute per iteration in the traces: {}",
+                                         configs.size() > 1 ? label + ": " : "", evidence.detail);
+    if (!higher && !options.weak && !options.samples_per_gpu_step && metric == "iteration_s") {
+      if (evidence.kind == scaling::WorkPerStep::kFixedPerGpu)
+        weak_notes.push_back(fmt::format(
+            "WARNING: weak scaling ({}): each GPU does the same work per step, so a step at N GPUs does N/N_ref times "
+            "the reference step's work, and S and E' below, taken on time per step, understate scaling by N/N_ref. Use "
+            "--weak (time per unit of work, E' = T_ref/T_N) or --samples-per-gpu-step B (seconds per sample)",
+            seen));
+      else if (evidence.kind == scaling::WorkPerStep::kFixedTotal)
+        weak_notes.push_back(fmt::format("strong scaling ({}): time per step is compared as it is", seen));
+      else if (!generic_warning_given && (generic_warning_given = true))
+        weak_notes.push_back(
+            "WARNING: 'iteration_s' is a time per step: S and E' below assume the same global work per step at every "
+            "N (strong scaling). With a fixed per-GPU batch (weak scaling, the usual DDP set-up) a step at N GPUs "
+            "does N/N_ref times the work and E' on step time is low by that factor: pass --weak (or "
+            "--samples-per-gpu-step B), or --strong to confirm strong scaling" +
+            (work.empty() ? std::string() : " (" + seen + ")"));
+    }
+    if (weak && evidence.kind == scaling::WorkPerStep::kFixedTotal)
+      weak_notes.push_back(fmt::format("WARNING: weak scaling was asked for, but {} looks like strong scaling", seen));
+    if (options.weak == false && evidence.kind == scaling::WorkPerStep::kFixedPerGpu)
+      weak_notes.push_back(fmt::format("WARNING: --strong was given, but {} looks like weak scaling", seen));
     scaling::ScalingOptions so;
     so.ref_gpus = options.ref_gpus;
     so.threshold = options.threshold;
@@ -186,7 +239,10 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
     knee_method = t.break_even.knee_method;
     for (const auto& n : t.break_even.notes) breakeven.add_note(label + ": " + n);
 
-    if (!options.predict.empty()) {
+    if (!options.predict.empty() && weak) {
+      predictions.add_row({label, std::string("-"), Cell(), Cell(), Cell(), Cell(), Cell(),
+                           std::string("not fitted: the models assume strong scaling (same work per step)")});
+    } else if (!options.predict.empty()) {
       std::vector<scaling::FitPoint> fp;
       for (const auto& r : t.rows) fp.push_back({r.gpus, r.time.median});
       const auto& ref_row = *std::find_if(t.rows.begin(), t.rows.end(), [&](const auto& r) { return r.gpus == t.ref_gpus; });
@@ -221,17 +277,27 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
   }
   for (const auto& a : assumptions) predictions.add_note("assumption: " + a);
   if (!knee_method.empty()) breakeven.add_note("rule (b): " + knee_method);
+  for (const auto& n : weak_notes) main.add_note(n);
+  if (weak_asked && higher)
+    main.add_note(fmt::format("weak scaling: '{}' is a throughput, which already counts work; used as it is", metric));
   main.add_note("CI: " + ci_method);
   main.add_note("speedup S = T(ref)/T(N); efficiency E' = (N_ref*T_ref)/(N*T_N); GPU-hours = N*T/3600");
+  if (weak)
+    main.add_note(fmt::format("weak scaling: T is {} (so E' = T_step(ref)/T_step(N)); GPU-hours are per {}",
+                              options.samples_per_gpu_step ? "step time / (N x samples per GPU step)" : "step time / N",
+                              options.samples_per_gpu_step ? "sample" : "GPU-step of work"));
   if (higher) main.add_note(fmt::format("'{}' is higher-is-better: statistics are of time per unit = 1/{}", metric, metric));
   if (!seconds) main.add_note("the metric is not in seconds, so GPU-hours and cost are not shown");
   tables.push_back(std::move(main));
   tables.push_back(std::move(breakeven));
 
   // Comparisons between configurations, at each GPU count and each setting of the other keys.
-  report::Table cmp("Configurations compared",
-                    {"key", "a", "b", "others", "gpus", "n_a", "n_b", "median_a", "median_b", "ratio_b_a",
-                     "ratio_low", "ratio_high", "welch_p", "mann_whitney_p", "differs"});
+  std::vector<report::Column> cmp_columns;
+  for (const char* name : {"key", "a", "b", "others", "gpus", "n_a", "n_b", "median_a", "median_b", "ratio_b_a",
+                           "ratio_low", "ratio_high", "welch_p", "mann_whitney_p", "differs"})
+    cmp_columns.push_back(std::string_view(name).starts_with("median_") ? report::Column::significant(name, 4)
+                                                                          : report::Column(name));
+  report::Table cmp("Configurations compared", cmp_columns);
   std::vector<std::pair<std::string, std::pair<std::string, std::vector<std::string>>>> pairs;  // key, (a, bs)
   if (options.compare) {
     if (options.compare->values.size() != 2) fail("--compare {}: give exactly two values, KEY=A,B", options.compare->key);

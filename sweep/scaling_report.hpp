@@ -21,6 +21,13 @@ struct ScalingReportOptions {
   std::vector<int> predict;                  // GPU counts to predict
   std::optional<Variable> compare;           // KEY=A,B; default: each varied key, first value vs the others
   double alpha = 0.05;
+  // Work per step (docs/scaling.md, "Strong and weak scaling"): nullopt =
+  // unknown (a warning when the metric is the trace's per-step time), false =
+  // strong scaling (same global work per step at every N), true = weak scaling
+  // (fixed per-GPU work per step): time metrics become time per unit of work,
+  // step time / N, or per sample with samples_per_gpu_step.
+  std::optional<bool> weak;
+  std::optional<double> samples_per_gpu_step;  // images or tokens per GPU per step (implies weak)
 };
 
 // Throws Error when no run of the sweep has the metric (after printing nothing):

@@ -9,6 +9,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "trace/error.hpp"
 
@@ -16,6 +17,7 @@ namespace scalescope::sweep {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A stored sweep over pin=0,1 and 1,2,4 GPUs: pin=0 follows T = 100/N + 10,
 // pin=1 is 10% faster; three repetitions each with +-1% spread.
@@ -127,6 +129,100 @@ TEST(ScalingReport, AllFailedIsAClearError) {
   const auto tables = scaling_report(sweep, {});
   const auto& main = find(tables, "Scaling of wall_s");
   EXPECT_EQ(main.rows().size(), 3u);
+}
+
+// A profiled sweep of a DDP job with a fixed per-GPU batch (weak scaling), as
+// session 1 measured it on H200: iteration time 73 ms at 1 GPU, 85 ms at 2.
+// compute_per_iter: one GPU's compute per iteration at 1 and 2 GPUs.
+StoredSweep iteration_sweep(std::optional<std::pair<double, double>> compute_per_iter) {
+  StoredSweep s;
+  s.id = 2;
+  s.metric = "iteration_s";
+  s.spec_json = "{}";
+  int index = 0;
+  for (int rep = 0; rep < 3; ++rep)
+    for (int n : {1, 2}) {
+      StoredRun r;
+      r.plan_index = index++;
+      r.gpus = n;
+      r.rep = rep;
+      r.status = RunStatus::kOk;
+      r.metrics["iteration_s"] = (n == 1 ? 0.073 : 0.085) * (1 + 0.01 * (rep - 1));
+      if (compute_per_iter) r.metrics["compute_s_per_iter"] = n == 1 ? compute_per_iter->first : compute_per_iter->second;
+      s.runs.push_back(r);
+    }
+  s.planned_runs = index;
+  return s;
+}
+
+std::string notes_of(const report::Table& t) { return nlohmann::json::parse(t.to_json()).value("notes", nlohmann::json::array()).dump(); }
+
+TEST(ScalingReportWeak, IterationTimeOfWeakScalingIsFlaggedFromTheTraces) {
+  const auto tables = scaling_report(iteration_sweep(std::make_pair(0.050, 0.051)), {});
+  const auto& main = find(tables, "Scaling of iteration_s (time;");
+  ASSERT_EQ(main.rows().size(), 2u);
+  EXPECT_NEAR(d(main.rows()[1][9]), 0.073 / (2 * 0.085), 1e-9);  // E' on step time, as asked
+  EXPECT_THAT(notes_of(main), HasSubstr("WARNING: weak scaling (one GPU's compute per iteration in the traces: 1.02x at N=2"));
+  EXPECT_THAT(notes_of(main), HasSubstr("understate scaling by N/N_ref"));
+}
+
+TEST(ScalingReportWeak, WeakTurnsStepTimesIntoTimePerUnitOfWork) {
+  ScalingReportOptions o;
+  o.weak = true;
+  o.predict = {4};
+  auto tables = scaling_report(iteration_sweep(std::make_pair(0.050, 0.051)), o);
+  const auto& main = find(tables, "Scaling of iteration_s (weak scaling: time per unit of work");
+  EXPECT_NEAR(d(main.rows()[1][3]), 0.085 / 2, 1e-12);        // median: step time / N
+  EXPECT_NEAR(d(main.rows()[1][9]), 0.073 / 0.085, 1e-9);     // E' = T_step(1) / T_step(2) = 0.86
+  EXPECT_NEAR(d(main.rows()[1][6]), 2 * 0.073 / 0.085, 1e-9);  // S
+  EXPECT_THAT(notes_of(main), Not(HasSubstr("WARNING")));
+  EXPECT_THAT(s(find(tables, "Prediction").rows()[0][7]), HasSubstr("not fitted: the models assume strong scaling"));
+  // Per sample with the per-GPU batch: seconds per image, the same E'.
+  o.samples_per_gpu_step = 128;
+  tables = scaling_report(iteration_sweep(std::nullopt), o);
+  const auto& per_image = find(tables, "Scaling of iteration_s (weak scaling: time per sample = value / (N x 128)");
+  EXPECT_NEAR(d(per_image.rows()[1][3]), 0.085 / 256, 1e-12);
+  EXPECT_NEAR(d(per_image.rows()[1][9]), 0.073 / 0.085, 1e-9);
+  o.samples_per_gpu_step = -1;
+  EXPECT_THROW(scaling_report(iteration_sweep(std::nullopt), o), Error);
+  o.samples_per_gpu_step = 128;
+  o.weak = false;
+  EXPECT_THROW(scaling_report(iteration_sweep(std::nullopt), o), Error);
+}
+
+TEST(ScalingReportWeak, StrongScalingInTheTracesOrUnknown) {
+  // Compute per iteration halves at 2 GPUs: strong scaling, no warning.
+  auto main = find(scaling_report(iteration_sweep(std::make_pair(0.050, 0.026)), {}), "Scaling of iteration_s");
+  EXPECT_THAT(notes_of(main), HasSubstr("strong scaling (one GPU's compute per iteration"));
+  EXPECT_THAT(notes_of(main), Not(HasSubstr("WARNING")));
+  // No trace evidence: the general warning.
+  main = find(scaling_report(iteration_sweep(std::nullopt), {}), "Scaling of iteration_s");
+  EXPECT_THAT(notes_of(main), HasSubstr("WARNING: 'iteration_s' is a time per step"));
+  // --strong silences it, but not against the traces' evidence.
+  ScalingReportOptions o;
+  o.weak = false;
+  main = find(scaling_report(iteration_sweep(std::nullopt), o), "Scaling of iteration_s");
+  EXPECT_THAT(notes_of(main), Not(HasSubstr("WARNING")));
+  main = find(scaling_report(iteration_sweep(std::make_pair(0.050, 0.050)), o), "Scaling of iteration_s");
+  EXPECT_THAT(notes_of(main), HasSubstr("WARNING: --strong was given, but"));
+  // A throughput already counts work: --weak leaves it alone.
+  o.weak = true;
+  const auto tables = scaling_report(make_sweep(true), o);
+  const auto& tp = find(tables, "Scaling of regex (higher is better");
+  EXPECT_THAT(notes_of(tp), HasSubstr("is a throughput, which already counts work"));
+  EXPECT_NEAR(d(tp.rows()[1][9]), d(find(scaling_report(make_sweep(true), {}), "Scaling of regex").rows()[1][9]), 1e-12);
+}
+
+TEST(ScalingReportWeak, TerminalKeepsFourSignificantFiguresForFastMetrics) {
+  StoredSweep fast = iteration_sweep(std::nullopt);
+  for (auto& r : fast.runs) r.metrics["iteration_s"] *= 0.01;  // 0.73 ms and 0.85 ms steps
+  std::ostringstream term, csv;
+  const auto tables = scaling_report(fast, {});
+  report::print_tables(term, tables, report::OutputFormat::kTable);
+  report::print_tables(csv, tables, report::OutputFormat::kCsv);
+  EXPECT_THAT(term.str(), HasSubstr("0.0007300"));  // not 0.0007
+  EXPECT_THAT(term.str(), HasSubstr("0.0008500"));
+  EXPECT_THAT(csv.str(), HasSubstr("0.00073,"));    // CSV keeps the value as it is
 }
 
 // Golden CSV of the whole report (all tables) for a fixed stored sweep:
