@@ -9,7 +9,8 @@
 # Usage: bench/sweep_gpu/run.sh BUILD_DIR OUT_DIR      (about 3-5 minutes)
 # OUT_DIR gets: checks.txt (PASS/FAIL lines), sweep.db, scaling.txt,
 # scaling.json, sweep-stderr.txt, logs.tar.gz (every run's log), and for the
-# profiled part profile.db, profile-scaling.txt. Exit status 0 when every
+# profiled part profile.db, profile-scaling.txt, profile-scaling-weak.json
+# (weak-scaling detection and per-image E'). Exit status 0 when every
 # check passed.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -79,6 +80,19 @@ if "$ss" profile --help >/dev/null 2>&1 && [ $((SECONDS - start)) -lt 200 ]; the
   check profiled_sweep $? "profiled sweep exit status"
   "$ss" scaling "$pdb" --predict 4,8 >"$out/profile-scaling.txt" 2>&1
   check profiled_scaling $? "scaling of the iteration time from traces"
+  # The job keeps 128 images per GPU per step (weak scaling): the traces' compute
+  # per iteration should say so, and per-image E'(2) should be near the throughput E'.
+  grep -q "WARNING: weak scaling" "$out/profile-scaling.txt"
+  check weak_scaling_detected $? "$(grep -o "compute per iteration in the traces: [^)]*)" "$out/profile-scaling.txt" | head -1)"
+  "$ss" scaling "$pdb" --samples-per-gpu-step 128 --format json >"$out/profile-scaling-weak.json" 2>&1
+  weff="$(python3 - "$out/profile-scaling-weak.json" <<'PY'
+import json, sys
+tables = json.load(open(sys.argv[1]))
+main = [t for t in tables if t["title"].startswith("Scaling of")][0]
+print([r for r in main["rows"] if r["gpus"] == 2][0]["efficiency"])
+PY
+)"
+  check weak_efficiency_near_throughput "$(python3 -c "import sys; w=float('${weff:-nan}'); e=float('${eff:-nan}'); sys.exit(0 if abs(w-e) < 0.2 else 1)" && echo 0 || echo 1)" "E'(2) per image from iteration time ${weff:-missing} vs from throughput ${eff:-missing}"
   q "$pdb" "SELECT plan_index, gpus, status, metric, metrics_json, note FROM runs" >"$out/profile-runs.txt" 2>&1
 else
   echo "SKIP profiled_sweep (profile command not built, or no time left)" | tee -a "$checks"
