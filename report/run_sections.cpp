@@ -17,6 +17,7 @@
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
+#include "trace/stats.hpp"
 #include "trace/trace.hpp"
 
 namespace scalescope::report::detail {
@@ -320,6 +321,8 @@ Json nccl_blocks(const std::vector<trace::Trace>& traces) {
   struct Sum {
     int64_t count = 0, time_ns = 0;
     uint64_t bytes = 0;
+    double bus_bytes = 0;  // bytes x nccl-tests' bus factor, over the collectives whose size is known
+    int64_t bus_ns = 0;
   };
   std::map<std::tuple<std::string, uint64_t>, Sum> by_op_size;
   std::vector<std::map<std::string, int64_t>> per_rank(traces.size());
@@ -333,6 +336,13 @@ Json nccl_blocks(const std::vector<trace::Trace>& traces) {
       ++s.count;
       s.time_ns += d;
       s.bytes += n.bytes[i];
+      const int32_t ranks = n.group_size[i] > 0 ? n.group_size[i] : traces[ri].meta.world_size;
+      if (const double f = trace::nccl_bus_factor(n.op[i], ranks); f > 0 && n.bytes[i] > 0) {
+        // As in `stats`: PyTorch's profiler gives a reduce-scatter's input, ranks x NCCL's message.
+        const bool whole_input = n.op[i] == trace::NcclOp::kReduceScatter && traces[ri].meta.source == "kineto";
+        s.bus_bytes += static_cast<double>(whole_input ? n.bytes[i] / static_cast<uint64_t>(ranks) : n.bytes[i]) * f;
+        s.bus_ns += d;
+      }
       per_rank[ri][op] += d;
       ops[op] = 0;
     }
@@ -351,12 +361,15 @@ Json nccl_blocks(const std::vector<trace::Trace>& traces) {
   }
   Table t("NCCL collectives by operation and message size (all ranks)",
           {Column("operation"), Column("message bytes"), Column("count"), Column("time ms"), Column("mean us"),
-           Column("algorithm GB/s", 2)});
+           Column("algorithm GB/s", 2), Column("bus GB/s", 2)});
   for (const auto& [key, s] : by_op_size)
     t.add_row({std::get<0>(key), static_cast<int64_t>(std::get<1>(key)), s.count, ms(s.time_ns),
                static_cast<double>(s.time_ns) / 1e3 / static_cast<double>(s.count),
-               s.time_ns ? static_cast<double>(s.bytes) / static_cast<double>(s.time_ns) : 0.0});
-  t.add_note("algorithm GB/s: message bytes / kernel time (NCCL's algbw); time is GPU time of the collective kernels.");
+               s.time_ns ? static_cast<double>(s.bytes) / static_cast<double>(s.time_ns) : 0.0,
+               s.bus_ns > 0 ? Cell(s.bus_bytes / static_cast<double>(s.bus_ns)) : Cell()});
+  t.add_note("algorithm GB/s: message bytes / kernel time (NCCL's algbw); bus GB/s: NCCL's bus bandwidth (nccl-tests "
+             "factors; n = communicator size, else WORLD_SIZE; empty when unknown); time is GPU time of the collective "
+             "kernels.");
   return Json::array({{{"type", "chart"}, {"kind", "bars"}, {"title", "NCCL time per rank by operation"}, {"stacked", true},
                        {"unit", "ms"}, {"categories", cats}, {"series", std::move(series)}},
                       table_block(t)});
