@@ -153,8 +153,10 @@ void CuptiDecoder::decode_marker_payload(uint32_t marker_id, uint32_t cupti_doma
     auto open = open_ranges_.find(marker_id);
     if (open != open_ranges_.end()) {
       if (open->second.nccl) decode_nccl_payload(marker_id, open->second.text, cupti_domain, data->schemaId, bytes);
-    } else if (early_payloads_.size() < kMaxEarlyPayloads) {
+    } else {
       // Its range's start record has not come yet: keep a copy until it does.
+      // Copies whose start never came are dropped together when the set is full.
+      if (early_payloads_.size() >= kMaxEarlyPayloads) early_payloads_.clear();
       early_payloads_[marker_id] = {cupti_domain, data->schemaId, std::vector<uint8_t>(bytes.begin(), bytes.end())};
     }
   }
