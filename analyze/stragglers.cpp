@@ -50,7 +50,7 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
     }
   }
   if (total == 0) {
-    st.availability = {false, "skipped: the traces have no collectives (no NCCL records or kernels)"};
+    st.availability = {false, "skipped: the traces have no collectives in the window (no NCCL records or kernels)"};
     return st;
   }
   // A collective cannot finish on any rank before the last rank arrives. When
