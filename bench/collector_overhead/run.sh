@@ -5,6 +5,7 @@
 # repetitions from ONE job and start-up costs are paid once per mode.
 #
 #   bench/collector_overhead/run.sh BUILD_DIR OUT_DIR [BUDGET_S]
+#   ONLY="default none" (environment): run only the named jobs.
 #
 # BUILD_DIR holds cli/scalescope, collect/libscalescope-collector.so and
 # collect/collect_gpu_check (release build). Jobs, in this order:
@@ -67,6 +68,15 @@ specs=(
   "discard|10|cuda-profiler|--discard"
   "none|10|nothing|-"
 )
+# ONLY="default none" keeps just those jobs (a re-run of modes a budget cut),
+# so the budget is shared among them alone.
+if [ -n "${ONLY:-}" ]; then
+  kept=()
+  for s in "${specs[@]}"; do
+    if grep -qw -- "${s%%|*}" <<< "$ONLY"; then kept+=("$s"); else echo "NOTE ${s%%|*} not in ONLY"; fi
+  done
+  specs=("${kept[@]}")
+fi
 startup_est=30  # seconds of start-up + exit per job; replaced by the median measured
 startups=()
 for i in "${!specs[@]}"; do
