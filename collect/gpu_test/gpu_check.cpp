@@ -174,7 +174,9 @@ std::vector<GpuCheck> check_activities(const std::vector<trace::Trace>& traces) 
     absent("memset", t.memsets.size());
     absent("sync", t.syncs.size());
     absent("nvtx", t.nvtx.size());
-    if (has_group(activities, "kernel"))
+    // A launcher process without a rank (the torchrun agent loads CUDA but
+    // runs no kernel) is traced too; only ranks, or a lone process, must have kernels.
+    if (has_group(activities, "kernel") && (t.meta.rank >= 0 || traces.size() == 1))
       out.push_back({who(t) + " has kernels", t.kernels.size() > 0, fmt::format("{} kernels", t.kernels.size())});
   }
   if (traces.empty()) out.push_back({"traces found", false, "none"});

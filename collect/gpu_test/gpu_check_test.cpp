@@ -144,6 +144,23 @@ TEST(CollectGpuCheck, ActivitiesLeftOutHaveNoRecords) {
   EXPECT_EQ(failures(check_activities({})), 1);
 }
 
+// The torchrun agent loads CUDA (so it is traced) but launches nothing: only
+// ranks, or a lone process, are required to have kernels.
+TEST(CollectGpuCheck, RanklessLauncherNeedsNoKernels) {
+  std::vector<trace::Trace> traces(2);
+  traces[0].meta.rank = 0;
+  traces[0].meta.extra["activities"] = "kernel";
+  traces[0].kernels.push({});
+  traces[1].meta.rank = -1;
+  traces[1].meta.extra["activities"] = "kernel";
+  EXPECT_EQ(failures(check_activities(traces)), 0);
+  traces[0].kernels = {};
+  EXPECT_EQ(failures(check_activities(traces)), 1);  // a rank without kernels still fails
+  traces.resize(1);
+  traces[0].meta.rank = -1;
+  EXPECT_EQ(failures(check_activities(traces)), 1);  // a lone process must have kernels
+}
+
 TEST(CollectGpuCheck, WindowHoldsExactlyTheStepsInside) {
   std::vector<trace::Trace> traces(3);  // two ranks and the torchrun agent
   for (int r = 0; r < 2; ++r) {
