@@ -88,6 +88,7 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
   r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
   r.source = t.meta.source;
   r.hostname = t.meta.hostname;
+  r.gpu_activity = t.kernels.size() + t.memcpys.size() + t.memsets.size() + t.nccl.size() > 0;
   for (int p = 0; p < trace::kProblemCount; ++p) {
     const auto problem = static_cast<trace::Problem>(p);
     if (trace::severity_of(problem) == trace::Severity::kDataLoss && t.problems.get(problem) > 0)

@@ -278,6 +278,8 @@ struct RankAnalysis {
   // The trace's problems of severity data loss ("torn_tail x1",
   // "checksum_mismatch x2"): the figures cover only what could be read.
   std::vector<std::string> data_loss;
+  // Any kernel, copy, set or collective in the trace (whole trace, not window).
+  bool gpu_activity = false;
 };
 
 struct RankLateness {
@@ -302,6 +304,10 @@ struct StragglerStats {
 struct RunAnalysis {
   std::vector<RankAnalysis> ranks;
   StragglerStats stragglers;
+  // Labels of processes left out of `ranks`: no rank and no GPU activity
+  // while other processes have some (a launcher that loaded CUDA, such as the
+  // torchrun agent). Counted as a rank they would skew "N of M ranks".
+  std::vector<std::string> left_out;
 };
 
 // ---- entry points ---------------------------------------------------------

@@ -250,6 +250,29 @@ TEST(BreakdownTest, EmptyTraceIsSkippedNotWrong) {
   EXPECT_FALSE(r.numa.availability.available);
   const RunAnalysis run = combine({r});
   EXPECT_FALSE(run.stragglers.availability.available);
+  EXPECT_EQ(run.ranks.size(), 1u);  // nothing else has GPU activity: kept, and said to be empty
+  EXPECT_TRUE(run.left_out.empty());
+}
+
+// torchrun's agent loads CUDA, so the collector traces it, but it has no rank
+// and runs nothing on the GPU: it is left out of the ranks, by name.
+TEST(BreakdownTest, RanklessProcessWithoutGpuWorkIsLeftOut) {
+  trace::Trace agent;  // rank -1, no GPU records
+  trace::Trace rank0;
+  rank0.meta.rank = 0;
+  rank0.kernels.push({.start = 100, .end = 200, .device = 0, .stream = 7, .name = rank0.strings.intern("k")});
+  std::vector<RankAnalysis> ranks;
+  ranks.push_back(analyze_rank(agent, Options{}));
+  ranks.push_back(analyze_rank(rank0, Options{}));
+  const RunAnalysis run = combine(std::move(ranks));
+  ASSERT_EQ(run.ranks.size(), 1u);
+  EXPECT_EQ(run.ranks[0].rank, 0);
+  ASSERT_EQ(run.left_out.size(), 1u);
+  EXPECT_EQ(run.left_out[0], "rank ?");
+  // A rank-less process that did use the GPU (a plain single-process job) stays.
+  trace::Trace lone;
+  lone.kernels.push({.start = 100, .end = 200, .device = 0, .stream = 7, .name = lone.strings.intern("k")});
+  EXPECT_EQ(combine({analyze_rank(lone, Options{})}).ranks.size(), 1u);
 }
 
 // A trace that lost data (a torn tail, a chunk failing its checksum) is still

@@ -171,7 +171,9 @@ void to_json(json& j, const StragglerStats& v) {
            {"fastest_rank_median_ns", v.fastest_rank_median_ns}};
 }
 
-void to_json(json& j, const RunAnalysis& v) { j = json{{"ranks", v.ranks}, {"stragglers", v.stragglers}}; }
+void to_json(json& j, const RunAnalysis& v) {
+  j = json{{"ranks", v.ranks}, {"stragglers", v.stragglers}, {"left_out", v.left_out}};
+}
 
 void to_json(json& j, const Delta& v) {
   j = json{{"what", v.what}, {"a", v.a}, {"b", v.b}, {"delta", v.delta}, {"ratio", v.ratio}};

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "analyze/analyze.hpp"
@@ -53,8 +54,6 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
       try {
         trace::Trace t = load_one(files[i]);
         ranks[i] = analyze_rank(t, options);
-        if (t.meta.rank < 0) ranks[i].rank = static_cast<int32_t>(i);  // unknown rank: file order
-        ranks[i].label = fmt::format("rank {} ({})", ranks[i].rank, files[i].filename().string());
       } catch (...) {
         std::lock_guard lock(error_mutex);
         if (!error) error = std::current_exception();
@@ -67,6 +66,24 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   work();
   for (auto& th : pool) th.join();
   if (error) std::rethrow_exception(error);
+  // Unknown ranks (no RANK in the process's environment, a Kineto trace
+  // without distributedInfo) are numbered in file order, skipping numbers a
+  // known rank has. A rank-less process without GPU work while others have
+  // some (the torchrun agent) keeps -1: combine() leaves it out by name.
+  const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
+  std::set<int32_t> used;
+  for (const auto& r : ranks)
+    if (r.rank >= 0) used.insert(r.rank);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].rank < 0 && (ranks[i].gpu_activity || !any_gpu)) {
+      auto n = static_cast<int32_t>(i);
+      while (used.count(n)) ++n;
+      ranks[i].rank = n;
+      used.insert(n);
+    }
+    ranks[i].label = ranks[i].rank >= 0 ? fmt::format("rank {} ({})", ranks[i].rank, files[i].filename().string())
+                                        : fmt::format("no rank ({})", files[i].filename().string());
+  }
   return combine(std::move(ranks));
 }
 

@@ -116,6 +116,13 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
 RunAnalysis combine(std::vector<RankAnalysis> ranks) {
   std::sort(ranks.begin(), ranks.end(), [](const RankAnalysis& a, const RankAnalysis& b) { return a.rank < b.rank; });
   RunAnalysis run;
+  const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
+  if (any_gpu) {
+    auto launcher = [](const RankAnalysis& r) { return r.rank < 0 && !r.gpu_activity; };
+    for (const RankAnalysis& r : ranks)
+      if (launcher(r)) run.left_out.push_back(r.label);
+    ranks.erase(std::remove_if(ranks.begin(), ranks.end(), launcher), ranks.end());
+  }
   run.stragglers = find_stragglers(ranks);
   for (RankAnalysis& r : ranks) r.collectives = {};  // matched; keep the result small
   run.ranks = std::move(ranks);

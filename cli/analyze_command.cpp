@@ -50,6 +50,9 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
             cols({{"rank", 0}, {"wall_ns", 0}, {"compute_ns", 0}, {"compute_pct", 1}, {"exposed_comm_ns", 0},
                   {"exposed_comm_pct", 1}, {"copies_sets_ns", 0}, {"copies_sets_pct", 1}, {"idle_ns", 0},
                   {"idle_pct", 1}, {"comm_overlapped_ns", 0}, {"comm_overlap_pct", 1}}));
+    for (const auto& label : run.left_out)
+      t.add_note(fmt::format("{}: left out, a process without a rank or GPU activity (a launcher such as the torchrun agent)",
+                             label));
     for (const auto& r : run.ranks) {
       if (!r.data_loss.empty())
         t.add_note(fmt::format("{}: the trace lost data ({}); every figure covers only what could be read", r.label,
