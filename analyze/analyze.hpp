@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -324,7 +325,9 @@ RunAnalysis combine(std::vector<RankAnalysis> ranks);
 // analysed `threads` at a time (0: up to 4, fewer on small machines), and each
 // trace is dropped once summarized, so memory stays bounded by a few traces.
 // Errors name the file.
-RunAnalysis analyze_path(const std::filesystem::path& path, const Options& options, unsigned threads = 0);
+// on_file_done: after each file, (files done, files in all), one call at a time.
+RunAnalysis analyze_path(const std::filesystem::path& path, const Options& options, unsigned threads = 0,
+                         const std::function<void(size_t, size_t)>& on_file_done = {});
 // The trace files analyze_path would read, in order.
 std::vector<std::filesystem::path> list_trace_inputs(const std::filesystem::path& path);
 

@@ -41,19 +41,25 @@ trace::Trace load_one(const fs::path& file) {
 
 }  // namespace
 
-RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned threads) {
+RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned threads,
+                         const std::function<void(size_t, size_t)>& on_file_done) {
   const std::vector<fs::path> files = list_trace_inputs(path);
   if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   threads = std::min<unsigned>(threads, static_cast<unsigned>(files.size()));
   std::vector<RankAnalysis> ranks(files.size());
   std::atomic<size_t> next{0};
   std::exception_ptr error;
-  std::mutex error_mutex;
+  std::mutex error_mutex;  // also serialises on_file_done
+  size_t files_done = 0;
   auto work = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
       try {
         trace::Trace t = load_one(files[i]);
         ranks[i] = analyze_rank(t, options);
+        if (on_file_done) {
+          std::lock_guard lock(error_mutex);
+          on_file_done(++files_done, files.size());
+        }
       } catch (...) {
         std::lock_guard lock(error_mutex);
         if (!error) error = std::current_exception();

@@ -13,6 +13,7 @@
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
 #include "cli/commands.hpp"
+#include "cli/load_progress.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
 
@@ -234,7 +235,9 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
     if (!args->window.empty()) options.window = analyze::WindowSpec::parse(args->window);
     options.iteration_range = args->iteration_range;
     if (!args->classes.empty()) options.classifier = analyze::KernelClassifier::from_file(args->classes);
-    const analyze::RunAnalysis run = analyze::analyze_path(args->input, options, args->threads);
+    LoadProgress progress("load");
+    const analyze::RunAnalysis run = analyze::analyze_path(args->input, options, args->threads, progress.callback());
+    progress.finish();
     const std::vector<advise::Finding> findings = advise::advise(run);
     if (args->json) {
       nlohmann::json j = {{"input", args->input}, {"analysis", run}, {"findings", findings}};

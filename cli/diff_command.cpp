@@ -10,6 +10,7 @@
 
 #include "analyze/analyze.hpp"
 #include "cli/commands.hpp"
+#include "cli/load_progress.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
 
@@ -52,8 +53,11 @@ void add_diff_command(CLI::App& app, int& exit_code) {
     if (!args->window.empty()) options.window = analyze::WindowSpec::parse(args->window);
     options.iteration_range = args->iteration_range;
     if (!args->classes.empty()) options.classifier = analyze::KernelClassifier::from_file(args->classes);
-    const analyze::RunAnalysis a = analyze::analyze_path(args->a, options);
-    const analyze::RunAnalysis b = analyze::analyze_path(args->b, options);
+    LoadProgress progress_a("load A"), progress_b("load B");
+    const analyze::RunAnalysis a = analyze::analyze_path(args->a, options, 0, progress_a.callback());
+    progress_a.finish();
+    const analyze::RunAnalysis b = analyze::analyze_path(args->b, options, 0, progress_b.callback());
+    progress_b.finish();
     const analyze::RunDiff d = analyze::diff(a, b, args->top);
     if (args->json) {
       nlohmann::json j = {{"a", args->a}, {"b", args->b}, {"diff", d}};

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/load_progress.hpp"
 #include "trace/error.hpp"
 #include "trace/exporters.hpp"
 #include "trace/trace_source.hpp"
@@ -22,7 +23,9 @@ void add_export_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", opts->format, "chrome, sqlite or csv")->required()->check(CLI::IsMember({"chrome", "sqlite", "csv"}));
   cmd->add_option("-o,--output", opts->output, "output file (chrome, sqlite) or new directory (csv)")->required();
   cmd->callback([opts, &exit_code] {
-    std::vector<trace::Trace> traces = trace::load_traces(opts->input);
+    LoadProgress progress("load");
+    std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, progress.callback());
+    progress.finish();
     if (opts->format == "chrome") trace::export_chrome(traces, opts->output);
     else if (opts->format == "sqlite") trace::export_sqlite(traces, opts->output);
     else trace::export_csv(traces, opts->output);

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/load_progress.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
 #include "trace/stats.hpp"
@@ -157,7 +158,9 @@ void add_stats_command(CLI::App& app, int& exit_code) {
     const bool shorten = format == report::OutputFormat::kTable;
     std::set<std::string> want(opts->reports.begin(), opts->reports.end());
     if (want.empty()) want.insert(kReports.begin(), kReports.end());
-    std::vector<trace::Trace> traces = trace::load_traces(opts->input);
+    LoadProgress progress("load");
+    std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, progress.callback());
+    progress.finish();
     std::vector<Table> tables;
     if (rank_opt->count()) {
       auto it = std::find_if(traces.begin(), traces.end(), [&](const trace::Trace& t) { return t.meta.rank == opts->rank; });

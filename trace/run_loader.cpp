@@ -44,10 +44,15 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
   std::mutex mutex;
   std::exception_ptr first_error;
   size_t first_error_index = files.size();
+  size_t loaded = 0;  // guarded by mutex
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
       try {
         traces[i] = read_trace(files[i], options.read);
+        if (options.on_file_loaded) {
+          std::lock_guard lock(mutex);
+          options.on_file_loaded(++loaded, files.size());
+        }
       } catch (...) {
         // Report the error of the first file in name order, whatever thread saw it first.
         std::lock_guard lock(mutex);

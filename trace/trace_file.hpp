@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -129,6 +130,9 @@ bool is_trace_file(const std::filesystem::path& path);
 struct LoadOptions {
   ReadOptions read;
   unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
+  // After each file of a run directory: (files done, files in all). Called
+  // from the loader threads, one call at a time (for a progress bar).
+  std::function<void(size_t, size_t)> on_file_loaded;
 };
 
 // The *.sstrace files of a run directory (<name>.ssrun/ with one file per

@@ -44,7 +44,8 @@ std::vector<std::filesystem::path> list_kineto_files(const std::filesystem::path
   return files;
 }
 
-std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports) {
+std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports,
+                               const std::function<void(size_t, size_t)>& on_file_loaded) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail("{}: no such file or directory", path.string());
   if (std::filesystem::is_directory(path, ec)) {
@@ -52,12 +53,17 @@ std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<Im
     bool has_sstrace = false;
     for (const auto& entry : std::filesystem::directory_iterator(path, ec))
       if (entry.path().extension() == kTraceFileExtension) has_sstrace = true;
-    if (has_sstrace || json.empty()) return load_run(path);
+    if (has_sstrace || json.empty()) {
+      LoadOptions load;
+      load.on_file_loaded = on_file_loaded;
+      return load_run(path, load);
+    }
     std::vector<Trace> traces;
     for (const auto& f : json) {
       ImportReport rep;
       traces.push_back(import_kineto_file(f, &rep));
       if (reports) reports->push_back(std::move(rep));
+      if (on_file_loaded) on_file_loaded(traces.size(), json.size());
     }
     sort_by_rank(traces);
     return traces;

@@ -6,7 +6,9 @@
 //   std::vector<ImportReport> reports;   // filled for Kineto inputs
 //   std::vector<Trace> ranks = load_traces("run.ssrun");
 
+#include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 #include "trace/kineto_importer.hpp"
@@ -15,7 +17,9 @@
 namespace scalescope::trace {
 
 // Traces sorted by rank (unknown last). Errors name the path.
-std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports = nullptr);
+// on_file_loaded: after each file of a directory, (files done, files in all).
+std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports = nullptr,
+                               const std::function<void(size_t, size_t)>& on_file_loaded = {});
 
 // The Kineto JSON traces (*.json, *.json.gz) of a directory, sorted by name.
 std::vector<std::filesystem::path> list_kineto_files(const std::filesystem::path& dir);
