@@ -51,6 +51,7 @@ constexpr auto kFlushPeriod = std::chrono::milliseconds(1000);
 constexpr auto kExitWait = std::chrono::seconds(10);
 constexpr size_t kMaxBatchRows = size_t{1} << 20;
 constexpr auto kNvmlMapWait = std::chrono::seconds(30);
+constexpr auto kDetachGrace = std::chrono::milliseconds(500);
 
 // Set in a forked child (pthread_atfork): from then on nothing here touches
 // CUDA, CUPTI, threads or files.
@@ -114,6 +115,12 @@ class Collector {
  private:
   void enable_tracing();
   void disable_tracing();
+  CUptiResult attach_cupti(const char** failed_step);
+  void close_capture_window();
+  void enable_trigger_callbacks();
+  void detach_cupti();
+  void reattach_cupti();
+  void decode_filled(std::vector<BufferPool::Filled>& filled);
   void encoder_loop();
   void start_nvml();
   void map_nvml_devices(bool last_chance);
@@ -152,6 +159,34 @@ class Collector {
   std::atomic<bool> finished_{false};
   uint64_t nvtx_capture_id_ = 0;
   uint64_t windows_opened_ = 0;  // under enable_mutex_; how many times tracing was switched on
+
+  // Detaching CUPTI between windows (cuptiFinalize). Disabling the activity
+  // kinds leaves CUPTI's hooks in the job (measured: the job stays 20-35 %
+  // slower after its first window), so a closed window detaches CUPTI, and a
+  // capture range attaches it again with only its trigger callbacks.
+  std::atomic<bool> attached_{false};
+  std::atomic<bool> detach_requested_{false};  // a timed window closed: the next API exit detaches
+  std::atomic<bool> reattach_requested_{false};  // the encoder attaches again
+  std::atomic<bool> generation_pending_{false};  // the decoder starts a new generation before the next buffer
+  // A capture window closed by cudaProfilerStop is detached only after it has
+  // stayed closed for kDetachGrace, at an API exit of the thread that closed
+  // it: a window that opens again at once (stop, start) keeps CUPTI, because
+  // CUPTI attaches again on the encoder thread, and a start in between would
+  // be missed. (Attaching again inside the callback that detached crashed the
+  // job on H200: bench/RESULTS.md.)
+  bool close_pending_ = false;  // under enable_mutex_
+  std::chrono::steady_clock::time_point closed_at_;  // under enable_mutex_
+  std::atomic<pthread_t> detach_thread_{};
+  std::atomic<bool> detach_on_any_thread_{false};
+  uint64_t stops_without_window_ = 0;  // under enable_mutex_: a stop with no window open (a start missed?)
+  std::mutex detach_mutex_;  // one detach at a time
+  // Before cuptiFinalize, every flushed buffer is decoded (decoding calls
+  // CUPTI, and a CUPTI call after cuptiFinalize initialises it again).
+  std::mutex drain_mutex_;
+  std::condition_variable drain_cv_;
+  uint64_t drain_asked_ = 0, drain_done_ = 0;  // under drain_mutex_
+  std::atomic<uint64_t> detaches_{0};
+  std::atomic<uint64_t> detach_failures_{0};
 };
 
 Collector* g_collector = nullptr;
@@ -260,6 +295,7 @@ void Collector::enable_tracing() {
       if (cuptiActivityEnableDriverApi(cbid, 1) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
   }
   tracing_ = true;
+  close_pending_ = false;
   window_start_ = std::chrono::steady_clock::now();
   ++windows_opened_;
 }
@@ -352,9 +388,152 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
     // Stop named explicitly: another API callback enabled later must not close the window.
     bool stop = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000) ||
                 (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+    if (cb->callbackSite == CUPTI_API_EXIT && detach_requested_.load(std::memory_order_relaxed) &&
+        (detach_on_any_thread_.load() || pthread_equal(detach_thread_.load(), pthread_self()))) {
+      detach_cupti();  // the API exit CUPTI wants cuptiFinalize from
+    }
     if (start && cb->callbackSite == CUPTI_API_ENTER) enable_tracing();
-    if (stop && cb->callbackSite == CUPTI_API_EXIT) disable_tracing();
+    if (stop && cb->callbackSite == CUPTI_API_EXIT) {
+      if (options_.detach) {
+        close_capture_window();
+      } else {
+        {
+          std::lock_guard lock(enable_mutex_);
+          if (!tracing_) ++stops_without_window_;
+        }
+        disable_tracing();
+      }
+    }
   }
+}
+
+// At the exit of cudaProfilerStop: the window's last GPU work is waited for
+// (its records would otherwise be lost when CUPTI detaches), and the encoder
+// asks for a detach if the window stays closed for kDetachGrace.
+void Collector::close_capture_window() {
+  {
+    std::lock_guard lock(enable_mutex_);
+    if (!tracing_) {
+      ++stops_without_window_;
+      return;
+    }
+  }
+  disable_tracing();  // first: the context synchronisation below is not the job's and is not recorded
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+    using SyncFn = int (*)();
+    if (auto sync = reinterpret_cast<SyncFn>(dlsym(cuda, "cuCtxSynchronize"))) sync();
+    dlclose(cuda);
+  }
+  std::lock_guard lock(enable_mutex_);
+  close_pending_ = true;
+  closed_at_ = std::chrono::steady_clock::now();
+  detach_thread_.store(pthread_self());
+}
+
+void Collector::enable_trigger_callbacks() {
+  if (options_.capture == CaptureRange::kNvtx) {
+    for (auto cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+                      CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxRangeStartA,
+                      CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+                      CUPTI_CBID_NVTX_nvtxRangeEnd, CUPTI_CBID_NVTX_nvtxDomainRangeEnd})
+      cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid);
+  } else if (options_.capture == CaptureRange::kCudaProfilerApi) {
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+  }
+}
+
+// On an application thread at an API exit (CUPTI's advice for cuptiFinalize).
+void Collector::detach_cupti() {
+  std::lock_guard lock(detach_mutex_);
+  detach_requested_.store(false);
+  if (!attached_.load()) return;
+  {
+    std::lock_guard enable(enable_mutex_);
+    if (tracing_) {
+      // A window opened again before this exit: keep CUPTI, and only the triggers called back.
+      cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+      cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+      enable_trigger_callbacks();
+      return;
+    }
+  }
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  {
+    std::unique_lock drain(drain_mutex_);
+    const uint64_t asked = ++drain_asked_;
+    pool_->wake();
+    drain_cv_.wait_for(drain, std::chrono::seconds(5), [&] { return drain_done_ >= asked || stop_.load(); });
+  }
+  if (cuptiFinalize() != CUPTI_SUCCESS) {
+    detach_failures_.fetch_add(1);  // CUPTI stays attached with its kinds disabled, as without detaching
+    return;
+  }
+  attached_.store(false);
+  detaches_.fetch_add(1);
+  bool again = false;
+  {
+    std::lock_guard enable(enable_mutex_);
+    again = options_.capture != CaptureRange::kNone && !window_done_;
+  }
+  if (!again) return;
+  reattach_requested_.store(true);
+  pool_->wake();
+}
+
+// On the encoder thread, after a detach: the same CUPTI set-up as at start,
+// so that the next capture window can open. Records of the next generation
+// get fresh correlation numbers (CUPTI may start them over).
+void Collector::reattach_cupti() {
+  std::lock_guard lock(detach_mutex_);
+  if (attached_.load()) return;
+  generation_pending_.store(true);  // the encoder bumps the decoder before any buffer of the new generation
+  const char* step = "";
+  CUptiResult r = attach_cupti(&step);
+  if (r != CUPTI_SUCCESS) {
+    warn("cannot attach CUPTI again after a capture window (%s: %s); later windows are not traced", step,
+         cupti_error(r).c_str());
+    std::lock_guard enable(enable_mutex_);
+    problems_.add(trace::Problem::kCuptiError);
+    window_done_ = true;
+  }
+}
+
+// Subscribes and sets up what stays on while CUPTI is attached: buffers,
+// flush period, device and context records, NVTX payload copies and the
+// callbacks that open capture windows. The activity kinds come with windows.
+CUptiResult Collector::attach_cupti(const char** failed_step) {
+  CUptiResult r = cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(on_cupti_callback), nullptr);
+  if (r != CUPTI_SUCCESS) {
+    *failed_step = "subscribe";
+    return r;
+  }
+  r = cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    *failed_step = "buffers";
+    cuptiUnsubscribe(subscriber_);
+    return r;
+  }
+  // CUPTI's worker hands over partly filled buffers every second, so a
+  // SIGKILL loses about the last second.
+  cuptiActivityFlushPeriod(static_cast<uint32_t>(kFlushPeriod.count()));
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONTEXT);
+  // NVTX extended payloads (NCCL's bytes per call) come only with MARKER
+  // records, so this follows the nvtx activity and its windows. Not when
+  // discarding: the decoder frees CUPTI's payload copies.
+  if (!options_.discard) cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER_DATA);
+  // No SYNCHRONIZATION records for cudaEventQuery/cudaStreamQuery calls that
+  // find the work not yet complete: PyTorch's allocator and the NCCL watchdog
+  // poll events all the time, such a query waits for nothing, and the decoder
+  // has no sync kind for queries anyway. Syncs that wait are all still kept.
+  if (options_.activities & kActivitySync) cuptiActivityEnableAllSyncRecords(0);
+  if (options_.api == ApiMode::kDefault && runtime_cbids_.empty()) select_default_apis();
+  enable_trigger_callbacks();
+  attached_.store(true);
+  return CUPTI_SUCCESS;
 }
 
 bool Collector::start() {
@@ -371,6 +550,7 @@ bool Collector::start() {
   meta_.extra["buffer_mb"] = std::to_string(options_.buffer_mb);
   if (options_.discard) meta_.extra["discard"] = "1";
   meta_.extra["activities"] = format_activities(options_.activities);
+  meta_.extra["detach"] = options_.detach ? "1" : "0";
 
   std::string stem = meta_.hostname + "-" + std::to_string(meta_.pid);
   trace_path_ = std::filesystem::path(options_.run_dir) / (stem + std::string(trace::kTraceFileExtension));
@@ -384,16 +564,6 @@ bool Collector::start() {
     }
   }
 
-  CUptiResult r = cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(on_cupti_callback), nullptr);
-  if (r != CUPTI_SUCCESS) {
-    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-      warn("another profiler (nsys, torch.profiler, ...) already uses CUPTI in pid %u; the job runs untraced", meta_.pid);
-    else
-      warn("cannot start CUPTI (%s); the job runs untraced", cupti_error(r).c_str());
-    write_sidecar("untraced: " + cupti_error(r));
-    if (sink_) sink_->finish(meta_, problems_);
-    return false;
-  }
   size_t count = std::max<size_t>(2, (size_t{options_.buffer_mb} << 20) / kBufferBytes);
   pool_ = std::make_unique<BufferPool>(kBufferBytes, count);
   // NCCL's NVTX payloads are decoded by the schemas NCCL registered, which
@@ -418,42 +588,20 @@ bool Collector::start() {
         return cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name ? std::string(name) : std::string();
       },
       std::move(payloads));
-  r = cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
+  const char* step = "";
+  CUptiResult r = attach_cupti(&step);
   if (r != CUPTI_SUCCESS) {
-    warn("cannot register CUPTI buffers (%s); the job runs untraced", cupti_error(r).c_str());
-    cuptiUnsubscribe(subscriber_);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+      warn("another profiler (nsys, torch.profiler, ...) already uses CUPTI in pid %u; the job runs untraced", meta_.pid);
+    else if (std::strcmp(step, "buffers") == 0)
+      warn("cannot register CUPTI buffers (%s); the job runs untraced", cupti_error(r).c_str());
+    else
+      warn("cannot start CUPTI (%s); the job runs untraced", cupti_error(r).c_str());
     write_sidecar("untraced: " + cupti_error(r));
     if (sink_) sink_->finish(meta_, problems_);
     return false;
   }
-  // CUPTI's worker hands over partly filled buffers every second, so a
-  // SIGKILL loses about the last second.
-  cuptiActivityFlushPeriod(static_cast<uint32_t>(kFlushPeriod.count()));
-  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
-  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONTEXT);
-  // NVTX extended payloads (NCCL's bytes per call) come only with MARKER
-  // records, so this follows the nvtx activity and its windows. Not when
-  // discarding: the decoder frees CUPTI's payload copies.
-  if (!options_.discard) cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER_DATA);
-  // No SYNCHRONIZATION records for cudaEventQuery/cudaStreamQuery calls that
-  // find the work not yet complete: PyTorch's allocator and the NCCL watchdog
-  // poll events all the time, such a query waits for nothing, and the decoder
-  // has no sync kind for queries anyway. Syncs that wait are all still kept.
-  if (options_.activities & kActivitySync) cuptiActivityEnableAllSyncRecords(0);
-  if (options_.api == ApiMode::kDefault) select_default_apis();
-
-  if (options_.capture == CaptureRange::kNvtx) {
-    for (auto cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
-                      CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxRangeStartA,
-                      CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
-                      CUPTI_CBID_NVTX_nvtxRangeEnd, CUPTI_CBID_NVTX_nvtxDomainRangeEnd})
-      cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid);
-  } else if (options_.capture == CaptureRange::kCudaProfilerApi) {
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
-  } else if (options_.delay_s <= 0) {
+  if (options_.capture == CaptureRange::kNone && options_.delay_s <= 0) {
     enable_tracing();
   }
 
@@ -563,16 +711,42 @@ void Collector::encoder_loop() {
   std::vector<BufferPool::Filled> filled;
   while (true) {
     bool stopping = stop_.load();
+    uint64_t drain_asked = 0;
+    {
+      std::lock_guard lock(drain_mutex_);
+      drain_asked = drain_asked_;
+    }
     filled.clear();
     pool_->take_filled(filled, std::chrono::milliseconds(100));
-    for (const auto& f : filled) {
-      if (options_.discard) {
-        ++records_discarded_;  // counts buffers: the floor measurement keeps nothing
-      } else {
-        CUpti_Activity* record = nullptr;
-        while (cuptiActivityGetNextRecord(f.data, f.valid_bytes, &record) == CUPTI_SUCCESS) decoder_->decode(record, batch_);
+    decode_filled(filled);
+    if (drain_asked > 0) {
+      std::unique_lock lock(drain_mutex_);
+      if (drain_done_ < drain_asked) {
+        lock.unlock();
+        // Everything flushed before the ask is queued by now: decode it all
+        // before the detaching thread calls cuptiFinalize.
+        filled.clear();
+        pool_->take_filled(filled, std::chrono::milliseconds(0));
+        decode_filled(filled);
+        lock.lock();
+        drain_done_ = drain_asked;
+        drain_cv_.notify_all();
       }
-      pool_->release(f.data);
+    }
+    if (reattach_requested_.exchange(false)) reattach_cupti();
+    bool request_detach = false;
+    {
+      std::lock_guard lock(enable_mutex_);
+      if (close_pending_ && !tracing_ && std::chrono::steady_clock::now() - closed_at_ >= kDetachGrace) {
+        close_pending_ = false;
+        request_detach = attached_.load();
+      }
+    }
+    if (request_detach) {
+      // At the closing thread's next API exit (CUPTI's advice for cuptiFinalize).
+      detach_requested_.store(true);
+      cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+      cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
     }
     auto now = std::chrono::steady_clock::now();
     if (!stopping) {
@@ -587,9 +761,19 @@ void Collector::encoder_loop() {
       }
       if (over) {
         disable_tracing();
-        std::lock_guard lock(enable_mutex_);
-        window_done_ = true;
-        cuptiActivityFlushAll(0);
+        {
+          std::lock_guard lock(enable_mutex_);
+          window_done_ = true;
+        }
+        if (options_.detach && attached_.load()) {
+          // cuptiFinalize belongs at an API exit: the next one on any thread detaches.
+          detach_on_any_thread_.store(true);
+          detach_requested_.store(true);
+          cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+          cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+        } else {
+          cuptiActivityFlushAll(0);
+        }
       }
     }
     if (now - last_flush_ >= kFlushPeriod || batch_.event_count() >= kMaxBatchRows || stopping) flush_batch();
@@ -609,10 +793,25 @@ void Collector::encoder_loop() {
   done_cv_.notify_all();
 }
 
+void Collector::decode_filled(std::vector<BufferPool::Filled>& filled) {
+  if (!filled.empty() && generation_pending_.exchange(false)) decoder_->new_generation();
+  for (const auto& f : filled) {
+    if (options_.discard) {
+      ++records_discarded_;  // counts buffers: the floor measurement keeps nothing
+    } else {
+      CUpti_Activity* record = nullptr;
+      while (cuptiActivityGetNextRecord(f.data, f.valid_bytes, &record) == CUPTI_SUCCESS) decoder_->decode(record, batch_);
+    }
+    pool_->release(f.data);
+  }
+  filled.clear();
+}
+
 void Collector::finish(const char* why) {
   if (finished_.exchange(true)) return;
   disable_tracing();
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // Detached: nothing is left in CUPTI, and a CUPTI call would attach it again.
+  if (attached_.load()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   stop_.store(true);
   pool_->wake();
   {
@@ -662,7 +861,12 @@ void Collector::finish(const char* why) {
   {
     std::lock_guard lock(enable_mutex_);
     meta_.extra["windows_opened"] = std::to_string(windows_opened_);
+    if (stops_without_window_ > 0) meta_.extra["capture_stops_without_window"] = std::to_string(stops_without_window_);
   }
+  meta_.extra["cupti_detaches"] = std::to_string(detaches_.load());
+  if (detach_failures_.load() > 0) meta_.extra["cupti_detach_failures"] = std::to_string(detach_failures_.load());
+  if (decoder_->ranges_cut_by_detach() > 0)
+    meta_.extra["nvtx_ranges_cut_by_detach"] = std::to_string(decoder_->ranges_cut_by_detach());
   if (sink_) sink_->finish(meta_, problems_);
   write_sidecar(sink_ && sink_->events_lost() > 0 ? "write errors" : "ok");
 }
@@ -693,6 +897,7 @@ void Collector::write_sidecar(const std::string& status) {
     std::lock_guard lock(enable_mutex_);
     j["windows_opened"] = windows_opened_;
   }
+  j["cupti_detaches"] = detaches_.load();
   std::error_code ec;
   auto tmp = sidecar_path_;
   tmp += ".tmp";

@@ -136,6 +136,10 @@ CollectorOptions parse_collector_options(const Environment& env) {
     o.buffer_mb = mb;
   }
   if (auto* v = find(env, "SCALESCOPE_DISCARD")) o.discard = *v != "0";
+  if (auto* v = find(env, "SCALESCOPE_DETACH")) {
+    if (*v != "0" && *v != "1") fail("SCALESCOPE_DETACH='{}' must be 0 or 1", *v);
+    o.detach = *v == "1";
+  }
   if (auto* v = find(env, "SCALESCOPE_ACTIVITIES")) {
     try {
       o.activities = parse_activities(*v);
@@ -156,6 +160,7 @@ Environment to_environment(const CollectorOptions& o) {
   env["SCALESCOPE_NVML_HZ"] = number(o.nvml_hz);
   env["SCALESCOPE_BUFFER_MB"] = std::to_string(o.buffer_mb);
   if (o.discard) env.emplace("SCALESCOPE_DISCARD", "1");
+  env.emplace("SCALESCOPE_DETACH", o.detach ? "1" : "0");
   // Always set: a value the user exported for an earlier run must not leak in.
   env["SCALESCOPE_ACTIVITIES"] = format_activities(o.activities);
   return env;

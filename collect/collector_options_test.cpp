@@ -18,6 +18,7 @@ TEST(CollectOptions, RoundTrip) {
   o.buffer_mb = 32;
   o.discard = true;
   o.activities = kActivityKernel | kActivitySync;
+  o.detach = false;
   auto back = parse_collector_options(to_environment(o));
   EXPECT_EQ(back.run_dir, o.run_dir);
   EXPECT_EQ(back.api, ApiMode::kAll);
@@ -30,6 +31,19 @@ TEST(CollectOptions, RoundTrip) {
   EXPECT_TRUE(back.discard);
   EXPECT_EQ(back.activities, kActivityKernel | kActivitySync);
   EXPECT_EQ(to_environment(o).at("SCALESCOPE_ACTIVITIES"), "kernel,sync");
+  EXPECT_FALSE(back.detach);
+  EXPECT_TRUE(parse_collector_options(to_environment(CollectorOptions{})).detach);
+}
+
+TEST(CollectOptions, DetachMustBeZeroOrOne) {
+  EXPECT_TRUE(parse_collector_options({{"SCALESCOPE_DETACH", "1"}}).detach);
+  EXPECT_FALSE(parse_collector_options({{"SCALESCOPE_DETACH", "0"}}).detach);
+  try {
+    parse_collector_options({{"SCALESCOPE_DETACH", "yes"}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SCALESCOPE_DETACH='yes' must be 0 or 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CollectOptions, Activities) {
@@ -42,7 +56,7 @@ TEST(CollectOptions, Activities) {
   for (uint32_t bits = 1; bits <= kAllActivities; ++bits)
     EXPECT_EQ(parse_activities(format_activities(bits)), bits) << bits;
   // The default travels too, so that a value exported for an earlier run cannot leak into this one.
-  EXPECT_EQ(to_environment(CollectorOptions{}).at("SCALESCOPE_ACTIVITIES"), "kernel,memcpy,memset,sync,nvtx");
+  EXPECT_EQ(to_environment(CollectorOptions{}).at("SCALESCOPE_ACTIVITIES"), "kernel,memcpy,memset,nvtx");
   auto message = [](std::string_view text) {
     try {
       parse_activities(text);
@@ -66,7 +80,9 @@ TEST(CollectOptions, Defaults) {
   EXPECT_DOUBLE_EQ(o.nvml_hz, 10);
   EXPECT_EQ(o.capture, CaptureRange::kNone);
   EXPECT_FALSE(o.discard);
-  EXPECT_EQ(o.activities, kAllActivities);
+  EXPECT_EQ(o.activities, kDefaultActivities);  // no SYNCHRONIZATION records: the API calls stand in
+  EXPECT_EQ(format_activities(o.activities), "kernel,memcpy,memset,nvtx");
+  EXPECT_TRUE(o.detach);
 }
 
 TEST(CollectOptions, BadValuesNameTheVariable) {

@@ -190,6 +190,21 @@ void CuptiDecoder::decode_nccl_payload(uint32_t marker_id, trace::StringId range
   if (call && marker_calls_.size() < kMaxOpenRanges) marker_calls_[marker_id] = *call;
 }
 
+uint32_t CuptiDecoder::correlation(uint32_t cupti_id) {
+  if (cupti_id == 0) return 0;  // 0: no correlation
+  uint32_t c = cupti_id + correlation_offset_;
+  if (c > max_correlation_) max_correlation_ = c;
+  return c;
+}
+
+void CuptiDecoder::new_generation() {
+  correlation_offset_ = max_correlation_;
+  ranges_cut_by_detach_ += open_ranges_.size();
+  open_ranges_.clear();
+  marker_calls_.clear();
+  early_payloads_.clear();
+}
+
 void CuptiDecoder::drain_nccl(trace::Trace& batch, bool force) { nccl_join_.drain(batch.nccl, strings_, force); }
 
 const CuptiDecoder::CachedName& CuptiDecoder::kernel_name(const char* raw) {
@@ -247,7 +262,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       r.block_z = static_cast<uint32_t>(k->blockZ);
       r.registers_per_thread = k->registersPerThread;
       r.shared_memory_bytes = static_cast<uint32_t>(k->staticSharedMemory) + static_cast<uint32_t>(k->dynamicSharedMemory);
-      r.correlation = k->correlationId;
+      r.correlation = correlation(k->correlationId);
       batch.kernels.push(r);
       if (name.is_nccl) {
         trace::NcclRecord n = name.nccl;
@@ -267,7 +282,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       r.end = ts(m->end);
       r.device = m->deviceId;
       r.stream = m->streamId;
-      r.correlation = m->correlationId;
+      r.correlation = correlation(m->correlationId);
       r.bytes = m->bytes;
       r.kind = memcpy_kind(m->copyKind);
       r.src_kind = memory_kind(m->srcKind);
@@ -284,7 +299,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       r.end = ts(m->end);
       r.device = m->deviceId;
       r.stream = m->streamId;
-      r.correlation = m->correlationId;
+      r.correlation = correlation(m->correlationId);
       r.bytes = m->bytes;
       r.kind = memcpy_kind(m->copyKind);
       if (r.kind == MemcpyKind::kUnknown || r.kind == MemcpyKind::kDtoD) {
@@ -305,7 +320,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       r.end = ts(m->end);
       r.device = m->deviceId;
       r.stream = m->streamId;
-      r.correlation = m->correlationId;
+      r.correlation = correlation(m->correlationId);
       r.bytes = m->bytes;
       r.dst_kind = memory_kind(m->memoryKind);
       r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0;
@@ -321,7 +336,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       r.device = device_of_context(s->contextId);
       r.stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->streamId;
       r.event = s->cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->cudaEventId;
-      r.correlation = s->correlationId;
+      r.correlation = correlation(s->correlationId);
       batch.syncs.push(r);
       return true;
     }
@@ -335,7 +350,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       r.domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? trace::ApiDomain::kRuntime : trace::ApiDomain::kDriver;
       r.callback_id = a->cbid;
       r.name = api_name(r.domain, a->cbid);
-      r.correlation = a->correlationId;
+      r.correlation = correlation(a->correlationId);
       r.return_code = static_cast<int32_t>(a->returnValue);
       batch.api.push(r);
       if (is_launch(r.name)) nccl_join_.add_launch(r.thread, r.start, r.correlation);

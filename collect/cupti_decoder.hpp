@@ -60,6 +60,14 @@ class CuptiDecoder {
   // Ranges whose start was never seen or that overflowed the open set.
   uint64_t unmatched_range_ends() const { return unmatched_range_ends_; }
 
+  // CUPTI was detached (cuptiFinalize) and attached again between windows:
+  // its correlation and marker ids may start over, so later records are
+  // shifted past every correlation id seen so far, and NVTX ranges still open
+  // are cut (their ends, if any, come from the old numbering).
+  void new_generation();
+  // Ranges open when a generation ended, dropped with it.
+  uint64_t ranges_cut_by_detach() const { return ranges_cut_by_detach_; }
+
   static constexpr size_t kMaxOpenRanges = 1 << 16;
 
  private:
@@ -111,6 +119,9 @@ class CuptiDecoder {
   std::map<std::pair<uint32_t, uint64_t>, std::optional<PayloadEnum>> enums_;
   std::unordered_map<trace::StringId, bool> launch_names_;
   uint64_t undecoded_payloads_ = 0;
+  uint32_t correlation(uint32_t cupti_id);  // shifted into this generation's range
+  uint32_t correlation_offset_ = 0, max_correlation_ = 0;
+  uint64_t ranges_cut_by_detach_ = 0;
 };
 
 // Demangles a C++ symbol ("_Z6kernelPf" -> "kernel(float*)"); returns the

@@ -482,6 +482,51 @@ TEST_F(CollectDecoder, NvtxRangesPairAcrossBatchesAndMarks) {
   EXPECT_EQ(decoder_.unmatched_range_ends(), 1u);
 }
 
+// After cuptiFinalize and a new attach, CUPTI may number correlations and
+// markers from the start again: the next generation must not join with the
+// old one.
+TEST_F(CollectDecoder, NewGenerationKeepsCorrelationsApartAndCutsOpenRanges) {
+  auto launch = zeroed<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME);
+  launch.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  launch.correlationId = 5;
+  auto k = zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  k.name = "_Z6squarePfi";
+  k.correlationId = 5;
+  ASSERT_TRUE(decode(&launch));
+  ASSERT_TRUE(decode(&k));
+  launch.correlationId = 9;
+  ASSERT_TRUE(decode(&launch));
+  auto open = zeroed<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
+  open.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
+  open.id = 1;
+  open.name = "spans the detach";
+  ASSERT_TRUE(decode(&open));
+
+  decoder_.new_generation();
+  EXPECT_EQ(decoder_.open_ranges(), 0u);
+  EXPECT_EQ(decoder_.ranges_cut_by_detach(), 1u);
+  launch.correlationId = 5;  // numbering started over
+  k.correlationId = 5;
+  ASSERT_TRUE(decode(&launch));
+  ASSERT_TRUE(decode(&k));
+  auto end = zeroed<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
+  end.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  end.id = 1;  // the old range's id, now meaning nothing
+  ASSERT_TRUE(decode(&end));
+  EXPECT_EQ(batch_.nvtx.size(), 0u);
+  EXPECT_EQ(decoder_.unmatched_range_ends(), 1u);
+
+  ASSERT_EQ(batch_.api.size(), 3u);
+  ASSERT_EQ(batch_.kernels.size(), 2u);
+  EXPECT_EQ(batch_.api.correlation[0], 5u);
+  EXPECT_EQ(batch_.kernels.correlation[0], 5u);
+  EXPECT_EQ(batch_.api.correlation[2], 14u);  // past the old generation's highest (9)
+  EXPECT_EQ(batch_.kernels.correlation[1], 14u);  // still joined with its own launch
+  auto none = zeroed<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME);
+  ASSERT_TRUE(decode(&none));
+  EXPECT_EQ(batch_.api.correlation[3], 0u);  // 0 stays "no correlation"
+}
+
 TEST_F(CollectDecoder, OpenRangesAreBounded) {
   auto start = zeroed<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
   start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;

@@ -77,7 +77,7 @@ nlohmann::json host_json() {
 nlohmann::json options_json(const CollectorOptions& o) {
   return {{"api", std::string(to_string(o.api))}, {"delay_s", o.delay_s},          {"duration_s", o.duration_s},
           {"capture_range", format_capture_range(o)}, {"nvml_hz", o.nvml_hz}, {"buffer_mb", o.buffer_mb},
-          {"discard", o.discard}, {"activities", format_activities(o.activities)}};
+          {"discard", o.discard}, {"activities", format_activities(o.activities)}, {"detach", o.detach}};
 }
 
 // CUPTI's directory when the collector cannot find libcupti by itself (its

@@ -92,7 +92,7 @@ TEST_F(CollectProfile, ExitCodePassesThroughAndRunJsonIsWritten) {
   EXPECT_EQ(j["command"][0], "/bin/sh");
   EXPECT_FALSE(j["end"].is_null());
   EXPECT_EQ(j["options"]["api"], "default");
-  EXPECT_EQ(j["options"]["activities"], "kernel,memcpy,memset,sync,nvtx");
+  EXPECT_EQ(j["options"]["activities"], "kernel,memcpy,memset,nvtx");
   EXPECT_TRUE(j["host"].contains("gpus"));
   EXPECT_FALSE(j["host"]["hostname"].get<std::string>().empty());
   EXPECT_NE(log.find("no CUDA process was traced"), std::string::npos) << log;

@@ -12,9 +12,13 @@
 #   torch_profiler  no injection: 5 control pairs (both blocks identical: the
 #                   A/B method's own noise, and the uninjected baseline), then
 #                   5 pairs with torch.profiler(CPU+CUDA) around "on" blocks
-#   default, api_all, kernel, kernel_copy, kernel_copy_sync, api_none, discard
+#   default, default_attached, default_sync, api_all, kernel, kernel_copy,
+#   kernel_copy_sync, api_none, discard
 #                   under `scalescope profile --capture-range cudaProfilerApi`;
 #                   "on" blocks are torch.cuda.profiler.start()/stop() windows.
+#                   default_attached: --no-detach (CUPTI stays attached between
+#                   windows: what detaching buys outside them); default_sync:
+#                   --activities all (the SYNCHRONIZATION records the default leaves out).
 #                   The breakdown chain (all --api none): kernel -> +memcpy,
 #                   memset -> +sync -> +nvtx (= api_none); default adds the
 #                   API records; discard keeps nothing (CUPTI's own cost).
@@ -24,7 +28,7 @@
 #
 # Timing: BUDGET_S (default 480) covers everything; each job gets a share of
 # what is left and train.py shortens its blocks (3 s down to 1 s) to fit.
-# Expected duration: 9 jobs x (~25-35 s start-up and exit + 10-20 blocks of
+# Expected duration: 11 jobs x (~25-35 s start-up and exit + 10-20 blocks of
 # 1-3 s) = the budget, about 8 minutes (a job overrunning its share is cut
 # 60 s after it); the checks and summary take seconds.
 #
@@ -60,6 +64,8 @@ deadline=$((start + budget - 25))  # 25 s kept for checks, summary and clean-up
 specs=(
   "torch_profiler|30|torch-profiler|-"  # 20 blocks + torch.profiler stops (seconds each)
   "default|10|cuda-profiler|"
+  "default_attached|10|cuda-profiler|--no-detach"
+  "default_sync|10|cuda-profiler|--activities all"
   "api_all|10|cuda-profiler|--api all"
   "kernel|10|cuda-profiler|--activities kernel --api none"
   "kernel_copy|10|cuda-profiler|--activities kernel,memcpy,memset --api none"

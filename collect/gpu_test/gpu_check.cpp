@@ -92,10 +92,23 @@ std::vector<GpuCheck> check_ground_truth(const std::vector<trace::Trace>& traces
   out.push_back(exact("NVTX ranges gt_*", gt::kRangeCount, ranges));
   out.push_back(exact("NVTX mark gt_mark", 1, marks));
   uint64_t by_kind[5] = {};
-  for (size_t i = 0; i < t.syncs.size(); ++i)
-    if (t.syncs.start[i] >= sync_start && t.syncs.end[i] <= sync_end)
-      ++by_kind[static_cast<int>(t.syncs.kind[i])];
   using SK = trace::SyncKind;
+  if (has_group(extra(t, "activities"), "sync")) {
+    for (size_t i = 0; i < t.syncs.size(); ++i)
+      if (t.syncs.start[i] >= sync_start && t.syncs.end[i] <= sync_end)
+        ++by_kind[static_cast<int>(t.syncs.kind[i])];
+  } else {
+    // Without SYNCHRONIZATION records (the default) the program's runtime
+    // calls, recorded by --api default, must show every one of them.
+    for (size_t i = 0; i < t.api.size(); ++i) {
+      if (t.api.start[i] < sync_start || t.api.end[i] > sync_end) continue;
+      auto name = t.strings.view(t.api.name[i]);
+      if (name.starts_with("cudaStreamSynchronize")) ++by_kind[int(SK::kStreamSynchronize)];
+      if (name.starts_with("cudaDeviceSynchronize")) ++by_kind[int(SK::kDeviceSynchronize)];
+      if (name.starts_with("cudaEventSynchronize")) ++by_kind[int(SK::kEventSynchronize)];
+      if (name.starts_with("cudaStreamWaitEvent")) ++by_kind[int(SK::kStreamWaitEvent)];
+    }
+  }
   out.push_back(exact("stream synchronizations in gt_sync", gt::kStreamSyncs, by_kind[int(SK::kStreamSynchronize)]));
   out.push_back(exact("device synchronizations in gt_sync", gt::kDeviceSyncs, by_kind[int(SK::kDeviceSynchronize)]));
   out.push_back(exact("event synchronizations in gt_sync", gt::kEventSyncs, by_kind[int(SK::kEventSynchronize)]));
@@ -213,6 +226,19 @@ std::vector<GpuCheck> check_window(const std::vector<trace::Trace>& traces, std:
     std::string opened(extra(t, "windows_opened"));
     out.push_back({who(t) + " opened every window", opened == std::to_string(windows),
                    fmt::format("expected {}, got '{}'", windows, opened)});
+    if (extra(t, "detach") == "1") {
+      // CUPTI is detached once a window has stayed closed for the grace time:
+      // at least once, at most once per window (windows reopened at once share one).
+      std::string detaches(extra(t, "cupti_detaches"));
+      uint64_t n = 0;
+      bool number = !detaches.empty() && detaches.find_first_not_of("0123456789") == std::string::npos;
+      if (number) n = std::stoull(detaches);
+      out.push_back({who(t) + " detached CUPTI between windows", number && n >= 1 && n <= windows,
+                     fmt::format("{} windows, {} detaches", windows, detaches)});
+    }
+    if (auto missed = extra(t, "capture_stops_without_window"); !missed.empty())
+      out.push_back({who(t) + " saw every window's start", false,
+                     fmt::format("{} cudaProfilerStop calls without an open window", missed)});
     if (!has_group(extra(t, "activities"), "nvtx")) continue;
     uint64_t n = 0;
     for (size_t i = 0; i < t.nvtx.size(); ++i)

@@ -54,6 +54,7 @@ trace::Trace perfect_ground_truth() {
   for (int i = 0; i < gt::kAddKernels + gt::kScaleKernels + gt::kEventKernels; ++i)
     t.api.push({.name = t.strings.intern("cudaLaunchKernel_v7000")});
   t.meta.clock = {{0, 0}, {10, 10}};
+  t.meta.extra["activities"] = "kernel,memcpy,memset,sync,nvtx";
   return t;
 }
 
@@ -75,6 +76,29 @@ TEST(CollectGpuCheck, GroundTruthPassesOnlyWhenExact) {
   EXPECT_EQ(failed, 2);
   traces.push_back(perfect_ground_truth());  // two processes: not the ground-truth program
   EXPECT_FALSE(check_ground_truth(traces)[0].pass);
+}
+
+// The default activities leave SYNCHRONIZATION records out: the program's
+// synchronizing runtime calls (API records) must then show every one.
+TEST(CollectGpuCheck, GroundTruthSyncsFromApiCallsByDefault) {
+  std::vector<trace::Trace> traces;
+  traces.push_back(perfect_ground_truth());
+  auto& t = traces[0];
+  t.meta.extra["activities"] = "kernel,memcpy,memset,nvtx";
+  t.syncs = {};
+  auto calls = [&](const char* name, int n, trace::Timestamp at) {
+    for (int i = 0; i < n; ++i) t.api.push({.start = at, .end = at + 1, .name = t.strings.intern(name)});
+  };
+  calls("cudaStreamSynchronize_v3020", gt::kStreamSyncs, 1100);
+  calls("cudaDeviceSynchronize_v3020", gt::kDeviceSyncs, 1200);
+  calls("cudaEventSynchronize_v3020", gt::kEventSyncs, 1300);
+  calls("cudaStreamWaitEvent_v3020", gt::kStreamWaitEvents, 1400);
+  calls("cudaStreamSynchronize_v3020", 3, 50);  // outside gt_sync: ignored
+  for (const auto& c : check_ground_truth(traces)) EXPECT_TRUE(c.pass) << c.name << ": " << c.detail;
+  calls("cudaEventSynchronize_v3020", 1, 1500);  // one too many
+  int failed = 0;
+  for (const auto& c : check_ground_truth(traces)) failed += !c.pass;
+  EXPECT_EQ(failed, 1);
 }
 
 TEST(CollectGpuCheck, Ddp) {
@@ -187,6 +211,19 @@ TEST(CollectGpuCheck, WindowHoldsExactlyTheStepsInside) {
   traces[0].nvtx = {};
   traces[1].nvtx = {};
   EXPECT_EQ(failures(check_window(traces, "train_step", 999, 5)), 0);
+  // With detaching on, CUPTI detached at least once and at most once per window.
+  for (int r = 0; r < 2; ++r) {
+    traces[r].meta.extra["detach"] = "1";
+    traces[r].meta.extra["cupti_detaches"] = r == 0 ? "5" : "3";
+  }
+  EXPECT_EQ(failures(check_window(traces, "train_step", 999, 5)), 0);
+  traces[1].meta.extra["cupti_detaches"] = "0";
+  EXPECT_EQ(failures(check_window(traces, "train_step", 999, 5)), 1);
+  traces[1].meta.extra["cupti_detaches"] = "6";
+  EXPECT_EQ(failures(check_window(traces, "train_step", 999, 5)), 1);
+  traces[1].meta.extra["cupti_detaches"] = "3";
+  traces[0].meta.extra["capture_stops_without_window"] = "2";  // starts missed
+  EXPECT_EQ(failures(check_window(traces, "train_step", 999, 5)), 1);
 }
 
 TEST(CollectGpuCheck, NvmlMap) {
