@@ -123,6 +123,7 @@ class Collector {
   void decode_filled(std::vector<BufferPool::Filled>& filled);
   void encoder_loop();
   void start_nvml();
+  void hand_over_nvml();
   void map_nvml_devices(bool last_chance);
   void flush_batch();
   void write_sidecar(const std::string& status);
@@ -137,6 +138,8 @@ class Collector {
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<NvmlSampler> nvml_;
   std::chrono::steady_clock::time_point nvml_start_;
+  std::filesystem::path nvml_owner_path_;  // <run dir>/nvml-<host>.rank: a ranked sampler runs on this node
+  bool nvml_handed_over_ = false;
   std::filesystem::path trace_path_, sidecar_path_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<CUpti_CallbackId> runtime_cbids_, driver_cbids_;
@@ -555,6 +558,7 @@ bool Collector::start() {
   std::string stem = meta_.hostname + "-" + std::to_string(meta_.pid);
   trace_path_ = std::filesystem::path(options_.run_dir) / (stem + std::string(trace::kTraceFileExtension));
   sidecar_path_ = std::filesystem::path(options_.run_dir) / (stem + ".json");
+  nvml_owner_path_ = std::filesystem::path(options_.run_dir) / ("nvml-" + meta_.hostname + ".rank");
   std::string error;
   if (!options_.discard) {
     sink_ = TraceSink::open(trace_path_, meta_, [](const std::string& line) { warn("%s", line.c_str()); }, &error);
@@ -671,7 +675,23 @@ void Collector::map_nvml_devices(bool last_chance) {
   nvml_->set_device_map(std::move(map));
 }
 
+// One sampler per node: a process without a rank (the torchrun agent, which
+// loads CUDA and so is traced, or a plain single-process job) samples from
+// its start, and stops once a ranked local rank 0 on the same host says it
+// samples. Measured without this: the agent's sampler cost 5.7 CPU-s in a
+// 58 s job, and its counters are left out with the agent anyway.
+void Collector::hand_over_nvml() {
+  if (!nvml_ || nvml_handed_over_ || meta_.rank >= 0) return;
+  std::error_code ec;
+  if (!std::filesystem::exists(nvml_owner_path_, ec)) return;
+  nvml_->stop();
+  nvml_handed_over_ = true;
+  std::lock_guard lock(enable_mutex_);
+  meta_.extra["nvml_handed_over"] = "1";
+}
+
 void Collector::flush_batch() {
+  hand_over_nvml();
   if (nvml_) {
     map_nvml_devices(stop_.load());
     if (nvml_->has_device_map()) {
@@ -698,6 +718,7 @@ void Collector::start_nvml() {
   if (nvml_) {
     nvml_start_ = std::chrono::steady_clock::now();
     nvml_->start(options_.nvml_hz);
+    if (meta_.rank >= 0) std::ofstream(nvml_owner_path_) << meta_.pid << '\n';  // see hand_over_nvml()
     meta_.extra["nvml_hz"] = std::to_string(options_.nvml_hz);
     meta_.extra["nvml_devices"] = std::to_string(nvml_->device_count());
   } else {

@@ -126,7 +126,7 @@ fs::path prepare_run_dir(const std::string& output, bool force) {
       // Old traces would mix with the new run's: remove what a run writes.
       for (const auto& e : fs::directory_iterator(dir, ec)) {
         auto ext = e.path().extension();
-        if (ext == ".sstrace" || ext == ".json" || ext == ".tmp") fs::remove(e.path(), ec);
+        if (ext == ".sstrace" || ext == ".json" || ext == ".tmp" || ext == ".rank") fs::remove(e.path(), ec);
       }
     }
   } else if (!fs::create_directories(dir, ec) || ec) {
@@ -282,6 +282,10 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
   result.processes = read_process_summaries(result.run_dir, &result.incomplete);
+  // The collectors' per-node sampler markers (nvml-<host>.rank) served the run only.
+  std::error_code marker_ec;
+  for (const auto& e : fs::directory_iterator(result.run_dir, marker_ec))
+    if (e.path().extension() == ".rank") fs::remove(e.path(), marker_ec);
   int64_t end_ns = unix_now_ns();
   run["end"] = iso_time(end_ns);
   run["end_unix_ns"] = end_ns;

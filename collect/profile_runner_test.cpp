@@ -176,6 +176,17 @@ TEST_F(CollectProfile, RefusesANonEmptyRunDirUnlessForced) {
   EXPECT_EQ(run_json("f")["exit_code"], 4);
 }
 
+// The per-node NVML marker a ranked collector writes (nvml-<host>.rank) lives
+// only while the run does: a stale one would stop the next run's only sampler.
+TEST_F(CollectProfile, SamplerMarkersAreRemovedAfterTheRun) {
+  EXPECT_EQ(run_in_child(options("n", "echo 1 > \"$SCALESCOPE_RUN_DIR/nvml-h.rank\"; test -s \"$SCALESCOPE_RUN_DIR/nvml-h.rank\"")), 0);
+  EXPECT_FALSE(fs::exists(dir_ / "n.ssrun" / "nvml-h.rank"));
+  std::ofstream(dir_ / "n.ssrun" / "nvml-h.rank") << "1\n";  // left by a killed `profile`
+  auto o = options("n", "test ! -e \"$SCALESCOPE_RUN_DIR/nvml-h.rank\"");
+  o.force = true;
+  EXPECT_EQ(run_in_child(o), 0);  // --force removed it before the job started
+}
+
 TEST_F(CollectProfile, MissingCommandIsAClearError) {
   auto o = options("m", "");
   o.command = {"/no/such/program-xyz"};
