@@ -1,0 +1,115 @@
+// A process without CUDA that loads the real collector over the fake CUPTI
+// (LD_LIBRARY_PATH) and plays a job's capture windows, for
+// collector_windows_test. Usage: collector_windows_host COLLECTOR MODE
+//   repeat: start, 3 kernels, stop, start at once (window reopened), 2
+//           kernels, stop; then API exits until CUPTI is detached (or 1.5 s),
+//           then until it is attached again (or 1.5 s); 4 kernels outside any
+//           window; start, 5 kernels, stop.
+//   timed:  (run with SCALESCOPE_DURATION) 2 kernels, API exits on another
+//           thread until CUPTI is detached, 3 more kernels.
+//   missed: a stop with no start.
+// Prints "subscribes=N finalizes=N detach_ms=N" and exits 0; the collector
+// writes its trace at exit.
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include <cupti.h>
+
+#include "collect/fake_cupti/fake_cupti.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using CountsFn = FakeCuptiCounts (*)();
+using ApiFn = void (*)(int, int, int);
+using KernelFn = void (*)(uint64_t, uint64_t);
+
+CountsFn counts;
+ApiFn api;
+KernelFn kernel;
+uint64_t fake_ns = 1000;
+
+void kernels(int n) {
+  for (int i = 0; i < n; ++i, fake_ns += 100) kernel(fake_ns, fake_ns + 50);
+}
+void profiler_start() {
+  api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, 0);
+  api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, 1);
+}
+void profiler_stop() {
+  api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 0);
+  api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 1);
+}
+// Some other API call (a launch) ending: where the collector may detach.
+void other_api_exit() { api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1); }
+
+template <typename Pred>
+bool api_exits_until(Pred done, std::chrono::milliseconds limit) {
+  auto end = Clock::now() + limit;
+  while (!done()) {
+    if (Clock::now() > end) return false;
+    other_api_exit();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) return 2;
+  void* collector = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!collector) {
+    std::fprintf(stderr, "dlopen: %s\n", dlerror());
+    return 3;
+  }
+  void* cupti = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+  if (!cupti || !dlsym(cupti, "fake_cupti_counts")) {
+    std::fprintf(stderr, "the collector did not load the fake CUPTI (LD_LIBRARY_PATH)\n");
+    return 4;
+  }
+  counts = reinterpret_cast<CountsFn>(dlsym(cupti, "fake_cupti_counts"));
+  api = reinterpret_cast<ApiFn>(dlsym(cupti, "fake_cupti_api"));
+  kernel = reinterpret_cast<KernelFn>(dlsym(cupti, "fake_cupti_kernel"));
+  auto init = reinterpret_cast<int (*)()>(dlsym(collector, "InitializeInjection"));
+  if (!init || !counts || !api || !kernel) return 5;
+  init();
+  long detach_ms = -1;
+  if (std::strcmp(argv[2], "repeat") == 0) {
+    profiler_start();
+    kernels(3);
+    profiler_stop();
+    profiler_start();  // at once: the same attach must serve it
+    kernels(2);
+    profiler_stop();
+    auto closed = Clock::now();
+    if (api_exits_until([] { return counts().finalizes > 0; }, std::chrono::milliseconds(1500)))
+      detach_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - closed).count();
+    api_exits_until([] { return counts().subscribed == 1; }, std::chrono::milliseconds(1500));
+    kernels(4);  // outside any window
+    profiler_start();
+    kernels(5);
+    profiler_stop();
+  } else if (std::strcmp(argv[2], "timed") == 0) {
+    kernels(2);
+    auto opened = Clock::now();
+    std::thread other([&] {  // a timed window detaches at any thread's API exit
+      if (api_exits_until([] { return counts().finalizes > 0; }, std::chrono::milliseconds(3000)))
+        detach_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - opened).count();
+    });
+    other.join();
+    kernels(3);
+  } else if (std::strcmp(argv[2], "missed") == 0) {
+    profiler_stop();
+  } else {
+    return 6;
+  }
+  auto c = counts();
+  std::printf("subscribes=%d finalizes=%d detach_ms=%ld\n", c.subscribes, c.finalizes, detach_ms);
+  std::fflush(stdout);
+  return 0;
+}

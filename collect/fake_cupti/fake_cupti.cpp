@@ -1,0 +1,228 @@
+// A fake libcupti.so.13: see fake_cupti.hpp. Thread-safe; callbacks run
+// without the fake's lock held, as CUPTI's may call back into it.
+#include "collect/fake_cupti/fake_cupti.hpp"
+
+#include <cupti.h>
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace {
+
+struct FakeState {
+  std::mutex mutex;
+  bool subscribed = false;
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  std::set<int> domains;                 // whole domains enabled
+  std::set<std::pair<int, int>> cbids;   // (domain, cbid) enabled
+  std::set<int> kinds;                   // activity kinds enabled
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  std::vector<CUpti_ActivityKernel10> pending;
+  uint32_t next_correlation = 1;
+  int subscribes = 0, finalizes = 0;
+};
+
+FakeState& state() {
+  static FakeState s;
+  return s;
+}
+
+constexpr char kKernelName[] = "fake_kernel";
+
+}  // namespace
+
+extern "C" {
+
+CUptiResult cuptiGetResultString(CUptiResult result, const char** str) {
+  *str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "fake CUPTI error";
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
+  *timestamp = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain, uint32_t, const char** name) {
+  *name = nullptr;  // no API is named: the collector's default selection stays empty
+  return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.subscribed) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  s.subscribed = true;
+  s.callback = callback;
+  s.userdata = userdata;
+  ++s.subscribes;
+  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&s);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  s.subscribed = false;
+  s.domains.clear();
+  s.cbids.clear();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.subscribed) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (enable)
+    s.cbids.insert({domain, static_cast<int>(cbid)});
+  else
+    s.cbids.erase({domain, static_cast<int>(cbid)});
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.subscribed) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (enable) {
+    s.domains.insert(domain);
+  } else {
+    // As in CUPTI: every callback of the domain is off afterwards.
+    s.domains.erase(domain);
+    for (auto it = s.cbids.begin(); it != s.cbids.end();) it = it->first == domain ? s.cbids.erase(it) : std::next(it);
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  s.kinds.insert(kind);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  s.kinds.erase(kind);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId, uint8_t) { return CUPTI_SUCCESS; }
+CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId, uint8_t) { return CUPTI_SUCCESS; }
+CUptiResult cuptiActivityEnableAllSyncRecords(uint8_t) { return CUPTI_SUCCESS; }
+CUptiResult cuptiActivityFlushPeriod(uint32_t) { return CUPTI_SUCCESS; }
+
+CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                           CUpti_BuffersCallbackCompleteFunc complete) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  s.request = request;
+  s.complete = complete;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  *dropped = 0;
+  return CUPTI_SUCCESS;
+}
+
+// Hands every pending record over in buffers from the collector's pool.
+CUptiResult cuptiActivityFlushAll(uint32_t) {
+  auto& s = state();
+  std::vector<CUpti_ActivityKernel10> records;
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  {
+    std::lock_guard lock(s.mutex);
+    records.swap(s.pending);
+    request = s.request;
+    complete = s.complete;
+  }
+  size_t next = 0;
+  while (next < records.size() && request && complete) {
+    uint8_t* buffer = nullptr;
+    size_t size = 0, max_records = 0;
+    request(&buffer, &size, &max_records);
+    if (!buffer || size < sizeof(CUpti_ActivityKernel10)) break;  // no buffer: dropped, as CUPTI would
+    size_t used = 0;
+    while (next < records.size() && used + sizeof(CUpti_ActivityKernel10) <= size) {
+      std::memcpy(buffer + used, &records[next++], sizeof(CUpti_ActivityKernel10));
+      used += sizeof(CUpti_ActivityKernel10);
+    }
+    complete(nullptr, 0, buffer, size, used);
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  uint8_t* at = *record ? reinterpret_cast<uint8_t*>(*record) + sizeof(CUpti_ActivityKernel10) : buffer;
+  if (at + sizeof(CUpti_ActivityKernel10) > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity*>(at);
+  return CUPTI_SUCCESS;
+}
+
+// Detaches everything, as cuptiFinalize does; the next attach numbers
+// correlations from 1 again.
+CUptiResult cuptiFinalize() {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  s.subscribed = false;
+  s.callback = nullptr;
+  s.domains.clear();
+  s.cbids.clear();
+  s.kinds.clear();
+  s.request = nullptr;
+  s.complete = nullptr;
+  s.pending.clear();
+  s.next_correlation = 1;
+  ++s.finalizes;
+  return CUPTI_SUCCESS;
+}
+
+void fake_cupti_api(int domain, int cbid, int site) {
+  auto& s = state();
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  {
+    std::lock_guard lock(s.mutex);
+    if (!s.subscribed || !(s.domains.count(domain) || s.cbids.count({domain, cbid}))) return;
+    callback = s.callback;
+    userdata = s.userdata;
+  }
+  CUpti_CallbackData data;
+  std::memset(&data, 0, sizeof(data));
+  data.callbackSite = site == 0 ? CUPTI_API_ENTER : CUPTI_API_EXIT;
+  data.functionName = "fake_api";
+  callback(userdata, static_cast<CUpti_CallbackDomain>(domain), static_cast<CUpti_CallbackId>(cbid), &data);
+}
+
+void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof(k));
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start_ns;
+  k.end = end_ns;
+  k.correlationId = s.next_correlation++;
+  k.name = kKernelName;
+  s.pending.push_back(k);
+}
+
+FakeCuptiCounts fake_cupti_counts() {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  return {s.subscribes, s.finalizes, s.subscribed ? 1 : 0,
+          s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? 1 : 0};
+}
+
+}  // extern "C"

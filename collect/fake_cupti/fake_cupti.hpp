@@ -1,0 +1,28 @@
+#pragma once
+// Control side of the fake CUPTI (libcupti.so.13 for tests on machines without
+// a GPU). The collector links the real CUPTI's entry points; a test process
+// that puts this library first on LD_LIBRARY_PATH gets these instead, and
+// drives them as CUDA would: API callbacks, kernel records, buffers. It
+// models what the collector relies on (one subscriber, callbacks per domain
+// and id, activity kinds, buffer hand-over, cuptiFinalize dropping all of it
+// and correlation ids starting over), not CUPTI as a whole.
+
+#include <cstdint>
+
+extern "C" {
+// Calls the subscriber's callback for (domain, cbid) at `site` (0 enter, 1
+// exit) when that callback is enabled, as CUDA does around an API call.
+void fake_cupti_api(int domain, int cbid, int site);
+// A kernel that ran from start to end (ns): recorded when
+// CONCURRENT_KERNEL is enabled, with the next correlation id.
+void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns);
+// What happened so far: subscribes, cuptiFinalize calls, whether a subscriber
+// exists now, and whether kernel recording is on.
+struct FakeCuptiCounts {
+  int subscribes;
+  int finalizes;
+  int subscribed;
+  int kernels_enabled;
+};
+FakeCuptiCounts fake_cupti_counts();
+}
