@@ -8,6 +8,9 @@
 //   timed:  (run with SCALESCOPE_DURATION) 2 kernels, API exits on another
 //           thread until CUPTI is detached, 3 more kernels.
 //   missed: a stop with no start.
+//   nvtx:   (capture range nvtx:capture) push "step", push "capture", 3
+//           kernels, pop, pop; API exits until detached, then until attached
+//           again; 4 kernels outside; push "capture", 5 kernels, pop.
 // Prints "subscribes=N finalizes=N detach_ms=N" and exits 0; the collector
 // writes its trace at exit.
 #include <dlfcn.h>
@@ -27,10 +30,14 @@ using Clock = std::chrono::steady_clock;
 using CountsFn = FakeCuptiCounts (*)();
 using ApiFn = void (*)(int, int, int);
 using KernelFn = void (*)(uint64_t, uint64_t);
+using PushFn = void (*)(const char*);
+using PopFn = void (*)();
 
 CountsFn counts;
 ApiFn api;
 KernelFn kernel;
+PushFn push;
+PopFn pop;
 uint64_t fake_ns = 1000;
 
 void kernels(int n) {
@@ -75,8 +82,10 @@ int main(int argc, char** argv) {
   counts = reinterpret_cast<CountsFn>(dlsym(cupti, "fake_cupti_counts"));
   api = reinterpret_cast<ApiFn>(dlsym(cupti, "fake_cupti_api"));
   kernel = reinterpret_cast<KernelFn>(dlsym(cupti, "fake_cupti_kernel"));
+  push = reinterpret_cast<PushFn>(dlsym(cupti, "fake_cupti_nvtx_push"));
+  pop = reinterpret_cast<PopFn>(dlsym(cupti, "fake_cupti_nvtx_pop"));
   auto init = reinterpret_cast<int (*)()>(dlsym(collector, "InitializeInjection"));
-  if (!init || !counts || !api || !kernel) return 5;
+  if (!init || !counts || !api || !kernel || !push || !pop) return 5;
   init();
   long detach_ms = -1;
   if (std::strcmp(argv[2], "repeat") == 0) {
@@ -103,6 +112,20 @@ int main(int argc, char** argv) {
     });
     other.join();
     kernels(3);
+  } else if (std::strcmp(argv[2], "nvtx") == 0) {
+    push("step");
+    push("capture");
+    kernels(3);
+    pop();
+    auto closed = Clock::now();
+    pop();
+    if (api_exits_until([] { return counts().finalizes > 0; }, std::chrono::milliseconds(1500)))
+      detach_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - closed).count();
+    api_exits_until([] { return counts().subscribed == 1; }, std::chrono::milliseconds(1500));
+    kernels(4);
+    push("capture");
+    kernels(5);
+    pop();
   } else if (std::strcmp(argv[2], "missed") == 0) {
     profiler_stop();
   } else {

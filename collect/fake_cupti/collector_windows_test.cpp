@@ -140,6 +140,20 @@ TEST_F(CollectWindows, TimedWindowDetachesAtAnyThreadsApiExit) {
   EXPECT_EQ(extra(r.trace, "cupti_detaches"), "1");
 }
 
+// NVTX capture ranges detach the same way (no context synchronisation), and
+// the NVTX callbacks that open the next window come back with the new attach.
+TEST_F(CollectWindows, NvtxCaptureRangeDetachesAndOpensAgain) {
+  auto r = run("nvtx", {{"SCALESCOPE_CAPTURE_RANGE", "nvtx:capture"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(number_after(r.out, "subscribes"), 2) << r.out;
+  EXPECT_EQ(number_after(r.out, "finalizes"), 1) << r.out;
+  EXPECT_GE(number_after(r.out, "detach_ms"), 450);
+  ASSERT_TRUE(r.traced);
+  EXPECT_EQ(r.trace.kernels.size(), 8u);  // 3 + 5
+  EXPECT_EQ(extra(r.trace, "windows_opened"), "2");
+  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "1");
+}
+
 // A stop with no window open (a start missed, or a stray stop) is counted.
 TEST_F(CollectWindows, StopWithoutWindowIsCounted) {
   auto r = run("missed", {{"SCALESCOPE_CAPTURE_RANGE", "cudaProfilerApi"}});

@@ -3,6 +3,7 @@
 #include "collect/fake_cupti/fake_cupti.hpp"
 
 #include <cupti.h>
+#include <generated_nvtx_meta.h>
 
 #include <chrono>
 #include <cstring>
@@ -203,6 +204,29 @@ void fake_cupti_api(int domain, int cbid, int site) {
   data.functionName = "fake_api";
   callback(userdata, static_cast<CUpti_CallbackDomain>(domain), static_cast<CUpti_CallbackId>(cbid), &data);
 }
+
+namespace {
+void nvtx_callback(int cbid, const void* params) {
+  auto& s = state();
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  {
+    std::lock_guard lock(s.mutex);
+    if (!s.subscribed || !(s.domains.count(CUPTI_CB_DOMAIN_NVTX) || s.cbids.count({CUPTI_CB_DOMAIN_NVTX, cbid}))) return;
+    callback = s.callback;
+    userdata = s.userdata;
+  }
+  CUpti_NvtxData data{"fake_nvtx", params, nullptr};
+  callback(userdata, CUPTI_CB_DOMAIN_NVTX, static_cast<CUpti_CallbackId>(cbid), &data);
+}
+}  // namespace
+
+void fake_cupti_nvtx_push(const char* message) {
+  nvtxRangePushA_params params{message};
+  nvtx_callback(CUPTI_CBID_NVTX_nvtxRangePushA, &params);
+}
+
+void fake_cupti_nvtx_pop() { nvtx_callback(CUPTI_CBID_NVTX_nvtxRangePop, nullptr); }
 
 void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns) {
   auto& s = state();

@@ -13,6 +13,10 @@ extern "C" {
 // Calls the subscriber's callback for (domain, cbid) at `site` (0 enter, 1
 // exit) when that callback is enabled, as CUDA does around an API call.
 void fake_cupti_api(int domain, int cbid, int site);
+// nvtxRangePushA(message) / nvtxRangePop() reaching CUPTI's NVTX handler:
+// the subscriber's NVTX callback when enabled.
+void fake_cupti_nvtx_push(const char* message);
+void fake_cupti_nvtx_pop();
 // A kernel that ran from start to end (ns): recorded when
 // CONCURRENT_KERNEL is enabled, with the next correlation id.
 void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns);
