@@ -1,6 +1,6 @@
 // A fake libcupti.so.13: see fake_cupti.hpp. Thread-safe; callbacks run
 // without the fake's lock held, as CUPTI's may call back into it.
-#include "collect/fake_cupti/fake_cupti.hpp"
+#include "collect/fakes/fake_cupti.hpp"
 
 #include <cupti.h>
 #include <generated_nvtx_meta.h>

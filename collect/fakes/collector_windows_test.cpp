@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include "trace/trace_file.hpp"
 
 namespace scalescope {
@@ -52,7 +54,9 @@ class CollectWindows : public ::testing::Test {
       setenv("LD_LIBRARY_PATH", SCALESCOPE_FAKE_CUPTI_DIR, 1);
       setenv("SCALESCOPE_RUN_DIR", dir_.c_str(), 1);
       setenv("SCALESCOPE_NVML_HZ", "0", 1);
-      for (const char* v : {"SCALESCOPE_CAPTURE_RANGE", "SCALESCOPE_DURATION", "SCALESCOPE_DELAY", "SCALESCOPE_DETACH"})
+      for (const char* v : {"SCALESCOPE_CAPTURE_RANGE", "SCALESCOPE_DURATION", "SCALESCOPE_DELAY", "SCALESCOPE_DETACH",
+                            "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_PROCID", "SLURM_LOCALID",
+                            "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "HAND_OVER"})
         unsetenv(v);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       execl(SCALESCOPE_WINDOWS_HOST, SCALESCOPE_WINDOWS_HOST, SCALESCOPE_COLLECTOR_PATH, mode, nullptr);
@@ -152,6 +156,39 @@ TEST_F(CollectWindows, NvtxCaptureRangeDetachesAndOpensAgain) {
   EXPECT_EQ(r.trace.kernels.size(), 8u);  // 3 + 5
   EXPECT_EQ(extra(r.trace, "windows_opened"), "2");
   EXPECT_EQ(extra(r.trace, "cupti_detaches"), "1");
+}
+
+std::string marker_name() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return std::string("nvml-") + host + ".rank";
+}
+
+// One NVML sampler per node: local rank 0 samples and says so in the run
+// directory; a process without a rank (the torchrun agent) samples until then.
+TEST_F(CollectWindows, RankedLocalRankZeroSamplesAndLeavesItsMarker) {
+  auto r = run("sampler", {{"SCALESCOPE_NVML_HZ", "20"}, {"RANK", "0"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "2"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  EXPECT_GT(r.trace.counters.size(), 0u);
+  EXPECT_TRUE(fs::exists(dir_ / marker_name()));  // `scalescope profile` removes it after the job
+  EXPECT_EQ(extra(r.trace, "nvml_handed_over"), "");
+}
+
+TEST_F(CollectWindows, RanklessSamplerHandsOverToLocalRankZero) {
+  auto alone = run("sampler", {{"SCALESCOPE_NVML_HZ", "20"}});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  ASSERT_TRUE(alone.traced);
+  EXPECT_GT(alone.trace.counters.size(), 0u);  // a plain job keeps its sampler
+  EXPECT_EQ(extra(alone.trace, "nvml_handed_over"), "");
+  EXPECT_FALSE(fs::exists(dir_ / marker_name()));
+  for (const auto& e : fs::directory_iterator(dir_)) fs::remove(e.path());
+
+  auto agent = run("sampler", {{"SCALESCOPE_NVML_HZ", "20"}, {"HAND_OVER", "1"}});
+  ASSERT_EQ(agent.exit_code, 0) << agent.err;
+  ASSERT_TRUE(agent.traced);
+  EXPECT_EQ(extra(agent.trace, "nvml_handed_over"), "1");
+  EXPECT_LT(agent.trace.counters.size(), alone.trace.counters.size());  // it stopped early
 }
 
 // A stop with no window open (a start missed, or a stray stop) is counted.

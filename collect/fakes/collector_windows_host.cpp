@@ -8,21 +8,27 @@
 //   timed:  (run with SCALESCOPE_DURATION) 2 kernels, API exits on another
 //           thread until CUPTI is detached, 3 more kernels.
 //   missed: a stop with no start.
+//   sampler: 400 ms; with HAND_OVER set, a ranked sampler's marker
+//           (SCALESCOPE_RUN_DIR/nvml-<host>.rank) appears after 200 ms.
 //   nvtx:   (capture range nvtx:capture) push "step", push "capture", 3
 //           kernels, pop, pop; API exits until detached, then until attached
 //           again; 4 kernels outside; push "capture", 5 kernels, pop.
 // Prints "subscribes=N finalizes=N detach_ms=N" and exits 0; the collector
 // writes its trace at exit.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include <cupti.h>
 
-#include "collect/fake_cupti/fake_cupti.hpp"
+#include "collect/fakes/fake_cupti.hpp"
 
 namespace {
 
@@ -126,6 +132,14 @@ int main(int argc, char** argv) {
     push("capture");
     kernels(5);
     pop();
+  } else if (std::strcmp(argv[2], "sampler") == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (std::getenv("HAND_OVER")) {
+      char host[256] = {};
+      gethostname(host, sizeof(host) - 1);
+      std::ofstream(std::string(std::getenv("SCALESCOPE_RUN_DIR")) + "/nvml-" + host + ".rank") << "1\n";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1400));  // the writer looks once a second
   } else if (std::strcmp(argv[2], "missed") == 0) {
     profiler_stop();
   } else {
