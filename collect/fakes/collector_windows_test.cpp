@@ -91,6 +91,19 @@ class CollectWindows : public ::testing::Test {
     return at == std::string::npos ? -999 : std::strtol(text.c_str() + at + key.size() + 1, nullptr, 10);
   }
 
+  // What every window scenario is judged by: CUPTI attaches and detaches (from
+  // the fake), kernels kept, and the collector's own window counts.
+  static void expect_windows(const HostRun& r, int subscribes, int finalizes, size_t kernels, const char* windows,
+                             const char* detaches) {
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(number_after(r.out, "subscribes"), subscribes) << r.out;
+    EXPECT_EQ(number_after(r.out, "finalizes"), finalizes) << r.out;
+    ASSERT_TRUE(r.traced);
+    EXPECT_EQ(r.trace.kernels.size(), kernels);
+    EXPECT_EQ(extra(r.trace, "windows_opened"), windows);
+    EXPECT_EQ(extra(r.trace, "cupti_detaches"), detaches);
+  }
+
   fs::path dir_;
 };
 
@@ -100,19 +113,14 @@ class CollectWindows : public ::testing::Test {
 // ids kept apart from the first generation's although CUPTI restarted them.
 TEST_F(CollectWindows, CaptureWindowsDetachAfterTheGraceAndAttachAgain) {
   auto r = run("repeat", {{"SCALESCOPE_CAPTURE_RANGE", "cudaProfilerApi"}});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Attached at start and once after the detach; 3 + 2 + 5 kernels, none of the 4 outside.
+  expect_windows(r, 2, 1, 10, "3", "1");
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
-  EXPECT_EQ(number_after(r.out, "subscribes"), 2) << r.out;  // start, and once after the detach
-  EXPECT_EQ(number_after(r.out, "finalizes"), 1) << r.out;
   long detach_ms = number_after(r.out, "detach_ms");
   EXPECT_GE(detach_ms, 450) << "detached before the grace time";
   EXPECT_LT(detach_ms, 1500);
-  ASSERT_TRUE(r.traced);
-  EXPECT_EQ(r.trace.kernels.size(), 10u);  // 3 + 2 + 5: none of the 4 outside
   std::set<uint32_t> correlations(r.trace.kernels.correlation.begin(), r.trace.kernels.correlation.end());
   EXPECT_EQ(correlations.size(), 10u) << "the second generation reused the first's correlation ids";
-  EXPECT_EQ(extra(r.trace, "windows_opened"), "3");
-  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "1");
   EXPECT_EQ(extra(r.trace, "detach"), "1");
   EXPECT_EQ(extra(r.trace, "capture_stops_without_window"), "");
   EXPECT_EQ(r.summary.value("cupti_detaches", -1), 1);
@@ -121,41 +129,23 @@ TEST_F(CollectWindows, CaptureWindowsDetachAfterTheGraceAndAttachAgain) {
 
 TEST_F(CollectWindows, NoDetachKeepsCuptiAttached) {
   auto r = run("repeat", {{"SCALESCOPE_CAPTURE_RANGE", "cudaProfilerApi"}, {"SCALESCOPE_DETACH", "0"}});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(number_after(r.out, "subscribes"), 1) << r.out;
-  EXPECT_EQ(number_after(r.out, "finalizes"), 0) << r.out;
-  ASSERT_TRUE(r.traced);
-  EXPECT_EQ(r.trace.kernels.size(), 10u);
-  EXPECT_EQ(extra(r.trace, "windows_opened"), "3");
-  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "0");
+  expect_windows(r, 1, 0, 10, "3", "0");
 }
 
 // --duration: the timer closes the window, any thread's next API exit
 // detaches, nothing attaches again and later kernels are not recorded.
 TEST_F(CollectWindows, TimedWindowDetachesAtAnyThreadsApiExit) {
   auto r = run("timed", {{"SCALESCOPE_DURATION", "0.3"}});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(number_after(r.out, "subscribes"), 1) << r.out;
-  EXPECT_EQ(number_after(r.out, "finalizes"), 1) << r.out;
+  expect_windows(r, 1, 1, 2, "1", "1");  // 2 flushed before the detach; the 3 after it are not traced
   EXPECT_GE(number_after(r.out, "detach_ms"), 250);
-  ASSERT_TRUE(r.traced);
-  EXPECT_EQ(r.trace.kernels.size(), 2u);  // flushed before the detach; the 3 after it are not traced
-  EXPECT_EQ(extra(r.trace, "windows_opened"), "1");
-  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "1");
 }
 
 // NVTX capture ranges detach the same way (no context synchronisation), and
 // the NVTX callbacks that open the next window come back with the new attach.
 TEST_F(CollectWindows, NvtxCaptureRangeDetachesAndOpensAgain) {
   auto r = run("nvtx", {{"SCALESCOPE_CAPTURE_RANGE", "nvtx:capture"}});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(number_after(r.out, "subscribes"), 2) << r.out;
-  EXPECT_EQ(number_after(r.out, "finalizes"), 1) << r.out;
+  expect_windows(r, 2, 1, 8, "2", "1");  // 3 + 5 kernels
   EXPECT_GE(number_after(r.out, "detach_ms"), 450);
-  ASSERT_TRUE(r.traced);
-  EXPECT_EQ(r.trace.kernels.size(), 8u);  // 3 + 5
-  EXPECT_EQ(extra(r.trace, "windows_opened"), "2");
-  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "1");
 }
 
 std::string marker_name() {

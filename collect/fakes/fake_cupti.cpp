@@ -188,7 +188,9 @@ CUptiResult cuptiFinalize() {
   return CUPTI_SUCCESS;
 }
 
-void fake_cupti_api(int domain, int cbid, int site) {
+namespace {
+// The subscriber's callback for (domain, cbid), if enabled, called without the lock.
+void call_back(int domain, int cbid, const void* data) {
   auto& s = state();
   CUpti_CallbackFunc callback = nullptr;
   void* userdata = nullptr;
@@ -198,35 +200,28 @@ void fake_cupti_api(int domain, int cbid, int site) {
     callback = s.callback;
     userdata = s.userdata;
   }
+  callback(userdata, static_cast<CUpti_CallbackDomain>(domain), static_cast<CUpti_CallbackId>(cbid), data);
+}
+}  // namespace
+
+void fake_cupti_api(int domain, int cbid, int site) {
   CUpti_CallbackData data;
   std::memset(&data, 0, sizeof(data));
   data.callbackSite = site == 0 ? CUPTI_API_ENTER : CUPTI_API_EXIT;
   data.functionName = "fake_api";
-  callback(userdata, static_cast<CUpti_CallbackDomain>(domain), static_cast<CUpti_CallbackId>(cbid), &data);
+  call_back(domain, cbid, &data);
 }
-
-namespace {
-void nvtx_callback(int cbid, const void* params) {
-  auto& s = state();
-  CUpti_CallbackFunc callback = nullptr;
-  void* userdata = nullptr;
-  {
-    std::lock_guard lock(s.mutex);
-    if (!s.subscribed || !(s.domains.count(CUPTI_CB_DOMAIN_NVTX) || s.cbids.count({CUPTI_CB_DOMAIN_NVTX, cbid}))) return;
-    callback = s.callback;
-    userdata = s.userdata;
-  }
-  CUpti_NvtxData data{"fake_nvtx", params, nullptr};
-  callback(userdata, CUPTI_CB_DOMAIN_NVTX, static_cast<CUpti_CallbackId>(cbid), &data);
-}
-}  // namespace
 
 void fake_cupti_nvtx_push(const char* message) {
   nvtxRangePushA_params params{message};
-  nvtx_callback(CUPTI_CBID_NVTX_nvtxRangePushA, &params);
+  CUpti_NvtxData data{"fake_nvtx", &params, nullptr};
+  call_back(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA, &data);
 }
 
-void fake_cupti_nvtx_pop() { nvtx_callback(CUPTI_CBID_NVTX_nvtxRangePop, nullptr); }
+void fake_cupti_nvtx_pop() {
+  CUpti_NvtxData data{"fake_nvtx", nullptr, nullptr};
+  call_back(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePop, &data);
+}
 
 void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns) {
   auto& s = state();
