@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "collect/gpu_test/ground_truth_spec.hpp"
@@ -43,6 +44,15 @@ uint64_t kernels_named(const trace::Trace& t, std::string_view prefix) {
 }
 
 }  // namespace
+
+int print_checks(const std::vector<GpuCheck>& checks) {
+  int failed = 0;
+  for (const auto& c : checks) {
+    std::printf("%s %s: %s\n", c.pass ? "PASS" : "FAIL", c.name.c_str(), c.detail.c_str());
+    failed += !c.pass;
+  }
+  return failed == 0 ? 0 : 1;
+}
 
 std::vector<GpuCheck> check_ground_truth(const std::vector<trace::Trace>& traces) {
   std::vector<GpuCheck> out;

@@ -19,6 +19,10 @@ struct GpuCheck {
   std::string detail;  // "expected 100, got 100"
 };
 
+// The checkers' common ending: one "PASS|FAIL name: detail" line per check
+// on stdout; 0 when all pass, else 1.
+int print_checks(const std::vector<GpuCheck>& checks);
+
 std::vector<GpuCheck> check_ground_truth(const std::vector<trace::Trace>& traces);
 // world_size: the number of ranks the job had.
 std::vector<GpuCheck> check_ddp(const std::vector<trace::Trace>& traces, int world_size);

@@ -31,12 +31,7 @@ int main(int argc, char** argv) {
       checks = collect::check_window(traces, argv[3], std::strtoull(argv[4], nullptr, 10),
                                      std::strtoull(argv[5], nullptr, 10));
     else return 2;
-    int failed = 0;
-    for (const auto& c : checks) {
-      std::printf("%s %s: %s\n", c.pass ? "PASS" : "FAIL", c.name.c_str(), c.detail.c_str());
-      failed += !c.pass;
-    }
-    return failed == 0 ? 0 : 1;
+    return collect::print_checks(checks);
   } catch (const Error& e) {
     std::printf("FAIL loading %s: %s\n", argv[2], e.what());
     return 1;

@@ -28,12 +28,7 @@ int main(int argc, char** argv) {
       for (int i = 4; i < argc; ++i) expected.push_back(collect::parse_expected_nccl_calls(argv[i]));
       checks = collect::check_nccl_sizes(traces, std::atoi(argv[3]), expected);
     }
-    int failed = 0;
-    for (const auto& c : checks) {
-      std::printf("%s %s: %s\n", c.pass ? "PASS" : "FAIL", c.name.c_str(), c.detail.c_str());
-      failed += !c.pass;
-    }
-    return failed == 0 ? 0 : 1;
+    return collect::print_checks(checks);
   } catch (const Error& e) {
     std::printf("FAIL %s: %s\n", argv[2], e.what());
     return 1;

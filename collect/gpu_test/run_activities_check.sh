@@ -15,19 +15,9 @@
 # collect/collect_gpu_check and collect/gpu_test/ground_truth (built here
 # with nvcc when present). Prints PASS/FAIL lines and SUMMARY.
 set -uo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build="$(cd "${1:?usage: run_activities_check.sh BUILD_DIR OUT_DIR}" && pwd)"
-out="${2:?usage: run_activities_check.sh BUILD_DIR OUT_DIR}"
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
-export NCCL_NVLS_ENABLE=0
-scalescope="$build/cli/scalescope"
-checker="$build/collect/collect_gpu_check"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_test_init run_activities_check.sh collect_gpu_check "$@"
 gt="$build/collect/gpu_test/ground_truth"
-fails=0
-for f in "$scalescope" "$checker" "$build/collect/libscalescope-collector.so"; do
-  [ -e "$f" ] || { echo "FAIL missing $f"; echo "SUMMARY: 1 failed"; exit 1; }
-done
 if [ ! -x "$gt" ] && command -v "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" > /dev/null; then
   "$here/build.sh" "$build" > "$out/gt-build.log" 2>&1 || echo "FAIL ground_truth build (see $out/gt-build.log)"
 fi

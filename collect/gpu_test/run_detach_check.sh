@@ -9,14 +9,9 @@
 # (Repeated cudaProfilerStart/Stop windows with detach and attach again are
 # checked by bench/collector_overhead/run.sh's window checks.)
 set -uo pipefail
-build="$(cd "${1:?usage: run_detach_check.sh BUILD_DIR OUT_DIR}" && pwd)"
-out="${2:?usage: run_detach_check.sh BUILD_DIR OUT_DIR}"
-mkdir -p "$out" && out="$(cd "$out" && pwd)"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-ss="$build/cli/scalescope" checker="$build/collect/collect_gpu_check" gt="$build/collect/gpu_test/ground_truth"
-fails=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_test_init run_detach_check.sh collect_gpu_check "$@"
+ss="$scalescope" gt="$build/collect/gpu_test/ground_truth"
 timeout 180 "$ss" profile --force -o "$out/gt" -- "$gt" > "$out/gt.log" 2>&1 \
   && pass "ground_truth under the default options" || fail "ground_truth exit $? (see gt.log)"
 "$checker" ground-truth "$out/gt.ssrun" | tee "$out/gt-check.txt"

@@ -7,21 +7,8 @@
 # BUILD_DIR/collect/gpu_test/ground_truth. Prints PASS/FAIL lines; logs and
 # runs go to OUT_DIR. Expected time: about 2 minutes.
 set -uo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build="$(cd "${1:?usage: run_gpu_tests.sh BUILD_DIR OUT_DIR}" && pwd)"
-out="${2:?usage: run_gpu_tests.sh BUILD_DIR OUT_DIR}"
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-scalescope="$build/cli/scalescope"
-checker="$build/collect/collect_gpu_check"
-fails=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-
-for f in "$scalescope" "$checker" "$build/collect/libscalescope-collector.so"; do
-  [ -e "$f" ] || { fail "missing $f"; echo "SUMMARY: $fails failed"; exit 1; }
-done
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_test_init run_gpu_tests.sh collect_gpu_check "$@"
 nvidia-smi -L > "$out/nvidia-smi.txt" 2>&1 || true
 "$scalescope" topo > "$out/topo.txt" 2>&1 && pass "scalescope topo" || fail "scalescope topo (see $out/topo.txt)"
 

@@ -7,20 +7,8 @@
 # present, else taken from BUILD_DIR/collect/gpu_test/ground_truth. Prints
 # PASS/FAIL lines; runs and logs go to OUT_DIR. Expected time: under 90 s.
 set -uo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build="$(cd "${1:?usage: run_nccl_tests.sh BUILD_DIR OUT_DIR}" && pwd)"
-out="${2:?usage: run_nccl_tests.sh BUILD_DIR OUT_DIR}"
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-scalescope="$build/cli/scalescope"
-checker="$build/collect/collect_nccl_check"
-fails=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-for f in "$scalescope" "$checker" "$build/collect/libscalescope-collector.so"; do
-  [ -e "$f" ] || { fail "missing $f"; echo "SUMMARY: $fails failed"; exit 1; }
-done
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+gpu_test_init run_nccl_tests.sh collect_nccl_check "$@"
 
 # 1. ground_truth: 2 devices x 10 grouped all-reduces of 4 MiB in one process.
 gt="$build/collect/gpu_test/ground_truth"
