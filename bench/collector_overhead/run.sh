@@ -24,7 +24,8 @@
 #                   API records; discard keeps nothing (CUPTI's own cost).
 #   none            no injection, control pairs again (drift from first to last)
 # "Off" blocks of an injected job against the uninjected jobs' blocks give the
-# cost outside the window.
+# cost outside the window; against the job's own 2 lead blocks (timed before
+# its first window, train.py --lead-blocks) they give it within one process.
 #
 # Timing: BUDGET_S (default 480) covers everything; each job gets a share of
 # what is left and train.py shortens its blocks (3 s down to 1 s) to fit.
@@ -62,17 +63,17 @@ deadline=$((start + budget - 25))  # 25 s kept for checks, summary and clean-up
 
 # name | weight (blocks, plus window switching) | how "on" is done | scalescope options ("-" = no injection)
 specs=(
-  "torch_profiler|30|torch-profiler|-"  # 20 blocks + torch.profiler stops (seconds each)
-  "default|10|cuda-profiler|"
-  "default_attached|10|cuda-profiler|--no-detach"
-  "default_sync|10|cuda-profiler|--activities all"
-  "api_all|10|cuda-profiler|--api all"
-  "kernel|10|cuda-profiler|--activities kernel --api none"
-  "kernel_copy|10|cuda-profiler|--activities kernel,memcpy,memset --api none"
-  "kernel_copy_sync|10|cuda-profiler|--activities kernel,memcpy,memset,sync --api none"
-  "api_none|10|cuda-profiler|--api none"
-  "discard|10|cuda-profiler|--discard"
-  "none|10|nothing|-"
+  "torch_profiler|32|torch-profiler|-"  # 22 blocks + torch.profiler stops (seconds each)
+  "default|12|cuda-profiler|"
+  "default_attached|12|cuda-profiler|--no-detach"
+  "default_sync|12|cuda-profiler|--activities all"
+  "api_all|12|cuda-profiler|--api all"
+  "kernel|12|cuda-profiler|--activities kernel --api none"
+  "kernel_copy|12|cuda-profiler|--activities kernel,memcpy,memset --api none"
+  "kernel_copy_sync|12|cuda-profiler|--activities kernel,memcpy,memset,sync --api none"
+  "api_none|12|cuda-profiler|--api none"
+  "discard|12|cuda-profiler|--discard"
+  "none|12|nothing|-"
 )
 # ONLY="default none" keeps just those jobs (a re-run of modes a budget cut),
 # so the budget is shared among them alone.

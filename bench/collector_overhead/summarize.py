@@ -12,6 +12,11 @@ Per mode:
   outside     1 - median off-block images/s / median images/s of the
               uninjected control blocks (both control jobs pooled); the
               control jobs' own difference (first vs last) bounds the drift.
+              Lead blocks (before any window) are not "off" blocks here.
+  in-job      1 - median images/s of the off blocks after the first "on"
+              block / median of the job's blocks before it (its lead blocks
+              and a first off block): the cost outside a window within one
+              process, free of the difference between jobs.
   trace MB/s  trace bytes of the job / seconds of its on blocks (both ranks'
               bytes over wall seconds, i.e. bytes per second of training).
   CPU         extra CPU of rank 0 per second of training, on minus off
@@ -75,9 +80,22 @@ def summarize(rows, jobs):
     for mode in modes:
         mb = [b for b in blocks if b["mode"] == mode]
         on = [b for b in mb if b["on"]]
-        off = [b for b in mb if not b["on"]]
+        off = [b for b in mb if not b["on"] and not b.get("lead")]
+        # Before/after the first window, in the order the job wrote its blocks.
+        first_on = next((i for i, b in enumerate(mb) if b["on"]), None)
+        if mode != "none" and first_on is not None:
+            before = [b["images_per_s"] for b in mb[:first_on]]
+            after = [b["images_per_s"] for b in mb[first_on:] if not b["on"]]
+            if before and after:
+                m_before, m_after = statistics.median(before), statistics.median(after)
+                in_job = {"in_job_cost": 1 - m_after / m_before, "in_job_before": len(before),
+                          "in_job_after": len(after)}
+            else:
+                in_job = {}
+        else:
+            in_job = {}
         ratios = pair_ratios(mb)
-        m = {"mode": mode, "pairs": len(ratios)}
+        m = {"mode": mode, "pairs": len(ratios), **in_job}
         if ratios:
             med = statistics.median(ratios)
             low, high, conf = sign_test_ci(ratios)
@@ -119,7 +137,7 @@ def pct(v, width=7):
 
 def table(s):
     lines = [f"{'mode':17} {'n':>2} {'cost':>8} {'min':>8} {'max':>8} {'CI':>17} {'on img/s':>9} "
-             f"{'off img/s':>9} {'outside':>8} {'MB/s':>6} {'CPU+/s':>7} {'coll/s':>7} {'windows':>9} {'check':>7}"]
+             f"{'off img/s':>9} {'outside':>8} {'in-job':>8} {'MB/s':>6} {'CPU+/s':>7} {'coll/s':>7} {'windows':>9} {'check':>7}"]
     for m in s["modes"]:
         ci = (f"{m['cost_ci_low'] * 100:5.1f}..{m['cost_ci_high'] * 100:5.1f}% ({m['ci_confidence'] * 100:2.0f})"
               if "cost" in m else "")
@@ -132,7 +150,7 @@ def table(s):
             check = "ok" if m["window_check_failures"] == 0 else f"{m['window_check_failures']} FAIL"
         lines.append(f"{m['mode']:17} {m['pairs']:2d} {pct(m.get('cost'))} {pct(m.get('cost_min'))} "
                      f"{pct(m.get('cost_max'))} {ci:>17} {num('on_images_per_s', '9.1f'):>9} "
-                     f"{num('off_images_per_s', '9.1f'):>9} {pct(m.get('outside_cost'))} "
+                     f"{num('off_images_per_s', '9.1f'):>9} {pct(m.get('outside_cost'))} {pct(m.get('in_job_cost'))} "
                      f"{num('trace_mb_per_s', '6.2f'):>6} {num('extra_cpu_per_s', '7.3f'):>7} "
                      f"{num('collector_cpu_per_s', '7.3f'):>7} {win:>9} {check:>7}")
     if s["control_images_per_s"]:
@@ -142,7 +160,8 @@ def table(s):
         lines.append(f"drift: control blocks of '{d['first_job']}' {d['first_images_per_s']:.1f}, of "
                      f"'{d['last_job']}' {d['last_images_per_s']:.1f} images/s ({d['change'] * 100:+.1f}%)")
     lines.append("cost: 1 - median on/off images/s over pairs; CI: sign-test CI of that median (confidence %); "
-                 "outside: off blocks vs the control blocks; MB/s: trace bytes per second of on blocks; "
+                 "outside: off blocks vs the control blocks; in-job: off blocks after the first window vs the "
+                 "job's blocks before it; MB/s: trace bytes per second of on blocks; "
                  "CPU+/s: rank 0's extra CPU s per s, on minus off; coll/s: collector threads' CPU s per s "
                  "of on blocks, all ranks")
     return "\n".join(lines)
@@ -164,6 +183,9 @@ def self_test():
     for p in range(5):
         block("torch_profiler", "none", p, False, 1000 + p, 1.0)
         block("torch_profiler", "none", p, True, 1000 + p, 1.0)
+    for _ in range(2):  # lead blocks: the job's speed before any window
+        block("slow", "slow", -1, False, 1000.0, 1.0)
+        rows[-1]["lead"] = True
     for p in range(5):
         off = 980.0 + p  # 2% below the control outside the window
         block("slow", "slow", p, False, off, 1.0)
@@ -193,6 +215,12 @@ def self_test():
     assert abs(slow["collector_cpu_per_s"] - 0.2) < 1e-12, slow  # 2 s of CPU over 10 s
     assert slow["windows_opened"] == [5] and slow["windows_expected"] == 5, slow
     assert slow["window_check_failures"] == 1, slow
+    # In-job: pair 0's off block comes before the first on block (ABBA's order
+    # is not followed by this synthetic job: every pair is off, on), so before
+    # = 1000, 1000, 980 (median 1000), after = 981..984 (median 982.5).
+    assert slow["in_job_before"] == 3 and slow["in_job_after"] == 4, slow
+    assert abs(slow["in_job_cost"] - (1 - 982.5 / 1000)) < 1e-12, slow
+    assert "in_job_cost" not in none, none
     text = table(s)
     assert "slow" in text and "18.0%" in text and "+0.8%" in text and "1 FAIL" in text, text
     # A pair missing its on block (job killed) is left out, not paired wrongly.

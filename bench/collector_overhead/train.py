@@ -12,6 +12,10 @@ drift cancels within a pair. What "on" means depends on --on:
 
 --control-pairs N first times N pairs of identical blocks (before anything
 touches CUPTI), so one uninjected job gives the control and torch.profiler.
+--lead-blocks N then times N "off" blocks before the first window (records
+with "lead": true), the job's own speed before any window to compare its
+later "off" blocks with: the cost outside a window, measured inside one
+process instead of against another job.
 
 Each block appends one JSON line to --out (rank 0): job, mode, pair, on,
 steps, seconds, images/s, and the process CPU time of rank 0 during the block
@@ -37,6 +41,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--pairs", type=int, default=5)
     p.add_argument("--control-pairs", type=int, default=0)
+    p.add_argument("--lead-blocks", type=int, default=2)
     p.add_argument("--block-seconds", type=float, default=3.0, help="longest block")
     p.add_argument("--min-block-seconds", type=float, default=1.0)
     p.add_argument("--end-time", type=float, default=0, help="unix time by which the timed blocks must end")
@@ -76,7 +81,7 @@ def main():
     # Block length: what fits before --end-time, decided by rank 0 before
     # every block from the time left, the blocks left and the window switch
     # costs seen so far (torch.profiler's stop converts its events: seconds).
-    total_blocks = 2 * (a.pairs + a.control_pairs)
+    total_blocks = 2 * (a.pairs + a.control_pairs) + a.lead_blocks
     switched_blocks = 0 if a.on == "nothing" else a.pairs
     block_s = torch.zeros(1, dtype=torch.float64, device="cuda")
     switch_costs = []
@@ -166,6 +171,17 @@ def main():
     if a.control_pairs:
         run_pairs("none", a.control_pairs, "nothing")
         on_steps = 0  # the control's "on" blocks are not traced by anything
+    for _ in range(a.lead_blocks):
+        dist.barrier()
+        steps, seconds, cpu = timed_block(next_block_seconds())
+        done_blocks += 1
+        if rank == 0:
+            with open(a.out, "a") as f:
+                f.write(json.dumps({
+                    "job": a.job, "mode": a.job, "pair": -1, "on": False, "lead": True, "steps": steps,
+                    "seconds": seconds, "images_per_s": steps * a.batch * world / seconds, "cpu_s": cpu,
+                    "start_s": 0.0, "stop_s": 0.0, "world": world, "block_seconds": seconds,
+                    "unix_end": time.time()}) + "\n")
     run_pairs(a.job, a.pairs, a.on)
     if rank == 0:
         with open(a.out, "a") as f:
