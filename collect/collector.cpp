@@ -774,9 +774,10 @@ void Collector::encoder_loop() {
     }
     if (request_detach) {
       // At the closing thread's next API exit (CUPTI's advice for cuptiFinalize).
-      detach_requested_.store(true);
+      // The flag goes up last: the detach it allows must not overtake these calls.
       cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
       cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+      detach_requested_.store(true);
     }
     auto now = std::chrono::steady_clock::now();
     if (!stopping) {
@@ -798,9 +799,9 @@ void Collector::encoder_loop() {
         if (options_.detach && attached_.load()) {
           // cuptiFinalize belongs at an API exit: the next one on any thread detaches.
           detach_on_any_thread_.store(true);
-          detach_requested_.store(true);
           cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
           cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+          detach_requested_.store(true);  // last: the detach must not overtake the calls above
         } else {
           cuptiActivityFlushAll(0);
         }
