@@ -175,15 +175,16 @@ class Collector {
   // slower after its first window), so a closed window detaches CUPTI, and a
   // capture range attaches it again with only its trigger callbacks.
   std::atomic<bool> attached_{false};
-  std::atomic<bool> detach_requested_{false};  // a timed window closed: the next API exit detaches
+  std::atomic<bool> detach_requested_{false};  // the next API exit (of detach_thread_, unless any) detaches
   std::atomic<bool> reattach_requested_{false};  // the encoder attaches again
   std::atomic<bool> generation_pending_{false};  // the decoder starts a new generation before the next buffer
-  // A capture window closed by cudaProfilerStop is detached only after it has
-  // stayed closed for kDetachGrace, at an API exit of the thread that closed
-  // it: a window that opens again at once (stop, start) keeps CUPTI, because
-  // CUPTI attaches again on the encoder thread, and a start in between would
-  // be missed. (Attaching again inside the callback that detached crashed the
-  // job on H200: bench/RESULTS.md.)
+  // A capture window (cudaProfilerStop, or the end of the NVTX range) is
+  // detached only after it has stayed closed for kDetachGrace, at an API exit
+  // of the thread that closed it: a window that opens again at once (stop,
+  // start) keeps CUPTI, because CUPTI attaches again on the encoder thread and
+  // a start in between would be missed. (Attaching again inside the callback
+  // that detached crashed the job on H200: bench/RESULTS.md.) A timed window
+  // (--duration) detaches at any thread's next API exit and stays detached.
   bool close_pending_ = false;  // under enable_mutex_
   std::chrono::steady_clock::time_point closed_at_;  // under enable_mutex_
   std::atomic<pthread_t> detach_thread_{};
