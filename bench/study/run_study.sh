@@ -2,7 +2,7 @@
 # The H200 study plan of issue 8, as sweeps run by `scalescope sweep --profile`.
 #
 # Usage: bench/study/run_study.sh BUILD_DIR OUT_DIR [PART...]
-#   PART: image-base | image-tuned | image (= both) | llm | accuracy | all (= image-base image-tuned llm)
+#   PART: image-base | image-tuned | image (= both) | llm | accuracy | control | all (= image-base image-tuned llm)
 #   BUILD_DIR: a release build of scalescope (BUILD_DIR/cli/scalescope and the collector).
 #   OUT_DIR: receives at most 8 files (< 16 MiB each): env.txt, and per part
 #            <part>.tar.gz (sweep DB, run logs, summary.tsv, scaling, the
@@ -23,6 +23,9 @@
 #   accuracy   : the documented full configuration once on 2 GPUs (10 epochs, 112 px, bf16, NHWC,
 #                pinned, gpu loader), unprofiled, metric mlperf (run_start..run_stop): the >= 90 %
 #                test-accuracy check.
+#   control    : arm=tuned x variant={ref,fp64} x 1 GPU x 3 repetitions, UNprofiled: what the
+#                collector in every other part's runs does to epoch_time_s and to the fp64/fp16
+#                ratio (compare with image-tuned's profiled runs of the same configurations).
 #
 # GPU-time budget on 2x H200 (estimates to be replaced by what the smoke run shows):
 #   fixed cost per run ~9 s (torchrun, import torch/torchvision, CUDA and NCCL set-up,
@@ -52,7 +55,7 @@ repo="$(cd "$here/../.." && pwd)"
 start_s=$SECONDS
 
 die() { echo "run_study.sh: $*" >&2; exit 1; }
-[ $# -ge 2 ] || die "usage: run_study.sh BUILD_DIR OUT_DIR [image-base|image-tuned|image|llm|accuracy|all]..."
+[ $# -ge 2 ] || die "usage: run_study.sh BUILD_DIR OUT_DIR [image-base|image-tuned|image|llm|accuracy|control|all]..."
 build="$(cd "$1" 2>/dev/null && pwd)" || die "$1: no such build folder"
 out="$2"; shift 2
 parts=("$@"); [ ${#parts[@]} -gt 0 ] || parts=(all)
@@ -61,8 +64,8 @@ for p in "${parts[@]}"; do
   case "$p" in
     all) expanded+=(image-base image-tuned llm) ;;
     image) expanded+=(image-base image-tuned) ;;
-    image-base|image-tuned|llm|accuracy) expanded+=("$p") ;;
-    *) die "unknown part '$p' (image-base, image-tuned, image, llm, accuracy, all)" ;;
+    image-base|image-tuned|llm|accuracy|control) expanded+=("$p") ;;
+    *) die "unknown part '$p' (image-base, image-tuned, image, llm, accuracy, control, all)" ;;
   esac
 done
 ss="$build/cli/scalescope"
@@ -111,7 +114,7 @@ run_sweep() {
     return 0
   fi
   local args=(sweep --gpus "$gpus" --repeat "$repeat" --launcher torchrun --metric "$metric" -o "$db")
-  [ "$part" != accuracy ] && args+=(--profile)
+  [ "$part" != accuracy ] && [ "$part" != control ] && args+=(--profile)
   local per_run="$run_timeout"
   [ "$part" = accuracy ] && per_run="${STUDY_ACCURACY_TIMEOUT_S:-480}"  # 10 epochs, not 30 steps
   has_opt --timeout && args+=(--timeout "${per_run}s")
@@ -153,6 +156,7 @@ pack() {
     local key="" ref="" others=()
     case "$part" in
       image-*) key=variant ref=ref others=(fp64 precision pin layout loader) ;;
+      control) key=variant ref=ref others=(fp64) ;;
       llm) key=method ref=lora others=(dpo qlora qat) ;;
     esac
     mkdir -p "$dir/compare"
@@ -209,6 +213,15 @@ for part in "${expanded[@]}"; do
       run_sweep llm "$db" 'regex:seconds_per_mtok=([0-9.eE+-]+)' "method=lora,dpo,qlora,qat" -- \
         bench/study/seeded.sh "{rep}" "$python" workloads/llm_finetune.py --method "{method}" --size 1b --seq-len 512 \
         --batch-size 8 --steps "$steps" --warmup-steps "$warmup" --log-every 0
+      ;;
+    control)
+      [ -s "$data/train-images-idx3-ubyte.gz" ] || die "$data: Fashion-MNIST not staged (bench/study/stage_data.sh)"
+      gpus_saved="$gpus"
+      gpus=1
+      run_sweep control "$db" 'regex:epoch_time_s=([0-9.eE+-]+)' "arm=tuned" "variant=ref,fp64" -- \
+        bench/study/seeded.sh "{rep}" bench/study/image_variant.sh "{arm}" "{variant}" --data-dir "$data" \
+        --image-size 224 --batch-size 128 --workers 4 --steps "$steps" --warmup-steps "$warmup" --log-every 0
+      gpus="$gpus_saved"
       ;;
     accuracy)
       [ -s "$data/train-images-idx3-ubyte.gz" ] || die "$data: Fashion-MNIST not staged (bench/study/stage_data.sh)"

@@ -98,6 +98,9 @@ expect "image_variant rejects an unknown variant" "[ $rc -eq 2 ] && grep -q \"un
 # ---------------------------------------------------------------- run_study.sh
 out="$tmp/out1"
 STUDY_WORK="$tmp/work" "$study/run_study.sh" "$tmp/build" "$out" all accuracy >"$tmp/study.log" 2>&1; rc=$?
+# The control part alone (one call cannot bring back more than 8 files).
+STUDY_WORK="$tmp/work" "$study/run_study.sh" "$tmp/build" "$tmp/out1b" control >"$tmp/study1b.log" 2>&1; rc1b=$?
+expect "run_study control exits 0" "[ $rc1b -eq 0 ] && [ -s \"$tmp/out1b/control.tar.gz\" ]"
 expect "run_study exits 0" "[ $rc -eq 0 ]"
 expect "run_study leaves at most 8 files" "[ \$(ls \"$out\" | wc -l) -le 8 ]"
 for part in image-base image-tuned llm accuracy; do
@@ -106,7 +109,7 @@ done
 expect "env.txt written" "grep -q 'scalescope fake' \"$out/env.txt\""
 expect "no traces for the unprofiled accuracy part" "[ ! -e \"$out/accuracy-traces.tar.gz\" ]"
 sweeps="$(grep '^sweep --gpus' "$CALLS")"
-expect "four sweeps" "[ \$(wc -l <<<\"\$sweeps\") -eq 4 ]"
+expect "five sweeps" "[ \$(wc -l <<<\"\$sweeps\") -eq 5 ]"
 line() { grep -- "-o $tmp/work/$1.db" <<<"$sweeps"; }
 expect "image-base sweep" "line image-base | grep -q -- '--gpus 1,2 --repeat 3 --launcher torchrun --metric regex:epoch_time_s='"
 expect "image-base is profiled" "line image-base | grep -q -- '--profile'"
@@ -114,6 +117,8 @@ expect "image-base varies the base arm" "line image-base | grep -q -- '--vary ar
 expect "image-tuned varies the tuned arm" "line image-tuned | grep -q -- '--vary arm=tuned'"
 expect "llm varies the four methods" "line llm | grep -q -- '--vary method=lora,dpo,qlora,qat -- bench/study/seeded.sh {rep} ' && line llm | grep -q -- 'workloads/llm_finetune.py --method {method} --size 1b'"
 expect "accuracy: 2 GPUs, once, mlperf metric, unprofiled" "line accuracy | grep -q -- '--gpus 2 --repeat 1 --launcher torchrun --metric mlperf' && ! line accuracy | grep -q -- --profile"
+expect "control: tuned ref and fp64 on 1 GPU, unprofiled" "line control | grep -q -- '--gpus 1 --repeat 3 ' && line control | grep -q -- '--vary arm=tuned --vary variant=ref,fp64 --' && ! line control | grep -q -- --profile"
+expect "control compared" "grep -q -- 'control.db --compare variant=ref,fp64' \"$CALLS\""
 expect "per-run timeout" "line llm | grep -q -- '--timeout 120s'"
 expect "longer timeout for the accuracy run" "line accuracy | grep -q -- '--timeout 480s'"
 tar -xzf "$out/image-base.tar.gz" -C "$tmp"
