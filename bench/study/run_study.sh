@@ -41,13 +41,17 @@
 #   => each part fits one 10-minute call; run them as separate calls. STUDY_BUDGET_S (default
 #   540) bounds one invocation: a sweep still running 45 s before it is stopped (SIGTERM;
 #   finished runs stay in its DB), the part is packed (analyses in parallel, cut off so that
-#   the invocation ends by STUDY_BUDGET_S + 50 s, i.e. 590 s), and calling again with the same BUILD_DIR resumes it
-#   (the working folder, STUDY_WORK, default BUILD_DIR/study-work, survives while the machine
-#   stays warm).
+#   the invocation ends by STUDY_BUDGET_S + 50 s, i.e. 590 s), and calling again resumes it:
+#   from STUDY_WORK/<part>.db (default BUILD_DIR/study-work) when it is there, else from the
+#   committed examples/h200/<part>.db (STUDY_SEED, the folder), which is copied into STUDY_WORK
+#   first. The device tool copies carried folders afresh on every call, so the committed
+#   database is what carries a part's progress from one call to the next: commit the <part>.db
+#   that comes back after each call.
 # Environment knobs: STUDY_BUDGET_S, STUDY_REPEAT (3), STUDY_GPUS (1,2 or 1 on a 1-GPU machine),
 # STUDY_STEPS (30), STUDY_WARMUP (10), STUDY_TIMEOUT_S (per run, 120; accuracy run:
 # STUDY_ACCURACY_TIMEOUT_S, 480), STUDY_DATA (the staged
-# Fashion-MNIST folder, default .devcarry/fashion-mnist), STUDY_WORK, PYTHON (python3).
+# Fashion-MNIST folder, default .devcarry/fashion-mnist), STUDY_WORK, STUDY_SEED (examples/h200;
+# "none": never resume from it), PYTHON (python3).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -118,6 +122,11 @@ run_sweep() {
   local per_run="$run_timeout"
   [ "$part" = accuracy ] && per_run="${STUDY_ACCURACY_TIMEOUT_S:-480}"  # 10 epochs, not 30 steps
   has_opt --timeout && args+=(--timeout "${per_run}s")
+  local seed="${STUDY_SEED:-$repo/examples/h200}/$part.db"
+  if [ ! -e "$db" ] && [ "${STUDY_SEED:-}" != none ] && [ -s "$seed" ]; then
+    cp "$seed" "$db" || { echo "run_study.sh: cannot copy $seed to $db" >&2; return 1; }
+    echo "run_study.sh: $part: resuming from the committed $seed" | tee -a "$work/$part.notes"
+  fi
   if [ -e "$db" ]; then
     has_opt --resume || { echo "run_study.sh: $db exists and sweep has no --resume" >&2; return 1; }
     args+=(--resume)

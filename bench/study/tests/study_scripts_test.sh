@@ -69,6 +69,7 @@ for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-
   echo x | gzip >"$tmp/data/$f"
 done
 export PATH="$tmp/bin:$PATH" PYTHON="$tmp/bin/fake-python" CALLS="$tmp/calls.txt" STUDY_DATA="$tmp/data"
+export STUDY_SEED="$tmp/no-seed"  # the repository's committed study must not leak into these tests
 
 # ---------------------------------------------------------------- image_variant.sh
 # last_value OPTION: the value argparse would keep (the last occurrence) in $args.
@@ -129,6 +130,15 @@ expect "the workload got the staged data" "grep -qx -- \"$tmp/data\" \"$tmp/imag
 expect "image effects compared" "grep -q -- '--compare variant=ref,loader' \"$CALLS\" && [ -s \"$tmp/image-base-pack/compare/ref-vs-loader.txt\" ]"
 expect "llm effects compared" "grep -q -- '--compare method=lora,qat' \"$CALLS\""
 expect "traces archived" "tar -tzf \"$out/image-base-traces.tar.gz\" | grep -q 'image-base.db.runs/0000-g1-r0/trace.ssrun'"
+
+# A fresh work folder resumes from the committed database of the part.
+mkdir -p "$tmp/seed" && echo sqlite >"$tmp/seed/llm.db"
+: >"$CALLS"
+STUDY_SEED="$tmp/seed" STUDY_WORK="$tmp/work7" "$study/run_study.sh" "$tmp/build" "$tmp/out7" llm >"$tmp/study7.log" 2>&1; rc=$?
+expect "a fresh work folder resumes from the committed DB" "[ $rc -eq 0 ] && grep -q -- '--resume' \"$CALLS\" && grep -q 'resuming from the committed' \"$tmp/study7.log\" && [ -s \"$tmp/work7/llm.db\" ]"
+: >"$CALLS"
+STUDY_SEED=none STUDY_WORK="$tmp/work8" "$study/run_study.sh" "$tmp/build" "$tmp/out8" llm >"$tmp/study8.log" 2>&1
+expect "STUDY_SEED=none starts afresh" "! grep -q -- '--resume' \"$CALLS\""
 
 # A second call with the same work folder resumes.
 : >"$CALLS"
