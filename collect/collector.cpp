@@ -117,13 +117,6 @@ class Collector {
   void disable_tracing();
   CUptiResult attach_cupti(const char** failed_step);
   void close_capture_window(bool wait_for_gpu);
-  void close_nvtx_window() {
-    // No cuCtxSynchronize here: an NVTX range may end inside a CUDA graph
-    // capture, where a synchronisation is an error; the grace time lets the
-    // window's kernels finish before the detach flushes them.
-    if (options_.detach) close_capture_window(false);
-    else disable_tracing();
-  }
   void enable_trigger_callbacks();
   void detach_cupti();
   void reattach_cupti();
@@ -364,7 +357,7 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
         break;
       case CUPTI_CBID_NVTX_nvtxRangePop:
       case CUPTI_CBID_NVTX_nvtxDomainRangePop:
-        if (depth == 0) close_nvtx_window();
+        if (depth == 0) close_capture_window(false);
         if (depth >= 0) --depth;
         break;
       case CUPTI_CBID_NVTX_nvtxRangeStartA:
@@ -378,14 +371,14 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
       case CUPTI_CBID_NVTX_nvtxRangeEnd:
         if (nvtx_capture_id_ && static_cast<const nvtxRangeEnd_params*>(nvtx->functionParams)->id == nvtx_capture_id_) {
           nvtx_capture_id_ = 0;
-          close_nvtx_window();
+          close_capture_window(false);
         }
         break;
       case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
         if (nvtx_capture_id_ &&
             static_cast<const nvtxDomainRangeEnd_params*>(nvtx->functionParams)->core.id == nvtx_capture_id_) {
           nvtx_capture_id_ = 0;
-          close_nvtx_window();
+          close_capture_window(false);
         }
         break;
       default: break;
@@ -404,24 +397,16 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
       detach_cupti();  // the API exit CUPTI wants cuptiFinalize from
     }
     if (start && cb->callbackSite == CUPTI_API_ENTER) enable_tracing();
-    if (stop && cb->callbackSite == CUPTI_API_EXIT) {
-      if (options_.detach) {
-        close_capture_window(true);
-      } else {
-        {
-          std::lock_guard lock(enable_mutex_);
-          if (!tracing_) ++stops_without_window_;
-        }
-        disable_tracing();
-      }
-    }
+    if (stop && cb->callbackSite == CUPTI_API_EXIT) close_capture_window(true);
   }
 }
 
 // At the exit of cudaProfilerStop (wait_for_gpu: the window's last GPU work
 // is waited for, or its records would be lost when CUPTI detaches) or at the
-// end of an NVTX capture range: the encoder asks for a detach if the window
-// stays closed for kDetachGrace.
+// end of an NVTX capture range (no wait: the range may end inside a CUDA graph
+// capture, where a synchronisation is an error; the grace time lets the
+// window's kernels finish): the encoder asks for a detach if the window stays
+// closed for kDetachGrace. With --no-detach the window only closes.
 void Collector::close_capture_window(bool wait_for_gpu) {
   {
     std::lock_guard lock(enable_mutex_);
@@ -431,6 +416,7 @@ void Collector::close_capture_window(bool wait_for_gpu) {
     }
   }
   disable_tracing();  // first: the context synchronisation below is not the job's and is not recorded
+  if (!options_.detach) return;
   void* cuda = wait_for_gpu ? dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) : nullptr;
   if (cuda) {
     using SyncFn = int (*)();
