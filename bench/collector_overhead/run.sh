@@ -21,7 +21,8 @@
 #                   --activities all (the SYNCHRONIZATION records the default leaves out).
 #                   The breakdown chain (all --api none): kernel -> +memcpy,
 #                   memset -> +sync -> +nvtx (= api_none); default adds the
-#                   API records; discard keeps nothing (CUPTI's own cost).
+#                   API records; discard keeps nothing (CUPTI's own cost);
+#                   discard_api_all: the same floor for --api all.
 #   none            no injection, control pairs again (drift from first to last)
 # "Off" blocks of an injected job against the uninjected jobs' blocks give the
 # cost outside the window; against the job's own 2 lead blocks (timed before
@@ -29,7 +30,7 @@
 #
 # Timing: BUDGET_S (default 480) covers everything; each job gets a share of
 # what is left and train.py shortens its blocks (3 s down to 1 s) to fit.
-# Expected duration: 11 jobs x (~25-35 s start-up and exit + 10-20 blocks of
+# Expected duration: 12 jobs x (~25-35 s start-up and exit + 10-20 blocks of
 # 1-3 s) = the budget, about 8 minutes (a job overrunning its share is cut
 # 60 s after it); the checks and summary take seconds.
 #
@@ -73,6 +74,7 @@ specs=(
   "kernel_copy_sync|12|cuda-profiler|--activities kernel,memcpy,memset,sync --api none"
   "api_none|12|cuda-profiler|--api none"
   "discard|12|cuda-profiler|--discard"
+  "discard_api_all|12|cuda-profiler|--discard --api all"
   "none|12|nothing|-"
 )
 # ONLY="default none" keeps just those jobs (a re-run of modes a budget cut),
@@ -139,7 +141,7 @@ PY
   # The trace must hold exactly the "on" blocks: windows opened = on blocks,
   # NVTX train_step ranges = steps in on blocks, absent groups absent.
   check=""
-  if [ "$opts" != "-" ] && [ "$name" != discard ]; then
+  if [ "$opts" != "-" ] && [[ "$name" != discard* ]]; then
     on_steps=$(python3 -c "
 import json
 rows = [json.loads(l) for l in open('$results') if l.strip()]
