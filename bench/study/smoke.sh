@@ -9,6 +9,7 @@
 # run_study.sh's budget assumes (~9-12 s).
 #
 # Usage: bench/study/smoke.sh OUT_DIR [BUILD_DIR]
+#   SMOKE_PARTS (environment, default "image llm"): which workloads' checks run.
 #   OUT_DIR gets smoke.txt (the table) and smoke-logs.tar.gz. About 2-3 minutes on an H200.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -49,7 +50,10 @@ check() {
 
 img=(workloads/image_ddp.py --data-dir "$data" --image-size 224 --batch-size 128 --steps 25 --warmup-steps 5
      --log-every 5)
-if [ -s "$data/train-images-idx3-ubyte.gz" ]; then
+parts="${SMOKE_PARTS:-image llm}"
+want() { grep -qw "$1" <<<"$parts"; }
+if ! want image; then :
+elif [ -s "$data/train-images-idx3-ubyte.gz" ]; then
   check image-fp64-cpuloader image "$python" "${img[@]}" --precision fp64 --loader cpu --workers 4
   check image-fp32-pin-cpuloader image "$python" "${img[@]}" --precision fp32 --pin-memory --loader cpu --workers 4
   check image-fp16-nhwc-pin-gpuload image "$python" "${img[@]}" --precision fp16 --channels-last --pin-memory --loader gpu
@@ -59,22 +63,24 @@ else
   echo "Fashion-MNIST is not staged in $data (bench/study/stage_data.sh): real-data checks skipped" | tee -a "$table"
   failed=$((failed + 1))
 fi
-check image-bf16-synthetic image "$python" "${img[@]}" --synthetic --precision bf16 --loader gpu
+want image && check image-bf16-synthetic image "$python" "${img[@]}" --synthetic --precision bf16 --loader gpu
 
 llm=(workloads/llm_finetune.py --size 125m --seq-len 256 --batch-size 4 --steps 12 --warmup-steps 4 --log-every 4)
-for method in lora dpo qlora qat; do
-  check "llm-$method" llm "$python" "${llm[@]}" --method "$method"
-done
-check llm-lora-builtin llm "$python" "${llm[@]}" --method lora --lora-impl builtin
-check llm-1b-qlora-memory llm "$python" workloads/llm_finetune.py --size 1b --method qlora --steps 8 --warmup-steps 3
-
-if [ "${ngpu:-0}" -ge 2 ]; then
-  check image-2gpu-torchrun image torchrun --standalone --nnodes=1 --nproc_per_node=2 bench/study/image_variant.sh \
-    tuned ref "${img[@]:1}"
-  check llm-2gpu-dpo llm torchrun --standalone --nnodes=1 --nproc_per_node=2 "${llm[@]}" --method dpo
+if want llm; then
+  for method in lora dpo qlora qat; do
+    check "llm-$method" llm "$python" "${llm[@]}" --method "$method"
+  done
+  check llm-lora-builtin llm "$python" "${llm[@]}" --method lora --lora-impl builtin
+  check llm-1b-qlora-memory llm "$python" workloads/llm_finetune.py --size 1b --method qlora --steps 8 --warmup-steps 3
 fi
 
-if [ -n "$build" ] && [ -x "$build/cli/scalescope" ]; then
+if [ "${ngpu:-0}" -ge 2 ]; then
+  want image && check image-2gpu-torchrun image torchrun --standalone --nnodes=1 --nproc_per_node=2 bench/study/image_variant.sh \
+    tuned ref "${img[@]:1}"
+  want llm && check llm-2gpu-dpo llm torchrun --standalone --nnodes=1 --nproc_per_node=2 "${llm[@]}" --method dpo
+fi
+
+if want image && [ -n "$build" ] && [ -x "$build/cli/scalescope" ]; then
   ss="$build/cli/scalescope"
   rm -rf "$out/smoke-profile.ssrun"
   check image-profiled image "$ss" profile -o "$out/smoke-profile.ssrun" -- "$python" "${img[@]}" --synthetic \
