@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -396,8 +397,17 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
         (detach_on_any_thread_.load() || pthread_equal(detach_thread_.load(), pthread_self()))) {
       detach_cupti();  // the API exit CUPTI wants cuptiFinalize from
     }
-    if (start && cb->callbackSite == CUPTI_API_ENTER) enable_tracing();
-    if (stop && cb->callbackSite == CUPTI_API_EXIT) close_capture_window(true);
+    // cudaProfilerStart/Stop call cuProfilerStart/Stop inside, so one call
+    // brings both domains' callbacks, nested: act on the outermost only (a
+    // stop counted twice looked like a missed start). Depth is clamped at 0
+    // in case an attach came between a call's enter and exit.
+    thread_local int profiler_call_depth = 0;
+    if ((start || stop) && cb->callbackSite == CUPTI_API_ENTER) {
+      if (profiler_call_depth++ == 0 && start) enable_tracing();
+    } else if ((start || stop) && cb->callbackSite == CUPTI_API_EXIT) {
+      profiler_call_depth = std::max(0, profiler_call_depth - 1);
+      if (profiler_call_depth == 0 && stop) close_capture_window(true);
+    }
   }
 }
 

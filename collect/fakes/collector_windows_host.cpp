@@ -7,7 +7,7 @@
 //           window; start, 5 kernels, stop.
 //   timed:  (run with SCALESCOPE_DURATION) 2 kernels, API exits on another
 //           thread until CUPTI is detached, 3 more kernels.
-//   missed: a stop with no start.
+//   missed: a stop with no start, through the runtime, then one through the driver alone.
 //   sampler: 400 ms; with HAND_OVER set, a ranked sampler's marker
 //           (SCALESCOPE_RUN_DIR/nvml-<host>.rank) appears after 200 ms.
 //   nvtx:   (capture range nvtx:capture) push "step", push "capture", 3
@@ -49,13 +49,25 @@ uint64_t fake_ns = 1000;
 void kernels(int n) {
   for (int i = 0; i < n; ++i, fake_ns += 100) kernel(fake_ns, fake_ns + 50);
 }
+// As the CUDA runtime does it: cudaProfilerStart/Stop call cuProfilerStart/Stop
+// inside, so the driver's callbacks nest within the runtime's (seen on H200:
+// one stop used to count twice).
 void profiler_start() {
   api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, 0);
+  api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, 0);
+  api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, 1);
   api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, 1);
 }
 void profiler_stop() {
   api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 0);
+  api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 0);
+  api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 1);
   api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 1);
+}
+// A driver-only program (cuProfilerStop without the runtime).
+void driver_profiler_stop() {
+  api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 0);
+  api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 1);
 }
 // Some other API call (a launch) ending: where the collector may detach.
 void other_api_exit() { api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1); }
@@ -142,6 +154,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1400));  // the writer looks once a second
   } else if (std::strcmp(argv[2], "missed") == 0) {
     profiler_stop();
+    driver_profiler_stop();
   } else {
     return 6;
   }
