@@ -883,7 +883,11 @@ void Collector::finish(const char* why) {
     problems_.add(trace::Problem::kMalformedEvent, decoder_->unmatched_range_ends());
   uint64_t cpu = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
   meta_.extra["collector_cpu_ns"] = std::to_string(cpu);
-  if (nvml_) meta_.extra["nvml_samples_unmapped"] = std::to_string(nvml_->unmapped_samples());
+  if (nvml_) {
+    meta_.extra["nvml_samples_unmapped"] = std::to_string(nvml_->unmapped_samples());
+    meta_.extra["nvml_cpu_ns"] = std::to_string(nvml_->thread_cpu_ns());
+    meta_.extra["nvml_pcie_cpu_ns"] = std::to_string(nvml_->pcie_cpu_ns());
+  }
   meta_.extra["cupti_dropped_records"] = std::to_string(cupti_dropped_.load());
   meta_.extra["buffer_pool_exhausted"] = std::to_string(pool_->acquire_failures());
   {
@@ -919,6 +923,8 @@ void Collector::write_sidecar(const std::string& status) {
   j["bytes_written"] = sink_ ? sink_->bytes_written() : 0;
   j["collector_cpu_ns"] = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
   j["nvml"] = nvml_ != nullptr;
+  j["nvml_cpu_ns"] = nvml_ ? nvml_->thread_cpu_ns() : 0;  // of collector_cpu_ns
+  j["nvml_pcie_cpu_ns"] = nvml_ ? nvml_->pcie_cpu_ns() : 0;
   j["devices"] = meta_.devices.size();
   j["activities"] = format_activities(options_.activities);
   {

@@ -162,8 +162,10 @@ void NvmlSampler::sample_once() {
     if (api_.clock_mhz && api_.clock_mhz(d, kClockMem, &v) == kNvmlSuccess) add(M::kMemoryClockMHz, v);
     if (api_.temperature && api_.temperature(d, kTemperatureGpu, &v) == kNvmlSuccess) add(M::kTemperatureCelsius, v);
     if (pcie) {
+      uint64_t cpu0 = thread_cpu_now();
       if (api_.pcie_throughput_kbps(d, kPcieTx, &v) == kNvmlSuccess) add(M::kPcieTxBytesPerSecond, v * 1024.0);
       if (api_.pcie_throughput_kbps(d, kPcieRx, &v) == kNvmlSuccess) add(M::kPcieRxBytesPerSecond, v * 1024.0);
+      pcie_cpu_ns_.fetch_add(thread_cpu_now() - cpu0, std::memory_order_relaxed);
     }
     if (api_.field_values) {
       // Cumulative KiB over all links (scope UINT_MAX); the rate is the difference.

@@ -98,6 +98,9 @@ class NvmlSampler {
   bool has_device_map() const;
   uint64_t unmapped_samples() const;  // dropped: GPUs this process cannot see
   uint64_t thread_cpu_ns() const;  // the sampler thread's CPU time so far
+  // Of that, the time in nvmlDeviceGetPcieThroughput (it spins ~20 ms per
+  // call), so a run shows what PCIe sampling costs.
+  uint64_t pcie_cpu_ns() const { return pcie_cpu_ns_.load(std::memory_order_relaxed); }
 
  private:
   NvmlSampler(const NvmlApi& api, Clock clock) : api_(api), clock_(std::move(clock)) {}
@@ -119,6 +122,7 @@ class NvmlSampler {
   uint64_t unmapped_ = 0;                           // under mutex_
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> cpu_ns_{0};
+  std::atomic<uint64_t> pcie_cpu_ns_{0};
   std::thread thread_;
 };
 

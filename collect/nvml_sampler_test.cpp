@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <time.h>
+
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -95,6 +98,40 @@ TEST(CollectNvml, SamplesEveryDeviceAndMetric) {
   out.clear();
   s->drain(out);
   EXPECT_TRUE(out.empty());
+}
+
+// A PCIe throughput query that spins like NVML's (~20 ms there, 3 ms of
+// this thread's CPU here): sampled on every 10th sample only, and its CPU
+// time is reported apart.
+int spinning_pcie_calls = 0;
+uint64_t thread_cpu_ns_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+int spinning_pcie(NvmlApi::Device, int, unsigned int* kbps) {
+  ++spinning_pcie_calls;
+  uint64_t end = thread_cpu_ns_now() + 3'000'000;
+  while (thread_cpu_ns_now() < end) {
+  }
+  return *kbps = 5, 0;
+}
+
+TEST(CollectNvml, PcieThroughputIsSampledRarelyAndItsCpuTimeCounted) {
+  NvmlApi api = fake_api();
+  api.pcie_throughput_kbps = spinning_pcie;
+  std::string error;
+  auto s = NvmlSampler::create(api, [] { return trace::Timestamp{1}; }, &error);
+  ASSERT_NE(s, nullptr) << error;
+  spinning_pcie_calls = 0;
+  for (int i = 0; i < 11; ++i) s->sample_once();
+  EXPECT_EQ(spinning_pcie_calls, 2 * 2 * 2);  // samples 0 and 10, 2 devices, TX and RX
+  EXPECT_GE(s->pcie_cpu_ns(), 8 * 3'000'000u);  // 8 calls of 3 ms CPU each
+  std::vector<trace::CounterRecord> out;
+  s->drain(out);
+  size_t pcie = 0;
+  for (const auto& r : out) pcie += r.metric == trace::CounterMetric::kPcieTxBytesPerSecond;
+  EXPECT_EQ(pcie, 4u);
 }
 
 TEST(CollectNvml, ThreadSamplesAtRateAndStops) {
