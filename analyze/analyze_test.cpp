@@ -77,12 +77,27 @@ TEST(KernelClassifierTest, Fp32WithoutTensorCores) {
   // TF32: tensor cores at half the BF16 rate.
   EXPECT_EQ(c.classify("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16").precision,
             Precision::kTf32);
-  EXPECT_EQ(c.classify("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNN").precision, Precision::kTf32);
+  EXPECT_EQ(c.classify("nvjet_sss_tf32_128x256_TNT").precision, Precision::kTf32);
   EXPECT_EQ(c.classify("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)").precision,
             Precision::kTf32);
   EXPECT_EQ(c.classify("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn").precision, Precision::kTensorCore);
   EXPECT_EQ(c.classify("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas").precision,
             Precision::kTensorCore);
+}
+
+// nvjet's type code: BF16 inputs are "t" (names from a bf16 LoRA run on H200
+// and public profiles of aten::mm on c10::BFloat16), not TF32.
+TEST(KernelClassifierTest, NvjetTypeCodes) {
+  KernelClassifier c;
+  for (const char* name : {"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "nvjet_tst_32x64_64x16_4x1_v_bz_TNN",
+                           "nvjet_sm90_tss_64x8_64x16_1x1_h_bz_splitK_TNT", "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_TNN",
+                           "nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_NNT", "nvjet_sm100_hsh_64x8_64x16_1x1_h_bz_splitK_NNT"})
+    EXPECT_EQ(c.classify(name).precision, Precision::kTensorCore) << name;
+  EXPECT_EQ(c.classify("nvjet_sm90_sss_128x64_32x8_1x1_v_bz_TNN").precision, Precision::kFp32NoTensor);
+  EXPECT_EQ(c.classify("nvjet_sss_tf32_128x256_TNT").precision, Precision::kTf32);
+  EXPECT_EQ(c.classify("nvjet_sm90_ddd_64x64_TNN").precision, Precision::kFp64);
+  EXPECT_EQ(c.classify("nvjet_sm90_xyz_64x64_TNN").precision, Precision::kOther);  // unknown code: no claim
+  EXPECT_EQ(c.classify("nvjet_splitk_reduce").precision, Precision::kOther);
 }
 
 TEST(KernelClassifierTest, Fp64) {

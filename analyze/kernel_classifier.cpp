@@ -49,9 +49,27 @@ constexpr std::array<std::string_view, 16> kGemmConv = {
 constexpr std::array<std::string_view, 13> kTensor = {"hmma", "gmma", "wgmma", "tensorop", "tensor16x8",
                                                       "s16816", "h16816", "h1688", "i8816",
                                                       "bf16", "f16", "e4m3", "e5m2"};
-// nvjet encodes A/B/C types after the arch: _hsh_ (half), _bsh_/_bss_ (bf16),
-// _tst_/_tss_ (tf32), _qqh_ (fp8); _sss_ is plain FP32 and _ddd_ FP64.
-constexpr std::array<std::string_view, 6> kNvjetTensor = {"_hsh_", "_hss_", "_hhh_", "_bsh_", "_bss_", "_bbb_"};
+// cuBLAS's nvjet kernels name their types in a 3-letter code after "nvjet_"
+// (and the arch, "sm90_", in CUDA 13): A/B type, compute type, C/D type.
+// Seen in public profiles: hsh/hss = FP16 inputs, tst/tss = BF16 inputs (aten::mm
+// on c10::BFloat16), sss = FP32 ("sss_tf32" when TF32 is allowed), ddd = FP64.
+// Returns the A/B letter, or 0 when the name has no such code.
+char nvjet_input_type(std::string_view n) {
+  size_t at = n.find("nvjet_");
+  if (at == std::string_view::npos) return 0;
+  std::string_view rest = n.substr(at + 6);
+  if (rest.starts_with("sm") && rest.size() > 2 && rest[2] >= '0' && rest[2] <= '9') {
+    size_t cut = rest.find('_');
+    if (cut == std::string_view::npos) return 0;
+    rest = rest.substr(cut + 1);
+  }
+  size_t end = rest.find('_');
+  std::string_view code = rest.substr(0, end);
+  if (code.size() != 3) return 0;
+  for (char ch : code)
+    if (ch < 'a' || ch > 'z') return 0;
+  return code[0];
+}
 
 Precision precision_of(std::string_view n) {
   const bool gemm_conv = has_any(n, kGemmConv);
@@ -60,10 +78,14 @@ Precision precision_of(std::string_view n) {
   if (has(n, "dgemm") || has(n, "zgemm") || has(n, "f64") || has(n, "_ddd_") || has(n, "<double") ||
       has(n, "double,") || has(n, "_d884") || has(n, "dmma"))
     return Precision::kFp64;
-  if (has(n, "nvjet")) {
-    if (has_any(n, kNvjetTensor) || has(n, "_qq")) return Precision::kTensorCore;
-    if (has(n, "_tst_") || has(n, "_tss_")) return Precision::kTf32;
-    if (has(n, "_sss_")) return Precision::kFp32NoTensor;
+  if (char input = nvjet_input_type(n)) {
+    if (has(n, "tf32")) return Precision::kTf32;
+    switch (input) {
+      case 'h': case 't': case 'b': case 'q': case 'e': return Precision::kTensorCore;  // FP16, BF16, FP8
+      case 's': return Precision::kFp32NoTensor;
+      case 'd': return Precision::kFp64;
+      default: return Precision::kOther;  // a code not seen yet: no claim
+    }
   }
   // TF32: FP32 tensors on tensor cores (cuDNN's default for FP32 convolutions,
   // cuBLAS with allow_tf32); s1688gemm without f16 is CUTLASS's TF32 tensor-op GEMM.
