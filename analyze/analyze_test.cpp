@@ -404,6 +404,27 @@ TEST(IterationsTest, IterationWindowSelectsIterations) {
   EXPECT_THROW(analyze_rank(profiler_steps().t, o), Error);
 }
 
+// torchrun's agent has a trace beside its ranks' but no GPU work: an
+// iteration window leaves it whole instead of failing the whole run; a
+// process with GPU work and no iterations still fails, naming itself.
+TEST(IterationsTest, IterationWindowSkipsProcessesWithoutGpuWork) {
+  Options o;
+  o.window = WindowSpec::parse("it1:it4");
+  TraceBuilder agent;
+  agent.range("torchrun agent", 0, 5000);
+  agent.t.meta.pid = 41;
+  EXPECT_NO_THROW(analyze_rank(agent.t, o));
+  TraceBuilder busy;
+  busy.kernel("gemm_kernel", 0, 5000);
+  busy.t.meta.pid = 42;
+  try {
+    analyze_rank(busy.t, o);
+    ADD_FAILURE() << "a process with GPU work and no iterations must fail an iteration window";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pid 42"), std::string::npos) << e.what();
+  }
+}
+
 TEST(IterationsTest, UserRangeThatDoesNotTile) {
   TraceBuilder b;
   for (int i = 0; i < 5; ++i) b.range("Optimizer.step#SGD.step", 1000 * i + 800, 1000 * i + 900);

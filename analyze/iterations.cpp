@@ -321,8 +321,13 @@ std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Opti
     case WindowSpec::Kind::kIterations: {
       const auto n = static_cast<int64_t>(detected.iterations.size());
       const auto s = static_cast<int64_t>(w.start), e = static_cast<int64_t>(w.end);
-      if (n == 0)
-        fail("--window {}: the trace has no iterations ({})", w.to_string(), detected.reason);
+      if (n == 0) {
+        // A process without GPU work (torchrun's agent beside its ranks) has
+        // nothing to window: it keeps its whole span instead of failing the run.
+        if (t.kernels.size() + t.memcpys.size() + t.memsets.size() + t.nccl.size() == 0) return {first, last};
+        fail("--window {}: the trace of pid {} ({}) has no iterations ({})", w.to_string(), t.meta.pid,
+             t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("no rank"), detected.reason);
+      }
       if (e > n)
         fail("--window {}: the trace has only {} iterations", w.to_string(), n);
       return {detected.iterations[static_cast<size_t>(s)].start, detected.iterations[static_cast<size_t>(e - 1)].end};
