@@ -353,6 +353,12 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
   {
     // An HtoD copy that ends while no compute or communication runs marks that
     // idle gap as waiting for input; the whole gap counts (an upper bound).
+    // With iterations, only the part of a gap inside them counts, as the
+    // share is of iteration time (start-up before the first step is not
+    // waiting for a batch; counted, it made shares above 100 %).
+    const bool by_iterations = r.iterations.count > 0;
+    const Timestamp span_start = by_iterations ? r.iterations.iterations.front().start : ws;
+    const Timestamp span_end = by_iterations ? r.iterations.iterations.back().end : we;
     bool any_htod = false;
     std::set<size_t> gaps;
     const auto& m = t.memcpys;
@@ -366,13 +372,12 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
       const size_t idx = static_cast<size_t>(next - compute_comm.begin());
       const Timestamp gap_start = idx == 0 ? ws : std::max(ws, compute_comm[idx - 1].end);
       if (idx > 0 && compute_comm[idx - 1].end > x) continue;  // ended under running work
-      if (!gaps.insert(idx).second) continue;
-      in.starvation_ns += next->start - gap_start;
+      const int64_t inside = std::min(next->start, span_end) - std::max(gap_start, span_start);
+      if (inside <= 0 || !gaps.insert(idx).second) continue;
+      in.starvation_ns += inside;
     }
     in.starved_iterations = static_cast<int64_t>(gaps.size());
-    const int64_t denom = r.iterations.count > 0
-                              ? std::max<int64_t>(1, r.iterations.iterations.back().end - r.iterations.iterations.front().start)
-                              : wall;
+    const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : wall;
     in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
     if (!any_htod) in.availability = {false, "skipped: no host-to-device copies in the window"};
     else if (compute.empty()) in.availability = {false, "skipped: no compute kernels in the window"};

@@ -635,6 +635,26 @@ TEST(InputTest, IdleGapEndingWithInputCopyIsStarvation) {
   EXPECT_FALSE(analyze_rank(no_copies.t, Options{}).input.availability.available);
 }
 
+// Start-up before the first iteration (a long idle gap ended by the first
+// batch's copy) is not waiting for input: only gaps inside iterations count.
+TEST(InputTest, StarvationCountsOnlyInsideIterations) {
+  TraceBuilder b;
+  b.kernel("init_kernel", 0, 100);
+  b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 9000, 9500, 1 << 20);  // first batch
+  for (int i = 0; i < 4; ++i) {
+    const int64_t t = 10000 + 1000 * i;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + 1000);
+    b.kernel("gemm_kernel", t + 200, t + 1000);
+  }
+  b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 12000, 12100, 1 << 20);  // a late batch
+  const InputStats in = analyze_rank(b.t, Options{}).input;
+  ASSERT_TRUE(in.availability.available);
+  // The gap 100..10200 is cut to its part inside step 0 (10000..10200); step 2's wait is 12000..12200.
+  EXPECT_EQ(in.starvation_ns, 400);
+  EXPECT_EQ(in.starved_iterations, 2);
+  EXPECT_DOUBLE_EQ(in.fraction, 400.0 / 4000.0);
+}
+
 TEST(NumaTest, CrossNodePlacementAndSkippedForImports) {
   TraceBuilder b;
   b.kernel("gemm_kernel", 0, 1000);
