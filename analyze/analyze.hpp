@@ -188,6 +188,7 @@ struct CopyStats {
   uint64_t host_to_device_bytes = 0;
   uint64_t pageable_bytes = 0;      // host-side pageable bytes of HtoD/DtoH
   int64_t pageable_ns = 0;
+  int64_t pageable_host_ns = 0;     // the calling threads' time in those copies' API calls
   double pageable_fraction = 0;     // of HtoD/DtoH bytes
   int64_t sync_copy_count = 0;      // synchronous copies in the window
   int64_t sync_copy_ns = 0;

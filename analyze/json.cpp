@@ -74,6 +74,7 @@ void to_json(json& j, const CopyStats& v) {
            {"host_to_device_bytes", v.host_to_device_bytes},
            {"pageable_bytes", v.pageable_bytes},
            {"pageable_ns", v.pageable_ns},
+           {"pageable_host_ns", v.pageable_host_ns},
            {"pageable_fraction", v.pageable_fraction},
            {"sync_copy_count", v.sync_copy_count},
            {"sync_copy_ns", v.sync_copy_ns}};

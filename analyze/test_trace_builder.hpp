@@ -27,8 +27,9 @@ struct TraceBuilder {
     return *this;
   }
   TraceBuilder& copy(trace::MemcpyKind kind, trace::MemoryKind src, trace::MemoryKind dst, int64_t start, int64_t end,
-                     uint64_t bytes, bool async = true, uint32_t stream = 9) {
+                     uint64_t bytes, bool async = true, uint32_t stream = 9, uint32_t correlation = 0) {
     trace::MemcpyRecord m;
+    m.correlation = correlation;
     m.start = start;
     m.end = end;
     m.kind = kind;
@@ -49,8 +50,9 @@ struct TraceBuilder {
     t.memsets.push(m);
     return *this;
   }
-  TraceBuilder& api(const std::string& name, int64_t start, int64_t end) {
+  TraceBuilder& api(const std::string& name, int64_t start, int64_t end, uint32_t correlation = 0) {
     trace::ApiRecord a;
+    a.correlation = correlation;
     a.start = start;
     a.end = end;
     a.name = t.strings.intern(name);
