@@ -1,0 +1,122 @@
+// Launch-rate probe of the collector's cost (issue 3), the worst case for a
+// CUPTI collector and a quiet one: empty kernels launched back to back from
+// one thread, timed in blocks. A launch-bound job pays every API callback and
+// every kernel record in full, so the figure bounds what a real job pays;
+// and with no data pipeline the blocks vary by about a percent, where the
+// MobileNetV2 blocks of run.sh vary by about ten.
+//
+//   launch_rate [--pairs N] [--lead N] [--launches N] [--on cuda-profiler|nothing] [--settle-ms MS]
+//
+// Order: a warm-up block, N lead blocks (before any window), then N pairs of
+// blocks in ABBA order (off,on / on,off / ...). An "on" block is a
+// cudaProfilerStart/Stop window (run under `scalescope profile
+// --capture-range cudaProfilerApi`); with --on nothing both blocks are plain
+// (the method's own noise, and the uninjected speed). Before each "off" block
+// that follows an "on" block the thread sleeps --settle-ms (default 800) around
+// one API call (in every job, so that the GPU idles alike), so that the collector has detached CUPTI (0.5 s after the window
+// closed, at the next API exit) and attached it again: the "off" block then
+// measures the state between windows, not the grace time.
+//
+// One JSON line per block on stdout: phase (warmup|lead|off|on), pair,
+// launches, seconds, launches_per_s.
+#include <cuda_runtime.h>
+#include <cuda_profiler_api.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+namespace {
+
+__global__ void empty_kernel() {}
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "launch_rate: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+double time_block(cudaStream_t stream, long launches) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (long i = 0; i < launches; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void report(const char* phase, int pair, long launches, double seconds) {
+  std::printf("{\"phase\": \"%s\", \"pair\": %d, \"launches\": %ld, \"seconds\": %.6f, \"launches_per_s\": %.1f}\n",
+              phase, pair, launches, seconds, launches / seconds);
+  std::fflush(stdout);
+}
+
+long parse_long(const char* flag, const char* text, long min) {
+  char* end = nullptr;
+  long v = std::strtol(text, &end, 10);
+  if (!end || *end || v < min) {
+    std::fprintf(stderr, "launch_rate: %s: expected an integer >= %ld, got '%s'\n", flag, min, text);
+    std::exit(2);
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long pairs = 10, lead = 3, launches = 100000, settle_ms = 800;
+  bool windows = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "launch_rate: %s needs a value\n", a.c_str());
+      return 2;
+    }
+    const char* v = argv[++i];
+    if (a == "--pairs") pairs = parse_long("--pairs", v, 1);
+    else if (a == "--lead") lead = parse_long("--lead", v, 0);
+    else if (a == "--launches") launches = parse_long("--launches", v, 1);
+    else if (a == "--settle-ms") settle_ms = parse_long("--settle-ms", v, 0);
+    else if (a == "--on") {
+      if (std::strcmp(v, "cuda-profiler") == 0) windows = true;
+      else if (std::strcmp(v, "nothing") == 0) windows = false;
+      else {
+        std::fprintf(stderr, "launch_rate: --on: cuda-profiler or nothing, got '%s'\n", v);
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "launch_rate: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  check(cudaSetDevice(0), "cudaSetDevice");
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  report("warmup", -1, launches, time_block(stream, launches));
+  for (int i = 0; i < lead; ++i) report("lead", -1, launches, time_block(stream, launches));
+  bool after_stop = false;
+  for (int p = 0; p < pairs; ++p) {
+    const bool on_first = p % 2 == 1;  // ABBA: off,on / on,off / off,on ...
+    for (int k = 0; k < 2; ++k) {
+      const bool on = (k == 0) == on_first;
+      if (!on && after_stop && settle_ms > 0) {
+        // Let the closed window pass its grace time, give the collector the
+        // API exit it detaches at, then time to attach again.
+        std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms * 3 / 4));
+        int device = 0;
+        check(cudaGetDevice(&device), "cudaGetDevice");
+        check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms / 4));
+      }
+      if (on && windows) check(cudaProfilerStart(), "cudaProfilerStart");
+      const double s = time_block(stream, launches);
+      if (on && windows) check(cudaProfilerStop(), "cudaProfilerStop");
+      after_stop = on;  // the uninjected job settles at the same places: the GPU idles alike
+      report(on ? "on" : "off", p, launches, s);
+    }
+  }
+  check(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  return 0;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The collector's cost on a launch-bound probe (issue 3), quieter than run.sh's
+# MobileNetV2 blocks: launch_rate (empty kernels launched back to back, timed
+# in blocks; launch_rate.cu says how) under each mode, ROUNDS rounds of all
+# modes in turn (none first and last in each round's order), one process each.
+#
+#   bench/collector_overhead/run_launch_rate.sh BUILD_DIR OUT_DIR [ROUNDS]
+#
+# BUILD_DIR: cli/scalescope, collect/libscalescope-collector.so and
+# collect/gpu_test/launch_rate (collect/gpu_test/build.sh). Modes:
+#   none              uninjected, --on nothing (same pauses, no windows)
+#   default           scalescope profile --capture-range cudaProfilerApi
+#   default_attached  the same with --no-detach
+#   api_all           the same with --api all
+#   discard           the same with --discard (CUPTI's floor, nothing kept)
+# About 15-20 s a job; 3 rounds of 5 jobs ~ 5 minutes on an H200.
+# OUT_DIR gets blocks.jsonl, jobs.log, summary.txt, summary.json.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+build="$(cd "${1:?usage: run_launch_rate.sh BUILD_DIR OUT_DIR [ROUNDS]}" && pwd)" || exit 1
+out="${2:?usage: run_launch_rate.sh BUILD_DIR OUT_DIR [ROUNDS]}"
+rounds="${3:-3}"
+mkdir -p "$out" && out="$(cd "$out" && pwd)" || exit 1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+ss="$build/cli/scalescope" probe="$build/collect/gpu_test/launch_rate"
+for f in "$ss" "$probe" "$build/collect/libscalescope-collector.so"; do
+  [ -x "$f" ] || [ -e "$f" ] || { echo "FAIL missing $f"; exit 1; }
+done
+work="$(mktemp -d "${TMPDIR:-/tmp}/scalescope-launch-rate.XXXXXX")"
+: > "$out/blocks.jsonl"
+: > "$out/jobs.log"
+fails=0
+modes=("none|-" "default|" "default_attached|--no-detach" "api_all|--api all" "discard|--discard")
+for ((r = 0; r < rounds; r++)); do
+  for spec in "${modes[@]}"; do
+    name="${spec%%|*}" opts="${spec#*|}"
+    if [ "$opts" = "-" ]; then
+      cmd=("$probe" --on nothing)
+    else
+      # shellcheck disable=SC2206  # opts is a list of words on purpose
+      cmd=("$ss" profile --force --capture-range cudaProfilerApi $opts -o "$work/$name-$r" -- "$probe" --on cuda-profiler)
+    fi
+    timeout -k 5 120 "${cmd[@]}" > "$work/$name-$r.out" 2> "$work/$name-$r.err"
+    rc=$?
+    { echo "=== $name round $r (exit $rc): ${cmd[*]}"; tail -n 5 "$work/$name-$r.err"; } >> "$out/jobs.log"
+    if [ $rc -ne 0 ]; then echo "FAIL $name round $r: exit $rc (see jobs.log)"; fails=$((fails + 1)); continue; fi
+    python3 - "$work/$name-$r.out" "$name" "$r" >> "$out/blocks.jsonl" << 'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        row = json.loads(line)
+        row.update(job=sys.argv[2], round=int(sys.argv[3]))
+        print(json.dumps(row))
+PY
+    # Windows seen by the collector: one per "on" block (10 with the default 10 pairs).
+    for j in "$work/$name-$r".ssrun/*.json; do
+      [ -e "$j" ] && [ "$(basename "$j")" != run.json ] || continue
+      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('  $name round $r:', {k: j.get(k) for k in ('windows_opened','cupti_detaches','events_written','collector_cpu_ns')})" "$j" >> "$out/jobs.log"
+    done
+  done
+done
+python3 "$here/summarize_launch_rate.py" "$out" | tee "$out/summary.txt"
+rm -rf "$work"
+echo "SUMMARY: $fails failed"
+[ "$fails" -eq 0 ]

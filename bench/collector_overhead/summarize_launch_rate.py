@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Summary of bench/collector_overhead/run_launch_rate.sh: per mode, the cost
+inside a window and between windows, from launch_rate's block lines.
+
+  summarize_launch_rate.py OUT_DIR      reads OUT_DIR/blocks.jsonl, prints the table,
+                                        writes OUT_DIR/summary.json
+  summarize_launch_rate.py --self-test
+
+Each line of blocks.jsonl is one block of one job: job (mode), round, phase
+(warmup|lead|off|on), pair, launches_per_s. Per mode (over its jobs):
+- in window: 1 - median over pairs of on/off launch rates (ABBA pairs in one
+  process, as run.sh does);
+- between windows, in-job: 1 - (off/lead)_mode / (off/lead)_none, where
+  off/lead is the median "off" rate over the median "lead" rate of the same
+  job (lead blocks come before any window), and the uninjected job's own
+  off/lead ratio takes out what the method does to "off" blocks (they follow a
+  settle pause, the lead blocks do not);
+- between windows, against the uninjected job of the same round: 1 -
+  median off rate / median off rate of "none".
+Spreads are min..max over the mode's jobs (rounds), each a median over its
+blocks."""
+import json
+import statistics
+import sys
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def per_job(rows):
+    jobs = {}
+    for r in rows:
+        jobs.setdefault((r["job"], r["round"]), []).append(r)
+    out = {}
+    for key, blocks in jobs.items():
+        rate = {ph: [b["launches_per_s"] for b in blocks if b["phase"] == ph] for ph in ("lead", "off", "on")}
+        pairs = {}
+        for b in blocks:
+            if b["phase"] in ("off", "on"):
+                pairs.setdefault(b["pair"], {})[b["phase"]] = b["launches_per_s"]
+        ratios = [p["on"] / p["off"] for p in pairs.values() if "on" in p and "off" in p]
+        out[key] = {"lead": median(rate["lead"]), "off": median(rate["off"]), "on": median(rate["on"]),
+                    "on_off": median(ratios), "pairs": len(ratios)}
+    return out
+
+
+def summarize(rows):
+    jobs = per_job(rows)
+    modes = []
+    for mode in dict.fromkeys(j for j, _ in jobs):
+        entries = []
+        for (job, rnd), j in jobs.items():
+            if job != mode:
+                continue
+            none = jobs.get(("none", rnd))
+            e = {"round": rnd, "pairs": j["pairs"], "off_per_s": j["off"], "on_per_s": j["on"],
+                 "in_window_cost": None if j["on_off"] is None else 1 - j["on_off"]}
+            if j["lead"] and j["off"] and none and none["lead"] and none["off"]:
+                e["between_in_job_cost"] = 1 - (j["off"] / j["lead"]) / (none["off"] / none["lead"])
+            if j["off"] and none and none["off"]:
+                e["between_vs_none_cost"] = 1 - j["off"] / none["off"]
+            entries.append(e)
+
+        def spread(key):
+            xs = [e[key] for e in entries if e.get(key) is not None]
+            return {"median": median(xs), "min": min(xs), "max": max(xs), "n": len(xs)} if xs else None
+
+        modes.append({"mode": mode, "jobs": len(entries), "pairs": sum(e["pairs"] for e in entries),
+                      "in_window_cost": spread("in_window_cost"),
+                      "between_in_job_cost": spread("between_in_job_cost"),
+                      "between_vs_none_cost": spread("between_vs_none_cost"),
+                      "off_per_s": median([e["off_per_s"] for e in entries if e["off_per_s"]]),
+                      "rounds": entries})
+    return {"modes": modes}
+
+
+def table(s):
+    def pct(v):
+        if v is None:
+            return "-"
+        return f"{v['median'] * 100:+.1f}% ({v['min'] * 100:+.1f}..{v['max'] * 100:+.1f}, n={v['n']})"
+    lines = [f"{'mode':<18} {'jobs':>4} {'pairs':>5}  {'in window':<28} {'between, in-job':<28} "
+             f"{'between, vs none':<28} {'off launches/s':>14}"]
+    for m in s["modes"]:
+        off = f"{m['off_per_s']:.0f}" if m["off_per_s"] else "-"
+        lines.append(f"{m['mode']:<18} {m['jobs']:>4} {m['pairs']:>5}  {pct(m['in_window_cost']):<28} "
+                     f"{pct(m['between_in_job_cost']):<28} {pct(m['between_vs_none_cost']):<28} {off:>14}")
+    lines.append("in window: 1 - on/off launch rate per ABBA pair (median in a job); between, in-job: the job's "
+                 "off/lead ratio against the uninjected job's; between, vs none: off rate against the uninjected "
+                 "job of the same round; spread over rounds")
+    return "\n".join(lines)
+
+
+def self_test():
+    rows = []
+
+    def job(name, rnd, lead, off, on):
+        for _ in range(3):
+            rows.append({"job": name, "round": rnd, "phase": "lead", "pair": -1, "launches_per_s": lead})
+        for p in range(4):
+            rows.append({"job": name, "round": rnd, "phase": "off", "pair": p, "launches_per_s": off + p})
+            rows.append({"job": name, "round": rnd, "phase": "on", "pair": p, "launches_per_s": on + p})
+
+    for rnd in (0, 1):
+        job("none", rnd, 1000.0, 990.0, 990.0)  # off blocks 1 % below lead: the settle pause's effect
+        job("default", rnd, 1000.0, 980.0 - 10 * rnd, 700.0)
+    rows.append({"job": "default", "round": 2, "phase": "on", "pair": 0, "launches_per_s": 1.0})  # no off: no pair
+    s = summarize(rows)
+    modes = {m["mode"]: m for m in s["modes"]}
+    assert list(modes) == ["none", "default"], list(modes)
+    d = modes["default"]
+    assert d["jobs"] == 3 and d["pairs"] == 8, d
+    # off medians 981.5 and 971.5; none's 991.5; leads 1000.
+    expected = [1 - (981.5 / 1000) / (991.5 / 1000), 1 - (971.5 / 1000) / (991.5 / 1000)]
+    assert abs(d["between_in_job_cost"]["min"] - min(expected)) < 1e-12, d
+    assert abs(d["between_in_job_cost"]["max"] - max(expected)) < 1e-12, d
+    assert abs(d["between_vs_none_cost"]["max"] - (1 - 971.5 / 991.5)) < 1e-12, d
+    assert d["in_window_cost"]["n"] == 2, d
+    assert 0.28 < d["in_window_cost"]["median"] < 0.29, d  # on/off ratios near 700/980
+    n = modes["none"]
+    assert abs(n["between_in_job_cost"]["median"]) < 1e-12 and abs(n["in_window_cost"]["median"]) < 0.01, n
+    assert "default" in table(s) and "n=2" in table(s)
+    print("summarize_launch_rate self-test: ok")
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+        return 0
+    if len(sys.argv) != 2:
+        print("usage: summarize_launch_rate.py OUT_DIR | --self-test", file=sys.stderr)
+        return 2
+    path = sys.argv[1] + "/blocks.jsonl"
+    try:
+        rows = [json.loads(line) for line in open(path) if line.strip()]
+    except (OSError, ValueError) as e:
+        print(f"summarize_launch_rate.py: {path}: {e}", file=sys.stderr)
+        return 1
+    s = summarize(rows)
+    json.dump(s, open(sys.argv[1] + "/summary.json", "w"), indent=1)
+    print(table(s))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
