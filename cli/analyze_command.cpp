@@ -195,7 +195,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     out.push_back(std::move(t));
   }
   {
-    Table t("Findings (ranked by estimated saving, an upper bound as share of step time)",
+    Table t("Findings (ranked by estimated saving as share of step time: an upper bound unless its method says otherwise)",
             cols({{"rank_order", 0}, {"id", 0}, {"severity", 0}, {"saving_pct", 1}, {"title", 0}, {"evidence", 0},
                   {"fix", 0}, {"saving_estimate", 0}}));
     int i = 1;
