@@ -241,7 +241,10 @@ TEST(AdviseTest, IterationVariance) {
   EXPECT_NEAR(v->saving_fraction, 3000.0 / 13000.0, 1e-9);
 }
 
-TEST(AdviseTest, StragglerNamesTheLateRank) {
+// Two ranks of 10 steps of 1000 ns, one all-reduce a step arriving at 500 ns
+// plus delay(rank, step).
+template <typename Delay>
+analyze::RunAnalysis two_ranks_at_allreduces(Delay delay) {
   std::vector<analyze::RankAnalysis> ranks;
   for (int r = 0; r < 2; ++r) {
     TraceBuilder b;
@@ -250,11 +253,15 @@ TEST(AdviseTest, StragglerNamesTheLateRank) {
       const int64_t t = 1000 * i;
       b.range("ProfilerStep#" + std::to_string(i), t, t + 1000);
       b.kernel("gemm_kernel", t, t + 1000);
-      b.nccl(trace::NcclOp::kAllReduce, t + 500 + (r == 1 ? 200 : 0), t + 950, i);
+      b.nccl(trace::NcclOp::kAllReduce, t + 500 + delay(r, i), t + 950, i);
     }
     ranks.push_back(analyze::analyze_rank(b.t, analyze::Options{}));
   }
-  const auto f = advise(analyze::combine(std::move(ranks)));
+  return analyze::combine(std::move(ranks));
+}
+
+TEST(AdviseTest, StragglerNamesTheLateRank) {
+  const auto f = advise(two_ranks_at_allreduces([](int r, int) { return r == 1 ? 200 : 0; }));
   const Finding* s = find(f, "straggler");
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->ranks, std::vector<int32_t>{1});
@@ -264,20 +271,8 @@ TEST(AdviseTest, StragglerNamesTheLateRank) {
 // Seen on H200 (DPO, 2 GPUs): both ranks late about as often and as much
 // (1.37 s and 1.23 s); neither is a straggler, fixing one would not help.
 TEST(AdviseTest, RanksTakingTurnsAreNoStraggler) {
-  std::vector<analyze::RankAnalysis> ranks;
-  for (int r = 0; r < 2; ++r) {
-    TraceBuilder b;
-    b.rank(r);
-    for (int i = 0; i < 10; ++i) {
-      const int64_t t = 1000 * i;
-      b.range("ProfilerStep#" + std::to_string(i), t, t + 1000);
-      b.kernel("gemm_kernel", t, t + 1000);
-      const bool late = (i % 2) == r;  // rank 0 late at even steps, rank 1 at odd ones
-      b.nccl(trace::NcclOp::kAllReduce, t + 500 + (late ? 200 + 10 * r : 0), t + 950, i);
-    }
-    ranks.push_back(analyze::analyze_rank(b.t, analyze::Options{}));
-  }
-  const auto run = analyze::combine(std::move(ranks));
+  // Rank 0 late at even steps, rank 1 (a little more) at odd ones.
+  const auto run = two_ranks_at_allreduces([](int r, int i) { return (i % 2) == r ? 200 + 10 * r : 0; });
   ASSERT_EQ(run.stragglers.ranks.size(), 2u);
   EXPECT_GT(run.stragglers.ranks[0].late_per_iteration_ns, 0.09 * 1000);  // each is late ~10 % of a step
   EXPECT_EQ(find(advise(run), "straggler"), nullptr);  // 1 % beyond the other: under the 5 % threshold
