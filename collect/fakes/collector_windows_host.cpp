@@ -8,6 +8,7 @@
 //   timed:  (run with SCALESCOPE_DURATION) 2 kernels, API exits on another
 //           thread until CUPTI is detached, 3 more kernels.
 //   missed: a stop with no start, through the runtime, then one through the driver alone.
+//   stray-detach: a window, then a stray stop that CUPTI is detached in, then a window.
 //   sampler: 400 ms; with HAND_OVER set, a ranked sampler's marker
 //           (SCALESCOPE_RUN_DIR/nvml-<host>.rank) appears after 200 ms.
 //   nvtx:   (capture range nvtx:capture) push "step", push "capture", 3
@@ -152,6 +153,23 @@ int main(int argc, char** argv) {
       std::ofstream(std::string(std::getenv("SCALESCOPE_RUN_DIR")) + "/nvml-" + host + ".rank") << "1\n";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1400));  // the writer looks once a second
+  } else if (std::strcmp(argv[2], "stray-detach") == 0) {
+    // A stray cudaProfilerStop while a detach is due: CUPTI is finalised at
+    // its inner cuProfilerStop exit and its outer exit never comes back. The
+    // next window must still open.
+    profiler_start();
+    kernels(3);
+    profiler_stop();
+    auto due = Clock::now() + std::chrono::milliseconds(1500);  // past the grace, the collector asks for a detach
+    while (!counts().runtime_domain_enabled && Clock::now() < due) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 0);
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 0);
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 1);  // detaches here
+    // The outer exit is lost with the subscriber (CUPTI finalised mid-call).
+    api_exits_until([] { return counts().subscribed == 1; }, std::chrono::milliseconds(1500));
+    profiler_start();
+    kernels(5);
+    profiler_stop();
   } else if (std::strcmp(argv[2], "missed") == 0) {
     profiler_stop();
     driver_profiler_stop();

@@ -181,6 +181,15 @@ TEST_F(CollectWindows, RanklessSamplerHandsOverToLocalRankZero) {
   EXPECT_LT(agent.trace.counters.size(), alone.trace.counters.size());  // it stopped early
 }
 
+// The collector's count of nested profiler calls must not stay off by one
+// when CUPTI is detached inside a call (its outer exit never comes back):
+// the next window opens.
+TEST_F(CollectWindows, DetachInsideAStrayStopKeepsLaterWindows) {
+  auto r = run("stray-detach", {{"SCALESCOPE_CAPTURE_RANGE", "cudaProfilerApi"}});
+  expect_windows(r, 2, 1, 8, "2", "1");  // 3 + 5 kernels
+  EXPECT_EQ(extra(r.trace, "capture_stops_without_window"), "1");
+}
+
 // A stop with no window open (a start missed, or a stray stop) is counted,
 // once per call: cudaProfilerStop's nested cuProfilerStop is the same stop.
 TEST_F(CollectWindows, StopWithoutWindowIsCountedOncePerCall) {

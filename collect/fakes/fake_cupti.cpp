@@ -241,7 +241,8 @@ FakeCuptiCounts fake_cupti_counts() {
   auto& s = state();
   std::lock_guard lock(s.mutex);
   return {s.subscribes, s.finalizes, s.subscribed ? 1 : 0,
-          s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? 1 : 0};
+          s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? 1 : 0,
+          s.domains.count(CUPTI_CB_DOMAIN_RUNTIME_API) ? 1 : 0};
 }
 
 }  // extern "C"

@@ -21,12 +21,14 @@ void fake_cupti_nvtx_pop();
 // CONCURRENT_KERNEL is enabled, with the next correlation id.
 void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns);
 // What happened so far: subscribes, cuptiFinalize calls, whether a subscriber
-// exists now, and whether kernel recording is on.
+// exists now, whether kernel recording is on, and whether every runtime API
+// callback is on (the collector turns the domain on when it wants to detach).
 struct FakeCuptiCounts {
   int subscribes;
   int finalizes;
   int subscribed;
   int kernels_enabled;
+  int runtime_domain_enabled;
 };
 FakeCuptiCounts fake_cupti_counts();
 }
