@@ -402,17 +402,19 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
     // stop counted twice looked like a missed start). A detach inside a call
     // loses the rest of its callbacks, so the depth starts over with each
     // attach (and is clamped at 0 for an attach between enter and exit).
-    thread_local int profiler_call_depth = 0;
-    thread_local uint64_t depth_detaches = 0;
-    if (const uint64_t now = detaches_.load(std::memory_order_relaxed); now != depth_detaches) {
-      depth_detaches = now;
-      profiler_call_depth = 0;
-    }
-    if ((start || stop) && cb->callbackSite == CUPTI_API_ENTER) {
-      if (profiler_call_depth++ == 0 && start) enable_tracing();
-    } else if ((start || stop) && cb->callbackSite == CUPTI_API_EXIT) {
-      profiler_call_depth = std::max(0, profiler_call_depth - 1);
-      if (profiler_call_depth == 0 && stop) close_capture_window(true);
+    if (start || stop) {
+      thread_local int profiler_call_depth = 0;
+      thread_local uint64_t depth_detaches = 0;
+      if (const uint64_t now = detaches_.load(std::memory_order_relaxed); now != depth_detaches) {
+        depth_detaches = now;
+        profiler_call_depth = 0;
+      }
+      if (cb->callbackSite == CUPTI_API_ENTER) {
+        if (profiler_call_depth++ == 0 && start) enable_tracing();
+      } else if (cb->callbackSite == CUPTI_API_EXIT) {
+        profiler_call_depth = std::max(0, profiler_call_depth - 1);
+        if (profiler_call_depth == 0 && stop) close_capture_window(true);
+      }
     }
   }
 }
