@@ -894,7 +894,9 @@ void Collector::finish(const char* why) {
   if (nvml_) {
     meta_.extra["nvml_samples_unmapped"] = std::to_string(nvml_->unmapped_samples());
     meta_.extra["nvml_cpu_ns"] = std::to_string(nvml_->thread_cpu_ns());
-    meta_.extra["nvml_pcie_cpu_ns"] = std::to_string(nvml_->pcie_cpu_ns());
+    for (size_t q = 0; q < static_cast<size_t>(NvmlQuery::kCount); ++q)
+      meta_.extra[std::string("nvml_cpu_ns_") + nvml_query_name(NvmlQuery(q))] =
+          std::to_string(nvml_->query_cpu_ns(NvmlQuery(q)));
   }
   meta_.extra["cupti_dropped_records"] = std::to_string(cupti_dropped_.load());
   meta_.extra["buffer_pool_exhausted"] = std::to_string(pool_->acquire_failures());
@@ -932,7 +934,12 @@ void Collector::write_sidecar(const std::string& status) {
   j["collector_cpu_ns"] = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
   j["nvml"] = nvml_ != nullptr;
   j["nvml_cpu_ns"] = nvml_ ? nvml_->thread_cpu_ns() : 0;  // of collector_cpu_ns
-  j["nvml_pcie_cpu_ns"] = nvml_ ? nvml_->pcie_cpu_ns() : 0;
+  if (nvml_) {  // of nvml_cpu_ns, per query family: which counter costs what
+    nlohmann::json by_query;
+    for (size_t q = 0; q < static_cast<size_t>(NvmlQuery::kCount); ++q)
+      by_query[nvml_query_name(NvmlQuery(q))] = nvml_->query_cpu_ns(NvmlQuery(q));
+    j["nvml_query_cpu_ns"] = std::move(by_query);
+  }
   j["devices"] = meta_.devices.size();
   j["activities"] = format_activities(options_.activities);
   {

@@ -136,55 +136,87 @@ void NvmlSampler::push(uint32_t device, trace::CounterMetric metric, double valu
   pending_.push_back({t, device, metric, value});
 }
 
+const char* nvml_query_name(NvmlQuery q) {
+  switch (q) {
+    case NvmlQuery::kUtilization: return "utilization";
+    case NvmlQuery::kMemory: return "memory";
+    case NvmlQuery::kPower: return "power";
+    case NvmlQuery::kEnergy: return "energy";
+    case NvmlQuery::kClocks: return "clocks";
+    case NvmlQuery::kTemperature: return "temperature";
+    case NvmlQuery::kPcie: return "pcie";
+    case NvmlQuery::kNvlink: return "nvlink";
+    case NvmlQuery::kCount: break;
+  }
+  return "?";
+}
+
 void NvmlSampler::sample_once() {
   using M = trace::CounterMetric;
+  using Q = NvmlQuery;
   // PCIe throughput blocks ~20 ms per call: sample it at most once a second
   // (every 10th sample at 10 Hz) so the sampler keeps its rate.
   bool pcie = api_.pcie_throughput_kbps && samples_ % 10 == 0;
   ++samples_;
   std::vector<trace::CounterRecord> local;
+  // Each query family's CPU time, measured around its calls (two clock reads
+  // of ~100 ns against calls of microseconds or more).
+  auto timed = [this](Q q, auto&& query) {
+    uint64_t cpu0 = thread_cpu_now();
+    query();
+    query_cpu_ns_[static_cast<size_t>(q)].fetch_add(thread_cpu_now() - cpu0, std::memory_order_relaxed);
+  };
   for (uint32_t i = 0; i < devices_.size(); ++i) {
     NvmlApi::Device d = devices_[i];
     trace::Timestamp t = clock_();
     auto add = [&](M m, double v) { local.push_back({t, i, m, v}); };
-    NvmlApi::Utilization u{};
-    if (api_.utilization && api_.utilization(d, &u) == kNvmlSuccess) {
+    if (api_.utilization) timed(Q::kUtilization, [&] {
+      NvmlApi::Utilization u{};
+      if (api_.utilization(d, &u) != kNvmlSuccess) return;
       add(M::kGpuUtilizationPercent, u.gpu);
       add(M::kMemoryUtilizationPercent, u.memory);
-    }
-    NvmlApi::Memory mem{};
-    if (api_.memory_info && api_.memory_info(d, &mem) == kNvmlSuccess) add(M::kMemoryUsedBytes, static_cast<double>(mem.used));
+    });
+    if (api_.memory_info) timed(Q::kMemory, [&] {
+      NvmlApi::Memory mem{};
+      if (api_.memory_info(d, &mem) == kNvmlSuccess) add(M::kMemoryUsedBytes, static_cast<double>(mem.used));
+    });
     unsigned int v = 0;
-    if (api_.power_mw && api_.power_mw(d, &v) == kNvmlSuccess) add(M::kPowerWatts, v / 1000.0);
-    unsigned long long mj = 0;
-    if (api_.energy_mj && api_.energy_mj(d, &mj) == kNvmlSuccess) add(M::kEnergyJoules, static_cast<double>(mj) / 1000.0);
-    if (api_.clock_mhz && api_.clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMHz, v);
-    if (api_.clock_mhz && api_.clock_mhz(d, kClockMem, &v) == kNvmlSuccess) add(M::kMemoryClockMHz, v);
-    if (api_.temperature && api_.temperature(d, kTemperatureGpu, &v) == kNvmlSuccess) add(M::kTemperatureCelsius, v);
-    if (pcie) {
-      uint64_t cpu0 = thread_cpu_now();
+    if (api_.power_mw) timed(Q::kPower, [&] {
+      if (api_.power_mw(d, &v) == kNvmlSuccess) add(M::kPowerWatts, v / 1000.0);
+    });
+    if (api_.energy_mj) timed(Q::kEnergy, [&] {
+      unsigned long long mj = 0;
+      if (api_.energy_mj(d, &mj) == kNvmlSuccess) add(M::kEnergyJoules, static_cast<double>(mj) / 1000.0);
+    });
+    if (api_.clock_mhz) timed(Q::kClocks, [&] {
+      if (api_.clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMHz, v);
+      if (api_.clock_mhz(d, kClockMem, &v) == kNvmlSuccess) add(M::kMemoryClockMHz, v);
+    });
+    if (api_.temperature) timed(Q::kTemperature, [&] {
+      if (api_.temperature(d, kTemperatureGpu, &v) == kNvmlSuccess) add(M::kTemperatureCelsius, v);
+    });
+    if (pcie) timed(Q::kPcie, [&] {
       if (api_.pcie_throughput_kbps(d, kPcieTx, &v) == kNvmlSuccess) add(M::kPcieTxBytesPerSecond, v * 1024.0);
       if (api_.pcie_throughput_kbps(d, kPcieRx, &v) == kNvmlSuccess) add(M::kPcieRxBytesPerSecond, v * 1024.0);
-      pcie_cpu_ns_.fetch_add(thread_cpu_now() - cpu0, std::memory_order_relaxed);
-    }
-    if (api_.field_values) {
+    });
+    if (api_.field_values) timed(Q::kNvlink, [&] {
       // Cumulative KiB over all links (scope UINT_MAX); the rate is the difference.
       NvmlApi::FieldValue f[2] = {};
       f[0].field_id = kFieldNvlinkTx;
       f[1].field_id = kFieldNvlinkRx;
       f[0].scope_id = f[1].scope_id = UINT_MAX;
-      if (api_.field_values(d, 2, f) == kNvmlSuccess && f[0].nvml_return == kNvmlSuccess &&
-          f[1].nvml_return == kNvmlSuccess) {
-        LinkState& s = nvlink_[i];
-        unsigned long long tx = f[0].value.ull, rx = f[1].value.ull;
-        if (s.time >= 0 && t > s.time && tx >= s.tx_kib && rx >= s.rx_kib) {
-          double seconds = static_cast<double>(t - s.time) / 1e9;
-          add(M::kNvlinkTxBytesPerSecond, static_cast<double>(tx - s.tx_kib) * 1024.0 / seconds);
-          add(M::kNvlinkRxBytesPerSecond, static_cast<double>(rx - s.rx_kib) * 1024.0 / seconds);
-        }
-        s = {t, tx, rx};
+      if (api_.field_values(d, 2, f) != kNvmlSuccess || f[0].nvml_return != kNvmlSuccess ||
+          f[1].nvml_return != kNvmlSuccess)
+        return;
+      LinkState& s = nvlink_[i];
+      unsigned long long tx = f[0].value.ull, rx = f[1].value.ull;
+      if (s.time >= 0 && t > s.time && tx >= s.tx_kib && rx >= s.rx_kib) {
+        double seconds = static_cast<double>(t - s.time) / 1e9;
+        add(M::kNvlinkTxBytesPerSecond, static_cast<double>(tx - s.tx_kib) * 1024.0 / seconds);
+        add(M::kNvlinkRxBytesPerSecond, static_cast<double>(rx - s.rx_kib) * 1024.0 / seconds);
       }
-    }
+      s = {t, tx, rx};
+    });
   }
   std::lock_guard lock(mutex_);
   for (const auto& r : local) push(r.device, r.metric, r.value, r.time);

@@ -4,6 +4,7 @@
 // One sampler per node (the collector starts it in local rank 0) samples every
 // GPU of the node at a fixed rate on its own thread.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -76,6 +77,10 @@ struct NvmlApi {
 std::vector<int32_t> map_nvml_to_cuda(const std::vector<std::string>& nvml_bus_ids,
                                       const std::vector<std::string>& cuda_bus_ids);
 
+// The query families one sample makes, for the sampler's CPU breakdown.
+enum class NvmlQuery : uint8_t { kUtilization, kMemory, kPower, kEnergy, kClocks, kTemperature, kPcie, kNvlink, kCount };
+const char* nvml_query_name(NvmlQuery q);  // "utilization", ..., "nvlink"
+
 class NvmlSampler {
  public:
   using Clock = std::function<trace::Timestamp()>;
@@ -98,9 +103,11 @@ class NvmlSampler {
   bool has_device_map() const;
   uint64_t unmapped_samples() const;  // dropped: GPUs this process cannot see
   uint64_t thread_cpu_ns() const;  // the sampler thread's CPU time so far
-  // Of that, the time in nvmlDeviceGetPcieThroughput (it spins ~20 ms per
-  // call), so a run shows what PCIe sampling costs.
-  uint64_t pcie_cpu_ns() const { return pcie_cpu_ns_.load(std::memory_order_relaxed); }
+  // Of that, the part spent in one query family (PCIe throughput spins ~20 ms
+  // a call), so a run shows which counter costs what.
+  uint64_t query_cpu_ns(NvmlQuery q) const {
+    return query_cpu_ns_[static_cast<size_t>(q)].load(std::memory_order_relaxed);
+  }
 
  private:
   NvmlSampler(const NvmlApi& api, Clock clock) : api_(api), clock_(std::move(clock)) {}
@@ -122,7 +129,7 @@ class NvmlSampler {
   uint64_t unmapped_ = 0;                           // under mutex_
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> cpu_ns_{0};
-  std::atomic<uint64_t> pcie_cpu_ns_{0};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(NvmlQuery::kCount)> query_cpu_ns_{};
   std::thread thread_;
 };
 

@@ -126,12 +126,40 @@ TEST(CollectNvml, PcieThroughputIsSampledRarelyAndItsCpuTimeCounted) {
   spinning_pcie_calls = 0;
   for (int i = 0; i < 11; ++i) s->sample_once();
   EXPECT_EQ(spinning_pcie_calls, 2 * 2 * 2);  // samples 0 and 10, 2 devices, TX and RX
-  EXPECT_GE(s->pcie_cpu_ns(), 8 * 3'000'000u);  // 8 calls of 3 ms CPU each
+  EXPECT_GE(s->query_cpu_ns(NvmlQuery::kPcie), 8 * 3'000'000u);  // 8 calls of 3 ms CPU each
+  EXPECT_LT(s->query_cpu_ns(NvmlQuery::kUtilization), 3'000'000u);  // the fakes return at once
   std::vector<trace::CounterRecord> out;
   s->drain(out);
   size_t pcie = 0;
   for (const auto& r : out) pcie += r.metric == trace::CounterMetric::kPcieTxBytesPerSecond;
   EXPECT_EQ(pcie, 4u);
+}
+
+// A slow NVLink field query: its CPU time lands under "nvlink" only, so a
+// run's breakdown names the counter that costs.
+int spinning_fields(NvmlApi::Device, int n, NvmlApi::FieldValue* f) {
+  uint64_t end = thread_cpu_ns_now() + 2'000'000;
+  while (thread_cpu_ns_now() < end) {
+  }
+  for (int i = 0; i < n; ++i) f[i].nvml_return = 0, f[i].value.ull = 0;
+  return 0;
+}
+
+TEST(CollectNvml, QueryCpuTimeIsCountedPerFamily) {
+  NvmlApi api = fake_api();
+  api.field_values = spinning_fields;
+  std::string error;
+  auto s = NvmlSampler::create(api, [] { return trace::Timestamp{1}; }, &error);
+  ASSERT_NE(s, nullptr) << error;
+  for (int i = 0; i < 3; ++i) s->sample_once();
+  EXPECT_GE(s->query_cpu_ns(NvmlQuery::kNvlink), 6 * 2'000'000u);  // 3 samples x 2 devices
+  uint64_t others = 0;
+  for (auto q : {NvmlQuery::kUtilization, NvmlQuery::kMemory, NvmlQuery::kPower, NvmlQuery::kEnergy,
+                 NvmlQuery::kClocks, NvmlQuery::kTemperature, NvmlQuery::kPcie})
+    others += s->query_cpu_ns(q);
+  EXPECT_LT(others, 2'000'000u);
+  EXPECT_STREQ(nvml_query_name(NvmlQuery::kNvlink), "nvlink");
+  EXPECT_STREQ(nvml_query_name(NvmlQuery::kUtilization), "utilization");
 }
 
 TEST(CollectNvml, ThreadSamplesAtRateAndStops) {
