@@ -1,9 +1,11 @@
 // Launch-rate probe of the collector's cost (issue 3), the worst case for a
-// CUPTI collector and a quiet one: empty kernels launched back to back from
+// CUPTI collector: empty kernels launched back to back from
 // one thread, timed in blocks. A launch-bound job pays every API callback and
-// every kernel record in full, so the figure bounds what a real job pays;
-// and with no data pipeline the blocks vary by about a percent, where the
-// MobileNetV2 blocks of run.sh vary by about ten.
+// every kernel record in full, so the figure bounds what a real job pays.
+// Each block reports wall time and the launching thread's CPU time: on the
+// shared GPU host of session 5 the uninjected job's wall-clock blocks ranged
+// 219-308 K launches/s (other tenants' load), which hides a 1 % effect; the
+// thread's CPU time per launch does not count time taken by other processes.
 //
 //   launch_rate [--pairs N] [--lead N] [--launches N] [--on cuda-profiler|nothing] [--settle-ms MS]
 //
@@ -18,9 +20,12 @@
 // measures the state between windows, not the grace time.
 //
 // One JSON line per block on stdout: phase (warmup|lead|off|on), pair,
-// launches, seconds, launches_per_s.
+// launches, seconds, launches_per_s, cpu_seconds (the launching thread's),
+// launches_per_cpu_s.
 #include <cuda_runtime.h>
 #include <cuda_profiler_api.h>
+
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -40,16 +45,33 @@ void check(cudaError_t e, const char* what) {
   }
 }
 
-double time_block(cudaStream_t stream, long launches) {
-  auto t0 = std::chrono::steady_clock::now();
-  for (long i = 0; i < launches; ++i) empty_kernel<<<1, 1, 0, stream>>>();
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
 }
 
-void report(const char* phase, int pair, long launches, double seconds) {
-  std::printf("{\"phase\": \"%s\", \"pair\": %d, \"launches\": %ld, \"seconds\": %.6f, \"launches_per_s\": %.1f}\n",
-              phase, pair, launches, seconds, launches / seconds);
+// Wall time and the launching thread's CPU time of one block. The CPU time
+// leaves out what other processes on a shared host take from this thread
+// (the wall-clock blocks' main noise), so per-call hooks show up in it
+// without that noise.
+struct BlockTime {
+  double seconds, cpu_seconds;
+};
+
+BlockTime time_block(cudaStream_t stream, long launches) {
+  auto t0 = std::chrono::steady_clock::now();
+  double c0 = thread_cpu_seconds();
+  for (long i = 0; i < launches; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), thread_cpu_seconds() - c0};
+}
+
+void report(const char* phase, int pair, long launches, BlockTime t) {
+  std::printf("{\"phase\": \"%s\", \"pair\": %d, \"launches\": %ld, \"seconds\": %.6f, \"launches_per_s\": %.1f, "
+              "\"cpu_seconds\": %.6f, \"launches_per_cpu_s\": %.1f}\n",
+              phase, pair, launches, t.seconds, launches / t.seconds, t.cpu_seconds,
+              t.cpu_seconds > 0 ? launches / t.cpu_seconds : 0.0);
   std::fflush(stdout);
 }
 
@@ -111,7 +133,7 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms / 4));
       }
       if (on && windows) check(cudaProfilerStart(), "cudaProfilerStart");
-      const double s = time_block(stream, launches);
+      const BlockTime s = time_block(stream, launches);
       if (on && windows) check(cudaProfilerStop(), "cudaProfilerStop");
       after_stop = on;  // the uninjected job settles at the same places: the GPU idles alike
       report(on ? "on" : "off", p, launches, s);

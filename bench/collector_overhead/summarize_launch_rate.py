@@ -7,7 +7,10 @@ inside a window and between windows, from launch_rate's block lines.
   summarize_launch_rate.py --self-test
 
 Each line of blocks.jsonl is one block of one job: job (mode), round, phase
-(warmup|lead|off|on), pair, launches_per_s. Per mode (over its jobs):
+(warmup|lead|off|on), pair, launches_per_s, and (launch_rate since session 5)
+launches_per_cpu_s, launches per second of the launching thread's CPU time.
+The table is made for each measure present (wall clock, thread CPU). Per
+mode (over its jobs):
 - in window: 1 - median over pairs of on/off launch rates (ABBA pairs in one
   process, as run.sh does);
 - between windows, in-job: 1 - (off/lead)_mode / (off/lead)_none, where
@@ -17,36 +20,66 @@ Each line of blocks.jsonl is one block of one job: job (mode), round, phase
   settle pause, the lead blocks do not);
 - between windows, against the uninjected job of the same round: 1 -
   median off rate / median off rate of "none".
+- between windows, pooled: 1 - median of all the mode's "off" blocks over the
+  median of all of the uninjected job's "off" blocks, with a 95 % percentile
+  bootstrap interval (blocks resampled within each side; seeded, so the
+  summary is reproducible).
 Spreads are min..max over the mode's jobs (rounds), each a median over its
 blocks."""
 import json
+import random
 import statistics
 import sys
+
+MEASURES = (("launches_per_s", "wall clock"), ("launches_per_cpu_s", "launching thread's CPU time"))
 
 
 def median(xs):
     return statistics.median(xs) if xs else None
 
 
-def per_job(rows):
+def pooled_cost(mode_off, none_off, resamples=2000, seed=1):
+    """1 - median(mode_off)/median(none_off) and its 95 % bootstrap interval."""
+    if not mode_off or not none_off:
+        return None
+    rng = random.Random(seed)
+    point = 1 - median(mode_off) / median(none_off)
+    boot = sorted(1 - median(rng.choices(mode_off, k=len(mode_off))) / median(rng.choices(none_off, k=len(none_off)))
+                  for _ in range(resamples))
+    return {"median": point, "low": boot[int(0.025 * resamples)], "high": boot[int(0.975 * resamples) - 1],
+            "blocks": len(mode_off)}
+
+
+def per_job(rows, key):
     jobs = {}
     for r in rows:
         jobs.setdefault((r["job"], r["round"]), []).append(r)
     out = {}
-    for key, blocks in jobs.items():
-        rate = {ph: [b["launches_per_s"] for b in blocks if b["phase"] == ph] for ph in ("lead", "off", "on")}
+    for job_key, blocks in jobs.items():
+        blocks = [b for b in blocks if b.get(key)]
+        rate = {ph: [b[key] for b in blocks if b["phase"] == ph] for ph in ("lead", "off", "on")}
         pairs = {}
         for b in blocks:
             if b["phase"] in ("off", "on"):
-                pairs.setdefault(b["pair"], {})[b["phase"]] = b["launches_per_s"]
+                pairs.setdefault(b["pair"], {})[b["phase"]] = b[key]
         ratios = [p["on"] / p["off"] for p in pairs.values() if "on" in p and "off" in p]
-        out[key] = {"lead": median(rate["lead"]), "off": median(rate["off"]), "on": median(rate["on"]),
-                    "on_off": median(ratios), "pairs": len(ratios)}
+        out[job_key] = {"lead": median(rate["lead"]), "off": median(rate["off"]), "on": median(rate["on"]),
+                        "on_off": median(ratios), "pairs": len(ratios), "off_blocks": rate["off"]}
     return out
 
 
 def summarize(rows):
-    jobs = per_job(rows)
+    """Per measure present in the rows: {"measure", "label", "modes": [...]}."""
+    out = []
+    for key, label in MEASURES:
+        if any(r.get(key) for r in rows):
+            out.append({"measure": key, "label": label, **summarize_measure(rows, key)})
+    return {"measures": out}
+
+
+def summarize_measure(rows, key):
+    jobs = per_job(rows, key)
+    none_off = [x for (job, _), j in jobs.items() if job == "none" for x in j["off_blocks"]]
     modes = []
     for mode in dict.fromkeys(j for j, _ in jobs):
         entries = []
@@ -70,6 +103,8 @@ def summarize(rows):
                       "in_window_cost": spread("in_window_cost"),
                       "between_in_job_cost": spread("between_in_job_cost"),
                       "between_vs_none_cost": spread("between_vs_none_cost"),
+                      "between_pooled_cost": pooled_cost(
+                          [x for (job, _), j in jobs.items() if job == mode for x in j["off_blocks"]], none_off),
                       "off_per_s": median([e["off_per_s"] for e in entries if e["off_per_s"]]),
                       "rounds": entries})
     return {"modes": modes}
@@ -80,36 +115,49 @@ def table(s):
         if v is None:
             return "-"
         return f"{v['median'] * 100:+.1f}% ({v['min'] * 100:+.1f}..{v['max'] * 100:+.1f}, n={v['n']})"
-    lines = [f"{'mode':<18} {'jobs':>4} {'pairs':>5}  {'in window':<28} {'between, in-job':<28} "
-             f"{'between, vs none':<28} {'off launches/s':>14}"]
-    for m in s["modes"]:
-        off = f"{m['off_per_s']:.0f}" if m["off_per_s"] else "-"
-        lines.append(f"{m['mode']:<18} {m['jobs']:>4} {m['pairs']:>5}  {pct(m['in_window_cost']):<28} "
-                     f"{pct(m['between_in_job_cost']):<28} {pct(m['between_vs_none_cost']):<28} {off:>14}")
-    lines.append("in window: 1 - on/off launch rate per ABBA pair (median in a job); between, in-job: the job's "
+
+    def pooled(v):
+        if v is None:
+            return "-"
+        return f"{v['median'] * 100:+.1f}% ({v['low'] * 100:+.1f}..{v['high'] * 100:+.1f})"
+    lines = []
+    for m in s["measures"]:
+        lines.append(f"measure: {m['measure']} ({m['label']})")
+        lines.append(f"{'mode':<18} {'jobs':>4} {'pairs':>5}  {'in window':<28} {'between, in-job':<28} "
+                     f"{'between, vs none':<28} {'between, pooled':<24} {'off median':>10}")
+        for mode in m["modes"]:
+            off = f"{mode['off_per_s']:.0f}" if mode["off_per_s"] else "-"
+            lines.append(f"{mode['mode']:<18} {mode['jobs']:>4} {mode['pairs']:>5}  {pct(mode['in_window_cost']):<28} "
+                         f"{pct(mode['between_in_job_cost']):<28} {pct(mode['between_vs_none_cost']):<28} "
+                         f"{pooled(mode['between_pooled_cost']):<24} {off:>10}")
+        lines.append("")
+    lines.append("in window: 1 - on/off rate per ABBA pair (median in a job); between, in-job: the job's "
                  "off/lead ratio against the uninjected job's; between, vs none: off rate against the uninjected "
-                 "job of the same round; spread over rounds")
+                 "job of the same round; spread over rounds; between, pooled: all off blocks against all of the "
+                 "uninjected job's, 95 % bootstrap interval")
     return "\n".join(lines)
 
 
 def self_test():
     rows = []
 
-    def job(name, rnd, lead, off, on):
+    def job(name, rnd, lead, off, on, cpu_off=None):
         for _ in range(3):
             rows.append({"job": name, "round": rnd, "phase": "lead", "pair": -1, "launches_per_s": lead})
         for p in range(4):
-            rows.append({"job": name, "round": rnd, "phase": "off", "pair": p, "launches_per_s": off + p})
+            rows.append({"job": name, "round": rnd, "phase": "off", "pair": p, "launches_per_s": off + p,
+                         **({"launches_per_cpu_s": cpu_off + p} if cpu_off else {})})
             rows.append({"job": name, "round": rnd, "phase": "on", "pair": p, "launches_per_s": on + p})
 
     for rnd in (0, 1):
-        job("none", rnd, 1000.0, 990.0, 990.0)  # off blocks 1 % below lead: the settle pause's effect
-        job("default", rnd, 1000.0, 980.0 - 10 * rnd, 700.0)
+        job("none", rnd, 1000.0, 990.0, 990.0, cpu_off=2000.0)  # off 1 % below lead: the settle pause's effect
+        job("default", rnd, 1000.0, 980.0 - 10 * rnd, 700.0, cpu_off=1980.0)
     rows.append({"job": "default", "round": 2, "phase": "on", "pair": 0, "launches_per_s": 1.0})  # no off: no pair
     s = summarize(rows)
-    modes = {m["mode"]: m for m in s["modes"]}
-    assert list(modes) == ["none", "default"], list(modes)
-    d = modes["default"]
+    assert [m["measure"] for m in s["measures"]] == ["launches_per_s", "launches_per_cpu_s"], s
+    wall, cpu = ({m["mode"]: m for m in measure["modes"]} for measure in s["measures"])
+    assert list(wall) == ["none", "default"], list(wall)
+    d = wall["default"]
     assert d["jobs"] == 3 and d["pairs"] == 8, d
     # off medians 981.5 and 971.5; none's 991.5; leads 1000.
     expected = [1 - (981.5 / 1000) / (991.5 / 1000), 1 - (971.5 / 1000) / (991.5 / 1000)]
@@ -118,9 +166,19 @@ def self_test():
     assert abs(d["between_vs_none_cost"]["max"] - (1 - 971.5 / 991.5)) < 1e-12, d
     assert d["in_window_cost"]["n"] == 2, d
     assert 0.28 < d["in_window_cost"]["median"] < 0.29, d  # on/off ratios near 700/980
-    n = modes["none"]
+    # Pooled: off blocks 980..983 and 970..973 against none's 990..993 (twice).
+    pooled = d["between_pooled_cost"]
+    assert pooled["blocks"] == 8 and abs(pooled["median"] - (1 - 976.5 / 991.5)) < 1e-12, pooled
+    assert pooled["low"] <= pooled["median"] <= pooled["high"] and pooled["low"] > 0.005, pooled
+    n = wall["none"]
     assert abs(n["between_in_job_cost"]["median"]) < 1e-12 and abs(n["in_window_cost"]["median"]) < 0.01, n
-    assert "default" in table(s) and "n=2" in table(s)
+    assert abs(n["between_pooled_cost"]["median"]) < 1e-12, n
+    # The CPU-time measure: only off blocks carry it, 1 % fewer launches per CPU second.
+    c = cpu["default"]["between_pooled_cost"]
+    assert abs(c["median"] - (1 - 1981.5 / 2001.5)) < 1e-12 and c["low"] > 0 and c["high"] < 0.02, c
+    assert cpu["default"]["in_window_cost"] is None  # no "on" block has a CPU time here
+    text = table(s)
+    assert "default" in text and "n=2" in text and "thread's CPU time" in text, text
     print("summarize_launch_rate self-test: ok")
 
 
