@@ -61,11 +61,29 @@ struct RankHit {
   Finding finding;
 };
 
+// What each rank's rules read: its steady iterations when the analysis has
+// them (RankAnalysis::steady), labelled so the evidence says so, else the
+// analysed window.
+std::vector<RankAnalysis> judged_ranks(const RunAnalysis& run) {
+  std::vector<RankAnalysis> out;
+  out.reserve(run.ranks.size());
+  for (const RankAnalysis& r : run.ranks) {
+    if (!r.steady) {
+      out.push_back(r);
+      continue;
+    }
+    RankAnalysis s = *r.steady;
+    s.label = fmt::format("{}, steady iterations it{}:it{}", r.label, r.steady_first_iteration, r.steady_end_iteration);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 template <typename Rule>
-void per_rank(const RunAnalysis& run, std::vector<Finding>& out, Rule&& rule) {
+void per_rank(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out, Rule&& rule) {
   std::optional<RankHit> worst;
   std::vector<int32_t> ranks;
-  for (const RankAnalysis& r : run.ranks) {
+  for (const RankAnalysis& r : judged) {
     std::optional<RankHit> hit = rule(r);
     if (!hit) continue;
     ranks.push_back(r.rank);
@@ -75,9 +93,9 @@ void per_rank(const RunAnalysis& run, std::vector<Finding>& out, Rule&& rule) {
   Finding f = std::move(worst->finding);
   f.saving_fraction = std::clamp(worst->saving, 0.0, 1.0);
   f.severity = severity_for(f.saving_fraction);
-  f.ranks = ranks.size() == run.ranks.size() && ranks.size() > 1 ? std::vector<int32_t>{} : ranks;
-  if (run.ranks.size() > 1)
-    f.evidence += fmt::format(" ({} of {} ranks above the threshold; figures are from the worst).", ranks.size(), run.ranks.size());
+  f.ranks = ranks.size() == judged.size() && ranks.size() > 1 ? std::vector<int32_t>{} : ranks;
+  if (judged.size() > 1)
+    f.evidence += fmt::format(" ({} of {} ranks above the threshold; figures are from the worst).", ranks.size(), judged.size());
   out.push_back(std::move(f));
 }
 
@@ -96,11 +114,12 @@ std::string_view to_string(Severity s) {
 
 std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   std::vector<Finding> out;
+  const std::vector<RankAnalysis> judged = judged_ranks(run);
 
   // pinned-memory: pageable HtoD/DtoH copies cost a share of step time: the
   // GPU's copy time, or the calling thread's time blocked in those calls when
   // that is longer (the copy is staged synchronously through a bounce buffer).
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& c = r.copies;
     if (!c.availability.available || c.pageable_ns <= 0) return std::nullopt;
     const int64_t cost_ns = std::max(c.pageable_ns, c.pageable_host_ns);
@@ -127,7 +146,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   });
 
   // channels-last: NCHW<->NHWC conversion kernels.
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& l = r.layout;
     if (!l.availability.available || l.conversion_ns <= 0 || l.fraction < th.layout_share) return std::nullopt;
     const double share = ns_share(l.conversion_ns, step_time(r));
@@ -159,7 +178,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   });
 
   // mixed-precision: FP32 GEMM/conv without tensor cores, or as TF32.
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& p = r.precision;
     const double fp32_fraction = p.fp32_no_tensor_fraction + p.tf32_fraction;
     if (!p.availability.available || fp32_fraction < th.fp32_share) return std::nullopt;
@@ -190,7 +209,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   });
 
   // fp64: double precision kernels.
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& p = r.precision;
     if (!p.availability.available || p.fp64_fraction < th.fp64_share) return std::nullopt;
     const int64_t ns = p.ns[static_cast<int>(analyze::Precision::kFp64)];
@@ -209,7 +228,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   });
 
   // exposed-communication.
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& b = r.breakdown;
     if (!b.availability.available || b.wall_ns <= 0) return std::nullopt;
     const double share = static_cast<double>(b.exposed_communication_ns) / static_cast<double>(b.wall_ns);
@@ -231,7 +250,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   });
 
   // launch-bound.
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& l = r.launch;
     if (!l.availability.available || !l.launch_bound || l.gap_fraction < th.launch_gap_share) return std::nullopt;
     const double share = l.gap_fraction;
@@ -254,7 +273,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   });
 
   // host-sync.
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& s = r.sync;
     if (!s.availability.available || r.breakdown.wall_ns <= 0) return std::nullopt;
     // The host waiting costs GPU time only where the GPU idles as well.
@@ -276,7 +295,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   });
 
   // sync-copies (not pageable ones: pinned-memory covers those).
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& c = r.copies;
     if (!c.availability.available) return std::nullopt;
     int64_t ns = 0, n = 0;
@@ -301,7 +320,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   });
 
   // input-starvation.
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& in = r.input;
     if (!in.availability.available || in.fraction < th.starvation_share) return std::nullopt;
     Finding f;
@@ -318,7 +337,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   });
 
   // numa-placement.
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& n = r.numa;
     if (!n.availability.available) return std::nullopt;
     const bool memory = n.remote_memory_fraction >= th.remote_memory_fraction;
@@ -345,7 +364,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   });
 
   // iteration-variance.
-  per_rank(run, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& it = r.iterations;
     if (!it.availability.available || it.count - it.warmup_count < 3 || it.steady_cv < th.iteration_cv) return std::nullopt;
     double excess = 0, sum = 0;
@@ -374,7 +393,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   if (st.availability.available && !st.ranks.empty()) {
     const auto& worst = st.ranks.front();
     const RankAnalysis* rank = nullptr;
-    for (const auto& r : run.ranks)
+    for (const auto& r : judged)
       if (r.rank == worst.rank) rank = &r;
     const double step = rank && rank->iterations.count > 0 ? rank->iterations.steady_median_ns : 0;
     // Only lateness beyond the next-latest rank's is the straggler's: ranks

@@ -128,6 +128,43 @@ TEST(AdviseTest, ChannelsLastJobConvertingBackIsNotToldToSwitch) {
   EXPECT_EQ(f->fix.find("memory_format=torch.channels_last"), std::string::npos);
 }
 
+// Seen on H200 (tuned MobileNetV2, fp16, channels_last): cuDNN's autotuning
+// in step 0 ran 48,264 NHWC->NCHW conversions and no later step ran one. Over
+// the whole trace they were 8.6 % of kernel time and a "critical" finding;
+// the advisor judges the steady iterations, where they cost nothing, and says
+// so in the evidence. The same conversions in every step still fire.
+TEST(AdviseTest, OneOffLayoutConversionsInWarmupAreNotAPerStepCost) {
+  const std::string conversion = "void cudnn::engines_precompiled::nhwcToNchwKernel<__half, __half, float, true>";
+  auto job = [&](bool every_step) {
+    TraceBuilder b;
+    b.range("ProfilerStep#0", 0, 400'000);
+    b.kernel("conv_nhwc_autotune", 0, 200'000);
+    b.kernel(conversion, 200'000, 390'000);
+    int64_t t = 400'000;
+    for (int i = 1; i <= 20; ++i) {
+      b.range("ProfilerStep#" + std::to_string(i), t, t + 10'000);
+      b.kernel("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc", t, t + 8'000);
+      if (every_step) b.kernel(conversion, t + 8'000, t + 9'000);
+      t += 10'000;
+    }
+    return b;
+  };
+  const auto one_off = run_on(job(false).t);
+  EXPECT_EQ(find(one_off, "layout-fallback"), nullptr);
+  EXPECT_EQ(find(one_off, "channels-last"), nullptr);
+  const auto every = run_on(job(true).t);
+  const Finding* f = find(every, "layout-fallback");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->saving_fraction, 0.1, 1e-9);  // 1 us of conversion in each 10 us step
+  // Step 0 is warm-up; step 20 ends after the trace's last GPU work, outside the whole-trace window.
+  EXPECT_NE(f->evidence.find("steady iterations it1:it20"), std::string::npos) << f->evidence;
+  // With an explicit window the advisor judges that window, warm-up included.
+  analyze::Options whole;
+  whole.window = analyze::WindowSpec::parse("0%:100%");
+  const auto windowed = advise(analyze::combine({analyze::analyze_rank(job(false).t, whole)}));
+  EXPECT_NE(find(windowed, "layout-fallback"), nullptr);
+}
+
 TEST(AdviseTest, MixedPrecisionAndFp64) {
   TraceBuilder b;
   b.kernel("volta_sgemm_128x64_nn", 0, 6000).kernel("ampere_dgemm_64x32_nn", 6000, 7000).kernel("elementwise", 7000, 10000);

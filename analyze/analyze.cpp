@@ -476,6 +476,24 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
     for (trace::StringId id : comms) names[id] = std::string(t.strings.view(id));
     for (auto& c : r.collectives) c.communicator_name = names[c.communicator];
   }
+
+  // ---- the steady iterations, for the advisor (see RankAnalysis::steady) ----
+  if (!o.window && r.iterations.availability.available && !r.iterations.iterations.empty()) {
+    const auto& its = r.iterations.iterations;  // all detected iterations: the window is the whole trace
+    size_t first = 0;
+    while (first < its.size() && its[first].warmup) ++first;
+    if (first < its.size()) {
+      Options steady_options = o;
+      steady_options.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(first),
+                                         static_cast<double>(its.size())};
+      RankAnalysis steady = analyze_rank(t, steady_options);
+      steady.collectives.clear();  // stragglers are matched over the whole trace
+      steady.collectives.shrink_to_fit();
+      r.steady = std::make_shared<const RankAnalysis>(std::move(steady));
+      r.steady_first_iteration = static_cast<int64_t>(first);
+      r.steady_end_iteration = static_cast<int64_t>(its.size());
+    }
+  }
   return r;
 }
 

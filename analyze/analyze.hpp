@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -282,6 +283,15 @@ struct RankAnalysis {
   std::vector<std::string> data_loss;
   // Any kernel, copy, set or collective in the trace (whole trace, not window).
   bool gpu_activity = false;
+  // Without --window, and with iterations found: the same analysis over the
+  // steady iterations only (from the first iteration after warm-up to the
+  // end of the last one). The advisor judges that, so a one-off cost (start-up,
+  // cuDNN autotuning in step 0: 48,264 layout conversions on H200, none after)
+  // is not taken for a per-step one, and a per-step cost is not diluted by
+  // start-up time. Null when a window was given or no iteration was found.
+  std::shared_ptr<const RankAnalysis> steady;
+  int64_t steady_first_iteration = -1;  // 0-based index of its first iteration (it<first>:it<end>)
+  int64_t steady_end_iteration = -1;    // one past its last
 };
 
 struct RankLateness {

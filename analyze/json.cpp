@@ -152,6 +152,12 @@ void to_json(json& j, const RankAnalysis& v) {
            {"precision", v.precision}, {"layout", v.layout},         {"input", v.input},
            {"numa", v.numa},           {"classes", std::move(classes)}, {"top_kernels", v.top_kernels},
            {"data_loss", v.data_loss}};
+  if (v.steady) {
+    // Where the advisor looked; its figures are the findings' evidence.
+    const auto& b = v.steady->breakdown;
+    j["advisor_window"] = json{{"iterations", "it" + std::to_string(v.steady_first_iteration) + ":it" + std::to_string(v.steady_end_iteration)},
+                               {"wall_ns", b.wall_ns}};
+  }
 }
 
 void to_json(json& j, const StragglerStats& v) {
