@@ -107,6 +107,26 @@ TEST(KernelClassifierTest, Fp64) {
                            "xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize32x32x16_stage3"}) {
     EXPECT_EQ(c.classify(name).precision, Precision::kFp64) << name;
   }
+  // Not GEMM/conv, but FP64 work (names from a 1-GPU fp64 MobileNetV2 run on H200).
+  for (const char* name :
+       {"void cudnn::bn_bw_1C11_kernel_new<double, double, double2, 512, true, 1>(double, double, double, double)",
+        "void at::native::(anonymous namespace)::conv_depthwise2d_forward_kernel<3, double, int>(at::GenericPackedTensorAccessor)",
+        "void cudnn::bn_fw_tr_1C11_kernel_NCHW<double, double, int, 512, true, 1, true>(cudnnTensorStruct)",
+        "void reduce_kernel<double2>(float*)"}) {
+    EXPECT_EQ(c.classify(name).precision, Precision::kFp64) << name;
+  }
+  // A double argument, a double scalar after the data type (fused SGD's learning
+  // rate, from a real fp16 trace) or a word that starts with "double" is not FP64 work.
+  for (const char* name :
+       {"void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1, true>(float, double, double)",
+        "void at::native::batch_norm_collect_statistics_kernel<at::native::InvStd, float, float, int>(double)",
+        "void double_buffer_kernel<float>(float*)", "void k<doubleword>(int)", "elementwise_kernel(double)",
+        "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+        "namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedSgdMathFunctor<float, 4>, "
+        "float*, double, double, double, bool, bool, bool, float*, float*>(double)",
+        "void at::native::(anonymous namespace)::conv_depthwise2d_forward_kernel<3, float, int>(double)"}) {
+    EXPECT_EQ(c.classify(name).precision, Precision::kOther) << name;
+  }
 }
 
 TEST(KernelClassifierTest, LayoutCommunicationMemory) {
