@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 
@@ -145,33 +146,57 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
     return RankHit{share, std::move(f)};
   });
 
-  // channels-last: NCHW<->NHWC conversion kernels.
+  // channels-last / layout-fallback: NCHW<->NHWC conversion kernels, and
+  // half-precision kernels that exist only for NCHW data.
   per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
     const auto& l = r.layout;
-    if (!l.availability.available || l.conversion_ns <= 0 || l.fraction < th.layout_share) return std::nullopt;
-    const double share = ns_share(l.conversion_ns, step_time(r));
-    Finding f;
+    if (!l.availability.available) return std::nullopt;
+    const bool conversions = l.conversion_ns > 0 && l.fraction >= th.layout_share;
+    const bool nchw_half = l.nchw_half_ns > 0 && l.nchw_half_fraction >= th.layout_share;
+    if (!conversions && !nchw_half) return std::nullopt;
     // Mostly NHWC -> NCHW: the job already runs channels_last and some operators
     // have no NHWC kernel for this data type; switching to channels_last is not the fix.
-    const bool already_channels_last = 2 * l.to_nchw_ns > l.conversion_ns;
+    const bool already_channels_last = conversions && 2 * l.to_nchw_ns > l.conversion_ns;
+    const int64_t cost_ns = (conversions ? l.conversion_ns : 0) + (nchw_half ? l.nchw_half_ns : 0);
+    const double share = ns_share(cost_ns, step_time(r));
+    Finding f;
     f.id = already_channels_last ? "layout-fallback" : "channels-last";
     f.title = already_channels_last ? "Channels-last job converts back to NCHW for some operators"
-                                    : "Time spent converting tensors between NCHW and NHWC";
-    f.evidence = fmt::format("{}: {} layout conversion kernels take {} ({} of kernel time, threshold {}); largest: {}", r.label,
-                             l.conversion_count, format_duration_ns(static_cast<double>(l.conversion_ns)),
-                             format_percent(l.fraction), format_percent(th.layout_share),
-                             l.top.empty() ? std::string("-") : l.top.front().name.substr(0, 80));
+              : nchw_half          ? "Half-precision kernels run on NCHW data (no NHWC tensor-core path)"
+                                   : "Time spent converting tensors between NCHW and NHWC";
+    std::vector<std::string> parts;
+    if (conversions)
+      parts.push_back(fmt::format("{} layout conversion kernels take {} ({} of kernel time, threshold {}); largest: {}",
+                                  l.conversion_count, format_duration_ns(static_cast<double>(l.conversion_ns)),
+                                  format_percent(l.fraction), format_percent(th.layout_share),
+                                  l.top.empty() ? std::string("-") : l.top.front().name.substr(0, 80)));
+    if (nchw_half)
+      parts.push_back(fmt::format("{} fp16/bf16 kernels that exist only for NCHW data take {} ({} of kernel time, "
+                                  "threshold {}); largest: {}",
+                                  l.nchw_half_count, format_duration_ns(static_cast<double>(l.nchw_half_ns)),
+                                  format_percent(l.nchw_half_fraction), format_percent(th.layout_share),
+                                  l.top_nchw_half.empty() ? std::string("-") : l.top_nchw_half.front().name.substr(0, 80)));
+    f.evidence = fmt::format("{}: {}", r.label, fmt::join(parts, "; "));
     f.figures = {{"conversion kernel time", static_cast<double>(l.conversion_ns), "ns"},
                  {"share of kernel time", l.fraction, "fraction"},
-                 {"conversion kernels", static_cast<double>(l.conversion_count), "count"}};
-    f.figures.push_back({"NHWC to NCHW conversion time", static_cast<double>(l.to_nchw_ns), "ns"});
+                 {"conversion kernels", static_cast<double>(l.conversion_count), "count"},
+                 {"NHWC to NCHW conversion time", static_cast<double>(l.to_nchw_ns), "ns"},
+                 {"NCHW-only half-precision kernel time", static_cast<double>(l.nchw_half_ns), "ns"},
+                 {"NCHW-only half-precision share of kernel time", l.nchw_half_fraction, "fraction"}};
     if (already_channels_last) {
-      f.saving_method = "upper bound: all conversion kernel time, which disappears when every operator has an NHWC kernel";
+      f.saving_method = nchw_half ? "upper bound: all conversion kernel time and all NCHW-only half-precision kernel "
+                                    "time, which disappear when every operator has an NHWC kernel"
+                                  : "upper bound: all conversion kernel time, which disappears when every operator has "
+                                    "an NHWC kernel";
       f.fix = "find the operators without an NHWC kernel for this dtype (often depthwise convolutions in bf16): try "
               "torch.backends.cudnn.benchmark = True, fp16 instead of bf16 autocast, or keep those layers in NCHW; "
               "compare with `scalescope diff`";
     } else {
-      f.saving_method = "upper bound: all conversion kernel time, which disappears when model and input are channels_last";
+      f.saving_method = nchw_half ? "upper bound: the conversion kernels' time (when over the threshold) and all time in "
+                                    "NCHW-only half-precision kernels, which NHWC tensor-core kernels replace (those "
+                                    "take time too)"
+                                  : "upper bound: all conversion kernel time, which disappears when model and input are "
+                                    "channels_last";
       f.fix = "model = model.to(memory_format=torch.channels_last); input = input.to(memory_format=torch.channels_last)";
     }
     return RankHit{share, std::move(f)};

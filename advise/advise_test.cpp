@@ -165,6 +165,29 @@ TEST(AdviseTest, OneOffLayoutConversionsInWarmupAreNotAPerStepCost) {
   EXPECT_NE(find(windowed, "layout-fallback"), nullptr);
 }
 
+// Seen on H200: an fp16 MobileNetV2 in NCHW took 1.29x the time of NHWC at 2
+// GPUs, and its conversions were only 3.5 % of kernel time; the cost was in
+// NCHW-only half-precision kernels (cuDNN's 1C11 batch norm, PyTorch's
+// depthwise convolution). Those count toward `channels-last`; in FP32 they
+// do not (no tensor-core path to gain).
+TEST(AdviseTest, ChannelsLastCountsNchwOnlyHalfPrecisionKernels) {
+  auto job = [](const char* bn) {
+    TraceBuilder b;
+    b.kernel("sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32", 0, 6000).kernel(bn, 6000, 10000);
+    return b;
+  };
+  const auto half = run_on(job("void cudnn::bn_fw_tr_1C11_kernel_NCHW<__half, float, int, 512, true, 1, true>(int)").t);
+  const Finding* f = find(half, "channels-last");
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->saving_fraction, 0.4);
+  EXPECT_NE(f->title.find("NCHW data"), std::string::npos) << f->title;
+  EXPECT_NE(f->evidence.find("exist only for NCHW data"), std::string::npos) << f->evidence;
+  EXPECT_NE(f->fix.find("memory_format=torch.channels_last"), std::string::npos);
+  EXPECT_EQ(find(run_on(job("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1, true>(int)").t),
+                 "channels-last"),
+            nullptr);
+}
+
 TEST(AdviseTest, MixedPrecisionAndFp64) {
   TraceBuilder b;
   b.kernel("volta_sgemm_128x64_nn", 0, 6000).kernel("ampere_dgemm_64x32_nn", 6000, 7000).kernel("elementwise", 7000, 10000);

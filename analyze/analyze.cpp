@@ -158,6 +158,10 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
       layout.conversion_ns += d;
       if (ki.layout_to_nchw) layout.to_nchw_ns += d;
     }
+    if (ki.nchw_half) {
+      layout.nchw_half_count += 1;
+      layout.nchw_half_ns += d;
+    }
   }
   for (int c = 0; c < kKernelClassCount; ++c) r.classes[c].cls = static_cast<KernelClass>(c);
   const auto& nc = t.nccl;
@@ -353,10 +357,12 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
     prec.tensor_core_fraction = static_cast<double>(prec.ns[static_cast<int>(Precision::kTensorCore)]) / kn;
     prec.tf32_fraction = static_cast<double>(prec.ns[static_cast<int>(Precision::kTf32)]) / kn;
     layout.fraction = static_cast<double>(layout.conversion_ns) / kn;
+    layout.nchw_half_fraction = static_cast<double>(layout.nchw_half_ns) / kn;
   }
   prec.top_fp32 = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp32NoTensor; });
   prec.top_fp64 = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp64; });
   layout.top = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.layout_conversion; });
+  layout.top_nchw_half = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.nchw_half; });
   r.top_kernels = top_of(name_ns, name_count, info, t, static_cast<size_t>(std::max(0, o.top_kernels)),
                          [](const KernelInfo&) { return true; });
 

@@ -48,6 +48,7 @@ struct KernelInfo {
   Precision precision = Precision::kOther;
   bool layout_conversion = false;  // NCHW <-> NHWC transposes
   bool layout_to_nchw = false;     // ... of them, NHWC -> NCHW (the model is channels_last, an op is not)
+  bool nchw_half = false;          // an NCHW-only kernel computing in fp16/bf16 (docs/kernel-classes.md)
 };
 
 // Name rules: an ordered list of (case-insensitive substring, class); the
@@ -232,6 +233,12 @@ struct LayoutStats {
   int64_t conversion_ns = 0;
   int64_t to_nchw_ns = 0;  // NHWC -> NCHW conversions: data is already channels_last
   double fraction = 0;  // of kernel time in the window
+  // Half-precision kernels that exist only for NCHW data (batch norm,
+  // depthwise convolution): the NHWC tensor-core path not taken.
+  int64_t nchw_half_count = 0;
+  int64_t nchw_half_ns = 0;
+  double nchw_half_fraction = 0;  // of kernel time in the window
+  std::vector<KernelSummary> top_nchw_half;
   std::vector<KernelSummary> top;
 };
 

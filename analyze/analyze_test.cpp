@@ -129,6 +129,28 @@ TEST(KernelClassifierTest, Fp64) {
   }
 }
 
+// Half-precision kernels that exist only for NCHW data (names from fp16 NCHW
+// and NHWC MobileNetV2 runs on H200): the NHWC tensor-core path not taken.
+TEST(KernelClassifierTest, NchwOnlyHalfPrecisionKernels) {
+  KernelClassifier c;
+  for (const char* name :
+       {"void cudnn::bn_bw_1C11_kernel_new<__half, float, float2, 512, true, 1>(float, float, float, float)",
+        "void cudnn::bn_fw_tr_1C11_kernel_NCHW<__half, float, int, 512, true, 1, true>(cudnnTensorStruct)",
+        "void at::native::(anonymous namespace)::conv_depthwise2d_backward_kernel<3, 2, c10::Half, int>(at::Tensor)",
+        "void cudnn::bn_fw_tr_1C11_kernel_NCHW<__nv_bfloat16, float, int, 128, true, 1, true>(cudnnTensorStruct)"}) {
+    EXPECT_TRUE(c.classify(name).nchw_half) << name;
+  }
+  for (const char* name :
+       {"void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float, float)",      // fp32
+        "void cudnn::bn_bw_1C11_kernel_new<double, double, double2, 512, true, 1>(double, double)",  // fp64
+        "void cudnn::batchnorm_bwtr_nhwc_semiPersist<__half, float, __half, 512, 16, 3, 4, 1, 0, true>(int)",  // NHWC
+        "void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float, false, true>(int)",  // a conversion
+        "conv2d_c1_k1_nchw_shmem_tiling",  // no type in the name: no claim
+        "sm90_xmma_depthwise_convolution_fprop_tiling_f16f16_f32f32_f32_nhwckrsc_nhwc_tilesize1x8x8"}) {
+    EXPECT_FALSE(c.classify(name).nchw_half) << name;
+  }
+}
+
 TEST(KernelClassifierTest, LayoutCommunicationMemory) {
   KernelClassifier c;
   EXPECT_TRUE(c.classify("void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>(cudnn::ops::nchw2nhwc_params_t<float>, __half const*, __half*)")

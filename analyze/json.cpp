@@ -118,7 +118,11 @@ void to_json(json& j, const LayoutStats& v) {
            {"conversion_ns", v.conversion_ns},
            {"to_nchw_ns", v.to_nchw_ns},
            {"fraction", v.fraction},
-           {"top", v.top}};
+           {"top", v.top},
+           {"nchw_half_count", v.nchw_half_count},
+           {"nchw_half_ns", v.nchw_half_ns},
+           {"nchw_half_fraction", v.nchw_half_fraction},
+           {"top_nchw_half", v.top_nchw_half}};
 }
 
 void to_json(json& j, const InputStats& v) {

@@ -73,20 +73,24 @@ char nvjet_input_type(std::string_view n) {
 
 bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
 
-// Whether the kernel computes in double: the first floating-point type named
-// in its template arguments is `double` (or double2/double4). The first one is
-// the data type ("bn_bw_1c11_kernel_new<double, double, double2, 512>",
-// "conv_depthwise2d_forward_kernel<3, double, int>"); later ones can be scalar
-// parameters that FP32 kernels take too (PyTorch's fused SGD:
-// "multi_tensor_apply_kernel<tensorlistmetadata<4>, fusedsgdmathfunctor<float, 4>,
-// float*, double, double, ...>"). The parameter list is not read, for the same
-// reason; "(anonymous namespace)" is part of the name, not a parameter list.
-bool computes_in_double(std::string_view n) {
+// The data type a kernel computes in, as the first floating-point type named
+// in its template arguments: "bn_bw_1c11_kernel_new<double, double, double2,
+// 512>" is double, "conv_depthwise2d_forward_kernel<3, c10::half, int>" half.
+// Only the first one counts: later ones can be scalar parameters that FP32
+// kernels take too (PyTorch's fused SGD: "multi_tensor_apply_kernel<
+// tensorlistmetadata<4>, fusedsgdmathfunctor<float, 4>, float*, double, ...>").
+// The parameter list is not read, for the same reason; "(anonymous
+// namespace)" is part of the name, not a parameter list.
+enum class FloatType : uint8_t { kNone, kDouble, kFloat, kHalf };
+
+FloatType first_float_type(std::string_view n) {
   constexpr std::string_view kAnonymous = "(anonymous namespace)";
   constexpr std::array<std::string_view, 3> kDouble = {"double", "double2", "double4"};
-  constexpr std::array<std::string_view, 12> kOtherFloat = {
-      "float", "float2", "float4", "half", "half2", "__half", "__half2", "c10::half", "bfloat16", "__nv_bfloat16",
-      "__nv_bfloat162", "c10::bfloat16"};
+  constexpr std::array<std::string_view, 3> kFloat = {"float", "float2", "float4"};
+  constexpr std::array<std::string_view, 9> kHalf = {"half",      "half2",         "__half",
+                                                     "__half2",   "c10::half",     "bfloat16",
+                                                     "__nv_bfloat16", "__nv_bfloat162", "c10::bfloat16"};
+  auto in = [](const auto& list, std::string_view w) { return std::find(list.begin(), list.end(), w) != list.end(); };
   int depth = 0;
   for (size_t i = 0; i < n.size();) {
     const char c = n[i];
@@ -95,7 +99,7 @@ bool computes_in_double(std::string_view n) {
         i += kAnonymous.size();
         continue;
       }
-      if (depth == 0) return false;
+      if (depth == 0) return FloatType::kNone;
       ++i;
     } else if (c == '<') {
       ++depth, ++i;
@@ -107,23 +111,31 @@ bool computes_in_double(std::string_view n) {
       while (j < n.size() && word_char(n[j])) ++j;
       const std::string_view word = n.substr(i, j - i);
       if (depth > 0) {
-        if (std::find(kDouble.begin(), kDouble.end(), word) != kDouble.end()) return true;
-        if (std::find(kOtherFloat.begin(), kOtherFloat.end(), word) != kOtherFloat.end()) return false;
+        if (in(kDouble, word)) return FloatType::kDouble;
+        if (in(kFloat, word)) return FloatType::kFloat;
+        if (in(kHalf, word)) return FloatType::kHalf;
       }
       i = j;
     } else {
       ++i;
     }
   }
-  return false;
+  return FloatType::kNone;
 }
+
+// Kernels that exist only for NCHW data, seen in an fp16 NCHW MobileNetV2 on
+// H200 where the NHWC run used other kernels: cuDNN's "1C11" spatial batch
+// norm (bn_fw_tr_1c11_kernel_nchw, bn_bw_1c11_kernel_new), PyTorch's own
+// depthwise convolution (conv_depthwise2d_*), and cuDNN kernels named *nchw*
+// (conv2d_c1_k1_nchw_shmem_tiling). Conversions are counted apart.
+constexpr std::array<std::string_view, 4> kNchwOnly = {"nchw", "bn_fw_tr_1c11", "bn_bw_1c11", "conv_depthwise2d"};
 
 Precision precision_of(std::string_view n) {
   const bool gemm_conv = has_any(n, kGemmConv);
   // FP64 work of any kind (batch norm, depthwise convolutions, elementwise
   // kernels) counts: on H200 the GEMM/conv families held only 19 % of an FP64
   // MobileNetV2 step's kernel time, and leaving FP64 halved the step.
-  if (!gemm_conv) return computes_in_double(n) ? Precision::kFp64 : Precision::kOther;
+  if (!gemm_conv) return first_float_type(n) == FloatType::kDouble ? Precision::kFp64 : Precision::kOther;
   // FP64: dgemm, zgemm, double in the template arguments, _f64 / _ddd_ type codes.
   if (has(n, "dgemm") || has(n, "zgemm") || has(n, "f64") || has(n, "_ddd_") || has(n, "<double") ||
       has(n, "double,") || has(n, "_d884") || has(n, "dmma"))
@@ -253,6 +265,9 @@ KernelInfo KernelClassifier::classify(std::string_view kernel_name) const {
   // Direction matters for the fix: NCHW->NHWC means the model runs NCHW and
   // tensor-core kernels want NHWC; NHWC->NCHW means it already runs channels_last.
   info.layout_to_nchw = info.layout_conversion && has_any(n, kLayoutToNchw);
+  // In half precision the NHWC tensor-core kernels are the fast path; an
+  // NCHW-only kernel there is time that channels_last would replace.
+  info.nchw_half = !info.layout_conversion && has_any(n, kNchwOnly) && first_float_type(n) == FloatType::kHalf;
   info.precision = precision_of(n);
   for (const Rule& r : user_rules_) {
     if (has(n, r.needle)) {

@@ -146,7 +146,9 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   {
     Table t("Precision (share of kernel time)", cols({{"rank", 0}, {"kernel_ns", 0}, {"fp64_pct", 1}, {"fp32_no_tensor_core_pct", 1},
                                                      {"tensor_core_pct", 1}, {"other_pct", 1}}));
-    Table l("Layout conversions (NCHW<->NHWC)", cols({{"rank", 0}, {"kernels", 0}, {"time_ns", 0}, {"kernel_time_pct", 2}, {"largest", 0}}));
+    Table l("Layout: NCHW<->NHWC conversions, and fp16/bf16 kernels that exist only for NCHW data",
+            cols({{"rank", 0}, {"kernels", 0}, {"time_ns", 0}, {"kernel_time_pct", 2}, {"largest", 0},
+                  {"nchw_half_kernels", 0}, {"nchw_half_ns", 0}, {"nchw_half_pct", 2}}));
     for (const auto& r : run.ranks) {
       const auto& p = r.precision;
       if (!skipped(t, r, p.availability)) {
@@ -157,7 +159,8 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       const auto& y = r.layout;
       if (!skipped(l, r, y.availability))
         l.add_row({int64_t{r.rank}, y.conversion_count, ns(y.conversion_ns), pct(y.fraction),
-                   y.top.empty() ? Cell{} : Cell{y.top.front().name.substr(0, 60)}});
+                   y.top.empty() ? Cell{} : Cell{y.top.front().name.substr(0, 60)}, y.nchw_half_count,
+                   ns(y.nchw_half_ns), pct(y.nchw_half_fraction)});
     }
     out.push_back(std::move(t));
     out.push_back(std::move(l));
