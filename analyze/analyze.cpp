@@ -83,7 +83,10 @@ trace::NcclOp op_of_kernel(std::string_view name) {
 
 }  // namespace
 
-RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
+namespace {
+
+// One analysis of one window (the whole trace without --window).
+RankAnalysis analyze_window(const trace::Trace& t, const Options& o) {
   RankAnalysis r;
   r.rank = t.meta.rank;
   r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
@@ -483,6 +486,16 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
     for (auto& c : r.collectives) c.communicator_name = names[c.communicator];
   }
 
+  return r;
+}
+
+}  // namespace
+
+RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
+  // The first analysis's working sets (intervals, per-kernel durations) are
+  // freed before the second one starts, so the steady pass adds time, not
+  // peak memory.
+  RankAnalysis r = analyze_window(t, o);
   // ---- the steady iterations, for the advisor (see RankAnalysis::steady) ----
   if (!o.window && r.iterations.availability.available && !r.iterations.iterations.empty()) {
     const auto& its = r.iterations.iterations;  // all detected iterations: the window is the whole trace
@@ -492,7 +505,7 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
       Options steady_options = o;
       steady_options.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(first),
                                          static_cast<double>(its.size())};
-      RankAnalysis steady = analyze_rank(t, steady_options);
+      RankAnalysis steady = analyze_window(t, steady_options);
       steady.collectives.clear();  // stragglers are matched over the whole trace
       steady.collectives.shrink_to_fit();
       r.steady = std::make_shared<const RankAnalysis>(std::move(steady));
