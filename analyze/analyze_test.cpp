@@ -446,6 +446,31 @@ TEST(IterationsTest, IterationWindowSelectsIterations) {
   EXPECT_THROW(analyze_rank(profiler_steps().t, o), Error);
 }
 
+// Without --window the analysis also covers the steady iterations alone (what
+// the advisor judges): from the first iteration after warm-up to the last,
+// named in the JSON as advisor_window. With a window, only that window.
+TEST(IterationsTest, SteadyIterationsAreAnalysedForTheAdvisor) {
+  const RankAnalysis r = analyze_rank(profiler_steps().t, Options{});
+  ASSERT_NE(r.steady, nullptr);
+  EXPECT_EQ(r.steady_first_iteration, 1);  // iteration 0 is warm-up
+  EXPECT_EQ(r.steady_end_iteration, 10);
+  EXPECT_EQ(r.steady->iterations.count, 9);
+  EXPECT_EQ(r.steady->breakdown.window_start, r.iterations.iterations[1].start);
+  EXPECT_EQ(r.steady->breakdown.window_end, r.iterations.iterations.back().end);
+  EXPECT_EQ(r.steady->steady, nullptr);
+  const nlohmann::json j = r;
+  EXPECT_EQ(j.at("advisor_window").at("iterations"), "it1:it10");
+  EXPECT_EQ(j.at("advisor_window").at("wall_ns"), r.steady->breakdown.wall_ns);
+  Options o;
+  o.window = WindowSpec::parse("0%:100%");
+  const RankAnalysis windowed = analyze_rank(profiler_steps().t, o);
+  EXPECT_EQ(windowed.steady, nullptr);
+  EXPECT_FALSE(nlohmann::json(windowed).contains("advisor_window"));
+  TraceBuilder no_iterations;
+  no_iterations.kernel("gemm_kernel", 0, 5000);
+  EXPECT_EQ(analyze_rank(no_iterations.t, Options{}).steady, nullptr);
+}
+
 // torchrun's agent has a trace beside its ranks' but no GPU work: an
 // iteration window leaves it whole instead of failing the whole run; a
 // process with GPU work and no iterations still fails, naming itself.
