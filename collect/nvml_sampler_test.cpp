@@ -109,11 +109,14 @@ uint64_t thread_cpu_ns_now() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
-int spinning_pcie(NvmlApi::Device, int, unsigned int* kbps) {
-  ++spinning_pcie_calls;
-  uint64_t end = thread_cpu_ns_now() + 3'000'000;
+void spin_thread_cpu(uint64_t ns) {
+  const uint64_t end = thread_cpu_ns_now() + ns;
   while (thread_cpu_ns_now() < end) {
   }
+}
+int spinning_pcie(NvmlApi::Device, int, unsigned int* kbps) {
+  ++spinning_pcie_calls;
+  spin_thread_cpu(3'000'000);
   return *kbps = 5, 0;
 }
 
@@ -138,9 +141,7 @@ TEST(CollectNvml, PcieThroughputIsSampledRarelyAndItsCpuTimeCounted) {
 // A slow NVLink field query: its CPU time lands under "nvlink" only, so a
 // run's breakdown names the counter that costs.
 int spinning_fields(NvmlApi::Device, int n, NvmlApi::FieldValue* f) {
-  uint64_t end = thread_cpu_ns_now() + 2'000'000;
-  while (thread_cpu_ns_now() < end) {
-  }
+  spin_thread_cpu(2'000'000);
   for (int i = 0; i < n; ++i) f[i].nvml_return = 0, f[i].value.ull = 0;
   return 0;
 }
