@@ -182,7 +182,9 @@ pack() {
   # The analyzer's view (and advice) of each configuration: repetition 0 traces.
   # In parallel and bounded: the whole invocation must end before STUDY_BUDGET_S + 50 s.
   local left=$((budget + 50 - (SECONDS - start_s) - 10))
-  if [ "$left" -gt 5 ] && compgen -G "$db.runs/*-r0/trace.ssrun" >/dev/null; then
+  if ! compgen -G "$db.runs/*-r0/trace.ssrun" >/dev/null; then
+    echo "no traces to analyse (this part runs unprofiled)" >"$dir/analyze/skipped.txt"
+  elif [ "$left" -gt 5 ]; then
     printf '%s\n' "$db".runs/*-r0/trace.ssrun |
       SS="$ss" DIR="$dir/analyze" timeout --signal=KILL "$left" xargs -P "${STUDY_ANALYZE_JOBS:-8}" -I{} bash -c '
         run="$(basename "$(dirname "$1")")"
