@@ -4,8 +4,10 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstring>
 
 #include "collect/host_facts.hpp"
@@ -151,12 +153,17 @@ const char* nvml_query_name(NvmlQuery q) {
   return "?";
 }
 
-void NvmlSampler::sample_once() {
+void NvmlSampler::sample_once() { sample(samples_ % slow_every_ == 0 ? Slow::kAll : Slow::kNone); }
+
+void NvmlSampler::sample(Slow slow) {
   using M = trace::CounterMetric;
   using Q = NvmlQuery;
-  // PCIe throughput blocks ~20 ms per call: sample it at most once a second
-  // (every 10th sample at 10 Hz) so the sampler keeps its rate.
-  bool pcie = api_.pcie_throughput_kbps && samples_ % 10 == 0;
+  // The slow families cost milliseconds of CPU per device and call (H200,
+  // driver 580: energy 3.5-5 ms, NVLink fields 2.5 ms; PCIe throughput blocks
+  // ~20 ms), so they are read once a second, not at the sampler's rate. Energy
+  // and NVLink bytes are running totals: a lower rate loses none of either.
+  const bool pcie = api_.pcie_throughput_kbps && slow == Slow::kAll;
+  const bool totals = slow != Slow::kNone;
   ++samples_;
   std::vector<trace::CounterRecord> local;
   // Each query family's CPU time, measured around its calls (two clock reads
@@ -184,7 +191,7 @@ void NvmlSampler::sample_once() {
     if (api_.power_mw) timed(Q::kPower, [&] {
       if (api_.power_mw(d, &v) == kNvmlSuccess) add(M::kPowerWatts, v / 1000.0);
     });
-    if (api_.energy_mj) timed(Q::kEnergy, [&] {
+    if (api_.energy_mj && totals) timed(Q::kEnergy, [&] {
       unsigned long long mj = 0;
       if (api_.energy_mj(d, &mj) == kNvmlSuccess) add(M::kEnergyJoules, static_cast<double>(mj) / 1000.0);
     });
@@ -199,7 +206,7 @@ void NvmlSampler::sample_once() {
       if (api_.pcie_throughput_kbps(d, kPcieTx, &v) == kNvmlSuccess) add(M::kPcieTxBytesPerSecond, v * 1024.0);
       if (api_.pcie_throughput_kbps(d, kPcieRx, &v) == kNvmlSuccess) add(M::kPcieRxBytesPerSecond, v * 1024.0);
     });
-    if (api_.field_values) timed(Q::kNvlink, [&] {
+    if (api_.field_values && totals) timed(Q::kNvlink, [&] {
       // Cumulative KiB over all links (scope UINT_MAX); the rate is the difference.
       NvmlApi::FieldValue f[2] = {};
       f[0].field_id = kFieldNvlinkTx;
@@ -242,6 +249,7 @@ void NvmlSampler::drain(std::vector<trace::CounterRecord>& out) {
 
 void NvmlSampler::start(double hz) {
   if (hz <= 0 || thread_.joinable()) return;
+  slow_every_ = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(hz)));  // once a second
   auto period = std::chrono::nanoseconds(static_cast<int64_t>(1e9 / hz));
   thread_ = std::thread([this, period] {
     auto next = std::chrono::steady_clock::now();
@@ -255,6 +263,10 @@ void NvmlSampler::start(double hz) {
         std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now(),
                                                                        std::chrono::milliseconds(50)));
     }
+    // The running totals once more at the end, so a run's energy is first to
+    // last reading with nothing missing at the tail (PCIe would block stop()).
+    if (samples_ > 0) sample(Slow::kTotalsOnly);
+    cpu_ns_.store(thread_cpu_now(), std::memory_order_relaxed);
   });
 }
 

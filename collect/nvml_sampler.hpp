@@ -91,7 +91,10 @@ class NvmlSampler {
 
   void start(double hz);  // sampling thread
   void stop();            // bounded: the thread wakes at least every period
-  void sample_once();     // one sample of every device (tests call it directly)
+  // One sample of every device (tests call it directly). The slow families
+  // (energy, NVLink, PCIe) are read on every slow_every-th call only: once a
+  // second after start(hz), every 10th call before.
+  void sample_once();
   // Moves the samples taken so far into `out`, their devices as CUDA
   // ordinals once set_device_map() was called (samples of GPUs mapped to -1
   // are dropped and counted), as NVML indices before.
@@ -111,6 +114,8 @@ class NvmlSampler {
 
  private:
   NvmlSampler(const NvmlApi& api, Clock clock) : api_(api), clock_(std::move(clock)) {}
+  enum class Slow : uint8_t { kNone, kTotalsOnly, kAll };  // kTotalsOnly: energy and NVLink, not PCIe
+  void sample(Slow slow);
   void push(uint32_t device, trace::CounterMetric metric, double value, trace::Timestamp t);
 
   NvmlApi api_;
@@ -123,6 +128,7 @@ class NvmlSampler {
   };
   std::vector<LinkState> nvlink_;
   uint64_t samples_ = 0;
+  uint64_t slow_every_ = 10;
   mutable std::mutex mutex_;
   std::vector<trace::CounterRecord> pending_;
   std::optional<std::vector<int32_t>> device_map_;  // under mutex_

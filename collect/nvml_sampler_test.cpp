@@ -4,7 +4,9 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -15,7 +17,8 @@ namespace {
 // A fake NVML with two devices and known readings.
 struct Fake {
   static inline int inits = 0, shutdowns = 0;
-  static inline unsigned long long nvlink_tx_kib = 0;
+  static inline std::atomic<unsigned long long> nvlink_tx_kib = 0, energy_mj = 123456;
+  static inline std::atomic<int> energy_calls = 0;
   static int init() { return ++inits, 0; }
   static int shutdown() { return ++shutdowns, 0; }
   static int count(unsigned int* n) { return *n = 2, 0; }
@@ -29,7 +32,7 @@ struct Fake {
     *mw = d == reinterpret_cast<NvmlApi::Device>(1) ? 650000 : 3;
     return d == reinterpret_cast<NvmlApi::Device>(1) ? 0 : 3;  // device 1: NOT_SUPPORTED
   }
-  static int energy(NvmlApi::Device, unsigned long long* mj) { return *mj = 123456, 0; }
+  static int energy(NvmlApi::Device, unsigned long long* mj) { return ++energy_calls, *mj = energy_mj, 0; }
   static int clock(NvmlApi::Device, int type, unsigned int* mhz) { return *mhz = type == 1 ? 1980 : 3201, 0; }
   // NVML index 0 sits at bus 0x19, index 1 at 0x3B (NVML's PCI order).
   static int pci(NvmlApi::Device d, NvmlApi::PciInfo* p) {
@@ -39,7 +42,7 @@ struct Fake {
   static int fields(NvmlApi::Device, int n, NvmlApi::FieldValue* f) {
     for (int i = 0; i < n; ++i) {
       f[i].nvml_return = 0;
-      f[i].value.ull = f[i].field_id == 138 ? nvlink_tx_kib : 0;
+      f[i].value.ull = f[i].field_id == 138 ? nvlink_tx_kib.load() : 0ull;
     }
     return 0;
   }
@@ -76,10 +79,11 @@ TEST(CollectNvml, SamplesEveryDeviceAndMetric) {
   ASSERT_NE(s, nullptr) << error;
   EXPECT_EQ(s->device_count(), 2u);
   Fake::nvlink_tx_kib = 1000;
-  s->sample_once();
+  s->sample_once();  // the first sample reads everything, the running totals too
+  for (int i = 0; i < 9; ++i) s->sample_once();
   now += 500'000'000;  // 0.5 s later, 1 MiB more sent over NVLink
   Fake::nvlink_tx_kib = 2024;
-  s->sample_once();
+  s->sample_once();  // the 11th: the running totals again
   std::vector<trace::CounterRecord> out;
   s->drain(out);
   std::map<std::pair<uint32_t, trace::CounterMetric>, double> last;
@@ -146,14 +150,43 @@ int spinning_fields(NvmlApi::Device, int n, NvmlApi::FieldValue* f) {
   return 0;
 }
 
+// Energy and NVLink cost milliseconds a call on an H200: read once a second
+// (every hz-th sample), and once more when the sampler stops, so a run's
+// energy (last minus first reading) misses nothing at the end.
+TEST(CollectNvml, RunningTotalsAreReadOnceASecondAndAtStop) {
+  std::string error;
+  auto s = NvmlSampler::create(fake_api(), [] { return trace::Timestamp{1}; }, &error);
+  ASSERT_NE(s, nullptr) << error;
+  Fake::energy_calls = 0;
+  Fake::energy_mj = 1'000'000;
+  s->start(1000);  // 1 kHz: the totals every 1000th sample, i.e. the first one within this test
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Fake::energy_mj = 1'500'000;  // 500 J more by the end
+  s->stop();
+  std::vector<trace::CounterRecord> out;
+  s->drain(out);
+  std::vector<double> energy;
+  size_t utilization = 0;
+  for (const auto& r : out) {
+    if (r.device != 0) continue;
+    if (r.metric == trace::CounterMetric::kEnergyJoules) energy.push_back(r.value);
+    utilization += r.metric == trace::CounterMetric::kGpuUtilizationPercent;
+  }
+  EXPECT_GT(utilization, 10u);  // the fast families at the sampler's rate
+  ASSERT_EQ(energy.size(), 2u) << "first and final readings only; the thread ran " << utilization << " samples";
+  EXPECT_EQ(energy.front(), 1000.0);
+  EXPECT_EQ(energy.back(), 1500.0);
+  EXPECT_EQ(Fake::energy_calls, 4);  // 2 readings x 2 devices
+}
+
 TEST(CollectNvml, QueryCpuTimeIsCountedPerFamily) {
   NvmlApi api = fake_api();
   api.field_values = spinning_fields;
   std::string error;
   auto s = NvmlSampler::create(api, [] { return trace::Timestamp{1}; }, &error);
   ASSERT_NE(s, nullptr) << error;
-  for (int i = 0; i < 3; ++i) s->sample_once();
-  EXPECT_GE(s->query_cpu_ns(NvmlQuery::kNvlink), 6 * 2'000'000u);  // 3 samples x 2 devices
+  for (int i = 0; i < 11; ++i) s->sample_once();
+  EXPECT_GE(s->query_cpu_ns(NvmlQuery::kNvlink), 4 * 2'000'000u);  // samples 0 and 10 x 2 devices
   uint64_t others = 0;
   for (auto q : {NvmlQuery::kUtilization, NvmlQuery::kMemory, NvmlQuery::kPower, NvmlQuery::kEnergy,
                  NvmlQuery::kClocks, NvmlQuery::kTemperature, NvmlQuery::kPcie})
