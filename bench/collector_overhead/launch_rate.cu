@@ -21,13 +21,26 @@
 //
 // One JSON line per block on stdout: phase (warmup|lead|off|on), pair,
 // launches, seconds, launches_per_s, cpu_seconds (the launching thread's),
-// launches_per_cpu_s.
+// launches_per_cpu_s, enqueue_seconds (the launch loop without the final
+// synchronisation), instructions (user-mode instructions the launching thread
+// retired in the launch loop, from perf_event_open; null where the host does
+// not allow it) and launches_per_ginstr.
+//
+// Why instructions: session 6 showed the thread's CPU time equal to its wall
+// time block for block (the thread never waits), so both carry the same
+// +-15 % of CPU speed that other tenants cause. The instructions a launch
+// executes do not depend on clock speed or cache contention: a per-call hook
+// that stays installed between windows shows up in them directly.
 #include <cuda_runtime.h>
 #include <cuda_profiler_api.h>
 
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -51,27 +64,61 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
 }
 
-// Wall time and the launching thread's CPU time of one block. The CPU time
-// leaves out what other processes on a shared host take from this thread
-// (the wall-clock blocks' main noise), so per-call hooks show up in it
-// without that noise.
-struct BlockTime {
-  double seconds, cpu_seconds;
+// User-mode instructions retired by this thread (a hardware counter through
+// perf_event_open); fd -1 where the kernel or the container refuses it.
+class InstructionCounter {
+ public:
+  InstructionCounter() {
+    perf_event_attr attr{};
+    attr.size = sizeof(attr);
+    attr.type = PERF_TYPE_HARDWARE;
+    attr.config = PERF_COUNT_HW_INSTRUCTIONS;
+    attr.exclude_kernel = 1;  // allowed at perf_event_paranoid 2; the launch path is user-mode
+    attr.exclude_hv = 1;
+    fd_ = static_cast<int>(syscall(SYS_perf_event_open, &attr, 0 /* this thread */, -1, -1, 0));
+  }
+  ~InstructionCounter() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool available() const { return fd_ >= 0; }
+  long long read_now() const {
+    long long v = -1;
+    if (fd_ < 0 || ::read(fd_, &v, sizeof(v)) != static_cast<ssize_t>(sizeof(v))) return -1;
+    return v;
+  }
+
+ private:
+  int fd_ = -1;
 };
 
-BlockTime time_block(cudaStream_t stream, long launches) {
+// Wall time, the launching thread's CPU time and its instructions of one block.
+struct BlockTime {
+  double seconds, cpu_seconds, enqueue_seconds;
+  long long instructions;  // -1: not available
+};
+
+BlockTime time_block(cudaStream_t stream, long launches, const InstructionCounter& counter) {
   auto t0 = std::chrono::steady_clock::now();
   double c0 = thread_cpu_seconds();
+  const long long i0 = counter.read_now();
   for (long i = 0; i < launches; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+  const long long i1 = counter.read_now();
+  auto t1 = std::chrono::steady_clock::now();
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), thread_cpu_seconds() - c0};
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), thread_cpu_seconds() - c0,
+          std::chrono::duration<double>(t1 - t0).count(), i0 >= 0 && i1 >= i0 ? i1 - i0 : -1};
 }
 
 void report(const char* phase, int pair, long launches, BlockTime t) {
   std::printf("{\"phase\": \"%s\", \"pair\": %d, \"launches\": %ld, \"seconds\": %.6f, \"launches_per_s\": %.1f, "
-              "\"cpu_seconds\": %.6f, \"launches_per_cpu_s\": %.1f}\n",
+              "\"cpu_seconds\": %.6f, \"launches_per_cpu_s\": %.1f, \"enqueue_seconds\": %.6f, ",
               phase, pair, launches, t.seconds, launches / t.seconds, t.cpu_seconds,
-              t.cpu_seconds > 0 ? launches / t.cpu_seconds : 0.0);
+              t.cpu_seconds > 0 ? launches / t.cpu_seconds : 0.0, t.enqueue_seconds);
+  if (t.instructions > 0)
+    std::printf("\"instructions\": %lld, \"launches_per_ginstr\": %.1f}\n", t.instructions,
+                launches / (t.instructions * 1e-9));
+  else
+    std::printf("\"instructions\": null, \"launches_per_ginstr\": null}\n");
   std::fflush(stdout);
 }
 
@@ -116,8 +163,12 @@ int main(int argc, char** argv) {
   check(cudaSetDevice(0), "cudaSetDevice");
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  report("warmup", -1, launches, time_block(stream, launches));
-  for (int i = 0; i < lead; ++i) report("lead", -1, launches, time_block(stream, launches));
+  const InstructionCounter counter;
+  if (!counter.available())
+    std::fprintf(stderr, "launch_rate: no instruction counter here (perf_event_open: %s); instructions are null\n",
+                 std::strerror(errno));
+  report("warmup", -1, launches, time_block(stream, launches, counter));
+  for (int i = 0; i < lead; ++i) report("lead", -1, launches, time_block(stream, launches, counter));
   bool after_stop = false;
   for (int p = 0; p < pairs; ++p) {
     const bool on_first = p % 2 == 1;  // ABBA: off,on / on,off / off,on ...
@@ -133,7 +184,7 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms / 4));
       }
       if (on && windows) check(cudaProfilerStart(), "cudaProfilerStart");
-      const BlockTime s = time_block(stream, launches);
+      const BlockTime s = time_block(stream, launches, counter);
       if (on && windows) check(cudaProfilerStop(), "cudaProfilerStop");
       after_stop = on;  // the uninjected job settles at the same places: the GPU idles alike
       report(on ? "on" : "off", p, launches, s);

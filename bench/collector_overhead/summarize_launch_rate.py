@@ -8,8 +8,13 @@ inside a window and between windows, from launch_rate's block lines.
 
 Each line of blocks.jsonl is one block of one job: job (mode), round, phase
 (warmup|lead|off|on), pair, launches_per_s, and (launch_rate since session 5)
-launches_per_cpu_s, launches per second of the launching thread's CPU time.
-The table is made for each measure present (wall clock, thread CPU). Per
+launches_per_cpu_s, launches per second of the launching thread's CPU time,
+and (since session 6) launches_per_ginstr, launches per 10^9 user-mode
+instructions the launching thread retired in the launch loop (null where the
+host refuses perf_event_open). Instructions do not depend on clock speed or
+on other tenants, so they resolve a per-call hook that wall and CPU time
+(equal block for block in session 6) cannot. The table is made for each
+measure present. Per
 mode (over its jobs):
 - in window: 1 - median over pairs of on/off launch rates (ABBA pairs in one
   process, as run.sh does);
@@ -31,7 +36,8 @@ import random
 import statistics
 import sys
 
-MEASURES = (("launches_per_s", "wall clock"), ("launches_per_cpu_s", "launching thread's CPU time"))
+MEASURES = (("launches_per_s", "wall clock"), ("launches_per_cpu_s", "launching thread's CPU time"),
+            ("launches_per_ginstr", "launches per 1e9 user-mode instructions of the launch loop"))
 
 
 def median(xs):
@@ -57,6 +63,8 @@ def per_job(rows, key):
     out = {}
     for job_key, blocks in jobs.items():
         blocks = [b for b in blocks if b.get(key)]
+        if not blocks:
+            continue  # this job has no figure of this measure (null: e.g. no instruction counter)
         rate = {ph: [b[key] for b in blocks if b["phase"] == ph] for ph in ("lead", "off", "on")}
         pairs = {}
         for b in blocks:
@@ -141,21 +149,29 @@ def table(s):
 def self_test():
     rows = []
 
-    def job(name, rnd, lead, off, on, cpu_off=None):
+    def job(name, rnd, lead, off, on, cpu_off=None, ginstr=None):
         for _ in range(3):
-            rows.append({"job": name, "round": rnd, "phase": "lead", "pair": -1, "launches_per_s": lead})
+            rows.append({"job": name, "round": rnd, "phase": "lead", "pair": -1, "launches_per_s": lead,
+                         "launches_per_ginstr": ginstr})
         for p in range(4):
             rows.append({"job": name, "round": rnd, "phase": "off", "pair": p, "launches_per_s": off + p,
-                         **({"launches_per_cpu_s": cpu_off + p} if cpu_off else {})})
-            rows.append({"job": name, "round": rnd, "phase": "on", "pair": p, "launches_per_s": on + p})
+                         **({"launches_per_cpu_s": cpu_off + p} if cpu_off else {}),
+                         "launches_per_ginstr": None if ginstr is None else ginstr * (1 - 0.003 * rnd)})
+            rows.append({"job": name, "round": rnd, "phase": "on", "pair": p, "launches_per_s": on + p,
+                         "launches_per_ginstr": None if ginstr is None else ginstr * 0.8})
 
     for rnd in (0, 1):
-        job("none", rnd, 1000.0, 990.0, 990.0, cpu_off=2000.0)  # off 1 % below lead: the settle pause's effect
-        job("default", rnd, 1000.0, 980.0 - 10 * rnd, 700.0, cpu_off=1980.0)
+        job("none", rnd, 1000.0, 990.0, 990.0, cpu_off=2000.0)  # no instruction counter (null); off 1 % below lead: the settle pause's effect
+        job("default", rnd, 1000.0, 980.0 - 10 * rnd, 700.0, cpu_off=1980.0, ginstr=100000.0)
     rows.append({"job": "default", "round": 2, "phase": "on", "pair": 0, "launches_per_s": 1.0})  # no off: no pair
     s = summarize(rows)
-    assert [m["measure"] for m in s["measures"]] == ["launches_per_s", "launches_per_cpu_s"], s
-    wall, cpu = ({m["mode"]: m for m in measure["modes"]} for measure in s["measures"])
+    assert [m["measure"] for m in s["measures"]] == ["launches_per_s", "launches_per_cpu_s",
+                                                      "launches_per_ginstr"], s
+    wall, cpu, instr = ({m["mode"]: m for m in measure["modes"]} for measure in s["measures"])
+    # Instructions: the default's off blocks only (none has no counter); in a window 20 % fewer per 1e9.
+    assert list(instr) == ["default"], list(instr)
+    assert abs(instr["default"]["in_window_cost"]["max"] - 0.2) < 1e-12, instr  # round 0: 80000 / 100000
+    assert instr["default"]["between_pooled_cost"] is None, instr  # nothing to compare with
     assert list(wall) == ["none", "default"], list(wall)
     d = wall["default"]
     assert d["jobs"] == 3 and d["pairs"] == 8, d
