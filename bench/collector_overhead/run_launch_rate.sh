@@ -9,10 +9,15 @@
 # BUILD_DIR: cli/scalescope, collect/libscalescope-collector.so and
 # collect/gpu_test/launch_rate (collect/gpu_test/build.sh). Modes:
 #   none              uninjected, --on nothing (same pauses, no windows)
-#   default           scalescope profile --capture-range cudaProfilerApi
+#   default           scalescope profile --capture-range cudaProfilerApi (probe --on cuda-profiler)
 #   default_attached  the same with --no-detach
 #   api_all           the same with --api all
 #   discard           the same with --discard (CUPTI's floor, nothing kept)
+#   default_nonvml    default with --nvml-hz 0 (no GPU counter sampler in the process)
+#   subscribed_idle   injected, CUPTI subscribed with no callback enabled, no
+#                     window ever (--delay 1000 --nvml-hz 0, probe --on nothing):
+#                     what being attached costs with nothing to record
+# MODES (space-separated names) picks modes; default: none default default_attached api_all discard.
 # About 15-20 s a job; 3 rounds of 5 jobs ~ 5 minutes on an H200.
 # OUT_DIR gets blocks.jsonl, jobs.log, summary.txt, summary.json.
 set -uo pipefail
@@ -30,15 +35,24 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/scalescope-launch-rate.XXXXXX")"
 : > "$out/blocks.jsonl"
 : > "$out/jobs.log"
 fails=0
-modes=("none|-" "default|" "default_attached|--no-detach" "api_all|--api all" "discard|--discard")
+cap="--capture-range cudaProfilerApi"
+all_modes=("none|-" "default|$cap" "default_attached|$cap --no-detach" "api_all|$cap --api all" "discard|$cap --discard"
+           "default_nonvml|$cap --nvml-hz 0" "subscribed_idle|--delay 1000 --nvml-hz 0|nothing")
+modes=()
+for name in ${MODES:-none default default_attached api_all discard}; do
+  found=""
+  for spec in "${all_modes[@]}"; do [ "${spec%%|*}" = "$name" ] && found="$spec"; done
+  [ -n "$found" ] || { echo "FAIL unknown mode '$name' in MODES"; exit 1; }
+  modes+=("$found")
+done
 for ((r = 0; r < rounds; r++)); do
   for spec in "${modes[@]}"; do
-    name="${spec%%|*}" opts="${spec#*|}"
+    IFS='|' read -r name opts on <<< "$spec"
     if [ "$opts" = "-" ]; then
       cmd=("$probe" --on nothing)
     else
       # shellcheck disable=SC2206  # opts is a list of words on purpose
-      cmd=("$ss" profile --force --capture-range cudaProfilerApi $opts -o "$work/$name-$r" -- "$probe" --on cuda-profiler)
+      cmd=("$ss" profile --force $opts -o "$work/$name-$r" -- "$probe" --on "${on:-cuda-profiler}")
     fi
     timeout -k 5 120 "${cmd[@]}" > "$work/$name-$r.out" 2> "$work/$name-$r.err"
     rc=$?
