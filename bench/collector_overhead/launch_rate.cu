@@ -8,6 +8,14 @@
 // thread's CPU time per launch does not count time taken by other processes.
 //
 //   launch_rate [--pairs N] [--lead N] [--launches N] [--on cuda-profiler|nothing] [--settle-ms MS]
+//               [--call launch|get-device|stream-query]
+//
+// --call picks what a block repeats (the JSON keeps the name "launches"):
+// launch (default) an empty kernel; get-device cudaGetDevice (a runtime call
+// that stays in the runtime: tens of ns); stream-query cudaStreamQuery on an
+// idle stream (runtime and driver). The cheap calls magnify a hook that runs
+// on every API call: one of a few ns is a large fraction of them, where it
+// is lost in a launch's ~4 us and in the noise between processes.
 //
 // Order: a warm-up block, N lead blocks (before any window), then N pairs of
 // blocks in ABBA order (off,on / on,off / ...). An "on" block is a
@@ -97,11 +105,24 @@ struct BlockTime {
   long long instructions;  // -1: not available
 };
 
-BlockTime time_block(cudaStream_t stream, long launches, const InstructionCounter& counter) {
+enum class Call { kLaunch, kGetDevice, kStreamQuery };
+
+BlockTime time_block(cudaStream_t stream, long launches, const InstructionCounter& counter, Call call) {
   auto t0 = std::chrono::steady_clock::now();
   double c0 = thread_cpu_seconds();
   const long long i0 = counter.read_now();
-  for (long i = 0; i < launches; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+  int device = 0;
+  switch (call) {
+    case Call::kLaunch:
+      for (long i = 0; i < launches; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+      break;
+    case Call::kGetDevice:
+      for (long i = 0; i < launches; ++i) check(cudaGetDevice(&device), "cudaGetDevice");
+      break;
+    case Call::kStreamQuery:
+      for (long i = 0; i < launches; ++i) check(cudaStreamQuery(stream), "cudaStreamQuery");
+      break;
+  }
   const long long i1 = counter.read_now();
   auto t1 = std::chrono::steady_clock::now();
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
@@ -137,6 +158,7 @@ long parse_long(const char* flag, const char* text, long min) {
 int main(int argc, char** argv) {
   long pairs = 10, lead = 3, launches = 100000, settle_ms = 800;
   bool windows = true;
+  Call call = Call::kLaunch;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) {
@@ -148,6 +170,15 @@ int main(int argc, char** argv) {
     else if (a == "--lead") lead = parse_long("--lead", v, 0);
     else if (a == "--launches") launches = parse_long("--launches", v, 1);
     else if (a == "--settle-ms") settle_ms = parse_long("--settle-ms", v, 0);
+    else if (a == "--call") {
+      if (std::strcmp(v, "launch") == 0) call = Call::kLaunch;
+      else if (std::strcmp(v, "get-device") == 0) call = Call::kGetDevice;
+      else if (std::strcmp(v, "stream-query") == 0) call = Call::kStreamQuery;
+      else {
+        std::fprintf(stderr, "launch_rate: --call: launch, get-device or stream-query, got '%s'\n", v);
+        return 2;
+      }
+    }
     else if (a == "--on") {
       if (std::strcmp(v, "cuda-profiler") == 0) windows = true;
       else if (std::strcmp(v, "nothing") == 0) windows = false;
@@ -167,8 +198,8 @@ int main(int argc, char** argv) {
   if (!counter.available())
     std::fprintf(stderr, "launch_rate: no instruction counter here (perf_event_open: %s); instructions are null\n",
                  std::strerror(errno));
-  report("warmup", -1, launches, time_block(stream, launches, counter));
-  for (int i = 0; i < lead; ++i) report("lead", -1, launches, time_block(stream, launches, counter));
+  report("warmup", -1, launches, time_block(stream, launches, counter, call));
+  for (int i = 0; i < lead; ++i) report("lead", -1, launches, time_block(stream, launches, counter, call));
   bool after_stop = false;
   for (int p = 0; p < pairs; ++p) {
     const bool on_first = p % 2 == 1;  // ABBA: off,on / on,off / off,on ...
@@ -184,7 +215,7 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms / 4));
       }
       if (on && windows) check(cudaProfilerStart(), "cudaProfilerStart");
-      const BlockTime s = time_block(stream, launches, counter);
+      const BlockTime s = time_block(stream, launches, counter, call);
       if (on && windows) check(cudaProfilerStop(), "cudaProfilerStop");
       after_stop = on;  // the uninjected job settles at the same places: the GPU idles alike
       report(on ? "on" : "off", p, launches, s);

@@ -18,6 +18,7 @@
 #                     window ever (--delay 1000 --nvml-hz 0, probe --on nothing):
 #                     what being attached costs with nothing to record
 # MODES (space-separated names) picks modes; default: none default default_attached api_all discard.
+# PROBE_ARGS: more launch_rate options for every job (e.g. "--call get-device --launches 5000000").
 # About 15-20 s a job; 3 rounds of 5 jobs ~ 5 minutes on an H200.
 # OUT_DIR gets blocks.jsonl, jobs.log, summary.txt, summary.json.
 set -uo pipefail
@@ -49,10 +50,11 @@ for ((r = 0; r < rounds; r++)); do
   for spec in "${modes[@]}"; do
     IFS='|' read -r name opts on <<< "$spec"
     if [ "$opts" = "-" ]; then
-      cmd=("$probe" --on nothing)
+      # shellcheck disable=SC2086  # PROBE_ARGS is a list of words on purpose
+      cmd=("$probe" --on nothing ${PROBE_ARGS:-})
     else
       # shellcheck disable=SC2206  # opts is a list of words on purpose
-      cmd=("$ss" profile --force $opts -o "$work/$name-$r" -- "$probe" --on "${on:-cuda-profiler}")
+      cmd=("$ss" profile --force $opts -o "$work/$name-$r" -- "$probe" --on "${on:-cuda-profiler}" ${PROBE_ARGS:-})
     fi
     timeout -k 5 120 "${cmd[@]}" > "$work/$name-$r.out" 2> "$work/$name-$r.err"
     rc=$?
