@@ -29,9 +29,9 @@ using Json = nlohmann::json;
 
 // A sweep whose job prints "epoch_time_s=T" with T = base[value] / gpus^0.9 * (1 + 0.01 rep).
 void fake_sweep(const fs::path& db, const std::vector<sweep::Variable>& vary, const std::string& key,
-                const std::string& awk_times) {
+                const std::string& awk_times, std::vector<int> gpus = {1, 2}) {
   sweep::SweepSpec spec;
-  spec.gpus = {1, 2};
+  spec.gpus = std::move(gpus);
   spec.repeat = 3;
   spec.vary = vary;
   spec.metric = sweep::MetricSpec::parse("regex:epoch_time_s=([0-9.eE+-]+)");
@@ -148,6 +148,25 @@ TEST_F(StudySectionsTest, SweepsTheirEffectsAndOneTrace) {
   EXPECT_EQ(doc["sections"][0]["title"], "Advisor findings");
   // env.txt is data, never markup.
   EXPECT_EQ(r.html().find("<script>alert(1)"), std::string::npos);
+}
+
+// A sweep at one GPU count (the study's accuracy and control parts) is its
+// own reference: no break-even is claimed for it, on the terminal or the page.
+TEST(SweepSections, OneGpuCountClaimsNoBreakEven) {
+  const fs::path dir = fs::temp_directory_path() / ("scalescope-one-count-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fake_sweep(dir / "accuracy.db", {sweep::Variable::parse("variant=ref,fp64")}, "variant",
+             "t[\"ref\"]=10; t[\"fp64\"]=25;", {2});
+  HtmlReport r({.title = "t", .quiet = true});
+  r.add_sweep_database(dir / "accuracy.db");
+  std::string highlights;
+  for (const auto& h : r.highlights()) highlights += h + "\n";
+  EXPECT_THAT(highlights, ::testing::Not(HasSubstr("break-even")));
+  EXPECT_THAT(highlights, ::testing::Not(HasSubstr("Pareto knee")));
+  EXPECT_THAT(highlights, HasSubstr("variant=fp64 vs ref, 2 GPUs: time x2.50"));  // effects still compared
+  EXPECT_THAT(r.document_json(), HasSubstr("One GPU count measured: no speedup, efficiency or break-even to report."));
+  fs::remove_all(dir);
 }
 
 TEST_F(StudySectionsTest, PicksTheTraceWithMostGpusThenBaselineReference) {
