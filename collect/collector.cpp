@@ -887,6 +887,8 @@ void Collector::finish(const char* why) {
   meta_.extra["nccl_kernels_unjoined"] = std::to_string(nccl.unjoined);
   meta_.extra["nccl_calls_dropped"] = std::to_string(nccl.ranges_dropped);
   meta_.extra["nccl_payloads_undecoded"] = std::to_string(decoder_->undecoded_payloads());
+  if (decoder_->incomplete_records() > 0)
+    problems_.add(trace::Problem::kIncompleteRecord, decoder_->incomplete_records());
   if (decoder_->unmatched_range_ends() > 0)
     problems_.add(trace::Problem::kMalformedEvent, decoder_->unmatched_range_ends());
   uint64_t cpu = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
@@ -928,6 +930,7 @@ void Collector::write_sidecar(const std::string& status) {
   j["events_written"] = sink_ ? sink_->events_written() : 0;
   j["events_lost_on_write"] = sink_ ? sink_->events_lost() : 0;
   j["cupti_dropped_records"] = cupti_dropped_.load();
+  j["cupti_incomplete_records"] = decoder_ ? decoder_->incomplete_records() : 0;
   j["buffer_pool_exhausted"] = pool_ ? pool_->acquire_failures() : 0;
   j["buffers_discarded"] = records_discarded_;
   j["bytes_written"] = sink_ ? sink_->bytes_written() : 0;

@@ -241,12 +241,22 @@ uint32_t CuptiDecoder::device_of_context(uint32_t context_id) const {
   return it == context_device_.end() ? 0 : it->second;
 }
 
+// A forced flush (cuptiActivityFlushAll with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED,
+// as at exit, at a detach, or when a job is killed mid-kernel) also hands over
+// records of GPU work that had not finished: their timestamps are 0. Kept, one
+// such kernel made a killed run's wall time 1.8e18 ns (the span from 0 to
+// now), so they are counted and left out.
+namespace {
+bool unfinished(uint64_t start, uint64_t end) { return start == 0 || end == 0 || end < start; }
+}  // namespace
+
 bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
   const auto* record = static_cast<const CUpti_Activity*>(raw);
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      if (unfinished(k->start, k->end)) return ++incomplete_records_, true;
       const CachedName& name = kernel_name(k->name);
       trace::KernelRecord r;
       r.start = ts(k->start);
@@ -277,6 +287,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
       trace::MemcpyRecord r;
       r.start = ts(m->start);
       r.end = ts(m->end);
@@ -294,6 +305,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
+      if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
       trace::MemcpyRecord r;
       r.start = ts(m->start);
       r.end = ts(m->end);
@@ -315,6 +327,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+      if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
       trace::MemsetRecord r;
       r.start = ts(m->start);
       r.end = ts(m->end);
@@ -329,6 +342,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+      if (unfinished(s->start, s->end)) return ++incomplete_records_, true;
       trace::SyncRecord r;
       r.start = ts(s->start);
       r.end = ts(s->end);

@@ -52,6 +52,9 @@ class CuptiDecoder {
   NcclNvtxJoiner& nccl_join() { return nccl_join_; }
   // NCCL payloads that could not be decoded (no schema registered with CUPTI).
   uint64_t undecoded_payloads() const { return undecoded_payloads_; }
+  // GPU records (kernel, copy, memset, sync) handed over unfinished by a
+  // forced flush (timestamp 0): counted, not recorded.
+  uint64_t incomplete_records() const { return incomplete_records_; }
 
   // Devices seen in DEVICE records, for Metadata::devices.
   const std::vector<trace::DeviceInfo>& devices() const { return devices_; }
@@ -119,6 +122,7 @@ class CuptiDecoder {
   std::map<std::pair<uint32_t, uint64_t>, std::optional<PayloadEnum>> enums_;
   std::unordered_map<trace::StringId, bool> launch_names_;
   uint64_t undecoded_payloads_ = 0;
+  uint64_t incomplete_records_ = 0;
   uint32_t correlation(uint32_t cupti_id);  // shifted into this generation's range
   uint32_t correlation_offset_ = 0, max_correlation_ = 0;
   uint64_t ranges_cut_by_detach_ = 0;

@@ -80,6 +80,7 @@ TEST_F(CollectDecoder, ConcurrentKernel) {
   EXPECT_EQ(batch_.nccl.size(), 0u);
   // The same name pointer again hits the cache and gives the same id.
   k.start = 2000;
+  k.end = 2500;
   ASSERT_TRUE(decode(&k));
   EXPECT_EQ(batch_.kernels.name[1], batch_.kernels.name[0]);
 }
@@ -239,6 +240,8 @@ TEST_F(CollectDecoderNccl, KernelGetsBytesOfItsNvtxPayload) {
   kernel(6);
   auto generic = zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   generic.correlationId = 7;
+  generic.start = 1007;
+  generic.end = 2007;
   generic.name = "ncclDevKernel_Generic_1";  // the op is not in the name
   ASSERT_TRUE(nccl_decoder_.decode(&generic, batch_));
   EXPECT_EQ(batch_.nccl.size(), 0u);
@@ -492,6 +495,8 @@ TEST_F(CollectDecoder, NewGenerationKeepsCorrelationsApartAndCutsOpenRanges) {
   auto k = zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   k.name = "_Z6squarePfi";
   k.correlationId = 5;
+  k.start = 100;
+  k.end = 200;
   ASSERT_TRUE(decode(&launch));
   ASSERT_TRUE(decode(&k));
   launch.correlationId = 9;
@@ -537,6 +542,44 @@ TEST_F(CollectDecoder, OpenRangesAreBounded) {
   }
   EXPECT_EQ(decoder_.open_ranges(), CuptiDecoder::kMaxOpenRanges);
   EXPECT_EQ(decoder_.unmatched_range_ends(), 10u);
+}
+
+// A forced flush hands over records of GPU work not yet finished, with
+// timestamp 0: counted and left out, so one cannot stretch the trace from
+// 0 to now (a killed run's wall time read 1.8e18 ns before this).
+TEST_F(CollectDecoder, UnfinishedGpuRecordsAreCountedNotRecorded) {
+  auto k = zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  k.name = "_Z6squarePfi";
+  k.correlationId = 1;
+  ASSERT_TRUE(decode(&k));  // start and end 0
+  k.start = 1'796'035'686'390'749'185;  // started, not ended
+  ASSERT_TRUE(decode(&k));
+  k.end = k.start - 1;  // ends before it starts
+  ASSERT_TRUE(decode(&k));
+  k.name = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
+  k.end = 0;
+  ASSERT_TRUE(decode(&k));  // an NCCL kernel: no NCCL row either
+  auto m = zeroed<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
+  m.start = 5;
+  ASSERT_TRUE(decode(&m));
+  auto p = zeroed<CUpti_ActivityMemcpyPtoP4>(CUPTI_ACTIVITY_KIND_MEMCPY2);
+  ASSERT_TRUE(decode(&p));
+  auto ms = zeroed<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET);
+  ASSERT_TRUE(decode(&ms));
+  auto sync = zeroed<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  ASSERT_TRUE(decode(&sync));
+  EXPECT_EQ(decoder_.incomplete_records(), 8u);
+  decoder_.drain_nccl(batch_, /*force=*/true);
+  EXPECT_EQ(batch_.kernels.size() + batch_.memcpys.size() + batch_.memsets.size() + batch_.syncs.size() +
+                batch_.nccl.size(),
+            0u);
+  // A finished one right after is kept.
+  k.start = 10;
+  k.end = 20;
+  k.name = "_Z6squarePfi";
+  ASSERT_TRUE(decode(&k));
+  EXPECT_EQ(batch_.kernels.size(), 1u);
+  EXPECT_EQ(decoder_.incomplete_records(), 8u);
 }
 
 TEST_F(CollectDecoder, DeviceRecordAndUnknownKinds) {

@@ -33,7 +33,7 @@ trace::Trace kernel_batch(trace::StringTable& strings, int n, int64_t t0) {
   trace::StringId name = strings.intern("gemm_" + std::to_string(t0 % 7));
   for (int i = 0; i < n; ++i) {
     trace::KernelRecord k;
-    k.start = t0 + i * 10;
+    k.start = t0 + 1 + i * 10;  // CUPTI's timestamps are never 0 (0 marks an unfinished record)
     k.end = k.start + 5;
     k.name = name;
     k.correlation = static_cast<uint32_t>(i);

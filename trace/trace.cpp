@@ -373,7 +373,8 @@ Severity severity_of(Problem p) {
     case Problem::kTornTail:
     case Problem::kChecksumMismatch:
     case Problem::kDroppedRecords:
-    case Problem::kCorruptChunk: return Severity::kDataLoss;
+    case Problem::kCorruptChunk:
+    case Problem::kIncompleteRecord: return Severity::kDataLoss;  // the work ran; its times are lost
     case Problem::kCuptiError:
     case Problem::kMalformedEvent:
     case Problem::kNegativeDuration: return Severity::kError;
@@ -401,6 +402,7 @@ std::string_view to_string(Problem p) {
     case Problem::kNvmlUnavailable: return "nvml_unavailable";
     case Problem::kClockAnchorMissing: return "clock_anchor_missing";
     case Problem::kCorruptChunk: return "corrupt_chunk";
+    case Problem::kIncompleteRecord: return "incomplete_record";
     case Problem::kCount_: break;
   }
   return "unknown_problem";

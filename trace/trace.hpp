@@ -355,6 +355,7 @@ enum class Problem : uint16_t {
   kNvmlUnavailable,         // counters not sampled
   kClockAnchorMissing,      // no clock anchor: ranks may not line up
   kCorruptChunk,            // a chunk passed its checksum but its content is invalid; skipped
+  kIncompleteRecord,        // collector: a GPU record CUPTI handed over unfinished (timestamp 0); left out
   kCount_,
 };
 inline constexpr int kProblemCount = static_cast<int>(Problem::kCount_);

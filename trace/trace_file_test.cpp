@@ -170,6 +170,51 @@ TEST(TraceFile, RoundTripsEveryTableMetadataAndProblems) {
   EXPECT_EQ(back.meta.extra.at("key"), "value");
 }
 
+// Collector traces from before the decoder left them out can hold GPU rows
+// that CUPTI handed over unfinished (timestamp 0). The reader drops and
+// counts them in collector traces only; other producers' rows stay as written.
+TEST(TraceFile, UnfinishedCollectorRowsAreDroppedAndCounted) {
+  TempDir dir;
+  Trace t;
+  t.meta.source = "collector";
+  auto kernel = [&](Timestamp start, Timestamp end) {
+    KernelRecord k;
+    k.start = start;
+    k.end = end;
+    k.correlation = static_cast<uint32_t>(t.kernels.size());
+    t.kernels.push(k);
+  };
+  kernel(1'796'035'639'000'000'000, 1'796'035'639'000'001'000);
+  kernel(0, 0);
+  kernel(1'796'035'639'000'002'000, 0);
+  kernel(1'796'035'639'000'003'000, 1'796'035'639'000'004'000);
+  MemcpyRecord m;
+  m.bytes = 64;
+  t.memcpys.push(m);  // 0, 0
+  NcclRecord n;
+  n.start = 1'796'035'639'000'005'000;
+  n.end = 1'796'035'639'000'004'000;  // ends before it starts
+  t.nccl.push(n);
+  write_trace(dir / "c.sstrace", t);
+  const Trace back = read_trace(dir / "c.sstrace");
+  ASSERT_EQ(back.kernels.size(), 2u);
+  EXPECT_EQ(back.kernels.correlation[0], 0u);
+  EXPECT_EQ(back.kernels.correlation[1], 3u);  // every column moved with its row
+  EXPECT_EQ(back.kernels.end[1], 1'796'035'639'000'004'000);
+  EXPECT_EQ(back.memcpys.size(), 0u);
+  EXPECT_EQ(back.nccl.size(), 0u);
+  EXPECT_EQ(back.problems.get(Problem::kIncompleteRecord), 4u);
+  EXPECT_TRUE(back.problems.any_data_loss());
+  const auto span = back.time_span();
+  EXPECT_EQ(span.second - span.first, 4'000);  // not 1.8e18 ns
+
+  t.meta.source = "kineto";
+  write_trace(dir / "k.sstrace", t);
+  const Trace other = read_trace(dir / "k.sstrace");
+  EXPECT_EQ(other.kernels.size(), 4u);
+  EXPECT_EQ(other.problems.get(Problem::kIncompleteRecord), 0u);
+}
+
 TEST(TraceFile, RoundTripsAcrossManySmallChunks) {
   TempDir dir;
   const Trace original = make_full_trace();

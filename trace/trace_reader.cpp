@@ -418,8 +418,36 @@ class Reader {
         }
       });
     });
+    // Collector traces written before the decoder left them out can hold GPU
+    // records that CUPTI handed over unfinished (timestamp 0; see
+    // cupti_decoder.cpp): one made a killed run's wall time 1.8e18 ns.
+    if (trace_.meta.source == "collector") {
+      const uint64_t n = drop_unfinished(trace_.kernels) + drop_unfinished(trace_.memcpys) +
+                         drop_unfinished(trace_.memsets) + drop_unfinished(trace_.syncs) +
+                         drop_unfinished(trace_.nccl);
+      if (n > 0) problems_.add(Problem::kIncompleteRecord, n);
+    }
     trace_.problems = stored_problems_;
     for (int i = 0; i < kProblemCount; ++i) trace_.problems.counts[i] += problems_.counts[i];
+  }
+
+  // Removes the rows with a zero start or end, or an end before the start; returns how many.
+  template <typename Table>
+  static uint64_t drop_unfinished(Table& table) {
+    std::vector<uint8_t> keep(table.size());
+    uint64_t dropped = 0;
+    for (size_t i = 0; i < table.size(); ++i) {
+      keep[i] = table.start[i] != 0 && table.end[i] != 0 && table.end[i] >= table.start[i];
+      dropped += !keep[i];
+    }
+    if (dropped == 0) return 0;
+    format::for_each_column(table, [&](int, auto& col, Transform, auto*) {
+      size_t out = 0;
+      for (size_t i = 0; i < col.size(); ++i)
+        if (keep[i]) col[out++] = col[i];
+      col.resize(out);
+    });
+    return dropped;
   }
 
   const uint8_t* data_;
