@@ -165,7 +165,7 @@ TEST(SweepSections, OneGpuCountClaimsNoBreakEven) {
   EXPECT_THAT(highlights, ::testing::Not(HasSubstr("break-even")));
   EXPECT_THAT(highlights, ::testing::Not(HasSubstr("Pareto knee")));
   EXPECT_THAT(highlights, HasSubstr("variant=fp64 vs ref, 2 GPUs: time x2.50"));  // effects still compared
-  EXPECT_THAT(r.document_json(), HasSubstr("One GPU count measured: no speedup, efficiency or break-even to report."));
+  EXPECT_THAT(r.document_json(), HasSubstr("only N=2 measured: no speedup, efficiency or break-even to report"));
   fs::remove_all(dir);
 }
 

@@ -174,17 +174,13 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
     t.add_note("CIs: " + table.ci_method);
     const auto& be = table.break_even;
     auto row_of = [&](int g) { return std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == g; }); };
-    // One measured GPU count is its own reference (E' = 1 by definition): no
-    // break-even to report, only that the sweep did not vary the count.
-    if (table.rows.size() < 2) {
-      t.add_note("One GPU count measured: no speedup, efficiency or break-even to report.");
-    } else if (be.by_threshold) {
+    if (be.by_threshold) {
       const auto r = row_of(*be.by_threshold);
       eff_marks.push_back({{"x", r->gpus}, {"y", num(r->efficiency)}, {"label", fmt::format("E' rule: {}", r->gpus)}});
       t.add_note(fmt::format("Break-even by the E' rule (largest N with E' >= {}): {} GPUs.", be.threshold, *be.by_threshold));
       by_threshold[*be.by_threshold].push_back(label);
     }
-    if (table.rows.size() >= 2 && be.by_knee) {
+    if (be.by_knee) {
       const auto r = row_of(*be.by_knee);
       cost_marks.push_back({{"x", r->gpu_hours}, {"y", r->time.median}, {"label", fmt::format("knee: {} GPUs", r->gpus)}});
       t.add_note(fmt::format("Break-even by the Pareto knee ({}): {} GPUs.", be.knee_method, *be.by_knee));

@@ -346,31 +346,40 @@ ScalingTable scaling_table(const std::vector<ScalingPoint>& points, const Scalin
     table.rows.push_back(std::move(r));
   }
 
-  // Rule (a).
   auto& be = table.break_even;
-  for (const auto& r : table.rows) {
-    if (r.efficiency >= options.threshold) {
-      be.by_threshold = r.gpus;
-      if (std::isfinite(r.efficiency_low) && r.efficiency_low < options.threshold && r.gpus != ref->gpus)
-        be.notes.push_back(fmt::format("E' at N={} is {:.3f} but its CI reaches down to {:.3f}, below the threshold",
-                                       r.gpus, r.efficiency, r.efficiency_low));
-    }
-  }
-  // Rule (b).
   be.knee_method = "knee of the time vs GPU-hours Pareto front: maximum normalized distance to the chord (Kneedle-like)";
-  std::vector<std::pair<double, double>> pts;
-  for (const auto& r : table.rows) pts.emplace_back(r.time.median, r.gpu_hours);
-  const auto front = pareto_front(pts);
-  std::vector<std::pair<double, double>> front_pts;
-  for (size_t i : front) {
-    table.rows[i].pareto = true;
-    front_pts.push_back(pts[i]);
-  }
-  if (auto k = knee_index(front_pts)) {
-    be.by_knee = table.rows[front[*k]].gpus;
+  if (table.rows.size() < 2) {
+    // One measured count is its own reference (E' = 1 by definition): no rule applies.
+    if (!table.rows.empty()) {
+      table.rows[0].pareto = true;
+      be.notes.push_back(fmt::format("only N={} measured: no speedup, efficiency or break-even to report",
+                                     table.rows[0].gpus));
+    }
   } else {
-    be.notes.push_back(fmt::format("no knee: the Pareto front has {} point(s){}", front_pts.size(),
-                                   front_pts.size() < 3 ? " (a knee needs at least 3)" : " and none below its chord"));
+    // Rule (a).
+    for (const auto& r : table.rows) {
+      if (r.efficiency >= options.threshold) {
+        be.by_threshold = r.gpus;
+        if (std::isfinite(r.efficiency_low) && r.efficiency_low < options.threshold && r.gpus != ref->gpus)
+          be.notes.push_back(fmt::format("E' at N={} is {:.3f} but its CI reaches down to {:.3f}, below the threshold",
+                                         r.gpus, r.efficiency, r.efficiency_low));
+      }
+    }
+    // Rule (b).
+    std::vector<std::pair<double, double>> pts;
+    for (const auto& r : table.rows) pts.emplace_back(r.time.median, r.gpu_hours);
+    const auto front = pareto_front(pts);
+    std::vector<std::pair<double, double>> front_pts;
+    for (size_t i : front) {
+      table.rows[i].pareto = true;
+      front_pts.push_back(pts[i]);
+    }
+    if (auto k = knee_index(front_pts)) {
+      be.by_knee = table.rows[front[*k]].gpus;
+    } else {
+      be.notes.push_back(fmt::format("no knee: the Pareto front has {} point(s){}", front_pts.size(),
+                                     front_pts.size() < 3 ? " (a knee needs at least 3)" : " and none below its chord"));
+    }
   }
   if (!table.missing_gpus.empty())
     be.notes.push_back(fmt::format("GPU counts without any successful run (left out): {}",

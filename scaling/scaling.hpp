@@ -119,12 +119,14 @@ struct ScalingRow {
 struct BreakEven {
   double threshold = 0.8;
   // Rule (a): the largest N whose median E' >= threshold (the reference
-  // always qualifies, E' = 1). nullopt only without rows.
+  // always qualifies, E' = 1). nullopt with fewer than 2 measured counts
+  // (one count is its own reference: a note says so).
   std::optional<int> by_threshold;
   // Rule (b): knee of the Pareto front of (time, GPU-hours), both minimized:
   // both axes normalized to [0,1] over the front, the front point with the
   // largest distance to the chord joining its two ends (Kneedle-like).
-  // nullopt when the front has fewer than 3 points (note says so).
+  // nullopt when the front has fewer than 3 points (a note says so, except
+  // with a single count, where the note above covers both rules).
   std::optional<int> by_knee;
   std::string knee_method;
   std::vector<std::string> notes;

@@ -178,6 +178,24 @@ TEST(ScalingTable, AllFailedIsAnErrorNotANumber) {
   EXPECT_THROW(scaling_table({{0, {1}, {}}}, {}), Error);
 }
 
+// One measured count is its own reference: E' = 1 by definition, so neither
+// break-even rule is claimed (the study's accuracy sweep ran at 2 GPUs only).
+TEST(ScalingTable, OneGpuCountClaimsNoBreakEven) {
+  const auto t = scaling_table({{2, {112.2}, {}}}, {});
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(t.rows[0].efficiency, 1);
+  EXPECT_TRUE(t.rows[0].pareto);
+  EXPECT_FALSE(t.break_even.by_threshold.has_value());
+  EXPECT_FALSE(t.break_even.by_knee.has_value());
+  ASSERT_EQ(t.break_even.notes.size(), 1u);
+  EXPECT_EQ(t.break_even.notes[0], "only N=2 measured: no speedup, efficiency or break-even to report");
+  // A second count that failed everywhere is named too.
+  const auto u = scaling_table({{1, {}, {}}, {2, {112.2}, {}}}, {});
+  EXPECT_FALSE(u.break_even.by_threshold.has_value());
+  ASSERT_EQ(u.break_even.notes.size(), 2u);
+  EXPECT_NE(u.break_even.notes[1].find("left out): 1"), std::string::npos);
+}
+
 TEST(ScalingTable, NoisyEfficiencyAtThresholdIsNoted) {
   std::vector<ScalingPoint> pts = {{1, {90, 100, 110}, {}}, {2, {55, 60, 65}, {}}};
   const auto t = scaling_table(pts, {});
