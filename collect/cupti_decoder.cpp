@@ -247,7 +247,7 @@ uint32_t CuptiDecoder::device_of_context(uint32_t context_id) const {
 // such kernel made a killed run's wall time 1.8e18 ns (the span from 0 to
 // now), so they are counted and left out.
 namespace {
-bool unfinished(uint64_t start, uint64_t end) { return start == 0 || end == 0 || end < start; }
+bool unfinished(uint64_t start, uint64_t end) { return trace::unfinished_span(ts(start), ts(end)); }
 }  // namespace
 
 bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {

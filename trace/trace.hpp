@@ -360,6 +360,11 @@ enum class Problem : uint16_t {
 };
 inline constexpr int kProblemCount = static_cast<int>(Problem::kCount_);
 
+// A GPU record CUPTI handed over before the work finished (a forced flush
+// gives it timestamp 0): the collector's decoder and the reader leave such
+// rows out and count them as kIncompleteRecord.
+constexpr bool unfinished_span(Timestamp start, Timestamp end) { return start == 0 || end == 0 || end < start; }
+
 Severity severity_of(Problem p);
 std::string_view to_string(Problem p);
 

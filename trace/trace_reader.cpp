@@ -436,7 +436,7 @@ class Reader {
   // collectors) pay one pass over two columns.
   template <typename Table>
   static uint64_t drop_unfinished(Table& table) {
-    auto finished = [&](size_t i) { return table.start[i] != 0 && table.end[i] != 0 && table.end[i] >= table.start[i]; };
+    auto finished = [&](size_t i) { return !unfinished_span(table.start[i], table.end[i]); };
     uint64_t dropped = 0;
     for (size_t i = 0; i < table.size(); ++i) dropped += !finished(i);
     if (dropped == 0) return 0;
