@@ -8,35 +8,43 @@
 
 #include "analyze/analyze.hpp"
 #include "trace/error.hpp"
+#include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/trace_file.hpp"
+#include "trace/trace_source.hpp"
 
 namespace scalescope::analyze {
 namespace fs = std::filesystem;
 
 std::vector<fs::path> list_trace_inputs(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) fail("{}: no such file or directory", path.string());
-  if (!fs::is_directory(path, ec)) return {path};
-  std::vector<fs::path> traces, kineto;
-  for (const auto& entry : fs::directory_iterator(path, ec)) {
-    if (!entry.is_regular_file(ec)) continue;
-    if (entry.path().extension() == trace::kTraceFileExtension) traces.push_back(entry.path());
-    else if (trace::is_kineto_path(entry.path())) kineto.push_back(entry.path());
+  trace::DetectedInput in = trace::detect_input(path);
+  switch (in.kind) {
+    case trace::InputKind::kTraceFile:
+    case trace::InputKind::kKinetoJson:
+    case trace::InputKind::kNsysSqlite:
+      return {path};
+    case trace::InputKind::kRunDirectory:
+    case trace::InputKind::kKinetoDirectory:
+    case trace::InputKind::kNsysDirectory:
+      return std::move(in.files);
+    default:
+      trace::fail_not_a_trace(path, in);
   }
-  if (ec) fail("{}: cannot list the directory: {}", path.string(), ec.message());
-  auto& files = traces.empty() ? kineto : traces;
-  if (files.empty()) fail("{}: the directory holds no .sstrace files and no Kineto .json/.json.gz traces", path.string());
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 namespace {
 
 trace::Trace load_one(const fs::path& file) {
-  if (trace::is_trace_file(file)) return trace::read_trace(file);
-  if (trace::is_kineto_path(file)) return trace::import_kineto_file(file);
-  fail("{}: neither a scalescope trace (.sstrace) nor a PyTorch-profiler JSON trace (.json, .json.gz)", file.string());
+  const trace::DetectedInput in = trace::detect_input(file);
+  switch (in.kind) {
+    case trace::InputKind::kTraceFile: return trace::read_trace(file);
+    case trace::InputKind::kKinetoJson: return trace::import_kineto_file(file);
+    default: {
+      std::vector<trace::Trace> one = trace::load_traces(file);
+      if (one.size() != 1) fail("{}: holds {} traces where one was expected", file.string(), one.size());
+      return std::move(one.front());
+    }
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
+#include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_source.hpp"
@@ -79,31 +80,41 @@ void add_import_command(CLI::App& app, int& exit_code) {
   cmd->callback([opts, &exit_code] {
     const auto format = *report::parse_output_format(opts->format);
     fs::path in(opts->input);
-    std::error_code ec;
-    if (!fs::exists(in, ec)) fail("{}: no such file or directory", in.string());
+    const trace::DetectedInput detected = trace::detect_input(in);
     std::vector<report::Table> tables;
-    if (fs::is_directory(in, ec)) {
-      std::vector<fs::path> files = trace::list_kineto_files(in);
-      if (files.empty()) fail("{}: directory holds no Kineto .json or .json.gz traces", in.string());
-      fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(opts->output);
-      fs::create_directories(out, ec);
-      if (ec) fail("{}: cannot create run directory: {}", out.string(), ec.message());
-      for (const auto& f : files) {
-        trace::ImportReport rep;
-        trace::Trace t = trace::import_kineto_file(f, &rep);
-        std::string name = t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(f);
-        write_one(t, out / (name + std::string(trace::kTraceFileExtension)));
-        for (auto& tab : report_tables(rep, t)) tables.push_back(std::move(tab));
+    switch (detected.kind) {
+      case trace::InputKind::kTraceFile:
+      case trace::InputKind::kRunDirectory:
+        fail("{}: already {}; nothing to import (give it to stats, analyze or export directly)", in.string(),
+             detected.what);
+      case trace::InputKind::kKinetoDirectory: {
+        const std::vector<fs::path>& files = detected.files;
+        std::error_code ec;
+        fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(opts->output);
+        fs::create_directories(out, ec);
+        if (ec) fail("{}: cannot create run directory: {}", out.string(), ec.message());
+        for (const auto& f : files) {
+          trace::ImportReport rep;
+          trace::Trace t = trace::import_kineto_file(f, &rep);
+          std::string name = t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(f);
+          write_one(t, out / (name + std::string(trace::kTraceFileExtension)));
+          for (auto& tab : report_tables(rep, t)) tables.push_back(std::move(tab));
+        }
+        tables.back().add_note(fmt::format("wrote {} trace(s) to {}", files.size(), out.string()));
+        break;
       }
-      tables.back().add_note(fmt::format("wrote {} trace(s) to {}", files.size(), out.string()));
-    } else {
-      fs::path out = opts->output.empty() ? in.parent_path() / (stem_of(in) + std::string(trace::kTraceFileExtension))
-                                          : fs::path(opts->output);
-      trace::ImportReport rep;
-      trace::Trace t = trace::import_kineto_file(in, &rep);
-      write_one(t, out);
-      tables = report_tables(rep, t);
-      tables.back().add_note(fmt::format("wrote {}", out.string()));
+      case trace::InputKind::kKinetoJson: {
+        fs::path out = opts->output.empty() ? in.parent_path() / (stem_of(in) + std::string(trace::kTraceFileExtension))
+                                            : fs::path(opts->output);
+        trace::ImportReport rep;
+        trace::Trace t = trace::import_kineto_file(in, &rep);
+        write_one(t, out);
+        tables = report_tables(rep, t);
+        tables.back().add_note(fmt::format("wrote {}", out.string()));
+        break;
+      }
+      default:
+        trace::fail_not_a_trace(in, detected);
     }
     report::print_tables(std::cout, tables, format);
     exit_code = 0;

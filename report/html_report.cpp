@@ -18,8 +18,10 @@
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
 #include "trace/error.hpp"
+#include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/trace_file.hpp"
+#include "trace/trace_source.hpp"
 
 namespace scalescope::report {
 
@@ -33,63 +35,28 @@ std::string_view to_string(InputKind kind) {
     case InputKind::kKinetoJson: return "Kineto JSON trace";
     case InputKind::kSweepDatabase: return "sweep database";
     case InputKind::kMlperfCsv: return "MLPerf runs CSV";
+    case InputKind::kTraceDirectory: return "directory of traces";
+    case InputKind::kNsysExport: return "Nsight Systems export";
   }
   return "unknown";
 }
 
-namespace {
-
-std::string read_head(const fs::path& path, size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open ({})", path.string(), std::strerror(errno));
-  std::string head(n, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(n));
-  head.resize(static_cast<size_t>(in.gcount()));
-  return head;
-}
-
-// `mlperf ingest` writes a header naming these columns (mlperf::write_runs_csv).
-bool looks_like_mlperf_csv(std::string_view head) {
-  const std::string_view line = head.substr(0, head.find_first_of("\r\n"));
-  auto has = [&](std::string_view col) {
-    size_t p = 0;
-    while (p <= line.size()) {
-      size_t e = line.find(',', p);
-      if (e == std::string_view::npos) e = line.size();
-      std::string_view cell = line.substr(p, e - p);
-      if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') cell = cell.substr(1, cell.size() - 2);
-      if (cell == col) return true;
-      p = e + 1;
-    }
-    return false;
-  };
-  return has("submitter") && has("system") && has("benchmark");
-}
-
-}  // namespace
-
 InputKind detect_input_kind(const fs::path& path) {
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  if (ec || !fs::exists(status)) fail("{}: no such file or directory", path.string());
-  if (fs::is_directory(status)) {
-    for (const auto& entry : fs::directory_iterator(path, ec))
-      if (entry.path().extension() == trace::kTraceFileExtension) return InputKind::kRunDirectory;
-    fail("{}: a directory without .sstrace files (expected a .ssrun run directory)", path.string());
+  const trace::DetectedInput in = trace::detect_input(path);
+  switch (in.kind) {
+    case trace::InputKind::kTraceFile: return InputKind::kTraceFile;
+    case trace::InputKind::kRunDirectory: return InputKind::kRunDirectory;
+    case trace::InputKind::kKinetoJson: return InputKind::kKinetoJson;
+    case trace::InputKind::kKinetoDirectory: return InputKind::kTraceDirectory;
+    case trace::InputKind::kNsysSqlite:
+    case trace::InputKind::kNsysDirectory: return InputKind::kNsysExport;
+    case trace::InputKind::kSweepDatabase: return InputKind::kSweepDatabase;
+    case trace::InputKind::kMlperfRunsCsv: return InputKind::kMlperfCsv;
+    default:
+      fail("{}: {}; the report takes a trace, a run directory, a PyTorch-profiler JSON trace, an Nsight Systems "
+           "export, a directory of traces, a sweep database or an MLPerf runs CSV",
+           path.string(), in.what);
   }
-  const std::string head = read_head(path, 4096);
-  if (head.empty()) fail("{}: empty file", path.string());
-  static constexpr std::string_view kSqliteMagic{"SQLite format 3\0", 16};
-  if (head.size() >= kSqliteMagic.size() && std::string_view(head).substr(0, kSqliteMagic.size()) == kSqliteMagic)
-    return InputKind::kSweepDatabase;
-  if (trace::is_trace_file(path)) return InputKind::kTraceFile;
-  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b)
-    return InputKind::kKinetoJson;  // gzip: Kineto writes .json.gz; the importer checks the content
-  const size_t first = head.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && head[first] == '{') return InputKind::kKinetoJson;
-  if (looks_like_mlperf_csv(head)) return InputKind::kMlperfCsv;
-  fail("{}: not a trace, run directory, Kineto JSON trace, sweep database or MLPerf runs CSV (unrecognised content)",
-       path.string());
 }
 
 // ---- document helpers -------------------------------------------------------
@@ -192,13 +159,10 @@ InputKind HtmlReport::add_input(const fs::path& path) {
   impl_->doc.inputs.push_back({{"path", path.string()}, {"kind", to_string(kind)}});
   switch (kind) {
     case InputKind::kTraceFile:
-    case InputKind::kRunDirectory: add_run(label, trace::load_run(path)); break;
-    case InputKind::kKinetoJson: {
-      std::vector<trace::Trace> ranks;
-      ranks.push_back(trace::import_kineto_file(path));
-      add_run(label, ranks);
-      break;
-    }
+    case InputKind::kRunDirectory:
+    case InputKind::kKinetoJson:
+    case InputKind::kTraceDirectory:
+    case InputKind::kNsysExport: add_run(label, trace::load_traces(path)); break;
     case InputKind::kSweepDatabase: add_sweep_database(path); break;
     case InputKind::kMlperfCsv: detail::add_mlperf_csv_sections(impl_->doc, label, path); break;
   }

@@ -31,9 +31,9 @@ namespace scalescope::report {
 
 class Progress;
 
-// What an input is, found from its content (magic bytes, SQLite header, CSV
-// header), not only its name.
-enum class InputKind { kTraceFile, kRunDirectory, kKinetoJson, kSweepDatabase, kMlperfCsv };
+// What an input is, found from its content by trace/input_detector.hpp (the
+// one detector every command uses), grouped as the report handles them.
+enum class InputKind { kTraceFile, kRunDirectory, kKinetoJson, kSweepDatabase, kMlperfCsv, kTraceDirectory, kNsysExport };
 std::string_view to_string(InputKind kind);
 // Throws scalescope::Error naming the path when it does not exist or is of no
 // known kind.

@@ -7,11 +7,13 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include "report/embedded_assets.hpp"
 #include "trace/error.hpp"
 #include "trace/trace.hpp"
+#include "trace/trace_file.hpp"
 #ifdef SCALESCOPE_REPORT_RUNS
 #include "trace/synthetic_trace.hpp"
 #endif
@@ -96,14 +98,24 @@ TEST(ReportHtml, EmptyReportIsAWholePageWithTitleEscaped) {
 
 TEST(ReportHtml, DetectsInputKindsByContent) {
   TempDir d;
-  EXPECT_EQ(detect_input_kind(d.write("a.bin", std::string("SQLite format 3\0xxxxxxxx", 24))), InputKind::kSweepDatabase);
+  const fs::path db = d.path / "a.bin";
+  {
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+    sqlite3_exec(h, "CREATE TABLE sweeps (id); CREATE TABLE runs (id);", nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+  }
+  EXPECT_EQ(detect_input_kind(db), InputKind::kSweepDatabase);
   EXPECT_EQ(detect_input_kind(d.write("weird.txt", "  {\"traceEvents\": []}")), InputKind::kKinetoJson);
   EXPECT_EQ(detect_input_kind(d.write("t.gz", "\x1f\x8b\x08\x00rest")), InputKind::kKinetoJson);
   EXPECT_EQ(detect_input_kind(d.write("runs.txt", "submitter,system,system_name,benchmark,division\nA,B,C,bert,closed\n")),
             InputKind::kMlperfCsv);
   fs::create_directories(d.path / "x.ssrun");
-  std::ofstream(d.path / "x.ssrun" / "h-1.sstrace") << "x";
+  trace::write_trace(d.path / "x.ssrun" / "h-1.sstrace", trace::make_synthetic_trace(size_t{100}));
   EXPECT_EQ(detect_input_kind(d.path / "x.ssrun"), InputKind::kRunDirectory);
+  fs::create_directories(d.path / "kineto");
+  d.write("kineto/rank0.json", "{\"traceEvents\": []}");
+  EXPECT_EQ(detect_input_kind(d.path / "kineto"), InputKind::kTraceDirectory);
 
   auto message = [](const fs::path& p) {
     try {
@@ -114,12 +126,13 @@ TEST(ReportHtml, DetectsInputKindsByContent) {
     return std::string("no error");
   };
   const auto unknown = d.write("notes.csv", "a,b,c\n1,2,3\n");
-  EXPECT_EQ(message(unknown), unknown.string() + ": not a trace, run directory, Kineto JSON trace, sweep database or "
-                                                 "MLPerf runs CSV (unrecognised content)");
+  EXPECT_EQ(message(unknown), unknown.string() + ": a file of unrecognised content; the report takes a trace, a run "
+                                                 "directory, a PyTorch-profiler JSON trace, an Nsight Systems export, a "
+                                                 "directory of traces, a sweep database or an MLPerf runs CSV");
   EXPECT_EQ(message(d.path / "missing.db"), (d.path / "missing.db").string() + ": no such file or directory");
-  EXPECT_EQ(message(d.write("empty", "")), (d.path / "empty").string() + ": empty file");
+  EXPECT_NE(message(d.write("empty", "")).find(": an empty file;"), std::string::npos);
   fs::create_directories(d.path / "empty.ssrun");
-  EXPECT_NE(message(d.path / "empty.ssrun").find("a directory without .sstrace files"), std::string::npos);
+  EXPECT_NE(message(d.path / "empty.ssrun").find("a directory without traces"), std::string::npos);
 }
 
 TEST(ReportHtml, WriteReplacesAtomicallyAndNamesTheFileOnError) {

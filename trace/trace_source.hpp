@@ -1,7 +1,8 @@
 #pragma once
 // What the trace-reading commands accept, loaded into Traces: a .sstrace file,
 // a .ssrun run directory, a Kineto .json/.json.gz (imported on the fly), or a
-// directory of Kineto JSON traces (one per rank, each imported).
+// directory of Kineto JSON traces (one per rank, each imported). The input's
+// kind is decided by content (trace/input_detector.hpp), never by its name.
 //
 //   std::vector<ImportReport> reports;   // filled for Kineto inputs
 //   std::vector<Trace> ranks = load_traces("run.ssrun");
@@ -21,7 +22,13 @@ namespace scalescope::trace {
 std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports = nullptr,
                                const std::function<void(size_t, size_t)>& on_file_loaded = {});
 
-// The Kineto JSON traces (*.json, *.json.gz) of a directory, sorted by name.
+// The Kineto JSON traces (*.json, *.json.gz by content) of a directory, sorted
+// by name; empty when the directory holds .sstrace files or no Kineto traces.
 std::vector<std::filesystem::path> list_kineto_files(const std::filesystem::path& dir);
+
+struct DetectedInput;
+// Throws the one-line error for an input that is not a trace: what it is, and
+// what to use instead (e.g. `scalescope scaling` for a sweep database).
+[[noreturn]] void fail_not_a_trace(const std::filesystem::path& path, const DetectedInput& in);
 
 }  // namespace scalescope::trace

@@ -26,7 +26,7 @@ set(cases
   "analyze|${SCRATCH}/garbage.sstrace=>garbage.sstrace"
   "analyze|${SCRATCH}/truncated.json.gz=>truncated.json.gz.*truncated gzip"
   "analyze|${SCRATCH}/not_json.json=>not_json.json"
-  "analyze|${SCRATCH}/empty_dir=>empty_dir: the directory holds no .sstrace files"
+  "analyze|${SCRATCH}/empty_dir=>empty_dir: a directory without traces"
   "analyze|${good}|--window|5:3=>--window '5:3': the end must be after the start"
   "analyze|${good}|--window|abc=>--window 'abc': expected START:END"
   "analyze|${good}|--window|10%:150%=>--window '10%:150%': percentages go up to 100"

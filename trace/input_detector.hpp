@@ -1,0 +1,62 @@
+#pragma once
+// The one content-based detector of what a path holds. Every command that
+// takes an input asks it, so that a Kineto trace saved as `x.trace`, a
+// `.sstrace` given to `import`, an Nsight Systems export or a PNG are told apart
+// the same way everywhere, by their bytes, never by their names.
+//
+//   DetectedInput in = detect_input("rank0.json.gz");
+//   if (!is_trace_input(in.kind)) fail("{}: {}; {}", path, in.what, hint_for(in.kind));
+//
+// Paths that cannot be inputs at all are errors (scalescope::Error naming the
+// path): missing, a symlink loop, unreadable, or not a regular file or
+// directory (a FIFO would block a reader forever, a device never ends).
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace scalescope::trace {
+
+enum class InputKind : uint8_t {
+  kTraceFile,         // a scalescope trace (.sstrace magic)
+  kRunDirectory,      // a directory holding .sstrace files (a .ssrun)
+  kKinetoJson,        // a PyTorch-profiler (Kineto) Chrome JSON trace, plain or gzip
+  kKinetoDirectory,   // a directory of Kineto JSON traces, one per rank
+  kNsysSqlite,        // an Nsight Systems SQLite export (nsys export --type sqlite)
+  kNsysDirectory,     // a directory of Nsight Systems SQLite exports, one per rank
+  kNsysReport,        // an Nsight Systems report (.nsys-rep / .qdrep): needs `nsys export` first
+  kSweepDatabase,     // a scalescope sweep database (SQLite with sweeps and runs tables)
+  kSqliteDatabase,    // another SQLite database
+  kMlperfRunsCsv,     // the runs CSV `scalescope mlperf ingest` writes
+  kOther,             // anything else; DetectedInput::what says what it looks like
+};
+
+struct DetectedInput {
+  InputKind kind = InputKind::kOther;
+  std::string what;  // a noun phrase for messages: "a PNG image", "a sweep database", ...
+  // For directory kinds: the member files of that kind, sorted by name.
+  std::vector<std::filesystem::path> files;
+};
+
+// Reads at most a few KiB of a file (and, for SQLite, its table names) to
+// classify it. Directories are classified by their members' content.
+DetectedInput detect_input(const std::filesystem::path& path);
+
+// Kinds that load as traces (one Trace per rank).
+bool is_trace_input(InputKind kind);
+
+// Short stable name ("trace-file", "kineto-json", ...) for JSON and tests.
+std::string_view to_string(InputKind kind);
+
+// What to do with an input of this kind when a trace command got it, e.g.
+// "use scalescope scaling" for a sweep database; empty when nothing fits.
+std::string_view hint_for(InputKind kind);
+
+// The sentence trace commands use for what they accept.
+inline constexpr std::string_view kTraceInputsAccepted =
+    "expected a scalescope trace (.sstrace), a run directory (.ssrun), a PyTorch-profiler JSON trace (.json, "
+    ".json.gz), an Nsight Systems SQLite export, or a directory of them";
+
+}  // namespace scalescope::trace
