@@ -33,6 +33,22 @@ std::string format_bytes(double b) {
 std::string format_percent(double f) { return fmt::format("{:.1f}%", f * 100); }
 
 // Time the shares are taken of: the iterations when known, else the window.
+// "; launched by: aten::cudnn_convolution in nn.Module: Conv2d_3 (1.2 ms,
+// 310 kernels), ..." from attribution, or "" where the trace has no ranges.
+std::string responsible_text(const analyze::Attribution& a, const std::vector<analyze::ResponsibleOperator>& v,
+                             bool by_count) {
+  if (!a.available || v.empty()) return {};
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < v.size() && i < 3; ++i) {
+    const auto& x = v[i];
+    std::string who = x.name.empty() ? std::string("(outside every operator)") : x.name.substr(0, 60);
+    if (!x.module.empty()) who += " in " + x.module.substr(0, 60);
+    parts.push_back(by_count ? fmt::format("{} ({} kernels)", who, x.count)
+                             : fmt::format("{} ({}, {} kernels)", who, format_duration_ns(static_cast<double>(x.sum_ns)), x.count));
+  }
+  return fmt::format("; launched by: {}", fmt::join(parts, ", "));
+}
+
 // The time the window's iterations take at their steady pace: count x steady
 // median. Rules divide window totals by it, so a share is "per iteration, of a
 // steady iteration". The raw span would let one long warm-up iteration (seen on
@@ -177,6 +193,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
                                   format_percent(l.nchw_half_fraction), format_percent(th.layout_share),
                                   l.top_nchw_half.empty() ? std::string("-") : l.top_nchw_half.front().name.substr(0, 80)));
     f.evidence = fmt::format("{}: {}", r.label, fmt::join(parts, "; "));
+    if (conversions) f.evidence += responsible_text(r.attribution, r.attribution.layout_conversions, false);
     f.figures = {{"conversion kernel time", static_cast<double>(l.conversion_ns), "ns"},
                  {"share of kernel time", l.fraction, "fraction"},
                  {"conversion kernels", static_cast<double>(l.conversion_count), "count"},
@@ -222,6 +239,7 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
                              format_percent(fp32_fraction), format_percent(th.fp32_share),
                              format_percent(p.tensor_core_fraction),
                              p.top_fp32.empty() ? std::string("-") : p.top_fp32.front().name.substr(0, 80));
+    if (ns > 0) f.evidence += responsible_text(r.attribution, r.attribution.fp32_no_tensor, false);
     f.figures = {{"fp32 gemm/conv time", static_cast<double>(ns), "ns"},
                  {"tf32 gemm/conv time", static_cast<double>(tf32_ns), "ns"},
                  {"fp32+tf32 share of kernel time", fp32_fraction, "fraction"},
@@ -287,6 +305,8 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
                              r.label, l.gap_count, format_duration_ns(static_cast<double>(l.gpu_gap_ns)), format_percent(share),
                              format_percent(th.launch_gap_share), format_duration_ns(l.median_kernel_ns),
                              format_duration_ns(l.median_launch_ns), format_percent(l.small_kernel_fraction));
+    if (const std::string who = responsible_text(r.attribution, r.attribution.tiny_kernels, true); !who.empty())
+      f.evidence += "; kernels under 10 us" + who.substr(1);
     f.figures = {{"gpu gaps", static_cast<double>(l.gpu_gap_ns), "ns"},
                  {"gap share of wall", share, "fraction"},
                  {"median kernel", l.median_kernel_ns, "ns"},

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "analyze/attribution_detail.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
 
@@ -86,7 +87,7 @@ trace::NcclOp op_of_kernel(std::string_view name) {
 namespace {
 
 // One analysis of one window (the whole trace without --window).
-RankAnalysis analyze_window(const trace::Trace& t, const Options& o) {
+RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detail::LaunchPaths& paths) {
   RankAnalysis r;
   r.rank = t.meta.rank;
   r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
@@ -450,6 +451,13 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o) {
       if (a->available) *a = {false, why};
   }
 
+  // ---- GPU time by operator, module and range -----------------------------
+  r.attribution = detail::summarize_attribution(t, paths, ws, we, !o.window.has_value(), r.iterations.iterations, info);
+  if (o.window && wall == 0 && r.attribution.available) {
+    r.attribution.available = false;
+    r.attribution.reason = fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
+  }
+
   // ---- collectives for straggler matching --------------------------------
   {
     std::map<std::pair<trace::StringId, trace::NcclOp>, int64_t> occurrence;
@@ -495,7 +503,9 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
   // The first analysis's working sets (intervals, per-kernel durations) are
   // freed before the second one starts, so the steady pass adds time, not
   // peak memory.
-  RankAnalysis r = analyze_window(t, o);
+  // Which ranges launched each kernel does not depend on the window: found once.
+  const std::shared_ptr<const detail::LaunchPaths> paths = detail::launch_paths(t);
+  RankAnalysis r = analyze_window(t, o, *paths);
   // ---- the steady iterations, for the advisor (see RankAnalysis::steady) ----
   if (!o.window && r.iterations.availability.available && !r.iterations.iterations.empty()) {
     const auto& its = r.iterations.iterations;  // all detected iterations: the window is the whole trace
@@ -505,7 +515,7 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
       Options steady_options = o;
       steady_options.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(first),
                                          static_cast<double>(its.size())};
-      RankAnalysis steady = analyze_window(t, steady_options);
+      RankAnalysis steady = analyze_window(t, steady_options, *paths);
       steady.collectives.clear();  // stragglers are matched over the whole trace
       steady.collectives.shrink_to_fit();
       r.steady = std::make_shared<const RankAnalysis>(std::move(steady));

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "analyze/attribution.hpp"
 #include "trace/trace.hpp"
 
 namespace scalescope::analyze {
@@ -282,6 +283,7 @@ struct RankAnalysis {
   LayoutStats layout;
   InputStats input;
   NumaStats numa;
+  Attribution attribution;  // GPU time by operator, module and range (attribution.hpp)
   std::array<ClassTotal, kKernelClassCount> classes{};
   std::vector<KernelSummary> top_kernels;          // by total time, at most Options::top_kernels
   std::vector<CollectiveArrival> collectives;      // for straggler matching (compact)
@@ -387,6 +389,8 @@ void to_json(nlohmann::json& j, const LayoutStats& v);
 void to_json(nlohmann::json& j, const InputStats& v);
 void to_json(nlohmann::json& j, const NumaStats& v);
 void to_json(nlohmann::json& j, const KernelSummary& v);
+void to_json(nlohmann::json& j, const AttributionRow& v);
+void to_json(nlohmann::json& j, const Attribution& v);
 void to_json(nlohmann::json& j, const RankAnalysis& v);
 void to_json(nlohmann::json& j, const StragglerStats& v);
 void to_json(nlohmann::json& j, const RunAnalysis& v);

@@ -98,6 +98,65 @@ void to_json(json& j, const KernelSummary& v) {
            {"total_ns", v.total_ns}};
 }
 
+void to_json(json& j, const AttributionRow& v) {
+  j = json{{"name", v.name},
+           {"kind", to_string(v.kind)},
+           {"calls", v.calls},
+           {"gpu_ns", v.gpu_ns},
+           {"self_gpu_ns", v.self_gpu_ns},
+           {"sum_ns", v.sum_ns},
+           {"self_sum_ns", v.self_sum_ns},
+           {"kernels", v.kernels},
+           {"cpu_ns", v.cpu_ns},
+           {"self_cpu_ns", v.self_cpu_ns},
+           {"step_fraction", v.step_fraction},
+           {"gpu_ns_per_iteration", v.gpu_ns_per_iteration},
+           {"kernels_per_call", v.kernels_per_call}};
+}
+
+void to_json(json& j, const Attribution& v) {
+  json tree = json::array();
+  for (const auto& n : v.tree)
+    tree.push_back({{"parent", n.parent},
+                    {"name", n.name},
+                    {"kind", to_string(n.kind)},
+                    {"gpu_ns", n.gpu_ns},
+                    {"self_gpu_ns", n.self_gpu_ns},
+                    {"kernels", n.kernels}});
+  json its = json::array();
+  for (const auto& it : v.iterations)
+    its.push_back({{"start_ns", it.start},
+                   {"end_ns", it.end},
+                   {"busy_ns", it.busy_ns},
+                   {"attributed_ns", it.attributed_ns},
+                   {"top_operator_gpu_ns", it.top_operator_gpu_ns}});
+  j = json{{"availability", Availability{v.available, v.reason}},
+           {"busy_ns", v.busy_ns},
+           {"attributed_ns", v.attributed_ns},
+           {"unattributed_ns", v.unattributed_ns},
+           {"no_launch_ns", v.no_launch_ns},
+           {"outside_ranges_ns", v.outside_ranges_ns},
+           {"no_operator_ns", v.no_operator_ns},
+           {"no_range_ns", v.no_range_ns},
+           {"activities", v.activities},
+           {"unattributed_activities", v.unattributed_activities},
+           {"backward_links", v.backward_links},
+           {"link_source", v.link_source},
+           {"iteration_count", v.iteration_count},
+           {"operators", v.operators},
+           {"ranges", v.ranges},
+           {"tree", std::move(tree)},
+           {"iterations", std::move(its)}};
+  auto responsible = [](const std::vector<ResponsibleOperator>& v) {
+    json a = json::array();
+    for (const auto& x : v) a.push_back({{"operator", x.name}, {"module", x.module}, {"count", x.count}, {"sum_ns", x.sum_ns}});
+    return a;
+  };
+  j["layout_conversions"] = responsible(v.layout_conversions);
+  j["fp32_no_tensor"] = responsible(v.fp32_no_tensor);
+  j["tiny_kernels"] = responsible(v.tiny_kernels);
+}
+
 void to_json(json& j, const PrecisionStats& v) {
   json ns = json::object();
   for (int p = 0; p < kPrecisionCount; ++p) ns[std::string(to_string(static_cast<Precision>(p)))] = v.ns[p];
@@ -155,6 +214,7 @@ void to_json(json& j, const RankAnalysis& v) {
            {"launch", v.launch},       {"copies", v.copies},         {"sync", v.sync},
            {"precision", v.precision}, {"layout", v.layout},         {"input", v.input},
            {"numa", v.numa},           {"classes", std::move(classes)}, {"top_kernels", v.top_kernels},
+           {"attribution", v.attribution},
            {"data_loss", v.data_loss}};
   if (v.steady) {
     // Where the advisor looked; its figures are the findings' evidence.

@@ -16,8 +16,10 @@ struct TraceBuilder {
     t.meta.rank = r;
     return *this;
   }
-  TraceBuilder& kernel(const std::string& name, int64_t start, int64_t end, uint32_t stream = 7, uint32_t device = 0) {
+  TraceBuilder& kernel(const std::string& name, int64_t start, int64_t end, uint32_t stream = 7, uint32_t device = 0,
+                       uint32_t correlation = 0) {
     trace::KernelRecord k;
+    k.correlation = correlation;
     k.start = start;
     k.end = end;
     k.stream = stream;
@@ -41,8 +43,9 @@ struct TraceBuilder {
     t.memcpys.push(m);
     return *this;
   }
-  TraceBuilder& memset(int64_t start, int64_t end, uint32_t stream = 9) {
+  TraceBuilder& memset(int64_t start, int64_t end, uint32_t stream = 9, uint32_t correlation = 0) {
     trace::MemsetRecord m;
+    m.correlation = correlation;
     m.start = start;
     m.end = end;
     m.stream = stream;
@@ -50,8 +53,9 @@ struct TraceBuilder {
     t.memsets.push(m);
     return *this;
   }
-  TraceBuilder& api(const std::string& name, int64_t start, int64_t end, uint32_t correlation = 0) {
+  TraceBuilder& api(const std::string& name, int64_t start, int64_t end, uint32_t correlation = 0, uint32_t thread = 0) {
     trace::ApiRecord a;
+    a.thread = thread;
     a.correlation = correlation;
     a.start = start;
     a.end = end;
@@ -60,8 +64,10 @@ struct TraceBuilder {
     return *this;
   }
   TraceBuilder& range(const std::string& text, int64_t start, int64_t end, int32_t device = -1,
-                      const std::string& domain = "user_annotation") {
+                      const std::string& domain = "user_annotation", uint32_t thread = 0, uint32_t link = 0) {
     trace::NvtxRecord r;
+    r.thread = thread;
+    r.link = link;
     r.start = start;
     r.end = end;
     r.text = t.strings.intern(text);

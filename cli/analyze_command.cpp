@@ -12,6 +12,7 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
+#include "cli/attribution_tables.hpp"
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
 #include "report/table.hpp"
@@ -44,7 +45,7 @@ bool skipped(Table& t, const analyze::RankAnalysis& r, const analyze::Availabili
 }
 
 std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::vector<advise::Finding>& findings,
-                                   int top) {
+                                   int top, bool all_rows) {
   std::vector<Table> out;
   {
     Table t("Time breakdown per rank (parts add up to wall time; overlap shown separately)",
@@ -197,6 +198,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     }
     out.push_back(std::move(t));
   }
+  for (Table& t : attribution_tables(run, top, all_rows)) out.push_back(std::move(t));
   {
     Table t("Findings (ranked by estimated saving as share of step time: an upper bound unless its method says otherwise)",
             cols({{"rank_order", 0}, {"id", 0}, {"severity", 0}, {"saving_pct", 1}, {"title", 0}, {"evidence", 0},
@@ -247,7 +249,8 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
       std::cout << j.dump(2) << "\n";
     } else {
       const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
-      report::print_tables(std::cout, analysis_tables(run, findings, args->top), format);
+      report::print_tables(std::cout, analysis_tables(run, findings, args->top, format != report::OutputFormat::kTable),
+                           format);
     }
     exit_code = 0;
   });

@@ -299,13 +299,13 @@ struct Args {
 
 struct Event {
   Str ph, cat, name;
-  Num pid, tid;
+  Num pid, tid, id;
   int64_t ts = 0, dur = 0;
   bool has_ts = false, has_dur = false, bad = false;
   Args args;
   void clear() {
     ph.present = cat.present = name.present = false;
-    pid = tid = Num{};
+    pid = tid = id = Num{};
     has_ts = has_dur = bad = false;
     args.clear();
   }
@@ -343,6 +343,7 @@ enum class Cat : uint8_t {
   kPythonFunction,
   kIgnored,  // overhead, Trace spans
   kFlow,
+  kFwdBwdFlow,  // PyTorch's forward -> backward links between cpu_ops
   kMetadata,
   kInstant,
   kUnknown,
@@ -362,6 +363,7 @@ std::string_view mapped_name(Cat c) {
     case Cat::kPythonFunction: return "nvtx";
     case Cat::kIgnored: return "counted only";
     case Cat::kFlow: return "flows (implied by correlation)";
+    case Cat::kFwdBwdFlow: return "nvtx links (forward to backward)";
     case Cat::kMetadata: return "metadata";
     case Cat::kInstant: return "counted only";
     case Cat::kUnknown: break;
@@ -384,7 +386,7 @@ Cat classify(std::string_view cat, std::string_view ph) {
     if (cat == "overhead" || cat == "Trace") return Cat::kIgnored;
     return Cat::kUnknown;
   }
-  if (ph == "s" || ph == "f" || ph == "t") return Cat::kFlow;
+  if (ph == "s" || ph == "f" || ph == "t") return cat == "fwdbwd" ? Cat::kFwdBwdFlow : Cat::kFlow;
   if (ph == "M") return Cat::kMetadata;
   if (ph == "i" || ph == "I") return Cat::kInstant;
   return Cat::kUnknown;
@@ -555,6 +557,15 @@ class Importer {
   std::vector<SyncRecord> syncs_;
   std::vector<NvtxRecord> nvtx_;
   std::vector<NcclRecord> nccl_;
+  // One end of a fwdbwd flow: the cpu_op that encloses (tid, ts) gets the link.
+  struct FlowEnd {
+    int64_t id;
+    uint32_t thread;
+    Timestamp ts;
+    bool start;
+  };
+  std::vector<FlowEnd> fwdbwd_;
+  void link_forward_backward();
   std::vector<Cat> category_cat_;  // parallel to report_.categories
   size_t last_category_ = 0;
   StringId domain_user_ = 0, domain_cpu_op_ = 0, domain_gpu_user_ = 0, domain_python_ = 0;
@@ -712,6 +723,8 @@ void Importer::read_event(od::object& obj, Event& e) {
       if (vt == od::json_type::number) read_number(val, e.pid);
     } else if (key == "tid") {
       if (vt == od::json_type::number) read_number(val, e.tid);
+    } else if (key == "id") {
+      if (vt == od::json_type::number) read_number(val, e.id);
     } else if (key == "args") {
       read_args(val, e.args);
     }
@@ -762,6 +775,12 @@ void Importer::handle_event(Event& e) {
   }
   if (c == Cat::kFlow) {
     ++report_.flows;
+    return;
+  }
+  if (c == Cat::kFwdBwdFlow) {
+    ++report_.flows;
+    if ((ph == "s" || ph == "f") && e.id.present && e.tid.present && e.has_ts && !e.bad)
+      fwdbwd_.push_back({e.id.value, as_u32(e.tid), e.ts, ph == "s"});
     return;
   }
   if (c == Cat::kMetadata) {
@@ -1076,6 +1095,7 @@ void Importer::finish() {
   sort_by_start(syncs_);
   sort_by_start(nvtx_);
   sort_by_start(nccl_);
+  link_forward_backward();
 
   // Sequence numbers per communicator in time order, where Kineto gave none.
   std::unordered_map<StringId, int64_t> next_seq;
@@ -1121,6 +1141,39 @@ void Importer::finish() {
   fill(trace_.nvtx, nvtx_);
   fill(trace_.nccl, nccl_);
   if (host_pid_ >= 0) trace_.meta.pid = static_cast<uint32_t>(host_pid_);
+}
+
+// PyTorch links the forward op that created an autograd node to the node's
+// backward op with a fwdbwd flow: "s" at the forward op's start on its thread,
+// "f" (binding "e": the enclosing slice) at the backward op's start. Both ops
+// get the same link id (dense, from 1), so that attribution can charge
+// backward kernels to the forward op's module (docs/attribution.md).
+void Importer::link_forward_backward() {
+  if (fwdbwd_.empty()) return;
+  std::unordered_map<uint32_t, std::vector<uint32_t>> ops_by_thread;  // cpu_op rows, in start order
+  for (uint32_t i = 0; i < nvtx_.size(); ++i)
+    if (nvtx_[i].domain == domain_cpu_op_ && nvtx_[i].device < 0) ops_by_thread[nvtx_[i].thread].push_back(i);
+  std::unordered_map<int64_t, uint32_t> dense;
+  for (const FlowEnd& f : fwdbwd_) {
+    auto it = ops_by_thread.find(f.thread);
+    if (it == ops_by_thread.end()) continue;
+    const auto& rows = it->second;
+    // The deepest op holding ts: the latest start at or before it (the shortest on a tie).
+    auto pos = std::upper_bound(rows.begin(), rows.end(), f.ts, [&](Timestamp ts, uint32_t r) { return ts < nvtx_[r].start; });
+    int64_t best = -1;
+    for (int steps = 0; pos != rows.begin() && steps < 64; ++steps) {
+      const NvtxRecord& r = nvtx_[*--pos];
+      if (best >= 0 && r.start < nvtx_[static_cast<size_t>(best)].start) break;
+      if (f.ts < r.end || f.ts == r.start)
+        if (best < 0 || r.end < nvtx_[static_cast<size_t>(best)].end) best = *pos;
+    }
+    if (best < 0) continue;
+    auto [d, inserted] = dense.try_emplace(f.id, static_cast<uint32_t>(dense.size() + 1));
+    uint32_t& link = nvtx_[static_cast<size_t>(best)].link;
+    if (link == 0) link = d->second;
+  }
+  fwdbwd_.clear();
+  fwdbwd_.shrink_to_fit();
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ struct ImportReport {
   uint64_t json_bytes = 0;   // JSON text size (after decompression)
   uint64_t events = 0;       // entries of traceEvents
   std::vector<Category> categories;  // in first-seen order
-  uint64_t flows = 0;        // ac2g / fwdbwd flow events: implied by correlation, not stored
+  uint64_t flows = 0;        // flow events: ac2g is implied by correlation; fwdbwd becomes NvtxRecord::link
   uint64_t metadata_kept = 0, metadata_dropped = 0;
   uint64_t ignored = 0;      // profiler overhead, Trace spans, instants: counted only
   uint64_t unknown = 0;      // unknown categories/phases (Problem::kUnknownEvent)

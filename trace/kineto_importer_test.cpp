@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <unordered_map>
 
 #include <gtest/gtest.h>
 
@@ -271,6 +272,37 @@ TEST(KinetoImporter, DecompressionBombIsRefused) {
     EXPECT_NE(std::string(e.what()).find("decompresses to more than"), std::string::npos) << e.what();
   }
   fs::remove(gz);
+}
+
+// PyTorch's fwdbwd flows: "s" at the forward op's start, "f" (binding "e")
+// at the backward op's start; both ops get one link id, other ops none.
+TEST(KinetoImporter, ForwardBackwardFlowsLinkTheTwoOps) {
+  constexpr std::string_view kFlows = R"JSON({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::cross_entropy_loss", "pid": 1, "tid": 10, "ts": 100, "dur": 50},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::_log_softmax", "pid": 1, "tid": 10, "ts": 110, "dur": 5},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::nll_loss", "pid": 1, "tid": 10, "ts": 120, "dur": 20},
+  {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: NllLossBackward0", "pid": 1, "tid": 20, "ts": 300, "dur": 40},
+  {"ph": "X", "cat": "cpu_op", "name": "NllLossBackward0", "pid": 1, "tid": 20, "ts": 301, "dur": 38},
+  {"ph": "X", "cat": "cpu_op", "name": "LogSoftmaxBackward0", "pid": 1, "tid": 20, "ts": 350, "dur": 10},
+  {"ph": "s", "id": 900000000001, "pid": 1, "tid": 10, "ts": 120, "cat": "fwdbwd", "name": "fwdbwd"},
+  {"ph": "f", "id": 900000000001, "pid": 1, "tid": 20, "ts": 301, "cat": "fwdbwd", "name": "fwdbwd", "bp": "e"},
+  {"ph": "s", "id": 2, "pid": 1, "tid": 10, "ts": 110, "cat": "fwdbwd", "name": "fwdbwd"},
+  {"ph": "f", "id": 2, "pid": 1, "tid": 20, "ts": 350, "cat": "fwdbwd", "name": "fwdbwd", "bp": "e"},
+  {"ph": "f", "id": 3, "pid": 1, "tid": 99, "ts": 350, "cat": "fwdbwd", "name": "fwdbwd", "bp": "e"}
+  ]})JSON";
+  ImportReport rep;
+  const Trace t = import_kineto_json(kFlows, "flows.json", &rep);
+  std::unordered_map<std::string, uint32_t> link;
+  for (size_t i = 0; i < t.nvtx.size(); ++i) link[std::string(t.strings.view(t.nvtx.text[i]))] = t.nvtx.link[i];
+  EXPECT_EQ(link["aten::cross_entropy_loss"], 0u);
+  EXPECT_EQ(link["autograd::engine::evaluate_function: NllLossBackward0"], 0u);
+  EXPECT_NE(link["aten::nll_loss"], 0u);
+  EXPECT_EQ(link["aten::nll_loss"], link["NllLossBackward0"]);
+  EXPECT_NE(link["aten::_log_softmax"], 0u);
+  EXPECT_EQ(link["aten::_log_softmax"], link["LogSoftmaxBackward0"]);
+  EXPECT_NE(link["aten::_log_softmax"], link["aten::nll_loss"]);
+  EXPECT_EQ(rep.flows, 5u);
+  EXPECT_EQ(rep.count("fwdbwd", "s"), 2u);
 }
 
 }  // namespace

@@ -282,10 +282,11 @@ void NvtxTable::push(const NvtxRecord& r) {
   thread.push_back(r.thread);
   device.push_back(r.device);
   correlation.push_back(r.correlation);
+  link.push_back(r.link);
 }
 
 NvtxRecord NvtxTable::row(size_t i) const {
-  return {start[i], end[i], kind[i], domain[i], text[i], thread[i], device[i], correlation[i]};
+  return {start[i], end[i], kind[i], domain[i], text[i], thread[i], device[i], correlation[i], link[i]};
 }
 
 void NvtxTable::reserve(size_t n) {
@@ -297,6 +298,7 @@ void NvtxTable::reserve(size_t n) {
   thread.reserve(n);
   device.reserve(n);
   correlation.reserve(n);
+  link.reserve(n);
 }
 
 void NcclTable::push(const NcclRecord& r) {

@@ -151,6 +151,9 @@ struct NvtxRecord {
   uint32_t thread = 0;
   int32_t device = -1;  // >= 0 for ranges projected onto a GPU (Kineto's gpu_user_annotation)
   uint32_t correlation = 0;  // links a range to what it launched, where the producer knows
+  // Links a forward range to the backward range it caused (PyTorch's fwdbwd
+  // flow): both rows carry the same id, the earlier one is the forward. 0: none.
+  uint32_t link = 0;
 };
 
 struct NcclRecord {
@@ -255,6 +258,7 @@ struct NvtxTable {
   std::vector<uint32_t> thread;
   std::vector<int32_t> device;
   std::vector<uint32_t> correlation;
+  std::vector<uint32_t> link;
 
   size_t size() const { return start.size(); }
   void push(const NvtxRecord& r);

@@ -26,7 +26,7 @@
 namespace scalescope::trace {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kFormatMinor = 1;  // 1.1: nvtx link column
 inline constexpr std::string_view kTraceFileExtension = ".sstrace";
 inline constexpr std::string_view kRunDirExtension = ".ssrun";
 

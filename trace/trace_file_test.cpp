@@ -687,6 +687,38 @@ TEST(TraceFile, ReadsGoldenVersion1_0File) {
   EXPECT_EQ(t.counters.value[2], 677.48402800488327);
   EXPECT_EQ(t.memcpys.bytes[0], 77070336u);
   EXPECT_EQ(t.strings.view(t.kernels.name[5]).substr(0, 44), "void at::native::vectorized_elementwise_kern");
+  for (uint32_t link : t.nvtx.link) EXPECT_EQ(link, 0u);  // a 1.0 file has no link column: the default
+}
+
+// The golden file of format 1.1 (the nvtx link column): the 1.0 content plus
+// links on two pairs of NVTX rows. Regenerate only for a new format version
+// (SCALESCOPE_WRITE_GOLDEN=1), never to make this test pass.
+TEST(TraceFile, ReadsGoldenVersion1_1File) {
+  const fs::path golden = fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.1.sstrace";
+  if (std::getenv("SCALESCOPE_WRITE_GOLDEN")) {
+    Trace t = make_synthetic_trace(2000, 42);
+    t.problems.add(Problem::kDroppedRecords, 5);
+    t.nvtx.link[1] = 1;
+    t.nvtx.link[5] = 1;
+    t.nvtx.link[6] = 70000;
+    t.nvtx.link[9] = 70000;
+    WriterOptions o;
+    o.max_rows_per_chunk = 500;
+    write_trace(golden, t, o);
+  }
+  std::ifstream in(golden, std::ios::binary);
+  char header[12] = {};
+  in.read(header, sizeof header);
+  EXPECT_EQ(header[8], 1);   // major
+  EXPECT_EQ(header[10], 1);  // minor
+  const Trace t = read_trace(golden);
+  EXPECT_EQ(t.kernels.size(), 1440u);
+  EXPECT_EQ(t.api.size(), 1449u);
+  ASSERT_EQ(t.nvtx.size(), 12u);
+  EXPECT_EQ(t.problems.get(Problem::kDroppedRecords), 5u);
+  EXPECT_EQ(t.strings.view(t.nvtx.text.back()), "ProfilerStep#2");
+  const std::vector<uint32_t> want = {0, 1, 0, 0, 0, 1, 70000, 0, 0, 70000, 0, 0};
+  EXPECT_EQ(t.nvtx.link, want);
 }
 
 TEST(RunLoader, LoadsARunDirectoryInParallelOrderedByRank) {

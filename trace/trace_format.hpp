@@ -145,6 +145,7 @@ void for_each_column(T& t, F&& f) {
     f(6, t.thread, Transform::kNone, Start{});
     f(7, t.device, Transform::kNone, Start{});
     f(8, t.correlation, Transform::kNone, Start{});
+    f(9, t.link, Transform::kNone, Start{});  // format 1.1
   } else if constexpr (requires { t.protocol; }) {  // NcclTable
     f(3, t.device, Transform::kNone, Start{});
     f(4, t.stream, Transform::kNone, Start{});

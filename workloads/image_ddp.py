@@ -96,6 +96,7 @@ def parse_args(argv=None):
     p.add_argument("--log-every", type=int, default=100, help="print the loss every N steps (0: never)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                    help="cpu (gloo under torchrun) is for smoke tests only")
+    wc.add_emit_nvtx_option(p)
     p.add_argument("--cudnn-benchmark", type=on_off, nargs="?", const=True, default=True, metavar="on|off")
     args = p.parse_args(argv)
     if args.epochs is None and args.steps is None:
@@ -425,7 +426,7 @@ def main():
         # Exactly the batches the epoch has (both loaders drop the last partial
         # one), so every ProfilerStep range holds one real step.
         for _ in range(min(steps_per_epoch, total_steps - step)):
-            with wc.StepRange(dist_info.is_cuda, step):
+            with wc.StepRange(dist_info.is_cuda, step, args.emit_nvtx):
                 if step == args.warmup_steps:
                     if dist_info.is_cuda:
                         torch.cuda.synchronize()

@@ -55,6 +55,7 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=8,
                    help="sequences per GPU per step (dpo: batch/2 chosen-rejected pairs, so every method sees "
                         "the same tokens per step)")
+    wc.add_emit_nvtx_option(p)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--warmup-steps", type=int, default=10, help="steps left out of the steady-state figures")
     p.add_argument("--lr", type=float, default=None, help="AdamW learning rate (default per method)")
@@ -248,7 +249,7 @@ def main():
     amp_device = device.type
     first_loss, loss_value, pref_acc, t_steady = None, float("nan"), float("nan"), None
     for step in range(args.steps):
-        with wc.StepRange(dist_info.is_cuda, step):
+        with wc.StepRange(dist_info.is_cuda, step, args.emit_nvtx):
             if step == args.warmup_steps:
                 if dist_info.is_cuda:
                     torch.cuda.synchronize()

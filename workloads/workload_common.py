@@ -181,21 +181,35 @@ def percentile(values, q):
 
 class StepRange:
     """NVTX range 'ProfilerStep#N' around one iteration: the name PyTorch's
-    profiler uses, which scalescope's iteration detection recognises."""
+    profiler uses, which scalescope's iteration detection recognises. With
+    emit_nvtx, PyTorch also emits one NVTX range per operator inside the step
+    (torch.autograd.profiler.emit_nvtx), so that `scalescope analyze` shows GPU
+    time by operator for a collector trace (docs/attribution.md)."""
 
-    def __init__(self, is_cuda, step):
+    def __init__(self, is_cuda, step, emit_nvtx=False):
         self.is_cuda = is_cuda
         self.step = step
+        self.operators = torch.autograd.profiler.emit_nvtx() if (is_cuda and emit_nvtx) else None
 
     def __enter__(self):
         if self.is_cuda:
             torch.cuda.nvtx.range_push(f"ProfilerStep#{self.step}")
+        if self.operators is not None:
+            self.operators.__enter__()
         return self
 
     def __exit__(self, *exc):
+        if self.operators is not None:
+            self.operators.__exit__(*exc)
         if self.is_cuda:
             torch.cuda.nvtx.range_pop()
         return False
+
+
+def add_emit_nvtx_option(parser):
+    parser.add_argument("--emit-nvtx", action="store_true",
+                        help="one NVTX range per PyTorch operator in each step (torch.autograd.profiler.emit_nvtx): "
+                             "GPU time by operator in `scalescope analyze` of a collector trace; adds host overhead")
 
 
 def peak_memory_mib(dist_info):
