@@ -87,7 +87,7 @@ trace::NcclOp op_of_kernel(std::string_view name) {
 namespace {
 
 // One analysis of one window (the whole trace without --window).
-RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detail::LaunchPaths& paths) {
+RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detail::LaunchPaths* paths) {
   RankAnalysis r;
   r.rank = t.meta.rank;
   r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
@@ -452,7 +452,12 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   }
 
   // ---- GPU time by operator, module and range -----------------------------
-  r.attribution = detail::summarize_attribution(t, paths, ws, we, !o.window.has_value(), r.iterations.iterations, info);
+  if (paths) {
+    r.attribution = detail::summarize_attribution(t, *paths, ws, we, !o.window.has_value(), r.iterations.iterations, info);
+  } else {
+    r.attribution.available = false;
+    r.attribution.reason = "skipped: turned off (Options::attribution)";
+  }
   if (o.window && wall == 0 && r.attribution.available) {
     r.attribution.available = false;
     r.attribution.reason = fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
@@ -504,8 +509,8 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
   // freed before the second one starts, so the steady pass adds time, not
   // peak memory.
   // Which ranges launched each kernel does not depend on the window: found once.
-  const std::shared_ptr<const detail::LaunchPaths> paths = detail::launch_paths(t);
-  RankAnalysis r = analyze_window(t, o, *paths);
+  const std::shared_ptr<const detail::LaunchPaths> paths = o.attribution ? detail::launch_paths(t) : nullptr;
+  RankAnalysis r = analyze_window(t, o, paths.get());
   // ---- the steady iterations, for the advisor (see RankAnalysis::steady) ----
   if (!o.window && r.iterations.availability.available && !r.iterations.iterations.empty()) {
     const auto& its = r.iterations.iterations;  // all detected iterations: the window is the whole trace
@@ -515,7 +520,7 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
       Options steady_options = o;
       steady_options.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(first),
                                          static_cast<double>(its.size())};
-      RankAnalysis steady = analyze_window(t, steady_options, *paths);
+      RankAnalysis steady = analyze_window(t, steady_options, paths.get());
       steady.collectives.clear();  // stragglers are matched over the whole trace
       steady.collectives.shrink_to_fit();
       r.steady = std::make_shared<const RankAnalysis>(std::move(steady));

@@ -99,6 +99,7 @@ struct Options {
   KernelClassifier classifier;
   int top_kernels = 200;             // kernel names kept per rank (for top lists and diff)
   double warmup_tolerance = 0.5;     // an early iteration longer than (1+tol) x steady median is warm-up
+  bool attribution = true;           // GPU time by operator and range (attribution.hpp); off to measure its cost
 };
 
 // Why an analysis has no figures: e.g. "skipped: the trace has no host facts

@@ -13,6 +13,7 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
+#include "trace/kineto_importer.hpp"
 #include "trace/synthetic_trace.hpp"
 #include "trace/trace_file.hpp"
 
@@ -40,6 +41,44 @@ void BM_AnalyzeOneRank(benchmark::State& state) {
   state.counters["peak_rss_mib"] = peak_rss_mib();
 }
 BENCHMARK(BM_AnalyzeOneRank)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The cost of attribution (analyze/attribution.hpp): analyze_rank with it off
+// (A) and on (B), on the 10 M-event synthetic trace and on the real 712k-event
+// Kineto trace in ../shared (skipped when absent). Run A and B interleaved:
+//   analyze_bench --benchmark_filter=Attribution --benchmark_repetitions=7 \
+//     --benchmark_enable_random_interleaving=true
+void BM_AttributionSynthetic(benchmark::State& state) {
+  static std::unique_ptr<trace::Trace> t;
+  if (!t) t = std::make_unique<trace::Trace>(trace::make_synthetic_trace(10'000'000, 7));
+  analyze::Options o;
+  o.attribution = state.range(0) != 0;
+  for (auto _ : state) {
+    analyze::RankAnalysis r = analyze::analyze_rank(*t, o);
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["events"] = static_cast<double>(t->event_count());
+}
+BENCHMARK(BM_AttributionSynthetic)->ArgName("attribution")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_AttributionRealTrace(benchmark::State& state) {
+  static std::unique_ptr<trace::Trace> t;
+  const fs::path path = fs::path(SCALESCOPE_SHARED_DIR) / "data/traces/kineto-mobilenetv2-ddp-2xh200-rank0.json.gz";
+  if (!t) {
+    if (!fs::exists(path)) {
+      state.SkipWithError("the real trace is not in ../shared");
+      return;
+    }
+    t = std::make_unique<trace::Trace>(trace::import_kineto_file(path));
+  }
+  analyze::Options o;
+  o.attribution = state.range(0) != 0;
+  for (auto _ : state) {
+    analyze::RankAnalysis r = analyze::analyze_rank(*t, o);
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["events"] = static_cast<double>(t->event_count());
+}
+BENCHMARK(BM_AttributionRealTrace)->ArgName("attribution")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Writes the run directory once (64 .sstrace files of ~1 M events each).
 fs::path make_run_dir(int ranks, size_t events) {

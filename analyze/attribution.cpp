@@ -249,7 +249,9 @@ void PathBuilder::push_range(size_t i, const NameCache::Info& info) {
       target = true;
       forward_ctx = it->second;
     }
-  } else if (use_seq_ && info.backward_node && info.seq >= 0 && !backward_below) {
+  } else if (use_seq_ && info.backward_node && info.seq >= 0) {
+    // Inside "autograd::engine::evaluate_function: XBackward0" (no seq of its
+    // own) the node's range "XBackward0, seq = N" carries the link.
     if (auto it = seq_ctx_.find(info.seq); it != seq_ctx_.end()) {
       target = true;
       forward_ctx = it->second;

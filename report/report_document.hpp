@@ -14,6 +14,9 @@
 namespace scalescope::report {
 class Table;
 }
+namespace scalescope::analyze {
+struct RankAnalysis;
+}
 
 namespace scalescope::report::detail {
 
@@ -36,6 +39,9 @@ Json paragraph(std::string text, std::string_view style = {});
 Json table_block(const Table& table, std::vector<int> name_columns = {});
 Json section(std::string title, std::string subtitle, Json blocks);
 inline double ms(double ns) { return ns / 1e6; }
+
+// GPU time by operator and module of the first rank (attribution_sections.cpp).
+Json attribution_blocks(const std::vector<analyze::RankAnalysis>& ranks);
 
 // Builders, one per kind of input (run_sections.cpp, sweep_sections.cpp, mlperf_sections.cpp).
 void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& ranks);

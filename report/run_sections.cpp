@@ -498,6 +498,7 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
   Json copies = copy_blocks(ranks);
   Json breakdown = breakdown_blocks(ranks);
   Json iterations = iteration_blocks(ranks);
+  Json attribution = attribution_blocks(ranks);
   const analyze::RunAnalysis run = analyze::combine(std::move(ranks));
   for (const auto& f : advise::advise(run)) {
     Json figures = Json::array();
@@ -517,6 +518,7 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
   append(blocks, std::move(iterations));
   append(blocks, std::move(timeline));
   append(blocks, std::move(kernels));
+  append(blocks, std::move(attribution));
   append(blocks, std::move(copies));
   if (traces.size() > 1) append(blocks, straggler_blocks(run.stragglers));
   append(blocks, std::move(nccl));

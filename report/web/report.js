@@ -43,20 +43,47 @@
     const wrap = el('div', 'table-wrap');
     const t = el('table', 'data');
     const head = el('tr');
-    for (const c of block.columns) head.appendChild(el('th', '', c));
     const thead = el('thead');
     thead.appendChild(head);
     t.appendChild(thead);
     const body = el('tbody');
-    for (const row of block.rows) {
-      const tr = el('tr');
-      row.forEach((cell, i) => {
-        const isNum = typeof cell === 'number';
-        const cls = isNum ? 'num' : ((block.name_columns || []).includes(i) ? 'name' : '');
-        tr.appendChild(el('td', cls, isNum ? fmtNumber(cell) : (cell === null ? '' : cell)));
-      });
-      body.appendChild(tr);
-    }
+    const fill = rows => {
+      body.textContent = '';
+      for (const row of rows) {
+        const tr = el('tr');
+        row.forEach((cell, i) => {
+          const isNum = typeof cell === 'number';
+          const cls = isNum ? 'num' : ((block.name_columns || []).includes(i) ? 'name' : '');
+          tr.appendChild(el('td', cls, isNum ? fmtNumber(cell) : (cell === null ? '' : cell)));
+        });
+        body.appendChild(tr);
+      }
+    };
+    // Sortable tables: a click on a header sorts by that column (numbers
+    // largest first, text A-Z; a second click reverses); empty cells go last.
+    let sortedBy = -1, descending = true;
+    block.columns.forEach((c, i) => {
+      const th = el('th', block.sortable ? 'sortable' : '', c);
+      if (block.sortable) {
+        th.title = 'sort by ' + c;
+        th.addEventListener('click', () => {
+          descending = sortedBy === i ? !descending : true;
+          sortedBy = i;
+          const rows = block.rows.slice().sort((a, b) => {
+            const x = a[i], y = b[i];
+            if (x === null || x === undefined) return 1;
+            if (y === null || y === undefined) return -1;
+            const order = typeof x === 'number' && typeof y === 'number' ? y - x : String(x).localeCompare(String(y));
+            return descending ? order : -order;
+          });
+          for (const h of head.children) h.classList.remove('sorted');
+          th.classList.add('sorted');
+          fill(rows);
+        });
+      }
+      head.appendChild(th);
+    });
+    fill(block.rows);
     t.appendChild(body);
     wrap.appendChild(t);
     parent.appendChild(wrap);
@@ -234,7 +261,59 @@
     };
   }
 
-  const builders = { xy: xyOption, bars: barsOption, boxplot: boxplotOption, timeline: timelineOption, forest: forestOption };
+  // An icicle (a flame graph upside down): nodes [parent, name, kind, value,
+  // self, kernels], parents first; each node's children share its width in
+  // proportion to their values, largest first. A click zooms into a node.
+  function icicleOption(c) {
+    const n = c.nodes.length;
+    const children = c.nodes.map(() => []);
+    const depth = new Array(n).fill(0);
+    c.nodes.forEach((node, i) => { if (node[0] >= 0) { children[node[0]].push(i); depth[i] = depth[node[0]] + 1; } });
+    for (const ch of children) ch.sort((a, b) => c.nodes[b][3] - c.nodes[a][3]);
+    const x0 = new Array(n).fill(0);
+    const order = [];
+    for (let i = 0; i < n; ++i) {
+      if (c.nodes[i][0] >= 0) continue;
+      const stack = [i];
+      while (stack.length) {
+        const v = stack.pop();
+        order.push(v);
+        let x = x0[v];
+        for (const w of children[v]) { x0[w] = x; x += c.nodes[w][3]; }
+        for (let k = children[v].length - 1; k >= 0; --k) stack.push(children[v][k]);
+      }
+    }
+    const kindColours = { operator: '#2f6fde', module: '#2e9d58', range: '#e08a00', backward: '#7b4fc9' };
+    const total = n ? Math.max(...c.nodes.filter(x => x[0] < 0).map(x => x[3]), 1e-12) : 1;
+    const maxDepth = Math.max(0, ...depth);
+    const data = order.map(i => ({ value: [x0[i], x0[i] + c.nodes[i][3], depth[i], i],
+      itemStyle: { color: depth[i] === 0 ? '#90a4ae' : (kindColours[c.nodes[i][2]] || '#2f6fde') } }));
+    return {
+      tooltip: Object.assign({ trigger: 'item', formatter: p => {
+        const node = c.nodes[p.value[3]];
+        return node[1] + ' (' + node[2] + ')\n' + fmtNumber(node[3]) + ' ' + c.unit + ' (' + fmtNumber(100 * node[3] / total, 1) +
+          '% of GPU busy time), self ' + fmtNumber(node[4]) + ' ' + c.unit + ', ' + node[5] + ' kernels';
+      } }, baseTooltip),
+      grid: { left: 10, right: 10, top: 10, bottom: 40 },
+      xAxis: { type: 'value', min: 0, max: total, name: 'GPU time (' + c.unit + ')', nameLocation: 'middle', nameGap: 24 },
+      yAxis: { type: 'value', min: 0, max: maxDepth + 1, inverse: true, show: false },
+      dataZoom: [{ type: 'inside', xAxisIndex: 0, filterMode: 'weakFilter' }, { type: 'slider', xAxisIndex: 0, height: 12, bottom: 4 }],
+      series: [{ name: 'GPU time', type: 'custom', data, encode: { x: [0, 1], y: 2 },
+        renderItem: (params, api) => {
+          const a = api.coord([api.value(0), api.value(2)]);
+          const b = api.coord([api.value(1), api.value(2) + 1]);
+          const rect = echarts.graphic.clipRectByRect({ x: a[0], y: a[1], width: Math.max(b[0] - a[0], 0.5), height: b[1] - a[1] - 1 },
+            { x: params.coordSys.x, y: params.coordSys.y, width: params.coordSys.width, height: params.coordSys.height });
+          if (!rect) return null;
+          const label = rect.width > 40 ? c.nodes[api.value(3)][1] : '';
+          return { type: 'rect', shape: rect, style: Object.assign(api.style(), { text: label, textFill: '#fff', fontSize: 11,
+            textPosition: 'insideLeft', truncate: { outerWidth: rect.width - 4 } }) };
+        } }],
+    };
+  }
+
+  const builders = { xy: xyOption, bars: barsOption, boxplot: boxplotOption, timeline: timelineOption, forest: forestOption,
+    icicle: icicleOption };
 
   function seriesSummary(c) {
     switch (c.kind) {
@@ -243,6 +322,7 @@
       case 'boxplot': return [{ name: c.series_name || 'distribution', points: c.boxes.length }];
       case 'timeline': return [{ name: 'events', points: c.items.length }];
       case 'forest': return [{ name: 'ratio', points: c.points.length }];
+      case 'icicle': return [{ name: 'nodes', points: c.nodes.length }];
       default: return [];
     }
   }
@@ -257,6 +337,10 @@
     if (!build) throw new Error('unknown chart kind ' + block.kind);
     const chart = echarts.init(div, null, { renderer: 'canvas' });
     chart.setOption(Object.assign({ animation: false, textStyle: { fontFamily: 'system-ui, sans-serif' } }, build(block)));
+    if (block.kind === 'icicle') {
+      // Zoom into the clicked node: its width fills the chart.
+      chart.on('click', p => chart.dispatchAction({ type: 'dataZoom', startValue: p.value[0], endValue: p.value[1] }));
+    }
     instances.push(chart);
     charts.push({ id: div.id, kind: block.kind, title: block.title || '', width: chart.getWidth(), height: chart.getHeight(),
       series: seriesSummary(block) });

@@ -95,6 +95,15 @@ test('demo report: every chart rendered with data, offline, without errors', asy
   }, timelineId);
   assert.ok(zoom[1] - zoom[0] < 100, `timeline zoomed in (dataZoom ${zoom})`);
   await r.page.screenshot({ path: path.join(artifacts, 'demo-timeline-zoomed.png') });
+  // GPU time by operator: an icicle chart, and tables that sort on a click of a header.
+  assert.ok(kinds.has('icicle'), 'an icicle chart of GPU time by module and operator');
+  const table = r.page.locator('table.data', { has: r.page.locator('th.sortable') }).first();
+  await table.scrollIntoViewIfNeeded();
+  await table.locator('th', { hasText: /^calls$/ }).click();
+  const calls = (await table.locator('tbody tr td:nth-child(2)').allTextContents())
+    .filter(x => x !== '').map(x => Number(x.replace(/,/g, '')));
+  assert.ok(calls.length > 2, `calls column: ${calls}`);
+  for (let i = 1; i < calls.length; ++i) assert.ok(calls[i - 1] >= calls[i], `sorted by calls, largest first: ${calls}`);
   await r.page.close();
 });
 
