@@ -45,7 +45,7 @@ BENCHMARK(BM_AnalyzeOneRank)->Arg(10'000'000)->Unit(benchmark::kMillisecond)->Us
 // The cost of attribution (analyze/attribution.hpp): analyze_rank with it off
 // (A) and on (B), on the 10 M-event synthetic trace and on the real 712k-event
 // Kineto trace in ../shared (skipped when absent). Run A and B interleaved:
-//   analyze_bench --benchmark_filter=Attribution --benchmark_repetitions=7 \
+//   analyze_bench --benchmark_filter=Attribution --benchmark_repetitions=7
 //     --benchmark_enable_random_interleaving=true
 void BM_AttributionSynthetic(benchmark::State& state) {
   static std::unique_ptr<trace::Trace> t;

@@ -93,5 +93,46 @@ TEST_F(RealTraceTest, TunedJobGetsNoPinnedLayoutOrPrecisionFinding) {
   }
 }
 
+// Attribution: attributed + unattributed = the GPU's busy time, backward ops
+// linked through the fwdbwd flows, and the operators' summed GPU time as an
+// independent count over Kineto's own "External id" links gives it
+// (bench/attribution/kineto_key_averages.py, the way key_averages() counts).
+TEST_F(RealTraceTest, AttributionAddsUpAndAgreesWithKinetoExternalIds) {
+  const RankAnalysis r = analyze_rank(*trace_, Options{});
+  for (const RankAnalysis* x : {&r, r.steady.get()}) {
+    ASSERT_TRUE(x);
+    const Attribution& a = x->attribution;
+    ASSERT_TRUE(a.available) << a.reason;
+    EXPECT_EQ(a.attributed_ns + a.unattributed_ns, a.busy_ns);
+    EXPECT_EQ(a.busy_ns, x->breakdown.wall_ns - x->breakdown.idle_ns);
+    int64_t ops = a.no_operator_ns, ranges = a.no_range_ns;
+    for (const auto& o : a.operators) ops += o.self_gpu_ns;
+    for (const auto& o : a.ranges) ranges += o.self_gpu_ns;
+    EXPECT_EQ(ops, a.busy_ns);
+    EXPECT_EQ(ranges, a.busy_ns);
+    EXPECT_GT(a.attributed_ns, a.busy_ns * 95 / 100);
+  }
+  const Attribution& a = r.attribution;
+  EXPECT_EQ(a.link_source, "fwdbwd flows");
+  EXPECT_GT(a.backward_links, 10'000);
+  auto sum_of = [&](const std::string& name) -> int64_t {
+    for (const auto& o : a.operators)
+      if (o.name == name) return o.sum_ns;
+    ADD_FAILURE() << name << " missing";
+    return 0;
+  };
+  const std::pair<const char*, double> kExternalIdSums[] = {
+      {"aten::convolution_backward", 212818309}, {"aten::cudnn_batch_norm_backward", 189758250},
+      {"aten::copy_", 166293236},                {"aten::cudnn_batch_norm", 140851149},
+      {"c10d::allreduce_", 380322089},
+  };
+  for (const auto& [name, ns] : kExternalIdSums) EXPECT_NEAR(static_cast<double>(sum_of(name)), ns, 0.01 * ns) << name;
+  // The DDP module gets its backward too: more than its forward range alone.
+  for (const auto& g : a.ranges)
+    if (g.name == "DistributedDataParallel.forward") {
+      EXPECT_GT(g.gpu_ns, a.busy_ns / 2);
+    }
+}
+
 }  // namespace
 }  // namespace scalescope::analyze
