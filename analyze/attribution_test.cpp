@@ -400,6 +400,31 @@ TEST(AttributionH200, CollectorTraceWithEmitNvtx) {
   EXPECT_TRUE(find(a.ranges, "ProfilerStep#N"));
 }
 
+// A study run (examples/h200: collector traces of the image workload on two
+// H200s, ProfilerStep#N NVTX ranges only): the identities hold on every rank.
+TEST(AttributionStudy, CollectorRunAddsUpToBusyTime) {
+  const std::filesystem::path run =
+      std::filesystem::path(SCALESCOPE_SOURCE_DIR) / "examples/h200/image-base/traces/0010-g2-arm_base-variant_ref-r0.ssrun";
+  if (!std::filesystem::exists(run)) GTEST_SKIP() << "no study run: " << run;
+  const RunAnalysis analysis = analyze_path(run, Options{});
+  int gpu_ranks = 0;
+  for (const RankAnalysis& r : analysis.ranks) {
+    if (!r.gpu_activity) continue;
+    ++gpu_ranks;
+    const Attribution& a = r.attribution;
+    SCOPED_TRACE(r.label);
+    EXPECT_TRUE(a.available) << a.reason;
+    expect_adds_up(a);
+    EXPECT_EQ(a.busy_ns, r.breakdown.wall_ns - r.breakdown.idle_ns);
+    EXPECT_GT(a.attributed_ns, 0);
+    ASSERT_TRUE(find(a.ranges, "ProfilerStep#N"));
+    ASSERT_TRUE(r.steady);
+    expect_adds_up(r.steady->attribution);
+    EXPECT_EQ(r.steady->attribution.busy_ns, r.steady->breakdown.wall_ns - r.steady->breakdown.idle_ns);
+  }
+  EXPECT_EQ(gpu_ranks, 2);
+}
+
 // Random traces (nested and crossing ranges on a few threads, links, seq
 // decorations, launches, overlapping work on a few streams, copies and sets,
 // unknown correlation ids): the identities hold and nothing faults.
