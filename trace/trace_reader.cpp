@@ -501,13 +501,16 @@ class Reader {
 // read it (a collector rolling back a failed write) must give a torn tail,
 // not SIGBUS. Files are small (a few bytes per event), so the copy is cheap.
 std::vector<std::byte> read_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
   struct stat st;
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int err = errno;
+    const bool stat_ok = ::fstat(fd, &st) == 0;
     ::close(fd);
-    if (err == EISDIR) fail("{}: is a directory, not a trace file", path.string());
+    if (stat_ok && S_ISDIR(st.st_mode)) fail("{}: is a directory, not a trace file", path.string());
+    if (stat_ok) fail("{}: not a regular file (a FIFO, device or socket); give a trace file", path.string());
     fail("{}: cannot stat: {}", path.string(), std::strerror(err));
   }
   std::vector<std::byte> bytes(static_cast<size_t>(st.st_size));
@@ -546,8 +549,13 @@ Trace read_trace(const std::filesystem::path& path, const ReadOptions& options) 
 }
 
 bool is_trace_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // a FIFO would block the read
+    ::close(fd);
+    return false;
+  }
   char magic[sizeof format::kMagic];
   const ssize_t n = ::read(fd, magic, sizeof magic);
   ::close(fd);
