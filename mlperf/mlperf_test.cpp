@@ -463,7 +463,7 @@ TEST(MlperfIngest, RefusalsTravelThroughTheRunsCsvAndCountsNeverWrap) {
   tree("scaling", R"({"number_of_nodes": 1, "accelerators_per_node": 8})", R"({"scaling_factor": -1})");
   const IngestResult r = ingest_results({dir.path()}, {.threads = 1, .progress = {}});
   ASSERT_EQ(r.runs.size(), 40u);
-  for (const Run& run : r.runs) {
+  for (const auto& run : r.runs) {
     if (run.system == "good") {
       EXPECT_EQ(run.accelerators, 16);
       EXPECT_TRUE(run.problem.empty()) << run.problem;
@@ -476,7 +476,7 @@ TEST(MlperfIngest, RefusalsTravelThroughTheRunsCsvAndCountsNeverWrap) {
   // The same runs through the CSV, without the folders: the same verdicts.
   const fs::path csv = dir.path() / "runs.csv";
   write_runs_csv(r.runs, csv);
-  const std::vector<Run> back = read_runs_csv(csv);
+  const auto back = read_runs_csv(csv);
   const auto from_csv = score_folders(back, {});
   for (const char* system : {"good", "wrap", "negative", "scaling"}) {
     const Score& a = find_score(from_ingest, system, "bert");
