@@ -61,7 +61,7 @@ mkdir ranks && cp k.json ranks/r0.json && sed 's/"rank": 0/"rank": 1/' k.json >r
 [ -s err.txt ] && fail "stats of a complete run warned: $(cat err.txt)"
 mkdir one && cp k.json one/only.json
 expect_refusal import-into-existing run.ssrun/rank1.sstrace -- "$ss" import one -o run.ssrun
-expect_stderr "pass --force" import-into-existing
+expect_stderr "Pass --force" import-into-existing
 "$ss" import one -o run.ssrun --force --format csv >/dev/null 2>err.txt || fail "import --force: $(cat err.txt)"
 [ "$(ls run.ssrun/*.sstrace | wc -l)" -eq 1 ] || fail "import --force mixed the old run's ranks in: $(ls run.ssrun)"
 "$ss" import ranks -o run2.ssrun --format csv >/dev/null 2>&1
