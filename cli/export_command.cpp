@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
+#include "trace/safe_output.hpp"
 #include "trace/error.hpp"
 #include "trace/exporters.hpp"
 #include "trace/trace_source.hpp"
@@ -16,13 +17,18 @@ namespace scalescope::cli {
 void add_export_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string input, output, format;
+    bool force = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("export", "Export a trace to Chrome trace JSON (Perfetto), SQLite or CSV");
   cmd->add_option("trace", opts->input, "a .sstrace file, a .ssrun run directory, or a Kineto .json/.json.gz")->required();
   cmd->add_option("--format", opts->format, "chrome, sqlite or csv")->required()->check(CLI::IsMember({"chrome", "sqlite", "csv"}));
   cmd->add_option("-o,--output", opts->output, "output file (chrome, sqlite) or new directory (csv)")->required();
+  cmd->add_flag("--force", opts->force, "replace an existing output (files are replaced anyway; a csv directory only with --force)");
   cmd->callback([opts, &exit_code] {
+    // Chrome and SQLite outputs are files the command replaces (documented);
+    // a csv directory is replaced only with --force. Never an input.
+    trace::check_output(opts->output, {opts->input}, opts->force || opts->format != "csv");
     LoadProgress progress("load");
     std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, progress.callback());
     progress.finish();

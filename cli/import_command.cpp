@@ -2,6 +2,7 @@
 // scalescope trace; a directory of rank traces becomes a .ssrun run directory.
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include <CLI/CLI.hpp>
 
@@ -10,6 +11,7 @@
 #include "trace/error.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
+#include "trace/safe_output.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_source.hpp"
 
@@ -51,19 +53,65 @@ std::vector<report::Table> report_tables(const trace::ImportReport& rep, const t
 }
 
 void write_one(const trace::Trace& t, const fs::path& out) {
-  // Write beside and rename: a failed import never clobbers an older file.
-  fs::path tmp = out;
-  tmp += ".tmp";
-  try {
-    trace::write_trace(tmp, t);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw;
-  }
+  // Write beside and rename: a failed or killed import never clobbers an older
+  // file, and a signal removes the temporary file.
+  trace::TempPath tmp(trace::temp_path_for(out));
+  trace::write_trace(tmp.path(), t);
+  tmp.commit_to(out);
+}
+
+// A directory of Kineto traces (one per rank) becomes a run directory: built
+// in a temporary directory beside `out`, closed by its manifest, then renamed
+// into place, so `out` is either absent, the old run (on failure), or the
+// whole new run; never a mix.
+void import_directory(const std::vector<fs::path>& files, const fs::path& out, bool force,
+                      std::vector<report::Table>& tables) {
   std::error_code ec;
-  fs::rename(tmp, out, ec);
-  if (ec) fail("{}: cannot write: {}", out.string(), ec.message());
+  const bool exists = fs::exists(fs::symlink_status(out, ec));
+  if (exists && !fs::is_directory(out, ec)) fail("{}: exists and is not a run directory", out.string());
+  if (exists && !force)
+    fail("{}: already exists; importing into it would mix two runs. Pass --force to replace it, or choose another -o",
+         out.string());
+  trace::TempPath tmp(trace::temp_path_for(out));
+  fs::remove_all(tmp.path(), ec);
+  fs::create_directories(tmp.path(), ec);
+  if (ec) fail("{}: cannot create run directory: {}", out.string(), ec.message());
+  std::map<std::string, fs::path> written;  // file name -> the input it came from
+  std::vector<std::string> names;
+  for (const auto& f : files) {
+    trace::ImportReport rep;
+    trace::Trace t = trace::import_kineto_file(f, &rep);
+    const std::string name = (t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(f)) +
+                             std::string(trace::kTraceFileExtension);
+    if (auto it = written.find(name); it != written.end()) {
+      if (t.meta.rank >= 0)
+        fail("{} and {} both hold rank {}; a run directory holds one trace per rank (two runs in one folder?)",
+             it->second.string(), f.string(), t.meta.rank);
+      fail("{} and {} would both become {}; rename one", it->second.string(), f.string(), name);
+    }
+    written.emplace(name, f);
+    write_one(t, tmp.path() / name);
+    names.push_back(name);
+    for (auto& tab : report_tables(rep, t)) tables.push_back(std::move(tab));
+  }
+  trace::write_run_manifest(tmp.path(), names, "import");  // last: the directory is complete
+  if (exists) {
+    // --force: the old directory goes only once the new one is whole.
+    fs::path old = trace::temp_path_for(out);
+    old += ".old";
+    trace::TempPath old_guard(old);
+    fs::rename(out, old, ec);
+    if (ec) fail("{}: cannot replace: {}", out.string(), ec.message());
+    try {
+      tmp.commit_to(out);
+    } catch (...) {
+      fs::rename(old, out, ec);  // put the old run back
+      throw;
+    }
+  } else {
+    tmp.commit_to(out);
+  }
+  tables.back().add_note(fmt::format("wrote {} trace(s) to {}", files.size(), out.string()));
 }
 
 }  // namespace
@@ -71,12 +119,15 @@ void write_one(const trace::Trace& t, const fs::path& out) {
 void add_import_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string input, output, format = "table";
+    bool force = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("import", "Import a PyTorch-profiler (Kineto) trace (.json, .json.gz, or a directory of rank traces)");
   cmd->add_option("trace", opts->input, "Kineto JSON trace, or a directory of them (one per rank)")->required();
   cmd->add_option("-o,--output", opts->output, "output .sstrace (or .ssrun directory for a directory input)");
   cmd->add_option("--format", opts->format, "report format: table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
+  cmd->add_flag("--force", opts->force,
+                "replace an existing output run directory (a single .sstrace output is always replaced; an input never)");
   cmd->callback([opts, &exit_code] {
     const auto format = *report::parse_output_format(opts->format);
     fs::path in(opts->input);
@@ -88,24 +139,15 @@ void add_import_command(CLI::App& app, int& exit_code) {
         fail("{}: already {}; nothing to import (give it to stats, analyze or export directly)", in.string(),
              detected.what);
       case trace::InputKind::kKinetoDirectory: {
-        const std::vector<fs::path>& files = detected.files;
-        std::error_code ec;
         fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(opts->output);
-        fs::create_directories(out, ec);
-        if (ec) fail("{}: cannot create run directory: {}", out.string(), ec.message());
-        for (const auto& f : files) {
-          trace::ImportReport rep;
-          trace::Trace t = trace::import_kineto_file(f, &rep);
-          std::string name = t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(f);
-          write_one(t, out / (name + std::string(trace::kTraceFileExtension)));
-          for (auto& tab : report_tables(rep, t)) tables.push_back(std::move(tab));
-        }
-        tables.back().add_note(fmt::format("wrote {} trace(s) to {}", files.size(), out.string()));
+        trace::check_output(out, {in}, true);  // an existing run directory: import_directory decides (--force)
+        import_directory(detected.files, out, opts->force, tables);
         break;
       }
       case trace::InputKind::kKinetoJson: {
         fs::path out = opts->output.empty() ? in.parent_path() / (stem_of(in) + std::string(trace::kTraceFileExtension))
                                             : fs::path(opts->output);
+        trace::check_output(out, {in}, true);  // a single trace output is replaced (documented); never the input
         trace::ImportReport rep;
         trace::Trace t = trace::import_kineto_file(in, &rep);
         write_one(t, out);

@@ -14,6 +14,7 @@
 #include "report/progress.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
+#include "trace/safe_output.hpp"
 
 namespace scalescope::cli {
 
@@ -48,6 +49,8 @@ std::vector<mlperf::Run> load_runs(const std::string& input) {
 void run_ingest(const IngestArgs& a) {
   const auto format = output_format(a.format);
   std::vector<std::filesystem::path> dirs(a.dirs.begin(), a.dirs.end());
+  // The runs CSV is replaced when it exists (documented); never a file of the input trees.
+  if (!a.output.empty()) trace::check_output(a.output, dirs, true);
   report::Progress::Options po;
   if (a.quiet) po.mode = report::Progress::Mode::kQuiet;
   // Made on the first log read, so a bad directory gives its error alone.

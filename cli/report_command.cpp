@@ -9,6 +9,7 @@
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
 #include "trace/error.hpp"
+#include "trace/safe_output.hpp"
 
 namespace scalescope::cli {
 
@@ -42,6 +43,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(size_t{100}, size_t{1'000'000}));
   cmd->add_flag("-q,--quiet", args->options.quiet, "No progress or summary on the terminal");
   cmd->callback([args, &exit_code] {
+    // The HTML file is replaced when it exists (documented); an input never is.
+    trace::check_output(args->output, {args->inputs.begin(), args->inputs.end()}, true);
     report::HtmlReport r(args->options);
     report::Progress::Options po;
     if (args->options.quiet) po.mode = report::Progress::Mode::kQuiet;

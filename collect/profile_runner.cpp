@@ -19,6 +19,7 @@
 
 #include "scalescope_version.hpp"
 #include "trace/error.hpp"
+#include "trace/trace_file.hpp"
 
 extern char** environ;
 
@@ -160,6 +161,7 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
   std::sort(files.begin(), files.end());
   for (const auto& p : files) {
     if (p.extension() != ".json" || p.filename() == "run.json") continue;
+    if (p.filename().string().starts_with(trace::kManifestPrefix)) continue;  // run manifests, not process summaries
     std::ifstream in(p);
     auto j = nlohmann::json::parse(in, nullptr, false);
     if (j.is_discarded() || !j.is_object()) continue;  // a torn summary: the trace still counts below
@@ -312,6 +314,19 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   run["dropped_records"] = dropped;
   run["trace_bytes"] = bytes;
   write_json_atomically(run_json, run);
+  {
+    // Last: the manifest says this host's part of the run directory is
+    // complete (one manifest per host, so nodes sharing a folder never race).
+    const std::string host = read_hostname();
+    std::set<std::string> mine(result.incomplete.begin(), result.incomplete.end());
+    for (const auto& p : result.processes)
+      if (!p.trace_file.empty() && (p.hostname.empty() || p.hostname == host))
+        mine.insert(fs::path(p.trace_file).filename().string());
+    std::vector<std::string> names;
+    for (const auto& n : mine)
+      if (fs::exists(result.run_dir / n)) names.push_back(n);
+    trace::write_run_manifest(result.run_dir, names, host);
+  }
 
   size_t traced = 0;
   for (const auto& p : result.processes) traced += p.trace_file.empty() ? 0 : 1;

@@ -116,6 +116,9 @@ struct Run {
   std::optional<double> scaling_factor;  // the folder's scaling.json
   std::string log_path;
   uint64_t malformed_lines = 0;
+  // Why ingest refuses to score this run's folder (bad scaling.json, invalid
+  // system description); "" when none. Kept in the runs CSV's "problem" column.
+  std::string problem;
 };
 
 // A result folder (<system>/<benchmark>) as found, with or without logs.

@@ -447,6 +447,48 @@ TEST(MlperfIngest, SyntheticTreeEdgeCases) {
   EXPECT_NE(s.reason.find("no numeric scaling_factor"), std::string::npos) << s.reason;
 }
 
+// Issue #17: what ingest refuses, the runs CSV carries, so `scores` on the CSV
+// refuses it too; node counts never wrap (4294967297 is not 1, -2 is not -2 x 8).
+TEST(MlperfIngest, RefusalsTravelThroughTheRunsCsvAndCountsNeverWrap) {
+  TempDir dir;
+  auto tree = [&](const std::string& system, const std::string& desc, const std::string& scaling) {
+    const fs::path bench = dir.path() / "Org" / "results" / system / "bert";
+    for (int i = 0; i < 10; ++i) write_file(bench / fmt::format("result_{}.txt", i), run_log(10 + i));
+    if (!scaling.empty()) write_file(bench / "scaling.json", scaling);
+    write_file(dir.path() / "Org" / "systems" / (system + ".json"), desc);
+  };
+  tree("good", R"({"number_of_nodes": 2, "accelerators_per_node": 8})", "");
+  tree("wrap", R"({"number_of_nodes": 4294967297, "accelerators_per_node": 8})", "");
+  tree("negative", R"({"number_of_nodes": -2, "accelerators_per_node": 8})", "");
+  tree("scaling", R"({"number_of_nodes": 1, "accelerators_per_node": 8})", R"({"scaling_factor": -1})");
+  const IngestResult r = ingest_results({dir.path()}, {.threads = 1, .progress = {}});
+  ASSERT_EQ(r.runs.size(), 40u);
+  for (const auto& run : r.runs) {
+    if (run.system == "good") {
+      EXPECT_EQ(run.accelerators, 16);
+      EXPECT_TRUE(run.problem.empty()) << run.problem;
+    } else {
+      EXPECT_EQ(run.accelerators, 0) << run.system;  // never 8 (wrapped) or -16
+      EXPECT_FALSE(run.problem.empty()) << run.system;
+    }
+  }
+  const auto from_ingest = score_folders(r.runs, r.folders);
+  // The same runs through the CSV, without the folders: the same verdicts.
+  const fs::path csv = dir.path() / "runs.csv";
+  write_runs_csv(r.runs, csv);
+  const auto back = read_runs_csv(csv);
+  const auto from_csv = score_folders(back, {});
+  for (const char* system : {"good", "wrap", "negative", "scaling"}) {
+    const Score& a = find_score(from_ingest, system, "bert");
+    const Score& b = find_score(from_csv, system, "bert");
+    EXPECT_EQ(a.minutes.has_value(), b.minutes.has_value()) << system << ": " << a.reason << " / " << b.reason;
+    EXPECT_EQ(std::string(system) == "good", b.minutes.has_value()) << system << ": " << b.reason;
+  }
+  EXPECT_NE(find_score(from_csv, "wrap", "bert").reason.find("4294967297"), std::string::npos);
+  EXPECT_NE(find_score(from_csv, "negative", "bert").reason.find("-2"), std::string::npos);
+  EXPECT_NE(find_score(from_csv, "scaling", "bert").reason.find("scaling_factor"), std::string::npos);
+}
+
 TEST(MlperfIngest, BadDirectoriesAreOneLineErrors) {
   EXPECT_THROW(ingest_results({"/nonexistent/mlperf"}, {}), Error);
   {

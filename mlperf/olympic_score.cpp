@@ -31,6 +31,13 @@ Score score_runs(const std::vector<const Run*>& runs, const std::string& benchma
     if (r->converged && r->minutes) times.push_back(*r->minutes);
   }
   s.converged = static_cast<int>(times.size());
+  // A refusal ingest recorded (bad scaling.json, invalid system description)
+  // holds for the runs CSV too: no score, the reason instead.
+  for (const Run* r : runs) {
+    if (r->problem.empty()) continue;
+    s.reason = r->problem;
+    return s;
+  }
   const BenchmarkRule* rule = find_benchmark_rule(benchmark_folder);
   if (rule == nullptr) {
     s.reason = fmt::format("unknown benchmark '{}': its required number of runs is not known", benchmark_folder);
@@ -88,7 +95,8 @@ std::vector<Score> score_folders(const std::vector<Run>& runs, const std::vector
       if (!f.problem.empty()) {
         // An unusable scaling.json leaves the score unknown, not unscaled.
         s.minutes.reset();
-        s.reason = s.reason.empty() ? f.problem : s.reason + "; " + f.problem;
+        if (s.reason.find(f.problem) == std::string::npos)
+          s.reason = s.reason.empty() ? f.problem : s.reason + "; " + f.problem;
       }
     }
     out.push_back(std::move(s));

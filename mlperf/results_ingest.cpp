@@ -37,6 +37,7 @@ struct SystemInfo {
   bool found = false;
   std::string system_name, division, accelerator, framework;
   int nodes = 0, accelerators_per_node = 0;
+  bool invalid = false;  // found, but a field is unusable: its runs are refused
   std::string problem;
 };
 
@@ -111,25 +112,31 @@ std::string read_small_file(const fs::path& p) {
   return s.str();
 }
 
-// "8", 8, "8 " all give 8; anything else nullopt.
-std::optional<int> json_int(const nlohmann::json& j) {
-  if (j.is_number_integer()) return static_cast<int>(j.get<int64_t>());
-  if (j.is_number_float()) {
-    double d = j.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e9) return static_cast<int>(d);
-    return std::nullopt;
-  }
-  if (j.is_string()) {
+// A count from a system description: 8, 8.0, "8" and "8 " give 8; anything
+// else (a fraction, text, a negative number, or more than `max`) is nullopt,
+// never a wrapped value (4294967297 nodes is not 1 node).
+std::optional<int> json_count(const nlohmann::json& j, int64_t max) {
+  std::optional<int64_t> v;
+  if (j.is_number_unsigned()) {
+    const uint64_t u = j.get<uint64_t>();
+    if (u <= static_cast<uint64_t>(max)) v = static_cast<int64_t>(u);
+  } else if (j.is_number_integer()) {
+    v = j.get<int64_t>();
+  } else if (j.is_number_float()) {
+    const double d = j.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) <= static_cast<double>(max)) v = static_cast<int64_t>(d);
+  } else if (j.is_string()) {
     const std::string s = j.get<std::string>();
     try {
       size_t used = 0;
-      const long v = std::stol(s, &used);
+      const long long x = std::stoll(s, &used);
       while (used < s.size() && std::isspace(static_cast<unsigned char>(s[used]))) ++used;
-      if (used == s.size() && v >= 0 && v < 1'000'000'000) return static_cast<int>(v);
+      if (used == s.size()) v = x;
     } catch (const std::exception&) {
     }
   }
-  return std::nullopt;
+  if (!v || *v < 0 || *v > max) return std::nullopt;
+  return static_cast<int>(*v);
 }
 
 std::string json_text(const nlohmann::json& j, const char* key) {
@@ -155,14 +162,26 @@ SystemInfo read_system(const fs::path& file) {
     info.division = json_text(j, "division");
     info.accelerator = json_text(j, "accelerator_model_name");
     info.framework = json_text(j, "framework");
-    auto nodes = j.contains("number_of_nodes") ? json_int(j["number_of_nodes"]) : std::nullopt;
-    auto per_node = j.contains("accelerators_per_node") ? json_int(j["accelerators_per_node"]) : std::nullopt;
-    info.nodes = nodes.value_or(0);
-    info.accelerators_per_node = per_node.value_or(0);
-    if (!nodes || !per_node)
-      info.problem = fmt::format("{}: number_of_nodes or accelerators_per_node is not a whole number", file.string());
+    // Validated here, once per system: every run of the system carries the refusal.
+    constexpr int64_t kMaxNodes = 1'000'000, kMaxPerNode = 100'000;
+    int nodes = -1, per_node = -1;  // -1: missing or unusable
+    if (j.contains("number_of_nodes")) nodes = json_count(j["number_of_nodes"], kMaxNodes).value_or(-1);
+    if (j.contains("accelerators_per_node"))
+      per_node = json_count(j["accelerators_per_node"], kMaxPerNode).value_or(-1);
+    if (nodes < 1 || per_node < 0) {  // a system has at least one node
+      info.invalid = true;
+      info.problem = fmt::format(
+          "{}: number_of_nodes ({}) or accelerators_per_node ({}) is not a whole number in range (1-{} nodes, 0-{} "
+          "per node); its runs are not scored",
+          file.string(), j.contains("number_of_nodes") ? j["number_of_nodes"].dump() : "missing",
+          j.contains("accelerators_per_node") ? j["accelerators_per_node"].dump() : "missing", kMaxNodes, kMaxPerNode);
+    } else {
+      info.nodes = nodes;
+      info.accelerators_per_node = per_node;
+    }
   } catch (const nlohmann::json::exception& e) {
-    info.problem = fmt::format("{} is not valid JSON ({}): accelerator fields left empty", file.string(), e.what());
+    info.invalid = true;
+    info.problem = fmt::format("{} is not valid JSON ({}): its runs are not scored", file.string(), e.what());
   } catch (const Error& e) {
     info.problem = e.what();
   }
@@ -245,6 +264,10 @@ Run make_run(const ResultFolder& folder, const SystemInfo& sys, const LogSummary
   run.scaling_factor = folder.scaling_factor;
   run.log_path = std::move(log_path);
   run.malformed_lines = s.malformed_lines;
+  // Refusals travel with each run (and into the runs CSV), so `scores` on the
+  // CSV refuses what `ingest` refused.
+  if (!folder.problem.empty()) run.problem = folder.problem;
+  if (sys.invalid) run.problem += (run.problem.empty() ? "" : "; ") + sys.problem;
   if (!s.run_start_ms) {
     run.status = "missing run_start";
   } else if (!s.run_stop_ms) {

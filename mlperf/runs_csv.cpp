@@ -18,6 +18,7 @@
 #include "mlperf/mlperf.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
+#include "trace/safe_output.hpp"
 
 namespace scalescope::mlperf {
 
@@ -30,7 +31,7 @@ const std::vector<std::string> kRunColumns = {
     "division",     "accelerator",    "nodes",        "accelerators_per_node",
     "accelerators", "framework",      "global_batch_size", "run_start_ms", "run_stop_ms",
     "status",       "minutes",        "converged",    "scaling_factor", "malformed_lines",
-    "log_path"};
+    "log_path",     "problem"};
 
 constexpr uintmax_t kMaxCsvBytes = uintmax_t{1} << 30;
 
@@ -128,7 +129,7 @@ report::Table runs_table(const std::vector<Run>& runs) {
                int64_t{r.nodes}, int64_t{r.accelerators_per_node}, int64_t{r.accelerators}, r.framework,
                opt_cell(r.global_batch_size), opt_cell(r.run_start_ms), opt_cell(r.run_stop_ms), r.status,
                opt_cell(r.minutes), std::string(r.converged ? "yes" : "no"), opt_cell(r.scaling_factor),
-               static_cast<int64_t>(r.malformed_lines), r.log_path});
+               static_cast<int64_t>(r.malformed_lines), r.log_path, r.problem});
   }
   return t;
 }
@@ -158,8 +159,8 @@ void write_runs_csv(const std::vector<Run>& runs, std::ostream& out) {
 }
 
 void write_runs_csv(const std::vector<Run>& runs, const fs::path& path) {
-  fs::path tmp = path;
-  tmp += fmt::format(".tmp-{}", ::getpid());  // per process: two writers never share it
+  trace::TempPath guard(trace::temp_path_for(path));  // per process; removed on a signal
+  const fs::path& tmp = guard.path();
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) fail("cannot write {} (as {}): {}", path.string(), tmp.string(), std::strerror(errno));
@@ -171,12 +172,7 @@ void write_runs_csv(const std::vector<Run>& runs, const fs::path& path) {
       fail("cannot write {} (disk full?)", tmp.string());
     }
   }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    fail("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message());
-  }
+  guard.commit_to(path);
 }
 
 std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
@@ -187,6 +183,7 @@ std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
   Reader r{source, 1, &fields, {}};
   for (size_t i = 0; i < fields.size(); ++i) r.index[fields[i]] = i;
   for (const auto& c : kRunColumns) {
+    if (c == "problem") continue;  // absent from tables written before it existed
     if (!r.index.count(c))
       fail("{}: the header has no column '{}' (is this a table from 'scalescope mlperf ingest'?)", source, c);
   }
@@ -227,6 +224,7 @@ std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
       fail("{}: line {}: scaling_factor {} is not positive", source, record_line, *run.scaling_factor);
     run.malformed_lines = static_cast<uint64_t>(r.count("malformed_lines"));
     run.log_path = r.text("log_path");
+    if (r.index.count("problem")) run.problem = r.text("problem");
     if (run.submitter.empty() || run.system.empty() || run.benchmark.empty())
       fail("{}: line {}: submitter, system and benchmark must not be empty", source, record_line);
     runs.push_back(std::move(run));

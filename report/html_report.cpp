@@ -20,6 +20,7 @@
 #include "trace/error.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
+#include "trace/safe_output.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_source.hpp"
 
@@ -247,6 +248,7 @@ void HtmlReport::write(const fs::path& path) const {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail("{}: the folder {} does not exist", path.string(), dir.string());
   const fs::path tmp = dir / fmt::format(".{}.tmp-{}", path.filename().string(), ::getpid());
+  trace::TempPath guard(tmp);  // removed on an error or a SIGINT/SIGTERM/SIGHUP
   {
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (f == nullptr) fail("{}: cannot write ({})", path.string(), std::strerror(errno));
@@ -257,12 +259,7 @@ void HtmlReport::write(const fs::path& path) const {
       fail("{}: write failed ({})", path.string(), std::strerror(err ? err : errno));
     }
   }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(tmp, ec);
-    fail("{}: cannot replace the file ({})", path.string(), why);
-  }
+  guard.commit_to(path);
 }
 
 }  // namespace scalescope::report

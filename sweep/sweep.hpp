@@ -118,16 +118,26 @@ struct ProcessResult {
   int signal = 0;        // when killed by a signal (including our timeout kill)
   double start_unix = 0, end_unix = 0, wall_s = 0;
   std::string note;      // e.g. "cannot execute 'torchrun': No such file or directory"
+  uint64_t log_bytes_dropped = 0;  // output past the log cap (0: all of it is in log.txt)
+  std::string log_note;            // "log.txt capped at ... bytes: ..." when a cap was hit
 };
 
+// log.txt keeps at most this much of a run's output: the first 63 MiB and the
+// last 1 MiB, with a marker line where bytes were dropped (docs/data-safety.md).
+inline constexpr uint64_t kDefaultMaxLogBytes = uint64_t{64} << 20;
+// Metric extraction reads lines of at most this many bytes; longer ones are cut.
+inline constexpr size_t kMaxLogLineBytes = size_t{64} << 10;
+
 // Runs argv in its own process group with stdout and stderr appended to
-// log_path; on timeout sends SIGTERM to the group, then SIGKILL after
+// log_path (at most max_log_bytes of it); a watchdog process kills the group
+// if the caller dies, even by SIGKILL; on timeout sends SIGTERM to the group, then SIGKILL after
 // kill_grace_s. `extra_env` is added to the environment. `should_stop` is
 // polled; when it returns true the group is killed and status is kError with
 // note "interrupted".
 ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& log_path,
                           double timeout_s, double kill_grace_s, const std::map<std::string, std::string>& extra_env,
-                          const std::function<bool()>& should_stop = {});
+                          const std::function<bool()>& should_stop = {},
+                          uint64_t max_log_bytes = kDefaultMaxLogBytes);
 
 // ---------------------------------------------------------------------------
 // Metrics from a finished run.
@@ -149,6 +159,7 @@ struct SweepOptions {
   bool resume = false;
   bool progress_bar = false;  // a redrawn bar (terminal) instead of one line per run
   std::map<std::string, std::string> env;  // overrides of the environment for launch lines
+  uint64_t max_log_bytes = kDefaultMaxLogBytes;  // per run's log.txt
 };
 
 struct SweepSummary {

@@ -2,6 +2,7 @@
 // timeout that kills the whole group, metrics from the log, and one committed
 // SQLite write before and after each run.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -23,6 +24,7 @@
 #include "scalescope_version.hpp"
 #include "sweep/profile_metrics.hpp"
 #include "sweep/sweep.hpp"
+#include "sweep/sweep_lock.hpp"
 #include "sweep/sweep_store.hpp"
 #include "trace/error.hpp"
 
@@ -67,18 +69,153 @@ std::string format_eta(double s) {
   return fmt::format("{}s", t);
 }
 
+// Reads lines of a file keeping at most `max` bytes of each (the rest of a
+// longer line is skipped, counted); memory stays O(max) whatever the file holds.
+class BoundedLineReader {
+ public:
+  BoundedLineReader(const std::filesystem::path& path, size_t max) : in_(path, std::ios::binary), max_(max) {}
+  bool next(std::string& line) {
+    line.clear();
+    bool any = false;
+    uint64_t total = 0;  // the line's full length
+    for (;;) {
+      if (pos_ == len_) {
+        in_.read(buf_, sizeof buf_);
+        len_ = static_cast<size_t>(in_.gcount());
+        pos_ = 0;
+        if (len_ == 0) break;
+      }
+      any = true;
+      const char* start = buf_ + pos_;
+      const auto* nl = static_cast<const char*>(std::memchr(start, '\n', len_ - pos_));
+      const size_t n = nl ? static_cast<size_t>(nl - start) : len_ - pos_;
+      if (line.size() < max_) line.append(start, std::min(n, max_ - line.size()));
+      total += n;
+      pos_ += n;
+      if (nl) {
+        ++pos_;
+        break;
+      }
+    }
+    if (total > max_) ++cut_;
+    return any;
+  }
+  uint64_t cut_lines() const { return cut_; }
+
+ private:
+  std::ifstream in_;
+  size_t max_;
+  char buf_[64 << 10];
+  size_t pos_ = 0, len_ = 0;
+  uint64_t cut_ = 0;
+};
+
+// Copies the job's output from `fd` to the log, keeping at most `cap` bytes:
+// the first cap - kTailBytes as they come, then the last kTailBytes (where an
+// MLPerf run_stop line is), with one marker line where bytes were dropped.
+class CappedLog {
+ public:
+  CappedLog(int log_fd, uint64_t cap) : fd_(log_fd), cap_(cap), head_cap_(cap > kTailBytes * 2 ? cap - kTailBytes : cap / 2) {}
+  void add(const char* p, size_t n) {
+    while (n > 0 && written_ < head_cap_) {
+      const size_t k = static_cast<size_t>(std::min<uint64_t>(n, head_cap_ - written_));
+      write_all(p, k);
+      p += k;
+      n -= k;
+    }
+    if (n == 0) return;
+    // Past the head: keep a ring of the last tail bytes.
+    const size_t tail_cap = static_cast<size_t>(cap_ - head_cap_);
+    tail_.append(p, n);
+    if (tail_.size() > 2 * tail_cap + (size_t{1} << 20)) trim(tail_cap);
+  }
+  // Writes the kept tail; returns the bytes dropped.
+  uint64_t finish() {
+    const size_t tail_cap = static_cast<size_t>(cap_ - head_cap_);
+    trim(tail_cap);
+    if (dropped_ > 0) {
+      const std::string mark = fmt::format("\n[scalescope: {} bytes of output dropped here: log.txt is capped at {} bytes]\n",
+                                           dropped_, cap_);
+      write_all(mark.data(), mark.size());
+    }
+    write_all(tail_.data(), tail_.size());
+    tail_.clear();
+    return dropped_;
+  }
+
+ private:
+  static constexpr uint64_t kTailBytes = uint64_t{1} << 20;
+  void trim(size_t keep) {
+    if (tail_.size() <= keep) return;
+    dropped_ += tail_.size() - keep;
+    tail_.erase(0, tail_.size() - keep);
+  }
+  void write_all(const char* p, size_t n) {
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {  // disk full: the rest is dropped, counted
+        dropped_ += n;
+        return;
+      }
+      p += w;
+      n -= static_cast<size_t>(w);
+      written_ += static_cast<uint64_t>(w);
+    }
+  }
+  int fd_;
+  uint64_t cap_, head_cap_, written_ = 0, dropped_ = 0;
+  std::string tail_;
+};
+
+// A process that outlives the sweep to kill the job's process group when the
+// sweep dies, however it dies (SIGKILL included): it waits for EOF on a pipe
+// whose only writer is the sweep. PR_SET_PDEATHSIG on the job's leader alone
+// would leave the leader's children (sh -c '...; sleep', torchrun workers).
+pid_t start_group_watchdog(pid_t group, int* write_end) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return -1;
+  const pid_t w = ::fork();
+  if (w == 0) {
+    // Hold nothing of the sweep's (pipes whose EOF someone waits for, the log).
+    for (int fd = 3; fd < 4096; ++fd)
+      if (fd != p[0]) ::close(fd);
+    // A Ctrl-C reaches the whole terminal group: the watchdog must outlive it
+    // to act when the sweep is gone.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
+    char c;
+    while (::read(p[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    ::kill(-group, SIGKILL);
+    ::_exit(0);
+  }
+  ::close(p[0]);
+  if (w < 0) {
+    ::close(p[1]);
+    return -1;
+  }
+  *write_end = p[1];
+  return w;
+}
+
 }  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& log_path,
                           double timeout_s, double kill_grace_s, const std::map<std::string, std::string>& extra_env,
-                          const std::function<bool()>& should_stop) {
+                          const std::function<bool()>& should_stop, uint64_t max_log_bytes) {
   ProcessResult r;
   if (argv.empty()) fail("empty command line");
   const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) fail("{}: cannot create the run's log file ({})", log_path.string(), std::strerror(errno));
-  int err_pipe[2];
+  int err_pipe[2], out_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     ::close(log_fd);
+    fail("cannot create a pipe ({})", std::strerror(errno));
+  }
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    ::close(log_fd);
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
     fail("cannot create a pipe ({})", std::strerror(errno));
   }
   // Everything the child needs is prepared before fork (no allocation after).
@@ -102,21 +239,20 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid < 0) {
-    ::close(log_fd);
-    ::close(err_pipe[0]);
-    ::close(err_pipe[1]);
-    if (devnull >= 0) ::close(devnull);
+    for (int fd : {log_fd, err_pipe[0], err_pipe[1], out_pipe[0], out_pipe[1], devnull})
+      if (fd >= 0) ::close(fd);
     fail("cannot start a run (fork failed: {})", std::strerror(errno));
   }
   if (pid == 0) {
     ::setpgid(0, 0);
-    // If scalescope dies (even SIGKILL), the job's leader goes too.
+    // If scalescope dies (even SIGKILL), the job's leader goes too; the
+    // watchdog below takes the rest of the group.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(s, SIG_DFL);
     if (devnull >= 0) ::dup2(devnull, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(out_pipe[1], 2);
     ::environ = envp.data();
     ::execvp(args[0], args.data());
     const int e = errno;
@@ -125,11 +261,27 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
   }
   ::setpgid(pid, pid);  // also here: no race with the child's own call
   ::close(err_pipe[1]);
-  ::close(log_fd);
+  ::close(out_pipe[1]);
   if (devnull >= 0) ::close(devnull);
+  int watchdog_fd = -1;
+  const pid_t watchdog = start_group_watchdog(pid, &watchdog_fd);
   int exec_errno = 0;
   const bool exec_failed = ::read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
   ::close(err_pipe[0]);
+  ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+  CappedLog log(log_fd, max_log_bytes);
+  std::vector<char> buf(size_t{64} << 10);
+  auto drain = [&] {
+    for (;;) {
+      const ssize_t n = ::read(out_pipe[0], buf.data(), buf.size());
+      if (n > 0) {
+        log.add(buf.data(), static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return;
+    }
+  };
 
   bool timed_out = false, interrupted = false;
   std::optional<std::chrono::steady_clock::time_point> kill_at;
@@ -152,12 +304,36 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
       ::kill(-pid, SIGKILL);
       kill_at = now + std::chrono::hours(24 * 365);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    struct pollfd pfd {out_pipe[0], POLLIN, 0};
+    ::poll(&pfd, 1, 10);
+    drain();
   }
+  drain();
   // Stray members of the job's group (backgrounded children) must not outlive the run.
   ::kill(-pid, SIGKILL);
+  // With the sweep as subreaper, orphaned members of the group are our
+  // children now: reap them so they do not stay zombies.
+  for (int i = 0; i < 100; ++i) {
+    int st = 0;
+    const pid_t z = ::waitpid(-pid, &st, WNOHANG);
+    if (z < 0) break;  // none left in the group
+    if (z == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  drain();
+  ::close(out_pipe[0]);
+  r.log_bytes_dropped = log.finish();
+  ::close(log_fd);
+  if (watchdog > 0) {
+    ::close(watchdog_fd);  // EOF: the watchdog kills the (dead) group and exits
+    int st = 0;
+    while (::waitpid(watchdog, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
   r.end_unix = now_unix();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (r.log_bytes_dropped > 0)
+    r.log_note = fmt::format("log.txt capped at {} bytes: {} bytes of output dropped", max_log_bytes,
+                             r.log_bytes_dropped);
 
   if (exec_failed) {
     r.status = RunStatus::kError;
@@ -192,15 +368,15 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
   const bool want_regex = spec.metric.kind == MetricKind::kRegex;
   const bool want_mlperf = spec.metric.kind == MetricKind::kMlperf;
   if (want_regex || want_mlperf) {
-    std::ifstream in(log_path);
     std::optional<std::regex> re;
     if (want_regex) re.emplace(spec.metric.pattern, std::regex::ECMAScript);
     std::optional<double> value, run_start, run_stop;
     std::string stop_status;
     std::string line;
-    constexpr size_t kMaxLine = 64 * 1024;  // longer lines are cut: bounded regex work
-    while (std::getline(in, line)) {
-      if (line.size() > kMaxLine) line.resize(kMaxLine);
+    // Lines longer than kMaxLogLineBytes are cut as they are read (a job
+    // printing gigabytes without a newline costs 64 KiB here, not its size).
+    BoundedLineReader reader(log_path, kMaxLogLineBytes);
+    while (reader.next(line)) {
       if (re) {
         std::smatch match;
         if (std::regex_search(line, match, *re) && match.size() > 1 && match[1].matched) {
@@ -228,6 +404,9 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
         }
       }
     }
+    if (reader.cut_lines() > 0)
+      m.notes.push_back(fmt::format("{} output line(s) longer than {} bytes were cut for metric extraction",
+                                    reader.cut_lines(), kMaxLogLineBytes));
     if (want_regex) {
       if (value)
         m.values["regex"] = *value;
@@ -264,6 +443,13 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
   for (const auto& run : plan) lines.push_back(launch_command(spec, run, (runs_dir / run.dir_name()).string(), env));
 
   const std::string version = std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")";
+  // One sweep per database for its whole life: a second one would run every
+  // unfinished run again. Taken before the file is created or opened.
+  SweepLock lock(db);
+  // Children of a job whose leader died re-parent to the sweep (not to init)
+  // while it lives, so the group kill and the reaping below reach them.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const Runner me = Runner::self();
   SweepStore store = options.resume
                          ? SweepStore::open_for_resume(db, spec.to_json())
                          : SweepStore::create(db, spec.to_json(), spec.metric.name(), spec.metric.higher_is_better,
@@ -272,6 +458,24 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
   sum.sweep_id = store.sweep_id();
   sum.planned = static_cast<int>(plan.size());
   const auto finished = store.finished_indices();
+  // Rows left "running": their sweep died (we hold the lock, so no live sweep
+  // on a shared lock runs them). Run them again, and say so in their record.
+  std::map<int, std::string> orphaned;
+  for (const auto& [index, note] : store.running_rows()) {
+    const Runner was = Runner::parse(note);
+    if (was.pid > 0 && was.alive_here() && was.pid != me.pid)
+      fail("{}: run {} is still being run by sweep pid {} on {}; wait for it to end", db.string(), index, was.pid,
+           was.host);
+    if (note.starts_with("interrupted")) {
+      orphaned[index] = "rerun: the previous attempt was " + note;
+      continue;
+    }
+    orphaned[index] = was.pid > 0 ? fmt::format("rerun: the previous attempt was orphaned (its sweep, pid {} on {}, "
+                                                "died)",
+                                                was.pid, was.host)
+                                  : std::string("rerun: the previous attempt was orphaned (its sweep died)");
+    if (progress) fmt::print(progress, "run {}: left 'running' by a sweep that died; running it again\n", index);
+  }
   std::error_code ec;
   std::filesystem::create_directories(runs_dir, ec);
   if (ec) fail("{}: cannot create the runs folder ({})", runs_dir.string(), ec.message());
@@ -295,19 +499,24 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
     if (ec) fail("{}: cannot create the run folder ({})", run_dir.string(), ec.message());
     const auto log_path = run_dir / "log.txt";
     const auto& argv = lines[static_cast<size_t>(run.index)];
-    store.begin_run(run, nlohmann::json(argv).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), run_dir.string(), log_path.string(), now_unix());
+    store.begin_run(run, nlohmann::json(argv).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    run_dir.string(), log_path.string(), now_unix(), me.to_text());
     // SCALESCOPE_SWEEP_*: not SCALESCOPE_RUN_DIR, which `scalescope profile` sets to its trace folder.
     std::map<std::string, std::string> run_env = {{"SCALESCOPE_SWEEP_RUN_DIR", run_dir.string()},
                                                   {"SCALESCOPE_SWEEP_GPUS", std::to_string(run.gpus)},
                                                   {"SCALESCOPE_SWEEP_REP", std::to_string(run.rep)}};
     const auto result = run_process(argv, log_path, spec.timeout_s, spec.kill_grace_s, run_env,
-                                    [] { return g_stop_signal.load() != 0; });
+                                    [] { return g_stop_signal.load() != 0; }, options.max_log_bytes);
     if (result.note == "interrupted" && g_stop_signal.load()) {
-      // Left as "running": redone on resume.
+      // Left as "running": redone on resume; the note says why.
+      store.set_running_note(run, fmt::format("interrupted by signal {} ({})", g_stop_signal.load(),
+                                              strsignal(g_stop_signal.load())));
       sum.interrupted = true;
       break;
     }
-    const auto metrics = extract_metrics(spec, result, log_path, run_dir);
+    auto metrics = extract_metrics(spec, result, log_path, run_dir);
+    if (!result.log_note.empty()) metrics.notes.push_back(result.log_note);
+    if (auto it = orphaned.find(run.index); it != orphaned.end()) metrics.notes.push_back(it->second);
     const bool traced = spec.profile && std::filesystem::exists(run_dir / "trace.ssrun", ec);
     store.finish_run(run, result, metrics, spec.metric.name(), traced ? (run_dir / "trace.ssrun").string() : "");
     ++sum.ran;

@@ -2,11 +2,16 @@
 
 #include <sqlite3.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 
 #include <nlohmann/json.hpp>
 
 #include "trace/error.hpp"
+#include "trace/safe_output.hpp"
 
 namespace scalescope::sweep {
 namespace {
@@ -156,9 +161,38 @@ SweepStore SweepStore::create(const std::filesystem::path& path, const std::stri
                               const std::string& metric, bool higher_is_better, int planned_runs,
                               const std::string& version) {
   std::error_code ec;
-  if (std::filesystem::exists(path, ec))
-    fail("{}: already exists; pass --resume to continue that sweep or choose another -o file", path.string());
-  SweepStore store(open_db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), path);
+  if (std::filesystem::exists(path, ec)) {
+    // 0 bytes: a creation killed before its first write (older builds made the
+    // file in place); nothing to lose, so it is replaced. The caller holds the
+    // sweep lock, so no other sweep is creating it right now.
+    if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec)
+      std::filesystem::remove(path, ec);
+    else
+      fail("{}: already exists; pass --resume to continue that sweep or choose another -o file", path.string());
+  }
+  // Made complete under a temporary name, then linked into place: a kill at
+  // any moment leaves either no database or a whole one.
+  trace::TempPath tmp(trace::temp_path_for(path));
+  std::filesystem::remove(tmp.path(), ec);
+  {
+    SweepStore store(open_db(tmp.path(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), tmp.path());
+    store.init(spec_json, metric, higher_is_better, planned_runs, version);
+  }
+  if (::link(tmp.path().c_str(), path.c_str()) != 0) {
+    if (errno == EEXIST)
+      fail("{}: already exists; pass --resume to continue that sweep or choose another -o file", path.string());
+    fail("{}: cannot create the sweep database ({})", path.string(), std::strerror(errno));
+  }
+  SweepStore store(open_db(path, SQLITE_OPEN_READWRITE), path);
+  store.exec("PRAGMA synchronous = FULL");
+  store.check_identity();
+  return store;
+}
+
+void SweepStore::init(const std::string& spec_json, const std::string& metric, bool higher_is_better,
+                      int planned_runs, const std::string& version) {
+  SweepStore& store = *this;
+  const std::filesystem::path& path = path_;
   store.exec("PRAGMA synchronous = FULL");
   store.exec("BEGIN IMMEDIATE");
   store.exec(fmt::format("PRAGMA application_id = {}", kApplicationId).c_str());
@@ -175,7 +209,6 @@ SweepStore SweepStore::create(const std::filesystem::path& path, const std::stri
   }
   store.sweep_id_ = sqlite3_last_insert_rowid(store.db_);
   store.exec("COMMIT");
-  return store;
 }
 
 SweepStore SweepStore::open_for_resume(const std::filesystem::path& path, const std::string& spec_json) {
@@ -202,6 +235,20 @@ SweepStore SweepStore::open_read_only(const std::filesystem::path& path) {
   return store;
 }
 
+void SweepStore::set_running_note(const PlannedRun& run, const std::string& note) {
+  Stmt s(db_, "UPDATE runs SET note=? WHERE sweep_id=? AND plan_index=? AND status='running'", path_);
+  s.bind(1, note).bind(2, sweep_id_).bind(3, int64_t{run.index});
+  s.step();
+}
+
+std::map<int, std::string> SweepStore::running_rows() {
+  std::map<int, std::string> out;
+  Stmt s(db_, "SELECT plan_index, coalesce(note, '') FROM runs WHERE sweep_id = ? AND status = 'running'", path_);
+  s.bind(1, sweep_id_);
+  while (s.step()) out[static_cast<int>(s.i64(0))] = s.text(1);
+  return out;
+}
+
 std::set<int> SweepStore::finished_indices() {
   std::set<int> out;
   Stmt s(db_, "SELECT plan_index FROM runs WHERE sweep_id = ? AND status != 'running'", path_);
@@ -211,14 +258,14 @@ std::set<int> SweepStore::finished_indices() {
 }
 
 void SweepStore::begin_run(const PlannedRun& run, const std::string& command_json, const std::string& run_dir,
-                           const std::string& log_path, double start_unix) {
+                           const std::string& log_path, double start_unix, const std::string& runner_text) {
   Stmt s(db_,
          "INSERT OR REPLACE INTO runs (sweep_id, plan_index, config_json, gpus, nodes, rep, status, start_unix, "
-         "command_json, run_dir, log_path) VALUES (?,?,?,?,?,?,'running',?,?,?,?)",
+         "command_json, run_dir, log_path, note) VALUES (?,?,?,?,?,?,'running',?,?,?,?,?)",
          path_);
   s.bind(1, sweep_id_).bind(2, int64_t{run.index}).bind(3, run.config_json()).bind(4, int64_t{run.gpus});
   s.bind(5, int64_t{run.nodes}).bind(6, int64_t{run.rep}).bind(7, start_unix).bind(8, command_json);
-  s.bind(9, run_dir).bind(10, log_path);
+  s.bind(9, run_dir).bind(10, log_path).bind(11, runner_text);
   s.step();  // autocommit: one transaction
 }
 

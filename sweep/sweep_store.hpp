@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 
@@ -18,7 +19,8 @@ inline constexpr int kSchemaVersion = 1;
 
 class SweepStore {
  public:
-  // A new file; throws Error if it exists.
+  // A new file, created whole under a temporary name and linked into place;
+  // throws Error if it exists (a 0-byte file, left by a killed older build, is replaced).
   static SweepStore create(const std::filesystem::path& path, const std::string& spec_json, const std::string& metric,
                            bool higher_is_better, int planned_runs, const std::string& version);
   // An existing sweep file to continue; throws Error if it is not one, or if
@@ -34,9 +36,14 @@ class SweepStore {
   int64_t sweep_id() const { return sweep_id_; }
   // Plan indices whose run has finished (any status but "running").
   std::set<int> finished_indices();
-  // Records a run as started ("running"), replacing an unfinished row.
+  // Records a run as started ("running"), replacing an unfinished row; its
+  // note holds `runner_text` (Runner::to_text: who runs it) until it finishes.
   void begin_run(const PlannedRun& run, const std::string& command_json, const std::string& run_dir,
-                 const std::string& log_path, double start_unix);
+                 const std::string& log_path, double start_unix, const std::string& runner_text = "");
+  // Replaces the note of a row still "running" (e.g. "interrupted by signal 2").
+  void set_running_note(const PlannedRun& run, const std::string& note);
+  // Rows still "running": plan index -> note (the runner text of begin_run).
+  std::map<int, std::string> running_rows();
   // Records the outcome of a run.
   void finish_run(const PlannedRun& run, const ProcessResult& result, const RunMetrics& metrics,
                   const std::string& metric_name, const std::string& trace_path);
@@ -45,6 +52,8 @@ class SweepStore {
  private:
   SweepStore(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}
   void exec(const char* sql);
+  void init(const std::string& spec_json, const std::string& metric, bool higher_is_better, int planned_runs,
+            const std::string& version);
   void check_identity();
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;

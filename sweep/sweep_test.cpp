@@ -524,5 +524,146 @@ TEST_F(SweepTest, SigtermStopsCleanlyAndLeavesTheRunForResume) {
   EXPECT_EQ(st.runs[0].status, RunStatus::kRunning);
 }
 
+// ---- data safety (issue #17) -------------------------------------------------
+
+// Forks a child running a sweep; returns its pid. The child exits 0 / 3 (error).
+pid_t fork_sweep(const SweepSpec& s, const fs::path& db, bool resume = false) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    try {
+      SweepOptions o;
+      o.resume = resume;
+      run_sweep(s, db, o, nullptr);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sweep child: %s\n", e.what());
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  return child;
+}
+
+template <typename F>
+bool wait_for(F&& ok, int ms = 5000) {
+  for (int i = 0; i < ms / 10; ++i) {
+    if (ok()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return ok();
+}
+
+// kill -9 of the sweep takes the job's whole group with it (the watchdog), and
+// --resume recognises the orphaned "running" row, reruns it and says so.
+TEST_F(SweepTest, KillNineTakesTheJobsChildrenAndResumeRerunsTheOrphan) {
+  SweepSpec s;
+  s.gpus = {1};
+  const auto flag = dir_ / "second-time";
+  // First attempt: a grandchild that outlives its shell (sh -c 'sleep; echo').
+  // Second attempt (after resume): finish at once.
+  const std::string script = fmt::format(
+      "if [ -e {0} ]; then echo resumed; exit 0; fi; touch {0}; sleep 37 & echo $! > {1}; wait", flag.string(),
+      (dir_ / "grandchild.pid").string());
+  s.command = {"sh", "-c", script};
+  const auto db = dir_ / "sweep.db";
+  const pid_t sweep = fork_sweep(s, db);
+  ASSERT_GT(sweep, 0);
+  ASSERT_TRUE(wait_for([&] { return read_pid(dir_ / "grandchild.pid") > 0; }));
+  const pid_t grandchild = read_pid(dir_ / "grandchild.pid");
+  ASSERT_TRUE(alive(grandchild));
+  ASSERT_EQ(::kill(sweep, SIGKILL), 0);
+  int status = 0;
+  ::waitpid(sweep, &status, 0);
+  EXPECT_TRUE(wait_for([&] { return !alive(grandchild); }, 3000)) << "the job's child survived kill -9 of the sweep";
+
+  const auto before = read_sweep(db);
+  ASSERT_EQ(before.runs.size(), 1u);
+  EXPECT_EQ(before.runs[0].status, RunStatus::kRunning);
+  EXPECT_THAT(before.runs[0].note, HasSubstr(fmt::format("pid={}", sweep)));
+
+  SweepOptions resume;
+  resume.resume = true;
+  const auto sum = run_sweep(s, db, resume, nullptr);
+  EXPECT_EQ(sum.ran, 1);
+  const auto after = read_sweep(db);
+  ASSERT_EQ(after.runs.size(), 1u);
+  EXPECT_EQ(after.runs[0].status, RunStatus::kOk);
+  EXPECT_THAT(after.runs[0].note, HasSubstr("orphaned"));
+  EXPECT_THAT(after.runs[0].note, HasSubstr(fmt::format("pid {}", sweep)));
+}
+
+// Two sweeps on one database: the second says who holds it and does not run.
+TEST_F(SweepTest, SecondSweepOnTheSameDatabaseIsRefused) {
+  SweepSpec s;
+  s.gpus = {1, 2};
+  const auto record = dir_ / "record.txt";
+  s.command = {"sh", "-c", fmt::format("echo start >> {}; sleep 0.6", record.string()), "sh", "{gpus}"};
+  const auto db = dir_ / "sweep.db";
+  const pid_t first = fork_sweep(s, db);
+  ASSERT_TRUE(wait_for([&] { return fs::exists(record); }));
+  // Both a new sweep and a resume are refused while the first one runs.
+  const std::string e1 = error_of([&] { run_sweep(s, db, {}, nullptr); });
+  EXPECT_THAT(e1, HasSubstr("another sweep is running"));
+  EXPECT_THAT(e1, HasSubstr(fmt::format("pid {}", first)));
+  SweepOptions resume;
+  resume.resume = true;
+  EXPECT_THAT(error_of([&] { run_sweep(s, db, resume, nullptr); }), HasSubstr("another sweep is running"));
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // Every run ran exactly once.
+  std::ifstream in(record);
+  int starts = 0;
+  for (std::string w; in >> w;) starts += w == "start";
+  EXPECT_EQ(starts, 2);
+  // The lock dies with its holder: now a resume may run (nothing left to do).
+  EXPECT_EQ(run_sweep(s, db, resume, nullptr).skipped, 2);
+}
+
+// A 0-byte database (a creation killed by an older build) is replaced; a new
+// one appears whole (no temporary left beside it).
+TEST_F(SweepTest, EmptyDatabaseFromAKilledCreationIsReplaced) {
+  SweepSpec s;
+  s.gpus = {1};
+  s.command = {"true"};
+  const auto db = dir_ / "sweep.db";
+  std::ofstream(db).close();
+  ASSERT_EQ(fs::file_size(db), 0u);
+  const auto sum = run_sweep(s, db, {}, nullptr);
+  EXPECT_EQ(sum.ok, 1);
+  EXPECT_EQ(read_sweep(db).runs.size(), 1u);
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  // A non-empty file that is not ours is never replaced.
+  const auto other = dir_ / "other.db";
+  std::ofstream(other) << "precious";
+  EXPECT_THAT(error_of([&] { run_sweep(s, other, {}, nullptr); }), HasSubstr("already exists"));
+  EXPECT_EQ(read_file(other), "precious");
+}
+
+// A job printing a huge line without a newline: log.txt stays within its cap
+// (head and tail kept, a marker between) and metric extraction reads a cut line.
+TEST_F(SweepTest, LogAndLineCapsBoundAJobsOutput) {
+  const auto log = dir_ / "log.txt";
+  // 6 MiB with no newline, then a metric line at the very end.
+  const std::string script = "head -c 6291456 /dev/zero | tr '\\0' x; echo; echo 'metric: 42.5'";
+  const auto r = run_process({"sh", "-c", script}, log, 30, 1, {}, {}, uint64_t{2} << 20);
+  EXPECT_EQ(r.status, RunStatus::kOk);
+  EXPECT_GT(r.log_bytes_dropped, uint64_t{3} << 20);
+  EXPECT_THAT(r.log_note, HasSubstr("log.txt capped"));
+  EXPECT_LE(fs::file_size(log), (uint64_t{2} << 20) + 200);
+  const std::string text = read_file(log);
+  EXPECT_THAT(text, HasSubstr("bytes of output dropped here"));
+  EXPECT_THAT(text, HasSubstr("metric: 42.5"));  // the tail is kept
+  SweepSpec spec;
+  spec.metric = MetricSpec::parse("regex:metric: ([0-9.]+)");
+  const auto m = extract_metrics(spec, r, log, dir_);
+  ASSERT_TRUE(m.values.count("regex"));
+  EXPECT_DOUBLE_EQ(m.values.at("regex"), 42.5);
+  bool cut_noted = false;
+  for (const auto& n : m.notes) cut_noted = cut_noted || n.find("were cut") != std::string::npos;
+  EXPECT_TRUE(cut_noted);
+}
+
 }  // namespace
 }  // namespace scalescope::sweep

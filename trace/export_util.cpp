@@ -1,4 +1,5 @@
 #include "trace/export_util.hpp"
+#include "trace/safe_output.hpp"
 
 #include <unistd.h>
 
@@ -61,8 +62,8 @@ void append_csv_field(std::string& out, std::string_view s) {
 }
 
 std::filesystem::path temp_path_for(const std::filesystem::path& out) {
-  std::filesystem::path tmp = out;
-  tmp += fmt::format(".tmp-{}", ::getpid());
+  std::filesystem::path tmp = trace::temp_path_for(out);
+  register_temp(tmp);  // removed if a signal ends the export
   return tmp;
 }
 
@@ -71,8 +72,10 @@ void commit_output(const std::filesystem::path& tmp, const std::filesystem::path
   std::filesystem::rename(tmp, out, ec);
   if (ec) {
     std::filesystem::remove_all(tmp, ec);
+    unregister_temp(tmp);
     fail("{}: cannot write output: {}", out.string(), ec.message());
   }
+  unregister_temp(tmp);
 }
 
 }  // namespace scalescope::trace::detail

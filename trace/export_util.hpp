@@ -16,7 +16,8 @@ void append_json_escaped(std::string& out, std::string_view s);
 // Appends one CSV field (RFC 4180: quoted when it holds a comma, quote or newline).
 void append_csv_field(std::string& out, std::string_view s);
 
-// A path beside `out` to write to first: "<out>.tmp-<pid>".
+// A path beside `out` to write to first (trace::temp_path_for), registered
+// for removal on SIGINT/SIGTERM/SIGHUP until commit_output.
 std::filesystem::path temp_path_for(const std::filesystem::path& out);
 
 // Renames `tmp` onto `out` (replacing a file), or removes `tmp` and throws an

@@ -1,5 +1,9 @@
 #include "trace/kineto_importer.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <libdeflate.h>
 #include <sys/mman.h>
 
@@ -16,6 +20,7 @@
 #include <simdjson.h>
 
 #include "trace/error.hpp"
+#include "trace/memory_budget.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -61,8 +66,19 @@ struct FileCloser {
 void read_whole_file(const std::filesystem::path& path, PaddedBuffer& out, uint64_t limit) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory, not a Kineto trace", path.string());
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-  if (!f) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
+  // O_NONBLOCK and a regular-file check: a FIFO must be refused, not waited on.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("{}: not a regular file (a FIFO, device or socket); give a Kineto JSON file", path.string());
+  }
+  std::unique_ptr<std::FILE, FileCloser> f(::fdopen(fd, "rb"));
+  if (!f) {
+    ::close(fd);
+    fail("{}: cannot open: {}", path.string(), std::strerror(errno));
+  }
   auto size = std::filesystem::file_size(path, ec);
   if (ec) fail("{}: cannot read: {}", path.string(), ec.message());
   if (size > limit) fail("{}: file of {} bytes is larger than the {} bytes the importer accepts", path.string(), size, limit);
@@ -80,12 +96,13 @@ bool is_gzip(std::string_view bytes) {
 // larger than `limit` so that a decompression bomb cannot take the machine.
 // libdeflate inflates a whole buffer at once, about twice as fast as zlib's
 // streaming inflate: on the 170 MB trace zlib alone cost ~0.25 s of the import.
-void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint64_t limit) {
+void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint64_t limit, const std::string& why) {
   std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> inflater(
       libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
   if (!inflater) fail("{}: cannot start gzip decompression (out of memory)", name);
   out.size = 0;
   size_t in_pos = 0;
+  uint64_t trailer_claim = 0;
   while (in_pos < in.size()) {
     const auto* member = reinterpret_cast<const unsigned char*>(in.data() + in_pos);
     const size_t member_left = in.size() - in_pos;
@@ -95,6 +112,14 @@ void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint6
     if (in_pos == 0 && member_left >= 18) {
       const auto* p = reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4);
       guess = uint64_t{p[0]} | uint64_t{p[1]} << 8 | uint64_t{p[2]} << 16 | uint64_t{p[3]} << 24;
+      // The true size is at least ISIZE (it is the size modulo 4 GiB) when the
+      // stream is whole; a cut stream's last bytes are not a trailer at all.
+      // So over the limit it only sizes the one attempt, up to the limit:
+      // a bomb stops there, a truncated stream says so.
+      if (guess > limit) {
+        trailer_claim = guess;
+        guess = limit;
+      }
     }
     uint64_t room = std::max<uint64_t>(guess, member_left * 2 + 4096);
     for (;;) {
@@ -109,8 +134,12 @@ void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint6
         break;
       }
       if (rc == LIBDEFLATE_INSUFFICIENT_SPACE) {
-        if (out.size + room >= limit)
-          fail("{}: decompresses to more than {} bytes (a decompression bomb or not a trace)", name, limit);
+        if (out.size + room >= limit) {
+          if (trailer_claim > 0)
+            fail("{}: decompresses to more than {} bytes (its gzip trailer announces {}); {}", name, limit,
+                 trailer_claim, why);
+          fail("{}: decompresses to more than {} bytes; {}", name, limit, why);
+        }
         room *= 2;
         continue;
       }
@@ -123,6 +152,64 @@ void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint6
     while (in_pos < in.size() && in[in_pos] == 0) ++in_pos;
   }
   out.pad();
+}
+
+// Length of the valid UTF-8 sequence at p (of n bytes left), or 0 when the
+// byte at p does not start one (RFC 3629: no overlongs, surrogates or > U+10FFFF).
+size_t utf8_sequence(const unsigned char* p, size_t n) {
+  const unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  size_t len;
+  uint32_t min;
+  if ((c & 0xE0) == 0xC0) { len = 2; min = 0x80; }
+  else if ((c & 0xF0) == 0xE0) { len = 3; min = 0x800; }
+  else if ((c & 0xF8) == 0xF0) { len = 4; min = 0x10000; }
+  else return 0;
+  if (n < len) return 0;
+  uint32_t cp = c & (0x7F >> len);
+  for (size_t i = 1; i < len; ++i) {
+    if ((p[i] & 0xC0) != 0x80) return 0;
+    cp = cp << 6 | (p[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+// Copies `json` into `out` with each byte that is not part of valid UTF-8
+// replaced by U+FFFD; returns how many were replaced.
+uint64_t repair_utf8(const char* json, size_t size, PaddedBuffer& out) {
+  const auto* p = reinterpret_cast<const unsigned char*>(json);
+  uint64_t bad = 0;
+  size_t extra = 0;
+  for (size_t i = 0; i < size;) {
+    const size_t len = utf8_sequence(p + i, size - i);
+    if (len == 0) {
+      ++bad;
+      extra += 2;  // 1 byte becomes 3
+      ++i;
+    } else {
+      i += len;
+    }
+  }
+  if (bad == 0) return 0;
+  out.reserve(size + extra);
+  char* o = out.data;
+  for (size_t i = 0; i < size;) {
+    const size_t len = utf8_sequence(p + i, size - i);
+    if (len == 0) {
+      *o++ = '\xEF';
+      *o++ = '\xBF';
+      *o++ = '\xBD';
+      ++i;
+    } else {
+      std::memcpy(o, p + i, len);
+      o += len;
+      i += len;
+    }
+  }
+  out.size = static_cast<size_t>(o - out.data);
+  out.pad();
+  return bad;
 }
 
 // ---- small exact parsers over raw JSON tokens ---------------------------------
@@ -570,6 +657,7 @@ class Importer {
   size_t last_category_ = 0;
   StringId domain_user_ = 0, domain_cpu_op_ = 0, domain_gpu_user_ = 0, domain_python_ = 0;
   int64_t host_pid_ = -1;
+  PaddedBuffer repaired_;  // the JSON with invalid UTF-8 replaced, only when needed
 };
 
 void Importer::json_error(simdjson::error_code ec) const {
@@ -1019,6 +1107,22 @@ Trace Importer::run(const char* json, size_t size, size_t capacity) {
   od::parser parser;
   od::document doc;
   auto ec = parser.iterate(json, size, capacity).get(doc);
+  if (ec == simdjson::UTF8_ERROR) {
+    // simdjson refuses a whole document for one bad byte. Repair only then (a
+    // valid file pays nothing): each invalid byte becomes U+FFFD, counted.
+    const uint64_t replaced = repair_utf8(json, size, repaired_);
+    if (replaced > 0) {
+      if (repaired_.size > options_.max_json_bytes)
+        fail("{}: {} bytes of JSON after replacing invalid UTF-8 is more than the importer accepts", name_,
+             repaired_.size);
+      json = repaired_.data;
+      size = repaired_.size;
+      capacity = repaired_.capacity + simdjson::SIMDJSON_PADDING;
+      json_begin_ = json;
+      trace_.problems.add(Problem::kInvalidUtf8, replaced);
+      ec = parser.iterate(json, size, capacity).get(doc);
+    }
+  }
   if (ec) json_error(ec);
   doc_ = &doc;
   od::json_type root_type;
@@ -1203,10 +1307,33 @@ Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report
   ImportReport local;
   ImportReport& rep = report ? *report : local;
   auto raw = std::make_unique<PaddedBuffer>();
+  // Memory bound: what this process may still take, over the import's cost per JSON byte.
+  const uint64_t memory = available_memory_bytes();
+  const uint64_t by_memory = memory / std::max<uint64_t>(1, options.memory_per_json_byte);
+  const uint64_t json_limit = std::min(options.max_json_bytes, by_memory);
+  const std::string memory_why =
+      fmt::format("importing needs about {} bytes of memory per JSON byte and this process may take {} MiB more "
+                  "(free memory and limits)",
+                  options.memory_per_json_byte, memory >> 20);
   read_whole_file(path, *raw, options.max_json_bytes);
+  if (!is_gzip(std::string_view(raw->data, raw->size)) && raw->size > json_limit)
+    fail("{}: {} bytes of JSON is too large to import here: {}", name, raw->size, memory_why);
   if (is_gzip(std::string_view(raw->data, raw->size))) {
     PaddedBuffer json;
-    gunzip(std::string_view(raw->data, raw->size), name, json, options.max_json_bytes);
+    const uint64_t by_ratio = std::max<uint64_t>(raw->size * options.max_gzip_ratio, uint64_t{1} << 20);
+    std::string why;
+    uint64_t limit = json_limit;
+    if (by_ratio < limit) {
+      limit = by_ratio;
+      why = fmt::format("more than {}x its compressed size ({} bytes), the limit for gzip input (a decompression bomb "
+                        "or not a trace; see docs/data-safety.md)",
+                        options.max_gzip_ratio, raw->size);
+    } else if (by_memory < options.max_json_bytes) {
+      why = memory_why;
+    } else {
+      why = "more than the importer accepts (a decompression bomb or not a trace)";
+    }
+    gunzip(std::string_view(raw->data, raw->size), name, json, limit, why);
     raw.reset();  // free the compressed bytes before parsing
     Importer imp(name, options, rep);
     return imp.run(json.data, json.size, json.capacity + simdjson::SIMDJSON_PADDING);

@@ -55,6 +55,14 @@ struct KinetoImportOptions {
   // Largest JSON text accepted (after decompression). simdjson's documents
   // are limited to 4 GiB; this also stops decompression bombs.
   uint64_t max_json_bytes = (uint64_t{1} << 32) - 4096;
+  // A .json.gz may inflate to at most this many times its compressed size
+  // (real Kineto traces: ~13x; a decompression bomb: ~1000x). Refused early,
+  // from the gzip trailer when it tells, else when inflating reaches it.
+  uint64_t max_gzip_ratio = 100;
+  // Bytes of memory per byte of JSON the import may need (the text, simdjson's
+  // structural index, the tables): JSON larger than the memory this process
+  // may still take (available_memory_bytes) divided by this is refused.
+  uint64_t memory_per_json_byte = 6;
 };
 
 // Imports a file; gzip is detected by its magic bytes, not the name.

@@ -269,7 +269,7 @@ TEST(KinetoImporter, DecompressionBombIsRefused) {
     import_kineto_file(gz, nullptr, o);
     FAIL() << "bomb accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("decompresses to more than"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("decompression bomb"), std::string::npos) << e.what();
   }
   fs::remove(gz);
 }
@@ -303,6 +303,88 @@ TEST(KinetoImporter, ForwardBackwardFlowsLinkTheTwoOps) {
   EXPECT_NE(link["aten::_log_softmax"], link["aten::nll_loss"]);
   EXPECT_EQ(rep.flows, 5u);
   EXPECT_EQ(rep.count("fwdbwd", "s"), 2u);
+}
+
+// Issue #17: a small .json.gz inflating ~1000x is refused by the ratio limit
+// after inflating at most 100x its size (1 MiB here), not 8 MiB, whether its
+// trailer tells the size or lies (a last member announcing little).
+TEST(KinetoImporter, GzipRatioLimitRefusesBombsEarly) {
+  std::string body = "{\"traceEvents\":[";
+  body.reserve(size_t{8} << 20);
+  while (body.size() < (size_t{8} << 20)) body += "1,";
+  body += "1]}";
+  fs::path gz = temp_path("ratio-bomb.json.gz");
+  write_gzip(gz, body);
+  ASSERT_LT(fs::file_size(gz), body.size() / 200);
+  try {
+    import_kineto_file(gz);
+    FAIL() << "bomb accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("gzip trailer announces 8388611"), std::string::npos) << what;
+    EXPECT_NE(what.find("100x its compressed size"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos);
+  }
+  // A second, tiny member makes the trailer announce 3 bytes: refused while inflating.
+  fs::path tail = temp_path("tail.gz");
+  write_gzip(tail, "   ");
+  {
+    std::ifstream in(tail, std::ios::binary);
+    std::ofstream out(gz, std::ios::binary | std::ios::app);
+    out << in.rdbuf();
+  }
+  try {
+    import_kineto_file(gz);
+    FAIL() << "bomb accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("decompresses to more than"), std::string::npos) << e.what();
+  }
+  // With the ratio limit lifted, the same file inflates (and its "1" events are malformed, not fatal).
+  KinetoImportOptions loose;
+  loose.max_gzip_ratio = 100000;
+  ImportReport rep;
+  import_kineto_file(gz, &rep, loose);
+  EXPECT_GT(rep.malformed + rep.unknown + rep.ignored, 0u);
+  for (const auto& p : {gz, tail}) fs::remove(p);
+}
+
+// The memory this process may take bounds the JSON it accepts (here: made
+// tiny through the cost per byte), with a one-line error.
+TEST(KinetoImporter, JsonLargerThanTheMemoryBudgetIsRefused) {
+  fs::path json = temp_path("small.json");
+  std::ofstream(json) << kSmall;
+  KinetoImportOptions o;
+  o.memory_per_json_byte = uint64_t{1} << 50;
+  try {
+    import_kineto_file(json, nullptr, o);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("too large to import here"), std::string::npos) << e.what();
+  }
+  fs::path gz = temp_path("small.json.gz");
+  write_gzip(gz, kSmall);
+  EXPECT_THROW(import_kineto_file(gz, nullptr, o), Error);
+  EXPECT_EQ(import_kineto_file(gz).kernels.size(), 3u);
+  for (const auto& p : {json, gz}) fs::remove(p);
+}
+
+// One invalid UTF-8 byte no longer makes a whole trace unreadable: it is
+// replaced by U+FFFD and counted.
+TEST(KinetoImporter, InvalidUtf8IsReplacedAndCounted) {
+  std::string text(kSmall);
+  const size_t at = text.find("gemm");
+  ASSERT_NE(at, std::string::npos);
+  text[at + 2] = static_cast<char>(0xFF);  // a kernel named "ge\xFFm..."
+  ImportReport rep;
+  Trace t = import_kineto_json(text, "bad-utf8.json", &rep);
+  EXPECT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(t.problems.get(Problem::kInvalidUtf8), 1u);
+  bool found = false;
+  for (size_t i = 0; i < t.kernels.size(); ++i)
+    found = found || t.strings.view(t.kernels.name[i]).starts_with("ge\xEF\xBF\xBDm");
+  EXPECT_TRUE(found);
+  // A valid file counts nothing.
+  EXPECT_EQ(import_kineto_json(kSmall, "ok.json").problems.get(Problem::kInvalidUtf8), 0u);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "trace/error.hpp"
 #include "trace/export_util.hpp"
+#include "trace/safe_output.hpp"
 
 namespace scalescope::trace::detail {
 
@@ -19,6 +20,7 @@ OutputFile::~OutputFile() {
   if (!committed_) {
     std::error_code ec;
     std::filesystem::remove(tmp_, ec);
+    unregister_temp(tmp_);
   }
 }
 

@@ -9,10 +9,18 @@
 #include <system_error>
 #include <thread>
 
+#include <map>
+
+#include <xxhash.h>
+
 #include "trace/error.hpp"
 #include "trace/trace_file.hpp"
 
 namespace scalescope::trace {
+
+namespace detail {
+std::vector<std::byte> read_trace_bytes(const std::filesystem::path& path);  // trace_reader.cpp
+}
 
 std::vector<std::filesystem::path> list_run_files(const std::filesystem::path& run_dir) {
   std::error_code ec;
@@ -37,6 +45,9 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
     return one;
   }
   const std::vector<std::filesystem::path> files = list_run_files(path_or_file);
+  RunCheck check = check_run_manifest(path_or_file);
+  std::map<std::string, const ManifestEntry*> listed;
+  for (const auto& e : check.listed) listed[e.name] = &e;
   std::vector<Trace> traces(files.size());
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, files.size()));
@@ -48,7 +59,14 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
       try {
-        traces[i] = read_trace(files[i], options.read);
+        const std::vector<std::byte> bytes = detail::read_trace_bytes(files[i]);
+        traces[i] = read_trace_from_memory(bytes, files[i].string(), options.read);
+        const auto it = listed.find(files[i].filename().string());
+        if (it != listed.end() &&
+            (it->second->bytes != bytes.size() || it->second->xxh64 != XXH64(bytes.data(), bytes.size(), 0))) {
+          std::lock_guard lock(mutex);
+          check.changed.push_back(it->first);
+        }
         if (options.on_file_loaded) {
           std::lock_guard lock(mutex);
           options.on_file_loaded(++loaded, files.size());
@@ -69,12 +87,37 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
   work();
   for (std::thread& t : pool) t.join();
   if (first_error) std::rethrow_exception(first_error);
-  std::stable_sort(traces.begin(), traces.end(), [](const Trace& a, const Trace& b) {
+  std::sort(check.changed.begin(), check.changed.end());
+  // Sorted through an index so that errors can still name each trace's file.
+  std::vector<size_t> order(traces.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    const Metadata& a = traces[x].meta;
+    const Metadata& b = traces[y].meta;
     // Unknown rank (-1) sorts last.
-    const auto ra = static_cast<uint32_t>(a.meta.rank), rb = static_cast<uint32_t>(b.meta.rank);
+    const auto ra = static_cast<uint32_t>(a.rank), rb = static_cast<uint32_t>(b.rank);
     if (ra != rb) return ra < rb;
-    return a.meta.pid < b.meta.pid;
+    return a.pid < b.pid;
   });
+  // One trace per rank: a second one means two runs mixed in one directory.
+  for (size_t k = 1; k < order.size(); ++k) {
+    const Metadata& a = traces[order[k - 1]].meta;
+    const Metadata& b = traces[order[k]].meta;
+    if (a.rank >= 0 && a.rank == b.rank && (a.pid != b.pid || a.hostname != b.hostname))
+      fail("{}: {} and {} both hold rank {}; a run directory holds one trace per rank (two runs mixed?)",
+           path_or_file.string(), files[order[k - 1]].filename().string(), files[order[k]].filename().string(),
+           a.rank);
+  }
+  std::vector<Trace> sorted;
+  sorted.reserve(traces.size());
+  for (size_t i : order) sorted.push_back(std::move(traces[i]));
+  traces = std::move(sorted);
+  const size_t lost = check.missing.size() + check.unlisted.size() + check.changed.size() + check.bad_manifests.size();
+  if (!traces.empty()) {
+    if (!check.has_manifest) traces.front().problems.add(Problem::kRunNoManifest);
+    if (lost > 0) traces.front().problems.add(Problem::kRunIncomplete, lost);
+  }
+  if (options.on_warning && lost > 0) options.on_warning(check.message(path_or_file));
   return traces;
 }
 

@@ -376,7 +376,10 @@ Severity severity_of(Problem p) {
     case Problem::kChecksumMismatch:
     case Problem::kDroppedRecords:
     case Problem::kCorruptChunk:
-    case Problem::kIncompleteRecord: return Severity::kDataLoss;  // the work ran; its times are lost
+    case Problem::kIncompleteRecord:  // the work ran; its times are lost
+    case Problem::kEndMissing:
+    case Problem::kRunIncomplete: return Severity::kDataLoss;
+    case Problem::kInvalidUtf8:
     case Problem::kCuptiError:
     case Problem::kMalformedEvent:
     case Problem::kNegativeDuration: return Severity::kError;
@@ -385,6 +388,8 @@ Severity severity_of(Problem p) {
     case Problem::kUnmatchedCorrelation:
     case Problem::kNvmlUnavailable:
     case Problem::kClockAnchorMissing:
+    case Problem::kEndNotRecorded:
+    case Problem::kRunNoManifest:
     case Problem::kCount_: break;
   }
   return Severity::kInfo;
@@ -405,9 +410,42 @@ std::string_view to_string(Problem p) {
     case Problem::kClockAnchorMissing: return "clock_anchor_missing";
     case Problem::kCorruptChunk: return "corrupt_chunk";
     case Problem::kIncompleteRecord: return "incomplete_record";
+    case Problem::kEndMissing: return "end_missing";
+    case Problem::kEndNotRecorded: return "end_not_recorded";
+    case Problem::kRunIncomplete: return "run_incomplete";
+    case Problem::kRunNoManifest: return "run_no_manifest";
+    case Problem::kInvalidUtf8: return "invalid_utf8";
     case Problem::kCount_: break;
   }
   return "unknown_problem";
+}
+
+std::string_view describe(Problem p) {
+  switch (p) {
+    case Problem::kTornTail: return "torn: the file ends inside a chunk (writer killed or disk full); that chunk and any after it are lost";
+    case Problem::kChecksumMismatch: return "a chunk failed its checksum and was skipped; its rows are lost";
+    case Problem::kUnknownChunk: return "a chunk of a newer format was skipped";
+    case Problem::kDroppedRecords: return "the collector dropped records (its buffers were full)";
+    case Problem::kCuptiError: return "a CUPTI call failed while collecting";
+    case Problem::kMalformedEvent: return "events missing required fields were skipped";
+    case Problem::kUnknownEvent: return "events of an unknown category were not mapped";
+    case Problem::kUnmatchedCorrelation: return "GPU events without an API call of the same correlation id";
+    case Problem::kNegativeDuration: return "events ending before they start were clamped";
+    case Problem::kNvmlUnavailable: return "GPU counters were not sampled (NVML unavailable)";
+    case Problem::kClockAnchorMissing: return "no clock anchor: ranks may not line up in time";
+    case Problem::kCorruptChunk: return "a chunk passed its checksum but its content was invalid; its rows are lost";
+    case Problem::kIncompleteRecord: return "GPU records handed over unfinished were left out";
+    case Problem::kEndMissing:
+      return "torn: the file ends at a chunk boundary without its end record (writer killed); the chunks written "
+             "after the last complete one are lost, how many is unknown";
+    case Problem::kEndNotRecorded: return "end not recorded: a format 1.0 file (older build) cannot say whether it is complete";
+    case Problem::kRunIncomplete: return "run directory incomplete: a file its manifest lists is missing, short or changed";
+    case Problem::kRunNoManifest:
+      return "run directory without manifest (older build, or its writer died): ranks cannot be checked for completeness";
+    case Problem::kInvalidUtf8: return "invalid UTF-8 bytes in the input were replaced by U+FFFD";
+    case Problem::kCount_: break;
+  }
+  return "unknown problem";
 }
 
 bool ProblemCounts::any_data_loss() const {

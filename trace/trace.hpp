@@ -360,6 +360,11 @@ enum class Problem : uint16_t {
   kClockAnchorMissing,      // no clock anchor: ranks may not line up
   kCorruptChunk,            // a chunk passed its checksum but its content is invalid; skipped
   kIncompleteRecord,        // collector: a GPU record CUPTI handed over unfinished (timestamp 0); left out
+  kEndMissing,              // format >= 1.1 file without its end record: cut at a chunk boundary (writer killed)
+  kEndNotRecorded,          // format 1.0 file: written before end records existed; completeness unknown
+  kRunIncomplete,           // run directory: a rank file its manifest lists is missing or shorter/different
+  kRunNoManifest,           // run directory without manifest (older build, or its writer died before the end)
+  kInvalidUtf8,             // importer: invalid UTF-8 bytes replaced by U+FFFD
   kCount_,
 };
 inline constexpr int kProblemCount = static_cast<int>(Problem::kCount_);
@@ -371,6 +376,9 @@ constexpr bool unfinished_span(Timestamp start, Timestamp end) { return start ==
 
 Severity severity_of(Problem p);
 std::string_view to_string(Problem p);
+// One sentence for a person: what happened and what it cost (e.g. for kEndMissing
+// "torn: the file ends at a chunk boundary without its end record; ...").
+std::string_view describe(Problem p);
 
 struct ProblemCounts {
   std::array<uint64_t, kProblemCount> counts{};

@@ -26,7 +26,10 @@
 namespace scalescope::trace {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 1;  // 1.1: nvtx link column
+// 1.1 added the nvtx link column (id 9) and the end record (chunk type 4)
+// that close() writes last: a file cut at a chunk boundary is told from a
+// complete one (Problem::kEndMissing).
+inline constexpr uint16_t kFormatMinor = 1;
 inline constexpr std::string_view kTraceFileExtension = ".sstrace";
 inline constexpr std::string_view kRunDirExtension = ".ssrun";
 
@@ -60,7 +63,7 @@ class TraceWriter {
 
   TraceWriter(TraceWriter&&) noexcept;
   TraceWriter& operator=(TraceWriter&&) noexcept;
-  ~TraceWriter();  // close()s, swallowing errors
+  ~TraceWriter();  // closes the file without an end record (see close())
 
   // Writes the strings of `strings` not written before (ids from the last
   // written one up to strings.size()), then one chunk per non-empty table of
@@ -80,7 +83,10 @@ class TraceWriter {
   bool try_write_problems(const ProblemCounts& problems) noexcept;
 
   void flush();  // fsync when WriterOptions::fsync; chunks are never buffered
-  void close();  // idempotent
+  // Writes the end record (the file says it is complete) and closes; idempotent.
+  // The destructor closes WITHOUT the end record: a writer destroyed by an
+  // exception (or never closed) leaves a file readers report as torn.
+  void close();
   bool try_close() noexcept;
 
   const std::string& last_error() const;
@@ -133,15 +139,53 @@ struct LoadOptions {
   // After each file of a run directory: (files done, files in all). Called
   // from the loader threads, one call at a time (for a progress bar).
   std::function<void(size_t, size_t)> on_file_loaded;
+  // Called with RunCheck::message when a run directory is incomplete (data loss).
+  std::function<void(const std::string&)> on_warning;
 };
 
 // The *.sstrace files of a run directory (<name>.ssrun/ with one file per
 // process and run.json), sorted by name; Error when none or not a directory.
 std::vector<std::filesystem::path> list_run_files(const std::filesystem::path& run_dir);
 
+// ---- run directory manifests (docs/trace-format.md, "Run directories") ----
+// A writer of a run directory writes, last, manifest-<writer>.json listing
+// each trace file it wrote with its size and XXH64: the directory is then
+// known complete. One writer per node (profile) or one for the whole run
+// (import, writer "import"); readers take the union of all manifest*.json.
+inline constexpr std::string_view kManifestPrefix = "manifest";
+
+struct ManifestEntry {
+  std::string name;   // file name inside the run directory
+  uint64_t bytes = 0;
+  uint64_t xxh64 = 0;  // of the whole file, seed 0
+};
+
+// Writes <run_dir>/manifest-<writer>.json (temp file renamed into place)
+// listing `files` (names inside run_dir); `writer` names the writer, e.g. a
+// host name ("" gives manifest.json). Throws Error naming the file.
+void write_run_manifest(const std::filesystem::path& run_dir, const std::vector<std::string>& files,
+                        std::string_view writer = "");
+
+// What the manifests of a run directory say about its trace files.
+struct RunCheck {
+  bool has_manifest = false;
+  std::vector<ManifestEntry> listed;  // union of the manifests
+  std::vector<std::string> missing;   // listed, not present
+  std::vector<std::string> unlisted;  // present *.sstrace no manifest lists (a writer that did not finish)
+  std::vector<std::string> changed;   // listed, present, but of another size or checksum (load_run fills it)
+  std::vector<std::string> bad_manifests;  // unreadable manifest files
+  // One line for a person; "" when complete.
+  std::string message(const std::filesystem::path& run_dir) const;
+};
+RunCheck check_run_manifest(const std::filesystem::path& run_dir);
+
 // Loads a single trace file, or every trace of a run directory in parallel
 // (at most `threads` at once), sorted by rank then pid (unknown rank last).
-// Errors name the file.
+// Errors name the file. A run directory is checked against its manifests:
+// a missing, short or changed file, or one no manifest lists, is counted as
+// Problem::kRunIncomplete (data loss) on the first trace; a directory without
+// any manifest (older builds) as Problem::kRunNoManifest (info). Two traces
+// of one rank are an Error naming both files.
 std::vector<Trace> load_run(const std::filesystem::path& path_or_file,
                             const LoadOptions& options = {});
 

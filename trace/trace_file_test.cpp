@@ -306,7 +306,7 @@ TEST(TraceFile, TornTailAtEveryByteOffsetKeepsEveryCompleteChunk) {
   Trace reference;
   const std::vector<uint64_t> batch_ends = write_small_file(dir / "small.sstrace", reference);
   const std::vector<uint8_t> full = read_bytes(dir / "small.sstrace");
-  ASSERT_EQ(full.size(), batch_ends.back());
+  ASSERT_GT(full.size(), batch_ends.back());  // close() added the end record
   // Chunk boundaries: walk the chunk headers.
   std::vector<uint64_t> boundaries = {format::kFileHeaderSize};
   for (uint64_t pos = format::kFileHeaderSize; pos < full.size();) {
@@ -323,6 +323,9 @@ TEST(TraceFile, TornTailAtEveryByteOffsetKeepsEveryCompleteChunk) {
     const Trace t = read_bytes_as_trace(cut);
     const bool at_boundary = std::find(boundaries.begin(), boundaries.end(), len) != boundaries.end();
     EXPECT_EQ(t.problems.get(Problem::kTornTail), at_boundary ? 0u : 1u) << len;
+    // Cut exactly at a chunk boundary: only the missing end record tells (issue #17).
+    EXPECT_EQ(t.problems.get(Problem::kEndMissing), at_boundary && len < full.size() ? 1u : 0u) << len;
+    EXPECT_EQ(t.problems.any_data_loss(), len < full.size()) << len;
     size_t complete_batches = 0;
     for (size_t b = 1; b < batch_ends.size(); ++b) complete_batches += batch_ends[b] <= len;
     // A kernel chunk is the last of its batch, so kernels = 4 per complete batch.
@@ -690,8 +693,8 @@ TEST(TraceFile, ReadsGoldenVersion1_0File) {
   for (uint32_t link : t.nvtx.link) EXPECT_EQ(link, 0u);  // a 1.0 file has no link column: the default
 }
 
-// The golden file of format 1.1 (the nvtx link column): the 1.0 content plus
-// links on two pairs of NVTX rows. Regenerate only for a new format version
+// The golden file of format 1.1 (the nvtx link column and the end record):
+// the 1.0 content plus links on two pairs of NVTX rows. Regenerate only for a new format version
 // (SCALESCOPE_WRITE_GOLDEN=1), never to make this test pass.
 TEST(TraceFile, ReadsGoldenVersion1_1File) {
   const fs::path golden = fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.1.sstrace";
@@ -719,6 +722,151 @@ TEST(TraceFile, ReadsGoldenVersion1_1File) {
   EXPECT_EQ(t.strings.view(t.nvtx.text.back()), "ProfilerStep#2");
   const std::vector<uint32_t> want = {0, 1, 0, 0, 0, 1, 70000, 0, 0, 70000, 0, 0};
   EXPECT_EQ(t.nvtx.link, want);
+}
+
+// A file cut exactly where a chunk ends reads as torn, never as complete; a
+// writer destroyed without close() (an exception, a kill) vouches for nothing.
+TEST(TraceFile, CutAtAChunkBoundaryIsTornNotComplete) {
+  TempDir dir;
+  Trace t = make_synthetic_trace(3000, 7);
+  WriterOptions o;
+  o.max_rows_per_chunk = 400;
+  write_trace(dir / "full.sstrace", t, o);
+  const std::vector<uint8_t> full = read_bytes(dir / "full.sstrace");
+  const Trace whole = read_bytes_as_trace(full);
+  EXPECT_FALSE(whole.problems.any_data_loss());
+  EXPECT_EQ(whole.problems.get(Problem::kEndMissing), 0u);
+  EXPECT_EQ(whole.problems.get(Problem::kEndNotRecorded), 0u);
+  // Drop the end record and the last chunks: every complete chunk left is read,
+  // and the loss is reported.
+  std::vector<uint64_t> starts;
+  for (uint64_t pos = format::kFileHeaderSize; pos < full.size();) {
+    starts.push_back(pos);
+    pos += format::kChunkHeaderSize + format::get_u64(full.data() + pos + 8);
+  }
+  ASSERT_GT(starts.size(), 6u);
+  for (size_t drop = 1; drop <= 4; ++drop) {
+    const uint64_t len = starts[starts.size() - drop];
+    const std::vector<uint8_t> cut(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(len));
+    const Trace c = read_bytes_as_trace(cut);
+    EXPECT_EQ(c.problems.get(Problem::kTornTail), 0u) << drop;
+    EXPECT_EQ(c.problems.get(Problem::kEndMissing), 1u) << drop;
+    EXPECT_TRUE(c.problems.any_data_loss()) << drop;
+  }
+  EXPECT_NE(describe(Problem::kEndMissing).find("torn"), std::string_view::npos);
+  {
+    TraceWriter w = TraceWriter::open(dir / "unclosed.sstrace", t.meta);
+    w.append(t);
+  }  // destroyed without close()
+  const Trace u = read_trace(dir / "unclosed.sstrace");
+  EXPECT_EQ(u.kernels.size(), t.kernels.size());
+  EXPECT_EQ(u.problems.get(Problem::kEndMissing), 1u);
+  // The collector's non-throwing close writes the end record too.
+  {
+    std::string err;
+    auto w = TraceWriter::try_open(dir / "collector.sstrace", t.meta, {}, &err);
+    ASSERT_TRUE(w);
+    ASSERT_TRUE(w->try_append(t, t.strings));
+    ASSERT_TRUE(w->try_close());
+  }
+  EXPECT_EQ(read_trace(dir / "collector.sstrace").problems.get(Problem::kEndMissing), 0u);
+}
+
+// The golden file of format 1.1 also carries the end record (written by the
+// generator of ReadsGoldenVersion1_1File above, the first 1.1 writer).
+TEST(TraceFile, ReadsGoldenVersion1_1FileAndOldFilesSayEndNotRecorded) {
+  const fs::path golden = fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.1.sstrace";
+  const std::vector<uint8_t> bytes = read_bytes(golden);
+  ASSERT_GT(bytes.size(), 16u);
+  EXPECT_EQ(format::get_u16(bytes.data() + 10), 1u);  // minor version 1
+  const Trace t = read_trace(golden);
+  EXPECT_EQ(t.kernels.size(), 1440u);
+  EXPECT_EQ(t.nccl.size(), 12u);
+  EXPECT_EQ(t.problems.get(Problem::kDroppedRecords), 5u);
+  EXPECT_EQ(t.problems.get(Problem::kEndMissing), 0u);
+  EXPECT_EQ(t.problems.get(Problem::kEndNotRecorded), 0u);
+  EXPECT_EQ(t.problems.get(Problem::kUnknownChunk), 0u);
+  // A 1.0 file cannot say whether it is complete: info, not data loss.
+  const Trace old = read_trace(fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.0.sstrace");
+  EXPECT_EQ(old.problems.get(Problem::kEndNotRecorded), 1u);
+  EXPECT_EQ(old.problems.get(Problem::kEndMissing), 0u);
+  EXPECT_EQ(severity_of(Problem::kEndNotRecorded), Severity::kInfo);
+}
+
+// Run directories: complete with a manifest, data loss without a file it lists,
+// info without any manifest (older builds), an error for two traces of one rank.
+TEST(RunLoader, ManifestTellsCompleteFromIncompleteRunDirectories) {
+  TempDir dir;
+  const fs::path run = dir / "job.ssrun";
+  fs::create_directories(run);
+  std::vector<std::string> names;
+  for (int rank : {0, 1, 2}) {
+    SyntheticOptions o;
+    o.events = 500;
+    o.rank = rank;
+    o.seed = static_cast<uint64_t>(rank + 3);
+    names.push_back("rank" + std::to_string(rank) + ".sstrace");
+    write_trace(run / names.back(), make_synthetic_trace(o));
+  }
+  // No manifest: an older build's directory. Counted as info, no warning.
+  std::vector<std::string> warnings;
+  LoadOptions options;
+  options.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+  auto traces = load_run(run, options);
+  ASSERT_EQ(traces.size(), 3u);
+  EXPECT_EQ(traces[0].problems.get(Problem::kRunNoManifest), 1u);
+  EXPECT_FALSE(traces[0].problems.any_data_loss());
+  EXPECT_TRUE(warnings.empty());
+
+  write_run_manifest(run, names, "node-a");
+  ASSERT_TRUE(fs::exists(run / "manifest-node-a.json"));
+  traces = load_run(run, options);
+  for (const Trace& t : traces) EXPECT_FALSE(t.problems.any_data_loss());
+  EXPECT_EQ(traces[0].problems.get(Problem::kRunNoManifest), 0u);
+  EXPECT_TRUE(warnings.empty());
+
+  // A rank file cut short (disk full during import): data loss, named.
+  const auto full = read_bytes(run / "rank1.sstrace");
+  write_bytes(run / "rank1.sstrace", std::vector<uint8_t>(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2)));
+  traces = load_run(run, options);
+  EXPECT_EQ(traces[0].problems.get(Problem::kRunIncomplete), 1u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("rank1.sstrace"), std::string::npos) << warnings[0];
+  // A rank file gone: data loss, named.
+  fs::remove(run / "rank1.sstrace");
+  warnings.clear();
+  traces = load_run(run, options);
+  ASSERT_EQ(traces.size(), 2u);
+  EXPECT_EQ(traces[0].problems.get(Problem::kRunIncomplete), 1u);
+  EXPECT_TRUE(traces[0].problems.any_data_loss());
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("missing (rank1.sstrace)"), std::string::npos) << warnings[0];
+  // A file no manifest lists (another writer that did not finish): data loss.
+  write_bytes(run / "rank1.sstrace", full);
+  SyntheticOptions o;
+  o.events = 300;
+  o.rank = 3;
+  write_trace(run / "rank3.sstrace", make_synthetic_trace(o));
+  warnings.clear();
+  traces = load_run(run, options);
+  EXPECT_EQ(traces[0].problems.get(Problem::kRunIncomplete), 1u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("rank3.sstrace"), std::string::npos) << warnings[0];
+  // Two traces of one rank: an error naming both files.
+  o.rank = 2;
+  o.seed = 99;
+  Trace dup = make_synthetic_trace(o);
+  dup.meta.pid = traces[2].meta.pid + 1;  // another process claiming rank 2
+  write_trace(run / "rank3.sstrace", dup);
+  try {
+    load_run(run, options);
+    ADD_FAILURE() << "no error for a duplicate rank";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank2.sstrace"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank3.sstrace"), std::string::npos) << what;
+    EXPECT_NE(what.find("both hold rank 2"), std::string::npos) << what;
+  }
 }
 
 TEST(RunLoader, LoadsARunDirectoryInParallelOrderedByRank) {

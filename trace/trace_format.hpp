@@ -26,6 +26,7 @@ enum class ChunkType : uint16_t {
   kStrings = 1,
   kMetadata = 2,
   kProblems = 3,
+  kEnd = 4,  // 1.1: written by close(), last; payload varint chunks before it, varint its offset
   kKernels = 16,
   kMemcpys = 17,
   kMemsets = 18,

@@ -18,6 +18,7 @@
 #include <zstd.h>
 
 #include "trace/error.hpp"
+#include "trace/memory_budget.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_format.hpp"
 
@@ -28,6 +29,11 @@ using format::Encoding;
 using format::Transform;
 
 namespace {
+
+// A zstd chunk may inflate to at most kMaxZstdRatio times its stored size
+// (or kZstdRatioFloor bytes, whichever is more): docs/data-safety.md.
+constexpr uint64_t kMaxZstdRatio = 4096;
+constexpr uint64_t kZstdRatioFloor = uint64_t{64} << 20;
 
 // Thrown inside chunk decoding; caught per chunk and counted, never escapes.
 struct CorruptChunk {};
@@ -152,6 +158,9 @@ class Reader {
       : data_(reinterpret_cast<const uint8_t*>(bytes.data())), size_(bytes.size()), name_(name), options_(options) {
     limit_ = options.max_memory_bytes;
     if (limit_ == 0) limit_ = std::max<uint64_t>(uint64_t{1} << 30, 512 * static_cast<uint64_t>(size_));
+    // Never more than the machine (and our rlimits) can give: refusing with a
+    // one-line error beats the OOM killer.
+    limit_ = std::min(limit_, available_memory_bytes());
     dctx_ = ZSTD_createDCtx();
     if (!dctx_) fail("{}: cannot create a zstd decompressor (out of memory)", name_);
   }
@@ -163,9 +172,11 @@ class Reader {
     check_file_header();
     reserve_tables();
     size_t pos = format::kFileHeaderSize;
+    bool torn = false;
     while (pos < size_) {
       if (size_ - pos < format::kChunkHeaderSize) {
         problems_.add(Problem::kTornTail);
+        torn = true;
         break;
       }
       const uint8_t* h = data_ + pos;
@@ -190,6 +201,7 @@ class Reader {
       const size_t body = pos + format::kChunkHeaderSize;
       if (ch.stored_size > size_ - body) {
         problems_.add(Problem::kTornTail);
+        torn = true;
         break;
       }
       const uint8_t* payload = data_ + body;
@@ -198,8 +210,20 @@ class Reader {
         problems_.add(Problem::kChecksumMismatch);
         continue;
       }
+      if (ch.type == static_cast<uint16_t>(ChunkType::kEnd)) {
+        saw_end_ = true;
+        continue;
+      }
+      if (saw_end_) problems_.add(Problem::kCorruptChunk);  // nothing follows an end record
       read_chunk(ch, payload, body - format::kChunkHeaderSize);
     }
+    // Format 1.1 writers end every closed file with an end record; without it
+    // the writer was killed and the file may be cut at a chunk boundary, which
+    // the chunk walk alone cannot see. 1.0 files never had one.
+    if (minor_ == 0)
+      problems_.add(Problem::kEndNotRecorded);
+    else if (!saw_end_ && !torn)
+      problems_.add(Problem::kEndMissing);
     finish();
     return std::move(trace_);
   }
@@ -213,6 +237,7 @@ class Reader {
       fail("{}: truncated scalescope trace ({} bytes; the file header alone is {})", name_, size_,
            format::kFileHeaderSize);
     const uint16_t major = format::get_u16(data_ + 8), minor = format::get_u16(data_ + 10);
+    minor_ = major == kFormatMajor ? minor : 0;
     if (major > kFormatMajor)
       fail("{}: format {}.{} is newer than this scalescope reads ({}.x); upgrade scalescope", name_, major, minor,
            kFormatMajor);
@@ -267,7 +292,13 @@ class Reader {
     // The frame must announce exactly the size the header promised (already
     // capped), so a decompression bomb cannot make us allocate more.
     if (ZSTD_getFrameContentSize(payload, ch.stored_size) != ch.raw_size) throw CorruptChunk{};
-    if (raw_.size() < ch.raw_size) raw_.resize(ch.raw_size);
+    // A zstd bomb: a few bytes announcing a huge frame. The writer's chunks
+    // stay far below this ratio (constant columns are not compressed data).
+    if (ch.raw_size > std::max<uint64_t>(kZstdRatioFloor, ch.stored_size * kMaxZstdRatio)) throw CorruptChunk{};
+    if (raw_.size() < ch.raw_size) {
+      charge(ch.raw_size - raw_.size(), 0);  // the scratch buffer counts against the memory limit
+      raw_.resize(ch.raw_size);
+    }
     const size_t got = ZSTD_decompressDCtx(dctx_, raw_.data(), ch.raw_size, payload, ch.stored_size);
     if (ZSTD_isError(got) || got != ch.raw_size) throw CorruptChunk{};
     return raw_.data();
@@ -453,6 +484,8 @@ class Reader {
 
   const uint8_t* data_;
   size_t size_;
+  uint16_t minor_ = 0;
+  bool saw_end_ = false;
   std::string name_;
   ReadOptions options_;
   uint64_t limit_ = 0, memory_ = 0;
@@ -468,13 +501,16 @@ class Reader {
 // read it (a collector rolling back a failed write) must give a torn tail,
 // not SIGBUS. Files are small (a few bytes per event), so the copy is cheap.
 std::vector<std::byte> read_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
   struct stat st;
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int err = errno;
+    const bool stat_ok = ::fstat(fd, &st) == 0;
     ::close(fd);
-    if (err == EISDIR) fail("{}: is a directory, not a trace file", path.string());
+    if (stat_ok && S_ISDIR(st.st_mode)) fail("{}: is a directory, not a trace file", path.string());
+    if (stat_ok) fail("{}: not a regular file (a FIFO, device or socket); give a trace file", path.string());
     fail("{}: cannot stat: {}", path.string(), std::strerror(err));
   }
   std::vector<std::byte> bytes(static_cast<size_t>(st.st_size));
@@ -503,14 +539,23 @@ Trace read_trace_from_memory(std::span<const std::byte> bytes, std::string_view 
   return reader.read();
 }
 
+namespace detail {
+std::vector<std::byte> read_trace_bytes(const std::filesystem::path& path) { return read_file(path); }
+}  // namespace detail
+
 Trace read_trace(const std::filesystem::path& path, const ReadOptions& options) {
   const std::vector<std::byte> bytes = read_file(path);
   return read_trace_from_memory(bytes, path.string(), options);
 }
 
 bool is_trace_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // a FIFO would block the read
+    ::close(fd);
+    return false;
+  }
   char magic[sizeof format::kMagic];
   const ssize_t n = ::read(fd, magic, sizeof magic);
   ::close(fd);

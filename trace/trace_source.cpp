@@ -51,6 +51,8 @@ std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<Im
     case InputKind::kRunDirectory: {
       LoadOptions load;
       load.on_file_loaded = on_file_loaded;
+      // Data loss is also counted in the traces' problems; the message names the files.
+      load.on_warning = [](const std::string& m) { std::fprintf(stderr, "scalescope: warning: %s\n", m.c_str()); };
       return load_run(path, load);
     }
     case InputKind::kTraceFile:

@@ -93,6 +93,7 @@ struct TraceWriter::Impl {
   int fd = -1;
   uint64_t offset = 0;           // end of the last complete chunk
   uint64_t strings_written = 1;  // id 0 is always "" and never written
+  uint64_t chunks = 0;           // complete chunks written (the end record counts them)
   std::string last_error;
   ZSTD_CCtx* cctx = nullptr;
   std::vector<uint8_t> payload, column, out;
@@ -163,6 +164,14 @@ struct TraceWriter::Impl {
     format::put_u64(h + 24, XXH64(body, stored, 0));
     format::put_u64(h + 32, XXH64(h, 32, 0));
     write_at_end(out.data(), format::kChunkHeaderSize + stored);
+    ++chunks;
+  }
+
+  void write_end() {
+    payload.clear();
+    format::put_varint(payload, chunks);
+    format::put_varint(payload, offset);
+    write_chunk(ChunkType::kEnd, 0, payload);
   }
 
   void write_strings(const StringTable& strings) {
@@ -242,7 +251,11 @@ TraceWriter::TraceWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TraceWriter::TraceWriter(TraceWriter&&) noexcept = default;
 TraceWriter& TraceWriter::operator=(TraceWriter&&) noexcept = default;
 TraceWriter::~TraceWriter() {
-  if (impl_) try_close();
+  // No end record here: a writer destroyed mid-write must not vouch for the file.
+  if (impl_ && impl_->fd >= 0) {
+    ::close(impl_->fd);
+    impl_->fd = -1;
+  }
 }
 
 TraceWriter TraceWriter::open(const std::filesystem::path& path, const Metadata& meta,
@@ -318,6 +331,7 @@ void TraceWriter::flush() {
 
 void TraceWriter::close() {
   if (impl_->fd < 0) return;
+  impl_->write_end();  // throws (fd kept) when the disk is full: try_close() reports it
   const int fd = impl_->fd;
   impl_->fd = -1;
   const bool sync_failed = impl_->options.fsync && ::fsync(fd) != 0;
