@@ -54,6 +54,28 @@ check "help stats: defaults shown" 'grep -q -- "--format.*=table" "$tmp/out" || 
 try help scaling
 check "help scaling: defaults shown" 'grep -q -- "--threshold FLOAT=0.8" "$tmp/out" || { cat "$tmp/out"; false; }'
 
+# Inputs of the wrong kind are named by what they are, with what the command accepts (4).
+printf '\x89PNG\r\n\x1a\n0000000000000000' >"$tmp/plot.json"
+for cmd in analyze stats import; do
+  try $cmd "$tmp/plot.json"
+  check "$cmd of a PNG: says it is a PNG image and what is accepted" \
+    '[ $rc -eq 1 ] && one_line && grep -q "plot.json: a PNG image; expected a scalescope trace" "$tmp/err" || { cat "$tmp/err"; false; }'
+done
+try analyze "$tmp/s.db"
+check "analyze of a sweep database: use scalescope scaling" \
+  '[ $rc -eq 1 ] && one_line && grep -q "s.db: a sweep database; use scalescope scaling" "$tmp/err" || { cat "$tmp/err"; false; }'
+nsys_db="$src/../shared/data/nsys/saxpy-mpi-cuda-a100.sqlite"
+if [ -f "$nsys_db" ]; then
+  try import "$nsys_db"
+  check "import of an Nsight Systems export: named as one, not 'invalid JSON'" \
+    '[ $rc -eq 1 ] && one_line && grep -qi "nsight systems" "$tmp/err" && ! grep -qi "invalid JSON" "$tmp/err" || { cat "$tmp/err"; false; }'
+else
+  echo "skip import of an Nsight Systems export: $nsys_db is not here"
+fi
+"$ss" profile -o "$tmp/nocuda" -- true >/dev/null 2>"$tmp/nocuda.err"
+check "profile of a job without CUDA: no 'next: analyze' that would fail" \
+  '! grep -q "^next: scalescope analyze" "$tmp/nocuda.err" && grep -q "nothing to analyze" "$tmp/nocuda.err"'
+
 # One error style and exit code (5): the same mistake exits 2 everywhere, no CLI11 code.
 for cmd in stats scaling analyze import topo "export --format chrome -o $tmp/x.json"; do
   usage "$cmd --no-such-option" "--no-such-option" $cmd --no-such-option x
