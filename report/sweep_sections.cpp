@@ -66,14 +66,14 @@ void add_effects(Document& doc, const sweep::StoredSweep& stored, const std::str
     const auto* ratio = cell_as<double>(row, col["ratio_b_a"]);
     const auto* low = cell_as<double>(row, col["ratio_low"]);
     const auto* high = cell_as<double>(row, col["ratio_high"]);
-    const auto* differs = cell_as<std::string>(row, col["differs"]);
+    const auto* differs = cell_as<bool>(row, col["differs"]);  // empty: fewer than 2 runs a side
     if (!key || !a || !b || !gpus || !ratio || !std::isfinite(*ratio) || *ratio <= 0) continue;
     const std::string label = fmt::format("{}={} vs {}{}{}, {} GPU{}", *key, *b, *a, others && !others->empty() ? ", " : "",
                                           others ? *others : "", *gpus, *gpus == 1 ? "" : "s");
     categories.push_back(label);
-    const bool yes = differs && *differs == "yes";
+    const bool yes = differs && *differs;
     points.push_back({{"value", *ratio}, {"low", low ? num(*low) : Json(nullptr)}, {"high", high ? num(*high) : Json(nullptr)},
-                      {"state", differs && *differs == "n<2" ? "untested"
+                      {"state", !differs ? "untested"
                                 : !yes                          ? "same"
                                 : *ratio > 1                    ? "slower"
                                                                 : "faster"}});
