@@ -30,7 +30,7 @@ std::string format_bytes(double b) {
   if (b >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
   return fmt::format("{:.0f} B", b);
 }
-std::string format_percent(double f) { return fmt::format("{:.1f}%", f * 100); }
+std::string format_percent(double f) { return std::isfinite(f) ? fmt::format("{:.1f}%", f * 100) : "n/a"; }
 
 // Time the shares are taken of: the iterations when known, else the window.
 // "; launched by: aten::cudnn_convolution in nn.Module: Conv2d_3 (1.2 ms,

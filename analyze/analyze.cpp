@@ -14,6 +14,7 @@
 #include "analyze/attribution_detail.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
+#include "trace/launcher.hpp"
 
 namespace scalescope::analyze {
 namespace {
@@ -93,7 +94,7 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
   r.source = t.meta.source;
   r.hostname = t.meta.hostname;
-  r.gpu_activity = t.kernels.size() + t.memcpys.size() + t.memsets.size() + t.nccl.size() > 0;
+  r.gpu_activity = trace::has_gpu_activity(t);
   for (int p = 0; p < trace::kProblemCount; ++p) {
     const auto problem = static_cast<trace::Problem>(p);
     if (trace::severity_of(problem) == trace::Severity::kDataLoss && t.problems.get(problem) > 0)

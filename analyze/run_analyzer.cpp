@@ -10,6 +10,7 @@
 #include "trace/error.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
+#include "trace/launcher.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_source.hpp"
 
@@ -89,7 +90,7 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   for (const auto& r : ranks)
     if (r.rank >= 0) used.insert(r.rank);
   for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i].rank < 0 && (ranks[i].gpu_activity || !any_gpu)) {
+    if (ranks[i].rank < 0 && !trace::is_launcher(ranks[i].rank, ranks[i].gpu_activity, any_gpu)) {
       auto n = static_cast<int32_t>(i);
       while (used.count(n)) ++n;
       ranks[i].rank = n;

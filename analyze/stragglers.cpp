@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.hpp"
+#include "trace/launcher.hpp"
 
 namespace scalescope::analyze {
 
@@ -117,12 +118,10 @@ RunAnalysis combine(std::vector<RankAnalysis> ranks) {
   std::sort(ranks.begin(), ranks.end(), [](const RankAnalysis& a, const RankAnalysis& b) { return a.rank < b.rank; });
   RunAnalysis run;
   const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
-  if (any_gpu) {
-    auto launcher = [](const RankAnalysis& r) { return r.rank < 0 && !r.gpu_activity; };
-    for (const RankAnalysis& r : ranks)
-      if (launcher(r)) run.left_out.push_back(r.label);
-    ranks.erase(std::remove_if(ranks.begin(), ranks.end(), launcher), ranks.end());
-  }
+  auto launcher = [any_gpu](const RankAnalysis& r) { return trace::is_launcher(r.rank, r.gpu_activity, any_gpu); };
+  for (const RankAnalysis& r : ranks)
+    if (launcher(r)) run.left_out.push_back(r.label);
+  ranks.erase(std::remove_if(ranks.begin(), ranks.end(), launcher), ranks.end());
   run.stragglers = find_stragglers(ranks);
   for (RankAnalysis& r : ranks) r.collectives = {};  // matched; keep the result small
   run.ranks = std::move(ranks);

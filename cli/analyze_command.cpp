@@ -14,6 +14,7 @@
 #include "analyze/analyze.hpp"
 #include "cli/attribution_tables.hpp"
 #include "cli/commands.hpp"
+#include "cli/usage_error.hpp"
 #include "cli/load_progress.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
@@ -113,7 +114,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       if (skipped(t, r, l.availability)) continue;
       t.add_row({int64_t{r.rank}, l.kernel_count, ns(l.kernel_ns), l.launch_api_count, ns(l.launch_api_ns),
                  nsd(l.median_kernel_ns), nsd(l.median_launch_ns), ns(l.gpu_gap_ns), pct(l.gap_fraction),
-                 pct(l.small_kernel_fraction), std::string(l.launch_bound ? "yes" : "no")});
+                 pct(l.small_kernel_fraction), l.launch_bound});
     }
     out.push_back(std::move(t));
   }
@@ -160,7 +161,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       const auto& y = r.layout;
       if (!skipped(l, r, y.availability))
         l.add_row({int64_t{r.rank}, y.conversion_count, ns(y.conversion_ns), pct(y.fraction),
-                   y.top.empty() ? Cell{} : Cell{y.top.front().name.substr(0, 60)}, y.nchw_half_count,
+                   y.top.empty() ? Cell{} : Cell{y.top.front().name}, y.nchw_half_count,
                    ns(y.nchw_half_ns), pct(y.nchw_half_fraction)});
     }
     out.push_back(std::move(t));
@@ -178,7 +179,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       if (!skipped(n, r, u.availability)) {
         std::string nodes;
         for (int32_t c : u.cpu_nodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(c);
-        n.add_row({int64_t{r.rank}, int64_t{u.gpu_node}, nodes, std::string(u.cpus_cross_node ? "yes" : "no"),
+        n.add_row({int64_t{r.rank}, int64_t{u.gpu_node}, nodes, u.cpus_cross_node,
                    pct(u.remote_memory_fraction), u.memory_policy});
       }
     }
@@ -192,7 +193,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       const auto& r = run.ranks.front();
       for (size_t i = 0; i < r.top_kernels.size() && i < static_cast<size_t>(top); ++i) {
         const auto& k = r.top_kernels[i];
-        t.add_row({int64_t{r.rank}, k.name.substr(0, 90), std::string(analyze::to_string(k.cls)),
+        t.add_row({int64_t{r.rank}, k.name, std::string(analyze::to_string(k.cls)),
                    std::string(analyze::to_string(k.precision)), k.count, ns(k.total_ns)});
       }
     }
@@ -201,8 +202,9 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   for (Table& t : attribution_tables(run, top, all_rows)) out.push_back(std::move(t));
   {
     Table t("Findings (ranked by estimated saving as share of step time: an upper bound unless its method says otherwise)",
-            cols({{"rank_order", 0}, {"id", 0}, {"severity", 0}, {"saving_pct", 1}, {"title", 0}, {"evidence", 0},
-                  {"fix", 0}, {"saving_estimate", 0}}));
+            {Column("rank_order", 0), Column("id", 0), Column("severity", 0), Column("saving_pct", 1),
+             Column::prose("title"), Column::prose("evidence"), Column::prose("fix"), Column::prose("saving_estimate")});
+    t.set_id("findings");
     int i = 1;
     for (const auto& f : findings)
       t.add_row({int64_t{i++}, f.id, std::string(advise::to_string(f.severity)), pct(f.saving_fraction), f.title, f.evidence,
@@ -231,8 +233,10 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--iteration-range", args->iteration_range,
                   "NVTX/annotation range marking one iteration, e.g. Optimizer.step#SGD.step (default: ProfilerStep#N, else detected)");
   cmd->add_option("--classes", args->classes, "kernel class rules file: lines '<class> <substring>' (docs/kernel-classes.md)");
-  cmd->add_flag("--json", args->json, "print the full analysis and findings as one JSON object");
-  cmd->add_option("--format", args->format, "table, csv or json (the tables)")->check(CLI::IsMember({"table", "csv", "json"}));
+  auto* json_flag = cmd->add_flag("--json", args->json, "print the full analysis and findings as one JSON object");
+  cmd->add_option("--format", args->format, "table, csv or json (the tables)")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->excludes(json_flag);
   cmd->add_option("--top", args->top, "kernels in the top-kernel table")->check(CLI::Range(1, 1000));
   cmd->add_option("--threads", args->threads, "ranks analysed at once (0: automatic, at most 4)");
   cmd->callback([args, &exit_code] {
@@ -245,7 +249,10 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
     progress.finish();
     const std::vector<advise::Finding> findings = advise::advise(run);
     if (args->json) {
-      nlohmann::json j = {{"input", args->input}, {"analysis", run}, {"findings", findings}};
+      nlohmann::json j = {{"schema_version", report::kJsonSchemaVersion},
+                          {"input", args->input},
+                          {"analysis", run},
+                          {"findings", findings}};
       std::cout << j.dump(2) << "\n";
     } else {
       const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/usage_error.hpp"
 #include "report/gpu_demo.hpp"
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
@@ -116,7 +117,7 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", args->format, "table | csv | json: how to print what was found")->capture_default_str();
   cmd->callback([args, &exit_code] {
     const auto format = report::parse_output_format(args->format);
-    if (!format) fail("--format '{}' is not table, csv or json", args->format);
+    if (!format) fail_usage("--format '{}' is not table, csv or json", args->format);
     if (args->gpu) {
       run_gpu(*args, *format);
       exit_code = 0;

@@ -45,8 +45,10 @@ void add_diff_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--window", args->window, "START:END applied to both runs (see analyze --help)");
   cmd->add_option("--iteration-range", args->iteration_range, "range marking one iteration, for both runs");
   cmd->add_option("--classes", args->classes, "kernel class rules file (docs/kernel-classes.md)");
-  cmd->add_flag("--json", args->json, "print the diff as one JSON object");
-  cmd->add_option("--format", args->format, "table, csv or json (the tables)")->check(CLI::IsMember({"table", "csv", "json"}));
+  auto* json_flag = cmd->add_flag("--json", args->json, "print the diff as one JSON object");
+  cmd->add_option("--format", args->format, "table, csv or json (the tables)")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->excludes(json_flag);
   cmd->add_option("--top", args->top, "kernels with the largest change")->check(CLI::Range(1, 1000));
   cmd->callback([args, &exit_code] {
     analyze::Options options;
@@ -60,7 +62,7 @@ void add_diff_command(CLI::App& app, int& exit_code) {
     progress_b.finish();
     const analyze::RunDiff d = analyze::diff(a, b, args->top);
     if (args->json) {
-      nlohmann::json j = {{"a", args->a}, {"b", args->b}, {"diff", d}};
+      nlohmann::json j = {{"schema_version", report::kJsonSchemaVersion}, {"a", args->a}, {"b", args->b}, {"diff", d}};
       std::cout << j.dump(2) << "\n";
       exit_code = 0;
       return;

@@ -10,6 +10,7 @@
 #include "trace/safe_output.hpp"
 #include "trace/error.hpp"
 #include "trace/exporters.hpp"
+#include "trace/launcher.hpp"
 #include "trace/trace_source.hpp"
 
 namespace scalescope::cli {
@@ -32,12 +33,16 @@ void add_export_command(CLI::App& app, int& exit_code) {
     LoadProgress progress("load");
     std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, progress.callback());
     progress.finish();
+    const std::vector<std::string> left_out = trace::drop_launchers(traces);
     if (opts->format == "chrome") trace::export_chrome(traces, opts->output);
     else if (opts->format == "sqlite") trace::export_sqlite(traces, opts->output);
     else trace::export_csv(traces, opts->output);
     size_t events = 0;
     for (const auto& t : traces) events += t.event_count();
     std::cout << fmt::format("wrote {} ({} trace(s), {} events)\n", opts->output, traces.size(), events);
+    for (const auto& label : left_out)
+      std::cout << fmt::format("left out {}: a process without a rank or GPU activity (a launcher such as the "
+                               "torchrun agent)\n", label);
     exit_code = 0;
   });
 }

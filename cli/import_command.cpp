@@ -31,6 +31,7 @@ std::string stem_of(const fs::path& p) {
 std::vector<report::Table> report_tables(const trace::ImportReport& rep, const trace::Trace& t) {
   report::Table cats(fmt::format("Imported {} ({} bytes of JSON, {} events)", rep.input, rep.json_bytes, rep.events),
                      {"cat", "ph", "events", "mapped_to"});
+  cats.set_id("imported_categories");
   for (const auto& c : rep.categories)
     cats.add_row({c.cat, c.ph, static_cast<int64_t>(c.events), c.mapped_to});
   report::Table tables("Trace tables", {"table", "rows"});

@@ -1,14 +1,19 @@
 // scalescope: the command-line front. Every subcommand lives in its own
 // *_command.cpp as a thin layer over the part libraries.
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/usage_error.hpp"
+#include "report/terminal.hpp"
 #include "scalescope_version.hpp"
 #include "trace/error.hpp"
 
@@ -24,6 +29,70 @@ std::vector<std::string> take_job_command() {
 }
 }  // namespace scalescope::cli
 
+namespace {
+
+// Exit codes (README, "Exit codes"): one per kind of outcome, whatever the
+// command. CLI11's own codes (105, 106, ...) never leak out.
+constexpr int kExitError = 1;     // bad input, a file that cannot be read or written
+constexpr int kExitUsage = 2;     // wrong options or arguments
+constexpr int kExitInternal = 3;  // a bug in scalescope
+
+int usage_error(const std::string& message, const std::string& command) {
+  std::string line = message;
+  for (char& c : line)
+    if (c == '\n' || c == '\r') c = ' ';
+  line = scalescope::report::terminal_safe(line);  // names from the command line may hold escapes
+  std::fprintf(stderr, "scalescope: error: %s (see: scalescope %s--help)\n", line.c_str(),
+               command.empty() ? "" : (command + " ").c_str());
+  return kExitUsage;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "unknown command 'analyse'; did you mean 'analyze'?" (the suggestion only
+// when one name is close: at most 2 edits, or a prefix).
+std::string unknown_command(const CLI::App& parent, std::string_view word) {
+  std::string best;
+  size_t best_distance = 3;
+  for (const CLI::App* sub : parent.get_subcommands([](const CLI::App*) { return true; })) {
+    const std::string& name = sub->get_name();
+    size_t d = edit_distance(word, name);
+    if (name.starts_with(word) && word.size() >= 2) d = std::min<size_t>(d, 1);
+    if (d < best_distance) best_distance = d, best = name;
+  }
+  std::string prefix = parent.get_parent() ? parent.get_name() + " " : "";
+  return best.empty() ? fmt::format("unknown command '{}{}'", prefix, word)
+                      : fmt::format("unknown command '{}{}'; did you mean '{}{}'?", prefix, word, prefix, best);
+}
+
+// The deepest subcommand named on the command line, for the pointer to its help.
+std::string command_path(CLI::App& app) {
+  std::string path;
+  CLI::App* at = &app;
+  for (;;) {
+    auto parsed = at->get_subcommands();
+    if (parsed.empty()) break;
+    at = parsed.front();
+    path += (path.empty() ? "" : " ") + at->get_name();
+  }
+  return path;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   bool has_job_separator = false;
   for (int i = 1; i < argc; ++i) {
@@ -38,6 +107,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")");
   app.require_subcommand(1);
   app.fallthrough(false);
+  // Every option's default is shown in --help (subcommands copy this setting).
+  app.option_defaults()->always_capture_default();
+  app.footer("Run 'scalescope help COMMAND' or 'scalescope COMMAND --help' for a command's options.\n"
+             "Exit codes: 0 success, 1 error (input or output), 2 wrong usage, 3 internal error; "
+             "'profile' returns the job's own code.");
   int exit_code = 0;
   namespace c = scalescope::cli;
   c::add_profile_command(app, exit_code);
@@ -52,25 +126,60 @@ int main(int argc, char** argv) {
   c::add_report_command(app, exit_code);
   c::add_topo_command(app, exit_code);
   c::add_demo_command(app, exit_code);
+  // `help [COMMAND [SUBCOMMAND]]` prints the help of what it names.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "help") {
+    args.erase(args.begin());
+    args.push_back("--help");
+  }
+  // Names of commands are checked before CLI11 sees them: it would say "A
+  // subcommand is required" for a misspelt one.
+  {
+    CLI::App* at = &app;
+    for (const std::string& word : args) {
+      if (word.empty() || word[0] == '-') break;
+      if (at->get_subcommands([](CLI::App*) { return true; }).empty()) break;
+      CLI::App* next = nullptr;
+      try {
+        next = at->get_subcommand(word);
+      } catch (const CLI::OptionNotFound&) {
+        return usage_error(unknown_command(*at, word), at == &app ? "" : command_path(app));
+      }
+      at = next;
+    }
+  }
   try {
     if (has_job_separator) {
       // Only the commands that run a job take one; say so before any other work.
-      std::string_view command = argc > 1 ? argv[1] : "scalescope";
+      std::string_view command = !args.empty() ? std::string_view(args[0]) : "scalescope";
       if (command != "profile" && command != "sweep")
-        throw scalescope::Error(fmt::format("{}: takes no command after '--'", command));
+        throw scalescope::UsageError(fmt::format("{}: takes no command after '--'", command));
     }
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+    std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    if (message.empty() || message.starts_with("A subcommand is required"))
+      message = "no command given; one of profile, import, stats, export, analyze, diff, sweep, scaling, mlperf, "
+                "report, topo, demo";
+    return usage_error(message, command_path(app));
+  } catch (const scalescope::UsageError& e) {
+    return usage_error(e.what(), command_path(app));
   } catch (const scalescope::Error& e) {
-    std::fprintf(stderr, "scalescope: error: %s\n", e.what());
-    return 1;
+    std::fprintf(stderr, "scalescope: error: %s\n", scalescope::report::terminal_safe(e.what()).c_str());
+    return kExitError;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "scalescope: error: out of memory\n");
-    return 1;
+    return kExitError;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "scalescope: internal error: %s\n", e.what());
-    return 2;
+    std::fprintf(stderr, "scalescope: internal error: %s\n", scalescope::report::terminal_safe(e.what()).c_str());
+    return kExitInternal;
   }
   return exit_code;
 }

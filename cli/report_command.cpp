@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/usage_error.hpp"
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
 #include "trace/error.hpp"
@@ -43,6 +44,11 @@ void add_report_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(size_t{100}, size_t{1'000'000}));
   cmd->add_flag("-q,--quiet", args->options.quiet, "No progress or summary on the terminal");
   cmd->callback([args, &exit_code] {
+    // Checked before any input is read: a folder is not a page to write.
+    std::error_code ec;
+    if (args->output.ends_with('/') || std::filesystem::is_directory(args->output, ec))
+      fail_usage("{}: -o names a folder; give the HTML file to write, e.g. -o {}/report.html", args->output,
+                 args->output.ends_with('/') ? args->output.substr(0, args->output.size() - 1) : args->output);
     // The HTML file is replaced when it exists (documented); an input never is.
     trace::check_output(args->output, {args->inputs.begin(), args->inputs.end()}, true);
     report::HtmlReport r(args->options);

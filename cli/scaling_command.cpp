@@ -1,10 +1,15 @@
 // scalescope scaling: speedup, efficiency, GPU-hours, break-even, comparisons
 // and predictions from a sweep's results file (sweep/scaling_report.hpp).
 #include <iostream>
+#include <map>
+#include <set>
+
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/usage_error.hpp"
 #include "report/table.hpp"
 #include "sweep/scaling_report.hpp"
 #include "sweep/sweep.hpp"
@@ -26,6 +31,36 @@ struct ScalingArgs {
   bool weak = false, strong = false;
   double samples_per_gpu_step = 0;
 };
+// Options that name what the sweep must hold: a wrong one would give empty
+// tables or drop a section without a word.
+void check_against_sweep(const sweep::StoredSweep& stored, const sweep::ScalingReportOptions& options,
+                         const std::string& db) {
+  std::set<int> counts;
+  std::map<std::string, std::set<std::string>> values;
+  for (const auto& run : stored.runs) {
+    counts.insert(run.gpus);
+    for (const auto& [key, value] : run.config) values[key].insert(value);
+  }
+  if (options.ref_gpus && !counts.count(*options.ref_gpus))
+    fail_usage("{}: --ref {}: no run of the sweep used {} GPU(s); measured: {}", db, *options.ref_gpus,
+               *options.ref_gpus, fmt::join(counts, ","));
+  if (options.compare) {
+    const auto& c = *options.compare;
+    auto key = values.find(c.key);
+    if (key == values.end()) {
+      std::vector<std::string> varied;
+      for (const auto& entry : values) varied.push_back(entry.first);
+      fail_usage("{}: --compare {}: the sweep did not vary '{}' (varied: {})", db, c.key, c.key,
+                 varied.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(varied, ",")));
+    }
+    if (c.values.size() != 2) fail_usage("--compare {}: give two values, KEY=A,B", c.key);
+    for (const auto& v : c.values)
+      if (!key->second.count(v))
+        fail_usage("{}: --compare {}: '{}' is not a value of the sweep; values: {}", db, c.key, v,
+                   fmt::join(key->second, ","));
+  }
+}
+
 }  // namespace
 
 void add_scaling_command(CLI::App& app, int& exit_code) {
@@ -54,8 +89,10 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", args->format, "table | csv | json")->capture_default_str();
   cmd->callback([args, &exit_code] {
     auto format = report::parse_output_format(args->format);
-    if (!format) fail("--format '{}' is not table, csv or json", args->format);
-    if (!(args->threshold > 0)) fail("--threshold {} is not a positive number", args->threshold);
+    if (!format) fail_usage("--format '{}' is not table, csv or json", args->format);
+    // E' of a useful configuration lies in (0, 1]; mlperf analyze and report take the same range.
+    if (!(args->threshold > 0 && args->threshold <= 1))
+      fail_usage("--threshold {} is not an efficiency in (0, 1], e.g. 0.8", args->threshold);
     sweep::ScalingReportOptions options;
     options.metric = args->metric;
     if (args->metric_better == "higher")
@@ -63,7 +100,7 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     else if (args->metric_better == "lower")
       options.higher_is_better = false;
     else if (!args->metric_better.empty())
-      fail("--metric-better '{}' is not higher or lower", args->metric_better);
+      fail_usage("--metric-better '{}' is not higher or lower", args->metric_better);
     if (args->ref != 0) options.ref_gpus = args->ref;
     if (args->weak) options.weak = true;
     if (args->strong) options.weak = false;
@@ -73,6 +110,7 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     if (!args->predict.empty()) options.predict = sweep::parse_gpu_list(args->predict);
     if (!args->compare.empty()) options.compare = sweep::Variable::parse(args->compare);
     const auto stored = sweep::read_sweep(args->db);
+    check_against_sweep(stored, options, args->db);
     const auto tables = sweep::scaling_report(stored, options);
     report::print_tables(std::cout, tables, *format);
     exit_code = 0;

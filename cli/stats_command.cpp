@@ -11,6 +11,7 @@
 #include "cli/load_progress.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
+#include "trace/launcher.hpp"
 #include "trace/stats.hpp"
 #include "trace/trace_source.hpp"
 
@@ -39,15 +40,9 @@ void add_duration(std::vector<Cell>& row, const trace::DurationStats& d) {
   row.emplace_back(d.stddev);
 }
 
-// On a terminal, C++ kernel names (often thousands of characters) are cut so
-// that the columns stay readable; CSV and JSON keep them whole.
-std::string shown(const std::string& name, bool shorten) {
-  constexpr size_t kMax = 96;
-  if (!shorten || name.size() <= kMax) return name;
-  size_t cut = kMax - 3;
-  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
-  return name.substr(0, cut) + "...";
-}
+// Names stay whole: the terminal table abbreviates them in the middle to fit
+// the window (report/terminal.hpp), CSV and JSON keep them exact.
+std::string shown(const std::string& name, bool) { return name; }
 
 std::vector<Table> make_tables(const trace::TraceStats& s, const std::string& scope, const std::set<std::string>& want,
                                bool shorten) {
@@ -161,6 +156,7 @@ void add_stats_command(CLI::App& app, int& exit_code) {
     LoadProgress progress("load");
     std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, progress.callback());
     progress.finish();
+    const std::vector<std::string> left_out = trace::drop_launchers(traces);
     std::vector<Table> tables;
     if (rank_opt->count()) {
       auto it = std::find_if(traces.begin(), traces.end(), [&](const trace::Trace& t) { return t.meta.rank == opts->rank; });
@@ -176,6 +172,10 @@ void add_stats_command(CLI::App& app, int& exit_code) {
         for (auto& t : make_tables(trace::compute_stats(all), "all ranks", want, shorten)) tables.push_back(std::move(t));
       }
     }
+    if (!tables.empty())
+      for (const auto& label : left_out)
+        tables.front().add_note(fmt::format(
+            "{}: left out, a process without a rank or GPU activity (a launcher such as the torchrun agent)", label));
     report::print_tables(std::cout, tables, format);
     exit_code = 0;
   });

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/usage_error.hpp"
+#include "report/terminal.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 
@@ -65,7 +67,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     spec.repeat = args->repeat;
     for (const auto& v : args->vary) spec.vary.push_back(sweep::Variable::parse(v));
     auto launcher = sweep::parse_launcher(args->launcher);
-    if (!launcher) fail("--launcher '{}' is not one of local, torchrun, srun, mpirun", args->launcher);
+    if (!launcher) fail_usage("--launcher '{}' is not one of local, torchrun, srun, mpirun", args->launcher);
     spec.launcher = *launcher;
     spec.nodes = args->nodes;
     spec.profile = args->profile;
@@ -75,7 +77,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     if (args->metric_better == "higher")
       spec.metric.higher_is_better = true;
     else if (!args->metric_better.empty() && args->metric_better != "lower")
-      fail("--metric-better '{}' is not higher or lower", args->metric_better);
+      fail_usage("--metric-better '{}' is not higher or lower", args->metric_better);
     spec.seed = args->seed;
     spec.command = args->command;
     if (auto after_separator = take_job_command(); !after_separator.empty()) {
@@ -97,6 +99,8 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     }
     if (sum.ran > 0 && sum.ok == 0)
       fail("{}: every run of this sweep failed; see the logs under {}.runs/*/log.txt", args->output, args->output);
+    fmt::print(stderr, "next: scalescope scaling {}{}\n", report::terminal_safe(args->output),
+               spec.profile ? "    (and scalescope report " + report::terminal_safe(args->output) + " -o report.html)" : "");
     exit_code = 0;
   });
 }

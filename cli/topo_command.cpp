@@ -3,6 +3,7 @@
 // Works without a GPU or driver: everything comes from /sys and the kernel.
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/usage_error.hpp"
 #include "collect/host_facts.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
@@ -24,6 +26,9 @@ void add_topo_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--sys-root", *sys_root, "read sysfs from here (for captured /sys trees)");
   cmd->callback([format, sys_root, &exit_code] {
     using report::Table;
+    std::error_code ec;
+    if (!std::filesystem::is_directory(*sys_root, ec))
+      fail_usage("--sys-root {}: {}", *sys_root, std::filesystem::exists(*sys_root, ec) ? "not a directory" : "no such directory");
     auto node_of_cpu = collect::read_cpu_numa_nodes(*sys_root);
     auto affinity = collect::read_cpu_affinity();
     std::map<int32_t, std::vector<uint32_t>> cpus_of_node, allowed_of_node;

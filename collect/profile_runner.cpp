@@ -339,11 +339,16 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   if (!result.incomplete.empty())
     log << fmt::format("scalescope: {} trace(s) without a summary (process killed?): complete chunks are kept\n",
                        result.incomplete.size());
-  if (traced == 0 && result.incomplete.empty())
-    log << "scalescope: no CUDA process was traced (did the command use the GPU?)\n";
   fs::path shown = options.output;  // as the user named it, not the absolute path
   if (shown.extension() != ".ssrun") shown += ".ssrun";
-  log << fmt::format("next: scalescope analyze {}\n", shown.string());
+  if (traced == 0 && result.incomplete.empty()) {
+    // No trace to read: suggesting `analyze` would only lead to another error.
+    log << fmt::format("scalescope: no CUDA process was traced (did the command use the GPU?); {} holds run.json "
+                       "only, nothing to analyze\n",
+                       shown.string());
+  } else {
+    log << fmt::format("next: scalescope analyze {}\n", shown.string());
+  }
   return result;
 }
 

@@ -20,6 +20,7 @@
 #include "trace/error.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
+#include "trace/launcher.hpp"
 #include "trace/safe_output.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_source.hpp"
@@ -81,6 +82,7 @@ Json table_block(const Table& table, std::vector<int> name_columns) {
           [&](const auto& v) {
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, std::monostate>) row.push_back(nullptr);
+            else if constexpr (std::is_same_v<T, bool>) row.push_back(v ? "yes" : "no");
             else if constexpr (std::is_same_v<T, double>) {
               if (std::isfinite(v)) row.push_back(v);
               else row.push_back(nullptr);
@@ -163,7 +165,12 @@ InputKind HtmlReport::add_input(const fs::path& path) {
     case InputKind::kRunDirectory:
     case InputKind::kKinetoJson:
     case InputKind::kTraceDirectory:
-    case InputKind::kNsysExport: add_run(label, trace::load_traces(path)); break;
+    case InputKind::kNsysExport: {
+      std::vector<trace::Trace> ranks = trace::load_traces(path);
+      trace::drop_launchers(ranks);  // the torchrun agent is not a rank
+      add_run(label, ranks);
+      break;
+    }
     case InputKind::kSweepDatabase: add_sweep_database(path); break;
     case InputKind::kMlperfCsv: detail::add_mlperf_csv_sections(impl_->doc, label, path); break;
   }

@@ -223,6 +223,57 @@ TEST(ReportHtml, NamesFromTracesStayTextInThePage) {
   EXPECT_NE(doc.dump().find(evil), std::string::npos);  // the name itself survives, as data
 }
 
+// A trace that does not record the size of its collectives: bytes unknown,
+// no bandwidth, never "0 bytes at 0 GB/s".
+TEST(ReportHtml, NcclBytesUnknownAreShownAsUnknown) {
+  auto run = synthetic_run(1, 20'000);
+  ASSERT_GT(run[0].nccl.size(), 0u);
+  for (auto& b : run[0].nccl.bytes) b = 0;
+  HtmlReport r;
+  r.add_run("no-sizes", run);
+  const json doc = json::parse(r.document_json());
+  const json* table = nullptr;
+  for (const auto& s : doc["sections"])
+    for (const auto& b : s["blocks"])
+      if (b["type"] == "table" && b["title"].get<std::string>().starts_with("NCCL collectives")) table = &b;
+  ASSERT_NE(table, nullptr);
+  for (const auto& row : (*table)["rows"]) {
+    EXPECT_EQ(row[1], "unknown");
+    EXPECT_TRUE(row[5].is_null());  // algorithm GB/s
+  }
+  EXPECT_NE((*table)["notes"].dump().find("message bytes unknown"), std::string::npos);
+}
+
+// torchrun's agent loads CUDA and leaves a trace without a rank or GPU work:
+// a 1-GPU job must read "1 rank(s)", as analyze counts it.
+TEST(ReportHtml, RunDirectoryLeavesTheLauncherOut) {
+  TempDir dir;
+  const fs::path run = dir.path / "job.ssrun";
+  fs::create_directories(run);
+  auto ranks = synthetic_run(1, 5'000);
+  trace::write_trace(run / "node-812.sstrace", ranks[0]);
+  trace::Trace agent;
+  agent.meta.rank = -1;
+  agent.meta.pid = 811;
+  agent.meta.clock = ranks[0].meta.clock;
+  trace::ApiRecord a;
+  a.start = 1, a.end = 2;
+  a.name = agent.strings.intern("cudaGetDeviceCount");
+  agent.api.push(a);
+  trace::write_trace(run / "node-811.sstrace", agent);
+  HtmlReport r;
+  r.add_input(run);
+  const json doc = json::parse(r.document_json());
+  bool found = false;
+  for (const auto& s : doc["sections"])
+    if (s["title"].get<std::string>().starts_with("Run: ")) {
+      found = true;
+      EXPECT_TRUE(s["subtitle"].get<std::string>().starts_with("1 rank(s)")) << s["subtitle"];
+    }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(doc.dump().find("rank ?"), std::string::npos);
+}
+
 #endif  // SCALESCOPE_REPORT_RUNS
 
 }  // namespace

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "report/terminal.hpp"
+
 namespace scalescope::report {
 
 namespace {
@@ -66,7 +68,7 @@ void Progress::set_total(uint64_t total) {
 
 void Progress::set_detail(std::string_view detail) {
   std::lock_guard lock(mutex_);
-  detail_ = std::string(detail);
+  detail_ = terminal_safe(detail);  // file names and config values may hold escapes
   maybe_draw_locked(false);
 }
 
@@ -84,7 +86,7 @@ void Progress::note(std::string_view text) {
   std::lock_guard lock(mutex_);
   if (options_.mode == Mode::kQuiet) return;
   if (bar_ && drawn_) fmt::print(options_.out, "\r\033[K");
-  fmt::print(options_.out, "{}\n", text);
+  fmt::print(options_.out, "{}\n", terminal_safe(text));
   drawn_ = false;
   if (bar_ && !finished_) maybe_draw_locked(true);
   std::fflush(options_.out);

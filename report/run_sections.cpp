@@ -362,11 +362,20 @@ Json nccl_blocks(const std::vector<trace::Trace>& traces) {
   Table t("NCCL collectives by operation and message size (all ranks)",
           {Column("operation"), Column("message bytes"), Column("count"), Column("time ms"), Column("mean us"),
            Column("algorithm GB/s", 2), Column("bus GB/s", 2)});
-  for (const auto& [key, s] : by_op_size)
-    t.add_row({std::get<0>(key), static_cast<int64_t>(std::get<1>(key)), s.count, ms(s.time_ns),
-               static_cast<double>(s.time_ns) / 1e3 / static_cast<double>(s.count),
-               s.time_ns ? static_cast<double>(s.bytes) / static_cast<double>(s.time_ns) : 0.0,
+  bool unknown_bytes = false;
+  for (const auto& [key, s] : by_op_size) {
+    // Size 0: the trace did not say (e.g. a Kineto trace without NCCL's
+    // payloads); unknown, not zero bytes at zero GB/s.
+    const bool known = std::get<1>(key) > 0;
+    unknown_bytes = unknown_bytes || !known;
+    t.add_row({std::get<0>(key), known ? Cell(static_cast<int64_t>(std::get<1>(key))) : Cell(std::string("unknown")),
+               s.count, ms(s.time_ns), static_cast<double>(s.time_ns) / 1e3 / static_cast<double>(s.count),
+               known && s.time_ns ? Cell(static_cast<double>(s.bytes) / static_cast<double>(s.time_ns)) : Cell(),
                s.bus_ns > 0 ? Cell(s.bus_bytes / static_cast<double>(s.bus_ns)) : Cell()});
+  }
+  if (unknown_bytes)
+    t.add_note("message bytes unknown: the trace does not record the size of these collectives (the collector "
+               "decodes it from NCCL's NVTX payloads, NCCL 2.18+), so no bandwidth is given for them.");
   t.add_note("algorithm GB/s: message bytes / kernel time (NCCL's algbw); bus GB/s: NCCL's bus bandwidth (nccl-tests "
              "factors; n = communicator size, else WORLD_SIZE; empty when unknown); time is GPU time of the collective "
              "kernels.");

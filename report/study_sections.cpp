@@ -23,6 +23,34 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Removes ANSI escape sequences (CSI "ESC [ ... final", OSC "ESC ] ... BEL or
+// ESC \\", and two-byte ESC x) and the other C0 controls but tab and newline.
+std::string strip_ansi(std::string_view text) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i++];
+    if (c == '\x1b') {
+      if (i < text.size() && text[i] == '[') {  // CSI: parameters, then one final byte in @..~
+        ++i;
+        while (i < text.size() && !(text[i] >= 0x40 && text[i] <= 0x7E)) ++i;
+        if (i < text.size()) ++i;
+      } else if (i < text.size() && text[i] == ']') {  // OSC: up to BEL or ESC backslash
+        const size_t bel = text.find('\x07', i), st = text.find("\x1b\\", i);
+        const size_t end = std::min(bel == std::string_view::npos ? text.size() : bel + 1,
+                                    st == std::string_view::npos ? text.size() : st + 2);
+        i = end;
+      } else if (i < text.size()) {
+        ++i;  // ESC and one more byte
+      }
+      continue;
+    }
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == '\x7f') continue;
+    out += c;
+  }
+  return out;
+}
+
 // The parts of the H200 study (bench/study/run_study.sh), in the order a reader wants them.
 constexpr const char* kStudyOrder[] = {"image-base.db", "image-tuned.db", "llm.db", "accuracy.db"};
 
@@ -114,7 +142,9 @@ std::vector<fs::path> add_study_sections(Document& doc, const fs::path& dir, con
       std::string text(8192, '\0');
       text.resize(std::fread(text.data(), 1, text.size(), f));
       std::fclose(f);
-      blocks.push_back(paragraph("Environment (env.txt): " + text, "note"));
+      // Preformatted, as written; terminal colour codes a tool left in it are
+      // taken out rather than shown as "[0;32m".
+      blocks.push_back({{"type", "pre"}, {"title", "Environment (env.txt)"}, {"text", strip_ansi(text)}});
     }
   }
   doc.sections.push_back(section(label, "Measured results, not generated: the files as the study wrote them.",

@@ -70,7 +70,8 @@ class StudySectionsTest : public ::testing::Test {
     }
     trace::write_trace(*dir_ / "image-base" / "traces" / "0001-g1-arm_base-variant_ref-r0.ssrun" / "h-1.sstrace",
                        trace::make_synthetic_trace(5'000, 3));
-    std::ofstream(*dir_ / "env.txt") << "fake environment <script>alert(1)</script>\n";
+    std::ofstream(*dir_ / "env.txt") << "fake environment <script>alert(1)</script>\n"
+                                        "\x1b[0;32mdriver\x1b[0m 550.54\x1b]0;title\x07\n";
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
@@ -148,6 +149,52 @@ TEST_F(StudySectionsTest, SweepsTheirEffectsAndOneTrace) {
   EXPECT_EQ(doc["sections"][0]["title"], "Advisor findings");
   // env.txt is data, never markup.
   EXPECT_EQ(r.html().find("<script>alert(1)"), std::string::npos);
+  // Shown as preformatted text, its lines kept and terminal colour codes taken out.
+  const Json* env = nullptr;
+  for (const auto& s : doc["sections"])
+    for (const auto& b : s["blocks"])
+      if (b["type"] == "pre") env = &b;
+  ASSERT_NE(env, nullptr);
+  EXPECT_EQ((*env)["text"], "fake environment <script>alert(1)</script>\ndriver 550.54\n");
+}
+
+// Predictions are drawn only where they may be trusted: one doubling past
+// the largest measured count, and only when leave-one-out can check the fit.
+TEST(SweepSections, PredictionsOnlyOverTheirTrustedRange) {
+  const fs::path dir = fs::temp_directory_path() / ("scalescope-predict-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fake_sweep(dir / "three.db", {sweep::Variable::parse("variant=ref")}, "variant", "t[\"ref\"]=10;", {1, 2, 4});
+  fake_sweep(dir / "two.db", {sweep::Variable::parse("variant=ref")}, "variant", "t[\"ref\"]=10;", {1, 2});
+  auto predicted_gpus = [](const Json& doc) {
+    std::vector<int> gpus;
+    for (const auto& s : doc["sections"])
+      for (const auto& b : s["blocks"])
+        if (b["type"] == "chart")
+          for (const auto& series : b.value("series", Json::array()))
+            if (series.value("name", "").find("predicted") != std::string::npos)
+              for (const auto& p : series["points"]) gpus.push_back(p[0].get<int>());
+    return gpus;
+  };
+  {
+    HtmlReport r({.title = "t", .quiet = true});
+    r.add_sweep_database(dir / "three.db");
+    const Json doc = Json::parse(r.document_json());
+    const auto gpus = predicted_gpus(doc);
+    ASSERT_FALSE(gpus.empty());
+    EXPECT_EQ(*std::max_element(gpus.begin(), gpus.end()), 8);  // 4 measured: drawn to 8, not 32
+    EXPECT_THAT(doc.dump(), HasSubstr("drawn up to 8 GPUs"));
+    EXPECT_THAT(doc.dump(), ::testing::Not(HasSubstr("nan%")));
+  }
+  {
+    HtmlReport r({.title = "t", .quiet = true});
+    r.add_sweep_database(dir / "two.db");
+    const Json doc = Json::parse(r.document_json());
+    EXPECT_TRUE(predicted_gpus(doc).empty());
+    EXPECT_THAT(doc.dump(), HasSubstr("Prediction not drawn: 2 measured GPU count(s) are too few"));
+    EXPECT_THAT(doc.dump(), ::testing::Not(HasSubstr("nan%")));
+  }
+  fs::remove_all(dir);
 }
 
 // A sweep at one GPU count (the study's accuracy and control parts) is its

@@ -66,14 +66,14 @@ void add_effects(Document& doc, const sweep::StoredSweep& stored, const std::str
     const auto* ratio = cell_as<double>(row, col["ratio_b_a"]);
     const auto* low = cell_as<double>(row, col["ratio_low"]);
     const auto* high = cell_as<double>(row, col["ratio_high"]);
-    const auto* differs = cell_as<std::string>(row, col["differs"]);
+    const auto* differs = cell_as<bool>(row, col["differs"]);  // empty: fewer than 2 runs a side
     if (!key || !a || !b || !gpus || !ratio || !std::isfinite(*ratio) || *ratio <= 0) continue;
     const std::string label = fmt::format("{}={} vs {}{}{}, {} GPU{}", *key, *b, *a, others && !others->empty() ? ", " : "",
                                           others ? *others : "", *gpus, *gpus == 1 ? "" : "s");
     categories.push_back(label);
-    const bool yes = differs && *differs == "yes";
+    const bool yes = differs && *differs;
     points.push_back({{"value", *ratio}, {"low", low ? num(*low) : Json(nullptr)}, {"high", high ? num(*high) : Json(nullptr)},
-                      {"state", differs && *differs == "n<2" ? "untested"
+                      {"state", !differs ? "untested"
                                 : !yes                          ? "same"
                                 : *ratio > 1                    ? "slower"
                                                                 : "faster"}});
@@ -169,7 +169,7 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
                  num(r.time.ci_high).is_null() ? Cell() : Cell(r.time.ci_high), r.speedup, r.efficiency,
                  std::isfinite(r.efficiency_low) ? Cell(r.efficiency_low) : Cell(),
                  std::isfinite(r.efficiency_high) ? Cell(r.efficiency_high) : Cell(), r.gpu_hours,
-                 std::string(r.pareto ? "yes" : "")});
+                 std::string(r.pareto ? "yes" : "")});  // the page's table: yes or blank
     }
     t.add_note("CIs: " + table.ci_method);
     const auto& be = table.break_even;
@@ -193,11 +193,22 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
     eff_series.push_back({{"name", prefix + "measured"}, {"style", "line"}, {"colour", colour}, {"points", ep}, {"errors", ee}});
     cost_series.push_back({{"name", prefix + "runs"}, {"style", "points"}, {"colour", colour}, {"points", cp}});
     cost_series.push_back({{"name", prefix + "Pareto front"}, {"style", "line"}, {"colour", colour}, {"points", front}});
-    // Prediction beyond the measured counts: drawn dashed, from the measured point on.
-    std::vector<int> predict;
-    for (int g = max_gpus * 2; g <= max_gpus * 8; g *= 2) predict.push_back(g);
+    // Prediction beyond the measured counts: drawn dashed, from the measured
+    // point on, and only where it may be trusted: one doubling past the
+    // largest measured count, and only when leave-one-out says how far the fit
+    // misses (within kTrustedError) on the points it was made from.
+    constexpr double kTrustedError = 0.25;
+    const std::vector<int> predict{max_gpus * 2};
     const scaling::Fit fit = scaling::fit_model(scaling::ModelKind::kAmdahl, fit_points, std::nullopt, predict, ref.gpus, ref.time.median);
-    if (fit.ok && !fit.predictions.empty()) {
+    const bool checked = fit.ok && std::isfinite(fit.loo_mean_abs_rel_error);
+    if (fit.ok && !checked) {
+      t.add_note(fmt::format("Prediction not drawn: {} measured GPU count(s) are too few to check the fit by "
+                             "leave-one-out ({}).", fit_points.size(), fit.formula));
+    } else if (checked && fit.loo_mean_abs_rel_error > kTrustedError) {
+      t.add_note(fmt::format("Prediction not drawn: the fit ({}) misses left-out points by {:.1f}% on average, more "
+                             "than the {:.0f}% it is trusted at.", fit.formula, 100 * fit.loo_mean_abs_rel_error,
+                             100 * kTrustedError));
+    } else if (checked && !fit.predictions.empty()) {
       Json pt = Json::array({{table.rows.back().gpus, table.rows.back().time.median}});
       Json pe = Json::array({{table.rows.back().gpus, num(table.rows.back().efficiency)}});
       for (const auto& p : fit.predictions) {
@@ -206,8 +217,9 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
       }
       time_series.push_back({{"name", prefix + "predicted"}, {"style", "dashed"}, {"colour", colour}, {"points", pt}});
       eff_series.push_back({{"name", prefix + "predicted"}, {"style", "dashed"}, {"colour", colour}, {"points", pe}});
-      t.add_note(fmt::format("Prediction ({}): {}; leave-one-out mean error {:.1f}%.", scaling::model_name(fit.kind), fit.formula,
-                             100 * fit.loo_mean_abs_rel_error));
+      t.add_note(fmt::format("Prediction ({}): {}; leave-one-out mean error {:.1f}%; drawn up to {} GPUs, one doubling "
+                             "past the largest measured count.", scaling::model_name(fit.kind), fit.formula,
+                             100 * fit.loo_mean_abs_rel_error, max_gpus * 2));
     } else if (!fit.note.empty()) {
       t.add_note("No prediction: " + fit.note);
     }

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
 #include <cmath>
 #include <cstdlib>
 #include <ostream>
@@ -10,6 +13,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "report/terminal.hpp"
 
 namespace scalescope::report {
 
@@ -49,6 +54,7 @@ std::string cell_text(const Cell& c, int precision, bool full) {
         if constexpr (std::is_same_v<T, std::monostate>) return "";
         else if constexpr (std::is_same_v<T, std::string>) return v;
         else if constexpr (std::is_same_v<T, int64_t>) return fmt::format("{}", v);
+        else if constexpr (std::is_same_v<T, bool>) return full ? (v ? "true" : "false") : (v ? "yes" : "no");
         else {
           if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
           return full ? fmt::format("{}", v) : fmt::format("{:.{}f}", v, precision);
@@ -95,18 +101,81 @@ nlohmann::json cell_json(const Cell& c) {
       c);
 }
 
-// Display width of UTF-8 text: count code points, not bytes.
-size_t display_width(std::string_view s) {
-  size_t n = 0;
-  for (unsigned char ch : s)
-    if ((ch & 0xC0) != 0x80) ++n;
-  return n;
+bool is_duration_column(const Column& c) { return c.name.size() > 3 && c.name.ends_with("_ns"); }
+
+// Terminal text of each cell: escaped, durations in readable units.
+std::string terminal_cell(const Cell& c, const Column& column, int precision) {
+  if (is_duration_column(column)) {
+    if (const auto* i = std::get_if<int64_t>(&c)) return format_duration_ns(static_cast<double>(*i));
+    if (const auto* d = std::get_if<double>(&c); d && std::isfinite(*d)) return format_duration_ns(*d);
+  }
+  std::string text = terminal_safe(cell_text(c, precision, false));
+  std::replace(text.begin(), text.end(), '\t', ' ');
+  return text;
+}
+
+std::string terminal_header(const Column& c) {
+  return terminal_safe(is_duration_column(c) ? c.name.substr(0, c.name.size() - 3) : c.name);
+}
+
+// Abbreviates the texts of one column to `width`, each kept apart from the
+// others: when two names would read the same, the cut moves until they differ
+// (a name that no cut can tell apart stays whole).
+void abbreviate_column(std::vector<std::string*> cells, size_t width) {
+  std::set<std::string> full, shown;
+  for (auto* c : cells) full.insert(*c);
+  std::map<std::string, std::string> done;
+  for (auto* c : cells) {
+    if (display_width(*c) <= width) {
+      shown.insert(*c);
+      done[*c] = *c;
+    }
+  }
+  for (auto* c : cells) {
+    if (auto it = done.find(*c); it != done.end()) {
+      *c = it->second;
+      continue;
+    }
+    const size_t keep = width > 3 ? width - 3 : 0;
+    std::string pick;
+    // Balanced first, then more head, then more tail.
+    std::vector<size_t> heads{(keep + 1) / 2};
+    for (size_t d = 1; d <= keep; ++d) {
+      if ((keep + 1) / 2 + d <= keep) heads.push_back((keep + 1) / 2 + d);
+      if ((keep + 1) / 2 >= d) heads.push_back((keep + 1) / 2 - d);
+    }
+    for (size_t h : heads) {
+      std::string a = abbreviate_middle(*c, width, h);
+      if (!shown.count(a) && !full.count(a)) {
+        pick = std::move(a);
+        break;
+      }
+    }
+    if (pick.empty()) pick = *c;
+    shown.insert(pick);
+    done[*c] = pick;
+    *c = std::move(pick);
+  }
 }
 
 }  // namespace
 
+std::string Table::id() const {
+  if (!id_.empty()) return id_;
+  std::string_view t = title_;
+  t = t.substr(0, std::min(t.find(" ("), t.find(':')));
+  std::string out;
+  for (char ch : t) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    else if (!out.empty() && out.back() != '_') out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out.empty() ? "table" : out;
+}
+
 std::string Table::to_json() const {
   nlohmann::json j;
+  j["id"] = id();
   j["title"] = title_;
   nlohmann::json cols = nlohmann::json::array();
   for (auto& c : columns_) cols.push_back(c.name);
@@ -122,9 +191,9 @@ std::string Table::to_json() const {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void Table::print(std::ostream& out, OutputFormat format) const {
+void Table::print(std::ostream& out, OutputFormat format, size_t width) const {
   if (format == OutputFormat::kJson) {
-    out << to_json() << '\n';
+    out << R"({"schema_version":)" << kJsonSchemaVersion << R"(,"tables":[)" << to_json() << "]}\n";
     return;
   }
   if (format == OutputFormat::kCsv) {
@@ -136,54 +205,117 @@ void Table::print(std::ostream& out, OutputFormat format) const {
     }
     return;
   }
+  print_terminal(out, width == kAutoWidth ? output_width(STDOUT_FILENO) : width);
+}
+
+void Table::print_terminal(std::ostream& out, size_t max_width) const {
   const bool colour = use_colour(STDOUT_FILENO);
   std::vector<std::vector<std::string>> text(rows_.size());
+  std::vector<std::string> header(columns_.size());
   std::vector<size_t> width(columns_.size());
   std::vector<int> precision(columns_.size());
   for (size_t i = 0; i < columns_.size(); ++i) {
-    width[i] = display_width(columns_[i].name);
+    header[i] = terminal_header(columns_[i]);
+    width[i] = display_width(header[i]);
     precision[i] = columns_[i].significant_figures > 0 ? precision_for(rows_, i, columns_[i].significant_figures)
                                                        : columns_[i].precision;
   }
   for (size_t r = 0; r < rows_.size(); ++r)
     for (size_t i = 0; i < columns_.size(); ++i) {
-      text[r].push_back(cell_text(rows_[r][i], precision[i], false));
+      text[r].push_back(terminal_cell(rows_[r][i], columns_[i], precision[i]));
       width[i] = std::max(width[i], display_width(text[r].back()));
     }
-  if (!title_.empty()) out << (colour ? "\033[1m" : "") << title_ << (colour ? "\033[0m" : "") << '\n';
-  auto pad = [&](const std::string& s, size_t w, bool right) {
-    size_t n = display_width(s);
-    std::string fill(w > n ? w - n : 0, ' ');
-    return right ? fill + s : s + fill;
+  auto total = [&] {
+    size_t n = 0;
+    for (size_t w : width) n += w;
+    return n + 2 * (width.empty() ? 0 : width.size() - 1);
   };
-  std::string header;
-  for (size_t i = 0; i < columns_.size(); ++i) {
-    bool right = !rows_.empty() && is_number(rows_[0][i]);
-    header += (i ? "  " : "") + pad(columns_[i].name, width[i], right);
+  bool blocks = false;
+  if (max_width > 0 && total() > max_width) {
+    // Narrow the widest name columns (never below 24 or their header), longest first.
+    constexpr size_t kMinName = 24;
+    for (;;) {
+      size_t widest = columns_.size();
+      for (size_t i = 0; i < columns_.size(); ++i) {
+        bool text_column = !columns_[i].is_prose;
+        for (const auto& row : rows_) text_column = text_column && !is_number(row[i]);
+        if (!text_column || rows_.empty()) continue;
+        const size_t min_width = std::max(kMinName, display_width(header[i]));
+        if (width[i] > min_width && (widest == columns_.size() || width[i] > width[widest])) widest = i;
+      }
+      if (widest == columns_.size() || total() <= max_width) break;
+      const size_t excess = total() - max_width;
+      const size_t min_width = std::max(kMinName, display_width(header[widest]));
+      const size_t target = width[widest] - std::min(excess, width[widest] - min_width);
+      std::vector<std::string*> cells;
+      for (auto& row : text) cells.push_back(&row[widest]);
+      abbreviate_column(cells, target);
+      width[widest] = display_width(header[widest]);
+      for (auto& row : text) width[widest] = std::max(width[widest], display_width(row[widest]));
+      if (width[widest] > target) break;  // names no cut tells apart: stop narrowing
+    }
+    blocks = total() > max_width;
   }
-  out << (colour ? "\033[4m" : "") << header << (colour ? "\033[0m" : "") << '\n';
-  for (size_t r = 0; r < rows_.size(); ++r) {
+  if (!title_.empty())
+    out << (colour ? "\033[1m" : "") << wrap(terminal_safe(title_), max_width) << (colour ? "\033[0m" : "") << '\n';
+  if (blocks) {
+    // One block per row: the short cells on one line, then each long one wrapped.
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      std::string head;
+      std::vector<size_t> long_cells;
+      for (size_t i = 0; i < columns_.size(); ++i) {
+        if (text[r][i].empty()) continue;
+        if (columns_[i].is_prose || display_width(text[r][i]) > 40) {
+          long_cells.push_back(i);
+          continue;
+        }
+        head += (head.empty() ? "" : "  ") + header[i] + ": " + text[r][i];
+      }
+      out << (colour ? "\033[1m" : "") << wrap(head, max_width) << (colour ? "\033[0m" : "") << '\n';
+      for (size_t i : long_cells) out << wrap(header[i] + ": " + text[r][i], max_width, "    ") << '\n';
+    }
+  } else {
+    auto pad = [&](const std::string& s, size_t w, bool right) {
+      size_t n = display_width(s);
+      std::string fill(w > n ? w - n : 0, ' ');
+      return right ? fill + s : s + fill;
+    };
     std::string line;
-    for (size_t i = 0; i < columns_.size(); ++i)
-      line += (i ? "  " : "") + pad(text[r][i], width[i], is_number(rows_[r][i]));
-    // Trailing blanks of the last column are noise in logs and diffs.
+    for (size_t i = 0; i < columns_.size(); ++i) {
+      bool right = !rows_.empty() && is_number(rows_[0][i]);
+      line += (i ? "  " : "") + pad(header[i], width[i], right);
+    }
     line.erase(line.find_last_not_of(' ') + 1);
-    out << line << '\n';
+    out << (colour ? "\033[4m" : "") << line << (colour ? "\033[0m" : "") << '\n';
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      line.clear();
+      for (size_t i = 0; i < columns_.size(); ++i)
+        line += (i ? "  " : "") + pad(text[r][i], width[i], is_number(rows_[r][i]));
+      // Trailing blanks of the last column are noise in logs and diffs.
+      line.erase(line.find_last_not_of(' ') + 1);
+      out << line << '\n';
+    }
   }
-  for (auto& n : notes_) out << (colour ? "\033[2m" : "") << n << (colour ? "\033[0m" : "") << '\n';
+  for (auto& n : notes_)
+    out << (colour ? "\033[2m" : "") << wrap(terminal_safe(n), max_width) << (colour ? "\033[0m" : "") << '\n';
 }
 
-void print_tables(std::ostream& out, const std::vector<Table>& tables, OutputFormat format) {
+void print_tables(std::ostream& out, const std::vector<Table>& tables, OutputFormat format, size_t width) {
   if (format == OutputFormat::kJson) {
-    out << '[';
+    out << R"({"schema_version":)" << kJsonSchemaVersion << R"(,"tables":[)";
     for (size_t i = 0; i < tables.size(); ++i) out << (i ? "," : "") << tables[i].to_json();
-    out << "]\n";
+    out << "]}\n";
     return;
   }
   for (size_t i = 0; i < tables.size(); ++i) {
     if (i) out << '\n';
-    if (format == OutputFormat::kCsv) out << "# " << tables[i].title() << '\n';
-    tables[i].print(out, format);
+    if (format == OutputFormat::kCsv) {
+      // One line: a title with a line break would end the block early.
+      std::string title = tables[i].title();
+      std::replace(title.begin(), title.end(), '\n', ' ');
+      out << "# " << tables[i].id() << ": " << title << '\n';
+    }
+    tables[i].print(out, format, width);
   }
 }
 
@@ -194,6 +326,7 @@ bool use_colour(int fd) {
 }
 
 std::string format_duration_ns(double ns) {
+  if (!std::isfinite(ns)) return "n/a";
   double a = std::fabs(ns);
   if (a >= 1e9) return fmt::format("{:.3f} s", ns / 1e9);
   if (a >= 1e6) return fmt::format("{:.3f} ms", ns / 1e6);
@@ -211,6 +344,9 @@ std::string format_bytes(double bytes) {
   return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, kUnits[u]);
 }
 
-std::string format_percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
+std::string format_percent(double fraction) {
+  if (!std::isfinite(fraction)) return "n/a";  // never "nan%": callers say why there is no figure
+  return fmt::format("{:.1f}%", fraction * 100.0);
+}
 
 }  // namespace scalescope::report

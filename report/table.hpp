@@ -23,8 +23,13 @@ enum class OutputFormat { kTable, kCsv, kJson };
 // Parses "table", "csv", "json"; nullopt otherwise.
 std::optional<OutputFormat> parse_output_format(std::string_view text);
 
-// Empty (monostate) cells print as "" / null.
-using Cell = std::variant<std::monostate, std::string, int64_t, double>;
+// Empty (monostate) cells print as "" / null; booleans as yes/no on the
+// terminal, true/false in CSV and JSON.
+using Cell = std::variant<std::monostate, std::string, int64_t, double, bool>;
+
+// The version of the JSON that every command prints ({"schema_version": N,
+// "tables": [...]}); raised when a field changes meaning or goes away.
+inline constexpr int kJsonSchemaVersion = 2;
 
 struct Column {
   // explicit: a braced list of names means std::vector<std::string>, not Columns
@@ -38,10 +43,21 @@ struct Column {
     c.significant_figures = figures;
     return c;
   }
+  // A column of sentences (evidence, a fix): never abbreviated; a table with
+  // one that does not fit the terminal is printed as one block per row.
+  static Column prose(std::string column_name) {
+    Column c(std::move(column_name), 0);
+    c.is_prose = true;
+    return c;
+  }
   std::string name;
   int precision;  // digits after the point for doubles on the terminal
   int significant_figures = 0;  // > 0: precision is chosen per column at print time (see significant())
+  bool is_prose = false;
 };
+
+// Table::print's width: the terminal's (see output_width), or a given one.
+inline constexpr size_t kAutoWidth = static_cast<size_t>(-1);
 
 class Table {
  public:
@@ -51,6 +67,10 @@ class Table {
   Table(std::string title, std::initializer_list<const char*> column_names);
 
   void add_row(std::vector<Cell> cells);  // must have one cell per column
+  // A stable id for scripts ("gpu_kernel_summary"); by default the title up
+  // to its first " (" or ":", in snake_case, so paths and counts stay out.
+  void set_id(std::string id) { id_ = std::move(id); }
+  std::string id() const;
   void add_note(std::string note);        // printed under the table (terminal), "notes" in JSON
 
   const std::string& title() const { return title_; }
@@ -58,25 +78,34 @@ class Table {
   const std::vector<std::vector<Cell>>& rows() const { return rows_; }
 
   // Terminal: aligned columns, numbers right-aligned, colour on a tty unless
-  // NO_COLOR is set. CSV: RFC 4180 quoting. JSON: {"title","columns","rows"}.
-  void print(std::ostream& out, OutputFormat format) const;
-  std::string to_json() const;  // one JSON object (rows as objects keyed by column)
+  // NO_COLOR is set, control characters escaped, fitted to `width` (long
+  // names abbreviated in the middle, prose tables as blocks), columns named
+  // *_ns shown as durations. CSV: RFC 4180 quoting, data exact. JSON:
+  // {"schema_version","tables":[{"id","title","columns","rows","notes"}]}.
+  void print(std::ostream& out, OutputFormat format, size_t width = kAutoWidth) const;
+  std::string to_json() const;  // one table object (rows as objects keyed by column)
 
  private:
+  void print_terminal(std::ostream& out, size_t width) const;
+
   std::string title_;
+  std::string id_;
   std::vector<Column> columns_;
   std::vector<std::vector<Cell>> rows_;
   std::vector<std::string> notes_;
 };
 
-// Prints several tables: one after another on the terminal, concatenated CSV
-// blocks separated by a blank line, or one JSON array.
-void print_tables(std::ostream& out, const std::vector<Table>& tables, OutputFormat format);
+// Prints several tables: one after another on the terminal; CSV blocks, each
+// headed by a line "# <id>: <title>" and separated by one blank line (README,
+// "Output for scripts", reads them with pandas); or one JSON object
+// {"schema_version": N, "tables": [...]}.
+void print_tables(std::ostream& out, const std::vector<Table>& tables, OutputFormat format,
+                  size_t width = kAutoWidth);
 
 // True when colour should be used on this stream (a tty and NO_COLOR unset).
 bool use_colour(int fd);
 
-// Human formats: 1.23 ms, 4.5 GiB, 12.0%.
+// Human formats, the one place for them: 1.230 ms, 4.50 GiB, 12.0%.
 std::string format_duration_ns(double ns);
 std::string format_bytes(double bytes);
 std::string format_percent(double fraction);

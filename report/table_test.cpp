@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <set>
 #include <sstream>
+
+#include "report/terminal.hpp"
 
 namespace scalescope::report {
 namespace {
@@ -62,6 +67,102 @@ TEST(Table, SignificantColumnKeepsFiguresOnTheTerminalOnly) {
   std::ostringstream b;
   big.print(b, OutputFormat::kTable);
   EXPECT_NE(b.str().find("\n1235\n"), std::string::npos) << b.str();  // no digits after the point for large values
+}
+
+TEST(Table, TerminalEscapesControlCharactersCsvAndJsonKeepThem) {
+  // Set the window title, ring the bell, clear the screen; a C1 CSI; a stray byte.
+  const std::string evil = "k\x1b]0;pwned\x07\x1b[2J\xc2\x9b" "1m\xff";
+  Table t("evil \x1b[31mtitle", {"name", "n"});
+  t.add_row({evil, int64_t{1}});
+  t.add_note("note \x1b[2J");
+  std::ostringstream term;
+  t.print(term, OutputFormat::kTable, 0);
+  EXPECT_EQ(term.str().find('\x1b'), std::string::npos) << term.str();
+  EXPECT_EQ(term.str().find('\x07'), std::string::npos);
+  EXPECT_NE(term.str().find("k\\x1b]0;pwned\\x07\\x1b[2J\\u009b1m\\xff"), std::string::npos) << term.str();
+  std::ostringstream csv;
+  t.print(csv, OutputFormat::kCsv);
+  EXPECT_NE(csv.str().find(evil), std::string::npos);
+  EXPECT_EQ(terminal_safe("tab\tkept, é kept"), "tab\tkept, é kept");
+}
+
+TEST(Table, LongNamesAreAbbreviatedInTheMiddleAndStayDistinct) {
+  // Kernel names that differ only in their template tail, and one only in the head.
+  const std::string mid(200, 'x');
+  Table t("kernels", {"name", "calls", "total_ns"});
+  t.add_row({"void at::native::elementwise_kernel<" + mid + "<float>>", int64_t{1}, int64_t{1500}});
+  t.add_row({"void at::native::elementwise_kernel<" + mid + "<half>>", int64_t{2}, int64_t{2'500'000}});
+  t.add_row({"void at::native::reduce_kernel<" + mid + "<half>>", int64_t{3}, int64_t{3}});
+  std::ostringstream out;
+  t.print(out, OutputFormat::kTable, 80);
+  std::istringstream lines(out.str());
+  std::string line;
+  std::set<std::string> names;
+  while (std::getline(lines, line)) {
+    EXPECT_LE(display_width(line), 80u) << line;
+    if (line.starts_with("void")) names.insert(line.substr(0, line.find("  ")));
+  }
+  ASSERT_EQ(names.size(), 3u) << out.str();  // three rows, three different texts
+  for (const auto& n : names) EXPECT_NE(n.find("..."), std::string::npos) << n;
+  EXPECT_NE(out.str().find("float>>"), std::string::npos) << out.str();  // the template tail is kept
+  EXPECT_NE(out.str().find("half>>"), std::string::npos);
+  // Durations in readable units; the header loses its _ns.
+  EXPECT_NE(out.str().find("2.500 ms"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("1.500 us"), std::string::npos);
+  EXPECT_NE(out.str().find("total"), std::string::npos);
+  EXPECT_EQ(out.str().find("total_ns"), std::string::npos);
+  // No limit: whole names.
+  std::ostringstream wide;
+  t.print(wide, OutputFormat::kTable, 0);
+  EXPECT_NE(wide.str().find(mid + "<float>>"), std::string::npos);
+  // CSV keeps the names and the nanoseconds.
+  std::ostringstream csv;
+  t.print(csv, OutputFormat::kCsv);
+  EXPECT_NE(csv.str().find(mid + "<half>>,2,2500000"), std::string::npos) << csv.str();
+}
+
+TEST(Table, ProseThatDoesNotFitIsPrintedAsBlocks) {
+  Table t("Findings", {Column("rank_order", 0), Column("id"), Column::prose("evidence"), Column::prose("fix")});
+  const std::string evidence(300, 'e');
+  t.add_row({int64_t{1}, std::string("launch_bound"), evidence, std::string("use CUDA graphs")});
+  std::ostringstream out;
+  t.print(out, OutputFormat::kTable, 100);
+  std::istringstream lines(out.str());
+  std::string line;
+  size_t evidence_chars = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_LE(display_width(line), 100u) << line;
+    evidence_chars += static_cast<size_t>(std::count(line.begin(), line.end(), 'e'));
+  }
+  EXPECT_GE(evidence_chars, 300u);  // wrapped, not cut
+  EXPECT_NE(out.str().find("rank_order: 1 id: launch_bound"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("    fix: use CUDA graphs"), std::string::npos) << out.str();
+}
+
+TEST(Table, JsonHasSchemaVersionStableIdsAndBooleans) {
+  Table t("GPU kernel summary (rank 3, /tmp/x.sstrace)", {"name", "launch_bound"});
+  t.add_row({std::string("k"), true});
+  std::ostringstream out;
+  print_tables(out, {t}, OutputFormat::kJson);
+  const auto j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j["schema_version"], kJsonSchemaVersion);
+  EXPECT_EQ(j["tables"][0]["id"], "gpu_kernel_summary");
+  EXPECT_EQ(j["tables"][0]["rows"][0]["launch_bound"], true);
+  std::ostringstream one;
+  t.print(one, OutputFormat::kJson);
+  EXPECT_EQ(nlohmann::json::parse(one.str()), j);  // one table or several: one shape
+  std::ostringstream csv;
+  print_tables(csv, {t, t}, OutputFormat::kCsv);
+  EXPECT_EQ(csv.str(), "# gpu_kernel_summary: GPU kernel summary (rank 3, /tmp/x.sstrace)\nname,launch_bound\nk,true\n\n"
+                       "# gpu_kernel_summary: GPU kernel summary (rank 3, /tmp/x.sstrace)\nname,launch_bound\nk,true\n");
+  std::ostringstream term;
+  t.print(term, OutputFormat::kTable, 0);
+  EXPECT_NE(term.str().find("k     yes"), std::string::npos) << term.str();
+}
+
+TEST(Format, NoNanPercent) {
+  EXPECT_EQ(format_percent(std::nan("")), "n/a");
+  EXPECT_EQ(format_duration_ns(std::nan("")), "n/a");
 }
 
 TEST(Format, HumanUnits) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build, test and report dependency from Debian's packages and
 # the npm registry. Idempotent: packages already present are not fetched again.
+# Usage: scripts/install-deps.sh [--cli-only]
 set -euo pipefail
 
 APT_PACKAGES=(
@@ -8,10 +9,17 @@ APT_PACKAGES=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev libzstd-dev zstd zlib1g-dev libdeflate-dev
   libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
   libhwloc-dev libnuma-dev libxxhash-dev
-  clang libclang-rt-14-dev
-  dataset-fashion-mnist
-  chromium
 )
+# Not needed to build and use the command line: the fuzzers' compiler, the
+# study's data set and the browser of the report's browser tests.
+EXTRA_PACKAGES=(clang libclang-rt-14-dev dataset-fashion-mnist chromium)
+# --cli-only: the command line, its tests and the HTML report, nothing more.
+[ "${1:-}" = "--cli-only" ] || APT_PACKAGES+=("${EXTRA_PACKAGES[@]}")
+# INSTALL_DEPS_LIST=1: print the Debian packages this call would need, install nothing (tests).
+if [ "${INSTALL_DEPS_LIST:-}" = "1" ]; then
+  printf '%s\n' "${APT_PACKAGES[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -226,7 +226,7 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
                     num(r.time.ci_high), r.speedup, num(r.speedup_low), num(r.speedup_high), r.efficiency,
                     num(r.efficiency_low), num(r.efficiency_high), seconds ? Cell(r.gpu_hours) : Cell(),
                     r.energy_j ? Cell(r.energy_j->median) : Cell(), r.cost && seconds ? Cell(*r.cost) : Cell(),
-                    std::string(r.pareto ? "yes" : "")});
+                    r.pareto});
     }
     breakeven.add_row({label, fmt::format("(a) largest N with E' >= {}", options.threshold),
                        opt_int(t.break_even.by_threshold), fmt::format("reference N = {}", t.ref_gpus)});
@@ -337,13 +337,13 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
           cmp.add_row({key, a_value, b_value, others.empty() ? std::string("") : label_of(others),
                        int64_t{k1.second}, static_cast<int64_t>(c.n_a), static_cast<int64_t>(c.n_b), c.median_a,
                        c.median_b, c.ratio, num(c.ratio_low), num(c.ratio_high), num(c.welch_p), c.mann_whitney_p,
-                       std::string(std::isfinite(c.welch_p) ? (c.differs ? "yes" : "no") : "n<2")});
+                       std::isfinite(c.welch_p) ? Cell(c.differs) : Cell()});  // empty: fewer than 2 runs a side
         }
       }
     }
   }
   if (cmp.rows().size() > 0) {
-    cmp.add_note(fmt::format("test: Welch's t-test on log times (decides 'differs' at alpha {}); ratio_b_a = median "
+    cmp.add_note(fmt::format("test: Welch's t-test on log times (decides 'differs' at alpha {}; empty with fewer than 2 runs a side); ratio_b_a = median "
                              "time b / a with the CI of the ratio of geometric means; Mann-Whitney U p-value (exact "
                              "without ties) as a distribution-free check",
                              options.alpha));

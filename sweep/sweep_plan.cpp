@@ -128,7 +128,24 @@ MetricSpec MetricSpec::parse(std::string_view text) {
 std::string MetricSpec::name() const {
   switch (kind) {
     case MetricKind::kWall: return "wall_s";
-    case MetricKind::kRegex: return "regex";
+    case MetricKind::kRegex: {
+      // Named after what it captures: the identifier just before the first
+      // group ("epoch_time_s=([0-9.]+)" -> "epoch_time_s", so the unit the log
+      // gives travels with it); "regex" when the pattern has none.
+      const size_t group = pattern.find('(');
+      std::string_view before = std::string_view(pattern).substr(0, group == std::string::npos ? 0 : group);
+      auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+      while (!before.empty() && !ident(before.back())) before.remove_suffix(1);
+      size_t start = before.size();
+      while (start > 0 && ident(before[start - 1])) --start;
+      std::string name(before.substr(start));
+      // A letter first (not "\\d" or a count), and not a name of the built-in metrics.
+      if (name.empty() || !std::isalpha(static_cast<unsigned char>(name[0])) || name == "wall_s" ||
+          name == "mlperf_s" || name == "iteration_s" || name == "energy_j")
+        return "regex";
+      if (start >= 1 && before[start - 1] == '\\') return "regex";  // an escape such as \\s, not a word
+      return name;
+    }
     case MetricKind::kMlperf: return "mlperf_s";
     case MetricKind::kTrace: return "iteration_s";
   }

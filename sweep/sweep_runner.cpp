@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report/terminal.hpp"
 #include "scalescope_version.hpp"
 #include "sweep/profile_metrics.hpp"
 #include "sweep/sweep.hpp"
@@ -409,7 +410,7 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
                                     reader.cut_lines(), kMaxLogLineBytes));
     if (want_regex) {
       if (value)
-        m.values["regex"] = *value;
+        m.values[spec.metric.name()] = *value;
       else
         m.notes.push_back(fmt::format("no output line matched the metric regex /{}/ with a number", spec.metric.pattern));
     }
@@ -484,6 +485,18 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
   const int todo = static_cast<int>(plan.size() - finished.size());
   double spent = 0;
   int done_now = 0;
+  // Progress names the run going on and the time since the sweep started, so
+  // a long first run does not look like a hang. Config values come from the
+  // command line and are escaped before they reach the terminal.
+  const auto sweep_start = std::chrono::steady_clock::now();
+  auto elapsed_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
+  };
+  auto bar = [&](int total_done) {
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(kWidth * total_done / std::max(1, sum.planned));
+    return std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(kWidth - filled), '.');
+  };
   for (const auto& run : plan) {
     if (finished.count(run.index)) {
       ++sum.skipped;
@@ -505,8 +518,32 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
     std::map<std::string, std::string> run_env = {{"SCALESCOPE_SWEEP_RUN_DIR", run_dir.string()},
                                                   {"SCALESCOPE_SWEEP_GPUS", std::to_string(run.gpus)},
                                                   {"SCALESCOPE_SWEEP_REP", std::to_string(run.rep)}};
-    const auto result = run_process(argv, log_path, spec.timeout_s, spec.kill_grace_s, run_env,
-                                    [] { return g_stop_signal.load() != 0; }, options.max_log_bytes);
+    const std::string label = report::terminal_safe(run.config_label());
+    const auto run_start = std::chrono::steady_clock::now();
+    auto draw_running = [&] {
+      const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+      fmt::print(progress, "\r\033[K[{}] {}/{} runs, {} failed, elapsed {}  (running: g{}{}{} r{}, {})", bar(sum.skipped + sum.ran),
+                 sum.skipped + sum.ran, sum.planned, sum.failed, format_eta(elapsed_s()), run.gpus,
+                 label.empty() ? "" : " ", label, run.rep, format_eta(run_s));
+      std::fflush(progress);
+    };
+    if (progress) {
+      if (options.progress_bar) {
+        draw_running();
+      } else {
+        fmt::print(progress, "run {}/{} gpus={}{}{} rep={}: running (elapsed {})\n", sum.skipped + sum.ran + 1,
+                   sum.planned, run.gpus, label.empty() ? "" : " ", label, run.rep, format_eta(elapsed_s()));
+        std::fflush(progress);
+      }
+    }
+    auto last_draw = run_start;
+    const auto result = run_process(argv, log_path, spec.timeout_s, spec.kill_grace_s, run_env, [&] {
+      if (progress && options.progress_bar && std::chrono::steady_clock::now() - last_draw >= std::chrono::seconds(1)) {
+        last_draw = std::chrono::steady_clock::now();
+        draw_running();
+      }
+      return g_stop_signal.load() != 0;
+    }, options.max_log_bytes);
     if (result.note == "interrupted" && g_stop_signal.load()) {
       // Left as "running": redone on resume; the note says why.
       store.set_running_note(run, fmt::format("interrupted by signal {} ({})", g_stop_signal.load(),
@@ -533,17 +570,15 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
       const std::string metric_text =
           result.status == RunStatus::kOk && mv != metrics.values.end() ? fmt::format("{:.6g}", mv->second) : "-";
       if (options.progress_bar) {
-        constexpr int kWidth = 30;
-        const int filled = static_cast<int>(kWidth * total_done / std::max(1, sum.planned));
-        fmt::print(progress, "\r\033[K[{}{}] {}/{} runs, {} failed, ETA {}  (last: g{} {} r{} {} {})",
-                   std::string(static_cast<size_t>(filled), '#'), std::string(static_cast<size_t>(kWidth - filled), '.'),
-                   total_done, sum.planned, sum.failed, format_eta(eta), run.gpus, run.config_label(), run.rep,
-                   status_name(result.status), metric_text);
+        fmt::print(progress, "\r\033[K[{}] {}/{} runs, {} failed, elapsed {}, ETA {}  (last: g{} {} r{} {} {})",
+                   bar(total_done), total_done, sum.planned, sum.failed, format_eta(elapsed_s()), format_eta(eta),
+                   run.gpus, label, run.rep, status_name(result.status), metric_text);
       } else {
-        fmt::print(progress, "run {}/{} gpus={}{}{} rep={}: {} in {:.2f} s, {}={}{}{} (ETA {})\n", total_done,
-                   sum.planned, run.gpus, run.config.empty() ? "" : " ", run.config_label(), run.rep,
+        fmt::print(progress, "run {}/{} gpus={}{}{} rep={}: {} in {:.2f} s, {}={}{}{} (elapsed {}, ETA {})\n",
+                   total_done, sum.planned, run.gpus, label.empty() ? "" : " ", label, run.rep,
                    status_name(result.status), result.wall_s, spec.metric.name(), metric_text,
-                   result.note.empty() ? "" : "; ", result.note, format_eta(eta));
+                   result.note.empty() ? "" : "; ", report::terminal_safe(result.note), format_eta(elapsed_s()),
+                   format_eta(eta));
       }
       std::fflush(progress);
     }

@@ -145,7 +145,11 @@ TEST(SweepPlan, ParsersRejectBadText) {
   EXPECT_THROW(MetricSpec::parse("regex:no group"), Error);
   EXPECT_THROW(MetricSpec::parse("regex:(unclosed"), Error);
   EXPECT_THROW(MetricSpec::parse("speed"), Error);
-  EXPECT_EQ(MetricSpec::parse("regex:tput ([0-9.]+)").name(), "regex");
+  // Named after what the pattern captures, so the unit in the log's word travels with it.
+  EXPECT_EQ(MetricSpec::parse("regex:tput ([0-9.]+)").name(), "tput");
+  EXPECT_EQ(MetricSpec::parse("regex:epoch_time_s=([0-9.]+)").name(), "epoch_time_s");
+  EXPECT_EQ(MetricSpec::parse("regex:^([0-9.]+) img/s").name(), "regex");
+  EXPECT_EQ(MetricSpec::parse("regex:\\s([0-9.]+)").name(), "regex");
 }
 
 TEST(SweepPlan, ExpandsPlaceholdersAndLiteralBraces) {
@@ -280,12 +284,12 @@ TEST_F(SweepTest, MetricsFromRegexAndMllog) {
   s.metric = MetricSpec::parse("regex:throughput: ([0-9.]+)");
   auto r = run_process({kJobs + "/law.sh", "1", "0.02", "0", "0"}, dir_ / "a.txt", 0, 1, {});
   auto m = extract_metrics(s, r, dir_ / "a.txt", dir_);
-  ASSERT_TRUE(m.values.count("regex"));
-  EXPECT_NEAR(m.values["regex"], 5000, 1e-6);  // 100 / 0.02
+  ASSERT_TRUE(m.values.count("throughput"));
+  EXPECT_NEAR(m.values["throughput"], 5000, 1e-6);  // 100 / 0.02
   EXPECT_DOUBLE_EQ(m.values["wall_s"], r.wall_s);
   s.metric = MetricSpec::parse("regex:never (\\d+)");
   m = extract_metrics(s, r, dir_ / "a.txt", dir_);
-  EXPECT_FALSE(m.values.count("regex"));
+  EXPECT_FALSE(m.values.count("never"));
   ASSERT_EQ(m.notes.size(), 1u);
   EXPECT_THAT(m.notes[0], HasSubstr("no output line matched"));
 
@@ -357,7 +361,7 @@ TEST_F(SweepTest, SweepRecordsEveryRunAndGoesOnAfterFailures) {
   EXPECT_EQ(sum.ok, 4);
   EXPECT_EQ(sum.failed, 8);
   const auto stored = read_sweep(db);
-  EXPECT_EQ(stored.metric, "regex");
+  EXPECT_EQ(stored.metric, "throughput");
   EXPECT_TRUE(stored.higher_is_better);
   EXPECT_EQ(stored.planned_runs, 12);
   ASSERT_EQ(stored.runs.size(), 12u);
@@ -369,12 +373,12 @@ TEST_F(SweepTest, SweepRecordsEveryRunAndGoesOnAfterFailures) {
     EXPECT_TRUE(fs::exists(r.log_path)) << r.log_path;
     if (job == "law") {
       EXPECT_EQ(r.status, RunStatus::kOk);
-      EXPECT_NEAR(r.metrics.at("regex"), 100.0 / (0.02 / r.gpus + 0.01), 0.01);
+      EXPECT_NEAR(r.metrics.at("throughput"), 100.0 / (0.02 / r.gpus + 0.01), 0.01);
     } else if (job == "fail") {
       EXPECT_EQ(r.status, RunStatus::kFailed);
       EXPECT_EQ(r.exit_code, r.gpus);  // fail.sh exits with its first argument
       EXPECT_THAT(read_file(r.log_path), HasSubstr("out of memory"));
-      EXPECT_FALSE(r.metrics.count("regex"));
+      EXPECT_FALSE(r.metrics.count("throughput"));
     } else {
       EXPECT_EQ(r.status, RunStatus::kTimeout);
       EXPECT_THAT(r.note, HasSubstr("timeout"));

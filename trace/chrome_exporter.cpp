@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <iterator>
 #include <limits>
+#include <map>
+#include <tuple>
+#include <vector>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -17,11 +20,50 @@
 namespace scalescope::trace {
 namespace {
 
-// Track ids: host threads keep their tid; GPU tracks live above 2^31 so they
-// never collide with a thread id.
-constexpr uint64_t kGpuTrackBase = uint64_t{1} << 32;
-uint64_t stream_track(uint32_t device, uint32_t stream) { return kGpuTrackBase + (uint64_t{device} << 20) + stream; }
-uint64_t annotation_track(uint32_t device) { return kGpuTrackBase + (uint64_t{device} << 20) + 0xFFFFF; }
+// Track ids that Perfetto keeps apart. Its JSON importer reads pid and tid as
+// 32-bit unsigned numbers (larger ones are cut, so every GPU track of a rank
+// landed on one track and overlapping kernels broke the nesting), names
+// threads by tid alone, and reserves pid 0 (the swapper). So a trace's
+// process is pid index + 1, host threads keep their OS tid (Linux tids stay
+// below 2^22), and each GPU track (device, stream) gets a tid of its own from
+// 2^30 upward, unique in the whole file and never equal to a host tid.
+constexpr uint32_t kGpuTidBase = uint32_t{1} << 30;
+constexpr uint32_t kAnnotationStream = 0xFFFFFFFF;  // the per-device NVTX track, not a real stream
+
+// Perfetto nests the slices of one track and cannot show two that overlap
+// without one containing the other. Work on one stream can overlap a little
+// (Hopper's programmatic dependent launch starts a kernel before the previous
+// one ends, by ~0.1 us), so such a slice goes on a second track of its stream,
+// "GPU d stream s (overlap 1)", rather than being cut or moved.
+struct Span {
+  int64_t start, end;
+  uint32_t* lane;  // where the lane chosen for it is written
+};
+
+// Lanes in which spans nest: each span goes on the first lane where it starts
+// after the open slices end, or fits inside the innermost open one.
+void assign_lanes(std::vector<Span>& spans) {
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.start < b.start || (a.start == b.start && a.end > b.end); });
+  std::vector<std::vector<int64_t>> open;  // per lane, a stack of open ends
+  for (Span& sp : spans) {
+    uint32_t lane = 0;
+    for (;; ++lane) {
+      if (lane == open.size()) open.emplace_back();
+      auto& stack = open[lane];
+      while (!stack.empty() && stack.back() <= sp.start) stack.pop_back();
+      if (stack.empty() || sp.end <= stack.back()) break;
+    }
+    open[lane].push_back(sp.end);
+    *sp.lane = lane;
+  }
+}
+
+struct GpuTracks {
+  // (device, stream, lane) -> tid; kAnnotationStream marks a device's annotation track.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> tid;
+  uint32_t of(uint32_t device, uint32_t stream, uint32_t lane) const { return tid.at({device, stream, lane}); }
+};
 
 class ChromeWriter {
  public:
@@ -82,42 +124,77 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
   std::string& o = w.raw();
   fmt::format_to(std::back_inserter(o), R"({{"displayTimeUnit":"ns","otherData":{{"producer":"scalescope","origin_unix_ns":{}}},"traceEvents":[)", origin);
 
-  for (size_t pid = 0; pid < traces.size(); ++pid) {
-    const Trace& t = traces[pid];
+  std::unordered_set<uint32_t> host_tids;
+  for (const Trace& t : traces) {
+    host_tids.insert(t.api.thread.begin(), t.api.thread.end());
+    for (size_t i = 0; i < t.nvtx.size(); ++i)
+      if (t.nvtx.device[i] < 0) host_tids.insert(t.nvtx.thread[i]);
+  }
+  uint32_t next_gpu_tid = kGpuTidBase;
+
+  for (size_t index = 0; index < traces.size(); ++index) {
+    const Trace& t = traces[index];
+    const size_t pid = index + 1;
     auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
     const StringTable& s = t.strings;
 
     // Names: the process, each host thread, each GPU track.
-    std::string pname = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("process {}", pid);
+    std::string pname = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("process {}", index);
     if (!t.meta.hostname.empty() || t.meta.pid) pname += fmt::format(" ({} pid {})", t.meta.hostname, t.meta.pid);
-    w.begin_event('M', pid, 0, 0);
+    w.begin_event('M', pid, pid, 0);
     w.key_string("name", "process_name");
     o += R"(,"args":{"name":")";
     detail::append_json_escaped(o, pname);
     o += "\"}";
     w.end_event();
-    w.begin_event('M', pid, 0, 0);
+    w.begin_event('M', pid, pid, 0);
     w.key_string("name", "process_sort_index");
     fmt::format_to(std::back_inserter(o), R"(,"args":{{"sort_index":{}}})", pid);
     w.end_event();
 
-    std::unordered_set<uint64_t> gpu_tracks;
-    auto note_stream = [&](uint32_t device, uint32_t stream) { gpu_tracks.insert(stream_track(device, stream)); };
-    for (size_t i = 0; i < t.kernels.size(); ++i) note_stream(t.kernels.device[i], t.kernels.stream[i]);
-    for (size_t i = 0; i < t.memcpys.size(); ++i) note_stream(t.memcpys.device[i], t.memcpys.stream[i]);
-    for (size_t i = 0; i < t.memsets.size(); ++i) note_stream(t.memsets.device[i], t.memsets.stream[i]);
-    for (size_t i = 0; i < t.nvtx.size(); ++i)
-      if (t.nvtx.device[i] >= 0) gpu_tracks.insert(annotation_track(static_cast<uint32_t>(t.nvtx.device[i])));
-    std::vector<uint64_t> sorted(gpu_tracks.begin(), gpu_tracks.end());
-    std::sort(sorted.begin(), sorted.end());
-    for (uint64_t track : sorted) {
-      uint64_t rel = track - kGpuTrackBase;
-      uint32_t device = static_cast<uint32_t>(rel >> 20), stream = static_cast<uint32_t>(rel & 0xFFFFF);
-      w.begin_event('M', pid, track, 0);
+    GpuTracks gpu;
+    // Lanes per event: kernels, copies and sets share their stream's tracks.
+    std::vector<uint32_t> kernel_lane(t.kernels.size()), memcpy_lane(t.memcpys.size()),
+        memset_lane(t.memsets.size()), nvtx_lane(t.nvtx.size());
+    {
+      std::map<std::pair<uint32_t, uint32_t>, std::vector<Span>> by_track;
+      for (size_t i = 0; i < t.kernels.size(); ++i)
+        by_track[{t.kernels.device[i], t.kernels.stream[i]}].push_back(
+            {t.kernels.start[i], std::max(t.kernels.start[i], t.kernels.end[i]), &kernel_lane[i]});
+      for (size_t i = 0; i < t.memcpys.size(); ++i)
+        by_track[{t.memcpys.device[i], t.memcpys.stream[i]}].push_back(
+            {t.memcpys.start[i], std::max(t.memcpys.start[i], t.memcpys.end[i]), &memcpy_lane[i]});
+      for (size_t i = 0; i < t.memsets.size(); ++i)
+        by_track[{t.memsets.device[i], t.memsets.stream[i]}].push_back(
+            {t.memsets.start[i], std::max(t.memsets.start[i], t.memsets.end[i]), &memset_lane[i]});
+      for (size_t i = 0; i < t.nvtx.size(); ++i)
+        if (t.nvtx.device[i] >= 0) {
+          const bool mark = t.nvtx.kind[i] == NvtxKind::kMark;
+          by_track[{static_cast<uint32_t>(t.nvtx.device[i]), kAnnotationStream}].push_back(
+              {t.nvtx.start[i], mark ? t.nvtx.start[i] : std::max(t.nvtx.start[i], t.nvtx.end[i]), &nvtx_lane[i]});
+        }
+      for (auto& [key, spans] : by_track) {
+        assign_lanes(spans);
+        for (const Span& sp : spans) gpu.tid.emplace(std::tuple{key.first, key.second, *sp.lane}, 0);
+      }
+    }
+    for (auto& [key, tid] : gpu.tid) {
+      while (host_tids.count(next_gpu_tid)) ++next_gpu_tid;
+      tid = next_gpu_tid++;
+      const auto [device, stream, lane] = key;
+      std::string name = stream == kAnnotationStream ? fmt::format("GPU {} annotations", device)
+                                                     : fmt::format("GPU {} stream {}", device, stream);
+      if (lane > 0) name += fmt::format(" (overlap {})", lane);
+      w.begin_event('M', pid, tid, 0);
       w.key_string("name", "thread_name");
       o += R"(,"args":{"name":")";
-      o += stream == 0xFFFFF ? fmt::format("GPU {} annotations", device) : fmt::format("GPU {} stream {}", device, stream);
+      o += name;
       o += "\"}";
+      w.end_event();
+      // Streams sort after the host threads, in device and stream order.
+      w.begin_event('M', pid, tid, 0);
+      w.key_string("name", "thread_sort_index");
+      fmt::format_to(std::back_inserter(o), R"(,"args":{{"sort_index":{}}})", tid - kGpuTidBase + 1000);
       w.end_event();
     }
     std::unordered_set<uint32_t> host_threads(t.api.thread.begin(), t.api.thread.end());
@@ -158,20 +235,20 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       if (corr == 0 || !gpu_work.count(corr) || !launched.insert(corr).second) continue;
       // Flow start, bound to the enclosing API slice.
       w.begin_event('s', pid, t.api.thread[i], ts(t.api.start[i]));
-      fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","id":{})", (uint64_t{pid} << 32) | corr);
+      fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","id":{})", (uint64_t{index} << 32) | corr);
       w.end_event();
     }
     auto flow_end = [&](uint32_t corr, uint64_t track, Timestamp start) {
       if (corr == 0 || !launched.count(corr)) return;
       w.begin_event('f', pid, track, ts(start));
       fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","bp":"e","id":{})",
-                     (uint64_t{pid} << 32) | corr);
+                     (uint64_t{index} << 32) | corr);
       w.end_event();
     };
 
     for (size_t i = 0; i < t.kernels.size(); ++i) {
       const KernelTable& k = t.kernels;
-      uint64_t track = stream_track(k.device[i], k.stream[i]);
+      uint64_t track = gpu.of(k.device[i], k.stream[i], kernel_lane[i]);
       w.begin_event('X', pid, track, ts(k.start[i]));
       o += R"(,"dur":)";
       w.append_us(std::max<int64_t>(0, k.end[i] - k.start[i]));
@@ -187,7 +264,7 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
     }
     for (size_t i = 0; i < t.memcpys.size(); ++i) {
       const MemcpyTable& m = t.memcpys;
-      uint64_t track = stream_track(m.device[i], m.stream[i]);
+      uint64_t track = gpu.of(m.device[i], m.stream[i], memcpy_lane[i]);
       w.begin_event('X', pid, track, ts(m.start[i]));
       o += R"(,"dur":)";
       w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
@@ -200,7 +277,7 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
     }
     for (size_t i = 0; i < t.memsets.size(); ++i) {
       const MemsetTable& m = t.memsets;
-      uint64_t track = stream_track(m.device[i], m.stream[i]);
+      uint64_t track = gpu.of(m.device[i], m.stream[i], memset_lane[i]);
       w.begin_event('X', pid, track, ts(m.start[i]));
       o += R"(,"dur":)";
       w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
@@ -211,7 +288,7 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
     }
     for (size_t i = 0; i < t.nvtx.size(); ++i) {
       const NvtxTable& n = t.nvtx;
-      uint64_t track = n.device[i] >= 0 ? annotation_track(static_cast<uint32_t>(n.device[i])) : n.thread[i];
+      uint64_t track = n.device[i] >= 0 ? gpu.of(static_cast<uint32_t>(n.device[i]), kAnnotationStream, nvtx_lane[i]) : n.thread[i];
       bool mark = n.kind[i] == NvtxKind::kMark;
       w.begin_event(mark ? 'i' : 'X', pid, track, ts(n.start[i]));
       if (mark) {
@@ -226,7 +303,7 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
     }
     for (size_t i = 0; i < t.counters.size(); ++i) {
       const CounterTable& c = t.counters;
-      w.begin_event('C', pid, 0, ts(c.time[i]));
+      w.begin_event('C', pid, pid, ts(c.time[i]));
       fmt::format_to(std::back_inserter(o), R"(,"name":"GPU {} {}","args":{{"value":{}}})", c.device[i],
                      counter_name(c.metric[i]), std::isfinite(c.value[i]) ? c.value[i] : 0.0);
       w.end_event();

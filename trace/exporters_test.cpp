@@ -3,8 +3,11 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -102,7 +105,81 @@ TEST(Exporters, ChromeIsValidJsonWithTracksAndFlows) {
   EXPECT_EQ(flow_f, 2);
   EXPECT_EQ(counters, 2);
   EXPECT_EQ(names, 4);  // per rank: GPU 0 stream 7, GPU 0 annotations
-  EXPECT_EQ(pids, (std::set<int>{0, 1}));
+  EXPECT_EQ(pids, (std::set<int>{1, 2}));  // pid 0 is Perfetto's swapper
+}
+
+// Perfetto's JSON importer (src/trace_processor/importers/json/
+// json_trace_parser_impl.cc) reads pid and tid as uint32, keys thread names by
+// tid alone and needs the X slices of one (pid, tid) track to nest. Checks
+// those rules on an export whose streams overlap in time, as real GPUs do.
+TEST(Exporters, ChromeTracksFollowPerfettoJsonRules) {
+  std::vector<Trace> ranks;
+  for (int32_t rank : {0, 1}) {
+    Trace t = small_trace(rank);
+    // Two more streams on device 0 and one on device 1, overlapping stream 7's kernel.
+    // And one that starts before stream 7's kernel ends (programmatic dependent
+    // launch): it must go on a track of its own, not break the nesting.
+    KernelRecord early;
+    early.start = 2900, early.end = 3200, early.stream = 7;
+    early.name = t.strings.intern("splitKreduce_kernel");
+    t.kernels.push(early);
+    for (auto [device, stream] : {std::pair{0u, 13u}, std::pair{0u, 21u}, std::pair{1u, 7u}}) {
+      KernelRecord k;
+      k.start = 2500, k.end = 4000, k.device = device, k.stream = stream, k.correlation = 0;
+      k.name = t.strings.intern("nccl:all_reduce");
+      t.kernels.push(k);
+    }
+    ranks.push_back(std::move(t));
+  }
+  fs::path out = temp("perfetto.json");
+  export_chrome(ranks, out);
+  nlohmann::json j = nlohmann::json::parse(slurp(out));
+  fs::remove(out);
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<std::pair<double, double>>> slices;
+  std::map<uint64_t, std::set<uint64_t>> pids_of_named_tid;
+  std::set<std::pair<uint64_t, uint64_t>> kernel_tracks, named;
+  std::map<uint64_t, std::string> process_names;
+  for (const auto& e : j["traceEvents"]) {
+    const uint64_t pid = e["pid"].get<uint64_t>(), tid = e["tid"].get<uint64_t>();
+    EXPECT_NE(pid, 0u);
+    EXPECT_LT(pid, uint64_t{1} << 31);
+    EXPECT_LT(tid, uint64_t{1} << 31);  // positive even where a tool reads int32
+    const std::string ph = e["ph"];
+    if (ph == "M" && e["name"] == "thread_name") {
+      named.insert({pid, tid});
+      pids_of_named_tid[tid].insert(pid);
+    }
+    if (ph == "M" && e["name"] == "process_name") process_names[pid] = e["args"]["name"];
+    if (ph == "X") {
+      const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+      slices[{pid, tid}].push_back({ts, ts + dur});
+      if (e["cat"] == "kernel") kernel_tracks.insert({pid, tid});
+    }
+  }
+  EXPECT_EQ(process_names.size(), 2u);
+  EXPECT_EQ(process_names[1].rfind("rank 0", 0), 0u) << process_names[1];
+  EXPECT_EQ(kernel_tracks.size(), 10u);  // 4 (device, stream) tracks per rank, none merged, plus an overlap track
+  std::set<std::string> track_names;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") track_names.insert(e["args"]["name"].get<std::string>());
+  EXPECT_TRUE(track_names.count("GPU 0 stream 7 (overlap 1)"));
+  EXPECT_TRUE(track_names.count("GPU 1 stream 7"));
+  for (const auto& track : kernel_tracks) {
+    EXPECT_TRUE(named.count(track)) << "GPU track without a thread_name: tid " << track.second;
+    EXPECT_NE(track.second, 7u) << "a GPU track took a host thread's tid";
+  }
+  // A thread name must not rename a thread of another process.
+  for (const auto& [tid, pids] : pids_of_named_tid) EXPECT_EQ(pids.size(), 1u) << "tid " << tid;
+  for (auto& [track, spans] : slices) {
+    std::sort(spans.begin(), spans.end(), [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    std::vector<double> open_ends;  // a stack of enclosing slices
+    for (const auto& [begin, end] : spans) {
+      while (!open_ends.empty() && open_ends.back() <= begin) open_ends.pop_back();
+      EXPECT_TRUE(open_ends.empty() || end <= open_ends.back())
+          << "slices overlap without nesting on pid " << track.first << " tid " << track.second;
+      open_ends.push_back(end);
+    }
+  }
 }
 
 int64_t query(sqlite3* db, const char* sql) {

@@ -105,7 +105,7 @@
       const row = (k, v, cls) => { if (v === undefined || v === null || v === '') return; dl.appendChild(el('dt', '', k)); dl.appendChild(el('dd', cls || '', v)); };
       row('where', f.source);
       row('evidence', f.evidence);
-      if (typeof f.saving_fraction === 'number')
+      if (typeof f.saving_fraction === 'number' && isFinite(f.saving_fraction))
         row('estimated saving', 'up to ' + (100 * f.saving_fraction).toFixed(1) + '% of step time' + (f.saving_method ? ' (' + f.saving_method + ')' : ''), 'saving');
       row('fix', f.fix);
       if (f.figures && f.figures.length)
@@ -164,7 +164,7 @@
     }
     return {
       tooltip: Object.assign({ trigger: 'item' }, baseTooltip),
-      legend: { top: 0, data: c.series.map(s => s.name) },
+      legend: { type: 'scroll', top: 0, data: c.series.map(s => s.name) },
       grid: { left: 70, right: 40, top: 40, bottom: 50 },
       xAxis: axis(c.x, 'value'), yAxis: axis(c.y, 'value'), series,
     };
@@ -178,7 +178,7 @@
       itemStyle: { color: s.colour || palette[i % palette.length] } }));
     return {
       tooltip: Object.assign({ trigger: 'axis', axisPointer: { type: 'shadow' } }, baseTooltip),
-      legend: { top: 0 }, grid: { left: horizontal ? 280 : 70, right: 30, top: 40, bottom: 50 },
+      legend: { type: 'scroll', top: 0 }, grid: { left: horizontal ? 280 : 70, right: 30, top: 40, bottom: 50 },
       xAxis: horizontal ? val : cat, yAxis: horizontal ? Object.assign(cat, { inverse: true }) : val, series,
       dataZoom: c.categories.length > 40 ? [{ type: 'slider', [horizontal ? 'yAxisIndex' : 'xAxisIndex']: 0 }] : undefined,
     };
@@ -217,7 +217,7 @@
     }));
     return {
       tooltip: Object.assign({ trigger: 'item' }, baseTooltip),
-      legend: { top: 0, data: c.classes },
+      legend: { type: 'scroll', top: 0, data: c.classes },
       grid: { left: 150, right: 30, top: 40, bottom: 70 },
       xAxis: { type: 'value', name: 'time in iteration (' + c.unit + ')', nameLocation: 'middle', nameGap: 28, min: 0, max: c.span },
       yAxis: { type: 'category', data: lanes, inverse: true, axisLabel: { width: 140, overflow: 'truncate' } },
@@ -346,7 +346,14 @@
       series: seriesSummary(block) });
   }
 
-  const renderers = { paragraph: renderParagraph, table: renderTable, findings: renderFindings, chart: renderChart };
+  // Text whose lines matter (an environment dump): preformatted, as text.
+  function renderPre(block, parent) {
+    if (block.title) parent.appendChild(el('h3', '', block.title));
+    parent.appendChild(el('pre', 'pre', block.text));
+  }
+
+  const renderers = { paragraph: renderParagraph, table: renderTable, findings: renderFindings, chart: renderChart,
+    pre: renderPre };
 
   // ---- page -----------------------------------------------------------------
 
@@ -378,6 +385,17 @@
   });
   document.getElementById('report-footer').textContent =
     'Charts: Apache ECharts ' + (echarts.version || '') + ', bundled into this file; the page makes no network request.';
-  window.addEventListener('resize', () => instances.forEach(c => c.resize()));
+  // Charts take their width from the page; only a change of width redraws
+  // them, once the resizing has settled. A full-page screenshot grows the
+  // window's height for the capture: redrawing every chart then (dozens, each
+  // a canvas the height of the page's share) is what made the capture fail
+  // under load.
+  let lastWidth = window.innerWidth, resizeTimer = null;
+  window.addEventListener('resize', () => {
+    if (window.innerWidth === lastWidth) return;
+    lastWidth = window.innerWidth;
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(() => instances.forEach(c => c.resize()), 150);
+  });
   window.__scalescopeReady = true;
 })();

@@ -20,6 +20,7 @@ if(expected STREQUAL "")
   message(FATAL_ERROR "${CASE}: no expected file (${CASE}.txt, .csv or .json); create one with UPDATE_GOLDEN=1")
 endif()
 set(ENV{NO_COLOR} 1)
+unset(ENV{COLUMNS})  # tables to a pipe are not fitted to a width; a caller's COLUMNS must not change them
 execute_process(COMMAND ${SCALESCOPE} ${args} WORKING_DIRECTORY "${WORK}"
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
