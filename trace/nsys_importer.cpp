@@ -877,9 +877,11 @@ void Importer::read_counted_only() {
   report_.osrt_calls = count("OSRT_API");
 }
 
+// nsys writes most tables in start order: checking first saves the sort.
 template <typename Record>
 void sort_by_start(std::vector<Record>& v) {
-  std::stable_sort(v.begin(), v.end(), [](const Record& a, const Record& b) { return a.start < b.start; });
+  auto by_start = [](const Record& a, const Record& b) { return a.start < b.start; };
+  if (!std::is_sorted(v.begin(), v.end(), by_start)) std::stable_sort(v.begin(), v.end(), by_start);
 }
 
 void Importer::finish_process(ProcessBuild& p) {
@@ -1134,9 +1136,7 @@ std::vector<Trace> Importer::run() {
   read_nvtx();
   read_thread_names();
   read_counted_only();
-  // Rows dropped as malformed belong to no trace until here: charge them to every trace.
-  std::vector<Trace> traces = finish();
-  return traces;
+  return finish();
 }
 
 void check_header(std::string_view head, std::string_view name) {
