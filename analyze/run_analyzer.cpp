@@ -35,17 +35,17 @@ std::vector<fs::path> list_trace_inputs(const fs::path& path) {
 
 namespace {
 
-trace::Trace load_one(const fs::path& file) {
+// The traces of one input file: one, or one per process of an nsys export
+// that captured several (nsys profile mpirun ...).
+std::vector<trace::Trace> load_one(const fs::path& file) {
   const trace::DetectedInput in = trace::detect_input(file);
+  std::vector<trace::Trace> out;
   switch (in.kind) {
-    case trace::InputKind::kTraceFile: return trace::read_trace(file);
-    case trace::InputKind::kKinetoJson: return trace::import_kineto_file(file);
-    default: {
-      std::vector<trace::Trace> one = trace::load_traces(file);
-      if (one.size() != 1) fail("{}: holds {} traces where one was expected", file.string(), one.size());
-      return std::move(one.front());
-    }
+    case trace::InputKind::kTraceFile: out.push_back(trace::read_trace(file)); break;
+    case trace::InputKind::kKinetoJson: out.push_back(trace::import_kineto_file(file)); break;
+    default: out = trace::load_traces(file); break;
   }
+  return out;
 }
 
 }  // namespace
@@ -55,7 +55,7 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   const std::vector<fs::path> files = list_trace_inputs(path);
   if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   threads = std::min<unsigned>(threads, static_cast<unsigned>(files.size()));
-  std::vector<RankAnalysis> ranks(files.size());
+  std::vector<std::vector<RankAnalysis>> per_file(files.size());
   std::atomic<size_t> next{0};
   std::exception_ptr error;
   std::mutex error_mutex;  // also serialises on_file_done
@@ -63,8 +63,7 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   auto work = [&] {
     for (size_t i = next++; i < files.size(); i = next++) {
       try {
-        trace::Trace t = load_one(files[i]);
-        ranks[i] = analyze_rank(t, options);
+        for (const trace::Trace& t : load_one(files[i])) per_file[i].push_back(analyze_rank(t, options));
         if (on_file_done) {
           std::lock_guard lock(error_mutex);
           on_file_done(++files_done, files.size());
@@ -81,6 +80,13 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   work();
   for (auto& th : pool) th.join();
   if (error) std::rethrow_exception(error);
+  std::vector<RankAnalysis> ranks;
+  std::vector<size_t> file_of;  // ranks[i] came from files[file_of[i]]
+  for (size_t f = 0; f < per_file.size(); ++f)
+    for (auto& r : per_file[f]) {
+      ranks.push_back(std::move(r));
+      file_of.push_back(f);
+    }
   // Unknown ranks (no RANK in the process's environment, a Kineto trace
   // without distributedInfo) are numbered in file order, skipping numbers a
   // known rank has. A rank-less process without GPU work while others have
@@ -96,8 +102,8 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
       ranks[i].rank = n;
       used.insert(n);
     }
-    ranks[i].label = ranks[i].rank >= 0 ? fmt::format("rank {} ({})", ranks[i].rank, files[i].filename().string())
-                                        : fmt::format("no rank ({})", files[i].filename().string());
+    const std::string file = files[file_of[i]].filename().string();
+    ranks[i].label = ranks[i].rank >= 0 ? fmt::format("rank {} ({})", ranks[i].rank, file) : fmt::format("no rank ({})", file);
   }
   return combine(std::move(ranks));
 }

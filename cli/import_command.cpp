@@ -1,6 +1,8 @@
-// scalescope import: a PyTorch-profiler (Kineto) JSON trace becomes a
-// scalescope trace; a directory of rank traces becomes a .ssrun run directory.
+// scalescope import: a PyTorch-profiler (Kineto) JSON trace or an Nsight
+// Systems SQLite export becomes a scalescope trace; a directory of rank traces
+// (or an export holding several processes) becomes a .ssrun run directory.
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -12,6 +14,7 @@
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/safe_output.hpp"
+#include "trace/nsys_importer.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_source.hpp"
 
@@ -20,10 +23,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// "x.json.gz" -> "x"; "x.pt.trace.json" -> "x.pt.trace".
+// "x.json.gz" -> "x"; "x.pt.trace.json" -> "x.pt.trace"; "x.sqlite" -> "x".
 std::string stem_of(const fs::path& p) {
   std::string n = p.filename().string();
-  for (std::string_view ext : {".gz", ".gzip", ".json", ".JSON"})
+  for (std::string_view ext : {".gz", ".gzip", ".json", ".JSON", ".sqlite3", ".sqlite"})
     if (n.size() > ext.size() && n.compare(n.size() - ext.size(), ext.size(), ext) == 0) n.resize(n.size() - ext.size());
   return n;
 }
@@ -53,6 +56,54 @@ std::vector<report::Table> report_tables(const trace::ImportReport& rep, const t
   return {std::move(cats), std::move(tables)};
 }
 
+// What became of each table of an nsys export, and of each traced process.
+std::vector<report::Table> nsys_report_tables(const trace::NsysImportReport& rep, const std::vector<trace::Trace>& traces) {
+  report::Table tabs(fmt::format("Imported {} (Nsight Systems {}, export schema {})", rep.input,
+                                 rep.product_version.empty() ? "version not recorded" : rep.product_version,
+                                 rep.schema_version.empty() ? "not recorded" : rep.schema_version),
+                     {"table", "rows", "mapped_to"});
+  for (const auto& t : rep.tables)
+    if (t.present || t.mapped_to != "absent") tabs.add_row({t.name, static_cast<int64_t>(t.rows), t.mapped_to});
+  report::Table rows("Rows by kind", {"kind", "rows", "became"});
+  auto row = [&](const char* kind, uint64_t n, const char* became) {
+    rows.add_row({std::string(kind), static_cast<int64_t>(n), std::string(became)});
+  };
+  row("CUDA runtime calls", rep.runtime_calls, "api");
+  row("CUDA driver calls", rep.driver_calls, "api");
+  row("CUDA backtrace rows", rep.backtrace_rows, "counted only (repeat a call to carry its stack)");
+  row("other API classes", rep.other_class_rows, "counted only (cuBLAS, cuDNN ... ranges)");
+  row("NVTX ranges", rep.nvtx_ranges, "nvtx");
+  row("NVTX marks", rep.nvtx_marks, "nvtx (end = start)");
+  row("NVTX domain rows", rep.nvtx_domain_rows, "domain names");
+  row("NVTX thread names", rep.nvtx_thread_names, "thread names, rank");
+  row("NVTX other", rep.nvtx_other, "counted only");
+  row("NVTX ranges never closed", rep.unclosed_ranges, "left out (problem: malformed)");
+  row("malformed rows or unknown string ids", rep.malformed, "left out or named from the next column (problem: malformed)");
+  row("strings with invalid UTF-8", rep.invalid_utf8, "repaired (U+FFFD)");
+  row("GPU metric samples", rep.gpu_metric_samples, "counted only");
+  row("CPU samples", rep.cpu_samples, "counted only");
+  row("scheduling events", rep.sched_events, "counted only");
+  row("OS runtime calls", rep.osrt_calls, "counted only");
+  rows.add_note(fmt::format("{} traced process(es); {} other process(es) with rows but no CUDA activity (counted only)",
+                            rep.processes.size(), rep.other_processes));
+  report::Table procs("Traces (one per process with CUDA activity)",
+                      {"pid", "process", "rank", "rank_from", "kernels", "nccl", "memcpy", "memset", "api", "sync", "nvtx"});
+  for (const auto& p : rep.processes)
+    procs.add_row({static_cast<int64_t>(p.pid), p.name, static_cast<int64_t>(p.rank), p.rank_source,
+                   static_cast<int64_t>(p.kernels), static_cast<int64_t>(p.nccl), static_cast<int64_t>(p.memcpys),
+                   static_cast<int64_t>(p.memsets), static_cast<int64_t>(p.api), static_cast<int64_t>(p.syncs),
+                   static_cast<int64_t>(p.nvtx)});
+  for (const auto& t : traces)
+    procs.add_note(fmt::format("pid {}: {} device(s), world size {}", t.meta.pid, t.meta.devices.size(), t.meta.world_size));
+  return {std::move(tabs), std::move(rows), std::move(procs)};
+}
+
+// The file name of one imported trace inside a run directory.
+std::string trace_name(const trace::Trace& t, const std::string& stem, bool several) {
+  if (t.meta.rank >= 0) return fmt::format("rank{}", t.meta.rank);
+  return several ? fmt::format("{}.pid{}", stem, t.meta.pid) : stem;
+}
+
 void write_one(const trace::Trace& t, const fs::path& out) {
   // Write beside and rename: a failed or killed import never clobbers an older
   // file, and a signal removes the temporary file.
@@ -65,7 +116,10 @@ void write_one(const trace::Trace& t, const fs::path& out) {
 // in a temporary directory beside `out`, closed by its manifest, then renamed
 // into place, so `out` is either absent, the old run (on failure), or the
 // whole new run; never a mix.
-void import_directory(const std::vector<fs::path>& files, const fs::path& out, bool force,
+// `produce(emit)` calls emit(trace, input file, file name without extension)
+// once per trace, so that only one trace is held at a time.
+using EmitTrace = std::function<void(const trace::Trace&, const fs::path&, const std::string&)>;
+void import_directory(const std::function<void(const EmitTrace&)>& produce, const fs::path& out, bool force,
                       std::vector<report::Table>& tables) {
   std::error_code ec;
   const bool exists = fs::exists(fs::symlink_status(out, ec));
@@ -79,11 +133,8 @@ void import_directory(const std::vector<fs::path>& files, const fs::path& out, b
   if (ec) fail("{}: cannot create run directory: {}", out.string(), ec.message());
   std::map<std::string, fs::path> written;  // file name -> the input it came from
   std::vector<std::string> names;
-  for (const auto& f : files) {
-    trace::ImportReport rep;
-    trace::Trace t = trace::import_kineto_file(f, &rep);
-    const std::string name = (t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(f)) +
-                             std::string(trace::kTraceFileExtension);
+  produce([&](const trace::Trace& t, const fs::path& f, const std::string& stem) {
+    const std::string name = stem + std::string(trace::kTraceFileExtension);
     if (auto it = written.find(name); it != written.end()) {
       if (t.meta.rank >= 0)
         fail("{} and {} both hold rank {}; a run directory holds one trace per rank (two runs in one folder?)",
@@ -93,8 +144,7 @@ void import_directory(const std::vector<fs::path>& files, const fs::path& out, b
     written.emplace(name, f);
     write_one(t, tmp.path() / name);
     names.push_back(name);
-    for (auto& tab : report_tables(rep, t)) tables.push_back(std::move(tab));
-  }
+  });
   trace::write_run_manifest(tmp.path(), names, "import");  // last: the directory is complete
   if (exists) {
     // --force: the old directory goes only once the new one is whole.
@@ -112,7 +162,8 @@ void import_directory(const std::vector<fs::path>& files, const fs::path& out, b
   } else {
     tmp.commit_to(out);
   }
-  tables.back().add_note(fmt::format("wrote {} trace(s) to {}", files.size(), out.string()));
+  if (tables.empty()) tables.emplace_back("Import", std::vector<std::string>{"note"});
+  tables.back().add_note(fmt::format("wrote {} trace(s) to {}", names.size(), out.string()));
 }
 
 }  // namespace
@@ -123,8 +174,10 @@ void add_import_command(CLI::App& app, int& exit_code) {
     bool force = false;
   };
   auto opts = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("import", "Import a PyTorch-profiler (Kineto) trace (.json, .json.gz, or a directory of rank traces)");
-  cmd->add_option("trace", opts->input, "Kineto JSON trace, or a directory of them (one per rank)")->required();
+  auto* cmd = app.add_subcommand(
+      "import", "Import a PyTorch-profiler (Kineto) trace (.json, .json.gz) or an Nsight Systems SQLite export, or a directory of rank traces");
+  cmd->add_option("trace", opts->input, "Kineto JSON trace or nsys export (.sqlite), or a directory of them (one per rank)")
+      ->required();
   cmd->add_option("-o,--output", opts->output, "output .sstrace (or .ssrun directory for a directory input)");
   cmd->add_option("--format", opts->format, "report format: table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
   cmd->add_flag("--force", opts->force,
@@ -142,7 +195,16 @@ void add_import_command(CLI::App& app, int& exit_code) {
       case trace::InputKind::kKinetoDirectory: {
         fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(opts->output);
         trace::check_output(out, {in}, true);  // an existing run directory: import_directory decides (--force)
-        import_directory(detected.files, out, opts->force, tables);
+        import_directory(
+            [&](const EmitTrace& emit) {
+              for (const auto& f : detected.files) {
+                trace::ImportReport rep;
+                trace::Trace t = trace::import_kineto_file(f, &rep);
+                emit(t, f, t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(f));
+                for (auto& tab : report_tables(rep, t)) tables.push_back(std::move(tab));
+              }
+            },
+            out, opts->force, tables);
         break;
       }
       case trace::InputKind::kKinetoJson: {
@@ -154,6 +216,48 @@ void add_import_command(CLI::App& app, int& exit_code) {
         write_one(t, out);
         tables = report_tables(rep, t);
         tables.back().add_note(fmt::format("wrote {}", out.string()));
+        break;
+      }
+      case trace::InputKind::kNsysDirectory: {
+        fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(opts->output);
+        trace::check_output(out, {in}, true);
+        import_directory(
+            [&](const EmitTrace& emit) {
+              for (const auto& f : detected.files) {
+                trace::NsysImportReport rep;
+                std::vector<trace::Trace> traces = trace::import_nsys_file(f, &rep);
+                for (const auto& t : traces) emit(t, f, trace_name(t, stem_of(f), traces.size() > 1));
+                for (auto& tab : nsys_report_tables(rep, traces)) tables.push_back(std::move(tab));
+              }
+            },
+            out, opts->force, tables);
+        break;
+      }
+      case trace::InputKind::kNsysSqlite: {
+        trace::NsysImportReport rep;
+        std::vector<trace::Trace> traces = trace::import_nsys_file(in, &rep);
+        tables = nsys_report_tables(rep, traces);
+        const std::string stem = stem_of(in);
+        if (traces.size() == 1) {
+          fs::path out = opts->output.empty() ? in.parent_path() / (stem + std::string(trace::kTraceFileExtension))
+                                              : fs::path(opts->output);
+          trace::check_output(out, {in}, true);
+          write_one(traces[0], out);
+          tables.back().add_note(fmt::format("wrote {}", out.string()));
+          break;
+        }
+        // Several processes with CUDA activity (nsys profile mpirun ...): one trace per rank.
+        fs::path out = opts->output.empty() ? in.parent_path() / (stem + std::string(trace::kRunDirExtension))
+                                            : fs::path(opts->output);
+        if (out.extension().string() == trace::kTraceFileExtension)
+          fail("{}: holds {} processes with CUDA activity; write them to a run directory (-o {}{})", in.string(),
+               traces.size(), stem, trace::kRunDirExtension);
+        trace::check_output(out, {in}, true);
+        import_directory(
+            [&](const EmitTrace& emit) {
+              for (const auto& t : traces) emit(t, in, trace_name(t, stem, true));
+            },
+            out, opts->force, tables);
         break;
       }
       default:

@@ -4,6 +4,7 @@
 
 #include "trace/error.hpp"
 #include "trace/input_detector.hpp"
+#include "trace/nsys_importer.hpp"
 #include "trace/trace_file.hpp"
 
 namespace scalescope::trace {
@@ -25,6 +26,19 @@ std::vector<Trace> import_kineto_files(const std::vector<std::filesystem::path>&
     traces.push_back(import_kineto_file(f, &rep));
     if (reports) reports->push_back(std::move(rep));
     if (on_file_loaded) on_file_loaded(traces.size(), files.size());
+  }
+  sort_by_rank(traces);
+  return traces;
+}
+
+// Each export of a directory (one per rank), or one export; an export holding
+// several processes with CUDA activity gives a Trace per process.
+std::vector<Trace> import_nsys_files(const std::vector<std::filesystem::path>& files,
+                                     const std::function<void(size_t, size_t)>& on_file_loaded) {
+  std::vector<Trace> traces;
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (auto& t : import_nsys_file(files[i])) traces.push_back(std::move(t));
+    if (on_file_loaded) on_file_loaded(i + 1, files.size());
   }
   sort_by_rank(traces);
   return traces;
@@ -62,8 +76,9 @@ std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<Im
     case InputKind::kKinetoJson:
       return import_kineto_files({path}, reports, on_file_loaded);
     case InputKind::kNsysSqlite:
+      return import_nsys_files({path}, on_file_loaded);
     case InputKind::kNsysDirectory:
-      fail("{}: {}; this build of scalescope cannot read Nsight Systems exports yet", path.string(), in.what);
+      return import_nsys_files(in.files, on_file_loaded);
     default:
       fail_not_a_trace(path, in);
   }

@@ -1,7 +1,9 @@
 #pragma once
 // What the trace-reading commands accept, loaded into Traces: a .sstrace file,
-// a .ssrun run directory, a Kineto .json/.json.gz (imported on the fly), or a
-// directory of Kineto JSON traces (one per rank, each imported). The input's
+// a .ssrun run directory, a Kineto .json/.json.gz or an nsys SQLite export
+// (imported on the fly; an export holding several processes with CUDA activity
+// gives one Trace each), or a directory of Kineto JSON traces or of nsys
+// exports (one per rank, each imported). The input's
 // kind is decided by content (trace/input_detector.hpp), never by its name.
 //
 //   std::vector<ImportReport> reports;   // filled for Kineto inputs

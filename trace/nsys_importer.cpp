@@ -1,0 +1,1255 @@
+#include "trace/nsys_importer.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "trace/error.hpp"
+
+namespace scalescope::trace {
+namespace {
+
+// ---- serialized global ids -------------------------------------------------
+
+// nsys serializes ids as (hardware/VM id << 48) | (pid << 24) | tid (the
+// export documentation's "Serialized process and thread identifiers":
+// pid = (globalTid >> 24) & 0xFFFFFF, tid = globalTid & 0xFFFFFF). A process
+// is keyed by everything above the tid, so equal pids on two hosts of one
+// capture stay apart.
+uint64_t process_key(int64_t global_id) { return static_cast<uint64_t>(global_id) >> 24; }
+uint32_t pid_of_key(uint64_t key) { return static_cast<uint32_t>(key & 0xFFFFFF); }
+uint32_t tid_of(int64_t global_id) { return static_cast<uint32_t>(static_cast<uint64_t>(global_id) & 0xFFFFFF); }
+
+// ---- strings ----------------------------------------------------------------
+
+// Length of the valid UTF-8 sequence at s[i], 0 when invalid (overlong forms,
+// surrogates and code points above U+10FFFF are invalid, as in RFC 3629).
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+  return n;
+}
+
+// Replaces invalid UTF-8 with U+FFFD; true when something was replaced.
+bool repair_utf8(std::string_view in, std::string& out) {
+  out.clear();
+  bool repaired = false;
+  for (size_t i = 0; i < in.size();) {
+    const size_t n = utf8_sequence(in, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      repaired = true;
+      ++i;
+    } else {
+      out.append(in.data() + i, n);
+      i += n;
+    }
+  }
+  return repaired;
+}
+
+bool all_ascii(std::string_view s) {
+  for (char c : s)
+    if (static_cast<unsigned char>(c) >= 0x80) return false;
+  return true;
+}
+
+// "cudaMalloc_v3020" -> "cudaMalloc": nsys appends the CUDA version that
+// introduced the entry point; the analyses and the Kineto importer use the
+// plain names (cudaStreamSynchronize, cudaMemcpyAsync ...).
+std::string_view strip_version_suffix(std::string_view name) {
+  const size_t v = name.rfind("_v");
+  if (v == std::string_view::npos || v == 0 || v + 2 >= name.size()) return name;
+  for (size_t i = v + 2; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return name;
+  return name.substr(0, v);
+}
+
+// ---- SQLite -----------------------------------------------------------------
+
+class Database;
+
+class Statement {
+ public:
+  Statement(sqlite3_stmt* s, Database* db) : s_(s), db_(db) {}
+  Statement(Statement&& o) noexcept : s_(o.s_), db_(o.db_) { o.s_ = nullptr; }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  Statement& operator=(Statement&&) = delete;
+  ~Statement() { sqlite3_finalize(s_); }
+  bool step();  // a row: true; done: false; an error: Error naming the file
+  bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
+  int type(int c) const { return sqlite3_column_type(s_, c); }
+  int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
+  double f64(int c) const { return sqlite3_column_double(s_, c); }
+  std::string_view text(int c) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
+    return p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::string_view{};
+  }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+
+ private:
+  sqlite3_stmt* s_;
+  Database* db_;
+};
+
+class Database {
+ public:
+  Database(sqlite3* db, std::string name) : db_(db), name_(std::move(name)) {}
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database() { sqlite3_close(db_); }
+
+  [[noreturn]] void error(std::string_view doing) const {
+    const int code = sqlite3_errcode(db_);
+    if (code == SQLITE_NOTADB) fail("{}: not an SQLite database (file is encrypted or not a database)", name_);
+    if (code == SQLITE_CORRUPT) fail("{}: corrupt or truncated SQLite database ({}: {})", name_, doing, sqlite3_errmsg(db_));
+    if (code == SQLITE_INTERRUPT) fail("{}: too much work reading the database ({}); a hostile or corrupt file", name_, doing);
+    fail("{}: cannot read the SQLite database ({}: {})", name_, doing, sqlite3_errmsg(db_));
+  }
+  Statement prepare(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &s, nullptr) != SQLITE_OK) error(sql);
+    return Statement(s, this);
+  }
+  // Reads the schema once: tables and their columns.
+  void load_schema() {
+    Statement st = prepare("SELECT name FROM sqlite_master WHERE type = 'table'");
+    std::vector<std::string> names;
+    while (st.step()) names.emplace_back(st.text(0));
+    for (const auto& n : names) {
+      // Table names come from the file: quote them for the pragma.
+      std::string quoted = "\"";
+      for (char c : n) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+      quoted += '"';
+      Statement info = prepare(fmt::format("PRAGMA table_info({})", quoted));
+      std::unordered_set<std::string> cols;
+      while (info.step()) cols.emplace(info.text(1));
+      tables_.emplace(n, std::move(cols));
+    }
+  }
+  bool has_table(std::string_view t) const { return tables_.count(std::string(t)) != 0; }
+  bool has_column(std::string_view t, std::string_view c) const {
+    auto it = tables_.find(std::string(t));
+    return it != tables_.end() && it->second.count(std::string(c)) != 0;
+  }
+  // `"col"` when the table has the column, else NULL: selecting optional
+  // columns of any schema version with one statement shape.
+  std::string column_or_null(std::string_view t, std::string_view c) const {
+    return has_column(t, c) ? fmt::format("\"{}\"", c) : std::string("NULL");
+  }
+  uint64_t count_rows(std::string_view t) {
+    Statement st = prepare(fmt::format("SELECT count(*) FROM \"{}\"", t));
+    return st.step() ? static_cast<uint64_t>(st.i64(0)) : 0;
+  }
+  const std::string& name() const { return name_; }
+  sqlite3* handle() const { return db_; }
+
+ private:
+  sqlite3* db_;
+  std::string name_;
+  std::unordered_map<std::string, std::unordered_set<std::string>> tables_;
+};
+
+bool Statement::step() {
+  const int rc = sqlite3_step(s_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  db_->error(sqlite3_sql(s_) ? sqlite3_sql(s_) : "step");
+}
+
+constexpr char kSqliteMagic[] = "SQLite format 3";  // 16 bytes with its NUL
+
+int abort_after_budget(void* budget) {
+  auto* left = static_cast<int64_t*>(budget);
+  return --*left < 0 ? 1 : 0;
+}
+
+void configure(sqlite3* db, const NsysImportOptions& options, int64_t* budget) {
+  // A file is data, not code: no views or triggers of the file may call
+  // functions that have side effects.
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, std::max(options.max_string_bytes, 1 << 16) * 4);
+  // Map the (immutable) file instead of copying its pages through read().
+  sqlite3_exec(db, "PRAGMA mmap_size = 1073741824", nullptr, nullptr, nullptr);
+  if (options.max_sql_steps > 0) {
+    *budget = options.max_sql_steps / 1000 + 1;
+    sqlite3_progress_handler(db, 1000, &abort_after_budget, budget);
+  }
+}
+
+// "file:<percent-encoded path>?immutable=1": read-only, no locks, no journal,
+// no -wal/-shm files beside the input.
+std::string immutable_uri(const std::filesystem::path& path) {
+  std::string uri = "file:";
+  for (unsigned char c : std::filesystem::absolute(path).string()) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '~') uri += static_cast<char>(c);
+    else uri += fmt::format("%{:02X}", c);
+  }
+  return uri + "?immutable=1";
+}
+
+// ---- the importer -------------------------------------------------------------
+
+// Every table the report lists, in order. The mapped ones first.
+struct KnownTable {
+  const char* name;
+  const char* mapped_to;
+  const char* absent;  // what its absence means
+};
+constexpr KnownTable kKnownTables[] = {
+    {"CUPTI_ACTIVITY_KIND_KERNEL", "kernels (+nccl for NCCL kernels)", "absent: the capture has no CUDA kernels"},
+    {"CUPTI_ACTIVITY_KIND_MEMCPY", "memcpys", "absent: the capture has no memory copies"},
+    {"CUPTI_ACTIVITY_KIND_MEMSET", "memsets", "absent: the capture has no memory sets"},
+    {"CUPTI_ACTIVITY_KIND_RUNTIME", "api (calls; backtrace rows counted only)", "absent: the capture has no CUDA API calls"},
+    {"CUPTI_ACTIVITY_KIND_DRIVER", "api (driver calls)", "absent"},
+    {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "syncs", "absent: the capture has no synchronization records"},
+    {"NVTX_EVENTS", "nvtx (ranges, marks); domains and thread names resolved", "absent: the capture has no NVTX events"},
+    {"StringIds", "names of kernels, calls, NVTX text", "absent: names unknown"},
+    {"TARGET_INFO_GPU", "metadata: devices", "absent: devices unknown"},
+    {"TARGET_INFO_SESSION_START_TIME", "metadata: clock anchor", "absent: no clock anchor"},
+    {"PROCESSES", "metadata: process names", "absent"},
+    {"ThreadNames", "metadata: thread names", "absent"},
+    {"TARGET_INFO_SYSTEM_ENV", "metadata: hostname, launcher environment", "absent"},
+    {"ENUM_NSYS_EVENT_CLASS", "enum: API event classes", "absent: documented codes used"},
+    {"ENUM_NSYS_EVENT_TYPE", "enum: NVTX event types", "absent: documented codes used"},
+    {"ENUM_CUDA_MEMCPY_OPER", "enum: copy kinds", "absent: documented codes used"},
+    {"ENUM_CUDA_MEM_KIND", "enum: memory kinds", "absent: documented codes used"},
+    {"ENUM_CUPTI_SYNC_TYPE", "enum: synchronization kinds", "absent: documented codes used"},
+    {"GPU_METRICS", "counted only (GPU metric samples)", "absent"},
+    {"COMPOSITE_EVENTS", "counted only (CPU samples)", "absent"},
+    {"SAMPLING_CALLCHAINS", "counted only (CPU sample stacks)", "absent"},
+    {"SCHED_EVENTS", "counted only (thread scheduling)", "absent"},
+    {"OSRT_API", "counted only (OS runtime calls)", "absent"},
+    {"CUDA_CALLCHAINS", "counted only (CUDA API stacks)", "absent"},
+    {"PROFILER_OVERHEAD", "counted only", "absent"},
+    {"CUPTI_ACTIVITY_KIND_CUDA_EVENT", "counted only (event records)", "absent"},
+};
+
+// The per-table numeric codes: the export's ENUM_* table where present,
+// else the codes NVIDIA documents for the 2.x schema (docs/nsys.md).
+struct Enums {
+  std::unordered_map<int64_t, MemcpyKind> copy_kind;
+  std::unordered_map<int64_t, MemoryKind> mem_kind;
+  std::unordered_map<int64_t, SyncKind> sync_kind;
+  int64_t class_runtime = 0, class_driver = 1, class_backtrace = 67;
+  std::unordered_set<int64_t> nvtx_range{59, 60, 70, 71}, nvtx_mark{34};
+  int64_t nvtx_thread = 39, nvtx_domain_create = 75;
+  std::unordered_set<int64_t> nvtx_domain_other{33, 76};  // category names, domain destroy
+
+  MemcpyKind copy(int64_t v) const {
+    auto it = copy_kind.find(v);
+    return it == copy_kind.end() ? MemcpyKind::kUnknown : it->second;
+  }
+  MemoryKind memory(int64_t v) const {
+    auto it = mem_kind.find(v);
+    return it == mem_kind.end() ? MemoryKind::kUnknown : it->second;
+  }
+  SyncKind sync(int64_t v) const {
+    auto it = sync_kind.find(v);
+    return it == sync_kind.end() ? SyncKind::kUnknown : it->second;
+  }
+};
+
+MemcpyKind copy_kind_of_symbol(std::string_view s) {
+  // CUDA_MEMCPY_KIND_HTOD ... ; arrays live on the device, unified memory moves like the plain kinds.
+  auto ends = [&](std::string_view t) { return s.size() >= t.size() && s.substr(s.size() - t.size()) == t; };
+  if (ends("_HTOD") || ends("_HTOA")) return MemcpyKind::kHtoD;
+  if (ends("_DTOH") || ends("_ATOH")) return MemcpyKind::kDtoH;
+  if (ends("_DTOD") || ends("_ATOA") || ends("_ATOD") || ends("_DTOA")) return MemcpyKind::kDtoD;
+  if (ends("_PTOP")) return MemcpyKind::kPtoP;
+  if (ends("_HTOH")) return MemcpyKind::kHtoH;
+  return MemcpyKind::kUnknown;
+}
+
+MemoryKind memory_kind_of_symbol(std::string_view s) {
+  auto ends = [&](std::string_view t) { return s.size() >= t.size() && s.substr(s.size() - t.size()) == t; };
+  if (ends("_PAGEABLE")) return MemoryKind::kPageable;
+  if (ends("_PINNED")) return MemoryKind::kPinned;
+  if (ends("_DEVICE") || ends("_DEVICE_STATIC")) return MemoryKind::kDevice;
+  if (ends("_ARRAY")) return MemoryKind::kArray;
+  if (ends("_MANAGED") || ends("_MANAGED_STATIC")) return MemoryKind::kManaged;
+  return MemoryKind::kUnknown;
+}
+
+SyncKind sync_kind_of_symbol(std::string_view s) {
+  auto ends = [&](std::string_view t) { return s.size() >= t.size() && s.substr(s.size() - t.size()) == t; };
+  if (ends("_EVENT_SYNCHRONIZE")) return SyncKind::kEventSynchronize;
+  if (ends("_STREAM_WAIT_EVENT")) return SyncKind::kStreamWaitEvent;
+  if (ends("_STREAM_SYNCHRONIZE")) return SyncKind::kStreamSynchronize;
+  if (ends("_CONTEXT_SYNCHRONIZE")) return SyncKind::kDeviceSynchronize;
+  return SyncKind::kUnknown;
+}
+
+// Element size of NCCL's kernel-name types.
+bool is_nccl_type(std::string_view t) {
+  static constexpr std::string_view kTypes[] = {"f32", "f16", "bf16", "f64", "i8", "u8", "i32", "u32", "i64",
+                                                "u64", "f8e4m3", "f8e5m2", "float", "half", "double"};
+  return std::find(std::begin(kTypes), std::end(kTypes), t) != std::end(kTypes);
+}
+
+// What an NCCL kernel's name says: "ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)"
+// (NCCL 2.19+), "ncclKernel_AllReduce_RING_LL_Sum_float(...)" (2.12-2.18).
+// The payload size is not in the name (docs/nsys.md: bytes stay 0).
+struct NcclKernel {
+  NcclOp op = NcclOp::kUnknown;
+  std::string_view type, algorithm, protocol;
+};
+NcclKernel parse_nccl_kernel(std::string_view name) {
+  NcclKernel out;
+  name = name.substr(0, name.find('('));
+  for (std::string_view prefix : {"ncclDevKernel_", "ncclKernel_"}) {
+    if (name.substr(0, prefix.size()) != prefix) continue;
+    std::string_view rest = name.substr(prefix.size());
+    bool first = true;
+    while (!rest.empty()) {
+      const size_t us = rest.find('_');
+      std::string_view tok = rest.substr(0, us);
+      rest = us == std::string_view::npos ? std::string_view{} : rest.substr(us + 1);
+      if (first) {
+        out.op = nccl_op_from_name(tok);
+        first = false;
+      } else if (tok == "LL" || tok == "LL128" || tok == "SIMPLE") {
+        out.protocol = tok;
+      } else if (tok == "RING" || tok == "TREE" || tok == "NVLS" || tok == "PAT" || tok == "COLLNET") {
+        out.algorithm = tok;
+      } else if (is_nccl_type(tok)) {
+        out.type = tok;
+      }
+    }
+    break;
+  }
+  return out;
+}
+
+// The collector's launcher order (collect/host_facts.cpp): innermost first.
+struct Launcher {
+  const char* name;
+  const char* rank;
+  const char* local_rank;
+  const char* size;
+};
+constexpr Launcher kLaunchers[] = {
+    {"torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE"},
+    {"mpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},
+    {"pmi", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},
+    {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},
+};
+
+std::optional<int32_t> parse_small_int(std::string_view s) {
+  if (s.empty() || s.size() > 9) return std::nullopt;
+  int32_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+// "MPI Rank 3", "rank_3", "Rank-3", "rank:3" anywhere in a thread name -> 3.
+std::optional<int32_t> rank_in_text(std::string_view text) {
+  for (size_t i = 0; i + 4 <= text.size(); ++i) {
+    if ((text[i] | 0x20) != 'r' || (text[i + 1] | 0x20) != 'a' || (text[i + 2] | 0x20) != 'n' || (text[i + 3] | 0x20) != 'k')
+      continue;
+    if (i > 0 && std::isalpha(static_cast<unsigned char>(text[i - 1]))) continue;  // "frank"
+    size_t j = i + 4;
+    while (j < text.size() && (text[j] == ' ' || text[j] == '_' || text[j] == '-' || text[j] == ':' || text[j] == '#')) ++j;
+    size_t k = j;
+    while (k < text.size() && text[k] >= '0' && text[k] <= '9') ++k;
+    if (k == j || (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k])))) continue;
+    if (auto v = parse_small_int(text.substr(j, k - j))) return v;
+  }
+  return std::nullopt;
+}
+
+// What one process's rows become, before they are sorted into a Trace.
+struct ProcessBuild {
+  uint64_t key = 0;
+  Trace trace;
+  std::unordered_map<int64_t, StringId> names;  // nsys StringIds id -> this trace's id
+  std::unordered_map<StringId, StringId> plain_names;  // API name -> without its _vNNNN suffix
+  std::vector<KernelRecord> kernels;
+  std::vector<MemcpyRecord> memcpys;
+  std::vector<MemsetRecord> memsets;
+  std::vector<ApiRecord> api;
+  std::vector<SyncRecord> syncs;
+  std::vector<NvtxRecord> nvtx;
+  std::vector<NcclRecord> nccl;
+  std::map<uint32_t, std::string> thread_names;
+  std::vector<int32_t> nvtx_ranks;  // ranks named by NVTX thread names / ThreadNames
+  std::string nvtx_rank_text;
+  bool cuda = false;  // any CUDA activity or API row
+};
+
+class Importer {
+ public:
+  Importer(Database& db, std::string_view file_name, const NsysImportOptions& options, NsysImportReport& report)
+      : db_(db), file_name_(file_name), options_(options), report_(report) {}
+
+  std::vector<Trace> run();
+
+ private:
+  ProcessBuild& process(int64_t global_id) {
+    const uint64_t key = process_key(global_id);
+    if (last_ && last_->key == key) return *last_;
+    auto& slot = processes_[key];
+    if (!slot) {
+      slot = std::make_unique<ProcessBuild>();
+      slot->key = key;
+    }
+    last_ = slot.get();
+    return *slot;
+  }
+  // A string read from the file: length-limited and valid UTF-8.
+  std::string_view clean(std::string_view s, std::string& scratch) {
+    if (s.size() > static_cast<size_t>(options_.max_string_bytes)) {
+      ++report_.malformed;
+      s = s.substr(0, static_cast<size_t>(options_.max_string_bytes));
+      while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.remove_suffix(1);
+      if (!s.empty() && static_cast<unsigned char>(s.back()) >= 0xC0) s.remove_suffix(1);
+    }
+    if (all_ascii(s)) return s;
+    if (repair_utf8(s, scratch)) {
+      ++report_.invalid_utf8;
+      return scratch;
+    }
+    return s;
+  }
+  // The text of nsys string id `id`; nullopt when the export has none.
+  const std::string* string_value(int64_t id);
+  // A name column's value in this process's string table: an id into
+  // StringIds (INTEGER) or the text itself (TEXT).
+  StringId name_of(ProcessBuild& p, const Statement& st, int col);
+  StringId intern(ProcessBuild& p, std::string_view text) {
+    std::string scratch;
+    return p.trace.strings.intern(clean(text, scratch));
+  }
+
+  void read_enums();
+  void read_versions();
+  void read_kernels();
+  void read_memcpys();
+  void read_memsets();
+  void read_api(const char* table);
+  void read_syncs();
+  void read_nvtx();
+  void read_thread_names();
+  void read_counted_only();
+  std::vector<Trace> finish();
+  void finish_process(ProcessBuild& p);
+  void read_metadata(std::vector<ProcessBuild*>& traced);
+  void assign_ranks(std::vector<ProcessBuild*>& traced);
+
+  Database& db_;
+  std::string file_name_;
+  const NsysImportOptions& options_;
+  NsysImportReport& report_;
+  Enums enums_;
+  std::map<uint64_t, std::unique_ptr<ProcessBuild>> processes_;
+  ProcessBuild* last_ = nullptr;
+  std::optional<Statement> string_lookup_;
+  std::unordered_map<int64_t, std::optional<std::string>> string_cache_;
+};
+
+const std::string* Importer::string_value(int64_t id) {
+  auto it = string_cache_.find(id);
+  if (it == string_cache_.end()) {
+    std::optional<std::string> value;
+    if (!string_lookup_ && db_.has_column("StringIds", "id") && db_.has_column("StringIds", "value"))
+      string_lookup_.emplace(db_.prepare("SELECT value FROM StringIds WHERE id = ?"));
+    if (string_lookup_) {
+      string_lookup_->reset();
+      string_lookup_->bind(1, id);
+      if (string_lookup_->step()) {
+        std::string scratch;
+        value = std::string(clean(string_lookup_->text(0), scratch));
+      }
+    }
+    it = string_cache_.emplace(id, std::move(value)).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+StringId Importer::name_of(ProcessBuild& p, const Statement& st, int col) {
+  switch (st.type(col)) {
+    case SQLITE_INTEGER: {
+      const int64_t id = st.i64(col);
+      auto it = p.names.find(id);
+      if (it != p.names.end()) return it->second;
+      const std::string* v = string_value(id);
+      if (!v) ++report_.malformed;  // an id StringIds does not hold
+      const StringId sid = v ? p.trace.strings.intern(*v) : kNoString;
+      p.names.emplace(id, sid);
+      return sid;
+    }
+    case SQLITE_TEXT: return intern(p, st.text(col));
+    default: return kNoString;
+  }
+}
+
+void Importer::read_enums() {
+  auto read = [&](const char* table, auto&& apply) {
+    if (!db_.has_column(table, "id") || !db_.has_column(table, "name")) return false;
+    Statement st = db_.prepare(fmt::format("SELECT id, name FROM \"{}\"", table));
+    while (st.step())
+      if (!st.null(0)) apply(st.i64(0), st.text(1));
+    return true;
+  };
+  // Documented codes (CUDA_MEMCPY_KIND, CUDA_MEMOPR_MEMORY_KIND, CUpti_ActivitySynchronizationType).
+  enums_.copy_kind = {{1, MemcpyKind::kHtoD}, {2, MemcpyKind::kDtoH}, {3, MemcpyKind::kHtoD}, {4, MemcpyKind::kDtoH},
+                      {5, MemcpyKind::kDtoD}, {6, MemcpyKind::kDtoD}, {7, MemcpyKind::kDtoD}, {8, MemcpyKind::kDtoD},
+                      {9, MemcpyKind::kHtoH}, {10, MemcpyKind::kPtoP}, {11, MemcpyKind::kHtoD}, {12, MemcpyKind::kDtoH},
+                      {13, MemcpyKind::kDtoD}};
+  enums_.mem_kind = {{0, MemoryKind::kPageable}, {1, MemoryKind::kPinned}, {2, MemoryKind::kDevice},
+                     {3, MemoryKind::kArray},    {4, MemoryKind::kManaged}, {5, MemoryKind::kDevice},
+                     {6, MemoryKind::kManaged}};
+  enums_.sync_kind = {{1, SyncKind::kEventSynchronize}, {2, SyncKind::kStreamWaitEvent},
+                      {3, SyncKind::kStreamSynchronize}, {4, SyncKind::kDeviceSynchronize}};
+  std::unordered_map<int64_t, MemcpyKind> copy;
+  if (read("ENUM_CUDA_MEMCPY_OPER", [&](int64_t id, std::string_view n) { copy[id] = copy_kind_of_symbol(n); }))
+    enums_.copy_kind = std::move(copy);
+  std::unordered_map<int64_t, MemoryKind> mem;
+  if (read("ENUM_CUDA_MEM_KIND", [&](int64_t id, std::string_view n) { mem[id] = memory_kind_of_symbol(n); }))
+    enums_.mem_kind = std::move(mem);
+  std::unordered_map<int64_t, SyncKind> sync;
+  if (read("ENUM_CUPTI_SYNC_TYPE", [&](int64_t id, std::string_view n) { sync[id] = sync_kind_of_symbol(n); }))
+    enums_.sync_kind = std::move(sync);
+  read("ENUM_NSYS_EVENT_CLASS", [&](int64_t id, std::string_view n) {
+    if (n == "TRACE_PROCESS_EVENT_CUDA_RUNTIME") enums_.class_runtime = id;
+    else if (n == "TRACE_PROCESS_EVENT_CUDA_DRIVER") enums_.class_driver = id;
+    else if (n == "TRACE_PROCESS_EVENT_CUDABACKTRACE") enums_.class_backtrace = id;
+  });
+  // The event-type table may list only the types a capture used: names
+  // found there replace the documented code of the same name.
+  read("ENUM_NSYS_EVENT_TYPE", [&](int64_t id, std::string_view n) {
+    if (n == "NvtxPushPopRange" || n == "NvtxStartEndRange" || n == "NvtxtPushPopRange" || n == "NvtxtStartEndRange")
+      enums_.nvtx_range.insert(id);
+    else if (n == "NvtxMark") enums_.nvtx_mark.insert(id);
+    else if (n == "NvtxThread") enums_.nvtx_thread = id;
+    else if (n == "NvtxDomainCreate") enums_.nvtx_domain_create = id;
+    else if (n == "NvtxCategory" || n == "NvtxDomainDestroy") enums_.nvtx_domain_other.insert(id);
+  });
+}
+
+void Importer::read_versions() {
+  for (const char* table : {"EXPORT_META_DATA", "META_DATA_EXPORT"}) {
+    if (!db_.has_column(table, "name") || !db_.has_column(table, "value")) continue;
+    Statement st = db_.prepare(fmt::format("SELECT name, value FROM \"{}\"", table));
+    std::string scratch;
+    while (st.step()) {
+      const std::string_view n = st.text(0);
+      if (n == "EXPORT_PRODUCT_VERSION") report_.product_version = std::string(clean(st.text(1), scratch));
+      else if (n == "EXPORT_SCHEMA_VERSION") report_.schema_version = std::string(clean(st.text(1), scratch));
+    }
+  }
+}
+
+// Timestamps: a row whose end precedes its start keeps its start (counted).
+template <typename Record>
+bool set_span(Record& r, const Statement& st, ProcessBuild& p) {
+  if (st.null(0) || st.null(1)) return false;
+  r.start = st.i64(0);
+  r.end = st.i64(1);
+  if (r.end < r.start) {
+    p.trace.problems.add(Problem::kNegativeDuration);
+    r.end = r.start;
+  }
+  return true;
+}
+
+// SQLite reads NULL as 0: one call per column on the hot path (a 2 M-kernel
+// import makes 40 M of them).
+uint32_t u32(const Statement& st, int c) { return static_cast<uint32_t>(st.i64(c)); }
+
+// Room for every row of the table in the process that has the first one: the
+// vectors then never reallocate (a third of a 2 M-kernel import was page
+// faults of regrowing vectors). Pages a process never fills are never
+// touched, so a capture of many processes costs address space, not memory.
+template <typename Record>
+void reserve_rows(std::vector<Record>& v, uint64_t rows) {
+  if (v.capacity() == 0 && rows > 0) v.reserve(static_cast<size_t>(std::min<uint64_t>(rows, uint64_t{1} << 32)));
+}
+
+void Importer::read_kernels() {
+  constexpr const char* t = "CUPTI_ACTIVITY_KIND_KERNEL";
+  if (!db_.has_column(t, "start") || !db_.has_column(t, "end")) return;
+  // Names: the demangled one (what Kineto and the kernel-class rules read),
+  // then whichever name column the export has.
+  const std::string sql = fmt::format(
+      "SELECT start, end, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM \"{}\"",
+      db_.column_or_null(t, "globalPid"), db_.column_or_null(t, "deviceId"), db_.column_or_null(t, "streamId"),
+      db_.column_or_null(t, "correlationId"), db_.column_or_null(t, "demangledName"), db_.column_or_null(t, "name"),
+      db_.column_or_null(t, "shortName"), db_.column_or_null(t, "mangledName"), db_.column_or_null(t, "gridX"),
+      db_.column_or_null(t, "gridY"), db_.column_or_null(t, "gridZ"), db_.column_or_null(t, "blockX"),
+      db_.column_or_null(t, "blockY"), db_.column_or_null(t, "blockZ"), db_.column_or_null(t, "registersPerThread"),
+      db_.column_or_null(t, "staticSharedMemory"), db_.column_or_null(t, "dynamicSharedMemory"),
+      db_.column_or_null(t, "sharedMemoryExecuted"), t);
+  const uint64_t table_rows = report_.rows(t);
+  Statement st = db_.prepare(sql);
+  while (st.step()) {
+    ProcessBuild& p = process(st.null(2) ? 0 : st.i64(2));
+    KernelRecord r;
+    if (!set_span(r, st, p)) {
+      ++report_.malformed;
+      p.trace.problems.add(Problem::kMalformedEvent);
+      continue;
+    }
+    p.cuda = true;
+    reserve_rows(p.kernels, table_rows);
+    r.device = u32(st, 3);
+    r.stream = u32(st, 4);
+    r.correlation = u32(st, 5);
+    for (int c = 6; c <= 9 && r.name == kNoString; ++c) r.name = name_of(p, st, c);
+    r.grid_x = u32(st, 10), r.grid_y = u32(st, 11), r.grid_z = u32(st, 12);
+    r.block_x = u32(st, 13), r.block_y = u32(st, 14), r.block_z = u32(st, 15);
+    r.registers_per_thread = u32(st, 16);
+    r.shared_memory_bytes = u32(st, 17) + u32(st, 18);
+    p.kernels.push_back(r);
+    const std::string_view name = p.trace.strings.view(r.name);
+    if (name.substr(0, 4) == "nccl") {
+      const NcclKernel nk = parse_nccl_kernel(name);
+      NcclRecord n;
+      n.start = r.start;
+      n.end = r.end;
+      n.device = r.device;
+      n.stream = r.stream;
+      n.op = nk.op;
+      n.datatype = p.trace.strings.intern(nk.type);
+      n.algorithm = p.trace.strings.intern(nk.algorithm);
+      n.protocol = p.trace.strings.intern(nk.protocol);
+      n.correlation = r.correlation;
+      p.nccl.push_back(n);
+    }
+  }
+}
+
+void Importer::read_memcpys() {
+  constexpr const char* t = "CUPTI_ACTIVITY_KIND_MEMCPY";
+  if (!db_.has_column(t, "start") || !db_.has_column(t, "end")) return;
+  const std::string sql = fmt::format("SELECT start, end, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM \"{}\"",
+                                      db_.column_or_null(t, "globalPid"), db_.column_or_null(t, "deviceId"),
+                                      db_.column_or_null(t, "streamId"), db_.column_or_null(t, "correlationId"),
+                                      db_.column_or_null(t, "bytes"), db_.column_or_null(t, "copyKind"),
+                                      db_.column_or_null(t, "srcKind"), db_.column_or_null(t, "dstKind"),
+                                      db_.column_or_null(t, "srcDeviceId"), db_.column_or_null(t, "dstDeviceId"), t);
+  const uint64_t table_rows = report_.rows(t);
+  Statement st = db_.prepare(sql);
+  while (st.step()) {
+    ProcessBuild& p = process(st.null(2) ? 0 : st.i64(2));
+    MemcpyRecord r;
+    if (!set_span(r, st, p)) {
+      ++report_.malformed;
+      p.trace.problems.add(Problem::kMalformedEvent);
+      continue;
+    }
+    p.cuda = true;
+    r.device = u32(st, 3);
+    r.stream = u32(st, 4);
+    r.correlation = u32(st, 5);
+    reserve_rows(p.memcpys, table_rows);
+    r.bytes = st.i64(6) < 0 ? 0 : static_cast<uint64_t>(st.i64(6));
+    r.kind = st.null(7) ? MemcpyKind::kUnknown : enums_.copy(st.i64(7));
+    r.src_kind = st.null(8) ? MemoryKind::kUnknown : enums_.memory(st.i64(8));
+    r.dst_kind = st.null(9) ? MemoryKind::kUnknown : enums_.memory(st.i64(9));
+    if (r.kind == MemcpyKind::kPtoP) {
+      const uint32_t src = u32(st, 10), dst = u32(st, 11);
+      r.peer_device = src == r.device ? dst : src;
+    }
+    p.memcpys.push_back(r);
+  }
+}
+
+void Importer::read_memsets() {
+  constexpr const char* t = "CUPTI_ACTIVITY_KIND_MEMSET";
+  if (!db_.has_column(t, "start") || !db_.has_column(t, "end")) return;
+  const std::string sql = fmt::format("SELECT start, end, {}, {}, {}, {}, {}, {} FROM \"{}\"",
+                                      db_.column_or_null(t, "globalPid"), db_.column_or_null(t, "deviceId"),
+                                      db_.column_or_null(t, "streamId"), db_.column_or_null(t, "correlationId"),
+                                      db_.column_or_null(t, "bytes"), db_.column_or_null(t, "memKind"), t);
+  Statement st = db_.prepare(sql);
+  while (st.step()) {
+    ProcessBuild& p = process(st.null(2) ? 0 : st.i64(2));
+    MemsetRecord r;
+    if (!set_span(r, st, p)) {
+      ++report_.malformed;
+      p.trace.problems.add(Problem::kMalformedEvent);
+      continue;
+    }
+    p.cuda = true;
+    r.device = u32(st, 3);
+    r.stream = u32(st, 4);
+    r.correlation = u32(st, 5);
+    r.bytes = st.null(6) || st.i64(6) < 0 ? 0 : static_cast<uint64_t>(st.i64(6));
+    r.dst_kind = st.null(7) ? MemoryKind::kUnknown : enums_.memory(st.i64(7));
+    p.memsets.push_back(r);
+  }
+}
+
+void Importer::read_api(const char* t) {
+  if (!db_.has_column(t, "start") || !db_.has_column(t, "end")) return;
+  const bool driver_table = std::string_view(t) == "CUPTI_ACTIVITY_KIND_DRIVER";
+  const std::string sql = fmt::format("SELECT start, end, {}, {}, {}, {}, {}, {} FROM \"{}\"",
+                                      db_.column_or_null(t, "globalTid"), db_.column_or_null(t, "eventClass"),
+                                      db_.column_or_null(t, "correlationId"), db_.column_or_null(t, "nameId"),
+                                      db_.column_or_null(t, "name"), db_.column_or_null(t, "returnValue"), t);
+  const uint64_t table_rows = report_.rows(t);
+  Statement st = db_.prepare(sql);
+  while (st.step()) {
+    const int64_t tid = st.null(2) ? 0 : st.i64(2);
+    ProcessBuild& p = process(tid);
+    ApiDomain domain = driver_table ? ApiDomain::kDriver : ApiDomain::kRuntime;
+    if (!st.null(3)) {
+      const int64_t cls = st.i64(3);
+      if (cls == enums_.class_backtrace) {
+        // Repeats a call of the same correlation id to carry its stack.
+        ++report_.backtrace_rows;
+        continue;
+      }
+      if (cls == enums_.class_runtime) domain = ApiDomain::kRuntime;
+      else if (cls == enums_.class_driver) domain = ApiDomain::kDriver;
+      else {
+        ++report_.other_class_rows;  // cuBLAS, cuDNN ... ranges of other libraries
+        continue;
+      }
+    }
+    ApiRecord r;
+    if (!set_span(r, st, p)) {
+      ++report_.malformed;
+      p.trace.problems.add(Problem::kMalformedEvent);
+      continue;
+    }
+    p.cuda = true;
+    reserve_rows(p.api, table_rows);
+    (domain == ApiDomain::kDriver ? report_.driver_calls : report_.runtime_calls) += 1;
+    r.domain = domain;
+    r.thread = tid_of(tid);
+    r.correlation = u32(st, 4);
+    StringId raw = name_of(p, st, 5);
+    if (raw == kNoString) raw = name_of(p, st, 6);
+    auto plain = p.plain_names.find(raw);
+    if (plain == p.plain_names.end()) {
+      const std::string_view full = p.trace.strings.view(raw);
+      const std::string_view stripped = strip_version_suffix(full);
+      plain = p.plain_names.emplace(raw, stripped.size() == full.size() ? raw : p.trace.strings.intern(stripped)).first;
+    }
+    r.name = plain->second;
+    r.return_code = st.null(7) ? 0 : static_cast<int32_t>(st.i64(7));
+    p.api.push_back(r);
+  }
+}
+
+void Importer::read_syncs() {
+  constexpr const char* t = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+  if (!db_.has_column(t, "start") || !db_.has_column(t, "end")) return;
+  const std::string sql = fmt::format("SELECT start, end, {}, {}, {}, {}, {}, {} FROM \"{}\"",
+                                      db_.column_or_null(t, "globalPid"), db_.column_or_null(t, "deviceId"),
+                                      db_.column_or_null(t, "streamId"), db_.column_or_null(t, "correlationId"),
+                                      db_.column_or_null(t, "syncType"), db_.column_or_null(t, "eventId"), t);
+  Statement st = db_.prepare(sql);
+  while (st.step()) {
+    ProcessBuild& p = process(st.null(2) ? 0 : st.i64(2));
+    SyncRecord r;
+    if (!set_span(r, st, p)) {
+      ++report_.malformed;
+      p.trace.problems.add(Problem::kMalformedEvent);
+      continue;
+    }
+    p.cuda = true;
+    r.device = u32(st, 3);
+    r.kind = st.null(6) ? SyncKind::kUnknown : enums_.sync(st.i64(6));
+    // A context synchronization is not about one stream.
+    r.stream = r.kind == SyncKind::kDeviceSynchronize ? 0 : u32(st, 4);
+    r.correlation = u32(st, 5);
+    r.event = st.null(7) || st.i64(7) < 0 ? 0 : static_cast<uint64_t>(st.i64(7));
+    p.syncs.push_back(r);
+  }
+}
+
+void Importer::read_nvtx() {
+  constexpr const char* t = "NVTX_EVENTS";
+  if (!db_.has_column(t, "start") || !db_.has_column(t, "eventType")) return;
+  const std::string sql =
+      fmt::format("SELECT start, {}, eventType, {}, {}, {}, {} FROM \"{}\"", db_.column_or_null(t, "end"),
+                  db_.column_or_null(t, "globalTid"), db_.column_or_null(t, "text"), db_.column_or_null(t, "textId"),
+                  db_.column_or_null(t, "domainId"), t);
+  struct Row {
+    ProcessBuild* p;
+    NvtxRecord r;
+    int64_t domain_id;
+  };
+  std::vector<Row> rows;
+  std::map<std::pair<uint64_t, int64_t>, StringId> domains;  // (process, domainId) -> name
+  Statement st = db_.prepare(sql);
+  while (st.step()) {
+    const int64_t gtid = st.null(3) ? 0 : st.i64(3);
+    ProcessBuild& p = process(gtid);
+    const int64_t type = st.i64(2);
+    StringId text = name_of(p, st, 4);
+    if (text == kNoString) text = name_of(p, st, 5);
+    const int64_t domain_id = st.null(6) ? 0 : st.i64(6);
+    if (type == enums_.nvtx_domain_create) {
+      ++report_.nvtx_domain_rows;
+      domains[{p.key, domain_id}] = text;
+      continue;
+    }
+    if (type == enums_.nvtx_thread) {
+      ++report_.nvtx_thread_names;
+      const std::string_view name = p.trace.strings.view(text);
+      p.thread_names[tid_of(gtid)] = std::string(name);
+      if (auto rank = rank_in_text(name)) {
+        p.nvtx_ranks.push_back(*rank);
+        if (p.nvtx_rank_text.empty()) p.nvtx_rank_text = std::string(name);
+      }
+      continue;
+    }
+    if (enums_.nvtx_domain_other.count(type)) {
+      ++report_.nvtx_domain_rows;
+      continue;
+    }
+    const bool range = enums_.nvtx_range.count(type) != 0, mark = enums_.nvtx_mark.count(type) != 0;
+    if (!range && !mark) {
+      ++report_.nvtx_other;
+      continue;
+    }
+    Row row{&p, {}, domain_id};
+    row.r.start = st.i64(0);
+    if (range) {
+      if (st.null(1)) {
+        ++report_.unclosed_ranges;
+        p.trace.problems.add(Problem::kMalformedEvent);
+        continue;
+      }
+      row.r.end = st.i64(1);
+      if (row.r.end < row.r.start) {
+        p.trace.problems.add(Problem::kNegativeDuration);
+        row.r.end = row.r.start;
+      }
+      ++report_.nvtx_ranges;
+    } else {
+      row.r.end = row.r.start;
+      row.r.kind = NvtxKind::kMark;
+      ++report_.nvtx_marks;
+    }
+    row.r.text = text;
+    row.r.thread = tid_of(gtid);
+    rows.push_back(row);
+  }
+  // Domain 0 is NVTX's default domain: no name.
+  for (auto& row : rows) {
+    if (row.domain_id != 0) {
+      auto it = domains.find({row.p->key, row.domain_id});
+      row.r.domain = it != domains.end() ? it->second : row.p->trace.strings.intern(fmt::format("domain {}", row.domain_id));
+    }
+    row.p->nvtx.push_back(row.r);
+  }
+}
+
+void Importer::read_thread_names() {
+  constexpr const char* t = "ThreadNames";
+  if (!db_.has_column(t, "nameId") || !db_.has_column(t, "globalTid")) return;
+  Statement st = db_.prepare("SELECT nameId, globalTid FROM ThreadNames");
+  while (st.step()) {
+    if (st.null(1)) continue;
+    ProcessBuild& p = process(st.i64(1));
+    const StringId name = name_of(p, st, 0);
+    const std::string_view text = p.trace.strings.view(name);
+    p.thread_names.emplace(tid_of(st.i64(1)), std::string(text));
+    if (auto rank = rank_in_text(text)) {
+      p.nvtx_ranks.push_back(*rank);
+      if (p.nvtx_rank_text.empty()) p.nvtx_rank_text = std::string(text);
+    }
+  }
+}
+
+void Importer::read_counted_only() {
+  auto count = [&](const char* table) { return db_.has_table(table) ? db_.count_rows(table) : 0; };
+  report_.gpu_metric_samples = count("GPU_METRICS");
+  report_.cpu_samples = count("COMPOSITE_EVENTS");
+  report_.sched_events = count("SCHED_EVENTS");
+  report_.osrt_calls = count("OSRT_API");
+}
+
+// nsys writes most tables in start order: checking first saves the sort.
+template <typename Record>
+void sort_by_start(std::vector<Record>& v) {
+  auto by_start = [](const Record& a, const Record& b) { return a.start < b.start; };
+  if (!std::is_sorted(v.begin(), v.end(), by_start)) std::stable_sort(v.begin(), v.end(), by_start);
+}
+
+void Importer::finish_process(ProcessBuild& p) {
+  Trace& tr = p.trace;
+  sort_by_start(p.kernels);
+  sort_by_start(p.memcpys);
+  sort_by_start(p.memsets);
+  sort_by_start(p.api);
+  sort_by_start(p.syncs);
+  sort_by_start(p.nvtx);
+  sort_by_start(p.nccl);
+  // Sequence numbers of collectives in time order (the communicator is not in a kernel's name).
+  for (size_t i = 0; i < p.nccl.size(); ++i) p.nccl[i].sequence = static_cast<int64_t>(i);
+
+  // Synchronous copies and sets: the launching call's name says so. A sync
+  // record's thread: its API call's.
+  std::unordered_map<uint32_t, size_t> api_by_corr;
+  api_by_corr.reserve(p.api.size());
+  for (size_t i = 0; i < p.api.size(); ++i)
+    if (p.api[i].correlation) api_by_corr.emplace(p.api[i].correlation, i);
+  auto is_async = [&](uint32_t corr) {
+    auto it = api_by_corr.find(corr);
+    if (it == api_by_corr.end()) return true;
+    const std::string_view n = tr.strings.view(p.api[it->second].name);
+    return n.find("Async") != std::string_view::npos || n.find("async") != std::string_view::npos ||
+           (n.substr(0, 6) != "cudaMe" && n.substr(0, 4) != "cuMe");
+  };
+  uint64_t unmatched = 0;
+  const bool have_api = !p.api.empty();
+  auto matched = [&](uint32_t corr) { return !have_api || corr == 0 || api_by_corr.count(corr) != 0; };
+  for (auto& m : p.memcpys) {
+    m.is_async = is_async(m.correlation);
+    unmatched += !matched(m.correlation);
+  }
+  for (auto& m : p.memsets) {
+    m.is_async = is_async(m.correlation);
+    unmatched += !matched(m.correlation);
+  }
+  for (const auto& k : p.kernels) unmatched += !matched(k.correlation);
+  for (auto& s : p.syncs) {
+    auto it = api_by_corr.find(s.correlation);
+    if (it != api_by_corr.end()) s.thread = p.api[it->second].thread;
+  }
+  if (unmatched) tr.problems.add(Problem::kUnmatchedCorrelation, unmatched);
+
+  auto fill = [](auto& table, auto& records) {
+    table.reserve(records.size());
+    for (const auto& r : records) table.push(r);
+    records.clear();
+    records.shrink_to_fit();
+  };
+  fill(tr.kernels, p.kernels);
+  fill(tr.memcpys, p.memcpys);
+  fill(tr.memsets, p.memsets);
+  fill(tr.api, p.api);
+  fill(tr.syncs, p.syncs);
+  fill(tr.nvtx, p.nvtx);
+  fill(tr.nccl, p.nccl);
+}
+
+// Host facts of the capture: devices, hostname, clock anchor, process names,
+// versions. The capture's tables are host-wide; each traced process gets the
+// devices of its own host (serialized ids carry the host in their top bits).
+void Importer::read_metadata(std::vector<ProcessBuild*>& traced) {
+  std::vector<std::pair<uint64_t, DeviceInfo>> devices;  // (host id, device)
+  if (db_.has_column("TARGET_INFO_GPU", "id")) {
+    constexpr const char* t = "TARGET_INFO_GPU";
+    Statement st = db_.prepare(fmt::format("SELECT id, {}, {}, {}, {}, {}, {}, {}, {} FROM TARGET_INFO_GPU",
+                                           db_.column_or_null(t, "vmId"), db_.column_or_null(t, "name"),
+                                           db_.column_or_null(t, "busLocation"), db_.column_or_null(t, "uuid"),
+                                           db_.column_or_null(t, "totalMemory"), db_.column_or_null(t, "smCount"),
+                                           db_.column_or_null(t, "computeMajor"), db_.column_or_null(t, "computeMinor")));
+    std::string scratch;
+    while (st.step() && devices.size() < 1024) {
+      DeviceInfo d;
+      d.id = u32(st, 0);
+      d.name = std::string(clean(st.text(2), scratch));
+      d.pci_bus_id = std::string(clean(st.text(3), scratch));
+      const std::string uuid(clean(st.text(4), scratch));
+      d.uuid = uuid.empty() || uuid.rfind("GPU-", 0) == 0 ? uuid : "GPU-" + uuid;
+      d.memory_bytes = st.null(5) || st.i64(5) < 0 ? 0 : static_cast<uint64_t>(st.i64(5));
+      d.sm_count = u32(st, 6);
+      d.compute_major = static_cast<int32_t>(u32(st, 7));
+      d.compute_minor = static_cast<int32_t>(u32(st, 8));
+      devices.emplace_back(st.null(1) ? 0 : static_cast<uint64_t>(st.i64(1)) >> 48, std::move(d));
+    }
+  }
+  std::optional<int64_t> session_start;
+  if (db_.has_column("TARGET_INFO_SESSION_START_TIME", "utcEpochNs")) {
+    Statement st = db_.prepare("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
+    if (st.step() && !st.null(0)) session_start = st.i64(0);
+  }
+  std::string hostname;
+  if (db_.has_column("TARGET_INFO_SYSTEM_ENV", "name") && db_.has_column("TARGET_INFO_SYSTEM_ENV", "value")) {
+    Statement st = db_.prepare("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'");
+    std::string scratch;
+    if (st.step()) hostname = std::string(clean(st.text(0), scratch));
+  }
+  std::map<uint32_t, std::string> process_names;
+  if (db_.has_column("PROCESSES", "pid") && db_.has_column("PROCESSES", "name")) {
+    // PROCESSES lists every process of the host (thousands): look up the traced ones.
+    Statement st = db_.prepare("SELECT name FROM PROCESSES WHERE pid = ? LIMIT 1");
+    std::string scratch;
+    for (ProcessBuild* p : traced) {
+      st.reset();
+      st.bind(1, pid_of_key(p->key));
+      if (st.step()) process_names[pid_of_key(p->key)] = std::string(clean(st.text(0), scratch));
+    }
+  }
+  for (ProcessBuild* p : traced) {
+    Metadata& m = p->trace.meta;
+    m.source = "nsys";
+    m.producer_version = "scalescope nsys importer 1";
+    m.pid = pid_of_key(p->key);
+    m.hostname = hostname;
+    auto name = process_names.find(m.pid);
+    if (name != process_names.end()) m.command_line = name->second;
+    const uint64_t host = p->key >> 24;
+    bool any_same_host = false;
+    for (const auto& [h, d] : devices) any_same_host |= h == host;
+    for (const auto& [h, d] : devices)
+      if (!any_same_host || h == host) m.devices.push_back(d);
+    if (session_start) m.clock.push_back(ClockAnchor{0, *session_start});
+    else p->trace.problems.add(Problem::kClockAnchorMissing);
+    if (!report_.product_version.empty()) m.extra["nsys.product_version"] = report_.product_version;
+    if (!report_.schema_version.empty()) m.extra["nsys.schema_version"] = report_.schema_version;
+    size_t kept = 0;
+    for (const auto& [tid, tname] : p->thread_names) {
+      if (++kept > 256) break;  // extra stays small
+      m.extra[fmt::format("nsys.thread.{}", tid)] = tname;
+    }
+  }
+}
+
+// Ranks, in order: the launcher environment the capture recorded (only when
+// the capture holds one traced process: the environment is the host's), NVTX
+// thread names ("MPI Rank 3", as nsys's MPI tracing names them), the file name.
+void Importer::assign_ranks(std::vector<ProcessBuild*>& traced) {
+  std::unordered_map<std::string, std::string> env;
+  if (db_.has_column("TARGET_INFO_SYSTEM_ENV", "name") && db_.has_column("TARGET_INFO_SYSTEM_ENV", "value")) {
+    Statement st = db_.prepare("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name LIKE '%Environment%'");
+    while (st.step()) {
+      std::string_view v = st.text(0);
+      while (!v.empty()) {
+        const size_t nl = v.find('\n');
+        const std::string_view line = v.substr(0, nl);
+        v = nl == std::string_view::npos ? std::string_view{} : v.substr(nl + 1);
+        const size_t eq = line.find('=');
+        if (eq != std::string_view::npos && eq > 0 && line.size() < 4096)
+          env.emplace(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)));
+      }
+    }
+  }
+  auto env_int = [&](const char* key) -> std::optional<int32_t> {
+    auto it = env.find(key);
+    return it == env.end() ? std::nullopt : parse_small_int(it->second);
+  };
+  const int32_t file_rank = rank_from_file_name(file_name_);
+  for (ProcessBuild* p : traced) {
+    Metadata& m = p->trace.meta;
+    std::string source = "unknown";
+    if (traced.size() == 1) {
+      for (const auto& l : kLaunchers) {
+        auto rank = env_int(l.rank);
+        if (!rank) continue;
+        m.rank = *rank;
+        m.launcher = l.name;
+        m.local_rank = env_int(l.local_rank).value_or(-1);
+        m.world_size = env_int(l.size).value_or(-1);
+        source = fmt::format("launcher environment ({})", l.rank);
+        break;
+      }
+    }
+    if (m.rank < 0 && !p->nvtx_ranks.empty()) {
+      const bool agree = std::all_of(p->nvtx_ranks.begin(), p->nvtx_ranks.end(),
+                                     [&](int32_t r) { return r == p->nvtx_ranks.front(); });
+      if (agree) {
+        m.rank = p->nvtx_ranks.front();
+        source = fmt::format("NVTX thread name \"{}\"", p->nvtx_rank_text);
+      }
+    }
+    if (m.rank < 0 && traced.size() == 1 && file_rank >= 0) {
+      m.rank = file_rank;
+      source = "file name";
+    }
+    m.extra["nsys.rank_source"] = source;
+  }
+}
+
+std::vector<Trace> Importer::finish() {
+  std::vector<ProcessBuild*> traced;
+  for (auto& [key, p] : processes_)
+    if (p->cuda) traced.push_back(p.get());
+  // A capture without CUDA activity but with NVTX (e.g. CUDA not traced):
+  // its NVTX processes become the traces; the GPU analyses then say skipped.
+  if (traced.empty())
+    for (auto& [key, p] : processes_)
+      if (!p->nvtx.empty()) traced.push_back(p.get());
+  if (traced.empty())
+    fail("{}: the nsys export holds no CUDA or NVTX events (was the capture made with --trace=cuda,nvtx?)", db_.name());
+  report_.other_processes = processes_.size() - traced.size();
+  read_metadata(traced);
+  assign_ranks(traced);
+  for (ProcessBuild* p : traced) finish_process(*p);
+  std::stable_sort(traced.begin(), traced.end(), [](const ProcessBuild* a, const ProcessBuild* b) {
+    const auto ra = static_cast<uint32_t>(a->trace.meta.rank), rb = static_cast<uint32_t>(b->trace.meta.rank);
+    return ra != rb ? ra < rb : a->trace.meta.pid < b->trace.meta.pid;
+  });
+  std::vector<Trace> out;
+  for (ProcessBuild* p : traced) {
+    const Trace& t = p->trace;
+    NsysImportReport::Process pr;
+    pr.pid = t.meta.pid;
+    pr.name = t.meta.command_line;
+    pr.rank = t.meta.rank;
+    pr.rank_source = t.meta.extra.at("nsys.rank_source");
+    pr.kernels = t.kernels.size(), pr.memcpys = t.memcpys.size(), pr.memsets = t.memsets.size();
+    pr.api = t.api.size(), pr.syncs = t.syncs.size(), pr.nvtx = t.nvtx.size(), pr.nccl = t.nccl.size();
+    report_.processes.push_back(std::move(pr));
+    out.push_back(std::move(p->trace));
+  }
+  return out;
+}
+
+std::vector<Trace> Importer::run() {
+  report_.input = db_.name();
+  db_.load_schema();
+  // An nsys export always has StringIds and at least one of its event tables.
+  const bool nsys = db_.has_table("StringIds") &&
+                    (db_.has_table("CUPTI_ACTIVITY_KIND_KERNEL") || db_.has_table("CUPTI_ACTIVITY_KIND_RUNTIME") ||
+                     db_.has_table("NVTX_EVENTS") || db_.has_table("TARGET_INFO_SESSION_START_TIME"));
+  if (!nsys)
+    fail("{}: an SQLite database but not an Nsight Systems export (no StringIds and CUPTI_ACTIVITY_KIND_* / NVTX_EVENTS "
+         "tables; make one with `nsys export --type sqlite`)",
+         db_.name());
+  for (const auto& k : kKnownTables) {
+    NsysImportReport::Table t;
+    t.name = k.name;
+    t.present = db_.has_table(k.name);
+    t.rows = t.present ? db_.count_rows(k.name) : 0;
+    t.mapped_to = t.present ? k.mapped_to : k.absent;
+    report_.tables.push_back(std::move(t));
+  }
+  read_enums();
+  read_versions();
+  read_kernels();
+  read_memcpys();
+  read_memsets();
+  read_api("CUPTI_ACTIVITY_KIND_RUNTIME");
+  read_api("CUPTI_ACTIVITY_KIND_DRIVER");
+  read_syncs();
+  read_nvtx();
+  read_thread_names();
+  read_counted_only();
+  return finish();
+}
+
+void check_header(std::string_view head, std::string_view name) {
+  if (head.size() < sizeof kSqliteMagic || std::memcmp(head.data(), kSqliteMagic, sizeof kSqliteMagic) != 0)
+    fail("{}: not an SQLite database, so not an nsys export (make one with `nsys export --type sqlite`)", name);
+}
+
+std::vector<Trace> import_open(sqlite3* raw, std::string_view name, std::string_view file_name,
+                               NsysImportReport* report, const NsysImportOptions& options, int64_t* budget) {
+  Database db(raw, std::string(name));
+  configure(raw, options, budget);
+  NsysImportReport local;
+  NsysImportReport& rep = report ? *report : local;
+  rep = NsysImportReport{};
+  Importer imp(db, file_name, options, rep);
+  return imp.run();
+}
+
+}  // namespace
+
+uint64_t NsysImportReport::rows(std::string_view name) const {
+  const Table* t = table(name);
+  return t ? t->rows : 0;
+}
+
+const NsysImportReport::Table* NsysImportReport::table(std::string_view name) const {
+  for (const auto& t : tables)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::vector<Trace> import_nsys_file(const std::filesystem::path& path, NsysImportReport* report,
+                                    const NsysImportOptions& options) {
+  const std::string name = path.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory, not an nsys export", name);
+  {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+    if (!f) fail("{}: cannot open: {}", name, std::strerror(errno));
+    char head[sizeof kSqliteMagic] = {};
+    const size_t n = std::fread(head, 1, sizeof head, f.get());
+    check_header(std::string_view(head, n), name);
+  }
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(immutable_uri(path).c_str(), &db,
+                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    fail("{}: cannot open the SQLite database: {}", name, msg);
+  }
+  int64_t budget = 0;
+  return import_open(db, name, path.filename().string(), report, options, &budget);
+}
+
+std::vector<Trace> import_nsys_bytes(std::string_view bytes, std::string_view name, NsysImportReport* report,
+                                     const NsysImportOptions& options) {
+  check_header(bytes, name);
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    fail("{}: cannot open an in-memory SQLite database", name);
+  }
+  auto* copy = static_cast<unsigned char*>(sqlite3_malloc64(bytes.size()));
+  if (!copy) {
+    sqlite3_close(db);
+    throw std::bad_alloc();
+  }
+  std::memcpy(copy, bytes.data(), bytes.size());
+  // FREEONCLOSE hands the copy to SQLite, even when deserializing fails.
+  if (sqlite3_deserialize(db, "main", copy, static_cast<sqlite3_int64>(bytes.size()),
+                          static_cast<sqlite3_int64>(bytes.size()),
+                          SQLITE_DESERIALIZE_READONLY | SQLITE_DESERIALIZE_FREEONCLOSE) != SQLITE_OK) {
+    const std::string msg = sqlite3_errmsg(db);
+    sqlite3_close(db);
+    fail("{}: cannot read the SQLite database: {}", name, msg);
+  }
+  int64_t budget = 0;
+  return import_open(db, name, std::filesystem::path(std::string(name)).filename().string(), report, options, &budget);
+}
+
+int32_t rank_from_file_name(std::string_view file_name) {
+  // Drop the extensions ("x.3.sqlite" keeps "x.3", "rank3.nsys-rep.sqlite" keeps "rank3").
+  std::string_view stem = file_name;
+  for (std::string_view ext : {".sqlite", ".sqlite3", ".db", ".nsys-rep", ".qdrep"})
+    if (stem.size() > ext.size() && stem.substr(stem.size() - ext.size()) == ext) stem.remove_suffix(ext.size());
+  if (auto r = rank_in_text(stem)) return *r;
+  // A trailing number set off by a separator: "x_3", "x-3", "x.3".
+  size_t k = stem.size();
+  while (k > 0 && stem[k - 1] >= '0' && stem[k - 1] <= '9') --k;
+  if (k == stem.size() || k == 0) return -1;
+  const char sep = stem[k - 1];
+  if (sep != '_' && sep != '-' && sep != '.') return -1;
+  return parse_small_int(stem.substr(k)).value_or(-1);
+}
+
+}  // namespace scalescope::trace

@@ -1,0 +1,546 @@
+#include "trace/nsys_importer.hpp"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "trace/error.hpp"
+#include "trace/input_detector.hpp"
+
+namespace scalescope::trace {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kFixtures = fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/nsys";
+const fs::path kSaxpy = fs::path(SCALESCOPE_SHARED_DIR) / "data/nsys/saxpy-mpi-cuda-a100.sqlite";
+
+class NsysImporter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("nsys_importer_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Builds `<name>.sqlite` (or `as`) from the checked-in fixture trace/testdata/nsys/<name>.sql.
+  fs::path fixture(const std::string& name, const std::string& as = "") {
+    std::ifstream in(kFixtures / (name + ".sql"));
+    EXPECT_TRUE(in) << name;
+    const std::string sql((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return build(as.empty() ? name + ".sqlite" : as, sql);
+  }
+  fs::path build(const std::string& file, const std::string& sql) {
+    const fs::path out = dir_ / file;
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(out.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    const std::string all = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;" + sql + ";COMMIT;";
+    EXPECT_EQ(sqlite3_exec(db, all.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+    return out;
+  }
+  static std::string bytes_of(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  static std::string error_of(const fs::path& p) {
+    try {
+      import_nsys_file(p);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+  fs::path dir_;
+};
+
+// Events of one table as SQLite counts them, independent of the importer.
+uint64_t sql_count(const fs::path& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
+  uint64_t n = sqlite3_step(st) == SQLITE_ROW ? static_cast<uint64_t>(sqlite3_column_int64(st, 0)) : ~uint64_t{0};
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+size_t count_name(const Trace& t, const ApiTable& a, std::string_view name) {
+  size_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += t.strings.view(a.name[i]) == name;
+  return n;
+}
+
+// ---- the real export -------------------------------------------------------
+
+TEST_F(NsysImporter, RealSaxpyExportComesThroughExactly) {
+  ASSERT_TRUE(fs::exists(kSaxpy)) << kSaxpy;
+  // Import a copy so that the test can see every file the import leaves beside it.
+  const fs::path copy = dir_ / "saxpy.sqlite";
+  fs::copy_file(kSaxpy, copy);
+  const std::string before = bytes_of(copy);
+  NsysImportReport rep;
+  std::vector<Trace> traces = import_nsys_file(copy, &rep);
+  // The input is untouched, and no journal, -wal or -shm file appeared beside it.
+  EXPECT_EQ(bytes_of(copy), before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+
+  EXPECT_EQ(rep.product_version, "2022.2.1.31");
+  EXPECT_EQ(rep.schema_version, "2.9.1");
+  EXPECT_EQ(rep.rows("CUPTI_ACTIVITY_KIND_KERNEL"), 5u);
+  EXPECT_EQ(rep.rows("CUPTI_ACTIVITY_KIND_MEMCPY"), 15u);
+  EXPECT_EQ(rep.rows("CUPTI_ACTIVITY_KIND_RUNTIME"), 95u);
+  EXPECT_EQ(rep.rows("NVTX_EVENTS"), 24u);
+  EXPECT_FALSE(rep.table("CUPTI_ACTIVITY_KIND_DRIVER")->present);
+  // The 95 RUNTIME rows: 56 runtime calls, 1 driver call, 38 backtrace rows
+  // that repeat calls (eventClass 67; an independent count below).
+  EXPECT_EQ(rep.runtime_calls, 56u);
+  EXPECT_EQ(rep.driver_calls, 1u);
+  EXPECT_EQ(rep.backtrace_rows, 38u);
+  EXPECT_EQ(rep.backtrace_rows, sql_count(kSaxpy, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass = 67"));
+  EXPECT_EQ(rep.runtime_calls + rep.driver_calls + rep.backtrace_rows + rep.other_class_rows, 95u);
+  // The 24 NVTX rows: 22 ranges, the MPI domain's creation, one thread name.
+  EXPECT_EQ(rep.nvtx_ranges, 22u);
+  EXPECT_EQ(rep.nvtx_domain_rows, 1u);
+  EXPECT_EQ(rep.nvtx_thread_names, 1u);
+  EXPECT_EQ(rep.nvtx_ranges + rep.nvtx_marks + rep.nvtx_domain_rows + rep.nvtx_thread_names + rep.nvtx_other +
+                rep.unclosed_ranges,
+            24u);
+  EXPECT_EQ(rep.cpu_samples, 5451u);
+  EXPECT_EQ(rep.sched_events, 3238u);
+  EXPECT_EQ(rep.malformed, 0u);
+  EXPECT_EQ(rep.invalid_utf8, 0u);
+
+  ASSERT_EQ(traces.size(), 1u);
+  const Trace& t = traces[0];
+  ASSERT_EQ(rep.processes.size(), 1u);
+  EXPECT_EQ(rep.processes[0].pid, 1230493u);
+  EXPECT_EQ(rep.processes[0].rank_source, "NVTX thread name \"MPI Rank 0\"");
+  EXPECT_EQ(t.meta.source, "nsys");
+  EXPECT_EQ(t.meta.pid, 1230493u);
+  EXPECT_EQ(t.meta.rank, 0);
+  EXPECT_EQ(t.meta.command_line, "./saxpy-mpi-cuda");
+  EXPECT_EQ(t.meta.hostname, "nid001608");
+  ASSERT_EQ(t.meta.clock.size(), 1u);
+  EXPECT_EQ(t.meta.clock[0].trace_ns, 0);
+  EXPECT_EQ(t.meta.clock[0].unix_ns, 1687813257637297504);
+  ASSERT_EQ(t.meta.devices.size(), 1u);
+  EXPECT_EQ(t.meta.devices[0].name, "NVIDIA A100-SXM4-40GB");
+  EXPECT_EQ(t.meta.devices[0].pci_bus_id, "0000:03:00.0");
+  EXPECT_EQ(t.meta.devices[0].uuid, "GPU-74e128b2-90b6-b409-07c8-33bee5ff6f88");
+  EXPECT_EQ(t.meta.devices[0].sm_count, 108u);
+  EXPECT_EQ(t.meta.devices[0].compute_major, 8);
+  EXPECT_EQ(t.meta.extra.at("nsys.thread.1230493"), "MPI Rank 0");
+
+  ASSERT_EQ(t.kernels.size(), 5u);
+  for (size_t i = 0; i < t.kernels.size(); ++i) {
+    EXPECT_EQ(t.strings.view(t.kernels.name[i]), "saxpy(double *, double *, double *, double, int)");
+    EXPECT_EQ(t.kernels.grid_x[i], 2u);
+    EXPECT_EQ(t.kernels.block_x[i], 512u);
+    EXPECT_EQ(t.kernels.registers_per_thread[i], 26u);
+    EXPECT_EQ(t.kernels.stream[i], 7u);
+  }
+  EXPECT_EQ(t.kernels.start[0], 924922186);
+  EXPECT_EQ(t.kernels.end[0], 942626994);
+  EXPECT_EQ(t.kernels.correlation[0], 140u);
+  ASSERT_EQ(t.memcpys.size(), 15u);
+  size_t htod = 0, dtoh = 0;
+  for (size_t i = 0; i < t.memcpys.size(); ++i) {
+    EXPECT_EQ(t.memcpys.bytes[i], 262144000u);
+    EXPECT_FALSE(t.memcpys.is_async[i]) << "cudaMemcpy is synchronous";
+    if (t.memcpys.kind[i] == MemcpyKind::kHtoD) {
+      ++htod;
+      EXPECT_EQ(t.memcpys.src_kind[i], MemoryKind::kPageable);
+      EXPECT_EQ(t.memcpys.dst_kind[i], MemoryKind::kDevice);
+    } else if (t.memcpys.kind[i] == MemcpyKind::kDtoH) {
+      ++dtoh;
+      EXPECT_EQ(t.memcpys.src_kind[i], MemoryKind::kDevice);
+      EXPECT_EQ(t.memcpys.dst_kind[i], MemoryKind::kPageable);
+    }
+  }
+  EXPECT_EQ(htod, 10u);
+  EXPECT_EQ(dtoh, 5u);
+  EXPECT_EQ(t.memsets.size(), 0u);
+  EXPECT_EQ(t.syncs.size(), 0u);  // the table is empty: analyses fall back to the API calls
+  ASSERT_EQ(t.api.size(), 57u);
+  EXPECT_EQ(count_name(t, t.api, "cudaMemcpy"), 15u);  // "_v3020" stripped
+  EXPECT_EQ(count_name(t, t.api, "cudaMalloc"), 15u);
+  EXPECT_EQ(count_name(t, t.api, "cudaLaunchKernel"), 5u);
+  EXPECT_EQ(count_name(t, t.api, "cudaMemcpy_v3020"), 0u);
+  size_t driver = 0;
+  for (size_t i = 0; i < t.api.size(); ++i) {
+    driver += t.api.domain[i] == ApiDomain::kDriver;
+    EXPECT_EQ(t.api.thread[i], 1230493u);
+    if (i) {
+      EXPECT_LE(t.api.start[i - 1], t.api.start[i]);
+    }
+  }
+  EXPECT_EQ(driver, 1u);
+  EXPECT_EQ(t.problems.get(Problem::kUnmatchedCorrelation), 0u);
+  ASSERT_EQ(t.nvtx.size(), 22u);
+  size_t mpi = 0, saxpy = 0;
+  for (size_t i = 0; i < t.nvtx.size(); ++i) {
+    const std::string_view text = t.strings.view(t.nvtx.text[i]);
+    if (t.strings.view(t.nvtx.domain[i]) == "MPI") {
+      ++mpi;
+      EXPECT_EQ(text.substr(0, 4), "MPI_");  // registered strings through textId
+    }
+    if (text == "saxpy") {
+      ++saxpy;
+      EXPECT_EQ(t.nvtx.domain[i], kNoString);
+    }
+  }
+  EXPECT_EQ(mpi, 17u);
+  EXPECT_EQ(saxpy, 5u);
+}
+
+TEST_F(NsysImporter, BytesAndFileImportsAgree) {
+  const std::string bytes = bytes_of(kSaxpy);
+  NsysImportReport a, b;
+  auto from_file = import_nsys_file(kSaxpy, &a);
+  auto from_bytes = import_nsys_bytes(bytes, "saxpy-mpi-cuda-a100.sqlite", &b);
+  ASSERT_EQ(from_file.size(), 1u);
+  ASSERT_EQ(from_bytes.size(), 1u);
+  EXPECT_EQ(from_file[0].event_count(), from_bytes[0].event_count());
+  EXPECT_EQ(from_file[0].kernels.start, from_bytes[0].kernels.start);
+  EXPECT_EQ(a.runtime_calls, b.runtime_calls);
+}
+
+// ---- fixtures: one per schema variant ---------------------------------------
+
+TEST_F(NsysImporter, Schema2022NamesAsIdsDocumentedCodes) {
+  NsysImportReport rep;
+  auto traces = import_nsys_file(fixture("v2022_ids"), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  const Trace& t = traces[0];
+  EXPECT_EQ(rep.schema_version, "2.9.1");
+  EXPECT_EQ(t.meta.pid, 4242u);
+  EXPECT_EQ(t.meta.rank, 2);  // "MPI Rank 2"
+  EXPECT_EQ(t.meta.hostname, "gpu-node-07");
+  EXPECT_EQ(t.meta.command_line, "python3");
+  ASSERT_EQ(t.meta.devices.size(), 2u);
+  EXPECT_EQ(t.meta.devices[1].pci_bus_id, "0000:3b:00.0");
+  EXPECT_EQ(t.meta.devices[1].memory_bytes, 85520809984u);
+  EXPECT_EQ(t.meta.clock[0].unix_ns, 1700000000000000000);
+
+  // Kernels sorted by start; the one with end < start is clamped and counted.
+  ASSERT_EQ(t.kernels.size(), 4u);
+  EXPECT_EQ(t.kernels.start[0], 1000);
+  EXPECT_EQ(t.strings.view(t.kernels.name[0]), "void gemm_kernel<float>(float*, int)");
+  EXPECT_EQ(t.kernels.shared_memory_bytes[0], 3072u);
+  EXPECT_EQ(t.kernels.grid_y[0], 2u);
+  EXPECT_EQ(t.kernels.end[3], t.kernels.start[3]);
+  EXPECT_EQ(t.problems.get(Problem::kNegativeDuration), 1u);
+  // The device-1 kernel's correlation id 99 has no API call.
+  EXPECT_EQ(t.problems.get(Problem::kUnmatchedCorrelation), 1u);
+  ASSERT_EQ(t.nccl.size(), 1u);
+  EXPECT_EQ(t.nccl.op[0], NcclOp::kAllReduce);
+  EXPECT_EQ(t.strings.view(t.nccl.algorithm[0]), "RING");
+  EXPECT_EQ(t.strings.view(t.nccl.protocol[0]), "LL");
+  EXPECT_EQ(t.strings.view(t.nccl.datatype[0]), "f32");
+  EXPECT_EQ(t.nccl.stream[0], 13u);
+
+  ASSERT_EQ(t.memcpys.size(), 2u);
+  EXPECT_EQ(t.memcpys.kind[0], MemcpyKind::kHtoD);
+  EXPECT_EQ(t.memcpys.src_kind[0], MemoryKind::kPinned);
+  EXPECT_EQ(t.memcpys.dst_kind[0], MemoryKind::kDevice);
+  EXPECT_TRUE(t.memcpys.is_async[0]);  // cudaMemcpyAsync
+  EXPECT_EQ(t.memcpys.kind[1], MemcpyKind::kPtoP);
+  EXPECT_EQ(t.memcpys.peer_device[1], 1u);
+  ASSERT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.memsets.dst_kind[0], MemoryKind::kDevice);
+  EXPECT_FALSE(t.memsets.is_async[0]);  // cudaMemset
+  ASSERT_EQ(t.syncs.size(), 1u);
+  EXPECT_EQ(t.syncs.kind[0], SyncKind::kStreamSynchronize);
+  EXPECT_EQ(t.syncs.stream[0], 7u);
+  EXPECT_EQ(t.syncs.thread[0], 4242u);  // its API call's thread
+
+  // 9 RUNTIME rows: 7 runtime, 1 driver, 1 backtrace, 1 cuDNN (other class).
+  EXPECT_EQ(rep.runtime_calls, 6u);
+  EXPECT_EQ(rep.driver_calls, 1u);
+  EXPECT_EQ(rep.backtrace_rows, 1u);
+  EXPECT_EQ(rep.other_class_rows, 1u);
+  ASSERT_EQ(t.api.size(), 7u);
+  EXPECT_EQ(count_name(t, t.api, "cudaStreamSynchronize"), 1u);
+  EXPECT_EQ(count_name(t, t.api, "cuLaunchKernel"), 1u);
+  EXPECT_EQ(count_name(t, t.api, "cudaMemcpyPeerAsync"), 1u);
+
+  // NVTX: the NCCL domain by name, marks with end == start, the unclosed range left out.
+  EXPECT_EQ(rep.unclosed_ranges, 1u);
+  EXPECT_EQ(rep.nvtx_marks, 1u);
+  ASSERT_EQ(t.nvtx.size(), 4u);
+  size_t nccl_domain = 0, marks = 0;
+  for (size_t i = 0; i < t.nvtx.size(); ++i) {
+    if (t.strings.view(t.nvtx.domain[i]) == "NCCL") {
+      ++nccl_domain;
+      EXPECT_EQ(t.strings.view(t.nvtx.text[i]), "ncclAllReduce");
+    }
+    if (t.nvtx.kind[i] == NvtxKind::kMark) {
+      ++marks;
+      EXPECT_EQ(t.nvtx.start[i], t.nvtx.end[i]);
+      EXPECT_EQ(t.nvtx.thread[i], 4250u);
+    }
+  }
+  EXPECT_EQ(nccl_domain, 1u);
+  EXPECT_EQ(marks, 1u);
+  EXPECT_EQ(rep.cpu_samples, 2u);
+  EXPECT_EQ(t.meta.extra.at("nsys.thread.4242"), "MPI Rank 2");  // NVTX's name wins over ThreadNames'
+}
+
+TEST_F(NsysImporter, Schema2024EnumTablesGreenContextsTextIds) {
+  NsysImportReport rep;
+  auto traces = import_nsys_file(fixture("v2024_enums"), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  const Trace& t = traces[0];
+  EXPECT_EQ(rep.product_version, "2024.6.2.225");
+  EXPECT_EQ(rep.schema_version, "3.16.1");
+  EXPECT_TRUE(rep.table("ENUM_CUDA_MEM_KIND")->present);
+  EXPECT_EQ(rep.gpu_metric_samples, 3u);
+  EXPECT_EQ(t.meta.devices[0].uuid, "GPU-9b2c0f3e-1111-2222-3333-444455556666");  // already prefixed
+  EXPECT_EQ(t.meta.rank, -1);
+  EXPECT_EQ(t.meta.extra.at("nsys.rank_source"), "unknown");
+  ASSERT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(t.strings.view(t.kernels.name[0]),
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int, float*)");
+  // Kernel 3 names string 777, which StringIds lacks: the next name column (shortName) is used, and it is counted.
+  EXPECT_EQ(t.strings.view(t.kernels.name[2]), "vectorized_elementwise_kernel");
+  EXPECT_EQ(rep.malformed, 1u);
+  ASSERT_EQ(t.memcpys.size(), 1u);
+  EXPECT_EQ(t.memcpys.kind[0], MemcpyKind::kDtoH);
+  EXPECT_EQ(t.memcpys.dst_kind[0], MemoryKind::kPinned);
+  ASSERT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.memsets.dst_kind[0], MemoryKind::kManaged);
+  ASSERT_EQ(t.syncs.size(), 1u);
+  EXPECT_EQ(t.syncs.kind[0], SyncKind::kEventSynchronize);
+  EXPECT_EQ(t.syncs.event[0], 17u);
+  EXPECT_EQ(rep.backtrace_rows, 1u);
+  EXPECT_EQ(t.api.size(), 6u);
+  // NVTX text through textId, inline, a start/end range and a registered-string mark.
+  ASSERT_EQ(t.nvtx.size(), 4u);
+  EXPECT_EQ(t.strings.view(t.nvtx.text[0]), "data loading");
+  EXPECT_EQ(t.strings.view(t.nvtx.text[1]), "forward");
+  EXPECT_EQ(t.strings.view(t.nvtx.text[2]), "data loading");
+  EXPECT_EQ(t.nvtx.kind[2], NvtxKind::kMark);
+  EXPECT_EQ(t.strings.view(t.nvtx.text[3]), "optimizer");
+  EXPECT_EQ(rep.nvtx_ranges, 3u);
+}
+
+TEST_F(NsysImporter, EnumTableIdsWinOverDocumentedCodes) {
+  // An export whose enum table gives code 42 to peer-to-peer copies and 9 to pinned memory.
+  const std::string sql = R"SQL(
+    CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE ENUM_CUDA_MEMCPY_OPER (id INTEGER PRIMARY KEY, name TEXT, label TEXT);
+    CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER PRIMARY KEY, name TEXT, label TEXT);
+    INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES (42, 'CUDA_MEMCPY_KIND_PTOP', 'Peer-to-Peer');
+    INSERT INTO ENUM_CUDA_MEM_KIND VALUES (9, 'CUDA_MEMOPR_MEMORY_KIND_PINNED', 'Pinned');
+    CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,
+      correlationId INTEGER, globalPid INTEGER, bytes INTEGER, copyKind INTEGER, srcKind INTEGER, dstKind INTEGER);
+    CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, globalPid INTEGER, demangledName INTEGER);
+    INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (1, 2, 0, 7, 0, 281546145660928, 8, 42, 9, 1);)SQL";
+  auto traces = import_nsys_file(build("enum.sqlite", sql));
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0].memcpys.kind[0], MemcpyKind::kPtoP);
+  EXPECT_EQ(traces[0].memcpys.src_kind[0], MemoryKind::kPinned);
+  EXPECT_EQ(traces[0].memcpys.dst_kind[0], MemoryKind::kUnknown);  // 1 is not in this export's table
+}
+
+TEST_F(NsysImporter, NamesAsText) {
+  NsysImportReport rep;
+  auto traces = import_nsys_file(fixture("names_text"), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  const Trace& t = traces[0];
+  ASSERT_EQ(t.kernels.size(), 2u);
+  EXPECT_EQ(t.strings.view(t.kernels.name[0]), "void relu_kernel<__half>(__half*)");
+  EXPECT_EQ(t.strings.view(t.kernels.name[1]), "only_short_name");
+  ASSERT_EQ(t.api.size(), 3u);
+  EXPECT_EQ(count_name(t, t.api, "cudaLaunchKernel"), 2u);
+  EXPECT_EQ(count_name(t, t.api, "cudaMemcpy"), 1u);
+  ASSERT_EQ(t.memcpys.size(), 1u);
+  EXPECT_FALSE(t.memcpys.is_async[0]);
+  EXPECT_FALSE(rep.table("NVTX_EVENTS")->present);
+  EXPECT_EQ(rep.table("NVTX_EVENTS")->mapped_to, "absent: the capture has no NVTX events");
+  EXPECT_EQ(t.problems.get(Problem::kClockAnchorMissing), 1u);
+}
+
+TEST_F(NsysImporter, MissingKernelTableLeavesKernelsEmpty) {
+  NsysImportReport rep;
+  auto traces = import_nsys_file(fixture("no_kernels"), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0].kernels.size(), 0u);
+  EXPECT_EQ(traces[0].api.size(), 3u);
+  EXPECT_EQ(traces[0].nvtx.size(), 1u);
+  const auto* k = rep.table("CUPTI_ACTIVITY_KIND_KERNEL");
+  ASSERT_NE(k, nullptr);
+  EXPECT_FALSE(k->present);
+  EXPECT_EQ(k->mapped_to, "absent: the capture has no CUDA kernels");
+}
+
+TEST_F(NsysImporter, SeveralProcessesBecomeOneTracePerRank) {
+  NsysImportReport rep;
+  auto traces = import_nsys_file(fixture("multi_process"), &rep);
+  ASSERT_EQ(traces.size(), 2u);
+  EXPECT_EQ(traces[0].meta.rank, 0);
+  EXPECT_EQ(traces[0].meta.pid, 5151u);
+  EXPECT_EQ(traces[0].kernels.size(), 2u);
+  EXPECT_EQ(traces[1].meta.rank, 1);
+  EXPECT_EQ(traces[1].meta.pid, 4242u);
+  EXPECT_EQ(traces[1].kernels.size(), 1u);
+  // The host's environment names one rank; with two processes it is not used.
+  EXPECT_EQ(traces[0].meta.extra.at("nsys.rank_source"), "NVTX thread name \"MPI Rank 0\"");
+  EXPECT_EQ(rep.other_processes, 1u);  // the NVTX-only process
+  ASSERT_EQ(rep.processes.size(), 2u);
+  EXPECT_EQ(rep.processes[0].kernels, 2u);
+}
+
+TEST_F(NsysImporter, RankFromLauncherEnvironmentFirst) {
+  auto traces = import_nsys_file(fixture("env_rank", "job_rank7.sqlite"));
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0].meta.rank, 3);
+  EXPECT_EQ(traces[0].meta.local_rank, 1);
+  EXPECT_EQ(traces[0].meta.world_size, 8);
+  EXPECT_EQ(traces[0].meta.launcher, "mpi");
+  EXPECT_EQ(traces[0].meta.extra.at("nsys.rank_source"), "launcher environment (OMPI_COMM_WORLD_RANK)");
+}
+
+TEST_F(NsysImporter, RankFromFileNameLast) {
+  auto traces = import_nsys_file(fixture("names_text", "train_rank5.sqlite"));
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0].meta.rank, 5);
+  EXPECT_EQ(traces[0].meta.extra.at("nsys.rank_source"), "file name");
+}
+
+TEST(NsysRankFromFileName, Forms) {
+  EXPECT_EQ(rank_from_file_name("rank3.sqlite"), 3);
+  EXPECT_EQ(rank_from_file_name("job_rank_12.sqlite"), 12);
+  EXPECT_EQ(rank_from_file_name("Rank-4.nsys-rep.sqlite"), 4);
+  EXPECT_EQ(rank_from_file_name("profile.7.sqlite"), 7);
+  EXPECT_EQ(rank_from_file_name("profile_0.sqlite"), 0);
+  EXPECT_EQ(rank_from_file_name("profile-15.sqlite"), 15);
+  EXPECT_EQ(rank_from_file_name("report1.sqlite"), -1);
+  EXPECT_EQ(rank_from_file_name("saxpy-mpi-cuda-a100.sqlite"), -1);
+  EXPECT_EQ(rank_from_file_name("frank7.sqlite"), -1);
+  EXPECT_EQ(rank_from_file_name("rankings.sqlite"), -1);
+  EXPECT_EQ(rank_from_file_name("5.sqlite"), -1);
+}
+
+// ---- bad input: one-line errors or counted problems, never a crash ---------------
+
+TEST_F(NsysImporter, SqliteButNotNsysIsAnError) {
+  const std::string msg = error_of(fixture("not_nsys"));
+  EXPECT_NE(msg.find("not_nsys.sqlite: an SQLite database but not an Nsight Systems export"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+TEST_F(NsysImporter, NotSqliteIsAnError) {
+  const fs::path p = dir_ / "x.sqlite";
+  std::ofstream(p) << "{\"traceEvents\": []}";
+  EXPECT_NE(error_of(p).find("x.sqlite: not an SQLite database"), std::string::npos) << error_of(p);
+  const fs::path empty = dir_ / "empty.sqlite";
+  std::ofstream(empty).flush();
+  EXPECT_NE(error_of(empty).find("not an SQLite database"), std::string::npos);
+  EXPECT_NE(error_of(dir_ / "missing.sqlite").find("cannot open"), std::string::npos);
+  EXPECT_NE(error_of(dir_).find("is a directory"), std::string::npos);
+}
+
+TEST_F(NsysImporter, TruncatedExportIsAnError) {
+  const std::string bytes = bytes_of(kSaxpy);
+  for (size_t keep : {size_t{100}, size_t{4096}, bytes.size() / 2, bytes.size() * 9 / 10}) {
+    const fs::path p = dir_ / "cut.sqlite";
+    std::ofstream(p, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(keep));
+    const std::string msg = error_of(p);
+    EXPECT_NE(msg.find("cut.sqlite: "), std::string::npos) << keep << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    // The same through memory.
+    EXPECT_THROW(import_nsys_bytes(std::string_view(bytes).substr(0, keep), "cut.sqlite"), Error) << keep;
+  }
+  // A cut inside the free pages at the end loses no row: it imports, and every row is there.
+  NsysImportReport rep;
+  auto traces = import_nsys_bytes(std::string_view(bytes).substr(0, bytes.size() - 1024), "cut.sqlite", &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0].kernels.size(), 5u);
+  EXPECT_EQ(rep.rows("CUPTI_ACTIVITY_KIND_RUNTIME"), 95u);
+  EXPECT_EQ(rep.cpu_samples, 5451u);
+}
+
+TEST_F(NsysImporter, CorruptPagesAreAnErrorOrCounted) {
+  std::string bytes = bytes_of(kSaxpy);
+  // Overwrite every 7th page (4 KiB) after the first with garbage.
+  int errors = 0, imports = 0;
+  for (size_t seed = 1; seed <= 4; ++seed) {
+    std::string bad = bytes;
+    for (size_t off = 4096 * seed; off + 4096 <= bad.size(); off += 4096 * 7)
+      for (size_t i = 0; i < 4096; ++i) bad[off + i] = static_cast<char>((i * 131 + seed * 17) & 0xFF);
+    try {
+      auto t = import_nsys_bytes(bad, "corrupt.sqlite");
+      ++imports;
+    } catch (const Error& e) {
+      ++errors;
+      EXPECT_NE(std::string(e.what()).find("corrupt.sqlite: "), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(errors + imports, 4);
+  EXPECT_GT(errors, 0);
+}
+
+TEST_F(NsysImporter, InvalidUtf8IsRepairedAndCounted) {
+  NsysImportReport rep;
+  auto traces = import_nsys_file(fixture("invalid_utf8"), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  const Trace& t = traces[0];
+  EXPECT_EQ(rep.invalid_utf8, 3u);  // kernel\xC3, \x80abc, step\xC0\xAF; caf\xC3\xA9 is valid
+  ASSERT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(t.strings.view(t.kernels.name[0]), "kernel\xEF\xBF\xBD");
+  EXPECT_EQ(t.strings.view(t.kernels.name[1]), "caf\xC3\xA9");
+  EXPECT_EQ(t.strings.view(t.kernels.name[2]), "\xEF\xBF\xBD" "abc");
+  ASSERT_EQ(t.nvtx.size(), 1u);
+  EXPECT_EQ(t.strings.view(t.nvtx.text[0]), "step\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST_F(NsysImporter, OverlongStringsAreCutAndCounted) {
+  const std::string sql = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+                          "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, globalPid INTEGER,"
+                          " demangledName INTEGER);"
+                          "INSERT INTO StringIds VALUES (1, 'k' || replace(hex(zeroblob(3000)), '0', 'x'));"
+                          "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2, 281546145660928, 1);";
+  NsysImportOptions options;
+  options.max_string_bytes = 100;
+  NsysImportReport rep;
+  auto traces = import_nsys_file(build("long.sqlite", sql), &rep, options);
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0].strings.view(traces[0].kernels.name[0]).size(), 100u);
+  EXPECT_EQ(rep.malformed, 1u);
+}
+
+TEST_F(NsysImporter, NoEventsIsAnError) {
+  const std::string sql = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+                          "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, globalPid INTEGER);";
+  const std::string msg = error_of(build("empty_capture.sqlite", sql));
+  EXPECT_NE(msg.find("empty_capture.sqlite: the nsys export holds no CUDA or NVTX events"), std::string::npos) << msg;
+}
+
+TEST_F(NsysImporter, TheInputDetectorFindsEveryFixture) {
+  // Every fixture variant is an nsys export to the one input detector; the rest is not.
+  for (const char* name : {"v2022_ids", "v2024_enums", "names_text", "no_kernels", "multi_process", "env_rank", "invalid_utf8"})
+    EXPECT_EQ(detect_input(fixture(name)).kind, InputKind::kNsysSqlite) << name;
+  EXPECT_EQ(detect_input(kSaxpy).kind, InputKind::kNsysSqlite);
+  EXPECT_EQ(detect_input(fixture("not_nsys")).kind, InputKind::kSqliteDatabase);
+  fs::remove(dir_ / "not_nsys.sqlite");
+  const DetectedInput folder = detect_input(dir_);
+  EXPECT_EQ(folder.kind, InputKind::kNsysDirectory);
+  EXPECT_EQ(folder.files.size(), 7u);
+}
+
+}  // namespace
+}  // namespace scalescope::trace
