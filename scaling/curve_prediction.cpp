@@ -155,8 +155,10 @@ Law fixed_law(ModelKind kind, const std::vector<CurvePoint>& pts, const std::opt
   law.time = [kind, x, comm](int n) { return detail::evaluate_fixed_law(kind, x, comm, n); };
   law.batch = [](int) { return kNaN; };
   law.parameters = detail::fixed_law_parameters(kind, comm.has_value());
-  if (kind == ModelKind::kAmdahl)
-    law.formula = fmt::format("T(N) = {:.6g}/N + {:.6g}", x[0], x[1]);
+  if (kind == ModelKind::kAmdahl) {
+    const double t1 = x[0] + x[1], serial = t1 > 0 ? x[1] / t1 : kNaN;  // as fit_model writes it
+    law.formula = fmt::format("T(N) = {:.6g} * ({:.4g} + {:.4g}/N)", t1, serial, 1 - serial);
+  }
   else if (comm && kind == ModelKind::kComputeCommFixed)
     law.formula = fmt::format("T(N) = {:.6g}/N + ring(N; {:.6g} B, {:.6g} B/s) + {:.6g}", x[0],
                               comm->bytes_per_step, comm->bandwidth_bytes_per_s, x[1]);
