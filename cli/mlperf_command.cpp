@@ -11,8 +11,10 @@
 
 #include "cli/commands.hpp"
 #include "mlperf/mlperf.hpp"
+#include "report/prediction_tables.hpp"
 #include "report/progress.hpp"
 #include "report/table.hpp"
+#include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 #include "trace/safe_output.hpp"
 
@@ -39,6 +41,10 @@ struct AnalyzeArgs {
   std::string input;
   std::string format = "table";
   mlperf::AnalyzeOptions options;
+  std::string predict;  // accelerator counts, "512,1024"
+  int fit_up_to = 0;    // 0: every measured size
+  double level = 0.8;
+  bool cases = false;   // validate: every case too
 };
 
 std::vector<mlperf::Run> load_runs(const std::string& input) {
@@ -86,8 +92,24 @@ void run_scores(const AnalyzeArgs& a) {
 
 void run_analyze(const AnalyzeArgs& a) {
   const auto format = output_format(a.format);
+  if (a.fit_up_to != 0 && a.predict.empty()) fail("--fit-up-to needs --predict");
   const auto runs = load_runs(a.input);
-  report::print_tables(std::cout, mlperf::analyze(runs, a.options), format);
+  if (a.predict.empty()) {
+    report::print_tables(std::cout, mlperf::analyze(runs, a.options), format);
+    return;
+  }
+  mlperf::PredictOptions p;
+  p.predict = sweep::parse_gpu_list(a.predict);
+  if (a.fit_up_to != 0) p.fit_up_to = a.fit_up_to;
+  p.level = a.level;
+  report::mlperf_predictions_table(mlperf::predict(runs, a.options, p)).print(std::cout, format);
+}
+
+void run_validate(const AnalyzeArgs& a) {
+  const auto format = output_format(a.format);
+  const auto runs = load_runs(a.input);
+  report::print_tables(std::cout, report::validation_tables(mlperf::validate(runs, a.options, a.level), a.cases),
+                       format);
 }
 
 }  // namespace
@@ -127,9 +149,28 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
   an->add_option("--ref", analyze->options.ref_system, "reference system (default: the fewest accelerators)");
   an->add_option("--threshold", analyze->options.threshold, "E' threshold of break-even rule (a)")
       ->capture_default_str();
+  an->add_option("--predict", analyze->predict,
+                 "predict these accelerator counts (e.g. 512,1024) per curve, with an interval; prints the "
+                 "predictions instead of the scaling tables");
+  an->add_option("--fit-up-to", analyze->fit_up_to, "fit on the sizes up to this many accelerators (default: all)");
+  an->add_option("--level", analyze->level, "level of the prediction interval")->capture_default_str();
   an->add_option("--format", analyze->format, "table, csv or json")->capture_default_str();
   an->callback([analyze, &exit_code] {
     run_analyze(*analyze);
+    exit_code = 0;
+  });
+
+  auto validate = std::make_shared<AnalyzeArgs>();
+  auto* va = cmd->add_subcommand(
+      "validate", "How far predictions hold: fit each curve's smallest sizes, predict the larger measured ones");
+  va->add_option("runs_csv", validate->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)");
+  va->add_option("--benchmark", validate->options.benchmark, "only this benchmark");
+  va->add_option("--accelerator", validate->options.accelerator, "only accelerator models matching this");
+  va->add_option("--level", validate->level, "level of the prediction intervals")->capture_default_str();
+  va->add_flag("--cases", validate->cases, "also list every case (fit, predicted size, error, interval)");
+  va->add_option("--format", validate->format, "table, csv or json")->capture_default_str();
+  va->callback([validate, &exit_code] {
+    run_validate(*validate);
     exit_code = 0;
   });
 }

@@ -30,6 +30,7 @@ struct ScalingArgs {
   std::string format = "table";
   bool weak = false, strong = false;
   double samples_per_gpu_step = 0;
+  bool global_batch_grows = false;
 };
 // Options that name what the sweep must hold: a wrong one would give empty
 // tables or drop a section without a word.
@@ -86,6 +87,9 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--samples-per-gpu-step", args->samples_per_gpu_step,
                   "Weak scaling with B samples (images, tokens) per GPU per step: times become seconds per sample")
       ->excludes(strong);
+  cmd->add_flag("--global-batch-grows", args->global_batch_grows,
+                "Predictions: the global batch grows with N (fixed per-GPU batch) and the metric is the time of a "
+                "step or of a fixed number of steps; adds the step x converge model");
   cmd->add_option("--format", args->format, "table | csv | json")->capture_default_str();
   cmd->callback([args, &exit_code] {
     auto format = report::parse_output_format(args->format);
@@ -108,6 +112,8 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     options.threshold = args->threshold;
     if (args->price >= 0) options.price_per_gpu_hour = args->price;
     if (!args->predict.empty()) options.predict = sweep::parse_gpu_list(args->predict);
+    if (args->global_batch_grows && args->predict.empty()) fail("--global-batch-grows describes --predict; give --predict too");
+    options.global_batch_grows = args->global_batch_grows;
     if (!args->compare.empty()) options.compare = sweep::Variable::parse(args->compare);
     const auto stored = sweep::read_sweep(args->db);
     check_against_sweep(stored, options, args->db);

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "scaling/scaling.hpp"
+
 namespace scalescope::report {
 class Table;
 }
@@ -63,6 +65,12 @@ struct LogSummary {
   std::optional<int64_t> run_stop_ms;   // first run_stop
   std::string stop_status;              // run_stop metadata.status ("success", "aborted", ...)
   std::optional<double> last_eval_accuracy;
+  // Training progress when the run stopped: the epoch_num (or samples_count)
+  // of the last eval_accuracy before run_stop. Its unit is the benchmark's
+  // (epochs for dlrm_dcnv2, rgat and retinanet, samples for bert, llama2_70b_lora
+  // and stable_diffusion, tokens for gpt3); with global_batch_size it tells how
+  // the work to converge grows with the batch (docs/scaling.md, "Prediction").
+  std::optional<double> progress_at_stop;
 };
 
 // Lines longer than this are scanned for events up to this length only, so a
@@ -109,6 +117,7 @@ struct Run {
   int accelerators = 0;          // nodes * accelerators_per_node; 0 when unknown
   std::string framework;
   std::optional<int64_t> global_batch_size;
+  std::optional<double> progress_at_stop;  // LogSummary::progress_at_stop (benchmark's unit)
   std::optional<int64_t> run_start_ms, run_stop_ms;
   std::string status;            // run_stop status; "missing run_stop" / "missing run_start" otherwise
   std::optional<double> minutes; // (run_stop - run_start) / 60000 when both known
@@ -205,5 +214,65 @@ struct AnalyzeOptions {
 // the Pareto front of time against GPU-hours and the break-even point by both
 // rules (through scalescope::scaling). Throws scalescope::Error when nothing matches.
 std::vector<report::Table> analyze(const std::vector<Run>& runs, const AnalyzeOptions& options);
+
+// ---------------------------------------------------------------------------
+// Prediction along the scaling curves (scaling_curve.cpp).
+//
+//   auto curves = mlperf::scaling_curves(runs, {});   // fastest system at each size
+//   mlperf::PredictOptions p;  p.predict = {512, 1024};  p.fit_up_to = 64;
+//   auto predictions = mlperf::predict(runs, {}, p);  // typed; rendered in report/
+//   auto v = mlperf::validate(runs, {});              // fit small, predict large, on every curve
+
+// One size of a curve: the fastest scored system with that many accelerators.
+struct CurveSize {
+  int accelerators = 0;
+  double minutes = 0;  // official score
+  std::string system, submitter;
+  std::optional<double> global_batch_size;  // of its runs (the most common value)
+  // Mean progress_at_stop of its converged runs times the RCP scaling factor
+  // (the factor says convergence was luckier than the reference's: it
+  // scales the work done as it scales the time).
+  std::optional<double> progress;
+};
+
+struct ScalingCurve {
+  std::string benchmark, accelerator, division;  // accelerator: display name
+  std::vector<CurveSize> sizes;                  // ascending accelerators
+  std::string name() const;                      // "bert on H100-SXM5-80GB" (", open division")
+  std::vector<scaling::CurvePoint> points(std::optional<int> up_to = std::nullopt) const;
+};
+
+// Per benchmark, accelerator model (accelerator_key) and division, with the
+// benchmark and accelerator filters of AnalyzeOptions. Throws scalescope::Error
+// when nothing matches.
+std::vector<ScalingCurve> scaling_curves(const std::vector<Run>& runs, const AnalyzeOptions& options);
+
+struct PredictOptions {
+  std::vector<int> predict;        // accelerator counts
+  std::optional<int> fit_up_to;    // fit on the sizes <= this; default: every measured size
+  scaling::ModelKind model = scaling::kDefaultCurveModel;
+  double level = 0.8;              // of the prediction interval
+};
+
+struct CurveForecast {
+  ScalingCurve curve;
+  std::vector<int> fitted;          // the sizes fitted
+  scaling::CurveFit fit;            // fit.predictions follow PredictOptions::predict
+  std::vector<std::optional<CurveSize>> measured;  // per prediction: the curve's size there, if measured
+};
+
+// Per curve: fit on the sizes up to fit_up_to and predict each given size,
+// with the measured time where the curve has that size. Curves without any
+// size up to fit_up_to are left out. Throws scalescope::Error on an empty
+// predict list, a size < 1 or when nothing matches.
+std::vector<CurveForecast> predict(const std::vector<Run>& runs, const AnalyzeOptions& filter,
+                                   const PredictOptions& options);
+
+// The curves as named curves for scaling::validate_curves (group: the benchmark).
+std::vector<scaling::NamedCurve> named_curves(const std::vector<ScalingCurve>& curves);
+// Every curve with at least four sizes: each model fitted on the smallest k
+// sizes, every larger size predicted (scaling::validate_curves), for the
+// default model and the baselines (power law, Amdahl, compute+comm+fixed).
+scaling::Validation validate(const std::vector<Run>& runs, const AnalyzeOptions& filter, double level = 0.8);
 
 }  // namespace scalescope::mlperf

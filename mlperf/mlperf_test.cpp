@@ -620,3 +620,94 @@ TEST(MlperfShared, AllOfV41) {
   write_runs_csv(r.runs, out);
   EXPECT_TRUE(out.str() == default_runs_csv()) << "examples/mlperf/v4.1-runs.csv is stale: regenerate it (docs/mlperf.md)";
 }
+
+// ---------------------------------------------------------------------------
+// Progress at convergence and predictions along the curves.
+
+TEST(MllogParser, ProgressAtStopIsTheLastEvaluationBeforeRunStop) {
+  const std::string log = event("run_start", 1000) + "\n" +
+                          event("eval_accuracy", 2000, "0.5", R"({"epoch_num": 1.5})") + "\n" +
+                          event("eval_accuracy", 3000, "0.7", R"({"epoch_num": 2.5})") + "\n" +
+                          event("run_stop", 4000, "null", R"({"status": "success"})") + "\n" +
+                          event("eval_accuracy", 5000, "0.8", R"({"epoch_num": 9})") + "\n";
+  const auto s = parse_mllog(log);
+  ASSERT_TRUE(s.progress_at_stop);
+  EXPECT_DOUBLE_EQ(*s.progress_at_stop, 2.5);
+  // samples_count (llama2_70b_lora, stable_diffusion) counts too.
+  const auto samples = parse_mllog(event("eval_accuracy", 2000, "0.9", R"({"samples_count": 3072})") + "\n");
+  EXPECT_EQ(samples.progress_at_stop, 3072.0);
+  EXPECT_FALSE(parse_mllog(event("eval_accuracy", 2000, "0.9") + "\n").progress_at_stop);
+}
+
+TEST(MlperfRunsCsv, ProgressRoundTripsAndOldTablesStillRead) {
+  auto runs = folder_runs("S", "bert", 8, {1.0, 2.0});
+  runs[0].progress_at_stop = 2548054;
+  std::ostringstream out;
+  write_runs_csv(runs, out);
+  const auto back = read_runs_csv(out.str(), "test");
+  EXPECT_EQ(back[0].progress_at_stop, 2548054.0);
+  EXPECT_FALSE(back[1].progress_at_stop);
+  // A table written before the column existed: cut the last column off every line.
+  std::istringstream in(out.str());
+  std::string line, old;
+  while (std::getline(in, line)) old += line.substr(0, line.rfind(',')) + "\n";
+  ASSERT_EQ(old.find("progress_at_stop"), std::string::npos);
+  const auto old_runs = read_runs_csv(old, "old");
+  ASSERT_EQ(old_runs.size(), 2u);
+  EXPECT_FALSE(old_runs[0].progress_at_stop);
+  std::string negative = out.str();
+  negative.replace(negative.find(",2548054"), 8, ",-5");
+  EXPECT_THROW(read_runs_csv(negative, "neg"), Error);
+}
+
+TEST(MlperfPredict, CurvesCarryBatchAndProgressFromTheEmbeddedTable) {
+  const auto runs = read_runs_csv(default_runs_csv(), "embedded");
+  const auto curves = scaling_curves(runs, {.benchmark = "bert", .accelerator = "H100-SXM5"});
+  ASSERT_EQ(curves.size(), 1u);
+  const auto& c = curves[0];
+  EXPECT_EQ(c.name(), "bert on H100-SXM5-80GB");
+  ASSERT_EQ(c.sizes.size(), 6u);
+  EXPECT_EQ(c.sizes.front().accelerators, 4);
+  EXPECT_EQ(c.sizes.back().accelerators, 3472);
+  EXPECT_NEAR(c.sizes[4].minutes, 0.898131, 1e-5);  // eos_n8_ngc23.04_pytorch, as scored
+  for (const auto& s : c.sizes) {
+    EXPECT_TRUE(s.global_batch_size) << s.system;
+    EXPECT_TRUE(s.progress) << s.system;
+  }
+  EXPECT_EQ(c.sizes.back().global_batch_size, 13888.0);
+
+  PredictOptions p;
+  p.predict = {64, 3472, 100000};
+  p.fit_up_to = 16;
+  const auto f = predict(runs, {.benchmark = "bert", .accelerator = "H100-SXM5"}, p);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].fitted, (std::vector<int>{4, 8, 16}));
+  ASSERT_EQ(f[0].fit.predictions.size(), 3u);
+  ASSERT_TRUE(f[0].measured[1]);
+  EXPECT_EQ(f[0].measured[1]->system, "eos_n434_ngc23.09_pytorch");
+  EXPECT_FALSE(f[0].measured[2]);
+  for (const auto& pr : f[0].fit.predictions) EXPECT_LT(pr.low, pr.high);
+  EXPECT_THROW(predict(runs, {}, PredictOptions{}), Error);
+  p.fit_up_to = 1;
+  EXPECT_THROW(predict(runs, {.benchmark = "bert"}, p), Error);  // no curve has a size <= 1
+}
+
+TEST(MlperfPredict, ValidationCoversEveryCurveWithFourSizes) {
+  const auto runs = read_runs_csv(default_runs_csv(), "embedded");
+  size_t eligible = 0;
+  for (const auto& c : scaling_curves(runs, {})) eligible += c.sizes.size() >= 4;
+  const auto v = validate(runs, {});
+  EXPECT_EQ(v.curves, eligible);
+  EXPECT_GE(eligible, 9u);
+  size_t default_curves = 0;
+  for (const auto& c : v.per_curve) default_curves += c.kind == scaling::kDefaultCurveModel;
+  EXPECT_EQ(default_curves, eligible);
+  for (const char* bucket : {"2x", "4x", "8x", "16x+"}) {
+    bool found = false;
+    for (const auto& b : v.buckets) found |= b.kind == scaling::kDefaultCurveModel && b.bucket == bucket;
+    EXPECT_TRUE(found) << bucket;
+  }
+  // The interval spread each model uses is the one this evidence gives (within 15 %).
+  for (const auto& [kind, tau] : v.tau_estimates)
+    EXPECT_NEAR(scaling::extrapolation_spread(kind) / tau, 1.0, 0.15) << scaling::model_name(kind) << " tau " << tau;
+}

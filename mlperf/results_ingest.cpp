@@ -259,6 +259,7 @@ Run make_run(const ResultFolder& folder, const SystemInfo& sys, const LogSummary
   run.accelerators = sys.nodes * sys.accelerators_per_node;
   run.framework = sys.framework;
   run.global_batch_size = s.global_batch_size;
+  run.progress_at_stop = s.progress_at_stop;
   run.run_start_ms = s.run_start_ms;
   run.run_stop_ms = s.run_stop_ms;
   run.scaling_factor = folder.scaling_factor;

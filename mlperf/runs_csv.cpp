@@ -31,7 +31,7 @@ const std::vector<std::string> kRunColumns = {
     "division",     "accelerator",    "nodes",        "accelerators_per_node",
     "accelerators", "framework",      "global_batch_size", "run_start_ms", "run_stop_ms",
     "status",       "minutes",        "converged",    "scaling_factor", "malformed_lines",
-    "log_path",     "problem"};
+    "log_path",     "problem",      "progress_at_stop"};
 
 constexpr uintmax_t kMaxCsvBytes = uintmax_t{1} << 30;
 
@@ -129,7 +129,7 @@ report::Table runs_table(const std::vector<Run>& runs) {
                int64_t{r.nodes}, int64_t{r.accelerators_per_node}, int64_t{r.accelerators}, r.framework,
                opt_cell(r.global_batch_size), opt_cell(r.run_start_ms), opt_cell(r.run_stop_ms), r.status,
                opt_cell(r.minutes), std::string(r.converged ? "yes" : "no"), opt_cell(r.scaling_factor),
-               static_cast<int64_t>(r.malformed_lines), r.log_path, r.problem});
+               static_cast<int64_t>(r.malformed_lines), r.log_path, r.problem, opt_cell(r.progress_at_stop)});
   }
   return t;
 }
@@ -183,7 +183,8 @@ std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
   Reader r{source, 1, &fields, {}};
   for (size_t i = 0; i < fields.size(); ++i) r.index[fields[i]] = i;
   for (const auto& c : kRunColumns) {
-    if (c == "problem") continue;  // absent from tables written before it existed
+    // problem and progress_at_stop came later (NEWS): tables written before them are still read.
+    if (c == "problem" || c == "progress_at_stop") continue;
     if (!r.index.count(c))
       fail("{}: the header has no column '{}' (is this a table from 'scalescope mlperf ingest'?)", source, c);
   }
@@ -225,6 +226,11 @@ std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
     run.malformed_lines = static_cast<uint64_t>(r.count("malformed_lines"));
     run.log_path = r.text("log_path");
     if (r.index.count("problem")) run.problem = r.text("problem");
+    if (r.index.count("progress_at_stop")) {
+      run.progress_at_stop = r.number<double>("progress_at_stop");
+      if (run.progress_at_stop && *run.progress_at_stop < 0)
+        fail("{}: line {}: progress_at_stop {} is negative", source, record_line, *run.progress_at_stop);
+    }
     if (run.submitter.empty() || run.system.empty() || run.benchmark.empty())
       fail("{}: line {}: submitter, system and benchmark must not be empty", source, record_line);
     runs.push_back(std::move(run));

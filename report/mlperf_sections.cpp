@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "mlperf/mlperf.hpp"
+#include "report/prediction_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 #include "scaling/scaling.hpp"
@@ -25,6 +26,38 @@ struct Group {
 };
 
 Json finite_or_null(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+
+// Per curve, the default model fitted on every measured size and asked for 2x
+// and 4x the largest; then how far such predictions held on the curves themselves.
+void add_prediction_blocks(Json& blocks, const std::vector<mlperf::Run>& runs) {
+  std::vector<mlperf::ScalingCurve> curves;
+  try {
+    curves = mlperf::scaling_curves(runs, {});
+  } catch (const Error&) {
+    return;  // nothing scored: the sections above say so
+  }
+  std::vector<mlperf::CurveForecast> forecasts;
+  for (const auto& c : curves) {
+    if (c.sizes.size() < 2) continue;
+    const int largest = c.sizes.back().accelerators;
+    mlperf::PredictOptions p;
+    p.predict = {largest * 2, largest * 4};
+    mlperf::AnalyzeOptions only;
+    only.benchmark = c.benchmark;
+    only.accelerator = c.accelerator;
+    for (auto& f : mlperf::predict(runs, only, p))
+      if (f.curve.name() == c.name()) forecasts.push_back(std::move(f));
+  }
+  if (forecasts.empty()) return;
+  blocks.push_back(paragraph(
+      "Predictions: each curve (two or more sizes) fitted on every measured size and asked for twice and four "
+      "times its largest size, with an 80% prediction interval. The tables after it show how far such "
+      "predictions held when the curves' own larger sizes were hidden (`scalescope mlperf validate`)."));
+  blocks.push_back(table_block(mlperf_predictions_table(forecasts)));
+  const auto v = mlperf::validate(runs, {});
+  if (v.curves > 0)
+    for (const auto& t : validation_tables(v, false)) blocks.push_back(table_block(t));
+}
 
 }  // namespace
 
@@ -108,6 +141,7 @@ void add_mlperf_sections(Document& doc, const std::string& label, const std::vec
                                              "above the threshold)."})}});
   }
   blocks.push_back(table_block(summary));
+  add_prediction_blocks(blocks, runs);
   doc.sections.push_back(section("MLPerf Training: " + label, "Scaling across submitted systems", std::move(blocks)));
 }
 

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "scaling/least_squares.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::scaling {
@@ -74,6 +75,49 @@ bool solve_subset(const std::vector<std::vector<double>>& a, const std::vector<d
   return true;
 }
 
+struct Basis {
+  std::vector<std::string> names;
+  std::vector<double> (*row)(int gpus);
+};
+
+std::vector<double> amdahl_row(int n) { return {1.0 / n, 1.0}; }
+std::vector<double> latency_row(int n) { return {1.0 / n, static_cast<double>(n - 1), 1.0}; }
+
+Basis basis_for(ModelKind kind, bool with_comm) {
+  if (kind == ModelKind::kAmdahl || with_comm) return {{"a", "c"}, amdahl_row};
+  return {{"a", "d", "c"}, latency_row};
+}
+
+double comm_time(const std::optional<CommModel>& comm, ModelKind kind, int gpus) {
+  return (kind == ModelKind::kComputeCommFixed && comm) ? comm->time(gpus) : 0.0;
+}
+
+// Fits on `points` (relative weights); returns coefficients.
+std::vector<double> fit_coefficients(ModelKind kind, const Basis& basis, const std::vector<FitPoint>& points,
+                                     const std::optional<CommModel>& comm) {
+  std::vector<std::vector<double>> a;
+  std::vector<double> b;
+  for (const auto& pt : points) {
+    auto row = basis.row(pt.gpus);
+    for (double& v : row) v /= pt.time;
+    a.push_back(std::move(row));
+    b.push_back((pt.time - comm_time(comm, kind, pt.gpus)) / pt.time);
+  }
+  return detail::nnls(a, b, basis.names.size());
+}
+
+double evaluate(ModelKind kind, const Basis& basis, const std::vector<double>& x, const std::optional<CommModel>& comm,
+                int gpus) {
+  const auto row = basis.row(gpus);
+  double t = comm_time(comm, kind, gpus);
+  for (size_t j = 0; j < row.size(); ++j) t += row[j] * x[j];
+  return t;
+}
+
+}  // namespace
+
+namespace detail {
+
 // Exact non-negative least squares for a handful of columns: every subset of
 // free columns is solved unconstrained; the feasible one with the smallest
 // residual wins (the NNLS optimum is one of them).
@@ -103,46 +147,22 @@ std::vector<double> nnls(const std::vector<std::vector<double>>& a, const std::v
   return best;
 }
 
-struct Basis {
-  std::vector<std::string> names;
-  std::vector<double> (*row)(int gpus);
-};
-
-std::vector<double> amdahl_row(int n) { return {1.0 / n, 1.0}; }
-std::vector<double> latency_row(int n) { return {1.0 / n, static_cast<double>(n - 1), 1.0}; }
-
-Basis basis_for(ModelKind kind, bool with_comm) {
-  if (kind == ModelKind::kAmdahl || with_comm) return {{"a", "c"}, amdahl_row};
-  return {{"a", "d", "c"}, latency_row};
+size_t fixed_law_parameters(ModelKind kind, bool with_comm) {
+  return basis_for(kind, kind == ModelKind::kComputeCommFixed && with_comm).names.size();
 }
 
-double comm_time(const std::optional<CommModel>& comm, ModelKind kind, int gpus) {
-  return (kind == ModelKind::kComputeCommFixed && comm) ? comm->time(gpus) : 0.0;
+std::vector<double> fit_fixed_law(ModelKind kind, const std::vector<FitPoint>& points,
+                                  const std::optional<CommModel>& comm) {
+  return fit_coefficients(kind, basis_for(kind, kind == ModelKind::kComputeCommFixed && comm.has_value()), points,
+                          comm);
 }
 
-// Fits on `points` (relative weights); returns coefficients.
-std::vector<double> fit_coefficients(ModelKind kind, const Basis& basis, const std::vector<FitPoint>& points,
-                                     const std::optional<CommModel>& comm) {
-  std::vector<std::vector<double>> a;
-  std::vector<double> b;
-  for (const auto& pt : points) {
-    auto row = basis.row(pt.gpus);
-    for (double& v : row) v /= pt.time;
-    a.push_back(std::move(row));
-    b.push_back((pt.time - comm_time(comm, kind, pt.gpus)) / pt.time);
-  }
-  return nnls(a, b, basis.names.size());
+double evaluate_fixed_law(ModelKind kind, const std::vector<double>& x, const std::optional<CommModel>& comm,
+                          int gpus) {
+  return evaluate(kind, basis_for(kind, kind == ModelKind::kComputeCommFixed && comm.has_value()), x, comm, gpus);
 }
 
-double evaluate(ModelKind kind, const Basis& basis, const std::vector<double>& x, const std::optional<CommModel>& comm,
-                int gpus) {
-  const auto row = basis.row(gpus);
-  double t = comm_time(comm, kind, gpus);
-  for (size_t j = 0; j < row.size(); ++j) t += row[j] * x[j];
-  return t;
-}
-
-}  // namespace
+}  // namespace detail
 
 // ---------------------------------------------------------------------------
 
@@ -510,6 +530,8 @@ const char* model_name(ModelKind kind) {
   switch (kind) {
     case ModelKind::kAmdahl: return "amdahl";
     case ModelKind::kComputeCommFixed: return "compute+comm+fixed";
+    case ModelKind::kStepConverge: return "step x converge";
+    case ModelKind::kPowerLaw: return "power law";
   }
   return "?";
 }
@@ -521,7 +543,14 @@ std::vector<std::string> model_assumptions(ModelKind kind, bool with_comm) {
       "Fixed per-step costs (data loading, optimizer, launch overhead) do not change with N.",
       "The fit minimizes relative error on the medians; it is as good as the GPU counts measured.",
   };
-  if (kind == ModelKind::kAmdahl) {
+  if (kind == ModelKind::kStepConverge) {
+    out[0] = "The global batch may grow with N (as in MLPerf); its law B(N) is fitted on the measured sizes, "
+             "or told (--global-batch-grows), and assumed to hold at the predicted sizes.";
+    out.push_back("step x converge: time per unit of progress is k/N + c/B(N) (compute split over N, a fixed "
+                  "per-step cost c shared by the batch); progress to converge grows as B^g, 0 <= g <= 1.");
+  } else if (kind == ModelKind::kPowerLaw) {
+    out.push_back("power law: T(N) = A N^-b keeps the slope of the measured sizes on a log-log plot.");
+  } else if (kind == ModelKind::kAmdahl) {
     out.push_back("Amdahl: a serial fraction s does not shrink with N; communication is folded into s.");
   } else if (with_comm) {
     out.push_back(
@@ -538,6 +567,8 @@ std::vector<std::string> model_assumptions(ModelKind kind, bool with_comm) {
 
 Fit fit_model(ModelKind kind, const std::vector<FitPoint>& points, const std::optional<CommModel>& comm,
               const std::vector<int>& predict_gpus, int ref_gpus, double ref_time) {
+  if (kind != ModelKind::kAmdahl && kind != ModelKind::kComputeCommFixed)
+    fail("fit_model fits amdahl and compute+comm+fixed; {} is fitted by fit_curve", model_name(kind));
   Fit f;
   f.kind = kind;
   const bool with_comm = kind == ModelKind::kComputeCommFixed && comm.has_value();

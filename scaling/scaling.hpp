@@ -196,6 +196,15 @@ enum class ModelKind {
   // (not fitted) and a, c >= 0 are fitted; without one, comm(N) = d*(N-1)
   // (a per-hop latency-like term) and a, d, c >= 0 are fitted.
   kComputeCommFixed,
+  // Time-to-train = steps to converge x time per step, for runs whose global
+  // batch B grows with N (MLPerf): time per unit of progress u(N) = k/N + c/B(N)
+  // (compute split over N; a fixed per-step cost c, shared by the B samples of
+  // a step), progress to converge P(B) = P0 (B/B0)^g with g in [0, 1] (more
+  // samples at a larger batch, at most in proportion), T = P(B(N)) u(N). B(N)
+  // is fitted on the points as B0 (N/N0)^b, b in [0, 1]. Fitted by fit_curve only.
+  kStepConverge,
+  // T(N) = A N^-b (least squares on log T against log N). Fitted by fit_curve only.
+  kPowerLaw,
 };
 const char* model_name(ModelKind kind);
 
@@ -226,12 +235,135 @@ struct FitPoint {
 // Non-negative least squares on relative error (weights 1/T^2): exact NNLS by
 // trying every subset of the (at most 3) parameters. Needs at least as many
 // distinct GPU counts as parameters, else ok=false with a note. ref_gpus/ref_time
-// give E' of predictions.
+// give E' of predictions. kAmdahl and kComputeCommFixed only (fit_curve fits all).
 Fit fit_model(ModelKind kind, const std::vector<FitPoint>& points, const std::optional<CommModel>& comm,
               const std::vector<int>& predict_gpus, int ref_gpus, double ref_time);
 
 // Assumptions behind fit_model, one sentence each, for docs and reports.
 std::vector<std::string> model_assumptions(ModelKind kind, bool with_comm);
+
+// ---------------------------------------------------------------------------
+// Prediction along a scaling curve, with a prediction interval
+// (curve_prediction.cpp). The methods and the evidence behind the default
+// model are in docs/scaling.md, "Prediction".
+//
+//   auto f = scaling::fit_curve(scaling::ModelKind::kStepConverge,
+//                               {{8, 30.0, 256, 2.0e6}, {16, 17.0, 512, 2.4e6}}, {64}, {});
+//   // f.predictions[0]: time, low, high (80 %), the batch assumed at 64
+
+struct CurvePoint {
+  int gpus = 0;
+  double time = 0;                      // > 0; the curve's time (e.g. minutes to train)
+  std::optional<double> global_batch;   // samples per step at this size, when known
+  std::optional<double> progress;       // work done to converge (epochs, samples, tokens), when known
+};
+
+struct CurveFitOptions {
+  double level = 0.8;              // of the prediction interval
+  std::optional<CommModel> comm;   // measured communication for kComputeCommFixed
+  // Points without a global batch: false = the same batch at every size; true
+  // = the batch grows as N (fixed per-GPU batch) and each point's time is of
+  // a fixed number of steps (a sweep's per-step or per-run time).
+  bool batch_grows = false;
+};
+
+struct CurvePrediction {
+  int gpus = 0;
+  double time = 0;          // NaN when the fit gives bounds only (one measured size)
+  double low = 0, high = 0; // prediction interval at the fit's level
+  double global_batch = 0;  // the batch assumed at this size (kStepConverge), else NaN
+  double extrapolation = 0; // gpus / the largest fitted count (or smallest / gpus below the range)
+};
+
+struct CurveFit {
+  ModelKind kind = ModelKind::kStepConverge;
+  bool ok = false;          // a model was fitted; false: bounds only or nothing (see note)
+  size_t points = 0;        // sizes fitted
+  size_t parameters = 0;
+  int fit_min_gpus = 0, fit_max_gpus = 0;
+  double level = 0.8;
+  // Spread of the interval on log time: sqrt(residual_sd^2 + (tau d)^2), d =
+  // 1 + log2 of the extrapolation factor; tau per model from the MLPerf v4.1
+  // validation (extrapolation_spread), residual_sd from this fit's residuals
+  // (NaN when no degree of freedom is left).
+  double residual_sd = 0;
+  double tau = 0;
+  double loo_mean_abs_rel_error = 0, loo_max_abs_rel_error = 0;  // NaN without spare points
+  std::string formula, note;
+  std::vector<CurvePrediction> predictions;
+};
+
+// Fits `kind` to the points (distinct GPU counts; a repeated count keeps the
+// faster time) and predicts each of `predict`. One point: bounds only (ideal
+// scaling to no speedup), time NaN, ok=false. Too few points for the model: ok=false,
+// no predictions. Throws scalescope::Error on a count < 1 or a time that is not
+// a positive number.
+CurveFit fit_curve(ModelKind kind, const std::vector<CurvePoint>& points, const std::vector<int>& predict,
+                   const CurveFitOptions& options);
+
+// tau of each model: the per-doubling spread of its log extrapolation error
+// over the MLPerf v4.1 curves (docs/scaling.md has the table it came from).
+double extrapolation_spread(ModelKind kind);
+
+// The default model of `mlperf analyze --predict` and `scaling --predict`, chosen by the validation.
+inline constexpr ModelKind kDefaultCurveModel = ModelKind::kStepConverge;
+
+// ---- validation: fit on the smallest k sizes, predict each larger one ----
+
+struct NamedCurve {
+  std::string name;   // e.g. "bert on H100-SXM5-80GB"
+  std::string group;  // held out together when estimating tau (e.g. the benchmark)
+  std::vector<CurvePoint> points;
+};
+
+struct ValidationCase {
+  std::string curve, group;
+  ModelKind kind = ModelKind::kStepConverge;
+  size_t fit_points = 0;
+  int fit_max_gpus = 0, gpus = 0;
+  double factor = 0;  // gpus / fit_max_gpus
+  double predicted = 0, low = 0, high = 0, measured = 0;
+  double rel_error = 0;       // (predicted - measured) / measured
+  bool covered = false;       // low <= measured <= high
+  bool covered_held_out = false;  // same, tau estimated without this case's group
+};
+
+struct ValidationBucket {
+  ModelKind kind = ModelKind::kStepConverge;
+  std::string bucket;  // "2x", "4x", "8x", "16x+" or "all"
+  size_t cases = 0;
+  double median_abs_rel_error = 0, worst_abs_rel_error = 0;
+  std::string worst;   // the worst case: "bert on H100 fitted up to 8, at 64"
+  double coverage = 0, coverage_held_out = 0;
+};
+
+struct ValidationCurve {
+  std::string curve;
+  ModelKind kind = ModelKind::kStepConverge;
+  size_t sizes = 0, cases = 0;
+  double median_abs_rel_error = 0, worst_abs_rel_error = 0;
+  int worst_fit_max_gpus = 0, worst_gpus = 0;
+};
+
+struct Validation {
+  double level = 0.8;
+  size_t curves = 0;                       // curves with at least min_sizes sizes
+  std::vector<ValidationCase> cases;
+  std::vector<ValidationBucket> buckets;   // per model: 2x, 4x, 8x, 16x+, all
+  std::vector<ValidationCurve> per_curve;  // per model and curve
+  // tau re-estimated from all the cases of each model (the level-quantile of
+  // |log error| / d over z): what extrapolation_spread should be on this evidence.
+  std::vector<std::pair<ModelKind, double>> tau_estimates;
+};
+
+// The extrapolation bucket of a factor: "2x" below 2*sqrt(2), "4x" below
+// 4*sqrt(2), "8x" below 8*sqrt(2), else "16x+".
+const char* extrapolation_bucket(double factor);
+
+// Every curve with at least min_sizes sizes, for k = 2 .. sizes-1: fit each
+// model on the smallest k sizes and predict every larger measured one.
+Validation validate_curves(const std::vector<NamedCurve>& curves, const std::vector<ModelKind>& kinds,
+                           size_t min_sizes = 4, double level = 0.8);
 
 // ---------------------------------------------------------------------------
 // JSON (nlohmann ADL hooks: json j = summary;).
@@ -242,5 +374,8 @@ void to_json(nlohmann::json& j, const ScalingTable& t);
 void to_json(nlohmann::json& j, const Comparison& c);
 void to_json(nlohmann::json& j, const Prediction& p);
 void to_json(nlohmann::json& j, const Fit& f);
+void to_json(nlohmann::json& j, const CurvePrediction& p);
+void to_json(nlohmann::json& j, const CurveFit& f);
+void to_json(nlohmann::json& j, const Validation& v);
 
 }  // namespace scalescope::scaling

@@ -42,5 +42,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const scalescope::Error&) {
     }
   }
+  // Curves with batches and progress taken from the same bytes (any sign, NaN, inf).
+  std::vector<CurvePoint> cp;
+  for (size_t i = 0; i + 2 < v.size(); i += 3) cp.push_back({1 << (i % 12), v[i], v[i + 1], v[i + 2]});
+  for (auto kind : {ModelKind::kStepConverge, ModelKind::kPowerLaw, ModelKind::kAmdahl, ModelKind::kComputeCommFixed}) {
+    try {
+      CurveFitOptions o;
+      o.batch_grows = data[0] & 1;
+      const auto f = fit_curve(kind, cp, {1, 3, 4096}, o);
+      (void)validate_curves({{"fuzz", "fuzz", cp}}, {kind}, 4, 0.8);
+      for (const auto& p : f.predictions)
+        if (f.ok && p.time > 0 && std::isfinite(p.time) && std::isfinite(p.low) && !(p.low <= p.time && p.time <= p.high))
+          __builtin_trap();
+    } catch (const scalescope::Error&) {
+    }
+  }
   return 0;
 }

@@ -156,13 +156,19 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
   report::Table breakeven("Break-even point", {"config", "rule", "gpus", "detail"});
   report::Table predictions("Prediction", std::vector<report::Column>{
                                               report::Column("config"), report::Column("model"), report::Column("gpus"),
-                                              report::Column::significant("time", 4), report::Column("efficiency"),
+                                              report::Column::significant("time", 4),
+                                              report::Column::significant("low", 4),
+                                              report::Column::significant("high", 4), report::Column("efficiency"),
                                               report::Column("loo_mean_rel_err"), report::Column("loo_max_rel_err"),
                                               report::Column("fit")});
   std::vector<std::string> weak_notes;  // printed first under the scaling table
   bool generic_warning_given = false;
   std::string ci_method, knee_method;
   std::vector<std::string> assumptions;
+  // The default model first when the batch grows (without a batch law it is Amdahl's law).
+  std::vector<scaling::ModelKind> kinds = {scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed,
+                                           scaling::ModelKind::kPowerLaw};
+  if (options.global_batch_grows) kinds.insert(kinds.begin(), scaling::ModelKind::kStepConverge);
   for (size_t ci = 0; ci < configs.size(); ++ci) {
     std::vector<scaling::ScalingPoint> pts;
     for (const auto& [key, g] : groups) {
@@ -239,43 +245,61 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
     knee_method = t.break_even.knee_method;
     for (const auto& n : t.break_even.notes) breakeven.add_note(label + ": " + n);
 
-    if (!options.predict.empty() && weak) {
-      predictions.add_row({label, std::string("-"), Cell(), Cell(), Cell(), Cell(), Cell(),
-                           std::string("not fitted: the models assume strong scaling (same work per step)")});
+    if (!options.predict.empty() && weak && !options.global_batch_grows) {
+      predictions.add_row({label, std::string("-"), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(),
+                           std::string("not fitted: the models assume strong scaling (same work per step); "
+                                       "--global-batch-grows fits the step x converge model")});
     } else if (!options.predict.empty()) {
-      std::vector<scaling::FitPoint> fp;
-      for (const auto& r : t.rows) fp.push_back({r.gpus, r.time.median});
-      const auto& ref_row = *std::find_if(t.rows.begin(), t.rows.end(), [&](const auto& r) { return r.gpus == t.ref_gpus; });
-      std::optional<scaling::CommModel> comm;
+      // Medians of the metric as measured (a time per unit of work under --weak
+      // would hide the per-step costs that the models describe).
+      std::vector<scaling::CurvePoint> fp;
+      for (const auto& [key, g] : groups)
+        if (key.first == ci && !g.values.empty()) fp.push_back({key.second, median(scaling::to_time_samples(g.values, better)), {}, {}});
+      const auto ref_it = std::find_if(fp.begin(), fp.end(), [&](const auto& p) { return p.gpus == t.ref_gpus; });
+      const double ref_time = ref_it != fp.end() ? ref_it->time : fp.front().time;
+      const int ref_gpus = ref_it != fp.end() ? ref_it->gpus : fp.front().gpus;
+      scaling::CurveFitOptions fo;
+      fo.batch_grows = options.global_batch_grows;
       if (metric == "iteration_s") {
         // Measured communication at the largest GPU count that traced all-reduces.
         for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
           if (it->first.first != ci || it->second.busbw.empty() || it->second.bytes_per_iter.empty() ||
               it->first.second < 2)
             continue;
-          comm = scaling::CommModel{median(it->second.bytes_per_iter), median(it->second.busbw), 0.0};
+          fo.comm = scaling::CommModel{median(it->second.bytes_per_iter), median(it->second.busbw), 0.0};
           break;
         }
       }
-      for (auto kind : {scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed}) {
-        const auto f = scaling::fit_model(kind, fp, comm, options.predict, t.ref_gpus, ref_row.time.median);
-        if (!f.ok) {
+      for (auto kind : kinds) {
+        const auto f = scaling::fit_curve(kind, fp, options.predict, fo);
+        if (!f.ok && f.predictions.empty()) {
           predictions.add_row({label, std::string(scaling::model_name(kind)), Cell(), Cell(), Cell(), Cell(), Cell(),
-                               "not fitted: " + f.note});
+                               Cell(), Cell(), "not fitted: " + f.note});
           continue;
         }
-        for (const auto& p : f.predictions)
-          predictions.add_row({label, std::string(scaling::model_name(kind)), int64_t{p.gpus}, p.time,
-                               num(p.efficiency), num(f.loo_mean_abs_rel_error), num(f.loo_max_abs_rel_error),
-                               f.formula});
-        if (!f.note.empty()) predictions.add_note(fmt::format("{} {}: {}", label, scaling::model_name(kind), f.note));
+        for (const auto& p : f.predictions) {
+          // E' of a predicted time: GPU-hours against the reference, or under a
+          // growing batch (a step does N/N_ref times the work) T_ref / T.
+          const double e = options.global_batch_grows ? ref_time / p.time : ref_gpus * ref_time / (p.gpus * p.time);
+          predictions.add_row({label, std::string(f.ok ? scaling::model_name(kind) : "bounds only"),
+                               int64_t{p.gpus}, num(p.time), num(p.low), num(p.high), num(e),
+                               num(f.loo_mean_abs_rel_error), num(f.loo_max_abs_rel_error),
+                               f.ok ? f.formula : f.note});
+        }
+        if (f.ok && !f.note.empty())
+          predictions.add_note(fmt::format("{} {}: {}", label, scaling::model_name(kind), f.note));
+        if (!f.ok) break;  // bounds only: the same for every model
       }
-      for (auto kind : {scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed})
-        for (const auto& a : scaling::model_assumptions(kind, comm.has_value()))
+      for (auto kind : kinds)
+        for (const auto& a : scaling::model_assumptions(kind, fo.comm.has_value()))
           if (std::find(assumptions.begin(), assumptions.end(), a) == assumptions.end()) assumptions.push_back(a);
     }
   }
   for (const auto& a : assumptions) predictions.add_note("assumption: " + a);
+  if (!options.predict.empty())
+    predictions.add_note("low/high: 80% prediction interval, exp(+-z sd) with sd = sqrt(residual_sd^2 + (tau d)^2): "
+                         "the fit's log residuals and each model's extrapolation spread per doubling on the MLPerf "
+                         "v4.1 curves (docs/scaling.md, \"Prediction\"); one measured size gives bounds only");
   if (!knee_method.empty()) breakeven.add_note("rule (b): " + knee_method);
   for (const auto& n : weak_notes) main.add_note(n);
   if (weak_asked && higher)

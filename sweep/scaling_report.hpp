@@ -28,6 +28,11 @@ struct ScalingReportOptions {
   // step time / N, or per sample with samples_per_gpu_step.
   std::optional<bool> weak;
   std::optional<double> samples_per_gpu_step;  // images or tokens per GPU per step (implies weak)
+  // Predictions: the global batch grows in proportion to N (a fixed per-GPU
+  // batch) and each run's metric is the time of a step or of a fixed number of
+  // steps. Adds the step x converge model (scaling::fit_curve with
+  // batch_grows), fitted on the metric as measured, also under --weak.
+  bool global_batch_grows = false;
 };
 
 // Throws Error when no run of the sweep has the metric (after printing nothing):

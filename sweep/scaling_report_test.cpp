@@ -100,11 +100,22 @@ TEST(ScalingReport, PredictionAndCompareOptions) {
   o.compare = Variable::parse("pin=1,0");
   const auto tables = scaling_report(make_sweep(), o);
   const auto& pred = find(tables, "Prediction");
-  // Two configurations x two models x two GPU counts.
-  ASSERT_EQ(pred.rows().size(), 8u);
+  // Two configurations x three models (Amdahl, compute+comm+fixed, power law) x two GPU counts.
+  ASSERT_EQ(pred.rows().size(), 12u);
   // pin=0, Amdahl: T(8) = 100/8 + 10 exactly (the data follow Amdahl's law).
   EXPECT_EQ(s(pred.rows()[0][1]), "amdahl");
   EXPECT_NEAR(d(pred.rows()[0][3]), 22.5, 0.2);
+  // The 80% interval around it: 8 is 2x the largest count (4), so d = 2.
+  EXPECT_LT(d(pred.rows()[0][4]), 22.5);
+  EXPECT_GT(d(pred.rows()[0][5]), 22.5);
+  EXPECT_EQ(s(pred.rows()[4][1]), "power law");
+  // --global-batch-grows puts the step x converge model first.
+  ScalingReportOptions g;
+  g.predict = {8};
+  g.global_batch_grows = true;
+  const auto grown = scaling_report(make_sweep(), g);
+  EXPECT_EQ(s(find(grown, "Prediction").rows()[0][1]), "step x converge");
+  EXPECT_EQ(find(grown, "Prediction").rows().size(), 8u);
   const auto& cmp = find(tables, "Configurations compared");
   EXPECT_EQ(s(cmp.rows()[0][1]), "1");
   EXPECT_NEAR(d(cmp.rows()[0][9]), 1 / 0.9, 1e-9);
@@ -181,7 +192,12 @@ TEST(ScalingReportWeak, WeakTurnsStepTimesIntoTimePerUnitOfWork) {
   EXPECT_NEAR(d(main.rows()[1][9]), 0.073 / 0.085, 1e-9);     // E' = T_step(1) / T_step(2) = 0.86
   EXPECT_NEAR(d(main.rows()[1][6]), 2 * 0.073 / 0.085, 1e-9);  // S
   EXPECT_THAT(notes_of(main), Not(HasSubstr("WARNING")));
-  EXPECT_THAT(s(find(tables, "Prediction").rows()[0][7]), HasSubstr("not fitted: the models assume strong scaling"));
+  EXPECT_THAT(s(find(tables, "Prediction").rows()[0][9]), HasSubstr("not fitted: the models assume strong scaling"));
+  // A growing global batch is fitted under --weak too, on the step times as measured.
+  o.global_batch_grows = true;
+  const auto grown = scaling_report(iteration_sweep(std::make_pair(0.050, 0.051)), o);
+  EXPECT_EQ(s(find(grown, "Prediction").rows()[0][1]), "step x converge");
+  o.global_batch_grows = false;
   // Per sample with the per-GPU batch: seconds per image, the same E'.
   o.samples_per_gpu_step = 128;
   tables = scaling_report(iteration_sweep(std::nullopt), o);

@@ -1,0 +1,157 @@
+// The scaling curves of published results (the fastest scored system at each
+// accelerator count, per benchmark, accelerator model and division) and
+// predictions along them through scaling::fit_curve. Results are typed; the
+// tables are built in report/prediction_tables.cpp.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "mlperf/mlperf.hpp"
+#include "trace/error.hpp"
+
+namespace scalescope::mlperf {
+
+namespace {
+
+using FolderKey = std::tuple<std::string, std::string, std::string>;  // submitter, system, folder
+
+struct FolderFacts {
+  std::optional<double> global_batch_size;
+  std::optional<double> progress;  // mean over converged runs, before the RCP factor
+};
+
+std::map<FolderKey, FolderFacts> folder_facts(const std::vector<Run>& runs) {
+  std::map<FolderKey, std::map<int64_t, int>> batches;
+  std::map<FolderKey, std::pair<double, int>> progress;  // sum, count
+  std::map<FolderKey, bool> progress_missing;
+  for (const Run& r : runs) {
+    const FolderKey key{r.submitter, r.system, r.benchmark_folder};
+    if (r.global_batch_size && *r.global_batch_size > 0) ++batches[key][*r.global_batch_size];
+    if (!r.converged) continue;
+    if (r.progress_at_stop && *r.progress_at_stop > 0) {
+      progress[key].first += *r.progress_at_stop;
+      ++progress[key].second;
+    } else {
+      progress_missing[key] = true;
+    }
+  }
+  std::map<FolderKey, FolderFacts> out;
+  for (const auto& [key, counts] : batches) {
+    const auto most = std::max_element(counts.begin(), counts.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    out[key].global_batch_size = static_cast<double>(most->first);
+  }
+  // A folder where some converged run lacks its progress has no progress:
+  // a mean over the others would not be the work of the scored runs.
+  for (const auto& [key, sum] : progress)
+    if (!progress_missing.count(key)) out[key].progress = sum.first / sum.second;
+  return out;
+}
+
+}  // namespace
+
+std::string ScalingCurve::name() const {
+  return division.empty() || division == "closed" ? fmt::format("{} on {}", benchmark, accelerator)
+                                                  : fmt::format("{} on {} ({} division)", benchmark, accelerator, division);
+}
+
+std::vector<scaling::CurvePoint> ScalingCurve::points(std::optional<int> up_to) const {
+  std::vector<scaling::CurvePoint> out;
+  for (const auto& s : sizes)
+    if (!up_to || s.accelerators <= *up_to) out.push_back({s.accelerators, s.minutes, s.global_batch_size, s.progress});
+  return out;
+}
+
+std::vector<ScalingCurve> scaling_curves(const std::vector<Run>& runs, const AnalyzeOptions& options) {
+  const std::vector<Score> scores = score_folders(runs);
+  const auto facts = folder_facts(runs);
+  const std::string want_bench = options.benchmark.empty() ? "" : canonical_benchmark(options.benchmark);
+  const std::string want_acc = accelerator_key(options.accelerator);
+  using Group = std::tuple<std::string, std::string, std::string>;  // benchmark, accelerator key, division
+  std::map<Group, std::map<int, CurveSize>> groups;
+  std::map<std::string, std::map<std::string, int>> spellings;
+  for (const Score& s : scores) {
+    if (!want_bench.empty() && s.benchmark != want_bench) continue;
+    const std::string key = accelerator_key(s.accelerator);
+    if (!want_acc.empty() && key.find(want_acc) == std::string::npos) continue;
+    if (!s.minutes || s.accelerators <= 0 || key.empty()) continue;
+    ++spellings[key][accelerator_display(s.accelerator)];
+    auto& slot = groups[{s.benchmark, key, s.division}];
+    auto it = slot.find(s.accelerators);
+    if (it != slot.end() && it->second.minutes <= *s.minutes) continue;
+    CurveSize c;
+    c.accelerators = s.accelerators;
+    c.minutes = *s.minutes;
+    c.system = s.system;
+    c.submitter = s.submitter;
+    if (auto f = facts.find({s.submitter, s.system, s.benchmark_folder}); f != facts.end()) {
+      c.global_batch_size = f->second.global_batch_size;
+      if (f->second.progress) c.progress = *f->second.progress * s.scaling_factor.value_or(1.0);
+    }
+    slot[s.accelerators] = c;
+  }
+  if (groups.empty())
+    fail("no scored MLPerf result matches{}{}", want_bench.empty() ? "" : " benchmark '" + options.benchmark + "'",
+         want_acc.empty() ? "" : " accelerator '" + options.accelerator + "'");
+  std::vector<ScalingCurve> out;
+  for (const auto& [group, sizes] : groups) {
+    ScalingCurve c;
+    c.benchmark = std::get<0>(group);
+    const auto& sp = spellings[std::get<1>(group)];
+    c.accelerator = std::max_element(sp.begin(), sp.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+    c.division = std::get<2>(group);
+    for (const auto& [n, size] : sizes) c.sizes.push_back(size);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<CurveForecast> predict(const std::vector<Run>& runs, const AnalyzeOptions& filter,
+                                   const PredictOptions& options) {
+  if (options.predict.empty()) fail("--predict needs at least one accelerator count");
+  if (!(options.level > 0 && options.level < 1)) fail("--level {} is not between 0 and 1", options.level);
+  for (int n : options.predict)
+    if (n < 1) fail("--predict {}: an accelerator count must be a positive number", n);
+  if (options.fit_up_to && *options.fit_up_to < 1)
+    fail("--fit-up-to {}: an accelerator count must be a positive number", *options.fit_up_to);
+  std::vector<CurveForecast> out;
+  for (auto& curve : scaling_curves(runs, filter)) {
+    CurveForecast f;
+    const auto points = curve.points(options.fit_up_to);
+    if (points.empty()) continue;
+    for (const auto& p : points) f.fitted.push_back(p.gpus);
+    scaling::CurveFitOptions fo;
+    fo.level = options.level;
+    f.fit = scaling::fit_curve(options.model, points, options.predict, fo);
+    for (int n : options.predict) {
+      auto it = std::find_if(curve.sizes.begin(), curve.sizes.end(),
+                             [n](const CurveSize& s) { return s.accelerators == n; });
+      f.measured.push_back(it == curve.sizes.end() ? std::nullopt : std::optional<CurveSize>(*it));
+    }
+    f.curve = std::move(curve);
+    out.push_back(std::move(f));
+  }
+  if (out.empty())
+    fail("--fit-up-to {}: no curve has a measured size at or below it", options.fit_up_to.value_or(0));
+  return out;
+}
+
+std::vector<scaling::NamedCurve> named_curves(const std::vector<ScalingCurve>& curves) {
+  std::vector<scaling::NamedCurve> out;
+  for (const auto& c : curves) out.push_back({c.name(), c.benchmark, c.points()});
+  return out;
+}
+
+scaling::Validation validate(const std::vector<Run>& runs, const AnalyzeOptions& filter, double level) {
+  if (!(level > 0 && level < 1)) fail("--level {} is not between 0 and 1", level);
+  return scaling::validate_curves(named_curves(scaling_curves(runs, filter)),
+                                  {scaling::kDefaultCurveModel, scaling::ModelKind::kPowerLaw,
+                                   scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed},
+                                  4, level);
+}
+
+}  // namespace scalescope::mlperf

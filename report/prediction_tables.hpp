@@ -1,0 +1,28 @@
+#pragma once
+// Tables of scaling predictions and of their validation, from the typed
+// results of mlperf/ and scaling/ (the one place they are formatted).
+//
+//   report::mlperf_predictions_table(mlperf::predict(runs, {}, p)).print(std::cout, OutputFormat::kCsv);
+
+#include <vector>
+
+#include "report/table.hpp"
+
+namespace scalescope::mlperf {
+struct CurveForecast;
+}
+namespace scalescope::scaling {
+struct Validation;
+}
+
+namespace scalescope::report {
+
+// One table: a row per curve and predicted size (accelerators,
+// predicted_minutes, low, high, measured_minutes, ...), the fitted laws as notes.
+Table mlperf_predictions_table(const std::vector<mlperf::CurveForecast>& forecasts);
+
+// The error by extrapolation factor per model, the default model's error per
+// curve, and with `cases` every case.
+std::vector<Table> validation_tables(const scaling::Validation& validation, bool cases);
+
+}  // namespace scalescope::report

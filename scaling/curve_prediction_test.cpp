@@ -1,0 +1,199 @@
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "scaling/scaling.hpp"
+#include "trace/error.hpp"
+
+namespace scalescope::scaling {
+namespace {
+
+// A known step x converge law: B(N) = 256 (N/8), P(B) = 2e6 (B/256)^0.5,
+// time per unit of progress u = k/N + c/B.
+constexpr double kK = 4e-4, kC = 0.02;
+double true_batch(int n) { return 256.0 * n / 8.0; }
+double true_progress(double b) { return 2e6 * std::sqrt(b / 256.0); }
+double true_time(int n) {
+  const double b = true_batch(n);
+  return true_progress(b) * (kK / n + kC / b);
+}
+
+std::vector<CurvePoint> step_curve(std::initializer_list<int> sizes) {
+  std::vector<CurvePoint> out;
+  for (int n : sizes) out.push_back({n, true_time(n), true_batch(n), true_progress(true_batch(n))});
+  return out;
+}
+
+TEST(ScalingCurve, StepConvergeLawIsRecovered) {
+  const auto f = fit_curve(ModelKind::kStepConverge, step_curve({8, 16, 32, 64}), {256, 1024}, {});
+  ASSERT_TRUE(f.ok) << f.note;
+  ASSERT_EQ(f.predictions.size(), 2u);
+  for (const auto& p : f.predictions) {
+    EXPECT_NEAR(p.time / true_time(p.gpus), 1.0, 1e-9) << p.gpus;
+    EXPECT_NEAR(p.global_batch / true_batch(p.gpus), 1.0, 1e-9);
+    EXPECT_LT(p.low, p.time);
+    EXPECT_GT(p.high, p.time);
+  }
+  EXPECT_NEAR(f.residual_sd, 0.0, 1e-9);
+  EXPECT_NEAR(f.loo_max_abs_rel_error, 0.0, 1e-9);
+  EXPECT_DOUBLE_EQ(f.predictions[0].extrapolation, 4.0);
+}
+
+TEST(ScalingCurve, ProgressAtMostProportionalToBatch) {
+  // Progress that grows faster than the batch (g = 2) is clamped to g = 1: a
+  // larger batch never needs more steps. The fit then misses, and says so in its residuals.
+  std::vector<CurvePoint> pts;
+  for (int n : {8, 16, 32, 64}) {
+    const double b = 100.0 * n;
+    pts.push_back({n, 1e-3 * b * b / n, b, b * b});
+  }
+  const auto f = fit_curve(ModelKind::kStepConverge, pts, {128}, {});
+  ASSERT_TRUE(f.ok);
+  EXPECT_NE(f.formula.find("^1.000, P(B)"), std::string::npos) << f.formula;  // batch law exponent 1
+  EXPECT_TRUE(f.formula.ends_with("^1.000")) << f.formula;                      // progress law clamped to 1
+  EXPECT_GT(f.residual_sd, 0.1);
+}
+
+TEST(ScalingCurve, PowerAndAmdahlLawsAreRecovered) {
+  std::vector<CurvePoint> power, amdahl;
+  for (int n : {2, 4, 8, 16}) {
+    power.push_back({n, 500.0 * std::pow(n, -0.8), {}, {}});
+    amdahl.push_back({n, 100.0 / n + 3.0, {}, {}});
+  }
+  const auto p = fit_curve(ModelKind::kPowerLaw, power, {128}, {});
+  ASSERT_TRUE(p.ok);
+  EXPECT_NEAR(p.predictions[0].time, 500.0 * std::pow(128, -0.8), 1e-9);
+  const auto a = fit_curve(ModelKind::kAmdahl, amdahl, {128}, {});
+  ASSERT_TRUE(a.ok);
+  EXPECT_NEAR(a.predictions[0].time, 100.0 / 128 + 3.0, 1e-9);
+  // Without a batch or progress the step model is Amdahl's law on the time.
+  const auto s = fit_curve(ModelKind::kStepConverge, amdahl, {128}, {});
+  EXPECT_NEAR(s.predictions[0].time, 100.0 / 128 + 3.0, 1e-9);
+}
+
+TEST(ScalingCurve, OnePointGivesBoundsNotAPrediction) {
+  const auto f = fit_curve(ModelKind::kStepConverge, {{8, 40.0, 256.0, 1e6}}, {8, 32, 2}, {});
+  EXPECT_FALSE(f.ok);
+  ASSERT_EQ(f.predictions.size(), 3u);
+  EXPECT_DOUBLE_EQ(f.predictions[0].time, 40.0);  // the measured size itself
+  EXPECT_TRUE(std::isnan(f.predictions[1].time));
+  EXPECT_DOUBLE_EQ(f.predictions[1].low, 10.0);   // ideal scaling
+  EXPECT_DOUBLE_EQ(f.predictions[1].high, 40.0);  // no speedup
+  EXPECT_DOUBLE_EQ(f.predictions[2].low, 40.0);
+  EXPECT_DOUBLE_EQ(f.predictions[2].high, 160.0);
+  EXPECT_NE(f.note.find("only N=8 measured"), std::string::npos);
+}
+
+TEST(ScalingCurve, TwoPointsGiveAWideIntervalNotFalsePrecision) {
+  // Two sizes fit two parameters exactly: no residual is left, so the interval
+  // is the extrapolation spread alone, and it is wide at 4x.
+  const auto f = fit_curve(ModelKind::kAmdahl, {{8, 40.0, {}, {}}, {16, 21.0, {}, {}}}, {32, 64, 256}, {});
+  ASSERT_TRUE(f.ok);
+  EXPECT_TRUE(std::isnan(f.residual_sd));
+  EXPECT_NE(f.note.find("no residual left"), std::string::npos);
+  const double tau = extrapolation_spread(ModelKind::kAmdahl);
+  const double z = 1.2815515655446004;
+  // 4x: d = 1 + log2(4) = 3.
+  EXPECT_NEAR(std::log(f.predictions[1].high / f.predictions[1].time), z * tau * 3, 1e-9);
+  EXPECT_GT(f.predictions[1].high / f.predictions[1].low, 2.0);
+  // The interval widens with the extrapolation.
+  EXPECT_GT(f.predictions[2].high / f.predictions[2].low, f.predictions[1].high / f.predictions[1].low);
+  EXPECT_GT(f.predictions[1].high / f.predictions[1].low, f.predictions[0].high / f.predictions[0].low);
+}
+
+TEST(ScalingCurve, ResidualsWidenTheInterval) {
+  std::vector<CurvePoint> clean, noisy;
+  const double noise[] = {1.06, 0.95, 1.05, 0.94};
+  int i = 0;
+  for (int n : {2, 4, 8, 16}) {
+    clean.push_back({n, 100.0 / n + 3.0, {}, {}});
+    noisy.push_back({n, (100.0 / n + 3.0) * noise[i++], {}, {}});
+  }
+  const auto c = fit_curve(ModelKind::kAmdahl, clean, {64}, {});
+  const auto n = fit_curve(ModelKind::kAmdahl, noisy, {64}, {});
+  EXPECT_GT(n.residual_sd, 0.03);
+  EXPECT_GT(n.predictions[0].high / n.predictions[0].low, c.predictions[0].high / c.predictions[0].low);
+  EXPECT_GT(n.loo_mean_abs_rel_error, 0.01);
+}
+
+TEST(ScalingCurve, TooFewSizesAndBadInput) {
+  const auto f = fit_curve(ModelKind::kComputeCommFixed, {{8, 40.0, {}, {}}, {16, 21.0, {}, {}}}, {32}, {});
+  EXPECT_FALSE(f.ok);
+  EXPECT_TRUE(f.predictions.empty());
+  EXPECT_NE(f.note.find("needs at least 3"), std::string::npos);
+  EXPECT_THROW(fit_curve(ModelKind::kAmdahl, {{0, 1.0, {}, {}}}, {8}, {}), Error);
+  EXPECT_THROW(fit_curve(ModelKind::kAmdahl, {{8, -1.0, {}, {}}}, {8}, {}), Error);
+  EXPECT_THROW(fit_curve(ModelKind::kAmdahl, {{8, 1.0, {}, {}}}, {0}, {}), Error);
+  CurveFitOptions bad;
+  bad.level = 1.5;
+  EXPECT_THROW(fit_curve(ModelKind::kAmdahl, {{8, 1.0, {}, {}}}, {8}, bad), Error);
+  EXPECT_THROW(fit_model(ModelKind::kPowerLaw, {{8, 1.0}}, std::nullopt, {16}, 8, 1.0), Error);
+}
+
+TEST(ScalingCurve, GrowingBatchOfASweepKeepsTheStepTime) {
+  // A fixed per-GPU batch and a fixed number of steps: the step model keeps
+  // the step time (compute per GPU is constant), it does not divide it by N.
+  std::vector<CurvePoint> pts = {{1, 10.0, {}, {}}, {2, 10.4, {}, {}}, {4, 10.2, {}, {}}};
+  CurveFitOptions o;
+  o.batch_grows = true;
+  const auto f = fit_curve(ModelKind::kStepConverge, pts, {16}, o);
+  ASSERT_TRUE(f.ok);
+  EXPECT_NEAR(f.predictions[0].time, 10.2, 0.3);
+  EXPECT_NEAR(f.predictions[0].global_batch, 16.0, 1e-9);
+  // Without the option the same points read as strong scaling that stopped: Amdahl's flat line.
+  const auto strong = fit_curve(ModelKind::kStepConverge, pts, {16}, {});
+  EXPECT_TRUE(std::isnan(strong.predictions[0].global_batch) || strong.predictions[0].global_batch == 1.0);
+}
+
+TEST(ScalingCurve, ExtrapolationBuckets) {
+  EXPECT_STREQ(extrapolation_bucket(1.33), "2x");
+  EXPECT_STREQ(extrapolation_bucket(2.0), "2x");
+  EXPECT_STREQ(extrapolation_bucket(3.0), "4x");
+  EXPECT_STREQ(extrapolation_bucket(8.0), "8x");
+  EXPECT_STREQ(extrapolation_bucket(11.0), "8x");
+  EXPECT_STREQ(extrapolation_bucket(12.0), "16x+");
+  EXPECT_STREQ(extrapolation_bucket(100.0), "16x+");
+}
+
+TEST(ScalingValidation, ExactLawsValidateWithoutErrorAndNoisyOnesWithError) {
+  std::vector<NamedCurve> curves;
+  NamedCurve exact{"exact", "a", {}}, short_curve{"short", "b", {}}, noisy{"noisy", "c", {}};
+  for (int n : {8, 16, 32, 64, 128}) exact.points.push_back({n, 500.0 * std::pow(n, -0.9), {}, {}});
+  for (int n : {8, 16, 32}) short_curve.points.push_back({n, 1.0 / n, {}, {}});
+  const double noise[] = {1.0, 1.1, 0.9, 1.2};
+  int i = 0;
+  for (int n : {8, 16, 32, 64}) noisy.points.push_back({n, 500.0 * std::pow(n, -0.9) * noise[i++], {}, {}});
+  curves = {exact, short_curve, noisy};
+  const auto v = validate_curves(curves, {ModelKind::kPowerLaw, ModelKind::kAmdahl}, 4, 0.8);
+  EXPECT_EQ(v.curves, 2u);  // "short" has 3 sizes
+  // exact: k = 2, 3, 4 -> 3 + 2 + 1 cases per model; noisy: 2 + 1.
+  size_t power_cases = 0;
+  for (const auto& c : v.cases) {
+    EXPECT_NE(c.curve, "short");
+    if (c.kind != ModelKind::kPowerLaw) continue;
+    ++power_cases;
+    if (c.curve == "exact") {
+      EXPECT_NEAR(c.rel_error, 0.0, 1e-9);
+      EXPECT_TRUE(c.covered);
+    }
+  }
+  EXPECT_EQ(power_cases, 9u);
+  bool saw_all = false;
+  for (const auto& b : v.buckets) {
+    if (b.kind == ModelKind::kPowerLaw && b.bucket == "all") {
+      saw_all = true;
+      EXPECT_EQ(b.cases, 9u);
+      EXPECT_GT(b.worst_abs_rel_error, 0.05);  // the noisy curve
+      EXPECT_NE(b.worst.find("noisy"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(saw_all);
+  ASSERT_EQ(v.tau_estimates.size(), 2u);
+  const auto j = nlohmann::json(v);
+  EXPECT_EQ(j["cases"].size(), v.cases.size());
+}
+
+}  // namespace
+}  // namespace scalescope::scaling
