@@ -98,7 +98,7 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
     ranks[i].label = ranks[i].rank >= 0 ? fmt::format("rank {} ({})", ranks[i].rank, files[i].filename().string())
                                         : fmt::format("no rank ({})", files[i].filename().string());
   }
-  return combine(std::move(ranks));
+  return combine(std::move(ranks), options.align_clocks);
 }
 
 }  // namespace scalescope::analyze

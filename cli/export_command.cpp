@@ -16,15 +16,21 @@ namespace scalescope::cli {
 void add_export_command(CLI::App& app, int& exit_code) {
   struct Options {
     std::string input, output, format;
+    bool no_align_clocks = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("export", "Export a trace to Chrome trace JSON (Perfetto), SQLite or CSV");
   cmd->add_option("trace", opts->input, "a .sstrace file, a .ssrun run directory, or a Kineto .json/.json.gz")->required();
   cmd->add_option("--format", opts->format, "chrome, sqlite or csv")->required()->check(CLI::IsMember({"chrome", "sqlite", "csv"}));
   cmd->add_option("-o,--output", opts->output, "output file (chrome, sqlite) or new directory (csv)")->required();
+  cmd->add_flag("--no-align-clocks", opts->no_align_clocks,
+                "keep each host's own clock (default: hosts aligned from matched collectives)");
   cmd->callback([opts, &exit_code] {
     LoadProgress progress("load");
-    std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, progress.callback());
+    trace::TraceLoadOptions load;
+    load.on_file_loaded = progress.callback();
+    load.align_clocks = !opts->no_align_clocks;
+    std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, load);
     progress.finish();
     if (opts->format == "chrome") trace::export_chrome(traces, opts->output);
     else if (opts->format == "sqlite") trace::export_sqlite(traces, opts->output);

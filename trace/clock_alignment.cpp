@@ -13,15 +13,21 @@ namespace {
 // the pairwise slopes at 2,016 whatever the run's length, and each bin's
 // median is robust to the odd late collective.
 constexpr size_t kMaxBins = 64;
-constexpr size_t kMinPointsForDrift = 8;
+constexpr size_t kMinPerBin = 4;
+constexpr size_t kMinPerRoughBin = 16;  // for finding the inliers: right matches outnumber wrong ones
+// Ends of one collective on different hosts differ by microseconds (the last
+// chunk's arrival); a band of 100 us holds them with room for a slow network,
+// while a wrong match is off by the time between collectives (milliseconds).
+constexpr double kClusterNs = 100'000;
 // 1.4826 x MAD estimates a normal standard deviation; the median's standard
 // error is sqrt(pi/2) = 1.2533 x sigma / sqrt(n).
 constexpr double kMadToSigma = 1.4826;
 constexpr double kMedianStdErr = 1.2533;
-// A slope is kept only where its largest effect over the run exceeds the
-// noise a slope through bin medians has at the run's ends (about 2.2 x the
-// offset's standard error; see fit_line) by a wide margin, and 200 ns.
-constexpr double kDriftSignificance = 6.0;
+// A slope is kept only where it shrinks the residuals' spread to two thirds
+// or less (a trend, not noise: on the study's H200 runs, where the true drift
+// is 0, a Theil-Sen slope of -1.8 ppm fitted warm-up noise and moved the ends
+// of the run by 6 us) and moves the run's ends by more than 200 ns.
+constexpr double kDriftSpreadRatio = 2.0 / 3.0;
 constexpr double kMinDriftEffectNs = 200.0;
 
 uint64_t mix(uint64_t x) {  // splitmix64 finaliser
@@ -72,63 +78,121 @@ struct Fit {
   double slope = 0;  // ns per ns
   int64_t t0 = 0;
   double uncertainty = 0, spread = 0;
-  int64_t n = 0, span = 0;
-  int64_t first = 0, last = 0;  // reference-clock times of the first and last point
+  int64_t n = 0, inliers = 0, span = 0;
+  int64_t first = 0, last = 0;  // reference-clock times of the first and last inlier
 };
 
-// A robust line d = offset + slope (t - t0) through points sorted by t.
-Fit fit_line(const std::vector<std::pair<int64_t, int64_t>>& pts) {
-  Fit f;
+using Points = std::vector<std::pair<int64_t, int64_t>>;  // (reference time, difference), sorted by time
+
+// The median of the densest window of width kClusterNs over `v` (sorted in
+// place), and how many values it holds. Collectives matched wrongly (a rank
+// that numbered two concurrent collectives the other way round: seen in the
+// study's H200 traces, 4 in 10 of one run) differ by milliseconds, the right
+// ones by microseconds: the densest window is the right ones.
+std::pair<double, size_t> densest(std::vector<double>& v) {
+  std::sort(v.begin(), v.end());
+  size_t best_i = 0, best_n = 0;
+  for (size_t i = 0, j = 0; i < v.size(); ++i) {
+    while (j < v.size() && v[j] - v[i] <= kClusterNs) ++j;
+    if (j - i > best_n) {
+      best_n = j - i;
+      best_i = i;
+    }
+  }
+  if (best_n == 0) return {0, 0};
+  const size_t mid = best_i + best_n / 2;
+  const double m = best_n % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+  return {m, best_n};
+}
+
+// Theil-Sen slope through (time, value) centres: the median of pairwise slopes.
+double theil_sen(const std::vector<std::pair<double, double>>& c) {
+  std::vector<double> slopes;
+  for (size_t i = 0; i < c.size(); ++i)
+    for (size_t j = i + 1; j < c.size(); ++j)
+      if (c[j].first > c[i].first) slopes.push_back((c[j].second - c[i].second) / (c[j].first - c[i].first));
+  return median_of(std::move(slopes));
+}
+
+// Centres of up to kMaxBins time-ordered bins (at least min_per_bin points each):
+// each bin's densest window (robust) or its median.
+std::vector<std::pair<double, double>> bin_centres(const Points& pts, int64_t t0, bool use_densest, size_t min_per_bin) {
+  std::vector<std::pair<double, double>> c;
   const size_t n = pts.size();
-  f.n = static_cast<int64_t>(n);
+  const size_t bins = std::min(kMaxBins, n / min_per_bin);
+  for (size_t b = 0; b < bins; ++b) {
+    const size_t lo = b * n / bins, hi = (b + 1) * n / bins;
+    std::vector<double> d;
+    for (size_t i = lo; i < hi; ++i) d.push_back(static_cast<double>(pts[i].second));
+    const double centre = use_densest ? densest(d).first : median_of(std::move(d));
+    c.push_back({static_cast<double>(pts[lo + (hi - lo) / 2].first - t0), centre});
+  }
+  return c;
+}
+
+double residual(const std::pair<int64_t, int64_t>& p, int64_t t0, double offset, double slope) {
+  return static_cast<double>(p.second) - offset - slope * static_cast<double>(p.first - t0);
+}
+
+// A robust line d = offset + slope (t - t0) through points sorted by t:
+// inliers first (the densest band around a rough line), then on them a
+// Theil-Sen slope over bin medians, kept only where it shrinks the
+// residuals' spread by a third (a trend, not noise), and the median intercept.
+Fit fit_line(const Points& all) {
+  Fit f;
+  f.n = static_cast<int64_t>(all.size());
+  int64_t t0 = all[all.size() / 2].first;
+  // 1. Inliers: the densest band around a flat line, or around a rough line
+  // through the densest window of bins large enough for the right matches to
+  // outnumber the wrong ones, whichever holds more.
+  Points pts;
+  for (bool sloped : {false, true}) {
+    double rough = 0;
+    if (sloped) {
+      if (all.size() < 2 * kMinPerRoughBin || all.back().first <= all.front().first) break;
+      rough = theil_sen(bin_centres(all, t0, true, kMinPerRoughBin));
+    }
+    std::vector<double> r(all.size());
+    for (size_t i = 0; i < all.size(); ++i) r[i] = residual(all[i], t0, 0, rough);
+    std::vector<double> sorted_r = r;
+    const double centre = densest(sorted_r).first;
+    Points band;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (std::abs(r[i] - centre) <= kClusterNs) band.push_back(all[i]);
+    if (band.size() > pts.size()) pts = std::move(band);
+  }
+  const size_t n = pts.size();
+  f.inliers = static_cast<int64_t>(n);
   f.first = pts.front().first;
   f.last = pts.back().first;
   f.span = f.last - f.first;
-  f.t0 = pts[n / 2].first;
+  f.t0 = t0 = pts[n / 2].first;
+  // 2. The line through the inliers.
   auto intercept = [&](double slope) {
-    std::vector<double> r(n);
-    for (size_t i = 0; i < n; ++i)
-      r[i] = static_cast<double>(pts[i].second) - slope * static_cast<double>(pts[i].first - f.t0);
-    return median_of(std::move(r));
+    std::vector<double> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = residual(pts[i], t0, 0, slope);
+    return median_of(std::move(v));
   };
-  auto residual_spread = [&](double offset, double slope) {
-    std::vector<double> r(n);
-    for (size_t i = 0; i < n; ++i)
-      r[i] = std::abs(static_cast<double>(pts[i].second) - offset - slope * static_cast<double>(pts[i].first - f.t0));
-    return kMadToSigma * median_of(std::move(r));
+  auto mad = [&](double offset, double slope) {
+    std::vector<double> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = std::abs(residual(pts[i], t0, offset, slope));
+    return kMadToSigma * median_of(std::move(v));
   };
-  double slope = 0;
-  if (n >= kMinPointsForDrift && f.span > 0) {
-    const size_t bins = std::min(kMaxBins, n / 4);
-    std::vector<std::pair<double, double>> med;  // (median t, median d) per bin
-    for (size_t b = 0; b < bins; ++b) {
-      const size_t lo = b * n / bins, hi = (b + 1) * n / bins;
-      std::vector<double> d;
-      for (size_t i = lo; i < hi; ++i) d.push_back(static_cast<double>(pts[i].second));
-      med.push_back({static_cast<double>(pts[lo + (hi - lo) / 2].first - f.t0), median_of(std::move(d))});
-    }
-    std::vector<double> slopes;
-    for (size_t i = 0; i < med.size(); ++i)
-      for (size_t j = i + 1; j < med.size(); ++j)
-        if (med[j].first > med[i].first) slopes.push_back((med[j].second - med[i].second) / (med[j].first - med[i].first));
-    slope = median_of(std::move(slopes));
-  }
-  double offset = intercept(slope);
-  double spread = residual_spread(offset, slope);
-  double uncertainty = kMedianStdErr * spread / std::sqrt(static_cast<double>(n));
-  if (slope != 0) {
-    const double reach = static_cast<double>(std::max(f.t0 - f.first, f.last - f.t0));
-    if (std::abs(slope) * reach <= std::max(kDriftSignificance * uncertainty, kMinDriftEffectNs)) {
-      slope = 0;  // not distinguishable from noise: an offset alone
-      offset = intercept(0);
-      spread = residual_spread(offset, 0);
-      uncertainty = kMedianStdErr * spread / std::sqrt(static_cast<double>(n));
+  double slope = 0, offset = intercept(0), spread = mad(offset, 0);
+  if (n >= 2 * kMinPerBin && f.span > 0) {
+    const double s = theil_sen(bin_centres(pts, t0, false, kMinPerBin));
+    const double o = intercept(s), sp = mad(o, s);
+    const double reach = static_cast<double>(std::max(t0 - f.first, f.last - t0));
+    if (sp <= kDriftSpreadRatio * spread && std::abs(s) * reach > kMinDriftEffectNs) {
+      slope = s;
+      offset = o;
+      spread = sp;
     }
   }
   f.offset = std::llround(offset);
   f.slope = slope;
   f.spread = spread;
-  f.uncertainty = uncertainty;
+  f.uncertainty = kMedianStdErr * spread / std::sqrt(static_cast<double>(n));
   return f;
 }
 
@@ -296,7 +360,8 @@ ClockAlignment estimate_clock_alignment(const std::vector<RankCollectives>& rank
         c.reference_unix_ns = f.t0;
         c.uncertainty_ns = f.uncertainty;
         c.spread_ns = f.spread;
-        c.matched = f.n;
+        c.matched = f.inliers;
+        c.rejected = f.n - f.inliers;
         c.span_ns = f.span;
         // The largest correction over the run decides whether to touch it.
         const double f_lo = static_cast<double>(f.offset) + f.slope * static_cast<double>(f.first - f.t0);

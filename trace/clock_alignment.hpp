@@ -13,9 +13,10 @@
 //
 // Method (docs/multinode.md): per host, the median end of each collective over
 // its ranks; per collective, that host's median minus the reference host's;
-// a robust line through those differences against time (Theil-Sen slope over
-// the medians of up to 64 time-ordered bins, then the median intercept). The
-// slope is kept only where its effect over the run is larger than the noise.
+// the differences within 100 us of the densest band (others are wrong matches);
+// through them a robust line against time (Theil-Sen slope over the medians of
+// up to 64 time-ordered bins, then the median intercept). The slope is kept
+// only where it shrinks the residuals' spread to two thirds or less.
 // Hosts with no collective shared with the reference are aligned through a
 // host that has one (breadth first). Processes of one host share its clock and
 // are never shifted against each other.
@@ -76,7 +77,8 @@ struct HostClock {
   int64_t reference_unix_ns = 0;  // the median time of the matched collectives
   double uncertainty_ns = 0;      // standard error of offset_ns (from the residuals' spread)
   double spread_ns = 0;           // robust standard deviation of one collective's residual
-  int64_t matched = 0;            // collectives compared
+  int64_t matched = 0;            // collectives compared (inliers of the fit)
+  int64_t rejected = 0;           // matched by key but off the band of the others (a wrong match)
   int64_t span_ns = 0;            // time from the first to the last compared collective
 
   // What to subtract from this host's Unix time `unix_ns` to read the

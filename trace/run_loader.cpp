@@ -9,6 +9,7 @@
 #include <system_error>
 #include <thread>
 
+#include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
 #include "trace/trace_file.hpp"
 
@@ -75,6 +76,10 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
     if (ra != rb) return ra < rb;
     return a.meta.pid < b.meta.pid;
   });
+  AlignOptions align;
+  align.apply = options.align_clocks;
+  ClockAlignment clocks = align_clocks(traces, align);
+  if (options.clocks) *options.clocks = std::move(clocks);
   return traces;
 }
 
