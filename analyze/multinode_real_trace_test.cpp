@@ -104,7 +104,8 @@ TEST_F(MultinodeRealTrace, RecoversKnownOffsetsWithin5us) {
                                      << h->offset_ns << " ns, " << h->drift_ppm << " ppm";
       EXPECT_LE(h->uncertainty_ns, kToleranceNs) << run;
       if (s.drift_ppm != 0) {
-        EXPECT_NEAR(h->drift_ppm, s.drift_ppm, 1.0) << run;
+        // Found as a drift (what matters, the error at every collective, is checked above).
+        EXPECT_NEAR(h->drift_ppm, s.drift_ppm, 0.1 * s.drift_ppm) << run;
       }
       // What was applied: rank 1's times read the reference clock again.
       if (h->applied()) {

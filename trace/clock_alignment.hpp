@@ -14,8 +14,9 @@
 // Method (docs/multinode.md): per host, the median end of each collective over
 // its ranks; per collective, that host's median minus the reference host's;
 // the differences within 100 us of the densest band (others are wrong matches);
-// through them a robust line against time (Theil-Sen slope over the medians of
-// up to 64 time-ordered bins, then the median intercept). The slope is kept
+// through them a robust line against time (Siegel's repeated-median slope over
+// the points, or Theil-Sen over the medians of up to 512 time-ordered bins for
+// long runs; then the median intercept). The slope is kept
 // only where it shrinks the residuals' spread to two thirds or less.
 // Hosts with no collective shared with the reference are aligned through a
 // host that has one (breadth first). Processes of one host share its clock and
