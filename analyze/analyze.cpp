@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -63,25 +64,7 @@ std::optional<trace::SyncKind> sync_kind_of_api(std::string_view name) {
   return std::nullopt;
 }
 
-trace::NcclOp op_of_kernel(std::string_view name) {
-  // ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_AllReduce_..., ncclAllReduceRingLLKernel_sum_f32
-  for (std::string_view prefix : {"ncclDevKernel_", "ncclKernel_", "nccl"}) {
-    if (auto p = name.find(prefix); p != std::string_view::npos) {
-      std::string_view rest = name.substr(p + prefix.size());
-      static constexpr std::pair<std::string_view, trace::NcclOp> kOps[] = {
-          {"AllReduce", trace::NcclOp::kAllReduce},         {"ReduceScatter", trace::NcclOp::kReduceScatter},
-          {"AllGather", trace::NcclOp::kAllGather},         {"Broadcast", trace::NcclOp::kBroadcast},
-          {"Reduce", trace::NcclOp::kReduce},               {"SendRecv", trace::NcclOp::kSendRecv},
-          {"Send", trace::NcclOp::kSend},                   {"Recv", trace::NcclOp::kRecv},
-          {"AllToAll", trace::NcclOp::kAllToAll},           {"Gather", trace::NcclOp::kGather},
-          {"Scatter", trace::NcclOp::kScatter},
-      };
-      for (auto [text, op] : kOps)
-        if (rest.starts_with(text)) return op;
-    }
-  }
-  return trace::NcclOp::kUnknown;
-}
+trace::NcclOp op_of_kernel(std::string_view name) { return trace::nccl_op_of_kernel_name(name); }
 
 }  // namespace
 
@@ -94,6 +77,19 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
   r.source = t.meta.source;
   r.hostname = t.meta.hostname;
+  r.world_size = t.meta.world_size;
+  auto extra_int = [&](const char* key) {
+    auto it = t.meta.extra.find(key);
+    int32_t v = -1;
+    if (it != t.meta.extra.end()) {
+      auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+      if (ec != std::errc() || p != it->second.data() + it->second.size() || v < 0) v = -1;
+    }
+    return v;
+  };
+  r.node_rank = extra_int("node_rank");
+  r.node_count = extra_int("node_count");
+  if (auto it = t.meta.extra.find("node_list"); it != t.meta.extra.end()) r.node_list = it->second;
   r.gpu_activity = trace::has_gpu_activity(t);
   for (int p = 0; p < trace::kProblemCount; ++p) {
     const auto problem = static_cast<trace::Problem>(p);

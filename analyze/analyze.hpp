@@ -23,6 +23,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "analyze/attribution.hpp"
+#include "trace/clock_alignment.hpp"
 #include "trace/trace.hpp"
 
 namespace scalescope::analyze {
@@ -100,6 +101,9 @@ struct Options {
   int top_kernels = 200;             // kernel names kept per rank (for top lists and diff)
   double warmup_tolerance = 0.5;     // an early iteration longer than (1+tol) x steady median is warm-up
   bool attribution = true;           // GPU time by operator and range (attribution.hpp); off to measure its cost
+  // Align the hosts' clocks from matched collectives before stragglers are
+  // measured (trace/clock_alignment.hpp); false: estimate and report only.
+  bool align_clocks = true;
 };
 
 // Why an analysis has no figures: e.g. "skipped: the trace has no host facts
@@ -275,6 +279,12 @@ struct RankAnalysis {
   std::string label;        // file name or "rank N"
   std::string source;       // Metadata::source
   std::string hostname;
+  // From the launcher's environment (the collector's meta.extra): node id,
+  // node count and Slurm's node list; -1 / "" unknown.
+  int32_t world_size = -1;
+  int32_t node_rank = -1;
+  int32_t node_count = -1;
+  std::string node_list;
   RankBreakdown breakdown;
   IterationStats iterations;
   LaunchStats launch;
@@ -323,9 +333,51 @@ struct StragglerStats {
   double fastest_rank_median_ns = 0;
 };
 
+// ---- nodes: a multi-node run grouped by host --------------------------------
+
+struct NodeSummary {
+  std::string hostname;
+  int32_t node_rank = -1;        // the launcher's node id, -1 unknown
+  std::vector<int32_t> ranks;
+  // Means over the node's ranks that have a breakdown (ns).
+  double wall_ns = 0, compute_ns = 0, exposed_communication_ns = 0, copy_ns = 0, idle_ns = 0;
+  double steady_median_iteration_ns = 0;  // of the node's slowest rank; 0 without iterations
+  int64_t late_ns = 0;                    // its ranks' summed lateness at matched collectives
+  int64_t times_last = 0;
+};
+
+// One communicator: does it span hosts (inter-node) or not (intra-node)?
+struct CommunicatorSummary {
+  std::string name;          // "" for collectives known only by their kernels
+  int32_t ranks = 0, hosts = 0;
+  bool inter_node = false;
+  int64_t collectives = 0;   // distinct collectives seen
+  int64_t time_ns = 0;       // collective kernel time summed over its ranks
+};
+
+struct NodeStats {
+  Availability availability;  // skipped for one host with none missing
+  std::vector<NodeSummary> nodes;                  // by node id, then first rank
+  std::vector<CommunicatorSummary> communicators;  // by time, descending
+  int64_t intra_node_collectives = 0, inter_node_collectives = 0;
+  int64_t intra_node_ns = 0, inter_node_ns = 0;
+  std::string slowest_node;     // most lateness per rank; else longest steady iteration
+  std::string slowest_node_by;  // "lateness at collectives" or "steady median iteration"
+  int32_t expected_nodes = -1;  // from the launcher's environment (SLURM_NNODES, WORLD_SIZE / LOCAL_WORLD_SIZE, ...)
+  int32_t expected_ranks = -1;  // the world size
+  std::vector<std::string> missing_nodes;  // names from SLURM_JOB_NODELIST, else "node N", else "N nodes"
+  std::vector<int32_t> missing_ranks;
+};
+
+// Slurm's compressed host list: "gpu[01-03,7],login1" -> gpu01 gpu02 gpu03
+// gpu7 login1. Throws Error on malformed text; at most 65,536 names.
+std::vector<std::string> expand_slurm_hostlist(std::string_view text);
+
 struct RunAnalysis {
   std::vector<RankAnalysis> ranks;
   StragglerStats stragglers;
+  trace::ClockAlignment clocks;  // per host: offset, drift and uncertainty against the reference host
+  NodeStats nodes;
   // Labels of processes left out of `ranks`: no rank and no GPU activity
   // while other processes have some (a launcher that loaded CUDA, such as the
   // torchrun agent). Counted as a rank they would skew "N of M ranks".
@@ -339,7 +391,9 @@ RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options);
 // Matches collectives across ranks (communicator + sequence, else order of
 // occurrence per communicator and op) and finds stragglers. Drops the ranks'
 // collective lists afterwards to keep the result small.
-RunAnalysis combine(std::vector<RankAnalysis> ranks);
+// With align_clocks, collective times of hosts whose clocks differ are first
+// moved onto the reference host's clock (RunAnalysis::clocks says by how much).
+RunAnalysis combine(std::vector<RankAnalysis> ranks, bool align_clocks = true);
 
 // Analyses every rank of a path: a .sstrace file, a .ssrun run directory, a
 // Kineto .json/.json.gz, or a directory of Kineto traces. Ranks are loaded and
@@ -356,6 +410,8 @@ std::vector<std::filesystem::path> list_trace_inputs(const std::filesystem::path
 std::vector<KernelInfo> classify_names(const trace::Trace& trace, const KernelClassifier& classifier);
 IterationStats find_iterations(const trace::Trace& trace, const Options& options);
 StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks);
+// Needs the ranks' collectives (before combine() drops them).
+NodeStats find_nodes(const std::vector<RankAnalysis>& ranks, const StragglerStats& stragglers);
 
 // ---- diff of two runs -----------------------------------------------------
 
@@ -394,6 +450,7 @@ void to_json(nlohmann::json& j, const AttributionRow& v);
 void to_json(nlohmann::json& j, const Attribution& v);
 void to_json(nlohmann::json& j, const RankAnalysis& v);
 void to_json(nlohmann::json& j, const StragglerStats& v);
+void to_json(nlohmann::json& j, const NodeStats& v);
 void to_json(nlohmann::json& j, const RunAnalysis& v);
 void to_json(nlohmann::json& j, const Delta& v);
 void to_json(nlohmann::json& j, const RunDiff& v);

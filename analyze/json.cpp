@@ -210,7 +210,7 @@ void to_json(json& j, const RankAnalysis& v) {
   for (const auto& c : v.classes)
     classes.push_back({{"class", to_string(c.cls)}, {"count", c.count}, {"total_ns", c.total_ns}});
   j = json{{"rank", v.rank},           {"label", v.label},           {"source", v.source},
-           {"hostname", v.hostname},   {"breakdown", v.breakdown},   {"iterations", v.iterations},
+           {"hostname", v.hostname},   {"node_rank", v.node_rank},   {"breakdown", v.breakdown},   {"iterations", v.iterations},
            {"launch", v.launch},       {"copies", v.copies},         {"sync", v.sync},
            {"precision", v.precision}, {"layout", v.layout},         {"input", v.input},
            {"numa", v.numa},           {"classes", std::move(classes)}, {"top_kernels", v.top_kernels},
@@ -242,8 +242,69 @@ void to_json(json& j, const StragglerStats& v) {
            {"fastest_rank_median_ns", v.fastest_rank_median_ns}};
 }
 
+void to_json(json& j, const NodeStats& v) {
+  json nodes = json::array();
+  for (const auto& n : v.nodes)
+    nodes.push_back({{"hostname", n.hostname},
+                     {"node_rank", n.node_rank},
+                     {"ranks", n.ranks},
+                     {"mean_wall_ns", n.wall_ns},
+                     {"mean_compute_ns", n.compute_ns},
+                     {"mean_exposed_communication_ns", n.exposed_communication_ns},
+                     {"mean_copy_ns", n.copy_ns},
+                     {"mean_idle_ns", n.idle_ns},
+                     {"steady_median_iteration_ns", n.steady_median_iteration_ns},
+                     {"late_ns", n.late_ns},
+                     {"times_last", n.times_last}});
+  json comms = json::array();
+  for (const auto& c : v.communicators)
+    comms.push_back({{"name", c.name},
+                     {"ranks", c.ranks},
+                     {"hosts", c.hosts},
+                     {"inter_node", c.inter_node},
+                     {"collectives", c.collectives},
+                     {"time_ns", c.time_ns}});
+  j = json{{"availability", v.availability},
+           {"nodes", std::move(nodes)},
+           {"communicators", std::move(comms)},
+           {"intra_node_collectives", v.intra_node_collectives},
+           {"inter_node_collectives", v.inter_node_collectives},
+           {"intra_node_ns", v.intra_node_ns},
+           {"inter_node_ns", v.inter_node_ns},
+           {"slowest_node", v.slowest_node},
+           {"slowest_node_by", v.slowest_node_by},
+           {"expected_nodes", v.expected_nodes},
+           {"expected_ranks", v.expected_ranks},
+           {"missing_nodes", v.missing_nodes},
+           {"missing_ranks", v.missing_ranks}};
+}
+
+namespace {
+json clocks_json(const trace::ClockAlignment& a) {
+  json hosts = json::array();
+  for (const auto& h : a.hosts)
+    hosts.push_back({{"hostname", h.hostname},
+                     {"status", trace::to_string(h.status)},
+                     {"measured_against", h.measured_against},
+                     {"first_rank", h.first_rank},
+                     {"processes", h.rank_count},
+                     {"offset_ns", h.offset_ns},
+                     {"drift_ppm", h.drift_ppm},
+                     {"reference_unix_ns", h.reference_unix_ns},
+                     {"uncertainty_ns", h.uncertainty_ns},
+                     {"spread_ns", h.spread_ns},
+                     {"matched_collectives", h.matched},
+                     {"span_ns", h.span_ns}});
+  return json{{"applied", a.any_applied()}, {"hosts", std::move(hosts)}};
+}
+}  // namespace
+
 void to_json(json& j, const RunAnalysis& v) {
-  j = json{{"ranks", v.ranks}, {"stragglers", v.stragglers}, {"left_out", v.left_out}};
+  j = json{{"ranks", v.ranks},
+           {"stragglers", v.stragglers},
+           {"clocks", clocks_json(v.clocks)},
+           {"nodes", v.nodes},
+           {"left_out", v.left_out}};
 }
 
 void to_json(json& j, const Delta& v) {

@@ -105,7 +105,7 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
     const std::string file = files[file_of[i]].filename().string();
     ranks[i].label = ranks[i].rank >= 0 ? fmt::format("rank {} ({})", ranks[i].rank, file) : fmt::format("no rank ({})", file);
   }
-  return combine(std::move(ranks));
+  return combine(std::move(ranks), options.align_clocks);
 }
 
 }  // namespace scalescope::analyze

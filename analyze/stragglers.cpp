@@ -68,8 +68,8 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
   if (multi > 0 && impossible * 10 > multi) {
     st.matched_collectives = multi;
     st.availability = {false, fmt::format("skipped: in {} of {} matched collectives a rank finished before another "
-                                          "arrived, so the ranks' clocks do not line up (or the traces are not of "
-                                          "one job); lateness would be wrong",
+                                          "arrived, so the ranks' clocks do not line up even after clock alignment "
+                                          "(or the traces are not of one job); lateness would be wrong",
                                           impossible, multi)};
     return st;
   }
@@ -114,7 +114,42 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
   return st;
 }
 
-RunAnalysis combine(std::vector<RankAnalysis> ranks) {
+namespace {
+
+// The name alignment gives a rank's host; a process that does not know its
+// host is a clock of its own (as in trace/clock_alignment.cpp).
+std::string clock_host(const RankAnalysis& r, size_t index) {
+  return r.hostname.empty() ? fmt::format("(unknown host, process {})", index) : r.hostname;
+}
+
+// Estimates each host's clock from the ranks' collectives and, where applied,
+// moves their arrival and end times onto the reference host's clock.
+trace::ClockAlignment align_collectives(std::vector<RankAnalysis>& ranks, bool apply) {
+  std::vector<trace::RankCollectives> samples(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    samples[i].hostname = ranks[i].hostname;
+    samples[i].rank = ranks[i].rank;
+    samples[i].ends.reserve(ranks[i].collectives.size());
+    for (const CollectiveArrival& c : ranks[i].collectives)
+      samples[i].ends.push_back({trace::collective_key(c.communicator_name, c.op, c.sequence), c.end_unix_ns});
+  }
+  trace::AlignOptions options;
+  options.apply = apply;
+  trace::ClockAlignment clocks = trace::estimate_clock_alignment(samples, options);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const trace::HostClock* h = clocks.find(clock_host(ranks[i], i));
+    if (!h || !h->applied()) continue;
+    for (CollectiveArrival& c : ranks[i].collectives) {
+      c.arrival_unix_ns -= h->correction_at(c.arrival_unix_ns);
+      c.end_unix_ns -= h->correction_at(c.end_unix_ns);
+    }
+  }
+  return clocks;
+}
+
+}  // namespace
+
+RunAnalysis combine(std::vector<RankAnalysis> ranks, bool align_clocks) {
   std::sort(ranks.begin(), ranks.end(), [](const RankAnalysis& a, const RankAnalysis& b) { return a.rank < b.rank; });
   RunAnalysis run;
   const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
@@ -122,7 +157,9 @@ RunAnalysis combine(std::vector<RankAnalysis> ranks) {
   for (const RankAnalysis& r : ranks)
     if (launcher(r)) run.left_out.push_back(r.label);
   ranks.erase(std::remove_if(ranks.begin(), ranks.end(), launcher), ranks.end());
+  run.clocks = align_collectives(ranks, align_clocks);
   run.stragglers = find_stragglers(ranks);
+  run.nodes = find_nodes(ranks, run.stragglers);
   for (RankAnalysis& r : ranks) r.collectives = {};  // matched; keep the result small
   run.ranks = std::move(ranks);
   return run;

@@ -36,6 +36,7 @@ void add_diff_command(CLI::App& app, int& exit_code) {
   struct Args {
     std::string a, b, window, iteration_range, classes, format = "table";
     bool json = false;
+    bool no_align_clocks = false;
     int top = 15;
   };
   auto args = std::make_shared<Args>();
@@ -49,11 +50,14 @@ void add_diff_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", args->format, "table, csv or json (the tables)")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->excludes(json_flag);
+  cmd->add_flag("--no-align-clocks", args->no_align_clocks,
+                "do not align the hosts' clocks from matched collectives (both runs)");
   cmd->add_option("--top", args->top, "kernels with the largest change")->check(CLI::Range(1, 1000));
   cmd->callback([args, &exit_code] {
     analyze::Options options;
     if (!args->window.empty()) options.window = analyze::WindowSpec::parse(args->window);
     options.iteration_range = args->iteration_range;
+    options.align_clocks = !args->no_align_clocks;
     if (!args->classes.empty()) options.classifier = analyze::KernelClassifier::from_file(args->classes);
     LoadProgress progress_a("load A"), progress_b("load B");
     const analyze::RunAnalysis a = analyze::analyze_path(args->a, options, 0, progress_a.callback());

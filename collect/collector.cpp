@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +37,7 @@
 #include "collect/collector_options.hpp"
 #include "collect/cupti_decoder.hpp"
 #include "collect/host_facts.hpp"
+#include "collect/node_facts.hpp"
 #include "collect/nvml_sampler.hpp"
 #include "collect/trace_sink.hpp"
 #include "scalescope_version.hpp"
@@ -86,10 +88,22 @@ std::string cupti_error(CUptiResult r) {
   return s;
 }
 
+// Test hook: SCALESCOPE_TEST_CLOCK_OFFSET_NS makes this process read the Unix
+// clock that far off, as a host whose clock NTP has not caught up with would
+// (the simulated two-node test, collect/fakes/two_node_test.cpp). Recorded in
+// the trace's extra facts, so such a trace is never mistaken for a real one.
+int64_t test_clock_offset_ns() {
+  static const int64_t offset = [] {
+    const char* v = std::getenv("SCALESCOPE_TEST_CLOCK_OFFSET_NS");
+    return v && *v ? std::strtoll(v, nullptr, 10) : int64_t{0};
+  }();
+  return offset;
+}
+
 int64_t unix_now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec + test_clock_offset_ns();
 }
 
 trace::Timestamp cupti_now() {
@@ -559,6 +573,9 @@ bool Collector::start() {
   meta_.producer_version = std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")";
   Environment env = current_environment();
   fill_host_facts(meta_, env);
+  const NodeInfo node = detect_node(env);
+  add_node_facts(meta_, node);
+  if (test_clock_offset_ns() != 0) meta_.extra["test_clock_offset_ns"] = std::to_string(test_clock_offset_ns());
   meta_.clock.push_back({cupti_now(), unix_now_ns()});
   meta_.extra["api"] = std::string(to_string(options_.api));
   meta_.extra["capture_range"] = format_capture_range(options_);
@@ -573,6 +590,13 @@ bool Collector::start() {
   trace_path_ = std::filesystem::path(options_.run_dir) / (stem + std::string(trace::kTraceFileExtension));
   sidecar_path_ = std::filesystem::path(options_.run_dir) / (stem + ".json");
   nvml_owner_path_ = std::filesystem::path(options_.run_dir) / ("nvml-" + meta_.hostname + ".rank");
+  // The node's facts once per node (local rank 0 writes them; a process
+  // without a local rank only when no file is there yet).
+  std::error_code node_ec;
+  if (meta_.local_rank == 0 ||
+      (meta_.local_rank < 0 && !std::filesystem::exists(std::filesystem::path(options_.run_dir) /
+                                                            ("node-" + meta_.hostname + ".json"), node_ec)))
+    write_node_facts(options_.run_dir, node);
   std::string error;
   if (!options_.discard) {
     sink_ = TraceSink::open(trace_path_, meta_, [](const std::string& line) { warn("%s", line.c_str()); }, &error);

@@ -1,5 +1,7 @@
 #include "collect/profile_runner.hpp"
 
+#include "collect/node_facts.hpp"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -56,22 +58,9 @@ void write_json_atomically(const fs::path& path, const nlohmann::json& j) {
   if (ec) fail("cannot write {}: {}", path.string(), ec.message());
 }
 
-nlohmann::json host_json() {
-  nlohmann::json h;
-  h["hostname"] = read_hostname();
-  h["cpus_allowed"] = format_cpu_list(read_cpu_affinity());
-  h["memory_policy"] = read_memory_policy();
-  auto nodes = read_cpu_numa_nodes();
-  std::map<int32_t, std::vector<uint32_t>> cpus_of_node;
-  for (uint32_t c = 0; c < nodes.size(); ++c)
-    if (nodes[c] >= 0) cpus_of_node[nodes[c]].push_back(c);
-  nlohmann::json numa = nlohmann::json::array();
-  for (auto& [node, cpus] : cpus_of_node) numa.push_back({{"node", node}, {"cpus", format_cpu_list(cpus)}});
-  h["numa_nodes"] = numa;
-  nlohmann::json gpus = nlohmann::json::array();
-  for (const auto& g : read_pci_gpus())
-    gpus.push_back({{"pci_bus_id", g.bus_id}, {"pci_device_id", fmt::format("0x{:04x}", g.device_id)}, {"numa_node", g.numa_node}});
-  h["gpus"] = gpus;
+nlohmann::json host_json(const NodeInfo& node) {
+  nlohmann::json h = node_facts_json(node);
+  h.erase("kind");  // run.json's host section, not a node facts file
   return h;
 }
 
@@ -114,12 +103,37 @@ std::string cupti_dir_if_needed(const std::string& collector) {
 
 }  // namespace
 
-fs::path prepare_run_dir(const std::string& output, bool force) {
+namespace {
+
+// Files one node of a run writes: <host>-<pid>.{sstrace,json}, run-<host>.json,
+// node-<host>.json, nvml-<host>.rank (and their .tmp while written).
+bool written_by_host(const fs::path& p, const std::string& host) {
+  const std::string name = p.filename().string();
+  for (const std::string& prefix : {host + "-", "run-" + host + ".", "node-" + host + ".", "nvml-" + host + "."})
+    if (name.starts_with(prefix)) return true;
+  return false;
+}
+
+}  // namespace
+
+fs::path prepare_run_dir(const std::string& output, bool force, const std::string& node_host) {
   if (output.empty()) fail("profile: -o NAME is required");
   fs::path dir = output;
   if (dir.extension() != ".ssrun") dir += ".ssrun";
   std::error_code ec;
-  if (fs::exists(dir, ec)) {
+  if (!node_host.empty()) {
+    // One node of several: the others write into the same directory at the
+    // same time, so it may exist already; only this host's files are ours.
+    fs::create_directories(dir, ec);
+    if (!fs::is_directory(dir, ec)) fail("cannot create {}: {}", dir.string(), ec ? ec.message() : "not a directory");
+    std::vector<fs::path> mine;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (written_by_host(e.path(), node_host)) mine.push_back(e.path());
+    if (!mine.empty() && !force)
+      fail("{} already holds files of this node ({}, e.g. {}); use --force to replace them or choose another -o",
+           dir.string(), node_host, mine.front().filename().string());
+    for (const fs::path& p : mine) fs::remove(p, ec);
+  } else if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) fail("{} exists and is not a run directory", dir.string());
     if (!fs::is_empty(dir, ec) && !force)
       fail("{} already exists and is not empty; use --force to write into it or choose another -o", dir.string());
@@ -137,6 +151,12 @@ fs::path prepare_run_dir(const std::string& output, bool force) {
   return fs::absolute(dir);
 }
 
+std::string node_launch_host(const Environment& env) {
+  const NodeInfo node = detect_node(env);
+  if (node.node_count <= 1 || (detect_rank(env).rank < 0 && node.node_rank < 0)) return {};
+  return read_hostname();
+}
+
 std::string find_collector(const fs::path& self_exe) {
   if (const char* v = std::getenv("SCALESCOPE_COLLECTOR"); v && *v) {
     if (!fs::exists(v)) fail("SCALESCOPE_COLLECTOR={} does not exist", v);
@@ -152,7 +172,8 @@ std::string find_collector(const fs::path& self_exe) {
        name, self_exe.string());
 }
 
-std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std::vector<std::string>* incomplete) {
+std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std::vector<std::string>* incomplete,
+                                                   const std::string& only_host) {
   std::vector<ProcessSummary> out;
   std::set<std::string> summarised;
   std::error_code ec;
@@ -162,9 +183,12 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
   for (const auto& p : files) {
     if (p.extension() != ".json" || p.filename() == "run.json") continue;
     if (p.filename().string().starts_with(trace::kManifestPrefix)) continue;  // run manifests, not process summaries
+    if (!only_host.empty() && !p.filename().string().starts_with(only_host + "-")) continue;
     std::ifstream in(p);
     auto j = nlohmann::json::parse(in, nullptr, false);
     if (j.is_discarded() || !j.is_object()) continue;  // a torn summary: the trace still counts below
+    // Node facts and per-node run files sit beside the summaries.
+    if (is_node_facts(j) || j.contains("scalescope_version")) continue;
     ProcessSummary s;
     s.pid = j.value("pid", 0u);
     s.hostname = j.value("hostname", "");
@@ -181,7 +205,9 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
   }
   if (incomplete)
     for (const auto& p : files)
-      if (p.extension() == ".sstrace" && !summarised.count(p.stem().string())) incomplete->push_back(p.filename().string());
+      if (p.extension() == ".sstrace" && !summarised.count(p.stem().string()) &&
+          (only_host.empty() || p.filename().string().starts_with(only_host + "-")))
+        incomplete->push_back(p.filename().string());
   return out;
 }
 
@@ -191,7 +217,9 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
                                                          : options.collector_path;
   if (!fs::exists(collector)) fail("collector library {} does not exist", collector);
   ProfileResult result;
-  result.run_dir = prepare_run_dir(options.output, options.force);
+  const Environment own_env = current_environment();
+  const std::string node_host = node_launch_host(own_env);
+  result.run_dir = prepare_run_dir(options.output, options.force, node_host);
   CollectorOptions co = options.collector;
   co.run_dir = result.run_dir.string();
 
@@ -227,8 +255,10 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   run["end"] = nullptr;
   run["exit_code"] = nullptr;
   run["options"] = options_json(co);
-  run["host"] = host_json();
-  fs::path run_json = result.run_dir / "run.json";
+  run["host"] = host_json(detect_node(own_env));
+  // One `profile` per node (srun -N4 scalescope profile ...): a run file per
+  // node, so that none overwrites another's.
+  fs::path run_json = result.run_dir / (node_host.empty() ? std::string("run.json") : "run-" + node_host + ".json");
   write_json_atomically(run_json, run);  // a killed `profile` still leaves what was known
 
   // Signals arrive through sigwaitinfo, so none is lost between fork and wait.
@@ -283,11 +313,13 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
-  result.processes = read_process_summaries(result.run_dir, &result.incomplete);
-  // The collectors' per-node sampler markers (nvml-<host>.rank) served the run only.
+  result.processes = read_process_summaries(result.run_dir, &result.incomplete, node_host);
+  // The collectors' per-node sampler markers (nvml-<host>.rank) served the run
+  // only; with one `profile` per node, each removes its own node's.
   std::error_code marker_ec;
   for (const auto& e : fs::directory_iterator(result.run_dir, marker_ec))
-    if (e.path().extension() == ".rank") fs::remove(e.path(), marker_ec);
+    if (e.path().extension() == ".rank" && (node_host.empty() || written_by_host(e.path(), node_host)))
+      fs::remove(e.path(), marker_ec);
   int64_t end_ns = unix_now_ns();
   run["end"] = iso_time(end_ns);
   run["end_unix_ns"] = end_ns;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collect/collector_options.hpp"
+#include "collect/host_facts.hpp"
 
 namespace scalescope::collect {
 
@@ -43,16 +44,26 @@ struct ProfileResult {
 };
 
 // NAME -> NAME.ssrun; Error when it exists, is not empty and !force, or
-// cannot be created.
-std::filesystem::path prepare_run_dir(const std::string& output, bool force);
+// cannot be created. With node_host (one `profile` per node of a multi-node
+// job, all writing into one directory on a shared filesystem): the directory
+// may exist and hold other nodes' files; only this host's files count (and
+// --force removes only them).
+std::filesystem::path prepare_run_dir(const std::string& output, bool force, const std::string& node_host = "");
+
+// The hostname when this `profile` is one of several launched per node (its
+// environment gives it a rank or a node id, and more than one node: srun -N4
+// scalescope profile ...); "" otherwise. Then it writes run-<host>.json, not run.json.
+std::string node_launch_host(const Environment& env);
 
 // The collector library: $SCALESCOPE_COLLECTOR, else beside the running
 // binary's build tree (../collect/) or install prefix (../lib/). Error if none.
 std::string find_collector(const std::filesystem::path& self_exe);
 
-// Reads the <host>-<pid>.json summaries the collectors wrote in run_dir.
+// Reads the <host>-<pid>.json summaries the collectors wrote in run_dir
+// (only_host: that host's alone).
 std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& run_dir,
-                                                   std::vector<std::string>* incomplete);
+                                                   std::vector<std::string>* incomplete,
+                                                   const std::string& only_host = "");
 
 // Runs the whole thing; prints the summary and the next command to `log`.
 ProfileResult run_profile(const ProfileOptions& options, std::ostream& log);

@@ -13,6 +13,7 @@
 
 #include <xxhash.h>
 
+#include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
 #include "trace/trace_file.hpp"
 
@@ -118,6 +119,10 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
     if (lost > 0) traces.front().problems.add(Problem::kRunIncomplete, lost);
   }
   if (options.on_warning && lost > 0) options.on_warning(check.message(path_or_file));
+  AlignOptions align;
+  align.apply = options.align_clocks;
+  ClockAlignment clocks = align_clocks(traces, align);
+  if (options.clocks) *options.clocks = std::move(clocks);
   return traces;
 }
 

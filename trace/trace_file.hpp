@@ -133,6 +133,8 @@ void write_trace(const std::filesystem::path& path, const Trace& trace,
 // "a trace or something else".) False for unreadable files.
 bool is_trace_file(const std::filesystem::path& path);
 
+struct ClockAlignment;
+
 struct LoadOptions {
   ReadOptions read;
   unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
@@ -141,6 +143,10 @@ struct LoadOptions {
   std::function<void(size_t, size_t)> on_file_loaded;
   // Called with RunCheck::message when a run directory is incomplete (data loss).
   std::function<void(const std::string&)> on_warning;
+  // Traces of several hosts: move each host's clock onto the reference
+  // host's, estimated from matched collectives (trace/clock_alignment.hpp).
+  bool align_clocks = true;
+  ClockAlignment* clocks = nullptr;  // when set: receives the estimate per host
 };
 
 // The *.sstrace files of a run directory (<name>.ssrun/ with one file per

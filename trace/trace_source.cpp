@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/nsys_importer.hpp"
@@ -60,6 +61,14 @@ void fail_not_a_trace(const std::filesystem::path& path, const DetectedInput& in
 
 std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports,
                                const std::function<void(size_t, size_t)>& on_file_loaded) {
+  TraceLoadOptions options;
+  options.on_file_loaded = on_file_loaded;
+  return load_traces(path, reports, options);
+}
+
+std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports,
+                               const TraceLoadOptions& options) {
+  const auto& on_file_loaded = options.on_file_loaded;
   const DetectedInput in = detect_input(path);
   switch (in.kind) {
     case InputKind::kRunDirectory: {
@@ -67,12 +76,20 @@ std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<Im
       load.on_file_loaded = on_file_loaded;
       // Data loss is also counted in the traces' problems; the message names the files.
       load.on_warning = [](const std::string& m) { std::fprintf(stderr, "scalescope: warning: %s\n", m.c_str()); };
+      load.align_clocks = options.align_clocks;
+      load.clocks = options.clocks;
       return load_run(path, load);
     }
     case InputKind::kTraceFile:
       return load_run(path);
-    case InputKind::kKinetoDirectory:
-      return import_kineto_files(in.files, reports, on_file_loaded);
+    case InputKind::kKinetoDirectory: {
+      std::vector<Trace> traces = import_kineto_files(in.files, reports, on_file_loaded);
+      AlignOptions align;
+      align.apply = options.align_clocks;
+      ClockAlignment clocks = align_clocks(traces, align);
+      if (options.clocks) *options.clocks = std::move(clocks);
+      return traces;
+    }
     case InputKind::kKinetoJson:
       return import_kineto_files({path}, reports, on_file_loaded);
     case InputKind::kNsysSqlite:

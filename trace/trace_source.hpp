@@ -24,6 +24,16 @@ namespace scalescope::trace {
 std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports = nullptr,
                                const std::function<void(size_t, size_t)>& on_file_loaded = {});
 
+struct ClockAlignment;
+
+struct TraceLoadOptions {
+  std::function<void(size_t, size_t)> on_file_loaded;  // as above
+  bool align_clocks = true;          // see LoadOptions::align_clocks
+  ClockAlignment* clocks = nullptr;  // when set: receives the estimate per host
+};
+std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports,
+                               const TraceLoadOptions& options);
+
 // The Kineto JSON traces (*.json, *.json.gz by content) of a directory, sorted
 // by name; empty when the directory holds .sstrace files or no Kineto traces.
 std::vector<std::filesystem::path> list_kineto_files(const std::filesystem::path& dir);

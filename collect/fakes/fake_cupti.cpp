@@ -223,7 +223,9 @@ void fake_cupti_nvtx_pop() {
   call_back(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePop, &data);
 }
 
-void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns) {
+void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns) { fake_cupti_named_kernel(kKernelName, start_ns, end_ns); }
+
+void fake_cupti_named_kernel(const char* name, uint64_t start_ns, uint64_t end_ns) {
   auto& s = state();
   std::lock_guard lock(s.mutex);
   if (!s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
@@ -233,7 +235,7 @@ void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns) {
   k.start = start_ns;
   k.end = end_ns;
   k.correlationId = s.next_correlation++;
-  k.name = kKernelName;
+  k.name = name;
   s.pending.push_back(k);
 }
 

@@ -20,6 +20,9 @@ void fake_cupti_nvtx_pop();
 // A kernel that ran from start to end (ns): recorded when
 // CONCURRENT_KERNEL is enabled, with the next correlation id.
 void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns);
+// The same with a name (kept by pointer until the buffer is handed over: pass
+// a string literal), e.g. "ncclDevKernel_AllReduce_Sum_f32_RING_LL".
+void fake_cupti_named_kernel(const char* name, uint64_t start_ns, uint64_t end_ns);
 // What happened so far: subscribes, cuptiFinalize calls, whether a subscriber
 // exists now, whether kernel recording is on, and whether every runtime API
 // callback is on (the collector turns the domain on when it wants to detach).
