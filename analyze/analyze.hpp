@@ -338,6 +338,13 @@ RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options);
 // collective lists afterwards to keep the result small.
 RunAnalysis combine(std::vector<RankAnalysis> ranks);
 
+// What analyze_path does once every file is analysed: numbers ranks without
+// one in input order (skipping known ranks; a rank-less process without GPU
+// work while others have some keeps -1), labels each "rank N (file name)" and
+// combines. Lets a caller that holds the traces (the Python package) get the
+// very analysis `scalescope analyze` prints. file_names[i] belongs to ranks[i].
+RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names);
+
 // Analyses every rank of a path: a .sstrace file, a .ssrun run directory, a
 // Kineto .json/.json.gz, or a directory of Kineto traces. Ranks are loaded and
 // analysed `threads` at a time (0: up to 4, fewer on small machines), and each

@@ -49,6 +49,29 @@ trace::Trace load_one(const fs::path& file) {
 
 }  // namespace
 
+RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names) {
+  if (file_names.size() != ranks.size()) fail("combine_files: {} ranks but {} file names", ranks.size(), file_names.size());
+  // Unknown ranks (no RANK in the process's environment, a Kineto trace
+  // without distributedInfo) are numbered in file order, skipping numbers a
+  // known rank has. A rank-less process without GPU work while others have
+  // some (the torchrun agent) keeps -1: combine() leaves it out by name.
+  const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
+  std::set<int32_t> used;
+  for (const auto& r : ranks)
+    if (r.rank >= 0) used.insert(r.rank);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].rank < 0 && (ranks[i].gpu_activity || !any_gpu)) {
+      auto n = static_cast<int32_t>(i);
+      while (used.count(n)) ++n;
+      ranks[i].rank = n;
+      used.insert(n);
+    }
+    ranks[i].label = ranks[i].rank >= 0 ? fmt::format("rank {} ({})", ranks[i].rank, file_names[i])
+                                        : fmt::format("no rank ({})", file_names[i]);
+  }
+  return combine(std::move(ranks));
+}
+
 RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned threads,
                          const std::function<void(size_t, size_t)>& on_file_done) {
   const std::vector<fs::path> files = list_trace_inputs(path);
@@ -80,25 +103,10 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   work();
   for (auto& th : pool) th.join();
   if (error) std::rethrow_exception(error);
-  // Unknown ranks (no RANK in the process's environment, a Kineto trace
-  // without distributedInfo) are numbered in file order, skipping numbers a
-  // known rank has. A rank-less process without GPU work while others have
-  // some (the torchrun agent) keeps -1: combine() leaves it out by name.
-  const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
-  std::set<int32_t> used;
-  for (const auto& r : ranks)
-    if (r.rank >= 0) used.insert(r.rank);
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i].rank < 0 && (ranks[i].gpu_activity || !any_gpu)) {
-      auto n = static_cast<int32_t>(i);
-      while (used.count(n)) ++n;
-      ranks[i].rank = n;
-      used.insert(n);
-    }
-    ranks[i].label = ranks[i].rank >= 0 ? fmt::format("rank {} ({})", ranks[i].rank, files[i].filename().string())
-                                        : fmt::format("no rank ({})", files[i].filename().string());
-  }
-  return combine(std::move(ranks));
+  std::vector<std::string> names;
+  names.reserve(files.size());
+  for (const auto& f : files) names.push_back(f.filename().string());
+  return combine_files(std::move(ranks), names);
 }
 
 }  // namespace scalescope::analyze
