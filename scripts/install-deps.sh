@@ -11,6 +11,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev
   dataset-fashion-mnist
   chromium
+  python3-numpy python3-pandas python3-pytest python3-matplotlib
 )
 
 missing=()

@@ -6,4 +6,6 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$here/scripts/install-deps.sh"
 "$here/scripts/build.sh" release
+# `import scalescope` for this user, in Debian's python3 (numpy and pandas from apt).
+"$here/scripts/install-python.sh" "$(command -v /usr/bin/python3 || command -v python3)"
 "$here/build/cli/scalescope" demo -o "${1:-scalescope-demo}"
