@@ -13,7 +13,9 @@
  * NULL or -1 and leaves a one-line message (the CLI's, without
  * "scalescope: error: ") for ss_last_error() on the calling thread. Strings
  * returned as char* are UTF-8 JSON or text owned by the caller: free them with
- * ss_free(). Column memory belongs to the run: valid until ss_close(). */
+ * ss_free(). Column memory belongs to the run: valid until ss_close().
+ * Calls on one run from several threads are safe (the run is read-only after
+ * ss_open); ss_close must come after all of them. */
 #ifndef SCALESCOPE_CAPI_H
 #define SCALESCOPE_CAPI_H
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <sstream>
@@ -39,7 +40,9 @@ struct ss_run {
   std::vector<std::string> files;         // file name of each rank, as analyze labels them
   std::vector<trace::Trace> ranks;        // in analyze's (file) order
   std::vector<trace::ImportReport> reports;
-  // ss_rank_strings' packed copies, made on first use.
+  // ss_rank_strings' packed copies, made on first use. The mutex: ctypes
+  // drops the GIL, so two Python threads may ask for them at once.
+  std::mutex strings_mutex;
   std::vector<std::optional<std::pair<std::string, std::vector<int64_t>>>> strings;
 };
 
@@ -393,6 +396,7 @@ int ss_rank_table(ss_run* run, int rank, const char* table, ss_column* out, int 
 int ss_rank_strings(ss_run* run, int rank, const char** blob, const int64_t** offsets, int64_t* count) {
   return guarded<int>(-1, [&] {
     const trace::Trace& t = rank_of(run, rank);
+    std::lock_guard lock(run->strings_mutex);
     auto& cached = run->strings[static_cast<size_t>(rank)];
     if (!cached) {
       std::pair<std::string, std::vector<int64_t>> packed;

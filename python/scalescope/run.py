@@ -42,8 +42,8 @@ class _ColumnMemory:
 
 
 class Rank:
-    """One traced process. Times are ns on the trace's clock (Rank.to_unix_ns
-    maps them to Unix time); sizes are bytes."""
+    """One traced process. Times are ns on the trace's clock (metadata["clock"]
+    holds its anchors to Unix time); sizes are bytes."""
 
     def __init__(self, run, index, info):
         self._run = run
@@ -178,18 +178,6 @@ class Rank:
         rows = [dict(when="start", **p) for p in self.metadata["pages_at_start"]]
         rows += [dict(when="end", **p) for p in self.metadata["pages_at_end"]]
         return _frames.records(rows, ["when", "node", "bytes"], "Rank.numa_pages")
-
-    def to_unix_ns(self, t):
-        """Trace-clock ns -> Unix-epoch ns (linear between the clock anchors;
-        identity when there are none), like the CLI's alignment of ranks."""
-        clock = self.metadata["clock"]
-        if not clock:
-            return t
-        a, b = clock[0], clock[-1]
-        if len(clock) == 1 or b["trace_ns"] == a["trace_ns"]:
-            return t + (a["unix_ns"] - a["trace_ns"])
-        slope = (b["unix_ns"] - a["unix_ns"]) / (b["trace_ns"] - a["trace_ns"])
-        return a["unix_ns"] + (np.asarray(t) - a["trace_ns"]) * slope
 
 
 class Run:

@@ -98,3 +98,26 @@ def test_kineto_import_report(sample):
 def test_bad_table_name_raises(sample):
     with pytest.raises(scalescope.ScalescopeError, match="no table 'bogus'"):
         sample.ranks[0].table("bogus")
+
+
+def test_without_pandas_numpy_forms_work_and_dataframes_say_why():
+    import subprocess
+    import sys
+    from conftest import ROOT
+    script = f"""
+import sys
+sys.modules["pandas"] = None   # import pandas now raises ImportError
+sys.path.insert(0, {str(ROOT / "python")!r})
+import scalescope
+run = scalescope.open({str(SAMPLE)!r})
+assert len(run.ranks[0].columns("kernels")["start"]) > 0
+assert run.analyze().json["findings"] is not None
+try:
+    run.ranks[0].kernels
+except ImportError as e:
+    assert "pandas is not installed" in str(e) and "Rank.kernels" in str(e), e
+    print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"

@@ -38,7 +38,7 @@ CASES = [
     ("open", "{d}/header_only.sstrace", {}, "header_only.sstrace: truncated scalescope trace"),
     ("open", "{d}/truncated.json.gz", {}, "truncated gzip"),
     ("open", "{d}/not_json.json", {}, "not_json.json"),
-    ("open", "{d}/empty_dir", {}, "empty_dir: the directory holds no .sstrace files"),
+    ("open", "{d}/empty_dir", {}, "empty_dir: a directory without traces"),
     ("analyze", str(GOOD), {"window": "5:3"}, "--window '5:3': the end must be after the start"),
     ("analyze", str(GOOD), {"window": "abc"}, "--window 'abc': expected START:END"),
     ("analyze", str(GOOD), {"window": "10%:150%"}, "percentages go up to 100"),
