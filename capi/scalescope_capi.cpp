@@ -4,8 +4,11 @@
 // failure becomes a one-line message for ss_last_error() and a NULL / -1.
 #include "capi/scalescope.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -14,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -276,10 +280,31 @@ analyze::Options analysis_options(const char* window, const char* iteration_rang
   return options;
 }
 
+// Ranks analysed up to 4 at a time, like analyze_path (results do not
+// depend on the order: each rank's analysis is a pure function of its trace).
 analyze::RunAnalysis analyze_run(const ss_run& run, const analyze::Options& options) {
-  std::vector<analyze::RankAnalysis> ranks;
-  ranks.reserve(run.ranks.size());
-  for (const auto& t : run.ranks) ranks.push_back(analyze::analyze_rank(t, options));
+  std::vector<analyze::RankAnalysis> ranks(run.ranks.size());
+  const unsigned threads =
+      std::min<unsigned>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u), static_cast<unsigned>(ranks.size()));
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    for (size_t i = next++; i < ranks.size(); i = next++) {
+      try {
+        ranks[i] = analyze::analyze_rank(run.ranks[i], options);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = ranks.size();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned k = 1; k < threads; ++k) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
   return analyze::combine_files(std::move(ranks), run.files);
 }
 
