@@ -395,6 +395,14 @@ RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options);
 // moved onto the reference host's clock (RunAnalysis::clocks says by how much).
 RunAnalysis combine(std::vector<RankAnalysis> ranks, bool align_clocks = true);
 
+// What analyze_path does once every file is analysed: numbers ranks without
+// one in input order (skipping known ranks; a rank-less process without GPU
+// work while others have some keeps -1), labels each "rank N (file name)" and
+// combines. Lets a caller that holds the traces (the Python package) get the
+// very analysis `scalescope analyze` prints. file_names[i] belongs to ranks[i].
+RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names,
+                          bool align_clocks = true);
+
 // Analyses every rank of a path: a .sstrace file, a .ssrun run directory, a
 // Kineto .json/.json.gz, or a directory of Kineto traces. Ranks are loaded and
 // analysed `threads` at a time (0: up to 4, fewer on small machines), and each

@@ -50,6 +50,30 @@ std::vector<trace::Trace> load_one(const fs::path& file) {
 
 }  // namespace
 
+RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names,
+                          bool align_clocks) {
+  if (file_names.size() != ranks.size()) fail("combine_files: {} ranks but {} file names", ranks.size(), file_names.size());
+  // Unknown ranks (no RANK in the process's environment, a Kineto trace
+  // without distributedInfo) are numbered in file order, skipping numbers a
+  // known rank has. A rank-less process without GPU work while others have
+  // some (the torchrun agent) keeps -1: combine() leaves it out by name.
+  const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
+  std::set<int32_t> used;
+  for (const auto& r : ranks)
+    if (r.rank >= 0) used.insert(r.rank);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].rank < 0 && !trace::is_launcher(ranks[i].rank, ranks[i].gpu_activity, any_gpu)) {
+      auto n = static_cast<int32_t>(i);
+      while (used.count(n)) ++n;
+      ranks[i].rank = n;
+      used.insert(n);
+    }
+    ranks[i].label = ranks[i].rank >= 0 ? fmt::format("rank {} ({})", ranks[i].rank, file_names[i])
+                                        : fmt::format("no rank ({})", file_names[i]);
+  }
+  return combine(std::move(ranks), align_clocks);
+}
+
 RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned threads,
                          const std::function<void(size_t, size_t)>& on_file_done) {
   const std::vector<fs::path> files = list_trace_inputs(path);
@@ -81,31 +105,13 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   for (auto& th : pool) th.join();
   if (error) std::rethrow_exception(error);
   std::vector<RankAnalysis> ranks;
-  std::vector<size_t> file_of;  // ranks[i] came from files[file_of[i]]
+  std::vector<std::string> names;  // ranks[i] came from the file names[i]
   for (size_t f = 0; f < per_file.size(); ++f)
     for (auto& r : per_file[f]) {
       ranks.push_back(std::move(r));
-      file_of.push_back(f);
+      names.push_back(files[f].filename().string());
     }
-  // Unknown ranks (no RANK in the process's environment, a Kineto trace
-  // without distributedInfo) are numbered in file order, skipping numbers a
-  // known rank has. A rank-less process without GPU work while others have
-  // some (the torchrun agent) keeps -1: combine() leaves it out by name.
-  const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
-  std::set<int32_t> used;
-  for (const auto& r : ranks)
-    if (r.rank >= 0) used.insert(r.rank);
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i].rank < 0 && !trace::is_launcher(ranks[i].rank, ranks[i].gpu_activity, any_gpu)) {
-      auto n = static_cast<int32_t>(i);
-      while (used.count(n)) ++n;
-      ranks[i].rank = n;
-      used.insert(n);
-    }
-    const std::string file = files[file_of[i]].filename().string();
-    ranks[i].label = ranks[i].rank >= 0 ? fmt::format("rank {} ({})", ranks[i].rank, file) : fmt::format("no rank ({})", file);
-  }
-  return combine(std::move(ranks), options.align_clocks);
+  return combine_files(std::move(ranks), names, options.align_clocks);
 }
 
 }  // namespace scalescope::analyze

@@ -12,4 +12,6 @@ if [ "${1:-}" = "--cli-only" ]; then
 fi
 "$here/scripts/install-deps.sh" "${deps[@]}"
 "$here/scripts/build.sh" release
+# `import scalescope` for this user, in Debian's python3 (numpy and pandas from apt).
+"$here/scripts/install-python.sh" "$(command -v /usr/bin/python3 || command -v python3)"
 "$here/build/cli/scalescope" demo -o "${1:-scalescope-demo}"

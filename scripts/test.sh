@@ -33,6 +33,25 @@ echo "== release build and tests"
 scripts/build.sh release
 run_ctest build
 
+echo "== Python package (pytest on the release build)"
+# Debian's python3 has python3-numpy/pandas/pytest from install-deps.sh; a
+# python3 earlier on the PATH (pyenv) may not.
+py=python3
+/usr/bin/python3 -c 'import numpy, pandas, pytest' 2>/dev/null && py=/usr/bin/python3
+pylog="$(mktemp)"
+rc=0
+SCALESCOPE_LIBRARY="$here/build/capi/libscalescope.so" SCALESCOPE_CLI="$here/build/cli/scalescope" MPLBACKEND=Agg \
+  "$py" -m pytest -q -p no:cacheprovider "$here/python/tests" 2>&1 | tee "$pylog" || rc=$?
+py_passed="$(grep -Eo '[0-9]+ passed' "$pylog" | tail -1 | grep -Eo '[0-9]+' || true)"
+py_failed="$(tail -3 "$pylog" | grep -Eo '[0-9]+ (failed|errors?)' | awk '{s += $1} END {print s + 0}')"
+passed=$((passed + ${py_passed:-0})); failed=$((failed + ${py_failed:-0}))
+# Exit 5 is "no tests collected": a failure too (the tests went missing), as is
+# any other non-zero exit without a counted failure (pytest itself broke).
+if [ "$rc" -ne 0 ] && [ "${py_failed:-0}" -eq 0 ]; then
+  echo "pytest: exit status $rc with no failed test counted"; failed=$((failed + 1))
+fi
+rm -f "$pylog"
+
 echo "== ASan/UBSan build and tests"
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

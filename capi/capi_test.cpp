@@ -1,0 +1,134 @@
+// The C ABI against the libraries it wraps: the same traces, the same
+// analysis JSON as `scalescope analyze --json` builds, and errors as messages
+// instead of exceptions.
+#include "capi/scalescope.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "advise/advise.hpp"
+#include "analyze/analyze.hpp"
+#include "trace/trace_source.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kSample = std::string(SCALESCOPE_SOURCE_DIR) + "/examples/sample/kineto-sample.json.gz";
+const std::string kStudyRun =
+    std::string(SCALESCOPE_SOURCE_DIR) + "/examples/h200/image-base/traces/0010-g2-arm_base-variant_ref-r0.ssrun";
+
+std::string take(char* text) {
+  EXPECT_NE(text, nullptr) << ss_last_error();
+  std::string s = text ? text : "";
+  ss_free(text);
+  return s;
+}
+
+// What cli/analyze_command.cpp prints for --json, built from the same parts.
+std::string cli_analysis(const std::string& path, const scalescope::analyze::Options& options = {}) {
+  const auto run = scalescope::analyze::analyze_path(path, options);
+  json j = {{"input", path}, {"analysis", run}, {"findings", scalescope::advise::advise(run)}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+TEST(Capi, MissingInputIsAMessageNotAnException) {
+  EXPECT_EQ(ss_open("/no/such/trace.sstrace"), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("/no/such/trace.sstrace: no such file"), std::string::npos)
+      << ss_last_error();
+  EXPECT_EQ(ss_open(nullptr), nullptr);
+  EXPECT_STRNE(ss_last_error(), "");
+}
+
+TEST(Capi, GarbageTraceIsAMessage) {
+  const fs::path bad = fs::temp_directory_path() / "capi_test_garbage.sstrace";
+  std::ofstream(bad) << "this is not a scalescope trace file, just text\n";
+  EXPECT_EQ(ss_open(bad.c_str()), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("capi_test_garbage.sstrace"), std::string::npos) << ss_last_error();
+  EXPECT_EQ(std::string(ss_last_error()).find('\n'), std::string::npos);
+  fs::remove(bad);
+}
+
+TEST(Capi, ColumnsAreTheTracesOwnValuesWithoutCopies) {
+  ss_run* run = ss_open(kSample.c_str());
+  ASSERT_NE(run, nullptr) << ss_last_error();
+  ASSERT_EQ(ss_rank_count(run), 1);
+  const auto traces = scalescope::trace::load_traces(kSample);
+  const auto& k = traces.at(0).kernels;
+  ss_column cols[32];
+  const int n = ss_rank_table(run, 0, "kernels", cols, 32);
+  ASSERT_EQ(n, 14);
+  EXPECT_STREQ(cols[0].name, "start");
+  EXPECT_EQ(cols[0].dtype, SS_I64);
+  ASSERT_EQ(cols[0].length, static_cast<int64_t>(k.size()));
+  ASSERT_GT(k.size(), 0u);
+  EXPECT_EQ(std::memcmp(cols[0].data, k.start.data(), k.size() * sizeof(int64_t)), 0);
+  // Asking again hands out the same memory: the columns are the run's, not copies.
+  ss_column again[32];
+  ASSERT_EQ(ss_rank_table(run, 0, "kernels", again, 32), 14);
+  EXPECT_EQ(again[0].data, cols[0].data);
+  EXPECT_EQ(cols[4].kind, SS_STRING);
+  // Kernel names through the string table.
+  const char* blob = nullptr;
+  const int64_t* offsets = nullptr;
+  int64_t count = 0;
+  ASSERT_EQ(ss_rank_strings(run, 0, &blob, &offsets, &count), 0);
+  EXPECT_EQ(count, static_cast<int64_t>(traces[0].strings.size()));
+  const uint32_t id = static_cast<const uint32_t*>(cols[4].data)[0];
+  EXPECT_EQ(std::string(blob + offsets[id], blob + offsets[id + 1]), traces[0].strings.view(k.name[0]));
+  // Enum columns name their values.
+  ASSERT_EQ(ss_rank_table(run, 0, "memcpy", cols, 32), 11);
+  EXPECT_EQ(cols[6].kind, SS_ENUM);
+  EXPECT_STREQ(cols[6].categories, "unknown\nHtoD\nDtoH\nDtoD\nPtoP\nHtoH");
+  // Bad requests.
+  EXPECT_EQ(ss_rank_table(run, 0, "no_such_table", cols, 32), -1);
+  EXPECT_NE(std::string(ss_last_error()).find("no table 'no_such_table'"), std::string::npos);
+  EXPECT_EQ(ss_rank_table(run, 5, "kernels", cols, 32), -1);
+  EXPECT_NE(std::string(ss_last_error()).find("rank index 5 out of range"), std::string::npos);
+  ss_close(run);
+}
+
+TEST(Capi, AnalysisIsWhatAnalyzeJsonPrints) {
+  for (const std::string& path : {kSample, kStudyRun}) {
+    ss_run* run = ss_open(path.c_str());
+    ASSERT_NE(run, nullptr) << ss_last_error();
+    EXPECT_EQ(take(ss_analyze_json(run, nullptr, nullptr, nullptr, nullptr)), cli_analysis(path)) << path;
+    scalescope::analyze::Options windowed;
+    windowed.window = scalescope::analyze::WindowSpec::parse("10%:90%");
+    EXPECT_EQ(take(ss_analyze_json(run, "10%:90%", nullptr, nullptr, nullptr)), cli_analysis(path, windowed)) << path;
+    ss_close(run);
+  }
+}
+
+TEST(Capi, BadAnalysisArgumentsAreMessages) {
+  ss_run* run = ss_open(kSample.c_str());
+  ASSERT_NE(run, nullptr) << ss_last_error();
+  EXPECT_EQ(ss_analyze_json(run, "5:3", nullptr, nullptr, nullptr), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("the end must be after the start"), std::string::npos) << ss_last_error();
+  EXPECT_EQ(ss_analyze_json(run, nullptr, nullptr, nullptr, "gpu nccl_kernel\n"), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("unknown kernel class 'gpu'"), std::string::npos) << ss_last_error();
+  EXPECT_EQ(ss_diff_json(run, run, "{not json"), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("bad JSON argument"), std::string::npos) << ss_last_error();
+  EXPECT_EQ(ss_mlperf_json("nonsense", nullptr), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("no command 'nonsense'"), std::string::npos) << ss_last_error();
+  EXPECT_EQ(ss_sweep_json("/no/such.db", nullptr), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("/no/such.db"), std::string::npos) << ss_last_error();
+  ss_close(run);
+}
+
+TEST(Capi, DiffOfARunWithItselfIsZero) {
+  ss_run* a = ss_open(kStudyRun.c_str());
+  ASSERT_NE(a, nullptr) << ss_last_error();
+  const json d = json::parse(take(ss_diff_json(a, a, R"({"top": 5})")));
+  ASSERT_FALSE(d["diff"]["breakdown"].empty());
+  for (const auto& row : d["diff"]["breakdown"]) EXPECT_EQ(row["delta"].get<double>(), 0) << row.dump();
+  ss_close(a);
+}
+
+}  // namespace

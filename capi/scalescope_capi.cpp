@@ -1,0 +1,570 @@
+// libscalescope: the C ABI (capi/scalescope.h) over the libraries the CLI
+// uses. Every entry point catches everything: an exception must never unwind
+// into a C or Python caller (that would abort the interpreter), so each
+// failure becomes a one-line message for ss_last_error() and a NULL / -1.
+#include "capi/scalescope.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "advise/advise.hpp"
+#include "analyze/analyze.hpp"
+#include "mlperf/mlperf.hpp"
+#include "report/html_report.hpp"
+#include "report/table.hpp"
+#include "scalescope_version.hpp"
+#include "sweep/scaling_report.hpp"
+#include "sweep/sweep.hpp"
+#include "trace/error.hpp"
+#include "trace/kineto_importer.hpp"
+#include "trace/trace.hpp"
+#include "trace/trace_source.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace scalescope;
+
+struct ss_run {
+  std::string input;
+  std::vector<std::string> files;         // file name of each rank, as analyze labels them
+  std::vector<trace::Trace> ranks;        // in analyze's (file) order
+  std::vector<trace::ImportReport> reports;
+  // ss_rank_strings' packed copies, made on first use. The mutex: ctypes
+  // drops the GIL, so two Python threads may ask for them at once.
+  std::mutex strings_mutex;
+  std::vector<std::optional<std::pair<std::string, std::vector<int64_t>>>> strings;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+// Runs `body`; on any exception records the message and returns `failed`.
+template <typename T, typename F>
+T guarded(T failed, F&& body) noexcept {
+  try {
+    last_error.clear();
+    return body();
+  } catch (const Error& e) {
+    last_error = e.what();
+  } catch (const std::bad_alloc&) {
+    last_error = "out of memory";
+  } catch (const json::exception& e) {
+    last_error = std::string("bad JSON argument: ") + e.what();
+  } catch (const std::exception& e) {
+    last_error = std::string("internal error: ") + e.what();
+  } catch (...) {
+    last_error = "internal error: unknown exception";
+  }
+  // A message is one line, like the CLI's.
+  for (char& c : last_error)
+    if (c == '\n' || c == '\r') c = ' ';
+  return failed;
+}
+
+char* dup(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (!out) throw std::bad_alloc();
+  std::memcpy(out, s.data(), s.size() + 1);
+  return out;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json parse_options(const char* text) {
+  if (!text || !*text) return json::object();
+  json j = json::parse(text);
+  if (!j.is_object()) fail("options: expected a JSON object, got {}", std::string(text).substr(0, 80));
+  return j;
+}
+
+template <typename T>
+std::optional<T> opt(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+trace::Trace& rank_of(ss_run* run, int rank) {
+  if (!run) fail("no run (NULL handle)");
+  if (rank < 0 || static_cast<size_t>(rank) >= run->ranks.size())
+    fail("rank index {} out of range (the run has {})", rank, run->ranks.size());
+  return run->ranks[static_cast<size_t>(rank)];
+}
+
+// ---- columns ----------------------------------------------------------------
+
+template <typename T>
+constexpr int32_t dtype_of() {
+  if constexpr (std::is_same_v<T, int64_t>) return SS_I64;
+  else if constexpr (std::is_same_v<T, int32_t>) return SS_I32;
+  else if constexpr (std::is_same_v<T, uint32_t>) return SS_U32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return SS_U64;
+  else if constexpr (std::is_same_v<T, double>) return SS_F64;
+  else {
+    static_assert(sizeof(T) == 1, "enums and flags are one byte");
+    return SS_U8;
+  }
+}
+
+constexpr const char* kMemcpyKinds = "unknown\nHtoD\nDtoH\nDtoD\nPtoP\nHtoH";
+constexpr const char* kMemoryKinds = "unknown\npageable\npinned\ndevice\nmanaged\narray";
+constexpr const char* kSyncKinds =
+    "unknown\nevent_synchronize\nstream_wait_event\nstream_synchronize\ndevice_synchronize";
+constexpr const char* kApiDomains = "runtime\ndriver\nnccl\nother";
+constexpr const char* kNvtxKinds = "range\nmark";
+
+struct Columns {
+  std::vector<ss_column> out;
+  template <typename T>
+  void add(const char* name, const std::vector<T>& v, int32_t kind = SS_PLAIN, const char* categories = nullptr) {
+    out.push_back({name, v.empty() ? nullptr : v.data(), static_cast<int64_t>(v.size()), dtype_of<T>(), kind,
+                   categories});
+  }
+};
+
+// Enum names from the libraries' own to_string, so they match the CLI's.
+template <typename E>
+const char* enum_names(int count) {
+  static const std::string names = [count] {
+    std::string s;
+    for (int i = 0; i < count; ++i) s += (i ? "\n" : "") + std::string(trace::to_string(static_cast<E>(i)));
+    return s;
+  }();
+  return names.c_str();
+}
+
+Columns table_columns(const trace::Trace& t, std::string_view table) {
+  Columns c;
+  if (table == "kernels") {
+    const auto& k = t.kernels;
+    c.add("start", k.start), c.add("end", k.end), c.add("device", k.device), c.add("stream", k.stream);
+    c.add("name", k.name, SS_STRING);
+    c.add("grid_x", k.grid_x), c.add("grid_y", k.grid_y), c.add("grid_z", k.grid_z);
+    c.add("block_x", k.block_x), c.add("block_y", k.block_y), c.add("block_z", k.block_z);
+    c.add("registers_per_thread", k.registers_per_thread), c.add("shared_memory_bytes", k.shared_memory_bytes);
+    c.add("correlation", k.correlation);
+  } else if (table == "memcpy") {
+    const auto& m = t.memcpys;
+    c.add("start", m.start), c.add("end", m.end), c.add("device", m.device), c.add("stream", m.stream);
+    c.add("correlation", m.correlation), c.add("bytes", m.bytes);
+    c.add("kind", m.kind, SS_ENUM, kMemcpyKinds);
+    c.add("src_kind", m.src_kind, SS_ENUM, kMemoryKinds), c.add("dst_kind", m.dst_kind, SS_ENUM, kMemoryKinds);
+    c.add("is_async", m.is_async, SS_BOOL), c.add("peer_device", m.peer_device);
+  } else if (table == "memset") {
+    const auto& m = t.memsets;
+    c.add("start", m.start), c.add("end", m.end), c.add("device", m.device), c.add("stream", m.stream);
+    c.add("correlation", m.correlation), c.add("bytes", m.bytes);
+    c.add("dst_kind", m.dst_kind, SS_ENUM, kMemoryKinds), c.add("is_async", m.is_async, SS_BOOL);
+  } else if (table == "api") {
+    const auto& a = t.api;
+    c.add("start", a.start), c.add("end", a.end), c.add("thread", a.thread);
+    c.add("domain", a.domain, SS_ENUM, kApiDomains), c.add("callback_id", a.callback_id);
+    c.add("name", a.name, SS_STRING), c.add("correlation", a.correlation), c.add("return_code", a.return_code);
+  } else if (table == "sync") {
+    const auto& s = t.syncs;
+    c.add("start", s.start), c.add("end", s.end), c.add("kind", s.kind, SS_ENUM, kSyncKinds);
+    c.add("device", s.device), c.add("stream", s.stream), c.add("event", s.event), c.add("thread", s.thread);
+    c.add("correlation", s.correlation);
+  } else if (table == "nvtx") {
+    const auto& n = t.nvtx;
+    c.add("start", n.start), c.add("end", n.end), c.add("kind", n.kind, SS_ENUM, kNvtxKinds);
+    c.add("domain", n.domain, SS_STRING), c.add("text", n.text, SS_STRING), c.add("thread", n.thread);
+    c.add("device", n.device), c.add("correlation", n.correlation);
+  } else if (table == "nccl") {
+    const auto& n = t.nccl;
+    c.add("start", n.start), c.add("end", n.end), c.add("device", n.device), c.add("stream", n.stream);
+    c.add("op", n.op, SS_ENUM, enum_names<trace::NcclOp>(static_cast<int>(trace::NcclOp::kBarrier) + 1));
+    c.add("bytes", n.bytes), c.add("count", n.count);
+    c.add("datatype", n.datatype, SS_STRING), c.add("algorithm", n.algorithm, SS_STRING);
+    c.add("protocol", n.protocol, SS_STRING), c.add("communicator", n.communicator, SS_STRING);
+    c.add("sequence", n.sequence), c.add("group_size", n.group_size), c.add("correlation", n.correlation);
+  } else if (table == "counters") {
+    const auto& n = t.counters;
+    c.add("time", n.time), c.add("device", n.device);
+    c.add("metric", n.metric, SS_ENUM, enum_names<trace::CounterMetric>(trace::kCounterMetricCount));
+    c.add("value", n.value);
+  } else {
+    fail("no table '{}' (tables: kernels, memcpy, memset, api, sync, nvtx, nccl, counters)", table);
+  }
+  return c;
+}
+
+// ---- run facts ----------------------------------------------------------------
+
+json metadata_json(const trace::Metadata& m) {
+  json devices = json::array();
+  for (const auto& d : m.devices)
+    devices.push_back({{"id", d.id}, {"name", d.name}, {"uuid", d.uuid}, {"pci_bus_id", d.pci_bus_id},
+                       {"numa_node", d.numa_node}, {"sm_count", d.sm_count}, {"memory_bytes", d.memory_bytes},
+                       {"compute_major", d.compute_major}, {"compute_minor", d.compute_minor}});
+  auto pages = [](const std::vector<trace::NumaPages>& v) {
+    json a = json::array();
+    for (const auto& p : v) a.push_back({{"node", p.node}, {"bytes", p.bytes}});
+    return a;
+  };
+  json clock = json::array();
+  for (const auto& c : m.clock) clock.push_back({{"trace_ns", c.trace_ns}, {"unix_ns", c.unix_ns}});
+  return {{"source", m.source},
+          {"producer_version", m.producer_version},
+          {"hostname", m.hostname},
+          {"pid", m.pid},
+          {"rank", m.rank},
+          {"local_rank", m.local_rank},
+          {"world_size", m.world_size},
+          {"launcher", m.launcher},
+          {"command_line", m.command_line},
+          {"cpu_affinity", m.cpu_affinity},
+          {"cpu_numa_node", m.cpu_numa_node},
+          {"memory_policy", m.memory_policy},
+          {"pages_at_start", pages(m.pages_at_start)},
+          {"pages_at_end", pages(m.pages_at_end)},
+          {"devices", devices},
+          {"clock", clock},
+          {"extra", m.extra}};
+}
+
+json import_report_json(const trace::ImportReport& r) {
+  json cats = json::array();
+  for (const auto& c : r.categories)
+    cats.push_back({{"cat", c.cat}, {"ph", c.ph}, {"events", c.events}, {"mapped_to", c.mapped_to}});
+  return {{"input", r.input},
+          {"json_bytes", r.json_bytes},
+          {"events", r.events},
+          {"categories", cats},
+          {"flows", r.flows},
+          {"metadata_kept", r.metadata_kept},
+          {"metadata_dropped", r.metadata_dropped},
+          {"ignored", r.ignored},
+          {"unknown", r.unknown},
+          {"malformed", r.malformed}};
+}
+
+json problems_json(const trace::ProblemCounts& p) {
+  json a = json::array();
+  for (int i = 0; i < trace::kProblemCount; ++i) {
+    const auto problem = static_cast<trace::Problem>(i);
+    const char* severity = trace::severity_of(problem) == trace::Severity::kInfo    ? "info"
+                           : trace::severity_of(problem) == trace::Severity::kError ? "error"
+                                                                                    : "data_loss";
+    a.push_back({{"problem", std::string(trace::to_string(problem))}, {"severity", severity}, {"count", p.counts[i]}});
+  }
+  return a;
+}
+
+analyze::Options analysis_options(const char* window, const char* iteration_range, const char* classes_path,
+                                  const char* classes_text) {
+  analyze::Options options;
+  if (window && *window) options.window = analyze::WindowSpec::parse(window);
+  if (iteration_range) options.iteration_range = iteration_range;
+  if (classes_path && *classes_path) options.classifier = analyze::KernelClassifier::from_file(classes_path);
+  if (classes_text && *classes_text) {
+    if (classes_path && *classes_path) fail("kernel class rules: give a file or text, not both");
+    options.classifier = analyze::KernelClassifier::parse(classes_text, "classes");
+  }
+  return options;
+}
+
+// Ranks analysed up to 4 at a time, like analyze_path (results do not
+// depend on the order: each rank's analysis is a pure function of its trace).
+analyze::RunAnalysis analyze_run(const ss_run& run, const analyze::Options& options) {
+  std::vector<analyze::RankAnalysis> ranks(run.ranks.size());
+  const unsigned threads =
+      std::min<unsigned>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u), static_cast<unsigned>(ranks.size()));
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    for (size_t i = next++; i < ranks.size(); i = next++) {
+      try {
+        ranks[i] = analyze::analyze_rank(run.ranks[i], options);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = ranks.size();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned k = 1; k < threads; ++k) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return analyze::combine_files(std::move(ranks), run.files);
+}
+
+std::string tables_json(const std::vector<report::Table>& tables) {
+  std::ostringstream out;
+  report::print_tables(out, tables, report::OutputFormat::kJson);
+  return out.str();
+}
+
+json stored_run_json(const sweep::StoredRun& r) {
+  json config = json::object();
+  for (const auto& [k, v] : r.config) config[k] = v;
+  return {{"id", r.id},
+          {"plan_index", r.plan_index},
+          {"config", config},
+          {"gpus", r.gpus},
+          {"nodes", r.nodes},
+          {"rep", r.rep},
+          {"status", sweep::status_name(r.status)},
+          {"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
+          {"signal", r.signal ? json(*r.signal) : json(nullptr)},
+          {"start_unix", r.start_unix},
+          {"end_unix", r.end_unix},
+          {"wall_s", r.wall_s},
+          {"metrics", r.metrics},
+          {"log_path", r.log_path},
+          {"trace_path", r.trace_path},
+          {"run_dir", r.run_dir},
+          {"note", r.note}};
+}
+
+std::vector<mlperf::Run> load_mlperf_runs(const json& args) {
+  const auto csv = opt<std::string>(args, "runs_csv");
+  if (!csv || csv->empty())
+    return mlperf::read_runs_csv(mlperf::default_runs_csv(), "the embedded MLPerf v4.1 table");
+  return mlperf::read_runs_csv(fs::path(*csv));
+}
+
+}  // namespace
+
+extern "C" {
+
+int ss_abi_version(void) { return SS_ABI_VERSION; }
+
+const char* ss_version(void) { return SCALESCOPE_VERSION " (" SCALESCOPE_GIT_DESCRIBE ")"; }
+
+const char* ss_last_error(void) { return last_error.c_str(); }
+
+void ss_free(char* text) { std::free(text); }
+
+ss_run* ss_open(const char* path) {
+  return guarded<ss_run*>(nullptr, [&] {
+    if (!path || !*path) fail("no input path given");
+    auto run = std::make_unique<ss_run>();
+    run->input = path;
+    // The files in the order `scalescope analyze` reads them, each loaded by
+    // the one loader every command uses (so new input kinds come for free).
+    for (const fs::path& file : analyze::list_trace_inputs(path)) {
+      std::vector<trace::Trace> traces = trace::load_traces(file, &run->reports);
+      for (auto& t : traces) {
+        run->files.push_back(file.filename().string());
+        run->ranks.push_back(std::move(t));
+      }
+    }
+    run->strings.resize(run->ranks.size());
+    return run.release();
+  });
+}
+
+void ss_close(ss_run* run) { delete run; }
+
+int ss_rank_count(const ss_run* run) { return run ? static_cast<int>(run->ranks.size()) : -1; }
+
+char* ss_run_info_json(ss_run* run) {
+  return guarded<char*>(nullptr, [&] {
+    if (!run) fail("no run (NULL handle)");
+    json ranks = json::array();
+    for (size_t i = 0; i < run->ranks.size(); ++i) {
+      const auto& t = run->ranks[i];
+      const auto [first, last] = t.time_span();
+      ranks.push_back({{"file", run->files[i]},
+                       {"metadata", metadata_json(t.meta)},
+                       {"problems", problems_json(t.problems)},
+                       {"string_count", t.strings.size()},
+                       {"time_span", {first, last}},
+                       {"event_counts",
+                        {{"kernels", t.kernels.size()},
+                         {"memcpy", t.memcpys.size()},
+                         {"memset", t.memsets.size()},
+                         {"api", t.api.size()},
+                         {"sync", t.syncs.size()},
+                         {"nvtx", t.nvtx.size()},
+                         {"nccl", t.nccl.size()},
+                         {"counters", t.counters.size()}}}});
+    }
+    json reports = json::array();
+    for (const auto& r : run->reports) reports.push_back(import_report_json(r));
+    return dup(dump({{"input", run->input}, {"files", run->files}, {"import_reports", reports}, {"ranks", ranks}}));
+  });
+}
+
+const char* ss_table_names(void) { return "kernels\nmemcpy\nmemset\napi\nsync\nnvtx\nnccl\ncounters"; }
+
+int ss_rank_table(ss_run* run, int rank, const char* table, ss_column* out, int capacity) {
+  return guarded<int>(-1, [&] {
+    const trace::Trace& t = rank_of(run, rank);
+    if (!table) fail("no table name given");
+    const Columns c = table_columns(t, table);
+    for (size_t i = 0; i < c.out.size() && static_cast<int>(i) < capacity; ++i) out[i] = c.out[i];
+    return static_cast<int>(c.out.size());
+  });
+}
+
+int ss_rank_strings(ss_run* run, int rank, const char** blob, const int64_t** offsets, int64_t* count) {
+  return guarded<int>(-1, [&] {
+    const trace::Trace& t = rank_of(run, rank);
+    std::lock_guard lock(run->strings_mutex);
+    auto& cached = run->strings[static_cast<size_t>(rank)];
+    if (!cached) {
+      std::pair<std::string, std::vector<int64_t>> packed;
+      packed.first.reserve(t.strings.byte_size());
+      packed.second.reserve(t.strings.size() + 1);
+      packed.second.push_back(0);
+      for (size_t i = 0; i < t.strings.size(); ++i) {
+        packed.first += t.strings.view(static_cast<trace::StringId>(i));
+        packed.second.push_back(static_cast<int64_t>(packed.first.size()));
+      }
+      cached = std::move(packed);
+    }
+    *blob = cached->first.data();
+    *offsets = cached->second.data();
+    *count = static_cast<int64_t>(t.strings.size());
+    return 0;
+  });
+}
+
+char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_range, const char* classes_path,
+                      const char* classes_text) {
+  return guarded<char*>(nullptr, [&] {
+    if (!run) fail("no run (NULL handle)");
+    const analyze::RunAnalysis analysis =
+        analyze_run(*run, analysis_options(window, iteration_range, classes_path, classes_text));
+    const std::vector<advise::Finding> findings = advise::advise(analysis);
+    return dup(dump({{"input", run->input}, {"analysis", analysis}, {"findings", findings}}));
+  });
+}
+
+char* ss_diff_json(ss_run* a, ss_run* b, const char* options_json) {
+  return guarded<char*>(nullptr, [&] {
+    if (!a || !b) fail("no run (NULL handle)");
+    const json o = parse_options(options_json);
+    const auto window = opt<std::string>(o, "window").value_or("");
+    const auto range = opt<std::string>(o, "iteration_range").value_or("");
+    const auto classes = opt<std::string>(o, "classes_path").value_or("");
+    const int top = opt<int>(o, "top").value_or(15);
+    if (top < 1 || top > 1000) fail("top {} is not in 1..1000", top);
+    const analyze::Options options = analysis_options(window.c_str(), range.c_str(), classes.c_str(), nullptr);
+    const analyze::RunDiff d = analyze::diff(analyze_run(*a, options), analyze_run(*b, options), top);
+    return dup(dump({{"a", a->input}, {"b", b->input}, {"diff", d}}));
+  });
+}
+
+char* ss_sweep_json(const char* db, const char* options_json) {
+  return guarded<char*>(nullptr, [&] {
+    if (!db || !*db) fail("no sweep database given");
+    const json o = parse_options(options_json);
+    const sweep::StoredSweep stored = sweep::read_sweep(db);
+    json runs = json::array();
+    for (const auto& r : stored.runs) runs.push_back(stored_run_json(r));
+    json out = {{"sweep",
+                 {{"path", db},
+                  {"id", stored.id},
+                  {"created", stored.created},
+                  {"spec", json::parse(stored.spec_json, nullptr, false)},
+                  {"metric", stored.metric},
+                  {"higher_is_better", stored.higher_is_better},
+                  {"planned_runs", stored.planned_runs},
+                  {"runs", runs}}}};
+    sweep::ScalingReportOptions options;
+    options.metric = opt<std::string>(o, "metric").value_or("");
+    options.higher_is_better = opt<bool>(o, "higher_is_better");
+    options.ref_gpus = opt<int>(o, "ref");
+    options.threshold = opt<double>(o, "threshold").value_or(0.8);
+    if (!(options.threshold > 0)) fail("threshold {} is not a positive number", options.threshold);
+    options.price_per_gpu_hour = opt<double>(o, "price_per_gpu_hour");
+    options.predict = opt<std::vector<int>>(o, "predict").value_or(std::vector<int>{});
+    for (int n : options.predict)
+      if (n < 1) fail("predict: {} is not a GPU count", n);
+    if (auto c = opt<std::string>(o, "compare")) options.compare = sweep::Variable::parse(*c);
+    options.weak = opt<bool>(o, "weak");
+    options.samples_per_gpu_step = opt<double>(o, "samples_per_gpu_step");
+    // A sweep without a measured metric still has its runs: the scaling
+    // study's error goes beside them rather than hiding them.
+    try {
+      out["scaling"] = json::parse(tables_json(sweep::scaling_report(stored, options)));
+    } catch (const Error& e) {
+      out["scaling"] = nullptr;
+      out["scaling_error"] = e.what();
+    }
+    return dup(dump(out));
+  });
+}
+
+char* ss_mlperf_json(const char* command, const char* args_json) {
+  return guarded<char*>(nullptr, [&] {
+    const std::string cmd = command ? command : "";
+    const json a = parse_options(args_json);
+    if (cmd == "ingest") {
+      std::vector<fs::path> dirs;
+      for (const auto& d : opt<std::vector<std::string>>(a, "dirs").value_or(std::vector<std::string>{}))
+        dirs.emplace_back(d);
+      if (dirs.empty()) fail("mlperf ingest: no results directory given");
+      mlperf::IngestOptions options;
+      options.threads = opt<unsigned>(a, "threads").value_or(0);
+      const mlperf::IngestResult result = mlperf::ingest_results(dirs, options);
+      if (auto output = opt<std::string>(a, "output"); output && !output->empty())
+        mlperf::write_runs_csv(result.runs, fs::path(*output));
+      json out = {{"runs", json::parse(mlperf::runs_table(result.runs).to_json())},
+                  {"scores", json::parse(mlperf::scores_table(mlperf::score_folders(result.runs, result.folders)).to_json())},
+                  {"logs", result.logs},
+                  {"bytes", result.bytes},
+                  {"folders", result.folders.size()},
+                  {"mllog_lines", result.mllog_lines},
+                  {"malformed_lines", result.malformed_lines},
+                  {"overlong_lines", result.overlong_lines},
+                  {"ignored_files", result.ignored_files},
+                  {"notes", result.notes}};
+      return dup(dump(out));
+    }
+    if (cmd == "scores") return dup(mlperf::scores_table(mlperf::score_folders(load_mlperf_runs(a))).to_json());
+    if (cmd == "analyze") {
+      mlperf::AnalyzeOptions options;
+      options.benchmark = opt<std::string>(a, "benchmark").value_or("");
+      options.accelerator = opt<std::string>(a, "accelerator").value_or("");
+      options.ref_system = opt<std::string>(a, "ref").value_or("");
+      options.threshold = opt<double>(a, "threshold").value_or(options.threshold);
+      return dup(tables_json(mlperf::analyze(load_mlperf_runs(a), options)));
+    }
+    fail("mlperf: no command '{}' (ingest, scores, analyze)", cmd);
+  });
+}
+
+char* ss_report(const char* inputs_json, const char* output, const char* options_json) {
+  return guarded<char*>(nullptr, [&] {
+    if (!output || !*output) fail("report: no output path given");
+    const json inputs = json::parse(inputs_json ? inputs_json : "[]");
+    if (!inputs.is_array() || inputs.empty()) fail("report: no inputs given");
+    const json o = parse_options(options_json);
+    report::ReportOptions options;
+    options.quiet = true;
+    options.title = opt<std::string>(o, "title").value_or(options.title);
+    options.threshold = opt<double>(o, "threshold").value_or(options.threshold);
+    if (!(options.threshold >= 0.01 && options.threshold <= 1.0))
+      fail("report: threshold {} is not in 0.01..1", options.threshold);
+    options.iteration_range = opt<std::string>(o, "iteration_range").value_or("");
+    report::HtmlReport r(options);
+    for (const auto& in : inputs) r.add_input(in.get<std::string>());
+    r.write(output);
+    return dup(dump(json(r.highlights())));
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,34 @@
+"""pandas is optional: everything that returns a DataFrame goes through here."""
+
+
+def pandas(what):
+    """The pandas module, or an ImportError saying what needed it."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError(
+            f"scalescope: {what} returns a pandas DataFrame and pandas is not installed "
+            "(apt-get install python3-pandas, or pip install pandas); "
+            "the numpy forms (Rank.columns, Analysis.json) work without it"
+        ) from None
+    return pd
+
+
+def records(rows, columns, what):
+    """A DataFrame from a list of dicts, with these columns in this order even when empty."""
+    pd = pandas(what)
+    return pd.DataFrame.from_records(rows, columns=columns) if rows else pd.DataFrame(columns=columns)
+
+
+def table(t, what):
+    """A DataFrame from one report table's JSON ({"title", "columns", "rows", "notes"});
+    title and notes go to df.attrs."""
+    df = records(t.get("rows", []), t.get("columns", []), what)
+    df.attrs["title"] = t.get("title", "")
+    df.attrs["notes"] = list(t.get("notes", []))
+    return df
+
+
+def tables(ts, what):
+    """{title: DataFrame} of report tables, in order."""
+    return {t.get("title", str(i)): table(t, what) for i, t in enumerate(ts)}

@@ -1,0 +1,53 @@
+"""MLPerf Training results: ingest results trees, official scores, scaling
+across systems (`scalescope mlperf ...`), as DataFrames."""
+
+import json as _json
+import os as _os
+
+from . import _frames
+from ._lib import lib as _lib, take_text as _take
+
+
+def _call(command, args):
+    return _json.loads(_take(_lib.ss_mlperf_json(command.encode(), _json.dumps(args).encode())))
+
+
+class Ingest:
+    """What ingest returns: .runs (one row per run log), .scores (one per result
+    folder), and counts (logs, bytes, mllog_lines, malformed_lines, ...)."""
+
+    def __init__(self, raw):
+        self.json = raw
+        self.notes = raw["notes"]
+        for k in ("logs", "bytes", "folders", "mllog_lines", "malformed_lines", "overlong_lines", "ignored_files"):
+            setattr(self, k, raw[k])
+
+    runs = property(lambda s: _frames.table(s.json["runs"], "mlperf.Ingest.runs"))
+    scores = property(lambda s: _frames.table(s.json["scores"], "mlperf.Ingest.scores"))
+
+
+def ingest(dirs, output=None, threads=0):
+    """Reads MLPerf Training results trees (or submitter/system/benchmark
+    folders); output= also writes the runs CSV that scores/analyze read."""
+    if isinstance(dirs, (str, bytes, _os.PathLike)):
+        dirs = [dirs]
+    args = {"dirs": [_os.fspath(d) for d in dirs], "threads": int(threads)}
+    if output is not None:
+        args["output"] = _os.fspath(output)
+    return Ingest(_call("ingest", args))
+
+
+def scores(runs_csv=None):
+    """Official score of every result folder (runs_csv: from ingest(output=);
+    None: the embedded MLPerf v4.1 table)."""
+    args = {} if runs_csv is None else {"runs_csv": _os.fspath(runs_csv)}
+    return _frames.table(_call("scores", args), "mlperf.scores")
+
+
+def analyze(runs_csv=None, benchmark=None, accelerator=None, ref=None, threshold=0.8):
+    """Scaling across systems per benchmark and accelerator: {title: DataFrame}."""
+    args = {"threshold": threshold}
+    for k, v in (("runs_csv", runs_csv), ("benchmark", benchmark), ("accelerator", accelerator), ("ref", ref)):
+        if v is not None:
+            args[k] = _os.fspath(v)
+    return _frames.tables(_call("analyze", args), "mlperf.analyze")

@@ -1,0 +1,237 @@
+"""A loaded run: its ranks' event tables as numpy arrays / DataFrames, its
+facts and import report, and its analysis."""
+
+import ctypes
+import json
+
+import numpy as np
+
+from . import _frames
+from ._lib import BOOL, DTYPES, ENUM, STRING, encode, error, lib, ss_column, take_text
+
+#: The event tables of a rank (Rank.table(name), Rank.<name>).
+TABLES = ("kernels", "memcpy", "memset", "api", "sync", "nvtx", "nccl", "counters")
+
+
+class _Handle:
+    """Owns one ss_run*; every array over its memory holds a reference to it."""
+
+    def __init__(self, path):
+        self.ptr = lib.ss_open(encode(path))
+        if not self.ptr:
+            raise error()
+
+    def __del__(self):
+        ptr, self.ptr = getattr(self, "ptr", None), None
+        if ptr:
+            lib.ss_close(ptr)
+
+
+class _ColumnMemory:
+    """Exposes one column of the run's memory to numpy without copying; as the
+    array's base it keeps the run alive for as long as the array lives."""
+
+    def __init__(self, owner, address, length, typestr):
+        self.owner = owner
+        self.__array_interface__ = {
+            "shape": (length,),
+            "typestr": typestr,
+            "data": (address, True),  # read-only: the analysis reads the same memory
+            "version": 3,
+        }
+
+
+class Rank:
+    """One traced process. Times are ns on the trace's clock (metadata["clock"]
+    holds its anchors to Unix time); sizes are bytes."""
+
+    def __init__(self, run, index, info):
+        self._run = run
+        self.index = index  #: position in run.ranks
+        self.file = info["file"]  #: the file it was read from
+        self.metadata = info["metadata"]  #: producer facts (dict, as in the trace)
+        self.rank = self.metadata["rank"]  #: the job's rank, -1 when the trace does not say
+        self.event_counts = info["event_counts"]  #: rows per table
+        self.time_span = tuple(info["time_span"])  #: (first start, last end) over all events, ns
+        self._problems = info["problems"]
+        self._strings = None
+
+    def __repr__(self):
+        return f"<scalescope.Rank {self.index}: rank {self.rank}, {self.file}, {sum(self.event_counts.values())} events>"
+
+    # ---- raw columns (numpy only) ------------------------------------------------
+
+    def _columns(self, table):
+        cols = (ss_column * 32)()
+        n = lib.ss_rank_table(self._run._handle.ptr, self.index, encode(table), cols, 32)
+        if n < 0:
+            raise error()
+        return cols[: min(n, 32)]
+
+    def columns(self, table):
+        """{column: numpy array} of one table, over the trace's own memory (no
+        copy, read-only). String columns hold ids into Rank.strings; enum
+        columns hold codes (Rank.categories(table) names them)."""
+        out = {}
+        for c in self._columns(table):
+            name = c.name.decode()
+            if c.length == 0 or not c.data:
+                out[name] = np.empty(0, dtype=DTYPES[c.dtype])
+            else:
+                mem = _ColumnMemory(self._run._handle, c.data, c.length, DTYPES[c.dtype])
+                out[name] = np.asarray(mem)
+        return out
+
+    def categories(self, table):
+        """{column: [names]} for the table's enum columns (code = position)."""
+        return {
+            c.name.decode(): c.categories.decode().split("\n") for c in self._columns(table) if c.kind == ENUM
+        }
+
+    @property
+    def strings(self):
+        """The rank's string table: strings[id] for the ids in string columns."""
+        if self._strings is None:
+            blob = ctypes.c_void_p()
+            offsets = ctypes.POINTER(ctypes.c_int64)()
+            count = ctypes.c_int64()
+            if lib.ss_rank_strings(self._run._handle.ptr, self.index, ctypes.byref(blob), ctypes.byref(offsets),
+                                   ctypes.byref(count)) != 0:
+                raise error()
+            n = count.value
+            offs = np.ctypeslib.as_array(offsets, shape=(n + 1,)).copy()
+            data = ctypes.string_at(blob, int(offs[-1])) if n else b""
+            self._strings = [data[offs[i]:offs[i + 1]].decode("utf-8", "replace") for i in range(n)]
+        return self._strings
+
+    def _categories(self):
+        """The string table as a pandas Index (built once; shared by every string column)."""
+        if getattr(self, "_category_index", None) is None:
+            pd = _frames.pandas("Rank string columns")
+            self._category_index = pd.Index(self.strings, dtype=object)
+        return self._category_index
+
+    # ---- DataFrames --------------------------------------------------------------
+
+    def table(self, name):
+        """One event table as a DataFrame: numeric columns share the trace's
+        memory; string and enum columns are pandas Categoricals (codes = the
+        ids, categories = the string table or the enum's names); 'duration'
+        (end - start, ns) is added to tables with start and end."""
+        pd = _frames.pandas(f"Rank.{name}")
+        descs = self._columns(name)
+        arrays = self.columns(name)
+        data = {}
+        for c in descs:
+            col = c.name.decode()
+            arr = arrays[col]
+            if c.kind == STRING:
+                data[col] = pd.Categorical.from_codes(arr.astype(np.int64), categories=self._categories())
+            elif c.kind == ENUM:
+                data[col] = pd.Categorical.from_codes(arr.astype(np.int8), categories=c.categories.decode().split("\n"))
+            elif c.kind == BOOL:
+                data[col] = arr.view(np.bool_)
+            else:
+                data[col] = arr
+        df = pd.DataFrame(data, copy=False)
+        if "start" in df.columns and "end" in df.columns:
+            df["duration"] = arrays["end"] - arrays["start"]
+        return df
+
+    kernels = property(lambda self: self.table("kernels"), doc="GPU kernels (start, end, duration ns; device, stream, name, grid, block, registers, shared memory, correlation)")
+    memcpy = property(lambda self: self.table("memcpy"), doc="memory copies (bytes, kind HtoD/DtoH/..., src/dst memory kind, is_async)")
+    memset = property(lambda self: self.table("memset"), doc="memory sets")
+    api = property(lambda self: self.table("api"), doc="CUDA runtime/driver API calls on the host")
+    sync = property(lambda self: self.table("sync"), doc="synchronization (event/stream/device synchronize, stream wait event)")
+    nvtx = property(lambda self: self.table("nvtx"), doc="NVTX ranges and marks (and PyTorch annotations)")
+    nccl = property(lambda self: self.table("nccl"), doc="NCCL collectives (op, bytes, count, datatype, algorithm, protocol, communicator, sequence)")
+    counters = property(lambda self: self.table("counters"), doc="GPU counter samples (time ns, device, metric, value)")
+
+    @property
+    def problems(self):
+        """Import and collection problems: problem, severity (info, error, data_loss), count."""
+        return _frames.records(self._problems, ["problem", "severity", "count"], "Rank.problems")
+
+    @property
+    def devices(self):
+        """Device facts: id, name, uuid, pci_bus_id, numa_node, sm_count, memory_bytes, compute_major/minor."""
+        cols = ["id", "name", "uuid", "pci_bus_id", "numa_node", "sm_count", "memory_bytes", "compute_major",
+                "compute_minor"]
+        return _frames.records(self.metadata["devices"], cols, "Rank.devices")
+
+    @property
+    def host(self):
+        """Host facts, one row: hostname, pid, rank, local_rank, world_size,
+        launcher, command_line, memory_policy, cpu_affinity (list of CPUs),
+        cpu_numa_nodes (NUMA nodes of those CPUs), source, producer_version."""
+        m = self.metadata
+        nodes = sorted({m["cpu_numa_node"][c] for c in m["cpu_affinity"] if c < len(m["cpu_numa_node"])})
+        row = {k: m[k] for k in ("hostname", "pid", "rank", "local_rank", "world_size", "launcher", "command_line",
+                                 "memory_policy", "source", "producer_version")}
+        row["cpu_affinity"] = list(m["cpu_affinity"])
+        row["cpu_numa_nodes"] = nodes
+        return _frames.records([row], list(row), "Rank.host")
+
+    @property
+    def numa_pages(self):
+        """The process's memory pages per NUMA node: when ('start'/'end'), node, bytes."""
+        rows = [dict(when="start", **p) for p in self.metadata["pages_at_start"]]
+        rows += [dict(when="end", **p) for p in self.metadata["pages_at_end"]]
+        return _frames.records(rows, ["when", "node", "bytes"], "Rank.numa_pages")
+
+
+class Run:
+    """What scalescope.open returns: one Rank per traced process, in the order
+    `scalescope analyze` reads them."""
+
+    def __init__(self, path):
+        self._handle = _Handle(path)
+        info = json.loads(take_text(lib.ss_run_info_json(self._handle.ptr)))
+        self.input = info["input"]  #: the path given
+        self.files = info["files"]  #: file of each rank
+        self.import_reports = info["import_reports"]  #: per imported Kineto file (dicts), [] for .sstrace
+        self.ranks = [Rank(self, i, r) for i, r in enumerate(info["ranks"])]
+
+    def __repr__(self):
+        return f"<scalescope.Run {self.input}: {len(self.ranks)} ranks>"
+
+    def __len__(self):
+        return len(self.ranks)
+
+    @property
+    def import_report(self):
+        """What became of each event category of imported files: input, cat, ph, events, mapped_to."""
+        rows = [dict(input=r["input"], **c) for r in self.import_reports for c in r["categories"]]
+        return _frames.records(rows, ["input", "cat", "ph", "events", "mapped_to"], "Run.import_report")
+
+    def analyze(self, window=None, iteration_range=None, classes=None):
+        """The analysis and findings, the same numbers as `scalescope analyze --json`.
+
+        window: "10%:90%", "it5:it50" (iterations) or "2000000:9000000" (ns after
+        the first event). iteration_range: the NVTX range marking one iteration.
+        classes: a kernel-class rules file (path), rules text, or pairs
+        [(substring, "communication"), ...] (docs/kernel-classes.md)."""
+        from .analysis import Analysis
+
+        path, text = _classes_args(classes)
+        raw = take_text(lib.ss_analyze_json(self._handle.ptr, encode(window), encode(iteration_range), encode(path),
+                                            encode(text)))
+        return Analysis(json.loads(raw))
+
+
+def _classes_args(classes):
+    """classes= -> (path, text) for the C API."""
+    if classes is None:
+        return None, None
+    if isinstance(classes, (list, tuple)):
+        lines = []
+        for pair in classes:
+            substring, cls = pair
+            if "\n" in substring or "#" in substring:
+                raise ValueError(f"classes: substring {substring!r} may not hold a newline or '#'")
+            lines.append(f"{cls} {substring}")
+        return None, "\n".join(lines) + "\n"
+    text = str(classes)
+    if "\n" in text:
+        return None, text
+    return text, None

@@ -1,0 +1,123 @@
+"""Event tables: numpy arrays over the trace's own memory, DataFrames with
+string and enum columns as Categoricals."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import scalescope
+from conftest import SAMPLE, STUDY_RUNS
+
+pd = pytest.importorskip("pandas")
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return scalescope.open(SAMPLE)
+
+
+def test_columns_are_not_copied(sample):
+    rank = sample.ranks[0]
+    a = rank.columns("kernels")
+    b = rank.columns("kernels")
+    assert len(a["start"]) == rank.event_counts["kernels"] > 0
+    # Two calls hand out views of the same memory: nothing was copied.
+    assert a["start"].__array_interface__["data"][0] == b["start"].__array_interface__["data"][0]
+    assert np.shares_memory(a["start"], b["start"])
+    assert not a["start"].flags.owndata and not a["start"].flags.writeable
+    # The DataFrame's numeric columns are the same memory too.
+    df = rank.kernels
+    assert np.shares_memory(df["start"].to_numpy(), a["start"])
+    assert np.shares_memory(df["correlation"].to_numpy(), a["correlation"])
+    assert (df["duration"] == a["end"] - a["start"]).all()
+
+
+def test_arrays_keep_the_run_alive():
+    run = scalescope.open(SAMPLE)
+    start = run.ranks[0].columns("kernels")["start"]
+    expected = start.copy()
+    del run
+    gc.collect()
+    # Garbage here would mean the run's memory was freed under the array.
+    assert np.array_equal(start, expected)
+    handle = start.base.owner
+    assert handle.ptr
+
+
+def test_strings_are_categoricals_of_the_string_table(sample):
+    rank = sample.ranks[0]
+    df = rank.kernels
+    assert isinstance(df["name"].dtype, pd.CategoricalDtype)
+    ids = rank.columns("kernels")["name"]
+    assert np.array_equal(df["name"].cat.codes.to_numpy(), ids.astype(np.int64))
+    assert list(df["name"].cat.categories) == rank.strings
+    assert df["name"].iloc[0] == rank.strings[ids[0]]
+    assert any("gemm" in n.lower() or "conv" in n.lower() for n in df["name"].unique())
+
+
+def test_enum_columns_name_their_values(sample):
+    m = sample.ranks[0].memcpy
+    assert len(m) > 0
+    assert set(m["kind"].cat.categories) == {"unknown", "HtoD", "DtoH", "DtoD", "PtoP", "HtoH"}
+    assert m["is_async"].dtype == bool
+    assert sample.ranks[0].categories("memcpy")["src_kind"][1] == "pageable"
+
+
+@pytest.mark.parametrize("table", scalescope.TABLES)
+def test_every_table_has_its_rows(table):
+    run = scalescope.open(STUDY_RUNS[0])
+    for rank in run.ranks:
+        df = rank.table(table)
+        assert len(df) == rank.event_counts[table]
+        for col, arr in rank.columns(table).items():
+            assert len(arr) == len(df)
+
+
+def test_collector_run_facts():
+    run = scalescope.open(STUDY_RUNS[0])
+    assert len(run.ranks) == len(run.files) >= 2
+    gpu_ranks = [r for r in run.ranks if r.event_counts["kernels"] > 0]
+    assert gpu_ranks
+    for r in gpu_ranks:
+        dev = r.devices
+        assert len(dev) >= 1 and "H200" in dev["name"].iloc[0]
+        assert r.host["hostname"].iloc[0]
+        assert list(r.problems.columns) == ["problem", "severity", "count"]
+        assert len(r.nccl) > 0  # a 2-GPU DDP run all-reduces
+        assert set(r.nccl["op"].unique()) <= set(r.categories("nccl")["op"])
+
+
+def test_kineto_import_report(sample):
+    rep = sample.import_report
+    assert len(rep) > 0 and rep["events"].sum() > 0
+    assert sample.import_reports[0]["events"] == rep["events"].sum()
+    assert sample.ranks[0].problems["count"].sum() >= 0
+
+
+def test_bad_table_name_raises(sample):
+    with pytest.raises(scalescope.ScalescopeError, match="no table 'bogus'"):
+        sample.ranks[0].table("bogus")
+
+
+def test_without_pandas_numpy_forms_work_and_dataframes_say_why():
+    import subprocess
+    import sys
+    from conftest import ROOT
+    script = f"""
+import sys
+sys.modules["pandas"] = None   # import pandas now raises ImportError
+sys.path.insert(0, {str(ROOT / "python")!r})
+import scalescope
+run = scalescope.open({str(SAMPLE)!r})
+assert len(run.ranks[0].columns("kernels")["start"]) > 0
+assert run.analyze().json["findings"] is not None
+try:
+    run.ranks[0].kernels
+except ImportError as e:
+    assert "pandas is not installed" in str(e) and "Rank.kernels" in str(e), e
+    print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
