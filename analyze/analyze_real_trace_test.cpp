@@ -135,30 +135,6 @@ TEST_F(RealTraceTest, AttributionAddsUpAndAgreesWithKinetoExternalIds) {
     }
 }
 
-// Clock alignment through the Kineto path (NCCL records with process-group
-// names and sequence numbers, one clock anchor, no host name): the trace has
-// only rank 0 of its two, so rank 1 is rank 0's copy on "node1", its
-// collectives ending up to +-2 us apart from rank 0's, its clock 5 ms ahead
-// and drifting 10 ppm. Alignment must recover that within 5 us.
-TEST_F(RealTraceTest, ClockAlignmentRecoversAShiftedCopy) {
-  std::vector<trace::Trace> ranks = {*trace_, *trace_};
-  ranks[1].meta.rank = 1;
-  ranks[1].meta.hostname = "node1";
-  ASSERT_GT(ranks[1].nccl.size(), 100u);
-  for (size_t i = 0; i < ranks[1].nccl.size(); ++i) ranks[1].nccl.end[i] += static_cast<int64_t>((i * 7919) % 4001) - 2000;
-  const int64_t t0 = trace_->meta.to_unix_ns(trace_->nccl.end[0]);
-  auto shift = [t0](int64_t unix) { return 5'000'000 + static_cast<int64_t>(10e-6 * static_cast<double>(unix - t0)); };
-  for (trace::ClockAnchor& a : ranks[1].meta.clock) a.unix_ns += shift(a.unix_ns);
-  const trace::ClockAlignment a = trace::align_clocks(ranks);
-  const trace::HostClock* h = a.find("node1");
-  ASSERT_NE(h, nullptr);
-  EXPECT_EQ(h->status, trace::HostClockStatus::kAligned);
-  for (size_t i = 0; i < trace_->nccl.size(); i += 50) {
-    const int64_t u = trace_->meta.to_unix_ns(trace_->nccl.end[i]);
-    EXPECT_NEAR(static_cast<double>(h->correction_at(u + shift(u))), static_cast<double>(shift(u)), 5'000) << i;
-  }
-  EXPECT_NEAR(h->drift_ppm, 10, 1);
-}
 
 }  // namespace
 }  // namespace scalescope::analyze

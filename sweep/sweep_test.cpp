@@ -662,8 +662,8 @@ TEST_F(SweepTest, LogAndLineCapsBoundAJobsOutput) {
   SweepSpec spec;
   spec.metric = MetricSpec::parse("regex:metric: ([0-9.]+)");
   const auto m = extract_metrics(spec, r, log, dir_);
-  ASSERT_TRUE(m.values.count("regex"));
-  EXPECT_DOUBLE_EQ(m.values.at("regex"), 42.5);
+  ASSERT_TRUE(m.values.count(spec.metric.name()));
+  EXPECT_DOUBLE_EQ(m.values.at(spec.metric.name()), 42.5);
   bool cut_noted = false;
   for (const auto& n : m.notes) cut_noted = cut_noted || n.find("were cut") != std::string::npos;
   EXPECT_TRUE(cut_noted);

@@ -66,9 +66,9 @@ check "analyze of a sweep database: use scalescope scaling" \
   '[ $rc -eq 1 ] && one_line && grep -q "s.db: a scalescope sweep database; use scalescope scaling" "$tmp/err" || { cat "$tmp/err"; false; }'
 nsys_db="$src/../shared/data/nsys/saxpy-mpi-cuda-a100.sqlite"
 if [ -f "$nsys_db" ]; then
-  try import "$nsys_db"
-  check "import of an Nsight Systems export: named as one, not 'invalid JSON'" \
-    '[ $rc -eq 1 ] && one_line && grep -qi "nsight systems" "$tmp/err" && ! grep -qi "invalid JSON" "$tmp/err" || { cat "$tmp/err"; false; }'
+  try import "$nsys_db" -o "$tmp/saxpy.sstrace"
+  check "import of an Nsight Systems export: read as one, not as 'invalid JSON'" \
+    '[ $rc -eq 0 ] && grep -qi "nsight systems" "$tmp/out" && ! grep -qi "invalid JSON" "$tmp/err" || { cat "$tmp/err"; false; }'
 else
   echo "skip import of an Nsight Systems export: $nsys_db is not here"
 fi

@@ -14,7 +14,7 @@ execute_process(COMMAND ${SCALESCOPE} import ${WORK}/kineto -o ${WORK}/run.ssrun
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "import for the run-directory seed failed: ${err}")
 endif()
-execute_process(COMMAND ${SCALESCOPE} sweep --gpus 1,2 --repeat 2 -o ${WORK}/sweep.db -- true
+execute_process(COMMAND ${SCALESCOPE} sweep --gpus 1,2 --repeat 2 -o ${WORK}/sweep.db -- echo {gpus}
                 RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "sweep for the database seed failed: ${err}")
