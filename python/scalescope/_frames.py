@@ -20,9 +20,19 @@ def records(rows, columns, what):
     return pd.DataFrame.from_records(rows, columns=columns) if rows else pd.DataFrame(columns=columns)
 
 
+def unwrap(ts):
+    """The list of tables of a command's JSON: {"schema_version", "tables": [...]}
+    (every command since schema 2), or a bare list or table (older shapes)."""
+    if isinstance(ts, dict) and "tables" in ts:
+        return ts["tables"]
+    return ts if isinstance(ts, list) else [ts]
+
+
 def table(t, what):
     """A DataFrame from one report table's JSON ({"title", "columns", "rows", "notes"});
-    title and notes go to df.attrs."""
+    title and notes go to df.attrs. A command's JSON holding one table is unwrapped."""
+    if isinstance(t, dict) and "tables" in t and len(t["tables"]) == 1:
+        t = t["tables"][0]
     df = records(t.get("rows", []), t.get("columns", []), what)
     df.attrs["title"] = t.get("title", "")
     df.attrs["notes"] = list(t.get("notes", []))
@@ -31,4 +41,4 @@ def table(t, what):
 
 def tables(ts, what):
     """{title: DataFrame} of report tables, in order."""
-    return {t.get("title", str(i)): table(t, what) for i, t in enumerate(ts)}
+    return {t.get("title", str(i)): table(t, what) for i, t in enumerate(unwrap(ts))}

@@ -24,8 +24,9 @@ def assert_rows(df, rows):
 
 def test_sweep_runs_and_scaling_equal_cli(cli):
     s = scalescope.sweep(SWEEP_DB, predict=[4, 8])
-    expected = cli("scaling", SWEEP_DB, "--predict", "4,8", "--format", "json")
-    assert s._scaling == expected
+    whole = cli("scaling", SWEEP_DB, "--predict", "4,8", "--format", "json")
+    assert s._scaling == whole
+    expected = whole["tables"]
     assert list(s.scaling) == [t["title"] for t in expected]
     first = expected[0]
     df = s.scaling[first["title"]]
@@ -39,10 +40,10 @@ def test_sweep_runs_and_scaling_equal_cli(cli):
 
 def test_mlperf_scores_and_analyze_equal_cli(cli):
     scores = scalescope.mlperf.scores()
-    expected = cli("mlperf", "scores", "--format", "json")
+    expected = cli("mlperf", "scores", "--format", "json")["tables"][0]
     assert_rows(scores, expected["rows"])
     tables = scalescope.mlperf.analyze(benchmark="ssd")
-    expected = cli("mlperf", "analyze", "--benchmark", "ssd", "--format", "json")
+    expected = cli("mlperf", "analyze", "--benchmark", "ssd", "--format", "json")["tables"]
     assert list(tables) == [t["title"] for t in expected]
     for t in expected:
         assert_rows(tables[t["title"]], t["rows"])
@@ -51,7 +52,7 @@ def test_mlperf_scores_and_analyze_equal_cli(cli):
 def test_mlperf_ingest_equals_cli(cli, tmp_path):
     out = tmp_path / "runs.csv"
     ing = scalescope.mlperf.ingest([MLPERF_TESTDATA], output=out)
-    expected = cli("mlperf", "ingest", MLPERF_TESTDATA, "-q", "--format", "json")
+    expected = cli("mlperf", "ingest", MLPERF_TESTDATA, "-q", "--format", "json")["tables"][0]
     assert_rows(ing.scores, expected["rows"])
     assert ing.logs > 0 and len(ing.runs) == ing.logs
     # The CSV it wrote is what scores() reads.
