@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "sweep/utc_time.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::sweep {
@@ -33,15 +34,6 @@ unsigned long long start_ticks_of(long pid) {
 std::string host_name() {
   char buf[256] = {};
   ::gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
-std::string now_iso() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
 
@@ -92,7 +84,7 @@ SweepLock::SweepLock(const std::filesystem::path& db) {
          db.string(), holder);
   }
   const Runner me = Runner::self();
-  const std::string text = fmt::format("pid {} on {}, started {}\n", me.pid, me.host, now_iso());
+  const std::string text = fmt::format("pid {} on {}, started {}\n", me.pid, me.host, utc_now_iso());
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
     // The lock holds without its text; the second sweep then names no holder.
   }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sweep/utc_time.hpp"
 #include "trace/error.hpp"
 #include "trace/safe_output.hpp"
 
@@ -104,15 +105,6 @@ sqlite3* open_db(const std::filesystem::path& path, int flags) {
   return db;
 }
 
-std::string now_iso() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 SweepStore::SweepStore(SweepStore&& other) noexcept
@@ -203,7 +195,7 @@ void SweepStore::init(const std::string& spec_json, const std::string& metric, b
            "INSERT INTO sweeps (created, scalescope_version, spec_json, metric, higher_is_better, planned_runs) "
            "VALUES (?,?,?,?,?,?)",
            path);
-    s.bind(1, now_iso()).bind(2, version).bind(3, spec_json).bind(4, metric);
+    s.bind(1, utc_now_iso()).bind(2, version).bind(3, spec_json).bind(4, metric);
     s.bind(5, int64_t{higher_is_better}).bind(6, int64_t{planned_runs});
     s.step();
   }
