@@ -43,7 +43,8 @@ rc=0
 SCALESCOPE_LIBRARY="$here/build/capi/libscalescope.so" SCALESCOPE_CLI="$here/build/cli/scalescope" MPLBACKEND=Agg \
   "$py" -m pytest -q -p no:cacheprovider "$here/python/tests" 2>&1 | tee "$pylog" || rc=$?
 py_passed="$(grep -Eo '[0-9]+ passed' "$pylog" | tail -1 | grep -Eo '[0-9]+' || true)"
-py_failed="$(tail -3 "$pylog" | grep -Eo '[0-9]+ (failed|errors?)' | awk '{s += $1} END {print s + 0}')"
+# grep finds nothing when all passed: under pipefail that must not end the script.
+py_failed="$(tail -3 "$pylog" | { grep -Eo '[0-9]+ (failed|errors?)' || true; } | awk '{s += $1} END {print s + 0}')"
 passed=$((passed + ${py_passed:-0})); failed=$((failed + ${py_failed:-0}))
 # Exit 5 is "no tests collected": a failure too (the tests went missing), as is
 # any other non-zero exit without a counted failure (pytest itself broke).
