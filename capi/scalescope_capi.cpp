@@ -28,7 +28,8 @@
 #include "report/html_report.hpp"
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
-#include "sweep/scaling_report.hpp"
+#include "report/scaling_tables.hpp"
+#include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 #include "trace/kineto_importer.hpp"
@@ -483,7 +484,7 @@ char* ss_sweep_json(const char* db, const char* options_json) {
                   {"higher_is_better", stored.higher_is_better},
                   {"planned_runs", stored.planned_runs},
                   {"runs", runs}}}};
-    sweep::ScalingReportOptions options;
+    sweep::ScalingStudyOptions options;
     options.metric = opt<std::string>(o, "metric").value_or("");
     options.higher_is_better = opt<bool>(o, "higher_is_better");
     options.ref_gpus = opt<int>(o, "ref");
@@ -499,7 +500,7 @@ char* ss_sweep_json(const char* db, const char* options_json) {
     // A sweep without a measured metric still has its runs: the scaling
     // study's error goes beside them rather than hiding them.
     try {
-      out["scaling"] = json::parse(tables_json(sweep::scaling_report(stored, options)));
+      out["scaling"] = json::parse(tables_json(report::scaling_tables(sweep::study_scaling(stored, options))));
     } catch (const Error& e) {
       out["scaling"] = nullptr;
       out["scaling_error"] = e.what();

@@ -20,6 +20,8 @@ struct ReportArgs {
   std::vector<std::string> inputs;
   std::string output = "report.html";
   report::ReportOptions options;
+  bool weak = false, strong = false;
+  double samples_per_gpu_step = 0;
 };
 
 }  // namespace
@@ -42,8 +44,23 @@ void add_report_command(CLI::App& app, int& exit_code) {
                   "Most events drawn in the timeline of one iteration (the longest are kept)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{100}, size_t{1'000'000}));
+  // The same work-per-step options as `scalescope scaling`, for sweeps.
+  auto* weak = cmd->add_flag("--weak", args->weak,
+                             "Sweeps: weak scaling (fixed work per GPU per step); times become time per unit of "
+                             "work = time / N, as in `scalescope scaling --weak`");
+  auto* strong = cmd->add_flag("--strong", args->strong, "Sweeps: strong scaling (the same work per step at every N)");
+  weak->excludes(strong);
+  cmd->add_option("--samples-per-gpu-step", args->samples_per_gpu_step,
+                  "Sweeps: weak scaling with B samples per GPU per step: times become seconds per sample")
+      ->excludes(strong);
   cmd->add_flag("-q,--quiet", args->options.quiet, "No progress or summary on the terminal");
   cmd->callback([args, &exit_code] {
+    if (args->weak) args->options.weak = true;
+    if (args->strong) args->options.weak = false;
+    if (args->samples_per_gpu_step != 0) {
+      if (!(args->samples_per_gpu_step > 0)) fail_usage("--samples-per-gpu-step {} is not a positive number", args->samples_per_gpu_step);
+      args->options.samples_per_gpu_step = args->samples_per_gpu_step;
+    }
     // Checked before any input is read: a folder is not a page to write.
     std::error_code ec;
     if (args->output.ends_with('/') || std::filesystem::is_directory(args->output, ec))

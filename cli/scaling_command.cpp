@@ -1,5 +1,5 @@
 // scalescope scaling: speedup, efficiency, GPU-hours, break-even, comparisons
-// and predictions from a sweep's results file (sweep/scaling_report.hpp).
+// and predictions from a sweep's results file (sweep/scaling_study.hpp, rendered by report/scaling_tables.hpp).
 #include <iostream>
 #include <map>
 #include <set>
@@ -11,7 +11,8 @@
 #include "cli/commands.hpp"
 #include "cli/usage_error.hpp"
 #include "report/table.hpp"
-#include "sweep/scaling_report.hpp"
+#include "report/scaling_tables.hpp"
+#include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 
@@ -34,7 +35,7 @@ struct ScalingArgs {
 };
 // Options that name what the sweep must hold: a wrong one would give empty
 // tables or drop a section without a word.
-void check_against_sweep(const sweep::StoredSweep& stored, const sweep::ScalingReportOptions& options,
+void check_against_sweep(const sweep::StoredSweep& stored, const sweep::ScalingStudyOptions& options,
                          const std::string& db) {
   std::set<int> counts;
   std::map<std::string, std::set<std::string>> values;
@@ -97,7 +98,7 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     // E' of a useful configuration lies in (0, 1]; mlperf analyze and report take the same range.
     if (!(args->threshold > 0 && args->threshold <= 1))
       fail_usage("--threshold {} is not an efficiency in (0, 1], e.g. 0.8", args->threshold);
-    sweep::ScalingReportOptions options;
+    sweep::ScalingStudyOptions options;
     options.metric = args->metric;
     if (args->metric_better == "higher")
       options.higher_is_better = true;
@@ -117,7 +118,7 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     if (!args->compare.empty()) options.compare = sweep::Variable::parse(args->compare);
     const auto stored = sweep::read_sweep(args->db);
     check_against_sweep(stored, options, args->db);
-    const auto tables = sweep::scaling_report(stored, options);
+    const auto tables = report::scaling_tables(sweep::study_scaling(stored, options));
     report::print_tables(std::cout, tables, *format);
     exit_code = 0;
   });

@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/usage_error.hpp"
+#include "report/sweep_progress.hpp"
 #include "report/terminal.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
@@ -88,8 +89,8 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     spec.scalescope_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     sweep::SweepOptions options;
     options.resume = args->resume;
-    options.progress_bar = ::isatty(STDERR_FILENO) != 0;
-    const auto sum = sweep::run_sweep(spec, args->output, options, stderr);
+    const auto sum =
+        sweep::run_sweep(spec, args->output, options, report::sweep_progress_printer(stderr, ::isatty(STDERR_FILENO) != 0));
     fmt::print(stderr, "sweep: {} runs planned, {} already done, {} run now ({} ok, {} not ok); results in {}\n",
                sum.planned, sum.skipped, sum.ran, sum.ok, sum.failed, args->output);
     if (sum.interrupted) {

@@ -14,6 +14,7 @@
 
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
+#include "report/sweep_progress.hpp"
 #include "scaling/scaling.hpp"
 #include "trace/error.hpp"
 #include "trace/trace.hpp"
@@ -233,7 +234,6 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
   result.report = o.out_dir / "report.html";
   sweep::SweepOptions so;
   so.resume = fs::exists(result.database, ec);
-  so.progress_bar = ::isatty(STDERR_FILENO) != 0;
   fmt::print(stderr,
              "demo --gpu: {} GPU(s) visible to torch {}; sweeping GPU counts {} x {} repetitions of {} "
              "(synthetic, {} steps, {} px, batch {} per GPU), each run profiled{}\n",
@@ -241,7 +241,7 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
              o.batch_size, so.resume ? "; continuing the sweep already in " + result.database.string() : "");
   sweep::SweepSummary summary;
   try {
-    summary = sweep::run_sweep(spec, result.database, so, stderr);
+    summary = sweep::run_sweep(spec, result.database, so, sweep_progress_printer(stderr, ::isatty(STDERR_FILENO) != 0));
   } catch (const Error& e) {
     if (!so.resume || std::string_view(e.what()).find("cannot resume") == std::string_view::npos) throw;
     fail("demo --gpu: the earlier demo in {} ran with other options (GPU counts, --repeat, --steps, ...); pass "

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,10 @@ struct ReportOptions {
   size_t max_timeline_events = 20'000;  // the timeline keeps the longest events of one iteration
   size_t max_counter_points = 600;      // per counter series (min/max decimation)
   double threshold = 0.8;               // E' threshold of break-even rule (a)
+  // Sweeps' work per step, as `scalescope scaling --weak/--strong/
+  // --samples-per-gpu-step` takes it (sweep/scaling_study.hpp).
+  std::optional<bool> weak;
+  std::optional<double> samples_per_gpu_step;
   std::string iteration_range;          // NVTX range marking one iteration; "" = automatic
   bool quiet = false;                   // no progress output
 };

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <cmath>
+#include <sstream>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -15,6 +17,9 @@
 
 #include "report/embedded_assets.hpp"
 #include "report/html_report.hpp"
+#include "report/scaling_tables.hpp"
+#include "report/table.hpp"
+#include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 #include "trace/synthetic_trace.hpp"
@@ -39,9 +44,7 @@ void fake_sweep(const fs::path& db, const std::vector<sweep::Variable>& vary, co
                   "BEGIN {{ " + awk_times + " printf \"scalescope_result epoch_time_s=%.5f\\n\", t[v] / g^0.9 * (1 + 0.01 * r) }}"};
   // Every varied key must appear in the template (the sweep checks it).
   for (const auto& v : vary) spec.command.insert(spec.command.begin() + 1, {"-v", "_" + v.key + "={" + v.key + "}"});
-  std::FILE* quiet = std::fopen("/dev/null", "w");
-  sweep::run_sweep(spec, db, {}, quiet);
-  std::fclose(quiet);
+  sweep::run_sweep(spec, db, {});
 }
 
 class StudySectionsTest : public ::testing::Test {
@@ -213,6 +216,122 @@ TEST(SweepSections, OneGpuCountClaimsNoBreakEven) {
   EXPECT_THAT(highlights, ::testing::Not(HasSubstr("Pareto knee")));
   EXPECT_THAT(highlights, HasSubstr("variant=fp64 vs ref, 2 GPUs: time x2.50"));  // effects still compared
   EXPECT_THAT(r.document_json(), HasSubstr("only N=2 measured: no speedup, efficiency or break-even to report"));
+  fs::remove_all(dir);
+}
+
+// `scalescope scaling --format json` and the page come from one typed study:
+// every configuration's medians, CIs, speedup and E', and every comparison,
+// are the same numbers in both (issue 19: the page used to recompute them).
+Json scaling_json(const fs::path& db, const sweep::ScalingStudyOptions& options) {
+  std::ostringstream out;
+  print_tables(out, scaling_tables(sweep::study_scaling(sweep::read_sweep(db), options)), OutputFormat::kJson);
+  return Json::parse(out.str());
+}
+const Json& table_of(const Json& doc, const std::string& id) {
+  for (const auto& t : doc["tables"])
+    if (t["id"] == id) return t;
+  throw std::runtime_error("no table " + id);
+}
+std::vector<Json> page_tables(const Json& doc, const std::string& prefix) {
+  std::vector<Json> out;
+  for (const auto& s : doc["sections"])
+    for (const auto& b : s["blocks"])
+      if (b["type"] == "table" && b["title"].get<std::string>().starts_with(prefix)) out.push_back(b);
+  return out;
+}
+double number(const Json& v) { return v.is_number() ? v.get<double>() : NAN; }
+void expect_same(double page, double cli, const std::string& what) {
+  if (std::isnan(cli)) {
+    EXPECT_TRUE(std::isnan(page)) << what;
+  } else {
+    EXPECT_DOUBLE_EQ(page, cli) << what;
+  }
+}
+
+void expect_page_equals_scaling(const fs::path& db, const ReportOptions& report_options,
+                                const sweep::ScalingStudyOptions& scaling_options) {
+  const Json cli = scaling_json(db, scaling_options);
+  HtmlReport r(report_options);
+  r.add_sweep_database(db);
+  const Json doc = Json::parse(r.document_json());
+  const Json& main = table_of(cli, "scaling_of_" + sweep::read_sweep(db).metric);
+  size_t compared = 0;
+  for (const Json& page : page_tables(doc, "Scaling: ")) {
+    const std::string label = page["title"].get<std::string>().substr(std::string("Scaling: ").size());
+    std::vector<Json> cli_rows;
+    for (const auto& row : main["rows"])
+      if (row["config"] == label) cli_rows.push_back(row);
+    ASSERT_EQ(cli_rows.size(), page["rows"].size()) << label;
+    for (size_t i = 0; i < cli_rows.size(); ++i) {
+      const Json& p = page["rows"][i];  // GPUs, runs, median s, CI low, CI high, speedup, E', E' low, E' high, GPU-hours
+      const Json& c = cli_rows[i];
+      const std::string what = label + " row " + std::to_string(i);
+      EXPECT_EQ(p[0].get<int>(), c["gpus"].get<int>()) << what;
+      EXPECT_EQ(p[1].get<int>(), c["n"].get<int>()) << what;
+      expect_same(number(p[2]), number(c["median"]), what + " median");
+      expect_same(number(p[3]), number(c["ci_low"]), what + " ci_low");
+      expect_same(number(p[4]), number(c["ci_high"]), what + " ci_high");
+      expect_same(number(p[5]), number(c["speedup"]), what + " speedup");
+      expect_same(number(p[6]), number(c["efficiency"]), what + " E'");
+      expect_same(number(p[7]), number(c["efficiency_low"]), what + " E' low");
+      expect_same(number(p[8]), number(c["efficiency_high"]), what + " E' high");
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, main["rows"].size()) << "every row of `scaling` is on the page";
+  const auto page_cmp = page_tables(doc, "Configurations compared");
+  ASSERT_EQ(page_cmp.size(), 1u);
+  const Json& cli_cmp = table_of(cli, "configurations_compared");
+  ASSERT_EQ(page_cmp[0]["rows"].size(), cli_cmp["rows"].size());
+  for (size_t i = 0; i < cli_cmp["rows"].size(); ++i)
+    for (size_t k = 0; k < cli_cmp["columns"].size(); ++k) {
+      const Json& p = page_cmp[0]["rows"][i][k];
+      const Json& c = cli_cmp["rows"][i][cli_cmp["columns"][k].get<std::string>()];
+      if (c.is_number())
+        expect_same(number(p), number(c), "comparison " + std::to_string(i));
+      else if (c.is_boolean())
+        EXPECT_EQ(p, c.get<bool>() ? "yes" : "no");
+      else
+        EXPECT_EQ(p, c) << "comparison " << i << " column " << k;
+    }
+}
+
+TEST(SweepSections, PageAndScalingCommandShowTheSameStudy) {
+  const fs::path dir = fs::temp_directory_path() / ("scalescope-same-study-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fake_sweep(dir / "s.db", {sweep::Variable::parse("variant=ref,pin")}, "variant", "t[\"ref\"]=10; t[\"pin\"]=8;",
+             {1, 2, 4});
+  sweep::ScalingStudyOptions o;
+  expect_page_equals_scaling(dir / "s.db", {.title = "t", .quiet = true}, o);
+  fs::remove_all(dir);
+}
+
+// The page honours weak scaling as `scalescope scaling --weak` and
+// `--samples-per-gpu-step` do (it used to ignore both).
+TEST(SweepSections, WeakScalingOnThePageAsInTheScalingCommand) {
+  const fs::path dir = fs::temp_directory_path() / ("scalescope-weak-page-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fake_sweep(dir / "w.db", {sweep::Variable::parse("variant=ref,pin")}, "variant", "t[\"ref\"]=10; t[\"pin\"]=8;",
+             {1, 2, 4});
+  sweep::ScalingStudyOptions o;
+  o.weak = true;
+  expect_page_equals_scaling(dir / "w.db", {.title = "t", .weak = true, .quiet = true}, o);
+  o.weak.reset();
+  o.samples_per_gpu_step = 128;
+  expect_page_equals_scaling(dir / "w.db", {.title = "t", .samples_per_gpu_step = 128.0, .quiet = true}, o);
+  // And weak differs from strong: at 4 GPUs the time per unit of work is a quarter of the step time.
+  HtmlReport strong({.title = "t", .quiet = true}), weak({.title = "t", .weak = true, .quiet = true});
+  strong.add_sweep_database(dir / "w.db");
+  weak.add_sweep_database(dir / "w.db");
+  const auto s = page_tables(Json::parse(strong.document_json()), "Scaling: ");
+  const auto w = page_tables(Json::parse(weak.document_json()), "Scaling: ");
+  ASSERT_FALSE(s.empty());
+  ASSERT_EQ(s.size(), w.size());
+  ASSERT_EQ(s[0]["rows"].back()[0].get<int>(), 4);
+  EXPECT_NEAR(number(w[0]["rows"].back()[2]), number(s[0]["rows"].back()[2]) / 4, 1e-12);
+  EXPECT_THAT(weak.document_json(), HasSubstr("weak scaling: times are per unit of work"));
   fs::remove_all(dir);
 }
 

@@ -13,7 +13,8 @@
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 #include "scaling/scaling.hpp"
-#include "sweep/scaling_report.hpp"
+#include "report/scaling_tables.hpp"
+#include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 
@@ -23,72 +24,40 @@ namespace {
 
 Json num(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
-template <typename T>
-const T* cell_as(const std::vector<Cell>& row, size_t i) {
-  return i < row.size() ? std::get_if<T>(&row[i]) : nullptr;
-}
-
-// The effect of each change of a varied setting (the comparisons of
-// `scalescope scaling`, default pairs: each key's first value against each of
-// its others, at every GPU count): a forest plot of time ratios with their CIs
-// and the table. Nothing when the sweep varies nothing.
-void add_effects(Document& doc, const sweep::StoredSweep& stored, const std::string& name, Json& blocks) {
-  sweep::ScalingReportOptions options;
-  options.threshold = doc.options.threshold;
-  std::vector<Table> tables;
-  try {
-    tables = sweep::scaling_report(stored, options);
-  } catch (const Error& e) {
-    blocks.push_back(paragraph(fmt::format("No comparison of configurations: {}", e.what()), "skipped"));
-    return;
-  }
-  const auto it = std::find_if(tables.begin(), tables.end(), [](const Table& t) { return t.title() == "Configurations compared"; });
-  if (it == tables.end() || it->rows().empty()) return;
-  const Table& cmp = *it;
-  // Columns (sweep/scaling_report.cpp): key a b others gpus n_a n_b median_a median_b ratio_b_a ratio_low ratio_high
-  // welch_p mann_whitney_p differs.
-  std::map<std::string, size_t> col;
-  for (size_t i = 0; i < cmp.columns().size(); ++i) col[cmp.columns()[i].name] = i;
-  for (const char* c : {"key", "a", "b", "others", "gpus", "ratio_b_a", "ratio_low", "ratio_high", "differs"})
-    if (!col.contains(c)) return;  // another layout: the table alone below says it all
+// The effect of each change of a varied setting (the study's comparisons,
+// the same objects `scalescope scaling` prints; default pairs: each key's
+// first value against each of its others, at every GPU count): a forest plot
+// of time ratios with their CIs and the table. Nothing when the sweep varies nothing.
+void add_effects(Document& doc, const sweep::ScalingStudy& study, const std::string& name, Json& blocks) {
+  if (study.comparisons.empty()) return;
   Json categories = Json::array(), points = Json::array();
   struct Effect {
     double ratio, low, high;
     std::string text;
   };
   std::vector<Effect> significant;
-  for (const auto& row : cmp.rows()) {
-    const auto* key = cell_as<std::string>(row, col["key"]);
-    const auto* a = cell_as<std::string>(row, col["a"]);
-    const auto* b = cell_as<std::string>(row, col["b"]);
-    const auto* others = cell_as<std::string>(row, col["others"]);
-    const auto* gpus = cell_as<int64_t>(row, col["gpus"]);
-    const auto* ratio = cell_as<double>(row, col["ratio_b_a"]);
-    const auto* low = cell_as<double>(row, col["ratio_low"]);
-    const auto* high = cell_as<double>(row, col["ratio_high"]);
-    const auto* differs = cell_as<bool>(row, col["differs"]);  // empty: fewer than 2 runs a side
-    if (!key || !a || !b || !gpus || !ratio || !std::isfinite(*ratio) || *ratio <= 0) continue;
-    const std::string label = fmt::format("{}={} vs {}{}{}, {} GPU{}", *key, *b, *a, others && !others->empty() ? ", " : "",
-                                          others ? *others : "", *gpus, *gpus == 1 ? "" : "s");
+  for (const auto& x : study.comparisons) {
+    const auto& c = x.result;
+    if (!std::isfinite(c.ratio) || c.ratio <= 0) continue;
+    const std::string label = fmt::format("{}={} vs {}{}{}, {} GPU{}", x.key, x.b, x.a, x.others.empty() ? "" : ", ",
+                                          x.others, x.gpus, x.gpus == 1 ? "" : "s");
     categories.push_back(label);
-    const bool yes = differs && *differs;
-    points.push_back({{"value", *ratio}, {"low", low ? num(*low) : Json(nullptr)}, {"high", high ? num(*high) : Json(nullptr)},
-                      {"state", !differs ? "untested"
-                                : !yes                          ? "same"
-                                : *ratio > 1                    ? "slower"
-                                                                : "faster"}});
+    const bool tested = std::isfinite(c.welch_p);  // fewer than 2 runs a side: no test
+    const bool yes = tested && c.differs;
+    const bool interval = std::isfinite(c.ratio_low) && std::isfinite(c.ratio_high);
+    points.push_back({{"value", c.ratio}, {"low", num(c.ratio_low)}, {"high", num(c.ratio_high)},
+                      {"state", !tested ? "untested" : !yes ? "same" : c.ratio > 1 ? "slower" : "faster"}});
     if (yes)
-      significant.push_back({*ratio, low ? *low : NAN, high ? *high : NAN,
-                             fmt::format("{}: {}: time x{:.2f}{}", name, label, *ratio,
-                                         low && high && std::isfinite(*low) && std::isfinite(*high)
-                                             ? fmt::format(" (95% CI {:.2f}-{:.2f})", *low, *high)
-                                             : std::string())});
+      significant.push_back({c.ratio, c.ratio_low, c.ratio_high,
+                             fmt::format("{}: {}: time x{:.2f}{}", name, label, c.ratio,
+                                         interval ? fmt::format(" (95% CI {:.2f}-{:.2f})", c.ratio_low, c.ratio_high)
+                                                  : std::string())});
   }
   if (!points.empty()) {
     blocks.push_back({{"type", "chart"}, {"kind", "forest"}, {"title", "Effect of each change (time ratio, 95% CI)"},
                       {"categories", std::move(categories)}, {"points", std::move(points)},
                       {"x", {{"name", "median time of the change / median time of the reference (log scale)"}}},
-                      {"tall", cmp.rows().size() > 8},
+                      {"tall", study.comparisons.size() > 8},
                       {"notes", Json::array({"Left of 1: the change makes a run faster; right: slower. Orange (slower) "
                                              "or green (faster) when Welch's t-test on log times finds a difference at "
                                              "alpha 0.05, grey when it does not, purple when a side has fewer than 2 "
@@ -97,60 +66,63 @@ void add_effects(Document& doc, const sweep::StoredSweep& stored, const std::str
   std::sort(significant.begin(), significant.end(),
             [](const Effect& x, const Effect& y) { return std::abs(std::log(x.ratio)) > std::abs(std::log(y.ratio)); });
   for (size_t i = 0; i < significant.size() && i < 3; ++i) doc.highlights.push_back(significant[i].text);
-  blocks.push_back(table_block(cmp, {3}));
+  blocks.push_back(table_block(scaling_comparison_table(study), {3}));
 }
 
 }  // namespace
 
 void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
   const sweep::StoredSweep stored = sweep::read_sweep(path);
-  const std::string metric = stored.metric.empty() ? std::string("wall_s") : stored.metric;
-  // Configuration label -> GPU count -> samples.
-  std::map<std::string, std::map<int, scaling::ScalingPoint>> configs;
-  size_t ok = 0, failed = 0;
-  for (const auto& r : stored.runs) {
-    std::string label;
-    for (const auto& [k, v] : r.config) label += (label.empty() ? "" : " ") + k + "=" + v;
-    if (label.empty()) label = "default";
-    auto& point = configs[label][r.gpus];
-    point.gpus = r.gpus;
-    const auto m = r.metrics.find(metric);
-    if (r.status != sweep::RunStatus::kOk || m == r.metrics.end() || !std::isfinite(m->second) || m->second <= 0) {
-      ++failed;
-      continue;
-    }
-    ++ok;
-    point.times.push_back(stored.higher_is_better ? 1.0 / m->second : m->second);
-    if (const auto e = r.metrics.find("energy_j"); e != r.metrics.end()) point.energy_j.push_back(e->second);
-  }
+  // The same study `scalescope scaling` prints, with the report's options;
+  // the prediction drawn is one doubling past the largest measured count.
+  sweep::ScalingStudyOptions options;
+  options.threshold = doc.options.threshold;
+  options.weak = doc.options.weak;
+  options.samples_per_gpu_step = doc.options.samples_per_gpu_step;
+  int largest = 0;
+  for (const auto& r : stored.runs) largest = std::max(largest, r.gpus);
+  if (largest > 0) options.predict = {largest * 2};
+  const std::string title = "Sweep: " + path.filename().string();
   Json blocks = Json::array();
-  blocks.push_back(paragraph(fmt::format("{} runs planned, {} with a {} result, {} failed or without it. Metric: {}{}.",
-                                         stored.planned_runs, ok, metric, failed, metric,
-                                         stored.higher_is_better ? " (higher is better; drawn as time per unit = 1/x)" : "")));
+  sweep::ScalingStudy study;
+  try {
+    study = sweep::study_scaling(stored, options);
+  } catch (const Error& e) {
+    blocks.push_back(paragraph(fmt::format("No scaling analysis: {}", e.what()), "skipped"));
+    doc.sections.push_back(section(title, fmt::format("created {}", stored.created), std::move(blocks)));
+    return;
+  }
+  size_t ok = 0;
+  for (const auto& g : study.runs) ok += g.with_metric;
+  const std::string& metric = study.metric;
+  blocks.push_back(paragraph(fmt::format(
+      "{} runs planned, {} with a {} result, {} failed or without it. Metric: {}{}{}.", stored.planned_runs, ok, metric,
+      study.recorded_runs - ok, metric,
+      study.higher_is_better ? " (higher is better; drawn as time per unit = 1/x)" : "",
+      !study.weak ? ""
+      : study.samples_per_gpu_step
+          ? fmt::format("; weak scaling: times are seconds per sample (step time / (N x {:g}))", *study.samples_per_gpu_step)
+          : std::string("; weak scaling: times are per unit of work (step time / N)"))));
+  for (const auto& n : study.work_notes) blocks.push_back(paragraph(n, "note"));
   Json time_series = Json::array(), eff_series = Json::array(), cost_series = Json::array();
   Json eff_marks = Json::array(), cost_marks = Json::array(), x_marks = Json::array();
   std::vector<Table> tables;
   int palette_index = 0;
   std::map<int, std::vector<std::string>> by_threshold, by_knee;  // break-even GPU count -> configurations
   static const char* kPalette[] = {"#2f6fde", "#e08a00", "#2e9d58", "#c62828", "#7b4fc9", "#00838f"};
-  for (const auto& [label, by_gpus] : configs) {
-    std::vector<scaling::ScalingPoint> points;
-    for (const auto& [g, p] : by_gpus) points.push_back(p);
-    scaling::ScalingOptions opts;
-    opts.threshold = doc.options.threshold;
-    scaling::ScalingTable table;
-    try {
-      table = scaling::scaling_table(points, opts);
-    } catch (const Error& e) {
-      blocks.push_back(paragraph(fmt::format("{}: no scaling table ({})", label, e.what()), "skipped"));
+  size_t configs_scaled = 0;
+  for (const auto& config : study.configs) {
+    const std::string& label = config.label;
+    if (!config.table) {
+      blocks.push_back(paragraph(fmt::format("{}: no scaling table ({})", label, config.left_out), "skipped"));
       continue;
     }
+    ++configs_scaled;
+    const scaling::ScalingTable& table = *config.table;
     const std::string colour = kPalette[palette_index++ % 6];
     const auto& ref = *std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == table.ref_gpus; });
     Json tp = Json::array(), te = Json::array(), ep = Json::array(), ee = Json::array(), ideal = Json::array();
     Json cp = Json::array(), front = Json::array();
-    std::vector<scaling::FitPoint> fit_points;
-    int max_gpus = 0;
     Table t(fmt::format("Scaling: {}", label),
             {Column("GPUs"), Column("runs"), Column("median s", 4), Column("CI low", 4), Column("CI high", 4),
              Column("speedup", 3), Column("E'", 3), Column("E' low", 3), Column("E' high", 3), Column("GPU-hours", 5),
@@ -163,8 +135,6 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
       ideal.push_back({r.gpus, ref.time.median * ref.gpus / r.gpus});
       cp.push_back({r.gpu_hours, r.time.median});
       if (r.pareto) front.push_back({r.gpu_hours, r.time.median});
-      fit_points.push_back({r.gpus, r.time.median});
-      max_gpus = std::max(max_gpus, r.gpus);
       t.add_row({int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median, num(r.time.ci_low).is_null() ? Cell() : Cell(r.time.ci_low),
                  num(r.time.ci_high).is_null() ? Cell() : Cell(r.time.ci_high), r.speedup, r.efficiency,
                  std::isfinite(r.efficiency_low) ? Cell(r.efficiency_low) : Cell(),
@@ -172,6 +142,7 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
                  std::string(r.pareto ? "yes" : "")});  // the page's table: yes or blank
     }
     t.add_note("CIs: " + table.ci_method);
+    if (study.weak) t.add_note("Weak scaling: the times are per unit of work, so E' = T(ref)/T(N) per step.");
     const auto& be = table.break_even;
     auto row_of = [&](int g) { return std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == g; }); };
     if (be.by_threshold) {
@@ -187,7 +158,7 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
       by_knee[*be.by_knee].push_back(label);
     }
     for (const auto& n : be.notes) t.add_note(n);
-    const std::string prefix = configs.size() > 1 ? label + ": " : "";
+    const std::string prefix = study.configs.size() > 1 ? label + ": " : "";
     time_series.push_back({{"name", prefix + "measured"}, {"style", "line"}, {"colour", colour}, {"points", tp}, {"errors", te}});
     time_series.push_back({{"name", prefix + "ideal"}, {"style", "dashed"}, {"colour", "#9e9e9e"}, {"points", ideal}});
     eff_series.push_back({{"name", prefix + "measured"}, {"style", "line"}, {"colour", colour}, {"points", ep}, {"errors", ee}});
@@ -198,37 +169,42 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
     // largest measured count, and only when leave-one-out says how far the fit
     // misses (within kTrustedError) on the points it was made from.
     constexpr double kTrustedError = 0.25;
-    const std::vector<int> predict{max_gpus * 2};
-    const scaling::Fit fit = scaling::fit_model(scaling::ModelKind::kAmdahl, fit_points, std::nullopt, predict, ref.gpus, ref.time.median);
-    const bool checked = fit.ok && std::isfinite(fit.loo_mean_abs_rel_error);
-    if (fit.ok && !checked) {
+    const sweep::ModelPrediction* model = config.predictions.empty() ? nullptr : &config.predictions.front();
+    const scaling::CurveFit* fit = model ? &model->fit : nullptr;
+    const bool checked = fit && fit->ok && std::isfinite(fit->loo_mean_abs_rel_error);
+    if (!config.not_predicted.empty()) {
+      t.add_note("No prediction: " + config.not_predicted + ".");
+    } else if (fit && fit->ok && !checked) {
       t.add_note(fmt::format("Prediction not drawn: {} measured GPU count(s) are too few to check the fit by "
-                             "leave-one-out ({}).", fit_points.size(), fit.formula));
-    } else if (checked && fit.loo_mean_abs_rel_error > kTrustedError) {
+                             "leave-one-out ({}).", fit->points, fit->formula));
+    } else if (checked && fit->loo_mean_abs_rel_error > kTrustedError) {
       t.add_note(fmt::format("Prediction not drawn: the fit ({}) misses left-out points by {:.1f}% on average, more "
-                             "than the {:.0f}% it is trusted at.", fit.formula, 100 * fit.loo_mean_abs_rel_error,
+                             "than the {:.0f}% it is trusted at.", fit->formula, 100 * fit->loo_mean_abs_rel_error,
                              100 * kTrustedError));
-    } else if (checked && !fit.predictions.empty()) {
+    } else if (checked && !fit->predictions.empty()) {
       Json pt = Json::array({{table.rows.back().gpus, table.rows.back().time.median}});
       Json pe = Json::array({{table.rows.back().gpus, num(table.rows.back().efficiency)}});
-      for (const auto& p : fit.predictions) {
-        pt.push_back({p.gpus, p.time});
-        pe.push_back({p.gpus, num(p.efficiency)});
+      for (size_t i = 0; i < fit->predictions.size(); ++i) {
+        pt.push_back({fit->predictions[i].gpus, fit->predictions[i].time});
+        pe.push_back({fit->predictions[i].gpus, num(model->efficiency[i])});
       }
       time_series.push_back({{"name", prefix + "predicted"}, {"style", "dashed"}, {"colour", colour}, {"points", pt}});
       eff_series.push_back({{"name", prefix + "predicted"}, {"style", "dashed"}, {"colour", colour}, {"points", pe}});
       t.add_note(fmt::format("Prediction ({}): {}; leave-one-out mean error {:.1f}%; drawn up to {} GPUs, one doubling "
-                             "past the largest measured count.", scaling::model_name(fit.kind), fit.formula,
-                             100 * fit.loo_mean_abs_rel_error, max_gpus * 2));
-    } else if (!fit.note.empty()) {
-      t.add_note("No prediction: " + fit.note);
+                             "past the largest measured count.", scaling::model_name(model->kind), fit->formula,
+                             100 * fit->loo_mean_abs_rel_error, largest * 2));
+    } else if (fit && !fit->note.empty()) {
+      t.add_note("No prediction: " + fit->note);
     }
     tables.push_back(std::move(t));
   }
   if (!time_series.empty()) {
+    const std::string y_name = study.weak ? (study.samples_per_gpu_step ? "time per sample (s)" : "time per unit of work (s)")
+                               : study.higher_is_better ? "time per unit = 1/" + metric
+                                                        : std::string("time (s)");
     const Json log2 = {{"name", "GPUs"}, {"log", true}};
     blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", "Time against GPU count"}, {"x", log2},
-                      {"y", {{"name", "time (s)"}, {"log", true}}}, {"series", std::move(time_series)},
+                      {"y", {{"name", y_name}, {"log", true}}}, {"series", std::move(time_series)},
                       {"notes", Json::array({"Bars: 95% confidence interval of the median. Dashed grey: ideal scaling from "
                                              "the reference count; dashed colour: model prediction beyond the measured counts."})}});
     blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", "E' against GPU count"}, {"x", log2},
@@ -238,7 +214,7 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
                                  {"points", std::move(eff_marks)}}},
                       {"notes", Json::array({"E' = (N_ref x T_ref) / (N x T_N); the pin marks the break-even point by the E' rule."})}});
     blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", "Time against GPU-hours"},
-                      {"x", {{"name", "GPU-hours per unit of work"}}}, {"y", {{"name", "time (s)"}}},
+                      {"x", {{"name", "GPU-hours per unit of work"}}}, {"y", {{"name", y_name}}},
                       {"series", std::move(cost_series)}, {"marks", {{"points", std::move(cost_marks)}}},
                       {"notes", Json::array({"The line joins the Pareto front (no other count is both faster and cheaper); "
                                              "the pin marks its knee."})}});
@@ -247,7 +223,7 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
   auto grouped = [&](const std::map<int, std::vector<std::string>>& groups) {
     std::string text;
     for (const auto& [gpus, labels] : groups) {
-      const bool all = labels.size() == configs.size() && configs.size() > 1;
+      const bool all = labels.size() == configs_scaled && configs_scaled > 1;
       text += fmt::format("{}{} GPU{} ({})", text.empty() ? "" : "; ", gpus, gpus == 1 ? "" : "s",
                           all ? fmt::format("all {} configurations", labels.size()) : fmt::format("{}", fmt::join(labels, ", ")));
     }
@@ -259,9 +235,9 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
   if (!by_knee.empty())
     doc.highlights.push_back(fmt::format("sweep {}: Pareto knee at {}", path.filename().string(), grouped(by_knee)));
   for (const auto& t : tables) blocks.push_back(table_block(t));
-  add_effects(doc, stored, path.filename().string(), blocks);
-  doc.sections.push_back(section("Sweep: " + path.filename().string(), fmt::format("{} configuration(s), created {}", configs.size(),
-                                                                                    stored.created), std::move(blocks)));
+  add_effects(doc, study, path.filename().string(), blocks);
+  doc.sections.push_back(section(title, fmt::format("{} configuration(s), created {}", study.configs.size(), stored.created),
+                                 std::move(blocks)));
 }
 
 }  // namespace scalescope::report::detail

@@ -9,6 +9,7 @@
 //   auto plan = sweep::plan_runs(spec);          // validates placeholders first
 //   sweep::run_sweep(spec, "sweep.db", {});      // or resume = true
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -157,7 +158,6 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
 
 struct SweepOptions {
   bool resume = false;
-  bool progress_bar = false;  // a redrawn bar (terminal) instead of one line per run
   std::map<std::string, std::string> env;  // overrides of the environment for launch lines
   uint64_t max_log_bytes = kDefaultMaxLogBytes;  // per run's log.txt
 };
@@ -168,12 +168,39 @@ struct SweepSummary {
   int64_t sweep_id = 0;
 };
 
+// What a sweep is doing, for whoever shows progress (report/sweep_progress.hpp
+// draws it; the sweep itself prints nothing). Strings are as the user gave
+// them: escaping for a terminal is the presenter's job.
+struct SweepEvent {
+  enum class Kind {
+    kOrphanRerun,   // run_index was left "running" by a sweep that died; it runs again
+    kRunStarted,
+    kRunning,       // called while the run is in flight (about every poll of the child)
+    kRunFinished,
+    kSweepEnded,
+  };
+  Kind kind = Kind::kRunStarted;
+  int run_index = 0;                    // the plan index
+  int done = 0, planned = 0, failed = 0;  // runs finished (this sweep and before), planned, not ok
+  int gpus = 0, rep = 0;
+  std::string config_label;             // "pin=1 amp=bf16", "" without varied keys
+  double sweep_elapsed_s = 0, run_elapsed_s = 0;
+  double eta_s = NAN;                   // kRunFinished: of the runs left, from this sweep's mean run time
+  // kRunFinished:
+  RunStatus status = RunStatus::kOk;
+  double wall_s = 0;
+  std::string metric_name;
+  std::optional<double> metric;         // the run's metric when it was ok and had it
+  std::string note;
+};
+using SweepObserver = std::function<void(const SweepEvent&)>;
+
 // Runs every planned run not yet finished in `db`, writing each result in its
 // own transaction. Without resume, an existing db is an error; with resume,
 // its sweep must have the same spec. SIGINT/SIGTERM stop after killing the
 // run in flight (which stays "running" and is redone on resume).
 SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, const SweepOptions& options,
-                       std::FILE* progress = stderr);
+                       const SweepObserver& observe = {});
 
 // ---------------------------------------------------------------------------
 // Reading a results file (for `scalescope scaling` and reports).

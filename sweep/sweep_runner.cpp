@@ -21,7 +21,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "report/terminal.hpp"
 #include "scalescope_version.hpp"
 #include "sweep/profile_metrics.hpp"
 #include "sweep/sweep.hpp"
@@ -61,14 +60,6 @@ class StopSignals {
   static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction old_[3];
 };
-
-std::string format_eta(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  const int64_t t = std::llround(s);
-  if (t >= 3600) return fmt::format("{}h{:02d}m", t / 3600, (t % 3600) / 60);
-  if (t >= 60) return fmt::format("{}m{:02d}s", t / 60, t % 60);
-  return fmt::format("{}s", t);
-}
 
 // Reads lines of a file keeping at most `max` bytes of each (the rest of a
 // longer line is skipped, counted); memory stays O(max) whatever the file holds.
@@ -432,7 +423,7 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
 }
 
 SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, const SweepOptions& options,
-                       std::FILE* progress) {
+                       const SweepObserver& observe) {
   const auto plan = plan_runs(spec);
   std::map<std::string, std::string> env = options.env;
   for (const char* k : {"MASTER_ADDR", "MASTER_PORT"})
@@ -475,7 +466,12 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
                                                 "died)",
                                                 was.pid, was.host)
                                   : std::string("rerun: the previous attempt was orphaned (its sweep died)");
-    if (progress) fmt::print(progress, "run {}: left 'running' by a sweep that died; running it again\n", index);
+    if (observe) {
+      SweepEvent e;
+      e.kind = SweepEvent::Kind::kOrphanRerun;
+      e.run_index = index;
+      observe(e);
+    }
   }
   std::error_code ec;
   std::filesystem::create_directories(runs_dir, ec);
@@ -485,17 +481,9 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
   const int todo = static_cast<int>(plan.size() - finished.size());
   double spent = 0;
   int done_now = 0;
-  // Progress names the run going on and the time since the sweep started, so
-  // a long first run does not look like a hang. Config values come from the
-  // command line and are escaped before they reach the terminal.
   const auto sweep_start = std::chrono::steady_clock::now();
   auto elapsed_s = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
-  };
-  auto bar = [&](int total_done) {
-    constexpr int kWidth = 30;
-    const int filled = static_cast<int>(kWidth * total_done / std::max(1, sum.planned));
-    return std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(kWidth - filled), '.');
   };
   for (const auto& run : plan) {
     if (finished.count(run.index)) {
@@ -518,30 +506,24 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
     std::map<std::string, std::string> run_env = {{"SCALESCOPE_SWEEP_RUN_DIR", run_dir.string()},
                                                   {"SCALESCOPE_SWEEP_GPUS", std::to_string(run.gpus)},
                                                   {"SCALESCOPE_SWEEP_REP", std::to_string(run.rep)}};
-    const std::string label = report::terminal_safe(run.config_label());
     const auto run_start = std::chrono::steady_clock::now();
-    auto draw_running = [&] {
-      const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-      fmt::print(progress, "\r\033[K[{}] {}/{} runs, {} failed, elapsed {}  (running: g{}{}{} r{}, {})", bar(sum.skipped + sum.ran),
-                 sum.skipped + sum.ran, sum.planned, sum.failed, format_eta(elapsed_s()), run.gpus,
-                 label.empty() ? "" : " ", label, run.rep, format_eta(run_s));
-      std::fflush(progress);
+    auto event = [&](SweepEvent::Kind kind) {
+      SweepEvent e;
+      e.kind = kind;
+      e.run_index = run.index;
+      e.done = sum.skipped + sum.ran;
+      e.planned = sum.planned;
+      e.failed = sum.failed;
+      e.gpus = run.gpus;
+      e.rep = run.rep;
+      e.config_label = run.config_label();
+      e.sweep_elapsed_s = elapsed_s();
+      e.run_elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+      return e;
     };
-    if (progress) {
-      if (options.progress_bar) {
-        draw_running();
-      } else {
-        fmt::print(progress, "run {}/{} gpus={}{}{} rep={}: running (elapsed {})\n", sum.skipped + sum.ran + 1,
-                   sum.planned, run.gpus, label.empty() ? "" : " ", label, run.rep, format_eta(elapsed_s()));
-        std::fflush(progress);
-      }
-    }
-    auto last_draw = run_start;
+    if (observe) observe(event(SweepEvent::Kind::kRunStarted));
     const auto result = run_process(argv, log_path, spec.timeout_s, spec.kill_grace_s, run_env, [&] {
-      if (progress && options.progress_bar && std::chrono::steady_clock::now() - last_draw >= std::chrono::seconds(1)) {
-        last_draw = std::chrono::steady_clock::now();
-        draw_running();
-      }
+      if (observe) observe(event(SweepEvent::Kind::kRunning));
       return g_stop_signal.load() != 0;
     }, options.max_log_bytes);
     if (result.note == "interrupted" && g_stop_signal.load()) {
@@ -563,27 +545,27 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
       ++sum.ok;
     else
       ++sum.failed;
-    if (progress) {
-      const int total_done = sum.skipped + sum.ran;
-      const double eta = spent / done_now * (todo - done_now);
-      auto mv = metrics.values.find(spec.metric.name());
-      const std::string metric_text =
-          result.status == RunStatus::kOk && mv != metrics.values.end() ? fmt::format("{:.6g}", mv->second) : "-";
-      if (options.progress_bar) {
-        fmt::print(progress, "\r\033[K[{}] {}/{} runs, {} failed, elapsed {}, ETA {}  (last: g{} {} r{} {} {})",
-                   bar(total_done), total_done, sum.planned, sum.failed, format_eta(elapsed_s()), format_eta(eta),
-                   run.gpus, label, run.rep, status_name(result.status), metric_text);
-      } else {
-        fmt::print(progress, "run {}/{} gpus={}{}{} rep={}: {} in {:.2f} s, {}={}{}{} (elapsed {}, ETA {})\n",
-                   total_done, sum.planned, run.gpus, label.empty() ? "" : " ", label, run.rep,
-                   status_name(result.status), result.wall_s, spec.metric.name(), metric_text,
-                   result.note.empty() ? "" : "; ", report::terminal_safe(result.note), format_eta(elapsed_s()),
-                   format_eta(eta));
-      }
-      std::fflush(progress);
+    if (observe) {
+      SweepEvent e = event(SweepEvent::Kind::kRunFinished);
+      e.eta_s = spent / done_now * (todo - done_now);
+      e.status = result.status;
+      e.wall_s = result.wall_s;
+      e.metric_name = spec.metric.name();
+      if (auto mv = metrics.values.find(spec.metric.name()); result.status == RunStatus::kOk && mv != metrics.values.end())
+        e.metric = mv->second;
+      e.note = result.note;
+      observe(e);
     }
   }
-  if (progress && options.progress_bar) fmt::print(progress, "\n");
+  if (observe) {
+    SweepEvent e;
+    e.kind = SweepEvent::Kind::kSweepEnded;
+    e.done = sum.skipped + sum.ran;
+    e.planned = sum.planned;
+    e.failed = sum.failed;
+    e.sweep_elapsed_s = elapsed_s();
+    observe(e);
+  }
   if (g_stop_signal.load()) sum.interrupted = true;
   return sum;
 }

@@ -353,9 +353,25 @@ TEST_F(SweepTest, SweepRecordsEveryRunAndGoesOnAfterFailures) {
   s.metric.higher_is_better = true;
   s.command = {kJobs + "/{job}.sh", "{gpus}", "0.02", "0", "0.01"};
   const auto db = dir_ / "sweep.db";
-  std::FILE* devnull = std::fopen("/dev/null", "w");
-  const auto sum = run_sweep(s, db, {}, devnull);
-  std::fclose(devnull);
+  std::vector<SweepEvent> events;
+  const auto sum = run_sweep(s, db, {}, [&](const SweepEvent& e) {
+    if (e.kind != SweepEvent::Kind::kRunning) events.push_back(e);
+  });
+  // The sweep reports each run's start and end, then its own end; progress is drawn by report/.
+  ASSERT_EQ(events.size(), 25u);
+  for (size_t k = 0; k < 24; k += 2) {
+    EXPECT_EQ(events[k].kind, SweepEvent::Kind::kRunStarted);
+    EXPECT_EQ(events[k + 1].kind, SweepEvent::Kind::kRunFinished);
+    EXPECT_EQ(events[k + 1].done, static_cast<int>(k / 2 + 1));
+    EXPECT_EQ(events[k + 1].planned, 12);
+  }
+  EXPECT_EQ(events.back().kind, SweepEvent::Kind::kSweepEnded);
+  EXPECT_EQ(events.back().failed, sum.failed);
+  for (const auto& e : events)
+    if (e.kind == SweepEvent::Kind::kRunFinished) {
+      EXPECT_EQ(e.metric.has_value(), e.status == RunStatus::kOk && e.config_label == "job=law") << e.config_label;
+      EXPECT_EQ(e.metric_name, "throughput");
+    }
   EXPECT_EQ(sum.planned, 12);
   EXPECT_EQ(sum.ran, 12);
   EXPECT_EQ(sum.ok, 4);

@@ -1,4 +1,4 @@
-#include "sweep/scaling_report.hpp"
+#include "sweep/scaling_study.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,6 @@
 namespace scalescope::sweep {
 namespace {
 
-using report::Cell;
 using Config = std::vector<std::pair<std::string, std::string>>;
 
 std::string label_of(const Config& c) {
@@ -25,8 +24,6 @@ std::string label_of(const Config& c) {
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
-Cell num(double v) { return std::isfinite(v) ? Cell(v) : Cell(); }
-Cell opt_int(const std::optional<int>& v) { return v ? Cell(int64_t{*v}) : Cell(); }
 
 // Ordering of configurations by the position of their values in --vary.
 struct ConfigOrder {
@@ -51,7 +48,15 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-std::vector<report::Table> scaling_report(const StoredSweep& sweep, const ScalingReportOptions& options) {
+ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& options) {
+  ScalingStudy study;
+  study.sweep_id = sweep.id;
+  study.planned_runs = sweep.planned_runs;
+  study.recorded_runs = sweep.runs.size();
+  study.threshold = options.threshold;
+  study.alpha = options.alpha;
+  study.predicted = !options.predict.empty();
+  study.global_batch_grows = options.global_batch_grows;
   const std::string metric = options.metric.empty() ? sweep.metric : options.metric;
   const bool higher = options.higher_is_better.value_or(metric == sweep.metric ? sweep.higher_is_better : false);
   const auto better = higher ? scaling::Better::kHigher : scaling::Better::kLower;
@@ -64,6 +69,12 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
   const bool weak_asked = options.weak.value_or(false) || options.samples_per_gpu_step.has_value();
   const bool weak = weak_asked && !higher;
   const double units_per_gpu_step = options.samples_per_gpu_step.value_or(1);
+  study.metric = metric;
+  study.higher_is_better = higher;
+  study.weak = weak;
+  study.weak_asked = weak_asked;
+  study.samples_per_gpu_step = options.samples_per_gpu_step;
+  study.seconds = metric == "wall_s" || metric == "mlperf_s" || metric == "iteration_s";
 
   ConfigOrder order;
   auto spec = nlohmann::json::parse(sweep.spec_json, nullptr, false);
@@ -104,21 +115,8 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
     if (auto c = r.metrics.find("compute_s_per_iter"); c != r.metrics.end()) g.compute_per_iter.push_back(c->second);
   }
 
-  std::vector<report::Table> tables;
-  report::Table runs(fmt::format("Runs of sweep {} ({} planned, {} recorded)", sweep.id, sweep.planned_runs,
-                                 sweep.runs.size()),
-                     {"config", "gpus", "ok", "failed", "timeout", "crashed", "error", "unfinished", "with_metric"});
-  for (const auto& entry : groups) {
-    // Named references, not a structured binding: clang 14 cannot capture those.
-    const auto& key = entry.first;
-    const auto& g = entry.second;
-    auto count = [&](const char* s) {
-      auto it = g.statuses.find(s);
-      return int64_t{it == g.statuses.end() ? 0 : it->second};
-    };
-    runs.add_row({label_of(configs[key.first]), int64_t{key.second}, count("ok"), count("failed"), count("timeout"),
-                  count("crashed"), count("error"), count("running"), static_cast<int64_t>(g.values.size())});
-  }
+  for (const auto& [key, g] : groups)
+    study.runs.push_back({label_of(configs[key.first]), key.second, g.statuses, g.values.size()});
   if (sweep.runs.empty()) fail("the sweep has no recorded run yet");
   if (with_metric == 0) {
     std::vector<std::string> parts;
@@ -134,37 +132,8 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
     fail("no run of the sweep has the metric '{}' ({} runs: {}); nothing to compute{}", metric, sweep.runs.size(),
          fmt::join(parts, ", "), first);
   }
-  tables.push_back(std::move(runs));
 
-  const bool seconds = metric == "wall_s" || metric == "mlperf_s" || metric == "iteration_s";
-  const std::string kind = higher ? "higher is better, time = 1/value"
-                           : !weak ? "time"
-                           : options.samples_per_gpu_step
-                               ? fmt::format("weak scaling: time per sample = value / (N x {:g})", units_per_gpu_step)
-                               : std::string("weak scaling: time per unit of work = value / N, a unit being one GPU's step");
-  // Time columns keep 4 significant figures on the terminal (a 0.6 ms step
-  // would show as 0.0006 with fixed decimals); CSV and JSON keep every digit.
-  report::Table main(fmt::format("Scaling of {} ({}; {})", metric, kind, seconds ? "seconds" : "units of the metric"),
-                     std::vector<report::Column>{
-                         report::Column("config"), report::Column("gpus"), report::Column("n"),
-                         report::Column::significant("median", 4), report::Column::significant("ci_low", 4),
-                         report::Column::significant("ci_high", 4), report::Column("speedup"),
-                         report::Column("speedup_low"), report::Column("speedup_high"), report::Column("efficiency"),
-                         report::Column("efficiency_low"), report::Column("efficiency_high"),
-                         report::Column::significant("gpu_hours", 4), report::Column::significant("energy_j", 4),
-                         report::Column::significant("cost", 4), report::Column("pareto")});
-  report::Table breakeven("Break-even point", {"config", "rule", "gpus", "detail"});
-  report::Table predictions("Prediction", std::vector<report::Column>{
-                                              report::Column("config"), report::Column("model"), report::Column("gpus"),
-                                              report::Column::significant("time", 4),
-                                              report::Column::significant("low", 4),
-                                              report::Column::significant("high", 4), report::Column("efficiency"),
-                                              report::Column("loo_mean_rel_err"), report::Column("loo_max_rel_err"),
-                                              report::Column("fit")});
-  std::vector<std::string> weak_notes;  // printed first under the scaling table
   bool generic_warning_given = false;
-  std::string ci_method, knee_method;
-  std::vector<std::string> assumptions;
   // The default model first when the batch grows (without a batch law it is Amdahl's law).
   std::vector<scaling::ModelKind> kinds = {scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed,
                                            scaling::ModelKind::kPowerLaw};
@@ -180,7 +149,9 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
       p.energy_j = g.energy;
       pts.push_back(std::move(p));
     }
-    const std::string label = label_of(configs[ci]);
+    ConfigScaling config;
+    config.label = label_of(configs[ci]);
+    const std::string& label = config.label;
     // Weak or strong scaling, from one GPU's compute per iteration in the traces.
     std::vector<std::pair<int, double>> work;
     for (const auto& entry : groups)
@@ -191,15 +162,15 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
                                          configs.size() > 1 ? label + ": " : "", evidence.detail);
     if (!higher && !options.weak && !options.samples_per_gpu_step && metric == "iteration_s") {
       if (evidence.kind == scaling::WorkPerStep::kFixedPerGpu)
-        weak_notes.push_back(fmt::format(
+        study.work_notes.push_back(fmt::format(
             "WARNING: weak scaling ({}): each GPU does the same work per step, so a step at N GPUs does N/N_ref times "
             "the reference step's work, and S and E' below, taken on time per step, understate scaling by N/N_ref. Use "
             "--weak (time per unit of work, E' = T_ref/T_N) or --samples-per-gpu-step B (seconds per sample)",
             seen));
       else if (evidence.kind == scaling::WorkPerStep::kFixedTotal)
-        weak_notes.push_back(fmt::format("strong scaling ({}): time per step is compared as it is", seen));
+        study.work_notes.push_back(fmt::format("strong scaling ({}): time per step is compared as it is", seen));
       else if (!generic_warning_given && (generic_warning_given = true))
-        weak_notes.push_back(
+        study.work_notes.push_back(
             "WARNING: 'iteration_s' is a time per step: S and E' below assume the same global work per step at every "
             "N (strong scaling). With a fixed per-GPU batch (weak scaling, the usual DDP set-up) a step at N GPUs "
             "does N/N_ref times the work and E' on step time is low by that factor: pass --weak (or "
@@ -207,48 +178,34 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
             (work.empty() ? std::string() : " (" + seen + ")"));
     }
     if (weak && evidence.kind == scaling::WorkPerStep::kFixedTotal)
-      weak_notes.push_back(fmt::format("WARNING: weak scaling was asked for, but {} looks like strong scaling", seen));
+      study.work_notes.push_back(fmt::format("WARNING: weak scaling was asked for, but {} looks like strong scaling", seen));
     if (options.weak == false && evidence.kind == scaling::WorkPerStep::kFixedPerGpu)
-      weak_notes.push_back(fmt::format("WARNING: --strong was given, but {} looks like weak scaling", seen));
+      study.work_notes.push_back(fmt::format("WARNING: --strong was given, but {} looks like weak scaling", seen));
     scaling::ScalingOptions so;
     so.ref_gpus = options.ref_gpus;
     so.threshold = options.threshold;
     so.price_per_gpu_hour = options.price_per_gpu_hour;
     bool has_any = std::any_of(pts.begin(), pts.end(), [](const auto& p) { return !p.times.empty(); });
     if (!has_any) {
-      main.add_note(fmt::format("{}: no successful run with the metric; left out", label));
+      config.left_out = "no successful run with the metric";
+      study.configs.push_back(std::move(config));
       continue;
     }
     if (options.ref_gpus && std::none_of(pts.begin(), pts.end(), [&](const auto& p) {
           return p.gpus == *options.ref_gpus && !p.times.empty();
         })) {
-      main.add_note(fmt::format("{}: --ref {} has no successful run; left out", label, *options.ref_gpus));
+      config.left_out = fmt::format("--ref {} has no successful run", *options.ref_gpus);
+      study.configs.push_back(std::move(config));
       continue;
     }
-    const auto t = scaling::scaling_table(pts, so);
-    ci_method = t.ci_method;
-    for (const auto& r : t.rows) {
-      main.add_row({label, int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median, num(r.time.ci_low),
-                    num(r.time.ci_high), r.speedup, num(r.speedup_low), num(r.speedup_high), r.efficiency,
-                    num(r.efficiency_low), num(r.efficiency_high), seconds ? Cell(r.gpu_hours) : Cell(),
-                    r.energy_j ? Cell(r.energy_j->median) : Cell(), r.cost && seconds ? Cell(*r.cost) : Cell(),
-                    r.pareto});
-    }
-    breakeven.add_row({label, fmt::format("(a) largest N with E' >= {}", options.threshold),
-                       opt_int(t.break_even.by_threshold), fmt::format("reference N = {}", t.ref_gpus)});
-    std::vector<int> front;
-    for (const auto& r : t.rows)
-      if (r.pareto) front.push_back(r.gpus);
-    breakeven.add_row({label, "(b) knee of time vs GPU-hours Pareto front", opt_int(t.break_even.by_knee),
-                       fmt::format("front: N = {}{}", fmt::join(front, ", "),
-                                   t.break_even.by_knee ? "" : "; no knee (see notes)")});
-    knee_method = t.break_even.knee_method;
-    for (const auto& n : t.break_even.notes) breakeven.add_note(label + ": " + n);
+    config.table = scaling::scaling_table(pts, so);
+    const auto& t = *config.table;
+    study.ci_method = t.ci_method;
+    study.knee_method = t.break_even.knee_method;
 
     if (!options.predict.empty() && weak && !options.global_batch_grows) {
-      predictions.add_row({label, std::string("-"), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(),
-                           std::string("not fitted: the models assume strong scaling (same work per step); "
-                                       "--global-batch-grows fits the step x converge model")});
+      config.not_predicted = "the models assume strong scaling (same work per step); --global-batch-grows fits the "
+                             "step x converge model";
     } else if (!options.predict.empty()) {
       // Medians of the metric as measured (a time per unit of work under --weak
       // would hide the per-step costs that the models describe).
@@ -271,57 +228,25 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
         }
       }
       for (auto kind : kinds) {
-        const auto f = scaling::fit_curve(kind, fp, options.predict, fo);
-        if (!f.ok && f.predictions.empty()) {
-          predictions.add_row({label, std::string(scaling::model_name(kind)), Cell(), Cell(), Cell(), Cell(), Cell(),
-                               Cell(), Cell(), "not fitted: " + f.note});
-          continue;
-        }
-        for (const auto& p : f.predictions) {
-          // E' of a predicted time: GPU-hours against the reference, or under a
-          // growing batch (a step does N/N_ref times the work) T_ref / T.
-          const double e = options.global_batch_grows ? ref_time / p.time : ref_gpus * ref_time / (p.gpus * p.time);
-          predictions.add_row({label, std::string(f.ok ? scaling::model_name(kind) : "bounds only"),
-                               int64_t{p.gpus}, num(p.time), num(p.low), num(p.high), num(e),
-                               num(f.loo_mean_abs_rel_error), num(f.loo_max_abs_rel_error),
-                               f.ok ? f.formula : f.note});
-        }
-        if (f.ok && !f.note.empty())
-          predictions.add_note(fmt::format("{} {}: {}", label, scaling::model_name(kind), f.note));
-        if (!f.ok) break;  // bounds only: the same for every model
+        ModelPrediction m;
+        m.kind = kind;
+        m.fit = scaling::fit_curve(kind, fp, options.predict, fo);
+        for (const auto& p : m.fit.predictions)
+          m.efficiency.push_back(options.global_batch_grows ? ref_time / p.time
+                                                            : ref_gpus * ref_time / (p.gpus * p.time));
+        const bool bounds_only = !m.fit.ok && !m.fit.predictions.empty();
+        config.predictions.push_back(std::move(m));
+        if (bounds_only) break;  // bounds only: the same for every model
       }
       for (auto kind : kinds)
         for (const auto& a : scaling::model_assumptions(kind, fo.comm.has_value()))
-          if (std::find(assumptions.begin(), assumptions.end(), a) == assumptions.end()) assumptions.push_back(a);
+          if (std::find(study.assumptions.begin(), study.assumptions.end(), a) == study.assumptions.end())
+            study.assumptions.push_back(a);
     }
+    study.configs.push_back(std::move(config));
   }
-  for (const auto& a : assumptions) predictions.add_note("assumption: " + a);
-  if (!options.predict.empty())
-    predictions.add_note("low/high: 80% prediction interval, exp(+-z sd) with sd = sqrt(residual_sd^2 + (tau d)^2): "
-                         "the fit's log residuals and each model's extrapolation spread per doubling on the MLPerf "
-                         "v4.1 curves (docs/scaling.md, \"Prediction\"); one measured size gives bounds only");
-  if (!knee_method.empty()) breakeven.add_note("rule (b): " + knee_method);
-  for (const auto& n : weak_notes) main.add_note(n);
-  if (weak_asked && higher)
-    main.add_note(fmt::format("weak scaling: '{}' is a throughput, which already counts work; used as it is", metric));
-  main.add_note("CI: " + ci_method);
-  main.add_note("speedup S = T(ref)/T(N); efficiency E' = (N_ref*T_ref)/(N*T_N); GPU-hours = N*T/3600");
-  if (weak)
-    main.add_note(fmt::format("weak scaling: T is {} (so E' = T_step(ref)/T_step(N)); GPU-hours are per {}",
-                              options.samples_per_gpu_step ? "step time / (N x samples per GPU step)" : "step time / N",
-                              options.samples_per_gpu_step ? "sample" : "GPU-step of work"));
-  if (higher) main.add_note(fmt::format("'{}' is higher-is-better: statistics are of time per unit = 1/{}", metric, metric));
-  if (!seconds) main.add_note("the metric is not in seconds, so GPU-hours and cost are not shown");
-  tables.push_back(std::move(main));
-  tables.push_back(std::move(breakeven));
 
   // Comparisons between configurations, at each GPU count and each setting of the other keys.
-  std::vector<report::Column> cmp_columns;
-  for (const char* name : {"key", "a", "b", "others", "gpus", "n_a", "n_b", "median_a", "median_b", "ratio_b_a",
-                           "ratio_low", "ratio_high", "welch_p", "mann_whitney_p", "differs"})
-    cmp_columns.push_back(std::string_view(name).starts_with("median_") ? report::Column::significant(name, 4)
-                                                                          : report::Column(name));
-  report::Table cmp("Configurations compared", cmp_columns);
   std::vector<std::pair<std::string, std::pair<std::string, std::vector<std::string>>>> pairs;  // key, (a, bs)
   if (options.compare) {
     if (options.compare->values.size() != 2) fail("--compare {}: give exactly two values, KEY=A,B", options.compare->key);
@@ -357,24 +282,13 @@ std::vector<report::Table> scaling_report(const StoredSweep& sweep, const Scalin
           if (g2 == groups.end() || g1.values.empty() || g2->second.values.empty()) continue;
           const auto ta = scaling::to_time_samples(g1.values, better);
           const auto tb = scaling::to_time_samples(g2->second.values, better);
-          const auto c = scaling::compare(ta, tb, options.alpha);
-          cmp.add_row({key, a_value, b_value, others.empty() ? std::string("") : label_of(others),
-                       int64_t{k1.second}, static_cast<int64_t>(c.n_a), static_cast<int64_t>(c.n_b), c.median_a,
-                       c.median_b, c.ratio, num(c.ratio_low), num(c.ratio_high), num(c.welch_p), c.mann_whitney_p,
-                       std::isfinite(c.welch_p) ? Cell(c.differs) : Cell()});  // empty: fewer than 2 runs a side
+          study.comparisons.push_back({key, a_value, b_value, others.empty() ? std::string() : label_of(others),
+                                       k1.second, scaling::compare(ta, tb, options.alpha)});
         }
       }
     }
   }
-  if (cmp.rows().size() > 0) {
-    cmp.add_note(fmt::format("test: Welch's t-test on log times (decides 'differs' at alpha {}; empty with fewer than 2 runs a side); ratio_b_a = median "
-                             "time b / a with the CI of the ratio of geometric means; Mann-Whitney U p-value (exact "
-                             "without ties) as a distribution-free check",
-                             options.alpha));
-    tables.push_back(std::move(cmp));
-  }
-  if (!options.predict.empty()) tables.push_back(std::move(predictions));
-  return tables;
+  return study;
 }
 
 }  // namespace scalescope::sweep

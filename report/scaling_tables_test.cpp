@@ -1,4 +1,4 @@
-#include "sweep/scaling_report.hpp"
+#include "report/scaling_tables.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -12,16 +12,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "analyze/test_trace_builder.hpp"
-#include "sweep/profile_metrics.hpp"
+#include "sweep/scaling_study.hpp"
 #include "trace/error.hpp"
-#include "trace/trace_file.hpp"
 
 namespace scalescope::sweep {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// The tables of `scalescope scaling`, rendered from the typed study.
+std::vector<report::Table> scaling_report(const StoredSweep& sweep, const ScalingStudyOptions& options) {
+  return report::scaling_tables(study_scaling(sweep, options));
+}
 
 // A stored sweep over pin=0,1 and 1,2,4 GPUs: pin=0 follows T = 100/N + 10,
 // pin=1 is 10% faster; three repetitions each with +-1% spread.
@@ -95,7 +98,7 @@ TEST(ScalingReport, ThroughputIsConvertedToTime) {
 }
 
 TEST(ScalingReport, PredictionAndCompareOptions) {
-  ScalingReportOptions o;
+  ScalingStudyOptions o;
   o.predict = {8, 16};
   o.compare = Variable::parse("pin=1,0");
   const auto tables = scaling_report(make_sweep(), o);
@@ -110,7 +113,7 @@ TEST(ScalingReport, PredictionAndCompareOptions) {
   EXPECT_GT(d(pred.rows()[0][5]), 22.5);
   EXPECT_EQ(s(pred.rows()[4][1]), "power law");
   // --global-batch-grows puts the step x converge model first.
-  ScalingReportOptions g;
+  ScalingStudyOptions g;
   g.predict = {8};
   g.global_batch_grows = true;
   const auto grown = scaling_report(make_sweep(), g);
@@ -183,7 +186,7 @@ TEST(ScalingReportWeak, IterationTimeOfWeakScalingIsFlaggedFromTheTraces) {
 }
 
 TEST(ScalingReportWeak, WeakTurnsStepTimesIntoTimePerUnitOfWork) {
-  ScalingReportOptions o;
+  ScalingStudyOptions o;
   o.weak = true;
   o.predict = {4};
   auto tables = scaling_report(iteration_sweep(std::make_pair(0.050, 0.051)), o);
@@ -220,7 +223,7 @@ TEST(ScalingReportWeak, StrongScalingInTheTracesOrUnknown) {
   main = find(scaling_report(iteration_sweep(std::nullopt), {}), "Scaling of iteration_s");
   EXPECT_THAT(notes_of(main), HasSubstr("WARNING: 'iteration_s' is a time per step"));
   // --strong silences it, but not against the traces' evidence.
-  ScalingReportOptions o;
+  ScalingStudyOptions o;
   o.weak = false;
   main = find(scaling_report(iteration_sweep(std::nullopt), o), "Scaling of iteration_s");
   EXPECT_THAT(notes_of(main), Not(HasSubstr("WARNING")));
@@ -246,37 +249,10 @@ TEST(ScalingReportWeak, TerminalKeepsFourSignificantFiguresForFastMetrics) {
   EXPECT_THAT(csv.str(), HasSubstr("0.00073,"));    // CSV keeps the value as it is
 }
 
-// compute_s_per_iter from a profiled run: one GPU's compute-kernel time per
-// steady iteration (warm-up and communication kernels left out), mean over ranks.
-TEST(ProfileMetrics, ComputePerIterationOfOneGpu) {
-  const auto dir = std::filesystem::path(::testing::TempDir()) / "profile_metrics_test.ssrun";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  for (int rank = 0; rank < 2; ++rank) {
-    analyze::testing::TraceBuilder b;
-    b.rank(rank);
-    int64_t t = 0;
-    for (int i = 0; i < 6; ++i) {
-      const int64_t step = i == 0 ? 4000 : 1000;  // step 0 is warm-up (> 1.5 x median)
-      b.range("ProfilerStep#" + std::to_string(i), t, t + step);
-      b.kernel("volta_sgemm_128x64_nn", t + 10, t + 10 + (i == 0 ? 3000 : 300 + 100 * rank));
-      b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + 500, t + 900);
-      t += step;
-    }
-    trace::write_trace(dir / ("rank" + std::to_string(rank) + ".sstrace"), b.t);
-  }
-  RunMetrics m;
-  add_profile_metrics(dir, m);
-  ASSERT_TRUE(m.values.contains("compute_s_per_iter"));
-  EXPECT_NEAR(m.values["compute_s_per_iter"], 350e-9, 1e-15);  // ranks: 300 and 400 ns per steady step
-  EXPECT_NEAR(m.values["iteration_s"], 1000e-9, 1e-15);
-  std::filesystem::remove_all(dir);
-}
-
 // Golden CSV of the whole report (all tables) for a fixed stored sweep:
 // tests/golden/sweep/scaling_report.csv. SCALESCOPE_UPDATE_GOLDEN=1 rewrites it.
 TEST(ScalingReport, GoldenCsv) {
-  ScalingReportOptions o;
+  ScalingStudyOptions o;
   o.predict = {8};
   o.price_per_gpu_hour = 2.5;
   std::ostringstream out;

@@ -1,0 +1,158 @@
+#include "report/scaling_tables.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "sweep/scaling_study.hpp"
+
+namespace scalescope::report {
+namespace {
+
+Cell num(double v) { return std::isfinite(v) ? Cell(v) : Cell(); }
+Cell opt_int(const std::optional<int>& v) { return v ? Cell(int64_t{*v}) : Cell(); }
+
+}  // namespace
+
+Table scaling_runs_table(const sweep::ScalingStudy& s) {
+  Table runs(fmt::format("Runs of sweep {} ({} planned, {} recorded)", s.sweep_id, s.planned_runs, s.recorded_runs),
+             {"config", "gpus", "ok", "failed", "timeout", "crashed", "error", "unfinished", "with_metric"});
+  for (const auto& g : s.runs) {
+    auto count = [&](const char* status) {
+      const auto it = g.statuses.find(status);
+      return int64_t{it == g.statuses.end() ? 0 : it->second};
+    };
+    runs.add_row({g.config, int64_t{g.gpus}, count("ok"), count("failed"), count("timeout"), count("crashed"),
+                  count("error"), count("running"), static_cast<int64_t>(g.with_metric)});
+  }
+  return runs;
+}
+
+Table scaling_main_table(const sweep::ScalingStudy& s) {
+  const std::string kind =
+      s.higher_is_better ? "higher is better, time = 1/value"
+      : !s.weak          ? "time"
+      : s.samples_per_gpu_step
+          ? fmt::format("weak scaling: time per sample = value / (N x {:g})", *s.samples_per_gpu_step)
+          : std::string("weak scaling: time per unit of work = value / N, a unit being one GPU's step");
+  // Time columns keep 4 significant figures on the terminal (a 0.6 ms step
+  // would show as 0.0006 with fixed decimals); CSV and JSON keep every digit.
+  Table main(fmt::format("Scaling of {} ({}; {})", s.metric, kind, s.seconds ? "seconds" : "units of the metric"),
+             std::vector<Column>{Column("config"), Column("gpus"), Column("n"), Column::significant("median", 4),
+                                 Column::significant("ci_low", 4), Column::significant("ci_high", 4),
+                                 Column("speedup"), Column("speedup_low"), Column("speedup_high"),
+                                 Column("efficiency"), Column("efficiency_low"), Column("efficiency_high"),
+                                 Column::significant("gpu_hours", 4), Column::significant("energy_j", 4),
+                                 Column::significant("cost", 4), Column("pareto")});
+  for (const auto& c : s.configs) {
+    if (!c.table) {
+      main.add_note(fmt::format("{}: {}; left out", c.label, c.left_out));
+      continue;
+    }
+    for (const auto& r : c.table->rows)
+      main.add_row({c.label, int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median, num(r.time.ci_low),
+                    num(r.time.ci_high), r.speedup, num(r.speedup_low), num(r.speedup_high), r.efficiency,
+                    num(r.efficiency_low), num(r.efficiency_high), s.seconds ? Cell(r.gpu_hours) : Cell(),
+                    r.energy_j ? Cell(r.energy_j->median) : Cell(), r.cost && s.seconds ? Cell(*r.cost) : Cell(),
+                    r.pareto});
+  }
+  for (const auto& n : s.work_notes) main.add_note(n);
+  if (s.weak_asked && s.higher_is_better)
+    main.add_note(fmt::format("weak scaling: '{}' is a throughput, which already counts work; used as it is", s.metric));
+  main.add_note("CI: " + s.ci_method);
+  main.add_note("speedup S = T(ref)/T(N); efficiency E' = (N_ref*T_ref)/(N*T_N); GPU-hours = N*T/3600");
+  if (s.weak)
+    main.add_note(fmt::format("weak scaling: T is {} (so E' = T_step(ref)/T_step(N)); GPU-hours are per {}",
+                              s.samples_per_gpu_step ? "step time / (N x samples per GPU step)" : "step time / N",
+                              s.samples_per_gpu_step ? "sample" : "GPU-step of work"));
+  if (s.higher_is_better)
+    main.add_note(fmt::format("'{}' is higher-is-better: statistics are of time per unit = 1/{}", s.metric, s.metric));
+  if (!s.seconds) main.add_note("the metric is not in seconds, so GPU-hours and cost are not shown");
+  return main;
+}
+
+Table scaling_break_even_table(const sweep::ScalingStudy& s) {
+  Table breakeven("Break-even point", {"config", "rule", "gpus", "detail"});
+  for (const auto& c : s.configs) {
+    if (!c.table) continue;
+    const auto& t = *c.table;
+    breakeven.add_row({c.label, fmt::format("(a) largest N with E' >= {}", s.threshold),
+                       opt_int(t.break_even.by_threshold), fmt::format("reference N = {}", t.ref_gpus)});
+    std::vector<int> front;
+    for (const auto& r : t.rows)
+      if (r.pareto) front.push_back(r.gpus);
+    breakeven.add_row({c.label, "(b) knee of time vs GPU-hours Pareto front", opt_int(t.break_even.by_knee),
+                       fmt::format("front: N = {}{}", fmt::join(front, ", "),
+                                   t.break_even.by_knee ? "" : "; no knee (see notes)")});
+    for (const auto& n : t.break_even.notes) breakeven.add_note(c.label + ": " + n);
+  }
+  if (!s.knee_method.empty()) breakeven.add_note("rule (b): " + s.knee_method);
+  return breakeven;
+}
+
+Table scaling_comparison_table(const sweep::ScalingStudy& s) {
+  std::vector<Column> columns;
+  for (const char* name : {"key", "a", "b", "others", "gpus", "n_a", "n_b", "median_a", "median_b", "ratio_b_a",
+                           "ratio_low", "ratio_high", "welch_p", "mann_whitney_p", "differs"})
+    columns.push_back(std::string_view(name).starts_with("median_") ? Column::significant(name, 4) : Column(name));
+  Table cmp("Configurations compared", columns);
+  for (const auto& x : s.comparisons) {
+    const auto& c = x.result;
+    cmp.add_row({x.key, x.a, x.b, x.others, int64_t{x.gpus}, static_cast<int64_t>(c.n_a), static_cast<int64_t>(c.n_b),
+                 c.median_a, c.median_b, c.ratio, num(c.ratio_low), num(c.ratio_high), num(c.welch_p),
+                 c.mann_whitney_p, std::isfinite(c.welch_p) ? Cell(c.differs) : Cell()});  // empty: fewer than 2 runs a side
+  }
+  cmp.add_note(fmt::format("test: Welch's t-test on log times (decides 'differs' at alpha {}; empty with fewer than 2 "
+                           "runs a side); ratio_b_a = median time b / a with the CI of the ratio of geometric means; "
+                           "Mann-Whitney U p-value (exact without ties) as a distribution-free check",
+                           s.alpha));
+  return cmp;
+}
+
+Table scaling_prediction_table(const sweep::ScalingStudy& s) {
+  Table predictions("Prediction", std::vector<Column>{Column("config"), Column("model"), Column("gpus"),
+                                                      Column::significant("time", 4), Column::significant("low", 4),
+                                                      Column::significant("high", 4), Column("efficiency"),
+                                                      Column("loo_mean_rel_err"), Column("loo_max_rel_err"),
+                                                      Column("fit")});
+  for (const auto& c : s.configs) {
+    if (!c.not_predicted.empty()) {
+      predictions.add_row({c.label, std::string("-"), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(),
+                           "not fitted: " + c.not_predicted});
+      continue;
+    }
+    for (const auto& m : c.predictions) {
+      const auto& f = m.fit;
+      if (!f.ok && f.predictions.empty()) {
+        predictions.add_row({c.label, std::string(scaling::model_name(m.kind)), Cell(), Cell(), Cell(), Cell(), Cell(),
+                             Cell(), Cell(), "not fitted: " + f.note});
+        continue;
+      }
+      for (size_t i = 0; i < f.predictions.size(); ++i) {
+        const auto& p = f.predictions[i];
+        predictions.add_row({c.label, std::string(f.ok ? scaling::model_name(m.kind) : "bounds only"),
+                             int64_t{p.gpus}, num(p.time), num(p.low), num(p.high), num(m.efficiency[i]),
+                             num(f.loo_mean_abs_rel_error), num(f.loo_max_abs_rel_error), f.ok ? f.formula : f.note});
+      }
+      if (f.ok && !f.note.empty()) predictions.add_note(fmt::format("{} {}: {}", c.label, scaling::model_name(m.kind), f.note));
+    }
+  }
+  for (const auto& a : s.assumptions) predictions.add_note("assumption: " + a);
+  predictions.add_note("low/high: 80% prediction interval, exp(+-z sd) with sd = sqrt(residual_sd^2 + (tau d)^2): "
+                       "the fit's log residuals and each model's extrapolation spread per doubling on the MLPerf "
+                       "v4.1 curves (docs/scaling.md, \"Prediction\"); one measured size gives bounds only");
+  return predictions;
+}
+
+std::vector<Table> scaling_tables(const sweep::ScalingStudy& study) {
+  std::vector<Table> tables;
+  tables.push_back(scaling_runs_table(study));
+  tables.push_back(scaling_main_table(study));
+  tables.push_back(scaling_break_even_table(study));
+  if (!study.comparisons.empty()) tables.push_back(scaling_comparison_table(study));
+  if (study.predicted) tables.push_back(scaling_prediction_table(study));
+  return tables;
+}
+
+}  // namespace scalescope::report

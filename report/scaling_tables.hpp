@@ -1,0 +1,29 @@
+#pragma once
+// The tables of `scalescope scaling`, rendered from the typed study
+// (sweep/scaling_study.hpp): runs, scaling per configuration, break-even,
+// comparisons, predictions. The HTML report draws the same object.
+//
+//   report::print_tables(std::cout, report::scaling_tables(sweep::study_scaling(stored, {})), OutputFormat::kCsv);
+
+#include <vector>
+
+#include "report/table.hpp"
+
+namespace scalescope::sweep {
+struct ScalingStudy;
+}
+
+namespace scalescope::report {
+
+// All tables, in the order `scalescope scaling` prints them (comparisons only
+// when there are any, predictions only when asked for).
+std::vector<Table> scaling_tables(const sweep::ScalingStudy& study);
+
+// Each table on its own, for the HTML report.
+Table scaling_runs_table(const sweep::ScalingStudy& study);
+Table scaling_main_table(const sweep::ScalingStudy& study);
+Table scaling_break_even_table(const sweep::ScalingStudy& study);
+Table scaling_comparison_table(const sweep::ScalingStudy& study);
+Table scaling_prediction_table(const sweep::ScalingStudy& study);
+
+}  // namespace scalescope::report
