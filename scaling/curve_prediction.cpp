@@ -114,7 +114,12 @@ Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions&
   });
   // Without logged progress, a point's time is taken as a fixed number of
   // steps when the batch grows (progress = samples = steps x B), else as a fixed amount of work.
-  const std::vector<ReferenceConvergence> ref = sorted_reference(options.reference);
+  // A reference is read at the points' batches: without their logged batch it is not used.
+  const bool batches_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
+    return p.global_batch && *p.global_batch > 0 && std::isfinite(*p.global_batch);
+  });
+  const std::vector<ReferenceConvergence> checked = sorted_reference(options.reference);
+  const std::vector<ReferenceConvergence> ref = batches_known ? checked : std::vector<ReferenceConvergence>{};
   const bool with_reference = !ref.empty();
   std::vector<double> progress;
   for (size_t i = 0; i < pts.size(); ++i)

@@ -100,6 +100,10 @@ TEST(ScalingCurve, ReferenceWithTwoPointsGivesAnIntervalAndBadPointsAreRefused) 
   EXPECT_NEAR(std::log(f.predictions[0].high / f.predictions[0].time),
               1.2815515655446004 * extrapolation_spread(ModelKind::kStepConverge) * 3, 1e-9);
   EXPECT_GT(f.predictions[0].high / f.predictions[0].low, 1.5);
+  // Points without a logged batch cannot be read against the reference: the fitted laws (Amdahl here).
+  const auto no_batch = fit_curve(ModelKind::kStepConverge, {{8, 40.0, {}, {}}, {16, 21.0, {}, {}}}, {32}, o);
+  EXPECT_EQ(no_batch.formula.find("reference"), std::string::npos) << no_batch.formula;
+  EXPECT_NEAR(no_batch.predictions[0].time, 11.5, 1e-9);  // 304/N + 2 through both points
   o.reference.push_back({4096, -1.0});
   EXPECT_THROW(fit_curve(ModelKind::kStepConverge, {{8, 1.0, 256.0, 1e6}, {16, 0.6, 512.0, 1e6}}, {32}, o), Error);
   o.reference.pop_back();

@@ -279,7 +279,8 @@ struct CurveFitOptions {
   // sizes' mean log ratio of measured to reference progress; and beyond the
   // largest fitted size the batch keeps that size's per-accelerator batch,
   // capped at the largest reference batch (a larger one has no RCP and is not
-  // allowed). Empty: P(B) and B(N) are log-linear laws fitted on the points.
+  // allowed). Empty, or points without a global batch: P(B) and B(N) are
+  // log-linear laws fitted on the points.
   std::vector<ReferenceConvergence> reference;
   // The global batch planned at predicted sizes (kStepConverge): used there
   // instead of the fitted batch law (the batch is a choice made before the run).
