@@ -43,6 +43,7 @@ struct AnalyzeArgs {
   mlperf::AnalyzeOptions options;
   std::string predict;  // accelerator counts, "512,1024"
   int fit_up_to = 0;    // 0: every measured size
+  std::string planned_batch;  // "512:2048,1024:4096"
   double level = 0.8;
   bool cases = false;   // validate: every case too
 };
@@ -93,6 +94,7 @@ void run_scores(const AnalyzeArgs& a) {
 void run_analyze(const AnalyzeArgs& a) {
   const auto format = output_format(a.format);
   if (a.fit_up_to != 0 && a.predict.empty()) fail("--fit-up-to needs --predict");
+  if (!a.planned_batch.empty() && a.predict.empty()) fail("--planned-batch needs --predict");
   const auto runs = load_runs(a.input);
   if (a.predict.empty()) {
     report::print_tables(std::cout, mlperf::analyze(runs, a.options), format);
@@ -101,6 +103,7 @@ void run_analyze(const AnalyzeArgs& a) {
   mlperf::PredictOptions p;
   p.predict = sweep::parse_gpu_list(a.predict);
   if (a.fit_up_to != 0) p.fit_up_to = a.fit_up_to;
+  p.planned_batch = mlperf::parse_planned_batch(a.planned_batch);
   p.level = a.level;
   report::mlperf_predictions_table(mlperf::predict(runs, a.options, p)).print(std::cout, format);
 }
@@ -153,6 +156,8 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
                  "predict these accelerator counts (e.g. 512,1024) per curve, with an interval; prints the "
                  "predictions instead of the scaling tables");
   an->add_option("--fit-up-to", analyze->fit_up_to, "fit on the sizes up to this many accelerators (default: all)");
+  an->add_option("--planned-batch", analyze->planned_batch,
+                 "global batch planned at predicted sizes, N:B,... (default: extrapolated from the fitted sizes)");
   an->add_option("--level", analyze->level, "level of the prediction interval")->capture_default_str();
   an->add_option("--format", analyze->format, "table, csv or json")->capture_default_str();
   an->callback([analyze, &exit_code] {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -252,7 +253,13 @@ struct PredictOptions {
   std::optional<int> fit_up_to;    // fit on the sizes <= this; default: every measured size
   scaling::ModelKind model = scaling::kDefaultCurveModel;
   double level = 0.8;              // of the prediction interval
+  std::map<int, double> planned_batch;  // global batch planned at predicted sizes (scaling::CurveFitOptions)
 };
+
+// "512:2048,1024:4096" -> {512: 2048, 1024: 4096}; empty -> {}. Throws
+// scalescope::Error naming the item on a malformed one, a count < 1, a batch
+// that is not a positive number or a repeated count.
+std::map<int, double> parse_planned_batch(const std::string& text);
 
 struct CurveForecast {
   ScalingCurve curve;
@@ -268,11 +275,20 @@ struct CurveForecast {
 std::vector<CurveForecast> predict(const std::vector<Run>& runs, const AnalyzeOptions& filter,
                                    const PredictOptions& options);
 
-// The curves as named curves for scaling::validate_curves (group: the benchmark).
+// The MLPerf Training v4.1 reference convergence points of a canonical
+// benchmark name (reference_convergence.cpp; empty for a benchmark without
+// them in that round): the progress to converge by global batch, which the
+// default model uses for P(B) and to cap the batch (docs/scaling.md).
+std::vector<scaling::ReferenceConvergence> reference_convergence(std::string_view benchmark);
+
+// The curves as named curves for scaling::validate_curves (group: the
+// benchmark; reference: reference_convergence of the benchmark).
 std::vector<scaling::NamedCurve> named_curves(const std::vector<ScalingCurve>& curves);
 // Every curve with at least four sizes: each model fitted on the smallest k
 // sizes, every larger size predicted (scaling::validate_curves), for the
-// default model and the baselines (power law, Amdahl, compute+comm+fixed).
+// default model and the baselines (power law, Amdahl, compute+comm+fixed);
+// the default model also with each predicted size's measured batch given as
+// planned (scaling::ValidationCase::batch_planned).
 scaling::Validation validate(const std::vector<Run>& runs, const AnalyzeOptions& filter, double level = 0.8);
 
 }  // namespace scalescope::mlperf

@@ -701,9 +701,20 @@ TEST(MlperfPredict, ValidationCoversEveryCurveWithFourSizes) {
   const auto v = validate(runs, {});
   EXPECT_EQ(v.curves, eligible);
   EXPECT_GE(eligible, 9u);
-  size_t default_curves = 0;
-  for (const auto& c : v.per_curve) default_curves += c.kind == scaling::kDefaultCurveModel;
+  size_t default_curves = 0, planned_curves = 0;
+  for (const auto& c : v.per_curve) {
+    if (c.kind != scaling::kDefaultCurveModel) continue;
+    ++(c.batch_planned ? planned_curves : default_curves);
+  }
   EXPECT_EQ(default_curves, eligible);
+  EXPECT_EQ(planned_curves, eligible);  // each v4.1 curve logs its batch at every size
+  // The calibration target, held out (tau without the case's
+  // benchmark): the default model's 80 % intervals hold at least 80 % of the cases.
+  for (const auto& b : v.buckets)
+    if (b.kind == scaling::kDefaultCurveModel && b.bucket == "all") {
+      EXPECT_GE(b.coverage_held_out, 0.8) << (b.batch_planned ? "planned" : "extrapolated");
+      EXPECT_EQ(b.cases, 70u);
+    }
   for (const char* bucket : {"2x", "4x", "8x", "16x+"}) {
     bool found = false;
     for (const auto& b : v.buckets) found |= b.kind == scaling::kDefaultCurveModel && b.bucket == bucket;
@@ -712,4 +723,38 @@ TEST(MlperfPredict, ValidationCoversEveryCurveWithFourSizes) {
   // The interval spread each model uses is the one this evidence gives (within 15 %).
   for (const auto& [kind, tau] : v.tau_estimates)
     EXPECT_NEAR(scaling::extrapolation_spread(kind) / tau, 1.0, 0.15) << scaling::model_name(kind) << " tau " << tau;
+}
+
+TEST(MlperfPredict, ReferenceConvergencePointsOfV41) {
+  // The RCP olympic means agree with what the submissions' logs show: rgat at
+  // batch 262,144 converged in 2.465 epochs on 512 H100 (eos_n64).
+  const auto rgat = reference_convergence("rgat");
+  ASSERT_EQ(rgat.size(), 5u);
+  EXPECT_DOUBLE_EQ(rgat.back().global_batch, 262144);
+  EXPECT_NEAR(rgat.back().progress, 2.465, 0.01);
+  for (const char* b : {"bert", "dlrm_dcnv2", "gpt3", "llama2_70b_lora", "retinanet", "stable_diffusion"})
+    EXPECT_GE(reference_convergence(b).size(), 4u) << b;
+  EXPECT_TRUE(reference_convergence("llama31_8b").empty());  // not in v4.1
+  // bert is in samples, as its progress_at_stop: about 2.4 million at batch 768.
+  const auto bert = reference_convergence("bert");
+  EXPECT_GT(bert[1].progress, 2.3e6);
+  EXPECT_LT(bert[1].progress, 2.6e6);
+}
+
+TEST(MlperfPredict, PlannedBatchReplacesTheExtrapolatedOne) {
+  const auto runs = read_runs_csv(default_runs_csv(), "embedded");
+  PredictOptions p;
+  p.predict = {3472};
+  p.fit_up_to = 16;
+  const AnalyzeOptions bert{.benchmark = "bert", .accelerator = "H100-SXM5"};
+  const auto extrapolated = predict(runs, bert, p);
+  // 768 at 16 accelerators, 48 per accelerator, capped at the largest bert RCP batch.
+  EXPECT_DOUBLE_EQ(extrapolated[0].fit.predictions[0].global_batch, 16384);
+  p.planned_batch = parse_planned_batch("3472:13888");
+  const auto planned = predict(runs, bert, p);
+  EXPECT_DOUBLE_EQ(planned[0].fit.predictions[0].global_batch, 13888);
+  EXPECT_EQ(parse_planned_batch("8:256, 16:512").size(), 2u);
+  EXPECT_TRUE(parse_planned_batch("").empty());
+  for (const char* bad : {"512", "512:", ":2048", "0:2048", "512:-1", "512:2048,512:4096", "512:2048x", "a:b"})
+    EXPECT_THROW(parse_planned_batch(bad), Error) << bad;
 }

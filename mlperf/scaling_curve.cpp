@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -126,6 +128,8 @@ std::vector<CurveForecast> predict(const std::vector<Run>& runs, const AnalyzeOp
     for (const auto& p : points) f.fitted.push_back(p.gpus);
     scaling::CurveFitOptions fo;
     fo.level = options.level;
+    fo.reference = reference_convergence(curve.benchmark);
+    fo.planned_batch = options.planned_batch;
     f.fit = scaling::fit_curve(options.model, points, options.predict, fo);
     for (int n : options.predict) {
       auto it = std::find_if(curve.sizes.begin(), curve.sizes.end(),
@@ -140,9 +144,37 @@ std::vector<CurveForecast> predict(const std::vector<Run>& runs, const AnalyzeOp
   return out;
 }
 
+std::map<int, double> parse_planned_batch(const std::string& text) {
+  std::map<int, double> out;
+  if (text.empty()) return out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const size_t colon = item.find(':');
+    int n = 0;
+    double b = 0;
+    size_t used_n = 0, used_b = 0;
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      n = std::stoi(item.substr(0, colon), &used_n);
+      b = std::stod(item.substr(colon + 1), &used_b);
+    } catch (const std::exception&) {
+      fail("--planned-batch: '{}' is not ACCELERATORS:GLOBAL_BATCH", item);
+    }
+    if (used_n != colon || used_b != item.size() - colon - 1)
+      fail("--planned-batch: '{}' is not ACCELERATORS:GLOBAL_BATCH", item);
+    if (n < 1) fail("--planned-batch: '{}': an accelerator count must be a positive number", item);
+    if (!(b > 0) || !std::isfinite(b)) fail("--planned-batch: '{}': the batch must be a positive number", item);
+    if (!out.emplace(n, b).second) fail("--planned-batch: {} accelerators given twice", n);
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::vector<scaling::NamedCurve> named_curves(const std::vector<ScalingCurve>& curves) {
   std::vector<scaling::NamedCurve> out;
-  for (const auto& c : curves) out.push_back({c.name(), c.benchmark, c.points()});
+  for (const auto& c : curves) out.push_back({c.name(), c.benchmark, c.points(), reference_convergence(c.benchmark)});
   return out;
 }
 
@@ -151,7 +183,7 @@ scaling::Validation validate(const std::vector<Run>& runs, const AnalyzeOptions&
   return scaling::validate_curves(named_curves(scaling_curves(runs, filter)),
                                   {scaling::kDefaultCurveModel, scaling::ModelKind::kPowerLaw,
                                    scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed},
-                                  4, level);
+                                  4, level, /*plan_batches=*/true);
 }
 
 }  // namespace scalescope::mlperf

@@ -26,6 +26,12 @@ std::string interval_note(double level, scaling::ModelKind kind) {
       level * 100, scaling::extrapolation_spread(kind), scaling::model_name(kind));
 }
 
+// The model of a validation row, with the setting of the batch at the predicted size.
+std::string model_label(scaling::ModelKind kind, bool batch_planned) {
+  return batch_planned ? fmt::format("{} (batch as planned)", scaling::model_name(kind))
+                       : std::string(scaling::model_name(kind));
+}
+
 }  // namespace
 
 Table mlperf_predictions_table(const std::vector<mlperf::CurveForecast>& forecasts) {
@@ -69,7 +75,7 @@ std::vector<Table> validation_tables(const scaling::Validation& v, bool cases) {
        Column("worst_error_pct", 1), Column("coverage_pct", 0), Column("coverage_held_out_pct", 0),
        Column("worst_case")});
   for (const auto& b : v.buckets)
-    by_factor.add_row({std::string(scaling::model_name(b.kind)), b.bucket, static_cast<int64_t>(b.cases),
+    by_factor.add_row({model_label(b.kind, b.batch_planned), b.bucket, static_cast<int64_t>(b.cases),
                        pct(b.median_abs_rel_error), pct(b.worst_abs_rel_error), pct(b.coverage),
                        pct(b.coverage_held_out), b.worst});
   by_factor.add_note("each curve (the fastest system at each size) is fitted on its smallest k sizes, k = 2 .. "
@@ -78,8 +84,11 @@ std::vector<Table> validation_tables(const scaling::Validation& v, bool cases) {
                      "below 11.3, 16x+: the rest)");
   by_factor.add_note(fmt::format(
       "coverage: share of cases whose {:.0f}% prediction interval holds the measured time; held out: the "
-      "interval's spread tau re-estimated without the case's benchmark",
+      "interval's spread tau re-estimated (conformal quantile) without the case's benchmark",
       v.level * 100));
+  by_factor.add_note("batch as planned: the predicted size's measured global batch is given to the model (a "
+                     "choice made before the run, as a user would know it); otherwise the batch there is "
+                     "extrapolated from the fitted sizes");
   for (const auto& [kind, tau] : v.tau_estimates)
     by_factor.add_note(fmt::format("tau of {} on these cases: {:.3f} (the one used: {:.3f})", scaling::model_name(kind),
                                    tau, scaling::extrapolation_spread(kind)));
@@ -87,11 +96,12 @@ std::vector<Table> validation_tables(const scaling::Validation& v, bool cases) {
 
   Table per_curve(fmt::format("Prediction error per curve ({}, the default model)",
                               scaling::model_name(scaling::kDefaultCurveModel)),
-                  {Column("curve"), Column("sizes"), Column("cases"), Column("median_error_pct", 1),
+                  {Column("curve"), Column("batch"), Column("sizes"), Column("cases"), Column("median_error_pct", 1),
                    Column("worst_error_pct", 1), Column("worst_fitted_up_to"), Column("worst_at")});
   for (const auto& c : v.per_curve) {
     if (c.kind != scaling::kDefaultCurveModel) continue;
-    per_curve.add_row({c.curve, static_cast<int64_t>(c.sizes), static_cast<int64_t>(c.cases),
+    per_curve.add_row({c.curve, std::string(c.batch_planned ? "as planned" : "extrapolated"),
+                       static_cast<int64_t>(c.sizes), static_cast<int64_t>(c.cases),
                        pct(c.median_abs_rel_error), pct(c.worst_abs_rel_error), int64_t{c.worst_fit_max_gpus},
                        int64_t{c.worst_gpus}});
   }
@@ -103,7 +113,7 @@ std::vector<Table> validation_tables(const scaling::Validation& v, bool cases) {
                Column("extrapolation", 2), Column("predicted", 3), Column("low", 3), Column("high", 3),
                Column("measured", 3), Column("error_pct", 1), Column("covered"), Column("covered_held_out")});
     for (const auto& c : v.cases)
-      all.add_row({c.curve, std::string(scaling::model_name(c.kind)), static_cast<int64_t>(c.fit_points),
+      all.add_row({c.curve, model_label(c.kind, c.batch_planned), static_cast<int64_t>(c.fit_points),
                    int64_t{c.fit_max_gpus}, int64_t{c.gpus}, c.factor, c.predicted, num(c.low), num(c.high),
                    c.measured, pct(c.rel_error), std::string(c.covered ? "yes" : "no"),
                    std::string(c.covered_held_out ? "yes" : "no")});

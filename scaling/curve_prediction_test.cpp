@@ -1,5 +1,8 @@
 #include <cmath>
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -39,6 +42,73 @@ TEST(ScalingCurve, StepConvergeLawIsRecovered) {
   EXPECT_NEAR(f.residual_sd, 0.0, 1e-9);
   EXPECT_NEAR(f.loo_max_abs_rel_error, 0.0, 1e-9);
   EXPECT_DOUBLE_EQ(f.predictions[0].extrapolation, 4.0);
+}
+
+// Reference convergence points (as MLPerf's RCPs) and a curve whose systems
+// converge in 0.9 of the reference's progress, with a per-GPU batch of 32.
+const std::vector<ReferenceConvergence> kReference = {{256, 2.0e6}, {512, 2.4e6}, {1024, 3.0e6}, {2048, 4.2e6}};
+double ref_progress(double b) {  // linear between the points, as the RCP checker interpolates
+  for (size_t i = 1; i < kReference.size(); ++i)
+    if (b <= kReference[i].global_batch)
+      return kReference[i - 1].progress + (kReference[i].progress - kReference[i - 1].progress) *
+                                              (b - kReference[i - 1].global_batch) /
+                                              (kReference[i].global_batch - kReference[i - 1].global_batch);
+  return kReference.back().progress;
+}
+double ref_time(int n, double b) { return 0.9 * ref_progress(b) * (kK / n + kC / b); }
+
+TEST(ScalingCurve, ReferenceConvergenceLawIsRecovered) {
+  // The per-GPU batch varies over the fitted sizes, so k and c are told apart
+  // (with B proportional to N both terms go as 1/N).
+  std::vector<CurvePoint> pts;
+  for (const auto& [n, b] : std::initializer_list<std::pair<int, double>>{{8, 256}, {16, 512}, {24, 512}, {32, 512}})
+    pts.push_back({n, ref_time(n, b), b, 0.9 * ref_progress(b)});
+  CurveFitOptions o;
+  o.reference = {kReference[3], kReference[1], kReference[0], kReference[2]};  // any order
+  const auto f = fit_curve(ModelKind::kStepConverge, pts, {48, 64, 128, 256}, o);
+  ASSERT_TRUE(f.ok) << f.note;
+  // The batch keeps the largest size's 16 per GPU up to the largest reference batch, then stays there.
+  const double batch[] = {768, 1024, 2048, 2048};
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& p = f.predictions[i];
+    EXPECT_NEAR(p.global_batch, batch[i], 1e-9) << p.gpus;
+    EXPECT_NEAR(p.time / ref_time(p.gpus, batch[i]), 1.0, 1e-9) << p.gpus;
+    EXPECT_LT(p.low, p.time);
+    EXPECT_GT(p.high, p.time);
+  }
+  EXPECT_NEAR(f.residual_sd, 0.0, 1e-9);
+  EXPECT_NE(f.formula.find("0.9 x reference(B)"), std::string::npos) << f.formula;
+  // A planned batch replaces the rule at that size.
+  o.planned_batch[64] = 512;
+  const auto planned = fit_curve(ModelKind::kStepConverge, pts, {64}, o);
+  EXPECT_NEAR(planned.predictions[0].global_batch, 512, 1e-9);
+  EXPECT_NEAR(planned.predictions[0].time / ref_time(64, 512), 1.0, 1e-9);
+}
+
+TEST(ScalingCurve, ReferenceWithTwoPointsGivesAnIntervalAndBadPointsAreRefused) {
+  CurveFitOptions o;
+  o.reference = kReference;
+  const auto f = fit_curve(ModelKind::kStepConverge,
+                           {{8, ref_time(8, 256), 256.0, 0.9 * ref_progress(256)},
+                            {16, ref_time(16, 512), 512.0, 0.9 * ref_progress(512)}},
+                           {64}, o);
+  ASSERT_TRUE(f.ok);
+  EXPECT_TRUE(std::isnan(f.residual_sd));  // k, c and the progress scale: no residual left
+  EXPECT_NE(f.note.find("no residual left"), std::string::npos);
+  EXPECT_NEAR(f.predictions[0].time / ref_time(64, 2048), 1.0, 1e-9);
+  // 4x: d = 3, the interval is the extrapolation spread alone and wide.
+  EXPECT_NEAR(std::log(f.predictions[0].high / f.predictions[0].time),
+              1.2815515655446004 * extrapolation_spread(ModelKind::kStepConverge) * 3, 1e-9);
+  EXPECT_GT(f.predictions[0].high / f.predictions[0].low, 1.5);
+  // Points without a logged batch cannot be read against the reference: the fitted laws (Amdahl here).
+  const auto no_batch = fit_curve(ModelKind::kStepConverge, {{8, 40.0, {}, {}}, {16, 21.0, {}, {}}}, {32}, o);
+  EXPECT_EQ(no_batch.formula.find("reference"), std::string::npos) << no_batch.formula;
+  EXPECT_NEAR(no_batch.predictions[0].time, 11.5, 1e-9);  // 304/N + 2 through both points
+  o.reference.push_back({4096, -1.0});
+  EXPECT_THROW(fit_curve(ModelKind::kStepConverge, {{8, 1.0, 256.0, 1e6}, {16, 0.6, 512.0, 1e6}}, {32}, o), Error);
+  o.reference.pop_back();
+  o.planned_batch[32] = 0;
+  EXPECT_THROW(fit_curve(ModelKind::kStepConverge, {{8, 1.0, 256.0, 1e6}, {16, 0.6, 512.0, 1e6}}, {32}, o), Error);
 }
 
 TEST(ScalingCurve, ProgressAtMostProportionalToBatch) {
@@ -193,6 +263,38 @@ TEST(ScalingValidation, ExactLawsValidateWithoutErrorAndNoisyOnesWithError) {
   ASSERT_EQ(v.tau_estimates.size(), 2u);
   const auto j = nlohmann::json(v);
   EXPECT_EQ(j["cases"].size(), v.cases.size());
+}
+
+TEST(ScalingValidation, PlannedBatchesAreValidatedApart) {
+  // The batch jumps as a submitter would choose it, not by the per-GPU rule:
+  // given as planned, the law is exact; extrapolated, it is not.
+  NamedCurve c{"ref", "a", {}, kReference};
+  const std::pair<int, double> sizes[] = {{8, 256}, {16, 256}, {32, 1024}, {64, 512}, {128, 2048}};
+  for (const auto& [n, b] : sizes) c.points.push_back({n, ref_time(n, b), b, 0.9 * ref_progress(b)});
+  const auto v = validate_curves({c}, {ModelKind::kStepConverge, ModelKind::kPowerLaw}, 4, 0.8, true);
+  size_t planned = 0, extrapolated = 0;
+  double worst_extrapolated = 0;
+  for (const auto& k : v.cases) {
+    if (k.kind != ModelKind::kStepConverge) {
+      EXPECT_FALSE(k.batch_planned);
+      continue;
+    }
+    if (k.batch_planned) {
+      ++planned;
+      EXPECT_NEAR(k.rel_error, 0.0, 1e-9) << k.gpus;
+    } else {
+      ++extrapolated;
+      worst_extrapolated = std::max(worst_extrapolated, std::abs(k.rel_error));
+    }
+  }
+  EXPECT_EQ(planned, 6u);  // k = 2, 3, 4: 3 + 2 + 1
+  EXPECT_EQ(extrapolated, 6u);
+  EXPECT_GT(worst_extrapolated, 0.05);
+  size_t planned_buckets = 0;
+  for (const auto& b : v.buckets) planned_buckets += b.batch_planned;
+  EXPECT_GE(planned_buckets, 2u);  // at least one factor and "all"
+  ASSERT_EQ(v.tau_estimates.size(), 2u);  // per model, from the extrapolated cases
+  EXPECT_EQ(nlohmann::json(v)["cases"][0].count("batch_planned"), 1u);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 //   // t.rows[1].speedup ~ 1.94, t.rows[1].efficiency ~ 0.97
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -258,6 +259,13 @@ struct CurvePoint {
   std::optional<double> progress;       // work done to converge (epochs, samples, tokens), when known
 };
 
+// A reference convergence point: the progress (epochs, samples, tokens) a
+// reference implementation needed to converge at a global batch (MLPerf's RCPs).
+struct ReferenceConvergence {
+  double global_batch = 0;
+  double progress = 0;
+};
+
 struct CurveFitOptions {
   double level = 0.8;              // of the prediction interval
   std::optional<CommModel> comm;   // measured communication for kComputeCommFixed
@@ -265,6 +273,18 @@ struct CurveFitOptions {
   // = the batch grows as N (fixed per-GPU batch) and each point's time is of
   // a fixed number of steps (a sweep's per-step or per-run time).
   bool batch_grows = false;
+  // kStepConverge with reference convergence points (sorted or not; batches
+  // and progress > 0): P(B) is their linear interpolation in B (the RCP
+  // checker's rule), flat below the smallest batch, scaled by the fitted
+  // sizes' mean log ratio of measured to reference progress; and beyond the
+  // largest fitted size the batch keeps that size's per-accelerator batch,
+  // capped at the largest reference batch (a larger one has no RCP and is not
+  // allowed). Empty, or points without a global batch: P(B) and B(N) are
+  // log-linear laws fitted on the points.
+  std::vector<ReferenceConvergence> reference;
+  // The global batch planned at predicted sizes (kStepConverge): used there
+  // instead of the fitted batch law (the batch is a choice made before the run).
+  std::map<int, double> planned_batch;
 };
 
 struct CurvePrediction {
@@ -314,6 +334,7 @@ struct NamedCurve {
   std::string name;   // e.g. "bert on H100-SXM5-80GB"
   std::string group;  // held out together when estimating tau (e.g. the benchmark)
   std::vector<CurvePoint> points;
+  std::vector<ReferenceConvergence> reference;  // for kStepConverge (CurveFitOptions::reference)
 };
 
 struct ValidationCase {
@@ -326,10 +347,12 @@ struct ValidationCase {
   double rel_error = 0;       // (predicted - measured) / measured
   bool covered = false;       // low <= measured <= high
   bool covered_held_out = false;  // same, tau estimated without this case's group
+  bool batch_planned = false;     // the measured batch at `gpus` was given (CurveFitOptions::planned_batch)
 };
 
 struct ValidationBucket {
   ModelKind kind = ModelKind::kStepConverge;
+  bool batch_planned = false;  // cases predicted with the measured batch given
   std::string bucket;  // "2x", "4x", "8x", "16x+" or "all"
   size_t cases = 0;
   double median_abs_rel_error = 0, worst_abs_rel_error = 0;
@@ -340,6 +363,7 @@ struct ValidationBucket {
 struct ValidationCurve {
   std::string curve;
   ModelKind kind = ModelKind::kStepConverge;
+  bool batch_planned = false;
   size_t sizes = 0, cases = 0;
   double median_abs_rel_error = 0, worst_abs_rel_error = 0;
   int worst_fit_max_gpus = 0, worst_gpus = 0;
@@ -361,9 +385,13 @@ struct Validation {
 const char* extrapolation_bucket(double factor);
 
 // Every curve with at least min_sizes sizes, for k = 2 .. sizes-1: fit each
-// model on the smallest k sizes and predict every larger measured one.
+// model on the smallest k sizes and predict every larger measured one. With
+// plan_batches, kStepConverge is also run a second time with each predicted
+// size's measured global batch given as planned (cases with batch_planned).
+// Held-out coverage: tau from the other groups' cases of the same model and
+// setting, as the conformal quantile (the ceil((n+1) level)-th of n scores).
 Validation validate_curves(const std::vector<NamedCurve>& curves, const std::vector<ModelKind>& kinds,
-                           size_t min_sizes = 4, double level = 0.8);
+                           size_t min_sizes = 4, double level = 0.8, bool plan_batches = false);
 
 // ---------------------------------------------------------------------------
 // JSON (nlohmann ADL hooks: json j = summary;).
