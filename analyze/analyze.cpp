@@ -16,6 +16,7 @@
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
 #include "trace/launcher.hpp"
+#include "trace/memory_budget.hpp"
 
 namespace scalescope::analyze {
 namespace {
@@ -24,6 +25,32 @@ using trace::Timestamp;
 
 constexpr int64_t kLaunchGapLimitNs = 1'000'000;  // longer GPU gaps are not launch latency
 constexpr int64_t kSmallKernelNs = 10'000;
+
+// Reserves room for at most n intervals, with huge pages. Grown by push_back
+// instead, a 10 M-event rank's interval lists were copied several times over
+// fresh pages (issue 20). n is an upper bound (rows outside the window are
+// left out): reserved pages that are never written take no memory.
+void reserve_huge(Intervals& v, size_t n) {
+  v.reserve(n);
+  trace::advise_huge_pages(v.data(), v.capacity() * sizeof(Interval));
+}
+
+// Rows per (device, stream) of a table, counted before the pass that fills
+// the per-stream interval lists so that each is reserved once. Streams are
+// few and rows come in runs of one stream: the last key is checked first.
+template <typename Table>
+void count_streams(const Table& table, std::unordered_map<uint64_t, size_t>& rows) {
+  uint64_t last = ~uint64_t{0};
+  size_t* count = nullptr;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const uint64_t key = (uint64_t{table.device[i]} << 32) | table.stream[i];
+    if (key != last || !count) {
+      count = &rows[key];
+      last = key;
+    }
+    ++*count;
+  }
+}
 
 bool contains_ci(std::string_view hay, std::string_view needle) {
   auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
@@ -128,6 +155,18 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   Intervals compute, comm, copy;
   std::unordered_map<uint64_t, Intervals> per_stream;
   auto stream_key = [](uint32_t device, uint32_t stream) { return (uint64_t{device} << 32) | stream; };
+  {
+    const size_t kernels = t.kernels.size();
+    reserve_huge(compute, kernels);
+    reserve_huge(comm, kernels + t.nccl.size());
+    reserve_huge(copy, kernels + t.memcpys.size() + t.memsets.size());
+    std::unordered_map<uint64_t, size_t> stream_rows;
+    count_streams(t.kernels, stream_rows);
+    count_streams(t.nccl, stream_rows);
+    count_streams(t.memcpys, stream_rows);
+    count_streams(t.memsets, stream_rows);
+    for (const auto& [key, n] : stream_rows) reserve_huge(per_stream[key], n);
+  }
   std::vector<int64_t> name_ns(t.strings.size(), 0), name_count(t.strings.size(), 0);
   std::vector<int64_t> kernel_durations;
   kernel_durations.reserve(t.kernels.size());
@@ -259,6 +298,7 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   b.idle_ns = wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
   b.overlap_fraction = b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
   for (auto& [key, v] : per_stream) {
+    if (v.empty()) continue;  // reserved above, but no row of it lies in the window
     normalize(v);
     StreamUtilization su;
     su.device = static_cast<uint32_t>(key >> 32);

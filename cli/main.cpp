@@ -16,6 +16,7 @@
 #include "report/terminal.hpp"
 #include "scalescope_version.hpp"
 #include "trace/error.hpp"
+#include "trace/memory_budget.hpp"
 
 namespace scalescope::cli {
 std::vector<std::string>& job_command() {
@@ -94,6 +95,7 @@ std::string command_path(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  scalescope::trace::tune_allocator();  // keep freed memory for reuse (issue 20)
   bool has_job_separator = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--") {

@@ -15,13 +15,10 @@
 
 #include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
+#include "trace/file_bytes.hpp"
 #include "trace/trace_file.hpp"
 
 namespace scalescope::trace {
-
-namespace detail {
-std::vector<std::byte> read_trace_bytes(const std::filesystem::path& path);  // trace_reader.cpp
-}
 
 std::vector<std::filesystem::path> list_run_files(const std::filesystem::path& run_dir) {
   std::error_code ec;
@@ -60,11 +57,11 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
       try {
-        const std::vector<std::byte> bytes = detail::read_trace_bytes(files[i]);
-        traces[i] = read_trace_from_memory(bytes, files[i].string(), options.read);
+        const detail::FileBytes bytes = detail::read_trace_bytes(files[i]);
+        traces[i] = read_trace_from_memory(bytes.span(), files[i].string(), options.read);
         const auto it = listed.find(files[i].filename().string());
         if (it != listed.end() &&
-            (it->second->bytes != bytes.size() || it->second->xxh64 != XXH64(bytes.data(), bytes.size(), 0))) {
+            (it->second->bytes != bytes.size || it->second->xxh64 != XXH64(bytes.data.get(), bytes.size, 0))) {
           std::lock_guard lock(mutex);
           check.changed.push_back(it->first);
         }

@@ -12,12 +12,14 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include <xxhash.h>
 #include <zstd.h>
 
 #include "trace/error.hpp"
+#include "trace/file_bytes.hpp"
 #include "trace/memory_budget.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_format.hpp"
@@ -264,7 +266,14 @@ class Reader {
     format::for_each_table(trace_, [&](ChunkType type, auto& table) {
       const uint64_t n = rows[static_cast<uint16_t>(type)];
       bytes += n * row_bytes(table);
-      if (n && bytes <= limit_) table.reserve(static_cast<size_t>(n));
+      if (n && bytes <= limit_) {
+        table.reserve(static_cast<size_t>(n));
+        // Huge pages before the first touch: reading a trace was mostly page
+        // faults (73 % of `analyze` on the shared trace), not decoding.
+        format::for_each_column(table, [](int, auto& col, Transform, const auto*) {
+          advise_huge_pages(col.data(), col.capacity() * sizeof col[0]);
+        });
+      }
     });
   }
 
@@ -295,13 +304,15 @@ class Reader {
     // A zstd bomb: a few bytes announcing a huge frame. The writer's chunks
     // stay far below this ratio (constant columns are not compressed data).
     if (ch.raw_size > std::max<uint64_t>(kZstdRatioFloor, ch.stored_size * kMaxZstdRatio)) throw CorruptChunk{};
-    if (raw_.size() < ch.raw_size) {
-      charge(ch.raw_size - raw_.size(), 0);  // the scratch buffer counts against the memory limit
-      raw_.resize(ch.raw_size);
+    if (raw_size_ < ch.raw_size) {
+      charge(ch.raw_size - raw_size_, 0);  // the scratch buffer counts against the memory limit
+      // Reused by every chunk; not zero-filled (zstd writes all of it).
+      raw_.reset(new uint8_t[static_cast<size_t>(ch.raw_size)]);
+      raw_size_ = static_cast<size_t>(ch.raw_size);
     }
-    const size_t got = ZSTD_decompressDCtx(dctx_, raw_.data(), ch.raw_size, payload, ch.stored_size);
+    const size_t got = ZSTD_decompressDCtx(dctx_, raw_.get(), ch.raw_size, payload, ch.stored_size);
     if (ZSTD_isError(got) || got != ch.raw_size) throw CorruptChunk{};
-    return raw_.data();
+    return raw_.get();
   }
 
   void read_chunk(const format::ChunkHeader& ch, const uint8_t* payload, size_t offset) {
@@ -490,7 +501,8 @@ class Reader {
   ReadOptions options_;
   uint64_t limit_ = 0, memory_ = 0;
   ZSTD_DCtx* dctx_ = nullptr;
-  std::vector<uint8_t> raw_;
+  std::unique_ptr<uint8_t[]> raw_;
+  size_t raw_size_ = 0;
   std::vector<uint64_t> lengths_;
   std::vector<StringId> remap_{kNoString};
   ProblemCounts problems_, stored_problems_;
@@ -500,7 +512,7 @@ class Reader {
 // The whole file in memory. read(), not mmap(): a file truncated while we
 // read it (a collector rolling back a failed write) must give a torn tail,
 // not SIGBUS. Files are small (a few bytes per event), so the copy is cheap.
-std::vector<std::byte> read_file(const std::filesystem::path& path) {
+detail::FileBytes read_file(const std::filesystem::path& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
@@ -513,10 +525,12 @@ std::vector<std::byte> read_file(const std::filesystem::path& path) {
     if (stat_ok) fail("{}: not a regular file (a FIFO, device or socket); give a trace file", path.string());
     fail("{}: cannot stat: {}", path.string(), std::strerror(err));
   }
-  std::vector<std::byte> bytes(static_cast<size_t>(st.st_size));
+  detail::FileBytes bytes;
+  bytes.size = static_cast<size_t>(st.st_size);
+  bytes.data.reset(new std::byte[bytes.size]);  // not zero-filled: read() writes it
   size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+  while (done < bytes.size) {
+    const ssize_t n = ::read(fd, bytes.data.get() + done, bytes.size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
@@ -527,7 +541,7 @@ std::vector<std::byte> read_file(const std::filesystem::path& path) {
     done += static_cast<size_t>(n);
   }
   ::close(fd);
-  bytes.resize(done);
+  bytes.size = done;
   return bytes;
 }
 
@@ -540,12 +554,12 @@ Trace read_trace_from_memory(std::span<const std::byte> bytes, std::string_view 
 }
 
 namespace detail {
-std::vector<std::byte> read_trace_bytes(const std::filesystem::path& path) { return read_file(path); }
+FileBytes read_trace_bytes(const std::filesystem::path& path) { return read_file(path); }
 }  // namespace detail
 
 Trace read_trace(const std::filesystem::path& path, const ReadOptions& options) {
-  const std::vector<std::byte> bytes = read_file(path);
-  return read_trace_from_memory(bytes, path.string(), options);
+  const detail::FileBytes bytes = read_file(path);
+  return read_trace_from_memory(bytes.span(), path.string(), options);
 }
 
 bool is_trace_file(const std::filesystem::path& path) {
