@@ -86,7 +86,7 @@ namespace {
 // What each (domain, text) of the NVTX table means for attribution.
 class NameCache {
  public:
-  NameCache(const trace::Trace& t, LaunchPaths& p) : t_(t), p_(p) {
+  NameCache(const trace::Trace& t, LaunchPaths& p) : t_(t), p_(p), by_text_(t.strings.size()) {
     // Key 0: the root; key 1: the backward marker.
     key_of("(all GPU work)", RangeKind::kRange);
     key_of("(backward)", RangeKind::kBackward);
@@ -98,11 +98,15 @@ class NameCache {
     bool backward_node = false;
     int64_t seq = -1;
   };
+  // Once per NVTX row: a flat table by text id answers, the hash map only
+  // when one text appears under two domains.
   const Info& get(trace::StringId domain, trace::StringId text) {
+    if (text < by_text_.size() && by_text_[text].domain == domain) return by_text_[text].info;
     const uint64_t k = (uint64_t{domain} << 32) | text;
     auto it = cache_.find(k);
-    if (it != cache_.end()) return it->second;
-    return cache_.emplace(k, make(t_.strings.view(domain), t_.strings.view(text))).first->second;
+    if (it == cache_.end()) it = cache_.emplace(k, make(t_.strings.view(domain), t_.strings.view(text))).first;
+    if (text < by_text_.size() && by_text_[text].domain == kNoDomain) by_text_[text] = {domain, it->second};
+    return it->second;
   }
   uint32_t key_of(const std::string& name, RangeKind kind) {
     std::string k(1, static_cast<char>('0' + static_cast<int>(kind)));
@@ -140,8 +144,14 @@ class NameCache {
     return info;
   }
 
+  static constexpr trace::StringId kNoDomain = std::numeric_limits<trace::StringId>::max();
+  struct ByText {
+    trace::StringId domain = kNoDomain;
+    Info info;
+  };
   const trace::Trace& t_;
   LaunchPaths& p_;
+  std::vector<ByText> by_text_;
   std::unordered_map<uint64_t, Info> cache_;
   std::unordered_map<std::string, uint32_t> keys_;
 };
@@ -195,10 +205,30 @@ class PathBuilder {
   void run();
 
  private:
+  // The node under `parent` for the range name `key`, made on first use.
+  // Once per range (300k on the real trace): an open-addressing table of the
+  // (parent, key) pairs, a quarter full at most, instead of a node-based map.
   uint32_t child(uint32_t parent, uint32_t key, RangeKind kind) {
-    auto [it, inserted] = children_.try_emplace((uint64_t{parent} << 32) | key, static_cast<uint32_t>(p_.nodes.size()));
-    if (inserted) p_.nodes.push_back({parent, key, kind});
-    return it->second;
+    const uint64_t k = (uint64_t{parent} << 32) | key;
+    if (4 * (p_.nodes.size() + 1) > slots_.size()) grow();
+    size_t i = slot_of(k);
+    if (slots_[i].node == kNoParent) {
+      slots_[i] = {k, static_cast<uint32_t>(p_.nodes.size())};
+      p_.nodes.push_back({parent, key, kind});
+    }
+    return slots_[i].node;
+  }
+  size_t slot_of(uint64_t k) const {
+    const size_t mask = slots_.size() - 1;
+    size_t i = static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+    while (slots_[i].node != kNoParent && slots_[i].key != k) i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
+    old.swap(slots_);
+    for (const Slot& e : old)
+      if (e.node != kNoParent) slots_[slot_of(e.key)] = e;
   }
   std::vector<StackEntry>& stack_of(uint32_t thread) {
     if (last_stack_ && thread == last_thread_) return *last_stack_;
@@ -215,7 +245,11 @@ class PathBuilder {
   const trace::Trace& t_;
   LaunchPaths& p_;
   NameCache names_;
-  std::unordered_map<uint64_t, uint32_t> children_;
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t node = kNoParent;
+  };
+  std::vector<Slot> slots_;  // (parent << 32 | name key) -> child node
   std::unordered_map<uint32_t, std::vector<StackEntry>> stacks_;
   uint32_t last_thread_ = 0;
   std::vector<StackEntry>* last_stack_ = nullptr;
@@ -274,7 +308,7 @@ void PathBuilder::push_range(size_t i, const NameCache::Info& info) {
     seq_ctx_[info.seq] = info.kind == RangeKind::kOperator ? parent_ctx : node;
 
   const auto instance = static_cast<uint32_t>(p_.instances.size());
-  p_.instances.push_back({start, end, node, 0});
+  p_.instances.push_back({static_cast<uint32_t>(i), node, end - start, 0});
   if (parent) p_.instances[parent->instance].child_ns += end - start;
   s.push_back({end, node, ctx, instance, rerooted_below || reroot, backward_below || reroot || info.backward_node});
 }
@@ -282,50 +316,65 @@ void PathBuilder::push_range(size_t i, const NameCache::Info& info) {
 void PathBuilder::launch(size_t i) {
   const auto& a = t_.api;
   if (a.correlation[i] == 0) return;
-  uint32_t node = 0;
-  if (auto it = stacks_.find(a.thread[i]); it != stacks_.end()) {
-    auto& s = it->second;
-    pop_ended(s, a.start[i]);
-    if (!s.empty()) node = s.back().node;
-  }
-  corr_->set(a.correlation[i], node);
+  auto& s = stack_of(a.thread[i]);
+  pop_ended(s, a.start[i]);
+  corr_->set(a.correlation[i], s.empty() ? 0 : s.back().node);
 }
 
 void PathBuilder::run() {
   const auto& nv = t_.nvtx;
-  std::vector<uint32_t> ranges;
-  std::vector<const NameCache::Info*> infos(nv.size(), nullptr);
-  bool any_link = false, any_seq = false;
-  for (size_t i = 0; i < nv.size(); ++i) {
-    if (nv.kind[i] != trace::NvtxKind::kRange || nv.device[i] >= 0 || nv.end[i] < nv.start[i]) continue;
+  // The host ranges: NVTX ranges on a thread whose name means a range here.
+  auto info_of = [&](size_t i) -> const NameCache::Info* {
+    if (nv.kind[i] != trace::NvtxKind::kRange || nv.device[i] >= 0 || nv.end[i] < nv.start[i]) return nullptr;
     const NameCache::Info& info = names_.get(nv.domain[i], nv.text[i]);
-    if (info.skip) continue;
-    infos[i] = &info;
-    ranges.push_back(static_cast<uint32_t>(i));
+    return info.skip ? nullptr : &info;
+  };
+  // First pass: which link the trace carries, and how many ranges there are
+  // (the instances are reserved once: 300k on the real trace).
+  bool any_link = false, any_seq = false;
+  size_t range_count = 0;
+  for (size_t i = 0; i < nv.size(); ++i) {
+    const NameCache::Info* info = info_of(i);
+    if (!info) continue;
+    ++range_count;
     any_link |= nv.link[i] != 0;
-    any_seq |= info.seq >= 0;
+    any_seq |= info->seq >= 0;
   }
   use_links_ = any_link;
   use_seq_ = !any_link && any_seq;
   p_.link_source = use_links_ ? "fwdbwd flows" : use_seq_ ? "emit_nvtx seq" : "";
-  p_.any_ranges = !ranges.empty();
-  // Outer ranges first where starts tie, so that they enclose the inner ones.
-  // Imported tables are already in start order (the importer sorts them):
-  // then only the runs of equal starts need sorting, which saves most of the
-  // cost on the real trace's 300k operator ranges.
+  p_.any_ranges = range_count > 0;
+  p_.instances.reserve(range_count);
+
+  // The ranges in start order, outer ranges first where starts tie, so that
+  // they enclose the inner ones. Imported tables are already in start order
+  // (the importer sorts them): then only each run of equal starts is sorted,
+  // in a small buffer, instead of an index of every range.
   auto outer_first = [&](uint32_t x, uint32_t y) {
     return nv.start[x] != nv.start[y] ? nv.start[x] < nv.start[y] : nv.end[x] != nv.end[y] ? nv.end[x] > nv.end[y] : x < y;
   };
-  if (std::is_sorted(ranges.begin(), ranges.end(), [&](uint32_t x, uint32_t y) { return nv.start[x] < nv.start[y]; })) {
-    for (size_t i = 0; i < ranges.size();) {
-      size_t j = i + 1;
-      while (j < ranges.size() && nv.start[ranges[j]] == nv.start[ranges[i]]) ++j;
-      if (j - i > 1) std::sort(ranges.begin() + static_cast<std::ptrdiff_t>(i), ranges.begin() + static_cast<std::ptrdiff_t>(j), outer_first);
-      i = j;
-    }
-  } else {
-    std::sort(ranges.begin(), ranges.end(), outer_first);
+  const bool nvtx_sorted = std::is_sorted(nv.start.begin(), nv.start.end());
+  std::vector<uint32_t> order;  // all ranges (unsorted table) or one run of equal starts
+  size_t row = 0, next = 0;     // sorted table: the next row to look at; position in order
+  if (!nvtx_sorted) {
+    order.reserve(range_count);
+    for (size_t i = 0; i < nv.size(); ++i)
+      if (info_of(i)) order.push_back(static_cast<uint32_t>(i));
+    std::sort(order.begin(), order.end(), outer_first);
   }
+  auto next_range = [&]() -> int64_t {  // -1 when none is left
+    if (!nvtx_sorted || next < order.size()) return next < order.size() ? int64_t{order[next++]} : int64_t{-1};
+    order.clear();
+    next = 0;
+    while (row < nv.size() && !info_of(row)) ++row;
+    if (row == nv.size()) return -1;
+    const Timestamp start = nv.start[row];
+    for (; row < nv.size() && nv.start[row] == start; ++row)
+      if (info_of(row)) order.push_back(static_cast<uint32_t>(row));
+    if (order.size() > 1) std::sort(order.begin(), order.end(), outer_first);
+    return order[next++];
+  };
+
   const auto& a = t_.api;
   std::vector<uint32_t> calls;
   const bool api_sorted = std::is_sorted(a.start.begin(), a.start.end());
@@ -337,12 +386,13 @@ void PathBuilder::run() {
   CorrelationMap corr(a);
   corr_ = &corr;
   // One merge in time order: a range that starts at the same time as a call encloses it.
-  size_t r = 0, c = 0;
-  while (r < ranges.size() || c < a.size()) {
+  int64_t r = next_range();
+  size_t c = 0;
+  while (r >= 0 || c < a.size()) {
     const size_t call = c < a.size() ? (api_sorted ? c : calls[c]) : 0;
-    if (r < ranges.size() && (c >= a.size() || nv.start[ranges[r]] <= a.start[call])) {
-      push_range(ranges[r], *infos[ranges[r]]);
-      ++r;
+    if (r >= 0 && (c >= a.size() || nv.start[static_cast<size_t>(r)] <= a.start[call])) {
+      push_range(static_cast<size_t>(r), *info_of(static_cast<size_t>(r)));
+      r = next_range();
     } else {
       launch(call);
       ++c;
@@ -359,57 +409,133 @@ void PathBuilder::run() {
 
 // ---- summary of one window -----------------------------------------------
 
+// One piece of GPU work in the window (start and end cut to it).
 struct Work {
   Timestamp start, end;
   uint32_t node;
   uint32_t kernel_name;  // kNoLaunch for copies and sets
 };
 
+// The rows of one table (kernels, copies or sets) that overlap the window, in
+// order of their start cut to the window; rows with equal starts keep their
+// table order. Imported and collected tables are sorted by start already:
+// then this walks the columns in place; otherwise it sorts an index once.
+class WorkCursor {
+ public:
+  WorkCursor(const std::vector<Timestamp>& start, const std::vector<Timestamp>& end, const std::vector<uint32_t>& node,
+             const std::vector<trace::StringId>* names, Timestamp ws, Timestamp we)
+      : start_(start), end_(end), node_(node), names_(names), ws_(ws), we_(we) {
+    if (!std::is_sorted(start.begin(), start.end())) {
+      for (uint32_t i = 0; i < start.size(); ++i)
+        if (in_window(i)) order_.push_back(i);
+      std::stable_sort(order_.begin(), order_.end(),
+                       [&](uint32_t x, uint32_t y) { return std::max(start_[x], ws_) < std::max(start_[y], ws_); });
+      sorted_ = false;
+    }
+    skip();
+  }
+  bool done() const { return sorted_ ? i_ >= start_.size() : i_ >= order_.size(); }
+  Timestamp start() const { return std::max(start_[row()], ws_); }
+  Work take() {
+    const size_t r = row();
+    const Work w{std::max(start_[r], ws_), std::min(end_[r], we_), node_[r], names_ ? (*names_)[r] : kNoLaunch};
+    ++i_;
+    skip();
+    return w;
+  }
+
+ private:
+  bool in_window(size_t r) const { return end_[r] >= ws_ && start_[r] <= we_ && end_[r] >= start_[r]; }
+  size_t row() const { return sorted_ ? i_ : order_[i_]; }
+  void skip() {
+    if (sorted_)
+      while (i_ < start_.size() && !in_window(i_)) ++i_;
+  }
+  const std::vector<Timestamp>& start_;
+  const std::vector<Timestamp>& end_;
+  const std::vector<uint32_t>& node_;
+  const std::vector<trace::StringId>* names_;
+  Timestamp ws_, we_;
+  bool sorted_ = true;
+  size_t i_ = 0;
+  std::vector<uint32_t> order_;
+};
+
 // Shares [start, end) of every piece of work so that each instant of GPU busy
 // time goes in equal parts to the work running then: the shares add up to
 // the union exactly (remainders of a split go to one of the running pieces).
-std::vector<int64_t> busy_shares(const std::vector<Work>& work) {
-  const size_t n = work.size();
-  std::vector<int64_t> share(n, 0), base(n, 0);
-  std::vector<uint32_t> active, pos(n, 0);
-  using End = std::pair<Timestamp, uint32_t>;
-  std::priority_queue<End, std::vector<End>, std::greater<End>> ends;
-  int64_t per_piece = 0;  // floor shares handed to every running piece so far
-  Timestamp now = std::numeric_limits<Timestamp>::min();
-  auto advance = [&](Timestamp t) {
-    if (!active.empty() && t > now) {
-      const int64_t dt = t - now, k = static_cast<int64_t>(active.size());
-      per_piece += dt / k;
-      share[active.front()] += dt % k;
+// Work is pushed in start order and handed to `done(work, tag, share)` when
+// it ends; only the pieces running at once are held, not one entry per piece
+// (on a 10 M-event trace per-piece arrays were most of attribution's cost:
+// fresh pages, written once).
+template <typename Tag>
+class ShareSweep {
+ public:
+  template <typename Done>
+  void push(const Work& w, Tag tag, Done&& done) {
+    while (!ends_.empty() && ends_.top().end <= w.start) finish_top(done);
+    advance(w.start);
+    uint32_t slot = 0;
+    if (free_.empty()) {
+      slot = static_cast<uint32_t>(running_.size());
+      running_.emplace_back();
+    } else {
+      slot = free_.back();
+      free_.pop_back();
     }
-    now = std::max(now, t);
+    running_[slot] = {w, tag, per_piece_, 0, static_cast<uint32_t>(active_.size())};
+    active_.push_back(slot);
+    ends_.push({w.end, seq_++, slot});
+  }
+  template <typename Done>
+  void finish_all(Done&& done) {
+    while (!ends_.empty()) finish_top(done);
+  }
+  uint32_t pushed() const { return seq_; }
+
+ private:
+  struct Running {
+    Work work;
+    Tag tag;
+    int64_t base;   // per_piece_ when it started
+    int64_t extra;  // remainders handed to it
+    uint32_t pos;   // in active_
   };
-  auto finish = [&](uint32_t i) {
-    share[i] += per_piece - base[i];
-    const uint32_t last = active.back();
-    active[pos[i]] = last;
-    pos[last] = pos[i];
-    active.pop_back();
+  struct End {
+    Timestamp end;
+    uint32_t seq;  // start order: ties end in start order
+    uint32_t slot;
+    bool operator>(const End& o) const { return end != o.end ? end > o.end : seq > o.seq; }
   };
-  for (uint32_t i = 0; i < n; ++i) {
-    while (!ends.empty() && ends.top().first <= work[i].start) {
-      advance(ends.top().first);
-      finish(ends.top().second);
-      ends.pop();
+  void advance(Timestamp t) {
+    if (!active_.empty() && t > now_) {
+      const int64_t dt = t - now_, k = static_cast<int64_t>(active_.size());
+      per_piece_ += dt / k;
+      running_[active_.front()].extra += dt % k;
     }
-    advance(work[i].start);
-    base[i] = per_piece;
-    pos[i] = static_cast<uint32_t>(active.size());
-    active.push_back(i);
-    ends.push({work[i].end, i});
+    now_ = std::max(now_, t);
   }
-  while (!ends.empty()) {
-    advance(ends.top().first);
-    finish(ends.top().second);
-    ends.pop();
+  template <typename Done>
+  void finish_top(Done&& done) {
+    const End e = ends_.top();
+    ends_.pop();
+    advance(e.end);
+    Running& r = running_[e.slot];
+    const uint32_t last = active_.back();
+    active_[r.pos] = last;
+    running_[last].pos = r.pos;
+    active_.pop_back();
+    free_.push_back(e.slot);
+    done(r.work, r.tag, per_piece_ - r.base + r.extra);
   }
-  return share;
-}
+
+  std::vector<Running> running_;  // slots, reused
+  std::vector<uint32_t> free_, active_;
+  std::priority_queue<End, std::vector<End>, std::greater<End>> ends_;
+  int64_t per_piece_ = 0;  // floor shares handed to every running piece so far
+  Timestamp now_ = std::numeric_limits<Timestamp>::min();
+  uint32_t seq_ = 0;
+};
 
 }  // namespace
 
@@ -431,11 +557,17 @@ std::pair<uint32_t, uint32_t> responsible_keys(const LaunchPaths& p, uint32_t v)
   return {op, module};
 }
 
-std::vector<ResponsibleOperator> top_responsible(const LaunchPaths& p, const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& by_node,
-                                                 bool by_count) {
+// Kernels of one kind by launching node: (count, summed ns); the last entry
+// stands for work without a launch call.
+using NodeTotals = std::vector<std::pair<int64_t, int64_t>>;
+
+std::vector<ResponsibleOperator> top_responsible(const LaunchPaths& p, const NodeTotals& by_node, bool by_count) {
   std::unordered_map<uint64_t, ResponsibleOperator> groups;
-  for (const auto& [node, totals] : by_node) {
-    const auto [op, module] = node == kNoLaunch ? std::pair<uint32_t, uint32_t>{0, 0} : responsible_keys(p, node);
+  for (size_t node = 0; node < by_node.size(); ++node) {
+    const auto& totals = by_node[node];
+    if (totals.first == 0) continue;
+    const auto [op, module] = node + 1 == by_node.size() ? std::pair<uint32_t, uint32_t>{0, 0}
+                                                         : responsible_keys(p, static_cast<uint32_t>(node));
     ResponsibleOperator& g = groups[(uint64_t{op} << 32) | module];
     g.name = op ? p.names[op] : std::string();
     g.module = module ? p.names[module] : std::string();
@@ -452,84 +584,100 @@ std::vector<ResponsibleOperator> top_responsible(const LaunchPaths& p, const std
   return out;
 }
 
+// GPU time of one iteration under one node: partial sums, added up at the end
+// (a node's work may end out of iteration order, so one pair may appear twice).
+struct IterationNodeShare {
+  uint32_t iteration, node;
+  int64_t gpu_ns;
+};
+
 Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, Timestamp ws, Timestamp we, bool whole_trace,
                                   const std::vector<Iteration>& iterations, const std::vector<KernelInfo>& kernel_info) {
   Attribution out;
   const int64_t wall = std::max<int64_t>(0, we - ws);
-  auto in_window = [&](Timestamp s, Timestamp e) { return e >= ws && s <= we && e >= s; };
-
-  // ---- the window's GPU work, in start order -------------------------------
-  std::vector<Work> work;
-  work.reserve(t.kernels.size() + t.memcpys.size() + t.memsets.size());
-  std::vector<size_t> run_ends;
-  bool runs_sorted = true;
-  auto collect = [&](const std::vector<Timestamp>& start, const std::vector<Timestamp>& end,
-                     const std::vector<uint32_t>& node, const std::vector<trace::StringId>* names) {
-    const size_t first = work.size();
-    for (size_t i = 0; i < start.size(); ++i)
-      if (in_window(start[i], end[i]))
-        work.push_back({std::max(start[i], ws), std::min(end[i], we), node[i], names ? (*names)[i] : kNoLaunch});
-    runs_sorted = runs_sorted && std::is_sorted(work.begin() + static_cast<std::ptrdiff_t>(first), work.end(),
-                                                [](const Work& x, const Work& y) { return x.start < y.start; });
-    run_ends.push_back(work.size());
-  };
-  collect(t.kernels.start, t.kernels.end, p.kernel_node, &t.kernels.name);
-  collect(t.memcpys.start, t.memcpys.end, p.memcpy_node, nullptr);
-  collect(t.memsets.start, t.memsets.end, p.memset_node, nullptr);
-  auto by_start = [](const Work& x, const Work& y) { return x.start < y.start; };
-  if (runs_sorted) {
-    std::inplace_merge(work.begin(), work.begin() + static_cast<std::ptrdiff_t>(run_ends[0]),
-                       work.begin() + static_cast<std::ptrdiff_t>(run_ends[1]), by_start);
-    std::inplace_merge(work.begin(), work.begin() + static_cast<std::ptrdiff_t>(run_ends[1]), work.end(), by_start);
-  } else {
-    std::stable_sort(work.begin(), work.end(), by_start);
-  }
-  const std::vector<int64_t> share = busy_shares(work);
-  out.activities = static_cast<int64_t>(work.size());
-
-  // ---- kernels the advisor asks about, by launching node --------------------
-  {
-    std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> layout, fp32, tiny;  // node -> (count, ns)
-    for (const Work& w : work) {
-      if (w.kernel_name == kNoLaunch || w.kernel_name >= kernel_info.size()) continue;
-      const KernelInfo& ki = kernel_info[w.kernel_name];
-      const int64_t d = w.end - w.start;
-      auto add = [&](auto& m) {
-        auto& x = m[w.node];
-        x.first += 1;
-        x.second += d;
-      };
-      if (ki.layout_conversion) add(layout);
-      if (ki.precision == Precision::kFp32NoTensor) add(fp32);
-      if (d < Attribution::kTinyKernelNs) add(tiny);
-    }
-    out.layout_conversions = top_responsible(p, layout, false);
-    out.fp32_no_tensor = top_responsible(p, fp32, false);
-    out.tiny_kernels = top_responsible(p, tiny, true);
-  }
-
-  // ---- per path node --------------------------------------------------------
   const size_t node_count = p.nodes.size();
-  std::vector<int64_t> node_gpu(node_count, 0), node_sum(node_count, 0), node_kernels(node_count, 0);
-  for (size_t i = 0; i < work.size(); ++i) {
-    const int64_t s = share[i];
-    out.busy_ns += s;
-    if (work[i].node == kNoLaunch) {
-      out.no_launch_ns += s;
-      ++out.unattributed_activities;
-      node_gpu[0] += s;  // the root's self time is all unattributed work
-      node_sum[0] += work[i].end - work[i].start;
-      ++node_kernels[0];
-      continue;
+  int64_t iteration_count = 0;
+  for (const Iteration& it : iterations)
+    if (it.start >= ws && it.end <= we) ++iteration_count;
+  out.iteration_count = iteration_count;
+  if (iteration_count > 0) {
+    for (const Iteration& it : iterations) {
+      if (it.start < ws || it.end > we) continue;
+      AttributionIteration ai;
+      ai.start = it.start;
+      ai.end = it.end;
+      out.iterations.push_back(std::move(ai));
     }
-    if (work[i].node == 0) {
-      out.outside_ranges_ns += s;
-      ++out.unattributed_activities;
-    }
-    node_gpu[work[i].node] += s;
-    node_sum[work[i].node] += work[i].end - work[i].start;
-    ++node_kernels[work[i].node];
   }
+
+  // ---- one sweep over the window's GPU work in start order -------------------
+  // Kernels, then copies, then sets where starts tie. Each piece's share of
+  // busy time goes to its path node and iteration when it ends.
+  std::vector<int64_t> node_gpu(node_count, 0), node_sum(node_count, 0), node_kernels(node_count, 0);
+  NodeTotals layout(node_count + 1), fp32(node_count + 1), tiny(node_count + 1);  // kernels the advisor asks about
+  std::vector<IterationNodeShare> iteration_shares;
+  std::vector<uint32_t> last_share(node_count, kNoParent);  // node -> its latest entry in iteration_shares
+  constexpr uint32_t kNoIteration = kNoParent;
+  auto done = [&](const Work& w, uint32_t iteration, int64_t s) {
+    out.busy_ns += s;
+    const bool launched = w.node != kNoLaunch;
+    const uint32_t v = launched ? w.node : 0;  // the root's self time is all unattributed work
+    if (!launched) out.no_launch_ns += s;
+    else if (v == 0) out.outside_ranges_ns += s;
+    if (v == 0) ++out.unattributed_activities;
+    node_gpu[v] += s;
+    node_sum[v] += w.end - w.start;
+    ++node_kernels[v];
+    if (iteration == kNoIteration) return;
+    AttributionIteration& ai = out.iterations[iteration];
+    ai.busy_ns += s;
+    if (v == 0) return;
+    ai.attributed_ns += s;
+    const uint32_t e = last_share[v];
+    if (e != kNoParent && iteration_shares[e].iteration == iteration) {
+      iteration_shares[e].gpu_ns += s;
+    } else {
+      last_share[v] = static_cast<uint32_t>(iteration_shares.size());
+      iteration_shares.push_back({iteration, v, s});
+    }
+  };
+  {
+    WorkCursor cursors[3] = {{t.kernels.start, t.kernels.end, p.kernel_node, &t.kernels.name, ws, we},
+                             {t.memcpys.start, t.memcpys.end, p.memcpy_node, nullptr, ws, we},
+                             {t.memsets.start, t.memsets.end, p.memset_node, nullptr, ws, we}};
+    ShareSweep<uint32_t> sweep;
+    size_t k = 0;  // the iteration the work starts in (work comes in start order)
+    for (;;) {
+      WorkCursor* next = nullptr;
+      for (WorkCursor& c : cursors)
+        if (!c.done() && (!next || c.start() < next->start())) next = &c;
+      if (!next) break;
+      const Work w = next->take();
+      if (w.kernel_name != kNoLaunch && w.kernel_name < kernel_info.size()) {
+        const KernelInfo& ki = kernel_info[w.kernel_name];
+        const int64_t d = w.end - w.start;
+        const size_t v = w.node == kNoLaunch ? node_count : w.node;
+        auto add = [&](NodeTotals& m) {
+          m[v].first += 1;
+          m[v].second += d;
+        };
+        if (ki.layout_conversion) add(layout);
+        if (ki.precision == Precision::kFp32NoTensor) add(fp32);
+        if (d < Attribution::kTinyKernelNs) add(tiny);
+      }
+      uint32_t iteration = kNoIteration;
+      if (iteration_count > 0) {
+        while (k < out.iterations.size() && out.iterations[k].end <= w.start) ++k;
+        if (k < out.iterations.size() && w.start >= out.iterations[k].start) iteration = static_cast<uint32_t>(k);
+      }
+      sweep.push(w, iteration, done);
+    }
+    sweep.finish_all(done);
+    out.activities = sweep.pushed();
+  }
+  out.layout_conversions = top_responsible(p, layout, false);
+  out.fp32_no_tensor = top_responsible(p, fp32, false);
+  out.tiny_kernels = top_responsible(p, tiny, true);
   out.unattributed_ns = out.no_launch_ns + out.outside_ranges_ns;
   out.attributed_ns = out.busy_ns - out.unattributed_ns;
 
@@ -575,16 +723,12 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
     return recursive[v] == 1;
   };
   for (const RangeInstance& r : p.instances) {
-    if (!whole_trace && (r.start < ws || r.start > we)) continue;
+    if (!whole_trace && (t.nvtx.start[r.row] < ws || t.nvtx.start[r.row] > we)) continue;
     AttributionRow& row = rows[p.nodes[r.node].name];
     row.calls += 1;
-    row.self_cpu_ns += (r.end - r.start) - r.child_ns;
-    if (!is_recursive(r.node)) row.cpu_ns += r.end - r.start;
+    row.self_cpu_ns += r.duration - r.child_ns;
+    if (!is_recursive(r.node)) row.cpu_ns += r.duration;
   }
-  int64_t iteration_count = 0;
-  for (const Iteration& it : iterations)
-    if (it.start >= ws && it.end <= we) ++iteration_count;
-  out.iteration_count = iteration_count;
   std::vector<uint32_t> operator_keys;
   for (uint32_t key = 2; key < name_count; ++key) {
     AttributionRow& row = rows[key];
@@ -659,32 +803,17 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
       }
       return mask[v];
     };
-    for (const Iteration& it : iterations) {
-      if (it.start < ws || it.end > we) continue;
-      AttributionIteration ai;
-      ai.start = it.start;
-      ai.end = it.end;
-      ai.top_operator_gpu_ns.assign(top_keys.size(), 0);
-      out.iterations.push_back(std::move(ai));
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < work.size(); ++i) {
-      while (k < out.iterations.size() && out.iterations[k].end <= work[i].start) ++k;
-      if (k == out.iterations.size()) break;
-      AttributionIteration& ai = out.iterations[k];
-      if (work[i].start < ai.start) continue;
-      ai.busy_ns += share[i];
-      if (work[i].node == kNoLaunch || work[i].node == 0) continue;
-      ai.attributed_ns += share[i];
-      const uint16_t m = mask_of(work[i].node);
+    for (AttributionIteration& ai : out.iterations) ai.top_operator_gpu_ns.assign(top_keys.size(), 0);
+    for (const IterationNodeShare& e : iteration_shares) {
+      const uint16_t m = mask_of(e.node);
       for (size_t b = 0; b < top_keys.size(); ++b)
-        if (m & (1u << b)) ai.top_operator_gpu_ns[b] += share[i];
+        if (m & (1u << b)) out.iterations[e.iteration].top_operator_gpu_ns[b] += e.gpu_ns;
     }
   }
 
   out.backward_links = p.backward_links;
   out.link_source = p.link_source;
-  if (work.empty() && t.kernels.size() + t.memcpys.size() + t.memsets.size() == 0) {
+  if (out.activities == 0 && t.kernels.size() + t.memcpys.size() + t.memsets.size() == 0) {
     out.available = false;
     out.reason = "skipped: the trace has no kernels, copies or sets";
   } else if (!p.any_ranges) {

@@ -22,11 +22,13 @@ struct PathNode {
   RangeKind kind = RangeKind::kRange;
 };
 
-// One host range as pushed on its thread's stack (for calls and CPU time).
+// One host range as pushed on its thread's stack (for calls and CPU time),
+// in start order. 24 bytes: the real trace has 300k of them.
 struct RangeInstance {
-  trace::Timestamp start = 0, end = 0;  // end cut at the parent's end
+  uint32_t row = 0;         // in the trace's NVTX table (its start)
   uint32_t node = 0;
-  int64_t child_ns = 0;  // time of the ranges directly inside
+  int64_t duration = 0;     // end cut at the parent's end, less the start
+  int64_t child_ns = 0;     // time of the ranges directly inside
 };
 
 // Window-independent: the path of ranges each kernel, copy and set was launched under.

@@ -446,10 +446,14 @@ char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_ran
                       const char* classes_text) {
   return guarded<char*>(nullptr, [&] {
     if (!run) fail("no run (NULL handle)");
-    const analyze::RunAnalysis analysis =
-        analyze_run(*run, analysis_options(window, iteration_range, classes_path, classes_text));
-    const std::vector<advise::Finding> findings = advise::advise(analysis);
-    return dup(dump({{"input", run->input}, {"analysis", analysis}, {"findings", findings}}));
+    std::string text;
+    {
+      const analyze::RunAnalysis analysis =
+          analyze_run(*run, analysis_options(window, iteration_range, classes_path, classes_text));
+      const std::vector<advise::Finding> findings = advise::advise(analysis);
+      text = dump({{"input", run->input}, {"analysis", analysis}, {"findings", findings}});
+    }  // the analysis and its JSON tree are freed before the copy handed out: they never coexist with it
+    return dup(text);
   });
 }
 

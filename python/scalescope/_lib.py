@@ -107,10 +107,19 @@ def encode(text):
 
 
 def take_text(ptr):
-    """Copies and frees a char* the library returned; raises its error on NULL."""
+    """Decodes and frees a char* the library returned; raises its error on NULL.
+    The text is decoded straight from the library's buffer (one copy, not a
+    bytes copy and then a str copy: the analysis JSON is the largest thing
+    handed over)."""
     if not ptr:
         raise error()
     try:
-        return ctypes.string_at(ptr).decode("utf-8", "replace")
+        n = libc_strlen(ptr)
+        return str(memoryview((ctypes.c_char * n).from_address(ptr)).cast("B"), "utf-8", "replace")
     finally:
         lib.ss_free(ptr)
+
+
+libc_strlen = ctypes.CDLL(None).strlen
+libc_strlen.restype = ctypes.c_size_t
+libc_strlen.argtypes = [ctypes.c_void_p]
