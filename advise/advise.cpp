@@ -474,6 +474,24 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
     }
   }
 
+  // The collector measured how much slower traced iterations ran: findings
+  // read from CPU-side timing (launch gaps, idle gaps, host waits) are
+  // inflated by it, so they say so where the interval is above the threshold.
+  for (auto& f : out) {
+    if (f.id != "launch-bound" && f.id != "host-sync" && f.id != "input-starvation" && f.id != "sync-copies") continue;
+    const RankAnalysis* worst = nullptr;
+    for (const auto& r : judged) {
+      if (!r.perturbation.matters) continue;
+      if (!f.ranks.empty() && std::find(f.ranks.begin(), f.ranks.end(), r.rank) == f.ranks.end()) continue;
+      if (!worst || r.perturbation.ci_low > worst->perturbation.ci_low) worst = &r;
+    }
+    if (!worst) continue;
+    const auto& p = worst->perturbation;
+    f.evidence += fmt::format("; caution: the profiler made traced iterations {:.1f} % (95 % CI {:.1f} to {:.1f} %) "
+                              "slower on {}, which inflates CPU-side gaps and waits (docs/collector.md)",
+                              p.percent, p.ci_low, p.ci_high, worst->label);
+    f.figures.push_back({"profiler perturbation", p.percent / 100, "fraction"});
+  }
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.saving_fraction > b.saving_fraction; });
   return out;
 }

@@ -243,6 +243,45 @@ TEST(AdviseTest, LaunchBoundSuggestsCudaGraphs) {
   EXPECT_NE(l->fix.find("CUDA graphs"), std::string::npos);
 }
 
+// The collector's self-measured perturbation (trace metadata): above 5 % at
+// the interval's lower bound, findings read from CPU-side timing say the
+// profiler inflated them; below, or without the figure, they do not.
+TEST(AdviseTest, LargeProfilerPerturbationIsNamedInLaunchBoundEvidence) {
+  auto job = [](const char* pct, const char* low) {
+    TraceBuilder b;
+    for (int i = 0; i < 100; ++i) {
+      b.api("cudaLaunchKernel", 10000 * i, 10000 * i + 5000);
+      b.kernel("tiny_kernel", 10000 * i + 6000, 10000 * i + 8000);
+    }
+    b.t.meta.extra["sampling"] = "sampled";
+    b.t.meta.extra["iterations_seen"] = "300";
+    b.t.meta.extra["iterations_inside"] = "20";
+    b.t.meta.extra["iterations_outside"] = "250";
+    b.t.meta.extra["perturbation_measured"] = "true";
+    b.t.meta.extra["perturbation_pct"] = pct;
+    b.t.meta.extra["perturbation_ci_low_pct"] = low;
+    b.t.meta.extra["perturbation_ci_high_pct"] = "30";
+    return b;
+  };
+  const auto large = run_on(job("18.5", "12.0").t);
+  const Finding* l = find(large, "launch-bound");
+  ASSERT_NE(l, nullptr);
+  EXPECT_NE(l->evidence.find("caution: the profiler made traced iterations 18.5 % (95 % CI 12.0 to 30.0 %) slower"),
+            std::string::npos)
+      << l->evidence;
+  const auto small = run_on(job("3.0", "1.0").t);
+  ASSERT_NE(find(small, "launch-bound"), nullptr);
+  EXPECT_EQ(find(small, "launch-bound")->evidence.find("caution"), std::string::npos);
+  const auto bad = run_on(job("abc", "12.0").t);  // unparsable: not measured, no caution
+  EXPECT_EQ(find(bad, "launch-bound")->evidence.find("caution"), std::string::npos);
+  const auto r = analyze::analyze_rank(job("18.5", "12.0").t, analyze::Options{});
+  EXPECT_TRUE(r.perturbation.measured);
+  EXPECT_TRUE(r.perturbation.matters);
+  EXPECT_EQ(r.perturbation.inside, 20);
+  EXPECT_EQ(r.perturbation.outside, 250);
+  EXPECT_EQ(r.perturbation.seen, 300);
+}
+
 TEST(AdviseTest, HostSyncBoundedByIdle) {
   TraceBuilder b;
   b.kernel("gemm_kernel", 0, 2000).kernel("gemm_kernel", 6000, 10000);

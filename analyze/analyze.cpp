@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -97,6 +98,37 @@ trace::NcclOp op_of_kernel(std::string_view name) { return trace::nccl_op_of_ker
 
 namespace {
 
+// The collector's sampling facts (collect/iteration_sampler.hpp), strings in
+// the trace's metadata; a value that does not parse is left out, not guessed.
+ProfilerPerturbation read_perturbation(const std::unordered_map<std::string, std::string>& extra) {
+  ProfilerPerturbation p;
+  auto get = [&](const char* key) -> const std::string* {
+    auto it = extra.find(key);
+    return it == extra.end() ? nullptr : &it->second;
+  };
+  auto number = [&](const char* key, double* out) {
+    const std::string* v = get(key);
+    if (!v) return false;
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), *out);
+    return ec == std::errc() && end == v->data() + v->size() && std::isfinite(*out);
+  };
+  if (const auto* v = get("sampling")) p.sampling = *v;
+  if (p.sampling.empty()) return p;
+  double seen = 0, inside = 0, outside = 0;
+  if (number("iterations_seen", &seen)) p.seen = static_cast<int64_t>(seen);
+  if (const auto* v = get("perturbation_text")) p.text = *v;
+  if (const auto* v = get("sampling_note")) p.text = *v;
+  const auto* measured = get("perturbation_measured");
+  p.measured = measured && *measured == "true" && number("perturbation_pct", &p.percent) &&
+               number("perturbation_ci_low_pct", &p.ci_low) && number("perturbation_ci_high_pct", &p.ci_high);
+  if (p.measured && number("iterations_inside", &inside) && number("iterations_outside", &outside)) {
+    p.inside = static_cast<int64_t>(inside);
+    p.outside = static_cast<int64_t>(outside);
+  }
+  p.matters = p.measured && p.ci_low > kPerturbationMatters;
+  return p;
+}
+
 // One analysis of one window (the whole trace without --window).
 RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detail::LaunchPaths* paths) {
   RankAnalysis r;
@@ -117,6 +149,7 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   r.node_rank = extra_int("node_rank");
   r.node_count = extra_int("node_count");
   if (auto it = t.meta.extra.find("node_list"); it != t.meta.extra.end()) r.node_list = it->second;
+  r.perturbation = read_perturbation(t.meta.extra);
   r.gpu_activity = trace::has_gpu_activity(t);
   for (int p = 0; p < trace::kProblemCount; ++p) {
     const auto problem = static_cast<trace::Problem>(p);

@@ -257,6 +257,21 @@ struct InputStats {
   double fraction = 0;             // starvation / summed iteration time
 };
 
+// The collector's self-measured perturbation (sampled windows by iteration,
+// docs/collector.md): how much longer iterations inside traced windows took
+// than iterations while CUPTI was detached, from the trace's metadata.
+struct ProfilerPerturbation {
+  std::string sampling;   // "sampled", "full", "windows", or "" (not the collector, or an older one)
+  bool measured = false;
+  double percent = 0, ci_low = 0, ci_high = 0;
+  int64_t inside = 0, outside = 0, seen = 0;
+  std::string text;       // the collector's sentence (or why not measured, or the no-marker note)
+  // The interval's lower bound is above kPerturbationMatters: figures read
+  // from CPU-side timing (launch gaps, idle gaps, host syncs) are inflated.
+  bool matters = false;
+};
+inline constexpr double kPerturbationMatters = 5.0;  // percent, the same as collect::kPerturbationThresholdPercent
+
 struct NumaStats {
   Availability availability;
   int32_t gpu_node = -1;
@@ -294,6 +309,7 @@ struct RankAnalysis {
   LayoutStats layout;
   InputStats input;
   NumaStats numa;
+  ProfilerPerturbation perturbation;
   Attribution attribution;  // GPU time by operator, module and range (attribution.hpp)
   std::array<ClassTotal, kKernelClassCount> classes{};
   std::vector<KernelSummary> top_kernels;          // by total time, at most Options::top_kernels
@@ -452,6 +468,7 @@ void to_json(nlohmann::json& j, const SyncStats& v);
 void to_json(nlohmann::json& j, const PrecisionStats& v);
 void to_json(nlohmann::json& j, const LayoutStats& v);
 void to_json(nlohmann::json& j, const InputStats& v);
+void to_json(nlohmann::json& j, const ProfilerPerturbation& v);
 void to_json(nlohmann::json& j, const NumaStats& v);
 void to_json(nlohmann::json& j, const KernelSummary& v);
 void to_json(nlohmann::json& j, const AttributionRow& v);

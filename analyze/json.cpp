@@ -205,6 +205,13 @@ void to_json(json& j, const NumaStats& v) {
            {"remote_memory_fraction", v.remote_memory_fraction}};
 }
 
+void to_json(json& j, const ProfilerPerturbation& v) {
+  j = json{{"sampling", v.sampling}, {"measured", v.measured}, {"iterations_seen", v.seen}, {"text", v.text}};
+  if (v.measured)
+    j.update(json{{"percent", v.percent}, {"ci_low_percent", v.ci_low}, {"ci_high_percent", v.ci_high},
+                  {"inside", v.inside}, {"outside", v.outside}, {"matters", v.matters}});
+}
+
 void to_json(json& j, const RankAnalysis& v) {
   json classes = json::array();
   for (const auto& c : v.classes)
@@ -216,6 +223,7 @@ void to_json(json& j, const RankAnalysis& v) {
            {"numa", v.numa},           {"classes", std::move(classes)}, {"top_kernels", v.top_kernels},
            {"attribution", v.attribution},
            {"data_loss", v.data_loss}};
+  if (!v.perturbation.sampling.empty()) j["profiler_perturbation"] = v.perturbation;
   if (v.steady) {
     // Where the advisor looked; its figures are the findings' evidence.
     const auto& b = v.steady->breakdown;

@@ -261,6 +261,31 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   }
   for (Table& t : attribution_tables(run, top, all_rows)) out.push_back(std::move(t));
   {
+    // The collector's sampled windows: how much the profiler slowed the
+    // traced iterations, measured against the detached ones of the same run.
+    bool any = false;
+    for (const auto& r : run.ranks) any = any || !r.perturbation.sampling.empty();
+    if (any) {
+      Table t("Profiler perturbation (measured by the run: traced iterations against detached ones, docs/collector.md)",
+              {Column("rank", 0), Column("sampling", 0), Column("iterations", 0), Column("inside", 0),
+               Column("outside", 0), Column("perturbation_pct", 1), Column("ci_low_pct", 1), Column("ci_high_pct", 1),
+               Column::prose("note")});
+      t.set_id("profiler_perturbation");
+      for (const auto& r : run.ranks) {
+        const auto& p = r.perturbation;
+        if (p.sampling.empty()) continue;
+        const bool m = p.measured;
+        std::string note = p.text;
+        if (p.matters)
+          note += fmt::format("; above {:.0f} %: launch-bound, idle-gap and host-sync figures are inflated",
+                              analyze::kPerturbationMatters);
+        t.add_row({r.label, p.sampling, p.seen, m ? Cell{p.inside} : Cell{}, m ? Cell{p.outside} : Cell{},
+                   m ? Cell{p.percent} : Cell{}, m ? Cell{p.ci_low} : Cell{}, m ? Cell{p.ci_high} : Cell{}, note});
+      }
+      out.push_back(std::move(t));
+    }
+  }
+  {
     Table t("Findings (ranked by estimated saving as share of step time: an upper bound unless its method says otherwise)",
             {Column("rank_order", 0), Column("id", 0), Column("severity", 0), Column("saving_pct", 1),
              Column::prose("title"), Column::prose("evidence"), Column::prose("fix"), Column::prose("saving_estimate")});

@@ -50,6 +50,22 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-detach", opts->no_detach,
                 "keep CUPTI attached between capture windows (by default it is detached when a window closes, so "
                 "the job runs at full speed between windows)");
+  // Sampled windows by iteration: the default unless --full or the user's own windows.
+  auto& c = opts->profile.collector;
+  auto* full = cmd->add_flag("--full", c.full,
+                             "trace the whole run (by default only sampled iterations are traced: see --iterations)");
+  auto* range = cmd->add_option("--iteration-range", c.iteration_range,
+                                "NVTX range that marks one iteration: NAME or NAME#N (PyTorch's ProfilerStep#N)")
+                    ->capture_default_str();
+  auto* skip = cmd->add_option("--skip-iterations", c.skip_iterations, "warm-up iterations left untraced")
+                   ->capture_default_str();
+  auto* iterations = cmd->add_option("--iterations", c.iterations, "iterations traced in each sampled window")
+                         ->capture_default_str()
+                         ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  auto* repeat = cmd->add_option("--repeat-every", c.repeat_every,
+                                 "open a sampled window again every this many iterations (0: one window)")
+                     ->capture_default_str();
+  for (auto* o : {range, skip, iterations, repeat}) full->excludes(o);
   cmd->add_option("command", opts->profile.command, "the job, after --")->expected(-1);
   cmd->callback([opts, &exit_code] {
     auto& o = *opts;
@@ -64,6 +80,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
     o.profile.collector.nvml_hz = o.nvml_hz;
     o.profile.collector.buffer_mb = o.buffer_mb;
     o.profile.collector.detach = !o.no_detach;
+    collect::validate_sampling(o.profile.collector);
     std::cout.flush();
     exit_code = collect::run_profile(o.profile, std::cerr).exit_code;
   });

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +38,7 @@
 #include "collect/collector_options.hpp"
 #include "collect/cupti_decoder.hpp"
 #include "collect/host_facts.hpp"
+#include "collect/iteration_sampler.hpp"
 #include "collect/node_facts.hpp"
 #include "collect/nvml_sampler.hpp"
 #include "collect/trace_sink.hpp"
@@ -130,8 +132,15 @@ class Collector {
  private:
   void enable_tracing();
   void disable_tracing();
-  CUptiResult attach_cupti(const char** failed_step);
-  void close_capture_window(bool wait_for_gpu);
+  CUptiResult attach_cupti(const char** failed_step, bool lean = false);
+  CUptiResult set_up_activity();
+  void close_capture_window(bool wait_for_gpu, std::chrono::milliseconds grace = kDetachGrace);
+  void on_iteration_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* nvtx, const char* text);
+  void iteration_begin(std::optional<uint64_t> number);
+  void iteration_end();
+  IterationClass state_now();
+  void write_sampling_metadata();
+  nlohmann::json sampling_summary();
   void enable_trigger_callbacks();
   void detach_cupti();
   void reattach_cupti();
@@ -206,6 +215,33 @@ class Collector {
   uint64_t drain_asked_ = 0, drain_done_ = 0;  // under drain_mutex_
   std::atomic<uint64_t> detaches_{0};
   std::atomic<uint64_t> detach_failures_{0};
+  std::chrono::milliseconds close_grace_ = kDetachGrace;  // under enable_mutex_: of the pending close
+
+  // Sampled windows by iteration (options_.sampled()): the NVTX iteration
+  // ranges open and close windows by schedule_, and every iteration is timed
+  // (two clock reads, in the NVTX callbacks CUPTI keeps attached between
+  // windows) so that the run measures its own perturbation.
+  bool sampling_ = false;
+  SampleSchedule schedule_;
+  std::atomic<uint64_t> state_changes_{0};  // windows opened/closed, detaches, attaches
+  std::mutex iteration_mutex_;
+  // Under iteration_mutex_:
+  bool pre_loop_window_ = false;  // the window open from the start until the first iteration
+  uint64_t iterations_seen_ = 0;
+  std::optional<uint64_t> first_number_;  // N of the first "NAME#N"
+  bool iteration_open_ = false;
+  uint64_t iteration_index_ = 0;
+  std::chrono::steady_clock::time_point iteration_begin_;
+  IterationClass begin_state_ = IterationClass::kOutside;
+  uint64_t begin_changes_ = 0;
+  uint64_t iteration_range_id_ = 0;  // nvtxRangeStart id of the open iteration
+  IterationTimes iteration_times_;
+  nlohmann::json sampling_json_;  // computed once at the end (the interval resamples)
+  // SCALESCOPE_LEAN_REATTACH=1 (an experiment, bench/RESULTS.md session 7):
+  // attach again after a detach with the trigger callbacks only; the activity
+  // API (buffers, flush period, metadata kinds) is set up when a window opens.
+  bool lean_reattach_ = false;
+  bool activity_ready_ = false;  // under enable_mutex_ once the encoder runs
 };
 
 Collector* g_collector = nullptr;
@@ -291,6 +327,7 @@ std::vector<CUpti_ActivityKind> activity_kinds(uint32_t activities) {
 void Collector::enable_tracing() {
   std::lock_guard lock(enable_mutex_);
   if (tracing_ || window_done_) return;
+  if (!activity_ready_ && set_up_activity() != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
   auto kinds = activity_kinds(options_.activities);
   CUptiResult r = kinds.empty() ? CUPTI_SUCCESS : cuptiActivityEnable(kinds.front());
   if (r != CUPTI_SUCCESS) {
@@ -317,6 +354,7 @@ void Collector::enable_tracing() {
   close_pending_ = false;
   window_start_ = std::chrono::steady_clock::now();
   ++windows_opened_;
+  state_changes_.fetch_add(1);
 }
 
 void Collector::disable_tracing() {
@@ -331,6 +369,7 @@ void Collector::disable_tracing() {
     for (auto cbid : driver_cbids_) cuptiActivityEnableDriverApi(cbid, 0);
   }
   tracing_ = false;
+  state_changes_.fetch_add(1);
 }
 
 // Capture ranges: NVTX push/pop or start/end of the named range, or
@@ -357,6 +396,10 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
         text = attrib_text(static_cast<const nvtxDomainRangePushEx_params*>(nvtx->functionParams)->core.eventAttrib);
         break;
       default: break;
+    }
+    if (sampling_) {
+      on_iteration_nvtx(cbid, nvtx, text);
+      return;
     }
     bool matches = text && options_.capture_name == text;
     switch (cbid) {
@@ -439,11 +482,12 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
 // capture, where a synchronisation is an error; the grace time lets the
 // window's kernels finish): the encoder asks for a detach if the window stays
 // closed for kDetachGrace. With --no-detach the window only closes.
-void Collector::close_capture_window(bool wait_for_gpu) {
+void Collector::close_capture_window(bool wait_for_gpu, std::chrono::milliseconds grace) {
   {
     std::lock_guard lock(enable_mutex_);
     if (!tracing_) {
-      if (wait_for_gpu) ++stops_without_window_;  // a cudaProfilerStop with no window open
+      // A cudaProfilerStop with no window open (iteration windows close only open ones).
+      if (wait_for_gpu && options_.capture == CaptureRange::kCudaProfilerApi) ++stops_without_window_;
       return;
     }
   }
@@ -455,14 +499,187 @@ void Collector::close_capture_window(bool wait_for_gpu) {
     if (auto sync = reinterpret_cast<SyncFn>(dlsym(cuda, "cuCtxSynchronize"))) sync();
     dlclose(cuda);
   }
+  {
+    std::lock_guard lock(enable_mutex_);
+    close_pending_ = true;
+    close_grace_ = grace;
+    closed_at_ = std::chrono::steady_clock::now();
+    detach_thread_.store(pthread_self());
+  }
+  if (grace.count() == 0) pool_->wake();  // the encoder asks for the detach at once
+}
+
+// The iteration ranges (options_.iteration_range or NAME#N) on this thread:
+// an iteration begins at the push (start) of one and ends at its pop (end).
+// A marker pushed while one is open means the open one's end was missed (a
+// detach in between): it is dropped, not timed.
+void Collector::on_iteration_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* nvtx, const char* text) {
+  // Push depth inside the iteration range on this thread, -1 outside. Not
+  // reset by a detach: the iteration around it ends at its pop as usual (a
+  // transition). A pop missed while detached (a few milliseconds) leaves the
+  // iteration open until the next marker, which drops it.
+  thread_local int depth = -1;
+  std::optional<uint64_t> number;
+  const bool matches = text && match_iteration_marker(options_.iteration_range, text, &number);
+  switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+      if (matches) {
+        depth = 0;
+        iteration_begin(number);
+      } else if (depth >= 0) {
+        ++depth;
+      }
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+      if (depth == 0) iteration_end();
+      if (depth >= 0) --depth;
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+      if (matches && nvtx->functionReturnValue) {
+        iteration_begin(number);
+        std::lock_guard lock(iteration_mutex_);
+        iteration_range_id_ = *static_cast<const nvtxRangeId_t*>(nvtx->functionReturnValue);
+      }
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd: {
+      const uint64_t id = cbid == CUPTI_CBID_NVTX_nvtxRangeEnd
+                              ? static_cast<const nvtxRangeEnd_params*>(nvtx->functionParams)->id
+                              : static_cast<const nvtxDomainRangeEnd_params*>(nvtx->functionParams)->core.id;
+      bool ours = false;
+      {
+        std::lock_guard lock(iteration_mutex_);
+        ours = iteration_range_id_ != 0 && id == iteration_range_id_;
+        if (ours) iteration_range_id_ = 0;
+      }
+      if (ours) iteration_end();
+      break;
+    }
+    default: break;
+  }
+}
+
+// What an iteration starting now would be, if nothing changes before its end.
+IterationClass Collector::state_now() {
   std::lock_guard lock(enable_mutex_);
-  close_pending_ = true;
-  closed_at_ = std::chrono::steady_clock::now();
-  detach_thread_.store(pthread_self());
+  if (tracing_) return IterationClass::kInside;
+  if (!options_.detach) return IterationClass::kOutside;  // attached, nothing enabled: the user chose that outside
+  // Detached and attached again with only the NVTX callbacks: the job's own speed.
+  if (detaches_.load() > 0 && !close_pending_ && !detach_requested_.load()) return IterationClass::kOutside;
+  return IterationClass::kLingering;  // CUPTI still attached after a window, detach pending
+}
+
+void Collector::iteration_begin(std::optional<uint64_t> number) {
+  const auto now = std::chrono::steady_clock::now();
+  bool open_window = false, close_pre_loop = false;
+  {
+    std::lock_guard lock(iteration_mutex_);
+    uint64_t index = iterations_seen_;
+    // PyTorch numbers its steps: a step missed while CUPTI was detached (a
+    // few milliseconds) does not shift the schedule.
+    if (number && (!first_number_ || *number >= *first_number_)) {
+      if (!first_number_) first_number_ = number;
+      index = *number - *first_number_;
+    }
+    ++iterations_seen_;
+    iteration_open_ = true;  // an open one whose end was missed is dropped
+    iteration_index_ = index;
+    iteration_begin_ = now;
+    if (pre_loop_window_) {
+      // The first iteration: the job has markers, so from here on windows come from the schedule.
+      pre_loop_window_ = false;
+      close_pre_loop = !schedule_.traced(index);
+    } else {
+      open_window = schedule_.traced(index);
+    }
+  }
+  if (close_pre_loop) close_capture_window(true, std::chrono::milliseconds(0));
+  if (open_window) enable_tracing();
+  const IterationClass state = state_now();
+  std::lock_guard lock(iteration_mutex_);
+  begin_state_ = state;
+  begin_changes_ = state_changes_.load();
+}
+
+void Collector::iteration_end() {
+  const auto now = std::chrono::steady_clock::now();
+  bool close = false;
+  {
+    std::lock_guard lock(iteration_mutex_);
+    if (!iteration_open_) return;
+    iteration_open_ = false;
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - iteration_begin_).count();
+    IterationClass c = begin_state_;
+    if (iteration_index_ < schedule_.skip)
+      c = IterationClass::kWarmup;
+    else if (state_changes_.load() != begin_changes_)
+      c = IterationClass::kTransition;
+    iteration_times_.add(c, ns);
+    close = !pre_loop_window_ && !schedule_.traced(iteration_index_ + 1);
+  }
+  if (!close) return;
+  {
+    std::lock_guard lock(enable_mutex_);
+    if (!tracing_) return;
+  }
+  // The last traced iteration: wait for its GPU work (its records), and
+  // detach at once (the schedule says no window opens at the next marker).
+  close_capture_window(true, std::chrono::milliseconds(0));
+}
+
+nlohmann::json Collector::sampling_summary() {
+  nlohmann::json j;
+  if (!sampling_) {
+    j["mode"] = options_.full ? "full" : "windows";  // --full, or the user's own windows
+    return j;
+  }
+  std::lock_guard lock(iteration_mutex_);
+  j["mode"] = "sampled";
+  j["iteration_range"] = options_.iteration_range;
+  j["skip_iterations"] = schedule_.skip;
+  j["iterations"] = schedule_.active;
+  j["repeat_every"] = schedule_.every;
+  j["iterations_seen"] = iterations_seen_;
+  for (auto c : {IterationClass::kWarmup, IterationClass::kInside, IterationClass::kOutside, IterationClass::kTransition,
+                 IterationClass::kLingering})
+    j[std::string("iterations_") + std::string(to_string(c))] = iteration_times_.count(c);
+  if (iterations_seen_ == 0) {
+    j["note"] = "no iteration markers (NVTX ranges named " + options_.iteration_range + " or " +
+                options_.iteration_range + "#N): traced from start to end";
+    return j;
+  }
+  const Perturbation p = estimate_perturbation(iteration_times_.durations(IterationClass::kInside),
+                                               iteration_times_.durations(IterationClass::kOutside));
+  j["perturbation_measured"] = p.measured;
+  j["perturbation_text"] = describe_perturbation(p);
+  if (p.measured) {
+    j["perturbation_pct"] = p.percent;
+    j["perturbation_ci_low_pct"] = p.ci_low;
+    j["perturbation_ci_high_pct"] = p.ci_high;
+    j["iteration_inside_median_ns"] = p.inside_median_ns;
+    j["iteration_outside_median_ns"] = p.outside_median_ns;
+  }
+  return j;
+}
+
+// The same facts as trace metadata (strings), for analyze and the report.
+void Collector::write_sampling_metadata() {
+  sampling_json_ = sampling_summary();
+  const nlohmann::json& j = sampling_json_;
+  meta_.extra["sampling"] = j.value("mode", "");
+  for (const auto& [k, v] : j.items()) {
+    if (k == "mode") continue;
+    meta_.extra[k == "note" ? "sampling_note" : k] = v.is_string() ? v.get<std::string>() : v.dump();
+  }
 }
 
 void Collector::enable_trigger_callbacks() {
-  if (options_.capture == CaptureRange::kNvtx) {
+  if (options_.capture == CaptureRange::kNvtx || sampling_) {
     for (auto cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
                       CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxRangeStartA,
                       CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
@@ -504,10 +721,11 @@ void Collector::detach_cupti() {
   }
   attached_.store(false);
   detaches_.fetch_add(1);
+  state_changes_.fetch_add(1);
   bool again = false;
   {
     std::lock_guard enable(enable_mutex_);
-    again = options_.capture != CaptureRange::kNone && !window_done_;
+    again = (options_.capture != CaptureRange::kNone || sampling_) && !window_done_;
   }
   if (!again) return;
   reattach_requested_.store(true);
@@ -522,7 +740,12 @@ void Collector::reattach_cupti() {
   if (attached_.load()) return;
   generation_pending_.store(true);  // the encoder bumps the decoder before any buffer of the new generation
   const char* step = "";
-  CUptiResult r = attach_cupti(&step);
+  CUptiResult r;
+  {
+    std::lock_guard enable(enable_mutex_);  // activity_ready_
+    r = attach_cupti(&step, lean_reattach_);
+  }
+  state_changes_.fetch_add(1);
   if (r != CUPTI_SUCCESS) {
     warn("cannot attach CUPTI again after a capture window (%s: %s); later windows are not traced", step,
          cupti_error(r).c_str());
@@ -535,18 +758,31 @@ void Collector::reattach_cupti() {
 // Subscribes and sets up what stays on while CUPTI is attached: buffers,
 // flush period, device and context records, NVTX payload copies and the
 // callbacks that open capture windows. The activity kinds come with windows.
-CUptiResult Collector::attach_cupti(const char** failed_step) {
+CUptiResult Collector::attach_cupti(const char** failed_step, bool lean) {
   CUptiResult r = cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(on_cupti_callback), nullptr);
   if (r != CUPTI_SUCCESS) {
     *failed_step = "subscribe";
     return r;
   }
-  r = cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
-  if (r != CUPTI_SUCCESS) {
-    *failed_step = "buffers";
-    cuptiUnsubscribe(subscriber_);
-    return r;
+  if (!lean) {
+    r = set_up_activity();
+    if (r != CUPTI_SUCCESS) {
+      *failed_step = "buffers";
+      cuptiUnsubscribe(subscriber_);
+      return r;
+    }
+  } else {
+    activity_ready_ = false;
   }
+  if (options_.api == ApiMode::kDefault && runtime_cbids_.empty()) select_default_apis();
+  enable_trigger_callbacks();
+  attached_.store(true);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult Collector::set_up_activity() {
+  CUptiResult r = cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
+  if (r != CUPTI_SUCCESS) return r;
   // CUPTI's worker hands over partly filled buffers every second, so a
   // SIGKILL loses about the last second.
   cuptiActivityFlushPeriod(static_cast<uint32_t>(kFlushPeriod.count()));
@@ -561,9 +797,7 @@ CUptiResult Collector::attach_cupti(const char** failed_step) {
   // poll events all the time, such a query waits for nothing, and the decoder
   // has no sync kind for queries anyway. Syncs that wait are all still kept.
   if (options_.activities & kActivitySync) cuptiActivityEnableAllSyncRecords(0);
-  if (options_.api == ApiMode::kDefault && runtime_cbids_.empty()) select_default_apis();
-  enable_trigger_callbacks();
-  attached_.store(true);
+  activity_ready_ = true;
   return CUPTI_SUCCESS;
 }
 
@@ -585,6 +819,15 @@ bool Collector::start() {
   if (options_.discard) meta_.extra["discard"] = "1";
   meta_.extra["activities"] = format_activities(options_.activities);
   meta_.extra["detach"] = options_.detach ? "1" : "0";
+  sampling_ = options_.sampled();
+  if (const char* v = std::getenv("SCALESCOPE_LEAN_REATTACH")) lean_reattach_ = std::strcmp(v, "1") == 0;
+  if (lean_reattach_) meta_.extra["lean_reattach"] = "1";
+  schedule_ = SampleSchedule{options_.skip_iterations, options_.iterations, options_.repeat_every};
+  if (sampling_) {
+    // Traced as today until the first iteration marker: a job without any is traced whole.
+    std::lock_guard lock(iteration_mutex_);
+    pre_loop_window_ = true;
+  }
 
   std::string stem = meta_.hostname + "-" + std::to_string(meta_.pid);
   trace_path_ = std::filesystem::path(options_.run_dir) / (stem + std::string(trace::kTraceFileExtension));
@@ -796,7 +1039,7 @@ void Collector::encoder_loop() {
     bool request_detach = false;
     {
       std::lock_guard lock(enable_mutex_);
-      if (close_pending_ && !tracing_ && std::chrono::steady_clock::now() - closed_at_ >= kDetachGrace) {
+      if (close_pending_ && !tracing_ && std::chrono::steady_clock::now() - closed_at_ >= close_grace_) {
         close_pending_ = false;
         request_detach = attached_.load();
       }
@@ -932,6 +1175,7 @@ void Collector::finish(const char* why) {
     if (stops_without_window_ > 0) meta_.extra["capture_stops_without_window"] = std::to_string(stops_without_window_);
   }
   meta_.extra["cupti_detaches"] = std::to_string(detaches_.load());
+  write_sampling_metadata();
   if (detach_failures_.load() > 0) meta_.extra["cupti_detach_failures"] = std::to_string(detach_failures_.load());
   if (decoder_->ranges_cut_by_detach() > 0)
     meta_.extra["nvtx_ranges_cut_by_detach"] = std::to_string(decoder_->ranges_cut_by_detach());
@@ -974,6 +1218,7 @@ void Collector::write_sidecar(const std::string& status) {
     j["windows_opened"] = windows_opened_;
   }
   j["cupti_detaches"] = detaches_.load();
+  j["sampling"] = sampling_json_.is_null() ? sampling_summary() : sampling_json_;
   std::error_code ec;
   auto tmp = sidecar_path_;
   tmp += ".tmp";

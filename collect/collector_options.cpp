@@ -24,6 +24,16 @@ double parse_seconds(const Environment& env, const char* name, double fallback) 
   return out;
 }
 
+uint64_t parse_count(const Environment& env, const char* name, uint64_t fallback, uint64_t min) {
+  const std::string* v = find(env, name);
+  if (!v) return fallback;
+  uint64_t out = 0;
+  auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (ec != std::errc() || p != v->data() + v->size() || out < min || out > (uint64_t{1} << 40))
+    fail("{}='{}' must be a whole number of iterations from {}", name, *v, min);
+  return out;
+}
+
 std::string number(double v) {
   std::string s = std::to_string(v);
   while (!s.empty() && s.back() == '0') s.pop_back();
@@ -147,7 +157,24 @@ CollectorOptions parse_collector_options(const Environment& env) {
       fail("SCALESCOPE_ACTIVITIES: {}", e.what());
     }
   }
+  if (auto* v = find(env, "SCALESCOPE_FULL")) {
+    if (*v != "0" && *v != "1") fail("SCALESCOPE_FULL='{}' must be 0 or 1", *v);
+    o.full = *v == "1";
+  }
+  if (auto* v = find(env, "SCALESCOPE_ITERATION_RANGE")) o.iteration_range = *v;
+  o.skip_iterations = parse_count(env, "SCALESCOPE_SKIP_ITERATIONS", o.skip_iterations, 0);
+  o.iterations = parse_count(env, "SCALESCOPE_ITERATIONS", o.iterations, 1);
+  o.repeat_every = parse_count(env, "SCALESCOPE_REPEAT_EVERY", o.repeat_every, 0);
+  validate_sampling(o);
   return o;
+}
+
+void validate_sampling(const CollectorOptions& o) {
+  if (o.repeat_every != 0 && o.repeat_every <= o.iterations)
+    fail("a window of {} iterations repeated every {} iterations leaves none untraced: the repeat must be 0 (once) "
+         "or more than the window",
+         o.iterations, o.repeat_every);
+  if (o.iteration_range.empty()) fail("the iteration range name is empty");
 }
 
 Environment to_environment(const CollectorOptions& o) {
@@ -163,6 +190,11 @@ Environment to_environment(const CollectorOptions& o) {
   env.emplace("SCALESCOPE_DETACH", o.detach ? "1" : "0");
   // Always set: a value the user exported for an earlier run must not leak in.
   env["SCALESCOPE_ACTIVITIES"] = format_activities(o.activities);
+  env.emplace("SCALESCOPE_FULL", o.full ? "1" : "0");
+  env["SCALESCOPE_ITERATION_RANGE"] = o.iteration_range;
+  env["SCALESCOPE_SKIP_ITERATIONS"] = std::to_string(o.skip_iterations);
+  env["SCALESCOPE_ITERATIONS"] = std::to_string(o.iterations);
+  env["SCALESCOPE_REPEAT_EVERY"] = std::to_string(o.repeat_every);
   return env;
 }
 

@@ -50,6 +50,20 @@ struct CollectorOptions {
   // it again with only the window's trigger callbacks, because disabling the
   // activity kinds leaves CUPTI's hooks in place and the job slow.
   bool detach = true;
+  // Sampled windows by iteration (the default when no --delay, --duration or
+  // --capture-range is given, and not --full): iterations are NVTX ranges
+  // named iteration_range or iteration_range#N (PyTorch's ProfilerStep#N);
+  // skip warm-up iterations, trace `iterations`, detach, and open a new window
+  // every `repeat_every` iterations (0: once). A job without such ranges is
+  // traced from start to end. SCALESCOPE_FULL=1, SCALESCOPE_ITERATION_RANGE,
+  // SCALESCOPE_SKIP_ITERATIONS, SCALESCOPE_ITERATIONS, SCALESCOPE_REPEAT_EVERY.
+  bool full = false;
+  std::string iteration_range = "ProfilerStep";
+  uint64_t skip_iterations = 10;
+  uint64_t iterations = 20;
+  uint64_t repeat_every = 0;
+  // True when the windows come from iterations (see above).
+  bool sampled() const { return !full && capture == CaptureRange::kNone && delay_s <= 0 && duration_s <= 0; }
 };
 
 // Parses the SCALESCOPE_* variables; Error naming the variable on bad values.
@@ -57,6 +71,9 @@ CollectorOptions parse_collector_options(const Environment& env);
 // The inverse (only what differs from the defaults, plus the run dir).
 Environment to_environment(const CollectorOptions& options);
 
+// Error when a repeated window would leave no iteration untraced, or the
+// iteration range name is empty.
+void validate_sampling(const CollectorOptions& options);
 // "nvtx:NAME" / "cudaProfilerApi" / "" -> capture fields; Error otherwise.
 void parse_capture_range(std::string_view text, CollectorOptions& options);
 std::string format_capture_range(const CollectorOptions& options);

@@ -126,3 +126,58 @@ TEST(CollectOptions, DefaultApiSelection) {
 
 }  // namespace
 }  // namespace scalescope::collect
+
+namespace scalescope::collect {
+namespace {
+
+TEST(CollectOptionsSampling, SampledByDefaultAndNotWithTheUsersOwnWindows) {
+  EXPECT_TRUE(parse_collector_options({}).sampled());
+  EXPECT_FALSE(parse_collector_options({{"SCALESCOPE_FULL", "1"}}).sampled());
+  EXPECT_FALSE(parse_collector_options({{"SCALESCOPE_DELAY", "2"}}).sampled());
+  EXPECT_FALSE(parse_collector_options({{"SCALESCOPE_DURATION", "2"}}).sampled());
+  EXPECT_FALSE(parse_collector_options({{"SCALESCOPE_CAPTURE_RANGE", "cudaProfilerApi"}}).sampled());
+  auto o = parse_collector_options({});
+  EXPECT_EQ(o.iteration_range, "ProfilerStep");
+  EXPECT_EQ(o.skip_iterations, 10u);
+  EXPECT_EQ(o.iterations, 20u);
+  EXPECT_EQ(o.repeat_every, 0u);
+}
+
+TEST(CollectOptionsSampling, RoundTripsThroughTheEnvironment) {
+  CollectorOptions o;
+  o.run_dir = "/tmp/r";
+  o.iteration_range = "train_step";
+  o.skip_iterations = 3;
+  o.iterations = 7;
+  o.repeat_every = 50;
+  auto back = parse_collector_options(to_environment(o));
+  EXPECT_EQ(back.iteration_range, "train_step");
+  EXPECT_EQ(back.skip_iterations, 3u);
+  EXPECT_EQ(back.iterations, 7u);
+  EXPECT_EQ(back.repeat_every, 50u);
+  EXPECT_FALSE(back.full);
+  o.full = true;
+  EXPECT_TRUE(parse_collector_options(to_environment(o)).full);
+}
+
+TEST(CollectOptionsSampling, BadValuesAreOneLineErrors) {
+  auto error_of = [](const Environment& env) {
+    try {
+      parse_collector_options(env);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of({{"SCALESCOPE_ITERATIONS", "0"}}).find("SCALESCOPE_ITERATIONS='0'"), std::string::npos);
+  EXPECT_NE(error_of({{"SCALESCOPE_SKIP_ITERATIONS", "-1"}}).find("SCALESCOPE_SKIP_ITERATIONS"), std::string::npos);
+  EXPECT_NE(error_of({{"SCALESCOPE_REPEAT_EVERY", "x"}}).find("SCALESCOPE_REPEAT_EVERY"), std::string::npos);
+  EXPECT_NE(error_of({{"SCALESCOPE_FULL", "yes"}}).find("SCALESCOPE_FULL='yes' must be 0 or 1"), std::string::npos);
+  // A repeat no longer than the window leaves nothing untraced.
+  EXPECT_NE(error_of({{"SCALESCOPE_ITERATIONS", "20"}, {"SCALESCOPE_REPEAT_EVERY", "20"}}).find("leaves none untraced"),
+            std::string::npos);
+  EXPECT_EQ(error_of({{"SCALESCOPE_ITERATIONS", "20"}, {"SCALESCOPE_REPEAT_EVERY", "21"}}), "");
+}
+
+}  // namespace
+}  // namespace scalescope::collect

@@ -200,6 +200,19 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
     s.dropped = j.value("cupti_dropped_records", uint64_t{0}) + j.value("events_lost_on_write", uint64_t{0});
     s.bytes = j.value("bytes_written", uint64_t{0});
     s.collector_cpu_ns = j.value("collector_cpu_ns", uint64_t{0});
+    if (auto it = j.find("sampling"); it != j.end() && it->is_object()) {
+      s.sampling_json = it->dump();
+      const auto& sm = *it;
+      if (sm.value("mode", "") == "sampled") {
+        if (sm.value("iterations_seen", uint64_t{0}) == 0)
+          s.sampling_line = sm.value("note", "no iteration markers: traced from start to end") +
+                            " (--iteration-range names another range)";
+        else
+          s.sampling_line = fmt::format("{} of {} iterations traced in sampled windows; {}",
+                                        sm.value("iterations_inside", uint64_t{0}), sm.value("iterations_seen", uint64_t{0}),
+                                        sm.value("perturbation_text", std::string("perturbation not measured")));
+      }
+    }
     summarised.insert(p.stem().string());
     out.push_back(std::move(s));
   }
@@ -335,6 +348,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
                      {"status", p.status}, {"trace_file", p.trace_file}, {"events", p.events},
                      {"dropped_records", p.dropped}, {"bytes_written", p.bytes},
                      {"collector_cpu_ns", p.collector_cpu_ns}});
+    if (!p.sampling_json.empty()) procs.back()["sampling"] = nlohmann::json::parse(p.sampling_json, nullptr, false);
     events += p.events;
     dropped += p.dropped;
     bytes += p.bytes;
@@ -368,6 +382,8 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
                      traced == 1 ? "" : "es", rank_text, events, dropped, result.duration_s, result.exit_code);
   for (const auto& p : result.processes)
     if (p.status != "ok") log << fmt::format("scalescope: pid {} on {}: {}\n", p.pid, p.hostname, p.status);
+  for (const auto& p : result.processes)
+    if (!p.sampling_line.empty()) log << fmt::format("scalescope: pid {}: {}\n", p.pid, p.sampling_line);
   if (!result.incomplete.empty())
     log << fmt::format("scalescope: {} trace(s) without a summary (process killed?): complete chunks are kept\n",
                        result.incomplete.size());

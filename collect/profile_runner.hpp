@@ -33,6 +33,8 @@ struct ProcessSummary {
   std::string hostname, status, trace_file;
   int32_t rank = -1, local_rank = -1;
   uint64_t events = 0, dropped = 0, bytes = 0, collector_cpu_ns = 0;
+  std::string sampling_json;  // the collector's "sampling" object (iteration windows, perturbation), "" if none
+  std::string sampling_line;  // what `profile` says about it, "" if nothing
 };
 
 struct ProfileResult {

@@ -166,6 +166,32 @@ TEST_F(CollectProfile, SummariesAndIncompleteTracesGoIntoRunJson) {
   EXPECT_NE(log.find("without a summary"), std::string::npos);
 }
 
+// The collectors' sampling facts: run.json carries them per process, and
+// profile says what was sampled and measured, or that no marker was seen.
+TEST_F(CollectProfile, SamplingFactsGoIntoRunJsonAndTheLog) {
+  std::string script =
+      "cd \"$SCALESCOPE_RUN_DIR\" && echo x > h-100.sstrace && echo y > h-200.sstrace && "
+      "printf '{\"pid\":100,\"hostname\":\"h\",\"status\":\"ok\",\"trace_file\":\"h-100.sstrace\","
+      "\"sampling\":{\"mode\":\"sampled\",\"iterations_seen\":300,\"iterations_inside\":20,"
+      "\"perturbation_measured\":true,\"perturbation_pct\":12.5,"
+      "\"perturbation_text\":\"iterations inside traced windows took 12.5 %% longer\"}}' > h-100.json && "
+      "printf '{\"pid\":200,\"hostname\":\"h\",\"status\":\"ok\",\"trace_file\":\"h-200.sstrace\","
+      "\"sampling\":{\"mode\":\"sampled\",\"iterations_seen\":0,\"note\":\"no iteration markers (x): traced "
+      "from start to end\"}}' > h-200.json";
+  std::string log;
+  EXPECT_EQ(run_in_child(options("samp", script), &log), 0);
+  auto j = run_json("samp");
+  ASSERT_EQ(j["processes"].size(), 2u);
+  EXPECT_EQ(j["processes"][0]["sampling"]["perturbation_pct"], 12.5);
+  EXPECT_EQ(j["processes"][1]["sampling"]["iterations_seen"], 0);
+  EXPECT_NE(log.find("pid 100: 20 of 300 iterations traced in sampled windows; iterations inside traced windows took "
+                     "12.5 % longer"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("pid 200: no iteration markers (x): traced from start to end (--iteration-range"), std::string::npos)
+      << log;
+}
+
 TEST_F(CollectProfile, RefusesANonEmptyRunDirUnlessForced) {
   EXPECT_EQ(run_in_child(options("f", "touch \"$SCALESCOPE_RUN_DIR/h-1.sstrace\"")), 0);
   std::string log;

@@ -481,6 +481,28 @@ Json problem_blocks(const std::vector<trace::Trace>& traces) {
   return blocks;
 }
 
+// The collector's self-measured perturbation (sampled windows): one line per
+// rank that has it, so the reader knows how much the profiler changed the step.
+Json perturbation_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
+  Json blocks = Json::array();
+  for (const auto& r : ranks) {
+    const auto& p = r.perturbation;
+    if (p.sampling.empty()) continue;
+    std::string text;
+    if (p.sampling == "sampled")
+      text = fmt::format("{}: profiler perturbation, measured by the run: {}", r.label,
+                         p.text.empty() ? std::string("not recorded") : p.text);
+    else
+      text = fmt::format("{}: profiler perturbation not measured ({})", r.label,
+                         p.sampling == "full" ? "the whole run was traced: --full" : "the user's own tracing windows");
+    if (p.matters)
+      text += fmt::format("; above {:.0f} %, so launch-bound, idle-gap and host-sync figures are inflated",
+                          analyze::kPerturbationMatters);
+    blocks.push_back(paragraph(text, "note"));
+  }
+  return blocks;
+}
+
 void append(Json& blocks, Json more) {
   for (auto& b : more) blocks.push_back(std::move(b));
 }
@@ -508,6 +530,7 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
   Json breakdown = breakdown_blocks(ranks);
   Json iterations = iteration_blocks(ranks);
   Json attribution = attribution_blocks(ranks);
+  Json perturbation = perturbation_blocks(ranks);
   const analyze::RunAnalysis run = analyze::combine(std::move(ranks));
   for (const auto& f : advise::advise(run)) {
     Json figures = Json::array();
@@ -523,6 +546,7 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
     }
   }
   doc.analysed_runs = true;
+  append(blocks, std::move(perturbation));
   append(blocks, std::move(breakdown));
   append(blocks, std::move(iterations));
   append(blocks, std::move(timeline));

@@ -14,6 +14,14 @@
 //   nvtx:   (capture range nvtx:capture) push "step", push "capture", 3
 //           kernels, pop, pop; API exits until detached, then until attached
 //           again; 4 kernels outside; push "capture", 5 kernels, pop.
+//   iterations: a training loop of HOST_STEPS (40) iterations, each an NVTX
+//           range "ProfilerStep#N" (or HOST_MARKER, unnumbered) around 2
+//           kernels starting at N * 1e6 ns and an API exit; 2 kernels at 500 ns
+//           before the loop. An iteration sleeps 30 ms while kernels are
+//           recorded and 20 ms otherwise (a known perturbation of +50 %). The
+//           iteration after a window closes makes API exits until CUPTI is
+//           detached and attached again (or 1.5 s), as a job's launches would.
+//   plain:  5 kernels and API exits, no NVTX range at all.
 // Prints "subscribes=N finalizes=N detach_ms=N" and exits 0; the collector
 // writes its trace at exit.
 #include <dlfcn.h>
@@ -145,6 +153,31 @@ int main(int argc, char** argv) {
     push("capture");
     kernels(5);
     pop();
+  } else if (std::strcmp(argv[2], "iterations") == 0) {
+    const int steps = std::getenv("HOST_STEPS") ? std::atoi(std::getenv("HOST_STEPS")) : 40;
+    const char* marker = std::getenv("HOST_MARKER");
+    kernel(500, 600);
+    kernel(700, 800);
+    bool recorded_before = counts().kernels_enabled != 0;  // the window open before the loop
+    for (int step = 0; step < steps; ++step) {
+      std::string name = marker ? std::string(marker) : "ProfilerStep#" + std::to_string(step);
+      const int finalizes = counts().finalizes;
+      push(name.c_str());
+      const bool recorded = counts().kernels_enabled != 0;
+      if (recorded_before && !recorded)
+        api_exits_until([&] { return counts().finalizes > finalizes && counts().subscribed == 1; },
+                        std::chrono::milliseconds(1500));
+      const uint64_t t = uint64_t(step) * 1000000 + 1000;
+      kernel(t, t + 100);
+      kernel(t + 200, t + 300);
+      other_api_exit();
+      std::this_thread::sleep_for(std::chrono::milliseconds(recorded ? 30 : 20));
+      pop();
+      recorded_before = recorded;
+    }
+  } else if (std::strcmp(argv[2], "plain") == 0) {
+    kernels(5);
+    for (int i = 0; i < 5; ++i) other_api_exit();
   } else if (std::strcmp(argv[2], "sampler") == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (std::getenv("HAND_OVER")) {

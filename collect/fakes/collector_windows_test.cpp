@@ -56,7 +56,9 @@ class CollectWindows : public ::testing::Test {
       setenv("SCALESCOPE_NVML_HZ", "0", 1);
       for (const char* v : {"SCALESCOPE_CAPTURE_RANGE", "SCALESCOPE_DURATION", "SCALESCOPE_DELAY", "SCALESCOPE_DETACH",
                             "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_PROCID", "SLURM_LOCALID",
-                            "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "HAND_OVER"})
+                            "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "HAND_OVER", "SCALESCOPE_FULL",
+                            "SCALESCOPE_ITERATION_RANGE", "SCALESCOPE_SKIP_ITERATIONS", "SCALESCOPE_ITERATIONS",
+                            "SCALESCOPE_REPEAT_EVERY", "HOST_STEPS", "HOST_MARKER"})
         unsetenv(v);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       execl(SCALESCOPE_WINDOWS_HOST, SCALESCOPE_WINDOWS_HOST, SCALESCOPE_COLLECTOR_PATH, mode, nullptr);
@@ -199,6 +201,116 @@ TEST_F(CollectWindows, StopWithoutWindowIsCountedOncePerCall) {
   EXPECT_EQ(extra(r.trace, "capture_stops_without_window"), "2");  // one runtime stop, one driver-only stop
   EXPECT_EQ(extra(r.trace, "windows_opened"), "0");
   EXPECT_EQ(r.trace.kernels.size(), 0u);
+}
+
+namespace sampled {
+
+// The iterations whose kernels a trace of the "iterations" host holds (each
+// iteration's kernels start at N * 1e6 ns), and -1 for the two kernels before
+// the loop.
+std::set<int64_t> traced_steps(const trace::Trace& t) {
+  std::set<int64_t> steps;
+  for (auto s : t.kernels.start) steps.insert(s < 1000 ? -1 : static_cast<int64_t>(s / 1000000));
+  return steps;
+}
+
+std::set<int64_t> range(int64_t from, int64_t to) {  // [from, to)
+  std::set<int64_t> out;
+  for (auto i = from; i < to; ++i) out.insert(i);
+  return out;
+}
+
+}  // namespace sampled
+
+// The default: the job is traced until its first ProfilerStep#N range; then
+// the skipped warm-up iterations are not traced, K iterations are, CUPTI is
+// detached (and attached again with only the NVTX callbacks), and the window
+// repeats every M iterations. Each iteration is timed: the host makes traced
+// iterations 50 % slower (30 ms against 20 ms), and the run says so in its metadata.
+TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
+  auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                              {"SCALESCOPE_ITERATIONS", "4"},
+                              {"SCALESCOPE_REPEAT_EVERY", "10"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  std::set<int64_t> want = {-1};
+  for (int64_t w : {3, 13, 23, 33})
+    for (auto s : sampled::range(w, w + 4)) want.insert(s);
+  EXPECT_EQ(sampled::traced_steps(r.trace), want);
+  EXPECT_EQ(r.trace.kernels.size(), 2u + 16 * 2);
+  EXPECT_EQ(extra(r.trace, "windows_opened"), "5");  // before the loop, then 4 sampled
+  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "5");
+  EXPECT_EQ(number_after(r.out, "finalizes"), 5) << r.out;
+  EXPECT_EQ(extra(r.trace, "sampling"), "sampled");
+  EXPECT_EQ(extra(r.trace, "iterations_seen"), "40");
+  EXPECT_EQ(extra(r.trace, "iterations_warmup"), "3");
+  EXPECT_EQ(extra(r.trace, "iterations_inside"), "16");
+  // After each window one iteration waits for the detach (transition); the
+  // others ran detached. Allow one more transition per window for the attach
+  // landing in the next iteration on a loaded machine.
+  const long outside = std::stol(extra(r.trace, "iterations_outside"));
+  const long transition = std::stol(extra(r.trace, "iterations_transition"));
+  EXPECT_EQ(outside + transition + std::stol(extra(r.trace, "iterations_lingering")), 40 - 3 - 16);
+  EXPECT_GE(transition, 4);
+  EXPECT_LE(transition, 8);
+  ASSERT_EQ(extra(r.trace, "perturbation_measured"), "true") << extra(r.trace, "perturbation_text");
+  const double pct = std::stod(extra(r.trace, "perturbation_pct"));
+  EXPECT_GT(pct, 25.0) << "30 ms against 20 ms sleeps";
+  EXPECT_LT(pct, 75.0);
+  EXPECT_GT(std::stod(extra(r.trace, "perturbation_ci_low_pct")), 0.0);
+  EXPECT_NE(extra(r.trace, "perturbation_text").find("longer than outside"), std::string::npos);
+  EXPECT_EQ(r.summary["sampling"].value("iterations_inside", 0), 16);
+  EXPECT_EQ(r.summary["sampling"].value("mode", ""), "sampled");
+}
+
+// One window of K iterations after the warm-up, then detached to the end.
+TEST_F(CollectWindows, SampledWindowOnceByDefaultSchedule) {
+  auto r = run("iterations", {{"HOST_STEPS", "60"}});  // defaults: skip 10, 20 iterations, once
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<int64_t> want = sampled::range(10, 30);
+  want.insert(-1);
+  EXPECT_EQ(sampled::traced_steps(r.trace), want);
+  EXPECT_EQ(extra(r.trace, "windows_opened"), "2");
+  EXPECT_EQ(extra(r.trace, "iterations_inside"), "20");
+  EXPECT_EQ(extra(r.trace, "perturbation_measured"), "true") << extra(r.trace, "perturbation_text");
+}
+
+// A job without iteration markers is traced from start to end, and says so.
+TEST_F(CollectWindows, NoIterationMarkersTracesTheWholeRun) {
+  auto r = run("plain", {});
+  expect_windows(r, 1, 0, 5, "1", "0");
+  EXPECT_EQ(extra(r.trace, "sampling"), "sampled");
+  EXPECT_EQ(extra(r.trace, "iterations_seen"), "0");
+  EXPECT_NE(extra(r.trace, "sampling_note").find("no iteration markers"), std::string::npos);
+  EXPECT_NE(r.summary["sampling"].value("note", "").find("traced from start to end"), std::string::npos);
+}
+
+// --full keeps whole-run tracing although the job has iteration markers.
+TEST_F(CollectWindows, FullTracesEveryIteration) {
+  auto r = run("iterations", {{"SCALESCOPE_FULL", "1"}, {"HOST_STEPS", "15"}});
+  expect_windows(r, 1, 0, 2 + 15 * 2, "1", "0");
+  EXPECT_EQ(extra(r.trace, "sampling"), "full");
+  EXPECT_EQ(extra(r.trace, "iterations_seen"), "");
+}
+
+// A range name the user gives: "train_step" ranges (unnumbered, counted)
+// are the iterations; ProfilerStep#N ranges are then not.
+TEST_F(CollectWindows, IterationRangeNameOption) {
+  auto r = run("iterations", {{"SCALESCOPE_ITERATION_RANGE", "train_step"},
+                              {"HOST_MARKER", "train_step"},
+                              {"SCALESCOPE_SKIP_ITERATIONS", "2"},
+                              {"SCALESCOPE_ITERATIONS", "3"},
+                              {"HOST_STEPS", "12"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<int64_t> want = {-1, 2, 3, 4};
+  EXPECT_EQ(sampled::traced_steps(r.trace), want);
+  EXPECT_EQ(extra(r.trace, "iterations_seen"), "12");
+
+  for (const auto& e : fs::directory_iterator(dir_)) fs::remove(e.path());
+  auto other = run("iterations", {{"SCALESCOPE_ITERATION_RANGE", "train_step"}, {"HOST_STEPS", "12"}});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_EQ(other.trace.kernels.size(), 2u + 12 * 2) << "ProfilerStep#N is not train_step: traced whole";
+  EXPECT_EQ(extra(other.trace, "iterations_seen"), "0");
 }
 
 }  // namespace
