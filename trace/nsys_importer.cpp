@@ -926,9 +926,11 @@ void Importer::read_nvtx() {
     }
     p->nvtx_domains.clear();
     // Message sizes count only from NCCL's own domain.
+    const uint64_t process = key;  // (clang before 16 cannot capture structured bindings)
+    const StringTable& strings = p->trace.strings;
     std::erase_if(p->nccl_calls, [&](const NcclCall& c) {
-      auto it = domains.find({key, c.domain_id});
-      return it == domains.end() || p->trace.strings.view(it->second) != "NCCL";
+      auto it = domains.find({process, c.domain_id});
+      return it == domains.end() || strings.view(it->second) != "NCCL";
     });
     report_.nccl_payloads += p->nccl_calls.size();
   }
