@@ -78,6 +78,11 @@ std::vector<report::Table> nsys_report_tables(const trace::NsysImportReport& rep
   row("NVTX thread names", rep.nvtx_thread_names, "thread names, rank");
   row("NVTX other", rep.nvtx_other, "counted only");
   row("NVTX ranges never closed", rep.unclosed_ranges, "left out (problem: malformed)");
+  if (rep.nvtx_payloads != 0) {  // exports with binaryData (`nsys export --include-blobs=true`)
+    row("NVTX ranges with a binary payload", rep.nvtx_payloads, "payload read only for NCCL's message size");
+    row("NCCL message sizes decoded", rep.nccl_payloads, "bytes of the NCCL kernel the call launched");
+    row("NCCL kernels given bytes", rep.nccl_bytes_joined, "nccl bytes (others: 0, unknown)");
+  }
   row("malformed rows or unknown string ids", rep.malformed, "left out or named from the next column (problem: malformed)");
   row("strings with invalid UTF-8", rep.invalid_utf8, "repaired (U+FFFD)");
   row("GPU metric samples", rep.gpu_metric_samples, "counted only");

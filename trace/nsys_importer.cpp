@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -104,6 +106,10 @@ class Statement {
   int type(int c) const { return sqlite3_column_type(s_, c); }
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
   double f64(int c) const { return sqlite3_column_double(s_, c); }
+  std::span<const uint8_t> blob(int c) const {
+    const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(s_, c));
+    return p ? std::span<const uint8_t>(p, static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::span<const uint8_t>{};
+  }
   std::string_view text(int c) const {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
     return p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::string_view{};
@@ -238,6 +244,8 @@ constexpr KnownTable kKnownTables[] = {
     {"PROCESSES", "metadata: process names", "absent"},
     {"ThreadNames", "metadata: thread names", "absent"},
     {"TARGET_INFO_SYSTEM_ENV", "metadata: hostname, launcher environment", "absent"},
+    {"NVTX_PAYLOAD_SCHEMAS", "NVTX payload layouts (NCCL message sizes)", "absent"},
+    {"NVTX_PAYLOAD_SCHEMA_ENTRIES", "NVTX payload fields (NCCL message sizes)", "absent"},
     {"ENUM_NSYS_EVENT_CLASS", "enum: API event classes", "absent: documented codes used"},
     {"ENUM_NSYS_EVENT_TYPE", "enum: NVTX event types", "absent: documented codes used"},
     {"ENUM_CUDA_MEMCPY_OPER", "enum: copy kinds", "absent: documented codes used"},
@@ -390,23 +398,43 @@ std::optional<int32_t> rank_in_text(std::string_view text) {
 }
 
 // What one process's rows become, before they are sorted into a Trace.
+// An NCCL call as its NVTX range says (domain "NCCL", named "ncclAllReduce"
+// ..., a payload with "Message size [bytes]").
+struct NcclCall {
+  uint32_t thread = 0;
+  Timestamp start = 0, end = 0;
+  NcclOp op = NcclOp::kUnknown;
+  uint64_t bytes = 0;
+  int64_t domain_id = 0;
+  bool used = false;  // a kernel took its bytes
+};
+
+// What one process's rows become: its Trace, filled column by column as the
+// rows are read. (Building record vectors first and the columns from them
+// touched every row twice: a fifth of a 2 M-kernel import was page faults.)
 struct ProcessBuild {
   uint64_t key = 0;
   Trace trace;
-  std::unordered_map<int64_t, StringId> names;  // nsys StringIds id -> this trace's id
-  std::unordered_map<StringId, StringId> plain_names;  // API name -> without its _vNNNN suffix
-  std::vector<KernelRecord> kernels;
-  std::vector<MemcpyRecord> memcpys;
-  std::vector<MemsetRecord> memsets;
-  std::vector<ApiRecord> api;
-  std::vector<SyncRecord> syncs;
-  std::vector<NvtxRecord> nvtx;
-  std::vector<NcclRecord> nccl;
+  // nsys StringIds id -> this trace's id, resolved once per distinct id:
+  // a dense vector for the small ids exports use, a map beyond.
+  std::vector<StringId> names;
+  std::unordered_map<int64_t, StringId> far_names;
+  std::vector<StringId> plain_names;  // this trace's API name id -> the id without nsys's _vNNNN suffix
+  std::vector<std::pair<size_t, int64_t>> nvtx_domains;  // (nvtx row, domainId): named once the table is read
+  std::vector<NcclCall> nccl_calls;  // NVTX ranges with a decoded NCCL message size
   std::map<uint32_t, std::string> thread_names;
   std::vector<int32_t> nvtx_ranks;  // ranks named by NVTX thread names / ThreadNames
   std::string nvtx_rank_text;
   bool cuda = false;  // any CUDA activity or API row
 };
+
+constexpr StringId kUnresolved = ~StringId{0};
+constexpr int64_t kDenseIds = int64_t{1} << 22;  // ids below: a vector slot (16 MB at most per process)
+
+// Timestamps are columns 0 and 1 of every activity query.
+enum : int { kStartCol = 0, kEndCol = 1 };
+
+class ApiByCorrelation;
 
 class Importer {
  public:
@@ -447,13 +475,31 @@ class Importer {
   // A name column's value in this process's string table: an id into
   // StringIds (INTEGER) or the text itself (TEXT).
   StringId name_of(ProcessBuild& p, const Statement& st, int col);
+  // An API call's name without nsys's version suffix.
+  StringId plain_name(ProcessBuild& p, StringId raw);
   StringId intern(ProcessBuild& p, std::string_view text) {
     std::string scratch;
     return p.trace.strings.intern(clean(text, scratch));
   }
+  // The one loop over a table: selects `columns` (NULL where the export lacks
+  // one, so column indices are fixed) when the table has the `required`
+  // ones, calls `row(statement, bound)` per row, and records the row count
+  // for the report. `bound` is an upper bound on the table's rows, for
+  // reserving columns once.
+  template <typename Row>
+  void scan(const char* table, std::initializer_list<const char*> required, std::initializer_list<const char*> columns,
+            Row&& row);
+  uint64_t row_bound(const char* table);
+  // The span of an activity row (columns 0, 1) into `r`; false (the row
+  // counted as malformed) when either is missing.
+  template <typename Record>
+  bool span(Record& r, const Statement& st, ProcessBuild& p);
 
   void read_enums();
   void read_versions();
+  void read_payload_schemas();
+  std::optional<uint64_t> message_size(std::span<const uint8_t> blob, int64_t domain_id) const;
+  void join_nccl_calls(ProcessBuild& p, const ApiByCorrelation& api_by_corr);
   void read_kernels();
   void read_memcpys();
   void read_memsets();
@@ -476,6 +522,10 @@ class Importer {
   ProcessBuild* last_ = nullptr;
   std::optional<Statement> string_lookup_;
   std::unordered_map<int64_t, std::optional<std::string>> string_cache_;
+  std::unordered_set<std::string> scanned_;  // tables whose rows a scan counted
+  uint64_t db_bytes_ = 0;
+  // (domainId, schemaId) -> offset of "Message size [bytes]" in the payload, and the payload's size.
+  std::map<std::pair<int64_t, int64_t>, std::pair<uint64_t, uint64_t>> message_size_at_;
 };
 
 const std::string* Importer::string_value(int64_t id) {
@@ -501,17 +551,35 @@ StringId Importer::name_of(ProcessBuild& p, const Statement& st, int col) {
   switch (st.type(col)) {
     case SQLITE_INTEGER: {
       const int64_t id = st.i64(col);
-      auto it = p.names.find(id);
-      if (it != p.names.end()) return it->second;
-      const std::string* v = string_value(id);
-      if (!v) ++report_.malformed;  // an id StringIds does not hold
-      const StringId sid = v ? p.trace.strings.intern(*v) : kNoString;
-      p.names.emplace(id, sid);
-      return sid;
+      StringId* slot = nullptr;
+      if (id >= 0 && id < kDenseIds) {
+        const auto i = static_cast<size_t>(id);
+        if (i >= p.names.size()) p.names.resize(i + 1, kUnresolved);  // grows geometrically
+        slot = &p.names[i];
+      } else {
+        slot = &p.far_names.try_emplace(id, kUnresolved).first->second;
+      }
+      if (*slot == kUnresolved) {
+        const std::string* v = string_value(id);
+        if (!v) ++report_.malformed;  // an id StringIds does not hold
+        *slot = v ? p.trace.strings.intern(*v) : kNoString;
+      }
+      return *slot;
     }
     case SQLITE_TEXT: return intern(p, st.text(col));
     default: return kNoString;
   }
+}
+
+StringId Importer::plain_name(ProcessBuild& p, StringId raw) {
+  if (raw >= p.plain_names.size()) p.plain_names.resize(static_cast<size_t>(raw) + 1, kUnresolved);
+  StringId& plain = p.plain_names[raw];
+  if (plain == kUnresolved) {
+    const std::string_view full = p.trace.strings.view(raw);
+    const std::string_view stripped = strip_version_suffix(full);
+    plain = stripped.size() == full.size() ? raw : p.trace.strings.intern(stripped);
+  }
+  return plain;
 }
 
 void Importer::read_enums() {
@@ -571,12 +639,54 @@ void Importer::read_versions() {
   }
 }
 
-// Timestamps: a row whose end precedes its start keeps its start (counted).
+// At most the table's largest rowid (rows are never deleted from an export),
+// and never more rows than the file has room for (a hostile rowid must not
+// reserve gigabytes). 0 when unknown (a table WITHOUT ROWID).
+uint64_t Importer::row_bound(const char* table) {
+  sqlite3_stmt* raw = nullptr;
+  const std::string sql = fmt::format("SELECT max(rowid) FROM \"{}\"", table);
+  if (sqlite3_prepare_v2(db_.handle(), sql.c_str(), -1, &raw, nullptr) != SQLITE_OK) {
+    sqlite3_finalize(raw);
+    return 0;
+  }
+  Statement st(raw, &db_);
+  if (!st.step() || st.null(0) || st.i64(0) <= 0) return 0;
+  // A row takes at least 4 bytes of a page (cell pointer, sizes, rowid).
+  return std::min(static_cast<uint64_t>(st.i64(0)), db_bytes_ / 4);
+}
+
+template <typename Row>
+void Importer::scan(const char* table, std::initializer_list<const char*> required,
+                    std::initializer_list<const char*> columns, Row&& row) {
+  for (const char* c : required)
+    if (!db_.has_column(table, c)) return;
+  std::string sql = "SELECT ";
+  for (const char* c : columns) {
+    if (sql.size() > 7) sql += ", ";
+    sql += db_.column_or_null(table, c);
+  }
+  sql += fmt::format(" FROM \"{}\"", table);
+  const uint64_t bound = row_bound(table);
+  Statement st = db_.prepare(sql);
+  uint64_t rows = 0;
+  while (st.step()) {
+    ++rows;
+    row(st, bound);
+  }
+  scanned_.insert(table);
+  for (auto& t : report_.tables)
+    if (t.name == table) t.rows = rows;
+}
+
 template <typename Record>
-bool set_span(Record& r, const Statement& st, ProcessBuild& p) {
-  if (st.null(0) || st.null(1)) return false;
-  r.start = st.i64(0);
-  r.end = st.i64(1);
+bool Importer::span(Record& r, const Statement& st, ProcessBuild& p) {
+  if (st.null(kStartCol) || st.null(kEndCol)) {
+    ++report_.malformed;
+    p.trace.problems.add(Problem::kMalformedEvent);
+    return false;
+  }
+  r.start = st.i64(kStartCol);
+  r.end = st.i64(kEndCol);
   if (r.end < r.start) {
     p.trace.problems.add(Problem::kNegativeDuration);
     r.end = r.start;
@@ -584,308 +694,315 @@ bool set_span(Record& r, const Statement& st, ProcessBuild& p) {
   return true;
 }
 
-// SQLite reads NULL as 0: one call per column on the hot path (a 2 M-kernel
-// import makes 40 M of them).
+// SQLite reads NULL as 0: one call per column on the hot path.
 uint32_t u32(const Statement& st, int c) { return static_cast<uint32_t>(st.i64(c)); }
+uint64_t non_negative(const Statement& st, int c) { return st.i64(c) < 0 ? 0 : static_cast<uint64_t>(st.i64(c)); }
 
 // Room for every row of the table in the process that has the first one: the
-// vectors then never reallocate (a third of a 2 M-kernel import was page
-// faults of regrowing vectors). Pages a process never fills are never
+// columns then never reallocate. Pages a process never fills are never
 // touched, so a capture of many processes costs address space, not memory.
-template <typename Record>
-void reserve_rows(std::vector<Record>& v, uint64_t rows) {
-  if (v.capacity() == 0 && rows > 0) v.reserve(static_cast<size_t>(std::min<uint64_t>(rows, uint64_t{1} << 32)));
+template <typename Table>
+void reserve_rows(Table& t, uint64_t rows) {
+  if (t.start.capacity() == 0 && rows > 0) t.reserve(static_cast<size_t>(std::min<uint64_t>(rows, uint64_t{1} << 32)));
 }
 
 void Importer::read_kernels() {
-  constexpr const char* t = "CUPTI_ACTIVITY_KIND_KERNEL";
-  if (!db_.has_column(t, "start") || !db_.has_column(t, "end")) return;
+  enum { kPid = 2, kDevice, kStream, kCorr, kDemangled, kMangled = kDemangled + 3, kGridX, kGridY, kGridZ, kBlockX,
+         kBlockY, kBlockZ, kRegisters, kStaticShared, kDynamicShared };
   // Names: the demangled one (what Kineto and the kernel-class rules read),
   // then whichever name column the export has.
-  const std::string sql = fmt::format(
-      "SELECT start, end, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM \"{}\"",
-      db_.column_or_null(t, "globalPid"), db_.column_or_null(t, "deviceId"), db_.column_or_null(t, "streamId"),
-      db_.column_or_null(t, "correlationId"), db_.column_or_null(t, "demangledName"), db_.column_or_null(t, "name"),
-      db_.column_or_null(t, "shortName"), db_.column_or_null(t, "mangledName"), db_.column_or_null(t, "gridX"),
-      db_.column_or_null(t, "gridY"), db_.column_or_null(t, "gridZ"), db_.column_or_null(t, "blockX"),
-      db_.column_or_null(t, "blockY"), db_.column_or_null(t, "blockZ"), db_.column_or_null(t, "registersPerThread"),
-      db_.column_or_null(t, "staticSharedMemory"), db_.column_or_null(t, "dynamicSharedMemory"),
-      db_.column_or_null(t, "sharedMemoryExecuted"), t);
-  const uint64_t table_rows = report_.rows(t);
-  Statement st = db_.prepare(sql);
-  while (st.step()) {
-    ProcessBuild& p = process(st.null(2) ? 0 : st.i64(2));
-    KernelRecord r;
-    if (!set_span(r, st, p)) {
-      ++report_.malformed;
-      p.trace.problems.add(Problem::kMalformedEvent);
-      continue;
-    }
-    p.cuda = true;
-    reserve_rows(p.kernels, table_rows);
-    r.device = u32(st, 3);
-    r.stream = u32(st, 4);
-    r.correlation = u32(st, 5);
-    for (int c = 6; c <= 9 && r.name == kNoString; ++c) r.name = name_of(p, st, c);
-    r.grid_x = u32(st, 10), r.grid_y = u32(st, 11), r.grid_z = u32(st, 12);
-    r.block_x = u32(st, 13), r.block_y = u32(st, 14), r.block_z = u32(st, 15);
-    r.registers_per_thread = u32(st, 16);
-    r.shared_memory_bytes = u32(st, 17) + u32(st, 18);
-    p.kernels.push_back(r);
-    const std::string_view name = p.trace.strings.view(r.name);
-    if (name.substr(0, 4) == "nccl") {
-      const NcclKernel nk = parse_nccl_kernel(name);
-      NcclRecord n;
-      n.start = r.start;
-      n.end = r.end;
-      n.device = r.device;
-      n.stream = r.stream;
-      n.op = nk.op;
-      n.datatype = p.trace.strings.intern(nk.type);
-      n.algorithm = p.trace.strings.intern(nk.algorithm);
-      n.protocol = p.trace.strings.intern(nk.protocol);
-      n.correlation = r.correlation;
-      p.nccl.push_back(n);
-    }
-  }
+  scan("CUPTI_ACTIVITY_KIND_KERNEL", {"start", "end"},
+       {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "demangledName", "name", "shortName",
+        "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+        "staticSharedMemory", "dynamicSharedMemory"},
+       [&](const Statement& st, uint64_t bound) {
+         ProcessBuild& p = process(st.null(kPid) ? 0 : st.i64(kPid));
+         KernelRecord r;
+         if (!span(r, st, p)) return;
+         p.cuda = true;
+         r.device = u32(st, kDevice);
+         r.stream = u32(st, kStream);
+         r.correlation = u32(st, kCorr);
+         for (int c = kDemangled; c <= kMangled && r.name == kNoString; ++c) r.name = name_of(p, st, c);
+         r.grid_x = u32(st, kGridX), r.grid_y = u32(st, kGridY), r.grid_z = u32(st, kGridZ);
+         r.block_x = u32(st, kBlockX), r.block_y = u32(st, kBlockY), r.block_z = u32(st, kBlockZ);
+         r.registers_per_thread = u32(st, kRegisters);
+         r.shared_memory_bytes = u32(st, kStaticShared) + u32(st, kDynamicShared);
+         reserve_rows(p.trace.kernels, bound);
+         p.trace.kernels.push(r);
+         const std::string_view name = p.trace.strings.view(r.name);
+         if (name.substr(0, 4) != "nccl") return;
+         const NcclKernel nk = parse_nccl_kernel(name);
+         NcclRecord n;
+         n.start = r.start;
+         n.end = r.end;
+         n.device = r.device;
+         n.stream = r.stream;
+         n.op = nk.op;
+         n.datatype = p.trace.strings.intern(nk.type);
+         n.algorithm = p.trace.strings.intern(nk.algorithm);
+         n.protocol = p.trace.strings.intern(nk.protocol);
+         n.correlation = r.correlation;
+         p.trace.nccl.push(n);
+       });
 }
 
 void Importer::read_memcpys() {
-  constexpr const char* t = "CUPTI_ACTIVITY_KIND_MEMCPY";
-  if (!db_.has_column(t, "start") || !db_.has_column(t, "end")) return;
-  const std::string sql = fmt::format("SELECT start, end, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM \"{}\"",
-                                      db_.column_or_null(t, "globalPid"), db_.column_or_null(t, "deviceId"),
-                                      db_.column_or_null(t, "streamId"), db_.column_or_null(t, "correlationId"),
-                                      db_.column_or_null(t, "bytes"), db_.column_or_null(t, "copyKind"),
-                                      db_.column_or_null(t, "srcKind"), db_.column_or_null(t, "dstKind"),
-                                      db_.column_or_null(t, "srcDeviceId"), db_.column_or_null(t, "dstDeviceId"), t);
-  const uint64_t table_rows = report_.rows(t);
-  Statement st = db_.prepare(sql);
-  while (st.step()) {
-    ProcessBuild& p = process(st.null(2) ? 0 : st.i64(2));
-    MemcpyRecord r;
-    if (!set_span(r, st, p)) {
-      ++report_.malformed;
-      p.trace.problems.add(Problem::kMalformedEvent);
-      continue;
-    }
-    p.cuda = true;
-    r.device = u32(st, 3);
-    r.stream = u32(st, 4);
-    r.correlation = u32(st, 5);
-    reserve_rows(p.memcpys, table_rows);
-    r.bytes = st.i64(6) < 0 ? 0 : static_cast<uint64_t>(st.i64(6));
-    r.kind = st.null(7) ? MemcpyKind::kUnknown : enums_.copy(st.i64(7));
-    r.src_kind = st.null(8) ? MemoryKind::kUnknown : enums_.memory(st.i64(8));
-    r.dst_kind = st.null(9) ? MemoryKind::kUnknown : enums_.memory(st.i64(9));
-    if (r.kind == MemcpyKind::kPtoP) {
-      const uint32_t src = u32(st, 10), dst = u32(st, 11);
-      r.peer_device = src == r.device ? dst : src;
-    }
-    p.memcpys.push_back(r);
-  }
+  enum { kPid = 2, kDevice, kStream, kCorr, kBytes, kCopyKind, kSrcKind, kDstKind, kSrcDevice, kDstDevice };
+  scan("CUPTI_ACTIVITY_KIND_MEMCPY", {"start", "end"},
+       {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "bytes", "copyKind", "srcKind", "dstKind",
+        "srcDeviceId", "dstDeviceId"},
+       [&](const Statement& st, uint64_t bound) {
+         ProcessBuild& p = process(st.null(kPid) ? 0 : st.i64(kPid));
+         MemcpyRecord r;
+         if (!span(r, st, p)) return;
+         p.cuda = true;
+         r.device = u32(st, kDevice);
+         r.stream = u32(st, kStream);
+         r.correlation = u32(st, kCorr);
+         r.bytes = non_negative(st, kBytes);
+         r.kind = st.null(kCopyKind) ? MemcpyKind::kUnknown : enums_.copy(st.i64(kCopyKind));
+         r.src_kind = st.null(kSrcKind) ? MemoryKind::kUnknown : enums_.memory(st.i64(kSrcKind));
+         r.dst_kind = st.null(kDstKind) ? MemoryKind::kUnknown : enums_.memory(st.i64(kDstKind));
+         if (r.kind == MemcpyKind::kPtoP) {
+           const uint32_t src = u32(st, kSrcDevice), dst = u32(st, kDstDevice);
+           r.peer_device = src == r.device ? dst : src;
+         }
+         reserve_rows(p.trace.memcpys, bound);
+         p.trace.memcpys.push(r);
+       });
 }
 
 void Importer::read_memsets() {
-  constexpr const char* t = "CUPTI_ACTIVITY_KIND_MEMSET";
-  if (!db_.has_column(t, "start") || !db_.has_column(t, "end")) return;
-  const std::string sql = fmt::format("SELECT start, end, {}, {}, {}, {}, {}, {} FROM \"{}\"",
-                                      db_.column_or_null(t, "globalPid"), db_.column_or_null(t, "deviceId"),
-                                      db_.column_or_null(t, "streamId"), db_.column_or_null(t, "correlationId"),
-                                      db_.column_or_null(t, "bytes"), db_.column_or_null(t, "memKind"), t);
-  Statement st = db_.prepare(sql);
-  while (st.step()) {
-    ProcessBuild& p = process(st.null(2) ? 0 : st.i64(2));
-    MemsetRecord r;
-    if (!set_span(r, st, p)) {
-      ++report_.malformed;
-      p.trace.problems.add(Problem::kMalformedEvent);
-      continue;
-    }
-    p.cuda = true;
-    r.device = u32(st, 3);
-    r.stream = u32(st, 4);
-    r.correlation = u32(st, 5);
-    r.bytes = st.null(6) || st.i64(6) < 0 ? 0 : static_cast<uint64_t>(st.i64(6));
-    r.dst_kind = st.null(7) ? MemoryKind::kUnknown : enums_.memory(st.i64(7));
-    p.memsets.push_back(r);
-  }
+  enum { kPid = 2, kDevice, kStream, kCorr, kBytes, kMemKind };
+  scan("CUPTI_ACTIVITY_KIND_MEMSET", {"start", "end"},
+       {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "bytes", "memKind"},
+       [&](const Statement& st, uint64_t) {
+         ProcessBuild& p = process(st.null(kPid) ? 0 : st.i64(kPid));
+         MemsetRecord r;
+         if (!span(r, st, p)) return;
+         p.cuda = true;
+         r.device = u32(st, kDevice);
+         r.stream = u32(st, kStream);
+         r.correlation = u32(st, kCorr);
+         r.bytes = non_negative(st, kBytes);
+         r.dst_kind = st.null(kMemKind) ? MemoryKind::kUnknown : enums_.memory(st.i64(kMemKind));
+         p.trace.memsets.push(r);
+       });
 }
 
-void Importer::read_api(const char* t) {
-  if (!db_.has_column(t, "start") || !db_.has_column(t, "end")) return;
-  const bool driver_table = std::string_view(t) == "CUPTI_ACTIVITY_KIND_DRIVER";
-  const std::string sql = fmt::format("SELECT start, end, {}, {}, {}, {}, {}, {} FROM \"{}\"",
-                                      db_.column_or_null(t, "globalTid"), db_.column_or_null(t, "eventClass"),
-                                      db_.column_or_null(t, "correlationId"), db_.column_or_null(t, "nameId"),
-                                      db_.column_or_null(t, "name"), db_.column_or_null(t, "returnValue"), t);
-  const uint64_t table_rows = report_.rows(t);
-  Statement st = db_.prepare(sql);
-  while (st.step()) {
-    const int64_t tid = st.null(2) ? 0 : st.i64(2);
-    ProcessBuild& p = process(tid);
-    ApiDomain domain = driver_table ? ApiDomain::kDriver : ApiDomain::kRuntime;
-    if (!st.null(3)) {
-      const int64_t cls = st.i64(3);
-      if (cls == enums_.class_backtrace) {
-        // Repeats a call of the same correlation id to carry its stack.
-        ++report_.backtrace_rows;
-        continue;
-      }
-      if (cls == enums_.class_runtime) domain = ApiDomain::kRuntime;
-      else if (cls == enums_.class_driver) domain = ApiDomain::kDriver;
-      else {
-        ++report_.other_class_rows;  // cuBLAS, cuDNN ... ranges of other libraries
-        continue;
-      }
-    }
-    ApiRecord r;
-    if (!set_span(r, st, p)) {
-      ++report_.malformed;
-      p.trace.problems.add(Problem::kMalformedEvent);
-      continue;
-    }
-    p.cuda = true;
-    reserve_rows(p.api, table_rows);
-    (domain == ApiDomain::kDriver ? report_.driver_calls : report_.runtime_calls) += 1;
-    r.domain = domain;
-    r.thread = tid_of(tid);
-    r.correlation = u32(st, 4);
-    StringId raw = name_of(p, st, 5);
-    if (raw == kNoString) raw = name_of(p, st, 6);
-    auto plain = p.plain_names.find(raw);
-    if (plain == p.plain_names.end()) {
-      const std::string_view full = p.trace.strings.view(raw);
-      const std::string_view stripped = strip_version_suffix(full);
-      plain = p.plain_names.emplace(raw, stripped.size() == full.size() ? raw : p.trace.strings.intern(stripped)).first;
-    }
-    r.name = plain->second;
-    r.return_code = st.null(7) ? 0 : static_cast<int32_t>(st.i64(7));
-    p.api.push_back(r);
-  }
+void Importer::read_api(const char* table) {
+  enum { kTid = 2, kClass, kCorr, kNameId, kName, kReturn };
+  const bool driver_table = std::string_view(table) == "CUPTI_ACTIVITY_KIND_DRIVER";
+  scan(table, {"start", "end"}, {"start", "end", "globalTid", "eventClass", "correlationId", "nameId", "name", "returnValue"},
+       [&](const Statement& st, uint64_t bound) {
+         const int64_t tid = st.null(kTid) ? 0 : st.i64(kTid);
+         ProcessBuild& p = process(tid);
+         ApiDomain domain = driver_table ? ApiDomain::kDriver : ApiDomain::kRuntime;
+         if (!st.null(kClass)) {
+           const int64_t cls = st.i64(kClass);
+           if (cls == enums_.class_backtrace) {
+             // Repeats a call of the same correlation id to carry its stack.
+             ++report_.backtrace_rows;
+             return;
+           }
+           if (cls == enums_.class_runtime) domain = ApiDomain::kRuntime;
+           else if (cls == enums_.class_driver) domain = ApiDomain::kDriver;
+           else {
+             ++report_.other_class_rows;  // cuBLAS, cuDNN ... ranges of other libraries
+             return;
+           }
+         }
+         ApiRecord r;
+         if (!span(r, st, p)) return;
+         p.cuda = true;
+         (domain == ApiDomain::kDriver ? report_.driver_calls : report_.runtime_calls) += 1;
+         r.domain = domain;
+         r.thread = tid_of(tid);
+         r.correlation = u32(st, kCorr);
+         StringId raw = name_of(p, st, kNameId);
+         if (raw == kNoString) raw = name_of(p, st, kName);
+         r.name = plain_name(p, raw);
+         r.return_code = static_cast<int32_t>(st.i64(kReturn));
+         reserve_rows(p.trace.api, bound);
+         p.trace.api.push(r);
+       });
 }
 
 void Importer::read_syncs() {
-  constexpr const char* t = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
-  if (!db_.has_column(t, "start") || !db_.has_column(t, "end")) return;
-  const std::string sql = fmt::format("SELECT start, end, {}, {}, {}, {}, {}, {} FROM \"{}\"",
-                                      db_.column_or_null(t, "globalPid"), db_.column_or_null(t, "deviceId"),
-                                      db_.column_or_null(t, "streamId"), db_.column_or_null(t, "correlationId"),
-                                      db_.column_or_null(t, "syncType"), db_.column_or_null(t, "eventId"), t);
-  Statement st = db_.prepare(sql);
-  while (st.step()) {
-    ProcessBuild& p = process(st.null(2) ? 0 : st.i64(2));
-    SyncRecord r;
-    if (!set_span(r, st, p)) {
-      ++report_.malformed;
-      p.trace.problems.add(Problem::kMalformedEvent);
-      continue;
-    }
-    p.cuda = true;
-    r.device = u32(st, 3);
-    r.kind = st.null(6) ? SyncKind::kUnknown : enums_.sync(st.i64(6));
-    // A context synchronization is not about one stream.
-    r.stream = r.kind == SyncKind::kDeviceSynchronize ? 0 : u32(st, 4);
-    r.correlation = u32(st, 5);
-    r.event = st.null(7) || st.i64(7) < 0 ? 0 : static_cast<uint64_t>(st.i64(7));
-    p.syncs.push_back(r);
-  }
+  enum { kPid = 2, kDevice, kStream, kCorr, kSyncType, kEvent };
+  scan("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", {"start", "end"},
+       {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "syncType", "eventId"},
+       [&](const Statement& st, uint64_t) {
+         ProcessBuild& p = process(st.null(kPid) ? 0 : st.i64(kPid));
+         SyncRecord r;
+         if (!span(r, st, p)) return;
+         p.cuda = true;
+         r.device = u32(st, kDevice);
+         r.kind = st.null(kSyncType) ? SyncKind::kUnknown : enums_.sync(st.i64(kSyncType));
+         // A context synchronization is not about one stream.
+         r.stream = r.kind == SyncKind::kDeviceSynchronize ? 0 : u32(st, kStream);
+         r.correlation = u32(st, kCorr);
+         r.event = non_negative(st, kEvent);
+         p.trace.syncs.push(r);
+       });
 }
 
 void Importer::read_nvtx() {
-  constexpr const char* t = "NVTX_EVENTS";
-  if (!db_.has_column(t, "start") || !db_.has_column(t, "eventType")) return;
-  const std::string sql =
-      fmt::format("SELECT start, {}, eventType, {}, {}, {}, {} FROM \"{}\"", db_.column_or_null(t, "end"),
-                  db_.column_or_null(t, "globalTid"), db_.column_or_null(t, "text"), db_.column_or_null(t, "textId"),
-                  db_.column_or_null(t, "domainId"), t);
-  struct Row {
-    ProcessBuild* p;
-    NvtxRecord r;
-    int64_t domain_id;
-  };
-  std::vector<Row> rows;
+  enum { kType = 2, kTid, kText, kTextId, kDomain, kPayload };
   std::map<std::pair<uint64_t, int64_t>, StringId> domains;  // (process, domainId) -> name
-  Statement st = db_.prepare(sql);
-  while (st.step()) {
-    const int64_t gtid = st.null(3) ? 0 : st.i64(3);
-    ProcessBuild& p = process(gtid);
-    const int64_t type = st.i64(2);
-    StringId text = name_of(p, st, 4);
-    if (text == kNoString) text = name_of(p, st, 5);
-    const int64_t domain_id = st.null(6) ? 0 : st.i64(6);
-    if (type == enums_.nvtx_domain_create) {
-      ++report_.nvtx_domain_rows;
-      domains[{p.key, domain_id}] = text;
-      continue;
+  scan("NVTX_EVENTS", {"start", "eventType"}, {"start", "end", "eventType", "globalTid", "text", "textId", "domainId", "binaryData"},
+       [&](const Statement& st, uint64_t) {
+         const int64_t gtid = st.null(kTid) ? 0 : st.i64(kTid);
+         ProcessBuild& p = process(gtid);
+         const int64_t type = st.i64(kType);
+         StringId text = name_of(p, st, kText);
+         if (text == kNoString) text = name_of(p, st, kTextId);
+         const int64_t domain_id = st.null(kDomain) ? 0 : st.i64(kDomain);
+         if (type == enums_.nvtx_domain_create) {
+           ++report_.nvtx_domain_rows;
+           domains[{p.key, domain_id}] = text;
+           return;
+         }
+         if (type == enums_.nvtx_thread) {
+           ++report_.nvtx_thread_names;
+           const std::string_view name = p.trace.strings.view(text);
+           p.thread_names[tid_of(gtid)] = std::string(name);
+           if (auto rank = rank_in_text(name)) {
+             p.nvtx_ranks.push_back(*rank);
+             if (p.nvtx_rank_text.empty()) p.nvtx_rank_text = std::string(name);
+           }
+           return;
+         }
+         if (enums_.nvtx_domain_other.count(type)) {
+           ++report_.nvtx_domain_rows;
+           return;
+         }
+         const bool range = enums_.nvtx_range.count(type) != 0, mark = enums_.nvtx_mark.count(type) != 0;
+         if (!range && !mark) {
+           ++report_.nvtx_other;
+           return;
+         }
+         NvtxRecord r;
+         r.start = st.i64(kStartCol);
+         if (range) {
+           if (st.null(kEndCol)) {
+             ++report_.unclosed_ranges;
+             p.trace.problems.add(Problem::kMalformedEvent);
+             return;
+           }
+           r.end = st.i64(kEndCol);
+           if (r.end < r.start) {
+             p.trace.problems.add(Problem::kNegativeDuration);
+             r.end = r.start;
+           }
+           ++report_.nvtx_ranges;
+         } else {
+           r.end = r.start;
+           r.kind = NvtxKind::kMark;
+           ++report_.nvtx_marks;
+         }
+         r.text = text;
+         r.thread = tid_of(gtid);
+         if (domain_id != 0) p.nvtx_domains.emplace_back(p.trace.nvtx.size(), domain_id);
+         if (range && !st.null(kPayload)) {
+           ++report_.nvtx_payloads;
+           if (auto bytes = message_size(st.blob(kPayload), domain_id)) {
+             const std::string_view name = p.trace.strings.view(text);
+             NcclCall call{r.thread, r.start, r.end, nccl_op_from_name(name.substr(0, 4) == "nccl" ? name.substr(4) : name),
+                           *bytes, domain_id};
+             p.nccl_calls.push_back(call);
+           }
+         }
+         p.trace.nvtx.push(r);
+       });
+  // A domain's create row may follow its ranges: names are set once the
+  // table is read. Domain 0 is NVTX's default domain: no name.
+  for (auto& [key, p] : processes_) {
+    for (const auto& [row, domain_id] : p->nvtx_domains) {
+      auto it = domains.find({key, domain_id});
+      p->trace.nvtx.domain[row] =
+          it != domains.end() ? it->second : p->trace.strings.intern(fmt::format("domain {}", domain_id));
     }
-    if (type == enums_.nvtx_thread) {
-      ++report_.nvtx_thread_names;
-      const std::string_view name = p.trace.strings.view(text);
-      p.thread_names[tid_of(gtid)] = std::string(name);
-      if (auto rank = rank_in_text(name)) {
-        p.nvtx_ranks.push_back(*rank);
-        if (p.nvtx_rank_text.empty()) p.nvtx_rank_text = std::string(name);
-      }
-      continue;
-    }
-    if (enums_.nvtx_domain_other.count(type)) {
-      ++report_.nvtx_domain_rows;
-      continue;
-    }
-    const bool range = enums_.nvtx_range.count(type) != 0, mark = enums_.nvtx_mark.count(type) != 0;
-    if (!range && !mark) {
-      ++report_.nvtx_other;
-      continue;
-    }
-    Row row{&p, {}, domain_id};
-    row.r.start = st.i64(0);
-    if (range) {
-      if (st.null(1)) {
-        ++report_.unclosed_ranges;
-        p.trace.problems.add(Problem::kMalformedEvent);
-        continue;
-      }
-      row.r.end = st.i64(1);
-      if (row.r.end < row.r.start) {
-        p.trace.problems.add(Problem::kNegativeDuration);
-        row.r.end = row.r.start;
-      }
-      ++report_.nvtx_ranges;
-    } else {
-      row.r.end = row.r.start;
-      row.r.kind = NvtxKind::kMark;
-      ++report_.nvtx_marks;
-    }
-    row.r.text = text;
-    row.r.thread = tid_of(gtid);
-    rows.push_back(row);
-  }
-  // Domain 0 is NVTX's default domain: no name.
-  for (auto& row : rows) {
-    if (row.domain_id != 0) {
-      auto it = domains.find({row.p->key, row.domain_id});
-      row.r.domain = it != domains.end() ? it->second : row.p->trace.strings.intern(fmt::format("domain {}", row.domain_id));
-    }
-    row.p->nvtx.push_back(row.r);
+    p->nvtx_domains.clear();
+    // Message sizes count only from NCCL's own domain.
+    const uint64_t process = key;  // (clang before 16 cannot capture structured bindings)
+    const StringTable& strings = p->trace.strings;
+    std::erase_if(p->nccl_calls, [&](const NcclCall& c) {
+      auto it = domains.find({process, c.domain_id});
+      return it == domains.end() || strings.view(it->second) != "NCCL";
+    });
+    report_.nccl_payloads += p->nccl_calls.size();
   }
 }
 
+// NCCL (2.19+) registers a payload schema per call kind; nsys exports them in
+// NVTX_PAYLOAD_SCHEMAS / NVTX_PAYLOAD_SCHEMA_ENTRIES (domainId, schemaId,
+// entry name, type, offset). Only the message size is read: an 8-byte entry
+// named as NCCL names it, at an offset inside the schema's payload.
+void Importer::read_payload_schemas() {
+  constexpr const char* t = "NVTX_PAYLOAD_SCHEMA_ENTRIES";
+  for (const char* c : {"domainId", "schemaId", "idx", "type", "name", "offset"})
+    if (!db_.has_column(t, c)) return;
+  std::map<std::pair<int64_t, int64_t>, uint64_t> payload_size;
+  if (db_.has_column("NVTX_PAYLOAD_SCHEMAS", "schemaId") && db_.has_column("NVTX_PAYLOAD_SCHEMAS", "payloadSize") &&
+      db_.has_column("NVTX_PAYLOAD_SCHEMAS", "domainId")) {
+    Statement st = db_.prepare("SELECT domainId, schemaId, payloadSize FROM NVTX_PAYLOAD_SCHEMAS");
+    while (st.step())
+      if (!st.null(2) && st.i64(2) > 0) payload_size[{st.i64(0), st.i64(1)}] = static_cast<uint64_t>(st.i64(2));
+  }
+  // 8-byte unsigned entry types of nvToolsExtPayload.h: ulong, ulonglong, uint64, size_t.
+  Statement st = db_.prepare(fmt::format(
+      "SELECT domainId, schemaId, idx, type, offset FROM \"{}\" WHERE name = 'Message size [bytes]' AND type IN (8, 10, 18, 22)",
+      t));
+  while (st.step() && message_size_at_.size() < 4096) {
+    // An entry after the first without an offset would need the layout rules
+    // of every type before it: not decoded.
+    if (st.null(4) && st.i64(2) != 0) continue;
+    const std::pair<int64_t, int64_t> key{st.i64(0), st.i64(1)};
+    const uint64_t offset = non_negative(st, 4);
+    auto size = payload_size.find(key);
+    const uint64_t bytes = size == payload_size.end() ? 0 : size->second;
+    if (bytes != 0 && offset + 8 > bytes) continue;
+    message_size_at_[key] = {offset, bytes};
+  }
+}
+
+// binaryData: the payload after a 32-byte header. NVIDIA's schema reference
+// says only "Binary payload. See docs for format."; the header as read by
+// open-source readers of 2026.x exports (docs/nsys.md) holds the domain id
+// (bytes 0-3), the schema id (8-11) and the payload's size (16-23). A blob is
+// decoded only when all three agree with the row and the schema tables.
+std::optional<uint64_t> Importer::message_size(std::span<const uint8_t> blob, int64_t domain_id) const {
+  constexpr size_t kHeader = 32;
+  if (blob.size() < kHeader || message_size_at_.empty()) return std::nullopt;
+  auto u64 = [&](size_t at) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; ++i) v |= static_cast<uint64_t>(blob[at + i]) << (8 * i);
+    return v;
+  };
+  if ((u64(0) & 0xFFFFFFFF) != (static_cast<uint64_t>(domain_id) & 0xFFFFFFFF)) return std::nullopt;
+  const auto schema = static_cast<int64_t>(u64(8) & 0xFFFFFFFF);
+  auto it = message_size_at_.find({domain_id, schema});
+  if (it == message_size_at_.end()) return std::nullopt;
+  const uint64_t size = u64(16), offset = it->second.first, schema_size = it->second.second;
+  if (size != blob.size() - kHeader || (schema_size != 0 && size != schema_size) || offset + 8 > size) return std::nullopt;
+  return u64(kHeader + offset);
+}
+
 void Importer::read_thread_names() {
-  constexpr const char* t = "ThreadNames";
-  if (!db_.has_column(t, "nameId") || !db_.has_column(t, "globalTid")) return;
-  Statement st = db_.prepare("SELECT nameId, globalTid FROM ThreadNames");
-  while (st.step()) {
-    if (st.null(1)) continue;
-    ProcessBuild& p = process(st.i64(1));
-    const StringId name = name_of(p, st, 0);
+  enum { kNameId, kTid };
+  scan("ThreadNames", {"nameId", "globalTid"}, {"nameId", "globalTid"}, [&](const Statement& st, uint64_t) {
+    if (st.null(kTid)) return;
+    ProcessBuild& p = process(st.i64(kTid));
+    const StringId name = name_of(p, st, kNameId);
     const std::string_view text = p.trace.strings.view(name);
-    p.thread_names.emplace(tid_of(st.i64(1)), std::string(text));
+    p.thread_names.emplace(tid_of(st.i64(kTid)), std::string(text));
     if (auto rank = rank_in_text(text)) {
       p.nvtx_ranks.push_back(*rank);
       if (p.nvtx_rank_text.empty()) p.nvtx_rank_text = std::string(text);
     }
-  }
+  });
 }
 
 void Importer::read_counted_only() {
@@ -896,69 +1013,138 @@ void Importer::read_counted_only() {
   report_.osrt_calls = count("OSRT_API");
 }
 
-// nsys writes most tables in start order: checking first saves the sort.
-template <typename Record>
-void sort_by_start(std::vector<Record>& v) {
-  auto by_start = [](const Record& a, const Record& b) { return a.start < b.start; };
-  if (!std::is_sorted(v.begin(), v.end(), by_start)) std::stable_sort(v.begin(), v.end(), by_start);
+// nsys writes most tables in start order: checking first saves the sort,
+// which otherwise rebuilds the table's columns in (stable) start order.
+template <typename Table>
+void sort_by_start(Table& t) {
+  if (std::is_sorted(t.start.begin(), t.start.end())) return;
+  std::vector<uint32_t> order(t.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return t.start[a] < t.start[b]; });
+  Table sorted;
+  sorted.reserve(t.size());
+  for (uint32_t i : order) sorted.push(t.row(i));
+  t = std::move(sorted);
+}
+
+// Correlation id -> API row: a vector when the ids are dense (they count up
+// from 1 in a process), a map otherwise.
+class ApiByCorrelation {
+ public:
+  explicit ApiByCorrelation(const std::vector<uint32_t>& correlation) {
+    const uint32_t max = correlation.empty() ? 0 : *std::max_element(correlation.begin(), correlation.end());
+    dense_ = max <= 4 * correlation.size() + 4096;
+    if (dense_) dense_rows_.assign(static_cast<size_t>(max) + 1, kNone);
+    for (size_t i = 0; i < correlation.size(); ++i) {
+      const uint32_t c = correlation[i];
+      if (c == 0) continue;
+      if (!dense_) sparse_rows_.emplace(c, static_cast<uint32_t>(i));
+      else if (dense_rows_[c] == kNone) dense_rows_[c] = static_cast<uint32_t>(i);  // the first, as emplace keeps
+    }
+  }
+  // The API row of `corr`, or nullopt.
+  std::optional<uint32_t> find(uint32_t corr) const {
+    if (dense_) {
+      if (corr >= dense_rows_.size() || dense_rows_[corr] == kNone) return std::nullopt;
+      return dense_rows_[corr];
+    }
+    auto it = sparse_rows_.find(corr);
+    return it == sparse_rows_.end() ? std::nullopt : std::optional<uint32_t>(it->second);
+  }
+
+ private:
+  static constexpr uint32_t kNone = ~uint32_t{0};
+  bool dense_ = true;
+  std::vector<uint32_t> dense_rows_;
+  std::unordered_map<uint32_t, uint32_t> sparse_rows_;
+};
+
+// Gives each NCCL kernel the message size of the NCCL call that launched it:
+// the kernel's launch (its correlation id's API call) lies inside the call's
+// NVTX range on the same thread. A call's bytes go to its first kernel only;
+// kernels launched at ncclGroupEnd (no payload) or whose call's op differs
+// from the kernel name's keep bytes 0 (unknown).
+void Importer::join_nccl_calls(ProcessBuild& p, const ApiByCorrelation& api_by_corr) {
+  if (p.nccl_calls.empty() || p.trace.nccl.size() == 0) return;
+  auto& calls = p.nccl_calls;
+  std::sort(calls.begin(), calls.end(),
+            [](const NcclCall& a, const NcclCall& b) { return std::tie(a.thread, a.start) < std::tie(b.thread, b.start); });
+  Trace& tr = p.trace;
+  for (size_t i = 0; i < tr.nccl.size(); ++i) {
+    const auto row = api_by_corr.find(tr.nccl.correlation[i]);
+    if (!row) continue;
+    const uint32_t thread = tr.api.thread[*row];
+    const Timestamp launch = tr.api.start[*row];
+    // The innermost range holding the launch: the latest start at or before it.
+    auto it = std::upper_bound(calls.begin(), calls.end(), std::make_pair(thread, launch),
+                               [](const std::pair<uint32_t, Timestamp>& k, const NcclCall& c) {
+                                 return k < std::make_pair(c.thread, c.start);
+                               });
+    for (int back = 0; back < 8 && it != calls.begin(); ++back) {
+      --it;
+      if (it->thread != thread) break;
+      if (it->end < launch) continue;  // an earlier call that ended before the launch
+      const NcclOp kernel_op = tr.nccl.op[i];
+      if (!it->used && (it->op == NcclOp::kUnknown || kernel_op == NcclOp::kUnknown || it->op == kernel_op)) {
+        tr.nccl.bytes[i] = it->bytes;
+        it->used = true;
+        ++report_.nccl_bytes_joined;
+      }
+      break;
+    }
+  }
 }
 
 void Importer::finish_process(ProcessBuild& p) {
   Trace& tr = p.trace;
-  sort_by_start(p.kernels);
-  sort_by_start(p.memcpys);
-  sort_by_start(p.memsets);
-  sort_by_start(p.api);
-  sort_by_start(p.syncs);
-  sort_by_start(p.nvtx);
-  sort_by_start(p.nccl);
+  sort_by_start(tr.kernels);
+  sort_by_start(tr.memcpys);
+  sort_by_start(tr.memsets);
+  sort_by_start(tr.api);
+  sort_by_start(tr.syncs);
+  sort_by_start(tr.nvtx);
+  sort_by_start(tr.nccl);
   // Sequence numbers of collectives in time order (the communicator is not in a kernel's name).
-  for (size_t i = 0; i < p.nccl.size(); ++i) p.nccl[i].sequence = static_cast<int64_t>(i);
+  for (size_t i = 0; i < tr.nccl.size(); ++i) tr.nccl.sequence[i] = static_cast<int64_t>(i);
 
   // Synchronous copies and sets: the launching call's name says so. A sync
   // record's thread: its API call's.
-  std::unordered_map<uint32_t, size_t> api_by_corr;
-  api_by_corr.reserve(p.api.size());
-  for (size_t i = 0; i < p.api.size(); ++i)
-    if (p.api[i].correlation) api_by_corr.emplace(p.api[i].correlation, i);
+  const ApiByCorrelation api_by_corr(tr.api.correlation);
+  std::vector<int8_t> async_name(tr.strings.size(), -1);  // per API name id: -1 unknown yet
   auto is_async = [&](uint32_t corr) {
-    auto it = api_by_corr.find(corr);
-    if (it == api_by_corr.end()) return true;
-    const std::string_view n = tr.strings.view(p.api[it->second].name);
-    return n.find("Async") != std::string_view::npos || n.find("async") != std::string_view::npos ||
-           (n.substr(0, 6) != "cudaMe" && n.substr(0, 4) != "cuMe");
+    const auto row = api_by_corr.find(corr);
+    if (!row) return true;
+    const StringId id = tr.api.name[*row];
+    if (async_name[id] < 0) {
+      const std::string_view n = tr.strings.view(id);
+      async_name[id] = n.find("Async") != std::string_view::npos || n.find("async") != std::string_view::npos ||
+                       (n.substr(0, 6) != "cudaMe" && n.substr(0, 4) != "cuMe");
+    }
+    return async_name[id] != 0;
   };
   uint64_t unmatched = 0;
-  const bool have_api = !p.api.empty();
-  auto matched = [&](uint32_t corr) { return !have_api || corr == 0 || api_by_corr.count(corr) != 0; };
-  for (auto& m : p.memcpys) {
-    m.is_async = is_async(m.correlation);
-    unmatched += !matched(m.correlation);
+  const bool have_api = tr.api.size() != 0;
+  auto matched = [&](uint32_t corr) { return !have_api || corr == 0 || api_by_corr.find(corr).has_value(); };
+  for (size_t i = 0; i < tr.memcpys.size(); ++i) {
+    tr.memcpys.is_async[i] = is_async(tr.memcpys.correlation[i]);
+    unmatched += !matched(tr.memcpys.correlation[i]);
   }
-  for (auto& m : p.memsets) {
-    m.is_async = is_async(m.correlation);
-    unmatched += !matched(m.correlation);
+  for (size_t i = 0; i < tr.memsets.size(); ++i) {
+    tr.memsets.is_async[i] = is_async(tr.memsets.correlation[i]);
+    unmatched += !matched(tr.memsets.correlation[i]);
   }
-  for (const auto& k : p.kernels) unmatched += !matched(k.correlation);
-  for (auto& s : p.syncs) {
-    auto it = api_by_corr.find(s.correlation);
-    if (it != api_by_corr.end()) s.thread = p.api[it->second].thread;
-  }
+  for (uint32_t corr : tr.kernels.correlation) unmatched += !matched(corr);
+  for (size_t i = 0; i < tr.syncs.size(); ++i)
+    if (const auto row = api_by_corr.find(tr.syncs.correlation[i])) tr.syncs.thread[i] = tr.api.thread[*row];
   if (unmatched) tr.problems.add(Problem::kUnmatchedCorrelation, unmatched);
-
-  auto fill = [](auto& table, auto& records) {
-    table.reserve(records.size());
-    for (const auto& r : records) table.push(r);
-    records.clear();
-    records.shrink_to_fit();
+  join_nccl_calls(p, api_by_corr);
+  // Release what reserving for the whole table took beyond this process's rows.
+  auto fit = [](auto& table) {
+    if (table.start.capacity() > 2 * table.size() + 1024) table = std::remove_cvref_t<decltype(table)>(table);
   };
-  fill(tr.kernels, p.kernels);
-  fill(tr.memcpys, p.memcpys);
-  fill(tr.memsets, p.memsets);
-  fill(tr.api, p.api);
-  fill(tr.syncs, p.syncs);
-  fill(tr.nvtx, p.nvtx);
-  fill(tr.nccl, p.nccl);
+  fit(tr.kernels);
+  fit(tr.memcpys);
+  fit(tr.api);
 }
 
 // Host facts of the capture: devices, hostname, clock anchor, process names,
@@ -1098,7 +1284,7 @@ std::vector<Trace> Importer::finish() {
   // its NVTX processes become the traces; the GPU analyses then say skipped.
   if (traced.empty())
     for (auto& [key, p] : processes_)
-      if (!p->nvtx.empty()) traced.push_back(p.get());
+      if (p->trace.nvtx.size() != 0) traced.push_back(p.get());
   if (traced.empty())
     fail("{}: the nsys export holds no CUDA or NVTX events (was the capture made with --trace=cuda,nvtx?)", db_.name());
   report_.other_processes = processes_.size() - traced.size();
@@ -1140,12 +1326,18 @@ std::vector<Trace> Importer::run() {
     NsysImportReport::Table t;
     t.name = k.name;
     t.present = db_.has_table(k.name);
-    t.rows = t.present ? db_.count_rows(k.name) : 0;
     t.mapped_to = t.present ? k.mapped_to : k.absent;
     report_.tables.push_back(std::move(t));
   }
+  {
+    Statement pages = db_.prepare("PRAGMA page_count");
+    Statement page_size = db_.prepare("PRAGMA page_size");
+    if (pages.step() && page_size.step()) db_bytes_ = static_cast<uint64_t>(std::max<int64_t>(0, pages.i64(0))) *
+                                                      static_cast<uint64_t>(std::max<int64_t>(0, page_size.i64(0)));
+  }
   read_enums();
   read_versions();
+  read_payload_schemas();
   read_kernels();
   read_memcpys();
   read_memsets();
@@ -1155,6 +1347,9 @@ std::vector<Trace> Importer::run() {
   read_nvtx();
   read_thread_names();
   read_counted_only();
+  // Rows of the tables no scan read (counted only, or lacking a required column).
+  for (auto& t : report_.tables)
+    if (t.present && !scanned_.count(t.name)) t.rows = db_.count_rows(t.name);
   return finish();
 }
 

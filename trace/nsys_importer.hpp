@@ -57,6 +57,9 @@ struct NsysImportReport {
   uint64_t runtime_calls = 0, driver_calls = 0, backtrace_rows = 0, other_class_rows = 0;
   // NVTX_EVENTS rows by what they are.
   uint64_t nvtx_ranges = 0, nvtx_marks = 0, nvtx_domain_rows = 0, nvtx_thread_names = 0, nvtx_other = 0;
+  // NCCL's NVTX payloads (binaryData, NCCL >= 2.19 with `nsys export --include-blobs`):
+  // ranges with a payload, those read as an NCCL message size, kernels given those bytes.
+  uint64_t nvtx_payloads = 0, nccl_payloads = 0, nccl_bytes_joined = 0;
   uint64_t unclosed_ranges = 0;  // ranges without an end (capture stopped inside them): left out
   uint64_t malformed = 0;        // rows missing a required value or with unknown ids (Problem::kMalformedEvent)
   uint64_t invalid_utf8 = 0;     // strings repaired (invalid UTF-8 bytes replaced by U+FFFD)

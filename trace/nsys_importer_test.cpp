@@ -356,6 +356,62 @@ TEST_F(NsysImporter, EnumTableIdsWinOverDocumentedCodes) {
   EXPECT_EQ(traces[0].memcpys.dst_kind[0], MemoryKind::kUnknown);  // 1 is not in this export's table
 }
 
+TEST_F(NsysImporter, NcclPayloadMessageSizesReachTheirKernels) {
+  NsysImportReport rep;
+  auto traces = import_nsys_file(fixture("nccl_payload"), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  const Trace& t = traces[0];
+  ASSERT_EQ(t.nccl.size(), 4u);
+  std::map<uint32_t, uint64_t> bytes_by_corr;
+  for (size_t i = 0; i < t.nccl.size(); ++i) bytes_by_corr[t.nccl.correlation[i]] = t.nccl.bytes[i];
+  EXPECT_EQ(bytes_by_corr.at(11), 1048576u);  // decoded, launch inside its range
+  EXPECT_EQ(bytes_by_corr.at(12), 4096u);
+  EXPECT_EQ(bytes_by_corr.at(13), 0u);  // header disagrees with the blob: not decoded
+  EXPECT_EQ(bytes_by_corr.at(14), 0u);  // launched at ncclGroupEnd: no payload
+  EXPECT_EQ(t.nccl.op[0], NcclOp::kAllReduce);
+  EXPECT_EQ(rep.nvtx_payloads, 4u);      // ranges with binaryData
+  EXPECT_EQ(rep.nccl_payloads, 2u);      // read as NCCL message sizes (domain "other" left out)
+  EXPECT_EQ(rep.nccl_bytes_joined, 2u);
+  EXPECT_TRUE(rep.table("NVTX_PAYLOAD_SCHEMA_ENTRIES")->present);
+  EXPECT_EQ(rep.table("NVTX_PAYLOAD_SCHEMA_ENTRIES")->rows, 5u);
+  // The ranges themselves stay NVTX ranges of domain NCCL.
+  size_t ranges = 0;
+  for (size_t i = 0; i < t.nvtx.size(); ++i) ranges += t.strings.view(t.nvtx.text[i]) == "ncclAllReduce";
+  EXPECT_EQ(ranges, 4u);
+}
+
+TEST_F(NsysImporter, NcclPayloadWithoutSchemaTablesIsNotDecoded) {
+  // The same blobs, but the export lacks the schema tables: no layout, no bytes.
+  std::ifstream in(kFixtures / "nccl_payload.sql");
+  std::string sql((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  sql += ";DROP TABLE NVTX_PAYLOAD_SCHEMA_ENTRIES;";
+  NsysImportReport rep;
+  auto traces = import_nsys_file(build("no_schema.sqlite", sql), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  for (uint64_t b : traces[0].nccl.bytes) EXPECT_EQ(b, 0u);
+  EXPECT_EQ(rep.nvtx_payloads, 4u);
+  EXPECT_EQ(rep.nccl_payloads, 0u);
+}
+
+TEST_F(NsysImporter, RowsOutOfStartOrderAreSortedWithTheirColumns) {
+  const std::string sql = R"SQL(
+    CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO StringIds VALUES (1, 'late'), (2, 'early'), (3, 'middle');
+    CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, globalPid INTEGER, deviceId INTEGER,
+      streamId INTEGER, demangledName INTEGER, gridX INTEGER);
+    INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (300, 310, 281546145660928, 0, 7, 1, 3),
+      (100, 110, 281546145660928, 0, 8, 2, 1), (200, 210, 281546145660928, 0, 9, 3, 2);)SQL";
+  auto traces = import_nsys_file(build("unsorted.sqlite", sql));
+  ASSERT_EQ(traces.size(), 1u);
+  const KernelTable& k = traces[0].kernels;
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k.start, (std::vector<Timestamp>{100, 200, 300}));
+  EXPECT_EQ(k.stream, (std::vector<uint32_t>{8, 9, 7}));
+  EXPECT_EQ(k.grid_x, (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(traces[0].strings.view(k.name[0]), "early");
+  EXPECT_EQ(traces[0].strings.view(k.name[2]), "late");
+}
+
 TEST_F(NsysImporter, NamesAsText) {
   NsysImportReport rep;
   auto traces = import_nsys_file(fixture("names_text"), &rep);
