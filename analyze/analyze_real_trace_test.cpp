@@ -2,8 +2,12 @@
 // MobileNetV2 DDP, rank 0 of 2, 60 profiled steps, a fully tuned job (pinned
 // input, channels_last, fp16 autocast). Skipped when the data is absent.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -135,6 +139,163 @@ TEST_F(RealTraceTest, AttributionAddsUpAndAgreesWithKinetoExternalIds) {
     }
 }
 
+
+// ---- clock alignment with known offsets ------------------------------------
+// The trace holds only rank 0 of its two, so rank 1 is made from it the way a
+// second rank of the same job differs: each collective ends up to +-2 us apart
+// (the last chunk's arrival), and rank 1 reaches every third collective up to
+// 20 us late (its kernel starts later, ends with rank 0's). As in a directory
+// of Kineto traces, neither knows its host: each is a clock of its own. Rank
+// 1's clock is then moved by 1 us, 100 us, 5 ms, +-50 ms, and 5 ms plus a 10
+// ppm drift; alignment must recover each within 5 us at every collective, and
+// the straggler analysis must give the unshifted copy's answer.
+//
+// The shift is written as two clock anchors at the ends of the data (the real
+// clock's mapping, t -> t + shift(t), is linear). Kineto's one anchor sits at
+// trace time 0 (baseTimeNanoseconds), 59 days before this trace's first event
+// (its "ts" counts from there): moving that anchor by shift(anchor) adds the
+// drift term at day 0, 10 ppm x -5.12e6 s = -51.2 s, to the whole trace. An
+// earlier version of this test did so (-51,199,813,729 ns at the anchor), and
+// the estimator found exactly that.
+namespace {
+
+constexpr double kAlignToleranceNs = 5'000;
+
+struct KnownShift {
+  int64_t offset_ns = 0;
+  double drift_ppm = 0;
+  int64_t at_unix_ns = 0;  // where the drift term is 0
+  int64_t operator()(int64_t unix_ns) const {
+    return offset_ns + std::llround(drift_ppm * 1e-6 * static_cast<double>(unix_ns - at_unix_ns));
+  }
+};
+
+uint64_t hash_of(uint64_t x) {  // splitmix64: a fixed, repeatable jitter
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+trace::Trace second_rank_of(const trace::Trace& rank0) {
+  trace::Trace t = rank0;
+  t.meta.rank = 1;
+  trace::NcclTable& n = t.nccl;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const int64_t d = n.end[i] - n.start[i];
+    const int64_t room = std::min<int64_t>(2'000, d / 4);
+    n.end[i] += room > 0 ? static_cast<int64_t>(hash_of(i) % static_cast<uint64_t>(2 * room + 1)) - room : 0;
+    if (i % 3 == 0) n.start[i] += std::min<int64_t>(20'000, (n.end[i] - n.start[i]) / 2);
+  }
+  return t;
+}
+
+// Rank 1's host clock reads shift(t) ahead of rank 0's at Unix time t.
+void shift_clock(trace::Trace& t, const KnownShift& shift) {
+  const auto [lo, hi] = t.time_span();
+  const int64_t a = t.meta.to_unix_ns(lo), b = t.meta.to_unix_ns(hi);
+  t.meta.clock = {{lo, a + shift(a)}, {hi, b + shift(b)}};
+}
+
+std::vector<KnownShift> known_shifts(int64_t at) {
+  return {{1'000, 0, at},      {100'000, 0, at},    {5'000'000, 0, at},
+          {50'000'000, 0, at}, {-50'000'000, 0, at}, {5'000'000, 10, at}};
+}
+
+std::string describe(const KnownShift& s) {
+  return std::to_string(s.offset_ns) + " ns + " + std::to_string(s.drift_ppm) + " ppm";
+}
+
+}  // namespace
+
+TEST_F(RealTraceTest, ClockAlignmentRecoversKnownShiftsOfTheSecondRank) {
+  const trace::Trace rank1 = second_rank_of(*trace_);
+  const trace::RankCollectives ends = trace::collectives_of(rank1);
+  ASSERT_GE(ends.ends.size(), 240u);
+  for (const KnownShift& s : known_shifts(ends.ends.front().end_unix_ns)) {
+    std::vector<trace::Trace> ranks = {*trace_, rank1};
+    shift_clock(ranks[1], s);
+    const trace::ClockAlignment a = trace::align_clocks(ranks);
+    ASSERT_EQ(a.hosts.size(), 2u);
+    const trace::HostClock& h = a.hosts[1];
+    EXPECT_EQ(h.hostname, "(unknown host, process 1)");
+    EXPECT_EQ(h.measured_against, "(unknown host, process 0)");
+    EXPECT_GE(h.matched, 240) << describe(s);
+    EXPECT_EQ(h.rejected, 0) << describe(s);
+    const bool small = std::abs(s.offset_ns) <= 2'000 && s.drift_ppm == 0;
+    EXPECT_EQ(h.status, small ? trace::HostClockStatus::kAgrees : trace::HostClockStatus::kAligned) << describe(s);
+    double worst = 0;
+    for (const trace::CollectiveEnd& e : ends.ends) {
+      const int64_t on_host = e.end_unix_ns + s(e.end_unix_ns);
+      worst = std::max(worst, std::abs(static_cast<double>(h.correction_at(on_host) - s(e.end_unix_ns))));
+    }
+    std::printf("shift %s: estimate %lld ns, %.3f ppm, +-%.0f ns; worst error %.0f ns\n", describe(s).c_str(),
+                static_cast<long long>(h.offset_ns), h.drift_ppm, h.uncertainty_ns, worst);
+    EXPECT_LE(worst, kAlignToleranceNs) << describe(s) << ": estimate " << h.offset_ns << " ns, " << h.drift_ppm
+                                        << " ppm";
+    EXPECT_LE(h.uncertainty_ns, kAlignToleranceNs) << describe(s);
+    if (s.drift_ppm != 0) {
+      EXPECT_NEAR(h.drift_ppm, s.drift_ppm, 0.1 * s.drift_ppm) << describe(s);
+    }
+    if (h.applied()) {  // what load_run applies: rank 1's times read rank 0's clock again
+      const trace::RankCollectives back = trace::collectives_of(ranks[1]);
+      ASSERT_EQ(back.ends.size(), ends.ends.size());
+      for (size_t i = 0; i < ends.ends.size(); i += 7)
+        EXPECT_NEAR(static_cast<double>(back.ends[i].end_unix_ns), static_cast<double>(ends.ends[i].end_unix_ns),
+                    kAlignToleranceNs)
+            << describe(s) << " collective " << i;
+    }
+  }
+}
+
+TEST_F(RealTraceTest, StragglersOfTheShiftedSecondRankGiveTheUnshiftedAnswer) {
+  const trace::Trace rank1 = second_rank_of(*trace_);
+  Options o;
+  o.attribution = false;
+  const std::vector<RankAnalysis> base = {analyze_rank(*trace_, o), analyze_rank(rank1, o)};
+  const RunAnalysis want = combine(base);
+  ASSERT_TRUE(want.stragglers.availability.available) << want.stragglers.availability.reason;
+  ASSERT_GE(want.stragglers.matched_collectives, 240);
+  ASSERT_EQ(want.stragglers.ranks.size(), 2u);
+  EXPECT_EQ(want.stragglers.ranks[0].rank, 1) << "the copy is late at every third collective";
+  EXPECT_GT(want.stragglers.ranks[0].total_late_ns, 100 * want.stragglers.ranks[1].total_late_ns + 100'000);
+  const int64_t at = trace::collectives_of(rank1).ends.front().end_unix_ns;
+  const double slack = kAlignToleranceNs * static_cast<double>(want.stragglers.matched_collectives);
+  for (const KnownShift& s : known_shifts(at)) {
+    std::vector<RankAnalysis> ranks = base;
+    if (s.offset_ns == 5'000'000) {  // the whole path: a shifted trace analysed
+      trace::Trace moved = rank1;
+      shift_clock(moved, s);
+      ranks[1] = analyze_rank(moved, o);
+    } else {
+      for (CollectiveArrival& c : ranks[1].collectives) {
+        c.arrival_unix_ns += s(c.arrival_unix_ns);
+        c.end_unix_ns += s(c.end_unix_ns);
+      }
+    }
+    const RunAnalysis got = combine(ranks);
+    const StragglerStats& g = got.stragglers;
+    ASSERT_TRUE(g.availability.available) << describe(s) << ": " << g.availability.reason;
+    EXPECT_EQ(g.matched_collectives, want.stragglers.matched_collectives) << describe(s);
+    ASSERT_EQ(g.ranks.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(g.ranks[i].rank, want.stragglers.ranks[i].rank) << describe(s);
+      EXPECT_NEAR(static_cast<double>(g.ranks[i].total_late_ns),
+                  static_cast<double>(want.stragglers.ranks[i].total_late_ns), slack)
+          << describe(s);
+    }
+    EXPECT_NEAR(static_cast<double>(g.total_wait_ns), static_cast<double>(want.stragglers.total_wait_ns), slack)
+        << describe(s);
+    if (std::abs(s.offset_ns) >= 100'000) {
+      // The same shift unaligned breaks the analysis: alignment did the work.
+      const RunAnalysis off = combine(ranks, false);
+      EXPECT_FALSE(off.stragglers.availability.available &&
+                   off.stragglers.ranks.front().rank == want.stragglers.ranks.front().rank &&
+                   std::abs(off.stragglers.total_wait_ns - want.stragglers.total_wait_ns) <= slack)
+          << describe(s);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace scalescope::analyze

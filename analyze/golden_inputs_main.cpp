@@ -5,8 +5,13 @@
 //   OUT/a.ssrun/rank{0,1}.sstrace   DDP steps, pinned input copies
 //   OUT/b.ssrun/rank{0,1}.sstrace   other seeds, input copies from pageable
 //                                   memory and synchronous (the case diff is for)
+//   OUT/nodes.ssrun/node{a,b}-*.sstrace  two hosts of two ranks: nodeb's clock
+//                                   3 ms ahead, its rank 3 late at every
+//                                   all-reduce, node 2 of 3 expected missing
 // Usage: analyze_golden_inputs OUT_DIR
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <exception>
 #include <filesystem>
 
@@ -42,6 +47,33 @@ void write_run(const fs::path& dir, uint64_t seed, bool pageable) {
   }
 }
 
+// One seed for every rank, so that all ranks' all-reduces end together as on
+// real GPUs; ranks differ by host, clock and lateness.
+void write_two_host_run(const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  trace::SyntheticOptions o;
+  o.events = 3000;
+  o.seed = 31;
+  o.world_size = 4;
+  const trace::Trace base = trace::make_synthetic_trace(o);
+  constexpr int64_t kUnix = 1'764'000'000'000'000'000;
+  for (int rank = 0; rank < 4; ++rank) {
+    trace::Trace t = base;
+    const int node = rank / 2;
+    t.meta.rank = rank;
+    t.meta.local_rank = rank % 2;
+    t.meta.pid = static_cast<uint32_t>(100 + rank);
+    t.meta.hostname = node == 0 ? "nodea" : "nodeb";
+    t.meta.extra["node_rank"] = std::to_string(node);
+    t.meta.extra["node_count"] = "3";  // the third node never reported
+    t.meta.clock = {{o.start_ns, kUnix + (node == 0 ? 0 : 3'000'000)}};
+    if (rank == 3)
+      for (size_t i = 0; i < t.nccl.size(); ++i) t.nccl.start[i] = std::min(t.nccl.start[i] + 150'000, t.nccl.end[i] - 1);
+    trace::write_trace(dir / fmt::format("{}-{}.sstrace", t.meta.hostname, t.meta.pid), t);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,6 +85,7 @@ int main(int argc, char** argv) {
     const fs::path out = argv[1];
     write_run(out / "a.ssrun", 11, false);
     write_run(out / "b.ssrun", 21, true);
+    write_two_host_run(out / "nodes.ssrun");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "analyze_golden_inputs: %s\n", e.what());
     return 1;

@@ -17,6 +17,7 @@
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
+#include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
@@ -166,9 +167,12 @@ InputKind HtmlReport::add_input(const fs::path& path) {
     case InputKind::kKinetoJson:
     case InputKind::kTraceDirectory:
     case InputKind::kNsysExport: {
-      std::vector<trace::Trace> ranks = trace::load_traces(path);
+      trace::TraceLoadOptions load;
+      load.align_clocks = false;  // below, without the launchers, as analyze counts the hosts' processes
+      std::vector<trace::Trace> ranks = trace::load_traces(path, nullptr, load);
       trace::drop_launchers(ranks);  // the torchrun agent is not a rank
-      add_run(label, ranks);
+      const trace::ClockAlignment clocks = trace::align_clocks(ranks);
+      add_run(label, ranks, &clocks);
       break;
     }
     case InputKind::kSweepDatabase: add_sweep_database(path); break;
@@ -177,8 +181,9 @@ InputKind HtmlReport::add_input(const fs::path& path) {
   return kind;
 }
 
-void HtmlReport::add_run(const std::string& label, const std::vector<trace::Trace>& ranks) {
-  detail::add_run_sections(impl_->doc, label, ranks);
+void HtmlReport::add_run(const std::string& label, const std::vector<trace::Trace>& ranks,
+                         const trace::ClockAlignment* clocks) {
+  detail::add_run_sections(impl_->doc, label, ranks, clocks);
 }
 
 void HtmlReport::add_sweep_database(const fs::path& path) { detail::add_sweep_sections(impl_->doc, path); }

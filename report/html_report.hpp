@@ -22,6 +22,7 @@
 
 namespace scalescope::trace {
 struct Trace;
+struct ClockAlignment;
 }
 
 namespace scalescope::mlperf {
@@ -67,8 +68,12 @@ class HtmlReport {
 
   // One run: one trace per rank. Adds findings and a section with breakdowns,
   // iteration times, a timeline of one steady-state iteration, top kernels,
-  // copies, NCCL collectives and GPU counters.
-  void add_run(const std::string& label, const std::vector<trace::Trace>& ranks);
+  // copies, NCCL collectives and GPU counters; for several hosts a per-node
+  // section (nodes, clocks, communicators). clocks: the alignment already
+  // applied to `ranks` (trace::align_clocks), shown as the hosts' offsets;
+  // null: estimated from the ranks' collectives.
+  void add_run(const std::string& label, const std::vector<trace::Trace>& ranks,
+               const trace::ClockAlignment* clocks = nullptr);
   // A sweep database (sweep/'s results.sqlite): scaling per configuration.
   void add_sweep_database(const std::filesystem::path& path);
   // MLPerf runs (from `mlperf ingest` CSV or the embedded v4.1 table).

@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -15,6 +18,8 @@
 #include "trace/trace.hpp"
 #include "trace/trace_file.hpp"
 #ifdef SCALESCOPE_REPORT_RUNS
+#include "analyze/analyze.hpp"
+#include "report/node_tables.hpp"
 #include "trace/synthetic_trace.hpp"
 #endif
 
@@ -272,6 +277,146 @@ TEST(ReportHtml, RunDirectoryLeavesTheLauncherOut) {
     }
   EXPECT_TRUE(found);
   EXPECT_EQ(doc.dump().find("rank ?"), std::string::npos);
+}
+
+// A run over two hosts (two ranks each) in one run directory: host "nodeb"
+// reads a clock 3 ms ahead, and its rank 3 reaches every collective 150 us
+// late. The report gets a per-node section with the nodes, their ranks, the
+// clock estimate and its uncertainty, per-node breakdown and lateness, and
+// the very tables `analyze` prints for the same run.
+fs::path two_host_run(const fs::path& dir) {
+  const fs::path run = dir / "two-hosts.ssrun";
+  fs::create_directories(run);
+  trace::SyntheticOptions o;
+  o.events = 20'000;
+  o.seed = 3;  // one seed: every rank's collectives end together, as on real GPUs
+  o.world_size = 4;
+  const trace::Trace base = trace::make_synthetic_trace(o);
+  constexpr int64_t kUnix = 1'764'000'000'000'000'000;
+  for (int rank = 0; rank < 4; ++rank) {
+    trace::Trace t = base;
+    const bool b = rank >= 2;
+    t.meta.rank = rank;
+    t.meta.local_rank = rank % 2;
+    t.meta.pid = static_cast<uint32_t>(100 + rank);
+    t.meta.hostname = b ? "nodeb" : "nodea";
+    t.meta.extra["node_rank"] = b ? "1" : "0";
+    t.meta.extra["node_count"] = "2";
+    const int64_t ahead = b ? 3'000'000 : 0;
+    t.meta.clock = {{o.start_ns, kUnix + ahead}};
+    if (rank == 3)
+      for (size_t i = 0; i < t.nccl.size(); ++i) t.nccl.start[i] = std::min(t.nccl.start[i] + 150'000, t.nccl.end[i] - 1);
+    trace::write_trace(run / fmt::format("{}-{}.sstrace", t.meta.hostname, t.meta.pid), t);
+  }
+  return run;
+}
+
+const json* find_section(const json& doc, std::string_view title) {
+  for (const auto& s : doc["sections"])
+    if (s["title"] == title) return &s;
+  return nullptr;
+}
+
+const json* find_table(const json& section, std::string_view title_part) {
+  for (const auto& b : section["blocks"])
+    if (b["type"] == "table" && b["title"].get<std::string>().find(title_part) != std::string::npos) return &b;
+  return nullptr;
+}
+
+size_t column_of(const json& table, std::string_view name) {
+  const auto& c = table["columns"];
+  for (size_t i = 0; i < c.size(); ++i)
+    if (c[i] == name) return i;
+  ADD_FAILURE() << "no column " << name << " in " << table["title"];
+  return 0;
+}
+
+TEST(ReportHtml, PerNodeSectionOfATwoHostRun) {
+  TempDir d;
+  const fs::path run = two_host_run(d.path);
+  HtmlReport r({.max_timeline_events = 200, .max_counter_points = 20, .quiet = true});
+  r.add_input(run);
+  const json doc = json::parse(r.document_json());
+  const json* nodes = find_section(doc, "Nodes: two-hosts.ssrun");
+  ASSERT_NE(nodes, nullptr) << doc["sections"].size() << " sections";
+  EXPECT_NE((*nodes)["subtitle"].get<std::string>().find("2 hosts, 4 ranks"), std::string::npos);
+
+  // Clocks: nodeb found 3 ms ahead, within 5 us, with its uncertainty.
+  const json* clocks = find_table(*nodes, "Clocks per host");
+  ASSERT_NE(clocks, nullptr);
+  ASSERT_EQ((*clocks)["rows"].size(), 2u);
+  const json& ref = (*clocks)["rows"][0];
+  const json& other = (*clocks)["rows"][1];
+  EXPECT_EQ(ref[column_of(*clocks, "host")], "nodea");
+  EXPECT_EQ(ref[column_of(*clocks, "status")], "reference");
+  EXPECT_EQ(other[column_of(*clocks, "host")], "nodeb");
+  EXPECT_EQ(other[column_of(*clocks, "status")], "aligned");
+  EXPECT_NEAR(other[column_of(*clocks, "offset_ns")].get<double>(), 3'000'000, 5'000);
+  EXPECT_TRUE(other[column_of(*clocks, "uncertainty_ns")].is_number());
+  EXPECT_LT(other[column_of(*clocks, "uncertainty_ns")].get<double>(), 5'000);
+  EXPECT_GT(other[column_of(*clocks, "collectives")].get<int64_t>(), 10);
+
+  // Nodes: their ranks, per-node step and idle figures, lateness; nodeb is the slowest.
+  const json* table = find_table(*nodes, "Nodes (means");
+  ASSERT_NE(table, nullptr);
+  ASSERT_EQ((*table)["rows"].size(), 2u);
+  EXPECT_EQ((*table)["rows"][0][column_of(*table, "host")], "nodea");
+  EXPECT_EQ((*table)["rows"][0][column_of(*table, "ranks")], "0,1");
+  EXPECT_EQ((*table)["rows"][1][column_of(*table, "ranks")], "2,3");
+  for (const auto& row : (*table)["rows"]) {
+    EXPECT_GT(row[column_of(*table, "steady_median_iteration_ns")].get<double>(), 0);
+    EXPECT_GE(row[column_of(*table, "idle_ns")].get<double>(), 0);
+  }
+  const int64_t late_a = (*table)["rows"][0][column_of(*table, "late_ns")].get<int64_t>();
+  const int64_t late_b = (*table)["rows"][1][column_of(*table, "late_ns")].get<int64_t>();
+  EXPECT_GT(late_b, 10 * late_a + 1'000'000) << "rank 3 on nodeb is late at every collective";
+  ASSERT_TRUE((*table).contains("notes"));
+  EXPECT_EQ((*table)["notes"][0], "slowest node: nodeb (by lateness at collectives)");
+  ASSERT_NE(find_table(*nodes, "Communicators"), nullptr);
+
+  // The charts: a breakdown and the lateness per node.
+  const json* bars = find_chart(doc, "bars", "Per-node breakdown");
+  ASSERT_NE(bars, nullptr);
+  EXPECT_EQ((*bars)["categories"], json({"nodea", "nodeb"}));
+  EXPECT_EQ((*bars)["series"].size(), 4u);
+  const json* late = find_chart(doc, "bars", "Lateness at collectives per node");
+  ASSERT_NE(late, nullptr);
+  EXPECT_NEAR((*late)["series"][0]["values"][1].get<double>(), static_cast<double>(late_b) / 1e6, 1e-6);
+
+  // The same tables as `scalescope analyze` over the same run (one formatter):
+  // equal nodes and communicators; clock estimates equal within 100 ns (the
+  // report shows the one the loader applied, analyze its own from the ranks).
+  const std::vector<Table> cli = node_tables(analyze::analyze_path(run, analyze::Options{}));
+  ASSERT_EQ(cli.size(), 3u);
+  for (const Table& t : cli) {
+    const json* shown = find_table(*nodes, t.title());
+    ASSERT_NE(shown, nullptr) << t.title();
+    const json want = json::parse(t.to_json());
+    ASSERT_EQ((*shown)["rows"].size(), t.rows().size()) << t.title();
+    EXPECT_EQ((*shown)["columns"].size(), t.columns().size()) << t.title();
+    const json& cols = want["columns"];
+    for (size_t i = 0; i < t.rows().size(); ++i) {
+      for (size_t c = 0; c < cols.size(); ++c) {
+        const std::string name = cols[c];
+        const json& a = (*shown)["rows"][i][c];
+        const json& b = want["rows"][i][name];
+        const bool estimate = t.title().starts_with("Clocks") &&
+                              (name == "offset_ns" || name == "drift_ppm" || name == "uncertainty_ns" ||
+                               name == "spread_ns" || name == "collectives");
+        if (estimate && a.is_number() && b.is_number())
+          EXPECT_NEAR(a.get<double>(), b.get<double>(), name == "collectives" ? 2 : 100) << t.title() << " " << name;
+        else
+          EXPECT_EQ(a, b) << t.title() << " row " << i << " " << name;
+      }
+    }
+    EXPECT_EQ((*shown).value("notes", json()), want.value("notes", json())) << t.title();
+  }
+
+  // One host: no per-node section.
+  HtmlReport one({.max_timeline_events = 200, .max_counter_points = 20, .quiet = true});
+  one.add_run("one host", synthetic_run(2, 20'000));
+  const json single = json::parse(one.document_json());
+  for (const auto& s : single["sections"]) EXPECT_FALSE(s["title"].get<std::string>().starts_with("Nodes:"));
 }
 
 #endif  // SCALESCOPE_REPORT_RUNS

@@ -17,6 +17,9 @@ class Table;
 namespace scalescope::analyze {
 struct RankAnalysis;
 }
+namespace scalescope::trace {
+struct ClockAlignment;
+}
 
 namespace scalescope::report::detail {
 
@@ -44,7 +47,10 @@ inline double ms(double ns) { return ns / 1e6; }
 Json attribution_blocks(const std::vector<analyze::RankAnalysis>& ranks);
 
 // Builders, one per kind of input (run_sections.cpp, sweep_sections.cpp, mlperf_sections.cpp).
-void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& ranks);
+// clocks: the estimate already applied to the traces (trace::align_clocks;
+// shown in the per-node view); null: combine() estimates it from the ranks.
+void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& ranks,
+                      const trace::ClockAlignment* clocks = nullptr);
 void add_sweep_sections(Document& doc, const std::filesystem::path& path);
 void add_mlperf_sections(Document& doc, const std::string& label, const std::vector<mlperf::Run>& runs);
 void add_mlperf_csv_sections(Document& doc, const std::string& label, const std::filesystem::path& csv);

@@ -14,8 +14,10 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
+#include "report/node_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/table.hpp"
+#include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
 #include "trace/stats.hpp"
 #include "trace/trace.hpp"
@@ -462,6 +464,44 @@ Json straggler_blocks(const analyze::StragglerStats& s) {
   return Json::array({table_block(t)});
 }
 
+// The per-node view of a run of several hosts: a chart of each node's mean
+// breakdown and its ranks' lateness, then the tables `analyze` prints (one
+// formatter, report/node_tables.hpp). Empty for a run of one host.
+Json node_blocks(const analyze::RunAnalysis& run) {
+  Json blocks = Json::array();
+  std::vector<Table> tables = node_tables(run);
+  if (tables.empty()) return blocks;
+  const analyze::NodeStats& n = run.nodes;
+  if (n.availability.available && !n.nodes.empty()) {
+    Json categories = Json::array(), compute = Json::array(), comm = Json::array(), copies = Json::array(),
+         idle = Json::array(), late = Json::array();
+    for (const auto& x : n.nodes) {
+      categories.push_back(x.hostname);
+      compute.push_back(ms(x.compute_ns));
+      comm.push_back(ms(x.exposed_communication_ns));
+      copies.push_back(ms(x.copy_ns));
+      idle.push_back(ms(x.idle_ns));
+      late.push_back(ms(static_cast<double>(x.late_ns)));
+    }
+    const bool horizontal = categories.size() > 8;
+    blocks.push_back({{"type", "chart"}, {"kind", "bars"}, {"title", "Per-node breakdown (mean over each node's ranks)"},
+                      {"stacked", true}, {"horizontal", horizontal}, {"unit", "ms"}, {"categories", categories},
+                      {"series", Json::array({{{"name", "compute"}, {"values", compute}, {"colour", "#2f6fde"}},
+                                              {{"name", "exposed communication"}, {"values", comm}, {"colour", "#e08a00"}},
+                                              {{"name", "copies and sets"}, {"values", copies}, {"colour", "#2e9d58"}},
+                                              {{"name", "idle"}, {"values", idle}, {"colour", "#b0bec5"}}})}});
+    blocks.push_back({{"type", "chart"}, {"kind", "bars"}, {"title", "Lateness at collectives per node (summed over its ranks)"},
+                      {"horizontal", horizontal}, {"unit", "ms"}, {"categories", std::move(categories)},
+                      {"series", Json::array({{{"name", "late"}, {"values", std::move(late)}, {"colour", "#c62828"}}})}});
+    if (!n.slowest_node.empty())
+      blocks.push_back(paragraph(fmt::format("Slowest node: {} (by {}).", n.slowest_node, n.slowest_node_by)));
+  } else if (!n.availability.reason.empty()) {
+    blocks.push_back(paragraph("Nodes: " + n.availability.reason, "skipped"));
+  }
+  for (const Table& t : tables) blocks.push_back(table_block(t, {0}));
+  return blocks;
+}
+
 Json problem_blocks(const std::vector<trace::Trace>& traces) {
   Json blocks = Json::array();
   for (size_t ri = 0; ri < traces.size(); ++ri) {
@@ -509,7 +549,8 @@ void append(Json& blocks, Json more) {
 
 }  // namespace
 
-void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& traces) {
+void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& traces,
+                      const trace::ClockAlignment* clocks) {
   if (traces.empty()) fail("{}: no traces in this run", label);
   analyze::Options options;
   options.iteration_range = doc.options.iteration_range;
@@ -531,7 +572,10 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
   Json iterations = iteration_blocks(ranks);
   Json attribution = attribution_blocks(ranks);
   Json perturbation = perturbation_blocks(ranks);
-  const analyze::RunAnalysis run = analyze::combine(std::move(ranks));
+  analyze::RunAnalysis run = analyze::combine(std::move(ranks));
+  // Traces already aligned carry the estimate that moved them; combine()
+  // re-estimating would only find what is left (agrees, about 0).
+  if (clocks && !clocks->hosts.empty()) run.clocks = *clocks;
   for (const auto& f : advise::advise(run)) {
     Json figures = Json::array();
     for (const auto& g : f.figures) figures.push_back({{"name", g.name}, {"value", g.value}, {"unit", g.unit}});
@@ -563,6 +607,12 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
                                      m.source.empty() ? "unknown" : m.source);
   if (!m.devices.empty()) subtitle += ", " + m.devices.front().name;
   doc.sections.push_back(section("Run: " + label, std::move(subtitle), std::move(blocks)));
+  Json nodes = node_blocks(run);
+  if (!nodes.empty())
+    doc.sections.push_back(section("Nodes: " + label,
+                                   fmt::format("{} hosts, {} ranks; clocks aligned from matched collectives", run.clocks.hosts.size(),
+                                               run.ranks.size()),
+                                   std::move(nodes)));
 }
 
 }  // namespace scalescope::report::detail

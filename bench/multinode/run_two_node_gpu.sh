@@ -13,9 +13,11 @@
 # BUILD_DIR holds cli/scalescope and collect/libscalescope-collector.so. Writes
 # OUT_DIR/two_node_check.txt, OUT_DIR/analyze.txt, OUT_DIR/analyze.json and the
 # per-node logs. Exit 0 when every check passes. About 1-2 min on 2xH200.
-# Status: written and its logic read through, not yet run (the 2-GPU machine
-# kind was not lent in the session that wrote it).
-set -u
+# Status: NOT YET RUN. Written and read through twice (the second reading
+# fixed the exit status: the checks' result was lost behind `| tee`, and a
+# hung NCCL job would have hung the script); no session so far has been lent
+# a machine with 2 GPUs, so no figure from it exists.
+set -uo pipefail
 build=${1:?usage: run_two_node_gpu.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: run_two_node_gpu.sh BUILD_DIR OUT_DIR}
 ss="$build/cli/scalescope"
@@ -29,9 +31,10 @@ export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 job="workloads/image_ddp.py --synthetic --image-size 224 --batch-size 64 --steps 30 --warmup-steps 5 --log-every 0"
 offset_ns=5000000
 
-# node NODE_ID HOSTNAME GPU CLOCK_OFFSET_NS
+# node NODE_ID HOSTNAME GPU CLOCK_OFFSET_NS (killed after 15 min: a NCCL job
+# whose peers never meet would otherwise wait forever)
 node() {
-  unshare --uts bash -c "hostname $2 && exec env CUDA_VISIBLE_DEVICES=$3 SLURM_NODEID=$1 SLURM_NNODES=2 \
+  timeout --kill-after=30 900 unshare --uts bash -c "hostname $2 && exec env CUDA_VISIBLE_DEVICES=$3 SLURM_NODEID=$1 SLURM_NNODES=2 \
       SLURM_JOB_NODELIST='gpunode[01-02]' SCALESCOPE_TEST_CLOCK_OFFSET_NS=$4 \
       $ss profile -o $out/job.ssrun -- torchrun --nnodes=2 --node_rank=$1 --nproc_per_node=1 \
       --master_addr=127.0.0.1 --master_port=29517 $job" >"$out/node$1.log" 2>&1

@@ -193,3 +193,29 @@ test('demo with study results: sweeps, effects and the trace rendered with data'
   await forest.screenshot({ path: path.join(artifacts, 'demo-study-effects.png') });
   await r.page.close();
 });
+
+// A run over two hosts (made by analyze_golden_inputs, built beside scalescope:
+// nodeb's clock 3 ms ahead, its rank 3 late): the report's per-node section.
+test('a run over two hosts: the per-node section with its charts and tables', async (t) => {
+  const maker = process.env.GOLDEN_INPUTS || path.join(path.dirname(scalescope), '..', 'analyze', 'analyze_golden_inputs');
+  if (!fs.existsSync(maker)) return t.skip(`${maker} not built (set GOLDEN_INPUTS)`);
+  const inputs = path.join(work, 'golden-inputs');
+  execFileSync(maker, [inputs]);
+  run(['report', path.join(inputs, 'nodes.ssrun'), '-o', 'nodes.html']);
+  const r = await open(path.join(work, 'nodes.html'), 'nodes-report.png');
+  assertClean(r);
+  const titles = await r.page.locator('section.report-section h2').allTextContents();
+  assert.ok(titles.includes('Nodes: nodes.ssrun'), `a section "Nodes: nodes.ssrun" among ${titles}`);
+  const section = r.page.locator('section.report-section', { has: r.page.locator('h2', { hasText: 'Nodes: nodes.ssrun' }) });
+  const perNode = r.charts.filter(c => c.title.includes('per node') || c.title.includes('Per-node'));
+  assert.equal(perNode.length, 2, `the breakdown and lateness charts per node: ${r.charts.map(c => c.title)}`);
+  for (const c of perNode) {
+    assert.ok(c.series.reduce((n, s) => n + s.points, 0) >= 2, `chart "${c.title}" has a bar per node`);
+    assert.ok(c.width > 300 && c.height > 200, `chart "${c.title}" drawn at ${c.width}x${c.height}`);
+  }
+  const text = await section.innerText();
+  for (const want of ['Clocks per host', 'nodea', 'nodeb', 'reference', 'aligned', 'Nodes (means', 'Communicators',
+    'slowest node: nodeb', '1 of 3 expected nodes did not report']) assert.ok(text.includes(want), `"${want}" in the section`);
+  await section.screenshot({ path: path.join(artifacts, 'nodes-section.png') });
+  await r.page.close();
+});
