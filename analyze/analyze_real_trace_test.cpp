@@ -1,4 +1,5 @@
-// The analyses and the advisor on the real PyTorch-profiler trace in ../shared:
+// The analyses on the real PyTorch-profiler trace in ../shared (the advisor's
+// test on it is advise/advise_real_trace_test.cpp):
 // MobileNetV2 DDP, rank 0 of 2, 60 profiled steps, a fully tuned job (pinned
 // input, channels_last, fp16 autocast). Skipped when the data is absent.
 #include <algorithm>
@@ -11,7 +12,6 @@
 
 #include <gtest/gtest.h>
 
-#include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
 #include "trace/clock_alignment.hpp"
 #include "trace/kineto_importer.hpp"
@@ -85,17 +85,6 @@ TEST_F(RealTraceTest, CopiesAndPrecision) {
   EXPECT_FALSE(r.numa.availability.available);
   EXPECT_NE(r.numa.availability.reason.find("no host facts"), std::string::npos);
   EXPECT_GT(r.classes[static_cast<int>(KernelClass::kCommunication)].count, 0);
-}
-
-TEST_F(RealTraceTest, TunedJobGetsNoPinnedLayoutOrPrecisionFinding) {
-  const RunAnalysis run = combine({analyze_rank(*trace_, Options{})});
-  const auto findings = advise::advise(run);
-  for (const auto& f : findings) {
-    EXPECT_NE(f.id, "pinned-memory") << f.evidence;
-    EXPECT_NE(f.id, "channels-last") << f.evidence;
-    EXPECT_NE(f.id, "mixed-precision") << f.evidence;
-    EXPECT_NE(f.id, "fp64") << f.evidence;
-  }
 }
 
 // Attribution: attributed + unattributed = the GPU's busy time, backward ops
