@@ -1,0 +1,1 @@
+#include "advise/advise.hpp"  // analyze/ may not include advise/
