@@ -26,6 +26,7 @@
 #include "analyze/analyze.hpp"
 #include "mlperf/mlperf.hpp"
 #include "report/html_report.hpp"
+#include "report/mlperf_tables.hpp"
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
 #include "report/scaling_tables.hpp"
@@ -527,8 +528,8 @@ char* ss_mlperf_json(const char* command, const char* args_json) {
       const mlperf::IngestResult result = mlperf::ingest_results(dirs, options);
       if (auto output = opt<std::string>(a, "output"); output && !output->empty())
         mlperf::write_runs_csv(result.runs, fs::path(*output));
-      json out = {{"runs", json::parse(mlperf::runs_table(result.runs).to_json())},
-                  {"scores", json::parse(mlperf::scores_table(mlperf::score_folders(result.runs, result.folders)).to_json())},
+      json out = {{"runs", json::parse(report::mlperf_runs_table(result.runs).to_json())},
+                  {"scores", json::parse(report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders)).to_json())},
                   {"logs", result.logs},
                   {"bytes", result.bytes},
                   {"folders", result.folders.size()},
@@ -539,14 +540,14 @@ char* ss_mlperf_json(const char* command, const char* args_json) {
                   {"notes", result.notes}};
       return dup(dump(out));
     }
-    if (cmd == "scores") return dup(mlperf::scores_table(mlperf::score_folders(load_mlperf_runs(a))).to_json());
+    if (cmd == "scores") return dup(report::mlperf_scores_table(mlperf::score_folders(load_mlperf_runs(a))).to_json());
     if (cmd == "analyze") {
       mlperf::AnalyzeOptions options;
       options.benchmark = opt<std::string>(a, "benchmark").value_or("");
       options.accelerator = opt<std::string>(a, "accelerator").value_or("");
       options.ref_system = opt<std::string>(a, "ref").value_or("");
       options.threshold = opt<double>(a, "threshold").value_or(options.threshold);
-      return dup(tables_json(mlperf::analyze(load_mlperf_runs(a), options)));
+      return dup(tables_json(report::mlperf_scaling_tables(mlperf::analyze(load_mlperf_runs(a), options))));
     }
     fail("mlperf: no command '{}' (ingest, scores, analyze)", cmd);
   });

@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "mlperf/mlperf.hpp"
+#include "report/mlperf_tables.hpp"
 #include "report/prediction_tables.hpp"
 #include "report/progress.hpp"
 #include "report/table.hpp"
@@ -73,8 +74,8 @@ void run_ingest(const IngestArgs& a) {
   if (progress) progress->finish();
   if (!a.output.empty()) mlperf::write_runs_csv(result.runs, std::filesystem::path(a.output));
 
-  report::Table table = a.runs ? mlperf::runs_table(result.runs)
-                               : mlperf::scores_table(mlperf::score_folders(result.runs, result.folders));
+  report::Table table = a.runs ? report::mlperf_runs_table(result.runs)
+                               : report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders));
   table.add_note(fmt::format("{} run logs ({:.1f} MB), {} result folders, {} MLLOG events, {} malformed MLLOG lines "
                              "skipped, {} overlong lines, {} files without MLLOG lines ignored",
                              result.logs, static_cast<double>(result.bytes) / 1e6, result.folders.size(),
@@ -88,7 +89,7 @@ void run_ingest(const IngestArgs& a) {
 void run_scores(const AnalyzeArgs& a) {
   const auto format = output_format(a.format);
   const auto runs = load_runs(a.input);
-  mlperf::scores_table(mlperf::score_folders(runs)).print(std::cout, format);
+  report::mlperf_scores_table(mlperf::score_folders(runs)).print(std::cout, format);
 }
 
 void run_analyze(const AnalyzeArgs& a) {
@@ -97,7 +98,7 @@ void run_analyze(const AnalyzeArgs& a) {
   if (!a.planned_batch.empty() && a.predict.empty()) fail("--planned-batch needs --predict");
   const auto runs = load_runs(a.input);
   if (a.predict.empty()) {
-    report::print_tables(std::cout, mlperf::analyze(runs, a.options), format);
+    report::print_tables(std::cout, report::mlperf_scaling_tables(mlperf::analyze(runs, a.options)), format);
     return;
   }
   mlperf::PredictOptions p;

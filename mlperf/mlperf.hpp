@@ -6,7 +6,9 @@
 //   auto ingest = mlperf::ingest_results({"/data/training_results_v4.1"}, {});
 //   auto scores = mlperf::score_folders(ingest);          // one per result folder
 //   mlperf::write_runs_csv(ingest.runs, "runs.csv");
-//   auto tables = mlperf::analyze(ingest.runs, {});       // scaling per benchmark and accelerator
+//   auto scaling = mlperf::analyze(ingest.runs, {});      // typed groups per benchmark and accelerator
+//
+// Typed results only: report/mlperf_tables.hpp draws them as tables.
 //
 // Rules implemented (with sources) are in docs/mlperf.md.
 
@@ -21,10 +23,6 @@
 #include <vector>
 
 #include "scaling/scaling.hpp"
-
-namespace scalescope::report {
-class Table;
-}
 
 namespace scalescope::mlperf {
 
@@ -195,10 +193,8 @@ std::vector<Run> read_runs_csv(const std::filesystem::path& path);
 // The table that scalescope produced from all of MLPerf Training v4.1,
 // embedded at build time (examples/mlperf/v4.1-runs.csv).
 std::string_view default_runs_csv();
-
-// report::Table forms.
-report::Table runs_table(const std::vector<Run>& runs);
-report::Table scores_table(const std::vector<Score>& scores);
+// The columns of the runs CSV, in order (also the runs table's in report/).
+const std::vector<std::string>& runs_csv_columns();
 
 // ---------------------------------------------------------------------------
 // Scaling across systems.
@@ -210,11 +206,52 @@ struct AnalyzeOptions {
   double threshold = 0.8;    // E' threshold of break-even rule (a)
 };
 
-// Per benchmark and accelerator model: every scored system ordered by
+// One scored system (result folder) of a group, against the group's reference.
+struct SystemScaling {
+  enum class Role { kOther, kReference, kFastestAtN };
+  std::string system, submitter;
+  int accelerators = 0, nodes = 0;
+  double seconds = 0;     // official score, in seconds (what the scaling library is given)
+  double gpu_hours = 0;   // accelerators * seconds / 3600
+  double speedup = 0;     // T_ref / T
+  double efficiency = 0;  // E' = (N_ref * T_ref) / (N * T)
+  bool pareto = false;    // on the Pareto front of (time, GPU-hours)
+  Role role = Role::kOther;
+  double minutes() const { return seconds / 60.0; }
+};
+
+// One benchmark, accelerator model and division. Closed and open division
+// results are not comparable: they never share a group.
+struct SystemGroup {
+  std::string benchmark;    // canonical name
+  std::string division;     // as submitted ("closed", "open"; "" when unknown)
+  std::string title;        // "bert", or "bert (open division)" outside the closed division
+  std::string accelerator;  // display name (the most common spelling in the group)
+  std::vector<SystemScaling> systems;  // ascending accelerators, then time, then system
+  size_t reference = 0;     // index into systems
+  bool ref_chosen = false;  // the reference was named with AnalyzeOptions::ref_system
+  // The curve of the reference at its count and the fastest system at every
+  // other count (times in seconds), with the break-even by both rules;
+  // curve_systems[i] is the index into systems of curve.rows[i].
+  scaling::ScalingTable curve;
+  std::vector<size_t> curve_systems;
+
+  // The system on the curve at `accelerators`; throws std::out_of_range when none.
+  const SystemScaling& curve_system(int accelerators) const;
+};
+
+struct MlperfScaling {
+  std::vector<SystemGroup> groups;     // by benchmark, accelerator key, division
+  std::vector<std::string> left_out;   // "submitter/system/folder" scored without a known accelerator count
+};
+
+// Per benchmark, accelerator model and division: every scored system ordered by
 // accelerator count, with speedup, E' and GPU-hours against the reference,
 // the Pareto front of time against GPU-hours and the break-even point by both
-// rules (through scalescope::scaling). Throws scalescope::Error when nothing matches.
-std::vector<report::Table> analyze(const std::vector<Run>& runs, const AnalyzeOptions& options);
+// rules (through scalescope::scaling). With ref_system, only the groups holding
+// that system. Throws scalescope::Error when nothing matches, when ref_system
+// names no selected system or when the threshold is not in (0, 1].
+MlperfScaling analyze(const std::vector<Run>& runs, const AnalyzeOptions& options);
 
 // ---------------------------------------------------------------------------
 // Prediction along the scaling curves (scaling_curve.cpp).

@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include "mlperf/mlperf.hpp"
-#include "report/table.hpp"
 #include "trace/error.hpp"
 
 namespace fs = std::filesystem;
@@ -97,9 +96,6 @@ const Score& find_score(const std::vector<Score>& scores, std::string_view syste
     if (s.system == system && s.benchmark_folder == folder) return s;
   throw std::runtime_error(fmt::format("no score for {}/{}", system, folder));
 }
-
-double cell_double(const report::Cell& c) { return std::get<double>(c); }
-std::string cell_text(const report::Cell& c) { return std::get<std::string>(c); }
 
 }  // namespace
 
@@ -522,22 +518,39 @@ TEST(MlperfAnalyze, SpeedupEfficiencyAndBreakEvenThroughTheScalingLibrary) {
   add("n32", 32, 28);    // E' 0.89
   add("n64", 64, 18);    // E' 0.69
   runs.back().accelerator = "H100-SXM5-80GB";  // another spelling: same group
-  const auto tables = analyze(runs, {});
-  ASSERT_EQ(tables.size(), 1u);
-  const auto& t = tables[0];
-  ASSERT_EQ(t.rows().size(), 5u);
-  EXPECT_EQ(cell_text(t.rows()[0][0]), "n8");
-  EXPECT_EQ(cell_text(t.rows()[0][9]), "reference");
-  EXPECT_EQ(cell_text(t.rows()[1][0]), "n8b");
-  EXPECT_NEAR(cell_double(t.rows()[1][7]), 0.8, 1e-12);
-  EXPECT_NEAR(cell_double(t.rows()[2][6]), 100.0 / 52, 1e-12);
-  EXPECT_NEAR(cell_double(t.rows()[3][7]), 8.0 * 100 / (32 * 28), 1e-12);
-  EXPECT_NEAR(cell_double(t.rows()[4][5]), 64 * 18 / 60.0, 1e-12);  // GPU-hours
-  EXPECT_EQ(cell_text(t.rows()[1][8]), "");  // n8b is dominated by n8
-  std::string notes = t.to_json();
-  EXPECT_NE(notes.find("largest N with E' >= 0.80 on the curve of the fastest system at each N: N=32 (n32)"),
-            std::string::npos)
-      << notes;
+  const auto scaling = analyze(runs, {});
+  ASSERT_EQ(scaling.groups.size(), 1u);
+  const auto& g = scaling.groups[0];
+  EXPECT_EQ(g.title, "gpt3");
+  EXPECT_EQ(g.accelerator, "H100-SXM5-80GB");
+  ASSERT_EQ(g.systems.size(), 5u);
+  const auto& s = g.systems;
+  EXPECT_EQ(s[0].system, "n8");
+  EXPECT_EQ(g.reference, 0u);
+  EXPECT_FALSE(g.ref_chosen);
+  EXPECT_EQ(s[0].role, SystemScaling::Role::kReference);
+  EXPECT_EQ(s[1].system, "n8b");
+  EXPECT_EQ(s[1].role, SystemScaling::Role::kOther);  // slower at the reference's count: off the curve
+  EXPECT_EQ(s[2].role, SystemScaling::Role::kFastestAtN);
+  EXPECT_NEAR(s[1].efficiency, 0.8, 1e-12);
+  EXPECT_NEAR(s[2].speedup, 100.0 / 52, 1e-12);
+  EXPECT_NEAR(s[3].efficiency, 8.0 * 100 / (32 * 28), 1e-12);
+  EXPECT_NEAR(s[4].gpu_hours, 64 * 18 / 60.0, 1e-12);  // GPU-hours
+  EXPECT_NEAR(s[4].minutes(), 18, 1e-12);
+  EXPECT_EQ(s[4].nodes, 8);
+  EXPECT_FALSE(s[1].pareto);  // n8b is dominated by n8
+  EXPECT_TRUE(s[0].pareto);
+  // The curve of the fastest system at each N, with the break-even by rule (a).
+  ASSERT_EQ(g.curve.rows.size(), 4u);
+  EXPECT_EQ(g.curve.ref_gpus, 8);
+  EXPECT_NEAR(g.curve.rows[2].efficiency, 8.0 * 100 / (32 * 28), 1e-12);
+  EXPECT_DOUBLE_EQ(g.curve.break_even.threshold, 0.8);
+  ASSERT_TRUE(g.curve.break_even.by_threshold);
+  EXPECT_EQ(*g.curve.break_even.by_threshold, 32);
+  EXPECT_EQ(g.curve_system(32).system, "n32");
+  EXPECT_EQ(g.curve_system(8).system, "n8");
+  EXPECT_THROW(g.curve_system(12), std::out_of_range);
+  EXPECT_TRUE(scaling.left_out.empty());
 }
 
 TEST(MlperfAnalyze, FiltersReferenceAndErrors) {
@@ -545,20 +558,34 @@ TEST(MlperfAnalyze, FiltersReferenceAndErrors) {
   for (auto& r : folder_runs("a", "ssd", 8, {10, 10, 10, 10, 10})) runs.push_back(r);
   for (auto& r : folder_runs("b", "retinanet", 16, {6, 6, 6, 6, 6})) runs.push_back(r);
   for (auto& r : folder_runs("c", "bert", 8, {5, 5, 5, 5, 5, 5, 5, 5, 5, 5})) runs.push_back(r);
-  auto tables = analyze(runs, {.benchmark = "ssd"});
-  ASSERT_EQ(tables.size(), 1u);
-  EXPECT_EQ(tables[0].rows().size(), 2u);  // ssd and retinanet folders are one benchmark
-  tables = analyze(runs, {.benchmark = "retinanet", .ref_system = "b"});
-  EXPECT_EQ(cell_text(tables[0].rows()[1][9]), "reference");
-  EXPECT_NEAR(cell_double(tables[0].rows()[0][6]), 0.6, 1e-12);
+  auto scaling = analyze(runs, {.benchmark = "ssd"});
+  ASSERT_EQ(scaling.groups.size(), 1u);
+  EXPECT_EQ(scaling.groups[0].systems.size(), 2u);  // ssd and retinanet folders are one benchmark
+  scaling = analyze(runs, {.benchmark = "retinanet", .ref_system = "b"});
+  ASSERT_EQ(scaling.groups.size(), 1u);
+  ASSERT_EQ(scaling.groups[0].systems.size(), 2u);
+  EXPECT_EQ(scaling.groups[0].reference, 1u);
+  EXPECT_TRUE(scaling.groups[0].ref_chosen);
+  EXPECT_EQ(scaling.groups[0].systems[1].role, SystemScaling::Role::kReference);
+  EXPECT_EQ(scaling.groups[0].systems[1].system, "b");
+  EXPECT_NEAR(scaling.groups[0].systems[0].speedup, 0.6, 1e-12);
   for (auto& r : folder_runs("d", "ssd", 32, {2, 2, 2, 2, 2})) {
     r.division = "open";
     runs.push_back(r);
   }
-  tables = analyze(runs, {.benchmark = "ssd"});
-  ASSERT_EQ(tables.size(), 2u);  // open division results are kept apart
-  EXPECT_NE(tables[1].title().find("(open division)"), std::string::npos) << tables[1].title();
-  EXPECT_EQ(tables[1].rows().size(), 1u);
+  scaling = analyze(runs, {.benchmark = "ssd"});
+  ASSERT_EQ(scaling.groups.size(), 2u);  // open division results are kept apart
+  EXPECT_EQ(scaling.groups[1].division, "open");
+  EXPECT_EQ(scaling.groups[1].title, "retinanet (open division)");
+  EXPECT_EQ(scaling.groups[0].title, "retinanet");
+  EXPECT_EQ(scaling.groups[1].systems.size(), 1u);
+  // A scored system without an accelerator count is left out and named.
+  for (auto& r : folder_runs("e", "ssd", 8, {3, 3, 3, 3, 3})) {
+    r.accelerators = 0;
+    runs.push_back(r);
+  }
+  scaling = analyze(runs, {.benchmark = "ssd"});
+  EXPECT_EQ(scaling.left_out, std::vector<std::string>{"S/e/ssd"});
   EXPECT_THROW(analyze(runs, {.benchmark = "gpt3"}), Error);
   EXPECT_THROW(analyze(runs, {.ref_system = "zzz"}), Error);
   EXPECT_THROW(analyze(runs, {.accelerator = "TPU"}), Error);
@@ -571,9 +598,9 @@ TEST(MlperfAnalyze, EmbeddedDefaultTable) {
   const auto scores = score_folders(runs);
   EXPECT_EQ(scores.size(), 153u);  // the Clemson folder without logs has no run rows
   for (const auto& s : scores) EXPECT_TRUE(s.minutes) << s.system << "/" << s.benchmark_folder << ": " << s.reason;
-  const auto tables = analyze(runs, {.benchmark = "gpt3", .accelerator = "H100-SXM5"});
-  ASSERT_EQ(tables.size(), 1u);
-  EXPECT_EQ(tables[0].rows().size(), 5u);
+  const auto scaling = analyze(runs, {.benchmark = "gpt3", .accelerator = "H100-SXM5"});
+  ASSERT_EQ(scaling.groups.size(), 1u);
+  EXPECT_EQ(scaling.groups[0].systems.size(), 5u);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,8 @@
-// The per-run table: written through report::Table (so the terminal, CSV and
-// JSON forms agree) and read back by a small RFC 4180 reader that names the
-// line and column of anything wrong.
+// The per-run table as CSV: written field by field (numbers as fmt's "{}"
+// gives them, the shortest text that reads back the same; empty when
+// missing) and read back by a small RFC 4180 reader that names the line and
+// column of anything wrong. report/mlperf_tables.cpp draws the same columns
+// for the terminal and JSON.
 
 #include <unistd.h>
 
@@ -16,8 +18,8 @@
 #include <fmt/format.h>
 
 #include "mlperf/mlperf.hpp"
-#include "report/table.hpp"
 #include "trace/error.hpp"
+#include "trace/export_util.hpp"
 #include "trace/safe_output.hpp"
 
 namespace scalescope::mlperf {
@@ -35,11 +37,18 @@ const std::vector<std::string> kRunColumns = {
 
 constexpr uintmax_t kMaxCsvBytes = uintmax_t{1} << 30;
 
+// One CSV field of a number: fmt's "{}" (as the table's CSV form always
+// wrote it; "nan", "inf", "-inf" when not finite), empty when missing.
 template <typename T>
-report::Cell opt_cell(const std::optional<T>& v) {
-  if (!v) return std::monostate{};
-  if constexpr (std::is_floating_point_v<T>) return static_cast<double>(*v);
-  else return static_cast<int64_t>(*v);
+void append_number(std::string& out, const std::optional<T>& v) {
+  if (!v) return;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(*v)) {
+      out += std::isnan(*v) ? "nan" : (*v > 0 ? "inf" : "-inf");
+      return;
+    }
+  }
+  out += fmt::format("{}", *v);
 }
 
 // One CSV record starting at `pos`; advances pos past its line end. Returns
@@ -122,40 +131,57 @@ struct Reader {
 
 }  // namespace
 
-report::Table runs_table(const std::vector<Run>& runs) {
-  report::Table t("MLPerf runs", kRunColumns);
-  for (const Run& r : runs) {
-    t.add_row({r.submitter, r.system, r.system_name, r.benchmark, r.benchmark_folder, r.division, r.accelerator,
-               int64_t{r.nodes}, int64_t{r.accelerators_per_node}, int64_t{r.accelerators}, r.framework,
-               opt_cell(r.global_batch_size), opt_cell(r.run_start_ms), opt_cell(r.run_stop_ms), r.status,
-               opt_cell(r.minutes), std::string(r.converged ? "yes" : "no"), opt_cell(r.scaling_factor),
-               static_cast<int64_t>(r.malformed_lines), r.log_path, r.problem, opt_cell(r.progress_at_stop)});
-  }
-  return t;
-}
-
-report::Table scores_table(const std::vector<Score>& scores) {
-  report::Table t("MLPerf scores per result folder",
-                  std::vector<report::Column>{report::Column("submitter"), report::Column("system"),
-                                              report::Column("benchmark"), report::Column("folder"),
-                                              report::Column("accelerator"), report::Column("accelerators"),
-                                              report::Column("runs"), report::Column("converged"),
-                                              report::Column("required"), report::Column("scaling_factor", 4),
-                                              report::Column("minutes", 3), report::Column("reason")});
-  size_t scored = 0;
-  for (const Score& s : scores) {
-    if (s.minutes) ++scored;
-    t.add_row({s.submitter, s.system, s.benchmark, s.benchmark_folder, accelerator_display(s.accelerator),
-               int64_t{s.accelerators}, int64_t{s.runs}, int64_t{s.converged}, int64_t{s.required},
-               opt_cell(s.scaling_factor), opt_cell(s.minutes), s.reason});
-  }
-  t.add_note(fmt::format("{} folders: {} scored, {} not scored (reason given)", scores.size(), scored,
-                         scores.size() - scored));
-  return t;
-}
+const std::vector<std::string>& runs_csv_columns() { return kRunColumns; }
 
 void write_runs_csv(const std::vector<Run>& runs, std::ostream& out) {
-  runs_table(runs).print(out, report::OutputFormat::kCsv);
+  using trace::detail::append_csv_field;
+  std::string line;
+  for (size_t i = 0; i < kRunColumns.size(); ++i) {
+    if (i) line += ',';
+    append_csv_field(line, kRunColumns[i]);
+  }
+  line += '\n';
+  out << line;
+  for (const Run& r : runs) {
+    line.clear();
+    auto text = [&](std::string_view s) {
+      append_csv_field(line, s);
+      line += ',';
+    };
+    auto number = [&](auto v) {
+      append_number(line, std::optional<decltype(v)>(v));
+      line += ',';
+    };
+    auto optional = [&](const auto& v) {
+      append_number(line, v);
+      line += ',';
+    };
+    // In the order of kRunColumns.
+    text(r.submitter);
+    text(r.system);
+    text(r.system_name);
+    text(r.benchmark);
+    text(r.benchmark_folder);
+    text(r.division);
+    text(r.accelerator);
+    number(int64_t{r.nodes});
+    number(int64_t{r.accelerators_per_node});
+    number(int64_t{r.accelerators});
+    text(r.framework);
+    optional(r.global_batch_size);
+    optional(r.run_start_ms);
+    optional(r.run_stop_ms);
+    text(r.status);
+    optional(r.minutes);
+    text(r.converged ? "yes" : "no");
+    optional(r.scaling_factor);
+    number(static_cast<int64_t>(r.malformed_lines));
+    text(r.log_path);
+    text(r.problem);
+    append_number(line, r.progress_at_stop);  // the last column: no comma after it
+    line += '\n';
+    out << line;
+  }
 }
 
 void write_runs_csv(const std::vector<Run>& runs, const fs::path& path) {

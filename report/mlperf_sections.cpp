@@ -1,10 +1,10 @@
-// MLPerf Training: per benchmark, each accelerator model's systems against the
-// number of accelerators (official scores via mlperf/, speedup, E' and
-// break-even through scaling/, the same code as sweeps).
+// MLPerf Training: per benchmark (and division), each accelerator model's
+// systems against the number of accelerators. Drawn from the groups that
+// mlperf::analyze computes for `scalescope mlperf analyze` (official scores,
+// speedup, E' and break-even through scaling/); nothing is recomputed here.
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -18,12 +18,6 @@
 namespace scalescope::report::detail {
 
 namespace {
-
-struct Group {
-  std::string accelerator;  // display name
-  std::map<int, const mlperf::Score*> fastest;  // accelerators -> fastest scored system with that many
-  size_t systems = 0;
-};
 
 Json finite_or_null(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
@@ -63,37 +57,42 @@ void add_prediction_blocks(Json& blocks, const std::vector<mlperf::Run>& runs) {
 
 void add_mlperf_sections(Document& doc, const std::string& label, const std::vector<mlperf::Run>& runs) {
   if (runs.empty()) fail("{}: no MLPerf runs in this table", label);
-  const std::vector<mlperf::Score> scores = mlperf::score_folders(runs);
-  std::map<std::string, std::map<std::string, Group>> groups;  // benchmark -> accelerator key -> group
-  size_t scored = 0;
-  for (const auto& s : scores) {
-    if (!s.minutes || s.accelerators <= 0) continue;
-    ++scored;
-    auto& g = groups[s.benchmark][mlperf::accelerator_key(s.accelerator)];
-    if (g.accelerator.empty()) g.accelerator = mlperf::accelerator_display(s.accelerator);
-    ++g.systems;
-    auto& slot = g.fastest[s.accelerators];
-    if (slot == nullptr || *s.minutes < *slot->minutes) slot = &s;
+  const size_t folders = mlperf::score_folders(runs).size();
+  mlperf::AnalyzeOptions options;
+  options.threshold = doc.options.threshold;
+  if (!(options.threshold > 0 && options.threshold <= 1))
+    fail("{}: the E' threshold {} is not in (0, 1]", label, options.threshold);
+  mlperf::MlperfScaling scaling;
+  try {
+    scaling = mlperf::analyze(runs, options);
+  } catch (const Error&) {
+    // Its only refusal left (no --ref here, threshold checked above): nothing
+    // scored with a known accelerator count. The paragraph says 0 scored.
   }
+  size_t scored = 0;
+  for (const auto& g : scaling.groups) scored += g.systems.size();
   Json blocks = Json::array();
   blocks.push_back(paragraph(fmt::format(
-      "{} runs, {} result folders, {} scored. Per benchmark and accelerator model, each accelerator count is "
-      "represented by its fastest scored system; speedup and E' are against the smallest count.",
-      runs.size(), scores.size(), scored)));
+      "{} runs, {} result folders, {} scored{}. Per benchmark, division and accelerator model (as `scalescope mlperf "
+      "analyze` groups them), each accelerator count is represented by its fastest scored system; speedup and E' "
+      "are against the smallest count.",
+      runs.size(), folders, scored,
+      scaling.left_out.empty() ? "" : fmt::format(" ({} more without a known accelerator count)", scaling.left_out.size()))));
   Table summary("Break-even per benchmark and accelerator",
                 {Column("benchmark"), Column("accelerator"), Column("systems"), Column("counts"), Column("reference"),
                  Column("largest"), Column("E' at largest", 3), Column("break-even (E' rule)"), Column("break-even (knee)")});
-  for (const auto& [benchmark, by_acc] : groups) {
+  // One pair of charts per group title (benchmark and division), a series per accelerator model.
+  std::vector<std::string> titles;
+  for (const auto& g : scaling.groups)
+    if (std::find(titles.begin(), titles.end(), g.title) == titles.end()) titles.push_back(g.title);
+  for (const auto& title : titles) {
     Json speedup_series = Json::array(), eff_series = Json::array(), ideal = Json::array();
     Json break_even_marks = Json::array();
     int max_n = 1, min_n = 1 << 30;
-    for (const auto& [key, g] : by_acc) {
-      if (g.fastest.size() < 2) continue;  // one count: nothing to scale against
-      std::vector<scaling::ScalingPoint> points;
-      for (const auto& [n, s] : g.fastest) points.push_back({n, {*s->minutes}, {}});
-      scaling::ScalingOptions opts;
-      opts.threshold = doc.options.threshold;
-      const auto table = scaling::scaling_table(points, opts);
+    for (const auto& g : scaling.groups) {
+      if (g.title != title) continue;
+      const auto& table = g.curve;
+      if (table.rows.size() < 2) continue;  // one count: nothing to scale against
       Json sp = Json::array(), ep = Json::array();
       for (const auto& r : table.rows) {
         sp.push_back({r.gpus, finite_or_null(r.speedup)});
@@ -111,13 +110,13 @@ void add_mlperf_sections(Document& doc, const std::string& label, const std::vec
                                         {"label", fmt::format("{} {}", g.accelerator, r.gpus)}});
       }
       const auto& last = table.rows.back();
-      summary.add_row({benchmark, g.accelerator, static_cast<int64_t>(g.systems), static_cast<int64_t>(table.rows.size()),
-                       fmt::format("{} ({})", table.ref_gpus, g.fastest.at(table.ref_gpus)->system),
-                       fmt::format("{} ({})", last.gpus, g.fastest.at(last.gpus)->system), last.efficiency,
+      summary.add_row({title, g.accelerator, static_cast<int64_t>(g.systems.size()), static_cast<int64_t>(table.rows.size()),
+                       fmt::format("{} ({})", table.ref_gpus, g.curve_system(table.ref_gpus).system),
+                       fmt::format("{} ({})", last.gpus, g.curve_system(last.gpus).system), last.efficiency,
                        be.by_threshold ? Cell(int64_t{*be.by_threshold}) : Cell(std::string("-")),
                        be.by_knee ? Cell(int64_t{*be.by_knee}) : Cell(std::string("-"))});
       if (doc.mlperf_highlights < 8 && be.by_threshold && table.rows.size() >= 3) {
-        doc.highlights.push_back(fmt::format("MLPerf {} on {}: E' >= {} up to {} accelerators (of {} measured)", benchmark,
+        doc.highlights.push_back(fmt::format("MLPerf {} on {}: E' >= {} up to {} accelerators (of {} measured)", title,
                                              g.accelerator, doc.options.threshold, *be.by_threshold, last.gpus));
         ++doc.mlperf_highlights;
       }
@@ -126,12 +125,12 @@ void add_mlperf_sections(Document& doc, const std::string& label, const std::vec
     for (int n = min_n; n <= max_n; n *= 2) ideal.push_back({n, static_cast<double>(n) / min_n});
     if (ideal.back()[0] != max_n) ideal.push_back({max_n, static_cast<double>(max_n) / min_n});
     speedup_series.push_back({{"name", "ideal (per smallest count)"}, {"style", "dashed"}, {"colour", "#888888"}, {"points", ideal}});
-    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", fmt::format("{}: speedup against accelerators", benchmark)},
+    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", fmt::format("{}: speedup against accelerators", title)},
                       {"x", {{"name", "accelerators"}, {"log", true}}}, {"y", {{"name", "speedup"}, {"log", true}}},
                       {"series", std::move(speedup_series)},
                       {"notes", Json::array({"Speedup relative to each accelerator model's smallest submitted count; the "
                                              "ideal line is drawn from the smallest count over all models."})}});
-    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", fmt::format("{}: E' against accelerators", benchmark)},
+    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", fmt::format("{}: E' against accelerators", title)},
                       {"x", {{"name", "accelerators"}, {"log", true}}}, {"y", {{"name", "E'"}, {"min", 0}}},
                       {"series", std::move(eff_series)},
                       {"marks", {{"y", Json::array({{{"value", doc.options.threshold},

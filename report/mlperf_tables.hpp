@@ -1,0 +1,30 @@
+#pragma once
+// The tables of `scalescope mlperf` (runs, scores, scaling across systems),
+// rendered from the typed results of mlperf/ (the one place they are
+// formatted; no computation here). The HTML report's MLPerf section draws the
+// same mlperf::MlperfScaling.
+//
+//   report::print_tables(std::cout, report::mlperf_scaling_tables(mlperf::analyze(runs, {})), OutputFormat::kJson);
+
+#include <vector>
+
+#include "report/table.hpp"
+
+namespace scalescope::mlperf {
+struct Run;
+struct Score;
+struct MlperfScaling;
+}  // namespace scalescope::mlperf
+
+namespace scalescope::report {
+
+// One row per run, the columns of the runs CSV (mlperf::runs_csv_columns).
+Table mlperf_runs_table(const std::vector<mlperf::Run>& runs);
+// One row per result folder with its official score or why none.
+Table mlperf_scores_table(const std::vector<mlperf::Score>& scores);
+// One table per group ("MLPerf <title> on <accelerator>: scaling across
+// systems"): a row per system, the reference, the break-even points and the
+// systems left out as notes.
+std::vector<Table> mlperf_scaling_tables(const mlperf::MlperfScaling& scaling);
+
+}  // namespace scalescope::report
