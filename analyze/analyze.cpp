@@ -526,7 +526,7 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
     r.attribution = detail::summarize_attribution(t, *paths, ws, we, !o.window.has_value(), r.iterations.iterations, info);
   } else {
     r.attribution.available = false;
-    r.attribution.reason = "skipped: turned off (Options::attribution)";
+    r.attribution.reason = "skipped: turned off (--no-attribution)";
   }
   if (o.window && wall == 0 && r.attribution.available) {
     r.attribution.available = false;

@@ -249,6 +249,7 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
     std::string input, window, iteration_range, classes, format = "table";
     bool json = false;
     bool no_align_clocks = false;
+    bool no_attribution = false;
     int top = 10;
     unsigned threads = 0;
   };
@@ -267,6 +268,8 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
       ->excludes(json_flag);
   cmd->add_flag("--no-align-clocks", args->no_align_clocks,
                 "do not align the hosts' clocks from matched collectives (estimate and report only)");
+  cmd->add_flag("--no-attribution", args->no_attribution,
+                "skip GPU time by operator and range (docs/attribution.md): faster on traces with many operator ranges");
   cmd->add_option("--top", args->top, "kernels in the top-kernel table")->check(CLI::Range(1, 1000));
   cmd->add_option("--threads", args->threads, "ranks analysed at once (0: automatic, at most 4)");
   cmd->callback([args, &exit_code] {
@@ -274,6 +277,7 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
     if (!args->window.empty()) options.window = analyze::WindowSpec::parse(args->window);
     options.iteration_range = args->iteration_range;
     options.align_clocks = !args->no_align_clocks;
+    options.attribution = !args->no_attribution;
     if (!args->classes.empty()) options.classifier = analyze::KernelClassifier::from_file(args->classes);
     LoadProgress progress("load");
     const analyze::RunAnalysis run = analyze::analyze_path(args->input, options, args->threads, progress.callback());

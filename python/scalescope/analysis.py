@@ -7,6 +7,10 @@ from . import _frames
 # Per-rank sections with one row of figures per rank (rank summary tables).
 SECTIONS = ("breakdown", "iterations", "launch", "copies", "sync", "precision", "layout", "input", "numa")
 
+# The columns of one attribution row (analyze/attribution.hpp, AttributionRow).
+_ATTRIBUTION_ROW = ["name", "kind", "calls", "gpu_ns", "self_gpu_ns", "sum_ns", "self_sum_ns", "kernels", "kernels_per_call",
+                    "cpu_ns", "self_cpu_ns", "step_fraction", "gpu_ns_per_iteration"]
+
 
 class Finding:
     """One advisor finding: id, title, severity, evidence, figures, ranks,
@@ -152,6 +156,55 @@ class Analysis:
     def layout_kernels(self):
         """The largest layout conversions (list = top) and NCHW-only half kernels (top_nchw_half)."""
         return self._kernels([("layout", "top"), ("layout", "top_nchw_half")], "Analysis.layout_kernels")
+
+    # ---- GPU time by operator, module and range (docs/attribution.md) -------------
+    attribution = property(lambda s: s._summary("attribution"),
+                           doc="per rank: busy_ns, attributed_ns, unattributed_ns (no_launch_ns + outside_ranges_ns), "
+                               "backward_links, link_source, available/reason")
+
+    @property
+    def operators(self):
+        """GPU time per operator name: rank, name, kind, calls, gpu_ns (inclusive), self_gpu_ns, sum_ns,
+        self_sum_ns, kernels, kernels_per_call, cpu_ns, self_cpu_ns, step_fraction, gpu_ns_per_iteration;
+        largest gpu_ns first. Unattributed time is in Analysis.attribution."""
+        return self._detail("attribution", "operators", _ATTRIBUTION_ROW, "Analysis.operators")
+
+    @property
+    def ranges(self):
+        """GPU time per module (nn.Module), NVTX and user range, the same columns as operators."""
+        return self._detail("attribution", "ranges", _ATTRIBUTION_ROW, "Analysis.ranges")
+
+    @property
+    def attribution_tree(self):
+        """The tree of paths module > ... > operator: rank, node, parent (-1 for the root, whose self time
+        is the unattributed time), kind, name, gpu_ns (inclusive), self_gpu_ns, kernels."""
+        rows = [dict(rank=r["rank"], node=i, **n) for r in self._ranks for i, n in enumerate(r["attribution"]["tree"])]
+        return _frames.records(rows, ["rank", "node", "parent", "kind", "name", "gpu_ns", "self_gpu_ns", "kernels"],
+                               "Analysis.attribution_tree")
+
+    @property
+    def attribution_iterations(self):
+        """Per iteration and top operator: rank, iteration, start_ns, end_ns, busy_ns, attributed_ns,
+        operator, gpu_ns (that operator's GPU time in that iteration)."""
+        rows = []
+        for r in self._ranks:
+            a = r["attribution"]
+            for i, it in enumerate(a["iterations"]):
+                for k, ns in enumerate(it["top_operator_gpu_ns"][:len(a["operators"])]):
+                    rows.append({"rank": r["rank"], "iteration": i, "start_ns": it["start_ns"], "end_ns": it["end_ns"],
+                                 "busy_ns": it["busy_ns"], "attributed_ns": it["attributed_ns"],
+                                 "operator": a["operators"][k]["name"], "gpu_ns": ns})
+        return _frames.records(rows, ["rank", "iteration", "start_ns", "end_ns", "busy_ns", "attributed_ns", "operator",
+                                      "gpu_ns"], "Analysis.attribution_iterations")
+
+    @property
+    def responsible_operators(self):
+        """The operators (and modules) that launched the advisor's kernels of concern: rank, list
+        (layout_conversions, fp32_no_tensor, tiny_kernels), operator, module, count, sum_ns."""
+        rows = [dict(rank=r["rank"], list=field, **x) for r in self._ranks
+                for field in ("layout_conversions", "fp32_no_tensor", "tiny_kernels") for x in r["attribution"][field]]
+        return _frames.records(rows, ["rank", "list", "operator", "module", "count", "sum_ns"],
+                               "Analysis.responsible_operators")
 
     @property
     def stragglers(self):

@@ -118,3 +118,38 @@ def test_diff_equals_cli(cli):
     assert d.json["diff"] == expected["diff"]
     assert d.breakdown.to_dict("records") == expected["diff"]["breakdown"]
     assert d.iteration == expected["diff"]["iteration"]
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.name)
+def test_attribution_equals_cli_json(cli, path):
+    """GPU time by operator, range, tree node and iteration: every row and
+    number of `analyze --json`'s attribution, and operators + unattributed
+    add up to the busy time as the CLI says."""
+    expected = cli("analyze", path, "--json")["analysis"]["ranks"]
+    a = scalescope.open(path).analyze()
+    checked = 0
+    for r in expected:
+        e = r["attribution"]
+        (summary,) = rows_of(a.attribution, r["rank"])
+        assert summary["available"] == e["availability"]["available"]
+        for key in ("busy_ns", "attributed_ns", "unattributed_ns", "no_launch_ns", "outside_ranges_ns", "backward_links"):
+            assert summary[key] == e[key], key
+        assert summary["attributed_ns"] + summary["unattributed_ns"] == summary["busy_ns"]
+        for df, field in ((a.operators, "operators"), (a.ranges, "ranges"), (a.attribution_tree, "tree")):
+            got = rows_of(df, r["rank"])
+            assert len(got) == len(e[field]), field
+            assert got or field == "operators", field  # collector runs without emit_nvtx have ranges only
+            for g, x in zip(got, e[field]):
+                for k, v in x.items():
+                    assert same(g[k], v), (field, k)
+                    checked += 1
+        its = rows_of(a.attribution_iterations, r["rank"])
+        want = [(i, it["busy_ns"], e["operators"][k]["name"], ns) for i, it in enumerate(e["iterations"])
+                for k, ns in enumerate(it["top_operator_gpu_ns"][:len(e["operators"])])]
+        assert [(x["iteration"], x["busy_ns"], x["operator"], x["gpu_ns"]) for x in its] == want
+        resp = rows_of(a.responsible_operators, r["rank"])
+        assert len(resp) == sum(len(e[f]) for f in ("layout_conversions", "fp32_no_tensor", "tiny_kernels"))
+        # The largest operator by inclusive GPU time comes first, as in the CLI's table.
+        ops = rows_of(a.operators, r["rank"]) or rows_of(a.ranges, r["rank"])
+        assert ops[0]["gpu_ns"] == max(o["gpu_ns"] for o in ops)
+    assert checked > 100
