@@ -444,25 +444,34 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
     // Only lateness beyond the next-latest rank's is the straggler's: ranks
     // that take turns being last (a launch-bound DPO job on 2×H200: 1.37 s and
     // 1.23 s) would keep waiting for each other if this one were fixed.
-    const double next = st.ranks.size() > 1 ? st.ranks[1].late_per_iteration_ns : 0;
-    const double excess = std::max(0.0, worst.late_per_iteration_ns - next);
+    // Steady iterations only where there are any (stragglers.cpp ranks by them):
+    // a wait at start-up is not a cost of every step.
+    const bool steady = st.steady_matched_collectives > 0;
+    auto per_iteration = [steady](const analyze::RankLateness& l) {
+      return steady ? l.steady_late_per_iteration_ns : l.late_per_iteration_ns;
+    };
+    const double worst_per_iteration = per_iteration(worst);
+    const double next = st.ranks.size() > 1 ? per_iteration(st.ranks[1]) : 0;
+    const double excess = std::max(0.0, worst_per_iteration - next);
     const double share = step > 0 ? excess / step : 0;
     if (share >= th.straggler_share) {
       Finding f;
       f.id = "straggler";
       f.title = fmt::format("Rank {} makes the others wait", worst.rank);
-      f.evidence = fmt::format("rank {} arrives last at {} of {} matched collectives, {} late per iteration, {} more than "
+      f.evidence = fmt::format("rank {} arrives last at {} of {} matched collectives{}, {} late per {}iteration, {} more than "
                                "the next-latest rank ({} of a {} step, threshold {}); {} late in total, at most {}",
-                               worst.rank, worst.times_last, st.matched_collectives,
-                               format_duration_ns(worst.late_per_iteration_ns), format_duration_ns(excess),
+                               worst.rank, steady ? worst.steady_times_last : worst.times_last,
+                               steady ? st.steady_matched_collectives : st.matched_collectives,
+                               steady ? " of the steady iterations" : "", format_duration_ns(worst_per_iteration),
+                               steady ? "steady " : "", format_duration_ns(excess),
                                format_percent(share), format_duration_ns(step), format_percent(th.straggler_share),
                                format_duration_ns(static_cast<double>(worst.total_late_ns)),
                                format_duration_ns(static_cast<double>(worst.max_late_ns)));
       f.ranks = {worst.rank};
-      f.figures = {{"late per iteration", worst.late_per_iteration_ns, "ns"},
+      f.figures = {{"late per iteration", worst_per_iteration, "ns"},
                    {"beyond the next-latest rank", excess, "ns"},
                    {"share of step", share, "fraction"},
-                   {"times last", static_cast<double>(worst.times_last), "count"}};
+                   {"times last", static_cast<double>(steady ? worst.steady_times_last : worst.times_last), "count"}};
       f.saving_method =
           "upper bound: the straggler's lateness per iteration beyond the next-latest rank's, which every other rank waits "
           "out";

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -536,6 +537,13 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   // ---- collectives for straggler matching --------------------------------
   {
     std::map<std::pair<trace::StringId, trace::NcclOp>, int64_t> occurrence;
+    // Collectives before the first steady iteration belong to the warm-up.
+    Timestamp steady_start = std::numeric_limits<Timestamp>::min();
+    for (const Iteration& it : r.iterations.iterations)
+      if (!it.warmup) {
+        steady_start = it.start;
+        break;
+      }
     auto push = [&](trace::StringId comm_id, trace::NcclOp op, int64_t seq, Timestamp s, Timestamp e) {
       int64_t& n = occurrence[{comm_id, op}];
       const int64_t sequence = seq >= 0 ? seq : n;
@@ -547,6 +555,7 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
       c.sequence = sequence;
       c.arrival_unix_ns = t.meta.to_unix_ns(s);
       c.end_unix_ns = t.meta.to_unix_ns(e);
+      c.warmup = s < steady_start;
       r.collectives.push_back(c);
     };
     if (nc.size() > 0) {

@@ -160,6 +160,7 @@ struct CollectiveArrival {
   int64_t sequence = -1;   // from the trace, or order of occurrence per (communicator, op)
   int64_t arrival_unix_ns = 0;  // kernel start, on the Unix clock
   int64_t end_unix_ns = 0;
+  bool warmup = false;     // started before the rank's first steady iteration
 };
 
 struct LaunchStats {
@@ -336,6 +337,12 @@ struct RankLateness {
   int64_t max_late_ns = 0;
   double late_per_iteration_ns = 0;
   int64_t times_last = 0;         // collectives where this rank arrived last
+  // The same over the collectives no rank reached in a warm-up iteration: one
+  // wait at start-up (a slow first batch, a compile) must not outweigh a
+  // steady lateness every step.
+  int64_t steady_late_ns = 0;
+  int64_t steady_times_last = 0;
+  double steady_late_per_iteration_ns = 0;  // steady_late_ns / steady iterations
 };
 
 struct StragglerStats {
@@ -343,7 +350,9 @@ struct StragglerStats {
   int64_t matched_collectives = 0;
   int64_t unmatched_collectives = 0;
   int64_t total_wait_ns = 0;            // summed (latest - earliest) arrival
-  std::vector<RankLateness> ranks;      // sorted by total_late_ns, descending
+  int64_t steady_matched_collectives = 0;  // matched, reached by no rank in a warm-up iteration
+  std::string ranked_by;                // "steady iterations" (steady_late_ns) or "whole window" (total_late_ns)
+  std::vector<RankLateness> ranks;      // latest first, by steady_late_ns where steady collectives exist
   int32_t slowest_rank = -1;            // longest median iteration
   double slowest_rank_median_ns = 0;
   double fastest_rank_median_ns = 0;
@@ -359,6 +368,7 @@ struct NodeSummary {
   double wall_ns = 0, compute_ns = 0, exposed_communication_ns = 0, copy_ns = 0, idle_ns = 0;
   double steady_median_iteration_ns = 0;  // of the node's slowest rank; 0 without iterations
   int64_t late_ns = 0;                    // its ranks' summed lateness at matched collectives
+  int64_t steady_late_ns = 0;             // ... at those reached in steady iterations only
   int64_t times_last = 0;
 };
 

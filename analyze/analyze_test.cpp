@@ -619,6 +619,54 @@ TEST(StragglerTest, MisalignedClocksAreSkippedNotWrong) {
   EXPECT_NE(s.availability.reason.find("clocks do not line up"), std::string::npos) << s.availability.reason;
 }
 
+// Iteration 0 is a long warm-up (10 us, the others 1 us). Rank 0 waits once
+// there, 5 us late at the first collective; rank 1 is 100 ns late at every
+// steady one. By total lateness rank 0 would come first (5000 > 900); the
+// ranking, the steady figures and the advisor name rank 1.
+trace::Trace warmup_straggler_rank(int32_t r) {
+  TraceBuilder b;
+  b.rank(r);
+  b.t.meta.clock.push_back({0, 0});
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = i == 0 ? 0 : 10000 + 1000 * (i - 1);
+    const int64_t len = i == 0 ? 10000 : 1000;
+    const int64_t late = i == 0 ? (r == 0 ? 5000 : 0) : (r == 1 ? 100 : 0);
+    b.range("ProfilerStep#" + std::to_string(i), t, t + len);
+    b.kernel("gemm_kernel", t, t + len / 4);
+    b.nccl(NcclOp::kAllReduce, t + len / 4 + late, t + len - 50, i);
+    b.kernel("gemm_kernel", t + len - 50, t + len);
+  }
+  return std::move(b.t);
+}
+
+TEST(StragglerTest, OneWaitAtStartUpDoesNotOutweighASteadyLateness) {
+  std::vector<RankAnalysis> ranks;
+  for (int r = 0; r < 2; ++r) ranks.push_back(analyze_rank(warmup_straggler_rank(r), Options{}));
+  ASSERT_EQ(ranks[0].iterations.warmup_count, 1);
+  const RunAnalysis run = combine(std::move(ranks), /*align_clocks=*/false);
+  const StragglerStats& s = run.stragglers;
+  ASSERT_TRUE(s.availability.available) << s.availability.reason;
+  EXPECT_EQ(s.matched_collectives, 10);
+  EXPECT_EQ(s.steady_matched_collectives, 9);
+  EXPECT_EQ(s.ranked_by, "steady iterations");
+  ASSERT_EQ(s.ranks.size(), 2u);
+  EXPECT_EQ(s.ranks[0].rank, 1);
+  EXPECT_EQ(s.ranks[0].steady_late_ns, 900);
+  EXPECT_EQ(s.ranks[0].steady_times_last, 9);
+  EXPECT_DOUBLE_EQ(s.ranks[0].steady_late_per_iteration_ns, 100);
+  EXPECT_EQ(s.ranks[1].rank, 0);
+  EXPECT_EQ(s.ranks[1].total_late_ns, 5000);  // whole-window figures are kept
+  EXPECT_EQ(s.ranks[1].steady_late_ns, 0);
+}
+
+TEST(StragglerTest, WithoutWarmUpTheWholeWindowRanks) {
+  std::vector<RankAnalysis> ranks;
+  for (int r = 0; r < 3; ++r) ranks.push_back(analyze_rank(straggler_rank(r, true), Options{}));
+  const StragglerStats s = combine(std::move(ranks)).stragglers;
+  EXPECT_EQ(s.steady_matched_collectives, s.matched_collectives);
+  for (const RankLateness& l : s.ranks) EXPECT_EQ(l.steady_late_ns, l.total_late_ns);
+}
+
 TEST(StragglerTest, OneRankIsSkipped) {
   const RunAnalysis run = combine({analyze_rank(straggler_rank(0, true), Options{})});
   EXPECT_FALSE(run.stragglers.availability.available);

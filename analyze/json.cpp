@@ -239,11 +239,16 @@ void to_json(json& j, const StragglerStats& v) {
                      {"total_late_ns", r.total_late_ns},
                      {"max_late_ns", r.max_late_ns},
                      {"late_per_iteration_ns", r.late_per_iteration_ns},
-                     {"times_last", r.times_last}});
+                     {"times_last", r.times_last},
+                     {"steady_late_ns", r.steady_late_ns},
+                     {"steady_late_per_iteration_ns", r.steady_late_per_iteration_ns},
+                     {"steady_times_last", r.steady_times_last}});
   j = json{{"availability", v.availability},
            {"matched_collectives", v.matched_collectives},
            {"unmatched_collectives", v.unmatched_collectives},
            {"total_wait_ns", v.total_wait_ns},
+           {"steady_matched_collectives", v.steady_matched_collectives},
+           {"ranked_by", v.ranked_by},
            {"ranks", std::move(ranks)},
            {"slowest_rank", v.slowest_rank},
            {"slowest_rank_median_ns", v.slowest_rank_median_ns},
@@ -263,6 +268,7 @@ void to_json(json& j, const NodeStats& v) {
                      {"mean_idle_ns", n.idle_ns},
                      {"steady_median_iteration_ns", n.steady_median_iteration_ns},
                      {"late_ns", n.late_ns},
+                     {"steady_late_ns", n.steady_late_ns},
                      {"times_last", n.times_last}});
   json comms = json::array();
   for (const auto& c : v.communicators)

@@ -202,6 +202,7 @@ NodeStats find_nodes(const std::vector<RankAnalysis>& ranks, const StragglerStat
     for (int32_t r : n.ranks)
       if (auto it = late.find(r); it != late.end()) {
         n.late_ns += it->second->total_late_ns;
+        n.steady_late_ns += it->second->steady_late_ns;
         n.times_last += it->second->times_last;
       }
   }
@@ -220,14 +221,18 @@ NodeStats find_nodes(const std::vector<RankAnalysis>& ranks, const StragglerStat
   // The slowest node: the one whose ranks the others waited for most (per
   // rank, so a node with more ranks is not blamed for its size); without
   // matched collectives, the one with the longest steady iteration.
+  // Steady lateness where there is any, as the stragglers are ranked.
   const NodeSummary* slowest = nullptr;
   if (stragglers.availability.available) {
-    auto per_rank = [](const NodeSummary& n) {
-      return n.ranks.empty() ? 0.0 : static_cast<double>(n.late_ns) / static_cast<double>(n.ranks.size());
+    const bool steady = stragglers.steady_matched_collectives > 0;
+    auto late = [steady](const NodeSummary& n) { return steady ? n.steady_late_ns : n.late_ns; };
+    auto per_rank = [&late](const NodeSummary& n) {
+      return n.ranks.empty() ? 0.0 : static_cast<double>(late(n)) / static_cast<double>(n.ranks.size());
     };
     for (const NodeSummary& n : st.nodes)
       if (!slowest || per_rank(n) > per_rank(*slowest)) slowest = &n;
-    if (slowest && slowest->late_ns > 0) st.slowest_node_by = "lateness at collectives";
+    if (slowest && late(*slowest) > 0)
+      st.slowest_node_by = steady ? "lateness at collectives in steady iterations" : "lateness at collectives";
     else slowest = nullptr;
   }
   if (!slowest) {

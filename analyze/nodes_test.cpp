@@ -54,7 +54,7 @@ TEST(Nodes, PerNodeBreakdownCommunicatorsAndTheSlowestNode) {
   EXPECT_DOUBLE_EQ(n.nodes[0].compute_ns, (600'000.0 + 595'000.0) / 2);
   EXPECT_EQ(n.nodes[1].late_ns, 20 * (10'000 + 90'000));
   EXPECT_EQ(n.slowest_node, "b");
-  EXPECT_EQ(n.slowest_node_by, "lateness at collectives");
+  EXPECT_EQ(n.slowest_node_by, "lateness at collectives in steady iterations");
   // "world" spans both hosts, each "local-*" one host.
   ASSERT_EQ(n.communicators.size(), 3u);
   int inter = 0;

@@ -39,6 +39,7 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
   struct Arrivals {
     std::vector<std::pair<size_t, int64_t>> by_rank;  // (index into ranks, arrival)
     int64_t first_end = INT64_MAX;                    // earliest end over ranks
+    bool warmup = false;                              // some rank reached it in a warm-up iteration
   };
   std::map<Key, Arrivals> matched;
   size_t total = 0;
@@ -47,6 +48,7 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
       Arrivals& a = matched[{c.communicator_name, c.op, c.sequence}];
       a.by_rank.push_back({ri, c.arrival_unix_ns});
       a.first_end = std::min(a.first_end, c.end_unix_ns);
+      a.warmup = a.warmup || c.warmup;
       ++total;
     }
   }
@@ -94,8 +96,13 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
     for (auto [ri, t] : a.by_rank) {
       late[ri].total_late_ns += t - first;
       late[ri].max_late_ns = std::max(late[ri].max_late_ns, t - first);
+      if (!a.warmup) late[ri].steady_late_ns += t - first;
     }
     if (last > first) late[last_rank].times_last += 1;
+    if (!a.warmup) {
+      st.steady_matched_collectives += 1;
+      if (last > first) late[last_rank].steady_times_last += 1;
+    }
   }
   if (st.matched_collectives == 0) {
     st.availability = {false, fmt::format("skipped: none of the {} collectives matched across ranks "
@@ -106,9 +113,17 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
   for (size_t ri = 0; ri < ranks.size(); ++ri) {
     const int64_t n = ranks[ri].iterations.count;
     late[ri].late_per_iteration_ns = n > 0 ? static_cast<double>(late[ri].total_late_ns) / static_cast<double>(n) : 0;
+    const int64_t steady = n - ranks[ri].iterations.warmup_count;
+    late[ri].steady_late_per_iteration_ns =
+        steady > 0 ? static_cast<double>(late[ri].steady_late_ns) / static_cast<double>(steady) : 0;
   }
-  std::sort(late.begin(), late.end(), [](const RankLateness& a, const RankLateness& b) {
-    return a.total_late_ns > b.total_late_ns || (a.total_late_ns == b.total_late_ns && a.rank < b.rank);
+  // Ranked by steady lateness where there is any steady collective: a rank that
+  // waited once at start-up is not the one that makes the others wait each step.
+  const bool by_steady = st.steady_matched_collectives > 0;
+  st.ranked_by = by_steady ? "steady iterations" : "whole window";
+  std::sort(late.begin(), late.end(), [by_steady](const RankLateness& a, const RankLateness& b) {
+    const int64_t x = by_steady ? a.steady_late_ns : a.total_late_ns, y = by_steady ? b.steady_late_ns : b.total_late_ns;
+    return x > y || (x == y && a.rank < b.rank);
   });
   st.ranks = std::move(late);
   return st;

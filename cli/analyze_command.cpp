@@ -91,14 +91,18 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   {
     const auto& s = run.stragglers;
     Table t("Stragglers (lateness at matched collectives)",
-            cols({{"rank", 0}, {"total_late_ns", 0}, {"late_per_iteration_ns", 0}, {"max_late_ns", 0}, {"times_last", 0}}));
+            cols({{"rank", 0}, {"total_late_ns", 0}, {"late_per_iteration_ns", 0}, {"max_late_ns", 0}, {"times_last", 0},
+                  {"steady_late_ns", 0}, {"steady_late_per_iteration_ns", 0}, {"steady_times_last", 0}}));
     if (!s.availability.available) {
       t.add_note("Stragglers: " + s.availability.reason);
     } else {
       for (const auto& r : s.ranks)
-        t.add_row({int64_t{r.rank}, ns(r.total_late_ns), nsd(r.late_per_iteration_ns), ns(r.max_late_ns), r.times_last});
-      t.add_note(fmt::format("{} collectives matched, {} unmatched; ranks waited {} in total", s.matched_collectives,
-                             s.unmatched_collectives, report::format_duration_ns(static_cast<double>(s.total_wait_ns))));
+        t.add_row({int64_t{r.rank}, ns(r.total_late_ns), nsd(r.late_per_iteration_ns), ns(r.max_late_ns), r.times_last,
+                   ns(r.steady_late_ns), nsd(r.steady_late_per_iteration_ns), r.steady_times_last});
+      t.add_note(fmt::format("{} collectives matched ({} in steady iterations), {} unmatched; ranks waited {} in total; "
+                             "ranked by lateness in the {}",
+                             s.matched_collectives, s.steady_matched_collectives, s.unmatched_collectives,
+                             report::format_duration_ns(static_cast<double>(s.total_wait_ns)), s.ranked_by));
     }
     if (s.slowest_rank >= 0 && run.ranks.size() > 1)
       t.add_note(fmt::format("slowest rank by steady median iteration: rank {} ({} vs fastest {})", s.slowest_rank,

@@ -371,7 +371,7 @@ TEST(ReportHtml, PerNodeSectionOfATwoHostRun) {
   const int64_t late_b = (*table)["rows"][1][column_of(*table, "late_ns")].get<int64_t>();
   EXPECT_GT(late_b, 10 * late_a + 1'000'000) << "rank 3 on nodeb is late at every collective";
   ASSERT_TRUE((*table).contains("notes"));
-  EXPECT_EQ((*table)["notes"][0], "slowest node: nodeb (by lateness at collectives)");
+  EXPECT_EQ((*table)["notes"][0], "slowest node: nodeb (by lateness at collectives in steady iterations)");
   ASSERT_NE(find_table(*nodes, "Communicators"), nullptr);
 
   // The charts: a breakdown and the lateness per node.

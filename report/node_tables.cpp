@@ -50,11 +50,11 @@ std::vector<Table> node_tables(const analyze::RunAnalysis& run) {
     Table t("Nodes (means over each node's ranks)",
             cols({{"host", 0}, {"node", 0}, {"ranks", 0}, {"wall_ns", 0}, {"compute_ns", 0}, {"exposed_comm_ns", 0},
                   {"copies_sets_ns", 0}, {"idle_ns", 0}, {"steady_median_iteration_ns", 0}, {"late_ns", 0},
-                  {"times_last", 0}}));
+                  {"steady_late_ns", 0}, {"times_last", 0}}));
     for (const auto& x : n.nodes)
       t.add_row({x.hostname, x.node_rank >= 0 ? Cell{int64_t{x.node_rank}} : Cell{}, fmt::format("{}", fmt::join(x.ranks, ",")),
                  nsd(x.wall_ns), nsd(x.compute_ns), nsd(x.exposed_communication_ns), nsd(x.copy_ns), nsd(x.idle_ns),
-                 nsd(x.steady_median_iteration_ns), ns(x.late_ns), x.times_last});
+                 nsd(x.steady_median_iteration_ns), ns(x.late_ns), ns(x.steady_late_ns), x.times_last});
     if (!n.slowest_node.empty()) t.add_note(fmt::format("slowest node: {} (by {})", n.slowest_node, n.slowest_node_by));
     if (!n.missing_nodes.empty())
       t.add_note(fmt::format("{} of {} expected nodes did not report: {}", n.missing_nodes.size(),

@@ -456,11 +456,15 @@ Json counter_blocks(const std::vector<trace::Trace>& traces, size_t max_points) 
 Json straggler_blocks(const analyze::StragglerStats& s) {
   if (!s.availability.available) return Json::array({paragraph("Stragglers: " + s.availability.reason, "skipped")});
   Table t("Lateness at collectives per rank", {Column("rank"), Column("total late ms"), Column("max late ms"),
-                                               Column("late per iteration ms"), Column("times last")});
+                                               Column("late per iteration ms"), Column("times last"),
+                                               Column("steady late per iteration ms"), Column("steady times last")});
   for (const auto& r : s.ranks)
-    t.add_row({int64_t{r.rank}, ms(r.total_late_ns), ms(r.max_late_ns), ms(r.late_per_iteration_ns), r.times_last});
-  t.add_note(fmt::format("{} collectives matched across ranks ({} unmatched); summed wait {}.", s.matched_collectives,
-                         s.unmatched_collectives, format_duration_ns(static_cast<double>(s.total_wait_ns))));
+    t.add_row({int64_t{r.rank}, ms(r.total_late_ns), ms(r.max_late_ns), ms(r.late_per_iteration_ns), r.times_last,
+               ms(r.steady_late_per_iteration_ns), r.steady_times_last});
+  t.add_note(fmt::format("{} collectives matched across ranks ({} in steady iterations, {} unmatched); summed wait {}; "
+                         "ranked by lateness in the {}.",
+                         s.matched_collectives, s.steady_matched_collectives, s.unmatched_collectives,
+                         format_duration_ns(static_cast<double>(s.total_wait_ns)), s.ranked_by));
   return Json::array({table_block(t)});
 }
 

@@ -209,10 +209,12 @@ class Analysis:
     @property
     def stragglers(self):
         """Lateness at matched collectives: rank, total_late_ns, max_late_ns,
-        late_per_iteration_ns, times_last (empty when unavailable; see stragglers_summary)."""
+        late_per_iteration_ns, times_last, and the same over steady iterations: steady_late_ns,
+        steady_late_per_iteration_ns, steady_times_last (empty when unavailable; see stragglers_summary)."""
         s = self.json["analysis"]["stragglers"]
         return _frames.records(s["ranks"], ["rank", "total_late_ns", "max_late_ns", "late_per_iteration_ns",
-                                            "times_last"], "Analysis.stragglers")
+                                            "times_last", "steady_late_ns", "steady_late_per_iteration_ns",
+                                            "steady_times_last"], "Analysis.stragglers")
 
     @property
     def stragglers_summary(self):
