@@ -367,6 +367,34 @@ TEST(AdviseTest, StragglerNamesTheLateRank) {
   EXPECT_DOUBLE_EQ(s->saving_fraction, 0.2);
 }
 
+// Rank 0 waits 6 us once in a 10 us warm-up step; rank 1 is 100 ns late at
+// each of the 9 steady 1 us steps. The finding names rank 1, with its steady
+// figures, not the rank with the most lateness in total.
+TEST(AdviseTest, StragglerIsJudgedOnTheSteadyStepsNotTheWarmUp) {
+  std::vector<analyze::RankAnalysis> ranks;
+  for (int r = 0; r < 2; ++r) {
+    TraceBuilder b;
+    b.rank(r);
+    for (int i = 0; i < 10; ++i) {
+      const int64_t t = i == 0 ? 0 : 10000 + 1000 * (i - 1), len = i == 0 ? 10000 : 1000;
+      const int64_t late = i == 0 ? (r == 0 ? 6000 : 0) : (r == 1 ? 100 : 0);
+      b.range("ProfilerStep#" + std::to_string(i), t, t + len);
+      b.kernel("gemm_kernel", t, t + len / 4);
+      b.nccl(trace::NcclOp::kAllReduce, t + len / 4 + late, t + len - 50, i);
+      b.kernel("gemm_kernel", t + len - 50, t + len);
+    }
+    ranks.push_back(analyze::analyze_rank(b.t, analyze::Options{}));
+  }
+  const auto run = analyze::combine(std::move(ranks));
+  ASSERT_EQ(run.stragglers.ranked_by, "steady iterations");
+  const auto findings = advise(run);
+  const Finding* s = find(findings, "straggler");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->ranks, std::vector<int32_t>{1});
+  EXPECT_DOUBLE_EQ(s->saving_fraction, 0.1);  // 100 ns of a 1000 ns steady step
+  EXPECT_NE(s->evidence.find("9 of 9 matched collectives of the steady iterations"), std::string::npos) << s->evidence;
+}
+
 // Seen on H200 (DPO, 2 GPUs): both ranks late about as often and as much
 // (1.37 s and 1.23 s); neither is a straggler, fixing one would not help.
 TEST(AdviseTest, RanksTakingTurnsAreNoStraggler) {
