@@ -10,6 +10,9 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#ifdef SCALESCOPE_MIMALLOC
+#include <mimalloc.h>
+#endif
 
 #include "cli/commands.hpp"
 #include "cli/usage_error.hpp"
@@ -94,8 +97,25 @@ std::string command_path(CLI::App& app) {
 
 }  // namespace
 
+#ifdef SCALESCOPE_MIMALLOC
+namespace {
+// mimalloc with 2 MiB pages (transparent huge pages where the kernel has no
+// reserved ones): the first touch of a fresh 4 KiB page is what large traces
+// pay for most (docs/performance.md). Set from .preinit_array, which runs
+// before every library's initializer: libstdc++ allocates before main, and
+// mimalloc's first segment, taken then, would otherwise hold the small and
+// mid-size blocks of the whole command on 4 KiB pages. Not through the
+// environment (MIMALLOC_LARGE_OS_PAGES), which the jobs `profile` runs would inherit.
+void use_large_os_pages(int, char**, char**) { mi_option_enable(mi_option_large_os_pages); }
+}  // namespace
+__attribute__((section(".preinit_array"), used)) void (*const scalescope_preinit_allocator)(int, char**, char**) =
+    use_large_os_pages;
+#endif
+
 int main(int argc, char** argv) {
-  scalescope::trace::tune_allocator();  // keep freed memory for reuse (issue 20)
+#ifndef SCALESCOPE_MIMALLOC
+  scalescope::trace::tune_allocator();  // glibc: keep freed memory for reuse (issue 20)
+#endif
   bool has_job_separator = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--") {

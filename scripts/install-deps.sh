@@ -9,6 +9,7 @@ APT_PACKAGES=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev libzstd-dev zstd zlib1g-dev libdeflate-dev
   libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
   libhwloc-dev libnuma-dev libxxhash-dev
+  libmimalloc-dev
   python3-numpy python3-pandas python3-pytest python3-matplotlib
 )
 # Not needed to build and use the command line: the fuzzers' compiler, the
