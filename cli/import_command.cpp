@@ -1,16 +1,20 @@
 // scalescope import: a PyTorch-profiler (Kineto) JSON trace or an Nsight
 // Systems SQLite export becomes a scalescope trace; a directory of rank traces
 // (or an export holding several processes) becomes a .ssrun run directory.
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <iostream>
 #include <map>
+#include <mutex>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
+#include "trace/file_pool.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/safe_output.hpp"
@@ -121,9 +125,12 @@ void write_one(const trace::Trace& t, const fs::path& out) {
 // in a temporary directory beside `out`, closed by its manifest, then renamed
 // into place, so `out` is either absent, the old run (on failure), or the
 // whole new run; never a mix.
-// `produce(emit)` calls emit(trace, input file, file name without extension)
-// once per trace, so that only one trace is held at a time.
-using EmitTrace = std::function<void(const trace::Trace&, const fs::path&, const std::string&)>;
+// `produce(emit)` calls emit(order, trace, input file, file name without
+// extension) once per trace, possibly from several threads at once; each trace
+// is written as it comes (only the traces being imported are held), and the
+// names are checked and given in `order`, so the run directory, the report and
+// any error are the same whatever order the threads finish in.
+using EmitTrace = std::function<void(size_t, const trace::Trace&, const fs::path&, const std::string&)>;
 void import_directory(const std::function<void(const EmitTrace&)>& produce, const fs::path& out, bool force,
                       std::vector<report::Table>& tables) {
   std::error_code ec;
@@ -136,20 +143,37 @@ void import_directory(const std::function<void(const EmitTrace&)>& produce, cons
   fs::remove_all(tmp.path(), ec);
   fs::create_directories(tmp.path(), ec);
   if (ec) fail("{}: cannot create run directory: {}", out.string(), ec.message());
+  struct Part {
+    size_t order;
+    std::string name;  // the file name it will have
+    fs::path input, path;
+    int32_t rank;
+  };
+  std::mutex mutex;
+  std::vector<Part> parts;  // guarded by mutex
+  std::atomic<size_t> next_part{0};
+  produce([&](size_t order, const trace::Trace& t, const fs::path& f, const std::string& stem) {
+    // A hidden name (not *.sstrace) until every trace is in and the names are checked.
+    const fs::path path = tmp.path() / fmt::format(".part{}", next_part++);
+    write_one(t, path);
+    std::lock_guard lock(mutex);
+    parts.push_back({order, stem + std::string(trace::kTraceFileExtension), f, path, t.meta.rank});
+  });
+  std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.order < b.order; });
   std::map<std::string, fs::path> written;  // file name -> the input it came from
   std::vector<std::string> names;
-  produce([&](const trace::Trace& t, const fs::path& f, const std::string& stem) {
-    const std::string name = stem + std::string(trace::kTraceFileExtension);
-    if (auto it = written.find(name); it != written.end()) {
-      if (t.meta.rank >= 0)
+  for (const Part& p : parts) {
+    if (auto it = written.find(p.name); it != written.end()) {
+      if (p.rank >= 0)
         fail("{} and {} both hold rank {}; a run directory holds one trace per rank (two runs in one folder?)",
-             it->second.string(), f.string(), t.meta.rank);
-      fail("{} and {} would both become {}; rename one", it->second.string(), f.string(), name);
+             it->second.string(), p.input.string(), p.rank);
+      fail("{} and {} would both become {}; rename one", it->second.string(), p.input.string(), p.name);
     }
-    written.emplace(name, f);
-    write_one(t, tmp.path() / name);
-    names.push_back(name);
-  });
+    written.emplace(p.name, p.input);
+    fs::rename(p.path, tmp.path() / p.name, ec);
+    if (ec) fail("{}: cannot write {}: {}", out.string(), p.name, ec.message());
+    names.push_back(p.name);
+  }
   trace::write_run_manifest(tmp.path(), names, "import");  // last: the directory is complete
   if (exists) {
     // --force: the old directory goes only once the new one is whole.
@@ -202,12 +226,18 @@ void add_import_command(CLI::App& app, int& exit_code) {
         trace::check_output(out, {in}, true);  // an existing run directory: import_directory decides (--force)
         import_directory(
             [&](const EmitTrace& emit) {
-              for (const auto& f : detected.files) {
+              // One rank per thread; each rank's tables keep the files' order.
+              const auto& files = detected.files;
+              std::vector<std::vector<report::Table>> file_tables(files.size());
+              const unsigned threads = trace::threads_for_files(files.size(), trace::kineto_import_memory_bytes(files));
+              trace::for_each_file(files.size(), threads, [&](size_t i) {
                 trace::ImportReport rep;
-                trace::Trace t = trace::import_kineto_file(f, &rep);
-                emit(t, f, t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(f));
-                for (auto& tab : report_tables(rep, t)) tables.push_back(std::move(tab));
-              }
+                trace::Trace t = trace::import_kineto_file(files[i], &rep);
+                emit(i, t, files[i], t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(files[i]));
+                file_tables[i] = report_tables(rep, t);
+              });
+              for (auto& file : file_tables)
+                for (auto& tab : file) tables.push_back(std::move(tab));
             },
             out, opts->force, tables);
         break;
@@ -228,10 +258,11 @@ void add_import_command(CLI::App& app, int& exit_code) {
         trace::check_output(out, {in}, true);
         import_directory(
             [&](const EmitTrace& emit) {
+              size_t order = 0;
               for (const auto& f : detected.files) {
                 trace::NsysImportReport rep;
                 std::vector<trace::Trace> traces = trace::import_nsys_file(f, &rep);
-                for (const auto& t : traces) emit(t, f, trace_name(t, stem_of(f), traces.size() > 1));
+                for (const auto& t : traces) emit(order++, t, f, trace_name(t, stem_of(f), traces.size() > 1));
                 for (auto& tab : nsys_report_tables(rep, traces)) tables.push_back(std::move(tab));
               }
             },
@@ -260,7 +291,7 @@ void add_import_command(CLI::App& app, int& exit_code) {
         trace::check_output(out, {in}, true);
         import_directory(
             [&](const EmitTrace& emit) {
-              for (const auto& t : traces) emit(t, in, trace_name(t, stem, true));
+              for (size_t i = 0; i < traces.size(); ++i) emit(i, traces[i], in, trace_name(traces[i], stem, true));
             },
             out, opts->force, tables);
         break;

@@ -1342,6 +1342,25 @@ Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report
   return imp.run(raw->data, raw->size, raw->capacity + simdjson::SIMDJSON_PADDING);
 }
 
+uint64_t kineto_import_memory_bytes(const std::vector<std::filesystem::path>& files, const KinetoImportOptions& options) {
+  uint64_t most = 0;
+  for (const auto& f : files) {
+    std::error_code ec;
+    uint64_t json = std::filesystem::file_size(f, ec);
+    if (ec) continue;
+    // A gzip member's last 4 bytes are its size modulo 4 GiB (the importer's limit anyway).
+    unsigned char head[2] = {0, 0}, tail[4] = {0, 0, 0, 0};
+    if (std::unique_ptr<std::FILE, FileCloser> in(std::fopen(f.c_str(), "rb")); in && json >= 18 &&
+        std::fread(head, 1, 2, in.get()) == 2 && head[0] == 0x1f && head[1] == 0x8b &&
+        std::fseek(in.get(), -4, SEEK_END) == 0 && std::fread(tail, 1, 4, in.get()) == 4) {
+      const uint64_t isize = uint64_t{tail[0]} | uint64_t{tail[1]} << 8 | uint64_t{tail[2]} << 16 | uint64_t{tail[3]} << 24;
+      json = std::min(std::max(json, isize), json * options.max_gzip_ratio);
+    }
+    most = std::max(most, std::min(json, options.max_json_bytes) * options.memory_per_json_byte);
+  }
+  return most;
+}
+
 bool is_kineto_path(const std::filesystem::path& path) {
   std::string n = path.filename().string();
   auto ends = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };

@@ -74,6 +74,13 @@ Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report
 Trace import_kineto_json(std::string_view json, std::string_view name, ImportReport* report = nullptr,
                          const KinetoImportOptions& options = {});
 
+// The most memory importing any one of `files` may take (its JSON size, from
+// a .json.gz's trailer, times memory_per_json_byte): bounds how many are
+// imported at once. Files that cannot be read count as empty (their import
+// reports the error).
+uint64_t kineto_import_memory_bytes(const std::vector<std::filesystem::path>& files,
+                                    const KinetoImportOptions& options = {});
+
 // Does `path` look like a Kineto/Chrome JSON trace (by name: .json, .json.gz,
 // .pt.trace.json...)? For commands that accept "a trace file or a JSON trace".
 bool is_kineto_path(const std::filesystem::path& path);

@@ -260,6 +260,29 @@ TEST(KinetoImporter, ReadsMultiMemberGzipWithPadding) {
   for (const auto& p : {a, b, gz}) fs::remove(p);
 }
 
+// The memory bound of a parallel folder import: JSON size (a .json.gz's from
+// its trailer) times memory_per_json_byte, the largest file's.
+TEST(KinetoImporter, ImportMemoryComesFromTheJsonSize) {
+  const fs::path plain = temp_path("mem.json"), gz = temp_path("mem.json.gz");
+  {
+    std::ofstream out(plain, std::ios::binary);
+    out << std::string(1000, ' ');
+  }
+  write_gzip(gz, std::string(1 << 20, ' '));  // compresses to ~1 KB
+  KinetoImportOptions o;
+  o.memory_per_json_byte = 6;
+  o.max_gzip_ratio = 1 << 20;  // spaces compress ~1000x, beyond the default ratio
+  EXPECT_EQ(kineto_import_memory_bytes({plain}, o), 6000u);
+  EXPECT_EQ(kineto_import_memory_bytes({gz}, o), 6u << 20);
+  EXPECT_EQ(kineto_import_memory_bytes({plain, gz, temp_path("absent.json")}, o), 6u << 20);
+  // A trailer claiming more than max_gzip_ratio times the file is capped there.
+  o.max_gzip_ratio = 10;
+  EXPECT_EQ(kineto_import_memory_bytes({gz}, o), 6 * 10 * fs::file_size(gz));
+  EXPECT_EQ(kineto_import_memory_bytes({}, o), 0u);
+  fs::remove(plain);
+  fs::remove(gz);
+}
+
 TEST(KinetoImporter, DecompressionBombIsRefused) {
   fs::path gz = temp_path("bomb.json.gz");
   write_gzip(gz, std::string(8 << 20, ' '));

@@ -1,9 +1,11 @@
 #include "trace/trace_source.hpp"
 
 #include <algorithm>
+#include <mutex>
 
 #include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
+#include "trace/file_pool.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/nsys_importer.hpp"
 #include "trace/trace_file.hpp"
@@ -18,16 +20,24 @@ void sort_by_rank(std::vector<Trace>& traces) {
   });
 }
 
+// One rank per thread (as many as the cores and memory allow); the traces and
+// reports keep the files' order, so the output is the same on any machine.
 std::vector<Trace> import_kineto_files(const std::vector<std::filesystem::path>& files,
                                        std::vector<ImportReport>* reports,
                                        const std::function<void(size_t, size_t)>& on_file_loaded) {
-  std::vector<Trace> traces;
-  for (const auto& f : files) {
-    ImportReport rep;
-    traces.push_back(import_kineto_file(f, &rep));
-    if (reports) reports->push_back(std::move(rep));
-    if (on_file_loaded) on_file_loaded(traces.size(), files.size());
-  }
+  std::vector<Trace> traces(files.size());
+  std::vector<ImportReport> file_reports(files.size());
+  std::mutex mutex;
+  size_t loaded = 0;  // guarded by mutex
+  for_each_file(files.size(), threads_for_files(files.size(), kineto_import_memory_bytes(files)), [&](size_t i) {
+    traces[i] = import_kineto_file(files[i], &file_reports[i]);
+    if (on_file_loaded) {
+      std::lock_guard lock(mutex);
+      on_file_loaded(++loaded, files.size());
+    }
+  });
+  if (reports)
+    for (auto& r : file_reports) reports->push_back(std::move(r));
   sort_by_rank(traces);
   return traces;
 }
