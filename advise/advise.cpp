@@ -10,27 +10,19 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "trace/format_units.hpp"
+
 
 namespace scalescope::advise {
 namespace {
 
 using analyze::RankAnalysis;
 using analyze::RunAnalysis;
-// Human figures for evidence text (report/ depends on advise/, not the reverse).
-std::string format_duration_ns(double ns) {
-  const double a = std::fabs(ns);
-  if (a >= 1e9) return fmt::format("{:.2f} s", ns / 1e9);
-  if (a >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
-  if (a >= 1e3) return fmt::format("{:.1f} us", ns / 1e3);
-  return fmt::format("{:.0f} ns", ns);
-}
-std::string format_bytes(double b) {
-  if (b >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
-  if (b >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
-  if (b >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
-  return fmt::format("{:.0f} B", b);
-}
-std::string format_percent(double f) { return std::isfinite(f) ? fmt::format("{:.1f}%", f * 100) : "n/a"; }
+// Human figures for evidence text: the formatters of every table
+// (trace/format_units.hpp), so a finding and a table print a figure alike.
+using trace::format_bytes;
+using trace::format_duration_ns;
+using trace::format_percent;
 
 // Time the shares are taken of: the iterations when known, else the window.
 // "; launched by: aten::cudnn_convolution in nn.Module: Conv2d_3 (1.2 ms,

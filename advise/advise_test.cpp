@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/test_trace_builder.hpp"
+#include "trace/format_units.hpp"
 
 namespace scalescope::advise {
 namespace {
@@ -228,6 +229,18 @@ TEST(AdviseTest, ExposedCommunication) {
   TraceBuilder hidden;
   hidden.kernel("gemm_kernel", 0, 1000).kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 100, 900, 20);
   EXPECT_EQ(find(run_on(hidden.t), "exposed-communication"), nullptr);
+}
+
+// Findings print figures as the tables do (trace/format_units.hpp): 1.235 ms,
+// not the advisor's own "1.23 ms" of before.
+TEST(AdviseTest, EvidenceFormatsDurationsAsTheTables) {
+  TraceBuilder b;
+  b.kernel("gemm_kernel", 0, 100).kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 1'234'667, 20);
+  const auto all = run_on(b.t);
+  const Finding* e = find(all, "exposed-communication");
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(e->evidence.find(trace::format_duration_ns(1'234'567)), std::string::npos) << e->evidence;
+  EXPECT_NE(e->evidence.find("1.235 ms"), std::string::npos) << e->evidence;
 }
 
 TEST(AdviseTest, LaunchBoundSuggestsCudaGraphs) {

@@ -18,6 +18,7 @@
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
 #include "trace/launcher.hpp"
+#include "trace/quantile.hpp"
 #include "trace/memory_budget.hpp"
 
 namespace scalescope::analyze {
@@ -61,12 +62,6 @@ bool contains_ci(std::string_view hay, std::string_view needle) {
   return it != hay.end();
 }
 
-int64_t median_i(std::vector<int64_t>& v) {
-  if (v.empty()) return 0;
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
 
 std::vector<KernelSummary> top_of(const std::vector<int64_t>& ns, const std::vector<int64_t>& count,
                                   const std::vector<KernelInfo>& info, const trace::Trace& t, size_t limit,
@@ -362,7 +357,7 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
     int64_t small = 0;
     for (int64_t d : kernel_durations) small += d < kSmallKernelNs ? 1 : 0;
     ls.small_kernel_fraction = ls.kernel_count > 0 ? static_cast<double>(small) / static_cast<double>(ls.kernel_count) : 0;
-    ls.median_kernel_ns = static_cast<double>(median_i(kernel_durations));
+    ls.median_kernel_ns = trace::median_in_place(kernel_durations);
     kernel_durations = {};
     std::vector<int8_t> is_launch(t.strings.size(), -1);
     std::vector<int64_t> launch_durations;
@@ -377,7 +372,7 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
       ls.launch_api_ns += iv.end - iv.start;
       launch_durations.push_back(iv.end - iv.start);
     }
-    ls.median_launch_ns = static_cast<double>(median_i(launch_durations));
+    ls.median_launch_ns = trace::median_in_place(launch_durations);
     ls.gap_fraction = wall > 0 ? static_cast<double>(ls.gpu_gap_ns) / static_cast<double>(wall) : 0;
     if (k.size() == 0) {
       ls.availability = {false, "skipped: the trace has no kernels"};

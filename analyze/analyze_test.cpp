@@ -429,9 +429,11 @@ TEST(IterationsTest, ProfilerStepRangesWithWarmup) {
   EXPECT_EQ(s.warmup_count, 1);
   EXPECT_TRUE(s.iterations[0].warmup);
   EXPECT_DOUBLE_EQ(s.median_ns, 1000);
-  EXPECT_DOUBLE_EQ(s.p95_ns, 3000);
+  // p95 interpolates between the closest ranks (trace/quantile.hpp): 1200 +
+  // 0.55 x 1800 of all ten, 1000 + 0.6 x 200 of the nine steady ones.
+  EXPECT_DOUBLE_EQ(s.p95_ns, 2190);
   EXPECT_DOUBLE_EQ(s.steady_median_ns, 1000);
-  EXPECT_DOUBLE_EQ(s.steady_p95_ns, 1200);
+  EXPECT_DOUBLE_EQ(s.steady_p95_ns, 1120);
   EXPECT_NEAR(s.steady_cv, 0.0615, 1e-4);  // sd 62.85 / mean 1022.2
 }
 
@@ -715,6 +717,21 @@ TEST(SyncTest, HostSynchronizeFromRecordsAndFromApiCalls) {
   TraceBuilder none;
   none.kernel("gemm_kernel", 0, 1000);
   EXPECT_FALSE(analyze_rank(none.t, Options{}).sync.availability.available);
+}
+
+// One median (trace/quantile.hpp): an even count's median is the mean of the
+// middle two, in the launch table as in the iteration table (it used to take
+// the upper middle here: 3000 for 1000, 2000, 3000, 10000).
+TEST(LaunchTest, MedianKernelOfAnEvenCountIsTheMeanOfTheMiddleTwo) {
+  TraceBuilder b;
+  const int64_t durations[] = {1000, 10000, 2000, 3000};
+  for (int i = 0; i < 4; ++i) {
+    b.api("cudaLaunchKernel", 20000 * i, 20000 * i + 100 * (i + 1));
+    b.kernel("tiny_kernel", 20000 * i + 500, 20000 * i + 500 + durations[i]);
+  }
+  const LaunchStats l = analyze_rank(b.t, Options{}).launch;
+  EXPECT_DOUBLE_EQ(l.median_kernel_ns, 2500);
+  EXPECT_DOUBLE_EQ(l.median_launch_ns, 250);  // 100, 200, 300, 400
 }
 
 TEST(LaunchTest, ManyShortKernelsWithGapsAreLaunchBound) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "analyze/analyze.hpp"
+#include "trace/quantile.hpp"
 
 namespace scalescope::analyze::detail {
 
@@ -26,7 +27,8 @@ void summarize_iterations(IterationStats& stats, double warmup_tolerance);
 std::pair<trace::Timestamp, trace::Timestamp> resolve_window(const trace::Trace& trace, const Options& options,
                                                              const Detected& detected);
 
-double median(std::vector<double> v);
-double percentile(std::vector<double> v, double p);  // nearest rank, p in [0,1]
+// The one median and quantile of every part (trace/quantile.hpp).
+using trace::median;
+using trace::quantile;
 
 }  // namespace scalescope::analyze::detail

@@ -141,24 +141,6 @@ std::vector<uint32_t> time_order(const std::vector<Timestamp>& start) {
 
 }  // namespace
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  if (v.size() % 2 == 1) return v[mid];
-  const double upper = v[mid];
-  const double lower = *std::max_element(v.begin(), v.begin() + mid);
-  return (lower + upper) / 2;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-  rank = std::clamp<size_t>(rank, 1, v.size());
-  return v[rank - 1];
-}
-
 Detected detect_iterations(const trace::Trace& t, const std::string& range_name) {
   Detected d;
   const Timestamp end = gpu_end(t);
@@ -268,7 +250,7 @@ void summarize_iterations(IterationStats& st, double tol) {
   for (const Iteration& it : st.iterations) d.push_back(static_cast<double>(it.end - it.start));
   auto stats = [](const std::vector<double>& v, double& med, double& p95, double& mean, double& cv) {
     med = median(v);
-    p95 = percentile(v, 0.95);
+    p95 = quantile(v, 0.95);
     mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
     double var = 0;
     for (double x : v) var += (x - mean) * (x - mean);

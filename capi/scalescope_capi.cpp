@@ -34,6 +34,7 @@
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 #include "trace/kineto_importer.hpp"
+#include "trace/parallel_for.hpp"
 #include "trace/trace.hpp"
 #include "trace/trace_source.hpp"
 
@@ -286,27 +287,8 @@ analyze::Options analysis_options(const char* window, const char* iteration_rang
 // depend on the order: each rank's analysis is a pure function of its trace).
 analyze::RunAnalysis analyze_run(const ss_run& run, const analyze::Options& options) {
   std::vector<analyze::RankAnalysis> ranks(run.ranks.size());
-  const unsigned threads =
-      std::min<unsigned>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u), static_cast<unsigned>(ranks.size()));
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto work = [&] {
-    for (size_t i = next++; i < ranks.size(); i = next++) {
-      try {
-        ranks[i] = analyze::analyze_rank(run.ranks[i], options);
-      } catch (...) {
-        std::lock_guard lock(error_mutex);
-        if (!error) error = std::current_exception();
-        next = ranks.size();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned k = 1; k < threads; ++k) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+  trace::parallel_for(ranks.size(), trace::worker_count(0, ranks.size(), 4),
+                      [&](size_t i, unsigned) { ranks[i] = analyze::analyze_rank(run.ranks[i], options); });
   return analyze::combine_files(std::move(ranks), run.files);
 }
 

@@ -14,7 +14,7 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExtPayload.h>
 
-#include "collect/nccl_kernel_name.hpp"
+#include "trace/nccl_kernel_name.hpp"
 
 namespace scalescope::collect {
 namespace {
@@ -215,7 +215,7 @@ const CuptiDecoder::CachedName& CuptiDecoder::kernel_name(const char* raw) {
   CachedName c{raw, trace::kNoString, false, {}};
   std::string pretty = demangle(raw);
   c.id = strings_.intern(pretty);
-  if (auto n = parse_nccl_kernel_name(pretty)) {
+  if (auto n = trace::parse_nccl_kernel_name(pretty)) {
     c.is_nccl = true;
     c.nccl.op = n->op;
     c.nccl.datatype = strings_.intern(n->datatype);

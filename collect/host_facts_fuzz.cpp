@@ -7,14 +7,14 @@
 
 #include "collect/collector_options.hpp"
 #include "collect/host_facts.hpp"
-#include "collect/nccl_kernel_name.hpp"
+#include "trace/nccl_kernel_name.hpp"
 #include "trace/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace scalescope;
   std::string text(reinterpret_cast<const char*>(data), size);
   collect::parse_numa_maps(text, 4096);
-  collect::parse_nccl_kernel_name(text);
+  trace::parse_nccl_kernel_name(text);
   try {
     collect::format_cpu_list(collect::parse_cpu_list(text));
   } catch (const Error&) {

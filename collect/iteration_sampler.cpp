@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "trace/quantile.hpp"
+
 namespace scalescope::collect {
 
 bool SampleSchedule::traced(uint64_t index) const {
@@ -41,15 +43,7 @@ std::string_view to_string(IterationClass c) {
 
 namespace {
 
-double median(std::vector<int64_t>& v) {
-  const size_t n = v.size();
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  double hi = static_cast<double>(*mid);
-  if (n % 2 == 1) return hi;
-  double lo = static_cast<double>(*std::max_element(v.begin(), mid));
-  return (lo + hi) / 2;
-}
+double median(std::vector<int64_t>& v) { return trace::median_in_place(v); }  // trace/quantile.hpp
 
 }  // namespace
 

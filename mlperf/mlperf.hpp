@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "scaling/scaling.hpp"
+#include "trace/mllog_parser.hpp"
 
 namespace scalescope::mlperf {
 
@@ -49,55 +50,13 @@ std::string accelerator_key(std::string_view name);
 std::string accelerator_display(std::string_view name);
 
 // ---------------------------------------------------------------------------
-// One MLLOG file.
+// One MLLOG file: read by trace/mllog_parser.hpp, the one MLLOG reader (the
+// sweep's `--metric mlperf` uses it too, so both keep the same run_stop).
 
-struct LogSummary {
-  uint64_t mllog_lines = 0;      // well-formed MLLOG events
-  uint64_t malformed_lines = 0;  // ":::MLLOG" followed by something that is not an event
-  uint64_t overlong_lines = 0;   // lines over kMaxLineBytes, scanned in part
-  std::string benchmark;         // submission_benchmark
-  std::string division;          // submission_division
-  std::string org;               // submission_org
-  std::string platform;          // submission_platform
-  std::optional<int64_t> global_batch_size;
-  std::optional<int64_t> run_start_ms;  // first run_start
-  std::optional<int64_t> run_stop_ms;   // first run_stop
-  std::string stop_status;              // run_stop metadata.status ("success", "aborted", ...)
-  std::optional<double> last_eval_accuracy;
-  // Training progress when the run stopped: the epoch_num (or samples_count)
-  // of the last eval_accuracy before run_stop. Its unit is the benchmark's
-  // (epochs for dlrm_dcnv2, rgat and retinanet, samples for bert, llama2_70b_lora
-  // and stable_diffusion, tokens for gpt3); with global_batch_size it tells how
-  // the work to converge grows with the batch (docs/scaling.md, "Prediction").
-  std::optional<double> progress_at_stop;
-};
-
-// Lines longer than this are scanned for events up to this length only, so a
-// file without newlines cannot take unbounded memory.
-inline constexpr size_t kMaxLineBytes = 1 << 20;
-
-// Incremental parser: feed the bytes of a log in chunks of any size. Events
-// may sit behind launcher prefixes ("0: ", "  15: ") or other output on the
-// same line; '\r' also ends a line (progress bars). Latin-1 bytes inside an
-// event are read as Latin-1.
-class MllogParser {
- public:
-  MllogParser();
-  ~MllogParser();
-  MllogParser(const MllogParser&) = delete;
-  MllogParser& operator=(const MllogParser&) = delete;
-
-  void feed(std::string_view bytes);
-  // Ends the last line and returns the summary; the parser is then reset.
-  LogSummary finish();
-
- private:
-  struct Impl;
-  Impl* impl_;
-};
-
-// Parses a whole log held in memory.
-LogSummary parse_mllog(std::string_view bytes);
+using trace::LogSummary;
+using trace::MllogParser;
+using trace::parse_mllog;
+inline constexpr size_t kMaxLineBytes = trace::kMaxMllogLineBytes;
 
 // ---------------------------------------------------------------------------
 // Ingest of a results tree.

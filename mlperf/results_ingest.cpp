@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -22,6 +23,7 @@
 
 #include "mlperf/mlperf.hpp"
 #include "trace/error.hpp"
+#include "trace/parallel_for.hpp"
 
 namespace scalescope::mlperf {
 
@@ -351,31 +353,25 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
   }
 
   std::vector<FileResult> parsed(jobs.size());
-  std::atomic<size_t> next{0};
   std::atomic<uint64_t> done{0};
   const uint64_t total = jobs.size();
-  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(jobs.size(), 1)));
-  auto worker = [&] {
-    MllogParser parser;
-    for (size_t i = next++; i < jobs.size(); i = next++) {
-      try {
-        parsed[i] = parse_file(jobs[i].file, parser);
-      } catch (const std::exception& e) {
-        // Nothing may escape a pool thread; the file is reported, the rest go on.
-        parsed[i] = FileResult{};
-        parsed[i].error = fmt::format("cannot parse {}: {}", jobs[i].file.string(), e.what());
-        parser.finish();
-      }
-      const uint64_t d = ++done;
-      if (options.progress) options.progress(d, total);
+  const unsigned threads = trace::worker_count(options.threads, jobs.size());
+  std::vector<std::unique_ptr<MllogParser>> parsers(threads);  // one per worker, reused across its files
+  for (auto& p : parsers) p = std::make_unique<MllogParser>();
+  // The one pool (trace/parallel_for.hpp). A log that cannot be read is a
+  // note, not an error: it is caught here, so the others go on.
+  trace::parallel_for(jobs.size(), threads, [&](size_t i, unsigned worker) {
+    MllogParser& parser = *parsers[worker];
+    try {
+      parsed[i] = parse_file(jobs[i].file, parser);
+    } catch (const std::exception& e) {
+      parsed[i] = FileResult{};
+      parsed[i].error = fmt::format("cannot parse {}: {}", jobs[i].file.string(), e.what());
+      parser.finish();
     }
-  };
-  {
-    std::vector<std::jthread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-  }
+    const uint64_t d = ++done;
+    if (options.progress) options.progress(d, total);
+  });
 
   for (size_t i = 0; i < jobs.size(); ++i) {
     const FileResult& r = parsed[i];

@@ -16,6 +16,8 @@
 #include <variant>
 #include <vector>
 
+#include "trace/format_units.hpp"
+
 namespace scalescope::report {
 
 enum class OutputFormat { kTable, kCsv, kJson };
@@ -105,9 +107,10 @@ void print_tables(std::ostream& out, const std::vector<Table>& tables, OutputFor
 // True when colour should be used on this stream (a tty and NO_COLOR unset).
 bool use_colour(int fd);
 
-// Human formats, the one place for them: 1.230 ms, 4.50 GiB, 12.0%.
-std::string format_duration_ns(double ns);
-std::string format_bytes(double bytes);
-std::string format_percent(double fraction);
+// Human formats: 1.230 ms, 4.50 GiB, 12.0%, the ones of the advisor's
+// findings too (trace/format_units.hpp, the one place for them).
+using trace::format_bytes;
+using trace::format_duration_ns;
+using trace::format_percent;
 
 }  // namespace scalescope::report

@@ -17,18 +17,15 @@
 #include "scaling/least_squares.hpp"
 #include "scaling/scaling.hpp"
 #include "trace/error.hpp"
+#include "trace/quantile.hpp"
 
 namespace scalescope::scaling {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+// trace/quantile.hpp's median; none: NaN (no figure, not 0).
+double median_of(std::vector<double> v) { return v.empty() ? kNaN : trace::median_in_place(v); }
 
 // Least squares of y on x (both logs): slope and intercept at the mean of x.
 struct LogLine {

@@ -14,6 +14,7 @@
 
 #include "scaling/least_squares.hpp"
 #include "trace/error.hpp"
+#include "trace/quantile.hpp"
 
 namespace scalescope::scaling {
 namespace {
@@ -21,10 +22,7 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double median_of_sorted(const std::vector<double>& v) {
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+double median_of_sorted(const std::vector<double>& v) { return trace::quantile_of_sorted(v, 0.5); }  // trace/quantile.hpp
 
 // Largest j (1-based) such that [X_(j), X_(n-j+1)] covers the median with
 // probability >= level: coverage = 1 - 2 * P(B <= j-1), B ~ Binomial(n, 1/2).

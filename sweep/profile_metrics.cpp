@@ -9,6 +9,7 @@
 
 #if SCALESCOPE_SWEEP_WITH_ANALYZE
 #include "analyze/analyze.hpp"
+#include "trace/stats.hpp"
 #include "trace/trace_file.hpp"
 #endif
 
@@ -71,11 +72,11 @@ void add_profile_metrics(const std::filesystem::path& trace_dir, RunMetrics& met
     }
     for (size_t i = 0; i < t.nccl.size(); ++i) {
       if (t.nccl.op[i] != trace::NcclOp::kAllReduce) continue;
-      const double n = t.nccl.group_size[i];
       const double dur = static_cast<double>(t.nccl.end[i] - t.nccl.start[i]) * 1e-9;
       if (first) allreduce_bytes_rank0 += static_cast<double>(t.nccl.bytes[i]);
-      if (n > 1 && dur > 0) {
-        ring_bytes_time += 2 * (n - 1) / n * static_cast<double>(t.nccl.bytes[i]);
+      // As `stats` and the report compute it (communicator size, else WORLD_SIZE).
+      if (const double bus = trace::nccl_bus_bytes(t, i); bus > 0 && dur > 0) {
+        ring_bytes_time += bus;
         comm_seconds += dur;
       }
     }

@@ -38,5 +38,32 @@ TEST(ProfileMetrics, ComputePerIterationOfOneGpu) {
   std::filesystem::remove_all(dir);
 }
 
+// The all-reduce bus bandwidth as `stats` computes it (trace::nccl_bus_bytes):
+// a trace whose collectives do not say their communicator size (a Kineto trace
+// without distributedInfo's group size) falls back to WORLD_SIZE instead of
+// giving no bandwidth (the sweep's own copy of the formula had no fallback).
+TEST(ProfileMetrics, AllReduceBusBandwidthFallsBackToWorldSize) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "profile_metrics_busbw.ssrun";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  analyze::testing::TraceBuilder b;
+  b.t.meta.world_size = 4;
+  int64_t t = 0;
+  for (int i = 0; i < 6; ++i) {
+    b.range("ProfilerStep#" + std::to_string(i), t, t + 10'000);
+    b.kernel("volta_sgemm_128x64_nn", t + 10, t + 1000);
+    b.nccl(trace::NcclOp::kAllReduce, t + 2000, t + 3000, i);  // 1 MiB in 1000 ns, group size unknown
+    t += 10'000;
+  }
+  ASSERT_EQ(b.t.nccl.group_size[0], -1);
+  trace::write_trace(dir / "rank0.sstrace", b.t);
+  RunMetrics m;
+  add_profile_metrics(dir, m);
+  ASSERT_TRUE(m.values.contains("allreduce_busbw"));
+  // nccl-tests: 2 (n - 1) / n x bytes / time, n = 4.
+  EXPECT_NEAR(m.values["allreduce_busbw"], 1.5 * (1 << 20) / 1000e-9, 1e-3);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace scalescope::sweep

@@ -11,6 +11,7 @@
 
 #include "scaling/scaling.hpp"
 #include "trace/error.hpp"
+#include "trace/quantile.hpp"
 
 namespace scalescope::sweep {
 namespace {
@@ -40,11 +41,7 @@ struct ConfigOrder {
   }
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using trace::median;  // the one median (trace/quantile.hpp)
 
 }  // namespace
 

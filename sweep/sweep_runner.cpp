@@ -27,6 +27,7 @@
 #include "sweep/sweep_lock.hpp"
 #include "sweep/sweep_store.hpp"
 #include "trace/error.hpp"
+#include "trace/mllog_parser.hpp"
 
 extern char** environ;
 
@@ -362,8 +363,11 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
   if (want_regex || want_mlperf) {
     std::optional<std::regex> re;
     if (want_regex) re.emplace(spec.metric.pattern, std::regex::ECMAScript);
-    std::optional<double> value, run_start, run_stop;
-    std::string stop_status;
+    std::optional<double> value;
+    // MLLOG events through the one MLLOG reader (trace/mllog_parser.hpp):
+    // the first run_start and run_stop count, as `mlperf ingest` and MLPerf's
+    // reference summarizer time a run.
+    trace::MllogParser mllog;
     std::string line;
     // Lines longer than kMaxLogLineBytes are cut as they are read (a job
     // printing gigabytes without a newline costs 64 KiB here, not its size).
@@ -379,23 +383,13 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
         }
       }
       if (want_mlperf) {
-        const auto pos = line.find(":::MLLOG");
-        if (pos == std::string::npos) continue;
-        auto j = nlohmann::json::parse(line.substr(pos + 8), nullptr, false);
-        if (!j.is_object() || !j.contains("key") || !j["key"].is_string() || !j.contains("time_ms") ||
-            !j["time_ms"].is_number())
-          continue;
-        const auto key = j["key"].get<std::string>();
-        const double t = j["time_ms"].get<double>();
-        if (key == "run_start" && !run_start) run_start = t;
-        if (key == "run_stop") {
-          run_stop = t;
-          if (j.contains("metadata") && j["metadata"].is_object() && j["metadata"].contains("status") &&
-              j["metadata"]["status"].is_string())
-            stop_status = j["metadata"]["status"].get<std::string>();
-        }
+        mllog.feed(line);
+        mllog.feed("\n");
       }
     }
+    const trace::LogSummary events = mllog.finish();
+    const std::optional<int64_t> run_start = events.run_start_ms, run_stop = events.run_stop_ms;
+    const std::string& stop_status = events.stop_status;
     if (reader.cut_lines() > 0)
       m.notes.push_back(fmt::format("{} output line(s) longer than {} bytes were cut for metric extraction",
                                     reader.cut_lines(), kMaxLogLineBytes));
@@ -407,7 +401,7 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
     }
     if (want_mlperf) {
       if (run_start && run_stop && *run_stop >= *run_start) {
-        m.values["mlperf_s"] = (*run_stop - *run_start) / 1000.0;
+        m.values["mlperf_s"] = static_cast<double>(*run_stop - *run_start) / 1000.0;
         m.values["mlperf_success"] = stop_status.empty() || stop_status == "success" ? 1.0 : 0.0;
         if (!stop_status.empty() && stop_status != "success")
           m.notes.push_back(fmt::format("MLLOG run_stop status is '{}'", stop_status));

@@ -18,6 +18,7 @@
 
 #include "sweep/sweep_store.hpp"
 #include "trace/error.hpp"
+#include "trace/mllog_parser.hpp"
 
 namespace scalescope::sweep {
 namespace {
@@ -306,6 +307,29 @@ TEST_F(SweepTest, MetricsFromRegexAndMllog) {
   m = extract_metrics(s, r, dir_ / "d.txt", dir_);
   EXPECT_FALSE(m.values.count("mlperf_s"));
   EXPECT_THAT(m.notes.at(0), HasSubstr("run_start"));
+}
+
+// One MLLOG reader and one run_stop rule (issue 19): a log with two run_stops
+// (a restarted script appending to its log) is timed to the first, as `mlperf
+// ingest` (trace::parse_mllog, mlperf::parse_mllog) and MLPerf's reference
+// summarizer time it. The sweep used to keep the last.
+TEST_F(SweepTest, MllogMetricKeepsTheFirstRunStopAsMlperfIngestDoes) {
+  const std::string log =
+      ":::MLLOG {\"time_ms\": 1000, \"event_type\": \"INTERVAL_START\", \"key\": \"run_start\", \"value\": null}\n"
+      "0: :::MLLOG {\"time_ms\": 1300, \"key\": \"run_stop\", \"value\": null, \"metadata\": {\"status\": \"aborted\"}}\n"
+      ":::MLLOG {\"time_ms\": 1400, \"key\": \"run_start\", \"value\": null}\n"
+      ":::MLLOG {\"time_ms\": 3500, \"key\": \"run_stop\", \"value\": null, \"metadata\": {\"status\": \"success\"}}\n";
+  std::ofstream(dir_ / "twice.txt") << log;
+  SweepSpec s;
+  s.metric = MetricSpec::parse("mlperf");
+  const RunMetrics m = extract_metrics(s, ProcessResult{}, dir_ / "twice.txt", dir_);
+  const trace::LogSummary ingest = trace::parse_mllog(log);
+  ASSERT_TRUE(ingest.run_start_ms && ingest.run_stop_ms);
+  ASSERT_TRUE(m.values.count("mlperf_s"));
+  EXPECT_DOUBLE_EQ(m.values.at("mlperf_s"), static_cast<double>(*ingest.run_stop_ms - *ingest.run_start_ms) / 1000.0);
+  EXPECT_DOUBLE_EQ(m.values.at("mlperf_s"), 0.3);
+  EXPECT_EQ(ingest.stop_status, "aborted");
+  EXPECT_DOUBLE_EQ(m.values.at("mlperf_success"), 0);
 }
 
 // ---- store --------------------------------------------------------------------

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "trace/nccl_kernel_name.hpp"
+#include "trace/quantile.hpp"
+
 namespace scalescope::trace {
 namespace {
 
@@ -40,16 +43,7 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser
   return x;
 }
 
-template <typename T>
-T median_of(std::vector<T> v) {
-  if (v.empty()) return T{};
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  T hi = v[mid];
-  if (v.size() % 2 == 1) return hi;
-  T lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return lo + (hi - lo) / 2;
-}
+double median_of(std::vector<double> v) { return median_in_place(v); }  // trace/quantile.hpp
 
 // One host's collectives: (key, median end over its ranks), sorted by key.
 struct HostEnds {
@@ -66,6 +60,7 @@ void median_per_key(std::vector<CollectiveEnd>& all, std::vector<std::pair<uint6
   for (size_t i = 0; i < all.size();) {
     size_t j = i;
     while (j < all.size() && all[j].key == all[i].key) ++j;
+    // Exact in integers (trace/quantile.hpp's double cannot hold a Unix time in ns).
     const size_t n = j - i, mid = i + n / 2;
     int64_t m = all[mid].end_unix_ns;
     if (n % 2 == 0) m = all[mid - 1].end_unix_ns + (all[mid].end_unix_ns - all[mid - 1].end_unix_ns) / 2;
@@ -252,22 +247,8 @@ uint64_t collective_key(std::string_view communicator, NcclOp op, int64_t sequen
 }
 
 NcclOp nccl_op_of_kernel_name(std::string_view name) {
-  for (std::string_view prefix : {"ncclDevKernel_", "ncclKernel_", "nccl"}) {
-    if (auto p = name.find(prefix); p != std::string_view::npos) {
-      std::string_view rest = name.substr(p + prefix.size());
-      static constexpr std::pair<std::string_view, NcclOp> kOps[] = {
-          {"AllReduce", NcclOp::kAllReduce}, {"ReduceScatter", NcclOp::kReduceScatter},
-          {"AllGather", NcclOp::kAllGather}, {"Broadcast", NcclOp::kBroadcast},
-          {"Reduce", NcclOp::kReduce},       {"SendRecv", NcclOp::kSendRecv},
-          {"Send", NcclOp::kSend},           {"Recv", NcclOp::kRecv},
-          {"AllToAll", NcclOp::kAllToAll},   {"Gather", NcclOp::kGather},
-          {"Scatter", NcclOp::kScatter},
-      };
-      for (auto [text, op] : kOps)
-        if (rest.starts_with(text)) return op;
-    }
-  }
-  return NcclOp::kUnknown;
+  const auto parsed = parse_nccl_kernel_name(name);  // the one parser (trace/nccl_kernel_name.hpp)
+  return parsed ? parsed->op : NcclOp::kUnknown;
 }
 
 RankCollectives collectives_of(const Trace& t) {

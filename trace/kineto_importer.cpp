@@ -21,6 +21,7 @@
 
 #include "trace/error.hpp"
 #include "trace/memory_budget.hpp"
+#include "trace/nccl_kernel_name.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -557,49 +558,6 @@ uint32_t dtype_bytes(std::string_view t) {
   return 0;
 }
 
-// Parses NCCL kernel names: "ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)",
-// "ncclKernel_AllReduce_RING_LL_Sum_float(...)", "ncclDevKernel_SendRecv(...)".
-struct NcclName {
-  NcclOp op = NcclOp::kUnknown;
-  std::string_view algorithm, protocol, type;
-};
-
-NcclName parse_nccl_kernel_name(std::string_view name) {
-  NcclName out;
-  name = name.substr(0, name.find('('));
-  size_t us = name.find('_');
-  if (us == std::string_view::npos) return out;
-  std::string_view rest = name.substr(us + 1);
-  bool first = true;
-  while (!rest.empty()) {
-    size_t next = rest.find('_');
-    std::string_view tok = rest.substr(0, next);
-    rest = next == std::string_view::npos ? std::string_view{} : rest.substr(next + 1);
-    if (first) {
-      out.op = nccl_op_from_name(tok);
-      first = false;
-      continue;
-    }
-    if (tok == "LL" || tok == "LL128" || tok == "SIMPLE") {
-      out.protocol = tok;
-    } else if (tok == "RING" || tok == "TREE" || tok == "NVLS" || tok == "PAT" || tok == "COLLNET") {
-      out.algorithm = tok;
-      // COLLNET_DIRECT, COLLNET_CHAIN, NVLS_TREE: two tokens.
-      if (!rest.empty()) {
-        std::string_view second = rest.substr(0, rest.find('_'));
-        if (second == "DIRECT" || second == "CHAIN" || (tok == "NVLS" && second == "TREE")) {
-          out.algorithm = std::string_view(tok.data(), static_cast<size_t>(second.data() + second.size() - tok.data()));
-          size_t n = rest.find('_');
-          rest = n == std::string_view::npos ? std::string_view{} : rest.substr(n + 1);
-        }
-      }
-    } else if (dtype_bytes(tok) != 0) {
-      out.type = tok;
-    }
-  }
-  return out;
-}
-
 // ---- the importer ----------------------------------------------------------
 
 class Importer {
@@ -917,7 +875,8 @@ void Importer::handle_event(Event& e) {
       r.correlation = as_u32(a.correlation);
       kernels_.push_back(r);
       if (e.name.view.substr(0, 4) == "nccl") {
-        NcclName nn = parse_nccl_kernel_name(e.name.view);
+        // The one parser of NCCL kernel names (trace/nccl_kernel_name.hpp).
+        const NcclKernelName nn = parse_nccl_kernel_name(e.name.view).value_or(NcclKernelName{});
         NcclRecord n;
         n.start = start;
         n.end = end;
@@ -927,9 +886,9 @@ void Importer::handle_event(Event& e) {
         if (n.op == NcclOp::kUnknown) n.op = nn.op;
         n.count = a.in_nelems.present && a.in_nelems.value > 0 ? static_cast<uint64_t>(a.in_nelems.value) : 0;
         uint32_t elem = a.dtype.present ? dtype_bytes(a.dtype.view) : 0;
-        if (elem == 0) elem = dtype_bytes(nn.type);
+        if (elem == 0) elem = dtype_bytes(nn.datatype);
         n.bytes = n.count * elem;
-        std::string_view dtype = a.dtype.present ? a.dtype.view : nn.type;
+        std::string_view dtype = a.dtype.present ? a.dtype.view : std::string_view(nn.datatype);
         n.datatype = trace_.strings.intern(dtype);
         n.algorithm = trace_.strings.intern(nn.algorithm);
         n.protocol = trace_.strings.intern(nn.protocol);

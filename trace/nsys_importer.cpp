@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "trace/error.hpp"
+#include "trace/nccl_kernel_name.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -314,47 +315,6 @@ SyncKind sync_kind_of_symbol(std::string_view s) {
   if (ends("_STREAM_SYNCHRONIZE")) return SyncKind::kStreamSynchronize;
   if (ends("_CONTEXT_SYNCHRONIZE")) return SyncKind::kDeviceSynchronize;
   return SyncKind::kUnknown;
-}
-
-// Element size of NCCL's kernel-name types.
-bool is_nccl_type(std::string_view t) {
-  static constexpr std::string_view kTypes[] = {"f32", "f16", "bf16", "f64", "i8", "u8", "i32", "u32", "i64",
-                                                "u64", "f8e4m3", "f8e5m2", "float", "half", "double"};
-  return std::find(std::begin(kTypes), std::end(kTypes), t) != std::end(kTypes);
-}
-
-// What an NCCL kernel's name says: "ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)"
-// (NCCL 2.19+), "ncclKernel_AllReduce_RING_LL_Sum_float(...)" (2.12-2.18).
-// The payload size is not in the name (docs/nsys.md: bytes stay 0).
-struct NcclKernel {
-  NcclOp op = NcclOp::kUnknown;
-  std::string_view type, algorithm, protocol;
-};
-NcclKernel parse_nccl_kernel(std::string_view name) {
-  NcclKernel out;
-  name = name.substr(0, name.find('('));
-  for (std::string_view prefix : {"ncclDevKernel_", "ncclKernel_"}) {
-    if (name.substr(0, prefix.size()) != prefix) continue;
-    std::string_view rest = name.substr(prefix.size());
-    bool first = true;
-    while (!rest.empty()) {
-      const size_t us = rest.find('_');
-      std::string_view tok = rest.substr(0, us);
-      rest = us == std::string_view::npos ? std::string_view{} : rest.substr(us + 1);
-      if (first) {
-        out.op = nccl_op_from_name(tok);
-        first = false;
-      } else if (tok == "LL" || tok == "LL128" || tok == "SIMPLE") {
-        out.protocol = tok;
-      } else if (tok == "RING" || tok == "TREE" || tok == "NVLS" || tok == "PAT" || tok == "COLLNET") {
-        out.algorithm = tok;
-      } else if (is_nccl_type(tok)) {
-        out.type = tok;
-      }
-    }
-    break;
-  }
-  return out;
 }
 
 // The collector's launcher order (collect/host_facts.cpp): innermost first.
@@ -732,14 +692,16 @@ void Importer::read_kernels() {
          p.trace.kernels.push(r);
          const std::string_view name = p.trace.strings.view(r.name);
          if (name.substr(0, 4) != "nccl") return;
-         const NcclKernel nk = parse_nccl_kernel(name);
+         // The one parser of NCCL kernel names (trace/nccl_kernel_name.hpp); the
+         // payload size is not in the name (docs/nsys.md: bytes stay 0 without payloads).
+         const NcclKernelName nk = parse_nccl_kernel_name(name).value_or(NcclKernelName{});
          NcclRecord n;
          n.start = r.start;
          n.end = r.end;
          n.device = r.device;
          n.stream = r.stream;
          n.op = nk.op;
-         n.datatype = p.trace.strings.intern(nk.type);
+         n.datatype = p.trace.strings.intern(nk.datatype);
          n.algorithm = p.trace.strings.intern(nk.algorithm);
          n.protocol = p.trace.strings.intern(nk.protocol);
          n.correlation = r.correlation;

@@ -3,11 +3,8 @@
 // ordered by rank and pid so that index i is a stable rank order.
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
 #include <mutex>
 #include <system_error>
-#include <thread>
 
 #include <map>
 
@@ -16,6 +13,7 @@
 #include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
 #include "trace/file_bytes.hpp"
+#include "trace/parallel_for.hpp"
 #include "trace/trace_file.hpp"
 
 namespace scalescope::trace {
@@ -47,16 +45,12 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
   std::map<std::string, const ManifestEntry*> listed;
   for (const auto& e : check.listed) listed[e.name] = &e;
   std::vector<Trace> traces(files.size());
-  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<size_t>(threads, files.size()));
-  std::atomic<size_t> next{0};
-  std::mutex mutex;
-  std::exception_ptr first_error;
-  size_t first_error_index = files.size();
-  size_t loaded = 0;  // guarded by mutex
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      try {
+  std::mutex mutex;  // guards check.changed
+  // The one pool (trace/parallel_for.hpp): the error of the first file in
+  // name order wins, whatever thread saw it first.
+  parallel_for(
+      files.size(), worker_count(options.threads, files.size()),
+      [&](size_t i, unsigned) {
         const detail::FileBytes bytes = detail::read_trace_bytes(files[i]);
         traces[i] = read_trace_from_memory(bytes.span(), files[i].string(), options.read);
         const auto it = listed.find(files[i].filename().string());
@@ -65,26 +59,8 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
           std::lock_guard lock(mutex);
           check.changed.push_back(it->first);
         }
-        if (options.on_file_loaded) {
-          std::lock_guard lock(mutex);
-          options.on_file_loaded(++loaded, files.size());
-        }
-      } catch (...) {
-        // Report the error of the first file in name order, whatever thread saw it first.
-        std::lock_guard lock(mutex);
-        if (i < first_error_index) {
-          first_error_index = i;
-          first_error = std::current_exception();
-        }
-        next = files.size();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  if (first_error) std::rethrow_exception(first_error);
+      },
+      options.on_file_loaded);
   std::sort(check.changed.begin(), check.changed.end());
   // Sorted through an index so that errors can still name each trace's file.
   std::vector<size_t> order(traces.size());

@@ -1,5 +1,7 @@
 #include "trace/stats.hpp"
 
+#include "trace/quantile.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -33,15 +35,7 @@ DurationStats summarize_in_place(std::vector<int64_t>& d) {
     }
     s.stddev = static_cast<double>(std::sqrt(sq / static_cast<long double>(d.size() - 1)));
   }
-  size_t mid = d.size() / 2;
-  std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(mid), d.end());
-  double hi = static_cast<double>(d[mid]);
-  if (d.size() % 2 == 0) {
-    double lo = static_cast<double>(*std::max_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(mid)));
-    s.median = (lo + hi) / 2;
-  } else {
-    s.median = hi;
-  }
+  s.median = median_in_place(d);
   return s;
 }
 
@@ -146,6 +140,16 @@ double nccl_bus_factor(NcclOp op, int32_t ranks) {
     case NcclOp::kSendRecv: return 1;
     default: return 0;
   }
+}
+
+double nccl_bus_bytes(const Trace& t, size_t i) {
+  const NcclTable& n = t.nccl;
+  const int32_t ranks = n.group_size[i] > 0 ? n.group_size[i] : t.meta.world_size;
+  const double f = nccl_bus_factor(n.op[i], ranks);
+  if (f <= 0 || n.bytes[i] == 0) return 0;
+  uint64_t message = n.bytes[i];
+  if (n.op[i] == NcclOp::kReduceScatter && t.meta.source == "kineto") message /= static_cast<uint64_t>(ranks);
+  return static_cast<double>(message) * f;
 }
 
 DurationStats summarize_durations(std::vector<int64_t> durations) { return summarize_in_place(durations); }
@@ -263,12 +267,8 @@ TraceStats compute_stats(std::span<const Trace* const> traces) {
         }
         grp.durations.push_back(duration(n.start[i], n.end[i]));
         grp.extra.row.total_bytes += n.bytes[i];
-        const int32_t ranks = n.group_size[i] > 0 ? n.group_size[i] : t->meta.world_size;
-        // Kineto records PyTorch's input size: a reduce-scatter's is ranks x NCCL's message.
-        uint64_t message = n.bytes[i];
-        if (n.op[i] == NcclOp::kReduceScatter && t->meta.source == "kineto" && ranks > 0) message /= ranks;
-        if (double f = nccl_bus_factor(n.op[i], ranks); f > 0 && n.bytes[i] > 0) {
-          grp.extra.bus_bytes += static_cast<double>(message) * f;
+        if (const double bus = nccl_bus_bytes(*t, i); bus > 0) {
+          grp.extra.bus_bytes += bus;
           grp.extra.bus_ns += duration(n.start[i], n.end[i]);
           ++grp.extra.row.busbw_count;
         }

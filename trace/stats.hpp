@@ -71,6 +71,15 @@ struct NcclRow {
 // send/recv 1; 0 when unknown (other ops, ranks < 1).
 double nccl_bus_factor(NcclOp op, int32_t ranks);
 
+// The bus bytes of collective `i` of `trace` (NCCL's message x
+// nccl_bus_factor), the one place every part computes them (`stats`, the
+// report's NCCL table, a sweep's all-reduce bus bandwidth): the communicator
+// size is the record's group_size, else the trace's WORLD_SIZE; a Kineto
+// reduce-scatter records PyTorch's input, ranks x NCCL's message. 0 when
+// unknown (no size, no communicator size, an op without a factor).
+//   bus GB/s = sum(nccl_bus_bytes) / sum(kernel ns) over the collectives where it is > 0.
+double nccl_bus_bytes(const Trace& trace, size_t i);
+
 struct ProblemRow {
   std::string problem, severity;
   uint64_t count = 0;

@@ -1,11 +1,11 @@
-#include "collect/nccl_kernel_name.hpp"
+#include "trace/nccl_kernel_name.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <vector>
 
-namespace scalescope::collect {
+namespace scalescope::trace {
 namespace {
 
 constexpr std::array<std::string_view, 3> kProtocols = {"LL128", "LL", "SIMPLE"};
@@ -87,7 +87,7 @@ std::optional<NcclKernelName> parse_legacy(std::string_view body) {
       head.remove_suffix(suffix.size());
       break;
     }
-  out.op = trace::nccl_op_from_name(head);
+  out.op = nccl_op_from_name(head);
   if (out.op == trace::NcclOp::kUnknown) return std::nullopt;
   std::string_view rest = body.substr(k + 6);
   if (rest.starts_with("_")) {
@@ -103,9 +103,17 @@ std::optional<NcclKernelName> parse_legacy(std::string_view body) {
 }  // namespace
 
 std::optional<NcclKernelName> parse_nccl_kernel_name(std::string_view name) {
+  // A mangled name: _Z<length><identifier>..., the identifier is the kernel's name.
+  if (name.starts_with("_Z")) {
+    size_t i = 2, length = 0;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && length < 4096) length = length * 10 + (name[i++] - '0');
+    if (length == 0 || i + length > name.size()) return std::nullopt;
+    name = name.substr(i, length);
+  }
   // Drop the parameter list of a demangled name.
   if (auto paren = name.find('('); paren != std::string_view::npos) name = name.substr(0, paren);
-  // Template or namespace noise is not expected; take the last component.
+  // A return type ("void ") and namespaces: take the last component.
+  if (auto space = name.rfind(' '); space != std::string_view::npos) name = name.substr(space + 1);
   if (auto colon = name.rfind("::"); colon != std::string_view::npos) name = name.substr(colon + 2);
   NcclKernelName out;
   std::string_view body;
@@ -123,7 +131,7 @@ std::optional<NcclKernelName> parse_nccl_kernel_name(std::string_view name) {
   auto t = split(body, '_');
   if (t.empty() || t[0].empty()) return std::nullopt;
   if (t[0] == "Generic") return out;  // runs any collective; the op is not in the name
-  out.op = trace::nccl_op_from_name(t[0]);
+  out.op = nccl_op_from_name(t[0]);
   size_t i = 1;
   if (modern) {
     // <Op>[_<RedOp>_<type>]_<ALGO>_<PROTO>
@@ -151,4 +159,4 @@ std::optional<NcclKernelName> parse_nccl_kernel_name(std::string_view name) {
   return out;
 }
 
-}  // namespace scalescope::collect
+}  // namespace scalescope::trace

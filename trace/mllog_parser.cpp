@@ -9,9 +9,9 @@
 
 #include <simdjson.h>
 
-#include "mlperf/mlperf.hpp"
+#include "trace/mllog_parser.hpp"
 
-namespace scalescope::mlperf {
+namespace scalescope::trace {
 
 namespace {
 
@@ -70,7 +70,7 @@ struct MllogParser::Impl {
   simdjson::dom::parser json;
   std::string padded;      // the event copied with simdjson's padding
   std::string transcoded;  // Latin-1 retry
-  std::string partial;     // a line split across feed() calls (at most kMaxLineBytes)
+  std::string partial;     // a line split across feed() calls (at most kMaxMllogLineBytes)
   bool partial_overlong = false;
   LogSummary summary;
 
@@ -192,13 +192,13 @@ void MllogParser::feed(std::string_view bytes) {
     std::string_view piece = bytes.substr(0, len);
     if (p.partial.empty() && !p.partial_overlong && nl != nullptr) {
       // The common case: a whole line inside this chunk, parsed in place.
-      if (piece.size() > kMaxLineBytes) {
+      if (piece.size() > kMaxMllogLineBytes) {
         ++p.summary.overlong_lines;
-        piece = piece.substr(0, kMaxLineBytes);
+        piece = piece.substr(0, kMaxMllogLineBytes);
       }
       p.line(piece);
     } else {
-      const size_t room = kMaxLineBytes - p.partial.size();
+      const size_t room = kMaxMllogLineBytes - p.partial.size();
       if (piece.size() > room) {
         p.partial.append(piece.substr(0, room));
         p.partial_overlong = true;
@@ -235,4 +235,4 @@ LogSummary parse_mllog(std::string_view bytes) {
   return parser.finish();
 }
 
-}  // namespace scalescope::mlperf
+}  // namespace scalescope::trace
