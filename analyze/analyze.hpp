@@ -428,6 +428,9 @@ RunAnalysis combine(std::vector<RankAnalysis> ranks, bool align_clocks = true);
 // very analysis `scalescope analyze` prints. file_names[i] belongs to ranks[i].
 RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names,
                           bool align_clocks = true);
+// combine_files' first step, in place: numbers the ranks that have none and
+// labels each "rank N (file name)".
+void number_ranks(std::vector<RankAnalysis>& ranks, const std::vector<std::string>& file_names);
 
 // Analyses every rank of a path: a .sstrace file, a .ssrun run directory, a
 // Kineto .json/.json.gz, or a directory of Kineto traces. Ranks are loaded and
@@ -435,8 +438,19 @@ RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std
 // trace is dropped once summarized, so memory stays bounded by a few traces.
 // Errors name the file.
 // on_file_done: after each file, (files done, files in all), one call at a time.
+// keep_traces: when given, the traces are kept there instead of dropped,
+// one per rank of the result ((*keep_traces)[i] is run.ranks[i]'s, as read:
+// clocks not moved), for a caller that also draws events (the HTML report),
+// so that it shows the very analysis `scalescope analyze` prints.
 RunAnalysis analyze_path(const std::filesystem::path& path, const Options& options, unsigned threads = 0,
-                         const std::function<void(size_t, size_t)>& on_file_done = {});
+                         const std::function<void(size_t, size_t)>& on_file_done = {},
+                         std::vector<trace::Trace>* keep_traces = nullptr);
+// analyze_path for traces already in memory (the demo's, a test's): each
+// analysed, numbered and labelled with file_names[i] as analyze_path does,
+// combined; `traces` is reordered to line up with run.ranks (launchers
+// dropped).
+RunAnalysis analyze_traces(std::vector<trace::Trace>& traces, const std::vector<std::string>& file_names,
+                           const Options& options);
 // The trace files analyze_path would read, in order.
 std::vector<std::filesystem::path> list_trace_inputs(const std::filesystem::path& path);
 

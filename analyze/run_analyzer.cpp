@@ -1,16 +1,13 @@
 // analyze_path: load and summarize ranks a few at a time (bounded memory).
 #include <algorithm>
-#include <atomic>
-#include <exception>
-#include <mutex>
 #include <set>
-#include <thread>
 
 #include "analyze/analyze.hpp"
 #include "trace/error.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/launcher.hpp"
+#include "trace/parallel_for.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_source.hpp"
 
@@ -48,10 +45,35 @@ std::vector<trace::Trace> load_one(const fs::path& file) {
   return out;
 }
 
+// combine_files, with traces[i] (ranks[i]'s) put in the order combine()
+// gives the ranks (by rank, launchers left out) so that they line up with run.ranks.
+RunAnalysis combine_in_order(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names,
+                             std::vector<trace::Trace>& traces, bool align_clocks) {
+  if (traces.size() != ranks.size()) fail("analyze: {} ranks but {} traces", ranks.size(), traces.size());
+  number_ranks(ranks, file_names);
+  std::vector<size_t> order(ranks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranks[a].rank < ranks[b].rank; });
+  const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
+  std::vector<RankAnalysis> sorted;
+  std::vector<trace::Trace> kept;
+  for (size_t i : order) {
+    if (!trace::is_launcher(ranks[i].rank, ranks[i].gpu_activity, any_gpu)) kept.push_back(std::move(traces[i]));
+    sorted.push_back(std::move(ranks[i]));
+  }
+  traces = std::move(kept);
+  return combine(std::move(sorted), align_clocks);  // its sort is stable: the order stays
+}
+
 }  // namespace
 
 RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names,
                           bool align_clocks) {
+  number_ranks(ranks, file_names);
+  return combine(std::move(ranks), align_clocks);
+}
+
+void number_ranks(std::vector<RankAnalysis>& ranks, const std::vector<std::string>& file_names) {
   if (file_names.size() != ranks.size()) fail("combine_files: {} ranks but {} file names", ranks.size(), file_names.size());
   // Unknown ranks (no RANK in the process's environment, a Kineto trace
   // without distributedInfo) are numbered in file order, skipping numbers a
@@ -71,47 +93,44 @@ RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std
     ranks[i].label = ranks[i].rank >= 0 ? fmt::format("rank {} ({})", ranks[i].rank, file_names[i])
                                         : fmt::format("no rank ({})", file_names[i]);
   }
-  return combine(std::move(ranks), align_clocks);
 }
 
 RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned threads,
-                         const std::function<void(size_t, size_t)>& on_file_done) {
+                         const std::function<void(size_t, size_t)>& on_file_done, std::vector<trace::Trace>* keep_traces) {
   const std::vector<fs::path> files = list_trace_inputs(path);
-  if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
-  threads = std::min<unsigned>(threads, static_cast<unsigned>(files.size()));
   std::vector<std::vector<RankAnalysis>> per_file(files.size());
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;  // also serialises on_file_done
-  size_t files_done = 0;
-  auto work = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) {
-      try {
-        for (const trace::Trace& t : load_one(files[i])) per_file[i].push_back(analyze_rank(t, options));
-        if (on_file_done) {
-          std::lock_guard lock(error_mutex);
-          on_file_done(++files_done, files.size());
+  std::vector<std::vector<trace::Trace>> kept(keep_traces ? files.size() : 0);
+  // The one pool (trace/parallel_for.hpp): up to 4 ranks at a time by
+  // default, the first failing file in order named.
+  trace::parallel_for(
+      files.size(), trace::worker_count(threads, files.size(), 4),
+      [&](size_t i, unsigned) {
+        for (trace::Trace& t : load_one(files[i])) {
+          per_file[i].push_back(analyze_rank(t, options));
+          if (keep_traces) kept[i].push_back(std::move(t));
         }
-      } catch (...) {
-        std::lock_guard lock(error_mutex);
-        if (!error) error = std::current_exception();
-        next = files.size();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned k = 1; k < threads; ++k) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
+      },
+      on_file_done);
   std::vector<RankAnalysis> ranks;
   std::vector<std::string> names;  // ranks[i] came from the file names[i]
+  std::vector<trace::Trace> traces;
   for (size_t f = 0; f < per_file.size(); ++f)
-    for (auto& r : per_file[f]) {
-      ranks.push_back(std::move(r));
+    for (size_t k = 0; k < per_file[f].size(); ++k) {
+      ranks.push_back(std::move(per_file[f][k]));
       names.push_back(files[f].filename().string());
+      if (keep_traces) traces.push_back(std::move(kept[f][k]));
     }
-  return combine_files(std::move(ranks), names, options.align_clocks);
+  if (!keep_traces) return combine_files(std::move(ranks), names, options.align_clocks);
+  *keep_traces = std::move(traces);
+  return combine_in_order(std::move(ranks), names, *keep_traces, options.align_clocks);
+}
+
+RunAnalysis analyze_traces(std::vector<trace::Trace>& traces, const std::vector<std::string>& file_names,
+                           const Options& options) {
+  std::vector<RankAnalysis> ranks;
+  ranks.reserve(traces.size());
+  for (const trace::Trace& t : traces) ranks.push_back(analyze_rank(t, options));
+  return combine_in_order(std::move(ranks), file_names, traces, options.align_clocks);
 }
 
 }  // namespace scalescope::analyze

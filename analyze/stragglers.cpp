@@ -165,7 +165,7 @@ trace::ClockAlignment align_collectives(std::vector<RankAnalysis>& ranks, bool a
 }  // namespace
 
 RunAnalysis combine(std::vector<RankAnalysis> ranks, bool align_clocks) {
-  std::sort(ranks.begin(), ranks.end(), [](const RankAnalysis& a, const RankAnalysis& b) { return a.rank < b.rank; });
+  std::stable_sort(ranks.begin(), ranks.end(), [](const RankAnalysis& a, const RankAnalysis& b) { return a.rank < b.rank; });
   RunAnalysis run;
   const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
   auto launcher = [any_gpu](const RankAnalysis& r) { return trace::is_launcher(r.rank, r.gpu_activity, any_gpu); };

@@ -166,15 +166,7 @@ InputKind HtmlReport::add_input(const fs::path& path) {
     case InputKind::kRunDirectory:
     case InputKind::kKinetoJson:
     case InputKind::kTraceDirectory:
-    case InputKind::kNsysExport: {
-      trace::TraceLoadOptions load;
-      load.align_clocks = false;  // below, without the launchers, as analyze counts the hosts' processes
-      std::vector<trace::Trace> ranks = trace::load_traces(path, nullptr, load);
-      trace::drop_launchers(ranks);  // the torchrun agent is not a rank
-      const trace::ClockAlignment clocks = trace::align_clocks(ranks);
-      add_run(label, ranks, &clocks);
-      break;
-    }
+    case InputKind::kNsysExport: detail::add_run_path_sections(impl_->doc, label, path); break;
     case InputKind::kSweepDatabase: add_sweep_database(path); break;
     case InputKind::kMlperfCsv: detail::add_mlperf_csv_sections(impl_->doc, label, path); break;
   }

@@ -10,6 +10,9 @@ namespace scalescope::report::detail {
 void add_run_sections(Document&, const std::string& label, const std::vector<trace::Trace>&, const trace::ClockAlignment*) {
   fail("{}: this scalescope was built without analyze/ and advise/, so it cannot report on traces", label);
 }
+void add_run_path_sections(Document&, const std::string& label, const std::filesystem::path&) {
+  fail("{}: this scalescope was built without analyze/ and advise/, so it cannot report on traces", label);
+}
 #endif
 
 #ifndef SCALESCOPE_REPORT_SWEEPS

@@ -51,6 +51,9 @@ Json attribution_blocks(const std::vector<analyze::RankAnalysis>& ranks);
 // shown in the per-node view); null: combine() estimates it from the ranks.
 void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& ranks,
                       const trace::ClockAlignment* clocks = nullptr);
+// A trace, run directory or folder of traces, read by analyze::analyze_path
+// (the pipeline of `scalescope analyze`, so the page shows what it prints).
+void add_run_path_sections(Document& doc, const std::string& label, const std::filesystem::path& path);
 void add_sweep_sections(Document& doc, const std::filesystem::path& path);
 void add_mlperf_sections(Document& doc, const std::string& label, const std::vector<mlperf::Run>& runs);
 void add_mlperf_csv_sections(Document& doc, const std::string& label, const std::filesystem::path& csv);

@@ -19,6 +19,7 @@
 #include "report/table.hpp"
 #include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
+#include "trace/quantile.hpp"
 #include "trace/stats.hpp"
 #include "trace/trace.hpp"
 
@@ -26,17 +27,13 @@ namespace scalescope::report::detail {
 
 namespace {
 
-std::string rank_label(const trace::Trace& t, size_t index) {
-  return t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("trace {}", index);
+// The rank's number as the analysis gave it (numbered in file order when the
+// trace has none, as `analyze` numbers it).
+std::string rank_label(const analyze::RankAnalysis& r) {
+  return r.rank >= 0 ? fmt::format("rank {}", r.rank) : r.label;
 }
 
-double quantile(std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
+using trace::quantile_of_sorted;  // the one quantile (trace/quantile.hpp), as the analysis' medians
 
 Json breakdown_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
   Json blocks = Json::array();
@@ -93,7 +90,7 @@ Json iteration_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
     t.add_row({r.label, it.count, it.warmup_count, ms(it.steady_median_ns), ms(it.steady_p95_ns), it.steady_cv, it.source});
     if (d.empty()) continue;
     std::sort(d.begin(), d.end());
-    const double q1 = quantile(d, 0.25), q3 = quantile(d, 0.75), iqr = q3 - q1;
+    const double q1 = quantile_of_sorted(d, 0.25), q3 = quantile_of_sorted(d, 0.75), iqr = q3 - q1;
     const double lo_fence = q1 - 1.5 * iqr, hi_fence = q3 + 1.5 * iqr;
     double whisker_lo = q1, whisker_hi = q3;
     const size_t x = categories.size();
@@ -105,7 +102,7 @@ Json iteration_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
       }
     }
     categories.push_back(r.label);
-    boxes.push_back({whisker_lo, q1, quantile(d, 0.5), q3, whisker_hi});
+    boxes.push_back({whisker_lo, q1, quantile_of_sorted(d, 0.5), q3, whisker_hi});
   }
   if (!boxes.empty())
     blocks.push_back({{"type", "chart"}, {"kind", "boxplot"}, {"title", "Iteration time per rank (steady state)"},
@@ -216,8 +213,8 @@ Json timeline_blocks(const std::vector<trace::Trace>& traces, const std::vector<
     const auto& [ri, device, stream] = key;
     lane_order[id] = static_cast<uint32_t>(lanes.size());
     const auto& t = traces[ri];
-    lanes.push_back(t.meta.devices.size() > 1 ? fmt::format("{} gpu {} stream {}", rank_label(t, ri), device, stream)
-                                              : fmt::format("{} stream {}", rank_label(t, ri), stream));
+    lanes.push_back(t.meta.devices.size() > 1 ? fmt::format("{} gpu {} stream {}", rank_label(ranks[ri]), device, stream)
+                                              : fmt::format("{} stream {}", rank_label(ranks[ri]), stream));
   }
   const size_t total = items.size();
   if (items.size() > max_events) {
@@ -319,7 +316,7 @@ Json copy_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
                       table_block(t)});
 }
 
-Json nccl_blocks(const std::vector<trace::Trace>& traces) {
+Json nccl_blocks(const std::vector<trace::Trace>& traces, const std::vector<analyze::RankAnalysis>& ranks) {
   struct Sum {
     int64_t count = 0, time_ns = 0;
     uint64_t bytes = 0;
@@ -338,11 +335,8 @@ Json nccl_blocks(const std::vector<trace::Trace>& traces) {
       ++s.count;
       s.time_ns += d;
       s.bytes += n.bytes[i];
-      const int32_t ranks = n.group_size[i] > 0 ? n.group_size[i] : traces[ri].meta.world_size;
-      if (const double f = trace::nccl_bus_factor(n.op[i], ranks); f > 0 && n.bytes[i] > 0) {
-        // As in `stats`: PyTorch's profiler gives a reduce-scatter's input, ranks x NCCL's message.
-        const bool whole_input = n.op[i] == trace::NcclOp::kReduceScatter && traces[ri].meta.source == "kineto";
-        s.bus_bytes += static_cast<double>(whole_input ? n.bytes[i] / static_cast<uint64_t>(ranks) : n.bytes[i]) * f;
+      if (const double bus = trace::nccl_bus_bytes(traces[ri], i); bus > 0) {  // as `stats` computes it
+        s.bus_bytes += bus;
         s.bus_ns += d;
       }
       per_rank[ri][op] += d;
@@ -351,7 +345,7 @@ Json nccl_blocks(const std::vector<trace::Trace>& traces) {
   }
   if (by_op_size.empty()) return Json::array({paragraph("No NCCL collectives in these traces.", "skipped")});
   Json cats = Json::array();
-  for (size_t ri = 0; ri < traces.size(); ++ri) cats.push_back(rank_label(traces[ri], ri));
+  for (size_t ri = 0; ri < traces.size(); ++ri) cats.push_back(rank_label(ranks[ri]));
   Json series = Json::array();
   for (const auto& [op, unused] : ops) {
     Json values = Json::array();
@@ -413,7 +407,8 @@ Json decimate(const std::vector<std::pair<double, double>>& points, size_t max_p
   return out;
 }
 
-Json counter_blocks(const std::vector<trace::Trace>& traces, size_t max_points) {
+Json counter_blocks(const std::vector<trace::Trace>& traces, const std::vector<analyze::RankAnalysis>& ranks,
+                    size_t max_points) {
   // Series per (metric, rank, device), on one Unix-clock axis so ranks line up.
   std::map<std::pair<trace::CounterMetric, std::string>, std::vector<std::pair<double, double>>> series;
   int64_t t0 = std::numeric_limits<int64_t>::max();
@@ -424,7 +419,7 @@ Json counter_blocks(const std::vector<trace::Trace>& traces, size_t max_points) 
     const auto& c = t.counters;
     for (size_t i = 0; i < c.size(); ++i) {
       const std::string name = traces.size() > 1 || t.meta.devices.size() > 1
-                                   ? fmt::format("{} gpu {}", rank_label(t, ri), c.device[i])
+                                   ? fmt::format("{} gpu {}", rank_label(ranks[ri]), c.device[i])
                                    : fmt::format("gpu {}", c.device[i]);
       series[{c.metric[i], name}].emplace_back(static_cast<double>(t.meta.to_unix_ns(c.time[i]) - t0) / 1e9, c.value[i]);
     }
@@ -506,7 +501,7 @@ Json node_blocks(const analyze::RunAnalysis& run) {
   return blocks;
 }
 
-Json problem_blocks(const std::vector<trace::Trace>& traces) {
+Json problem_blocks(const std::vector<trace::Trace>& traces, const std::vector<analyze::RankAnalysis>& ranks) {
   Json blocks = Json::array();
   for (size_t ri = 0; ri < traces.size(); ++ri) {
     std::vector<std::string> parts;
@@ -519,7 +514,7 @@ Json problem_blocks(const std::vector<trace::Trace>& traces) {
       }
     }
     if (!parts.empty())
-      blocks.push_back(paragraph(fmt::format("{}{}: {}", rank_label(traces[ri], ri), loss ? " (data loss)" : "",
+      blocks.push_back(paragraph(fmt::format("{}{}: {}", rank_label(ranks[ri]), loss ? " (data loss)" : "",
                                              fmt::join(parts, ", ")), "note"));
   }
   return blocks;
@@ -553,33 +548,68 @@ void append(Json& blocks, Json more) {
 
 }  // namespace
 
-void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& traces,
-                      const trace::ClockAlignment* clocks) {
-  if (traces.empty()) fail("{}: no traces in this run", label);
+namespace {
+
+analyze::Options run_options(const Document& doc) {
   analyze::Options options;
   options.iteration_range = doc.options.iteration_range;
-  std::vector<analyze::RankAnalysis> ranks;
-  ranks.reserve(traces.size());
+  return options;
+}
+
+// The sections of one analysed run; traces[i] is run.ranks[i]'s (as
+// analyze::analyze_path and analyze_traces line them up), moved onto one
+// clock for drawing.
+void add_analysed_run(Document& doc, const std::string& label, const std::vector<trace::Trace>& traces,
+                      analyze::RunAnalysis run, const analyze::Options& options);
+
+}  // namespace
+
+void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& given,
+                      const trace::ClockAlignment* clocks) {
+  if (given.empty()) fail("{}: no traces in this run", label);
+  const analyze::Options options = run_options(doc);
+  std::vector<trace::Trace> traces = given;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < traces.size(); ++i) names.push_back(fmt::format("trace {}", i));
+  analyze::RunAnalysis run = analyze::analyze_traces(traces, names, options);
+  // Traces already aligned carry the estimate that moved them; combine()
+  // re-estimating would only find what is left (agrees, about 0).
+  if (clocks && !clocks->hosts.empty()) run.clocks = *clocks;
+  add_analysed_run(doc, label, traces, std::move(run), options);
+}
+
+void add_run_path_sections(Document& doc, const std::string& label, const std::filesystem::path& path) {
+  const analyze::Options options = run_options(doc);
+  std::vector<trace::Trace> traces;
+  // The run pipeline of `scalescope analyze`: the page shows the analysis it prints.
+  analyze::RunAnalysis run = analyze::analyze_path(path, options, 0, {}, &traces);
+  if (traces.empty()) fail("{}: no traces in this run", label);
+  // The events are drawn on the reference host's clock, moved as the analysis estimated.
   for (size_t i = 0; i < traces.size(); ++i) {
-    ranks.push_back(analyze::analyze_rank(traces[i], options));
-    if (ranks.back().label.empty()) ranks.back().label = rank_label(traces[i], i);
+    const std::string host = traces[i].meta.hostname.empty() ? fmt::format("(unknown host, process {})", i)
+                                                             : traces[i].meta.hostname;
+    if (const trace::HostClock* h = run.clocks.find(host)) trace::apply_clock_correction(traces[i], *h);
   }
+  add_analysed_run(doc, label, traces, std::move(run), options);
+}
+
+namespace {
+
+void add_analysed_run(Document& doc, const std::string& label, const std::vector<trace::Trace>& traces,
+                      analyze::RunAnalysis run, const analyze::Options& options) {
+  const std::vector<analyze::RankAnalysis>& ranks = run.ranks;
   // The timeline, NCCL and counter views need the events; the rest only summaries.
   Json blocks = Json::array();
-  append(blocks, problem_blocks(traces));
+  append(blocks, problem_blocks(traces, ranks));
   Json timeline = timeline_blocks(traces, ranks, options.classifier, doc.options.max_timeline_events);
-  Json nccl = nccl_blocks(traces);
-  Json counters = counter_blocks(traces, doc.options.max_counter_points);
+  Json nccl = nccl_blocks(traces, ranks);
+  Json counters = counter_blocks(traces, ranks, doc.options.max_counter_points);
   Json kernels = kernel_blocks(ranks, doc.options.top_kernels);
   Json copies = copy_blocks(ranks);
   Json breakdown = breakdown_blocks(ranks);
   Json iterations = iteration_blocks(ranks);
   Json attribution = attribution_blocks(ranks);
   Json perturbation = perturbation_blocks(ranks);
-  analyze::RunAnalysis run = analyze::combine(std::move(ranks));
-  // Traces already aligned carry the estimate that moved them; combine()
-  // re-estimating would only find what is left (agrees, about 0).
-  if (clocks && !clocks->hosts.empty()) run.clocks = *clocks;
   for (const auto& f : advise::advise(run)) {
     Json figures = Json::array();
     for (const auto& g : f.figures) figures.push_back({{"name", g.name}, {"value", g.value}, {"unit", g.unit}});
@@ -618,5 +648,7 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
                                                run.ranks.size()),
                                    std::move(nodes)));
 }
+
+}  // namespace
 
 }  // namespace scalescope::report::detail

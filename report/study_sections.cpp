@@ -157,7 +157,7 @@ std::vector<fs::path> add_study_sections(Document& doc, const fs::path& dir, con
   }
   if (!run.empty()) {
     doc.inputs.push_back({{"path", run.string()}, {"kind", to_string(InputKind::kRunDirectory)}});
-    add_run_sections(doc, fmt::format("{}: {}", label, run.filename().string()), trace::load_run(run));
+    add_run_path_sections(doc, fmt::format("{}: {}", label, run.filename().string()), run);
     used.push_back(run);
   }
   return used;

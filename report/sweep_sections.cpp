@@ -138,10 +138,12 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
       t.add_row({int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median, num(r.time.ci_low).is_null() ? Cell() : Cell(r.time.ci_low),
                  num(r.time.ci_high).is_null() ? Cell() : Cell(r.time.ci_high), r.speedup, r.efficiency,
                  std::isfinite(r.efficiency_low) ? Cell(r.efficiency_low) : Cell(),
-                 std::isfinite(r.efficiency_high) ? Cell(r.efficiency_high) : Cell(), r.gpu_hours,
+                 std::isfinite(r.efficiency_high) ? Cell(r.efficiency_high) : Cell(),
+                 study.seconds ? Cell(r.gpu_hours) : Cell(),  // as `scaling` shows them
                  std::string(r.pareto ? "yes" : "")});  // the page's table: yes or blank
     }
     t.add_note("CIs: " + table.ci_method);
+    if (!study.seconds) t.add_note("The metric is not in seconds, so GPU-hours are not shown.");
     if (study.weak) t.add_note("Weak scaling: the times are per unit of work, so E' = T(ref)/T(N) per step.");
     const auto& be = table.break_even;
     auto row_of = [&](int g) { return std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == g; }); };
@@ -214,7 +216,9 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
                                  {"points", std::move(eff_marks)}}},
                       {"notes", Json::array({"E' = (N_ref x T_ref) / (N x T_N); the pin marks the break-even point by the E' rule."})}});
     blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", "Time against GPU-hours"},
-                      {"x", {{"name", "GPU-hours per unit of work"}}}, {"y", {{"name", y_name}}},
+                      {"x", {{"name", study.seconds ? "GPU-hours per unit of work"
+                                                    : "N x value / 3600 (not GPU-hours: the metric is not in seconds)"}}},
+                      {"y", {{"name", y_name}}},
                       {"series", std::move(cost_series)}, {"marks", {{"points", std::move(cost_marks)}}},
                       {"notes", Json::array({"The line joins the Pareto front (no other count is both faster and cheaper); "
                                              "the pin marks its knee."})}});

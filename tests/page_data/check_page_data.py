@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""The HTML report shows the very figures `analyze --json` and `scaling` print.
+
+For each input (issue 19: the shipped sample, a study .ssrun, a study .db)
+this runs the command a user would run and `scalescope report` on the same
+input, takes the data the page embeds (<script id="scalescope-data">), and
+compares them figure by figure: findings, the per-rank breakdown, iterations
+(and the boxplot's median against the analysis' steady median), top kernels,
+copies and stragglers for a run; every row of the scaling, break-even and
+comparison tables for a sweep. Any figure the page computed differently fails.
+
+Usage: check_page_data.py SCALESCOPE SOURCE_DIR WORK_DIR [--perturb]
+--perturb changes one figure of each page before comparing and passes only
+when exactly those are caught (ctest `page_data_detects_a_difference`).
+"""
+import html
+import json
+import math
+import pathlib
+import re
+import subprocess
+import sys
+
+FAILURES: list[str] = []
+COMPARED = [0]
+PERTURBED = [0]  # figures changed by --perturb
+
+
+def run(*args: str) -> str:
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"check_page_data: {' '.join(args)} exited {p.returncode}: {p.stderr.strip()[-2000:]}")
+    return p.stdout
+
+
+def page_data(scalescope: str, inputs: list[str], out: pathlib.Path, extra: list[str]) -> dict:
+    run(scalescope, "report", *inputs, "-o", str(out), "--quiet", *extra)
+    text = out.read_text(encoding="utf-8")
+    m = re.search(r'<script type="application/json" id="scalescope-data">(.*?)</script>', text, re.S)
+    if not m:
+        sys.exit(f"check_page_data: {out}: no embedded data")
+    return json.loads(m.group(1))
+
+
+def same(page, cli, what: str, rel: float = 1e-12) -> None:
+    """Numbers equal up to the JSON round trip; None (NaN/inf on the page) matches a non-finite or null."""
+    COMPARED[0] += 1
+    if isinstance(cli, (bool, str, list, dict)) or isinstance(page, (bool, str, list, dict)):
+        ok = page == cli
+    elif cli is None or (isinstance(cli, float) and not math.isfinite(cli)):
+        ok = page is None
+    elif page is None:
+        ok = False
+    else:
+        ok = math.isclose(float(page), float(cli), rel_tol=rel, abs_tol=1e-12)
+    if not ok:
+        FAILURES.append(f"{what}: page {page!r}, command {cli!r}")
+
+
+def blocks(doc: dict, section_prefix: str) -> list[dict]:
+    out = []
+    for s in doc["sections"]:
+        if s["title"].startswith(section_prefix):
+            out.extend(s["blocks"])
+    return out
+
+
+def table(bs: list[dict], title_prefix: str) -> dict | None:
+    found = [b for b in bs if b.get("type") == "table" and b["title"].startswith(title_prefix)]
+    return found[0] if found else None
+
+
+def quantile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default, R's type 7)."""
+    pos = q * (len(sorted_values) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def check_run(name: str, doc: dict, cli: dict, perturb: bool) -> None:
+    analysis, findings = cli["analysis"], cli["findings"]
+    ranks = analysis["ranks"]
+    run_blocks = blocks(doc, "Run: ")
+    if not run_blocks:
+        FAILURES.append(f"{name}: the page has no run section")
+        return
+    ms = 1e6
+    # Findings: the page's first section, every field as the advisor gave it.
+    page_findings = [b for s in doc["sections"] if s["title"] == "Advisor findings" for b in s["blocks"]][0]["items"]
+    if perturb and page_findings:
+        page_findings[0]["saving_fraction"] += 1e-6
+        PERTURBED[0] += 1
+    same(len(page_findings), len(findings), f"{name}: number of findings")
+    by_id = {f["id"]: f for f in page_findings}
+    for f in findings:
+        p = by_id.get(f["id"])
+        if p is None:
+            FAILURES.append(f"{name}: finding {f['id']} missing from the page")
+            continue
+        for key in ("title", "severity", "evidence", "saving_method", "fix"):
+            same(p[key], f[key], f"{name}: finding {f['id']} {key}")
+        same(p["saving_fraction"], f["saving_fraction"], f"{name}: finding {f['id']} saving")
+        same(p["ranks"], f["ranks"], f"{name}: finding {f['id']} ranks")
+        same(len(p["figures"]), len(f["figures"]), f"{name}: finding {f['id']} figures")
+        for pf, cf in zip(p["figures"], f["figures"]):
+            same(pf["name"], cf["name"], f"{name}: finding {f['id']} figure name")
+            same(pf["value"], cf["value"], f"{name}: finding {f['id']} {cf['name']}")
+    # Breakdown per rank: the table and the stacked chart.
+    t = table(run_blocks, "Time breakdown per rank")
+    with_breakdown = [r for r in ranks if r["breakdown"]["availability"]["available"]]
+    rows = t["rows"] if t else []
+    same(len(rows), len(with_breakdown), f"{name}: breakdown rows")
+    chart = next((b for b in run_blocks if b.get("title") == "Per-rank breakdown"), None)
+    for i, (row, r) in enumerate(zip(rows, with_breakdown)):
+        b = r["breakdown"]
+        what = f"{name}: breakdown {r['label']}"
+        same(row[0], r["label"], what + " label")
+        for k, key in enumerate(("wall_ns", "compute_ns", "exposed_communication_ns", "copy_ns", "idle_ns",
+                                 "communication_ns"), start=1):
+            same(row[k], b[key] / ms, f"{what} {key}")
+        same(row[7], b["overlap_fraction"], what + " overlap")
+        if chart:
+            for series, key in zip(chart["series"], ("compute_ns", "exposed_communication_ns", "copy_ns", "idle_ns")):
+                same(series["values"][i], b[key] / ms, f"{what} chart {key}")
+    # Iterations per rank, and the boxplot's median against the steady median.
+    t = table(run_blocks, "Iterations per rank")
+    with_its = [r for r in ranks if r["iterations"]["availability"]["available"]]
+    rows = t["rows"] if t else []
+    same(len(rows), len(with_its), f"{name}: iteration rows")
+    box = next((b for b in run_blocks if b.get("kind") == "boxplot"), None)
+    box_i = 0
+    for row, r in zip(rows, with_its):
+        it = r["iterations"]
+        what = f"{name}: iterations {r['label']}"
+        same(row[0], r["label"], what + " label")
+        same(row[1], it["count"], what + " count")
+        same(row[2], it["warmup_count"], what + " warm-up")
+        same(row[3], it["steady_median_ns"] / ms, what + " steady median")
+        same(row[4], it["steady_p95_ns"] / ms, what + " steady p95")
+        same(row[5], it["steady_cv"], what + " steady cv")
+        same(row[6], it["source"], what + " source")
+        steady = sorted((x["end_ns"] - x["start_ns"]) / ms for x in it["iterations"] if not x["warmup"])
+        if steady and box:
+            lo, q1, med, q3, hi = box["boxes"][box_i]
+            same(box["categories"][box_i], r["label"], what + " box label")
+            # One median: the page's box and the analysis agree (issue 19, one quantile).
+            same(med, it["steady_median_ns"] / ms, what + " box median = steady median", rel=1e-9)
+            same(q1, quantile(steady, 0.25), what + " box q1", rel=1e-9)
+            same(q3, quantile(steady, 0.75), what + " box q3", rel=1e-9)
+            box_i += 1
+    # Top kernels: the page sums each rank's top kernels by name.
+    sums: dict[str, list] = {}
+    for r in ranks:
+        for k in r["top_kernels"]:
+            s = sums.setdefault(k["name"], [k["class"], k["precision"], 0, 0])
+            s[2] += k["count"]
+            s[3] += k["total_ns"]
+    t = table(run_blocks, "Top kernels")
+    for row in (t["rows"] if t else []):
+        s = sums.get(row[0])
+        if s is None:
+            FAILURES.append(f"{name}: kernel {row[0]!r} is on the page but in no rank's top kernels")
+            continue
+        what = f"{name}: kernel {row[0][:40]}"
+        same(row[1], s[0], what + " class")
+        same(row[2], s[1], what + " precision")
+        same(row[3], s[2], what + " calls")
+        same(row[4], s[3] / ms, what + " total")
+    if sums and not t:
+        FAILURES.append(f"{name}: no top-kernel table on the page")
+    # Copies: summed over ranks by kind and memory kinds.
+    copies: dict[str, list] = {}
+    for r in ranks:
+        if not r["copies"]["availability"]["available"]:
+            continue
+        for g in r["copies"]["groups"]:
+            c = copies.setdefault(f"{g['kind']} {g['src_kind']} -> {g['dst_kind']}", [0, 0, 0])
+            c[0] += g["count"]
+            c[1] += g["bytes"]
+            c[2] += g["time_ns"]
+    t = table(run_blocks, "Copies by kind")
+    for row in (t["rows"] if t else []):
+        if row[0] == "memset":
+            continue
+        c = copies.get(row[0])
+        if c is None:
+            FAILURES.append(f"{name}: copy {row[0]!r} on the page but not in the analysis")
+            continue
+        same(row[1], c[0], f"{name}: copy {row[0]} count")
+        same(row[2], c[1], f"{name}: copy {row[0]} bytes")
+        same(row[3], c[2] / ms, f"{name}: copy {row[0]} time")
+    # Stragglers (runs of several ranks).
+    s = analysis["stragglers"]
+    t = table(run_blocks, "Lateness at collectives per rank")
+    if len(ranks) > 1 and s["availability"]["available"]:
+        rows = t["rows"] if t else []
+        same(len(rows), len(s["ranks"]), f"{name}: straggler rows")
+        for row, r in zip(rows, s["ranks"]):
+            what = f"{name}: lateness of rank {r['rank']}"
+            same(row[0], r["rank"], what)
+            same(row[1], r["total_late_ns"] / ms, what + " total")
+            same(row[2], r["max_late_ns"] / ms, what + " max")
+            same(row[3], r["late_per_iteration_ns"] / ms, what + " per iteration")
+            same(row[4], r["times_last"], what + " times last")
+    # The run's subtitle counts the analysis' ranks (launchers left out).
+    subtitle = next(s["subtitle"] for s in doc["sections"] if s["title"].startswith("Run: "))
+    same(int(subtitle.split(" rank(s)")[0]), len(ranks), f"{name}: ranks in the subtitle")
+
+
+def check_sweep(name: str, doc: dict, cli: dict, metric_table: str, perturb: bool) -> None:
+    tables = {t.get("id", t["title"]): t for t in cli["tables"]}
+    sweep_blocks = blocks(doc, "Sweep: ")
+    main = tables[metric_table]
+    compared = 0
+    for page in (b for b in sweep_blocks if b.get("type") == "table" and b["title"].startswith("Scaling: ")):
+        label = page["title"][len("Scaling: "):]
+        rows = [r for r in main["rows"] if r["config"] == label]
+        same(len(page["rows"]), len(rows), f"{name}: rows of {label}")
+        for i, (p, c) in enumerate(zip(page["rows"], rows)):
+            if perturb and compared == 0:
+                p[6] = (p[6] or 0) + 1e-6
+                PERTURBED[0] += 1
+            what = f"{name}: {label} {c['gpus']} GPUs"
+            same(p[0], c["gpus"], what)
+            same(p[1], c["n"], what + " runs")
+            for k, key in enumerate(("median", "ci_low", "ci_high", "speedup", "efficiency", "efficiency_low",
+                                     "efficiency_high", "gpu_hours"), start=2):
+                same(p[k], c[key], f"{what} {key}")
+            same(p[10] == "yes", bool(c["pareto"]), what + " Pareto")
+            compared += 1
+    same(compared, len(main["rows"]), f"{name}: every row of `scaling` is on the page")
+    # Break-even points: the notes of each page table against `scaling`'s table.
+    be = tables.get("break_even_point")
+    if be is None:
+        FAILURES.append(f"{name}: `scaling` printed no break-even table")
+    else:
+        for r in be["rows"]:
+            page = table(sweep_blocks, f"Scaling: {r['config']}")
+            notes = " ".join(page.get("notes", [])) if page else ""
+            pattern = (r"Break-even by the E' rule [^:]*: (\d+) GPUs" if r["rule"].startswith("(a)")
+                       else r"Break-even by the Pareto knee .*?: (\d+) GPUs\.")
+            m = re.search(pattern, notes)
+            same(int(m.group(1)) if m else None, r["gpus"], f"{name}: break-even {r['rule'][:3]} of {r['config']}")
+    cmp_cli = tables.get("configurations_compared")
+    cmp_page = table(sweep_blocks, "Configurations compared")
+    if cmp_cli:
+        if not cmp_page:
+            FAILURES.append(f"{name}: the comparisons are not on the page")
+            return
+        same(len(cmp_page["rows"]), len(cmp_cli["rows"]), f"{name}: comparison rows")
+        for i, (p, c) in enumerate(zip(cmp_page["rows"], cmp_cli["rows"])):
+            for k, col in enumerate(cmp_cli["columns"]):
+                v = c[col]
+                same(p[k], ("yes" if v else "no") if isinstance(v, bool) else v, f"{name}: comparison {i} {col}")
+
+
+def main() -> int:
+    scalescope, src, work = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+    perturb = "--perturb" in sys.argv[4:]
+    work.mkdir(parents=True, exist_ok=True)
+    runs = [("sample", src / "examples/sample/kineto-sample.json.gz"),
+            ("study run", src / "examples/h200/llm/traces/0004-g2-method_lora-r0.ssrun")]
+    for name, path in runs:
+        if not path.exists():
+            print(f"check_page_data: {path}: missing (the inputs of this check ship with the source)")
+            return 1
+        cli = json.loads(run(scalescope, "analyze", str(path), "--json"))
+        doc = page_data(scalescope, [str(path)], work / f"{name.replace(' ', '-')}.html", [])
+        check_run(name, doc, cli, perturb)
+    db = src / "examples/h200/llm.db"
+    # The page draws the study with a prediction one doubling past the
+    # largest measured count; `scaling --predict` that count gives the same study.
+    largest = max(int(r["gpus"]) for r in
+                  json.loads(run(scalescope, "scaling", str(db), "--format", "json"))["tables"][0]["rows"])
+    cli = json.loads(run(scalescope, "scaling", str(db), "--format", "json", "--predict", str(2 * largest)))
+    doc = page_data(scalescope, [str(db)], work / "study-db.html", [])
+    metric = next(t["id"] for t in cli["tables"] if t.get("id", "").startswith("scaling_of_"))
+    check_sweep("study db", doc, cli, metric, perturb)
+    for f in FAILURES[:40]:
+        print(f)
+    print(f"check_page_data: {COMPARED[0]} figures compared, {len(FAILURES)} differ")
+    if COMPARED[0] < 50:
+        print("check_page_data: too few figures compared to prove anything")
+        return 1
+    if perturb:  # passes when exactly the changed figures were caught
+        print(f"check_page_data: {PERTURBED[0]} figure(s) changed on purpose")
+        return 0 if PERTURBED[0] > 0 and len(FAILURES) == PERTURBED[0] else 1
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
