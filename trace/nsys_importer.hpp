@@ -1,8 +1,8 @@
 #pragma once
 // Imports an Nsight Systems SQLite export (`nsys export --type sqlite`) into
 // Traces, one per captured process with CUDA activity, through the same
-// neutral records as the Kineto importer. The database is opened read-only
-// and immutable: the input is never modified, and no journal is created.
+// neutral records as the Kineto importer. The file is mapped read-only and
+// read in place: the input is never modified, and no journal is created.
 //
 //   NsysImportReport report;
 //   std::vector<Trace> ranks = import_nsys_file("report.sqlite", &report);

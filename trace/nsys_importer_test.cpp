@@ -640,6 +640,25 @@ TEST_F(NsysImporter, CorruptPagesAreAnErrorOrCounted) {
       ++errors;
       EXPECT_NE(std::string(e.what()).find("corrupt.sqlite: "), std::string::npos) << e.what();
     }
+    // The same file through one connection and through two (the API tables
+    // on a second thread): the same one-line error, or the same import.
+    const fs::path file = dir_ / "corrupt.sqlite";
+    std::ofstream(file, std::ios::binary | std::ios::trunc).write(bad.data(), static_cast<std::streamsize>(bad.size()));
+    std::string outcome[2];
+    for (int two = 0; two < 2; ++two) {
+      NsysImportOptions options;
+      options.parallel_min_api_rows = two ? 0 : ~uint64_t{0};
+      NsysImportReport rep;
+      try {
+        auto t = import_nsys_file(file, &rep, options);
+        outcome[two] = "imported " + std::to_string(rep.runtime_calls) + " " + std::to_string(rep.malformed);
+      } catch (const Error& e) {
+        outcome[two] = e.what();
+        EXPECT_NE(outcome[two].find(file.string() + ": "), std::string::npos) << outcome[two];
+        EXPECT_EQ(outcome[two].find('\n'), std::string::npos) << outcome[two];
+      }
+    }
+    EXPECT_EQ(outcome[0], outcome[1]) << seed;
   }
   EXPECT_EQ(errors + imports, 4);
   EXPECT_GT(errors, 0);
