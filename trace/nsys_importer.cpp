@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <system_error>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
