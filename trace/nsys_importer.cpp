@@ -1,14 +1,21 @@
 #include "trace/nsys_importer.hpp"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
 #include <span>
+#include <system_error>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -161,6 +168,8 @@ class Database {
       tables_.emplace(n, std::move(cols));
     }
   }
+  // A second connection to the same file knows the schema the first read.
+  void copy_schema(const Database& other) { tables_ = other.tables_; }
   bool has_table(std::string_view t) const { return tables_.count(std::string(t)) != 0; }
   bool has_column(std::string_view t, std::string_view c) const {
     auto it = tables_.find(std::string(t));
@@ -222,6 +231,41 @@ std::string immutable_uri(const std::filesystem::path& path) {
   }
   return uri + "?immutable=1";
 }
+
+// A connection reading `image` (a whole database file in memory) in place:
+// read-only, no copy, so that several connections can share one mapping of
+// the file. nullptr when SQLite refuses it. The image must outlive it.
+sqlite3* open_image(std::string_view image) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK ||
+      sqlite3_deserialize(db, "main", reinterpret_cast<unsigned char*>(const_cast<char*>(image.data())),
+                          static_cast<sqlite3_int64>(image.size()), static_cast<sqlite3_int64>(image.size()),
+                          SQLITE_DESERIALIZE_READONLY) != SQLITE_OK) {
+    sqlite3_close(db);
+    return nullptr;
+  }
+  return db;
+}
+
+// A file mapped read-only (PROT_READ: nothing can write through it).
+class MappedFile {
+ public:
+  MappedFile(int fd, size_t size) : size_(size) {
+    void* p = size ? ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    data_ = p == MAP_FAILED ? nullptr : static_cast<const char*>(p);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<char*>(data_), size_);
+  }
+  bool ok() const { return data_ != nullptr; }
+  std::string_view bytes() const { return {data_, size_}; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 // ---- the importer -------------------------------------------------------------
 
@@ -395,17 +439,21 @@ constexpr int64_t kDenseIds = int64_t{1} << 22;  // ids below: a vector slot (16
 enum : int { kStartCol = 0, kEndCol = 1 };
 
 class ApiByCorrelation;
+struct ApiReader;
 
 class Importer {
  public:
   Importer(Database& db, std::string_view file_name, const NsysImportOptions& options, NsysImportReport& report)
       : db_(db), file_name_(file_name), options_(options), report_(report) {}
+  // The mapped file, for a second connection (empty: none).
+  void set_shared_image(std::string_view image) { shared_image_ = image; }
 
   std::vector<Trace> run();
 
  private:
-  ProcessBuild& process(int64_t global_id) {
-    const uint64_t key = process_key(global_id);
+  friend struct ApiReader;
+  ProcessBuild& process(int64_t global_id) { return process_of_key(process_key(global_id)); }
+  ProcessBuild& process_of_key(uint64_t key) {
     if (last_ && last_->key == key) return *last_;
     auto& slot = processes_[key];
     if (!slot) {
@@ -435,6 +483,8 @@ class Importer {
   // A name column's value in this process's string table: an id into
   // StringIds (INTEGER) or the text itself (TEXT).
   StringId name_of(ProcessBuild& p, const Statement& st, int col);
+  // This process's id for nsys string id `id`; kUnresolved until looked up.
+  static StringId& name_slot(ProcessBuild& p, int64_t id);
   // An API call's name without nsys's version suffix.
   StringId plain_name(ProcessBuild& p, StringId raw);
   StringId intern(ProcessBuild& p, std::string_view text) {
@@ -464,6 +514,9 @@ class Importer {
   void read_memcpys();
   void read_memsets();
   void read_api(const char* table);
+  // The API tables on a second connection and thread (nullptr: read them here).
+  std::unique_ptr<ApiReader> start_api_reader();
+  void merge_api(ApiReader& reader);
   void read_syncs();
   void read_nvtx();
   void read_thread_names();
@@ -481,50 +534,179 @@ class Importer {
   std::map<uint64_t, std::unique_ptr<ProcessBuild>> processes_;
   ProcessBuild* last_ = nullptr;
   std::optional<Statement> string_lookup_;
-  std::unordered_map<int64_t, std::optional<std::string>> string_cache_;
+  // A StringIds value, and what cleaning it counted (merge_api takes the
+  // counts of the second connection's lookups only where this one made none).
+  struct CachedString {
+    std::optional<std::string> value;
+    uint64_t malformed = 0, invalid_utf8 = 0;
+  };
+  std::unordered_map<int64_t, CachedString> string_cache_;
+  std::string_view shared_image_;
   std::unordered_set<std::string> scanned_;  // tables whose rows a scan counted
   uint64_t db_bytes_ = 0;
   // (domainId, schemaId) -> offset of "Message size [bytes]" in the payload, and the payload's size.
   std::map<std::pair<int64_t, int64_t>, std::pair<uint64_t, uint64_t>> message_size_at_;
 };
 
+// The CUDA API tables, read by a second connection on its own thread while
+// the first reads the activity tables: in a CUDA capture they are the two
+// largest (every kernel has its launch call), so the import takes the time of
+// one of them on a machine with two cores. The reader is an Importer of its
+// own (its processes, strings, counts); merge_api folds it in as if one
+// connection had read the API tables after the activity tables.
+struct ApiReader {
+  ApiReader(sqlite3* raw, std::string name, std::string_view file_name, const NsysImportOptions& options)
+      : db(raw, std::move(name)), importer(db, file_name, options, report) {}
+  ApiReader(const ApiReader&) = delete;
+  ApiReader& operator=(const ApiReader&) = delete;
+  ~ApiReader() {
+    if (thread.joinable()) {  // the first connection failed: stop this one early
+      sqlite3_interrupt(db.handle());
+      thread.join();
+    }
+  }
+
+  Database db;
+  NsysImportReport report;
+  Importer importer;
+  std::exception_ptr error;
+  std::thread thread;
+};
+
+constexpr const char* kApiTables[] = {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"};
+
+std::unique_ptr<ApiReader> Importer::start_api_reader() {
+  // A second connection shares the file's mapping (import_nsys_file), and
+  // the step budget is one connection's.
+  if (shared_image_.empty() || options_.max_sql_steps > 0 || !sqlite3_threadsafe()) return nullptr;
+  uint64_t rows = 0;
+  try {
+    for (const char* t : kApiTables)
+      if (db_.has_column(t, "start") && db_.has_column(t, "end")) rows += row_bound(t);
+  } catch (const Error&) {
+    return nullptr;  // a corrupt table: read here, in one connection's order, for the same error
+  }
+  if (rows < options_.parallel_min_api_rows) return nullptr;
+  sqlite3* raw = open_image(shared_image_);
+  if (!raw) return nullptr;
+  int64_t no_budget = 0;
+  configure(raw, options_, &no_budget);
+  auto reader = std::make_unique<ApiReader>(raw, db_.name(), file_name_, options_);
+  reader->db.copy_schema(db_);
+  Importer& other = reader->importer;
+  other.enums_ = enums_;
+  other.db_bytes_ = db_bytes_;
+  other.report_.tables = report_.tables;  // where its scans record their row counts
+  try {
+    reader->thread = std::thread([r = reader.get()] {
+      try {
+        for (const char* t : kApiTables) r->importer.read_api(t);
+      } catch (...) {
+        r->error = std::current_exception();
+      }
+    });
+  } catch (const std::system_error&) {
+    return nullptr;  // no thread to be had: read them here
+  }
+  return reader;
+}
+
+// Folds the API reader's results in exactly as one connection reading the
+// API tables after the activity tables would have made them: the same string
+// ids in each trace, the same counts.
+void Importer::merge_api(ApiReader& reader) {
+  reader.thread.join();
+  if (reader.error) std::rethrow_exception(reader.error);
+  report_.connections = 2;
+  Importer& other = reader.importer;
+  const NsysImportReport& theirs = other.report_;
+  report_.runtime_calls += theirs.runtime_calls;
+  report_.driver_calls += theirs.driver_calls;
+  report_.backtrace_rows += theirs.backtrace_rows;
+  report_.other_class_rows += theirs.other_class_rows;
+  report_.malformed += theirs.malformed;
+  report_.invalid_utf8 += theirs.invalid_utf8;
+  for (const auto& t : theirs.tables) {
+    if (!other.scanned_.count(t.name)) continue;
+    scanned_.insert(t.name);
+    for (auto& mine : report_.tables)
+      if (mine.name == t.name) mine.rows = t.rows;
+  }
+  // A StringIds value this connection looked up already would not have been
+  // looked up (nor its repairs counted) again.
+  for (auto& [id, entry] : other.string_cache_) {
+    const auto [at, added] = string_cache_.try_emplace(id, std::move(entry));  // (moves only when added)
+    if (!added) {
+      report_.malformed -= entry.malformed;
+      report_.invalid_utf8 -= entry.invalid_utf8;
+    }
+  }
+  for (auto& [key, q] : other.processes_) {
+    ProcessBuild& p = process_of_key(key);
+    p.cuda |= q->cuda;
+    for (size_t i = 0; i < p.trace.problems.counts.size(); ++i) p.trace.problems.counts[i] += q->trace.problems.counts[i];
+    // The reader's strings in the order it met them, which is the order one
+    // connection would have added them to this trace's table.
+    std::vector<StringId> to_mine(q->trace.strings.size());
+    for (size_t i = 0; i < to_mine.size(); ++i) to_mine[i] = p.trace.strings.intern(q->trace.strings.view(static_cast<StringId>(i)));
+    auto merge_slot = [&](int64_t id, StringId slot_theirs) {
+      if (slot_theirs == kUnresolved) return;
+      const bool missing = !string_cache_.at(id).value;
+      StringId& slot = name_slot(p, id);
+      if (slot == kUnresolved) slot = missing ? kNoString : to_mine[slot_theirs];
+      else if (missing) --report_.malformed;  // counted once per process and id, here already
+    };
+    for (size_t id = 0; id < q->names.size(); ++id) merge_slot(static_cast<int64_t>(id), q->names[id]);
+    for (const auto& [id, slot_theirs] : q->far_names) merge_slot(id, slot_theirs);
+    // Only the API tables fill `api`, so this trace's is empty. (plain_names
+    // serves only the API scans: not merged.)
+    p.trace.api = std::move(q->trace.api);
+    for (StringId& name : p.trace.api.name) name = to_mine[name];
+  }
+}
+
 const std::string* Importer::string_value(int64_t id) {
   auto it = string_cache_.find(id);
   if (it == string_cache_.end()) {
-    std::optional<std::string> value;
+    CachedString entry;
     if (!string_lookup_ && db_.has_column("StringIds", "id") && db_.has_column("StringIds", "value"))
       string_lookup_.emplace(db_.prepare("SELECT value FROM StringIds WHERE id = ?"));
     if (string_lookup_) {
       string_lookup_->reset();
       string_lookup_->bind(1, id);
       if (string_lookup_->step()) {
+        const uint64_t malformed = report_.malformed, invalid = report_.invalid_utf8;
         std::string scratch;
-        value = std::string(clean(string_lookup_->text(0), scratch));
+        entry.value = std::string(clean(string_lookup_->text(0), scratch));
+        entry.malformed = report_.malformed - malformed;
+        entry.invalid_utf8 = report_.invalid_utf8 - invalid;
       }
     }
-    it = string_cache_.emplace(id, std::move(value)).first;
+    it = string_cache_.emplace(id, std::move(entry)).first;
   }
-  return it->second ? &*it->second : nullptr;
+  return it->second.value ? &*it->second.value : nullptr;
+}
+
+StringId& Importer::name_slot(ProcessBuild& p, int64_t id) {
+  if (id >= 0 && id < kDenseIds) {
+    const auto i = static_cast<size_t>(id);
+    if (i >= p.names.size()) p.names.resize(i + 1, kUnresolved);  // grows geometrically
+    return p.names[i];
+  }
+  return p.far_names.try_emplace(id, kUnresolved).first->second;
 }
 
 StringId Importer::name_of(ProcessBuild& p, const Statement& st, int col) {
   switch (st.type(col)) {
     case SQLITE_INTEGER: {
       const int64_t id = st.i64(col);
-      StringId* slot = nullptr;
-      if (id >= 0 && id < kDenseIds) {
-        const auto i = static_cast<size_t>(id);
-        if (i >= p.names.size()) p.names.resize(i + 1, kUnresolved);  // grows geometrically
-        slot = &p.names[i];
-      } else {
-        slot = &p.far_names.try_emplace(id, kUnresolved).first->second;
-      }
-      if (*slot == kUnresolved) {
+      StringId& slot = name_slot(p, id);
+      if (slot == kUnresolved) {
         const std::string* v = string_value(id);
-        if (!v) ++report_.malformed;  // an id StringIds does not hold
-        *slot = v ? p.trace.strings.intern(*v) : kNoString;
+        if (!v) ++report_.malformed;  // an id StringIds does not hold (merge_api relies on this count)
+        slot = v ? p.trace.strings.intern(*v) : kNoString;
       }
-      return *slot;
+      return slot;
     }
     case SQLITE_TEXT: return intern(p, st.text(col));
     default: return kNoString;
@@ -640,13 +822,14 @@ void Importer::scan(const char* table, std::initializer_list<const char*> requir
 
 template <typename Record>
 bool Importer::span(Record& r, const Statement& st, ProcessBuild& p) {
-  if (st.null(kStartCol) || st.null(kEndCol)) {
+  r.start = st.i64(kStartCol);
+  r.end = st.i64(kEndCol);
+  // NULL reads as 0: only a 0 needs the type.
+  if ((r.start == 0 && st.null(kStartCol)) || (r.end == 0 && st.null(kEndCol))) {
     ++report_.malformed;
     p.trace.problems.add(Problem::kMalformedEvent);
     return false;
   }
-  r.start = st.i64(kStartCol);
-  r.end = st.i64(kEndCol);
   if (r.end < r.start) {
     p.trace.problems.add(Problem::kNegativeDuration);
     r.end = r.start;
@@ -658,12 +841,69 @@ bool Importer::span(Record& r, const Statement& st, ProcessBuild& p) {
 uint32_t u32(const Statement& st, int c) { return static_cast<uint32_t>(st.i64(c)); }
 uint64_t non_negative(const Statement& st, int c) { return st.i64(c) < 0 ? 0 : static_cast<uint64_t>(st.i64(c)); }
 
-// Room for every row of the table in the process that has the first one: the
-// columns then never reallocate. Pages a process never fills are never
-// touched, so a capture of many processes costs address space, not memory.
-template <typename Table>
-void reserve_rows(Table& t, uint64_t rows) {
-  if (t.start.capacity() == 0 && rows > 0) t.reserve(static_cast<size_t>(std::min<uint64_t>(rows, uint64_t{1} << 32)));
+// Every column of a table, for advice on its memory.
+template <typename F>
+void for_each_column(KernelTable& t, F&& f) {
+  auto each = [&](auto&... c) { (f(c), ...); };
+  each(t.start, t.end, t.device, t.stream, t.name, t.grid_x, t.grid_y, t.grid_z, t.block_x, t.block_y, t.block_z,
+       t.registers_per_thread, t.shared_memory_bytes, t.correlation);
+}
+template <typename F>
+void for_each_column(MemcpyTable& t, F&& f) {
+  auto each = [&](auto&... c) { (f(c), ...); };
+  each(t.start, t.end, t.device, t.stream, t.correlation, t.bytes, t.kind, t.src_kind, t.dst_kind, t.is_async,
+       t.peer_device);
+}
+template <typename F>
+void for_each_column(MemsetTable& t, F&& f) {
+  auto each = [&](auto&... c) { (f(c), ...); };
+  each(t.start, t.end, t.device, t.stream, t.correlation, t.bytes, t.dst_kind, t.is_async);
+}
+template <typename F>
+void for_each_column(ApiTable& t, F&& f) {
+  auto each = [&](auto&... c) { (f(c), ...); };
+  each(t.start, t.end, t.thread, t.domain, t.callback_id, t.name, t.correlation, t.return_code);
+}
+template <typename F>
+void for_each_column(SyncTable& t, F&& f) {
+  auto each = [&](auto&... c) { (f(c), ...); };
+  each(t.start, t.end, t.kind, t.device, t.stream, t.event, t.thread, t.correlation);
+}
+template <typename F>
+void for_each_column(NvtxTable& t, F&& f) {
+  auto each = [&](auto&... c) { (f(c), ...); };
+  each(t.start, t.end, t.kind, t.domain, t.text, t.thread, t.device, t.correlation, t.link);
+}
+
+// Asks for 2 MiB pages (transparent huge pages, which Debian's kernels grant
+// on request: "madvise" mode) for the untouched, 2 MiB-aligned rest of a
+// column's reserved room. Filling ~200 MB of columns 4 KiB page by page was
+// a sixth of a 2 M-kernel import (one page fault per 4 KiB, costly in a VM).
+// Advice only: where the kernel refuses, nothing changes.
+template <typename T>
+void advise_huge_pages(std::vector<T>& column) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<uintptr_t>(column.data());
+  const uintptr_t first = (begin + (column.size() + 1) * sizeof(T) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t last = (begin + column.capacity() * sizeof(T)) & ~(kHuge - 1);
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
+// Rows a process's table holds before its columns get huge pages: a process
+// with few rows of a large table (many processes share its room, below)
+// then never takes 2 MiB per column.
+constexpr size_t kHugePagesAfterRows = size_t{1} << 16;
+
+// Appends a row. Room for every row of the table is reserved in the process
+// that has the first one: the columns then never reallocate. Pages a process
+// never fills are never touched, so a capture of many processes costs
+// address space, not memory.
+template <typename Table, typename Record>
+void push_row(Table& t, const Record& r, uint64_t table_rows) {
+  if (t.start.capacity() == 0 && table_rows > 0)
+    t.reserve(static_cast<size_t>(std::min<uint64_t>(table_rows, uint64_t{1} << 32)));
+  t.push(r);
+  if (t.size() == kHugePagesAfterRows) for_each_column(t, [](auto& column) { advise_huge_pages(column); });
 }
 
 void Importer::read_kernels() {
@@ -676,7 +916,7 @@ void Importer::read_kernels() {
         "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
         "staticSharedMemory", "dynamicSharedMemory"},
        [&](const Statement& st, uint64_t bound) {
-         ProcessBuild& p = process(st.null(kPid) ? 0 : st.i64(kPid));
+         ProcessBuild& p = process(st.i64(kPid));
          KernelRecord r;
          if (!span(r, st, p)) return;
          p.cuda = true;
@@ -688,8 +928,7 @@ void Importer::read_kernels() {
          r.block_x = u32(st, kBlockX), r.block_y = u32(st, kBlockY), r.block_z = u32(st, kBlockZ);
          r.registers_per_thread = u32(st, kRegisters);
          r.shared_memory_bytes = u32(st, kStaticShared) + u32(st, kDynamicShared);
-         reserve_rows(p.trace.kernels, bound);
-         p.trace.kernels.push(r);
+         push_row(p.trace.kernels, r, bound);
          const std::string_view name = p.trace.strings.view(r.name);
          if (name.substr(0, 4) != "nccl") return;
          // The one parser of NCCL kernel names (trace/nccl_kernel_name.hpp); the
@@ -715,7 +954,7 @@ void Importer::read_memcpys() {
        {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "bytes", "copyKind", "srcKind", "dstKind",
         "srcDeviceId", "dstDeviceId"},
        [&](const Statement& st, uint64_t bound) {
-         ProcessBuild& p = process(st.null(kPid) ? 0 : st.i64(kPid));
+         ProcessBuild& p = process(st.i64(kPid));
          MemcpyRecord r;
          if (!span(r, st, p)) return;
          p.cuda = true;
@@ -730,8 +969,7 @@ void Importer::read_memcpys() {
            const uint32_t src = u32(st, kSrcDevice), dst = u32(st, kDstDevice);
            r.peer_device = src == r.device ? dst : src;
          }
-         reserve_rows(p.trace.memcpys, bound);
-         p.trace.memcpys.push(r);
+         push_row(p.trace.memcpys, r, bound);
        });
 }
 
@@ -739,8 +977,8 @@ void Importer::read_memsets() {
   enum { kPid = 2, kDevice, kStream, kCorr, kBytes, kMemKind };
   scan("CUPTI_ACTIVITY_KIND_MEMSET", {"start", "end"},
        {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "bytes", "memKind"},
-       [&](const Statement& st, uint64_t) {
-         ProcessBuild& p = process(st.null(kPid) ? 0 : st.i64(kPid));
+       [&](const Statement& st, uint64_t bound) {
+         ProcessBuild& p = process(st.i64(kPid));
          MemsetRecord r;
          if (!span(r, st, p)) return;
          p.cuda = true;
@@ -749,7 +987,7 @@ void Importer::read_memsets() {
          r.correlation = u32(st, kCorr);
          r.bytes = non_negative(st, kBytes);
          r.dst_kind = st.null(kMemKind) ? MemoryKind::kUnknown : enums_.memory(st.i64(kMemKind));
-         p.trace.memsets.push(r);
+         push_row(p.trace.memsets, r, bound);
        });
 }
 
@@ -758,7 +996,7 @@ void Importer::read_api(const char* table) {
   const bool driver_table = std::string_view(table) == "CUPTI_ACTIVITY_KIND_DRIVER";
   scan(table, {"start", "end"}, {"start", "end", "globalTid", "eventClass", "correlationId", "nameId", "name", "returnValue"},
        [&](const Statement& st, uint64_t bound) {
-         const int64_t tid = st.null(kTid) ? 0 : st.i64(kTid);
+         const int64_t tid = st.i64(kTid);
          ProcessBuild& p = process(tid);
          ApiDomain domain = driver_table ? ApiDomain::kDriver : ApiDomain::kRuntime;
          if (!st.null(kClass)) {
@@ -786,8 +1024,7 @@ void Importer::read_api(const char* table) {
          if (raw == kNoString) raw = name_of(p, st, kName);
          r.name = plain_name(p, raw);
          r.return_code = static_cast<int32_t>(st.i64(kReturn));
-         reserve_rows(p.trace.api, bound);
-         p.trace.api.push(r);
+         push_row(p.trace.api, r, bound);
        });
 }
 
@@ -795,8 +1032,8 @@ void Importer::read_syncs() {
   enum { kPid = 2, kDevice, kStream, kCorr, kSyncType, kEvent };
   scan("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", {"start", "end"},
        {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "syncType", "eventId"},
-       [&](const Statement& st, uint64_t) {
-         ProcessBuild& p = process(st.null(kPid) ? 0 : st.i64(kPid));
+       [&](const Statement& st, uint64_t bound) {
+         ProcessBuild& p = process(st.i64(kPid));
          SyncRecord r;
          if (!span(r, st, p)) return;
          p.cuda = true;
@@ -806,7 +1043,7 @@ void Importer::read_syncs() {
          r.stream = r.kind == SyncKind::kDeviceSynchronize ? 0 : u32(st, kStream);
          r.correlation = u32(st, kCorr);
          r.event = non_negative(st, kEvent);
-         p.trace.syncs.push(r);
+         push_row(p.trace.syncs, r, bound);
        });
 }
 
@@ -814,13 +1051,13 @@ void Importer::read_nvtx() {
   enum { kType = 2, kTid, kText, kTextId, kDomain, kPayload };
   std::map<std::pair<uint64_t, int64_t>, StringId> domains;  // (process, domainId) -> name
   scan("NVTX_EVENTS", {"start", "eventType"}, {"start", "end", "eventType", "globalTid", "text", "textId", "domainId", "binaryData"},
-       [&](const Statement& st, uint64_t) {
-         const int64_t gtid = st.null(kTid) ? 0 : st.i64(kTid);
+       [&](const Statement& st, uint64_t bound) {
+         const int64_t gtid = st.i64(kTid);
          ProcessBuild& p = process(gtid);
          const int64_t type = st.i64(kType);
          StringId text = name_of(p, st, kText);
          if (text == kNoString) text = name_of(p, st, kTextId);
-         const int64_t domain_id = st.null(kDomain) ? 0 : st.i64(kDomain);
+         const int64_t domain_id = st.i64(kDomain);
          if (type == enums_.nvtx_domain_create) {
            ++report_.nvtx_domain_rows;
            domains[{p.key, domain_id}] = text;
@@ -876,7 +1113,7 @@ void Importer::read_nvtx() {
              p.nccl_calls.push_back(call);
            }
          }
-         p.trace.nvtx.push(r);
+         push_row(p.trace.nvtx, r, bound);
        });
   // A domain's create row may follow its ranges: names are set once the
   // table is read. Domain 0 is NVTX's default domain: no name.
@@ -1106,7 +1343,10 @@ void Importer::finish_process(ProcessBuild& p) {
   };
   fit(tr.kernels);
   fit(tr.memcpys);
+  fit(tr.memsets);
   fit(tr.api);
+  fit(tr.syncs);
+  fit(tr.nvtx);
 }
 
 // Host facts of the capture: devices, hostname, clock anchor, process names,
@@ -1300,11 +1540,13 @@ std::vector<Trace> Importer::run() {
   read_enums();
   read_versions();
   read_payload_schemas();
+  std::unique_ptr<ApiReader> api_reader = start_api_reader();
   read_kernels();
   read_memcpys();
   read_memsets();
-  read_api("CUPTI_ACTIVITY_KIND_RUNTIME");
-  read_api("CUPTI_ACTIVITY_KIND_DRIVER");
+  if (api_reader) merge_api(*api_reader);
+  else
+    for (const char* t : kApiTables) read_api(t);
   read_syncs();
   read_nvtx();
   read_thread_names();
@@ -1320,7 +1562,7 @@ void check_header(std::string_view head, std::string_view name) {
     fail("{}: not an SQLite database, so not an nsys export (make one with `nsys export --type sqlite`)", name);
 }
 
-std::vector<Trace> import_open(sqlite3* raw, std::string_view name, std::string_view file_name,
+std::vector<Trace> import_open(sqlite3* raw, std::string_view name, std::string_view file_name, std::string_view shared_image,
                                NsysImportReport* report, const NsysImportOptions& options, int64_t* budget) {
   Database db(raw, std::string(name));
   configure(raw, options, budget);
@@ -1328,6 +1570,7 @@ std::vector<Trace> import_open(sqlite3* raw, std::string_view name, std::string_
   NsysImportReport& rep = report ? *report : local;
   rep = NsysImportReport{};
   Importer imp(db, file_name, options, rep);
+  imp.set_shared_image(shared_image);
   return imp.run();
 }
 
@@ -1349,13 +1592,29 @@ std::vector<Trace> import_nsys_file(const std::filesystem::path& path, NsysImpor
   const std::string name = path.string();
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail("{}: is a directory, not an nsys export", name);
-  {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-    if (!f) fail("{}: cannot open: {}", name, std::strerror(errno));
-    char head[sizeof kSqliteMagic] = {};
-    const size_t n = std::fread(head, 1, sizeof head, f.get());
-    check_header(std::string_view(head, n), name);
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } const file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) fail("{}: cannot open: {}", name, std::strerror(errno));
+  struct stat st {};
+  char head[sizeof kSqliteMagic] = {};
+  const ssize_t n = ::pread(file.fd, head, sizeof head, 0);
+  if (n < 0 || ::fstat(file.fd, &st) != 0) fail("{}: cannot read: {}", name, std::strerror(errno));
+  check_header(std::string_view(head, static_cast<size_t>(n)), name);
+  // One read-only mapping of the file, shared by the connections that read
+  // it (import_open may add a second: NsysImportOptions::parallel_min_api_rows);
+  // a mapping per connection would map the file's pages once for each.
+  const MappedFile mapped(file.fd, S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) : 0);
+  int64_t budget = 0;
+  if (mapped.ok()) {
+    sqlite3* db = open_image(mapped.bytes());
+    if (!db) fail("{}: cannot open the SQLite database", name);
+    return import_open(db, name, path.filename().string(), mapped.bytes(), report, options, &budget);
   }
+  // Not mappable (a special file): SQLite reads it, one connection.
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(immutable_uri(path).c_str(), &db,
                                  SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -1364,8 +1623,7 @@ std::vector<Trace> import_nsys_file(const std::filesystem::path& path, NsysImpor
     sqlite3_close(db);
     fail("{}: cannot open the SQLite database: {}", name, msg);
   }
-  int64_t budget = 0;
-  return import_open(db, name, path.filename().string(), report, options, &budget);
+  return import_open(db, name, path.filename().string(), {}, report, options, &budget);
 }
 
 std::vector<Trace> import_nsys_bytes(std::string_view bytes, std::string_view name, NsysImportReport* report,
@@ -1391,7 +1649,8 @@ std::vector<Trace> import_nsys_bytes(std::string_view bytes, std::string_view na
     fail("{}: cannot read the SQLite database: {}", name, msg);
   }
   int64_t budget = 0;
-  return import_open(db, name, std::filesystem::path(std::string(name)).filename().string(), report, options, &budget);
+  return import_open(db, name, std::filesystem::path(std::string(name)).filename().string(), {}, report, options,
+                     &budget);
 }
 
 int32_t rank_from_file_name(std::string_view file_name) {

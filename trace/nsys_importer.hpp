@@ -1,8 +1,8 @@
 #pragma once
 // Imports an Nsight Systems SQLite export (`nsys export --type sqlite`) into
 // Traces, one per captured process with CUDA activity, through the same
-// neutral records as the Kineto importer. The database is opened read-only
-// and immutable: the input is never modified, and no journal is created.
+// neutral records as the Kineto importer. The file is mapped read-only and
+// read in place: the input is never modified, and no journal is created.
 //
 //   NsysImportReport report;
 //   std::vector<Trace> ranks = import_nsys_file("report.sqlite", &report);
@@ -64,6 +64,9 @@ struct NsysImportReport {
   uint64_t malformed = 0;        // rows missing a required value or with unknown ids (Problem::kMalformedEvent)
   uint64_t invalid_utf8 = 0;     // strings repaired (invalid UTF-8 bytes replaced by U+FFFD)
   uint64_t gpu_metric_samples = 0, cpu_samples = 0, sched_events = 0, osrt_calls = 0;  // counted only
+  // Connections that read the file: 2 when a second one read the API tables
+  // on its own thread (NsysImportOptions::parallel_min_api_rows).
+  uint32_t connections = 1;
 
   // Rows of one table; 0 when absent.
   uint64_t rows(std::string_view table) const;
@@ -77,6 +80,12 @@ struct NsysImportOptions {
   // Bound on SQLite's work (virtual-machine steps over all queries); 0: none.
   // The fuzzer sets it so that a hostile schema cannot make a query endless.
   int64_t max_sql_steps = 0;
+  // A file whose CUDA API tables (RUNTIME, DRIVER) hold at least this many
+  // rows is read by two threads: a second read-only connection reads those
+  // tables while the first reads the rest; the result is the same as one
+  // thread's, to the byte. 0: always (tests); never for import_nsys_bytes or
+  // with max_sql_steps.
+  uint64_t parallel_min_api_rows = 100'000;
 };
 
 // Imports an export file. Traces are ordered by rank (unknown last), then pid.

@@ -13,6 +13,7 @@
 
 #include "trace/error.hpp"
 #include "trace/input_detector.hpp"
+#include "trace/trace_file.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -491,6 +492,100 @@ TEST(NsysRankFromFileName, Forms) {
   EXPECT_EQ(rank_from_file_name("5.sqlite"), -1);
 }
 
+// ---- two connections: the API tables on a second thread ----------------------
+
+// Every field of the report, one line each, for comparing two imports.
+std::string report_text(const NsysImportReport& r) {
+  std::string out = r.input + "|" + r.product_version + "|" + r.schema_version + "\n";
+  for (const auto& t : r.tables) out += t.name + " " + std::to_string(t.present) + " " + std::to_string(t.rows) + " " + t.mapped_to + "\n";
+  for (const auto& p : r.processes)
+    out += std::to_string(p.pid) + " " + p.name + " " + std::to_string(p.rank) + " " + p.rank_source + " " +
+           std::to_string(p.kernels) + " " + std::to_string(p.memcpys) + " " + std::to_string(p.memsets) + " " +
+           std::to_string(p.api) + " " + std::to_string(p.syncs) + " " + std::to_string(p.nvtx) + " " +
+           std::to_string(p.nccl) + "\n";
+  for (uint64_t v : {r.other_processes, r.runtime_calls, r.driver_calls, r.backtrace_rows, r.other_class_rows,
+                     r.nvtx_ranges, r.nvtx_marks, r.nvtx_domain_rows, r.nvtx_thread_names, r.nvtx_other,
+                     r.nvtx_payloads, r.nccl_payloads, r.nccl_bytes_joined, r.unclosed_ranges, r.malformed,
+                     r.invalid_utf8, r.gpu_metric_samples, r.cpu_samples, r.sched_events, r.osrt_calls})
+    out += std::to_string(v) + " ";
+  return out;
+}
+
+class NsysTwoConnections : public NsysImporter {
+ protected:
+  // Imports `file` with one connection and with the API tables read by a
+  // second one; both must give the same report and the same trace files, byte
+  // for byte (string ids included). Returns the one-connection report.
+  NsysImportReport expect_same_both_ways(const fs::path& file) {
+    NsysImportOptions one, two;
+    one.parallel_min_api_rows = ~uint64_t{0};
+    two.parallel_min_api_rows = 0;
+    NsysImportReport a, b;
+    const auto ta = import_nsys_file(file, &a, one);
+    const auto tb = import_nsys_file(file, &b, two);
+    EXPECT_EQ(report_text(a), report_text(b)) << file;
+    EXPECT_EQ(a.connections, 1u);
+    EXPECT_EQ(b.connections, 2u) << file;
+    EXPECT_EQ(ta.size(), tb.size()) << file;
+    for (size_t i = 0; i < std::min(ta.size(), tb.size()); ++i) {
+      write_trace(dir_ / "one.sstrace", ta[i]);
+      write_trace(dir_ / "two.sstrace", tb[i]);
+      EXPECT_EQ(bytes_of(dir_ / "one.sstrace"), bytes_of(dir_ / "two.sstrace")) << file << " trace " << i;
+      EXPECT_EQ(ta[i].api.size(), tb[i].api.size());
+      EXPECT_EQ(ta[i].strings.size(), tb[i].strings.size());
+    }
+    return a;
+  }
+};
+
+TEST_F(NsysTwoConnections, EveryFixtureAndTheRealExportImportTheSame) {
+  for (const char* name : {"v2022_ids", "v2024_enums", "names_text", "no_kernels", "multi_process", "env_rank",
+                           "invalid_utf8", "nccl_payload"})
+    expect_same_both_ways(fixture(name));
+  const NsysImportReport rep = expect_same_both_ways(kSaxpy);
+  EXPECT_EQ(rep.rows("CUPTI_ACTIVITY_KIND_RUNTIME"), 95u);
+  EXPECT_EQ(rep.runtime_calls, 56u);
+}
+
+TEST_F(NsysTwoConnections, SharedStringIdsAreLookedUpAndCountedOnce) {
+  // The kernel table and the API tables share StringIds: an invalid UTF-8
+  // name (id 1) and a missing id (99) used by both, in one process, must be
+  // counted once, as one connection counts them; the API-only process 7 and
+  // a driver table with names as text come through the second connection.
+  const std::string sql =
+      "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, globalPid INTEGER, correlationId INTEGER,"
+      " demangledName INTEGER);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER, globalTid INTEGER,"
+      " correlationId INTEGER, nameId INTEGER, returnValue INTEGER);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_DRIVER (start INTEGER, end INTEGER, globalTid INTEGER, correlationId INTEGER,"
+      " name TEXT, returnValue INTEGER);"
+      "INSERT INTO StringIds VALUES (1, CAST(X'6b65726e656cc3' AS TEXT)), (2, 'cudaLaunchKernel_v7000'),"
+      " (3, 'zeta'), (4, 'alpha_v11');"
+      // process 5 (pid key 1<<48 | 5<<24): kernels named 3, 1, 99
+      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100, 200, 281475060596736, 1, 3), (300, 400, 281475060596736, 2, 1),"
+      " (500, 600, 281475060596736, 3, 99);"
+      // its calls: 2, then 1 and 99 (again), 4; a backtrace row (class 67); a row without an end
+      "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (90, 95, 0, 281475060596741, 1, 2, 0),"
+      " (290, 295, 0, 281475060596741, 2, 1, 0), (290, 295, 67, 281475060596741, 2, 1, 0),"
+      " (490, 495, 0, 281475060596741, 3, 99, 0), (700, 710, 0, 281475060596741, 4, 4, 0),"
+      " (800, NULL, 0, 281475060596741, 5, 2, 0),"
+      // process 7: API calls only
+      " (50, 60, 0, 281475094151175, 1, 4, 0), (70, 80, 0, 281475094151175, 2, 99, 0);"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_DRIVER VALUES (91, 94, 281475060596741, 1, 'cuLaunchKernel', 0),"
+      " (92, 93, 281475060596741, 9, CAST(X'63758080' AS TEXT), 1);";
+  const NsysImportReport rep = expect_same_both_ways(build("shared_ids.sqlite", sql));
+  // Invalid UTF-8: StringIds 1 once, the driver's text name once.
+  EXPECT_EQ(rep.invalid_utf8, 2u);
+  // Missing id 99: once in process 5 (kernel and call), once in process 7; the call without an end.
+  EXPECT_EQ(rep.malformed, 3u);
+  EXPECT_EQ(rep.runtime_calls, 6u);
+  EXPECT_EQ(rep.driver_calls, 2u);
+  EXPECT_EQ(rep.backtrace_rows, 1u);
+  ASSERT_EQ(rep.processes.size(), 2u);
+  EXPECT_EQ(rep.processes[0].api + rep.processes[1].api, 8u);
+}
+
 // ---- bad input: one-line errors or counted problems, never a crash ---------------
 
 TEST_F(NsysImporter, SqliteButNotNsysIsAnError) {
@@ -545,6 +640,25 @@ TEST_F(NsysImporter, CorruptPagesAreAnErrorOrCounted) {
       ++errors;
       EXPECT_NE(std::string(e.what()).find("corrupt.sqlite: "), std::string::npos) << e.what();
     }
+    // The same file through one connection and through two (the API tables
+    // on a second thread): the same one-line error, or the same import.
+    const fs::path file = dir_ / "corrupt.sqlite";
+    std::ofstream(file, std::ios::binary | std::ios::trunc).write(bad.data(), static_cast<std::streamsize>(bad.size()));
+    std::string outcome[2];
+    for (int two = 0; two < 2; ++two) {
+      NsysImportOptions options;
+      options.parallel_min_api_rows = two ? 0 : ~uint64_t{0};
+      NsysImportReport rep;
+      try {
+        auto t = import_nsys_file(file, &rep, options);
+        outcome[two] = "imported " + std::to_string(rep.runtime_calls) + " " + std::to_string(rep.malformed);
+      } catch (const Error& e) {
+        outcome[two] = e.what();
+        EXPECT_NE(outcome[two].find(file.string() + ": "), std::string::npos) << outcome[two];
+        EXPECT_EQ(outcome[two].find('\n'), std::string::npos) << outcome[two];
+      }
+    }
+    EXPECT_EQ(outcome[0], outcome[1]) << seed;
   }
   EXPECT_EQ(errors + imports, 4);
   EXPECT_GT(errors, 0);
