@@ -1,5 +1,6 @@
 #pragma once
-// A few threads over a list of input files, one file per task, with the
+// A few threads over a list of input files, one file per task (on the one
+// thread pool, parallel_for.hpp), with the
 // error behaviour of a plain loop over them: the exception of the first
 // failing file in list order is the one rethrown, whatever thread saw it
 // first, so a run's error names the same file on every machine.
