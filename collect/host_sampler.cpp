@@ -161,6 +161,7 @@ std::unique_ptr<HostSampler> HostSampler::create(HostSamplerOptions options, Clo
     s->open_budget_ = std::min<size_t>(384, limit / 8);
   }
   if (s->options_.discover_every == 0) s->options_.discover_every = 1;
+  if (s->options_.switches_every == 0) s->options_.switches_every = 1;
   s->dents_.resize(32768);
   Process root;
   root.pid = pid;
@@ -266,9 +267,16 @@ void HostSampler::sample_thread(Thread& t, const Process& p, trace::Timestamp no
     const ssize_t m = read_file(t.pid, t.tid, "schedstat", &t.fd_sched, buf_, sizeof buf_);
     if (m <= 0 || !parse_schedstat(std::string_view(buf_, size_t(m)), &cpu, &wait)) return;
   }
-  uint64_t vol = 0, invol = 0;
-  const ssize_t k = read_file(t.pid, t.tid, "status", &t.fd_status, buf_, sizeof buf_);
-  if (k <= 0 || !parse_status_switches(std::string_view(buf_, size_t(k)), &vol, &invol)) return;
+  // Context switches from status, the costliest file (it also takes the
+  // process's mmap lock): on a thread's first sample and every
+  // switches_every-th sample; the rows between carry 0 and the next read
+  // carries the switches since the last one.
+  uint64_t vol = t.vol, invol = t.invol;
+  const bool read_switches = !t.has_reading || ticks_.load(std::memory_order_relaxed) % options_.switches_every == 0;
+  if (read_switches) {
+    const ssize_t k = read_file(t.pid, t.tid, "status", &t.fd_status, buf_, sizeof buf_);
+    if (k <= 0 || !parse_status_switches(std::string_view(buf_, size_t(k)), &vol, &invol)) return;
+  }
 
   const bool first = !t.has_reading;
   auto delta = [&](uint64_t now_v, uint64_t last) -> uint64_t {

@@ -7,7 +7,8 @@
 // refused; the trace's metadata says which method was used
 // (`host_sampling_method`).
 //
-// Cost: per thread and sample one pread of stat, schedstat and status into
+// Cost: per thread and sample one pread of stat and schedstat (status, for
+// context switches, every `switches_every` samples) into
 // reused buffers (file descriptors kept open within a budget taken from
 // RLIMIT_NOFILE, so the job's own descriptors are never starved), parsing
 // without allocation; new threads by one getdents64 of each process's task
@@ -56,6 +57,7 @@ struct HostSamplerOptions {
   // discovery until it says yes. Null: none is.
   std::function<bool(uint32_t pid)> traced_elsewhere;
   uint32_t discover_every = 10;  // samples between looks for new child processes (100 ms at 100 Hz)
+  uint32_t switches_every = 10;  // samples between reads of status (context switches; the costliest file)
   size_t max_open_files = 0;     // kept-open descriptors; 0: RLIMIT_NOFILE / 8, at most 384
   size_t max_pending_samples = size_t{1} << 22;  // undrained rows beyond this are dropped and counted
 };

@@ -184,7 +184,9 @@ TEST(HostSampler, EveryStateAndTheDeltas) {
     fp.set(500, 500 + uint32_t(i), t);
   }
   trace::Timestamp now = 1000;
-  auto s = make(fp, 500, &now);
+  HostSamplerOptions o;
+  o.switches_every = 1;
+  auto s = make(fp, 500, &now, o);
   EXPECT_EQ(s->method(), "procfs+schedstat");
   EXPECT_EQ(s->discovery(), "children");
   s->sample_once();
@@ -265,6 +267,7 @@ TEST(HostSampler, WorkersStartAndEndDuringTheWindow) {
   trace::Timestamp now = 100;
   HostSamplerOptions o;
   o.discover_every = 2;
+  o.switches_every = 2;  // ticks 0, 2, 4
   auto s = make(fp, 700, &now, o);
   s->sample_once();  // tick 0: discovery, no workers yet
   // A worker (two threads) and a grandchild start.
@@ -294,6 +297,8 @@ TEST(HostSampler, WorkersStartAndEndDuringTheWindow) {
   s->sample_once();  // tick 1: no discovery (every 2): the workers are not sampled yet
   now = 300;
   s->sample_once();  // tick 2: discovered and sampled
+  main.vol = 5;  // the main thread blocks 5 times between ticks 2 and 3
+  fp.set(700, 700, main);
   now = 400;
   s->sample_once();
   // The worker's second thread and then the whole worker end; the grandchild ends.
@@ -326,6 +331,12 @@ TEST(HostSampler, WorkersStartAndEndDuringTheWindow) {
   EXPECT_EQ(ws[0].voluntary_switches, 3u);
   EXPECT_EQ(ws[0].state, ThreadState::kRunning);
   EXPECT_EQ(ws[1].cpu_ns, 0u);
+  // Context switches are read every 2nd sample: the main thread's 5 show at
+  // tick 4 (time 500), not at tick 3.
+  const auto ms = out.of(700);
+  ASSERT_EQ(ms.size(), 6u);
+  EXPECT_EQ(ms[3].voluntary_switches, 0u);
+  EXPECT_EQ(ms[4].voluntary_switches, 5u);
   EXPECT_EQ(out.of(812).size(), 2u);
   // The late thread of the traced process: born after the first sample.
   const auto ls = out.of(702);
@@ -453,9 +464,14 @@ TEST(HostSampler, RealProcFindsABusyThreadAndAForkedChild) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+    // A busy worker: 60 ms of CPU (however loaded the machine), at most 5 s.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     volatile uint64_t x = 0;
-    while (std::chrono::steady_clock::now() < until) x = x + 1;  // a busy worker
+    timespec ts{};
+    do {
+      for (int i = 0; i < 100000; ++i) x = x + 1;
+      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    } while (ts.tv_nsec < 60000000 && ts.tv_sec == 0 && std::chrono::steady_clock::now() < until);
     _exit(0);
   }
   HostSamplerOptions o;
@@ -464,9 +480,15 @@ TEST(HostSampler, RealProcFindsABusyThreadAndAForkedChild) {
   std::string err;
   auto s = HostSampler::create(o, [] { return trace::Timestamp(std::chrono::steady_clock::now().time_since_epoch().count()); }, &err);
   ASSERT_TRUE(s) << err;
-  for (int i = 0; i < 10; ++i) {
+  // Sample until the child has exited (a zombie until reaped), then a few more.
+  for (int i = 0; i < 600; ++i) {
     s->sample_once();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (i >= 10 && waitid(P_PID, static_cast<id_t>(child), nullptr, WEXITED | WNOHANG | WNOWAIT) == 0) {
+      siginfo_t info{};
+      waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOHANG | WNOWAIT);
+      if (info.si_pid == child) break;
+    }
   }
   int status = 0;
   waitpid(child, &status, 0);
@@ -482,7 +504,7 @@ TEST(HostSampler, RealProcFindsABusyThreadAndAForkedChild) {
   EXPECT_EQ(th.at(uint32_t(child)).role, ProcessRole::kDescendant);
   uint64_t child_cpu = 0;
   for (const auto& r : out.of(uint32_t(child))) child_cpu += r.cpu_ns;
-  EXPECT_GT(child_cpu, 10000000u);  // it spun for most of 150 ms; counted from its birth
+  EXPECT_GT(child_cpu, 20000000u);  // it spun for 60 ms of CPU, counted from its birth
   // Some thread of ours (the busy one) was running and used CPU.
   uint64_t running = 0, cpu = 0;
   for (size_t i = 0; i < out.t.host_samples.size(); ++i)
@@ -490,8 +512,8 @@ TEST(HostSampler, RealProcFindsABusyThreadAndAForkedChild) {
       running += out.t.host_samples.state[i] == ThreadState::kRunning;
       cpu += out.t.host_samples.cpu_ns[i];
     }
-  EXPECT_GT(running, 5u);
-  EXPECT_GT(cpu, 20000000u);
+  EXPECT_GT(running, 2u);
+  EXPECT_GT(cpu, 5000000u);
   // No sample of the child after it was reaped.
   const trace::Timestamp last = out.t.host_samples.time.back();
   for (const auto& r : out.of(uint32_t(child))) EXPECT_LT(r.time, last);
