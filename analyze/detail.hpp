@@ -26,6 +26,10 @@ void summarize_iterations(IterationStats& stats, double warmup_tolerance);
 std::pair<trace::Timestamp, trace::Timestamp> resolve_window(const trace::Trace& trace, const Options& options,
                                                              const Detected& detected);
 
+// The host sampler's tables over [ws, we] and per iteration (host_threads.cpp).
+HostStats analyze_host(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,
+                       const std::vector<Iteration>& iterations);
+
 double median(std::vector<double> v);
 double percentile(std::vector<double> v, double p);  // nearest rank, p in [0,1]
 
