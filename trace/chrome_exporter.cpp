@@ -114,8 +114,9 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (const Trace& t : traces) {
     auto [first, last] = t.time_span();
-    if (first == 0 && last == 0 && t.event_count() == 0) continue;
-    origin = std::min(origin, t.meta.to_unix_ns(first));
+    // {0, 0}: no GPU or API event (an agent's trace may hold only NVTX ranges
+    // or host samples); its origin comes from those below.
+    if (!(first == 0 && last == 0)) origin = std::min(origin, t.meta.to_unix_ns(first));
     if (t.nvtx.size()) origin = std::min(origin, t.meta.to_unix_ns(*std::min_element(t.nvtx.start.begin(), t.nvtx.start.end())));
     if (t.host_samples.size())
       origin = std::min(origin, t.meta.to_unix_ns(*std::min_element(t.host_samples.time.begin(), t.host_samples.time.end())));
@@ -134,6 +135,9 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       if (t.nvtx.device[i] < 0) host_tids.insert(t.nvtx.thread[i]);
   }
   uint32_t next_gpu_tid = kGpuTidBase;
+  // Perfetto keys thread names by tid alone: host-sampled tracks are numbered
+  // across all ranks, as the GPU tracks are.
+  uint32_t next_sampled_tid = kHostSampledTidBase;
 
   for (size_t index = 0; index < traces.size(); ++index) {
     const Trace& t = traces[index];
@@ -321,12 +325,11 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       std::unordered_map<uint64_t, size_t> facts;  // the last thread row of each (pid, tid)
       for (size_t i = 0; i < t.host_threads.size(); ++i)
         facts[(uint64_t{t.host_threads.pid[i]} << 32) | t.host_threads.tid[i]] = i;
-      uint32_t next = kHostSampledTidBase;
       int sort = 0;
       for (auto& [key, idx] : rows) {
         std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return hs.time[a] < hs.time[b]; });
-        while (host_tids.count(next)) ++next;
-        const uint32_t track = next++;
+        while (host_tids.count(next_sampled_tid)) ++next_sampled_tid;
+        const uint32_t track = next_sampled_tid++;
         const uint32_t os_pid = static_cast<uint32_t>(key >> 32), os_tid = static_cast<uint32_t>(key);
         std::string label = "host thread";
         if (auto f = facts.find(key); f != facts.end()) {
