@@ -8,7 +8,7 @@
 # Usage (from the repository root): bench/host_sampler/gpu_run.sh CARRY_DIR OUT_DIR
 #   CARRY_DIR: cli/scalescope, collect/libscalescope-collector.so, lib/*.so,
 #              fashion-mnist/train-*-ubyte.gz
-# Env: BUDGET_S (420): no new run starts after this many seconds;
+# Env: BUDGET_S (360): no new run starts after this many seconds;
 #      SS, LAUNCH: stand-ins for scalescope and torchrun (tests).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -21,7 +21,7 @@ rm -rf "$work"; mkdir -p "$work"
 export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 ss="${SS:-$carry/cli/scalescope}"
 launch="${LAUNCH:-python3 -m torch.distributed.run}"
-budget="${BUDGET_S:-420}"
+budget="${BUDGET_S:-360}"
 start=$SECONDS
 summary="$out/summary.txt"
 : > "$summary"
@@ -34,7 +34,7 @@ run() {  # NAME HZ LOADER
   local name="$1" hz="$2" loader="$3"
   if (( SECONDS - start > budget )); then echo "$name skipped: over the ${budget} s budget" >> "$summary"; return; fi
   local t0=$SECONDS rc=0
-  SCALESCOPE_HOST_HZ="$hz" timeout 150 "$ss" profile -o "$work/$name" --nvml-hz 10 -- \
+  SCALESCOPE_HOST_HZ="$hz" timeout 90 "$ss" profile -o "$work/$name" --nvml-hz 10 -- \
     $launch --standalone --nproc_per_node=1 "${common[@]}" --loader "$loader" > "$work/$name.log" 2>&1 || rc=$?
   local line fields
   line="$(grep -a '^scalescope_result ' "$work/$name.log" | tail -1)"
