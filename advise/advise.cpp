@@ -18,6 +18,7 @@ namespace {
 
 using analyze::RankAnalysis;
 using analyze::RunAnalysis;
+using analyze::HostStats;
 // Human figures for evidence text: the formatters of every table
 // (trace/format_units.hpp), so a finding and a table print a figure alike.
 using trace::format_bytes;
@@ -394,9 +395,126 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
                              format_percent(th.remote_memory_fraction), n.memory_policy);
     f.figures = {{"gpu node", static_cast<double>(n.gpu_node), "node"},
                  {"remote memory fraction", n.remote_memory_fraction, "fraction"}};
+    if (r.host.availability.available && r.host.main_on_gpu_node >= 0) {
+      // Measured, not only allowed: where the threads actually ran.
+      f.evidence += fmt::format("; measured: the main thread ran on the GPU's node in {} of its samples, and {} of the "
+                                "sampled CPU time was on it",
+                                format_percent(r.host.main_on_gpu_node), format_percent(r.host.cpu_on_gpu_node));
+      f.figures.push_back({"main thread samples on the GPU's node", r.host.main_on_gpu_node, "fraction"});
+      f.figures.push_back({"CPU time on the GPU's node", r.host.cpu_on_gpu_node, "fraction"});
+    }
     f.saving_method = "upper bound: all host<->device copy time (the traffic that crosses the socket link)";
     f.fix = fmt::format("numactl --cpunodebind={0} --membind={0} python train.py (per rank; torchrun --numa-binding / "
                         "srun --cpu-bind=ldoms)", n.gpu_node);
+    return RankHit{share, std::move(f)};
+  });
+
+  // Host threads (the collector's host sampler, format 1.2). Three
+  // explanations of a GPU that idles because of the host, told apart by what
+  // the main (launching) thread did: ran the whole time (host-bound), slept
+  // while the DataLoader's workers worked (loader-bound), or waited on a run
+  // queue for a CPU (contention).
+  auto host_idle = [&](const RankAnalysis& r) -> double {
+    const auto& h = r.host;
+    if (!h.availability.available || h.window.main_samples < 10 || r.breakdown.wall_ns <= 0) return -1;
+    const double idle = static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns);
+    return idle >= th.host_gpu_idle_share ? idle : -1;
+  };
+  auto host_figures = [](const HostStats& h, double idle) {
+    const auto& w = h.window;
+    return std::vector<Figure>{{"main thread busy", w.main_busy, "fraction"},
+                               {"main thread runnable, waiting for a CPU", w.main_run_wait, "fraction"},
+                               {"main thread sleeping", w.main_sleep, "fraction"},
+                               {"main thread in I/O wait", w.main_io, "fraction"},
+                               {"worker processes' CPU", w.worker_cores, "cores"},
+                               {"mean runnable threads", w.mean_runnable, "count"},
+                               {"GPU idle share of wall", idle, "fraction"}};
+  };
+  auto host_text = [](const RankAnalysis& r, double idle) {
+    const auto& w = r.host.window;
+    return fmt::format("{}: the main thread ran {} of the wall time, waited for a CPU {}, slept {} and waited on I/O "
+                       "{}; its other threads used {:.2f} cores and {} worker processes {:.2f} cores; the GPU idled {}",
+                       r.label, format_percent(w.main_busy),
+                       r.host.has_run_wait ? format_percent(w.main_run_wait) : std::string("(not measured)"),
+                       format_percent(w.main_sleep), format_percent(w.main_io), w.main_other_threads_cores,
+                       r.host.worker_processes, w.worker_cores, format_percent(idle));
+  };
+
+  // host-bound.
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const double idle = host_idle(r);
+    if (idle < 0 || r.host.window.main_busy < th.host_busy_share) return std::nullopt;
+    Finding f;
+    f.id = "host-bound";
+    f.title = "The launching thread is busy the whole step";
+    f.evidence = host_text(r, idle) + fmt::format(" (threshold: main thread busy {} with the GPU idle {})",
+                                                  format_percent(th.host_busy_share), format_percent(th.host_gpu_idle_share));
+    f.figures = host_figures(r.host, idle);
+    f.saving_method = "upper bound: the GPU's idle time, which a faster host loop would fill";
+    f.fix = "issue fewer, larger GPU operations from Python: capture the step in CUDA graphs "
+            "(torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), torch.compile to fuse small ops, "
+            "fused optimizers (foreach/fused=True); move per-step Python work (logging, metrics) out of the loop";
+    return RankHit{idle, std::move(f)};
+  });
+
+  // loader-bound.
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const double idle = host_idle(r);
+    if (idle < 0) return std::nullopt;
+    const auto& h = r.host;
+    const double waiting = h.window.main_sleep + h.window.main_io;
+    const bool workers_busy = h.worker_processes > 0 && h.window.worker_cores >= th.host_worker_cores;
+    const bool input_late = r.input.availability.available && r.input.fraction >= th.starvation_share;
+    if (waiting < th.host_main_wait_share || (!workers_busy && !input_late)) return std::nullopt;
+    const double share = std::min(idle, waiting);
+    Finding f;
+    f.id = "loader-bound";
+    f.title = "The main thread waits for input";
+    f.evidence = host_text(r, idle) +
+                 fmt::format("; the main thread was off the CPU {} of the wall time while {} (threshold: off the CPU {} "
+                             "with workers using {:.2f} cores or input late)",
+                             format_percent(waiting),
+                             workers_busy ? fmt::format("its {} worker processes used {:.2f} cores", h.worker_processes,
+                                                        h.window.worker_cores)
+                                          : fmt::format("input copies arrived late ({} of iteration time)",
+                                                        format_percent(r.input.fraction)),
+                             format_percent(th.host_main_wait_share), th.host_worker_cores);
+    f.figures = host_figures(h, idle);
+    f.saving_method = "upper bound: the smaller of the GPU's idle time and the main thread's time off the CPU";
+    f.fix = "feed the step faster: DataLoader(num_workers=<more, up to the cores per GPU>, pin_memory=True, "
+            "persistent_workers=True, prefetch_factor=4), smaller batches to transfer (uint8 instead of float, "
+            "decode/augment on the GPU: DALI or torchvision.transforms.v2 on CUDA tensors)";
+    return RankHit{share, std::move(f)};
+  });
+
+  // host-contention.
+  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
+    const double idle = host_idle(r);
+    if (idle < 0) return std::nullopt;
+    const auto& h = r.host;
+    const bool waits = h.has_run_wait && h.window.main_run_wait >= th.host_run_wait_share;
+    const bool crowded = h.cores > 0 && h.contended_instants >= th.host_contended_instants;
+    if (!waits && !crowded) return std::nullopt;
+    const double share = std::min(idle, waits ? h.window.main_run_wait : h.contended_instants * h.window.main_busy);
+    Finding f;
+    f.id = "host-contention";
+    f.title = "Host threads compete for CPUs";
+    f.evidence = host_text(r, idle) +
+                 fmt::format("; {:.1f} threads were runnable on average (at most {}) for {} CPUs, more than the CPUs in "
+                             "{} of the samples; all sampled threads waited {:.2f} cores' worth on run queues "
+                             "(thresholds: main thread waiting {} or {} of samples over the CPUs)",
+                             h.window.mean_runnable, h.window.max_runnable,
+                             h.cores > 0 ? std::to_string(h.cores) : std::string("?"),
+                             h.cores > 0 ? format_percent(h.contended_instants) : std::string("n/a"), h.run_wait_cores,
+                             format_percent(th.host_run_wait_share), format_percent(th.host_contended_instants));
+    f.figures = host_figures(h, idle);
+    f.figures.push_back({"samples with more runnable threads than CPUs", h.contended_instants, "fraction"});
+    f.figures.push_back({"run-queue wait, all threads", h.run_wait_cores, "cores"});
+    f.saving_method = waits ? "upper bound: the smaller of the GPU's idle time and the main thread's run-queue wait"
+                            : "estimate: GPU idle time, at most the share of busy main-thread samples with CPUs oversubscribed";
+    f.fix = "give the training thread a CPU of its own: fewer DataLoader workers or intra-op threads (num_workers, "
+            "OMP_NUM_THREADS, torch.set_num_threads), more CPUs per rank, or pin workers away from the main thread "
+            "(worker_init_fn with os.sched_setaffinity)";
     return RankHit{share, std::move(f)};
   });
 

@@ -54,6 +54,15 @@ struct Thresholds {
   double iteration_cv = 0.10;               // steady-state coefficient of variation
   double sync_copy_share = 0.02;            // synchronous copies / wall
   double remote_memory_fraction = 0.10;     // pages off the GPU's NUMA node
+  // Host threads (the collector's host sampler): judged only where the GPU
+  // idles at least host_gpu_idle_share of the wall time (else the host does
+  // not hold the step back).
+  double host_gpu_idle_share = 0.10;
+  double host_busy_share = 0.85;            // main thread on a CPU / wall: host-bound
+  double host_main_wait_share = 0.30;       // main thread asleep / wall, with workers busy: loader-bound
+  double host_worker_cores = 0.25;          // workers' CPU (cores) that makes a sleeping main thread loader-bound
+  double host_run_wait_share = 0.05;        // main thread runnable but off-CPU / wall: contention
+  double host_contended_instants = 0.10;    // samples with more runnable threads than cores: contention
 };
 
 // Applies every rule; findings sorted by saving_fraction, descending.

@@ -3,6 +3,7 @@
 #include "advise/advise.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -427,6 +428,107 @@ TEST(AdviseTest, FindingJson) {
   for (const char* key : {"id", "title", "severity", "evidence", "figures", "saving_fraction", "saving_method", "fix"})
     EXPECT_TRUE(j[0].contains(key)) << key;
   EXPECT_EQ(j[0]["severity"], "critical");
+}
+
+// ---- host threads: host-bound, loader-bound, contention ----------------------
+
+namespace host_case {
+using trace::ProcessRole;
+using trace::ThreadState;
+constexpr int64_t kMs = 1000000;
+
+// 10 iterations of 100 ms; the GPU computes `gpu_ms` of each and idles the rest.
+TraceBuilder steps(int64_t gpu_ms = 40) {
+  TraceBuilder b;
+  b.t.meta.source = "collector";
+  b.t.meta.pid = 100;
+  b.t.meta.extra["host_sampling_method"] = "procfs+schedstat";
+  b.t.meta.extra["host_hz"] = "100";
+  b.t.meta.cpu_affinity = {0, 1, 2, 3};
+  for (int i = 0; i < 10; ++i) {
+    b.range("ProfilerStep#" + std::to_string(i), i * 100 * kMs, (i + 1) * 100 * kMs);
+    b.kernel("conv_kernel", i * 100 * kMs, i * 100 * kMs + gpu_ms * kMs);
+  }
+  b.kernel("tail_kernel", 1000 * kMs - 1000, 1000 * kMs);
+  b.host_thread(100, 100, "python");
+  return b;
+}
+template <typename F>
+void each_sample(F&& f) {
+  for (int64_t t = 10 * kMs; t <= 1000 * kMs; t += 10 * kMs) f(t);
+}
+}  // namespace host_case
+
+TEST(AdviseHost, HostBoundWhenTheLaunchingThreadRunsTheWholeStep) {
+  using namespace host_case;
+  TraceBuilder b = steps();
+  each_sample([&](int64_t t) { b.host_sample(t, 100, 100, ThreadState::kRunning, 0, 95 * kMs / 10); });
+  const auto f = run_on(b.t);
+  const Finding* h = find(f, "host-bound");
+  ASSERT_NE(h, nullptr);
+  EXPECT_NEAR(h->saving_fraction, 0.6, 0.02);  // the GPU's idle time
+  EXPECT_NE(h->evidence.find("ran 95.0%"), std::string::npos) << h->evidence;
+  EXPECT_NE(h->fix.find("CUDA graphs"), std::string::npos);
+  EXPECT_EQ(find(f, "loader-bound"), nullptr);
+  EXPECT_EQ(find(f, "host-contention"), nullptr);
+  // Busy 80 %: below the threshold.
+  TraceBuilder q = steps();
+  each_sample([&](int64_t t) { q.host_sample(t, 100, 100, ThreadState::kRunning, 0, 8 * kMs); });
+  EXPECT_EQ(find(run_on(q.t), "host-bound"), nullptr);
+  // A busy host with a busy GPU (idle 5 %) holds nothing back.
+  TraceBuilder g = steps(95);
+  each_sample([&](int64_t t) { g.host_sample(t, 100, 100, ThreadState::kRunning, 0, 10 * kMs); });
+  EXPECT_EQ(find(run_on(g.t), "host-bound"), nullptr);
+}
+
+TEST(AdviseHost, LoaderBoundWhenTheMainThreadSleepsWhileWorkersWork) {
+  using namespace host_case;
+  TraceBuilder b = steps();
+  for (uint32_t w = 0; w < 2; ++w) b.host_thread(200 + w, 200 + w, "pt_data_worker", ProcessRole::kDescendant, 100);
+  each_sample([&](int64_t t) {
+    b.host_sample(t, 100, 100, ThreadState::kSleeping, 0, 2 * kMs);
+    for (uint32_t w = 0; w < 2; ++w) b.host_sample(t, 200 + w, 200 + w, ThreadState::kRunning, int32_t(1 + w), 9 * kMs);
+  });
+  const auto f = run_on(b.t);
+  const Finding* l = find(f, "loader-bound");
+  ASSERT_NE(l, nullptr);
+  EXPECT_NEAR(l->saving_fraction, 0.6, 0.02);  // min(GPU idle 60 %, main off-CPU 80 %)
+  EXPECT_NE(l->evidence.find("2 worker processes used 1.80 cores"), std::string::npos) << l->evidence;
+  EXPECT_NE(l->fix.find("num_workers"), std::string::npos);
+  EXPECT_EQ(find(f, "host-bound"), nullptr);
+  bool has_workers_figure = false;
+  for (const auto& fig : l->figures) has_workers_figure |= fig.name == "worker processes' CPU" && std::abs(fig.value - 1.8) < 1e-9;
+  EXPECT_TRUE(has_workers_figure);
+  // The same sleeping main thread without busy workers or late input: not the loader.
+  TraceBuilder idle = steps();
+  each_sample([&](int64_t t) { idle.host_sample(t, 100, 100, ThreadState::kSleeping, 0, 2 * kMs); });
+  EXPECT_EQ(find(run_on(idle.t), "loader-bound"), nullptr);
+}
+
+TEST(AdviseHost, ContentionWhenMoreThreadsAreRunnableThanCores) {
+  using namespace host_case;
+  TraceBuilder b = steps();
+  for (uint32_t w = 0; w < 6; ++w) b.host_thread(200 + w, 200 + w, "pt_data_worker", ProcessRole::kDescendant, 100);
+  each_sample([&](int64_t t) {
+    // Main: 5 ms on a CPU and 4 ms runnable but waiting in each 10 ms.
+    b.host_sample(t, 100, 100, ThreadState::kRunning, 0, 5 * kMs, 4 * kMs);
+    for (uint32_t w = 0; w < 6; ++w) b.host_sample(t, 200 + w, 200 + w, ThreadState::kRunning, int32_t(w % 4), 5 * kMs, 5 * kMs);
+  });
+  const auto f = run_on(b.t);
+  const Finding* c = find(f, "host-contention");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NEAR(c->saving_fraction, 0.4, 0.02);  // min(GPU idle 60 %, main run-queue wait 40 %)
+  EXPECT_NE(c->evidence.find("7.0 threads were runnable on average (at most 7) for 4 CPUs"), std::string::npos)
+      << c->evidence;
+  EXPECT_NE(c->evidence.find("more than the CPUs in 100.0%"), std::string::npos) << c->evidence;
+  EXPECT_EQ(find(f, "host-bound"), nullptr);  // busy 50 %
+  // Four runnable threads on four CPUs with no waiting: quiet.
+  TraceBuilder q = steps();
+  each_sample([&](int64_t t) {
+    q.host_sample(t, 100, 100, ThreadState::kRunning, 0, 5 * kMs);
+    for (uint32_t w = 0; w < 3; ++w) q.host_sample(t, 200 + w, 200 + w, ThreadState::kRunning, 1, 5 * kMs);
+  });
+  EXPECT_EQ(find(run_on(q.t), "host-contention"), nullptr);
 }
 
 }  // namespace

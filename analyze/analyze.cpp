@@ -507,6 +507,9 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
     }
   }
 
+  // ---- host threads ------------------------------------------------------
+  r.host = detail::analyze_host(t, ws, we, r.iterations.iterations);
+
   // ---- an empty window ---------------------------------------------------
   // A window past this rank's end (or inside a gap of zero length) leaves no
   // time to share out: say so instead of printing zeros.

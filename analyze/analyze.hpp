@@ -283,6 +283,68 @@ struct NumaStats {
   double remote_memory_fraction = 0;  // share of pages off the GPU's node
 };
 
+// ---- host threads (the collector's host sampler, docs/collector.md) ---------
+
+// One host thread over the window.
+struct HostThreadSummary {
+  uint32_t pid = 0, tid = 0;
+  std::string name;
+  bool is_main = false;
+  trace::ProcessRole role = trace::ProcessRole::kTraced;
+  int64_t samples = 0;
+  std::array<int64_t, trace::kThreadStateCount> state_samples{};  // by trace::ThreadState
+  int64_t cpu_ns = 0, run_wait_ns = 0;
+  int64_t voluntary_switches = 0, involuntary_switches = 0;
+  double busy_share = 0;  // cpu_ns / window
+  std::vector<int32_t> cpus;  // CPUs it was seen on
+};
+
+// The launching (main) thread and the rest of the host in one iteration or
+// over the window. Shares are of wall time; *_cores are CPU-seconds per
+// second (2.0 = two cores' worth).
+struct HostShares {
+  int64_t wall_ns = 0;
+  double main_busy = 0;      // main thread on a CPU
+  double main_run_wait = 0;  // main thread runnable but waiting for a CPU (schedstat)
+  double main_sleep = 0;     // main thread sleeping (S: locks, queues, the GIL, CUDA syncs that block)
+  double main_io = 0;        // main thread in uninterruptible sleep (D: I/O, page faults)
+  double main_other_threads_cores = 0;  // the traced process's other threads
+  double worker_cores = 0;   // descendant processes (DataLoader workers)
+  double mean_runnable = 0;  // threads in state R per sample instant (all sampled threads)
+  int32_t max_runnable = 0;
+  int64_t main_samples = 0;
+};
+
+struct HostIteration {
+  int64_t index = 0;  // 0-based, as in IterationStats::iterations
+  trace::Timestamp start = 0, end = 0;
+  HostShares shares;
+};
+
+struct HostStats {
+  Availability availability;
+  std::string method;  // the collector's host_sampling_method ("procfs+schedstat", "procfs")
+  double hz = 0;
+  bool has_run_wait = false;  // run-queue wait measured (schedstat)
+  int64_t samples = 0, sample_instants = 0;
+  int64_t thread_count = 0, worker_processes = 0;  // threads sampled in the window; descendant processes
+  uint32_t main_tid = 0;
+  int32_t cores = 0;  // CPUs the traced process may run on (its affinity); 0 unknown
+  HostShares window;  // over the whole window
+  // Contention: sample instants with more runnable threads than cores, and
+  // all sampled threads' run-queue wait in cores' worth.
+  double contended_instants = 0;  // share of instants
+  double run_wait_cores = 0;
+  // NUMA, measured: where the main thread and all sampled threads ran.
+  int32_t gpu_node = -1;
+  std::vector<int32_t> main_cpus, cpus;  // distinct CPUs seen
+  std::vector<int32_t> nodes;            // their NUMA nodes
+  double main_on_gpu_node = -1;          // share of the main thread's samples on the GPU's node; -1 unknown
+  double cpu_on_gpu_node = -1;           // share of all sampled CPU time on the GPU's node; -1 unknown
+  std::vector<HostThreadSummary> threads;  // by CPU time, descending, at most 64
+  std::vector<HostIteration> iterations;   // one per iteration in the window
+};
+
 struct ClassTotal {
   KernelClass cls = KernelClass::kCompute;
   int64_t count = 0;
@@ -310,6 +372,7 @@ struct RankAnalysis {
   LayoutStats layout;
   InputStats input;
   NumaStats numa;
+  HostStats host;
   ProfilerPerturbation perturbation;
   Attribution attribution;  // GPU time by operator, module and range (attribution.hpp)
   std::array<ClassTotal, kKernelClassCount> classes{};
@@ -494,6 +557,8 @@ void to_json(nlohmann::json& j, const LayoutStats& v);
 void to_json(nlohmann::json& j, const InputStats& v);
 void to_json(nlohmann::json& j, const ProfilerPerturbation& v);
 void to_json(nlohmann::json& j, const NumaStats& v);
+void to_json(nlohmann::json& j, const HostShares& v);
+void to_json(nlohmann::json& j, const HostStats& v);
 void to_json(nlohmann::json& j, const KernelSummary& v);
 void to_json(nlohmann::json& j, const AttributionRow& v);
 void to_json(nlohmann::json& j, const Attribution& v);

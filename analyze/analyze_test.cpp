@@ -1,6 +1,7 @@
 // Analyses on small synthetic traces with known answers.
 #include "analyze/analyze.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -876,6 +877,146 @@ TEST(JsonTest, RunAnalysisHasEveryAnalysis) {
     EXPECT_TRUE(r.contains(key)) << key;
   EXPECT_FALSE(r.at("numa").at("availability").at("available").get<bool>());
   EXPECT_FALSE(j.at("stragglers").at("availability").at("reason").get<std::string>().empty());
+}
+
+
+// ---- host threads (the collector's host sampler) ----------------------------
+
+namespace host_case {
+using trace::ProcessRole;
+using trace::ThreadState;
+constexpr int64_t kMs = 1000000;
+
+// 10 iterations of 100 ms (ProfilerStep#N), a 40 ms kernel at the start of
+// each (the GPU idles 60 %), main thread pid 100, samples every 10 ms.
+TraceBuilder steps() {
+  TraceBuilder b;
+  b.t.meta.source = "collector";
+  b.t.meta.pid = 100;
+  b.t.meta.extra["host_sampling_method"] = "procfs+schedstat";
+  b.t.meta.extra["host_hz"] = "100";
+  for (int i = 0; i < 10; ++i) {
+    b.range("ProfilerStep#" + std::to_string(i), i * 100 * kMs, (i + 1) * 100 * kMs);
+    b.kernel("conv_kernel", i * 100 * kMs, i * 100 * kMs + 40 * kMs);
+  }
+  b.kernel("tail_kernel", 1000 * kMs - 1000, 1000 * kMs);
+  b.host_thread(100, 100, "python");
+  return b;
+}
+template <typename F>
+void each_sample(F&& f) {
+  for (int64_t t = 10 * kMs; t <= 1000 * kMs; t += 10 * kMs) f(t);
+}
+}  // namespace host_case
+
+TEST(AnalyzeHost, MainThreadSharesWorkersAndIterations) {
+  using namespace host_case;
+  TraceBuilder b = steps();
+  for (uint32_t w = 0; w < 4; ++w) b.host_thread(200 + w, 200 + w, "pt_data_worker", ProcessRole::kDescendant, 100);
+  b.host_thread(100, 101, "pt_pin_memory");
+  b.t.meta.cpu_affinity = {0, 1, 2, 3, 4, 5, 6, 7};
+  b.t.meta.cpu_numa_node = {0, 0, 0, 0, 1, 1, 1, 1};
+  trace::DeviceInfo d;
+  d.numa_node = 1;
+  b.t.meta.devices.push_back(d);
+  each_sample([&](int64_t t) {
+    // Main: 2 ms on a CPU, 1 ms runnable waiting, asleep otherwise; on CPU 5 (node 1) or 1 (node 0).
+    b.host_sample(t, 100, 100, ThreadState::kSleeping, t % (20 * kMs) == 0 ? 5 : 1, 2 * kMs, 1 * kMs, 3, 1);
+    b.host_sample(t, 100, 101, ThreadState::kSleeping, 2, 1 * kMs);
+    for (uint32_t w = 0; w < 4; ++w) b.host_sample(t, 200 + w, 200 + w, ThreadState::kRunning, int32_t(4 + w), 8 * kMs);
+  });
+  const RankAnalysis r = analyze_rank(b.t, Options{});
+  const HostStats& h = r.host;
+  ASSERT_TRUE(h.availability.available) << h.availability.reason;
+  EXPECT_EQ(h.method, "procfs+schedstat");
+  EXPECT_TRUE(h.has_run_wait);
+  EXPECT_DOUBLE_EQ(h.hz, 100);
+  EXPECT_EQ(h.main_tid, 100u);
+  EXPECT_EQ(h.worker_processes, 4);
+  EXPECT_EQ(h.thread_count, 6);
+  EXPECT_EQ(h.cores, 8);
+  EXPECT_NEAR(h.window.main_busy, 0.2, 1e-9);
+  EXPECT_NEAR(h.window.main_run_wait, 0.1, 1e-9);
+  EXPECT_NEAR(h.window.main_sleep, 0.7, 1e-9);
+  EXPECT_NEAR(h.window.main_io, 0, 1e-9);
+  EXPECT_NEAR(h.window.worker_cores, 3.2, 1e-9);
+  EXPECT_NEAR(h.window.main_other_threads_cores, 0.1, 1e-9);
+  EXPECT_NEAR(h.window.mean_runnable, 4, 1e-9);
+  EXPECT_EQ(h.window.max_runnable, 4);
+  EXPECT_DOUBLE_EQ(h.contended_instants, 0);
+  // Per iteration: 10 samples each, the same shares.
+  ASSERT_EQ(h.iterations.size(), 10u);
+  for (const auto& it : h.iterations) {
+    EXPECT_EQ(it.shares.wall_ns, 100 * kMs);
+    EXPECT_NEAR(it.shares.main_busy, 0.2, 1e-9);
+    EXPECT_NEAR(it.shares.worker_cores, 3.2, 1e-9);
+    EXPECT_EQ(it.shares.main_samples, 10);
+  }
+  // NUMA, measured: the GPU is on node 1; the main thread ran there half the time.
+  EXPECT_EQ(h.gpu_node, 1);
+  EXPECT_EQ(h.main_cpus, (std::vector<int32_t>{1, 5}));
+  EXPECT_NEAR(h.main_on_gpu_node, 0.5, 1e-9);
+  EXPECT_EQ(h.nodes, (std::vector<int32_t>{0, 1}));
+  // Threads: the main thread first, then by CPU time.
+  ASSERT_EQ(h.threads.size(), 6u);
+  EXPECT_TRUE(h.threads[0].is_main);
+  EXPECT_EQ(h.threads[0].name, "python");
+  EXPECT_EQ(h.threads[0].voluntary_switches, 300);
+  EXPECT_EQ(h.threads[1].role, trace::ProcessRole::kDescendant);
+  EXPECT_EQ(h.threads[1].name, "pt_data_worker");
+  EXPECT_EQ(h.threads.back().name, "pt_pin_memory");
+  // JSON carries it; a trace without samples says why.
+  const nlohmann::json j = r;
+  EXPECT_NEAR(j["host"]["window"]["worker_cores"].get<double>(), 3.2, 1e-9);
+  EXPECT_EQ(j["host"]["iterations"].size(), 10u);
+  const RankAnalysis none = analyze_rank(steps().t, Options{});
+  EXPECT_FALSE(none.host.availability.available);
+  EXPECT_NE(none.host.availability.reason.find("no host thread samples"), std::string::npos);
+  EXPECT_FALSE(nlohmann::json(none).contains("host"));
+}
+
+// Every scheduler state is counted per thread; the main thread's time off the
+// CPU splits into sleeping and I/O by its samples.
+TEST(AnalyzeHost, EveryStateCountedAndIoWaitSplit) {
+  using namespace host_case;
+  TraceBuilder b = steps();
+  b.host_thread(100, 102, "mixed");
+  int k = 0;
+  each_sample([&](int64_t t) {
+    // Main: half its samples in D, half in S, 1 ms on CPU each; no run-queue wait.
+    b.host_sample(t, 100, 100, (k % 2) ? ThreadState::kDiskWait : ThreadState::kSleeping, 0, 1 * kMs);
+    b.host_sample(t, 100, 102, static_cast<ThreadState>(k % trace::kThreadStateCount), 1, 0);
+    ++k;
+  });
+  const HostStats h = analyze_rank(b.t, Options{}).host;
+  ASSERT_TRUE(h.availability.available);
+  EXPECT_NEAR(h.window.main_busy, 0.1, 1e-9);
+  EXPECT_NEAR(h.window.main_sleep, 0.45, 1e-9);
+  EXPECT_NEAR(h.window.main_io, 0.45, 1e-9);
+  const auto& mixed = *std::find_if(h.threads.begin(), h.threads.end(), [](const HostThreadSummary& s) { return s.tid == 102; });
+  for (int s = 0; s < trace::kThreadStateCount; ++s) EXPECT_GT(mixed.state_samples[size_t(s)], 10) << s;
+  EXPECT_EQ(mixed.samples, 100);
+}
+
+// A worker process that starts and ends inside the window: its CPU counts
+// only in the iterations it lived in.
+TEST(AnalyzeHost, WorkerStartingAndEndingInsideTheWindow) {
+  using namespace host_case;
+  TraceBuilder b = steps();
+  b.host_thread(300, 300, "pt_data_worker", ProcessRole::kDescendant, 100);
+  each_sample([&](int64_t t) {
+    b.host_sample(t, 100, 100, ThreadState::kRunning, 0, 10 * kMs);
+    if (t > 300 * kMs && t <= 500 * kMs) b.host_sample(t, 300, 300, ThreadState::kRunning, 1, 5 * kMs);
+  });
+  const HostStats h = analyze_rank(b.t, Options{}).host;
+  ASSERT_EQ(h.iterations.size(), 10u);
+  for (const auto& it : h.iterations) {
+    const bool alive = it.index == 3 || it.index == 4;
+    EXPECT_NEAR(it.shares.worker_cores, alive ? 0.5 : 0.0, 1e-9) << it.index;
+    EXPECT_EQ(it.shares.max_runnable, alive ? 2 : 1) << it.index;
+  }
+  EXPECT_NEAR(h.window.worker_cores, 0.1, 1e-9);
+  EXPECT_EQ(h.worker_processes, 1);
 }
 
 }  // namespace

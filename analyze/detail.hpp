@@ -31,4 +31,8 @@ std::pair<trace::Timestamp, trace::Timestamp> resolve_window(const trace::Trace&
 using trace::median;
 using trace::quantile;
 
+// The host sampler's tables over [ws, we] and per iteration (host_threads.cpp).
+HostStats analyze_host(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,
+                       const std::vector<Iteration>& iterations);
+
 }  // namespace scalescope::analyze::detail

@@ -205,6 +205,43 @@ void to_json(json& j, const NumaStats& v) {
            {"remote_memory_fraction", v.remote_memory_fraction}};
 }
 
+void to_json(json& j, const HostShares& v) {
+  j = json{{"wall_ns", v.wall_ns},
+           {"main_busy", v.main_busy},
+           {"main_run_wait", v.main_run_wait},
+           {"main_sleep", v.main_sleep},
+           {"main_io", v.main_io},
+           {"main_other_threads_cores", v.main_other_threads_cores},
+           {"worker_cores", v.worker_cores},
+           {"mean_runnable", v.mean_runnable},
+           {"max_runnable", v.max_runnable},
+           {"main_samples", v.main_samples}};
+}
+
+void to_json(json& j, const HostStats& v) {
+  json threads = json::array();
+  for (const auto& t : v.threads) {
+    json states = json::object();
+    for (int s = 0; s < trace::kThreadStateCount; ++s)
+      if (t.state_samples[size_t(s)] > 0) states[std::string(trace::to_string(trace::ThreadState(s)))] = t.state_samples[size_t(s)];
+    threads.push_back({{"pid", t.pid}, {"tid", t.tid}, {"name", t.name}, {"is_main", t.is_main},
+                       {"role", trace::to_string(t.role)}, {"samples", t.samples}, {"states", std::move(states)},
+                       {"cpu_ns", t.cpu_ns}, {"run_wait_ns", t.run_wait_ns}, {"busy_share", t.busy_share},
+                       {"voluntary_switches", t.voluntary_switches}, {"involuntary_switches", t.involuntary_switches},
+                       {"cpus", t.cpus}});
+  }
+  json its = json::array();
+  for (const auto& i : v.iterations)
+    its.push_back({{"index", i.index}, {"start", i.start}, {"end", i.end}, {"shares", i.shares}});
+  j = json{{"availability", v.availability}, {"method", v.method}, {"hz", v.hz}, {"has_run_wait", v.has_run_wait},
+           {"samples", v.samples}, {"sample_instants", v.sample_instants}, {"threads_sampled", v.thread_count},
+           {"worker_processes", v.worker_processes}, {"main_tid", v.main_tid}, {"cores", v.cores},
+           {"window", v.window}, {"contended_instants", v.contended_instants}, {"run_wait_cores", v.run_wait_cores},
+           {"gpu_node", v.gpu_node}, {"main_cpus", v.main_cpus}, {"cpus", v.cpus}, {"nodes", v.nodes},
+           {"main_on_gpu_node", v.main_on_gpu_node}, {"cpu_on_gpu_node", v.cpu_on_gpu_node},
+           {"threads", std::move(threads)}, {"iterations", std::move(its)}};
+}
+
 void to_json(json& j, const ProfilerPerturbation& v) {
   j = json{{"sampling", v.sampling}, {"measured", v.measured}, {"iterations_seen", v.seen}, {"text", v.text}};
   if (v.measured)
@@ -224,6 +261,8 @@ void to_json(json& j, const RankAnalysis& v) {
            {"attribution", v.attribution},
            {"data_loss", v.data_loss}};
   if (!v.perturbation.sampling.empty()) j["profiler_perturbation"] = v.perturbation;
+  // Only for traces with host samples (format 1.2 collector), so older outputs are unchanged.
+  if (v.host.availability.available) j["host"] = v.host;
   if (v.steady) {
     // Where the advisor looked; its figures are the findings' evidence.
     const auto& b = v.steady->breakdown;

@@ -97,6 +97,24 @@ struct TraceBuilder {
     t.syncs.push(s);
     return *this;
   }
+  // The collector's host sampler tables (format 1.2).
+  TraceBuilder& host_thread(uint32_t pid, uint32_t tid, const std::string& name,
+                            trace::ProcessRole role = trace::ProcessRole::kTraced, uint32_t parent_pid = 1) {
+    trace::HostThreadRecord r;
+    r.pid = pid;
+    r.tid = tid;
+    r.parent_pid = parent_pid;
+    r.name = t.strings.intern(name);
+    r.is_main = pid == tid;
+    r.role = role;
+    t.host_threads.push(r);
+    return *this;
+  }
+  TraceBuilder& host_sample(int64_t time, uint32_t pid, uint32_t tid, trace::ThreadState state, int32_t cpu,
+                            uint64_t cpu_ns, uint64_t run_wait_ns = 0, uint32_t voluntary = 0, uint32_t involuntary = 0) {
+    t.host_samples.push({time, pid, tid, state, cpu, cpu_ns, run_wait_ns, voluntary, involuntary});
+    return *this;
+  }
 };
 
 }  // namespace scalescope::analyze::testing

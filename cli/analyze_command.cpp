@@ -232,6 +232,48 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     }
   }
   {
+    // The collector's host sampler (format 1.2): only for traces that have it,
+    // so other outputs are unchanged. Over the advisor's steady iterations
+    // where found (start-up is not a step), else the whole window.
+    bool any = false;
+    for (const auto& r : run.ranks) any = any || (r.steady ? r.steady->host : r.host).availability.available;
+    if (any) {
+      Table t("Host threads (steady iterations where found; main = the traced process's main thread; cores = CPU-seconds "
+              "per second)",
+              cols({{"rank", 0}, {"method", 0}, {"main_busy_pct", 1}, {"main_run_wait_pct", 1}, {"main_sleep_pct", 1},
+                    {"main_io_pct", 1}, {"other_threads_cores", 2}, {"workers", 0}, {"worker_cores", 2},
+                    {"mean_runnable", 1}, {"max_runnable", 0}, {"cores", 0}, {"contended_pct", 1},
+                    {"run_wait_cores", 2}, {"main_cpus", 0}, {"main_on_gpu_node_pct", 1}}));
+      t.set_id("host_threads");
+      Table it("Host threads per iteration (main thread shares of the iteration's wall time)",
+               cols({{"rank", 0}, {"iteration", 0}, {"wall_ns", 0}, {"main_busy_pct", 1}, {"main_run_wait_pct", 1},
+                     {"main_sleep_pct", 1}, {"main_io_pct", 1}, {"other_threads_cores", 2}, {"worker_cores", 2},
+                     {"mean_runnable", 1}, {"max_runnable", 0}}));
+      it.set_id("host_iterations");
+      for (const auto& r : run.ranks) {
+        const auto& h = r.steady ? r.steady->host : r.host;
+        if (skipped(t, r, h.availability)) continue;
+        const auto& w = h.window;
+        std::string main_cpus;
+        for (int32_t c : h.main_cpus) main_cpus += (main_cpus.empty() ? "" : ",") + std::to_string(c);
+        t.add_row({int64_t{r.rank}, h.method, pct(w.main_busy), h.has_run_wait ? pct(w.main_run_wait) : Cell{},
+                   pct(w.main_sleep), pct(w.main_io), w.main_other_threads_cores, h.worker_processes, w.worker_cores,
+                   w.mean_runnable, int64_t{w.max_runnable}, h.cores > 0 ? Cell{int64_t{h.cores}} : Cell{},
+                   h.cores > 0 ? pct(h.contended_instants) : Cell{}, h.has_run_wait ? Cell{h.run_wait_cores} : Cell{},
+                   main_cpus, h.main_on_gpu_node >= 0 ? pct(h.main_on_gpu_node) : Cell{}});
+        const int64_t first = r.steady ? r.steady_first_iteration : 0;
+        for (const auto& i : h.iterations) {
+          const auto& s = i.shares;
+          it.add_row({int64_t{r.rank}, first + i.index, ns(s.wall_ns), pct(s.main_busy),
+                      h.has_run_wait ? pct(s.main_run_wait) : Cell{}, pct(s.main_sleep), pct(s.main_io),
+                      s.main_other_threads_cores, s.worker_cores, s.mean_runnable, int64_t{s.max_runnable}});
+        }
+      }
+      out.push_back(std::move(t));
+      out.push_back(std::move(it));
+    }
+  }
+  {
     Table t("Findings (ranked by estimated saving as share of step time: an upper bound unless its method says otherwise)",
             {Column("rank_order", 0), Column("id", 0), Column("severity", 0), Column("saving_pct", 1),
              Column::prose("title"), Column::prose("evidence"), Column::prose("fix"), Column::prose("saving_estimate")});

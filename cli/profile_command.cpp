@@ -20,6 +20,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
     std::string capture;
     std::string activities = "kernel,memcpy,memset,nvtx";
     double nvml_hz = 10;
+    double host_hz = 100;
     uint32_t buffer_mb = 64;
     bool no_detach = false;
   };
@@ -41,6 +42,10 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--capture-range", opts->capture,
                   "trace only inside NVTX ranges named NAME (nvtx:NAME) or between cudaProfilerStart/Stop (cudaProfilerApi)");
   cmd->add_option("--nvml-hz", opts->nvml_hz, "GPU counter sampling rate, one sampler per node (0: off)")
+      ->check(CLI::Range(0.0, 1000.0));
+  cmd->add_option("--host-hz", opts->host_hz,
+                  "host thread sampling rate: state, CPU and context switches of every thread of each traced process "
+                  "and its child processes, from /proc (0: off)")
       ->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--buffer-mb", opts->buffer_mb, "activity buffer pool per process; when full, records are dropped and counted")
       ->check(CLI::Range(2, 65536));
@@ -78,6 +83,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
     collect::parse_capture_range(o.capture, o.profile.collector);
     o.profile.collector.activities = collect::parse_activities(o.activities);
     o.profile.collector.nvml_hz = o.nvml_hz;
+    o.profile.collector.host_hz = o.host_hz;
     o.profile.collector.buffer_mb = o.buffer_mb;
     o.profile.collector.detach = !o.no_detach;
     collect::validate_sampling(o.profile.collector);

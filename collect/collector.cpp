@@ -41,6 +41,7 @@
 #include "collect/iteration_sampler.hpp"
 #include "collect/node_facts.hpp"
 #include "collect/nvml_sampler.hpp"
+#include "collect/host_sampler.hpp"
 #include "collect/trace_sink.hpp"
 #include "scalescope_version.hpp"
 #include "trace/error.hpp"
@@ -147,6 +148,7 @@ class Collector {
   void decode_filled(std::vector<BufferPool::Filled>& filled);
   void encoder_loop();
   void start_nvml();
+  void start_host_sampler();
   void hand_over_nvml();
   void map_nvml_devices(bool last_chance);
   void flush_batch();
@@ -161,6 +163,7 @@ class Collector {
   std::unique_ptr<TraceSink> sink_;
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<NvmlSampler> nvml_;
+  std::unique_ptr<HostSampler> host_;  // assigned by the encoder thread
   std::chrono::steady_clock::time_point nvml_start_;
   std::filesystem::path nvml_owner_path_;  // <run dir>/nvml-<host>.rank: a ranked sampler runs on this node
   bool nvml_handed_over_ = false;
@@ -981,6 +984,7 @@ void Collector::flush_batch() {
       for (const auto& c : counters) batch_.counters.push(c);
     }
   }
+  if (host_) host_->drain(batch_, strings_);
   decoder_->drain_nccl(batch_, stop_.load());  // NCCL rows whose call is joined, or that waited enough
   if (sink_) sink_->append(batch_, strings_);
   batch_ = trace::Trace();  // fresh columns; the string table lives on in strings_
@@ -1008,8 +1012,40 @@ void Collector::start_nvml() {
   }
 }
 
+// Every traced process samples its own threads and its descendants'
+// (DataLoader workers), except descendants with their own collector (the
+// ranks under a traced torchrun agent): those have a trace file in the run
+// directory.
+void Collector::start_host_sampler() {
+  if (options_.host_hz <= 0) return;
+  HostSamplerOptions o;
+  o.pid = meta_.pid;
+  const std::filesystem::path dir = options_.run_dir;
+  const std::string host = meta_.hostname;
+  o.traced_elsewhere = [dir, host](uint32_t pid) {
+    std::error_code ec;
+    return std::filesystem::exists(dir / (host + "-" + std::to_string(pid) + std::string(trace::kTraceFileExtension)),
+                                   ec);
+  };
+  std::string error;
+  auto sampler = HostSampler::create(std::move(o), cupti_now, &error);
+  std::lock_guard lock(enable_mutex_);
+  if (!sampler) {
+    meta_.extra["host_sampling"] = "off: " + error;
+    return;
+  }
+  host_ = std::move(sampler);
+  host_->start(options_.host_hz);
+  meta_.extra["host_sampling_method"] = std::string(host_->method());
+  meta_.extra["host_sampling_discovery"] = std::string(host_->discovery());
+  char hz[32];
+  std::snprintf(hz, sizeof hz, "%g", options_.host_hz);
+  meta_.extra["host_hz"] = hz;
+}
+
 void Collector::encoder_loop() {
   start_nvml();
+  start_host_sampler();
   std::vector<BufferPool::Filled> filled;
   while (true) {
     bool stopping = stop_.load();
@@ -1127,10 +1163,9 @@ void Collector::finish(const char* why) {
     }
   }
   encoder_.join();
-  if (nvml_) {  // assigned by the encoder thread: stable only now
-    nvml_->stop();
-    flush_batch();  // the last samples
-  }
+  if (nvml_) nvml_->stop();  // assigned by the encoder thread: stable only now
+  if (host_) host_->stop();  // writes every live thread's last row
+  if (nvml_ || host_) flush_batch();  // the last samples
   meta_.clock.push_back({cupti_now(), unix_now_ns()});
   if (auto maps = read_text_file("/proc/self/numa_maps"))
     meta_.pages_at_end = parse_numa_maps(*maps, static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
@@ -1158,8 +1193,15 @@ void Collector::finish(const char* why) {
     problems_.add(trace::Problem::kIncompleteRecord, decoder_->incomplete_records());
   if (decoder_->unmatched_range_ends() > 0)
     problems_.add(trace::Problem::kMalformedEvent, decoder_->unmatched_range_ends());
-  uint64_t cpu = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
+  uint64_t cpu = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0) + (host_ ? host_->thread_cpu_ns() : 0);
   meta_.extra["collector_cpu_ns"] = std::to_string(cpu);
+  if (host_) {
+    meta_.extra["host_sampler_cpu_ns"] = std::to_string(host_->thread_cpu_ns());
+    meta_.extra["host_samples_taken"] = std::to_string(host_->samples_taken());
+    meta_.extra["host_threads_seen"] = std::to_string(host_->threads_seen());
+    meta_.extra["host_processes_seen"] = std::to_string(host_->processes_seen());
+    if (host_->samples_dropped() > 0) meta_.extra["host_samples_dropped"] = std::to_string(host_->samples_dropped());
+  }
   if (nvml_) {
     meta_.extra["nvml_samples_unmapped"] = std::to_string(nvml_->unmapped_samples());
     meta_.extra["nvml_cpu_ns"] = std::to_string(nvml_->thread_cpu_ns());
@@ -1202,7 +1244,8 @@ void Collector::write_sidecar(const std::string& status) {
   j["buffer_pool_exhausted"] = pool_ ? pool_->acquire_failures() : 0;
   j["buffers_discarded"] = records_discarded_;
   j["bytes_written"] = sink_ ? sink_->bytes_written() : 0;
-  j["collector_cpu_ns"] = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0);
+  j["collector_cpu_ns"] = encoder_cpu_ns_.load() + (nvml_ ? nvml_->thread_cpu_ns() : 0) + (host_ ? host_->thread_cpu_ns() : 0);
+  j["host_sampler_cpu_ns"] = host_ ? host_->thread_cpu_ns() : 0;  // of collector_cpu_ns
   j["nvml"] = nvml_ != nullptr;
   j["nvml_cpu_ns"] = nvml_ ? nvml_->thread_cpu_ns() : 0;  // of collector_cpu_ns
   if (nvml_) {  // of nvml_cpu_ns, per query family: which counter costs what

@@ -138,6 +138,8 @@ CollectorOptions parse_collector_options(const Environment& env) {
   if (auto* v = find(env, "SCALESCOPE_CAPTURE_RANGE")) parse_capture_range(*v, o);
   o.nvml_hz = parse_seconds(env, "SCALESCOPE_NVML_HZ", 10);
   if (o.nvml_hz > 1000) fail("SCALESCOPE_NVML_HZ={} is above 1000 Hz", number(o.nvml_hz));
+  o.host_hz = parse_seconds(env, "SCALESCOPE_HOST_HZ", 100);
+  if (o.host_hz > 1000) fail("SCALESCOPE_HOST_HZ={} is above 1000 Hz", number(o.host_hz));
   if (auto* v = find(env, "SCALESCOPE_BUFFER_MB")) {
     uint32_t mb = 0;
     auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), mb);
@@ -185,6 +187,7 @@ Environment to_environment(const CollectorOptions& o) {
   if (o.duration_s > 0) env["SCALESCOPE_DURATION"] = number(o.duration_s);
   if (o.capture != CaptureRange::kNone) env["SCALESCOPE_CAPTURE_RANGE"] = format_capture_range(o);
   env["SCALESCOPE_NVML_HZ"] = number(o.nvml_hz);
+  env["SCALESCOPE_HOST_HZ"] = number(o.host_hz);
   env["SCALESCOPE_BUFFER_MB"] = std::to_string(o.buffer_mb);
   if (o.discard) env.emplace("SCALESCOPE_DISCARD", "1");
   env.emplace("SCALESCOPE_DETACH", o.detach ? "1" : "0");

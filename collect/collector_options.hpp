@@ -42,6 +42,7 @@ struct CollectorOptions {
   CaptureRange capture = CaptureRange::kNone;  // SCALESCOPE_CAPTURE_RANGE=nvtx:NAME|cudaProfilerApi
   std::string capture_name;       // the NVTX range name for kNvtx
   double nvml_hz = 10;            // SCALESCOPE_NVML_HZ (0 = off)
+  double host_hz = 100;           // SCALESCOPE_HOST_HZ: host thread sampler, every traced process (0 = off)
   uint32_t buffer_mb = 64;        // SCALESCOPE_BUFFER_MB: the whole pool, bounded memory
   bool discard = false;           // SCALESCOPE_DISCARD=1: enable CUPTI, keep nothing (overhead floor)
   uint32_t activities = kDefaultActivities;  // SCALESCOPE_ACTIVITIES=kernel,memcpy,memset,nvtx

@@ -15,6 +15,7 @@ TEST(CollectOptions, RoundTrip) {
   o.duration_s = 10;
   parse_capture_range("nvtx:train step", o);
   o.nvml_hz = 0;
+  o.host_hz = 25;
   o.buffer_mb = 32;
   o.discard = true;
   o.activities = kActivityKernel | kActivitySync;
@@ -27,6 +28,7 @@ TEST(CollectOptions, RoundTrip) {
   EXPECT_EQ(back.capture, CaptureRange::kNvtx);
   EXPECT_EQ(back.capture_name, "train step");
   EXPECT_DOUBLE_EQ(back.nvml_hz, 0);
+  EXPECT_DOUBLE_EQ(back.host_hz, 25);
   EXPECT_EQ(back.buffer_mb, 32u);
   EXPECT_TRUE(back.discard);
   EXPECT_EQ(back.activities, kActivityKernel | kActivitySync);
@@ -78,6 +80,7 @@ TEST(CollectOptions, Defaults) {
   auto o = parse_collector_options({});
   EXPECT_EQ(o.api, ApiMode::kDefault);
   EXPECT_DOUBLE_EQ(o.nvml_hz, 10);
+  EXPECT_DOUBLE_EQ(o.host_hz, 100);
   EXPECT_EQ(o.capture, CaptureRange::kNone);
   EXPECT_FALSE(o.discard);
   EXPECT_EQ(o.activities, kDefaultActivities);  // no SYNCHRONIZATION records: the API calls stand in
@@ -100,6 +103,8 @@ TEST(CollectOptions, BadValuesNameTheVariable) {
   EXPECT_NE(message({{"SCALESCOPE_API", "some"}}).find("'some'"), std::string::npos);
   EXPECT_NE(message({{"SCALESCOPE_CAPTURE_RANGE", "nvtx:"}}).find("capture range"), std::string::npos);
   EXPECT_NE(message({{"SCALESCOPE_NVML_HZ", "5000"}}).find("SCALESCOPE_NVML_HZ"), std::string::npos);
+  EXPECT_NE(message({{"SCALESCOPE_HOST_HZ", "5000"}}).find("SCALESCOPE_HOST_HZ"), std::string::npos);
+  EXPECT_NE(message({{"SCALESCOPE_HOST_HZ", "fast"}}).find("SCALESCOPE_HOST_HZ"), std::string::npos);
   EXPECT_NE(message({{"SCALESCOPE_ACTIVITIES", "kernel,api"}}).find("SCALESCOPE_ACTIVITIES: bad activity 'api'"),
             std::string::npos);
 }

@@ -66,7 +66,7 @@ nlohmann::json host_json(const NodeInfo& node) {
 
 nlohmann::json options_json(const CollectorOptions& o) {
   return {{"api", std::string(to_string(o.api))}, {"delay_s", o.delay_s},          {"duration_s", o.duration_s},
-          {"capture_range", format_capture_range(o)}, {"nvml_hz", o.nvml_hz}, {"buffer_mb", o.buffer_mb},
+          {"capture_range", format_capture_range(o)}, {"nvml_hz", o.nvml_hz}, {"host_hz", o.host_hz}, {"buffer_mb", o.buffer_mb},
           {"discard", o.discard}, {"activities", format_activities(o.activities)}, {"detach", o.detach}};
 }
 

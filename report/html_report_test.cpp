@@ -213,6 +213,47 @@ TEST(ReportHtml, RunSectionsHaveEveryViewWithData) {
   for (const auto& s : (*counters)["series"]) EXPECT_LE(s["points"].size(), 50u);
 }
 
+// The collector's host sampler: a table per run and one per rank's threads,
+// only when the trace has host samples.
+TEST(ReportHtml, HostThreadTablesOnlyWithHostSamples) {
+  auto table = [](const json& doc, std::string_view title_part) -> const json* {
+    for (const auto& s : doc["sections"])
+      for (const auto& b : s["blocks"])
+        if (b["type"] == "table" && b.value("title", "").find(title_part) != std::string::npos) return &b;
+    return nullptr;
+  };
+  auto run = synthetic_run(1, 5'000);
+  {
+    HtmlReport plain;
+    plain.add_run("plain", run);
+    EXPECT_EQ(table(json::parse(plain.document_json()), "Host threads"), nullptr);
+  }
+  trace::Trace& t = run[0];
+  t.meta.pid = 4242;
+  t.meta.extra["host_sampling_method"] = "procfs+schedstat";
+  const auto [first, last] = t.time_span();
+  t.host_threads.push({first, last, 4242, 4242, 1, t.strings.intern("python"), 1, trace::ProcessRole::kTraced});
+  t.host_threads.push({first, last, 4300, 4300, 4242, t.strings.intern("pt_data_worker"), 1, trace::ProcessRole::kDescendant});
+  const int64_t step = std::max<int64_t>(1, (last - first) / 50);
+  for (int64_t x = first + step; x <= last; x += step) {
+    t.host_samples.push({x, 4242, 4242, trace::ThreadState::kSleeping, 0, uint64_t(step / 4), 0, 1, 0});
+    t.host_samples.push({x, 4300, 4300, trace::ThreadState::kRunning, 1, uint64_t(step), 0, 0, 0});
+  }
+  HtmlReport r;
+  r.add_run("sampled", run);
+  const json doc = json::parse(r.document_json());
+  const json* per_rank = table(doc, "Host threads per rank");
+  ASSERT_NE(per_rank, nullptr);
+  ASSERT_EQ((*per_rank)["rows"].size(), 1u);
+  EXPECT_NEAR((*per_rank)["rows"][0][1].get<double>(), 25.0, 1.0);  // main on CPU %
+  EXPECT_EQ((*per_rank)["rows"][0][6].get<int64_t>(), 1);           // worker processes
+  const json* threads = table(doc, "by CPU time");
+  ASSERT_NE(threads, nullptr);
+  ASSERT_EQ((*threads)["rows"].size(), 2u);
+  EXPECT_EQ((*threads)["rows"][0][0], "python (main)");
+  EXPECT_EQ((*threads)["rows"][1][1], "descendant");
+}
+
 TEST(ReportHtml, NamesFromTracesStayTextInThePage) {
   auto run = synthetic_run(1, 5'000);
   const std::string evil = "</script><script>alert(1)</script>";

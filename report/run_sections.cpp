@@ -114,6 +114,45 @@ Json iteration_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
   return blocks;
 }
 
+// The collector's host sampler (format 1.2): what the main thread, the
+// process's other threads and its worker processes did, over the advisor's
+// steady iterations where found. Nothing for traces without host samples.
+Json host_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
+  Json blocks = Json::array();
+  Table t("Host threads per rank (steady iterations where found; cores = CPU-seconds per second)",
+          {Column("rank"), Column("main on CPU %", 1), Column("main waiting for a CPU %", 1), Column("main asleep %", 1),
+           Column("main I/O wait %", 1), Column("other threads, cores", 2), Column("worker processes"),
+           Column("workers, cores", 2), Column("runnable threads (mean)", 1), Column("CPUs"), Column("method")});
+  std::vector<Table> per_thread;
+  for (const auto& r : ranks) {
+    const auto& h = r.steady ? r.steady->host : r.host;
+    if (!h.availability.available) continue;
+    const auto& w = h.window;
+    t.add_row({r.label, 100 * w.main_busy, h.has_run_wait ? Cell{100 * w.main_run_wait} : Cell{}, 100 * w.main_sleep,
+               100 * w.main_io, w.main_other_threads_cores, h.worker_processes, w.worker_cores, w.mean_runnable,
+               h.cores > 0 ? Cell{int64_t{h.cores}} : Cell{}, h.method});
+    Table th(fmt::format("Host threads of {} by CPU time (at most 20)", r.label),
+             {Column("thread"), Column("role"), Column("pid"), Column("tid"), Column("on CPU %", 1),
+              Column("run-queue wait ms", 1), Column("running samples"), Column("sleeping samples"),
+              Column("I/O wait samples"), Column("voluntary switches"), Column("involuntary switches"), Column("CPUs")});
+    for (size_t i = 0; i < h.threads.size() && i < 20; ++i) {
+      const auto& x = h.threads[i];
+      std::string cpus;
+      for (int32_t c : x.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+      const auto st = [&](trace::ThreadState s) { return x.state_samples[static_cast<size_t>(s)]; };
+      th.add_row({x.name + (x.is_main ? " (main)" : ""), std::string(trace::to_string(x.role)), int64_t{x.pid},
+                  int64_t{x.tid}, 100 * x.busy_share, ms(static_cast<double>(x.run_wait_ns)),
+                  st(trace::ThreadState::kRunning), st(trace::ThreadState::kSleeping), st(trace::ThreadState::kDiskWait),
+                  x.voluntary_switches, x.involuntary_switches, cpus});
+    }
+    per_thread.push_back(std::move(th));
+  }
+  if (t.rows().empty()) return blocks;
+  blocks.push_back(table_block(t, {}));
+  for (auto& th : per_thread) blocks.push_back(table_block(th, {}));
+  return blocks;
+}
+
 // Picks the steady-state iteration to draw: the one whose duration is closest
 // to the steady median (a typical step, not the fastest or a hiccup).
 std::optional<size_t> typical_iteration(const analyze::IterationStats& it) {
@@ -610,6 +649,7 @@ void add_analysed_run(Document& doc, const std::string& label, const std::vector
   Json iterations = iteration_blocks(ranks);
   Json attribution = attribution_blocks(ranks);
   Json perturbation = perturbation_blocks(ranks);
+  Json host = host_blocks(ranks);
   for (const auto& f : advise::advise(run)) {
     Json figures = Json::array();
     for (const auto& g : f.figures) figures.push_back({{"name", g.name}, {"value", g.value}, {"unit", g.unit}});
@@ -627,6 +667,7 @@ void add_analysed_run(Document& doc, const std::string& label, const std::vector
   append(blocks, std::move(perturbation));
   append(blocks, std::move(breakdown));
   append(blocks, std::move(iterations));
+  append(blocks, std::move(host));
   append(blocks, std::move(timeline));
   append(blocks, std::move(kernels));
   append(blocks, std::move(attribution));

@@ -28,6 +28,7 @@ namespace {
 // below 2^22), and each GPU track (device, stream) gets a tid of its own from
 // 2^30 upward, unique in the whole file and never equal to a host tid.
 constexpr uint32_t kGpuTidBase = uint32_t{1} << 30;
+constexpr uint32_t kHostSampledTidBase = uint32_t{3} << 29;  // host sampler tracks (format 1.2)
 constexpr uint32_t kAnnotationStream = 0xFFFFFFFF;  // the per-device NVTX track, not a real stream
 
 // Perfetto nests the slices of one track and cannot show two that overlap
@@ -113,9 +114,12 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (const Trace& t : traces) {
     auto [first, last] = t.time_span();
-    if (first == 0 && last == 0 && t.event_count() == 0) continue;
-    origin = std::min(origin, t.meta.to_unix_ns(first));
+    // {0, 0}: no GPU or API event (an agent's trace may hold only NVTX ranges
+    // or host samples); its origin comes from those below.
+    if (!(first == 0 && last == 0)) origin = std::min(origin, t.meta.to_unix_ns(first));
     if (t.nvtx.size()) origin = std::min(origin, t.meta.to_unix_ns(*std::min_element(t.nvtx.start.begin(), t.nvtx.start.end())));
+    if (t.host_samples.size())
+      origin = std::min(origin, t.meta.to_unix_ns(*std::min_element(t.host_samples.time.begin(), t.host_samples.time.end())));
   }
   if (origin == std::numeric_limits<int64_t>::max()) origin = 0;
 
@@ -131,6 +135,9 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       if (t.nvtx.device[i] < 0) host_tids.insert(t.nvtx.thread[i]);
   }
   uint32_t next_gpu_tid = kGpuTidBase;
+  // Perfetto keys thread names by tid alone: host-sampled tracks are numbered
+  // across all ranks, as the GPU tracks are.
+  uint32_t next_sampled_tid = kHostSampledTidBase;
 
   for (size_t index = 0; index < traces.size(); ++index) {
     const Trace& t = traces[index];
@@ -307,6 +314,60 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       fmt::format_to(std::back_inserter(o), R"(,"name":"GPU {} {}","args":{{"value":{}}})", c.device[i],
                      counter_name(c.metric[i]), std::isfinite(c.value[i]) ? c.value[i] : 0.0);
       w.end_event();
+    }
+    // The host sampler (format 1.2): one track per sampled thread, its
+    // scheduler state as slices. A sample covers the time since the thread's
+    // previous one; consecutive samples in one state make one slice.
+    if (t.host_samples.size() > 0) {
+      const HostSampleTable& hs = t.host_samples;
+      std::map<uint64_t, std::vector<uint32_t>> rows;  // (pid, tid) -> its samples, in time order
+      for (size_t i = 0; i < hs.size(); ++i) rows[(uint64_t{hs.pid[i]} << 32) | hs.tid[i]].push_back(static_cast<uint32_t>(i));
+      std::unordered_map<uint64_t, size_t> facts;  // the last thread row of each (pid, tid)
+      for (size_t i = 0; i < t.host_threads.size(); ++i)
+        facts[(uint64_t{t.host_threads.pid[i]} << 32) | t.host_threads.tid[i]] = i;
+      int sort = 0;
+      for (auto& [key, idx] : rows) {
+        std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return hs.time[a] < hs.time[b]; });
+        while (host_tids.count(next_sampled_tid)) ++next_sampled_tid;
+        const uint32_t track = next_sampled_tid++;
+        const uint32_t os_pid = static_cast<uint32_t>(key >> 32), os_tid = static_cast<uint32_t>(key);
+        std::string label = "host thread";
+        if (auto f = facts.find(key); f != facts.end()) {
+          const HostThreadTable& th = t.host_threads;
+          label = fmt::format("{} {}", th.role[f->second] == ProcessRole::kDescendant ? "worker" : "host",
+                              s.view(th.name[f->second]));
+          if (th.is_main[f->second]) label += " (main)";
+        }
+        label += fmt::format(" pid {} tid {}", os_pid, os_tid);
+        w.begin_event('M', pid, track, 0);
+        w.key_string("name", "thread_name");
+        o += R"(,"args":{"name":")";
+        detail::append_json_escaped(o, label);
+        o += "\"}";
+        w.end_event();
+        w.begin_event('M', pid, track, 0);
+        w.key_string("name", "thread_sort_index");
+        fmt::format_to(std::back_inserter(o), R"(,"args":{{"sort_index":{}}})", 500 + sort++);
+        w.end_event();
+        for (size_t a = 1; a < idx.size();) {
+          const ThreadState state = hs.state[idx[a]];
+          const Timestamp begin = hs.time[idx[a - 1]];
+          uint64_t cpu = 0, wait = 0;
+          size_t b = a;
+          for (; b < idx.size() && hs.state[idx[b]] == state; ++b) {
+            cpu += hs.cpu_ns[idx[b]];
+            wait += hs.run_wait_ns[idx[b]];
+          }
+          const Timestamp end = hs.time[idx[b - 1]];
+          w.begin_event('X', pid, track, ts(begin));
+          o += R"(,"dur":)";
+          w.append_us(std::max<int64_t>(0, end - begin));
+          fmt::format_to(std::back_inserter(o), R"(,"cat":"host","name":"{}","args":{{"cpu_ns":{},"run_wait_ns":{},"samples":{},"cpu":{}}})",
+                         to_string(state), cpu, wait, b - a, hs.cpu[idx[b - 1]]);
+          w.end_event();
+          a = b;
+        }
+      }
     }
   }
   o += "\n]}\n";

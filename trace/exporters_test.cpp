@@ -108,6 +108,66 @@ TEST(Exporters, ChromeIsValidJsonWithTracksAndFlows) {
   EXPECT_EQ(pids, (std::set<int>{1, 2}));  // pid 0 is Perfetto's swapper
 }
 
+// The host sampler's tables (format 1.2): one track per sampled thread,
+// named after it, with consecutive samples of one state merged into a slice
+// from the previous sample's time; a trace with only host samples (a torchrun
+// agent without GPU events) still gets a sane time origin.
+TEST(Exporters, ChromeDrawsOneTrackPerHostSampledThread) {
+  std::vector<Trace> ranks;
+  ranks.push_back(small_trace(0));
+  Trace& t = ranks[0];
+  t.host_threads.push({500, 900, 77, 77, 1, t.strings.intern("python"), 1, ProcessRole::kTraced});
+  t.host_threads.push({500, 900, 88, 88, 77, t.strings.intern("pt_data_worker"), 1, ProcessRole::kDescendant});
+  const ThreadState main_states[] = {ThreadState::kRunning, ThreadState::kRunning, ThreadState::kSleeping,
+                                     ThreadState::kSleeping, ThreadState::kRunning};
+  for (int i = 0; i < 5; ++i) {
+    t.host_samples.push({500 + 100 * i, 77, 77, main_states[i], 3, 100, 7, 0, 0});
+    t.host_samples.push({500 + 100 * i, 77 + 11, 88, ThreadState::kDiskWait, 1, 10, 0, 0, 0});
+  }
+  Trace agent;  // host samples only
+  agent.meta.rank = -1;
+  agent.meta.clock = t.meta.clock;
+  agent.host_threads.push({400, 900, 5, 5, 1, agent.strings.intern("pt_elastic"), 1, ProcessRole::kTraced});
+  for (int i = 0; i < 3; ++i) agent.host_samples.push({400 + 100 * i, 5, 5, ThreadState::kSleeping, 0, 0, 0, 0, 0});
+  ranks.push_back(std::move(agent));
+  fs::path out = temp("chrome-host.json");
+  export_chrome(ranks, out);
+  nlohmann::json j = nlohmann::json::parse(slurp(out));
+  fs::remove(out);
+  EXPECT_EQ(j["otherData"]["origin_unix_ns"].get<int64_t>(), 1'000'000'400);  // the agent's first sample
+  std::map<int64_t, std::string> names;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") names[e["tid"].get<int64_t>()] = e["args"]["name"];
+  std::vector<std::pair<std::string, std::string>> slices;  // (track name, state)
+  std::vector<double> main_ts, main_dur;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X" || e["cat"] != "host") continue;
+    const std::string track = names[e["tid"].get<int64_t>()];
+    slices.emplace_back(track, e["name"]);
+    if (track.find("python (main) pid 77 tid 77") != std::string::npos) {
+      main_ts.push_back(e["ts"].get<double>());
+      main_dur.push_back(e["dur"].get<double>());
+    }
+  }
+  // Main: running (500-600), sleeping (600-800), running (800-900).
+  const std::vector<std::pair<std::string, std::string>> want_main = {
+      {"host python (main) pid 77 tid 77", "running"},
+      {"host python (main) pid 77 tid 77", "sleeping"},
+      {"host python (main) pid 77 tid 77", "running"}};
+  std::vector<std::pair<std::string, std::string>> got_main;
+  for (const auto& s : slices)
+    if (s.first == want_main[0].first) got_main.push_back(s);
+  EXPECT_EQ(got_main, want_main);
+  EXPECT_EQ(main_ts, (std::vector<double>{0.1, 0.2, 0.4}));  // us after the origin (400 ns)
+  EXPECT_EQ(main_dur, (std::vector<double>{0.1, 0.2, 0.1}));
+  EXPECT_NE(std::find(slices.begin(), slices.end(),
+                      std::make_pair(std::string("worker pt_data_worker (main) pid 88 tid 88"), std::string("disk_wait"))),
+            slices.end());
+  EXPECT_NE(std::find(slices.begin(), slices.end(),
+                      std::make_pair(std::string("host pt_elastic (main) pid 5 tid 5"), std::string("sleeping"))),
+            slices.end());
+}
+
 // Perfetto's JSON importer (src/trace_processor/importers/json/
 // json_trace_parser_impl.cc) reads pid and tid as uint32, keys thread names by
 // tid alone and needs the X slices of one (pid, tid) track to nest. Checks

@@ -357,6 +357,94 @@ void CounterTable::reserve(size_t n) {
   value.reserve(n);
 }
 
+void HostThreadTable::push(const HostThreadRecord& r) {
+  start.push_back(r.start);
+  end.push_back(r.end);
+  pid.push_back(r.pid);
+  tid.push_back(r.tid);
+  parent_pid.push_back(r.parent_pid);
+  name.push_back(r.name);
+  is_main.push_back(r.is_main);
+  role.push_back(r.role);
+}
+
+HostThreadRecord HostThreadTable::row(size_t i) const {
+  return {start[i], end[i], pid[i], tid[i], parent_pid[i], name[i], is_main[i], role[i]};
+}
+
+void HostThreadTable::reserve(size_t n) {
+  start.reserve(n);
+  end.reserve(n);
+  pid.reserve(n);
+  tid.reserve(n);
+  parent_pid.reserve(n);
+  name.reserve(n);
+  is_main.reserve(n);
+  role.reserve(n);
+}
+
+void HostSampleTable::push(const HostSampleRecord& r) {
+  time.push_back(r.time);
+  pid.push_back(r.pid);
+  tid.push_back(r.tid);
+  state.push_back(r.state);
+  cpu.push_back(r.cpu);
+  cpu_ns.push_back(r.cpu_ns);
+  run_wait_ns.push_back(r.run_wait_ns);
+  voluntary_switches.push_back(r.voluntary_switches);
+  involuntary_switches.push_back(r.involuntary_switches);
+}
+
+HostSampleRecord HostSampleTable::row(size_t i) const {
+  return {time[i],   pid[i],         tid[i],         state[i], cpu[i], cpu_ns[i], run_wait_ns[i],
+          voluntary_switches[i], involuntary_switches[i]};
+}
+
+void HostSampleTable::reserve(size_t n) {
+  time.reserve(n);
+  pid.reserve(n);
+  tid.reserve(n);
+  state.reserve(n);
+  cpu.reserve(n);
+  cpu_ns.reserve(n);
+  run_wait_ns.reserve(n);
+  voluntary_switches.reserve(n);
+  involuntary_switches.reserve(n);
+}
+
+ThreadState thread_state_from_letter(char c) {
+  switch (c) {
+    case 'R': return ThreadState::kRunning;
+    case 'S': return ThreadState::kSleeping;
+    case 'D': return ThreadState::kDiskWait;
+    case 'T':
+    case 't': return ThreadState::kStopped;
+    case 'Z':
+    case 'X':
+    case 'x': return ThreadState::kZombie;
+    case 'I': return ThreadState::kIdle;
+    default: return ThreadState::kOther;
+  }
+}
+
+std::string_view to_string(ThreadState state) {
+  switch (state) {
+    case ThreadState::kUnknown: return "unknown";
+    case ThreadState::kRunning: return "running";
+    case ThreadState::kSleeping: return "sleeping";
+    case ThreadState::kDiskWait: return "disk_wait";
+    case ThreadState::kStopped: return "stopped";
+    case ThreadState::kZombie: return "zombie";
+    case ThreadState::kIdle: return "idle";
+    case ThreadState::kOther: return "other";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ProcessRole role) {
+  return role == ProcessRole::kTraced ? "traced" : "descendant";
+}
+
 // ---- metadata, problems, trace -----------------------------------------------
 
 int64_t Metadata::to_unix_ns(Timestamp t) const {
@@ -456,7 +544,7 @@ bool ProblemCounts::any_data_loss() const {
 
 size_t Trace::event_count() const {
   return kernels.size() + memcpys.size() + memsets.size() + api.size() + syncs.size() + nvtx.size() +
-         nccl.size() + counters.size();
+         nccl.size() + counters.size() + host_samples.size();
 }
 
 std::pair<Timestamp, Timestamp> Trace::time_span() const {

@@ -80,6 +80,24 @@ enum class CounterMetric : uint8_t {
   kTemperatureCelsius,
 };
 inline constexpr int kCounterMetricCount = 12;
+// Scheduler state of a host thread when sampled (/proc/<pid>/task/<tid>/stat
+// field 3). Linux's R is "running or runnable": the sample cannot tell them
+// apart; the run-queue wait column (schedstat) can.
+enum class ThreadState : uint8_t {
+  kUnknown = 0,
+  kRunning,    // R: on a CPU or waiting on a run queue
+  kSleeping,   // S: interruptible sleep (a lock, a queue, a futex, a socket)
+  kDiskWait,   // D: uninterruptible sleep, usually I/O or page faults
+  kStopped,    // T, t: stopped or traced
+  kZombie,     // Z, X: exited, not yet reaped
+  kIdle,       // I: idle kernel thread
+  kOther,      // any other letter (W, P, K ...)
+};
+inline constexpr int kThreadStateCount = 8;
+ThreadState thread_state_from_letter(char c);
+// Which process a host thread belongs to: the traced process itself, or one
+// of its descendants (DataLoader workers, compile workers).
+enum class ProcessRole : uint8_t { kTraced = 0, kDescendant };
 
 std::string_view to_string(MemcpyKind kind);
 std::string_view to_string(MemoryKind kind);
@@ -87,6 +105,8 @@ std::string_view to_string(SyncKind kind);
 std::string_view to_string(ApiDomain domain);
 std::string_view to_string(NcclOp op);
 std::string_view to_string(CounterMetric metric);
+std::string_view to_string(ThreadState state);
+std::string_view to_string(ProcessRole role);
 // Parses NCCL's and PyTorch's spellings ("AllReduce", "allreduce", "all_reduce").
 NcclOp nccl_op_from_name(std::string_view name);
 
@@ -176,6 +196,32 @@ struct CounterRecord {
   uint32_t device = 0;
   CounterMetric metric = CounterMetric::kGpuUtilizationPercent;
   double value = 0;
+};
+
+// One host thread seen by the collector's host sampler. A writer may write
+// several rows for one thread as it learns more (a later name, a later last
+// sighting); readers keep the last row of each (pid, tid, start).
+struct HostThreadRecord {
+  Timestamp start = 0, end = 0;  // first and last sample that saw the thread
+  uint32_t pid = 0, tid = 0;
+  uint32_t parent_pid = 0;       // of the process
+  StringId name = kNoString;     // comm (15 bytes at most)
+  uint8_t is_main = 0;           // tid == pid
+  ProcessRole role = ProcessRole::kTraced;
+};
+
+// One sample of one host thread. The deltas cover the time since the
+// thread's previous sample (since its start for a thread born after the
+// sampler started; 0 for the first sample of a thread that was already there).
+struct HostSampleRecord {
+  Timestamp time = 0;
+  uint32_t pid = 0, tid = 0;
+  ThreadState state = ThreadState::kUnknown;
+  int32_t cpu = -1;                 // CPU it last ran on (stat field 39)
+  uint64_t cpu_ns = 0;              // on-CPU time (schedstat; else utime+stime ticks)
+  uint64_t run_wait_ns = 0;         // waiting on a run queue (schedstat; 0 without it)
+  uint32_t voluntary_switches = 0;  // it blocked
+  uint32_t involuntary_switches = 0;  // it was preempted
 };
 
 // ---- columnar tables ------------------------------------------------------
@@ -294,6 +340,33 @@ struct CounterTable {
   void reserve(size_t n);
 };
 
+struct HostThreadTable {
+  std::vector<Timestamp> start, end;
+  std::vector<uint32_t> pid, tid, parent_pid;
+  std::vector<StringId> name;
+  std::vector<uint8_t> is_main;
+  std::vector<ProcessRole> role;
+
+  size_t size() const { return start.size(); }
+  void push(const HostThreadRecord& r);
+  HostThreadRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct HostSampleTable {
+  std::vector<Timestamp> time;
+  std::vector<uint32_t> pid, tid;
+  std::vector<ThreadState> state;
+  std::vector<int32_t> cpu;
+  std::vector<uint64_t> cpu_ns, run_wait_ns;
+  std::vector<uint32_t> voluntary_switches, involuntary_switches;
+
+  size_t size() const { return time.size(); }
+  void push(const HostSampleRecord& r);
+  HostSampleRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
 // ---- metadata -------------------------------------------------------------
 
 struct DeviceInfo {
@@ -400,6 +473,8 @@ struct Trace {
   NvtxTable nvtx;
   NcclTable nccl;
   CounterTable counters;
+  HostThreadTable host_threads;  // format 1.2
+  HostSampleTable host_samples;  // format 1.2
   ProblemCounts problems;
 
   size_t event_count() const;

@@ -29,7 +29,10 @@ inline constexpr uint16_t kFormatMajor = 1;
 // 1.1 added the nvtx link column (id 9) and the end record (chunk type 4)
 // that close() writes last: a file cut at a chunk boundary is told from a
 // complete one (Problem::kEndMissing).
-inline constexpr uint16_t kFormatMinor = 1;
+// 1.2 added the host thread table (chunk type 24) and the host thread sample
+// table (chunk type 25) of the collector's host sampler; 1.0/1.1 readers skip
+// them as unknown chunks.
+inline constexpr uint16_t kFormatMinor = 2;
 inline constexpr std::string_view kTraceFileExtension = ".sstrace";
 inline constexpr std::string_view kRunDirExtension = ".ssrun";
 

@@ -929,5 +929,84 @@ TEST(SyntheticTrace, IsDeterministicAndRealistic) {
   EXPECT_EQ(a.strings.view(a.nvtx.text.back()).substr(0, 12), "ProfilerStep");
 }
 
+// Host thread tables (format 1.2): a trace with the host sampler's two
+// tables, every thread state and both roles, round-trips exactly.
+Trace with_host_tables() {
+  Trace t = make_synthetic_trace(2000, 42);
+  t.problems.add(Problem::kDroppedRecords, 5);
+  const StringId main_name = t.strings.intern("python");
+  const StringId worker_name = t.strings.intern("pt_data_worker");
+  t.host_threads.push({1000, 9000, 700, 700, 1, main_name, 1, ProcessRole::kTraced});
+  t.host_threads.push({2000, 5000, 811, 811, 700, worker_name, 1, ProcessRole::kDescendant});
+  for (int i = 0; i < 40; ++i) {
+    const auto state = static_cast<ThreadState>(i % kThreadStateCount);
+    t.host_samples.push({1000 + 200 * i, 700, 700, state, i % 16, uint64_t(i) * 1000003, uint64_t(i % 3) * 7777,
+                         uint32_t(i % 5), uint32_t(i % 2)});
+    if (i % 4 == 0)
+      t.host_samples.push({1000 + 200 * i, 811, 811, ThreadState::kSleeping, -1, 0, 0, 1, 0});
+  }
+  return t;
+}
+
+TEST(TraceFile, HostThreadTablesRoundTrip) {
+  TempDir dir;
+  const Trace t = with_host_tables();
+  WriterOptions o;
+  o.max_rows_per_chunk = 7;  // several chunks
+  write_trace(dir / "h.sstrace", t, o);
+  const Trace r = read_trace(dir / "h.sstrace");
+  ASSERT_EQ(r.host_threads.size(), 2u);
+  ASSERT_EQ(r.host_samples.size(), t.host_samples.size());
+  for (size_t i = 0; i < t.host_samples.size(); ++i) {
+    const HostSampleRecord a = t.host_samples.row(i), b = r.host_samples.row(i);
+    EXPECT_EQ(a.time, b.time);
+    EXPECT_EQ(a.pid, b.pid);
+    EXPECT_EQ(a.tid, b.tid);
+    EXPECT_EQ(a.state, b.state);
+    EXPECT_EQ(a.cpu, b.cpu);
+    EXPECT_EQ(a.cpu_ns, b.cpu_ns);
+    EXPECT_EQ(a.run_wait_ns, b.run_wait_ns);
+    EXPECT_EQ(a.voluntary_switches, b.voluntary_switches);
+    EXPECT_EQ(a.involuntary_switches, b.involuntary_switches);
+  }
+  EXPECT_EQ(r.strings.view(r.host_threads.name[1]), "pt_data_worker");
+  EXPECT_EQ(r.host_threads.role[1], ProcessRole::kDescendant);
+  EXPECT_EQ(r.host_threads.parent_pid[1], 700u);
+  EXPECT_EQ(r.host_threads.end[0], 9000);
+  EXPECT_EQ(r.problems.get(Problem::kUnknownChunk), 0u);
+  EXPECT_EQ(thread_state_from_letter('R'), ThreadState::kRunning);
+  EXPECT_EQ(thread_state_from_letter('D'), ThreadState::kDiskWait);
+  EXPECT_EQ(thread_state_from_letter('t'), ThreadState::kStopped);
+  EXPECT_EQ(thread_state_from_letter('W'), ThreadState::kOther);
+}
+
+// The golden file of format 1.2 (host thread tables): the 1.1 content
+// without links plus with_host_tables(). Regenerate only for a new format
+// version (SCALESCOPE_WRITE_GOLDEN=1), never to make this test pass. Older
+// goldens read with empty host tables.
+TEST(TraceFile, ReadsGoldenVersion1_2File) {
+  const fs::path golden = fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.2.sstrace";
+  if (std::getenv("SCALESCOPE_WRITE_GOLDEN")) {
+    WriterOptions o;
+    o.max_rows_per_chunk = 500;
+    write_trace(golden, with_host_tables(), o);
+  }
+  const std::vector<uint8_t> bytes = read_bytes(golden);
+  ASSERT_GT(bytes.size(), 16u);
+  EXPECT_EQ(format::get_u16(bytes.data() + 10), 2u);  // minor version 2
+  const Trace t = read_trace(golden);
+  EXPECT_EQ(t.kernels.size(), 1440u);
+  EXPECT_EQ(t.host_threads.size(), 2u);
+  EXPECT_EQ(t.host_samples.size(), 50u);
+  EXPECT_EQ(t.host_samples.cpu_ns[39 + 10], 39u * 1000003);
+  EXPECT_EQ(t.host_samples.state[5], ThreadState::kStopped);
+  EXPECT_EQ(t.strings.view(t.host_threads.name[0]), "python");
+  EXPECT_EQ(t.problems.get(Problem::kEndMissing), 0u);
+  EXPECT_EQ(t.problems.get(Problem::kUnknownChunk), 0u);
+  const Trace old = read_trace(fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.1.sstrace");
+  EXPECT_EQ(old.host_threads.size(), 0u);
+  EXPECT_EQ(old.host_samples.size(), 0u);
+}
+
 }  // namespace
 }  // namespace scalescope::trace

@@ -35,6 +35,8 @@ enum class ChunkType : uint16_t {
   kNvtx = 21,
   kNccl = 22,
   kCounters = 23,
+  kHostThreads = 24,  // 1.2
+  kHostSamples = 25,  // 1.2
 };
 
 enum class Codec : uint16_t { kNone = 0, kZstd = 1 };
@@ -84,12 +86,24 @@ inline void put_varint(std::vector<uint8_t>& out, uint64_t v) {
 // `T` may be const (writer) or not (reader).
 template <typename T, typename F>
 void for_each_column(T& t, F&& f) {
-  if constexpr (requires { t.time; }) {  // CounterTable: a time instead of start/end
+  if constexpr (requires { t.metric; }) {  // CounterTable: a time instead of start/end
     using Time = decltype(&t.time);
     f(1, t.time, Transform::kDelta, Time{});
     f(3, t.device, Transform::kNone, Time{});
     f(4, t.metric, Transform::kNone, Time{});
     f(5, t.value, Transform::kNone, Time{});
+    return;
+  } else if constexpr (requires { t.involuntary_switches; }) {  // HostSampleTable (1.2)
+    using Time = decltype(&t.time);
+    f(1, t.time, Transform::kDelta, Time{});
+    f(3, t.pid, Transform::kNone, Time{});
+    f(4, t.tid, Transform::kNone, Time{});
+    f(5, t.state, Transform::kNone, Time{});
+    f(6, t.cpu, Transform::kNone, Time{});
+    f(7, t.cpu_ns, Transform::kNone, Time{});
+    f(8, t.run_wait_ns, Transform::kNone, Time{});
+    f(9, t.voluntary_switches, Transform::kNone, Time{});
+    f(10, t.involuntary_switches, Transform::kNone, Time{});
     return;
   } else {
   using Start = decltype(&t.start);
@@ -147,6 +161,13 @@ void for_each_column(T& t, F&& f) {
     f(7, t.device, Transform::kNone, Start{});
     f(8, t.correlation, Transform::kNone, Start{});
     f(9, t.link, Transform::kNone, Start{});  // format 1.1
+  } else if constexpr (requires { t.parent_pid; }) {  // HostThreadTable (1.2)
+    f(3, t.pid, Transform::kNone, Start{});
+    f(4, t.tid, Transform::kNone, Start{});
+    f(5, t.parent_pid, Transform::kNone, Start{});
+    f(6, t.name, Transform::kNone, Start{});
+    f(7, t.is_main, Transform::kNone, Start{});
+    f(8, t.role, Transform::kNone, Start{});
   } else if constexpr (requires { t.protocol; }) {  // NcclTable
     f(3, t.device, Transform::kNone, Start{});
     f(4, t.stream, Transform::kNone, Start{});
@@ -174,6 +195,8 @@ void for_each_string_column(T& t, F&& f) {
   } else if constexpr (requires { t.text; }) {
     f(t.domain);
     f(t.text);
+  } else if constexpr (requires { t.parent_pid; }) {
+    f(t.name);
   } else if constexpr (requires { t.protocol; }) {
     f(t.datatype);
     f(t.algorithm);
@@ -197,6 +220,8 @@ void for_each_table(TraceT& t, F&& f) {
   f(ChunkType::kNvtx, t.nvtx);
   f(ChunkType::kNccl, t.nccl);
   f(ChunkType::kCounters, t.counters);
+  f(ChunkType::kHostThreads, t.host_threads);
+  f(ChunkType::kHostSamples, t.host_samples);
 }
 
 // A column value as the 64 bits the encodings work on, and back. Signed

@@ -25,6 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (auto id : t.api.name) bytes += t.strings.view(id).size();
       for (auto id : t.nvtx.text) bytes += t.strings.view(id).size();
       for (auto id : t.nccl.communicator) bytes += t.strings.view(id).size();
+      for (auto id : t.host_threads.name) bytes += t.strings.view(id).size();  // format 1.2
+      for (auto state : t.host_samples.state) bytes += static_cast<size_t>(state);
       if (bytes == size_t(-1)) __builtin_trap();
     } catch (const scalescope::Error&) {
     }

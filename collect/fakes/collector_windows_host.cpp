@@ -22,9 +22,12 @@
 //           iteration after a window closes makes API exits until CUPTI is
 //           detached and attached again (or 1.5 s), as a job's launches would.
 //   plain:  5 kernels and API exits, no NVTX range at all.
+//   workers: (host sampler) 100 ms, then forks a worker that spins for
+//           200 ms and exits; reaped; 300 ms more.
 // Prints "subscribes=N finalizes=N detach_ms=N" and exits 0; the collector
 // writes its trace at exit.
 #include <dlfcn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -178,6 +181,19 @@ int main(int argc, char** argv) {
   } else if (std::strcmp(argv[2], "plain") == 0) {
     kernels(5);
     for (int i = 0; i < 5; ++i) other_api_exit();
+  } else if (std::strcmp(argv[2], "workers") == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const pid_t worker = fork();
+    if (worker == 0) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      volatile unsigned long x = 0;
+      while (std::chrono::steady_clock::now() < until) x = x + 1;
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(worker, &status, 0);
+    std::printf("worker=%d ", int(worker));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
   } else if (std::strcmp(argv[2], "sampler") == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (std::getenv("HAND_OVER")) {

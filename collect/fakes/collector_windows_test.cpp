@@ -58,7 +58,7 @@ class CollectWindows : public ::testing::Test {
                             "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_PROCID", "SLURM_LOCALID",
                             "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "HAND_OVER", "SCALESCOPE_FULL",
                             "SCALESCOPE_ITERATION_RANGE", "SCALESCOPE_SKIP_ITERATIONS", "SCALESCOPE_ITERATIONS",
-                            "SCALESCOPE_REPEAT_EVERY", "HOST_STEPS", "HOST_MARKER"})
+                            "SCALESCOPE_REPEAT_EVERY", "HOST_STEPS", "HOST_MARKER", "SCALESCOPE_HOST_HZ"})
         unsetenv(v);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       execl(SCALESCOPE_WINDOWS_HOST, SCALESCOPE_WINDOWS_HOST, SCALESCOPE_COLLECTOR_PATH, mode, nullptr);
@@ -181,6 +181,48 @@ TEST_F(CollectWindows, RanklessSamplerHandsOverToLocalRankZero) {
   ASSERT_TRUE(agent.traced);
   EXPECT_EQ(extra(agent.trace, "nvml_handed_over"), "1");
   EXPECT_LT(agent.trace.counters.size(), alone.trace.counters.size());  // it stopped early
+}
+
+// The host sampler in the real collector: the process's own threads and a
+// forked worker that starts and ends while it runs, with the method recorded.
+TEST_F(CollectWindows, HostSamplerRecordsThreadsAndAForkedWorker) {
+  auto r = run("workers", {{"SCALESCOPE_HOST_HZ", "200"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  const long worker = number_after(r.out, "worker");
+  ASSERT_GT(worker, 0) << r.out;
+  const std::string method = extra(r.trace, "host_sampling_method");
+  EXPECT_TRUE(method == "procfs+schedstat" || method == "procfs") << method;
+  EXPECT_EQ(extra(r.trace, "host_hz"), "200");
+  EXPECT_GT(std::stoull(extra(r.trace, "host_samples_taken")), 50u);
+  const auto& th = r.trace.host_threads;
+  bool main_seen = false, worker_seen = false;
+  for (size_t i = 0; i < th.size(); ++i) {
+    if (th.is_main[i] && th.pid[i] == r.trace.meta.pid) main_seen = true;
+    if (th.pid[i] == uint32_t(worker)) {
+      worker_seen = true;
+      EXPECT_EQ(th.role[i], trace::ProcessRole::kDescendant);
+      EXPECT_EQ(th.parent_pid[i], r.trace.meta.pid);
+    }
+  }
+  EXPECT_TRUE(main_seen);
+  EXPECT_TRUE(worker_seen) << "the forked worker was not sampled";
+  uint64_t worker_cpu = 0;
+  size_t worker_samples = 0;
+  for (size_t i = 0; i < r.trace.host_samples.size(); ++i)
+    if (r.trace.host_samples.pid[i] == uint32_t(worker)) {
+      worker_cpu += r.trace.host_samples.cpu_ns[i];
+      ++worker_samples;
+    }
+  EXPECT_GT(worker_samples, 5u);
+  EXPECT_GT(worker_cpu, 10000000u);  // it spun for up to 200 ms
+  EXPECT_GT(std::stoull(extra(r.trace, "host_sampler_cpu_ns")), 0u);
+  // Off: no host tables.
+  for (const auto& e : fs::directory_iterator(dir_)) fs::remove(e.path());
+  auto off = run("plain", {{"SCALESCOPE_HOST_HZ", "0"}});
+  ASSERT_TRUE(off.traced);
+  EXPECT_EQ(off.trace.host_samples.size(), 0u);
+  EXPECT_EQ(extra(off.trace, "host_sampling_method"), "");
 }
 
 // The collector's count of nested profiler calls must not stay off by one
