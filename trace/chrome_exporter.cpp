@@ -96,6 +96,22 @@ class ChromeWriter {
   void key_number(std::string_view key, T value) {
     fmt::format_to(std::back_inserter(out_), R"(,"{}":{})", key, value);
   }
+  // Metadata events: a track's name ("process_name", "thread_name") and its
+  // place in the list ("process_sort_index", "thread_sort_index").
+  void metadata_name(std::string_view what, size_t pid, uint64_t tid, std::string_view name) {
+    begin_event('M', pid, tid, 0);
+    key_string("name", what);
+    out_ += R"(,"args":{"name":")";
+    detail::append_json_escaped(out_, name);
+    out_ += "\"}";
+    end_event();
+  }
+  void metadata_sort_index(std::string_view what, size_t pid, uint64_t tid, int64_t index) {
+    begin_event('M', pid, tid, 0);
+    key_string("name", what);
+    fmt::format_to(std::back_inserter(out_), R"(,"args":{{"sort_index":{}}})", index);
+    end_event();
+  }
   std::string& raw() { return out_; }
 
  private:
@@ -148,16 +164,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
     // Names: the process, each host thread, each GPU track.
     std::string pname = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("process {}", index);
     if (!t.meta.hostname.empty() || t.meta.pid) pname += fmt::format(" ({} pid {})", t.meta.hostname, t.meta.pid);
-    w.begin_event('M', pid, pid, 0);
-    w.key_string("name", "process_name");
-    o += R"(,"args":{"name":")";
-    detail::append_json_escaped(o, pname);
-    o += "\"}";
-    w.end_event();
-    w.begin_event('M', pid, pid, 0);
-    w.key_string("name", "process_sort_index");
-    fmt::format_to(std::back_inserter(o), R"(,"args":{{"sort_index":{}}})", pid);
-    w.end_event();
+    w.metadata_name("process_name", pid, pid, pname);
+    w.metadata_sort_index("process_sort_index", pid, pid, static_cast<int64_t>(pid));
 
     GpuTracks gpu;
     // Lanes per event: kernels, copies and sets share their stream's tracks.
@@ -192,17 +200,9 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       std::string name = stream == kAnnotationStream ? fmt::format("GPU {} annotations", device)
                                                      : fmt::format("GPU {} stream {}", device, stream);
       if (lane > 0) name += fmt::format(" (overlap {})", lane);
-      w.begin_event('M', pid, tid, 0);
-      w.key_string("name", "thread_name");
-      o += R"(,"args":{"name":")";
-      o += name;
-      o += "\"}";
-      w.end_event();
+      w.metadata_name("thread_name", pid, tid, name);
       // Streams sort after the host threads, in device and stream order.
-      w.begin_event('M', pid, tid, 0);
-      w.key_string("name", "thread_sort_index");
-      fmt::format_to(std::back_inserter(o), R"(,"args":{{"sort_index":{}}})", tid - kGpuTidBase + 1000);
-      w.end_event();
+      w.metadata_sort_index("thread_sort_index", pid, tid, int64_t{tid - kGpuTidBase} + 1000);
     }
     std::unordered_set<uint32_t> host_threads(t.api.thread.begin(), t.api.thread.end());
     for (size_t i = 0; i < t.nvtx.size(); ++i)
@@ -214,12 +214,7 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       size_t dot = key.rfind('.');
       uint32_t tid = static_cast<uint32_t>(std::strtoul(key.c_str() + dot + 1, nullptr, 10));
       if (!host_threads.count(tid)) continue;
-      w.begin_event('M', pid, tid, 0);
-      w.key_string("name", "thread_name");
-      o += R"(,"args":{"name":")";
-      detail::append_json_escaped(o, value);
-      o += "\"}";
-      w.end_event();
+      w.metadata_name("thread_name", pid, tid, value);
     }
 
     // API calls; a flow starts at each call whose correlation id some GPU
@@ -339,16 +334,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
           if (th.is_main[f->second]) label += " (main)";
         }
         label += fmt::format(" pid {} tid {}", os_pid, os_tid);
-        w.begin_event('M', pid, track, 0);
-        w.key_string("name", "thread_name");
-        o += R"(,"args":{"name":")";
-        detail::append_json_escaped(o, label);
-        o += "\"}";
-        w.end_event();
-        w.begin_event('M', pid, track, 0);
-        w.key_string("name", "thread_sort_index");
-        fmt::format_to(std::back_inserter(o), R"(,"args":{{"sort_index":{}}})", 500 + sort++);
-        w.end_event();
+        w.metadata_name("thread_name", pid, track, label);
+        w.metadata_sort_index("thread_sort_index", pid, track, 500 + sort++);
         for (size_t a = 1; a < idx.size();) {
           const ThreadState state = hs.state[idx[a]];
           const Timestamp begin = hs.time[idx[a - 1]];
