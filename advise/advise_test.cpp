@@ -433,29 +433,16 @@ TEST(AdviseTest, FindingJson) {
 // ---- host threads: host-bound, loader-bound, contention ----------------------
 
 namespace host_case {
+using analyze::testing::host_case::each_sample;
+using analyze::testing::host_case::kMs;
 using trace::ProcessRole;
 using trace::ThreadState;
-constexpr int64_t kMs = 1000000;
 
-// 10 iterations of 100 ms; the GPU computes `gpu_ms` of each and idles the rest.
+// The shared host case (analyze/test_trace_builder.hpp) on a process allowed 4 CPUs.
 TraceBuilder steps(int64_t gpu_ms = 40) {
-  TraceBuilder b;
-  b.t.meta.source = "collector";
-  b.t.meta.pid = 100;
-  b.t.meta.extra["host_sampling_method"] = "procfs+schedstat";
-  b.t.meta.extra["host_hz"] = "100";
+  TraceBuilder b = analyze::testing::host_case::steps(gpu_ms);
   b.t.meta.cpu_affinity = {0, 1, 2, 3};
-  for (int i = 0; i < 10; ++i) {
-    b.range("ProfilerStep#" + std::to_string(i), i * 100 * kMs, (i + 1) * 100 * kMs);
-    b.kernel("conv_kernel", i * 100 * kMs, i * 100 * kMs + gpu_ms * kMs);
-  }
-  b.kernel("tail_kernel", 1000 * kMs - 1000, 1000 * kMs);
-  b.host_thread(100, 100, "python");
   return b;
-}
-template <typename F>
-void each_sample(F&& f) {
-  for (int64_t t = 10 * kMs; t <= 1000 * kMs; t += 10 * kMs) f(t);
 }
 }  // namespace host_case
 

@@ -883,30 +883,9 @@ TEST(JsonTest, RunAnalysisHasEveryAnalysis) {
 // ---- host threads (the collector's host sampler) ----------------------------
 
 namespace host_case {
+using namespace testing::host_case;
 using trace::ProcessRole;
 using trace::ThreadState;
-constexpr int64_t kMs = 1000000;
-
-// 10 iterations of 100 ms (ProfilerStep#N), a 40 ms kernel at the start of
-// each (the GPU idles 60 %), main thread pid 100, samples every 10 ms.
-TraceBuilder steps() {
-  TraceBuilder b;
-  b.t.meta.source = "collector";
-  b.t.meta.pid = 100;
-  b.t.meta.extra["host_sampling_method"] = "procfs+schedstat";
-  b.t.meta.extra["host_hz"] = "100";
-  for (int i = 0; i < 10; ++i) {
-    b.range("ProfilerStep#" + std::to_string(i), i * 100 * kMs, (i + 1) * 100 * kMs);
-    b.kernel("conv_kernel", i * 100 * kMs, i * 100 * kMs + 40 * kMs);
-  }
-  b.kernel("tail_kernel", 1000 * kMs - 1000, 1000 * kMs);
-  b.host_thread(100, 100, "python");
-  return b;
-}
-template <typename F>
-void each_sample(F&& f) {
-  for (int64_t t = 10 * kMs; t <= 1000 * kMs; t += 10 * kMs) f(t);
-}
 }  // namespace host_case
 
 TEST(AnalyzeHost, MainThreadSharesWorkersAndIterations) {
