@@ -2,13 +2,16 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -66,20 +69,59 @@ bool Runner::alive_here() const {
   return start_ticks_of(pid) == start_ticks && start_ticks != 0;
 }
 
+namespace {
+
+// The holder named in the lock file's text "pid N on HOST, started ...", as a
+// Runner without start time; pid 0 when the text is not of that form.
+Runner holder_of(const std::string& text) {
+  Runner r;
+  std::istringstream in(text);
+  std::string pid_word, on_word;
+  long pid = 0;
+  if (in >> pid_word >> pid >> on_word >> r.host && pid_word == "pid" && on_word == "on") {
+    if (!r.host.empty() && r.host.back() == ',') r.host.pop_back();
+    r.pid = pid;
+  }
+  return r;
+}
+
+// Is the process that wrote the lock text gone? Only answerable on this host.
+bool holder_gone(const std::string& text) {
+  const Runner h = holder_of(text);
+  if (h.pid <= 0 || h.host != host_name()) return false;
+  return ::kill(static_cast<pid_t>(h.pid), 0) != 0 && errno == ESRCH;
+}
+
+std::string read_holder(int fd) {
+  char buf[512] = {};
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("unknown process");
+  while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+  return holder;
+}
+
+}  // namespace
+
 SweepLock::SweepLock(const std::filesystem::path& db) {
   std::filesystem::path path = db;
   path += ".lock";
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) fail("{}: cannot create the lock file {} ({})", db.string(), path.string(), std::strerror(errno));
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+  // A sweep killed hard can leave its lock held for a moment after it is gone:
+  // a job or watchdog it had just forked shares the descriptor until its exec,
+  // close or death. So a lock whose writer is dead is waited for (up to 3 s),
+  // while a live holder is refused at once.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    char buf[512] = {};
-    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    const std::string holder = read_holder(fd_);
+    if (err == EWOULDBLOCK && holder_gone(holder) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     ::close(fd_);
     fd_ = -1;
     if (err != EWOULDBLOCK) fail("{}: cannot lock {} ({})", db.string(), path.string(), std::strerror(err));
-    std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("unknown process");
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     fail("{}: another sweep is running on this database ({}); wait for it to end or write to another -o file",
          db.string(), holder);
   }

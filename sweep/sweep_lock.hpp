@@ -2,7 +2,9 @@
 // Private to the sweep runner: one sweep at a time per results file, and who
 // runs it. The lock is flock() on "<db>.lock" beside the database, held for the
 // life of the sweep; the kernel drops it when the holder dies (even SIGKILL),
-// so a stale lock file never blocks a later sweep.
+// so a stale lock file never blocks a later sweep. A job the dead sweep had just
+// forked shares the descriptor until its exec or death: a lock whose recorded
+// writer is gone is waited for (up to 3 s) instead of refused.
 
 #include <filesystem>
 #include <string>

@@ -1,7 +1,9 @@
 #include "sweep/sweep.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sweep/sweep_lock.hpp"
 #include "sweep/sweep_store.hpp"
 #include "trace/error.hpp"
 #include "trace/mllog_parser.hpp"
@@ -633,6 +636,63 @@ TEST_F(SweepTest, KillNineTakesTheJobsChildrenAndResumeRerunsTheOrphan) {
   EXPECT_EQ(after.runs[0].status, RunStatus::kOk);
   EXPECT_THAT(after.runs[0].note, HasSubstr("orphaned"));
   EXPECT_THAT(after.runs[0].note, HasSubstr(fmt::format("pid {}", sweep)));
+}
+
+// A sweep killed hard while a job it had just forked still shares the lock's
+// descriptor: the lock outlives the sweep by that child's life. A resume waits
+// for it (the writer is dead) instead of refusing; a live holder is refused.
+TEST_F(SweepTest, LockLeftByADeadSweepsChildIsWaitedFor) {
+  const auto db = dir_ / "sweep.db";
+  auto lock_path = db;
+  lock_path += ".lock";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t dead_sweep = ::fork();
+  ASSERT_GE(dead_sweep, 0);
+  if (dead_sweep == 0) {
+    const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(3);
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    const auto text = fmt::format("pid {} on {}, started 2026-12-01T00:00:00Z\n", ::getpid(), host);
+    if (::pwrite(fd, text.data(), text.size(), 0) < 0) ::_exit(3);
+    if (::fork() == 0) {  // the job, holding the descriptor 400 ms more
+      if (::write(ready[1], "x", 1) != 1) ::_exit(3);
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      ::_exit(0);
+    }
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  int status = 0;
+  ::waitpid(dead_sweep, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  {  // the lock is still held, by the orphan
+    const int probe = ::open(lock_path.c_str(), O_RDWR);
+    ASSERT_GE(probe, 0);
+    EXPECT_NE(::flock(probe, LOCK_EX | LOCK_NB), 0);
+    ::close(probe);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NO_THROW(SweepLock lock(db));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
+
+  // A holder that is alive (this process, by its text) is refused at once.
+  const int fd = ::open(lock_path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const auto text = fmt::format("pid {} on {}, started 2026-12-01T00:00:00Z\n", ::getpid(), host);
+  ASSERT_EQ(::ftruncate(fd, 0), 0);
+  ASSERT_EQ(::pwrite(fd, text.data(), text.size(), 0), static_cast<ssize_t>(text.size()));
+  const auto t1 = std::chrono::steady_clock::now();
+  EXPECT_THAT(error_of([&] { SweepLock lock(db); }), HasSubstr("another sweep is running"));
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::seconds(2));
+  ::close(fd);
 }
 
 // Two sweeps on one database: the second says who holds it and does not run.
