@@ -111,439 +111,419 @@ void per_rank(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out
 
 double ns_share(int64_t ns, double step) { return step > 0 ? static_cast<double>(ns) / step : 0; }
 
-}  // namespace
-
-std::string_view to_string(Severity s) {
-  switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kCritical: return "critical";
-  }
-  return "info";
+// pinned-memory: pageable HtoD/DtoH copies cost a share of step time: the
+// GPU's copy time, or the calling thread's time blocked in those calls when
+// that is longer (the copy is staged synchronously through a bounce buffer).
+std::optional<RankHit> pinned_memory(const RankAnalysis& r, const Thresholds& th) {
+  const auto& c = r.copies;
+  if (!c.availability.available || c.pageable_ns <= 0) return std::nullopt;
+  const int64_t cost_ns = std::max(c.pageable_ns, c.pageable_host_ns);
+  const double share = ns_share(cost_ns, step_time(r));
+  if (share < th.pageable_share_of_step) return std::nullopt;
+  Finding f;
+  f.id = "pinned-memory";
+  f.title = "Input copies come from pageable host memory";
+  f.evidence = fmt::format("{}: {} of host<->device copies ({}, {} of the bytes) read or write pageable memory; "
+                           "the calling threads wait {} in those calls; {} of step time (threshold {})",
+                           r.label, format_duration_ns(static_cast<double>(c.pageable_ns)),
+                           format_bytes(static_cast<double>(c.pageable_bytes)), format_percent(c.pageable_fraction),
+                           format_duration_ns(static_cast<double>(c.pageable_host_ns)), format_percent(share),
+                           format_percent(th.pageable_share_of_step));
+  f.figures = {{"pageable copy time", static_cast<double>(c.pageable_ns), "ns"},
+               {"host time in pageable copy calls", static_cast<double>(c.pageable_host_ns), "ns"},
+               {"pageable bytes", static_cast<double>(c.pageable_bytes), "bytes"},
+               {"pageable share of step time", share, "fraction"}};
+  f.saving_method =
+      "estimate: the longer of the pageable copies' GPU time and the host's time blocked in them, which pinned "
+      "memory with non_blocking copies takes off the critical path";
+  f.fix = "DataLoader(..., pin_memory=True) and tensor.to(device, non_blocking=True)";
+  return RankHit{share, std::move(f)};
 }
 
-std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
-  std::vector<Finding> out;
-  const std::vector<RankAnalysis> judged = judged_ranks(run);
+// channels-last / layout-fallback: NCHW<->NHWC conversion kernels, and
+// half-precision kernels that exist only for NCHW data.
+std::optional<RankHit> channels_last(const RankAnalysis& r, const Thresholds& th) {
+  const auto& l = r.layout;
+  if (!l.availability.available) return std::nullopt;
+  const bool conversions = l.conversion_ns > 0 && l.fraction >= th.layout_share;
+  const bool nchw_half = l.nchw_half_ns > 0 && l.nchw_half_fraction >= th.layout_share;
+  if (!conversions && !nchw_half) return std::nullopt;
+  // Mostly NHWC -> NCHW: the job already runs channels_last and some operators
+  // have no NHWC kernel for this data type; switching to channels_last is not the fix.
+  const bool already_channels_last = conversions && 2 * l.to_nchw_ns > l.conversion_ns;
+  const int64_t cost_ns = (conversions ? l.conversion_ns : 0) + (nchw_half ? l.nchw_half_ns : 0);
+  const double share = ns_share(cost_ns, step_time(r));
+  Finding f;
+  f.id = already_channels_last ? "layout-fallback" : "channels-last";
+  f.title = already_channels_last ? "Channels-last job converts back to NCHW for some operators"
+            : nchw_half          ? "Half-precision kernels run on NCHW data (no NHWC tensor-core path)"
+                                 : "Time spent converting tensors between NCHW and NHWC";
+  std::vector<std::string> parts;
+  if (conversions)
+    parts.push_back(fmt::format("{} layout conversion kernels take {} ({} of kernel time, threshold {}); largest: {}",
+                                l.conversion_count, format_duration_ns(static_cast<double>(l.conversion_ns)),
+                                format_percent(l.fraction), format_percent(th.layout_share),
+                                l.top.empty() ? std::string("-") : l.top.front().name.substr(0, 80)));
+  if (nchw_half)
+    parts.push_back(fmt::format("{} fp16/bf16 kernels that exist only for NCHW data take {} ({} of kernel time, "
+                                "threshold {}); largest: {}",
+                                l.nchw_half_count, format_duration_ns(static_cast<double>(l.nchw_half_ns)),
+                                format_percent(l.nchw_half_fraction), format_percent(th.layout_share),
+                                l.top_nchw_half.empty() ? std::string("-") : l.top_nchw_half.front().name.substr(0, 80)));
+  f.evidence = fmt::format("{}: {}", r.label, fmt::join(parts, "; "));
+  if (conversions) f.evidence += responsible_text(r.attribution, r.attribution.layout_conversions, false);
+  f.figures = {{"conversion kernel time", static_cast<double>(l.conversion_ns), "ns"},
+               {"share of kernel time", l.fraction, "fraction"},
+               {"conversion kernels", static_cast<double>(l.conversion_count), "count"},
+               {"NHWC to NCHW conversion time", static_cast<double>(l.to_nchw_ns), "ns"},
+               {"NCHW-only half-precision kernel time", static_cast<double>(l.nchw_half_ns), "ns"},
+               {"NCHW-only half-precision share of kernel time", l.nchw_half_fraction, "fraction"}};
+  if (already_channels_last) {
+    f.saving_method = nchw_half ? "upper bound: all conversion kernel time and all NCHW-only half-precision kernel "
+                                  "time, which disappear when every operator has an NHWC kernel"
+                                : "upper bound: all conversion kernel time, which disappears when every operator has "
+                                  "an NHWC kernel";
+    f.fix = "find the operators without an NHWC kernel for this dtype (often depthwise convolutions in bf16): try "
+            "torch.backends.cudnn.benchmark = True, fp16 instead of bf16 autocast, or keep those layers in NCHW; "
+            "compare with `scalescope diff`";
+  } else {
+    f.saving_method = nchw_half ? "upper bound: the conversion kernels' time (when over the threshold) and all time in "
+                                  "NCHW-only half-precision kernels, which NHWC tensor-core kernels replace (those "
+                                  "take time too)"
+                                : "upper bound: all conversion kernel time, which disappears when model and input are "
+                                  "channels_last";
+    f.fix = "model = model.to(memory_format=torch.channels_last); input = input.to(memory_format=torch.channels_last)";
+  }
+  return RankHit{share, std::move(f)};
+}
 
-  // pinned-memory: pageable HtoD/DtoH copies cost a share of step time: the
-  // GPU's copy time, or the calling thread's time blocked in those calls when
-  // that is longer (the copy is staged synchronously through a bounce buffer).
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& c = r.copies;
-    if (!c.availability.available || c.pageable_ns <= 0) return std::nullopt;
-    const int64_t cost_ns = std::max(c.pageable_ns, c.pageable_host_ns);
-    const double share = ns_share(cost_ns, step_time(r));
-    if (share < th.pageable_share_of_step) return std::nullopt;
-    Finding f;
-    f.id = "pinned-memory";
-    f.title = "Input copies come from pageable host memory";
-    f.evidence = fmt::format("{}: {} of host<->device copies ({}, {} of the bytes) read or write pageable memory; "
-                             "the calling threads wait {} in those calls; {} of step time (threshold {})",
-                             r.label, format_duration_ns(static_cast<double>(c.pageable_ns)),
-                             format_bytes(static_cast<double>(c.pageable_bytes)), format_percent(c.pageable_fraction),
-                             format_duration_ns(static_cast<double>(c.pageable_host_ns)), format_percent(share),
-                             format_percent(th.pageable_share_of_step));
-    f.figures = {{"pageable copy time", static_cast<double>(c.pageable_ns), "ns"},
-                 {"host time in pageable copy calls", static_cast<double>(c.pageable_host_ns), "ns"},
-                 {"pageable bytes", static_cast<double>(c.pageable_bytes), "bytes"},
-                 {"pageable share of step time", share, "fraction"}};
-    f.saving_method =
-        "estimate: the longer of the pageable copies' GPU time and the host's time blocked in them, which pinned "
-        "memory with non_blocking copies takes off the critical path";
-    f.fix = "DataLoader(..., pin_memory=True) and tensor.to(device, non_blocking=True)";
-    return RankHit{share, std::move(f)};
-  });
+// mixed-precision: FP32 GEMM/conv without tensor cores, or as TF32.
+std::optional<RankHit> mixed_precision(const RankAnalysis& r, const Thresholds& th) {
+  const auto& p = r.precision;
+  const double fp32_fraction = p.fp32_no_tensor_fraction + p.tf32_fraction;
+  if (!p.availability.available || fp32_fraction < th.fp32_share) return std::nullopt;
+  const int64_t ns = p.ns[static_cast<int>(analyze::Precision::kFp32NoTensor)];
+  const int64_t tf32_ns = p.ns[static_cast<int>(analyze::Precision::kTf32)];
+  // H100/H200 dense BF16 tensor-core peak is about 15x the FP32 CUDA-core peak
+  // and 2x the TF32 peak; assume at most 8x and 2x.
+  const double share = ns_share(ns, step_time(r)) * (1.0 - 1.0 / 8.0) + ns_share(tf32_ns, step_time(r)) * 0.5;
+  Finding f;
+  f.id = "mixed-precision";
+  f.title = "Matrix multiplies and convolutions run in FP32 (no tensor cores, or TF32)";
+  f.evidence = fmt::format("{}: FP32 GEMM/convolution kernels take {} without tensor cores ({} of kernel time) and {} as "
+                           "TF32 ({}); together {} (threshold {}); FP16/BF16 tensor-core share {}; largest FP32: {}",
+                           r.label, format_duration_ns(static_cast<double>(ns)), format_percent(p.fp32_no_tensor_fraction),
+                           format_duration_ns(static_cast<double>(tf32_ns)), format_percent(p.tf32_fraction),
+                           format_percent(fp32_fraction), format_percent(th.fp32_share),
+                           format_percent(p.tensor_core_fraction),
+                           p.top_fp32.empty() ? std::string("-") : p.top_fp32.front().name.substr(0, 80));
+  if (ns > 0) f.evidence += responsible_text(r.attribution, r.attribution.fp32_no_tensor, false);
+  f.figures = {{"fp32 gemm/conv time", static_cast<double>(ns), "ns"},
+               {"tf32 gemm/conv time", static_cast<double>(tf32_ns), "ns"},
+               {"fp32+tf32 share of kernel time", fp32_fraction, "fraction"},
+               {"tensor-core share", p.tensor_core_fraction, "fraction"}};
+  f.saving_method = "FP32 GEMM/conv time x (1 - 1/8) + TF32 time x (1 - 1/2): BF16 tensor cores at most 8x faster than "
+                    "FP32 CUDA cores and 2x faster than TF32";
+  f.fix = "with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16): ... (or torch.backends.cuda.matmul.allow_tf32 = True "
+          "and torch.backends.cudnn.allow_tf32 = True)";
+  return RankHit{share, std::move(f)};
+}
 
-  // channels-last / layout-fallback: NCHW<->NHWC conversion kernels, and
-  // half-precision kernels that exist only for NCHW data.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& l = r.layout;
-    if (!l.availability.available) return std::nullopt;
-    const bool conversions = l.conversion_ns > 0 && l.fraction >= th.layout_share;
-    const bool nchw_half = l.nchw_half_ns > 0 && l.nchw_half_fraction >= th.layout_share;
-    if (!conversions && !nchw_half) return std::nullopt;
-    // Mostly NHWC -> NCHW: the job already runs channels_last and some operators
-    // have no NHWC kernel for this data type; switching to channels_last is not the fix.
-    const bool already_channels_last = conversions && 2 * l.to_nchw_ns > l.conversion_ns;
-    const int64_t cost_ns = (conversions ? l.conversion_ns : 0) + (nchw_half ? l.nchw_half_ns : 0);
-    const double share = ns_share(cost_ns, step_time(r));
-    Finding f;
-    f.id = already_channels_last ? "layout-fallback" : "channels-last";
-    f.title = already_channels_last ? "Channels-last job converts back to NCHW for some operators"
-              : nchw_half          ? "Half-precision kernels run on NCHW data (no NHWC tensor-core path)"
-                                   : "Time spent converting tensors between NCHW and NHWC";
-    std::vector<std::string> parts;
-    if (conversions)
-      parts.push_back(fmt::format("{} layout conversion kernels take {} ({} of kernel time, threshold {}); largest: {}",
-                                  l.conversion_count, format_duration_ns(static_cast<double>(l.conversion_ns)),
-                                  format_percent(l.fraction), format_percent(th.layout_share),
-                                  l.top.empty() ? std::string("-") : l.top.front().name.substr(0, 80)));
-    if (nchw_half)
-      parts.push_back(fmt::format("{} fp16/bf16 kernels that exist only for NCHW data take {} ({} of kernel time, "
-                                  "threshold {}); largest: {}",
-                                  l.nchw_half_count, format_duration_ns(static_cast<double>(l.nchw_half_ns)),
-                                  format_percent(l.nchw_half_fraction), format_percent(th.layout_share),
-                                  l.top_nchw_half.empty() ? std::string("-") : l.top_nchw_half.front().name.substr(0, 80)));
-    f.evidence = fmt::format("{}: {}", r.label, fmt::join(parts, "; "));
-    if (conversions) f.evidence += responsible_text(r.attribution, r.attribution.layout_conversions, false);
-    f.figures = {{"conversion kernel time", static_cast<double>(l.conversion_ns), "ns"},
-                 {"share of kernel time", l.fraction, "fraction"},
-                 {"conversion kernels", static_cast<double>(l.conversion_count), "count"},
-                 {"NHWC to NCHW conversion time", static_cast<double>(l.to_nchw_ns), "ns"},
-                 {"NCHW-only half-precision kernel time", static_cast<double>(l.nchw_half_ns), "ns"},
-                 {"NCHW-only half-precision share of kernel time", l.nchw_half_fraction, "fraction"}};
-    if (already_channels_last) {
-      f.saving_method = nchw_half ? "upper bound: all conversion kernel time and all NCHW-only half-precision kernel "
-                                    "time, which disappear when every operator has an NHWC kernel"
-                                  : "upper bound: all conversion kernel time, which disappears when every operator has "
-                                    "an NHWC kernel";
-      f.fix = "find the operators without an NHWC kernel for this dtype (often depthwise convolutions in bf16): try "
-              "torch.backends.cudnn.benchmark = True, fp16 instead of bf16 autocast, or keep those layers in NCHW; "
-              "compare with `scalescope diff`";
-    } else {
-      f.saving_method = nchw_half ? "upper bound: the conversion kernels' time (when over the threshold) and all time in "
-                                    "NCHW-only half-precision kernels, which NHWC tensor-core kernels replace (those "
-                                    "take time too)"
-                                  : "upper bound: all conversion kernel time, which disappears when model and input are "
-                                    "channels_last";
-      f.fix = "model = model.to(memory_format=torch.channels_last); input = input.to(memory_format=torch.channels_last)";
+// fp64: double precision kernels.
+std::optional<RankHit> fp64(const RankAnalysis& r, const Thresholds& th) {
+  const auto& p = r.precision;
+  if (!p.availability.available || p.fp64_fraction < th.fp64_share) return std::nullopt;
+  const int64_t ns = p.ns[static_cast<int>(analyze::Precision::kFp64)];
+  const double share = ns_share(ns, step_time(r));
+  Finding f;
+  f.id = "fp64";
+  f.title = "Double-precision (FP64) kernels";
+  f.evidence = fmt::format("{}: FP64 kernels take {} ({} of kernel time, threshold {}); largest: {}", r.label,
+                           format_duration_ns(static_cast<double>(ns)), format_percent(p.fp64_fraction),
+                           format_percent(th.fp64_share),
+                           p.top_fp64.empty() ? std::string("-") : p.top_fp64.front().name.substr(0, 80));
+  f.figures = {{"fp64 kernel time", static_cast<double>(ns), "ns"}, {"share of kernel time", p.fp64_fraction, "fraction"}};
+  f.saving_method = "upper bound: all FP64 kernel time";
+  f.fix = "find the float64 tensors (torch.from_numpy of float64 arrays, .double(), dtype=torch.float64) and use float32 or bfloat16";
+  return RankHit{share, std::move(f)};
+}
+
+std::optional<RankHit> exposed_communication(const RankAnalysis& r, const Thresholds& th) {
+  const auto& b = r.breakdown;
+  if (!b.availability.available || b.wall_ns <= 0) return std::nullopt;
+  const double share = static_cast<double>(b.exposed_communication_ns) / static_cast<double>(b.wall_ns);
+  if (share < th.exposed_comm_share) return std::nullopt;
+  Finding f;
+  f.id = "exposed-communication";
+  f.title = "Communication is not hidden behind compute";
+  f.evidence = fmt::format("{}: {} of communication is not overlapped with compute ({} of wall time, threshold {}); "
+                           "only {} of communication overlaps compute",
+                           r.label, format_duration_ns(static_cast<double>(b.exposed_communication_ns)), format_percent(share),
+                           format_percent(th.exposed_comm_share), format_percent(b.overlap_fraction));
+  f.figures = {{"exposed communication", static_cast<double>(b.exposed_communication_ns), "ns"},
+               {"share of wall time", share, "fraction"},
+               {"overlap fraction", b.overlap_fraction, "fraction"}};
+  f.saving_method = "upper bound: all exposed communication time, if it were fully overlapped with backward compute";
+  f.fix = "DDP(model, bucket_cap_mb=<tune: 10-100>, gradient_as_bucket_view=True); for large models FSDP or gradient "
+          "accumulation with no_sync() to communicate less often";
+  return RankHit{share, std::move(f)};
+}
+
+std::optional<RankHit> launch_bound(const RankAnalysis& r, const Thresholds& th) {
+  const auto& l = r.launch;
+  if (!l.availability.available || !l.launch_bound || l.gap_fraction < th.launch_gap_share) return std::nullopt;
+  const double share = l.gap_fraction;
+  Finding f;
+  f.id = "launch-bound";
+  f.title = "The GPU waits for kernel launches";
+  f.evidence = fmt::format("{}: {} GPU gaps under 1 ms add up to {} ({} of wall time, threshold {}); median kernel {} "
+                           "vs median launch call {}; {} of kernels are shorter than 10 us",
+                           r.label, l.gap_count, format_duration_ns(static_cast<double>(l.gpu_gap_ns)), format_percent(share),
+                           format_percent(th.launch_gap_share), format_duration_ns(l.median_kernel_ns),
+                           format_duration_ns(l.median_launch_ns), format_percent(l.small_kernel_fraction));
+  if (const std::string who = responsible_text(r.attribution, r.attribution.tiny_kernels, true); !who.empty())
+    f.evidence += "; kernels under 10 us" + who.substr(1);
+  f.figures = {{"gpu gaps", static_cast<double>(l.gpu_gap_ns), "ns"},
+               {"gap share of wall", share, "fraction"},
+               {"median kernel", l.median_kernel_ns, "ns"},
+               {"median launch", l.median_launch_ns, "ns"}};
+  f.saving_method = "upper bound: all short GPU gaps between kernels, which CUDA graphs remove";
+  f.fix = "capture the step in CUDA graphs (torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), "
+          "or raise the batch size so kernels run longer";
+  return RankHit{share, std::move(f)};
+}
+
+std::optional<RankHit> host_sync(const RankAnalysis& r, const Thresholds& th) {
+  const auto& s = r.sync;
+  if (!s.availability.available || r.breakdown.wall_ns <= 0) return std::nullopt;
+  // The host waiting costs GPU time only where the GPU idles as well.
+  const double share = std::min(s.fraction, static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns));
+  if (share < th.sync_share) return std::nullopt;
+  Finding f;
+  f.id = "host-sync";
+  f.title = "The host blocks in synchronize calls";
+  f.evidence = fmt::format("{}: the host spends {} in stream/device/event synchronize ({} of wall time) while the GPU "
+                           "idles {} of wall time (threshold {} for the smaller of the two)", r.label,
+                           format_duration_ns(static_cast<double>(s.host_sync_ns)), format_percent(s.fraction),
+                           format_percent(static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns)),
+                           format_percent(th.sync_share));
+  f.figures = {{"host synchronize time", static_cast<double>(s.host_sync_ns), "ns"}, {"share of wall", s.fraction, "fraction"}};
+  f.saving_method = "upper bound: synchronize time, but no more than the GPU's idle time";
+  f.fix = "remove per-step .item(), .cpu(), print(loss) and torch.cuda.synchronize() from the training loop; "
+          "log every N steps";
+  return RankHit{share, std::move(f)};
+}
+
+// sync-copies (not pageable ones: pinned-memory covers those).
+std::optional<RankHit> sync_copies(const RankAnalysis& r, const Thresholds& th) {
+  const auto& c = r.copies;
+  if (!c.availability.available) return std::nullopt;
+  int64_t ns = 0, n = 0;
+  for (const auto& g : c.groups) {
+    const bool pageable = g.src_kind == trace::MemoryKind::kPageable || g.dst_kind == trace::MemoryKind::kPageable;
+    if (!pageable) {
+      ns += g.sync_ns;
+      n += g.sync_count;
     }
-    return RankHit{share, std::move(f)};
-  });
+  }
+  const double share = ns_share(ns, step_time(r));
+  if (n == 0 || share < th.sync_copy_share) return std::nullopt;
+  Finding f;
+  f.id = "sync-copies";
+  f.title = "Synchronous memory copies in the step";
+  f.evidence = fmt::format("{}: {} synchronous copies take {} ({} of step time, threshold {})", r.label, n,
+                           format_duration_ns(static_cast<double>(ns)), format_percent(share), format_percent(th.sync_copy_share));
+  f.figures = {{"synchronous copies", static_cast<double>(n), "count"}, {"synchronous copy time", static_cast<double>(ns), "ns"}};
+  f.saving_method = "upper bound: all synchronous copy time";
+  f.fix = "tensor.to(device, non_blocking=True) from pinned memory; avoid .item()/.cpu() inside the step";
+  return RankHit{share, std::move(f)};
+}
 
-  // mixed-precision: FP32 GEMM/conv without tensor cores, or as TF32.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& p = r.precision;
-    const double fp32_fraction = p.fp32_no_tensor_fraction + p.tf32_fraction;
-    if (!p.availability.available || fp32_fraction < th.fp32_share) return std::nullopt;
-    const int64_t ns = p.ns[static_cast<int>(analyze::Precision::kFp32NoTensor)];
-    const int64_t tf32_ns = p.ns[static_cast<int>(analyze::Precision::kTf32)];
-    // H100/H200 dense BF16 tensor-core peak is about 15x the FP32 CUDA-core peak
-    // and 2x the TF32 peak; assume at most 8x and 2x.
-    const double share = ns_share(ns, step_time(r)) * (1.0 - 1.0 / 8.0) + ns_share(tf32_ns, step_time(r)) * 0.5;
-    Finding f;
-    f.id = "mixed-precision";
-    f.title = "Matrix multiplies and convolutions run in FP32 (no tensor cores, or TF32)";
-    f.evidence = fmt::format("{}: FP32 GEMM/convolution kernels take {} without tensor cores ({} of kernel time) and {} as "
-                             "TF32 ({}); together {} (threshold {}); FP16/BF16 tensor-core share {}; largest FP32: {}",
-                             r.label, format_duration_ns(static_cast<double>(ns)), format_percent(p.fp32_no_tensor_fraction),
-                             format_duration_ns(static_cast<double>(tf32_ns)), format_percent(p.tf32_fraction),
-                             format_percent(fp32_fraction), format_percent(th.fp32_share),
-                             format_percent(p.tensor_core_fraction),
-                             p.top_fp32.empty() ? std::string("-") : p.top_fp32.front().name.substr(0, 80));
-    if (ns > 0) f.evidence += responsible_text(r.attribution, r.attribution.fp32_no_tensor, false);
-    f.figures = {{"fp32 gemm/conv time", static_cast<double>(ns), "ns"},
-                 {"tf32 gemm/conv time", static_cast<double>(tf32_ns), "ns"},
-                 {"fp32+tf32 share of kernel time", fp32_fraction, "fraction"},
-                 {"tensor-core share", p.tensor_core_fraction, "fraction"}};
-    f.saving_method = "FP32 GEMM/conv time x (1 - 1/8) + TF32 time x (1 - 1/2): BF16 tensor cores at most 8x faster than "
-                      "FP32 CUDA cores and 2x faster than TF32";
-    f.fix = "with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16): ... (or torch.backends.cuda.matmul.allow_tf32 = True "
-            "and torch.backends.cudnn.allow_tf32 = True)";
-    return RankHit{share, std::move(f)};
-  });
+std::optional<RankHit> input_starvation(const RankAnalysis& r, const Thresholds& th) {
+  const auto& in = r.input;
+  if (!in.availability.available || in.fraction < th.starvation_share) return std::nullopt;
+  Finding f;
+  f.id = "input-starvation";
+  f.title = "The GPU waits for input data";
+  f.evidence = fmt::format("{}: {} idle gaps ending with an input copy add up to {} ({} of iteration time, threshold {})",
+                           r.label, in.starved_iterations, format_duration_ns(static_cast<double>(in.starvation_ns)),
+                           format_percent(in.fraction), format_percent(th.starvation_share));
+  f.figures = {{"starvation", static_cast<double>(in.starvation_ns), "ns"}, {"share of iteration time", in.fraction, "fraction"}};
+  f.saving_method = "upper bound: every idle gap that ends with a host-to-device copy";
+  f.fix = "DataLoader(..., num_workers=<cores per GPU>, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
+          "decode on the GPU (DALI) when the CPU cannot keep up";
+  return RankHit{in.fraction, std::move(f)};
+}
 
-  // fp64: double precision kernels.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& p = r.precision;
-    if (!p.availability.available || p.fp64_fraction < th.fp64_share) return std::nullopt;
-    const int64_t ns = p.ns[static_cast<int>(analyze::Precision::kFp64)];
-    const double share = ns_share(ns, step_time(r));
-    Finding f;
-    f.id = "fp64";
-    f.title = "Double-precision (FP64) kernels";
-    f.evidence = fmt::format("{}: FP64 kernels take {} ({} of kernel time, threshold {}); largest: {}", r.label,
-                             format_duration_ns(static_cast<double>(ns)), format_percent(p.fp64_fraction),
-                             format_percent(th.fp64_share),
-                             p.top_fp64.empty() ? std::string("-") : p.top_fp64.front().name.substr(0, 80));
-    f.figures = {{"fp64 kernel time", static_cast<double>(ns), "ns"}, {"share of kernel time", p.fp64_fraction, "fraction"}};
-    f.saving_method = "upper bound: all FP64 kernel time";
-    f.fix = "find the float64 tensors (torch.from_numpy of float64 arrays, .double(), dtype=torch.float64) and use float32 or bfloat16";
-    return RankHit{share, std::move(f)};
-  });
+std::optional<RankHit> numa_placement(const RankAnalysis& r, const Thresholds& th) {
+  const auto& n = r.numa;
+  if (!n.availability.available) return std::nullopt;
+  const bool memory = n.remote_memory_fraction >= th.remote_memory_fraction;
+  if (!n.cpus_cross_node && !memory) return std::nullopt;
+  int64_t host_copy_ns = 0;
+  for (const auto& g : r.copies.groups)
+    if (g.kind == trace::MemcpyKind::kHtoD || g.kind == trace::MemcpyKind::kDtoH) host_copy_ns += g.time_ns;
+  const double share = ns_share(host_copy_ns, step_time(r));
+  std::string cpu_nodes;
+  for (int32_t c : n.cpu_nodes) cpu_nodes += (cpu_nodes.empty() ? "" : ",") + std::to_string(c);
+  Finding f;
+  f.id = "numa-placement";
+  f.title = "Process placed off its GPU's NUMA node";
+  f.evidence = fmt::format("{}: GPU on NUMA node {}; the process may run on CPUs of nodes {}; {} of its memory is on other "
+                           "nodes (threshold {}); policy '{}'",
+                           r.label, n.gpu_node, cpu_nodes, format_percent(n.remote_memory_fraction),
+                           format_percent(th.remote_memory_fraction), n.memory_policy);
+  f.figures = {{"gpu node", static_cast<double>(n.gpu_node), "node"},
+               {"remote memory fraction", n.remote_memory_fraction, "fraction"}};
+  if (r.host.availability.available && r.host.main_on_gpu_node >= 0) {
+    // Measured, not only allowed: where the threads actually ran.
+    f.evidence += fmt::format("; measured: the main thread ran on the GPU's node in {} of its samples, and {} of the "
+                              "sampled CPU time was on it",
+                              format_percent(r.host.main_on_gpu_node), format_percent(r.host.cpu_on_gpu_node));
+    f.figures.push_back({"main thread samples on the GPU's node", r.host.main_on_gpu_node, "fraction"});
+    f.figures.push_back({"CPU time on the GPU's node", r.host.cpu_on_gpu_node, "fraction"});
+  }
+  f.saving_method = "upper bound: all host<->device copy time (the traffic that crosses the socket link)";
+  f.fix = fmt::format("numactl --cpunodebind={0} --membind={0} python train.py (per rank; torchrun --numa-binding / "
+                      "srun --cpu-bind=ldoms)", n.gpu_node);
+  return RankHit{share, std::move(f)};
+}
 
-  // exposed-communication.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& b = r.breakdown;
-    if (!b.availability.available || b.wall_ns <= 0) return std::nullopt;
-    const double share = static_cast<double>(b.exposed_communication_ns) / static_cast<double>(b.wall_ns);
-    if (share < th.exposed_comm_share) return std::nullopt;
-    Finding f;
-    f.id = "exposed-communication";
-    f.title = "Communication is not hidden behind compute";
-    f.evidence = fmt::format("{}: {} of communication is not overlapped with compute ({} of wall time, threshold {}); "
-                             "only {} of communication overlaps compute",
-                             r.label, format_duration_ns(static_cast<double>(b.exposed_communication_ns)), format_percent(share),
-                             format_percent(th.exposed_comm_share), format_percent(b.overlap_fraction));
-    f.figures = {{"exposed communication", static_cast<double>(b.exposed_communication_ns), "ns"},
-                 {"share of wall time", share, "fraction"},
-                 {"overlap fraction", b.overlap_fraction, "fraction"}};
-    f.saving_method = "upper bound: all exposed communication time, if it were fully overlapped with backward compute";
-    f.fix = "DDP(model, bucket_cap_mb=<tune: 10-100>, gradient_as_bucket_view=True); for large models FSDP or gradient "
-            "accumulation with no_sync() to communicate less often";
-    return RankHit{share, std::move(f)};
-  });
+// Host threads (the collector's host sampler, format 1.2). Three
+// explanations of a GPU that idles because of the host, told apart by what
+// the main (launching) thread did: ran the whole time (host-bound), slept
+// while the DataLoader's workers worked (loader-bound), or waited on a run
+// queue for a CPU (contention).
+double host_idle(const RankAnalysis& r, const Thresholds& th) {
+  const auto& h = r.host;
+  if (!h.availability.available || h.window.main_samples < 10 || r.breakdown.wall_ns <= 0) return -1;
+  const double idle = static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns);
+  return idle >= th.host_gpu_idle_share ? idle : -1;
+}
 
-  // launch-bound.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& l = r.launch;
-    if (!l.availability.available || !l.launch_bound || l.gap_fraction < th.launch_gap_share) return std::nullopt;
-    const double share = l.gap_fraction;
-    Finding f;
-    f.id = "launch-bound";
-    f.title = "The GPU waits for kernel launches";
-    f.evidence = fmt::format("{}: {} GPU gaps under 1 ms add up to {} ({} of wall time, threshold {}); median kernel {} "
-                             "vs median launch call {}; {} of kernels are shorter than 10 us",
-                             r.label, l.gap_count, format_duration_ns(static_cast<double>(l.gpu_gap_ns)), format_percent(share),
-                             format_percent(th.launch_gap_share), format_duration_ns(l.median_kernel_ns),
-                             format_duration_ns(l.median_launch_ns), format_percent(l.small_kernel_fraction));
-    if (const std::string who = responsible_text(r.attribution, r.attribution.tiny_kernels, true); !who.empty())
-      f.evidence += "; kernels under 10 us" + who.substr(1);
-    f.figures = {{"gpu gaps", static_cast<double>(l.gpu_gap_ns), "ns"},
-                 {"gap share of wall", share, "fraction"},
-                 {"median kernel", l.median_kernel_ns, "ns"},
-                 {"median launch", l.median_launch_ns, "ns"}};
-    f.saving_method = "upper bound: all short GPU gaps between kernels, which CUDA graphs remove";
-    f.fix = "capture the step in CUDA graphs (torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), "
-            "or raise the batch size so kernels run longer";
-    return RankHit{share, std::move(f)};
-  });
+std::vector<Figure> host_figures(const HostStats& h, double idle) {
+  const auto& w = h.window;
+  return std::vector<Figure>{{"main thread busy", w.main_busy, "fraction"},
+                             {"main thread runnable, waiting for a CPU", w.main_run_wait, "fraction"},
+                             {"main thread sleeping", w.main_sleep, "fraction"},
+                             {"main thread in I/O wait", w.main_io, "fraction"},
+                             {"worker processes' CPU", w.worker_cores, "cores"},
+                             {"mean runnable threads", w.mean_runnable, "count"},
+                             {"GPU idle share of wall", idle, "fraction"}};
+}
 
-  // host-sync.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& s = r.sync;
-    if (!s.availability.available || r.breakdown.wall_ns <= 0) return std::nullopt;
-    // The host waiting costs GPU time only where the GPU idles as well.
-    const double share = std::min(s.fraction, static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns));
-    if (share < th.sync_share) return std::nullopt;
-    Finding f;
-    f.id = "host-sync";
-    f.title = "The host blocks in synchronize calls";
-    f.evidence = fmt::format("{}: the host spends {} in stream/device/event synchronize ({} of wall time) while the GPU "
-                             "idles {} of wall time (threshold {} for the smaller of the two)", r.label,
-                             format_duration_ns(static_cast<double>(s.host_sync_ns)), format_percent(s.fraction),
-                             format_percent(static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns)),
-                             format_percent(th.sync_share));
-    f.figures = {{"host synchronize time", static_cast<double>(s.host_sync_ns), "ns"}, {"share of wall", s.fraction, "fraction"}};
-    f.saving_method = "upper bound: synchronize time, but no more than the GPU's idle time";
-    f.fix = "remove per-step .item(), .cpu(), print(loss) and torch.cuda.synchronize() from the training loop; "
-            "log every N steps";
-    return RankHit{share, std::move(f)};
-  });
+std::string host_text(const RankAnalysis& r, double idle) {
+  const auto& w = r.host.window;
+  return fmt::format("{}: the main thread ran {} of the wall time, waited for a CPU {}, slept {} and waited on I/O "
+                     "{}; its other threads used {:.2f} cores and {} worker processes {:.2f} cores; the GPU idled {}",
+                     r.label, format_percent(w.main_busy),
+                     r.host.has_run_wait ? format_percent(w.main_run_wait) : std::string("(not measured)"),
+                     format_percent(w.main_sleep), format_percent(w.main_io), w.main_other_threads_cores,
+                     r.host.worker_processes, w.worker_cores, format_percent(idle));
+}
 
-  // sync-copies (not pageable ones: pinned-memory covers those).
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& c = r.copies;
-    if (!c.availability.available) return std::nullopt;
-    int64_t ns = 0, n = 0;
-    for (const auto& g : c.groups) {
-      const bool pageable = g.src_kind == trace::MemoryKind::kPageable || g.dst_kind == trace::MemoryKind::kPageable;
-      if (!pageable) {
-        ns += g.sync_ns;
-        n += g.sync_count;
-      }
-    }
-    const double share = ns_share(ns, step_time(r));
-    if (n == 0 || share < th.sync_copy_share) return std::nullopt;
-    Finding f;
-    f.id = "sync-copies";
-    f.title = "Synchronous memory copies in the step";
-    f.evidence = fmt::format("{}: {} synchronous copies take {} ({} of step time, threshold {})", r.label, n,
-                             format_duration_ns(static_cast<double>(ns)), format_percent(share), format_percent(th.sync_copy_share));
-    f.figures = {{"synchronous copies", static_cast<double>(n), "count"}, {"synchronous copy time", static_cast<double>(ns), "ns"}};
-    f.saving_method = "upper bound: all synchronous copy time";
-    f.fix = "tensor.to(device, non_blocking=True) from pinned memory; avoid .item()/.cpu() inside the step";
-    return RankHit{share, std::move(f)};
-  });
+std::optional<RankHit> host_bound(const RankAnalysis& r, const Thresholds& th) {
+  const double idle = host_idle(r, th);
+  if (idle < 0 || r.host.window.main_busy < th.host_busy_share) return std::nullopt;
+  Finding f;
+  f.id = "host-bound";
+  f.title = "The launching thread is busy the whole step";
+  f.evidence = host_text(r, idle) + fmt::format(" (threshold: main thread busy {} with the GPU idle {})",
+                                                format_percent(th.host_busy_share), format_percent(th.host_gpu_idle_share));
+  f.figures = host_figures(r.host, idle);
+  f.saving_method = "upper bound: the GPU's idle time, which a faster host loop would fill";
+  f.fix = "issue fewer, larger GPU operations from Python: capture the step in CUDA graphs "
+          "(torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), torch.compile to fuse small ops, "
+          "fused optimizers (foreach/fused=True); move per-step Python work (logging, metrics) out of the loop";
+  return RankHit{idle, std::move(f)};
+}
 
-  // input-starvation.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& in = r.input;
-    if (!in.availability.available || in.fraction < th.starvation_share) return std::nullopt;
-    Finding f;
-    f.id = "input-starvation";
-    f.title = "The GPU waits for input data";
-    f.evidence = fmt::format("{}: {} idle gaps ending with an input copy add up to {} ({} of iteration time, threshold {})",
-                             r.label, in.starved_iterations, format_duration_ns(static_cast<double>(in.starvation_ns)),
-                             format_percent(in.fraction), format_percent(th.starvation_share));
-    f.figures = {{"starvation", static_cast<double>(in.starvation_ns), "ns"}, {"share of iteration time", in.fraction, "fraction"}};
-    f.saving_method = "upper bound: every idle gap that ends with a host-to-device copy";
-    f.fix = "DataLoader(..., num_workers=<cores per GPU>, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
-            "decode on the GPU (DALI) when the CPU cannot keep up";
-    return RankHit{in.fraction, std::move(f)};
-  });
+std::optional<RankHit> loader_bound(const RankAnalysis& r, const Thresholds& th) {
+  const double idle = host_idle(r, th);
+  if (idle < 0) return std::nullopt;
+  const auto& h = r.host;
+  const double waiting = h.window.main_sleep + h.window.main_io;
+  const bool workers_busy = h.worker_processes > 0 && h.window.worker_cores >= th.host_worker_cores;
+  const bool input_late = r.input.availability.available && r.input.fraction >= th.starvation_share;
+  if (waiting < th.host_main_wait_share || (!workers_busy && !input_late)) return std::nullopt;
+  const double share = std::min(idle, waiting);
+  Finding f;
+  f.id = "loader-bound";
+  f.title = "The main thread waits for input";
+  f.evidence = host_text(r, idle) +
+               fmt::format("; the main thread was off the CPU {} of the wall time while {} (threshold: off the CPU {} "
+                           "with workers using {:.2f} cores or input late)",
+                           format_percent(waiting),
+                           workers_busy ? fmt::format("its {} worker processes used {:.2f} cores", h.worker_processes,
+                                                      h.window.worker_cores)
+                                        : fmt::format("input copies arrived late ({} of iteration time)",
+                                                      format_percent(r.input.fraction)),
+                           format_percent(th.host_main_wait_share), th.host_worker_cores);
+  f.figures = host_figures(h, idle);
+  f.saving_method = "upper bound: the smaller of the GPU's idle time and the main thread's time off the CPU";
+  f.fix = "feed the step faster: DataLoader(num_workers=<more, up to the cores per GPU>, pin_memory=True, "
+          "persistent_workers=True, prefetch_factor=4), smaller batches to transfer (uint8 instead of float, "
+          "decode/augment on the GPU: DALI or torchvision.transforms.v2 on CUDA tensors)";
+  return RankHit{share, std::move(f)};
+}
 
-  // numa-placement.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& n = r.numa;
-    if (!n.availability.available) return std::nullopt;
-    const bool memory = n.remote_memory_fraction >= th.remote_memory_fraction;
-    if (!n.cpus_cross_node && !memory) return std::nullopt;
-    int64_t host_copy_ns = 0;
-    for (const auto& g : r.copies.groups)
-      if (g.kind == trace::MemcpyKind::kHtoD || g.kind == trace::MemcpyKind::kDtoH) host_copy_ns += g.time_ns;
-    const double share = ns_share(host_copy_ns, step_time(r));
-    std::string cpu_nodes;
-    for (int32_t c : n.cpu_nodes) cpu_nodes += (cpu_nodes.empty() ? "" : ",") + std::to_string(c);
-    Finding f;
-    f.id = "numa-placement";
-    f.title = "Process placed off its GPU's NUMA node";
-    f.evidence = fmt::format("{}: GPU on NUMA node {}; the process may run on CPUs of nodes {}; {} of its memory is on other "
-                             "nodes (threshold {}); policy '{}'",
-                             r.label, n.gpu_node, cpu_nodes, format_percent(n.remote_memory_fraction),
-                             format_percent(th.remote_memory_fraction), n.memory_policy);
-    f.figures = {{"gpu node", static_cast<double>(n.gpu_node), "node"},
-                 {"remote memory fraction", n.remote_memory_fraction, "fraction"}};
-    if (r.host.availability.available && r.host.main_on_gpu_node >= 0) {
-      // Measured, not only allowed: where the threads actually ran.
-      f.evidence += fmt::format("; measured: the main thread ran on the GPU's node in {} of its samples, and {} of the "
-                                "sampled CPU time was on it",
-                                format_percent(r.host.main_on_gpu_node), format_percent(r.host.cpu_on_gpu_node));
-      f.figures.push_back({"main thread samples on the GPU's node", r.host.main_on_gpu_node, "fraction"});
-      f.figures.push_back({"CPU time on the GPU's node", r.host.cpu_on_gpu_node, "fraction"});
-    }
-    f.saving_method = "upper bound: all host<->device copy time (the traffic that crosses the socket link)";
-    f.fix = fmt::format("numactl --cpunodebind={0} --membind={0} python train.py (per rank; torchrun --numa-binding / "
-                        "srun --cpu-bind=ldoms)", n.gpu_node);
-    return RankHit{share, std::move(f)};
-  });
+std::optional<RankHit> host_contention(const RankAnalysis& r, const Thresholds& th) {
+  const double idle = host_idle(r, th);
+  if (idle < 0) return std::nullopt;
+  const auto& h = r.host;
+  const bool waits = h.has_run_wait && h.window.main_run_wait >= th.host_run_wait_share;
+  const bool crowded = h.cores > 0 && h.contended_instants >= th.host_contended_instants;
+  if (!waits && !crowded) return std::nullopt;
+  const double share = std::min(idle, waits ? h.window.main_run_wait : h.contended_instants * h.window.main_busy);
+  Finding f;
+  f.id = "host-contention";
+  f.title = "Host threads compete for CPUs";
+  f.evidence = host_text(r, idle) +
+               fmt::format("; {:.1f} threads were runnable on average (at most {}) for {} CPUs, more than the CPUs in "
+                           "{} of the samples; all sampled threads waited {:.2f} cores' worth on run queues "
+                           "(thresholds: main thread waiting {} or {} of samples over the CPUs)",
+                           h.window.mean_runnable, h.window.max_runnable,
+                           h.cores > 0 ? std::to_string(h.cores) : std::string("?"),
+                           h.cores > 0 ? format_percent(h.contended_instants) : std::string("n/a"), h.run_wait_cores,
+                           format_percent(th.host_run_wait_share), format_percent(th.host_contended_instants));
+  f.figures = host_figures(h, idle);
+  f.figures.push_back({"samples with more runnable threads than CPUs", h.contended_instants, "fraction"});
+  f.figures.push_back({"run-queue wait, all threads", h.run_wait_cores, "cores"});
+  f.saving_method = waits ? "upper bound: the smaller of the GPU's idle time and the main thread's run-queue wait"
+                          : "estimate: GPU idle time, at most the share of busy main-thread samples with CPUs oversubscribed";
+  f.fix = "give the training thread a CPU of its own: fewer DataLoader workers or intra-op threads (num_workers, "
+          "OMP_NUM_THREADS, torch.set_num_threads), more CPUs per rank, or pin workers away from the main thread "
+          "(worker_init_fn with os.sched_setaffinity)";
+  return RankHit{share, std::move(f)};
+}
 
-  // Host threads (the collector's host sampler, format 1.2). Three
-  // explanations of a GPU that idles because of the host, told apart by what
-  // the main (launching) thread did: ran the whole time (host-bound), slept
-  // while the DataLoader's workers worked (loader-bound), or waited on a run
-  // queue for a CPU (contention).
-  auto host_idle = [&](const RankAnalysis& r) -> double {
-    const auto& h = r.host;
-    if (!h.availability.available || h.window.main_samples < 10 || r.breakdown.wall_ns <= 0) return -1;
-    const double idle = static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns);
-    return idle >= th.host_gpu_idle_share ? idle : -1;
-  };
-  auto host_figures = [](const HostStats& h, double idle) {
-    const auto& w = h.window;
-    return std::vector<Figure>{{"main thread busy", w.main_busy, "fraction"},
-                               {"main thread runnable, waiting for a CPU", w.main_run_wait, "fraction"},
-                               {"main thread sleeping", w.main_sleep, "fraction"},
-                               {"main thread in I/O wait", w.main_io, "fraction"},
-                               {"worker processes' CPU", w.worker_cores, "cores"},
-                               {"mean runnable threads", w.mean_runnable, "count"},
-                               {"GPU idle share of wall", idle, "fraction"}};
-  };
-  auto host_text = [](const RankAnalysis& r, double idle) {
-    const auto& w = r.host.window;
-    return fmt::format("{}: the main thread ran {} of the wall time, waited for a CPU {}, slept {} and waited on I/O "
-                       "{}; its other threads used {:.2f} cores and {} worker processes {:.2f} cores; the GPU idled {}",
-                       r.label, format_percent(w.main_busy),
-                       r.host.has_run_wait ? format_percent(w.main_run_wait) : std::string("(not measured)"),
-                       format_percent(w.main_sleep), format_percent(w.main_io), w.main_other_threads_cores,
-                       r.host.worker_processes, w.worker_cores, format_percent(idle));
-  };
+std::optional<RankHit> iteration_variance(const RankAnalysis& r, const Thresholds& th) {
+  const auto& it = r.iterations;
+  if (!it.availability.available || it.count - it.warmup_count < 3 || it.steady_cv < th.iteration_cv) return std::nullopt;
+  double excess = 0, sum = 0;
+  for (const auto& i : it.iterations) {
+    if (i.warmup) continue;
+    const double d = static_cast<double>(i.end - i.start);
+    sum += d;
+    excess += std::max(0.0, d - it.steady_median_ns);
+  }
+  const double share = sum > 0 ? excess / sum : 0;
+  Finding f;
+  f.id = "iteration-variance";
+  f.title = "Iteration times vary";
+  f.evidence = fmt::format("{}: steady-state iterations have CV {:.2f} (threshold {:.2f}); median {}, p95 {}", r.label,
+                           it.steady_cv, th.iteration_cv, format_duration_ns(it.steady_median_ns),
+                           format_duration_ns(it.steady_p95_ns));
+  f.figures = {{"steady cv", it.steady_cv, "ratio"}, {"steady median", it.steady_median_ns, "ns"}, {"steady p95", it.steady_p95_ns, "ns"}};
+  f.saving_method = "upper bound: time of the steady iterations above the median";
+  f.fix = "look for periodic host work in the slow iterations: garbage collection (gc.freeze()), logging, checkpointing, "
+          "DataLoader workers falling behind";
+  return RankHit{share, std::move(f)};
+}
 
-  // host-bound.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const double idle = host_idle(r);
-    if (idle < 0 || r.host.window.main_busy < th.host_busy_share) return std::nullopt;
-    Finding f;
-    f.id = "host-bound";
-    f.title = "The launching thread is busy the whole step";
-    f.evidence = host_text(r, idle) + fmt::format(" (threshold: main thread busy {} with the GPU idle {})",
-                                                  format_percent(th.host_busy_share), format_percent(th.host_gpu_idle_share));
-    f.figures = host_figures(r.host, idle);
-    f.saving_method = "upper bound: the GPU's idle time, which a faster host loop would fill";
-    f.fix = "issue fewer, larger GPU operations from Python: capture the step in CUDA graphs "
-            "(torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), torch.compile to fuse small ops, "
-            "fused optimizers (foreach/fused=True); move per-step Python work (logging, metrics) out of the loop";
-    return RankHit{idle, std::move(f)};
-  });
-
-  // loader-bound.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const double idle = host_idle(r);
-    if (idle < 0) return std::nullopt;
-    const auto& h = r.host;
-    const double waiting = h.window.main_sleep + h.window.main_io;
-    const bool workers_busy = h.worker_processes > 0 && h.window.worker_cores >= th.host_worker_cores;
-    const bool input_late = r.input.availability.available && r.input.fraction >= th.starvation_share;
-    if (waiting < th.host_main_wait_share || (!workers_busy && !input_late)) return std::nullopt;
-    const double share = std::min(idle, waiting);
-    Finding f;
-    f.id = "loader-bound";
-    f.title = "The main thread waits for input";
-    f.evidence = host_text(r, idle) +
-                 fmt::format("; the main thread was off the CPU {} of the wall time while {} (threshold: off the CPU {} "
-                             "with workers using {:.2f} cores or input late)",
-                             format_percent(waiting),
-                             workers_busy ? fmt::format("its {} worker processes used {:.2f} cores", h.worker_processes,
-                                                        h.window.worker_cores)
-                                          : fmt::format("input copies arrived late ({} of iteration time)",
-                                                        format_percent(r.input.fraction)),
-                             format_percent(th.host_main_wait_share), th.host_worker_cores);
-    f.figures = host_figures(h, idle);
-    f.saving_method = "upper bound: the smaller of the GPU's idle time and the main thread's time off the CPU";
-    f.fix = "feed the step faster: DataLoader(num_workers=<more, up to the cores per GPU>, pin_memory=True, "
-            "persistent_workers=True, prefetch_factor=4), smaller batches to transfer (uint8 instead of float, "
-            "decode/augment on the GPU: DALI or torchvision.transforms.v2 on CUDA tensors)";
-    return RankHit{share, std::move(f)};
-  });
-
-  // host-contention.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const double idle = host_idle(r);
-    if (idle < 0) return std::nullopt;
-    const auto& h = r.host;
-    const bool waits = h.has_run_wait && h.window.main_run_wait >= th.host_run_wait_share;
-    const bool crowded = h.cores > 0 && h.contended_instants >= th.host_contended_instants;
-    if (!waits && !crowded) return std::nullopt;
-    const double share = std::min(idle, waits ? h.window.main_run_wait : h.contended_instants * h.window.main_busy);
-    Finding f;
-    f.id = "host-contention";
-    f.title = "Host threads compete for CPUs";
-    f.evidence = host_text(r, idle) +
-                 fmt::format("; {:.1f} threads were runnable on average (at most {}) for {} CPUs, more than the CPUs in "
-                             "{} of the samples; all sampled threads waited {:.2f} cores' worth on run queues "
-                             "(thresholds: main thread waiting {} or {} of samples over the CPUs)",
-                             h.window.mean_runnable, h.window.max_runnable,
-                             h.cores > 0 ? std::to_string(h.cores) : std::string("?"),
-                             h.cores > 0 ? format_percent(h.contended_instants) : std::string("n/a"), h.run_wait_cores,
-                             format_percent(th.host_run_wait_share), format_percent(th.host_contended_instants));
-    f.figures = host_figures(h, idle);
-    f.figures.push_back({"samples with more runnable threads than CPUs", h.contended_instants, "fraction"});
-    f.figures.push_back({"run-queue wait, all threads", h.run_wait_cores, "cores"});
-    f.saving_method = waits ? "upper bound: the smaller of the GPU's idle time and the main thread's run-queue wait"
-                            : "estimate: GPU idle time, at most the share of busy main-thread samples with CPUs oversubscribed";
-    f.fix = "give the training thread a CPU of its own: fewer DataLoader workers or intra-op threads (num_workers, "
-            "OMP_NUM_THREADS, torch.set_num_threads), more CPUs per rank, or pin workers away from the main thread "
-            "(worker_init_fn with os.sched_setaffinity)";
-    return RankHit{share, std::move(f)};
-  });
-
-  // iteration-variance.
-  per_rank(judged, out, [&](const RankAnalysis& r) -> std::optional<RankHit> {
-    const auto& it = r.iterations;
-    if (!it.availability.available || it.count - it.warmup_count < 3 || it.steady_cv < th.iteration_cv) return std::nullopt;
-    double excess = 0, sum = 0;
-    for (const auto& i : it.iterations) {
-      if (i.warmup) continue;
-      const double d = static_cast<double>(i.end - i.start);
-      sum += d;
-      excess += std::max(0.0, d - it.steady_median_ns);
-    }
-    const double share = sum > 0 ? excess / sum : 0;
-    Finding f;
-    f.id = "iteration-variance";
-    f.title = "Iteration times vary";
-    f.evidence = fmt::format("{}: steady-state iterations have CV {:.2f} (threshold {:.2f}); median {}, p95 {}", r.label,
-                             it.steady_cv, th.iteration_cv, format_duration_ns(it.steady_median_ns),
-                             format_duration_ns(it.steady_p95_ns));
-    f.figures = {{"steady cv", it.steady_cv, "ratio"}, {"steady median", it.steady_median_ns, "ns"}, {"steady p95", it.steady_p95_ns, "ns"}};
-    f.saving_method = "upper bound: time of the steady iterations above the median";
-    f.fix = "look for periodic host work in the slow iterations: garbage collection (gc.freeze()), logging, checkpointing, "
-            "DataLoader workers falling behind";
-    return RankHit{share, std::move(f)};
-  });
-
-  // straggler: run-level.
+// straggler: run-level, judged on the steady iterations' collectives.
+void straggler(const RunAnalysis& run, const std::vector<RankAnalysis>& judged, const Thresholds& th,
+               std::vector<Finding>& out) {
   const auto& st = run.stragglers;
   if (st.availability.available && !st.ranks.empty()) {
     const auto& worst = st.ranks.front();
@@ -592,10 +572,12 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
       out.push_back(std::move(f));
     }
   }
+}
 
-  // The collector measured how much slower traced iterations ran: findings
-  // read from CPU-side timing (launch gaps, idle gaps, host waits) are
-  // inflated by it, so they say so where the interval is above the threshold.
+// The collector measured how much slower traced iterations ran: findings
+// read from CPU-side timing (launch gaps, idle gaps, host waits) are
+// inflated by it, so they say so where the interval is above the threshold.
+void add_perturbation_cautions(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out) {
   for (auto& f : out) {
     if (f.id != "launch-bound" && f.id != "host-sync" && f.id != "input-starvation" && f.id != "sync-copies") continue;
     const RankAnalysis* worst = nullptr;
@@ -611,6 +593,57 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
                               p.percent, p.ci_low, p.ci_high, worst->label);
     f.figures.push_back({"profiler perturbation", p.percent / 100, "fraction"});
   }
+}
+
+// The per-rank rules, one function each (docs/advisor.md documents each id).
+// Findings are listed by saving; equal savings keep this order.
+struct RankRule {
+  std::string_view id;
+  std::optional<RankHit> (*judge)(const RankAnalysis&, const Thresholds&);
+};
+constexpr RankRule kRankRules[] = {
+    {"pinned-memory", &pinned_memory},
+    {"channels-last", &channels_last},
+    {"mixed-precision", &mixed_precision},
+    {"fp64", &fp64},
+    {"exposed-communication", &exposed_communication},
+    {"launch-bound", &launch_bound},
+    {"host-sync", &host_sync},
+    {"sync-copies", &sync_copies},
+    {"input-starvation", &input_starvation},
+    {"numa-placement", &numa_placement},
+    {"host-bound", &host_bound},
+    {"loader-bound", &loader_bound},
+    {"host-contention", &host_contention},
+    {"iteration-variance", &iteration_variance},
+};
+
+}  // namespace
+
+std::string_view to_string(Severity s) {
+  switch (s) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kCritical: return "critical";
+  }
+  return "info";
+}
+
+std::vector<std::string_view> rule_ids() {
+  std::vector<std::string_view> ids;
+  for (const RankRule& rule : kRankRules) ids.push_back(rule.id);
+  ids.push_back("layout-fallback");  // channels_last's second id
+  ids.push_back("straggler");
+  return ids;
+}
+
+std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
+  std::vector<Finding> out;
+  const std::vector<RankAnalysis> judged = judged_ranks(run);
+  for (const RankRule& rule : kRankRules)
+    per_rank(judged, out, [&](const RankAnalysis& r) { return rule.judge(r, th); });
+  straggler(run, judged, th, out);
+  add_perturbation_cautions(judged, out);
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.saving_fraction > b.saving_fraction; });
   return out;
 }

@@ -68,6 +68,10 @@ struct Thresholds {
 // Applies every rule; findings sorted by saving_fraction, descending.
 std::vector<Finding> advise(const analyze::RunAnalysis& run, const Thresholds& thresholds = {});
 
+// Every finding id advise() can report: the per-rank rules in the order they
+// run (one function each), then the run-level ones.
+std::vector<std::string_view> rule_ids();
+
 void to_json(nlohmann::json& j, const Figure& v);
 void to_json(nlohmann::json& j, const Finding& v);
 

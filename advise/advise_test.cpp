@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -31,6 +35,26 @@ TraceBuilder busy(int64_t end = 10000) {
   TraceBuilder b;
   b.kernel("gemm_kernel", 0, end);
   return b;
+}
+
+// The rules are one table: every id it can report has its row in
+// docs/advisor.md, and the document lists no rule that does not exist.
+TEST(AdviseTest, EveryRuleIdHasItsRowInTheDocs) {
+  std::ifstream in(std::string(SCALESCOPE_SOURCE_DIR) + "/docs/advisor.md");
+  ASSERT_TRUE(in) << "docs/advisor.md";
+  std::map<std::string, int> documented;
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("| `")) ++documented[line.substr(3, line.find('`', 3) - 3)];
+  const auto ids = rule_ids();
+  std::set<std::string> known;
+  for (auto id : ids) {
+    EXPECT_TRUE(known.insert(std::string(id)).second) << id << " twice in the rules";
+    EXPECT_EQ(documented[std::string(id)], 1) << id << " has no single row in docs/advisor.md";
+  }
+  for (const auto& [id, n] : documented) {
+    EXPECT_TRUE(n == 0 || known.count(id)) << id << " is documented but no rule reports it";
+  }
+  EXPECT_GE(ids.size(), 16u);
 }
 
 TEST(AdviseTest, EmptyTraceHasNoFindings) {
