@@ -392,6 +392,9 @@ struct RankAnalysis {
   std::shared_ptr<const RankAnalysis> steady;
   int64_t steady_first_iteration = -1;  // 0-based index of its first iteration (it<first>:it<end>)
   int64_t steady_end_iteration = -1;    // one past its last
+  // The rank's position in input order (files in list_trace_inputs order, the
+  // processes of one file in its order), as analyze_path's visitor was told.
+  size_t input_index = 0;
 };
 
 struct RankLateness {
@@ -501,13 +504,17 @@ void number_ranks(std::vector<RankAnalysis>& ranks, const std::vector<std::strin
 // trace is dropped once summarized, so memory stays bounded by a few traces.
 // Errors name the file.
 // on_file_done: after each file, (files done, files in all), one call at a time.
-// keep_traces: when given, the traces are kept there instead of dropped,
-// one per rank of the result ((*keep_traces)[i] is run.ranks[i]'s, as read:
-// clocks not moved), for a caller that also draws events (the HTML report),
-// so that it shows the very analysis `scalescope analyze` prints.
+// visit: when given, called for each rank right after its analysis, with its
+// trace as read (clocks not moved) and its analysis (not yet numbered,
+// labelled or combined), before the trace is dropped: a caller that draws
+// events (the HTML report) takes what it draws there, so that it shows the
+// very analysis `scalescope analyze` prints without holding every trace.
+// Calls come one at a time, in input order (input_index 0, 1, ...; the
+// rank's RankAnalysis::input_index in the result); a loaded rank waits for
+// its turn, so at most `threads` traces are in memory.
+using RankVisitor = std::function<void(size_t input_index, const trace::Trace&, const RankAnalysis&)>;
 RunAnalysis analyze_path(const std::filesystem::path& path, const Options& options, unsigned threads = 0,
-                         const std::function<void(size_t, size_t)>& on_file_done = {},
-                         std::vector<trace::Trace>* keep_traces = nullptr);
+                         const std::function<void(size_t, size_t)>& on_file_done = {}, const RankVisitor& visit = {});
 // analyze_path for traces already in memory (the demo's, a test's): each
 // analysed, numbered and labelled with file_names[i] as analyze_path does,
 // combined; `traces` is reordered to line up with run.ranks (launchers

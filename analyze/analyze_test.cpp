@@ -1,16 +1,24 @@
 // Analyses on small synthetic traces with known answers.
 #include "analyze/analyze.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "analyze/test_trace_builder.hpp"
 #include "trace/error.hpp"
+#include "trace/synthetic_trace.hpp"
+#include "trace/trace_file.hpp"
 
 namespace scalescope::analyze {
 namespace {
@@ -996,6 +1004,77 @@ TEST(AnalyzeHost, WorkerStartingAndEndingInsideTheWindow) {
   }
   EXPECT_NEAR(h.window.worker_cores, 0.1, 1e-9);
   EXPECT_EQ(h.worker_processes, 1);
+}
+
+// A run directory of `n` synthetic ranks (rank files named so that input
+// order is rank order), in a fresh temporary folder.
+std::filesystem::path synthetic_run(const std::string& name, int n) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("scalescope_{}_{}", name, ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "job.ssrun");
+  for (int rank = 0; rank < n; ++rank) {
+    trace::SyntheticOptions o;
+    o.events = 3'000;
+    o.rank = rank;
+    o.world_size = n;
+    o.seed = static_cast<uint64_t>(rank + 1);
+    trace::write_trace(dir / "job.ssrun" / fmt::format("rank{:02}.sstrace", rank), trace::make_synthetic_trace(o));
+  }
+  return dir / "job.ssrun";
+}
+
+// The run pipeline's visitor (the HTML report takes what it draws there):
+// every rank once, one call at a time, in input order, while several ranks
+// load at once; input_index ties each visit to its rank in the result.
+TEST(AnalyzePath, VisitorSeesEveryRankOnceInInputOrder) {
+  const auto run = synthetic_run("visit", 6);
+  std::vector<size_t> order;
+  std::vector<int32_t> rank_of_visit;
+  std::vector<size_t> events_of_visit;
+  std::atomic<int> inside{0};
+  int most_inside = 0;
+  const RunAnalysis result = analyze_path(run, Options{}, 3, {}, [&](size_t i, const trace::Trace& t, const RankAnalysis& r) {
+    most_inside = std::max(most_inside, ++inside);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // let the other loaders catch up
+    order.push_back(i);
+    rank_of_visit.push_back(t.meta.rank);
+    events_of_visit.push_back(t.event_count());
+    EXPECT_EQ(r.rank, t.meta.rank);
+    --inside;
+  });
+  EXPECT_EQ(most_inside, 1);
+  ASSERT_EQ(order, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+  ASSERT_EQ(result.ranks.size(), 6u);
+  for (const RankAnalysis& r : result.ranks) {
+    ASSERT_LT(r.input_index, rank_of_visit.size());
+    EXPECT_EQ(rank_of_visit[r.input_index], r.rank) << r.label;
+  }
+  std::filesystem::remove_all(run.parent_path());
+}
+
+// A bad file among the ranks: its error is the one reported (naming it), and
+// the ranks waiting for their turn to be visited do not hang.
+TEST(AnalyzePath, BadFileWithAVisitorIsNamedAndNothingWaitsForever) {
+  const auto run = synthetic_run("visit_bad", 6);
+  {  // a trace of a newer format: listed by content (magic), refused when loaded
+    std::fstream f(run / "rank02.sstrace", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8);
+    const char major[2] = {99, 0};
+    f.write(major, 2);
+  }
+  std::vector<size_t> visited;
+  try {
+    analyze_path(run, Options{}, 3, {}, [&](size_t i, const trace::Trace&, const RankAnalysis&) {
+      // Rank 0 slow: rank 1 waits for its turn while rank 2 fails.
+      if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      visited.push_back(i);
+    });
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank02.sstrace"), std::string::npos) << e.what();
+  }
+  for (size_t i : visited) EXPECT_LT(i, 2u);
+  std::filesystem::remove_all(run.parent_path());
 }
 
 }  // namespace

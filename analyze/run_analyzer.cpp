@@ -1,5 +1,7 @@
 // analyze_path: load and summarize ranks a few at a time (bounded memory).
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 
 #include "analyze/analyze.hpp"
@@ -96,40 +98,64 @@ void number_ranks(std::vector<RankAnalysis>& ranks, const std::vector<std::strin
 }
 
 RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned threads,
-                         const std::function<void(size_t, size_t)>& on_file_done, std::vector<trace::Trace>* keep_traces) {
+                         const std::function<void(size_t, size_t)>& on_file_done, const RankVisitor& visit) {
   const std::vector<fs::path> files = list_trace_inputs(path);
   std::vector<std::vector<RankAnalysis>> per_file(files.size());
-  std::vector<std::vector<trace::Trace>> kept(keep_traces ? files.size() : 0);
+  // Visits in input order: file i's ranks wait until every earlier file's have
+  // been visited (items start in index order, so the lowest waiting one can
+  // always go on). An earlier failure wakes the waiters, which then skip.
+  std::mutex visit_mutex;
+  std::condition_variable visit_turn;
+  size_t next_file = 0, next_rank = 0;
+  bool failed = false;
   // The one pool (trace/parallel_for.hpp): up to 4 ranks at a time by
   // default, the first failing file in order named.
   trace::parallel_for(
       files.size(), trace::worker_count(threads, files.size(), 4),
       [&](size_t i, unsigned) {
-        for (trace::Trace& t : load_one(files[i])) {
-          per_file[i].push_back(analyze_rank(t, options));
-          if (keep_traces) kept[i].push_back(std::move(t));
+        try {
+          std::vector<trace::Trace> traces = load_one(files[i]);
+          std::vector<RankAnalysis> analysed;
+          analysed.reserve(traces.size());
+          for (const trace::Trace& t : traces) analysed.push_back(analyze_rank(t, options));
+          if (visit) {
+            std::unique_lock lock(visit_mutex);
+            visit_turn.wait(lock, [&] { return next_file == i || failed; });
+            if (failed) return;  // an earlier file's error is the one reported
+            for (size_t k = 0; k < traces.size(); ++k) visit(next_rank++, traces[k], analysed[k]);
+            ++next_file;
+            visit_turn.notify_all();
+          }
+          per_file[i] = std::move(analysed);
+        } catch (...) {
+          {
+            std::lock_guard lock(visit_mutex);
+            failed = true;
+          }
+          visit_turn.notify_all();
+          throw;
         }
       },
       on_file_done);
   std::vector<RankAnalysis> ranks;
   std::vector<std::string> names;  // ranks[i] came from the file names[i]
-  std::vector<trace::Trace> traces;
   for (size_t f = 0; f < per_file.size(); ++f)
-    for (size_t k = 0; k < per_file[f].size(); ++k) {
-      ranks.push_back(std::move(per_file[f][k]));
+    for (auto& r : per_file[f]) {
+      r.input_index = ranks.size();
+      ranks.push_back(std::move(r));
       names.push_back(files[f].filename().string());
-      if (keep_traces) traces.push_back(std::move(kept[f][k]));
     }
-  if (!keep_traces) return combine_files(std::move(ranks), names, options.align_clocks);
-  *keep_traces = std::move(traces);
-  return combine_in_order(std::move(ranks), names, *keep_traces, options.align_clocks);
+  return combine_files(std::move(ranks), names, options.align_clocks);
 }
 
 RunAnalysis analyze_traces(std::vector<trace::Trace>& traces, const std::vector<std::string>& file_names,
                            const Options& options) {
   std::vector<RankAnalysis> ranks;
   ranks.reserve(traces.size());
-  for (const trace::Trace& t : traces) ranks.push_back(analyze_rank(t, options));
+  for (const trace::Trace& t : traces) {
+    ranks.push_back(analyze_rank(t, options));
+    ranks.back().input_index = ranks.size() - 1;
+  }
   return combine_in_order(std::move(ranks), file_names, traces, options.align_clocks);
 }
 

@@ -1,12 +1,17 @@
 // The sections of one run (one trace per rank): what analyze/ and advise/
 // found, plus views that need the events themselves (the timeline of one
 // steady-state iteration, NCCL collectives, counters), reduced to what the eye
-// can see so that a 10 M-event run still gives a small page.
+// can see so that a 10 M-event run still gives a small page. Those views are
+// taken from each rank while the run pipeline holds it (RunDrawing), so a
+// report holds no more traces at a time than `analyze` does.
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -177,47 +182,130 @@ struct TimelineItem {
   uint32_t name;
 };
 
-Json timeline_blocks(const std::vector<trace::Trace>& traces, const std::vector<analyze::RankAnalysis>& ranks,
-                     const analyze::KernelClassifier& classifier, size_t max_events) {
-  // Classes: the four kernel classes, then copies and sets.
-  const std::vector<std::string> classes = {"compute", "communication", "memory", "synchronization", "copy", "memset"};
-  constexpr uint32_t kCopy = 4, kMemset = 5;
-  // The same iteration index on every rank (ranks step together), chosen on the first rank that has iterations.
-  std::optional<size_t> index;
-  for (const auto& r : ranks)
-    if (r.iterations.availability.available && (index = typical_iteration(r.iterations))) break;
-  if (!index) return Json::array({paragraph("No timeline: no steady-state iteration was found in any rank.", "skipped")});
+// One counter series of one rank: the points min/max decimation keeps, on the
+// rank's own Unix clock (the run's correction is applied when drawn).
+struct CounterSeries {
+  std::vector<std::pair<int64_t, double>> points;  // (Unix ns as read, value)
+  size_t read = 0;                                 // samples before decimation
+};
 
-  std::vector<std::string> names;
-  std::unordered_map<std::string, uint32_t> name_ids;
-  auto intern = [&](std::string s) {
-    auto [it, inserted] = name_ids.try_emplace(s, static_cast<uint32_t>(names.size()));
-    if (inserted) names.push_back(std::move(s));
-    return it->second;
+// Min/max decimation: each bucket of the time range keeps its lowest and
+// highest sample, so spikes survive while the series stays short. Returns the
+// indices kept, in time order; points sorted by time.
+template <typename Point>
+std::vector<size_t> decimate(const std::vector<Point>& points, size_t max_points) {
+  std::vector<size_t> out;
+  if (points.size() <= max_points) {
+    for (size_t i = 0; i < points.size(); ++i) out.push_back(i);
+    return out;
+  }
+  const size_t buckets = std::max<size_t>(1, max_points / 2);
+  const double x0 = static_cast<double>(points.front().first), x1 = static_cast<double>(points.back().first);
+  const double width = (x1 - x0) / static_cast<double>(buckets);
+  size_t i = 0;
+  for (size_t b = 0; b < buckets && i < points.size(); ++b) {
+    const double end = b + 1 == buckets ? x1 : x0 + width * static_cast<double>(b + 1);
+    size_t lo = i, hi = i;
+    for (; i < points.size() && (static_cast<double>(points[i].first) <= end || b + 1 == buckets); ++i) {
+      if (points[i].second < points[lo].second) lo = i;
+      if (points[i].second > points[hi].second) hi = i;
+    }
+    if (i == lo && i == hi) continue;
+    const size_t a = std::min(lo, hi), c = std::max(lo, hi);
+    out.push_back(a);
+    if (c != a) out.push_back(c);
+  }
+  return out;
+}
+
+// What the page draws of each rank's events, taken while the run pipeline
+// holds the rank's trace (analyze_path's visitor) and kept small: one
+// iteration's GPU activity for the timeline, NCCL sums, decimated counter
+// series. So a report holds a few traces at a time, as `analyze` does, and
+// not every rank's (issue 19).
+class RunDrawing {
+ public:
+  RunDrawing(const analyze::KernelClassifier& classifier, size_t max_counter_points)
+      : classifier_(classifier), max_counter_points_(max_counter_points) {}
+
+  // Ranks come one at a time, slot 0, 1, ... (input order for a path).
+  void add_rank(size_t slot, const trace::Trace& t, const analyze::RankAnalysis& r) {
+    if (slot >= ranks_.size()) ranks_.resize(slot + 1);
+    Rank& out = ranks_[slot];
+    out.present = true;
+    out.events = t.event_count();
+    out.source = t.meta.source;
+    out.device_name = t.meta.devices.empty() ? std::string() : t.meta.devices.front().name;
+    out.devices = t.meta.devices.size();
+    out.hostname = t.meta.hostname;
+    for (int p = 0; p < trace::kProblemCount; ++p)
+      if (const auto n = t.problems.get(static_cast<trace::Problem>(p))) out.problems.emplace_back(static_cast<trace::Problem>(p), n);
+    add_timeline(t, r, out);
+    add_nccl(t, out);
+    add_counters(t, out);
+  }
+
+  size_t slots() const { return ranks_.size(); }
+
+  // The blocks, for the ranks in run order: slot_of[i] is run.ranks[i]'s slot.
+  // clocks: the run's estimate, applied to the counters' time axis.
+  Json timeline_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of,
+                       size_t max_events) const;
+  Json nccl_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of) const;
+  Json counter_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of,
+                      const trace::ClockAlignment* clocks) const;
+  Json problem_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of) const;
+  std::string subtitle(const std::vector<size_t>& slot_of) const;
+
+ private:
+  struct NcclSum {
+    int64_t count = 0, time_ns = 0;
+    uint64_t bytes = 0;
+    double bus_bytes = 0;  // bytes x nccl-tests' bus factor, over the collectives whose size is known
+    int64_t bus_ns = 0;
   };
-  std::vector<std::string> lanes;
-  std::map<std::tuple<size_t, uint32_t, uint32_t>, uint32_t> lane_ids;  // (rank index, device, stream)
-  std::vector<TimelineItem> items;
-  double span_us = 0;
-  size_t ranks_drawn = 0;
-  for (size_t ri = 0; ri < traces.size() && ri < ranks.size(); ++ri) {
-    const auto& t = traces[ri];
-    const auto& it = ranks[ri].iterations;
-    if (!it.availability.available || it.iterations.empty()) continue;
-    size_t k = *index < it.iterations.size() && !it.iterations[*index].warmup ? *index : typical_iteration(it).value_or(0);
+  struct Rank {
+    bool present = false;
+    size_t events = 0, devices = 0;
+    std::string source, device_name, hostname;
+    std::vector<std::pair<trace::Problem, uint64_t>> problems;
+    bool drawn = false;  // has a timeline iteration
+    double span_us = 0;
+    std::vector<TimelineItem> items;                        // lane: index into lane_keys
+    std::vector<std::pair<uint32_t, uint32_t>> lane_keys;   // (device, stream), in order of first use
+    std::map<std::string, int64_t> nccl_by_op;              // GPU time per operation
+    std::map<std::pair<trace::CounterMetric, uint32_t>, CounterSeries> counters;  // (metric, device)
+    std::optional<int64_t> first_counter_unix;              // of the table's first row, as the axis' origin
+  };
+
+  uint32_t intern(std::string s) {
+    auto [it, inserted] = name_ids_.try_emplace(s, static_cast<uint32_t>(names_.size()));
+    if (inserted) names_.push_back(std::move(s));
+    return it->second;
+  }
+
+  void add_timeline(const trace::Trace& t, const analyze::RankAnalysis& r, Rank& out) {
+    const auto& it = r.iterations;
+    if (!it.availability.available || it.iterations.empty()) return;
+    // The same iteration index on every rank (ranks step together), chosen on
+    // the first rank that has one.
+    if (!index_) index_ = typical_iteration(it);
+    if (!index_) return;
+    const size_t k = *index_ < it.iterations.size() && !it.iterations[*index_].warmup ? *index_ : typical_iteration(it).value_or(0);
     const auto w0 = it.iterations[k].start, w1 = it.iterations[k].end;
-    if (w1 <= w0) continue;
-    ++ranks_drawn;
-    span_us = std::max(span_us, static_cast<double>(w1 - w0) / 1e3);
-    auto lane = [&](uint32_t device, uint32_t stream) {
-      return lane_ids.try_emplace(std::make_tuple(ri, device, stream), static_cast<uint32_t>(lane_ids.size())).first->second;
-    };
+    if (w1 <= w0) return;
+    out.drawn = true;
+    out.span_us = static_cast<double>(w1 - w0) / 1e3;
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> lanes;
     auto add = [&](trace::Timestamp s, trace::Timestamp e, uint32_t device, uint32_t stream, uint32_t cls, uint32_t name) {
       if (e <= w0 || s >= w1) return;
       s = std::max(s, w0);
       e = std::min(e, w1);
-      items.push_back({lane(device, stream), static_cast<double>(s - w0) / 1e3, static_cast<double>(e - w0) / 1e3, cls, name});
+      const auto [lane, inserted] = lanes.try_emplace({device, stream}, static_cast<uint32_t>(out.lane_keys.size()));
+      if (inserted) out.lane_keys.emplace_back(device, stream);
+      out.items.push_back({lane->second, static_cast<double>(s - w0) / 1e3, static_cast<double>(e - w0) / 1e3, cls, name});
     };
+    constexpr uint32_t kCopy = 4, kMemset = 5;
     std::unordered_map<trace::StringId, std::pair<uint32_t, uint32_t>> kernel_cache;  // name -> (class, name id)
     const auto& kt = t.kernels;
     // A linear scan: it does not rely on the tables being sorted, and costs ~10 ms per 10 M events.
@@ -226,7 +314,7 @@ Json timeline_blocks(const std::vector<trace::Trace>& traces, const std::vector<
       auto found = kernel_cache.find(kt.name[i]);
       if (found == kernel_cache.end()) {
         const auto view = t.strings.view(kt.name[i]);
-        const auto info = classifier.classify(view);
+        const auto info = classifier_.classify(view);
         found = kernel_cache.emplace(kt.name[i], std::pair{static_cast<uint32_t>(info.cls), intern(std::string(view))}).first;
       }
       add(kt.start[i], kt.end[i], kt.device[i], kt.stream[i], found->second.first, found->second.second);
@@ -245,16 +333,84 @@ Json timeline_blocks(const std::vector<trace::Trace>& traces, const std::vector<
           intern(fmt::format("memset {}", format_bytes(static_cast<double>(st.bytes[i])))));
     }
   }
-  if (items.empty()) return Json::array({paragraph("No timeline: the chosen iteration holds no GPU activity.", "skipped")});
-  // Lanes in (rank, device, stream) order; ids were given in order of first appearance.
-  std::vector<uint32_t> lane_order(lane_ids.size());
-  for (const auto& [key, id] : lane_ids) {
-    const auto& [ri, device, stream] = key;
-    lane_order[id] = static_cast<uint32_t>(lanes.size());
-    const auto& t = traces[ri];
-    lanes.push_back(t.meta.devices.size() > 1 ? fmt::format("{} gpu {} stream {}", rank_label(ranks[ri]), device, stream)
-                                              : fmt::format("{} stream {}", rank_label(ranks[ri]), stream));
+
+  void add_nccl(const trace::Trace& t, Rank& out) {
+    const auto& n = t.nccl;
+    for (size_t i = 0; i < n.size(); ++i) {
+      const std::string op(trace::to_string(n.op[i]));
+      const int64_t d = std::max<int64_t>(0, n.end[i] - n.start[i]);
+      auto& s = nccl_[{op, n.bytes[i]}];
+      ++s.count;
+      s.time_ns += d;
+      s.bytes += n.bytes[i];
+      if (const double bus = trace::nccl_bus_bytes(t, i); bus > 0) {  // as `stats` computes it
+        s.bus_bytes += bus;
+        s.bus_ns += d;
+      }
+      out.nccl_by_op[op] += d;
+      nccl_ops_.insert(op);
+    }
   }
+
+  void add_counters(const trace::Trace& t, Rank& out) {
+    const auto& c = t.counters;
+    if (!c.size()) return;
+    out.first_counter_unix = t.meta.to_unix_ns(c.time.front());
+    std::map<std::pair<trace::CounterMetric, uint32_t>, std::vector<std::pair<int64_t, double>>> read;
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (c.metric[i] == trace::CounterMetric::kEnergyJoules) continue;  // a running total; power shows the same over time
+      read[{c.metric[i], c.device[i]}].emplace_back(t.meta.to_unix_ns(c.time[i]), c.value[i]);
+    }
+    for (auto& [key, points] : read) {
+      std::sort(points.begin(), points.end());
+      CounterSeries& s = out.counters[key];
+      s.read = points.size();
+      for (size_t i : decimate(points, max_counter_points_)) s.points.push_back(points[i]);
+    }
+  }
+
+  const analyze::KernelClassifier& classifier_;
+  size_t max_counter_points_;
+  std::vector<Rank> ranks_;
+  std::optional<size_t> index_;  // the timeline's iteration
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::map<std::tuple<std::string, uint64_t>, NcclSum> nccl_;  // (operation, message bytes), all ranks
+  std::set<std::string> nccl_ops_;
+};
+
+Json RunDrawing::timeline_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of,
+                                 size_t max_events) const {
+  // Classes: the four kernel classes, then copies and sets.
+  const std::vector<std::string> classes = {"compute", "communication", "memory", "synchronization", "copy", "memset"};
+  if (!index_) return Json::array({paragraph("No timeline: no steady-state iteration was found in any rank.", "skipped")});
+  std::vector<std::string> lanes;
+  std::vector<TimelineItem> items;
+  double span_us = 0;
+  size_t ranks_drawn = 0;
+  for (size_t ri = 0; ri < ranks.size(); ++ri) {
+    const Rank& r = ranks_[slot_of[ri]];
+    if (!r.drawn) continue;
+    ++ranks_drawn;
+    span_us = std::max(span_us, r.span_us);
+    if (r.items.empty()) continue;
+    // Lanes in (rank, device, stream) order.
+    std::vector<uint32_t> order(r.lane_keys.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return r.lane_keys[a] < r.lane_keys[b]; });
+    std::vector<uint32_t> lane_of(order.size());
+    for (uint32_t id : order) {
+      lane_of[id] = static_cast<uint32_t>(lanes.size());
+      const auto [device, stream] = r.lane_keys[id];
+      lanes.push_back(r.devices > 1 ? fmt::format("{} gpu {} stream {}", rank_label(ranks[ri]), device, stream)
+                                    : fmt::format("{} stream {}", rank_label(ranks[ri]), stream));
+    }
+    for (TimelineItem i : r.items) {
+      i.lane = lane_of[i.lane];
+      items.push_back(i);
+    }
+  }
+  if (items.empty()) return Json::array({paragraph("No timeline: the chosen iteration holds no GPU activity.", "skipped")});
   const size_t total = items.size();
   if (items.size() > max_events) {
     // The longest events carry the picture; the shortest are below a pixel at full zoom-out.
@@ -263,17 +419,138 @@ Json timeline_blocks(const std::vector<trace::Trace>& traces, const std::vector<
     items.resize(max_events);
   }
   std::sort(items.begin(), items.end(), [](const TimelineItem& a, const TimelineItem& b) { return a.start_us < b.start_us; });
+  // Only the names still drawn, renumbered in order of first use.
+  std::vector<std::string> names;
+  std::unordered_map<uint32_t, uint32_t> name_of;
   Json data = Json::array();
-  for (const auto& i : items)
-    data.push_back({lane_order[i.lane], std::round(i.start_us * 1000) / 1000, std::round(i.end_us * 1000) / 1000, i.cls, i.name});
+  for (const auto& i : items) {
+    const auto [it, inserted] = name_of.try_emplace(i.name, static_cast<uint32_t>(names.size()));
+    if (inserted) names.push_back(names_[i.name]);
+    data.push_back({i.lane, std::round(i.start_us * 1000) / 1000, std::round(i.end_us * 1000) / 1000, i.cls, it->second});
+  }
   Json notes = Json::array();
   notes.push_back(fmt::format("Iteration {} of {} rank(s), each on its own clock from the iteration's start. Drag the slider "
-                              "or scroll to zoom.", *index, ranks_drawn));
+                              "or scroll to zoom.", *index_, ranks_drawn));
   if (total > items.size())
     notes.push_back(fmt::format("Showing the {} longest of {} events; shorter ones are omitted.", items.size(), total));
   return Json::array({{{"type", "chart"}, {"kind", "timeline"}, {"title", "Timeline of one steady-state iteration"},
                        {"tall", true}, {"unit", "us"}, {"span", std::ceil(span_us)}, {"lanes", lanes}, {"classes", classes},
                        {"names", names}, {"items", std::move(data)}, {"notes", std::move(notes)}}});
+}
+
+Json RunDrawing::nccl_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of) const {
+  if (nccl_.empty()) return Json::array({paragraph("No NCCL collectives in these traces.", "skipped")});
+  Json cats = Json::array();
+  for (const auto& r : ranks) cats.push_back(rank_label(r));
+  Json series = Json::array();
+  for (const auto& op : nccl_ops_) {
+    Json values = Json::array();
+    for (size_t ri = 0; ri < ranks.size(); ++ri) {
+      const auto& m = ranks_[slot_of[ri]].nccl_by_op;
+      auto f = m.find(op);
+      values.push_back(f == m.end() ? 0.0 : ms(f->second));
+    }
+    series.push_back({{"name", op}, {"values", std::move(values)}});
+  }
+  Table t("NCCL collectives by operation and message size (all ranks)",
+          {Column("operation"), Column("message bytes"), Column("count"), Column("time ms"), Column("mean us"),
+           Column("algorithm GB/s", 2), Column("bus GB/s", 2)});
+  bool unknown_bytes = false;
+  for (const auto& [key, s] : nccl_) {
+    // Size 0: the trace did not say (e.g. a Kineto trace without NCCL's
+    // payloads); unknown, not zero bytes at zero GB/s.
+    const bool known = std::get<1>(key) > 0;
+    unknown_bytes = unknown_bytes || !known;
+    t.add_row({std::get<0>(key), known ? Cell(static_cast<int64_t>(std::get<1>(key))) : Cell(std::string("unknown")),
+               s.count, ms(s.time_ns), static_cast<double>(s.time_ns) / 1e3 / static_cast<double>(s.count),
+               known && s.time_ns ? Cell(static_cast<double>(s.bytes) / static_cast<double>(s.time_ns)) : Cell(),
+               s.bus_ns > 0 ? Cell(s.bus_bytes / static_cast<double>(s.bus_ns)) : Cell()});
+  }
+  if (unknown_bytes)
+    t.add_note("message bytes unknown: the trace does not record the size of these collectives (the collector "
+               "decodes it from NCCL's NVTX payloads, NCCL 2.18+), so no bandwidth is given for them.");
+  t.add_note("algorithm GB/s: message bytes / kernel time (NCCL's algbw); bus GB/s: NCCL's bus bandwidth (nccl-tests "
+             "factors; n = communicator size, else WORLD_SIZE; empty when unknown); time is GPU time of the collective "
+             "kernels.");
+  return Json::array({{{"type", "chart"}, {"kind", "bars"}, {"title", "NCCL time per rank by operation"}, {"stacked", true},
+                       {"unit", "ms"}, {"categories", cats}, {"series", std::move(series)}},
+                      table_block(t)});
+}
+
+Json RunDrawing::counter_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of,
+                                const trace::ClockAlignment* clocks) const {
+  // Series per (metric, rank, device), on one Unix-clock axis so ranks line up:
+  // each rank's times moved onto the reference host's clock as the run's
+  // alignment estimated.
+  std::vector<const trace::HostClock*> clock_of(ranks.size(), nullptr);
+  int64_t t0 = std::numeric_limits<int64_t>::max();
+  auto corrected = [&](size_t ri, int64_t unix_ns) {
+    return clock_of[ri] && clock_of[ri]->applied() ? unix_ns - clock_of[ri]->correction_at(unix_ns) : unix_ns;
+  };
+  for (size_t ri = 0; ri < ranks.size(); ++ri) {
+    const Rank& r = ranks_[slot_of[ri]];
+    if (clocks) {
+      const std::string host = r.hostname.empty() ? fmt::format("(unknown host, process {})", ri) : r.hostname;
+      clock_of[ri] = clocks->find(host);
+    }
+    if (r.first_counter_unix) t0 = std::min(t0, corrected(ri, *r.first_counter_unix));
+  }
+  std::map<std::pair<trace::CounterMetric, std::string>, Json> series;
+  size_t total = 0, kept = 0;
+  for (size_t ri = 0; ri < ranks.size(); ++ri) {
+    const Rank& r = ranks_[slot_of[ri]];
+    for (const auto& [key, s] : r.counters) {
+      const std::string name = ranks.size() > 1 || r.devices > 1 ? fmt::format("{} gpu {}", rank_label(ranks[ri]), key.second)
+                                                                  : fmt::format("gpu {}", key.second);
+      Json p = Json::array();
+      for (const auto& [unix_ns, value] : s.points) p.push_back({static_cast<double>(corrected(ri, unix_ns) - t0) / 1e9, value});
+      total += s.read;
+      kept += s.points.size();
+      series[{key.first, name}] = std::move(p);
+    }
+  }
+  if (series.empty()) return Json::array({paragraph("No GPU counters in these traces (NVML sampling was off or unavailable).", "skipped")});
+  Json blocks = Json::array();
+  std::map<trace::CounterMetric, Json> charts;
+  for (auto& [key, p] : series) {
+    auto& chart = charts[key.first];
+    if (chart.is_null())
+      chart = {{"type", "chart"}, {"kind", "xy"}, {"title", fmt::format("GPU counter: {}", trace::to_string(key.first))},
+               {"x", {{"name", "time (s)"}}}, {"y", {{"name", std::string(trace::to_string(key.first))}}},
+               {"series", Json::array()}};
+    chart["series"].push_back({{"name", key.second}, {"style", "line-only"}, {"points", std::move(p)}});
+  }
+  for (auto& [metric, chart] : charts) blocks.push_back(std::move(chart));
+  if (kept < total)
+    blocks.push_back(paragraph(fmt::format("Counters decimated for drawing: {} of {} samples kept (each interval keeps its "
+                                           "minimum and maximum).", kept, total), "note"));
+  return blocks;
+}
+
+Json RunDrawing::problem_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of) const {
+  Json blocks = Json::array();
+  for (size_t ri = 0; ri < ranks.size(); ++ri) {
+    std::vector<std::string> parts;
+    bool loss = false;
+    for (const auto& [problem, n] : ranks_[slot_of[ri]].problems) {
+      parts.push_back(fmt::format("{} x{}", trace::to_string(problem), n));
+      loss = loss || trace::severity_of(problem) == trace::Severity::kDataLoss;
+    }
+    if (!parts.empty())
+      blocks.push_back(paragraph(fmt::format("{}{}: {}", rank_label(ranks[ri]), loss ? " (data loss)" : "",
+                                             fmt::join(parts, ", ")), "note"));
+  }
+  return blocks;
+}
+
+std::string RunDrawing::subtitle(const std::vector<size_t>& slot_of) const {
+  size_t events = 0;
+  for (size_t s : slot_of) events += ranks_[s].events;
+  const Rank& first = ranks_[slot_of.front()];
+  std::string text = fmt::format("{} rank(s), {} events, source: {}", slot_of.size(), events,
+                                 first.source.empty() ? "unknown" : first.source);
+  if (!first.device_name.empty()) text += ", " + first.device_name;
+  return text;
 }
 
 Json kernel_blocks(const std::vector<analyze::RankAnalysis>& ranks, int top) {
@@ -355,138 +632,6 @@ Json copy_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
                       table_block(t)});
 }
 
-Json nccl_blocks(const std::vector<trace::Trace>& traces, const std::vector<analyze::RankAnalysis>& ranks) {
-  struct Sum {
-    int64_t count = 0, time_ns = 0;
-    uint64_t bytes = 0;
-    double bus_bytes = 0;  // bytes x nccl-tests' bus factor, over the collectives whose size is known
-    int64_t bus_ns = 0;
-  };
-  std::map<std::tuple<std::string, uint64_t>, Sum> by_op_size;
-  std::vector<std::map<std::string, int64_t>> per_rank(traces.size());
-  std::map<std::string, int> ops;
-  for (size_t ri = 0; ri < traces.size(); ++ri) {
-    const auto& n = traces[ri].nccl;
-    for (size_t i = 0; i < n.size(); ++i) {
-      const std::string op(trace::to_string(n.op[i]));
-      const int64_t d = std::max<int64_t>(0, n.end[i] - n.start[i]);
-      auto& s = by_op_size[{op, n.bytes[i]}];
-      ++s.count;
-      s.time_ns += d;
-      s.bytes += n.bytes[i];
-      if (const double bus = trace::nccl_bus_bytes(traces[ri], i); bus > 0) {  // as `stats` computes it
-        s.bus_bytes += bus;
-        s.bus_ns += d;
-      }
-      per_rank[ri][op] += d;
-      ops[op] = 0;
-    }
-  }
-  if (by_op_size.empty()) return Json::array({paragraph("No NCCL collectives in these traces.", "skipped")});
-  Json cats = Json::array();
-  for (size_t ri = 0; ri < traces.size(); ++ri) cats.push_back(rank_label(ranks[ri]));
-  Json series = Json::array();
-  for (const auto& [op, unused] : ops) {
-    Json values = Json::array();
-    for (const auto& m : per_rank) {
-      auto f = m.find(op);
-      values.push_back(f == m.end() ? 0.0 : ms(f->second));
-    }
-    series.push_back({{"name", op}, {"values", std::move(values)}});
-  }
-  Table t("NCCL collectives by operation and message size (all ranks)",
-          {Column("operation"), Column("message bytes"), Column("count"), Column("time ms"), Column("mean us"),
-           Column("algorithm GB/s", 2), Column("bus GB/s", 2)});
-  bool unknown_bytes = false;
-  for (const auto& [key, s] : by_op_size) {
-    // Size 0: the trace did not say (e.g. a Kineto trace without NCCL's
-    // payloads); unknown, not zero bytes at zero GB/s.
-    const bool known = std::get<1>(key) > 0;
-    unknown_bytes = unknown_bytes || !known;
-    t.add_row({std::get<0>(key), known ? Cell(static_cast<int64_t>(std::get<1>(key))) : Cell(std::string("unknown")),
-               s.count, ms(s.time_ns), static_cast<double>(s.time_ns) / 1e3 / static_cast<double>(s.count),
-               known && s.time_ns ? Cell(static_cast<double>(s.bytes) / static_cast<double>(s.time_ns)) : Cell(),
-               s.bus_ns > 0 ? Cell(s.bus_bytes / static_cast<double>(s.bus_ns)) : Cell()});
-  }
-  if (unknown_bytes)
-    t.add_note("message bytes unknown: the trace does not record the size of these collectives (the collector "
-               "decodes it from NCCL's NVTX payloads, NCCL 2.18+), so no bandwidth is given for them.");
-  t.add_note("algorithm GB/s: message bytes / kernel time (NCCL's algbw); bus GB/s: NCCL's bus bandwidth (nccl-tests "
-             "factors; n = communicator size, else WORLD_SIZE; empty when unknown); time is GPU time of the collective "
-             "kernels.");
-  return Json::array({{{"type", "chart"}, {"kind", "bars"}, {"title", "NCCL time per rank by operation"}, {"stacked", true},
-                       {"unit", "ms"}, {"categories", cats}, {"series", std::move(series)}},
-                      table_block(t)});
-}
-
-// Min/max decimation: each bucket of the time range keeps its lowest and
-// highest sample, so spikes survive while the series stays short.
-Json decimate(const std::vector<std::pair<double, double>>& points, size_t max_points) {
-  Json out = Json::array();
-  if (points.size() <= max_points) {
-    for (const auto& [x, y] : points) out.push_back({x, y});
-    return out;
-  }
-  const size_t buckets = std::max<size_t>(1, max_points / 2);
-  const double x0 = points.front().first, x1 = points.back().first;
-  const double width = (x1 - x0) / static_cast<double>(buckets);
-  size_t i = 0;
-  for (size_t b = 0; b < buckets && i < points.size(); ++b) {
-    const double end = b + 1 == buckets ? x1 : x0 + width * static_cast<double>(b + 1);
-    size_t lo = i, hi = i;
-    for (; i < points.size() && (points[i].first <= end || b + 1 == buckets); ++i) {
-      if (points[i].second < points[lo].second) lo = i;
-      if (points[i].second > points[hi].second) hi = i;
-    }
-    if (i == lo && i == hi) continue;
-    const size_t a = std::min(lo, hi), c = std::max(lo, hi);
-    out.push_back({points[a].first, points[a].second});
-    if (c != a) out.push_back({points[c].first, points[c].second});
-  }
-  return out;
-}
-
-Json counter_blocks(const std::vector<trace::Trace>& traces, const std::vector<analyze::RankAnalysis>& ranks,
-                    size_t max_points) {
-  // Series per (metric, rank, device), on one Unix-clock axis so ranks line up.
-  std::map<std::pair<trace::CounterMetric, std::string>, std::vector<std::pair<double, double>>> series;
-  int64_t t0 = std::numeric_limits<int64_t>::max();
-  for (const auto& t : traces)
-    if (t.counters.size()) t0 = std::min(t0, t.meta.to_unix_ns(t.counters.time.front()));
-  for (size_t ri = 0; ri < traces.size(); ++ri) {
-    const auto& t = traces[ri];
-    const auto& c = t.counters;
-    for (size_t i = 0; i < c.size(); ++i) {
-      const std::string name = traces.size() > 1 || t.meta.devices.size() > 1
-                                   ? fmt::format("{} gpu {}", rank_label(ranks[ri]), c.device[i])
-                                   : fmt::format("gpu {}", c.device[i]);
-      series[{c.metric[i], name}].emplace_back(static_cast<double>(t.meta.to_unix_ns(c.time[i]) - t0) / 1e9, c.value[i]);
-    }
-  }
-  if (series.empty()) return Json::array({paragraph("No GPU counters in these traces (NVML sampling was off or unavailable).", "skipped")});
-  Json blocks = Json::array();
-  std::map<trace::CounterMetric, Json> charts;
-  size_t total = 0, kept = 0;
-  for (auto& [key, points] : series) {
-    if (key.first == trace::CounterMetric::kEnergyJoules) continue;  // a running total; power shows the same over time
-    std::sort(points.begin(), points.end());
-    Json p = decimate(points, max_points);
-    total += points.size();
-    kept += p.size();
-    auto& chart = charts[key.first];
-    if (chart.is_null())
-      chart = {{"type", "chart"}, {"kind", "xy"}, {"title", fmt::format("GPU counter: {}", trace::to_string(key.first))},
-               {"x", {{"name", "time (s)"}}}, {"y", {{"name", std::string(trace::to_string(key.first))}}},
-               {"series", Json::array()}};
-    chart["series"].push_back({{"name", key.second}, {"style", "line-only"}, {"points", std::move(p)}});
-  }
-  for (auto& [metric, chart] : charts) blocks.push_back(std::move(chart));
-  if (kept < total)
-    blocks.push_back(paragraph(fmt::format("Counters decimated for drawing: {} of {} samples kept (each interval keeps its "
-                                           "minimum and maximum).", kept, total), "note"));
-  return blocks;
-}
-
 Json straggler_blocks(const analyze::StragglerStats& s) {
   if (!s.availability.available) return Json::array({paragraph("Stragglers: " + s.availability.reason, "skipped")});
   Table t("Lateness at collectives per rank", {Column("rank"), Column("total late ms"), Column("max late ms"),
@@ -540,25 +685,6 @@ Json node_blocks(const analyze::RunAnalysis& run) {
   return blocks;
 }
 
-Json problem_blocks(const std::vector<trace::Trace>& traces, const std::vector<analyze::RankAnalysis>& ranks) {
-  Json blocks = Json::array();
-  for (size_t ri = 0; ri < traces.size(); ++ri) {
-    std::vector<std::string> parts;
-    bool loss = false;
-    for (int p = 0; p < trace::kProblemCount; ++p) {
-      const auto problem = static_cast<trace::Problem>(p);
-      if (const auto n = traces[ri].problems.get(problem)) {
-        parts.push_back(fmt::format("{} x{}", trace::to_string(problem), n));
-        loss = loss || trace::severity_of(problem) == trace::Severity::kDataLoss;
-      }
-    }
-    if (!parts.empty())
-      blocks.push_back(paragraph(fmt::format("{}{}: {}", rank_label(ranks[ri]), loss ? " (data loss)" : "",
-                                             fmt::join(parts, ", ")), "note"));
-  }
-  return blocks;
-}
-
 // The collector's self-measured perturbation (sampled windows): one line per
 // rank that has it, so the reader knows how much the profiler changed the step.
 Json perturbation_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
@@ -595,11 +721,11 @@ analyze::Options run_options(const Document& doc) {
   return options;
 }
 
-// The sections of one analysed run; traces[i] is run.ranks[i]'s (as
-// analyze::analyze_path and analyze_traces line them up), moved onto one
-// clock for drawing.
-void add_analysed_run(Document& doc, const std::string& label, const std::vector<trace::Trace>& traces,
-                      analyze::RunAnalysis run, const analyze::Options& options);
+// The sections of one analysed run; slot_of[i] is the drawing slot of
+// run.ranks[i]; clocks: the estimate that moves the drawing's counters onto
+// one clock (null when the events are already on one).
+void add_analysed_run(Document& doc, const std::string& label, const RunDrawing& drawing,
+                      const std::vector<size_t>& slot_of, const trace::ClockAlignment* clocks, analyze::RunAnalysis run);
 
 }  // namespace
 
@@ -614,35 +740,42 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
   // Traces already aligned carry the estimate that moved them; combine()
   // re-estimating would only find what is left (agrees, about 0).
   if (clocks && !clocks->hosts.empty()) run.clocks = *clocks;
-  add_analysed_run(doc, label, traces, std::move(run), options);
+  // analyze_traces lined the traces up with run.ranks.
+  RunDrawing drawing(options.classifier, doc.options.max_counter_points);
+  std::vector<size_t> slot_of(traces.size());
+  for (size_t i = 0; i < traces.size(); ++i) {
+    drawing.add_rank(i, traces[i], run.ranks[i]);
+    slot_of[i] = i;
+  }
+  add_analysed_run(doc, label, drawing, slot_of, nullptr, std::move(run));
 }
 
 void add_run_path_sections(Document& doc, const std::string& label, const std::filesystem::path& path) {
   const analyze::Options options = run_options(doc);
-  std::vector<trace::Trace> traces;
-  // The run pipeline of `scalescope analyze`: the page shows the analysis it prints.
-  analyze::RunAnalysis run = analyze::analyze_path(path, options, 0, {}, &traces);
-  if (traces.empty()) fail("{}: no traces in this run", label);
-  // The events are drawn on the reference host's clock, moved as the analysis estimated.
-  for (size_t i = 0; i < traces.size(); ++i) {
-    const std::string host = traces[i].meta.hostname.empty() ? fmt::format("(unknown host, process {})", i)
-                                                             : traces[i].meta.hostname;
-    if (const trace::HostClock* h = run.clocks.find(host)) trace::apply_clock_correction(traces[i], *h);
-  }
-  add_analysed_run(doc, label, traces, std::move(run), options);
+  // The run pipeline of `scalescope analyze`: the page shows the analysis it
+  // prints, and takes what it draws from each rank as the pipeline passes it.
+  RunDrawing drawing(options.classifier, doc.options.max_counter_points);
+  analyze::RunAnalysis run = analyze::analyze_path(
+      path, options, 0, {},
+      [&](size_t input_index, const trace::Trace& t, const analyze::RankAnalysis& r) { drawing.add_rank(input_index, t, r); });
+  if (run.ranks.empty()) fail("{}: no traces in this run", label);
+  std::vector<size_t> slot_of;
+  for (const auto& r : run.ranks) slot_of.push_back(r.input_index);
+  // The counters are drawn on the reference host's clock, moved as the analysis estimated.
+  const trace::ClockAlignment clocks = run.clocks;
+  add_analysed_run(doc, label, drawing, slot_of, &clocks, std::move(run));
 }
 
 namespace {
 
-void add_analysed_run(Document& doc, const std::string& label, const std::vector<trace::Trace>& traces,
-                      analyze::RunAnalysis run, const analyze::Options& options) {
+void add_analysed_run(Document& doc, const std::string& label, const RunDrawing& drawing,
+                      const std::vector<size_t>& slot_of, const trace::ClockAlignment* clocks, analyze::RunAnalysis run) {
   const std::vector<analyze::RankAnalysis>& ranks = run.ranks;
-  // The timeline, NCCL and counter views need the events; the rest only summaries.
   Json blocks = Json::array();
-  append(blocks, problem_blocks(traces, ranks));
-  Json timeline = timeline_blocks(traces, ranks, options.classifier, doc.options.max_timeline_events);
-  Json nccl = nccl_blocks(traces, ranks);
-  Json counters = counter_blocks(traces, ranks, doc.options.max_counter_points);
+  append(blocks, drawing.problem_blocks(ranks, slot_of));
+  Json timeline = drawing.timeline_blocks(ranks, slot_of, doc.options.max_timeline_events);
+  Json nccl = drawing.nccl_blocks(ranks, slot_of);
+  Json counters = drawing.counter_blocks(ranks, slot_of, clocks);
   Json kernels = kernel_blocks(ranks, doc.options.top_kernels);
   Json copies = copy_blocks(ranks);
   Json breakdown = breakdown_blocks(ranks);
@@ -672,15 +805,10 @@ void add_analysed_run(Document& doc, const std::string& label, const std::vector
   append(blocks, std::move(kernels));
   append(blocks, std::move(attribution));
   append(blocks, std::move(copies));
-  if (traces.size() > 1) append(blocks, straggler_blocks(run.stragglers));
+  if (ranks.size() > 1) append(blocks, straggler_blocks(run.stragglers));
   append(blocks, std::move(nccl));
   append(blocks, std::move(counters));
-  const auto& m = traces.front().meta;
-  std::string subtitle = fmt::format("{} rank(s), {} events, source: {}", traces.size(),
-                                     std::accumulate(traces.begin(), traces.end(), size_t{0},
-                                                     [](size_t n, const trace::Trace& t) { return n + t.event_count(); }),
-                                     m.source.empty() ? "unknown" : m.source);
-  if (!m.devices.empty()) subtitle += ", " + m.devices.front().name;
+  std::string subtitle = drawing.subtitle(slot_of);
   doc.sections.push_back(section("Run: " + label, std::move(subtitle), std::move(blocks)));
   Json nodes = node_blocks(run);
   if (!nodes.empty())

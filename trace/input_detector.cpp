@@ -189,14 +189,21 @@ DetectedInput classify_directory(const fs::path& path) {
     // traces: within a directory only *.json / *.json.gz names are candidates.
     const bool json_name = ends_with_ci(name, ".json") || ends_with_ci(name, ".json.gz") ||
                            ends_with_ci(name, ".json.gzip");
+    // A member named .sstrace claims to be a rank's trace: if it is not one,
+    // that rank would be missing without a word, so it is an error.
+    const bool trace_name = ends_with_ci(name, ".sstrace");
     DetectedInput member;
     try {
       member = classify_file(entry.path(), st);
     } catch (const Error&) {
-      continue;  // unreadable members are reported by the loader if they matter
+      if (trace_name) throw;
+      continue;  // other unreadable members are not traces
     }
+    if (trace_name && member.kind != InputKind::kTraceFile)
+      fail("{}: not a scalescope trace ({}), in the run directory {}", entry.path().string(), member.what,
+           path.string());
     // As load_run lists them: a run directory's traces carry the extension.
-    if (member.kind == InputKind::kTraceFile && ends_with_ci(name, ".sstrace")) traces.push_back(entry.path());
+    if (member.kind == InputKind::kTraceFile && trace_name) traces.push_back(entry.path());
     else if (member.kind == InputKind::kKinetoJson && json_name && name != "run.json") kineto.push_back(entry.path());
     else if (member.kind == InputKind::kNsysSqlite) nsys.push_back(entry.path());
   }

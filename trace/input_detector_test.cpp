@@ -111,6 +111,17 @@ TEST(InputDetector, DirectoriesByTheirMembers) {
   EXPECT_EQ(detect_input(d.path / "empty").what, "a directory without traces");
 }
 
+// A member named .sstrace that is not a trace would be a rank missing without
+// a word (it was skipped before): an error naming it.
+TEST(InputDetector, RunDirectoryMemberNamedSstraceThatIsNotOneIsAnError) {
+  TempDir d;
+  fs::create_directories(d.path / "run.ssrun");
+  write_trace(d.path / "run.ssrun" / "h-1.sstrace", make_synthetic_trace(size_t{20}));
+  const fs::path bad = d.write("run.ssrun/h-2.sstrace", "not a trace at all");
+  EXPECT_EQ(error_of(d.path / "run.ssrun"), bad.string() + ": not a scalescope trace (a file of unrecognised content), "
+                                                           "in the run directory " + (d.path / "run.ssrun").string());
+}
+
 TEST(InputDetector, PathsThatCannotBeInputsAreOneLineErrors) {
   TempDir d;
   EXPECT_EQ(error_of(d.path / "missing"), (d.path / "missing").string() + ": no such file or directory");
