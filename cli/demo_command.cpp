@@ -2,7 +2,7 @@
 // under a minute: the H200 study results and the MLPerf Training v4.1 table
 // embedded in the binary, the bundled sample trace and a generated sample run,
 // analysed and written as one HTML report. `demo --gpu` instead runs a short
-// real profiled sweep on this machine's GPUs (report/gpu_demo.hpp).
+// real profiled sweep on this machine's GPUs (demo/gpu_demo.hpp).
 #include <unistd.h>
 
 #include <chrono>
@@ -16,7 +16,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/usage_error.hpp"
-#include "report/gpu_demo.hpp"
+#include "demo/embedded_study.hpp"
+#include "demo/gpu_demo.hpp"
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
 #include "report/table.hpp"
@@ -38,7 +39,7 @@ struct DemoArgs {
   std::string study;
   bool gpu = false;
   std::string format = "table";
-  report::GpuDemoOptions gpu_options;
+  demo::GpuDemoOptions gpu_options;
 };
 
 // --format csv|json: what was found as one table (item, text) on stdout, for
@@ -53,9 +54,9 @@ void print_found(report::OutputFormat format, const std::vector<std::string>& li
 
 void run_gpu(const DemoArgs& args, report::OutputFormat format) {
   const auto t0 = std::chrono::steady_clock::now();
-  report::GpuDemoOptions o = args.gpu_options;
+  demo::GpuDemoOptions o = args.gpu_options;
   o.out_dir = args.dir;
-  const auto result = report::run_gpu_demo(o, report::GpuDemoHost::current());
+  const auto result = demo::run_gpu_demo(o, demo::GpuDemoHost::current());
   if (format != report::OutputFormat::kTable) {
     print_found(format, result.lines,
                 {{"sweep", fs::absolute(result.database).string()}, {"report", fs::absolute(result.report).string()}});
@@ -134,7 +135,7 @@ void add_demo_command(CLI::App& app, int& exit_code) {
     std::string study_label = "Study results in " + args->study;
     if (study.empty()) {
       const fs::path embedded = fs::path(args->dir) / "h200";
-      if (!report::write_embedded_study(embedded).empty()) study = embedded;
+      if (!demo::write_embedded_study(embedded).empty()) study = embedded;
       study_label = "H200 study (embedded)";
     }
     {

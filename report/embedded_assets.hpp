@@ -15,12 +15,4 @@ std::string_view echarts_version();
 // examples/sample/kineto-sample.json.gz: a cut of a real PyTorch-profiler trace, for the demo.
 std::string_view sample_kineto_gz();
 
-struct EmbeddedFile {
-  std::string_view path;  // relative to the study folder: "image-base.db", "traces/RUN.ssrun/host-1.sstrace"
-  std::string_view data;
-};
-// The H200 study results (examples/h200) present when the build was
-// configured: sweep databases, env.txt, run directories under traces/.
-std::span<const EmbeddedFile> study_files();
-
 }  // namespace scalescope::report::assets

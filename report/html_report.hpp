@@ -107,11 +107,6 @@ class HtmlReport {
 // had none.
 std::string_view embedded_sample_trace();
 
-// Writes the study results embedded at build time (examples/h200) under
-// `dir`, keeping their relative paths; returns the files written, none when
-// the build embedded none. Throws Error naming a file it cannot write.
-std::vector<std::filesystem::path> write_embedded_study(const std::filesystem::path& dir);
-
 // Of run directories under a study's traces/, the one the demo shows: the
 // most GPUs (a "-gN-" in the name), then a baseline ("base"), then a
 // reference configuration ("ref"), then the first by name.

@@ -352,15 +352,5 @@ TEST_F(StudySectionsTest, RefusesAFolderWithoutResults) {
               ::testing::ThrowsMessage<Error>(HasSubstr("not a folder of study results")));
 }
 
-TEST_F(StudySectionsTest, WritesWhatTheBuildEmbedded) {
-  const fs::path out = *dir_ / "embedded";
-  const auto written = write_embedded_study(out);
-  EXPECT_EQ(written.size(), assets::study_files().size());
-  for (size_t i = 0; i < written.size(); ++i) {
-    EXPECT_EQ(fs::file_size(written[i]), assets::study_files()[i].data.size());
-    EXPECT_EQ(written[i], out / assets::study_files()[i].path);
-  }
-}
-
 }  // namespace
 }  // namespace scalescope::report

@@ -7,8 +7,8 @@
 // (GPU counting, finding the workload, the plan) are separate so tests can
 // check them anywhere.
 //
-//   report::GpuDemoOptions o;  o.out_dir = "demo";  o.max_gpus = 2;
-//   auto result = report::run_gpu_demo(o, report::GpuDemoHost::current());
+//   demo::GpuDemoOptions o;  o.out_dir = "demo";  o.max_gpus = 2;
+//   auto result = demo::run_gpu_demo(o, demo::GpuDemoHost::current());
 
 #include <filesystem>
 #include <string>
@@ -16,7 +16,7 @@
 
 #include "sweep/sweep.hpp"
 
-namespace scalescope::report {
+namespace scalescope::demo {
 
 struct GpuDemoOptions {
   std::filesystem::path out_dir = "scalescope-demo";
@@ -93,4 +93,4 @@ struct GpuDemoResult {
 // fails is named with its log. Progress goes to stderr.
 GpuDemoResult run_gpu_demo(const GpuDemoOptions& options, const GpuDemoHost& host);
 
-}  // namespace scalescope::report
+}  // namespace scalescope::demo

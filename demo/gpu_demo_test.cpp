@@ -2,7 +2,7 @@
 // check, the sweep it plans, its one-line errors, and the whole pipeline with
 // a fake torchrun and a fake workload (profiled through the real scalescope
 // binary when it is built: no CUDA, so the traces are empty and left out).
-#include "report/gpu_demo.hpp"
+#include "demo/gpu_demo.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 
-namespace scalescope::report {
+namespace scalescope::demo {
 namespace {
 
 namespace fs = std::filesystem;
@@ -241,4 +241,4 @@ TEST_F(GpuDemoTest, RunsTheSweepAndWritesTheReportWithFakes) {
 }
 
 }  // namespace
-}  // namespace scalescope::report
+}  // namespace scalescope::demo

@@ -1,4 +1,4 @@
-#include "report/gpu_demo.hpp"
+#include "demo/gpu_demo.hpp"
 
 #include <unistd.h>
 
@@ -20,7 +20,12 @@
 #include "trace/trace.hpp"
 #include "trace/trace_file.hpp"
 
-namespace scalescope::report {
+namespace scalescope::demo {
+
+using report::HtmlReport;
+using report::Progress;
+using report::ReportOptions;
+using report::sweep_progress_printer;
 
 namespace fs = std::filesystem;
 
@@ -67,8 +72,8 @@ GpuDemoHost GpuDemoHost::current() {
   h.path_env = env_or_empty("PATH");
   std::error_code ec;
   h.self_exe = fs::read_symlink("/proc/self/exe", ec);
-#ifdef SCALESCOPE_REPORT_SOURCE_DIR
-  h.source_dir = SCALESCOPE_REPORT_SOURCE_DIR;
+#ifdef SCALESCOPE_DEMO_SOURCE_DIR
+  h.source_dir = SCALESCOPE_DEMO_SOURCE_DIR;
 #endif
   h.cwd = fs::current_path(ec);
   return h;
@@ -327,4 +332,4 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
   return result;
 }
 
-}  // namespace scalescope::report
+}  // namespace scalescope::demo
