@@ -19,6 +19,7 @@
 #include "trace/kineto_importer.hpp"
 #include "trace/safe_output.hpp"
 #include "trace/nsys_importer.hpp"
+#include "trace/parallel_for.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_source.hpp"
 
@@ -230,9 +231,11 @@ void add_import_command(CLI::App& app, int& exit_code) {
               const auto& files = detected.files;
               std::vector<std::vector<report::Table>> file_tables(files.size());
               const unsigned threads = trace::threads_for_files(files.size(), trace::kineto_import_memory_bytes(files));
-              trace::for_each_file(files.size(), threads, [&](size_t i) {
+              // One scratch per worker: its next rank reuses the buffers the last one touched.
+              std::vector<trace::KinetoImportScratch> scratch(threads);
+              trace::parallel_for(files.size(), threads, [&](size_t i, unsigned worker) {
                 trace::ImportReport rep;
-                trace::Trace t = trace::import_kineto_file(files[i], &rep);
+                trace::Trace t = trace::import_kineto_file(files[i], &rep, {}, &scratch[worker]);
                 emit(i, t, files[i], t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(files[i]));
                 file_tables[i] = report_tables(rep, t);
               });

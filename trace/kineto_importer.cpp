@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -47,6 +49,16 @@ struct PaddedBuffer {
     capacity = n;
     advise_huge_pages();
   }
+  // Room for n bytes whose old content is not needed (a new file into a
+  // reused buffer): no copy of the old bytes when it must grow.
+  void reserve_empty(size_t n) {
+    size = 0;
+    if (n <= capacity && data) return;
+    std::free(data);
+    data = nullptr;
+    capacity = 0;
+    reserve(n);
+  }
   // Faulting in a 170 MB JSON buffer 4 KiB at a time cost ~0.1 s of the
   // import (a sixth of it); 2 MiB pages, where the kernel offers them on
   // request (transparent_hugepage=madvise), make that ~500 times fewer faults.
@@ -56,6 +68,11 @@ struct PaddedBuffer {
     const auto begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
     const auto end = (reinterpret_cast<uintptr_t>(data) + capacity) & ~(kHuge - 1);
     if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only: errors are harmless
+  }
+  void release() {
+    std::free(data);
+    data = nullptr;
+    size = capacity = 0;
   }
   void pad() { std::memset(data + size, 0, simdjson::SIMDJSON_PADDING); }
 };
@@ -83,7 +100,7 @@ void read_whole_file(const std::filesystem::path& path, PaddedBuffer& out, uint6
   auto size = std::filesystem::file_size(path, ec);
   if (ec) fail("{}: cannot read: {}", path.string(), ec.message());
   if (size > limit) fail("{}: file of {} bytes is larger than the {} bytes the importer accepts", path.string(), size, limit);
-  out.reserve(size);
+  out.reserve_empty(size);
   if (size && std::fread(out.data, 1, size, f.get()) != size) fail("{}: read failed", path.string());
   out.size = size;
   out.pad();
@@ -125,7 +142,10 @@ void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint6
     uint64_t room = std::max<uint64_t>(guess, member_left * 2 + 4096);
     for (;;) {
       room = std::min<uint64_t>(room, limit - out.size);
-      out.reserve(out.size + room);
+      if (out.size == 0)
+        out.reserve_empty(room);  // a reused buffer: its old bytes are not copied
+      else
+        out.reserve(out.size + room);
       size_t used_in = 0, produced = 0;
       const auto rc = libdeflate_gzip_decompress_ex(inflater.get(), member, member_left, out.data + out.size,
                                                     static_cast<size_t>(room), &used_in, &produced);
@@ -565,7 +585,12 @@ class Importer {
   Importer(std::string_view name, const KinetoImportOptions& options, ImportReport& report)
       : name_(name), options_(options), report_(report) {}
 
-  Trace run(const char* json, size_t size, size_t capacity);
+  Trace run(const char* json, size_t size, size_t capacity, od::parser& parser);
+  // The same import with the traceEvents array parsed piece by piece (see
+  // import_json_text); nullopt when the text is not laid out for it. Throws
+  // Error on anything the one-pass run() might word differently.
+  std::optional<Trace> run_in_pieces(char* json, size_t size, size_t capacity, od::parser& piece_parser,
+                                     size_t piece_bytes);
 
  private:
   [[noreturn]] void json_error(simdjson::error_code ec) const;
@@ -579,6 +604,11 @@ class Importer {
   void read_args(od::value& v, Args& a);
   void read_event(od::object& obj, Event& e);
   void handle_event(Event& e);
+  void read_events(od::value& val);
+  // The root object's members; `carved` (when set) is where the traceEvents
+  // array was cut out of this text, and `pieces` reads it.
+  void read_root(od::document& doc, const char* carved, const std::function<void()>& pieces);
+  void start(const char* json, size_t size);
   void read_device_properties(od::value& v);
   void read_distributed_info(od::value& v);
   ImportReport::Category& category(std::string_view cat, std::string_view ph);
@@ -611,6 +641,20 @@ class Importer {
   };
   std::vector<FlowEnd> fwdbwd_;
   void link_forward_backward();
+  // Reserves each record list for `factor` times its rows so far (the rest of
+  // the text holds about as many per byte): no growth by copying, whose fresh
+  // pages cost more than the copy (the cpu_op list was a sixth of an import).
+  void reserve_ahead(double factor) {
+    auto ahead = [factor](auto& v) { v.reserve(static_cast<size_t>(static_cast<double>(v.size()) * factor) + 64); };
+    ahead(kernels_);
+    ahead(memcpys_);
+    ahead(memsets_);
+    ahead(api_);
+    ahead(syncs_);
+    ahead(nvtx_);
+    ahead(nccl_);
+    ahead(fwdbwd_);
+  }
   std::vector<Cat> category_cat_;  // parallel to report_.categories
   size_t last_category_ = 0;
   StringId domain_user_ = 0, domain_cpu_op_ = 0, domain_gpu_user_ = 0, domain_python_ = 0;
@@ -1052,7 +1096,7 @@ void Importer::read_distributed_info(od::value& v) {
   }
 }
 
-Trace Importer::run(const char* json, size_t size, size_t capacity) {
+void Importer::start(const char* json, size_t size) {
   json_begin_ = json;
   report_.input = std::string(name_);
   report_.json_bytes = size;
@@ -1062,35 +1106,38 @@ Trace Importer::run(const char* json, size_t size, size_t capacity) {
   domain_cpu_op_ = trace_.strings.intern("cpu_op");
   domain_gpu_user_ = trace_.strings.intern("gpu_user_annotation");
   domain_python_ = trace_.strings.intern("python_function");
+}
 
-  od::parser parser;
-  od::document doc;
-  auto ec = parser.iterate(json, size, capacity).get(doc);
-  if (ec == simdjson::UTF8_ERROR) {
-    // simdjson refuses a whole document for one bad byte. Repair only then (a
-    // valid file pays nothing): each invalid byte becomes U+FFFD, counted.
-    const uint64_t replaced = repair_utf8(json, size, repaired_);
-    if (replaced > 0) {
-      if (repaired_.size > options_.max_json_bytes)
-        fail("{}: {} bytes of JSON after replacing invalid UTF-8 is more than the importer accepts", name_,
-             repaired_.size);
-      json = repaired_.data;
-      size = repaired_.size;
-      capacity = repaired_.capacity + simdjson::SIMDJSON_PADDING;
-      json_begin_ = json;
-      trace_.problems.add(Problem::kInvalidUtf8, replaced);
-      ec = parser.iterate(json, size, capacity).get(doc);
+void Importer::read_events(od::value& val) {
+  od::array events;
+  check(val.get_array().get(events));
+  Event e;
+  for (auto item : events) {
+    od::value ev;
+    check(item.get(ev));
+    od::json_type et;
+    check(ev.type().get(et));
+    if (et != od::json_type::object) {
+      ++report_.events;
+      malformed();
+      continue;
     }
+    od::object obj;
+    check(ev.get_object().get(obj));
+    e.clear();
+    read_event(obj, e);
+    handle_event(e);
   }
-  if (ec) json_error(ec);
+}
+
+void Importer::read_root(od::document& doc, const char* carved, const std::function<void()>& pieces) {
   doc_ = &doc;
   od::json_type root_type;
   if (doc.type().get(root_type) || root_type != od::json_type::object)
     fail("{}: not a Kineto trace (the JSON is not an object with traceEvents)", name_);
   od::object root;
   check(doc.get_object().get(root));
-  bool saw_events = false;
-  Event e;
+  bool saw_events = false, read_carved = false;
   for (auto fr : root) {
     od::field field;
     check(std::move(fr).get(field));
@@ -1101,23 +1148,16 @@ Trace Importer::run(const char* json, size_t size, size_t capacity) {
     if (key == "traceEvents") {
       if (vt != od::json_type::array) fail("{}: not a Kineto trace (traceEvents is not an array)", name_);
       saw_events = true;
-      od::array events;
-      check(val.get_array().get(events));
-      for (auto item : events) {
-        od::value ev;
-        check(item.get(ev));
-        od::json_type et;
-        check(ev.type().get(et));
-        if (et != od::json_type::object) {
-          ++report_.events;
-          malformed();
-          continue;
-        }
-        od::object obj;
-        check(ev.get_object().get(obj));
-        e.clear();
-        read_event(obj, e);
-        handle_event(e);
+      if (carved && val.raw_json_token().data() == carved) {
+        // The "[]" left where the array was cut out: its events come in pieces.
+        od::array empty;
+        check(val.get_array().get(empty));
+        for (auto item : empty) check(item.error());
+        read_carved = true;
+        pieces();
+        doc_ = &doc;
+      } else {
+        read_events(val);
       }
     } else if (key == "deviceProperties") {
       read_device_properties(val);
@@ -1140,14 +1180,135 @@ Trace Importer::run(const char* json, size_t size, size_t capacity) {
   const char* after = nullptr;
   if (!doc.current_location().get(after)) fail("{}: invalid JSON: trailing content after the root object", name_);
   if (!saw_events) fail("{}: not a Kineto trace (no traceEvents array)", name_);
+  // The cut was not the root's traceEvents (it was inside some other value):
+  // the one-pass import reads this text.
+  if (carved && !read_carved) fail("{}: traceEvents not where it was cut", name_);
   doc_ = nullptr;
+}
+
+Trace Importer::run(const char* json, size_t size, size_t capacity, od::parser& parser) {
+  start(json, size);
+  od::document doc;
+  auto ec = parser.iterate(json, size, capacity).get(doc);
+  if (ec == simdjson::UTF8_ERROR) {
+    // simdjson refuses a whole document for one bad byte. Repair only then (a
+    // valid file pays nothing): each invalid byte becomes U+FFFD, counted.
+    const uint64_t replaced = repair_utf8(json, size, repaired_);
+    if (replaced > 0) {
+      if (repaired_.size > options_.max_json_bytes)
+        fail("{}: {} bytes of JSON after replacing invalid UTF-8 is more than the importer accepts", name_,
+             repaired_.size);
+      json = repaired_.data;
+      size = repaired_.size;
+      capacity = repaired_.capacity + simdjson::SIMDJSON_PADDING;
+      json_begin_ = json;
+      trace_.problems.add(Problem::kInvalidUtf8, replaced);
+      ec = parser.iterate(json, size, capacity).get(doc);
+    }
+  }
+  if (ec) json_error(ec);
+  read_root(doc, nullptr, {});
+  finish();
+  return std::move(trace_);
+}
+
+std::optional<Trace> Importer::run_in_pieces(char* json, size_t size, size_t capacity, od::parser& piece_parser,
+                                             size_t piece_bytes) {
+  // Where the array is: after the first "traceEvents" key, up to a ']' near
+  // the end. Only a guess (the key could sit in a string, the ']' in a string
+  // after the array): read_root checks that the root's traceEvents is what was
+  // cut out, and a wrong end leaves the last piece unbalanced.
+  constexpr std::string_view kKey = "\"traceEvents\"";
+  const void* key = memmem(json, size, kKey.data(), kKey.size());
+  if (!key) return std::nullopt;
+  auto is_space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  size_t pos = static_cast<size_t>(static_cast<const char*>(key) - json) + kKey.size();
+  while (pos < size && is_space(json[pos])) ++pos;
+  if (pos >= size || json[pos] != ':') return std::nullopt;
+  ++pos;
+  while (pos < size && is_space(json[pos])) ++pos;
+  if (pos >= size || json[pos] != '[') return std::nullopt;
+  const size_t open = pos;
+
+  // The text without the array's contents ("traceEvents": []), parsed as the
+  // root. The array's end is taken as the last ']' whose skeleton has whole
+  // strings (a ']' in a string after the array gives an unclosed one).
+  size_t close = size;
+  PaddedBuffer skeleton;
+  od::parser root_parser;
+  od::document root_doc;
+  for (int tries = 0;; ++tries) {
+    const void* close_ptr = tries < 8 ? memrchr(json + open, ']', close - open) : nullptr;
+    if (!close_ptr) return std::nullopt;
+    close = static_cast<size_t>(static_cast<const char*>(close_ptr) - json);
+    if (close - open < 2 * piece_bytes) return std::nullopt;  // one piece: no gain
+    skeleton.reserve_empty(open + 1 + (size - close));
+    std::memcpy(skeleton.data, json, open + 1);
+    std::memcpy(skeleton.data + open + 1, json + close, size - close);
+    skeleton.size = open + 1 + (size - close);
+    skeleton.pad();
+    if (!root_parser.iterate(skeleton.data, skeleton.size, skeleton.capacity + simdjson::SIMDJSON_PADDING).get(root_doc))
+      break;
+  }
+
+  start(json, size);
+  read_root(root_doc, skeleton.data + open, [&] {
+    // Pieces of about piece_bytes, cut after "},<newline>" (a raw newline is
+    // never inside a JSON string); each is parsed as an array of its own,
+    // "[" and "]" written over the commas around it for that time. (The
+    // On-Demand parser sets no depth limit, so one level less changes nothing.)
+    // The parser's structural index (4 bytes per token) then spans a piece,
+    // not the whole text: the pages it touches are reused piece after piece.
+    if (piece_parser.capacity() < 2 * piece_bytes) check(piece_parser.allocate(2 * piece_bytes));
+    size_t from = open + 1;  // the piece's first byte; json[from - 1] is '[' or a comma
+    while (from <= close) {
+      size_t to = close;  // json[to] is the comma or ']' after the piece
+      if (close - from > 2 * piece_bytes) {
+        constexpr std::string_view kCut = "},\n";
+        const void* cut = memmem(json + from + piece_bytes, close - from - piece_bytes, kCut.data(), kCut.size());
+        if (cut) to = static_cast<size_t>(static_cast<const char*>(cut) - json) + 1;
+      }
+      // After a cut, a piece of only whitespace would hide a trailing comma.
+      if (from > open + 1 && std::all_of(json + from, json + to, is_space))
+        fail("{}: invalid JSON: a comma ends traceEvents", name_);
+      struct Restore {
+        char* at1;
+        char* at2;
+        char c1, c2;
+        ~Restore() {
+          *at1 = c1;
+          *at2 = c2;
+        }
+      } restore{json + from - 1, json + to, json[from - 1], json[to]};
+      json[from - 1] = '[';
+      json[to] = ']';
+      od::document doc;
+      json_begin_ = json + from - 1;
+      check(piece_parser.iterate(json + from - 1, to - from + 2, capacity - (from - 1)).get(doc));
+      doc_ = &doc;
+      od::value val;
+      check(doc.get_value().get(val));
+      read_events(val);
+      const char* after = nullptr;
+      if (!doc.current_location().get(after)) fail("{}: invalid JSON: a piece of traceEvents is not whole", name_);
+      ++report_.pieces;
+      // After the first piece: room for the whole text's rows, with a margin.
+      if (report_.pieces == 1) reserve_ahead(1.25 * static_cast<double>(close - open) / static_cast<double>(to - open));
+      doc_ = nullptr;
+      from = to + 1;
+    }
+    json_begin_ = json;
+  });
   finish();
   return std::move(trace_);
 }
 
 template <typename Record>
 void sort_by_start(std::vector<Record>& v) {
-  std::stable_sort(v.begin(), v.end(), [](const Record& a, const Record& b) { return a.start < b.start; });
+  auto by_start = [](const Record& a, const Record& b) { return a.start < b.start; };
+  // Most tables arrive in start order already; std::stable_sort would still
+  // take a buffer of half the table (fresh pages) to merge into.
+  if (!std::is_sorted(v.begin(), v.end(), by_start)) std::stable_sort(v.begin(), v.end(), by_start);
 }
 
 void Importer::finish() {
@@ -1247,6 +1408,32 @@ uint64_t ImportReport::count(std::string_view cat, std::string_view ph) const {
   return 0;
 }
 
+namespace {
+
+// Imports the JSON text in `json` (padded; its bytes may be rewritten for a
+// while and are restored). Piece by piece when it is large enough; when that
+// meets anything unexpected (bad JSON, a layout it does not cut), the text is
+// read again in one pass, whose errors are the importer's errors as before.
+Trace import_json_text(std::string_view name, const KinetoImportOptions& options, ImportReport& report, char* json,
+                       size_t size, size_t capacity, od::parser& parser) {
+  if (options.piece_bytes > 0 && size >= 2 * options.piece_bytes) {
+    ImportReport piece_report;
+    Importer imp(name, options, piece_report);
+    try {
+      if (auto t = imp.run_in_pieces(json, size, capacity, parser, options.piece_bytes)) {
+        report = std::move(piece_report);
+        return std::move(*t);
+      }
+    } catch (const Error&) {
+      // Read again in one pass below, which says what is wrong as it always did.
+    }
+  }
+  Importer imp(name, options, report);
+  return imp.run(json, size, capacity, parser);
+}
+
+}  // namespace
+
 Trace import_kineto_json(std::string_view json, std::string_view name, ImportReport* report,
                          const KinetoImportOptions& options) {
   if (json.size() > options.max_json_bytes)
@@ -1257,15 +1444,41 @@ Trace import_kineto_json(std::string_view json, std::string_view name, ImportRep
   buf.size = json.size();
   buf.pad();
   ImportReport local;
-  Importer imp(name, options, report ? *report : local);
-  return imp.run(buf.data, buf.size, buf.capacity + simdjson::SIMDJSON_PADDING);
+  od::parser parser;
+  return import_json_text(name, options, report ? *report : local, buf.data, buf.size,
+                          buf.capacity + simdjson::SIMDJSON_PADDING, parser);
 }
 
+// What one thread keeps from one file to the next (see the header).
+struct KinetoImportScratch::Buffers {
+  PaddedBuffer raw;   // the file's bytes (the JSON itself when not gzip)
+  PaddedBuffer json;  // the inflated JSON of a .json.gz
+  od::parser parser;  // its structural index, sized to the largest JSON so far
+};
+
+KinetoImportScratch::KinetoImportScratch() : buffers_(std::make_unique<Buffers>()) {}
+KinetoImportScratch::~KinetoImportScratch() = default;
+KinetoImportScratch::KinetoImportScratch(KinetoImportScratch&&) noexcept = default;
+KinetoImportScratch& KinetoImportScratch::operator=(KinetoImportScratch&&) noexcept = default;
+
 Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report, const KinetoImportOptions& options) {
+  return import_kineto_file(path, report, options, nullptr);
+}
+
+Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report, const KinetoImportOptions& options,
+                         KinetoImportScratch* scratch) {
   const std::string name = path.string();
   ImportReport local;
   ImportReport& rep = report ? *report : local;
-  auto raw = std::make_unique<PaddedBuffer>();
+  // Without a caller's scratch, one for this file only: its buffers are freed
+  // as soon as they are no longer needed, as before there was reuse.
+  std::unique_ptr<KinetoImportScratch> own;
+  if (!scratch) {
+    own = std::make_unique<KinetoImportScratch>();
+    scratch = own.get();
+  }
+  KinetoImportScratch::Buffers& b = *scratch->buffers_;
+  PaddedBuffer& raw = b.raw;
   // Memory bound: what this process may still take, over the import's cost per JSON byte.
   const uint64_t memory = available_memory_bytes();
   const uint64_t by_memory = memory / std::max<uint64_t>(1, options.memory_per_json_byte);
@@ -1274,31 +1487,30 @@ Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report
       fmt::format("importing needs about {} bytes of memory per JSON byte and this process may take {} MiB more "
                   "(free memory and limits)",
                   options.memory_per_json_byte, memory >> 20);
-  read_whole_file(path, *raw, options.max_json_bytes);
-  if (!is_gzip(std::string_view(raw->data, raw->size)) && raw->size > json_limit)
-    fail("{}: {} bytes of JSON is too large to import here: {}", name, raw->size, memory_why);
-  if (is_gzip(std::string_view(raw->data, raw->size))) {
-    PaddedBuffer json;
-    const uint64_t by_ratio = std::max<uint64_t>(raw->size * options.max_gzip_ratio, uint64_t{1} << 20);
+  read_whole_file(path, raw, options.max_json_bytes);
+  if (!is_gzip(std::string_view(raw.data, raw.size)) && raw.size > json_limit)
+    fail("{}: {} bytes of JSON is too large to import here: {}", name, raw.size, memory_why);
+  if (is_gzip(std::string_view(raw.data, raw.size))) {
+    PaddedBuffer& json = b.json;
+    const uint64_t by_ratio = std::max<uint64_t>(raw.size * options.max_gzip_ratio, uint64_t{1} << 20);
     std::string why;
     uint64_t limit = json_limit;
     if (by_ratio < limit) {
       limit = by_ratio;
       why = fmt::format("more than {}x its compressed size ({} bytes), the limit for gzip input (a decompression bomb "
                         "or not a trace; see docs/data-safety.md)",
-                        options.max_gzip_ratio, raw->size);
+                        options.max_gzip_ratio, raw.size);
     } else if (by_memory < options.max_json_bytes) {
       why = memory_why;
     } else {
       why = "more than the importer accepts (a decompression bomb or not a trace)";
     }
-    gunzip(std::string_view(raw->data, raw->size), name, json, limit, why);
-    raw.reset();  // free the compressed bytes before parsing
-    Importer imp(name, options, rep);
-    return imp.run(json.data, json.size, json.capacity + simdjson::SIMDJSON_PADDING);
+    gunzip(std::string_view(raw.data, raw.size), name, json, limit, why);
+    if (own) raw.release();  // free the compressed bytes before parsing (nobody reuses them)
+    return import_json_text(name, options, rep, json.data, json.size, json.capacity + simdjson::SIMDJSON_PADDING,
+                            b.parser);
   }
-  Importer imp(name, options, rep);
-  return imp.run(raw->data, raw->size, raw->capacity + simdjson::SIMDJSON_PADDING);
+  return import_json_text(name, options, rep, raw.data, raw.size, raw.capacity + simdjson::SIMDJSON_PADDING, b.parser);
 }
 
 uint64_t kineto_import_memory_bytes(const std::vector<std::filesystem::path>& files, const KinetoImportOptions& options) {

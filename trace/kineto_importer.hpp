@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,7 @@ struct ImportReport {
   uint64_t ignored = 0;      // profiler overhead, Trace spans, instants: counted only
   uint64_t unknown = 0;      // unknown categories/phases (Problem::kUnknownEvent)
   uint64_t malformed = 0;    // missing or mistyped fields (Problem::kMalformedEvent)
+  uint64_t pieces = 0;       // traceEvents read in this many pieces (0: in one pass; piece_bytes)
 
   // Events of one (cat, ph); 0 when none.
   uint64_t count(std::string_view cat, std::string_view ph) const;
@@ -63,11 +65,40 @@ struct KinetoImportOptions {
   // structural index, the tables): JSON larger than the memory this process
   // may still take (available_memory_bytes) divided by this is refused.
   uint64_t memory_per_json_byte = 6;
+  // The traceEvents array of a large text is parsed in pieces of about this
+  // many bytes (cut between events), so that the JSON parser's index (about
+  // 1.3x the text) is one piece's, reused, instead of the whole text's: fresh
+  // pages are most of an import's cost. 0: one pass over the whole text.
+  // Same result either way; anything unexpected is read again in one pass.
+  size_t piece_bytes = size_t{4} << 20;
+};
+
+// Buffers one thread keeps from one file to the next: the file's bytes, the
+// inflated JSON and the JSON parser's structural index (about 1.3x the JSON
+// on Kineto's pretty-printed text). The first touch of fresh memory is most of
+// an import's cost (docs/performance.md); with a scratch per thread, the
+// ranks of a folder after the first reuse pages already touched. Holds the
+// largest file's buffers until destroyed: one per worker, for one folder.
+class KinetoImportScratch {
+ public:
+  KinetoImportScratch();
+  ~KinetoImportScratch();
+  KinetoImportScratch(KinetoImportScratch&&) noexcept;
+  KinetoImportScratch& operator=(KinetoImportScratch&&) noexcept;
+
+ private:
+  struct Buffers;
+  std::unique_ptr<Buffers> buffers_;
+  friend Trace import_kineto_file(const std::filesystem::path&, ImportReport*, const KinetoImportOptions&,
+                                  KinetoImportScratch*);
 };
 
 // Imports a file; gzip is detected by its magic bytes, not the name.
 Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report = nullptr,
                          const KinetoImportOptions& options = {});
+// The same, reusing `scratch`'s buffers (nullptr: buffers for this file only).
+Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report, const KinetoImportOptions& options,
+                         KinetoImportScratch* scratch);
 
 // Imports JSON text held in memory (any buffer; it is copied into a padded
 // one). `name` names the input in errors and in the report.

@@ -6,10 +6,13 @@
 #include <fstream>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "trace/error.hpp"
+#include "trace/trace_file.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -262,6 +265,133 @@ TEST(KinetoImporter, ReadsMultiMemberGzipWithPadding) {
 
 // The memory bound of a parallel folder import: JSON size (a .json.gz's from
 // its trailer) times memory_per_json_byte, the largest file's.
+// A scratch reused from file to file (one per worker of a folder import) holds
+// the last file's bytes, JSON and parser index: each import must read only
+// its own file, whatever came before it, and a failed import must leave the
+// scratch usable. Compared with imports that share nothing, as written files.
+TEST(KinetoImporter, ScratchReusedAcrossFilesGivesTheSameTraces) {
+  std::string big(kSmall.substr(0, kSmall.find("  42\n")));
+  for (int i = 0; i < 20000; ++i)
+    big += fmt::format(R"({{"ph": "X", "cat": "kernel", "name": "k{}", "pid": 0, "tid": 7, "ts": {}.5, "dur": 2, )"
+                       R"("args": {{"device": 0, "stream": 7, "correlation": {}}}}},)"
+                       "\n",
+                       i % 97, 1000 + 3 * i, 100000 + i);
+  big += "  42\n  ],\n  \"traceName\": \"big\"\n}";
+  const fs::path big_gz = temp_path("scratch-big.json.gz"), small_json = temp_path("scratch-small.json"),
+                 small_gz = temp_path("scratch-small.json.gz"), cut_json = temp_path("scratch-cut.json");
+  write_gzip(big_gz, big);
+  write_gzip(small_gz, kSmall);
+  {
+    std::ofstream(small_json, std::ios::binary) << kSmall;
+    // A prefix of the small file: the rest of a longer file's bytes must not complete it.
+    std::ofstream(cut_json, std::ios::binary) << kSmall.substr(0, kSmall.size() / 2);
+  }
+  auto written = [](const Trace& t) {
+    const fs::path out = temp_path("scratch-out.sstrace");
+    write_trace(out, t);
+    std::ifstream in(out, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    fs::remove(out);
+    return bytes;
+  };
+  auto fresh = [&](const fs::path& p, ImportReport& rep) { return written(import_kineto_file(p, &rep)); };
+  std::string fresh_error;
+  try {
+    import_kineto_file(cut_json);
+  } catch (const Error& e) {
+    fresh_error = e.what();
+  }
+  ASSERT_FALSE(fresh_error.empty());
+
+  KinetoImportScratch scratch;
+  for (const fs::path& p : {big_gz, small_json, cut_json, small_gz, big_gz, cut_json, small_json}) {
+    SCOPED_TRACE(p.string());
+    if (p == cut_json) {
+      try {
+        import_kineto_file(p, nullptr, {}, &scratch);
+        FAIL() << "a cut JSON file was accepted after a longer one";
+      } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), fresh_error);
+      }
+      continue;
+    }
+    ImportReport with, without;
+    const Trace t = import_kineto_file(p, &with, {}, &scratch);
+    EXPECT_EQ(written(t), fresh(p, without));
+    EXPECT_EQ(with.json_bytes, without.json_bytes);
+    EXPECT_EQ(with.events, without.events);
+    EXPECT_EQ(t.kernels.size(), p == big_gz ? 20003u : 3u);
+  }
+  for (const auto& p : {big_gz, small_json, small_gz, cut_json}) fs::remove(p);
+}
+
+// The traceEvents array of a large text is parsed in pieces: the same trace
+// and report as one pass, and the same error for text that one pass refuses,
+// including what only a cut could hide (a comma before the closing bracket),
+// a "traceEvents" inside a string ahead of the real key, and a ']' after it.
+TEST(KinetoImporter, PiecesGiveWhatOnePassGives) {
+  auto events = [](int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i)
+      out += fmt::format(
+          "  {{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k{}\", \"pid\": 0, \"tid\": 7, \"ts\": {}.5, "
+          "\"dur\": 2,\n    \"args\": {{\n      \"device\": 0, \"stream\": 7, \"correlation\": {}\n    }}\n  }},\n",
+          i % 97, 1000 + 3 * i, i + 1);
+    return out;
+  };
+  const std::string body = events(3000);
+  const std::string last = "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}\n";
+  const std::vector<std::string> texts = {
+      // As Kineto writes it.
+      "{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n" + body + last + "  ],\n  \"traceName\": \"t\"\n}",
+      // Keys on both sides of the array, one holding a ']' and a "traceEvents" in a string.
+      "{\n  \"trace_id\": \"x \\\"traceEvents\\\": [ y\",\n  \"traceEvents\": [\n" + body + last +
+          "  ],\n  \"traceName\": \"a]b\"\n}",
+      // A comma before the closing bracket: invalid JSON, refused by both.
+      "{\n  \"traceEvents\": [\n" + body + "  ]\n}",
+      // A broken event near the end.
+      "{\n  \"traceEvents\": [\n" + body + "  {\"ph\": \"X\", \"ts\": }\n  ]\n}",
+      // The array is not the root's traceEvents.
+      "{\n  \"x\": {\"traceEvents\": [\n" + body + last + "  ]},\n  \"traceEvents\": []\n}",
+      // Content after the root.
+      "{\n  \"traceEvents\": [\n" + body + last + "  ]\n} 7",
+  };
+  for (size_t k = 0; k < texts.size(); ++k) {
+    SCOPED_TRACE(k);
+    KinetoImportOptions whole, pieces;
+    whole.piece_bytes = 0;
+    pieces.piece_bytes = 16 << 10;  // the texts are ~500 KB: about 30 pieces
+    ASSERT_GT(texts[k].size(), 20 * pieces.piece_bytes);
+    auto import = [&](const KinetoImportOptions& o, ImportReport& rep, std::string& error) {
+      try {
+        return import_kineto_json(texts[k], "t.json", &rep, o);
+      } catch (const Error& e) {
+        error = e.what();
+        return Trace{};
+      }
+    };
+    ImportReport rw, rp;
+    std::string ew, ep;
+    const Trace tw = import(whole, rw, ew), tp = import(pieces, rp, ep);
+    EXPECT_EQ(ew, ep);
+    EXPECT_EQ(ew.empty(), k < 2 || k == 4) << ew;  // 4: the root's traceEvents is empty
+    EXPECT_EQ(tw.kernels.start, tp.kernels.start);
+    EXPECT_EQ(tw.kernels.name, tp.kernels.name);
+    EXPECT_EQ(tw.kernels.correlation, tp.kernels.correlation);
+    EXPECT_EQ(tw.nvtx.start, tp.nvtx.start);
+    EXPECT_EQ(tw.meta.extra, tp.meta.extra);
+    EXPECT_EQ(rw.events, rp.events);
+    EXPECT_EQ(rw.json_bytes, rp.json_bytes);
+    EXPECT_EQ(rw.pieces, 0u);
+    if (k < 2) {
+      EXPECT_EQ(tp.kernels.size(), 3000u);
+      EXPECT_GT(rp.pieces, 20u);  // read in pieces indeed
+    } else {
+      EXPECT_EQ(rp.pieces, 0u);  // read again in one pass
+    }
+  }
+}
+
 TEST(KinetoImporter, ImportMemoryComesFromTheJsonSize) {
   const fs::path plain = temp_path("mem.json"), gz = temp_path("mem.json.gz");
   {

@@ -8,6 +8,7 @@
 #include "trace/file_pool.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/nsys_importer.hpp"
+#include "trace/parallel_for.hpp"
 #include "trace/trace_file.hpp"
 
 namespace scalescope::trace {
@@ -29,8 +30,11 @@ std::vector<Trace> import_kineto_files(const std::vector<std::filesystem::path>&
   std::vector<ImportReport> file_reports(files.size());
   std::mutex mutex;
   size_t loaded = 0;  // guarded by mutex
-  for_each_file(files.size(), threads_for_files(files.size(), kineto_import_memory_bytes(files)), [&](size_t i) {
-    traces[i] = import_kineto_file(files[i], &file_reports[i]);
+  const unsigned threads = threads_for_files(files.size(), kineto_import_memory_bytes(files));
+  // One scratch per worker: its next rank reuses the buffers the last one touched.
+  std::vector<KinetoImportScratch> scratch(threads);
+  parallel_for(files.size(), threads, [&](size_t i, unsigned worker) {
+    traces[i] = import_kineto_file(files[i], &file_reports[i], {}, &scratch[worker]);
     if (on_file_loaded) {
       std::lock_guard lock(mutex);
       on_file_loaded(++loaded, files.size());
