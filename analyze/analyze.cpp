@@ -33,9 +33,12 @@ constexpr int64_t kSmallKernelNs = 10'000;
 // instead, a 10 M-event rank's interval lists were copied several times over
 // fresh pages (issue 20). n is an upper bound (rows outside the window are
 // left out): reserved pages that are never written take no memory.
-void reserve_huge(Intervals& v, size_t n) {
+// Scratch lists keep their capacity between passes and ranks: advised once.
+template <typename T>
+void reserve_huge(std::vector<T>& v, size_t n) {
+  if (v.capacity() >= n) return;
   v.reserve(n);
-  trace::advise_huge_pages(v.data(), v.capacity() * sizeof(Interval));
+  trace::advise_huge_pages(v.data(), v.capacity() * sizeof(T));
 }
 
 // Rows per (device, stream) of a table, counted before the pass that fills
@@ -126,7 +129,8 @@ ProfilerPerturbation read_perturbation(const std::unordered_map<std::string, std
 }
 
 // One analysis of one window (the whole trace without --window).
-RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detail::LaunchPaths* paths) {
+RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detail::LaunchPaths* paths,
+                            detail::WindowScratch& scratch) {
   RankAnalysis r;
   r.rank = t.meta.rank;
   r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
@@ -181,11 +185,16 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   }
 
   // ---- one pass over GPU tables ----------------------------------------
-  Intervals compute, comm, copy;
-  std::unordered_map<uint64_t, Intervals> per_stream;
+  // The lists live in the scratch (detail.hpp): cleared, capacity kept.
+  Intervals &compute = scratch.compute, &comm = scratch.comm, &copy = scratch.copy;
+  // Per stream, one slice of scratch.streams each (sized by a counting pass);
+  // once the streams' busy times are summed, that list holds compute_comm.
+  Intervals& streams = scratch.streams;
+  auto& slots = scratch.slots;
   auto stream_key = [](uint32_t device, uint32_t stream) { return (uint64_t{device} << 32) | stream; };
   {
     const size_t kernels = t.kernels.size();
+    for (Intervals* v : {&compute, &comm, &copy}) v->clear();
     reserve_huge(compute, kernels);
     reserve_huge(comm, kernels + t.nccl.size());
     reserve_huge(copy, kernels + t.memcpys.size() + t.memsets.size());
@@ -194,11 +203,41 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
     count_streams(t.nccl, stream_rows);
     count_streams(t.memcpys, stream_rows);
     count_streams(t.memsets, stream_rows);
-    for (const auto& [key, n] : stream_rows) reserve_huge(per_stream[key], n);
+    slots.clear();
+    size_t rows = 0;
+    for (const auto& [key, n] : stream_rows) {
+      slots[key] = {rows, rows};
+      rows += n;
+    }
+    reserve_huge(streams, rows);
+    // Not cleared first: only rows past what an earlier pass left are zeroed.
+    streams.resize(rows);
   }
+  // Appends to one stream's slice (merging as append() does). Rows come in
+  // runs of one stream: the last slot is checked first.
+  uint64_t last_key = ~uint64_t{0};
+  detail::StreamSlot* last_slot = nullptr;
+  auto add_to_stream = [&](uint32_t device, uint32_t stream, Interval iv) {
+    const uint64_t key = stream_key(device, stream);
+    if (key != last_key || !last_slot) {
+      last_slot = &slots.at(key);
+      last_key = key;
+    }
+    if (iv.end <= iv.start) return;
+    detail::StreamSlot& sl = *last_slot;
+    if (sl.end > sl.begin) {
+      Interval& back = streams[sl.end - 1];
+      if (iv.start >= back.start && iv.start <= back.end) {
+        back.end = std::max(back.end, iv.end);
+        return;
+      }
+    }
+    streams[sl.end++] = iv;
+  };
   std::vector<int64_t> name_ns(t.strings.size(), 0), name_count(t.strings.size(), 0);
-  std::vector<int64_t> kernel_durations;
-  kernel_durations.reserve(t.kernels.size());
+  std::vector<int64_t>& kernel_durations = scratch.kernel_durations;
+  kernel_durations.clear();
+  reserve_huge(kernel_durations, t.kernels.size());
   PrecisionStats& prec = r.precision;
   LayoutStats& layout = r.layout;
   const auto& k = t.kernels;
@@ -208,12 +247,12 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
     const int64_t d = iv.end - iv.start;
     const KernelInfo& ki = info[k.name[i]];
     switch (ki.cls) {
-      case KernelClass::kCompute: compute.push_back(iv); break;
+      case KernelClass::kCompute: append(compute, iv); break;
       case KernelClass::kCommunication:
-      case KernelClass::kSynchronization: comm.push_back(iv); break;  // waiting on other streams/ranks
-      case KernelClass::kMemory: copy.push_back(iv); break;
+      case KernelClass::kSynchronization: append(comm, iv); break;  // waiting on other streams/ranks
+      case KernelClass::kMemory: append(copy, iv); break;
     }
-    per_stream[stream_key(k.device[i], k.stream[i])].push_back(iv);
+    add_to_stream(k.device[i], k.stream[i], iv);
     name_ns[k.name[i]] += d;
     name_count[k.name[i]] += 1;
     auto& ct = r.classes[static_cast<int>(ki.cls)];
@@ -237,8 +276,8 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   for (size_t i = 0; i < nc.size(); ++i) {
     if (!in_window(nc.start[i], nc.end[i])) continue;
     const Interval iv = clip(nc.start[i], nc.end[i]);
-    comm.push_back(iv);
-    per_stream[stream_key(nc.device[i], nc.stream[i])].push_back(iv);
+    append(comm, iv);
+    add_to_stream(nc.device[i], nc.stream[i], iv);
   }
 
   CopyStats& cp = r.copies;
@@ -251,8 +290,8 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
       if (!in_window(m.start[i], m.end[i])) continue;
       const Interval iv = clip(m.start[i], m.end[i]);
       const int64_t d = iv.end - iv.start;
-      copy.push_back(iv);
-      per_stream[stream_key(m.device[i], m.stream[i])].push_back(iv);
+      append(copy, iv);
+      add_to_stream(m.device[i], m.stream[i], iv);
       CopyGroup& g = groups[{m.kind[i], m.src_kind[i], m.dst_kind[i]}];
       g.kind = m.kind[i];
       g.src_kind = m.src_kind[i];
@@ -299,8 +338,8 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
     for (size_t i = 0; i < s.size(); ++i) {
       if (!in_window(s.start[i], s.end[i])) continue;
       const Interval iv = clip(s.start[i], s.end[i]);
-      copy.push_back(iv);
-      per_stream[stream_key(s.device[i], s.stream[i])].push_back(iv);
+      append(copy, iv);
+      add_to_stream(s.device[i], s.stream[i], iv);
       cp.memset_count += 1;
       cp.memset_ns += iv.end - iv.start;
     }
@@ -308,14 +347,30 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   }
 
   // ---- breakdown ---------------------------------------------------------
-  normalize(compute);
-  normalize(comm);
-  normalize(copy);
+  normalize(compute, scratch.merge);
+  normalize(comm, scratch.merge);
+  normalize(copy, scratch.merge);
   RankBreakdown& b = r.breakdown;
   b.window_start = ws;
   b.window_end = we;
   b.wall_ns = wall;
-  const Intervals compute_comm = unite(compute, comm);
+  for (auto& [key, sl] : slots) {
+    if (sl.end == sl.begin) continue;  // no row of it lies in the window
+    const size_t n = normalize_range(streams.data() + sl.begin, sl.end - sl.begin, scratch.merge);
+    StreamUtilization su;
+    su.device = static_cast<uint32_t>(key >> 32);
+    su.stream = static_cast<uint32_t>(key & 0xffffffffu);
+    su.busy_ns = total(streams.data() + sl.begin, n);
+    su.fraction = wall > 0 ? static_cast<double>(su.busy_ns) / static_cast<double>(wall) : 0;
+    b.streams.push_back(su);
+  }
+  std::sort(b.streams.begin(), b.streams.end(), [](const StreamUtilization& x, const StreamUtilization& y) {
+    return std::tie(x.device, x.stream) < std::tie(y.device, y.stream);
+  });
+  // The streams' slices are done with: their list holds compute | comm now
+  // (it has room: every span of compute and comm came from one of its rows).
+  Intervals& compute_comm = streams;
+  unite(compute, comm, compute_comm);
   if (k.size() == 0 && nc.size() == 0 && t.memcpys.size() == 0 && t.memsets.size() == 0) {
     b.availability = {false, "skipped: the trace has no GPU activity (kernels, copies, sets or collectives)"};
   }
@@ -326,41 +381,25 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   b.copy_ns = total(copy) - intersection_length(copy, compute_comm);
   b.idle_ns = wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
   b.overlap_fraction = b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
-  for (auto& [key, v] : per_stream) {
-    if (v.empty()) continue;  // reserved above, but no row of it lies in the window
-    normalize(v);
-    StreamUtilization su;
-    su.device = static_cast<uint32_t>(key >> 32);
-    su.stream = static_cast<uint32_t>(key & 0xffffffffu);
-    su.busy_ns = total(v);
-    su.fraction = wall > 0 ? static_cast<double>(su.busy_ns) / static_cast<double>(wall) : 0;
-    b.streams.push_back(su);
-  }
-  std::sort(b.streams.begin(), b.streams.end(), [](const StreamUtilization& x, const StreamUtilization& y) {
-    return std::tie(x.device, x.stream) < std::tie(y.device, y.stream);
-  });
-  per_stream.clear();
 
   // ---- launch overhead ---------------------------------------------------
   LaunchStats& ls = r.launch;
   {
-    const Intervals busy = unite(compute_comm, copy);
-    for (size_t i = 1; i < busy.size(); ++i) {
-      const int64_t gap = busy[i].start - busy[i - 1].end;
-      if (gap > 0 && gap < kLaunchGapLimitNs) {
-        ls.gpu_gap_ns += gap;
-        ls.gap_count += 1;
-      }
-    }
+    // Gaps between the spans of compute | comm | copy (not built: one list less).
+    const auto [gap_count, gap_ns] = union_gaps(compute_comm, copy, kLaunchGapLimitNs);
+    ls.gap_count = gap_count;
+    ls.gpu_gap_ns = gap_ns;
     ls.kernel_count = static_cast<int64_t>(kernel_durations.size());
     ls.kernel_ns = prec.kernel_ns;
     int64_t small = 0;
     for (int64_t d : kernel_durations) small += d < kSmallKernelNs ? 1 : 0;
     ls.small_kernel_fraction = ls.kernel_count > 0 ? static_cast<double>(small) / static_cast<double>(ls.kernel_count) : 0;
     ls.median_kernel_ns = trace::median_in_place(kernel_durations);
-    kernel_durations = {};
     std::vector<int8_t> is_launch(t.strings.size(), -1);
-    std::vector<int64_t> launch_durations;
+    // The kernels' durations are done with: their list holds the launches'.
+    std::vector<int64_t>& launch_durations = kernel_durations;
+    launch_durations.clear();
+    reserve_huge(launch_durations, t.api.size());
     const auto& a = t.api;
     for (size_t i = 0; i < a.size(); ++i) {
       if (a.domain[i] != trace::ApiDomain::kRuntime && a.domain[i] != trace::ApiDomain::kDriver) continue;
@@ -582,12 +621,17 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
 }  // namespace
 
 RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
+  detail::WindowScratch scratch;
+  return detail::analyze_rank(t, o, scratch);
+}
+
+RankAnalysis detail::analyze_rank(const trace::Trace& t, const Options& o, WindowScratch& scratch) {
   // The first analysis's working sets (intervals, per-kernel durations) are
   // freed before the second one starts, so the steady pass adds time, not
   // peak memory.
   // Which ranges launched each kernel does not depend on the window: found once.
   const std::shared_ptr<const detail::LaunchPaths> paths = o.attribution ? detail::launch_paths(t) : nullptr;
-  RankAnalysis r = analyze_window(t, o, paths.get());
+  RankAnalysis r = analyze_window(t, o, paths.get(), scratch);
   // ---- the steady iterations, for the advisor (see RankAnalysis::steady) ----
   if (!o.window && r.iterations.availability.available && !r.iterations.iterations.empty()) {
     const auto& its = r.iterations.iterations;  // all detected iterations: the window is the whole trace
@@ -597,7 +641,7 @@ RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
       Options steady_options = o;
       steady_options.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(first),
                                          static_cast<double>(its.size())};
-      RankAnalysis steady = analyze_window(t, steady_options, paths.get());
+      RankAnalysis steady = analyze_window(t, steady_options, paths.get(), scratch);
       steady.collectives.clear();  // stragglers are matched over the whole trace
       steady.collectives.shrink_to_fit();
       r.steady = std::make_shared<const RankAnalysis>(std::move(steady));

@@ -1,10 +1,14 @@
 #pragma once
 // Private helpers shared by the analysis files.
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "analyze/analyze.hpp"
+#include "analyze/intervals.hpp"
 #include "trace/quantile.hpp"
 
 namespace scalescope::analyze::detail {
@@ -30,6 +34,25 @@ std::pair<trace::Timestamp, trace::Timestamp> resolve_window(const trace::Trace&
 // The one median and quantile of every part (trace/quantile.hpp).
 using trace::median;
 using trace::quantile;
+
+// The working sets of one window's analysis (analyze.cpp): interval lists
+// and duration lists as long as the trace's tables. Kept between the whole
+// and the steady pass of a rank, and between the ranks one thread of
+// analyze_path analyses, so that each is touched fresh once: on these VMs a
+// fresh page costs more than the work done on it (issue 20). Cleared, never
+// shrunk; its memory is bounded by the largest rank it served.
+struct StreamSlot {
+  size_t begin = 0, end = 0;  // one stream's spans: streams[begin, end)
+};
+struct WindowScratch {
+  std::vector<Interval> compute, comm, copy, merge;
+  std::vector<Interval> streams;  // per-stream slices, then compute | comm
+  std::unordered_map<uint64_t, StreamSlot> slots;
+  std::vector<int64_t> kernel_durations;  // then the launch calls' durations
+};
+
+// analyze_rank with the caller's scratch (analyze_path: one per thread).
+RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options, WindowScratch& scratch);
 
 // The host sampler's tables over [ws, we] and per iteration (host_threads.cpp).
 HostStats analyze_host(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "analyze/analyze.hpp"
+#include "analyze/detail.hpp"
 #include "trace/error.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
@@ -109,15 +110,18 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   size_t next_file = 0, next_rank = 0;
   bool failed = false;
   // The one pool (trace/parallel_for.hpp): up to 4 ranks at a time by
-  // default, the first failing file in order named.
+  // default, the first failing file in order named. Each thread keeps one
+  // scratch (detail::WindowScratch) for all the ranks it analyses.
+  const unsigned workers = trace::worker_count(threads, files.size(), 4);
+  std::vector<detail::WindowScratch> scratch(workers);
   trace::parallel_for(
-      files.size(), trace::worker_count(threads, files.size(), 4),
-      [&](size_t i, unsigned) {
+      files.size(), workers,
+      [&](size_t i, unsigned worker) {
         try {
           std::vector<trace::Trace> traces = load_one(files[i]);
           std::vector<RankAnalysis> analysed;
           analysed.reserve(traces.size());
-          for (const trace::Trace& t : traces) analysed.push_back(analyze_rank(t, options));
+          for (const trace::Trace& t : traces) analysed.push_back(detail::analyze_rank(t, options, scratch[worker]));
           if (visit) {
             std::unique_lock lock(visit_mutex);
             visit_turn.wait(lock, [&] { return next_file == i || failed; });
@@ -152,8 +156,9 @@ RunAnalysis analyze_traces(std::vector<trace::Trace>& traces, const std::vector<
                            const Options& options) {
   std::vector<RankAnalysis> ranks;
   ranks.reserve(traces.size());
+  detail::WindowScratch scratch;
   for (const trace::Trace& t : traces) {
-    ranks.push_back(analyze_rank(t, options));
+    ranks.push_back(detail::analyze_rank(t, options, scratch));
     ranks.back().input_index = ranks.size() - 1;
   }
   return combine_in_order(std::move(ranks), file_names, traces, options.align_clocks);
