@@ -279,6 +279,20 @@ TEST(AdviseTest, LaunchBoundSuggestsCudaGraphs) {
   ASSERT_NE(l, nullptr);
   EXPECT_GT(l->saving_fraction, 0.7);
   EXPECT_NE(l->fix.find("CUDA graphs"), std::string::npos);
+  EXPECT_NE(l->evidence.find("median launch call 5.000 us"), std::string::npos) << l->evidence;
+}
+
+// A launch-bound step whose trace has no launch calls (the API records of a
+// sampled window missing, as in a 1-GPU collector run of session 8, or --api
+// none): the evidence says that, not "median launch call 0 ns".
+TEST(AdviseTest, LaunchBoundWithoutLaunchCallsSaysSo) {
+  TraceBuilder b;
+  for (int i = 0; i < 100; ++i) b.kernel("tiny_kernel", 10000 * i + 6000, 10000 * i + 8000);
+  const auto all = run_on(b.t);
+  const Finding* l = find(all, "launch-bound");
+  ASSERT_NE(l, nullptr);
+  EXPECT_NE(l->evidence.find("no launch calls recorded in the window"), std::string::npos) << l->evidence;
+  EXPECT_EQ(l->evidence.find("median launch call"), std::string::npos) << l->evidence;
 }
 
 // The collector's self-measured perturbation (trace metadata): above 5 % at

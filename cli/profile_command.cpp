@@ -17,7 +17,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   struct Options {
     collect::ProfileOptions profile;
     std::string api = "default";
-    std::string api_records = "activity";
+    std::string api_records = "callbacks";
     std::string capture;
     std::string activities = "kernel,memcpy,memset,nvtx";
     double nvml_hz = 10;
@@ -33,9 +33,10 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--api", opts->api, "CUDA API calls to record: default (launches, copies, syncs, malloc/free, graphs), all, none")
       ->check(CLI::IsMember({"default", "all", "none"}));
   cmd->add_option("--api-records", opts->api_records,
-                  "how --api default records its calls: activity (CUPTI's API activity records) or callbacks (the "
-                  "collector's own timestamps in CUPTI's callbacks for the same calls)")
-      ->check(CLI::IsMember({"activity", "callbacks"}));
+                  "how --api default records its calls: callbacks (the collector's own timestamps in CUPTI's "
+                  "callbacks; the default) or activity (CUPTI's API activity records, which did not arrive inside "
+                  "windows on CUDA 13.0)")
+      ->check(CLI::IsMember({"callbacks", "activity"}));
   cmd->add_option("--activities", opts->activities,
                   "GPU activity groups to record, comma-separated: kernel, memcpy, memset, sync, nvtx, or all (default: "
                   "kernel,memcpy,memset,nvtx; synchronizing calls are still recorded as API calls by --api default, "

@@ -18,11 +18,15 @@ namespace scalescope::collect {
 enum class ApiMode : uint8_t { kDefault = 0, kAll, kNone };
 enum class CaptureRange : uint8_t { kNone = 0, kNvtx, kCudaProfilerApi };
 // How the API calls of --api default are recorded (SCALESCOPE_API_RECORDS):
-// CUPTI's RUNTIME/DRIVER activity records (cuptiActivityEnableRuntimeApi per
-// callback id), or the collector's own enter/exit timestamps taken in CUPTI's
-// callbacks for the same ids (same fields: name, thread, start, end,
-// correlation id, return code). --api all always uses the activity records.
-enum class ApiRecords : uint8_t { kActivity = 0, kCallbacks };
+// the collector's own enter/exit timestamps taken in CUPTI's callbacks for
+// the chosen ids (the default), or CUPTI's RUNTIME/DRIVER activity records
+// (cuptiActivityEnableRuntimeApi per callback id). Same fields either way:
+// name, thread, start, end, correlation id, return code. On H200 with CUDA
+// 13.0 the activity records of the chosen ids never came in sampled or
+// cudaProfilerApi windows (0 launch calls for 98,100 kernels, bench/RESULTS.md
+// issue 23), while the callbacks gave every kernel its launch. --api all
+// always uses the activity records.
+enum class ApiRecords : uint8_t { kCallbacks = 0, kActivity };
 
 // CUPTI activity groups (--activities), a bit set like nsys's --trace groups:
 // kernel = CONCURRENT_KERNEL, memcpy = MEMCPY + MEMCPY2, memset = MEMSET,
@@ -52,7 +56,7 @@ struct CollectorOptions {
   uint32_t buffer_mb = 64;        // SCALESCOPE_BUFFER_MB: the whole pool, bounded memory
   bool discard = false;           // SCALESCOPE_DISCARD=1: enable CUPTI, keep nothing (overhead floor)
   uint32_t activities = kDefaultActivities;  // SCALESCOPE_ACTIVITIES=kernel,memcpy,memset,nvtx
-  ApiRecords api_records = ApiRecords::kActivity;  // SCALESCOPE_API_RECORDS=activity|callbacks
+  ApiRecords api_records = ApiRecords::kCallbacks;  // SCALESCOPE_API_RECORDS=callbacks|activity
   // SCALESCOPE_DETACH=0 keeps CUPTI attached between capture windows. By
   // default a window that closes detaches CUPTI (cuptiFinalize) and attaches
   // it again with only the window's trigger callbacks, because disabling the

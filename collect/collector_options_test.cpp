@@ -20,7 +20,7 @@ TEST(CollectOptions, RoundTrip) {
   o.discard = true;
   o.activities = kActivityKernel | kActivitySync;
   o.detach = false;
-  o.api_records = ApiRecords::kCallbacks;
+  o.api_records = ApiRecords::kActivity;
   auto back = parse_collector_options(to_environment(o));
   EXPECT_EQ(back.run_dir, o.run_dir);
   EXPECT_EQ(back.api, ApiMode::kAll);
@@ -35,10 +35,11 @@ TEST(CollectOptions, RoundTrip) {
   EXPECT_EQ(back.activities, kActivityKernel | kActivitySync);
   EXPECT_EQ(to_environment(o).at("SCALESCOPE_ACTIVITIES"), "kernel,sync");
   EXPECT_FALSE(back.detach);
-  EXPECT_EQ(back.api_records, ApiRecords::kCallbacks);
+  EXPECT_EQ(back.api_records, ApiRecords::kActivity);
   EXPECT_TRUE(parse_collector_options(to_environment(CollectorOptions{})).detach);
   // The default travels too: a value exported for an earlier run cannot leak in.
-  EXPECT_EQ(to_environment(CollectorOptions{}).at("SCALESCOPE_API_RECORDS"), "activity");
+  EXPECT_EQ(to_environment(CollectorOptions{}).at("SCALESCOPE_API_RECORDS"), "callbacks");
+  EXPECT_EQ(parse_collector_options({}).api_records, ApiRecords::kCallbacks);
 }
 
 TEST(CollectOptions, DetachMustBeZeroOrOne) {

@@ -17,6 +17,7 @@
 #    default `profile` (sampled windows), the order rotating; the default
 #    runs' self-measured perturbation comes from their run.json.
 # A job is started only if it should end before BUDGET_S (default 560).
+# PHASES (default "A B C") picks the parts; ROUNDS (default 5) part C's rounds.
 set -u
 c="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${OUT:?OUT must name the folder for results}"
@@ -77,6 +78,8 @@ abba() {
   fi
 }
 
+phases=" ${PHASES:-A B C} "
+if [[ "$phases" == *" A "* ]]; then
 note "A. MobileNetV2 ABBA (10 pairs of 15 steps)"
 ABBA_ENV=(SCALESCOPE_API_RECORDS=activity)
 abba mobilenet control 45 15
@@ -88,15 +91,19 @@ abba mobilenet kmm 45 15 --activities kernel,memcpy,memset --api none
 abba mobilenet discard 45 15 --discard
 python3 "$c/window_ab_summary.py" "$logs/abba-mobilenet.jsonl" 2>&1 | tee -a "$out/summary.txt"
 
+fi
+if [[ "$phases" == *" B "* ]]; then
 note "B. LoRA ABBA (10 pairs of 8 steps)"
 CHECK_STEPS=80 abba lora default 70 8
 abba lora discard 70 8 --discard
 [ -f "$logs/abba-lora.jsonl" ] && python3 "$c/window_ab_summary.py" "$logs/abba-lora.jsonl" 2>&1 | tee -a "$out/summary.txt"
 
+fi
+if [[ "$phases" == *" C "* ]]; then
 note "C. whole processes, MobileNetV2, none and default"
 mkdir -p "$out/whole"
 if (($(left) > 60)); then
-  MODES="none sampled" PROFILE_ARGS="" STEPS=80 ROUNDS=5 REPO="$PWD" \
+  MODES="none sampled" PROFILE_ARGS="" STEPS=80 ROUNDS="${ROUNDS:-5}" REPO="$PWD" \
     bash "$c/sampled_ab.sh" "$ss" "$c/libscalescope-collector.so" "$out/whole" mobilenet "$(($(left) - 15))" \
     > "$logs/whole.log" 2>&1
   python3 "$c/sampled_ab_summary.py" "$out/whole/results.jsonl" 2>&1 | tee -a "$out/summary.txt"
@@ -106,7 +113,9 @@ if (($(left) > 60)); then
     "$ss" export --format sqlite -o "$work/t.sqlite" --force "$r0" > /dev/null 2>&1 &&
       python3 "$c/window_check.py" "$work/t.sqlite" 2>&1 | sed 's|^|  check whole/sampled round 0: |' | tee -a "$out/summary.txt"
     "$ss" analyze "$r0" > "$logs/whole-sampled-round0-analyze.txt" 2>&1
+    grep -o 'median kernel [^;]*;' "$logs/whole-sampled-round0-analyze.txt" | sed 's|^|  analyze launch-bound evidence: |' | tee -a "$out/summary.txt"
   fi
+fi
 fi
 note "done"
 tar -C "$out" -czf "$out/logs.tar.gz" logs whole 2>/dev/null && rm -rf "$logs" "$out/whole"

@@ -130,6 +130,15 @@ TEST_F(CollectWindows, CaptureWindowsDetachAfterTheGraceAndAttachAgain) {
   EXPECT_EQ(r.summary.value("windows_opened", -1), 3);
 }
 
+// With API calls from callbacks, cudaProfilerStart/Stop are among the
+// recorded ids: switching the API callbacks off at a window's end must leave
+// the window triggers on, so the same three windows open and detach.
+TEST_F(CollectWindows, CaptureWindowsKeepTheirTriggersWithApiCallbacks) {
+  auto r = run("repeat", {{"SCALESCOPE_CAPTURE_RANGE", "cudaProfilerApi"}, {"SCALESCOPE_API_RECORDS", "callbacks"}});
+  expect_windows(r, 2, 1, 10, "3", "1");
+  EXPECT_EQ(extra(r.trace, "capture_stops_without_window"), "");
+}
+
 TEST_F(CollectWindows, NoDetachKeepsCuptiAttached) {
   auto r = run("repeat", {{"SCALESCOPE_CAPTURE_RANGE", "cudaProfilerApi"}, {"SCALESCOPE_DETACH", "0"}});
   expect_windows(r, 1, 0, 10, "3", "0");
@@ -306,7 +315,7 @@ TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
   EXPECT_EQ(r.summary["sampling"].value("mode", ""), "sampled");
 }
 
-// SCALESCOPE_API_RECORDS=callbacks: every launch inside a window is recorded
+// API calls from callbacks (the default): every launch inside a window is recorded
 // from the collector's own callbacks, exactly once, with its kernel's
 // correlation id, also after CUPTI was detached and attached again (ids start
 // over); none outside the windows, and not the runtime's nested driver call.
@@ -314,8 +323,7 @@ TEST_F(CollectWindows, ApiCallsFromCallbacksMatchEveryKernelAcrossAttaches) {
   auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
                               {"SCALESCOPE_ITERATIONS", "4"},
                               {"SCALESCOPE_REPEAT_EVERY", "10"},
-                              {"SCALESCOPE_API_RECORDS", "callbacks"},
-                              {"HOST_LAUNCH", "1"}});
+                              {"HOST_LAUNCH", "1"}});  // callbacks: the default
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(r.traced);
   EXPECT_EQ(extra(r.trace, "api_records"), "callbacks");
@@ -342,11 +350,11 @@ TEST_F(CollectWindows, ApiCallsFromCallbacksMatchEveryKernelAcrossAttaches) {
   EXPECT_EQ(threads.size(), 1u);
 }
 
-// The same job with CUPTI's activity records (the fake makes none for API
-// calls): no row comes from the collector's callbacks.
-TEST_F(CollectWindows, ApiCallbacksOffByDefault) {
+// The same job with CUPTI's activity records (SCALESCOPE_API_RECORDS=activity;
+// the fake makes none for API calls): no row comes from the collector's callbacks.
+TEST_F(CollectWindows, ApiCallbacksOffWithActivityRecords) {
   auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"}, {"SCALESCOPE_ITERATIONS", "4"}, {"HOST_LAUNCH", "1"},
-                              {"HOST_STEPS", "12"}});
+                              {"HOST_STEPS", "12"}, {"SCALESCOPE_API_RECORDS", "activity"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(r.traced);
   EXPECT_EQ(extra(r.trace, "api_records"), "activity");
