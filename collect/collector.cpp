@@ -138,6 +138,20 @@ class Collector {
   CUptiResult set_up_activity();
   void close_capture_window(bool wait_for_gpu, std::chrono::milliseconds grace = kDetachGrace);
   void on_iteration_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* nvtx, const char* text);
+  // Sampled windows: NVTX iteration ranges are the markers once one is seen;
+  // until then (a job without them), cudaProfilerStart/Stop pairs are. A job
+  // that calls cudaProfilerStart once before a loop of ProfilerStep ranges
+  // thus switches to the ranges at the first one.
+  static constexpr int kMarkerNvtx = 1, kMarkerProfilerApi = 2;
+  bool claim_marker(int kind) {
+    if (kind == kMarkerNvtx) {
+      marker_kind_.store(kMarkerNvtx);
+      return true;
+    }
+    int none = 0;
+    return marker_kind_.compare_exchange_strong(none, kind) || none == kind;
+  }
+  std::atomic<int> marker_kind_{0};
   void iteration_begin(std::optional<uint64_t> number);
   void iteration_end();
   IterationClass state_now();
@@ -546,11 +560,24 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
         depth_detaches = now;
         profiler_call_depth = 0;
       }
+      // The window actions belong to --capture-range cudaProfilerApi only: in
+      // other modes these callbacks come on with the API records of a window
+      // (cudaProfilerStart/Stop are default API ids) or with a detach request.
+      // Sampled windows take the calls as iteration markers instead (one
+      // iteration from a start to its stop), unless the job's NVTX iteration
+      // ranges came first.
+      const bool windows = options_.capture == CaptureRange::kCudaProfilerApi;
       if (cb->callbackSite == CUPTI_API_ENTER) {
-        if (profiler_call_depth++ == 0 && start) enable_tracing();
+        if (profiler_call_depth++ == 0 && start) {
+          if (windows) enable_tracing();
+          if (sampling_ && claim_marker(kMarkerProfilerApi)) iteration_begin(std::nullopt);
+        }
       } else if (cb->callbackSite == CUPTI_API_EXIT) {
         profiler_call_depth = std::max(0, profiler_call_depth - 1);
-        if (profiler_call_depth == 0 && stop) close_capture_window(true);
+        if (profiler_call_depth == 0 && stop) {
+          if (windows) close_capture_window(true);
+          if (sampling_ && marker_kind_.load() == kMarkerProfilerApi) iteration_end();
+        }
       }
     }
   }
@@ -605,7 +632,7 @@ void Collector::on_iteration_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* n
     case CUPTI_CBID_NVTX_nvtxRangePushA:
     case CUPTI_CBID_NVTX_nvtxRangePushEx:
     case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
-      if (matches) {
+      if (matches && claim_marker(kMarkerNvtx)) {
         depth = 0;
         iteration_begin(number);
       } else if (depth >= 0) {
@@ -620,7 +647,7 @@ void Collector::on_iteration_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* n
     case CUPTI_CBID_NVTX_nvtxRangeStartA:
     case CUPTI_CBID_NVTX_nvtxRangeStartEx:
     case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
-      if (matches && nvtx->functionReturnValue) {
+      if (matches && nvtx->functionReturnValue && claim_marker(kMarkerNvtx)) {
         iteration_begin(number);
         std::lock_guard lock(iteration_mutex_);
         iteration_range_id_ = *static_cast<const nvtxRangeId_t*>(nvtx->functionReturnValue);
@@ -730,9 +757,10 @@ nlohmann::json Collector::sampling_summary() {
     j[std::string("iterations_") + std::string(to_string(c))] = iteration_times_.count(c);
   if (iterations_seen_ == 0) {
     j["note"] = "no iteration markers (NVTX ranges named " + options_.iteration_range + " or " +
-                options_.iteration_range + "#N): traced from start to end";
+                options_.iteration_range + "#N, or cudaProfilerStart/Stop): traced from start to end";
     return j;
   }
+  j["iteration_marker"] = marker_kind_.load() == kMarkerProfilerApi ? "cudaProfilerStart/Stop" : "nvtx";
   const Perturbation p = estimate_perturbation(iteration_times_.durations(IterationClass::kInside),
                                                iteration_times_.durations(IterationClass::kOutside));
   j["perturbation_measured"] = p.measured;
@@ -759,17 +787,19 @@ void Collector::write_sampling_metadata() {
 }
 
 void Collector::enable_trigger_callbacks() {
+  if (sampling_ || options_.capture == CaptureRange::kCudaProfilerApi) {
+    // Window triggers (capture range), or iteration markers (sampled windows).
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+  }
   if (options_.capture == CaptureRange::kNvtx || sampling_) {
     for (auto cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
                       CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxRangeStartA,
                       CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
                       CUPTI_CBID_NVTX_nvtxRangeEnd, CUPTI_CBID_NVTX_nvtxDomainRangeEnd})
       cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid);
-  } else if (options_.capture == CaptureRange::kCudaProfilerApi) {
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
   }
 }
 

@@ -24,6 +24,10 @@
 //           With HOST_LAUNCH set, every kernel comes from a cudaLaunchKernel
 //           call (enter and exit callbacks, the same correlation id); the
 //           second of each step's with the runtime's nested cuLaunchKernel.
+//           With HOST_PROFILER_AROUND set, cudaProfilerStart before the loop
+//           and cudaProfilerStop after it.
+//   profiler-iterations: as iterations, but each iteration is a
+//           cudaProfilerStart ... cudaProfilerStop pair (no NVTX range).
 //   plain:  5 kernels and API exits, no NVTX range at all.
 //   workers: (host sampler) 100 ms, then forks a worker that spins for
 //           200 ms and exits; reaped; 300 ms more.
@@ -174,6 +178,8 @@ int main(int argc, char** argv) {
     };
     run_kernel(500, 600, 0);
     run_kernel(700, 800, 1);
+    const bool around = std::getenv("HOST_PROFILER_AROUND") != nullptr;
+    if (around) profiler_start();
     bool recorded_before = counts().kernels_enabled != 0;  // the window open before the loop
     for (int step = 0; step < steps; ++step) {
       std::string name = marker ? std::string(marker) : "ProfilerStep#" + std::to_string(step);
@@ -189,6 +195,27 @@ int main(int argc, char** argv) {
       other_api_exit();
       std::this_thread::sleep_for(std::chrono::milliseconds(recorded ? 30 : 20));
       pop();
+      recorded_before = recorded;
+    }
+    if (around) profiler_stop();
+  } else if (std::strcmp(argv[2], "profiler-iterations") == 0) {
+    const int steps = std::getenv("HOST_STEPS") ? std::atoi(std::getenv("HOST_STEPS")) : 40;
+    kernel(500, 600);
+    kernel(700, 800);
+    bool recorded_before = counts().kernels_enabled != 0;
+    for (int step = 0; step < steps; ++step) {
+      const int finalizes = counts().finalizes;
+      profiler_start();
+      const bool recorded = counts().kernels_enabled != 0;
+      if (recorded_before && !recorded)
+        api_exits_until([&] { return counts().finalizes > finalizes && counts().subscribed == 1; },
+                        std::chrono::milliseconds(1500));
+      const uint64_t t = uint64_t(step) * 1000000 + 1000;
+      kernel(t, t + 100);
+      kernel(t + 200, t + 300);
+      other_api_exit();
+      std::this_thread::sleep_for(std::chrono::milliseconds(recorded ? 30 : 20));
+      profiler_stop();
       recorded_before = recorded;
     }
   } else if (std::strcmp(argv[2], "plain") == 0) {

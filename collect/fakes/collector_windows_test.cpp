@@ -297,6 +297,7 @@ TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
   EXPECT_EQ(extra(r.trace, "iterations_seen"), "40");
   EXPECT_EQ(extra(r.trace, "iterations_warmup"), "3");
   EXPECT_EQ(extra(r.trace, "iterations_inside"), "16");
+  EXPECT_EQ(extra(r.trace, "iteration_marker"), "nvtx");
   // After each window one iteration waits for the detach (transition); the
   // others ran detached. Allow one more transition per window for the attach
   // landing in the next iteration on a loaded machine.
@@ -360,6 +361,45 @@ TEST_F(CollectWindows, ApiCallbacksOffWithActivityRecords) {
   EXPECT_EQ(extra(r.trace, "api_records"), "activity");
   EXPECT_EQ(r.trace.kernels.size(), 2u + 4 * 2);
   EXPECT_EQ(r.trace.api.size(), 0u);
+}
+
+// A job without NVTX iteration ranges that brackets each iteration with
+// cudaProfilerStart/Stop: the pairs are the iterations, sampled by the same
+// schedule (and the calls open no capture window of their own).
+TEST_F(CollectWindows, ProfilerStartStopPairsAreIterations) {
+  auto r = run("profiler-iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                                       {"SCALESCOPE_ITERATIONS", "4"},
+                                       {"SCALESCOPE_REPEAT_EVERY", "10"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  EXPECT_EQ(r.trace.kernels.size(), 2u + 16 * 2);
+  EXPECT_EQ(extra(r.trace, "windows_opened"), "5");  // before the loop, then 4 sampled
+  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "5");
+  EXPECT_EQ(extra(r.trace, "iterations_seen"), "40");
+  EXPECT_EQ(extra(r.trace, "iterations_warmup"), "3");
+  EXPECT_EQ(extra(r.trace, "iterations_inside"), "16");
+  EXPECT_EQ(extra(r.trace, "iteration_marker"), "cudaProfilerStart/Stop");
+  EXPECT_EQ(extra(r.trace, "capture_stops_without_window"), "");
+  ASSERT_EQ(extra(r.trace, "perturbation_measured"), "true") << extra(r.trace, "perturbation_text");
+  EXPECT_GT(std::stod(extra(r.trace, "perturbation_pct")), 25.0) << "30 ms against 20 ms sleeps";
+}
+
+// cudaProfilerStart once before a loop of ProfilerStep ranges: the ranges
+// take over at the first one, and the windows are those of the ranges alone.
+TEST_F(CollectWindows, NvtxRangesTakeOverFromAProfilerStartAroundTheLoop) {
+  auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                              {"SCALESCOPE_ITERATIONS", "4"},
+                              {"SCALESCOPE_REPEAT_EVERY", "10"},
+                              {"HOST_PROFILER_AROUND", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  std::set<int64_t> want = {-1};
+  for (int64_t w : {3, 13, 23, 33})
+    for (auto s : sampled::range(w, w + 4)) want.insert(s);
+  EXPECT_EQ(sampled::traced_steps(r.trace), want);
+  EXPECT_EQ(r.trace.kernels.size(), 2u + 16 * 2);
+  EXPECT_EQ(extra(r.trace, "iteration_marker"), "nvtx");
+  EXPECT_EQ(extra(r.trace, "iterations_inside"), "16");
 }
 
 // One window of K iterations after the warm-up, then detached to the end.
