@@ -326,6 +326,15 @@ TEST(AdviseTest, LargeProfilerPerturbationIsNamedInLaunchBoundEvidence) {
   EXPECT_EQ(find(small, "launch-bound")->evidence.find("caution"), std::string::npos);
   const auto bad = run_on(job("abc", "12.0").t);  // unparsable: not measured, no caution
   EXPECT_EQ(find(bad, "launch-bound")->evidence.find("caution"), std::string::npos);
+  // --repeat-every: the note says the steady analysis spans the detached iterations between windows.
+  auto repeated = job("3.0", "1.0");
+  repeated.t.meta.extra["repeat_every"] = "40";
+  EXPECT_NE(analyze::analyze_rank(repeated.t, analyze::Options{})
+                .perturbation.text.find("windows repeat every 40 iterations: the steady analysis spans the detached"),
+            std::string::npos);
+  auto once = job("3.0", "1.0");
+  once.t.meta.extra["repeat_every"] = "0";
+  EXPECT_EQ(analyze::analyze_rank(once.t, analyze::Options{}).perturbation.text.find("repeat"), std::string::npos);
   const auto r = analyze::analyze_rank(job("18.5", "12.0").t, analyze::Options{});
   EXPECT_TRUE(r.perturbation.measured);
   EXPECT_TRUE(r.perturbation.matters);
