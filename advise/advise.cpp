@@ -276,11 +276,17 @@ std::optional<RankHit> launch_bound(const RankAnalysis& r, const Thresholds& th)
   Finding f;
   f.id = "launch-bound";
   f.title = "The GPU waits for kernel launches";
+  // Without launch calls in the window (--api none, or a trace whose API
+  // records are missing) there is no launch time to compare: say so instead
+  // of a median of nothing ("0 ns").
+  const std::string launch_text = l.launch_api_count > 0
+                                      ? "median launch call " + format_duration_ns(l.median_launch_ns)
+                                      : std::string("no launch calls recorded in the window");
   f.evidence = fmt::format("{}: {} GPU gaps under 1 ms add up to {} ({} of wall time, threshold {}); median kernel {} "
-                           "vs median launch call {}; {} of kernels are shorter than 10 us",
+                           "vs {}; {} of kernels are shorter than 10 us",
                            r.label, l.gap_count, format_duration_ns(static_cast<double>(l.gpu_gap_ns)), format_percent(share),
-                           format_percent(th.launch_gap_share), format_duration_ns(l.median_kernel_ns),
-                           format_duration_ns(l.median_launch_ns), format_percent(l.small_kernel_fraction));
+                           format_percent(th.launch_gap_share), format_duration_ns(l.median_kernel_ns), launch_text,
+                           format_percent(l.small_kernel_fraction));
   if (const std::string who = responsible_text(r.attribution, r.attribution.tiny_kernels, true); !who.empty())
     f.evidence += "; kernels under 10 us" + who.substr(1);
   f.figures = {{"gpu gaps", static_cast<double>(l.gpu_gap_ns), "ns"},

@@ -279,6 +279,20 @@ TEST(AdviseTest, LaunchBoundSuggestsCudaGraphs) {
   ASSERT_NE(l, nullptr);
   EXPECT_GT(l->saving_fraction, 0.7);
   EXPECT_NE(l->fix.find("CUDA graphs"), std::string::npos);
+  EXPECT_NE(l->evidence.find("median launch call 5.000 us"), std::string::npos) << l->evidence;
+}
+
+// A launch-bound step whose trace has no launch calls (the API records of a
+// sampled window missing, as in a 1-GPU collector run of session 8, or --api
+// none): the evidence says that, not "median launch call 0 ns".
+TEST(AdviseTest, LaunchBoundWithoutLaunchCallsSaysSo) {
+  TraceBuilder b;
+  for (int i = 0; i < 100; ++i) b.kernel("tiny_kernel", 10000 * i + 6000, 10000 * i + 8000);
+  const auto all = run_on(b.t);
+  const Finding* l = find(all, "launch-bound");
+  ASSERT_NE(l, nullptr);
+  EXPECT_NE(l->evidence.find("no launch calls recorded in the window"), std::string::npos) << l->evidence;
+  EXPECT_EQ(l->evidence.find("median launch call"), std::string::npos) << l->evidence;
 }
 
 // The collector's self-measured perturbation (trace metadata): above 5 % at
@@ -312,6 +326,15 @@ TEST(AdviseTest, LargeProfilerPerturbationIsNamedInLaunchBoundEvidence) {
   EXPECT_EQ(find(small, "launch-bound")->evidence.find("caution"), std::string::npos);
   const auto bad = run_on(job("abc", "12.0").t);  // unparsable: not measured, no caution
   EXPECT_EQ(find(bad, "launch-bound")->evidence.find("caution"), std::string::npos);
+  // --repeat-every: the note says the steady analysis spans the detached iterations between windows.
+  auto repeated = job("3.0", "1.0");
+  repeated.t.meta.extra["repeat_every"] = "40";
+  EXPECT_NE(analyze::analyze_rank(repeated.t, analyze::Options{})
+                .perturbation.text.find("windows repeat every 40 iterations: the steady analysis spans the detached"),
+            std::string::npos);
+  auto once = job("3.0", "1.0");
+  once.t.meta.extra["repeat_every"] = "0";
+  EXPECT_EQ(analyze::analyze_rank(once.t, analyze::Options{}).perturbation.text.find("repeat"), std::string::npos);
   const auto r = analyze::analyze_rank(job("18.5", "12.0").t, analyze::Options{});
   EXPECT_TRUE(r.perturbation.measured);
   EXPECT_TRUE(r.perturbation.matters);

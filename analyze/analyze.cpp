@@ -125,6 +125,14 @@ ProfilerPerturbation read_perturbation(const std::unordered_map<std::string, std
     p.outside = static_cast<int64_t>(outside);
   }
   p.matters = p.measured && p.ci_low > kPerturbationMatters;
+  // Repeated windows: the steady iterations run from the first traced one to
+  // the last, across the detached stretches between windows, whose kernels
+  // were not recorded; their GPU time counts as idle there.
+  double every = 0;
+  if (p.sampling == "sampled" && p.seen > 0 && number("repeat_every", &every) && every > 0)
+    p.text += fmt::format("; windows repeat every {:.0f} iterations: the steady analysis spans the detached "
+                          "iterations between them too, counted as GPU idle (analyze --window itA:itB takes one window)",
+                          every);
   return p;
 }
 

@@ -266,7 +266,9 @@ struct ProfilerPerturbation {
   bool measured = false;
   double percent = 0, ci_low = 0, ci_high = 0;
   int64_t inside = 0, outside = 0, seen = 0;
-  std::string text;       // the collector's sentence (or why not measured, or the no-marker note)
+  std::string text;       // the collector's sentence (or why not measured, or the no-marker note);
+                          // with --repeat-every, plus a note that the steady analysis spans the
+                          // detached stretches between windows
   // The interval's lower bound is above kPerturbationMatters: figures read
   // from CPU-side timing (launch gaps, idle gaps, host syncs) are inflated.
   bool matters = false;

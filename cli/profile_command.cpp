@@ -17,6 +17,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   struct Options {
     collect::ProfileOptions profile;
     std::string api = "default";
+    std::string api_records = "callbacks";
     std::string capture;
     std::string activities = "kernel,memcpy,memset,nvtx";
     double nvml_hz = 10;
@@ -31,6 +32,11 @@ void add_profile_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("--api", opts->api, "CUDA API calls to record: default (launches, copies, syncs, malloc/free, graphs), all, none")
       ->check(CLI::IsMember({"default", "all", "none"}));
+  cmd->add_option("--api-records", opts->api_records,
+                  "how --api default records its calls: callbacks (the collector's own timestamps in CUPTI's "
+                  "callbacks; the default) or activity (CUPTI's API activity records, which did not arrive inside "
+                  "windows on CUDA 13.0)")
+      ->check(CLI::IsMember({"callbacks", "activity"}));
   cmd->add_option("--activities", opts->activities,
                   "GPU activity groups to record, comma-separated: kernel, memcpy, memset, sync, nvtx, or all (default: "
                   "kernel,memcpy,memset,nvtx; synchronizing calls are still recorded as API calls by --api default, "
@@ -80,6 +86,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
     }
     if (o.profile.command.empty()) fail("profile: no job to run: scalescope profile -o NAME -- CMD...");
     o.profile.collector.api = collect::parse_api_mode(o.api);
+    o.profile.collector.api_records = collect::parse_api_records(o.api_records);
     collect::parse_capture_range(o.capture, o.profile.collector);
     o.profile.collector.activities = collect::parse_activities(o.activities);
     o.profile.collector.nvml_hz = o.nvml_hz;

@@ -34,6 +34,7 @@
 #include <generated_nvtx_meta.h>
 #include <nlohmann/json.hpp>
 
+#include "collect/api_call_log.hpp"
 #include "collect/buffer_pool.hpp"
 #include "collect/collector_options.hpp"
 #include "collect/cupti_decoder.hpp"
@@ -137,6 +138,20 @@ class Collector {
   CUptiResult set_up_activity();
   void close_capture_window(bool wait_for_gpu, std::chrono::milliseconds grace = kDetachGrace);
   void on_iteration_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* nvtx, const char* text);
+  // Sampled windows: NVTX iteration ranges are the markers once one is seen;
+  // until then (a job without them), cudaProfilerStart/Stop pairs are. A job
+  // that calls cudaProfilerStart once before a loop of ProfilerStep ranges
+  // thus switches to the ranges at the first one.
+  static constexpr int kMarkerNvtx = 1, kMarkerProfilerApi = 2;
+  bool claim_marker(int kind) {
+    if (kind == kMarkerNvtx) {
+      marker_kind_.store(kMarkerNvtx);
+      return true;
+    }
+    int none = 0;
+    return marker_kind_.compare_exchange_strong(none, kind) || none == kind;
+  }
+  std::atomic<int> marker_kind_{0};
   void iteration_begin(std::optional<uint64_t> number);
   void iteration_end();
   IterationClass state_now();
@@ -154,6 +169,9 @@ class Collector {
   void flush_batch();
   void write_sidecar(const std::string& status);
   void select_default_apis();
+  void set_api_callbacks(bool on);
+  void record_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
+  void decode_api_calls();
 
   CollectorOptions options_;
   trace::Metadata meta_;
@@ -170,6 +188,17 @@ class Collector {
   std::filesystem::path trace_path_, sidecar_path_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<CUpti_CallbackId> runtime_cbids_, driver_cbids_;
+  // SCALESCOPE_API_RECORDS=callbacks: the default API calls are timed in the
+  // collector's own callbacks for the same ids (enter/exit timestamps) while a
+  // window is open, instead of CUPTI's RUNTIME/DRIVER activity records.
+  bool api_callbacks_ = false;
+  std::atomic<bool> api_callbacks_on_{false};
+  std::vector<uint8_t> runtime_selected_, driver_selected_;  // by callback id; fixed before any window
+  ApiCallLog api_log_;
+  std::atomic<uint32_t> generation_{0};  // attaches after the first: the generation of a logged call
+  uint32_t decoded_generation_ = 0;  // encoder thread: the generation the decoder numbers correlations in
+  std::vector<LoggedApiCall> api_calls_;  // encoder thread
+  uint64_t api_calls_discarded_ = 0;
 
   std::mutex enable_mutex_;
   bool tracing_ = false;
@@ -309,6 +338,60 @@ void Collector::select_default_apis() {
   };
   scan(CUPTI_CB_DOMAIN_RUNTIME_API, trace::ApiDomain::kRuntime, CUPTI_RUNTIME_TRACE_CBID_SIZE, runtime_cbids_);
   scan(CUPTI_CB_DOMAIN_DRIVER_API, trace::ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_SIZE, driver_cbids_);
+  runtime_selected_.assign(CUPTI_RUNTIME_TRACE_CBID_SIZE, 0);
+  driver_selected_.assign(CUPTI_DRIVER_TRACE_CBID_SIZE, 0);
+  for (auto cbid : runtime_cbids_) runtime_selected_[cbid] = 1;
+  for (auto cbid : driver_cbids_) driver_selected_[cbid] = 1;
+}
+
+// Under enable_mutex_. The callbacks of the default API ids on or off; the
+// window triggers (cudaProfilerStart/Stop are default ids too) stay on.
+void Collector::set_api_callbacks(bool on) {
+  api_callbacks_on_.store(on);
+  for (auto cbid : runtime_cbids_) cuptiEnableCallback(on ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+  for (auto cbid : driver_cbids_) cuptiEnableCallback(on ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  if (!on) enable_trigger_callbacks();
+}
+
+// One default API call, timed at its enter and exit callbacks. Driver calls
+// that the runtime makes inside a runtime call being timed on this thread
+// are not the application's own (CUPTI's activity records leave them out
+// too): they are skipped. A call whose enter came before the window opened,
+// or before an attach, has no start here and is not recorded.
+void Collector::record_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  struct Open {
+    uint64_t start;
+    uint32_t cbid;
+    bool runtime, skip;
+  };
+  thread_local std::vector<Open> open;  // nested calls of this thread
+  thread_local uint32_t open_generation = 0;
+  const uint32_t generation = generation_.load(std::memory_order_relaxed);
+  if (open_generation != generation) {
+    open.clear();  // CUPTI was detached mid-call: those exits never come
+    open_generation = generation;
+  }
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    bool inside_runtime = false;
+    for (const auto& o : open) inside_runtime |= o.runtime;
+    if (open.size() < 64) open.push_back({static_cast<uint64_t>(cupti_now()), cbid, runtime, !runtime && inside_runtime});
+    return;
+  }
+  if (open.empty() || open.back().cbid != cbid || open.back().runtime != runtime) return;
+  const Open o = open.back();
+  open.pop_back();
+  if (o.skip || o.start == 0) return;
+  LoggedApiCall c;
+  c.call.start = o.start;
+  c.call.end = static_cast<uint64_t>(cupti_now());
+  c.call.thread = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self()));  // as CUPTI's default thread ids
+  c.call.cbid = cbid;
+  c.call.correlation = cb->correlationId;
+  c.call.return_code = cb->functionReturnValue ? *static_cast<const int32_t*>(cb->functionReturnValue) : 0;
+  c.call.domain = runtime ? trace::ApiDomain::kRuntime : trace::ApiDomain::kDriver;
+  c.generation = generation;
+  api_log_.add(c);
 }
 
 // The CUPTI kinds of the --activities groups, kernels first: if CUPTI
@@ -346,6 +429,8 @@ void Collector::enable_tracing() {
   if (options_.api == ApiMode::kAll) {
     if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
     if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) != CUPTI_SUCCESS) problems_.add(trace::Problem::kCuptiError);
+  } else if (options_.api == ApiMode::kDefault && api_callbacks_) {
+    set_api_callbacks(true);
   } else if (options_.api == ApiMode::kDefault) {
     // Per callback id: recording every API call is what makes naive collectors slow.
     for (auto cbid : runtime_cbids_)
@@ -367,6 +452,8 @@ void Collector::disable_tracing() {
   if (options_.api == ApiMode::kAll) {
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+  } else if (options_.api == ApiMode::kDefault && api_callbacks_) {
+    set_api_callbacks(false);
   } else if (options_.api == ApiMode::kDefault) {
     for (auto cbid : runtime_cbids_) cuptiActivityEnableRuntimeApi(cbid, 0);
     for (auto cbid : driver_cbids_) cuptiActivityEnableDriverApi(cbid, 0);
@@ -448,6 +535,10 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
   }
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    if (api_callbacks_on_.load(std::memory_order_relaxed)) {
+      const auto& selected = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_selected_ : driver_selected_;
+      if (cbid < selected.size() && selected[cbid]) record_api_call(domain, cbid, cb);
+    }
     bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
                  (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
     // Stop named explicitly: another API callback enabled later must not close the window.
@@ -469,11 +560,24 @@ void Collector::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
         depth_detaches = now;
         profiler_call_depth = 0;
       }
+      // The window actions belong to --capture-range cudaProfilerApi only: in
+      // other modes these callbacks come on with the API records of a window
+      // (cudaProfilerStart/Stop are default API ids) or with a detach request.
+      // Sampled windows take the calls as iteration markers instead (one
+      // iteration from a start to its stop), unless the job's NVTX iteration
+      // ranges came first.
+      const bool windows = options_.capture == CaptureRange::kCudaProfilerApi;
       if (cb->callbackSite == CUPTI_API_ENTER) {
-        if (profiler_call_depth++ == 0 && start) enable_tracing();
+        if (profiler_call_depth++ == 0 && start) {
+          if (windows) enable_tracing();
+          if (sampling_ && claim_marker(kMarkerProfilerApi)) iteration_begin(std::nullopt);
+        }
       } else if (cb->callbackSite == CUPTI_API_EXIT) {
         profiler_call_depth = std::max(0, profiler_call_depth - 1);
-        if (profiler_call_depth == 0 && stop) close_capture_window(true);
+        if (profiler_call_depth == 0 && stop) {
+          if (windows) close_capture_window(true);
+          if (sampling_ && marker_kind_.load() == kMarkerProfilerApi) iteration_end();
+        }
       }
     }
   }
@@ -528,7 +632,7 @@ void Collector::on_iteration_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* n
     case CUPTI_CBID_NVTX_nvtxRangePushA:
     case CUPTI_CBID_NVTX_nvtxRangePushEx:
     case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
-      if (matches) {
+      if (matches && claim_marker(kMarkerNvtx)) {
         depth = 0;
         iteration_begin(number);
       } else if (depth >= 0) {
@@ -543,7 +647,7 @@ void Collector::on_iteration_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* n
     case CUPTI_CBID_NVTX_nvtxRangeStartA:
     case CUPTI_CBID_NVTX_nvtxRangeStartEx:
     case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
-      if (matches && nvtx->functionReturnValue) {
+      if (matches && nvtx->functionReturnValue && claim_marker(kMarkerNvtx)) {
         iteration_begin(number);
         std::lock_guard lock(iteration_mutex_);
         iteration_range_id_ = *static_cast<const nvtxRangeId_t*>(nvtx->functionReturnValue);
@@ -653,9 +757,10 @@ nlohmann::json Collector::sampling_summary() {
     j[std::string("iterations_") + std::string(to_string(c))] = iteration_times_.count(c);
   if (iterations_seen_ == 0) {
     j["note"] = "no iteration markers (NVTX ranges named " + options_.iteration_range + " or " +
-                options_.iteration_range + "#N): traced from start to end";
+                options_.iteration_range + "#N, or cudaProfilerStart/Stop): traced from start to end";
     return j;
   }
+  j["iteration_marker"] = marker_kind_.load() == kMarkerProfilerApi ? "cudaProfilerStart/Stop" : "nvtx";
   const Perturbation p = estimate_perturbation(iteration_times_.durations(IterationClass::kInside),
                                                iteration_times_.durations(IterationClass::kOutside));
   j["perturbation_measured"] = p.measured;
@@ -682,17 +787,19 @@ void Collector::write_sampling_metadata() {
 }
 
 void Collector::enable_trigger_callbacks() {
+  if (sampling_ || options_.capture == CaptureRange::kCudaProfilerApi) {
+    // Window triggers (capture range), or iteration markers (sampled windows).
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+  }
   if (options_.capture == CaptureRange::kNvtx || sampling_) {
     for (auto cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
                       CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxRangeStartA,
                       CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
                       CUPTI_CBID_NVTX_nvtxRangeEnd, CUPTI_CBID_NVTX_nvtxDomainRangeEnd})
       cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid);
-  } else if (options_.capture == CaptureRange::kCudaProfilerApi) {
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
-    cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
   }
 }
 
@@ -708,6 +815,7 @@ void Collector::detach_cupti() {
       cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
       cuptiEnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
       enable_trigger_callbacks();
+      if (api_callbacks_on_.load()) set_api_callbacks(true);  // the window's own API callbacks
       return;
     }
   }
@@ -749,6 +857,7 @@ void Collector::reattach_cupti() {
     r = attach_cupti(&step, lean_reattach_);
   }
   state_changes_.fetch_add(1);
+  if (r == CUPTI_SUCCESS) generation_.fetch_add(1);
   if (r != CUPTI_SUCCESS) {
     warn("cannot attach CUPTI again after a capture window (%s: %s); later windows are not traced", step,
          cupti_error(r).c_str());
@@ -815,6 +924,8 @@ bool Collector::start() {
   if (test_clock_offset_ns() != 0) meta_.extra["test_clock_offset_ns"] = std::to_string(test_clock_offset_ns());
   meta_.clock.push_back({cupti_now(), unix_now_ns()});
   meta_.extra["api"] = std::string(to_string(options_.api));
+  api_callbacks_ = options_.api == ApiMode::kDefault && options_.api_records == ApiRecords::kCallbacks;
+  if (options_.api == ApiMode::kDefault) meta_.extra["api_records"] = std::string(to_string(options_.api_records));
   meta_.extra["capture_range"] = format_capture_range(options_);
   meta_.extra["delay_s"] = std::to_string(options_.delay_s);
   meta_.extra["duration_s"] = std::to_string(options_.duration_s);
@@ -1132,8 +1243,30 @@ void Collector::encoder_loop() {
   done_cv_.notify_all();
 }
 
+// The API calls timed in callbacks so far. A call of a newer attach than the
+// decoder's numbering starts the decoder's new generation (if no buffer of it
+// has yet): correlation ids start over with each attach.
+void Collector::decode_api_calls() {
+  api_calls_.clear();
+  api_log_.drain(api_calls_);
+  for (const auto& c : api_calls_) {
+    if (c.generation != decoded_generation_) {
+      if (generation_pending_.exchange(false)) decoder_->new_generation();
+      decoded_generation_ = c.generation;
+    }
+    if (options_.discard)
+      ++api_calls_discarded_;
+    else
+      decoder_->decode_api_call(c.call, batch_);
+  }
+}
+
 void Collector::decode_filled(std::vector<BufferPool::Filled>& filled) {
-  if (!filled.empty() && generation_pending_.exchange(false)) decoder_->new_generation();
+  if (api_callbacks_) decode_api_calls();
+  if (!filled.empty() && generation_pending_.exchange(false)) {
+    decoder_->new_generation();
+    decoded_generation_ = generation_.load();
+  }
   for (const auto& f : filled) {
     if (options_.discard) {
       ++records_discarded_;  // counts buffers: the floor measurement keeps nothing
@@ -1184,6 +1317,7 @@ void Collector::finish(const char* why) {
     dlclose(cuda);
   }
   if (cupti_dropped_.load() > 0) problems_.add(trace::Problem::kDroppedRecords, cupti_dropped_.load());
+  if (api_log_.dropped() > 0) problems_.add(trace::Problem::kDroppedRecords, api_log_.dropped());
   const auto& nccl = decoder_->nccl_join().stats();
   meta_.extra["nccl_kernels_joined"] = std::to_string(nccl.joined);
   meta_.extra["nccl_kernels_unjoined"] = std::to_string(nccl.unjoined);

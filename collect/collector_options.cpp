@@ -50,6 +50,16 @@ ApiMode parse_api_mode(std::string_view text) {
   fail("bad API mode '{}': expected default, all or none", text);
 }
 
+ApiRecords parse_api_records(std::string_view text) {
+  if (text == "activity") return ApiRecords::kActivity;
+  if (text == "callbacks") return ApiRecords::kCallbacks;
+  fail("bad API record path '{}': expected activity or callbacks", text);
+}
+
+std::string_view to_string(ApiRecords records) {
+  return records == ApiRecords::kCallbacks ? "callbacks" : "activity";
+}
+
 std::string_view to_string(ApiMode mode) {
   switch (mode) {
     case ApiMode::kAll: return "all";
@@ -133,6 +143,13 @@ CollectorOptions parse_collector_options(const Environment& env) {
   CollectorOptions o;
   if (auto* v = find(env, "SCALESCOPE_RUN_DIR")) o.run_dir = *v;
   if (auto* v = find(env, "SCALESCOPE_API")) o.api = parse_api_mode(*v);
+  if (auto* v = find(env, "SCALESCOPE_API_RECORDS")) {
+    try {
+      o.api_records = parse_api_records(*v);
+    } catch (const Error& e) {
+      fail("SCALESCOPE_API_RECORDS: {}", e.what());
+    }
+  }
   o.delay_s = parse_seconds(env, "SCALESCOPE_DELAY", 0);
   o.duration_s = parse_seconds(env, "SCALESCOPE_DURATION", 0);
   if (auto* v = find(env, "SCALESCOPE_CAPTURE_RANGE")) parse_capture_range(*v, o);
@@ -183,6 +200,7 @@ Environment to_environment(const CollectorOptions& o) {
   Environment env;
   env["SCALESCOPE_RUN_DIR"] = o.run_dir;
   env["SCALESCOPE_API"] = std::string(to_string(o.api));
+  env["SCALESCOPE_API_RECORDS"] = std::string(to_string(o.api_records));
   if (o.delay_s > 0) env["SCALESCOPE_DELAY"] = number(o.delay_s);
   if (o.duration_s > 0) env["SCALESCOPE_DURATION"] = number(o.duration_s);
   if (o.capture != CaptureRange::kNone) env["SCALESCOPE_CAPTURE_RANGE"] = format_capture_range(o);

@@ -17,6 +17,16 @@ namespace scalescope::collect {
 
 enum class ApiMode : uint8_t { kDefault = 0, kAll, kNone };
 enum class CaptureRange : uint8_t { kNone = 0, kNvtx, kCudaProfilerApi };
+// How the API calls of --api default are recorded (SCALESCOPE_API_RECORDS):
+// the collector's own enter/exit timestamps taken in CUPTI's callbacks for
+// the chosen ids (the default), or CUPTI's RUNTIME/DRIVER activity records
+// (cuptiActivityEnableRuntimeApi per callback id). Same fields either way:
+// name, thread, start, end, correlation id, return code. On H200 with CUDA
+// 13.0 the activity records of the chosen ids never came in sampled or
+// cudaProfilerApi windows (0 launch calls for 98,100 kernels, bench/RESULTS.md
+// issue 23), while the callbacks gave every kernel its launch. --api all
+// always uses the activity records.
+enum class ApiRecords : uint8_t { kCallbacks = 0, kActivity };
 
 // CUPTI activity groups (--activities), a bit set like nsys's --trace groups:
 // kernel = CONCURRENT_KERNEL, memcpy = MEMCPY + MEMCPY2, memset = MEMSET,
@@ -46,6 +56,7 @@ struct CollectorOptions {
   uint32_t buffer_mb = 64;        // SCALESCOPE_BUFFER_MB: the whole pool, bounded memory
   bool discard = false;           // SCALESCOPE_DISCARD=1: enable CUPTI, keep nothing (overhead floor)
   uint32_t activities = kDefaultActivities;  // SCALESCOPE_ACTIVITIES=kernel,memcpy,memset,nvtx
+  ApiRecords api_records = ApiRecords::kCallbacks;  // SCALESCOPE_API_RECORDS=callbacks|activity
   // SCALESCOPE_DETACH=0 keeps CUPTI attached between capture windows. By
   // default a window that closes detaches CUPTI (cuptiFinalize) and attaches
   // it again with only the window's trigger callbacks, because disabling the
@@ -84,6 +95,8 @@ ApiMode parse_api_mode(std::string_view text);  // Error on unknown
 uint32_t parse_activities(std::string_view text);
 std::string format_activities(uint32_t activities);  // "kernel,memcpy,memset,sync,nvtx" order
 std::string_view to_string(ApiMode mode);
+ApiRecords parse_api_records(std::string_view text);  // "activity" | "callbacks"; Error otherwise
+std::string_view to_string(ApiRecords records);
 
 // The API calls that matter, recorded by default (--api default): kernel
 // launches (incl. cuLaunchKernelEx, which NCCL uses), copies, sets,

@@ -20,6 +20,7 @@ TEST(CollectOptions, RoundTrip) {
   o.discard = true;
   o.activities = kActivityKernel | kActivitySync;
   o.detach = false;
+  o.api_records = ApiRecords::kActivity;
   auto back = parse_collector_options(to_environment(o));
   EXPECT_EQ(back.run_dir, o.run_dir);
   EXPECT_EQ(back.api, ApiMode::kAll);
@@ -34,7 +35,11 @@ TEST(CollectOptions, RoundTrip) {
   EXPECT_EQ(back.activities, kActivityKernel | kActivitySync);
   EXPECT_EQ(to_environment(o).at("SCALESCOPE_ACTIVITIES"), "kernel,sync");
   EXPECT_FALSE(back.detach);
+  EXPECT_EQ(back.api_records, ApiRecords::kActivity);
   EXPECT_TRUE(parse_collector_options(to_environment(CollectorOptions{})).detach);
+  // The default travels too: a value exported for an earlier run cannot leak in.
+  EXPECT_EQ(to_environment(CollectorOptions{}).at("SCALESCOPE_API_RECORDS"), "callbacks");
+  EXPECT_EQ(parse_collector_options({}).api_records, ApiRecords::kCallbacks);
 }
 
 TEST(CollectOptions, DetachMustBeZeroOrOne) {
@@ -101,6 +106,8 @@ TEST(CollectOptions, BadValuesNameTheVariable) {
   EXPECT_NE(message({{"SCALESCOPE_DURATION", "5s"}}).find("SCALESCOPE_DURATION"), std::string::npos);
   EXPECT_NE(message({{"SCALESCOPE_BUFFER_MB", "1"}}).find("SCALESCOPE_BUFFER_MB"), std::string::npos);
   EXPECT_NE(message({{"SCALESCOPE_API", "some"}}).find("'some'"), std::string::npos);
+  EXPECT_NE(message({{"SCALESCOPE_API_RECORDS", "trace"}}).find("SCALESCOPE_API_RECORDS: bad API record path 'trace'"),
+            std::string::npos);
   EXPECT_NE(message({{"SCALESCOPE_CAPTURE_RANGE", "nvtx:"}}).find("capture range"), std::string::npos);
   EXPECT_NE(message({{"SCALESCOPE_NVML_HZ", "5000"}}).find("SCALESCOPE_NVML_HZ"), std::string::npos);
   EXPECT_NE(message({{"SCALESCOPE_HOST_HZ", "5000"}}).find("SCALESCOPE_HOST_HZ"), std::string::npos);

@@ -250,6 +250,20 @@ namespace {
 bool unfinished(uint64_t start, uint64_t end) { return trace::unfinished_span(ts(start), ts(end)); }
 }  // namespace
 
+void CuptiDecoder::decode_api_call(const ApiCall& call, trace::Trace& batch) {
+  trace::ApiRecord r;
+  r.start = ts(call.start);
+  r.end = ts(call.end);
+  r.thread = call.thread;
+  r.domain = call.domain;
+  r.callback_id = call.cbid;
+  r.name = api_name(call.domain, call.cbid);
+  r.correlation = correlation(call.correlation);
+  r.return_code = call.return_code;
+  batch.api.push(r);
+  if (is_launch(r.name)) nccl_join_.add_launch(r.thread, r.start, r.correlation);
+}
+
 bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
   const auto* record = static_cast<const CUpti_Activity*>(raw);
   switch (record->kind) {
@@ -357,17 +371,15 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
       const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
-      trace::ApiRecord r;
-      r.start = ts(a->start);
-      r.end = ts(a->end);
-      r.thread = a->threadId;
-      r.domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? trace::ApiDomain::kRuntime : trace::ApiDomain::kDriver;
-      r.callback_id = a->cbid;
-      r.name = api_name(r.domain, a->cbid);
-      r.correlation = correlation(a->correlationId);
-      r.return_code = static_cast<int32_t>(a->returnValue);
-      batch.api.push(r);
-      if (is_launch(r.name)) nccl_join_.add_launch(r.thread, r.start, r.correlation);
+      ApiCall call;
+      call.start = a->start;
+      call.end = a->end;
+      call.thread = a->threadId;
+      call.cbid = a->cbid;
+      call.correlation = a->correlationId;
+      call.return_code = static_cast<int32_t>(a->returnValue);
+      call.domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? trace::ApiDomain::kRuntime : trace::ApiDomain::kDriver;
+      decode_api_call(call, batch);
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MARKER: {

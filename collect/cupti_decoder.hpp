@@ -45,6 +45,19 @@ class CuptiDecoder {
   // and sequence of its call (NCCL's NVTX range and payload, MARKER_DATA
   // records whose payload copies this decoder frees).
   bool decode(const void* record, trace::Trace& batch);
+  // One API call timed by the collector's own CUPTI callbacks (enter and exit
+  // timestamps, SCALESCOPE_API_RECORDS=callbacks): the same row a RUNTIME or
+  // DRIVER activity record of that call gives, correlation id shifted into
+  // this generation as for every record.
+  struct ApiCall {
+    uint64_t start = 0, end = 0;
+    uint32_t thread = 0;
+    uint32_t cbid = 0;
+    uint32_t correlation = 0;
+    int32_t return_code = 0;
+    trace::ApiDomain domain = trace::ApiDomain::kRuntime;
+  };
+  void decode_api_call(const ApiCall& call, trace::Trace& batch);
   // Moves the NCCL rows that are joined, or waited long enough, to `batch`
   // (all of them when `force`: at the end). Call once per flush.
   void drain_nccl(trace::Trace& batch, bool force);

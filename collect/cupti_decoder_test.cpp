@@ -430,6 +430,43 @@ TEST_F(CollectDecoder, RuntimeAndDriverApi) {
   EXPECT_EQ(str(batch_.api.row(2).name), "driver_cbid_9999");
 }
 
+// A call timed in the collector's own callbacks gives the row its activity
+// record would, correlation shifted into the generation like every record.
+TEST_F(CollectDecoder, ApiCallFromCallbacksMatchesTheActivityRecord) {
+  auto a = zeroed<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME);
+  a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  a.start = 10;
+  a.end = 25;
+  a.threadId = 99;
+  a.correlationId = 5;
+  a.returnValue = 2;
+  ASSERT_TRUE(decode(&a));
+  CuptiDecoder::ApiCall c;
+  c.start = 10;
+  c.end = 25;
+  c.thread = 99;
+  c.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  c.correlation = 5;
+  c.return_code = 2;
+  c.domain = ApiDomain::kRuntime;
+  decoder_.decode_api_call(c, batch_);
+  ASSERT_EQ(batch_.api.size(), 2u);
+  auto x = batch_.api.row(0), y = batch_.api.row(1);
+  EXPECT_EQ(x.start, y.start);
+  EXPECT_EQ(x.end, y.end);
+  EXPECT_EQ(x.thread, y.thread);
+  EXPECT_EQ(x.name, y.name);
+  EXPECT_EQ(x.callback_id, y.callback_id);
+  EXPECT_EQ(x.correlation, y.correlation);
+  EXPECT_EQ(x.return_code, y.return_code);
+  EXPECT_EQ(x.domain, y.domain);
+  // After a detach CUPTI numbers from 1 again: the call moves past every id seen, as a record would.
+  decoder_.new_generation();
+  c.correlation = 1;
+  decoder_.decode_api_call(c, batch_);
+  EXPECT_GT(batch_.api.row(2).correlation, 5u);
+}
+
 TEST_F(CollectDecoder, NvtxRangesPairAcrossBatchesAndMarks) {
   auto start = zeroed<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
   start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;

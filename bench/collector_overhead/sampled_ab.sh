@@ -10,7 +10,12 @@
 # Modes (MODES overrides): none (no profiler), sampled (`scalescope profile`
 # with its defaults: skip 10 iterations, trace 20, detach), full (--full),
 # full_discard (--full --discard: CUPTI's own floor for the same kinds);
-# with "inject" also sampled_lean, detached, idle_nvtx (below).
+# with "inject" also sampled_lean, detached, idle_nvtx (below). Issue 23's
+# lean modes, all sampled (the default schedule): sampled_cb (API calls from
+# the collector's callbacks, SCALESCOPE_API_RECORDS=callbacks), sampled_kmm
+# (--activities kernel,memcpy,memset --api none), sampled_discard (--discard:
+# CUPTI's floor for the default kinds). PROFILE_ARGS (default "--nvml-hz 0")
+# are given to every `profile`; set it empty for the true defaults.
 # SCALESCOPE may be the word "inject": then no CLI is used, and each profiled
 # job gets the collector's variables directly (CUDA_INJECTION64_PATH,
 # NVTX_INJECTION64_PATH, SCALESCOPE_RUN_DIR, SCALESCOPE_NVML_HZ=0,
@@ -47,6 +52,7 @@ inject() {  # inject RUN_DIR [VAR=VALUE...] -- CMD...
     SCALESCOPE_NVML_HZ=0 LD_LIBRARY_PATH="${CUPTI_DIR:+$CUPTI_DIR:}${LD_LIBRARY_PATH:-}" "${vars[@]}" "$@"
 }
 read -r -a modes <<< "${MODES:-none sampled full full_discard}"
+read -r -a pargs <<< "${PROFILE_ARGS---nvml-hz 0}"
 case "$workload" in
   mobilenet) job=("$python" "$here/workloads/image_ddp.py" --synthetic --channels-last on --precision fp16 --batch-size 128
                   --image-size 224 --steps "${STEPS:-400}" --warmup-steps 10 --log-every 0 --eval off --loader gpu) ;;
@@ -72,7 +78,11 @@ for ((round = 0; round < rounds; round++)); do
     run_dir="$work/$mode-$round"
     case "$mode" in
       none) cmd=("${job[@]}") ;;
-      sampled) cmd=("$scalescope" profile -o "$run_dir" --nvml-hz 0 -- "${job[@]}") ;;
+      sampled) cmd=("$scalescope" profile -o "$run_dir" "${pargs[@]}" -- "${job[@]}") ;;
+      sampled_cb) cmd=(env SCALESCOPE_API_RECORDS=callbacks "$scalescope" profile -o "$run_dir" "${pargs[@]}" -- "${job[@]}") ;;
+      sampled_kmm) cmd=("$scalescope" profile -o "$run_dir" "${pargs[@]}" --activities kernel,memcpy,memset --api none
+                        -- "${job[@]}") ;;
+      sampled_discard) cmd=("$scalescope" profile -o "$run_dir" "${pargs[@]}" --discard -- "${job[@]}") ;;
       full) cmd=(env SCALESCOPE_FULL=1 "$scalescope" profile -o "$run_dir" --nvml-hz 0 "${full_flag[@]}" -- "${job[@]}") ;;
       full_discard) cmd=(env SCALESCOPE_FULL=1 "$scalescope" profile -o "$run_dir" --nvml-hz 0 "${full_flag[@]}" --discard
                          -- "${job[@]}") ;;

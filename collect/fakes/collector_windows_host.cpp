@@ -21,6 +21,13 @@
 //           recorded and 20 ms otherwise (a known perturbation of +50 %). The
 //           iteration after a window closes makes API exits until CUPTI is
 //           detached and attached again (or 1.5 s), as a job's launches would.
+//           With HOST_LAUNCH set, every kernel comes from a cudaLaunchKernel
+//           call (enter and exit callbacks, the same correlation id); the
+//           second of each step's with the runtime's nested cuLaunchKernel.
+//           With HOST_PROFILER_AROUND set, cudaProfilerStart before the loop
+//           and cudaProfilerStop after it.
+//   profiler-iterations: as iterations, but each iteration is a
+//           cudaProfilerStart ... cudaProfilerStop pair (no NVTX range).
 //   plain:  5 kernels and API exits, no NVTX range at all.
 //   workers: (host sampler) 100 ms, then forks a worker that spins for
 //           200 ms and exits; reaped; 300 ms more.
@@ -48,12 +55,14 @@ using Clock = std::chrono::steady_clock;
 using CountsFn = FakeCuptiCounts (*)();
 using ApiFn = void (*)(int, int, int);
 using KernelFn = void (*)(uint64_t, uint64_t);
+using LaunchFn = void (*)(uint64_t, uint64_t, int);
 using PushFn = void (*)(const char*);
 using PopFn = void (*)();
 
 CountsFn counts;
 ApiFn api;
 KernelFn kernel;
+LaunchFn launch;
 PushFn push;
 PopFn pop;
 uint64_t fake_ns = 1000;
@@ -114,8 +123,9 @@ int main(int argc, char** argv) {
   kernel = reinterpret_cast<KernelFn>(dlsym(cupti, "fake_cupti_kernel"));
   push = reinterpret_cast<PushFn>(dlsym(cupti, "fake_cupti_nvtx_push"));
   pop = reinterpret_cast<PopFn>(dlsym(cupti, "fake_cupti_nvtx_pop"));
+  launch = reinterpret_cast<LaunchFn>(dlsym(cupti, "fake_cupti_launch"));
   auto init = reinterpret_cast<int (*)()>(dlsym(collector, "InitializeInjection"));
-  if (!init || !counts || !api || !kernel || !push || !pop) return 5;
+  if (!init || !counts || !api || !kernel || !push || !pop || !launch) return 5;
   init();
   long detach_ms = -1;
   if (std::strcmp(argv[2], "repeat") == 0) {
@@ -159,8 +169,17 @@ int main(int argc, char** argv) {
   } else if (std::strcmp(argv[2], "iterations") == 0) {
     const int steps = std::getenv("HOST_STEPS") ? std::atoi(std::getenv("HOST_STEPS")) : 40;
     const char* marker = std::getenv("HOST_MARKER");
-    kernel(500, 600);
-    kernel(700, 800);
+    const bool launches = std::getenv("HOST_LAUNCH") != nullptr;
+    auto run_kernel = [&](uint64_t start, uint64_t end, int driver_inside) {
+      if (launches)
+        launch(start, end, driver_inside);
+      else
+        kernel(start, end);
+    };
+    run_kernel(500, 600, 0);
+    run_kernel(700, 800, 1);
+    const bool around = std::getenv("HOST_PROFILER_AROUND") != nullptr;
+    if (around) profiler_start();
     bool recorded_before = counts().kernels_enabled != 0;  // the window open before the loop
     for (int step = 0; step < steps; ++step) {
       std::string name = marker ? std::string(marker) : "ProfilerStep#" + std::to_string(step);
@@ -171,11 +190,32 @@ int main(int argc, char** argv) {
         api_exits_until([&] { return counts().finalizes > finalizes && counts().subscribed == 1; },
                         std::chrono::milliseconds(1500));
       const uint64_t t = uint64_t(step) * 1000000 + 1000;
+      run_kernel(t, t + 100, 0);
+      run_kernel(t + 200, t + 300, 1);
+      other_api_exit();
+      std::this_thread::sleep_for(std::chrono::milliseconds(recorded ? 30 : 20));
+      pop();
+      recorded_before = recorded;
+    }
+    if (around) profiler_stop();
+  } else if (std::strcmp(argv[2], "profiler-iterations") == 0) {
+    const int steps = std::getenv("HOST_STEPS") ? std::atoi(std::getenv("HOST_STEPS")) : 40;
+    kernel(500, 600);
+    kernel(700, 800);
+    bool recorded_before = counts().kernels_enabled != 0;
+    for (int step = 0; step < steps; ++step) {
+      const int finalizes = counts().finalizes;
+      profiler_start();
+      const bool recorded = counts().kernels_enabled != 0;
+      if (recorded_before && !recorded)
+        api_exits_until([&] { return counts().finalizes > finalizes && counts().subscribed == 1; },
+                        std::chrono::milliseconds(1500));
+      const uint64_t t = uint64_t(step) * 1000000 + 1000;
       kernel(t, t + 100);
       kernel(t + 200, t + 300);
       other_api_exit();
       std::this_thread::sleep_for(std::chrono::milliseconds(recorded ? 30 : 20));
-      pop();
+      profiler_stop();
       recorded_before = recorded;
     }
   } else if (std::strcmp(argv[2], "plain") == 0) {

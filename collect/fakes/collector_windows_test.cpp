@@ -58,7 +58,8 @@ class CollectWindows : public ::testing::Test {
                             "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_PROCID", "SLURM_LOCALID",
                             "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "HAND_OVER", "SCALESCOPE_FULL",
                             "SCALESCOPE_ITERATION_RANGE", "SCALESCOPE_SKIP_ITERATIONS", "SCALESCOPE_ITERATIONS",
-                            "SCALESCOPE_REPEAT_EVERY", "HOST_STEPS", "HOST_MARKER", "SCALESCOPE_HOST_HZ"})
+                            "SCALESCOPE_REPEAT_EVERY", "HOST_STEPS", "HOST_MARKER", "SCALESCOPE_HOST_HZ", "HOST_LAUNCH",
+                            "SCALESCOPE_API_RECORDS", "SCALESCOPE_API"})
         unsetenv(v);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       execl(SCALESCOPE_WINDOWS_HOST, SCALESCOPE_WINDOWS_HOST, SCALESCOPE_COLLECTOR_PATH, mode, nullptr);
@@ -127,6 +128,15 @@ TEST_F(CollectWindows, CaptureWindowsDetachAfterTheGraceAndAttachAgain) {
   EXPECT_EQ(extra(r.trace, "capture_stops_without_window"), "");
   EXPECT_EQ(r.summary.value("cupti_detaches", -1), 1);
   EXPECT_EQ(r.summary.value("windows_opened", -1), 3);
+}
+
+// With API calls from callbacks, cudaProfilerStart/Stop are among the
+// recorded ids: switching the API callbacks off at a window's end must leave
+// the window triggers on, so the same three windows open and detach.
+TEST_F(CollectWindows, CaptureWindowsKeepTheirTriggersWithApiCallbacks) {
+  auto r = run("repeat", {{"SCALESCOPE_CAPTURE_RANGE", "cudaProfilerApi"}, {"SCALESCOPE_API_RECORDS", "callbacks"}});
+  expect_windows(r, 2, 1, 10, "3", "1");
+  EXPECT_EQ(extra(r.trace, "capture_stops_without_window"), "");
 }
 
 TEST_F(CollectWindows, NoDetachKeepsCuptiAttached) {
@@ -287,6 +297,7 @@ TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
   EXPECT_EQ(extra(r.trace, "iterations_seen"), "40");
   EXPECT_EQ(extra(r.trace, "iterations_warmup"), "3");
   EXPECT_EQ(extra(r.trace, "iterations_inside"), "16");
+  EXPECT_EQ(extra(r.trace, "iteration_marker"), "nvtx");
   // After each window one iteration waits for the detach (transition); the
   // others ran detached. Allow one more transition per window for the attach
   // landing in the next iteration on a loaded machine.
@@ -303,6 +314,92 @@ TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
   EXPECT_NE(extra(r.trace, "perturbation_text").find("longer than outside"), std::string::npos);
   EXPECT_EQ(r.summary["sampling"].value("iterations_inside", 0), 16);
   EXPECT_EQ(r.summary["sampling"].value("mode", ""), "sampled");
+}
+
+// API calls from callbacks (the default): every launch inside a window is recorded
+// from the collector's own callbacks, exactly once, with its kernel's
+// correlation id, also after CUPTI was detached and attached again (ids start
+// over); none outside the windows, and not the runtime's nested driver call.
+TEST_F(CollectWindows, ApiCallsFromCallbacksMatchEveryKernelAcrossAttaches) {
+  auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                              {"SCALESCOPE_ITERATIONS", "4"},
+                              {"SCALESCOPE_REPEAT_EVERY", "10"},
+                              {"HOST_LAUNCH", "1"}});  // callbacks: the default
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  EXPECT_EQ(extra(r.trace, "api_records"), "callbacks");
+  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "5");
+  ASSERT_EQ(r.trace.kernels.size(), 2u + 16 * 2);  // before the loop, then 4 windows of 4 steps
+  std::multiset<uint32_t> launches;
+  std::set<uint32_t> threads;
+  size_t other = 0;
+  for (size_t i = 0; i < r.trace.api.size(); ++i) {
+    if (r.trace.strings.view(r.trace.api.name[i]) != "cudaLaunchKernel_v7000") {
+      ++other;
+      continue;
+    }
+    launches.insert(r.trace.api.correlation[i]);
+    threads.insert(r.trace.api.thread[i]);
+    EXPECT_LE(r.trace.api.start[i], r.trace.api.end[i]);
+    EXPECT_GT(r.trace.api.start[i], 0);
+    EXPECT_EQ(r.trace.api.return_code[i], 0);
+  }
+  EXPECT_EQ(other, 0u) << "nested cuLaunchKernel or stray exits recorded";
+  EXPECT_EQ(launches.size(), r.trace.kernels.size());
+  for (size_t i = 0; i < r.trace.kernels.size(); ++i)
+    EXPECT_EQ(launches.count(r.trace.kernels.correlation[i]), 1u) << "kernel " << i;
+  EXPECT_EQ(threads.size(), 1u);
+}
+
+// The same job with CUPTI's activity records (SCALESCOPE_API_RECORDS=activity;
+// the fake makes none for API calls): no row comes from the collector's callbacks.
+TEST_F(CollectWindows, ApiCallbacksOffWithActivityRecords) {
+  auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"}, {"SCALESCOPE_ITERATIONS", "4"}, {"HOST_LAUNCH", "1"},
+                              {"HOST_STEPS", "12"}, {"SCALESCOPE_API_RECORDS", "activity"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  EXPECT_EQ(extra(r.trace, "api_records"), "activity");
+  EXPECT_EQ(r.trace.kernels.size(), 2u + 4 * 2);
+  EXPECT_EQ(r.trace.api.size(), 0u);
+}
+
+// A job without NVTX iteration ranges that brackets each iteration with
+// cudaProfilerStart/Stop: the pairs are the iterations, sampled by the same
+// schedule (and the calls open no capture window of their own).
+TEST_F(CollectWindows, ProfilerStartStopPairsAreIterations) {
+  auto r = run("profiler-iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                                       {"SCALESCOPE_ITERATIONS", "4"},
+                                       {"SCALESCOPE_REPEAT_EVERY", "10"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  EXPECT_EQ(r.trace.kernels.size(), 2u + 16 * 2);
+  EXPECT_EQ(extra(r.trace, "windows_opened"), "5");  // before the loop, then 4 sampled
+  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "5");
+  EXPECT_EQ(extra(r.trace, "iterations_seen"), "40");
+  EXPECT_EQ(extra(r.trace, "iterations_warmup"), "3");
+  EXPECT_EQ(extra(r.trace, "iterations_inside"), "16");
+  EXPECT_EQ(extra(r.trace, "iteration_marker"), "cudaProfilerStart/Stop");
+  EXPECT_EQ(extra(r.trace, "capture_stops_without_window"), "");
+  ASSERT_EQ(extra(r.trace, "perturbation_measured"), "true") << extra(r.trace, "perturbation_text");
+  EXPECT_GT(std::stod(extra(r.trace, "perturbation_pct")), 25.0) << "30 ms against 20 ms sleeps";
+}
+
+// cudaProfilerStart once before a loop of ProfilerStep ranges: the ranges
+// take over at the first one, and the windows are those of the ranges alone.
+TEST_F(CollectWindows, NvtxRangesTakeOverFromAProfilerStartAroundTheLoop) {
+  auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                              {"SCALESCOPE_ITERATIONS", "4"},
+                              {"SCALESCOPE_REPEAT_EVERY", "10"},
+                              {"HOST_PROFILER_AROUND", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  std::set<int64_t> want = {-1};
+  for (int64_t w : {3, 13, 23, 33})
+    for (auto s : sampled::range(w, w + 4)) want.insert(s);
+  EXPECT_EQ(sampled::traced_steps(r.trace), want);
+  EXPECT_EQ(r.trace.kernels.size(), 2u + 16 * 2);
+  EXPECT_EQ(extra(r.trace, "iteration_marker"), "nvtx");
+  EXPECT_EQ(extra(r.trace, "iterations_inside"), "16");
 }
 
 // One window of K iterations after the warm-up, then detached to the end.

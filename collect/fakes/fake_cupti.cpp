@@ -51,9 +51,20 @@ CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain, uint32_t, const char** name) {
-  *name = nullptr;  // no API is named: the collector's default selection stays empty
-  return CUPTI_ERROR_INVALID_PARAMETER;
+// Names the few API ids the fake calls (the collector's default selection
+// takes them); every other id is unknown.
+CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {
+  *name = nullptr;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) *name = "cudaLaunchKernel_v7000";
+    if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) *name = "cudaProfilerStart_v4000";
+    if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000) *name = "cudaProfilerStop_v4000";
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) *name = "cuLaunchKernel";
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart) *name = "cuProfilerStart";
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop) *name = "cuProfilerStop";
+  }
+  return *name ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
 
 CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
@@ -210,6 +221,46 @@ void fake_cupti_api(int domain, int cbid, int site) {
   data.callbackSite = site == 0 ? CUPTI_API_ENTER : CUPTI_API_EXIT;
   data.functionName = "fake_api";
   call_back(domain, cbid, &data);
+}
+
+void fake_cupti_launch(uint64_t start_ns, uint64_t end_ns, int driver_inside) {
+  auto& s = state();
+  uint32_t correlation = 0;
+  {
+    std::lock_guard lock(s.mutex);
+    correlation = s.next_correlation++;
+  }
+  int32_t result = 0;
+  uint64_t correlation_data = 0;
+  CUpti_CallbackData data;
+  std::memset(&data, 0, sizeof(data));
+  data.functionName = "cudaLaunchKernel";
+  data.correlationId = correlation;
+  data.correlationData = &correlation_data;
+  data.callbackSite = CUPTI_API_ENTER;
+  call_back(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &data);
+  if (driver_inside) {
+    CUpti_CallbackData inner = data;
+    inner.functionName = "cuLaunchKernel";
+    inner.callbackSite = CUPTI_API_ENTER;
+    call_back(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &inner);
+    inner.callbackSite = CUPTI_API_EXIT;
+    inner.functionReturnValue = &result;
+    call_back(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &inner);
+  }
+  data.callbackSite = CUPTI_API_EXIT;
+  data.functionReturnValue = &result;
+  call_back(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &data);
+  std::lock_guard lock(s.mutex);
+  if (!s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof(k));
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start_ns;
+  k.end = end_ns;
+  k.correlationId = correlation;
+  k.name = kKernelName;
+  s.pending.push_back(k);
 }
 
 void fake_cupti_nvtx_push(const char* message) {

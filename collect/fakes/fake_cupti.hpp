@@ -13,6 +13,11 @@ extern "C" {
 // Calls the subscriber's callback for (domain, cbid) at `site` (0 enter, 1
 // exit) when that callback is enabled, as CUDA does around an API call.
 void fake_cupti_api(int domain, int cbid, int site);
+// A kernel launch as the runtime makes it: cudaLaunchKernel's enter and exit
+// callbacks (with a correlation id and, when driver_inside, the nested
+// cuLaunchKernel callbacks the runtime's own driver call brings), then the
+// kernel's record with the same correlation id when CONCURRENT_KERNEL is on.
+void fake_cupti_launch(uint64_t start_ns, uint64_t end_ns, int driver_inside);
 // nvtxRangePushA(message) / nvtxRangePop() reaching CUPTI's NVTX handler:
 // the subscriber's NVTX callback when enabled.
 void fake_cupti_nvtx_push(const char* message);
