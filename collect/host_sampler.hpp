@@ -83,7 +83,9 @@ class HostSampler {
   // Ends every thread still alive (its last row), as stop() does.
   void finish_threads();
   // Moves the samples and thread rows taken so far into `out`, names interned
-  // into `strings` (the string table `out`'s ids index).
+  // into `strings` (the string table `out`'s ids index). Native stack frames
+  // get their names at the first drain after stop() (or at every drain
+  // when the sampling thread never ran: tests).
   void drain(trace::Trace& out, trace::StringTable& strings);
 
   // "procfs+schedstat" (on-CPU and run-queue ns from schedstat) or "procfs"
@@ -95,6 +97,7 @@ class HostSampler {
   uint64_t stack_samples() const;
   uint64_t stack_samples_lost() const;
   uint64_t stack_threads_refused() const;
+  uint64_t stack_symbolize_ns() const;
   // Tests: the stack sampler (null when off).
   PerfStacks* stacks() { return stacks_.get(); }
   // "children" (task/<tid>/children) or "scan" (all of /proc by parent pid).

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
 
 namespace scalescope::collect {
 namespace {
@@ -433,7 +434,7 @@ void PerfStacks::ingest(const PerfSample& s, int64_t monotonic_to_trace_ns) {
                          s.tid, parent});
 }
 
-void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings) {
+void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool final) {
   std::vector<NewCallsite> callsites;
   std::vector<std::string> modules;
   {
@@ -451,18 +452,40 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings) {
     append(o.tid, s.tid);
     append(o.callsite, s.callsite);
   }
-  // Symbols outside the lock: the sampling thread goes on meanwhile.
-  for (const NewCallsite& c : callsites) {
+  all_callsites_.insert(all_callsites_.end(), callsites.begin(), callsites.end());
+  auto module_of = [&](const NewCallsite& c) { return c.module != kUnmapped && c.module < modules.size(); };
+  if (!final) {  // unnamed for now: module and file offset
+    for (const NewCallsite& c : callsites)
+      out.host_callsites.push({c.id, c.parent, trace::kNoString,
+                               module_of(c) ? strings.intern(modules[c.module]) : trace::kNoString, c.offset});
+    return;
+  }
+  // Every callsite again, named; outside the lock, so sampling goes on meanwhile.
+  timespec t0{}, t1{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  // (module, file offset) -> (name, address): many callsites share a frame.
+  std::map<std::pair<uint32_t, uint64_t>, std::pair<trace::StringId, uint64_t>> names;
+  for (const NewCallsite& c : all_callsites_) {
     trace::HostCallsiteRecord r;
     r.id = c.id;
     r.parent = c.parent;
     r.address = c.offset;
-    if (c.module != kUnmapped && c.module < modules.size()) {
+    if (module_of(c)) {
+      auto [it, inserted] = names.try_emplace({c.module, c.offset});
+      if (inserted) {
+        uint64_t address = c.offset;
+        it->second.first = strings.intern(symbolizer_->name(modules[c.module], c.offset, &address));
+        it->second.second = address;
+      }
       r.module = strings.intern(modules[c.module]);
-      r.function = strings.intern(symbolizer_->name(modules[c.module], c.offset, &r.address));
+      r.function = it->second.first;
+      r.address = it->second.second;
     }
     out.host_callsites.push(r);
   }
+  all_callsites_.clear();
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+  symbolize_ns_ += uint64_t((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
 }
 
 std::string PerfStacks::method() const {

@@ -95,8 +95,14 @@ class PerfStacks {
   void poll(int64_t monotonic_to_trace_ns);
   // One sample (poll's parser calls it; tests call it directly).
   void ingest(const PerfSample& s, int64_t monotonic_to_trace_ns);
-  // New callsites (their frames symbolized now) and samples into `out`.
-  void drain(trace::Trace& out, trace::StringTable& strings);
+  // New samples and callsites into `out`. Names cost: the first lookup in a
+  // library reads its whole symbol table (seconds of CPU for libtorch_cuda),
+  // so callsites go out unnamed (module and file offset) until `final`, when
+  // every callsite is written again with its name: readers keep the last
+  // row of each id. A killed process keeps its unnamed frames.
+  void drain(trace::Trace& out, trace::StringTable& strings, bool final);
+  // CPU time drain() spent naming frames (the final drain's cost).
+  uint64_t symbolize_ns() const { return symbolize_ns_; }
 
   // "perf_event_open task-clock, frame-pointer callchains" or with
   // "; symbols: none (libdw.so.1 not found)" when names cannot be resolved.
@@ -155,6 +161,8 @@ class PerfStacks {
   uint64_t samples_ = 0, lost_ = 0, dropped_ = 0;
 
   std::unique_ptr<Symbolizer> symbolizer_;  // drain()'s caller only
+  std::vector<NewCallsite> all_callsites_;  // drain()'s caller only: named at the final drain
+  uint64_t symbolize_ns_ = 0;
 };
 
 }  // namespace scalescope::collect

@@ -179,8 +179,17 @@ TEST(PerfStacks, BuildsCallsiteTreeAndNamesThisBinarysFunctions) {
   s->ingest({pid, pid + 1, 2000, ips}, 5);
   const std::vector<uint64_t> unmapped = {user, 0x10};
   s->ingest({pid, pid, 3000, unmapped}, 5);
+  // Before the final drain: samples, and callsites without names (module and file offset).
+  Trace early;
+  s->drain(early, early.strings, false);
+  ASSERT_EQ(early.host_stack_samples.size(), 3u);
+  ASSERT_EQ(early.host_callsites.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(early.strings.view(early.host_callsites.function[i]), "");
+  // The final drain writes every callsite again, named (readers keep the last row of an id).
   Trace t;
-  s->drain(t, t.strings);
+  s->drain(t, t.strings, true);
+  t.host_stack_samples = early.host_stack_samples;
+  EXPECT_GT(s->symbolize_ns(), 0u);
   ASSERT_EQ(t.host_stack_samples.size(), 3u);
   EXPECT_EQ(t.host_stack_samples.time[0], 1005);
   EXPECT_EQ(t.host_stack_samples.tid[1], pid + 1);
@@ -204,7 +213,7 @@ TEST(PerfStacks, BuildsCallsiteTreeAndNamesThisBinarysFunctions) {
   // The next drain has only what came since.
   s->ingest({pid, pid, 4000, ips}, 0);
   Trace t2;
-  s->drain(t2, t2.strings);
+  s->drain(t2, t2.strings, true);
   EXPECT_EQ(t2.host_callsites.size(), 0u);
   ASSERT_EQ(t2.host_stack_samples.size(), 1u);
   EXPECT_EQ(t2.host_stack_samples.callsite[0], leaf_id);
@@ -235,7 +244,7 @@ TEST(PerfStacks, RealKernelSamplesASpinningThread) {
   spinner.join();
   s->remove_thread(tid);
   Trace t;
-  s->drain(t, t.strings);
+  s->drain(t, t.strings, true);
   // 400 ms at 1 kHz of its CPU time; on a loaded two-core machine it may get a quarter of that.
   ASSERT_GE(t.host_stack_samples.size(), 20u) << s->method();
   size_t in_spin = 0;
