@@ -299,6 +299,17 @@ struct HostThreadSummary {
   int64_t voluntary_switches = 0, involuntary_switches = 0;
   double busy_share = 0;  // cpu_ns / window
   std::vector<int32_t> cpus;  // CPUs it was seen on
+  // Native call stacks (format 1.3, where perf_event_open was allowed): its
+  // stack samples in the window, the functions they ended in (self) and the
+  // whole stacks seen most often, by samples, descending.
+  int64_t stack_samples = 0;
+  struct Share {
+    std::string what;  // a function ("module+0x1f0" when not resolved), or a stack "outer;...;leaf"
+    int64_t samples = 0;
+    double share = 0;  // of the thread's stack samples
+  };
+  std::vector<Share> top_functions;  // at most 5
+  std::vector<Share> top_stacks;     // at most 3
 };
 
 // The launching (main) thread and the rest of the host in one iteration or
@@ -326,6 +337,10 @@ struct HostIteration {
 struct HostStats {
   Availability availability;
   std::string method;  // the collector's host_sampling_method ("procfs+schedstat", "procfs")
+  // The collector's host_stack_sampling: how native stacks were taken, or
+  // "off: <why>" (perf_event_open refused); empty for traces before 1.3.
+  std::string stack_method;
+  int64_t stack_samples = 0;  // in the window, all threads
   double hz = 0;
   bool has_run_wait = false;  // run-queue wait measured (schedstat)
   int64_t samples = 0, sample_instants = 0;

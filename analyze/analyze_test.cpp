@@ -1077,5 +1077,68 @@ TEST(AnalyzePath, BadFileWithAVisitorIsNamedAndNothingWaitsForever) {
   std::filesystem::remove_all(run.parent_path());
 }
 
+// Native call stacks (format 1.3): per thread, the functions its samples
+// ended in and its most frequent stacks, inside the window only; frames
+// without a name show as module+address. Traces without stacks keep their
+// JSON unchanged.
+TEST(AnalyzeHost, TopFunctionsAndStacksPerThread) {
+  using namespace host_case;
+  TraceBuilder b = steps();
+  b.t.meta.extra["host_stack_sampling"] = "perf_event_open task-clock, frame-pointer callchains";
+  b.host_thread(100, 101, "pt_main_loader");
+  auto& cs = b.t.host_callsites;
+  const auto exe = b.t.strings.intern("/usr/bin/python3.12");
+  cs.push({1, 0, b.t.strings.intern("main"), exe, 0x10});
+  cs.push({2, 1, b.t.strings.intern("_PyEval_EvalFrameDefault"), exe, 0x20});
+  cs.push({3, 2, b.t.strings.intern("cudaLaunchKernel"), b.t.strings.intern("/lib/libcudart.so.12"), 0x30});
+  cs.push({4, 2, trace::kNoString, b.t.strings.intern("/lib/libtorch_cpu.so"), 0xbeef});
+  cs.push({5, 1, trace::kNoString, exe, 0x40});  // first written unnamed ...
+  cs.push({5, 1, b.t.strings.intern("decode_jpeg"), exe, 0x40});  // ... then named: the last row wins
+  int k = 0;
+  each_sample([&](int64_t t) {
+    b.host_sample(t, 100, 100, ThreadState::kRunning, 0, 10 * kMs);
+    b.host_sample(t, 100, 101, ThreadState::kRunning, 1, 10 * kMs);
+    // Main: 60 % in cudaLaunchKernel, 40 % in an unnamed libtorch frame.
+    b.t.host_stack_samples.push({t - kMs, 100, 100, k % 5 < 3 ? 3u : 4u});
+    b.t.host_stack_samples.push({t - kMs, 100, 101, 5});
+    ++k;
+  });
+  b.t.host_stack_samples.push({2000 * kMs, 100, 100, 5});  // outside the window: not counted
+  const HostStats h = analyze_rank(b.t, Options{}).host;
+  ASSERT_TRUE(h.availability.available);
+  EXPECT_EQ(h.stack_method, "perf_event_open task-clock, frame-pointer callchains");
+  EXPECT_EQ(h.stack_samples, 200);
+  const auto& main = *std::find_if(h.threads.begin(), h.threads.end(), [](const HostThreadSummary& s) { return s.tid == 100; });
+  EXPECT_EQ(main.stack_samples, 100);
+  ASSERT_EQ(main.top_functions.size(), 2u);
+  EXPECT_EQ(main.top_functions[0].what, "cudaLaunchKernel");
+  EXPECT_EQ(main.top_functions[0].samples, 60);
+  EXPECT_NEAR(main.top_functions[0].share, 0.6, 1e-12);
+  EXPECT_EQ(main.top_functions[1].what, "libtorch_cpu.so+0xbeef");
+  ASSERT_EQ(main.top_stacks.size(), 2u);
+  EXPECT_EQ(main.top_stacks[0].what, "main;_PyEval_EvalFrameDefault;cudaLaunchKernel");
+  EXPECT_EQ(main.top_stacks[1].what, "main;_PyEval_EvalFrameDefault;libtorch_cpu.so+0xbeef");
+  const auto& loader = *std::find_if(h.threads.begin(), h.threads.end(), [](const HostThreadSummary& s) { return s.tid == 101; });
+  ASSERT_EQ(loader.top_functions.size(), 1u);
+  EXPECT_EQ(loader.top_functions[0].what, "decode_jpeg");
+  EXPECT_EQ(loader.top_stacks[0].what, "main;decode_jpeg");
+  const nlohmann::json j = h;
+  EXPECT_EQ(j["stack_samples"], 200);
+  bool seen = false;
+  for (const auto& th : j["threads"])
+    if (th["tid"] == 100) {
+      seen = true;
+      EXPECT_EQ(th["top_functions"][0]["name"], "cudaLaunchKernel");
+      EXPECT_EQ(th["top_stacks"][0]["samples"], 60);
+    }
+  EXPECT_TRUE(seen);
+  // The same rank without stacks: no stack keys at all.
+  TraceBuilder plain = steps();
+  each_sample([&](int64_t t) { plain.host_sample(t, 100, 100, ThreadState::kRunning, 0, 10 * kMs); });
+  const nlohmann::json p = analyze_rank(plain.t, Options{}).host;
+  EXPECT_FALSE(p.contains("stack_method"));
+  EXPECT_FALSE(p["threads"][0].contains("top_functions"));
+}
+
 }  // namespace
 }  // namespace scalescope::analyze

@@ -5,6 +5,7 @@
 // falls in (at 100 Hz, +-10 ms at each iteration edge).
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -61,6 +62,86 @@ struct Acc {
     return s;
   }
 };
+
+// A frame for people: its function, else "module+0xaddress" (the module's
+// file name), else the raw address.
+std::string frame_name(const trace::Trace& t, size_t row) {
+  const auto& c = t.host_callsites;
+  const std::string_view fn = t.strings.view(c.function[row]);
+  if (!fn.empty()) return std::string(fn);
+  std::string_view module = t.strings.view(c.module[row]);
+  if (const size_t slash = module.rfind('/'); slash != std::string_view::npos) module.remove_prefix(slash + 1);
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(c.address[row]));
+  return module.empty() ? std::string(hex) : std::string(module) + "+" + hex;
+}
+
+// Native call stacks (format 1.3) of the threads kept in h.threads: the
+// functions their samples ended in (self time) and their most frequent whole
+// stacks ("outer;...;leaf", at most the 12 innermost frames).
+void add_stacks(const trace::Trace& t, Timestamp ws, Timestamp we, HostStats& h) {
+  if (auto it = t.meta.extra.find("host_stack_sampling"); it != t.meta.extra.end()) h.stack_method = it->second;
+  const auto& ss = t.host_stack_samples;
+  if (ss.size() == 0) return;
+  std::unordered_map<uint32_t, size_t> row_of;
+  // The last row of an id wins: the collector writes a callsite unnamed first, named at the end.
+  for (size_t i = 0; i < t.host_callsites.size(); ++i) row_of[t.host_callsites.id[i]] = i;
+  auto key = [](uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; };
+  std::unordered_map<uint64_t, std::unordered_map<uint32_t, int64_t>> per_thread;
+  for (size_t i = 0; i < ss.size(); ++i) {
+    if (ss.time[i] <= ws || ss.time[i] > we) continue;
+    ++per_thread[key(ss.pid[i], ss.tid[i])][ss.callsite[i]];
+    ++h.stack_samples;
+  }
+  auto leaf_name = [&](uint32_t id) {
+    auto it = row_of.find(id);
+    return it == row_of.end() ? std::string(id == 0 ? "[no user frame]" : "[lost frame]") : frame_name(t, it->second);
+  };
+  auto stack_text = [&](uint32_t id) {
+    std::vector<std::string> frames;
+    for (size_t guard = 0; id != 0 && guard < 4096; ++guard) {  // a corrupt file may hold a cycle
+      auto it = row_of.find(id);
+      if (it == row_of.end()) {
+        frames.push_back("[lost frame]");
+        break;
+      }
+      frames.push_back(frame_name(t, it->second));
+      id = t.host_callsites.parent[it->second];
+    }
+    if (frames.empty()) return std::string("[no user frame]");
+    constexpr size_t kShown = 12;
+    std::string out = frames.size() > kShown ? "...;" : "";
+    for (size_t i = std::min(frames.size(), kShown); i-- > 0;) out += frames[i] + (i ? ";" : "");
+    return out;
+  };
+  auto top = [](std::vector<HostThreadSummary::Share> v, size_t n, int64_t total) {
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+      return a.samples != b.samples ? a.samples > b.samples : a.what < b.what;
+    });
+    if (v.size() > n) v.resize(n);
+    for (auto& s : v) s.share = static_cast<double>(s.samples) / static_cast<double>(total);
+    return v;
+  };
+  for (HostThreadSummary& s : h.threads) {
+    auto it = per_thread.find(key(s.pid, s.tid));
+    if (it == per_thread.end()) continue;
+    std::map<std::string, int64_t> functions;
+    std::vector<HostThreadSummary::Share> stacks;
+    for (const auto& [id, n] : it->second) {
+      s.stack_samples += n;
+      functions[leaf_name(id)] += n;
+      stacks.push_back({std::to_string(id), n, 0});
+    }
+    std::vector<HostThreadSummary::Share> fv;
+    for (auto& [name, n] : functions) fv.push_back({name, n, 0});
+    s.top_functions = top(std::move(fv), 5, s.stack_samples);
+    // Rank stacks by id first (cheap), then render only the kept ones.
+    std::sort(stacks.begin(), stacks.end(), [](const auto& a, const auto& b) { return a.samples > b.samples; });
+    if (stacks.size() > 3) stacks.resize(3);
+    for (auto& st : stacks) st.what = stack_text(static_cast<uint32_t>(std::stoul(st.what)));
+    s.top_stacks = top(std::move(stacks), 3, s.stack_samples);
+  }
+}
 
 }  // namespace
 
@@ -249,6 +330,7 @@ HostStats analyze_host(const trace::Trace& t, Timestamp ws, Timestamp we, const 
   h.nodes.assign(nodes.begin(), nodes.end());
   if (main_known_node > 0) h.main_on_gpu_node = static_cast<double>(main_on_node) / static_cast<double>(main_known_node);
   if (cpu_known_node > 0) h.cpu_on_gpu_node = static_cast<double>(cpu_on_node) / static_cast<double>(cpu_known_node);
+  add_stacks(t, ws, we, h);
   return h;
 }
 

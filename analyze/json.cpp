@@ -229,6 +229,16 @@ void to_json(json& j, const HostStats& v) {
                        {"cpu_ns", t.cpu_ns}, {"run_wait_ns", t.run_wait_ns}, {"busy_share", t.busy_share},
                        {"voluntary_switches", t.voluntary_switches}, {"involuntary_switches", t.involuntary_switches},
                        {"cpus", t.cpus}});
+    if (t.stack_samples > 0) {  // native stacks (format 1.3) only: older outputs are unchanged
+      auto shares = [](const std::vector<HostThreadSummary::Share>& v) {
+        json a = json::array();
+        for (const auto& s : v) a.push_back({{"name", s.what}, {"samples", s.samples}, {"share", s.share}});
+        return a;
+      };
+      threads.back().update(json{{"stack_samples", t.stack_samples},
+                                 {"top_functions", shares(t.top_functions)},
+                                 {"top_stacks", shares(t.top_stacks)}});
+    }
   }
   json its = json::array();
   for (const auto& i : v.iterations)
@@ -240,6 +250,7 @@ void to_json(json& j, const HostStats& v) {
            {"gpu_node", v.gpu_node}, {"main_cpus", v.main_cpus}, {"cpus", v.cpus}, {"nodes", v.nodes},
            {"main_on_gpu_node", v.main_on_gpu_node}, {"cpu_on_gpu_node", v.cpu_on_gpu_node},
            {"threads", std::move(threads)}, {"iterations", std::move(its)}};
+  if (!v.stack_method.empty()) j.update(json{{"stack_method", v.stack_method}, {"stack_samples", v.stack_samples}});
 }
 
 void to_json(json& j, const ProfilerPerturbation& v) {

@@ -271,6 +271,31 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       }
       out.push_back(std::move(t));
       out.push_back(std::move(it));
+      // Native call stacks (format 1.3): only where some thread has them.
+      Table st("Host thread stacks (native call stacks from perf_event_open: where each thread's CPU time went; "
+               "self = the function the sample was in)",
+               cols({{"rank", 0}, {"tid", 0}, {"thread", 0}, {"stack_samples", 0}, {"kind", 0}, {"share_pct", 1},
+                     {"samples", 0}, {"where", 0}}));
+      st.set_id("host_stacks");
+      bool any_stacks = false;
+      for (const auto& r : run.ranks) {
+        const auto& h = r.steady ? r.steady->host : r.host;
+        if (!h.availability.available) continue;
+        any_stacks = any_stacks || h.stack_samples > 0;
+        if (h.stack_samples == 0 && h.stack_method.rfind("off", 0) == 0)
+          st.add_note(fmt::format("rank {}: no native stacks ({})", r.rank, h.stack_method));
+        for (const auto& th : h.threads) {
+          if (th.stack_samples == 0) continue;
+          const std::string name = th.name + (th.is_main ? " (main)" : "");
+          for (const auto& f : th.top_functions)
+            st.add_row({int64_t{r.rank}, int64_t{th.tid}, name, th.stack_samples, std::string("self"), pct(f.share),
+                        f.samples, f.what});
+          for (const auto& f : th.top_stacks)
+            st.add_row({int64_t{r.rank}, int64_t{th.tid}, name, th.stack_samples, std::string("stack"), pct(f.share),
+                        f.samples, f.what});
+        }
+      }
+      if (any_stacks) out.push_back(std::move(st));
     }
   }
   {

@@ -1131,6 +1131,7 @@ void Collector::start_host_sampler() {
   if (options_.host_hz <= 0) return;
   HostSamplerOptions o;
   o.pid = meta_.pid;
+  o.stack_hz = options_.host_stacks ? options_.host_hz : 0;
   const std::filesystem::path dir = options_.run_dir;
   const std::string host = meta_.hostname;
   o.traced_elsewhere = [dir, host](uint32_t pid) {
@@ -1149,6 +1150,7 @@ void Collector::start_host_sampler() {
   host_->start(options_.host_hz);
   meta_.extra["host_sampling_method"] = std::string(host_->method());
   meta_.extra["host_sampling_discovery"] = std::string(host_->discovery());
+  meta_.extra["host_stack_sampling"] = options_.host_stacks ? host_->stack_method() : "off: SCALESCOPE_HOST_STACKS=0";
   char hz[32];
   std::snprintf(hz, sizeof hz, "%g", options_.host_hz);
   meta_.extra["host_hz"] = hz;
@@ -1335,6 +1337,12 @@ void Collector::finish(const char* why) {
     meta_.extra["host_threads_seen"] = std::to_string(host_->threads_seen());
     meta_.extra["host_processes_seen"] = std::to_string(host_->processes_seen());
     if (host_->samples_dropped() > 0) meta_.extra["host_samples_dropped"] = std::to_string(host_->samples_dropped());
+    if (host_->stacks()) {
+      meta_.extra["host_stack_samples"] = std::to_string(host_->stack_samples());
+      meta_.extra["host_stack_samples_lost"] = std::to_string(host_->stack_samples_lost());
+      meta_.extra["host_stack_threads_refused"] = std::to_string(host_->stack_threads_refused());
+      meta_.extra["host_stack_symbolize_cpu_ns"] = std::to_string(host_->stack_symbolize_ns());
+    }
   }
   if (nvml_) {
     meta_.extra["nvml_samples_unmapped"] = std::to_string(nvml_->unmapped_samples());

@@ -157,6 +157,7 @@ CollectorOptions parse_collector_options(const Environment& env) {
   if (o.nvml_hz > 1000) fail("SCALESCOPE_NVML_HZ={} is above 1000 Hz", number(o.nvml_hz));
   o.host_hz = parse_seconds(env, "SCALESCOPE_HOST_HZ", 100);
   if (o.host_hz > 1000) fail("SCALESCOPE_HOST_HZ={} is above 1000 Hz", number(o.host_hz));
+  if (auto* v = find(env, "SCALESCOPE_HOST_STACKS")) o.host_stacks = *v != "0";
   if (auto* v = find(env, "SCALESCOPE_BUFFER_MB")) {
     uint32_t mb = 0;
     auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), mb);

@@ -53,6 +53,7 @@ struct CollectorOptions {
   std::string capture_name;       // the NVTX range name for kNvtx
   double nvml_hz = 10;            // SCALESCOPE_NVML_HZ (0 = off)
   double host_hz = 100;           // SCALESCOPE_HOST_HZ: host thread sampler, every traced process (0 = off)
+  bool host_stacks = true;        // SCALESCOPE_HOST_STACKS=0: no native call stacks (perf_event_open)
   uint32_t buffer_mb = 64;        // SCALESCOPE_BUFFER_MB: the whole pool, bounded memory
   bool discard = false;           // SCALESCOPE_DISCARD=1: enable CUPTI, keep nothing (overhead floor)
   uint32_t activities = kDefaultActivities;  // SCALESCOPE_ACTIVITIES=kernel,memcpy,memset,nvtx

@@ -193,3 +193,14 @@ TEST(CollectOptionsSampling, BadValuesAreOneLineErrors) {
 
 }  // namespace
 }  // namespace scalescope::collect
+
+namespace scalescope::collect {
+namespace {
+// Native stacks are on unless SCALESCOPE_HOST_STACKS=0.
+TEST(CollectOptions, HostStacksOnUnlessZero) {
+  EXPECT_TRUE(parse_collector_options({}).host_stacks);
+  EXPECT_TRUE(parse_collector_options({{"SCALESCOPE_HOST_STACKS", "1"}}).host_stacks);
+  EXPECT_FALSE(parse_collector_options({{"SCALESCOPE_HOST_STACKS", "0"}}).host_stacks);
+}
+}  // namespace
+}  // namespace scalescope::collect

@@ -1,5 +1,7 @@
 #include "collect/host_sampler.hpp"
 
+#include "collect/perf_stacks.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -23,6 +25,12 @@ struct Dirent64 {
   unsigned char type;
   char name[1];
 };
+
+uint64_t monotonic_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
 
 uint64_t thread_cpu_now() {
   timespec ts{};
@@ -163,12 +171,23 @@ std::unique_ptr<HostSampler> HostSampler::create(HostSamplerOptions options, Clo
   if (s->options_.discover_every == 0) s->options_.discover_every = 1;
   if (s->options_.switches_every == 0) s->options_.switches_every = 1;
   s->dents_.resize(32768);
+  if (s->options_.stack_hz > 0) {
+    PerfStacksOptions po;
+    po.proc_root = s->options_.proc_root;
+    po.hz = s->options_.stack_hz;
+    std::string why;
+    s->stacks_ = PerfStacks::create(std::move(po), static_cast<uint32_t>(syscall(SYS_gettid)), &why);
+    s->stack_method_ = s->stacks_ ? s->stacks_->method() : "off: " + why;
+  }
   Process root;
   root.pid = pid;
   s->processes_.emplace(pid, root);
   s->processes_seen_.store(1);
   return s;
 }
+
+HostSampler::HostSampler(HostSamplerOptions options, Clock clock)
+    : options_(std::move(options)), clock_(std::move(clock)) {}
 
 HostSampler::~HostSampler() {
   stop();
@@ -229,6 +248,7 @@ void HostSampler::push_thread_row(const Thread& t, const Process& p) {
 void HostSampler::end_thread(Thread& t) {
   auto p = processes_.find(t.pid);
   if (p != processes_.end() && t.has_reading) push_thread_row(t, p->second);
+  if (stacks_) stacks_->remove_thread(t.tid);
   close_fds(t);
 }
 
@@ -434,6 +454,7 @@ void HostSampler::sample_once() {
         // counters count from zero, so its first reading is its delta.
         t.born_after_start = p.new_after_start || tick > p.first_tick;
         threads_seen_.fetch_add(1, std::memory_order_relaxed);
+        if (stacks_) stacks_->add_thread(pid, tid);
       } else if (t.pid != pid) {
         continue;  // listed under two processes (a tid reused across a fork): keep the first
       }
@@ -459,8 +480,14 @@ void HostSampler::sample_once() {
     }
     processes_.erase(it);
   }
+  if (stacks_) stacks_->poll(clock_() - static_cast<int64_t>(monotonic_now()));
   ticks_.store(tick + 1, std::memory_order_relaxed);
 }
+
+uint64_t HostSampler::stack_samples() const { return stacks_ ? stacks_->samples() : 0; }
+uint64_t HostSampler::stack_samples_lost() const { return stacks_ ? stacks_->lost() : 0; }
+uint64_t HostSampler::stack_threads_refused() const { return stacks_ ? stacks_->threads_refused() : 0; }
+uint64_t HostSampler::stack_symbolize_ns() const { return stacks_ ? stacks_->symbolize_ns() : 0; }
 
 void HostSampler::finish_threads() {
   for (auto& [tid, t] : threads_) end_thread(t);
@@ -493,6 +520,7 @@ void HostSampler::stop() {
 }
 
 void HostSampler::drain(trace::Trace& out, trace::StringTable& strings) {
+  if (stacks_) stacks_->drain(out, strings, !thread_.joinable());
   std::lock_guard lock(mutex_);
   for (auto& t : pending_threads_) {
     t.row.name = strings.intern(t.name);

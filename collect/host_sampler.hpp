@@ -31,6 +31,8 @@
 
 namespace scalescope::collect {
 
+class PerfStacks;
+
 // /proc/<pid>/task/<tid>/stat, the fields the sampler uses. `comm` views the
 // text (between the first '(' and the last ')': names may hold ')' and spaces).
 struct ProcStat {
@@ -60,6 +62,10 @@ struct HostSamplerOptions {
   uint32_t switches_every = 10;  // samples between reads of status (context switches; the costliest file)
   size_t max_open_files = 0;     // kept-open descriptors; 0: RLIMIT_NOFILE / 8, at most 384
   size_t max_pending_samples = size_t{1} << 22;  // undrained rows beyond this are dropped and counted
+  // Native call stacks through perf_event_open (perf_stacks.hpp) at this
+  // rate of each thread's CPU time; 0: none. Where the kernel refuses,
+  // sampling goes on from /proc alone and stack_method() says why.
+  double stack_hz = 0;
 };
 
 class HostSampler {
@@ -77,12 +83,23 @@ class HostSampler {
   // Ends every thread still alive (its last row), as stop() does.
   void finish_threads();
   // Moves the samples and thread rows taken so far into `out`, names interned
-  // into `strings` (the string table `out`'s ids index).
+  // into `strings` (the string table `out`'s ids index). Native stack frames
+  // get their names at the first drain after stop() (or at every drain
+  // when the sampling thread never ran: tests).
   void drain(trace::Trace& out, trace::StringTable& strings);
 
   // "procfs+schedstat" (on-CPU and run-queue ns from schedstat) or "procfs"
   // (on-CPU time from stat's clock ticks, no run-queue wait).
   std::string_view method() const { return has_schedstat_ ? "procfs+schedstat" : "procfs"; }
+  // How native stacks were sampled, or "off: <why>" (perf_event_open refused,
+  // or stack_hz 0). Stack samples and their callsites come out of drain().
+  const std::string& stack_method() const { return stack_method_; }
+  uint64_t stack_samples() const;
+  uint64_t stack_samples_lost() const;
+  uint64_t stack_threads_refused() const;
+  uint64_t stack_symbolize_ns() const;
+  // Tests: the stack sampler (null when off).
+  PerfStacks* stacks() { return stacks_.get(); }
   // "children" (task/<tid>/children) or "scan" (all of /proc by parent pid).
   std::string_view discovery() const { return has_children_ ? "children" : "scan"; }
   uint64_t thread_cpu_ns() const { return cpu_ns_.load(std::memory_order_relaxed); }
@@ -111,7 +128,7 @@ class HostSampler {
     uint64_t first_tick = 0;  // the sample that first listed it
   };
 
-  HostSampler(HostSamplerOptions options, Clock clock) : options_(std::move(options)), clock_(std::move(clock)) {}
+  HostSampler(HostSamplerOptions options, Clock clock);
   void discover(trace::Timestamp now);
   void discover_by_scan();
   void add_descendant(uint32_t pid, uint32_t ppid);
@@ -150,6 +167,8 @@ class HostSampler {
 
   std::atomic<uint64_t> ticks_{0}, threads_seen_{0}, processes_seen_{0}, cpu_ns_{0};
   std::atomic<bool> stop_{false};
+  std::unique_ptr<PerfStacks> stacks_;  // sampling thread, and drain()
+  std::string stack_method_ = "off";
   std::thread thread_;
 };
 

@@ -10,6 +10,7 @@ APT_PACKAGES=(
   libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
   libhwloc-dev libnuma-dev libxxhash-dev
   libmimalloc-dev
+  libdw-dev
   python3-numpy python3-pandas python3-pytest python3-matplotlib
 )
 # Not needed to build and use the command line: the fuzzers' compiler, the

@@ -85,6 +85,13 @@ void export_csv(std::span<const Trace> traces, const std::filesystem::path& out)
                                 "correlation"});
     CsvFile cnt(p("counters.csv"), {"process", "rank", "time_ns", "device", "metric", "value"});
     CsvFile prb(p("problems.csv"), {"process", "rank", "problem", "severity", "count"});
+    // The collector's host sampler (format 1.2) and its native stacks (1.3).
+    CsvFile hth(p("host_threads.csv"), {"process", "rank", "start_ns", "end_ns", "pid", "tid", "parent_pid", "name",
+                                         "is_main", "role"});
+    CsvFile hsm(p("host_samples.csv"), {"process", "rank", "time_ns", "pid", "tid", "state", "cpu", "cpu_ns",
+                                         "run_wait_ns", "voluntary_switches", "involuntary_switches"});
+    CsvFile hcs(p("host_callsites.csv"), {"process", "rank", "id", "parent", "function", "module", "address"});
+    CsvFile hss(p("host_stack_samples.csv"), {"process", "rank", "time_ns", "pid", "tid", "callsite"});
     for (size_t pi = 0; pi < traces.size(); ++pi) {
       const Trace& t = traces[pi];
       const StringTable& s = t.strings;
@@ -142,6 +149,26 @@ void export_csv(std::span<const Trace> traces, const std::filesystem::path& out)
         else cnt.field("");
         cnt.end_row();
       }
+      const HostThreadTable& ht = t.host_threads;
+      for (size_t i = 0; i < ht.size(); ++i) {
+        hth.num(pi).num(rank).num(ht.start[i]).num(ht.end[i]).num(ht.pid[i]).num(ht.tid[i]).num(ht.parent_pid[i])
+            .field(s.view(ht.name[i])).num(int{ht.is_main[i]}).field(to_string(ht.role[i])).end_row();
+      }
+      const HostSampleTable& hs = t.host_samples;
+      for (size_t i = 0; i < hs.size(); ++i) {
+        hsm.num(pi).num(rank).num(hs.time[i]).num(hs.pid[i]).num(hs.tid[i]).field(to_string(hs.state[i]))
+            .num(hs.cpu[i]).num(hs.cpu_ns[i]).num(hs.run_wait_ns[i]).num(hs.voluntary_switches[i])
+            .num(hs.involuntary_switches[i]).end_row();
+      }
+      const HostCallsiteTable& hc = t.host_callsites;
+      for (size_t i = 0; i < hc.size(); ++i) {
+        hcs.num(pi).num(rank).num(hc.id[i]).num(hc.parent[i]).field(s.view(hc.function[i])).field(s.view(hc.module[i]))
+            .field(fmt::format("0x{:x}", hc.address[i])).end_row();
+      }
+      const HostStackSampleTable& hst = t.host_stack_samples;
+      for (size_t i = 0; i < hst.size(); ++i) {
+        hss.num(pi).num(rank).num(hst.time[i]).num(hst.pid[i]).num(hst.tid[i]).num(hst.callsite[i]).end_row();
+      }
       for (int q = 0; q < kProblemCount; ++q) {
         if (!t.problems.counts[q]) continue;
         Severity sev = severity_of(static_cast<Problem>(q));
@@ -150,7 +177,8 @@ void export_csv(std::span<const Trace> traces, const std::filesystem::path& out)
             .num(t.problems.counts[q]).end_row();
       }
     }
-    for (CsvFile* f : {&proc, &dev, &ker, &cpy, &set, &api, &syn, &nvt, &ncc, &cnt, &prb}) f->commit();
+    for (CsvFile* f : {&proc, &dev, &ker, &cpy, &set, &api, &syn, &nvt, &ncc, &cnt, &prb, &hth, &hsm, &hcs, &hss})
+      f->commit();
   } catch (...) {
     std::filesystem::remove_all(tmp, ec);
     throw;

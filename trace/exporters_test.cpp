@@ -296,6 +296,63 @@ TEST(Exporters, CsvOneFilePerKindAndRefusesNonEmptyDirectory) {
   fs::remove_all(out);
 }
 
+// The host sampler's tables (1.2) and native stacks (1.3) reach CSV and
+// SQLite with their names and states as text.
+Trace with_host_rows() {
+  Trace t = small_trace(1);
+  t.host_threads.push({500, 900, 77, 78, 1, t.strings.intern("pt_main, \"thread\""), 0, ProcessRole::kTraced});
+  t.host_threads.push({600, 900, 88, 88, 77, t.strings.intern("pt_data_worker"), 1, ProcessRole::kDescendant});
+  t.host_samples.push({500, 77, 78, ThreadState::kRunning, 3, 9000000, 120, 2, 1});
+  t.host_samples.push({600, 88, 88, ThreadState::kDiskWait, 5, 10, 0, 0, 0});
+  t.host_samples.push({700, 88, 88, ThreadState::kSleeping, -1, 0, 0, 4, 0});
+  t.host_callsites.push({1, 0, t.strings.intern("main"), t.strings.intern("/usr/bin/python3"), 0x1040});
+  t.host_callsites.push({2, 1, t.strings.intern("PyEval_EvalCode"), t.strings.intern("/usr/bin/python3"), 0x2230});
+  t.host_stack_samples.push({510, 77, 78, 2});
+  t.host_stack_samples.push({520, 77, 78, 2});
+  t.host_stack_samples.push({530, 88, 88, 1});
+  return t;
+}
+
+TEST(Exporters, CsvAndSqliteCarryTheHostTables) {
+  std::vector<Trace> ranks;
+  ranks.push_back(with_host_rows());
+  fs::path dir = temp("csv-host");
+  fs::remove_all(dir);
+  export_csv(ranks, dir);
+  const std::string threads = slurp(dir / "host_threads.csv");
+  EXPECT_EQ(threads, "process,rank,start_ns,end_ns,pid,tid,parent_pid,name,is_main,role\n"
+                     "0,1,500,900,77,78,1,\"pt_main, \"\"thread\"\"\",0,traced\n"
+                     "0,1,600,900,88,88,77,pt_data_worker,1,descendant\n");
+  const std::string samples = slurp(dir / "host_samples.csv");
+  EXPECT_EQ(samples.substr(0, samples.find('\n')),
+            "process,rank,time_ns,pid,tid,state,cpu,cpu_ns,run_wait_ns,voluntary_switches,involuntary_switches");
+  EXPECT_NE(samples.find("\n0,1,500,77,78,running,3,9000000,120,2,1\n"), std::string::npos) << samples;
+  EXPECT_NE(samples.find("\n0,1,700,88,88,sleeping,-1,0,0,4,0\n"), std::string::npos) << samples;
+  EXPECT_EQ(slurp(dir / "host_callsites.csv"), "process,rank,id,parent,function,module,address\n"
+                                                 "0,1,1,0,main,/usr/bin/python3,0x1040\n"
+                                                 "0,1,2,1,PyEval_EvalCode,/usr/bin/python3,0x2230\n");
+  EXPECT_EQ(slurp(dir / "host_stack_samples.csv"), "process,rank,time_ns,pid,tid,callsite\n"
+                                                     "0,1,510,77,78,2\n0,1,520,77,78,2\n0,1,530,88,88,1\n");
+  fs::remove_all(dir);
+
+  fs::path db_path = temp("host.sqlite");
+  fs::remove(db_path);
+  export_sqlite(ranks, db_path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_threads"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_threads h JOIN strings s ON s.id = h.name_id "
+                      "WHERE s.value = 'pt_data_worker' AND h.role = 'descendant' AND h.parent_pid = 77"), 1);
+  EXPECT_EQ(query(db, "SELECT SUM(cpu_ns) FROM host_samples"), 9000010);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_samples WHERE state = 'disk_wait' AND cpu = 5"), 1);
+  // The leaf function of each stack sample, through the callsite tree's ids.
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_stack_samples x JOIN host_callsites c ON c.id = x.callsite "
+                      "AND c.process_id = x.process_id JOIN strings s ON s.id = c.function_id "
+                      "WHERE s.value = 'PyEval_EvalCode' AND c.parent = 1 AND c.address = 8752"), 2);
+  sqlite3_close(db);
+  fs::remove(db_path);
+}
+
 TEST(Exporters, FailedExportKeepsOldOutput) {
   fs::path dir = temp("nodir") / "missing" / "x.json";
   std::vector<Trace> ranks;

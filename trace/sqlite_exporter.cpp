@@ -41,6 +41,13 @@ CREATE TABLE nccl (process_id INTEGER, start_ns INTEGER, end_ns INTEGER, device 
   communicator_id INTEGER, sequence INTEGER, group_size INTEGER, correlation INTEGER);
 CREATE TABLE counters (process_id INTEGER, time_ns INTEGER, device INTEGER, metric TEXT, value REAL);
 CREATE TABLE problems (process_id INTEGER, problem TEXT, severity TEXT, count INTEGER);
+CREATE TABLE host_threads (process_id INTEGER, start_ns INTEGER, end_ns INTEGER, pid INTEGER, tid INTEGER,
+  parent_pid INTEGER, name_id INTEGER, is_main INTEGER, role TEXT);
+CREATE TABLE host_samples (process_id INTEGER, time_ns INTEGER, pid INTEGER, tid INTEGER, state TEXT, cpu INTEGER,
+  cpu_ns INTEGER, run_wait_ns INTEGER, voluntary_switches INTEGER, involuntary_switches INTEGER);
+CREATE TABLE host_callsites (process_id INTEGER, id INTEGER, parent INTEGER, function_id INTEGER, module_id INTEGER,
+  address INTEGER);
+CREATE TABLE host_stack_samples (process_id INTEGER, time_ns INTEGER, pid INTEGER, tid INTEGER, callsite INTEGER);
 )SQL";
 
 class Db {
@@ -141,6 +148,10 @@ void export_sqlite(std::span<const Trace> traces, const std::filesystem::path& o
     auto* ncc = db.prepare("INSERT INTO nccl VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     auto* cnt = db.prepare("INSERT INTO counters VALUES (?,?,?,?,?)");
     auto* prb = db.prepare("INSERT INTO problems VALUES (?,?,?,?)");
+    auto* hth = db.prepare("INSERT INTO host_threads VALUES (?,?,?,?,?,?,?,?,?)");
+    auto* hsm = db.prepare("INSERT INTO host_samples VALUES (?,?,?,?,?,?,?,?,?,?)");
+    auto* hcs = db.prepare("INSERT INTO host_callsites VALUES (?,?,?,?,?,?)");
+    auto* hss = db.prepare("INSERT INTO host_stack_samples VALUES (?,?,?,?,?)");
 
     // One global string table: each trace's ids map to global ids on first use.
     std::unordered_map<std::string, int64_t> global;
@@ -223,6 +234,31 @@ void export_sqlite(std::span<const Trace> traces, const std::filesystem::path& o
         const CounterTable& c = t.counters;
         Binder{cnt}(pid)(c.time[i])(int64_t{c.device[i]})(to_string(c.metric[i]))(c.value[i]);
         db.step(cnt);
+      }
+      // The collector's host sampler (format 1.2) and its native stacks (1.3).
+      for (size_t i = 0; i < t.host_threads.size(); ++i) {
+        const HostThreadTable& h = t.host_threads;
+        Binder{hth}(pid)(h.start[i])(h.end[i])(int64_t{h.pid[i]})(int64_t{h.tid[i]})(int64_t{h.parent_pid[i]})(
+            sid(h.name[i]))(int64_t{h.is_main[i]})(to_string(h.role[i]));
+        db.step(hth);
+      }
+      for (size_t i = 0; i < t.host_samples.size(); ++i) {
+        const HostSampleTable& h = t.host_samples;
+        Binder{hsm}(pid)(h.time[i])(int64_t{h.pid[i]})(int64_t{h.tid[i]})(to_string(h.state[i]))(int64_t{h.cpu[i]})(
+            i64(h.cpu_ns[i]))(i64(h.run_wait_ns[i]))(int64_t{h.voluntary_switches[i]})(
+            int64_t{h.involuntary_switches[i]});
+        db.step(hsm);
+      }
+      for (size_t i = 0; i < t.host_callsites.size(); ++i) {
+        const HostCallsiteTable& h = t.host_callsites;
+        Binder{hcs}(pid)(int64_t{h.id[i]})(int64_t{h.parent[i]})(sid(h.function[i]))(sid(h.module[i]))(
+            i64(h.address[i]));
+        db.step(hcs);
+      }
+      for (size_t i = 0; i < t.host_stack_samples.size(); ++i) {
+        const HostStackSampleTable& h = t.host_stack_samples;
+        Binder{hss}(pid)(h.time[i])(int64_t{h.pid[i]})(int64_t{h.tid[i]})(int64_t{h.callsite[i]});
+        db.step(hss);
       }
       for (int p2 = 0; p2 < kProblemCount; ++p2) {
         uint64_t n = t.problems.counts[p2];

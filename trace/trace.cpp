@@ -412,6 +412,40 @@ void HostSampleTable::reserve(size_t n) {
   involuntary_switches.reserve(n);
 }
 
+void HostCallsiteTable::push(const HostCallsiteRecord& r) {
+  id.push_back(r.id);
+  parent.push_back(r.parent);
+  function.push_back(r.function);
+  module.push_back(r.module);
+  address.push_back(r.address);
+}
+
+HostCallsiteRecord HostCallsiteTable::row(size_t i) const { return {id[i], parent[i], function[i], module[i], address[i]}; }
+
+void HostCallsiteTable::reserve(size_t n) {
+  id.reserve(n);
+  parent.reserve(n);
+  function.reserve(n);
+  module.reserve(n);
+  address.reserve(n);
+}
+
+void HostStackSampleTable::push(const HostStackSampleRecord& r) {
+  time.push_back(r.time);
+  pid.push_back(r.pid);
+  tid.push_back(r.tid);
+  callsite.push_back(r.callsite);
+}
+
+HostStackSampleRecord HostStackSampleTable::row(size_t i) const { return {time[i], pid[i], tid[i], callsite[i]}; }
+
+void HostStackSampleTable::reserve(size_t n) {
+  time.reserve(n);
+  pid.reserve(n);
+  tid.reserve(n);
+  callsite.reserve(n);
+}
+
 ThreadState thread_state_from_letter(char c) {
   switch (c) {
     case 'R': return ThreadState::kRunning;

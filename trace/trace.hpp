@@ -224,6 +224,25 @@ struct HostSampleRecord {
   uint32_t involuntary_switches = 0;  // it was preempted
 };
 
+// One frame of a sampled native call stack, stored as a node of a prefix tree
+// (format 1.3): callsite `id` is `function` called from callsite `parent` (0:
+// the outermost frame). A stack sampled a thousand times is stored once.
+struct HostCallsiteRecord {
+  uint32_t id = 0;                // 1-based, unique within a trace
+  uint32_t parent = 0;            // 0: outermost frame
+  StringId function = kNoString;  // demangled symbol; empty when not resolved
+  StringId module = kNoString;    // the mapped file ("[anon]", "[vdso]"); empty when unmapped
+  uint64_t address = 0;           // in the module's ELF address space; the raw address when unmapped
+};
+
+// One native call stack sample of one host thread (format 1.3): its leaf
+// callsite, taken after `time`'s period of that thread's on-CPU time.
+struct HostStackSampleRecord {
+  Timestamp time = 0;
+  uint32_t pid = 0, tid = 0;
+  uint32_t callsite = 0;  // leaf frame (HostCallsiteRecord::id); 0: no user frame
+};
+
 // ---- columnar tables ------------------------------------------------------
 
 struct KernelTable {
@@ -367,6 +386,27 @@ struct HostSampleTable {
   void reserve(size_t n);
 };
 
+struct HostCallsiteTable {
+  std::vector<uint32_t> id, parent;
+  std::vector<StringId> function, module;
+  std::vector<uint64_t> address;
+
+  size_t size() const { return id.size(); }
+  void push(const HostCallsiteRecord& r);
+  HostCallsiteRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct HostStackSampleTable {
+  std::vector<Timestamp> time;
+  std::vector<uint32_t> pid, tid, callsite;
+
+  size_t size() const { return time.size(); }
+  void push(const HostStackSampleRecord& r);
+  HostStackSampleRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
 // ---- metadata -------------------------------------------------------------
 
 struct DeviceInfo {
@@ -475,6 +515,8 @@ struct Trace {
   CounterTable counters;
   HostThreadTable host_threads;  // format 1.2
   HostSampleTable host_samples;  // format 1.2
+  HostCallsiteTable host_callsites;         // format 1.3
+  HostStackSampleTable host_stack_samples;  // format 1.3
   ProblemCounts problems;
 
   size_t event_count() const;

@@ -32,7 +32,10 @@ inline constexpr uint16_t kFormatMajor = 1;
 // 1.2 added the host thread table (chunk type 24) and the host thread sample
 // table (chunk type 25) of the collector's host sampler; 1.0/1.1 readers skip
 // them as unknown chunks.
-inline constexpr uint16_t kFormatMinor = 2;
+// 1.3 added native call stacks of the host sampler's threads: the callsite
+// table (chunk type 26, a prefix tree of frames) and the stack sample table
+// (chunk type 27); older readers skip them as unknown chunks.
+inline constexpr uint16_t kFormatMinor = 3;
 inline constexpr std::string_view kTraceFileExtension = ".sstrace";
 inline constexpr std::string_view kRunDirExtension = ".ssrun";
 

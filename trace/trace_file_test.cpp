@@ -1008,5 +1008,74 @@ TEST(TraceFile, ReadsGoldenVersion1_2File) {
   EXPECT_EQ(old.host_samples.size(), 0u);
 }
 
+// Native call stack tables (format 1.3): a prefix tree of callsites and the
+// samples that point at its leaves round-trip exactly, across chunks.
+Trace with_stack_tables() {
+  Trace t = with_host_tables();
+  const StringId main_fn = t.strings.intern("main");
+  const StringId step = t.strings.intern("train_step(int)");
+  const StringId exe = t.strings.intern("/usr/bin/python3.12");
+  const StringId anon = t.strings.intern("[anon]");
+  t.host_callsites.push({1, 0, main_fn, exe, 0x1040});
+  t.host_callsites.push({2, 1, step, exe, 0x2230});
+  t.host_callsites.push({3, 1, kNoString, anon, 0x7f0012345678});
+  for (int i = 0; i < 30; ++i)
+    t.host_stack_samples.push({5000 + 10000 * i, 700, i % 3 == 0 ? 700u : 701u, uint32_t(1 + i % 3)});
+  return t;
+}
+
+TEST(TraceFile, HostStackTablesRoundTrip) {
+  TempDir dir;
+  const Trace t = with_stack_tables();
+  WriterOptions o;
+  o.max_rows_per_chunk = 4;
+  write_trace(dir / "s.sstrace", t, o);
+  const Trace r = read_trace(dir / "s.sstrace");
+  ASSERT_EQ(r.host_callsites.size(), 3u);
+  ASSERT_EQ(r.host_stack_samples.size(), 30u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.host_callsites.id[i], t.host_callsites.id[i]);
+    EXPECT_EQ(r.host_callsites.parent[i], t.host_callsites.parent[i]);
+    EXPECT_EQ(r.host_callsites.address[i], t.host_callsites.address[i]);
+  }
+  EXPECT_EQ(r.strings.view(r.host_callsites.function[1]), "train_step(int)");
+  EXPECT_EQ(r.strings.view(r.host_callsites.module[2]), "[anon]");
+  EXPECT_EQ(r.strings.view(r.host_callsites.function[2]), "");
+  for (size_t i = 0; i < 30; ++i) {
+    const HostStackSampleRecord a = t.host_stack_samples.row(i), b = r.host_stack_samples.row(i);
+    EXPECT_EQ(a.time, b.time);
+    EXPECT_EQ(a.pid, b.pid);
+    EXPECT_EQ(a.tid, b.tid);
+    EXPECT_EQ(a.callsite, b.callsite);
+  }
+  EXPECT_EQ(r.problems.get(Problem::kUnknownChunk), 0u);
+}
+
+// The golden file of format 1.3 (call stack tables). Regenerate only for a
+// new format version (SCALESCOPE_WRITE_GOLDEN=1). The 1.2 golden reads with
+// empty stack tables.
+TEST(TraceFile, ReadsGoldenVersion1_3File) {
+  const fs::path golden = fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.3.sstrace";
+  if (std::getenv("SCALESCOPE_WRITE_GOLDEN")) {
+    WriterOptions o;
+    o.max_rows_per_chunk = 500;
+    write_trace(golden, with_stack_tables(), o);
+  }
+  const std::vector<uint8_t> bytes = read_bytes(golden);
+  ASSERT_GT(bytes.size(), 16u);
+  EXPECT_EQ(format::get_u16(bytes.data() + 10), 3u);  // minor version 3
+  const Trace t = read_trace(golden);
+  EXPECT_EQ(t.host_samples.size(), 50u);
+  ASSERT_EQ(t.host_callsites.size(), 3u);
+  EXPECT_EQ(t.host_stack_samples.size(), 30u);
+  EXPECT_EQ(t.host_stack_samples.callsite[29], 3u);
+  EXPECT_EQ(t.strings.view(t.host_callsites.function[0]), "main");
+  EXPECT_EQ(t.problems.get(Problem::kUnknownChunk), 0u);
+  const Trace old = read_trace(fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.2.sstrace");
+  EXPECT_EQ(old.host_callsites.size(), 0u);
+  EXPECT_EQ(old.host_stack_samples.size(), 0u);
+  EXPECT_EQ(old.host_samples.size(), 50u);
+}
+
 }  // namespace
 }  // namespace scalescope::trace

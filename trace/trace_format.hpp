@@ -37,6 +37,8 @@ enum class ChunkType : uint16_t {
   kCounters = 23,
   kHostThreads = 24,  // 1.2
   kHostSamples = 25,  // 1.2
+  kHostCallsites = 26,     // 1.3
+  kHostStackSamples = 27,  // 1.3
 };
 
 enum class Codec : uint16_t { kNone = 0, kZstd = 1 };
@@ -104,6 +106,21 @@ void for_each_column(T& t, F&& f) {
     f(8, t.run_wait_ns, Transform::kNone, Time{});
     f(9, t.voluntary_switches, Transform::kNone, Time{});
     f(10, t.involuntary_switches, Transform::kNone, Time{});
+    return;
+  } else if constexpr (requires { t.callsite; }) {  // HostStackSampleTable (1.3)
+    using Time = decltype(&t.time);
+    f(1, t.time, Transform::kDelta, Time{});
+    f(3, t.pid, Transform::kNone, Time{});
+    f(4, t.tid, Transform::kNone, Time{});
+    f(5, t.callsite, Transform::kNone, Time{});
+    return;
+  } else if constexpr (requires { t.address; }) {  // HostCallsiteTable (1.3): no time
+    using Id = decltype(&t.id);
+    f(1, t.id, Transform::kDelta, Id{});
+    f(3, t.parent, Transform::kNone, Id{});
+    f(4, t.function, Transform::kNone, Id{});
+    f(5, t.module, Transform::kNone, Id{});
+    f(6, t.address, Transform::kNone, Id{});
     return;
   } else {
   using Start = decltype(&t.start);
@@ -197,6 +214,9 @@ void for_each_string_column(T& t, F&& f) {
     f(t.text);
   } else if constexpr (requires { t.parent_pid; }) {
     f(t.name);
+  } else if constexpr (requires { t.address; }) {
+    f(t.function);
+    f(t.module);
   } else if constexpr (requires { t.protocol; }) {
     f(t.datatype);
     f(t.algorithm);
@@ -222,6 +242,8 @@ void for_each_table(TraceT& t, F&& f) {
   f(ChunkType::kCounters, t.counters);
   f(ChunkType::kHostThreads, t.host_threads);
   f(ChunkType::kHostSamples, t.host_samples);
+  f(ChunkType::kHostCallsites, t.host_callsites);
+  f(ChunkType::kHostStackSamples, t.host_stack_samples);
 }
 
 // A column value as the 64 bits the encodings work on, and back. Signed

@@ -1,0 +1,507 @@
+#include "collect/perf_stacks.hpp"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
+
+namespace scalescope::collect {
+namespace {
+
+constexpr uint32_t kUnmapped = UINT32_MAX;
+constexpr size_t kMaxCallsites = size_t{1} << 20;  // beyond this, new stacks are dropped and counted
+constexpr uint64_t kMapsRereadPolls = 100;         // a missed address re-reads maps at most once a second
+
+template <typename T>
+T load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+std::string read_small_file(const char* path) {
+  std::string s;
+  if (FILE* f = std::fopen(path, "re")) {
+    char buf[64];
+    const size_t n = std::fread(buf, 1, sizeof buf, f);
+    std::fclose(f);
+    s.assign(buf, n);
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  }
+  return s;
+}
+
+}  // namespace
+
+bool is_perf_context(uint64_t ip) { return ip >= static_cast<uint64_t>(PERF_CONTEXT_MAX); }
+
+bool parse_perf_records(std::span<const uint8_t> bytes, const std::function<void(const PerfSample&)>& on_sample,
+                        uint64_t* lost) {
+  std::vector<uint64_t> ips;  // the ring's records are 8-byte aligned; a fuzzer's input need not be
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    if (bytes.size() - pos < sizeof(perf_event_header)) return false;
+    const auto h = load<perf_event_header>(bytes.data() + pos);
+    if (h.size < sizeof h || h.size > bytes.size() - pos) return false;
+    const uint8_t* body = bytes.data() + pos + sizeof h;
+    const size_t body_size = h.size - sizeof h;
+    if (h.type == PERF_RECORD_SAMPLE) {
+      // TID (u32 pid, u32 tid), TIME (u64), CALLCHAIN (u64 nr, nr x u64).
+      if (body_size < 24) return false;
+      const uint64_t nr = load<uint64_t>(body + 16);
+      if (nr > (body_size - 24) / 8) return false;
+      ips.resize(static_cast<size_t>(nr));
+      if (nr) std::memcpy(ips.data(), body + 24, static_cast<size_t>(nr) * 8);
+      PerfSample s;
+      s.pid = load<uint32_t>(body);
+      s.tid = load<uint32_t>(body + 4);
+      s.time = load<uint64_t>(body + 8);
+      s.ips = ips;
+      on_sample(s);
+    } else if (h.type == PERF_RECORD_LOST) {
+      if (body_size < 16) return false;
+      *lost += load<uint64_t>(body + 8);
+    }
+    pos += h.size;
+  }
+  return true;
+}
+
+void drain_perf_ring(perf_event_mmap_page* meta, const uint8_t* data, uint64_t size, std::vector<uint8_t>& out) {
+  out.clear();
+  const uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  const uint64_t tail = meta->data_tail;
+  const uint64_t n = head - tail;
+  if (n > 0 && n <= size) {
+    out.resize(static_cast<size_t>(n));
+    const uint64_t at = tail & (size - 1);
+    const uint64_t first = std::min(n, size - at);
+    std::memcpy(out.data(), data + at, static_cast<size_t>(first));
+    if (n > first) std::memcpy(out.data() + first, data, static_cast<size_t>(n - first));
+  }
+  __atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+}
+
+void parse_maps(std::string_view text, std::vector<MapRange>& out,
+                const std::function<uint32_t(std::string_view path)>& intern) {
+  const size_t first = out.size();
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    // start-end perms offset dev inode [path]
+    auto field = [&line]() {
+      while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+      const size_t sp = std::min(line.find(' '), line.size());
+      std::string_view f = line.substr(0, sp);
+      line.remove_prefix(sp);
+      return f;
+    };
+    const std::string_view range = field(), perms = field(), offset = field();
+    field();  // dev
+    field();  // inode
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (perms.size() < 3 || perms[2] != 'x') continue;
+    const size_t dash = range.find('-');
+    if (dash == std::string_view::npos) continue;
+    auto hex = [](std::string_view s, uint64_t* v) {
+      if (s.empty() || s.size() > 16) return false;
+      *v = 0;
+      for (char c : s) {
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return false;
+        *v = *v << 4 | uint64_t(d);
+      }
+      return true;
+    };
+    MapRange m;
+    if (!hex(range.substr(0, dash), &m.start) || !hex(range.substr(dash + 1), &m.end) || !hex(offset, &m.offset) ||
+        m.end <= m.start)
+      continue;
+    m.module = intern(line.empty() ? std::string_view("[anon]") : line);
+    out.push_back(m);
+  }
+  std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+            [](const MapRange& a, const MapRange& b) { return a.start < b.start; });
+}
+
+// ---- symbols through libdw, loaded at run time -----------------------------
+
+class PerfStacks::Symbolizer {
+ public:
+  Symbolizer() {
+    dw_ = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+    elf_ = dw_ ? dlopen("libelf.so.1", RTLD_NOW | RTLD_LOCAL) : nullptr;
+    if (!dw_ || !elf_) {
+      error_ = dlerror() ? "libdw.so.1 or libelf.so.1 not found" : "libdw not loaded";
+      return;
+    }
+    bool ok = true;
+    auto sym = [&](auto& fn, void* lib, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      ok = ok && fn != nullptr;
+    };
+    sym(begin_, dw_, "dwfl_begin");
+    sym(end_, dw_, "dwfl_end");
+    sym(report_begin_, dw_, "dwfl_report_begin");
+    sym(report_elf_, dw_, "dwfl_report_elf");
+    sym(report_end_, dw_, "dwfl_report_end");
+    sym(getelf_, dw_, "dwfl_module_getelf");
+    sym(addrinfo_, dw_, "dwfl_module_addrinfo");
+    sym(callbacks_.find_debuginfo, dw_, "dwfl_standard_find_debuginfo");
+    sym(callbacks_.section_address, dw_, "dwfl_offline_section_address");
+    sym(phdrnum_, elf_, "elf_getphdrnum");
+    sym(getphdr_, elf_, "gelf_getphdr");
+    if (!ok) error_ = "libdw.so.1 lacks a dwfl function";
+  }
+  ~Symbolizer() {
+    for (auto& [path, m] : modules_)
+      if (m.dwfl) end_(m.dwfl);
+    if (elf_) dlclose(elf_);
+    if (dw_) dlclose(dw_);
+  }
+  const std::string& error() const { return error_; }
+
+  // The function containing `offset` of file `path`, demangled ("" when not
+  // found), and the offset as an address of the ELF (*address; the offset
+  // itself when the file has no segment there).
+  std::string name(const std::string& path, uint64_t offset, uint64_t* address) {
+    *address = offset;
+    if (!error_.empty() || path.empty() || path[0] == '[') return {};
+    Module& m = module(path);
+    if (!m.mod) return {};
+    GElf_Addr bias = 0;
+    Elf* elf = getelf_(m.mod, &bias);
+    if (!elf) return {};
+    size_t n = 0;
+    if (phdrnum_(elf, &n) != 0) return {};
+    bool found = false;
+    for (size_t i = 0; i < n && !found; ++i) {
+      GElf_Phdr ph;
+      if (getphdr_(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD && offset >= ph.p_offset &&
+          offset < ph.p_offset + ph.p_filesz) {
+        *address = offset - ph.p_offset + ph.p_vaddr;
+        found = true;
+      }
+    }
+    if (!found) return {};
+    GElf_Off off = 0;
+    GElf_Sym sym;
+    const char* s = addrinfo_(m.mod, *address + bias, &off, &sym, nullptr, nullptr, nullptr);
+    if (!s) return {};
+    if (s[0] == '_' && s[1] == 'Z') {
+      int status = 0;
+      char* d = abi::__cxa_demangle(s, nullptr, nullptr, &status);
+      if (d && status == 0) {
+        std::string out(d);
+        std::free(d);
+        return out;
+      }
+      std::free(d);
+    }
+    return s;
+  }
+
+ private:
+  struct Module {
+    Dwfl* dwfl = nullptr;
+    Dwfl_Module* mod = nullptr;
+  };
+  // One Dwfl per file, reported at bias 0, so that addresses are the file's own.
+  Module& module(const std::string& path) {
+    auto [it, inserted] = modules_.try_emplace(path);
+    if (!inserted) return it->second;
+    Module& m = it->second;
+    m.dwfl = begin_(&callbacks_);
+    if (!m.dwfl) return m;
+    report_begin_(m.dwfl);
+    m.mod = report_elf_(m.dwfl, path.c_str(), path.c_str(), -1, 0, false);
+    report_end_(m.dwfl, nullptr, nullptr);
+    return m;
+  }
+
+  void* dw_ = nullptr;
+  void* elf_ = nullptr;
+  std::string error_;
+  Dwfl_Callbacks callbacks_{};
+  Dwfl* (*begin_)(const Dwfl_Callbacks*) = nullptr;
+  void (*end_)(Dwfl*) = nullptr;
+  void (*report_begin_)(Dwfl*) = nullptr;
+  Dwfl_Module* (*report_elf_)(Dwfl*, const char*, const char*, int, GElf_Addr, bool) = nullptr;
+  int (*report_end_)(Dwfl*, int (*)(Dwfl_Module*, void*, const char*, Dwarf_Addr, void*), void*) = nullptr;
+  Elf* (*getelf_)(Dwfl_Module*, GElf_Addr*) = nullptr;
+  const char* (*addrinfo_)(Dwfl_Module*, GElf_Addr, GElf_Off*, GElf_Sym*, GElf_Word*, Elf**, Dwarf_Addr*) = nullptr;
+  int (*phdrnum_)(Elf*, size_t*) = nullptr;
+  GElf_Phdr* (*getphdr_)(Elf*, int, GElf_Phdr*) = nullptr;
+  std::unordered_map<std::string, Module> modules_;
+};
+
+// ---- the sampler -----------------------------------------------------------
+
+struct PerfStacks::Ring {
+  int fd = -1;
+  void* base = nullptr;
+  size_t length = 0;
+  uint64_t data_size = 0;
+};
+
+PerfStacks::PerfStacks(PerfStacksOptions options) : options_(std::move(options)) {
+  const long ps = sysconf(_SC_PAGESIZE);
+  page_size_ = ps > 0 ? size_t(ps) : 4096;
+  if (options_.ring_pages == 0 || (options_.ring_pages & (options_.ring_pages - 1)) != 0) options_.ring_pages = 2;
+  if (options_.hz <= 0) options_.hz = 100;
+  root_fd_ = open(options_.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  symbolizer_ = std::make_unique<Symbolizer>();
+}
+
+std::unique_ptr<PerfStacks> PerfStacks::create_without_events(PerfStacksOptions options) {
+  return std::unique_ptr<PerfStacks>(new PerfStacks(std::move(options)));
+}
+
+std::unique_ptr<PerfStacks> PerfStacks::create(PerfStacksOptions options, uint32_t probe_tid, std::string* reason) {
+  std::unique_ptr<PerfStacks> s(new PerfStacks(std::move(options)));
+  int error = 0;
+  const int fd = s->open_event(probe_tid, &error);
+  if (fd < 0) {
+    *reason = std::string("perf_event_open: ") + std::strerror(error);
+    const std::string paranoid = read_small_file("/proc/sys/kernel/perf_event_paranoid");
+    if (!paranoid.empty()) *reason += " (perf_event_paranoid " + paranoid + ")";
+    return nullptr;
+  }
+  close(fd);
+  return s;
+}
+
+PerfStacks::~PerfStacks() {
+  for (auto& [tid, r] : rings_) {
+    if (r->base) munmap(r->base, r->length);
+    if (r->fd >= 0) close(r->fd);
+  }
+  if (root_fd_ >= 0) close(root_fd_);
+}
+
+int PerfStacks::open_event(uint32_t tid, int* error) const {
+  perf_event_attr a{};
+  a.size = sizeof a;
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_TASK_CLOCK;  // the thread's own CPU time: samples say where it goes
+  a.sample_period = std::max<uint64_t>(1000, static_cast<uint64_t>(1e9 / options_.hz));
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
+  a.exclude_kernel = 1;  // what perf_event_paranoid 2 (the common default) allows
+  a.exclude_hv = 1;
+  a.exclude_callchain_kernel = 1;
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC;
+  a.watermark = 1;  // nobody waits on the descriptor: wake no one
+  a.wakeup_watermark = static_cast<uint32_t>(options_.ring_pages * page_size_);
+  const long fd = syscall(SYS_perf_event_open, &a, static_cast<pid_t>(tid), -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) *error = errno;
+  return static_cast<int>(fd);
+}
+
+bool PerfStacks::add_thread(uint32_t pid, uint32_t tid) {
+  (void)pid;
+  if (rings_.count(tid)) return true;
+  if (rings_.size() >= options_.max_threads) {
+    ++threads_refused_;
+    return false;
+  }
+  int error = 0;
+  const int fd = open_event(tid, &error);
+  if (fd < 0) {
+    ++threads_refused_;
+    return false;
+  }
+  auto r = std::make_unique<Ring>();
+  r->fd = fd;
+  r->data_size = options_.ring_pages * page_size_;
+  r->length = page_size_ + r->data_size;
+  r->base = mmap(nullptr, r->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (r->base == MAP_FAILED) {  // over perf_event_mlock_kb and RLIMIT_MEMLOCK
+    close(fd);
+    ++threads_refused_;
+    return false;
+  }
+  ++threads_opened_;
+  rings_.emplace(tid, std::move(r));
+  return true;
+}
+
+void PerfStacks::read_ring(Ring& r) {
+  auto* meta = static_cast<perf_event_mmap_page*>(r.base);
+  drain_perf_ring(meta, static_cast<const uint8_t*>(r.base) + page_size_, r.data_size, scratch_);
+  if (scratch_.empty()) return;
+  uint64_t lost = 0;
+  parse_perf_records(scratch_, [this](const PerfSample& s) { ingest(s, offset_ns_); }, &lost);
+  if (lost) {
+    std::lock_guard lock(mutex_);
+    lost_ += lost;
+  }
+}
+
+void PerfStacks::remove_thread(uint32_t tid) {
+  auto it = rings_.find(tid);
+  if (it == rings_.end()) return;
+  read_ring(*it->second);
+  munmap(it->second->base, it->second->length);
+  close(it->second->fd);
+  rings_.erase(it);
+}
+
+void PerfStacks::poll(int64_t monotonic_to_trace_ns) {
+  offset_ns_ = monotonic_to_trace_ns;
+  ++polls_;
+  for (auto& [tid, r] : rings_) read_ring(*r);
+}
+
+uint32_t PerfStacks::intern_module(std::string_view path) {
+  // Called with mutex_ held (find_map's caller, ingest, holds it).
+  auto [it, inserted] = module_ids_.try_emplace(std::string(path), static_cast<uint32_t>(modules_.size()));
+  if (inserted) modules_.emplace_back(path);
+  return it->second;
+}
+
+const MapRange* PerfStacks::find_map(uint32_t pid, uint64_t ip) {
+  ProcMaps& pm = maps_[pid];
+  auto lookup = [&]() -> const MapRange* {
+    auto it = std::upper_bound(pm.ranges.begin(), pm.ranges.end(), ip,
+                               [](uint64_t v, const MapRange& m) { return v < m.start; });
+    if (it == pm.ranges.begin()) return nullptr;
+    --it;
+    return ip < it->end ? &*it : nullptr;
+  };
+  if (const MapRange* m = lookup()) return m;
+  if (pm.read_poll != UINT64_MAX && polls_ - pm.read_poll < kMapsRereadPolls) return nullptr;
+  pm.read_poll = polls_;
+  pm.ranges.clear();
+  char path[32];
+  std::snprintf(path, sizeof path, "%u/maps", pid);
+  const int fd = root_fd_ >= 0 ? openat(root_fd_, path, O_RDONLY | O_CLOEXEC) : -1;
+  if (fd < 0) return nullptr;
+  maps_text_.clear();
+  char buf[65536];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) maps_text_.append(buf, size_t(n));
+  close(fd);
+  parse_maps(maps_text_, pm.ranges, [this](std::string_view p) { return intern_module(p); });
+  return lookup();
+}
+
+void PerfStacks::ingest(const PerfSample& s, int64_t monotonic_to_trace_ns) {
+  std::lock_guard lock(mutex_);
+  ++samples_;
+  if (pending_samples_.size() >= options_.max_pending_samples) {
+    ++dropped_;
+    return;
+  }
+  // Outermost frame first; the leaf is the sampled instruction, every other
+  // frame a return address (looked up one byte back: the call, not what follows).
+  uint32_t parent = 0;
+  size_t frames = 0;
+  for (uint64_t ip : s.ips) frames += !is_perf_context(ip);
+  size_t index = frames;
+  for (auto it = s.ips.rbegin(); it != s.ips.rend(); ++it) {
+    if (is_perf_context(*it)) continue;
+    --index;
+    const uint64_t at = index == 0 || *it == 0 ? *it : *it - 1;
+    const MapRange* m = find_map(s.pid, at);
+    const Key key = m ? Key{parent, m->module, at - m->start + m->offset} : Key{parent, kUnmapped, *it};
+    auto found = callsites_.find(key);
+    if (found == callsites_.end()) {
+      if (callsites_.size() >= kMaxCallsites) {
+        ++dropped_;
+        return;
+      }
+      const auto id = static_cast<uint32_t>(callsites_.size() + 1);
+      found = callsites_.emplace(key, id).first;
+      pending_callsites_.push_back({id, parent, key.module, key.offset});
+    }
+    parent = found->second;
+  }
+  pending_samples_.push({static_cast<trace::Timestamp>(static_cast<int64_t>(s.time) + monotonic_to_trace_ns), s.pid,
+                         s.tid, parent});
+}
+
+void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool final) {
+  std::vector<NewCallsite> callsites;
+  std::vector<std::string> modules;
+  {
+    std::lock_guard lock(mutex_);
+    callsites.swap(pending_callsites_);
+    modules = modules_;
+    auto& s = pending_samples_;
+    auto& o = out.host_stack_samples;
+    auto append = [](auto& dst, auto& src) {
+      dst.insert(dst.end(), src.begin(), src.end());
+      src.clear();
+    };
+    append(o.time, s.time);
+    append(o.pid, s.pid);
+    append(o.tid, s.tid);
+    append(o.callsite, s.callsite);
+  }
+  all_callsites_.insert(all_callsites_.end(), callsites.begin(), callsites.end());
+  auto module_of = [&](const NewCallsite& c) { return c.module != kUnmapped && c.module < modules.size(); };
+  if (!final) {  // unnamed for now: module and file offset
+    for (const NewCallsite& c : callsites)
+      out.host_callsites.push({c.id, c.parent, trace::kNoString,
+                               module_of(c) ? strings.intern(modules[c.module]) : trace::kNoString, c.offset});
+    return;
+  }
+  // Every callsite again, named; outside the lock, so sampling goes on meanwhile.
+  timespec t0{}, t1{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  // (module, file offset) -> (name, address): many callsites share a frame.
+  std::map<std::pair<uint32_t, uint64_t>, std::pair<trace::StringId, uint64_t>> names;
+  for (const NewCallsite& c : all_callsites_) {
+    trace::HostCallsiteRecord r;
+    r.id = c.id;
+    r.parent = c.parent;
+    r.address = c.offset;
+    if (module_of(c)) {
+      auto [it, inserted] = names.try_emplace({c.module, c.offset});
+      if (inserted) {
+        uint64_t address = c.offset;
+        it->second.first = strings.intern(symbolizer_->name(modules[c.module], c.offset, &address));
+        it->second.second = address;
+      }
+      r.module = strings.intern(modules[c.module]);
+      r.function = it->second.first;
+      r.address = it->second.second;
+    }
+    out.host_callsites.push(r);
+  }
+  all_callsites_.clear();
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+  symbolize_ns_ += uint64_t((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+}
+
+std::string PerfStacks::method() const {
+  std::string m = "perf_event_open task-clock, frame-pointer callchains";
+  if (!symbolizer_->error().empty()) m += "; symbols: none (" + symbolizer_->error() + ")";
+  return m;
+}
+
+uint64_t PerfStacks::samples() const {
+  std::lock_guard lock(mutex_);
+  return samples_;
+}
+
+uint64_t PerfStacks::lost() const {
+  std::lock_guard lock(mutex_);
+  return lost_ + dropped_;
+}
+
+}  // namespace scalescope::collect
