@@ -192,8 +192,7 @@ struct CounterSeries {
 // Min/max decimation: each bucket of the time range keeps its lowest and
 // highest sample, so spikes survive while the series stays short. Returns the
 // indices kept, in time order; points sorted by time.
-template <typename Point>
-std::vector<size_t> decimate(const std::vector<Point>& points, size_t max_points) {
+std::vector<size_t> decimate(const std::vector<std::pair<int64_t, double>>& points, size_t max_points) {
   std::vector<size_t> out;
   if (points.size() <= max_points) {
     for (size_t i = 0; i < points.size(); ++i) out.push_back(i);
@@ -232,7 +231,6 @@ class RunDrawing {
   void add_rank(size_t slot, const trace::Trace& t, const analyze::RankAnalysis& r) {
     if (slot >= ranks_.size()) ranks_.resize(slot + 1);
     Rank& out = ranks_[slot];
-    out.present = true;
     out.events = t.event_count();
     out.source = t.meta.source;
     out.device_name = t.meta.devices.empty() ? std::string() : t.meta.devices.front().name;
@@ -244,8 +242,6 @@ class RunDrawing {
     add_nccl(t, out);
     add_counters(t, out);
   }
-
-  size_t slots() const { return ranks_.size(); }
 
   // The blocks, for the ranks in run order: slot_of[i] is run.ranks[i]'s slot.
   // clocks: the run's estimate, applied to the counters' time axis.
@@ -265,7 +261,6 @@ class RunDrawing {
     int64_t bus_ns = 0;
   };
   struct Rank {
-    bool present = false;
     size_t events = 0, devices = 0;
     std::string source, device_name, hostname;
     std::vector<std::pair<trace::Problem, uint64_t>> problems;

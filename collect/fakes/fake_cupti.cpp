@@ -223,6 +223,19 @@ void fake_cupti_api(int domain, int cbid, int site) {
   call_back(domain, cbid, &data);
 }
 
+// A kernel activity record for the next flush, when kernels are enabled; s.mutex held.
+static void queue_kernel(FakeState& s, const char* name, uint64_t start_ns, uint64_t end_ns, uint32_t correlation) {
+  if (!s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof(k));
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start_ns;
+  k.end = end_ns;
+  k.correlationId = correlation;
+  k.name = name;
+  s.pending.push_back(k);
+}
+
 void fake_cupti_launch(uint64_t start_ns, uint64_t end_ns, int driver_inside) {
   auto& s = state();
   uint32_t correlation = 0;
@@ -252,15 +265,7 @@ void fake_cupti_launch(uint64_t start_ns, uint64_t end_ns, int driver_inside) {
   data.functionReturnValue = &result;
   call_back(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &data);
   std::lock_guard lock(s.mutex);
-  if (!s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
-  CUpti_ActivityKernel10 k;
-  std::memset(&k, 0, sizeof(k));
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = start_ns;
-  k.end = end_ns;
-  k.correlationId = correlation;
-  k.name = kKernelName;
-  s.pending.push_back(k);
+  queue_kernel(s, kKernelName, start_ns, end_ns, correlation);
 }
 
 void fake_cupti_nvtx_push(const char* message) {
@@ -279,15 +284,7 @@ void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns) { fake_cupti_named_ke
 void fake_cupti_named_kernel(const char* name, uint64_t start_ns, uint64_t end_ns) {
   auto& s = state();
   std::lock_guard lock(s.mutex);
-  if (!s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
-  CUpti_ActivityKernel10 k;
-  std::memset(&k, 0, sizeof(k));
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = start_ns;
-  k.end = end_ns;
-  k.correlationId = s.next_correlation++;
-  k.name = name;
-  s.pending.push_back(k);
+  if (s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) queue_kernel(s, name, start_ns, end_ns, s.next_correlation++);
 }
 
 FakeCuptiCounts fake_cupti_counts() {
