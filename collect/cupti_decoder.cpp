@@ -167,10 +167,31 @@ void CuptiDecoder::decode_marker_payload(uint32_t marker_id, uint32_t cupti_doma
 
 void CuptiDecoder::decode_nccl_payload(uint32_t marker_id, trace::StringId range_name, uint32_t cupti_domain,
                                        uint64_t schema_id, std::span<const uint8_t> bytes) {
+  auto call = nccl_call_of(range_name, cupti_domain, schema_id, bytes);
+  if (call && marker_calls_.size() < kMaxOpenRanges) marker_calls_[marker_id] = *call;
+}
+
+void CuptiDecoder::decode_hooked_nvtx(const HookedNvtx& e, trace::Trace& batch) {
+  trace::NvtxRecord r;
+  r.start = ts(e.start);
+  r.end = ts(e.mark ? e.start : e.end);
+  r.kind = e.mark ? trace::NvtxKind::kMark : trace::NvtxKind::kRange;
+  r.domain = strings_.intern(e.domain);
+  r.text = strings_.intern(e.text);
+  r.thread = e.thread;
+  batch.nvtx.push(r);
+  if (e.mark || e.domain != "NCCL") return;
+  std::optional<NcclNvtxCall> call;
+  if (e.schema_id != 0 && !e.payload.empty()) call = nccl_call_of(r.text, e.payload_domain, e.schema_id, e.payload);
+  nccl_join_.add_range(r.thread, r.start, r.end, std::move(call));
+}
+
+std::optional<NcclNvtxCall> CuptiDecoder::nccl_call_of(trace::StringId range_name, uint32_t cupti_domain,
+                                                       uint64_t schema_id, std::span<const uint8_t> bytes) {
   const PayloadSchema* schema = payload_schema(cupti_domain, schema_id);
   if (!schema) {
     ++undecoded_payloads_;
-    return;
+    return std::nullopt;
   }
   auto enums = [this, cupti_domain](uint64_t id) -> const PayloadEnum* {
     auto key = std::make_pair(cupti_domain, id);
@@ -187,7 +208,7 @@ void CuptiDecoder::decode_nccl_payload(uint32_t marker_id, trace::StringId range
   };
   auto call = nccl_call_from_payload(strings_.view(range_name), decode_payload(bytes, *schema, enums));
   if (call && call->op == trace::NcclOp::kUnknown && call->bytes) call->op = nccl_op_from_schema_id(schema_id);
-  if (call && marker_calls_.size() < kMaxOpenRanges) marker_calls_[marker_id] = *call;
+  return call;
 }
 
 uint32_t CuptiDecoder::correlation(uint32_t cupti_id) {

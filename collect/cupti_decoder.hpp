@@ -58,6 +58,21 @@ class CuptiDecoder {
     trace::ApiDomain domain = trace::ApiDomain::kRuntime;
   };
   void decode_api_call(const ApiCall& call, trace::Trace& batch);
+  // One range or mark recorded by the collector's own NVTX hooks
+  // (SCALESCOPE_NVTX_RECORDS=hooks, nvtx_hooks.hpp) instead of CUPTI's MARKER
+  // records: the same NVTX row, and for a range of domain "NCCL" its call
+  // from the extended payload, decoded by the schema registered under
+  // (payload_domain, schema_id) as the payload resolver finds it.
+  struct HookedNvtx {
+    uint64_t start = 0, end = 0;
+    uint32_t thread = 0;
+    bool mark = false;
+    std::string_view domain, text;
+    uint32_t payload_domain = 0;
+    uint64_t schema_id = 0;  // 0: no payload
+    std::span<const uint8_t> payload;
+  };
+  void decode_hooked_nvtx(const HookedNvtx& e, trace::Trace& batch);
   // Moves the NCCL rows that are joined, or waited long enough, to `batch`
   // (all of them when `force`: at the end). Call once per flush.
   void drain_nccl(trace::Trace& batch, bool force);
@@ -107,6 +122,8 @@ class CuptiDecoder {
   void decode_marker_payload(uint32_t marker_id, uint32_t cupti_domain, const void* payload_data);
   void decode_nccl_payload(uint32_t marker_id, trace::StringId range_name, uint32_t cupti_domain, uint64_t schema_id,
                            std::span<const uint8_t> bytes);
+  std::optional<NcclNvtxCall> nccl_call_of(trace::StringId range_name, uint32_t domain, uint64_t schema_id,
+                                           std::span<const uint8_t> bytes);
   const PayloadSchema* payload_schema(uint32_t domain, uint64_t id);
 
   trace::StringTable& strings_;

@@ -29,6 +29,16 @@
 //   profiler-iterations: as iterations, but each iteration is a
 //           cudaProfilerStart ... cudaProfilerStop pair (no NVTX range).
 //   plain:  5 kernels and API exits, no NVTX range at all.
+//   With HOST_NVTX=real, the NVTX ranges of these modes go through NVTX
+//   itself (nvtx3, which loads NVTX_INJECTION64_PATH) instead of the fake
+//   CUPTI's NVTX callbacks.
+//   nvtx-content: (real NVTX; run traced whole) push "outer", push "inner",
+//           mark "tick", pop, pop; "across" started on one thread and ended
+//           on another; a "worker" range on each of two threads; NCCL's
+//           domain, registered string, reduction enum and AllReduce payload
+//           schema, and an "ncclAllReduce" range (comm 0xC0FFEE, 4096 bytes,
+//           Sum) around the launch of an NCCL kernel; a range pushed in a
+//           forked child (which must stay untraced and unharmed).
 //   workers: (host sampler) 100 ms, then forks a worker that spins for
 //           200 ms and exits; reaped; 300 ms more.
 // Prints "subscribes=N finalizes=N detach_ms=N" and exits 0; the collector
@@ -37,6 +47,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +57,8 @@
 #include <thread>
 
 #include <cupti.h>
+#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtPayload.h>
 
 #include "collect/fakes/fake_cupti.hpp"
 
@@ -58,6 +71,7 @@ using KernelFn = void (*)(uint64_t, uint64_t);
 using LaunchFn = void (*)(uint64_t, uint64_t, int);
 using PushFn = void (*)(const char*);
 using PopFn = void (*)();
+using NamedLaunchFn = void (*)(const char*, uint64_t, uint64_t, int);
 
 CountsFn counts;
 ApiFn api;
@@ -125,7 +139,12 @@ int main(int argc, char** argv) {
   pop = reinterpret_cast<PopFn>(dlsym(cupti, "fake_cupti_nvtx_pop"));
   launch = reinterpret_cast<LaunchFn>(dlsym(cupti, "fake_cupti_launch"));
   auto init = reinterpret_cast<int (*)()>(dlsym(collector, "InitializeInjection"));
-  if (!init || !counts || !api || !kernel || !push || !pop || !launch) return 5;
+  auto named_launch = reinterpret_cast<NamedLaunchFn>(dlsym(cupti, "fake_cupti_named_launch"));
+  if (!init || !counts || !api || !kernel || !push || !pop || !launch || !named_launch) return 5;
+  if (const char* v = std::getenv("HOST_NVTX"); v && std::strcmp(v, "real") == 0) {
+    push = [](const char* text) { nvtxRangePushA(text); };
+    pop = [] { nvtxRangePop(); };
+  }
   init();
   long detach_ms = -1;
   if (std::strcmp(argv[2], "repeat") == 0) {
@@ -259,6 +278,80 @@ int main(int argc, char** argv) {
     profiler_start();
     kernels(5);
     profiler_stop();
+  } else if (std::strcmp(argv[2], "nvtx-content") == 0) {
+    nvtxRangePushA("outer");
+    nvtxRangePushA("inner");
+    nvtxMarkA("tick");
+    nvtxRangePop();
+    nvtxRangePop();
+    nvtxRangeId_t across = 0;
+    std::thread([&] { across = nvtxRangeStartA("across"); }).join();
+    std::thread([&] { nvtxRangeEnd(across); }).join();
+    std::thread a([] {
+      nvtxRangePushA("worker");
+      nvtxRangePop();
+    });
+    std::thread b([] {
+      nvtxRangePushA("worker");
+      nvtxRangePop();
+    });
+    a.join();
+    b.join();
+    // As NCCL (2.18+) does it: its domain, registered names, and payloads by schema.
+    nvtxDomainHandle_t nccl = nvtxDomainCreateA("NCCL");
+    static const nvtxPayloadEnum_t red_ops[] = {{"Sum", 0, 0}, {"Prod", 1, 0}, {"Max", 2, 0}};
+    nvtxPayloadEnumAttr_t ops{};
+    ops.fieldMask = NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES |
+                    NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE | NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID;
+    ops.entries = red_ops;
+    ops.numEntries = 3;
+    ops.sizeOfEnum = sizeof(int);
+    ops.schemaId = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 0x100;
+    nvtxPayloadEnumRegister(nccl, &ops);
+    struct AllReduce {
+      uint64_t comm;
+      size_t bytes;
+      int op;
+    };
+    static const nvtxPayloadSchemaEntry_t entries[] = {
+        {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(AllReduce, comm), nullptr, nullptr},
+        {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(AllReduce, bytes), nullptr, nullptr},
+        {0, NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 0x100, "Reduction operation", nullptr, 0, offsetof(AllReduce, op),
+         nullptr, nullptr}};
+    nvtxPayloadSchemaAttr_t schema{};
+    schema.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+                       NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
+                       NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
+    schema.type = NVTX_PAYLOAD_SCHEMA_TYPE_STATIC;
+    schema.entries = entries;
+    schema.numEntries = 3;
+    schema.payloadStaticSize = sizeof(AllReduce);
+    schema.schemaId = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5;
+    nvtxPayloadSchemaRegister(nccl, &schema);
+    nvtxStringHandle_t name = nvtxDomainRegisterStringA(nccl, "ncclAllReduce");
+    AllReduce payload{0xC0FFEE, 4096, 0};
+    nvtxPayloadData_t data{NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5, sizeof(payload), &payload};
+    nvtxEventAttributes_t attr{};
+    attr.version = NVTX_VERSION;
+    attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    attr.message.registered = name;
+    attr.payloadType = NVTX_PAYLOAD_TYPE_EXT;
+    attr.reserved0 = 1;
+    attr.payload.ullValue = reinterpret_cast<uintptr_t>(&data);
+    nvtxDomainRangePushEx(nccl, &attr);
+    payload.bytes = 1;  // the collector copied the payload at the push
+    named_launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 5000, 6000, 1);
+    nvtxDomainRangePop(nccl);
+    const pid_t child = fork();
+    if (child == 0) {
+      nvtxRangePushA("child");
+      nvtxRangePop();
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 7;
   } else if (std::strcmp(argv[2], "missed") == 0) {
     profiler_stop();
     driver_profiler_stop();

@@ -59,7 +59,8 @@ class CollectWindows : public ::testing::Test {
                             "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "HAND_OVER", "SCALESCOPE_FULL",
                             "SCALESCOPE_ITERATION_RANGE", "SCALESCOPE_SKIP_ITERATIONS", "SCALESCOPE_ITERATIONS",
                             "SCALESCOPE_REPEAT_EVERY", "HOST_STEPS", "HOST_MARKER", "SCALESCOPE_HOST_HZ", "HOST_LAUNCH",
-                            "SCALESCOPE_API_RECORDS", "SCALESCOPE_API"})
+                            "SCALESCOPE_API_RECORDS", "SCALESCOPE_API", "NVTX_INJECTION64_PATH",
+                            "SCALESCOPE_NVTX_RECORDS", "HOST_NVTX"})
         unsetenv(v);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       execl(SCALESCOPE_WINDOWS_HOST, SCALESCOPE_WINDOWS_HOST, SCALESCOPE_COLLECTOR_PATH, mode, nullptr);
@@ -463,6 +464,122 @@ TEST_F(CollectWindows, IterationRangeNameOption) {
   ASSERT_EQ(other.exit_code, 0) << other.err;
   EXPECT_EQ(other.trace.kernels.size(), 2u + 12 * 2) << "ProfilerStep#N is not train_step: traced whole";
   EXPECT_EQ(extra(other.trace, "iterations_seen"), "0");
+}
+
+// NVTX through the collector's own hooks (SCALESCOPE_NVTX_RECORDS=hooks):
+// real NVTX calls (nvtx3 loads NVTX_INJECTION64_PATH, the collector), no
+// CUPTI NVTX callbacks or MARKER records. The windows come out as with
+// CUPTI's callbacks, and the ranges are recorded by the hooks.
+namespace hooks {
+
+std::vector<std::pair<std::string, std::string>> env(std::vector<std::pair<std::string, std::string>> more) {
+  more.emplace_back("NVTX_INJECTION64_PATH", SCALESCOPE_COLLECTOR_PATH);
+  more.emplace_back("SCALESCOPE_NVTX_RECORDS", "hooks");
+  more.emplace_back("HOST_NVTX", "real");
+  return more;
+}
+
+// Rows of the trace's NVTX table with this text.
+std::vector<trace::NvtxRecord> ranges(const trace::Trace& t, std::string_view text) {
+  std::vector<trace::NvtxRecord> out;
+  for (size_t i = 0; i < t.nvtx.size(); ++i)
+    if (t.strings.view(t.nvtx.row(i).text) == text) out.push_back(t.nvtx.row(i));
+  return out;
+}
+
+}  // namespace hooks
+
+TEST_F(CollectWindows, NvtxHooksCaptureRangeDetachesAndOpensAgain) {
+  auto r = run("nvtx", hooks::env({{"SCALESCOPE_CAPTURE_RANGE", "nvtx:capture"}}));
+  expect_windows(r, 2, 1, 8, "2", "1");  // as with CUPTI's NVTX callbacks
+  EXPECT_EQ(extra(r.trace, "nvtx_records"), "hooks");
+  EXPECT_EQ(extra(r.trace, "nvtx_hooks_installed"), "1");
+  // The range that opens a window and closes it is in it; "step" began before any window.
+  EXPECT_EQ(hooks::ranges(r.trace, "capture").size(), 2u);
+  EXPECT_EQ(hooks::ranges(r.trace, "step").size(), 0u);
+  EXPECT_EQ(r.trace.nvtx.size(), 2u);
+  EXPECT_EQ(extra(r.trace, "nvtx_ranges_cut_by_window"), "0");
+}
+
+TEST_F(CollectWindows, NvtxHooksSampledWindowsRecordExactlyTheTracedSteps) {
+  auto r = run("iterations", hooks::env({{"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                                         {"SCALESCOPE_ITERATIONS", "4"},
+                                         {"SCALESCOPE_REPEAT_EVERY", "10"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  std::set<int64_t> want = {-1};
+  std::set<std::string> want_ranges;
+  for (int64_t w : {3, 13, 23, 33})
+    for (auto s : sampled::range(w, w + 4)) {
+      want.insert(s);
+      want_ranges.insert("ProfilerStep#" + std::to_string(s));
+    }
+  EXPECT_EQ(sampled::traced_steps(r.trace), want);
+  EXPECT_EQ(r.trace.kernels.size(), 2u + 16 * 2);
+  EXPECT_EQ(extra(r.trace, "windows_opened"), "5");
+  EXPECT_EQ(extra(r.trace, "iterations_seen"), "40");
+  EXPECT_EQ(extra(r.trace, "iterations_inside"), "16");
+  EXPECT_EQ(extra(r.trace, "iteration_marker"), "nvtx");
+  ASSERT_EQ(extra(r.trace, "perturbation_measured"), "true") << extra(r.trace, "perturbation_text");
+  EXPECT_GT(std::stod(extra(r.trace, "perturbation_pct")), 25.0) << "30 ms against 20 ms sleeps";
+  // Every traced iteration's range, and no other.
+  std::set<std::string> got;
+  for (size_t i = 0; i < r.trace.nvtx.size(); ++i) got.insert(std::string(r.trace.strings.view(r.trace.nvtx.row(i).text)));
+  EXPECT_EQ(got, want_ranges);
+  EXPECT_EQ(r.trace.nvtx.size(), 16u);
+  // Timestamped with CUPTI's clock at the push and at the pop.
+  for (size_t i = 0; i < r.trace.nvtx.size(); ++i) EXPECT_LT(r.trace.nvtx.row(i).start, r.trace.nvtx.row(i).end);
+}
+
+TEST_F(CollectWindows, NvtxHooksRecordNestedCrossThreadDomainAndNcclPayloadRanges) {
+  auto r = run("nvtx-content", hooks::env({{"SCALESCOPE_FULL", "1"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  ASSERT_TRUE(r.traced);
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  const auto outer = hooks::ranges(r.trace, "outer"), inner = hooks::ranges(r.trace, "inner");
+  ASSERT_EQ(outer.size(), 1u);
+  ASSERT_EQ(inner.size(), 1u);
+  EXPECT_LE(outer[0].start, inner[0].start);
+  EXPECT_GE(outer[0].end, inner[0].end);
+  EXPECT_EQ(outer[0].thread, inner[0].thread);
+  const auto tick = hooks::ranges(r.trace, "tick");
+  ASSERT_EQ(tick.size(), 1u);
+  EXPECT_EQ(tick[0].kind, trace::NvtxKind::kMark);
+  EXPECT_GE(tick[0].start, inner[0].start);
+  EXPECT_LE(tick[0].start, inner[0].end);
+  const auto across = hooks::ranges(r.trace, "across");
+  ASSERT_EQ(across.size(), 1u);  // started on one thread, ended on another
+  EXPECT_EQ(across[0].kind, trace::NvtxKind::kRange);
+  EXPECT_NE(across[0].thread, outer[0].thread);
+  const auto workers = hooks::ranges(r.trace, "worker");
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_NE(workers[0].thread, workers[1].thread);
+  // NCCL's range: its domain, its registered name, and its payload decoded by
+  // the schema and enum NCCL registered, joined to the kernel it launched.
+  const auto nccl = hooks::ranges(r.trace, "ncclAllReduce");
+  ASSERT_EQ(nccl.size(), 1u);
+  EXPECT_EQ(r.trace.strings.view(nccl[0].domain), "NCCL");
+  EXPECT_EQ(hooks::ranges(r.trace, "child").size(), 0u);  // the forked child stays untraced
+  EXPECT_EQ(r.trace.nvtx.size(), 7u);
+  ASSERT_EQ(r.trace.nccl.size(), 1u);
+  const trace::NcclRecord row = r.trace.nccl.row(0);
+  EXPECT_EQ(row.bytes, 4096u) << "the payload as it was at the push";
+  EXPECT_EQ(r.trace.strings.view(row.communicator), "0000000000c0ffee");
+  EXPECT_EQ(row.op, trace::NcclOp::kAllReduce);
+  EXPECT_EQ(extra(r.trace, "nccl_kernels_joined"), "1");
+  EXPECT_EQ(extra(r.trace, "nccl_payloads_undecoded"), "0");
+  EXPECT_EQ(extra(r.trace, "nvtx_ranges_cut_by_window"), "0");
+}
+
+// Without SCALESCOPE_NVTX_RECORDS=hooks the real NVTX calls go to CUPTI (the
+// fake has no NVTX handler: nothing is recorded, nothing breaks).
+TEST_F(CollectWindows, NvtxWithoutHooksGoesToCupti) {
+  auto r = run("nvtx-content", {{"SCALESCOPE_FULL", "1"}, {"NVTX_INJECTION64_PATH", SCALESCOPE_COLLECTOR_PATH}});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  ASSERT_TRUE(r.traced);
+  EXPECT_EQ(extra(r.trace, "nvtx_records"), "cupti");
+  EXPECT_EQ(r.trace.nvtx.size(), 0u);
+  EXPECT_EQ(r.trace.kernels.size(), 1u);
 }
 
 }  // namespace

@@ -237,6 +237,10 @@ static void queue_kernel(FakeState& s, const char* name, uint64_t start_ns, uint
 }
 
 void fake_cupti_launch(uint64_t start_ns, uint64_t end_ns, int driver_inside) {
+  fake_cupti_named_launch(kKernelName, start_ns, end_ns, driver_inside);
+}
+
+void fake_cupti_named_launch(const char* name, uint64_t start_ns, uint64_t end_ns, int driver_inside) {
   auto& s = state();
   uint32_t correlation = 0;
   {
@@ -265,7 +269,7 @@ void fake_cupti_launch(uint64_t start_ns, uint64_t end_ns, int driver_inside) {
   data.functionReturnValue = &result;
   call_back(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &data);
   std::lock_guard lock(s.mutex);
-  queue_kernel(s, kKernelName, start_ns, end_ns, correlation);
+  queue_kernel(s, name, start_ns, end_ns, correlation);
 }
 
 void fake_cupti_nvtx_push(const char* message) {

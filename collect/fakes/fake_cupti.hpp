@@ -18,6 +18,8 @@ void fake_cupti_api(int domain, int cbid, int site);
 // cuLaunchKernel callbacks the runtime's own driver call brings), then the
 // kernel's record with the same correlation id when CONCURRENT_KERNEL is on.
 void fake_cupti_launch(uint64_t start_ns, uint64_t end_ns, int driver_inside);
+// The same with the kernel's name (kept by pointer: pass a string literal).
+void fake_cupti_named_launch(const char* name, uint64_t start_ns, uint64_t end_ns, int driver_inside);
 // nvtxRangePushA(message) / nvtxRangePop() reaching CUPTI's NVTX handler:
 // the subscriber's NVTX callback when enabled.
 void fake_cupti_nvtx_push(const char* message);
