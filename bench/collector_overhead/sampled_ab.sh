@@ -14,7 +14,8 @@
 # lean modes, all sampled (the default schedule): sampled_cb (API calls from
 # the collector's callbacks, SCALESCOPE_API_RECORDS=callbacks), sampled_kmm
 # (--activities kernel,memcpy,memset --api none), sampled_discard (--discard:
-# CUPTI's floor for the default kinds). PROFILE_ARGS (default "--nvml-hz 0")
+# CUPTI's floor for the default kinds), sampled_hooks (NVTX through the
+# collector's own hooks, SCALESCOPE_NVTX_RECORDS=hooks). PROFILE_ARGS (default "--nvml-hz 0")
 # are given to every `profile`; set it empty for the true defaults.
 # SCALESCOPE may be the word "inject": then no CLI is used, and each profiled
 # job gets the collector's variables directly (CUDA_INJECTION64_PATH,
@@ -83,6 +84,8 @@ for ((round = 0; round < rounds; round++)); do
       sampled_kmm) cmd=("$scalescope" profile -o "$run_dir" "${pargs[@]}" --activities kernel,memcpy,memset --api none
                         -- "${job[@]}") ;;
       sampled_discard) cmd=("$scalescope" profile -o "$run_dir" "${pargs[@]}" --discard -- "${job[@]}") ;;
+      sampled_hooks) cmd=(env SCALESCOPE_NVTX_RECORDS=hooks "$scalescope" profile -o "$run_dir" "${pargs[@]}"
+                          -- "${job[@]}") ;;
       full) cmd=(env SCALESCOPE_FULL=1 "$scalescope" profile -o "$run_dir" --nvml-hz 0 "${full_flag[@]}" -- "${job[@]}") ;;
       full_discard) cmd=(env SCALESCOPE_FULL=1 "$scalescope" profile -o "$run_dir" --nvml-hz 0 "${full_flag[@]}" --discard
                          -- "${job[@]}") ;;
