@@ -152,9 +152,30 @@ bool NvtxHooks::install_extension(void* module_info) {
 
 namespace {
 // This thread's push stacks, one per domain (NVTX nests per thread and
-// domain). Allocated on the thread's first push and never freed: NVTX calls
-// may come from thread-local destructors after the storage would be gone.
-thread_local std::vector<std::vector<NvtxHooks::Open>>* t_stacks = nullptr;
+// domain). The pointer is trivially destructible, so a hook called while the
+// thread's storage is torn down (an NVTX call from another thread_local's
+// destructor) still reads it safely: the reaper frees the stacks at thread
+// exit and leaves kGone, after which the thread's ranges are not recorded.
+using Stacks = std::vector<std::vector<NvtxHooks::Open>>;
+Stacks* const kGone = reinterpret_cast<Stacks*>(alignof(Stacks));
+thread_local Stacks* t_stacks = nullptr;
+struct Reaper {
+  ~Reaper() {
+    if (t_stacks != kGone) delete t_stacks;
+    t_stacks = kGone;
+  }
+};
+thread_local Reaper t_reaper;
+
+// This thread's stacks, created at its first push; nullptr once it is exiting.
+Stacks* stacks() {
+  if (t_stacks == kGone) return nullptr;
+  if (!t_stacks) {
+    [[maybe_unused]] Reaper* reaper = &t_reaper;  // registers the reaper's destructor for this thread
+    t_stacks = new Stacks();
+  }
+  return t_stacks;
+}
 }  // namespace
 
 // The range as opened now: timestamped (and its text and first payload
@@ -192,10 +213,11 @@ int NvtxHooks::push(const Domain* domain, const Message& m) {
   if (g_in_child.load(std::memory_order_relaxed)) return 0;
   // First the window (the range that opens one is recorded in it), then the range.
   if (NvtxListener* l = listener_.load(std::memory_order_acquire)) l->on_nvtx(NvtxOp::kPush, m.text, 0);
-  if (!t_stacks) t_stacks = new std::vector<std::vector<Open>>();  // per thread; kept for the thread's life
+  Stacks* mine = stacks();
+  if (!mine) return 0;
   const uint32_t index = domain ? domain->index : 0;
-  if (t_stacks->size() <= index) t_stacks->resize(index + 1);
-  auto& stack = (*t_stacks)[index];
+  if (mine->size() <= index) mine->resize(index + 1);
+  auto& stack = (*mine)[index];
   stack.push_back(open_range(domain, m));
   return static_cast<int>(stack.size()) - 1;
 }
@@ -204,8 +226,9 @@ int NvtxHooks::pop(const Domain* domain) {
   if (g_in_child.load(std::memory_order_relaxed)) return 0;
   const uint32_t index = domain ? domain->index : 0;
   int level = -1;
-  if (t_stacks && index < t_stacks->size() && !(*t_stacks)[index].empty()) {
-    auto& stack = (*t_stacks)[index];
+  Stacks* mine = t_stacks == kGone ? nullptr : t_stacks;
+  if (mine && index < mine->size() && !(*mine)[index].empty()) {
+    auto& stack = (*mine)[index];
     level = static_cast<int>(stack.size()) - 1;
     Open o = std::move(stack.back());
     stack.pop_back();
