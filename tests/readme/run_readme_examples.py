@@ -46,8 +46,20 @@ def blocks(readme):
     return out
 
 
+def untracked(source):
+    """Files git does not know in the source tree: the examples run in a clone whose entries
+    link to the source's, so a command writing into a folder of that name (say `-o demo`, a
+    part's folder) writes into the source tree; the test fails when that happens."""
+    r = subprocess.run(["git", "-C", source, "status", "--porcelain", "--untracked-files=all"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if r.returncode != 0:
+        return None
+    return {l[3:] for l in r.stdout.splitlines() if l.startswith("?? ")}
+
+
 def main():
     source, build = map(os.path.abspath, sys.argv[1:3])
+    before = untracked(source)
     scratch = tempfile.mkdtemp(prefix="scalescope-readme-")
     clone = os.path.join(scratch, "clone")
     os.mkdir(clone)
@@ -91,6 +103,10 @@ def main():
                   f"{r.stdout[-3000:]}")
         else:
             print(f"ok   {where}")
+    after = untracked(source)
+    if before is not None and after is not None and after - before:
+        failures += 1
+        print(f"FAIL README.md: the examples wrote into the source tree: {', '.join(sorted(after - before)[:10])}")
     print(f"{ran} example block(s) ran, {skipped} skipped, {failures} failed; scratch folder {scratch}")
     if failures == 0:
         subprocess.run(["rm", "-rf", scratch])
