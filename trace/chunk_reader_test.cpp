@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -138,6 +140,54 @@ TEST(ChunkReaderTest, DamageCountsAsReadTraceCountsIt) {
   const Trace whole = read_trace(p);
   EXPECT_GT(whole.problems.get(Problem::kTornTail) + whole.problems.get(Problem::kChecksumMismatch), 0u);
   expect_same(read_by_chunks(p), whole);
+}
+
+// Random damage (flipped bytes, cuts, zeroed runs): ChunkReader reads what
+// read_trace reads, or both refuse the file.
+TEST(ChunkReaderTest, RandomDamageReadsAsReadTraceReadsIt) {
+  TempDir dir;
+  const fs::path p = write_small_chunks(dir, make_synthetic_trace(3'000, 4), 200);
+  std::vector<char> bytes;
+  {
+    std::ifstream in(p, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::mt19937_64 rng(20);
+  int refused = 0;
+  for (int round = 0; round < 150; ++round) {
+    std::vector<char> d = bytes;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng() % d.size();
+      switch (rng() % 3) {
+        case 0: d[at] = static_cast<char>(d[at] ^ static_cast<char>(1 + rng() % 255)); break;
+        case 1: d.resize(std::max<size_t>(at, 1)); break;
+        default: std::fill(d.begin() + static_cast<std::ptrdiff_t>(at), d.begin() + static_cast<std::ptrdiff_t>(std::min(d.size(), at + 64)), 0);
+      }
+    }
+    {
+      std::ofstream out(p, std::ios::binary | std::ios::trunc);
+      out.write(d.data(), static_cast<std::streamsize>(d.size()));
+    }
+    std::optional<Trace> whole;
+    std::string whole_error, chunk_error;
+    try {
+      whole = read_trace(p);
+    } catch (const Error& e) {
+      whole_error = e.what();
+    }
+    try {
+      const Trace chunks = read_by_chunks(p);
+      ASSERT_TRUE(whole) << "round " << round << ": read_trace refused (" << whole_error << "), ChunkReader did not";
+      expect_same(chunks, *whole);
+    } catch (const Error& e) {
+      chunk_error = e.what();
+      EXPECT_FALSE(whole) << "round " << round << ": ChunkReader refused: " << chunk_error;
+      EXPECT_EQ(chunk_error, whole_error);
+      ++refused;
+    }
+  }
+  EXPECT_LT(refused, 150);  // most damaged files are read, with problems counted
 }
 
 TEST(ChunkReaderTest, ReadingAChunkAgainCountsNothingTwice) {
