@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -26,8 +27,8 @@ namespace {
 
 using trace::Timestamp;
 
-constexpr int64_t kLaunchGapLimitNs = 1'000'000;  // longer GPU gaps are not launch latency
-constexpr int64_t kSmallKernelNs = 10'000;
+using detail::kLaunchGapLimitNs;
+using detail::kSmallKernelNs;
 
 // Reserves room for at most n intervals, with huge pages. Grown by push_back
 // instead, a 10 M-event rank's interval lists were copied several times over
@@ -58,6 +59,12 @@ void count_streams(const Table& table, std::unordered_map<uint64_t, size_t>& row
   }
 }
 
+trace::NcclOp op_of_kernel(std::string_view name) { return trace::nccl_op_of_kernel_name(name); }
+
+}  // namespace
+
+namespace detail {
+
 bool contains_ci(std::string_view hay, std::string_view needle) {
   auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
     return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
@@ -65,10 +72,9 @@ bool contains_ci(std::string_view hay, std::string_view needle) {
   return it != hay.end();
 }
 
-
 std::vector<KernelSummary> top_of(const std::vector<int64_t>& ns, const std::vector<int64_t>& count,
-                                  const std::vector<KernelInfo>& info, const trace::Trace& t, size_t limit,
-                                  auto&& keep) {
+                                  const std::vector<KernelInfo>& info, const trace::StringTable& strings, size_t limit,
+                                  const std::function<bool(const KernelInfo&)>& keep) {
   std::vector<uint32_t> ids;
   for (uint32_t id = 0; id < ns.size(); ++id)
     if (count[id] > 0 && keep(info[id])) ids.push_back(id);
@@ -78,7 +84,7 @@ std::vector<KernelSummary> top_of(const std::vector<int64_t>& ns, const std::vec
   std::vector<KernelSummary> out;
   for (size_t k = 0; k < n; ++k) {
     const uint32_t id = ids[k];
-    out.push_back({std::string(t.strings.view(id)), info[id].cls, info[id].precision, count[id], ns[id]});
+    out.push_back({std::string(strings.view(id)), info[id].cls, info[id].precision, count[id], ns[id]});
   }
   return out;
 }
@@ -91,11 +97,13 @@ std::optional<trace::SyncKind> sync_kind_of_api(std::string_view name) {
   return std::nullopt;
 }
 
-trace::NcclOp op_of_kernel(std::string_view name) { return trace::nccl_op_of_kernel_name(name); }
-
-}  // namespace
+}  // namespace detail
 
 namespace {
+
+using detail::contains_ci;
+using detail::sync_kind_of_api;
+using detail::top_of;
 
 // The collector's sampling facts (collect/iteration_sampler.hpp), strings in
 // the trace's metadata; a value that does not parse is left out, not guessed.
@@ -136,10 +144,25 @@ ProfilerPerturbation read_perturbation(const std::unordered_map<std::string, std
   return p;
 }
 
-// One analysis of one window (the whole trace without --window).
-RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detail::LaunchPaths* paths,
-                            detail::WindowScratch& scratch) {
-  RankAnalysis r;
+// ---- one window's analyses, one function each ------------------------------
+// analyze_window below calls them in order. Each takes the window and the
+// results it reads explicitly; the scratch lists (detail.hpp) are handed on
+// from one to the next where a later analysis reuses an earlier one's list.
+
+// The window being analysed: [ws, we] in trace-clock ns, and its trace.
+struct Window {
+  const trace::Trace& t;
+  Timestamp ws = 0, we = 0;
+  int64_t wall = 0;
+  bool in(Timestamp s, Timestamp e) const { return e >= ws && s <= we && e >= s; }
+  Interval clip(Timestamp s, Timestamp e) const { return Interval{std::max(s, ws), std::min(e, we)}; }
+};
+
+}  // namespace
+
+// Who the rank is: identity, node facts, the collector's sampling facts,
+// and the data lost while tracing.
+void detail::describe_rank(const trace::Trace& t, bool gpu_activity, RankAnalysis& r) {
   r.rank = t.meta.rank;
   r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
   r.source = t.meta.source;
@@ -158,111 +181,121 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   r.node_count = extra_int("node_count");
   if (auto it = t.meta.extra.find("node_list"); it != t.meta.extra.end()) r.node_list = it->second;
   r.perturbation = read_perturbation(t.meta.extra);
-  r.gpu_activity = trace::has_gpu_activity(t);
+  r.gpu_activity = gpu_activity;
   for (int p = 0; p < trace::kProblemCount; ++p) {
     const auto problem = static_cast<trace::Problem>(p);
     if (trace::severity_of(problem) == trace::Severity::kDataLoss && t.problems.get(problem) > 0)
       r.data_loss.push_back(fmt::format("{} x{}", trace::to_string(problem), t.problems.get(problem)));
   }
+}
 
-  const std::vector<KernelInfo> info = classify_names(t, o.classifier);
-  const detail::Detected detected = detail::detect_iterations(t, o.iteration_range);
-  // Plain variables, not a structured binding: clang 14 (the fuzz build) cannot
-  // capture bindings in the lambdas below.
-  const auto window = detail::resolve_window(t, o, detected);
-  const Timestamp ws = window.first, we = window.second;
-  const int64_t wall = std::max<int64_t>(0, we - ws);
-  auto in_window = [&](Timestamp s, Timestamp e) { return e >= ws && s <= we && e >= s; };
-  auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, ws), std::min(e, we)}; };
+namespace {
 
-  // ---- iterations --------------------------------------------------------
-  {
-    IterationStats& st = r.iterations;
-    if (detected.iterations.empty()) {
-      st.availability = {false, "skipped: " + detected.reason};
-    } else {
-      st.source = detected.source;
-      for (const Iteration& it : detected.iterations)
-        if (it.start >= ws && it.end <= we) st.iterations.push_back(it);
-      if (st.iterations.empty())
-        st.availability = {false, fmt::format("skipped: none of the {} iterations ({}) lies inside the window",
-                                              detected.iterations.size(), detected.source)};
-      else
-        detail::summarize_iterations(st, o.warmup_tolerance);
-    }
+// The detected iterations that lie wholly inside the window, summarized.
+IterationStats window_iterations(const detail::Detected& detected, const Window& w, double warmup_tolerance) {
+  IterationStats st;
+  if (detected.iterations.empty()) {
+    st.availability = {false, "skipped: " + detected.reason};
+    return st;
   }
+  st.source = detected.source;
+  for (const Iteration& it : detected.iterations)
+    if (it.start >= w.ws && it.end <= w.we) st.iterations.push_back(it);
+  if (st.iterations.empty())
+    st.availability = {false, fmt::format("skipped: none of the {} iterations ({}) lies inside the window",
+                                          detected.iterations.size(), detected.source)};
+  else
+    detail::summarize_iterations(st, warmup_tolerance);
+  return st;
+}
 
-  // ---- one pass over GPU tables ----------------------------------------
-  // The lists live in the scratch (detail.hpp): cleared, capacity kept.
-  Intervals &compute = scratch.compute, &comm = scratch.comm, &copy = scratch.copy;
-  // Per stream, one slice of scratch.streams each (sized by a counting pass);
-  // once the streams' busy times are summed, that list holds compute_comm.
-  Intervals& streams = scratch.streams;
-  auto& slots = scratch.slots;
-  auto stream_key = [](uint32_t device, uint32_t stream) { return (uint64_t{device} << 32) | stream; };
-  {
-    const size_t kernels = t.kernels.size();
-    for (Intervals* v : {&compute, &comm, &copy}) v->clear();
-    reserve_huge(compute, kernels);
-    reserve_huge(comm, kernels + t.nccl.size());
-    reserve_huge(copy, kernels + t.memcpys.size() + t.memsets.size());
+// The per-stream lists of one window: scratch.streams holds one slice per
+// (device, stream), sized by a counting pass so that each is reserved once.
+// add() appends to one stream's slice, merging as append() does.
+class StreamSlices {
+ public:
+  StreamSlices(const trace::Trace& t, detail::WindowScratch& scratch) : streams_(scratch.streams), slots_(scratch.slots) {
     std::unordered_map<uint64_t, size_t> stream_rows;
     count_streams(t.kernels, stream_rows);
     count_streams(t.nccl, stream_rows);
     count_streams(t.memcpys, stream_rows);
     count_streams(t.memsets, stream_rows);
-    slots.clear();
+    slots_.clear();
     size_t rows = 0;
     for (const auto& [key, n] : stream_rows) {
-      slots[key] = {rows, rows};
+      slots_[key] = {rows, rows};
       rows += n;
     }
-    reserve_huge(streams, rows);
+    reserve_huge(streams_, rows);
     // Not cleared first: only rows past what an earlier pass left are zeroed.
-    streams.resize(rows);
+    streams_.resize(rows);
   }
-  // Appends to one stream's slice (merging as append() does). Rows come in
-  // runs of one stream: the last slot is checked first.
-  uint64_t last_key = ~uint64_t{0};
-  detail::StreamSlot* last_slot = nullptr;
-  auto add_to_stream = [&](uint32_t device, uint32_t stream, Interval iv) {
-    const uint64_t key = stream_key(device, stream);
-    if (key != last_key || !last_slot) {
-      last_slot = &slots.at(key);
-      last_key = key;
+
+  // Rows come in runs of one stream: the last slot is checked first.
+  void add(uint32_t device, uint32_t stream, Interval iv) {
+    const uint64_t key = (uint64_t{device} << 32) | stream;
+    if (key != last_key_ || !last_slot_) {
+      last_slot_ = &slots_.at(key);
+      last_key_ = key;
     }
     if (iv.end <= iv.start) return;
-    detail::StreamSlot& sl = *last_slot;
+    detail::StreamSlot& sl = *last_slot_;
     if (sl.end > sl.begin) {
-      Interval& back = streams[sl.end - 1];
+      Interval& back = streams_[sl.end - 1];
       if (iv.start >= back.start && iv.start <= back.end) {
         back.end = std::max(back.end, iv.end);
         return;
       }
     }
-    streams[sl.end++] = iv;
-  };
-  std::vector<int64_t> name_ns(t.strings.size(), 0), name_count(t.strings.size(), 0);
+    streams_[sl.end++] = iv;
+  }
+
+ private:
+  Intervals& streams_;
+  std::unordered_map<uint64_t, detail::StreamSlot>& slots_;
+  uint64_t last_key_ = ~uint64_t{0};
+  detail::StreamSlot* last_slot_ = nullptr;
+};
+
+// Clears the class lists and reserves them for every row that may fall in.
+void prepare_class_lists(const trace::Trace& t, detail::WindowScratch& scratch) {
+  const size_t kernels = t.kernels.size();
+  for (Intervals* v : {&scratch.compute, &scratch.comm, &scratch.copy}) v->clear();
+  reserve_huge(scratch.compute, kernels);
+  reserve_huge(scratch.comm, kernels + t.nccl.size());
+  reserve_huge(scratch.copy, kernels + t.memcpys.size() + t.memsets.size());
+}
+
+// Time per kernel name (indexed by StringId), for the top lists.
+struct NameTotals {
+  std::vector<int64_t> ns, count;
+};
+
+// The kernels in the window: class lists, per-stream lists, per-class and
+// per-name totals, precision and layout sums, and each kernel's duration
+// (scratch.kernel_durations, for the launch analysis).
+void scan_kernels(const Window& w, const std::vector<KernelInfo>& info, detail::WindowScratch& scratch,
+                  StreamSlices& streams, NameTotals& names, RankAnalysis& r) {
   std::vector<int64_t>& kernel_durations = scratch.kernel_durations;
   kernel_durations.clear();
-  reserve_huge(kernel_durations, t.kernels.size());
+  reserve_huge(kernel_durations, w.t.kernels.size());
   PrecisionStats& prec = r.precision;
   LayoutStats& layout = r.layout;
-  const auto& k = t.kernels;
+  const auto& k = w.t.kernels;
   for (size_t i = 0; i < k.size(); ++i) {
-    if (!in_window(k.start[i], k.end[i])) continue;
-    const Interval iv = clip(k.start[i], k.end[i]);
+    if (!w.in(k.start[i], k.end[i])) continue;
+    const Interval iv = w.clip(k.start[i], k.end[i]);
     const int64_t d = iv.end - iv.start;
     const KernelInfo& ki = info[k.name[i]];
     switch (ki.cls) {
-      case KernelClass::kCompute: append(compute, iv); break;
+      case KernelClass::kCompute: append(scratch.compute, iv); break;
       case KernelClass::kCommunication:
-      case KernelClass::kSynchronization: append(comm, iv); break;  // waiting on other streams/ranks
-      case KernelClass::kMemory: append(copy, iv); break;
+      case KernelClass::kSynchronization: append(scratch.comm, iv); break;  // waiting on other streams/ranks
+      case KernelClass::kMemory: append(scratch.copy, iv); break;
     }
-    add_to_stream(k.device[i], k.stream[i], iv);
-    name_ns[k.name[i]] += d;
-    name_count[k.name[i]] += 1;
+    streams.add(k.device[i], k.stream[i], iv);
+    names.ns[k.name[i]] += d;
+    names.count[k.name[i]] += 1;
     auto& ct = r.classes[static_cast<int>(ki.cls)];
     ct.count += 1;
     ct.total_ns += d;
@@ -280,190 +313,226 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
     }
   }
   for (int c = 0; c < kKernelClassCount; ++c) r.classes[c].cls = static_cast<KernelClass>(c);
-  const auto& nc = t.nccl;
+}
+
+// NCCL collectives in the window: communication time.
+void scan_nccl(const Window& w, detail::WindowScratch& scratch, StreamSlices& streams) {
+  const auto& nc = w.t.nccl;
   for (size_t i = 0; i < nc.size(); ++i) {
-    if (!in_window(nc.start[i], nc.end[i])) continue;
-    const Interval iv = clip(nc.start[i], nc.end[i]);
-    append(comm, iv);
-    add_to_stream(nc.device[i], nc.stream[i], iv);
+    if (!w.in(nc.start[i], nc.end[i])) continue;
+    const Interval iv = w.clip(nc.start[i], nc.end[i]);
+    append(scratch.comm, iv);
+    streams.add(nc.device[i], nc.stream[i], iv);
   }
+}
 
-  CopyStats& cp = r.copies;
-  {
-    std::map<std::tuple<trace::MemcpyKind, trace::MemoryKind, trace::MemoryKind>, CopyGroup> groups;
-    std::unordered_set<uint32_t> pageable_correlations;
-    uint64_t host_bytes = 0;
-    const auto& m = t.memcpys;
-    for (size_t i = 0; i < m.size(); ++i) {
-      if (!in_window(m.start[i], m.end[i])) continue;
-      const Interval iv = clip(m.start[i], m.end[i]);
-      const int64_t d = iv.end - iv.start;
-      append(copy, iv);
-      add_to_stream(m.device[i], m.stream[i], iv);
-      CopyGroup& g = groups[{m.kind[i], m.src_kind[i], m.dst_kind[i]}];
-      g.kind = m.kind[i];
-      g.src_kind = m.src_kind[i];
-      g.dst_kind = m.dst_kind[i];
-      g.count += 1;
-      g.bytes += m.bytes[i];
-      g.time_ns += d;
-      if (!m.is_async[i]) {
-        g.sync_count += 1;
-        g.sync_ns += d;
-        cp.sync_copy_count += 1;
-        cp.sync_copy_ns += d;
+// Copies and sets in the window: groups by kind, pageable and synchronous
+// copies, and their time in the copy list.
+CopyStats analyze_copies(const Window& w, detail::WindowScratch& scratch, StreamSlices& streams) {
+  CopyStats cp;
+  const trace::Trace& t = w.t;
+  std::map<std::tuple<trace::MemcpyKind, trace::MemoryKind, trace::MemoryKind>, CopyGroup> groups;
+  std::unordered_set<uint32_t> pageable_correlations;
+  uint64_t host_bytes = 0;
+  const auto& m = t.memcpys;
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (!w.in(m.start[i], m.end[i])) continue;
+    const Interval iv = w.clip(m.start[i], m.end[i]);
+    const int64_t d = iv.end - iv.start;
+    append(scratch.copy, iv);
+    streams.add(m.device[i], m.stream[i], iv);
+    CopyGroup& g = groups[{m.kind[i], m.src_kind[i], m.dst_kind[i]}];
+    g.kind = m.kind[i];
+    g.src_kind = m.src_kind[i];
+    g.dst_kind = m.dst_kind[i];
+    g.count += 1;
+    g.bytes += m.bytes[i];
+    g.time_ns += d;
+    if (!m.is_async[i]) {
+      g.sync_count += 1;
+      g.sync_ns += d;
+      cp.sync_copy_count += 1;
+      cp.sync_copy_ns += d;
+    }
+    const bool htod = m.kind[i] == trace::MemcpyKind::kHtoD, dtoh = m.kind[i] == trace::MemcpyKind::kDtoH;
+    if (htod) cp.host_to_device_bytes += m.bytes[i];
+    if (htod || dtoh) {
+      host_bytes += m.bytes[i];
+      const trace::MemoryKind host_side = htod ? m.src_kind[i] : m.dst_kind[i];
+      if (host_side == trace::MemoryKind::kPageable) {
+        cp.pageable_bytes += m.bytes[i];
+        cp.pageable_ns += d;
+        if (m.correlation[i] != 0) pageable_correlations.insert(m.correlation[i]);
       }
-      const bool htod = m.kind[i] == trace::MemcpyKind::kHtoD, dtoh = m.kind[i] == trace::MemcpyKind::kDtoH;
-      if (htod) cp.host_to_device_bytes += m.bytes[i];
-      if (htod || dtoh) {
-        host_bytes += m.bytes[i];
-        const trace::MemoryKind host_side = htod ? m.src_kind[i] : m.dst_kind[i];
-        if (host_side == trace::MemoryKind::kPageable) {
-          cp.pageable_bytes += m.bytes[i];
-          cp.pageable_ns += d;
-          if (m.correlation[i] != 0) pageable_correlations.insert(m.correlation[i]);
-        }
-      }
     }
-    // A pageable copy is staged through a bounce buffer while the calling
-    // thread waits, so the host can lose more time in the call than the GPU
-    // spends copying (2.2x on the H200 study's pageable DataLoader runs).
-    if (!pageable_correlations.empty()) {
-      const auto& a = t.api;
-      for (size_t i = 0; i < a.size(); ++i)
-        if (pageable_correlations.count(a.correlation[i]) && in_window(a.start[i], a.end[i])) {
-          const Interval iv = clip(a.start[i], a.end[i]);
-          cp.pageable_host_ns += iv.end - iv.start;
-        }
-    }
-    for (auto& [key, g] : groups) {
-      g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
-      cp.groups.push_back(g);
-    }
-    std::sort(cp.groups.begin(), cp.groups.end(), [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
-    cp.pageable_fraction = host_bytes > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes) : 0;
-    const auto& s = t.memsets;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (!in_window(s.start[i], s.end[i])) continue;
-      const Interval iv = clip(s.start[i], s.end[i]);
-      append(copy, iv);
-      add_to_stream(s.device[i], s.stream[i], iv);
-      cp.memset_count += 1;
-      cp.memset_ns += iv.end - iv.start;
-    }
-    if (m.size() == 0 && s.size() == 0) cp.availability = {false, "skipped: the trace has no memory copies or sets"};
   }
+  // A pageable copy is staged through a bounce buffer while the calling
+  // thread waits, so the host can lose more time in the call than the GPU
+  // spends copying (2.2x on the H200 study's pageable DataLoader runs).
+  if (!pageable_correlations.empty()) {
+    const auto& a = t.api;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (pageable_correlations.count(a.correlation[i]) && w.in(a.start[i], a.end[i])) {
+        const Interval iv = w.clip(a.start[i], a.end[i]);
+        cp.pageable_host_ns += iv.end - iv.start;
+      }
+  }
+  for (auto& [key, g] : groups) {
+    g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
+    cp.groups.push_back(g);
+  }
+  std::sort(cp.groups.begin(), cp.groups.end(), [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
+  cp.pageable_fraction = host_bytes > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes) : 0;
+  const auto& s = t.memsets;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (!w.in(s.start[i], s.end[i])) continue;
+    const Interval iv = w.clip(s.start[i], s.end[i]);
+    append(scratch.copy, iv);
+    streams.add(s.device[i], s.stream[i], iv);
+    cp.memset_count += 1;
+    cp.memset_ns += iv.end - iv.start;
+  }
+  if (m.size() == 0 && s.size() == 0) cp.availability = {false, "skipped: the trace has no memory copies or sets"};
+  return cp;
+}
 
-  // ---- breakdown ---------------------------------------------------------
-  normalize(compute, scratch.merge);
-  normalize(comm, scratch.merge);
-  normalize(copy, scratch.merge);
-  RankBreakdown& b = r.breakdown;
-  b.window_start = ws;
-  b.window_end = we;
-  b.wall_ns = wall;
-  for (auto& [key, sl] : slots) {
+// Busy time per stream, from the slices of scratch.streams (normalized in place).
+std::vector<StreamUtilization> stream_utilization(const Window& w, detail::WindowScratch& scratch) {
+  std::vector<StreamUtilization> out;
+  for (auto& [key, sl] : scratch.slots) {
     if (sl.end == sl.begin) continue;  // no row of it lies in the window
-    const size_t n = normalize_range(streams.data() + sl.begin, sl.end - sl.begin, scratch.merge);
+    const size_t n = normalize_range(scratch.streams.data() + sl.begin, sl.end - sl.begin, scratch.merge);
     StreamUtilization su;
     su.device = static_cast<uint32_t>(key >> 32);
     su.stream = static_cast<uint32_t>(key & 0xffffffffu);
-    su.busy_ns = total(streams.data() + sl.begin, n);
-    su.fraction = wall > 0 ? static_cast<double>(su.busy_ns) / static_cast<double>(wall) : 0;
-    b.streams.push_back(su);
+    su.busy_ns = total(scratch.streams.data() + sl.begin, n);
+    su.fraction = w.wall > 0 ? static_cast<double>(su.busy_ns) / static_cast<double>(w.wall) : 0;
+    out.push_back(su);
   }
-  std::sort(b.streams.begin(), b.streams.end(), [](const StreamUtilization& x, const StreamUtilization& y) {
+  std::sort(out.begin(), out.end(), [](const StreamUtilization& x, const StreamUtilization& y) {
     return std::tie(x.device, x.stream) < std::tie(y.device, y.stream);
   });
-  // The streams' slices are done with: their list holds compute | comm now
-  // (it has room: every span of compute and comm came from one of its rows).
-  Intervals& compute_comm = streams;
-  unite(compute, comm, compute_comm);
-  if (k.size() == 0 && nc.size() == 0 && t.memcpys.size() == 0 && t.memsets.size() == 0) {
+  return out;
+}
+
+// Busy/idle breakdown and compute/communication overlap. Normalizes the
+// class lists and, once the streams' busy times are summed, leaves
+// compute | comm in scratch.streams (it has room: every span of compute and
+// comm came from one of its rows), which the later analyses read.
+RankBreakdown analyze_breakdown(const Window& w, detail::WindowScratch& scratch) {
+  normalize(scratch.compute, scratch.merge);
+  normalize(scratch.comm, scratch.merge);
+  normalize(scratch.copy, scratch.merge);
+  RankBreakdown b;
+  b.window_start = w.ws;
+  b.window_end = w.we;
+  b.wall_ns = w.wall;
+  b.streams = stream_utilization(w, scratch);
+  Intervals& compute_comm = scratch.streams;
+  unite(scratch.compute, scratch.comm, compute_comm);
+  const trace::Trace& t = w.t;
+  if (t.kernels.size() == 0 && t.nccl.size() == 0 && t.memcpys.size() == 0 && t.memsets.size() == 0) {
     b.availability = {false, "skipped: the trace has no GPU activity (kernels, copies, sets or collectives)"};
   }
-  b.compute_ns = total(compute);
-  b.communication_ns = total(comm);
-  b.overlap_ns = intersection_length(comm, compute);
+  b.compute_ns = total(scratch.compute);
+  b.communication_ns = total(scratch.comm);
+  b.overlap_ns = intersection_length(scratch.comm, scratch.compute);
   b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
-  b.copy_ns = total(copy) - intersection_length(copy, compute_comm);
-  b.idle_ns = wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
+  b.copy_ns = total(scratch.copy) - intersection_length(scratch.copy, compute_comm);
+  b.idle_ns = w.wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
   b.overlap_fraction = b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
+  return b;
+}
 
-  // ---- launch overhead ---------------------------------------------------
-  LaunchStats& ls = r.launch;
-  {
-    // Gaps between the spans of compute | comm | copy (not built: one list less).
-    const auto [gap_count, gap_ns] = union_gaps(compute_comm, copy, kLaunchGapLimitNs);
-    ls.gap_count = gap_count;
-    ls.gpu_gap_ns = gap_ns;
-    ls.kernel_count = static_cast<int64_t>(kernel_durations.size());
-    ls.kernel_ns = prec.kernel_ns;
-    int64_t small = 0;
-    for (int64_t d : kernel_durations) small += d < kSmallKernelNs ? 1 : 0;
-    ls.small_kernel_fraction = ls.kernel_count > 0 ? static_cast<double>(small) / static_cast<double>(ls.kernel_count) : 0;
-    ls.median_kernel_ns = trace::median_in_place(kernel_durations);
-    std::vector<int8_t> is_launch(t.strings.size(), -1);
-    // The kernels' durations are done with: their list holds the launches'.
-    std::vector<int64_t>& launch_durations = kernel_durations;
-    launch_durations.clear();
-    reserve_huge(launch_durations, t.api.size());
+// Launch overhead: short GPU gaps, kernel and launch-call durations.
+// Reads compute | comm (scratch.streams) and the kernels' durations; the
+// latter's list then holds the launch calls' durations.
+LaunchStats analyze_launch(const Window& w, detail::WindowScratch& scratch, int64_t kernel_ns) {
+  LaunchStats ls;
+  const trace::Trace& t = w.t;
+  // Gaps between the spans of compute | comm | copy (not built: one list less).
+  const auto [gap_count, gap_ns] = union_gaps(scratch.streams, scratch.copy, kLaunchGapLimitNs);
+  ls.gap_count = gap_count;
+  ls.gpu_gap_ns = gap_ns;
+  std::vector<int64_t>& kernel_durations = scratch.kernel_durations;
+  ls.kernel_count = static_cast<int64_t>(kernel_durations.size());
+  ls.kernel_ns = kernel_ns;
+  int64_t small = 0;
+  for (int64_t d : kernel_durations) small += d < kSmallKernelNs ? 1 : 0;
+  ls.small_kernel_fraction = ls.kernel_count > 0 ? static_cast<double>(small) / static_cast<double>(ls.kernel_count) : 0;
+  ls.median_kernel_ns = trace::median_in_place(kernel_durations);
+  std::vector<int8_t> is_launch(t.strings.size(), -1);
+  // The kernels' durations are done with: their list holds the launches'.
+  std::vector<int64_t>& launch_durations = kernel_durations;
+  launch_durations.clear();
+  reserve_huge(launch_durations, t.api.size());
+  const auto& a = t.api;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a.domain[i] != trace::ApiDomain::kRuntime && a.domain[i] != trace::ApiDomain::kDriver) continue;
+    int8_t& l = is_launch[a.name[i]];
+    if (l < 0) l = contains_ci(t.strings.view(a.name[i]), "launch") ? 1 : 0;
+    if (!l || !w.in(a.start[i], a.end[i])) continue;
+    const Interval iv = w.clip(a.start[i], a.end[i]);
+    ls.launch_api_count += 1;
+    ls.launch_api_ns += iv.end - iv.start;
+    launch_durations.push_back(iv.end - iv.start);
+  }
+  ls.median_launch_ns = trace::median_in_place(launch_durations);
+  ls.gap_fraction = w.wall > 0 ? static_cast<double>(ls.gpu_gap_ns) / static_cast<double>(w.wall) : 0;
+  if (t.kernels.size() == 0) {
+    ls.availability = {false, "skipped: the trace has no kernels"};
+  } else {
+    const bool cpu_slower = ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns
+                                                    : ls.small_kernel_fraction >= 0.5;
+    ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
+  }
+  return ls;
+}
+
+// Synchronization: CUPTI's records, else the runtime/driver calls by name.
+SyncStats analyze_sync(const Window& w) {
+  SyncStats sy;
+  const trace::Trace& t = w.t;
+  std::map<trace::SyncKind, SyncGroup> groups;
+  auto add = [&](trace::SyncKind kind, Interval iv) {
+    SyncGroup& g = groups[kind];
+    g.kind = kind;
+    g.count += 1;
+    g.total_ns += iv.end - iv.start;
+    if (kind != trace::SyncKind::kStreamWaitEvent) sy.host_sync_ns += iv.end - iv.start;
+  };
+  const auto& s = t.syncs;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (w.in(s.start[i], s.end[i])) add(s.kind[i], w.clip(s.start[i], s.end[i]));
+  if (s.size() == 0) {
+    // No CUPTI synchronization records: fall back to the runtime/driver calls.
+    std::vector<int8_t> kind_of(t.strings.size(), -1);
     const auto& a = t.api;
     for (size_t i = 0; i < a.size(); ++i) {
-      if (a.domain[i] != trace::ApiDomain::kRuntime && a.domain[i] != trace::ApiDomain::kDriver) continue;
-      int8_t& l = is_launch[a.name[i]];
-      if (l < 0) l = contains_ci(t.strings.view(a.name[i]), "launch") ? 1 : 0;
-      if (!l || !in_window(a.start[i], a.end[i])) continue;
-      const Interval iv = clip(a.start[i], a.end[i]);
-      ls.launch_api_count += 1;
-      ls.launch_api_ns += iv.end - iv.start;
-      launch_durations.push_back(iv.end - iv.start);
-    }
-    ls.median_launch_ns = trace::median_in_place(launch_durations);
-    ls.gap_fraction = wall > 0 ? static_cast<double>(ls.gpu_gap_ns) / static_cast<double>(wall) : 0;
-    if (k.size() == 0) {
-      ls.availability = {false, "skipped: the trace has no kernels"};
-    } else {
-      const bool cpu_slower = ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns
-                                                      : ls.small_kernel_fraction >= 0.5;
-      ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
-    }
-  }
-
-  // ---- synchronization ---------------------------------------------------
-  SyncStats& sy = r.sync;
-  {
-    std::map<trace::SyncKind, SyncGroup> groups;
-    auto add = [&](trace::SyncKind kind, Interval iv) {
-      SyncGroup& g = groups[kind];
-      g.kind = kind;
-      g.count += 1;
-      g.total_ns += iv.end - iv.start;
-      if (kind != trace::SyncKind::kStreamWaitEvent) sy.host_sync_ns += iv.end - iv.start;
-    };
-    const auto& s = t.syncs;
-    for (size_t i = 0; i < s.size(); ++i)
-      if (in_window(s.start[i], s.end[i])) add(s.kind[i], clip(s.start[i], s.end[i]));
-    if (s.size() == 0) {
-      // No CUPTI synchronization records: fall back to the runtime/driver calls.
-      std::vector<int8_t> kind_of(t.strings.size(), -1);
-      const auto& a = t.api;
-      for (size_t i = 0; i < a.size(); ++i) {
-        int8_t& kk = kind_of[a.name[i]];
-        if (kk < 0) {
-          auto sk = sync_kind_of_api(t.strings.view(a.name[i]));
-          kk = sk ? static_cast<int8_t>(*sk) : 0;
-        }
-        if (kk > 0 && in_window(a.start[i], a.end[i])) add(static_cast<trace::SyncKind>(kk), clip(a.start[i], a.end[i]));
+      int8_t& kk = kind_of[a.name[i]];
+      if (kk < 0) {
+        auto sk = sync_kind_of_api(t.strings.view(a.name[i]));
+        kk = sk ? static_cast<int8_t>(*sk) : 0;
       }
-      if (a.size() == 0) sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
+      if (kk > 0 && w.in(a.start[i], a.end[i])) add(static_cast<trace::SyncKind>(kk), w.clip(a.start[i], a.end[i]));
     }
-    for (auto& [kind, g] : groups) sy.groups.push_back(g);
-    sy.fraction = wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(wall) : 0;
+    if (a.size() == 0) sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
   }
+  for (auto& [kind, g] : groups) sy.groups.push_back(g);
+  sy.fraction = w.wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(w.wall) : 0;
+  return sy;
+}
 
-  // ---- precision and layout ----------------------------------------------
-  if (k.size() == 0) {
+}  // namespace
+
+// Precision and layout shares from the sums scan_kernels made, and the top
+// lists by name.
+void detail::finish_kernel_tables(bool no_kernels, const trace::StringTable& strings, const Options& o,
+                                  const std::vector<KernelInfo>& info, const std::vector<int64_t>& ns,
+                                  const std::vector<int64_t>& count, RankAnalysis& r) {
+  PrecisionStats& prec = r.precision;
+  LayoutStats& layout = r.layout;
+  if (no_kernels) {
     prec.availability = {false, "skipped: the trace has no kernels"};
     layout.availability = {false, "skipped: the trace has no kernels"};
   }
@@ -476,153 +545,200 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
     layout.fraction = static_cast<double>(layout.conversion_ns) / kn;
     layout.nchw_half_fraction = static_cast<double>(layout.nchw_half_ns) / kn;
   }
-  prec.top_fp32 = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp32NoTensor; });
-  prec.top_fp64 = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp64; });
-  layout.top = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.layout_conversion; });
-  layout.top_nchw_half = top_of(name_ns, name_count, info, t, 5, [](const KernelInfo& i) { return i.nchw_half; });
-  r.top_kernels = top_of(name_ns, name_count, info, t, static_cast<size_t>(std::max(0, o.top_kernels)),
+  prec.top_fp32 = top_of(ns, count, info, strings, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp32NoTensor; });
+  prec.top_fp64 = top_of(ns, count, info, strings, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp64; });
+  layout.top = top_of(ns, count, info, strings, 5, [](const KernelInfo& i) { return i.layout_conversion; });
+  layout.top_nchw_half = top_of(ns, count, info, strings, 5, [](const KernelInfo& i) { return i.nchw_half; });
+  r.top_kernels = top_of(ns, count, info, strings, static_cast<size_t>(std::max(0, o.top_kernels)),
                          [](const KernelInfo&) { return true; });
+}
 
-  // ---- input starvation --------------------------------------------------
-  InputStats& in = r.input;
-  in.iterations = r.iterations.count;
-  in.compute_ns = b.compute_ns;
-  {
-    // An HtoD copy that ends while no compute or communication runs marks that
-    // idle gap as waiting for input; the whole gap counts (an upper bound).
-    // With iterations, only the part of a gap inside them counts, as the
-    // share is of iteration time (start-up before the first step is not
-    // waiting for a batch; counted, it made shares above 100 %).
-    const bool by_iterations = r.iterations.count > 0;
-    const Timestamp span_start = by_iterations ? r.iterations.iterations.front().start : ws;
-    const Timestamp span_end = by_iterations ? r.iterations.iterations.back().end : we;
-    bool any_htod = false;
-    std::set<size_t> gaps;
-    const auto& m = t.memcpys;
-    for (size_t i = 0; i < m.size(); ++i) {
-      if (m.kind[i] != trace::MemcpyKind::kHtoD || !in_window(m.start[i], m.end[i])) continue;
-      any_htod = true;
-      const Timestamp x = std::min(m.end[i], we);
-      auto next = std::upper_bound(compute_comm.begin(), compute_comm.end(), x,
-                                   [](Timestamp v, const Interval& iv) { return v < iv.start; });
-      if (next == compute_comm.end()) continue;  // nothing ran after it: not a wait
-      const size_t idx = static_cast<size_t>(next - compute_comm.begin());
-      const Timestamp gap_start = idx == 0 ? ws : std::max(ws, compute_comm[idx - 1].end);
-      if (idx > 0 && compute_comm[idx - 1].end > x) continue;  // ended under running work
-      const int64_t inside = std::min(next->start, span_end) - std::max(gap_start, span_start);
-      if (inside <= 0 || !gaps.insert(idx).second) continue;
-      in.starvation_ns += inside;
+namespace {
+
+// Input starvation: an HtoD copy that ends while no compute or communication
+// runs marks that idle gap as waiting for input; the whole gap counts (an
+// upper bound). With iterations, only the part of a gap inside them counts,
+// as the share is of iteration time (start-up before the first step is not
+// waiting for a batch; counted, it made shares above 100 %).
+InputStats analyze_input(const Window& w, const Intervals& compute, const Intervals& compute_comm,
+                         const IterationStats& iterations, int64_t compute_ns) {
+  InputStats in;
+  in.iterations = iterations.count;
+  in.compute_ns = compute_ns;
+  const bool by_iterations = iterations.count > 0;
+  const Timestamp span_start = by_iterations ? iterations.iterations.front().start : w.ws;
+  const Timestamp span_end = by_iterations ? iterations.iterations.back().end : w.we;
+  bool any_htod = false;
+  std::set<size_t> gaps;
+  const auto& m = w.t.memcpys;
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (m.kind[i] != trace::MemcpyKind::kHtoD || !w.in(m.start[i], m.end[i])) continue;
+    any_htod = true;
+    const Timestamp x = std::min(m.end[i], w.we);
+    auto next = std::upper_bound(compute_comm.begin(), compute_comm.end(), x,
+                                 [](Timestamp v, const Interval& iv) { return v < iv.start; });
+    if (next == compute_comm.end()) continue;  // nothing ran after it: not a wait
+    const size_t idx = static_cast<size_t>(next - compute_comm.begin());
+    const Timestamp gap_start = idx == 0 ? w.ws : std::max(w.ws, compute_comm[idx - 1].end);
+    if (idx > 0 && compute_comm[idx - 1].end > x) continue;  // ended under running work
+    const int64_t inside = std::min(next->start, span_end) - std::max(gap_start, span_start);
+    if (inside <= 0 || !gaps.insert(idx).second) continue;
+    in.starvation_ns += inside;
+  }
+  in.starved_iterations = static_cast<int64_t>(gaps.size());
+  const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : w.wall;
+  in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
+  if (!any_htod) in.availability = {false, "skipped: no host-to-device copies in the window"};
+  else if (compute.empty()) in.availability = {false, "skipped: no compute kernels in the window"};
+  return in;
+}
+
+}  // namespace
+
+// NUMA placement of the process's CPUs and memory against the GPU's node.
+NumaStats detail::analyze_numa(const trace::Metadata& meta) {
+  NumaStats nu;
+  int32_t gpu_node = -1;
+  for (const auto& d : meta.devices)
+    if (d.numa_node >= 0) {
+      gpu_node = d.numa_node;
+      break;
     }
-    in.starved_iterations = static_cast<int64_t>(gaps.size());
-    const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : wall;
-    in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
-    if (!any_htod) in.availability = {false, "skipped: no host-to-device copies in the window"};
-    else if (compute.empty()) in.availability = {false, "skipped: no compute kernels in the window"};
+  if (meta.cpu_affinity.empty() || meta.cpu_numa_node.empty()) {
+    nu.availability = {false, meta.source == "kineto"
+                                  ? "skipped: the trace has no host facts (imported from PyTorch profiler)"
+                                  : "skipped: the trace has no CPU affinity or CPU NUMA map"};
+    return nu;
   }
-
-  // ---- NUMA --------------------------------------------------------------
-  NumaStats& nu = r.numa;
-  {
-    const auto& meta = t.meta;
-    int32_t gpu_node = -1;
-    for (const auto& d : meta.devices)
-      if (d.numa_node >= 0) {
-        gpu_node = d.numa_node;
-        break;
-      }
-    if (meta.cpu_affinity.empty() || meta.cpu_numa_node.empty()) {
-      nu.availability = {false, meta.source == "kineto"
-                                    ? "skipped: the trace has no host facts (imported from PyTorch profiler)"
-                                    : "skipped: the trace has no CPU affinity or CPU NUMA map"};
-    } else if (gpu_node < 0) {
-      nu.availability = {false, "skipped: the NUMA node of the GPU is unknown"};
-    } else {
-      nu.gpu_node = gpu_node;
-      std::set<int32_t> nodes;
-      for (uint32_t cpu : meta.cpu_affinity)
-        if (cpu < meta.cpu_numa_node.size() && meta.cpu_numa_node[cpu] >= 0) nodes.insert(meta.cpu_numa_node[cpu]);
-      nu.cpu_nodes.assign(nodes.begin(), nodes.end());
-      nu.cpus_cross_node = std::any_of(nodes.begin(), nodes.end(), [&](int32_t n) { return n != gpu_node; });
-      nu.memory_nodes = meta.pages_at_end.empty() ? meta.pages_at_start : meta.pages_at_end;
-      nu.memory_policy = meta.memory_policy;
-      uint64_t all = 0, remote = 0;
-      for (const auto& p : nu.memory_nodes) {
-        all += p.bytes;
-        if (p.node != gpu_node) remote += p.bytes;
-      }
-      nu.remote_memory_fraction = all > 0 ? static_cast<double>(remote) / static_cast<double>(all) : 0;
-    }
+  if (gpu_node < 0) {
+    nu.availability = {false, "skipped: the NUMA node of the GPU is unknown"};
+    return nu;
   }
-
-  // ---- host threads ------------------------------------------------------
-  r.host = detail::analyze_host(t, ws, we, r.iterations.iterations);
-
-  // ---- an empty window ---------------------------------------------------
-  // A window past this rank's end (or inside a gap of zero length) leaves no
-  // time to share out: say so instead of printing zeros.
-  if (o.window && wall == 0) {
-    const std::string why = fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
-    for (Availability* a : {&b.availability, &ls.availability, &cp.availability, &sy.availability, &prec.availability,
-                            &layout.availability, &in.availability})
-      if (a->available) *a = {false, why};
+  nu.gpu_node = gpu_node;
+  std::set<int32_t> nodes;
+  for (uint32_t cpu : meta.cpu_affinity)
+    if (cpu < meta.cpu_numa_node.size() && meta.cpu_numa_node[cpu] >= 0) nodes.insert(meta.cpu_numa_node[cpu]);
+  nu.cpu_nodes.assign(nodes.begin(), nodes.end());
+  nu.cpus_cross_node = std::any_of(nodes.begin(), nodes.end(), [&](int32_t n) { return n != gpu_node; });
+  nu.memory_nodes = meta.pages_at_end.empty() ? meta.pages_at_start : meta.pages_at_end;
+  nu.memory_policy = meta.memory_policy;
+  uint64_t all = 0, remote = 0;
+  for (const auto& p : nu.memory_nodes) {
+    all += p.bytes;
+    if (p.node != gpu_node) remote += p.bytes;
   }
+  nu.remote_memory_fraction = all > 0 ? static_cast<double>(remote) / static_cast<double>(all) : 0;
+  return nu;
+}
 
-  // ---- GPU time by operator, module and range -----------------------------
+namespace {
+
+// A window past this rank's end (or inside a gap of zero length) leaves no
+// time to share out: say so instead of printing zeros.
+void mark_empty_window(const Options& o, const Window& w, RankAnalysis& r) {
+  if (!o.window || w.wall != 0) return;
+  const std::string why = fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
+  for (Availability* a : {&r.breakdown.availability, &r.launch.availability, &r.copies.availability, &r.sync.availability,
+                          &r.precision.availability, &r.layout.availability, &r.input.availability})
+    if (a->available) *a = {false, why};
+}
+
+// GPU time by operator, module and range.
+Attribution window_attribution(const Window& w, const Options& o, const detail::LaunchPaths* paths,
+                               const std::vector<Iteration>& iterations, const std::vector<KernelInfo>& info) {
+  Attribution a;
   if (paths) {
-    r.attribution = detail::summarize_attribution(t, *paths, ws, we, !o.window.has_value(), r.iterations.iterations, info);
+    a = detail::summarize_attribution(w.t, *paths, w.ws, w.we, !o.window.has_value(), iterations, info);
   } else {
-    r.attribution.available = false;
-    r.attribution.reason = "skipped: turned off (--no-attribution)";
+    a.available = false;
+    a.reason = "skipped: turned off (--no-attribution)";
   }
-  if (o.window && wall == 0 && r.attribution.available) {
-    r.attribution.available = false;
-    r.attribution.reason = fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
+  if (o.window && w.wall == 0 && a.available) {
+    a.available = false;
+    a.reason = fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
   }
+  return a;
+}
 
-  // ---- collectives for straggler matching --------------------------------
-  {
-    std::map<std::pair<trace::StringId, trace::NcclOp>, int64_t> occurrence;
-    // Collectives before the first steady iteration belong to the warm-up.
-    Timestamp steady_start = std::numeric_limits<Timestamp>::min();
-    for (const Iteration& it : r.iterations.iterations)
-      if (!it.warmup) {
-        steady_start = it.start;
-        break;
-      }
-    auto push = [&](trace::StringId comm_id, trace::NcclOp op, int64_t seq, Timestamp s, Timestamp e) {
-      int64_t& n = occurrence[{comm_id, op}];
-      const int64_t sequence = seq >= 0 ? seq : n;
-      ++n;
-      if (!in_window(s, e)) return;
-      CollectiveArrival c;
-      c.communicator = comm_id;
-      c.op = op;
-      c.sequence = sequence;
-      c.arrival_unix_ns = t.meta.to_unix_ns(s);
-      c.end_unix_ns = t.meta.to_unix_ns(e);
-      c.warmup = s < steady_start;
-      r.collectives.push_back(c);
-    };
-    if (nc.size() > 0) {
-      std::vector<uint32_t> order(nc.size());
-      for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return nc.start[x] < nc.start[y]; });
-      for (uint32_t i : order) push(nc.communicator[i], nc.op[i], nc.sequence[i], nc.start[i], nc.end[i]);
-    } else {
-      std::vector<uint32_t> order;
-      for (uint32_t i = 0; i < k.size(); ++i)
-        if (info[k.name[i]].cls == KernelClass::kCommunication) order.push_back(i);
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return k.start[x] < k.start[y]; });
-      for (uint32_t i : order)
-        push(trace::kNoString, op_of_kernel(t.strings.view(k.name[i])), -1, k.start[i], k.end[i]);
+// Collectives for straggler matching, in start order: NCCL's records, else
+// the communication kernels. Sequence numbers count over the whole trace.
+std::vector<CollectiveArrival> collective_arrivals(const Window& w, const std::vector<KernelInfo>& info,
+                                                   const std::vector<Iteration>& iterations) {
+  const trace::Trace& t = w.t;
+  std::vector<CollectiveArrival> out;
+  std::map<std::pair<trace::StringId, trace::NcclOp>, int64_t> occurrence;
+  // Collectives before the first steady iteration belong to the warm-up.
+  Timestamp steady_start = std::numeric_limits<Timestamp>::min();
+  for (const Iteration& it : iterations)
+    if (!it.warmup) {
+      steady_start = it.start;
+      break;
     }
-    std::set<trace::StringId> comms;
-    for (const auto& c : r.collectives) comms.insert(c.communicator);
-    std::unordered_map<trace::StringId, std::string> names;
-    for (trace::StringId id : comms) names[id] = std::string(t.strings.view(id));
-    for (auto& c : r.collectives) c.communicator_name = names[c.communicator];
+  auto push = [&](trace::StringId comm_id, trace::NcclOp op, int64_t seq, Timestamp s, Timestamp e) {
+    int64_t& n = occurrence[{comm_id, op}];
+    const int64_t sequence = seq >= 0 ? seq : n;
+    ++n;
+    if (!w.in(s, e)) return;
+    CollectiveArrival c;
+    c.communicator = comm_id;
+    c.op = op;
+    c.sequence = sequence;
+    c.arrival_unix_ns = t.meta.to_unix_ns(s);
+    c.end_unix_ns = t.meta.to_unix_ns(e);
+    c.warmup = s < steady_start;
+    out.push_back(c);
+  };
+  const auto& nc = t.nccl;
+  const auto& k = t.kernels;
+  if (nc.size() > 0) {
+    std::vector<uint32_t> order(nc.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return nc.start[x] < nc.start[y]; });
+    for (uint32_t i : order) push(nc.communicator[i], nc.op[i], nc.sequence[i], nc.start[i], nc.end[i]);
+  } else {
+    std::vector<uint32_t> order;
+    for (uint32_t i = 0; i < k.size(); ++i)
+      if (info[k.name[i]].cls == KernelClass::kCommunication) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return k.start[x] < k.start[y]; });
+    for (uint32_t i : order) push(trace::kNoString, op_of_kernel(t.strings.view(k.name[i])), -1, k.start[i], k.end[i]);
   }
+  std::set<trace::StringId> comms;
+  for (const auto& c : out) comms.insert(c.communicator);
+  std::unordered_map<trace::StringId, std::string> names;
+  for (trace::StringId id : comms) names[id] = std::string(t.strings.view(id));
+  for (auto& c : out) c.communicator_name = names[c.communicator];
+  return out;
+}
 
+// One analysis of one window (the whole trace without --window): the
+// analyses above in order. The GPU tables are scanned once into the
+// scratch's lists, which the breakdown, launch and input analyses then read.
+RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detail::LaunchPaths* paths,
+                            detail::WindowScratch& scratch) {
+  RankAnalysis r;
+  detail::describe_rank(t, trace::has_gpu_activity(t), r);
+  const std::vector<KernelInfo> info = classify_names(t, o.classifier);
+  const detail::Detected detected = detail::detect_iterations(t, o.iteration_range);
+  const auto [ws, we] = detail::resolve_window(t, o, detected);
+  const Window w{t, ws, we, std::max<int64_t>(0, we - ws)};
+  r.iterations = window_iterations(detected, w, o.warmup_tolerance);
+
+  prepare_class_lists(t, scratch);
+  StreamSlices streams(t, scratch);
+  NameTotals names{std::vector<int64_t>(t.strings.size(), 0), std::vector<int64_t>(t.strings.size(), 0)};
+  scan_kernels(w, info, scratch, streams, names, r);
+  scan_nccl(w, scratch, streams);
+  r.copies = analyze_copies(w, scratch, streams);
+  r.breakdown = analyze_breakdown(w, scratch);  // scratch.streams: compute | comm from here on
+  r.launch = analyze_launch(w, scratch, r.precision.kernel_ns);
+  r.sync = analyze_sync(w);
+  detail::finish_kernel_tables(t.kernels.size() == 0, t.strings, o, info, names.ns, names.count, r);
+  r.input = analyze_input(w, scratch.compute, scratch.streams, r.iterations, r.breakdown.compute_ns);
+  r.numa = detail::analyze_numa(t.meta);
+  r.host = detail::analyze_host(t, w.ws, w.we, r.iterations.iterations);
+  mark_empty_window(o, w, r);
+  r.attribution = window_attribution(w, o, paths, r.iterations.iterations, info);
+  r.collectives = collective_arrivals(w, info, r.iterations.iterations);
   return r;
 }
 

@@ -2,6 +2,9 @@
 // Private helpers shared by the analysis files.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -53,6 +56,29 @@ struct WindowScratch {
 
 // analyze_rank with the caller's scratch (analyze_path: one per thread).
 RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options, WindowScratch& scratch);
+
+// ---- shared by analyze.cpp and the streaming analysis (streaming.cpp) ----
+
+inline constexpr int64_t kLaunchGapLimitNs = 1'000'000;  // longer GPU gaps are not launch latency
+inline constexpr int64_t kSmallKernelNs = 10'000;
+
+bool contains_ci(std::string_view hay, std::string_view needle);
+// The `limit` names of most time (ties: lower id first) among those with a
+// count that `keep` accepts.
+std::vector<KernelSummary> top_of(const std::vector<int64_t>& ns, const std::vector<int64_t>& count,
+                                  const std::vector<KernelInfo>& info, const trace::StringTable& strings, size_t limit,
+                                  const std::function<bool(const KernelInfo&)>& keep);
+std::optional<trace::SyncKind> sync_kind_of_api(std::string_view name);
+// Who the rank is (identity, node facts, the collector's sampling facts,
+// data lost while tracing), from the trace's metadata and problems.
+void describe_rank(const trace::Trace& t, bool gpu_activity, RankAnalysis& r);
+// Precision and layout shares from the sums of the kernels in the window
+// (r.precision, r.layout), and the top lists from the time per kernel name.
+void finish_kernel_tables(bool no_kernels, const trace::StringTable& strings, const Options& o,
+                          const std::vector<KernelInfo>& info, const std::vector<int64_t>& ns,
+                          const std::vector<int64_t>& count, RankAnalysis& r);
+// NUMA placement of the process's CPUs and memory against the GPU's node.
+NumaStats analyze_numa(const trace::Metadata& meta);
 
 // The host sampler's tables over [ws, we] and per iteration (host_threads.cpp).
 HostStats analyze_host(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,

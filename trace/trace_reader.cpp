@@ -18,6 +18,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "trace/chunk_reader.hpp"
 #include "trace/error.hpp"
 #include "trace/file_bytes.hpp"
 #include "trace/memory_budget.hpp"
@@ -171,7 +172,7 @@ class Reader {
   Reader& operator=(const Reader&) = delete;
 
   Trace read() {
-    check_file_header();
+    check_file_header(data_, size_);
     reserve_tables();
     size_t pos = format::kFileHeaderSize;
     bool torn = false;
@@ -230,15 +231,46 @@ class Reader {
     return std::move(trace_);
   }
 
+  // ---- chunk by chunk (ChunkReader): the caller walks the file and hands
+  // each chunk over; tables are decoded into trace() and taken away by the
+  // caller between chunks, so only one chunk's rows are held.
+  Reader(std::string_view name, const ReadOptions& options, uint64_t file_size)
+      : Reader(std::span<const std::byte>(), name, options) {
+    size_ = static_cast<size_t>(file_size);
+    limit_ = options.max_memory_bytes;
+    if (limit_ == 0) limit_ = std::max<uint64_t>(uint64_t{1} << 30, 512 * file_size);
+    limit_ = std::min(limit_, available_memory_bytes());
+  }
+  void check_header(const uint8_t* data, size_t size) { check_file_header(data, size); }
+  uint16_t minor() const { return minor_; }
+  // One chunk whose checksums were verified. Table rows charged to the
+  // memory limit are released again: the caller clears the tables.
+  void stream_chunk(const format::ChunkHeader& ch, const uint8_t* payload, size_t offset) {
+    const uint64_t before = memory_, raw_before = raw_size_;
+    read_chunk(ch, payload, offset);
+    if (ch.type >= static_cast<uint16_t>(ChunkType::kKernels)) memory_ = before + (raw_size_ - raw_before);
+  }
+  // String ids of the rows decoded so far mapped to ours, unfinished GPU
+  // rows of collector traces dropped (counted), as finish() does.
+  void finish_rows() { remap_and_drop(); }
+  void add_problem(Problem p, uint64_t n = 1) { problems_.add(p, n); }
+  ProblemCounts problems() const {
+    ProblemCounts out = stored_problems_;
+    for (int i = 0; i < kProblemCount; ++i) out.counts[i] += problems_.counts[i];
+    return out;
+  }
+  Trace& trace() { return trace_; }
+  ProblemCounts& counted() { return problems_; }
+
  private:
-  void check_file_header() {
-    const size_t n = std::min(size_, sizeof format::kMagic);
-    if (std::memcmp(data_, format::kMagic, n) != 0)
+  void check_file_header(const uint8_t* data, size_t size) {
+    const size_t n = std::min(size, sizeof format::kMagic);
+    if (std::memcmp(data, format::kMagic, n) != 0)
       fail("{}: not a scalescope trace (bad magic)", name_);
-    if (size_ < format::kFileHeaderSize)
-      fail("{}: truncated scalescope trace ({} bytes; the file header alone is {})", name_, size_,
+    if (size < format::kFileHeaderSize)
+      fail("{}: truncated scalescope trace ({} bytes; the file header alone is {})", name_, size,
            format::kFileHeaderSize);
-    const uint16_t major = format::get_u16(data_ + 8), minor = format::get_u16(data_ + 10);
+    const uint16_t major = format::get_u16(data + 8), minor = format::get_u16(data + 10);
     minor_ = major == kFormatMajor ? minor : 0;
     if (major > kFormatMajor)
       fail("{}: format {}.{} is newer than this scalescope reads ({}.x); upgrade scalescope", name_, major, minor,
@@ -447,6 +479,11 @@ class Reader {
   // String ids must index the string table: map the file's ids to ours and
   // send ids the file never defined to the empty string.
   void finish() {
+    remap_and_drop();
+    trace_.problems = problems();
+  }
+
+  void remap_and_drop() {
     bool identity = true;
     for (size_t i = 0; i < remap_.size() && identity; ++i) identity = remap_[i] == i;
     const auto size = static_cast<StringId>(remap_.size());
@@ -469,8 +506,6 @@ class Reader {
                          drop_unfinished(trace_.nccl);
       if (n > 0) problems_.add(Problem::kIncompleteRecord, n);
     }
-    trace_.problems = stored_problems_;
-    for (int i = 0; i < kProblemCount; ++i) trace_.problems.counts[i] += problems_.counts[i];
   }
 
   // Removes the rows with a zero start or end, or an end before the start; returns how many.
@@ -561,6 +596,211 @@ Trace read_trace(const std::filesystem::path& path, const ReadOptions& options) 
   const detail::FileBytes bytes = read_file(path);
   return read_trace_from_memory(bytes.span(), path.string(), options);
 }
+
+// ---- ChunkReader (chunk_reader.hpp) ---------------------------------------
+// Here, beside Reader, whose decoding and checks it shares: the file is
+// walked with pread() instead of being held whole.
+
+namespace {
+
+// Reads up to n bytes at offset; fewer only at the end of the file.
+size_t pread_all(int fd, uint8_t* out, size_t n, uint64_t offset, const std::string& name) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail("{}: cannot read: {}", name, std::strerror(errno));
+    if (got == 0) break;
+    done += static_cast<size_t>(got);
+  }
+  return done;
+}
+
+bool is_table_chunk(uint16_t type) {
+  bool known = false;
+  Trace probe;
+  format::for_each_table(probe, [&](ChunkType t, auto&) { known = known || static_cast<uint16_t>(t) == type; });
+  return known;
+}
+
+}  // namespace
+
+struct ChunkReader::Impl {
+  struct Entry {
+    uint64_t offset = 0;  // of the chunk header
+    format::ChunkHeader header;
+    bool read = false;    // problems of decoding it counted once
+  };
+  int fd = -1;
+  std::string name;
+  uint64_t size = 0;
+  ReadOptions options;
+  std::unique_ptr<Reader> reader;
+  std::vector<Entry> chunks;
+  uint64_t total_rows = 0;
+  std::vector<uint8_t> buffer;
+
+  ~Impl() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  uint8_t* fill(size_t n, uint64_t offset, size_t* got) {
+    if (buffer.size() < n) buffer.resize(n);
+    *got = pread_all(fd, buffer.data(), n, offset, name);
+    return buffer.data();
+  }
+
+  // The next offset at or after pos where a header's checksum holds, as Reader::resync.
+  uint64_t resync(uint64_t pos) {
+    constexpr size_t kBlock = size_t{1} << 20;
+    while (pos + format::kChunkHeaderSize <= size) {
+      size_t got = 0;
+      const uint8_t* p = fill(kBlock + format::kChunkHeaderSize, pos, &got);
+      if (got < format::kChunkHeaderSize) break;
+      const size_t last = got - format::kChunkHeaderSize;
+      for (size_t i = 0; i <= last; ++i)
+        if (XXH64(p + i, 32, 0) == format::get_u64(p + i + 32)) return pos + i;
+      pos += last + 1;
+    }
+    return size;
+  }
+
+  // Walks every chunk as Reader::read() does: strings, metadata and problems
+  // are decoded now, table chunks are listed.
+  void walk() {
+    size_t got = 0;
+    const uint8_t* h = fill(format::kFileHeaderSize, 0, &got);
+    if (got == 0) fail("{}: empty file, not a scalescope trace", name);
+    reader->check_header(h, got);
+    uint64_t pos = format::kFileHeaderSize;
+    bool torn = false, saw_end = false;
+    while (pos < size) {
+      if (size - pos < format::kChunkHeaderSize) {
+        reader->add_problem(Problem::kTornTail);
+        torn = true;
+        break;
+      }
+      h = fill(format::kChunkHeaderSize, pos, &got);
+      if (got < format::kChunkHeaderSize) {  // shrank while we read
+        reader->add_problem(Problem::kTornTail);
+        torn = true;
+        break;
+      }
+      if (options.verify_checksums && XXH64(h, 32, 0) != format::get_u64(h + 32)) {
+        reader->add_problem(Problem::kChecksumMismatch);
+        pos = resync(pos + 1);
+        continue;
+      }
+      format::ChunkHeader ch;
+      ch.type = format::get_u16(h);
+      ch.codec = format::get_u16(h + 2);
+      ch.record_count = format::get_u32(h + 4);
+      ch.stored_size = format::get_u64(h + 8);
+      ch.raw_size = format::get_u64(h + 16);
+      ch.payload_checksum = format::get_u64(h + 24);
+      if (ch.stored_size > options.max_chunk_bytes || ch.raw_size > options.max_chunk_bytes) {
+        fail("{}: chunk at offset {} claims {} bytes ({} decompressed), more than the limit of {}; the file is "
+             "corrupt",
+             name, pos, ch.stored_size, ch.raw_size, options.max_chunk_bytes);
+      }
+      const uint64_t body = pos + format::kChunkHeaderSize;
+      if (ch.stored_size > size - body) {
+        reader->add_problem(Problem::kTornTail);
+        torn = true;
+        break;
+      }
+      const uint64_t at = pos;
+      pos = body + ch.stored_size;
+      const uint8_t* payload = fill(static_cast<size_t>(ch.stored_size), body, &got);
+      if (got < ch.stored_size) {
+        reader->add_problem(Problem::kTornTail);
+        torn = true;
+        break;
+      }
+      if (options.verify_checksums && XXH64(payload, ch.stored_size, 0) != ch.payload_checksum) {
+        reader->add_problem(Problem::kChecksumMismatch);
+        continue;
+      }
+      if (ch.type == static_cast<uint16_t>(ChunkType::kEnd)) {
+        saw_end = true;
+        continue;
+      }
+      if (saw_end) reader->add_problem(Problem::kCorruptChunk);  // nothing follows an end record
+      if (is_table_chunk(ch.type)) {
+        chunks.push_back({at, ch, false});
+        total_rows += ch.record_count;
+      } else {
+        reader->stream_chunk(ch, payload, static_cast<size_t>(at));  // strings, metadata, problems, unknown
+      }
+    }
+    if (reader->minor() == 0)
+      reader->add_problem(Problem::kEndNotRecorded);
+    else if (!saw_end && !torn)
+      reader->add_problem(Problem::kEndMissing);
+    reader->trace().problems = reader->problems();
+  }
+};
+
+ChunkReader::ChunkReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ChunkReader::ChunkReader(ChunkReader&&) noexcept = default;
+ChunkReader& ChunkReader::operator=(ChunkReader&&) noexcept = default;
+ChunkReader::~ChunkReader() = default;
+
+ChunkReader ChunkReader::open(const std::filesystem::path& path, const ReadOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->name = path.string();
+  impl->options = options;
+  impl->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (impl->fd < 0) fail("{}: cannot open: {}", impl->name, std::strerror(errno));
+  struct stat st;
+  if (::fstat(impl->fd, &st) != 0) fail("{}: cannot stat: {}", impl->name, std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail("{}: is a directory, not a trace file", impl->name);
+  if (!S_ISREG(st.st_mode)) fail("{}: not a regular file (a FIFO, device or socket); give a trace file", impl->name);
+  impl->size = static_cast<uint64_t>(st.st_size);
+  impl->reader = std::make_unique<Reader>(impl->name, options, impl->size);
+  impl->walk();
+  return ChunkReader(std::move(impl));
+}
+
+const Trace& ChunkReader::head() const { return impl_->reader->trace(); }
+size_t ChunkReader::chunk_count() const { return impl_->chunks.size(); }
+uint32_t ChunkReader::rows(size_t i) const { return impl_->chunks.at(i).header.record_count; }
+uint64_t ChunkReader::total_rows() const { return impl_->total_rows; }
+
+void ChunkReader::read(size_t i, Trace& batch) {
+  Impl& m = *impl_;
+  Impl::Entry& e = m.chunks.at(i);
+  size_t got = 0;
+  const uint8_t* payload = m.fill(static_cast<size_t>(e.header.stored_size), e.offset + format::kChunkHeaderSize, &got);
+  if (got < e.header.stored_size ||
+      (m.options.verify_checksums && XXH64(payload, e.header.stored_size, 0) != e.header.payload_checksum))
+    fail("{}: the chunk at offset {} changed while it was read; read the file again", m.name, e.offset);
+  const ProblemCounts before = m.reader->counted();
+  Trace& t = m.reader->trace();
+  m.reader->stream_chunk(e.header, payload, static_cast<size_t>(e.offset));
+  m.reader->finish_rows();
+  if (e.read) m.reader->counted() = before;  // counted the first time
+  e.read = true;
+  t.problems = m.reader->problems();
+  // The decoded rows move to the batch; the batch's emptied columns come
+  // back, so their capacity serves the next chunk.
+  format::for_each_table(batch, [](ChunkType, auto& table) {
+    format::for_each_column(table, [](int, auto& col, Transform, auto*) { col.clear(); });
+  });
+  std::swap(batch.kernels, t.kernels);
+  std::swap(batch.memcpys, t.memcpys);
+  std::swap(batch.memsets, t.memsets);
+  std::swap(batch.api, t.api);
+  std::swap(batch.syncs, t.syncs);
+  std::swap(batch.nvtx, t.nvtx);
+  std::swap(batch.nccl, t.nccl);
+  std::swap(batch.counters, t.counters);
+  std::swap(batch.host_threads, t.host_threads);
+  std::swap(batch.host_samples, t.host_samples);
+  std::swap(batch.host_callsites, t.host_callsites);
+  std::swap(batch.host_stack_samples, t.host_stack_samples);
+}
+
 
 bool is_trace_file(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Issue 20: one synthetic rank per size, written chunk by chunk, analysed by
+# three commands in alternation, each in its own process under /usr/bin/time:
+#   A  main's `scalescope analyze --format json FILE` (today's whole-trace path)
+#   B  analyze_stream_bench stream FILE (this branch: analyze_rank_streaming)
+#   C  analyze_stream_bench whole FILE (this branch: read_trace + analyze_rank)
+# Usage: bench/issue20/stream.sh MAIN_SCALESCOPE STREAM_BENCH DIR ROUNDS SIZE[:ROUNDS][:SIDES]...
+#   e.g. bench/issue20/stream.sh /work/main/build/cli/scalescope build/analyze/analyze_stream_bench \
+#          /tmp/big 5 1000000 10000000 30000000:3 100000000:3:B
+# Prints one line per run (size side wall_s user_s sys_s maxrss_kib), then
+# per size and side the medians with ranges. Deletes each file after its size.
+set -euo pipefail
+main="$1" bench="$2" dir="$3" rounds="$4"; shift 4
+mkdir -p "$dir"
+out="$dir/runs.txt"
+: > "$out"
+for spec in "$@"; do
+  IFS=: read -r size r sides <<< "$spec"
+  r="${r:-$rounds}" sides="${sides:-ABC}"
+  f="$dir/rank-$size.sstrace"
+  /usr/bin/time -f "write $size %e s %M KiB" "$bench" write "$size" "$f" >&2
+  for ((i = 0; i < r; ++i)); do
+    for side in $(echo "$sides" | grep -o .); do
+      case "$side" in
+        A) cmd=("$main" analyze --format json "$f") ;;
+        B) cmd=("$bench" stream "$f") ;;
+        C) cmd=("$bench" whole "$f") ;;
+      esac
+      t=$(mktemp)
+      if /usr/bin/time -f "%e %U %S %M" -o "$t" "${cmd[@]}" > "$dir/last-$side.txt" 2>&1; then
+        echo "$size $side $(cat "$t")" | tee -a "$out"
+      else
+        echo "$size $side FAILED $(tail -1 "$dir/last-$side.txt")" | tee -a "$out"
+      fi
+      rm -f "$t"
+    done
+  done
+  [ -f "$dir/last-B.txt" ] && [ -f "$dir/last-C.txt" ] && grep -h wall_ns "$dir/last-B.txt" "$dir/last-C.txt" | sed 's/ analysis_s=.*//' | uniq -c >&2
+  rm -f "$f"
+done
+python3 - "$out" <<'PY'
+import statistics, sys, collections
+runs = collections.defaultdict(list)
+for l in open(sys.argv[1]):
+    p = l.split()
+    if len(p) == 6: runs[(int(p[0]), p[1])].append([float(x) for x in p[2:]])
+for (size, side), v in sorted(runs.items()):
+    w = [x[0] for x in v]; c = [x[1] + x[2] for x in v]; m = [x[3] / 1024 for x in v]
+    print(f"{size:>11} {side}: n={len(v)} wall {statistics.median(w):.2f} s ({min(w):.2f}-{max(w):.2f}), "
+          f"cpu {statistics.median(c):.2f} s ({min(c):.2f}-{max(c):.2f}), peak RSS {statistics.median(m):.0f} MiB ({min(m):.0f}-{max(m):.0f})")
+PY
