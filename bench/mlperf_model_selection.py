@@ -11,7 +11,12 @@ predicted size (a log-linear law in N fitted on the sizes, or the largest
 fitted size's per-accelerator batch capped at the largest reference batch),
 the progress to converge (a log-linear law in B fitted on the sizes, the
 reference convergence points, or those scaled by the fitted sizes' ratio), the
-per-step model (k/N + c/B by NNLS, or a power law in N).
+per-step model (k/N + c/B by NNLS, or a power law in N). Since issue 25's
+second session also: the batch kept, the geometric middle, the time-optimal
+batch between kept and per accelerator and its mean with the per-accelerator
+prediction; where the default's error comes from (decomposition); and the
+held-out coverage of interval variants (symmetric or over the batch range,
+one spread or one per extrapolation bucket).
 
 This re-implements the curve building and the model in a few lines to try
 variants quickly; its first row reproduces the model `scalescope mlperf
