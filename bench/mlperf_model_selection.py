@@ -11,7 +11,12 @@ predicted size (a log-linear law in N fitted on the sizes, or the largest
 fitted size's per-accelerator batch capped at the largest reference batch),
 the progress to converge (a log-linear law in B fitted on the sizes, the
 reference convergence points, or those scaled by the fitted sizes' ratio), the
-per-step model (k/N + c/B by NNLS, or a power law in N).
+per-step model (k/N + c/B by NNLS, or a power law in N). Since issue 25's
+second session also: the batch kept, the geometric middle, the time-optimal
+batch between kept and per accelerator and its mean with the per-accelerator
+prediction; where the default's error comes from (decomposition); and the
+held-out coverage of interval variants (symmetric or over the batch range,
+one spread or one per extrapolation bucket).
 
 This re-implements the curve building and the model in a few lines to try
 variants quickly; its first row reproduces the model `scalescope mlperf
@@ -110,14 +115,33 @@ def ref_at(ref, b):
     return p1 * (b / b1) ** max(0.0, min(1.0, math.log(p1 / p0) / math.log(b1 / b0)))
 
 
+def batch_rules(fit, target, ref):
+    """The kept batch (the largest fitted size's) and the per-accelerator one, capped."""
+    n = [p["N"] for p in fit]; b = [p["B"] for p in fit]
+    return b[-1], min(max(ref[-1][0], b[-1]), b[-1] * target["N"] / n[-1])
+
+
 def predict(fit, target, ref, v):
     n = [p["N"] for p in fit]; t = [p["T"] for p in fit]; b = [p["B"] for p in fit]; p = [p["P"] for p in fit]
+    kept, per_gpu = batch_rules(fit, target, ref)
     if v["batch"] == "planned":
         bt = target["B"]
     elif v["batch"] == "log law":
         bt = math.exp(log_line([math.log(x) for x in n], [math.log(x) for x in b], 0, 1)(math.log(target["N"])))
+    elif v["batch"] == "kept":
+        bt = kept
+    elif v["batch"] == "middle":  # geometric middle of kept and per GPU
+        bt = math.sqrt(kept * per_gpu)
+    elif v["batch"] in ("fastest", "mean of fastest and per GPU"):
+        # the batch between kept and per GPU with the least predicted time: what a submitter would pick
+        grid = [kept * (per_gpu / kept) ** (i / 100) for i in range(101)]
+        bt = min(grid, key=lambda x: predict(fit, target, ref, dict(v, batch=x)))
+        if v["batch"] != "fastest":
+            return math.sqrt(predict(fit, target, ref, dict(v, batch=bt)) * predict(fit, target, ref, dict(v, batch=per_gpu)))
+    elif isinstance(v["batch"], float):
+        bt = v["batch"]
     else:  # per GPU, capped
-        bt = min(max(ref[-1][0], b[-1]), b[-1] * target["N"] / n[-1])
+        bt = per_gpu
     if v["progress"] == "log law":
         pt = math.exp(log_line([math.log(x) for x in b], [math.log(x) for x in p], 0, 1)(math.log(bt)))
     else:
@@ -160,10 +184,93 @@ def score(cases):
     return statistics.median(abs(math.log(c["pred"] / c["meas"])) for c in cases)
 
 
+CHOSEN = dict(batch="per GPU, capped", progress="reference, scaled", step="k/N + c/B")
+Z80 = 1.2815515655446004  # z(0.9): an 80 % two-sided interval
+LOWER = "kept"  # the batch range's smaller end: "kept" (as scalescope) or "middle" (geometric middle)
+
+
+def decomposition(curves, refs):
+    """Where the default's error comes from: the per-step model alone (the
+    measured batch and progress at the predicted size given), then the
+    progress from the RCPs at the measured batch (= batch as planned), then
+    the batch extrapolated (= the default)."""
+    rows = []
+    for (bench, acc, _), pts in curves.items():
+        for k in range(2, len(pts)):
+            for t in pts[k:]:
+                fit, ref = pts[:k], refs[bench]
+                n = [p["N"] for p in fit]; tt = [p["T"] for p in fit]; b = [p["B"] for p in fit]; p = [p["P"] for p in fit]
+                x = nnls2([[p[i] / n[i] / tt[i], p[i] / b[i] / tt[i]] for i in range(len(n))], [1.0] * len(n))
+                scale = math.exp(sum(math.log(pi / ref_at(ref, bi)) for pi, bi in zip(p, b)) / len(p))
+                rows.append(dict(bench=bench, f=t["N"] / n[-1], meas=t["T"],
+                                 step=t["P"] * (x[0] / t["N"] + x[1] / t["B"]),
+                                 progress=t["T"] * scale * ref_at(ref, t["B"]) / t["P"],
+                                 planned=predict(fit, t, ref, dict(CHOSEN, batch="planned")),
+                                 default=predict(fit, t, ref, CHOSEN)))
+    print("== where the default's error comes from (median |error| by bucket)")
+    for key, what in [("step", "per-step model alone (measured batch and progress given)"),
+                      ("progress", "progress model alone (RCP scaled, at the measured batch)"),
+                      ("planned", "both (= batch as planned)"), ("default", "and the batch extrapolated (= default)")]:
+        print(f"  {what:58s} {summary([dict(r, pred=r[key]) for r in rows])}")
+
+
+def conformal(scores, level=0.8):
+    s = sorted(scores)
+    return s[min(len(s), math.ceil((len(s) + 1) * level)) - 1] / Z80
+
+
+def intervals(curves, refs):
+    """Held-out coverage at 80 % (tau from the other benchmarks' cases) of the
+    default's interval: symmetric around the prediction (one tau, or one per
+    bucket), or from the fastest to the slowest time over the batches between
+    kept and per GPU (one tau, or one per bucket)."""
+    rows = []
+    for (bench, acc, _), pts in curves.items():
+        for k in range(2, len(pts)):
+            for t in pts[k:]:
+                fit, ref = pts[:k], refs[bench]
+                resid = 0.0
+                if k > 2:  # the fit's own log residuals (k, c, scale: k - 2 degrees of freedom as in the C++)
+                    resid = math.sqrt(sum(math.log(predict(fit, p, ref, dict(CHOSEN, batch="planned")) / p["T"]) ** 2
+                                          for p in fit) / (k - 2))
+                kept, per_gpu = batch_rules(fit, t, ref)
+                lo_b = kept if LOWER == "kept" else math.sqrt(kept * per_gpu)
+                times = [predict(fit, t, ref, dict(CHOSEN, batch=lo_b * (per_gpu / lo_b) ** (i / 100))) for i in range(101)]
+                f = t["N"] / fit[-1]["N"]
+                for planned in (False, True):
+                    pr = predict(fit, t, ref, dict(CHOSEN, batch="planned") if planned else CHOSEN)
+                    rows.append(dict(bench=bench, f=f, d=1 + math.log2(f), r=resid, meas=t["T"], planned=planned,
+                                     pred=pr, lo=pr if planned else min(times), hi=pr if planned else max(times)))
+    print(f"== intervals: held-out coverage at 80 % (tau from the other benchmarks), batch range from {LOWER}")
+    for planned in (False, True):
+        for name, ranged, mondrian in [("symmetric, one tau", False, False), ("symmetric, tau per bucket", False, True),
+                                       ("batch range, one tau", True, False), ("batch range, tau per bucket", True, True)]:
+            if planned and ranged:
+                continue
+            mine = [r for r in rows if r["planned"] == planned]
+            def outside(r):
+                lo, hi = (r["lo"], r["hi"]) if ranged else (r["pred"], r["pred"])
+                return max(0.0, math.log(lo / r["meas"]), math.log(r["meas"] / hi))
+            cov = collections.defaultdict(list)
+            for r in mine:
+                tau = conformal([outside(o) / o["d"] for o in mine if o["bench"] != r["bench"] and
+                                 (not mondrian or bucket(o["f"]) == bucket(r["f"]))])
+                ok = outside(r) <= Z80 * math.sqrt(r["r"] ** 2 + (tau * r["d"]) ** 2)
+                cov[bucket(r["f"])].append(ok); cov["all"].append(ok)
+            print(f"  {'batch as planned' if planned else 'batch extrapolated':18s} {name:28s} " +
+                  ", ".join(f"{b} {100 * sum(cov[b]) / len(cov[b]):.0f}%" for b in ["2x", "4x", "8x", "16x+", "all"]))
+
+
 def main():
     curves = load_curves(sys.argv[1] if len(sys.argv) > 1 else ROOT / "examples/mlperf/v4.1-runs.csv")
     refs = load_reference()
-    for setting, batches in [("batch extrapolated", ["log law", "per GPU, capped"]), ("batch as planned", ["planned"])]:
+    global LOWER
+    decomposition(curves, refs)
+    for LOWER in ("kept", "middle"):
+        intervals(curves, refs)
+    for setting, batches in [("batch extrapolated", ["log law", "per GPU, capped", "kept", "middle", "fastest",
+                                                     "mean of fastest and per GPU"]),
+                             ("batch as planned", ["planned"])]:
         variants = [dict(batch=b, progress=p, step=s) for b in batches
                     for p in ["log law", "reference", "reference, scaled"] for s in ["k/N + c/B", "power law"]]
         results = [cases_of(curves, refs, v) for v in variants]
@@ -178,6 +285,10 @@ def main():
             print(f"  without {bench:17s} chose batch {v['batch']}, progress {v['progress']}, step {v['step']}")
             held += [c for c in results[best] if c["bench"] == bench]
         print(f"  nested: {summary(held)}")
+        best = min(range(len(variants)), key=lambda i: score(results[i]))
+        v = variants[best]
+        print(f"  on every benchmark: chose batch {v['batch']}, progress {v['progress']}, step {v['step']} "
+              f"(median |log error| {score(results[best]):.4f}; the runner-up {sorted(score(r) for r in results)[1]:.4f})")
 
 
 if __name__ == "__main__":

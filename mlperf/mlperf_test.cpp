@@ -747,9 +747,18 @@ TEST(MlperfPredict, ValidationCoversEveryCurveWithFourSizes) {
     for (const auto& b : v.buckets) found |= b.kind == scaling::kDefaultCurveModel && b.bucket == bucket;
     EXPECT_TRUE(found) << bucket;
   }
+  // Per bucket too: the default model's intervals, batch extrapolated or
+  // planned, held out, hold at least 80 % of each bucket's cases.
+  for (const auto& b : v.buckets) {
+    if (b.kind == scaling::kDefaultCurveModel) {
+      EXPECT_GE(b.coverage_held_out, 0.8) << b.bucket << (b.batch_planned ? " planned" : " extrapolated");
+    }
+  }
   // The interval spread each model uses is the one this evidence gives (within 15 %).
-  for (const auto& [kind, tau] : v.tau_estimates)
-    EXPECT_NEAR(scaling::extrapolation_spread(kind) / tau, 1.0, 0.15) << scaling::model_name(kind) << " tau " << tau;
+  EXPECT_EQ(v.tau_estimates.size(), 20u);  // 5 model settings x 4 buckets
+  for (const auto& t : v.tau_estimates)
+    EXPECT_NEAR(t.used / t.tau, 1.0, 0.15)
+        << scaling::model_name(t.kind) << (t.batch_planned ? " planned " : " ") << t.bucket << " tau " << t.tau;
 }
 
 TEST(MlperfPredict, ReferenceConvergencePointsOfV41) {

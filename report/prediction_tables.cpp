@@ -19,11 +19,16 @@ Cell pct(double v) { return std::isfinite(v) ? Cell(100.0 * v) : Cell(); }
 
 std::string interval_note(double level, scaling::ModelKind kind) {
   return fmt::format(
-      "low/high: {:.0f}% prediction interval, exp(+-z sd) around the prediction with sd = sqrt(residual_sd^2 + "
-      "(tau d)^2): residual_sd from the fit's log residuals (when sizes outnumber parameters), tau = {:.3g} the "
-      "{} model's spread per doubling of extrapolation on the MLPerf v4.1 curves, d = 1 + log2(extrapolation "
-      "factor); one measured size gives bounds only (ideal scaling to no speedup)",
-      level * 100, scaling::extrapolation_spread(kind), scaling::model_name(kind));
+      "low/high: {:.0f}% prediction interval, exp(-z sd) below the fastest and exp(z sd) above the slowest time "
+      "over the batches a size may run at ({}: beyond the fitted sizes without a planned batch, every batch "
+      "from the largest fitted size's to its per-accelerator one; else the prediction), sd = sqrt(residual_sd^2 "
+      "+ (tau d)^2): residual_sd from the fit's log residuals (when sizes outnumber parameters), tau the {} "
+      "model's spread per doubling of extrapolation on the MLPerf v4.1 curves in the extrapolation's bucket "
+      "(2x/4x/8x/16x+: {:.3g}/{:.3g}/{:.3g}/{:.3g}), d = 1 + log2(extrapolation factor); one measured size gives "
+      "bounds only (ideal scaling to no speedup)",
+      level * 100, scaling::model_name(scaling::ModelKind::kStepConverge), scaling::model_name(kind),
+      scaling::extrapolation_spread(kind, 2), scaling::extrapolation_spread(kind, 4),
+      scaling::extrapolation_spread(kind, 8), scaling::extrapolation_spread(kind, 16));
 }
 
 // The model of a validation row, with the setting of the batch at the predicted size.
@@ -84,14 +89,15 @@ std::vector<Table> validation_tables(const scaling::Validation& v, bool cases) {
                      "below 11.3, 16x+: the rest)");
   by_factor.add_note(fmt::format(
       "coverage: share of cases whose {:.0f}% prediction interval holds the measured time; held out: the "
-      "interval's spread tau re-estimated (conformal quantile) without the case's benchmark",
+      "interval's spread tau re-estimated (conformal quantile, per extrapolation bucket) without the case's "
+      "benchmark",
       v.level * 100));
   by_factor.add_note("batch as planned: the predicted size's measured global batch is given to the model (a "
                      "choice made before the run, as a user would know it); otherwise the batch there is "
                      "extrapolated from the fitted sizes");
-  for (const auto& [kind, tau] : v.tau_estimates)
-    by_factor.add_note(fmt::format("tau of {} on these cases: {:.3f} (the one used: {:.3f})", scaling::model_name(kind),
-                                   tau, scaling::extrapolation_spread(kind)));
+  for (const auto& t : v.tau_estimates)
+    by_factor.add_note(fmt::format("tau of {} at {} on these cases: {:.3f} (the one used: {:.3f})",
+                                   model_label(t.kind, t.batch_planned), t.bucket, t.tau, t.used));
   out.push_back(std::move(by_factor));
 
   Table per_curve(fmt::format("Prediction error per curve ({}, the default model)",

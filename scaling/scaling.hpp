@@ -293,6 +293,14 @@ struct CurvePrediction {
   double low = 0, high = 0; // prediction interval at the fit's level
   double global_batch = 0;  // the batch assumed at this size (kStepConverge), else NaN
   double extrapolation = 0; // gpus / the largest fitted count (or smallest / gpus below the range)
+  // The time at the fastest and the slowest of the batches this size may run
+  // at. kStepConverge with reference convergence points, beyond the fitted
+  // sizes and without a planned batch: every batch from the largest fitted
+  // size's (kept) to `global_batch` (its per-accelerator batch, capped), since
+  // which one a submitter picks is not known (docs/scaling.md). Otherwise both
+  // are `time`. The interval is [range_low exp(-z sd), range_high exp(z sd)].
+  double range_low = 0, range_high = 0;
+  double tau = 0;  // the spread per doubling used here (extrapolation_spread)
 };
 
 struct CurveFit {
@@ -303,11 +311,11 @@ struct CurveFit {
   int fit_min_gpus = 0, fit_max_gpus = 0;
   double level = 0.8;
   // Spread of the interval on log time: sqrt(residual_sd^2 + (tau d)^2), d =
-  // 1 + log2 of the extrapolation factor; tau per model from the MLPerf v4.1
-  // validation (extrapolation_spread), residual_sd from this fit's residuals
-  // (NaN when no degree of freedom is left).
+  // 1 + log2 of the extrapolation factor; tau per model, extrapolation bucket
+  // and batch setting from the MLPerf v4.1 validation (extrapolation_spread,
+  // CurvePrediction::tau), residual_sd from this fit's residuals (NaN when no
+  // degree of freedom is left).
   double residual_sd = 0;
-  double tau = 0;
   double loo_mean_abs_rel_error = 0, loo_max_abs_rel_error = 0;  // NaN without spare points
   std::string formula, note;
   std::vector<CurvePrediction> predictions;
@@ -321,9 +329,12 @@ struct CurveFit {
 CurveFit fit_curve(ModelKind kind, const std::vector<CurvePoint>& points, const std::vector<int>& predict,
                    const CurveFitOptions& options);
 
-// tau of each model: the per-doubling spread of its log extrapolation error
-// over the MLPerf v4.1 curves (docs/scaling.md has the table it came from).
-double extrapolation_spread(ModelKind kind);
+// tau of each model at an extrapolation factor (>= 1; the bucket of
+// extrapolation_bucket) and batch setting (kStepConverge only: the batch at
+// the predicted size planned, or extrapolated): the per-doubling spread of its
+// log extrapolation error outside the batch range, over the MLPerf v4.1 cases
+// of that bucket (docs/scaling.md has the table it came from).
+double extrapolation_spread(ModelKind kind, double factor, bool batch_planned = false);
 
 // The default model of `mlperf analyze --predict` and `scaling --predict`, chosen by the validation.
 inline constexpr ModelKind kDefaultCurveModel = ModelKind::kStepConverge;
@@ -344,6 +355,7 @@ struct ValidationCase {
   int fit_max_gpus = 0, gpus = 0;
   double factor = 0;  // gpus / fit_max_gpus
   double predicted = 0, low = 0, high = 0, measured = 0;
+  double range_low = 0, range_high = 0;  // CurvePrediction's: the times over the batches considered
   double rel_error = 0;       // (predicted - measured) / measured
   bool covered = false;       // low <= measured <= high
   bool covered_held_out = false;  // same, tau estimated without this case's group
@@ -375,9 +387,16 @@ struct Validation {
   std::vector<ValidationCase> cases;
   std::vector<ValidationBucket> buckets;   // per model: 2x, 4x, 8x, 16x+, all
   std::vector<ValidationCurve> per_curve;  // per model and curve
-  // tau re-estimated from all the cases of each model (the level-quantile of
-  // |log error| / d over z): what extrapolation_spread should be on this evidence.
-  std::vector<std::pair<ModelKind, double>> tau_estimates;
+  // tau re-estimated from all the cases of each model, setting and bucket
+  // (the conformal level-quantile of the log distance outside the batch range
+  // / d, over z): what extrapolation_spread should be on this evidence.
+  struct TauEstimate {
+    ModelKind kind = ModelKind::kStepConverge;
+    bool batch_planned = false;
+    std::string bucket;        // "2x", "4x", "8x", "16x+"
+    double tau = 0, used = 0;  // the estimate, and extrapolation_spread's constant
+  };
+  std::vector<TauEstimate> tau_estimates;
 };
 
 // The extrapolation bucket of a factor: "2x" below 2*sqrt(2), "4x" below
@@ -388,8 +407,9 @@ const char* extrapolation_bucket(double factor);
 // model on the smallest k sizes and predict every larger measured one. With
 // plan_batches, kStepConverge is also run a second time with each predicted
 // size's measured global batch given as planned (cases with batch_planned).
-// Held-out coverage: tau from the other groups' cases of the same model and
-// setting, as the conformal quantile (the ceil((n+1) level)-th of n scores).
+// Held-out coverage: tau from the other groups' cases of the same model,
+// setting and extrapolation bucket, as the conformal quantile (the
+// ceil((n+1) level)-th of n scores; Mondrian: per bucket).
 Validation validate_curves(const std::vector<NamedCurve>& curves, const std::vector<ModelKind>& kinds,
                            size_t min_sizes = 4, double level = 0.8, bool plan_batches = false);
 

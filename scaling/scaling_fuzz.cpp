@@ -52,12 +52,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (data[0] & 2) {  // reference convergence points and a planned batch, one of each from the bytes
         o.reference = {{256, 2e6}, {1024, 3e6}};
         if (v.size() >= 2) o.reference.push_back({v[0], v[1]});
-        o.planned_batch[4096] = v.empty() ? 1.0 : v.back();
+        // Without a plan at 4096 the batch range beyond the fitted sizes is exercised.
+        if (data[0] & 8) o.planned_batch[4096] = v.empty() ? 1.0 : v.back();
       }
       const auto f = fit_curve(kind, cp, {1, 3, 4096}, o);
       (void)validate_curves({{"fuzz", "fuzz", cp, o.reference}}, {kind}, 4, 0.8, (data[0] & 4) != 0);
       for (const auto& p : f.predictions)
-        if (f.ok && p.time > 0 && std::isfinite(p.time) && std::isfinite(p.low) && !(p.low <= p.time && p.time <= p.high))
+        if (f.ok && p.time > 0 && std::isfinite(p.time) && std::isfinite(p.low) &&
+            !(p.low <= p.range_low && p.range_low <= p.time && p.time <= p.range_high && p.range_high <= p.high))
           __builtin_trap();
     } catch (const scalescope::Error&) {
     }
