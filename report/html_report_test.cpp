@@ -274,7 +274,7 @@ TEST(ReportHtml, HostThreadTablesOnlyWithHostSamples) {
   ASSERT_NE(stacks, nullptr);
   ASSERT_GE((*stacks)["rows"].size(), 4u);
   const auto& top = (*stacks)["rows"][0];
-  EXPECT_EQ(top[column_of(*stacks, "thread")], "pt_data_worker (main)");
+  EXPECT_EQ(top[column_of(*stacks, "thread")], "pt_data_worker");
   EXPECT_EQ(top[column_of(*stacks, "kind")], "self");
   EXPECT_EQ(top[column_of(*stacks, "where")], "decode_jpeg");
   EXPECT_NEAR(top[column_of(*stacks, "share %")].get<double>(), 75.0, 3.0);
