@@ -340,6 +340,9 @@ struct HostStats {
   // The collector's host_stack_sampling: how native stacks were taken, or
   // "off: <why>" (perf_event_open refused); empty for traces before 1.3.
   std::string stack_method;
+  // How frames were named offline (trace/frame_namer.hpp: "offline: 812 of
+  // 840 frames named; module missing 20 (libfoo.so)"); empty when not done.
+  std::string stack_naming;
   int64_t stack_samples = 0;  // in the window, all threads
   double hz = 0;
   bool has_run_wait = false;  // run-queue wait measured (schedstat)

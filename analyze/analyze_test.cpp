@@ -1091,7 +1091,9 @@ TEST(AnalyzeHost, TopFunctionsAndStacksPerThread) {
   cs.push({1, 0, b.t.strings.intern("main"), exe, 0x10});
   cs.push({2, 1, b.t.strings.intern("_PyEval_EvalFrameDefault"), exe, 0x20});
   cs.push({3, 2, b.t.strings.intern("cudaLaunchKernel"), b.t.strings.intern("/lib/libcudart.so.12"), 0x30});
-  cs.push({4, 2, trace::kNoString, b.t.strings.intern("/lib/libtorch_cpu.so"), 0xbeef});
+  // Offline naming (format 1.4) found no file for libtorch_cpu: the frame says so.
+  cs.push({4, 2, trace::kNoString, b.t.strings.intern("/lib/libtorch_cpu.so"), 0xbeef, trace::FrameStatus::kModuleMissing});
+  b.t.meta.extra["host_stack_naming"] = "offline: 4 of 6 frames named; module missing 1 (libtorch_cpu.so)";
   cs.push({5, 1, trace::kNoString, exe, 0x40});  // first written unnamed ...
   cs.push({5, 1, b.t.strings.intern("decode_jpeg"), exe, 0x40});  // ... then named: the last row wins
   int k = 0;
@@ -1114,16 +1116,18 @@ TEST(AnalyzeHost, TopFunctionsAndStacksPerThread) {
   EXPECT_EQ(main.top_functions[0].what, "cudaLaunchKernel");
   EXPECT_EQ(main.top_functions[0].samples, 60);
   EXPECT_NEAR(main.top_functions[0].share, 0.6, 1e-12);
-  EXPECT_EQ(main.top_functions[1].what, "libtorch_cpu.so+0xbeef");
+  EXPECT_EQ(main.top_functions[1].what, "libtorch_cpu.so+0xbeef [module missing]");
+  EXPECT_EQ(h.stack_naming, "offline: 4 of 6 frames named; module missing 1 (libtorch_cpu.so)");
   ASSERT_EQ(main.top_stacks.size(), 2u);
   EXPECT_EQ(main.top_stacks[0].what, "main;_PyEval_EvalFrameDefault;cudaLaunchKernel");
-  EXPECT_EQ(main.top_stacks[1].what, "main;_PyEval_EvalFrameDefault;libtorch_cpu.so+0xbeef");
+  EXPECT_EQ(main.top_stacks[1].what, "main;_PyEval_EvalFrameDefault;libtorch_cpu.so+0xbeef [module missing]");
   const auto& loader = *std::find_if(h.threads.begin(), h.threads.end(), [](const HostThreadSummary& s) { return s.tid == 101; });
   ASSERT_EQ(loader.top_functions.size(), 1u);
   EXPECT_EQ(loader.top_functions[0].what, "decode_jpeg");
   EXPECT_EQ(loader.top_stacks[0].what, "main;decode_jpeg");
   const nlohmann::json j = h;
   EXPECT_EQ(j["stack_samples"], 200);
+  EXPECT_EQ(j["stack_naming"], h.stack_naming);
   bool seen = false;
   for (const auto& th : j["threads"])
     if (th["tid"] == 100) {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "analyze/detail.hpp"
+#include "trace/frame_namer.hpp"
 
 namespace scalescope::analyze::detail {
 namespace {
@@ -63,24 +64,14 @@ struct Acc {
   }
 };
 
-// A frame for people: its function, else "module+0xaddress" (the module's
-// file name), else the raw address.
-std::string frame_name(const trace::Trace& t, size_t row) {
-  const auto& c = t.host_callsites;
-  const std::string_view fn = t.strings.view(c.function[row]);
-  if (!fn.empty()) return std::string(fn);
-  std::string_view module = t.strings.view(c.module[row]);
-  if (const size_t slash = module.rfind('/'); slash != std::string_view::npos) module.remove_prefix(slash + 1);
-  char hex[24];
-  std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(c.address[row]));
-  return module.empty() ? std::string(hex) : std::string(module) + "+" + hex;
-}
+std::string frame_name(const trace::Trace& t, size_t row) { return trace::frame_label(t, row); }
 
 // Native call stacks (format 1.3) of the threads kept in h.threads: the
 // functions their samples ended in (self time) and their most frequent whole
 // stacks ("outer;...;leaf", at most the 12 innermost frames).
 void add_stacks(const trace::Trace& t, Timestamp ws, Timestamp we, HostStats& h) {
   if (auto it = t.meta.extra.find("host_stack_sampling"); it != t.meta.extra.end()) h.stack_method = it->second;
+  if (auto it = t.meta.extra.find("host_stack_naming"); it != t.meta.extra.end()) h.stack_naming = it->second;
   const auto& ss = t.host_stack_samples;
   if (ss.size() == 0) return;
   std::unordered_map<uint32_t, size_t> row_of;

@@ -251,6 +251,7 @@ void to_json(json& j, const HostStats& v) {
            {"main_on_gpu_node", v.main_on_gpu_node}, {"cpu_on_gpu_node", v.cpu_on_gpu_node},
            {"threads", std::move(threads)}, {"iterations", std::move(its)}};
   if (!v.stack_method.empty()) j.update(json{{"stack_method", v.stack_method}, {"stack_samples", v.stack_samples}});
+  if (!v.stack_naming.empty()) j["stack_naming"] = v.stack_naming;
 }
 
 void to_json(json& j, const ProfilerPerturbation& v) {

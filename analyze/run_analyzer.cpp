@@ -7,6 +7,7 @@
 #include "analyze/analyze.hpp"
 #include "analyze/detail.hpp"
 #include "trace/error.hpp"
+#include "trace/frame_namer.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/launcher.hpp"
@@ -114,11 +115,20 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   // scratch (detail::WindowScratch) for all the ranks it analyses.
   const unsigned workers = trace::worker_count(threads, files.size(), 4);
   std::vector<detail::WindowScratch> scratch(workers);
+  // Native frames (format 1.4) are named here, offline, by one namer for the
+  // whole run: each library is loaded once, whatever the number of ranks.
+  trace::FrameNamer namer(trace::frame_namer_options_from_env());
+  std::mutex namer_mutex;
   trace::parallel_for(
       files.size(), workers,
       [&](size_t i, unsigned worker) {
         try {
           std::vector<trace::Trace> traces = load_one(files[i]);
+          for (trace::Trace& t : traces)
+            if (t.host_callsites.size() > 0) {
+              std::lock_guard lock(namer_mutex);
+              namer.name(t);
+            }
           std::vector<RankAnalysis> analysed;
           analysed.reserve(traces.size());
           for (const trace::Trace& t : traces) analysed.push_back(detail::analyze_rank(t, options, scratch[worker]));

@@ -284,6 +284,8 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
         any_stacks = any_stacks || h.stack_samples > 0;
         if (h.stack_samples == 0 && h.stack_method.rfind("off", 0) == 0)
           st.add_note(fmt::format("rank {}: no native stacks ({})", r.rank, h.stack_method));
+        if (h.stack_samples > 0 && !h.stack_naming.empty())
+          st.add_note(fmt::format("rank {}: frame names {}", r.rank, h.stack_naming));
         for (const auto& th : h.threads) {
           if (th.stack_samples == 0) continue;
           const std::string name = th.name + (th.is_main ? " (main)" : "");

@@ -154,7 +154,10 @@ void add_stats_command(CLI::App& app, int& exit_code) {
     std::set<std::string> want(opts->reports.begin(), opts->reports.end());
     if (want.empty()) want.insert(kReports.begin(), kReports.end());
     LoadProgress progress("load");
-    std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, progress.callback());
+    trace::TraceLoadOptions load;
+    load.on_file_loaded = progress.callback();
+    load.name_frames = false;  // no table of stats shows native frames: no symbol tables read
+    std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, load);
     progress.finish();
     const std::vector<std::string> left_out = trace::drop_launchers(traces);
     std::vector<Table> tables;

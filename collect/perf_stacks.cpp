@@ -1,10 +1,6 @@
 #include "collect/perf_stacks.hpp"
 
-#include <cxxabi.h>
-#include <dlfcn.h>
-#include <elfutils/libdwfl.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -16,7 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <map>
+
+#include "trace/elf_build_id.hpp"
 
 namespace scalescope::collect {
 namespace {
@@ -138,117 +135,6 @@ void parse_maps(std::string_view text, std::vector<MapRange>& out,
             [](const MapRange& a, const MapRange& b) { return a.start < b.start; });
 }
 
-// ---- symbols through libdw, loaded at run time -----------------------------
-
-class PerfStacks::Symbolizer {
- public:
-  Symbolizer() {
-    dw_ = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
-    elf_ = dw_ ? dlopen("libelf.so.1", RTLD_NOW | RTLD_LOCAL) : nullptr;
-    if (!dw_ || !elf_) {
-      error_ = dlerror() ? "libdw.so.1 or libelf.so.1 not found" : "libdw not loaded";
-      return;
-    }
-    bool ok = true;
-    auto sym = [&](auto& fn, void* lib, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      ok = ok && fn != nullptr;
-    };
-    sym(begin_, dw_, "dwfl_begin");
-    sym(end_, dw_, "dwfl_end");
-    sym(report_begin_, dw_, "dwfl_report_begin");
-    sym(report_elf_, dw_, "dwfl_report_elf");
-    sym(report_end_, dw_, "dwfl_report_end");
-    sym(getelf_, dw_, "dwfl_module_getelf");
-    sym(addrinfo_, dw_, "dwfl_module_addrinfo");
-    sym(callbacks_.find_debuginfo, dw_, "dwfl_standard_find_debuginfo");
-    sym(callbacks_.section_address, dw_, "dwfl_offline_section_address");
-    sym(phdrnum_, elf_, "elf_getphdrnum");
-    sym(getphdr_, elf_, "gelf_getphdr");
-    if (!ok) error_ = "libdw.so.1 lacks a dwfl function";
-  }
-  ~Symbolizer() {
-    for (auto& [path, m] : modules_)
-      if (m.dwfl) end_(m.dwfl);
-    if (elf_) dlclose(elf_);
-    if (dw_) dlclose(dw_);
-  }
-  const std::string& error() const { return error_; }
-
-  // The function containing `offset` of file `path`, demangled ("" when not
-  // found), and the offset as an address of the ELF (*address; the offset
-  // itself when the file has no segment there).
-  std::string name(const std::string& path, uint64_t offset, uint64_t* address) {
-    *address = offset;
-    if (!error_.empty() || path.empty() || path[0] == '[') return {};
-    Module& m = module(path);
-    if (!m.mod) return {};
-    GElf_Addr bias = 0;
-    Elf* elf = getelf_(m.mod, &bias);
-    if (!elf) return {};
-    size_t n = 0;
-    if (phdrnum_(elf, &n) != 0) return {};
-    bool found = false;
-    for (size_t i = 0; i < n && !found; ++i) {
-      GElf_Phdr ph;
-      if (getphdr_(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD && offset >= ph.p_offset &&
-          offset < ph.p_offset + ph.p_filesz) {
-        *address = offset - ph.p_offset + ph.p_vaddr;
-        found = true;
-      }
-    }
-    if (!found) return {};
-    GElf_Off off = 0;
-    GElf_Sym sym;
-    const char* s = addrinfo_(m.mod, *address + bias, &off, &sym, nullptr, nullptr, nullptr);
-    if (!s) return {};
-    if (s[0] == '_' && s[1] == 'Z') {
-      int status = 0;
-      char* d = abi::__cxa_demangle(s, nullptr, nullptr, &status);
-      if (d && status == 0) {
-        std::string out(d);
-        std::free(d);
-        return out;
-      }
-      std::free(d);
-    }
-    return s;
-  }
-
- private:
-  struct Module {
-    Dwfl* dwfl = nullptr;
-    Dwfl_Module* mod = nullptr;
-  };
-  // One Dwfl per file, reported at bias 0, so that addresses are the file's own.
-  Module& module(const std::string& path) {
-    auto [it, inserted] = modules_.try_emplace(path);
-    if (!inserted) return it->second;
-    Module& m = it->second;
-    m.dwfl = begin_(&callbacks_);
-    if (!m.dwfl) return m;
-    report_begin_(m.dwfl);
-    m.mod = report_elf_(m.dwfl, path.c_str(), path.c_str(), -1, 0, false);
-    report_end_(m.dwfl, nullptr, nullptr);
-    return m;
-  }
-
-  void* dw_ = nullptr;
-  void* elf_ = nullptr;
-  std::string error_;
-  Dwfl_Callbacks callbacks_{};
-  Dwfl* (*begin_)(const Dwfl_Callbacks*) = nullptr;
-  void (*end_)(Dwfl*) = nullptr;
-  void (*report_begin_)(Dwfl*) = nullptr;
-  Dwfl_Module* (*report_elf_)(Dwfl*, const char*, const char*, int, GElf_Addr, bool) = nullptr;
-  int (*report_end_)(Dwfl*, int (*)(Dwfl_Module*, void*, const char*, Dwarf_Addr, void*), void*) = nullptr;
-  Elf* (*getelf_)(Dwfl_Module*, GElf_Addr*) = nullptr;
-  const char* (*addrinfo_)(Dwfl_Module*, GElf_Addr, GElf_Off*, GElf_Sym*, GElf_Word*, Elf**, Dwarf_Addr*) = nullptr;
-  int (*phdrnum_)(Elf*, size_t*) = nullptr;
-  GElf_Phdr* (*getphdr_)(Elf*, int, GElf_Phdr*) = nullptr;
-  std::unordered_map<std::string, Module> modules_;
-};
-
 // ---- the sampler -----------------------------------------------------------
 
 struct PerfStacks::Ring {
@@ -264,7 +150,6 @@ PerfStacks::PerfStacks(PerfStacksOptions options) : options_(std::move(options))
   if (options_.ring_pages == 0 || (options_.ring_pages & (options_.ring_pages - 1)) != 0) options_.ring_pages = 2;
   if (options_.hz <= 0) options_.hz = 100;
   root_fd_ = open(options_.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  symbolizer_ = std::make_unique<Symbolizer>();
 }
 
 std::unique_ptr<PerfStacks> PerfStacks::create_without_events(PerfStacksOptions options) {
@@ -417,6 +302,8 @@ void PerfStacks::ingest(const PerfSample& s, int64_t monotonic_to_trace_ns) {
     --index;
     const uint64_t at = index == 0 || *it == 0 ? *it : *it - 1;
     const MapRange* m = find_map(s.pid, at);
+    if (m && pid_modules_.insert(uint64_t{s.pid} << 32 | m->module).second)
+      pending_modules_.push_back({s.pid, m->module, m->start, m->end, m->offset});
     const Key key = m ? Key{parent, m->module, at - m->start + m->offset} : Key{parent, kUnmapped, *it};
     auto found = callsites_.find(key);
     if (found == callsites_.end()) {
@@ -435,12 +322,15 @@ void PerfStacks::ingest(const PerfSample& s, int64_t monotonic_to_trace_ns) {
 }
 
 void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool final) {
+  (void)final;  // every drain writes the same: names come offline (trace/frame_namer.hpp)
   std::vector<NewCallsite> callsites;
+  std::vector<NewModule> new_modules;
   std::vector<std::string> modules;
   {
     std::lock_guard lock(mutex_);
     callsites.swap(pending_callsites_);
-    modules = modules_;
+    new_modules.swap(pending_modules_);
+    if (!callsites.empty() || !new_modules.empty()) modules = modules_;
     auto& s = pending_samples_;
     auto& o = out.host_stack_samples;
     auto append = [](auto& dst, auto& src) {
@@ -452,48 +342,42 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool fina
     append(o.tid, s.tid);
     append(o.callsite, s.callsite);
   }
-  all_callsites_.insert(all_callsites_.end(), callsites.begin(), callsites.end());
-  auto module_of = [&](const NewCallsite& c) { return c.module != kUnmapped && c.module < modules.size(); };
-  if (!final) {  // unnamed for now: module and file offset
-    for (const NewCallsite& c : callsites)
-      out.host_callsites.push({c.id, c.parent, trace::kNoString,
-                               module_of(c) ? strings.intern(modules[c.module]) : trace::kNoString, c.offset});
-    return;
+  for (const NewCallsite& c : callsites) {
+    const bool mapped = c.module != kUnmapped && c.module < modules.size();
+    const auto status = !mapped                        ? trace::FrameStatus::kUnmapped
+                        : !modules[c.module].empty() && modules[c.module].front() == '[' ? trace::FrameStatus::kNotAFile
+                                                           : trace::FrameStatus::kUnnamed;
+    out.host_callsites.push({c.id, c.parent, trace::kNoString, mapped ? strings.intern(modules[c.module]) : trace::kNoString,
+                             c.offset, status});
   }
-  // Every callsite again, named; outside the lock, so sampling goes on meanwhile.
+  if (new_modules.empty()) return;
+  // Each module's build-id, once: the ELF's notes, a few small reads (the
+  // mapped file itself through map_files where the kernel lets us, so that a
+  // file replaced on disk since is not mistaken for it).
   timespec t0{}, t1{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-  // (module, file offset) -> (name, address): many callsites share a frame.
-  std::map<std::pair<uint32_t, uint64_t>, std::pair<trace::StringId, uint64_t>> names;
-  for (const NewCallsite& c : all_callsites_) {
-    trace::HostCallsiteRecord r;
-    r.id = c.id;
-    r.parent = c.parent;
-    r.address = c.offset;
-    if (module_of(c)) {
-      auto [it, inserted] = names.try_emplace({c.module, c.offset});
-      if (inserted) {
-        uint64_t address = c.offset;
-        it->second.first = strings.intern(symbolizer_->name(modules[c.module], c.offset, &address));
-        it->second.second = address;
-      }
-      r.module = strings.intern(modules[c.module]);
-      r.function = it->second.first;
-      r.address = it->second.second;
+  for (const NewModule& m : new_modules) {
+    if (m.module >= modules.size()) continue;
+    const std::string& path = modules[m.module];
+    if (build_ids_.size() <= m.module) build_ids_.resize(m.module + 1);
+    std::optional<std::string>& id = build_ids_[m.module];
+    if (!id && !path.empty() && path.front() != '[') {
+      std::string error;
+      char range[64];
+      std::snprintf(range, sizeof range, "/map_files/%llx-%llx", static_cast<unsigned long long>(m.start),
+                    static_cast<unsigned long long>(m.end));
+      id = trace::elf_build_id_of_file((options_.proc_root + "/" + std::to_string(m.pid) + range).c_str(), &error);
+      if (!id) id = trace::elf_build_id_of_file(path.c_str(), &error);
+      if (!id) id = std::string();  // unreadable: named unchecked, or reported missing, offline
     }
-    out.host_callsites.push(r);
+    out.host_modules.push({m.pid, strings.intern(path), id ? strings.intern(*id) : trace::kNoString, m.start, m.end,
+                           m.offset});
   }
-  all_callsites_.clear();
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-  symbolize_ns_ += uint64_t((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+  modules_ns_ += uint64_t((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
 }
 
-std::string PerfStacks::method() const {
-  std::string m = "perf_event_open task-clock, frame-pointer callchains";
-  if (!symbolizer_->error().empty()) m += "; symbols: none (" + symbolizer_->error() + ")";
-  return m;
-}
-
+std::string PerfStacks::method() const { return "perf_event_open task-clock, frame-pointer callchains"; }
 uint64_t PerfStacks::samples() const {
   std::lock_guard lock(mutex_);
   return samples_;

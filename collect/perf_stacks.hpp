@@ -15,19 +15,22 @@
 // Addresses are turned into (mapped file, file offset) at once, from the
 // process's /proc/<pid>/maps (re-read when an address falls outside every
 // known mapping), so that DataLoader workers that exit early keep their
-// frames; function names come at drain() from the files' ELF symbol tables
-// and separate debug files through libdw (elfutils), loaded with dlopen so
-// that the injected collector still loads where libdw is missing (frames then
-// stay module+offset, and the metadata says so).
+// frames. Names are not looked up here: drain() writes each module's path,
+// build-id and mapping per process (format 1.4, trace.host_modules), and
+// the analysing machine names frames offline (trace/frame_namer.hpp), as
+// perf and Nsight do. Naming in the process cost 7-23 s at the exit of a
+// PyTorch process (bench/RESULTS.md); reading build-ids costs milliseconds.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "trace/trace.hpp"
@@ -95,17 +98,15 @@ class PerfStacks {
   void poll(int64_t monotonic_to_trace_ns);
   // One sample (poll's parser calls it; tests call it directly).
   void ingest(const PerfSample& s, int64_t monotonic_to_trace_ns);
-  // New samples and callsites into `out`. Names cost: the first lookup in a
-  // library reads its whole symbol table (seconds of CPU for libtorch_cuda),
-  // so callsites go out unnamed (module and file offset) until `final`, when
-  // every callsite is written again with its name: readers keep the last
-  // row of each id. A killed process keeps its unnamed frames.
+  // New samples, callsites (module and file offset, unnamed) and the
+  // modules of each process that new frames fell in (with their build-ids)
+  // into `out`. `final` changes nothing since names moved offline (kept for
+  // the caller). A killed process keeps what earlier drains wrote.
   void drain(trace::Trace& out, trace::StringTable& strings, bool final);
-  // CPU time drain() spent naming frames (the final drain's cost).
-  uint64_t symbolize_ns() const { return symbolize_ns_; }
+  // CPU time drain() spent reading modules' build-ids (all drains).
+  uint64_t modules_ns() const { return modules_ns_; }
 
-  // "perf_event_open task-clock, frame-pointer callchains" or with
-  // "; symbols: none (libdw.so.1 not found)" when names cannot be resolved.
+  // "perf_event_open task-clock, frame-pointer callchains".
   std::string method() const;
   uint64_t samples() const;
   uint64_t lost() const;
@@ -132,7 +133,10 @@ class PerfStacks {
     uint32_t id, parent, module;
     uint64_t offset;
   };
-  class Symbolizer;
+  struct NewModule {
+    uint32_t pid, module;
+    uint64_t start, end, offset;  // the mapping of the first frame seen there
+  };
 
   explicit PerfStacks(PerfStacksOptions options);
   int open_event(uint32_t tid, int* error) const;
@@ -157,12 +161,13 @@ class PerfStacks {
   std::vector<std::string> modules_;
   std::unordered_map<std::string, uint32_t> module_ids_;
   std::vector<NewCallsite> pending_callsites_;
+  std::unordered_set<uint64_t> pid_modules_;  // (pid << 32 | module) seen
+  std::vector<NewModule> pending_modules_;
   trace::HostStackSampleTable pending_samples_;
   uint64_t samples_ = 0, lost_ = 0, dropped_ = 0;
 
-  std::unique_ptr<Symbolizer> symbolizer_;  // drain()'s caller only
-  std::vector<NewCallsite> all_callsites_;  // drain()'s caller only: named at the final drain
-  uint64_t symbolize_ns_ = 0;
+  std::vector<std::optional<std::string>> build_ids_;  // by module; drain()'s caller only
+  uint64_t modules_ns_ = 0;
 };
 
 }  // namespace scalescope::collect

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "collect/host_sampler.hpp"
+#include "trace/elf_build_id.hpp"
+#include "trace/frame_namer.hpp"
 
 // Functions whose addresses the symbol tests feed in as frames: named (not
 // static) so that the test binary's symbol table has them, never inlined.
@@ -167,8 +169,10 @@ uint32_t parent_of(const Trace& t, uint32_t id) {
 }
 
 // Samples of this process with frames at this binary's own functions: the
-// prefix tree stores a repeated stack once, and libdw names the frames.
-TEST(PerfStacks, BuildsCallsiteTreeAndNamesThisBinarysFunctions) {
+// prefix tree stores a repeated stack once; the collector writes frames
+// unnamed with the module's build-id and mapping (format 1.4), and the
+// offline namer (trace/frame_namer.hpp) names them from the file.
+TEST(PerfStacks, BuildsCallsiteTreeWithModulesThatNameOffline) {
   auto s = PerfStacks::create_without_events({});
   const auto pid = static_cast<uint32_t>(getpid());
   const auto leaf = reinterpret_cast<uint64_t>(&scalescope_test_frames::leaf) + 1;
@@ -179,42 +183,50 @@ TEST(PerfStacks, BuildsCallsiteTreeAndNamesThisBinarysFunctions) {
   s->ingest({pid, pid + 1, 2000, ips}, 5);
   const std::vector<uint64_t> unmapped = {user, 0x10};
   s->ingest({pid, pid, 3000, unmapped}, 5);
-  // Before the final drain: samples, and callsites without names (module and file offset).
-  Trace early;
-  s->drain(early, early.strings, false);
-  ASSERT_EQ(early.host_stack_samples.size(), 3u);
-  ASSERT_EQ(early.host_callsites.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(early.strings.view(early.host_callsites.function[i]), "");
-  // The final drain writes every callsite again, named (readers keep the last row of an id).
   Trace t;
   s->drain(t, t.strings, true);
-  t.host_stack_samples = early.host_stack_samples;
-  EXPECT_GT(s->symbolize_ns(), 0u);
   ASSERT_EQ(t.host_stack_samples.size(), 3u);
   EXPECT_EQ(t.host_stack_samples.time[0], 1005);
   EXPECT_EQ(t.host_stack_samples.tid[1], pid + 1);
   ASSERT_EQ(t.host_callsites.size(), 3u);  // caller, leaf under it, the unmapped frame
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(t.strings.view(t.host_callsites.function[i]), "");  // no names in the process
   const uint32_t leaf_id = t.host_stack_samples.callsite[0];
   EXPECT_EQ(t.host_stack_samples.callsite[1], leaf_id);
-  // libdw comes with the build dependencies (scripts/install-deps.sh): names are required here.
-  EXPECT_EQ(s->method(), "perf_event_open task-clock, frame-pointer callchains");
-  EXPECT_EQ(function_of(t, leaf_id), "scalescope_test_frames::leaf(int)");
-  EXPECT_EQ(function_of(t, parent_of(t, leaf_id)), "scalescope_test_frames::caller(int)");
-  EXPECT_EQ(parent_of(t, parent_of(t, leaf_id)), 0u);
+  // One module row for this process: this binary, its build-id, the mapping the frames fell in.
+  ASSERT_EQ(t.host_modules.size(), 1u);
+  const std::string exe(t.strings.view(t.host_modules.path[0]));
+  EXPECT_NE(exe.find("collect_perf_stacks_test"), std::string::npos) << exe;
+  EXPECT_EQ(t.host_modules.pid[0], pid);
+  std::string error;
+  const std::string id = trace::elf_build_id_of_file(exe.c_str(), &error).value_or("");
+  EXPECT_FALSE(id.empty()) << error;
+  EXPECT_EQ(t.strings.view(t.host_modules.build_id[0]), id);
+  EXPECT_LE(t.host_modules.map_start[0], leaf);
+  EXPECT_GT(t.host_modules.map_end[0], leaf);
+  EXPECT_GT(s->modules_ns(), 0u);
   const uint32_t lone = t.host_stack_samples.callsite[2];
   EXPECT_EQ(parent_of(t, lone), 0u);
   for (size_t i = 0; i < t.host_callsites.size(); ++i)
     if (t.host_callsites.id[i] == lone) {
       EXPECT_EQ(t.host_callsites.address[i], 0x10u);
       EXPECT_EQ(t.strings.view(t.host_callsites.module[i]), "");
+      EXPECT_EQ(t.host_callsites.status[i], trace::FrameStatus::kUnmapped);
     } else {
-      EXPECT_NE(t.strings.view(t.host_callsites.module[i]).find("collect_perf_stacks_test"), std::string::npos);
+      EXPECT_EQ(t.strings.view(t.host_callsites.module[i]), exe);
+      EXPECT_EQ(t.host_callsites.status[i], trace::FrameStatus::kUnnamed);
     }
-  // The next drain has only what came since.
+  // Offline (libdw comes with the build dependencies, scripts/install-deps.sh: names are required here).
+  trace::FrameNamer().name(t);
+  EXPECT_EQ(s->method(), "perf_event_open task-clock, frame-pointer callchains");
+  EXPECT_EQ(function_of(t, leaf_id), "scalescope_test_frames::leaf(int)");
+  EXPECT_EQ(function_of(t, parent_of(t, leaf_id)), "scalescope_test_frames::caller(int)");
+  EXPECT_EQ(parent_of(t, parent_of(t, leaf_id)), 0u);
+  // The next drain has only what came since: no callsite, no module row again.
   s->ingest({pid, pid, 4000, ips}, 0);
   Trace t2;
   s->drain(t2, t2.strings, true);
   EXPECT_EQ(t2.host_callsites.size(), 0u);
+  EXPECT_EQ(t2.host_modules.size(), 0u);
   ASSERT_EQ(t2.host_stack_samples.size(), 1u);
   EXPECT_EQ(t2.host_stack_samples.callsite[0], leaf_id);
 }
@@ -245,6 +257,7 @@ TEST(PerfStacks, RealKernelSamplesASpinningThread) {
   s->remove_thread(tid);
   Trace t;
   s->drain(t, t.strings, true);
+  trace::FrameNamer().name(t);
   // 400 ms at 1 kHz of its CPU time; on a loaded two-core machine it may get a quarter of that.
   ASSERT_GE(t.host_stack_samples.size(), 20u) << s->method();
   size_t in_spin = 0;

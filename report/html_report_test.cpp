@@ -213,6 +213,8 @@ TEST(ReportHtml, RunSectionsHaveEveryViewWithData) {
   for (const auto& s : (*counters)["series"]) EXPECT_LE(s["points"].size(), 50u);
 }
 
+size_t column_of(const json& table, std::string_view name);  // below
+
 // The collector's host sampler: a table per run and one per rank's threads,
 // only when the trace has host samples.
 TEST(ReportHtml, HostThreadTablesOnlyWithHostSamples) {
@@ -252,6 +254,33 @@ TEST(ReportHtml, HostThreadTablesOnlyWithHostSamples) {
   ASSERT_EQ((*threads)["rows"].size(), 2u);
   EXPECT_EQ((*threads)["rows"][0][0], "python (main)");
   EXPECT_EQ((*threads)["rows"][1][1], "descendant");
+  EXPECT_EQ(table(doc, "Native call stacks"), nullptr);  // no stack samples: no stack table
+
+  // Native stacks (format 1.3/1.4): a top-stacks table per rank, unnamed frames saying why.
+  t.meta.extra["host_stack_sampling"] = "perf_event_open task-clock, frame-pointer callchains";
+  t.meta.extra["host_stack_naming"] = "offline: 2 of 3 frames named; module missing 1 (libgone.so)";
+  const auto exe = t.strings.intern("/usr/bin/python3");
+  t.host_callsites.push({1, 0, t.strings.intern("main"), exe, 0x10, trace::FrameStatus::kNamed});
+  t.host_callsites.push({2, 1, t.strings.intern("decode_jpeg"), exe, 0x20, trace::FrameStatus::kNamed});
+  t.host_callsites.push({3, 1, trace::kNoString, t.strings.intern("/opt/libgone.so"), 0x30,
+                         trace::FrameStatus::kModuleMissing});
+  int k = 0;
+  for (int64_t x = first + step; x <= last; x += step, ++k)
+    t.host_stack_samples.push({x - 1, 4300, 4300, k % 4 == 0 ? 3u : 2u});
+  HtmlReport rs;
+  rs.add_run("stacks", run);
+  const json sdoc = json::parse(rs.document_json());
+  const json* stacks = table(sdoc, "Native call stacks of");
+  ASSERT_NE(stacks, nullptr);
+  ASSERT_GE((*stacks)["rows"].size(), 4u);
+  const auto& top = (*stacks)["rows"][0];
+  EXPECT_EQ(top[column_of(*stacks, "thread")], "pt_data_worker");
+  EXPECT_EQ(top[column_of(*stacks, "kind")], "self");
+  EXPECT_EQ(top[column_of(*stacks, "where")], "decode_jpeg");
+  EXPECT_NEAR(top[column_of(*stacks, "share %")].get<double>(), 75.0, 3.0);
+  const std::string all = stacks->dump();
+  EXPECT_NE(all.find("main;libgone.so+0x30 [module missing]"), std::string::npos) << all;
+  EXPECT_NE((*stacks)["notes"].dump().find("module missing 1 (libgone.so)"), std::string::npos);
 }
 
 TEST(ReportHtml, NamesFromTracesStayTextInThePage) {

@@ -151,6 +151,26 @@ Json host_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
                   x.voluntary_switches, x.involuntary_switches, cpus});
     }
     per_thread.push_back(std::move(th));
+    // Native call stacks (format 1.3): each thread's top functions (self) and
+    // whole stacks, as `analyze` shows them in its host_stacks table.
+    if (h.stack_samples > 0) {
+      Table sk(fmt::format("Native call stacks of {}: where each thread's CPU time went (self = the function a "
+                           "sample was in; stack = outer;...;leaf)",
+                           r.label),
+               {Column("thread"), Column("tid"), Column("stack samples"), Column("kind"), Column("share %", 1),
+                Column("samples"), Column("where")});
+      for (const auto& x : h.threads) {
+        if (x.stack_samples == 0) continue;
+        const std::string name = x.name + (x.is_main ? " (main)" : "");
+        for (const auto& f : x.top_functions)
+          sk.add_row({name, int64_t{x.tid}, x.stack_samples, std::string("self"), 100 * f.share, f.samples, f.what});
+        for (const auto& f : x.top_stacks)
+          sk.add_row({name, int64_t{x.tid}, x.stack_samples, std::string("stack"), 100 * f.share, f.samples, f.what});
+      }
+      if (!h.stack_method.empty()) sk.add_note("sampled by " + h.stack_method);
+      if (!h.stack_naming.empty()) sk.add_note("frame names " + h.stack_naming);
+      per_thread.push_back(std::move(sk));
+    }
   }
   if (t.rows().empty()) return blocks;
   blocks.push_back(table_block(t, {}));

@@ -8,12 +8,14 @@
 #include <limits>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "trace/export_util.hpp"
+#include "trace/frame_namer.hpp"
 #include "trace/exporters.hpp"
 #include "trace/output_file.hpp"
 
@@ -154,6 +156,7 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
   // Perfetto keys thread names by tid alone: host-sampled tracks are numbered
   // across all ranks, as the GPU tracks are.
   uint32_t next_sampled_tid = kHostSampledTidBase;
+  std::string frames, samples;  // the native stacks' "stackFrames" and "samples" (written last)
 
   for (size_t index = 0; index < traces.size(); ++index) {
     const Trace& t = traces[index];
@@ -313,6 +316,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
     // The host sampler (format 1.2): one track per sampled thread, its
     // scheduler state as slices. A sample covers the time since the thread's
     // previous one; consecutive samples in one state make one slice.
+    std::unordered_map<uint64_t, uint32_t> host_track;  // (pid, tid) -> its track
+    int sort = 0;
     if (t.host_samples.size() > 0) {
       const HostSampleTable& hs = t.host_samples;
       std::map<uint64_t, std::vector<uint32_t>> rows;  // (pid, tid) -> its samples, in time order
@@ -320,11 +325,11 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       std::unordered_map<uint64_t, size_t> facts;  // the last thread row of each (pid, tid)
       for (size_t i = 0; i < t.host_threads.size(); ++i)
         facts[(uint64_t{t.host_threads.pid[i]} << 32) | t.host_threads.tid[i]] = i;
-      int sort = 0;
       for (auto& [key, idx] : rows) {
         std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return hs.time[a] < hs.time[b]; });
         while (host_tids.count(next_sampled_tid)) ++next_sampled_tid;
         const uint32_t track = next_sampled_tid++;
+        host_track[key] = track;
         const uint32_t os_pid = static_cast<uint32_t>(key >> 32), os_tid = static_cast<uint32_t>(key);
         std::string label = "host thread";
         if (auto f = facts.find(key); f != facts.end()) {
@@ -356,8 +361,83 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
         }
       }
     }
+    // Native stacks (format 1.3): each sample an instant on its thread's
+    // track, named by its leaf frame, the whole stack in args (Perfetto's
+    // JSON importer reads no stack tables); and the Trace Event Format's
+    // "stackFrames" and "samples" (chrome://tracing, speedscope), written
+    // after the events. Frame ids are "<process>.<callsite id>".
+    if (t.host_stack_samples.size() > 0) {
+      const HostCallsiteTable& c = t.host_callsites;
+      const HostStackSampleTable& ss = t.host_stack_samples;
+      std::unordered_map<uint32_t, size_t> row_of;  // the last row of an id wins
+      for (size_t i = 0; i < c.size(); ++i) row_of[c.id[i]] = i;
+      std::unordered_map<uint32_t, std::string> label;
+      auto label_of = [&](uint32_t id) -> const std::string& {
+        auto [it, inserted] = label.try_emplace(id);
+        if (inserted) {
+          auto r = row_of.find(id);
+          it->second = id == 0 ? "[no user frame]" : r == row_of.end() ? "[lost frame]" : frame_label(t, r->second);
+        }
+        return it->second;
+      };
+      for (const auto& [id, row] : row_of) {
+        frames += frames.empty() ? "\n" : ",\n";
+        fmt::format_to(std::back_inserter(frames), R"("{}.{}":{{"name":")", pid, id);
+        detail::append_json_escaped(frames, label_of(id));
+        std::string_view module = s.view(c.module[row]);
+        if (const size_t slash = module.rfind('/'); slash != std::string_view::npos) module.remove_prefix(slash + 1);
+        frames += R"(","category":")";
+        detail::append_json_escaped(frames, module.empty() ? std::string_view("native") : module);
+        frames += '"';
+        if (c.parent[row] != 0) fmt::format_to(std::back_inserter(frames), R"(,"parent":"{}.{}")", pid, c.parent[row]);
+        frames += '}';
+      }
+      std::unordered_map<uint32_t, std::string> stack_text;
+      for (size_t i = 0; i < ss.size(); ++i) {
+        const uint64_t key = (uint64_t{ss.pid[i]} << 32) | ss.tid[i];
+        auto tr = host_track.find(key);
+        if (tr == host_track.end()) {  // a thread with stacks but no scheduler samples
+          while (host_tids.count(next_sampled_tid)) ++next_sampled_tid;
+          tr = host_track.emplace(key, next_sampled_tid++).first;
+          w.metadata_name("thread_name", pid, tr->second, fmt::format("host thread pid {} tid {}", ss.pid[i], ss.tid[i]));
+          w.metadata_sort_index("thread_sort_index", pid, tr->second, 500 + sort++);
+        }
+        auto [st, inserted] = stack_text.try_emplace(ss.callsite[i]);
+        if (inserted) {  // "outer;...;leaf", at most 64 frames (a corrupt file may hold a cycle)
+          std::vector<uint32_t> chain;
+          for (uint32_t id = ss.callsite[i]; id != 0 && chain.size() < 64;) {
+            chain.push_back(id);
+            auto r = row_of.find(id);
+            if (r == row_of.end()) break;
+            id = c.parent[r->second];
+          }
+          for (size_t k = chain.size(); k-- > 0;) st->second += label_of(chain[k]) + (k ? ";" : "");
+        }
+        w.begin_event('i', pid, tr->second, ts(ss.time[i]));
+        o += R"(,"s":"t","cat":"host_stack")";
+        w.key_string("name", label_of(ss.callsite[i]));
+        o += R"(,"args":{"stack":")";
+        detail::append_json_escaped(o, st->second);
+        o += "\"}";
+        w.end_event();
+        samples += samples.empty() ? "\n" : ",\n";
+        fmt::format_to(std::back_inserter(samples), R"({{"pid":{},"tid":{},"ts":)", pid, tr->second);
+        const int64_t at = ts(ss.time[i]);
+        fmt::format_to(std::back_inserter(samples), "{}{}.{:03}", at < 0 ? "-" : "", std::abs(at) / 1000, std::abs(at) % 1000);
+        if (ss.callsite[i] != 0) fmt::format_to(std::back_inserter(samples), R"(,"sf":"{}.{}")", pid, ss.callsite[i]);
+        samples += R"(,"name":"cpu","weight":1})";
+      }
+    }
   }
-  o += "\n]}\n";
+  o += "\n]";
+  if (!frames.empty()) {
+    o += ",\n\"stackFrames\":{";
+    o += frames;
+    o += "\n},\n\"samples\":[";
+    o += samples;
+    o += "\n]";
+  }
+  o += "}\n";
   file.commit();
 }
 

@@ -90,7 +90,10 @@ void export_csv(std::span<const Trace> traces, const std::filesystem::path& out)
                                          "is_main", "role"});
     CsvFile hsm(p("host_samples.csv"), {"process", "rank", "time_ns", "pid", "tid", "state", "cpu", "cpu_ns",
                                          "run_wait_ns", "voluntary_switches", "involuntary_switches"});
-    CsvFile hcs(p("host_callsites.csv"), {"process", "rank", "id", "parent", "function", "module", "address"});
+    CsvFile hcs(p("host_callsites.csv"), {"process", "rank", "id", "parent", "function", "module", "address",
+                                          "name_status"});
+    CsvFile hmd(p("host_modules.csv"), {"process", "rank", "pid", "path", "build_id", "map_start", "map_end",
+                                        "map_offset"});
     CsvFile hss(p("host_stack_samples.csv"), {"process", "rank", "time_ns", "pid", "tid", "callsite"});
     for (size_t pi = 0; pi < traces.size(); ++pi) {
       const Trace& t = traces[pi];
@@ -163,7 +166,13 @@ void export_csv(std::span<const Trace> traces, const std::filesystem::path& out)
       const HostCallsiteTable& hc = t.host_callsites;
       for (size_t i = 0; i < hc.size(); ++i) {
         hcs.num(pi).num(rank).num(hc.id[i]).num(hc.parent[i]).field(s.view(hc.function[i])).field(s.view(hc.module[i]))
-            .field(fmt::format("0x{:x}", hc.address[i])).end_row();
+            .field(fmt::format("0x{:x}", hc.address[i])).field(to_string(hc.status[i])).end_row();
+      }
+      const HostModuleTable& hm = t.host_modules;
+      for (size_t i = 0; i < hm.size(); ++i) {
+        hmd.num(pi).num(rank).num(hm.pid[i]).field(s.view(hm.path[i])).field(s.view(hm.build_id[i]))
+            .field(fmt::format("0x{:x}", hm.map_start[i])).field(fmt::format("0x{:x}", hm.map_end[i]))
+            .field(fmt::format("0x{:x}", hm.map_offset[i])).end_row();
       }
       const HostStackSampleTable& hst = t.host_stack_samples;
       for (size_t i = 0; i < hst.size(); ++i) {
@@ -177,7 +186,7 @@ void export_csv(std::span<const Trace> traces, const std::filesystem::path& out)
             .num(t.problems.counts[q]).end_row();
       }
     }
-    for (CsvFile* f : {&proc, &dev, &ker, &cpy, &set, &api, &syn, &nvt, &ncc, &cnt, &prb, &hth, &hsm, &hcs, &hss})
+    for (CsvFile* f : {&proc, &dev, &ker, &cpy, &set, &api, &syn, &nvt, &ncc, &cnt, &prb, &hth, &hsm, &hcs, &hmd, &hss})
       f->commit();
   } catch (...) {
     std::filesystem::remove_all(tmp, ec);

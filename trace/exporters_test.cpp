@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -168,6 +169,55 @@ TEST(Exporters, ChromeDrawsOneTrackPerHostSampledThread) {
             slices.end());
 }
 
+// Native stacks (format 1.3/1.4): each stack sample is an instant on its
+// thread's host track named by the leaf (with the whole stack in args), and
+// the Trace Event Format's stackFrames/samples hold the same tree.
+TEST(Exporters, ChromeCarriesNativeStackSamples) {
+  std::vector<Trace> ranks;
+  Trace t = small_trace(0);
+  t.host_threads.push({500, 900, 77, 77, 1, t.strings.intern("python"), 1, ProcessRole::kTraced});
+  for (int i = 0; i < 3; ++i) t.host_samples.push({500 + 100 * i, 77, 77, ThreadState::kRunning, 3, 100, 7, 0, 0});
+  const StringId exe = t.strings.intern("/usr/bin/python3");
+  t.host_callsites.push({1, 0, t.strings.intern("main"), exe, 0x1040, FrameStatus::kNamed});
+  t.host_callsites.push({2, 1, kNoString, t.strings.intern("/opt/libgone.so"), 0x30, FrameStatus::kModuleMissing});
+  t.host_stack_samples.push({550, 77, 77, 2});
+  t.host_stack_samples.push({650, 77, 78, 1});  // a thread without scheduler samples gets a track
+  ranks.push_back(std::move(t));
+  fs::path out = temp("chrome-stacks.json");
+  export_chrome(ranks, out);
+  nlohmann::json j = nlohmann::json::parse(slurp(out));
+  fs::remove(out);
+  std::map<int64_t, std::string> names;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") names[e["tid"].get<int64_t>()] = e["args"]["name"];
+  std::vector<std::tuple<std::string, std::string, std::string>> instants;  // track, name, stack
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "i" && e["cat"] == "host_stack")
+      instants.emplace_back(names[e["tid"].get<int64_t>()], e["name"], e["args"]["stack"]);
+  ASSERT_EQ(instants.size(), 2u);
+  EXPECT_EQ(instants[0], std::make_tuple(std::string("host python (main) pid 77 tid 77"),
+                                         std::string("libgone.so+0x30 [module missing]"),
+                                         std::string("main;libgone.so+0x30 [module missing]")));
+  EXPECT_EQ(std::get<0>(instants[1]), "host thread pid 77 tid 78");
+  EXPECT_EQ(std::get<1>(instants[1]), "main");
+  ASSERT_TRUE(j.contains("stackFrames"));
+  EXPECT_EQ(j["stackFrames"]["1.2"]["name"], "libgone.so+0x30 [module missing]");
+  EXPECT_EQ(j["stackFrames"]["1.2"]["parent"], "1.1");
+  EXPECT_EQ(j["stackFrames"]["1.1"]["category"], "python3");
+  EXPECT_FALSE(j["stackFrames"]["1.1"].contains("parent"));
+  ASSERT_EQ(j["samples"].size(), 2u);
+  EXPECT_EQ(j["samples"][0]["sf"], "1.2");
+  EXPECT_EQ(j["samples"][1]["sf"], "1.1");
+  // A trace without stacks has neither key.
+  std::vector<Trace> plain;
+  plain.push_back(small_trace(0));
+  export_chrome(plain, out);
+  const nlohmann::json p = nlohmann::json::parse(slurp(out));
+  fs::remove(out);
+  EXPECT_FALSE(p.contains("stackFrames"));
+  EXPECT_FALSE(p.contains("samples"));
+}
+
 // Perfetto's JSON importer (src/trace_processor/importers/json/
 // json_trace_parser_impl.cc) reads pid and tid as uint32, keys thread names by
 // tid alone and needs the X slices of one (pid, tid) track to nest. Checks
@@ -305,8 +355,13 @@ Trace with_host_rows() {
   t.host_samples.push({500, 77, 78, ThreadState::kRunning, 3, 9000000, 120, 2, 1});
   t.host_samples.push({600, 88, 88, ThreadState::kDiskWait, 5, 10, 0, 0, 0});
   t.host_samples.push({700, 88, 88, ThreadState::kSleeping, -1, 0, 0, 4, 0});
-  t.host_callsites.push({1, 0, t.strings.intern("main"), t.strings.intern("/usr/bin/python3"), 0x1040});
-  t.host_callsites.push({2, 1, t.strings.intern("PyEval_EvalCode"), t.strings.intern("/usr/bin/python3"), 0x2230});
+  t.host_callsites.push({1, 0, t.strings.intern("main"), t.strings.intern("/usr/bin/python3"), 0x1040, FrameStatus::kNamed});
+  t.host_callsites.push({2, 1, t.strings.intern("PyEval_EvalCode"), t.strings.intern("/usr/bin/python3"), 0x2230,
+                         FrameStatus::kNamed});
+  // Format 1.4: a frame offline naming could not name, and the modules.
+  t.host_callsites.push({3, 2, kNoString, t.strings.intern("/opt/libgone.so"), 0x30, FrameStatus::kModuleMissing});
+  t.host_modules.push({77, t.strings.intern("/usr/bin/python3"), t.strings.intern("ab01"), 0x5000, 0x9000, 0x1000});
+  t.host_modules.push({77, t.strings.intern("/opt/libgone.so"), kNoString, 0x7000, 0x8000, 0});
   t.host_stack_samples.push({510, 77, 78, 2});
   t.host_stack_samples.push({520, 77, 78, 2});
   t.host_stack_samples.push({530, 88, 88, 1});
@@ -328,9 +383,13 @@ TEST(Exporters, CsvAndSqliteCarryTheHostTables) {
             "process,rank,time_ns,pid,tid,state,cpu,cpu_ns,run_wait_ns,voluntary_switches,involuntary_switches");
   EXPECT_NE(samples.find("\n0,1,500,77,78,running,3,9000000,120,2,1\n"), std::string::npos) << samples;
   EXPECT_NE(samples.find("\n0,1,700,88,88,sleeping,-1,0,0,4,0\n"), std::string::npos) << samples;
-  EXPECT_EQ(slurp(dir / "host_callsites.csv"), "process,rank,id,parent,function,module,address\n"
-                                                 "0,1,1,0,main,/usr/bin/python3,0x1040\n"
-                                                 "0,1,2,1,PyEval_EvalCode,/usr/bin/python3,0x2230\n");
+  EXPECT_EQ(slurp(dir / "host_callsites.csv"), "process,rank,id,parent,function,module,address,name_status\n"
+                                                 "0,1,1,0,main,/usr/bin/python3,0x1040,named\n"
+                                                 "0,1,2,1,PyEval_EvalCode,/usr/bin/python3,0x2230,named\n"
+                                                 "0,1,3,2,,/opt/libgone.so,0x30,module missing\n");
+  EXPECT_EQ(slurp(dir / "host_modules.csv"), "process,rank,pid,path,build_id,map_start,map_end,map_offset\n"
+                                               "0,1,77,/usr/bin/python3,ab01,0x5000,0x9000,0x1000\n"
+                                               "0,1,77,/opt/libgone.so,,0x7000,0x8000,0x0\n");
   EXPECT_EQ(slurp(dir / "host_stack_samples.csv"), "process,rank,time_ns,pid,tid,callsite\n"
                                                      "0,1,510,77,78,2\n0,1,520,77,78,2\n0,1,530,88,88,1\n");
   fs::remove_all(dir);
@@ -349,6 +408,9 @@ TEST(Exporters, CsvAndSqliteCarryTheHostTables) {
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_stack_samples x JOIN host_callsites c ON c.id = x.callsite "
                       "AND c.process_id = x.process_id JOIN strings s ON s.id = c.function_id "
                       "WHERE s.value = 'PyEval_EvalCode' AND c.parent = 1 AND c.address = 8752"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_callsites WHERE name_status = 'module missing' AND id = 3"), 1);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_modules m JOIN strings s ON s.id = m.path_id "
+                      "WHERE s.value = '/usr/bin/python3' AND m.build_id = 'ab01' AND m.map_offset = 4096"), 1);
   sqlite3_close(db);
   fs::remove(db_path);
 }

@@ -46,7 +46,9 @@ CREATE TABLE host_threads (process_id INTEGER, start_ns INTEGER, end_ns INTEGER,
 CREATE TABLE host_samples (process_id INTEGER, time_ns INTEGER, pid INTEGER, tid INTEGER, state TEXT, cpu INTEGER,
   cpu_ns INTEGER, run_wait_ns INTEGER, voluntary_switches INTEGER, involuntary_switches INTEGER);
 CREATE TABLE host_callsites (process_id INTEGER, id INTEGER, parent INTEGER, function_id INTEGER, module_id INTEGER,
-  address INTEGER);
+  address INTEGER, name_status TEXT);
+CREATE TABLE host_modules (process_id INTEGER, pid INTEGER, path_id INTEGER, build_id TEXT, map_start INTEGER,
+  map_end INTEGER, map_offset INTEGER);
 CREATE TABLE host_stack_samples (process_id INTEGER, time_ns INTEGER, pid INTEGER, tid INTEGER, callsite INTEGER);
 )SQL";
 
@@ -150,7 +152,8 @@ void export_sqlite(std::span<const Trace> traces, const std::filesystem::path& o
     auto* prb = db.prepare("INSERT INTO problems VALUES (?,?,?,?)");
     auto* hth = db.prepare("INSERT INTO host_threads VALUES (?,?,?,?,?,?,?,?,?)");
     auto* hsm = db.prepare("INSERT INTO host_samples VALUES (?,?,?,?,?,?,?,?,?,?)");
-    auto* hcs = db.prepare("INSERT INTO host_callsites VALUES (?,?,?,?,?,?)");
+    auto* hcs = db.prepare("INSERT INTO host_callsites VALUES (?,?,?,?,?,?,?)");
+    auto* hmd = db.prepare("INSERT INTO host_modules VALUES (?,?,?,?,?,?,?)");
     auto* hss = db.prepare("INSERT INTO host_stack_samples VALUES (?,?,?,?,?)");
 
     // One global string table: each trace's ids map to global ids on first use.
@@ -252,8 +255,14 @@ void export_sqlite(std::span<const Trace> traces, const std::filesystem::path& o
       for (size_t i = 0; i < t.host_callsites.size(); ++i) {
         const HostCallsiteTable& h = t.host_callsites;
         Binder{hcs}(pid)(int64_t{h.id[i]})(int64_t{h.parent[i]})(sid(h.function[i]))(sid(h.module[i]))(
-            i64(h.address[i]));
+            i64(h.address[i]))(to_string(h.status[i]));
         db.step(hcs);
+      }
+      for (size_t i = 0; i < t.host_modules.size(); ++i) {
+        const HostModuleTable& h = t.host_modules;
+        Binder{hmd}(pid)(int64_t{h.pid[i]})(sid(h.path[i]))(t.strings.view(h.build_id[i]))(i64(h.map_start[i]))(
+            i64(h.map_end[i]))(i64(h.map_offset[i]));
+        db.step(hmd);
       }
       for (size_t i = 0; i < t.host_stack_samples.size(); ++i) {
         const HostStackSampleTable& h = t.host_stack_samples;

@@ -418,9 +418,12 @@ void HostCallsiteTable::push(const HostCallsiteRecord& r) {
   function.push_back(r.function);
   module.push_back(r.module);
   address.push_back(r.address);
+  status.push_back(r.status);
 }
 
-HostCallsiteRecord HostCallsiteTable::row(size_t i) const { return {id[i], parent[i], function[i], module[i], address[i]}; }
+HostCallsiteRecord HostCallsiteTable::row(size_t i) const {
+  return {id[i], parent[i], function[i], module[i], address[i], status[i]};
+}
 
 void HostCallsiteTable::reserve(size_t n) {
   id.reserve(n);
@@ -428,6 +431,44 @@ void HostCallsiteTable::reserve(size_t n) {
   function.reserve(n);
   module.reserve(n);
   address.reserve(n);
+  status.reserve(n);
+}
+
+void HostModuleTable::push(const HostModuleRecord& r) {
+  pid.push_back(r.pid);
+  path.push_back(r.path);
+  build_id.push_back(r.build_id);
+  map_start.push_back(r.map_start);
+  map_end.push_back(r.map_end);
+  map_offset.push_back(r.map_offset);
+}
+
+HostModuleRecord HostModuleTable::row(size_t i) const {
+  return {pid[i], path[i], build_id[i], map_start[i], map_end[i], map_offset[i]};
+}
+
+void HostModuleTable::reserve(size_t n) {
+  pid.reserve(n);
+  path.reserve(n);
+  build_id.reserve(n);
+  map_start.reserve(n);
+  map_end.reserve(n);
+  map_offset.reserve(n);
+}
+
+std::string_view to_string(FrameStatus s) {
+  switch (s) {
+    case FrameStatus::kUnnamed: return "not looked up";
+    case FrameStatus::kNamed: return "named";
+    case FrameStatus::kUnmapped: return "unmapped address";
+    case FrameStatus::kNotAFile: return "no file (JIT or vdso)";
+    case FrameStatus::kModuleMissing: return "module missing";
+    case FrameStatus::kBuildIdDiffers: return "build-id differs";
+    case FrameStatus::kNoSymbol: return "no symbol";
+    case FrameStatus::kNoLibdw: return "libdw missing";
+    case FrameStatus::kNoModuleRecord: return "no module record";
+  }
+  return "unknown status";
 }
 
 void HostStackSampleTable::push(const HostStackSampleRecord& r) {

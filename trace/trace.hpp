@@ -227,12 +227,43 @@ struct HostSampleRecord {
 // One frame of a sampled native call stack, stored as a node of a prefix tree
 // (format 1.3): callsite `id` is `function` called from callsite `parent` (0:
 // the outermost frame). A stack sampled a thousand times is stored once.
+// Whether a frame has a name, and why not (format 1.4). The collector writes
+// kUnnamed (or kUnmapped, kNotAFile); trace/frame_namer.hpp names frames
+// offline, on the analysing machine, and sets the rest.
+enum class FrameStatus : uint8_t {
+  kUnnamed = 0,          // not looked up (as written; 1.3 files named at exit keep their function)
+  kNamed = 1,            // function holds the symbol covering the address
+  kUnmapped = 2,         // the address fell in no mapped file
+  kNotAFile = 3,         // JIT code ("[anon]"), "[vdso]": no file to read names from
+  kModuleMissing = 4,    // the module's file is not on the analysing machine (or unreadable)
+  kBuildIdDiffers = 5,   // a file is there but its build-id is not the one that ran
+  kNoSymbol = 6,         // the file is the right one but no symbol covers the address
+  kNoLibdw = 7,          // libdw.so.1 could not be loaded where the trace was analysed
+  kNoModuleRecord = 8,   // the trace holds no host_modules row for the module (1.3 files)
+};
+std::string_view to_string(FrameStatus s);
+
+// 1.3: `address` is in the module's ELF address space once named, the file
+// offset before. 1.4: the file offset in the module (mapped frames) or the
+// raw address (unmapped) always; names come offline from host_modules.
 struct HostCallsiteRecord {
   uint32_t id = 0;                // 1-based, unique within a trace
   uint32_t parent = 0;            // 0: outermost frame
   StringId function = kNoString;  // demangled symbol; empty when not resolved
   StringId module = kNoString;    // the mapped file ("[anon]", "[vdso]"); empty when unmapped
-  uint64_t address = 0;           // in the module's ELF address space; the raw address when unmapped
+  uint64_t address = 0;           // file offset in the module; the raw address when unmapped
+  FrameStatus status = FrameStatus::kUnnamed;  // format 1.4
+};
+
+// One module (mapped file) that sampled frames of one process fell in
+// (format 1.4): what offline naming needs to find the same file again and
+// to tell a different one. The executable mapping where its first frame fell.
+struct HostModuleRecord {
+  uint32_t pid = 0;
+  StringId path = kNoString;      // as in /proc/<pid>/maps (HostCallsiteRecord::module)
+  StringId build_id = kNoString;  // lowercase hex of the ELF's NT_GNU_BUILD_ID note; empty: none or unreadable
+  uint64_t map_start = 0, map_end = 0;  // the mapping's addresses in the process
+  uint64_t map_offset = 0;              // its file offset: load base = map_start - map_offset
 };
 
 // One native call stack sample of one host thread (format 1.3): its leaf
@@ -390,10 +421,22 @@ struct HostCallsiteTable {
   std::vector<uint32_t> id, parent;
   std::vector<StringId> function, module;
   std::vector<uint64_t> address;
+  std::vector<FrameStatus> status;  // format 1.4
 
   size_t size() const { return id.size(); }
   void push(const HostCallsiteRecord& r);
   HostCallsiteRecord row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct HostModuleTable {
+  std::vector<uint32_t> pid;
+  std::vector<StringId> path, build_id;
+  std::vector<uint64_t> map_start, map_end, map_offset;
+
+  size_t size() const { return pid.size(); }
+  void push(const HostModuleRecord& r);
+  HostModuleRecord row(size_t i) const;
   void reserve(size_t n);
 };
 
@@ -517,6 +560,7 @@ struct Trace {
   HostSampleTable host_samples;  // format 1.2
   HostCallsiteTable host_callsites;         // format 1.3
   HostStackSampleTable host_stack_samples;  // format 1.3
+  HostModuleTable host_modules;             // format 1.4
   ProblemCounts problems;
 
   size_t event_count() const;

@@ -35,7 +35,11 @@ inline constexpr uint16_t kFormatMajor = 1;
 // 1.3 added native call stacks of the host sampler's threads: the callsite
 // table (chunk type 26, a prefix tree of frames) and the stack sample table
 // (chunk type 27); older readers skip them as unknown chunks.
-inline constexpr uint16_t kFormatMinor = 3;
+// 1.4 names native frames offline: the collector writes each frame's module
+// and file offset only, and the module table (chunk type 28: path, build-id,
+// mapping per process) that the analysing machine names them from
+// (trace/frame_namer.hpp); callsites gained a status column (id 7).
+inline constexpr uint16_t kFormatMinor = 4;
 inline constexpr std::string_view kTraceFileExtension = ".sstrace";
 inline constexpr std::string_view kRunDirExtension = ".ssrun";
 

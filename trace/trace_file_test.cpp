@@ -1077,5 +1077,68 @@ TEST(TraceFile, ReadsGoldenVersion1_3File) {
   EXPECT_EQ(old.host_samples.size(), 50u);
 }
 
+// Offline naming (format 1.4): the module table and the callsites' status
+// round-trip; a 1.3 file reads with status kUnnamed and no module rows.
+Trace with_module_tables() {
+  Trace t = with_stack_tables();
+  const StringId exe = t.strings.intern("/usr/bin/python3.12");
+  t.host_callsites.push({4, 2, kNoString, exe, 0x3330, FrameStatus::kUnnamed});
+  t.host_callsites.push({5, 2, kNoString, t.strings.intern("/opt/gone.so"), 0x10, FrameStatus::kModuleMissing});
+  t.host_modules.push({700, exe, t.strings.intern("3f2a9c0d11e4b5a6"), 0x555555554000, 0x555555600000, 0x1000});
+  t.host_modules.push({701, exe, t.strings.intern("3f2a9c0d11e4b5a6"), 0x555555754000, 0x555555800000, 0x1000});
+  t.host_modules.push({700, t.strings.intern("/opt/gone.so"), kNoString, 0x7f0000000000, 0x7f0000200000, 0});
+  return t;
+}
+
+TEST(TraceFile, HostModuleTableAndFrameStatusRoundTrip) {
+  TempDir dir;
+  const Trace t = with_module_tables();
+  WriterOptions o;
+  o.max_rows_per_chunk = 2;
+  write_trace(dir / "m.sstrace", t, o);
+  const Trace r = read_trace(dir / "m.sstrace");
+  ASSERT_EQ(r.host_modules.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const HostModuleRecord a = t.host_modules.row(i), b = r.host_modules.row(i);
+    EXPECT_EQ(a.pid, b.pid);
+    EXPECT_EQ(t.strings.view(a.path), r.strings.view(b.path));
+    EXPECT_EQ(t.strings.view(a.build_id), r.strings.view(b.build_id));
+    EXPECT_EQ(a.map_start, b.map_start);
+    EXPECT_EQ(a.map_end, b.map_end);
+    EXPECT_EQ(a.map_offset, b.map_offset);
+  }
+  ASSERT_EQ(r.host_callsites.size(), 5u);
+  EXPECT_EQ(r.host_callsites.status[4], FrameStatus::kModuleMissing);
+  EXPECT_EQ(r.host_callsites.status[3], FrameStatus::kUnnamed);
+  EXPECT_EQ(r.problems.get(Problem::kUnknownChunk), 0u);
+}
+
+// The golden file of format 1.4 (module table, callsite status). Regenerate
+// only for a new format version (SCALESCOPE_WRITE_GOLDEN=1).
+TEST(TraceFile, ReadsGoldenVersion1_4File) {
+  const fs::path golden = fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.4.sstrace";
+  if (std::getenv("SCALESCOPE_WRITE_GOLDEN")) {
+    WriterOptions o;
+    o.max_rows_per_chunk = 500;
+    write_trace(golden, with_module_tables(), o);
+  }
+  const std::vector<uint8_t> bytes = read_bytes(golden);
+  ASSERT_GT(bytes.size(), 16u);
+  EXPECT_EQ(format::get_u16(bytes.data() + 10), 4u);  // minor version 4
+  const Trace t = read_trace(golden);
+  ASSERT_EQ(t.host_modules.size(), 3u);
+  EXPECT_EQ(t.strings.view(t.host_modules.build_id[0]), "3f2a9c0d11e4b5a6");
+  EXPECT_EQ(t.host_modules.map_offset[1], 0x1000u);
+  ASSERT_EQ(t.host_callsites.size(), 5u);
+  EXPECT_EQ(t.host_callsites.status[4], FrameStatus::kModuleMissing);
+  EXPECT_EQ(t.problems.get(Problem::kUnknownChunk), 0u);
+  // The 1.3 golden: no module rows, every callsite kUnnamed (its names kept).
+  const Trace old = read_trace(fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.3.sstrace");
+  EXPECT_EQ(old.host_modules.size(), 0u);
+  ASSERT_EQ(old.host_callsites.size(), 3u);
+  for (FrameStatus s : old.host_callsites.status) EXPECT_EQ(s, FrameStatus::kUnnamed);
+  EXPECT_EQ(old.strings.view(old.host_callsites.function[0]), "main");
+}
+
 }  // namespace
 }  // namespace scalescope::trace

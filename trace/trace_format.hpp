@@ -39,6 +39,7 @@ enum class ChunkType : uint16_t {
   kHostSamples = 25,  // 1.2
   kHostCallsites = 26,     // 1.3
   kHostStackSamples = 27,  // 1.3
+  kHostModules = 28,       // 1.4
 };
 
 enum class Codec : uint16_t { kNone = 0, kZstd = 1 };
@@ -88,7 +89,16 @@ inline void put_varint(std::vector<uint8_t>& out, uint64_t v) {
 // `T` may be const (writer) or not (reader).
 template <typename T, typename F>
 void for_each_column(T& t, F&& f) {
-  if constexpr (requires { t.metric; }) {  // CounterTable: a time instead of start/end
+  if constexpr (requires { t.build_id; }) {  // HostModuleTable (1.4): no time
+    using Pid = decltype(&t.pid);
+    f(1, t.pid, Transform::kNone, Pid{});
+    f(3, t.path, Transform::kNone, Pid{});
+    f(4, t.build_id, Transform::kNone, Pid{});
+    f(5, t.map_start, Transform::kNone, Pid{});
+    f(6, t.map_end, Transform::kNone, Pid{});
+    f(7, t.map_offset, Transform::kNone, Pid{});
+    return;
+  } else if constexpr (requires { t.metric; }) {  // CounterTable: a time instead of start/end
     using Time = decltype(&t.time);
     f(1, t.time, Transform::kDelta, Time{});
     f(3, t.device, Transform::kNone, Time{});
@@ -121,6 +131,7 @@ void for_each_column(T& t, F&& f) {
     f(4, t.function, Transform::kNone, Id{});
     f(5, t.module, Transform::kNone, Id{});
     f(6, t.address, Transform::kNone, Id{});
+    f(7, t.status, Transform::kNone, Id{});  // 1.4
     return;
   } else {
   using Start = decltype(&t.start);
@@ -205,7 +216,10 @@ void for_each_column(T& t, F&& f) {
 // Which columns hold StringIds (checked and remapped by the reader).
 template <typename T, typename F>
 void for_each_string_column(T& t, F&& f) {
-  if constexpr (requires { t.grid_x; }) {
+  if constexpr (requires { t.build_id; }) {
+    f(t.path);
+    f(t.build_id);
+  } else if constexpr (requires { t.grid_x; }) {
     f(t.name);
   } else if constexpr (requires { t.callback_id; }) {
     f(t.name);
@@ -244,6 +258,7 @@ void for_each_table(TraceT& t, F&& f) {
   f(ChunkType::kHostSamples, t.host_samples);
   f(ChunkType::kHostCallsites, t.host_callsites);
   f(ChunkType::kHostStackSamples, t.host_stack_samples);
+  f(ChunkType::kHostModules, t.host_modules);
 }
 
 // A column value as the 64 bits the encodings work on, and back. Signed

@@ -6,6 +6,7 @@
 #include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
 #include "trace/file_pool.hpp"
+#include "trace/frame_namer.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/nsys_importer.hpp"
 #include "trace/parallel_for.hpp"
@@ -92,10 +93,15 @@ std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<Im
       load.on_warning = [](const std::string& m) { std::fprintf(stderr, "scalescope: warning: %s\n", m.c_str()); };
       load.align_clocks = options.align_clocks;
       load.clocks = options.clocks;
-      return load_run(path, load);
+      std::vector<Trace> traces = load_run(path, load);
+      if (options.name_frames) name_frames(traces);
+      return traces;
     }
-    case InputKind::kTraceFile:
-      return load_run(path);
+    case InputKind::kTraceFile: {
+      std::vector<Trace> traces = load_run(path);
+      if (options.name_frames) name_frames(traces);
+      return traces;
+    }
     case InputKind::kKinetoDirectory: {
       std::vector<Trace> traces = import_kineto_files(in.files, reports, on_file_loaded);
       AlignOptions align;

@@ -30,6 +30,9 @@ struct TraceLoadOptions {
   std::function<void(size_t, size_t)> on_file_loaded;  // as above
   bool align_clocks = true;          // see LoadOptions::align_clocks
   ClockAlignment* clocks = nullptr;  // when set: receives the estimate per host
+  // Collector traces (format 1.4): name native frames from the modules on
+  // this machine (trace/frame_namer.hpp; SCALESCOPE_SYMFS), one load per file.
+  bool name_frames = true;
 };
 std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports,
                                const TraceLoadOptions& options);
