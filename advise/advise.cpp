@@ -12,13 +12,12 @@
 
 #include "trace/format_units.hpp"
 
-
 namespace scalescope::advise {
 namespace {
 
+using analyze::HostStats;
 using analyze::RankAnalysis;
 using analyze::RunAnalysis;
-using analyze::HostStats;
 // Human figures for evidence text: the formatters of every table
 // (trace/format_units.hpp), so a finding and a table print a figure alike.
 using trace::format_bytes;
@@ -36,8 +35,9 @@ std::string responsible_text(const analyze::Attribution& a, const std::vector<an
     const auto& x = v[i];
     std::string who = x.name.empty() ? std::string("(outside every operator)") : x.name.substr(0, 60);
     if (!x.module.empty()) who += " in " + x.module.substr(0, 60);
-    parts.push_back(by_count ? fmt::format("{} ({} kernels)", who, x.count)
-                             : fmt::format("{} ({}, {} kernels)", who, format_duration_ns(static_cast<double>(x.sum_ns)), x.count));
+    parts.push_back(
+        by_count ? fmt::format("{} ({} kernels)", who, x.count)
+                 : fmt::format("{} ({}, {} kernels)", who, format_duration_ns(static_cast<double>(x.sum_ns)), x.count));
   }
   return fmt::format("; launched by: {}", fmt::join(parts, ", "));
 }
@@ -105,7 +105,8 @@ void per_rank(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out
   f.severity = severity_for(f.saving_fraction);
   f.ranks = ranks.size() == judged.size() && ranks.size() > 1 ? std::vector<int32_t>{} : ranks;
   if (judged.size() > 1)
-    f.evidence += fmt::format(" ({} of {} ranks above the threshold; figures are from the worst).", ranks.size(), judged.size());
+    f.evidence +=
+        fmt::format(" ({} of {} ranks above the threshold; figures are from the worst).", ranks.size(), judged.size());
   out.push_back(std::move(f));
 }
 
@@ -123,12 +124,13 @@ std::optional<RankHit> pinned_memory(const RankAnalysis& r, const Thresholds& th
   Finding f;
   f.id = "pinned-memory";
   f.title = "Input copies come from pageable host memory";
-  f.evidence = fmt::format("{}: {} of host<->device copies ({}, {} of the bytes) read or write pageable memory; "
-                           "the calling threads wait {} in those calls; {} of step time (threshold {})",
-                           r.label, format_duration_ns(static_cast<double>(c.pageable_ns)),
-                           format_bytes(static_cast<double>(c.pageable_bytes)), format_percent(c.pageable_fraction),
-                           format_duration_ns(static_cast<double>(c.pageable_host_ns)), format_percent(share),
-                           format_percent(th.pageable_share_of_step));
+  f.evidence = fmt::format(
+      "{}: {} of host<->device copies ({}, {} of the bytes) read or write pageable memory; "
+      "the calling threads wait {} in those calls; {} of step time (threshold {})",
+      r.label, format_duration_ns(static_cast<double>(c.pageable_ns)),
+      format_bytes(static_cast<double>(c.pageable_bytes)), format_percent(c.pageable_fraction),
+      format_duration_ns(static_cast<double>(c.pageable_host_ns)), format_percent(share),
+      format_percent(th.pageable_share_of_step));
   f.figures = {{"pageable copy time", static_cast<double>(c.pageable_ns), "ns"},
                {"host time in pageable copy calls", static_cast<double>(c.pageable_host_ns), "ns"},
                {"pageable bytes", static_cast<double>(c.pageable_bytes), "bytes"},
@@ -156,8 +158,8 @@ std::optional<RankHit> channels_last(const RankAnalysis& r, const Thresholds& th
   Finding f;
   f.id = already_channels_last ? "layout-fallback" : "channels-last";
   f.title = already_channels_last ? "Channels-last job converts back to NCHW for some operators"
-            : nchw_half          ? "Half-precision kernels run on NCHW data (no NHWC tensor-core path)"
-                                 : "Time spent converting tensors between NCHW and NHWC";
+            : nchw_half           ? "Half-precision kernels run on NCHW data (no NHWC tensor-core path)"
+                                  : "Time spent converting tensors between NCHW and NHWC";
   std::vector<std::string> parts;
   if (conversions)
     parts.push_back(fmt::format("{} layout conversion kernels take {} ({} of kernel time, threshold {}); largest: {}",
@@ -165,11 +167,12 @@ std::optional<RankHit> channels_last(const RankAnalysis& r, const Thresholds& th
                                 format_percent(l.fraction), format_percent(th.layout_share),
                                 l.top.empty() ? std::string("-") : l.top.front().name.substr(0, 80)));
   if (nchw_half)
-    parts.push_back(fmt::format("{} fp16/bf16 kernels that exist only for NCHW data take {} ({} of kernel time, "
-                                "threshold {}); largest: {}",
-                                l.nchw_half_count, format_duration_ns(static_cast<double>(l.nchw_half_ns)),
-                                format_percent(l.nchw_half_fraction), format_percent(th.layout_share),
-                                l.top_nchw_half.empty() ? std::string("-") : l.top_nchw_half.front().name.substr(0, 80)));
+    parts.push_back(
+        fmt::format("{} fp16/bf16 kernels that exist only for NCHW data take {} ({} of kernel time, "
+                    "threshold {}); largest: {}",
+                    l.nchw_half_count, format_duration_ns(static_cast<double>(l.nchw_half_ns)),
+                    format_percent(l.nchw_half_fraction), format_percent(th.layout_share),
+                    l.top_nchw_half.empty() ? std::string("-") : l.top_nchw_half.front().name.substr(0, 80)));
   f.evidence = fmt::format("{}: {}", r.label, fmt::join(parts, "; "));
   if (conversions) f.evidence += responsible_text(r.attribution, r.attribution.layout_conversions, false);
   f.figures = {{"conversion kernel time", static_cast<double>(l.conversion_ns), "ns"},
@@ -183,9 +186,10 @@ std::optional<RankHit> channels_last(const RankAnalysis& r, const Thresholds& th
                                   "time, which disappear when every operator has an NHWC kernel"
                                 : "upper bound: all conversion kernel time, which disappears when every operator has "
                                   "an NHWC kernel";
-    f.fix = "find the operators without an NHWC kernel for this dtype (often depthwise convolutions in bf16): try "
-            "torch.backends.cudnn.benchmark = True, fp16 instead of bf16 autocast, or keep those layers in NCHW; "
-            "compare with `scalescope diff`";
+    f.fix =
+        "find the operators without an NHWC kernel for this dtype (often depthwise convolutions in bf16): try "
+        "torch.backends.cudnn.benchmark = True, fp16 instead of bf16 autocast, or keep those layers in NCHW; "
+        "compare with `scalescope diff`";
   } else {
     f.saving_method = nchw_half ? "upper bound: the conversion kernels' time (when over the threshold) and all time in "
                                   "NCHW-only half-precision kernels, which NHWC tensor-core kernels replace (those "
@@ -210,22 +214,24 @@ std::optional<RankHit> mixed_precision(const RankAnalysis& r, const Thresholds& 
   Finding f;
   f.id = "mixed-precision";
   f.title = "Matrix multiplies and convolutions run in FP32 (no tensor cores, or TF32)";
-  f.evidence = fmt::format("{}: FP32 GEMM/convolution kernels take {} without tensor cores ({} of kernel time) and {} as "
-                           "TF32 ({}); together {} (threshold {}); FP16/BF16 tensor-core share {}; largest FP32: {}",
-                           r.label, format_duration_ns(static_cast<double>(ns)), format_percent(p.fp32_no_tensor_fraction),
-                           format_duration_ns(static_cast<double>(tf32_ns)), format_percent(p.tf32_fraction),
-                           format_percent(fp32_fraction), format_percent(th.fp32_share),
-                           format_percent(p.tensor_core_fraction),
-                           p.top_fp32.empty() ? std::string("-") : p.top_fp32.front().name.substr(0, 80));
+  f.evidence = fmt::format(
+      "{}: FP32 GEMM/convolution kernels take {} without tensor cores ({} of kernel time) and {} as "
+      "TF32 ({}); together {} (threshold {}); FP16/BF16 tensor-core share {}; largest FP32: {}",
+      r.label, format_duration_ns(static_cast<double>(ns)), format_percent(p.fp32_no_tensor_fraction),
+      format_duration_ns(static_cast<double>(tf32_ns)), format_percent(p.tf32_fraction), format_percent(fp32_fraction),
+      format_percent(th.fp32_share), format_percent(p.tensor_core_fraction),
+      p.top_fp32.empty() ? std::string("-") : p.top_fp32.front().name.substr(0, 80));
   if (ns > 0) f.evidence += responsible_text(r.attribution, r.attribution.fp32_no_tensor, false);
   f.figures = {{"fp32 gemm/conv time", static_cast<double>(ns), "ns"},
                {"tf32 gemm/conv time", static_cast<double>(tf32_ns), "ns"},
                {"fp32+tf32 share of kernel time", fp32_fraction, "fraction"},
                {"tensor-core share", p.tensor_core_fraction, "fraction"}};
-  f.saving_method = "FP32 GEMM/conv time x (1 - 1/8) + TF32 time x (1 - 1/2): BF16 tensor cores at most 8x faster than "
-                    "FP32 CUDA cores and 2x faster than TF32";
-  f.fix = "with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16): ... (or torch.backends.cuda.matmul.allow_tf32 = True "
-          "and torch.backends.cudnn.allow_tf32 = True)";
+  f.saving_method =
+      "FP32 GEMM/conv time x (1 - 1/8) + TF32 time x (1 - 1/2): BF16 tensor cores at most 8x faster than "
+      "FP32 CUDA cores and 2x faster than TF32";
+  f.fix =
+      "with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16): ... (or torch.backends.cuda.matmul.allow_tf32 = True "
+      "and torch.backends.cudnn.allow_tf32 = True)";
   return RankHit{share, std::move(f)};
 }
 
@@ -242,9 +248,11 @@ std::optional<RankHit> fp64(const RankAnalysis& r, const Thresholds& th) {
                            format_duration_ns(static_cast<double>(ns)), format_percent(p.fp64_fraction),
                            format_percent(th.fp64_share),
                            p.top_fp64.empty() ? std::string("-") : p.top_fp64.front().name.substr(0, 80));
-  f.figures = {{"fp64 kernel time", static_cast<double>(ns), "ns"}, {"share of kernel time", p.fp64_fraction, "fraction"}};
+  f.figures = {{"fp64 kernel time", static_cast<double>(ns), "ns"},
+               {"share of kernel time", p.fp64_fraction, "fraction"}};
   f.saving_method = "upper bound: all FP64 kernel time";
-  f.fix = "find the float64 tensors (torch.from_numpy of float64 arrays, .double(), dtype=torch.float64) and use float32 or bfloat16";
+  f.fix =
+      "find the float64 tensors (torch.from_numpy of float64 arrays, .double(), dtype=torch.float64) and use float32 or bfloat16";
   return RankHit{share, std::move(f)};
 }
 
@@ -256,16 +264,18 @@ std::optional<RankHit> exposed_communication(const RankAnalysis& r, const Thresh
   Finding f;
   f.id = "exposed-communication";
   f.title = "Communication is not hidden behind compute";
-  f.evidence = fmt::format("{}: {} of communication is not overlapped with compute ({} of wall time, threshold {}); "
-                           "only {} of communication overlaps compute",
-                           r.label, format_duration_ns(static_cast<double>(b.exposed_communication_ns)), format_percent(share),
-                           format_percent(th.exposed_comm_share), format_percent(b.overlap_fraction));
+  f.evidence = fmt::format(
+      "{}: {} of communication is not overlapped with compute ({} of wall time, threshold {}); "
+      "only {} of communication overlaps compute",
+      r.label, format_duration_ns(static_cast<double>(b.exposed_communication_ns)), format_percent(share),
+      format_percent(th.exposed_comm_share), format_percent(b.overlap_fraction));
   f.figures = {{"exposed communication", static_cast<double>(b.exposed_communication_ns), "ns"},
                {"share of wall time", share, "fraction"},
                {"overlap fraction", b.overlap_fraction, "fraction"}};
   f.saving_method = "upper bound: all exposed communication time, if it were fully overlapped with backward compute";
-  f.fix = "DDP(model, bucket_cap_mb=<tune: 10-100>, gradient_as_bucket_view=True); for large models FSDP or gradient "
-          "accumulation with no_sync() to communicate less often";
+  f.fix =
+      "DDP(model, bucket_cap_mb=<tune: 10-100>, gradient_as_bucket_view=True); for large models FSDP or gradient "
+      "accumulation with no_sync() to communicate less often";
   return RankHit{share, std::move(f)};
 }
 
@@ -282,11 +292,12 @@ std::optional<RankHit> launch_bound(const RankAnalysis& r, const Thresholds& th)
   const std::string launch_text = l.launch_api_count > 0
                                       ? "median launch call " + format_duration_ns(l.median_launch_ns)
                                       : std::string("no launch calls recorded in the window");
-  f.evidence = fmt::format("{}: {} GPU gaps under 1 ms add up to {} ({} of wall time, threshold {}); median kernel {} "
-                           "vs {}; {} of kernels are shorter than 10 us",
-                           r.label, l.gap_count, format_duration_ns(static_cast<double>(l.gpu_gap_ns)), format_percent(share),
-                           format_percent(th.launch_gap_share), format_duration_ns(l.median_kernel_ns), launch_text,
-                           format_percent(l.small_kernel_fraction));
+  f.evidence = fmt::format(
+      "{}: {} GPU gaps under 1 ms add up to {} ({} of wall time, threshold {}); median kernel {} "
+      "vs {}; {} of kernels are shorter than 10 us",
+      r.label, l.gap_count, format_duration_ns(static_cast<double>(l.gpu_gap_ns)), format_percent(share),
+      format_percent(th.launch_gap_share), format_duration_ns(l.median_kernel_ns), launch_text,
+      format_percent(l.small_kernel_fraction));
   if (const std::string who = responsible_text(r.attribution, r.attribution.tiny_kernels, true); !who.empty())
     f.evidence += "; kernels under 10 us" + who.substr(1);
   f.figures = {{"gpu gaps", static_cast<double>(l.gpu_gap_ns), "ns"},
@@ -294,8 +305,9 @@ std::optional<RankHit> launch_bound(const RankAnalysis& r, const Thresholds& th)
                {"median kernel", l.median_kernel_ns, "ns"},
                {"median launch", l.median_launch_ns, "ns"}};
   f.saving_method = "upper bound: all short GPU gaps between kernels, which CUDA graphs remove";
-  f.fix = "capture the step in CUDA graphs (torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), "
-          "or raise the batch size so kernels run longer";
+  f.fix =
+      "capture the step in CUDA graphs (torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), "
+      "or raise the batch size so kernels run longer";
   return RankHit{share, std::move(f)};
 }
 
@@ -303,20 +315,24 @@ std::optional<RankHit> host_sync(const RankAnalysis& r, const Thresholds& th) {
   const auto& s = r.sync;
   if (!s.availability.available || r.breakdown.wall_ns <= 0) return std::nullopt;
   // The host waiting costs GPU time only where the GPU idles as well.
-  const double share = std::min(s.fraction, static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns));
+  const double share =
+      std::min(s.fraction, static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns));
   if (share < th.sync_share) return std::nullopt;
   Finding f;
   f.id = "host-sync";
   f.title = "The host blocks in synchronize calls";
-  f.evidence = fmt::format("{}: the host spends {} in stream/device/event synchronize ({} of wall time) while the GPU "
-                           "idles {} of wall time (threshold {} for the smaller of the two)", r.label,
-                           format_duration_ns(static_cast<double>(s.host_sync_ns)), format_percent(s.fraction),
-                           format_percent(static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns)),
-                           format_percent(th.sync_share));
-  f.figures = {{"host synchronize time", static_cast<double>(s.host_sync_ns), "ns"}, {"share of wall", s.fraction, "fraction"}};
+  f.evidence = fmt::format(
+      "{}: the host spends {} in stream/device/event synchronize ({} of wall time) while the GPU "
+      "idles {} of wall time (threshold {} for the smaller of the two)",
+      r.label, format_duration_ns(static_cast<double>(s.host_sync_ns)), format_percent(s.fraction),
+      format_percent(static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns)),
+      format_percent(th.sync_share));
+  f.figures = {{"host synchronize time", static_cast<double>(s.host_sync_ns), "ns"},
+               {"share of wall", s.fraction, "fraction"}};
   f.saving_method = "upper bound: synchronize time, but no more than the GPU's idle time";
-  f.fix = "remove per-step .item(), .cpu(), print(loss) and torch.cuda.synchronize() from the training loop; "
-          "log every N steps";
+  f.fix =
+      "remove per-step .item(), .cpu(), print(loss) and torch.cuda.synchronize() from the training loop; "
+      "log every N steps";
   return RankHit{share, std::move(f)};
 }
 
@@ -338,8 +354,10 @@ std::optional<RankHit> sync_copies(const RankAnalysis& r, const Thresholds& th) 
   f.id = "sync-copies";
   f.title = "Synchronous memory copies in the step";
   f.evidence = fmt::format("{}: {} synchronous copies take {} ({} of step time, threshold {})", r.label, n,
-                           format_duration_ns(static_cast<double>(ns)), format_percent(share), format_percent(th.sync_copy_share));
-  f.figures = {{"synchronous copies", static_cast<double>(n), "count"}, {"synchronous copy time", static_cast<double>(ns), "ns"}};
+                           format_duration_ns(static_cast<double>(ns)), format_percent(share),
+                           format_percent(th.sync_copy_share));
+  f.figures = {{"synchronous copies", static_cast<double>(n), "count"},
+               {"synchronous copy time", static_cast<double>(ns), "ns"}};
   f.saving_method = "upper bound: all synchronous copy time";
   f.fix = "tensor.to(device, non_blocking=True) from pinned memory; avoid .item()/.cpu() inside the step";
   return RankHit{share, std::move(f)};
@@ -351,13 +369,16 @@ std::optional<RankHit> input_starvation(const RankAnalysis& r, const Thresholds&
   Finding f;
   f.id = "input-starvation";
   f.title = "The GPU waits for input data";
-  f.evidence = fmt::format("{}: {} idle gaps ending with an input copy add up to {} ({} of iteration time, threshold {})",
-                           r.label, in.starved_iterations, format_duration_ns(static_cast<double>(in.starvation_ns)),
-                           format_percent(in.fraction), format_percent(th.starvation_share));
-  f.figures = {{"starvation", static_cast<double>(in.starvation_ns), "ns"}, {"share of iteration time", in.fraction, "fraction"}};
+  f.evidence =
+      fmt::format("{}: {} idle gaps ending with an input copy add up to {} ({} of iteration time, threshold {})",
+                  r.label, in.starved_iterations, format_duration_ns(static_cast<double>(in.starvation_ns)),
+                  format_percent(in.fraction), format_percent(th.starvation_share));
+  f.figures = {{"starvation", static_cast<double>(in.starvation_ns), "ns"},
+               {"share of iteration time", in.fraction, "fraction"}};
   f.saving_method = "upper bound: every idle gap that ends with a host-to-device copy";
-  f.fix = "DataLoader(..., num_workers=<cores per GPU>, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
-          "decode on the GPU (DALI) when the CPU cannot keep up";
+  f.fix =
+      "DataLoader(..., num_workers=<cores per GPU>, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
+      "decode on the GPU (DALI) when the CPU cannot keep up";
   return RankHit{in.fraction, std::move(f)};
 }
 
@@ -375,23 +396,27 @@ std::optional<RankHit> numa_placement(const RankAnalysis& r, const Thresholds& t
   Finding f;
   f.id = "numa-placement";
   f.title = "Process placed off its GPU's NUMA node";
-  f.evidence = fmt::format("{}: GPU on NUMA node {}; the process may run on CPUs of nodes {}; {} of its memory is on other "
-                           "nodes (threshold {}); policy '{}'",
-                           r.label, n.gpu_node, cpu_nodes, format_percent(n.remote_memory_fraction),
-                           format_percent(th.remote_memory_fraction), n.memory_policy);
+  f.evidence = fmt::format(
+      "{}: GPU on NUMA node {}; the process may run on CPUs of nodes {}; {} of its memory is on other "
+      "nodes (threshold {}); policy '{}'",
+      r.label, n.gpu_node, cpu_nodes, format_percent(n.remote_memory_fraction),
+      format_percent(th.remote_memory_fraction), n.memory_policy);
   f.figures = {{"gpu node", static_cast<double>(n.gpu_node), "node"},
                {"remote memory fraction", n.remote_memory_fraction, "fraction"}};
   if (r.host.availability.available && r.host.main_on_gpu_node >= 0) {
     // Measured, not only allowed: where the threads actually ran.
-    f.evidence += fmt::format("; measured: the main thread ran on the GPU's node in {} of its samples, and {} of the "
-                              "sampled CPU time was on it",
-                              format_percent(r.host.main_on_gpu_node), format_percent(r.host.cpu_on_gpu_node));
+    f.evidence += fmt::format(
+        "; measured: the main thread ran on the GPU's node in {} of its samples, and {} of the "
+        "sampled CPU time was on it",
+        format_percent(r.host.main_on_gpu_node), format_percent(r.host.cpu_on_gpu_node));
     f.figures.push_back({"main thread samples on the GPU's node", r.host.main_on_gpu_node, "fraction"});
     f.figures.push_back({"CPU time on the GPU's node", r.host.cpu_on_gpu_node, "fraction"});
   }
   f.saving_method = "upper bound: all host<->device copy time (the traffic that crosses the socket link)";
-  f.fix = fmt::format("numactl --cpunodebind={0} --membind={0} python train.py (per rank; torchrun --numa-binding / "
-                      "srun --cpu-bind=ldoms)", n.gpu_node);
+  f.fix = fmt::format(
+      "numactl --cpunodebind={0} --membind={0} python train.py (per rank; torchrun --numa-binding / "
+      "srun --cpu-bind=ldoms)",
+      n.gpu_node);
   return RankHit{share, std::move(f)};
 }
 
@@ -420,12 +445,13 @@ std::vector<Figure> host_figures(const HostStats& h, double idle) {
 
 std::string host_text(const RankAnalysis& r, double idle) {
   const auto& w = r.host.window;
-  return fmt::format("{}: the main thread ran {} of the wall time, waited for a CPU {}, slept {} and waited on I/O "
-                     "{}; its other threads used {:.2f} cores and {} worker processes {:.2f} cores; the GPU idled {}",
-                     r.label, format_percent(w.main_busy),
-                     r.host.has_run_wait ? format_percent(w.main_run_wait) : std::string("(not measured)"),
-                     format_percent(w.main_sleep), format_percent(w.main_io), w.main_other_threads_cores,
-                     r.host.worker_processes, w.worker_cores, format_percent(idle));
+  return fmt::format(
+      "{}: the main thread ran {} of the wall time, waited for a CPU {}, slept {} and waited on I/O "
+      "{}; its other threads used {:.2f} cores and {} worker processes {:.2f} cores; the GPU idled {}",
+      r.label, format_percent(w.main_busy),
+      r.host.has_run_wait ? format_percent(w.main_run_wait) : std::string("(not measured)"),
+      format_percent(w.main_sleep), format_percent(w.main_io), w.main_other_threads_cores, r.host.worker_processes,
+      w.worker_cores, format_percent(idle));
 }
 
 std::optional<RankHit> host_bound(const RankAnalysis& r, const Thresholds& th) {
@@ -434,13 +460,15 @@ std::optional<RankHit> host_bound(const RankAnalysis& r, const Thresholds& th) {
   Finding f;
   f.id = "host-bound";
   f.title = "The launching thread is busy the whole step";
-  f.evidence = host_text(r, idle) + fmt::format(" (threshold: main thread busy {} with the GPU idle {})",
-                                                format_percent(th.host_busy_share), format_percent(th.host_gpu_idle_share));
+  f.evidence =
+      host_text(r, idle) + fmt::format(" (threshold: main thread busy {} with the GPU idle {})",
+                                       format_percent(th.host_busy_share), format_percent(th.host_gpu_idle_share));
   f.figures = host_figures(r.host, idle);
   f.saving_method = "upper bound: the GPU's idle time, which a faster host loop would fill";
-  f.fix = "issue fewer, larger GPU operations from Python: capture the step in CUDA graphs "
-          "(torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), torch.compile to fuse small ops, "
-          "fused optimizers (foreach/fused=True); move per-step Python work (logging, metrics) out of the loop";
+  f.fix =
+      "issue fewer, larger GPU operations from Python: capture the step in CUDA graphs "
+      "(torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), torch.compile to fuse small ops, "
+      "fused optimizers (foreach/fused=True); move per-step Python work (logging, metrics) out of the loop";
   return RankHit{idle, std::move(f)};
 }
 
@@ -456,20 +484,22 @@ std::optional<RankHit> loader_bound(const RankAnalysis& r, const Thresholds& th)
   Finding f;
   f.id = "loader-bound";
   f.title = "The main thread waits for input";
-  f.evidence = host_text(r, idle) +
-               fmt::format("; the main thread was off the CPU {} of the wall time while {} (threshold: off the CPU {} "
-                           "with workers using {:.2f} cores or input late)",
-                           format_percent(waiting),
-                           workers_busy ? fmt::format("its {} worker processes used {:.2f} cores", h.worker_processes,
-                                                      h.window.worker_cores)
-                                        : fmt::format("input copies arrived late ({} of iteration time)",
-                                                      format_percent(r.input.fraction)),
-                           format_percent(th.host_main_wait_share), th.host_worker_cores);
+  f.evidence =
+      host_text(r, idle) +
+      fmt::format(
+          "; the main thread was off the CPU {} of the wall time while {} (threshold: off the CPU {} "
+          "with workers using {:.2f} cores or input late)",
+          format_percent(waiting),
+          workers_busy
+              ? fmt::format("its {} worker processes used {:.2f} cores", h.worker_processes, h.window.worker_cores)
+              : fmt::format("input copies arrived late ({} of iteration time)", format_percent(r.input.fraction)),
+          format_percent(th.host_main_wait_share), th.host_worker_cores);
   f.figures = host_figures(h, idle);
   f.saving_method = "upper bound: the smaller of the GPU's idle time and the main thread's time off the CPU";
-  f.fix = "feed the step faster: DataLoader(num_workers=<more, up to the cores per GPU>, pin_memory=True, "
-          "persistent_workers=True, prefetch_factor=4), smaller batches to transfer (uint8 instead of float, "
-          "decode/augment on the GPU: DALI or torchvision.transforms.v2 on CUDA tensors)";
+  f.fix =
+      "feed the step faster: DataLoader(num_workers=<more, up to the cores per GPU>, pin_memory=True, "
+      "persistent_workers=True, prefetch_factor=4), smaller batches to transfer (uint8 instead of float, "
+      "decode/augment on the GPU: DALI or torchvision.transforms.v2 on CUDA tensors)";
   return RankHit{share, std::move(f)};
 }
 
@@ -484,28 +514,32 @@ std::optional<RankHit> host_contention(const RankAnalysis& r, const Thresholds& 
   Finding f;
   f.id = "host-contention";
   f.title = "Host threads compete for CPUs";
-  f.evidence = host_text(r, idle) +
-               fmt::format("; {:.1f} threads were runnable on average (at most {}) for {} CPUs, more than the CPUs in "
-                           "{} of the samples; all sampled threads waited {:.2f} cores' worth on run queues "
-                           "(thresholds: main thread waiting {} or {} of samples over the CPUs)",
-                           h.window.mean_runnable, h.window.max_runnable,
-                           h.cores > 0 ? std::to_string(h.cores) : std::string("?"),
-                           h.cores > 0 ? format_percent(h.contended_instants) : std::string("n/a"), h.run_wait_cores,
-                           format_percent(th.host_run_wait_share), format_percent(th.host_contended_instants));
+  f.evidence =
+      host_text(r, idle) +
+      fmt::format(
+          "; {:.1f} threads were runnable on average (at most {}) for {} CPUs, more than the CPUs in "
+          "{} of the samples; all sampled threads waited {:.2f} cores' worth on run queues "
+          "(thresholds: main thread waiting {} or {} of samples over the CPUs)",
+          h.window.mean_runnable, h.window.max_runnable, h.cores > 0 ? std::to_string(h.cores) : std::string("?"),
+          h.cores > 0 ? format_percent(h.contended_instants) : std::string("n/a"), h.run_wait_cores,
+          format_percent(th.host_run_wait_share), format_percent(th.host_contended_instants));
   f.figures = host_figures(h, idle);
   f.figures.push_back({"samples with more runnable threads than CPUs", h.contended_instants, "fraction"});
   f.figures.push_back({"run-queue wait, all threads", h.run_wait_cores, "cores"});
-  f.saving_method = waits ? "upper bound: the smaller of the GPU's idle time and the main thread's run-queue wait"
-                          : "estimate: GPU idle time, at most the share of busy main-thread samples with CPUs oversubscribed";
-  f.fix = "give the training thread a CPU of its own: fewer DataLoader workers or intra-op threads (num_workers, "
-          "OMP_NUM_THREADS, torch.set_num_threads), more CPUs per rank, or pin workers away from the main thread "
-          "(worker_init_fn with os.sched_setaffinity)";
+  f.saving_method =
+      waits ? "upper bound: the smaller of the GPU's idle time and the main thread's run-queue wait"
+            : "estimate: GPU idle time, at most the share of busy main-thread samples with CPUs oversubscribed";
+  f.fix =
+      "give the training thread a CPU of its own: fewer DataLoader workers or intra-op threads (num_workers, "
+      "OMP_NUM_THREADS, torch.set_num_threads), more CPUs per rank, or pin workers away from the main thread "
+      "(worker_init_fn with os.sched_setaffinity)";
   return RankHit{share, std::move(f)};
 }
 
 std::optional<RankHit> iteration_variance(const RankAnalysis& r, const Thresholds& th) {
   const auto& it = r.iterations;
-  if (!it.availability.available || it.count - it.warmup_count < 3 || it.steady_cv < th.iteration_cv) return std::nullopt;
+  if (!it.availability.available || it.count - it.warmup_count < 3 || it.steady_cv < th.iteration_cv)
+    return std::nullopt;
   double excess = 0, sum = 0;
   for (const auto& i : it.iterations) {
     if (i.warmup) continue;
@@ -520,10 +554,13 @@ std::optional<RankHit> iteration_variance(const RankAnalysis& r, const Threshold
   f.evidence = fmt::format("{}: steady-state iterations have CV {:.2f} (threshold {:.2f}); median {}, p95 {}", r.label,
                            it.steady_cv, th.iteration_cv, format_duration_ns(it.steady_median_ns),
                            format_duration_ns(it.steady_p95_ns));
-  f.figures = {{"steady cv", it.steady_cv, "ratio"}, {"steady median", it.steady_median_ns, "ns"}, {"steady p95", it.steady_p95_ns, "ns"}};
+  f.figures = {{"steady cv", it.steady_cv, "ratio"},
+               {"steady median", it.steady_median_ns, "ns"},
+               {"steady p95", it.steady_p95_ns, "ns"}};
   f.saving_method = "upper bound: time of the steady iterations above the median";
-  f.fix = "look for periodic host work in the slow iterations: garbage collection (gc.freeze()), logging, checkpointing, "
-          "DataLoader workers falling behind";
+  f.fix =
+      "look for periodic host work in the slow iterations: garbage collection (gc.freeze()), logging, checkpointing, "
+      "DataLoader workers falling behind";
   return RankHit{share, std::move(f)};
 }
 
@@ -554,15 +591,15 @@ void straggler(const RunAnalysis& run, const std::vector<RankAnalysis>& judged, 
       Finding f;
       f.id = "straggler";
       f.title = fmt::format("Rank {} makes the others wait", worst.rank);
-      f.evidence = fmt::format("rank {} arrives last at {} of {} matched collectives{}, {} late per {}iteration, {} more than "
-                               "the next-latest rank ({} of a {} step, threshold {}); {} late in total, at most {}",
-                               worst.rank, steady ? worst.steady_times_last : worst.times_last,
-                               steady ? st.steady_matched_collectives : st.matched_collectives,
-                               steady ? " of the steady iterations" : "", format_duration_ns(worst_per_iteration),
-                               steady ? "steady " : "", format_duration_ns(excess),
-                               format_percent(share), format_duration_ns(step), format_percent(th.straggler_share),
-                               format_duration_ns(static_cast<double>(worst.total_late_ns)),
-                               format_duration_ns(static_cast<double>(worst.max_late_ns)));
+      f.evidence = fmt::format(
+          "rank {} arrives last at {} of {} matched collectives{}, {} late per {}iteration, {} more than "
+          "the next-latest rank ({} of a {} step, threshold {}); {} late in total, at most {}",
+          worst.rank, steady ? worst.steady_times_last : worst.times_last,
+          steady ? st.steady_matched_collectives : st.matched_collectives, steady ? " of the steady iterations" : "",
+          format_duration_ns(worst_per_iteration), steady ? "steady " : "", format_duration_ns(excess),
+          format_percent(share), format_duration_ns(step), format_percent(th.straggler_share),
+          format_duration_ns(static_cast<double>(worst.total_late_ns)),
+          format_duration_ns(static_cast<double>(worst.max_late_ns)));
       f.ranks = {worst.rank};
       f.figures = {{"late per iteration", worst_per_iteration, "ns"},
                    {"beyond the next-latest rank", excess, "ns"},
@@ -571,8 +608,9 @@ void straggler(const RunAnalysis& run, const std::vector<RankAnalysis>& judged, 
       f.saving_method =
           "upper bound: the straggler's lateness per iteration beyond the next-latest rank's, which every other rank waits "
           "out";
-      f.fix = "check that rank's host: CPU binding (numactl --cpunodebind), data loading on that node, GPU clocks and "
-              "temperature (nvidia-smi -q -d CLOCK,TEMPERATURE), and uneven work per rank";
+      f.fix =
+          "check that rank's host: CPU binding (numactl --cpunodebind), data loading on that node, GPU clocks and "
+          "temperature (nvidia-smi -q -d CLOCK,TEMPERATURE), and uneven work per rank";
       f.saving_fraction = std::clamp(share, 0.0, 1.0);
       f.severity = severity_for(f.saving_fraction);
       out.push_back(std::move(f));
@@ -594,9 +632,10 @@ void add_perturbation_cautions(const std::vector<RankAnalysis>& judged, std::vec
     }
     if (!worst) continue;
     const auto& p = worst->perturbation;
-    f.evidence += fmt::format("; caution: the profiler made traced iterations {:.1f} % (95 % CI {:.1f} to {:.1f} %) "
-                              "slower on {}, which inflates CPU-side gaps and waits (docs/collector.md)",
-                              p.percent, p.ci_low, p.ci_high, worst->label);
+    f.evidence += fmt::format(
+        "; caution: the profiler made traced iterations {:.1f} % (95 % CI {:.1f} to {:.1f} %) "
+        "slower on {}, which inflates CPU-side gaps and waits (docs/collector.md)",
+        p.percent, p.ci_low, p.ci_high, worst->label);
     f.figures.push_back({"profiler perturbation", p.percent / 100, "fraction"});
   }
 }
@@ -650,11 +689,14 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
     per_rank(judged, out, [&](const RankAnalysis& r) { return rule.judge(r, th); });
   straggler(run, judged, th, out);
   add_perturbation_cautions(judged, out);
-  std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) { return a.saving_fraction > b.saving_fraction; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Finding& a, const Finding& b) { return a.saving_fraction > b.saving_fraction; });
   return out;
 }
 
-void to_json(nlohmann::json& j, const Figure& v) { j = nlohmann::json{{"name", v.name}, {"value", v.value}, {"unit", v.unit}}; }
+void to_json(nlohmann::json& j, const Figure& v) {
+  j = nlohmann::json{{"name", v.name}, {"value", v.value}, {"unit", v.unit}};
+}
 
 void to_json(nlohmann::json& j, const Finding& v) {
   j = nlohmann::json{{"id", v.id},

@@ -23,46 +23,46 @@ enum class Severity : uint8_t { kInfo = 0, kWarning, kCritical };
 std::string_view to_string(Severity s);
 
 struct Figure {
-  std::string name;   // "pageable HtoD share"
+  std::string name;  // "pageable HtoD share"
   double value = 0;
-  std::string unit;   // "ns", "bytes", "fraction", "count", "GB/s"
+  std::string unit;  // "ns", "bytes", "fraction", "count", "GB/s"
 };
 
 struct Finding {
-  std::string id;                 // stable rule id, e.g. "pinned-memory"
-  std::string title;              // one line
+  std::string id;     // stable rule id, e.g. "pinned-memory"
+  std::string title;  // one line
   Severity severity = Severity::kInfo;
-  std::string evidence;           // sentence with the figures and where (ranks, kernels)
+  std::string evidence;  // sentence with the figures and where (ranks, kernels)
   std::vector<Figure> figures;
-  std::vector<int32_t> ranks;     // ranks the finding is about (empty: all)
-  double saving_fraction = 0;     // upper bound of the saving, share of step time
-  std::string saving_method;      // how the upper bound was estimated
-  std::string fix;                // concrete change, e.g. "DataLoader(pin_memory=True)"
+  std::vector<int32_t> ranks;  // ranks the finding is about (empty: all)
+  double saving_fraction = 0;  // upper bound of the saving, share of step time
+  std::string saving_method;   // how the upper bound was estimated
+  std::string fix;             // concrete change, e.g. "DataLoader(pin_memory=True)"
 };
 
 // Thresholds of the rules (defaults as in docs/advisor.md).
 struct Thresholds {
-  double pageable_share_of_step = 0.02;     // pageable copy time / step time
-  double layout_share = 0.03;               // conversion kernels / kernel time
-  double fp32_share = 0.10;                 // FP32 non-tensor-core GEMM/conv / kernel time
+  double pageable_share_of_step = 0.02;  // pageable copy time / step time
+  double layout_share = 0.03;            // conversion kernels / kernel time
+  double fp32_share = 0.10;              // FP32 non-tensor-core GEMM/conv / kernel time
   double fp64_share = 0.02;
-  double exposed_comm_share = 0.10;         // exposed communication / wall
-  double straggler_share = 0.05;            // a rank's lateness / step time
-  double launch_gap_share = 0.10;           // GPU gaps / wall when launch-bound
-  double sync_share = 0.05;                 // host synchronize / wall
-  double starvation_share = 0.05;           // input starvation / iteration time
-  double iteration_cv = 0.10;               // steady-state coefficient of variation
-  double sync_copy_share = 0.02;            // synchronous copies / wall
-  double remote_memory_fraction = 0.10;     // pages off the GPU's NUMA node
+  double exposed_comm_share = 0.10;      // exposed communication / wall
+  double straggler_share = 0.05;         // a rank's lateness / step time
+  double launch_gap_share = 0.10;        // GPU gaps / wall when launch-bound
+  double sync_share = 0.05;              // host synchronize / wall
+  double starvation_share = 0.05;        // input starvation / iteration time
+  double iteration_cv = 0.10;            // steady-state coefficient of variation
+  double sync_copy_share = 0.02;         // synchronous copies / wall
+  double remote_memory_fraction = 0.10;  // pages off the GPU's NUMA node
   // Host threads (the collector's host sampler): judged only where the GPU
   // idles at least host_gpu_idle_share of the wall time (else the host does
   // not hold the step back).
   double host_gpu_idle_share = 0.10;
-  double host_busy_share = 0.85;            // main thread on a CPU / wall: host-bound
-  double host_main_wait_share = 0.30;       // main thread asleep / wall, with workers busy: loader-bound
-  double host_worker_cores = 0.25;          // workers' CPU (cores) that makes a sleeping main thread loader-bound
-  double host_run_wait_share = 0.05;        // main thread runnable but off-CPU / wall: contention
-  double host_contended_instants = 0.10;    // samples with more runnable threads than cores: contention
+  double host_busy_share = 0.85;          // main thread on a CPU / wall: host-bound
+  double host_main_wait_share = 0.30;     // main thread asleep / wall, with workers busy: loader-bound
+  double host_worker_cores = 0.25;        // workers' CPU (cores) that makes a sleeping main thread loader-bound
+  double host_run_wait_share = 0.05;      // main thread runnable but off-CPU / wall: contention
+  double host_contended_instants = 0.10;  // samples with more runnable threads than cores: contention
 };
 
 // Applies every rule; findings sorted by saving_fraction, descending.

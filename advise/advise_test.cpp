@@ -125,7 +125,8 @@ TEST(AdviseTest, LongWarmupIterationDoesNotHidePageableCopies) {
 TEST(AdviseTest, ChannelsLast) {
   TraceBuilder b;
   b.kernel("sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x32x16", 0, 9000)
-      .kernel("void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>", 9000, 10000);
+      .kernel("void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>", 9000,
+              10000);
   const auto c_all = run_on(b.t);
   const Finding* c = find(c_all, "channels-last");
   ASSERT_NE(c, nullptr);
@@ -216,7 +217,9 @@ TEST(AdviseTest, ChannelsLastCountsNchwOnlyHalfPrecisionKernels) {
 
 TEST(AdviseTest, MixedPrecisionAndFp64) {
   TraceBuilder b;
-  b.kernel("volta_sgemm_128x64_nn", 0, 6000).kernel("ampere_dgemm_64x32_nn", 6000, 7000).kernel("elementwise", 7000, 10000);
+  b.kernel("volta_sgemm_128x64_nn", 0, 6000)
+      .kernel("ampere_dgemm_64x32_nn", 6000, 7000)
+      .kernel("elementwise", 7000, 10000);
   const auto f = run_on(b.t);
   const Finding* m = find(f, "mixed-precision");
   ASSERT_NE(m, nullptr);
@@ -531,7 +534,8 @@ TEST(AdviseHost, LoaderBoundWhenTheMainThreadSleepsWhileWorkersWork) {
   EXPECT_NE(l->fix.find("num_workers"), std::string::npos);
   EXPECT_EQ(find(f, "host-bound"), nullptr);
   bool has_workers_figure = false;
-  for (const auto& fig : l->figures) has_workers_figure |= fig.name == "worker processes' CPU" && std::abs(fig.value - 1.8) < 1e-9;
+  for (const auto& fig : l->figures)
+    has_workers_figure |= fig.name == "worker processes' CPU" && std::abs(fig.value - 1.8) < 1e-9;
   EXPECT_TRUE(has_workers_figure);
   // The same sleeping main thread without busy workers or late input: not the loader.
   TraceBuilder idle = steps();
@@ -546,7 +550,8 @@ TEST(AdviseHost, ContentionWhenMoreThreadsAreRunnableThanCores) {
   each_sample([&](int64_t t) {
     // Main: 5 ms on a CPU and 4 ms runnable but waiting in each 10 ms.
     b.host_sample(t, 100, 100, ThreadState::kRunning, 0, 5 * kMs, 4 * kMs);
-    for (uint32_t w = 0; w < 6; ++w) b.host_sample(t, 200 + w, 200 + w, ThreadState::kRunning, int32_t(w % 4), 5 * kMs, 5 * kMs);
+    for (uint32_t w = 0; w < 6; ++w)
+      b.host_sample(t, 200 + w, 200 + w, ThreadState::kRunning, int32_t(w % 4), 5 * kMs, 5 * kMs);
   });
   const auto f = run_on(b.t);
   const Finding* c = find(f, "host-contention");

@@ -58,7 +58,12 @@ void BM_AttributionSynthetic(benchmark::State& state) {
   }
   state.counters["events"] = static_cast<double>(t->event_count());
 }
-BENCHMARK(BM_AttributionSynthetic)->ArgName("attribution")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AttributionSynthetic)
+    ->ArgName("attribution")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_AttributionRealTrace(benchmark::State& state) {
   static std::unique_ptr<trace::Trace> t;
@@ -78,7 +83,12 @@ void BM_AttributionRealTrace(benchmark::State& state) {
   }
   state.counters["events"] = static_cast<double>(t->event_count());
 }
-BENCHMARK(BM_AttributionRealTrace)->ArgName("attribution")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AttributionRealTrace)
+    ->ArgName("attribution")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Writes the run directory once (64 .sstrace files of ~1 M events each).
 fs::path make_run_dir(int ranks, size_t events) {

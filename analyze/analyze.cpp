@@ -138,9 +138,10 @@ ProfilerPerturbation read_perturbation(const std::unordered_map<std::string, std
   // were not recorded; their GPU time counts as idle there.
   double every = 0;
   if (p.sampling == "sampled" && p.seen > 0 && number("repeat_every", &every) && every > 0)
-    p.text += fmt::format("; windows repeat every {:.0f} iterations: the steady analysis spans the detached "
-                          "iterations between them too, counted as GPU idle (analyze --window itA:itB takes one window)",
-                          every);
+    p.text += fmt::format(
+        "; windows repeat every {:.0f} iterations: the steady analysis spans the detached "
+        "iterations between them too, counted as GPU idle (analyze --window itA:itB takes one window)",
+        every);
   return p;
 }
 
@@ -204,8 +205,7 @@ IterationStats window_iterations(const detail::Detected& detected, const Window&
   if (st.iterations.empty())
     st.availability = {false, fmt::format("skipped: none of the {} iterations ({}) lies inside the window",
                                           detected.iterations.size(), detected.source)};
-  else
-    detail::summarize_iterations(st, warmup_tolerance);
+  else detail::summarize_iterations(st, warmup_tolerance);
   return st;
 }
 
@@ -214,7 +214,8 @@ IterationStats window_iterations(const detail::Detected& detected, const Window&
 // add() appends to one stream's slice, merging as append() does.
 class StreamSlices {
  public:
-  StreamSlices(const trace::Trace& t, detail::WindowScratch& scratch) : streams_(scratch.streams), slots_(scratch.slots) {
+  StreamSlices(const trace::Trace& t, detail::WindowScratch& scratch)
+      : streams_(scratch.streams), slots_(scratch.slots) {
     std::unordered_map<uint64_t, size_t> stream_rows;
     count_streams(t.kernels, stream_rows);
     count_streams(t.nccl, stream_rows);
@@ -381,7 +382,8 @@ CopyStats analyze_copies(const Window& w, detail::WindowScratch& scratch, Stream
     g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
     cp.groups.push_back(g);
   }
-  std::sort(cp.groups.begin(), cp.groups.end(), [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
+  std::sort(cp.groups.begin(), cp.groups.end(),
+            [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
   cp.pageable_fraction = host_bytes > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes) : 0;
   const auto& s = t.memsets;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -440,7 +442,8 @@ RankBreakdown analyze_breakdown(const Window& w, detail::WindowScratch& scratch)
   b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
   b.copy_ns = total(scratch.copy) - intersection_length(scratch.copy, compute_comm);
   b.idle_ns = w.wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
-  b.overlap_fraction = b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
+  b.overlap_fraction =
+      b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
   return b;
 }
 
@@ -459,7 +462,8 @@ LaunchStats analyze_launch(const Window& w, detail::WindowScratch& scratch, int6
   ls.kernel_ns = kernel_ns;
   int64_t small = 0;
   for (int64_t d : kernel_durations) small += d < kSmallKernelNs ? 1 : 0;
-  ls.small_kernel_fraction = ls.kernel_count > 0 ? static_cast<double>(small) / static_cast<double>(ls.kernel_count) : 0;
+  ls.small_kernel_fraction =
+      ls.kernel_count > 0 ? static_cast<double>(small) / static_cast<double>(ls.kernel_count) : 0;
   ls.median_kernel_ns = trace::median_in_place(kernel_durations);
   std::vector<int8_t> is_launch(t.strings.size(), -1);
   // The kernels' durations are done with: their list holds the launches'.
@@ -482,8 +486,8 @@ LaunchStats analyze_launch(const Window& w, detail::WindowScratch& scratch, int6
   if (t.kernels.size() == 0) {
     ls.availability = {false, "skipped: the trace has no kernels"};
   } else {
-    const bool cpu_slower = ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns
-                                                    : ls.small_kernel_fraction >= 0.5;
+    const bool cpu_slower =
+        ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns : ls.small_kernel_fraction >= 0.5;
     ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
   }
   return ls;
@@ -516,7 +520,8 @@ SyncStats analyze_sync(const Window& w) {
       }
       if (kk > 0 && w.in(a.start[i], a.end[i])) add(static_cast<trace::SyncKind>(kk), w.clip(a.start[i], a.end[i]));
     }
-    if (a.size() == 0) sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
+    if (a.size() == 0)
+      sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
   }
   for (auto& [kind, g] : groups) sy.groups.push_back(g);
   sy.fraction = w.wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(w.wall) : 0;
@@ -545,8 +550,10 @@ void detail::finish_kernel_tables(bool no_kernels, const trace::StringTable& str
     layout.fraction = static_cast<double>(layout.conversion_ns) / kn;
     layout.nchw_half_fraction = static_cast<double>(layout.nchw_half_ns) / kn;
   }
-  prec.top_fp32 = top_of(ns, count, info, strings, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp32NoTensor; });
-  prec.top_fp64 = top_of(ns, count, info, strings, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp64; });
+  prec.top_fp32 =
+      top_of(ns, count, info, strings, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp32NoTensor; });
+  prec.top_fp64 =
+      top_of(ns, count, info, strings, 5, [](const KernelInfo& i) { return i.precision == Precision::kFp64; });
   layout.top = top_of(ns, count, info, strings, 5, [](const KernelInfo& i) { return i.layout_conversion; });
   layout.top_nchw_half = top_of(ns, count, info, strings, 5, [](const KernelInfo& i) { return i.nchw_half; });
   r.top_kernels = top_of(ns, count, info, strings, static_cast<size_t>(std::max(0, o.top_kernels)),
@@ -637,9 +644,11 @@ namespace {
 // time to share out: say so instead of printing zeros.
 void mark_empty_window(const Options& o, const Window& w, RankAnalysis& r) {
   if (!o.window || w.wall != 0) return;
-  const std::string why = fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
-  for (Availability* a : {&r.breakdown.availability, &r.launch.availability, &r.copies.availability, &r.sync.availability,
-                          &r.precision.availability, &r.layout.availability, &r.input.availability})
+  const std::string why =
+      fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
+  for (Availability* a :
+       {&r.breakdown.availability, &r.launch.availability, &r.copies.availability, &r.sync.availability,
+        &r.precision.availability, &r.layout.availability, &r.input.availability})
     if (a->available) *a = {false, why};
 }
 
@@ -763,8 +772,8 @@ RankAnalysis detail::analyze_rank(const trace::Trace& t, const Options& o, Windo
     while (first < its.size() && its[first].warmup) ++first;
     if (first < its.size()) {
       Options steady_options = o;
-      steady_options.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(first),
-                                         static_cast<double>(its.size())};
+      steady_options.window =
+          WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(first), static_cast<double>(its.size())};
       RankAnalysis steady = analyze_window(t, steady_options, paths.get(), scratch);
       steady.collectives.clear();  // stragglers are matched over the whole trace
       steady.collectives.shrink_to_fit();

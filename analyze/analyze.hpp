@@ -33,11 +33,11 @@ namespace scalescope::analyze {
 enum class KernelClass : uint8_t { kCompute = 0, kCommunication, kMemory, kSynchronization };
 inline constexpr int kKernelClassCount = 4;
 enum class Precision : uint8_t {
-  kOther = 0,      // not a GEMM/convolution we can place (elementwise, reductions, ...)
-  kFp64,           // double-precision kernels
-  kFp32NoTensor,   // FP32 GEMM/convolution on CUDA cores (SIMT)
-  kTensorCore,     // tensor-core kernels in FP16, BF16, FP8, INT8 (HMMA/GMMA/WGMMA)
-  kTf32,           // FP32 data on tensor cores as TF32 (half the BF16 peak)
+  kOther = 0,     // not a GEMM/convolution we can place (elementwise, reductions, ...)
+  kFp64,          // double-precision kernels
+  kFp32NoTensor,  // FP32 GEMM/convolution on CUDA cores (SIMT)
+  kTensorCore,    // tensor-core kernels in FP16, BF16, FP8, INT8 (HMMA/GMMA/WGMMA)
+  kTf32,          // FP32 data on tensor cores as TF32 (half the BF16 peak)
 };
 inline constexpr int kPrecisionCount = 5;
 
@@ -89,7 +89,7 @@ struct WindowSpec {
   Kind kind = Kind::kPercent;
   double start = 0, end = 100;
   static WindowSpec parse(std::string_view text);  // throws Error naming the text
-  static constexpr double kMaxNanoseconds = 1e18;   // ~31 years: offsets stay far inside int64
+  static constexpr double kMaxNanoseconds = 1e18;  // ~31 years: offsets stay far inside int64
   static constexpr double kMaxIterations = 1e9;
   std::string to_string() const;
 };
@@ -98,9 +98,9 @@ struct Options {
   std::optional<WindowSpec> window;  // none: the whole trace
   std::string iteration_range;       // NVTX range name marking one iteration; "" = automatic
   KernelClassifier classifier;
-  int top_kernels = 200;             // kernel names kept per rank (for top lists and diff)
-  double warmup_tolerance = 0.5;     // an early iteration longer than (1+tol) x steady median is warm-up
-  bool attribution = true;           // GPU time by operator and range (attribution.hpp); off to measure its cost
+  int top_kernels = 200;          // kernel names kept per rank (for top lists and diff)
+  double warmup_tolerance = 0.5;  // an early iteration longer than (1+tol) x steady median is warm-up
+  bool attribution = true;        // GPU time by operator and range (attribution.hpp); off to measure its cost
   // Align the hosts' clocks from matched collectives before stragglers are
   // measured (trace/clock_alignment.hpp); false: estimate and report only.
   bool align_clocks = true;
@@ -117,8 +117,8 @@ struct Availability {
 
 struct StreamUtilization {
   uint32_t device = 0, stream = 0;
-  int64_t busy_ns = 0;    // union of this stream's GPU activity inside the window
-  double fraction = 0;    // busy / window wall time
+  int64_t busy_ns = 0;  // union of this stream's GPU activity inside the window
+  double fraction = 0;  // busy / window wall time
 };
 
 // Compute + exposed communication + copies/sets + idle == wall_ns exactly.
@@ -128,12 +128,12 @@ struct RankBreakdown {
   trace::Timestamp window_start = 0, window_end = 0;
   int64_t wall_ns = 0;
   int64_t compute_ns = 0;
-  int64_t exposed_communication_ns = 0;   // communication not under any compute
-  int64_t copy_ns = 0;                    // copies, sets and memory kernels not under compute/communication
+  int64_t exposed_communication_ns = 0;  // communication not under any compute
+  int64_t copy_ns = 0;                   // copies, sets and memory kernels not under compute/communication
   int64_t idle_ns = 0;
-  int64_t communication_ns = 0;           // all communication time (union)
-  int64_t overlap_ns = 0;                 // communication hidden under compute
-  double overlap_fraction = 0;            // overlap / communication (0 when none)
+  int64_t communication_ns = 0;  // all communication time (union)
+  int64_t overlap_ns = 0;        // communication hidden under compute
+  double overlap_fraction = 0;   // overlap / communication (0 when none)
   std::vector<StreamUtilization> streams;
 };
 
@@ -144,34 +144,34 @@ struct Iteration {
 
 struct IterationStats {
   Availability availability;
-  std::string source;           // "nvtx:ProfilerStep#", "range:<name>", "detected:<pattern>"
+  std::string source;                 // "nvtx:ProfilerStep#", "range:<name>", "detected:<pattern>"
   std::vector<Iteration> iterations;  // in the window, in time order
   int64_t count = 0;
   int64_t warmup_count = 0;
-  double median_ns = 0, p95_ns = 0, mean_ns = 0, cv = 0;           // all iterations
-  double steady_median_ns = 0, steady_p95_ns = 0, steady_cv = 0;   // without warm-up
+  double median_ns = 0, p95_ns = 0, mean_ns = 0, cv = 0;          // all iterations
+  double steady_median_ns = 0, steady_p95_ns = 0, steady_cv = 0;  // without warm-up
 };
 
 // One collective as this rank saw it: enough to match it across ranks.
 struct CollectiveArrival {
   trace::StringId communicator = trace::kNoString;  // in the rank's own string table
-  std::string communicator_name;  // filled only for the matching key
+  std::string communicator_name;                    // filled only for the matching key
   trace::NcclOp op = trace::NcclOp::kUnknown;
-  int64_t sequence = -1;   // from the trace, or order of occurrence per (communicator, op)
+  int64_t sequence = -1;        // from the trace, or order of occurrence per (communicator, op)
   int64_t arrival_unix_ns = 0;  // kernel start, on the Unix clock
   int64_t end_unix_ns = 0;
-  bool warmup = false;     // started before the rank's first steady iteration
+  bool warmup = false;  // started before the rank's first steady iteration
 };
 
 struct LaunchStats {
   Availability availability;
   int64_t kernel_count = 0;
-  int64_t kernel_ns = 0;             // sum of kernel durations
+  int64_t kernel_ns = 0;  // sum of kernel durations
   int64_t launch_api_count = 0;
-  int64_t launch_api_ns = 0;         // CPU time in cudaLaunchKernel & co
+  int64_t launch_api_ns = 0;  // CPU time in cudaLaunchKernel & co
   double median_kernel_ns = 0;
   double median_launch_ns = 0;
-  int64_t gpu_gap_ns = 0;            // idle time between kernels inside busy stretches (gaps < 1 ms)
+  int64_t gpu_gap_ns = 0;  // idle time between kernels inside busy stretches (gaps < 1 ms)
   int64_t gap_count = 0;
   double small_kernel_fraction = 0;  // kernels shorter than 10 us
   bool launch_bound = false;         // median launch >= median kernel and gaps >= 10% of window
@@ -195,11 +195,11 @@ struct CopyStats {
   int64_t memset_count = 0;
   int64_t memset_ns = 0;
   uint64_t host_to_device_bytes = 0;
-  uint64_t pageable_bytes = 0;      // host-side pageable bytes of HtoD/DtoH
+  uint64_t pageable_bytes = 0;  // host-side pageable bytes of HtoD/DtoH
   int64_t pageable_ns = 0;
-  int64_t pageable_host_ns = 0;     // the calling threads' time in those copies' API calls
-  double pageable_fraction = 0;     // of HtoD/DtoH bytes
-  int64_t sync_copy_count = 0;      // synchronous copies in the window
+  int64_t pageable_host_ns = 0;  // the calling threads' time in those copies' API calls
+  double pageable_fraction = 0;  // of HtoD/DtoH bytes
+  int64_t sync_copy_count = 0;   // synchronous copies in the window
   int64_t sync_copy_ns = 0;
 };
 
@@ -212,8 +212,8 @@ struct SyncGroup {
 struct SyncStats {
   Availability availability;
   std::vector<SyncGroup> groups;
-  int64_t host_sync_ns = 0;     // stream + device + event synchronize (not StreamWaitEvent: no host wait)
-  double fraction = 0;          // host_sync_ns / window wall
+  int64_t host_sync_ns = 0;  // stream + device + event synchronize (not StreamWaitEvent: no host wait)
+  double fraction = 0;       // host_sync_ns / window wall
 };
 
 struct KernelSummary {
@@ -226,10 +226,10 @@ struct KernelSummary {
 
 struct PrecisionStats {
   Availability availability;
-  int64_t kernel_ns = 0;        // all kernel time in the window
-  std::array<int64_t, kPrecisionCount> ns{};  // indexed by Precision
+  int64_t kernel_ns = 0;                                                            // all kernel time in the window
+  std::array<int64_t, kPrecisionCount> ns{};                                        // indexed by Precision
   double fp64_fraction = 0, fp32_no_tensor_fraction = 0, tensor_core_fraction = 0;  // of kernel_ns
-  double tf32_fraction = 0;             // of kernel_ns
+  double tf32_fraction = 0;                                                         // of kernel_ns
   std::vector<KernelSummary> top_fp32;  // biggest FP32 non-tensor-core GEMM/conv kernels
   std::vector<KernelSummary> top_fp64;
 };
@@ -239,7 +239,7 @@ struct LayoutStats {
   int64_t conversion_count = 0;
   int64_t conversion_ns = 0;
   int64_t to_nchw_ns = 0;  // NHWC -> NCHW conversions: data is already channels_last
-  double fraction = 0;  // of kernel time in the window
+  double fraction = 0;     // of kernel time in the window
   // Half-precision kernels that exist only for NCHW data (batch norm,
   // depthwise convolution): the NHWC tensor-core path not taken.
   int64_t nchw_half_count = 0;
@@ -255,20 +255,20 @@ struct InputStats {
   int64_t starved_iterations = 0;  // iterations whose first compute waited behind an HtoD copy
   int64_t starvation_ns = 0;       // GPU idle from iteration start to first compute, while waiting for input
   int64_t compute_ns = 0;
-  double fraction = 0;             // starvation / summed iteration time
+  double fraction = 0;  // starvation / summed iteration time
 };
 
 // The collector's self-measured perturbation (sampled windows by iteration,
 // docs/collector.md): how much longer iterations inside traced windows took
 // than iterations while CUPTI was detached, from the trace's metadata.
 struct ProfilerPerturbation {
-  std::string sampling;   // "sampled", "full", "windows", or "" (not the collector, or an older one)
+  std::string sampling;  // "sampled", "full", "windows", or "" (not the collector, or an older one)
   bool measured = false;
   double percent = 0, ci_low = 0, ci_high = 0;
   int64_t inside = 0, outside = 0, seen = 0;
-  std::string text;       // the collector's sentence (or why not measured, or the no-marker note);
-                          // with --repeat-every, plus a note that the steady analysis spans the
-                          // detached stretches between windows
+  std::string text;  // the collector's sentence (or why not measured, or the no-marker note);
+                     // with --repeat-every, plus a note that the steady analysis spans the
+                     // detached stretches between windows
   // The interval's lower bound is above kPerturbationMatters: figures read
   // from CPU-side timing (launch gaps, idle gaps, host syncs) are inflated.
   bool matters = false;
@@ -278,7 +278,7 @@ inline constexpr double kPerturbationMatters = 5.0;  // percent, the same as col
 struct NumaStats {
   Availability availability;
   int32_t gpu_node = -1;
-  std::vector<int32_t> cpu_nodes;     // nodes of the CPUs the process may run on
+  std::vector<int32_t> cpu_nodes;  // nodes of the CPUs the process may run on
   std::vector<trace::NumaPages> memory_nodes;
   std::string memory_policy;
   bool cpus_cross_node = false;       // may run on CPUs off the GPU's node
@@ -297,7 +297,7 @@ struct HostThreadSummary {
   std::array<int64_t, trace::kThreadStateCount> state_samples{};  // by trace::ThreadState
   int64_t cpu_ns = 0, run_wait_ns = 0;
   int64_t voluntary_switches = 0, involuntary_switches = 0;
-  double busy_share = 0;  // cpu_ns / window
+  double busy_share = 0;      // cpu_ns / window
   std::vector<int32_t> cpus;  // CPUs it was seen on
   // Native call stacks (format 1.3, where perf_event_open was allowed): its
   // stack samples in the window, the functions they ended in (self) and the
@@ -317,13 +317,13 @@ struct HostThreadSummary {
 // second (2.0 = two cores' worth).
 struct HostShares {
   int64_t wall_ns = 0;
-  double main_busy = 0;      // main thread on a CPU
-  double main_run_wait = 0;  // main thread runnable but waiting for a CPU (schedstat)
-  double main_sleep = 0;     // main thread sleeping (S: locks, queues, the GIL, CUDA syncs that block)
-  double main_io = 0;        // main thread in uninterruptible sleep (D: I/O, page faults)
+  double main_busy = 0;                 // main thread on a CPU
+  double main_run_wait = 0;             // main thread runnable but waiting for a CPU (schedstat)
+  double main_sleep = 0;                // main thread sleeping (S: locks, queues, the GIL, CUDA syncs that block)
+  double main_io = 0;                   // main thread in uninterruptible sleep (D: I/O, page faults)
   double main_other_threads_cores = 0;  // the traced process's other threads
-  double worker_cores = 0;   // descendant processes (DataLoader workers)
-  double mean_runnable = 0;  // threads in state R per sample instant (all sampled threads)
+  double worker_cores = 0;              // descendant processes (DataLoader workers)
+  double mean_runnable = 0;             // threads in state R per sample instant (all sampled threads)
   int32_t max_runnable = 0;
   int64_t main_samples = 0;
 };
@@ -357,10 +357,10 @@ struct HostStats {
   double run_wait_cores = 0;
   // NUMA, measured: where the main thread and all sampled threads ran.
   int32_t gpu_node = -1;
-  std::vector<int32_t> main_cpus, cpus;  // distinct CPUs seen
-  std::vector<int32_t> nodes;            // their NUMA nodes
-  double main_on_gpu_node = -1;          // share of the main thread's samples on the GPU's node; -1 unknown
-  double cpu_on_gpu_node = -1;           // share of all sampled CPU time on the GPU's node; -1 unknown
+  std::vector<int32_t> main_cpus, cpus;    // distinct CPUs seen
+  std::vector<int32_t> nodes;              // their NUMA nodes
+  double main_on_gpu_node = -1;            // share of the main thread's samples on the GPU's node; -1 unknown
+  double cpu_on_gpu_node = -1;             // share of all sampled CPU time on the GPU's node; -1 unknown
   std::vector<HostThreadSummary> threads;  // by CPU time, descending, at most 64
   std::vector<HostIteration> iterations;   // one per iteration in the window
 };
@@ -374,8 +374,8 @@ struct ClassTotal {
 // Everything about one rank; small (summaries and top lists only).
 struct RankAnalysis {
   int32_t rank = -1;
-  std::string label;        // file name or "rank N"
-  std::string source;       // Metadata::source
+  std::string label;   // file name or "rank N"
+  std::string source;  // Metadata::source
   std::string hostname;
   // From the launcher's environment (the collector's meta.extra): node id,
   // node count and Slurm's node list; -1 / "" unknown.
@@ -396,8 +396,8 @@ struct RankAnalysis {
   ProfilerPerturbation perturbation;
   Attribution attribution;  // GPU time by operator, module and range (attribution.hpp)
   std::array<ClassTotal, kKernelClassCount> classes{};
-  std::vector<KernelSummary> top_kernels;          // by total time, at most Options::top_kernels
-  std::vector<CollectiveArrival> collectives;      // for straggler matching (compact)
+  std::vector<KernelSummary> top_kernels;      // by total time, at most Options::top_kernels
+  std::vector<CollectiveArrival> collectives;  // for straggler matching (compact)
   // The trace's problems of severity data loss ("torn_tail x1",
   // "checksum_mismatch x2"): the figures cover only what could be read.
   std::vector<std::string> data_loss;
@@ -419,10 +419,10 @@ struct RankAnalysis {
 
 struct RankLateness {
   int32_t rank = -1;
-  int64_t total_late_ns = 0;      // summed lateness over matched collectives
+  int64_t total_late_ns = 0;  // summed lateness over matched collectives
   int64_t max_late_ns = 0;
   double late_per_iteration_ns = 0;
-  int64_t times_last = 0;         // collectives where this rank arrived last
+  int64_t times_last = 0;  // collectives where this rank arrived last
   // The same over the collectives no rank reached in a warm-up iteration: one
   // wait at start-up (a slow first batch, a compile) must not outweigh a
   // steady lateness every step.
@@ -435,11 +435,11 @@ struct StragglerStats {
   Availability availability;
   int64_t matched_collectives = 0;
   int64_t unmatched_collectives = 0;
-  int64_t total_wait_ns = 0;            // summed (latest - earliest) arrival
+  int64_t total_wait_ns = 0;               // summed (latest - earliest) arrival
   int64_t steady_matched_collectives = 0;  // matched, reached by no rank in a warm-up iteration
-  std::string ranked_by;                // "steady iterations" (steady_late_ns) or "whole window" (total_late_ns)
-  std::vector<RankLateness> ranks;      // latest first, by steady_late_ns where steady collectives exist
-  int32_t slowest_rank = -1;            // longest median iteration
+  std::string ranked_by;                   // "steady iterations" (steady_late_ns) or "whole window" (total_late_ns)
+  std::vector<RankLateness> ranks;         // latest first, by steady_late_ns where steady collectives exist
+  int32_t slowest_rank = -1;               // longest median iteration
   double slowest_rank_median_ns = 0;
   double fastest_rank_median_ns = 0;
 };
@@ -448,7 +448,7 @@ struct StragglerStats {
 
 struct NodeSummary {
   std::string hostname;
-  int32_t node_rank = -1;        // the launcher's node id, -1 unknown
+  int32_t node_rank = -1;  // the launcher's node id, -1 unknown
   std::vector<int32_t> ranks;
   // Means over the node's ranks that have a breakdown (ns).
   double wall_ns = 0, compute_ns = 0, exposed_communication_ns = 0, copy_ns = 0, idle_ns = 0;
@@ -460,15 +460,15 @@ struct NodeSummary {
 
 // One communicator: does it span hosts (inter-node) or not (intra-node)?
 struct CommunicatorSummary {
-  std::string name;          // "" for collectives known only by their kernels
+  std::string name;  // "" for collectives known only by their kernels
   int32_t ranks = 0, hosts = 0;
   bool inter_node = false;
-  int64_t collectives = 0;   // distinct collectives seen
-  int64_t time_ns = 0;       // collective kernel time summed over its ranks
+  int64_t collectives = 0;  // distinct collectives seen
+  int64_t time_ns = 0;      // collective kernel time summed over its ranks
 };
 
 struct NodeStats {
-  Availability availability;  // skipped for one host with none missing
+  Availability availability;                       // skipped for one host with none missing
   std::vector<NodeSummary> nodes;                  // by node id, then first rank
   std::vector<CommunicatorSummary> communicators;  // by time, descending
   int64_t intra_node_collectives = 0, inter_node_collectives = 0;
@@ -554,19 +554,19 @@ NodeStats find_nodes(const std::vector<RankAnalysis>& ranks, const StragglerStat
 // ---- diff of two runs -----------------------------------------------------
 
 struct Delta {
-  std::string what;    // "compute", "kernel class: communication", kernel name, "copies HtoD pageable->device"
-  double a = 0, b = 0; // per-rank mean, ns (or bytes for *_bytes rows)
-  double delta = 0;    // b - a
-  double ratio = 0;    // b / a (0 when a == 0)
+  std::string what;     // "compute", "kernel class: communication", kernel name, "copies HtoD pageable->device"
+  double a = 0, b = 0;  // per-rank mean, ns (or bytes for *_bytes rows)
+  double delta = 0;     // b - a
+  double ratio = 0;     // b / a (0 when a == 0)
 };
 
 struct RunDiff {
-  std::vector<Delta> breakdown;     // compute, exposed communication, copies, idle, overlap, wall
+  std::vector<Delta> breakdown;  // compute, exposed communication, copies, idle, overlap, wall
   std::vector<Delta> classes;
-  std::vector<Delta> top_kernels;   // largest absolute deltas
-  std::vector<Delta> copies;        // time and bytes by kind and memory kinds
-  Delta iteration;                  // steady median iteration time
-  std::string note;                 // e.g. which side lacks iterations
+  std::vector<Delta> top_kernels;  // largest absolute deltas
+  std::vector<Delta> copies;       // time and bytes by kind and memory kinds
+  Delta iteration;                 // steady median iteration time
+  std::string note;                // e.g. which side lacks iterations
 };
 
 RunDiff diff(const RunAnalysis& a, const RunAnalysis& b, int top = 15);

@@ -116,8 +116,10 @@ TEST_F(RealTraceTest, AttributionAddsUpAndAgreesWithKinetoExternalIds) {
     return 0;
   };
   const std::pair<const char*, double> kExternalIdSums[] = {
-      {"aten::convolution_backward", 212818309}, {"aten::cudnn_batch_norm_backward", 189758250},
-      {"aten::copy_", 166293236},                {"aten::cudnn_batch_norm", 140851149},
+      {"aten::convolution_backward", 212818309},
+      {"aten::cudnn_batch_norm_backward", 189758250},
+      {"aten::copy_", 166293236},
+      {"aten::cudnn_batch_norm", 140851149},
       {"c10d::allreduce_", 380322089},
   };
   for (const auto& [name, ns] : kExternalIdSums) EXPECT_NEAR(static_cast<double>(sum_of(name)), ns, 0.01 * ns) << name;
@@ -127,7 +129,6 @@ TEST_F(RealTraceTest, AttributionAddsUpAndAgreesWithKinetoExternalIds) {
       EXPECT_GT(g.gpu_ns, a.busy_ns / 2);
     }
 }
-
 
 // ---- clock alignment with known offsets ------------------------------------
 // The trace holds only rank 0 of its two, so rank 1 is made from it the way a
@@ -187,7 +188,7 @@ void shift_clock(trace::Trace& t, const KnownShift& shift) {
 }
 
 std::vector<KnownShift> known_shifts(int64_t at) {
-  return {{1'000, 0, at},      {100'000, 0, at},    {5'000'000, 0, at},
+  return {{1'000, 0, at},      {100'000, 0, at},     {5'000'000, 0, at},
           {50'000'000, 0, at}, {-50'000'000, 0, at}, {5'000'000, 10, at}};
 }
 

@@ -39,20 +39,21 @@ void expect_parts_sum(const RankBreakdown& b) {
 
 TEST(KernelClassifierTest, RealNamesFromTheMobileNetTrace) {
   KernelClassifier c;
-  for (const char* name : {
-           "nvjet_sm90_hsh_192x192_64x4_1x2_h_ssched_bz_coopB_TNN",
-           "nvjet_sm90_hsh_64x32_64x16_1x2_h_bz_splitK_NTT",
-           "sm90_xmma_depthwise_convolution_dgrad_tiling_f16f16_f32f32_f32_nhwckrsc_nhwc_tilesize1x8x8_1x3x3_1x1x1_1x1x1_"
-           "stage4_warpsize4x1x1_g64_betaFalse_execute_kernel__5x_cudnn",
-           "sm80_xmma_fprop_implicit_gemm_indexed_wo_smem_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x32x16_stage1_"
-           "warpsize4x1x1_g1_tensor16x8x16_aligna2_alignc4_execute_kernel__5x_cudnn",
-           "void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_f16_64x64_64x4_nt_align8>"
-           "(cutlass_80_tensorop_s16816gemm_f16_64x64_64x4_nt_align8::Params)",
-           "void cutlass::Kernel2<cutlass_80_wmma_tensorop_f16_s161616gemm_f16_32x32_64x1_nn_align2>"
-           "(cutlass_80_wmma_tensorop_f16_s161616gemm_f16_32x32_64x1_nn_align2::Params)",
-           "void cublasLt::splitKreduce_kernel<32, 16, int, float, __half, float, __half, false, float, __half, __half, "
-           "true, false, false, false>(cublasLt::cublasSplitKParams<float>, float const*, __half const*)",
-       }) {
+  for (
+      const char* name : {
+          "nvjet_sm90_hsh_192x192_64x4_1x2_h_ssched_bz_coopB_TNN",
+          "nvjet_sm90_hsh_64x32_64x16_1x2_h_bz_splitK_NTT",
+          "sm90_xmma_depthwise_convolution_dgrad_tiling_f16f16_f32f32_f32_nhwckrsc_nhwc_tilesize1x8x8_1x3x3_1x1x1_1x1x1_"
+          "stage4_warpsize4x1x1_g64_betaFalse_execute_kernel__5x_cudnn",
+          "sm80_xmma_fprop_implicit_gemm_indexed_wo_smem_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x32x16_stage1_"
+          "warpsize4x1x1_g1_tensor16x8x16_aligna2_alignc4_execute_kernel__5x_cudnn",
+          "void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_f16_64x64_64x4_nt_align8>"
+          "(cutlass_80_tensorop_s16816gemm_f16_64x64_64x4_nt_align8::Params)",
+          "void cutlass::Kernel2<cutlass_80_wmma_tensorop_f16_s161616gemm_f16_32x32_64x1_nn_align2>"
+          "(cutlass_80_wmma_tensorop_f16_s161616gemm_f16_32x32_64x1_nn_align2::Params)",
+          "void cublasLt::splitKreduce_kernel<32, 16, int, float, __half, float, __half, false, float, __half, __half, "
+          "true, false, false, false>(cublasLt::cublasSplitKParams<float>, float const*, __half const*)",
+      }) {
     const KernelInfo k = c.classify(name);
     EXPECT_EQ(k.cls, KernelClass::kCompute) << name;
     EXPECT_EQ(k.precision, Precision::kTensorCore) << name;
@@ -89,18 +90,23 @@ TEST(KernelClassifierTest, Fp32WithoutTensorCores) {
   EXPECT_EQ(c.classify("nvjet_sss_tf32_128x256_TNT").precision, Precision::kTf32);
   EXPECT_EQ(c.classify("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)").precision,
             Precision::kTf32);
-  EXPECT_EQ(c.classify("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn").precision, Precision::kTensorCore);
-  EXPECT_EQ(c.classify("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas").precision,
+  EXPECT_EQ(c.classify("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn").precision,
             Precision::kTensorCore);
+  EXPECT_EQ(
+      c.classify(
+           "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas")
+          .precision,
+      Precision::kTensorCore);
 }
 
 // nvjet's type code: BF16 inputs are "t" (names from a bf16 LoRA run on H200
 // and public profiles of aten::mm on c10::BFloat16), not TF32.
 TEST(KernelClassifierTest, NvjetTypeCodes) {
   KernelClassifier c;
-  for (const char* name : {"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "nvjet_tst_32x64_64x16_4x1_v_bz_TNN",
-                           "nvjet_sm90_tss_64x8_64x16_1x1_h_bz_splitK_TNT", "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_TNN",
-                           "nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_NNT", "nvjet_sm100_hsh_64x8_64x16_1x1_h_bz_splitK_NNT"})
+  for (const char* name :
+       {"nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", "nvjet_tst_32x64_64x16_4x1_v_bz_TNN",
+        "nvjet_sm90_tss_64x8_64x16_1x1_h_bz_splitK_TNT", "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_TNN",
+        "nvjet_sm90_hss_64x8_64x16_1x1_h_bz_splitK_NNT", "nvjet_sm100_hsh_64x8_64x16_1x1_h_bz_splitK_NNT"})
     EXPECT_EQ(c.classify(name).precision, Precision::kTensorCore) << name;
   EXPECT_EQ(c.classify("nvjet_sm90_sss_128x64_32x8_1x1_v_bz_TNN").precision, Precision::kFp32NoTensor);
   EXPECT_EQ(c.classify("nvjet_sss_tf32_128x256_TNT").precision, Precision::kTf32);
@@ -117,11 +123,12 @@ TEST(KernelClassifierTest, Fp64) {
     EXPECT_EQ(c.classify(name).precision, Precision::kFp64) << name;
   }
   // Not GEMM/conv, but FP64 work (names from a 1-GPU fp64 MobileNetV2 run on H200).
-  for (const char* name :
-       {"void cudnn::bn_bw_1C11_kernel_new<double, double, double2, 512, true, 1>(double, double, double, double)",
-        "void at::native::(anonymous namespace)::conv_depthwise2d_forward_kernel<3, double, int>(at::GenericPackedTensorAccessor)",
-        "void cudnn::bn_fw_tr_1C11_kernel_NCHW<double, double, int, 512, true, 1, true>(cudnnTensorStruct)",
-        "void reduce_kernel<double2>(float*)"}) {
+  for (
+      const char* name :
+      {"void cudnn::bn_bw_1C11_kernel_new<double, double, double2, 512, true, 1>(double, double, double, double)",
+       "void at::native::(anonymous namespace)::conv_depthwise2d_forward_kernel<3, double, int>(at::GenericPackedTensorAccessor)",
+       "void cudnn::bn_fw_tr_1C11_kernel_NCHW<double, double, int, 512, true, 1, true>(cudnnTensorStruct)",
+       "void reduce_kernel<double2>(float*)"}) {
     EXPECT_EQ(c.classify(name).precision, Precision::kFp64) << name;
   }
   // A double argument, a double scalar after the data type (fused SGD's learning
@@ -150,8 +157,8 @@ TEST(KernelClassifierTest, NchwOnlyHalfPrecisionKernels) {
     EXPECT_TRUE(c.classify(name).nchw_half) << name;
   }
   for (const char* name :
-       {"void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float, float)",      // fp32
-        "void cudnn::bn_bw_1C11_kernel_new<double, double, double2, 512, true, 1>(double, double)",  // fp64
+       {"void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float, float)",                 // fp32
+        "void cudnn::bn_bw_1C11_kernel_new<double, double, double2, 512, true, 1>(double, double)",            // fp64
         "void cudnn::batchnorm_bwtr_nhwc_semiPersist<__half, float, __half, 512, 16, 3, 4, 1, 0, true>(int)",  // NHWC
         "void cudnn::engines_precompiled::nchwToNhwcKernel<__half, __half, float, false, true>(int)",  // a conversion
         "conv2d_c1_k1_nchw_shmem_tiling",  // no type in the name: no claim
@@ -162,17 +169,25 @@ TEST(KernelClassifierTest, NchwOnlyHalfPrecisionKernels) {
 
 TEST(KernelClassifierTest, LayoutCommunicationMemory) {
   KernelClassifier c;
-  EXPECT_TRUE(c.classify("void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>(cudnn::ops::nchw2nhwc_params_t<float>, __half const*, __half*)")
-                  .layout_conversion);
-  EXPECT_TRUE(c.classify("void nhwcToNchwKernel<float, float, float, true, false, (cudnnKernelDataType_t)0>(nhwc2nchw_params_t<float>, float const*, float*)")
-                  .layout_conversion);
-  for (const char* name : {kNcclNew, "ncclDevKernel_Broadcast_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-                           "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "ncclAllReduceRingLLKernel_sum_f32(CollectiveArgs)"}) {
+  EXPECT_TRUE(
+      c.classify(
+           "void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>(cudnn::ops::nchw2nhwc_params_t<float>, __half const*, __half*)")
+          .layout_conversion);
+  EXPECT_TRUE(
+      c.classify(
+           "void nhwcToNchwKernel<float, float, float, true, false, (cudnnKernelDataType_t)0>(nhwc2nchw_params_t<float>, float const*, float*)")
+          .layout_conversion);
+  for (const char* name :
+       {kNcclNew, "ncclDevKernel_Broadcast_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "ncclAllReduceRingLLKernel_sum_f32(CollectiveArgs)"}) {
     EXPECT_EQ(c.classify(name).cls, KernelClass::kCommunication) << name;
     EXPECT_EQ(c.classify(name).precision, Precision::kOther) << name;
   }
-  EXPECT_EQ(c.classify("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >").cls,
-            KernelClass::kMemory);
+  EXPECT_EQ(
+      c.classify(
+           "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >")
+          .cls,
+      KernelClass::kMemory);
   EXPECT_EQ(c.classify("my_spin_kernel").cls, KernelClass::kSynchronization);
 }
 
@@ -216,7 +231,8 @@ TEST(KernelClassifierTest, RulesTextErrorsNameSourceAndLineOnOneLine) {
   const std::string e = error_of("x\ry" + std::string(500, 'z') + "\n");
   EXPECT_EQ(e.find('\r'), std::string::npos) << e;
   EXPECT_LT(e.size(), 200u) << e;
-  EXPECT_NE(error_of(std::string(KernelClassifier::kMaxRulesBytes + 1, '#')).find("larger than 1 MiB"), std::string::npos);
+  EXPECT_NE(error_of(std::string(KernelClassifier::kMaxRulesBytes + 1, '#')).find("larger than 1 MiB"),
+            std::string::npos);
   std::string many;
   for (size_t i = 0; i <= KernelClassifier::kMaxRules; ++i) many += "compute k" + std::to_string(i) + "\n";
   EXPECT_NE(error_of(many).find("more than 10000 kernel class rules"), std::string::npos);
@@ -233,7 +249,8 @@ TEST(KernelClassifierTest, RulesFileThatIsADirectoryOrHugeIsRefused) {
     KernelClassifier::from_file("/dev/zero");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("/dev/zero: kernel class rules file larger than"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/dev/zero: kernel class rules file larger than"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -522,7 +539,7 @@ TEST(IterationsTest, UserRangeThatDoesNotTile) {
 TEST(IterationsTest, GpuProjectedRangesArePreferred) {
   TraceBuilder b;
   for (int i = 0; i < 4; ++i) {
-    b.range("DistributedDataParallel.forward", 1000 * i, 1000 * i + 300);        // host
+    b.range("DistributedDataParallel.forward", 1000 * i, 1000 * i + 300);           // host
     b.range("DistributedDataParallel.forward", 1000 * i + 150, 1000 * i + 600, 0);  // GPU
   }
   b.kernel("gemm_kernel", 0, 4200);
@@ -826,7 +843,8 @@ TEST(PrecisionTest, SharesOfKernelTime) {
   b.kernel("volta_sgemm_128x64_nn", 0, 6000)
       .kernel("nvjet_sm90_hsh_64x32_64x16_1x2_h_bz_splitK_NTT", 6000, 8000)
       .kernel("ampere_dgemm_64x32_nn", 8000, 9000)
-      .kernel("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)0>", 9000, 10000);
+      .kernel("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)0>", 9000,
+              10000);
   const RankAnalysis r = analyze_rank(b.t, Options{});
   EXPECT_EQ(r.precision.kernel_ns, 10000);
   EXPECT_DOUBLE_EQ(r.precision.fp32_no_tensor_fraction, 0.6);
@@ -881,12 +899,12 @@ TEST(JsonTest, RunAnalysisHasEveryAnalysis) {
   const nlohmann::json j = run;
   const auto& r = j.at("ranks").at(0);
   EXPECT_EQ(r.at("breakdown").at("compute_ns"), 100);
-  for (const char* key : {"iterations", "launch", "copies", "sync", "precision", "layout", "input", "numa", "classes", "top_kernels"})
+  for (const char* key :
+       {"iterations", "launch", "copies", "sync", "precision", "layout", "input", "numa", "classes", "top_kernels"})
     EXPECT_TRUE(r.contains(key)) << key;
   EXPECT_FALSE(r.at("numa").at("availability").at("available").get<bool>());
   EXPECT_FALSE(j.at("stragglers").at("availability").at("reason").get<std::string>().empty());
 }
-
 
 // ---- host threads (the collector's host sampler) ----------------------------
 
@@ -980,7 +998,8 @@ TEST(AnalyzeHost, EveryStateCountedAndIoWaitSplit) {
   EXPECT_NEAR(h.window.main_busy, 0.1, 1e-9);
   EXPECT_NEAR(h.window.main_sleep, 0.45, 1e-9);
   EXPECT_NEAR(h.window.main_io, 0.45, 1e-9);
-  const auto& mixed = *std::find_if(h.threads.begin(), h.threads.end(), [](const HostThreadSummary& s) { return s.tid == 102; });
+  const auto& mixed =
+      *std::find_if(h.threads.begin(), h.threads.end(), [](const HostThreadSummary& s) { return s.tid == 102; });
   for (int s = 0; s < trace::kThreadStateCount; ++s) EXPECT_GT(mixed.state_samples[size_t(s)], 10) << s;
   EXPECT_EQ(mixed.samples, 100);
 }
@@ -1033,15 +1052,16 @@ TEST(AnalyzePath, VisitorSeesEveryRankOnceInInputOrder) {
   std::vector<size_t> events_of_visit;
   std::atomic<int> inside{0};
   int most_inside = 0;
-  const RunAnalysis result = analyze_path(run, Options{}, 3, {}, [&](size_t i, const trace::Trace& t, const RankAnalysis& r) {
-    most_inside = std::max(most_inside, ++inside);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // let the other loaders catch up
-    order.push_back(i);
-    rank_of_visit.push_back(t.meta.rank);
-    events_of_visit.push_back(t.event_count());
-    EXPECT_EQ(r.rank, t.meta.rank);
-    --inside;
-  });
+  const RunAnalysis result =
+      analyze_path(run, Options{}, 3, {}, [&](size_t i, const trace::Trace& t, const RankAnalysis& r) {
+        most_inside = std::max(most_inside, ++inside);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // let the other loaders catch up
+        order.push_back(i);
+        rank_of_visit.push_back(t.meta.rank);
+        events_of_visit.push_back(t.event_count());
+        EXPECT_EQ(r.rank, t.meta.rank);
+        --inside;
+      });
   EXPECT_EQ(most_inside, 1);
   ASSERT_EQ(order, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
   ASSERT_EQ(result.ranks.size(), 6u);
@@ -1092,9 +1112,10 @@ TEST(AnalyzeHost, TopFunctionsAndStacksPerThread) {
   cs.push({2, 1, b.t.strings.intern("_PyEval_EvalFrameDefault"), exe, 0x20});
   cs.push({3, 2, b.t.strings.intern("cudaLaunchKernel"), b.t.strings.intern("/lib/libcudart.so.12"), 0x30});
   // Offline naming (format 1.4) found no file for libtorch_cpu: the frame says so.
-  cs.push({4, 2, trace::kNoString, b.t.strings.intern("/lib/libtorch_cpu.so"), 0xbeef, trace::FrameStatus::kModuleMissing});
+  cs.push(
+      {4, 2, trace::kNoString, b.t.strings.intern("/lib/libtorch_cpu.so"), 0xbeef, trace::FrameStatus::kModuleMissing});
   b.t.meta.extra["host_stack_naming"] = "offline: 4 of 6 frames named; module missing 1 (libtorch_cpu.so)";
-  cs.push({5, 1, trace::kNoString, exe, 0x40});  // first written unnamed ...
+  cs.push({5, 1, trace::kNoString, exe, 0x40});                   // first written unnamed ...
   cs.push({5, 1, b.t.strings.intern("decode_jpeg"), exe, 0x40});  // ... then named: the last row wins
   int k = 0;
   each_sample([&](int64_t t) {
@@ -1110,7 +1131,8 @@ TEST(AnalyzeHost, TopFunctionsAndStacksPerThread) {
   ASSERT_TRUE(h.availability.available);
   EXPECT_EQ(h.stack_method, "perf_event_open task-clock, frame-pointer callchains");
   EXPECT_EQ(h.stack_samples, 200);
-  const auto& main = *std::find_if(h.threads.begin(), h.threads.end(), [](const HostThreadSummary& s) { return s.tid == 100; });
+  const auto& main =
+      *std::find_if(h.threads.begin(), h.threads.end(), [](const HostThreadSummary& s) { return s.tid == 100; });
   EXPECT_EQ(main.stack_samples, 100);
   ASSERT_EQ(main.top_functions.size(), 2u);
   EXPECT_EQ(main.top_functions[0].what, "cudaLaunchKernel");
@@ -1121,7 +1143,8 @@ TEST(AnalyzeHost, TopFunctionsAndStacksPerThread) {
   ASSERT_EQ(main.top_stacks.size(), 2u);
   EXPECT_EQ(main.top_stacks[0].what, "main;_PyEval_EvalFrameDefault;cudaLaunchKernel");
   EXPECT_EQ(main.top_stacks[1].what, "main;_PyEval_EvalFrameDefault;libtorch_cpu.so+0xbeef [module missing]");
-  const auto& loader = *std::find_if(h.threads.begin(), h.threads.end(), [](const HostThreadSummary& s) { return s.tid == 101; });
+  const auto& loader =
+      *std::find_if(h.threads.begin(), h.threads.end(), [](const HostThreadSummary& s) { return s.tid == 101; });
   ASSERT_EQ(loader.top_functions.size(), 1u);
   EXPECT_EQ(loader.top_functions[0].what, "decode_jpeg");
   EXPECT_EQ(loader.top_stacks[0].what, "main;decode_jpeg");

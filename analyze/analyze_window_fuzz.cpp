@@ -27,7 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)analyze::WindowSpec::parse(o.window->to_string());  // the printed form parses again
     }
     (void)analyze::combine({analyze::analyze_rank(kTrace, o)});
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return 0;
 }

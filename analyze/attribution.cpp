@@ -62,7 +62,8 @@ ParsedRange parse_range_text(std::string_view text) {
         while (i < rest.size() && rest[i] == ' ') ++i;
         int64_t v = 0;
         size_t digits = 0;
-        for (; i < rest.size() && rest[i] >= '0' && rest[i] <= '9' && digits < 18; ++i, ++digits) v = v * 10 + (rest[i] - '0');
+        for (; i < rest.size() && rest[i] >= '0' && rest[i] <= '9' && digits < 18; ++i, ++digits)
+          v = v * 10 + (rest[i] - '0');
         if (digits > 0) p.seq = v;
       }
     }
@@ -190,10 +191,10 @@ class CorrelationMap {
 struct StackEntry {
   Timestamp end;
   uint32_t node;
-  uint32_t ctx;          // innermost module/range node at or above this entry (forward context)
+  uint32_t ctx;  // innermost module/range node at or above this entry (forward context)
   uint32_t instance;
-  bool rerooted_below;   // this entry or an ancestor was placed under a forward context
-  bool backward_below;   // ... or is a backward node: its seq numbers are not forward ones
+  bool rerooted_below;  // this entry or an ancestor was placed under a forward context
+  bool backward_below;  // ... or is a backward node: its seq numbers are not forward ones
 };
 
 class PathBuilder {
@@ -303,7 +304,8 @@ void PathBuilder::push_range(size_t i, const NameCache::Info& info) {
     node = child(parent_node, info.key, info.kind);
     ctx = info.kind == RangeKind::kOperator ? parent_ctx : node;
   }
-  if (use_links_ && link != 0 && !target) link_ctx_.emplace(link, info.kind == RangeKind::kOperator ? parent_ctx : node);
+  if (use_links_ && link != 0 && !target)
+    link_ctx_.emplace(link, info.kind == RangeKind::kOperator ? parent_ctx : node);
   if (use_seq_ && info.seq >= 0 && !info.backward_node && !backward_below)
     seq_ctx_[info.seq] = info.kind == RangeKind::kOperator ? parent_ctx : node;
 
@@ -351,7 +353,9 @@ void PathBuilder::run() {
   // (the importer sorts them): then only each run of equal starts is sorted,
   // in a small buffer, instead of an index of every range.
   auto outer_first = [&](uint32_t x, uint32_t y) {
-    return nv.start[x] != nv.start[y] ? nv.start[x] < nv.start[y] : nv.end[x] != nv.end[y] ? nv.end[x] > nv.end[y] : x < y;
+    return nv.start[x] != nv.start[y] ? nv.start[x] < nv.start[y]
+           : nv.end[x] != nv.end[y]   ? nv.end[x] > nv.end[y]
+                                      : x < y;
   };
   const bool nvtx_sorted = std::is_sorted(nv.start.begin(), nv.start.end());
   std::vector<uint32_t> order;  // all ranges (unsorted table) or one run of equal starts
@@ -591,8 +595,9 @@ struct IterationNodeShare {
   int64_t gpu_ns;
 };
 
-Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, Timestamp ws, Timestamp we, bool whole_trace,
-                                  const std::vector<Iteration>& iterations, const std::vector<KernelInfo>& kernel_info) {
+Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, Timestamp ws, Timestamp we,
+                                  bool whole_trace, const std::vector<Iteration>& iterations,
+                                  const std::vector<KernelInfo>& kernel_info) {
   Attribution out;
   const int64_t wall = std::max<int64_t>(0, we - ws);
   const size_t node_count = p.nodes.size();
@@ -736,7 +741,8 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
     row.name = p.names[key];
     row.kind = p.name_kinds[key];
     row.step_fraction = wall > 0 ? static_cast<double>(row.gpu_ns) / static_cast<double>(wall) : 0;
-    row.gpu_ns_per_iteration = iteration_count > 0 ? static_cast<double>(row.gpu_ns) / static_cast<double>(iteration_count) : 0;
+    row.gpu_ns_per_iteration =
+        iteration_count > 0 ? static_cast<double>(row.gpu_ns) / static_cast<double>(iteration_count) : 0;
     row.kernels_per_call = row.calls > 0 ? static_cast<double>(row.kernels) / static_cast<double>(row.calls) : 0;
     if (row.kind == RangeKind::kOperator) operator_keys.push_back(key);
     (row.kind == RangeKind::kOperator ? out.operators : out.ranges).push_back(row);
@@ -760,10 +766,9 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
     for (uint32_t v = 1; v < node_count; ++v)
       if (incl_kernels[v] > 0) keep.push_back(v);
     if (keep.size() + 1 > Attribution::kMaxTreeNodes) {
-      std::partial_sort(keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(Attribution::kMaxTreeNodes - 1),
-                        keep.end(), [&](uint32_t x, uint32_t y) {
-                          return incl_gpu[x] != incl_gpu[y] ? incl_gpu[x] > incl_gpu[y] : x < y;
-                        });
+      std::partial_sort(
+          keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(Attribution::kMaxTreeNodes - 1), keep.end(),
+          [&](uint32_t x, uint32_t y) { return incl_gpu[x] != incl_gpu[y] ? incl_gpu[x] > incl_gpu[y] : x < y; });
       keep.resize(Attribution::kMaxTreeNodes - 1);
     }
     std::vector<int32_t> index(node_count, -1);
@@ -818,7 +823,8 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
     out.reason = "skipped: the trace has no kernels, copies or sets";
   } else if (!p.any_ranges) {
     out.available = false;
-    out.reason = "skipped: the trace has no host ranges (NVTX, record_function or operator events) to charge GPU work to";
+    out.reason =
+        "skipped: the trace has no host ranges (NVTX, record_function or operator events) to charge GPU work to";
   } else if (t.api.size() == 0) {
     out.available = false;
     out.reason = "skipped: the trace has no CUDA API calls to link GPU work to the thread that launched it";

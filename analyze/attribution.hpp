@@ -29,18 +29,18 @@ std::string_view to_string(RangeKind k);
 
 // One name's totals over the window. Times are GPU time unless named cpu.
 struct AttributionRow {
-  std::string name;        // normalized: "ProfilerStep#N", emit_nvtx decorations (", seq = 12") cut
+  std::string name;  // normalized: "ProfilerStep#N", emit_nvtx decorations (", seq = 12") cut
   RangeKind kind = RangeKind::kOperator;
-  int64_t calls = 0;       // ranges of this name that started in the window
-  int64_t gpu_ns = 0;      // inclusive: share of GPU busy time of the work launched inside
-  int64_t self_gpu_ns = 0; // ... where this name is the innermost range of its table
-  int64_t sum_ns = 0;      // inclusive summed durations (overlapping work counted in full, as torch.profiler)
+  int64_t calls = 0;        // ranges of this name that started in the window
+  int64_t gpu_ns = 0;       // inclusive: share of GPU busy time of the work launched inside
+  int64_t self_gpu_ns = 0;  // ... where this name is the innermost range of its table
+  int64_t sum_ns = 0;       // inclusive summed durations (overlapping work counted in full, as torch.profiler)
   int64_t self_sum_ns = 0;
-  int64_t kernels = 0;     // kernels, copies and sets launched inside (inclusive)
-  int64_t cpu_ns = 0;      // summed wall time of the ranges (a range nested in one of its name counts once)
-  int64_t self_cpu_ns = 0; // ... less the time of the ranges directly inside them
-  double step_fraction = 0;        // gpu_ns / window wall time
-  double gpu_ns_per_iteration = 0; // gpu_ns / iterations in the window (0 without iterations)
+  int64_t kernels = 0;              // kernels, copies and sets launched inside (inclusive)
+  int64_t cpu_ns = 0;               // summed wall time of the ranges (a range nested in one of its name counts once)
+  int64_t self_cpu_ns = 0;          // ... less the time of the ranges directly inside them
+  double step_fraction = 0;         // gpu_ns / window wall time
+  double gpu_ns_per_iteration = 0;  // gpu_ns / iterations in the window (0 without iterations)
   double kernels_per_call = 0;
 };
 
@@ -50,9 +50,9 @@ struct AttributionNode {
   int32_t parent = -1;
   std::string name;
   RangeKind kind = RangeKind::kRange;
-  int64_t gpu_ns = 0;       // inclusive
+  int64_t gpu_ns = 0;  // inclusive
   int64_t self_gpu_ns = 0;
-  int64_t kernels = 0;      // inclusive
+  int64_t kernels = 0;  // inclusive
 };
 
 // One iteration: its busy time and the GPU time of the top operators.
@@ -78,17 +78,17 @@ struct Attribution {
   // host ranges (then everything is unattributed and the tables are empty).
   bool available = true;
   std::string reason;
-  int64_t busy_ns = 0;             // union of kernels, copies and sets in the window
-  int64_t attributed_ns = 0;       // launched inside at least one range
-  int64_t unattributed_ns = 0;     // = no_launch_ns + outside_ranges_ns
-  int64_t no_launch_ns = 0;        // no API call with the work's correlation id in the trace
-  int64_t outside_ranges_ns = 0;   // launched outside every range
-  int64_t no_operator_ns = 0;      // launched outside every operator (rest of operators' self_gpu_ns)
-  int64_t no_range_ns = 0;         // launched outside every module or range (rest of ranges' self_gpu_ns)
-  int64_t activities = 0;          // kernels, copies and sets in the window
+  int64_t busy_ns = 0;            // union of kernels, copies and sets in the window
+  int64_t attributed_ns = 0;      // launched inside at least one range
+  int64_t unattributed_ns = 0;    // = no_launch_ns + outside_ranges_ns
+  int64_t no_launch_ns = 0;       // no API call with the work's correlation id in the trace
+  int64_t outside_ranges_ns = 0;  // launched outside every range
+  int64_t no_operator_ns = 0;     // launched outside every operator (rest of operators' self_gpu_ns)
+  int64_t no_range_ns = 0;        // launched outside every module or range (rest of ranges' self_gpu_ns)
+  int64_t activities = 0;         // kernels, copies and sets in the window
   int64_t unattributed_activities = 0;
-  int64_t backward_links = 0;      // backward ranges placed under the forward module that made them
-  std::string link_source;         // "fwdbwd flows", "emit_nvtx seq", "" (none)
+  int64_t backward_links = 0;  // backward ranges placed under the forward module that made them
+  std::string link_source;     // "fwdbwd flows", "emit_nvtx seq", "" (none)
   int64_t iteration_count = 0;
   std::vector<AttributionRow> operators;  // by gpu_ns, descending
   std::vector<AttributionRow> ranges;     // modules and other ranges, by gpu_ns, descending

@@ -25,15 +25,15 @@ struct PathNode {
 // One host range as pushed on its thread's stack (for calls and CPU time),
 // in start order. 24 bytes: the real trace has 300k of them.
 struct RangeInstance {
-  uint32_t row = 0;         // in the trace's NVTX table (its start)
+  uint32_t row = 0;  // in the trace's NVTX table (its start)
   uint32_t node = 0;
-  int64_t duration = 0;     // end cut at the parent's end, less the start
-  int64_t child_ns = 0;     // time of the ranges directly inside
+  int64_t duration = 0;  // end cut at the parent's end, less the start
+  int64_t child_ns = 0;  // time of the ranges directly inside
 };
 
 // Window-independent: the path of ranges each kernel, copy and set was launched under.
 struct LaunchPaths {
-  std::vector<std::string> names;       // key -> normalized name; 0 the root, 1 "(backward)"
+  std::vector<std::string> names;  // key -> normalized name; 0 the root, 1 "(backward)"
   std::vector<RangeKind> name_kinds;
   std::vector<PathNode> nodes;
   std::vector<uint32_t> kernel_node, memcpy_node, memset_node;  // per row; kNoLaunch without API call
@@ -48,8 +48,8 @@ std::shared_ptr<const LaunchPaths> launch_paths(const trace::Trace& trace);
 // whole_trace: no --window, so every range counts as a call, also those that
 // start before the first GPU or API event (the window's start).
 Attribution summarize_attribution(const trace::Trace& trace, const LaunchPaths& paths, trace::Timestamp window_start,
-                                  trace::Timestamp window_end, bool whole_trace, const std::vector<Iteration>& iterations,
-                                  const std::vector<KernelInfo>& kernel_info);
+                                  trace::Timestamp window_end, bool whole_trace,
+                                  const std::vector<Iteration>& iterations, const std::vector<KernelInfo>& kernel_info);
 
 // What a range's text says: its name without emit_nvtx decorations
 // ("aten::mm, seq = 12, sizes = [...]" -> "aten::mm", "ProfilerStep#3" ->

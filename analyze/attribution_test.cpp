@@ -67,9 +67,9 @@ TEST(Attribution, NestedRangesByLaunchTimeNotKernelTime) {
   b.range("step", 0, 1000, -1, "user_annotation", 1)
       .range("aten::linear", 100, 400, -1, "cpu_op", 1)
       .range("aten::addmm", 150, 350, -1, "cpu_op", 1)
-      .api("cudaLaunchKernel", 200, 210, 1, 1)   // inside addmm
-      .api("cudaLaunchKernel", 120, 130, 2, 1)   // inside linear, before addmm
-      .api("cudaLaunchKernel", 450, 460, 3, 1)   // inside step only
+      .api("cudaLaunchKernel", 200, 210, 1, 1)  // inside addmm
+      .api("cudaLaunchKernel", 120, 130, 2, 1)  // inside linear, before addmm
+      .api("cudaLaunchKernel", 450, 460, 3, 1)  // inside step only
       .kernel("gemm", 500, 600, 7, 0, 1)
       .kernel("bias", 600, 650, 7, 0, 2)
       .kernel("other", 700, 720, 7, 0, 3);
@@ -121,11 +121,11 @@ TEST(Attribution, UnattributedWorkIsCountedNotLost) {
   TraceBuilder b;
   b.range("aten::add", 0, 100, -1, "cpu_op", 1)
       .api("cudaLaunchKernel", 10, 20, 1, 1)
-      .api("cudaLaunchKernel", 200, 210, 2, 1)   // after the range
+      .api("cudaLaunchKernel", 200, 210, 2, 1)  // after the range
       .api("cudaMemsetAsync", 220, 230, 3, 1)
       .kernel("add", 300, 330, 7, 0, 1)
       .kernel("loose", 330, 350, 7, 0, 2)
-      .kernel("no api", 400, 410, 7, 0, 99)      // correlation of no API call
+      .kernel("no api", 400, 410, 7, 0, 99)  // correlation of no API call
       .kernel("no correlation", 410, 415, 7, 0, 0)
       .memset(500, 507, 9, 3);
   const Attribution a = attribute(b.t);
@@ -171,9 +171,9 @@ TEST(Attribution, OverlapIsSharedSoTotalsAddUpToBusyTime) {
   EXPECT_EQ(a.busy_ns, 151);
   const AttributionRow* compute = find(a.ranges, "compute");
   const AttributionRow* comm = find(a.ranges, "comm");
-  EXPECT_EQ(compute->gpu_ns, 50 + 25);   // alone 50, half of the 50 shared
+  EXPECT_EQ(compute->gpu_ns, 50 + 25);  // alone 50, half of the 50 shared
   EXPECT_EQ(comm->gpu_ns, 25 + 51);
-  EXPECT_EQ(compute->sum_ns, 100);       // durations in full, as torch.profiler sums them
+  EXPECT_EQ(compute->sum_ns, 100);  // durations in full, as torch.profiler sums them
   EXPECT_EQ(comm->sum_ns, 101);
 }
 
@@ -200,7 +200,8 @@ TEST(Attribution, BackwardOpsGoUnderTheForwardModuleThroughLinks) {
   EXPECT_EQ(module->gpu_ns, 300);  // forward 100 + backward 200
   EXPECT_EQ(find(a.ranges, "train.py(12): forward"), nullptr);
   const AttributionNode* bwd = node_at(
-      a, "nn.Module: Linear_0 > (backward) > autograd::engine::evaluate_function: AddmmBackward0 > AddmmBackward0 > aten::mm");
+      a,
+      "nn.Module: Linear_0 > (backward) > autograd::engine::evaluate_function: AddmmBackward0 > AddmmBackward0 > aten::mm");
   ASSERT_TRUE(bwd);
   EXPECT_EQ(bwd->gpu_ns, 200);
   EXPECT_EQ(find(a.operators, "AddmmBackward0")->gpu_ns, 200);
@@ -233,7 +234,8 @@ TEST(Attribution, EmitNvtxSequenceNumbersLinkBackward) {
   EXPECT_EQ(find(a.operators, "AddmmBackward0")->gpu_ns, 200);
   EXPECT_EQ(find(a.operators, "aten::mm")->gpu_ns, 200);
   EXPECT_EQ(find(a.ranges, "block1")->gpu_ns, 300);
-  EXPECT_TRUE(node_at(a, "block1 > (backward) > autograd::engine::evaluate_function: AddmmBackward0 > AddmmBackward0 > aten::mm"));
+  EXPECT_TRUE(node_at(
+      a, "block1 > (backward) > autograd::engine::evaluate_function: AddmmBackward0 > AddmmBackward0 > aten::mm"));
 }
 
 TEST(Attribution, ParsesEmitNvtxNames) {
@@ -367,7 +369,8 @@ TEST(AttributionH200, AgreesWithTorchProfilerKeyAverages) {
   }
   std::vector<AttributionRow> by_sum = a.operators;
   std::sort(by_sum.begin(), by_sum.end(), [](const auto& x, const auto& y) { return x.sum_ns > y.sum_ns; });
-  for (size_t i = 0; i < 15; ++i) EXPECT_NEAR(static_cast<double>(by_sum[i].sum_ns), torch_sorted[i], 0.001 * torch_sorted[i] + 1000) << i;
+  for (size_t i = 0; i < 15; ++i)
+    EXPECT_NEAR(static_cast<double>(by_sum[i].sum_ns), torch_sorted[i], 0.001 * torch_sorted[i] + 1000) << i;
   // with_stack: layers are modules, and backward ops sit under the layer that made them.
   const AttributionRow* conv = find(a.ranges, "nn.Module: Conv2d_0");
   ASSERT_TRUE(conv);
@@ -394,7 +397,8 @@ TEST(AttributionH200, CollectorTraceWithEmitNvtx) {
   EXPECT_EQ(a.busy_ns, r.breakdown.wall_ns - r.breakdown.idle_ns);
   EXPECT_EQ(a.link_source, "emit_nvtx seq");
   EXPECT_GT(a.backward_links, 50);
-  for (const char* name : {"aten::cudnn_convolution", "aten::convolution_backward", "ConvolutionBackward0", "aten::addmm"})
+  for (const char* name :
+       {"aten::cudnn_convolution", "aten::convolution_backward", "ConvolutionBackward0", "aten::addmm"})
     EXPECT_TRUE(find(a.operators, name)) << name;
   for (const auto& op : a.operators) EXPECT_EQ(op.name.find(", seq"), std::string::npos) << op.name;
   EXPECT_TRUE(find(a.ranges, "ProfilerStep#N"));
@@ -403,8 +407,8 @@ TEST(AttributionH200, CollectorTraceWithEmitNvtx) {
 // A study run (examples/h200: collector traces of the image workload on two
 // H200s, ProfilerStep#N NVTX ranges only): the identities hold on every rank.
 TEST(AttributionStudy, CollectorRunAddsUpToBusyTime) {
-  const std::filesystem::path run =
-      std::filesystem::path(SCALESCOPE_SOURCE_DIR) / "examples/h200/image-base/traces/0010-g2-arm_base-variant_ref-r0.ssrun";
+  const std::filesystem::path run = std::filesystem::path(SCALESCOPE_SOURCE_DIR) /
+                                    "examples/h200/image-base/traces/0010-g2-arm_base-variant_ref-r0.ssrun";
   if (!std::filesystem::exists(run)) GTEST_SKIP() << "no study run: " << run;
   const RunAnalysis analysis = analyze_path(run, Options{});
   int gpu_ranks = 0;
@@ -431,8 +435,9 @@ TEST(AttributionStudy, CollectorRunAddsUpToBusyTime) {
 TEST(Attribution, RandomTracesKeepTheIdentities) {
   std::mt19937_64 rng(12345);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  const char* names[] = {"aten::mm", "aten::add, seq = 3", "MulBackward0, stashed seq=3", "block", "nn.Module: L_0",
-                         "ProfilerStep#1", "AddBackward0, seq = 5", "aten::linear, seq = 5"};
+  const char* names[] = {
+      "aten::mm",       "aten::add, seq = 3", "MulBackward0, stashed seq=3", "block",
+      "nn.Module: L_0", "ProfilerStep#1",     "AddBackward0, seq = 5",       "aten::linear, seq = 5"};
   const char* domains[] = {"cpu_op", "user_annotation", "python_function", "", "gpu_user_annotation"};
   for (int round = 0; round < 300; ++round) {
     TraceBuilder b;
@@ -444,7 +449,8 @@ TEST(Attribution, RandomTracesKeepTheIdentities) {
     }
     for (int i = 0; i < calls; ++i) {
       const int64_t s = pick(0, 1200);
-      b.api("cudaLaunchKernel", s, s + pick(0, 20), static_cast<uint32_t>(pick(0, 50)), static_cast<uint32_t>(pick(1, 3)));
+      b.api("cudaLaunchKernel", s, s + pick(0, 20), static_cast<uint32_t>(pick(0, 50)),
+            static_cast<uint32_t>(pick(1, 3)));
     }
     for (int i = 0; i < 40; ++i) {
       const int64_t s = pick(0, 3000);
@@ -452,10 +458,11 @@ TEST(Attribution, RandomTracesKeepTheIdentities) {
       switch (pick(0, 5)) {
         case 0: b.memset(s, s + pick(0, 50), static_cast<uint32_t>(pick(1, 3)), corr); break;
         case 1:
-          b.copy(trace::MemcpyKind::kHtoD, trace::MemoryKind::kPinned, trace::MemoryKind::kDevice, s, s + pick(0, 300), 64, true,
-                 static_cast<uint32_t>(pick(1, 3)), corr);
+          b.copy(trace::MemcpyKind::kHtoD, trace::MemoryKind::kPinned, trace::MemoryKind::kDevice, s, s + pick(0, 300),
+                 64, true, static_cast<uint32_t>(pick(1, 3)), corr);
           break;
-        default: b.kernel(pick(0, 1) ? "gemm" : "tiny", s, s + pick(0, 300), static_cast<uint32_t>(pick(1, 4)), 0, corr);
+        default:
+          b.kernel(pick(0, 1) ? "gemm" : "tiny", s, s + pick(0, 300), static_cast<uint32_t>(pick(1, 4)), 0, corr);
       }
     }
     const RankAnalysis r = analyze_rank(b.t, Options{});

@@ -10,9 +10,7 @@
 namespace scalescope::analyze {
 namespace {
 
-Delta make(std::string what, double a, double b) {
-  return {std::move(what), a, b, b - a, a != 0 ? b / a : 0};
-}
+Delta make(std::string what, double a, double b) { return {std::move(what), a, b, b - a, a != 0 ? b / a : 0}; }
 
 template <typename F>
 double mean_over(const RunAnalysis& run, F&& f) {
@@ -46,20 +44,25 @@ std::vector<Delta> keyed_deltas(const std::map<std::string, double>& a, const st
 
 RunDiff diff(const RunAnalysis& a, const RunAnalysis& b, int top) {
   RunDiff d;
-  auto both = [&](std::string what, auto&& f) { d.breakdown.push_back(make(std::move(what), mean_over(a, f), mean_over(b, f))); };
+  auto both = [&](std::string what, auto&& f) {
+    d.breakdown.push_back(make(std::move(what), mean_over(a, f), mean_over(b, f)));
+  };
   both("wall", [](const RankAnalysis& r) { return static_cast<double>(r.breakdown.wall_ns); });
   both("compute", [](const RankAnalysis& r) { return static_cast<double>(r.breakdown.compute_ns); });
-  both("exposed communication", [](const RankAnalysis& r) { return static_cast<double>(r.breakdown.exposed_communication_ns); });
+  both("exposed communication",
+       [](const RankAnalysis& r) { return static_cast<double>(r.breakdown.exposed_communication_ns); });
   both("copies and sets", [](const RankAnalysis& r) { return static_cast<double>(r.breakdown.copy_ns); });
   both("idle", [](const RankAnalysis& r) { return static_cast<double>(r.breakdown.idle_ns); });
-  both("overlap (communication under compute)", [](const RankAnalysis& r) { return static_cast<double>(r.breakdown.overlap_ns); });
+  both("overlap (communication under compute)",
+       [](const RankAnalysis& r) { return static_cast<double>(r.breakdown.overlap_ns); });
   for (int c = 0; c < kKernelClassCount; ++c) {
     auto f = [c](const RankAnalysis& r) { return static_cast<double>(r.classes[c].total_ns); };
     d.classes.push_back(make(std::string(to_string(static_cast<KernelClass>(c))), mean_over(a, f), mean_over(b, f)));
   }
   for (int p = 0; p < kPrecisionCount; ++p) {
     auto f = [p](const RankAnalysis& r) { return static_cast<double>(r.precision.ns[p]); };
-    d.classes.push_back(make("precision: " + std::string(to_string(static_cast<Precision>(p))), mean_over(a, f), mean_over(b, f)));
+    d.classes.push_back(
+        make("precision: " + std::string(to_string(static_cast<Precision>(p))), mean_over(a, f), mean_over(b, f)));
   }
   auto kernels = [](const RunAnalysis& run) {
     return keyed_means(run, [](const RankAnalysis& r, std::map<std::string, double>& m) {
@@ -85,8 +88,10 @@ RunDiff diff(const RunAnalysis& a, const RunAnalysis& b, int top) {
   };
   d.copies = keyed_deltas(copies(a), copies(b));
   auto iter = [](const RankAnalysis& r) { return r.iterations.steady_median_ns; };
-  const bool ia = std::all_of(a.ranks.begin(), a.ranks.end(), [](const RankAnalysis& r) { return r.iterations.count > 0; });
-  const bool ib = std::all_of(b.ranks.begin(), b.ranks.end(), [](const RankAnalysis& r) { return r.iterations.count > 0; });
+  const bool ia =
+      std::all_of(a.ranks.begin(), a.ranks.end(), [](const RankAnalysis& r) { return r.iterations.count > 0; });
+  const bool ib =
+      std::all_of(b.ranks.begin(), b.ranks.end(), [](const RankAnalysis& r) { return r.iterations.count > 0; });
   if (ia && ib && !a.ranks.empty() && !b.ranks.empty()) {
     d.iteration = make("steady median iteration", mean_over(a, iter), mean_over(b, iter));
   } else {

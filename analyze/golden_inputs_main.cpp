@@ -69,7 +69,8 @@ void write_two_host_run(const fs::path& dir) {
     t.meta.extra["node_count"] = "3";  // the third node never reported
     t.meta.clock = {{o.start_ns, kUnix + (node == 0 ? 0 : 3'000'000)}};
     if (rank == 3)
-      for (size_t i = 0; i < t.nccl.size(); ++i) t.nccl.start[i] = std::min(t.nccl.start[i] + 150'000, t.nccl.end[i] - 1);
+      for (size_t i = 0; i < t.nccl.size(); ++i)
+        t.nccl.start[i] = std::min(t.nccl.start[i] + 150'000, t.nccl.end[i] - 1);
     trace::write_trace(dir / fmt::format("{}-{}.sstrace", t.meta.hostname, t.meta.pid), t);
   }
 }

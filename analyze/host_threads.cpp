@@ -171,7 +171,8 @@ HostStats analyze_host(const trace::Trace& t, Timestamp ws, Timestamp we, const 
   // metadata has no pid (a hand-made trace).
   if (h.main_tid == 0)
     for (size_t i = 0; i < t.host_threads.size(); ++i)
-      if (t.host_threads.is_main[i] && t.host_threads.role[i] == trace::ProcessRole::kTraced) h.main_tid = t.host_threads.tid[i];
+      if (t.host_threads.is_main[i] && t.host_threads.role[i] == trace::ProcessRole::kTraced)
+        h.main_tid = t.host_threads.tid[i];
   const uint32_t main_pid = h.main_tid;
   auto role_of = [&](uint32_t pid, uint32_t tid) {
     auto it = facts.find(key(pid, tid));
@@ -319,7 +320,8 @@ HostStats analyze_host(const trace::Trace& t, Timestamp ws, Timestamp we, const 
   for (int32_t c : cpus)
     if (node_of(c) >= 0) nodes.insert(node_of(c));
   h.nodes.assign(nodes.begin(), nodes.end());
-  if (main_known_node > 0) h.main_on_gpu_node = static_cast<double>(main_on_node) / static_cast<double>(main_known_node);
+  if (main_known_node > 0)
+    h.main_on_gpu_node = static_cast<double>(main_on_node) / static_cast<double>(main_known_node);
   if (cpu_known_node > 0) h.cpu_on_gpu_node = static_cast<double>(cpu_on_node) / static_cast<double>(cpu_known_node);
   add_stacks(t, ws, we, h);
   return h;

@@ -97,7 +97,8 @@ std::optional<Marker> find_marker(const std::vector<uint32_t>& symbol, const std
     const double med = median(gaps);
     if (med <= 0) continue;
     const double min_gap = *std::min_element(gaps.begin(), gaps.end());
-    const auto near = std::count_if(gaps.begin(), gaps.end(), [&](double g) { return std::fabs(g - med) <= 0.25 * med; });
+    const auto near =
+        std::count_if(gaps.begin(), gaps.end(), [&](double g) { return std::fabs(g - med) <= 0.25 * med; });
     if (min_gap < 0.5 * med || static_cast<double>(near) < 0.8 * static_cast<double>(gaps.size())) continue;
     regular[s] = 1;
     ++regular_by_count[count[s]];
@@ -164,7 +165,8 @@ Detected detect_iterations(const trace::Trace& t, const std::string& range_name)
         he.push_back(nv.end[i]);
       }
     }
-    return gs.empty() ? to_iterations(std::move(hs), std::move(he), end) : to_iterations(std::move(gs), std::move(ge), end);
+    return gs.empty() ? to_iterations(std::move(hs), std::move(he), end)
+                      : to_iterations(std::move(gs), std::move(ge), end);
   };
   if (!range_name.empty()) {
     d.iterations = ranges([&](std::string_view s) { return s == range_name; });
@@ -215,8 +217,8 @@ Detected detect_iterations(const trace::Trace& t, const std::string& range_name)
     if (auto m = find_marker(sym, s, s, ids.size())) {
       for (auto& [key, id] : ids) {
         if (id == m->symbol)
-          d.source = fmt::format("detected:collective {} of {} bytes", trace::to_string(static_cast<trace::NcclOp>(key.first)),
-                                 key.second);
+          d.source = fmt::format("detected:collective {} of {} bytes",
+                                 trace::to_string(static_cast<trace::NcclOp>(key.first)), key.second);
       }
       d.iterations = to_iterations(m->starts, m->starts, end);
       return d;
@@ -238,7 +240,8 @@ Detected detect_iterations(const trace::Trace& t, const std::string& range_name)
       return d;
     }
   }
-  d.reason = "no ProfilerStep#N ranges and no repeating annotation, collective or kernel (at least 3 regular occurrences)";
+  d.reason =
+      "no ProfilerStep#N ranges and no repeating annotation, collective or kernel (at least 3 regular occurrences)";
   return d;
 }
 
@@ -290,7 +293,7 @@ std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Opti
   // and defined whatever the trace's timestamps are), so first + offset <= last.
   const uint64_t span = static_cast<uint64_t>(last) - static_cast<uint64_t>(first);
   auto at = [&](double offset) {
-    const uint64_t off = offset <= 0 ? 0
+    const uint64_t off = offset <= 0                           ? 0
                          : offset >= static_cast<double>(span) ? span
                                                                : std::min(span, static_cast<uint64_t>(offset));
     return static_cast<Timestamp>(static_cast<uint64_t>(first) + off);
@@ -298,8 +301,7 @@ std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Opti
   switch (w.kind) {
     case WindowSpec::Kind::kPercent:
       return {at(static_cast<double>(span) * w.start / 100.0), at(static_cast<double>(span) * w.end / 100.0)};
-    case WindowSpec::Kind::kNanoseconds:
-      return {at(w.start), at(w.end)};
+    case WindowSpec::Kind::kNanoseconds: return {at(w.start), at(w.end)};
     case WindowSpec::Kind::kIterations: {
       const auto n = static_cast<int64_t>(detected.iterations.size());
       const auto s = static_cast<int64_t>(w.start), e = static_cast<int64_t>(w.end);
@@ -310,8 +312,7 @@ std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Opti
         fail("--window {}: the trace of pid {} ({}) has no iterations ({})", w.to_string(), t.meta.pid,
              t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("no rank"), detected.reason);
       }
-      if (e > n)
-        fail("--window {}: the trace has only {} iterations", w.to_string(), n);
+      if (e > n) fail("--window {}: the trace has only {} iterations", w.to_string(), n);
       return {detected.iterations[static_cast<size_t>(s)].start, detected.iterations[static_cast<size_t>(e - 1)].end};
     }
   }
@@ -349,14 +350,14 @@ WindowSpec WindowSpec::parse(std::string_view raw) {
   };
   const bool pa = strip(a, "%", false), pb = strip(b, "%", false);
   const bool ia = strip(a, "it", true), ib = strip(b, "it", true);
-  if (pa != pb || ia != ib)
-    fail("--window '{}': both ends must use the same form (percent, ns or iterations)", text);
+  if (pa != pb || ia != ib) fail("--window '{}': both ends must use the same form (percent, ns or iterations)", text);
   w.kind = pa ? Kind::kPercent : ia ? Kind::kIterations : Kind::kNanoseconds;
   // Bounds keep every conversion to an integer time or index defined.
   const double limit = w.kind == Kind::kPercent ? 100 : w.kind == Kind::kIterations ? kMaxIterations : kMaxNanoseconds;
   auto number = [&](const std::string& s) {
     // Plain decimal numbers only: std::stod would also take " 5", "0x10", "inf".
-    const bool plain = !s.empty() && s.size() <= 32 && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.') &&
+    const bool plain = !s.empty() && s.size() <= 32 &&
+                       (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.') &&
                        s.find_first_not_of("0123456789.eE+-") == std::string::npos;
     size_t used = 0;
     double v = 0;

@@ -31,12 +31,20 @@ void to_json(json& j, const RankBreakdown& v) {
 }
 
 void to_json(json& j, const IterationStats& v) {
-  j = json{{"availability", v.availability}, {"source", v.source},       {"count", v.count},
-           {"warmup_count", v.warmup_count}, {"median_ns", v.median_ns}, {"p95_ns", v.p95_ns},
-           {"mean_ns", v.mean_ns},           {"cv", v.cv},               {"steady_median_ns", v.steady_median_ns},
-           {"steady_p95_ns", v.steady_p95_ns}, {"steady_cv", v.steady_cv}};
+  j = json{{"availability", v.availability},
+           {"source", v.source},
+           {"count", v.count},
+           {"warmup_count", v.warmup_count},
+           {"median_ns", v.median_ns},
+           {"p95_ns", v.p95_ns},
+           {"mean_ns", v.mean_ns},
+           {"cv", v.cv},
+           {"steady_median_ns", v.steady_median_ns},
+           {"steady_p95_ns", v.steady_p95_ns},
+           {"steady_cv", v.steady_cv}};
   json its = json::array();
-  for (const auto& it : v.iterations) its.push_back({{"start_ns", it.start}, {"end_ns", it.end}, {"warmup", it.warmup}});
+  for (const auto& it : v.iterations)
+    its.push_back({{"start_ns", it.start}, {"end_ns", it.end}, {"warmup", it.warmup}});
   j["iterations"] = std::move(its);
 }
 
@@ -149,7 +157,8 @@ void to_json(json& j, const Attribution& v) {
            {"iterations", std::move(its)}};
   auto responsible = [](const std::vector<ResponsibleOperator>& v) {
     json a = json::array();
-    for (const auto& x : v) a.push_back({{"operator", x.name}, {"module", x.module}, {"count", x.count}, {"sum_ns", x.sum_ns}});
+    for (const auto& x : v)
+      a.push_back({{"operator", x.name}, {"module", x.module}, {"count", x.count}, {"sum_ns", x.sum_ns}});
     return a;
   };
   j["layout_conversions"] = responsible(v.layout_conversions);
@@ -185,12 +194,8 @@ void to_json(json& j, const LayoutStats& v) {
 }
 
 void to_json(json& j, const InputStats& v) {
-  j = json{{"availability", v.availability},
-           {"iterations", v.iterations},
-           {"starved_gaps", v.starved_iterations},
-           {"starvation_ns", v.starvation_ns},
-           {"compute_ns", v.compute_ns},
-           {"fraction", v.fraction}};
+  j = json{{"availability", v.availability},   {"iterations", v.iterations}, {"starved_gaps", v.starved_iterations},
+           {"starvation_ns", v.starvation_ns}, {"compute_ns", v.compute_ns}, {"fraction", v.fraction}};
 }
 
 void to_json(json& j, const NumaStats& v) {
@@ -223,11 +228,20 @@ void to_json(json& j, const HostStats& v) {
   for (const auto& t : v.threads) {
     json states = json::object();
     for (int s = 0; s < trace::kThreadStateCount; ++s)
-      if (t.state_samples[size_t(s)] > 0) states[std::string(trace::to_string(trace::ThreadState(s)))] = t.state_samples[size_t(s)];
-    threads.push_back({{"pid", t.pid}, {"tid", t.tid}, {"name", t.name}, {"is_main", t.is_main},
-                       {"role", trace::to_string(t.role)}, {"samples", t.samples}, {"states", std::move(states)},
-                       {"cpu_ns", t.cpu_ns}, {"run_wait_ns", t.run_wait_ns}, {"busy_share", t.busy_share},
-                       {"voluntary_switches", t.voluntary_switches}, {"involuntary_switches", t.involuntary_switches},
+      if (t.state_samples[size_t(s)] > 0)
+        states[std::string(trace::to_string(trace::ThreadState(s)))] = t.state_samples[size_t(s)];
+    threads.push_back({{"pid", t.pid},
+                       {"tid", t.tid},
+                       {"name", t.name},
+                       {"is_main", t.is_main},
+                       {"role", trace::to_string(t.role)},
+                       {"samples", t.samples},
+                       {"states", std::move(states)},
+                       {"cpu_ns", t.cpu_ns},
+                       {"run_wait_ns", t.run_wait_ns},
+                       {"busy_share", t.busy_share},
+                       {"voluntary_switches", t.voluntary_switches},
+                       {"involuntary_switches", t.involuntary_switches},
                        {"cpus", t.cpus}});
     if (t.stack_samples > 0) {  // native stacks (format 1.3) only: older outputs are unchanged
       auto shares = [](const std::vector<HostThreadSummary::Share>& v) {
@@ -243,13 +257,27 @@ void to_json(json& j, const HostStats& v) {
   json its = json::array();
   for (const auto& i : v.iterations)
     its.push_back({{"index", i.index}, {"start", i.start}, {"end", i.end}, {"shares", i.shares}});
-  j = json{{"availability", v.availability}, {"method", v.method}, {"hz", v.hz}, {"has_run_wait", v.has_run_wait},
-           {"samples", v.samples}, {"sample_instants", v.sample_instants}, {"threads_sampled", v.thread_count},
-           {"worker_processes", v.worker_processes}, {"main_tid", v.main_tid}, {"cores", v.cores},
-           {"window", v.window}, {"contended_instants", v.contended_instants}, {"run_wait_cores", v.run_wait_cores},
-           {"gpu_node", v.gpu_node}, {"main_cpus", v.main_cpus}, {"cpus", v.cpus}, {"nodes", v.nodes},
-           {"main_on_gpu_node", v.main_on_gpu_node}, {"cpu_on_gpu_node", v.cpu_on_gpu_node},
-           {"threads", std::move(threads)}, {"iterations", std::move(its)}};
+  j = json{{"availability", v.availability},
+           {"method", v.method},
+           {"hz", v.hz},
+           {"has_run_wait", v.has_run_wait},
+           {"samples", v.samples},
+           {"sample_instants", v.sample_instants},
+           {"threads_sampled", v.thread_count},
+           {"worker_processes", v.worker_processes},
+           {"main_tid", v.main_tid},
+           {"cores", v.cores},
+           {"window", v.window},
+           {"contended_instants", v.contended_instants},
+           {"run_wait_cores", v.run_wait_cores},
+           {"gpu_node", v.gpu_node},
+           {"main_cpus", v.main_cpus},
+           {"cpus", v.cpus},
+           {"nodes", v.nodes},
+           {"main_on_gpu_node", v.main_on_gpu_node},
+           {"cpu_on_gpu_node", v.cpu_on_gpu_node},
+           {"threads", std::move(threads)},
+           {"iterations", std::move(its)}};
   if (!v.stack_method.empty()) j.update(json{{"stack_method", v.stack_method}, {"stack_samples", v.stack_samples}});
   if (!v.stack_naming.empty()) j["stack_naming"] = v.stack_naming;
 }
@@ -257,19 +285,34 @@ void to_json(json& j, const HostStats& v) {
 void to_json(json& j, const ProfilerPerturbation& v) {
   j = json{{"sampling", v.sampling}, {"measured", v.measured}, {"iterations_seen", v.seen}, {"text", v.text}};
   if (v.measured)
-    j.update(json{{"percent", v.percent}, {"ci_low_percent", v.ci_low}, {"ci_high_percent", v.ci_high},
-                  {"inside", v.inside}, {"outside", v.outside}, {"matters", v.matters}});
+    j.update(json{{"percent", v.percent},
+                  {"ci_low_percent", v.ci_low},
+                  {"ci_high_percent", v.ci_high},
+                  {"inside", v.inside},
+                  {"outside", v.outside},
+                  {"matters", v.matters}});
 }
 
 void to_json(json& j, const RankAnalysis& v) {
   json classes = json::array();
   for (const auto& c : v.classes)
     classes.push_back({{"class", to_string(c.cls)}, {"count", c.count}, {"total_ns", c.total_ns}});
-  j = json{{"rank", v.rank},           {"label", v.label},           {"source", v.source},
-           {"hostname", v.hostname},   {"node_rank", v.node_rank},   {"breakdown", v.breakdown},   {"iterations", v.iterations},
-           {"launch", v.launch},       {"copies", v.copies},         {"sync", v.sync},
-           {"precision", v.precision}, {"layout", v.layout},         {"input", v.input},
-           {"numa", v.numa},           {"classes", std::move(classes)}, {"top_kernels", v.top_kernels},
+  j = json{{"rank", v.rank},
+           {"label", v.label},
+           {"source", v.source},
+           {"hostname", v.hostname},
+           {"node_rank", v.node_rank},
+           {"breakdown", v.breakdown},
+           {"iterations", v.iterations},
+           {"launch", v.launch},
+           {"copies", v.copies},
+           {"sync", v.sync},
+           {"precision", v.precision},
+           {"layout", v.layout},
+           {"input", v.input},
+           {"numa", v.numa},
+           {"classes", std::move(classes)},
+           {"top_kernels", v.top_kernels},
            {"attribution", v.attribution},
            {"data_loss", v.data_loss}};
   if (!v.perturbation.sampling.empty()) j["profiler_perturbation"] = v.perturbation;
@@ -278,7 +321,8 @@ void to_json(json& j, const RankAnalysis& v) {
   if (v.steady) {
     // Where the advisor looked; its figures are the findings' evidence.
     const auto& b = v.steady->breakdown;
-    j["advisor_window"] = json{{"iterations", "it" + std::to_string(v.steady_first_iteration) + ":it" + std::to_string(v.steady_end_iteration)},
+    j["advisor_window"] = json{{"iterations", "it" + std::to_string(v.steady_first_iteration) + ":it" +
+                                                  std::to_string(v.steady_end_iteration)},
                                {"wall_ns", b.wall_ns}};
   }
 }

@@ -18,7 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)c.classify("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
     (void)c.classify("sm90_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nhwckrsc_nhwc_tilesize128x128x32");
     (void)c.classify("");
-  } catch (const scalescope::Error&) {
-  }
+  } catch (const scalescope::Error&) {}
   return 0;
 }

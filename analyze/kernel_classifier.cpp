@@ -27,28 +27,28 @@ bool has_any(std::string_view haystack, const std::array<std::string_view, N>& n
 
 // Built-in class rules, first match wins (all lower case).
 constexpr std::array<std::string_view, 4> kCommunication = {"nccl", "rccl", "nvshmem", "msccl"};
-constexpr std::array<std::string_view, 5> kSynchronization = {"wait_kernel", "spin_kernel", "streamwait",
-                                                              "waitvalue", "sleep_kernel"};
+constexpr std::array<std::string_view, 5> kSynchronization = {"wait_kernel", "spin_kernel", "streamwait", "waitvalue",
+                                                              "sleep_kernel"};
 constexpr std::array<std::string_view, 5> kMemory = {"memcpy", "memset", "fillfunctor", "direct_copy_kernel",
                                                      "copy_kernel_cuda"};
 
 // Layout conversions between NCHW and NHWC (cuDNN's transforms, CUTLASS/XLA style names).
-constexpr std::array<std::string_view, 8> kLayout = {"nchwtonhwc", "nhwctonchw", "nchw2nhwc", "nhwc2nchw",
-                                                     "nchw_to_nhwc", "nhwc_to_nchw", "nchwaddpaddingtonhwc",
-                                                     "nhwcaddpaddingtonchw"};
+constexpr std::array<std::string_view, 8> kLayout = {
+    "nchwtonhwc",   "nhwctonchw",           "nchw2nhwc",           "nhwc2nchw", "nchw_to_nhwc",
+    "nhwc_to_nchw", "nchwaddpaddingtonhwc", "nhwcaddpaddingtonchw"};
 
 constexpr std::array<std::string_view, 4> kLayoutToNchw = {"nhwctonchw", "nhwc2nchw", "nhwc_to_nchw",
                                                            "nhwcaddpaddingtonchw"};
 
 // GEMM / convolution families (where precision matters for the advisor).
 constexpr std::array<std::string_view, 16> kGemmConv = {
-    "gemm", "gemv", "conv1d", "conv2d", "conv3d", "convolution", "convolve", "nvjet",
-    "xmma", "cutlass", "dgrad", "wgrad", "fprop", "winograd", "cublas", "matmul"};
+    "gemm", "gemv",    "conv1d", "conv2d", "conv3d", "convolution", "convolve", "nvjet",
+    "xmma", "cutlass", "dgrad",  "wgrad",  "fprop",  "winograd",    "cublas",   "matmul"};
 
 // Tensor-core or reduced-precision GEMM/convolution markers.
-constexpr std::array<std::string_view, 13> kTensor = {"hmma", "gmma", "wgmma", "tensorop", "tensor16x8",
-                                                      "s16816", "h16816", "h1688", "i8816",
-                                                      "bf16", "f16", "e4m3", "e5m2"};
+constexpr std::array<std::string_view, 13> kTensor = {"hmma",   "gmma",   "wgmma", "tensorop", "tensor16x8",
+                                                      "s16816", "h16816", "h1688", "i8816",    "bf16",
+                                                      "f16",    "e4m3",   "e5m2"};
 // cuBLAS's nvjet kernels name their types in a 3-letter code after "nvjet_"
 // (and the arch, "sm90_", in CUDA 13): A/B type, compute type, C/D type.
 // Seen in public profiles: hsh/hss = FP16 inputs, tst/tss = BF16 inputs (aten::mm
@@ -87,8 +87,8 @@ FloatType first_float_type(std::string_view n) {
   constexpr std::string_view kAnonymous = "(anonymous namespace)";
   constexpr std::array<std::string_view, 3> kDouble = {"double", "double2", "double4"};
   constexpr std::array<std::string_view, 3> kFloat = {"float", "float2", "float4"};
-  constexpr std::array<std::string_view, 9> kHalf = {"half",      "half2",         "__half",
-                                                     "__half2",   "c10::half",     "bfloat16",
+  constexpr std::array<std::string_view, 9> kHalf = {"half",          "half2",          "__half",
+                                                     "__half2",       "c10::half",      "bfloat16",
                                                      "__nv_bfloat16", "__nv_bfloat162", "c10::bfloat16"};
   auto in = [](const auto& list, std::string_view w) { return std::find(list.begin(), list.end(), w) != list.end(); };
   int depth = 0;
@@ -143,7 +143,11 @@ Precision precision_of(std::string_view n) {
   if (char input = nvjet_input_type(n)) {
     if (has(n, "tf32")) return Precision::kTf32;
     switch (input) {
-      case 'h': case 't': case 'b': case 'q': case 'e': return Precision::kTensorCore;  // FP16, BF16, FP8
+      case 'h':
+      case 't':
+      case 'b':
+      case 'q':
+      case 'e': return Precision::kTensorCore;  // FP16, BF16, FP8
       case 's': return Precision::kFp32NoTensor;
       case 'd': return Precision::kFp64;
       default: return Precision::kOther;  // a code not seen yet: no claim
@@ -154,13 +158,13 @@ Precision precision_of(std::string_view n) {
   const bool half = has(n, "f16") || has(n, "half") || has(n, "bf16");
   if (!half && (has(n, "tf32") || has(n, "s1688"))) return Precision::kTf32;
   // Half/bf16/fp8 markers: a mixed name (f16 inputs, f32 accumulate) is half.
-  if (has_any(n, kTensor) || has(n, "__half") || has(n, "c10::half") || has(n, "bfloat16") ||
-      has(n, "fp16") || has(n, "fp8"))
+  if (has_any(n, kTensor) || has(n, "__half") || has(n, "c10::half") || has(n, "bfloat16") || has(n, "fp16") ||
+      has(n, "fp8"))
     return Precision::kTensorCore;
   // What remains of a GEMM/conv family with an FP32 marker runs on CUDA cores:
   // sgemm (cuBLAS, CUTLASS simt), implicit_convolve_sgemm, f32f32 xmma without tf32.
-  if (has(n, "sgemm") || has(n, "f32f32") || has(n, "simt") || has(n, "<float") || has(n, "fp32") ||
-      has(n, "scudnn") || has(n, "_sss_") || has(n, "float,"))
+  if (has(n, "sgemm") || has(n, "f32f32") || has(n, "simt") || has(n, "<float") || has(n, "fp32") || has(n, "scudnn") ||
+      has(n, "_sss_") || has(n, "float,"))
     return Precision::kFp32NoTensor;
   return Precision::kOther;
 }

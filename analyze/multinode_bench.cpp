@@ -73,13 +73,15 @@ fs::path make_run_dir(int nodes, int per_node, size_t events) {
       t.meta.extra["node_rank"] = std::to_string(n);
       t.meta.extra["node_count"] = std::to_string(nodes);
       t.meta.clock = {{o.start_ns, kClockZero}};
-      for (size_t i = 0; i < t.nccl.size(); ++i) t.nccl.start[i] = std::min(t.nccl.start[i] + late(rng), t.nccl.end[i] - 1);
+      for (size_t i = 0; i < t.nccl.size(); ++i)
+        t.nccl.start[i] = std::min(t.nccl.start[i] + late(rng), t.nccl.end[i] - 1);
       // This node's clock: anchors at the start and 100 s later.
       const NodeClock& c = clocks[n];
       auto host = [&](int64_t unix) {
         return unix + c.offset_ns + std::llround(c.drift_ppm * 1e-6 * static_cast<double>(unix - kClockZero));
       };
-      t.meta.clock = {{o.start_ns, host(kClockZero)}, {o.start_ns + 100'000'000'000, host(kClockZero + 100'000'000'000)}};
+      t.meta.clock = {{o.start_ns, host(kClockZero)},
+                      {o.start_ns + 100'000'000'000, host(kClockZero + 100'000'000'000)}};
       trace::write_trace(dir / fmt::format("node{:02}-{}.sstrace", n, 1000 + rank), t);
     }
   }
@@ -100,7 +102,8 @@ void BM_AnalyzeMultinode(benchmark::State& state) {
       if (!h) continue;
       aligned += h->applied();
       for (int64_t t : {kClockZero, kClockZero + 10'000'000'000}) {
-        const double truth = static_cast<double>(clocks[n].offset_ns) + clocks[n].drift_ppm * 1e-6 * static_cast<double>(t - kClockZero);
+        const double truth =
+            static_cast<double>(clocks[n].offset_ns) + clocks[n].drift_ppm * 1e-6 * static_cast<double>(t - kClockZero);
         worst = std::max(worst, std::abs(static_cast<double>(h->correction_at(t + std::llround(truth))) - truth));
       }
     }

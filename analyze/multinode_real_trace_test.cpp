@@ -64,8 +64,8 @@ void move_to_other_host(trace::Trace& t, const Shift& shift) {
 }
 
 std::vector<Shift> shifts(int64_t run_start) {
-  return {{1'000, 0, run_start},          {100'000, 0, run_start},  {5'000'000, 0, run_start},
-          {50'000'000, 0, run_start},     {-50'000'000, 0, run_start}, {5'000'000, 30, run_start}};
+  return {{1'000, 0, run_start},      {100'000, 0, run_start},     {5'000'000, 0, run_start},
+          {50'000'000, 0, run_start}, {-50'000'000, 0, run_start}, {5'000'000, 30, run_start}};
 }
 
 class MultinodeRealTrace : public ::testing::Test {
@@ -100,8 +100,8 @@ TEST_F(MultinodeRealTrace, RecoversKnownOffsetsWithin5us) {
         const int64_t shifted = e.end_unix_ns + s(e.end_unix_ns);
         worst = std::max(worst, std::abs(static_cast<double>(h->correction_at(shifted) - s(e.end_unix_ns))));
       }
-      EXPECT_LE(worst, kToleranceNs) << run << " offset " << s.offset_ns << " drift " << s.drift_ppm << " ppm: estimate "
-                                     << h->offset_ns << " ns, " << h->drift_ppm << " ppm";
+      EXPECT_LE(worst, kToleranceNs) << run << " offset " << s.offset_ns << " drift " << s.drift_ppm
+                                     << " ppm: estimate " << h->offset_ns << " ns, " << h->drift_ppm << " ppm";
       EXPECT_LE(h->uncertainty_ns, kToleranceNs) << run;
       if (s.drift_ppm != 0) {
         // Found as a drift (what matters, the error at every collective, is checked above).
@@ -129,7 +129,8 @@ void expect_same_stragglers(const StragglerStats& want, const StragglerStats& go
   const double slack = kToleranceNs * static_cast<double>(std::max<int64_t>(1, want.matched_collectives));
   for (size_t i = 0; i < want.ranks.size(); ++i) {
     EXPECT_EQ(want.ranks[i].rank, got.ranks[i].rank) << what << ": the order of lateness";
-    EXPECT_NEAR(static_cast<double>(want.ranks[i].total_late_ns), static_cast<double>(got.ranks[i].total_late_ns), slack)
+    EXPECT_NEAR(static_cast<double>(want.ranks[i].total_late_ns), static_cast<double>(got.ranks[i].total_late_ns),
+                slack)
         << what << " rank " << want.ranks[i].rank;
   }
   EXPECT_NEAR(static_cast<double>(want.total_wait_ns), static_cast<double>(got.total_wait_ns), slack) << what;

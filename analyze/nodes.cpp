@@ -45,8 +45,7 @@ void expand_ranges(std::string_view prefix, std::string_view ranges, std::string
       fail("bad Slurm node list '{}': expected e.g. gpu[01-04,07]", whole.substr(0, 80));
     if (out.size() + (hi - lo) >= kMaxHostlistNames)
       fail("bad Slurm node list '{}': more than {} names", whole.substr(0, 80), kMaxHostlistNames);
-    for (uint64_t v = lo; v <= hi; ++v)
-      out.push_back(fmt::format("{}{:0{}}{}", prefix, v, lo_text.size(), suffix));
+    for (uint64_t v = lo; v <= hi; ++v) out.push_back(fmt::format("{}{:0{}}{}", prefix, v, lo_text.size(), suffix));
     pos = comma + 1;
   }
 }
@@ -81,9 +80,10 @@ void add_communicators(const std::vector<RankAnalysis>& ranks, NodeStats& st) {
     (s.inter_node ? st.inter_node_ns : st.intra_node_ns) += s.time_ns;
     st.communicators.push_back(std::move(s));
   }
-  std::sort(st.communicators.begin(), st.communicators.end(), [](const CommunicatorSummary& a, const CommunicatorSummary& b) {
-    return a.time_ns > b.time_ns || (a.time_ns == b.time_ns && a.name < b.name);
-  });
+  std::sort(st.communicators.begin(), st.communicators.end(),
+            [](const CommunicatorSummary& a, const CommunicatorSummary& b) {
+              return a.time_ns > b.time_ns || (a.time_ns == b.time_ns && a.name < b.name);
+            });
 }
 
 // Nodes and ranks the launcher's environment promised that no trace came from.
@@ -152,7 +152,8 @@ std::vector<std::string> expand_slurm_hostlist(std::string_view text) {
       out.emplace_back(item);
     } else {
       const size_t o = open - pos, c = item.find(']');
-      if (item.find('[', c) != std::string_view::npos) fail("bad Slurm node list '{}': two ranges in one name", text.substr(0, 80));
+      if (item.find('[', c) != std::string_view::npos)
+        fail("bad Slurm node list '{}': two ranges in one name", text.substr(0, 80));
       expand_ranges(item.substr(0, o), item.substr(o + 1, c - o - 1), item.substr(c + 1), text, out);
     }
     pos = end + 1;
@@ -237,7 +238,8 @@ NodeStats find_nodes(const std::vector<RankAnalysis>& ranks, const StragglerStat
   }
   if (!slowest) {
     for (const NodeSummary& n : st.nodes)
-      if (n.steady_median_iteration_ns > 0 && (!slowest || n.steady_median_iteration_ns > slowest->steady_median_iteration_ns))
+      if (n.steady_median_iteration_ns > 0 &&
+          (!slowest || n.steady_median_iteration_ns > slowest->steady_median_iteration_ns))
         slowest = &n;
     if (slowest) st.slowest_node_by = "steady median iteration";
   }

@@ -24,8 +24,8 @@ RankAnalysis rank_on(int32_t rank, const std::string& host, int32_t node, int64_
   r.breakdown.idle_ns = 400'000 + late;
   for (int i = 0; i < 20; ++i) {
     const int64_t end = kT0 + int64_t{i} * 10'000'000 + 500'000;
-    r.collectives.push_back({trace::kNoString, "world", trace::NcclOp::kAllReduce, i, kT0 + int64_t{i} * 10'000'000 + late + clock,
-                             end + clock});
+    r.collectives.push_back({trace::kNoString, "world", trace::NcclOp::kAllReduce, i,
+                             kT0 + int64_t{i} * 10'000'000 + late + clock, end + clock});
     r.collectives.push_back({trace::kNoString, "local-" + host, trace::NcclOp::kAllGather, i,
                              kT0 + int64_t{i} * 10'000'000 + 600'000 + clock, end + 200'000 + clock});
   }
@@ -100,7 +100,8 @@ TEST(Nodes, OneHostOfTwoReportingSaysWhichIsMissing) {
 TEST(Nodes, SlurmHostlists) {
   EXPECT_EQ(expand_slurm_hostlist("gpu[01-03,7]"), (std::vector<std::string>{"gpu01", "gpu02", "gpu03", "gpu7"}));
   EXPECT_EQ(expand_slurm_hostlist("a,b[8-10]-ib"), (std::vector<std::string>{"a", "b8-ib", "b9-ib", "b10-ib"}));
-  EXPECT_EQ(expand_slurm_hostlist("node[098-101]"), (std::vector<std::string>{"node098", "node099", "node100", "node101"}));
+  EXPECT_EQ(expand_slurm_hostlist("node[098-101]"),
+            (std::vector<std::string>{"node098", "node099", "node100", "node101"}));
   for (const char* bad : {"gpu[01-", "gpu]", "gpu[3-1]", "gpu[a-b]", "a,,b", "x[0-99999999]", "gpu[[1]]"})
     EXPECT_THROW(expand_slurm_hostlist(bad), Error) << bad;
 }

@@ -23,14 +23,11 @@ std::vector<fs::path> list_trace_inputs(const fs::path& path) {
   switch (in.kind) {
     case trace::InputKind::kTraceFile:
     case trace::InputKind::kKinetoJson:
-    case trace::InputKind::kNsysSqlite:
-      return {path};
+    case trace::InputKind::kNsysSqlite: return {path};
     case trace::InputKind::kRunDirectory:
     case trace::InputKind::kKinetoDirectory:
-    case trace::InputKind::kNsysDirectory:
-      return std::move(in.files);
-    default:
-      trace::fail_not_a_trace(path, in);
+    case trace::InputKind::kNsysDirectory: return std::move(in.files);
+    default: trace::fail_not_a_trace(path, in);
   }
 }
 
@@ -78,7 +75,8 @@ RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std
 }
 
 void number_ranks(std::vector<RankAnalysis>& ranks, const std::vector<std::string>& file_names) {
-  if (file_names.size() != ranks.size()) fail("combine_files: {} ranks but {} file names", ranks.size(), file_names.size());
+  if (file_names.size() != ranks.size())
+    fail("combine_files: {} ranks but {} file names", ranks.size(), file_names.size());
   // Unknown ranks (no RANK in the process's environment, a Kineto trace
   // without distributedInfo) are numbered in file order, skipping numbers a
   // known rank has. A rank-less process without GPU work while others have

@@ -122,7 +122,8 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
   const bool by_steady = st.steady_matched_collectives > 0;
   st.ranked_by = by_steady ? "steady iterations" : "whole window";
   std::sort(late.begin(), late.end(), [by_steady](const RankLateness& a, const RankLateness& b) {
-    const int64_t x = by_steady ? a.steady_late_ns : a.total_late_ns, y = by_steady ? b.steady_late_ns : b.total_late_ns;
+    const int64_t x = by_steady ? a.steady_late_ns : a.total_late_ns,
+                  y = by_steady ? b.steady_late_ns : b.total_late_ns;
     return x > y || (x == y && a.rank < b.rank);
   });
   st.ranks = std::move(late);
@@ -165,7 +166,8 @@ trace::ClockAlignment align_collectives(std::vector<RankAnalysis>& ranks, bool a
 }  // namespace
 
 RunAnalysis combine(std::vector<RankAnalysis> ranks, bool align_clocks) {
-  std::stable_sort(ranks.begin(), ranks.end(), [](const RankAnalysis& a, const RankAnalysis& b) { return a.rank < b.rank; });
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const RankAnalysis& a, const RankAnalysis& b) { return a.rank < b.rank; });
   RunAnalysis run;
   const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
   auto launcher = [any_gpu](const RankAnalysis& r) { return trace::is_launcher(r.rank, r.gpu_activity, any_gpu); };

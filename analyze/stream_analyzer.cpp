@@ -84,8 +84,8 @@ class TwoPassMedian {
   }
   int64_t value(const Want& w) const {
     // Both ranks in one bucket: the lower rank's values were collected into want_[0] or [1].
-    const auto& values = w.values.empty() ? (want_[0].bucket == w.bucket ? want_[0].values : want_[1].values)
-                                          : w.values;
+    const auto& values =
+        w.values.empty() ? (want_[0].bucket == w.bucket ? want_[0].values : want_[1].values) : w.values;
     uint64_t seen = 0;
     for (const auto& [v, n] : values) {
       seen += n;
@@ -247,7 +247,8 @@ struct ChunkFacts {
 }  // namespace
 
 RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Options& o) {
-  if (o.window) fail("{}: the streaming analysis covers the whole trace; --window needs the whole-trace analysis", path.string());
+  if (o.window)
+    fail("{}: the streaming analysis covers the whole trace; --window needs the whole-trace analysis", path.string());
   trace::ChunkReader reader = trace::ChunkReader::open(path);
   const trace::Trace& head = reader.head();
   const size_t names = head.strings.size();
@@ -456,13 +457,16 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
     }
     const auto& nc = batch.nccl;
     for (size_t i = 0; i < nc.size(); ++i)
-      if (nc.end[i] >= nc.start[i]) sweep.add(clip(nc.start[i], nc.end[i]), sweep.stream_index(nc.device[i], nc.stream[i]), kComm);
+      if (nc.end[i] >= nc.start[i])
+        sweep.add(clip(nc.start[i], nc.end[i]), sweep.stream_index(nc.device[i], nc.stream[i]), kComm);
     const auto& m = batch.memcpys;
     for (size_t i = 0; i < m.size(); ++i)
-      if (m.end[i] >= m.start[i]) sweep.add(clip(m.start[i], m.end[i]), sweep.stream_index(m.device[i], m.stream[i]), kCopy);
+      if (m.end[i] >= m.start[i])
+        sweep.add(clip(m.start[i], m.end[i]), sweep.stream_index(m.device[i], m.stream[i]), kCopy);
     const auto& ms = batch.memsets;
     for (size_t i = 0; i < ms.size(); ++i)
-      if (ms.end[i] >= ms.start[i]) sweep.add(clip(ms.start[i], ms.end[i]), sweep.stream_index(ms.device[i], ms.stream[i]), kCopy);
+      if (ms.end[i] >= ms.start[i])
+        sweep.add(clip(ms.start[i], ms.end[i]), sweep.stream_index(ms.device[i], ms.stream[i]), kCopy);
     // No row of a later chunk starts before that chunk's first start.
     sweep.cut(n + 1 < order.size() ? facts[order[n + 1]].first : std::numeric_limits<Timestamp>::max());
   }
@@ -497,9 +501,11 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
     g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
     cp.groups.push_back(g);
   }
-  std::sort(cp.groups.begin(), cp.groups.end(), [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
+  std::sort(cp.groups.begin(), cp.groups.end(),
+            [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
   cp.pageable_fraction = host_bytes > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes) : 0;
-  if (memcpy_rows == 0 && memset_rows == 0) cp.availability = {false, "skipped: the trace has no memory copies or sets"};
+  if (memcpy_rows == 0 && memset_rows == 0)
+    cp.availability = {false, "skipped: the trace has no memory copies or sets"};
 
   RankBreakdown& b = r.breakdown;
   b.window_start = ws;
@@ -514,7 +520,8 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
   b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
   b.copy_ns = sweep.copy_ns;
   b.idle_ns = wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
-  b.overlap_fraction = b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
+  b.overlap_fraction =
+      b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
 
   ls.gap_count = sweep.gap_count;
   ls.gpu_gap_ns = sweep.gap_ns;
@@ -527,8 +534,8 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
   if (kernel_rows == 0) {
     ls.availability = {false, "skipped: the trace has no kernels"};
   } else {
-    const bool cpu_slower = ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns
-                                                    : ls.small_kernel_fraction >= 0.5;
+    const bool cpu_slower =
+        ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns : ls.small_kernel_fraction >= 0.5;
     ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
   }
 

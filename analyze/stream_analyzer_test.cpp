@@ -52,8 +52,8 @@ void expect_same_as_whole(const fs::path& p, const Options& o = {}) {
   EXPECT_EQ(whole.node_count, streamed.node_count);
   EXPECT_EQ(whole.node_list, streamed.node_list);
   EXPECT_EQ(whole.gpu_activity, streamed.gpu_activity);
-  for (const Availability* skipped : {&streamed.iterations.availability, &streamed.input.availability,
-                                      &streamed.host.availability}) {
+  for (const Availability* skipped :
+       {&streamed.iterations.availability, &streamed.input.availability, &streamed.host.availability}) {
     EXPECT_FALSE(skipped->available);
     EXPECT_EQ(skipped->reason, "skipped: not computed by the streaming analysis");
   }
@@ -62,7 +62,8 @@ void expect_same_as_whole(const fs::path& p, const Options& o = {}) {
   EXPECT_EQ(streamed.steady, nullptr);
 }
 
-fs::path write(const TempDir& dir, const trace::Trace& t, size_t rows_per_chunk, const std::string& name = "t.sstrace") {
+fs::path write(const TempDir& dir, const trace::Trace& t, size_t rows_per_chunk,
+               const std::string& name = "t.sstrace") {
   const fs::path p = dir / name;
   trace::WriterOptions w;
   w.max_rows_per_chunk = rows_per_chunk;

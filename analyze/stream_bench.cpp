@@ -54,7 +54,8 @@ void write_synthetic(size_t events, const std::filesystem::path& out) {
       t = trace::make_synthetic_trace(o);
       if (t.strings.size() > strings.size()) fail("{}: batch {} has names the first lacks", out.string(), batch);
       for (trace::StringId id = 0; id < t.strings.size(); ++id)
-        if (t.strings.view(id) != strings.view(id)) fail("{}: batch {} interns names in another order", out.string(), batch);
+        if (t.strings.view(id) != strings.view(id))
+          fail("{}: batch {} interns names in another order", out.string(), batch);
     }
     const size_t n = t.event_count();
     writer.append(t, strings);
@@ -66,11 +67,12 @@ void write_synthetic(size_t events, const std::filesystem::path& out) {
 
 void print(const analyze::RankAnalysis& r, double seconds) {
   const auto& b = r.breakdown;
-  fmt::print("wall_ns={} compute_ns={} comm_ns={} overlap_ns={} copy_ns={} idle_ns={} streams={} kernels={} "
-             "median_kernel_ns={} launches={} median_launch_ns={} gaps={} gap_ns={} sync_ns={} analysis_s={:.3f}\n",
-             b.wall_ns, b.compute_ns, b.communication_ns, b.overlap_ns, b.copy_ns, b.idle_ns, b.streams.size(),
-             r.launch.kernel_count, r.launch.median_kernel_ns, r.launch.launch_api_count, r.launch.median_launch_ns,
-             r.launch.gap_count, r.launch.gpu_gap_ns, r.sync.host_sync_ns, seconds);
+  fmt::print(
+      "wall_ns={} compute_ns={} comm_ns={} overlap_ns={} copy_ns={} idle_ns={} streams={} kernels={} "
+      "median_kernel_ns={} launches={} median_launch_ns={} gaps={} gap_ns={} sync_ns={} analysis_s={:.3f}\n",
+      b.wall_ns, b.compute_ns, b.communication_ns, b.overlap_ns, b.copy_ns, b.idle_ns, b.streams.size(),
+      r.launch.kernel_count, r.launch.median_kernel_ns, r.launch.launch_api_count, r.launch.median_launch_ns,
+      r.launch.gap_count, r.launch.gpu_gap_ns, r.sync.host_sync_ns, seconds);
 }
 
 }  // namespace
@@ -82,8 +84,8 @@ void print(const analyze::RankAnalysis& r, double seconds) {
 namespace {
 void use_large_os_pages(int, char**, char**) { mi_option_enable(mi_option_large_os_pages); }
 }  // namespace
-__attribute__((section(".preinit_array"), used)) void (*const stream_bench_preinit_allocator)(int, char**, char**) =
-    use_large_os_pages;
+__attribute__((section(".preinit_array"),
+               used)) void (*const stream_bench_preinit_allocator)(int, char**, char**) = use_large_os_pages;
 #endif
 
 int main(int argc, char** argv) {
@@ -95,8 +97,9 @@ int main(int argc, char** argv) {
     }
     if ((mode == "stream" || mode == "whole") && argc == 3) {
       const auto t0 = std::chrono::steady_clock::now();
-      const analyze::RankAnalysis r = mode == "stream" ? analyze::analyze_rank_streaming(argv[2], analyze::Options{})
-                                                       : analyze::analyze_rank(trace::read_trace(argv[2]), analyze::Options{});
+      const analyze::RankAnalysis r = mode == "stream"
+                                          ? analyze::analyze_rank_streaming(argv[2], analyze::Options{})
+                                          : analyze::analyze_rank(trace::read_trace(argv[2]), analyze::Options{});
       print(r, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       return 0;
     }

@@ -53,7 +53,8 @@ struct TraceBuilder {
     t.memsets.push(m);
     return *this;
   }
-  TraceBuilder& api(const std::string& name, int64_t start, int64_t end, uint32_t correlation = 0, uint32_t thread = 0) {
+  TraceBuilder& api(const std::string& name, int64_t start, int64_t end, uint32_t correlation = 0,
+                    uint32_t thread = 0) {
     trace::ApiRecord a;
     a.thread = thread;
     a.correlation = correlation;
@@ -111,7 +112,8 @@ struct TraceBuilder {
     return *this;
   }
   TraceBuilder& host_sample(int64_t time, uint32_t pid, uint32_t tid, trace::ThreadState state, int32_t cpu,
-                            uint64_t cpu_ns, uint64_t run_wait_ns = 0, uint32_t voluntary = 0, uint32_t involuntary = 0) {
+                            uint64_t cpu_ns, uint64_t run_wait_ns = 0, uint32_t voluntary = 0,
+                            uint32_t involuntary = 0) {
     t.host_samples.push({time, pid, tid, state, cpu, cpu_ns, run_wait_ns, voluntary, involuntary});
     return *this;
   }

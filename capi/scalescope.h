@@ -36,19 +36,19 @@ typedef struct ss_run ss_run;
 enum ss_dtype { SS_I64 = 1, SS_I32 = 2, SS_U32 = 3, SS_U64 = 4, SS_U8 = 5, SS_F64 = 6 };
 /* What a column's integers mean. */
 enum ss_column_kind {
-  SS_PLAIN = 0,   /* numbers (ns for times and durations, bytes for sizes) */
-  SS_STRING = 1,  /* ids into the rank's string table (ss_rank_strings) */
-  SS_ENUM = 2,    /* enum values; `categories` names them, '\n'-separated, value = position */
-  SS_BOOL = 3     /* 0 or 1 */
+  SS_PLAIN = 0,  /* numbers (ns for times and durations, bytes for sizes) */
+  SS_STRING = 1, /* ids into the rank's string table (ss_rank_strings) */
+  SS_ENUM = 2,   /* enum values; `categories` names them, '\n'-separated, value = position */
+  SS_BOOL = 3    /* 0 or 1 */
 };
 
 typedef struct ss_column {
-  const char* name;        /* static storage */
-  const void* data;        /* the trace's own column memory; NULL when length is 0 */
-  int64_t length;          /* elements */
-  int32_t dtype;           /* enum ss_dtype */
-  int32_t kind;            /* enum ss_column_kind */
-  const char* categories;  /* SS_ENUM only, static storage; NULL otherwise */
+  const char* name;       /* static storage */
+  const void* data;       /* the trace's own column memory; NULL when length is 0 */
+  int64_t length;         /* elements */
+  int32_t dtype;          /* enum ss_dtype */
+  int32_t kind;           /* enum ss_column_kind */
+  const char* categories; /* SS_ENUM only, static storage; NULL otherwise */
 } ss_column;
 
 SS_API int ss_abi_version(void);

@@ -44,8 +44,8 @@ using namespace scalescope;
 
 struct ss_run {
   std::string input;
-  std::vector<std::string> files;         // file name of each rank, as analyze labels them
-  std::vector<trace::Trace> ranks;        // in analyze's (file) order
+  std::vector<std::string> files;   // file name of each rank, as analyze labels them
+  std::vector<trace::Trace> ranks;  // in analyze's (file) order
   std::vector<trace::ImportReport> reports;
   // ss_rank_strings' packed copies, made on first use. The mutex: ctypes
   // drops the GIL, so two Python threads may ask for them at once.
@@ -136,8 +136,8 @@ struct Columns {
   std::vector<ss_column> out;
   template <typename T>
   void add(const char* name, const std::vector<T>& v, int32_t kind = SS_PLAIN, const char* categories = nullptr) {
-    out.push_back({name, v.empty() ? nullptr : v.data(), static_cast<int64_t>(v.size()), dtype_of<T>(), kind,
-                   categories});
+    out.push_back(
+        {name, v.empty() ? nullptr : v.data(), static_cast<int64_t>(v.size()), dtype_of<T>(), kind, categories});
   }
 };
 
@@ -213,9 +213,15 @@ Columns table_columns(const trace::Trace& t, std::string_view table) {
 json metadata_json(const trace::Metadata& m) {
   json devices = json::array();
   for (const auto& d : m.devices)
-    devices.push_back({{"id", d.id}, {"name", d.name}, {"uuid", d.uuid}, {"pci_bus_id", d.pci_bus_id},
-                       {"numa_node", d.numa_node}, {"sm_count", d.sm_count}, {"memory_bytes", d.memory_bytes},
-                       {"compute_major", d.compute_major}, {"compute_minor", d.compute_minor}});
+    devices.push_back({{"id", d.id},
+                       {"name", d.name},
+                       {"uuid", d.uuid},
+                       {"pci_bus_id", d.pci_bus_id},
+                       {"numa_node", d.numa_node},
+                       {"sm_count", d.sm_count},
+                       {"memory_bytes", d.memory_bytes},
+                       {"compute_major", d.compute_major},
+                       {"compute_minor", d.compute_minor}});
   auto pages = [](const std::vector<trace::NumaPages>& v) {
     json a = json::array();
     for (const auto& p : v) a.push_back({{"node", p.node}, {"bytes", p.bytes}});
@@ -322,8 +328,7 @@ json stored_run_json(const sweep::StoredRun& r) {
 
 std::vector<mlperf::Run> load_mlperf_runs(const json& args) {
   const auto csv = opt<std::string>(args, "runs_csv");
-  if (!csv || csv->empty())
-    return mlperf::read_runs_csv(mlperf::default_runs_csv(), "the embedded MLPerf v4.1 table");
+  if (!csv || csv->empty()) return mlperf::read_runs_csv(mlperf::default_runs_csv(), "the embedded MLPerf v4.1 table");
   return mlperf::read_runs_csv(fs::path(*csv));
 }
 
@@ -510,16 +515,18 @@ char* ss_mlperf_json(const char* command, const char* args_json) {
       const mlperf::IngestResult result = mlperf::ingest_results(dirs, options);
       if (auto output = opt<std::string>(a, "output"); output && !output->empty())
         mlperf::write_runs_csv(result.runs, fs::path(*output));
-      json out = {{"runs", json::parse(report::mlperf_runs_table(result.runs).to_json())},
-                  {"scores", json::parse(report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders)).to_json())},
-                  {"logs", result.logs},
-                  {"bytes", result.bytes},
-                  {"folders", result.folders.size()},
-                  {"mllog_lines", result.mllog_lines},
-                  {"malformed_lines", result.malformed_lines},
-                  {"overlong_lines", result.overlong_lines},
-                  {"ignored_files", result.ignored_files},
-                  {"notes", result.notes}};
+      json out = {
+          {"runs", json::parse(report::mlperf_runs_table(result.runs).to_json())},
+          {"scores",
+           json::parse(report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders)).to_json())},
+          {"logs", result.logs},
+          {"bytes", result.bytes},
+          {"folders", result.folders.size()},
+          {"mllog_lines", result.mllog_lines},
+          {"malformed_lines", result.malformed_lines},
+          {"overlong_lines", result.overlong_lines},
+          {"ignored_files", result.ignored_files},
+          {"notes", result.notes}};
       return dup(dump(out));
     }
     if (cmd == "scores") return dup(report::mlperf_scores_table(mlperf::score_folders(load_mlperf_runs(a))).to_json());

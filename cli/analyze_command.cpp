@@ -51,12 +51,21 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   std::vector<Table> out;
   {
     Table t("Time breakdown per rank (parts add up to wall time; overlap shown separately)",
-            cols({{"rank", 0}, {"wall_ns", 0}, {"compute_ns", 0}, {"compute_pct", 1}, {"exposed_comm_ns", 0},
-                  {"exposed_comm_pct", 1}, {"copies_sets_ns", 0}, {"copies_sets_pct", 1}, {"idle_ns", 0},
-                  {"idle_pct", 1}, {"comm_overlapped_ns", 0}, {"comm_overlap_pct", 1}}));
+            cols({{"rank", 0},
+                  {"wall_ns", 0},
+                  {"compute_ns", 0},
+                  {"compute_pct", 1},
+                  {"exposed_comm_ns", 0},
+                  {"exposed_comm_pct", 1},
+                  {"copies_sets_ns", 0},
+                  {"copies_sets_pct", 1},
+                  {"idle_ns", 0},
+                  {"idle_pct", 1},
+                  {"comm_overlapped_ns", 0},
+                  {"comm_overlap_pct", 1}}));
     for (const auto& label : run.left_out)
-      t.add_note(fmt::format("{}: left out, a process without a rank or GPU activity (a launcher such as the torchrun agent)",
-                             label));
+      t.add_note(fmt::format(
+          "{}: left out, a process without a rank or GPU activity (a launcher such as the torchrun agent)", label));
     for (const auto& r : run.ranks) {
       if (!r.data_loss.empty())
         t.add_note(fmt::format("{}: the trace lost data ({}); every figure covers only what could be read", r.label,
@@ -64,9 +73,9 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       if (skipped(t, r, r.breakdown.availability)) continue;
       const auto& b = r.breakdown;
       const double w = b.wall_ns > 0 ? static_cast<double>(b.wall_ns) : 1;
-      t.add_row({int64_t{r.rank}, ns(b.wall_ns), ns(b.compute_ns), pct(b.compute_ns / w), ns(b.exposed_communication_ns),
-                 pct(b.exposed_communication_ns / w), ns(b.copy_ns), pct(b.copy_ns / w), ns(b.idle_ns), pct(b.idle_ns / w),
-                 ns(b.overlap_ns), pct(b.overlap_fraction)});
+      t.add_row({int64_t{r.rank}, ns(b.wall_ns), ns(b.compute_ns), pct(b.compute_ns / w),
+                 ns(b.exposed_communication_ns), pct(b.exposed_communication_ns / w), ns(b.copy_ns), pct(b.copy_ns / w),
+                 ns(b.idle_ns), pct(b.idle_ns / w), ns(b.overlap_ns), pct(b.overlap_fraction)});
     }
     out.push_back(std::move(t));
   }
@@ -78,8 +87,16 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     out.push_back(std::move(t));
   }
   {
-    Table t("Iterations", cols({{"rank", 0}, {"source", 0}, {"count", 0}, {"warmup", 0}, {"median_ns", 0}, {"p95_ns", 0},
-                                {"cv", 3}, {"steady_median_ns", 0}, {"steady_p95_ns", 0}, {"steady_cv", 3}}));
+    Table t("Iterations", cols({{"rank", 0},
+                                {"source", 0},
+                                {"count", 0},
+                                {"warmup", 0},
+                                {"median_ns", 0},
+                                {"p95_ns", 0},
+                                {"cv", 3},
+                                {"steady_median_ns", 0},
+                                {"steady_p95_ns", 0},
+                                {"steady_cv", 3}}));
     for (const auto& r : run.ranks) {
       const auto& i = r.iterations;
       if (skipped(t, r, i.availability)) continue;
@@ -90,19 +107,25 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   }
   {
     const auto& s = run.stragglers;
-    Table t("Stragglers (lateness at matched collectives)",
-            cols({{"rank", 0}, {"total_late_ns", 0}, {"late_per_iteration_ns", 0}, {"max_late_ns", 0}, {"times_last", 0},
-                  {"steady_late_ns", 0}, {"steady_late_per_iteration_ns", 0}, {"steady_times_last", 0}}));
+    Table t("Stragglers (lateness at matched collectives)", cols({{"rank", 0},
+                                                                  {"total_late_ns", 0},
+                                                                  {"late_per_iteration_ns", 0},
+                                                                  {"max_late_ns", 0},
+                                                                  {"times_last", 0},
+                                                                  {"steady_late_ns", 0},
+                                                                  {"steady_late_per_iteration_ns", 0},
+                                                                  {"steady_times_last", 0}}));
     if (!s.availability.available) {
       t.add_note("Stragglers: " + s.availability.reason);
     } else {
       for (const auto& r : s.ranks)
         t.add_row({int64_t{r.rank}, ns(r.total_late_ns), nsd(r.late_per_iteration_ns), ns(r.max_late_ns), r.times_last,
                    ns(r.steady_late_ns), nsd(r.steady_late_per_iteration_ns), r.steady_times_last});
-      t.add_note(fmt::format("{} collectives matched ({} in steady iterations), {} unmatched; ranks waited {} in total; "
-                             "ranked by lateness in the {}",
-                             s.matched_collectives, s.steady_matched_collectives, s.unmatched_collectives,
-                             report::format_duration_ns(static_cast<double>(s.total_wait_ns)), s.ranked_by));
+      t.add_note(
+          fmt::format("{} collectives matched ({} in steady iterations), {} unmatched; ranks waited {} in total; "
+                      "ranked by lateness in the {}",
+                      s.matched_collectives, s.steady_matched_collectives, s.unmatched_collectives,
+                      report::format_duration_ns(static_cast<double>(s.total_wait_ns)), s.ranked_by));
     }
     if (s.slowest_rank >= 0 && run.ranks.size() > 1)
       t.add_note(fmt::format("slowest rank by steady median iteration: rank {} ({} vs fastest {})", s.slowest_rank,
@@ -112,9 +135,17 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   }
   for (Table& t : report::node_tables(run)) out.push_back(std::move(t));
   {
-    Table t("Launch overhead", cols({{"rank", 0}, {"kernels", 0}, {"kernel_ns", 0}, {"launch_calls", 0}, {"launch_cpu_ns", 0},
-                                     {"median_kernel_ns", 0}, {"median_launch_ns", 0}, {"gpu_gaps_ns", 0}, {"gap_pct", 1},
-                                     {"small_kernel_pct", 1}, {"launch_bound", 0}}));
+    Table t("Launch overhead", cols({{"rank", 0},
+                                     {"kernels", 0},
+                                     {"kernel_ns", 0},
+                                     {"launch_calls", 0},
+                                     {"launch_cpu_ns", 0},
+                                     {"median_kernel_ns", 0},
+                                     {"median_launch_ns", 0},
+                                     {"gpu_gaps_ns", 0},
+                                     {"gap_pct", 1},
+                                     {"small_kernel_pct", 1},
+                                     {"launch_bound", 0}}));
     for (const auto& r : run.ranks) {
       const auto& l = r.launch;
       if (skipped(t, r, l.availability)) continue;
@@ -125,8 +156,15 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     out.push_back(std::move(t));
   }
   {
-    Table t("Copies and sets", cols({{"rank", 0}, {"kind", 0}, {"from", 0}, {"to", 0}, {"count", 0}, {"bytes", 0},
-                                     {"time_ns", 0}, {"gb_per_s", 2}, {"sync_count", 0}}));
+    Table t("Copies and sets", cols({{"rank", 0},
+                                     {"kind", 0},
+                                     {"from", 0},
+                                     {"to", 0},
+                                     {"count", 0},
+                                     {"bytes", 0},
+                                     {"time_ns", 0},
+                                     {"gb_per_s", 2},
+                                     {"sync_count", 0}}));
     for (const auto& r : run.ranks) {
       const auto& c = r.copies;
       if (skipped(t, r, c.availability)) continue;
@@ -135,7 +173,8 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
                    std::string(trace::to_string(g.dst_kind)), g.count, static_cast<int64_t>(g.bytes), ns(g.time_ns),
                    g.bandwidth_gbps, g.sync_count});
       if (c.memset_count > 0)
-        t.add_row({int64_t{r.rank}, std::string("memset"), Cell{}, Cell{}, c.memset_count, Cell{}, ns(c.memset_ns), Cell{}, Cell{}});
+        t.add_row({int64_t{r.rank}, std::string("memset"), Cell{}, Cell{}, c.memset_count, Cell{}, ns(c.memset_ns),
+                   Cell{}, Cell{}});
       t.add_note(fmt::format("{}: {} of host<->device bytes from pageable memory; {} synchronous copies", r.label,
                              report::format_percent(c.pageable_fraction), c.sync_copy_count));
     }
@@ -146,17 +185,29 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     for (const auto& r : run.ranks) {
       const auto& s = r.sync;
       if (skipped(t, r, s.availability)) continue;
-      for (const auto& g : s.groups) t.add_row({int64_t{r.rank}, std::string(trace::to_string(g.kind)), g.count, ns(g.total_ns)});
-      t.add_note(fmt::format("{}: host blocked in synchronize {} of wall time", r.label, report::format_percent(s.fraction)));
+      for (const auto& g : s.groups)
+        t.add_row({int64_t{r.rank}, std::string(trace::to_string(g.kind)), g.count, ns(g.total_ns)});
+      t.add_note(
+          fmt::format("{}: host blocked in synchronize {} of wall time", r.label, report::format_percent(s.fraction)));
     }
     out.push_back(std::move(t));
   }
   {
-    Table t("Precision (share of kernel time)", cols({{"rank", 0}, {"kernel_ns", 0}, {"fp64_pct", 1}, {"fp32_no_tensor_core_pct", 1},
-                                                     {"tensor_core_pct", 1}, {"other_pct", 1}}));
+    Table t("Precision (share of kernel time)", cols({{"rank", 0},
+                                                      {"kernel_ns", 0},
+                                                      {"fp64_pct", 1},
+                                                      {"fp32_no_tensor_core_pct", 1},
+                                                      {"tensor_core_pct", 1},
+                                                      {"other_pct", 1}}));
     Table l("Layout: NCHW<->NHWC conversions, and fp16/bf16 kernels that exist only for NCHW data",
-            cols({{"rank", 0}, {"kernels", 0}, {"time_ns", 0}, {"kernel_time_pct", 2}, {"largest", 0},
-                  {"nchw_half_kernels", 0}, {"nchw_half_ns", 0}, {"nchw_half_pct", 2}}));
+            cols({{"rank", 0},
+                  {"kernels", 0},
+                  {"time_ns", 0},
+                  {"kernel_time_pct", 2},
+                  {"largest", 0},
+                  {"nchw_half_kernels", 0},
+                  {"nchw_half_ns", 0},
+                  {"nchw_half_pct", 2}}));
     for (const auto& r : run.ranks) {
       const auto& p = r.precision;
       if (!skipped(t, r, p.availability)) {
@@ -167,16 +218,21 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       const auto& y = r.layout;
       if (!skipped(l, r, y.availability))
         l.add_row({int64_t{r.rank}, y.conversion_count, ns(y.conversion_ns), pct(y.fraction),
-                   y.top.empty() ? Cell{} : Cell{y.top.front().name}, y.nchw_half_count,
-                   ns(y.nchw_half_ns), pct(y.nchw_half_fraction)});
+                   y.top.empty() ? Cell{} : Cell{y.top.front().name}, y.nchw_half_count, ns(y.nchw_half_ns),
+                   pct(y.nchw_half_fraction)});
     }
     out.push_back(std::move(t));
     out.push_back(std::move(l));
   }
   {
-    Table t("Input pipeline", cols({{"rank", 0}, {"starved_gaps", 0}, {"starvation_ns", 0}, {"starvation_pct", 2}, {"compute_ns", 0}}));
-    Table n("NUMA placement", cols({{"rank", 0}, {"gpu_node", 0}, {"cpu_nodes", 0}, {"cpus_cross_node", 0},
-                                    {"remote_memory_pct", 1}, {"memory_policy", 0}}));
+    Table t("Input pipeline",
+            cols({{"rank", 0}, {"starved_gaps", 0}, {"starvation_ns", 0}, {"starvation_pct", 2}, {"compute_ns", 0}}));
+    Table n("NUMA placement", cols({{"rank", 0},
+                                    {"gpu_node", 0},
+                                    {"cpu_nodes", 0},
+                                    {"cpus_cross_node", 0},
+                                    {"remote_memory_pct", 1},
+                                    {"memory_policy", 0}}));
     for (const auto& r : run.ranks) {
       const auto& i = r.input;
       if (!skipped(t, r, i.availability))
@@ -185,8 +241,8 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       if (!skipped(n, r, u.availability)) {
         std::string nodes;
         for (int32_t c : u.cpu_nodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(c);
-        n.add_row({int64_t{r.rank}, int64_t{u.gpu_node}, nodes, u.cpus_cross_node,
-                   pct(u.remote_memory_fraction), u.memory_policy});
+        n.add_row({int64_t{r.rank}, int64_t{u.gpu_node}, nodes, u.cpus_cross_node, pct(u.remote_memory_fraction),
+                   u.memory_policy});
       }
     }
     out.push_back(std::move(t));
@@ -212,10 +268,10 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     bool any = false;
     for (const auto& r : run.ranks) any = any || !r.perturbation.sampling.empty();
     if (any) {
-      Table t("Profiler perturbation (measured by the run: traced iterations against detached ones, docs/collector.md)",
-              {Column("rank", 0), Column("sampling", 0), Column("iterations", 0), Column("inside", 0),
-               Column("outside", 0), Column("perturbation_pct", 1), Column("ci_low_pct", 1), Column("ci_high_pct", 1),
-               Column::prose("note")});
+      Table t(
+          "Profiler perturbation (measured by the run: traced iterations against detached ones, docs/collector.md)",
+          {Column("rank", 0), Column("sampling", 0), Column("iterations", 0), Column("inside", 0), Column("outside", 0),
+           Column("perturbation_pct", 1), Column("ci_low_pct", 1), Column("ci_high_pct", 1), Column::prose("note")});
       t.set_id("profiler_perturbation");
       for (const auto& r : run.ranks) {
         const auto& p = r.perturbation;
@@ -238,17 +294,38 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     bool any = false;
     for (const auto& r : run.ranks) any = any || (r.steady ? r.steady->host : r.host).availability.available;
     if (any) {
-      Table t("Host threads (steady iterations where found; main = the traced process's main thread; cores = CPU-seconds "
-              "per second)",
-              cols({{"rank", 0}, {"method", 0}, {"main_busy_pct", 1}, {"main_run_wait_pct", 1}, {"main_sleep_pct", 1},
-                    {"main_io_pct", 1}, {"other_threads_cores", 2}, {"workers", 0}, {"worker_cores", 2},
-                    {"mean_runnable", 1}, {"max_runnable", 0}, {"cores", 0}, {"contended_pct", 1},
-                    {"run_wait_cores", 2}, {"main_cpus", 0}, {"main_on_gpu_node_pct", 1}}));
+      Table t(
+          "Host threads (steady iterations where found; main = the traced process's main thread; cores = CPU-seconds "
+          "per second)",
+          cols({{"rank", 0},
+                {"method", 0},
+                {"main_busy_pct", 1},
+                {"main_run_wait_pct", 1},
+                {"main_sleep_pct", 1},
+                {"main_io_pct", 1},
+                {"other_threads_cores", 2},
+                {"workers", 0},
+                {"worker_cores", 2},
+                {"mean_runnable", 1},
+                {"max_runnable", 0},
+                {"cores", 0},
+                {"contended_pct", 1},
+                {"run_wait_cores", 2},
+                {"main_cpus", 0},
+                {"main_on_gpu_node_pct", 1}}));
       t.set_id("host_threads");
       Table it("Host threads per iteration (main thread shares of the iteration's wall time)",
-               cols({{"rank", 0}, {"iteration", 0}, {"wall_ns", 0}, {"main_busy_pct", 1}, {"main_run_wait_pct", 1},
-                     {"main_sleep_pct", 1}, {"main_io_pct", 1}, {"other_threads_cores", 2}, {"worker_cores", 2},
-                     {"mean_runnable", 1}, {"max_runnable", 0}}));
+               cols({{"rank", 0},
+                     {"iteration", 0},
+                     {"wall_ns", 0},
+                     {"main_busy_pct", 1},
+                     {"main_run_wait_pct", 1},
+                     {"main_sleep_pct", 1},
+                     {"main_io_pct", 1},
+                     {"other_threads_cores", 2},
+                     {"worker_cores", 2},
+                     {"mean_runnable", 1},
+                     {"max_runnable", 0}}));
       it.set_id("host_iterations");
       for (const auto& r : run.ranks) {
         const auto& h = r.steady ? r.steady->host : r.host;
@@ -272,10 +349,17 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       out.push_back(std::move(t));
       out.push_back(std::move(it));
       // Native call stacks (format 1.3): only where some thread has them.
-      Table st("Host thread stacks (native call stacks from perf_event_open: where each thread's CPU time went; "
-               "self = the function the sample was in)",
-               cols({{"rank", 0}, {"tid", 0}, {"thread", 0}, {"stack_samples", 0}, {"kind", 0}, {"share_pct", 1},
-                     {"samples", 0}, {"where", 0}}));
+      Table st(
+          "Host thread stacks (native call stacks from perf_event_open: where each thread's CPU time went; "
+          "self = the function the sample was in)",
+          cols({{"rank", 0},
+                {"tid", 0},
+                {"thread", 0},
+                {"stack_samples", 0},
+                {"kind", 0},
+                {"share_pct", 1},
+                {"samples", 0},
+                {"where", 0}}));
       st.set_id("host_stacks");
       bool any_stacks = false;
       for (const auto& r : run.ranks) {
@@ -301,14 +385,15 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     }
   }
   {
-    Table t("Findings (ranked by estimated saving as share of step time: an upper bound unless its method says otherwise)",
-            {Column("rank_order", 0), Column("id", 0), Column("severity", 0), Column("saving_pct", 1),
-             Column::prose("title"), Column::prose("evidence"), Column::prose("fix"), Column::prose("saving_estimate")});
+    Table t(
+        "Findings (ranked by estimated saving as share of step time: an upper bound unless its method says otherwise)",
+        {Column("rank_order", 0), Column("id", 0), Column("severity", 0), Column("saving_pct", 1),
+         Column::prose("title"), Column::prose("evidence"), Column::prose("fix"), Column::prose("saving_estimate")});
     t.set_id("findings");
     int i = 1;
     for (const auto& f : findings)
-      t.add_row({int64_t{i++}, f.id, std::string(advise::to_string(f.severity)), pct(f.saving_fraction), f.title, f.evidence,
-                 f.fix, f.saving_method});
+      t.add_row({int64_t{i++}, f.id, std::string(advise::to_string(f.severity)), pct(f.saving_fraction), f.title,
+                 f.evidence, f.fix, f.saving_method});
     if (findings.empty()) t.add_note("no finding: no rule's evidence is above its threshold (docs/advisor.md)");
     out.push_back(std::move(t));
   }
@@ -328,21 +413,26 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("analyze", "Where each rank's time went, iterations, stragglers, and ranked findings");
-  cmd->add_option("trace", args->input, "a .sstrace file, a .ssrun run directory, a Kineto .json/.json.gz, or a folder of them")
+  cmd->add_option("trace", args->input,
+                  "a .sstrace file, a .ssrun run directory, a Kineto .json/.json.gz, or a folder of them")
       ->required();
-  cmd->add_option("--window", args->window,
-                  "START:END: 10%:90% (of the trace), 2000000:9000000 (ns after the first event) or it5:it50 (iterations)");
-  cmd->add_option("--iteration-range", args->iteration_range,
-                  "NVTX/annotation range marking one iteration, e.g. Optimizer.step#SGD.step (default: ProfilerStep#N, else detected)");
-  cmd->add_option("--classes", args->classes, "kernel class rules file: lines '<class> <substring>' (docs/kernel-classes.md)");
+  cmd->add_option(
+      "--window", args->window,
+      "START:END: 10%:90% (of the trace), 2000000:9000000 (ns after the first event) or it5:it50 (iterations)");
+  cmd->add_option(
+      "--iteration-range", args->iteration_range,
+      "NVTX/annotation range marking one iteration, e.g. Optimizer.step#SGD.step (default: ProfilerStep#N, else detected)");
+  cmd->add_option("--classes", args->classes,
+                  "kernel class rules file: lines '<class> <substring>' (docs/kernel-classes.md)");
   auto* json_flag = cmd->add_flag("--json", args->json, "print the full analysis and findings as one JSON object");
   cmd->add_option("--format", args->format, "table, csv or json (the tables)")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->excludes(json_flag);
   cmd->add_flag("--no-align-clocks", args->no_align_clocks,
                 "do not align the hosts' clocks from matched collectives (estimate and report only)");
-  cmd->add_flag("--no-attribution", args->no_attribution,
-                "skip GPU time by operator and range (docs/attribution.md): faster on traces with many operator ranges");
+  cmd->add_flag(
+      "--no-attribution", args->no_attribution,
+      "skip GPU time by operator and range (docs/attribution.md): faster on traces with many operator ranges");
   cmd->add_option("--top", args->top, "kernels in the top-kernel table")->check(CLI::Range(1, 1000));
   cmd->add_option("--threads", args->threads, "ranks analysed at once (0: automatic, at most 4)");
   cmd->callback([args, &exit_code] {

@@ -19,9 +19,13 @@ std::vector<Column> cols(std::initializer_list<std::pair<const char*, int>> spec
 }
 
 // Long operator names (autograd nodes, Python frames) are cut on the terminal only.
-std::string shown(const std::string& name, bool all) { return all || name.size() <= 70 ? name : name.substr(0, 67) + "..."; }
+std::string shown(const std::string& name, bool all) {
+  return all || name.size() <= 70 ? name : name.substr(0, 67) + "...";
+}
 
-double pct(int64_t part, int64_t whole) { return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0; }
+double pct(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0;
+}
 
 void add_rows(Table& t, const analyze::RankAnalysis& r, const std::vector<analyze::AttributionRow>& rows, size_t limit,
               bool all, bool with_kind) {
@@ -30,17 +34,17 @@ void add_rows(Table& t, const analyze::RankAnalysis& r, const std::vector<analyz
     const auto& x = rows[i];
     std::vector<Cell> cells{int64_t{r.rank}};
     if (with_kind) cells.emplace_back(std::string(analyze::to_string(x.kind)));
-    for (Cell c : std::initializer_list<Cell>{shown(x.name, all), x.calls, x.gpu_ns, x.self_gpu_ns, pct(x.gpu_ns, a.busy_ns),
-                                              x.step_fraction * 100, x.sum_ns, x.kernels, x.kernels_per_call, x.cpu_ns,
-                                              x.self_cpu_ns})
+    for (Cell c : std::initializer_list<Cell>{shown(x.name, all), x.calls, x.gpu_ns, x.self_gpu_ns,
+                                              pct(x.gpu_ns, a.busy_ns), x.step_fraction * 100, x.sum_ns, x.kernels,
+                                              x.kernels_per_call, x.cpu_ns, x.self_cpu_ns})
       cells.push_back(std::move(c));
     t.add_row(std::move(cells));
   }
   std::vector<Cell> cells{int64_t{r.rank}};
   if (with_kind) cells.emplace_back(std::string("-"));
   for (Cell c : std::initializer_list<Cell>{std::string("(unattributed)"), Cell{}, a.unattributed_ns, a.unattributed_ns,
-                                            pct(a.unattributed_ns, a.busy_ns), Cell{}, Cell{}, a.unattributed_activities,
-                                            Cell{}, Cell{}, Cell{}})
+                                            pct(a.unattributed_ns, a.busy_ns), Cell{}, Cell{},
+                                            a.unattributed_activities, Cell{}, Cell{}, Cell{}})
     cells.push_back(std::move(c));
   t.add_row(std::move(cells));
 }
@@ -48,8 +52,17 @@ void add_rows(Table& t, const analyze::RankAnalysis& r, const std::vector<analyz
 std::vector<Column> row_columns(bool with_kind) {
   std::vector<Column> c = cols({{"rank", 0}});
   if (with_kind) c.emplace_back("kind", 0);
-  for (auto& x : cols({{"name", 0}, {"calls", 0}, {"gpu_ns", 0}, {"self_gpu_ns", 0}, {"busy_pct", 1}, {"step_pct", 1},
-                       {"kernel_sum_ns", 0}, {"kernels", 0}, {"kernels_per_call", 1}, {"cpu_ns", 0}, {"self_cpu_ns", 0}}))
+  for (auto& x : cols({{"name", 0},
+                       {"calls", 0},
+                       {"gpu_ns", 0},
+                       {"self_gpu_ns", 0},
+                       {"busy_pct", 1},
+                       {"step_pct", 1},
+                       {"kernel_sum_ns", 0},
+                       {"kernels", 0},
+                       {"kernels_per_call", 1},
+                       {"cpu_ns", 0},
+                       {"self_cpu_ns", 0}}))
     c.push_back(std::move(x));
   return c;
 }
@@ -62,9 +75,12 @@ std::vector<Table> attribution_tables(const analyze::RunAnalysis& run, int top, 
   std::vector<const analyze::RankAnalysis*> ranks;
   for (const auto& r : run.ranks) ranks.push_back(&r);
   if (!all && ranks.size() > 1) ranks.resize(1);
-  Table ops(all ? "GPU time by operator (every rank; gpu_ns inclusive, busy time shared where work overlaps)"
-                : fmt::format("GPU time by operator (first rank, top {}; gpu_ns inclusive, busy time shared where work overlaps)", top),
-            row_columns(false));
+  Table ops(
+      all ? "GPU time by operator (every rank; gpu_ns inclusive, busy time shared where work overlaps)"
+          : fmt::format(
+                "GPU time by operator (first rank, top {}; gpu_ns inclusive, busy time shared where work overlaps)",
+                top),
+      row_columns(false));
   Table ranges(all ? "GPU time by module and range (every rank)"
                    : fmt::format("GPU time by module and range (first rank, top {})", top),
                row_columns(true));
@@ -78,16 +94,17 @@ std::vector<Table> attribution_tables(const analyze::RunAnalysis& run, int top, 
     }
     add_rows(ops, *r, a.operators, limit, all, false);
     add_rows(ranges, *r, a.ranges, limit, all, true);
-    ops.add_note(fmt::format("{}: {} of {} GPU busy time launched inside a range ({:.1f}%); unattributed {}: {} without a launch "
-                             "call in the trace, {} launched outside every range",
-                             r->label, report::format_duration_ns(static_cast<double>(a.attributed_ns)),
-                             report::format_duration_ns(static_cast<double>(a.busy_ns)), pct(a.attributed_ns, a.busy_ns),
-                             report::format_duration_ns(static_cast<double>(a.unattributed_ns)),
-                             report::format_duration_ns(static_cast<double>(a.no_launch_ns)),
-                             report::format_duration_ns(static_cast<double>(a.outside_ranges_ns))));
+    ops.add_note(fmt::format(
+        "{}: {} of {} GPU busy time launched inside a range ({:.1f}%); unattributed {}: {} without a launch "
+        "call in the trace, {} launched outside every range",
+        r->label, report::format_duration_ns(static_cast<double>(a.attributed_ns)),
+        report::format_duration_ns(static_cast<double>(a.busy_ns)), pct(a.attributed_ns, a.busy_ns),
+        report::format_duration_ns(static_cast<double>(a.unattributed_ns)),
+        report::format_duration_ns(static_cast<double>(a.no_launch_ns)),
+        report::format_duration_ns(static_cast<double>(a.outside_ranges_ns))));
     if (!a.link_source.empty())
-      ranges.add_note(fmt::format("{}: {} backward ranges placed under the forward module that made them ({})", r->label,
-                                  a.backward_links, a.link_source));
+      ranges.add_note(fmt::format("{}: {} backward ranges placed under the forward module that made them ({})",
+                                  r->label, a.backward_links, a.link_source));
   }
   if (!all && run.ranks.size() > 1) ops.add_note("every rank's tables: --format csv or --json (attribution)");
   out.push_back(std::move(ops));
@@ -95,11 +112,22 @@ std::vector<Table> attribution_tables(const analyze::RunAnalysis& run, int top, 
   if (!all) return out;
 
   Table tree("GPU time tree by module, range and operator (node 0: all GPU work; its self time is unattributed)",
-             cols({{"rank", 0}, {"node", 0}, {"parent", 0}, {"kind", 0}, {"name", 0}, {"gpu_ns", 0}, {"self_gpu_ns", 0},
+             cols({{"rank", 0},
+                   {"node", 0},
+                   {"parent", 0},
+                   {"kind", 0},
+                   {"name", 0},
+                   {"gpu_ns", 0},
+                   {"self_gpu_ns", 0},
                    {"kernels", 0}}));
-  Table its("GPU time per iteration (top operators)",
-            cols({{"rank", 0}, {"iteration", 0}, {"start_ns", 0}, {"end_ns", 0}, {"busy_ns", 0}, {"attributed_ns", 0},
-                  {"operator", 0}, {"gpu_ns", 0}}));
+  Table its("GPU time per iteration (top operators)", cols({{"rank", 0},
+                                                            {"iteration", 0},
+                                                            {"start_ns", 0},
+                                                            {"end_ns", 0},
+                                                            {"busy_ns", 0},
+                                                            {"attributed_ns", 0},
+                                                            {"operator", 0},
+                                                            {"gpu_ns", 0}}));
   for (const auto* r : ranks) {
     const auto& a = r->attribution;
     for (size_t i = 0; i < a.tree.size(); ++i) {

@@ -94,21 +94,28 @@ std::vector<trace::Trace> sample_run() {
 
 void add_demo_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<DemoArgs>();
-  auto* cmd = app.add_subcommand(
-      "demo", "Analyse the embedded data (H200 study, MLPerf v4.1, sample runs) and write the HTML report; "
-              "--gpu: a short real profiled sweep on this machine's GPUs");
+  auto* cmd =
+      app.add_subcommand("demo",
+                         "Analyse the embedded data (H200 study, MLPerf v4.1, sample runs) and write the HTML report; "
+                         "--gpu: a short real profiled sweep on this machine's GPUs");
   cmd->footer(
       "Examples:\n  scalescope demo -o /tmp/demo          # any machine, under a minute\n"
       "  scalescope demo --gpu -o /tmp/gpu-demo  # GPUs, Python with torch and torchvision, torchrun; ~2-3 min on 2 GPUs");
-  cmd->add_option("-o,--output-dir", args->dir, "Folder for the report (and, with --gpu, the sweep)")->capture_default_str();
+  cmd->add_option("-o,--output-dir", args->dir, "Folder for the report (and, with --gpu, the sweep)")
+      ->capture_default_str();
   cmd->add_option("--study", args->study,
                   "A folder of study results laid out like examples/h200 (*.db, traces/*.ssrun) to use instead of "
                   "the embedded ones");
   cmd->add_flag("--gpu", args->gpu, "Run a short real sweep of the reference image workload on this machine's GPUs");
   auto& g = args->gpu_options;
-  cmd->add_option("--max-gpus", g.max_gpus, "--gpu: use at most this many GPUs (0: all visible)")->capture_default_str();
-  cmd->add_option("--repeat", g.repeat, "--gpu: repetitions of each GPU count")->capture_default_str()->check(CLI::Range(1, 20));
-  cmd->add_option("--steps", g.steps, "--gpu: training steps per run")->capture_default_str()->check(CLI::Range(2, 100000));
+  cmd->add_option("--max-gpus", g.max_gpus, "--gpu: use at most this many GPUs (0: all visible)")
+      ->capture_default_str();
+  cmd->add_option("--repeat", g.repeat, "--gpu: repetitions of each GPU count")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 20));
+  cmd->add_option("--steps", g.steps, "--gpu: training steps per run")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
   cmd->add_option("--warmup-steps", g.warmup_steps, "--gpu: steps left out of the figures")->capture_default_str();
   cmd->add_option("--image-size", g.image_size, "--gpu: image side in pixels")->capture_default_str();
   cmd->add_option("--batch-size", g.batch_size, "--gpu: batch per GPU")->capture_default_str();
@@ -175,7 +182,8 @@ void add_demo_command(CLI::App& app, int& exit_code) {
       progress.advance();
 #ifdef SCALESCOPE_REPORT_MLPERF
       progress.set_detail("MLPerf Training v4.1");
-      r.add_mlperf_runs("v4.1 (embedded)", mlperf::read_runs_csv(mlperf::default_runs_csv(), "embedded MLPerf v4.1 table"));
+      r.add_mlperf_runs("v4.1 (embedded)",
+                        mlperf::read_runs_csv(mlperf::default_runs_csv(), "embedded MLPerf v4.1 table"));
 #endif
       progress.advance();
       progress.set_detail("");

@@ -22,8 +22,9 @@ using report::Column;
 using report::Table;
 
 Table delta_table(std::string title, const std::vector<analyze::Delta>& rows, const char* unit) {
-  Table t(std::move(title), {Column("what", 0), Column(fmt::format("a_{}", unit), 0), Column(fmt::format("b_{}", unit), 0),
-                             Column(fmt::format("delta_{}", unit), 0), Column("ratio_b_over_a", 3)});
+  Table t(std::move(title),
+          {Column("what", 0), Column(fmt::format("a_{}", unit), 0), Column(fmt::format("b_{}", unit), 0),
+           Column(fmt::format("delta_{}", unit), 0), Column("ratio_b_over_a", 3)});
   for (const auto& d : rows)
     t.add_row({d.what.size() > 100 ? d.what.substr(0, 97) + "..." : d.what, d.a, d.b, d.delta,
                d.a != 0 ? Cell{d.ratio} : Cell{}});
@@ -85,8 +86,10 @@ void add_diff_command(CLI::App& app, int& exit_code) {
     tables.push_back(std::move(it));
     tables.push_back(delta_table("Time breakdown (mean per rank)", d.breakdown, "ns"));
     tables.push_back(delta_table("Kernel classes and precision (kernel time, mean per rank)", d.classes, "ns"));
-    tables.push_back(delta_table(fmt::format("Kernels with the largest change (top {})", args->top), d.top_kernels, "ns"));
-    tables.push_back(delta_table("Copies by kind and memory (time_ns and bytes rows, mean per rank)", d.copies, "value"));
+    tables.push_back(
+        delta_table(fmt::format("Kernels with the largest change (top {})", args->top), d.top_kernels, "ns"));
+    tables.push_back(
+        delta_table("Copies by kind and memory (time_ns and bytes rows, mean per rank)", d.copies, "value"));
     const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
     report::print_tables(std::cout, tables, format);
     exit_code = 0;

@@ -23,10 +23,14 @@ void add_export_command(CLI::App& app, int& exit_code) {
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("export", "Export a trace to Chrome trace JSON (Perfetto), SQLite or CSV");
-  cmd->add_option("trace", opts->input, "a .sstrace file, a .ssrun run directory, or a Kineto .json/.json.gz")->required();
-  cmd->add_option("--format", opts->format, "chrome, sqlite or csv")->required()->check(CLI::IsMember({"chrome", "sqlite", "csv"}));
+  cmd->add_option("trace", opts->input, "a .sstrace file, a .ssrun run directory, or a Kineto .json/.json.gz")
+      ->required();
+  cmd->add_option("--format", opts->format, "chrome, sqlite or csv")
+      ->required()
+      ->check(CLI::IsMember({"chrome", "sqlite", "csv"}));
   cmd->add_option("-o,--output", opts->output, "output file (chrome, sqlite) or new directory (csv)")->required();
-  cmd->add_flag("--force", opts->force, "replace an existing output (files are replaced anyway; a csv directory only with --force)");
+  cmd->add_flag("--force", opts->force,
+                "replace an existing output (files are replaced anyway; a csv directory only with --force)");
   cmd->add_flag("--no-align-clocks", opts->no_align_clocks,
                 "keep each host's own clock (default: hosts aligned from matched collectives)");
   cmd->callback([opts, &exit_code] {
@@ -47,8 +51,10 @@ void add_export_command(CLI::App& app, int& exit_code) {
     for (const auto& t : traces) events += t.event_count();
     std::cout << fmt::format("wrote {} ({} trace(s), {} events)\n", opts->output, traces.size(), events);
     for (const auto& label : left_out)
-      std::cout << fmt::format("left out {}: a process without a rank or GPU activity (a launcher such as the "
-                               "torchrun agent)\n", label);
+      std::cout << fmt::format(
+          "left out {}: a process without a rank or GPU activity (a launcher such as the "
+          "torchrun agent)\n",
+          label);
     exit_code = 0;
   });
 }

@@ -32,7 +32,8 @@ namespace fs = std::filesystem;
 std::string stem_of(const fs::path& p) {
   std::string n = p.filename().string();
   for (std::string_view ext : {".gz", ".gzip", ".json", ".JSON", ".sqlite3", ".sqlite"})
-    if (n.size() > ext.size() && n.compare(n.size() - ext.size(), ext.size(), ext) == 0) n.resize(n.size() - ext.size());
+    if (n.size() > ext.size() && n.compare(n.size() - ext.size(), ext.size(), ext) == 0)
+      n.resize(n.size() - ext.size());
   return n;
 }
 
@@ -40,8 +41,7 @@ std::vector<report::Table> report_tables(const trace::ImportReport& rep, const t
   report::Table cats(fmt::format("Imported {} ({} bytes of JSON, {} events)", rep.input, rep.json_bytes, rep.events),
                      {"cat", "ph", "events", "mapped_to"});
   cats.set_id("imported_categories");
-  for (const auto& c : rep.categories)
-    cats.add_row({c.cat, c.ph, static_cast<int64_t>(c.events), c.mapped_to});
+  for (const auto& c : rep.categories) cats.add_row({c.cat, c.ph, static_cast<int64_t>(c.events), c.mapped_to});
   report::Table tables("Trace tables", {"table", "rows"});
   auto row = [&](const char* name, size_t n) { tables.add_row({std::string(name), static_cast<int64_t>(n)}); };
   row("kernels", t.kernels.size());
@@ -57,12 +57,14 @@ std::vector<report::Table> report_tables(const trace::ImportReport& rep, const t
   row("counted only", rep.ignored);
   row("unknown", rep.unknown);
   row("malformed", rep.malformed);
-  tables.add_note(fmt::format("rank {}, world size {}, {} device(s)", t.meta.rank, t.meta.world_size, t.meta.devices.size()));
+  tables.add_note(
+      fmt::format("rank {}, world size {}, {} device(s)", t.meta.rank, t.meta.world_size, t.meta.devices.size()));
   return {std::move(cats), std::move(tables)};
 }
 
 // What became of each table of an nsys export, and of each traced process.
-std::vector<report::Table> nsys_report_tables(const trace::NsysImportReport& rep, const std::vector<trace::Trace>& traces) {
+std::vector<report::Table> nsys_report_tables(const trace::NsysImportReport& rep,
+                                              const std::vector<trace::Trace>& traces) {
   report::Table tabs(fmt::format("Imported {} (Nsight Systems {}, export schema {})", rep.input,
                                  rep.product_version.empty() ? "version not recorded" : rep.product_version,
                                  rep.schema_version.empty() ? "not recorded" : rep.schema_version),
@@ -88,7 +90,8 @@ std::vector<report::Table> nsys_report_tables(const trace::NsysImportReport& rep
     row("NCCL message sizes decoded", rep.nccl_payloads, "bytes of the NCCL kernel the call launched");
     row("NCCL kernels given bytes", rep.nccl_bytes_joined, "nccl bytes (others: 0, unknown)");
   }
-  row("malformed rows or unknown string ids", rep.malformed, "left out or named from the next column (problem: malformed)");
+  row("malformed rows or unknown string ids", rep.malformed,
+      "left out or named from the next column (problem: malformed)");
   row("strings with invalid UTF-8", rep.invalid_utf8, "repaired (U+FFFD)");
   row("GPU metric samples", rep.gpu_metric_samples, "counted only");
   row("CPU samples", rep.cpu_samples, "counted only");
@@ -96,15 +99,17 @@ std::vector<report::Table> nsys_report_tables(const trace::NsysImportReport& rep
   row("OS runtime calls", rep.osrt_calls, "counted only");
   rows.add_note(fmt::format("{} traced process(es); {} other process(es) with rows but no CUDA activity (counted only)",
                             rep.processes.size(), rep.other_processes));
-  report::Table procs("Traces (one per process with CUDA activity)",
-                      {"pid", "process", "rank", "rank_from", "kernels", "nccl", "memcpy", "memset", "api", "sync", "nvtx"});
+  report::Table procs(
+      "Traces (one per process with CUDA activity)",
+      {"pid", "process", "rank", "rank_from", "kernels", "nccl", "memcpy", "memset", "api", "sync", "nvtx"});
   for (const auto& p : rep.processes)
     procs.add_row({static_cast<int64_t>(p.pid), p.name, static_cast<int64_t>(p.rank), p.rank_source,
                    static_cast<int64_t>(p.kernels), static_cast<int64_t>(p.nccl), static_cast<int64_t>(p.memcpys),
                    static_cast<int64_t>(p.memsets), static_cast<int64_t>(p.api), static_cast<int64_t>(p.syncs),
                    static_cast<int64_t>(p.nvtx)});
   for (const auto& t : traces)
-    procs.add_note(fmt::format("pid {}: {} device(s), world size {}", t.meta.pid, t.meta.devices.size(), t.meta.world_size));
+    procs.add_note(
+        fmt::format("pid {}: {} device(s), world size {}", t.meta.pid, t.meta.devices.size(), t.meta.world_size));
   return {std::move(tabs), std::move(rows), std::move(procs)};
 }
 
@@ -205,13 +210,17 @@ void add_import_command(CLI::App& app, int& exit_code) {
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
-      "import", "Import a PyTorch-profiler (Kineto) trace (.json, .json.gz) or an Nsight Systems SQLite export, or a directory of rank traces");
-  cmd->add_option("trace", opts->input, "Kineto JSON trace or nsys export (.sqlite), or a directory of them (one per rank)")
+      "import",
+      "Import a PyTorch-profiler (Kineto) trace (.json, .json.gz) or an Nsight Systems SQLite export, or a directory of rank traces");
+  cmd->add_option("trace", opts->input,
+                  "Kineto JSON trace or nsys export (.sqlite), or a directory of them (one per rank)")
       ->required();
   cmd->add_option("-o,--output", opts->output, "output .sstrace (or .ssrun directory for a directory input)");
-  cmd->add_option("--format", opts->format, "report format: table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
-  cmd->add_flag("--force", opts->force,
-                "replace an existing output run directory (a single .sstrace output is always replaced; an input never)");
+  cmd->add_option("--format", opts->format, "report format: table, csv or json")
+      ->check(CLI::IsMember({"table", "csv", "json"}));
+  cmd->add_flag(
+      "--force", opts->force,
+      "replace an existing output run directory (a single .sstrace output is always replaced; an input never)");
   cmd->callback([opts, &exit_code] {
     const auto format = *report::parse_output_format(opts->format);
     fs::path in(opts->input);
@@ -223,7 +232,8 @@ void add_import_command(CLI::App& app, int& exit_code) {
         fail("{}: already {}; nothing to import (give it to stats, analyze or export directly)", in.string(),
              detected.what);
       case trace::InputKind::kKinetoDirectory: {
-        fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(opts->output);
+        fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension))
+                                            : fs::path(opts->output);
         trace::check_output(out, {in}, true);  // an existing run directory: import_directory decides (--force)
         import_directory(
             [&](const EmitTrace& emit) {
@@ -257,7 +267,8 @@ void add_import_command(CLI::App& app, int& exit_code) {
         break;
       }
       case trace::InputKind::kNsysDirectory: {
-        fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(opts->output);
+        fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension))
+                                            : fs::path(opts->output);
         trace::check_output(out, {in}, true);
         import_directory(
             [&](const EmitTrace& emit) {
@@ -299,8 +310,7 @@ void add_import_command(CLI::App& app, int& exit_code) {
             out, opts->force, tables);
         break;
       }
-      default:
-        trace::fail_not_a_trace(in, detected);
+      default: trace::fail_not_a_trace(in, detected);
     }
     report::print_tables(std::cout, tables, format);
     exit_code = 0;

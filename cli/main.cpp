@@ -108,8 +108,8 @@ namespace {
 // environment (MIMALLOC_LARGE_OS_PAGES), which the jobs `profile` runs would inherit.
 void use_large_os_pages(int, char**, char**) { mi_option_enable(mi_option_large_os_pages); }
 }  // namespace
-__attribute__((section(".preinit_array"), used)) void (*const scalescope_preinit_allocator)(int, char**, char**) =
-    use_large_os_pages;
+__attribute__((section(".preinit_array"),
+               used)) void (*const scalescope_preinit_allocator)(int, char**, char**) = use_large_os_pages;
 #endif
 
 int main(int argc, char** argv) {
@@ -131,9 +131,10 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
   // Every option's default is shown in --help (subcommands copy this setting).
   app.option_defaults()->always_capture_default();
-  app.footer("Run 'scalescope help COMMAND' or 'scalescope COMMAND --help' for a command's options.\n"
-             "Exit codes: 0 success, 1 error (input or output), 2 wrong usage, 3 internal error; "
-             "'profile' returns the job's own code.");
+  app.footer(
+      "Run 'scalescope help COMMAND' or 'scalescope COMMAND --help' for a command's options.\n"
+      "Exit codes: 0 success, 1 error (input or output), 2 wrong usage, 3 internal error; "
+      "'profile' returns the job's own code.");
   int exit_code = 0;
   namespace c = scalescope::cli;
   c::add_profile_command(app, exit_code);
@@ -188,8 +189,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string message = e.what();
     if (message.empty() || message.starts_with("A subcommand is required"))
-      message = "no command given; one of profile, import, stats, export, analyze, diff, sweep, scaling, mlperf, "
-                "report, topo, demo";
+      message =
+          "no command given; one of profile, import, stats, export, analyze, diff, sweep, scaling, mlperf, "
+          "report, topo, demo";
     return usage_error(message, command_path(app));
   } catch (const scalescope::UsageError& e) {
     return usage_error(e.what(), command_path(app));

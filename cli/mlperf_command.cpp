@@ -42,11 +42,11 @@ struct AnalyzeArgs {
   std::string input;
   std::string format = "table";
   mlperf::AnalyzeOptions options;
-  std::string predict;  // accelerator counts, "512,1024"
-  int fit_up_to = 0;    // 0: every measured size
+  std::string predict;        // accelerator counts, "512,1024"
+  int fit_up_to = 0;          // 0: every measured size
   std::string planned_batch;  // "512:2048,1024:4096"
   double level = 0.8;
-  bool cases = false;   // validate: every case too
+  bool cases = false;  // validate: every case too
 };
 
 std::vector<mlperf::Run> load_runs(const std::string& input) {
@@ -76,11 +76,11 @@ void run_ingest(const IngestArgs& a) {
 
   report::Table table = a.runs ? report::mlperf_runs_table(result.runs)
                                : report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders));
-  table.add_note(fmt::format("{} run logs ({:.1f} MB), {} result folders, {} MLLOG events, {} malformed MLLOG lines "
-                             "skipped, {} overlong lines, {} files without MLLOG lines ignored",
-                             result.logs, static_cast<double>(result.bytes) / 1e6, result.folders.size(),
-                             result.mllog_lines, result.malformed_lines, result.overlong_lines,
-                             result.ignored_files));
+  table.add_note(
+      fmt::format("{} run logs ({:.1f} MB), {} result folders, {} MLLOG events, {} malformed MLLOG lines "
+                  "skipped, {} overlong lines, {} files without MLLOG lines ignored",
+                  result.logs, static_cast<double>(result.bytes) / 1e6, result.folders.size(), result.mllog_lines,
+                  result.malformed_lines, result.overlong_lines, result.ignored_files));
   for (const auto& n : result.notes) table.add_note(n);
   if (!a.output.empty()) table.add_note(fmt::format("wrote {} runs to {}", result.runs.size(), a.output));
   table.print(std::cout, format);
@@ -124,8 +124,7 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
 
   auto ingest = std::make_shared<IngestArgs>();
   auto* in = cmd->add_subcommand("ingest", "Read MLPerf Training results trees: one row per run, a score per folder");
-  in->add_option("dirs", ingest->dirs, "results tree, submitter folder, system folder or benchmark folder")
-      ->required();
+  in->add_option("dirs", ingest->dirs, "results tree, submitter folder, system folder or benchmark folder")->required();
   in->add_option("-o,--output", ingest->output, "write the per-run table as CSV (the input of 'mlperf analyze')");
   in->add_option("--format", ingest->format, "table, csv or json")->capture_default_str();
   in->add_flag("--runs", ingest->runs, "print the per-run table instead of the scores");
@@ -148,7 +147,8 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
   auto analyze = std::make_shared<AnalyzeArgs>();
   auto* an = cmd->add_subcommand("analyze", "Scaling across systems per benchmark and accelerator model");
   an->add_option("runs_csv", analyze->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)");
-  an->add_option("--benchmark", analyze->options.benchmark, "only this benchmark (any round's name: ssd, retinanet, ...)");
+  an->add_option("--benchmark", analyze->options.benchmark,
+                 "only this benchmark (any round's name: ssd, retinanet, ...)");
   an->add_option("--accelerator", analyze->options.accelerator, "only accelerator models matching this (e.g. H100)");
   an->add_option("--ref", analyze->options.ref_system, "reference system (default: the fewest accelerators)");
   an->add_option("--threshold", analyze->options.threshold, "E' threshold of break-even rule (a)")

@@ -28,34 +28,41 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("profile", "trace a CUDA job (any process tree: torchrun, srun, plain programs)");
   cmd->footer("Example: scalescope profile -o myrun -- torchrun --nproc_per_node=2 train.py");
-  cmd->add_option("-o,--output", opts->profile.output, "run name: writes NAME.ssrun/ (one trace per process + run.json)")
+  cmd->add_option("-o,--output", opts->profile.output,
+                  "run name: writes NAME.ssrun/ (one trace per process + run.json)")
       ->required();
-  cmd->add_option("--api", opts->api, "CUDA API calls to record: default (launches, copies, syncs, malloc/free, graphs), all, none")
+  cmd->add_option("--api", opts->api,
+                  "CUDA API calls to record: default (launches, copies, syncs, malloc/free, graphs), all, none")
       ->check(CLI::IsMember({"default", "all", "none"}));
   cmd->add_option("--api-records", opts->api_records,
                   "how --api default records its calls: callbacks (the collector's own timestamps in CUPTI's "
                   "callbacks; the default) or activity (CUPTI's API activity records, which did not arrive inside "
                   "windows on CUDA 13.0)")
       ->check(CLI::IsMember({"callbacks", "activity"}));
-  cmd->add_option("--activities", opts->activities,
-                  "GPU activity groups to record, comma-separated: kernel, memcpy, memset, sync, nvtx, or all (default: "
-                  "kernel,memcpy,memset,nvtx; synchronizing calls are still recorded as API calls by --api default, "
-                  "sync adds CUPTI's records with stream and event ids at about 20 % extra cost)");
+  cmd->add_option(
+      "--activities", opts->activities,
+      "GPU activity groups to record, comma-separated: kernel, memcpy, memset, sync, nvtx, or all (default: "
+      "kernel,memcpy,memset,nvtx; synchronizing calls are still recorded as API calls by --api default, "
+      "sync adds CUPTI's records with stream and event ids at about 20 % extra cost)");
   cmd->add_option("--delay", opts->profile.collector.delay_s, "start tracing this many seconds after CUDA starts")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--duration", opts->profile.collector.duration_s, "stop tracing after this many seconds (0: until exit)")
+  cmd->add_option("--duration", opts->profile.collector.duration_s,
+                  "stop tracing after this many seconds (0: until exit)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--capture-range", opts->capture,
-                  "trace only inside NVTX ranges named NAME (nvtx:NAME) or between cudaProfilerStart/Stop (cudaProfilerApi)");
+  cmd->add_option(
+      "--capture-range", opts->capture,
+      "trace only inside NVTX ranges named NAME (nvtx:NAME) or between cudaProfilerStart/Stop (cudaProfilerApi)");
   cmd->add_option("--nvml-hz", opts->nvml_hz, "GPU counter sampling rate, one sampler per node (0: off)")
       ->check(CLI::Range(0.0, 1000.0));
   cmd->add_option("--host-hz", opts->host_hz,
                   "host thread sampling rate: state, CPU and context switches of every thread of each traced process "
                   "and its child processes, from /proc (0: off)")
       ->check(CLI::Range(0.0, 1000.0));
-  cmd->add_option("--buffer-mb", opts->buffer_mb, "activity buffer pool per process; when full, records are dropped and counted")
+  cmd->add_option("--buffer-mb", opts->buffer_mb,
+                  "activity buffer pool per process; when full, records are dropped and counted")
       ->check(CLI::Range(2, 65536));
-  cmd->add_flag("--force", opts->profile.force, "write into an existing non-empty NAME.ssrun (its old traces are removed)");
+  cmd->add_flag("--force", opts->profile.force,
+                "write into an existing non-empty NAME.ssrun (its old traces are removed)");
   cmd->add_flag("--discard", opts->profile.collector.discard,
                 "enable the same CUPTI activity kinds but keep nothing (measures CUPTI's own overhead)");
   cmd->add_flag("--no-detach", opts->no_detach,

@@ -28,7 +28,8 @@ struct ReportArgs {
 
 void add_report_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ReportArgs>();
-  auto* cmd = app.add_subcommand("report", "Write one self-contained HTML report (charts, findings) from any mix of inputs");
+  auto* cmd =
+      app.add_subcommand("report", "Write one self-contained HTML report (charts, findings) from any mix of inputs");
   cmd->add_option("inputs", args->inputs,
                   "Trace files (.sstrace), run directories (.ssrun/), Kineto JSON (.json[.gz]), sweep databases (.db), "
                   "MLPerf runs CSVs (from `mlperf ingest`); the kind is found from the content")
@@ -58,7 +59,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
     if (args->weak) args->options.weak = true;
     if (args->strong) args->options.weak = false;
     if (args->samples_per_gpu_step != 0) {
-      if (!(args->samples_per_gpu_step > 0)) fail_usage("--samples-per-gpu-step {} is not a positive number", args->samples_per_gpu_step);
+      if (!(args->samples_per_gpu_step > 0))
+        fail_usage("--samples-per-gpu-step {} is not a positive number", args->samples_per_gpu_step);
       args->options.samples_per_gpu_step = args->samples_per_gpu_step;
     }
     // Checked before any input is read: a folder is not a page to write.

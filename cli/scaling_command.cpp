@@ -69,8 +69,9 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ScalingArgs>();
   auto* cmd = app.add_subcommand(
       "scaling", "Speedup, efficiency E', GPU-hours, break-even and predictions from a sweep's results file");
-  cmd->footer("Example: scalescope scaling sweep.db --threshold 0.8 --price-per-gpu-hour 2.5 --predict 16,32\n"
-              "         scalescope scaling profiled.db --samples-per-gpu-step 128   (iteration time, batch 128 per GPU)");
+  cmd->footer(
+      "Example: scalescope scaling sweep.db --threshold 0.8 --price-per-gpu-hour 2.5 --predict 16,32\n"
+      "         scalescope scaling profiled.db --samples-per-gpu-step 128   (iteration time, batch 128 per GPU)");
   cmd->add_option("db", args->db, "Results file written by 'scalescope sweep'")->required();
   cmd->add_option("--metric", args->metric, "Metric to analyse (default: the sweep's; also wall_s, energy_j, ...)");
   cmd->add_option("--metric-better", args->metric_better, "higher | lower (default: as recorded by the sweep)");
@@ -82,8 +83,9 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   auto* weak = cmd->add_flag("--weak", args->weak,
                              "Weak scaling: fixed work per GPU per step (e.g. fixed per-GPU batch); a time per step "
                              "becomes time per unit of work = time / N, so E' = T(ref)/T(N)");
-  auto* strong = cmd->add_flag("--strong", args->strong,
-                               "Strong scaling: the same work per step at every N (silences the iteration-time warning)");
+  auto* strong =
+      cmd->add_flag("--strong", args->strong,
+                    "Strong scaling: the same work per step at every N (silences the iteration-time warning)");
   weak->excludes(strong);
   cmd->add_option("--samples-per-gpu-step", args->samples_per_gpu_step,
                   "Weak scaling with B samples (images, tokens) per GPU per step: times become seconds per sample")
@@ -100,10 +102,8 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
       fail_usage("--threshold {} is not an efficiency in (0, 1], e.g. 0.8", args->threshold);
     sweep::ScalingStudyOptions options;
     options.metric = args->metric;
-    if (args->metric_better == "higher")
-      options.higher_is_better = true;
-    else if (args->metric_better == "lower")
-      options.higher_is_better = false;
+    if (args->metric_better == "higher") options.higher_is_better = true;
+    else if (args->metric_better == "lower") options.higher_is_better = false;
     else if (!args->metric_better.empty())
       fail_usage("--metric-better '{}' is not higher or lower", args->metric_better);
     if (args->ref != 0) options.ref_gpus = args->ref;
@@ -113,7 +113,8 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     options.threshold = args->threshold;
     if (args->price >= 0) options.price_per_gpu_hour = args->price;
     if (!args->predict.empty()) options.predict = sweep::parse_gpu_list(args->predict);
-    if (args->global_batch_grows && args->predict.empty()) fail("--global-batch-grows describes --predict; give --predict too");
+    if (args->global_batch_grows && args->predict.empty())
+      fail("--global-batch-grows describes --predict; give --predict too");
     options.global_batch_grows = args->global_batch_grows;
     if (!args->compare.empty()) options.compare = sweep::Variable::parse(args->compare);
     const auto stored = sweep::read_sweep(args->db);

@@ -85,7 +85,8 @@ std::vector<Table> make_tables(const trace::TraceStats& s, const std::string& sc
     out.push_back(std::move(t));
   }
   if (want.count("memsize")) {
-    Table t(title("GPU memory size by kind"), {"kind", "src", "dst", "count", "total_bytes", "avg_bytes", "min_bytes", "max_bytes"});
+    Table t(title("GPU memory size by kind"),
+            {"kind", "src", "dst", "count", "total_bytes", "avg_bytes", "min_bytes", "max_bytes"});
     for (const auto& r : s.memory_size)
       t.add_row({r.kind, r.src, r.dst, static_cast<int64_t>(r.count), static_cast<int64_t>(r.total_bytes), r.avg_bytes,
                  static_cast<int64_t>(r.min_bytes), static_cast<int64_t>(r.max_bytes)});
@@ -114,8 +115,9 @@ std::vector<Table> make_tables(const trace::TraceStats& s, const std::string& sc
       row.emplace_back(r.busbw_count > 0 ? Cell(r.busbw_bytes_per_s / 1e9) : Cell());
       t.add_row(std::move(row));
     }
-    t.add_note("payload_GBps = bytes per rank / kernel time; busbw_GBps = NCCL's bus bandwidth (nccl-tests factors, "
-               "n = communicator size, else WORLD_SIZE), empty when n or the bytes are unknown");
+    t.add_note(
+        "payload_GBps = bytes per rank / kernel time; busbw_GBps = NCCL's bus bandwidth (nccl-tests factors, "
+        "n = communicator size, else WORLD_SIZE), empty when n or the bytes are unknown");
     out.push_back(std::move(t));
   }
   if (want.count("problems")) {
@@ -142,9 +144,11 @@ void add_stats_command(CLI::App& app, int& exit_code) {
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("stats", "Summaries of a trace (CUDA API, kernels, memory, NVTX, NCCL, problems)");
-  cmd->add_option("trace", opts->input, "a .sstrace file, a .ssrun run directory, or a Kineto .json/.json.gz")->required();
+  cmd->add_option("trace", opts->input, "a .sstrace file, a .ssrun run directory, or a Kineto .json/.json.gz")
+      ->required();
   cmd->add_option("--format", opts->format, "table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
-  cmd->add_option("--report", opts->reports, "reports to print (comma-separated): api,kernels,memtime,memsize,nvtx,nccl,problems")
+  cmd->add_option("--report", opts->reports,
+                  "reports to print (comma-separated): api,kernels,memtime,memsize,nvtx,nccl,problems")
       ->delimiter(',')
       ->check(CLI::IsMember(kReports));
   auto* rank_opt = cmd->add_option("--rank", opts->rank, "only this rank");
@@ -162,9 +166,11 @@ void add_stats_command(CLI::App& app, int& exit_code) {
     const std::vector<std::string> left_out = trace::drop_launchers(traces);
     std::vector<Table> tables;
     if (rank_opt->count()) {
-      auto it = std::find_if(traces.begin(), traces.end(), [&](const trace::Trace& t) { return t.meta.rank == opts->rank; });
+      auto it =
+          std::find_if(traces.begin(), traces.end(), [&](const trace::Trace& t) { return t.meta.rank == opts->rank; });
       if (it == traces.end()) fail("{}: no trace of rank {}", opts->input, opts->rank);
-      for (auto& t : make_tables(trace::compute_stats(*it), rank_label(*it, 0), want, shorten)) tables.push_back(std::move(t));
+      for (auto& t : make_tables(trace::compute_stats(*it), rank_label(*it, 0), want, shorten))
+        tables.push_back(std::move(t));
     } else {
       for (size_t i = 0; i < traces.size(); ++i)
         for (auto& t : make_tables(trace::compute_stats(traces[i]), rank_label(traces[i], i), want, shorten))
@@ -172,7 +178,8 @@ void add_stats_command(CLI::App& app, int& exit_code) {
       if (traces.size() > 1) {
         std::vector<const trace::Trace*> all;
         for (const auto& t : traces) all.push_back(&t);
-        for (auto& t : make_tables(trace::compute_stats(all), "all ranks", want, shorten)) tables.push_back(std::move(t));
+        for (auto& t : make_tables(trace::compute_stats(all), "all ranks", want, shorten))
+          tables.push_back(std::move(t));
       }
     }
     if (!tables.empty())

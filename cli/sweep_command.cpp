@@ -75,8 +75,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     if (!args->timeout.empty()) spec.timeout_s = sweep::parse_duration(args->timeout);
     spec.kill_grace_s = sweep::parse_duration(args->kill_grace);
     spec.metric = sweep::MetricSpec::parse(args->metric);
-    if (args->metric_better == "higher")
-      spec.metric.higher_is_better = true;
+    if (args->metric_better == "higher") spec.metric.higher_is_better = true;
     else if (!args->metric_better.empty() && args->metric_better != "lower")
       fail_usage("--metric-better '{}' is not higher or lower", args->metric_better);
     spec.seed = args->seed;
@@ -89,19 +88,19 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     spec.scalescope_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     sweep::SweepOptions options;
     options.resume = args->resume;
-    const auto sum =
-        sweep::run_sweep(spec, args->output, options, report::sweep_progress_printer(stderr, ::isatty(STDERR_FILENO) != 0));
+    const auto sum = sweep::run_sweep(spec, args->output, options,
+                                      report::sweep_progress_printer(stderr, ::isatty(STDERR_FILENO) != 0));
     fmt::print(stderr, "sweep: {} runs planned, {} already done, {} run now ({} ok, {} not ok); results in {}\n",
                sum.planned, sum.skipped, sum.ran, sum.ok, sum.failed, args->output);
     if (sum.interrupted) {
       exit_code = 1;
-      fail("{}: sweep interrupted; finished runs are saved; continue with the same options and --resume",
-           args->output);
+      fail("{}: sweep interrupted; finished runs are saved; continue with the same options and --resume", args->output);
     }
     if (sum.ran > 0 && sum.ok == 0)
       fail("{}: every run of this sweep failed; see the logs under {}.runs/*/log.txt", args->output, args->output);
-    fmt::print(stderr, "next: scalescope scaling {}{}\n", report::terminal_safe(args->output),
-               spec.profile ? "    (and scalescope report " + report::terminal_safe(args->output) + " -o report.html)" : "");
+    fmt::print(
+        stderr, "next: scalescope scaling {}{}\n", report::terminal_safe(args->output),
+        spec.profile ? "    (and scalescope report " + report::terminal_safe(args->output) + " -o report.html)" : "");
     exit_code = 0;
   });
 }

@@ -28,20 +28,21 @@ void add_topo_command(CLI::App& app, int& exit_code) {
     using report::Table;
     std::error_code ec;
     if (!std::filesystem::is_directory(*sys_root, ec))
-      fail_usage("--sys-root {}: {}", *sys_root, std::filesystem::exists(*sys_root, ec) ? "not a directory" : "no such directory");
+      fail_usage("--sys-root {}: {}", *sys_root,
+                 std::filesystem::exists(*sys_root, ec) ? "not a directory" : "no such directory");
     auto node_of_cpu = collect::read_cpu_numa_nodes(*sys_root);
     auto affinity = collect::read_cpu_affinity();
     std::map<int32_t, std::vector<uint32_t>> cpus_of_node, allowed_of_node;
     for (uint32_t c = 0; c < node_of_cpu.size(); ++c)
       if (node_of_cpu[c] >= 0) cpus_of_node[node_of_cpu[c]].push_back(c);
-    for (uint32_t c : affinity)
-      allowed_of_node[c < node_of_cpu.size() ? node_of_cpu[c] : -1].push_back(c);
+    for (uint32_t c : affinity) allowed_of_node[c < node_of_cpu.size() ? node_of_cpu[c] : -1].push_back(c);
 
     Table host("Host", {"hostname", "cpus_online", "numa_nodes", "gpus", "cpus_allowed", "memory_policy"});
     auto gpus = collect::read_pci_gpus(*sys_root);
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     host.add_row({collect::read_hostname(), int64_t{online}, static_cast<int64_t>(cpus_of_node.size()),
-                  static_cast<int64_t>(gpus.size()), collect::format_cpu_list(affinity), collect::read_memory_policy()});
+                  static_cast<int64_t>(gpus.size()), collect::format_cpu_list(affinity),
+                  collect::read_memory_policy()});
     if (cpus_of_node.empty()) host.add_note("no NUMA information under " + *sys_root + "/devices/system/node");
 
     Table numa("NUMA nodes", {"node", "cpus", "cpus_allowed_here", "gpus"});
@@ -50,7 +51,8 @@ void add_topo_command(CLI::App& app, int& exit_code) {
       for (const auto& g : gpus) n_gpus += g.numa_node == node;
       auto allowed = allowed_of_node.find(node);
       numa.add_row({int64_t{node}, collect::format_cpu_list(cpus),
-                    allowed == allowed_of_node.end() ? std::string() : collect::format_cpu_list(allowed->second), n_gpus});
+                    allowed == allowed_of_node.end() ? std::string() : collect::format_cpu_list(allowed->second),
+                    n_gpus});
     }
 
     Table gpu_table("NVIDIA GPUs (PCI)", {"pci_bus_id", "pci_device_id", "numa_node", "numa_node_cpus"});

@@ -28,9 +28,9 @@ class BufferPool {
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
-  uint8_t* acquire();  // nullptr when all are in use; counted in acquire_failures()
+  uint8_t* acquire();                                // nullptr when all are in use; counted in acquire_failures()
   void complete(uint8_t* data, size_t valid_bytes);  // a full buffer for the consumer
-  void release(uint8_t* data);  // back to the free list after decoding
+  void release(uint8_t* data);                       // back to the free list after decoding
 
   // Moves the filled buffers into `out`; waits up to `timeout` when there are
   // none (or until wake() is called).
@@ -48,8 +48,8 @@ class BufferPool {
   std::unique_ptr<uint8_t[]> storage_;
   mutable std::mutex mutex_;  // held for a few pointer moves only
   std::condition_variable filled_cv_;
-  std::vector<uint8_t*> free_;      // capacity count_: never reallocates
-  std::vector<Filled> filled_;      // capacity count_: never reallocates
+  std::vector<uint8_t*> free_;  // capacity count_: never reallocates
+  std::vector<Filled> filled_;  // capacity count_: never reallocates
   std::atomic<uint64_t> acquire_failures_{0};
   bool woken_ = false;
 };

@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <vector>
 
-
 namespace {
 
 namespace fs = std::filesystem;
@@ -65,8 +64,9 @@ TEST_F(CollectInjection, ExportsOnlyTheEntryPoints) {
 TEST_F(CollectInjection, WithoutRunDirItWarnsOnceAndDoesNothing) {
   auto [code, err] = run_host("init", {});
   EXPECT_EQ(code, 7);
-  EXPECT_EQ(err, "scalescope: warning: SCALESCOPE_RUN_DIR is not set (run the job under `scalescope profile`); "
-                 "the job runs untraced\n");
+  EXPECT_EQ(err,
+            "scalescope: warning: SCALESCOPE_RUN_DIR is not set (run the job under `scalescope profile`); "
+            "the job runs untraced\n");
 }
 
 TEST_F(CollectInjection, BadOptionIsOneWarningLine) {
@@ -97,7 +97,7 @@ TEST_F(CollectInjection, ForkedChildNeverStartsACollector) {
   // from a rank: the child's InitializeInjection must do nothing at all.
   auto [code, err] = run_host("fork", {{"SCALESCOPE_RUN_DIR", dir.string()}});
   EXPECT_EQ(code, 0);
-  EXPECT_EQ(err, "");  // not even a warning
+  EXPECT_EQ(err, "");              // not even a warning
   EXPECT_TRUE(fs::is_empty(dir));  // no trace file, no sidecar
   fs::remove_all(dir);
 }

@@ -56,9 +56,7 @@ ApiRecords parse_api_records(std::string_view text) {
   fail("bad API record path '{}': expected activity or callbacks", text);
 }
 
-std::string_view to_string(ApiRecords records) {
-  return records == ApiRecords::kCallbacks ? "callbacks" : "activity";
-}
+std::string_view to_string(ApiRecords records) { return records == ApiRecords::kCallbacks ? "callbacks" : "activity"; }
 
 std::string_view to_string(ApiMode mode) {
   switch (mode) {
@@ -191,9 +189,10 @@ CollectorOptions parse_collector_options(const Environment& env) {
 
 void validate_sampling(const CollectorOptions& o) {
   if (o.repeat_every != 0 && o.repeat_every <= o.iterations)
-    fail("a window of {} iterations repeated every {} iterations leaves none untraced: the repeat must be 0 (once) "
-         "or more than the window",
-         o.iterations, o.repeat_every);
+    fail(
+        "a window of {} iterations repeated every {} iterations leaves none untraced: the repeat must be 0 (once) "
+        "or more than the window",
+        o.iterations, o.repeat_every);
   if (o.iteration_range.empty()) fail("the iteration range name is empty");
 }
 
@@ -222,14 +221,24 @@ Environment to_environment(const CollectorOptions& o) {
 
 bool is_default_api(trace::ApiDomain domain, std::string_view name) {
   // CUPTI names carry version suffixes ("cudaMemcpyAsync_v3020", "cuMemcpyHtoD_v2").
-  static constexpr std::string_view kRuntime[] = {
-      "cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaStreamSynchronize", "cudaDeviceSynchronize",
-      "cudaEventSynchronize", "cudaStreamWaitEvent", "cudaMalloc", "cudaFree", "cudaHostAlloc",
-      "cudaGraphLaunch", "cudaProfilerStart", "cudaProfilerStop", "cudaThreadSynchronize"};
+  static constexpr std::string_view kRuntime[] = {"cudaLaunch",
+                                                  "cudaMemcpy",
+                                                  "cudaMemset",
+                                                  "cudaStreamSynchronize",
+                                                  "cudaDeviceSynchronize",
+                                                  "cudaEventSynchronize",
+                                                  "cudaStreamWaitEvent",
+                                                  "cudaMalloc",
+                                                  "cudaFree",
+                                                  "cudaHostAlloc",
+                                                  "cudaGraphLaunch",
+                                                  "cudaProfilerStart",
+                                                  "cudaProfilerStop",
+                                                  "cudaThreadSynchronize"};
   static constexpr std::string_view kDriver[] = {
-      "cuLaunch", "cuMemcpy", "cuMemsetD", "cuStreamSynchronize", "cuCtxSynchronize",
-      "cuEventSynchronize", "cuStreamWaitEvent", "cuMemAlloc", "cuMemFree", "cuMemHostAlloc",
-      "cuGraphLaunch", "cuProfilerStart", "cuProfilerStop"};
+      "cuLaunch",           "cuMemcpy",          "cuMemsetD",     "cuStreamSynchronize", "cuCtxSynchronize",
+      "cuEventSynchronize", "cuStreamWaitEvent", "cuMemAlloc",    "cuMemFree",           "cuMemHostAlloc",
+      "cuGraphLaunch",      "cuProfilerStart",   "cuProfilerStop"};
   // Prefixes on purpose: every allocation variant (cudaMallocAsync, cuMemAllocHost)
   // and every launch variant (cudaLaunchKernelExC, cuLaunchCooperativeKernel) matters.
   auto matches = [name](std::string_view prefix) { return name.starts_with(prefix); };

@@ -45,17 +45,17 @@ inline constexpr uint32_t kAllActivities =
 inline constexpr uint32_t kDefaultActivities = kAllActivities & ~kActivitySync;
 
 struct CollectorOptions {
-  std::string run_dir;            // SCALESCOPE_RUN_DIR (required to trace)
-  ApiMode api = ApiMode::kDefault;  // SCALESCOPE_API=default|all|none
-  double delay_s = 0;             // SCALESCOPE_DELAY: start tracing this long after CUDA init
-  double duration_s = 0;          // SCALESCOPE_DURATION: stop after this long (0 = until exit)
+  std::string run_dir;                         // SCALESCOPE_RUN_DIR (required to trace)
+  ApiMode api = ApiMode::kDefault;             // SCALESCOPE_API=default|all|none
+  double delay_s = 0;                          // SCALESCOPE_DELAY: start tracing this long after CUDA init
+  double duration_s = 0;                       // SCALESCOPE_DURATION: stop after this long (0 = until exit)
   CaptureRange capture = CaptureRange::kNone;  // SCALESCOPE_CAPTURE_RANGE=nvtx:NAME|cudaProfilerApi
-  std::string capture_name;       // the NVTX range name for kNvtx
-  double nvml_hz = 10;            // SCALESCOPE_NVML_HZ (0 = off)
-  double host_hz = 100;           // SCALESCOPE_HOST_HZ: host thread sampler, every traced process (0 = off)
-  bool host_stacks = true;        // SCALESCOPE_HOST_STACKS=0: no native call stacks (perf_event_open)
-  uint32_t buffer_mb = 64;        // SCALESCOPE_BUFFER_MB: the whole pool, bounded memory
-  bool discard = false;           // SCALESCOPE_DISCARD=1: enable CUPTI, keep nothing (overhead floor)
+  std::string capture_name;                    // the NVTX range name for kNvtx
+  double nvml_hz = 10;                         // SCALESCOPE_NVML_HZ (0 = off)
+  double host_hz = 100;                      // SCALESCOPE_HOST_HZ: host thread sampler, every traced process (0 = off)
+  bool host_stacks = true;                   // SCALESCOPE_HOST_STACKS=0: no native call stacks (perf_event_open)
+  uint32_t buffer_mb = 64;                   // SCALESCOPE_BUFFER_MB: the whole pool, bounded memory
+  bool discard = false;                      // SCALESCOPE_DISCARD=1: enable CUPTI, keep nothing (overhead floor)
   uint32_t activities = kDefaultActivities;  // SCALESCOPE_ACTIVITIES=kernel,memcpy,memset,nvtx
   ApiRecords api_records = ApiRecords::kCallbacks;  // SCALESCOPE_API_RECORDS=callbacks|activity
   // SCALESCOPE_DETACH=0 keeps CUPTI attached between capture windows. By

@@ -118,15 +118,15 @@ TEST(CollectOptions, BadValuesNameTheVariable) {
 
 TEST(CollectOptions, DefaultApiSelection) {
   using trace::ApiDomain;
-  for (const char* name : {"cudaLaunchKernel_v7000", "cudaLaunchKernelExC_v11060", "cudaLaunchCooperativeKernel_v9000",
-                           "cudaMemcpyAsync_v3020", "cudaMemsetAsync_v3020", "cudaStreamSynchronize_v3020",
-                           "cudaDeviceSynchronize_v3020", "cudaEventSynchronize_v3020", "cudaStreamWaitEvent_v3020",
-                           "cudaMalloc_v3020", "cudaFree_v3020", "cudaMallocHost_v3020", "cudaHostAlloc_v3020",
-                           "cudaGraphLaunch_v10000", "cudaProfilerStart_v4000"})
+  for (const char* name :
+       {"cudaLaunchKernel_v7000", "cudaLaunchKernelExC_v11060", "cudaLaunchCooperativeKernel_v9000",
+        "cudaMemcpyAsync_v3020", "cudaMemsetAsync_v3020", "cudaStreamSynchronize_v3020", "cudaDeviceSynchronize_v3020",
+        "cudaEventSynchronize_v3020", "cudaStreamWaitEvent_v3020", "cudaMalloc_v3020", "cudaFree_v3020",
+        "cudaMallocHost_v3020", "cudaHostAlloc_v3020", "cudaGraphLaunch_v10000", "cudaProfilerStart_v4000"})
     EXPECT_TRUE(is_default_api(ApiDomain::kRuntime, name)) << name;
-  for (const char* name : {"cuLaunchKernel", "cuLaunchKernelEx", "cuMemcpyHtoD_v2", "cuMemsetD8_v2",
-                           "cuCtxSynchronize", "cuStreamSynchronize", "cuMemAlloc_v2", "cuMemFree_v2",
-                           "cuMemHostAlloc", "cuGraphLaunch", "cuStreamWaitEvent", "cuEventSynchronize"})
+  for (const char* name : {"cuLaunchKernel", "cuLaunchKernelEx", "cuMemcpyHtoD_v2", "cuMemsetD8_v2", "cuCtxSynchronize",
+                           "cuStreamSynchronize", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemHostAlloc", "cuGraphLaunch",
+                           "cuStreamWaitEvent", "cuEventSynchronize"})
     EXPECT_TRUE(is_default_api(ApiDomain::kDriver, name)) << name;
   for (const char* name : {"cudaGetDevice_v3020", "cudaEventRecord_v3020", "cudaStreamQuery_v3020",
                            "cudaGetLastError_v3020", "cudaPeekAtLastError_v3020"})

@@ -104,9 +104,8 @@ PayloadEnum enum_from_nvtx(uint64_t id, const nvtxPayloadEnumAttr_t& a) {
 std::string format_uuid(const CUuuid& uuid) {
   const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
   char out[64];
-  std::snprintf(out, sizeof(out),
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  std::snprintf(out, sizeof(out), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   return out;
 }
 
@@ -306,7 +305,8 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       r.block_y = static_cast<uint32_t>(k->blockY);
       r.block_z = static_cast<uint32_t>(k->blockZ);
       r.registers_per_thread = k->registersPerThread;
-      r.shared_memory_bytes = static_cast<uint32_t>(k->staticSharedMemory) + static_cast<uint32_t>(k->dynamicSharedMemory);
+      r.shared_memory_bytes =
+          static_cast<uint32_t>(k->staticSharedMemory) + static_cast<uint32_t>(k->dynamicSharedMemory);
       r.correlation = correlation(k->correlationId);
       batch.kernels.push(r);
       if (name.is_nccl) {
@@ -399,7 +399,8 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       call.cbid = a->cbid;
       call.correlation = a->correlationId;
       call.return_code = static_cast<int32_t>(a->returnValue);
-      call.domain = record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? trace::ApiDomain::kRuntime : trace::ApiDomain::kDriver;
+      call.domain =
+          record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? trace::ApiDomain::kRuntime : trace::ApiDomain::kDriver;
       decode_api_call(call, batch);
       return true;
     }
@@ -425,7 +426,8 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
         const trace::StringId text = strings_.intern(m->name ? m->name : "");
         open_ranges_[m->id] = {ts(m->timestamp), strings_.intern(m->domain ? m->domain : ""), text, thread, nccl};
         if (auto early = early_payloads_.find(m->id); early != early_payloads_.end()) {
-          if (nccl) decode_nccl_payload(m->id, text, early->second.domain, early->second.schema_id, early->second.bytes);
+          if (nccl)
+            decode_nccl_payload(m->id, text, early->second.domain, early->second.schema_id, early->second.bytes);
           early_payloads_.erase(early);
         }
         return true;
@@ -461,8 +463,9 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
     case CUPTI_ACTIVITY_KIND_MARKER_DATA: {
       const auto* d = reinterpret_cast<const CUpti_ActivityMarkerData2*>(record);
       if (d->payloadKind == CUPTI_METRIC_VALUE_KIND_NVTX_EXTENDED_PAYLOAD && d->payload.metricValueNvtxExtendedPayload)
-        decode_marker_payload(d->id, d->cuptiDomainId,
-                              reinterpret_cast<const void*>(static_cast<uintptr_t>(d->payload.metricValueNvtxExtendedPayload)));
+        decode_marker_payload(
+            d->id, d->cuptiDomainId,
+            reinterpret_cast<const void*>(static_cast<uintptr_t>(d->payload.metricValueNvtxExtendedPayload)));
       return true;
     }
     case CUPTI_ACTIVITY_KIND_CONTEXT: {
@@ -488,8 +491,7 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       devices_.push_back(info);
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 

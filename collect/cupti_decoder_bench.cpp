@@ -22,7 +22,8 @@ using scalescope::collect::CuptiDecoder;
 
 // A buffer laid out as CUPTI's: kernels, copies and API records mixed.
 std::vector<CUpti_ActivityKernel10> make_kernels(size_t n) {
-  static const char* kNames[] = {"_Z6squarePfi", "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
+  static const char* kNames[] = {"_Z6squarePfi",
+                                 "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
                                  "_ZN2at6native29vectorized_elementwise_kernelILi4EEEviT_"};
   std::vector<CUpti_ActivityKernel10> out(n);
   // Irregular gaps, durations and shapes, as real kernels have: regular
@@ -69,7 +70,8 @@ void BM_DecodeApi(benchmark::State& state) {
     records[i].end = i + 1;
   }
   scalescope::trace::StringTable strings;
-  CuptiDecoder decoder(strings, [](scalescope::trace::ApiDomain, uint32_t cbid) { return "api" + std::to_string(cbid); });
+  CuptiDecoder decoder(strings,
+                       [](scalescope::trace::ApiDomain, uint32_t cbid) { return "api" + std::to_string(cbid); });
   for (auto _ : state) {
     scalescope::trace::Trace batch;
     for (const auto& r : records) decoder.decode(&r, batch);

@@ -131,8 +131,9 @@ class CollectDecoderNccl : public CollectDecoder {
       : nccl_decoder_(
             strings_,
             [](ApiDomain d, uint32_t cbid) {
-              return d == ApiDomain::kDriver && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ? std::string("cuLaunchKernelEx")
-                                                                                               : std::string("cuMemcpy");
+              return d == ApiDomain::kDriver && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx
+                         ? std::string("cuLaunchKernelEx")
+                         : std::string("cuMemcpy");
             },
             [this](uint32_t domain, uint64_t id, uint32_t* type, const void** attr) {
               if (domain != kDomain) return false;
@@ -207,7 +208,8 @@ class CollectDecoderNccl : public CollectDecoder {
   }
 
   nvtxPayloadSchemaEntry_t entries_[3] = {
-      {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(Payload, comm), nullptr, nullptr},
+      {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(Payload, comm), nullptr,
+       nullptr},
       {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(Payload, bytes), nullptr, nullptr},
       {0, kRedOp, "Reduction operation", nullptr, 0, offsetof(Payload, op), nullptr, nullptr}};
   nvtxPayloadEnum_t red_ops_[5] = {{"Sum", 0, 0}, {"Product", 1, 0}, {"Max", 2, 0}, {"Min", 3, 0}, {"Avg", 4, 0}};
@@ -385,7 +387,8 @@ TEST_F(CollectDecoder, SynchronizationKindsAndContextDevice) {
     s.contextId = 11;
     s.correlationId = 3;
     s.streamId = t == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE ? CUPTI_SYNCHRONIZATION_INVALID_VALUE : 7;
-    s.cudaEventId = t == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE ? CUPTI_SYNCHRONIZATION_INVALID_VALUE : 99;
+    s.cudaEventId =
+        t == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE ? CUPTI_SYNCHRONIZATION_INVALID_VALUE : 99;
     ASSERT_TRUE(decode(&s));
   }
   ASSERT_EQ(batch_.syncs.size(), 4u);
@@ -562,7 +565,7 @@ TEST_F(CollectDecoder, NewGenerationKeepsCorrelationsApartAndCutsOpenRanges) {
   ASSERT_EQ(batch_.kernels.size(), 2u);
   EXPECT_EQ(batch_.api.correlation[0], 5u);
   EXPECT_EQ(batch_.kernels.correlation[0], 5u);
-  EXPECT_EQ(batch_.api.correlation[2], 14u);  // past the old generation's highest (9)
+  EXPECT_EQ(batch_.api.correlation[2], 14u);      // past the old generation's highest (9)
   EXPECT_EQ(batch_.kernels.correlation[1], 14u);  // still joined with its own launch
   auto none = zeroed<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME);
   ASSERT_TRUE(decode(&none));
@@ -588,7 +591,7 @@ TEST_F(CollectDecoder, UnfinishedGpuRecordsAreCountedNotRecorded) {
   auto k = zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   k.name = "_Z6squarePfi";
   k.correlationId = 1;
-  ASSERT_TRUE(decode(&k));  // start and end 0
+  ASSERT_TRUE(decode(&k));              // start and end 0
   k.start = 1'796'035'686'390'749'185;  // started, not ended
   ASSERT_TRUE(decode(&k));
   k.end = k.start - 1;  // ends before it starts
@@ -607,9 +610,9 @@ TEST_F(CollectDecoder, UnfinishedGpuRecordsAreCountedNotRecorded) {
   ASSERT_TRUE(decode(&sync));
   EXPECT_EQ(decoder_.incomplete_records(), 8u);
   decoder_.drain_nccl(batch_, /*force=*/true);
-  EXPECT_EQ(batch_.kernels.size() + batch_.memcpys.size() + batch_.memsets.size() + batch_.syncs.size() +
-                batch_.nccl.size(),
-            0u);
+  EXPECT_EQ(
+      batch_.kernels.size() + batch_.memcpys.size() + batch_.memsets.size() + batch_.syncs.size() + batch_.nccl.size(),
+      0u);
   // A finished one right after is kept.
   k.start = 10;
   k.end = 20;

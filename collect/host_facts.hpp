@@ -26,7 +26,7 @@ Environment current_environment();
 
 struct RankInfo {
   int32_t rank = -1, local_rank = -1, world_size = -1;  // -1 unknown
-  std::string launcher;  // "torchrun", "slurm", "mpi", "pmi" or "" (none found)
+  std::string launcher;                                 // "torchrun", "slurm", "mpi", "pmi" or "" (none found)
 };
 
 // Rank from the launcher's variables. torchrun (RANK/LOCAL_RANK/WORLD_SIZE)
@@ -48,7 +48,7 @@ std::vector<trace::NumaPages> parse_numa_maps(std::string_view text, uint64_t ba
 std::vector<int32_t> read_cpu_numa_nodes(const std::string& sys_root = "/sys");
 
 struct PciGpu {
-  std::string bus_id;  // "0000:19:00.0"
+  std::string bus_id;      // "0000:19:00.0"
   uint32_t device_id = 0;  // PCI device id (0x2335 = H200)
   int32_t numa_node = -1;
 };

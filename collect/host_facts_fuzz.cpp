@@ -17,14 +17,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   trace::parse_nccl_kernel_name(text);
   try {
     collect::format_cpu_list(collect::parse_cpu_list(text));
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   try {
     auto eq = text.find('=');
     collect::Environment env;
     if (eq != std::string::npos) env[text.substr(0, eq)] = text.substr(eq + 1);
     collect::parse_collector_options(env);
-  } catch (const Error&) {
-  }
+  } catch (const Error&) {}
   return 0;
 }

@@ -26,8 +26,10 @@ TEST(CollectRank, Slurm) {
 }
 
 TEST(CollectRank, OpenMpiWinsOverSlurm) {
-  auto r = detect_rank({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
-                        {"OMPI_COMM_WORLD_SIZE", "4"}, {"SLURM_PROCID", "0"}});
+  auto r = detect_rank({{"OMPI_COMM_WORLD_RANK", "2"},
+                        {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                        {"OMPI_COMM_WORLD_SIZE", "4"},
+                        {"SLURM_PROCID", "0"}});
   EXPECT_EQ(r.launcher, "mpi");
   EXPECT_EQ(r.rank, 2);
   EXPECT_EQ(r.local_rank, 0);

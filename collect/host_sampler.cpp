@@ -506,8 +506,8 @@ void HostSampler::start(double hz) {
       const auto now = std::chrono::steady_clock::now();
       if (next < now) next = now;  // fell behind: skip, never burst
       while (!stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < next)
-        std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now(),
-                                                                       std::chrono::milliseconds(50)));
+        std::this_thread::sleep_for(
+            std::min<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
     }
     finish_threads();
     cpu_ns_.store(thread_cpu_now(), std::memory_order_relaxed);
@@ -529,7 +529,10 @@ void HostSampler::drain(trace::Trace& out, trace::StringTable& strings) {
   pending_threads_.clear();
   auto& s = pending_samples_;
   auto& o = out.host_samples;
-  auto append = [](auto& dst, auto& src) { dst.insert(dst.end(), src.begin(), src.end()); src.clear(); };
+  auto append = [](auto& dst, auto& src) {
+    dst.insert(dst.end(), src.begin(), src.end());
+    src.clear();
+  };
   append(o.time, s.time);
   append(o.pid, s.pid);
   append(o.tid, s.tid);

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (busy < 1 || parked < 0 || groups < 1 || block_ms < 10 || hz <= 0 || (!fixed.empty() && fixed != "on" && fixed != "off")) {
+  if (busy < 1 || parked < 0 || groups < 1 || block_ms < 10 || hz <= 0 ||
+      (!fixed.empty() && fixed != "on" && fixed != "off")) {
     std::fprintf(stderr, "collect_host_sampler_abba: bad option value\n");
     return 2;
   }
@@ -148,11 +149,12 @@ int main(int argc, char** argv) {
   cv.notify_all();
   for (auto& t : threads) t.join();
   std::sort(costs.begin(), costs.end());
-  std::printf("{\"summary\":true,\"busy\":%d,\"parked\":%d,\"hz\":%g,\"stacks\":%d,\"stack_method\":\"%s\",\"groups\":%d,"
-              "\"block_ms\":%d,\"fixed\":\"%s\",\"cost_median\":%.5f,\"cost_min\":%.5f,\"cost_max\":%.5f,"
-              "\"sampler_core_share_median\":%.5f,\"cpus\":%ld}\n",
-              busy, parked, hz, stacks, stack_method.c_str(), groups, block_ms, fixed.c_str(), median(costs),
-              costs.empty() ? 0 : costs.front(), costs.empty() ? 0 : costs.back(), median(shares),
-              sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf(
+      "{\"summary\":true,\"busy\":%d,\"parked\":%d,\"hz\":%g,\"stacks\":%d,\"stack_method\":\"%s\",\"groups\":%d,"
+      "\"block_ms\":%d,\"fixed\":\"%s\",\"cost_median\":%.5f,\"cost_min\":%.5f,\"cost_max\":%.5f,"
+      "\"sampler_core_share_median\":%.5f,\"cpus\":%ld}\n",
+      busy, parked, hz, stacks, stack_method.c_str(), groups, block_ms, fixed.c_str(), median(costs),
+      costs.empty() ? 0 : costs.front(), costs.empty() ? 0 : costs.back(), median(shares),
+      sysconf(_SC_NPROCESSORS_ONLN));
   return 0;
 }

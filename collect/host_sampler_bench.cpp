@@ -64,8 +64,8 @@ void BM_SampleOnce(benchmark::State& state) {
   }
   state.counters["threads"] = static_cast<double>(state.range(0));
   // CPU time per sample x 100 samples a second x 100 %: percent of one core at 100 Hz.
-  state.counters["pct_core_at_100hz"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) / 1e4, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["pct_core_at_100hz"] = benchmark::Counter(static_cast<double>(state.iterations()) / 1e4,
+                                                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SampleOnce)->Arg(8)->Arg(32)->Arg(128)->Unit(benchmark::kMicrosecond);
 

@@ -53,8 +53,8 @@ class FakeProc {
     write(d / "stat", stat + "\n");
     if (schedstat) write(d / "schedstat", std::to_string(t.run_ns) + " " + std::to_string(t.wait_ns) + " 7\n");
     write(d / "status", "Name:\t" + t.comm + "\nState:\tS (sleeping)\nTgid:\t" + std::to_string(pid) +
-                            "\nvoluntary_ctxt_switches:\t" + std::to_string(t.vol) +
-                            "\nnonvoluntary_ctxt_switches:\t" + std::to_string(t.invol) + "\n");
+                            "\nvoluntary_ctxt_switches:\t" + std::to_string(t.vol) + "\nnonvoluntary_ctxt_switches:\t" +
+                            std::to_string(t.invol) + "\n");
     if (children && !fs::exists(d / "children")) write(d / "children", "");
   }
   void children(uint32_t pid, uint32_t tid, const std::string& list) { write(dir(pid, tid) / "children", list); }
@@ -65,14 +65,12 @@ class FakeProc {
   void vanish_mid_read(uint32_t pid, uint32_t tid) { write(dir(pid, tid) / "stat", ""); }
   // Process-level stat (the scan fallback reads <pid>/stat).
   void process_stat(uint32_t pid, uint32_t ppid) {
-    write(root_ / std::to_string(pid) / "stat", std::to_string(pid) + " (p) S " + std::to_string(ppid) +
-                                                    " 0 0 0 0 0 0 0 0 0 0 0\n");
+    write(root_ / std::to_string(pid) / "stat",
+          std::to_string(pid) + " (p) S " + std::to_string(ppid) + " 0 0 0 0 0 0 0 0 0 0 0\n");
   }
 
  private:
-  fs::path dir(uint32_t pid, uint32_t tid) const {
-    return root_ / std::to_string(pid) / "task" / std::to_string(tid);
-  }
+  fs::path dir(uint32_t pid, uint32_t tid) const { return root_ / std::to_string(pid) / "task" / std::to_string(tid); }
   static void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::trunc) << text; }
   fs::path root_;
   static inline int serial_ = 0;
@@ -100,7 +98,8 @@ std::unique_ptr<HostSampler> make(const FakeProc& fp, uint32_t pid, trace::Times
   o.proc_root = fp.root().string();
   o.pid = pid;
   std::string err;
-  auto s = HostSampler::create(o, [clock] { return *clock; }, &err);
+  auto s = HostSampler::create(
+      o, [clock] { return *clock; }, &err);
   EXPECT_TRUE(s) << err;
   return s;
 }
@@ -141,7 +140,7 @@ TEST(HostSamplerParse, StatLinesIncludingHostileNames) {
   ASSERT_TRUE(parse_proc_stat("7 (x) S 1 0 0 0 0 0 0 0 0 0 3 4", &st));
   EXPECT_EQ(st.cpu, -1);
   EXPECT_EQ(st.utime_ticks, 3u);
-  EXPECT_FALSE(parse_proc_stat("", &st));             // the thread vanished
+  EXPECT_FALSE(parse_proc_stat("", &st));               // the thread vanished
   EXPECT_FALSE(parse_proc_stat("7 (x) S 1 0 0", &st));  // no utime/stime
   EXPECT_FALSE(parse_proc_stat("garbage", &st));
   // This process's own line.
@@ -160,7 +159,8 @@ TEST(HostSamplerParse, SchedstatStatusChildren) {
   EXPECT_EQ(b, 2000u);
   EXPECT_FALSE(parse_schedstat("", &a, &b));
   EXPECT_FALSE(parse_schedstat("12", &a, &b));
-  ASSERT_TRUE(parse_status_switches("Name:\tx\nvoluntary_ctxt_switches:\t17\nnonvoluntary_ctxt_switches:\t4\n", &a, &b));
+  ASSERT_TRUE(
+      parse_status_switches("Name:\tx\nvoluntary_ctxt_switches:\t17\nnonvoluntary_ctxt_switches:\t4\n", &a, &b));
   EXPECT_EQ(a, 17u);
   EXPECT_EQ(b, 4u);
   EXPECT_FALSE(parse_status_switches("Name:\tx\nnonvoluntary_ctxt_switches:\t4\n", &a, &b));  // voluntary missing
@@ -297,7 +297,7 @@ TEST(HostSampler, WorkersStartAndEndDuringTheWindow) {
   s->sample_once();  // tick 1: no discovery (every 2): the workers are not sampled yet
   now = 300;
   s->sample_once();  // tick 2: discovered and sampled
-  main.vol = 5;  // the main thread blocks 5 times between ticks 2 and 3
+  main.vol = 5;      // the main thread blocks 5 times between ticks 2 and 3
   fp.set(700, 700, main);
   now = 400;
   s->sample_once();
@@ -478,7 +478,8 @@ TEST(HostSampler, RealProcFindsABusyThreadAndAForkedChild) {
   o.pid = static_cast<uint32_t>(getpid());
   o.discover_every = 1;
   std::string err;
-  auto s = HostSampler::create(o, [] { return trace::Timestamp(std::chrono::steady_clock::now().time_since_epoch().count()); }, &err);
+  auto s = HostSampler::create(
+      o, [] { return trace::Timestamp(std::chrono::steady_clock::now().time_since_epoch().count()); }, &err);
   ASSERT_TRUE(s) << err;
   // Sample until the child has exited (a zombie until reaped), then a few more.
   for (int i = 0; i < 600; ++i) {
@@ -527,7 +528,8 @@ TEST(HostSampler, ThreadSamplesAtItsRateAndStops) {
   o.proc_root = fp.root().string();
   o.pid = 760;
   std::string err;
-  auto s = HostSampler::create(o, [&] { return ++t; }, &err);
+  auto s = HostSampler::create(
+      o, [&] { return ++t; }, &err);
   ASSERT_TRUE(s) << err;
   s->start(200);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -546,7 +548,8 @@ TEST(HostSampler, MissingProcessIsAOneLineError) {
   o.proc_root = "/nonexistent-proc";
   o.pid = 1;
   std::string err;
-  EXPECT_FALSE(HostSampler::create(o, [] { return trace::Timestamp(0); }, &err));
+  EXPECT_FALSE(HostSampler::create(
+      o, [] { return trace::Timestamp(0); }, &err));
   EXPECT_NE(err.find("/nonexistent-proc"), std::string::npos);
 }
 

@@ -52,8 +52,9 @@ Perturbation estimate_perturbation(std::span<const int64_t> inside_ns, std::span
   p.inside = inside_ns.size();
   p.outside = outside_ns.size();
   if (p.inside < kMinIterations || p.outside < kMinIterations) {
-    p.why_not = fmt::format("too few iterations to compare ({} inside, {} outside traced windows; {} needed on each side)",
-                            p.inside, p.outside, kMinIterations);
+    p.why_not =
+        fmt::format("too few iterations to compare ({} inside, {} outside traced windows; {} needed on each side)",
+                    p.inside, p.outside, kMinIterations);
     return p;
   }
   std::vector<int64_t> a(inside_ns.begin(), inside_ns.end()), b(outside_ns.begin(), outside_ns.end());
@@ -97,9 +98,10 @@ uint64_t IterationTimes::total() const {
 
 std::string describe_perturbation(const Perturbation& p) {
   if (!p.measured) return "perturbation not measured: " + p.why_not;
-  return fmt::format("iterations inside traced windows took {:.1f} % (95 % CI {:.1f} to {:.1f} %) longer than outside "
-                     "({} inside, {} outside)",
-                     p.percent, p.ci_low, p.ci_high, p.inside, p.outside);
+  return fmt::format(
+      "iterations inside traced windows took {:.1f} % (95 % CI {:.1f} to {:.1f} %) longer than outside "
+      "({} inside, {} outside)",
+      p.percent, p.ci_low, p.ci_high, p.inside, p.outside);
 }
 
 }  // namespace scalescope::collect

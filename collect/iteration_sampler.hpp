@@ -46,7 +46,7 @@ struct Perturbation {
   std::string why_not;  // when !measured
   size_t inside = 0, outside = 0;
   double inside_median_ns = 0, outside_median_ns = 0;
-  double percent = 0;          // 100 * (inside median / outside median - 1)
+  double percent = 0;              // 100 * (inside median / outside median - 1)
   double ci_low = 0, ci_high = 0;  // 95 % percentile bootstrap of the same
 };
 

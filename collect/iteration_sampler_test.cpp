@@ -52,7 +52,7 @@ std::vector<int64_t> noisy(size_t n, double mean_ns, double sd_ns, uint64_t seed
 }
 
 TEST(Perturbation, FindsATenPercentSlowdownWithAnIntervalAroundIt) {
-  auto inside = noisy(20, 22e6, 0.4e6, 1);   // 22 ms
+  auto inside = noisy(20, 22e6, 0.4e6, 1);    // 22 ms
   auto outside = noisy(400, 20e6, 0.4e6, 2);  // 20 ms: +10 %
   auto p = estimate_perturbation(inside, outside);
   ASSERT_TRUE(p.measured) << p.why_not;

@@ -64,8 +64,9 @@ void NcclNvtxJoiner::add_launch(uint32_t thread, trace::Timestamp start, uint32_
     return;
   }
   // Its range (if any) has not ended yet: wait in the per-thread window.
-  auto pos = std::upper_bound(th.recent.begin(), th.recent.end(), start,
-                              [](trace::Timestamp t, const std::pair<trace::Timestamp, uint32_t>& r) { return t < r.first; });
+  auto pos =
+      std::upper_bound(th.recent.begin(), th.recent.end(), start,
+                       [](trace::Timestamp t, const std::pair<trace::Timestamp, uint32_t>& r) { return t < r.first; });
   th.recent.insert(pos, {start, correlation});
   if (th.recent.size() > kMaxRecent) th.recent.pop_front();
 }
@@ -138,7 +139,7 @@ NcclNvtxJoiner::Outcome NcclNvtxJoiner::resolve(trace::NcclRecord& row, trace::S
   std::vector<Range*> grouped;
   for (auto it = range; it != th.ranges.begin();) {
     --it;
-    if (it->end > range->start) continue;  // overlaps the group range (an outer range)
+    if (it->end > range->start) continue;          // overlaps the group range (an outer range)
     if (!it->call || launched_inside(*it)) break;  // the previous group end, or a call that launched its own kernel
     grouped.push_back(&*it);
     if (grouped.size() > 4096) break;
@@ -178,10 +179,8 @@ void NcclNvtxJoiner::drain(trace::NcclTable& out, trace::StringTable& strings, b
     Pending& p = pending_.front();
     Outcome o = resolve(p.row, strings);
     if (o == Outcome::kWait && !force && p.waited <= max_wait_ && pending_.size() <= kMaxPending) break;
-    if (o == Outcome::kJoined)
-      ++stats_.joined;
-    else
-      ++stats_.unjoined;
+    if (o == Outcome::kJoined) ++stats_.joined;
+    else ++stats_.unjoined;
     out.push(p.row);
     pending_.pop_front();
   }
@@ -203,10 +202,8 @@ void NcclNvtxJoiner::prune() {
     }
     while (!th.launches.empty() && th.launches.front() < cutoff) th.launches.pop_front();
     while (!th.recent.empty() && th.recent.front().first < cutoff) th.recent.pop_front();
-    if (th.ranges.empty() && th.launches.empty() && th.recent.empty())
-      it = threads_.erase(it);
-    else
-      ++it;
+    if (th.ranges.empty() && th.launches.empty() && th.recent.empty()) it = threads_.erase(it);
+    else ++it;
   }
 }
 

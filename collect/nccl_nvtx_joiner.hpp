@@ -42,16 +42,16 @@ namespace scalescope::collect {
 class NcclNvtxJoiner {
  public:
   struct Stats {
-    uint64_t joined = 0;        // kernel rows that got a call's bytes
-    uint64_t unjoined = 0;      // rows emitted without (no launch, range or payload found)
+    uint64_t joined = 0;          // kernel rows that got a call's bytes
+    uint64_t unjoined = 0;        // rows emitted without (no launch, range or payload found)
     uint64_t ranges_dropped = 0;  // pruned before use, or over the bound
   };
 
   // Ranges older than this (host clock) behind the newest one are pruned.
   static constexpr trace::Timestamp kHorizonNs = int64_t{60} * 1000000000;
   static constexpr size_t kMaxRanges = size_t{1} << 16;    // over all threads
-  static constexpr size_t kMaxLaunches = size_t{1} << 16;   // launches inside NCCL ranges
-  static constexpr size_t kMaxRecent = size_t{1} << 16;     // other launches, per thread
+  static constexpr size_t kMaxLaunches = size_t{1} << 16;  // launches inside NCCL ranges
+  static constexpr size_t kMaxRecent = size_t{1} << 16;    // other launches, per thread
   static constexpr size_t kMaxPending = size_t{1} << 16;   // kernel rows waiting
 
   explicit NcclNvtxJoiner(int max_wait = 3) : max_wait_(max_wait) {}
@@ -88,8 +88,8 @@ class NcclNvtxJoiner {
     int waited = 0;
   };
   struct Thread {
-    std::deque<Range> ranges;               // sorted by start
-    std::deque<trace::Timestamp> launches;  // sorted times of the launches kept
+    std::deque<Range> ranges;                                  // sorted by start
+    std::deque<trace::Timestamp> launches;                     // sorted times of the launches kept
     std::deque<std::pair<trace::Timestamp, uint32_t>> recent;  // launches in no known range yet, by time
   };
   enum class Outcome { kWait, kJoined, kUnjoined };
@@ -103,7 +103,7 @@ class NcclNvtxJoiner {
   int max_wait_;
   int32_t default_group_size_ = -1;
   std::unordered_map<uint32_t, Thread> threads_;
-  std::unordered_map<uint32_t, Launch> launches_;  // by correlation id
+  std::unordered_map<uint32_t, Launch> launches_;                   // by correlation id
   std::deque<std::pair<trace::Timestamp, uint32_t>> launch_order_;  // for pruning
   std::deque<Pending> pending_;
   std::map<std::pair<uint64_t, uint32_t>, int64_t> next_sequence_;  // (communicator, device)

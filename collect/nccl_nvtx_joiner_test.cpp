@@ -97,7 +97,7 @@ TEST_F(NcclNvtxJoinerTest, RowsLeaveInArrivalOrder) {
   j_.add_kernel(kernel(1));  // not joinable yet
   j_.add_range(1, 100, 200, call(8));
   j_.add_launch(1, 150, 2);
-  j_.add_kernel(kernel(2));  // joinable
+  j_.add_kernel(kernel(2));       // joinable
   EXPECT_EQ(drain().size(), 0u);  // waits behind the first
   j_.add_range(1, 10, 20, call(16));
   j_.add_launch(1, 15, 1);

@@ -9,14 +9,53 @@ namespace {
 
 // NVTX_PAYLOAD_ENTRY_TYPE_* values (nvToolsExtPayload.h, payload extension 1.3/1.4).
 enum : uint64_t {
-  kChar = 1, kUchar, kShort, kUshort, kInt, kUint, kLong, kUlong, kLongLong, kUlongLong,
-  kInt8, kUint8, kInt16, kUint16, kInt32, kUint32, kInt64, kUint64,
-  kFloat, kDouble, kLongDouble, kSize, kAddress, kWchar, kChar8, kChar16, kChar32,
-  kByte = 32, kInt128, kUint128,
-  kFloat16 = 42, kFloat32, kFloat64, kFloat128,
-  kBf16 = 50, kTf32 = 52,
-  kCategory = 68, kColorArgb, kScopeId, kPidUint32, kPidUint64, kTidUint32, kTidUint64,
-  kCstring, kCstringUtf8, kCstringUtf16, kCstringUtf32,
+  kChar = 1,
+  kUchar,
+  kShort,
+  kUshort,
+  kInt,
+  kUint,
+  kLong,
+  kUlong,
+  kLongLong,
+  kUlongLong,
+  kInt8,
+  kUint8,
+  kInt16,
+  kUint16,
+  kInt32,
+  kUint32,
+  kInt64,
+  kUint64,
+  kFloat,
+  kDouble,
+  kLongDouble,
+  kSize,
+  kAddress,
+  kWchar,
+  kChar8,
+  kChar16,
+  kChar32,
+  kByte = 32,
+  kInt128,
+  kUint128,
+  kFloat16 = 42,
+  kFloat32,
+  kFloat64,
+  kFloat128,
+  kBf16 = 50,
+  kTf32 = 52,
+  kCategory = 68,
+  kColorArgb,
+  kScopeId,
+  kPidUint32,
+  kPidUint64,
+  kTidUint32,
+  kTidUint64,
+  kCstring,
+  kCstringUtf8,
+  kCstringUtf16,
+  kCstringUtf32,
   kRegisteredStringHandle = 80,
 };
 
@@ -25,15 +64,21 @@ constexpr size_t kMaxEntries = 1024;
 
 bool is_signed_type(uint64_t t) {
   switch (t) {
-    case kChar: case kShort: case kInt: case kLong: case kLongLong:
-    case kInt8: case kInt16: case kInt32: case kInt64: case kInt128: return true;
+    case kChar:
+    case kShort:
+    case kInt:
+    case kLong:
+    case kLongLong:
+    case kInt8:
+    case kInt16:
+    case kInt32:
+    case kInt64:
+    case kInt128: return true;
     default: return false;
   }
 }
 
-bool is_float_type(uint64_t t) {
-  return t == kFloat || t == kDouble || t == kFloat32 || t == kFloat64;
-}
+bool is_float_type(uint64_t t) { return t == kFloat || t == kDouble || t == kFloat32 || t == kFloat64; }
 
 bool is_cstring(uint64_t t) { return t >= kCstring && t <= kCstringUtf32; }
 
@@ -63,14 +108,50 @@ bool contains(std::string_view hay, std::string_view needle) { return hay.find(n
 
 std::pair<uint32_t, uint32_t> payload_type_layout(uint64_t type) {
   switch (type) {
-    case kChar: case kUchar: case kInt8: case kUint8: case kChar8: case kByte: return {1, 1};
-    case kShort: case kUshort: case kInt16: case kUint16: case kChar16: case kFloat16: case kBf16: return {2, 2};
-    case kInt: case kUint: case kInt32: case kUint32: case kFloat: case kFloat32: case kWchar: case kChar32:
-    case kTf32: case kCategory: case kColorArgb: case kPidUint32: case kTidUint32: return {4, 4};
-    case kLong: case kUlong: case kLongLong: case kUlongLong: case kInt64: case kUint64: case kDouble:
-    case kFloat64: case kSize: case kAddress: case kScopeId: case kPidUint64: case kTidUint64:
+    case kChar:
+    case kUchar:
+    case kInt8:
+    case kUint8:
+    case kChar8:
+    case kByte: return {1, 1};
+    case kShort:
+    case kUshort:
+    case kInt16:
+    case kUint16:
+    case kChar16:
+    case kFloat16:
+    case kBf16: return {2, 2};
+    case kInt:
+    case kUint:
+    case kInt32:
+    case kUint32:
+    case kFloat:
+    case kFloat32:
+    case kWchar:
+    case kChar32:
+    case kTf32:
+    case kCategory:
+    case kColorArgb:
+    case kPidUint32:
+    case kTidUint32: return {4, 4};
+    case kLong:
+    case kUlong:
+    case kLongLong:
+    case kUlongLong:
+    case kInt64:
+    case kUint64:
+    case kDouble:
+    case kFloat64:
+    case kSize:
+    case kAddress:
+    case kScopeId:
+    case kPidUint64:
+    case kTidUint64:
     case kRegisteredStringHandle: return {8, 8};
-    case kLongDouble: case kInt128: case kUint128: case kFloat128: return {16, 16};
+    case kLongDouble:
+    case kInt128:
+    case kUint128:
+    case kFloat128: return {16, 16};
     default: return is_cstring(type) ? std::pair<uint32_t, uint32_t>{8, 8} : std::pair<uint32_t, uint32_t>{0, 0};
   }
 }
@@ -78,7 +159,7 @@ std::pair<uint32_t, uint32_t> payload_type_layout(uint64_t type) {
 std::vector<PayloadField> decode_payload(std::span<const uint8_t> bytes, const PayloadSchema& schema,
                                          const PayloadEnumLookup& enums) {
   std::vector<PayloadField> out;
-  uint64_t cursor = 0;      // end of the previous entry, for natural alignment
+  uint64_t cursor = 0;       // end of the previous entry, for natural alignment
   bool cursor_known = true;  // false after an entry of unknown size
   const size_t n = std::min(schema.entries.size(), kMaxEntries);
   for (size_t i = 0; i < n; ++i) {
@@ -128,7 +209,7 @@ std::vector<PayloadField> decode_payload(std::span<const uint8_t> bytes, const P
     cursor = offset + total;
     cursor_known = true;
     if (offset > bytes.size() || total > bytes.size() - offset) continue;  // outside the payload: skip
-    if (array != 0 && !inline_string) continue;  // arrays: not decoded
+    if (array != 0 && !inline_string) continue;                            // arrays: not decoded
     const uint8_t* p = bytes.data() + offset;
     PayloadField f;
     f.name = e.name;

@@ -67,11 +67,11 @@ using PayloadEnumLookup = std::function<const PayloadEnum*(uint64_t id)>;
 struct PayloadField {
   std::string name;
   uint64_t type = 0;
-  bool is_integer = false;  // value / signed_value are meaningful
-  uint64_t value = 0;       // zero-extended
-  int64_t signed_value = 0; // sign-extended for signed types
-  double real = 0;          // floating-point entries
-  std::string text;         // enum name or inline fixed-size string
+  bool is_integer = false;   // value / signed_value are meaningful
+  uint64_t value = 0;        // zero-extended
+  int64_t signed_value = 0;  // sign-extended for signed types
+  double real = 0;           // floating-point entries
+  std::string text;          // enum name or inline fixed-size string
 };
 
 // Size and alignment of a predefined entry type on this (LP64) platform;

@@ -14,8 +14,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace scalescope;
   using namespace scalescope::collect;
   if (size < 1) return 0;
-  static const char* kNames[] = {"NCCL communicator ID", "Message size [bytes]", "Reduction operation", "Root",
-                                 "Peer rank", "No. of ranks", "Rank", "CUDA device", "", "x"};
+  static const char* kNames[] = {"NCCL communicator ID",
+                                 "Message size [bytes]",
+                                 "Reduction operation",
+                                 "Root",
+                                 "Peer rank",
+                                 "No. of ranks",
+                                 "Rank",
+                                 "CUDA device",
+                                 "",
+                                 "x"};
   static const PayloadEnum kRedOps{kNvtxPayloadSchemaIdStaticStart + 20, 4, {{"Sum", 0}, {"Max", 2}}};
   const size_t n = data[0] % 16;
   size_t pos = 1;

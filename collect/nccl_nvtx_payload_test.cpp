@@ -39,9 +39,7 @@ PayloadSchema all_reduce_schema() {
   return s;
 }
 
-PayloadEnum red_op_enum() {
-  return {kRedOpEnum, 4, {{"Sum", 0}, {"Product", 1}, {"Max", 2}, {"Min", 3}, {"Avg", 4}}};
-}
+PayloadEnum red_op_enum() { return {kRedOpEnum, 4, {{"Sum", 0}, {"Product", 1}, {"Max", 2}, {"Min", 3}, {"Avg", 4}}}; }
 
 template <typename T>
 std::vector<uint8_t> bytes_of(const T& v) {
@@ -56,8 +54,8 @@ TEST(NcclNvtxPayload, DecodesAllReduceBySchemaAndEnum) {
   p.bytes = 4u << 20;
   p.op = 2;  // ncclMax
   const PayloadEnum e = red_op_enum();
-  auto fields = decode_payload(bytes_of(p), all_reduce_schema(),
-                               [&e](uint64_t id) { return id == e.id ? &e : nullptr; });
+  auto fields =
+      decode_payload(bytes_of(p), all_reduce_schema(), [&e](uint64_t id) { return id == e.id ? &e : nullptr; });
   ASSERT_EQ(fields.size(), 3u);
   EXPECT_EQ(fields[0].value, 0x1234abcd5678ef00ull);
   EXPECT_EQ(fields[1].value, 4u << 20);
@@ -87,7 +85,8 @@ TEST(NcclNvtxPayload, ReductionWithoutRegisteredEnumUsesNcclNumbering) {
 TEST(NcclNvtxPayload, BroadcastRootAndSignedValues) {
   BroadcastPayload p{42, 96, -1};
   PayloadSchema s;
-  s.entries = {{0, kUint64, "NCCL communicator ID", 0, 0}, {0, kSize, "Message size [bytes]", 0, 8}, {0, kInt, "Root", 0, 16}};
+  s.entries = {
+      {0, kUint64, "NCCL communicator ID", 0, 0}, {0, kSize, "Message size [bytes]", 0, 8}, {0, kInt, "Root", 0, 16}};
   auto call = nccl_call_from_payload("ncclBroadcast", decode_payload(bytes_of(p), s, nullptr));
   ASSERT_TRUE(call);
   EXPECT_EQ(call->op, trace::NcclOp::kBroadcast);
@@ -121,8 +120,10 @@ TEST(NcclNvtxPayload, NaturalAlignmentWhenOffsetsAreZero) {
 TEST(NcclNvtxPayload, CommunicatorCreationPayloadGivesRanksButNoBytes) {
   CommInitPayload p{0xfeedull, 8, 3, 1};
   PayloadSchema s;
-  s.entries = {{0, kUint64, "NCCL communicator ID", 0, 0}, {0, kInt, "No. of ranks", 0, 8},
-               {0, kInt, "Rank", 0, 12}, {0, kInt, "CUDA device", 0, 16}};
+  s.entries = {{0, kUint64, "NCCL communicator ID", 0, 0},
+               {0, kInt, "No. of ranks", 0, 8},
+               {0, kInt, "Rank", 0, 12},
+               {0, kInt, "CUDA device", 0, 16}};
   auto call = nccl_call_from_payload("ncclCommInitRankConfig", decode_payload(bytes_of(p), s, nullptr));
   ASSERT_TRUE(call);
   EXPECT_EQ(call->op, trace::NcclOp::kUnknown);

@@ -91,7 +91,9 @@ nlohmann::json node_facts_json(const NodeInfo& node) {
   h["numa_nodes"] = numa;
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : read_pci_gpus())
-    gpus.push_back({{"pci_bus_id", g.bus_id}, {"pci_device_id", fmt::format("0x{:04x}", g.device_id)}, {"numa_node", g.numa_node}});
+    gpus.push_back({{"pci_bus_id", g.bus_id},
+                    {"pci_device_id", fmt::format("0x{:04x}", g.device_id)},
+                    {"numa_node", g.numa_node}});
   h["gpus"] = gpus;
   return h;
 }

@@ -16,11 +16,11 @@ namespace scalescope::collect {
 namespace {
 
 constexpr int kNvmlSuccess = 0;
-constexpr int kClockSm = 1, kClockMem = 2;        // nvmlClockType_t
-constexpr int kTemperatureGpu = 0;                // nvmlTemperatureSensors_t
-constexpr int kPcieTx = 0, kPcieRx = 1;           // nvmlPcieUtilCounter_t
+constexpr int kClockSm = 1, kClockMem = 2;                      // nvmlClockType_t
+constexpr int kTemperatureGpu = 0;                              // nvmlTemperatureSensors_t
+constexpr int kPcieTx = 0, kPcieRx = 1;                         // nvmlPcieUtilCounter_t
 constexpr unsigned kFieldNvlinkTx = 138, kFieldNvlinkRx = 139;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_{TX,RX}, KiB
-constexpr size_t kMaxPending = 1 << 20;           // bounds memory if nobody drains
+constexpr size_t kMaxPending = 1 << 20;                         // bounds memory if nobody drains
 
 template <typename F>
 void sym(void* handle, const char* name, F& out) {
@@ -177,53 +177,61 @@ void NvmlSampler::sample(Slow slow) {
     NvmlApi::Device d = devices_[i];
     trace::Timestamp t = clock_();
     auto add = [&](M m, double v) { local.push_back({t, i, m, v}); };
-    if (api_.utilization) timed(Q::kUtilization, [&] {
-      NvmlApi::Utilization u{};
-      if (api_.utilization(d, &u) != kNvmlSuccess) return;
-      add(M::kGpuUtilizationPercent, u.gpu);
-      add(M::kMemoryUtilizationPercent, u.memory);
-    });
-    if (api_.memory_info) timed(Q::kMemory, [&] {
-      NvmlApi::Memory mem{};
-      if (api_.memory_info(d, &mem) == kNvmlSuccess) add(M::kMemoryUsedBytes, static_cast<double>(mem.used));
-    });
+    if (api_.utilization)
+      timed(Q::kUtilization, [&] {
+        NvmlApi::Utilization u{};
+        if (api_.utilization(d, &u) != kNvmlSuccess) return;
+        add(M::kGpuUtilizationPercent, u.gpu);
+        add(M::kMemoryUtilizationPercent, u.memory);
+      });
+    if (api_.memory_info)
+      timed(Q::kMemory, [&] {
+        NvmlApi::Memory mem{};
+        if (api_.memory_info(d, &mem) == kNvmlSuccess) add(M::kMemoryUsedBytes, static_cast<double>(mem.used));
+      });
     unsigned int v = 0;
-    if (api_.power_mw) timed(Q::kPower, [&] {
-      if (api_.power_mw(d, &v) == kNvmlSuccess) add(M::kPowerWatts, v / 1000.0);
-    });
-    if (api_.energy_mj && totals) timed(Q::kEnergy, [&] {
-      unsigned long long mj = 0;
-      if (api_.energy_mj(d, &mj) == kNvmlSuccess) add(M::kEnergyJoules, static_cast<double>(mj) / 1000.0);
-    });
-    if (api_.clock_mhz) timed(Q::kClocks, [&] {
-      if (api_.clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMHz, v);
-      if (api_.clock_mhz(d, kClockMem, &v) == kNvmlSuccess) add(M::kMemoryClockMHz, v);
-    });
-    if (api_.temperature) timed(Q::kTemperature, [&] {
-      if (api_.temperature(d, kTemperatureGpu, &v) == kNvmlSuccess) add(M::kTemperatureCelsius, v);
-    });
-    if (pcie) timed(Q::kPcie, [&] {
-      if (api_.pcie_throughput_kbps(d, kPcieTx, &v) == kNvmlSuccess) add(M::kPcieTxBytesPerSecond, v * 1024.0);
-      if (api_.pcie_throughput_kbps(d, kPcieRx, &v) == kNvmlSuccess) add(M::kPcieRxBytesPerSecond, v * 1024.0);
-    });
-    if (api_.field_values && totals) timed(Q::kNvlink, [&] {
-      // Cumulative KiB over all links (scope UINT_MAX); the rate is the difference.
-      NvmlApi::FieldValue f[2] = {};
-      f[0].field_id = kFieldNvlinkTx;
-      f[1].field_id = kFieldNvlinkRx;
-      f[0].scope_id = f[1].scope_id = UINT_MAX;
-      if (api_.field_values(d, 2, f) != kNvmlSuccess || f[0].nvml_return != kNvmlSuccess ||
-          f[1].nvml_return != kNvmlSuccess)
-        return;
-      LinkState& s = nvlink_[i];
-      unsigned long long tx = f[0].value.ull, rx = f[1].value.ull;
-      if (s.time >= 0 && t > s.time && tx >= s.tx_kib && rx >= s.rx_kib) {
-        double seconds = static_cast<double>(t - s.time) / 1e9;
-        add(M::kNvlinkTxBytesPerSecond, static_cast<double>(tx - s.tx_kib) * 1024.0 / seconds);
-        add(M::kNvlinkRxBytesPerSecond, static_cast<double>(rx - s.rx_kib) * 1024.0 / seconds);
-      }
-      s = {t, tx, rx};
-    });
+    if (api_.power_mw)
+      timed(Q::kPower, [&] {
+        if (api_.power_mw(d, &v) == kNvmlSuccess) add(M::kPowerWatts, v / 1000.0);
+      });
+    if (api_.energy_mj && totals)
+      timed(Q::kEnergy, [&] {
+        unsigned long long mj = 0;
+        if (api_.energy_mj(d, &mj) == kNvmlSuccess) add(M::kEnergyJoules, static_cast<double>(mj) / 1000.0);
+      });
+    if (api_.clock_mhz)
+      timed(Q::kClocks, [&] {
+        if (api_.clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMHz, v);
+        if (api_.clock_mhz(d, kClockMem, &v) == kNvmlSuccess) add(M::kMemoryClockMHz, v);
+      });
+    if (api_.temperature)
+      timed(Q::kTemperature, [&] {
+        if (api_.temperature(d, kTemperatureGpu, &v) == kNvmlSuccess) add(M::kTemperatureCelsius, v);
+      });
+    if (pcie)
+      timed(Q::kPcie, [&] {
+        if (api_.pcie_throughput_kbps(d, kPcieTx, &v) == kNvmlSuccess) add(M::kPcieTxBytesPerSecond, v * 1024.0);
+        if (api_.pcie_throughput_kbps(d, kPcieRx, &v) == kNvmlSuccess) add(M::kPcieRxBytesPerSecond, v * 1024.0);
+      });
+    if (api_.field_values && totals)
+      timed(Q::kNvlink, [&] {
+        // Cumulative KiB over all links (scope UINT_MAX); the rate is the difference.
+        NvmlApi::FieldValue f[2] = {};
+        f[0].field_id = kFieldNvlinkTx;
+        f[1].field_id = kFieldNvlinkRx;
+        f[0].scope_id = f[1].scope_id = UINT_MAX;
+        if (api_.field_values(d, 2, f) != kNvmlSuccess || f[0].nvml_return != kNvmlSuccess ||
+            f[1].nvml_return != kNvmlSuccess)
+          return;
+        LinkState& s = nvlink_[i];
+        unsigned long long tx = f[0].value.ull, rx = f[1].value.ull;
+        if (s.time >= 0 && t > s.time && tx >= s.tx_kib && rx >= s.rx_kib) {
+          double seconds = static_cast<double>(t - s.time) / 1e9;
+          add(M::kNvlinkTxBytesPerSecond, static_cast<double>(tx - s.tx_kib) * 1024.0 / seconds);
+          add(M::kNvlinkRxBytesPerSecond, static_cast<double>(rx - s.rx_kib) * 1024.0 / seconds);
+        }
+        s = {t, tx, rx};
+      });
   }
   std::lock_guard lock(mutex_);
   for (const auto& r : local) push(r.device, r.metric, r.value, r.time);
@@ -260,8 +268,8 @@ void NvmlSampler::start(double hz) {
       auto now = std::chrono::steady_clock::now();
       if (next < now) next = now;  // fell behind: skip, never burst
       while (!stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < next)
-        std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now(),
-                                                                       std::chrono::milliseconds(50)));
+        std::this_thread::sleep_for(
+            std::min<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
     }
     // The running totals once more at the end, so a run's energy is first to
     // last reading with nothing missing at the tail (PCIe would block stop()).

@@ -78,7 +78,17 @@ std::vector<int32_t> map_nvml_to_cuda(const std::vector<std::string>& nvml_bus_i
                                       const std::vector<std::string>& cuda_bus_ids);
 
 // The query families one sample makes, for the sampler's CPU breakdown.
-enum class NvmlQuery : uint8_t { kUtilization, kMemory, kPower, kEnergy, kClocks, kTemperature, kPcie, kNvlink, kCount };
+enum class NvmlQuery : uint8_t {
+  kUtilization,
+  kMemory,
+  kPower,
+  kEnergy,
+  kClocks,
+  kTemperature,
+  kPcie,
+  kNvlink,
+  kCount
+};
 const char* nvml_query_name(NvmlQuery q);  // "utilization", ..., "nvlink"
 
 class NvmlSampler {
@@ -105,7 +115,7 @@ class NvmlSampler {
   void set_device_map(std::vector<int32_t> cuda_ordinal_by_nvml_index);
   bool has_device_map() const;
   uint64_t unmapped_samples() const;  // dropped: GPUs this process cannot see
-  uint64_t thread_cpu_ns() const;  // the sampler thread's CPU time so far
+  uint64_t thread_cpu_ns() const;     // the sampler thread's CPU time so far
   // Of that, the part spent in one query family (PCIe throughput spins ~20 ms
   // a call), so a run shows which counter costs what.
   uint64_t query_cpu_ns(NvmlQuery q) const {

@@ -36,7 +36,8 @@ struct Fake {
   static int clock(NvmlApi::Device, int type, unsigned int* mhz) { return *mhz = type == 1 ? 1980 : 3201, 0; }
   // NVML index 0 sits at bus 0x19, index 1 at 0x3B (NVML's PCI order).
   static int pci(NvmlApi::Device d, NvmlApi::PciInfo* p) {
-    std::snprintf(p->bus_id, sizeof(p->bus_id), "00000000:%s:00.0", d == reinterpret_cast<NvmlApi::Device>(1) ? "19" : "3B");
+    std::snprintf(p->bus_id, sizeof(p->bus_id), "00000000:%s:00.0",
+                  d == reinterpret_cast<NvmlApi::Device>(1) ? "19" : "3B");
     return 0;
   }
   static int fields(NvmlApi::Device, int n, NvmlApi::FieldValue* f) {
@@ -69,13 +70,16 @@ TEST(CollectNvml, MissingLibraryIsAnErrorNotACrash) {
   std::string error;
   EXPECT_FALSE(api.load("libnvidia-ml-does-not-exist.so.1", &error));
   EXPECT_NE(error.find("cannot load"), std::string::npos);
-  EXPECT_EQ(NvmlSampler::create(api, [] { return trace::Timestamp{0}; }, &error), nullptr);
+  EXPECT_EQ(NvmlSampler::create(
+                api, [] { return trace::Timestamp{0}; }, &error),
+            nullptr);
 }
 
 TEST(CollectNvml, SamplesEveryDeviceAndMetric) {
   trace::Timestamp now = 1'000'000'000;
   std::string error;
-  auto s = NvmlSampler::create(fake_api(), [&] { return now; }, &error);
+  auto s = NvmlSampler::create(
+      fake_api(), [&] { return now; }, &error);
   ASSERT_NE(s, nullptr) << error;
   EXPECT_EQ(s->device_count(), 2u);
   Fake::nvlink_tx_kib = 1000;
@@ -115,8 +119,7 @@ uint64_t thread_cpu_ns_now() {
 }
 void spin_thread_cpu(uint64_t ns) {
   const uint64_t end = thread_cpu_ns_now() + ns;
-  while (thread_cpu_ns_now() < end) {
-  }
+  while (thread_cpu_ns_now() < end) {}
 }
 int spinning_pcie(NvmlApi::Device, int, unsigned int* kbps) {
   ++spinning_pcie_calls;
@@ -128,12 +131,13 @@ TEST(CollectNvml, PcieThroughputIsSampledRarelyAndItsCpuTimeCounted) {
   NvmlApi api = fake_api();
   api.pcie_throughput_kbps = spinning_pcie;
   std::string error;
-  auto s = NvmlSampler::create(api, [] { return trace::Timestamp{1}; }, &error);
+  auto s = NvmlSampler::create(
+      api, [] { return trace::Timestamp{1}; }, &error);
   ASSERT_NE(s, nullptr) << error;
   spinning_pcie_calls = 0;
   for (int i = 0; i < 11; ++i) s->sample_once();
-  EXPECT_EQ(spinning_pcie_calls, 2 * 2 * 2);  // samples 0 and 10, 2 devices, TX and RX
-  EXPECT_GE(s->query_cpu_ns(NvmlQuery::kPcie), 8 * 3'000'000u);  // 8 calls of 3 ms CPU each
+  EXPECT_EQ(spinning_pcie_calls, 2 * 2 * 2);                        // samples 0 and 10, 2 devices, TX and RX
+  EXPECT_GE(s->query_cpu_ns(NvmlQuery::kPcie), 8 * 3'000'000u);     // 8 calls of 3 ms CPU each
   EXPECT_LT(s->query_cpu_ns(NvmlQuery::kUtilization), 3'000'000u);  // the fakes return at once
   std::vector<trace::CounterRecord> out;
   s->drain(out);
@@ -155,7 +159,8 @@ int spinning_fields(NvmlApi::Device, int n, NvmlApi::FieldValue* f) {
 // energy (last minus first reading) misses nothing at the end.
 TEST(CollectNvml, RunningTotalsAreReadOnceASecondAndAtStop) {
   std::string error;
-  auto s = NvmlSampler::create(fake_api(), [] { return trace::Timestamp{1}; }, &error);
+  auto s = NvmlSampler::create(
+      fake_api(), [] { return trace::Timestamp{1}; }, &error);
   ASSERT_NE(s, nullptr) << error;
   Fake::energy_calls = 0;
   Fake::energy_mj = 1'000'000;
@@ -183,13 +188,14 @@ TEST(CollectNvml, QueryCpuTimeIsCountedPerFamily) {
   NvmlApi api = fake_api();
   api.field_values = spinning_fields;
   std::string error;
-  auto s = NvmlSampler::create(api, [] { return trace::Timestamp{1}; }, &error);
+  auto s = NvmlSampler::create(
+      api, [] { return trace::Timestamp{1}; }, &error);
   ASSERT_NE(s, nullptr) << error;
   for (int i = 0; i < 11; ++i) s->sample_once();
   EXPECT_GE(s->query_cpu_ns(NvmlQuery::kNvlink), 4 * 2'000'000u);  // samples 0 and 10 x 2 devices
   uint64_t others = 0;
-  for (auto q : {NvmlQuery::kUtilization, NvmlQuery::kMemory, NvmlQuery::kPower, NvmlQuery::kEnergy,
-                 NvmlQuery::kClocks, NvmlQuery::kTemperature, NvmlQuery::kPcie})
+  for (auto q : {NvmlQuery::kUtilization, NvmlQuery::kMemory, NvmlQuery::kPower, NvmlQuery::kEnergy, NvmlQuery::kClocks,
+                 NvmlQuery::kTemperature, NvmlQuery::kPcie})
     others += s->query_cpu_ns(q);
   EXPECT_LT(others, 2'000'000u);
   EXPECT_STREQ(nvml_query_name(NvmlQuery::kNvlink), "nvlink");
@@ -198,7 +204,8 @@ TEST(CollectNvml, QueryCpuTimeIsCountedPerFamily) {
 
 TEST(CollectNvml, ThreadSamplesAtRateAndStops) {
   std::string error;
-  auto s = NvmlSampler::create(fake_api(), [] { return trace::Timestamp{1}; }, &error);
+  auto s = NvmlSampler::create(
+      fake_api(), [] { return trace::Timestamp{1}; }, &error);
   ASSERT_NE(s, nullptr);
   int shutdowns = Fake::shutdowns;
   s->start(200);
@@ -231,7 +238,8 @@ TEST(CollectNvml, MapsNvmlOrderToCudaOrdinalsByBusId) {
 
 TEST(CollectNvml, DrainRenumbersDevicesOnceMapped) {
   std::string error;
-  auto s = NvmlSampler::create(fake_api(), [] { return trace::Timestamp{1}; }, &error);
+  auto s = NvmlSampler::create(
+      fake_api(), [] { return trace::Timestamp{1}; }, &error);
   ASSERT_NE(s, nullptr) << error;
   EXPECT_EQ(s->bus_ids(), (std::vector<std::string>{"0000:19:00.0", "0000:3b:00.0"}));
   EXPECT_FALSE(s->has_device_map());
@@ -263,7 +271,7 @@ TEST(CollectNvml, DrainRenumbersDevicesOnceMapped) {
   std::map<uint32_t, bool> has_power;
   for (const auto& r : out) has_power[r.device] |= r.metric == trace::CounterMetric::kPowerWatts;
   EXPECT_EQ(has_power.size(), 2u);
-  EXPECT_TRUE(has_power[1]);   // NVML index 0 (the one with power) is CUDA ordinal 1
+  EXPECT_TRUE(has_power[1]);  // NVML index 0 (the one with power) is CUDA ordinal 1
   EXPECT_FALSE(has_power[0]);
 }
 

@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return collect::PerfStacks::create_without_events(o);
   }();
   uint64_t lost = 0;
-  collect::parse_perf_records({data, size}, [](const collect::PerfSample& s) { stacks->ingest(s, 0); }, &lost);
+  collect::parse_perf_records(
+      {data, size}, [](const collect::PerfSample& s) { stacks->ingest(s, 0); }, &lost);
   trace::Trace t;
   stacks->drain(t, t.strings, size % 2 == 0);
   std::vector<collect::MapRange> maps;

@@ -118,7 +118,10 @@ void parse_maps(std::string_view text, std::vector<MapRange>& out,
       if (s.empty() || s.size() > 16) return false;
       *v = 0;
       for (char c : s) {
-        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        const int d = c >= '0' && c <= '9'   ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                             : -1;
         if (d < 0) return false;
         *v = *v << 4 | uint64_t(d);
       }
@@ -230,7 +233,8 @@ void PerfStacks::read_ring(Ring& r) {
   drain_perf_ring(meta, static_cast<const uint8_t*>(r.base) + page_size_, r.data_size, scratch_);
   if (scratch_.empty()) return;
   uint64_t lost = 0;
-  parse_perf_records(scratch_, [this](const PerfSample& s) { ingest(s, offset_ns_); }, &lost);
+  parse_perf_records(
+      scratch_, [this](const PerfSample& s) { ingest(s, offset_ns_); }, &lost);
   if (lost) {
     std::lock_guard lock(mutex_);
     lost_ += lost;
@@ -317,12 +321,12 @@ void PerfStacks::ingest(const PerfSample& s, int64_t monotonic_to_trace_ns) {
     }
     parent = found->second;
   }
-  pending_samples_.push({static_cast<trace::Timestamp>(static_cast<int64_t>(s.time) + monotonic_to_trace_ns), s.pid,
-                         s.tid, parent});
+  pending_samples_.push(
+      {static_cast<trace::Timestamp>(static_cast<int64_t>(s.time) + monotonic_to_trace_ns), s.pid, s.tid, parent});
 }
 
 void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool final) {
-  (void)final;  // every drain writes the same: names come offline (trace/frame_namer.hpp)
+  (void) final;  // every drain writes the same: names come offline (trace/frame_namer.hpp)
   std::vector<NewCallsite> callsites;
   std::vector<NewModule> new_modules;
   std::vector<std::string> modules;
@@ -344,11 +348,11 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool fina
   }
   for (const NewCallsite& c : callsites) {
     const bool mapped = c.module != kUnmapped && c.module < modules.size();
-    const auto status = !mapped                        ? trace::FrameStatus::kUnmapped
+    const auto status = !mapped                                                          ? trace::FrameStatus::kUnmapped
                         : !modules[c.module].empty() && modules[c.module].front() == '[' ? trace::FrameStatus::kNotAFile
-                                                           : trace::FrameStatus::kUnnamed;
-    out.host_callsites.push({c.id, c.parent, trace::kNoString, mapped ? strings.intern(modules[c.module]) : trace::kNoString,
-                             c.offset, status});
+                                                                                         : trace::FrameStatus::kUnnamed;
+    out.host_callsites.push({c.id, c.parent, trace::kNoString,
+                             mapped ? strings.intern(modules[c.module]) : trace::kNoString, c.offset, status});
   }
   if (new_modules.empty()) return;
   // Each module's build-id, once: the ELF's notes, a few small reads (the
@@ -370,8 +374,8 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool fina
       if (!id) id = trace::elf_build_id_of_file(path.c_str(), &error);
       if (!id) id = std::string();  // unreadable: named unchecked, or reported missing, offline
     }
-    out.host_modules.push({m.pid, strings.intern(path), id ? strings.intern(*id) : trace::kNoString, m.start, m.end,
-                           m.offset});
+    out.host_modules.push(
+        {m.pid, strings.intern(path), id ? strings.intern(*id) : trace::kNoString, m.start, m.end, m.offset});
   }
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
   modules_ns_ += uint64_t((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));

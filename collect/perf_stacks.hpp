@@ -74,9 +74,9 @@ void parse_maps(std::string_view text, std::vector<MapRange>& out,
 
 struct PerfStacksOptions {
   std::string proc_root = "/proc";
-  double hz = 100;                // samples per second of each thread's CPU time
-  uint32_t ring_pages = 2;        // data pages per thread (a sample is at most ~1 KiB)
-  size_t max_threads = 256;       // events open at once (each is a descriptor and locked memory)
+  double hz = 100;           // samples per second of each thread's CPU time
+  uint32_t ring_pages = 2;   // data pages per thread (a sample is at most ~1 KiB)
+  size_t max_threads = 256;  // events open at once (each is a descriptor and locked memory)
   size_t max_pending_samples = size_t{1} << 21;
 };
 

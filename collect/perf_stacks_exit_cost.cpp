@@ -50,13 +50,12 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 int main(int argc, char** argv) {
   using namespace scalescope;
   double seconds = 5;
-  std::vector<std::string> cmd = {
-      "python3", "-c",
-      "import numpy as np, time\n"
-      "a = np.random.rand(256, 256)\n"
-      "t = time.time()\n"
-      "while time.time() - t < 600:\n"
-      "    b = a @ a; s = sorted(str(i) for i in range(2000)); c = np.fft.fft(a[0])\n"};
+  std::vector<std::string> cmd = {"python3", "-c",
+                                  "import numpy as np, time\n"
+                                  "a = np.random.rand(256, 256)\n"
+                                  "t = time.time()\n"
+                                  "while time.time() - t < 600:\n"
+                                  "    b = a @ a; s = sorted(str(i) for i in range(2000)); c = np.fft.fft(a[0])\n"};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) {
       seconds = std::atof(argv[++i]);
@@ -92,7 +91,8 @@ int main(int argc, char** argv) {
     const std::string task = "/proc/" + std::to_string(child) + "/task";
     if (DIR* d = opendir(task.c_str())) {
       while (dirent* e = readdir(d))
-        if (e->d_name[0] != '.') stacks->add_thread(static_cast<uint32_t>(child), static_cast<uint32_t>(std::atoi(e->d_name)));
+        if (e->d_name[0] != '.')
+          stacks->add_thread(static_cast<uint32_t>(child), static_cast<uint32_t>(std::atoi(e->d_name)));
       closedir(d);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
       "{\"samples\": %llu, \"callsites\": %zu, \"module_rows\": %zu, \"exit_drain_wall_ms\": %.3f, "
       "\"exit_drain_cpu_ms\": %.3f, \"modules_cpu_ms_all_drains\": %.3f, \"offline_naming_wall_ms\": %.3f, "
       "\"frames_named\": %zu}\n",
-      static_cast<unsigned long long>(stacks->samples()), callsites, module_rows, exit_wall, exit_cpu,
-      modules_cpu_ms, naming_wall, named);
+      static_cast<unsigned long long>(stacks->samples()), callsites, module_rows, exit_wall, exit_cpu, modules_cpu_ms,
+      naming_wall, named);
   return 0;
 }

@@ -59,10 +59,13 @@ TEST(PerfRecords, ParsesSamplesAndLostAndSkipsOtherTypes) {
   std::vector<PerfSample> got;
   std::vector<std::vector<uint64_t>> ips;
   uint64_t lost = 0;
-  EXPECT_TRUE(parse_perf_records(bytes, [&](const PerfSample& s) {
-    got.push_back(s);
-    ips.emplace_back(s.ips.begin(), s.ips.end());
-  }, &lost));
+  EXPECT_TRUE(parse_perf_records(
+      bytes,
+      [&](const PerfSample& s) {
+        got.push_back(s);
+        ips.emplace_back(s.ips.begin(), s.ips.end());
+      },
+      &lost));
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].pid, 10u);
   EXPECT_EQ(got[0].tid, 11u);
@@ -189,7 +192,8 @@ TEST(PerfStacks, BuildsCallsiteTreeWithModulesThatNameOffline) {
   EXPECT_EQ(t.host_stack_samples.time[0], 1005);
   EXPECT_EQ(t.host_stack_samples.tid[1], pid + 1);
   ASSERT_EQ(t.host_callsites.size(), 3u);  // caller, leaf under it, the unmapped frame
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(t.strings.view(t.host_callsites.function[i]), "");  // no names in the process
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(t.strings.view(t.host_callsites.function[i]), "");  // no names in the process
   const uint32_t leaf_id = t.host_stack_samples.callsite[0];
   EXPECT_EQ(t.host_stack_samples.callsite[1], leaf_id);
   // One module row for this process: this binary, its build-id, the mapping the frames fell in.
@@ -278,7 +282,9 @@ TEST(PerfStacks, HostSamplerRecordsStacksOrSaysWhyNot) {
   o.pid = static_cast<uint32_t>(getpid());
   o.stack_hz = 1000;
   std::string error;
-  auto clock = [] { return static_cast<trace::Timestamp>(std::chrono::steady_clock::now().time_since_epoch().count()); };
+  auto clock = [] {
+    return static_cast<trace::Timestamp>(std::chrono::steady_clock::now().time_since_epoch().count());
+  };
   auto h = HostSampler::create(o, clock, &error);
   ASSERT_TRUE(h) << error;
   std::string why;

@@ -65,9 +65,16 @@ nlohmann::json host_json(const NodeInfo& node) {
 }
 
 nlohmann::json options_json(const CollectorOptions& o) {
-  return {{"api", std::string(to_string(o.api))}, {"delay_s", o.delay_s},          {"duration_s", o.duration_s},
-          {"capture_range", format_capture_range(o)}, {"nvml_hz", o.nvml_hz}, {"host_hz", o.host_hz}, {"buffer_mb", o.buffer_mb},
-          {"discard", o.discard}, {"activities", format_activities(o.activities)}, {"detach", o.detach}};
+  return {{"api", std::string(to_string(o.api))},
+          {"delay_s", o.delay_s},
+          {"duration_s", o.duration_s},
+          {"capture_range", format_capture_range(o)},
+          {"nvml_hz", o.nvml_hz},
+          {"host_hz", o.host_hz},
+          {"buffer_mb", o.buffer_mb},
+          {"discard", o.discard},
+          {"activities", format_activities(o.activities)},
+          {"detach", o.detach}};
 }
 
 // CUPTI's directory when the collector cannot find libcupti by itself (its
@@ -82,8 +89,7 @@ bool collector_loads(const std::string& collector) {
   if (pid == 0) _exit(dlopen(collector.c_str(), RTLD_LAZY | RTLD_LOCAL) ? 0 : 1);
   if (pid < 0) return true;  // cannot tell: leave LD_LIBRARY_PATH alone
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
@@ -168,8 +174,8 @@ std::string find_collector(const fs::path& self_exe) {
     std::error_code ec;
     if (fs::exists(candidate, ec)) return fs::weakly_canonical(candidate, ec).string();
   }
-  fail("cannot find {} beside {} (looked in ../collect, ../lib and the same folder); set SCALESCOPE_COLLECTOR",
-       name, self_exe.string());
+  fail("cannot find {} beside {} (looked in ../collect, ../lib and the same folder); set SCALESCOPE_COLLECTOR", name,
+       self_exe.string());
 }
 
 std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std::vector<std::string>* incomplete,
@@ -208,9 +214,10 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
           s.sampling_line = sm.value("note", "no iteration markers: traced from start to end") +
                             " (--iteration-range names another range)";
         else
-          s.sampling_line = fmt::format("{} of {} iterations traced in sampled windows; {}",
-                                        sm.value("iterations_inside", uint64_t{0}), sm.value("iterations_seen", uint64_t{0}),
-                                        sm.value("perturbation_text", std::string("perturbation not measured")));
+          s.sampling_line =
+              fmt::format("{} of {} iterations traced in sampled windows; {}",
+                          sm.value("iterations_inside", uint64_t{0}), sm.value("iterations_seen", uint64_t{0}),
+                          sm.value("perturbation_text", std::string("perturbation not measured")));
       }
     }
     summarised.insert(p.stem().string());
@@ -226,8 +233,8 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
 
 ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   if (options.command.empty()) fail("profile: no command given (usage: scalescope profile -o NAME -- CMD ...)");
-  std::string collector = options.collector_path.empty() ? find_collector(fs::read_symlink("/proc/self/exe"))
-                                                         : options.collector_path;
+  std::string collector =
+      options.collector_path.empty() ? find_collector(fs::read_symlink("/proc/self/exe")) : options.collector_path;
   if (!fs::exists(collector)) fail("collector library {} does not exist", collector);
   ProfileResult result;
   const Environment own_env = current_environment();
@@ -344,9 +351,15 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   uint64_t events = 0, dropped = 0, bytes = 0;
   std::set<int32_t> ranks;
   for (const auto& p : result.processes) {
-    procs.push_back({{"pid", p.pid}, {"hostname", p.hostname}, {"rank", p.rank}, {"local_rank", p.local_rank},
-                     {"status", p.status}, {"trace_file", p.trace_file}, {"events", p.events},
-                     {"dropped_records", p.dropped}, {"bytes_written", p.bytes},
+    procs.push_back({{"pid", p.pid},
+                     {"hostname", p.hostname},
+                     {"rank", p.rank},
+                     {"local_rank", p.local_rank},
+                     {"status", p.status},
+                     {"trace_file", p.trace_file},
+                     {"events", p.events},
+                     {"dropped_records", p.dropped},
+                     {"bytes_written", p.bytes},
                      {"collector_cpu_ns", p.collector_cpu_ns}});
     if (!p.sampling_json.empty()) procs.back()["sampling"] = nlohmann::json::parse(p.sampling_json, nullptr, false);
     events += p.events;
@@ -377,7 +390,8 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   size_t traced = 0;
   for (const auto& p : result.processes) traced += p.trace_file.empty() ? 0 : 1;
   std::string rank_text;
-  if (!ranks.empty()) rank_text = fmt::format(", ranks {}-{} ({} distinct)", *ranks.begin(), *ranks.rbegin(), ranks.size());
+  if (!ranks.empty())
+    rank_text = fmt::format(", ranks {}-{} ({} distinct)", *ranks.begin(), *ranks.rbegin(), ranks.size());
   log << fmt::format("scalescope: {} process{} traced{}, {} events, {} dropped, {:.1f} s, exit code {}\n", traced,
                      traced == 1 ? "" : "es", rank_text, events, dropped, result.duration_s, result.exit_code);
   for (const auto& p : result.processes)
@@ -391,9 +405,10 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   if (shown.extension() != ".ssrun") shown += ".ssrun";
   if (traced == 0 && result.incomplete.empty()) {
     // No trace to read: suggesting `analyze` would only lead to another error.
-    log << fmt::format("scalescope: no CUDA process was traced (did the command use the GPU?); {} holds run.json "
-                       "only, nothing to analyze\n",
-                       shown.string());
+    log << fmt::format(
+        "scalescope: no CUDA process was traced (did the command use the GPU?); {} holds run.json "
+        "only, nothing to analyze\n",
+        shown.string());
   } else {
     log << fmt::format("next: scalescope analyze {}\n", shown.string());
   }

@@ -21,11 +21,11 @@
 namespace scalescope::collect {
 
 struct ProfileOptions {
-  std::string output;                 // NAME or NAME.ssrun
-  CollectorOptions collector;         // run_dir is filled in by run_profile
-  bool force = false;                 // reuse a non-empty NAME.ssrun
-  std::vector<std::string> command;   // the job
-  std::string collector_path;         // empty: find_collector()
+  std::string output;                // NAME or NAME.ssrun
+  CollectorOptions collector;        // run_dir is filled in by run_profile
+  bool force = false;                // reuse a non-empty NAME.ssrun
+  std::vector<std::string> command;  // the job
+  std::string collector_path;        // empty: find_collector()
 };
 
 struct ProcessSummary {
@@ -38,7 +38,7 @@ struct ProcessSummary {
 };
 
 struct ProfileResult {
-  int exit_code = 0;          // the job's, or 128 + signal
+  int exit_code = 0;  // the job's, or 128 + signal
   std::filesystem::path run_dir;
   std::vector<ProcessSummary> processes;
   std::vector<std::string> incomplete;  // traces without a summary (killed?)

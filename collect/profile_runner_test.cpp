@@ -188,7 +188,8 @@ TEST_F(CollectProfile, SamplingFactsGoIntoRunJsonAndTheLog) {
                      "12.5 % longer"),
             std::string::npos)
       << log;
-  EXPECT_NE(log.find("pid 200: no iteration markers (x): traced from start to end (--iteration-range"), std::string::npos)
+  EXPECT_NE(log.find("pid 200: no iteration markers (x): traced from start to end (--iteration-range"),
+            std::string::npos)
       << log;
 }
 
@@ -207,7 +208,9 @@ TEST_F(CollectProfile, RefusesANonEmptyRunDirUnlessForced) {
 // The per-node NVML marker a ranked collector writes (nvml-<host>.rank) lives
 // only while the run does: a stale one would stop the next run's only sampler.
 TEST_F(CollectProfile, SamplerMarkersAreRemovedAfterTheRun) {
-  EXPECT_EQ(run_in_child(options("n", "echo 1 > \"$SCALESCOPE_RUN_DIR/nvml-h.rank\"; test -s \"$SCALESCOPE_RUN_DIR/nvml-h.rank\"")), 0);
+  EXPECT_EQ(run_in_child(options(
+                "n", "echo 1 > \"$SCALESCOPE_RUN_DIR/nvml-h.rank\"; test -s \"$SCALESCOPE_RUN_DIR/nvml-h.rank\"")),
+            0);
   EXPECT_FALSE(fs::exists(dir_ / "n.ssrun" / "nvml-h.rank"));
   std::ofstream(dir_ / "n.ssrun" / "nvml-h.rank") << "1\n";  // left by a killed `profile`
   auto o = options("n", "test ! -e \"$SCALESCOPE_RUN_DIR/nvml-h.rank\"");

@@ -36,7 +36,8 @@ class TraceSink {
   trace::TraceWriter& writer() { return *writer_; }  // tests inject failures
 
  private:
-  TraceSink(std::unique_ptr<trace::TraceWriter> writer, Warn warn) : writer_(std::move(writer)), warn_(std::move(warn)) {}
+  TraceSink(std::unique_ptr<trace::TraceWriter> writer, Warn warn)
+      : writer_(std::move(writer)), warn_(std::move(warn)) {}
   std::unique_ptr<trace::TraceWriter> writer_;
   Warn warn_;
   uint64_t events_written_ = 0, events_lost_ = 0;

@@ -49,7 +49,8 @@ TEST(CollectTraceSink, DiskFullDropsCountsWarnsOnceAndRecovers) {
   meta.pid = 42;
   std::vector<std::string> warnings;
   std::string error;
-  auto sink = TraceSink::open(dir / "h-42.sstrace", meta, [&](const std::string& w) { warnings.push_back(w); }, &error);
+  auto sink = TraceSink::open(
+      dir / "h-42.sstrace", meta, [&](const std::string& w) { warnings.push_back(w); }, &error);
   ASSERT_NE(sink, nullptr) << error;
   trace::StringTable strings;
   ASSERT_TRUE(sink->append(kernel_batch(strings, 100, 0), strings));

@@ -16,7 +16,8 @@ std::vector<fs::path> write_embedded_study(const fs::path& dir) {
   for (const auto& f : study_files()) {
     const fs::path rel(f.path);
     // The table is made by CMake from a glob; still, never write outside `dir`.
-    if (rel.empty() || rel.is_absolute() || std::any_of(rel.begin(), rel.end(), [](const fs::path& c) { return c == ".."; }))
+    if (rel.empty() || rel.is_absolute() ||
+        std::any_of(rel.begin(), rel.end(), [](const fs::path& c) { return c == ".."; }))
       continue;
     const fs::path out = dir / rel;
     std::error_code ec;

@@ -190,9 +190,13 @@ sweep::SweepSpec gpu_demo_spec(const GpuDemoOptions& o, int gpus, const fs::path
   spec.scalescope_exe = self_exe.string();
   // The plain baseline configuration (fp32, pageable input, NCHW, CPU loader):
   // the advisor has something to say about it. Synthetic data: no download.
-  spec.command = {workload.string(), "--synthetic", "--image-size", std::to_string(o.image_size), "--batch-size",
-                  std::to_string(o.batch_size), "--steps", std::to_string(o.steps), "--warmup-steps",
-                  std::to_string(o.warmup_steps), "--log-every", "0", "--seed", "{rep}"};
+  spec.command = {workload.string(), "--synthetic",
+                  "--image-size",    std::to_string(o.image_size),
+                  "--batch-size",    std::to_string(o.batch_size),
+                  "--steps",         std::to_string(o.steps),
+                  "--warmup-steps",  std::to_string(o.warmup_steps),
+                  "--log-every",     "0",
+                  "--seed",          "{rep}"};
   return spec;
 }
 
@@ -200,9 +204,10 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
   const int visible = visible_gpus(host);
   if (visible == 0) {
     if (host.cuda_visible_devices_set)
-      fail("demo --gpu: no NVIDIA GPU visible (CUDA_VISIBLE_DEVICES='{}'; {} has no usable nvidiaN device); run "
-           "`scalescope demo` without --gpu",
-           host.cuda_visible_devices, host.dev_dir.string());
+      fail(
+          "demo --gpu: no NVIDIA GPU visible (CUDA_VISIBLE_DEVICES='{}'; {} has no usable nvidiaN device); run "
+          "`scalescope demo` without --gpu",
+          host.cuda_visible_devices, host.dev_dir.string());
     fail("demo --gpu: no NVIDIA GPU on this machine (no {}/nvidia0); run `scalescope demo` without --gpu",
          host.dev_dir.string());
   }
@@ -249,9 +254,10 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
     summary = sweep::run_sweep(spec, result.database, so, sweep_progress_printer(stderr, ::isatty(STDERR_FILENO) != 0));
   } catch (const Error& e) {
     if (!so.resume || std::string_view(e.what()).find("cannot resume") == std::string_view::npos) throw;
-    fail("demo --gpu: the earlier demo in {} ran with other options (GPU counts, --repeat, --steps, ...); pass "
-         "another -o folder, or the options it ran with",
-         o.out_dir.string());
+    fail(
+        "demo --gpu: the earlier demo in {} ran with other options (GPU counts, --repeat, --steps, ...); pass "
+        "another -o folder, or the options it ran with",
+        o.out_dir.string());
   }
   if (summary.interrupted)
     fail("demo --gpu: interrupted; the finished runs are kept in {}; run the same command again to continue",
@@ -264,8 +270,7 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
     const auto m = r.metrics.find(metric);
     if (r.status == sweep::RunStatus::kOk && m != r.metrics.end() && std::isfinite(m->second) && m->second > 0)
       good.push_back(&r);
-    else
-      bad.push_back(&r);
+    else bad.push_back(&r);
   }
   result.runs = static_cast<int>(stored.runs.size());
   result.ok = static_cast<int>(good.size());
@@ -316,8 +321,8 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
   for (auto& entry : points) pts.push_back(entry.second);
   const auto table = scaling::scaling_table(pts, {});
   for (const auto& row : table.rows) {
-    std::string line = fmt::format("{} GPU(s): {:.2f} s per 60k images (median of {})", row.gpus, row.time.median,
-                                   row.time.n);
+    std::string line =
+        fmt::format("{} GPU(s): {:.2f} s per 60k images (median of {})", row.gpus, row.time.median, row.time.n);
     if (row.gpus != table.ref_gpus) {
       line += fmt::format(", speedup {:.2f}", row.speedup);
       if (std::isfinite(row.speedup_low)) line += fmt::format(" (CI {:.2f}-{:.2f})", row.speedup_low, row.speedup_high);

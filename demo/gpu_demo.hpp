@@ -20,9 +20,9 @@ namespace scalescope::demo {
 
 struct GpuDemoOptions {
   std::filesystem::path out_dir = "scalescope-demo";
-  int max_gpus = 0;      // 0: every visible GPU
-  int repeat = 2;        // repetitions of each GPU count
-  int steps = 30;        // training steps per run, of which warmup_steps are left out of the figures
+  int max_gpus = 0;  // 0: every visible GPU
+  int repeat = 2;    // repetitions of each GPU count
+  int steps = 30;    // training steps per run, of which warmup_steps are left out of the figures
   int warmup_steps = 10;
   int image_size = 224;
   int batch_size = 128;  // per GPU
@@ -33,12 +33,12 @@ struct GpuDemoOptions {
 
 // What the demo needs to know about the machine; tests substitute a fake one.
 struct GpuDemoHost {
-  std::filesystem::path dev_dir = "/dev";     // where /dev/nvidiaN device nodes are
-  std::string cuda_visible_devices;           // $CUDA_VISIBLE_DEVICES
+  std::filesystem::path dev_dir = "/dev";  // where /dev/nvidiaN device nodes are
+  std::string cuda_visible_devices;        // $CUDA_VISIBLE_DEVICES
   bool cuda_visible_devices_set = false;
-  std::string path_env;                       // $PATH (to find torchrun)
-  std::filesystem::path self_exe;             // this scalescope (the sweep profiles through it)
-  std::filesystem::path source_dir;           // the source tree this binary was built from
+  std::string path_env;              // $PATH (to find torchrun)
+  std::filesystem::path self_exe;    // this scalescope (the sweep profiles through it)
+  std::filesystem::path source_dir;  // the source tree this binary was built from
   std::filesystem::path cwd;
   static GpuDemoHost current();
 };
@@ -80,9 +80,9 @@ sweep::SweepSpec gpu_demo_spec(const GpuDemoOptions& options, int gpus, const st
                                const std::filesystem::path& self_exe);
 
 struct GpuDemoResult {
-  std::filesystem::path database;   // out_dir/gpu-sweep.db
-  std::filesystem::path report;     // out_dir/report.html
-  std::vector<std::string> lines;   // what it found, for the terminal
+  std::filesystem::path database;  // out_dir/gpu-sweep.db
+  std::filesystem::path report;    // out_dir/report.html
+  std::vector<std::string> lines;  // what it found, for the terminal
   int runs = 0, ok = 0;
 };
 

@@ -27,9 +27,8 @@ using ::testing::HasSubstr;
 class GpuDemoTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("scalescope-gpu-demo-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("scalescope-gpu-demo-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "dev");
     host_.dev_dir = dir_ / "dev";
@@ -138,9 +137,24 @@ TEST_F(GpuDemoTest, PlansAProfiledTorchrunSweepOfTheWorkload) {
   for (const auto& r : plan)
     if (r.gpus == 2 && r.rep == 1) two = &r;
   const auto argv = sweep::launch_command(spec, *two, "/out/runs/x", {});
-  const std::vector<std::string> tail = {"torchrun", "--standalone", "--nnodes=1", "--nproc_per_node=2", "/repo/workloads/image_ddp.py",
-                                         "--synthetic", "--image-size", "224", "--batch-size", "128", "--steps", "30",
-                                         "--warmup-steps", "10", "--log-every", "0", "--seed", "1"};
+  const std::vector<std::string> tail = {"torchrun",
+                                         "--standalone",
+                                         "--nnodes=1",
+                                         "--nproc_per_node=2",
+                                         "/repo/workloads/image_ddp.py",
+                                         "--synthetic",
+                                         "--image-size",
+                                         "224",
+                                         "--batch-size",
+                                         "128",
+                                         "--steps",
+                                         "30",
+                                         "--warmup-steps",
+                                         "10",
+                                         "--log-every",
+                                         "0",
+                                         "--seed",
+                                         "1"};
   ASSERT_GE(argv.size(), tail.size() + 3);
   EXPECT_EQ(argv[0], "/b/cli/scalescope");
   EXPECT_EQ(argv[1], "profile");
@@ -181,7 +195,8 @@ TEST_F(GpuDemoTest, PythonTorchAndTorchrunAreCheckedFirst) {
   o.python = (dir_ / "no-such-python").string();
   EXPECT_THAT(error_of(o), HasSubstr("cannot run '" + o.python + "'"));
   o.python = fake_python("ModuleNotFoundError: No module named 'torch'", 1);
-  EXPECT_THAT(error_of(o), HasSubstr("cannot import torch and torchvision: ModuleNotFoundError: No module named 'torch'"));
+  EXPECT_THAT(error_of(o),
+              HasSubstr("cannot import torch and torchvision: ModuleNotFoundError: No module named 'torch'"));
   o.python = fake_python("scalescope_torch 2.11.0+cpu 0 0", 0);
   EXPECT_THAT(error_of(o), HasSubstr("torch 2.11.0+cpu sees no CUDA device"));
   o.python = fake_python("scalescope_torch 2.11.0 1 1", 0);

@@ -31,10 +31,10 @@ namespace scalescope::mlperf {
 // Benchmarks and their rules.
 
 struct BenchmarkRule {
-  std::string_view canonical;   // e.g. "retinanet"
-  std::string_view aliases;     // comma-separated folder names of other rounds, e.g. "ssd"
-  int required_runs = 0;        // minimum number of runs of a result
-  int max_non_converged = 0;    // also the number of runs dropped at each end
+  std::string_view canonical;  // e.g. "retinanet"
+  std::string_view aliases;    // comma-separated folder names of other rounds, e.g. "ssd"
+  int required_runs = 0;       // minimum number of runs of a result
+  int max_non_converged = 0;   // also the number of runs dropped at each end
 };
 
 // The rule for a benchmark folder name of any round ("ssd" and "retinanet"
@@ -69,17 +69,17 @@ struct Run {
   std::string benchmark;         // canonical name
   std::string benchmark_folder;  // the folder's own name ("ssd")
   std::string division;
-  std::string accelerator;       // accelerator_model_name as written
+  std::string accelerator;  // accelerator_model_name as written
   int nodes = 0;
   int accelerators_per_node = 0;
-  int accelerators = 0;          // nodes * accelerators_per_node; 0 when unknown
+  int accelerators = 0;  // nodes * accelerators_per_node; 0 when unknown
   std::string framework;
   std::optional<int64_t> global_batch_size;
   std::optional<double> progress_at_stop;  // LogSummary::progress_at_stop (benchmark's unit)
   std::optional<int64_t> run_start_ms, run_stop_ms;
-  std::string status;            // run_stop status; "missing run_stop" / "missing run_start" otherwise
-  std::optional<double> minutes; // (run_stop - run_start) / 60000 when both known
-  bool converged = false;        // run_start and run_stop with status "success"
+  std::string status;                    // run_stop status; "missing run_stop" / "missing run_start" otherwise
+  std::optional<double> minutes;         // (run_stop - run_start) / 60000 when both known
+  bool converged = false;                // run_start and run_stop with status "success"
   std::optional<double> scaling_factor;  // the folder's scaling.json
   std::string log_path;
   uint64_t malformed_lines = 0;
@@ -93,12 +93,12 @@ struct ResultFolder {
   std::string submitter, system, benchmark_folder;
   std::filesystem::path path;
   std::optional<double> scaling_factor;
-  std::string problem;           // e.g. unreadable scaling.json; "" when none
-  size_t runs = 0;               // run logs found
+  std::string problem;  // e.g. unreadable scaling.json; "" when none
+  size_t runs = 0;      // run logs found
 };
 
 struct IngestOptions {
-  unsigned threads = 0;                                      // 0: hardware concurrency
+  unsigned threads = 0;                                         // 0: hardware concurrency
   std::function<void(uint64_t done, uint64_t total)> progress;  // called from workers
 };
 
@@ -106,8 +106,8 @@ struct IngestResult {
   std::vector<Run> runs;              // sorted by submitter, system, benchmark, log path
   std::vector<ResultFolder> folders;  // sorted likewise
   uint64_t logs = 0, bytes = 0, mllog_lines = 0, malformed_lines = 0, overlong_lines = 0;
-  uint64_t ignored_files = 0;         // files in result folders without any MLLOG line
-  std::vector<std::string> notes;     // one line each: missing system descriptions, unreadable files
+  uint64_t ignored_files = 0;      // files in result folders without any MLLOG line
+  std::vector<std::string> notes;  // one line each: missing system descriptions, unreadable files
 };
 
 // Finds every result folder under each directory (a whole results tree, one
@@ -126,7 +126,7 @@ struct Score {
   std::optional<double> scaling_factor;
   std::optional<double> minutes;  // the score (scaled); nullopt when not scored
   std::optional<double> unscaled_minutes;
-  std::string reason;             // why not scored; "" when scored
+  std::string reason;  // why not scored; "" when scored
 };
 
 // Scores one folder's runs by the rules of docs/mlperf.md: drop the fastest and
@@ -159,10 +159,10 @@ const std::vector<std::string>& runs_csv_columns();
 // Scaling across systems.
 
 struct AnalyzeOptions {
-  std::string benchmark;     // canonical or folder name; "" = all
-  std::string accelerator;   // matched by accelerator_key; "" = all
-  std::string ref_system;    // reference system; "" = fewest accelerators
-  double threshold = 0.8;    // E' threshold of break-even rule (a)
+  std::string benchmark;    // canonical or folder name; "" = all
+  std::string accelerator;  // matched by accelerator_key; "" = all
+  std::string ref_system;   // reference system; "" = fewest accelerators
+  double threshold = 0.8;   // E' threshold of break-even rule (a)
 };
 
 // One scored system (result folder) of a group, against the group's reference.
@@ -182,13 +182,13 @@ struct SystemScaling {
 // One benchmark, accelerator model and division. Closed and open division
 // results are not comparable: they never share a group.
 struct SystemGroup {
-  std::string benchmark;    // canonical name
-  std::string division;     // as submitted ("closed", "open"; "" when unknown)
-  std::string title;        // "bert", or "bert (open division)" outside the closed division
-  std::string accelerator;  // display name (the most common spelling in the group)
+  std::string benchmark;               // canonical name
+  std::string division;                // as submitted ("closed", "open"; "" when unknown)
+  std::string title;                   // "bert", or "bert (open division)" outside the closed division
+  std::string accelerator;             // display name (the most common spelling in the group)
   std::vector<SystemScaling> systems;  // ascending accelerators, then time, then system
-  size_t reference = 0;     // index into systems
-  bool ref_chosen = false;  // the reference was named with AnalyzeOptions::ref_system
+  size_t reference = 0;                // index into systems
+  bool ref_chosen = false;             // the reference was named with AnalyzeOptions::ref_system
   // The curve of the reference at its count and the fastest system at every
   // other count (times in seconds), with the break-even by both rules;
   // curve_systems[i] is the index into systems of curve.rows[i].
@@ -200,8 +200,8 @@ struct SystemGroup {
 };
 
 struct MlperfScaling {
-  std::vector<SystemGroup> groups;     // by benchmark, accelerator key, division
-  std::vector<std::string> left_out;   // "submitter/system/folder" scored without a known accelerator count
+  std::vector<SystemGroup> groups;    // by benchmark, accelerator key, division
+  std::vector<std::string> left_out;  // "submitter/system/folder" scored without a known accelerator count
 };
 
 // Per benchmark, accelerator model and division: every scored system ordered by
@@ -245,10 +245,10 @@ struct ScalingCurve {
 std::vector<ScalingCurve> scaling_curves(const std::vector<Run>& runs, const AnalyzeOptions& options);
 
 struct PredictOptions {
-  std::vector<int> predict;        // accelerator counts
-  std::optional<int> fit_up_to;    // fit on the sizes <= this; default: every measured size
+  std::vector<int> predict;      // accelerator counts
+  std::optional<int> fit_up_to;  // fit on the sizes <= this; default: every measured size
   scaling::ModelKind model = scaling::kDefaultCurveModel;
-  double level = 0.8;              // of the prediction interval
+  double level = 0.8;                   // of the prediction interval
   std::map<int, double> planned_batch;  // global batch planned at predicted sizes (scaling::CurveFitOptions)
 };
 
@@ -259,8 +259,8 @@ std::map<int, double> parse_planned_batch(const std::string& text);
 
 struct CurveForecast {
   ScalingCurve curve;
-  std::vector<int> fitted;          // the sizes fitted
-  scaling::CurveFit fit;            // fit.predictions follow PredictOptions::predict
+  std::vector<int> fitted;                         // the sizes fitted
+  scaling::CurveFit fit;                           // fit.predictions follow PredictOptions::predict
   std::vector<std::optional<CurveSize>> measured;  // per prediction: the curve's size there, if measured
 };
 

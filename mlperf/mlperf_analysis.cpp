@@ -94,8 +94,7 @@ const SystemScaling& SystemGroup::curve_system(int accelerators) const {
 }
 
 MlperfScaling analyze(const std::vector<Run>& runs, const AnalyzeOptions& options) {
-  if (!(options.threshold > 0 && options.threshold <= 1))
-    fail("--threshold {} is not in (0, 1]", options.threshold);
+  if (!(options.threshold > 0 && options.threshold <= 1)) fail("--threshold {} is not in (0, 1]", options.threshold);
   const std::vector<Score> scores = score_folders(runs);
   std::map<std::tuple<std::string, std::string, std::string>, int> nodes_of;
   std::map<std::pair<std::string, std::string>, std::string> name_of;
@@ -155,7 +154,8 @@ MlperfScaling analyze(const std::vector<Run>& runs, const AnalyzeOptions& option
     SystemGroup g;
     g.benchmark = benchmark;
     g.division = division;
-    g.title = division.empty() || division == "closed" ? benchmark : fmt::format("{} ({} division)", benchmark, division);
+    g.title =
+        division.empty() || division == "closed" ? benchmark : fmt::format("{} ({} division)", benchmark, division);
     g.accelerator = display->first;
     g.systems = std::move(pts);
     g.reference = ref;

@@ -34,7 +34,8 @@ std::string run_log(double minutes, std::string_view status = "success", bool wi
                   event("run_start", 1000) + "\n";
   if (with_stop)
     s += event("run_stop", 1000 + static_cast<int64_t>(std::llround(minutes * 60000)), "null",
-               fmt::format(R"({{"status": "{}"}})", status)) + "\n";
+               fmt::format(R"({{"status": "{}"}})", status)) +
+         "\n";
   return s;
 }
 
@@ -103,9 +104,9 @@ const Score& find_score(const std::vector<Score>& scores, std::string_view syste
 // MLLOG parser.
 
 TEST(MllogParser, ReadsEventsBehindLauncherPrefixesAndOtherOutput) {
-  const std::string log = "0: " + event("submission_benchmark", 1, R"("ssd")") + "\n" + "  15: " +
-                          event("run_start", 1000) + " trailing output {not json\n" +
-                          "noise 42%|###| " + event("run_stop", 61000, "null", R"({"status": "success"})") + "\n";
+  const std::string log = "0: " + event("submission_benchmark", 1, R"("ssd")") + "\n" +
+                          "  15: " + event("run_start", 1000) + " trailing output {not json\n" + "noise 42%|###| " +
+                          event("run_stop", 61000, "null", R"({"status": "success"})") + "\n";
   const LogSummary s = parse_mllog(log);
   EXPECT_EQ(s.mllog_lines, 3u);
   EXPECT_EQ(s.malformed_lines, 0u);
@@ -134,13 +135,15 @@ TEST(MllogParser, Latin1BytesInsideAnEventAreRead) {
 }
 
 TEST(MllogParser, MalformedLinesAreCountedNotFatal) {
-  const std::string log = ":::MLLOG {\"key\": \"run_start\", \"time_ms\": \n"   // unterminated object
-                          ":::MLLOG not json at all\n"                           // no object
-                          ":::MLLOG {\"key\": \"run_start\"}\n"                  // no time_ms
-                          ":::MLLOG {\"time_ms\": 5}\n"                          // no key
-                          ":::MLLOG {\"key\": 5, \"time_ms\": 5}\n"              // key not a string
-                          ":::MLLOG {\"key\": \"x\", \"time_ms\": 1, \"value\": nul}\n" +  // bad literal
-                          event("run_start", 77) + "\n";
+  const std::string log =
+      ":::MLLOG {\"key\": \"run_start\", \"time_ms\": \n"              // unterminated object
+      ":::MLLOG not json at all\n"                                     // no object
+      ":::MLLOG {\"key\": \"run_start\"}\n"                            // no time_ms
+      ":::MLLOG {\"time_ms\": 5}\n"                                    // no key
+      ":::MLLOG {\"key\": 5, \"time_ms\": 5}\n"                        // key not a string
+      ":::MLLOG {\"key\": \"x\", \"time_ms\": 1, \"value\": nul}\n" +  // bad literal
+      event("run_start", 77) +
+      "\n";
   const LogSummary s = parse_mllog(log);
   EXPECT_EQ(s.malformed_lines, 6u);
   EXPECT_EQ(s.mllog_lines, 1u);
@@ -403,7 +406,8 @@ TEST(MlperfIngest, RealFixtures) {
 TEST(MlperfIngest, OneSubmitterOrOneBenchmarkFolder) {
   const IngestResult sub = ingest_results({kTestData / "GigaComputing"}, {.threads = 1, .progress = {}});
   EXPECT_EQ(sub.logs, 10u);
-  const IngestResult one = ingest_results({kTestData / "Google" / "results" / "cloud-tpu-trillium-1024-maxtext" / "gpt3"}, {});
+  const IngestResult one =
+      ingest_results({kTestData / "Google" / "results" / "cloud-tpu-trillium-1024-maxtext" / "gpt3"}, {});
   ASSERT_EQ(one.runs.size(), 3u);
   EXPECT_EQ(one.runs[0].log_path, "Google/results/cloud-tpu-trillium-1024-maxtext/gpt3/result_0.txt");
   EXPECT_EQ(one.runs[0].submitter, "Google");
@@ -421,16 +425,16 @@ TEST(MlperfIngest, SyntheticTreeEdgeCases) {
   const fs::path bad = dir.path() / "Org" / "results" / "sys" / "ssd";
   for (int i = 0; i < 5; ++i) write_file(bad / fmt::format("result_{}.txt", i), run_log(1 + i));  // logs say bert
   write_file(bad / "scaling.json", "{\"scaling_factor\": \"big\"}");
-  const IngestResult r = ingest_results({dir.path()}, {.threads = 2, .progress = [&](uint64_t d, uint64_t t) {
-                                                         EXPECT_LE(d, t);
-                                                       }});
+  const IngestResult r =
+      ingest_results({dir.path()}, {.threads = 2, .progress = [&](uint64_t d, uint64_t t) { EXPECT_LE(d, t); }});
   EXPECT_EQ(r.logs, 15u);
   EXPECT_EQ(r.ignored_files, 1u);
   bool missing_desc = false;
   for (const auto& n : r.notes) missing_desc |= n.find("no system description") != std::string::npos;
   EXPECT_TRUE(missing_desc);
   size_t mismatched = 0;
-  for (const auto& n : r.notes) mismatched += n.find("says submission_benchmark 'bert' but lies in folder 'ssd'") != std::string::npos;
+  for (const auto& n : r.notes)
+    mismatched += n.find("says submission_benchmark 'bert' but lies in folder 'ssd'") != std::string::npos;
   EXPECT_EQ(mismatched, 5u);
   const auto scores = score_folders(r.runs, r.folders);
   const Score& b = find_score(scores, "sys", "bert");
@@ -512,11 +516,11 @@ TEST(MlperfAnalyze, SpeedupEfficiencyAndBreakEvenThroughTheScalingLibrary) {
   auto add = [&](const std::string& sys, int n, double minutes) {
     for (auto& r : folder_runs(sys, "gpt3", n, {minutes, minutes, minutes})) runs.push_back(r);
   };
-  add("n8", 8, 100);     // reference
-  add("n8b", 8, 125);    // same count, slower
-  add("n16", 16, 52);    // E' 0.96
-  add("n32", 32, 28);    // E' 0.89
-  add("n64", 64, 18);    // E' 0.69
+  add("n8", 8, 100);                           // reference
+  add("n8b", 8, 125);                          // same count, slower
+  add("n16", 16, 52);                          // E' 0.96
+  add("n32", 32, 28);                          // E' 0.89
+  add("n64", 64, 18);                          // E' 0.69
   runs.back().accelerator = "H100-SXM5-80GB";  // another spelling: same group
   const auto scaling = analyze(runs, {});
   ASSERT_EQ(scaling.groups.size(), 1u);
@@ -630,12 +634,12 @@ TEST(MlperfShared, AllOfV41) {
   // Worked out by hand from the logs (python: first run_start/run_stop per log,
   // status success, sort, drop ends, mean, times scaling.json).
   const std::vector<std::tuple<std::string, std::string, double>> expected = {
-      {"eos_n8_ngc23.04_pytorch", "bert", 0.898131},          // one aborted run
-      {"tinybox_green", "bert", 360.516498},                  // one log without run_stop
+      {"eos_n8_ngc23.04_pytorch", "bert", 0.898131},            // one aborted run
+      {"tinybox_green", "bert", 360.516498},                    // one log without run_stop
       {"eos_n64_ngc24.09_nemo", "stable_diffusion", 1.705703},  // aborted run and scaling.json
       {"3072xBM.GPU.H100.8", "gpt3", 12.092400},
       {"lambda_1cc_n4_H100-SXM-80GB_ngc24.04_nemo", "llama2_70b_lora", 8.217113},  // odd names
-      {"C885a-8xH100-SXM-80G", "ssd", 36.271450},              // progress bars
+      {"C885a-8xH100-SXM-80G", "ssd", 36.271450},                                  // progress bars
       {"XE9680x8H100-SXM-80GB", "bert", 5.508800},
   };
   for (const auto& [system, folder, minutes] : expected) {
@@ -647,7 +651,8 @@ TEST(MlperfShared, AllOfV41) {
   // The embedded default table is exactly what this ingest produces.
   std::ostringstream out;
   write_runs_csv(r.runs, out);
-  EXPECT_TRUE(out.str() == default_runs_csv()) << "examples/mlperf/v4.1-runs.csv is stale: regenerate it (docs/mlperf.md)";
+  EXPECT_TRUE(out.str() == default_runs_csv())
+      << "examples/mlperf/v4.1-runs.csv is stale: regenerate it (docs/mlperf.md)";
 }
 
 // ---------------------------------------------------------------------------

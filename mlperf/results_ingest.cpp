@@ -134,8 +134,7 @@ std::optional<int> json_count(const nlohmann::json& j, int64_t max) {
       const long long x = std::stoll(s, &used);
       while (used < s.size() && std::isspace(static_cast<unsigned char>(s[used]))) ++used;
       if (used == s.size()) v = x;
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   if (!v || *v < 0 || *v > max) return std::nullopt;
   return static_cast<int>(*v);
@@ -431,7 +430,8 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
     ++result.logs;
     ++folder.runs;
     if (s.malformed_lines > 0)
-      result.notes.push_back(fmt::format("{}: {} malformed MLLOG line(s) skipped", jobs[i].relative, s.malformed_lines));
+      result.notes.push_back(
+          fmt::format("{}: {} malformed MLLOG line(s) skipped", jobs[i].relative, s.malformed_lines));
     result.runs.push_back(make_run(folder, *folder_system[jobs[i].folder], s, jobs[i].relative));
     if (!s.benchmark.empty() && canonical_benchmark(s.benchmark) != result.runs.back().benchmark)
       result.notes.push_back(fmt::format("{}: the log says submission_benchmark '{}' but lies in folder '{}'",

@@ -28,12 +28,28 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kRunColumns = {
-    "submitter",    "system",         "system_name",  "benchmark",   "benchmark_folder",
-    "division",     "accelerator",    "nodes",        "accelerators_per_node",
-    "accelerators", "framework",      "global_batch_size", "run_start_ms", "run_stop_ms",
-    "status",       "minutes",        "converged",    "scaling_factor", "malformed_lines",
-    "log_path",     "problem",      "progress_at_stop"};
+const std::vector<std::string> kRunColumns = {"submitter",
+                                              "system",
+                                              "system_name",
+                                              "benchmark",
+                                              "benchmark_folder",
+                                              "division",
+                                              "accelerator",
+                                              "nodes",
+                                              "accelerators_per_node",
+                                              "accelerators",
+                                              "framework",
+                                              "global_batch_size",
+                                              "run_start_ms",
+                                              "run_stop_ms",
+                                              "status",
+                                              "minutes",
+                                              "converged",
+                                              "scaling_factor",
+                                              "malformed_lines",
+                                              "log_path",
+                                              "problem",
+                                              "progress_at_stop"};
 
 constexpr uintmax_t kMaxCsvBytes = uintmax_t{1} << 30;
 
@@ -123,8 +139,7 @@ struct Reader {
 
   int count(const char* column) const {
     auto v = number<int64_t>(column);
-    if (v && (*v < 0 || *v > 100'000'000))
-      fail("{}: line {}: column {}: {} is out of range", source, line, column, *v);
+    if (v && (*v < 0 || *v > 100'000'000)) fail("{}: line {}: column {}: {} is out of range", source, line, column, *v);
     return static_cast<int>(v.value_or(0));
   }
 };
@@ -205,7 +220,8 @@ std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a byte-order mark from spreadsheets
   size_t pos = 0, line = 1;
   std::vector<std::string> fields;
-  if (!next_record(text, pos, line, fields, source)) fail("{} is empty: expected a header of MLPerf run columns", source);
+  if (!next_record(text, pos, line, fields, source))
+    fail("{} is empty: expected a header of MLPerf run columns", source);
   Reader r{source, 1, &fields, {}};
   for (size_t i = 0; i < fields.size(); ++i) r.index[fields[i]] = i;
   for (const auto& c : kRunColumns) {
@@ -244,8 +260,7 @@ std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
     if (conv != "yes" && conv != "no")
       fail("{}: line {}: column converged: '{}' is neither yes nor no", source, record_line, conv);
     run.converged = conv == "yes";
-    if (run.converged && !run.minutes)
-      fail("{}: line {}: a converged run without minutes", source, record_line);
+    if (run.converged && !run.minutes) fail("{}: line {}: a converged run without minutes", source, record_line);
     run.scaling_factor = r.number<double>("scaling_factor");
     if (run.scaling_factor && *run.scaling_factor <= 0)
       fail("{}: line {}: scaling_factor {} is not positive", source, record_line, *run.scaling_factor);

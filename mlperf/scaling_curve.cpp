@@ -57,8 +57,9 @@ std::map<FolderKey, FolderFacts> folder_facts(const std::vector<Run>& runs) {
 }  // namespace
 
 std::string ScalingCurve::name() const {
-  return division.empty() || division == "closed" ? fmt::format("{} on {}", benchmark, accelerator)
-                                                  : fmt::format("{} on {} ({} division)", benchmark, accelerator, division);
+  return division.empty() || division == "closed"
+             ? fmt::format("{} on {}", benchmark, accelerator)
+             : fmt::format("{} on {} ({} division)", benchmark, accelerator, division);
 }
 
 std::vector<scaling::CurvePoint> ScalingCurve::points(std::optional<int> up_to) const {
@@ -132,15 +133,14 @@ std::vector<CurveForecast> predict(const std::vector<Run>& runs, const AnalyzeOp
     fo.planned_batch = options.planned_batch;
     f.fit = scaling::fit_curve(options.model, points, options.predict, fo);
     for (int n : options.predict) {
-      auto it = std::find_if(curve.sizes.begin(), curve.sizes.end(),
-                             [n](const CurveSize& s) { return s.accelerators == n; });
+      auto it =
+          std::find_if(curve.sizes.begin(), curve.sizes.end(), [n](const CurveSize& s) { return s.accelerators == n; });
       f.measured.push_back(it == curve.sizes.end() ? std::nullopt : std::optional<CurveSize>(*it));
     }
     f.curve = std::move(curve);
     out.push_back(std::move(f));
   }
-  if (out.empty())
-    fail("--fit-up-to {}: no curve has a measured size at or below it", options.fit_up_to.value_or(0));
+  if (out.empty()) fail("--fit-up-to {}: no curve has a measured size at or below it", options.fit_up_to.value_or(0));
   return out;
 }
 

@@ -56,9 +56,10 @@ InputKind detect_input_kind(const fs::path& path) {
     case trace::InputKind::kSweepDatabase: return InputKind::kSweepDatabase;
     case trace::InputKind::kMlperfRunsCsv: return InputKind::kMlperfCsv;
     default:
-      fail("{}: {}; the report takes a trace, a run directory, a PyTorch-profiler JSON trace, an Nsight Systems "
-           "export, a directory of traces, a sweep database or an MLPerf runs CSV",
-           path.string(), in.what);
+      fail(
+          "{}: {}; the report takes a trace, a run directory, a PyTorch-profiler JSON trace, an Nsight Systems "
+          "export, a directory of traces, a sweep database or an MLPerf runs CSV",
+          path.string(), in.what);
   }
 }
 
@@ -119,7 +120,8 @@ std::string escape_json_for_script(std::string_view json) {
     if (c == '<') out += "\\u003c";
     else if (c == '>') out += "\\u003e";
     else if (c == '&') out += "\\u0026";
-    else if (c == '\xE2' && i + 2 < json.size() && json[i + 1] == '\x80' && (json[i + 2] == '\xA8' || json[i + 2] == '\xA9')) {
+    else if (c == '\xE2' && i + 2 < json.size() && json[i + 1] == '\x80' &&
+             (json[i + 2] == '\xA8' || json[i + 2] == '\xA9')) {
       out += json[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
       i += 2;
     } else out += c;
@@ -199,9 +201,11 @@ std::string HtmlReport::document_json() const {
     std::stable_sort(findings.begin(), findings.end(), [](const Json& a, const Json& b) {
       return a.value("saving_fraction", 0.0) > b.value("saving_fraction", 0.0);
     });
-    Json block = {{"type", "findings"}, {"items", std::move(findings)},
+    Json block = {{"type", "findings"},
+                  {"items", std::move(findings)},
                   {"empty_text", "No rule fired: no finding had evidence above its threshold."}};
-    sections.push_back(detail::section("Advisor findings", "Ranked by estimated saving (an upper bound, share of step time).",
+    sections.push_back(detail::section("Advisor findings",
+                                       "Ranked by estimated saving (an upper bound, share of step time).",
                                        Json::array({std::move(block)})));
   }
   for (const auto& s : d.sections) sections.push_back(s);

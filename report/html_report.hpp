@@ -23,7 +23,7 @@
 namespace scalescope::trace {
 struct Trace;
 struct ClockAlignment;
-}
+}  // namespace scalescope::trace
 
 namespace scalescope::mlperf {
 struct Run;
@@ -35,7 +35,15 @@ class Progress;
 
 // What an input is, found from its content by trace/input_detector.hpp (the
 // one detector every command uses), grouped as the report handles them.
-enum class InputKind { kTraceFile, kRunDirectory, kKinetoJson, kSweepDatabase, kMlperfCsv, kTraceDirectory, kNsysExport };
+enum class InputKind {
+  kTraceFile,
+  kRunDirectory,
+  kKinetoJson,
+  kSweepDatabase,
+  kMlperfCsv,
+  kTraceDirectory,
+  kNsysExport
+};
 std::string_view to_string(InputKind kind);
 // Throws scalescope::Error naming the path when it does not exist or is of no
 // known kind.
@@ -51,8 +59,8 @@ struct ReportOptions {
   // --samples-per-gpu-step` takes it (sweep/scaling_study.hpp).
   std::optional<bool> weak;
   std::optional<double> samples_per_gpu_step;
-  std::string iteration_range;          // NVTX range marking one iteration; "" = automatic
-  bool quiet = false;                   // no progress output
+  std::string iteration_range;  // NVTX range marking one iteration; "" = automatic
+  bool quiet = false;           // no progress output
 };
 
 class HtmlReport {

@@ -113,8 +113,9 @@ TEST(ReportHtml, DetectsInputKindsByContent) {
   EXPECT_EQ(detect_input_kind(db), InputKind::kSweepDatabase);
   EXPECT_EQ(detect_input_kind(d.write("weird.txt", "  {\"traceEvents\": []}")), InputKind::kKinetoJson);
   EXPECT_EQ(detect_input_kind(d.write("t.gz", "\x1f\x8b\x08\x00rest")), InputKind::kKinetoJson);
-  EXPECT_EQ(detect_input_kind(d.write("runs.txt", "submitter,system,system_name,benchmark,division\nA,B,C,bert,closed\n")),
-            InputKind::kMlperfCsv);
+  EXPECT_EQ(
+      detect_input_kind(d.write("runs.txt", "submitter,system,system_name,benchmark,division\nA,B,C,bert,closed\n")),
+      InputKind::kMlperfCsv);
   fs::create_directories(d.path / "x.ssrun");
   trace::write_trace(d.path / "x.ssrun" / "h-1.sstrace", trace::make_synthetic_trace(size_t{100}));
   EXPECT_EQ(detect_input_kind(d.path / "x.ssrun"), InputKind::kRunDirectory);
@@ -131,9 +132,10 @@ TEST(ReportHtml, DetectsInputKindsByContent) {
     return std::string("no error");
   };
   const auto unknown = d.write("notes.csv", "a,b,c\n1,2,3\n");
-  EXPECT_EQ(message(unknown), unknown.string() + ": a file of unrecognised content; the report takes a trace, a run "
-                                                 "directory, a PyTorch-profiler JSON trace, an Nsight Systems export, a "
-                                                 "directory of traces, a sweep database or an MLPerf runs CSV");
+  EXPECT_EQ(message(unknown), unknown.string() +
+                                  ": a file of unrecognised content; the report takes a trace, a run "
+                                  "directory, a PyTorch-profiler JSON trace, an Nsight Systems export, a "
+                                  "directory of traces, a sweep database or an MLPerf runs CSV");
   EXPECT_EQ(message(d.path / "missing.db"), (d.path / "missing.db").string() + ": no such file or directory");
   EXPECT_NE(message(d.write("empty", "")).find(": an empty file;"), std::string::npos);
   fs::create_directories(d.path / "empty.ssrun");
@@ -174,7 +176,8 @@ std::vector<trace::Trace> synthetic_run(int ranks, size_t events) {
 const json* find_chart(const json& doc, std::string_view kind, std::string_view title_part = {}) {
   for (const auto& s : doc["sections"])
     for (const auto& b : s["blocks"])
-      if (b["type"] == "chart" && b["kind"] == kind && b.value("title", "").find(title_part) != std::string::npos) return &b;
+      if (b["type"] == "chart" && b["kind"] == kind && b.value("title", "").find(title_part) != std::string::npos)
+        return &b;
   return nullptr;
 }
 
@@ -235,7 +238,8 @@ TEST(ReportHtml, HostThreadTablesOnlyWithHostSamples) {
   t.meta.extra["host_sampling_method"] = "procfs+schedstat";
   const auto [first, last] = t.time_span();
   t.host_threads.push({first, last, 4242, 4242, 1, t.strings.intern("python"), 1, trace::ProcessRole::kTraced});
-  t.host_threads.push({first, last, 4300, 4300, 4242, t.strings.intern("pt_data_worker"), 1, trace::ProcessRole::kDescendant});
+  t.host_threads.push(
+      {first, last, 4300, 4300, 4242, t.strings.intern("pt_data_worker"), 1, trace::ProcessRole::kDescendant});
   const int64_t step = std::max<int64_t>(1, (last - first) / 50);
   for (int64_t x = first + step; x <= last; x += step) {
     t.host_samples.push({x, 4242, 4242, trace::ThreadState::kSleeping, 0, uint64_t(step / 4), 0, 1, 0});
@@ -262,8 +266,8 @@ TEST(ReportHtml, HostThreadTablesOnlyWithHostSamples) {
   const auto exe = t.strings.intern("/usr/bin/python3");
   t.host_callsites.push({1, 0, t.strings.intern("main"), exe, 0x10, trace::FrameStatus::kNamed});
   t.host_callsites.push({2, 1, t.strings.intern("decode_jpeg"), exe, 0x20, trace::FrameStatus::kNamed});
-  t.host_callsites.push({3, 1, trace::kNoString, t.strings.intern("/opt/libgone.so"), 0x30,
-                         trace::FrameStatus::kModuleMissing});
+  t.host_callsites.push(
+      {3, 1, trace::kNoString, t.strings.intern("/opt/libgone.so"), 0x30, trace::FrameStatus::kModuleMissing});
   int k = 0;
   for (int64_t x = first + step; x <= last; x += step, ++k)
     t.host_stack_samples.push({x - 1, 4300, 4300, k % 4 == 0 ? 3u : 2u});
@@ -375,7 +379,8 @@ fs::path two_host_run(const fs::path& dir) {
     const int64_t ahead = b ? 3'000'000 : 0;
     t.meta.clock = {{o.start_ns, kUnix + ahead}};
     if (rank == 3)
-      for (size_t i = 0; i < t.nccl.size(); ++i) t.nccl.start[i] = std::min(t.nccl.start[i] + 150'000, t.nccl.end[i] - 1);
+      for (size_t i = 0; i < t.nccl.size(); ++i)
+        t.nccl.start[i] = std::min(t.nccl.start[i] + 150'000, t.nccl.end[i] - 1);
     trace::write_trace(run / fmt::format("{}-{}.sstrace", t.meta.hostname, t.meta.pid), t);
   }
   return run;
@@ -475,8 +480,7 @@ TEST(ReportHtml, PerNodeSectionOfATwoHostRun) {
                                name == "spread_ns" || name == "collectives");
         if (estimate && a.is_number() && b.is_number())
           EXPECT_NEAR(a.get<double>(), b.get<double>(), name == "collectives" ? 2 : 100) << t.title() << " " << name;
-        else
-          EXPECT_EQ(a, b) << t.title() << " row " << i << " " << name;
+        else EXPECT_EQ(a, b) << t.title() << " row " << i << " " << name;
       }
     }
     EXPECT_EQ((*shown).value("notes", json()), want.value("notes", json())) << t.title();

@@ -7,7 +7,8 @@
 namespace scalescope::report::detail {
 
 #ifndef SCALESCOPE_REPORT_RUNS
-void add_run_sections(Document&, const std::string& label, const std::vector<trace::Trace>&, const trace::ClockAlignment*) {
+void add_run_sections(Document&, const std::string& label, const std::vector<trace::Trace>&,
+                      const trace::ClockAlignment*) {
   fail("{}: this scalescope was built without analyze/ and advise/, so it cannot report on traces", label);
 }
 void add_run_path_sections(Document&, const std::string& label, const std::filesystem::path&) {

@@ -77,10 +77,13 @@ void add_mlperf_sections(Document& doc, const std::string& label, const std::vec
       "analyze` groups them), each accelerator count is represented by its fastest scored system; speedup and E' "
       "are against the smallest count.",
       runs.size(), folders, scored,
-      scaling.left_out.empty() ? "" : fmt::format(" ({} more without a known accelerator count)", scaling.left_out.size()))));
-  Table summary("Break-even per benchmark and accelerator",
-                {Column("benchmark"), Column("accelerator"), Column("systems"), Column("counts"), Column("reference"),
-                 Column("largest"), Column("E' at largest", 3), Column("break-even (E' rule)"), Column("break-even (knee)")});
+      scaling.left_out.empty()
+          ? ""
+          : fmt::format(" ({} more without a known accelerator count)", scaling.left_out.size()))));
+  Table summary(
+      "Break-even per benchmark and accelerator",
+      {Column("benchmark"), Column("accelerator"), Column("systems"), Column("counts"), Column("reference"),
+       Column("largest"), Column("E' at largest", 3), Column("break-even (E' rule)"), Column("break-even (knee)")});
   // One pair of charts per group title (benchmark and division), a series per accelerator model.
   std::vector<std::string> titles;
   for (const auto& g : scaling.groups)
@@ -106,11 +109,13 @@ void add_mlperf_sections(Document& doc, const std::string& label, const std::vec
       if (be.by_threshold) {
         for (const auto& r : table.rows)
           if (r.gpus == *be.by_threshold)
-            break_even_marks.push_back({{"x", r.gpus}, {"y", finite_or_null(r.efficiency)},
+            break_even_marks.push_back({{"x", r.gpus},
+                                        {"y", finite_or_null(r.efficiency)},
                                         {"label", fmt::format("{} {}", g.accelerator, r.gpus)}});
       }
       const auto& last = table.rows.back();
-      summary.add_row({title, g.accelerator, static_cast<int64_t>(g.systems.size()), static_cast<int64_t>(table.rows.size()),
+      summary.add_row({title, g.accelerator, static_cast<int64_t>(g.systems.size()),
+                       static_cast<int64_t>(table.rows.size()),
                        fmt::format("{} ({})", table.ref_gpus, g.curve_system(table.ref_gpus).system),
                        fmt::format("{} ({})", last.gpus, g.curve_system(last.gpus).system), last.efficiency,
                        be.by_threshold ? Cell(int64_t{*be.by_threshold}) : Cell(std::string("-")),
@@ -124,18 +129,27 @@ void add_mlperf_sections(Document& doc, const std::string& label, const std::vec
     if (speedup_series.empty()) continue;
     for (int n = min_n; n <= max_n; n *= 2) ideal.push_back({n, static_cast<double>(n) / min_n});
     if (ideal.back()[0] != max_n) ideal.push_back({max_n, static_cast<double>(max_n) / min_n});
-    speedup_series.push_back({{"name", "ideal (per smallest count)"}, {"style", "dashed"}, {"colour", "#888888"}, {"points", ideal}});
-    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", fmt::format("{}: speedup against accelerators", title)},
-                      {"x", {{"name", "accelerators"}, {"log", true}}}, {"y", {{"name", "speedup"}, {"log", true}}},
-                      {"series", std::move(speedup_series)},
-                      {"notes", Json::array({"Speedup relative to each accelerator model's smallest submitted count; the "
-                                             "ideal line is drawn from the smallest count over all models."})}});
-    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", fmt::format("{}: E' against accelerators", title)},
-                      {"x", {{"name", "accelerators"}, {"log", true}}}, {"y", {{"name", "E'"}, {"min", 0}}},
+    speedup_series.push_back(
+        {{"name", "ideal (per smallest count)"}, {"style", "dashed"}, {"colour", "#888888"}, {"points", ideal}});
+    blocks.push_back(
+        {{"type", "chart"},
+         {"kind", "xy"},
+         {"title", fmt::format("{}: speedup against accelerators", title)},
+         {"x", {{"name", "accelerators"}, {"log", true}}},
+         {"y", {{"name", "speedup"}, {"log", true}}},
+         {"series", std::move(speedup_series)},
+         {"notes", Json::array({"Speedup relative to each accelerator model's smallest submitted count; the "
+                                "ideal line is drawn from the smallest count over all models."})}});
+    blocks.push_back({{"type", "chart"},
+                      {"kind", "xy"},
+                      {"title", fmt::format("{}: E' against accelerators", title)},
+                      {"x", {{"name", "accelerators"}, {"log", true}}},
+                      {"y", {{"name", "E'"}, {"min", 0}}},
                       {"series", std::move(eff_series)},
-                      {"marks", {{"y", Json::array({{{"value", doc.options.threshold},
-                                                      {"label", fmt::format("threshold {}", doc.options.threshold)}}})},
-                                 {"points", std::move(break_even_marks)}}},
+                      {"marks",
+                       {{"y", Json::array({{{"value", doc.options.threshold},
+                                            {"label", fmt::format("threshold {}", doc.options.threshold)}}})},
+                        {"points", std::move(break_even_marks)}}},
                       {"notes", Json::array({"Pins: the break-even point by the E' rule (largest count with E' at or "
                                              "above the threshold)."})}});
   }

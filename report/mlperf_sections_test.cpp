@@ -81,8 +81,9 @@ std::vector<Json> curve_rows(const Json& table) {
   std::vector<Json> out;
   for (const auto& r : table["rows"])
     if (!r["role"].get<std::string>().empty()) out.push_back(r);
-  std::stable_sort(out.begin(), out.end(),
-                   [](const Json& a, const Json& b) { return a["accelerators"].get<int>() < b["accelerators"].get<int>(); });
+  std::stable_sort(out.begin(), out.end(), [](const Json& a, const Json& b) {
+    return a["accelerators"].get<int>() < b["accelerators"].get<int>();
+  });
   return out;
 }
 
@@ -128,19 +129,17 @@ void expect_page_equals_analyze(const std::vector<mlperf::Run>& runs, double thr
     EXPECT_EQ(row[4], fmt::format("{} ({})", (*ref)["accelerators"].get<int>(), (*ref)["system"].get<std::string>()))
         << what;
     const Json& last = curve.back();
-    EXPECT_EQ(row[5], fmt::format("{} ({})", last["accelerators"].get<int>(), last["system"].get<std::string>())) << what;
+    EXPECT_EQ(row[5], fmt::format("{} ({})", last["accelerators"].get<int>(), last["system"].get<std::string>()))
+        << what;
     EXPECT_DOUBLE_EQ(row[6].get<double>(), last["efficiency"].get<double>()) << what;
-    const std::string rule_a = fmt::format("largest N with E' >= {:.2f} on the curve of the fastest system at each N: ",
-                                           threshold);
+    const std::string rule_a =
+        fmt::format("largest N with E' >= {:.2f} on the curve of the fastest system at each N: ", threshold);
     if (row[7].is_number())
       EXPECT_TRUE(has_note(*table, rule_a + fmt::format("N={} (", row[7].get<int>()))) << what << ": " << row[7];
-    else
-      EXPECT_TRUE(has_note(*table, rule_a + "none")) << what;
+    else EXPECT_TRUE(has_note(*table, rule_a + "none")) << what;
     const std::string knee = note_starting(*table, "break-even (b), ");
-    if (row[8].is_number())
-      EXPECT_THAT(knee, HasSubstr(fmt::format(": N={} (", row[8].get<int>()))) << what;
-    else
-      EXPECT_TRUE(knee.ends_with(": none")) << what << ": " << knee;
+    if (row[8].is_number()) EXPECT_THAT(knee, HasSubstr(fmt::format(": N={} (", row[8].get<int>()))) << what;
+    else EXPECT_TRUE(knee.ends_with(": none")) << what << ": " << knee;
 
     // The chart series of this accelerator: the analyze rows of the curve.
     for (const auto& [kind, column] : {std::pair{"speedup", "speedup"}, std::pair{"E'", "efficiency"}}) {

@@ -39,8 +39,9 @@ Table group_table(const mlperf::SystemGroup& g) {
   const auto& r = g.systems.at(g.reference);
   t.add_note(fmt::format("reference: {} ({} accelerators, {:.3f} min){}", r.system, r.accelerators, r.minutes(),
                          g.ref_chosen ? ", chosen with --ref" : ", the fewest accelerators"));
-  t.add_note("minutes: official score (olympic mean of run times x RCP scaling factor); speedup = T_ref/T, "
-             "efficiency E' = (N_ref*T_ref)/(N*T), gpu_hours = N*T (accelerator-hours)");
+  t.add_note(
+      "minutes: official score (olympic mean of run times x RCP scaling factor); speedup = T_ref/T, "
+      "efficiency E' = (N_ref*T_ref)/(N*T), gpu_hours = N*T (accelerator-hours)");
   const auto& be = g.curve.break_even;
   auto at = [&](int n) { return fmt::format("N={} ({})", n, g.curve_system(n).system); };
   t.add_note(fmt::format("break-even (a), largest N with E' >= {:.2f} on the curve of the fastest system at each N: {}",
@@ -56,11 +57,28 @@ Table group_table(const mlperf::SystemGroup& g) {
 Table mlperf_runs_table(const std::vector<mlperf::Run>& runs) {
   Table t("MLPerf runs", mlperf::runs_csv_columns());
   for (const auto& r : runs) {
-    t.add_row({r.submitter, r.system, r.system_name, r.benchmark, r.benchmark_folder, r.division, r.accelerator,
-               int64_t{r.nodes}, int64_t{r.accelerators_per_node}, int64_t{r.accelerators}, r.framework,
-               opt_cell(r.global_batch_size), opt_cell(r.run_start_ms), opt_cell(r.run_stop_ms), r.status,
-               opt_cell(r.minutes), std::string(r.converged ? "yes" : "no"), opt_cell(r.scaling_factor),
-               static_cast<int64_t>(r.malformed_lines), r.log_path, r.problem, opt_cell(r.progress_at_stop)});
+    t.add_row({r.submitter,
+               r.system,
+               r.system_name,
+               r.benchmark,
+               r.benchmark_folder,
+               r.division,
+               r.accelerator,
+               int64_t{r.nodes},
+               int64_t{r.accelerators_per_node},
+               int64_t{r.accelerators},
+               r.framework,
+               opt_cell(r.global_batch_size),
+               opt_cell(r.run_start_ms),
+               opt_cell(r.run_stop_ms),
+               r.status,
+               opt_cell(r.minutes),
+               std::string(r.converged ? "yes" : "no"),
+               opt_cell(r.scaling_factor),
+               static_cast<int64_t>(r.malformed_lines),
+               r.log_path,
+               r.problem,
+               opt_cell(r.progress_at_stop)});
   }
   return t;
 }
@@ -69,8 +87,7 @@ Table mlperf_scores_table(const std::vector<mlperf::Score>& scores) {
   Table t("MLPerf scores per result folder",
           std::vector<Column>{Column("submitter"), Column("system"), Column("benchmark"), Column("folder"),
                               Column("accelerator"), Column("accelerators"), Column("runs"), Column("converged"),
-                              Column("required"), Column("scaling_factor", 4), Column("minutes", 3),
-                              Column("reason")});
+                              Column("required"), Column("scaling_factor", 4), Column("minutes", 3), Column("reason")});
   size_t scored = 0;
   for (const auto& s : scores) {
     if (s.minutes) ++scored;
@@ -87,8 +104,7 @@ std::vector<Table> mlperf_scaling_tables(const mlperf::MlperfScaling& scaling) {
   std::vector<Table> tables;
   for (const auto& g : scaling.groups) tables.push_back(group_table(g));
   if (!scaling.left_out.empty() && !tables.empty())
-    tables.front().add_note(
-        fmt::format("left out (accelerator count unknown): {}", fmt::join(scaling.left_out, ", ")));
+    tables.front().add_note(fmt::format("left out (accelerator count unknown): {}", fmt::join(scaling.left_out, ", ")));
   return tables;
 }
 

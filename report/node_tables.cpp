@@ -30,8 +30,16 @@ std::vector<Table> node_tables(const analyze::RunAnalysis& run) {
   for (const auto& h : run.clocks.hosts) named += h.hostname.starts_with("(unknown host") ? 0 : 1;
   if (named > 1 || run.clocks.any_applied()) {
     Table t("Clocks per host (aligned from matched collectives; --no-align-clocks turns it off)",
-            cols({{"host", 0}, {"status", 0}, {"first_rank", 0}, {"processes", 0}, {"offset_ns", 0}, {"drift_ppm", 3},
-                  {"uncertainty_ns", 0}, {"spread_ns", 0}, {"collectives", 0}, {"measured_against", 0}}));
+            cols({{"host", 0},
+                  {"status", 0},
+                  {"first_rank", 0},
+                  {"processes", 0},
+                  {"offset_ns", 0},
+                  {"drift_ppm", 3},
+                  {"uncertainty_ns", 0},
+                  {"spread_ns", 0},
+                  {"collectives", 0},
+                  {"measured_against", 0}}));
     for (const auto& h : run.clocks.hosts) {
       const bool ref = h.status == trace::HostClockStatus::kReference;
       const bool estimated = !ref && h.matched > 0;
@@ -40,21 +48,31 @@ std::vector<Table> node_tables(const analyze::RunAnalysis& run) {
                  estimated ? nsd(h.uncertainty_ns) : Cell{}, estimated ? nsd(h.spread_ns) : Cell{},
                  estimated ? Cell{h.matched} : Cell{}, h.measured_against});
     }
-    t.add_note("offset: the host's clock minus the reference's; agrees: within the noise or 2 us, left alone; "
-               "unmatched: no collective shared with an aligned host, left alone");
+    t.add_note(
+        "offset: the host's clock minus the reference's; agrees: within the noise or 2 us, left alone; "
+        "unmatched: no collective shared with an aligned host, left alone");
     out.push_back(std::move(t));
   }
   const auto& n = run.nodes;
   if (!n.availability.available) return out;
   {
-    Table t("Nodes (means over each node's ranks)",
-            cols({{"host", 0}, {"node", 0}, {"ranks", 0}, {"wall_ns", 0}, {"compute_ns", 0}, {"exposed_comm_ns", 0},
-                  {"copies_sets_ns", 0}, {"idle_ns", 0}, {"steady_median_iteration_ns", 0}, {"late_ns", 0},
-                  {"steady_late_ns", 0}, {"times_last", 0}}));
+    Table t("Nodes (means over each node's ranks)", cols({{"host", 0},
+                                                          {"node", 0},
+                                                          {"ranks", 0},
+                                                          {"wall_ns", 0},
+                                                          {"compute_ns", 0},
+                                                          {"exposed_comm_ns", 0},
+                                                          {"copies_sets_ns", 0},
+                                                          {"idle_ns", 0},
+                                                          {"steady_median_iteration_ns", 0},
+                                                          {"late_ns", 0},
+                                                          {"steady_late_ns", 0},
+                                                          {"times_last", 0}}));
     for (const auto& x : n.nodes)
-      t.add_row({x.hostname, x.node_rank >= 0 ? Cell{int64_t{x.node_rank}} : Cell{}, fmt::format("{}", fmt::join(x.ranks, ",")),
-                 nsd(x.wall_ns), nsd(x.compute_ns), nsd(x.exposed_communication_ns), nsd(x.copy_ns), nsd(x.idle_ns),
-                 nsd(x.steady_median_iteration_ns), ns(x.late_ns), ns(x.steady_late_ns), x.times_last});
+      t.add_row({x.hostname, x.node_rank >= 0 ? Cell{int64_t{x.node_rank}} : Cell{},
+                 fmt::format("{}", fmt::join(x.ranks, ",")), nsd(x.wall_ns), nsd(x.compute_ns),
+                 nsd(x.exposed_communication_ns), nsd(x.copy_ns), nsd(x.idle_ns), nsd(x.steady_median_iteration_ns),
+                 ns(x.late_ns), ns(x.steady_late_ns), x.times_last});
     if (!n.slowest_node.empty()) t.add_note(fmt::format("slowest node: {} (by {})", n.slowest_node, n.slowest_node_by));
     if (!n.missing_nodes.empty())
       t.add_note(fmt::format("{} of {} expected nodes did not report: {}", n.missing_nodes.size(),

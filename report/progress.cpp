@@ -125,7 +125,8 @@ std::string Progress::line_locked(Clock::time_point t) const {
   if (finished_) {
     tail = fmt::format("done in {}", format_eta(elapsed));
   } else if (total_ && done_ > 0 && done_ < total_) {
-    tail = fmt::format("ETA {}", format_eta(elapsed * static_cast<double>(total_ - done_) / static_cast<double>(done_)));
+    tail =
+        fmt::format("ETA {}", format_eta(elapsed * static_cast<double>(total_ - done_) / static_cast<double>(done_)));
   } else if (!total_ && elapsed > 0) {
     tail = fmt::format("{:.1f}/s", rate);
   }

@@ -62,15 +62,22 @@ Json breakdown_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
     t.add_row({r.label, ms(b.wall_ns), ms(b.compute_ns), ms(b.exposed_communication_ns), ms(b.copy_ns), ms(b.idle_ns),
                ms(b.communication_ns), b.overlap_fraction});
   }
-  t.add_note("compute + exposed communication + copies/sets + idle = wall time of the window; overlap = share of "
-             "communication hidden under compute.");
+  t.add_note(
+      "compute + exposed communication + copies/sets + idle = wall time of the window; overlap = share of "
+      "communication hidden under compute.");
   if (!categories.empty()) {
-    blocks.push_back({{"type", "chart"}, {"kind", "bars"}, {"title", "Per-rank breakdown"}, {"stacked", true},
-                      {"horizontal", categories.size() > 8}, {"unit", "ms"}, {"categories", categories},
-                      {"series", Json::array({{{"name", "compute"}, {"values", compute}, {"colour", "#2f6fde"}},
-                                              {{"name", "exposed communication"}, {"values", comm}, {"colour", "#e08a00"}},
-                                              {{"name", "copies and sets"}, {"values", copies}, {"colour", "#2e9d58"}},
-                                              {{"name", "idle"}, {"values", idle}, {"colour", "#b0bec5"}}})}});
+    blocks.push_back(
+        {{"type", "chart"},
+         {"kind", "bars"},
+         {"title", "Per-rank breakdown"},
+         {"stacked", true},
+         {"horizontal", categories.size() > 8},
+         {"unit", "ms"},
+         {"categories", categories},
+         {"series", Json::array({{{"name", "compute"}, {"values", compute}, {"colour", "#2f6fde"}},
+                                 {{"name", "exposed communication"}, {"values", comm}, {"colour", "#e08a00"}},
+                                 {{"name", "copies and sets"}, {"values", copies}, {"colour", "#2e9d58"}},
+                                 {{"name", "idle"}, {"values", idle}, {"colour", "#b0bec5"}}})}});
     blocks.push_back(table_block(t));
   }
   for (auto& s : skipped) blocks.push_back(paragraph("Breakdown skipped for " + s, "skipped"));
@@ -92,7 +99,8 @@ Json iteration_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
     std::vector<double> d;
     for (const auto& i : it.iterations)
       if (!i.warmup) d.push_back(ms(static_cast<double>(i.end - i.start)));
-    t.add_row({r.label, it.count, it.warmup_count, ms(it.steady_median_ns), ms(it.steady_p95_ns), it.steady_cv, it.source});
+    t.add_row(
+        {r.label, it.count, it.warmup_count, ms(it.steady_median_ns), ms(it.steady_p95_ns), it.steady_cv, it.source});
     if (d.empty()) continue;
     std::sort(d.begin(), d.end());
     const double q1 = quantile_of_sorted(d, 0.25), q3 = quantile_of_sorted(d, 0.75), iqr = q3 - q1;
@@ -110,10 +118,17 @@ Json iteration_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
     boxes.push_back({whisker_lo, q1, quantile_of_sorted(d, 0.5), q3, whisker_hi});
   }
   if (!boxes.empty())
-    blocks.push_back({{"type", "chart"}, {"kind", "boxplot"}, {"title", "Iteration time per rank (steady state)"},
-                      {"unit", "ms"}, {"series_name", "iteration time"}, {"categories", categories}, {"boxes", boxes},
-                      {"outliers", outliers},
-                      {"notes", Json::array({"Boxes: quartiles; whiskers: 1.5 IQR; dots: outliers. Warm-up iterations excluded."})}});
+    blocks.push_back(
+        {{"type", "chart"},
+         {"kind", "boxplot"},
+         {"title", "Iteration time per rank (steady state)"},
+         {"unit", "ms"},
+         {"series_name", "iteration time"},
+         {"categories", categories},
+         {"boxes", boxes},
+         {"outliers", outliers},
+         {"notes",
+          Json::array({"Boxes: quartiles; whiskers: 1.5 IQR; dots: outliers. Warm-up iterations excluded."})}});
   if (!t.rows().empty()) blocks.push_back(table_block(t, {6}));
   for (auto& s : skipped) blocks.push_back(paragraph("Iterations not found for " + s, "skipped"));
   return blocks;
@@ -124,10 +139,11 @@ Json iteration_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
 // steady iterations where found. Nothing for traces without host samples.
 Json host_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
   Json blocks = Json::array();
-  Table t("Host threads per rank (steady iterations where found; cores = CPU-seconds per second)",
-          {Column("rank"), Column("main on CPU %", 1), Column("main waiting for a CPU %", 1), Column("main asleep %", 1),
-           Column("main I/O wait %", 1), Column("other threads, cores", 2), Column("worker processes"),
-           Column("workers, cores", 2), Column("runnable threads (mean)", 1), Column("CPUs"), Column("method")});
+  Table t(
+      "Host threads per rank (steady iterations where found; cores = CPU-seconds per second)",
+      {Column("rank"), Column("main on CPU %", 1), Column("main waiting for a CPU %", 1), Column("main asleep %", 1),
+       Column("main I/O wait %", 1), Column("other threads, cores", 2), Column("worker processes"),
+       Column("workers, cores", 2), Column("runnable threads (mean)", 1), Column("CPUs"), Column("method")});
   std::vector<Table> per_thread;
   for (const auto& r : ranks) {
     const auto& h = r.steady ? r.steady->host : r.host;
@@ -136,10 +152,11 @@ Json host_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
     t.add_row({r.label, 100 * w.main_busy, h.has_run_wait ? Cell{100 * w.main_run_wait} : Cell{}, 100 * w.main_sleep,
                100 * w.main_io, w.main_other_threads_cores, h.worker_processes, w.worker_cores, w.mean_runnable,
                h.cores > 0 ? Cell{int64_t{h.cores}} : Cell{}, h.method});
-    Table th(fmt::format("Host threads of {} by CPU time (at most 20)", r.label),
-             {Column("thread"), Column("role"), Column("pid"), Column("tid"), Column("on CPU %", 1),
-              Column("run-queue wait ms", 1), Column("running samples"), Column("sleeping samples"),
-              Column("I/O wait samples"), Column("voluntary switches"), Column("involuntary switches"), Column("CPUs")});
+    Table th(
+        fmt::format("Host threads of {} by CPU time (at most 20)", r.label),
+        {Column("thread"), Column("role"), Column("pid"), Column("tid"), Column("on CPU %", 1),
+         Column("run-queue wait ms", 1), Column("running samples"), Column("sleeping samples"),
+         Column("I/O wait samples"), Column("voluntary switches"), Column("involuntary switches"), Column("CPUs")});
     for (size_t i = 0; i < h.threads.size() && i < 20; ++i) {
       const auto& x = h.threads[i];
       std::string cpus;
@@ -147,8 +164,8 @@ Json host_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
       const auto st = [&](trace::ThreadState s) { return x.state_samples[static_cast<size_t>(s)]; };
       th.add_row({x.name + (x.is_main ? " (main)" : ""), std::string(trace::to_string(x.role)), int64_t{x.pid},
                   int64_t{x.tid}, 100 * x.busy_share, ms(static_cast<double>(x.run_wait_ns)),
-                  st(trace::ThreadState::kRunning), st(trace::ThreadState::kSleeping), st(trace::ThreadState::kDiskWait),
-                  x.voluntary_switches, x.involuntary_switches, cpus});
+                  st(trace::ThreadState::kRunning), st(trace::ThreadState::kSleeping),
+                  st(trace::ThreadState::kDiskWait), x.voluntary_switches, x.involuntary_switches, cpus});
     }
     per_thread.push_back(std::move(th));
     // Native call stacks (format 1.3): each thread's top functions (self) and
@@ -257,7 +274,8 @@ class RunDrawing {
     out.devices = t.meta.devices.size();
     out.hostname = t.meta.hostname;
     for (int p = 0; p < trace::kProblemCount; ++p)
-      if (const auto n = t.problems.get(static_cast<trace::Problem>(p))) out.problems.emplace_back(static_cast<trace::Problem>(p), n);
+      if (const auto n = t.problems.get(static_cast<trace::Problem>(p)))
+        out.problems.emplace_back(static_cast<trace::Problem>(p), n);
     add_timeline(t, r, out);
     add_nccl(t, out);
     add_counters(t, out);
@@ -286,11 +304,11 @@ class RunDrawing {
     std::vector<std::pair<trace::Problem, uint64_t>> problems;
     bool drawn = false;  // has a timeline iteration
     double span_us = 0;
-    std::vector<TimelineItem> items;                        // lane: index into lane_keys
-    std::vector<std::pair<uint32_t, uint32_t>> lane_keys;   // (device, stream), in order of first use
-    std::map<std::string, int64_t> nccl_by_op;              // GPU time per operation
+    std::vector<TimelineItem> items;                       // lane: index into lane_keys
+    std::vector<std::pair<uint32_t, uint32_t>> lane_keys;  // (device, stream), in order of first use
+    std::map<std::string, int64_t> nccl_by_op;             // GPU time per operation
     std::map<std::pair<trace::CounterMetric, uint32_t>, CounterSeries> counters;  // (metric, device)
-    std::optional<int64_t> first_counter_unix;              // of the table's first row, as the axis' origin
+    std::optional<int64_t> first_counter_unix;  // of the table's first row, as the axis' origin
   };
 
   uint32_t intern(std::string s) {
@@ -306,19 +324,22 @@ class RunDrawing {
     // the first rank that has one.
     if (!index_) index_ = typical_iteration(it);
     if (!index_) return;
-    const size_t k = *index_ < it.iterations.size() && !it.iterations[*index_].warmup ? *index_ : typical_iteration(it).value_or(0);
+    const size_t k =
+        *index_ < it.iterations.size() && !it.iterations[*index_].warmup ? *index_ : typical_iteration(it).value_or(0);
     const auto w0 = it.iterations[k].start, w1 = it.iterations[k].end;
     if (w1 <= w0) return;
     out.drawn = true;
     out.span_us = static_cast<double>(w1 - w0) / 1e3;
     std::map<std::pair<uint32_t, uint32_t>, uint32_t> lanes;
-    auto add = [&](trace::Timestamp s, trace::Timestamp e, uint32_t device, uint32_t stream, uint32_t cls, uint32_t name) {
+    auto add = [&](trace::Timestamp s, trace::Timestamp e, uint32_t device, uint32_t stream, uint32_t cls,
+                   uint32_t name) {
       if (e <= w0 || s >= w1) return;
       s = std::max(s, w0);
       e = std::min(e, w1);
       const auto [lane, inserted] = lanes.try_emplace({device, stream}, static_cast<uint32_t>(out.lane_keys.size()));
       if (inserted) out.lane_keys.emplace_back(device, stream);
-      out.items.push_back({lane->second, static_cast<double>(s - w0) / 1e3, static_cast<double>(e - w0) / 1e3, cls, name});
+      out.items.push_back(
+          {lane->second, static_cast<double>(s - w0) / 1e3, static_cast<double>(e - w0) / 1e3, cls, name});
     };
     constexpr uint32_t kCopy = 4, kMemset = 5;
     std::unordered_map<trace::StringId, std::pair<uint32_t, uint32_t>> kernel_cache;  // name -> (class, name id)
@@ -330,7 +351,8 @@ class RunDrawing {
       if (found == kernel_cache.end()) {
         const auto view = t.strings.view(kt.name[i]);
         const auto info = classifier_.classify(view);
-        found = kernel_cache.emplace(kt.name[i], std::pair{static_cast<uint32_t>(info.cls), intern(std::string(view))}).first;
+        found = kernel_cache.emplace(kt.name[i], std::pair{static_cast<uint32_t>(info.cls), intern(std::string(view))})
+                    .first;
       }
       add(kt.start[i], kt.end[i], kt.device[i], kt.stream[i], found->second.first, found->second.second);
     }
@@ -338,8 +360,9 @@ class RunDrawing {
     for (size_t i = 0; i < mt.size(); ++i) {
       if (mt.end[i] <= w0 || mt.start[i] >= w1) continue;
       add(mt.start[i], mt.end[i], mt.device[i], mt.stream[i], kCopy,
-          intern(fmt::format("memcpy {} {} ({} -> {})", trace::to_string(mt.kind[i]), format_bytes(static_cast<double>(mt.bytes[i])),
-                             trace::to_string(mt.src_kind[i]), trace::to_string(mt.dst_kind[i]))));
+          intern(fmt::format("memcpy {} {} ({} -> {})", trace::to_string(mt.kind[i]),
+                             format_bytes(static_cast<double>(mt.bytes[i])), trace::to_string(mt.src_kind[i]),
+                             trace::to_string(mt.dst_kind[i]))));
     }
     const auto& st = t.memsets;
     for (size_t i = 0; i < st.size(); ++i) {
@@ -373,7 +396,8 @@ class RunDrawing {
     out.first_counter_unix = t.meta.to_unix_ns(c.time.front());
     std::map<std::pair<trace::CounterMetric, uint32_t>, std::vector<std::pair<int64_t, double>>> read;
     for (size_t i = 0; i < c.size(); ++i) {
-      if (c.metric[i] == trace::CounterMetric::kEnergyJoules) continue;  // a running total; power shows the same over time
+      if (c.metric[i] == trace::CounterMetric::kEnergyJoules)
+        continue;  // a running total; power shows the same over time
       read[{c.metric[i], c.device[i]}].emplace_back(t.meta.to_unix_ns(c.time[i]), c.value[i]);
     }
     for (auto& [key, points] : read) {
@@ -398,7 +422,8 @@ Json RunDrawing::timeline_blocks(const std::vector<analyze::RankAnalysis>& ranks
                                  size_t max_events) const {
   // Classes: the four kernel classes, then copies and sets.
   const std::vector<std::string> classes = {"compute", "communication", "memory", "synchronization", "copy", "memset"};
-  if (!index_) return Json::array({paragraph("No timeline: no steady-state iteration was found in any rank.", "skipped")});
+  if (!index_)
+    return Json::array({paragraph("No timeline: no steady-state iteration was found in any rank.", "skipped")});
   std::vector<std::string> lanes;
   std::vector<TimelineItem> items;
   double span_us = 0;
@@ -425,15 +450,18 @@ Json RunDrawing::timeline_blocks(const std::vector<analyze::RankAnalysis>& ranks
       items.push_back(i);
     }
   }
-  if (items.empty()) return Json::array({paragraph("No timeline: the chosen iteration holds no GPU activity.", "skipped")});
+  if (items.empty())
+    return Json::array({paragraph("No timeline: the chosen iteration holds no GPU activity.", "skipped")});
   const size_t total = items.size();
   if (items.size() > max_events) {
     // The longest events carry the picture; the shortest are below a pixel at full zoom-out.
-    std::nth_element(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(max_events), items.end(),
-                     [](const TimelineItem& a, const TimelineItem& b) { return a.end_us - a.start_us > b.end_us - b.start_us; });
+    std::nth_element(
+        items.begin(), items.begin() + static_cast<std::ptrdiff_t>(max_events), items.end(),
+        [](const TimelineItem& a, const TimelineItem& b) { return a.end_us - a.start_us > b.end_us - b.start_us; });
     items.resize(max_events);
   }
-  std::sort(items.begin(), items.end(), [](const TimelineItem& a, const TimelineItem& b) { return a.start_us < b.start_us; });
+  std::sort(items.begin(), items.end(),
+            [](const TimelineItem& a, const TimelineItem& b) { return a.start_us < b.start_us; });
   // Only the names still drawn, renumbered in order of first use.
   std::vector<std::string> names;
   std::unordered_map<uint32_t, uint32_t> name_of;
@@ -441,19 +469,31 @@ Json RunDrawing::timeline_blocks(const std::vector<analyze::RankAnalysis>& ranks
   for (const auto& i : items) {
     const auto [it, inserted] = name_of.try_emplace(i.name, static_cast<uint32_t>(names.size()));
     if (inserted) names.push_back(names_[i.name]);
-    data.push_back({i.lane, std::round(i.start_us * 1000) / 1000, std::round(i.end_us * 1000) / 1000, i.cls, it->second});
+    data.push_back(
+        {i.lane, std::round(i.start_us * 1000) / 1000, std::round(i.end_us * 1000) / 1000, i.cls, it->second});
   }
   Json notes = Json::array();
-  notes.push_back(fmt::format("Iteration {} of {} rank(s), each on its own clock from the iteration's start. Drag the slider "
-                              "or scroll to zoom.", *index_, ranks_drawn));
+  notes.push_back(
+      fmt::format("Iteration {} of {} rank(s), each on its own clock from the iteration's start. Drag the slider "
+                  "or scroll to zoom.",
+                  *index_, ranks_drawn));
   if (total > items.size())
     notes.push_back(fmt::format("Showing the {} longest of {} events; shorter ones are omitted.", items.size(), total));
-  return Json::array({{{"type", "chart"}, {"kind", "timeline"}, {"title", "Timeline of one steady-state iteration"},
-                       {"tall", true}, {"unit", "us"}, {"span", std::ceil(span_us)}, {"lanes", lanes}, {"classes", classes},
-                       {"names", names}, {"items", std::move(data)}, {"notes", std::move(notes)}}});
+  return Json::array({{{"type", "chart"},
+                       {"kind", "timeline"},
+                       {"title", "Timeline of one steady-state iteration"},
+                       {"tall", true},
+                       {"unit", "us"},
+                       {"span", std::ceil(span_us)},
+                       {"lanes", lanes},
+                       {"classes", classes},
+                       {"names", names},
+                       {"items", std::move(data)},
+                       {"notes", std::move(notes)}}});
 }
 
-Json RunDrawing::nccl_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of) const {
+Json RunDrawing::nccl_blocks(const std::vector<analyze::RankAnalysis>& ranks,
+                             const std::vector<size_t>& slot_of) const {
   if (nccl_.empty()) return Json::array({paragraph("No NCCL collectives in these traces.", "skipped")});
   Json cats = Json::array();
   for (const auto& r : ranks) cats.push_back(rank_label(r));
@@ -482,13 +522,20 @@ Json RunDrawing::nccl_blocks(const std::vector<analyze::RankAnalysis>& ranks, co
                s.bus_ns > 0 ? Cell(s.bus_bytes / static_cast<double>(s.bus_ns)) : Cell()});
   }
   if (unknown_bytes)
-    t.add_note("message bytes unknown: the trace does not record the size of these collectives (the collector "
-               "decodes it from NCCL's NVTX payloads, NCCL 2.18+), so no bandwidth is given for them.");
-  t.add_note("algorithm GB/s: message bytes / kernel time (NCCL's algbw); bus GB/s: NCCL's bus bandwidth (nccl-tests "
-             "factors; n = communicator size, else WORLD_SIZE; empty when unknown); time is GPU time of the collective "
-             "kernels.");
-  return Json::array({{{"type", "chart"}, {"kind", "bars"}, {"title", "NCCL time per rank by operation"}, {"stacked", true},
-                       {"unit", "ms"}, {"categories", cats}, {"series", std::move(series)}},
+    t.add_note(
+        "message bytes unknown: the trace does not record the size of these collectives (the collector "
+        "decodes it from NCCL's NVTX payloads, NCCL 2.18+), so no bandwidth is given for them.");
+  t.add_note(
+      "algorithm GB/s: message bytes / kernel time (NCCL's algbw); bus GB/s: NCCL's bus bandwidth (nccl-tests "
+      "factors; n = communicator size, else WORLD_SIZE; empty when unknown); time is GPU time of the collective "
+      "kernels.");
+  return Json::array({{{"type", "chart"},
+                       {"kind", "bars"},
+                       {"title", "NCCL time per rank by operation"},
+                       {"stacked", true},
+                       {"unit", "ms"},
+                       {"categories", cats},
+                       {"series", std::move(series)}},
                       table_block(t)});
 }
 
@@ -515,34 +562,45 @@ Json RunDrawing::counter_blocks(const std::vector<analyze::RankAnalysis>& ranks,
   for (size_t ri = 0; ri < ranks.size(); ++ri) {
     const Rank& r = ranks_[slot_of[ri]];
     for (const auto& [key, s] : r.counters) {
-      const std::string name = ranks.size() > 1 || r.devices > 1 ? fmt::format("{} gpu {}", rank_label(ranks[ri]), key.second)
-                                                                  : fmt::format("gpu {}", key.second);
+      const std::string name = ranks.size() > 1 || r.devices > 1
+                                   ? fmt::format("{} gpu {}", rank_label(ranks[ri]), key.second)
+                                   : fmt::format("gpu {}", key.second);
       Json p = Json::array();
-      for (const auto& [unix_ns, value] : s.points) p.push_back({static_cast<double>(corrected(ri, unix_ns) - t0) / 1e9, value});
+      for (const auto& [unix_ns, value] : s.points)
+        p.push_back({static_cast<double>(corrected(ri, unix_ns) - t0) / 1e9, value});
       total += s.read;
       kept += s.points.size();
       series[{key.first, name}] = std::move(p);
     }
   }
-  if (series.empty()) return Json::array({paragraph("No GPU counters in these traces (NVML sampling was off or unavailable).", "skipped")});
+  if (series.empty())
+    return Json::array(
+        {paragraph("No GPU counters in these traces (NVML sampling was off or unavailable).", "skipped")});
   Json blocks = Json::array();
   std::map<trace::CounterMetric, Json> charts;
   for (auto& [key, p] : series) {
     auto& chart = charts[key.first];
     if (chart.is_null())
-      chart = {{"type", "chart"}, {"kind", "xy"}, {"title", fmt::format("GPU counter: {}", trace::to_string(key.first))},
-               {"x", {{"name", "time (s)"}}}, {"y", {{"name", std::string(trace::to_string(key.first))}}},
+      chart = {{"type", "chart"},
+               {"kind", "xy"},
+               {"title", fmt::format("GPU counter: {}", trace::to_string(key.first))},
+               {"x", {{"name", "time (s)"}}},
+               {"y", {{"name", std::string(trace::to_string(key.first))}}},
                {"series", Json::array()}};
     chart["series"].push_back({{"name", key.second}, {"style", "line-only"}, {"points", std::move(p)}});
   }
   for (auto& [metric, chart] : charts) blocks.push_back(std::move(chart));
   if (kept < total)
-    blocks.push_back(paragraph(fmt::format("Counters decimated for drawing: {} of {} samples kept (each interval keeps its "
-                                           "minimum and maximum).", kept, total), "note"));
+    blocks.push_back(
+        paragraph(fmt::format("Counters decimated for drawing: {} of {} samples kept (each interval keeps its "
+                              "minimum and maximum).",
+                              kept, total),
+                  "note"));
   return blocks;
 }
 
-Json RunDrawing::problem_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of) const {
+Json RunDrawing::problem_blocks(const std::vector<analyze::RankAnalysis>& ranks,
+                                const std::vector<size_t>& slot_of) const {
   Json blocks = Json::array();
   for (size_t ri = 0; ri < ranks.size(); ++ri) {
     std::vector<std::string> parts;
@@ -552,8 +610,8 @@ Json RunDrawing::problem_blocks(const std::vector<analyze::RankAnalysis>& ranks,
       loss = loss || trace::severity_of(problem) == trace::Severity::kDataLoss;
     }
     if (!parts.empty())
-      blocks.push_back(paragraph(fmt::format("{}{}: {}", rank_label(ranks[ri]), loss ? " (data loss)" : "",
-                                             fmt::join(parts, ", ")), "note"));
+      blocks.push_back(paragraph(
+          fmt::format("{}{}: {}", rank_label(ranks[ri]), loss ? " (data loss)" : "", fmt::join(parts, ", ")), "note"));
   }
   return blocks;
 }
@@ -602,8 +660,12 @@ Json kernel_blocks(const std::vector<analyze::RankAnalysis>& ranks, int top) {
     }
   }
   t.add_note("share: of the time of the kernels kept per rank (the top kernels of each rank).");
-  return Json::array({{{"type", "chart"}, {"kind", "bars"}, {"title", "Top kernels by total time"}, {"horizontal", true},
-                       {"unit", "ms"}, {"categories", cats},
+  return Json::array({{{"type", "chart"},
+                       {"kind", "bars"},
+                       {"title", "Top kernels by total time"},
+                       {"horizontal", true},
+                       {"unit", "ms"},
+                       {"categories", cats},
                        {"series", Json::array({{{"name", "total time"}, {"values", values}}})}},
                       table_block(t, {0})});
 }
@@ -620,16 +682,18 @@ Json copy_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
     memset_count += r.copies.memset_count;
     memset_ns += r.copies.memset_ns;
     for (const auto& g : r.copies.groups) {
-      auto& s = sums[fmt::format("{} {} -> {}", trace::to_string(g.kind), trace::to_string(g.src_kind), trace::to_string(g.dst_kind))];
+      auto& s = sums[fmt::format("{} {} -> {}", trace::to_string(g.kind), trace::to_string(g.src_kind),
+                                 trace::to_string(g.dst_kind))];
       s.count += g.count;
       s.time_ns += g.time_ns;
       s.bytes += g.bytes;
       s.sync_count += g.sync_count;
     }
   }
-  if (sums.empty() && memset_count == 0) return Json::array({paragraph("No memory copies or sets in these traces.", "skipped")});
-  Table t("Copies by kind and memory kind (all ranks)", {Column("copy"), Column("count"), Column("bytes"), Column("time ms"),
-                                                         Column("GB/s", 2), Column("synchronous")});
+  if (sums.empty() && memset_count == 0)
+    return Json::array({paragraph("No memory copies or sets in these traces.", "skipped")});
+  Table t("Copies by kind and memory kind (all ranks)", {Column("copy"), Column("count"), Column("bytes"),
+                                                         Column("time ms"), Column("GB/s", 2), Column("synchronous")});
   Json cats = Json::array(), values = Json::array();
   for (const auto& [name, s] : sums) {
     t.add_row({name, s.count, static_cast<int64_t>(s.bytes), ms(s.time_ns),
@@ -638,27 +702,34 @@ Json copy_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
     values.push_back(ms(s.time_ns));
   }
   if (memset_count) {
-    t.add_row({std::string("memset"), memset_count, std::monostate{}, ms(memset_ns), std::monostate{}, std::monostate{}});
+    t.add_row(
+        {std::string("memset"), memset_count, std::monostate{}, ms(memset_ns), std::monostate{}, std::monostate{}});
     cats.push_back("memset");
     values.push_back(ms(memset_ns));
   }
-  return Json::array({{{"type", "chart"}, {"kind", "bars"}, {"title", "Copy time by kind"}, {"horizontal", true}, {"unit", "ms"},
-                       {"categories", cats}, {"series", Json::array({{{"name", "time"}, {"values", values}}})}},
+  return Json::array({{{"type", "chart"},
+                       {"kind", "bars"},
+                       {"title", "Copy time by kind"},
+                       {"horizontal", true},
+                       {"unit", "ms"},
+                       {"categories", cats},
+                       {"series", Json::array({{{"name", "time"}, {"values", values}}})}},
                       table_block(t)});
 }
 
 Json straggler_blocks(const analyze::StragglerStats& s) {
   if (!s.availability.available) return Json::array({paragraph("Stragglers: " + s.availability.reason, "skipped")});
-  Table t("Lateness at collectives per rank", {Column("rank"), Column("total late ms"), Column("max late ms"),
-                                               Column("late per iteration ms"), Column("times last"),
-                                               Column("steady late per iteration ms"), Column("steady times last")});
+  Table t("Lateness at collectives per rank",
+          {Column("rank"), Column("total late ms"), Column("max late ms"), Column("late per iteration ms"),
+           Column("times last"), Column("steady late per iteration ms"), Column("steady times last")});
   for (const auto& r : s.ranks)
     t.add_row({int64_t{r.rank}, ms(r.total_late_ns), ms(r.max_late_ns), ms(r.late_per_iteration_ns), r.times_last,
                ms(r.steady_late_per_iteration_ns), r.steady_times_last});
-  t.add_note(fmt::format("{} collectives matched across ranks ({} in steady iterations, {} unmatched); summed wait {}; "
-                         "ranked by lateness in the {}.",
-                         s.matched_collectives, s.steady_matched_collectives, s.unmatched_collectives,
-                         format_duration_ns(static_cast<double>(s.total_wait_ns)), s.ranked_by));
+  t.add_note(
+      fmt::format("{} collectives matched across ranks ({} in steady iterations, {} unmatched); summed wait {}; "
+                  "ranked by lateness in the {}.",
+                  s.matched_collectives, s.steady_matched_collectives, s.unmatched_collectives,
+                  format_duration_ns(static_cast<double>(s.total_wait_ns)), s.ranked_by));
   return Json::array({table_block(t)});
 }
 
@@ -682,15 +753,26 @@ Json node_blocks(const analyze::RunAnalysis& run) {
       late.push_back(ms(static_cast<double>(x.late_ns)));
     }
     const bool horizontal = categories.size() > 8;
-    blocks.push_back({{"type", "chart"}, {"kind", "bars"}, {"title", "Per-node breakdown (mean over each node's ranks)"},
-                      {"stacked", true}, {"horizontal", horizontal}, {"unit", "ms"}, {"categories", categories},
-                      {"series", Json::array({{{"name", "compute"}, {"values", compute}, {"colour", "#2f6fde"}},
-                                              {{"name", "exposed communication"}, {"values", comm}, {"colour", "#e08a00"}},
-                                              {{"name", "copies and sets"}, {"values", copies}, {"colour", "#2e9d58"}},
-                                              {{"name", "idle"}, {"values", idle}, {"colour", "#b0bec5"}}})}});
-    blocks.push_back({{"type", "chart"}, {"kind", "bars"}, {"title", "Lateness at collectives per node (summed over its ranks)"},
-                      {"horizontal", horizontal}, {"unit", "ms"}, {"categories", std::move(categories)},
-                      {"series", Json::array({{{"name", "late"}, {"values", std::move(late)}, {"colour", "#c62828"}}})}});
+    blocks.push_back(
+        {{"type", "chart"},
+         {"kind", "bars"},
+         {"title", "Per-node breakdown (mean over each node's ranks)"},
+         {"stacked", true},
+         {"horizontal", horizontal},
+         {"unit", "ms"},
+         {"categories", categories},
+         {"series", Json::array({{{"name", "compute"}, {"values", compute}, {"colour", "#2f6fde"}},
+                                 {{"name", "exposed communication"}, {"values", comm}, {"colour", "#e08a00"}},
+                                 {{"name", "copies and sets"}, {"values", copies}, {"colour", "#2e9d58"}},
+                                 {{"name", "idle"}, {"values", idle}, {"colour", "#b0bec5"}}})}});
+    blocks.push_back(
+        {{"type", "chart"},
+         {"kind", "bars"},
+         {"title", "Lateness at collectives per node (summed over its ranks)"},
+         {"horizontal", horizontal},
+         {"unit", "ms"},
+         {"categories", std::move(categories)},
+         {"series", Json::array({{{"name", "late"}, {"values", std::move(late)}, {"colour", "#c62828"}}})}});
     if (!n.slowest_node.empty())
       blocks.push_back(paragraph(fmt::format("Slowest node: {} (by {}).", n.slowest_node, n.slowest_node_by)));
   } else if (!n.availability.reason.empty()) {
@@ -740,7 +822,8 @@ analyze::Options run_options(const Document& doc) {
 // run.ranks[i]; clocks: the estimate that moves the drawing's counters onto
 // one clock (null when the events are already on one).
 void add_analysed_run(Document& doc, const std::string& label, const RunDrawing& drawing,
-                      const std::vector<size_t>& slot_of, const trace::ClockAlignment* clocks, analyze::RunAnalysis run);
+                      const std::vector<size_t>& slot_of, const trace::ClockAlignment* clocks,
+                      analyze::RunAnalysis run);
 
 }  // namespace
 
@@ -771,8 +854,9 @@ void add_run_path_sections(Document& doc, const std::string& label, const std::f
   // prints, and takes what it draws from each rank as the pipeline passes it.
   RunDrawing drawing(options.classifier, doc.options.max_counter_points);
   analyze::RunAnalysis run = analyze::analyze_path(
-      path, options, 0, {},
-      [&](size_t input_index, const trace::Trace& t, const analyze::RankAnalysis& r) { drawing.add_rank(input_index, t, r); });
+      path, options, 0, {}, [&](size_t input_index, const trace::Trace& t, const analyze::RankAnalysis& r) {
+        drawing.add_rank(input_index, t, r);
+      });
   if (run.ranks.empty()) fail("{}: no traces in this run", label);
   std::vector<size_t> slot_of;
   for (const auto& r : run.ranks) slot_of.push_back(r.input_index);
@@ -784,7 +868,8 @@ void add_run_path_sections(Document& doc, const std::string& label, const std::f
 namespace {
 
 void add_analysed_run(Document& doc, const std::string& label, const RunDrawing& drawing,
-                      const std::vector<size_t>& slot_of, const trace::ClockAlignment* clocks, analyze::RunAnalysis run) {
+                      const std::vector<size_t>& slot_of, const trace::ClockAlignment* clocks,
+                      analyze::RunAnalysis run) {
   const std::vector<analyze::RankAnalysis>& ranks = run.ranks;
   Json blocks = Json::array();
   append(blocks, drawing.problem_blocks(ranks, slot_of));
@@ -801,13 +886,20 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   for (const auto& f : advise::advise(run)) {
     Json figures = Json::array();
     for (const auto& g : f.figures) figures.push_back({{"name", g.name}, {"value", g.value}, {"unit", g.unit}});
-    Json j = {{"id", f.id}, {"title", f.title}, {"severity", std::string(advise::to_string(f.severity))},
-              {"evidence", f.evidence}, {"figures", std::move(figures)}, {"ranks", f.ranks},
-              {"saving_fraction", f.saving_fraction}, {"saving_method", f.saving_method}, {"fix", f.fix},
+    Json j = {{"id", f.id},
+              {"title", f.title},
+              {"severity", std::string(advise::to_string(f.severity))},
+              {"evidence", f.evidence},
+              {"figures", std::move(figures)},
+              {"ranks", f.ranks},
+              {"saving_fraction", f.saving_fraction},
+              {"saving_method", f.saving_method},
+              {"fix", f.fix},
               {"source", label}};
     doc.findings.push_back(std::move(j));
     if (doc.finding_highlights < 6) {
-      doc.highlights.push_back(fmt::format("{}: {} (up to {:.1f}% of step time)", label, f.title, 100 * f.saving_fraction));
+      doc.highlights.push_back(
+          fmt::format("{}: {} (up to {:.1f}% of step time)", label, f.title, 100 * f.saving_fraction));
       ++doc.finding_highlights;
     }
   }
@@ -828,8 +920,8 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   Json nodes = node_blocks(run);
   if (!nodes.empty())
     doc.sections.push_back(section("Nodes: " + label,
-                                   fmt::format("{} hosts, {} ranks; clocks aligned from matched collectives", run.clocks.hosts.size(),
-                                               run.ranks.size()),
+                                   fmt::format("{} hosts, {} ranks; clocks aligned from matched collectives",
+                                               run.clocks.hosts.size(), run.ranks.size()),
                                    std::move(nodes)));
 }
 

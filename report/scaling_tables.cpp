@@ -38,13 +38,13 @@ Table scaling_main_table(const sweep::ScalingStudy& s) {
           : std::string("weak scaling: time per unit of work = value / N, a unit being one GPU's step");
   // Time columns keep 4 significant figures on the terminal (a 0.6 ms step
   // would show as 0.0006 with fixed decimals); CSV and JSON keep every digit.
-  Table main(fmt::format("Scaling of {} ({}; {})", s.metric, kind, s.seconds ? "seconds" : "units of the metric"),
-             std::vector<Column>{Column("config"), Column("gpus"), Column("n"), Column::significant("median", 4),
-                                 Column::significant("ci_low", 4), Column::significant("ci_high", 4),
-                                 Column("speedup"), Column("speedup_low"), Column("speedup_high"),
-                                 Column("efficiency"), Column("efficiency_low"), Column("efficiency_high"),
-                                 Column::significant("gpu_hours", 4), Column::significant("energy_j", 4),
-                                 Column::significant("cost", 4), Column("pareto")});
+  Table main(
+      fmt::format("Scaling of {} ({}; {})", s.metric, kind, s.seconds ? "seconds" : "units of the metric"),
+      std::vector<Column>{Column("config"), Column("gpus"), Column("n"), Column::significant("median", 4),
+                          Column::significant("ci_low", 4), Column::significant("ci_high", 4), Column("speedup"),
+                          Column("speedup_low"), Column("speedup_high"), Column("efficiency"), Column("efficiency_low"),
+                          Column("efficiency_high"), Column::significant("gpu_hours", 4),
+                          Column::significant("energy_j", 4), Column::significant("cost", 4), Column("pareto")});
   for (const auto& c : s.configs) {
     if (!c.table) {
       main.add_note(fmt::format("{}: {}; left out", c.label, c.left_out));
@@ -59,7 +59,8 @@ Table scaling_main_table(const sweep::ScalingStudy& s) {
   }
   for (const auto& n : s.work_notes) main.add_note(n);
   if (s.weak_asked && s.higher_is_better)
-    main.add_note(fmt::format("weak scaling: '{}' is a throughput, which already counts work; used as it is", s.metric));
+    main.add_note(
+        fmt::format("weak scaling: '{}' is a throughput, which already counts work; used as it is", s.metric));
   main.add_note("CI: " + s.ci_method);
   main.add_note("speedup S = T(ref)/T(N); efficiency E' = (N_ref*T_ref)/(N*T_N); GPU-hours = N*T/3600");
   if (s.weak)
@@ -82,9 +83,9 @@ Table scaling_break_even_table(const sweep::ScalingStudy& s) {
     std::vector<int> front;
     for (const auto& r : t.rows)
       if (r.pareto) front.push_back(r.gpus);
-    breakeven.add_row({c.label, "(b) knee of time vs GPU-hours Pareto front", opt_int(t.break_even.by_knee),
-                       fmt::format("front: N = {}{}", fmt::join(front, ", "),
-                                   t.break_even.by_knee ? "" : "; no knee (see notes)")});
+    breakeven.add_row(
+        {c.label, "(b) knee of time vs GPU-hours Pareto front", opt_int(t.break_even.by_knee),
+         fmt::format("front: N = {}{}", fmt::join(front, ", "), t.break_even.by_knee ? "" : "; no knee (see notes)")});
     for (const auto& n : t.break_even.notes) breakeven.add_note(c.label + ": " + n);
   }
   if (!s.knee_method.empty()) breakeven.add_note("rule (b): " + s.knee_method);
@@ -100,22 +101,23 @@ Table scaling_comparison_table(const sweep::ScalingStudy& s) {
   for (const auto& x : s.comparisons) {
     const auto& c = x.result;
     cmp.add_row({x.key, x.a, x.b, x.others, int64_t{x.gpus}, static_cast<int64_t>(c.n_a), static_cast<int64_t>(c.n_b),
-                 c.median_a, c.median_b, c.ratio, num(c.ratio_low), num(c.ratio_high), num(c.welch_p),
-                 c.mann_whitney_p, std::isfinite(c.welch_p) ? Cell(c.differs) : Cell()});  // empty: fewer than 2 runs a side
+                 c.median_a, c.median_b, c.ratio, num(c.ratio_low), num(c.ratio_high), num(c.welch_p), c.mann_whitney_p,
+                 std::isfinite(c.welch_p) ? Cell(c.differs) : Cell()});  // empty: fewer than 2 runs a side
   }
-  cmp.add_note(fmt::format("test: Welch's t-test on log times (decides 'differs' at alpha {}; empty with fewer than 2 "
-                           "runs a side); ratio_b_a = median time b / a with the CI of the ratio of geometric means; "
-                           "Mann-Whitney U p-value (exact without ties) as a distribution-free check",
-                           s.alpha));
+  cmp.add_note(
+      fmt::format("test: Welch's t-test on log times (decides 'differs' at alpha {}; empty with fewer than 2 "
+                  "runs a side); ratio_b_a = median time b / a with the CI of the ratio of geometric means; "
+                  "Mann-Whitney U p-value (exact without ties) as a distribution-free check",
+                  s.alpha));
   return cmp;
 }
 
 Table scaling_prediction_table(const sweep::ScalingStudy& s) {
-  Table predictions("Prediction", std::vector<Column>{Column("config"), Column("model"), Column("gpus"),
-                                                      Column::significant("time", 4), Column::significant("low", 4),
-                                                      Column::significant("high", 4), Column("efficiency"),
-                                                      Column("loo_mean_rel_err"), Column("loo_max_rel_err"),
-                                                      Column("fit")});
+  Table predictions(
+      "Prediction",
+      std::vector<Column>{Column("config"), Column("model"), Column("gpus"), Column::significant("time", 4),
+                          Column::significant("low", 4), Column::significant("high", 4), Column("efficiency"),
+                          Column("loo_mean_rel_err"), Column("loo_max_rel_err"), Column("fit")});
   for (const auto& c : s.configs) {
     if (!c.not_predicted.empty()) {
       predictions.add_row({c.label, std::string("-"), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(),
@@ -131,17 +133,19 @@ Table scaling_prediction_table(const sweep::ScalingStudy& s) {
       }
       for (size_t i = 0; i < f.predictions.size(); ++i) {
         const auto& p = f.predictions[i];
-        predictions.add_row({c.label, std::string(f.ok ? scaling::model_name(m.kind) : "bounds only"),
-                             int64_t{p.gpus}, num(p.time), num(p.low), num(p.high), num(m.efficiency[i]),
-                             num(f.loo_mean_abs_rel_error), num(f.loo_max_abs_rel_error), f.ok ? f.formula : f.note});
+        predictions.add_row({c.label, std::string(f.ok ? scaling::model_name(m.kind) : "bounds only"), int64_t{p.gpus},
+                             num(p.time), num(p.low), num(p.high), num(m.efficiency[i]), num(f.loo_mean_abs_rel_error),
+                             num(f.loo_max_abs_rel_error), f.ok ? f.formula : f.note});
       }
-      if (f.ok && !f.note.empty()) predictions.add_note(fmt::format("{} {}: {}", c.label, scaling::model_name(m.kind), f.note));
+      if (f.ok && !f.note.empty())
+        predictions.add_note(fmt::format("{} {}: {}", c.label, scaling::model_name(m.kind), f.note));
     }
   }
   for (const auto& a : s.assumptions) predictions.add_note("assumption: " + a);
-  predictions.add_note("low/high: 80% prediction interval, exp(+-z sd) with sd = sqrt(residual_sd^2 + (tau d)^2): "
-                       "the fit's log residuals and each model's extrapolation spread per doubling on the MLPerf "
-                       "v4.1 curves (docs/scaling.md, \"Prediction\"); one measured size gives bounds only");
+  predictions.add_note(
+      "low/high: 80% prediction interval, exp(+-z sd) with sd = sqrt(residual_sd^2 + (tau d)^2): "
+      "the fit's log residuals and each model's extrapolation spread per doubling on the MLPerf "
+      "v4.1 curves (docs/scaling.md, \"Prediction\"); one measured size gives bounds only");
   return predictions;
 }
 

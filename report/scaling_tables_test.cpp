@@ -72,7 +72,7 @@ TEST(ScalingReport, TablesFromAStoredSweep) {
   EXPECT_EQ(i(main.rows()[0][1]), 1);
   EXPECT_EQ(i(main.rows()[0][2]), 3);
   EXPECT_NEAR(d(main.rows()[0][3]), 110, 1e-9);
-  EXPECT_NEAR(d(main.rows()[2][6]), 110.0 / 35, 1e-9);       // speedup at 4 GPUs
+  EXPECT_NEAR(d(main.rows()[2][6]), 110.0 / 35, 1e-9);        // speedup at 4 GPUs
   EXPECT_NEAR(d(main.rows()[2][9]), 110.0 / (4 * 35), 1e-9);  // E' at 4 GPUs = 0.786
   EXPECT_NEAR(d(main.rows()[2][12]), 4 * 35.0 / 3600, 1e-12);
   const auto& be = find(tables, "Break-even");
@@ -167,21 +167,25 @@ StoredSweep iteration_sweep(std::optional<std::pair<double, double>> compute_per
       r.rep = rep;
       r.status = RunStatus::kOk;
       r.metrics["iteration_s"] = (n == 1 ? 0.073 : 0.085) * (1 + 0.01 * (rep - 1));
-      if (compute_per_iter) r.metrics["compute_s_per_iter"] = n == 1 ? compute_per_iter->first : compute_per_iter->second;
+      if (compute_per_iter)
+        r.metrics["compute_s_per_iter"] = n == 1 ? compute_per_iter->first : compute_per_iter->second;
       s.runs.push_back(r);
     }
   s.planned_runs = index;
   return s;
 }
 
-std::string notes_of(const report::Table& t) { return nlohmann::json::parse(t.to_json()).value("notes", nlohmann::json::array()).dump(); }
+std::string notes_of(const report::Table& t) {
+  return nlohmann::json::parse(t.to_json()).value("notes", nlohmann::json::array()).dump();
+}
 
 TEST(ScalingReportWeak, IterationTimeOfWeakScalingIsFlaggedFromTheTraces) {
   const auto tables = scaling_report(iteration_sweep(std::make_pair(0.050, 0.051)), {});
   const auto& main = find(tables, "Scaling of iteration_s (time;");
   ASSERT_EQ(main.rows().size(), 2u);
   EXPECT_NEAR(d(main.rows()[1][9]), 0.073 / (2 * 0.085), 1e-9);  // E' on step time, as asked
-  EXPECT_THAT(notes_of(main), HasSubstr("WARNING: weak scaling (one GPU's compute per iteration in the traces: 1.02x at N=2"));
+  EXPECT_THAT(notes_of(main),
+              HasSubstr("WARNING: weak scaling (one GPU's compute per iteration in the traces: 1.02x at N=2"));
   EXPECT_THAT(notes_of(main), HasSubstr("understate scaling by N/N_ref"));
 }
 
@@ -191,8 +195,8 @@ TEST(ScalingReportWeak, WeakTurnsStepTimesIntoTimePerUnitOfWork) {
   o.predict = {4};
   auto tables = scaling_report(iteration_sweep(std::make_pair(0.050, 0.051)), o);
   const auto& main = find(tables, "Scaling of iteration_s (weak scaling: time per unit of work");
-  EXPECT_NEAR(d(main.rows()[1][3]), 0.085 / 2, 1e-12);        // median: step time / N
-  EXPECT_NEAR(d(main.rows()[1][9]), 0.073 / 0.085, 1e-9);     // E' = T_step(1) / T_step(2) = 0.86
+  EXPECT_NEAR(d(main.rows()[1][3]), 0.085 / 2, 1e-12);         // median: step time / N
+  EXPECT_NEAR(d(main.rows()[1][9]), 0.073 / 0.085, 1e-9);      // E' = T_step(1) / T_step(2) = 0.86
   EXPECT_NEAR(d(main.rows()[1][6]), 2 * 0.073 / 0.085, 1e-9);  // S
   EXPECT_THAT(notes_of(main), Not(HasSubstr("WARNING")));
   EXPECT_THAT(s(find(tables, "Prediction").rows()[0][9]), HasSubstr("not fitted: the models assume strong scaling"));
@@ -234,7 +238,8 @@ TEST(ScalingReportWeak, StrongScalingInTheTracesOrUnknown) {
   const auto tables = scaling_report(make_sweep(true), o);
   const auto& tp = find(tables, "Scaling of regex (higher is better");
   EXPECT_THAT(notes_of(tp), HasSubstr("is a throughput, which already counts work"));
-  EXPECT_NEAR(d(tp.rows()[1][9]), d(find(scaling_report(make_sweep(true), {}), "Scaling of regex").rows()[1][9]), 1e-12);
+  EXPECT_NEAR(d(tp.rows()[1][9]), d(find(scaling_report(make_sweep(true), {}), "Scaling of regex").rows()[1][9]),
+              1e-12);
 }
 
 TEST(ScalingReportWeak, TerminalKeepsFourSignificantFiguresForFastMetrics) {
@@ -246,7 +251,7 @@ TEST(ScalingReportWeak, TerminalKeepsFourSignificantFiguresForFastMetrics) {
   report::print_tables(csv, tables, report::OutputFormat::kCsv);
   EXPECT_THAT(term.str(), HasSubstr("0.0007300"));  // not 0.0007
   EXPECT_THAT(term.str(), HasSubstr("0.0008500"));
-  EXPECT_THAT(csv.str(), HasSubstr("0.00073,"));    // CSV keeps the value as it is
+  EXPECT_THAT(csv.str(), HasSubstr("0.00073,"));  // CSV keeps the value as it is
 }
 
 // Golden CSV of the whole report (all tables) for a fixed stored sweep:
@@ -287,8 +292,7 @@ TEST(ScalingReport, GoldenCsv) {
     const double a = std::strtod(got[k].c_str(), &e1), b = std::strtod(want[k].c_str(), &e2);
     if (!got[k].empty() && *e1 == '\0' && !want[k].empty() && *e2 == '\0')
       EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::abs(b))) << "field " << k;
-    else
-      EXPECT_EQ(got[k], want[k]) << "field " << k;
+    else EXPECT_EQ(got[k], want[k]) << "field " << k;
   }
 }
 

@@ -112,9 +112,9 @@ std::vector<fs::path> add_study_sections(Document& doc, const fs::path& dir, con
       "of each change against the reference configuration at each GPU count.",
       label, dbs.size(), files.empty() ? "" : " (", files, files.empty() ? "" : ")")));
   if (!run.empty())
-    blocks.push_back(paragraph(fmt::format("Trace shown: {} (of {} run director{} in the folder).",
-                                                   fs::relative(run, dir, ec).string(), runs.size(),
-                                                   runs.size() == 1 ? "y" : "ies")));
+    blocks.push_back(
+        paragraph(fmt::format("Trace shown: {} (of {} run director{} in the folder).",
+                              fs::relative(run, dir, ec).string(), runs.size(), runs.size() == 1 ? "y" : "ies")));
   // env.txt: the machine and software the study ran on, as recorded there.
   if (fs::is_regular_file(dir / "env.txt", ec)) {
     std::FILE* f = std::fopen((dir / "env.txt").c_str(), "rb");
@@ -127,8 +127,8 @@ std::vector<fs::path> add_study_sections(Document& doc, const fs::path& dir, con
       blocks.push_back({{"type", "pre"}, {"title", "Environment (env.txt)"}, {"text", strip_ansi(text)}});
     }
   }
-  doc.sections.push_back(section(label, "Measured results, not generated: the files as the study wrote them.",
-                                         std::move(blocks)));
+  doc.sections.push_back(
+      section(label, "Measured results, not generated: the files as the study wrote them.", std::move(blocks)));
   std::vector<fs::path> used;
   for (const auto& db : dbs) {
     doc.inputs.push_back({{"path", db.string()}, {"kind", to_string(InputKind::kSweepDatabase)}});

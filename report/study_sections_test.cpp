@@ -40,8 +40,15 @@ void fake_sweep(const fs::path& db, const std::vector<sweep::Variable>& vary, co
   spec.repeat = 3;
   spec.vary = vary;
   spec.metric = sweep::MetricSpec::parse("regex:epoch_time_s=([0-9.eE+-]+)");
-  spec.command = {"awk", "-v", "v={" + key + "}", "-v", "g={gpus}", "-v", "r={rep}",
-                  "BEGIN {{ " + awk_times + " printf \"scalescope_result epoch_time_s=%.5f\\n\", t[v] / g^0.9 * (1 + 0.01 * r) }}"};
+  spec.command = {
+      "awk",
+      "-v",
+      "v={" + key + "}",
+      "-v",
+      "g={gpus}",
+      "-v",
+      "r={rep}",
+      "BEGIN {{ " + awk_times + " printf \"scalescope_result epoch_time_s=%.5f\\n\", t[v] / g^0.9 * (1 + 0.01 * r) }}"};
   // Every varied key must appear in the template (the sweep checks it).
   for (const auto& v : vary) spec.command.insert(spec.command.begin() + 1, {"-v", "_" + v.key + "={" + v.key + "}"});
   sweep::run_sweep(spec, db, {});
@@ -56,9 +63,10 @@ class StudySectionsTest : public ::testing::Test {
     fs::create_directories(*dir_ / "image-base" / "traces" / "0001-g1-arm_base-variant_ref-r0.ssrun");
     const std::string image_times =
         "t[\"ref\"]=10; t[\"fp64\"]=25; t[\"precision\"]=5; t[\"pin\"]=8.5; t[\"layout\"]=10; t[\"loader\"]=7;";
-    fake_sweep(*dir_ / "image-base.db",
-               {sweep::Variable::parse("arm=base"), sweep::Variable::parse("variant=ref,fp64,precision,pin,layout,loader")},
-               "variant", image_times);
+    fake_sweep(
+        *dir_ / "image-base.db",
+        {sweep::Variable::parse("arm=base"), sweep::Variable::parse("variant=ref,fp64,precision,pin,layout,loader")},
+        "variant", image_times);
     fake_sweep(*dir_ / "llm.db", {sweep::Variable::parse("method=lora,dpo,qlora,qat")}, "method",
                "t[\"lora\"]=3; t[\"dpo\"]=4.5; t[\"qlora\"]=5; t[\"qat\"]=6;");
     for (int r = 0; r < 2; ++r) {
@@ -263,7 +271,8 @@ void expect_page_equals_scaling(const fs::path& db, const ReportOptions& report_
       if (row["config"] == label) cli_rows.push_back(row);
     ASSERT_EQ(cli_rows.size(), page["rows"].size()) << label;
     for (size_t i = 0; i < cli_rows.size(); ++i) {
-      const Json& p = page["rows"][i];  // GPUs, runs, median s, CI low, CI high, speedup, E', E' low, E' high, GPU-hours
+      const Json& p =
+          page["rows"][i];  // GPUs, runs, median s, CI low, CI high, speedup, E', E' low, E' high, GPU-hours
       const Json& c = cli_rows[i];
       const std::string what = label + " row " + std::to_string(i);
       EXPECT_EQ(p[0].get<int>(), c["gpus"].get<int>()) << what;
@@ -287,12 +296,9 @@ void expect_page_equals_scaling(const fs::path& db, const ReportOptions& report_
     for (size_t k = 0; k < cli_cmp["columns"].size(); ++k) {
       const Json& p = page_cmp[0]["rows"][i][k];
       const Json& c = cli_cmp["rows"][i][cli_cmp["columns"][k].get<std::string>()];
-      if (c.is_number())
-        expect_same(number(p), number(c), "comparison " + std::to_string(i));
-      else if (c.is_boolean())
-        EXPECT_EQ(p, c.get<bool>() ? "yes" : "no");
-      else
-        EXPECT_EQ(p, c) << "comparison " << i << " column " << k;
+      if (c.is_number()) expect_same(number(p), number(c), "comparison " + std::to_string(i));
+      else if (c.is_boolean()) EXPECT_EQ(p, c.get<bool>() ? "yes" : "no");
+      else EXPECT_EQ(p, c) << "comparison " << i << " column " << k;
     }
 }
 

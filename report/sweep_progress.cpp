@@ -32,9 +32,9 @@ struct Printer {
   std::chrono::steady_clock::time_point last_draw{};
 
   void draw_running(const sweep::SweepEvent& e, const std::string& label) {
-    fmt::print(out, "\r\033[K[{}] {}/{} runs, {} failed, elapsed {}  (running: g{}{}{} r{}, {})", bar_of(e.done, e.planned),
-               e.done, e.planned, e.failed, format_eta(e.sweep_elapsed_s), e.gpus, label.empty() ? "" : " ", label,
-               e.rep, format_eta(e.run_elapsed_s));
+    fmt::print(out, "\r\033[K[{}] {}/{} runs, {} failed, elapsed {}  (running: g{}{}{} r{}, {})",
+               bar_of(e.done, e.planned), e.done, e.planned, e.failed, format_eta(e.sweep_elapsed_s), e.gpus,
+               label.empty() ? "" : " ", label, e.rep, format_eta(e.run_elapsed_s));
   }
 
   void operator()(const sweep::SweepEvent& e) {
@@ -46,8 +46,7 @@ struct Printer {
         break;
       case Kind::kRunStarted:
         last_draw = std::chrono::steady_clock::now();
-        if (bar)
-          draw_running(e, label);
+        if (bar) draw_running(e, label);
         else
           fmt::print(out, "run {}/{} gpus={}{}{} rep={}: running (elapsed {})\n", e.done + 1, e.planned, e.gpus,
                      label.empty() ? "" : " ", label, e.rep, format_eta(e.sweep_elapsed_s));

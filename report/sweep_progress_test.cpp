@@ -44,16 +44,16 @@ TEST(SweepProgress, OneLinePerRunInLogs) {
   finished.wall_s = 12.5;
   finished.metric = 12.5;
   finished.note = "exit 0";
-  const std::string text = drawn(false, {event(Kind::kRunStarted, 2, "pin=1"), event(Kind::kRunning, 2, "pin=1"), finished,
-                                        event(Kind::kSweepEnded, 3, "")});
+  const std::string text = drawn(false, {event(Kind::kRunStarted, 2, "pin=1"), event(Kind::kRunning, 2, "pin=1"),
+                                         finished, event(Kind::kSweepEnded, 3, "")});
   EXPECT_EQ(text,
             "run 3/4 gpus=2 pin=1 rep=1: running (elapsed 1m15s)\n"
             "run 3/4 gpus=2 pin=1 rep=1: ok in 12.50 s, wall_s=12.5; exit 0 (elapsed 1m15s, ETA 1h02m)\n");
 }
 
 TEST(SweepProgress, BarRedrawsOneLineAndEndsIt) {
-  const std::string text = drawn(true, {event(Kind::kRunStarted, 0, ""), event(Kind::kRunFinished, 1, ""),
-                                       event(Kind::kSweepEnded, 1, "")});
+  const std::string text =
+      drawn(true, {event(Kind::kRunStarted, 0, ""), event(Kind::kRunFinished, 1, ""), event(Kind::kSweepEnded, 1, "")});
   EXPECT_THAT(text, HasSubstr("\r\033[K[#######.......................] 1/4 runs"));
   EXPECT_EQ(text.back(), '\n');
 }

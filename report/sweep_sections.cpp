@@ -45,17 +45,25 @@ void add_effects(Document& doc, const sweep::ScalingStudy& study, const std::str
     const bool tested = std::isfinite(c.welch_p);  // fewer than 2 runs a side: no test
     const bool yes = tested && c.differs;
     const bool interval = std::isfinite(c.ratio_low) && std::isfinite(c.ratio_high);
-    points.push_back({{"value", c.ratio}, {"low", num(c.ratio_low)}, {"high", num(c.ratio_high)},
-                      {"state", !tested ? "untested" : !yes ? "same" : c.ratio > 1 ? "slower" : "faster"}});
+    points.push_back({{"value", c.ratio},
+                      {"low", num(c.ratio_low)},
+                      {"high", num(c.ratio_high)},
+                      {"state", !tested       ? "untested"
+                                : !yes        ? "same"
+                                : c.ratio > 1 ? "slower"
+                                              : "faster"}});
     if (yes)
-      significant.push_back({c.ratio, c.ratio_low, c.ratio_high,
-                             fmt::format("{}: {}: time x{:.2f}{}", name, label, c.ratio,
-                                         interval ? fmt::format(" (95% CI {:.2f}-{:.2f})", c.ratio_low, c.ratio_high)
-                                                  : std::string())});
+      significant.push_back(
+          {c.ratio, c.ratio_low, c.ratio_high,
+           fmt::format("{}: {}: time x{:.2f}{}", name, label, c.ratio,
+                       interval ? fmt::format(" (95% CI {:.2f}-{:.2f})", c.ratio_low, c.ratio_high) : std::string())});
   }
   if (!points.empty()) {
-    blocks.push_back({{"type", "chart"}, {"kind", "forest"}, {"title", "Effect of each change (time ratio, 95% CI)"},
-                      {"categories", std::move(categories)}, {"points", std::move(points)},
+    blocks.push_back({{"type", "chart"},
+                      {"kind", "forest"},
+                      {"title", "Effect of each change (time ratio, 95% CI)"},
+                      {"categories", std::move(categories)},
+                      {"points", std::move(points)},
                       {"x", {{"name", "median time of the change / median time of the reference (log scale)"}}},
                       {"tall", study.comparisons.size() > 8},
                       {"notes", Json::array({"Left of 1: the change makes a run faster; right: slower. Orange (slower) "
@@ -95,14 +103,15 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
   size_t ok = 0;
   for (const auto& g : study.runs) ok += g.with_metric;
   const std::string& metric = study.metric;
-  blocks.push_back(paragraph(fmt::format(
-      "{} runs planned, {} with a {} result, {} failed or without it. Metric: {}{}{}.", stored.planned_runs, ok, metric,
-      study.recorded_runs - ok, metric,
-      study.higher_is_better ? " (higher is better; drawn as time per unit = 1/x)" : "",
-      !study.weak ? ""
-      : study.samples_per_gpu_step
-          ? fmt::format("; weak scaling: times are seconds per sample (step time / (N x {:g}))", *study.samples_per_gpu_step)
-          : std::string("; weak scaling: times are per unit of work (step time / N)"))));
+  blocks.push_back(
+      paragraph(fmt::format("{} runs planned, {} with a {} result, {} failed or without it. Metric: {}{}{}.",
+                            stored.planned_runs, ok, metric, study.recorded_runs - ok, metric,
+                            study.higher_is_better ? " (higher is better; drawn as time per unit = 1/x)" : "",
+                            !study.weak ? ""
+                            : study.samples_per_gpu_step
+                                ? fmt::format("; weak scaling: times are seconds per sample (step time / (N x {:g}))",
+                                              *study.samples_per_gpu_step)
+                                : std::string("; weak scaling: times are per unit of work (step time / N)"))));
   for (const auto& n : study.work_notes) blocks.push_back(paragraph(n, "note"));
   Json time_series = Json::array(), eff_series = Json::array(), cost_series = Json::array();
   Json eff_marks = Json::array(), cost_marks = Json::array(), x_marks = Json::array();
@@ -120,7 +129,8 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
     ++configs_scaled;
     const scaling::ScalingTable& table = *config.table;
     const std::string colour = kPalette[palette_index++ % 6];
-    const auto& ref = *std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == table.ref_gpus; });
+    const auto& ref =
+        *std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == table.ref_gpus; });
     Json tp = Json::array(), te = Json::array(), ep = Json::array(), ee = Json::array(), ideal = Json::array();
     Json cp = Json::array(), front = Json::array();
     Table t(fmt::format("Scaling: {}", label),
@@ -131,41 +141,50 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
       tp.push_back({r.gpus, r.time.median});
       if (r.time.n >= 2) te.push_back({r.gpus, num(r.time.ci_low), num(r.time.ci_high)});
       ep.push_back({r.gpus, num(r.efficiency)});
-      if (std::isfinite(r.efficiency_low) && std::isfinite(r.efficiency_high)) ee.push_back({r.gpus, r.efficiency_low, r.efficiency_high});
+      if (std::isfinite(r.efficiency_low) && std::isfinite(r.efficiency_high))
+        ee.push_back({r.gpus, r.efficiency_low, r.efficiency_high});
       ideal.push_back({r.gpus, ref.time.median * ref.gpus / r.gpus});
       cp.push_back({r.gpu_hours, r.time.median});
       if (r.pareto) front.push_back({r.gpu_hours, r.time.median});
-      t.add_row({int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median, num(r.time.ci_low).is_null() ? Cell() : Cell(r.time.ci_low),
+      t.add_row({int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median,
+                 num(r.time.ci_low).is_null() ? Cell() : Cell(r.time.ci_low),
                  num(r.time.ci_high).is_null() ? Cell() : Cell(r.time.ci_high), r.speedup, r.efficiency,
                  std::isfinite(r.efficiency_low) ? Cell(r.efficiency_low) : Cell(),
                  std::isfinite(r.efficiency_high) ? Cell(r.efficiency_high) : Cell(),
                  study.seconds ? Cell(r.gpu_hours) : Cell(),  // as `scaling` shows them
-                 std::string(r.pareto ? "yes" : "")});  // the page's table: yes or blank
+                 std::string(r.pareto ? "yes" : "")});        // the page's table: yes or blank
     }
     t.add_note("CIs: " + table.ci_method);
     if (!study.seconds) t.add_note("The metric is not in seconds, so GPU-hours are not shown.");
     if (study.weak) t.add_note("Weak scaling: the times are per unit of work, so E' = T(ref)/T(N) per step.");
     const auto& be = table.break_even;
-    auto row_of = [&](int g) { return std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == g; }); };
+    auto row_of = [&](int g) {
+      return std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == g; });
+    };
     if (be.by_threshold) {
       const auto r = row_of(*be.by_threshold);
       eff_marks.push_back({{"x", r->gpus}, {"y", num(r->efficiency)}, {"label", fmt::format("E' rule: {}", r->gpus)}});
-      t.add_note(fmt::format("Break-even by the E' rule (largest N with E' >= {}): {} GPUs.", be.threshold, *be.by_threshold));
+      t.add_note(
+          fmt::format("Break-even by the E' rule (largest N with E' >= {}): {} GPUs.", be.threshold, *be.by_threshold));
       by_threshold[*be.by_threshold].push_back(label);
     }
     if (be.by_knee) {
       const auto r = row_of(*be.by_knee);
-      cost_marks.push_back({{"x", r->gpu_hours}, {"y", r->time.median}, {"label", fmt::format("knee: {} GPUs", r->gpus)}});
+      cost_marks.push_back(
+          {{"x", r->gpu_hours}, {"y", r->time.median}, {"label", fmt::format("knee: {} GPUs", r->gpus)}});
       t.add_note(fmt::format("Break-even by the Pareto knee ({}): {} GPUs.", be.knee_method, *be.by_knee));
       by_knee[*be.by_knee].push_back(label);
     }
     for (const auto& n : be.notes) t.add_note(n);
     const std::string prefix = study.configs.size() > 1 ? label + ": " : "";
-    time_series.push_back({{"name", prefix + "measured"}, {"style", "line"}, {"colour", colour}, {"points", tp}, {"errors", te}});
+    time_series.push_back(
+        {{"name", prefix + "measured"}, {"style", "line"}, {"colour", colour}, {"points", tp}, {"errors", te}});
     time_series.push_back({{"name", prefix + "ideal"}, {"style", "dashed"}, {"colour", "#9e9e9e"}, {"points", ideal}});
-    eff_series.push_back({{"name", prefix + "measured"}, {"style", "line"}, {"colour", colour}, {"points", ep}, {"errors", ee}});
+    eff_series.push_back(
+        {{"name", prefix + "measured"}, {"style", "line"}, {"colour", colour}, {"points", ep}, {"errors", ee}});
     cost_series.push_back({{"name", prefix + "runs"}, {"style", "points"}, {"colour", colour}, {"points", cp}});
-    cost_series.push_back({{"name", prefix + "Pareto front"}, {"style", "line"}, {"colour", colour}, {"points", front}});
+    cost_series.push_back(
+        {{"name", prefix + "Pareto front"}, {"style", "line"}, {"colour", colour}, {"points", front}});
     // Prediction beyond the measured counts: drawn dashed, from the measured
     // point on, and only where it may be trusted: one doubling past the
     // largest measured count, and only when leave-one-out says how far the fit
@@ -177,12 +196,15 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
     if (!config.not_predicted.empty()) {
       t.add_note("No prediction: " + config.not_predicted + ".");
     } else if (fit && fit->ok && !checked) {
-      t.add_note(fmt::format("Prediction not drawn: {} measured GPU count(s) are too few to check the fit by "
-                             "leave-one-out ({}).", fit->points, fit->formula));
+      t.add_note(
+          fmt::format("Prediction not drawn: {} measured GPU count(s) are too few to check the fit by "
+                      "leave-one-out ({}).",
+                      fit->points, fit->formula));
     } else if (checked && fit->loo_mean_abs_rel_error > kTrustedError) {
-      t.add_note(fmt::format("Prediction not drawn: the fit ({}) misses left-out points by {:.1f}% on average, more "
-                             "than the {:.0f}% it is trusted at.", fit->formula, 100 * fit->loo_mean_abs_rel_error,
-                             100 * kTrustedError));
+      t.add_note(
+          fmt::format("Prediction not drawn: the fit ({}) misses left-out points by {:.1f}% on average, more "
+                      "than the {:.0f}% it is trusted at.",
+                      fit->formula, 100 * fit->loo_mean_abs_rel_error, 100 * kTrustedError));
     } else if (checked && !fit->predictions.empty()) {
       Json pt = Json::array({{table.rows.back().gpus, table.rows.back().time.median}});
       Json pe = Json::array({{table.rows.back().gpus, num(table.rows.back().efficiency)}});
@@ -192,44 +214,64 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
       }
       time_series.push_back({{"name", prefix + "predicted"}, {"style", "dashed"}, {"colour", colour}, {"points", pt}});
       eff_series.push_back({{"name", prefix + "predicted"}, {"style", "dashed"}, {"colour", colour}, {"points", pe}});
-      t.add_note(fmt::format("Prediction ({}): {}; leave-one-out mean error {:.1f}%; drawn up to {} GPUs, one doubling "
-                             "past the largest measured count.", scaling::model_name(model->kind), fit->formula,
-                             100 * fit->loo_mean_abs_rel_error, largest * 2));
+      t.add_note(
+          fmt::format("Prediction ({}): {}; leave-one-out mean error {:.1f}%; drawn up to {} GPUs, one doubling "
+                      "past the largest measured count.",
+                      scaling::model_name(model->kind), fit->formula, 100 * fit->loo_mean_abs_rel_error, largest * 2));
     } else if (fit && !fit->note.empty()) {
       t.add_note("No prediction: " + fit->note);
     }
     tables.push_back(std::move(t));
   }
   if (!time_series.empty()) {
-    const std::string y_name = study.weak ? (study.samples_per_gpu_step ? "time per sample (s)" : "time per unit of work (s)")
+    const std::string y_name = study.weak
+                                   ? (study.samples_per_gpu_step ? "time per sample (s)" : "time per unit of work (s)")
                                : study.higher_is_better ? "time per unit = 1/" + metric
                                                         : std::string("time (s)");
     const Json log2 = {{"name", "GPUs"}, {"log", true}};
-    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", "Time against GPU count"}, {"x", log2},
-                      {"y", {{"name", y_name}, {"log", true}}}, {"series", std::move(time_series)},
-                      {"notes", Json::array({"Bars: 95% confidence interval of the median. Dashed grey: ideal scaling from "
-                                             "the reference count; dashed colour: model prediction beyond the measured counts."})}});
-    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", "E' against GPU count"}, {"x", log2},
-                      {"y", {{"name", "E'"}, {"min", 0}}}, {"series", std::move(eff_series)},
-                      {"marks", {{"y", Json::array({{{"value", doc.options.threshold},
-                                                      {"label", fmt::format("threshold {}", doc.options.threshold)}}})},
-                                 {"points", std::move(eff_marks)}}},
-                      {"notes", Json::array({"E' = (N_ref x T_ref) / (N x T_N); the pin marks the break-even point by the E' rule."})}});
-    blocks.push_back({{"type", "chart"}, {"kind", "xy"}, {"title", "Time against GPU-hours"},
-                      {"x", {{"name", study.seconds ? "GPU-hours per unit of work"
-                                                    : "N x value / 3600 (not GPU-hours: the metric is not in seconds)"}}},
-                      {"y", {{"name", y_name}}},
-                      {"series", std::move(cost_series)}, {"marks", {{"points", std::move(cost_marks)}}},
-                      {"notes", Json::array({"The line joins the Pareto front (no other count is both faster and cheaper); "
-                                             "the pin marks its knee."})}});
+    blocks.push_back(
+        {{"type", "chart"},
+         {"kind", "xy"},
+         {"title", "Time against GPU count"},
+         {"x", log2},
+         {"y", {{"name", y_name}, {"log", true}}},
+         {"series", std::move(time_series)},
+         {"notes", Json::array({"Bars: 95% confidence interval of the median. Dashed grey: ideal scaling from "
+                                "the reference count; dashed colour: model prediction beyond the measured counts."})}});
+    blocks.push_back(
+        {{"type", "chart"},
+         {"kind", "xy"},
+         {"title", "E' against GPU count"},
+         {"x", log2},
+         {"y", {{"name", "E'"}, {"min", 0}}},
+         {"series", std::move(eff_series)},
+         {"marks",
+          {{"y", Json::array({{{"value", doc.options.threshold},
+                               {"label", fmt::format("threshold {}", doc.options.threshold)}}})},
+           {"points", std::move(eff_marks)}}},
+         {"notes",
+          Json::array({"E' = (N_ref x T_ref) / (N x T_N); the pin marks the break-even point by the E' rule."})}});
+    blocks.push_back(
+        {{"type", "chart"},
+         {"kind", "xy"},
+         {"title", "Time against GPU-hours"},
+         {"x",
+          {{"name", study.seconds ? "GPU-hours per unit of work"
+                                  : "N x value / 3600 (not GPU-hours: the metric is not in seconds)"}}},
+         {"y", {{"name", y_name}}},
+         {"series", std::move(cost_series)},
+         {"marks", {{"points", std::move(cost_marks)}}},
+         {"notes", Json::array({"The line joins the Pareto front (no other count is both faster and cheaper); "
+                                "the pin marks its knee."})}});
   }
   // One line per rule and sweep on the terminal, however many configurations.
   auto grouped = [&](const std::map<int, std::vector<std::string>>& groups) {
     std::string text;
     for (const auto& [gpus, labels] : groups) {
       const bool all = labels.size() == configs_scaled && configs_scaled > 1;
-      text += fmt::format("{}{} GPU{} ({})", text.empty() ? "" : "; ", gpus, gpus == 1 ? "" : "s",
-                          all ? fmt::format("all {} configurations", labels.size()) : fmt::format("{}", fmt::join(labels, ", ")));
+      text += fmt::format(
+          "{}{} GPU{} ({})", text.empty() ? "" : "; ", gpus, gpus == 1 ? "" : "s",
+          all ? fmt::format("all {} configurations", labels.size()) : fmt::format("{}", fmt::join(labels, ", ")));
     }
     return text;
   };
@@ -240,8 +282,8 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
     doc.highlights.push_back(fmt::format("sweep {}: Pareto knee at {}", path.filename().string(), grouped(by_knee)));
   for (const auto& t : tables) blocks.push_back(table_block(t));
   add_effects(doc, study, path.filename().string(), blocks);
-  doc.sections.push_back(section(title, fmt::format("{} configuration(s), created {}", study.configs.size(), stored.created),
-                                 std::move(blocks)));
+  doc.sections.push_back(section(
+      title, fmt::format("{} configuration(s), created {}", study.configs.size(), stored.created), std::move(blocks)));
 }
 
 }  // namespace scalescope::report::detail

@@ -25,8 +25,7 @@ std::optional<OutputFormat> parse_output_format(std::string_view text) {
   return std::nullopt;
 }
 
-Table::Table(std::string title, std::vector<Column> columns)
-    : title_(std::move(title)), columns_(std::move(columns)) {}
+Table::Table(std::string title, std::vector<Column> columns) : title_(std::move(title)), columns_(std::move(columns)) {}
 
 Table::Table(std::string title, const std::vector<std::string>& column_names) : title_(std::move(title)) {
   for (auto& n : column_names) columns_.emplace_back(n);
@@ -38,8 +37,8 @@ Table::Table(std::string title, std::initializer_list<const char*> column_names)
 
 void Table::add_row(std::vector<Cell> cells) {
   if (cells.size() != columns_.size())
-    throw std::logic_error(fmt::format("table '{}': row has {} cells, expected {}", title_, cells.size(),
-                                       columns_.size()));
+    throw std::logic_error(
+        fmt::format("table '{}': row has {} cells, expected {}", title_, cells.size(), columns_.size()));
   rows_.push_back(std::move(cells));
 }
 
@@ -166,7 +165,8 @@ std::string Table::id() const {
   t = t.substr(0, std::min(t.find(" ("), t.find(':')));
   std::string out;
   for (char ch : t) {
-    if (std::isalnum(static_cast<unsigned char>(ch))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (std::isalnum(static_cast<unsigned char>(ch)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     else if (!out.empty() && out.back() != '_') out += '_';
   }
   while (!out.empty() && out.back() == '_') out.pop_back();

@@ -53,7 +53,7 @@ struct Column {
     return c;
   }
   std::string name;
-  int precision;  // digits after the point for doubles on the terminal
+  int precision;                // digits after the point for doubles on the terminal
   int significant_figures = 0;  // > 0: precision is chosen per column at print time (see significant())
   bool is_prose = false;
 };
@@ -73,7 +73,7 @@ class Table {
   // to its first " (" or ":", in snake_case, so paths and counts stay out.
   void set_id(std::string id) { id_ = std::move(id); }
   std::string id() const;
-  void add_note(std::string note);        // printed under the table (terminal), "notes" in JSON
+  void add_note(std::string note);  // printed under the table (terminal), "notes" in JSON
 
   const std::string& title() const { return title_; }
   const std::vector<Column>& columns() const { return columns_; }
@@ -101,8 +101,7 @@ class Table {
 // headed by a line "# <id>: <title>" and separated by one blank line (README,
 // "Output for scripts", reads them with pandas); or one JSON object
 // {"schema_version": N, "tables": [...]}.
-void print_tables(std::ostream& out, const std::vector<Table>& tables, OutputFormat format,
-                  size_t width = kAutoWidth);
+void print_tables(std::ostream& out, const std::vector<Table>& tables, OutputFormat format, size_t width = kAutoWidth);
 
 // True when colour should be used on this stream (a tty and NO_COLOR unset).
 bool use_colour(int fd);

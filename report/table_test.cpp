@@ -71,7 +71,9 @@ TEST(Table, SignificantColumnKeepsFiguresOnTheTerminalOnly) {
 
 TEST(Table, TerminalEscapesControlCharactersCsvAndJsonKeepThem) {
   // Set the window title, ring the bell, clear the screen; a C1 CSI; a stray byte.
-  const std::string evil = "k\x1b]0;pwned\x07\x1b[2J\xc2\x9b" "1m\xff";
+  const std::string evil =
+      "k\x1b]0;pwned\x07\x1b[2J\xc2\x9b"
+      "1m\xff";
   Table t("evil \x1b[31mtitle", {"name", "n"});
   t.add_row({evil, int64_t{1}});
   t.add_note("note \x1b[2J");
@@ -153,8 +155,9 @@ TEST(Table, JsonHasSchemaVersionStableIdsAndBooleans) {
   EXPECT_EQ(nlohmann::json::parse(one.str()), j);  // one table or several: one shape
   std::ostringstream csv;
   print_tables(csv, {t, t}, OutputFormat::kCsv);
-  EXPECT_EQ(csv.str(), "# gpu_kernel_summary: GPU kernel summary (rank 3, /tmp/x.sstrace)\nname,launch_bound\nk,true\n\n"
-                       "# gpu_kernel_summary: GPU kernel summary (rank 3, /tmp/x.sstrace)\nname,launch_bound\nk,true\n");
+  EXPECT_EQ(csv.str(),
+            "# gpu_kernel_summary: GPU kernel summary (rank 3, /tmp/x.sstrace)\nname,launch_bound\nk,true\n\n"
+            "# gpu_kernel_summary: GPU kernel summary (rank 3, /tmp/x.sstrace)\nname,launch_bound\nk,true\n");
   std::ostringstream term;
   t.print(term, OutputFormat::kTable, 0);
   EXPECT_NE(term.str().find("k     yes"), std::string::npos) << term.str();

@@ -126,8 +126,8 @@ Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions&
   const bool with_reference = !ref.empty();
   std::vector<double> progress;
   for (size_t i = 0; i < pts.size(); ++i)
-    progress.push_back(progress_known   ? *pts[i].progress
-                       : with_reference ? reference_progress(ref, batch[i])
+    progress.push_back(progress_known        ? *pts[i].progress
+                       : with_reference      ? reference_progress(ref, batch[i])
                        : options.batch_grows ? batch[i]
                                              : 1.0);
   std::vector<double> log_n, log_b, log_p;
@@ -209,10 +209,11 @@ Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions&
   // With a reference, the progress scale is the fitted one (the batch plan is a rule, not fitted).
   law.parameters = with_reference ? 2 + (progress_known ? 1 : 0) : 2 + (batch_varies && !fixed_steps ? 1 : 0);
   if (with_reference) {
-    law.formula = fmt::format("T(N) = P(B) x ({:.4g}/N + {:.4g}/B), B(N > {}) = min({:.4g} N, {:.4g}), P(B) = {:.4g} "
-                              "x reference(B) ({} reference points, B {:.4g} to {:.4g})",
-                              x[0], x[1], last_n, last_b / last_n, batch_cap, reference_scale, ref.size(),
-                              ref.front().global_batch, ref.back().global_batch);
+    law.formula = fmt::format(
+        "T(N) = P(B) x ({:.4g}/N + {:.4g}/B), B(N > {}) = min({:.4g} N, {:.4g}), P(B) = {:.4g} "
+        "x reference(B) ({} reference points, B {:.4g} to {:.4g})",
+        x[0], x[1], last_n, last_b / last_n, batch_cap, reference_scale, ref.size(), ref.front().global_batch,
+        ref.back().global_batch);
     return law;
   }
   law.formula = fmt::format("T(N) = P(B) x ({:.4g}/N + {:.4g}/B), B(N) = {:.4g} (N/{:.4g})^{:.3f}, P(B) = {}", x[0],
@@ -248,12 +249,10 @@ Law fixed_law(ModelKind kind, const std::vector<CurvePoint>& pts, const std::opt
   if (kind == ModelKind::kAmdahl) {
     const double t1 = x[0] + x[1], serial = t1 > 0 ? x[1] / t1 : kNaN;  // as fit_model writes it
     law.formula = fmt::format("T(N) = {:.6g} * ({:.4g} + {:.4g}/N)", t1, serial, 1 - serial);
-  }
-  else if (comm && kind == ModelKind::kComputeCommFixed)
-    law.formula = fmt::format("T(N) = {:.6g}/N + ring(N; {:.6g} B, {:.6g} B/s) + {:.6g}", x[0],
-                              comm->bytes_per_step, comm->bandwidth_bytes_per_s, x[1]);
-  else
-    law.formula = fmt::format("T(N) = {:.6g}/N + {:.6g}*(N-1) + {:.6g}", x[0], x[1], x[2]);
+  } else if (comm && kind == ModelKind::kComputeCommFixed)
+    law.formula = fmt::format("T(N) = {:.6g}/N + ring(N; {:.6g} B, {:.6g} B/s) + {:.6g}", x[0], comm->bytes_per_step,
+                              comm->bandwidth_bytes_per_s, x[1]);
+  else law.formula = fmt::format("T(N) = {:.6g}/N + {:.6g}*(N-1) + {:.6g}", x[0], x[1], x[2]);
   return law;
 }
 
@@ -356,9 +355,10 @@ CurveFit fit_curve(ModelKind kind, const std::vector<CurvePoint>& points, const 
       pr.extrapolation = static_cast<double>(n) / p.gpus;
       f.predictions.push_back(pr);
     }
-    f.note = fmt::format("only N={} measured: no model fitted; bounds only, from ideal scaling (T x {}/N) to no "
-                         "speedup",
-                         p.gpus, p.gpus);
+    f.note = fmt::format(
+        "only N={} measured: no model fitted; bounds only, from ideal scaling (T x {}/N) to no "
+        "speedup",
+        p.gpus, p.gpus);
     return f;
   }
   const size_t needed = parameters_needed(kind, options);
@@ -389,9 +389,10 @@ CurveFit fit_curve(ModelKind kind, const std::vector<CurvePoint>& points, const 
     f.loo_mean_abs_rel_error = sum / static_cast<double>(pts.size());
     f.loo_max_abs_rel_error = mx;
   } else {
-    f.note = fmt::format("{} measured sizes for {} parameters: no residual left, the interval is the v4.1 "
-                         "extrapolation spread alone",
-                         pts.size(), law.parameters);
+    f.note = fmt::format(
+        "{} measured sizes for {} parameters: no residual left, the interval is the v4.1 "
+        "extrapolation spread alone",
+        pts.size(), law.parameters);
   }
   const double resid = std::isfinite(f.residual_sd) ? f.residual_sd : 0.0;
   for (int n : predict) {
@@ -453,8 +454,8 @@ double tau_of(const std::vector<const ValidationCase*>& cases, double level) {
 
 }  // namespace
 
-Validation validate_curves(const std::vector<NamedCurve>& curves, const std::vector<ModelKind>& kinds,
-                           size_t min_sizes, double level, bool plan_batches) {
+Validation validate_curves(const std::vector<NamedCurve>& curves, const std::vector<ModelKind>& kinds, size_t min_sizes,
+                           double level, bool plan_batches) {
   Validation v;
   v.level = level;
   const double z = z_of(level);

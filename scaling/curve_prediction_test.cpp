@@ -99,10 +99,10 @@ TEST(ScalingCurve, ReferenceConvergenceLawIsRecovered) {
 TEST(ScalingCurve, ReferenceWithTwoPointsGivesAnIntervalAndBadPointsAreRefused) {
   CurveFitOptions o;
   o.reference = kReference;
-  const auto f = fit_curve(ModelKind::kStepConverge,
-                           {{8, ref_time(8, 256), 256.0, 0.9 * ref_progress(256)},
-                            {16, ref_time(16, 512), 512.0, 0.9 * ref_progress(512)}},
-                           {64}, o);
+  const auto f = fit_curve(
+      ModelKind::kStepConverge,
+      {{8, ref_time(8, 256), 256.0, 0.9 * ref_progress(256)}, {16, ref_time(16, 512), 512.0, 0.9 * ref_progress(512)}},
+      {64}, o);
   ASSERT_TRUE(f.ok);
   EXPECT_TRUE(std::isnan(f.residual_sd));  // k, c and the progress scale: no residual left
   EXPECT_NE(f.note.find("no residual left"), std::string::npos);
@@ -156,7 +156,7 @@ TEST(ScalingCurve, ProgressAtMostProportionalToBatch) {
   const auto f = fit_curve(ModelKind::kStepConverge, pts, {128}, {});
   ASSERT_TRUE(f.ok);
   EXPECT_NE(f.formula.find("^1.000, P(B)"), std::string::npos) << f.formula;  // batch law exponent 1
-  EXPECT_TRUE(f.formula.ends_with("^1.000")) << f.formula;                      // progress law clamped to 1
+  EXPECT_TRUE(f.formula.ends_with("^1.000")) << f.formula;                    // progress law clamped to 1
   EXPECT_GT(f.residual_sd, 0.1);
 }
 

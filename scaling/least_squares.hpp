@@ -18,7 +18,6 @@ std::vector<double> nnls(const std::vector<std::vector<double>>& a, const std::v
 size_t fixed_law_parameters(ModelKind kind, bool with_comm);
 std::vector<double> fit_fixed_law(ModelKind kind, const std::vector<FitPoint>& points,
                                   const std::optional<CommModel>& comm);
-double evaluate_fixed_law(ModelKind kind, const std::vector<double>& x, const std::optional<CommModel>& comm,
-                          int gpus);
+double evaluate_fixed_law(ModelKind kind, const std::vector<double>& x, const std::optional<CommModel>& comm, int gpus);
 
 }  // namespace scalescope::scaling::detail

@@ -22,7 +22,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double median_of_sorted(const std::vector<double>& v) { return trace::quantile_of_sorted(v, 0.5); }  // trace/quantile.hpp
+double median_of_sorted(const std::vector<double>& v) {
+  return trace::quantile_of_sorted(v, 0.5);
+}  // trace/quantile.hpp
 
 // Largest j (1-based) such that [X_(j), X_(n-j+1)] covers the median with
 // probability >= level: coverage = 1 - 2 * P(B <= j-1), B ~ Binomial(n, 1/2).
@@ -316,10 +318,8 @@ ScalingTable scaling_table(const std::vector<ScalingPoint>& points, const Scalin
     if (p.gpus < 1) fail("GPU count {} is not a positive number", p.gpus);
     if (std::find(seen.begin(), seen.end(), p.gpus) != seen.end()) fail("GPU count {} appears twice", p.gpus);
     seen.push_back(p.gpus);
-    if (p.times.empty())
-      table.missing_gpus.push_back(p.gpus);
-    else
-      with.push_back(&p);
+    if (p.times.empty()) table.missing_gpus.push_back(p.gpus);
+    else with.push_back(&p);
   }
   std::sort(table.missing_gpus.begin(), table.missing_gpus.end());
   if (with.empty()) fail("no GPU count has a successful run: nothing to compute scaling from");
@@ -365,13 +365,14 @@ ScalingTable scaling_table(const std::vector<ScalingPoint>& points, const Scalin
   }
 
   auto& be = table.break_even;
-  be.knee_method = "knee of the time vs GPU-hours Pareto front: maximum normalized distance to the chord (Kneedle-like)";
+  be.knee_method =
+      "knee of the time vs GPU-hours Pareto front: maximum normalized distance to the chord (Kneedle-like)";
   if (table.rows.size() < 2) {
     // One measured count is its own reference (E' = 1 by definition): no rule applies.
     if (!table.rows.empty()) {
       table.rows[0].pareto = true;
-      be.notes.push_back(fmt::format("only N={} measured: no speedup, efficiency or break-even to report",
-                                     table.rows[0].gpus));
+      be.notes.push_back(
+          fmt::format("only N={} measured: no speedup, efficiency or break-even to report", table.rows[0].gpus));
     }
   } else {
     // Rule (a).
@@ -395,13 +396,14 @@ ScalingTable scaling_table(const std::vector<ScalingPoint>& points, const Scalin
     if (auto k = knee_index(front_pts)) {
       be.by_knee = table.rows[front[*k]].gpus;
     } else {
-      be.notes.push_back(fmt::format("no knee: the Pareto front has {} point(s){}", front_pts.size(),
-                                     front_pts.size() < 3 ? " (a knee needs at least 3)" : " and none below its chord"));
+      be.notes.push_back(
+          fmt::format("no knee: the Pareto front has {} point(s){}", front_pts.size(),
+                      front_pts.size() < 3 ? " (a knee needs at least 3)" : " and none below its chord"));
     }
   }
   if (!table.missing_gpus.empty())
-    be.notes.push_back(fmt::format("GPU counts without any successful run (left out): {}",
-                                   fmt::join(table.missing_gpus, ",")));
+    be.notes.push_back(
+        fmt::format("GPU counts without any successful run (left out): {}", fmt::join(table.missing_gpus, ",")));
   return table;
 }
 
@@ -442,8 +444,8 @@ Comparison compare(std::span<const double> a, std::span<const double> b, double 
       c.welch_p = diff == 0 ? 1.0 : 0.0;
       c.ratio_low = c.ratio_high = std::exp(diff);
     } else {
-      const double df = (qa + qb) * (qa + qb) /
-                        (qa * qa / static_cast<double>(c.n_a - 1) + qb * qb / static_cast<double>(c.n_b - 1));
+      const double df =
+          (qa + qb) * (qa + qb) / (qa * qa / static_cast<double>(c.n_a - 1) + qb * qb / static_cast<double>(c.n_b - 1));
       boost::math::students_t_distribution<double> t(df);
       c.welch_p = 2 * boost::math::cdf(boost::math::complement(t, std::abs(diff) / se));
       const double q = boost::math::quantile(t, 1 - alpha / 2);
@@ -458,8 +460,7 @@ Comparison compare(std::span<const double> a, std::span<const double> b, double 
   bool ties = false;
   for (double x : a)
     for (double y : b) {
-      if (x < y)
-        u += 1;
+      if (x < y) u += 1;
       else if (x == y) {
         u += 0.5;
         ties = true;
@@ -483,8 +484,8 @@ Comparison compare(std::span<const double> a, std::span<const double> b, double 
     // f[i][j][k]: arrangements of i a's and j b's with U = k (pairs a < b).
     // The largest element is an a (adds no pair) or a b (adds i pairs).
     const size_t kmax = m * n;
-    std::vector<std::vector<std::vector<double>>> f(m + 1,
-                                                     std::vector<std::vector<double>>(n + 1, std::vector<double>(kmax + 1)));
+    std::vector<std::vector<std::vector<double>>> f(
+        m + 1, std::vector<std::vector<double>>(n + 1, std::vector<double>(kmax + 1)));
     for (size_t i = 0; i <= m; ++i)
       for (size_t j = 0; j <= n; ++j) {
         if (i == 0 || j == 0) {
@@ -542,10 +543,12 @@ std::vector<std::string> model_assumptions(ModelKind kind, bool with_comm) {
       "The fit minimizes relative error on the medians; it is as good as the GPU counts measured.",
   };
   if (kind == ModelKind::kStepConverge) {
-    out[0] = "The global batch may grow with N (as in MLPerf); its law B(N) is fitted on the measured sizes, "
-             "or told (--global-batch-grows), and assumed to hold at the predicted sizes.";
-    out.push_back("step x converge: time per unit of progress is k/N + c/B(N) (compute split over N, a fixed "
-                  "per-step cost c shared by the batch); progress to converge grows as B^g, 0 <= g <= 1.");
+    out[0] =
+        "The global batch may grow with N (as in MLPerf); its law B(N) is fitted on the measured sizes, "
+        "or told (--global-batch-grows), and assumed to hold at the predicted sizes.";
+    out.push_back(
+        "step x converge: time per unit of progress is k/N + c/B(N) (compute split over N, a fixed "
+        "per-step cost c shared by the batch); progress to converge grows as B^g, 0 <= g <= 1.");
   } else if (kind == ModelKind::kPowerLaw) {
     out.push_back("power law: T(N) = A N^-b keeps the slope of the measured sizes on a log-log plot.");
   } else if (kind == ModelKind::kAmdahl) {
@@ -636,10 +639,17 @@ Fit fit_model(ModelKind kind, const std::vector<FitPoint>& points, const std::op
 // ---- JSON ------------------------------------------------------------------
 
 void to_json(nlohmann::json& j, const Summary& s) {
-  j = {{"n", s.n},           {"median", s.median},   {"mean", s.mean},
-       {"stddev", s.stddev}, {"min", s.min},         {"max", s.max},
-       {"ci_low", s.ci_low}, {"ci_high", s.ci_high}, {"ci_level", s.ci_level},
-       {"ci_coverage", s.ci_coverage}, {"ci_method", ci_method_name(s.ci_method)}};
+  j = {{"n", s.n},
+       {"median", s.median},
+       {"mean", s.mean},
+       {"stddev", s.stddev},
+       {"min", s.min},
+       {"max", s.max},
+       {"ci_low", s.ci_low},
+       {"ci_high", s.ci_high},
+       {"ci_level", s.ci_level},
+       {"ci_coverage", s.ci_coverage},
+       {"ci_method", ci_method_name(s.ci_method)}};
 }
 
 void to_json(nlohmann::json& j, const ScalingRow& r) {

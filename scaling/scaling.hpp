@@ -29,18 +29,18 @@ namespace scalescope::scaling {
 
 // How the confidence interval of a median was obtained.
 enum class CiMethod {
-  kNone,           // n < 2: no interval
-  kOrderStatistic, // distribution-free: ranks from Binomial(n, 1/2) quantiles (Boost.Math); n >= 6
-  kStudentT,       // 2 <= n <= 5: mean +- t(n-1) * s / sqrt(n) (order statistics cannot reach 95% there)
+  kNone,            // n < 2: no interval
+  kOrderStatistic,  // distribution-free: ranks from Binomial(n, 1/2) quantiles (Boost.Math); n >= 6
+  kStudentT,        // 2 <= n <= 5: mean +- t(n-1) * s / sqrt(n) (order statistics cannot reach 95% there)
 };
 const char* ci_method_name(CiMethod method);  // one line, for tables and notes
 
 struct Summary {
   size_t n = 0;
   double median = 0, mean = 0, stddev = 0, min = 0, max = 0;  // stddev: sample (n-1); 0 when n < 2
-  double ci_low = 0, ci_high = 0;  // of the median; NaN when method is kNone
-  double ci_level = 0.95;          // the level asked for
-  double ci_coverage = 0;          // achieved coverage (order statistics give >= level); 0 for kNone
+  double ci_low = 0, ci_high = 0;                             // of the median; NaN when method is kNone
+  double ci_level = 0.95;                                     // the level asked for
+  double ci_coverage = 0;  // achieved coverage (order statistics give >= level); 0 for kNone
   CiMethod ci_method = CiMethod::kNone;
 };
 
@@ -64,7 +64,7 @@ std::vector<double> to_time_samples(std::span<const double> samples, Better bett
 // E'(2) = 0.43 on iteration time and 0.89 on throughput).
 
 enum class WorkPerStep { kUnknown, kFixedTotal, kFixedPerGpu };  // unknown, strong, weak
-const char* work_per_step_name(WorkPerStep kind);  // "unknown", "strong scaling", "weak scaling"
+const char* work_per_step_name(WorkPerStep kind);                // "unknown", "strong scaling", "weak scaling"
 
 // Weak scaling: times per unit of work from step times at `gpus` GPUs:
 // step time / (gpus x units_per_gpu_step). With the per-GPU batch (images,
@@ -92,15 +92,15 @@ WorkPerStepEvidence classify_work_per_step(std::vector<std::pair<int, double>> p
 
 struct ScalingPoint {
   int gpus = 0;
-  std::vector<double> times;      // one per successful run, seconds per unit of work
-  std::vector<double> energy_j;   // one per run where known (may be empty)
+  std::vector<double> times;     // one per successful run, seconds per unit of work
+  std::vector<double> energy_j;  // one per run where known (may be empty)
 };
 
 struct ScalingOptions {
-  std::optional<int> ref_gpus;                 // default: the smallest GPU count with samples
-  double threshold = 0.8;                      // E' threshold for break-even rule (a)
-  std::optional<double> price_per_gpu_hour;    // adds cost
-  double level = 0.95;                         // CI level
+  std::optional<int> ref_gpus;               // default: the smallest GPU count with samples
+  double threshold = 0.8;                    // E' threshold for break-even rule (a)
+  std::optional<double> price_per_gpu_hour;  // adds cost
+  double level = 0.95;                       // CI level
 };
 
 struct ScalingRow {
@@ -111,10 +111,10 @@ struct ScalingRow {
   // from the endpoints, so joint coverage >= level. NaN when either side has n < 2.
   double speedup = 0, speedup_low = 0, speedup_high = 0;
   double efficiency = 0, efficiency_low = 0, efficiency_high = 0;
-  double gpu_hours = 0;                // N * median(T) / 3600
-  std::optional<Summary> energy_j;     // of per-run energy, when any known
-  std::optional<double> cost;          // gpu_hours * price, when a price is given
-  bool pareto = false;                 // on the time vs GPU-hours Pareto front
+  double gpu_hours = 0;             // N * median(T) / 3600
+  std::optional<Summary> energy_j;  // of per-run energy, when any known
+  std::optional<double> cost;       // gpu_hours * price, when a price is given
+  bool pareto = false;              // on the time vs GPU-hours Pareto front
 };
 
 struct BreakEven {
@@ -135,10 +135,10 @@ struct BreakEven {
 
 struct ScalingTable {
   int ref_gpus = 0;
-  std::vector<ScalingRow> rows;     // ascending GPU count, only points with samples
-  std::vector<int> missing_gpus;    // points given without any sample (e.g. all runs failed)
+  std::vector<ScalingRow> rows;   // ascending GPU count, only points with samples
+  std::vector<int> missing_gpus;  // points given without any sample (e.g. all runs failed)
   BreakEven break_even;
-  std::string ci_method;            // how the CIs were computed, for the report
+  std::string ci_method;  // how the CIs were computed, for the report
 };
 
 // Throws scalescope::Error when no point has samples, when GPU counts repeat or
@@ -159,7 +159,7 @@ std::optional<size_t> knee_index(std::span<const std::pair<double, double>> fron
 struct Comparison {
   size_t n_a = 0, n_b = 0;
   double median_a = 0, median_b = 0;
-  double ratio = 0;                 // median_b / median_a
+  double ratio = 0;  // median_b / median_a
   // Welch's t-test on log times (Boost.Math students_t, Welch-Satterthwaite
   // df): p-value and CI of the ratio of geometric means. NaN when n < 2 on a side.
   double welch_p = 0;
@@ -184,9 +184,9 @@ Comparison compare(std::span<const double> a, std::span<const double> b, double 
 // Ring all-reduce cost measured from a trace: per step, t_comm(N) =
 // 2(N-1)/N * bytes / bus_bw + latency * (N-1).
 struct CommModel {
-  double bytes_per_step = 0;        // all-reduced bytes per unit of work
-  double bandwidth_bytes_per_s = 0; // measured algorithm bandwidth
-  double latency_s = 0;             // per ring hop
+  double bytes_per_step = 0;         // all-reduced bytes per unit of work
+  double bandwidth_bytes_per_s = 0;  // measured algorithm bandwidth
+  double latency_s = 0;              // per ring hop
   double time(int gpus) const;
 };
 
@@ -217,14 +217,14 @@ struct Prediction {
 
 struct Fit {
   ModelKind kind = ModelKind::kAmdahl;
-  bool ok = false;                                   // false: too few points (see note)
+  bool ok = false;                                     // false: too few points (see note)
   std::vector<std::pair<std::string, double>> params;  // e.g. {"a",..},{"c",..},{"s",..}
-  double rms_rel_residual = 0;  // on the points used
+  double rms_rel_residual = 0;                         // on the points used
   // Leave-one-out: refit without each point, relative error at that point.
   // NaN when there are not more points than parameters + 1.
   double loo_mean_abs_rel_error = 0, loo_max_abs_rel_error = 0;
   std::vector<Prediction> predictions;
-  std::string formula;       // the fitted law with numbers, for the report
+  std::string formula;  // the fitted law with numbers, for the report
   std::string note;
 };
 
@@ -254,9 +254,9 @@ std::vector<std::string> model_assumptions(ModelKind kind, bool with_comm);
 
 struct CurvePoint {
   int gpus = 0;
-  double time = 0;                      // > 0; the curve's time (e.g. minutes to train)
-  std::optional<double> global_batch;   // samples per step at this size, when known
-  std::optional<double> progress;       // work done to converge (epochs, samples, tokens), when known
+  double time = 0;                     // > 0; the curve's time (e.g. minutes to train)
+  std::optional<double> global_batch;  // samples per step at this size, when known
+  std::optional<double> progress;      // work done to converge (epochs, samples, tokens), when known
 };
 
 // A reference convergence point: the progress (epochs, samples, tokens) a
@@ -267,8 +267,8 @@ struct ReferenceConvergence {
 };
 
 struct CurveFitOptions {
-  double level = 0.8;              // of the prediction interval
-  std::optional<CommModel> comm;   // measured communication for kComputeCommFixed
+  double level = 0.8;             // of the prediction interval
+  std::optional<CommModel> comm;  // measured communication for kComputeCommFixed
   // Points without a global batch: false = the same batch at every size; true
   // = the batch grows as N (fixed per-GPU batch) and each point's time is of
   // a fixed number of steps (a sweep's per-step or per-run time).
@@ -289,10 +289,10 @@ struct CurveFitOptions {
 
 struct CurvePrediction {
   int gpus = 0;
-  double time = 0;          // NaN when the fit gives bounds only (one measured size)
-  double low = 0, high = 0; // prediction interval at the fit's level
-  double global_batch = 0;  // the batch assumed at this size (kStepConverge), else NaN
-  double extrapolation = 0; // gpus / the largest fitted count (or smallest / gpus below the range)
+  double time = 0;           // NaN when the fit gives bounds only (one measured size)
+  double low = 0, high = 0;  // prediction interval at the fit's level
+  double global_batch = 0;   // the batch assumed at this size (kStepConverge), else NaN
+  double extrapolation = 0;  // gpus / the largest fitted count (or smallest / gpus below the range)
   // The time at the fastest and the slowest of the batches this size may run
   // at. kStepConverge with reference convergence points, beyond the fitted
   // sizes and without a planned batch: every batch from the largest fitted
@@ -305,8 +305,8 @@ struct CurvePrediction {
 
 struct CurveFit {
   ModelKind kind = ModelKind::kStepConverge;
-  bool ok = false;          // a model was fitted; false: bounds only or nothing (see note)
-  size_t points = 0;        // sizes fitted
+  bool ok = false;    // a model was fitted; false: bounds only or nothing (see note)
+  size_t points = 0;  // sizes fitted
   size_t parameters = 0;
   int fit_min_gpus = 0, fit_max_gpus = 0;
   double level = 0.8;
@@ -356,19 +356,19 @@ struct ValidationCase {
   double factor = 0;  // gpus / fit_max_gpus
   double predicted = 0, low = 0, high = 0, measured = 0;
   double range_low = 0, range_high = 0;  // CurvePrediction's: the times over the batches considered
-  double rel_error = 0;       // (predicted - measured) / measured
-  bool covered = false;       // low <= measured <= high
-  bool covered_held_out = false;  // same, tau estimated without this case's group
-  bool batch_planned = false;     // the measured batch at `gpus` was given (CurveFitOptions::planned_batch)
+  double rel_error = 0;                  // (predicted - measured) / measured
+  bool covered = false;                  // low <= measured <= high
+  bool covered_held_out = false;         // same, tau estimated without this case's group
+  bool batch_planned = false;            // the measured batch at `gpus` was given (CurveFitOptions::planned_batch)
 };
 
 struct ValidationBucket {
   ModelKind kind = ModelKind::kStepConverge;
   bool batch_planned = false;  // cases predicted with the measured batch given
-  std::string bucket;  // "2x", "4x", "8x", "16x+" or "all"
+  std::string bucket;          // "2x", "4x", "8x", "16x+" or "all"
   size_t cases = 0;
   double median_abs_rel_error = 0, worst_abs_rel_error = 0;
-  std::string worst;   // the worst case: "bert on H100 fitted up to 8, at 64"
+  std::string worst;  // the worst case: "bert on H100 fitted up to 8, at 64"
   double coverage = 0, coverage_held_out = 0;
 };
 
@@ -383,7 +383,7 @@ struct ValidationCurve {
 
 struct Validation {
   double level = 0.8;
-  size_t curves = 0;                       // curves with at least min_sizes sizes
+  size_t curves = 0;  // curves with at least min_sizes sizes
   std::vector<ValidationCase> cases;
   std::vector<ValidationBucket> buckets;   // per model: 2x, 4x, 8x, 16x+, all
   std::vector<ValidationCurve> per_curve;  // per model and curve

@@ -20,18 +20,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < v.size(); ++i) pts[i % static_cast<size_t>(groups)].times.push_back(v[i]);
   try {
     (void)summarize(v);
-  } catch (const scalescope::Error&) {
-  }
+  } catch (const scalescope::Error&) {}
   try {
     ScalingOptions o;
     o.price_per_gpu_hour = 1.5;
     (void)scaling_table(pts, o);
-  } catch (const scalescope::Error&) {
-  }
+  } catch (const scalescope::Error&) {}
   try {
     (void)compare(pts[0].times, pts.back().times);
-  } catch (const scalescope::Error&) {
-  }
+  } catch (const scalescope::Error&) {}
   std::vector<FitPoint> fp;
   for (const auto& p : pts)
     if (!p.times.empty()) fp.push_back({p.gpus, p.times[0]});
@@ -39,8 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       (void)fit_model(kind, fp, std::nullopt, {64}, 1, 1.0);
       (void)fit_model(kind, fp, CommModel{1e6, 1e9, 1e-5}, {64}, 1, 1.0);
-    } catch (const scalescope::Error&) {
-    }
+    } catch (const scalescope::Error&) {}
   }
   // Curves with batches and progress taken from the same bytes (any sign, NaN, inf).
   std::vector<CurvePoint> cp;
@@ -61,8 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (f.ok && p.time > 0 && std::isfinite(p.time) && std::isfinite(p.low) &&
             !(p.low <= p.range_low && p.range_low <= p.time && p.time <= p.range_high && p.range_high <= p.high))
           __builtin_trap();
-    } catch (const scalescope::Error&) {
-    }
+    } catch (const scalescope::Error&) {}
   }
   return 0;
 }

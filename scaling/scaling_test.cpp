@@ -70,7 +70,9 @@ TEST(ScalingSummary, ThroughputBecomesTimePerUnit) {
 
 // T: 1 GPU 100 s, 2 -> 50 (E' 1), 4 -> 30 (E' 0.833), 8 -> 20 (E' 0.625).
 std::vector<ScalingPoint> law_points() {
-  return {{1, {99, 100, 101}, {}}, {2, {49.5, 50, 50.5}, {}}, {4, {29.7, 30, 30.3}, {1000, 1100, 1200}},
+  return {{1, {99, 100, 101}, {}},
+          {2, {49.5, 50, 50.5}, {}},
+          {4, {29.7, 30, 30.3}, {1000, 1100, 1200}},
           {8, {19.8, 20, 20.2}, {}}};
 }
 
@@ -117,7 +119,8 @@ TEST(ScalingWeak, StepTimesBecomeTimePerSample) {
   EXPECT_NEAR(t.rows[1].efficiency, 0.073 / 0.085, 1e-12);
   EXPECT_NEAR(t.rows[1].speedup, 2 * 0.073 / 0.085, 1e-12);
   // The unit does not change S or E'.
-  std::vector<ScalingPoint> per_step = {{1, weak_scaling_unit_times(one, 1), {}}, {2, weak_scaling_unit_times(two, 2), {}}};
+  std::vector<ScalingPoint> per_step = {{1, weak_scaling_unit_times(one, 1), {}},
+                                        {2, weak_scaling_unit_times(two, 2), {}}};
   EXPECT_NEAR(scaling_table(per_step, {}).rows[1].efficiency, t.rows[1].efficiency, 1e-12);
   EXPECT_THROW(weak_scaling_unit_times(one, 0), Error);
   EXPECT_THROW(weak_scaling_unit_times(one, 2, 0), Error);
@@ -225,7 +228,7 @@ TEST(ScalingCompare, WelchOnLogsHandComputed) {
   const auto c = compare(a, b);
   EXPECT_NEAR(c.ratio, e, 1e-12);
   EXPECT_NEAR(c.welch_p, 0.2878641347266906, 1e-9);  // 2 * (1 - F_t4(1.2247)), closed form for 4 df
-  const double q = 2.7764451051977987;                 // t(0.975, 4)
+  const double q = 2.7764451051977987;               // t(0.975, 4)
   EXPECT_NEAR(c.ratio_low, std::exp(1 - q * std::sqrt(2.0 / 3)), 1e-9);
   EXPECT_NEAR(c.ratio_high, std::exp(1 + q * std::sqrt(2.0 / 3)), 1e-9);
   EXPECT_FALSE(c.differs);

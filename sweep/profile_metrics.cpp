@@ -56,7 +56,8 @@ void add_profile_metrics(const std::filesystem::path& trace_dir, RunMetrics& met
             t.kernels.end[i] <= to)
           compute_ns += t.kernels.end[i] - t.kernels.start[i];
       if (compute_ns > 0) {
-        compute_per_iteration_sum += static_cast<double>(compute_ns) * 1e-9 / static_cast<double>(it.count - it.warmup_count);
+        compute_per_iteration_sum +=
+            static_cast<double>(compute_ns) * 1e-9 / static_cast<double>(it.count - it.warmup_count);
         ++compute_ranks;
       }
     }
@@ -82,10 +83,8 @@ void add_profile_metrics(const std::filesystem::path& trace_dir, RunMetrics& met
     }
     first = false;
   }
-  if (slowest_ns > 0)
-    metrics.values["iteration_s"] = slowest_ns * 1e-9;
-  else
-    metrics.notes.push_back("the trace shows no steady-state iterations");
+  if (slowest_ns > 0) metrics.values["iteration_s"] = slowest_ns * 1e-9;
+  else metrics.notes.push_back("the trace shows no steady-state iterations");
   if (compute_ranks > 0) metrics.values["compute_s_per_iter"] = compute_per_iteration_sum / compute_ranks;
   if (!energy.empty()) {
     double total = 0;

@@ -25,7 +25,6 @@ std::string label_of(const Config& c) {
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
-
 // Ordering of configurations by the position of their values in --vary.
 struct ConfigOrder {
   std::vector<std::pair<std::string, std::vector<std::string>>> vary;
@@ -57,7 +56,8 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
   const std::string metric = options.metric.empty() ? sweep.metric : options.metric;
   const bool higher = options.higher_is_better.value_or(metric == sweep.metric ? sweep.higher_is_better : false);
   const auto better = higher ? scaling::Better::kHigher : scaling::Better::kLower;
-  if (options.samples_per_gpu_step && !(*options.samples_per_gpu_step > 0 && std::isfinite(*options.samples_per_gpu_step)))
+  if (options.samples_per_gpu_step &&
+      !(*options.samples_per_gpu_step > 0 && std::isfinite(*options.samples_per_gpu_step)))
     fail("--samples-per-gpu-step {} is not a positive number", *options.samples_per_gpu_step);
   if (options.samples_per_gpu_step && options.weak == false)
     fail("--samples-per-gpu-step describes weak scaling; it cannot be combined with --strong");
@@ -107,7 +107,8 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
     g.values.push_back(it->second);
     ++with_metric;
     if (auto e = r.metrics.find("energy_j"); e != r.metrics.end()) g.energy.push_back(e->second);
-    if (auto b = r.metrics.find("allreduce_bytes_per_iter"); b != r.metrics.end()) g.bytes_per_iter.push_back(b->second);
+    if (auto b = r.metrics.find("allreduce_bytes_per_iter"); b != r.metrics.end())
+      g.bytes_per_iter.push_back(b->second);
     if (auto b = r.metrics.find("allreduce_busbw"); b != r.metrics.end()) g.busbw.push_back(b->second);
     if (auto c = r.metrics.find("compute_s_per_iter"); c != r.metrics.end()) g.compute_per_iter.push_back(c->second);
   }
@@ -121,9 +122,9 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
     std::string first;
     for (const auto& r : sweep.runs) {
       if (r.status == RunStatus::kOk && r.note.empty()) continue;
-      first = fmt::format("; first: run {} (gpus={}{}{}) {}: {}, log {}", r.plan_index, r.gpus,
-                          r.config.empty() ? "" : " ", label_of(r.config), status_name(r.status),
-                          r.note.empty() ? "no note" : r.note, r.log_path);
+      first =
+          fmt::format("; first: run {} (gpus={}{}{}) {}: {}, log {}", r.plan_index, r.gpus, r.config.empty() ? "" : " ",
+                      label_of(r.config), status_name(r.status), r.note.empty() ? "no note" : r.note, r.log_path);
       break;
     }
     fail("no run of the sweep has the metric '{}' ({} runs: {}); nothing to compute{}", metric, sweep.runs.size(),
@@ -175,7 +176,8 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
             (work.empty() ? std::string() : " (" + seen + ")"));
     }
     if (weak && evidence.kind == scaling::WorkPerStep::kFixedTotal)
-      study.work_notes.push_back(fmt::format("WARNING: weak scaling was asked for, but {} looks like strong scaling", seen));
+      study.work_notes.push_back(
+          fmt::format("WARNING: weak scaling was asked for, but {} looks like strong scaling", seen));
     if (options.weak == false && evidence.kind == scaling::WorkPerStep::kFixedPerGpu)
       study.work_notes.push_back(fmt::format("WARNING: --strong was given, but {} looks like weak scaling", seen));
     scaling::ScalingOptions so;
@@ -201,14 +203,16 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
     study.knee_method = t.break_even.knee_method;
 
     if (!options.predict.empty() && weak && !options.global_batch_grows) {
-      config.not_predicted = "the models assume strong scaling (same work per step); --global-batch-grows fits the "
-                             "step x converge model";
+      config.not_predicted =
+          "the models assume strong scaling (same work per step); --global-batch-grows fits the "
+          "step x converge model";
     } else if (!options.predict.empty()) {
       // Medians of the metric as measured (a time per unit of work under --weak
       // would hide the per-step costs that the models describe).
       std::vector<scaling::CurvePoint> fp;
       for (const auto& [key, g] : groups)
-        if (key.first == ci && !g.values.empty()) fp.push_back({key.second, median(scaling::to_time_samples(g.values, better)), {}, {}});
+        if (key.first == ci && !g.values.empty())
+          fp.push_back({key.second, median(scaling::to_time_samples(g.values, better)), {}, {}});
       const auto ref_it = std::find_if(fp.begin(), fp.end(), [&](const auto& p) { return p.gpus == t.ref_gpus; });
       const double ref_time = ref_it != fp.end() ? ref_it->time : fp.front().time;
       const int ref_gpus = ref_it != fp.end() ? ref_it->gpus : fp.front().gpus;
@@ -246,11 +250,13 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
   // Comparisons between configurations, at each GPU count and each setting of the other keys.
   std::vector<std::pair<std::string, std::pair<std::string, std::vector<std::string>>>> pairs;  // key, (a, bs)
   if (options.compare) {
-    if (options.compare->values.size() != 2) fail("--compare {}: give exactly two values, KEY=A,B", options.compare->key);
+    if (options.compare->values.size() != 2)
+      fail("--compare {}: give exactly two values, KEY=A,B", options.compare->key);
     pairs.push_back({options.compare->key, {options.compare->values[0], {options.compare->values[1]}}});
   } else {
     for (const auto& [k, values] : order.vary)
-      if (values.size() >= 2) pairs.push_back({k, {values[0], std::vector<std::string>(values.begin() + 1, values.end())}});
+      if (values.size() >= 2)
+        pairs.push_back({k, {values[0], std::vector<std::string>(values.begin() + 1, values.end())}});
   }
   for (const auto& pair : pairs) {
     const auto& key = pair.first;  // not a structured binding: captured below (clang 14)

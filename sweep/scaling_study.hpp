@@ -23,13 +23,13 @@
 namespace scalescope::sweep {
 
 struct ScalingStudyOptions {
-  std::string metric;                        // "" = the sweep's metric
-  std::optional<bool> higher_is_better;      // default: the sweep's setting for its metric, else lower
+  std::string metric;                    // "" = the sweep's metric
+  std::optional<bool> higher_is_better;  // default: the sweep's setting for its metric, else lower
   std::optional<int> ref_gpus;
   double threshold = 0.8;
   std::optional<double> price_per_gpu_hour;
-  std::vector<int> predict;                  // GPU counts to predict
-  std::optional<Variable> compare;           // KEY=A,B; default: each varied key, first value vs the others
+  std::vector<int> predict;         // GPU counts to predict
+  std::optional<Variable> compare;  // KEY=A,B; default: each varied key, first value vs the others
   double alpha = 0.05;
   // Work per step (docs/scaling.md, "Strong and weak scaling"): nullopt =
   // unknown (a warning when the metric is the trace's per-step time), false =
@@ -47,10 +47,10 @@ struct ScalingStudyOptions {
 
 // Runs of one configuration at one GPU count, by status.
 struct RunGroup {
-  std::string config;                    // "pin=1 amp=bf16", "(default)"
+  std::string config;  // "pin=1 amp=bf16", "(default)"
   int gpus = 0;
-  std::map<std::string, int> statuses;   // "ok", "failed", "timeout", "crashed", "error", "running"
-  size_t with_metric = 0;                // ok runs that have the metric
+  std::map<std::string, int> statuses;  // "ok", "failed", "timeout", "crashed", "error", "running"
+  size_t with_metric = 0;               // ok runs that have the metric
 };
 
 // One model fitted to one configuration's medians.
@@ -88,14 +88,14 @@ struct ScalingStudy {
   size_t recorded_runs = 0;
   std::string metric;
   bool higher_is_better = false;
-  bool weak = false;                  // time metrics were turned into time per unit of work
-  bool weak_asked = false;            // --weak or --samples-per-gpu-step was given
+  bool weak = false;        // time metrics were turned into time per unit of work
+  bool weak_asked = false;  // --weak or --samples-per-gpu-step was given
   std::optional<double> samples_per_gpu_step;
-  bool seconds = false;               // the metric is a time in seconds (GPU-hours and cost make sense)
+  bool seconds = false;  // the metric is a time in seconds (GPU-hours and cost make sense)
   double threshold = 0.8, alpha = 0.05;
-  bool predicted = false;             // options.predict was not empty
+  bool predicted = false;  // options.predict was not empty
   bool global_batch_grows = false;
-  std::vector<RunGroup> runs;         // by configuration (--vary order), then GPU count
+  std::vector<RunGroup> runs;  // by configuration (--vary order), then GPU count
   std::vector<ConfigScaling> configs;
   // Strong or weak scaling as the traces show it, one sentence each (with a
   // WARNING prefix where the statistics would be misread).

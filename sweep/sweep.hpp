@@ -34,7 +34,7 @@ enum class MetricKind {
 
 struct MetricSpec {
   MetricKind kind = MetricKind::kWall;
-  std::string pattern;          // kRegex
+  std::string pattern;  // kRegex
   bool higher_is_better = false;
   // Parses "wall", "mlperf", "trace", "regex:PATTERN"; throws Error otherwise
   // (also for a regex that does not compile or has no capture group).
@@ -54,12 +54,12 @@ struct SweepSpec {
   int repeat = 1;
   std::vector<Variable> vary;
   LauncherKind launcher = LauncherKind::kLocal;
-  int nodes = 1;               // nodes per run (gpus must divide evenly)
-  bool profile = false;        // run under `scalescope profile` into the run dir
-  double timeout_s = 0;        // 0: none
-  double kill_grace_s = 10;    // SIGTERM to SIGKILL
+  int nodes = 1;             // nodes per run (gpus must divide evenly)
+  bool profile = false;      // run under `scalescope profile` into the run dir
+  double timeout_s = 0;      // 0: none
+  double kill_grace_s = 10;  // SIGTERM to SIGKILL
   MetricSpec metric;
-  uint64_t seed = 1;           // run order shuffle within a repetition
+  uint64_t seed = 1;                 // run order shuffle within a repetition
   std::vector<std::string> command;  // the template, one argv token each
   std::string scalescope_exe;        // for --profile (default: this executable)
 
@@ -68,14 +68,14 @@ struct SweepSpec {
 };
 
 struct PlannedRun {
-  int index = 0;   // position in the run order, 0-based; stable for a spec
+  int index = 0;  // position in the run order, 0-based; stable for a spec
   int gpus = 0;
   int nodes = 1;
-  int rep = 0;     // 0-based repetition
+  int rep = 0;                                              // 0-based repetition
   std::vector<std::pair<std::string, std::string>> config;  // the varied values, in --vary order
-  std::string config_json() const;  // {"precision":"bf16","pin":"1"}
-  std::string config_label() const; // precision=bf16 pin=1 ("" when nothing varies)
-  std::string dir_name() const;     // 0007-g2-precision_bf16-r1
+  std::string config_json() const;                          // {"precision":"bf16","pin":"1"}
+  std::string config_label() const;                         // precision=bf16 pin=1 ("" when nothing varies)
+  std::string dir_name() const;                             // 0007-g2-precision_bf16-r1
 };
 
 // Parses "1,2,4,8" (positive, distinct). Throws Error naming the text.
@@ -115,10 +115,10 @@ std::optional<RunStatus> parse_status(std::string_view name);
 
 struct ProcessResult {
   RunStatus status = RunStatus::kError;
-  int exit_code = -1;    // when exited
-  int signal = 0;        // when killed by a signal (including our timeout kill)
+  int exit_code = -1;  // when exited
+  int signal = 0;      // when killed by a signal (including our timeout kill)
   double start_unix = 0, end_unix = 0, wall_s = 0;
-  std::string note;      // e.g. "cannot execute 'torchrun': No such file or directory"
+  std::string note;                // e.g. "cannot execute 'torchrun': No such file or directory"
   uint64_t log_bytes_dropped = 0;  // output past the log cap (0: all of it is in log.txt)
   std::string log_note;            // "log.txt capped at ... bytes: ..." when a cap was hit
 };
@@ -135,10 +135,9 @@ inline constexpr size_t kMaxLogLineBytes = size_t{64} << 10;
 // kill_grace_s. `extra_env` is added to the environment. `should_stop` is
 // polled; when it returns true the group is killed and status is kError with
 // note "interrupted".
-ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& log_path,
-                          double timeout_s, double kill_grace_s, const std::map<std::string, std::string>& extra_env,
-                          const std::function<bool()>& should_stop = {},
-                          uint64_t max_log_bytes = kDefaultMaxLogBytes);
+ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& log_path, double timeout_s,
+                          double kill_grace_s, const std::map<std::string, std::string>& extra_env,
+                          const std::function<bool()>& should_stop = {}, uint64_t max_log_bytes = kDefaultMaxLogBytes);
 
 // ---------------------------------------------------------------------------
 // Metrics from a finished run.
@@ -158,7 +157,7 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
 
 struct SweepOptions {
   bool resume = false;
-  std::map<std::string, std::string> env;  // overrides of the environment for launch lines
+  std::map<std::string, std::string> env;        // overrides of the environment for launch lines
   uint64_t max_log_bytes = kDefaultMaxLogBytes;  // per run's log.txt
 };
 
@@ -173,24 +172,24 @@ struct SweepSummary {
 // them: escaping for a terminal is the presenter's job.
 struct SweepEvent {
   enum class Kind {
-    kOrphanRerun,   // run_index was left "running" by a sweep that died; it runs again
+    kOrphanRerun,  // run_index was left "running" by a sweep that died; it runs again
     kRunStarted,
-    kRunning,       // called while the run is in flight (about every poll of the child)
+    kRunning,  // called while the run is in flight (about every poll of the child)
     kRunFinished,
     kSweepEnded,
   };
   Kind kind = Kind::kRunStarted;
-  int run_index = 0;                    // the plan index
+  int run_index = 0;                      // the plan index
   int done = 0, planned = 0, failed = 0;  // runs finished (this sweep and before), planned, not ok
   int gpus = 0, rep = 0;
-  std::string config_label;             // "pin=1 amp=bf16", "" without varied keys
+  std::string config_label;  // "pin=1 amp=bf16", "" without varied keys
   double sweep_elapsed_s = 0, run_elapsed_s = 0;
-  double eta_s = NAN;                   // kRunFinished: of the runs left, from this sweep's mean run time
+  double eta_s = NAN;  // kRunFinished: of the runs left, from this sweep's mean run time
   // kRunFinished:
   RunStatus status = RunStatus::kOk;
   double wall_s = 0;
   std::string metric_name;
-  std::optional<double> metric;         // the run's metric when it was ok and had it
+  std::optional<double> metric;  // the run's metric when it was ok and had it
   std::string note;
 };
 using SweepObserver = std::function<void(const SweepEvent&)>;
@@ -208,7 +207,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
 struct StoredRun {
   int64_t id = 0;
   int plan_index = 0;
-  std::string config_json;   // {"precision":"bf16"}
+  std::string config_json;  // {"precision":"bf16"}
   std::vector<std::pair<std::string, std::string>> config;
   int gpus = 0, nodes = 1, rep = 0;
   RunStatus status = RunStatus::kError;
@@ -222,7 +221,7 @@ struct StoredSweep {
   int64_t id = 0;
   std::string created;
   std::string spec_json;
-  std::string metric;           // the sweep's metric name (key in metrics)
+  std::string metric;  // the sweep's metric name (key in metrics)
   bool higher_is_better = false;
   int planned_runs = 0;
   std::vector<StoredRun> runs;  // by plan index

@@ -17,7 +17,7 @@ struct Runner {
   long pid = 0;
   std::string host;
   unsigned long long start_ticks = 0;
-  std::string to_text() const;  // "pid=123 host=node1 start=456"
+  std::string to_text() const;                   // "pid=123 host=node1 start=456"
   static Runner parse(const std::string& text);  // pid 0 when not a runner text
   static Runner self();
   // Is this runner's process still alive (same pid and start time)? Only

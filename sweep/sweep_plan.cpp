@@ -25,7 +25,8 @@ const std::vector<std::string>& builtin_placeholders() {
 
 bool valid_key(std::string_view k) {
   if (k.empty() || !(std::isalpha(static_cast<unsigned char>(k[0])) || k[0] == '_')) return false;
-  return std::all_of(k.begin(), k.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(k.begin(), k.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 // Splits a token into literal text and placeholder names; `{{`/`}}` are
@@ -186,8 +187,14 @@ double parse_duration(std::string_view text) {
   std::string_view num = text;
   switch (text.back()) {
     case 's': num.remove_suffix(1); break;
-    case 'm': mult = 60; num.remove_suffix(1); break;
-    case 'h': mult = 3600; num.remove_suffix(1); break;
+    case 'm':
+      mult = 60;
+      num.remove_suffix(1);
+      break;
+    case 'h':
+      mult = 3600;
+      num.remove_suffix(1);
+      break;
     default: break;
   }
   double v = 0;
@@ -211,13 +218,15 @@ std::string SweepSpec::to_json() const {
   j["higher_is_better"] = metric.higher_is_better;
   j["seed"] = seed;
   j["command"] = command;
-  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);  // bytes that are not UTF-8 become U+FFFD
+  return j.dump(-1, ' ', false,
+                nlohmann::ordered_json::error_handler_t::replace);  // bytes that are not UTF-8 become U+FFFD
 }
 
 std::string PlannedRun::config_json() const {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& [k, v] : config) j[k] = v;
-  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);  // bytes that are not UTF-8 become U+FFFD
+  return j.dump(-1, ' ', false,
+                nlohmann::ordered_json::error_handler_t::replace);  // bytes that are not UTF-8 become U+FFFD
 }
 
 std::string PlannedRun::config_label() const {
@@ -250,10 +259,11 @@ std::vector<PlannedRun> plan_runs(const SweepSpec& spec) {
   // Placeholders: all known, and each varied key used somewhere.
   std::set<std::string> used;
   for (const auto& token : spec.command)
-    scan_token(token, [](std::string_view) {}, [&](std::string_view name) { used.insert(std::string(name)); });
+    scan_token(
+        token, [](std::string_view) {}, [&](std::string_view name) { used.insert(std::string(name)); });
   for (const auto& name : used) {
-    const bool builtin = std::find(builtin_placeholders().begin(), builtin_placeholders().end(), name) !=
-                         builtin_placeholders().end();
+    const bool builtin =
+        std::find(builtin_placeholders().begin(), builtin_placeholders().end(), name) != builtin_placeholders().end();
     if (!builtin && !keys.count(name))
       fail("the command template uses {{{}}}, which is neither a built-in placeholder ({}) nor a --vary key", name,
            fmt::join(builtin_placeholders(), ", "));
@@ -264,8 +274,9 @@ std::vector<PlannedRun> plan_runs(const SweepSpec& spec) {
            v.key, v.key);
   if (spec.launcher == LauncherKind::kLocal && spec.gpus.size() > 1 && !used.count("gpus") &&
       !used.count("gpus_per_node"))
-    fail("--launcher local with several GPU counts: the command template has no {{gpus}} placeholder, so every GPU "
-         "count would run the same command");
+    fail(
+        "--launcher local with several GPU counts: the command template has no {{gpus}} placeholder, so every GPU "
+        "count would run the same command");
 
   // Size first: the product of --vary lists can be huge.
   constexpr size_t kMaxRuns = 1'000'000;
@@ -320,12 +331,13 @@ std::vector<std::string> expand_template(const SweepSpec& spec, const PlannedRun
   std::vector<std::string> out;
   for (const auto& token : spec.command) {
     std::string s;
-    scan_token(token, [&](std::string_view t) { s += t; },
-               [&](std::string_view name) {
-                 auto it = values.find(name);
-                 if (it == values.end()) fail("the command template uses {{{}}}, which has no value", name);
-                 s += it->second;
-               });
+    scan_token(
+        token, [&](std::string_view t) { s += t; },
+        [&](std::string_view name) {
+          auto it = values.find(name);
+          if (it == values.end()) fail("the command template uses {{{}}}, which has no value", name);
+          s += it->second;
+        });
     out.push_back(std::move(s));
   }
   return out;
@@ -346,9 +358,7 @@ std::vector<std::string> launch_command(const SweepSpec& spec, const PlannedRun&
   std::vector<std::string> out = profiler;
   auto append = [&](const std::vector<std::string>& v) { out.insert(out.end(), v.begin(), v.end()); };
   switch (spec.launcher) {
-    case LauncherKind::kLocal:
-      append(cmd);
-      break;
+    case LauncherKind::kLocal: append(cmd); break;
     case LauncherKind::kTorchrun: {
       out.push_back("torchrun");
       if (run.nodes == 1) {
@@ -357,9 +367,10 @@ std::vector<std::string> launch_command(const SweepSpec& spec, const PlannedRun&
       } else {
         auto addr = env.find("MASTER_ADDR");
         if (addr == env.end() || addr->second.empty())
-          fail("--launcher torchrun with --nodes {}: set MASTER_ADDR (and MASTER_PORT, default 29500) for the "
-               "rendezvous",
-               run.nodes);
+          fail(
+              "--launcher torchrun with --nodes {}: set MASTER_ADDR (and MASTER_PORT, default 29500) for the "
+              "rendezvous",
+              run.nodes);
         auto port = env.find("MASTER_PORT");
         const std::string p = port == env.end() || port->second.empty() ? "29500" : port->second;
         out.push_back(fmt::format("--nnodes={}", run.nodes));

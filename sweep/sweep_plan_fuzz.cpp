@@ -40,17 +40,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     if (lines.size() > 1) spec.timeout_s = parse_duration(lines[1]);
-  } catch (const scalescope::Error&) {
-  }
+  } catch (const scalescope::Error&) {}
   try {
-    if (lines.size() > 2 && !std::string_view(lines[2]).starts_with("regex:")) spec.metric = MetricSpec::parse(lines[2]);
-  } catch (const scalescope::Error&) {
-  }
+    if (lines.size() > 2 && !std::string_view(lines[2]).starts_with("regex:"))
+      spec.metric = MetricSpec::parse(lines[2]);
+  } catch (const scalescope::Error&) {}
   for (size_t i = 3; i < 6 && i < lines.size(); ++i) {
     try {
       spec.vary.push_back(Variable::parse(lines[i]));
-    } catch (const scalescope::Error&) {
-    }
+    } catch (const scalescope::Error&) {}
   }
   for (size_t i = 6; i < lines.size(); ++i) spec.command.push_back(lines[i]);
   spec.repeat = 2;
@@ -59,7 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t shown = 0;
     for (const auto& run : plan) {
       if (++shown > 64) break;
-      for (auto launcher : {LauncherKind::kLocal, LauncherKind::kTorchrun, LauncherKind::kSrun, LauncherKind::kMpirun}) {
+      for (auto launcher :
+           {LauncherKind::kLocal, LauncherKind::kTorchrun, LauncherKind::kSrun, LauncherKind::kMpirun}) {
         spec.launcher = launcher;
         const auto argv = launch_command(spec, run, "/tmp/run", {{"MASTER_ADDR", "h"}});
         if (argv.empty()) __builtin_trap();
@@ -67,7 +66,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)run.dir_name();
       (void)run.config_json();
     }
-  } catch (const scalescope::Error&) {
-  }
+  } catch (const scalescope::Error&) {}
   return 0;
 }

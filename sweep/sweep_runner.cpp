@@ -34,9 +34,7 @@ extern char** environ;
 namespace scalescope::sweep {
 namespace {
 
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_unix() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::atomic<int> g_stop_signal{0};
 void on_stop_signal(int sig) { g_stop_signal.store(sig); }
@@ -108,7 +106,8 @@ class BoundedLineReader {
 // MLPerf run_stop line is), with one marker line where bytes were dropped.
 class CappedLog {
  public:
-  CappedLog(int log_fd, uint64_t cap) : fd_(log_fd), cap_(cap), head_cap_(cap > kTailBytes * 2 ? cap - kTailBytes : cap / 2) {}
+  CappedLog(int log_fd, uint64_t cap)
+      : fd_(log_fd), cap_(cap), head_cap_(cap > kTailBytes * 2 ? cap - kTailBytes : cap / 2) {}
   void add(const char* p, size_t n) {
     while (n > 0 && written_ < head_cap_) {
       const size_t k = static_cast<size_t>(std::min<uint64_t>(n, head_cap_ - written_));
@@ -127,8 +126,8 @@ class CappedLog {
     const size_t tail_cap = static_cast<size_t>(cap_ - head_cap_);
     trim(tail_cap);
     if (dropped_ > 0) {
-      const std::string mark = fmt::format("\n[scalescope: {} bytes of output dropped here: log.txt is capped at {} bytes]\n",
-                                           dropped_, cap_);
+      const std::string mark = fmt::format(
+          "\n[scalescope: {} bytes of output dropped here: log.txt is capped at {} bytes]\n", dropped_, cap_);
       write_all(mark.data(), mark.size());
     }
     write_all(tail_.data(), tail_.size());
@@ -177,8 +176,7 @@ pid_t start_group_watchdog(pid_t group, int* write_end) {
     // to act when the sweep is gone.
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
     char c;
-    while (::read(p[0], &c, 1) < 0 && errno == EINTR) {
-    }
+    while (::read(p[0], &c, 1) < 0 && errno == EINTR) {}
     ::kill(-group, SIGKILL);
     ::_exit(0);
   }
@@ -193,8 +191,8 @@ pid_t start_group_watchdog(pid_t group, int* write_end) {
 
 }  // namespace
 
-ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& log_path,
-                          double timeout_s, double kill_grace_s, const std::map<std::string, std::string>& extra_env,
+ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& log_path, double timeout_s,
+                          double kill_grace_s, const std::map<std::string, std::string>& extra_env,
                           const std::function<bool()>& should_stop, uint64_t max_log_bytes) {
   ProcessResult r;
   if (argv.empty()) fail("empty command line");
@@ -297,7 +295,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
       ::kill(-pid, SIGKILL);
       kill_at = now + std::chrono::hours(24 * 365);
     }
-    struct pollfd pfd {out_pipe[0], POLLIN, 0};
+    struct pollfd pfd {
+      out_pipe[0], POLLIN, 0
+    };
     ::poll(&pfd, 1, 10);
     drain();
   }
@@ -319,14 +319,13 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
   if (watchdog > 0) {
     ::close(watchdog_fd);  // EOF: the watchdog kills the (dead) group and exits
     int st = 0;
-    while (::waitpid(watchdog, &st, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(watchdog, &st, 0) < 0 && errno == EINTR) {}
   }
   r.end_unix = now_unix();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (r.log_bytes_dropped > 0)
-    r.log_note = fmt::format("log.txt capped at {} bytes: {} bytes of output dropped", max_log_bytes,
-                             r.log_bytes_dropped);
+    r.log_note =
+        fmt::format("log.txt capped at {} bytes: {} bytes of output dropped", max_log_bytes, r.log_bytes_dropped);
 
   if (exec_failed) {
     r.status = RunStatus::kError;
@@ -394,10 +393,10 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
       m.notes.push_back(fmt::format("{} output line(s) longer than {} bytes were cut for metric extraction",
                                     reader.cut_lines(), kMaxLogLineBytes));
     if (want_regex) {
-      if (value)
-        m.values[spec.metric.name()] = *value;
+      if (value) m.values[spec.metric.name()] = *value;
       else
-        m.notes.push_back(fmt::format("no output line matched the metric regex /{}/ with a number", spec.metric.pattern));
+        m.notes.push_back(
+            fmt::format("no output line matched the metric regex /{}/ with a number", spec.metric.pattern));
     }
     if (want_mlperf) {
       if (run_start && run_stop && *run_stop >= *run_start) {
@@ -456,9 +455,10 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
       orphaned[index] = "rerun: the previous attempt was " + note;
       continue;
     }
-    orphaned[index] = was.pid > 0 ? fmt::format("rerun: the previous attempt was orphaned (its sweep, pid {} on {}, "
-                                                "died)",
-                                                was.pid, was.host)
+    orphaned[index] = was.pid > 0 ? fmt::format(
+                                        "rerun: the previous attempt was orphaned (its sweep, pid {} on {}, "
+                                        "died)",
+                                        was.pid, was.host)
                                   : std::string("rerun: the previous attempt was orphaned (its sweep died)");
     if (observe) {
       SweepEvent e;
@@ -516,14 +516,17 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
       return e;
     };
     if (observe) observe(event(SweepEvent::Kind::kRunStarted));
-    const auto result = run_process(argv, log_path, spec.timeout_s, spec.kill_grace_s, run_env, [&] {
-      if (observe) observe(event(SweepEvent::Kind::kRunning));
-      return g_stop_signal.load() != 0;
-    }, options.max_log_bytes);
+    const auto result = run_process(
+        argv, log_path, spec.timeout_s, spec.kill_grace_s, run_env,
+        [&] {
+          if (observe) observe(event(SweepEvent::Kind::kRunning));
+          return g_stop_signal.load() != 0;
+        },
+        options.max_log_bytes);
     if (result.note == "interrupted" && g_stop_signal.load()) {
       // Left as "running": redone on resume; the note says why.
-      store.set_running_note(run, fmt::format("interrupted by signal {} ({})", g_stop_signal.load(),
-                                              strsignal(g_stop_signal.load())));
+      store.set_running_note(
+          run, fmt::format("interrupted by signal {} ({})", g_stop_signal.load(), strsignal(g_stop_signal.load())));
       sum.interrupted = true;
       break;
     }
@@ -535,17 +538,16 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
     ++sum.ran;
     ++done_now;
     spent += result.wall_s;
-    if (result.status == RunStatus::kOk)
-      ++sum.ok;
-    else
-      ++sum.failed;
+    if (result.status == RunStatus::kOk) ++sum.ok;
+    else ++sum.failed;
     if (observe) {
       SweepEvent e = event(SweepEvent::Kind::kRunFinished);
       e.eta_s = spent / done_now * (todo - done_now);
       e.status = result.status;
       e.wall_s = result.wall_s;
       e.metric_name = spec.metric.name();
-      if (auto mv = metrics.values.find(spec.metric.name()); result.status == RunStatus::kOk && mv != metrics.values.end())
+      if (auto mv = metrics.values.find(spec.metric.name());
+          result.status == RunStatus::kOk && mv != metrics.values.end())
         e.metric = mv->second;
       e.note = result.note;
       observe(e);

@@ -130,8 +130,8 @@ void SweepStore::check_identity() {
     if (s.step()) app = s.i64(0);
   }
   if (app != kApplicationId)
-    fail("{}: not a scalescope sweep database (SQLite application_id is {:#x}, expected {:#x})", path_.string(),
-         app, kApplicationId);
+    fail("{}: not a scalescope sweep database (SQLite application_id is {:#x}, expected {:#x})", path_.string(), app,
+         kApplicationId);
   {
     Stmt s(db_, "PRAGMA user_version", path_);
     if (s.step()) version = s.i64(0);
@@ -142,7 +142,8 @@ void SweepStore::check_identity() {
   for (const char* table : {"sweeps", "runs"}) {
     Stmt s(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", path_);
     s.bind(1, std::string(table));
-    if (!s.step() || s.i64(0) != 1) fail("{}: damaged scalescope sweep database (table '{}' is missing)", path_.string(), table);
+    if (!s.step() || s.i64(0) != 1)
+      fail("{}: damaged scalescope sweep database (table '{}' is missing)", path_.string(), table);
   }
   Stmt s(db_, "SELECT id FROM sweeps ORDER BY id LIMIT 1", path_);
   if (!s.step()) fail("{}: scalescope sweep database without a sweep", path_.string());
@@ -159,8 +160,7 @@ SweepStore SweepStore::create(const std::filesystem::path& path, const std::stri
     // sweep lock, so no other sweep is creating it right now.
     if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec)
       std::filesystem::remove(path, ec);
-    else
-      fail("{}: already exists; pass --resume to continue that sweep or choose another -o file", path.string());
+    else fail("{}: already exists; pass --resume to continue that sweep or choose another -o file", path.string());
   }
   // Made complete under a temporary name, then linked into place: a kill at
   // any moment leaves either no database or a whole one.
@@ -181,8 +181,8 @@ SweepStore SweepStore::create(const std::filesystem::path& path, const std::stri
   return store;
 }
 
-void SweepStore::init(const std::string& spec_json, const std::string& metric, bool higher_is_better,
-                      int planned_runs, const std::string& version) {
+void SweepStore::init(const std::string& spec_json, const std::string& metric, bool higher_is_better, int planned_runs,
+                      const std::string& version) {
   SweepStore& store = *this;
   const std::filesystem::path& path = path_;
   store.exec("PRAGMA synchronous = FULL");
@@ -213,9 +213,10 @@ SweepStore SweepStore::open_for_resume(const std::filesystem::path& path, const 
   s.bind(1, store.sweep_id_);
   s.step();
   if (nlohmann::json::parse(s.text(0), nullptr, false) != nlohmann::json::parse(spec_json, nullptr, false))
-    fail("{}: cannot resume: the sweep there was planned with different options (GPU counts, --vary, --repeat, "
-         "launcher, metric, seed or command); run with the same options or write a new file",
-         path.string());
+    fail(
+        "{}: cannot resume: the sweep there was planned with different options (GPU counts, --vary, --repeat, "
+        "launcher, metric, seed or command); run with the same options or write a new file",
+        path.string());
   return store;
 }
 
@@ -268,33 +269,23 @@ void SweepStore::finish_run(const PlannedRun& run, const ProcessResult& result, 
          "metrics_json=?, trace_path=?, note=? WHERE sweep_id=? AND plan_index=?",
          path_);
   s.bind(1, std::string(status_name(result.status)));
-  if (result.signal == 0 && result.exit_code >= 0)
-    s.bind(2, int64_t{result.exit_code});
-  else
-    s.bind_null(2);
-  if (result.signal != 0)
-    s.bind(3, int64_t{result.signal});
-  else
-    s.bind_null(3);
+  if (result.signal == 0 && result.exit_code >= 0) s.bind(2, int64_t{result.exit_code});
+  else s.bind_null(2);
+  if (result.signal != 0) s.bind(3, int64_t{result.signal});
+  else s.bind_null(3);
   s.bind(4, result.start_unix).bind(5, result.end_unix).bind(6, result.wall_s);
   auto it = metrics.values.find(metric_name);
-  if (result.status == RunStatus::kOk && it != metrics.values.end())
-    s.bind(7, it->second);
-  else
-    s.bind_null(7);
+  if (result.status == RunStatus::kOk && it != metrics.values.end()) s.bind(7, it->second);
+  else s.bind_null(7);
   nlohmann::json mj = nlohmann::json::object();
   for (const auto& [k, v] : metrics.values) mj[k] = v;
   s.bind(8, mj.dump());
-  if (trace_path.empty())
-    s.bind_null(9);
-  else
-    s.bind(9, trace_path);
+  if (trace_path.empty()) s.bind_null(9);
+  else s.bind(9, trace_path);
   std::string note = result.note;
   for (const auto& n : metrics.notes) note += (note.empty() ? "" : "; ") + n;
-  if (note.empty())
-    s.bind_null(10);
-  else
-    s.bind(10, note);
+  if (note.empty()) s.bind_null(10);
+  else s.bind(10, note);
   s.bind(11, sweep_id_).bind(12, int64_t{run.index});
   s.step();
 }

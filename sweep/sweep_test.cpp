@@ -36,8 +36,8 @@ class SweepTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / fmt::format("scalescope_sweep_{}_{}_{}", info->test_suite_name(),
-                                                   info->name(), ::getpid());
+    dir_ = fs::temp_directory_path() /
+           fmt::format("scalescope_sweep_{}_{}_{}", info->test_suite_name(), info->name(), ::getpid());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -274,8 +274,8 @@ TEST_F(SweepTest, TimeoutKillsTheWholeGroup) {
 }
 
 TEST_F(SweepTest, TimeoutEscalatesToSigkill) {
-  auto r = run_process({kJobs + "/hang.sh", (dir_ / "child.pid").string(), "ignore-term"}, dir_ / "hang.txt", 0.3,
-                       0.3, {});
+  auto r =
+      run_process({kJobs + "/hang.sh", (dir_ / "child.pid").string(), "ignore-term"}, dir_ / "hang.txt", 0.3, 0.3, {});
   EXPECT_EQ(r.status, RunStatus::kTimeout);
   EXPECT_EQ(r.signal, SIGKILL);
   EXPECT_LT(r.wall_s, 2.0);
@@ -363,8 +363,7 @@ TEST_F(SweepTest, StoreRejectsFilesOfOtherKinds) {
   sqlite3_close(db);
   EXPECT_THAT(error_of([&] { read_sweep(damaged); }), HasSubstr("'runs' is missing"));
   // Existing file without --resume.
-  EXPECT_THAT(error_of([&] { SweepStore::create(damaged, "{}", "wall_s", false, 1, "test"); }),
-              HasSubstr("--resume"));
+  EXPECT_THAT(error_of([&] { SweepStore::create(damaged, "{}", "wall_s", false, 1, "test"); }), HasSubstr("--resume"));
 }
 
 // ---- whole sweeps ---------------------------------------------------------------
@@ -502,8 +501,7 @@ TEST_F(SweepTest, ResumeAfterKillRedoesOnlyUnfinishedRuns) {
       const auto st = read_sweep(db);
       finished_before = 0;
       for (const auto& r : st.runs) finished_before += r.status != RunStatus::kRunning;
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
   }
   ASSERT_EQ(::kill(child, SIGKILL), 0);
   int status = 0;
@@ -551,8 +549,7 @@ TEST_F(SweepTest, SigtermStopsCleanlyAndLeavesTheRunForResume) {
     int rc = 3;
     try {
       rc = run_sweep(s, db, {}, nullptr).interrupted ? 0 : 4;
-    } catch (...) {
-    }
+    } catch (...) {}
     ::_exit(rc);
   }
   for (int i = 0; i < 200 && read_pid(dir_ / "child.pid") == 0; ++i)
@@ -607,9 +604,9 @@ TEST_F(SweepTest, KillNineTakesTheJobsChildrenAndResumeRerunsTheOrphan) {
   const auto flag = dir_ / "second-time";
   // First attempt: a grandchild that outlives its shell (sh -c 'sleep; echo').
   // Second attempt (after resume): finish at once.
-  const std::string script = fmt::format(
-      "if [ -e {0} ]; then echo resumed; exit 0; fi; touch {0}; sleep 37 & echo $! > {1}; wait", flag.string(),
-      (dir_ / "grandchild.pid").string());
+  const std::string script =
+      fmt::format("if [ -e {0} ]; then echo resumed; exit 0; fi; touch {0}; sleep 37 & echo $! > {1}; wait",
+                  flag.string(), (dir_ / "grandchild.pid").string());
   s.command = {"sh", "-c", script};
   const auto db = dir_ / "sweep.db";
   const pid_t sweep = fork_sweep(s, db);

@@ -31,7 +31,7 @@ namespace {
 // 2^30 upward, unique in the whole file and never equal to a host tid.
 constexpr uint32_t kGpuTidBase = uint32_t{1} << 30;
 constexpr uint32_t kHostSampledTidBase = uint32_t{3} << 29;  // host sampler tracks (format 1.2)
-constexpr uint32_t kAnnotationStream = 0xFFFFFFFF;  // the per-device NVTX track, not a real stream
+constexpr uint32_t kAnnotationStream = 0xFFFFFFFF;           // the per-device NVTX track, not a real stream
 
 // Perfetto nests the slices of one track and cannot show two that overlap
 // without one containing the other. Work on one stream can overlap a little
@@ -135,16 +135,21 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
     // {0, 0}: no GPU or API event (an agent's trace may hold only NVTX ranges
     // or host samples); its origin comes from those below.
     if (!(first == 0 && last == 0)) origin = std::min(origin, t.meta.to_unix_ns(first));
-    if (t.nvtx.size()) origin = std::min(origin, t.meta.to_unix_ns(*std::min_element(t.nvtx.start.begin(), t.nvtx.start.end())));
+    if (t.nvtx.size())
+      origin = std::min(origin, t.meta.to_unix_ns(*std::min_element(t.nvtx.start.begin(), t.nvtx.start.end())));
     if (t.host_samples.size())
-      origin = std::min(origin, t.meta.to_unix_ns(*std::min_element(t.host_samples.time.begin(), t.host_samples.time.end())));
+      origin = std::min(origin,
+                        t.meta.to_unix_ns(*std::min_element(t.host_samples.time.begin(), t.host_samples.time.end())));
   }
   if (origin == std::numeric_limits<int64_t>::max()) origin = 0;
 
   detail::OutputFile file(out);
   ChromeWriter w(file);
   std::string& o = w.raw();
-  fmt::format_to(std::back_inserter(o), R"({{"displayTimeUnit":"ns","otherData":{{"producer":"scalescope","origin_unix_ns":{}}},"traceEvents":[)", origin);
+  fmt::format_to(
+      std::back_inserter(o),
+      R"({{"displayTimeUnit":"ns","otherData":{{"producer":"scalescope","origin_unix_ns":{}}},"traceEvents":[)",
+      origin);
 
   std::unordered_set<uint32_t> host_tids;
   for (const Trace& t : traces) {
@@ -172,8 +177,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
 
     GpuTracks gpu;
     // Lanes per event: kernels, copies and sets share their stream's tracks.
-    std::vector<uint32_t> kernel_lane(t.kernels.size()), memcpy_lane(t.memcpys.size()),
-        memset_lane(t.memsets.size()), nvtx_lane(t.nvtx.size());
+    std::vector<uint32_t> kernel_lane(t.kernels.size()), memcpy_lane(t.memcpys.size()), memset_lane(t.memsets.size()),
+        nvtx_lane(t.nvtx.size());
     {
       std::map<std::pair<uint32_t, uint32_t>, std::vector<Span>> by_track;
       for (size_t i = 0; i < t.kernels.size(); ++i)
@@ -240,7 +245,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       if (corr == 0 || !gpu_work.count(corr) || !launched.insert(corr).second) continue;
       // Flow start, bound to the enclosing API slice.
       w.begin_event('s', pid, t.api.thread[i], ts(t.api.start[i]));
-      fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","id":{})", (uint64_t{index} << 32) | corr);
+      fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","id":{})",
+                     (uint64_t{index} << 32) | corr);
       w.end_event();
     }
     auto flow_end = [&](uint32_t corr, uint64_t track, Timestamp start) {
@@ -293,7 +299,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
     }
     for (size_t i = 0; i < t.nvtx.size(); ++i) {
       const NvtxTable& n = t.nvtx;
-      uint64_t track = n.device[i] >= 0 ? gpu.of(static_cast<uint32_t>(n.device[i]), kAnnotationStream, nvtx_lane[i]) : n.thread[i];
+      uint64_t track =
+          n.device[i] >= 0 ? gpu.of(static_cast<uint32_t>(n.device[i]), kAnnotationStream, nvtx_lane[i]) : n.thread[i];
       bool mark = n.kind[i] == NvtxKind::kMark;
       w.begin_event(mark ? 'i' : 'X', pid, track, ts(n.start[i]));
       if (mark) {
@@ -321,7 +328,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
     if (t.host_samples.size() > 0) {
       const HostSampleTable& hs = t.host_samples;
       std::map<uint64_t, std::vector<uint32_t>> rows;  // (pid, tid) -> its samples, in time order
-      for (size_t i = 0; i < hs.size(); ++i) rows[(uint64_t{hs.pid[i]} << 32) | hs.tid[i]].push_back(static_cast<uint32_t>(i));
+      for (size_t i = 0; i < hs.size(); ++i)
+        rows[(uint64_t{hs.pid[i]} << 32) | hs.tid[i]].push_back(static_cast<uint32_t>(i));
       std::unordered_map<uint64_t, size_t> facts;  // the last thread row of each (pid, tid)
       for (size_t i = 0; i < t.host_threads.size(); ++i)
         facts[(uint64_t{t.host_threads.pid[i]} << 32) | t.host_threads.tid[i]] = i;
@@ -354,7 +362,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
           w.begin_event('X', pid, track, ts(begin));
           o += R"(,"dur":)";
           w.append_us(std::max<int64_t>(0, end - begin));
-          fmt::format_to(std::back_inserter(o), R"(,"cat":"host","name":"{}","args":{{"cpu_ns":{},"run_wait_ns":{},"samples":{},"cpu":{}}})",
+          fmt::format_to(std::back_inserter(o),
+                         R"(,"cat":"host","name":"{}","args":{{"cpu_ns":{},"run_wait_ns":{},"samples":{},"cpu":{}}})",
                          to_string(state), cpu, wait, b - a, hs.cpu[idx[b - 1]]);
           w.end_event();
           a = b;
@@ -399,7 +408,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
         if (tr == host_track.end()) {  // a thread with stacks but no scheduler samples
           while (host_tids.count(next_sampled_tid)) ++next_sampled_tid;
           tr = host_track.emplace(key, next_sampled_tid++).first;
-          w.metadata_name("thread_name", pid, tr->second, fmt::format("host thread pid {} tid {}", ss.pid[i], ss.tid[i]));
+          w.metadata_name("thread_name", pid, tr->second,
+                          fmt::format("host thread pid {} tid {}", ss.pid[i], ss.tid[i]));
           w.metadata_sort_index("thread_sort_index", pid, tr->second, 500 + sort++);
         }
         auto [st, inserted] = stack_text.try_emplace(ss.callsite[i]);
@@ -423,7 +433,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
         samples += samples.empty() ? "\n" : ",\n";
         fmt::format_to(std::back_inserter(samples), R"({{"pid":{},"tid":{},"ts":)", pid, tr->second);
         const int64_t at = ts(ss.time[i]);
-        fmt::format_to(std::back_inserter(samples), "{}{}.{:03}", at < 0 ? "-" : "", std::abs(at) / 1000, std::abs(at) % 1000);
+        fmt::format_to(std::back_inserter(samples), "{}{}.{:03}", at < 0 ? "-" : "", std::abs(at) / 1000,
+                       std::abs(at) % 1000);
         if (ss.callsite[i] != 0) fmt::format_to(std::back_inserter(samples), R"(,"sf":"{}.{}")", pid, ss.callsite[i]);
         samples += R"(,"name":"cpu","weight":1})";
       }

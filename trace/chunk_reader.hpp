@@ -37,9 +37,9 @@ class ChunkReader {
   // its tables are empty. Problems found while decoding table chunks (corrupt
   // columns, unfinished rows) are added once each chunk has been read once.
   const Trace& head() const;
-  size_t chunk_count() const;        // table chunks whose checksums hold
-  uint32_t rows(size_t i) const;     // as its header says
-  uint64_t total_rows() const;       // over all table chunks
+  size_t chunk_count() const;     // table chunks whose checksums hold
+  uint32_t rows(size_t i) const;  // as its header says
+  uint64_t total_rows() const;    // over all table chunks
   // Clears batch's tables (capacity kept) and decodes chunk i into them.
   void read(size_t i, Trace& batch);
 

@@ -66,8 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       whole = add(Rows{}, scalescope::trace::read_trace_from_memory(
                               std::span(reinterpret_cast<const std::byte*>(data), size), "fuzz input", options));
-    } catch (const scalescope::Error&) {
-    }
+    } catch (const scalescope::Error&) {}
     try {
       auto reader = scalescope::trace::ChunkReader::open(path, options);
       scalescope::trace::Trace batch;
@@ -77,8 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         rows = add(rows, batch);
       }
       chunked = rows;
-    } catch (const scalescope::Error&) {
-    }
+    } catch (const scalescope::Error&) {}
     if (whole && chunked && !(*whole == *chunked)) __builtin_trap();
   }
   close(fd);

@@ -75,8 +75,8 @@ void expect_same(const Trace& a, const Trace& b) {
             if constexpr (std::is_same_v<decltype(&ca), decltype(&cb)>) {
               if (id != idb) return;
               for (size_t i = 0; i < ca.size(); ++i)
-                ASSERT_EQ(format::to_bits(ca[i]), format::to_bits(cb[i])) << "table " << static_cast<int>(type)
-                                                                          << " column " << id << " row " << i;
+                ASSERT_EQ(format::to_bits(ca[i]), format::to_bits(cb[i]))
+                    << "table " << static_cast<int>(type) << " column " << id << " row " << i;
             }
           });
         });
@@ -162,7 +162,9 @@ TEST(ChunkReaderTest, RandomDamageReadsAsReadTraceReadsIt) {
       switch (rng() % 3) {
         case 0: d[at] = static_cast<char>(d[at] ^ static_cast<char>(1 + rng() % 255)); break;
         case 1: d.resize(std::max<size_t>(at, 1)); break;
-        default: std::fill(d.begin() + static_cast<std::ptrdiff_t>(at), d.begin() + static_cast<std::ptrdiff_t>(std::min(d.size(), at + 64)), 0);
+        default:
+          std::fill(d.begin() + static_cast<std::ptrdiff_t>(at),
+                    d.begin() + static_cast<std::ptrdiff_t>(std::min(d.size(), at + 64)), 0);
       }
     }
     {

@@ -127,7 +127,8 @@ double theil_sen(const std::vector<std::pair<double, double>>& c) {
 
 // Centres of up to kMaxBins time-ordered bins (at least min_per_bin points each):
 // each bin's densest window (robust) or its median.
-std::vector<std::pair<double, double>> bin_centres(const Points& pts, int64_t t0, bool use_densest, size_t min_per_bin) {
+std::vector<std::pair<double, double>> bin_centres(const Points& pts, int64_t t0, bool use_densest,
+                                                   size_t min_per_bin) {
   std::vector<std::pair<double, double>> c;
   const size_t n = pts.size();
   const size_t bins = std::min(kMaxBins, n / min_per_bin);
@@ -218,7 +219,8 @@ Fit fit_line(const Points& all) {
 
 // Points (reference time, host end - reference time) of the collectives both
 // hosts saw; `via` is already measured against the reference.
-std::vector<std::pair<int64_t, int64_t>> differences(const HostEnds& host, const HostEnds& via_ends, const HostClock& via) {
+std::vector<std::pair<int64_t, int64_t>> differences(const HostEnds& host, const HostEnds& via_ends,
+                                                     const HostClock& via) {
   std::vector<std::pair<int64_t, int64_t>> pts;
   auto a = host.ends.begin(), b = via_ends.ends.begin();
   while (a != host.ends.end() && b != via_ends.ends.end()) {
@@ -407,9 +409,9 @@ void apply_clock_correction(Trace& t, const HostClock& host) {
     c = {a, {a.trace_ns + reach, a.unix_ns + reach}};
   }
   for (ClockAnchor& a : c) a.unix_ns -= host.correction_at(a.unix_ns);
-  t.meta.extra["clock_correction"] =
-      fmt::format("offset {} ns at unix {} ns, drift {:.3f} ppm, against {} ({} collectives, +-{:.0f} ns)", host.offset_ns,
-                  host.reference_unix_ns, host.drift_ppm, host.measured_against, host.matched, host.uncertainty_ns);
+  t.meta.extra["clock_correction"] = fmt::format(
+      "offset {} ns at unix {} ns, drift {:.3f} ppm, against {} ({} collectives, +-{:.0f} ns)", host.offset_ns,
+      host.reference_unix_ns, host.drift_ppm, host.measured_against, host.matched, host.uncertainty_ns);
 }
 
 ClockAlignment align_clocks(std::vector<Trace>& traces, const AlignOptions& options) {

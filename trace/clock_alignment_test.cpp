@@ -30,8 +30,8 @@ Job make_job(const std::vector<std::string>& hosts, int per_host, int n,
       rc.rank = rank++;
       for (int i = 0; i < n; ++i) {
         const int64_t t = kStart + int64_t{i} * 50'000'000;
-        rc.ends.push_back({collective_key("pg0", NcclOp::kAllReduce, i),
-                           t + clock_of_host[h](t) + std::llround(noise(rng))});
+        rc.ends.push_back(
+            {collective_key("pg0", NcclOp::kAllReduce, i), t + clock_of_host[h](t) + std::llround(noise(rng))});
       }
       job.ranks.push_back(std::move(rc));
     }
@@ -91,7 +91,8 @@ TEST(ClockAlignment, RecoversLinearDrift) {
 
 TEST(ClockAlignment, OutliersDoNotMoveTheEstimate) {
   Job job = make_job({"a", "b"}, 1, 200, {constant(0), constant(2'000'000)});
-  for (size_t i = 0; i < job.ranks[1].ends.size(); i += 10) job.ranks[1].ends[i].end_unix_ns += 30'000'000;  // 10% wildly late
+  for (size_t i = 0; i < job.ranks[1].ends.size(); i += 10)
+    job.ranks[1].ends[i].end_unix_ns += 30'000'000;  // 10% wildly late
   const HostClock b = estimate_clock_alignment(job.ranks).hosts[1];
   EXPECT_NEAR(static_cast<double>(b.offset_ns), 2'000'000, 1000);
   EXPECT_EQ(b.drift_ppm, 0);
@@ -182,7 +183,8 @@ TEST(ClockAlignment, CorrectionRewritesAnchorsWhateverTheirNumber) {
     size_t i = 0;
     for (Timestamp x : {Timestamp{1'000'000}, Timestamp{5'000'000'000}, Timestamp{9'000'000'000}}) {
       const int64_t want = before[i] - h.correction_at(before[i]);
-      EXPECT_NEAR(static_cast<double>(t.meta.to_unix_ns(x)), static_cast<double>(want), 2) << anchors.size() << " " << x;
+      EXPECT_NEAR(static_cast<double>(t.meta.to_unix_ns(x)), static_cast<double>(want), 2)
+          << anchors.size() << " " << x;
       ++i;
     }
     EXPECT_TRUE(t.meta.extra.count("clock_correction"));

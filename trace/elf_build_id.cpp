@@ -11,7 +11,7 @@
 namespace scalescope::trace {
 namespace {
 
-constexpr uint16_t kMaxProgramHeaders = 4096;      // real files have tens
+constexpr uint16_t kMaxProgramHeaders = 4096;            // real files have tens
 constexpr uint64_t kMaxNoteSegment = uint64_t{1} << 16;  // real note segments are under 1 KiB
 
 }  // namespace

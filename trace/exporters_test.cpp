@@ -105,7 +105,7 @@ TEST(Exporters, ChromeIsValidJsonWithTracksAndFlows) {
   EXPECT_EQ(flow_s, 2);
   EXPECT_EQ(flow_f, 2);
   EXPECT_EQ(counters, 2);
-  EXPECT_EQ(names, 4);  // per rank: GPU 0 stream 7, GPU 0 annotations
+  EXPECT_EQ(names, 4);                     // per rank: GPU 0 stream 7, GPU 0 annotations
   EXPECT_EQ(pids, (std::set<int>{1, 2}));  // pid 0 is Perfetto's swapper
 }
 
@@ -151,19 +151,19 @@ TEST(Exporters, ChromeDrawsOneTrackPerHostSampledThread) {
     }
   }
   // Main: running (500-600), sleeping (600-800), running (800-900).
-  const std::vector<std::pair<std::string, std::string>> want_main = {
-      {"host python (main) pid 77 tid 77", "running"},
-      {"host python (main) pid 77 tid 77", "sleeping"},
-      {"host python (main) pid 77 tid 77", "running"}};
+  const std::vector<std::pair<std::string, std::string>> want_main = {{"host python (main) pid 77 tid 77", "running"},
+                                                                      {"host python (main) pid 77 tid 77", "sleeping"},
+                                                                      {"host python (main) pid 77 tid 77", "running"}};
   std::vector<std::pair<std::string, std::string>> got_main;
   for (const auto& s : slices)
     if (s.first == want_main[0].first) got_main.push_back(s);
   EXPECT_EQ(got_main, want_main);
   EXPECT_EQ(main_ts, (std::vector<double>{0.1, 0.2, 0.4}));  // us after the origin (400 ns)
   EXPECT_EQ(main_dur, (std::vector<double>{0.1, 0.2, 0.1}));
-  EXPECT_NE(std::find(slices.begin(), slices.end(),
-                      std::make_pair(std::string("worker pt_data_worker (main) pid 88 tid 88"), std::string("disk_wait"))),
-            slices.end());
+  EXPECT_NE(
+      std::find(slices.begin(), slices.end(),
+                std::make_pair(std::string("worker pt_data_worker (main) pid 88 tid 88"), std::string("disk_wait"))),
+      slices.end());
   EXPECT_NE(std::find(slices.begin(), slices.end(),
                       std::make_pair(std::string("host pt_elastic (main) pid 5 tid 5"), std::string("sleeping"))),
             slices.end());
@@ -281,7 +281,8 @@ TEST(Exporters, ChromeTracksFollowPerfettoJsonRules) {
   // A thread name must not rename a thread of another process.
   for (const auto& [tid, pids] : pids_of_named_tid) EXPECT_EQ(pids.size(), 1u) << "tid " << tid;
   for (auto& [track, spans] : slices) {
-    std::sort(spans.begin(), spans.end(), [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    std::sort(spans.begin(), spans.end(),
+              [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
     std::vector<double> open_ends;  // a stack of enclosing slices
     for (const auto& [begin, end] : spans) {
       while (!open_ends.empty() && open_ends.back() <= begin) open_ends.pop_back();
@@ -314,7 +315,8 @@ TEST(Exporters, SqliteHasDocumentedTables) {
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM devices"), 2);
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM memcpy WHERE kind='HtoD' AND src_kind='pinned'"), 2);
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM memset"), 2);
-  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM api a JOIN strings s ON s.id=a.name_id WHERE s.value='cudaLaunchKernel'"), 2);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM api a JOIN strings s ON s.id=a.name_id WHERE s.value='cudaLaunchKernel'"),
+            2);
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM nvtx WHERE device=0"), 2);
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM nccl n JOIN strings s ON s.id=n.algorithm_id WHERE s.value='RING'"), 2);
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM counters WHERE metric='power_watts' OR value > 300"), 2);
@@ -355,9 +357,10 @@ Trace with_host_rows() {
   t.host_samples.push({500, 77, 78, ThreadState::kRunning, 3, 9000000, 120, 2, 1});
   t.host_samples.push({600, 88, 88, ThreadState::kDiskWait, 5, 10, 0, 0, 0});
   t.host_samples.push({700, 88, 88, ThreadState::kSleeping, -1, 0, 0, 4, 0});
-  t.host_callsites.push({1, 0, t.strings.intern("main"), t.strings.intern("/usr/bin/python3"), 0x1040, FrameStatus::kNamed});
-  t.host_callsites.push({2, 1, t.strings.intern("PyEval_EvalCode"), t.strings.intern("/usr/bin/python3"), 0x2230,
-                         FrameStatus::kNamed});
+  t.host_callsites.push(
+      {1, 0, t.strings.intern("main"), t.strings.intern("/usr/bin/python3"), 0x1040, FrameStatus::kNamed});
+  t.host_callsites.push(
+      {2, 1, t.strings.intern("PyEval_EvalCode"), t.strings.intern("/usr/bin/python3"), 0x2230, FrameStatus::kNamed});
   // Format 1.4: a frame offline naming could not name, and the modules.
   t.host_callsites.push({3, 2, kNoString, t.strings.intern("/opt/libgone.so"), 0x30, FrameStatus::kModuleMissing});
   t.host_modules.push({77, t.strings.intern("/usr/bin/python3"), t.strings.intern("ab01"), 0x5000, 0x9000, 0x1000});
@@ -375,23 +378,27 @@ TEST(Exporters, CsvAndSqliteCarryTheHostTables) {
   fs::remove_all(dir);
   export_csv(ranks, dir);
   const std::string threads = slurp(dir / "host_threads.csv");
-  EXPECT_EQ(threads, "process,rank,start_ns,end_ns,pid,tid,parent_pid,name,is_main,role\n"
-                     "0,1,500,900,77,78,1,\"pt_main, \"\"thread\"\"\",0,traced\n"
-                     "0,1,600,900,88,88,77,pt_data_worker,1,descendant\n");
+  EXPECT_EQ(threads,
+            "process,rank,start_ns,end_ns,pid,tid,parent_pid,name,is_main,role\n"
+            "0,1,500,900,77,78,1,\"pt_main, \"\"thread\"\"\",0,traced\n"
+            "0,1,600,900,88,88,77,pt_data_worker,1,descendant\n");
   const std::string samples = slurp(dir / "host_samples.csv");
   EXPECT_EQ(samples.substr(0, samples.find('\n')),
             "process,rank,time_ns,pid,tid,state,cpu,cpu_ns,run_wait_ns,voluntary_switches,involuntary_switches");
   EXPECT_NE(samples.find("\n0,1,500,77,78,running,3,9000000,120,2,1\n"), std::string::npos) << samples;
   EXPECT_NE(samples.find("\n0,1,700,88,88,sleeping,-1,0,0,4,0\n"), std::string::npos) << samples;
-  EXPECT_EQ(slurp(dir / "host_callsites.csv"), "process,rank,id,parent,function,module,address,name_status\n"
-                                                 "0,1,1,0,main,/usr/bin/python3,0x1040,named\n"
-                                                 "0,1,2,1,PyEval_EvalCode,/usr/bin/python3,0x2230,named\n"
-                                                 "0,1,3,2,,/opt/libgone.so,0x30,module missing\n");
-  EXPECT_EQ(slurp(dir / "host_modules.csv"), "process,rank,pid,path,build_id,map_start,map_end,map_offset\n"
-                                               "0,1,77,/usr/bin/python3,ab01,0x5000,0x9000,0x1000\n"
-                                               "0,1,77,/opt/libgone.so,,0x7000,0x8000,0x0\n");
-  EXPECT_EQ(slurp(dir / "host_stack_samples.csv"), "process,rank,time_ns,pid,tid,callsite\n"
-                                                     "0,1,510,77,78,2\n0,1,520,77,78,2\n0,1,530,88,88,1\n");
+  EXPECT_EQ(slurp(dir / "host_callsites.csv"),
+            "process,rank,id,parent,function,module,address,name_status\n"
+            "0,1,1,0,main,/usr/bin/python3,0x1040,named\n"
+            "0,1,2,1,PyEval_EvalCode,/usr/bin/python3,0x2230,named\n"
+            "0,1,3,2,,/opt/libgone.so,0x30,module missing\n");
+  EXPECT_EQ(slurp(dir / "host_modules.csv"),
+            "process,rank,pid,path,build_id,map_start,map_end,map_offset\n"
+            "0,1,77,/usr/bin/python3,ab01,0x5000,0x9000,0x1000\n"
+            "0,1,77,/opt/libgone.so,,0x7000,0x8000,0x0\n");
+  EXPECT_EQ(slurp(dir / "host_stack_samples.csv"),
+            "process,rank,time_ns,pid,tid,callsite\n"
+            "0,1,510,77,78,2\n0,1,520,77,78,2\n0,1,530,88,88,1\n");
   fs::remove_all(dir);
 
   fs::path db_path = temp("host.sqlite");
@@ -400,17 +407,23 @@ TEST(Exporters, CsvAndSqliteCarryTheHostTables) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_threads"), 2);
-  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_threads h JOIN strings s ON s.id = h.name_id "
-                      "WHERE s.value = 'pt_data_worker' AND h.role = 'descendant' AND h.parent_pid = 77"), 1);
+  EXPECT_EQ(query(db,
+                  "SELECT COUNT(*) FROM host_threads h JOIN strings s ON s.id = h.name_id "
+                  "WHERE s.value = 'pt_data_worker' AND h.role = 'descendant' AND h.parent_pid = 77"),
+            1);
   EXPECT_EQ(query(db, "SELECT SUM(cpu_ns) FROM host_samples"), 9000010);
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_samples WHERE state = 'disk_wait' AND cpu = 5"), 1);
   // The leaf function of each stack sample, through the callsite tree's ids.
-  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_stack_samples x JOIN host_callsites c ON c.id = x.callsite "
-                      "AND c.process_id = x.process_id JOIN strings s ON s.id = c.function_id "
-                      "WHERE s.value = 'PyEval_EvalCode' AND c.parent = 1 AND c.address = 8752"), 2);
+  EXPECT_EQ(query(db,
+                  "SELECT COUNT(*) FROM host_stack_samples x JOIN host_callsites c ON c.id = x.callsite "
+                  "AND c.process_id = x.process_id JOIN strings s ON s.id = c.function_id "
+                  "WHERE s.value = 'PyEval_EvalCode' AND c.parent = 1 AND c.address = 8752"),
+            2);
   EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_callsites WHERE name_status = 'module missing' AND id = 3"), 1);
-  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM host_modules m JOIN strings s ON s.id = m.path_id "
-                      "WHERE s.value = '/usr/bin/python3' AND m.build_id = 'ab01' AND m.map_offset = 4096"), 1);
+  EXPECT_EQ(query(db,
+                  "SELECT COUNT(*) FROM host_modules m JOIN strings s ON s.id = m.path_id "
+                  "WHERE s.value = '/usr/bin/python3' AND m.build_id = 'ab01' AND m.map_offset = 4096"),
+            1);
   sqlite3_close(db);
   fs::remove(db_path);
 }
@@ -426,7 +439,9 @@ TEST(Exporters, FailedExportKeepsOldOutput) {
 TEST(ExportUtil, JsonEscapingKeepsValidUtf8) {
   std::string out;
   detail::append_json_escaped(out, "a\"b\\c\x01\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xc0\xaf\xed\xa0\x80");
-  EXPECT_EQ(out, "a\\\"b\\\\c\\u0001\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(
+      out,
+      "a\\\"b\\\\c\\u0001\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ struct File {
   Dwfl* dwfl = nullptr;
   Dwfl_Module* mod = nullptr;
   GElf_Addr bias = 0;
-  std::vector<Segment> segments;  // PT_LOAD: file offset -> ELF address
+  std::vector<Segment> segments;                    // PT_LOAD: file offset -> ELF address
   std::unordered_map<uint64_t, std::string> names;  // file offset -> name ("" none)
 };
 
@@ -132,7 +132,8 @@ struct FrameNamer::Impl {
     File& f = it->second;
     if (!inserted) return f;
     std::vector<std::string> candidates;
-    if (!options.symfs.empty()) candidates.push_back((options.symfs / std::filesystem::path(path).relative_path()).string());
+    if (!options.symfs.empty())
+      candidates.push_back((options.symfs / std::filesystem::path(path).relative_path()).string());
     candidates.push_back(path);
     for (const std::string& c : candidates) {
       std::string error;
@@ -182,7 +183,8 @@ struct FrameNamer::Impl {
       if (offset < s.offset || offset - s.offset >= s.size) continue;
       GElf_Off off = 0;
       GElf_Sym sym;
-      const char* name = libdw->addrinfo(f.mod, offset - s.offset + s.vaddr + f.bias, &off, &sym, nullptr, nullptr, nullptr);
+      const char* name =
+          libdw->addrinfo(f.mod, offset - s.offset + s.vaddr + f.bias, &off, &sym, nullptr, nullptr, nullptr);
       if (name) it->second = demangle(name);
       break;
     }
@@ -262,9 +264,9 @@ void FrameNamer::name(Trace& t) {
   std::array<size_t, 16> count{};
   for (FrameStatus s : c.status) ++count[static_cast<size_t>(s) & 15];
   std::string line = fmt::format("offline: {} of {} frames named", count[size_t(FrameStatus::kNamed)], c.size());
-  for (FrameStatus s : {FrameStatus::kModuleMissing, FrameStatus::kBuildIdDiffers, FrameStatus::kNoSymbol,
-                        FrameStatus::kNoLibdw, FrameStatus::kNoModuleRecord, FrameStatus::kNotAFile,
-                        FrameStatus::kUnmapped}) {
+  for (FrameStatus s :
+       {FrameStatus::kModuleMissing, FrameStatus::kBuildIdDiffers, FrameStatus::kNoSymbol, FrameStatus::kNoLibdw,
+        FrameStatus::kNoModuleRecord, FrameStatus::kNotAFile, FrameStatus::kUnmapped}) {
     const size_t n = count[static_cast<size_t>(s)];
     if (n == 0) continue;
     line += fmt::format("; {} {}", to_string(s), n);
@@ -291,8 +293,8 @@ std::string frame_label(const Trace& t, size_t row) {
   const std::string_view fn = t.strings.view(c.function[row]);
   if (!fn.empty()) return std::string(fn);
   const std::string_view module = base_name(t.strings.view(c.module[row]));
-  std::string out = module.empty() ? fmt::format("0x{:x}", c.address[row])
-                                   : fmt::format("{}+0x{:x}", module, c.address[row]);
+  std::string out =
+      module.empty() ? fmt::format("0x{:x}", c.address[row]) : fmt::format("{}+0x{:x}", module, c.address[row]);
   switch (c.status[row]) {
     case FrameStatus::kModuleMissing:
     case FrameStatus::kBuildIdDiffers:

@@ -36,7 +36,8 @@ bool locate(uintptr_t addr, std::string* path, uint64_t* offset) {
   while (!found && std::fgets(line, sizeof line, f)) {
     uint64_t start = 0, end = 0, off = 0;
     char perms[8] = {}, file[3000] = {};
-    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %2999s", &start, &end, perms, &off, file) < 4)
+    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %2999s", &start, &end, perms, &off, file) <
+        4)
       continue;
     if (addr >= start && addr < end) {
       *path = file;

@@ -106,8 +106,7 @@ std::set<std::string> sqlite_tables(const fs::path& path, bool* damaged) {
   *damaged = true;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) == SQLITE_OK) {
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &st, nullptr) ==
-        SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &st, nullptr) == SQLITE_OK) {
       int rc;
       while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         if (const auto* name = sqlite3_column_text(st, 0)) tables.emplace(reinterpret_cast<const char*>(name));
@@ -125,13 +124,13 @@ DetectedInput classify_sqlite(const fs::path& path) {
   if (damaged) return {InputKind::kSqliteDatabase, "a damaged or unreadable SQLite database", {}};
   auto has = [&](const char* t) { return tables.count(t) != 0; };
   if (has("sweeps") && has("runs")) return {InputKind::kSweepDatabase, "a scalescope sweep database", {}};
-  const bool nsys_tables =
-      has("TARGET_INFO_SESSION_START_TIME") || has("EXPORT_META_DATA") || has("ThreadNames") ||
-      has("NVTX_EVENTS") ||
-      std::any_of(tables.begin(), tables.end(), [](const std::string& t) { return starts_with(t, "CUPTI_ACTIVITY_KIND_"); });
-  if (has("StringIds") && nsys_tables)
-    return {InputKind::kNsysSqlite, "an Nsight Systems SQLite export", {}};
-  return {InputKind::kSqliteDatabase, "an SQLite database that is neither an Nsight Systems export nor a sweep database",
+  const bool nsys_tables = has("TARGET_INFO_SESSION_START_TIME") || has("EXPORT_META_DATA") || has("ThreadNames") ||
+                           has("NVTX_EVENTS") || std::any_of(tables.begin(), tables.end(), [](const std::string& t) {
+                             return starts_with(t, "CUPTI_ACTIVITY_KIND_");
+                           });
+  if (has("StringIds") && nsys_tables) return {InputKind::kNsysSqlite, "an Nsight Systems SQLite export", {}};
+  return {InputKind::kSqliteDatabase,
+          "an SQLite database that is neither an Nsight Systems export nor a sweep database",
           {}};
 }
 
@@ -150,7 +149,8 @@ DetectedInput classify_file(const fs::path& path, const struct stat& st) {
     return {InputKind::kKinetoJson, "a JSON trace", {}};
   if (ends_with_ci(name, ".nsys-rep") || ends_with_ci(name, ".qdrep"))
     return {InputKind::kNsysReport, "an Nsight Systems report", {}};
-  if (looks_like_mlperf_csv(h)) return {InputKind::kMlperfRunsCsv, "an MLPerf runs CSV (from scalescope mlperf ingest)", {}};
+  if (looks_like_mlperf_csv(h))
+    return {InputKind::kMlperfRunsCsv, "an MLPerf runs CSV (from scalescope mlperf ingest)", {}};
   struct Magic {
     std::string_view bytes;
     const char* what;
@@ -160,9 +160,13 @@ DetectedInput classify_file(const fs::path& path, const struct stat& st) {
       {"\xff\xd8\xff", "a JPEG image"},
       {"%PDF-", "a PDF document"},
       {"PK\x03\x04", "a ZIP archive"},
-      {"\x7f" "ELF", "an executable (ELF)"},
+      {"\x7f"
+       "ELF",
+       "an executable (ELF)"},
       {"\x28\xb5\x2f\xfd", "a zstd-compressed file"},
-      {"\xfd" "7zXZ", "an xz-compressed file"},
+      {"\xfd"
+       "7zXZ",
+       "an xz-compressed file"},
       {"BZh", "a bzip2-compressed file"},
   };
   for (const auto& m : kMagics)
@@ -182,13 +186,14 @@ DetectedInput classify_directory(const fs::path& path) {
     if (!entry.is_regular_file(ec)) continue;
     const std::string name = entry.path().filename().string();
     // Hidden files and writers' temporaries (x.sstrace.tmp) are never members.
-    if (name.empty() || name[0] == '.' || ends_with_ci(name, ".tmp") || name.find(".tmp-") != std::string::npos) continue;
+    if (name.empty() || name[0] == '.' || ends_with_ci(name, ".tmp") || name.find(".tmp-") != std::string::npos)
+      continue;
     struct stat st {};
     if (::stat(entry.path().c_str(), &st) != 0 || st.st_size == 0) continue;
     // run.json and other small JSON files of a run directory are not Kineto
     // traces: within a directory only *.json / *.json.gz names are candidates.
-    const bool json_name = ends_with_ci(name, ".json") || ends_with_ci(name, ".json.gz") ||
-                           ends_with_ci(name, ".json.gzip");
+    const bool json_name =
+        ends_with_ci(name, ".json") || ends_with_ci(name, ".json.gz") || ends_with_ci(name, ".json.gzip");
     // A member named .sstrace claims to be a rank's trace: if it is not one,
     // that rank would be missing without a word, so it is an error.
     const bool trace_name = ends_with_ci(name, ".sstrace");
@@ -210,8 +215,10 @@ DetectedInput classify_directory(const fs::path& path) {
   if (ec) fail("{}: cannot list the directory ({})", path.string(), ec.message());
   for (auto* v : {&traces, &kineto, &nsys}) std::sort(v->begin(), v->end());
   if (!traces.empty()) return {InputKind::kRunDirectory, "a run directory", std::move(traces)};
-  if (!kineto.empty()) return {InputKind::kKinetoDirectory, "a directory of PyTorch-profiler JSON traces", std::move(kineto)};
-  if (!nsys.empty()) return {InputKind::kNsysDirectory, "a directory of Nsight Systems SQLite exports", std::move(nsys)};
+  if (!kineto.empty())
+    return {InputKind::kKinetoDirectory, "a directory of PyTorch-profiler JSON traces", std::move(kineto)};
+  if (!nsys.empty())
+    return {InputKind::kNsysDirectory, "a directory of Nsight Systems SQLite exports", std::move(nsys)};
   return {InputKind::kOther, "a directory without traces", {}};
 }
 
@@ -230,10 +237,8 @@ bool is_trace_input(InputKind kind) {
     case InputKind::kKinetoJson:
     case InputKind::kKinetoDirectory:
     case InputKind::kNsysSqlite:
-    case InputKind::kNsysDirectory:
-      return true;
-    default:
-      return false;
+    case InputKind::kNsysDirectory: return true;
+    default: return false;
   }
 }
 

@@ -20,17 +20,17 @@
 namespace scalescope::trace {
 
 enum class InputKind : uint8_t {
-  kTraceFile,         // a scalescope trace (.sstrace magic)
-  kRunDirectory,      // a directory holding .sstrace files (a .ssrun)
-  kKinetoJson,        // a PyTorch-profiler (Kineto) Chrome JSON trace, plain or gzip
-  kKinetoDirectory,   // a directory of Kineto JSON traces, one per rank
-  kNsysSqlite,        // an Nsight Systems SQLite export (nsys export --type sqlite)
-  kNsysDirectory,     // a directory of Nsight Systems SQLite exports, one per rank
-  kNsysReport,        // an Nsight Systems report (.nsys-rep / .qdrep): needs `nsys export` first
-  kSweepDatabase,     // a scalescope sweep database (SQLite with sweeps and runs tables)
-  kSqliteDatabase,    // another SQLite database
-  kMlperfRunsCsv,     // the runs CSV `scalescope mlperf ingest` writes
-  kOther,             // anything else; DetectedInput::what says what it looks like
+  kTraceFile,        // a scalescope trace (.sstrace magic)
+  kRunDirectory,     // a directory holding .sstrace files (a .ssrun)
+  kKinetoJson,       // a PyTorch-profiler (Kineto) Chrome JSON trace, plain or gzip
+  kKinetoDirectory,  // a directory of Kineto JSON traces, one per rank
+  kNsysSqlite,       // an Nsight Systems SQLite export (nsys export --type sqlite)
+  kNsysDirectory,    // a directory of Nsight Systems SQLite exports, one per rank
+  kNsysReport,       // an Nsight Systems report (.nsys-rep / .qdrep): needs `nsys export` first
+  kSweepDatabase,    // a scalescope sweep database (SQLite with sweeps and runs tables)
+  kSqliteDatabase,   // another SQLite database
+  kMlperfRunsCsv,    // the runs CSV `scalescope mlperf ingest` writes
+  kOther,            // anything else; DetectedInput::what says what it looks like
 };
 
 struct DetectedInput {

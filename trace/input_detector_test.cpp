@@ -73,7 +73,8 @@ TEST(InputDetector, FilesByContentNotName) {
   EXPECT_EQ(b.kind, InputKind::kSqliteDatabase);
   EXPECT_NE(b.what.find("damaged"), std::string::npos);
   EXPECT_EQ(fs::file_size(broken), 216u);
-  EXPECT_EQ(detect_input(d.write("runs.csv", "submitter,system,benchmark\nA,B,bert\n")).kind, InputKind::kMlperfRunsCsv);
+  EXPECT_EQ(detect_input(d.write("runs.csv", "submitter,system,benchmark\nA,B,bert\n")).kind,
+            InputKind::kMlperfRunsCsv);
   EXPECT_EQ(detect_input(d.write("capture.nsys-rep", "\x01\x02binary")).kind, InputKind::kNsysReport);
   const DetectedInput png = detect_input(d.write("plot.json", "\x89PNG\r\n\x1a\nrest"));
   EXPECT_EQ(png.kind, InputKind::kOther);
@@ -118,8 +119,10 @@ TEST(InputDetector, RunDirectoryMemberNamedSstraceThatIsNotOneIsAnError) {
   fs::create_directories(d.path / "run.ssrun");
   write_trace(d.path / "run.ssrun" / "h-1.sstrace", make_synthetic_trace(size_t{20}));
   const fs::path bad = d.write("run.ssrun/h-2.sstrace", "not a trace at all");
-  EXPECT_EQ(error_of(d.path / "run.ssrun"), bad.string() + ": not a scalescope trace (a file of unrecognised content), "
-                                                           "in the run directory " + (d.path / "run.ssrun").string());
+  EXPECT_EQ(error_of(d.path / "run.ssrun"), bad.string() +
+                                                ": not a scalescope trace (a file of unrecognised content), "
+                                                "in the run directory " +
+                                                (d.path / "run.ssrun").string());
 }
 
 TEST(InputDetector, PathsThatCannotBeInputsAreOneLineErrors) {
@@ -145,8 +148,9 @@ TEST(InputDetector, TraceCommandsNameWhatTheyGotAndWhatToUse) {
     load_traces(db);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), db.string() + ": a scalescope sweep database; use scalescope scaling (or "
-                                                   "scalescope report) for a sweep database");
+    EXPECT_EQ(std::string(e.what()), db.string() +
+                                         ": a scalescope sweep database; use scalescope scaling (or "
+                                         "scalescope report) for a sweep database");
   }
   const fs::path png = d.write("x.json", "\x89PNG\r\n\x1a\n");
   try {

@@ -67,7 +67,8 @@ struct PaddedBuffer {
     if (capacity < 4 * kHuge) return;
     const auto begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
     const auto end = (reinterpret_cast<uintptr_t>(data) + capacity) & ~(kHuge - 1);
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only: errors are harmless
+    if (end > begin)
+      ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only: errors are harmless
   }
   void release() {
     std::free(data);
@@ -99,7 +100,8 @@ void read_whole_file(const std::filesystem::path& path, PaddedBuffer& out, uint6
   }
   auto size = std::filesystem::file_size(path, ec);
   if (ec) fail("{}: cannot read: {}", path.string(), ec.message());
-  if (size > limit) fail("{}: file of {} bytes is larger than the {} bytes the importer accepts", path.string(), size, limit);
+  if (size > limit)
+    fail("{}: file of {} bytes is larger than the {} bytes the importer accepts", path.string(), size, limit);
   out.reserve_empty(size);
   if (size && std::fread(out.data, 1, size, f.get()) != size) fail("{}: read failed", path.string());
   out.size = size;
@@ -107,7 +109,8 @@ void read_whole_file(const std::filesystem::path& path, PaddedBuffer& out, uint6
 }
 
 bool is_gzip(std::string_view bytes) {
-  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
 // Inflates a (possibly multi-member) gzip stream into `out`, refusing output
@@ -142,10 +145,8 @@ void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint6
     uint64_t room = std::max<uint64_t>(guess, member_left * 2 + 4096);
     for (;;) {
       room = std::min<uint64_t>(room, limit - out.size);
-      if (out.size == 0)
-        out.reserve_empty(room);  // a reused buffer: its old bytes are not copied
-      else
-        out.reserve(out.size + room);
+      if (out.size == 0) out.reserve_empty(room);  // a reused buffer: its old bytes are not copied
+      else out.reserve(out.size + room);
       size_t used_in = 0, produced = 0;
       const auto rc = libdeflate_gzip_decompress_ex(inflater.get(), member, member_left, out.data + out.size,
                                                     static_cast<size_t>(room), &used_in, &produced);
@@ -182,10 +183,16 @@ size_t utf8_sequence(const unsigned char* p, size_t n) {
   if (c < 0x80) return 1;
   size_t len;
   uint32_t min;
-  if ((c & 0xE0) == 0xC0) { len = 2; min = 0x80; }
-  else if ((c & 0xF0) == 0xE0) { len = 3; min = 0x800; }
-  else if ((c & 0xF8) == 0xF0) { len = 4; min = 0x10000; }
-  else return 0;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2;
+    min = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3;
+    min = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4;
+    min = 0x10000;
+  } else return 0;
   if (n < len) return 0;
   uint32_t cp = c & (0x7F >> len);
   for (size_t i = 1; i < len; ++i) {
@@ -393,8 +400,8 @@ struct Num {
 };
 
 struct Args {
-  Num device, stream, correlation, cbid, registers, shared_memory, bytes, in_nelems, out_nelems, group_size,
-      seq, wait_stream;
+  Num device, stream, correlation, cbid, registers, shared_memory, bytes, in_nelems, out_nelems, group_size, seq,
+      wait_stream;
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   Str collective, dtype, pg_name, meta_name, sync_kind;
   void clear() {
@@ -423,7 +430,8 @@ struct Event {
 // character, so it may carry trailing whitespace.
 std::string_view token_of(od::value& v) {
   std::string_view t = v.raw_json_token();
-  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) t.remove_suffix(1);
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
+    t.remove_suffix(1);
   return t;
 }
 
@@ -566,12 +574,36 @@ uint32_t dtype_bytes(std::string_view t) {
     uint32_t bytes;
   };
   static constexpr Entry kTypes[] = {
-      {"Float", 4},  {"float", 4},   {"f32", 4},      {"Half", 2},          {"half", 2},
-      {"f16", 2},    {"BFloat16", 2}, {"bf16", 2},    {"Double", 8},        {"double", 8},
-      {"f64", 8},    {"Long", 8},    {"i64", 8},      {"u64", 8},           {"Int", 4},
-      {"i32", 4},    {"u32", 4},     {"Short", 2},    {"Char", 1},          {"Byte", 1},
-      {"i8", 1},     {"u8", 1},      {"Bool", 1},     {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
-      {"f8e4m3", 1}, {"f8e5m2", 1},  {"ComplexFloat", 8}, {"ComplexDouble", 16}, {"ComplexHalf", 4},
+      {"Float", 4},
+      {"float", 4},
+      {"f32", 4},
+      {"Half", 2},
+      {"half", 2},
+      {"f16", 2},
+      {"BFloat16", 2},
+      {"bf16", 2},
+      {"Double", 8},
+      {"double", 8},
+      {"f64", 8},
+      {"Long", 8},
+      {"i64", 8},
+      {"u64", 8},
+      {"Int", 4},
+      {"i32", 4},
+      {"u32", 4},
+      {"Short", 2},
+      {"Char", 1},
+      {"Byte", 1},
+      {"i8", 1},
+      {"u8", 1},
+      {"Bool", 1},
+      {"Float8_e4m3fn", 1},
+      {"Float8_e5m2", 1},
+      {"f8e4m3", 1},
+      {"f8e5m2", 1},
+      {"ComplexFloat", 8},
+      {"ComplexDouble", 16},
+      {"ComplexHalf", 4},
   };
   for (const auto& e : kTypes)
     if (e.name == t) return e.bytes;
@@ -668,8 +700,7 @@ void Importer::json_error(simdjson::error_code ec) const {
     const char* loc = nullptr;
     if (!doc_->current_location().get(loc) && loc >= json_begin_) offset = static_cast<size_t>(loc - json_begin_);
   }
-  if (offset)
-    fail("{}: invalid JSON near byte {}: {}", name_, offset, simdjson::error_message(ec));
+  if (offset) fail("{}: invalid JSON near byte {}: {}", name_, offset, simdjson::error_message(ec));
   fail("{}: invalid JSON: {}", name_, simdjson::error_message(ec));
 }
 
@@ -1247,7 +1278,8 @@ std::optional<Trace> Importer::run_in_pieces(char* json, size_t size, size_t cap
     std::memcpy(skeleton.data + open + 1, json + close, size - close);
     skeleton.size = open + 1 + (size - close);
     skeleton.pad();
-    if (!root_parser.iterate(skeleton.data, skeleton.size, skeleton.capacity + simdjson::SIMDJSON_PADDING).get(root_doc))
+    if (!root_parser.iterate(skeleton.data, skeleton.size, skeleton.capacity + simdjson::SIMDJSON_PADDING)
+             .get(root_doc))
       break;
   }
 
@@ -1383,7 +1415,8 @@ void Importer::link_forward_backward() {
     if (it == ops_by_thread.end()) continue;
     const auto& rows = it->second;
     // The deepest op holding ts: the latest start at or before it (the shortest on a tie).
-    auto pos = std::upper_bound(rows.begin(), rows.end(), f.ts, [&](Timestamp ts, uint32_t r) { return ts < nvtx_[r].start; });
+    auto pos =
+        std::upper_bound(rows.begin(), rows.end(), f.ts, [&](Timestamp ts, uint32_t r) { return ts < nvtx_[r].start; });
     int64_t best = -1;
     for (int steps = 0; pos != rows.begin() && steps < 64; ++steps) {
       const NvtxRecord& r = nvtx_[*--pos];
@@ -1437,7 +1470,8 @@ Trace import_json_text(std::string_view name, const KinetoImportOptions& options
 Trace import_kineto_json(std::string_view json, std::string_view name, ImportReport* report,
                          const KinetoImportOptions& options) {
   if (json.size() > options.max_json_bytes)
-    fail("{}: {} bytes of JSON is more than the {} bytes the importer accepts", name, json.size(), options.max_json_bytes);
+    fail("{}: {} bytes of JSON is more than the {} bytes the importer accepts", name, json.size(),
+         options.max_json_bytes);
   PaddedBuffer buf;
   buf.reserve(json.size());
   if (!json.empty()) std::memcpy(buf.data, json.data(), json.size());
@@ -1483,10 +1517,10 @@ Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report
   const uint64_t memory = available_memory_bytes();
   const uint64_t by_memory = memory / std::max<uint64_t>(1, options.memory_per_json_byte);
   const uint64_t json_limit = std::min(options.max_json_bytes, by_memory);
-  const std::string memory_why =
-      fmt::format("importing needs about {} bytes of memory per JSON byte and this process may take {} MiB more "
-                  "(free memory and limits)",
-                  options.memory_per_json_byte, memory >> 20);
+  const std::string memory_why = fmt::format(
+      "importing needs about {} bytes of memory per JSON byte and this process may take {} MiB more "
+      "(free memory and limits)",
+      options.memory_per_json_byte, memory >> 20);
   read_whole_file(path, raw, options.max_json_bytes);
   if (!is_gzip(std::string_view(raw.data, raw.size)) && raw.size > json_limit)
     fail("{}: {} bytes of JSON is too large to import here: {}", name, raw.size, memory_why);
@@ -1497,9 +1531,10 @@ Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report
     uint64_t limit = json_limit;
     if (by_ratio < limit) {
       limit = by_ratio;
-      why = fmt::format("more than {}x its compressed size ({} bytes), the limit for gzip input (a decompression bomb "
-                        "or not a trace; see docs/data-safety.md)",
-                        options.max_gzip_ratio, raw.size);
+      why = fmt::format(
+          "more than {}x its compressed size ({} bytes), the limit for gzip input (a decompression bomb "
+          "or not a trace; see docs/data-safety.md)",
+          options.max_gzip_ratio, raw.size);
     } else if (by_memory < options.max_json_bytes) {
       why = memory_why;
     } else {
@@ -1513,7 +1548,8 @@ Trace import_kineto_file(const std::filesystem::path& path, ImportReport* report
   return import_json_text(name, options, rep, raw.data, raw.size, raw.capacity + simdjson::SIMDJSON_PADDING, b.parser);
 }
 
-uint64_t kineto_import_memory_bytes(const std::vector<std::filesystem::path>& files, const KinetoImportOptions& options) {
+uint64_t kineto_import_memory_bytes(const std::vector<std::filesystem::path>& files,
+                                    const KinetoImportOptions& options) {
   uint64_t most = 0;
   for (const auto& f : files) {
     std::error_code ec;
@@ -1521,10 +1557,11 @@ uint64_t kineto_import_memory_bytes(const std::vector<std::filesystem::path>& fi
     if (ec) continue;
     // A gzip member's last 4 bytes are its size modulo 4 GiB (the importer's limit anyway).
     unsigned char head[2] = {0, 0}, tail[4] = {0, 0, 0, 0};
-    if (std::unique_ptr<std::FILE, FileCloser> in(std::fopen(f.c_str(), "rb")); in && json >= 18 &&
-        std::fread(head, 1, 2, in.get()) == 2 && head[0] == 0x1f && head[1] == 0x8b &&
+    if (std::unique_ptr<std::FILE, FileCloser> in(std::fopen(f.c_str(), "rb"));
+        in && json >= 18 && std::fread(head, 1, 2, in.get()) == 2 && head[0] == 0x1f && head[1] == 0x8b &&
         std::fseek(in.get(), -4, SEEK_END) == 0 && std::fread(tail, 1, 4, in.get()) == 4) {
-      const uint64_t isize = uint64_t{tail[0]} | uint64_t{tail[1]} << 8 | uint64_t{tail[2]} << 16 | uint64_t{tail[3]} << 24;
+      const uint64_t isize =
+          uint64_t{tail[0]} | uint64_t{tail[1]} << 8 | uint64_t{tail[2]} << 16 | uint64_t{tail[3]} << 24;
       json = std::min(std::max(json, isize), json * options.max_gzip_ratio);
     }
     most = std::max(most, std::min(json, options.max_json_bytes) * options.memory_per_json_byte);
@@ -1534,7 +1571,9 @@ uint64_t kineto_import_memory_bytes(const std::vector<std::filesystem::path>& fi
 
 bool is_kineto_path(const std::filesystem::path& path) {
   std::string n = path.filename().string();
-  auto ends = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+  auto ends = [&](std::string_view s) {
+    return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
+  };
   return ends(".json") || ends(".json.gz") || ends(".JSON") || ends(".json.gzip");
 }
 

@@ -35,16 +35,16 @@ struct ImportReport {
     uint64_t events = 0;
     std::string mapped_to;  // "kernels", "api", "flows (counted)", "unknown" ...
   };
-  std::string input;         // the file (or name) imported
-  uint64_t json_bytes = 0;   // JSON text size (after decompression)
-  uint64_t events = 0;       // entries of traceEvents
+  std::string input;                 // the file (or name) imported
+  uint64_t json_bytes = 0;           // JSON text size (after decompression)
+  uint64_t events = 0;               // entries of traceEvents
   std::vector<Category> categories;  // in first-seen order
-  uint64_t flows = 0;        // flow events: ac2g is implied by correlation; fwdbwd becomes NvtxRecord::link
+  uint64_t flows = 0;                // flow events: ac2g is implied by correlation; fwdbwd becomes NvtxRecord::link
   uint64_t metadata_kept = 0, metadata_dropped = 0;
-  uint64_t ignored = 0;      // profiler overhead, Trace spans, instants: counted only
-  uint64_t unknown = 0;      // unknown categories/phases (Problem::kUnknownEvent)
-  uint64_t malformed = 0;    // missing or mistyped fields (Problem::kMalformedEvent)
-  uint64_t pieces = 0;       // traceEvents read in this many pieces (0: in one pass; piece_bytes)
+  uint64_t ignored = 0;    // profiler overhead, Trace spans, instants: counted only
+  uint64_t unknown = 0;    // unknown categories/phases (Problem::kUnknownEvent)
+  uint64_t malformed = 0;  // missing or mistyped fields (Problem::kMalformedEvent)
+  uint64_t pieces = 0;     // traceEvents read in this many pieces (0: in one pass; piece_bytes)
 
   // Events of one (cat, ph); 0 when none.
   uint64_t count(std::string_view cat, std::string_view ph) const;

@@ -57,7 +57,8 @@ TEST(KinetoImporter, RealTraceImportsCompletely) {
   EXPECT_EQ(total, 711921u);
   EXPECT_EQ(rep.events, total);
   EXPECT_EQ(rep.categories.size(), expected.size());
-  for (const auto& [key, n] : expected) EXPECT_EQ(rep.count(key.first, key.second), n) << key.first << "/" << key.second;
+  for (const auto& [key, n] : expected)
+    EXPECT_EQ(rep.count(key.first, key.second), n) << key.first << "/" << key.second;
   auto c = [&](const char* cat, const char* ph = "X") { return expected[{cat, ph}]; };
   EXPECT_EQ(rep.malformed, 0u);
   EXPECT_EQ(rep.unknown, 0u);

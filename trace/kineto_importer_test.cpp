@@ -192,8 +192,8 @@ TEST(KinetoImporter, BadInputIsOneLineError) {
   expect_error(R"({"traceEvents": 3})", "not an array");
   expect_error(R"({"traceEvents": [{"ph":"X","cat":"cpu_op","name":"a","ts":1,"dur":1}, {"ph": )", "invalid JSON");
   expect_error(R"({"traceEvents": []} xx)", "invalid JSON");
-  std::string huge = R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":")" + std::string(100 << 20, 'a') +
-                     R"(","ts":1,"dur":1}]})";
+  std::string huge =
+      R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":")" + std::string(100 << 20, 'a') + R"(","ts":1,"dur":1}]})";
   expect_error(huge, "longer than");
 }
 
@@ -340,7 +340,8 @@ TEST(KinetoImporter, PiecesGiveWhatOnePassGives) {
     return out;
   };
   const std::string body = events(3000);
-  const std::string last = "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}\n";
+  const std::string last =
+      "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}\n";
   const std::vector<std::string> texts = {
       // As Kineto writes it.
       "{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n" + body + last + "  ],\n  \"traceName\": \"t\"\n}",

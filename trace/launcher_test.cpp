@@ -36,8 +36,8 @@ TEST(Launcher, TheTorchrunAgentIsLeftOutOfARun) {
 
 TEST(Launcher, ProcessesWithGpuWorkOrARankStay) {
   std::vector<Trace> run;
-  run.push_back(process(-1, true, 1));   // a rank-less process that did GPU work: a rank of unknown number
-  run.push_back(process(1, false, 2));   // a rank that did no GPU work in the window
+  run.push_back(process(-1, true, 1));  // a rank-less process that did GPU work: a rank of unknown number
+  run.push_back(process(1, false, 2));  // a rank that did no GPU work in the window
   run.push_back(process(0, true, 3));
   EXPECT_TRUE(drop_launchers(run).empty());
   EXPECT_EQ(run.size(), 3u);

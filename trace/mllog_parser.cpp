@@ -126,8 +126,9 @@ bool MllogParser::Impl::event(std::string_view object) {
     if (has_value && value.get_double().get(d) == simdjson::SUCCESS) summary.last_eval_accuracy = d;
     // Progress at this evaluation; the last one before run_stop is where the run converged.
     double at = 0;
-    if (!summary.run_stop_ms && (obj["metadata"]["epoch_num"].get_double().get(at) == simdjson::SUCCESS ||
-                                 obj["metadata"]["samples_count"].get_double().get(at) == simdjson::SUCCESS) &&
+    if (!summary.run_stop_ms &&
+        (obj["metadata"]["epoch_num"].get_double().get(at) == simdjson::SUCCESS ||
+         obj["metadata"]["samples_count"].get_double().get(at) == simdjson::SUCCESS) &&
         std::isfinite(at) && at >= 0)
       summary.progress_at_stop = at;
   } else if (key == "global_batch_size") {

@@ -23,9 +23,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   return out;
 }
 
-bool is_protocol(std::string_view t) {
-  return std::find(kProtocols.begin(), kProtocols.end(), t) != kProtocols.end();
-}
+bool is_protocol(std::string_view t) { return std::find(kProtocols.begin(), kProtocols.end(), t) != kProtocols.end(); }
 
 bool is_reduction(std::string_view t) {
   for (auto r : kReductions)
@@ -78,9 +76,13 @@ std::optional<NcclKernelName> parse_legacy(std::string_view body) {
       head.remove_suffix(suffix.size());
       break;
     }
-  static constexpr std::pair<std::string_view, std::string_view> kAlgo[] = {
-      {"CollNetDirect", "COLLNET_DIRECT"}, {"CollNetChain", "COLLNET_CHAIN"}, {"CollNet", "COLLNET"},
-      {"NvlsTree", "NVLS_TREE"}, {"Nvls", "NVLS"}, {"Ring", "RING"}, {"Tree", "TREE"}};
+  static constexpr std::pair<std::string_view, std::string_view> kAlgo[] = {{"CollNetDirect", "COLLNET_DIRECT"},
+                                                                            {"CollNetChain", "COLLNET_CHAIN"},
+                                                                            {"CollNet", "COLLNET"},
+                                                                            {"NvlsTree", "NVLS_TREE"},
+                                                                            {"Nvls", "NVLS"},
+                                                                            {"Ring", "RING"},
+                                                                            {"Tree", "TREE"}};
   for (auto [suffix, algo] : kAlgo)
     if (head.ends_with(suffix)) {
       out.algorithm = algo;
@@ -106,7 +108,8 @@ std::optional<NcclKernelName> parse_nccl_kernel_name(std::string_view name) {
   // A mangled name: _Z<length><identifier>..., the identifier is the kernel's name.
   if (name.starts_with("_Z")) {
     size_t i = 2, length = 0;
-    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && length < 4096) length = length * 10 + (name[i++] - '0');
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9' && length < 4096)
+      length = length * 10 + (name[i++] - '0');
     if (length == 0 || i + length > name.size()) return std::nullopt;
     name = name.substr(i, length);
   }

@@ -58,7 +58,8 @@ size_t utf8_sequence(std::string_view s, size_t i) {
     if ((cc & 0xC0) != 0x80) return 0;
     cp = (cp << 6) | (cc & 0x3F);
   }
-  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+    return 0;
   return n;
 }
 
@@ -116,7 +117,8 @@ class Statement {
   double f64(int c) const { return sqlite3_column_double(s_, c); }
   std::span<const uint8_t> blob(int c) const {
     const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(s_, c));
-    return p ? std::span<const uint8_t>(p, static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::span<const uint8_t>{};
+    return p ? std::span<const uint8_t>(p, static_cast<size_t>(sqlite3_column_bytes(s_, c)))
+             : std::span<const uint8_t>{};
   }
   std::string_view text(int c) const {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
@@ -143,8 +145,10 @@ class Database {
   [[noreturn]] void error(std::string_view doing) const {
     const int code = sqlite3_errcode(db_);
     if (code == SQLITE_NOTADB) fail("{}: not an SQLite database (file is encrypted or not a database)", name_);
-    if (code == SQLITE_CORRUPT) fail("{}: corrupt or truncated SQLite database ({}: {})", name_, doing, sqlite3_errmsg(db_));
-    if (code == SQLITE_INTERRUPT) fail("{}: too much work reading the database ({}); a hostile or corrupt file", name_, doing);
+    if (code == SQLITE_CORRUPT)
+      fail("{}: corrupt or truncated SQLite database ({}: {})", name_, doing, sqlite3_errmsg(db_));
+    if (code == SQLITE_INTERRUPT)
+      fail("{}: too much work reading the database ({}); a hostile or corrupt file", name_, doing);
     fail("{}: cannot read the SQLite database ({}: {})", name_, doing, sqlite3_errmsg(db_));
   }
   Statement prepare(const std::string& sql) {
@@ -279,10 +283,12 @@ constexpr KnownTable kKnownTables[] = {
     {"CUPTI_ACTIVITY_KIND_KERNEL", "kernels (+nccl for NCCL kernels)", "absent: the capture has no CUDA kernels"},
     {"CUPTI_ACTIVITY_KIND_MEMCPY", "memcpys", "absent: the capture has no memory copies"},
     {"CUPTI_ACTIVITY_KIND_MEMSET", "memsets", "absent: the capture has no memory sets"},
-    {"CUPTI_ACTIVITY_KIND_RUNTIME", "api (calls; backtrace rows counted only)", "absent: the capture has no CUDA API calls"},
+    {"CUPTI_ACTIVITY_KIND_RUNTIME", "api (calls; backtrace rows counted only)",
+     "absent: the capture has no CUDA API calls"},
     {"CUPTI_ACTIVITY_KIND_DRIVER", "api (driver calls)", "absent"},
     {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "syncs", "absent: the capture has no synchronization records"},
-    {"NVTX_EVENTS", "nvtx (ranges, marks); domains and thread names resolved", "absent: the capture has no NVTX events"},
+    {"NVTX_EVENTS", "nvtx (ranges, marks); domains and thread names resolved",
+     "absent: the capture has no NVTX events"},
     {"StringIds", "names of kernels, calls, NVTX text", "absent: names unknown"},
     {"TARGET_INFO_GPU", "metadata: devices", "absent: devices unknown"},
     {"TARGET_INFO_SESSION_START_TIME", "metadata: clock anchor", "absent: no clock anchor"},
@@ -388,11 +394,13 @@ std::optional<int32_t> parse_small_int(std::string_view s) {
 // "MPI Rank 3", "rank_3", "Rank-3", "rank:3" anywhere in a thread name -> 3.
 std::optional<int32_t> rank_in_text(std::string_view text) {
   for (size_t i = 0; i + 4 <= text.size(); ++i) {
-    if ((text[i] | 0x20) != 'r' || (text[i + 1] | 0x20) != 'a' || (text[i + 2] | 0x20) != 'n' || (text[i + 3] | 0x20) != 'k')
+    if ((text[i] | 0x20) != 'r' || (text[i + 1] | 0x20) != 'a' || (text[i + 2] | 0x20) != 'n' ||
+        (text[i + 3] | 0x20) != 'k')
       continue;
     if (i > 0 && std::isalpha(static_cast<unsigned char>(text[i - 1]))) continue;  // "frank"
     size_t j = i + 4;
-    while (j < text.size() && (text[j] == ' ' || text[j] == '_' || text[j] == '-' || text[j] == ':' || text[j] == '#')) ++j;
+    while (j < text.size() && (text[j] == ' ' || text[j] == '_' || text[j] == '-' || text[j] == ':' || text[j] == '#'))
+      ++j;
     size_t k = j;
     while (k < text.size() && text[k] >= '0' && text[k] <= '9') ++k;
     if (k == j || (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k])))) continue;
@@ -425,7 +433,7 @@ struct ProcessBuild {
   std::unordered_map<int64_t, StringId> far_names;
   std::vector<StringId> plain_names;  // this trace's API name id -> the id without nsys's _vNNNN suffix
   std::vector<std::pair<size_t, int64_t>> nvtx_domains;  // (nvtx row, domainId): named once the table is read
-  std::vector<NcclCall> nccl_calls;  // NVTX ranges with a decoded NCCL message size
+  std::vector<NcclCall> nccl_calls;                      // NVTX ranges with a decoded NCCL message size
   std::map<uint32_t, std::string> thread_names;
   std::vector<int32_t> nvtx_ranks;  // ranks named by NVTX thread names / ThreadNames
   std::string nvtx_rank_text;
@@ -644,11 +652,13 @@ void Importer::merge_api(ApiReader& reader) {
   for (auto& [key, q] : other.processes_) {
     ProcessBuild& p = process_of_key(key);
     p.cuda |= q->cuda;
-    for (size_t i = 0; i < p.trace.problems.counts.size(); ++i) p.trace.problems.counts[i] += q->trace.problems.counts[i];
+    for (size_t i = 0; i < p.trace.problems.counts.size(); ++i)
+      p.trace.problems.counts[i] += q->trace.problems.counts[i];
     // The reader's strings in the order it met them, which is the order one
     // connection would have added them to this trace's table.
     std::vector<StringId> to_mine(q->trace.strings.size());
-    for (size_t i = 0; i < to_mine.size(); ++i) to_mine[i] = p.trace.strings.intern(q->trace.strings.view(static_cast<StringId>(i)));
+    for (size_t i = 0; i < to_mine.size(); ++i)
+      to_mine[i] = p.trace.strings.intern(q->trace.strings.view(static_cast<StringId>(i)));
     auto merge_slot = [&](int64_t id, StringId slot_theirs) {
       if (slot_theirs == kUnresolved) return;
       const bool missing = !string_cache_.at(id).value;
@@ -733,15 +743,17 @@ void Importer::read_enums() {
     return true;
   };
   // Documented codes (CUDA_MEMCPY_KIND, CUDA_MEMOPR_MEMORY_KIND, CUpti_ActivitySynchronizationType).
-  enums_.copy_kind = {{1, MemcpyKind::kHtoD}, {2, MemcpyKind::kDtoH}, {3, MemcpyKind::kHtoD}, {4, MemcpyKind::kDtoH},
-                      {5, MemcpyKind::kDtoD}, {6, MemcpyKind::kDtoD}, {7, MemcpyKind::kDtoD}, {8, MemcpyKind::kDtoD},
+  enums_.copy_kind = {{1, MemcpyKind::kHtoD}, {2, MemcpyKind::kDtoH},  {3, MemcpyKind::kHtoD},  {4, MemcpyKind::kDtoH},
+                      {5, MemcpyKind::kDtoD}, {6, MemcpyKind::kDtoD},  {7, MemcpyKind::kDtoD},  {8, MemcpyKind::kDtoD},
                       {9, MemcpyKind::kHtoH}, {10, MemcpyKind::kPtoP}, {11, MemcpyKind::kHtoD}, {12, MemcpyKind::kDtoH},
                       {13, MemcpyKind::kDtoD}};
-  enums_.mem_kind = {{0, MemoryKind::kPageable}, {1, MemoryKind::kPinned}, {2, MemoryKind::kDevice},
+  enums_.mem_kind = {{0, MemoryKind::kPageable}, {1, MemoryKind::kPinned},  {2, MemoryKind::kDevice},
                      {3, MemoryKind::kArray},    {4, MemoryKind::kManaged}, {5, MemoryKind::kDevice},
                      {6, MemoryKind::kManaged}};
-  enums_.sync_kind = {{1, SyncKind::kEventSynchronize}, {2, SyncKind::kStreamWaitEvent},
-                      {3, SyncKind::kStreamSynchronize}, {4, SyncKind::kDeviceSynchronize}};
+  enums_.sync_kind = {{1, SyncKind::kEventSynchronize},
+                      {2, SyncKind::kStreamWaitEvent},
+                      {3, SyncKind::kStreamSynchronize},
+                      {4, SyncKind::kDeviceSynchronize}};
   std::unordered_map<int64_t, MemcpyKind> copy;
   if (read("ENUM_CUDA_MEMCPY_OPER", [&](int64_t id, std::string_view n) { copy[id] = copy_kind_of_symbol(n); }))
     enums_.copy_kind = std::move(copy);
@@ -907,8 +919,23 @@ void push_row(Table& t, const Record& r, uint64_t table_rows) {
 }
 
 void Importer::read_kernels() {
-  enum { kPid = 2, kDevice, kStream, kCorr, kDemangled, kMangled = kDemangled + 3, kGridX, kGridY, kGridZ, kBlockX,
-         kBlockY, kBlockZ, kRegisters, kStaticShared, kDynamicShared };
+  enum {
+    kPid = 2,
+    kDevice,
+    kStream,
+    kCorr,
+    kDemangled,
+    kMangled = kDemangled + 3,
+    kGridX,
+    kGridY,
+    kGridZ,
+    kBlockX,
+    kBlockY,
+    kBlockZ,
+    kRegisters,
+    kStaticShared,
+    kDynamicShared
+  };
   // Names: the demangled one (what Kineto and the kernel-class rules read),
   // then whichever name column the export has.
   scan("CUPTI_ACTIVITY_KIND_KERNEL", {"start", "end"},
@@ -994,7 +1021,8 @@ void Importer::read_memsets() {
 void Importer::read_api(const char* table) {
   enum { kTid = 2, kClass, kCorr, kNameId, kName, kReturn };
   const bool driver_table = std::string_view(table) == "CUPTI_ACTIVITY_KIND_DRIVER";
-  scan(table, {"start", "end"}, {"start", "end", "globalTid", "eventClass", "correlationId", "nameId", "name", "returnValue"},
+  scan(table, {"start", "end"},
+       {"start", "end", "globalTid", "eventClass", "correlationId", "nameId", "name", "returnValue"},
        [&](const Statement& st, uint64_t bound) {
          const int64_t tid = st.i64(kTid);
          ProcessBuild& p = process(tid);
@@ -1050,7 +1078,8 @@ void Importer::read_syncs() {
 void Importer::read_nvtx() {
   enum { kType = 2, kTid, kText, kTextId, kDomain, kPayload };
   std::map<std::pair<uint64_t, int64_t>, StringId> domains;  // (process, domainId) -> name
-  scan("NVTX_EVENTS", {"start", "eventType"}, {"start", "end", "eventType", "globalTid", "text", "textId", "domainId", "binaryData"},
+  scan("NVTX_EVENTS", {"start", "eventType"},
+       {"start", "end", "eventType", "globalTid", "text", "textId", "domainId", "binaryData"},
        [&](const Statement& st, uint64_t bound) {
          const int64_t gtid = st.i64(kTid);
          ProcessBuild& p = process(gtid);
@@ -1108,8 +1137,9 @@ void Importer::read_nvtx() {
            ++report_.nvtx_payloads;
            if (auto bytes = message_size(st.blob(kPayload), domain_id)) {
              const std::string_view name = p.trace.strings.view(text);
-             NcclCall call{r.thread, r.start, r.end, nccl_op_from_name(name.substr(0, 4) == "nccl" ? name.substr(4) : name),
-                           *bytes, domain_id};
+             NcclCall call{r.thread, r.start,
+                           r.end,    nccl_op_from_name(name.substr(0, 4) == "nccl" ? name.substr(4) : name),
+                           *bytes,   domain_id};
              p.nccl_calls.push_back(call);
            }
          }
@@ -1185,7 +1215,8 @@ std::optional<uint64_t> Importer::message_size(std::span<const uint8_t> blob, in
   auto it = message_size_at_.find({domain_id, schema});
   if (it == message_size_at_.end()) return std::nullopt;
   const uint64_t size = u64(16), offset = it->second.first, schema_size = it->second.second;
-  if (size != blob.size() - kHeader || (schema_size != 0 && size != schema_size) || offset + 8 > size) return std::nullopt;
+  if (size != blob.size() - kHeader || (schema_size != 0 && size != schema_size) || offset + 8 > size)
+    return std::nullopt;
   return u64(kHeader + offset);
 }
 
@@ -1266,8 +1297,9 @@ class ApiByCorrelation {
 void Importer::join_nccl_calls(ProcessBuild& p, const ApiByCorrelation& api_by_corr) {
   if (p.nccl_calls.empty() || p.trace.nccl.size() == 0) return;
   auto& calls = p.nccl_calls;
-  std::sort(calls.begin(), calls.end(),
-            [](const NcclCall& a, const NcclCall& b) { return std::tie(a.thread, a.start) < std::tie(b.thread, b.start); });
+  std::sort(calls.begin(), calls.end(), [](const NcclCall& a, const NcclCall& b) {
+    return std::tie(a.thread, a.start) < std::tie(b.thread, b.start);
+  });
   Trace& tr = p.trace;
   for (size_t i = 0; i < tr.nccl.size(); ++i) {
     const auto row = api_by_corr.find(tr.nccl.correlation[i]);
@@ -1356,11 +1388,11 @@ void Importer::read_metadata(std::vector<ProcessBuild*>& traced) {
   std::vector<std::pair<uint64_t, DeviceInfo>> devices;  // (host id, device)
   if (db_.has_column("TARGET_INFO_GPU", "id")) {
     constexpr const char* t = "TARGET_INFO_GPU";
-    Statement st = db_.prepare(fmt::format("SELECT id, {}, {}, {}, {}, {}, {}, {}, {} FROM TARGET_INFO_GPU",
-                                           db_.column_or_null(t, "vmId"), db_.column_or_null(t, "name"),
-                                           db_.column_or_null(t, "busLocation"), db_.column_or_null(t, "uuid"),
-                                           db_.column_or_null(t, "totalMemory"), db_.column_or_null(t, "smCount"),
-                                           db_.column_or_null(t, "computeMajor"), db_.column_or_null(t, "computeMinor")));
+    Statement st = db_.prepare(
+        fmt::format("SELECT id, {}, {}, {}, {}, {}, {}, {}, {} FROM TARGET_INFO_GPU", db_.column_or_null(t, "vmId"),
+                    db_.column_or_null(t, "name"), db_.column_or_null(t, "busLocation"), db_.column_or_null(t, "uuid"),
+                    db_.column_or_null(t, "totalMemory"), db_.column_or_null(t, "smCount"),
+                    db_.column_or_null(t, "computeMajor"), db_.column_or_null(t, "computeMinor")));
     std::string scratch;
     while (st.step() && devices.size() < 1024) {
       DeviceInfo d;
@@ -1521,9 +1553,10 @@ std::vector<Trace> Importer::run() {
                     (db_.has_table("CUPTI_ACTIVITY_KIND_KERNEL") || db_.has_table("CUPTI_ACTIVITY_KIND_RUNTIME") ||
                      db_.has_table("NVTX_EVENTS") || db_.has_table("TARGET_INFO_SESSION_START_TIME"));
   if (!nsys)
-    fail("{}: an SQLite database but not an Nsight Systems export (no StringIds and CUPTI_ACTIVITY_KIND_* / NVTX_EVENTS "
-         "tables; make one with `nsys export --type sqlite`)",
-         db_.name());
+    fail(
+        "{}: an SQLite database but not an Nsight Systems export (no StringIds and CUPTI_ACTIVITY_KIND_* / NVTX_EVENTS "
+        "tables; make one with `nsys export --type sqlite`)",
+        db_.name());
   for (const auto& k : kKnownTables) {
     NsysImportReport::Table t;
     t.name = k.name;
@@ -1534,8 +1567,9 @@ std::vector<Trace> Importer::run() {
   {
     Statement pages = db_.prepare("PRAGMA page_count");
     Statement page_size = db_.prepare("PRAGMA page_size");
-    if (pages.step() && page_size.step()) db_bytes_ = static_cast<uint64_t>(std::max<int64_t>(0, pages.i64(0))) *
-                                                      static_cast<uint64_t>(std::max<int64_t>(0, page_size.i64(0)));
+    if (pages.step() && page_size.step())
+      db_bytes_ = static_cast<uint64_t>(std::max<int64_t>(0, pages.i64(0))) *
+                  static_cast<uint64_t>(std::max<int64_t>(0, page_size.i64(0)));
   }
   read_enums();
   read_versions();
@@ -1562,8 +1596,9 @@ void check_header(std::string_view head, std::string_view name) {
     fail("{}: not an SQLite database, so not an nsys export (make one with `nsys export --type sqlite`)", name);
 }
 
-std::vector<Trace> import_open(sqlite3* raw, std::string_view name, std::string_view file_name, std::string_view shared_image,
-                               NsysImportReport* report, const NsysImportOptions& options, int64_t* budget) {
+std::vector<Trace> import_open(sqlite3* raw, std::string_view name, std::string_view file_name,
+                               std::string_view shared_image, NsysImportReport* report,
+                               const NsysImportOptions& options, int64_t* budget) {
   Database db(raw, std::string(name));
   configure(raw, options, budget);
   NsysImportReport local;

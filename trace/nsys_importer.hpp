@@ -40,17 +40,18 @@ struct NsysImportReport {
   // One traced process: what it became.
   struct Process {
     uint32_t pid = 0;
-    std::string name;             // PROCESSES.name, where present
+    std::string name;  // PROCESSES.name, where present
     int32_t rank = -1;
-    std::string rank_source;      // "launcher environment (RANK)", "NVTX thread name \"MPI Rank 0\"", "file name", "unknown"
+    std::string
+        rank_source;  // "launcher environment (RANK)", "NVTX thread name \"MPI Rank 0\"", "file name", "unknown"
     uint64_t kernels = 0, memcpys = 0, memsets = 0, api = 0, syncs = 0, nvtx = 0, nccl = 0;
   };
-  std::string input;             // the file (or name) imported
-  std::string product_version;   // EXPORT_PRODUCT_VERSION, where recorded
-  std::string schema_version;    // EXPORT_SCHEMA_VERSION, where recorded
-  std::vector<Table> tables;     // fixed order: the mapped tables first, then the counted ones
+  std::string input;               // the file (or name) imported
+  std::string product_version;     // EXPORT_PRODUCT_VERSION, where recorded
+  std::string schema_version;      // EXPORT_SCHEMA_VERSION, where recorded
+  std::vector<Table> tables;       // fixed order: the mapped tables first, then the counted ones
   std::vector<Process> processes;  // in the order of the returned Traces
-  uint64_t other_processes = 0;  // processes with rows but no CUDA activity (their rows: counted only)
+  uint64_t other_processes = 0;    // processes with rows but no CUDA activity (their rows: counted only)
   // Rows of the RUNTIME/DRIVER tables by event class: calls go to `api`;
   // backtrace rows repeat a call (same interval and correlation id) to carry
   // its call stack and are counted only.

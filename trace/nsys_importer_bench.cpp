@@ -35,7 +35,8 @@ void exec(sqlite3* db, const std::string& sql) {
 
 // Writes a synthetic export with `kernels` kernel rows (cached by size in the temp dir).
 fs::path synthetic_export(int64_t kernels) {
-  const fs::path path = fs::temp_directory_path() / fmt::format("scalescope_nsys_bench_{}_{}.sqlite", kernels, ::getuid());
+  const fs::path path =
+      fs::temp_directory_path() / fmt::format("scalescope_nsys_bench_{}_{}.sqlite", kernels, ::getuid());
   if (fs::exists(path)) return path;
   const fs::path tmp = path.string() + ".tmp";
   fs::remove(tmp);
@@ -73,13 +74,14 @@ fs::path synthetic_export(int64_t kernels) {
                      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?1, ?2, 0, 1, 7, ?3, ?4, ?5, ?5, NULL, 1, 0, 64, "
                      "128, 1, 1, 256, 1, 1, 0, 4096, 0, 0, ?3, 16384, NULL, 0)",
                      -1, &k, nullptr);
-  sqlite3_prepare_v2(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?1, ?2, 0, ?3, ?4, 1, 0, NULL)", -1, &r, nullptr);
+  sqlite3_prepare_v2(db, "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?1, ?2, 0, ?3, ?4, 1, 0, NULL)", -1, &r,
+                     nullptr);
   sqlite3_prepare_v2(db,
                      "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (?1, ?2, 0, 1, 7, ?3, ?4, 1048576, 1, NULL, 1, 2, "
                      "NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
                      -1, &m, nullptr);
-  sqlite3_prepare_v2(db, "INSERT INTO NVTX_EVENTS VALUES (?1, ?2, 59, NULL, NULL, NULL, 'step', ?3, NULL, NULL, 0)", -1, &n,
-                     nullptr);
+  sqlite3_prepare_v2(db, "INSERT INTO NVTX_EVENTS VALUES (?1, ?2, 59, NULL, NULL, NULL, 'step', ?3, NULL, NULL, 0)", -1,
+                     &n, nullptr);
   auto run = [](sqlite3_stmt* s) {
     sqlite3_step(s);
     sqlite3_reset(s);
@@ -145,12 +147,26 @@ void BM_NsysImport(benchmark::State& state) {
 // Second argument: connections (2: the API tables on a second thread, as
 // import_nsys_file does for large files; 1: one connection reads all).
 // Wall time is the figure; CPU time is the process's (both threads).
-BENCHMARK(BM_NsysImport)->Args({200'000, 2})->Name("BM_NsysImport/200k")->Unit(benchmark::kMillisecond)->UseRealTime()
+BENCHMARK(BM_NsysImport)
+    ->Args({200'000, 2})
+    ->Name("BM_NsysImport/200k")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
     ->MeasureProcessCPUTime();
-BENCHMARK(BM_NsysImport)->Args({2'000'000, 2})->Name("BM_NsysImport/2M")->Unit(benchmark::kMillisecond)->UseRealTime()
-    ->MeasureProcessCPUTime()->Iterations(3);
-BENCHMARK(BM_NsysImport)->Args({2'000'000, 1})->Name("BM_NsysImport/2M_one_connection")->Unit(benchmark::kMillisecond)
-    ->UseRealTime()->MeasureProcessCPUTime()->Iterations(3);
+BENCHMARK(BM_NsysImport)
+    ->Args({2'000'000, 2})
+    ->Name("BM_NsysImport/2M")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Iterations(3);
+BENCHMARK(BM_NsysImport)
+    ->Args({2'000'000, 1})
+    ->Name("BM_NsysImport/2M_one_connection")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Iterations(3);
 
 }  // namespace
 

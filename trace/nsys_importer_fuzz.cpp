@@ -18,7 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto traces = scalescope::trace::import_nsys_bytes(std::string_view(reinterpret_cast<const char*>(data), size),
                                                        "fuzz.sqlite", &report, options);
     for (const auto& t : traces) (void)t.event_count();
-  } catch (const scalescope::Error&) {
-  }
+  } catch (const scalescope::Error&) {}
   return 0;
 }

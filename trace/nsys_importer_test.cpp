@@ -110,7 +110,8 @@ TEST_F(NsysImporter, RealSaxpyExportComesThroughExactly) {
   EXPECT_EQ(rep.runtime_calls, 56u);
   EXPECT_EQ(rep.driver_calls, 1u);
   EXPECT_EQ(rep.backtrace_rows, 38u);
-  EXPECT_EQ(rep.backtrace_rows, sql_count(kSaxpy, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass = 67"));
+  EXPECT_EQ(rep.backtrace_rows,
+            sql_count(kSaxpy, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass = 67"));
   EXPECT_EQ(rep.runtime_calls + rep.driver_calls + rep.backtrace_rows + rep.other_class_rows, 95u);
   // The 24 NVTX rows: 22 ranges, the MPI domain's creation, one thread name.
   EXPECT_EQ(rep.nvtx_ranges, 22u);
@@ -370,8 +371,8 @@ TEST_F(NsysImporter, NcclPayloadMessageSizesReachTheirKernels) {
   EXPECT_EQ(bytes_by_corr.at(13), 0u);  // header disagrees with the blob: not decoded
   EXPECT_EQ(bytes_by_corr.at(14), 0u);  // launched at ncclGroupEnd: no payload
   EXPECT_EQ(t.nccl.op[0], NcclOp::kAllReduce);
-  EXPECT_EQ(rep.nvtx_payloads, 4u);      // ranges with binaryData
-  EXPECT_EQ(rep.nccl_payloads, 2u);      // read as NCCL message sizes (domain "other" left out)
+  EXPECT_EQ(rep.nvtx_payloads, 4u);  // ranges with binaryData
+  EXPECT_EQ(rep.nccl_payloads, 2u);  // read as NCCL message sizes (domain "other" left out)
   EXPECT_EQ(rep.nccl_bytes_joined, 2u);
   EXPECT_TRUE(rep.table("NVTX_PAYLOAD_SCHEMA_ENTRIES")->present);
   EXPECT_EQ(rep.table("NVTX_PAYLOAD_SCHEMA_ENTRIES")->rows, 5u);
@@ -497,16 +498,18 @@ TEST(NsysRankFromFileName, Forms) {
 // Every field of the report, one line each, for comparing two imports.
 std::string report_text(const NsysImportReport& r) {
   std::string out = r.input + "|" + r.product_version + "|" + r.schema_version + "\n";
-  for (const auto& t : r.tables) out += t.name + " " + std::to_string(t.present) + " " + std::to_string(t.rows) + " " + t.mapped_to + "\n";
+  for (const auto& t : r.tables)
+    out += t.name + " " + std::to_string(t.present) + " " + std::to_string(t.rows) + " " + t.mapped_to + "\n";
   for (const auto& p : r.processes)
     out += std::to_string(p.pid) + " " + p.name + " " + std::to_string(p.rank) + " " + p.rank_source + " " +
            std::to_string(p.kernels) + " " + std::to_string(p.memcpys) + " " + std::to_string(p.memsets) + " " +
            std::to_string(p.api) + " " + std::to_string(p.syncs) + " " + std::to_string(p.nvtx) + " " +
            std::to_string(p.nccl) + "\n";
-  for (uint64_t v : {r.other_processes, r.runtime_calls, r.driver_calls, r.backtrace_rows, r.other_class_rows,
-                     r.nvtx_ranges, r.nvtx_marks, r.nvtx_domain_rows, r.nvtx_thread_names, r.nvtx_other,
-                     r.nvtx_payloads, r.nccl_payloads, r.nccl_bytes_joined, r.unclosed_ranges, r.malformed,
-                     r.invalid_utf8, r.gpu_metric_samples, r.cpu_samples, r.sched_events, r.osrt_calls})
+  for (uint64_t v :
+       {r.other_processes, r.runtime_calls,      r.driver_calls,      r.backtrace_rows,    r.other_class_rows,
+        r.nvtx_ranges,     r.nvtx_marks,         r.nvtx_domain_rows,  r.nvtx_thread_names, r.nvtx_other,
+        r.nvtx_payloads,   r.nccl_payloads,      r.nccl_bytes_joined, r.unclosed_ranges,   r.malformed,
+        r.invalid_utf8,    r.gpu_metric_samples, r.cpu_samples,       r.sched_events,      r.osrt_calls})
     out += std::to_string(v) + " ";
   return out;
 }
@@ -673,17 +676,20 @@ TEST_F(NsysImporter, InvalidUtf8IsRepairedAndCounted) {
   ASSERT_EQ(t.kernels.size(), 3u);
   EXPECT_EQ(t.strings.view(t.kernels.name[0]), "kernel\xEF\xBF\xBD");
   EXPECT_EQ(t.strings.view(t.kernels.name[1]), "caf\xC3\xA9");
-  EXPECT_EQ(t.strings.view(t.kernels.name[2]), "\xEF\xBF\xBD" "abc");
+  EXPECT_EQ(t.strings.view(t.kernels.name[2]),
+            "\xEF\xBF\xBD"
+            "abc");
   ASSERT_EQ(t.nvtx.size(), 1u);
   EXPECT_EQ(t.strings.view(t.nvtx.text[0]), "step\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
 TEST_F(NsysImporter, OverlongStringsAreCutAndCounted) {
-  const std::string sql = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
-                          "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, globalPid INTEGER,"
-                          " demangledName INTEGER);"
-                          "INSERT INTO StringIds VALUES (1, 'k' || replace(hex(zeroblob(3000)), '0', 'x'));"
-                          "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2, 281546145660928, 1);";
+  const std::string sql =
+      "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, globalPid INTEGER,"
+      " demangledName INTEGER);"
+      "INSERT INTO StringIds VALUES (1, 'k' || replace(hex(zeroblob(3000)), '0', 'x'));"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2, 281546145660928, 1);";
   NsysImportOptions options;
   options.max_string_bytes = 100;
   NsysImportReport rep;
@@ -694,15 +700,17 @@ TEST_F(NsysImporter, OverlongStringsAreCutAndCounted) {
 }
 
 TEST_F(NsysImporter, NoEventsIsAnError) {
-  const std::string sql = "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
-                          "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, globalPid INTEGER);";
+  const std::string sql =
+      "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, globalPid INTEGER);";
   const std::string msg = error_of(build("empty_capture.sqlite", sql));
   EXPECT_NE(msg.find("empty_capture.sqlite: the nsys export holds no CUDA or NVTX events"), std::string::npos) << msg;
 }
 
 TEST_F(NsysImporter, TheInputDetectorFindsEveryFixture) {
   // Every fixture variant is an nsys export to the one input detector; the rest is not.
-  for (const char* name : {"v2022_ids", "v2024_enums", "names_text", "no_kernels", "multi_process", "env_rank", "invalid_utf8"})
+  for (const char* name :
+       {"v2022_ids", "v2024_enums", "names_text", "no_kernels", "multi_process", "env_rank", "invalid_utf8"})
     EXPECT_EQ(detect_input(fixture(name)).kind, InputKind::kNsysSqlite) << name;
   EXPECT_EQ(detect_input(kSaxpy).kind, InputKind::kNsysSqlite);
   EXPECT_EQ(detect_input(fixture("not_nsys")).kind, InputKind::kSqliteDatabase);

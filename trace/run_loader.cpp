@@ -79,8 +79,7 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
     const Metadata& b = traces[order[k]].meta;
     if (a.rank >= 0 && a.rank == b.rank && (a.pid != b.pid || a.hostname != b.hostname))
       fail("{}: {} and {} both hold rank {}; a run directory holds one trace per rank (two runs mixed?)",
-           path_or_file.string(), files[order[k - 1]].filename().string(), files[order[k]].filename().string(),
-           a.rank);
+           path_or_file.string(), files[order[k - 1]].filename().string(), files[order[k]].filename().string(), a.rank);
   }
   std::vector<Trace> sorted;
   sorted.reserve(traces.size());

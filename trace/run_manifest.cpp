@@ -66,9 +66,8 @@ void write_run_manifest(const fs::path& run_dir, const std::vector<std::string>&
     list.push_back({{"name", name}, {"bytes", bytes}, {"xxh64", fmt::format("{:016x}", h)}});
   }
   j["files"] = list;
-  const fs::path out =
-      run_dir / (writer.empty() ? std::string(kManifestPrefix) + ".json"
-                                : fmt::format("{}-{}.json", kManifestPrefix, writer));
+  const fs::path out = run_dir / (writer.empty() ? std::string(kManifestPrefix) + ".json"
+                                                 : fmt::format("{}-{}.json", kManifestPrefix, writer));
   TempPath tmp(temp_path_for(out));
   {
     std::ofstream f(tmp.path(), std::ios::binary | std::ios::trunc);
@@ -120,9 +119,10 @@ RunCheck check_run_manifest(const fs::path& run_dir) {
 
 std::string RunCheck::message(const fs::path& run_dir) const {
   if (!has_manifest)
-    return fmt::format("{}: no manifest (written by an older build, or its writer died before finishing): "
-                       "the ranks cannot be checked for completeness",
-                       run_dir.string());
+    return fmt::format(
+        "{}: no manifest (written by an older build, or its writer died before finishing): "
+        "the ranks cannot be checked for completeness",
+        run_dir.string());
   std::vector<std::string> parts;
   auto names = [](const std::vector<std::string>& v) {
     std::string s;
@@ -135,9 +135,10 @@ std::string RunCheck::message(const fs::path& run_dir) const {
     parts.push_back(fmt::format("{} file(s) differ from their manifest entry ({}; cut short or replaced)",
                                 changed.size(), names(changed)));
   if (!unlisted.empty())
-    parts.push_back(fmt::format("{} file(s) no manifest lists ({}; their writer did not finish, or they belong to "
-                                "another run)",
-                                unlisted.size(), names(unlisted)));
+    parts.push_back(
+        fmt::format("{} file(s) no manifest lists ({}; their writer did not finish, or they belong to "
+                    "another run)",
+                    unlisted.size(), names(unlisted)));
   if (!bad_manifests.empty()) parts.push_back(fmt::format("unreadable manifest(s) {}", names(bad_manifests)));
   if (parts.empty()) return {};
   std::string s = fmt::format("{}: incomplete run directory: ", run_dir.string());

@@ -67,7 +67,8 @@ TEST_F(SafeOutputTest, TempPathIsRemovedUnlessCommitted) {
     EXPECT_TRUE(fs::exists(tmp.path()));
   }
   EXPECT_FALSE(fs::exists(out));
-  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos);
   {
     TempPath tmp(temp_path_for(out));
     std::ofstream(tmp.path()) << "whole";

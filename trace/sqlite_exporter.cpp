@@ -76,7 +76,8 @@ class Db {
   }
   sqlite3_stmt* prepare(const char* sql) {
     sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) fail("{}: SQLite error: {}", shown_.string(), sqlite3_errmsg(db_));
+    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK)
+      fail("{}: SQLite error: {}", shown_.string(), sqlite3_errmsg(db_));
     statements_.push_back(s);
     return s;
   }
@@ -210,8 +211,8 @@ void export_sqlite(std::span<const Trace> traces, const std::filesystem::path& o
       }
       for (size_t i = 0; i < t.api.size(); ++i) {
         const ApiTable& a = t.api;
-        Binder{api}(pid)(a.start[i])(a.end[i])(int64_t{a.thread[i]})(to_string(a.domain[i]))(
-            int64_t{a.callback_id[i]})(sid(a.name[i]))(int64_t{a.correlation[i]})(int64_t{a.return_code[i]});
+        Binder{api}(pid)(a.start[i])(a.end[i])(int64_t{a.thread[i]})(to_string(a.domain[i]))(int64_t{a.callback_id[i]})(
+            sid(a.name[i]))(int64_t{a.correlation[i]})(int64_t{a.return_code[i]});
         db.step(api);
       }
       for (size_t i = 0; i < t.syncs.size(); ++i) {
@@ -247,9 +248,8 @@ void export_sqlite(std::span<const Trace> traces, const std::filesystem::path& o
       }
       for (size_t i = 0; i < t.host_samples.size(); ++i) {
         const HostSampleTable& h = t.host_samples;
-        Binder{hsm}(pid)(h.time[i])(int64_t{h.pid[i]})(int64_t{h.tid[i]})(to_string(h.state[i]))(int64_t{h.cpu[i]})(
-            i64(h.cpu_ns[i]))(i64(h.run_wait_ns[i]))(int64_t{h.voluntary_switches[i]})(
-            int64_t{h.involuntary_switches[i]});
+        Binder{hsm}(pid)(h.time[i])(int64_t{h.pid[i]})(int64_t{h.tid[i]})(to_string(h.state[i]))(int64_t{h.cpu[i]})(i64(
+            h.cpu_ns[i]))(i64(h.run_wait_ns[i]))(int64_t{h.voluntary_switches[i]})(int64_t{h.involuntary_switches[i]});
         db.step(hsm);
       }
       for (size_t i = 0; i < t.host_callsites.size(); ++i) {
@@ -273,9 +273,10 @@ void export_sqlite(std::span<const Trace> traces, const std::filesystem::path& o
         uint64_t n = t.problems.counts[p2];
         if (!n) continue;
         Severity sev = severity_of(static_cast<Problem>(p2));
-        Binder{prb}(pid)(to_string(static_cast<Problem>(p2)))(
-            std::string_view(sev == Severity::kDataLoss ? "data loss" : sev == Severity::kError ? "error" : "info"))(
-            i64(n));
+        Binder{prb}(pid)(to_string(static_cast<Problem>(p2)))(std::string_view(sev == Severity::kDataLoss ? "data loss"
+                                                                               : sev == Severity::kError
+                                                                                   ? "error"
+                                                                                   : "info"))(i64(n));
         db.step(prb);
       }
     }

@@ -181,14 +181,17 @@ TraceStats compute_stats(std::span<const Trace* const> traces) {
       for (size_t i = 0; i < s.size(); ++i) {
         uint32_t k = static_cast<uint32_t>(s.dst_kind[i]);
         auto it = cache.find(k);
-        uint32_t gi = it != cache.end() ? it->second : (cache[k] = memory_group(g, "memset", "", to_string(s.dst_kind[i])));
+        uint32_t gi =
+            it != cache.end() ? it->second : (cache[k] = memory_group(g, "memset", "", to_string(s.dst_kind[i])));
         add_memory(g.groups[gi], duration(s.start[i], s.end[i]), s.bytes[i]);
       }
     }
     int64_t all = 0;
     for (auto& grp : g.groups) {
-      MemorySizeRow size{grp.extra.kind, grp.extra.src, grp.extra.dst, grp.durations.size(), grp.extra.total,
-                         grp.durations.empty() ? 0 : grp.extra.min, grp.extra.max, 0};
+      MemorySizeRow size{grp.extra.kind,  grp.extra.src,
+                         grp.extra.dst,   grp.durations.size(),
+                         grp.extra.total, grp.durations.empty() ? 0 : grp.extra.min,
+                         grp.extra.max,   0};
       size.avg_bytes = size.count ? static_cast<double>(size.total_bytes) / static_cast<double>(size.count) : 0;
       out.memory_size.push_back(size);
       out.memory_time.push_back({grp.extra.kind, grp.extra.src, grp.extra.dst, summarize_in_place(grp.durations), 0});
@@ -235,7 +238,8 @@ TraceStats compute_stats(std::span<const Trace* const> traces) {
         g.groups[gi].durations.push_back(duration(n.start[i], n.end[i]));
       }
     }
-    for (auto& grp : g.groups) out.nvtx.push_back({grp.extra.domain, grp.extra.text, summarize_in_place(grp.durations)});
+    for (auto& grp : g.groups)
+      out.nvtx.push_back({grp.extra.domain, grp.extra.text, summarize_in_place(grp.durations)});
     std::sort(out.nvtx.begin(), out.nvtx.end(), [](const NvtxRow& a, const NvtxRow& b) {
       if (a.time.total != b.time.total) return a.time.total > b.time.total;
       return std::tie(a.domain, a.text) < std::tie(b.domain, b.text);
@@ -277,8 +281,10 @@ TraceStats compute_stats(std::span<const Trace* const> traces) {
     for (auto& grp : g.groups) {
       NcclRow r = grp.extra.row;
       r.time = summarize_in_place(grp.durations);
-      r.bus_bytes_per_s = r.time.total > 0 ? static_cast<double>(r.total_bytes) * 1e9 / static_cast<double>(r.time.total) : 0;
-      r.busbw_bytes_per_s = grp.extra.bus_ns > 0 ? grp.extra.bus_bytes * 1e9 / static_cast<double>(grp.extra.bus_ns) : 0;
+      r.bus_bytes_per_s =
+          r.time.total > 0 ? static_cast<double>(r.total_bytes) * 1e9 / static_cast<double>(r.time.total) : 0;
+      r.busbw_bytes_per_s =
+          grp.extra.bus_ns > 0 ? grp.extra.bus_bytes * 1e9 / static_cast<double>(grp.extra.bus_ns) : 0;
       out.nccl.push_back(std::move(r));
     }
     std::sort(out.nccl.begin(), out.nccl.end(), [](const NcclRow& a, const NcclRow& b) {

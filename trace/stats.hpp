@@ -55,7 +55,7 @@ struct NvtxRow {
 struct NcclRow {
   std::string op, algorithm, protocol, datatype;
   uint64_t total_bytes = 0;
-  DurationStats time;  // time.count is the number of collectives
+  DurationStats time;          // time.count is the number of collectives
   double bus_bytes_per_s = 0;  // total_bytes / total time: payload rate, not NCCL's busBw
   // NCCL's bus bandwidth (as nccl-tests defines it) over the `busbw_count`
   // collectives whose communicator size is known (group_size, else the

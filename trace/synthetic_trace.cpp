@@ -75,16 +75,15 @@ constexpr std::array kOptimizerNames = {
     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
     "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
 };
-constexpr const char* kNcclKernel =
-    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
+constexpr const char* kNcclKernel = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
 
 constexpr uint32_t kComputeStream = 7;
 constexpr uint32_t kNcclStream = 13;
 constexpr uint32_t kCopyStream = 7;  // PyTorch copies inputs on the current stream
 constexpr uint32_t kForwardLayers = 52;
-constexpr uint32_t kBuckets = 4;          // DDP gradient buckets (25 MB each in PyTorch)
+constexpr uint32_t kBuckets = 4;  // DDP gradient buckets (25 MB each in PyTorch)
 constexpr uint32_t kOptimizerKernels = 8;
-constexpr int64_t kLaunchNs = 4'500;      // cudaLaunchKernel CPU time
+constexpr int64_t kLaunchNs = 4'500;  // cudaLaunchKernel CPU time
 constexpr int64_t kLaunchLatencyNs = 3'000;
 
 }  // namespace
@@ -139,11 +138,9 @@ Trace make_synthetic_trace(const SyntheticOptions& o) {
     return k;
   };
   for (uint32_t l = 0; l < kForwardLayers; ++l)
-    for (size_t i = 0; i < 4; ++i)
-      forward.push_back(shape(kForwardNames[(l + i * 3) % kForwardNames.size()], 40'000));
+    for (size_t i = 0; i < 4; ++i) forward.push_back(shape(kForwardNames[(l + i * 3) % kForwardNames.size()], 40'000));
   for (uint32_t l = 0; l < kForwardLayers; ++l)
-    for (size_t i = 0; i < 5; ++i)
-      backward.push_back(shape(kBackwardNames[(l + i) % kBackwardNames.size()], 60'000));
+    for (size_t i = 0; i < 5; ++i) backward.push_back(shape(kBackwardNames[(l + i) % kBackwardNames.size()], 60'000));
   for (uint32_t i = 0; i < kOptimizerKernels; ++i)
     optimizer.push_back(shape(kOptimizerNames[i % kOptimizerNames.size()], 150'000));
 
@@ -165,8 +162,8 @@ Trace make_synthetic_trace(const SyntheticOptions& o) {
   const uint32_t nccl_thread = m.pid + 7;
   uint32_t correlation = 1;
   int64_t sequence = 0;
-  Timestamp cpu = o.start_ns;       // main thread's clock
-  Timestamp gpu = o.start_ns;       // compute stream free at
+  Timestamp cpu = o.start_ns;        // main thread's clock
+  Timestamp gpu = o.start_ns;        // compute stream free at
   Timestamp nccl_free = o.start_ns;  // NCCL stream free at
 
   auto api = [&](StringId name, int64_t duration, uint32_t thread, uint32_t cbid) {

@@ -20,7 +20,7 @@ struct SyntheticOptions {
   uint64_t seed = 1;
   int32_t rank = 0;
   int32_t world_size = 8;
-  uint32_t device = 0;      // CUDA ordinal of the rank's GPU
+  uint32_t device = 0;                             // CUDA ordinal of the rank's GPU
   Timestamp start_ns = 1'700'000'000'000'000'000;  // trace clock of the first event
 };
 

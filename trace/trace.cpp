@@ -114,8 +114,8 @@ NcclOp nccl_op_from_name(std::string_view name) {
   if (key == "allreduce" || key == "allreducecoalesced") return NcclOp::kAllReduce;
   if (key == "broadcast") return NcclOp::kBroadcast;
   if (key == "reduce") return NcclOp::kReduce;
-  if (key == "allgather" || key == "allgatherintotensor" || key == "allgatherbase" ||
-      key == "allgathercoalesced" || key == "allgatherintotensorcoalesced")
+  if (key == "allgather" || key == "allgatherintotensor" || key == "allgatherbase" || key == "allgathercoalesced" ||
+      key == "allgatherintotensorcoalesced")
     return NcclOp::kAllGather;
   if (key == "reducescatter" || key == "reducescattertensor" || key == "reducescatterbase" ||
       key == "reducescattertensorcoalesced")
@@ -150,9 +150,20 @@ void KernelTable::push(const KernelRecord& r) {
 }
 
 KernelRecord KernelTable::row(size_t i) const {
-  return {start[i],  end[i],    device[i],  stream[i],  name[i],
-          grid_x[i], grid_y[i], grid_z[i],  block_x[i], block_y[i],
-          block_z[i], registers_per_thread[i], shared_memory_bytes[i], correlation[i]};
+  return {start[i],
+          end[i],
+          device[i],
+          stream[i],
+          name[i],
+          grid_x[i],
+          grid_y[i],
+          grid_z[i],
+          block_x[i],
+          block_y[i],
+          block_z[i],
+          registers_per_thread[i],
+          shared_memory_bytes[i],
+          correlation[i]};
 }
 
 void KernelTable::reserve(size_t n) {
@@ -177,7 +188,7 @@ void MemcpyTable::push(const MemcpyRecord& r) {
 }
 
 MemcpyRecord MemcpyTable::row(size_t i) const {
-  return {start[i], end[i],      device[i],   stream[i],       correlation[i], bytes[i],
+  return {start[i], end[i],      device[i],   stream[i],        correlation[i], bytes[i],
           kind[i],  src_kind[i], dst_kind[i], is_async[i] != 0, peer_device[i]};
 }
 
@@ -319,9 +330,8 @@ void NcclTable::push(const NcclRecord& r) {
 }
 
 NcclRecord NcclTable::row(size_t i) const {
-  return {start[i],    end[i],       device[i],   stream[i],       op[i],
-          bytes[i],    count[i],     datatype[i], algorithm[i],    protocol[i],
-          communicator[i], sequence[i], group_size[i], correlation[i]};
+  return {start[i],    end[i],       device[i],   stream[i],       op[i],       bytes[i],      count[i],
+          datatype[i], algorithm[i], protocol[i], communicator[i], sequence[i], group_size[i], correlation[i]};
 }
 
 void NcclTable::reserve(size_t n) {
@@ -396,8 +406,15 @@ void HostSampleTable::push(const HostSampleRecord& r) {
 }
 
 HostSampleRecord HostSampleTable::row(size_t i) const {
-  return {time[i],   pid[i],         tid[i],         state[i], cpu[i], cpu_ns[i], run_wait_ns[i],
-          voluntary_switches[i], involuntary_switches[i]};
+  return {time[i],
+          pid[i],
+          tid[i],
+          state[i],
+          cpu[i],
+          cpu_ns[i],
+          run_wait_ns[i],
+          voluntary_switches[i],
+          involuntary_switches[i]};
 }
 
 void HostSampleTable::reserve(size_t n) {
@@ -516,9 +533,7 @@ std::string_view to_string(ThreadState state) {
   return "unknown";
 }
 
-std::string_view to_string(ProcessRole role) {
-  return role == ProcessRole::kTraced ? "traced" : "descendant";
-}
+std::string_view to_string(ProcessRole role) { return role == ProcessRole::kTraced ? "traced" : "descendant"; }
 
 // ---- metadata, problems, trace -----------------------------------------------
 
@@ -528,8 +543,8 @@ int64_t Metadata::to_unix_ns(Timestamp t) const {
   const ClockAnchor& b = clock.back();
   if (clock.size() == 1 || b.trace_ns == a.trace_ns) return t + (a.unix_ns - a.trace_ns);
   // Linear map between the first and last anchor corrects drift between clocks.
-  long double slope = static_cast<long double>(b.unix_ns - a.unix_ns) /
-                      static_cast<long double>(b.trace_ns - a.trace_ns);
+  long double slope =
+      static_cast<long double>(b.unix_ns - a.unix_ns) / static_cast<long double>(b.trace_ns - a.trace_ns);
   return a.unix_ns + static_cast<int64_t>(static_cast<long double>(t - a.trace_ns) * slope);
 }
 
@@ -585,7 +600,8 @@ std::string_view to_string(Problem p) {
 
 std::string_view describe(Problem p) {
   switch (p) {
-    case Problem::kTornTail: return "torn: the file ends inside a chunk (writer killed or disk full); that chunk and any after it are lost";
+    case Problem::kTornTail:
+      return "torn: the file ends inside a chunk (writer killed or disk full); that chunk and any after it are lost";
     case Problem::kChecksumMismatch: return "a chunk failed its checksum and was skipped; its rows are lost";
     case Problem::kUnknownChunk: return "a chunk of a newer format was skipped";
     case Problem::kDroppedRecords: return "the collector dropped records (its buffers were full)";
@@ -601,8 +617,10 @@ std::string_view describe(Problem p) {
     case Problem::kEndMissing:
       return "torn: the file ends at a chunk boundary without its end record (writer killed); the chunks written "
              "after the last complete one are lost, how many is unknown";
-    case Problem::kEndNotRecorded: return "end not recorded: a format 1.0 file (older build) cannot say whether it is complete";
-    case Problem::kRunIncomplete: return "run directory incomplete: a file its manifest lists is missing, short or changed";
+    case Problem::kEndNotRecorded:
+      return "end not recorded: a format 1.0 file (older build) cannot say whether it is complete";
+    case Problem::kRunIncomplete:
+      return "run directory incomplete: a file its manifest lists is missing, short or changed";
     case Problem::kRunNoManifest:
       return "run directory without manifest (older build, or its writer died): ranks cannot be checked for completeness";
     case Problem::kInvalidUtf8: return "invalid UTF-8 bytes in the input were replaced by U+FFFD";
@@ -618,8 +636,8 @@ bool ProblemCounts::any_data_loss() const {
 }
 
 size_t Trace::event_count() const {
-  return kernels.size() + memcpys.size() + memsets.size() + api.size() + syncs.size() + nvtx.size() +
-         nccl.size() + counters.size() + host_samples.size();
+  return kernels.size() + memcpys.size() + memsets.size() + api.size() + syncs.size() + nvtx.size() + nccl.size() +
+         counters.size() + host_samples.size();
 }
 
 std::pair<Timestamp, Timestamp> Trace::time_span() const {

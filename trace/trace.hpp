@@ -85,13 +85,13 @@ inline constexpr int kCounterMetricCount = 12;
 // apart; the run-queue wait column (schedstat) can.
 enum class ThreadState : uint8_t {
   kUnknown = 0,
-  kRunning,    // R: on a CPU or waiting on a run queue
-  kSleeping,   // S: interruptible sleep (a lock, a queue, a futex, a socket)
-  kDiskWait,   // D: uninterruptible sleep, usually I/O or page faults
-  kStopped,    // T, t: stopped or traced
-  kZombie,     // Z, X: exited, not yet reaped
-  kIdle,       // I: idle kernel thread
-  kOther,      // any other letter (W, P, K ...)
+  kRunning,   // R: on a CPU or waiting on a run queue
+  kSleeping,  // S: interruptible sleep (a lock, a queue, a futex, a socket)
+  kDiskWait,  // D: uninterruptible sleep, usually I/O or page faults
+  kStopped,   // T, t: stopped or traced
+  kZombie,    // Z, X: exited, not yet reaped
+  kIdle,      // I: idle kernel thread
+  kOther,     // any other letter (W, P, K ...)
 };
 inline constexpr int kThreadStateCount = 8;
 ThreadState thread_state_from_letter(char c);
@@ -157,8 +157,8 @@ struct SyncRecord {
   Timestamp start = 0, end = 0;
   SyncKind kind = SyncKind::kUnknown;
   uint32_t device = 0;
-  uint32_t stream = 0;   // 0 when not stream-specific
-  uint64_t event = 0;    // event handle or id; 0 when none
+  uint32_t stream = 0;  // 0 when not stream-specific
+  uint64_t event = 0;   // event handle or id; 0 when none
   uint32_t thread = 0;
   uint32_t correlation = 0;
 };
@@ -169,7 +169,7 @@ struct NvtxRecord {
   StringId domain = kNoString;
   StringId text = kNoString;
   uint32_t thread = 0;
-  int32_t device = -1;  // >= 0 for ranges projected onto a GPU (Kineto's gpu_user_annotation)
+  int32_t device = -1;       // >= 0 for ranges projected onto a GPU (Kineto's gpu_user_annotation)
   uint32_t correlation = 0;  // links a range to what it launched, where the producer knows
   // Links a forward range to the backward range it caused (PyTorch's fwdbwd
   // flow): both rows carry the same id, the earlier one is the forward. 0: none.
@@ -180,13 +180,13 @@ struct NcclRecord {
   Timestamp start = 0, end = 0;  // GPU time of the collective's kernel where known
   uint32_t device = 0, stream = 0;
   NcclOp op = NcclOp::kUnknown;
-  uint64_t bytes = 0;        // payload per rank (input message size)
-  uint64_t count = 0;        // elements
+  uint64_t bytes = 0;  // payload per rank (input message size)
+  uint64_t count = 0;  // elements
   StringId datatype = kNoString;
-  StringId algorithm = kNoString;  // RING, TREE, COLLNET_*, NVLS, PAT ...
-  StringId protocol = kNoString;   // LL, LL128, SIMPLE
+  StringId algorithm = kNoString;     // RING, TREE, COLLNET_*, NVLS, PAT ...
+  StringId protocol = kNoString;      // LL, LL128, SIMPLE
   StringId communicator = kNoString;  // process group name or communicator hash
-  int64_t sequence = -1;   // per-communicator sequence number, -1 unknown
+  int64_t sequence = -1;              // per-communicator sequence number, -1 unknown
   int32_t group_size = -1;
   uint32_t correlation = 0;  // the kernel's correlation id
 };
@@ -204,9 +204,9 @@ struct CounterRecord {
 struct HostThreadRecord {
   Timestamp start = 0, end = 0;  // first and last sample that saw the thread
   uint32_t pid = 0, tid = 0;
-  uint32_t parent_pid = 0;       // of the process
-  StringId name = kNoString;     // comm (15 bytes at most)
-  uint8_t is_main = 0;           // tid == pid
+  uint32_t parent_pid = 0;    // of the process
+  StringId name = kNoString;  // comm (15 bytes at most)
+  uint8_t is_main = 0;        // tid == pid
   ProcessRole role = ProcessRole::kTraced;
 };
 
@@ -217,10 +217,10 @@ struct HostSampleRecord {
   Timestamp time = 0;
   uint32_t pid = 0, tid = 0;
   ThreadState state = ThreadState::kUnknown;
-  int32_t cpu = -1;                 // CPU it last ran on (stat field 39)
-  uint64_t cpu_ns = 0;              // on-CPU time (schedstat; else utime+stime ticks)
-  uint64_t run_wait_ns = 0;         // waiting on a run queue (schedstat; 0 without it)
-  uint32_t voluntary_switches = 0;  // it blocked
+  int32_t cpu = -1;                   // CPU it last ran on (stat field 39)
+  uint64_t cpu_ns = 0;                // on-CPU time (schedstat; else utime+stime ticks)
+  uint64_t run_wait_ns = 0;           // waiting on a run queue (schedstat; 0 without it)
+  uint32_t voluntary_switches = 0;    // it blocked
   uint32_t involuntary_switches = 0;  // it was preempted
 };
 
@@ -231,15 +231,15 @@ struct HostSampleRecord {
 // kUnnamed (or kUnmapped, kNotAFile); trace/frame_namer.hpp names frames
 // offline, on the analysing machine, and sets the rest.
 enum class FrameStatus : uint8_t {
-  kUnnamed = 0,          // not looked up (as written; 1.3 files named at exit keep their function)
-  kNamed = 1,            // function holds the symbol covering the address
-  kUnmapped = 2,         // the address fell in no mapped file
-  kNotAFile = 3,         // JIT code ("[anon]"), "[vdso]": no file to read names from
-  kModuleMissing = 4,    // the module's file is not on the analysing machine (or unreadable)
-  kBuildIdDiffers = 5,   // a file is there but its build-id is not the one that ran
-  kNoSymbol = 6,         // the file is the right one but no symbol covers the address
-  kNoLibdw = 7,          // libdw.so.1 could not be loaded where the trace was analysed
-  kNoModuleRecord = 8,   // the trace holds no host_modules row for the module (1.3 files)
+  kUnnamed = 0,         // not looked up (as written; 1.3 files named at exit keep their function)
+  kNamed = 1,           // function holds the symbol covering the address
+  kUnmapped = 2,        // the address fell in no mapped file
+  kNotAFile = 3,        // JIT code ("[anon]"), "[vdso]": no file to read names from
+  kModuleMissing = 4,   // the module's file is not on the analysing machine (or unreadable)
+  kBuildIdDiffers = 5,  // a file is there but its build-id is not the one that ran
+  kNoSymbol = 6,        // the file is the right one but no symbol covers the address
+  kNoLibdw = 7,         // libdw.so.1 could not be loaded where the trace was analysed
+  kNoModuleRecord = 8,  // the trace holds no host_modules row for the module (1.3 files)
 };
 std::string_view to_string(FrameStatus s);
 
@@ -247,11 +247,11 @@ std::string_view to_string(FrameStatus s);
 // offset before. 1.4: the file offset in the module (mapped frames) or the
 // raw address (unmapped) always; names come offline from host_modules.
 struct HostCallsiteRecord {
-  uint32_t id = 0;                // 1-based, unique within a trace
-  uint32_t parent = 0;            // 0: outermost frame
-  StringId function = kNoString;  // demangled symbol; empty when not resolved
-  StringId module = kNoString;    // the mapped file ("[anon]", "[vdso]"); empty when unmapped
-  uint64_t address = 0;           // file offset in the module; the raw address when unmapped
+  uint32_t id = 0;                             // 1-based, unique within a trace
+  uint32_t parent = 0;                         // 0: outermost frame
+  StringId function = kNoString;               // demangled symbol; empty when not resolved
+  StringId module = kNoString;                 // the mapped file ("[anon]", "[vdso]"); empty when unmapped
+  uint64_t address = 0;                        // file offset in the module; the raw address when unmapped
   FrameStatus status = FrameStatus::kUnnamed;  // format 1.4
 };
 
@@ -260,8 +260,8 @@ struct HostCallsiteRecord {
 // to tell a different one. The executable mapping where its first frame fell.
 struct HostModuleRecord {
   uint32_t pid = 0;
-  StringId path = kNoString;      // as in /proc/<pid>/maps (HostCallsiteRecord::module)
-  StringId build_id = kNoString;  // lowercase hex of the ELF's NT_GNU_BUILD_ID note; empty: none or unreadable
+  StringId path = kNoString;            // as in /proc/<pid>/maps (HostCallsiteRecord::module)
+  StringId build_id = kNoString;        // lowercase hex of the ELF's NT_GNU_BUILD_ID note; empty: none or unreadable
   uint64_t map_start = 0, map_end = 0;  // the mapping's addresses in the process
   uint64_t map_offset = 0;              // its file offset: load base = map_start - map_offset
 };
@@ -453,11 +453,11 @@ struct HostStackSampleTable {
 // ---- metadata -------------------------------------------------------------
 
 struct DeviceInfo {
-  uint32_t id = 0;            // CUDA device ordinal in this process
-  std::string name;           // "NVIDIA H200"
-  std::string uuid;           // "GPU-xxxxxxxx-..."; empty when unknown
-  std::string pci_bus_id;     // "0000:19:00.0"; empty when unknown
-  int32_t numa_node = -1;     // -1 when unknown
+  uint32_t id = 0;         // CUDA device ordinal in this process
+  std::string name;        // "NVIDIA H200"
+  std::string uuid;        // "GPU-xxxxxxxx-..."; empty when unknown
+  std::string pci_bus_id;  // "0000:19:00.0"; empty when unknown
+  int32_t numa_node = -1;  // -1 when unknown
   uint32_t sm_count = 0;
   uint64_t memory_bytes = 0;
   int32_t compute_major = 0, compute_minor = 0;
@@ -482,11 +482,11 @@ struct Metadata {
   std::string hostname;
   uint32_t pid = 0;
   int32_t rank = -1, local_rank = -1, world_size = -1;  // -1 unknown
-  std::string launcher;          // "torchrun", "slurm", "mpi", "" (from the environment)
+  std::string launcher;                                 // "torchrun", "slurm", "mpi", "" (from the environment)
   std::string command_line;
-  std::vector<uint32_t> cpu_affinity;      // CPUs the process may run on
-  std::vector<int32_t> cpu_numa_node;      // NUMA node of each CPU id (index = cpu), -1 unknown
-  std::string memory_policy;               // "default", "bind:0", "interleave:0-1", ...
+  std::vector<uint32_t> cpu_affinity;  // CPUs the process may run on
+  std::vector<int32_t> cpu_numa_node;  // NUMA node of each CPU id (index = cpu), -1 unknown
+  std::string memory_policy;           // "default", "bind:0", "interleave:0-1", ...
   std::vector<NumaPages> pages_at_start, pages_at_end;
   std::vector<DeviceInfo> devices;
   std::vector<ClockAnchor> clock;
@@ -503,24 +503,24 @@ enum class Severity : uint8_t { kInfo = 0, kError, kDataLoss };
 
 // Append only: the numeric values are stored in trace files.
 enum class Problem : uint16_t {
-  kTornTail = 0,            // file ended inside a chunk (writer killed)
-  kChecksumMismatch,        // a chunk failed its checksum and was skipped
-  kUnknownChunk,            // a chunk type this reader does not know (newer minor version)
-  kDroppedRecords,          // collector buffer pool full
-  kCuptiError,              // a CUPTI call failed
-  kMalformedEvent,          // importer: an event missing required fields
-  kUnknownEvent,            // importer: an event category we do not map
-  kUnmatchedCorrelation,    // a GPU event with no API call of the same correlation id
-  kNegativeDuration,        // end < start, clamped
-  kNvmlUnavailable,         // counters not sampled
-  kClockAnchorMissing,      // no clock anchor: ranks may not line up
-  kCorruptChunk,            // a chunk passed its checksum but its content is invalid; skipped
-  kIncompleteRecord,        // collector: a GPU record CUPTI handed over unfinished (timestamp 0); left out
-  kEndMissing,              // format >= 1.1 file without its end record: cut at a chunk boundary (writer killed)
-  kEndNotRecorded,          // format 1.0 file: written before end records existed; completeness unknown
-  kRunIncomplete,           // run directory: a rank file its manifest lists is missing or shorter/different
-  kRunNoManifest,           // run directory without manifest (older build, or its writer died before the end)
-  kInvalidUtf8,             // importer: invalid UTF-8 bytes replaced by U+FFFD
+  kTornTail = 0,          // file ended inside a chunk (writer killed)
+  kChecksumMismatch,      // a chunk failed its checksum and was skipped
+  kUnknownChunk,          // a chunk type this reader does not know (newer minor version)
+  kDroppedRecords,        // collector buffer pool full
+  kCuptiError,            // a CUPTI call failed
+  kMalformedEvent,        // importer: an event missing required fields
+  kUnknownEvent,          // importer: an event category we do not map
+  kUnmatchedCorrelation,  // a GPU event with no API call of the same correlation id
+  kNegativeDuration,      // end < start, clamped
+  kNvmlUnavailable,       // counters not sampled
+  kClockAnchorMissing,    // no clock anchor: ranks may not line up
+  kCorruptChunk,          // a chunk passed its checksum but its content is invalid; skipped
+  kIncompleteRecord,      // collector: a GPU record CUPTI handed over unfinished (timestamp 0); left out
+  kEndMissing,            // format >= 1.1 file without its end record: cut at a chunk boundary (writer killed)
+  kEndNotRecorded,        // format 1.0 file: written before end records existed; completeness unknown
+  kRunIncomplete,         // run directory: a rank file its manifest lists is missing or shorter/different
+  kRunNoManifest,         // run directory without manifest (older build, or its writer died before the end)
+  kInvalidUtf8,           // importer: invalid UTF-8 bytes replaced by U+FFFD
   kCount_,
 };
 inline constexpr int kProblemCount = static_cast<int>(Problem::kCount_);
@@ -556,8 +556,8 @@ struct Trace {
   NvtxTable nvtx;
   NcclTable nccl;
   CounterTable counters;
-  HostThreadTable host_threads;  // format 1.2
-  HostSampleTable host_samples;  // format 1.2
+  HostThreadTable host_threads;             // format 1.2
+  HostSampleTable host_samples;             // format 1.2
   HostCallsiteTable host_callsites;         // format 1.3
   HostStackSampleTable host_stack_samples;  // format 1.3
   HostModuleTable host_modules;             // format 1.4

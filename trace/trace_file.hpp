@@ -63,13 +63,10 @@ struct WriterOptions {
 class TraceWriter {
  public:
   // Creates (truncates) `path` and writes the file header and `meta`.
-  static TraceWriter open(const std::filesystem::path& path, const Metadata& meta,
-                          const WriterOptions& options = {});
+  static TraceWriter open(const std::filesystem::path& path, const Metadata& meta, const WriterOptions& options = {});
   // As open(), without throwing: nullptr and *error set on failure.
-  static std::unique_ptr<TraceWriter> try_open(const std::filesystem::path& path,
-                                               const Metadata& meta,
-                                               const WriterOptions& options,
-                                               std::string* error) noexcept;
+  static std::unique_ptr<TraceWriter> try_open(const std::filesystem::path& path, const Metadata& meta,
+                                               const WriterOptions& options, std::string* error) noexcept;
 
   TraceWriter(TraceWriter&&) noexcept;
   TraceWriter& operator=(TraceWriter&&) noexcept;
@@ -101,7 +98,7 @@ class TraceWriter {
 
   const std::string& last_error() const;
   const std::filesystem::path& path() const;
-  uint64_t bytes_written() const;  // file size after the last complete chunk
+  uint64_t bytes_written() const;    // file size after the last complete chunk
   uint64_t strings_written() const;  // ids [0, strings_written()) are in the file
 
   // Test hook: pretend the write() after the next `n_ok` succeeding ones fails
@@ -132,12 +129,10 @@ struct ReadOptions {
 // "X: format 2.0 is newer than this scalescope reads (1.x)", ...
 Trace read_trace(const std::filesystem::path& path, const ReadOptions& options = {});
 // The same from bytes in memory; `name` names the input in errors.
-Trace read_trace_from_memory(std::span<const std::byte> bytes, std::string_view name,
-                             const ReadOptions& options = {});
+Trace read_trace_from_memory(std::span<const std::byte> bytes, std::string_view name, const ReadOptions& options = {});
 
 // Writes a whole Trace (meta, strings, every table, problems) to `path`.
-void write_trace(const std::filesystem::path& path, const Trace& trace,
-                 const WriterOptions& options = {});
+void write_trace(const std::filesystem::path& path, const Trace& trace, const WriterOptions& options = {});
 
 // Is `path` a file that starts with the trace magic? (For commands that take
 // "a trace or something else".) False for unreadable files.
@@ -171,7 +166,7 @@ std::vector<std::filesystem::path> list_run_files(const std::filesystem::path& r
 inline constexpr std::string_view kManifestPrefix = "manifest";
 
 struct ManifestEntry {
-  std::string name;   // file name inside the run directory
+  std::string name;  // file name inside the run directory
   uint64_t bytes = 0;
   uint64_t xxh64 = 0;  // of the whole file, seed 0
 };
@@ -185,10 +180,10 @@ void write_run_manifest(const std::filesystem::path& run_dir, const std::vector<
 // What the manifests of a run directory say about its trace files.
 struct RunCheck {
   bool has_manifest = false;
-  std::vector<ManifestEntry> listed;  // union of the manifests
-  std::vector<std::string> missing;   // listed, not present
-  std::vector<std::string> unlisted;  // present *.sstrace no manifest lists (a writer that did not finish)
-  std::vector<std::string> changed;   // listed, present, but of another size or checksum (load_run fills it)
+  std::vector<ManifestEntry> listed;       // union of the manifests
+  std::vector<std::string> missing;        // listed, not present
+  std::vector<std::string> unlisted;       // present *.sstrace no manifest lists (a writer that did not finish)
+  std::vector<std::string> changed;        // listed, present, but of another size or checksum (load_run fills it)
   std::vector<std::string> bad_manifests;  // unreadable manifest files
   // One line for a person; "" when complete.
   std::string message(const std::filesystem::path& run_dir) const;
@@ -202,7 +197,6 @@ RunCheck check_run_manifest(const std::filesystem::path& run_dir);
 // Problem::kRunIncomplete (data loss) on the first trace; a directory without
 // any manifest (older builds) as Problem::kRunNoManifest (info). Two traces
 // of one rank are an Error naming both files.
-std::vector<Trace> load_run(const std::filesystem::path& path_or_file,
-                            const LoadOptions& options = {});
+std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const LoadOptions& options = {});
 
 }  // namespace scalescope::trace

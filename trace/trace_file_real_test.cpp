@@ -19,8 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 template <typename Table>
-void expect_same_table(const char* what, const Table& a, const StringTable& sa, const Table& b,
-                       const StringTable& sb) {
+void expect_same_table(const char* what, const Table& a, const StringTable& sa, const Table& b, const StringTable& sb) {
   ASSERT_EQ(a.size(), b.size()) << what;
   std::vector<const void*> string_columns;
   format::for_each_string_column(a, [&](const std::vector<StringId>& c) { string_columns.push_back(&c); });

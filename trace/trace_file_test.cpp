@@ -451,8 +451,10 @@ std::string error_of(const std::vector<uint8_t>& bytes, const ReadOptions& optio
 TEST(TraceFile, ForeignAndWrongVersionFilesGiveDistinctErrors) {
   EXPECT_EQ(error_of({'{', '"', 'a', '"', ':', '1', '}', '\n', 0, 0, 0, 0, 0, 0, 0, 0, 0}),
             "mem: not a scalescope trace (bad magic)");
-  EXPECT_EQ(error_of(file_header(2, 3)), "mem: format 2.3 is newer than this scalescope reads (1.x); upgrade scalescope");
-  EXPECT_EQ(error_of(file_header(0, 9)), "mem: format 0.9 is older than this scalescope reads (1.x); re-create the trace");
+  EXPECT_EQ(error_of(file_header(2, 3)),
+            "mem: format 2.3 is newer than this scalescope reads (1.x); upgrade scalescope");
+  EXPECT_EQ(error_of(file_header(0, 9)),
+            "mem: format 0.9 is older than this scalescope reads (1.x); re-create the trace");
   EXPECT_EQ(error_of({'S', 'S', 'T', 'R'}), "mem: truncated scalescope trace (4 bytes; the file header alone is 16)");
   EXPECT_EQ(error_of({}), "mem: empty file, not a scalescope trace");
   // A newer minor version is read.
@@ -635,7 +637,7 @@ TEST(TraceFile, FailedWriteMidChunkIsRolledBackAndWriterGoesOn) {
   w.inject_write_failure(1, ENOSPC);  // batch 1: the string chunk is written, its kernel chunk fails halfway
   EXPECT_FALSE(w.try_append(batch(1), strings));
   EXPECT_NE(w.last_error().find("No space left on device"), std::string::npos) << w.last_error();
-  EXPECT_GT(w.bytes_written(), good);  // the string chunk stayed
+  EXPECT_GT(w.bytes_written(), good);                              // the string chunk stayed
   EXPECT_EQ(fs::file_size(dir / "f.sstrace"), w.bytes_written());  // the half chunk did not
   ASSERT_TRUE(w.try_append(batch(2), strings)) << w.last_error();
   ASSERT_TRUE(w.try_close());
@@ -827,7 +829,8 @@ TEST(RunLoader, ManifestTellsCompleteFromIncompleteRunDirectories) {
 
   // A rank file cut short (disk full during import): data loss, named.
   const auto full = read_bytes(run / "rank1.sstrace");
-  write_bytes(run / "rank1.sstrace", std::vector<uint8_t>(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2)));
+  write_bytes(run / "rank1.sstrace",
+              std::vector<uint8_t>(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(full.size() / 2)));
   traces = load_run(run, options);
   EXPECT_EQ(traces[0].problems.get(Problem::kRunIncomplete), 1u);
   ASSERT_EQ(warnings.size(), 1u);
@@ -942,8 +945,7 @@ Trace with_host_tables() {
     const auto state = static_cast<ThreadState>(i % kThreadStateCount);
     t.host_samples.push({1000 + 200 * i, 700, 700, state, i % 16, uint64_t(i) * 1000003, uint64_t(i % 3) * 7777,
                          uint32_t(i % 5), uint32_t(i % 2)});
-    if (i % 4 == 0)
-      t.host_samples.push({1000 + 200 * i, 811, 811, ThreadState::kSleeping, -1, 0, 0, 1, 0});
+    if (i % 4 == 0) t.host_samples.push({1000 + 200 * i, 811, 811, ThreadState::kSleeping, -1, 0, 0, 1, 0});
   }
   return t;
 }

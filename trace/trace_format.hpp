@@ -15,10 +15,10 @@
 namespace scalescope::trace::format {
 
 inline constexpr char kMagic[8] = {'S', 'S', 'T', 'R', 'A', 'C', 'E', '\x1a'};
-inline constexpr size_t kFileHeaderSize = 16;   // magic, u16 major, u16 minor, u32 flags
+inline constexpr size_t kFileHeaderSize = 16;  // magic, u16 major, u16 minor, u32 flags
 inline constexpr size_t kChunkHeaderSize = 40;
 inline constexpr uint32_t kMaxRowsPerChunk = uint32_t{1} << 26;
-inline constexpr uint64_t kMaxRowBytes = 256;          // encoded, any table (widest: ~15 columns x 9)
+inline constexpr uint64_t kMaxRowBytes = 256;  // encoded, any table (widest: ~15 columns x 9)
 inline constexpr uint64_t kMaxMetadataBytes = uint64_t{16} << 20;
 inline constexpr uint64_t kMaxProblemsBytes = uint64_t{64} << 10;
 
@@ -35,8 +35,8 @@ enum class ChunkType : uint16_t {
   kNvtx = 21,
   kNccl = 22,
   kCounters = 23,
-  kHostThreads = 24,  // 1.2
-  kHostSamples = 25,  // 1.2
+  kHostThreads = 24,       // 1.2
+  kHostSamples = 25,       // 1.2
   kHostCallsites = 26,     // 1.3
   kHostStackSamples = 27,  // 1.3
   kHostModules = 28,       // 1.4
@@ -49,8 +49,8 @@ struct ChunkHeader {
   uint16_t type = 0;
   uint16_t codec = 0;
   uint32_t record_count = 0;
-  uint64_t stored_size = 0;   // payload bytes that follow the header
-  uint64_t raw_size = 0;      // payload bytes after decompression
+  uint64_t stored_size = 0;       // payload bytes that follow the header
+  uint64_t raw_size = 0;          // payload bytes after decompression
   uint64_t payload_checksum = 0;  // XXH64(seed 0) of the stored payload
   uint64_t header_checksum = 0;   // XXH64(seed 0) of header bytes [0, 32)
 };
@@ -72,9 +72,21 @@ enum class Encoding : uint8_t {
 inline void put_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
 inline void put_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 inline void put_u64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
-inline uint16_t get_u16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
-inline uint32_t get_u32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
-inline uint64_t get_u64(const uint8_t* p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
+inline uint16_t get_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t get_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline uint64_t get_u64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
 
 inline void put_varint(std::vector<uint8_t>& out, uint64_t v) {
   while (v >= 0x80) {
@@ -134,82 +146,82 @@ void for_each_column(T& t, F&& f) {
     f(7, t.status, Transform::kNone, Id{});  // 1.4
     return;
   } else {
-  using Start = decltype(&t.start);
-  f(1, t.start, Transform::kDelta, Start{});
-  f(2, t.end, Transform::kMinusStart, &t.start);
-  if constexpr (requires { t.grid_x; }) {  // KernelTable
-    f(3, t.device, Transform::kNone, Start{});
-    f(4, t.stream, Transform::kNone, Start{});
-    f(5, t.name, Transform::kNone, Start{});
-    f(6, t.grid_x, Transform::kNone, Start{});
-    f(7, t.grid_y, Transform::kNone, Start{});
-    f(8, t.grid_z, Transform::kNone, Start{});
-    f(9, t.block_x, Transform::kNone, Start{});
-    f(10, t.block_y, Transform::kNone, Start{});
-    f(11, t.block_z, Transform::kNone, Start{});
-    f(12, t.registers_per_thread, Transform::kNone, Start{});
-    f(13, t.shared_memory_bytes, Transform::kNone, Start{});
-    f(14, t.correlation, Transform::kDelta, Start{});
-  } else if constexpr (requires { t.peer_device; }) {  // MemcpyTable
-    f(3, t.device, Transform::kNone, Start{});
-    f(4, t.stream, Transform::kNone, Start{});
-    f(5, t.correlation, Transform::kDelta, Start{});
-    f(6, t.bytes, Transform::kNone, Start{});
-    f(7, t.kind, Transform::kNone, Start{});
-    f(8, t.src_kind, Transform::kNone, Start{});
-    f(9, t.dst_kind, Transform::kNone, Start{});
-    f(10, t.is_async, Transform::kNone, Start{});
-    f(11, t.peer_device, Transform::kNone, Start{});
-  } else if constexpr (requires { t.dst_kind; }) {  // MemsetTable
-    f(3, t.device, Transform::kNone, Start{});
-    f(4, t.stream, Transform::kNone, Start{});
-    f(5, t.correlation, Transform::kDelta, Start{});
-    f(6, t.bytes, Transform::kNone, Start{});
-    f(7, t.dst_kind, Transform::kNone, Start{});
-    f(8, t.is_async, Transform::kNone, Start{});
-  } else if constexpr (requires { t.callback_id; }) {  // ApiTable
-    f(3, t.thread, Transform::kNone, Start{});
-    f(4, t.domain, Transform::kNone, Start{});
-    f(5, t.callback_id, Transform::kNone, Start{});
-    f(6, t.name, Transform::kNone, Start{});
-    f(7, t.correlation, Transform::kDelta, Start{});
-    f(8, t.return_code, Transform::kNone, Start{});
-  } else if constexpr (requires { t.event; }) {  // SyncTable
-    f(3, t.kind, Transform::kNone, Start{});
-    f(4, t.device, Transform::kNone, Start{});
-    f(5, t.stream, Transform::kNone, Start{});
-    f(6, t.event, Transform::kNone, Start{});
-    f(7, t.thread, Transform::kNone, Start{});
-    f(8, t.correlation, Transform::kDelta, Start{});
-  } else if constexpr (requires { t.text; }) {  // NvtxTable
-    f(3, t.kind, Transform::kNone, Start{});
-    f(4, t.domain, Transform::kNone, Start{});
-    f(5, t.text, Transform::kNone, Start{});
-    f(6, t.thread, Transform::kNone, Start{});
-    f(7, t.device, Transform::kNone, Start{});
-    f(8, t.correlation, Transform::kNone, Start{});
-    f(9, t.link, Transform::kNone, Start{});  // format 1.1
-  } else if constexpr (requires { t.parent_pid; }) {  // HostThreadTable (1.2)
-    f(3, t.pid, Transform::kNone, Start{});
-    f(4, t.tid, Transform::kNone, Start{});
-    f(5, t.parent_pid, Transform::kNone, Start{});
-    f(6, t.name, Transform::kNone, Start{});
-    f(7, t.is_main, Transform::kNone, Start{});
-    f(8, t.role, Transform::kNone, Start{});
-  } else if constexpr (requires { t.protocol; }) {  // NcclTable
-    f(3, t.device, Transform::kNone, Start{});
-    f(4, t.stream, Transform::kNone, Start{});
-    f(5, t.op, Transform::kNone, Start{});
-    f(6, t.bytes, Transform::kNone, Start{});
-    f(7, t.count, Transform::kNone, Start{});
-    f(8, t.datatype, Transform::kNone, Start{});
-    f(9, t.algorithm, Transform::kNone, Start{});
-    f(10, t.protocol, Transform::kNone, Start{});
-    f(11, t.communicator, Transform::kNone, Start{});
-    f(12, t.sequence, Transform::kDelta, Start{});
-    f(13, t.group_size, Transform::kNone, Start{});
-    f(14, t.correlation, Transform::kDelta, Start{});
-  }
+    using Start = decltype(&t.start);
+    f(1, t.start, Transform::kDelta, Start{});
+    f(2, t.end, Transform::kMinusStart, &t.start);
+    if constexpr (requires { t.grid_x; }) {  // KernelTable
+      f(3, t.device, Transform::kNone, Start{});
+      f(4, t.stream, Transform::kNone, Start{});
+      f(5, t.name, Transform::kNone, Start{});
+      f(6, t.grid_x, Transform::kNone, Start{});
+      f(7, t.grid_y, Transform::kNone, Start{});
+      f(8, t.grid_z, Transform::kNone, Start{});
+      f(9, t.block_x, Transform::kNone, Start{});
+      f(10, t.block_y, Transform::kNone, Start{});
+      f(11, t.block_z, Transform::kNone, Start{});
+      f(12, t.registers_per_thread, Transform::kNone, Start{});
+      f(13, t.shared_memory_bytes, Transform::kNone, Start{});
+      f(14, t.correlation, Transform::kDelta, Start{});
+    } else if constexpr (requires { t.peer_device; }) {  // MemcpyTable
+      f(3, t.device, Transform::kNone, Start{});
+      f(4, t.stream, Transform::kNone, Start{});
+      f(5, t.correlation, Transform::kDelta, Start{});
+      f(6, t.bytes, Transform::kNone, Start{});
+      f(7, t.kind, Transform::kNone, Start{});
+      f(8, t.src_kind, Transform::kNone, Start{});
+      f(9, t.dst_kind, Transform::kNone, Start{});
+      f(10, t.is_async, Transform::kNone, Start{});
+      f(11, t.peer_device, Transform::kNone, Start{});
+    } else if constexpr (requires { t.dst_kind; }) {  // MemsetTable
+      f(3, t.device, Transform::kNone, Start{});
+      f(4, t.stream, Transform::kNone, Start{});
+      f(5, t.correlation, Transform::kDelta, Start{});
+      f(6, t.bytes, Transform::kNone, Start{});
+      f(7, t.dst_kind, Transform::kNone, Start{});
+      f(8, t.is_async, Transform::kNone, Start{});
+    } else if constexpr (requires { t.callback_id; }) {  // ApiTable
+      f(3, t.thread, Transform::kNone, Start{});
+      f(4, t.domain, Transform::kNone, Start{});
+      f(5, t.callback_id, Transform::kNone, Start{});
+      f(6, t.name, Transform::kNone, Start{});
+      f(7, t.correlation, Transform::kDelta, Start{});
+      f(8, t.return_code, Transform::kNone, Start{});
+    } else if constexpr (requires { t.event; }) {  // SyncTable
+      f(3, t.kind, Transform::kNone, Start{});
+      f(4, t.device, Transform::kNone, Start{});
+      f(5, t.stream, Transform::kNone, Start{});
+      f(6, t.event, Transform::kNone, Start{});
+      f(7, t.thread, Transform::kNone, Start{});
+      f(8, t.correlation, Transform::kDelta, Start{});
+    } else if constexpr (requires { t.text; }) {  // NvtxTable
+      f(3, t.kind, Transform::kNone, Start{});
+      f(4, t.domain, Transform::kNone, Start{});
+      f(5, t.text, Transform::kNone, Start{});
+      f(6, t.thread, Transform::kNone, Start{});
+      f(7, t.device, Transform::kNone, Start{});
+      f(8, t.correlation, Transform::kNone, Start{});
+      f(9, t.link, Transform::kNone, Start{});          // format 1.1
+    } else if constexpr (requires { t.parent_pid; }) {  // HostThreadTable (1.2)
+      f(3, t.pid, Transform::kNone, Start{});
+      f(4, t.tid, Transform::kNone, Start{});
+      f(5, t.parent_pid, Transform::kNone, Start{});
+      f(6, t.name, Transform::kNone, Start{});
+      f(7, t.is_main, Transform::kNone, Start{});
+      f(8, t.role, Transform::kNone, Start{});
+    } else if constexpr (requires { t.protocol; }) {  // NcclTable
+      f(3, t.device, Transform::kNone, Start{});
+      f(4, t.stream, Transform::kNone, Start{});
+      f(5, t.op, Transform::kNone, Start{});
+      f(6, t.bytes, Transform::kNone, Start{});
+      f(7, t.count, Transform::kNone, Start{});
+      f(8, t.datatype, Transform::kNone, Start{});
+      f(9, t.algorithm, Transform::kNone, Start{});
+      f(10, t.protocol, Transform::kNone, Start{});
+      f(11, t.communicator, Transform::kNone, Start{});
+      f(12, t.sequence, Transform::kDelta, Start{});
+      f(13, t.group_size, Transform::kNone, Start{});
+      f(14, t.correlation, Transform::kDelta, Start{});
+    }
   }
 }
 

@@ -197,9 +197,10 @@ class Reader {
       ch.raw_size = format::get_u64(h + 16);
       ch.payload_checksum = format::get_u64(h + 24);
       if (ch.stored_size > options_.max_chunk_bytes || ch.raw_size > options_.max_chunk_bytes) {
-        fail("{}: chunk at offset {} claims {} bytes ({} decompressed), more than the limit of {}; the file is "
-             "corrupt",
-             name_, pos, ch.stored_size, ch.raw_size, options_.max_chunk_bytes);
+        fail(
+            "{}: chunk at offset {} claims {} bytes ({} decompressed), more than the limit of {}; the file is "
+            "corrupt",
+            name_, pos, ch.stored_size, ch.raw_size, options_.max_chunk_bytes);
       }
       const size_t body = pos + format::kChunkHeaderSize;
       if (ch.stored_size > size_ - body) {
@@ -223,10 +224,8 @@ class Reader {
     // Format 1.1 writers end every closed file with an end record; without it
     // the writer was killed and the file may be cut at a chunk boundary, which
     // the chunk walk alone cannot see. 1.0 files never had one.
-    if (minor_ == 0)
-      problems_.add(Problem::kEndNotRecorded);
-    else if (!saw_end_ && !torn)
-      problems_.add(Problem::kEndMissing);
+    if (minor_ == 0) problems_.add(Problem::kEndNotRecorded);
+    else if (!saw_end_ && !torn) problems_.add(Problem::kEndMissing);
     finish();
     return std::move(trace_);
   }
@@ -265,8 +264,7 @@ class Reader {
  private:
   void check_file_header(const uint8_t* data, size_t size) {
     const size_t n = std::min(size, sizeof format::kMagic);
-    if (std::memcmp(data, format::kMagic, n) != 0)
-      fail("{}: not a scalescope trace (bad magic)", name_);
+    if (std::memcmp(data, format::kMagic, n) != 0) fail("{}: not a scalescope trace (bad magic)", name_);
     if (size < format::kFileHeaderSize)
       fail("{}: truncated scalescope trace ({} bytes; the file header alone is {})", name_, size,
            format::kFileHeaderSize);
@@ -318,9 +316,10 @@ class Reader {
   void charge(uint64_t bytes, size_t offset) {
     memory_ += bytes;
     if (memory_ > limit_)
-      fail("{}: the chunk at offset {} would take the trace past {} MiB of memory (the limit); the file is corrupt "
-           "or hostile",
-           name_, offset, limit_ >> 20);
+      fail(
+          "{}: the chunk at offset {} would take the trace past {} MiB of memory (the limit); the file is corrupt "
+          "or hostile",
+          name_, offset, limit_ >> 20);
   }
 
   // Returns the raw payload, or nullopt when the chunk is skipped (counted).
@@ -459,8 +458,7 @@ class Reader {
         using V = typename std::remove_cvref_t<decltype(col)>::value_type;
         col.resize(old + n);
         if (at[id]) {
-          decode_column(col.data() + old, n, transform, start ? start->data() + old : nullptr,
-                        Cursor(at[id], len[id]));
+          decode_column(col.data() + old, n, transform, start ? start->data() + old : nullptr, Cursor(at[id], len[id]));
         } else {
           // Written by a writer that did not know this column: its default.
           format::for_each_column(defaults<Table>(), [&](int did, const auto& dcol, Transform, const auto*) {
@@ -502,8 +500,7 @@ class Reader {
     // cupti_decoder.cpp): one made a killed run's wall time 1.8e18 ns.
     if (trace_.meta.source == "collector") {
       const uint64_t n = drop_unfinished(trace_.kernels) + drop_unfinished(trace_.memcpys) +
-                         drop_unfinished(trace_.memsets) + drop_unfinished(trace_.syncs) +
-                         drop_unfinished(trace_.nccl);
+                         drop_unfinished(trace_.memsets) + drop_unfinished(trace_.syncs) + drop_unfinished(trace_.nccl);
       if (n > 0) problems_.add(Problem::kIncompleteRecord, n);
     }
   }
@@ -629,7 +626,7 @@ struct ChunkReader::Impl {
   struct Entry {
     uint64_t offset = 0;  // of the chunk header
     format::ChunkHeader header;
-    bool read = false;    // problems of decoding it counted once
+    bool read = false;  // problems of decoding it counted once
   };
   int fd = -1;
   std::string name;
@@ -699,9 +696,10 @@ struct ChunkReader::Impl {
       ch.raw_size = format::get_u64(h + 16);
       ch.payload_checksum = format::get_u64(h + 24);
       if (ch.stored_size > options.max_chunk_bytes || ch.raw_size > options.max_chunk_bytes) {
-        fail("{}: chunk at offset {} claims {} bytes ({} decompressed), more than the limit of {}; the file is "
-             "corrupt",
-             name, pos, ch.stored_size, ch.raw_size, options.max_chunk_bytes);
+        fail(
+            "{}: chunk at offset {} claims {} bytes ({} decompressed), more than the limit of {}; the file is "
+            "corrupt",
+            name, pos, ch.stored_size, ch.raw_size, options.max_chunk_bytes);
       }
       const uint64_t body = pos + format::kChunkHeaderSize;
       if (ch.stored_size > size - body) {
@@ -733,10 +731,8 @@ struct ChunkReader::Impl {
         reader->stream_chunk(ch, payload, static_cast<size_t>(at));  // strings, metadata, problems, unknown
       }
     }
-    if (reader->minor() == 0)
-      reader->add_problem(Problem::kEndNotRecorded);
-    else if (!saw_end && !torn)
-      reader->add_problem(Problem::kEndMissing);
+    if (reader->minor() == 0) reader->add_problem(Problem::kEndNotRecorded);
+    else if (!saw_end && !torn) reader->add_problem(Problem::kEndMissing);
     reader->trace().problems = reader->problems();
   }
 };
@@ -800,7 +796,6 @@ void ChunkReader::read(size_t i, Trace& batch) {
   std::swap(batch.host_callsites, t.host_callsites);
   std::swap(batch.host_stack_samples, t.host_stack_samples);
 }
-
 
 bool is_trace_file(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);

@@ -28,8 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (auto id : t.host_threads.name) bytes += t.strings.view(id).size();  // format 1.2
       for (auto state : t.host_samples.state) bytes += static_cast<size_t>(state);
       if (bytes == size_t(-1)) __builtin_trap();
-    } catch (const scalescope::Error&) {
-    }
+    } catch (const scalescope::Error&) {}
   }
   return 0;
 }

@@ -110,14 +110,10 @@ std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<Im
       if (options.clocks) *options.clocks = std::move(clocks);
       return traces;
     }
-    case InputKind::kKinetoJson:
-      return import_kineto_files({path}, reports, on_file_loaded);
-    case InputKind::kNsysSqlite:
-      return import_nsys_files({path}, on_file_loaded);
-    case InputKind::kNsysDirectory:
-      return import_nsys_files(in.files, on_file_loaded);
-    default:
-      fail_not_a_trace(path, in);
+    case InputKind::kKinetoJson: return import_kineto_files({path}, reports, on_file_loaded);
+    case InputKind::kNsysSqlite: return import_nsys_files({path}, on_file_loaded);
+    case InputKind::kNsysDirectory: return import_nsys_files(in.files, on_file_loaded);
+    default: fail_not_a_trace(path, in);
   }
 }
 

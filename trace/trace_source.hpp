@@ -28,8 +28,8 @@ struct ClockAlignment;
 
 struct TraceLoadOptions {
   std::function<void(size_t, size_t)> on_file_loaded;  // as above
-  bool align_clocks = true;          // see LoadOptions::align_clocks
-  ClockAlignment* clocks = nullptr;  // when set: receives the estimate per host
+  bool align_clocks = true;                            // see LoadOptions::align_clocks
+  ClockAlignment* clocks = nullptr;                    // when set: receives the estimate per host
   // Collector traces (format 1.4): name native frames from the modules on
   // this machine (trace/frame_namer.hpp; SCALESCOPE_SYMFS), one load per file.
   bool name_frames = true;

@@ -18,9 +18,20 @@ TEST(StringTable, InternsOnceAndKeepsViewsValid) {
 
 TEST(KernelTable, PushAndRowRoundTrip) {
   KernelTable k;
-  KernelRecord r{.start = 10, .end = 20, .device = 1, .stream = 7, .name = 3, .grid_x = 4, .grid_y = 5,
-                 .grid_z = 6, .block_x = 128, .block_y = 1, .block_z = 1, .registers_per_thread = 32,
-                 .shared_memory_bytes = 4096, .correlation = 99};
+  KernelRecord r{.start = 10,
+                 .end = 20,
+                 .device = 1,
+                 .stream = 7,
+                 .name = 3,
+                 .grid_x = 4,
+                 .grid_y = 5,
+                 .grid_z = 6,
+                 .block_x = 128,
+                 .block_y = 1,
+                 .block_z = 1,
+                 .registers_per_thread = 32,
+                 .shared_memory_bytes = 4096,
+                 .correlation = 99};
   k.push(r);
   KernelRecord back = k.row(0);
   EXPECT_EQ(back.end, 20);

@@ -52,10 +52,11 @@ void encode_column(std::vector<uint8_t>& out, std::vector<uint64_t>& scratch, co
     const uint64_t v = format::to_bits(col[begin + i]);
     switch (transform) {
       case Transform::kNone: scratch[i] = v; break;
-      case Transform::kDelta: scratch[i] = v - prev; prev = v; break;
-      case Transform::kMinusStart:
-        scratch[i] = v - format::to_bits((*start)[begin + i]);
+      case Transform::kDelta:
+        scratch[i] = v - prev;
+        prev = v;
         break;
+      case Transform::kMinusStart: scratch[i] = v - format::to_bits((*start)[begin + i]); break;
     }
   }
   int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
@@ -131,8 +132,7 @@ struct TraceWriter::Impl {
       if (n <= 0) {
         const int err = n < 0 ? errno : EIO;
         // Drop the partial chunk so the next one starts at a chunk boundary.
-        if (::ftruncate(fd, static_cast<off_t>(offset)) != 0) {
-        }
+        if (::ftruncate(fd, static_cast<off_t>(offset)) != 0) {}
         fail_errno("write trace chunk", err);
       }
       done += static_cast<size_t>(n);
@@ -209,11 +209,12 @@ struct TraceWriter::Impl {
       format::for_each_column(table, [&](int, const auto&, Transform, const auto*) { ++columns; });
       format::put_varint(payload, columns);
       format::for_each_column(table, [&](int id, const auto& col, Transform transform, const auto* start) {
-        if (col.size() != rows) fail("{}: table column {} has {} rows, expected {}", path.string(), id, col.size(), rows);
+        if (col.size() != rows)
+          fail("{}: table column {} has {} rows, expected {}", path.string(), id, col.size(), rows);
         column.clear();
         using S = std::remove_cvref_t<decltype(*start)>;
         encode_column<typename std::remove_cvref_t<decltype(col)>::value_type, S>(column, scratch, col, transform,
-                                                                                   start, begin, end);
+                                                                                  start, begin, end);
         format::put_varint(payload, static_cast<uint64_t>(id));
         format::put_varint(payload, column.size());
         payload.insert(payload.end(), column.begin(), column.end());
@@ -258,13 +259,11 @@ TraceWriter::~TraceWriter() {
   }
 }
 
-TraceWriter TraceWriter::open(const std::filesystem::path& path, const Metadata& meta,
-                              const WriterOptions& options) {
+TraceWriter TraceWriter::open(const std::filesystem::path& path, const Metadata& meta, const WriterOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
-  impl->options.max_rows_per_chunk =
-      std::clamp<size_t>(options.max_rows_per_chunk, 1, kMaxWrittenRowsPerChunk);
+  impl->options.max_rows_per_chunk = std::clamp<size_t>(options.max_rows_per_chunk, 1, kMaxWrittenRowsPerChunk);
   impl->cctx = ZSTD_createCCtx();
   if (!impl->cctx) fail("{}: cannot create a zstd compressor (out of memory)", path.string());
   ZSTD_CCtx_setParameter(impl->cctx, ZSTD_c_compressionLevel, options.zstd_level);

@@ -23,9 +23,9 @@
 // --capture-range cudaProfilerApi`); with --on nothing both blocks are plain
 // (the method's own noise, and the uninjected speed). Before each "off" block
 // that follows an "on" block the thread sleeps --settle-ms (default 800) around
-// one API call (in every job, so that the GPU idles alike), so that the collector has detached CUPTI (0.5 s after the window
-// closed, at the next API exit) and attached it again: the "off" block then
-// measures the state between windows, not the grace time.
+// one API call (in every job, so that the GPU idles alike), so that the collector has detached CUPTI (0.5 s after the
+// window closed, at the next API exit) and attached it again: the "off" block then measures the state between windows,
+// not the grace time.
 //
 // One JSON line per block on stdout: phase (warmup|lead|off|on), pair,
 // launches, seconds, launches_per_s, cpu_seconds (the launching thread's),
@@ -131,15 +131,15 @@ BlockTime time_block(cudaStream_t stream, long launches, const InstructionCounte
 }
 
 void report(const char* phase, int pair, long launches, BlockTime t) {
-  std::printf("{\"phase\": \"%s\", \"pair\": %d, \"launches\": %ld, \"seconds\": %.6f, \"launches_per_s\": %.1f, "
-              "\"cpu_seconds\": %.6f, \"launches_per_cpu_s\": %.1f, \"enqueue_seconds\": %.6f, ",
-              phase, pair, launches, t.seconds, launches / t.seconds, t.cpu_seconds,
-              t.cpu_seconds > 0 ? launches / t.cpu_seconds : 0.0, t.enqueue_seconds);
+  std::printf(
+      "{\"phase\": \"%s\", \"pair\": %d, \"launches\": %ld, \"seconds\": %.6f, \"launches_per_s\": %.1f, "
+      "\"cpu_seconds\": %.6f, \"launches_per_cpu_s\": %.1f, \"enqueue_seconds\": %.6f, ",
+      phase, pair, launches, t.seconds, launches / t.seconds, t.cpu_seconds,
+      t.cpu_seconds > 0 ? launches / t.cpu_seconds : 0.0, t.enqueue_seconds);
   if (t.instructions > 0)
     std::printf("\"instructions\": %lld, \"launches_per_ginstr\": %.1f}\n", t.instructions,
                 launches / (t.instructions * 1e-9));
-  else
-    std::printf("\"instructions\": null, \"launches_per_ginstr\": null}\n");
+  else std::printf("\"instructions\": null, \"launches_per_ginstr\": null}\n");
   std::fflush(stdout);
 }
 
@@ -178,8 +178,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "launch_rate: --call: launch, get-device or stream-query, got '%s'\n", v);
         return 2;
       }
-    }
-    else if (a == "--on") {
+    } else if (a == "--on") {
       if (std::strcmp(v, "cuda-profiler") == 0) windows = true;
       else if (std::strcmp(v, "nothing") == 0) windows = false;
       else {

@@ -190,10 +190,8 @@ int main(int argc, char** argv) {
     const char* marker = std::getenv("HOST_MARKER");
     const bool launches = std::getenv("HOST_LAUNCH") != nullptr;
     auto run_kernel = [&](uint64_t start, uint64_t end, int driver_inside) {
-      if (launches)
-        launch(start, end, driver_inside);
-      else
-        kernel(start, end);
+      if (launches) launch(start, end, driver_inside);
+      else kernel(start, end);
     };
     run_kernel(500, 600, 0);
     run_kernel(700, 800, 1);
@@ -269,7 +267,8 @@ int main(int argc, char** argv) {
     kernels(3);
     profiler_stop();
     auto due = Clock::now() + std::chrono::milliseconds(1500);  // past the grace, the collector asks for a detach
-    while (!counts().runtime_domain_enabled && Clock::now() < due) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (!counts().runtime_domain_enabled && Clock::now() < due)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 0);
     api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 0);
     api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 1);  // detaches here
@@ -314,8 +313,10 @@ int main(int argc, char** argv) {
       int op;
     };
     static const nvtxPayloadSchemaEntry_t entries[] = {
-        {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(AllReduce, comm), nullptr, nullptr},
-        {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(AllReduce, bytes), nullptr, nullptr},
+        {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(AllReduce, comm), nullptr,
+         nullptr},
+        {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(AllReduce, bytes), nullptr,
+         nullptr},
         {0, NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 0x100, "Reduction operation", nullptr, 0, offsetof(AllReduce, op),
          nullptr, nullptr}};
     nvtxPayloadSchemaAttr_t schema{};

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 struct HostRun {
   int exit_code = -1;
   std::string out, err;
-  trace::Trace trace;  // the one process's trace
+  trace::Trace trace;      // the one process's trace
   nlohmann::json summary;  // the collector's sidecar
   bool traced = false;
 };
@@ -54,13 +54,34 @@ class CollectWindows : public ::testing::Test {
       setenv("LD_LIBRARY_PATH", SCALESCOPE_FAKE_CUPTI_DIR, 1);
       setenv("SCALESCOPE_RUN_DIR", dir_.c_str(), 1);
       setenv("SCALESCOPE_NVML_HZ", "0", 1);
-      for (const char* v : {"SCALESCOPE_CAPTURE_RANGE", "SCALESCOPE_DURATION", "SCALESCOPE_DELAY", "SCALESCOPE_DETACH",
-                            "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_PROCID", "SLURM_LOCALID",
-                            "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "HAND_OVER", "SCALESCOPE_FULL",
-                            "SCALESCOPE_ITERATION_RANGE", "SCALESCOPE_SKIP_ITERATIONS", "SCALESCOPE_ITERATIONS",
-                            "SCALESCOPE_REPEAT_EVERY", "HOST_STEPS", "HOST_MARKER", "SCALESCOPE_HOST_HZ", "HOST_LAUNCH",
-                            "SCALESCOPE_API_RECORDS", "SCALESCOPE_API", "NVTX_INJECTION64_PATH",
-                            "SCALESCOPE_NVTX_RECORDS", "HOST_NVTX"})
+      for (const char* v : {"SCALESCOPE_CAPTURE_RANGE",
+                            "SCALESCOPE_DURATION",
+                            "SCALESCOPE_DELAY",
+                            "SCALESCOPE_DETACH",
+                            "RANK",
+                            "LOCAL_RANK",
+                            "WORLD_SIZE",
+                            "LOCAL_WORLD_SIZE",
+                            "SLURM_PROCID",
+                            "SLURM_LOCALID",
+                            "OMPI_COMM_WORLD_RANK",
+                            "OMPI_COMM_WORLD_LOCAL_RANK",
+                            "PMI_RANK",
+                            "HAND_OVER",
+                            "SCALESCOPE_FULL",
+                            "SCALESCOPE_ITERATION_RANGE",
+                            "SCALESCOPE_SKIP_ITERATIONS",
+                            "SCALESCOPE_ITERATIONS",
+                            "SCALESCOPE_REPEAT_EVERY",
+                            "HOST_STEPS",
+                            "HOST_MARKER",
+                            "SCALESCOPE_HOST_HZ",
+                            "HOST_LAUNCH",
+                            "SCALESCOPE_API_RECORDS",
+                            "SCALESCOPE_API",
+                            "NVTX_INJECTION64_PATH",
+                            "SCALESCOPE_NVTX_RECORDS",
+                            "HOST_NVTX"})
         unsetenv(v);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       execl(SCALESCOPE_WINDOWS_HOST, SCALESCOPE_WINDOWS_HOST, SCALESCOPE_COLLECTOR_PATH, mode, nullptr);
@@ -294,9 +315,9 @@ std::set<int64_t> range(int64_t from, int64_t to) {  // [from, to)
 // repeats every M iterations. Each iteration is timed: the host makes traced
 // iterations 50 % slower (30 ms against 20 ms), and the run says so in its metadata.
 TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
-  auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
-                              {"SCALESCOPE_ITERATIONS", "4"},
-                              {"SCALESCOPE_REPEAT_EVERY", "10"}});
+  auto r =
+      run("iterations",
+          {{"SCALESCOPE_SKIP_ITERATIONS", "3"}, {"SCALESCOPE_ITERATIONS", "4"}, {"SCALESCOPE_REPEAT_EVERY", "10"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(r.traced);
   std::set<int64_t> want = {-1};
@@ -368,8 +389,11 @@ TEST_F(CollectWindows, ApiCallsFromCallbacksMatchEveryKernelAcrossAttaches) {
 // The same job with CUPTI's activity records (SCALESCOPE_API_RECORDS=activity;
 // the fake makes none for API calls): no row comes from the collector's callbacks.
 TEST_F(CollectWindows, ApiCallbacksOffWithActivityRecords) {
-  auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"}, {"SCALESCOPE_ITERATIONS", "4"}, {"HOST_LAUNCH", "1"},
-                              {"HOST_STEPS", "12"}, {"SCALESCOPE_API_RECORDS", "activity"}});
+  auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                              {"SCALESCOPE_ITERATIONS", "4"},
+                              {"HOST_LAUNCH", "1"},
+                              {"HOST_STEPS", "12"},
+                              {"SCALESCOPE_API_RECORDS", "activity"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(r.traced);
   EXPECT_EQ(extra(r.trace, "api_records"), "activity");
@@ -381,9 +405,9 @@ TEST_F(CollectWindows, ApiCallbacksOffWithActivityRecords) {
 // cudaProfilerStart/Stop: the pairs are the iterations, sampled by the same
 // schedule (and the calls open no capture window of their own).
 TEST_F(CollectWindows, ProfilerStartStopPairsAreIterations) {
-  auto r = run("profiler-iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
-                                       {"SCALESCOPE_ITERATIONS", "4"},
-                                       {"SCALESCOPE_REPEAT_EVERY", "10"}});
+  auto r =
+      run("profiler-iterations",
+          {{"SCALESCOPE_SKIP_ITERATIONS", "3"}, {"SCALESCOPE_ITERATIONS", "4"}, {"SCALESCOPE_REPEAT_EVERY", "10"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(r.traced);
   EXPECT_EQ(r.trace.kernels.size(), 2u + 16 * 2);
@@ -524,7 +548,8 @@ TEST_F(CollectWindows, NvtxHooksSampledWindowsRecordExactlyTheTracedSteps) {
   EXPECT_GT(std::stod(extra(r.trace, "perturbation_pct")), 25.0) << "30 ms against 20 ms sleeps";
   // Every traced iteration's range, and no other.
   std::set<std::string> got;
-  for (size_t i = 0; i < r.trace.nvtx.size(); ++i) got.insert(std::string(r.trace.strings.view(r.trace.nvtx.row(i).text)));
+  for (size_t i = 0; i < r.trace.nvtx.size(); ++i)
+    got.insert(std::string(r.trace.strings.view(r.trace.nvtx.row(i).text)));
   EXPECT_EQ(got, want_ranges);
   EXPECT_EQ(r.trace.nvtx.size(), 16u);
   // Timestamped with CUPTI's clock at the push and at the pop.

@@ -19,9 +19,9 @@ struct FakeState {
   bool subscribed = false;
   CUpti_CallbackFunc callback = nullptr;
   void* userdata = nullptr;
-  std::set<int> domains;                 // whole domains enabled
-  std::set<std::pair<int, int>> cbids;   // (domain, cbid) enabled
-  std::set<int> kinds;                   // activity kinds enabled
+  std::set<int> domains;                // whole domains enabled
+  std::set<std::pair<int, int>> cbids;  // (domain, cbid) enabled
+  std::set<int> kinds;                  // activity kinds enabled
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   std::vector<CUpti_ActivityKernel10> pending;
@@ -47,7 +47,8 @@ CUptiResult cuptiGetResultString(CUptiResult result, const char** str) {
 
 CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
   *timestamp = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
   return CUPTI_SUCCESS;
 }
 
@@ -88,14 +89,13 @@ CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain,
+                                CUpti_CallbackId cbid) {
   auto& s = state();
   std::lock_guard lock(s.mutex);
   if (!s.subscribed) return CUPTI_ERROR_INVALID_PARAMETER;
-  if (enable)
-    s.cbids.insert({domain, static_cast<int>(cbid)});
-  else
-    s.cbids.erase({domain, static_cast<int>(cbid)});
+  if (enable) s.cbids.insert({domain, static_cast<int>(cbid)});
+  else s.cbids.erase({domain, static_cast<int>(cbid)});
   return CUPTI_SUCCESS;
 }
 
@@ -288,14 +288,14 @@ void fake_cupti_kernel(uint64_t start_ns, uint64_t end_ns) { fake_cupti_named_ke
 void fake_cupti_named_kernel(const char* name, uint64_t start_ns, uint64_t end_ns) {
   auto& s = state();
   std::lock_guard lock(s.mutex);
-  if (s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) queue_kernel(s, name, start_ns, end_ns, s.next_correlation++);
+  if (s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+    queue_kernel(s, name, start_ns, end_ns, s.next_correlation++);
 }
 
 FakeCuptiCounts fake_cupti_counts() {
   auto& s = state();
   std::lock_guard lock(s.mutex);
-  return {s.subscribes, s.finalizes, s.subscribed ? 1 : 0,
-          s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? 1 : 0,
+  return {s.subscribes, s.finalizes, s.subscribed ? 1 : 0, s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? 1 : 0,
           s.domains.count(CUPTI_CB_DOMAIN_RUNTIME_API) ? 1 : 0};
 }
 

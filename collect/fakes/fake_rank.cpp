@@ -26,7 +26,8 @@ using KernelFn = void (*)(const char*, uint64_t, uint64_t);
 
 uint64_t now_ns() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 void sleep_until_ns(uint64_t t) {
@@ -59,7 +60,8 @@ int main(int argc, char** argv) {
   auto* kernel = cupti ? reinterpret_cast<KernelFn>(dlsym(cupti, "fake_cupti_named_kernel")) : nullptr;
   auto* init = collector ? reinterpret_cast<int (*)()>(dlsym(collector, "InitializeInjection")) : nullptr;
   if (!collector || !kernel || !init) {
-    std::fprintf(stderr, "fake_rank: needs CUDA_INJECTION64_PATH (the collector) over the fake CUPTI (LD_LIBRARY_PATH)\n");
+    std::fprintf(stderr,
+                 "fake_rank: needs CUDA_INJECTION64_PATH (the collector) over the fake CUPTI (LD_LIBRARY_PATH)\n");
     return 3;
   }
   init();

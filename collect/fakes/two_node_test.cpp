@@ -47,7 +47,8 @@ class TwoNodeRun : public ::testing::Test {
 
   // Runs `command` with stdout to out.txt and stderr to err.txt; its exit status.
   int run(const std::string& command) {
-    const std::string line = fmt::format("{} >{} 2>{}", command, (dir_ / "out.txt").string(), (dir_ / "err.txt").string());
+    const std::string line =
+        fmt::format("{} >{} 2>{}", command, (dir_ / "out.txt").string(), (dir_ / "err.txt").string());
     const int status = std::system(line.c_str());
     out_ = read_file(dir_ / "out.txt");
     err_ = read_file(dir_ / "err.txt");
@@ -80,9 +81,9 @@ TEST_F(TwoNodeRun, OneRunDirectoryAlignedClocksStragglersReported) {
   const fs::path run_dir = dir_ / "sim.ssrun";
   const std::string env = fmt::format("env LD_LIBRARY_PATH={} SCALESCOPE_COLLECTOR={} SCALESCOPE_NVML_HZ=20",
                                       SCALESCOPE_FAKE_CUPTI_DIR, SCALESCOPE_COLLECTOR_PATH);
-  ASSERT_EQ(run(fmt::format("{} {} profile -o {} -- sh {}", env, SCALESCOPE_BIN, (dir_ / "sim").string(),
-                            launcher.string())),
-            0)
+  ASSERT_EQ(
+      run(fmt::format("{} {} profile -o {} -- sh {}", env, SCALESCOPE_BIN, (dir_ / "sim").string(), launcher.string())),
+      0)
       << out_ << err_;
 
   // One run directory: both nodes' traces, summaries and node facts.
@@ -95,7 +96,8 @@ TEST_F(TwoNodeRun, OneRunDirectoryAlignedClocksStragglersReported) {
   }
   EXPECT_EQ(traces_a, 1) << fmt::format("{}", fmt::join(names, " "));
   EXPECT_EQ(traces_b, 1) << fmt::format("{}", fmt::join(names, " "));
-  ASSERT_TRUE(names.count("node-simnode-a.json") && names.count("node-simnode-b.json")) << fmt::format("{}", fmt::join(names, " "));
+  ASSERT_TRUE(names.count("node-simnode-a.json") && names.count("node-simnode-b.json"))
+      << fmt::format("{}", fmt::join(names, " "));
   for (const char* host : {"simnode-a", "simnode-b"}) {
     const auto facts = nlohmann::json::parse(read_file(run_dir / fmt::format("node-{}.json", host)));
     EXPECT_EQ(facts["hostname"], host);
@@ -146,7 +148,8 @@ TEST_F(TwoNodeRun, OneRunDirectoryAlignedClocksStragglersReported) {
   EXPECT_TRUE(node_b_seen) << nodes.dump();
   EXPECT_EQ(nodes["expected_nodes"], 2);
   EXPECT_TRUE(nodes["missing_nodes"].empty()) << nodes.dump();
-  EXPECT_EQ(nodes["inter_node_collectives"].get<int64_t>(), hosts[1]["matched_collectives"].get<int64_t>()) << nodes.dump();
+  EXPECT_EQ(nodes["inter_node_collectives"].get<int64_t>(), hosts[1]["matched_collectives"].get<int64_t>())
+      << nodes.dump();
 
   // The table names both hosts' clocks.
   ASSERT_EQ(run(fmt::format("{} analyze {}", SCALESCOPE_BIN, run_dir.string())), 0) << err_;

@@ -67,17 +67,21 @@ std::vector<GpuCheck> check_ground_truth(const std::vector<trace::Trace>& traces
     for (size_t i = 0; i < t.memcpys.size(); ++i) {
       auto r = t.memcpys.row(i);
       if (r.kind != kind || r.bytes != bytes) continue;
-      auto host = kind == trace::MemcpyKind::kHtoD ? r.src_kind : kind == trace::MemcpyKind::kDtoH ? r.dst_kind : r.src_kind;
+      auto host = kind == trace::MemcpyKind::kHtoD   ? r.src_kind
+                  : kind == trace::MemcpyKind::kDtoH ? r.dst_kind
+                                                     : r.src_kind;
       n += host == host_kind;
     }
     return n;
   };
   using MK = trace::MemcpyKind;
   using Mem = trace::MemoryKind;
-  out.push_back(exact("pageable HtoD copies", gt::kPageableHtoD, copies(MK::kHtoD, Mem::kPageable, gt::kPageableHtoDBytes)));
+  out.push_back(
+      exact("pageable HtoD copies", gt::kPageableHtoD, copies(MK::kHtoD, Mem::kPageable, gt::kPageableHtoDBytes)));
   out.push_back(exact("pinned HtoD copies", gt::kPinnedHtoD, copies(MK::kHtoD, Mem::kPinned, gt::kPinnedHtoDBytes)));
   out.push_back(exact("pinned DtoH copies", gt::kPinnedDtoH, copies(MK::kDtoH, Mem::kPinned, gt::kPinnedDtoHBytes)));
-  out.push_back(exact("pageable DtoH copies", gt::kPageableDtoH, copies(MK::kDtoH, Mem::kPageable, gt::kPageableDtoHBytes)));
+  out.push_back(
+      exact("pageable DtoH copies", gt::kPageableDtoH, copies(MK::kDtoH, Mem::kPageable, gt::kPageableDtoHBytes)));
   out.push_back(exact("DtoD copies", gt::kDtoD, copies(MK::kDtoD, Mem::kDevice, gt::kDtoDBytes)));
   uint64_t memsets = 0;
   for (size_t i = 0; i < t.memsets.size(); ++i) memsets += t.memsets.bytes[i] == gt::kMemsetBytes;
@@ -105,8 +109,7 @@ std::vector<GpuCheck> check_ground_truth(const std::vector<trace::Trace>& traces
   using SK = trace::SyncKind;
   if (has_group(extra(t, "activities"), "sync")) {
     for (size_t i = 0; i < t.syncs.size(); ++i)
-      if (t.syncs.start[i] >= sync_start && t.syncs.end[i] <= sync_end)
-        ++by_kind[static_cast<int>(t.syncs.kind[i])];
+      if (t.syncs.start[i] >= sync_start && t.syncs.end[i] <= sync_end) ++by_kind[static_cast<int>(t.syncs.kind[i])];
   } else {
     // Without SYNCHRONIZATION records (the default) the program's runtime
     // calls, recorded by --api default, must show every one of them.
@@ -134,7 +137,8 @@ std::vector<GpuCheck> check_ground_truth(const std::vector<trace::Trace>& traces
       ++other_nccl;
     }
   }
-  out.push_back(exact("NCCL all-reduce kernels (2 devices x 10)", uint64_t(gt::kNcclDevices) * gt::kAllReduces, allreduce));
+  out.push_back(
+      exact("NCCL all-reduce kernels (2 devices x 10)", uint64_t(gt::kNcclDevices) * gt::kAllReduces, allreduce));
   out.push_back(exact("devices running all-reduces", gt::kNcclDevices, devices.size()));
   out.push_back(exact("other NCCL kernels", 0, other_nccl));
   uint64_t launches = 0;
@@ -143,8 +147,8 @@ std::vector<GpuCheck> check_ground_truth(const std::vector<trace::Trace>& traces
     launches += name.starts_with("cudaLaunchKernel");
   }
   // Every <<<>>> launch is one cudaLaunchKernel call (default API selection).
-  out.push_back(exact("cudaLaunchKernel calls >= program launches",
-                      1, launches >= uint64_t(gt::kAddKernels + gt::kScaleKernels + gt::kEventKernels)));
+  out.push_back(exact("cudaLaunchKernel calls >= program launches", 1,
+                      launches >= uint64_t(gt::kAddKernels + gt::kScaleKernels + gt::kEventKernels)));
   out.push_back(exact("records dropped", 0, t.problems.get(trace::Problem::kDroppedRecords)));
   out.push_back(exact("clock anchors (start and end)", 2, t.meta.clock.size()));
   return out;
@@ -217,7 +221,8 @@ std::vector<GpuCheck> check_ground_truth_kernels(const std::vector<trace::Trace>
   out.push_back(exact("gt_event_kernel kernels", gt::kEventKernels, kernels_named(t, "gt_event_kernel")));
   uint64_t allreduce = 0;
   for (size_t i = 0; i < t.nccl.size(); ++i) allreduce += t.nccl.op[i] == trace::NcclOp::kAllReduce;
-  out.push_back(exact("NCCL all-reduce kernels (2 devices x 10)", uint64_t(gt::kNcclDevices) * gt::kAllReduces, allreduce));
+  out.push_back(
+      exact("NCCL all-reduce kernels (2 devices x 10)", uint64_t(gt::kNcclDevices) * gt::kAllReduces, allreduce));
   out.push_back(exact("copies", 0, t.memcpys.size()));
   out.push_back(exact("memsets", 0, t.memsets.size()));
   out.push_back(exact("synchronizations", 0, t.syncs.size()));

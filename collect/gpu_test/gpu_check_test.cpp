@@ -39,7 +39,8 @@ trace::Trace perfect_ground_truth() {
   auto range = [&](const char* text, trace::Timestamp s, trace::Timestamp e) {
     t.nvtx.push({.start = s, .end = e, .kind = trace::NvtxKind::kRange, .text = t.strings.intern(text)});
   };
-  for (const char* r : gt::kRanges) range(r, r == std::string("gt_sync") ? 1000 : 0, r == std::string("gt_sync") ? 2000 : 10);
+  for (const char* r : gt::kRanges)
+    range(r, r == std::string("gt_sync") ? 1000 : 0, r == std::string("gt_sync") ? 2000 : 10);
   t.nvtx.push({.start = 5, .end = 5, .kind = trace::NvtxKind::kMark, .text = t.strings.intern(gt::kMark)});
   auto sync = [&](trace::SyncKind kind, int n, trace::Timestamp at) {
     for (int i = 0; i < n; ++i) t.syncs.push({.start = at, .end = at + 1, .kind = kind});
@@ -63,7 +64,8 @@ TEST(CollectGpuCheck, GroundTruthPassesOnlyWhenExact) {
   traces.push_back(perfect_ground_truth());
   for (const auto& c : check_ground_truth(traces)) EXPECT_TRUE(c.pass) << c.name << ": " << c.detail;
 
-  traces[0].memcpys.push({.bytes = gt::kPinnedHtoDBytes, .kind = trace::MemcpyKind::kHtoD,
+  traces[0].memcpys.push({.bytes = gt::kPinnedHtoDBytes,
+                          .kind = trace::MemcpyKind::kHtoD,
                           .src_kind = trace::MemoryKind::kPinned});  // one copy too many
   traces[0].syncs.push({.start = 1500, .end = 1501, .kind = trace::SyncKind::kDeviceSynchronize});
   int failed = 0;

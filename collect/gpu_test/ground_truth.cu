@@ -14,21 +14,21 @@
 
 namespace gt = scalescope::collect::ground_truth;
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    cudaError_t e_ = (call);                                                            \
-    if (e_ != cudaSuccess) {                                                            \
+#define CHECK(call)                                                                         \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) {                                                                \
       std::fprintf(stderr, "ground_truth: %s failed: %s\n", #call, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                     \
-    }                                                                                   \
+      std::exit(2);                                                                         \
+    }                                                                                       \
   } while (0)
-#define NCHECK(call)                                                                    \
-  do {                                                                                  \
-    ncclResult_t r_ = (call);                                                           \
-    if (r_ != ncclSuccess) {                                                            \
+#define NCHECK(call)                                                                        \
+  do {                                                                                      \
+    ncclResult_t r_ = (call);                                                               \
+    if (r_ != ncclSuccess) {                                                                \
       std::fprintf(stderr, "ground_truth: %s failed: %s\n", #call, ncclGetErrorString(r_)); \
-      std::exit(3);                                                                     \
-    }                                                                                   \
+      std::exit(3);                                                                         \
+    }                                                                                       \
   } while (0)
 
 __global__ void gt_add(float* x, int n) {
@@ -59,7 +59,7 @@ int main() {
   float* d2 = nullptr;
   CHECK(cudaMalloc(&d, 8u << 20));
   CHECK(cudaMalloc(&d2, 8u << 20));
-  CHECK(cudaMemset(d, 0, 8u << 20));   // not counted: outside the spec's sizes
+  CHECK(cudaMemset(d, 0, 8u << 20));  // not counted: outside the spec's sizes
   CHECK(cudaDeviceSynchronize());
 
   nvtxRangePushA("gt_kernels");
@@ -82,8 +82,7 @@ int main() {
   CHECK(cudaStreamSynchronize(s1));
   for (int i = 0; i < gt::kPageableDtoH; ++i)
     CHECK(cudaMemcpy(pageable.data(), d, gt::kPageableDtoHBytes, cudaMemcpyDeviceToHost));
-  for (int i = 0; i < gt::kDtoD; ++i)
-    CHECK(cudaMemcpyAsync(d2, d, gt::kDtoDBytes, cudaMemcpyDeviceToDevice, s1));
+  for (int i = 0; i < gt::kDtoD; ++i) CHECK(cudaMemcpyAsync(d2, d, gt::kDtoDBytes, cudaMemcpyDeviceToDevice, s1));
   CHECK(cudaStreamSynchronize(s1));
   nvtxRangePop();
 

@@ -75,7 +75,8 @@ ExpectedNcclCalls parse_expected_nccl_calls(const std::string& text) {
     auto r = std::from_chars(text.data() + from, text.data() + to, v);
     return r.ec == std::errc() && r.ptr == text.data() + to && to > from;
   };
-  if (e.op == trace::NcclOp::kUnknown || !number(first + 1, second, e.bytes) || !number(second + 1, text.size(), e.calls))
+  if (e.op == trace::NcclOp::kUnknown || !number(first + 1, second, e.bytes) ||
+      !number(second + 1, text.size(), e.calls))
     fail("expected NCCL calls '{}': want OP:BYTES:CALLS with a known op, e.g. AllReduce:4194332:5", text);
   return e;
 }
@@ -108,13 +109,14 @@ std::vector<GpuCheck> check_nccl_sizes(const std::vector<trace::Trace>& traces, 
       auto it = t.meta.extra.find(key);
       return it == t.meta.extra.end() ? std::string("?") : it->second;
     };
-    out.push_back({who + " NCCL sequence numbers rise in time order per communicator", rising == joined,
-                   fmt::format("{} of {} rise; collector joined {}, unjoined {}, undecoded payloads {}", rising, joined,
-                               extra("nccl_kernels_joined"), extra("nccl_kernels_unjoined"),
-                               extra("nccl_payloads_undecoded"))});
+    out.push_back(
+        {who + " NCCL sequence numbers rise in time order per communicator", rising == joined,
+         fmt::format("{} of {} rise; collector joined {}, unjoined {}, undecoded payloads {}", rising, joined,
+                     extra("nccl_kernels_joined"), extra("nccl_kernels_unjoined"), extra("nccl_payloads_undecoded"))});
     for (size_t e = 0; e < expected.size(); ++e)
-      out.push_back(exact(fmt::format("{} {} calls of {} bytes", who, trace::to_string(expected[e].op), expected[e].bytes),
-                          expected[e].calls, seen[e][t.meta.rank].size()));
+      out.push_back(
+          exact(fmt::format("{} {} calls of {} bytes", who, trace::to_string(expected[e].op), expected[e].bytes),
+                expected[e].calls, seen[e][t.meta.rank].size()));
   }
   out.push_back(exact("ranks traced", uint64_t(world_size), ranks.size()));
   for (size_t e = 0; e < expected.size(); ++e) {
@@ -123,8 +125,11 @@ std::vector<GpuCheck> check_nccl_sizes(const std::vector<trace::Trace>& traces, 
     for (const auto& [rank, calls] : per_rank) same = same && calls == per_rank.begin()->second;
     out.push_back({fmt::format("{} of {} bytes: same sequence numbers and communicator on every rank",
                                trace::to_string(expected[e].op), expected[e].bytes),
-                   same, per_rank.empty() ? "no calls" : fmt::format("rank {}: first sequence {}", per_rank.begin()->first,
-                                                                    per_rank.begin()->second.empty() ? -1 : per_rank.begin()->second[0].first)});
+                   same,
+                   per_rank.empty()
+                       ? "no calls"
+                       : fmt::format("rank {}: first sequence {}", per_rank.begin()->first,
+                                     per_rank.begin()->second.empty() ? -1 : per_rank.begin()->second[0].first)});
   }
   return out;
 }

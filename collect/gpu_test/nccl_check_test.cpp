@@ -29,8 +29,12 @@ trace::Trace ground_truth_nccl() {
   const auto comm = t.strings.intern("0123456789abcdef");
   for (int r = 0; r < gt::kAllReduces; ++r)
     for (uint32_t d = 0; d < gt::kNcclDevices; ++d)
-      t.nccl.push({.start = r * 100 + d, .device = d, .op = trace::NcclOp::kAllReduce,
-                   .bytes = gt::kAllReduceFloats * 4, .communicator = comm, .sequence = r});
+      t.nccl.push({.start = r * 100 + d,
+                   .device = d,
+                   .op = trace::NcclOp::kAllReduce,
+                   .bytes = gt::kAllReduceFloats * 4,
+                   .communicator = comm,
+                   .sequence = r});
   t.meta.extra["nccl_kernels_joined"] = "20";
   t.meta.extra["nccl_kernels_unjoined"] = "0";
   return t;
@@ -58,11 +62,19 @@ std::vector<trace::Trace> sized_job(int calls) {
     const auto comm = t.strings.intern("00000000cafe0001");
     int64_t seq = 0;
     for (int i = 0; i < calls; ++i) {
-      t.nccl.push({.start = 10 * seq, .device = uint32_t(rank), .op = trace::NcclOp::kAllReduce, .bytes = 4194332,
-                   .communicator = comm, .sequence = seq});
+      t.nccl.push({.start = 10 * seq,
+                   .device = uint32_t(rank),
+                   .op = trace::NcclOp::kAllReduce,
+                   .bytes = 4194332,
+                   .communicator = comm,
+                   .sequence = seq});
       ++seq;
-      t.nccl.push({.start = 10 * seq, .device = uint32_t(rank), .op = trace::NcclOp::kAllGather, .bytes = 262148,
-                   .communicator = comm, .sequence = seq});
+      t.nccl.push({.start = 10 * seq,
+                   .device = uint32_t(rank),
+                   .op = trace::NcclOp::kAllGather,
+                   .bytes = 262148,
+                   .communicator = comm,
+                   .sequence = seq});
       ++seq;
     }
     t.nccl.push({.start = 10 * seq, .op = trace::NcclOp::kAllReduce, .bytes = 4});  // barrier: not expected, ignored

@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto t0 = std::chrono::steady_clock::now();
-  auto sampler = NvmlSampler::create(api, [] { return scalescope::trace::Timestamp{0}; }, &error);
+  auto sampler = NvmlSampler::create(
+      api, [] { return scalescope::trace::Timestamp{0}; }, &error);
   double init_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!sampler) {
     std::fprintf(stderr, "collect_nvml_query_cost: %s\n", error.c_str());
@@ -39,9 +40,10 @@ int main(int argc, char** argv) {
   std::vector<scalescope::trace::CounterRecord> samples;
   sampler->drain(samples);
   double total_ms = sampler->thread_cpu_ns() / 1e6;
-  std::printf("{\"devices\": %zu, \"seconds\": %g, \"hz\": %g, \"init_wall_ms\": %.1f, \"counter_records\": %zu, "
-              "\"sampler_cpu_ms\": %.1f, \"sampler_cpu_ms_per_s\": %.2f, \"by_query_cpu_ms\": {",
-              sampler->device_count(), seconds, hz, init_ms, samples.size(), total_ms, total_ms / seconds);
+  std::printf(
+      "{\"devices\": %zu, \"seconds\": %g, \"hz\": %g, \"init_wall_ms\": %.1f, \"counter_records\": %zu, "
+      "\"sampler_cpu_ms\": %.1f, \"sampler_cpu_ms_per_s\": %.2f, \"by_query_cpu_ms\": {",
+      sampler->device_count(), seconds, hz, init_ms, samples.size(), total_ms, total_ms / seconds);
   for (size_t q = 0; q < static_cast<size_t>(NvmlQuery::kCount); ++q)
     std::printf("%s\"%s\": %.1f", q ? ", " : "", nvml_query_name(NvmlQuery(q)),
                 sampler->query_cpu_ns(NvmlQuery(q)) / 1e6);

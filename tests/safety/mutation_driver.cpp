@@ -113,8 +113,8 @@ std::string mutate(std::string s, const std::string& other, std::mt19937_64& rng
       break;
     }
     case 2: {  // overwrite with an interesting value (sizes, counts, lengths)
-      static const uint64_t kValues[] = {0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF,
-                                         0x100000000ull, 0x7FFFFFFFFFFFFFFFull, ~0ull};
+      static const uint64_t kValues[] = {
+          0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, 0x100000000ull, 0x7FFFFFFFFFFFFFFFull, ~0ull};
       const uint64_t v = kValues[rng() % (sizeof kValues / sizeof kValues[0])];
       const size_t width = size_t{1} << (rng() % 4);
       const size_t at = pick(s.size());
@@ -175,9 +175,13 @@ Outcome run(const Options& o, const fs::path& mutant) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     const rlim_t bytes = static_cast<rlim_t>(o.memory_mb) << 20;
-    struct rlimit rl {bytes, bytes};
+    struct rlimit rl {
+      bytes, bytes
+    };
     ::setrlimit(RLIMIT_AS, &rl);
-    struct rlimit core {0, 0};
+    struct rlimit core {
+      0, 0
+    };
     ::setrlimit(RLIMIT_CORE, &core);
     const int devnull = ::open("/dev/null", O_RDWR);
     ::dup2(devnull, 0);
@@ -205,7 +209,9 @@ Outcome run(const Options& o, const fs::path& mutant) {
       ::waitpid(pid, &status, 0);
       break;
     }
-    struct pollfd pfd {err[0], POLLIN, 0};
+    struct pollfd pfd {
+      err[0], POLLIN, 0
+    };
     ::poll(&pfd, 1, 20);
   }
   char buf[4096];
@@ -281,8 +287,8 @@ int main(int argc, char** argv) {
     ++failed;
     const fs::path keep = o.work / "failures" / mutant.filename();
     fs::rename(mutant, keep);
-    std::cerr << o.kind << " mutant " << m << " (" << o.seeds[k].filename().string() << ", " << what
-              << "): " << r.why << "\n  replay: kept as " << keep.string() << "\n";
+    std::cerr << o.kind << " mutant " << m << " (" << o.seeds[k].filename().string() << ", " << what << "): " << r.why
+              << "\n  replay: kept as " << keep.string() << "\n";
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << o.kind << ": " << ran << " mutants in " << wall << " s, " << failed << " failed (rng " << o.rng
