@@ -342,30 +342,7 @@ CopyStats analyze_copies(const Window& w, detail::WindowScratch& scratch, Stream
     const int64_t d = iv.end - iv.start;
     append(scratch.copy, iv);
     streams.add(m.device[i], m.stream[i], iv);
-    CopyGroup& g = groups[{m.kind[i], m.src_kind[i], m.dst_kind[i]}];
-    g.kind = m.kind[i];
-    g.src_kind = m.src_kind[i];
-    g.dst_kind = m.dst_kind[i];
-    g.count += 1;
-    g.bytes += m.bytes[i];
-    g.time_ns += d;
-    if (!m.is_async[i]) {
-      g.sync_count += 1;
-      g.sync_ns += d;
-      cp.sync_copy_count += 1;
-      cp.sync_copy_ns += d;
-    }
-    const bool htod = m.kind[i] == trace::MemcpyKind::kHtoD, dtoh = m.kind[i] == trace::MemcpyKind::kDtoH;
-    if (htod) cp.host_to_device_bytes += m.bytes[i];
-    if (htod || dtoh) {
-      host_bytes += m.bytes[i];
-      const trace::MemoryKind host_side = htod ? m.src_kind[i] : m.dst_kind[i];
-      if (host_side == trace::MemoryKind::kPageable) {
-        cp.pageable_bytes += m.bytes[i];
-        cp.pageable_ns += d;
-        if (m.correlation[i] != 0) pageable_correlations.insert(m.correlation[i]);
-      }
-    }
+    detail::account_copy(m, i, d, groups, cp, host_bytes, pageable_correlations);
   }
   // A pageable copy is staged through a bounce buffer while the calling
   // thread waits, so the host can lose more time in the call than the GPU

@@ -358,30 +358,7 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
       if (m.end[i] < m.start[i]) continue;
       const int64_t d = m.end[i] - m.start[i];
       gpu_first(f, m.start[i], m.end[i]);
-      CopyGroup& g = copy_groups[{m.kind[i], m.src_kind[i], m.dst_kind[i]}];
-      g.kind = m.kind[i];
-      g.src_kind = m.src_kind[i];
-      g.dst_kind = m.dst_kind[i];
-      g.count += 1;
-      g.bytes += m.bytes[i];
-      g.time_ns += d;
-      if (!m.is_async[i]) {
-        g.sync_count += 1;
-        g.sync_ns += d;
-        cp.sync_copy_count += 1;
-        cp.sync_copy_ns += d;
-      }
-      const bool htod = m.kind[i] == trace::MemcpyKind::kHtoD, dtoh = m.kind[i] == trace::MemcpyKind::kDtoH;
-      if (htod) cp.host_to_device_bytes += m.bytes[i];
-      if (htod || dtoh) {
-        host_bytes += m.bytes[i];
-        const trace::MemoryKind host_side = htod ? m.src_kind[i] : m.dst_kind[i];
-        if (host_side == trace::MemoryKind::kPageable) {
-          cp.pageable_bytes += m.bytes[i];
-          cp.pageable_ns += d;
-          if (m.correlation[i] != 0) pageable_correlations.insert(m.correlation[i]);
-        }
-      }
+      detail::account_copy(m, i, d, copy_groups, cp, host_bytes, pageable_correlations);
     }
     const auto& ms = batch.memsets;
     memset_rows += ms.size();
