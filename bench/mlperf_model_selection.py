@@ -17,6 +17,12 @@ batch between kept and per accelerator and its mean with the per-accelerator
 prediction; where the default's error comes from (decomposition); and the
 held-out coverage of interval variants (symmetric or over the batch range,
 one spread or one per extrapolation bucket).
+Since its third session: the batch that other accelerators' published
+submissions of the same benchmark used at the predicted size ("peers"; the
+curve's own chip excluded), alone and as "peers at that size, else per GPU",
+scored by the same criterion, leave-one-benchmark-out and held-out coverage
+(docs/scaling.md, "Tried and rejected"; bench/RESULTS.md, "Predictions: the
+batch other submissions published").
 
 This re-implements the curve building and the model in a few lines to try
 variants quickly; its first row reproduces the model `scalescope mlperf
@@ -70,10 +76,47 @@ def load_curves(path):
         s = dict(N=int(rs[0]["accelerators"]), T=sum(t) / len(t) * factor,
                  B=batches.most_common(1)[0][0] if batches else None,
                  P=sum(progress) / len(progress) * factor if progress and len(progress) == len(conv) else None)
+        s.update(bench=bench, family=family(acc))
         c = curves[(bench, acc, rs[0]["division"])]
         if s["N"] not in c or c[s["N"]]["T"] > s["T"]:
             c[s["N"]] = s
+    global PEERS
+    PEERS = collections.defaultdict(list)  # benchmark -> one list of (N, B) per accelerator, every curve's fastest
+    for (bench, acc, _), c in curves.items():
+        pts = [(n, c[n]["B"]) for n in sorted(c) if c[n]["B"]]
+        if pts:
+            PEERS[bench].append((family(acc), pts))
     return {g: [c[n] for n in sorted(c)] for g, c in curves.items() if len(c) >= 4}
+
+
+PEERS = {}
+
+
+def family(acc):
+    """The accelerator model without its form factor: H100 SXM5, H100 80GB HBM3 and H100 NVL are one
+    family, so a curve never sees another listing of its own chip."""
+    m = re.search(r"GH200|H100|H200|B200|A100|MI300X|TRILLIUM|V5P|V5E|4090|A5000|7900", acc)
+    return m.group(0) if m else acc
+
+
+def peers_batch(bench, fam, n, nearest):
+    """The global batch the other accelerators' published submissions of the benchmark used at n
+    accelerators: per accelerator, log-linear in log N between its two sizes around n (its batch at n
+    when it ran n); the geometric mean over accelerators. An accelerator whose sizes do not reach n
+    on both sides counts only with nearest (then its batch at its nearest size). None without one."""
+    logs = []
+    for f, pts in PEERS.get(bench, []):
+        if f == fam:
+            continue
+        if pts[0][0] <= n <= pts[-1][0]:
+            for (n0, b0), (n1, b1) in zip(pts, pts[1:] + [pts[-1]]):
+                if n0 <= n <= n1:
+                    w = 0.0 if n1 == n0 else math.log(n / n0) / math.log(n1 / n0)
+                    logs.append((1 - w) * math.log(b0) + w * math.log(b1))
+                    break
+        elif nearest:
+            logs.append(math.log(min(pts, key=lambda q: abs(math.log(q[0] / n)))[1]))
+    return math.exp(sum(logs) / len(logs)) if logs else None
 
 
 def nnls2(a, y):
@@ -138,6 +181,9 @@ def predict(fit, target, ref, v):
         bt = min(grid, key=lambda x: predict(fit, target, ref, dict(v, batch=x)))
         if v["batch"] != "fastest":
             return math.sqrt(predict(fit, target, ref, dict(v, batch=bt)) * predict(fit, target, ref, dict(v, batch=per_gpu)))
+    elif v["batch"] in ("peers", "peers, else per GPU"):
+        # the batch other accelerators' submissions of the benchmark used at that size (never the curve's own)
+        bt = peers_batch(fit[0]["bench"], fit[0]["family"], target["N"], v["batch"] == "peers") or per_gpu
     elif isinstance(v["batch"], float):
         bt = v["batch"]
     else:  # per GPU, capped
@@ -261,15 +307,93 @@ def intervals(curves, refs):
                   ", ".join(f"{b} {100 * sum(cov[b]) / len(cov[b]):.0f}%" for b in ["2x", "4x", "8x", "16x+", "all"]))
 
 
+def range_coverage(curves, refs, rule):
+    """Held-out coverage at 80 % of the interval as scalescope builds it, for a batch rule: the
+    fit's residuals, the times over the batches from min(kept, the rule's) to max(per GPU, the
+    rule's), tau per bucket from the other benchmarks' cases (as intervals(), "batch range, tau
+    per bucket")."""
+    rows = []
+    for (bench, acc, _), pts in curves.items():
+        for k in range(2, len(pts)):
+            for t in pts[k:]:
+                fit, ref = pts[:k], refs[bench]
+                resid = 0.0
+                if k > 2:
+                    resid = math.sqrt(sum(math.log(predict(fit, p, ref, dict(CHOSEN, batch="planned")) / p["T"]) ** 2
+                                          for p in fit) / (k - 2))
+                kept, per_gpu = batch_rules(fit, t, ref)
+                bt = per_gpu
+                if rule != "per GPU, capped":
+                    bt = peers_batch(bench, fit[0]["family"], t["N"], rule == "peers") or per_gpu
+                lo_b, hi_b = min(kept, bt), max(per_gpu, bt)
+                times = [predict(fit, t, ref, dict(CHOSEN, batch=lo_b * (hi_b / lo_b) ** (i / 100))) for i in range(101)]
+                f = t["N"] / fit[-1]["N"]
+                out = max(0.0, math.log(min(times) / t["T"]), math.log(t["T"] / max(times)))
+                rows.append(dict(bench=bench, f=f, d=1 + math.log2(f), r=resid, out=out))
+    cov = collections.defaultdict(list)
+    for r in rows:
+        tau = conformal([o["out"] / o["d"] for o in rows if o["bench"] != r["bench"] and bucket(o["f"]) == bucket(r["f"])])
+        ok = r["out"] <= Z80 * math.sqrt(r["r"] ** 2 + (tau * r["d"]) ** 2)
+        cov[bucket(r["f"])].append(ok); cov["all"].append(ok)
+    return cov
+
+
+def peers_section(curves, refs):
+    """Issue 25, third session: the batch other accelerators' submissions used at the predicted size.
+    Scored by the fixed criterion against the default, with per-bucket medians and worst, the
+    cases where peers exist at that size, and the held-out coverage of a symmetric 80 % interval
+    (tau per bucket from the other benchmarks' cases, as intervals() does)."""
+    names = [("per GPU, capped", "default: per GPU, capped"), ("peers", "peers (nearest size outside their range)"),
+             ("peers, else per GPU", "peers at that size, else per GPU")]
+    print("== the peers' batch (other accelerators' published submissions of the benchmark at that size)")
+    per = {}
+    for b, what in names:
+        cs = cases_of(curves, refs, dict(CHOSEN, batch=b))
+        per[b] = cs
+        worst = {bk: max((abs(c["pred"] - c["meas"]) / c["meas"], c) for c in cs if bk == "all" or bucket(c["f"]) == bk)
+                 for bk in ["2x", "4x", "8x", "16x+", "all"]}
+        print(f"  {what:42s} median |log error| {score(cs):.4f}; {summary(cs)}")
+        print(f"  {'':42s} worst " + ", ".join(f"{bk} {100 * w[0]:.1f}%" for bk, w in worst.items()) +
+              f" ({worst['all'][1]['curve']}, fitted up to {worst['all'][1]['fit_max']}, at {worst['all'][1]['N']})")
+        cov = range_coverage(curves, refs, b)
+        print(f"  {'':42s} held-out coverage at 80 %, batch range, tau per bucket: " +
+              ", ".join(f"{bk} {100 * sum(cov[bk]) / len(cov[bk]):.0f}%" for bk in ["2x", "4x", "8x", "16x+", "all"]))
+    print("  cases with peers at the predicted size (batch: measured / peers / per GPU; error: peers / per GPU):")
+    n = 0
+    for (bench, acc, _), pts in curves.items():
+        for k in range(2, len(pts)):
+            for t in pts[k:]:
+                pb = peers_batch(bench, pts[0]["family"], t["N"], False)
+                if pb is None:
+                    continue
+                n += 1
+                kept, per_gpu = batch_rules(pts[:k], t, refs[bench])
+                e = [predict(pts[:k], t, refs[bench], dict(CHOSEN, batch=b)) / t["T"] - 1 for b in ("peers, else per GPU", "per GPU, capped")]
+                print(f"    {bench} on {acc}, fitted up to {pts[k - 1]['N']}, at {t['N']} ({bucket(t['N'] / pts[k - 1]['N'])}): "
+                      f"batch {t['B']} / {pb:.0f} / {per_gpu:.0f}; error {100 * e[0]:+.1f}% / {100 * e[1]:+.1f}%")
+    print(f"  {n} of {len(per['peers'])} cases have peers at the predicted size")
+    variants = [dict(batch=b, progress=p, step=st) for b, _ in names
+                for p in ["log law", "reference", "reference, scaled"] for st in ["k/N + c/B", "power law"]]
+    results = [cases_of(curves, refs, v) for v in variants]
+    held = []
+    for bench in sorted({c["bench"] for c in results[0]}):
+        best = min(range(len(variants)), key=lambda i: score([c for c in results[i] if c["bench"] != bench]))
+        print(f"  without {bench:17s} chose batch {variants[best]['batch']}, progress {variants[best]['progress']}, "
+              f"step {variants[best]['step']}")
+        held += [c for c in results[best] if c["bench"] == bench]
+    print(f"  nested over these three rules: {summary(held)}")
+
+
 def main():
     curves = load_curves(sys.argv[1] if len(sys.argv) > 1 else ROOT / "examples/mlperf/v4.1-runs.csv")
     refs = load_reference()
     global LOWER
     decomposition(curves, refs)
+    peers_section(curves, refs)
     for LOWER in ("kept", "middle"):
         intervals(curves, refs)
     for setting, batches in [("batch extrapolated", ["log law", "per GPU, capped", "kept", "middle", "fastest",
-                                                     "mean of fastest and per GPU"]),
+                                                     "mean of fastest and per GPU", "peers", "peers, else per GPU"]),
                              ("batch as planned", ["planned"])]:
         variants = [dict(batch=b, progress=p, step=s) for b in batches
                     for p in ["log law", "reference", "reference, scaled"] for s in ["k/N + c/B", "power law"]]
