@@ -341,8 +341,9 @@ def range_coverage(curves, refs, rule):
 def peers_section(curves, refs):
     """Issue 25, third session: the batch other accelerators' submissions used at the predicted size.
     Scored by the fixed criterion against the default, with per-bucket medians and worst, the
-    cases where peers exist at that size, and the held-out coverage of a symmetric 80 % interval
-    (tau per bucket from the other benchmarks' cases, as intervals() does)."""
+    cases where peers exist at that size, leave-one-benchmark-out over the three rules, and the
+    held-out coverage of the 80 % interval with the batch range widened to the rule's batch
+    (range_coverage)."""
     names = [("per GPU, capped", "default: per GPU, capped"), ("peers", "peers (nearest size outside their range)"),
              ("peers, else per GPU", "peers at that size, else per GPU")]
     print("== the peers' batch (other accelerators' published submissions of the benchmark at that size)")
