@@ -445,7 +445,7 @@ void CaptureWindow::iteration_begin(std::optional<uint64_t> number) {
 
 void CaptureWindow::iteration_end() {
   const auto now = std::chrono::steady_clock::now();
-  bool close = false;
+  bool close = false, arm = false;
   {
     std::lock_guard lock(iteration_mutex_);
     if (!iteration_open_) return;
@@ -456,7 +456,10 @@ void CaptureWindow::iteration_end() {
     else if (state_changes_.load() != begin_changes_) c = IterationClass::kTransition;
     iteration_times_.add(c, ns);
     close = !pre_loop_window_ && !schedule_.traced(iteration_index_ + 1);
+    arm = !pre_loop_window_ && !schedule_.traced(iteration_index_) && schedule_.traced(iteration_index_ + 1) &&
+          marker_kind_.load() == kMarkerNvtx;
   }
+  if (arm) arm_marker_records();
   if (!close) return;
   {
     std::lock_guard lock(enable_mutex_);
@@ -465,6 +468,27 @@ void CaptureWindow::iteration_end() {
   // The last traced iteration: wait for its GPU work (its records), and
   // detach at once (the schedule says no window opens at the next marker).
   close_capture_window(true, std::chrono::milliseconds(0));
+}
+
+// Sampled windows with CUPTI's MARKER records (not the hooks): CUPTI writes
+// an NVTX range's record before it calls the collector back (the callback
+// carries the call's return value), so a window opened in the callback of
+// the first traced iteration's push would miss that push's record and keep
+// only its end, an unmatched end (on H200 the default window held 19 whole
+// ProfilerStep ranges of 20). MARKER records are switched on at the end of
+// the iteration before a window, so that its first push is recorded; the
+// end of the window's last iteration is recorded before its callback closes
+// the window. The kernels still come with the window (the push's callback).
+// A job whose iterations end here keeps MARKER records on to its exit.
+void CaptureWindow::arm_marker_records() {
+  if (nvtx_hooks_ || !(options_.activities & kActivityNvtx)) return;
+  std::lock_guard lock(enable_mutex_);
+  if (tracing_ || window_done_ || !attached_.load()) return;  // detached: the window opens after the attach
+  if (!activity_ready_ && set_up_activity() != CUPTI_SUCCESS) {
+    ++cupti_errors_;
+    return;
+  }
+  if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER) != CUPTI_SUCCESS) ++cupti_errors_;
 }
 
 nlohmann::json CaptureWindow::sampling_summary() {

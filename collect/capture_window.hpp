@@ -99,6 +99,7 @@ class CaptureWindow final : public NvtxListener {
   }
   void iteration_begin(std::optional<uint64_t> number);
   void iteration_end();
+  void arm_marker_records();  // CUPTI's MARKER records on before the push that opens a window
   IterationClass state_now();
   nlohmann::json sampling_summary();
   void enable_trigger_callbacks();

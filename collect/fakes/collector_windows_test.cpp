@@ -307,6 +307,21 @@ std::set<int64_t> range(int64_t from, int64_t to) {  // [from, to)
   return out;
 }
 
+// The NVTX ranges a trace holds, by text (each whole: a start and its end).
+std::multiset<std::string> nvtx_ranges(const trace::Trace& t) {
+  std::multiset<std::string> out;
+  for (size_t i = 0; i < t.nvtx.size(); ++i) out.insert(std::string(t.strings.view(t.nvtx.row(i).text)));
+  return out;
+}
+
+// "ProfilerStep#N" for every N of `steps`.
+std::multiset<std::string> step_ranges(const std::set<int64_t>& steps) {
+  std::multiset<std::string> out;
+  for (auto s : steps)
+    if (s >= 0) out.insert("ProfilerStep#" + std::to_string(s));
+  return out;
+}
+
 }  // namespace sampled
 
 // The default: the job is traced until its first ProfilerStep#N range; then
@@ -325,6 +340,11 @@ TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
     for (auto s : sampled::range(w, w + 4)) want.insert(s);
   EXPECT_EQ(sampled::traced_steps(r.trace), want);
   EXPECT_EQ(r.trace.kernels.size(), 2u + 16 * 2);
+  // CUPTI's MARKER records (the default NVTX path; the fake writes a range's
+  // record before the NVTX callback, as CUPTI does): every window holds its
+  // K iterations' ProfilerStep ranges whole, and no end without its start.
+  EXPECT_EQ(sampled::nvtx_ranges(r.trace), sampled::step_ranges(want));
+  EXPECT_EQ(r.trace.problems.get(trace::Problem::kMalformedEvent), 0u);
   EXPECT_EQ(extra(r.trace, "windows_opened"), "5");  // before the loop, then 4 sampled
   EXPECT_EQ(extra(r.trace, "cupti_detaches"), "5");
   EXPECT_EQ(number_after(r.out, "finalizes"), 5) << r.out;
@@ -447,6 +467,10 @@ TEST_F(CollectWindows, SampledWindowOnceByDefaultSchedule) {
   std::set<int64_t> want = sampled::range(10, 30);
   want.insert(-1);
   EXPECT_EQ(sampled::traced_steps(r.trace), want);
+  // Exactly the 20 traced iterations' ProfilerStep ranges, each whole (on
+  // H200 this window once held 19: the first push's record was missed).
+  EXPECT_EQ(sampled::nvtx_ranges(r.trace), sampled::step_ranges(want));
+  EXPECT_EQ(r.trace.problems.get(trace::Problem::kMalformedEvent), 0u);
   EXPECT_EQ(extra(r.trace, "windows_opened"), "2");
   EXPECT_EQ(extra(r.trace, "iterations_inside"), "20");
   EXPECT_EQ(extra(r.trace, "perturbation_measured"), "true") << extra(r.trace, "perturbation_text");

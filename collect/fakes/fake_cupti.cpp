@@ -5,14 +5,24 @@
 #include <cupti.h>
 #include <generated_nvtx_meta.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace {
+
+// Records of every kind the fake makes, in slots of one size (the fake's own
+// cuptiActivityGetNextRecord steps by it).
+constexpr size_t kSlot = (std::max(sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityMarker2)) + 7) / 8 * 8;
+struct Slot {
+  alignas(8) uint8_t bytes[kSlot];
+};
 
 struct FakeState {
   std::mutex mutex;
@@ -24,8 +34,10 @@ struct FakeState {
   std::set<int> kinds;                  // activity kinds enabled
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
-  std::vector<CUpti_ActivityKernel10> pending;
+  std::vector<Slot> pending;
   uint32_t next_correlation = 1;
+  uint32_t next_marker = 1;
+  std::deque<std::string> names;  // MARKER records' names, alive until the process ends
   int subscribes = 0, finalizes = 0;
 };
 
@@ -149,7 +161,7 @@ CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropp
 // Hands every pending record over in buffers from the collector's pool.
 CUptiResult cuptiActivityFlushAll(uint32_t) {
   auto& s = state();
-  std::vector<CUpti_ActivityKernel10> records;
+  std::vector<Slot> records;
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   {
@@ -163,11 +175,11 @@ CUptiResult cuptiActivityFlushAll(uint32_t) {
     uint8_t* buffer = nullptr;
     size_t size = 0, max_records = 0;
     request(&buffer, &size, &max_records);
-    if (!buffer || size < sizeof(CUpti_ActivityKernel10)) break;  // no buffer: dropped, as CUPTI would
+    if (!buffer || size < kSlot) break;  // no buffer: dropped, as CUPTI would
     size_t used = 0;
-    while (next < records.size() && used + sizeof(CUpti_ActivityKernel10) <= size) {
-      std::memcpy(buffer + used, &records[next++], sizeof(CUpti_ActivityKernel10));
-      used += sizeof(CUpti_ActivityKernel10);
+    while (next < records.size() && used + kSlot <= size) {
+      std::memcpy(buffer + used, records[next++].bytes, kSlot);
+      used += kSlot;
     }
     complete(nullptr, 0, buffer, size, used);
   }
@@ -175,8 +187,8 @@ CUptiResult cuptiActivityFlushAll(uint32_t) {
 }
 
 CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
-  uint8_t* at = *record ? reinterpret_cast<uint8_t*>(*record) + sizeof(CUpti_ActivityKernel10) : buffer;
-  if (at + sizeof(CUpti_ActivityKernel10) > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  uint8_t* at = *record ? reinterpret_cast<uint8_t*>(*record) + kSlot : buffer;
+  if (at + kSlot > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = reinterpret_cast<CUpti_Activity*>(at);
   return CUPTI_SUCCESS;
 }
@@ -233,7 +245,30 @@ static void queue_kernel(FakeState& s, const char* name, uint64_t start_ns, uint
   k.end = end_ns;
   k.correlationId = correlation;
   k.name = name;
-  s.pending.push_back(k);
+  Slot slot{};
+  std::memcpy(slot.bytes, &k, sizeof k);
+  s.pending.push_back(slot);
+}
+
+// A MARKER record (a range's start or end) when MARKER is enabled; s.mutex held.
+static void queue_marker(FakeState& s, uint32_t flags, uint32_t id, const char* name) {
+  if (!s.kinds.count(CUPTI_ACTIVITY_KIND_MARKER)) return;
+  CUpti_ActivityMarker2 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  m.flags = static_cast<CUpti_ActivityFlag>(flags);
+  cuptiGetTimestamp(&m.timestamp);
+  m.id = id;
+  m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  m.objectId.pt.processId = 1;
+  m.objectId.pt.threadId = 7;
+  if (name) {
+    s.names.emplace_back(name);
+    m.name = s.names.back().c_str();
+  }
+  Slot slot{};
+  std::memcpy(slot.bytes, &m, sizeof m);
+  s.pending.push_back(slot);
 }
 
 void fake_cupti_launch(uint64_t start_ns, uint64_t end_ns, int driver_inside) {
@@ -272,14 +307,38 @@ void fake_cupti_named_launch(const char* name, uint64_t start_ns, uint64_t end_n
   queue_kernel(s, name, start_ns, end_ns, correlation);
 }
 
+// This thread's pushed ranges (their MARKER ids), kept whether or not MARKER
+// records are on, as CUPTI's NVTX handler keeps its own stack.
+static thread_local std::vector<uint32_t> t_marker_stack;
+
+// CUPTI handles the NVTX call (its MARKER record, when MARKER is on) and then
+// calls the subscriber back: the callback carries the call's return value
+// (functionReturnValue: the push level, nvtxRangeStart's id), so it comes
+// after the call was handled.
 void fake_cupti_nvtx_push(const char* message) {
+  auto& s = state();
+  {
+    std::lock_guard lock(s.mutex);
+    const uint32_t id = s.next_marker++;
+    t_marker_stack.push_back(id);
+    queue_marker(s, CUPTI_ACTIVITY_FLAG_MARKER_START, id, message);
+  }
+  int level = static_cast<int>(t_marker_stack.size()) - 1;
   nvtxRangePushA_params params{message};
-  CUpti_NvtxData data{"fake_nvtx", &params, nullptr};
+  CUpti_NvtxData data{"fake_nvtx", &params, &level};
   call_back(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA, &data);
 }
 
 void fake_cupti_nvtx_pop() {
-  CUpti_NvtxData data{"fake_nvtx", nullptr, nullptr};
+  auto& s = state();
+  int level = -1;
+  if (!t_marker_stack.empty()) {
+    std::lock_guard lock(s.mutex);
+    level = static_cast<int>(t_marker_stack.size()) - 1;
+    queue_marker(s, CUPTI_ACTIVITY_FLAG_MARKER_END, t_marker_stack.back(), nullptr);
+    t_marker_stack.pop_back();
+  }
+  CUpti_NvtxData data{"fake_nvtx", nullptr, &level};
   call_back(CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePop, &data);
 }
 

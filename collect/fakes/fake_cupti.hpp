@@ -4,8 +4,9 @@
 // that puts this library first on LD_LIBRARY_PATH gets these instead, and
 // drives them as CUDA would: API callbacks, kernel records, buffers. It
 // models what the collector relies on (one subscriber, callbacks per domain
-// and id, activity kinds, buffer hand-over, cuptiFinalize dropping all of it
-// and correlation ids starting over), not CUPTI as a whole.
+// and id, activity kinds, kernel and NVTX MARKER records, buffer hand-over,
+// cuptiFinalize dropping all of it and correlation ids starting over), not
+// CUPTI as a whole.
 
 #include <cstdint>
 
@@ -21,7 +22,9 @@ void fake_cupti_launch(uint64_t start_ns, uint64_t end_ns, int driver_inside);
 // The same with the kernel's name (kept by pointer: pass a string literal).
 void fake_cupti_named_launch(const char* name, uint64_t start_ns, uint64_t end_ns, int driver_inside);
 // nvtxRangePushA(message) / nvtxRangePop() reaching CUPTI's NVTX handler:
-// the subscriber's NVTX callback when enabled.
+// the range's MARKER record (start, end) when MARKER is enabled, then the
+// subscriber's NVTX callback when enabled (with the call's return value, as
+// CUPTI's: the callback comes after the call was handled).
 void fake_cupti_nvtx_push(const char* message);
 void fake_cupti_nvtx_pop();
 // A kernel that ran from start to end (ns): recorded when
