@@ -487,6 +487,7 @@ void HostSampler::sample_once() {
 uint64_t HostSampler::stack_samples() const { return stacks_ ? stacks_->samples() : 0; }
 uint64_t HostSampler::stack_samples_lost() const { return stacks_ ? stacks_->lost() : 0; }
 uint64_t HostSampler::stack_threads_refused() const { return stacks_ ? stacks_->threads_refused() : 0; }
+uint64_t HostSampler::stack_walks_cut() const { return stacks_ ? stacks_->walks_cut() : 0; }
 uint64_t HostSampler::stack_modules_ns() const { return stacks_ ? stacks_->modules_ns() : 0; }
 
 void HostSampler::finish_threads() {

@@ -97,6 +97,7 @@ class HostSampler {
   uint64_t stack_samples() const;
   uint64_t stack_samples_lost() const;
   uint64_t stack_threads_refused() const;
+  uint64_t stack_walks_cut() const;  // samples whose frame-pointer walk was cut (perf_stacks.hpp)
   uint64_t stack_modules_ns() const;  // reading build-ids at drains (names come offline)
   // Tests: the stack sampler (null when off).
   PerfStacks* stacks() { return stacks_.get(); }

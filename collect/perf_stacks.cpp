@@ -19,6 +19,7 @@ namespace scalescope::collect {
 namespace {
 
 constexpr uint32_t kUnmapped = UINT32_MAX;
+constexpr uint32_t kWalkCut = UINT32_MAX - 1;  // the [stack walk cut] frame's module
 constexpr size_t kMaxCallsites = size_t{1} << 20;  // beyond this, new stacks are dropped and counted
 constexpr uint64_t kMapsRereadPolls = 100;         // a missed address re-reads maps at most once a second
 
@@ -295,31 +296,55 @@ void PerfStacks::ingest(const PerfSample& s, int64_t monotonic_to_trace_ns) {
     ++dropped_;
     return;
   }
-  // Outermost frame first; the leaf is the sampled instruction, every other
-  // frame a return address (looked up one byte back: the call, not what follows).
+  // Leaf first: the sampled instruction, then return addresses (looked up one
+  // byte back: the call, not what follows). The kernel walks frame pointers;
+  // through code built without them it follows whatever the register held,
+  // and the chain ends in "return addresses" that are 0 or point into the
+  // stack. The walk is cut at the first return address outside every
+  // executable mapping: it and all beyond it are dropped, and an outermost
+  // [stack walk cut] frame (FrameStatus::kWalkCut) says the stack is partial.
+  // The leaf is kept wherever it is (JIT code mapped since maps was read).
+  walk_.clear();
+  bool cut = false;
+  for (uint64_t ip : s.ips) {
+    if (is_perf_context(ip)) continue;
+    const bool leaf = walk_.empty();
+    const uint64_t at = leaf || ip == 0 ? ip : ip - 1;
+    const MapRange* m = leaf || ip != 0 ? find_map(s.pid, at) : nullptr;
+    if (!leaf && !m) {
+      cut = true;
+      break;
+    }
+    Frame f;
+    f.ip = ip;
+    f.at = at;
+    f.mapped = m != nullptr;
+    if (m) f.map = *m;  // a copy: the next find_map may read maps again
+    walk_.push_back(f);
+  }
+  // Outermost frame first into the prefix tree.
   uint32_t parent = 0;
-  size_t frames = 0;
-  for (uint64_t ip : s.ips) frames += !is_perf_context(ip);
-  size_t index = frames;
-  for (auto it = s.ips.rbegin(); it != s.ips.rend(); ++it) {
-    if (is_perf_context(*it)) continue;
-    --index;
-    const uint64_t at = index == 0 || *it == 0 ? *it : *it - 1;
-    const MapRange* m = find_map(s.pid, at);
-    if (m && pid_modules_.insert(uint64_t{s.pid} << 32 | m->module).second)
-      pending_modules_.push_back({s.pid, m->module, m->start, m->end, m->offset});
-    const Key key = m ? Key{parent, m->module, at - m->start + m->offset} : Key{parent, kUnmapped, *it};
+  auto child = [&](const Key& key) {
     auto found = callsites_.find(key);
     if (found == callsites_.end()) {
-      if (callsites_.size() >= kMaxCallsites) {
-        ++dropped_;
-        return;
-      }
+      if (callsites_.size() >= kMaxCallsites) return false;
       const auto id = static_cast<uint32_t>(callsites_.size() + 1);
       found = callsites_.emplace(key, id).first;
       pending_callsites_.push_back({id, parent, key.module, key.offset});
     }
     parent = found->second;
+    return true;
+  };
+  if (cut) {
+    ++walks_cut_;
+    if (!child(Key{0, kWalkCut, 0})) return void(++dropped_);
+  }
+  for (auto it = walk_.rbegin(); it != walk_.rend(); ++it) {
+    const MapRange* m = it->mapped ? &it->map : nullptr;
+    if (m && pid_modules_.insert(uint64_t{s.pid} << 32 | m->module).second)
+      pending_modules_.push_back({s.pid, m->module, m->start, m->end, m->offset});
+    const Key key = m ? Key{parent, m->module, it->at - m->start + m->offset} : Key{parent, kUnmapped, it->ip};
+    if (!child(key)) return void(++dropped_);
   }
   pending_samples_.push(
       {static_cast<trace::Timestamp>(static_cast<int64_t>(s.time) + monotonic_to_trace_ns), s.pid, s.tid, parent});
@@ -347,6 +372,10 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool fina
     append(o.callsite, s.callsite);
   }
   for (const NewCallsite& c : callsites) {
+    if (c.module == kWalkCut) {
+      out.host_callsites.push({c.id, c.parent, trace::kNoString, trace::kNoString, 0, trace::FrameStatus::kWalkCut});
+      continue;
+    }
     const bool mapped = c.module != kUnmapped && c.module < modules.size();
     const auto status = !mapped                                                          ? trace::FrameStatus::kUnmapped
                         : !modules[c.module].empty() && modules[c.module].front() == '[' ? trace::FrameStatus::kNotAFile
@@ -385,6 +414,11 @@ std::string PerfStacks::method() const { return "perf_event_open task-clock, fra
 uint64_t PerfStacks::samples() const {
   std::lock_guard lock(mutex_);
   return samples_;
+}
+
+uint64_t PerfStacks::walks_cut() const {
+  std::lock_guard lock(mutex_);
+  return walks_cut_;
 }
 
 uint64_t PerfStacks::lost() const {

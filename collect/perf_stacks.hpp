@@ -9,7 +9,9 @@
 // The leaf (the sampled instruction) is always right; the callers are right
 // only through code built with frame pointers (Ubuntu 24.04's packages,
 // CPython 3.12 there, code built with -fno-omit-frame-pointer). Through code
-// without them the chain ends early or holds wrong callers. DWARF unwinding
+// without them the chain ends early or holds wrong callers; a walk that
+// reaches a return address outside every executable mapping (0, an address
+// on the stack) is cut there, under an outermost [stack walk cut] frame. DWARF unwinding
 // (PERF_SAMPLE_STACK_USER copies) is not done: it costs kilobytes per sample.
 //
 // Addresses are turned into (mapped file, file offset) at once, from the
@@ -110,6 +112,8 @@ class PerfStacks {
   std::string method() const;
   uint64_t samples() const;
   uint64_t lost() const;
+  // Samples whose walk was cut at a return address outside every executable mapping.
+  uint64_t walks_cut() const;
   uint64_t threads_refused() const { return threads_refused_; }
   uint64_t threads_opened() const { return threads_opened_; }
 
@@ -132,6 +136,11 @@ class PerfStacks {
   struct NewCallsite {
     uint32_t id, parent, module;
     uint64_t offset;
+  };
+  struct Frame {  // one frame of the sample being ingested
+    uint64_t ip = 0, at = 0;
+    bool mapped = false;
+    MapRange map;
   };
   struct NewModule {
     uint32_t pid, module;
@@ -164,7 +173,8 @@ class PerfStacks {
   std::unordered_set<uint64_t> pid_modules_;  // (pid << 32 | module) seen
   std::vector<NewModule> pending_modules_;
   trace::HostStackSampleTable pending_samples_;
-  uint64_t samples_ = 0, lost_ = 0, dropped_ = 0;
+  uint64_t samples_ = 0, lost_ = 0, dropped_ = 0, walks_cut_ = 0;
+  std::vector<Frame> walk_;  // ingest()'s, under mutex_
 
   std::vector<std::optional<std::string>> build_ids_;  // by module; drain()'s caller only
   uint64_t modules_ns_ = 0;

@@ -235,6 +235,66 @@ TEST(PerfStacks, BuildsCallsiteTreeWithModulesThatNameOffline) {
   EXPECT_EQ(t2.host_stack_samples.callsite[0], leaf_id);
 }
 
+// Through code built without frame pointers the kernel's walk ends in
+// "return addresses" that are 0 or point into the stack. The walk is cut at
+// the first return address outside every executable mapping: that frame and
+// every one beyond it (even one that happens to point into code) are
+// dropped, the stack hangs under one [stack walk cut] frame shared by every
+// cut stack, and the cut is counted. A whole walk is kept as it was.
+TEST(PerfStacks, CutsTheWalkAtAReturnAddressOutsideExecutableMappings) {
+  auto s = PerfStacks::create_without_events({});
+  const auto pid = static_cast<uint32_t>(getpid());
+  const auto leaf = reinterpret_cast<uint64_t>(&scalescope_test_frames::leaf) + 1;
+  const auto ret = reinterpret_cast<uint64_t>(&scalescope_test_frames::caller) + 2;
+  const auto code_beyond = reinterpret_cast<uint64_t>(&scalescope_test_frames::busy_spin) + 2;
+  uint64_t on_stack = 0;  // its address is in [stack], mapped but not executable
+  const auto stack_address = reinterpret_cast<uint64_t>(&on_stack);
+  const uint64_t user = static_cast<uint64_t>(PERF_CONTEXT_USER);
+  s->ingest({pid, pid, 1000, std::vector<uint64_t>{user, leaf, ret, stack_address, 0, code_beyond}}, 0);
+  s->ingest({pid, pid, 2000, std::vector<uint64_t>{user, leaf, 0, stack_address}}, 0);  // cut after the leaf
+  s->ingest({pid, pid, 3000, std::vector<uint64_t>{user, leaf, ret}}, 0);               // whole
+  EXPECT_EQ(s->walks_cut(), 2u);
+  Trace t;
+  s->drain(t, t.strings, true);
+  ASSERT_EQ(t.host_stack_samples.size(), 3u);
+  auto row_of = [&](uint32_t id) {
+    for (size_t i = 0; i < t.host_callsites.size(); ++i)
+      if (t.host_callsites.id[i] == id) return i;
+    ADD_FAILURE() << "no callsite " << id;
+    return size_t{0};
+  };
+  // Sample 0: leaf <- caller <- [stack walk cut].
+  const uint32_t leaf0 = t.host_stack_samples.callsite[0];
+  const uint32_t caller0 = parent_of(t, leaf0);
+  const uint32_t cut = parent_of(t, caller0);
+  ASSERT_NE(cut, 0u);
+  EXPECT_EQ(parent_of(t, cut), 0u);
+  EXPECT_EQ(t.host_callsites.status[row_of(cut)], trace::FrameStatus::kWalkCut);
+  EXPECT_EQ(t.host_callsites.module[row_of(cut)], trace::kNoString);
+  EXPECT_EQ(trace::frame_label(t, row_of(cut)), "[stack walk cut]");
+  EXPECT_EQ(t.host_callsites.status[row_of(caller0)], trace::FrameStatus::kUnnamed);
+  // Sample 1: the leaf right under the same cut frame.
+  EXPECT_EQ(parent_of(t, t.host_stack_samples.callsite[1]), cut);
+  // Sample 2: whole, its outermost frame the caller.
+  const uint32_t caller2 = parent_of(t, t.host_stack_samples.callsite[2]);
+  EXPECT_NE(caller2, caller0);
+  EXPECT_EQ(parent_of(t, caller2), 0u);
+  // cut, caller and leaf under it, leaf under cut, caller and leaf at the root:
+  // no frame of the garbage, nor of the code address beyond it.
+  EXPECT_EQ(t.host_callsites.size(), 6u);
+  for (size_t i = 0; i < t.host_callsites.size(); ++i) {
+    EXPECT_NE(t.host_callsites.status[i], trace::FrameStatus::kUnmapped) << "callsite " << t.host_callsites.id[i];
+    if (t.host_callsites.status[i] != trace::FrameStatus::kWalkCut) {
+      EXPECT_NE(t.strings.view(t.host_callsites.module[i]), "") << "callsite " << t.host_callsites.id[i];
+    }
+  }
+  // Named offline as before; the cut frame keeps its status.
+  trace::FrameNamer().name(t);
+  EXPECT_EQ(function_of(t, caller0), "scalescope_test_frames::caller(int)");
+  EXPECT_EQ(t.host_callsites.status[row_of(cut)], trace::FrameStatus::kWalkCut);
+  EXPECT_EQ(trace::to_string(trace::FrameStatus::kWalkCut), "stack walk cut");
+}
+
 // The real kernel, where it allows task-clock sampling with callchains: a
 // thread spinning in busy_spin() is sampled, and most leaves name it.
 TEST(PerfStacks, RealKernelSamplesASpinningThread) {

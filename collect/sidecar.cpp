@@ -230,6 +230,7 @@ void Sidecar::add_end_facts(uint64_t encoder_cpu_ns) {
       meta_.extra["host_stack_samples"] = std::to_string(host_->stack_samples());
       meta_.extra["host_stack_samples_lost"] = std::to_string(host_->stack_samples_lost());
       meta_.extra["host_stack_threads_refused"] = std::to_string(host_->stack_threads_refused());
+      meta_.extra["host_stack_walks_cut"] = std::to_string(host_->stack_walks_cut());
       meta_.extra["host_stack_modules_cpu_ns"] = std::to_string(host_->stack_modules_ns());
     }
   }

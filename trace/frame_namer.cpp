@@ -290,6 +290,7 @@ void FrameNamer::name(Trace& t) {
 
 std::string frame_label(const Trace& t, size_t row) {
   const HostCallsiteTable& c = t.host_callsites;
+  if (c.status[row] == FrameStatus::kWalkCut) return "[stack walk cut]";
   const std::string_view fn = t.strings.view(c.function[row]);
   if (!fn.empty()) return std::string(fn);
   const std::string_view module = base_name(t.strings.view(c.module[row]));

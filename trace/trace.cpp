@@ -484,6 +484,7 @@ std::string_view to_string(FrameStatus s) {
     case FrameStatus::kNoSymbol: return "no symbol";
     case FrameStatus::kNoLibdw: return "libdw missing";
     case FrameStatus::kNoModuleRecord: return "no module record";
+    case FrameStatus::kWalkCut: return "stack walk cut";
   }
   return "unknown status";
 }

@@ -240,6 +240,9 @@ enum class FrameStatus : uint8_t {
   kNoSymbol = 6,        // the file is the right one but no symbol covers the address
   kNoLibdw = 7,         // libdw.so.1 could not be loaded where the trace was analysed
   kNoModuleRecord = 8,  // the trace holds no host_modules row for the module (1.3 files)
+  // Not a frame: the outermost row of a stack whose frame-pointer walk the
+  // collector cut at a return address outside every executable mapping.
+  kWalkCut = 9,
 };
 std::string_view to_string(FrameStatus s);
 
