@@ -74,6 +74,41 @@ TEST(CollectTraceSink, DiskFullDropsCountsWarnsOnceAndRecovers) {
   fs::remove_all(dir);
 }
 
+// The collector's last batch (after the host sampler stopped) may hold only
+// thread rows, stack samples, callsites and modules, no counted event: it
+// must be written all the same (it was dropped, and with it the threads'
+// last rows and the last stack samples, when the sampler took no tick
+// between the encoder's last flush and its stop: seen under heavy load).
+TEST(CollectTraceSink, WritesABatchOfHostRowsWithoutEvents) {
+  fs::path dir = temp_dir("sink-host");
+  trace::Metadata meta;
+  meta.source = "collector";
+  meta.pid = 42;
+  std::string error;
+  auto sink = TraceSink::open(dir / "h-42.sstrace", meta, nullptr, &error);
+  ASSERT_NE(sink, nullptr) << error;
+  trace::StringTable strings;
+  trace::Trace batch;
+  trace::HostThreadRecord thread;
+  thread.start = 10;
+  thread.end = 20;
+  thread.pid = thread.tid = 42;
+  thread.name = strings.intern("python");
+  batch.host_threads.push(thread);
+  batch.host_callsites.push({1, 0, trace::kNoString, strings.intern("/usr/bin/python3"), 0x40, trace::FrameStatus::kUnnamed});
+  batch.host_stack_samples.push({15, 42, 42, 1});
+  batch.host_modules.push({42, strings.intern("/usr/bin/python3"), trace::kNoString, 0x1000, 0x2000, 0});
+  ASSERT_EQ(batch.event_count(), 0u);
+  EXPECT_TRUE(sink->append(batch, strings));
+  sink->finish(meta, {});
+  trace::Trace back = trace::read_trace(dir / "h-42.sstrace");
+  EXPECT_EQ(back.host_threads.size(), 1u);
+  EXPECT_EQ(back.host_callsites.size(), 1u);
+  EXPECT_EQ(back.host_stack_samples.size(), 1u);
+  EXPECT_EQ(back.host_modules.size(), 1u);
+  fs::remove_all(dir);
+}
+
 TEST(CollectTraceSink, UnwritableDirectoryIsAnErrorNotACrash) {
   fs::path dir = temp_dir("sink-bad");
   fs::path file = dir / "not-a-dir";
