@@ -39,19 +39,25 @@
 //           schema, and an "ncclAllReduce" range (comm 0xC0FFEE, 4096 bytes,
 //           Sum) around the launch of an NCCL kernel; a range pushed in a
 //           forked child (which must stay untraced and unharmed).
-//   workers: (host sampler) 100 ms, then forks a worker that spins for
-//           200 ms and exits; reaped; 300 ms more.
+//   workers: (host sampler) 100 ms, then forks a worker that spins until
+//           the sampler holds its stat file open (found), as long again and
+//           at least 300 ms more, and 50 ms of its own CPU time (each wait
+//           ends by 30 s); reaped; 300 ms more. Prints worker=PID found_ms=N.
 // Prints "subscribes=N finalizes=N detach_ms=N" and exits 0; the collector
 // writes its trace at exit.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -239,17 +245,55 @@ int main(int argc, char** argv) {
     kernels(5);
     for (int i = 0; i < 5; ++i) other_api_exit();
   } else if (std::strcmp(argv[2], "workers") == 0) {
+    // Waits on conditions, not fixed times, so that a loaded machine (the
+    // worker starved of CPU, the sampler's ticks late) only makes it slower:
+    // the worker spins until it has used 50 ms of CPU and the parent has
+    // seen the sampler find it, and a while longer; every wait ends by 30 s.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    int stop_pipe[2];
+    if (pipe(stop_pipe) != 0) return 8;
+    const auto forked = Clock::now();
     const pid_t worker = fork();
     if (worker == 0) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      close(stop_pipe[1]);
+      fcntl(stop_pipe[0], F_SETFL, O_NONBLOCK);
+      const auto deadline = Clock::now() + std::chrono::seconds(30);
       volatile unsigned long x = 0;
-      while (std::chrono::steady_clock::now() < until) x = x + 1;
+      bool told = false;
+      char c;
+      while (Clock::now() < deadline) {
+        for (int i = 0; i < 10000; ++i) x = x + 1;
+        told = told || read(stop_pipe[0], &c, 1) >= 0;  // a byte, or EOF: the parent is done waiting
+        timespec cpu{};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+        if (told && cpu.tv_sec * 1000000000ll + cpu.tv_nsec >= 50000000ll) break;
+      }
       _exit(0);
     }
+    close(stop_pipe[0]);
+    // The sampler has found the worker once it holds the worker's stat file open.
+    const std::string stat = "/proc/" + std::to_string(worker) + "/task/" + std::to_string(worker) + "/stat";
+    auto sampler_holds = [&stat] {
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        std::error_code link_ec;
+        if (std::filesystem::read_symlink(e.path(), link_ec) == stat) return true;
+      }
+      return false;
+    };
+    const auto found_by = Clock::now() + std::chrono::seconds(30);
+    while (!sampler_holds() && Clock::now() < found_by) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const bool was_found = sampler_holds();
+    const auto found = Clock::now();
+    // Then as long again as finding it took, and at least 300 ms (60 ticks at 200 Hz).
+    std::this_thread::sleep_for(
+        was_found ? std::max<Clock::duration>(found - forked, std::chrono::milliseconds(300)) : Clock::duration{});
+    if (write(stop_pipe[1], "s", 1) != 1) return 9;
+    close(stop_pipe[1]);
     int status = 0;
     waitpid(worker, &status, 0);
-    std::printf("worker=%d ", int(worker));
+    std::printf("worker=%d found_ms=%ld ", int(worker),
+                was_found ? long(std::chrono::duration_cast<std::chrono::milliseconds>(found - forked).count()) : -1L);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   } else if (std::strcmp(argv[2], "sampler") == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
