@@ -293,6 +293,8 @@ TEST(PerfStacks, CutsTheWalkAtAReturnAddressOutsideExecutableMappings) {
   EXPECT_EQ(function_of(t, caller0), "scalescope_test_frames::caller(int)");
   EXPECT_EQ(t.host_callsites.status[row_of(cut)], trace::FrameStatus::kWalkCut);
   EXPECT_EQ(trace::to_string(trace::FrameStatus::kWalkCut), "stack walk cut");
+  EXPECT_EQ(t.meta.extra["host_stack_naming"].rfind("offline: 5 of 5 frames named", 0), 0u)
+      << t.meta.extra["host_stack_naming"];
 }
 
 // The real kernel, where it allows task-clock sampling with callchains: a

@@ -263,7 +263,9 @@ void FrameNamer::name(Trace& t) {
   // The summary: how many frames, and why the rest are unnamed (a few modules each).
   std::array<size_t, 16> count{};
   for (FrameStatus s : c.status) ++count[static_cast<size_t>(s) & 15];
-  std::string line = fmt::format("offline: {} of {} frames named", count[size_t(FrameStatus::kNamed)], c.size());
+  // [stack walk cut] rows are not frames.
+  std::string line = fmt::format("offline: {} of {} frames named", count[size_t(FrameStatus::kNamed)],
+                                 c.size() - count[size_t(FrameStatus::kWalkCut)]);
   for (FrameStatus s :
        {FrameStatus::kModuleMissing, FrameStatus::kBuildIdDiffers, FrameStatus::kNoSymbol, FrameStatus::kNoLibdw,
         FrameStatus::kNoModuleRecord, FrameStatus::kNotAFile, FrameStatus::kUnmapped}) {
