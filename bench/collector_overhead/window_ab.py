@@ -21,8 +21,20 @@ after the stop, at that thread's next API call) and the attach again happen
 before the next timed block.
 
 Each block appends one JSON line to --out: job, workload, pair, on, steps,
-seconds, ms per step, and the process CPU seconds during the block (every
-thread: CUPTI's and the collector's too)."""
+seconds, ms per step, the process CPU seconds during the block (every
+thread: CUPTI's and the collector's too), and each step's own time (step_ms:
+host clock from the end of one step to the end of the next; MobileNetV2's
+GradScaler reads a flag back every step, so on that launch-bound step the
+host clock is the step time).
+
+--steps-only N times N consecutive steps and nothing else (one JSON line with
+every step's time and the start-up: from --launch-epoch, the shell's clock
+when it started the process, to the first step), for whole-process rounds
+under the default sampled `profile`. --cpus LIST pins the process (every
+thread it starts later inherits the mask) to fixed cores, the same for every
+mode. --fake-step-ms MS replaces the workload by a sleep of about MS per step
+(no torch, no GPU: to test the scripts' logic on a CPU machine; the "on" blocks
+and FAKE_PROFILED=1's iterations 10-29 take --fake-cost longer)."""
 import argparse
 import json
 import os
@@ -101,6 +113,71 @@ def lora_step():
     return step
 
 
+def fake_step(ms, cost, profiled):
+    """A CPU stand-in for a step: sleeps about MS (with a little noise),
+    longer by COST inside an "on" block or, with FAKE_PROFILED=1, in the
+    default schedule's window (iterations 10-29)."""
+    import random
+    rng = random.Random(1)
+    state = {"on": False}
+
+    def step(i):
+        slow = state["on"] or (profiled and 10 <= i < 30)
+        time.sleep(ms / 1000.0 * (1 + (cost if slow else 0)) * rng.uniform(0.97, 1.03))
+    return step, state
+
+
+class FakeTorch:
+    """What the driver calls of torch, for --fake-step-ms."""
+
+    def __init__(self, state):
+        class Cuda:
+            class profiler:
+                @staticmethod
+                def start():
+                    state["on"] = True
+
+                @staticmethod
+                def stop():
+                    state["on"] = False
+
+            @staticmethod
+            def synchronize():
+                pass
+        self.cuda = Cuda
+
+
+def parse_cpus(text):
+    """'2-9' or '2,3,8-11' -> {2, ..., 9}."""
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def steps_only(a, torch, step):
+    """--steps-only: every step timed, no blocks, no pauses."""
+    t_first = time.time()
+    c0 = time.process_time()
+    times = []
+    last = time.perf_counter()
+    for i in range(a.steps_only):
+        step(i)
+        now = time.perf_counter()
+        times.append(1000.0 * (now - last))
+        last = now
+    torch.cuda.synchronize()
+    t_end = time.time()
+    row = {"job": a.job, "workload": a.workload, "round": a.round, "steps": a.steps_only, "step_ms": times,
+           "launch_epoch": a.launch_epoch, "first_step_epoch": t_first, "last_step_epoch": t_end,
+           "startup_s": (t_first - a.launch_epoch) if a.launch_epoch else None,
+           "cpu_seconds": time.process_time() - c0, "cpus": sorted(os.sched_getaffinity(0))}
+    with open(a.out, "a") as out:
+        out.write(json.dumps(row) + "\n")
+    print(f"window_ab {a.job}: {a.steps_only} steps, median {sorted(times)[len(times) // 2]:.2f} ms", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--workload", choices=["mobilenet", "lora"], required=True)
@@ -111,10 +188,25 @@ def main():
     p.add_argument("--block-steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=15)
     p.add_argument("--pause", type=float, default=0.7)
+    p.add_argument("--cpus", default="", help="pin to these cores, e.g. 2-9 (default: not pinned)")
+    p.add_argument("--steps-only", type=int, default=0)
+    p.add_argument("--round", type=int, default=0)
+    p.add_argument("--launch-epoch", type=float, default=0.0)
+    p.add_argument("--fake-step-ms", type=float, default=0.0)
+    p.add_argument("--fake-cost", type=float, default=0.1)
     a = p.parse_args()
 
-    import torch
-    step = mobilenet_step() if a.workload == "mobilenet" else lora_step()
+    if a.cpus:
+        os.sched_setaffinity(0, parse_cpus(a.cpus))  # before torch starts any thread
+    if a.fake_step_ms > 0:
+        step, state = fake_step(a.fake_step_ms, a.fake_cost, os.environ.get("FAKE_PROFILED") == "1")
+        torch = FakeTorch(state)
+    else:
+        import torch
+        step = mobilenet_step() if a.workload == "mobilenet" else lora_step()
+    if a.steps_only:
+        steps_only(a, torch, step)
+        return
     i = 0
     for _ in range(a.warmup):
         step(i)
@@ -135,9 +227,13 @@ def main():
                     torch.cuda.profiler.start()
                 torch.cuda.synchronize()
                 c0, t0 = time.process_time(), time.perf_counter()
+                step_ms, last = [], t0
                 for _ in range(a.block_steps):
                     step(i)
                     i += 1
+                    now = time.perf_counter()
+                    step_ms.append(1000.0 * (now - last))
+                    last = now
                 torch.cuda.synchronize()
                 t1, c1 = time.perf_counter(), time.process_time()
                 if on and a.on == "cuda-profiler":
@@ -145,7 +241,8 @@ def main():
                 out.write(json.dumps({"job": a.job, "workload": a.workload, "pair": pair, "on": on,
                                       "steps": a.block_steps, "seconds": t1 - t0,
                                       "ms_per_step": 1000.0 * (t1 - t0) / a.block_steps,
-                                      "cpu_seconds": c1 - c0}) + "\n")
+                                      "cpu_seconds": c1 - c0, "step_ms": step_ms,
+                                      "cpus": len(os.sched_getaffinity(0))}) + "\n")
                 out.flush()
     print(f"window_ab {a.job}: {a.pairs} pairs of {a.block_steps} steps, {i} steps in all", flush=True)
 

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Issue 23's profiling cost with the method's own noise measured beside it, one device call per phase:
+#   bash .devcarry-cost/cost_device.sh abba|whole|lorawhole [BUDGET_S]
+# run from a checkout (workloads/) whose .devcarry-cost/ holds scalescope.xz (release CLI, stripped, xz),
+# lib/ (its Debian libraries), libscalescope-collector.so, window_ab.py, window_check.py, cost_summary.py
+# and this script. Writes $OUT/summary.txt and $OUT/cost-PHASE.tgz (every log, block and process summary).
+#
+# Every job (profiled or not) is pinned to the same cores (COST_CPUS, default 2-9: window_ab.py --cpus, set
+# before torch starts a thread, so the collector's and CUDA's threads inherit it) and runs the same warm-up.
+# abba:  in-process ABBA blocks (window_ab.py; "on" = one collector window under
+#        `profile --capture-range cudaProfilerApi`, pause 0.6 s and 2 untimed steps before every block):
+#        MobileNetV2 (16 pairs of 15 steps) control (no profiler, both blocks alike: the floor), default,
+#        --discard (CUPTI's own floor), NVTX hooks; LoRA (10 pairs of 8 steps) the same four. The default and
+#        hooks traces are checked (window_check.py: exactly pairs x steps ProfilerStep ranges, kernels with
+#        their launch call).
+# whole: whole processes of MobileNetV2 (window_ab.py --steps-only 120: every step timed), rounds of the
+#        modes none, default (`profile` as a user runs it), discard, stacks0 (SCALESCOPE_HOST_STACKS=0),
+#        the order rotating per round, as many rounds as the budget allows (WHOLE_MODES, WHOLE_ROUNDS).
+# lorawhole: the same for the LoRA step (60 steps), modes none and default.
+# A job is started only if it should end before BUDGET_S (default 565).
+# CPU test of the logic: COST_FAKE_MS=5 SS=path/to/scalescope OUT=/tmp/x bash cost_device.sh abba 60
+# (window_ab.py --fake-step-ms: sleeps instead of a GPU step).
+set -u
+c="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+out="${OUT:?OUT must name the folder for results}"
+phase="${1:?usage: cost_device.sh abba|whole|lorawhole [BUDGET_S]}"
+budget="${2:-565}"
+t0=$(date +%s)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+if [ -n "${SS:-}" ]; then
+  ss="$SS"
+else
+  xz -dc "$c/scalescope.xz" > /tmp/scalescope-cost && chmod +x /tmp/scalescope-cost
+  printf '#!/bin/sh\nexec /lib64/ld-linux-x86-64.so.2 --library-path "%s/lib" /tmp/scalescope-cost "$@"\n' "$c" \
+    > /tmp/scalescope-cost.sh
+  chmod +x /tmp/scalescope-cost.sh
+  ss=/tmp/scalescope-cost.sh
+fi
+export SCALESCOPE_COLLECTOR="$c/libscalescope-collector.so"
+cpus="${COST_CPUS:-2-9}"
+fake=()
+[ -n "${COST_FAKE_MS:-}" ] && fake=(--fake-step-ms "$COST_FAKE_MS")
+work="$(mktemp -d /tmp/cost.XXXXXX)"
+logs="$out/logs"
+mkdir -p "$logs"
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,pstate,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit \
+    --format=csv
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+  "$ss" --version
+  echo "nproc $(nproc); pinned jobs to cores $cpus; load $(cat /proc/loadavg)"
+  lscpu | grep -E 'Model name|^CPU\(s\)|Thread|NUMA node|MHz'
+  ls -la "$c"
+} > "$out/env.txt" 2>&1
+left() { echo $((budget - ($(date +%s) - t0))); }
+note() { echo "[$(($(date +%s) - t0)) s] $*" | tee -a "$out/summary.txt"; }
+note "phase $phase, budget $budget s, cores $cpus, $(head -1 "$out/env.txt")"
+# The host's own view of its CPU each second (the st column: time the hypervisor ran something else).
+vmstat -t 1 > "$logs/vmstat.log" 2>&1 &
+vmstat_pid=$!
+
+# The collector's process summary (<host>-<pid>.json beside the trace) of a run directory, one JSON line.
+proc_line() {  # proc_line RUN.ssrun ROUND MODE
+  python3 - "$@" <<'PY'
+import glob, json, os, sys
+d, rnd, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+for f in sorted(glob.glob(os.path.join(d, "*.json"))):
+    try:
+        j = json.load(open(f))
+    except ValueError:
+        continue
+    if isinstance(j, dict) and "pid" in j and "sampling" in j:
+        keep = {k: j.get(k) for k in ("pid", "sampling", "collector_cpu_ns", "host_sampler_cpu_ns", "nvml_cpu_ns",
+                                      "windows_opened", "cupti_detaches", "events_written", "bytes_written",
+                                      "cupti_dropped_records", "status")}
+        print(json.dumps(dict(keep, round=rnd, mode=mode)))
+        break
+PY
+}
+
+# One ABBA job: abba WORKLOAD LABEL EST_S PAIRS BLOCK_STEPS [profile options...]; LABEL control: no profiler.
+# ABBA_ENV: variables for the profiled job. CHECK=1: export the trace and check it.
+abba() {
+  local w="$1" label="$2" est="$3" pairs="$4" steps="$5"
+  shift 5
+  if (($(left) < est)); then
+    note "skipped $w/$label: $(left) s left, needs about $est s"
+    return
+  fi
+  local run="$work/$w-$label" s rc
+  local -a job=(python3 "$c/window_ab.py" --workload "$w" --job "$label" --out "$logs/abba-$w.jsonl"
+                --pairs "$pairs" --block-steps "$steps" --warmup 15 --pause 0.6 --cpus "$cpus" "${fake[@]}")
+  s=$(date +%s)
+  if [ "$label" = control ]; then
+    timeout $((2 * est)) "${job[@]}" --on nothing > "$logs/abba-$w-$label.log" 2>&1
+    rc=$?
+  else
+    timeout $((2 * est)) env "${ABBA_ENV[@]}" "$ss" profile -o "$run" --capture-range cudaProfilerApi "$@" -- \
+      "${job[@]}" --on cuda-profiler > "$logs/abba-$w-$label.log" 2>&1
+    rc=$?
+  fi
+  note "$w/$label: exit $rc in $(($(date +%s) - s)) s"
+  if [ -d "$run.ssrun" ]; then
+    proc_line "$run.ssrun" 0 "$label" >> "$logs/abba-$w-proc.jsonl"
+    if [ "${CHECK:-0}" = 1 ] && (($(left) > est + 20)); then
+      if "$ss" export --format sqlite -o "$work/t.sqlite" --force "$run.ssrun" > /dev/null 2>&1; then
+        python3 "$c/window_check.py" "$work/t.sqlite" "$((pairs * steps))" 2>&1 | sed "s|^|  check $w/$label: |" |
+          tee -a "$out/summary.txt"
+      else
+        note "  export of $w/$label failed"
+      fi
+    fi
+    rm -rf "$run.ssrun" "$work/t.sqlite"
+  fi
+}
+
+# Whole processes: whole WORKLOAD STEPS EST_S MODES...; rounds until WHOLE_ROUNDS or the budget.
+whole() {
+  local w="$1" nsteps="$2" est="$3"
+  shift 3
+  local -a modes=("$@")
+  local n=${#modes[@]} round mode k launch end rc run
+  for ((round = 0; round < ${WHOLE_ROUNDS:-20}; round++)); do
+    if (($(left) < n * est)); then
+      note "whole $w: stopped before round $round ($(left) s left, a round needs about $((n * est)) s)"
+      break
+    fi
+    for ((k = 0; k < n; k++)); do
+      mode="${modes[$(((k + round) % n))]}"
+      run="$work/$w-$mode-$round"
+      local -a job=(python3 "$c/window_ab.py" --workload "$w" --job "$mode" --on nothing --round "$round"
+                    --out "$logs/whole-$w-steps.jsonl" --steps-only "$nsteps" --cpus "$cpus" "${fake[@]}")
+      local -a pre=()
+      case "$mode" in
+        none) pre=() ;;
+        default) pre=("$ss" profile -o "$run" --) ;;
+        discard) pre=("$ss" profile -o "$run" --discard --) ;;
+        stacks0) pre=(env SCALESCOPE_HOST_STACKS=0 "$ss" profile -o "$run" --) ;;
+        nohost) pre=("$ss" profile -o "$run" --host-hz 0 --nvml-hz 0 --) ;;
+        hooks) pre=(env SCALESCOPE_NVTX_RECORDS=hooks "$ss" profile -o "$run" --) ;;
+        *) note "unknown mode $mode"; return ;;
+      esac
+      [ -n "${COST_FAKE_MS:-}" ] && [ "$mode" != none ] && pre=(env FAKE_PROFILED=1 "${pre[@]}")
+      launch=$(date +%s.%N)
+      timeout $((3 * est)) "${pre[@]}" "${job[@]}" --launch-epoch "$launch" > "$logs/whole-$w-$mode-$round.log" 2>&1
+      rc=$?
+      end=$(date +%s.%N)
+      echo "{\"round\": $round, \"mode\": \"$mode\", \"rc\": $rc, \"launch_epoch\": $launch, \"end_epoch\": $end}" \
+        >> "$logs/whole-$w-wall.jsonl"
+      [ -d "$run.ssrun" ] && proc_line "$run.ssrun" "$round" "$mode" >> "$logs/whole-$w-proc.jsonl"
+      note "whole $w round $round $mode: exit $rc, $(python3 -c "print(round($end - $launch, 1))") s"
+      rm -rf "$run.ssrun"
+    done
+  done
+  touch "$logs/whole-$w-proc.jsonl"
+  python3 "$c/cost_summary.py" whole "$logs/whole-$w-steps.jsonl" "$logs/whole-$w-wall.jsonl" \
+    "$logs/whole-$w-proc.jsonl" 2>&1 | tee -a "$out/summary.txt"
+}
+
+case "$phase" in
+  abba)
+    note "A. MobileNetV2 ABBA, 16 pairs of 15 steps: control, default, discard, hooks"
+    ABBA_ENV=(SCALESCOPE_NVTX_RECORDS=cupti)
+    abba mobilenet control 75 16 15
+    CHECK=1 abba mobilenet default 75 16 15
+    abba mobilenet discard 75 16 15 --discard
+    ABBA_ENV=(SCALESCOPE_NVTX_RECORDS=hooks)
+    CHECK=1 abba mobilenet hooks 75 16 15
+    python3 "$c/cost_summary.py" abba "$logs/abba-mobilenet.jsonl" 2>&1 | tee -a "$out/summary.txt"
+    note "B. LoRA ABBA, 10 pairs of 8 steps: control, default, discard, hooks"
+    ABBA_ENV=(SCALESCOPE_NVTX_RECORDS=cupti)
+    abba lora control 65 10 8
+    CHECK=1 abba lora default 65 10 8
+    abba lora discard 65 10 8 --discard
+    ABBA_ENV=(SCALESCOPE_NVTX_RECORDS=hooks)
+    abba lora hooks 65 10 8
+    [ -f "$logs/abba-lora.jsonl" ] && python3 "$c/cost_summary.py" abba "$logs/abba-lora.jsonl" 2>&1 |
+      tee -a "$out/summary.txt"
+    ;;
+  whole)
+    read -r -a wm <<< "${WHOLE_MODES:-none default discard stacks0}"
+    note "C. whole processes, MobileNetV2, 120 steps: ${wm[*]}"
+    whole mobilenet 120 32 "${wm[@]}"
+    ;;
+  lorawhole)
+    read -r -a wm <<< "${WHOLE_MODES:-none default}"
+    note "D. whole processes, LoRA, 60 steps: ${wm[*]}"
+    whole lora 60 40 "${wm[@]}"
+    ;;
+  *) echo "cost_device.sh: unknown phase $phase" >&2; exit 2 ;;
+esac
+note "done"
+kill "$vmstat_pid" 2>/dev/null
+cp "$out/summary.txt" "$logs/" 2>/dev/null
+tar -C "$out" -czf "$out/cost-$phase.tgz" logs env.txt && rm -rf "$logs"
+rm -rf "$work"
