@@ -3,7 +3,8 @@
 #   bash .devcarry-cost/cost_device.sh abba|whole|lorawhole [BUDGET_S]
 # run from a checkout (workloads/) whose .devcarry-cost/ holds scalescope.xz (release CLI, stripped, xz),
 # lib/ (its Debian libraries), libscalescope-collector.so, window_ab.py, window_check.py, cost_summary.py
-# and this script. Writes $OUT/summary.txt and $OUT/cost-PHASE.tgz (every log, block and process summary).
+# and this script. Writes $OUT/summary.txt, $OUT/env.txt and $OUT/cost-PHASE.tgz (every log, block and
+# process summary, and `vmstat -t 1` for the whole phase: the guest's own view of steal time).
 #
 # Every job (profiled or not) is pinned to the same cores (COST_CPUS, default 2-9: window_ab.py --cpus, set
 # before torch starts a thread, so the collector's and CUDA's threads inherit it) and runs the same warm-up.
