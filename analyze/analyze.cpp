@@ -190,10 +190,9 @@ void detail::describe_rank(const trace::Trace& t, bool gpu_activity, RankAnalysi
   }
 }
 
-namespace {
-
 // The detected iterations that lie wholly inside the window, summarized.
-IterationStats window_iterations(const detail::Detected& detected, const Window& w, double warmup_tolerance) {
+IterationStats detail::window_iterations(const Detected& detected, Timestamp ws, Timestamp we,
+                                         double warmup_tolerance) {
   IterationStats st;
   if (detected.iterations.empty()) {
     st.availability = {false, "skipped: " + detected.reason};
@@ -201,13 +200,15 @@ IterationStats window_iterations(const detail::Detected& detected, const Window&
   }
   st.source = detected.source;
   for (const Iteration& it : detected.iterations)
-    if (it.start >= w.ws && it.end <= w.we) st.iterations.push_back(it);
+    if (it.start >= ws && it.end <= we) st.iterations.push_back(it);
   if (st.iterations.empty())
     st.availability = {false, fmt::format("skipped: none of the {} iterations ({}) lies inside the window",
                                           detected.iterations.size(), detected.source)};
   else detail::summarize_iterations(st, warmup_tolerance);
   return st;
 }
+
+namespace {
 
 // The per-stream lists of one window: scratch.streams holds one slice per
 // (device, stream), sized by a counting pass so that each is reserved once.
@@ -646,11 +647,14 @@ Attribution window_attribution(const Window& w, const Options& o, const detail::
   return a;
 }
 
+}  // namespace
+
 // Collectives for straggler matching, in start order: NCCL's records, else
 // the communication kernels. Sequence numbers count over the whole trace.
-std::vector<CollectiveArrival> collective_arrivals(const Window& w, const std::vector<KernelInfo>& info,
-                                                   const std::vector<Iteration>& iterations) {
-  const trace::Trace& t = w.t;
+std::vector<CollectiveArrival> detail::collective_arrivals(const trace::Trace& t, Timestamp ws, Timestamp we,
+                                                           const std::vector<KernelInfo>& info,
+                                                           const std::vector<Iteration>& iterations) {
+  const Window w{t, ws, we, std::max<int64_t>(0, we - ws)};
   std::vector<CollectiveArrival> out;
   std::map<std::pair<trace::StringId, trace::NcclOp>, int64_t> occurrence;
   // Collectives before the first steady iteration belong to the warm-up.
@@ -696,6 +700,8 @@ std::vector<CollectiveArrival> collective_arrivals(const Window& w, const std::v
   return out;
 }
 
+namespace {
+
 // One analysis of one window (the whole trace without --window): the
 // analyses above in order. The GPU tables are scanned once into the
 // scratch's lists, which the breakdown, launch and input analyses then read.
@@ -707,7 +713,7 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   const detail::Detected detected = detail::detect_iterations(t, o.iteration_range);
   const auto [ws, we] = detail::resolve_window(t, o, detected);
   const Window w{t, ws, we, std::max<int64_t>(0, we - ws)};
-  r.iterations = window_iterations(detected, w, o.warmup_tolerance);
+  r.iterations = detail::window_iterations(detected, w.ws, w.we, o.warmup_tolerance);
 
   prepare_class_lists(t, scratch);
   StreamSlices streams(t, scratch);
@@ -724,7 +730,7 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   r.host = detail::analyze_host(t, w.ws, w.we, r.iterations.iterations);
   mark_empty_window(o, w, r);
   r.attribution = window_attribution(w, o, paths, r.iterations.iterations, info);
-  r.collectives = collective_arrivals(w, info, r.iterations.iterations);
+  r.collectives = detail::collective_arrivals(t, w.ws, w.we, info, r.iterations.iterations);
   return r;
 }
 

@@ -30,6 +30,31 @@ struct Detected {
 // collectives or kernels.
 Detected detect_iterations(const trace::Trace& trace, const std::string& range_name);
 
+// The columns detection reads, each in its table's row order, and the end of
+// GPU activity (the last iteration's cap): the streaming analysis hands over
+// only these, and the kernel columns only when nothing else marks steps.
+struct IterationInputs {
+  const trace::StringTable& strings;
+  const trace::NvtxTable& nvtx;
+  const std::vector<trace::NcclOp>& nccl_op;
+  const std::vector<uint64_t>& nccl_bytes;
+  const std::vector<trace::Timestamp>& nccl_start;
+  const std::vector<trace::StringId>& kernel_name;
+  const std::vector<trace::Timestamp>& kernel_start;
+  trace::Timestamp gpu_end = 0;
+};
+Detected detect_iterations(const IterationInputs& inputs, const std::string& range_name);
+
+// The detected iterations that lie wholly inside [ws, we], summarized.
+IterationStats window_iterations(const Detected& detected, trace::Timestamp ws, trace::Timestamp we,
+                                 double warmup_tolerance);
+
+// Collectives for straggler matching over [ws, we], in start order (analyze.cpp).
+// Reads the NCCL table, else the kernels `info` classes as communication, of t.
+std::vector<CollectiveArrival> collective_arrivals(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,
+                                                   const std::vector<KernelInfo>& info,
+                                                   const std::vector<Iteration>& iterations);
+
 // Fills the statistics of `stats.iterations` (marks warm-up iterations).
 void summarize_iterations(IterationStats& stats, double warmup_tolerance);
 

@@ -143,8 +143,14 @@ std::vector<uint32_t> time_order(const std::vector<Timestamp>& start) {
 }  // namespace
 
 Detected detect_iterations(const trace::Trace& t, const std::string& range_name) {
+  return detect_iterations(IterationInputs{t.strings, t.nvtx, t.nccl.op, t.nccl.bytes, t.nccl.start, t.kernels.name,
+                                           t.kernels.start, gpu_end(t)},
+                           range_name);
+}
+
+Detected detect_iterations(const IterationInputs& t, const std::string& range_name) {
   Detected d;
-  const Timestamp end = gpu_end(t);
+  const Timestamp end = t.gpu_end;
   const auto& nv = t.nvtx;
   // Ranges selected by a predicate on their text; GPU-projected copies
   // (Kineto's gpu_user_annotation) are preferred because the analyses are
@@ -204,15 +210,15 @@ Detected detect_iterations(const trace::Trace& t, const std::string& range_name)
     }
   }
   // Repeating collectives, by (op, bytes).
-  if (t.nccl.size() > 0) {
+  if (!t.nccl_start.empty()) {
     std::map<std::pair<int, uint64_t>, uint32_t> ids;
     std::vector<uint32_t> sym;
     std::vector<Timestamp> s;
-    for (uint32_t i : time_order(t.nccl.start)) {
-      auto key = std::make_pair(static_cast<int>(t.nccl.op[i]), t.nccl.bytes[i]);
+    for (uint32_t i : time_order(t.nccl_start)) {
+      auto key = std::make_pair(static_cast<int>(t.nccl_op[i]), t.nccl_bytes[i]);
       auto [it, _] = ids.emplace(key, static_cast<uint32_t>(ids.size()));
       sym.push_back(it->second);
-      s.push_back(t.nccl.start[i]);
+      s.push_back(t.nccl_start[i]);
     }
     if (auto m = find_marker(sym, s, s, ids.size())) {
       for (auto& [key, id] : ids) {
@@ -224,14 +230,14 @@ Detected detect_iterations(const trace::Trace& t, const std::string& range_name)
       return d;
     }
   }
-  if (t.kernels.size() > 0) {
+  if (!t.kernel_start.empty()) {
     std::vector<uint32_t> sym;
     std::vector<Timestamp> s;
-    sym.reserve(t.kernels.size());
-    s.reserve(t.kernels.size());
-    for (uint32_t i : time_order(t.kernels.start)) {
-      sym.push_back(t.kernels.name[i]);
-      s.push_back(t.kernels.start[i]);
+    sym.reserve(t.kernel_start.size());
+    s.reserve(t.kernel_start.size());
+    for (uint32_t i : time_order(t.kernel_start)) {
+      sym.push_back(t.kernel_name[i]);
+      s.push_back(t.kernel_start[i]);
     }
     if (auto m = find_marker(sym, s, s, t.strings.size())) {
       std::string name(t.strings.view(m->symbol).substr(0, 60));

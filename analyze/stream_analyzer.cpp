@@ -167,6 +167,18 @@ class StreamSweep {
   int64_t compute_ns = 0, communication_ns = 0, overlap_ns = 0, copy_ns = 0;
   int64_t gap_count = 0, gap_ns = 0;
 
+  // Input starvation (analyze_input): the idle gaps of compute | comm in
+  // which a host-to-device copy ended (`ends`, sorted), each counted once
+  // for its part inside [span_start, span_end). The first gap opens at the
+  // window's start; time after the last span is not a gap (nothing waited).
+  void watch_input(const std::vector<Timestamp>* ends, Timestamp ws, Timestamp span_start, Timestamp span_end) {
+    input_ends_ = ends;
+    input_ws_ = ws;
+    span_start_ = span_start;
+    span_end_ = span_end;
+  }
+  int64_t starvation_ns = 0, starved_gaps = 0;
+
   std::vector<StreamUtilization> streams(int64_t wall) const {
     std::vector<StreamUtilization> out;
     for (size_t i = 0; i < keys_.size(); ++i) {
@@ -202,6 +214,18 @@ class StreamSweep {
       normalize(v, merge_);
       busy_[s] += total(v);
     }
+    for (const Interval& iv : compute_comm_) {
+      if (!cc_open_) {
+        idle(input_ws_, iv.start);
+        cc_cur_ = iv;
+        cc_open_ = true;
+      } else if (iv.start <= cc_cur_.end) {
+        cc_cur_.end = std::max(cc_cur_.end, iv.end);
+      } else {
+        idle(cc_cur_.end, iv.start);
+        cc_cur_ = iv;
+      }
+    }
     // union_gaps(compute_comm, copy) with its open span kept between segments.
     const Intervals& a = compute_comm_;
     const Intervals& b = copy_;
@@ -224,6 +248,20 @@ class StreamSweep {
     }
   }
 
+  void idle(Timestamp from, Timestamp to) {
+    if (!input_ends_) return;
+    const auto x = std::lower_bound(input_ends_->begin(), input_ends_->end(), from);
+    if (x == input_ends_->end() || *x >= to) return;  // no copy ended in it
+    const int64_t inside = std::min(to, span_end_) - std::max(from, span_start_);
+    if (inside <= 0) return;
+    starvation_ns += inside;
+    starved_gaps += 1;
+  }
+
+  const std::vector<Timestamp>* input_ends_ = nullptr;
+  Timestamp input_ws_ = 0, span_start_ = 0, span_end_ = 0;
+  bool cc_open_ = false;
+  Interval cc_cur_;
   std::unordered_map<uint64_t, uint32_t> index_;
   std::vector<uint64_t> keys_;
   std::vector<int64_t> busy_;
@@ -241,6 +279,7 @@ class StreamSweep {
 struct ChunkFacts {
   bool gpu = false;  // has a kernel, collective, copy or set span in the window
   bool api = false;
+  bool kernels = false;  // has kernel rows (iteration detection's last resort reads them)
   Timestamp first = std::numeric_limits<Timestamp>::max();  // earliest start of its GPU spans
 };
 
@@ -295,6 +334,34 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
   };
   LaunchStats& ls = r.launch;
   std::vector<ChunkFacts> facts(reader.chunk_count());
+  // The rows that iteration detection, the collective list and the host
+  // analysis read, kept whole in file order so that the whole-trace code runs
+  // on them unchanged: NVTX ranges that can mark steps, every collective (the
+  // list holds one entry each anyway), communication kernels (the list when
+  // there are no NCCL rows) and the host sampler's tables. Their size is that
+  // of the results they make, not the rank's event count.
+  std::vector<Timestamp> htod_ends;  // input starvation: when each input copy ended
+  trace::Trace kept;
+  kept.meta = head.meta;
+  kept.strings = head.strings;
+  Timestamp gpu_end = 0;
+  std::vector<int8_t> step_range(names, -1), op_domain(names, -1);
+  auto marks_steps = [&](trace::StringId id) {
+    int8_t& m = step_range[id];
+    if (m < 0) {
+      const std::string_view text = head.strings.view(id);
+      m = (o.iteration_range.empty() ? text.starts_with("ProfilerStep#") : text == o.iteration_range) ? 1 : 0;
+    }
+    return m > 0;
+  };
+  auto is_op_domain = [&](trace::StringId id) {
+    int8_t& m = op_domain[id];
+    if (m < 0) {
+      const std::string_view d = head.strings.view(id);
+      m = d == "cpu_op" || d == "python_function";
+    }
+    return m > 0;
+  };
   trace::Trace batch;
   auto span = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
     for (Timestamp t : s) span_lo = std::min(span_lo, t);
@@ -325,8 +392,11 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
     ChunkFacts& f = facts[c];
     const auto& k = batch.kernels;
     kernel_rows += k.size();
+    f.kernels = k.size() > 0;
     span(k.start, k.end);
     for (size_t i = 0; i < k.size(); ++i) {
+      gpu_end = std::max(gpu_end, k.end[i]);
+      if (kernel_info(k.name[i]).cls == KernelClass::kCommunication) kept.kernels.push(k.row(i));
       if (k.end[i] < k.start[i]) continue;
       const int64_t d = k.end[i] - k.start[i];
       gpu_first(f, k.start[i], k.end[i]);
@@ -355,15 +425,18 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
     memcpy_rows += m.size();
     span(m.start, m.end);
     for (size_t i = 0; i < m.size(); ++i) {
+      gpu_end = std::max(gpu_end, m.end[i]);
       if (m.end[i] < m.start[i]) continue;
       const int64_t d = m.end[i] - m.start[i];
       gpu_first(f, m.start[i], m.end[i]);
+      if (m.kind[i] == trace::MemcpyKind::kHtoD) htod_ends.push_back(m.end[i]);
       detail::account_copy(m, i, d, copy_groups, cp, host_bytes, pageable_correlations);
     }
     const auto& ms = batch.memsets;
     memset_rows += ms.size();
     span(ms.start, ms.end);
     for (size_t i = 0; i < ms.size(); ++i) {
+      gpu_end = std::max(gpu_end, ms.end[i]);
       if (ms.end[i] < ms.start[i]) continue;
       gpu_first(f, ms.start[i], ms.end[i]);
       cp.memset_count += 1;
@@ -372,8 +445,21 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
     const auto& nc = batch.nccl;
     nccl_rows += nc.size();
     widen(nc.start, nc.end);
-    for (size_t i = 0; i < nc.size(); ++i)
+    for (size_t i = 0; i < nc.size(); ++i) {
+      gpu_end = std::max(gpu_end, nc.end[i]);
+      kept.nccl.push(nc.row(i));
       if (nc.end[i] >= nc.start[i]) gpu_first(f, nc.start[i], nc.end[i]);
+    }
+    const auto& nv = batch.nvtx;
+    for (size_t i = 0; i < nv.size(); ++i)
+      if (nv.kind[i] == trace::NvtxKind::kRange &&
+          (marks_steps(nv.text[i]) || (nv.device[i] < 0 && !is_op_domain(nv.domain[i]))))
+        kept.nvtx.push(nv.row(i));
+    for (size_t i = 0; i < batch.host_threads.size(); ++i) kept.host_threads.push(batch.host_threads.row(i));
+    for (size_t i = 0; i < batch.host_samples.size(); ++i) kept.host_samples.push(batch.host_samples.row(i));
+    for (size_t i = 0; i < batch.host_callsites.size(); ++i) kept.host_callsites.push(batch.host_callsites.row(i));
+    for (size_t i = 0; i < batch.host_stack_samples.size(); ++i)
+      kept.host_stack_samples.push(batch.host_stack_samples.row(i));
     const auto& s = batch.syncs;
     sync_rows += s.size();
     widen(s.start, s.end);
@@ -412,6 +498,40 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
     fail("{}: events lie outside the trace's span (timestamps at 0?); the streaming analysis cannot take it",
          path.string());
   auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, ws), std::min(e, we)}; };
+
+  // ---- iterations, as detail::detect_iterations finds them -----------------
+  // Ranges and collectives first; only when neither marks steps does the
+  // detection need every kernel's name and start (12 bytes per kernel, the
+  // one state here that grows with the trace: the repeating-kernel search
+  // compares each name's gaps with their median). They are read in one more
+  // pass, in file order, and freed once detection is done.
+  if (gpu_end == 0) gpu_end = span_lo > span_hi ? 0 : span_hi;  // as gpu_end(): time_span().second
+  detail::Detected detected;
+  {
+    std::vector<trace::StringId> kernel_name;
+    std::vector<Timestamp> kernel_start;
+    auto detect = [&] {
+      return detail::detect_iterations(detail::IterationInputs{kept.strings, kept.nvtx, kept.nccl.op, kept.nccl.bytes,
+                                                               kept.nccl.start, kernel_name, kernel_start, gpu_end},
+                                       o.iteration_range);
+    };
+    detected = detect();
+    if (detected.iterations.empty() && kernel_rows > 0) {
+      kernel_name.reserve(kernel_rows);
+      kernel_start.reserve(kernel_rows);
+      for (size_t c = 0; c < facts.size(); ++c) {
+        if (!facts[c].kernels) continue;
+        reader.read(c, batch);
+        kernel_name.insert(kernel_name.end(), batch.kernels.name.begin(), batch.kernels.name.end());
+        kernel_start.insert(kernel_start.end(), batch.kernels.start.begin(), batch.kernels.start.end());
+      }
+      detected = detect();
+    }
+  }
+  r.iterations = detail::window_iterations(detected, ws, we, o.warmup_tolerance);
+  const bool by_iterations = r.iterations.count > 0;
+  for (Timestamp& x : htod_ends) x = std::min(x, we);
+  std::sort(htod_ends.begin(), htod_ends.end());
   kernel_median.choose();
   launch_median.choose();
 
@@ -421,6 +541,8 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
     if (facts[c].gpu) order.push_back(c);
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return facts[x].first < facts[y].first; });
   StreamSweep sweep;
+  sweep.watch_input(&htod_ends, ws, by_iterations ? r.iterations.iterations.front().start : ws,
+                    by_iterations ? r.iterations.iterations.back().end : we);
   for (size_t n = 0; n < order.size(); ++n) {
     reader.read(order[n], batch);
     const auto& k = batch.kernels;
@@ -471,7 +593,6 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
 
   // ---- the results, as analyze_window states them ------------------------
   detail::describe_rank(head, kernel_rows + memcpy_rows + memset_rows + nccl_rows > 0, r);
-  r.iterations.availability = {false, kNotStreamed};
   for (int c = 0; c < kKernelClassCount; ++c) r.classes[c].cls = static_cast<KernelClass>(c);
 
   for (auto& [key, g] : copy_groups) {
@@ -522,9 +643,23 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
   sy.fraction = wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(wall) : 0;
 
   detail::finish_kernel_tables(kernel_rows == 0, head.strings, o, info, name_ns, name_count, r);
-  r.input.availability = {false, kNotStreamed};
+  InputStats& in = r.input;  // as analyze_input states it
+  in.iterations = r.iterations.count;
+  in.compute_ns = b.compute_ns;
+  in.starvation_ns = sweep.starvation_ns;
+  in.starved_iterations = sweep.starved_gaps;
+  {
+    const Timestamp span_start = by_iterations ? r.iterations.iterations.front().start : ws;
+    const Timestamp span_end = by_iterations ? r.iterations.iterations.back().end : we;
+    const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : wall;
+    in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
+  }
+  if (htod_ends.empty()) in.availability = {false, "skipped: no host-to-device copies in the window"};
+  else if (b.compute_ns == 0) in.availability = {false, "skipped: no compute kernels in the window"};
   r.numa = detail::analyze_numa(head.meta);
-  r.host.availability = {false, kNotStreamed};
+  r.host = detail::analyze_host(kept, ws, we, r.iterations.iterations);
+  if (kept.nccl.size() > 0) kept.kernels = {};  // the list reads NCCL's records then
+  r.collectives = detail::collective_arrivals(kept, ws, we, info, r.iterations.iterations);
   r.attribution.available = false;
   r.attribution.reason = kNotStreamed;
   return r;

@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <random>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "analyze/test_trace_builder.hpp"
 #include "trace/error.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/synthetic_trace.hpp"
@@ -41,24 +43,33 @@ void expect_same_as_whole(const fs::path& p, const Options& o = {}) {
   const RankAnalysis whole = analyze_rank(trace::read_trace(p), o);
   const RankAnalysis streamed = analyze_rank_streaming(p, o);
   const nlohmann::json a = whole, b = streamed;
-  for (const char* key : {"rank", "label", "source", "hostname", "node_rank", "breakdown", "launch", "copies", "sync",
-                          "precision", "layout", "numa", "classes", "top_kernels", "data_loss"})
+  for (const char* key : {"rank", "label", "source", "hostname", "node_rank", "breakdown", "iterations", "launch",
+                          "copies", "sync", "precision", "layout", "input", "numa", "classes", "top_kernels",
+                          "data_loss"})
     EXPECT_EQ(a.at(key), b.at(key)) << key << " of " << p;
-  EXPECT_EQ(a.contains("profiler_perturbation"), b.contains("profiler_perturbation"));
-  if (a.contains("profiler_perturbation")) {
-    EXPECT_EQ(a["profiler_perturbation"], b["profiler_perturbation"]);
+  for (const char* optional : {"profiler_perturbation", "host"}) {
+    EXPECT_EQ(a.contains(optional), b.contains(optional)) << optional << " of " << p;
+    if (a.contains(optional) && b.contains(optional)) {
+      EXPECT_EQ(a[optional], b[optional]) << optional << " of " << p;
+    }
   }
+  EXPECT_EQ(nlohmann::json(whole.host), nlohmann::json(streamed.host)) << p;  // also when skipped: the same reason
   EXPECT_EQ(whole.world_size, streamed.world_size);
   EXPECT_EQ(whole.node_count, streamed.node_count);
   EXPECT_EQ(whole.node_list, streamed.node_list);
   EXPECT_EQ(whole.gpu_activity, streamed.gpu_activity);
-  for (const Availability* skipped :
-       {&streamed.iterations.availability, &streamed.input.availability, &streamed.host.availability}) {
-    EXPECT_FALSE(skipped->available);
-    EXPECT_EQ(skipped->reason, "skipped: not computed by the streaming analysis");
+  ASSERT_EQ(whole.collectives.size(), streamed.collectives.size()) << p;
+  for (size_t i = 0; i < whole.collectives.size(); ++i) {
+    const CollectiveArrival &x = whole.collectives[i], &y = streamed.collectives[i];
+    EXPECT_EQ(x.communicator, y.communicator) << i;
+    EXPECT_EQ(x.communicator_name, y.communicator_name) << i;
+    EXPECT_EQ(x.op, y.op) << i;
+    EXPECT_EQ(x.sequence, y.sequence) << i;
+    EXPECT_EQ(x.arrival_unix_ns, y.arrival_unix_ns) << i;
+    EXPECT_EQ(x.end_unix_ns, y.end_unix_ns) << i;
+    EXPECT_EQ(x.warmup, y.warmup) << i;
   }
   EXPECT_FALSE(streamed.attribution.available);
-  EXPECT_TRUE(streamed.collectives.empty());
   EXPECT_EQ(streamed.steady, nullptr);
 }
 
@@ -164,6 +175,170 @@ TEST(StreamAnalyzerTest, TablesLeftEmpty) {
   trace::Trace empty;
   empty.meta = t.meta;
   expect_same_as_whole(write(dir, empty, 100, "empty.sstrace"));
+}
+
+// A trace's NVTX table without the rows whose text `drop` accepts.
+trace::Trace without_ranges(trace::Trace t, const std::function<bool(std::string_view)>& drop) {
+  trace::NvtxTable kept;
+  for (size_t i = 0; i < t.nvtx.size(); ++i)
+    if (!drop(t.strings.view(t.nvtx.text[i]))) kept.push(t.nvtx.row(i));
+  t.nvtx = std::move(kept);
+  return t;
+}
+
+// Every source iteration detection has: ProfilerStep ranges, a named range,
+// repeating annotations, collectives and kernels. Each source is checked to be
+// the one used, so that a test cannot pass on another source's answer.
+TEST(StreamAnalyzerTest, IterationsFromEverySource) {
+  TempDir dir;
+  const trace::Trace base = trace::make_synthetic_trace(30'000, 13);
+  auto source_of = [&](const fs::path& p, const Options& o = {}) {
+    const RankAnalysis r = analyze_rank_streaming(p, o);
+    EXPECT_TRUE(r.iterations.availability.available) << r.iterations.availability.reason;
+    EXPECT_GT(r.iterations.count, 2);
+    return r.iterations.source;
+  };
+  const fs::path steps = write(dir, base, 211, "steps.sstrace");
+  expect_same_as_whole(steps);
+  EXPECT_EQ(source_of(steps), "nvtx:ProfilerStep#");
+  Options named;
+  named.iteration_range = "DistributedDataParallel.forward";
+  expect_same_as_whole(steps, named);
+  EXPECT_EQ(source_of(steps, named), "range:DistributedDataParallel.forward");
+  Options missing;
+  missing.iteration_range = "no such range";
+  EXPECT_THROW(analyze_rank_streaming(steps, missing), Error);
+
+  const trace::Trace annotations =
+      without_ranges(base, [](std::string_view s) { return s.starts_with("ProfilerStep#"); });
+  const fs::path a = write(dir, annotations, 211, "annotations.sstrace");
+  expect_same_as_whole(a);
+  EXPECT_TRUE(source_of(a).starts_with("detected:annotation")) << source_of(a);
+
+  // Regular collectives and kernels (the synthetic trace's jitter makes
+  // neither regular): ten steps of an all-reduce and kernels of two names,
+  // one of them several times per step, with equal starts across names.
+  testing::TraceBuilder b;
+  const int64_t ms = 1'000'000;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t0 = i * 100 * ms + (i == 0 ? 0 : 150 * ms);  // a slow first step (warm-up)
+    b.kernel("step_kernel", t0 + 10 * ms, t0 + 20 * ms);
+    for (int j = 0; j < 3; ++j) b.kernel("small_kernel", t0 + (10 + 7 * j) * ms, t0 + (12 + 7 * j) * ms, 9);
+    b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t0 + 50 * ms, t0 + 60 * ms, 20);
+    b.nccl(trace::NcclOp::kAllReduce, t0 + 50 * ms, t0 + 60 * ms, -1, "pg0", 20);
+    b.nccl(trace::NcclOp::kBroadcast, t0 + 55 * ms + i * i * ms, t0 + 58 * ms + i * i * ms, -1, "pg1", 21);
+  }
+  const fs::path c = write(dir, b.t, 3, "collectives.sstrace");
+  expect_same_as_whole(c);
+  EXPECT_TRUE(source_of(c).starts_with("detected:collective")) << source_of(c);
+  EXPECT_EQ(analyze_rank_streaming(c, Options{}).collectives.size(), 20u);
+
+  b.t.nccl = {};
+  const fs::path k = write(dir, b.t, 3, "kernels.sstrace");
+  expect_same_as_whole(k);
+  EXPECT_EQ(source_of(k), "detected:kernel 'step_kernel'");
+  // The collective list from communication kernels (no NCCL rows), with warm-up flags.
+  const RankAnalysis r = analyze_rank_streaming(k, Options{});
+  ASSERT_EQ(r.collectives.size(), 10u);
+  EXPECT_EQ(r.iterations.warmup_count, 1);
+  EXPECT_TRUE(r.collectives.front().warmup);
+  EXPECT_FALSE(r.collectives.back().warmup);
+}
+
+// Input starvation: copies ending in idle gaps (two in one gap: counted
+// once), under running work, after the last kernel, before the first one;
+// with iterations and without. Rows one per chunk: spans cross many cuts.
+TEST(StreamAnalyzerTest, InputStarvation) {
+  TempDir dir;
+  for (bool steps : {false, true}) {
+    testing::TraceBuilder b;
+    using trace::MemcpyKind;
+    using trace::MemoryKind;
+    const int64_t ms = 1'000'000;
+    for (int i = 0; i < 12; ++i) {
+      const int64_t t0 = i * 100 * ms;
+      if (steps) b.range("ProfilerStep#" + std::to_string(i), t0, t0 + 100 * ms);
+      b.kernel("sgemm_kernel", t0 + 30 * ms, t0 + 70 * ms);
+      b.kernel("ncclAllReduce_kernel", t0 + 60 * ms, t0 + 80 * ms, 8);
+      b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, t0 + 5 * ms, t0 + (i % 3 ? 20 : 65) * ms,
+             1 << 20);
+      if (i % 4 == 0)
+        b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, t0 + 1 * ms, t0 + 25 * ms, 1 << 20);
+    }
+    b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 1250 * ms, 1260 * ms, 1 << 20);  // after the end
+    const fs::path p = write(dir, b.t, 1, steps ? "steps.sstrace" : "plain.sstrace");
+    expect_same_as_whole(p);
+    const RankAnalysis r = analyze_rank_streaming(p, Options{});
+    ASSERT_TRUE(r.input.availability.available) << r.input.availability.reason;
+    // The gaps before the steps of i % 3 != 0 (i = 4 and 8 have two copies
+    // there). Plain, iterations run from kernel to kernel ('sgemm_kernel'):
+    // the gap before the first one is outside them, the others count whole
+    // (50 ms). With step ranges, step 0 starts before the window (the first
+    // event at 1 ms): iterations start at 100 ms, and step 1's gap counts 30 ms.
+    EXPECT_EQ(r.input.starved_iterations, 8);
+    EXPECT_EQ(r.input.starvation_ns, steps ? 7 * 50 * ms + 30 * ms : 8 * 50 * ms);
+    EXPECT_EQ(r.iterations.source, steps ? "nvtx:ProfilerStep#" : "detected:kernel 'sgemm_kernel'");
+  }
+}
+
+// The host sampler's tables (formats 1.2-1.4): threads, samples, call stacks.
+TEST(StreamAnalyzerTest, HostThreadsAndStacks) {
+  using namespace testing::host_case;
+  TempDir dir;
+  testing::TraceBuilder b = steps();
+  b.t.meta.extra["host_stack_sampling"] = "perf_event_open task-clock, frame-pointer callchains";
+  b.host_thread(100, 101, "pt_main_loader");
+  auto& cs = b.t.host_callsites;
+  const auto exe = b.t.strings.intern("/usr/bin/python3.12");
+  cs.push({1, 0, b.t.strings.intern("main"), exe, 0x10});
+  cs.push({2, 1, b.t.strings.intern("cudaLaunchKernel"), exe, 0x20});
+  cs.push({3, 1, trace::kNoString, exe, 0x40});
+  int n = 0;
+  each_sample([&](int64_t t) {
+    b.host_sample(t, 100, 100, trace::ThreadState::kRunning, 0, 10 * kMs);
+    b.host_sample(t, 100, 101, n % 3 ? trace::ThreadState::kRunning : trace::ThreadState::kSleeping, 1, 4 * kMs);
+    b.t.host_stack_samples.push({t - kMs, 100, 100, n % 5 < 3 ? 2u : 3u});
+    ++n;
+  });
+  const fs::path p = write(dir, b.t, 7);  // host rows over many chunks
+  expect_same_as_whole(p);
+  const RankAnalysis r = analyze_rank_streaming(p, Options{});
+  ASSERT_TRUE(r.host.availability.available) << r.host.availability.reason;
+  EXPECT_EQ(r.host.threads.size(), 2u);
+  EXPECT_GT(r.host.stack_samples, 0);
+}
+
+// The inputs of the golden CLI tests (analyze/golden_inputs_main.cpp), as
+// written there: two DDP runs of two ranks and two hosts of two ranks.
+TEST(StreamAnalyzerTest, GoldenInputs) {
+  TempDir dir;
+  for (auto [seed, pageable] : {std::pair<uint64_t, bool>{11, false}, {21, true}})
+    for (int rank = 0; rank < 2; ++rank) {
+      trace::SyntheticOptions o;
+      o.events = 3000;
+      o.seed = seed + static_cast<uint64_t>(rank);
+      o.rank = rank;
+      o.world_size = 2;
+      o.device = static_cast<uint32_t>(rank);
+      trace::Trace t = trace::make_synthetic_trace(o);
+      if (pageable)
+        for (size_t i = 0; i < t.memcpys.size(); ++i)
+          if (t.memcpys.kind[i] == trace::MemcpyKind::kHtoD) {
+            t.memcpys.src_kind[i] = trace::MemoryKind::kPageable;
+            t.memcpys.is_async[i] = 0;
+          }
+      expect_same_as_whole(write(dir, t, size_t{1} << 20, "golden.sstrace"));
+    }
+  trace::SyntheticOptions o;
+  o.events = 3000;
+  o.seed = 31;
+  o.world_size = 4;
+  trace::Trace late = trace::make_synthetic_trace(o);
+  late.meta.rank = 3;
+  late.meta.clock = {{o.start_ns, 1'764'000'000'003'000'000}};
+  for (size_t i = 0; i < late.nccl.size(); ++i)
+    late.nccl.start[i] = std::min(late.nccl.start[i] + 150'000, late.nccl.end[i] - 1);
+  expect_same_as_whole(write(dir, late, size_t{1} << 20, "node.sstrace"));
 }
 
 TEST(StreamAnalyzerTest, RefusesAWindowAndBadInput) {

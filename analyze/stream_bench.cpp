@@ -69,10 +69,12 @@ void print(const analyze::RankAnalysis& r, double seconds) {
   const auto& b = r.breakdown;
   fmt::print(
       "wall_ns={} compute_ns={} comm_ns={} overlap_ns={} copy_ns={} idle_ns={} streams={} kernels={} "
-      "median_kernel_ns={} launches={} median_launch_ns={} gaps={} gap_ns={} sync_ns={} analysis_s={:.3f}\n",
+      "median_kernel_ns={} launches={} median_launch_ns={} gaps={} gap_ns={} sync_ns={} iterations={} "
+      "starvation_ns={} collectives={} analysis_s={:.3f}\n",
       b.wall_ns, b.compute_ns, b.communication_ns, b.overlap_ns, b.copy_ns, b.idle_ns, b.streams.size(),
       r.launch.kernel_count, r.launch.median_kernel_ns, r.launch.launch_api_count, r.launch.median_launch_ns,
-      r.launch.gap_count, r.launch.gpu_gap_ns, r.sync.host_sync_ns, seconds);
+      r.launch.gap_count, r.launch.gpu_gap_ns, r.sync.host_sync_ns, r.iterations.count, r.input.starvation_ns,
+      r.collectives.size(), seconds);
 }
 
 }  // namespace

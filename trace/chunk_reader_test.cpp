@@ -105,6 +105,31 @@ TEST(ChunkReaderTest, ChunksTogetherAreTheWholeTrace) {
   expect_same(read_by_chunks(p), whole);
 }
 
+// Format 1.4's module rows (offline frame naming) come out of the chunks as
+// read_trace gives them: they once stayed in the reader, out of every batch.
+TEST(ChunkReaderTest, HostModuleRowsComeOutOfTheChunks) {
+  TempDir dir;
+  Trace t = make_synthetic_trace(3'000, 4);
+  const StringId exe = t.strings.intern("/usr/bin/python3.12");
+  for (uint32_t i = 0; i < 7; ++i)
+    t.host_modules.push({700 + i, i % 2 ? exe : t.strings.intern("/opt/lib" + std::to_string(i) + ".so"),
+                         i % 3 ? t.strings.intern("3f2a9c0d11e4b5a" + std::to_string(i)) : kNoString,
+                         0x555555554000u + i * 0x100000u, 0x555555600000u + i * 0x100000u, uint64_t{i} * 0x1000});
+  const fs::path p = write_small_chunks(dir, t, 2);  // modules over four chunks, among the others
+  const Trace whole = read_trace(p);
+  ASSERT_EQ(whole.host_modules.size(), 7u);
+  const Trace chunked = read_by_chunks(p);
+  ASSERT_EQ(chunked.host_modules.size(), 7u);
+  expect_same(chunked, whole);
+  EXPECT_EQ(chunked.strings.view(chunked.host_modules.path[1]), "/usr/bin/python3.12");
+  EXPECT_EQ(chunked.strings.view(chunked.host_modules.build_id[2]), "3f2a9c0d11e4b5a2");
+  // The golden file of format 1.4 too.
+  const fs::path golden = fs::path(SCALESCOPE_SOURCE_DIR) / "trace/testdata/golden-v1.4.sstrace";
+  const Trace g = read_trace(golden);
+  ASSERT_EQ(g.host_modules.size(), 3u);
+  expect_same(read_by_chunks(golden), g);
+}
+
 TEST(ChunkReaderTest, BatchHoldsOneChunkOnly) {
   TempDir dir;
   const fs::path p = write_small_chunks(dir, make_synthetic_trace(20'000, 5), 500);

@@ -779,22 +779,17 @@ void ChunkReader::read(size_t i, Trace& batch) {
   e.read = true;
   t.problems = m.reader->problems();
   // The decoded rows move to the batch; the batch's emptied columns come
-  // back, so their capacity serves the next chunk.
-  format::for_each_table(batch, [](ChunkType, auto& table) {
-    format::for_each_column(table, [](int, auto& col, Transform, auto*) { col.clear(); });
+  // back, so their capacity serves the next chunk. Every table, walked as the
+  // format lists them: a table left out here (format 1.4's host_modules once
+  // was) would stay in the reader, out of the batches, and be remapped again
+  // with every later chunk.
+  format::for_each_table(batch, [&](ChunkType type, auto& into) {
+    format::for_each_column(into, [](int, auto& col, Transform, auto*) { col.clear(); });
+    format::for_each_table(t, [&](ChunkType from_type, auto& from) {
+      if constexpr (std::is_same_v<decltype(&into), decltype(&from)>)
+        if (type == from_type) std::swap(into, from);
+    });
   });
-  std::swap(batch.kernels, t.kernels);
-  std::swap(batch.memcpys, t.memcpys);
-  std::swap(batch.memsets, t.memsets);
-  std::swap(batch.api, t.api);
-  std::swap(batch.syncs, t.syncs);
-  std::swap(batch.nvtx, t.nvtx);
-  std::swap(batch.nccl, t.nccl);
-  std::swap(batch.counters, t.counters);
-  std::swap(batch.host_threads, t.host_threads);
-  std::swap(batch.host_samples, t.host_samples);
-  std::swap(batch.host_callsites, t.host_callsites);
-  std::swap(batch.host_stack_samples, t.host_stack_samples);
 }
 
 bool is_trace_file(const std::filesystem::path& path) {

@@ -4,6 +4,8 @@
 #   A  main's `scalescope analyze --format json FILE` (today's whole-trace path)
 #   B  analyze_stream_bench stream FILE (this branch: analyze_rank_streaming)
 #   C  analyze_stream_bench whole FILE (this branch: read_trace + analyze_rank)
+#   D  $OLD_STREAM_BENCH stream FILE (an earlier build's streaming analysis, e.g.
+#      main's build/analyze/analyze_stream_bench; only when sides name D)
 # Usage: bench/issue20/stream.sh MAIN_SCALESCOPE STREAM_BENCH DIR ROUNDS SIZE[:ROUNDS][:SIDES]...
 #   e.g. bench/issue20/stream.sh /work/main/build/cli/scalescope build/analyze/analyze_stream_bench \
 #          /tmp/big 5 1000000 10000000 30000000:3 100000000:3:B
@@ -25,6 +27,7 @@ for spec in "$@"; do
         A) cmd=("$main" analyze --format json "$f") ;;
         B) cmd=("$bench" stream "$f") ;;
         C) cmd=("$bench" whole "$f") ;;
+        D) cmd=("${OLD_STREAM_BENCH:?set OLD_STREAM_BENCH for side D}" stream "$f") ;;
       esac
       t=$(mktemp)
       if /usr/bin/time -f "%e %U %S %M" -o "$t" "${cmd[@]}" > "$dir/last-$side.txt" 2>&1; then
