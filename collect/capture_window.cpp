@@ -471,8 +471,9 @@ void CaptureWindow::iteration_end() {
 }
 
 // Sampled windows with CUPTI's MARKER records (not the hooks): CUPTI writes
-// an NVTX range's record before it calls the collector back (the callback
-// carries the call's return value), so a window opened in the callback of
+// an NVTX range's record before it calls the collector back (inferred: the
+// callback carries the call's return value; not yet checked on a GPU trace
+// after this change), so a window opened in the callback of
 // the first traced iteration's push would miss that push's record and keep
 // only its end, an unmatched end (on H200 the default window held 19 whole
 // ProfilerStep ranges of 20). MARKER records are switched on at the end of
