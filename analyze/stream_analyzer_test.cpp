@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "analyze/golden_inputs.hpp"
 #include "analyze/test_trace_builder.hpp"
 #include "trace/error.hpp"
 #include "trace/kineto_importer.hpp"
@@ -43,9 +44,9 @@ void expect_same_as_whole(const fs::path& p, const Options& o = {}) {
   const RankAnalysis whole = analyze_rank(trace::read_trace(p), o);
   const RankAnalysis streamed = analyze_rank_streaming(p, o);
   const nlohmann::json a = whole, b = streamed;
-  for (const char* key : {"rank", "label", "source", "hostname", "node_rank", "breakdown", "iterations", "launch",
-                          "copies", "sync", "precision", "layout", "input", "numa", "classes", "top_kernels",
-                          "data_loss"})
+  for (const char* key :
+       {"rank", "label", "source", "hostname", "node_rank", "breakdown", "iterations", "launch", "copies", "sync",
+        "precision", "layout", "input", "numa", "classes", "top_kernels", "data_loss"})
     EXPECT_EQ(a.at(key), b.at(key)) << key << " of " << p;
   for (const char* optional : {"profiler_perturbation", "host"}) {
     EXPECT_EQ(a.contains(optional), b.contains(optional)) << optional << " of " << p;
@@ -265,7 +266,8 @@ TEST(StreamAnalyzerTest, InputStarvation) {
       if (i % 4 == 0)
         b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, t0 + 1 * ms, t0 + 25 * ms, 1 << 20);
     }
-    b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 1250 * ms, 1260 * ms, 1 << 20);  // after the end
+    b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 1250 * ms, 1260 * ms,
+           1 << 20);  // after the end
     const fs::path p = write(dir, b.t, 1, steps ? "steps.sstrace" : "plain.sstrace");
     expect_same_as_whole(p);
     const RankAnalysis r = analyze_rank_streaming(p, Options{});
@@ -308,37 +310,15 @@ TEST(StreamAnalyzerTest, HostThreadsAndStacks) {
   EXPECT_GT(r.host.stack_samples, 0);
 }
 
-// The inputs of the golden CLI tests (analyze/golden_inputs_main.cpp), as
-// written there: two DDP runs of two ranks and two hosts of two ranks.
+// The inputs of the golden CLI tests (analyze/golden_inputs.hpp): two DDP
+// runs of two ranks and two hosts of two ranks.
 TEST(StreamAnalyzerTest, GoldenInputs) {
   TempDir dir;
   for (auto [seed, pageable] : {std::pair<uint64_t, bool>{11, false}, {21, true}})
-    for (int rank = 0; rank < 2; ++rank) {
-      trace::SyntheticOptions o;
-      o.events = 3000;
-      o.seed = seed + static_cast<uint64_t>(rank);
-      o.rank = rank;
-      o.world_size = 2;
-      o.device = static_cast<uint32_t>(rank);
-      trace::Trace t = trace::make_synthetic_trace(o);
-      if (pageable)
-        for (size_t i = 0; i < t.memcpys.size(); ++i)
-          if (t.memcpys.kind[i] == trace::MemcpyKind::kHtoD) {
-            t.memcpys.src_kind[i] = trace::MemoryKind::kPageable;
-            t.memcpys.is_async[i] = 0;
-          }
-      expect_same_as_whole(write(dir, t, size_t{1} << 20, "golden.sstrace"));
-    }
-  trace::SyntheticOptions o;
-  o.events = 3000;
-  o.seed = 31;
-  o.world_size = 4;
-  trace::Trace late = trace::make_synthetic_trace(o);
-  late.meta.rank = 3;
-  late.meta.clock = {{o.start_ns, 1'764'000'000'003'000'000}};
-  for (size_t i = 0; i < late.nccl.size(); ++i)
-    late.nccl.start[i] = std::min(late.nccl.start[i] + 150'000, late.nccl.end[i] - 1);
-  expect_same_as_whole(write(dir, late, size_t{1} << 20, "node.sstrace"));
+    for (int rank = 0; rank < 2; ++rank)
+      expect_same_as_whole(write(dir, golden::ddp_rank(seed, rank, pageable), size_t{1} << 20, "golden.sstrace"));
+  for (const trace::Trace& t : golden::two_host_ranks())
+    expect_same_as_whole(write(dir, t, size_t{1} << 20, "node.sstrace"));
 }
 
 TEST(StreamAnalyzerTest, RefusesAWindowAndBadInput) {
