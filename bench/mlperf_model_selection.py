@@ -265,6 +265,14 @@ def conformal(scores, level=0.8):
     return s[min(len(s), math.ceil((len(s) + 1) * level)) - 1] / Z80
 
 
+def fit_residual(fit, ref):
+    """The fit's own log residual (k, c, scale: len(fit) - 2 degrees of freedom as in the C++); 0 for two points."""
+    if len(fit) <= 2:
+        return 0.0
+    return math.sqrt(sum(math.log(predict(fit, p, ref, dict(CHOSEN, batch="planned")) / p["T"]) ** 2
+                         for p in fit) / (len(fit) - 2))
+
+
 def intervals(curves, refs):
     """Held-out coverage at 80 % (tau from the other benchmarks' cases) of the
     default's interval: symmetric around the prediction (one tau, or one per
@@ -275,10 +283,7 @@ def intervals(curves, refs):
         for k in range(2, len(pts)):
             for t in pts[k:]:
                 fit, ref = pts[:k], refs[bench]
-                resid = 0.0
-                if k > 2:  # the fit's own log residuals (k, c, scale: k - 2 degrees of freedom as in the C++)
-                    resid = math.sqrt(sum(math.log(predict(fit, p, ref, dict(CHOSEN, batch="planned")) / p["T"]) ** 2
-                                          for p in fit) / (k - 2))
+                resid = fit_residual(fit, ref)
                 kept, per_gpu = batch_rules(fit, t, ref)
                 lo_b = kept if LOWER == "kept" else math.sqrt(kept * per_gpu)
                 times = [predict(fit, t, ref, dict(CHOSEN, batch=lo_b * (per_gpu / lo_b) ** (i / 100))) for i in range(101)]
@@ -317,10 +322,7 @@ def range_coverage(curves, refs, rule):
         for k in range(2, len(pts)):
             for t in pts[k:]:
                 fit, ref = pts[:k], refs[bench]
-                resid = 0.0
-                if k > 2:
-                    resid = math.sqrt(sum(math.log(predict(fit, p, ref, dict(CHOSEN, batch="planned")) / p["T"]) ** 2
-                                          for p in fit) / (k - 2))
+                resid = fit_residual(fit, ref)
                 kept, per_gpu = batch_rules(fit, t, ref)
                 bt = per_gpu
                 if rule != "per GPU, capped":
