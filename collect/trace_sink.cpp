@@ -10,12 +10,10 @@ std::unique_ptr<TraceSink> TraceSink::open(const std::filesystem::path& path, co
 }
 
 bool TraceSink::append(const trace::Trace& batch, const trace::StringTable& strings) {
+  // A batch of host rows only is still written: the last one (after the
+  // samplers stop) may hold only them.
+  if (batch.empty()) return true;
   size_t events = batch.event_count();
-  // The host tables that event_count() leaves out still make a batch worth
-  // writing: the last one (after the samplers stop) may hold only them.
-  if (events == 0 && batch.host_threads.size() == 0 && batch.host_callsites.size() == 0 &&
-      batch.host_stack_samples.size() == 0 && batch.host_modules.size() == 0)
-    return true;
   if (writer_->try_append(batch, strings)) {
     events_written_ += events;
     if (failing_ && warn_) warn_("writing " + writer_->path().string() + " works again");

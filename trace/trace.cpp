@@ -641,6 +641,11 @@ size_t Trace::event_count() const {
          counters.size() + host_samples.size();
 }
 
+bool Trace::empty() const {
+  return event_count() == 0 && host_threads.size() == 0 && host_callsites.size() == 0 &&
+         host_stack_samples.size() == 0 && host_modules.size() == 0;
+}
+
 std::pair<Timestamp, Timestamp> Trace::time_span() const {
   Timestamp lo = std::numeric_limits<Timestamp>::max();
   Timestamp hi = std::numeric_limits<Timestamp>::min();

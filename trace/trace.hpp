@@ -567,6 +567,10 @@ struct Trace {
   ProblemCounts problems;
 
   size_t event_count() const;
+  // No row in any table: also none of the host tables that event_count()
+  // leaves out (threads, callsites, stack samples, modules), which a batch
+  // may hold alone.
+  bool empty() const;
   // [first start, last end] over all GPU and API events; {0,0} when empty.
   std::pair<Timestamp, Timestamp> time_span() const;
 };

@@ -68,6 +68,20 @@ TEST(Trace, TimeSpanAndEventCount) {
   EXPECT_EQ(t.event_count(), 3u);
 }
 
+TEST(Trace, EmptyCountsTheHostTablesEventCountLeavesOut) {
+  Trace t;
+  EXPECT_TRUE(t.empty());
+  t.host_threads.push({});
+  EXPECT_EQ(t.event_count(), 0u);
+  EXPECT_FALSE(t.empty());
+  Trace m;
+  m.host_modules.push({});
+  EXPECT_FALSE(m.empty());
+  Trace k;
+  k.kernels.push({.start = 1, .end = 2});
+  EXPECT_FALSE(k.empty());
+}
+
 TEST(ProblemCounts, DataLossIsDetected) {
   ProblemCounts p;
   p.add(Problem::kUnknownEvent, 3);
