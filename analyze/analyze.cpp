@@ -618,10 +618,12 @@ NumaStats detail::analyze_numa(const trace::Metadata& meta) {
 
 namespace {
 
+}  // namespace
+
 // A window past this rank's end (or inside a gap of zero length) leaves no
 // time to share out: say so instead of printing zeros.
-void mark_empty_window(const Options& o, const Window& w, RankAnalysis& r) {
-  if (!o.window || w.wall != 0) return;
+void detail::mark_empty_window(const Options& o, int64_t wall, RankAnalysis& r) {
+  if (!o.window || wall != 0) return;
   const std::string why =
       fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
   for (Availability* a :
@@ -629,6 +631,8 @@ void mark_empty_window(const Options& o, const Window& w, RankAnalysis& r) {
         &r.precision.availability, &r.layout.availability, &r.input.availability})
     if (a->available) *a = {false, why};
 }
+
+namespace {
 
 // GPU time by operator, module and range.
 Attribution window_attribution(const Window& w, const Options& o, const detail::LaunchPaths* paths,
@@ -728,7 +732,7 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   r.input = analyze_input(w, scratch.compute, scratch.streams, r.iterations, r.breakdown.compute_ns);
   r.numa = detail::analyze_numa(t.meta);
   r.host = detail::analyze_host(t, w.ws, w.we, r.iterations.iterations);
-  mark_empty_window(o, w, r);
+  detail::mark_empty_window(o, w.wall, r);
   r.attribution = window_attribution(w, o, paths, r.iterations.iterations, info);
   r.collectives = detail::collective_arrivals(t, w.ws, w.we, info, r.iterations.iterations);
   return r;

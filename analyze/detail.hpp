@@ -61,6 +61,13 @@ void summarize_iterations(IterationStats& stats, double warmup_tolerance);
 // Resolves a window against a trace: [start, end] in trace-clock ns.
 std::pair<trace::Timestamp, trace::Timestamp> resolve_window(const trace::Trace& trace, const Options& options,
                                                              const Detected& detected);
+// The same from the trace's extent, as the first one computes it (its
+// time_span() widened by collectives and syncs), whether it has GPU rows
+// (kernels, copies, sets, collectives) and its metadata (for errors): the
+// streaming analysis, which has no whole Trace, resolves windows with it.
+std::pair<trace::Timestamp, trace::Timestamp> resolve_window(trace::Timestamp first, trace::Timestamp last,
+                                                             bool gpu_rows, const trace::Metadata& meta,
+                                                             const Options& options, const Detected& detected);
 
 // The one median and quantile of every part (trace/quantile.hpp).
 using trace::median;
@@ -107,6 +114,9 @@ void finish_kernel_tables(bool no_kernels, const trace::StringTable& strings, co
                           const std::vector<int64_t>& count, RankAnalysis& r);
 // NUMA placement of the process's CPUs and memory against the GPU's node.
 NumaStats analyze_numa(const trace::Metadata& meta);
+// With a window that holds no time of the rank (wall 0): the analyses that
+// share out time say so instead of printing zeros.
+void mark_empty_window(const Options& o, int64_t wall, RankAnalysis& r);
 
 // The host sampler's tables over [ws, we] and per iteration (host_threads.cpp).
 HostStats analyze_host(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,

@@ -293,6 +293,13 @@ std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Opti
   };
   widen(t.nccl.start, t.nccl.end);
   widen(t.syncs.start, t.syncs.end);
+  const bool gpu_rows = t.kernels.size() + t.memcpys.size() + t.memsets.size() + t.nccl.size() > 0;
+  return resolve_window(first, last, gpu_rows, t.meta, o, detected);
+}
+
+std::pair<Timestamp, Timestamp> resolve_window(Timestamp first, Timestamp last, bool gpu_rows,
+                                               const trace::Metadata& meta, const Options& o,
+                                               const Detected& detected) {
   if (!o.window) return {first, last};
   const WindowSpec& w = *o.window;
   // Offsets are clamped to the span in unsigned arithmetic (exact to the ns,
@@ -314,9 +321,9 @@ std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Opti
       if (n == 0) {
         // A process without GPU work (torchrun's agent beside its ranks) has
         // nothing to window: it keeps its whole span instead of failing the run.
-        if (t.kernels.size() + t.memcpys.size() + t.memsets.size() + t.nccl.size() == 0) return {first, last};
-        fail("--window {}: the trace of pid {} ({}) has no iterations ({})", w.to_string(), t.meta.pid,
-             t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("no rank"), detected.reason);
+        if (!gpu_rows) return {first, last};
+        fail("--window {}: the trace of pid {} ({}) has no iterations ({})", w.to_string(), meta.pid,
+             meta.rank >= 0 ? fmt::format("rank {}", meta.rank) : std::string("no rank"), detected.reason);
       }
       if (e > n) fail("--window {}: the trace has only {} iterations", w.to_string(), n);
       return {detected.iterations[static_cast<size_t>(s)].start, detected.iterations[static_cast<size_t>(e - 1)].end};

@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <functional>
 #include <map>
+#include <optional>
+#include <queue>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -168,15 +171,20 @@ class StreamSweep {
   int64_t gap_count = 0, gap_ns = 0;
 
   // Input starvation (analyze_input): the idle gaps of compute | comm in
-  // which a host-to-device copy ended (`ends`, sorted), each counted once
-  // for its part inside [span_start, span_end). The first gap opens at the
-  // window's start; time after the last span is not a gap (nothing waited).
-  void watch_input(const std::vector<Timestamp>* ends, Timestamp ws, Timestamp span_start, Timestamp span_end) {
-    input_ends_ = ends;
+  // which a host-to-device copy ended, each counted once for its part inside
+  // [span_start, span_end). The first gap opens at the window's start; time
+  // after the last span is not a gap (nothing waited).
+  void watch_input(Timestamp ws, Timestamp span_start, Timestamp span_end) {
     input_ws_ = ws;
     span_start_ = span_start;
     span_end_ = span_end;
   }
+  // When an input copy of the window ended (its end clipped to the window),
+  // given before the cut past it: a copy that ends in a gap starts before the
+  // gap closes, so its chunk is read before the segment that closes the gap.
+  // Ends before the gap being looked at are dropped: gaps come in time order,
+  // so what stays is the copies not yet ended, bounded as the pending rows are.
+  void input_end(Timestamp x) { input_ends_.push(x); }
   int64_t starvation_ns = 0, starved_gaps = 0;
 
   std::vector<StreamUtilization> streams(int64_t wall) const {
@@ -249,16 +257,15 @@ class StreamSweep {
   }
 
   void idle(Timestamp from, Timestamp to) {
-    if (!input_ends_) return;
-    const auto x = std::lower_bound(input_ends_->begin(), input_ends_->end(), from);
-    if (x == input_ends_->end() || *x >= to) return;  // no copy ended in it
+    while (!input_ends_.empty() && input_ends_.top() < from) input_ends_.pop();
+    if (input_ends_.empty() || input_ends_.top() >= to) return;  // no copy ended in it
     const int64_t inside = std::min(to, span_end_) - std::max(from, span_start_);
     if (inside <= 0) return;
     starvation_ns += inside;
     starved_gaps += 1;
   }
 
-  const std::vector<Timestamp>* input_ends_ = nullptr;
+  std::priority_queue<Timestamp, std::vector<Timestamp>, std::greater<>> input_ends_;
   Timestamp input_ws_ = 0, span_start_ = 0, span_end_ = 0;
   bool cc_open_ = false;
   Interval cc_cur_;
@@ -275,77 +282,367 @@ class StreamSweep {
   Interval cur_;
 };
 
-// What pass 1 learns of one table chunk.
+// What pass 1 learns of one table chunk (a chunk holds one table's rows).
 struct ChunkFacts {
-  bool gpu = false;  // has a kernel, collective, copy or set span in the window
-  bool api = false;
-  bool kernels = false;  // has kernel rows (iteration detection's last resort reads them)
+  bool gpu = false;       // has a kernel, collective, copy or set span (end >= start)
+  bool kernels = false;   // has kernel rows (iteration detection's last resort reads them)
+  bool syncs = false;     // has synchronization rows
+  bool api = false;       // has API calls
+  bool launches = false;  // has launch calls of the runtime or driver (the launch median reads them)
   Timestamp first = std::numeric_limits<Timestamp>::max();  // earliest start of its GPU spans
 };
 
-}  // namespace
+// The rows of each table over the whole file (the analyses' availability).
+struct TableRows {
+  uint64_t kernels = 0, memcpys = 0, memsets = 0, nccl = 0, syncs = 0, api = 0;
+  bool gpu() const { return kernels + memcpys + memsets + nccl > 0; }
+};
 
-RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Options& o) {
-  if (o.window)
-    fail("{}: the streaming analysis covers the whole trace; --window needs the whole-trace analysis", path.string());
-  trace::ChunkReader reader = trace::ChunkReader::open(path);
-  const trace::Trace& head = reader.head();
-  const size_t names = head.strings.size();
-
-  RankAnalysis r;
-  std::vector<KernelInfo> info(names);
-  std::vector<uint8_t> classified(names, 0);
-  std::vector<int64_t> name_ns(names, 0), name_count(names, 0);
-  std::vector<int8_t> is_launch(names, -1), sync_kind(names, -1);
-  auto kernel_info = [&](trace::StringId id) -> const KernelInfo& {
-    if (!classified[id]) {
-      classified[id] = 1;
-      info[id] = o.classifier.classify(head.strings.view(id));
+// The rank's names, each classified once for every window.
+class Names {
+ public:
+  Names(const trace::StringTable& strings, const KernelClassifier& classifier)
+      : strings_(strings),
+        classifier_(classifier),
+        info(strings.size()),
+        classified_(strings.size(), 0),
+        launch_(strings.size(), -1),
+        sync_(strings.size(), -1) {}
+  const KernelInfo& kernel(trace::StringId id) {
+    if (!classified_[id]) {
+      classified_[id] = 1;
+      info[id] = classifier_.classify(strings_.view(id));
     }
     return info[id];
-  };
-  auto launch = [&](trace::StringId id) {
-    int8_t& l = is_launch[id];
-    if (l < 0) l = detail::contains_ci(head.strings.view(id), "launch") ? 1 : 0;
+  }
+  bool launch(trace::StringId id) {
+    int8_t& l = launch_[id];
+    if (l < 0) l = detail::contains_ci(strings_.view(id), "launch") ? 1 : 0;
     return l > 0;
-  };
+  }
+  // The synchronization an API call is (by name), 0 for none.
+  int8_t sync_kind(trace::StringId id) {
+    int8_t& k = sync_[id];
+    if (k < 0) {
+      const auto sk = detail::sync_kind_of_api(strings_.view(id));
+      k = sk ? static_cast<int8_t>(*sk) : 0;
+    }
+    return k;
+  }
+  const trace::StringTable& strings() const { return strings_; }
 
-  // ---- pass 1: sums per row, the trace's span, median histograms ----------
-  uint64_t kernel_rows = 0, memcpy_rows = 0, memset_rows = 0, nccl_rows = 0, sync_rows = 0, api_rows = 0;
-  Timestamp span_lo = std::numeric_limits<Timestamp>::max(), span_hi = std::numeric_limits<Timestamp>::min();
-  Timestamp extra_lo = std::numeric_limits<Timestamp>::max(), extra_hi = std::numeric_limits<Timestamp>::min();
-  bool extra_any = false;  // nccl or sync rows: Trace::time_span() leaves them out
-  int64_t small_kernels = 0;
-  TwoPassMedian kernel_median, launch_median;
-  PrecisionStats& prec = r.precision;
-  LayoutStats& layout = r.layout;
-  CopyStats& cp = r.copies;
-  std::map<std::tuple<trace::MemcpyKind, trace::MemoryKind, trace::MemoryKind>, CopyGroup> copy_groups;
-  std::unordered_set<uint32_t> pageable_correlations;
-  uint64_t host_bytes = 0;
-  std::map<trace::SyncKind, SyncGroup> sync_groups;
-  SyncStats& sy = r.sync;
-  auto add_sync = [&](trace::SyncKind kind, int64_t d) {
-    SyncGroup& g = sync_groups[kind];
+ private:
+  const trace::StringTable& strings_;
+  const KernelClassifier& classifier_;
+
+ public:
+  std::vector<KernelInfo> info;  // of the names kernel() was asked about
+
+ private:
+  std::vector<uint8_t> classified_;
+  std::vector<int8_t> launch_, sync_;
+};
+
+bool launch_domain(trace::ApiDomain d) { return d == trace::ApiDomain::kRuntime || d == trace::ApiDomain::kDriver; }
+
+// One window's figures (those of analyze_window but iterations, host,
+// collectives and attribution), made in steps that each take chunks:
+//   sum_gpu, sum_api  per-row sums and median counts, chunks in any order;
+//   sweep, cut        the interval unions, GPU chunks in order of first start;
+//   late_api          after every GPU chunk's sum_gpu: pageable calls, and
+//                     syncs from API calls;
+//   choose, then collect_kernels / collect_launches: the medians' values;
+//   finish            the results.
+// A row counts where the whole-trace analysis counts it: in [ws, we] (Window::in),
+// clipped to it. The whole-trace sums are made in pass 1, before the window
+// is known, with an unbounded window; summed_outside() then says whether a
+// row lay outside the real one (only possible with events at time 0).
+class WindowFigures {
+ public:
+  WindowFigures(size_t names, Timestamp ws, Timestamp we) : ws_(ws), we_(we), name_ns_(names, 0), name_count_(names, 0) {}
+  void set_window(Timestamp ws, Timestamp we) {
+    ws_ = ws;
+    we_ = we;
+  }
+  Timestamp ws() const { return ws_; }
+  Timestamp we() const { return we_; }
+  int64_t wall() const { return std::max<int64_t>(0, we_ - ws_); }
+  bool summed_outside(Timestamp ws, Timestamp we) const { return lo_ <= hi_ && (lo_ < ws || hi_ > we); }
+
+  void sum_gpu(const trace::Trace& batch, Names& names) {
+    const auto& k = batch.kernels;
+    for (size_t i = 0; i < k.size(); ++i) {
+      if (!in(k.start[i], k.end[i])) continue;
+      const int64_t d = clipped(k.start[i], k.end[i]);
+      const trace::StringId name = k.name[i];
+      const KernelInfo& ki = names.kernel(name);
+      name_ns_[name] += d;
+      name_count_[name] += 1;
+      auto& ct = classes_[static_cast<int>(ki.cls)];
+      ct.count += 1;
+      ct.total_ns += d;
+      kernel_count_ += 1;
+      small_kernels_ += d < detail::kSmallKernelNs ? 1 : 0;
+      kernel_median_.count(d);
+      prec_.kernel_ns += d;
+      prec_.ns[static_cast<int>(ki.precision)] += d;
+      if (ki.layout_conversion) {
+        layout_.conversion_count += 1;
+        layout_.conversion_ns += d;
+        if (ki.layout_to_nchw) layout_.to_nchw_ns += d;
+      }
+      if (ki.nchw_half) {
+        layout_.nchw_half_count += 1;
+        layout_.nchw_half_ns += d;
+      }
+    }
+    const auto& m = batch.memcpys;
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (!in(m.start[i], m.end[i])) continue;
+      detail::account_copy(m, i, clipped(m.start[i], m.end[i]), copy_groups_, cp_, host_bytes_,
+                           pageable_correlations_);
+    }
+    const auto& ms = batch.memsets;
+    for (size_t i = 0; i < ms.size(); ++i) {
+      if (!in(ms.start[i], ms.end[i])) continue;
+      cp_.memset_count += 1;
+      cp_.memset_ns += clipped(ms.start[i], ms.end[i]);
+    }
+    const auto& s = batch.syncs;
+    for (size_t i = 0; i < s.size(); ++i)
+      if (in(s.start[i], s.end[i])) add_sync(s.kind[i], clipped(s.start[i], s.end[i]));
+  }
+
+  void sum_api(const trace::Trace& batch, Names& names) {
+    const auto& a = batch.api;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!launch_domain(a.domain[i]) || !names.launch(a.name[i]) || !in(a.start[i], a.end[i])) continue;
+      const int64_t d = clipped(a.start[i], a.end[i]);
+      launch_api_count_ += 1;
+      launch_api_ns_ += d;
+      launch_median_.count(d);
+    }
+  }
+
+  // Input starvation is summed by the sweep over [span_start, span_end).
+  void watch_input(Timestamp span_start, Timestamp span_end) { sweep_.watch_input(ws_, span_start, span_end); }
+
+  // With collect (the kernel median's counts complete), also its values.
+  void sweep(const trace::Trace& batch, Names& names, bool collect) {
+    const auto& k = batch.kernels;
+    for (size_t i = 0; i < k.size(); ++i) {
+      if (!in(k.start[i], k.end[i])) continue;
+      const Interval iv = clip(k.start[i], k.end[i]);
+      if (collect) kernel_median_.collect(iv.end - iv.start);
+      const KernelClass cls = names.kernel(k.name[i]).cls;
+      const Category c = cls == KernelClass::kCompute ? kCompute : cls == KernelClass::kMemory ? kCopy : kComm;
+      sweep_.add(iv, sweep_.stream_index(k.device[i], k.stream[i]), c);
+    }
+    const auto& nc = batch.nccl;
+    for (size_t i = 0; i < nc.size(); ++i)
+      if (in(nc.start[i], nc.end[i]))
+        sweep_.add(clip(nc.start[i], nc.end[i]), sweep_.stream_index(nc.device[i], nc.stream[i]), kComm);
+    const auto& m = batch.memcpys;
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (!in(m.start[i], m.end[i])) continue;
+      sweep_.add(clip(m.start[i], m.end[i]), sweep_.stream_index(m.device[i], m.stream[i]), kCopy);
+      if (m.kind[i] == trace::MemcpyKind::kHtoD) {
+        any_input_ = true;
+        sweep_.input_end(std::min(m.end[i], we_));
+      }
+    }
+    const auto& ms = batch.memsets;
+    for (size_t i = 0; i < ms.size(); ++i)
+      if (in(ms.start[i], ms.end[i]))
+        sweep_.add(clip(ms.start[i], ms.end[i]), sweep_.stream_index(ms.device[i], ms.stream[i]), kCopy);
+  }
+  void cut(Timestamp at) { sweep_.cut(at); }
+
+  // With collect (the launch median's counts complete), also its values.
+  void late_api(const trace::Trace& batch, Names& names, bool sync_from_api, bool collect) {
+    const auto& a = batch.api;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!in(a.start[i], a.end[i])) continue;
+      const int64_t d = clipped(a.start[i], a.end[i]);
+      if (!pageable_correlations_.empty() && pageable_correlations_.count(a.correlation[i])) cp_.pageable_host_ns += d;
+      if (collect && launch_domain(a.domain[i]) && names.launch(a.name[i])) launch_median_.collect(d);
+      if (sync_from_api) {
+        const int8_t kind = names.sync_kind(a.name[i]);
+        if (kind > 0) add_sync(static_cast<trace::SyncKind>(kind), d);
+      }
+    }
+  }
+
+  void choose() {
+    kernel_median_.choose();
+    launch_median_.choose();
+  }
+  void collect_kernels(const trace::Trace& batch) {
+    const auto& k = batch.kernels;
+    for (size_t i = 0; i < k.size(); ++i)
+      if (in(k.start[i], k.end[i])) kernel_median_.collect(clipped(k.start[i], k.end[i]));
+  }
+  void collect_launches(const trace::Trace& batch, Names& names) {
+    const auto& a = batch.api;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (launch_domain(a.domain[i]) && names.launch(a.name[i]) && in(a.start[i], a.end[i]))
+        launch_median_.collect(clipped(a.start[i], a.end[i]));
+  }
+
+  // The window's results, as analyze_window states them; r.iterations is set.
+  void finish(const TableRows& rows, Names& names, const Options& o, RankAnalysis& r) {
+    const int64_t wall = this->wall();
+    r.classes = classes_;
+    for (int c = 0; c < kKernelClassCount; ++c) r.classes[c].cls = static_cast<KernelClass>(c);
+    r.precision = prec_;
+    r.layout = layout_;
+
+    CopyStats& cp = r.copies;
+    cp = cp_;
+    for (auto& [key, g] : copy_groups_) {
+      g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
+      cp.groups.push_back(g);
+    }
+    std::sort(cp.groups.begin(), cp.groups.end(),
+              [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
+    cp.pageable_fraction =
+        host_bytes_ > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes_) : 0;
+    if (rows.memcpys == 0 && rows.memsets == 0)
+      cp.availability = {false, "skipped: the trace has no memory copies or sets"};
+
+    RankBreakdown& b = r.breakdown;
+    b.window_start = ws_;
+    b.window_end = we_;
+    b.wall_ns = wall;
+    b.streams = sweep_.streams(wall);
+    if (!rows.gpu())
+      b.availability = {false, "skipped: the trace has no GPU activity (kernels, copies, sets or collectives)"};
+    b.compute_ns = sweep_.compute_ns;
+    b.communication_ns = sweep_.communication_ns;
+    b.overlap_ns = sweep_.overlap_ns;
+    b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
+    b.copy_ns = sweep_.copy_ns;
+    b.idle_ns = wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
+    b.overlap_fraction =
+        b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
+
+    LaunchStats& ls = r.launch;
+    ls.gap_count = sweep_.gap_count;
+    ls.gpu_gap_ns = sweep_.gap_ns;
+    ls.kernel_count = kernel_count_;
+    ls.kernel_ns = prec_.kernel_ns;
+    ls.small_kernel_fraction =
+        ls.kernel_count > 0 ? static_cast<double>(small_kernels_) / static_cast<double>(ls.kernel_count) : 0;
+    ls.median_kernel_ns = kernel_median_.median();
+    ls.launch_api_count = launch_api_count_;
+    ls.launch_api_ns = launch_api_ns_;
+    ls.median_launch_ns = launch_median_.median();
+    ls.gap_fraction = wall > 0 ? static_cast<double>(ls.gpu_gap_ns) / static_cast<double>(wall) : 0;
+    if (rows.kernels == 0) {
+      ls.availability = {false, "skipped: the trace has no kernels"};
+    } else {
+      const bool cpu_slower = ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns
+                                                      : ls.small_kernel_fraction >= 0.5;
+      ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
+    }
+
+    SyncStats& sy = r.sync;
+    sy = sync_;
+    if (rows.syncs == 0 && rows.api == 0)
+      sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
+    for (auto& [kind, g] : sync_groups_) sy.groups.push_back(g);
+    sy.fraction = wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(wall) : 0;
+
+    detail::finish_kernel_tables(rows.kernels == 0, names.strings(), o, names.info, name_ns_, name_count_, r);
+
+    InputStats& in = r.input;  // as analyze_input states it
+    const IterationStats& its = r.iterations;
+    const bool by_iterations = its.count > 0;
+    in.iterations = its.count;
+    in.compute_ns = b.compute_ns;
+    in.starvation_ns = sweep_.starvation_ns;
+    in.starved_iterations = sweep_.starved_gaps;
+    const Timestamp span_start = by_iterations ? its.iterations.front().start : ws_;
+    const Timestamp span_end = by_iterations ? its.iterations.back().end : we_;
+    const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : wall;
+    in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
+    if (!any_input_) in.availability = {false, "skipped: no host-to-device copies in the window"};
+    else if (b.compute_ns == 0) in.availability = {false, "skipped: no compute kernels in the window"};
+  }
+
+ private:
+  bool in(Timestamp s, Timestamp e) {
+    if (e < ws_ || s > we_ || e < s) return false;
+    lo_ = std::min(lo_, s);
+    hi_ = std::max(hi_, e);
+    return true;
+  }
+  Interval clip(Timestamp s, Timestamp e) const { return Interval{std::max(s, ws_), std::min(e, we_)}; }
+  int64_t clipped(Timestamp s, Timestamp e) const { return std::min(e, we_) - std::max(s, ws_); }
+  void add_sync(trace::SyncKind kind, int64_t d) {
+    SyncGroup& g = sync_groups_[kind];
     g.kind = kind;
     g.count += 1;
     g.total_ns += d;
-    if (kind != trace::SyncKind::kStreamWaitEvent) sy.host_sync_ns += d;
-  };
-  LaunchStats& ls = r.launch;
+    if (kind != trace::SyncKind::kStreamWaitEvent) sync_.host_sync_ns += d;
+  }
+
+  Timestamp ws_, we_;
+  Timestamp lo_ = std::numeric_limits<Timestamp>::max(), hi_ = std::numeric_limits<Timestamp>::min();
+  std::vector<int64_t> name_ns_, name_count_;
+  std::array<ClassTotal, kKernelClassCount> classes_{};
+  int64_t kernel_count_ = 0, small_kernels_ = 0, launch_api_count_ = 0, launch_api_ns_ = 0;
+  TwoPassMedian kernel_median_, launch_median_;
+  PrecisionStats prec_;
+  LayoutStats layout_;
+  CopyStats cp_;
+  detail::CopyGroups copy_groups_;
+  std::unordered_set<uint32_t> pageable_correlations_;
+  uint64_t host_bytes_ = 0;
+  std::map<trace::SyncKind, SyncGroup> sync_groups_;
+  SyncStats sync_;
+  bool any_input_ = false;
+  StreamSweep sweep_;
+};
+
+// The first and last times input starvation counts in: the iterations in the
+// window, else the window.
+std::pair<Timestamp, Timestamp> input_span(const IterationStats& its, Timestamp ws, Timestamp we) {
+  if (its.count > 0) return {its.iterations.front().start, its.iterations.back().end};
+  return {ws, we};
+}
+
+}  // namespace
+
+RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Options& o,
+                                    const std::function<void(trace::Trace&)>& name_frames) {
+  trace::ChunkReader reader = trace::ChunkReader::open(path);
+  const trace::Trace& head = reader.head();
+  const size_t name_count = head.strings.size();
+  Names names(head.strings, o.classifier);
+
+  // ---- pass 1: what every window needs; the whole trace's sums -----------
+  // Without --window the whole-trace window is the span of the rows summed,
+  // so they are summed here, before it is known (checked below).
+  const bool sum_first = !o.window;
+  WindowFigures main(name_count, std::numeric_limits<Timestamp>::min(), std::numeric_limits<Timestamp>::max());
+  TableRows rows;
+  Timestamp span_lo = std::numeric_limits<Timestamp>::max(), span_hi = std::numeric_limits<Timestamp>::min();
+  Timestamp extra_lo = std::numeric_limits<Timestamp>::max(), extra_hi = std::numeric_limits<Timestamp>::min();
+  bool extra_any = false;  // nccl or sync rows: Trace::time_span() leaves them out
   std::vector<ChunkFacts> facts(reader.chunk_count());
   // The rows that iteration detection, the collective list and the host
   // analysis read, kept whole in file order so that the whole-trace code runs
   // on them unchanged: NVTX ranges that can mark steps, every collective (the
   // list holds one entry each anyway), communication kernels (the list when
-  // there are no NCCL rows) and the host sampler's tables. Their size is that
-  // of the results they make, not the rank's event count.
-  std::vector<Timestamp> htod_ends;  // input starvation: when each input copy ended
+  // there are no NCCL rows) and the host sampler's tables (with the modules
+  // that name their frames). Their size is that of the results they make,
+  // not the rank's event count.
   trace::Trace kept;
   kept.meta = head.meta;
   kept.strings = head.strings;
   Timestamp gpu_end = 0;
-  std::vector<int8_t> step_range(names, -1), op_domain(names, -1);
+  std::vector<int8_t> step_range(name_count, -1), op_domain(name_count, -1);
   auto marks_steps = [&](trace::StringId id) {
     int8_t& m = step_range[id];
     if (m < 0) {
@@ -374,82 +671,36 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
       extra_any = true;
     }
   };
-  // Rows of the whole-trace window: the window is the span of these very
-  // tables, so a row lies in it exactly when it does not end before it starts.
-  // Their extent is checked against the window once it is known.
-  Timestamp rows_lo = std::numeric_limits<Timestamp>::max(), rows_hi = std::numeric_limits<Timestamp>::min();
-  auto in_rows = [&](Timestamp s, Timestamp e) {
-    rows_lo = std::min(rows_lo, s);
-    rows_hi = std::max(rows_hi, e);
-  };
-  auto gpu_first = [&](ChunkFacts& f, Timestamp s, Timestamp e) {
-    f.gpu = true;
-    f.first = std::min(f.first, s);
-    in_rows(s, e);
+  // A GPU table's ends (iteration detection's cap) and its chunk's first start.
+  auto gpu_rows = [&](ChunkFacts& f, const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      gpu_end = std::max(gpu_end, e[i]);
+      if (e[i] < s[i]) continue;
+      f.gpu = true;
+      f.first = std::min(f.first, s[i]);
+    }
   };
   for (size_t c = 0; c < reader.chunk_count(); ++c) {
     reader.read(c, batch);
     ChunkFacts& f = facts[c];
     const auto& k = batch.kernels;
-    kernel_rows += k.size();
+    rows.kernels += k.size();
     f.kernels = k.size() > 0;
     span(k.start, k.end);
-    for (size_t i = 0; i < k.size(); ++i) {
-      gpu_end = std::max(gpu_end, k.end[i]);
-      if (kernel_info(k.name[i]).cls == KernelClass::kCommunication) kept.kernels.push(k.row(i));
-      if (k.end[i] < k.start[i]) continue;
-      const int64_t d = k.end[i] - k.start[i];
-      gpu_first(f, k.start[i], k.end[i]);
-      const KernelInfo& ki = kernel_info(k.name[i]);
-      name_ns[k.name[i]] += d;
-      name_count[k.name[i]] += 1;
-      auto& ct = r.classes[static_cast<int>(ki.cls)];
-      ct.count += 1;
-      ct.total_ns += d;
-      ls.kernel_count += 1;
-      small_kernels += d < detail::kSmallKernelNs ? 1 : 0;
-      kernel_median.count(d);
-      prec.kernel_ns += d;
-      prec.ns[static_cast<int>(ki.precision)] += d;
-      if (ki.layout_conversion) {
-        layout.conversion_count += 1;
-        layout.conversion_ns += d;
-        if (ki.layout_to_nchw) layout.to_nchw_ns += d;
-      }
-      if (ki.nchw_half) {
-        layout.nchw_half_count += 1;
-        layout.nchw_half_ns += d;
-      }
-    }
-    const auto& m = batch.memcpys;
-    memcpy_rows += m.size();
-    span(m.start, m.end);
-    for (size_t i = 0; i < m.size(); ++i) {
-      gpu_end = std::max(gpu_end, m.end[i]);
-      if (m.end[i] < m.start[i]) continue;
-      const int64_t d = m.end[i] - m.start[i];
-      gpu_first(f, m.start[i], m.end[i]);
-      if (m.kind[i] == trace::MemcpyKind::kHtoD) htod_ends.push_back(m.end[i]);
-      detail::account_copy(m, i, d, copy_groups, cp, host_bytes, pageable_correlations);
-    }
-    const auto& ms = batch.memsets;
-    memset_rows += ms.size();
-    span(ms.start, ms.end);
-    for (size_t i = 0; i < ms.size(); ++i) {
-      gpu_end = std::max(gpu_end, ms.end[i]);
-      if (ms.end[i] < ms.start[i]) continue;
-      gpu_first(f, ms.start[i], ms.end[i]);
-      cp.memset_count += 1;
-      cp.memset_ns += ms.end[i] - ms.start[i];
-    }
+    gpu_rows(f, k.start, k.end);
+    for (size_t i = 0; i < k.size(); ++i)
+      if (names.kernel(k.name[i]).cls == KernelClass::kCommunication) kept.kernels.push(k.row(i));
+    rows.memcpys += batch.memcpys.size();
+    span(batch.memcpys.start, batch.memcpys.end);
+    gpu_rows(f, batch.memcpys.start, batch.memcpys.end);
+    rows.memsets += batch.memsets.size();
+    span(batch.memsets.start, batch.memsets.end);
+    gpu_rows(f, batch.memsets.start, batch.memsets.end);
     const auto& nc = batch.nccl;
-    nccl_rows += nc.size();
+    rows.nccl += nc.size();
     widen(nc.start, nc.end);
-    for (size_t i = 0; i < nc.size(); ++i) {
-      gpu_end = std::max(gpu_end, nc.end[i]);
-      kept.nccl.push(nc.row(i));
-      if (nc.end[i] >= nc.start[i]) gpu_first(f, nc.start[i], nc.end[i]);
-    }
+    gpu_rows(f, nc.start, nc.end);
+    for (size_t i = 0; i < nc.size(); ++i) kept.nccl.push(nc.row(i));
     const auto& nv = batch.nvtx;
     for (size_t i = 0; i < nv.size(); ++i)
       if (nv.kind[i] == trace::NvtxKind::kRange &&
@@ -460,44 +711,22 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
     for (size_t i = 0; i < batch.host_callsites.size(); ++i) kept.host_callsites.push(batch.host_callsites.row(i));
     for (size_t i = 0; i < batch.host_stack_samples.size(); ++i)
       kept.host_stack_samples.push(batch.host_stack_samples.row(i));
-    const auto& s = batch.syncs;
-    sync_rows += s.size();
-    widen(s.start, s.end);
-    for (size_t i = 0; i < s.size(); ++i)
-      if (s.end[i] >= s.start[i]) {
-        in_rows(s.start[i], s.end[i]);
-        add_sync(s.kind[i], s.end[i] - s.start[i]);
-      }
+    for (size_t i = 0; i < batch.host_modules.size(); ++i) kept.host_modules.push(batch.host_modules.row(i));
+    rows.syncs += batch.syncs.size();
+    f.syncs = batch.syncs.size() > 0;
+    widen(batch.syncs.start, batch.syncs.end);
     const auto& a = batch.api;
-    api_rows += a.size();
+    rows.api += a.size();
     span(a.start, a.end);
     f.api = a.size() > 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (a.end[i] >= a.start[i]) in_rows(a.start[i], a.end[i]);
-      if (a.domain[i] != trace::ApiDomain::kRuntime && a.domain[i] != trace::ApiDomain::kDriver) continue;
-      if (!launch(a.name[i]) || a.end[i] < a.start[i]) continue;
-      const int64_t d = a.end[i] - a.start[i];
-      ls.launch_api_count += 1;
-      ls.launch_api_ns += d;
-      launch_median.count(d);
+    for (size_t i = 0; i < a.size() && !f.launches; ++i)
+      f.launches = launch_domain(a.domain[i]) && names.launch(a.name[i]) && a.end[i] >= a.start[i];
+    if (sum_first) {
+      main.sum_gpu(batch, names);
+      main.sum_api(batch, names);
     }
   }
-  // The window: Trace::time_span(), widened by collectives and syncs
-  // (detail::resolve_window without --window).
-  Timestamp ws = span_lo, we = span_hi;
-  if (span_lo > span_hi) ws = we = 0;
-  if (extra_any) {
-    const bool any = ws != 0 || we != 0;
-    ws = any ? std::min(ws, extra_lo) : extra_lo;
-    we = any ? std::max(we, extra_hi) : extra_hi;
-  }
-  const int64_t wall = std::max<int64_t>(0, we - ws);
-  // Only a trace with events at time 0 can have rows outside the window
-  // (time_span() then reads as empty): pass 1 summed them; refuse.
-  if (rows_lo <= rows_hi && (rows_lo < ws || rows_hi > we))
-    fail("{}: events lie outside the trace's span (timestamps at 0?); the streaming analysis cannot take it",
-         path.string());
-  auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, ws), std::min(e, we)}; };
+  const bool sync_from_api = rows.syncs == 0;
 
   // ---- iterations, as detail::detect_iterations finds them -----------------
   // Ranges and collectives first; only when neither marks steps does the
@@ -516,9 +745,9 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
                                        o.iteration_range);
     };
     detected = detect();
-    if (detected.iterations.empty() && kernel_rows > 0) {
-      kernel_name.reserve(kernel_rows);
-      kernel_start.reserve(kernel_rows);
+    if (detected.iterations.empty() && rows.kernels > 0) {
+      kernel_name.reserve(rows.kernels);
+      kernel_start.reserve(rows.kernels);
       for (size_t c = 0; c < facts.size(); ++c) {
         if (!facts[c].kernels) continue;
         reader.read(c, batch);
@@ -528,140 +757,128 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
       detected = detect();
     }
   }
-  r.iterations = detail::window_iterations(detected, ws, we, o.warmup_tolerance);
-  const bool by_iterations = r.iterations.count > 0;
-  for (Timestamp& x : htod_ends) x = std::min(x, we);
-  std::sort(htod_ends.begin(), htod_ends.end());
-  kernel_median.choose();
-  launch_median.choose();
 
-  // ---- pass 2: GPU chunks in time order; API calls that needed pass 1 ----
+  // ---- the windows, as detail::resolve_window finds them ------------------
+  // The trace's extent: Trace::time_span(), widened by collectives and syncs.
+  Timestamp first = span_lo, last = span_hi;
+  if (span_lo > span_hi) first = last = 0;
+  if (extra_any) {
+    const bool any = first != 0 || last != 0;
+    first = any ? std::min(first, extra_lo) : extra_lo;
+    last = any ? std::max(last, extra_hi) : extra_hi;
+  }
+  const auto [ws, we] = detail::resolve_window(first, last, rows.gpu(), head.meta, o, detected);
+  // Only a trace with events at time 0 can have rows outside the whole-trace
+  // window (time_span() then reads as empty): pass 1's sums are then redone
+  // in pass 2 with the window, as for --window.
+  const bool summed = sum_first && !main.summed_outside(ws, we);
+  if (summed) main.set_window(ws, we);
+  else main = WindowFigures(name_count, ws, we);
+  RankAnalysis r;
+  r.iterations = detail::window_iterations(detected, ws, we, o.warmup_tolerance);
+  {
+    const auto [from, to] = input_span(r.iterations, ws, we);
+    main.watch_input(from, to);
+  }
+  // The steady iterations (detail::analyze_rank): from the first one after
+  // warm-up to the end, without --window. Their window is analysed in the
+  // same passes; its sums wait for pass 2 (it needs the iterations).
+  std::optional<WindowFigures> steady;
+  Options steady_options = o;
+  RankAnalysis st;
+  size_t steady_first = 0;
+  if (!o.window && r.iterations.availability.available && !r.iterations.iterations.empty()) {
+    const auto& its = r.iterations.iterations;  // all detected iterations: the window is the whole trace
+    while (steady_first < its.size() && its[steady_first].warmup) ++steady_first;
+    if (steady_first < its.size()) {
+      steady_options.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(steady_first),
+                                         static_cast<double>(its.size())};
+      const auto [ss, se] = detail::resolve_window(first, last, rows.gpu(), head.meta, steady_options, detected);
+      steady.emplace(name_count, ss, se);
+      st.iterations = detail::window_iterations(detected, ss, se, o.warmup_tolerance);
+      const auto [from, to] = input_span(st.iterations, ss, se);
+      steady->watch_input(from, to);
+    }
+  }
+
+  // ---- pass 2: GPU chunks in time order, then API (and sync) chunks --------
+  // A window summed in pass 1 also collects its medians' values here; the
+  // others sum here and collect in pass 3.
+  if (summed) main.choose();
   std::vector<size_t> order;
   for (size_t c = 0; c < facts.size(); ++c)
     if (facts[c].gpu) order.push_back(c);
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return facts[x].first < facts[y].first; });
-  StreamSweep sweep;
-  sweep.watch_input(&htod_ends, ws, by_iterations ? r.iterations.iterations.front().start : ws,
-                    by_iterations ? r.iterations.iterations.back().end : we);
   for (size_t n = 0; n < order.size(); ++n) {
     reader.read(order[n], batch);
-    const auto& k = batch.kernels;
-    for (size_t i = 0; i < k.size(); ++i) {
-      if (k.end[i] < k.start[i]) continue;
-      const Interval iv = clip(k.start[i], k.end[i]);
-      kernel_median.collect(iv.end - iv.start);
-      const KernelClass cls = kernel_info(k.name[i]).cls;
-      const Category c = cls == KernelClass::kCompute ? kCompute : cls == KernelClass::kMemory ? kCopy : kComm;
-      sweep.add(iv, sweep.stream_index(k.device[i], k.stream[i]), c);
+    if (!summed) main.sum_gpu(batch, names);
+    main.sweep(batch, names, summed);
+    if (steady) {
+      steady->sum_gpu(batch, names);
+      steady->sweep(batch, names, false);
     }
-    const auto& nc = batch.nccl;
-    for (size_t i = 0; i < nc.size(); ++i)
-      if (nc.end[i] >= nc.start[i])
-        sweep.add(clip(nc.start[i], nc.end[i]), sweep.stream_index(nc.device[i], nc.stream[i]), kComm);
-    const auto& m = batch.memcpys;
-    for (size_t i = 0; i < m.size(); ++i)
-      if (m.end[i] >= m.start[i])
-        sweep.add(clip(m.start[i], m.end[i]), sweep.stream_index(m.device[i], m.stream[i]), kCopy);
-    const auto& ms = batch.memsets;
-    for (size_t i = 0; i < ms.size(); ++i)
-      if (ms.end[i] >= ms.start[i])
-        sweep.add(clip(ms.start[i], ms.end[i]), sweep.stream_index(ms.device[i], ms.stream[i]), kCopy);
     // No row of a later chunk starts before that chunk's first start.
-    sweep.cut(n + 1 < order.size() ? facts[order[n + 1]].first : std::numeric_limits<Timestamp>::max());
+    const Timestamp cut = n + 1 < order.size() ? facts[order[n + 1]].first : std::numeric_limits<Timestamp>::max();
+    main.cut(cut);
+    if (steady) steady->cut(cut);
   }
-  const bool sync_from_api = sync_rows == 0;
+  const bool sums_left = !summed || steady;
   for (size_t c = 0; c < facts.size(); ++c) {
-    if (!facts[c].api) continue;
+    if (!facts[c].api && !(facts[c].syncs && sums_left)) continue;
     reader.read(c, batch);
-    const auto& a = batch.api;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (a.end[i] < a.start[i]) continue;
-      const int64_t d = a.end[i] - a.start[i];
-      if (!pageable_correlations.empty() && pageable_correlations.count(a.correlation[i])) cp.pageable_host_ns += d;
-      if ((a.domain[i] == trace::ApiDomain::kRuntime || a.domain[i] == trace::ApiDomain::kDriver) && launch(a.name[i]))
-        launch_median.collect(d);
-      if (sync_from_api) {
-        int8_t& kk = sync_kind[a.name[i]];
-        if (kk < 0) {
-          auto sk = detail::sync_kind_of_api(head.strings.view(a.name[i]));
-          kk = sk ? static_cast<int8_t>(*sk) : 0;
-        }
-        if (kk > 0) add_sync(static_cast<trace::SyncKind>(kk), d);
+    if (!summed) {
+      main.sum_gpu(batch, names);
+      main.sum_api(batch, names);
+    }
+    main.late_api(batch, names, sync_from_api, summed);
+    if (steady) {
+      steady->sum_gpu(batch, names);
+      steady->sum_api(batch, names);
+      steady->late_api(batch, names, sync_from_api, false);
+    }
+  }
+
+  // ---- pass 3: the medians of the windows summed in pass 2 ----------------
+  if (sums_left) {
+    if (!summed) main.choose();
+    if (steady) steady->choose();
+    for (size_t c = 0; c < facts.size(); ++c) {
+      if (!(facts[c].kernels && facts[c].gpu) && !facts[c].launches) continue;
+      reader.read(c, batch);
+      if (!summed) {
+        main.collect_kernels(batch);
+        main.collect_launches(batch, names);
+      }
+      if (steady) {
+        steady->collect_kernels(batch);
+        steady->collect_launches(batch, names);
       }
     }
   }
 
   // ---- the results, as analyze_window states them ------------------------
-  detail::describe_rank(head, kernel_rows + memcpy_rows + memset_rows + nccl_rows > 0, r);
-  for (int c = 0; c < kKernelClassCount; ++c) r.classes[c].cls = static_cast<KernelClass>(c);
-
-  for (auto& [key, g] : copy_groups) {
-    g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
-    cp.groups.push_back(g);
-  }
-  std::sort(cp.groups.begin(), cp.groups.end(),
-            [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
-  cp.pageable_fraction = host_bytes > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes) : 0;
-  if (memcpy_rows == 0 && memset_rows == 0)
-    cp.availability = {false, "skipped: the trace has no memory copies or sets"};
-
-  RankBreakdown& b = r.breakdown;
-  b.window_start = ws;
-  b.window_end = we;
-  b.wall_ns = wall;
-  b.streams = sweep.streams(wall);
-  if (kernel_rows == 0 && nccl_rows == 0 && memcpy_rows == 0 && memset_rows == 0)
-    b.availability = {false, "skipped: the trace has no GPU activity (kernels, copies, sets or collectives)"};
-  b.compute_ns = sweep.compute_ns;
-  b.communication_ns = sweep.communication_ns;
-  b.overlap_ns = sweep.overlap_ns;
-  b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
-  b.copy_ns = sweep.copy_ns;
-  b.idle_ns = wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
-  b.overlap_fraction =
-      b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
-
-  ls.gap_count = sweep.gap_count;
-  ls.gpu_gap_ns = sweep.gap_ns;
-  ls.kernel_ns = prec.kernel_ns;
-  ls.small_kernel_fraction =
-      ls.kernel_count > 0 ? static_cast<double>(small_kernels) / static_cast<double>(ls.kernel_count) : 0;
-  ls.median_kernel_ns = kernel_median.median();
-  ls.median_launch_ns = launch_median.median();
-  ls.gap_fraction = wall > 0 ? static_cast<double>(ls.gpu_gap_ns) / static_cast<double>(wall) : 0;
-  if (kernel_rows == 0) {
-    ls.availability = {false, "skipped: the trace has no kernels"};
-  } else {
-    const bool cpu_slower =
-        ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns : ls.small_kernel_fraction >= 0.5;
-    ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
-  }
-
-  if (sync_from_api && api_rows == 0)
-    sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
-  for (auto& [kind, g] : sync_groups) sy.groups.push_back(g);
-  sy.fraction = wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(wall) : 0;
-
-  detail::finish_kernel_tables(kernel_rows == 0, head.strings, o, info, name_ns, name_count, r);
-  InputStats& in = r.input;  // as analyze_input states it
-  in.iterations = r.iterations.count;
-  in.compute_ns = b.compute_ns;
-  in.starvation_ns = sweep.starvation_ns;
-  in.starved_iterations = sweep.starved_gaps;
-  {
-    const Timestamp span_start = by_iterations ? r.iterations.iterations.front().start : ws;
-    const Timestamp span_end = by_iterations ? r.iterations.iterations.back().end : we;
-    const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : wall;
-    in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
-  }
-  if (htod_ends.empty()) in.availability = {false, "skipped: no host-to-device copies in the window"};
-  else if (b.compute_ns == 0) in.availability = {false, "skipped: no compute kernels in the window"};
+  // Native frames (format 1.4) are named before the host analysis reads them.
+  if (name_frames && kept.host_callsites.size() > 0) name_frames(kept);
+  detail::describe_rank(head, rows.gpu(), r);
+  main.finish(rows, names, o, r);
   r.numa = detail::analyze_numa(head.meta);
   r.host = detail::analyze_host(kept, ws, we, r.iterations.iterations);
-  if (kept.nccl.size() > 0) kept.kernels = {};  // the list reads NCCL's records then
-  r.collectives = detail::collective_arrivals(kept, ws, we, info, r.iterations.iterations);
+  detail::mark_empty_window(o, main.wall(), r);
   r.attribution.available = false;
-  r.attribution.reason = kNotStreamed;
+  r.attribution.reason = o.attribution ? kNotStreamed : "skipped: turned off (--no-attribution)";
+  if (steady) {
+    detail::describe_rank(head, rows.gpu(), st);
+    steady->finish(rows, names, steady_options, st);
+    st.numa = r.numa;
+    st.host = detail::analyze_host(kept, steady->ws(), steady->we(), st.iterations.iterations);
+    detail::mark_empty_window(steady_options, steady->wall(), st);
+    st.attribution = r.attribution;
+    r.steady = std::make_shared<const RankAnalysis>(std::move(st));  // no collectives: matched over the whole trace
+    r.steady_first_iteration = static_cast<int64_t>(steady_first);
+    r.steady_end_iteration = static_cast<int64_t>(r.iterations.iterations.size());
+  }
+  if (kept.nccl.size() > 0) kept.kernels = {};  // the list reads NCCL's records then
+  r.collectives = detail::collective_arrivals(kept, ws, we, names.info, r.iterations.iterations);
   return r;
 }
 

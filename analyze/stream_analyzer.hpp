@@ -5,24 +5,30 @@
 //
 //   analyze::RankAnalysis r = analyze::analyze_rank_streaming("rank0.sstrace", options);
 //
-// What it computes, over the whole trace, equal to analyze_rank() on the
-// same file to the last bit (stream_analyzer_test checks every field): the
-// rank's identity and data loss, the time breakdown with per-stream busy
-// time, kernel classes, launch overhead (gaps, exact medians), copies,
-// synchronization, precision, layout, top kernels, NUMA, the iterations
-// (every detection source), input starvation, the host sampler's analysis
-// and the collective list for stragglers.
+// What it computes, equal to analyze_rank() on the same file with the same
+// options to the last bit (stream_analyzer_test checks every field), over the
+// whole trace or Options::window (every WindowSpec kind): the rank's identity
+// and data loss, the time breakdown with per-stream busy time, kernel
+// classes, launch overhead (gaps, exact medians), copies, synchronization,
+// precision, layout, top kernels, NUMA, the iterations (every detection
+// source), input starvation, the host sampler's analysis, the collective list
+// for stragglers and, without a window, the steady-state pass
+// (RankAnalysis::steady: the same figures over the iterations after warm-up).
 //
-// How: ChunkReader walks the file; a first pass over the table chunks adds up
-// what is a plain sum per row and notes each GPU chunk's earliest start; a
-// second pass takes the GPU chunks in order of that start and cuts time at
-// the next chunk's earliest start, which no later row can precede: the
-// interval unions (breakdown, streams, gaps) are summed segment by segment,
-// keeping only rows that reach past the cut; the idle gaps of that union in
-// which an input copy ended (their ends sorted, from pass 1) are input
-// starvation. Medians are exact in two
-// passes: a histogram of durations by 12-bit mantissa finds the bucket of
-// the middle rank, whose few distinct values the second pass collects.
+// How: ChunkReader walks the file; a first pass reads what every window needs
+// (the trace's span, each GPU chunk's earliest start, the rows kept below)
+// and, without --window, adds up what is a plain sum per row (the
+// whole-trace window is the span of those very rows). Once the iterations
+// fix the windows, a second pass takes the GPU chunks in order of their
+// earliest start and cuts time at the next chunk's earliest start, which no
+// later row can precede: the interval unions (breakdown, streams, gaps) are
+// summed segment by segment, keeping only rows that reach past the cut; the
+// idle gaps of that union in which an input copy ended are input starvation.
+// Windows not summed in pass 1 (--window, the steady iterations) are summed in
+// pass 2. Medians are exact in two passes: a histogram of durations by 12-bit
+// mantissa finds the bucket of the middle rank, whose few distinct values the
+// next pass collects (pass 2 for sums of pass 1, else a third pass over the
+// kernel and launch-call chunks).
 // Iterations, host threads and collectives run the whole-trace code on the
 // rows they read, kept from the first pass: NVTX ranges that can mark steps,
 // NCCL rows and communication kernels (one collective-list entry each), the
@@ -32,18 +38,22 @@
 // sequence of gaps, and this is the one state that grows with the trace.
 //
 // Not computed (marked "skipped: not computed by the streaming analysis"):
-// the steady-state pass (RankAnalysis::steady stays null) and attribution;
-// --window is refused.
+// attribution, in the result and in its steady pass.
 // A trace whose GPU chunks all span its whole time (not one a writer's
 // append() produces) is still exact but holds those chunks' rows at once.
 
 #include <filesystem>
+#include <functional>
 
 #include "analyze/analyze.hpp"
 
 namespace scalescope::analyze {
 
-// Errors as read_trace() (naming the file); Error when options.window is set.
-RankAnalysis analyze_rank_streaming(const std::filesystem::path& sstrace, const Options& options);
+// Errors as read_trace() (naming the file) and as analyze_rank() (a window
+// of iterations the trace does not have). name_frames, when given, names the
+// native frames of the host call stacks (trace::FrameNamer::name) on a trace
+// of the host tables only, before the host analysis reads them.
+RankAnalysis analyze_rank_streaming(const std::filesystem::path& sstrace, const Options& options,
+                                    const std::function<void(trace::Trace&)>& name_frames = {});
 
 }  // namespace scalescope::analyze

@@ -38,28 +38,28 @@ class TempDir {
   fs::path path_;
 };
 
-// The streamed analyses equal the whole-trace ones on the same file, field
-// by field (as JSON: doubles compared exactly); the rest says it was skipped.
-void expect_same_as_whole(const fs::path& p, const Options& o = {}) {
-  const RankAnalysis whole = analyze_rank(trace::read_trace(p), o);
-  const RankAnalysis streamed = analyze_rank_streaming(p, o);
+// Two results equal field by field (as JSON: doubles compared exactly), but
+// attribution, which the streamed one says it skipped when asked for it
+// (`attribution`); then their steady passes.
+void expect_same_result(const RankAnalysis& whole, const RankAnalysis& streamed, const std::string& what,
+                        bool attribution) {
   const nlohmann::json a = whole, b = streamed;
   for (const char* key :
        {"rank", "label", "source", "hostname", "node_rank", "breakdown", "iterations", "launch", "copies", "sync",
         "precision", "layout", "input", "numa", "classes", "top_kernels", "data_loss"})
-    EXPECT_EQ(a.at(key), b.at(key)) << key << " of " << p;
-  for (const char* optional : {"profiler_perturbation", "host"}) {
-    EXPECT_EQ(a.contains(optional), b.contains(optional)) << optional << " of " << p;
+    EXPECT_EQ(a.at(key), b.at(key)) << key << " of " << what;
+  for (const char* optional : {"profiler_perturbation", "host", "advisor_window"}) {
+    EXPECT_EQ(a.contains(optional), b.contains(optional)) << optional << " of " << what;
     if (a.contains(optional) && b.contains(optional)) {
-      EXPECT_EQ(a[optional], b[optional]) << optional << " of " << p;
+      EXPECT_EQ(a[optional], b[optional]) << optional << " of " << what;
     }
   }
-  EXPECT_EQ(nlohmann::json(whole.host), nlohmann::json(streamed.host)) << p;  // also when skipped: the same reason
+  EXPECT_EQ(nlohmann::json(whole.host), nlohmann::json(streamed.host)) << what;  // also when skipped: the same reason
   EXPECT_EQ(whole.world_size, streamed.world_size);
   EXPECT_EQ(whole.node_count, streamed.node_count);
   EXPECT_EQ(whole.node_list, streamed.node_list);
   EXPECT_EQ(whole.gpu_activity, streamed.gpu_activity);
-  ASSERT_EQ(whole.collectives.size(), streamed.collectives.size()) << p;
+  ASSERT_EQ(whole.collectives.size(), streamed.collectives.size()) << what;
   for (size_t i = 0; i < whole.collectives.size(); ++i) {
     const CollectiveArrival &x = whole.collectives[i], &y = streamed.collectives[i];
     EXPECT_EQ(x.communicator, y.communicator) << i;
@@ -71,8 +71,37 @@ void expect_same_as_whole(const fs::path& p, const Options& o = {}) {
     EXPECT_EQ(x.warmup, y.warmup) << i;
   }
   EXPECT_FALSE(streamed.attribution.available);
-  EXPECT_EQ(streamed.steady, nullptr);
+  if (attribution) EXPECT_EQ(streamed.attribution.reason, "skipped: not computed by the streaming analysis");
+  else EXPECT_EQ(a.at("attribution"), b.at("attribution")) << what;  // turned off in both
+  EXPECT_EQ(whole.steady_first_iteration, streamed.steady_first_iteration) << what;
+  EXPECT_EQ(whole.steady_end_iteration, streamed.steady_end_iteration) << what;
+  ASSERT_EQ(whole.steady == nullptr, streamed.steady == nullptr) << "steady pass of " << what;
+  if (whole.steady) expect_same_result(*whole.steady, *streamed.steady, "the steady pass of " + what, attribution);
 }
+
+// The streamed analysis equals the whole-trace one on the same file and options.
+// Returns the streamed one.
+RankAnalysis expect_same_as_whole(const fs::path& p, const Options& o = {}) {
+  const RankAnalysis whole = analyze_rank(trace::read_trace(p), o);
+  RankAnalysis streamed = analyze_rank_streaming(p, o);
+  expect_same_result(whole, streamed, p.string() + (o.window ? " --window " + o.window->to_string() : ""),
+                     o.attribution);
+  return streamed;
+}
+
+// The same with each of these windows ("" for none).
+void expect_same_in_windows(const fs::path& p, const std::vector<std::string>& windows, Options o = {}) {
+  for (const std::string& w : windows) {
+    o.window.reset();
+    if (!w.empty()) o.window = WindowSpec::parse(w);
+    expect_same_as_whole(p, o);
+  }
+}
+
+// Windows of every kind: percent, ns offsets, iterations, the whole span, one
+// past the rank's end (no time), one narrower than a kernel.
+const std::vector<std::string> kWindows = {"",       "0%:100%", "10%:90%", "33.3%:33.4%", "2000000:9000000",
+                                           "1e17:2e17", "0:1",  "it1:it3", "it0:it2"};
 
 fs::path write(const TempDir& dir, const trace::Trace& t, size_t rows_per_chunk,
                const std::string& name = "t.sstrace") {
@@ -87,7 +116,22 @@ TEST(StreamAnalyzerTest, SyntheticTraceInSmallAndLargeChunks) {
   TempDir dir;
   const trace::Trace t = trace::make_synthetic_trace(60'000, 11);
   // 97 rows per chunk: spans of every stream cross chunk and segment boundaries.
-  for (size_t rows : {size_t{97}, size_t{1000}, size_t{1} << 20}) expect_same_as_whole(write(dir, t, rows));
+  for (size_t rows : {size_t{97}, size_t{1000}, size_t{1} << 20}) expect_same_in_windows(write(dir, t, rows), kWindows);
+  // The windows are what they say (so that equality above is of windowed figures).
+  const fs::path p = write(dir, t, 1000);
+  const RankAnalysis all = analyze_rank_streaming(p, Options{});
+  Options o;
+  o.window = WindowSpec::parse("10%:90%");
+  const RankAnalysis mid = analyze_rank_streaming(p, o);
+  EXPECT_NEAR(static_cast<double>(mid.breakdown.wall_ns), static_cast<double>(all.breakdown.wall_ns) * 0.8, 2);
+  EXPECT_LT(mid.launch.kernel_count, all.launch.kernel_count);
+  o.window = WindowSpec::parse("it1:it3");
+  const RankAnalysis steps = analyze_rank_streaming(p, o);
+  EXPECT_EQ(steps.iterations.count, 2);
+  EXPECT_EQ(steps.breakdown.window_start, all.iterations.iterations[1].start);
+  EXPECT_EQ(steps.steady, nullptr);  // no steady pass with a window
+  o.window = WindowSpec::parse("1e17:2e17");
+  EXPECT_FALSE(analyze_rank_streaming(p, o).breakdown.availability.available);
 }
 
 TEST(StreamAnalyzerTest, SpansCrossingManySegments) {
@@ -118,7 +162,8 @@ TEST(StreamAnalyzerTest, SpansCrossingManySegments) {
     t.memcpys.push(m);
     t.api.correlation[static_cast<size_t>(i) * 101] = m.correlation;  // the calls that waited for them
   }
-  expect_same_as_whole(write(dir, t, 256));
+  // Windows that cut the long spans and the pageable calls.
+  expect_same_in_windows(write(dir, t, 256), kWindows);
 }
 
 TEST(StreamAnalyzerTest, ChunksOutOfTimeOrder) {
@@ -141,11 +186,12 @@ TEST(StreamAnalyzerTest, ChunksOutOfTimeOrder) {
       batch.memsets = t.memsets;
       batch.api = t.api;
       batch.syncs = t.syncs;
+      batch.nvtx = t.nvtx;  // the steps, for windows of iterations and the steady pass
     }
     writer.append(batch, t.strings);
   }
   writer.close();
-  expect_same_as_whole(p);
+  expect_same_in_windows(p, kWindows);
 }
 
 TEST(StreamAnalyzerTest, EdgeCasesOfRows) {
@@ -161,7 +207,7 @@ TEST(StreamAnalyzerTest, EdgeCasesOfRows) {
     for (size_t i = 7; i < t.kernels.size(); i += 331)
       t.kernels.end[i] = t.kernels.start[i] + static_cast<int64_t>(rng() % 2'000'000'000);
     if (variant == 1) t.kernels.push(t.kernels.row(3));
-    expect_same_as_whole(write(dir, t, 333));
+    expect_same_in_windows(write(dir, t, 333), kWindows);
   }
 }
 
@@ -172,10 +218,11 @@ TEST(StreamAnalyzerTest, TablesLeftEmpty) {
   only_api.meta = t.meta;
   only_api.strings = t.strings;
   only_api.api = t.api;
-  expect_same_as_whole(write(dir, only_api, 100, "api.sstrace"));
+  // A window of iterations over a trace without GPU rows keeps its whole span.
+  expect_same_in_windows(write(dir, only_api, 100, "api.sstrace"), {"", "10%:20%", "it0:it3"});
   trace::Trace empty;
   empty.meta = t.meta;
-  expect_same_as_whole(write(dir, empty, 100, "empty.sstrace"));
+  expect_same_in_windows(write(dir, empty, 100, "empty.sstrace"), {"", "10%:20%", "it0:it3"});
 }
 
 // A trace's NVTX table without the rows whose text `drop` accepts.
@@ -200,7 +247,7 @@ TEST(StreamAnalyzerTest, IterationsFromEverySource) {
     return r.iterations.source;
   };
   const fs::path steps = write(dir, base, 211, "steps.sstrace");
-  expect_same_as_whole(steps);
+  expect_same_in_windows(steps, {"", "it2:it5", "40%:60%"});
   EXPECT_EQ(source_of(steps), "nvtx:ProfilerStep#");
   Options named;
   named.iteration_range = "DistributedDataParallel.forward";
@@ -213,7 +260,7 @@ TEST(StreamAnalyzerTest, IterationsFromEverySource) {
   const trace::Trace annotations =
       without_ranges(base, [](std::string_view s) { return s.starts_with("ProfilerStep#"); });
   const fs::path a = write(dir, annotations, 211, "annotations.sstrace");
-  expect_same_as_whole(a);
+  expect_same_in_windows(a, {"", "it1:it3"});
   EXPECT_TRUE(source_of(a).starts_with("detected:annotation")) << source_of(a);
 
   // Regular collectives and kernels (the synthetic trace's jitter makes
@@ -230,18 +277,24 @@ TEST(StreamAnalyzerTest, IterationsFromEverySource) {
     b.nccl(trace::NcclOp::kBroadcast, t0 + 55 * ms + i * i * ms, t0 + 58 * ms + i * i * ms, -1, "pg1", 21);
   }
   const fs::path c = write(dir, b.t, 3, "collectives.sstrace");
-  expect_same_as_whole(c);
+  expect_same_in_windows(c, {"", "it1:it4", "20%:70%"});
   EXPECT_TRUE(source_of(c).starts_with("detected:collective")) << source_of(c);
   EXPECT_EQ(analyze_rank_streaming(c, Options{}).collectives.size(), 20u);
 
   b.t.nccl = {};
   const fs::path k = write(dir, b.t, 3, "kernels.sstrace");
-  expect_same_as_whole(k);
+  expect_same_in_windows(k, {"", "it1:it4", "20%:70%"});
   EXPECT_EQ(source_of(k), "detected:kernel 'step_kernel'");
   // The collective list from communication kernels (no NCCL rows), with warm-up flags.
   const RankAnalysis r = analyze_rank_streaming(k, Options{});
   ASSERT_EQ(r.collectives.size(), 10u);
   EXPECT_EQ(r.iterations.warmup_count, 1);
+  // The steady pass starts after the warm-up step and has no collectives.
+  ASSERT_NE(r.steady, nullptr);
+  EXPECT_EQ(r.steady_first_iteration, 1);
+  EXPECT_EQ(r.steady_end_iteration, r.iterations.count);
+  EXPECT_EQ(r.steady->breakdown.window_start, r.iterations.iterations[1].start);
+  EXPECT_TRUE(r.steady->collectives.empty());
   EXPECT_TRUE(r.collectives.front().warmup);
   EXPECT_FALSE(r.collectives.back().warmup);
 }
@@ -269,7 +322,8 @@ TEST(StreamAnalyzerTest, InputStarvation) {
     b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 1250 * ms, 1260 * ms,
            1 << 20);  // after the end
     const fs::path p = write(dir, b.t, 1, steps ? "steps.sstrace" : "plain.sstrace");
-    expect_same_as_whole(p);
+    // Windows that start and end inside gaps, copies and kernels.
+    expect_same_in_windows(p, {"", "it2:it7", "1.7%:52%", "8000000:1100000000", "50%:100%"});
     const RankAnalysis r = analyze_rank_streaming(p, Options{});
     ASSERT_TRUE(r.input.availability.available) << r.input.availability.reason;
     // The gaps before the steps of i % 3 != 0 (i = 4 and 8 have two copies
@@ -303,7 +357,7 @@ TEST(StreamAnalyzerTest, HostThreadsAndStacks) {
     ++n;
   });
   const fs::path p = write(dir, b.t, 7);  // host rows over many chunks
-  expect_same_as_whole(p);
+  expect_same_in_windows(p, {"", "it1:it3", "25%:75%"});
   const RankAnalysis r = analyze_rank_streaming(p, Options{});
   ASSERT_TRUE(r.host.availability.available) << r.host.availability.reason;
   EXPECT_EQ(r.host.threads.size(), 2u);
@@ -316,17 +370,38 @@ TEST(StreamAnalyzerTest, GoldenInputs) {
   TempDir dir;
   for (auto [seed, pageable] : {std::pair<uint64_t, bool>{11, false}, {21, true}})
     for (int rank = 0; rank < 2; ++rank)
-      expect_same_as_whole(write(dir, golden::ddp_rank(seed, rank, pageable), size_t{1} << 20, "golden.sstrace"));
+      expect_same_in_windows(write(dir, golden::ddp_rank(seed, rank, pageable), size_t{1} << 20, "golden.sstrace"),
+                             {"", "it1:it3", "it1:it4", "10%:90%"});  // the windows of the golden tests and one more
+  Options off;
+  off.attribution = false;  // as --no-attribution: the results say so alike
+  expect_same_in_windows(write(dir, golden::ddp_rank(11, 0, false), size_t{1} << 20, "golden.sstrace"),
+                         {"", "it1:it3", "1e17:2e17"}, off);
   for (const trace::Trace& t : golden::two_host_ranks())
-    expect_same_as_whole(write(dir, t, size_t{1} << 20, "node.sstrace"));
+    expect_same_in_windows(write(dir, t, size_t{1} << 20, "node.sstrace"), {"", "it1:it3", "10%:90%"});
 }
 
-TEST(StreamAnalyzerTest, RefusesAWindowAndBadInput) {
+// The error analyze_rank gives, "" for none.
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(StreamAnalyzerTest, WindowErrorsAndBadInput) {
   TempDir dir;
   const fs::path p = write(dir, trace::make_synthetic_trace(2'000, 1), 1000);
-  Options o;
-  o.window = WindowSpec::parse("10%:90%");
-  EXPECT_THROW(analyze_rank_streaming(p, o), Error);
+  // Iterations the trace does not have: the same error as the whole-trace analysis.
+  for (const char* w : {"it0:it999", "it5:it6"}) {
+    Options o;
+    o.iteration_range = w[3] == '5' ? "no such range" : "";
+    o.window = WindowSpec::parse(w);
+    const std::string whole = error_of([&] { analyze_rank(trace::read_trace(p), o); });
+    EXPECT_NE(whole, "") << w;
+    EXPECT_EQ(error_of([&] { analyze_rank_streaming(p, o); }), whole) << w;
+  }
   const fs::path bad = dir / "bad.sstrace";
   { std::ofstream(bad) << "not a trace"; }
   try {
@@ -342,8 +417,9 @@ TEST(StreamAnalyzerTest, SharedRealTrace) {
   if (!fs::exists(kineto)) GTEST_SKIP() << "real trace not found: " << kineto;
   TempDir dir;
   const trace::Trace t = trace::import_kineto_file(kineto);
-  expect_same_as_whole(write(dir, t, 4096));
-  expect_same_as_whole(write(dir, t, size_t{1} << 20, "whole.sstrace"));
+  const RankAnalysis r = expect_same_as_whole(write(dir, t, 4096));
+  ASSERT_NE(r.steady, nullptr);  // the steady pass is compared too
+  expect_same_in_windows(write(dir, t, size_t{1} << 20, "whole.sstrace"), {"", "it1:it4", "10%:90%", "2000000:9000000"});
 }
 
 }  // namespace
