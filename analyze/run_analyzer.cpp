@@ -6,6 +6,7 @@
 
 #include "analyze/analyze.hpp"
 #include "analyze/detail.hpp"
+#include "analyze/stream_analyzer.hpp"
 #include "trace/error.hpp"
 #include "trace/frame_namer.hpp"
 #include "trace/input_detector.hpp"
@@ -68,6 +69,12 @@ RunAnalysis combine_in_order(std::vector<RankAnalysis> ranks, const std::vector<
 
 }  // namespace
 
+bool detail::analyze_streaming(trace::InputKind kind, const Options& options, bool visitor) {
+  // Attribution is not streamed yet (analyze_rank_streaming says it skipped
+  // it): asked for, the rank is read whole.
+  return kind == trace::InputKind::kTraceFile && !visitor && !options.attribution;
+}
+
 RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names,
                           bool align_clocks) {
   number_ranks(ranks, file_names);
@@ -121,6 +128,15 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
       files.size(), workers,
       [&](size_t i, unsigned worker) {
         try {
+          // An .sstrace rank, when nothing needs its whole Trace, is analysed
+          // chunk by chunk: its memory is bounded whatever its length.
+          if (detail::analyze_streaming(trace::detect_input(files[i]).kind, options, static_cast<bool>(visit))) {
+            per_file[i].push_back(analyze_rank_streaming(files[i], options, [&](trace::Trace& t) {
+              std::lock_guard lock(namer_mutex);
+              namer.name(t);
+            }));
+            return;
+          }
           std::vector<trace::Trace> traces = load_one(files[i]);
           for (trace::Trace& t : traces)
             if (t.host_callsites.size() > 0) {

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -9,9 +11,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "analyze/detail.hpp"
 #include "analyze/golden_inputs.hpp"
 #include "analyze/test_trace_builder.hpp"
+#include "trace/elf_build_id.hpp"
 #include "trace/error.hpp"
+#include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/synthetic_trace.hpp"
 #include "trace/trace_file.hpp"
@@ -420,6 +425,84 @@ TEST(StreamAnalyzerTest, SharedRealTrace) {
   const RankAnalysis r = expect_same_as_whole(write(dir, t, 4096));
   ASSERT_NE(r.steady, nullptr);  // the steady pass is compared too
   expect_same_in_windows(write(dir, t, size_t{1} << 20, "whole.sstrace"), {"", "it1:it4", "10%:90%", "2000000:9000000"});
+}
+
+// A native frame for offline naming: this function of the test binary.
+extern "C" __attribute__((noinline, used)) int stream_analyzer_test_frame(int x) {
+  asm volatile("" ::: "memory");
+  return x * 3 + 1;
+}
+
+// The mapped file and file offset of an address of this process (as the collector records frames).
+bool locate(uintptr_t addr, std::string* path, uint64_t* offset) {
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (!f) return false;
+  char line[4096];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f)) {
+    uint64_t start = 0, end = 0, off = 0;
+    char perms[8] = {}, file[3000] = {};
+    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %2999s", &start, &end, perms, &off, file) <
+        4)
+      continue;
+    if (addr >= start && addr < end) {
+      *path = file;
+      *offset = addr - start + off;
+      found = true;
+    }
+  }
+  std::fclose(f);
+  return found;
+}
+
+// analyze_path streams .sstrace ranks when nothing needs their whole Trace
+// (no visitor) and attribution is off, and gives what the whole path gives:
+// the run's JSON compared with the same run read whole (a visitor forces it),
+// with native frames named offline in both.
+TEST(StreamAnalyzerTest, AnalyzePathStreamsTraceFiles) {
+  Options on, off;
+  off.attribution = false;
+  EXPECT_TRUE(detail::analyze_streaming(trace::InputKind::kTraceFile, off, false));
+  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kTraceFile, on, false));  // attribution: read whole
+  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kTraceFile, off, true));  // a visitor: read whole
+  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kKinetoJson, off, false));
+  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kNsysSqlite, off, false));
+
+  using namespace testing::host_case;
+  std::string exe;
+  uint64_t offset = 0;
+  ASSERT_TRUE(locate(reinterpret_cast<uintptr_t>(&stream_analyzer_test_frame) + 4, &exe, &offset));
+  std::string error;
+  const std::string build_id = trace::elf_build_id_of_file(exe.c_str(), &error).value_or("");
+  ASSERT_FALSE(build_id.empty()) << error;
+  TempDir dir;
+  const fs::path run = dir / "job.ssrun";
+  fs::create_directories(run);
+  for (int rank = 0; rank < 2; ++rank) {
+    testing::TraceBuilder b = steps(30 + 10 * rank);
+    b.t.meta.rank = rank;
+    b.t.meta.world_size = 2;
+    b.t.meta.extra["host_stack_sampling"] = "perf_event_open task-clock, frame-pointer callchains";
+    const auto module = b.t.strings.intern(exe);
+    b.t.host_modules.push({100, module, b.t.strings.intern(build_id), 0, 0, 0});
+    b.t.host_callsites.push({1, 0, trace::kNoString, module, offset});
+    b.t.host_callsites.push({2, 1, trace::kNoString, module, 0x7fffffffffff});  // past every segment
+    each_sample([&](int64_t t) {
+      b.host_sample(t, 100, 100, trace::ThreadState::kRunning, 0, 10 * kMs);
+      b.t.host_stack_samples.push({t - kMs, 100, 100, t % 3 ? 1u : 2u});
+    });
+    b.nccl(trace::NcclOp::kAllReduce, 50 * kMs, 60 * kMs, -1, "pg0", 20);
+    write(dir, b.t, 5, "job.ssrun/rank" + std::to_string(rank) + ".sstrace");
+  }
+  const nlohmann::json streamed = analyze_path(run, off);
+  size_t visited = 0;
+  const nlohmann::json whole =
+      analyze_path(run, off, 0, {}, [&](size_t, const trace::Trace&, const RankAnalysis&) { ++visited; });
+  EXPECT_EQ(visited, 2u);
+  EXPECT_EQ(streamed, whole);
+  // The frame was named in the streamed analysis too.
+  const std::string text = streamed.dump();
+  EXPECT_NE(text.find("stream_analyzer_test_frame"), std::string::npos) << text.substr(0, 2000);
 }
 
 }  // namespace
