@@ -112,27 +112,51 @@ struct Pending {
 };
 
 // The interval unions of analyze_breakdown and analyze_launch, summed over
-// time segments [previous cut, cut): rows are added chunk by chunk, and cut()
-// is called with a time no row still to come starts before.
+// time segments [previous cut, cut) for one or more windows at once (the
+// whole trace and its steady iterations): rows are added chunk by chunk,
+// clipped to the hull of the windows, and cut() is called with a time no row
+// still to come starts before. Each segment's unions are built once; a window
+// narrower than the hull sums them clipped to it (clipping a union gives the
+// union of the clipped rows: the whole-trace analysis's lists for that window).
 class StreamSweep {
  public:
+  StreamSweep(Timestamp lo, Timestamp hi) : lo_(lo), hi_(hi) {}
+  // A window [ws, we] inside [lo, hi]. Input starvation (analyze_input) counts
+  // the idle gaps of its compute | comm in which a host-to-device copy ended,
+  // each once for its part inside [span_start, span_end). Its first gap opens
+  // at ws; time after its last span is not a gap (nothing waited).
+  size_t add_window(Timestamp ws, Timestamp we, Timestamp span_start, Timestamp span_end) {
+    Window w;
+    w.ws = ws;
+    w.we = we;
+    w.span_start = span_start;
+    w.span_end = span_end;
+    w.busy.assign(keys_.size(), 0);
+    windows_.push_back(std::move(w));
+    return windows_.size() - 1;
+  }
+
   uint32_t stream_index(uint32_t device, uint32_t stream) {
     const uint64_t key = (uint64_t{device} << 32) | stream;
     auto [it, fresh] = index_.try_emplace(key, static_cast<uint32_t>(keys_.size()));
     if (fresh) {
       keys_.push_back(key);
-      busy_.push_back(0);
-      seen_.push_back(false);
       lists_.emplace_back();
+      for (Window& w : windows_) w.busy.push_back(0);
     }
     return it->second;
   }
-  // A span of the window (already clipped); empty spans are dropped, as append() drops them.
+  // A span clipped to [lo, hi]; empty spans are dropped, as append() drops them.
   void add(Interval iv, uint32_t stream, Category c) {
     if (iv.end <= iv.start) return;
     pending_.push_back({iv.start, iv.end, stream, c});
-    seen_[stream] = true;
   }
+  // When an input copy of window w ended (its end clipped to w), given before
+  // the cut past it: a copy that ends in a gap starts before the gap closes,
+  // so its chunk is read before the segment that closes the gap. Ends before
+  // the gap being looked at are dropped (gaps come in time order): what stays
+  // is the copies not yet ended, bounded as the pending rows are.
+  void input_end(size_t w, Timestamp x) { windows_[w].input_ends.push(x); }
 
   void cut(Timestamp at) {
     auto by_start = [](const Pending& a, const Pending& b) { return a.start < b.start; };
@@ -167,34 +191,22 @@ class StreamSweep {
     segment();
   }
 
-  int64_t compute_ns = 0, communication_ns = 0, overlap_ns = 0, copy_ns = 0;
-  int64_t gap_count = 0, gap_ns = 0;
+  struct Sums {
+    int64_t compute_ns = 0, communication_ns = 0, overlap_ns = 0, copy_ns = 0;
+    int64_t gap_count = 0, gap_ns = 0;
+    int64_t starvation_ns = 0, starved_gaps = 0;
+  };
+  const Sums& sums(size_t w) const { return windows_[w].sums; }
 
-  // Input starvation (analyze_input): the idle gaps of compute | comm in
-  // which a host-to-device copy ended, each counted once for its part inside
-  // [span_start, span_end). The first gap opens at the window's start; time
-  // after the last span is not a gap (nothing waited).
-  void watch_input(Timestamp ws, Timestamp span_start, Timestamp span_end) {
-    input_ws_ = ws;
-    span_start_ = span_start;
-    span_end_ = span_end;
-  }
-  // When an input copy of the window ended (its end clipped to the window),
-  // given before the cut past it: a copy that ends in a gap starts before the
-  // gap closes, so its chunk is read before the segment that closes the gap.
-  // Ends before the gap being looked at are dropped: gaps come in time order,
-  // so what stays is the copies not yet ended, bounded as the pending rows are.
-  void input_end(Timestamp x) { input_ends_.push(x); }
-  int64_t starvation_ns = 0, starved_gaps = 0;
-
-  std::vector<StreamUtilization> streams(int64_t wall) const {
+  std::vector<StreamUtilization> streams(size_t w, int64_t wall) const {
+    const Window& win = windows_[w];
     std::vector<StreamUtilization> out;
     for (size_t i = 0; i < keys_.size(); ++i) {
-      if (!seen_[i]) continue;  // no span of it lies in the window
+      if (win.busy[i] == 0) continue;  // no span of it lies in the window
       StreamUtilization su;
       su.device = static_cast<uint32_t>(keys_[i] >> 32);
       su.stream = static_cast<uint32_t>(keys_[i] & 0xffffffffu);
-      su.busy_ns = busy_[i];
+      su.busy_ns = win.busy[i];
       su.fraction = wall > 0 ? static_cast<double>(su.busy_ns) / static_cast<double>(wall) : 0;
       out.push_back(su);
     }
@@ -203,83 +215,120 @@ class StreamSweep {
     });
     return out;
   }
-  size_t pending() const { return pending_.size(); }
 
  private:
+  struct Window {
+    Timestamp ws = 0, we = 0, span_start = 0, span_end = 0;
+    Sums sums;
+    std::vector<int64_t> busy;  // per stream; > 0: a span of it lies in the window
+    bool cc_open = false, open = false;
+    Interval cc_cur, cur;
+    std::priority_queue<Timestamp, std::vector<Timestamp>, std::greater<>> input_ends;
+  };
+
+  // A normalized union clipped to [a, b]: a run of it, its ends cut.
+  static void clip(Intervals& v, Timestamp a, Timestamp b) {
+    size_t out = 0;
+    for (const Interval& iv : v) {
+      const Interval c{std::max(iv.start, a), std::min(iv.end, b)};
+      if (c.end > c.start) v[out++] = c;
+    }
+    v.resize(out);
+  }
+  static int64_t clipped_total(const Intervals& v, Timestamp a, Timestamp b) {
+    int64_t sum = 0;
+    for (const Interval& iv : v) sum += std::max<int64_t>(0, std::min(iv.end, b) - std::max(iv.start, a));
+    return sum;
+  }
+
   // One segment's unions: every sum of analyze_breakdown is additive over
   // disjoint time segments; the launch gaps carry their open span across.
   void segment() {
     normalize(compute_, merge_);
     normalize(comm_, merge_);
     normalize(copy_, merge_);
-    compute_ns += total(compute_);
-    communication_ns += total(comm_);
-    overlap_ns += intersection_length(comm_, compute_);
-    unite(compute_, comm_, compute_comm_);
-    copy_ns += total(copy_) - intersection_length(copy_, compute_comm_);
-    for (uint32_t s : touched_) {
-      Intervals& v = lists_[s];
-      normalize(v, merge_);
-      busy_[s] += total(v);
-    }
-    for (const Interval& iv : compute_comm_) {
-      if (!cc_open_) {
-        idle(input_ws_, iv.start);
-        cc_cur_ = iv;
-        cc_open_ = true;
-      } else if (iv.start <= cc_cur_.end) {
-        cc_cur_.end = std::max(cc_cur_.end, iv.end);
+    for (uint32_t s : touched_) normalize(lists_[s], merge_);
+    for (size_t i = 0; i < windows_.size(); ++i) {
+      Window& w = windows_[i];
+      const bool whole = w.ws <= lo_ && w.we >= hi_;
+      if (whole) {
+        sum(w, compute_, comm_, copy_);
+      } else if (i + 1 == windows_.size()) {  // the last window may clip the lists in place
+        clip(compute_, w.ws, w.we);
+        clip(comm_, w.ws, w.we);
+        clip(copy_, w.ws, w.we);
+        sum(w, compute_, comm_, copy_);
       } else {
-        idle(cc_cur_.end, iv.start);
-        cc_cur_ = iv;
+        for (auto [from, to] : {std::pair{&compute_, &w_compute_}, {&comm_, &w_comm_}, {&copy_, &w_copy_}}) {
+          *to = *from;
+          clip(*to, w.ws, w.we);
+        }
+        sum(w, w_compute_, w_comm_, w_copy_);
+      }
+      for (uint32_t s : touched_) w.busy[s] += whole ? total(lists_[s]) : clipped_total(lists_[s], w.ws, w.we);
+    }
+  }
+
+  void sum(Window& w, const Intervals& compute, const Intervals& comm, const Intervals& copy) {
+    Sums& s = w.sums;
+    s.compute_ns += total(compute);
+    s.communication_ns += total(comm);
+    s.overlap_ns += intersection_length(comm, compute);
+    unite(compute, comm, compute_comm_);
+    s.copy_ns += total(copy) - intersection_length(copy, compute_comm_);
+    for (const Interval& iv : compute_comm_) {
+      if (!w.cc_open) {
+        idle(w, w.ws, iv.start);
+        w.cc_cur = iv;
+        w.cc_open = true;
+      } else if (iv.start <= w.cc_cur.end) {
+        w.cc_cur.end = std::max(w.cc_cur.end, iv.end);
+      } else {
+        idle(w, w.cc_cur.end, iv.start);
+        w.cc_cur = iv;
       }
     }
     // union_gaps(compute_comm, copy) with its open span kept between segments.
     const Intervals& a = compute_comm_;
-    const Intervals& b = copy_;
+    const Intervals& b = copy;
     size_t i = 0, j = 0;
     while (i < a.size() || j < b.size()) {
       const Interval& next = j == b.size() || (i < a.size() && a[i].start < b[j].start) ? a[i++] : b[j++];
-      if (!open_) {
-        cur_ = next;
-        open_ = true;
-      } else if (next.start <= cur_.end) {
-        cur_.end = std::max(cur_.end, next.end);
+      if (!w.open) {
+        w.cur = next;
+        w.open = true;
+      } else if (next.start <= w.cur.end) {
+        w.cur.end = std::max(w.cur.end, next.end);
       } else {
-        const int64_t gap = next.start - cur_.end;
+        const int64_t gap = next.start - w.cur.end;
         if (gap < detail::kLaunchGapLimitNs) {
-          ++gap_count;
-          gap_ns += gap;
+          ++s.gap_count;
+          s.gap_ns += gap;
         }
-        cur_ = next;
+        w.cur = next;
       }
     }
   }
 
-  void idle(Timestamp from, Timestamp to) {
-    while (!input_ends_.empty() && input_ends_.top() < from) input_ends_.pop();
-    if (input_ends_.empty() || input_ends_.top() >= to) return;  // no copy ended in it
-    const int64_t inside = std::min(to, span_end_) - std::max(from, span_start_);
+  static void idle(Window& w, Timestamp from, Timestamp to) {
+    auto& ends = w.input_ends;
+    while (!ends.empty() && ends.top() < from) ends.pop();
+    if (ends.empty() || ends.top() >= to) return;  // no copy ended in it
+    const int64_t inside = std::min(to, w.span_end) - std::max(from, w.span_start);
     if (inside <= 0) return;
-    starvation_ns += inside;
-    starved_gaps += 1;
+    w.sums.starvation_ns += inside;
+    w.sums.starved_gaps += 1;
   }
 
-  std::priority_queue<Timestamp, std::vector<Timestamp>, std::greater<>> input_ends_;
-  Timestamp input_ws_ = 0, span_start_ = 0, span_end_ = 0;
-  bool cc_open_ = false;
-  Interval cc_cur_;
+  Timestamp lo_, hi_;
+  std::vector<Window> windows_;
   std::unordered_map<uint64_t, uint32_t> index_;
   std::vector<uint64_t> keys_;
-  std::vector<int64_t> busy_;
-  std::vector<bool> seen_;
   std::vector<Intervals> lists_;
   std::vector<uint32_t> touched_;
   std::vector<Pending> pending_, tails_;
   size_t sorted_ = 0;
-  Intervals compute_, comm_, copy_, compute_comm_, merge_;
-  bool open_ = false;
-  Interval cur_;
+  Intervals compute_, comm_, copy_, compute_comm_, merge_, w_compute_, w_comm_, w_copy_;
 };
 
 // What pass 1 learns of one table chunk (a chunk holds one table's rows).
@@ -424,39 +473,21 @@ class WindowFigures {
     }
   }
 
-  // Input starvation is summed by the sweep over [span_start, span_end).
-  void watch_input(Timestamp span_start, Timestamp span_end) { sweep_.watch_input(ws_, span_start, span_end); }
+  // The shared sweep's window for this one (StreamSweep::add_window).
+  void sweep_as(size_t target) { target_ = target; }
 
-  // With collect (the kernel median's counts complete), also its values.
-  void sweep(const trace::Trace& batch, Names& names, bool collect) {
-    const auto& k = batch.kernels;
-    for (size_t i = 0; i < k.size(); ++i) {
-      if (!in(k.start[i], k.end[i])) continue;
-      const Interval iv = clip(k.start[i], k.end[i]);
-      if (collect) kernel_median_.collect(iv.end - iv.start);
-      const KernelClass cls = names.kernel(k.name[i]).cls;
-      const Category c = cls == KernelClass::kCompute ? kCompute : cls == KernelClass::kMemory ? kCopy : kComm;
-      sweep_.add(iv, sweep_.stream_index(k.device[i], k.stream[i]), c);
-    }
-    const auto& nc = batch.nccl;
-    for (size_t i = 0; i < nc.size(); ++i)
-      if (in(nc.start[i], nc.end[i]))
-        sweep_.add(clip(nc.start[i], nc.end[i]), sweep_.stream_index(nc.device[i], nc.stream[i]), kComm);
+  // What the sweep needs of this window besides the rows (sweep_rows): when
+  // input copies ended. With collect (the kernel median's counts complete),
+  // also the kernel durations' values.
+  void inputs(const trace::Trace& batch, StreamSweep& sweep, bool collect) {
     const auto& m = batch.memcpys;
-    for (size_t i = 0; i < m.size(); ++i) {
-      if (!in(m.start[i], m.end[i])) continue;
-      sweep_.add(clip(m.start[i], m.end[i]), sweep_.stream_index(m.device[i], m.stream[i]), kCopy);
-      if (m.kind[i] == trace::MemcpyKind::kHtoD) {
+    for (size_t i = 0; i < m.size(); ++i)
+      if (m.kind[i] == trace::MemcpyKind::kHtoD && in(m.start[i], m.end[i])) {
         any_input_ = true;
-        sweep_.input_end(std::min(m.end[i], we_));
+        sweep.input_end(target_, std::min(m.end[i], we_));
       }
-    }
-    const auto& ms = batch.memsets;
-    for (size_t i = 0; i < ms.size(); ++i)
-      if (in(ms.start[i], ms.end[i]))
-        sweep_.add(clip(ms.start[i], ms.end[i]), sweep_.stream_index(ms.device[i], ms.stream[i]), kCopy);
+    if (collect) collect_kernels(batch);
   }
-  void cut(Timestamp at) { sweep_.cut(at); }
 
   // With collect (the launch median's counts complete), also its values.
   void late_api(const trace::Trace& batch, Names& names, bool sync_from_api, bool collect) {
@@ -490,7 +521,8 @@ class WindowFigures {
   }
 
   // The window's results, as analyze_window states them; r.iterations is set.
-  void finish(const TableRows& rows, Names& names, const Options& o, RankAnalysis& r) {
+  void finish(const TableRows& rows, Names& names, const StreamSweep& sweep, const Options& o, RankAnalysis& r) {
+    const StreamSweep::Sums& swept = sweep.sums(target_);
     const int64_t wall = this->wall();
     r.classes = classes_;
     for (int c = 0; c < kKernelClassCount; ++c) r.classes[c].cls = static_cast<KernelClass>(c);
@@ -514,21 +546,21 @@ class WindowFigures {
     b.window_start = ws_;
     b.window_end = we_;
     b.wall_ns = wall;
-    b.streams = sweep_.streams(wall);
+    b.streams = sweep.streams(target_, wall);
     if (!rows.gpu())
       b.availability = {false, "skipped: the trace has no GPU activity (kernels, copies, sets or collectives)"};
-    b.compute_ns = sweep_.compute_ns;
-    b.communication_ns = sweep_.communication_ns;
-    b.overlap_ns = sweep_.overlap_ns;
+    b.compute_ns = swept.compute_ns;
+    b.communication_ns = swept.communication_ns;
+    b.overlap_ns = swept.overlap_ns;
     b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
-    b.copy_ns = sweep_.copy_ns;
+    b.copy_ns = swept.copy_ns;
     b.idle_ns = wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
     b.overlap_fraction =
         b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
 
     LaunchStats& ls = r.launch;
-    ls.gap_count = sweep_.gap_count;
-    ls.gpu_gap_ns = sweep_.gap_ns;
+    ls.gap_count = swept.gap_count;
+    ls.gpu_gap_ns = swept.gap_ns;
     ls.kernel_count = kernel_count_;
     ls.kernel_ns = prec_.kernel_ns;
     ls.small_kernel_fraction =
@@ -560,8 +592,8 @@ class WindowFigures {
     const bool by_iterations = its.count > 0;
     in.iterations = its.count;
     in.compute_ns = b.compute_ns;
-    in.starvation_ns = sweep_.starvation_ns;
-    in.starved_iterations = sweep_.starved_gaps;
+    in.starvation_ns = swept.starvation_ns;
+    in.starved_iterations = swept.starved_gaps;
     const Timestamp span_start = by_iterations ? its.iterations.front().start : ws_;
     const Timestamp span_end = by_iterations ? its.iterations.back().end : we_;
     const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : wall;
@@ -577,7 +609,6 @@ class WindowFigures {
     hi_ = std::max(hi_, e);
     return true;
   }
-  Interval clip(Timestamp s, Timestamp e) const { return Interval{std::max(s, ws_), std::min(e, we_)}; }
   int64_t clipped(Timestamp s, Timestamp e) const { return std::min(e, we_) - std::max(s, ws_); }
   void add_sync(trace::SyncKind kind, int64_t d) {
     SyncGroup& g = sync_groups_[kind];
@@ -602,8 +633,33 @@ class WindowFigures {
   std::map<trace::SyncKind, SyncGroup> sync_groups_;
   SyncStats sync_;
   bool any_input_ = false;
-  StreamSweep sweep_;
+  size_t target_ = 0;
 };
+
+// A GPU chunk's spans into the sweep, clipped to its hull [lo, hi].
+void sweep_rows(const trace::Trace& batch, Names& names, StreamSweep& sweep, Timestamp lo, Timestamp hi) {
+  auto in = [&](Timestamp s, Timestamp e) { return e >= lo && s <= hi && e >= s; };
+  auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, lo), std::min(e, hi)}; };
+  const auto& k = batch.kernels;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (!in(k.start[i], k.end[i])) continue;
+    const KernelClass cls = names.kernel(k.name[i]).cls;
+    const Category c = cls == KernelClass::kCompute ? kCompute : cls == KernelClass::kMemory ? kCopy : kComm;
+    sweep.add(clip(k.start[i], k.end[i]), sweep.stream_index(k.device[i], k.stream[i]), c);
+  }
+  const auto& nc = batch.nccl;
+  for (size_t i = 0; i < nc.size(); ++i)
+    if (in(nc.start[i], nc.end[i]))
+      sweep.add(clip(nc.start[i], nc.end[i]), sweep.stream_index(nc.device[i], nc.stream[i]), kComm);
+  const auto& m = batch.memcpys;
+  for (size_t i = 0; i < m.size(); ++i)
+    if (in(m.start[i], m.end[i]))
+      sweep.add(clip(m.start[i], m.end[i]), sweep.stream_index(m.device[i], m.stream[i]), kCopy);
+  const auto& ms = batch.memsets;
+  for (size_t i = 0; i < ms.size(); ++i)
+    if (in(ms.start[i], ms.end[i]))
+      sweep.add(clip(ms.start[i], ms.end[i]), sweep.stream_index(ms.device[i], ms.stream[i]), kCopy);
+}
 
 // The first and last times input starvation counts in: the iterations in the
 // window, else the window.
@@ -776,10 +832,6 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
   else main = WindowFigures(name_count, ws, we);
   RankAnalysis r;
   r.iterations = detail::window_iterations(detected, ws, we, o.warmup_tolerance);
-  {
-    const auto [from, to] = input_span(r.iterations, ws, we);
-    main.watch_input(from, to);
-  }
   // The steady iterations (detail::analyze_rank): from the first one after
   // warm-up to the end, without --window. Their window is analysed in the
   // same passes; its sums wait for pass 2 (it needs the iterations).
@@ -796,9 +848,20 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
       const auto [ss, se] = detail::resolve_window(first, last, rows.gpu(), head.meta, steady_options, detected);
       steady.emplace(name_count, ss, se);
       st.iterations = detail::window_iterations(detected, ss, se, o.warmup_tolerance);
-      const auto [from, to] = input_span(st.iterations, ss, se);
-      steady->watch_input(from, to);
     }
+  }
+  // One sweep for both windows, over their hull (the steady iterations lie
+  // inside the whole trace's window unless detected steps reach past it).
+  const Timestamp hull_lo = steady ? std::min(ws, steady->ws()) : ws;
+  const Timestamp hull_hi = steady ? std::max(we, steady->we()) : we;
+  StreamSweep sweep(hull_lo, hull_hi);
+  {
+    const auto [from, to] = input_span(r.iterations, ws, we);
+    main.sweep_as(sweep.add_window(ws, we, from, to));
+  }
+  if (steady) {
+    const auto [from, to] = input_span(st.iterations, steady->ws(), steady->we());
+    steady->sweep_as(sweep.add_window(steady->ws(), steady->we(), from, to));
   }
 
   // ---- pass 2: GPU chunks in time order, then API (and sync) chunks --------
@@ -812,15 +875,14 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
   for (size_t n = 0; n < order.size(); ++n) {
     reader.read(order[n], batch);
     if (!summed) main.sum_gpu(batch, names);
-    main.sweep(batch, names, summed);
+    main.inputs(batch, sweep, summed);
     if (steady) {
       steady->sum_gpu(batch, names);
-      steady->sweep(batch, names, false);
+      steady->inputs(batch, sweep, false);
     }
+    sweep_rows(batch, names, sweep, hull_lo, hull_hi);
     // No row of a later chunk starts before that chunk's first start.
-    const Timestamp cut = n + 1 < order.size() ? facts[order[n + 1]].first : std::numeric_limits<Timestamp>::max();
-    main.cut(cut);
-    if (steady) steady->cut(cut);
+    sweep.cut(n + 1 < order.size() ? facts[order[n + 1]].first : std::numeric_limits<Timestamp>::max());
   }
   const bool sums_left = !summed || steady;
   for (size_t c = 0; c < facts.size(); ++c) {
@@ -860,7 +922,7 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
   // Native frames (format 1.4) are named before the host analysis reads them.
   if (name_frames && kept.host_callsites.size() > 0) name_frames(kept);
   detail::describe_rank(head, rows.gpu(), r);
-  main.finish(rows, names, o, r);
+  main.finish(rows, names, sweep, o, r);
   r.numa = detail::analyze_numa(head.meta);
   r.host = detail::analyze_host(kept, ws, we, r.iterations.iterations);
   detail::mark_empty_window(o, main.wall(), r);
@@ -868,7 +930,7 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
   r.attribution.reason = o.attribution ? kNotStreamed : "skipped: turned off (--no-attribution)";
   if (steady) {
     detail::describe_rank(head, rows.gpu(), st);
-    steady->finish(rows, names, steady_options, st);
+    steady->finish(rows, names, sweep, steady_options, st);
     st.numa = r.numa;
     st.host = detail::analyze_host(kept, steady->ws(), steady->we(), st.iterations.iterations);
     detail::mark_empty_window(steady_options, steady->wall(), st);
