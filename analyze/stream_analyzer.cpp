@@ -120,6 +120,7 @@ struct Pending {
 // union of the clipped rows: the whole-trace analysis's lists for that window).
 class StreamSweep {
  public:
+  static constexpr size_t kPieceRows = size_t{1} << 14;
   StreamSweep(Timestamp lo, Timestamp hi) : lo_(lo), hi_(hi) {}
   // A window [ws, we] inside [lo, hi]. Input starvation (analyze_input) counts
   // the idle gaps of its compute | comm in which a host-to-device copy ended,
@@ -158,6 +159,10 @@ class StreamSweep {
   // is the copies not yet ended, bounded as the pending rows are.
   void input_end(size_t w, Timestamp x) { windows_[w].input_ends.push(x); }
 
+  // Rows that start before `at` are summed, in pieces of at most about
+  // kPieceRows rows (each cut at the next row's start, which the rows after
+  // it cannot precede), so that the unions' lists stay small however many
+  // rows a chunk holds; rows reaching past a piece's cut stay, cut there.
   void cut(Timestamp at) {
     auto by_start = [](const Pending& a, const Pending& b) { return a.start < b.start; };
     // Rows before sorted_ are sorted: sort the new ones and merge.
@@ -166,29 +171,47 @@ class StreamSweep {
       std::sort(mid, pending_.end(), by_start);
       std::inplace_merge(pending_.begin(), mid, pending_.end(), by_start);
     }
-    const auto stop = std::lower_bound(pending_.begin(), pending_.end(), at,
-                                       [](const Pending& p, Timestamp t) { return p.start < t; });
-    if (stop == pending_.begin()) {
-      sorted_ = pending_.size();
-      return;
+    auto first_at = [&](size_t from, size_t to, Timestamp t) {  // the first row in [from, to) starting at t or later
+      return static_cast<size_t>(std::lower_bound(pending_.begin() + static_cast<std::ptrdiff_t>(from),
+                                                  pending_.begin() + static_cast<std::ptrdiff_t>(to), t,
+                                                  [](const Pending& p, Timestamp x) { return p.start < x; }) -
+                                 pending_.begin());
+    };
+    size_t head = 0;  // rows before it are summed
+    const size_t stop = first_at(0, pending_.size(), at);
+    for (Timestamp t = std::numeric_limits<Timestamp>::min(); t != at && head < stop;) {
+      // This piece: rows [head, end) cut at t.
+      size_t end = stop;
+      t = at;
+      if (stop - head > kPieceRows) {
+        t = pending_[head + kPieceRows].start;
+        end = first_at(head, head + kPieceRows, t);
+        if (end == head) {  // its first rows all start at t: take them all
+          end = first_at(head, stop, t + 1);
+          t = end < stop ? pending_[end].start : at;
+        }
+      }
+      for (Intervals* v : {&compute_, &comm_, &copy_}) v->clear();
+      for (uint32_t s : touched_) lists_[s].clear();
+      touched_.clear();
+      tails_.clear();
+      Intervals* by_category[3] = {&compute_, &comm_, &copy_};
+      for (size_t i = head; i < end; ++i) {
+        const Pending& p = pending_[i];
+        const Interval part{p.start, std::min(p.end, t)};
+        by_category[p.category]->push_back(part);
+        if (lists_[p.stream].empty()) touched_.push_back(p.stream);
+        lists_[p.stream].push_back(part);
+        if (p.end > t) tails_.push_back({t, p.end, p.stream, p.category});
+      }
+      // The tails start at the cut, before every row left: they take the
+      // places of the last rows summed.
+      head = end - tails_.size();
+      std::copy(tails_.begin(), tails_.end(), pending_.begin() + static_cast<std::ptrdiff_t>(head));
+      segment();
     }
-    for (Intervals* v : {&compute_, &comm_, &copy_}) v->clear();
-    for (uint32_t s : touched_) lists_[s].clear();
-    touched_.clear();
-    tails_.clear();
-    Intervals* by_category[3] = {&compute_, &comm_, &copy_};
-    for (auto it = pending_.begin(); it != stop; ++it) {
-      const Interval part{it->start, std::min(it->end, at)};
-      by_category[it->category]->push_back(part);
-      if (lists_[it->stream].empty()) touched_.push_back(it->stream);
-      lists_[it->stream].push_back(part);
-      if (it->end > at) tails_.push_back({at, it->end, it->stream, it->category});
-    }
-    // The tails start at the cut, before every row left: they go in front.
-    pending_.erase(pending_.begin(), stop);
-    pending_.insert(pending_.begin(), tails_.begin(), tails_.end());
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(head));
     sorted_ = pending_.size();
-    segment();
   }
 
   struct Sums {

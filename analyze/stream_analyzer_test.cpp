@@ -216,6 +216,21 @@ TEST(StreamAnalyzerTest, EdgeCasesOfRows) {
   }
 }
 
+TEST(StreamAnalyzerTest, ManyRowsStartingTogether) {
+  // More rows than the sweep's piece (StreamSweep::kPieceRows, 16 Ki) with
+  // one start, then rows of a few starts each: pieces cut after a run of
+  // equal starts, and inside runs of equal starts.
+  TempDir dir;
+  testing::TraceBuilder b;
+  const int64_t us = 1000;
+  for (int i = 0; i < 20'000; ++i) b.kernel("sgemm_kernel", 1000 * us, 1000 * us + (i % 977) * us, 7 + i % 3);
+  for (int i = 0; i < 40'000; ++i)
+    b.kernel(i % 5 ? "sgemm_kernel" : "ncclAllReduce_kernel", 2000 * us + (i / 7) * us, 2000 * us + (i / 7 + 3) * us,
+             7 + i % 4);
+  b.copy(trace::MemcpyKind::kHtoD, trace::MemoryKind::kPinned, trace::MemoryKind::kDevice, 900 * us, 1500 * us, 64);
+  expect_same_in_windows(write(dir, b.t, size_t{1} << 20), {"", "10%:60%", "1000000:1000001"});
+}
+
 TEST(StreamAnalyzerTest, TablesLeftEmpty) {
   TempDir dir;
   trace::Trace t = trace::make_synthetic_trace(5'000, 2);
