@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "analyze/attribution_stream.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
 #include "trace/chunk_reader.hpp"
@@ -24,8 +25,6 @@ namespace scalescope::analyze {
 namespace {
 
 using trace::Timestamp;
-
-constexpr const char* kNotStreamed = "skipped: not computed by the streaming analysis";
 
 // The exact median of durations (>= 0) in two passes, as trace::median_in_place
 // gives it: count() every value, choose(), collect() every value again, median().
@@ -660,8 +659,13 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
   r.host = detail::analyze_host(kept, ws, we, r.iterations.iterations);
   if (kept.nccl.size() > 0) kept.kernels = {};  // the list reads NCCL's records then
   r.collectives = detail::collective_arrivals(kept, ws, we, info, r.iterations.iterations);
-  r.attribution.available = false;
-  r.attribution.reason = kNotStreamed;
+  // Attribution over the whole trace: its own passes over the chunks (attribution_stream.hpp).
+  if (o.attribution) {
+    r.attribution = std::move(stream_attribution(reader, {{ws, we, true, &r.iterations.iterations}}, info).front());
+  } else {
+    r.attribution.available = false;
+    r.attribution.reason = "skipped: turned off (--no-attribution)";
+  }
   return r;
 }
 

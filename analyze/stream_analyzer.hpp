@@ -31,8 +31,8 @@
 // one more pass): the repeating-kernel search needs each name's whole
 // sequence of gaps, and this is the one state that grows with the trace.
 //
-// Not computed (marked "skipped: not computed by the streaming analysis"):
-// the steady-state pass (RankAnalysis::steady stays null) and attribution;
+// Attribution is streamed too (attribution_stream.hpp: its own passes).
+// Not computed: the steady-state pass (RankAnalysis::steady stays null);
 // --window is refused.
 // A trace whose GPU chunks all span its whole time (not one a writer's
 // append() produces) is still exact but holds those chunks' rows at once.

@@ -70,7 +70,7 @@ void expect_same_as_whole(const fs::path& p, const Options& o = {}) {
     EXPECT_EQ(x.end_unix_ns, y.end_unix_ns) << i;
     EXPECT_EQ(x.warmup, y.warmup) << i;
   }
-  EXPECT_FALSE(streamed.attribution.available);
+  EXPECT_EQ(nlohmann::json(whole.attribution), nlohmann::json(streamed.attribution)) << p;  // attribution_stream_test
   EXPECT_EQ(streamed.steady, nullptr);
 }
 
