@@ -5,6 +5,7 @@
 #include "analyze/attribution_stream.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -72,6 +73,52 @@ void suffix_min(std::vector<T>& out, size_t n, T none, auto&& key) {
   for (size_t i = n; i-- > 0;) out[i] = std::min(out[i + 1], key(i));
 }
 
+// Correlation id -> node of the ids between the oldest GPU row still to come
+// and the newest call taken. Ids grow with time (CUPTI's and Kineto's
+// counters): a deque indexed from the oldest kept id, dropped from the front;
+// ids far from that run (or below it) go to a hash map.
+class CorrelationWindow {
+ public:
+  void set(uint32_t id, uint32_t node) {
+    if (dense_.empty()) base_ = id;
+    if (id >= base_ && id - base_ < dense_.size() + kMaxHole) {
+      if (id - base_ >= dense_.size()) dense_.resize(id - base_ + 1, kNoLaunch);
+      uint32_t& v = dense_[id - base_];
+      entries_ += v == kNoLaunch;
+      v = node;
+    } else {
+      sparse_[id] = node;
+    }
+  }
+  uint32_t get(uint32_t id) const {
+    if (id >= base_ && id - base_ < dense_.size()) return dense_[id - base_];
+    auto it = sparse_.find(id);
+    return it == sparse_.end() ? kNoLaunch : it->second;
+  }
+  // Ids below `min` are asked for no more.
+  void forget_below(uint32_t min) {
+    while (!dense_.empty() && base_ < min) {
+      entries_ -= dense_.front() != kNoLaunch;
+      dense_.pop_front();
+      ++base_;
+    }
+    if (sparse_.size() > sparse_limit_) {
+      std::erase_if(sparse_, [&](const auto& e) { return e.first < min; });
+      sparse_limit_ = std::max<size_t>(1024, 2 * sparse_.size());
+    }
+  }
+  size_t entries() const { return entries_ + sparse_.size(); }  // ids with a call
+  size_t span() const { return dense_.size(); }                  // ids the deque covers (4 bytes each)
+
+ private:
+  static constexpr size_t kMaxHole = size_t{1} << 16;
+  uint32_t base_ = 0;
+  std::deque<uint32_t> dense_;  // kNoLaunch: no call with that id taken
+  std::unordered_map<uint32_t, uint32_t> sparse_;
+  size_t entries_ = 0;  // in dense_
+  size_t sparse_limit_ = 1024;
+};
+
 class Attributor {
  public:
   Attributor(trace::ChunkReader& reader, const std::vector<AttributionWindow>& windows,
@@ -98,13 +145,9 @@ class Attributor {
     suffix_min(unread_gpu_corr_, gn, kNoId, [&](size_t i) { return facts_[gpu_order_[i]].gpu_corr; });
 
     for (size_t n = 0; n < gn; ++n) gpu_chunk(n);
-    gpu_floor_ = kNoId;
-    for (auto& w : windows_)
-      for (const GpuRow& r : w->pending)
-        if (r.correlation != 0) gpu_floor_ = std::min(gpu_floor_, r.correlation);
-    for (auto& w : windows_) release(*w, kNever);
+    release(kNever);
     gpu_done_ = true;
-    corr_.clear();
+    corr_ = {};
     for (auto& w : windows_)
       w->sweep.finish_all([&](const detail::Work& x, uint32_t it, int64_t s) { w->summary.done(x, it, s); });
     while (step()) {
@@ -124,6 +167,7 @@ class Attributor {
     detail::WindowSummary summary;
     detail::ShareSweep<uint32_t> sweep;
     std::vector<GpuRow> pending, later;
+    std::vector<uint32_t> floor;  // suffix minima of the pending rows' correlation ids
   };
 
   // ---- pass 1 -------------------------------------------------------------------
@@ -212,9 +256,10 @@ class Attributor {
     } else {
       const uint32_t node = stacks_->launch_node(e.thread, e.start, done);
       if (!gpu_done_) {
-        corr_[e.id] = node;  // a repeated id: the last call wins, as in the whole-trace map
-        if (corr_.size() > corr_limit_) forget_correlations();
-        stats.correlations = std::max(stats.correlations, corr_.size());
+        corr_.set(e.id, node);  // a repeated id: the last call wins, as in the whole-trace map
+        corr_.forget_below(gpu_floor_);
+        stats.correlations = std::max(stats.correlations, corr_.entries());
+        stats.correlation_span = std::max(stats.correlation_span, corr_.span());
       }
     }
     return true;
@@ -247,7 +292,7 @@ class Attributor {
     auto keep = std::partition(ready_.begin(), ready_.end(), [&](const HostEvent& e) { return e.start < cut; });
     held_.assign(keep, ready_.end());
     ready_.erase(keep, ready_.end());
-    std::sort(ready_.begin(), ready_.end());
+    if (!std::is_sorted(ready_.begin(), ready_.end())) std::sort(ready_.begin(), ready_.end());
     held_api_corr_ = kNoId;
     held_link_ = kNoId;
     held_seq_ = kNoSeq;
@@ -288,19 +333,13 @@ class Attributor {
     const size_t left = stacks_->link_entries() + stacks_->seq_entries();
     link_limit_ = std::max<size_t>(1024, 2 * left);
   }
-  void forget_correlations() {
-    std::erase_if(corr_, [&](const auto& e) { return e.first < gpu_floor_; });
-    corr_limit_ = std::max<size_t>(1024, 2 * corr_.size());
-  }
-
   // The node of the call with this correlation id; the host sweep goes on
   // until no call still to come has an id at or below it.
   uint32_t node_of(uint32_t corr) {
     if (corr == 0) return kNoLaunch;
     while (next_api_corr() <= corr && step()) {
     }
-    auto it = corr_.find(corr);
-    return it == corr_.end() ? kNoLaunch : it->second;
+    return corr_.get(corr);
   }
 
   // ---- the GPU sweep ----------------------------------------------------------------
@@ -323,33 +362,45 @@ class Attributor {
     add(batch_.kernels, 0, f.kernel_base, &batch_.kernels.name);
     add(batch_.memcpys, 1, f.memcpy_base, nullptr);
     add(batch_.memsets, 2, f.memset_base, nullptr);
-    // No row still to be released has a correlation id below this floor.
     size_t held = 0;
-    gpu_floor_ = unread_gpu_corr_[next_gpu_];
-    for (auto& w : windows_) {
-      held += w->pending.size();
-      for (const GpuRow& r : w->pending)
-        if (r.correlation != 0) gpu_floor_ = std::min(gpu_floor_, r.correlation);
-    }
+    for (auto& w : windows_) held += w->pending.size();
     stats.gpu_rows = std::max(stats.gpu_rows, held);
-    const Timestamp cut = n + 1 < gpu_order_.size() ? facts_[gpu_order_[n + 1]].gpu_first : kNever;
-    for (auto& w : windows_) release(*w, cut);
+    release(n + 1 < gpu_order_.size() ? facts_[gpu_order_[n + 1]].gpu_first : kNever);
   }
 
-  // Pushes a window's rows that start (cut to the window) before `cut`, in order.
-  void release(Window& w, Timestamp cut) {
-    auto keep = std::partition(w.pending.begin(), w.pending.end(), [&](const GpuRow& r) { return r.work.start < cut; });
-    w.later.assign(keep, w.pending.end());
-    w.pending.erase(keep, w.pending.end());
-    std::sort(w.pending.begin(), w.pending.end());
-    auto done = [&](const detail::Work& x, uint32_t it, int64_t s) { w.summary.done(x, it, s); };
-    for (GpuRow& r : w.pending) {
-      r.work.node = node_of(r.correlation);
-      w.summary.classify(r.work, kernel_info_);
-      w.sweep.push(r.work, w.summary.iteration_of(r.work.start), done);
+  // Pushes each window's rows that start (cut to the window) before `cut`,
+  // in order, taking their nodes from their correlation ids. While it does,
+  // gpu_floor_ is the smallest id of the rows not yet taken, in any window.
+  void release(Timestamp cut) {
+    uint32_t floor = unread_gpu_corr_[next_gpu_];
+    for (auto& w : windows_) {
+      auto keep =
+          std::partition(w->pending.begin(), w->pending.end(), [&](const GpuRow& r) { return r.work.start < cut; });
+      w->later.assign(keep, w->pending.end());
+      w->pending.erase(keep, w->pending.end());
+      if (!std::is_sorted(w->pending.begin(), w->pending.end())) std::sort(w->pending.begin(), w->pending.end());
+      for (const GpuRow& r : w->later)
+        if (r.correlation != 0) floor = std::min(floor, r.correlation);
+      suffix_min(w->floor, w->pending.size(), kNoId, [&](size_t i) {
+        const uint32_t c = w->pending[i].correlation;
+        return c != 0 ? c : kNoId;
+      });
     }
-    w.pending.swap(w.later);
-    w.later.clear();
+    std::vector<uint32_t> after(windows_.size() + 1, floor);  // ... of the windows from k on
+    for (size_t k = windows_.size(); k-- > 0;) after[k] = std::min(after[k + 1], windows_[k]->floor[0]);
+    for (size_t k = 0; k < windows_.size(); ++k) {
+      Window& w = *windows_[k];
+      auto done = [&](const detail::Work& x, uint32_t it, int64_t s) { w.summary.done(x, it, s); };
+      for (size_t i = 0; i < w.pending.size(); ++i) {
+        GpuRow& r = w.pending[i];
+        gpu_floor_ = std::min(after[k + 1], w.floor[i]);
+        r.work.node = node_of(r.correlation);
+        w.summary.classify(r.work, kernel_info_);
+        w.sweep.push(r.work, w.summary.iteration_of(r.work.start), done);
+      }
+      w.pending.swap(w.later);
+      w.later.clear();
+    }
   }
 
   trace::ChunkReader& reader_;
@@ -373,9 +424,9 @@ class Attributor {
   std::vector<int64_t> ready_seq_;
   uint32_t held_api_corr_ = kNoId, held_link_ = kNoId;
   int64_t held_seq_ = kNoSeq;
-  size_t link_limit_ = 1024, corr_limit_ = 1024, open_ranges_ = 0;
+  size_t link_limit_ = 1024, open_ranges_ = 0;
 
-  std::unordered_map<uint32_t, uint32_t> corr_;  // correlation id -> node of its (last) call
+  CorrelationWindow corr_;  // correlation id -> node of its (last) call
   uint32_t gpu_floor_ = 0;                       // smallest id of the GPU rows not yet released (0: not known yet)
   bool gpu_done_ = false;
 };

@@ -58,11 +58,12 @@ struct AttributionWindow {
 
 // The most entries each kind of state held at once (for tests and benchmarks).
 struct AttributionStreamStats {
-  size_t correlations = 0;    // correlation id -> node entries
-  size_t host_rows = 0;       // ranges and API calls read, not yet taken in order
-  size_t gpu_rows = 0;        // GPU rows read, not yet taken in order (all windows)
-  size_t link_contexts = 0;   // forward contexts of links or seq numbers
-  size_t open_ranges = 0;     // ranges on the stacks of all threads
+  size_t correlations = 0;      // correlation ids with their call's node kept
+  size_t correlation_span = 0;  // ids from the oldest kept to the newest (a deque of 4 bytes each)
+  size_t host_rows = 0;         // ranges and API calls read, not yet taken in order
+  size_t gpu_rows = 0;          // GPU rows read, not yet taken in order (all windows)
+  size_t link_contexts = 0;     // forward contexts of links or seq numbers
+  size_t open_ranges = 0;       // ranges on the stacks of all threads
 };
 
 // kernel_info: classify_names() of the trace, indexed by kernel name id

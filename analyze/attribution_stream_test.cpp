@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <numeric>
 #include <random>
@@ -68,10 +70,15 @@ AttributionStreamStats expect_same(const fs::path& p, const std::vector<Case>& c
   const std::vector<KernelInfo> info = classify_names(t, KernelClassifier{});
   const auto paths = detail::launch_paths(t);
   std::vector<AttributionWindow> windows;
+  if (std::getenv("ATTRIBUTION_STREAM_STATS")) std::fprintf(stderr, "%s\n", p.c_str());
   for (const Case& c : cases) windows.push_back({c.start, c.end, c.whole_trace, &c.iterations});
   trace::ChunkReader reader = trace::ChunkReader::open(p);
   AttributionStreamStats stats;
   const std::vector<Attribution> streamed = stream_attribution(reader, windows, info, &stats);
+  if (std::getenv("ATTRIBUTION_STREAM_STATS"))
+    std::fprintf(stderr, "correlations %zu (span %zu) host %zu gpu %zu links %zu open %zu; api %zu nvtx %zu\n",
+                 stats.correlations, stats.correlation_span, stats.host_rows, stats.gpu_rows, stats.link_contexts,
+                 stats.open_ranges, t.api.size(), t.nvtx.size());
   EXPECT_EQ(streamed.size(), cases.size());
   for (size_t i = 0; i < cases.size() && i < streamed.size(); ++i) {
     const Case& c = cases[i];
