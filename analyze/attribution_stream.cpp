@@ -166,7 +166,8 @@ class Attributor {
     Window(Timestamp ws, Timestamp we, bool whole, const std::vector<Iteration>& its) : summary(ws, we, whole, its) {}
     detail::WindowSummary summary;
     detail::ShareSweep<uint32_t> sweep;
-    std::vector<GpuRow> pending, later;
+    std::vector<GpuRow> pending;  // [0, released): to push, in order; the rest held
+    size_t released = 0;
     std::vector<uint32_t> floor;  // suffix minima of the pending rows' correlation ids
   };
 
@@ -175,10 +176,11 @@ class Attributor {
     facts_.resize(reader_.chunk_count());
     uint64_t nvtx_rows = 0, kernel_rows = 0, memcpy_rows = 0, memset_rows = 0;
     bool any_link = false, any_seq = false;
+    trace::Trace first;  // every table's columns grow here: freed before the sweeps
     for (size_t c = 0; c < facts_.size(); ++c) {
-      reader_.read(c, batch_);
+      reader_.read(c, first);
       ChunkFacts& f = facts_[c];
-      const auto& nv = batch_.nvtx;
+      const auto& nv = first.nvtx;
       f.nvtx_base = nvtx_rows;
       nvtx_rows += nv.size();
       for (size_t i = 0; i < nv.size(); ++i) {
@@ -196,7 +198,7 @@ class Attributor {
           f.seq = std::min(f.seq, info->seq);
         }
       }
-      const auto& a = batch_.api;
+      const auto& a = first.api;
       f.api_base = api_rows_;
       api_rows_ += a.size();
       for (size_t i = 0; i < a.size(); ++i) {
@@ -215,9 +217,9 @@ class Attributor {
           if (table.correlation[i] != 0) f.gpu_corr = std::min(f.gpu_corr, table.correlation[i]);
         }
       };
-      gpu(batch_.kernels, f.kernel_base, kernel_rows);
-      gpu(batch_.memcpys, f.memcpy_base, memcpy_rows);
-      gpu(batch_.memsets, f.memset_base, memset_rows);
+      gpu(first.kernels, f.kernel_base, kernel_rows);
+      gpu(first.memcpys, f.memcpy_base, memcpy_rows);
+      gpu(first.memsets, f.memset_base, memset_rows);
     }
     gpu_rows_ = kernel_rows + memcpy_rows + memset_rows;
     use_links_ = any_link;
@@ -239,12 +241,12 @@ class Attributor {
   // Takes the next event in order (reading the next host chunk when the
   // released ones are used up); false once every event was taken.
   bool step() {
-    if (ready_pos_ == ready_.size()) {
+    if (ready_pos_ == ready_end_) {
       if (next_host_ == host_order_.size()) return false;
       load_host_chunk();
       return true;
     }
-    const HostEvent& e = ready_[ready_pos_++];
+    const HostEvent& e = events_[ready_pos_++];
     auto done = [&](const detail::FinishedRange& r) { finished(r); };
     if (e.info) {
       stacks_->push_range({e.start, e.end, e.row, e.thread, e.id, e.info}, done);
@@ -273,36 +275,37 @@ class Attributor {
   void load_host_chunk() {
     const size_t c = host_order_[next_host_++];
     reader_.read(c, host_batch_);
+    // One buffer: the events taken go, those held move to the front, the chunk's join them.
+    events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(ready_end_));
+    events_.reserve(events_.size() + host_batch_.nvtx.size() + host_batch_.api.size());  // no doubling
     const ChunkFacts& f = facts_[c];
     const auto& nv = host_batch_.nvtx;
     for (size_t i = 0; i < nv.size(); ++i)
       if (const detail::NameCache::Info* info = names_.range_info(nv, i))
-        held_.push_back({nv.start[i], nv.end[i], static_cast<uint32_t>(f.nvtx_base + i), nv.thread[i], nv.link[i], info});
+        events_.push_back(
+            {nv.start[i], nv.end[i], static_cast<uint32_t>(f.nvtx_base + i), nv.thread[i], nv.link[i], info});
     const auto& a = host_batch_.api;
     for (size_t i = 0; i < a.size(); ++i)
       if (a.correlation[i] != 0)
-        held_.push_back({a.start[i], a.end[i], static_cast<uint32_t>(f.api_base + i), a.thread[i], a.correlation[i],
-                         nullptr});
-    stats.host_rows = std::max(stats.host_rows, held_.size());
+        events_.push_back({a.start[i], a.end[i], static_cast<uint32_t>(f.api_base + i), a.thread[i],
+                           a.correlation[i], nullptr});
+    stats.host_rows = std::max(stats.host_rows, events_.size());
     // Events before the next chunk's earliest start are final: no event still to be read precedes them.
     const Timestamp cut = next_host_ < host_order_.size() ? facts_[host_order_[next_host_]].host_first : kNever;
-    // The released ones become ready_ in place; only those kept are copied.
-    ready_.swap(held_);
+    auto held = std::partition(events_.begin(), events_.end(), [&](const HostEvent& e) { return e.start < cut; });
     ready_pos_ = 0;
-    auto keep = std::partition(ready_.begin(), ready_.end(), [&](const HostEvent& e) { return e.start < cut; });
-    held_.assign(keep, ready_.end());
-    ready_.erase(keep, ready_.end());
-    if (!std::is_sorted(ready_.begin(), ready_.end())) std::sort(ready_.begin(), ready_.end());
+    ready_end_ = static_cast<size_t>(held - events_.begin());
+    if (!std::is_sorted(events_.begin(), held)) std::sort(events_.begin(), held);
     held_api_corr_ = kNoId;
     held_link_ = kNoId;
     held_seq_ = kNoSeq;
-    for (const HostEvent& e : held_) note_held(e, held_api_corr_, held_link_, held_seq_);
-    const size_t n = ready_.size();
-    suffix_min(ready_api_corr_, n, kNoId, [&](size_t i) { return ready_[i].info ? kNoId : ready_[i].id; });
-    suffix_min(ready_link_, n, kNoId,
-               [&](size_t i) { return ready_[i].info && ready_[i].id != 0 ? ready_[i].id : kNoId; });
+    for (auto it = held; it != events_.end(); ++it) note_held(*it, held_api_corr_, held_link_, held_seq_);
+    const size_t n = ready_end_;
+    const std::vector<HostEvent>& r = events_;
+    suffix_min(ready_api_corr_, n, kNoId, [&](size_t i) { return r[i].info ? kNoId : r[i].id; });
+    suffix_min(ready_link_, n, kNoId, [&](size_t i) { return r[i].info && r[i].id != 0 ? r[i].id : kNoId; });
     suffix_min(ready_seq_, n, kNoSeq,
-               [&](size_t i) { return ready_[i].info && ready_[i].info->seq >= 0 ? ready_[i].info->seq : kNoSeq; });
+               [&](size_t i) { return r[i].info && r[i].info->seq >= 0 ? r[i].info->seq : kNoSeq; });
   }
   static void note_held(const HostEvent& e, uint32_t& corr, uint32_t& link, int64_t& seq) {
     if (!e.info) {
@@ -348,6 +351,8 @@ class Attributor {
     next_gpu_ = n + 1;
     reader_.read(c, batch_);
     const ChunkFacts& f = facts_[c];
+    const size_t rows = batch_.kernels.size() + batch_.memcpys.size() + batch_.memsets.size();
+    for (auto& w : windows_) w->pending.reserve(w->pending.size() + rows);  // no doubling
     auto add = [&](const auto& table, uint32_t which, uint64_t base, const std::vector<trace::StringId>* names) {
       for (size_t i = 0; i < table.size(); ++i) {
         const Timestamp s = table.start[i], e = table.end[i];
@@ -374,14 +379,13 @@ class Attributor {
   void release(Timestamp cut) {
     uint32_t floor = unread_gpu_corr_[next_gpu_];
     for (auto& w : windows_) {
-      auto keep =
+      auto held =
           std::partition(w->pending.begin(), w->pending.end(), [&](const GpuRow& r) { return r.work.start < cut; });
-      w->later.assign(keep, w->pending.end());
-      w->pending.erase(keep, w->pending.end());
-      if (!std::is_sorted(w->pending.begin(), w->pending.end())) std::sort(w->pending.begin(), w->pending.end());
-      for (const GpuRow& r : w->later)
-        if (r.correlation != 0) floor = std::min(floor, r.correlation);
-      suffix_min(w->floor, w->pending.size(), kNoId, [&](size_t i) {
+      w->released = static_cast<size_t>(held - w->pending.begin());
+      if (!std::is_sorted(w->pending.begin(), held)) std::sort(w->pending.begin(), held);
+      for (auto it = held; it != w->pending.end(); ++it)
+        if (it->correlation != 0) floor = std::min(floor, it->correlation);
+      suffix_min(w->floor, w->released, kNoId, [&](size_t i) {
         const uint32_t c = w->pending[i].correlation;
         return c != 0 ? c : kNoId;
       });
@@ -391,15 +395,14 @@ class Attributor {
     for (size_t k = 0; k < windows_.size(); ++k) {
       Window& w = *windows_[k];
       auto done = [&](const detail::Work& x, uint32_t it, int64_t s) { w.summary.done(x, it, s); };
-      for (size_t i = 0; i < w.pending.size(); ++i) {
+      for (size_t i = 0; i < w.released; ++i) {
         GpuRow& r = w.pending[i];
         gpu_floor_ = std::min(after[k + 1], w.floor[i]);
         r.work.node = node_of(r.correlation);
         w.summary.classify(r.work, kernel_info_);
         w.sweep.push(r.work, w.summary.iteration_of(r.work.start), done);
       }
-      w.pending.swap(w.later);
-      w.later.clear();
+      w.pending.erase(w.pending.begin(), w.pending.begin() + static_cast<std::ptrdiff_t>(w.released));
     }
   }
 
@@ -418,8 +421,8 @@ class Attributor {
   std::vector<uint32_t> unread_api_corr_, unread_link_, unread_gpu_corr_;  // by position in the orders
   std::vector<int64_t> unread_seq_;
   size_t next_host_ = 0, next_gpu_ = 0;
-  std::vector<HostEvent> held_, ready_;  // read, not yet released; released, in order
-  size_t ready_pos_ = 0;
+  std::vector<HostEvent> events_;  // [0, ready_end_): released, in order; the rest read, held
+  size_t ready_pos_ = 0, ready_end_ = 0;
   std::vector<uint32_t> ready_api_corr_, ready_link_;
   std::vector<int64_t> ready_seq_;
   uint32_t held_api_corr_ = kNoId, held_link_ = kNoId;
