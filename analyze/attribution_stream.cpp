@@ -91,7 +91,9 @@ class CorrelationWindow {
     }
   }
   uint32_t get(uint32_t id) const {
-    if (id >= base_ && id - base_ < dense_.size()) return dense_[id - base_];
+    // A call set in the deque is newer than one of the same id in the map
+    // (set while the deque did not reach that far yet).
+    if (id >= base_ && id - base_ < dense_.size() && dense_[id - base_] != kNoLaunch) return dense_[id - base_];
     auto it = sparse_.find(id);
     return it == sparse_.end() ? kNoLaunch : it->second;
   }

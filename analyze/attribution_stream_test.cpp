@@ -175,6 +175,7 @@ trace::Trace nested_ranks(uint64_t seed, bool links, bool shuffle) {
           a.name = launch;
           a.correlation = uniform(0, 30) == 0 ? 0 : corr++;
           if (uniform(0, 40) == 0 && a.correlation > 101) a.correlation -= 1;  // a repeated id: the last call wins
+          if (uniform(0, 60) == 0) a.correlation = 3'000'000 + corr;           // far from the others
           t.api.push(a);
           launches.push_back({a.correlation, c});
         }
