@@ -67,7 +67,9 @@ struct AttributionStreamStats {
 };
 
 // kernel_info: classify_names() of the trace, indexed by kernel name id
-// (every kernel's name classified). Reads every chunk twice or three times.
+// (every kernel's name classified). Reads each chunk twice: in the first pass
+// and in the sweep its rows belong to (a chunk of neither, once). One call
+// with several windows shares the reads.
 std::vector<Attribution> stream_attribution(trace::ChunkReader& reader, const std::vector<AttributionWindow>& windows,
                                             const std::vector<KernelInfo>& kernel_info,
                                             AttributionStreamStats* stats = nullptr);
