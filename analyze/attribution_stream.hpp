@@ -24,7 +24,10 @@
 //     the whole-trace map.
 // State kept, and what bounds it:
 //   - stacks of open ranges per thread (depth), the trie and per-node sums of
-//     each window (distinct paths), name keys (distinct names);
+//     each window (distinct paths), name keys (distinct names) found through
+//     a table by string id (32 bytes per string of the file, whose strings
+//     the reader holds anyway: emit_nvtx texts with "seq = N" are one string
+//     per operator call);
 //   - correlation id -> node for API calls whose GPU rows may still come:
 //     ids below the smallest id of the GPU rows not yet read are dropped, so
 //     with ids that grow with time (CUPTI's and Kineto's counters) this is
