@@ -85,7 +85,6 @@ ParsedRange parse_range_text(std::string_view text) {
   return p;
 }
 
-
 // ---- NameCache ---------------------------------------------------------------
 
 NameCache::NameCache(const trace::StringTable& strings, LaunchPaths& p)
@@ -214,7 +213,6 @@ class CorrelationMap {
   std::unordered_map<uint32_t, uint32_t> sparse_;
 };
 
-
 // ---- launch paths of a whole trace ---------------------------------------------
 
 void build_paths(const trace::Trace& t, LaunchPaths& p) {
@@ -286,12 +284,12 @@ void build_paths(const trace::Trace& t, LaunchPaths& p) {
     const size_t call = c < a.size() ? (api_sorted ? c : calls[c]) : 0;
     if (r >= 0 && (c >= a.size() || nv.start[static_cast<size_t>(r)] <= a.start[call])) {
       const auto i = static_cast<size_t>(r);
-      stacks.push_range({nv.start[i], nv.end[i], static_cast<uint32_t>(i), nv.thread[i], nv.link[i],
-                         names.range_info(nv, i)},
-                        done);
+      stacks.push_range(
+          {nv.start[i], nv.end[i], static_cast<uint32_t>(i), nv.thread[i], nv.link[i], names.range_info(nv, i)}, done);
       r = next_range();
     } else {
-      if (a.correlation[call] != 0) corr.set(a.correlation[call], stacks.launch_node(a.thread[call], a.start[call], done));
+      if (a.correlation[call] != 0)
+        corr.set(a.correlation[call], stacks.launch_node(a.thread[call], a.start[call], done));
       ++c;
     }
   }

@@ -16,8 +16,8 @@
 namespace scalescope::analyze {
 namespace {
 
-using trace::Timestamp;
 using detail::kNoLaunch;
+using trace::Timestamp;
 
 constexpr Timestamp kNever = std::numeric_limits<Timestamp>::max();
 constexpr uint32_t kNoId = std::numeric_limits<uint32_t>::max();
@@ -28,17 +28,17 @@ struct ChunkFacts {
   uint64_t nvtx_base = 0, api_base = 0, kernel_base = 0, memcpy_base = 0, memset_base = 0;  // first row's index
   bool host = false, gpu = false;
   Timestamp host_first = kNever, gpu_first = kNever;  // earliest start of its host events / GPU rows
-  uint32_t api_corr = kNoId, gpu_corr = kNoId;         // smallest nonzero correlation id
-  uint32_t link = kNoId;                               // smallest nonzero link of its ranges
-  int64_t seq = kNoSeq;                                // smallest seq of its ranges
+  uint32_t api_corr = kNoId, gpu_corr = kNoId;        // smallest nonzero correlation id
+  uint32_t link = kNoId;                              // smallest nonzero link of its ranges
+  int64_t seq = kNoSeq;                               // smallest seq of its ranges
 };
 
 // A range or an API call waiting for its turn in the host sweep.
 struct HostEvent {
   Timestamp start, end;
-  uint32_t row;     // in its table
+  uint32_t row;  // in its table
   uint32_t thread;
-  uint32_t id;      // range: link; call: correlation id
+  uint32_t id;                          // range: link; call: correlation id
   const detail::NameCache::Info* info;  // nullptr: an API call
   // The whole-trace merge order: by start, ranges first, ranges by end
   // (latest first) then row, calls by row.
@@ -110,7 +110,7 @@ class CorrelationWindow {
     }
   }
   size_t entries() const { return entries_ + sparse_.size(); }  // ids with a call
-  size_t span() const { return dense_.size(); }                  // ids the deque covers (4 bytes each)
+  size_t span() const { return dense_.size(); }                 // ids the deque covers (4 bytes each)
 
  private:
   static constexpr size_t kMaxHole = size_t{1} << 16;
@@ -128,18 +128,17 @@ class Attributor {
       : reader_(reader), kernel_info_(kernel_info), names_(reader.head().strings, paths_) {
     for (const AttributionWindow& w : windows) {
       static const std::vector<Iteration> none;
-      windows_.push_back(
-          std::make_unique<Window>(w.start, w.end, w.whole_trace, w.iterations ? *w.iterations : none));
+      windows_.push_back(std::make_unique<Window>(w.start, w.end, w.whole_trace, w.iterations ? *w.iterations : none));
     }
   }
 
   std::vector<Attribution> run() {
     first_pass();
     stacks_.emplace(paths_, use_links_, use_seq_);
-    host_order_ = chunks_where([](const ChunkFacts& f) { return f.host; },
-                               [](const ChunkFacts& f) { return f.host_first; });
-    gpu_order_ = chunks_where([](const ChunkFacts& f) { return f.gpu; },
-                              [](const ChunkFacts& f) { return f.gpu_first; });
+    host_order_ =
+        chunks_where([](const ChunkFacts& f) { return f.host; }, [](const ChunkFacts& f) { return f.host_first; });
+    gpu_order_ =
+        chunks_where([](const ChunkFacts& f) { return f.gpu; }, [](const ChunkFacts& f) { return f.gpu_first; });
     const size_t hn = host_order_.size(), gn = gpu_order_.size();
     suffix_min(unread_api_corr_, hn, kNoId, [&](size_t i) { return facts_[host_order_[i]].api_corr; });
     suffix_min(unread_link_, hn, kNoId, [&](size_t i) { return facts_[host_order_[i]].link; });
@@ -152,8 +151,7 @@ class Attributor {
     corr_ = {};
     for (auto& w : windows_)
       w->sweep.finish_all([&](const detail::Work& x, uint32_t it, int64_t s) { w->summary.done(x, it, s); });
-    while (step()) {
-    }
+    while (step()) {}
     stacks_->finish([&](const detail::FinishedRange& r) { finished(r); });
 
     std::vector<Attribution> out;
@@ -289,8 +287,8 @@ class Attributor {
     const auto& a = host_batch_.api;
     for (size_t i = 0; i < a.size(); ++i)
       if (a.correlation[i] != 0)
-        events_.push_back({a.start[i], a.end[i], static_cast<uint32_t>(f.api_base + i), a.thread[i],
-                           a.correlation[i], nullptr});
+        events_.push_back(
+            {a.start[i], a.end[i], static_cast<uint32_t>(f.api_base + i), a.thread[i], a.correlation[i], nullptr});
     stats.host_rows = std::max(stats.host_rows, events_.size());
     // Events before the next chunk's earliest start are final: no event still to be read precedes them.
     const Timestamp cut = next_host_ < host_order_.size() ? facts_[host_order_[next_host_]].host_first : kNever;
@@ -320,8 +318,8 @@ class Attributor {
 
   // The smallest correlation id (link, seq) of the API calls (ranges) not yet taken.
   uint32_t next_api_corr() const {
-    return std::min({ready_api_corr_.empty() ? kNoId : ready_api_corr_[ready_pos_], held_api_corr_,
-                     unread_api_corr_[next_host_]});
+    return std::min(
+        {ready_api_corr_.empty() ? kNoId : ready_api_corr_[ready_pos_], held_api_corr_, unread_api_corr_[next_host_]});
   }
   uint32_t next_link() const {
     return std::min({ready_link_.empty() ? kNoId : ready_link_[ready_pos_], held_link_, unread_link_[next_host_]});
@@ -342,8 +340,7 @@ class Attributor {
   // until no call still to come has an id at or below it.
   uint32_t node_of(uint32_t corr) {
     if (corr == 0) return kNoLaunch;
-    while (next_api_corr() <= corr && step()) {
-    }
+    while (next_api_corr() <= corr && step()) {}
     return corr_.get(corr);
   }
 
@@ -361,8 +358,10 @@ class Attributor {
         for (auto& w : windows_) {
           if (!w->summary.in_window(s, e)) continue;
           const Timestamp ws = w->summary.window_start(), we = w->summary.window_end();
-          w->pending.push_back({{std::max(s, ws), std::min(e, we), kNoLaunch, names ? (*names)[i] : kNoLaunch}, which,
-                                table.correlation[i], base + i});
+          w->pending.push_back({{std::max(s, ws), std::min(e, we), kNoLaunch, names ? (*names)[i] : kNoLaunch},
+                                which,
+                                table.correlation[i],
+                                base + i});
         }
       }
     };
@@ -432,7 +431,7 @@ class Attributor {
   size_t link_limit_ = 1024, open_ranges_ = 0;
 
   CorrelationWindow corr_;  // correlation id -> node of its (last) call
-  uint32_t gpu_floor_ = 0;                       // smallest id of the GPU rows not yet released (0: not known yet)
+  uint32_t gpu_floor_ = 0;  // smallest id of the GPU rows not yet released (0: not known yet)
   bool gpu_done_ = false;
 };
 

@@ -55,7 +55,7 @@ namespace scalescope::analyze {
 // One window to attribute, as summarize_attribution takes it.
 struct AttributionWindow {
   trace::Timestamp start = 0, end = 0;
-  bool whole_trace = true;  // every range counts as a call (no --window)
+  bool whole_trace = true;                             // every range counts as a call (no --window)
   const std::vector<Iteration>* iterations = nullptr;  // the window's iterations; nullptr: none
 };
 

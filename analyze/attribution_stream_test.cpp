@@ -42,7 +42,8 @@ class TempDir {
   fs::path path_;
 };
 
-fs::path write(const TempDir& dir, const trace::Trace& t, size_t rows_per_chunk, const std::string& name = "t.sstrace") {
+fs::path write(const TempDir& dir, const trace::Trace& t, size_t rows_per_chunk,
+               const std::string& name = "t.sstrace") {
   const fs::path p = dir / name;
   trace::WriterOptions w;
   w.max_rows_per_chunk = rows_per_chunk;
@@ -129,8 +130,8 @@ trace::Trace nested_ranks(uint64_t seed, bool links, bool shuffle) {
       m.end = m_start + m_len;
       m.thread = thread;
       m.domain = links ? (step % 2 ? module : annotation) : nvtx;
-      m.text = t.strings.intern(step % 2 ? "nn.Module: Block_" + std::to_string(step % 3) : "ProfilerStep#" +
-                                                                                               std::to_string(step));
+      m.text = t.strings.intern(step % 2 ? "nn.Module: Block_" + std::to_string(step % 3)
+                                         : "ProfilerStep#" + std::to_string(step));
       t.nvtx.push(m);
       Timestamp cur = m_start;  // an operator may start with its module (a tie)
       for (int op = 0; op < 3 && cur < m.end - 1000; ++op) {
@@ -154,8 +155,10 @@ trace::Trace nested_ranks(uint64_t seed, bool links, bool shuffle) {
             o.text = t.strings.intern(name + ", seq = " + std::to_string(seq) + ", sizes = [[2, 3]]");
             forward_seqs.push_back(seq++);
           } else {
-            const int64_t s = forward_seqs.empty() ? 0 : forward_seqs[static_cast<size_t>(uniform(
-                                                             0, static_cast<int64_t>(forward_seqs.size()) - 1))];
+            const int64_t s =
+                forward_seqs.empty()
+                    ? 0
+                    : forward_seqs[static_cast<size_t>(uniform(0, static_cast<int64_t>(forward_seqs.size()) - 1))];
             o.text = t.strings.intern("MmBackward0, seq = " + std::to_string(s));
           }
         }
@@ -240,7 +243,8 @@ trace::Trace nested_ranks(uint64_t seed, bool links, bool shuffle) {
     std::vector<size_t> order(table.size());
     std::iota(order.begin(), order.end(), size_t{0});
     if (shuffle) std::shuffle(order.begin(), order.end(), rng);
-    else std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return table.start[x] < table.start[y]; });
+    else
+      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return table.start[x] < table.start[y]; });
     std::remove_cvref_t<decltype(table)> out;
     for (size_t i : order) out.push(table.row(i));
     table = std::move(out);
@@ -357,8 +361,9 @@ TEST(AttributionStreamTest, SharedRealTrace) {
   ASSERT_TRUE(r.attribution.available) << r.attribution.reason;
   const auto [lo, hi] = std::pair{r.breakdown.window_start, r.breakdown.window_end};
   std::vector<Case> cases = {{lo, hi, true, r.iterations.iterations}};
-  if (r.steady) cases.push_back({r.steady->breakdown.window_start, r.steady->breakdown.window_end, false,
-                                 r.steady->iterations.iterations});
+  if (r.steady)
+    cases.push_back(
+        {r.steady->breakdown.window_start, r.steady->breakdown.window_end, false, r.steady->iterations.iterations});
   const AttributionStreamStats s = expect_same(p, cases);
   EXPECT_LT(s.correlations, t.api.size() / 4);  // 4096-row chunks: the work in flight, not the trace
   EXPECT_GT(s.link_contexts, 0u);

@@ -114,7 +114,7 @@ class RangeStacks {
     trace::Timestamp start, end;
     uint32_t row;
     uint32_t node;
-    uint32_t ctx;  // innermost module/range node at or above this entry (forward context)
+    uint32_t ctx;         // innermost module/range node at or above this entry (forward context)
     bool rerooted_below;  // this entry or an ancestor was placed under a forward context
     bool backward_below;  // ... or is a backward node: its seq numbers are not forward ones
     int64_t child_ns;
@@ -200,8 +200,8 @@ void RangeStacks::push_range(const HostRange& r, Done&& done) {
     seq_ctx_[info.seq] = info.kind == RangeKind::kOperator ? parent_ctx : node;
 
   if (parent) parent->child_ns += end - r.start;
-  s.push_back({r.start, end, r.row, node, ctx, rerooted_below || reroot,
-               backward_below || reroot || info.backward_node, 0});
+  s.push_back(
+      {r.start, end, r.row, node, ctx, rerooted_below || reroot, backward_below || reroot || info.backward_node, 0});
 }
 
 // ---- summary of one window -----------------------------------------------
