@@ -7,6 +7,8 @@
 // correlation id. summarize_attribution() runs per window (the whole trace and
 // the steady iterations): it shares the GPU busy time among the work running
 // at each instant and adds it up per path node, name and iteration.
+// attribution_stream.cpp runs the same pieces (attribution_sweep.hpp) on a
+// file read chunk by chunk.
 #include "analyze/attribution_detail.hpp"
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analyze/attribution_sweep.hpp"
 #include "analyze/intervals.hpp"
 
 namespace scalescope::analyze {
@@ -82,80 +85,102 @@ ParsedRange parse_range_text(std::string_view text) {
   return p;
 }
 
+// ---- NameCache ---------------------------------------------------------------
+
+NameCache::NameCache(const trace::StringTable& strings, LaunchPaths& p)
+    : strings_(strings), p_(p), by_text_(strings.size()) {
+  // Key 0: the root; key 1: the backward marker.
+  key_of("(all GPU work)", RangeKind::kRange);
+  key_of("(backward)", RangeKind::kBackward);
+}
+
+const NameCache::Info& NameCache::get_slow(trace::StringId domain, trace::StringId text) {
+  const uint64_t k = (uint64_t{domain} << 32) | text;
+  auto it = cache_.find(k);
+  if (it == cache_.end()) it = cache_.emplace(k, make(strings_.view(domain), strings_.view(text))).first;
+  if (text < by_text_.size() && by_text_[text].domain == kNoDomain) by_text_[text] = {domain, it->second};
+  return it->second;
+}
+
+uint32_t NameCache::key_of(const std::string& name, RangeKind kind) {
+  std::string k(1, static_cast<char>('0' + static_cast<int>(kind)));
+  k += name;
+  auto [it, inserted] = keys_.try_emplace(std::move(k), static_cast<uint32_t>(p_.names.size()));
+  if (inserted) {
+    p_.names.push_back(name);
+    p_.name_kinds.push_back(kind);
+  }
+  return it->second;
+}
+
+NameCache::Info NameCache::make(std::string_view domain, std::string_view text) {
+  Info info;
+  ParsedRange parsed = parse_range_text(text);
+  if (domain == "gpu_user_annotation") return info;  // a projection onto the GPU, not a host range
+  if (domain == "python_function") {
+    // Python frames (with_stack) are not ranges here, except modules.
+    if (!text.starts_with("nn.Module: ")) return info;
+    info.kind = RangeKind::kModule;
+  } else if (domain == "cpu_op") {
+    info.kind = RangeKind::kOperator;
+  } else if (domain == "user_annotation") {
+    info.kind = RangeKind::kRange;
+  } else {
+    // NVTX of any other domain (collector traces): emit_nvtx operator ranges
+    // are recognized by their decorations and names.
+    info.kind = parsed.operator_like ? RangeKind::kOperator : RangeKind::kRange;
+    info.seq = parsed.seq;
+    info.backward_node = parsed.backward_node;
+  }
+  info.skip = false;
+  info.key = key_of(parsed.name, info.kind);
+  return info;
+}
+
+// ---- RangeStacks -------------------------------------------------------------
+
+RangeStacks::RangeStacks(LaunchPaths& p, bool use_links, bool use_seq)
+    : p_(p), use_links_(use_links), use_seq_(use_seq) {
+  if (p_.nodes.empty()) p_.nodes.push_back({kNoParent, 0, RangeKind::kRange});
+}
+
+// The node under `parent` for the range name `key`, made on first use.
+// Once per range (300k on the real trace): an open-addressing table of the
+// (parent, key) pairs, a quarter full at most, instead of a node-based map.
+uint32_t RangeStacks::child(uint32_t parent, uint32_t key, RangeKind kind) {
+  const uint64_t k = (uint64_t{parent} << 32) | key;
+  if (4 * (p_.nodes.size() + 1) > slots_.size()) grow();
+  size_t i = slot_of(k);
+  if (slots_[i].node == kNoParent) {
+    slots_[i] = {k, static_cast<uint32_t>(p_.nodes.size())};
+    p_.nodes.push_back({parent, key, kind});
+  }
+  return slots_[i].node;
+}
+
+size_t RangeStacks::slot_of(uint64_t k) const {
+  const size_t mask = slots_.size() - 1;
+  size_t i = static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+  while (slots_[i].node != kNoParent && slots_[i].key != k) i = (i + 1) & mask;
+  return i;
+}
+
+void RangeStacks::grow() {
+  std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
+  old.swap(slots_);
+  for (const Slot& e : old)
+    if (e.node != kNoParent) slots_[slot_of(e.key)] = e;
+}
+
+void RangeStacks::forget_links_below(uint32_t min) {
+  std::erase_if(link_ctx_, [&](const auto& e) { return e.first < min; });
+}
+
+void RangeStacks::forget_seqs_below(int64_t min) {
+  std::erase_if(seq_ctx_, [&](const auto& e) { return e.first < min; });
+}
+
 namespace {
-
-// What each (domain, text) of the NVTX table means for attribution.
-class NameCache {
- public:
-  NameCache(const trace::Trace& t, LaunchPaths& p) : t_(t), p_(p), by_text_(t.strings.size()) {
-    // Key 0: the root; key 1: the backward marker.
-    key_of("(all GPU work)", RangeKind::kRange);
-    key_of("(backward)", RangeKind::kBackward);
-  }
-  struct Info {
-    uint32_t key = 0;
-    RangeKind kind = RangeKind::kRange;
-    bool skip = true;
-    bool backward_node = false;
-    int64_t seq = -1;
-  };
-  // Once per NVTX row: a flat table by text id answers, the hash map only
-  // when one text appears under two domains.
-  const Info& get(trace::StringId domain, trace::StringId text) {
-    if (text < by_text_.size() && by_text_[text].domain == domain) return by_text_[text].info;
-    const uint64_t k = (uint64_t{domain} << 32) | text;
-    auto it = cache_.find(k);
-    if (it == cache_.end()) it = cache_.emplace(k, make(t_.strings.view(domain), t_.strings.view(text))).first;
-    if (text < by_text_.size() && by_text_[text].domain == kNoDomain) by_text_[text] = {domain, it->second};
-    return it->second;
-  }
-  uint32_t key_of(const std::string& name, RangeKind kind) {
-    std::string k(1, static_cast<char>('0' + static_cast<int>(kind)));
-    k += name;
-    auto [it, inserted] = keys_.try_emplace(std::move(k), static_cast<uint32_t>(p_.names.size()));
-    if (inserted) {
-      p_.names.push_back(name);
-      p_.name_kinds.push_back(kind);
-    }
-    return it->second;
-  }
-
- private:
-  Info make(std::string_view domain, std::string_view text) {
-    Info info;
-    ParsedRange parsed = parse_range_text(text);
-    if (domain == "gpu_user_annotation") return info;  // a projection onto the GPU, not a host range
-    if (domain == "python_function") {
-      // Python frames (with_stack) are not ranges here, except modules.
-      if (!text.starts_with("nn.Module: ")) return info;
-      info.kind = RangeKind::kModule;
-    } else if (domain == "cpu_op") {
-      info.kind = RangeKind::kOperator;
-    } else if (domain == "user_annotation") {
-      info.kind = RangeKind::kRange;
-    } else {
-      // NVTX of any other domain (collector traces): emit_nvtx operator ranges
-      // are recognized by their decorations and names.
-      info.kind = parsed.operator_like ? RangeKind::kOperator : RangeKind::kRange;
-      info.seq = parsed.seq;
-      info.backward_node = parsed.backward_node;
-    }
-    info.skip = false;
-    info.key = key_of(parsed.name, info.kind);
-    return info;
-  }
-
-  static constexpr trace::StringId kNoDomain = std::numeric_limits<trace::StringId>::max();
-  struct ByText {
-    trace::StringId domain = kNoDomain;
-    Info info;
-  };
-  const trace::Trace& t_;
-  LaunchPaths& p_;
-  std::vector<ByText> by_text_;
-  std::unordered_map<uint64_t, Info> cache_;
-  std::unordered_map<std::string, uint32_t> keys_;
-};
 
 // correlation id -> path node + 1 (0: no API call). Dense when the ids are
 // (CUPTI's and Kineto's counters), a hash map otherwise.
@@ -188,165 +213,29 @@ class CorrelationMap {
   std::unordered_map<uint32_t, uint32_t> sparse_;
 };
 
-struct StackEntry {
-  Timestamp end;
-  uint32_t node;
-  uint32_t ctx;  // innermost module/range node at or above this entry (forward context)
-  uint32_t instance;
-  bool rerooted_below;  // this entry or an ancestor was placed under a forward context
-  bool backward_below;  // ... or is a backward node: its seq numbers are not forward ones
-};
+// ---- launch paths of a whole trace ---------------------------------------------
 
-class PathBuilder {
- public:
-  PathBuilder(const trace::Trace& t, LaunchPaths& p) : t_(t), p_(p), names_(t, p) {
-    p_.nodes.push_back({kNoParent, 0, RangeKind::kRange});
-  }
-
-  void run();
-
- private:
-  // The node under `parent` for the range name `key`, made on first use.
-  // Once per range (300k on the real trace): an open-addressing table of the
-  // (parent, key) pairs, a quarter full at most, instead of a node-based map.
-  uint32_t child(uint32_t parent, uint32_t key, RangeKind kind) {
-    const uint64_t k = (uint64_t{parent} << 32) | key;
-    if (4 * (p_.nodes.size() + 1) > slots_.size()) grow();
-    size_t i = slot_of(k);
-    if (slots_[i].node == kNoParent) {
-      slots_[i] = {k, static_cast<uint32_t>(p_.nodes.size())};
-      p_.nodes.push_back({parent, key, kind});
-    }
-    return slots_[i].node;
-  }
-  size_t slot_of(uint64_t k) const {
-    const size_t mask = slots_.size() - 1;
-    size_t i = static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & mask;
-    while (slots_[i].node != kNoParent && slots_[i].key != k) i = (i + 1) & mask;
-    return i;
-  }
-  void grow() {
-    std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
-    old.swap(slots_);
-    for (const Slot& e : old)
-      if (e.node != kNoParent) slots_[slot_of(e.key)] = e;
-  }
-  std::vector<StackEntry>& stack_of(uint32_t thread) {
-    if (last_stack_ && thread == last_thread_) return *last_stack_;
-    last_thread_ = thread;
-    last_stack_ = &stacks_[thread];
-    return *last_stack_;
-  }
-  static void pop_ended(std::vector<StackEntry>& s, Timestamp t) {
-    while (!s.empty() && s.back().end <= t) s.pop_back();
-  }
-  void push_range(size_t i, const NameCache::Info& info);
-  void launch(size_t i);
-
-  const trace::Trace& t_;
-  LaunchPaths& p_;
-  NameCache names_;
-  struct Slot {
-    uint64_t key = 0;
-    uint32_t node = kNoParent;
-  };
-  std::vector<Slot> slots_;  // (parent << 32 | name key) -> child node
-  std::unordered_map<uint32_t, std::vector<StackEntry>> stacks_;
-  uint32_t last_thread_ = 0;
-  std::vector<StackEntry>* last_stack_ = nullptr;
-  bool use_links_ = false, use_seq_ = false;
-  std::unordered_map<uint32_t, uint32_t> link_ctx_;  // link id -> forward context node
-  std::unordered_map<int64_t, uint32_t> seq_ctx_;    // emit_nvtx seq -> forward context node
-  CorrelationMap* corr_ = nullptr;
-};
-
-void PathBuilder::push_range(size_t i, const NameCache::Info& info) {
-  const auto& nv = t_.nvtx;
-  const Timestamp start = nv.start[i];
-  auto& s = stack_of(nv.thread[i]);
-  pop_ended(s, start);
-  const StackEntry* parent = s.empty() ? nullptr : &s.back();
-  // A range that outlives its parent on the same thread (rounding, or a
-  // start/end range) is cut at the parent's end: stacks stay nested.
-  const Timestamp end = parent ? std::min(nv.end[i], parent->end) : nv.end[i];
-  const uint32_t parent_node = parent ? parent->node : 0;
-  const uint32_t parent_ctx = parent ? parent->ctx : 0;
-  const bool rerooted_below = parent && parent->rerooted_below;
-  const bool backward_below = parent && parent->backward_below;
-
-  // A backward range linked to the forward range that made it goes under the
-  // forward range's module, then the backward thread's own ranges.
-  bool target = false;
-  uint32_t forward_ctx = 0;
-  const uint32_t link = nv.link[i];
-  if (use_links_ && link != 0) {
-    if (auto it = link_ctx_.find(link); it != link_ctx_.end()) {
-      target = true;
-      forward_ctx = it->second;
-    }
-  } else if (use_seq_ && info.backward_node && info.seq >= 0) {
-    // Inside "autograd::engine::evaluate_function: XBackward0" (no seq of its
-    // own) the node's range "XBackward0, seq = N" carries the link.
-    if (auto it = seq_ctx_.find(info.seq); it != seq_ctx_.end()) {
-      target = true;
-      forward_ctx = it->second;
-    }
-  }
-  uint32_t node = 0, ctx = 0;
-  const bool reroot = target && !rerooted_below;
-  if (reroot) {
-    uint32_t n = child(forward_ctx, 1, RangeKind::kBackward);
-    ctx = n;
-    for (const StackEntry& e : s) n = child(n, p_.nodes[e.node].name, p_.nodes[e.node].kind);
-    node = child(n, info.key, info.kind);
-    ++p_.backward_links;
-  } else {
-    node = child(parent_node, info.key, info.kind);
-    ctx = info.kind == RangeKind::kOperator ? parent_ctx : node;
-  }
-  if (use_links_ && link != 0 && !target)
-    link_ctx_.emplace(link, info.kind == RangeKind::kOperator ? parent_ctx : node);
-  if (use_seq_ && info.seq >= 0 && !info.backward_node && !backward_below)
-    seq_ctx_[info.seq] = info.kind == RangeKind::kOperator ? parent_ctx : node;
-
-  const auto instance = static_cast<uint32_t>(p_.instances.size());
-  p_.instances.push_back({static_cast<uint32_t>(i), node, end - start, 0});
-  if (parent) p_.instances[parent->instance].child_ns += end - start;
-  s.push_back({end, node, ctx, instance, rerooted_below || reroot, backward_below || reroot || info.backward_node});
-}
-
-void PathBuilder::launch(size_t i) {
-  const auto& a = t_.api;
-  if (a.correlation[i] == 0) return;
-  auto& s = stack_of(a.thread[i]);
-  pop_ended(s, a.start[i]);
-  corr_->set(a.correlation[i], s.empty() ? 0 : s.back().node);
-}
-
-void PathBuilder::run() {
-  const auto& nv = t_.nvtx;
-  // The host ranges: NVTX ranges on a thread whose name means a range here.
-  auto info_of = [&](size_t i) -> const NameCache::Info* {
-    if (nv.kind[i] != trace::NvtxKind::kRange || nv.device[i] >= 0 || nv.end[i] < nv.start[i]) return nullptr;
-    const NameCache::Info& info = names_.get(nv.domain[i], nv.text[i]);
-    return info.skip ? nullptr : &info;
-  };
+void build_paths(const trace::Trace& t, LaunchPaths& p) {
+  const auto& nv = t.nvtx;
+  NameCache names(t.strings, p);
   // First pass: which link the trace carries, and how many ranges there are
-  // (the instances are reserved once: 300k on the real trace).
+  // (the instances are reserved once: 300k on the real trace). The name keys
+  // are given here, in table order.
   bool any_link = false, any_seq = false;
   size_t range_count = 0;
   for (size_t i = 0; i < nv.size(); ++i) {
-    const NameCache::Info* info = info_of(i);
+    const NameCache::Info* info = names.range_info(nv, i);
     if (!info) continue;
     ++range_count;
     any_link |= nv.link[i] != 0;
     any_seq |= info->seq >= 0;
   }
-  use_links_ = any_link;
-  use_seq_ = !any_link && any_seq;
-  p_.link_source = use_links_ ? "fwdbwd flows" : use_seq_ ? "emit_nvtx seq" : "";
-  p_.any_ranges = range_count > 0;
-  p_.instances.reserve(range_count);
+  const bool use_links = any_link, use_seq = !any_link && any_seq;
+  p.link_source = use_links ? "fwdbwd flows" : use_seq ? "emit_nvtx seq" : "";
+  p.any_ranges = range_count > 0;
+  p.instances.reserve(range_count);
+  RangeStacks stacks(p, use_links, use_seq);
+  auto done = [&](const FinishedRange& r) { p.instances.push_back({r.row, r.node, r.duration, r.child_ns}); };
 
   // The ranges in start order, outer ranges first where starts tie, so that
   // they enclose the inner ones. Imported tables are already in start order
@@ -363,23 +252,23 @@ void PathBuilder::run() {
   if (!nvtx_sorted) {
     order.reserve(range_count);
     for (size_t i = 0; i < nv.size(); ++i)
-      if (info_of(i)) order.push_back(static_cast<uint32_t>(i));
+      if (names.range_info(nv, i)) order.push_back(static_cast<uint32_t>(i));
     std::sort(order.begin(), order.end(), outer_first);
   }
   auto next_range = [&]() -> int64_t {  // -1 when none is left
     if (!nvtx_sorted || next < order.size()) return next < order.size() ? int64_t{order[next++]} : int64_t{-1};
     order.clear();
     next = 0;
-    while (row < nv.size() && !info_of(row)) ++row;
+    while (row < nv.size() && !names.range_info(nv, row)) ++row;
     if (row == nv.size()) return -1;
     const Timestamp start = nv.start[row];
     for (; row < nv.size() && nv.start[row] == start; ++row)
-      if (info_of(row)) order.push_back(static_cast<uint32_t>(row));
+      if (names.range_info(nv, row)) order.push_back(static_cast<uint32_t>(row));
     if (order.size() > 1) std::sort(order.begin(), order.end(), outer_first);
     return order[next++];
   };
 
-  const auto& a = t_.api;
+  const auto& a = t.api;
   std::vector<uint32_t> calls;
   const bool api_sorted = std::is_sorted(a.start.begin(), a.start.end());
   if (!api_sorted) {
@@ -388,37 +277,31 @@ void PathBuilder::run() {
     std::stable_sort(calls.begin(), calls.end(), [&](uint32_t x, uint32_t y) { return a.start[x] < a.start[y]; });
   }
   CorrelationMap corr(a);
-  corr_ = &corr;
   // One merge in time order: a range that starts at the same time as a call encloses it.
   int64_t r = next_range();
   size_t c = 0;
   while (r >= 0 || c < a.size()) {
     const size_t call = c < a.size() ? (api_sorted ? c : calls[c]) : 0;
     if (r >= 0 && (c >= a.size() || nv.start[static_cast<size_t>(r)] <= a.start[call])) {
-      push_range(static_cast<size_t>(r), *info_of(static_cast<size_t>(r)));
+      const auto i = static_cast<size_t>(r);
+      stacks.push_range(
+          {nv.start[i], nv.end[i], static_cast<uint32_t>(i), nv.thread[i], nv.link[i], names.range_info(nv, i)}, done);
       r = next_range();
     } else {
-      launch(call);
+      if (a.correlation[call] != 0)
+        corr.set(a.correlation[call], stacks.launch_node(a.thread[call], a.start[call], done));
       ++c;
     }
   }
+  stacks.finish(done);
   auto fill = [&](std::vector<uint32_t>& out, const std::vector<uint32_t>& correlation) {
     out.resize(correlation.size());
     for (size_t i = 0; i < correlation.size(); ++i) out[i] = corr.node_of(correlation[i]);
   };
-  fill(p_.kernel_node, t_.kernels.correlation);
-  fill(p_.memcpy_node, t_.memcpys.correlation);
-  fill(p_.memset_node, t_.memsets.correlation);
+  fill(p.kernel_node, t.kernels.correlation);
+  fill(p.memcpy_node, t.memcpys.correlation);
+  fill(p.memset_node, t.memsets.correlation);
 }
-
-// ---- summary of one window -----------------------------------------------
-
-// One piece of GPU work in the window (start and end cut to it).
-struct Work {
-  Timestamp start, end;
-  uint32_t node;
-  uint32_t kernel_name;  // kNoLaunch for copies and sets
-};
 
 // The rows of one table (kernels, copies or sets) that overlap the window, in
 // order of their start cut to the window; rows with equal starts keep their
@@ -427,11 +310,11 @@ struct Work {
 class WorkCursor {
  public:
   WorkCursor(const std::vector<Timestamp>& start, const std::vector<Timestamp>& end, const std::vector<uint32_t>& node,
-             const std::vector<trace::StringId>* names, Timestamp ws, Timestamp we)
-      : start_(start), end_(end), node_(node), names_(names), ws_(ws), we_(we) {
+             const std::vector<trace::StringId>* names, const WindowSummary& w)
+      : start_(start), end_(end), node_(node), names_(names), w_(w), ws_(w.window_start()), we_(w.window_end()) {
     if (!std::is_sorted(start.begin(), start.end())) {
       for (uint32_t i = 0; i < start.size(); ++i)
-        if (in_window(i)) order_.push_back(i);
+        if (w_.in_window(start_[i], end_[i])) order_.push_back(i);
       std::stable_sort(order_.begin(), order_.end(),
                        [&](uint32_t x, uint32_t y) { return std::max(start_[x], ws_) < std::max(start_[y], ws_); });
       sorted_ = false;
@@ -449,105 +332,21 @@ class WorkCursor {
   }
 
  private:
-  bool in_window(size_t r) const { return end_[r] >= ws_ && start_[r] <= we_ && end_[r] >= start_[r]; }
   size_t row() const { return sorted_ ? i_ : order_[i_]; }
   void skip() {
     if (sorted_)
-      while (i_ < start_.size() && !in_window(i_)) ++i_;
+      while (i_ < start_.size() && !w_.in_window(start_[i_], end_[i_])) ++i_;
   }
   const std::vector<Timestamp>& start_;
   const std::vector<Timestamp>& end_;
   const std::vector<uint32_t>& node_;
   const std::vector<trace::StringId>* names_;
+  const WindowSummary& w_;
   Timestamp ws_, we_;
   bool sorted_ = true;
   size_t i_ = 0;
   std::vector<uint32_t> order_;
 };
-
-// Shares [start, end) of every piece of work so that each instant of GPU busy
-// time goes in equal parts to the work running then: the shares add up to
-// the union exactly (remainders of a split go to one of the running pieces).
-// Work is pushed in start order and handed to `done(work, tag, share)` when
-// it ends; only the pieces running at once are held, not one entry per piece
-// (on a 10 M-event trace per-piece arrays were most of attribution's cost:
-// fresh pages, written once).
-template <typename Tag>
-class ShareSweep {
- public:
-  template <typename Done>
-  void push(const Work& w, Tag tag, Done&& done) {
-    while (!ends_.empty() && ends_.top().end <= w.start) finish_top(done);
-    advance(w.start);
-    uint32_t slot = 0;
-    if (free_.empty()) {
-      slot = static_cast<uint32_t>(running_.size());
-      running_.emplace_back();
-    } else {
-      slot = free_.back();
-      free_.pop_back();
-    }
-    running_[slot] = {w, tag, per_piece_, 0, static_cast<uint32_t>(active_.size())};
-    active_.push_back(slot);
-    ends_.push({w.end, seq_++, slot});
-  }
-  template <typename Done>
-  void finish_all(Done&& done) {
-    while (!ends_.empty()) finish_top(done);
-  }
-  uint32_t pushed() const { return seq_; }
-
- private:
-  struct Running {
-    Work work;
-    Tag tag;
-    int64_t base;   // per_piece_ when it started
-    int64_t extra;  // remainders handed to it
-    uint32_t pos;   // in active_
-  };
-  struct End {
-    Timestamp end;
-    uint32_t seq;  // start order: ties end in start order
-    uint32_t slot;
-    bool operator>(const End& o) const { return end != o.end ? end > o.end : seq > o.seq; }
-  };
-  void advance(Timestamp t) {
-    if (!active_.empty() && t > now_) {
-      const int64_t dt = t - now_, k = static_cast<int64_t>(active_.size());
-      per_piece_ += dt / k;
-      running_[active_.front()].extra += dt % k;
-    }
-    now_ = std::max(now_, t);
-  }
-  template <typename Done>
-  void finish_top(Done&& done) {
-    const End e = ends_.top();
-    ends_.pop();
-    advance(e.end);
-    Running& r = running_[e.slot];
-    const uint32_t last = active_.back();
-    active_[r.pos] = last;
-    running_[last].pos = r.pos;
-    active_.pop_back();
-    free_.push_back(e.slot);
-    done(r.work, r.tag, per_piece_ - r.base + r.extra);
-  }
-
-  std::vector<Running> running_;  // slots, reused
-  std::vector<uint32_t> free_, active_;
-  std::priority_queue<End, std::vector<End>, std::greater<End>> ends_;
-  int64_t per_piece_ = 0;  // floor shares handed to every running piece so far
-  Timestamp now_ = std::numeric_limits<Timestamp>::min();
-  uint32_t seq_ = 0;
-};
-
-}  // namespace
-
-std::shared_ptr<const LaunchPaths> launch_paths(const trace::Trace& t) {
-  auto p = std::make_shared<LaunchPaths>();
-  PathBuilder(t, *p).run();
-  return p;
-}
 
 // The innermost operator and module/range of a node's path.
 std::pair<uint32_t, uint32_t> responsible_keys(const LaunchPaths& p, uint32_t v) {
@@ -588,101 +387,108 @@ std::vector<ResponsibleOperator> top_responsible(const LaunchPaths& p, const Nod
   return out;
 }
 
-// GPU time of one iteration under one node: partial sums, added up at the end
-// (a node's work may end out of iteration order, so one pair may appear twice).
-struct IterationNodeShare {
-  uint32_t iteration, node;
-  int64_t gpu_ns;
-};
+}  // namespace
 
-Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, Timestamp ws, Timestamp we,
-                                  bool whole_trace, const std::vector<Iteration>& iterations,
-                                  const std::vector<KernelInfo>& kernel_info) {
-  Attribution out;
-  const int64_t wall = std::max<int64_t>(0, we - ws);
-  const size_t node_count = p.nodes.size();
-  int64_t iteration_count = 0;
+std::shared_ptr<const LaunchPaths> launch_paths(const trace::Trace& t) {
+  auto p = std::make_shared<LaunchPaths>();
+  build_paths(t, *p);
+  return p;
+}
+
+// ---- WindowSummary -------------------------------------------------------------
+
+WindowSummary::WindowSummary(Timestamp ws, Timestamp we, bool whole_trace, const std::vector<Iteration>& iterations)
+    : ws_(ws), we_(we), whole_trace_(whole_trace) {
   for (const Iteration& it : iterations)
-    if (it.start >= ws && it.end <= we) ++iteration_count;
-  out.iteration_count = iteration_count;
-  if (iteration_count > 0) {
+    if (it.start >= ws && it.end <= we) ++iteration_count_;
+  out_.iteration_count = iteration_count_;
+  if (iteration_count_ > 0) {
     for (const Iteration& it : iterations) {
       if (it.start < ws || it.end > we) continue;
       AttributionIteration ai;
       ai.start = it.start;
       ai.end = it.end;
-      out.iterations.push_back(std::move(ai));
+      out_.iterations.push_back(std::move(ai));
     }
   }
+}
 
-  // ---- one sweep over the window's GPU work in start order -------------------
-  // Kernels, then copies, then sets where starts tie. Each piece's share of
-  // busy time goes to its path node and iteration when it ends.
-  std::vector<int64_t> node_gpu(node_count, 0), node_sum(node_count, 0), node_kernels(node_count, 0);
-  NodeTotals layout(node_count + 1), fp32(node_count + 1), tiny(node_count + 1);  // kernels the advisor asks about
-  std::vector<IterationNodeShare> iteration_shares;
-  std::vector<uint32_t> last_share(node_count, kNoParent);  // node -> its latest entry in iteration_shares
-  constexpr uint32_t kNoIteration = kNoParent;
-  auto done = [&](const Work& w, uint32_t iteration, int64_t s) {
-    out.busy_ns += s;
-    const bool launched = w.node != kNoLaunch;
-    const uint32_t v = launched ? w.node : 0;  // the root's self time is all unattributed work
-    if (!launched) out.no_launch_ns += s;
-    else if (v == 0) out.outside_ranges_ns += s;
-    if (v == 0) ++out.unattributed_activities;
-    node_gpu[v] += s;
-    node_sum[v] += w.end - w.start;
-    ++node_kernels[v];
-    if (iteration == kNoIteration) return;
-    AttributionIteration& ai = out.iterations[iteration];
-    ai.busy_ns += s;
-    if (v == 0) return;
-    ai.attributed_ns += s;
-    const uint32_t e = last_share[v];
-    if (e != kNoParent && iteration_shares[e].iteration == iteration) {
-      iteration_shares[e].gpu_ns += s;
-    } else {
-      last_share[v] = static_cast<uint32_t>(iteration_shares.size());
-      iteration_shares.push_back({iteration, v, s});
-    }
+void WindowSummary::grow_to(size_t n) {
+  for (auto* v : {&node_gpu_, &node_sum_, &node_kernels_, &node_calls_, &node_cpu_, &node_self_cpu_}) v->resize(n, 0);
+  for (auto* v : {&layout_, &fp32_, &tiny_}) v->resize(n, {0, 0});
+  last_share_.resize(n, kNoParent);
+}
+
+uint32_t WindowSummary::iteration_of(Timestamp start) {
+  if (iteration_count_ == 0) return kNoIteration;
+  while (k_ < out_.iterations.size() && out_.iterations[k_].end <= start) ++k_;
+  if (k_ < out_.iterations.size() && start >= out_.iterations[k_].start) return static_cast<uint32_t>(k_);
+  return kNoIteration;
+}
+
+void WindowSummary::classify(const Work& w, const std::vector<KernelInfo>& kernel_info) {
+  if (w.kernel_name == kNoLaunch || w.kernel_name >= kernel_info.size()) return;
+  const KernelInfo& ki = kernel_info[w.kernel_name];
+  const int64_t d = w.end - w.start;
+  const bool launched = w.node != kNoLaunch;
+  if (launched) ensure(w.node);
+  auto add = [&](NodeTotals& m, std::pair<int64_t, int64_t>& none) {
+    auto& e = launched ? m[w.node] : none;
+    e.first += 1;
+    e.second += d;
   };
-  {
-    WorkCursor cursors[3] = {{t.kernels.start, t.kernels.end, p.kernel_node, &t.kernels.name, ws, we},
-                             {t.memcpys.start, t.memcpys.end, p.memcpy_node, nullptr, ws, we},
-                             {t.memsets.start, t.memsets.end, p.memset_node, nullptr, ws, we}};
-    ShareSweep<uint32_t> sweep;
-    size_t k = 0;  // the iteration the work starts in (work comes in start order)
-    for (;;) {
-      WorkCursor* next = nullptr;
-      for (WorkCursor& c : cursors)
-        if (!c.done() && (!next || c.start() < next->start())) next = &c;
-      if (!next) break;
-      const Work w = next->take();
-      if (w.kernel_name != kNoLaunch && w.kernel_name < kernel_info.size()) {
-        const KernelInfo& ki = kernel_info[w.kernel_name];
-        const int64_t d = w.end - w.start;
-        const size_t v = w.node == kNoLaunch ? node_count : w.node;
-        auto add = [&](NodeTotals& m) {
-          m[v].first += 1;
-          m[v].second += d;
-        };
-        if (ki.layout_conversion) add(layout);
-        if (ki.precision == Precision::kFp32NoTensor) add(fp32);
-        if (d < Attribution::kTinyKernelNs) add(tiny);
-      }
-      uint32_t iteration = kNoIteration;
-      if (iteration_count > 0) {
-        while (k < out.iterations.size() && out.iterations[k].end <= w.start) ++k;
-        if (k < out.iterations.size() && w.start >= out.iterations[k].start) iteration = static_cast<uint32_t>(k);
-      }
-      sweep.push(w, iteration, done);
-    }
-    sweep.finish_all(done);
-    out.activities = sweep.pushed();
+  if (ki.layout_conversion) add(layout_, no_launch_layout_);
+  if (ki.precision == Precision::kFp32NoTensor) add(fp32_, no_launch_fp32_);
+  if (d < Attribution::kTinyKernelNs) add(tiny_, no_launch_tiny_);
+}
+
+void WindowSummary::done(const Work& w, uint32_t iteration, int64_t s) {
+  out_.busy_ns += s;
+  const bool launched = w.node != kNoLaunch;
+  const uint32_t v = launched ? w.node : 0;  // the root's self time is all unattributed work
+  if (!launched) out_.no_launch_ns += s;
+  else if (v == 0) out_.outside_ranges_ns += s;
+  if (v == 0) ++out_.unattributed_activities;
+  ensure(v);
+  node_gpu_[v] += s;
+  node_sum_[v] += w.end - w.start;
+  ++node_kernels_[v];
+  if (iteration == kNoIteration) return;
+  AttributionIteration& ai = out_.iterations[iteration];
+  ai.busy_ns += s;
+  if (v == 0) return;
+  ai.attributed_ns += s;
+  const uint32_t e = last_share_[v];
+  if (e != kNoParent && iteration_shares_[e].iteration == iteration) {
+    iteration_shares_[e].gpu_ns += s;
+  } else {
+    last_share_[v] = static_cast<uint32_t>(iteration_shares_.size());
+    iteration_shares_.push_back({iteration, v, s});
   }
-  out.layout_conversions = top_responsible(p, layout, false);
-  out.fp32_no_tensor = top_responsible(p, fp32, false);
-  out.tiny_kernels = top_responsible(p, tiny, true);
+}
+
+void WindowSummary::add_range(const FinishedRange& r) {
+  if (!whole_trace_ && (r.start < ws_ || r.start > we_)) return;
+  ensure(r.node);
+  node_calls_[r.node] += 1;
+  node_self_cpu_[r.node] += r.duration - r.child_ns;
+  node_cpu_[r.node] += r.duration;
+}
+
+Attribution WindowSummary::finish(const LaunchPaths& p, int64_t activities, uint64_t gpu_rows, uint64_t api_rows) {
+  Attribution out = std::move(out_);
+  const size_t node_count = p.nodes.size();
+  grow_to(std::max(node_count, node_gpu_.size()));
+  const int64_t wall = std::max<int64_t>(0, we_ - ws_);
+  out.activities = activities;
+  auto with_none = [&](NodeTotals& m, const std::pair<int64_t, int64_t>& none) {
+    m.resize(node_count);
+    m.push_back(none);
+    return m;
+  };
+  out.layout_conversions = top_responsible(p, with_none(layout_, no_launch_layout_), false);
+  out.fp32_no_tensor = top_responsible(p, with_none(fp32_, no_launch_fp32_), false);
+  out.tiny_kernels = top_responsible(p, with_none(tiny_, no_launch_tiny_), true);
   out.unattributed_ns = out.no_launch_ns + out.outside_ranges_ns;
   out.attributed_ns = out.busy_ns - out.unattributed_ns;
 
@@ -691,7 +497,7 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
   std::vector<AttributionRow> rows(name_count);
   std::vector<uint32_t> stamp(name_count, kNoParent);
   for (size_t v = 0; v < node_count; ++v) {
-    if (node_kernels[v] == 0) continue;
+    if (node_kernels_[v] == 0) continue;
     bool op_found = false, range_found = false;
     for (uint32_t u = static_cast<uint32_t>(v); u != 0 && u != kNoParent; u = p.nodes[u].parent) {
       const PathNode& pn = p.nodes[u];
@@ -699,40 +505,35 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
       AttributionRow& row = rows[pn.name];
       if (stamp[pn.name] != v) {
         stamp[pn.name] = static_cast<uint32_t>(v);
-        row.gpu_ns += node_gpu[v];
-        row.sum_ns += node_sum[v];
-        row.kernels += node_kernels[v];
+        row.gpu_ns += node_gpu_[v];
+        row.sum_ns += node_sum_[v];
+        row.kernels += node_kernels_[v];
       }
       bool& found = pn.kind == RangeKind::kOperator ? op_found : range_found;
       if (!found) {
         found = true;
-        row.self_gpu_ns += node_gpu[v];
-        row.self_sum_ns += node_sum[v];
+        row.self_gpu_ns += node_gpu_[v];
+        row.self_sum_ns += node_sum_[v];
       }
     }
-    if (!op_found) out.no_operator_ns += node_gpu[v];
-    if (!range_found) out.no_range_ns += node_gpu[v];
+    if (!op_found) out.no_operator_ns += node_gpu_[v];
+    if (!range_found) out.no_range_ns += node_gpu_[v];
   }
-  // Calls and CPU time of the ranges that start in the window.
-  std::vector<int8_t> recursive(node_count, -1);
-  auto is_recursive = [&](uint32_t v) {
-    if (recursive[v] < 0) {
-      const uint32_t key = p.nodes[v].name;
-      recursive[v] = 0;
-      for (uint32_t u = p.nodes[v].parent; u != 0 && u != kNoParent; u = p.nodes[u].parent)
-        if (p.nodes[u].name == key) {
-          recursive[v] = 1;
-          break;
-        }
-    }
-    return recursive[v] == 1;
-  };
-  for (const RangeInstance& r : p.instances) {
-    if (!whole_trace && (t.nvtx.start[r.row] < ws || t.nvtx.start[r.row] > we)) continue;
-    AttributionRow& row = rows[p.nodes[r.node].name];
-    row.calls += 1;
-    row.self_cpu_ns += r.duration - r.child_ns;
-    if (!is_recursive(r.node)) row.cpu_ns += r.duration;
+  // Calls and CPU time of the ranges that start in the window; a range nested
+  // in one of its name counts once in cpu_ns.
+  for (size_t v = 1; v < node_count; ++v) {
+    if (node_calls_[v] == 0) continue;
+    const uint32_t key = p.nodes[v].name;
+    bool recursive = false;
+    for (uint32_t u = p.nodes[v].parent; u != 0 && u != kNoParent; u = p.nodes[u].parent)
+      if (p.nodes[u].name == key) {
+        recursive = true;
+        break;
+      }
+    AttributionRow& row = rows[key];
+    row.calls += node_calls_[v];
+    row.self_cpu_ns += node_self_cpu_[v];
+    if (!recursive) row.cpu_ns += node_cpu_[v];
   }
   std::vector<uint32_t> operator_keys;
   for (uint32_t key = 2; key < name_count; ++key) {
@@ -742,7 +543,7 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
     row.kind = p.name_kinds[key];
     row.step_fraction = wall > 0 ? static_cast<double>(row.gpu_ns) / static_cast<double>(wall) : 0;
     row.gpu_ns_per_iteration =
-        iteration_count > 0 ? static_cast<double>(row.gpu_ns) / static_cast<double>(iteration_count) : 0;
+        iteration_count_ > 0 ? static_cast<double>(row.gpu_ns) / static_cast<double>(iteration_count_) : 0;
     row.kernels_per_call = row.calls > 0 ? static_cast<double>(row.kernels) / static_cast<double>(row.calls) : 0;
     if (row.kind == RangeKind::kOperator) operator_keys.push_back(key);
     (row.kind == RangeKind::kOperator ? out.operators : out.ranges).push_back(row);
@@ -756,7 +557,9 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
   std::sort(out.ranges.begin(), out.ranges.end(), by_gpu);
 
   // ---- the tree -------------------------------------------------------------
-  std::vector<int64_t> incl_gpu = node_gpu, incl_kernels = node_kernels;
+  std::vector<int64_t> incl_gpu(node_gpu_.begin(), node_gpu_.begin() + static_cast<std::ptrdiff_t>(node_count));
+  std::vector<int64_t> incl_kernels(node_kernels_.begin(),
+                                    node_kernels_.begin() + static_cast<std::ptrdiff_t>(node_count));
   for (size_t v = node_count; v-- > 1;) {
     incl_gpu[p.nodes[v].parent] += incl_gpu[v];
     incl_kernels[p.nodes[v].parent] += incl_kernels[v];
@@ -784,14 +587,14 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
       n.name = p.names[p.nodes[v].name];
       n.kind = p.nodes[v].kind;
       n.gpu_ns = incl_gpu[v];
-      n.self_gpu_ns = node_gpu[v];
+      n.self_gpu_ns = node_gpu_[v];
       n.kernels = incl_kernels[v];
       out.tree.push_back(std::move(n));
     }
   }
 
   // ---- per iteration ----------------------------------------------------------
-  if (iteration_count > 0) {
+  if (iteration_count_ > 0) {
     const size_t top = std::min(Attribution::kTopIterationOperators, out.operators.size());
     std::vector<uint32_t> top_keys;
     for (size_t k = 0; k < top; ++k)
@@ -809,7 +612,7 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
       return mask[v];
     };
     for (AttributionIteration& ai : out.iterations) ai.top_operator_gpu_ns.assign(top_keys.size(), 0);
-    for (const IterationNodeShare& e : iteration_shares) {
+    for (const IterationNodeShare& e : iteration_shares_) {
       const uint16_t m = mask_of(e.node);
       for (size_t b = 0; b < top_keys.size(); ++b)
         if (m & (1u << b)) out.iterations[e.iteration].top_operator_gpu_ns[b] += e.gpu_ns;
@@ -818,18 +621,45 @@ Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, T
 
   out.backward_links = p.backward_links;
   out.link_source = p.link_source;
-  if (out.activities == 0 && t.kernels.size() + t.memcpys.size() + t.memsets.size() == 0) {
+  if (out.activities == 0 && gpu_rows == 0) {
     out.available = false;
     out.reason = "skipped: the trace has no kernels, copies or sets";
   } else if (!p.any_ranges) {
     out.available = false;
     out.reason =
         "skipped: the trace has no host ranges (NVTX, record_function or operator events) to charge GPU work to";
-  } else if (t.api.size() == 0) {
+  } else if (api_rows == 0) {
     out.available = false;
     out.reason = "skipped: the trace has no CUDA API calls to link GPU work to the thread that launched it";
   }
   return out;
+}
+
+Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, Timestamp ws, Timestamp we,
+                                  bool whole_trace, const std::vector<Iteration>& iterations,
+                                  const std::vector<KernelInfo>& kernel_info) {
+  WindowSummary window(ws, we, whole_trace, iterations);
+  // ---- one sweep over the window's GPU work in start order -------------------
+  // Kernels, then copies, then sets where starts tie. Each piece's share of
+  // busy time goes to its path node and iteration when it ends.
+  auto done = [&](const Work& w, uint32_t iteration, int64_t s) { window.done(w, iteration, s); };
+  WorkCursor cursors[3] = {{t.kernels.start, t.kernels.end, p.kernel_node, &t.kernels.name, window},
+                           {t.memcpys.start, t.memcpys.end, p.memcpy_node, nullptr, window},
+                           {t.memsets.start, t.memsets.end, p.memset_node, nullptr, window}};
+  ShareSweep<uint32_t> sweep;
+  for (;;) {
+    WorkCursor* next = nullptr;
+    for (WorkCursor& c : cursors)
+      if (!c.done() && (!next || c.start() < next->start())) next = &c;
+    if (!next) break;
+    const Work w = next->take();
+    window.classify(w, kernel_info);
+    sweep.push(w, window.iteration_of(w.start), done);
+  }
+  sweep.finish_all(done);
+  for (const RangeInstance& r : p.instances)
+    window.add_range({t.nvtx.start[r.row], r.row, r.node, r.duration, r.child_ns});
+  return window.finish(p, sweep.pushed(), t.kernels.size() + t.memcpys.size() + t.memsets.size(), t.api.size());
 }
 
 }  // namespace detail

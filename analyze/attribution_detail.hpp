@@ -23,7 +23,7 @@ struct PathNode {
 };
 
 // One host range as pushed on its thread's stack (for calls and CPU time),
-// in start order. 24 bytes: the real trace has 300k of them.
+// in the order the ranges left their stacks. 24 bytes: the real trace has 300k of them.
 struct RangeInstance {
   uint32_t row = 0;  // in the trace's NVTX table (its start)
   uint32_t node = 0;

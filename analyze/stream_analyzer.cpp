@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "analyze/attribution_stream.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
 #include "trace/chunk_reader.hpp"
@@ -27,8 +28,6 @@ namespace scalescope::analyze {
 namespace {
 
 using trace::Timestamp;
-
-constexpr const char* kNotStreamed = "skipped: not computed by the streaming analysis";
 
 // The exact median of durations (>= 0) in two passes, as trace::median_in_place
 // gives it: count() every value, choose(), collect() every value again, median().
@@ -949,15 +948,36 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
   r.numa = detail::analyze_numa(head.meta);
   r.host = detail::analyze_host(kept, ws, we, r.iterations.iterations);
   detail::mark_empty_window(o, main.wall(), r);
-  r.attribution.available = false;
-  r.attribution.reason = o.attribution ? kNotStreamed : "skipped: turned off (--no-attribution)";
   if (steady) {
     detail::describe_rank(head, rows.gpu(), st);
     steady->finish(rows, names, sweep, steady_options, st);
     st.numa = r.numa;
     st.host = detail::analyze_host(kept, steady->ws(), steady->we(), st.iterations.iterations);
     detail::mark_empty_window(steady_options, steady->wall(), st);
+  }
+  // Attribution of the window and of the steady one: its own passes over the
+  // chunks (attribution_stream.hpp), one call for both to share the reads.
+  if (o.attribution) {
+    std::vector<AttributionWindow> windows{{ws, we, !o.window.has_value(), &r.iterations.iterations}};
+    if (steady) windows.push_back({steady->ws(), steady->we(), false, &st.iterations.iterations});
+    std::vector<Attribution> a = stream_attribution(reader, windows, names.info);
+    r.attribution = std::move(a[0]);
+    if (steady) st.attribution = std::move(a[1]);
+  } else {
+    r.attribution.available = false;
+    r.attribution.reason = "skipped: turned off (--no-attribution)";
     st.attribution = r.attribution;
+  }
+  // As window_attribution: a window holding no time has no attribution either.
+  auto mark_empty = [](const Options& opt, int64_t wall, Attribution& at) {
+    if (opt.window && wall == 0 && at.available) {
+      at.available = false;
+      at.reason = fmt::format("skipped: the window {} holds no time of this rank's trace", opt.window->to_string());
+    }
+  };
+  mark_empty(o, main.wall(), r.attribution);
+  if (steady) {
+    mark_empty(steady_options, steady->wall(), st.attribution);
     r.steady = std::make_shared<const RankAnalysis>(std::move(st));  // no collectives: matched over the whole trace
     r.steady_first_iteration = static_cast<int64_t>(steady_first);
     r.steady_end_iteration = static_cast<int64_t>(r.iterations.iterations.size());

@@ -37,8 +37,8 @@
 // one more pass): the repeating-kernel search needs each name's whole
 // sequence of gaps, and this is the one state that grows with the trace.
 //
-// Not computed (marked "skipped: not computed by the streaming analysis"):
-// attribution, in the result and in its steady pass.
+// Attribution is streamed too (attribution_stream.hpp: its own passes over
+// the chunks, for the window and the steady one in one call).
 // A trace whose GPU chunks all span its whole time (not one a writer's
 // append() produces) is still exact but holds those chunks' rows at once.
 
