@@ -104,6 +104,13 @@ struct Options {
   // Align the hosts' clocks from matched collectives before stragglers are
   // measured (trace/clock_alignment.hpp); false: estimate and report only.
   bool align_clocks = true;
+  // analyze_path reads an .sstrace rank of more rows than this chunk by chunk
+  // (analyze_rank_streaming: memory bounded whatever its length, the same
+  // figures); smaller ones whole, which costs less: the streamed passes
+  // decode every chunk three to five times and hold about 230 MiB with
+  // attribution, what reading 2.5 M rows whole takes (bench/RESULTS.md,
+  // issue 20). 0: every .sstrace rank streamed.
+  uint64_t stream_above_rows = 4'000'000;
 };
 
 // Why an analysis has no figures: e.g. "skipped: the trace has no host facts

@@ -96,11 +96,11 @@ struct WindowScratch {
 // analyze_rank with the caller's scratch (analyze_path: one per thread).
 RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options, WindowScratch& scratch);
 
-// Whether analyze_path analyses an input of this kind with
-// analyze_rank_streaming (stream_analyzer.hpp) instead of reading it whole:
-// .sstrace files, when no visitor needs the Trace and no analysis that the
-// streaming one lacks (attribution) is asked for.
-bool analyze_streaming(trace::InputKind kind, const Options& options, bool visitor);
+// Whether analyze_path analyses an input of this kind and number of rows
+// with analyze_rank_streaming (stream_analyzer.hpp) instead of reading it
+// whole: .sstrace files of more than options.stream_above_rows rows, when no
+// visitor needs the Trace.
+bool analyze_streaming(trace::InputKind kind, uint64_t rows, const Options& options, bool visitor);
 
 // ---- shared by analyze.cpp and the streaming analysis (streaming.cpp) ----
 

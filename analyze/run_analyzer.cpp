@@ -11,6 +11,7 @@
 #include "trace/frame_namer.hpp"
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
+#include "trace/chunk_reader.hpp"
 #include "trace/launcher.hpp"
 #include "trace/parallel_for.hpp"
 #include "trace/trace_file.hpp"
@@ -69,10 +70,8 @@ RunAnalysis combine_in_order(std::vector<RankAnalysis> ranks, const std::vector<
 
 }  // namespace
 
-bool detail::analyze_streaming(trace::InputKind kind, const Options& options, bool visitor) {
-  // Attribution is not streamed yet (analyze_rank_streaming says it skipped
-  // it): asked for, the rank is read whole.
-  return kind == trace::InputKind::kTraceFile && !visitor && !options.attribution;
+bool detail::analyze_streaming(trace::InputKind kind, uint64_t rows, const Options& options, bool visitor) {
+  return kind == trace::InputKind::kTraceFile && !visitor && rows > options.stream_above_rows;
 }
 
 RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names,
@@ -128,14 +127,17 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
       files.size(), workers,
       [&](size_t i, unsigned worker) {
         try {
-          // An .sstrace rank, when nothing needs its whole Trace, is analysed
-          // chunk by chunk: its memory is bounded whatever its length.
-          if (detail::analyze_streaming(trace::detect_input(files[i]).kind, options, static_cast<bool>(visit))) {
-            per_file[i].push_back(analyze_rank_streaming(files[i], options, [&](trace::Trace& t) {
-              std::lock_guard lock(namer_mutex);
-              namer.name(t);
-            }));
-            return;
+          // A large .sstrace rank, when nothing needs its whole Trace, is
+          // analysed chunk by chunk: its memory is bounded whatever its length.
+          if (!visit && trace::detect_input(files[i]).kind == trace::InputKind::kTraceFile) {
+            trace::ChunkReader reader = trace::ChunkReader::open(files[i]);
+            if (detail::analyze_streaming(trace::InputKind::kTraceFile, reader.total_rows(), options, false)) {
+              per_file[i].push_back(analyze_rank_streaming(std::move(reader), options, [&](trace::Trace& t) {
+                std::lock_guard lock(namer_mutex);
+                namer.name(t);
+              }));
+              return;
+            }
           }
           std::vector<trace::Trace> traces = load_one(files[i]);
           for (trace::Trace& t : traces)

@@ -694,7 +694,11 @@ std::pair<Timestamp, Timestamp> input_span(const IterationStats& its, Timestamp 
 
 RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Options& o,
                                     const std::function<void(trace::Trace&)>& name_frames) {
-  trace::ChunkReader reader = trace::ChunkReader::open(path);
+  return analyze_rank_streaming(trace::ChunkReader::open(path), o, name_frames);
+}
+
+RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
+                                    const std::function<void(trace::Trace&)>& name_frames) {
   const trace::Trace& head = reader.head();
   const size_t name_count = head.strings.size();
   Names names(head.strings, o.classifier);

@@ -46,6 +46,7 @@
 #include <functional>
 
 #include "analyze/analyze.hpp"
+#include "trace/chunk_reader.hpp"
 
 namespace scalescope::analyze {
 
@@ -54,6 +55,9 @@ namespace scalescope::analyze {
 // native frames of the host call stacks (trace::FrameNamer::name) on a trace
 // of the host tables only, before the host analysis reads them.
 RankAnalysis analyze_rank_streaming(const std::filesystem::path& sstrace, const Options& options,
+                                    const std::function<void(trace::Trace&)>& name_frames = {});
+// The same on a file already opened (analyze_path opens it to count its rows).
+RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& options,
                                     const std::function<void(trace::Trace&)>& name_frames = {});
 
 }  // namespace scalescope::analyze

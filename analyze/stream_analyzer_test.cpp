@@ -468,18 +468,21 @@ bool locate(uintptr_t addr, std::string* path, uint64_t* offset) {
   return found;
 }
 
-// analyze_path streams .sstrace ranks when nothing needs their whole Trace
-// (no visitor) and attribution is off, and gives what the whole path gives:
+// analyze_path streams .sstrace ranks of more than Options::stream_above_rows
+// rows when nothing needs their whole Trace (no visitor), and gives what the
+// whole path gives:
 // the run's JSON compared with the same run read whole (a visitor forces it),
 // with native frames named offline in both.
 TEST(StreamAnalyzerTest, AnalyzePathStreamsTraceFiles) {
-  Options on, off;
-  off.attribution = false;
-  EXPECT_TRUE(detail::analyze_streaming(trace::InputKind::kTraceFile, off, false));
-  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kTraceFile, on, false));  // attribution: read whole
-  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kTraceFile, off, true));  // a visitor: read whole
-  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kKinetoJson, off, false));
-  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kNsysSqlite, off, false));
+  Options on;  // every rank streamed, attribution on
+  on.stream_above_rows = 0;
+  const uint64_t large = Options{}.stream_above_rows + 1;
+  EXPECT_TRUE(detail::analyze_streaming(trace::InputKind::kTraceFile, large, Options{}, false));
+  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kTraceFile, large - 1, Options{}, false));  // small: whole
+  EXPECT_TRUE(detail::analyze_streaming(trace::InputKind::kTraceFile, 1, on, false));
+  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kTraceFile, large, on, true));  // a visitor: read whole
+  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kKinetoJson, large, on, false));
+  EXPECT_FALSE(detail::analyze_streaming(trace::InputKind::kNsysSqlite, large, on, false));
 
   using namespace testing::host_case;
   std::string exe;
@@ -507,10 +510,10 @@ TEST(StreamAnalyzerTest, AnalyzePathStreamsTraceFiles) {
     b.nccl(trace::NcclOp::kAllReduce, 50 * kMs, 60 * kMs, -1, "pg0", 20);
     write(dir, b.t, 5, "job.ssrun/rank" + std::to_string(rank) + ".sstrace");
   }
-  const nlohmann::json streamed = analyze_path(run, off);
+  const nlohmann::json streamed = analyze_path(run, on);
   size_t visited = 0;
   const nlohmann::json whole =
-      analyze_path(run, off, 0, {}, [&](size_t, const trace::Trace&, const RankAnalysis&) { ++visited; });
+      analyze_path(run, on, 0, {}, [&](size_t, const trace::Trace&, const RankAnalysis&) { ++visited; });
   EXPECT_EQ(visited, 2u);
   EXPECT_EQ(streamed, whole);
   // The frame was named in the streamed analysis too.

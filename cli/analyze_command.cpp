@@ -410,6 +410,7 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
     bool no_attribution = false;
     int top = 10;
     unsigned threads = 0;
+    uint64_t stream_above = analyze::Options{}.stream_above_rows;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("analyze", "Where each rank's time went, iterations, stragglers, and ranked findings");
@@ -435,8 +436,12 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
       "skip GPU time by operator and range (docs/attribution.md): faster on traces with many operator ranges");
   cmd->add_option("--top", args->top, "kernels in the top-kernel table")->check(CLI::Range(1, 1000));
   cmd->add_option("--threads", args->threads, "ranks analysed at once (0: automatic, at most 4)");
+  cmd->add_option("--stream-above", args->stream_above,
+                  "read .sstrace ranks of more rows than this chunk by chunk (bounded memory, same figures); 0: all")
+      ->capture_default_str();
   cmd->callback([args, &exit_code] {
     analyze::Options options;
+    options.stream_above_rows = args->stream_above;
     if (!args->window.empty()) options.window = analyze::WindowSpec::parse(args->window);
     options.iteration_range = args->iteration_range;
     options.align_clocks = !args->no_align_clocks;
