@@ -122,22 +122,28 @@ Perturbation estimate_paired_perturbation(std::span<const TimedIteration> sequen
   std::vector<double> ratios;
   size_t inside = 0, outside = 0;
   std::vector<int64_t> in, near;
+  // A detached iteration between two windows can be a neighbour of both: counted once.
+  std::vector<uint8_t> neighbour(sequence.size(), 0);
   for (size_t w = 0; w < windows.size(); ++w) {
     const auto [begin, end] = windows[w];
     const size_t want = end - begin;
     const size_t lo = w == 0 ? 0 : windows[w - 1].second;
     const size_t hi = w + 1 < windows.size() ? windows[w + 1].first : sequence.size();
     near.clear();
+    auto take = [&](size_t i) {
+      near.push_back(sequence[i].ns);
+      if (!neighbour[i]) ++outside;
+      neighbour[i] = 1;
+    };
     for (size_t i = begin; i-- > lo && near.size() < want;)
-      if (sequence[i].c == IterationClass::kOutside) near.push_back(sequence[i].ns);
+      if (sequence[i].c == IterationClass::kOutside) take(i);
     const size_t before = near.size();
     for (size_t i = end; i < hi && near.size() - before < want; ++i)
-      if (sequence[i].c == IterationClass::kOutside) near.push_back(sequence[i].ns);
+      if (sequence[i].c == IterationClass::kOutside) take(i);
     if (near.empty()) continue;
     in.clear();
     for (size_t i = begin; i < end; ++i) in.push_back(sequence[i].ns);
     inside += in.size();
-    outside += near.size();
     const double base = median(near);
     if (base <= 0) continue;
     ratios.push_back(100.0 * (median(in) / base - 1.0));
