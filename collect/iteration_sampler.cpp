@@ -141,11 +141,11 @@ Perturbation estimate_paired_perturbation(std::span<const TimedIteration> sequen
     for (size_t i = end; i < hi && near.size() - before < want; ++i)
       if (sequence[i].c == IterationClass::kOutside) take(i);
     if (near.empty()) continue;
+    const double base = median(near);
+    if (base <= 0) continue;
     in.clear();
     for (size_t i = begin; i < end; ++i) in.push_back(sequence[i].ns);
     inside += in.size();
-    const double base = median(near);
-    if (base <= 0) continue;
     ratios.push_back(100.0 * (median(in) / base - 1.0));
   }
   if (ratios.size() < kMinPairedWindows) {

@@ -101,8 +101,11 @@ class CollectWindows : public ::testing::Test {
         r.trace = trace::read_trace(e.path());
         r.traced = true;
       } else if (e.path().extension() == ".json") {
+        // The process summary (<host>-<pid>.json), not the node's facts or a
+        // manifest beside it (directory order is arbitrary).
         std::ifstream in(e.path());
-        r.summary = nlohmann::json::parse(in);
+        auto j = nlohmann::json::parse(in);
+        if (j.is_object() && j.contains("pid")) r.summary = std::move(j);
       }
     }
     return r;
