@@ -514,10 +514,13 @@ nlohmann::json CaptureWindow::sampling_summary() {
     return j;
   }
   j["iteration_marker"] = marker_kind_.load() == kMarkerProfilerApi ? "cudaProfilerStart/Stop" : "nvtx";
-  const Perturbation p = estimate_perturbation(iteration_times_.durations(IterationClass::kInside),
-                                               iteration_times_.durations(IterationClass::kOutside));
+  // Each window against its detached neighbours when windows repeat
+  // (--repeat-every), else every traced iteration against every detached one.
+  const Perturbation p = estimate_paired_perturbation(iteration_times_.sequence());
   j["perturbation_measured"] = p.measured;
   j["perturbation_text"] = describe_perturbation(p);
+  j["perturbation_method"] = std::string(to_string(p.method));
+  j["perturbation_windows"] = p.windows;
   if (p.measured) {
     j["perturbation_pct"] = p.percent;
     j["perturbation_ci_low_pct"] = p.ci_low;

@@ -6,7 +6,8 @@
 //
 //   SampleSchedule s{.skip = 10, .active = 20, .every = 0};
 //   s.traced(12);                                   // true
-//   auto p = estimate_perturbation(inside_ns, outside_ns);
+//   auto p = estimate_perturbation(inside_ns, outside_ns);       // pooled
+//   auto q = estimate_paired_perturbation(times.sequence());     // per window
 //   if (p.measured) ... p.percent, p.ci_low, p.ci_high
 
 #include <cstdint>
@@ -41,33 +42,71 @@ bool match_iteration_marker(std::string_view marker, std::string_view text, std:
 enum class IterationClass : uint8_t { kWarmup, kInside, kOutside, kTransition, kLingering };
 std::string_view to_string(IterationClass c);
 
+enum class PerturbationMethod : uint8_t { kPooled, kPairedWindows };
+std::string_view to_string(PerturbationMethod m);  // "pooled", "paired_windows"
+
 struct Perturbation {
   bool measured = false;
   std::string why_not;  // when !measured
+  PerturbationMethod method = PerturbationMethod::kPooled;
+  size_t windows = 0;  // traced windows in the figure (paired: those with detached neighbours)
   size_t inside = 0, outside = 0;
   double inside_median_ns = 0, outside_median_ns = 0;
-  double percent = 0;              // 100 * (inside median / outside median - 1)
-  double ci_low = 0, ci_high = 0;  // 95 % percentile bootstrap of the same
+  // Pooled: 100 * (inside median / outside median - 1). Paired: the median
+  // over windows of the same ratio, each window against its neighbours.
+  double percent = 0;
+  // Pooled: 95 % percentile bootstrap. Paired: the sign-test interval of the
+  // median over windows (order statistics, coverage >= 95 %).
+  double ci_low = 0, ci_high = 0;
 };
 
-// Needs at least kMinIterations on each side. The interval resamples both
-// sides (kBootstrapRounds, fixed seed: the same timings give the same text).
+// Pooled: every traced iteration against every detached one. Needs at least
+// kMinIterations on each side. The interval resamples both sides
+// (kBootstrapRounds, fixed seed: the same timings give the same text). With
+// one window this compares the window with the rest of the run, so the host's
+// drift over the run is in the figure (on H200 uninjected processes gave
+// -10.7 to +20.5 % for the same ratio: bench/RESULTS.md).
 inline constexpr size_t kMinIterations = 5;
 inline constexpr int kBootstrapRounds = 1000;
 Perturbation estimate_perturbation(std::span<const int64_t> inside_ns, std::span<const int64_t> outside_ns);
 
+// One iteration, in the order iterations ended (warm-up left out).
+struct TimedIteration {
+  IterationClass c = IterationClass::kOutside;
+  int64_t ns = 0;
+};
+
+// Paired (windows repeated with --repeat-every): a window is a run of
+// consecutive inside iterations; its neighbours are the detached (outside)
+// iterations nearest to it, up to as many as the window holds on each side
+// (before it, back to the previous window; after it, up to the next one;
+// transition and lingering iterations are neither). Each window gives
+// 100 * (its median / its neighbours' median - 1); the figure is the median
+// over windows and the interval the sign test's, so a drift slower than a
+// window and its neighbours cancels, as in ABBA pairs. Needs
+// kMinPairedWindows windows with neighbours (the fewest for which a 95 %
+// sign-test interval exists); with fewer, the pooled estimate over the same
+// iterations, which says why.
+inline constexpr size_t kMinPairedWindows = 6;
+Perturbation estimate_paired_perturbation(std::span<const TimedIteration> sequence);
+
 // Per-iteration durations by class, bounded (kMaxKept each; further ones
 // are counted only).
+// The order of the iterations after the warm-up is kept too (kMaxSequence,
+// 16 bytes each), for the paired estimate.
 class IterationTimes {
  public:
   static constexpr size_t kMaxKept = 20000;
+  static constexpr size_t kMaxSequence = 100000;
   void add(IterationClass c, int64_t duration_ns);
   const std::vector<int64_t>& durations(IterationClass c) const { return kept_[static_cast<size_t>(c)]; }
+  const std::vector<TimedIteration>& sequence() const { return sequence_; }
   uint64_t count(IterationClass c) const { return counts_[static_cast<size_t>(c)]; }
   uint64_t total() const;
 
  private:
   std::vector<int64_t> kept_[5];
+  std::vector<TimedIteration> sequence_;
   uint64_t counts_[5] = {};
 };
 
@@ -77,7 +116,9 @@ class IterationTimes {
 inline constexpr double kPerturbationThresholdPercent = 5.0;
 
 // "iterations inside traced windows took 6.1 % (95 % CI 4.0 to 8.3 %) longer
-// than outside (20 inside, 412 outside)", or why it was not measured.
+// than outside (20 inside, 412 outside; ...)", "... longer than the detached
+// iterations beside them (median of 14 windows, sign test; ...)", or why it
+// was not measured.
 std::string describe_perturbation(const Perturbation& p);
 
 }  // namespace scalescope::collect

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 23's profiling cost with the method's own noise measured beside it, one device call per phase:
-#   bash .devcarry-cost/cost_device.sh abba|whole|lorawhole [BUDGET_S]
+#   bash .devcarry-cost/cost_device.sh abba|whole|lorawhole|interleave|floor [BUDGET_S]
 # run from a checkout (workloads/) whose .devcarry-cost/ holds scalescope.xz (release CLI, stripped, xz),
 # lib/ (its Debian libraries), libscalescope-collector.so, window_ab.py, window_check.py, cost_summary.py
 # and this script. Writes $OUT/summary.txt, $OUT/env.txt and $OUT/cost-PHASE.tgz (every log, block and
@@ -18,6 +18,15 @@
 #        modes none, default (`profile` as a user runs it), discard, stacks0 (SCALESCOPE_HOST_STACKS=0),
 #        the order rotating per round, as many rounds as the budget allows (WHOLE_MODES, WHOLE_ROUNDS).
 # lorawhole: the same for the LoRA step (60 steps), modes none and default.
+# interleave: (1) the default sampled `profile` of MobileNetV2 (60 steps), its trace checked: exactly
+#        ProfilerStep#10..#29, each whole, no malformed event; (2) rounds of uninjected processes and
+#        `profile --iterations K --repeat-every M` (REPEAT_K, REPEAT_M: 10, 30) of INTERLEAVE_STEPS (430) steps,
+#        the first one's trace checked the same way, summarized by `cost_summary.py interleave` (per-window
+#        pairs from the driver's clock beside the collector's own figure); (3) MobileNetV2 ABBA, control and
+#        default, 16 pairs of 15 steps (the independent figure); (4) the default profile of the LoRA step at
+#        llm_finetune's batch (8 x 512) and at LORA_BIG (batch 16 x 1024), traces checked (GPU busy share).
+# floor: in-process ABBA of control, default and the fewest CUPTI features (--activities kernel --api none)
+#        and its --discard, MobileNetV2 (10 pairs) and LoRA (FLOOR_LORA_ARGS, 10 pairs).
 # A job is started only if it should end before BUDGET_S (default 565).
 # CPU test of the logic: COST_FAKE_MS=5 SS=path/to/scalescope OUT=/tmp/x bash cost_device.sh abba 60
 # (window_ab.py --fake-step-ms: sleeps instead of a GPU step).
@@ -91,7 +100,8 @@ abba() {
   fi
   local run="$work/$w-$label" s rc
   local -a job=(python3 "$c/window_ab.py" --workload "$w" --job "$label" --out "$logs/abba-$w.jsonl"
-                --pairs "$pairs" --block-steps "$steps" --warmup 15 --pause 0.6 --cpus "$cpus" "${fake[@]}")
+                --pairs "$pairs" --block-steps "$steps" --warmup 15 --pause 0.6 --cpus "$cpus" "${fake[@]}"
+                ${ABBA_JOB_ARGS[@]+"${ABBA_JOB_ARGS[@]}"})
   s=$(date +%s)
   if [ "$label" = control ]; then
     timeout $((2 * est)) "${job[@]}" --on nothing > "$logs/abba-$w-$label.log" 2>&1
@@ -140,6 +150,7 @@ whole() {
         stacks0) pre=(env SCALESCOPE_HOST_STACKS=0 "$ss" profile -o "$run" --) ;;
         nohost) pre=("$ss" profile -o "$run" --host-hz 0 --nvml-hz 0 --) ;;
         hooks) pre=(env SCALESCOPE_NVTX_RECORDS=hooks "$ss" profile -o "$run" --) ;;
+        repeat) pre=("$ss" profile -o "$run" --iterations "$rep_k" --repeat-every "$rep_m" --) ;;
         *) note "unknown mode $mode"; return ;;
       esac
       [ -n "${COST_FAKE_MS:-}" ] && [ "$mode" != none ] && pre=(env FAKE_PROFILED=1 "${pre[@]}")
@@ -151,12 +162,76 @@ whole() {
         >> "$logs/whole-$w-wall.jsonl"
       [ -d "$run.ssrun" ] && proc_line "$run.ssrun" "$round" "$mode" >> "$logs/whole-$w-proc.jsonl"
       note "whole $w round $round $mode: exit $rc, $(python3 -c "print(round($end - $launch, 1))") s"
+      if [ "$mode" = repeat ] && [ "$round" = 0 ] && [ -d "$run.ssrun" ]; then
+        keep_run "$run" "$w-repeat"
+        check_run "$run" "$w/repeat" "$(python3 -c "
+import sys; sys.path.insert(0, '$c'); import window_check as c; print(len(c.traced_steps(10, $rep_k, $rep_m, $nsteps)))")" \
+          "10:$rep_k:$rep_m:$nsteps"
+      fi
       rm -rf "$run.ssrun"
     done
   done
   touch "$logs/whole-$w-proc.jsonl"
-  python3 "$c/cost_summary.py" whole "$logs/whole-$w-steps.jsonl" "$logs/whole-$w-wall.jsonl" \
-    "$logs/whole-$w-proc.jsonl" 2>&1 | tee -a "$out/summary.txt"
+  if [ "${modes[*]}" = "none repeat" ]; then
+    python3 "$c/cost_summary.py" interleave "$logs/whole-$w-steps.jsonl" "$logs/whole-$w-proc.jsonl" 10 "$rep_k" "$rep_m" \
+      2>&1 | tee -a "$out/summary.txt"
+  else
+    python3 "$c/cost_summary.py" whole "$logs/whole-$w-steps.jsonl" "$logs/whole-$w-wall.jsonl" \
+      "$logs/whole-$w-proc.jsonl" 2>&1 | tee -a "$out/summary.txt"
+  fi
+}
+
+# A run's small files kept: run.json and the process summaries (sampling, perturbation), and `analyze`'s text.
+keep_run() {  # keep_run RUN LABEL
+  local f
+  for f in "$1".ssrun/run.json "$1".ssrun/*.json; do
+    [ -f "$f" ] && cp "$f" "$logs/run-$2-$(basename "$f")"
+  done
+  timeout 120 "$ss" analyze "$1.ssrun" > "$logs/analyze-$2.txt" 2>&1 || note "  analyze of $2: exit $?"
+  grep -i -A3 "perturbation" "$logs/analyze-$2.txt" | head -8 | sed "s|^|  analyze $2: |" | tee -a "$out/summary.txt"
+}
+
+# Export a run to SQLite and check it: check_run RUN LABEL EXPECTED_STEPS [SKIP:K:EVERY:TOTAL]
+check_run() {
+  if "$ss" export --format sqlite -o "$work/t.sqlite" --force "$1.ssrun" > "$logs/export-${2//\//-}.log" 2>&1; then
+    python3 "$c/window_check.py" "$work/t.sqlite" "$3" ${4:+"$4"} 2>&1 | sed "s|^|  check $2: |" |
+      tee -a "$out/summary.txt"
+  else
+    note "  export of $2 failed"
+  fi
+  rm -f "$work/t.sqlite"
+}
+
+# One process under `profile` (PROFILE_ARGS: its options; default: none, the default sampled schedule), kept and
+# checked: profile_check WORKLOAD STEPS LABEL EST_S SKIP:K:EVERY [JOB ARGS...]
+profile_check() {
+  local w="$1" nsteps="$2" label="$3" est="$4" sched="$5" rc s want
+  shift 5
+  if (($(left) < est)); then
+    note "skipped $label: $(left) s left, needs about $est s"
+    return
+  fi
+  local run="$work/$label"
+  s=$(date +%s)
+  timeout $((3 * est)) "$ss" profile -o "$run" ${PROFILE_ARGS[@]+"${PROFILE_ARGS[@]}"} -- python3 "$c/window_ab.py" \
+    --workload "$w" --job "$label" --on nothing --out "$logs/profile-$label-steps.jsonl" --steps-only "$nsteps" \
+    --cpus "$cpus" "${fake[@]}" "$@" > "$logs/profile-$label.log" 2>&1
+  rc=$?
+  note "$label: exit $rc in $(($(date +%s) - s)) s"
+  if [ -d "$run.ssrun" ]; then
+    proc_line "$run.ssrun" 0 "$label" >> "$logs/profile-proc.jsonl"
+    keep_run "$run" "$label"
+    want=$(python3 -c "
+import sys; sys.path.insert(0, '$c'); import window_check as c; print(len(c.traced_steps(${sched//:/, }, $nsteps)))")
+    check_run "$run" "$label" "$want" "$sched:$nsteps"
+    rm -rf "$run.ssrun"
+  fi
+  if [ -f "$logs/profile-$label-steps.jsonl" ]; then
+    IFS=: read -r sk sa se <<< "$sched"
+    python3 "$c/cost_summary.py" interleave "$logs/profile-$label-steps.jsonl" "$logs/profile-proc.jsonl" \
+      "$sk" "$sa" "$se" "${GAP:-5}" 2>&1 | grep -v "processes," | sed "s|^|  driver's clock $label: |" |
+      tee -a "$out/summary.txt"
+  fi
 }
 
 case "$phase" in
@@ -188,6 +263,60 @@ case "$phase" in
     read -r -a wm <<< "${WHOLE_MODES:-none default}"
     note "D. whole processes, LoRA, 60 steps: ${wm[*]}"
     whole lora 60 40 "${wm[@]}"
+    ;;
+  interleave)
+    rep_k="${REPEAT_K:-10}" rep_m="${REPEAT_M:-30}"
+    note "E1. default sampled profile of MobileNetV2, 60 steps: want ProfilerStep#10..#29 whole"
+    profile_check mobilenet 60 mobilenet-default 30 10:20:0
+    note "E2. interleaved windows (--iterations $rep_k --repeat-every $rep_m), ${INTERLEAVE_STEPS:-430} steps, rounds of none, repeat"
+    WHOLE_ROUNDS="${INTERLEAVE_ROUNDS:-4}" whole mobilenet "${INTERLEAVE_STEPS:-430}" 30 none repeat
+    note "E3. MobileNetV2 ABBA, 16 pairs of 15 steps: control, default"
+    ABBA_ENV=(SCALESCOPE_NVTX_RECORDS=cupti)
+    abba mobilenet control 75 16 15
+    abba mobilenet default 75 16 15
+    python3 "$c/cost_summary.py" abba "$logs/abba-mobilenet.jsonl" 2>&1 | tee -a "$out/summary.txt"
+    note "E4. LoRA under the default profile, 40 steps: batch 8 x 512, then ${LORA_BIG:-16 1024} (GPU busy share)"
+    profile_check lora 40 lora-8x512 45 10:20:0
+    read -r big_b big_s <<< "${LORA_BIG:-16 1024}"
+    profile_check lora 40 "lora-${big_b}x${big_s}" 60 10:20:0 --lora-batch "$big_b" --lora-seq "$big_s"
+    ;;
+  final)
+    rep_k="${REPEAT_K:-10}" rep_m="${REPEAT_M:-30}"
+    note "G1. the collector's paired estimate: rounds of none, repeat (--iterations $rep_k --repeat-every $rep_m), ${INTERLEAVE_STEPS:-430} steps"
+    WHOLE_ROUNDS="${INTERLEAVE_ROUNDS:-2}" whole mobilenet "${INTERLEAVE_STEPS:-430}" 50 none repeat
+    note "G2. MobileNetV2 ABBA in the same call, 10 pairs of 15 steps: control, default"
+    ABBA_ENV=(SCALESCOPE_NVTX_RECORDS=cupti)
+    abba mobilenet control 60 10 15
+    abba mobilenet default 60 10 15
+    python3 "$c/cost_summary.py" abba "$logs/abba-mobilenet.jsonl" 2>&1 | tee -a "$out/summary.txt"
+    note "G3. LoRA under --iterations 5 --repeat-every 15, 100 steps: 8 x 512, then ${LORA_BIG:-16 1024} (GPU busy share, paired estimate)"
+    PROFILE_ARGS=(--iterations 5 --repeat-every 15)
+    GAP=2 profile_check lora 100 lora-8x512 60 10:5:15
+    read -r big_b big_s <<< "${LORA_BIG:-16 1024}"
+    GAP=2 profile_check lora 100 "lora-${big_b}x${big_s}" 100 10:5:15 --lora-batch "$big_b" --lora-seq "$big_s"
+    PROFILE_ARGS=()
+    note "G4. LoRA ABBA, kernel only (--activities kernel --api none), 10 pairs of 8 steps"
+    abba lora kernel 70 10 8 --activities kernel --api none
+    [ -f "$logs/abba-lora.jsonl" ] && python3 "$c/cost_summary.py" abba "$logs/abba-lora.jsonl" 2>&1 |
+      tee -a "$out/summary.txt"
+    ;;
+  floor)
+    note "F. in-process ABBA, 10 pairs: control, default, kernel only (--activities kernel --api none), its --discard"
+    ABBA_ENV=(SCALESCOPE_NVTX_RECORDS=cupti)
+    for w in mobilenet lora; do
+      if [ "$w" = lora ]; then
+        read -r -a ABBA_JOB_ARGS <<< "${FLOOR_LORA_ARGS:-}"
+        est=70 steps=8
+      else
+        ABBA_JOB_ARGS=() est=50 steps=15
+      fi
+      abba "$w" control "$est" 10 "$steps"
+      abba "$w" default "$est" 10 "$steps"
+      abba "$w" kernel "$est" 10 "$steps" --activities kernel --api none
+      abba "$w" kerneldiscard "$est" 10 "$steps" --activities kernel --api none --discard
+      [ -f "$logs/abba-$w.jsonl" ] && python3 "$c/cost_summary.py" abba "$logs/abba-$w.jsonl" 2>&1 |
+        tee -a "$out/summary.txt"
+    done
     ;;
   *) echo "cost_device.sh: unknown phase $phase" >&2; exit 2 ;;
 esac

@@ -4,6 +4,7 @@ noise beside every figure.
 
   cost_summary.py abba BLOCKS.jsonl       # in-process ABBA jobs of one workload
   cost_summary.py whole STEPS.jsonl WALL.jsonl PROC.jsonl
+  cost_summary.py interleave STEPS.jsonl PROC.jsonl SKIP K EVERY [GAP]
   cost_summary.py --self-test
 
 abba: per job (window_ab.py's blocks), the cost of an open window per pair,
@@ -223,6 +224,66 @@ def summarize_whole(rows):
     return lines, result
 
 
+def paired_windows(steps, skip, k, every, gap=5):
+    """Per-window costs in % (the window's median step against the median of up to k detached steps before and
+    after it, the gap steps after each window left out), and the pooled cost (all window steps against all
+    detached ones), from one process's step times."""
+    n = len(steps)
+    starts = list(range(skip, n - k + 1, every)) if every else [skip]
+    inside = set()
+    for s0 in starts:
+        inside.update(range(s0, s0 + k))
+    excluded = set(inside)
+    for s0 in starts:
+        excluded.update(range(s0 + k, min(s0 + k + gap, n)))
+    outside = [i for i in range(skip, n) if i not in excluded]
+    costs = []
+    for w, s0 in enumerate(starts):
+        lo = starts[w - 1] + k + gap if w > 0 else skip
+        hi = starts[w + 1] if w + 1 < len(starts) else n
+        before = [steps[i] for i in range(lo, s0) if i not in excluded][-k:]
+        after = [steps[i] for i in range(s0 + k + gap, hi) if i not in excluded][:k]
+        near = before + after
+        if near:
+            costs.append(100.0 * (statistics.median(steps[s0:s0 + k]) / statistics.median(near) - 1))
+    pooled = (100.0 * (statistics.median([steps[i] for i in sorted(inside)]) /
+                       statistics.median([steps[i] for i in outside]) - 1)) if outside else float("nan")
+    return costs, pooled
+
+
+def summarize_interleave(steps_rows, proc_rows, skip, k, every, gap=5):
+    lines = []
+    result = {}
+    procs = {(r["round"], r["mode"]): r for r in proc_rows}
+    for row in sorted(steps_rows, key=lambda r: (r["job"], r["round"])):
+        costs, pooled = paired_windows(row["step_ms"], skip, k, every, gap)
+        if not costs:
+            continue
+        med = statistics.median(costs)
+        sgn = sign_interval(costs)
+        entry = {"paired": med, "sign": sgn, "pooled": pooled, "windows": costs}
+        text = (f"{row['job']} round {row['round']}: paired {med:+.1f} % (sign test "
+                f"{'n/a' if sgn is None else f'{sgn[0]:+.1f} to {sgn[1]:+.1f}'}; {len(costs)} windows, range "
+                f"{min(costs):+.1f} to {max(costs):+.1f}); pooled {pooled:+.1f} %")
+        samp = (procs.get((row["round"], row["job"])) or {}).get("sampling") or {}
+        if samp.get("perturbation_measured"):
+            entry["collector"] = samp["perturbation_pct"]
+            text += (f"; collector {samp['perturbation_pct']:+.1f} % ({samp.get('perturbation_ci_low_pct', 0):+.1f} "
+                     f"to {samp.get('perturbation_ci_high_pct', 0):+.1f}; {samp.get('perturbation_method', 'pooled')}"
+                     f", {samp.get('iterations_inside', '?')} inside, {samp.get('iterations_outside', '?')} outside)")
+        lines.append(text)
+        result.setdefault(row["job"], []).append(entry)
+    for job, entries in sorted(result.items()):
+        per = [e["paired"] for e in entries]
+        every_window = [c for e in entries for c in e["windows"]]
+        sgn = sign_interval(every_window)
+        lines.append(f"{job}: {len(per)} processes, paired per process {describe(per)}; all "
+                     f"{len(every_window)} windows together: median {statistics.median(every_window):+.1f} % (sign "
+                     f"test {'n/a' if sgn is None else f'{sgn[0]:+.1f} to {sgn[1]:+.1f}'}); pooled per process "
+                     + ", ".join(f"{e['pooled']:+.1f}" for e in entries))
+    return lines, result
+
+
 def self_test():
     # ABBA: a 10 % cost on the mean, a drifting job, one slow step per "off" block (the median ignores it).
     rows = []
@@ -279,6 +340,28 @@ def self_test():
     text = "\n".join(lines)
     assert "start-up +2.0 s exit +0.0 s" in text, text
     assert "own inside/outside +8.9 %" in text, text  # 22 / 20.2
+    # Interleaved windows: 10 ms steps drifting slowly (+-15 % over the run), windows of 5 steps every 20
+    # 20 % slower, 5 steps after each window at 50 ms (detach and attach: left out).
+    skip, k, every = 10, 5, 20
+    t = []
+    for i in range(400):
+        base = 10.0 * (1 + 0.15 * math.sin(i / 60.0))
+        s0 = (i - skip) % every if i >= skip else None
+        t.append(base * 1.2 if s0 is not None and s0 < k else 50.0 if s0 is not None and s0 < k + 5 else base)
+    costs, pooled = paired_windows(t, skip, k, every)
+    # The first and last windows have detached steps on one side only: the drift shows there.
+    assert len(costs) == 20 and all(abs(c - 20.0) < 3.0 for c in costs), costs
+    assert abs(statistics.median(costs) - 20.0) < 0.5, costs
+    flat = [10.0 * (1 + 0.15 * math.sin(i / 60.0)) for i in range(400)]
+    costs0, _ = paired_windows(flat, skip, k, every)
+    assert abs(statistics.median(costs0)) < 0.5, costs0
+    lines, res = summarize_interleave(
+        [{"job": "repeat", "round": 0, "step_ms": t}, {"job": "none", "round": 0, "step_ms": flat}],
+        [{"round": 0, "mode": "repeat", "sampling": {"perturbation_measured": True, "perturbation_pct": 19.5,
+                                                     "perturbation_ci_low_pct": 18.0, "perturbation_ci_high_pct": 21.0,
+                                                     "perturbation_method": "paired_windows"}}], skip, k, every)
+    assert abs(res["repeat"][0]["paired"] - 20.0) < 2.0 and res["repeat"][0]["collector"] == 19.5, res
+    assert "collector +19.5 % (+18.0 to +21.0; paired_windows" in "\n".join(lines), lines
     print("cost_summary self-test passed")
 
 
@@ -288,6 +371,9 @@ def main(argv):
         return 0
     if len(argv) >= 3 and argv[1] == "abba":
         lines, _ = summarize_abba(read_jsonl(argv[2]))
+    elif len(argv) >= 7 and argv[1] == "interleave":
+        lines, _ = summarize_interleave(read_jsonl(argv[2]), read_jsonl(argv[3]), int(argv[4]), int(argv[5]),
+                                        int(argv[6]), int(argv[7]) if len(argv) > 7 else 5)
     elif len(argv) >= 4 and argv[1] == "whole":
         lines, _ = summarize_whole(whole_rows(argv[2], argv[3], argv[4] if len(argv) > 4 else None))
     else:

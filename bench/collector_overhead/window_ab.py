@@ -7,7 +7,8 @@ collector window inside one process, free of process-to-process noise.
 The step is the workload's own: workloads/image_ddp.py's MobileNetV2
 (channels-last, fp16 autocast, batch 128, 224x224, synthetic input, GPU
 loader; launch-bound) or workloads/llm_finetune.py's LoRA step (1b, seq 512,
-batch 8; GPU-bound), built by those modules' functions. After --warmup steps
+batch 8 unless --lora-seq/--lora-batch say otherwise), built by those modules'
+functions. After --warmup steps
 it times --pairs pairs of blocks of --block-steps steps, "off" then "on" in
 even pairs and "on" then "off" in odd ones (ABBA), so linear drift cancels
 within two pairs. "on" is torch.cuda.profiler.start()/stop() around the block
@@ -88,11 +89,11 @@ def mobilenet_step():
     return step
 
 
-def lora_step():
+def lora_step(batch=8, seq=512):
     import torch
     import llm_finetune as w
     import workload_common as wc
-    args = w.parse_args(["--method", "lora"])
+    args = w.parse_args(["--method", "lora", "--batch-size", str(batch), "--seq-len", str(seq)])
     dist_info = wc.Dist(args.device)
     device = dist_info.device
     base, vocab = w.build_base(args, device)
@@ -194,6 +195,8 @@ def main():
     p.add_argument("--launch-epoch", type=float, default=0.0)
     p.add_argument("--fake-step-ms", type=float, default=0.0)
     p.add_argument("--fake-cost", type=float, default=0.1)
+    p.add_argument("--lora-batch", type=int, default=8, help="LoRA sequences per step (llm_finetune's default 8)")
+    p.add_argument("--lora-seq", type=int, default=512, help="LoRA sequence length (llm_finetune's default 512)")
     a = p.parse_args()
 
     if a.cpus:
@@ -203,7 +206,7 @@ def main():
         torch = FakeTorch(state)
     else:
         import torch
-        step = mobilenet_step() if a.workload == "mobilenet" else lora_step()
+        step = mobilenet_step() if a.workload == "mobilenet" else lora_step(a.lora_batch, a.lora_seq)
     if a.steps_only:
         steps_only(a, torch, step)
         return

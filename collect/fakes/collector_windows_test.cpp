@@ -101,8 +101,11 @@ class CollectWindows : public ::testing::Test {
         r.trace = trace::read_trace(e.path());
         r.traced = true;
       } else if (e.path().extension() == ".json") {
+        // The process summary (<host>-<pid>.json), not the node's facts or a
+        // manifest beside it (directory order is arbitrary).
         std::ifstream in(e.path());
-        r.summary = nlohmann::json::parse(in);
+        auto j = nlohmann::json::parse(in);
+        if (j.is_object() && j.contains("pid")) r.summary = std::move(j);
       }
     }
     return r;
@@ -370,8 +373,46 @@ TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
   EXPECT_LT(pct, 75.0);
   EXPECT_GT(std::stod(extra(r.trace, "perturbation_ci_low_pct")), 0.0);
   EXPECT_NE(extra(r.trace, "perturbation_text").find("longer than outside"), std::string::npos);
+  // 4 windows: too few to pair (kMinPairedWindows), so pooled, and the text says so.
+  EXPECT_EQ(extra(r.trace, "perturbation_method"), "pooled");
+  EXPECT_EQ(extra(r.trace, "perturbation_windows"), "4");
+  EXPECT_NE(extra(r.trace, "perturbation_text").find("4 windows against every detached iteration"), std::string::npos)
+      << extra(r.trace, "perturbation_text");
   EXPECT_EQ(r.summary["sampling"].value("iterations_inside", 0), 16);
   EXPECT_EQ(r.summary["sampling"].value("mode", ""), "sampled");
+}
+
+// Interleaved windows (--repeat-every, at least kMinPairedWindows of them):
+// the perturbation is the median over windows of each window against the
+// detached iterations beside it, with the sign test's interval; the traced
+// iterations sleep 30 ms against 20 ms detached (+50 %). Every window still
+// holds exactly its ProfilerStep ranges, whole (MARKER armed at the end of the
+// iteration before each window).
+TEST_F(CollectWindows, InterleavedWindowsPairEachWindowWithItsNeighbours) {
+  auto r = run("iterations", {{"HOST_STEPS", "60"},
+                              {"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                              {"SCALESCOPE_ITERATIONS", "3"},
+                              {"SCALESCOPE_REPEAT_EVERY", "8"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<int64_t> want = {-1};
+  for (int64_t w = 3; w < 60; w += 8)  // the last window is cut short at iteration 59
+    for (auto s : sampled::range(w, std::min<int64_t>(w + 3, 60))) want.insert(s);
+  EXPECT_EQ(sampled::traced_steps(r.trace), want);
+  EXPECT_EQ(sampled::nvtx_ranges(r.trace), sampled::step_ranges(want));
+  EXPECT_EQ(r.trace.problems.get(trace::Problem::kMalformedEvent), 0u);
+  EXPECT_EQ(extra(r.trace, "iterations_inside"), "22");  // 7 windows of 3 and iteration 59
+  ASSERT_EQ(extra(r.trace, "perturbation_measured"), "true") << extra(r.trace, "perturbation_text");
+  EXPECT_EQ(extra(r.trace, "perturbation_method"), "paired_windows") << extra(r.trace, "perturbation_text");
+  EXPECT_EQ(extra(r.trace, "perturbation_windows"), "8");
+  const double pct = std::stod(extra(r.trace, "perturbation_pct"));
+  EXPECT_GT(pct, 30.0) << "30 ms against 20 ms sleeps";
+  EXPECT_LT(pct, 70.0);
+  EXPECT_GT(std::stod(extra(r.trace, "perturbation_ci_low_pct")), 0.0);
+  EXPECT_LE(std::stod(extra(r.trace, "perturbation_ci_low_pct")), pct);
+  EXPECT_GE(std::stod(extra(r.trace, "perturbation_ci_high_pct")), pct);
+  EXPECT_NE(extra(r.trace, "perturbation_text").find("beside them (median of 8 windows"), std::string::npos)
+      << extra(r.trace, "perturbation_text");
+  EXPECT_EQ(r.summary["sampling"].value("perturbation_method", ""), "paired_windows");
 }
 
 // API calls from callbacks (the default): every launch inside a window is recorded
