@@ -17,6 +17,7 @@
 #include "analyze/stream_analyzer.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/synthetic_trace.hpp"
+#include "trace/test_support.hpp"
 #include "trace/trace_file.hpp"
 
 namespace scalescope::analyze {
@@ -24,32 +25,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using trace::Timestamp;
+using trace::testing::write_in_chunks;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "attribution-stream-test-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+// A temporary folder named for these tests.
+struct TempDir : trace::testing::TempDir {
+  TempDir() : trace::testing::TempDir("attribution-stream-test") {}
 };
-
-fs::path write(const TempDir& dir, const trace::Trace& t, size_t rows_per_chunk,
-               const std::string& name = "t.sstrace") {
-  const fs::path p = dir / name;
-  trace::WriterOptions w;
-  w.max_rows_per_chunk = rows_per_chunk;
-  trace::write_trace(p, t, w);
-  return p;
-}
 
 struct Case {
   Timestamp start, end;
@@ -261,11 +242,11 @@ TEST(AttributionStreamTest, NestedRangesOnThreadsWithLinks) {
   TempDir dir;
   const trace::Trace t = nested_ranks(1, true, false);
   for (size_t rows : {size_t{7}, size_t{64}, size_t{1000}, size_t{1} << 20}) {
-    const AttributionStreamStats s = expect_same(write(dir, t, rows), whole_and_window(t));
+    const AttributionStreamStats s = expect_same(write_in_chunks(dir, t, rows), whole_and_window(t));
     EXPECT_GT(s.open_ranges, 2u);
   }
   // Backward ranges were placed under their forward modules.
-  const fs::path p = write(dir, t, 64);
+  const fs::path p = write_in_chunks(dir, t, 64);
   trace::ChunkReader reader = trace::ChunkReader::open(p);
   const trace::Trace whole = trace::read_trace(p);
   const auto a = stream_attribution(reader, {{0, std::numeric_limits<Timestamp>::max(), true, nullptr}},
@@ -279,8 +260,9 @@ TEST(AttributionStreamTest, NestedRangesOnThreadsWithLinks) {
 TEST(AttributionStreamTest, NestedRangesWithEmitNvtxSeq) {
   TempDir dir;
   const trace::Trace t = nested_ranks(2, false, false);
-  for (size_t rows : {size_t{5}, size_t{100}, size_t{1} << 20}) expect_same(write(dir, t, rows), whole_and_window(t));
-  const trace::Trace back = trace::read_trace(write(dir, t, 100));
+  for (size_t rows : {size_t{5}, size_t{100}, size_t{1} << 20})
+    expect_same(write_in_chunks(dir, t, rows), whole_and_window(t));
+  const trace::Trace back = trace::read_trace(write_in_chunks(dir, t, 100));
   EXPECT_EQ(detail::launch_paths(back)->link_source, "emit_nvtx seq");
   EXPECT_GT(detail::launch_paths(back)->backward_links, 0);
 }
@@ -290,7 +272,7 @@ TEST(AttributionStreamTest, RowsOutOfTimeOrder) {
   TempDir dir;
   for (uint64_t seed : {3, 4}) {
     const trace::Trace t = nested_ranks(seed, seed % 2 == 1, true);
-    for (size_t rows : {size_t{50}, size_t{1} << 20}) expect_same(write(dir, t, rows), whole_and_window(t));
+    for (size_t rows : {size_t{50}, size_t{1} << 20}) expect_same(write_in_chunks(dir, t, rows), whole_and_window(t));
   }
 }
 
@@ -299,7 +281,7 @@ TEST(AttributionStreamTest, RowsOutOfTimeOrder) {
 TEST(AttributionStreamTest, StateStaysBoundedOverManyChunks) {
   TempDir dir;
   const trace::Trace t = trace::make_synthetic_trace(60'000, 5);
-  const fs::path p = write(dir, t, 500);
+  const fs::path p = write_in_chunks(dir, t, 500);
   const AttributionStreamStats s = expect_same(p, whole_and_window(t, 0));
   EXPECT_GT(t.api.size(), 10'000u);
   EXPECT_LT(s.correlations, t.api.size() / 10) << "correlation ids are dropped once their work was read";
@@ -313,15 +295,15 @@ TEST(AttributionStreamTest, WithoutRangesOrCalls) {
   trace::Trace t = nested_ranks(5, true, false);
   trace::Trace no_ranges = t;
   no_ranges.nvtx = {};
-  expect_same(write(dir, no_ranges, 100), whole_and_window(no_ranges));
+  expect_same(write_in_chunks(dir, no_ranges, 100), whole_and_window(no_ranges));
   trace::Trace no_calls = t;
   no_calls.api = {};
-  expect_same(write(dir, no_calls, 100), whole_and_window(no_calls));
+  expect_same(write_in_chunks(dir, no_calls, 100), whole_and_window(no_calls));
   trace::Trace no_gpu = t;
   no_gpu.kernels = {};
   no_gpu.memcpys = {};
   no_gpu.memsets = {};
-  expect_same(write(dir, no_gpu, 100), {{0, 10, true, {}}});
+  expect_same(write_in_chunks(dir, no_gpu, 100), {{0, 10, true, {}}});
 }
 
 // The inputs of the golden CLI tests (analyze/golden_inputs.hpp), whole and
@@ -333,13 +315,13 @@ TEST(AttributionStreamTest, GoldenInputs) {
     for (int rank = 0; rank < 2; ++rank) traces.push_back(golden::ddp_rank(seed, rank, pageable));
   for (trace::Trace& t : golden::two_host_ranks()) traces.push_back(std::move(t));
   for (const trace::Trace& t : traces)
-    for (size_t rows : {size_t{97}, size_t{1} << 20}) expect_same(write(dir, t, rows), whole_and_window(t));
+    for (size_t rows : {size_t{97}, size_t{1} << 20}) expect_same(write_in_chunks(dir, t, rows), whole_and_window(t));
 }
 
 // analyze_rank_streaming's attribution is analyze_rank's.
 TEST(AttributionStreamTest, StreamingAnalysisCarriesIt) {
   TempDir dir;
-  const fs::path p = write(dir, golden::ddp_rank(11, 0, false), 300);
+  const fs::path p = write_in_chunks(dir, golden::ddp_rank(11, 0, false), 300);
   const RankAnalysis whole = analyze_rank(trace::read_trace(p), Options{});
   const RankAnalysis streamed = analyze_rank_streaming(p, Options{});
   EXPECT_TRUE(streamed.attribution.available) << streamed.attribution.reason;
@@ -356,7 +338,7 @@ TEST(AttributionStreamTest, SharedRealTrace) {
   if (!fs::exists(kineto)) GTEST_SKIP() << "real trace not found: " << kineto;
   TempDir dir;
   const trace::Trace t = trace::import_kineto_file(kineto);
-  const fs::path p = write(dir, t, 4096);
+  const fs::path p = write_in_chunks(dir, t, 4096);
   const RankAnalysis r = analyze_rank(trace::read_trace(p), Options{});
   ASSERT_TRUE(r.attribution.available) << r.attribution.reason;
   const auto [lo, hi] = std::pair{r.breakdown.window_start, r.breakdown.window_end};
@@ -369,7 +351,7 @@ TEST(AttributionStreamTest, SharedRealTrace) {
   EXPECT_GT(s.link_contexts, 0u);
   EXPECT_LT(s.link_contexts, t.nvtx.size() / 50);  // forward ops whose backward has not run yet
   EXPECT_EQ(nlohmann::json(r.attribution), nlohmann::json(analyze_rank_streaming(p, Options{}).attribution));
-  expect_same(write(dir, t, size_t{1} << 20, "whole.sstrace"), cases);
+  expect_same(write_in_chunks(dir, t, size_t{1} << 20, "whole.sstrace"), cases);
 }
 
 }  // namespace

@@ -19,28 +19,18 @@
 #include "trace/input_detector.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/synthetic_trace.hpp"
+#include "trace/test_support.hpp"
 #include "trace/trace_file.hpp"
 
 namespace scalescope::analyze {
 namespace {
 
 namespace fs = std::filesystem;
+using trace::testing::write_in_chunks;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "stream-analyzer-test-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+// A temporary folder named for these tests.
+struct TempDir : trace::testing::TempDir {
+  TempDir() : trace::testing::TempDir("stream-analyzer-test") {}
 };
 
 // Two results equal field by field (as JSON: doubles compared exactly), but
@@ -75,7 +65,8 @@ void expect_same_result(const RankAnalysis& whole, const RankAnalysis& streamed,
     EXPECT_EQ(x.end_unix_ns, y.end_unix_ns) << i;
     EXPECT_EQ(x.warmup, y.warmup) << i;
   }
-  EXPECT_EQ(nlohmann::json(whole.attribution), nlohmann::json(streamed.attribution)) << what;  // attribution_stream_test
+  EXPECT_EQ(nlohmann::json(whole.attribution), nlohmann::json(streamed.attribution))
+      << what;  // attribution_stream_test
   EXPECT_EQ(whole.steady_first_iteration, streamed.steady_first_iteration) << what;
   EXPECT_EQ(whole.steady_end_iteration, streamed.steady_end_iteration) << what;
   ASSERT_EQ(whole.steady == nullptr, streamed.steady == nullptr) << "steady pass of " << what;
@@ -103,25 +94,17 @@ void expect_same_in_windows(const fs::path& p, const std::vector<std::string>& w
 
 // Windows of every kind: percent, ns offsets, iterations, the whole span, one
 // past the rank's end (no time), one narrower than a kernel.
-const std::vector<std::string> kWindows = {"",       "0%:100%", "10%:90%", "33.3%:33.4%", "2000000:9000000",
-                                           "1e17:2e17", "0:1",  "it1:it3", "it0:it2"};
-
-fs::path write(const TempDir& dir, const trace::Trace& t, size_t rows_per_chunk,
-               const std::string& name = "t.sstrace") {
-  const fs::path p = dir / name;
-  trace::WriterOptions w;
-  w.max_rows_per_chunk = rows_per_chunk;
-  trace::write_trace(p, t, w);
-  return p;
-}
+const std::vector<std::string> kWindows = {"",          "0%:100%", "10%:90%", "33.3%:33.4%", "2000000:9000000",
+                                           "1e17:2e17", "0:1",     "it1:it3", "it0:it2"};
 
 TEST(StreamAnalyzerTest, SyntheticTraceInSmallAndLargeChunks) {
   TempDir dir;
   const trace::Trace t = trace::make_synthetic_trace(60'000, 11);
   // 97 rows per chunk: spans of every stream cross chunk and segment boundaries.
-  for (size_t rows : {size_t{97}, size_t{1000}, size_t{1} << 20}) expect_same_in_windows(write(dir, t, rows), kWindows);
+  for (size_t rows : {size_t{97}, size_t{1000}, size_t{1} << 20})
+    expect_same_in_windows(write_in_chunks(dir, t, rows), kWindows);
   // The windows are what they say (so that equality above is of windowed figures).
-  const fs::path p = write(dir, t, 1000);
+  const fs::path p = write_in_chunks(dir, t, 1000);
   const RankAnalysis all = analyze_rank_streaming(p, Options{});
   Options o;
   o.window = WindowSpec::parse("10%:90%");
@@ -166,7 +149,7 @@ TEST(StreamAnalyzerTest, SpansCrossingManySegments) {
     t.api.correlation[static_cast<size_t>(i) * 101] = m.correlation;  // the calls that waited for them
   }
   // Windows that cut the long spans and the pageable calls.
-  expect_same_in_windows(write(dir, t, 256), kWindows);
+  expect_same_in_windows(write_in_chunks(dir, t, 256), kWindows);
 }
 
 TEST(StreamAnalyzerTest, ChunksOutOfTimeOrder) {
@@ -210,7 +193,7 @@ TEST(StreamAnalyzerTest, EdgeCasesOfRows) {
     for (size_t i = 7; i < t.kernels.size(); i += 331)
       t.kernels.end[i] = t.kernels.start[i] + static_cast<int64_t>(rng() % 2'000'000'000);
     if (variant == 1) t.kernels.push(t.kernels.row(3));
-    expect_same_in_windows(write(dir, t, 333), kWindows);
+    expect_same_in_windows(write_in_chunks(dir, t, 333), kWindows);
   }
 }
 
@@ -226,7 +209,7 @@ TEST(StreamAnalyzerTest, ManyRowsStartingTogether) {
     b.kernel(i % 5 ? "sgemm_kernel" : "ncclAllReduce_kernel", 2000 * us + (i / 7) * us, 2000 * us + (i / 7 + 3) * us,
              7 + i % 4);
   b.copy(trace::MemcpyKind::kHtoD, trace::MemoryKind::kPinned, trace::MemoryKind::kDevice, 900 * us, 1500 * us, 64);
-  expect_same_in_windows(write(dir, b.t, size_t{1} << 20), {"", "10%:60%", "1000000:1000001"});
+  expect_same_in_windows(write_in_chunks(dir, b.t, size_t{1} << 20), {"", "10%:60%", "1000000:1000001"});
 }
 
 TEST(StreamAnalyzerTest, TablesLeftEmpty) {
@@ -237,10 +220,10 @@ TEST(StreamAnalyzerTest, TablesLeftEmpty) {
   only_api.strings = t.strings;
   only_api.api = t.api;
   // A window of iterations over a trace without GPU rows keeps its whole span.
-  expect_same_in_windows(write(dir, only_api, 100, "api.sstrace"), {"", "10%:20%", "it0:it3"});
+  expect_same_in_windows(write_in_chunks(dir, only_api, 100, "api.sstrace"), {"", "10%:20%", "it0:it3"});
   trace::Trace empty;
   empty.meta = t.meta;
-  expect_same_in_windows(write(dir, empty, 100, "empty.sstrace"), {"", "10%:20%", "it0:it3"});
+  expect_same_in_windows(write_in_chunks(dir, empty, 100, "empty.sstrace"), {"", "10%:20%", "it0:it3"});
 }
 
 // A trace's NVTX table without the rows whose text `drop` accepts.
@@ -264,7 +247,7 @@ TEST(StreamAnalyzerTest, IterationsFromEverySource) {
     EXPECT_GT(r.iterations.count, 2);
     return r.iterations.source;
   };
-  const fs::path steps = write(dir, base, 211, "steps.sstrace");
+  const fs::path steps = write_in_chunks(dir, base, 211, "steps.sstrace");
   expect_same_in_windows(steps, {"", "it2:it5", "40%:60%"});
   EXPECT_EQ(source_of(steps), "nvtx:ProfilerStep#");
   Options named;
@@ -277,7 +260,7 @@ TEST(StreamAnalyzerTest, IterationsFromEverySource) {
 
   const trace::Trace annotations =
       without_ranges(base, [](std::string_view s) { return s.starts_with("ProfilerStep#"); });
-  const fs::path a = write(dir, annotations, 211, "annotations.sstrace");
+  const fs::path a = write_in_chunks(dir, annotations, 211, "annotations.sstrace");
   expect_same_in_windows(a, {"", "it1:it3"});
   EXPECT_TRUE(source_of(a).starts_with("detected:annotation")) << source_of(a);
 
@@ -294,13 +277,13 @@ TEST(StreamAnalyzerTest, IterationsFromEverySource) {
     b.nccl(trace::NcclOp::kAllReduce, t0 + 50 * ms, t0 + 60 * ms, -1, "pg0", 20);
     b.nccl(trace::NcclOp::kBroadcast, t0 + 55 * ms + i * i * ms, t0 + 58 * ms + i * i * ms, -1, "pg1", 21);
   }
-  const fs::path c = write(dir, b.t, 3, "collectives.sstrace");
+  const fs::path c = write_in_chunks(dir, b.t, 3, "collectives.sstrace");
   expect_same_in_windows(c, {"", "it1:it4", "20%:70%"});
   EXPECT_TRUE(source_of(c).starts_with("detected:collective")) << source_of(c);
   EXPECT_EQ(analyze_rank_streaming(c, Options{}).collectives.size(), 20u);
 
   b.t.nccl = {};
-  const fs::path k = write(dir, b.t, 3, "kernels.sstrace");
+  const fs::path k = write_in_chunks(dir, b.t, 3, "kernels.sstrace");
   expect_same_in_windows(k, {"", "it1:it4", "20%:70%"});
   EXPECT_EQ(source_of(k), "detected:kernel 'step_kernel'");
   // The collective list from communication kernels (no NCCL rows), with warm-up flags.
@@ -339,7 +322,7 @@ TEST(StreamAnalyzerTest, InputStarvation) {
     }
     b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, 1250 * ms, 1260 * ms,
            1 << 20);  // after the end
-    const fs::path p = write(dir, b.t, 1, steps ? "steps.sstrace" : "plain.sstrace");
+    const fs::path p = write_in_chunks(dir, b.t, 1, steps ? "steps.sstrace" : "plain.sstrace");
     // Windows that start and end inside gaps, copies and kernels.
     expect_same_in_windows(p, {"", "it2:it7", "1.7%:52%", "8000000:1100000000", "50%:100%"});
     const RankAnalysis r = analyze_rank_streaming(p, Options{});
@@ -374,7 +357,7 @@ TEST(StreamAnalyzerTest, HostThreadsAndStacks) {
     b.t.host_stack_samples.push({t - kMs, 100, 100, n % 5 < 3 ? 2u : 3u});
     ++n;
   });
-  const fs::path p = write(dir, b.t, 7);  // host rows over many chunks
+  const fs::path p = write_in_chunks(dir, b.t, 7);  // host rows over many chunks
   expect_same_in_windows(p, {"", "it1:it3", "25%:75%"});
   const RankAnalysis r = analyze_rank_streaming(p, Options{});
   ASSERT_TRUE(r.host.availability.available) << r.host.availability.reason;
@@ -388,14 +371,15 @@ TEST(StreamAnalyzerTest, GoldenInputs) {
   TempDir dir;
   for (auto [seed, pageable] : {std::pair<uint64_t, bool>{11, false}, {21, true}})
     for (int rank = 0; rank < 2; ++rank)
-      expect_same_in_windows(write(dir, golden::ddp_rank(seed, rank, pageable), size_t{1} << 20, "golden.sstrace"),
-                             {"", "it1:it3", "it1:it4", "10%:90%"});  // the windows of the golden tests and one more
+      expect_same_in_windows(
+          write_in_chunks(dir, golden::ddp_rank(seed, rank, pageable), size_t{1} << 20, "golden.sstrace"),
+          {"", "it1:it3", "it1:it4", "10%:90%"});  // the windows of the golden tests and one more
   Options off;
   off.attribution = false;  // as --no-attribution: the results say so alike
-  expect_same_in_windows(write(dir, golden::ddp_rank(11, 0, false), size_t{1} << 20, "golden.sstrace"),
+  expect_same_in_windows(write_in_chunks(dir, golden::ddp_rank(11, 0, false), size_t{1} << 20, "golden.sstrace"),
                          {"", "it1:it3", "1e17:2e17"}, off);
   for (const trace::Trace& t : golden::two_host_ranks())
-    expect_same_in_windows(write(dir, t, size_t{1} << 20, "node.sstrace"), {"", "it1:it3", "10%:90%"});
+    expect_same_in_windows(write_in_chunks(dir, t, size_t{1} << 20, "node.sstrace"), {"", "it1:it3", "10%:90%"});
 }
 
 // The error analyze_rank gives, "" for none.
@@ -410,7 +394,7 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(StreamAnalyzerTest, WindowErrorsAndBadInput) {
   TempDir dir;
-  const fs::path p = write(dir, trace::make_synthetic_trace(2'000, 1), 1000);
+  const fs::path p = write_in_chunks(dir, trace::make_synthetic_trace(2'000, 1), 1000);
   // Iterations the trace does not have: the same error as the whole-trace analysis.
   for (const char* w : {"it0:it999", "it5:it6"}) {
     Options o;
@@ -435,37 +419,16 @@ TEST(StreamAnalyzerTest, SharedRealTrace) {
   if (!fs::exists(kineto)) GTEST_SKIP() << "real trace not found: " << kineto;
   TempDir dir;
   const trace::Trace t = trace::import_kineto_file(kineto);
-  const RankAnalysis r = expect_same_as_whole(write(dir, t, 4096));
+  const RankAnalysis r = expect_same_as_whole(write_in_chunks(dir, t, 4096));
   ASSERT_NE(r.steady, nullptr);  // the steady pass is compared too
-  expect_same_in_windows(write(dir, t, size_t{1} << 20, "whole.sstrace"), {"", "it1:it4", "10%:90%", "2000000:9000000"});
+  expect_same_in_windows(write_in_chunks(dir, t, size_t{1} << 20, "whole.sstrace"),
+                         {"", "it1:it4", "10%:90%", "2000000:9000000"});
 }
 
 // A native frame for offline naming: this function of the test binary.
 extern "C" __attribute__((noinline, used)) int stream_analyzer_test_frame(int x) {
   asm volatile("" ::: "memory");
   return x * 3 + 1;
-}
-
-// The mapped file and file offset of an address of this process (as the collector records frames).
-bool locate(uintptr_t addr, std::string* path, uint64_t* offset) {
-  FILE* f = std::fopen("/proc/self/maps", "re");
-  if (!f) return false;
-  char line[4096];
-  bool found = false;
-  while (!found && std::fgets(line, sizeof line, f)) {
-    uint64_t start = 0, end = 0, off = 0;
-    char perms[8] = {}, file[3000] = {};
-    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %2999s", &start, &end, perms, &off, file) <
-        4)
-      continue;
-    if (addr >= start && addr < end) {
-      *path = file;
-      *offset = addr - start + off;
-      found = true;
-    }
-  }
-  std::fclose(f);
-  return found;
 }
 
 // analyze_path streams .sstrace ranks of more than Options::stream_above_rows
@@ -487,7 +450,8 @@ TEST(StreamAnalyzerTest, AnalyzePathStreamsTraceFiles) {
   using namespace testing::host_case;
   std::string exe;
   uint64_t offset = 0;
-  ASSERT_TRUE(locate(reinterpret_cast<uintptr_t>(&stream_analyzer_test_frame) + 4, &exe, &offset));
+  ASSERT_TRUE(
+      trace::testing::locate_in_maps(reinterpret_cast<uintptr_t>(&stream_analyzer_test_frame) + 4, &exe, &offset));
   std::string error;
   const std::string build_id = trace::elf_build_id_of_file(exe.c_str(), &error).value_or("");
   ASSERT_FALSE(build_id.empty()) << error;
@@ -508,7 +472,7 @@ TEST(StreamAnalyzerTest, AnalyzePathStreamsTraceFiles) {
       b.t.host_stack_samples.push({t - kMs, 100, 100, t % 3 ? 1u : 2u});
     });
     b.nccl(trace::NcclOp::kAllReduce, 50 * kMs, 60 * kMs, -1, "pg0", 20);
-    write(dir, b.t, 5, "job.ssrun/rank" + std::to_string(rank) + ".sstrace");
+    write_in_chunks(dir, b.t, 5, "job.ssrun/rank" + std::to_string(rank) + ".sstrace");
   }
   const nlohmann::json streamed = analyze_path(run, on);
   size_t visited = 0;

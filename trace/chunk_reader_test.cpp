@@ -11,6 +11,7 @@
 #include "trace/error.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/synthetic_trace.hpp"
+#include "trace/test_support.hpp"
 #include "trace/trace_format.hpp"
 
 namespace scalescope::trace {
@@ -18,21 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "chunk-reader-test-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+// A temporary folder named for these tests.
+struct TempDir : trace::testing::TempDir {
+  TempDir() : trace::testing::TempDir("chunk-reader-test") {}
 };
 
 // Every row of every chunk, appended in chunk order.

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "trace/elf_build_id.hpp"
+#include "trace/test_support.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -27,28 +28,6 @@ extern "C" __attribute__((noinline, used)) int frame_namer_test_target(int x) {
   return x * 3 + 1;
 }
 
-// The mapped file and file offset of an address of this process.
-bool locate(uintptr_t addr, std::string* path, uint64_t* offset) {
-  FILE* f = std::fopen("/proc/self/maps", "re");
-  if (!f) return false;
-  char line[4096];
-  bool found = false;
-  while (!found && std::fgets(line, sizeof line, f)) {
-    uint64_t start = 0, end = 0, off = 0;
-    char perms[8] = {}, file[3000] = {};
-    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %2999s", &start, &end, perms, &off, file) <
-        4)
-      continue;
-    if (addr >= start && addr < end) {
-      *path = file;
-      *offset = addr - start + off;
-      found = true;
-    }
-  }
-  std::fclose(f);
-  return found;
-}
-
 struct Fixture {
   Trace t;
   std::string exe;
@@ -58,7 +37,7 @@ struct Fixture {
 
 Fixture fixture() {
   Fixture f;
-  EXPECT_TRUE(locate(reinterpret_cast<uintptr_t>(&frame_namer_test_target) + 4, &f.exe, &f.offset));
+  EXPECT_TRUE(testing::locate_in_maps(reinterpret_cast<uintptr_t>(&frame_namer_test_target) + 4, &f.exe, &f.offset));
   std::string error;
   f.build_id = elf_build_id_of_file(f.exe.c_str(), &error).value_or("");
   EXPECT_FALSE(f.build_id.empty()) << "the test binary has no build-id note: " << error;

@@ -18,6 +18,7 @@
 
 #include "trace/error.hpp"
 #include "trace/synthetic_trace.hpp"
+#include "trace/test_support.hpp"
 #include "trace/trace_format.hpp"
 
 namespace scalescope::trace {
@@ -25,22 +26,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "sstrace-test-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+// A temporary folder named for these tests.
+struct TempDir : trace::testing::TempDir {
+  TempDir() : trace::testing::TempDir("sstrace-test") {}
 };
 
 std::vector<uint8_t> read_bytes(const fs::path& p) {
