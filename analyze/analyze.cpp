@@ -622,14 +622,23 @@ namespace {
 
 // A window past this rank's end (or inside a gap of zero length) leaves no
 // time to share out: say so instead of printing zeros.
+static std::string empty_window_reason(const WindowSpec& w) {
+  return fmt::format("skipped: the window {} holds no time of this rank's trace", w.to_string());
+}
+
 void detail::mark_empty_window(const Options& o, int64_t wall, RankAnalysis& r) {
   if (!o.window || wall != 0) return;
-  const std::string why =
-      fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
+  const std::string why = empty_window_reason(*o.window);
   for (Availability* a :
        {&r.breakdown.availability, &r.launch.availability, &r.copies.availability, &r.sync.availability,
         &r.precision.availability, &r.layout.availability, &r.input.availability})
     if (a->available) *a = {false, why};
+}
+
+void detail::mark_empty_window(const Options& o, int64_t wall, Attribution& a) {
+  if (!o.window || wall != 0 || !a.available) return;
+  a.available = false;
+  a.reason = empty_window_reason(*o.window);
 }
 
 namespace {
@@ -644,10 +653,7 @@ Attribution window_attribution(const Window& w, const Options& o, const detail::
     a.available = false;
     a.reason = "skipped: turned off (--no-attribution)";
   }
-  if (o.window && w.wall == 0 && a.available) {
-    a.available = false;
-    a.reason = fmt::format("skipped: the window {} holds no time of this rank's trace", o.window->to_string());
-  }
+  detail::mark_empty_window(o, w.wall, a);
   return a;
 }
 

@@ -127,6 +127,8 @@ NumaStats analyze_numa(const trace::Metadata& meta);
 // With a window that holds no time of the rank (wall 0): the analyses that
 // share out time say so instead of printing zeros.
 void mark_empty_window(const Options& o, int64_t wall, RankAnalysis& r);
+// The same for attribution, computed apart from the other analyses.
+void mark_empty_window(const Options& o, int64_t wall, Attribution& a);
 
 // The host sampler's tables over [ws, we] and per iteration (host_threads.cpp).
 HostStats analyze_host(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,

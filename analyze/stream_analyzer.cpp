@@ -972,16 +972,9 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     r.attribution.reason = "skipped: turned off (--no-attribution)";
     st.attribution = r.attribution;
   }
-  // As window_attribution: a window holding no time has no attribution either.
-  auto mark_empty = [](const Options& opt, int64_t wall, Attribution& at) {
-    if (opt.window && wall == 0 && at.available) {
-      at.available = false;
-      at.reason = fmt::format("skipped: the window {} holds no time of this rank's trace", opt.window->to_string());
-    }
-  };
-  mark_empty(o, main.wall(), r.attribution);
+  detail::mark_empty_window(o, main.wall(), r.attribution);
   if (steady) {
-    mark_empty(steady_options, steady->wall(), st.attribution);
+    detail::mark_empty_window(steady_options, steady->wall(), st.attribution);
     r.steady = std::make_shared<const RankAnalysis>(std::move(st));  // no collectives: matched over the whole trace
     r.steady_first_iteration = static_cast<int64_t>(steady_first);
     r.steady_end_iteration = static_cast<int64_t>(r.iterations.iterations.size());
