@@ -28,17 +28,4 @@ for spec in "$@"; do
   grep -h wall_ns "$dir/last-stream.txt" "$dir/last-stream-noattr.txt" | sed 's/ analysis_s=.*//' >&2
   rm -f "$f"
 done
-python3 - "$out" <<'PY'
-import statistics, sys, collections
-runs = collections.defaultdict(list)
-for l in open(sys.argv[1]):
-    p = l.split()
-    if len(p) == 6: runs[(int(p[0]), p[1])].append([float(x) for x in p[2:]])
-for (size, side), v in sorted(runs.items()):
-    col = lambda i: [r[i] for r in v]
-    cpu = [r[1] + r[2] for r in v]
-    med = lambda xs: statistics.median(xs)
-    print(f"{size} {side}: wall {med(col(0)):.2f} ({min(col(0)):.2f}-{max(col(0)):.2f}) s, "
-          f"CPU {med(cpu):.2f} ({min(cpu):.2f}-{max(cpu):.2f}) s, "
-          f"RSS {med(col(3)) / 1024:.0f} ({min(col(3)) / 1024:.0f}-{max(col(3)) / 1024:.0f}) MiB, n={len(v)}")
-PY
+python3 "$(dirname "$0")/summarize_runs.py" "$out"

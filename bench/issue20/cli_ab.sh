@@ -38,25 +38,4 @@ for spec in "${sizes[@]}"; do
   done
   rm -f "$f"
 done
-python3 - "$out" <<'PY'
-import collections, math, statistics, sys
-runs = collections.defaultdict(list)
-for l in open(sys.argv[1]):
-    p = l.split()
-    if len(p) == 6: runs[(int(p[0]), p[1])].append([float(x) for x in p[2:]])
-med = {}
-for (size, side), v in sorted(runs.items()):
-    w = [x[0] for x in v]; c = [x[1] + x[2] for x in v]; m = [x[3] / 1024 for x in v]
-    med[(size, side)] = (statistics.median(w), statistics.median(c))
-    print(f"{size:>11} {side}: n={len(v)} wall {statistics.median(w):.2f} s ({min(w):.2f}-{max(w):.2f}), "
-          f"cpu {statistics.median(c):.2f} s ({min(c):.2f}-{max(c):.2f}), peak RSS {statistics.median(m):.0f} MiB ({min(m):.0f}-{max(m):.0f})")
-def fit(xs, ys):
-    lx = [math.log(x) for x in xs]; ly = [math.log(y) for y in ys]
-    mx, my = statistics.mean(lx), statistics.mean(ly)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
-for side in "AB":
-    sizes = sorted(s for (s, sd) in med if sd == side)
-    if len(sizes) >= 2:
-        print(f"{side}: exponent wall {fit(sizes, [med[(s, side)][0] for s in sizes]):.2f}, "
-              f"cpu {fit(sizes, [med[(s, side)][1] for s in sizes]):.2f} ({sizes[0]}..{sizes[-1]} events)")
-PY
+python3 "$(dirname "$0")/summarize_runs.py" "$out"

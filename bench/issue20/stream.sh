@@ -41,14 +41,4 @@ for spec in "$@"; do
   [ -f "$dir/last-B.txt" ] && [ -f "$dir/last-C.txt" ] && grep -h wall_ns "$dir/last-B.txt" "$dir/last-C.txt" | sed 's/ analysis_s=.*//' | uniq -c >&2
   rm -f "$f"
 done
-python3 - "$out" <<'PY'
-import statistics, sys, collections
-runs = collections.defaultdict(list)
-for l in open(sys.argv[1]):
-    p = l.split()
-    if len(p) == 6: runs[(int(p[0]), p[1])].append([float(x) for x in p[2:]])
-for (size, side), v in sorted(runs.items()):
-    w = [x[0] for x in v]; c = [x[1] + x[2] for x in v]; m = [x[3] / 1024 for x in v]
-    print(f"{size:>11} {side}: n={len(v)} wall {statistics.median(w):.2f} s ({min(w):.2f}-{max(w):.2f}), "
-          f"cpu {statistics.median(c):.2f} s ({min(c):.2f}-{max(c):.2f}), peak RSS {statistics.median(m):.0f} MiB ({min(m):.0f}-{max(m):.0f})")
-PY
+python3 "$(dirname "$0")/summarize_runs.py" "$out"
