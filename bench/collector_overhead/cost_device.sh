@@ -17,7 +17,8 @@
 # whole: whole processes of MobileNetV2 (window_ab.py --steps-only 120: every step timed), rounds of the
 #        modes none, default (`profile` as a user runs it), discard, stacks0 (SCALESCOPE_HOST_STACKS=0),
 #        the order rotating per round, as many rounds as the budget allows (WHOLE_MODES, WHOLE_ROUNDS).
-# lorawhole: the same for the LoRA step (60 steps), modes none and default.
+# lorawhole: the same for the LoRA step (LORA_WHOLE_STEPS, 60; LORA_WHOLE_ARGS, e.g. "--lora-batch 16
+#        --lora-seq 1024"; LORA_WHOLE_EST seconds a process, 40), modes none and default.
 # interleave: (1) the default sampled `profile` of MobileNetV2 (60 steps), its trace checked: exactly
 #        ProfilerStep#10..#29, each whole, no malformed event; (2) rounds of uninjected processes and
 #        `profile --iterations K --repeat-every M` (REPEAT_K, REPEAT_M: 10, 30) of INTERLEAVE_STEPS (430) steps,
@@ -27,13 +28,20 @@
 #        llm_finetune's batch (8 x 512) and at LORA_BIG (batch 16 x 1024), traces checked (GPU busy share).
 # floor: in-process ABBA of control, default and the fewest CUPTI features (--activities kernel --api none)
 #        and its --discard, MobileNetV2 (10 pairs) and LoRA (FLOOR_LORA_ARGS, 10 pairs).
+# where: MobileNetV2 ABBA (WHERE_PAIRS, 16) of control, default, kernel only and the default without the
+#        collector's host and NVML samplers, every block with each thread's CPU (window_ab.py's thread_cpu_ns);
+#        the default's and kernel-only's traces exported here and split by cost_where.py: each thread's leaf
+#        modules and functions inside the windows against outside them.
+# where2: the default's and kernel-only's split again with more stack samples (WHERE_HZ, 500 Hz; WHERE_PAIRS, 14).
+# loragpu: the GPU-bound LoRA step (LORA_BIG, 16 x 1024): ABBA control and default (LORA_PAIRS, 10, of 5 steps),
+#        then --iterations 5 --repeat-every 15 (the self-measured figure in the same call).
 # A job is started only if it should end before BUDGET_S (default 565).
 # CPU test of the logic: COST_FAKE_MS=5 SS=path/to/scalescope OUT=/tmp/x bash cost_device.sh abba 60
 # (window_ab.py --fake-step-ms: sleeps instead of a GPU step).
 set -u
 c="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="${OUT:?OUT must name the folder for results}"
-phase="${1:?usage: cost_device.sh abba|whole|lorawhole [BUDGET_S]}"
+phase="${1:?usage: cost_device.sh abba|whole|lorawhole|interleave|floor|final|where|loragpu [BUDGET_S]}"
 budget="${2:-565}"
 t0=$(date +%s)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -114,6 +122,19 @@ abba() {
   note "$w/$label: exit $rc in $(($(date +%s) - s)) s"
   if [ -d "$run.ssrun" ]; then
     proc_line "$run.ssrun" 0 "$label" >> "$logs/abba-$w-proc.jsonl"
+    if [ "${KEEP:-0}" = 1 ] && (($(left) > est + 20)); then
+      # Where the window's cost goes: each thread's leaf modules inside the windows against outside (named here,
+      # where the libraries are), and the run itself for later reading.
+      if "$ss" export --format sqlite -o "$work/t.sqlite" --force "$run.ssrun" > "$logs/export-$w-$label.log" 2>&1; then
+        python3 "$c/cost_where.py" leaves "$work/t.sqlite" > "$logs/leaves-$w-$label.txt" 2>&1
+        head -40 "$logs/leaves-$w-$label.txt" | sed "s|^|  leaves $w/$label: |" | tee -a "$out/summary.txt"
+        python3 "$c/window_check.py" "$work/t.sqlite" 2>&1 | sed "s|^|  check $w/$label: |" | tee -a "$out/summary.txt"
+      else
+        note "  export of $w/$label failed"
+      fi
+      tar -C "$work" -cf "$logs/run-$w-$label.tar" "$(basename "$run").ssrun"
+      rm -f "$work/t.sqlite"
+    fi
     if [ "${CHECK:-0}" = 1 ] && (($(left) > est + 20)); then
       if "$ss" export --format sqlite -o "$work/t.sqlite" --force "$run.ssrun" > /dev/null 2>&1; then
         python3 "$c/window_check.py" "$work/t.sqlite" "$((pairs * steps))" 2>&1 | sed "s|^|  check $w/$label: |" |
@@ -141,7 +162,8 @@ whole() {
       mode="${modes[$(((k + round) % n))]}"
       run="$work/$w-$mode-$round"
       local -a job=(python3 "$c/window_ab.py" --workload "$w" --job "$mode" --on nothing --round "$round"
-                    --out "$logs/whole-$w-steps.jsonl" --steps-only "$nsteps" --cpus "$cpus" "${fake[@]}")
+                    --out "$logs/whole-$w-steps.jsonl" --steps-only "$nsteps" --cpus "$cpus" "${fake[@]}"
+                    ${WHOLE_JOB_ARGS[@]+"${WHOLE_JOB_ARGS[@]}"})
       local -a pre=()
       case "$mode" in
         none) pre=() ;;
@@ -261,8 +283,9 @@ case "$phase" in
     ;;
   lorawhole)
     read -r -a wm <<< "${WHOLE_MODES:-none default}"
-    note "D. whole processes, LoRA, 60 steps: ${wm[*]}"
-    whole lora 60 40 "${wm[@]}"
+    read -r -a WHOLE_JOB_ARGS <<< "${LORA_WHOLE_ARGS:-}"  # e.g. "--lora-batch 16 --lora-seq 1024"
+    note "D. whole processes, LoRA ${WHOLE_JOB_ARGS[*]}, ${LORA_WHOLE_STEPS:-60} steps: ${wm[*]}"
+    whole lora "${LORA_WHOLE_STEPS:-60}" "${LORA_WHOLE_EST:-40}" "${wm[@]}"
     ;;
   interleave)
     rep_k="${REPEAT_K:-10}" rep_m="${REPEAT_M:-30}"
@@ -317,6 +340,40 @@ case "$phase" in
       [ -f "$logs/abba-$w.jsonl" ] && python3 "$c/cost_summary.py" abba "$logs/abba-$w.jsonl" 2>&1 |
         tee -a "$out/summary.txt"
     done
+    ;;
+  where)
+    note "W. where a window's cost goes, MobileNetV2 ABBA, ${WHERE_PAIRS:-16} pairs of 15 steps (thread CPU per block,"
+    note "   leaf modules in and out of windows): control, default, kernel only, default without the collector's samplers"
+    ABBA_ENV=(SCALESCOPE_NVTX_RECORDS=cupti)
+    abba mobilenet control 80 "${WHERE_PAIRS:-16}" 15
+    KEEP=1 abba mobilenet default 90 "${WHERE_PAIRS:-16}" 15
+    KEEP=1 abba mobilenet kernel 90 "${WHERE_PAIRS:-16}" 15 --activities kernel --api none
+    abba mobilenet nosamplers 80 "${WHERE_PAIRS:-16}" 15 --host-hz 0 --nvml-hz 0
+    python3 "$c/cost_summary.py" abba "$logs/abba-mobilenet.jsonl" 2>&1 | tee -a "$out/summary.txt"
+    python3 "$c/cost_where.py" blocks "$logs/abba-mobilenet.jsonl" 2>&1 | tee -a "$out/summary.txt"
+    ;;
+  where2)
+    note "W2. the same split with 5x the stack samples (--host-hz ${WHERE_HZ:-500}), ${WHERE_PAIRS:-14} pairs: default, kernel only"
+    ABBA_ENV=(SCALESCOPE_NVTX_RECORDS=cupti)
+    KEEP=1 abba mobilenet default 95 "${WHERE_PAIRS:-14}" 15 --host-hz "${WHERE_HZ:-500}"
+    KEEP=1 abba mobilenet kernel 95 "${WHERE_PAIRS:-14}" 15 --activities kernel --api none --host-hz "${WHERE_HZ:-500}"
+    python3 "$c/cost_summary.py" abba "$logs/abba-mobilenet.jsonl" 2>&1 | tee -a "$out/summary.txt"
+    python3 "$c/cost_where.py" blocks "$logs/abba-mobilenet.jsonl" 2>&1 | tee -a "$out/summary.txt"
+    ;;
+  loragpu)
+    read -r big_b big_s <<< "${LORA_BIG:-16 1024}"
+    note "L. the GPU-bound LoRA step ($big_b x $big_s): ABBA control and default, ${LORA_PAIRS:-10} pairs of 5 steps,"
+    note "   then the self-measured figure of --iterations 5 --repeat-every 15 in the same call"
+    ABBA_ENV=(SCALESCOPE_NVTX_RECORDS=cupti)
+    ABBA_JOB_ARGS=(--lora-batch "$big_b" --lora-seq "$big_s")
+    abba lora control 110 "${LORA_PAIRS:-10}" 5
+    KEEP=1 abba lora default 120 "${LORA_PAIRS:-10}" 5
+    python3 "$c/cost_summary.py" abba "$logs/abba-lora.jsonl" 2>&1 | tee -a "$out/summary.txt"
+    python3 "$c/cost_where.py" blocks "$logs/abba-lora.jsonl" 2>&1 | tee -a "$out/summary.txt"
+    ABBA_JOB_ARGS=()
+    PROFILE_ARGS=(--iterations 5 --repeat-every 15)
+    GAP=2 profile_check lora 100 "lora-${big_b}x${big_s}" 100 10:5:15 --lora-batch "$big_b" --lora-seq "$big_s"
+    PROFILE_ARGS=()
     ;;
   *) echo "cost_device.sh: unknown phase $phase" >&2; exit 2 ;;
 esac

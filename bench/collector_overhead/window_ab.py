@@ -23,7 +23,10 @@ before the next timed block.
 
 Each block appends one JSON line to --out: job, workload, pair, on, steps,
 seconds, ms per step, the process CPU seconds during the block (every
-thread: CUPTI's and the collector's too), and each step's own time (step_ms:
+thread: CUPTI's and the collector's too), the same split by thread
+(thread_cpu_ns: schedstat's on-CPU time, read just outside the timed span,
+by thread name, "main" for the main thread), the block's CLOCK_MONOTONIC
+start and end (mono_ns), and each step's own time (step_ms:
 host clock from the end of one step to the end of the next; MobileNetV2's
 GradScaler reads a flag back every step, so on that launch-bound step the
 host clock is the step time).
@@ -148,6 +151,35 @@ class FakeTorch:
         self.cuda = Cuda
 
 
+def thread_cpu_ns():
+    """On-CPU nanoseconds of every thread of this process (schedstat's first
+    field), summed by thread: "main" for the main thread, else its name
+    (comm). The collector's threads inherit the main thread's name, so they
+    are "python3" here; torch's autograd threads are "pt_autograd_N"."""
+    out = {}
+    pid = os.getpid()
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                ns = int(f.read().split()[0])
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended between the listing and the read
+        key = "main" if int(tid) == pid else name
+        out[key] = out.get(key, 0) + ns
+    return out
+
+
+def cpu_delta(before, after):
+    """Per thread name, the CPU nanoseconds of a block (a thread born inside it counts from 0)."""
+    return {k: v - before.get(k, 0) for k, v in after.items()}
+
+
 def parse_cpus(text):
     """'2-9' or '2,3,8-11' -> {2, ..., 9}."""
     cpus = set()
@@ -229,6 +261,8 @@ def main():
                 if on and a.on == "cuda-profiler":
                     torch.cuda.profiler.start()
                 torch.cuda.synchronize()
+                th0 = thread_cpu_ns()
+                m0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                 c0, t0 = time.process_time(), time.perf_counter()
                 step_ms, last = [], t0
                 for _ in range(a.block_steps):
@@ -239,12 +273,15 @@ def main():
                     last = now
                 torch.cuda.synchronize()
                 t1, c1 = time.perf_counter(), time.process_time()
+                m1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+                th1 = thread_cpu_ns()
                 if on and a.on == "cuda-profiler":
                     torch.cuda.profiler.stop()
                 out.write(json.dumps({"job": a.job, "workload": a.workload, "pair": pair, "on": on,
                                       "steps": a.block_steps, "seconds": t1 - t0,
                                       "ms_per_step": 1000.0 * (t1 - t0) / a.block_steps,
                                       "cpu_seconds": c1 - c0, "step_ms": step_ms,
+                                      "mono_ns": [m0, m1], "thread_cpu_ns": cpu_delta(th0, th1),
                                       "cpus": len(os.sched_getaffinity(0))}) + "\n")
                 out.flush()
     print(f"window_ab {a.job}: {a.pairs} pairs of {a.block_steps} steps, {i} steps in all", flush=True)
