@@ -128,6 +128,8 @@ abba() {
       if "$ss" export --format sqlite -o "$work/t.sqlite" --force "$run.ssrun" > "$logs/export-$w-$label.log" 2>&1; then
         python3 "$c/cost_where.py" leaves "$work/t.sqlite" > "$logs/leaves-$w-$label.txt" 2>&1
         head -40 "$logs/leaves-$w-$label.txt" | sed "s|^|  leaves $w/$label: |" | tee -a "$out/summary.txt"
+        python3 "$c/cost_where.py" owners "$work/t.sqlite" 2>&1 | tee "$logs/owners-$w-$label.txt" |
+          sed "s|^|  owners $w/$label: |" | tee -a "$out/summary.txt"
         python3 "$c/window_check.py" "$work/t.sqlite" 2>&1 | sed "s|^|  check $w/$label: |" | tee -a "$out/summary.txt"
       else
         note "  export of $w/$label failed"
