@@ -87,16 +87,33 @@ def windows_of(db):
     return spans, steps
 
 
+def thread_names(db):
+    """tid -> thread name, and the main threads' tids."""
+    names = {tid: name or "?" for tid, name in db.execute(
+        "select h.tid, s.value from host_threads h left join strings s on s.id = h.name_id")}
+    return names, {tid for (tid,) in db.execute("select tid from host_threads where is_main = 1")}
+
+
+def window_samples(db, spans):
+    """(inside a window, tid, callsite) of every stack sample between the first
+    window's start and the last one's end, in time order."""
+    lo, hi = spans[0][0], spans[-1][1]
+    k = 0
+    for t, tid, cs in db.execute("select time_ns, tid, callsite from host_stack_samples order by time_ns"):
+        if t < lo or t > hi:
+            continue
+        while k < len(spans) and spans[k][1] < t:
+            k += 1
+        yield k < len(spans) and spans[k][0] <= t, tid, cs
+
+
 def leaves(path, want_threads=8):
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     spans, steps = windows_of(db)
     if not spans:
         return [f"{path}: no ProfilerStep range: no window to compare"]
     lo, hi = spans[0][0], spans[-1][1]
-    names = {}
-    for tid, name in db.execute("""select h.tid, s.value from host_threads h left join strings s on s.id = h.name_id"""):
-        names[tid] = name or "?"
-    main_tids = {tid for (tid,) in db.execute("select tid from host_threads where is_main = 1")}
+    names, main_tids = thread_names(db)
     leaf = {}
     for cid, fn, mod in db.execute("""select c.id, f.value, m.value from host_callsites c
                                       left join strings f on f.id = c.function_id
@@ -106,13 +123,7 @@ def leaves(path, want_threads=8):
     outside = defaultdict(Counter)
     fn_in = defaultdict(Counter)
     fn_out = defaultdict(Counter)
-    k = 0
-    for t, tid, cs in db.execute("select time_ns, tid, callsite from host_stack_samples order by time_ns"):
-        if t < lo or t > hi:
-            continue
-        while k < len(spans) and spans[k][1] < t:
-            k += 1
-        is_in = k < len(spans) and spans[k][0] <= t
+    for is_in, tid, cs in window_samples(db, spans):
         mod, fn = leaf.get(cs, ("?", "?"))
         label = ("main " if tid in main_tids else "") + names.get(tid, "?")
         (inside if is_in else outside)[label][mod] += 1
@@ -153,14 +164,11 @@ def owners(path, threads=("main", "pt_autograd_0")):
     spans, _ = windows_of(db)
     if not spans:
         return [f"{path}: no window to compare"]
-    lo, hi = spans[0][0], spans[-1][1]
     callsites = {}
     for cid, parent, mod in db.execute("""select c.id, c.parent, m.value from host_callsites c
                                           left join strings m on m.id = c.module_id"""):
         callsites[cid] = (parent, os.path.basename(mod) if mod else "?")
-    names = {tid: name for tid, name in db.execute(
-        "select h.tid, s.value from host_threads h left join strings s on s.id = h.name_id")}
-    main_tids = {tid for (tid,) in db.execute("select tid from host_threads where is_main = 1")}
+    names, main_tids = thread_names(db)
 
     def owner(cid):
         for _ in range(256):
@@ -174,15 +182,10 @@ def owners(path, threads=("main", "pt_autograd_0")):
         return "C runtime only"
 
     counts = {True: defaultdict(Counter), False: defaultdict(Counter)}
-    k = 0
-    for t, tid, cs in db.execute("select time_ns, tid, callsite from host_stack_samples order by time_ns"):
-        if t < lo or t > hi:
-            continue
-        while k < len(spans) and spans[k][1] < t:
-            k += 1
+    for is_in, tid, cs in window_samples(db, spans):
         label = "main" if tid in main_tids else names.get(tid, "?")
         if label in threads:
-            counts[k < len(spans) and spans[k][0] <= t][label][owner(cs)] += 1
+            counts[is_in][label][owner(cs)] += 1
     lines = [f"{path}: samples charged to the calling library (first module above the C runtime)"]
     for label in threads:
         n_in, n_out = sum(counts[True][label].values()), sum(counts[False][label].values())
@@ -254,6 +257,14 @@ def self_test():
 
 
 def main(argv):
+    try:
+        return run(argv)
+    except (OSError, ValueError, KeyError, sqlite3.Error) as e:
+        print(f"cost_where: {' '.join(argv[2:]) or '?'}: {e}", file=sys.stderr)
+        return 1
+
+
+def run(argv):
     if argv[1:] == ["--self-test"]:
         self_test()
         return 0
