@@ -286,7 +286,7 @@ TEST(AdviseTest, LaunchBoundSuggestsCudaGraphs) {
 }
 
 // A launch-bound step whose trace has no launch calls (the API records of a
-// sampled window missing, as in a 1-GPU collector run of session 8, or --api
+// sampled window missing, as in an older 1-GPU collector run, or --api
 // none): the evidence says that, not "median launch call 0 ns".
 TEST(AdviseTest, LaunchBoundWithoutLaunchCallsSaysSo) {
   TraceBuilder b;

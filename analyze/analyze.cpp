@@ -32,7 +32,7 @@ using detail::kSmallKernelNs;
 
 // Reserves room for at most n intervals, with huge pages. Grown by push_back
 // instead, a 10 M-event rank's interval lists were copied several times over
-// fresh pages (issue 20). n is an upper bound (rows outside the window are
+// fresh pages. n is an upper bound (rows outside the window are
 // left out): reserved pages that are never written take no memory.
 // Scratch lists keep their capacity between passes and ranks: advised once.
 template <typename T>

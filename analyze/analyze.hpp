@@ -108,8 +108,8 @@ struct Options {
   // (analyze_rank_streaming: memory bounded whatever its length, the same
   // figures); smaller ones whole, which costs less: the streamed passes
   // decode every chunk three to five times and hold about 230 MiB with
-  // attribution, what reading 2.5 M rows whole takes (bench/RESULTS.md,
-  // issue 20). 0: every .sstrace rank streamed.
+  // attribution, what reading 2.5 M rows whole takes (bench/RESULTS.md).
+  // 0: every .sstrace rank streamed.
   uint64_t stream_above_rows = 4'000'000;
 };
 

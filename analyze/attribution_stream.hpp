@@ -1,5 +1,5 @@
 #pragma once
-// Attribution (attribution.hpp) of a .sstrace read chunk by chunk (issue 20):
+// Attribution (attribution.hpp) of a .sstrace read chunk by chunk:
 // for each window asked, the Attribution that summarize_attribution() gives
 // on the whole trace, to the last bit, with memory bounded by what must be
 // kept instead of by the number of events.

@@ -81,7 +81,7 @@ using trace::quantile;
 // and duration lists as long as the trace's tables. Kept between the whole
 // and the steady pass of a rank, and between the ranks one thread of
 // analyze_path analyses, so that each is touched fresh once: on these VMs a
-// fresh page costs more than the work done on it (issue 20). Cleared, never
+// fresh page costs more than the work done on it. Cleared, never
 // shrunk; its memory is bounded by the largest rank it served.
 struct StreamSlot {
   size_t begin = 0, end = 0;  // one stream's spans: streams[begin, end)

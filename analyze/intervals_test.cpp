@@ -1,4 +1,4 @@
-// The interval algebra's buffered paths (issue 20: lists merged run by run,
+// The interval algebra's buffered paths (lists merged run by run,
 // spans merged as they are appended, scratch reused across ranks) give the
 // very unions the plain sort-and-merge gives.
 #include "analyze/intervals.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// One rank's .sstrace analysed chunk by chunk (issue 20): memory bounded by
+// One rank's .sstrace analysed chunk by chunk: memory bounded by
 // the chunks that overlap in time and by the rank's distinct names, not by
 // its number of events.
 //

@@ -1,4 +1,4 @@
-// Issue 20's streaming benchmark: writes a synthetic N-event rank chunk by
+// The streaming benchmark: writes a synthetic N-event rank chunk by
 // chunk (never holding more than one batch), and analyses a .sstrace either
 // streamed (analyze_rank_streaming) or whole (read_trace + analyze_rank), so
 // that /usr/bin/time -v can measure each in its own process

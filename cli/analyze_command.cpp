@@ -1,6 +1,7 @@
 // scalescope analyze: one screen on where each rank's time went, iterations,
 // stragglers, launch/copy/sync/precision/layout/input/NUMA facts and the
 // advisor's ranked findings. A thin layer over analyze/ and advise/.
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "cli/usage_error.hpp"
 #include "cli/load_progress.hpp"
 #include "report/node_tables.hpp"
+#include "report/run_headline.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
 
@@ -408,6 +410,7 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
     bool json = false;
     bool no_align_clocks = false;
     bool no_attribution = false;
+    bool summary = false;
     int top = 10;
     unsigned threads = 0;
     uint64_t stream_above = analyze::Options{}.stream_above_rows;
@@ -434,12 +437,17 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
   cmd->add_flag(
       "--no-attribution", args->no_attribution,
       "skip GPU time by operator and range (docs/attribution.md): faster on traces with many operator ranges");
+  cmd->add_flag("--summary", args->summary,
+                "print only the headline: ranks, step time, where the GPU time went, the top findings")
+      ->excludes(json_flag);
   cmd->add_option("--top", args->top, "kernels in the top-kernel table")->check(CLI::Range(1, 1000));
   cmd->add_option("--threads", args->threads, "ranks analysed at once (0: automatic, at most 4)");
   cmd->add_option("--stream-above", args->stream_above,
                   "read .sstrace ranks of more rows than this chunk by chunk (bounded memory, same figures); 0: all")
       ->capture_default_str();
   cmd->callback([args, &exit_code] {
+    if (args->summary && args->format != "table")
+      throw UsageError("--summary prints the headline as text; it does not go with --format " + args->format);
     analyze::Options options;
     options.stream_above_rows = args->stream_above;
     if (!args->window.empty()) options.window = analyze::WindowSpec::parse(args->window);
@@ -459,6 +467,17 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
       std::cout << j.dump(2) << "\n";
     } else {
       const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
+      if (format == report::OutputFormat::kTable) {
+        const std::string name = std::filesystem::path(args->input).filename().string();
+        for (const auto& line : report::run_headline(run, findings, name)) std::cout << line << "\n";
+        if (args->summary) {
+          std::cout << fmt::format("full tables: scalescope analyze {0}; HTML: scalescope report {0} -o report.html\n",
+                                   args->input);
+          exit_code = 0;
+          return;
+        }
+        std::cout << "\n";
+      }
       report::print_tables(std::cout, analysis_tables(run, findings, args->top, format != report::OutputFormat::kTable),
                            format);
     }

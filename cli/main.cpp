@@ -114,7 +114,7 @@ __attribute__((section(".preinit_array"),
 
 int main(int argc, char** argv) {
 #ifndef SCALESCOPE_MIMALLOC
-  scalescope::trace::tune_allocator();  // glibc: keep freed memory for reuse (issue 20)
+  scalescope::trace::tune_allocator();  // glibc: keep freed memory for reuse
 #endif
   bool has_job_separator = false;
   for (int i = 1; i < argc; ++i) {

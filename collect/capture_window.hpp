@@ -177,7 +177,7 @@ class CaptureWindow final : public NvtxListener {
   uint64_t iteration_range_id_ = 0;  // nvtxRangeStart id of the open iteration
   IterationTimes iteration_times_;
   nlohmann::json sampling_json_;  // computed once at the end (the interval resamples)
-  // SCALESCOPE_LEAN_REATTACH=1 (an experiment, bench/RESULTS.md session 7):
+  // SCALESCOPE_LEAN_REATTACH=1 (an experiment, bench/RESULTS.md):
   // attach again after a detach with the trigger callbacks only; the activity
   // API (buffers, flush period, metadata kinds) is set up when a window opens.
   bool lean_reattach_ = false;

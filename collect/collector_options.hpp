@@ -24,7 +24,7 @@ enum class CaptureRange : uint8_t { kNone = 0, kNvtx, kCudaProfilerApi };
 // name, thread, start, end, correlation id, return code. On H200 with CUDA
 // 13.0 the activity records of the chosen ids never came in sampled or
 // cudaProfilerApi windows (0 launch calls for 98,100 kernels, bench/RESULTS.md
-// issue 23), while the callbacks gave every kernel its launch. --api all
+// while the callbacks gave every kernel its launch. --api all
 // always uses the activity records.
 enum class ApiRecords : uint8_t { kCallbacks = 0, kActivity };
 

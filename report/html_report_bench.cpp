@@ -1,6 +1,6 @@
 // Report generation on a 10 M-event trace: the target is under 10 s and a file
 // under 20 MB. BM_ReportFromRunDirectory: the peak memory of a report of a run
-// of many ranks (issue 19: it held every rank's trace), in a child process so
+// of many ranks (it held every rank's trace), in a child process so
 // that writing the run is not counted. Run:
 //   build/report/report_html_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 // Figures are recorded in bench/RESULTS.md (section "report").

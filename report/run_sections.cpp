@@ -258,7 +258,7 @@ std::vector<size_t> decimate(const std::vector<std::pair<int64_t, double>>& poin
 // holds the rank's trace (analyze_path's visitor) and kept small: one
 // iteration's GPU activity for the timeline, NCCL sums, decimated counter
 // series. So a report holds a few traces at a time, as `analyze` does, and
-// not every rank's (issue 19).
+// not every rank's.
 class RunDrawing {
  public:
   RunDrawing(const analyze::KernelClassifier& classifier, size_t max_counter_points)

@@ -151,7 +151,7 @@ TEST(ScalingReport, AllFailedIsAClearError) {
 }
 
 // A profiled sweep of a DDP job with a fixed per-GPU batch (weak scaling), as
-// session 1 measured it on H200: iteration time 73 ms at 1 GPU, 85 ms at 2.
+// the study measured it on H200: iteration time 73 ms at 1 GPU, 85 ms at 2.
 // compute_per_iter: one GPU's compute per iteration at 1 and 2 GPUs.
 StoredSweep iteration_sweep(std::optional<std::pair<double, double>> compute_per_iter) {
   StoredSweep s;

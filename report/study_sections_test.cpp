@@ -229,7 +229,7 @@ TEST(SweepSections, OneGpuCountClaimsNoBreakEven) {
 
 // `scalescope scaling --format json` and the page come from one typed study:
 // every configuration's medians, CIs, speedup and E', and every comparison,
-// are the same numbers in both (issue 19: the page used to recompute them).
+// are the same numbers in both (the page used to recompute them).
 Json scaling_json(const fs::path& db, const sweep::ScalingStudyOptions& options) {
   std::ostringstream out;
   print_tables(out, scaling_tables(sweep::study_scaling(sweep::read_sweep(db), options)), OutputFormat::kJson);

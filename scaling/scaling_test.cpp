@@ -105,7 +105,7 @@ TEST(ScalingTable, SpeedupEfficiencyAndBreakEvenHandComputed) {
   EXPECT_TRUE(t.rows[3].pareto);
 }
 
-// Weak scaling with session 1's figures: iteration time 73 ms at 1 GPU and
+// Weak scaling with the study's H200 figures: iteration time 73 ms at 1 GPU and
 // 85 ms at 2 (batch 128 per GPU). On step times E'(2) = 73/(2*85) = 0.43; per
 // image it is 73/85 = 0.86, what the throughput metric showed.
 TEST(ScalingWeak, StepTimesBecomeTimePerSample) {

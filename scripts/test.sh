@@ -8,7 +8,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 export SCALESCOPE_WERROR=1 NO_COLOR=1
-fuzz_seconds="${FUZZ_SECONDS:-20}"  # 13 fuzzers x 20 s: keeps CI (47 min on a fresh clone here, session 12) under its 60 min budget
+fuzz_seconds="${FUZZ_SECONDS:-20}"  # 13 fuzzers x 20 s: keeps CI (35-47 min on a fresh clone) under its 60 min budget
 jobs="$(nproc)"
 passed=0
 failed=0

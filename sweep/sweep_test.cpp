@@ -312,7 +312,7 @@ TEST_F(SweepTest, MetricsFromRegexAndMllog) {
   EXPECT_THAT(m.notes.at(0), HasSubstr("run_start"));
 }
 
-// One MLLOG reader and one run_stop rule (issue 19): a log with two run_stops
+// One MLLOG reader and one run_stop rule: a log with two run_stops
 // (a restarted script appending to its log) is timed to the first, as `mlperf
 // ingest` (trace::parse_mllog, mlperf::parse_mllog) and MLPerf's reference
 // summarizer time it. The sweep used to keep the last.
@@ -568,7 +568,7 @@ TEST_F(SweepTest, SigtermStopsCleanlyAndLeavesTheRunForResume) {
   EXPECT_EQ(st.runs[0].status, RunStatus::kRunning);
 }
 
-// ---- data safety (issue #17) -------------------------------------------------
+// ---- data safety -------------------------------------------------
 
 // Forks a child running a sweep; returns its pid. The child exits 0 / 3 (error).
 pid_t fork_sweep(const SweepSpec& s, const fs::path& db, bool resume = false) {

@@ -1,6 +1,6 @@
 #pragma once
 // A trace file read one table chunk at a time, for analyses whose memory must
-// not grow with the trace (issue 20): open() walks the file once, verifying
+// not grow with the trace: open() walks the file once, verifying
 // every chunk as read_trace() does, and keeps the metadata, strings and
 // problem counts; read(i) decodes table chunk i into a caller's batch.
 //

@@ -1,4 +1,4 @@
-// Feeds arbitrary bytes to the chunk-at-a-time reader (issue 20's streaming
+// Feeds arbitrary bytes to the chunk-at-a-time reader (the streaming
 // analysis). It must either read or throw scalescope::Error, never crash, and
 // when both readers accept the input, reading every chunk once must give the
 // rows read_trace gives, every table and column bit for bit (chunk_reader.hpp's

@@ -1,6 +1,6 @@
 #pragma once
 // The one set of human formatters for durations, sizes and shares, used by
-// the advisor's findings and by every table and page (issue 19: findings said
+// the advisor's findings and by every table and page (findings said
 // "1.23 ms" where the tables said "1.234 ms" for the same figure).
 //
 //   trace::format_duration_ns(1'234'567);   // "1.235 ms"

@@ -1,5 +1,5 @@
 // Kineto import throughput on the real trace in ../shared (MB/s of JSON on one
-// core) and the peak RSS it needs. Issue 2's target: >= 300 MB/s, peak < 3x the
+// core) and the peak RSS it needs. The target: >= 300 MB/s, peak < 3x the
 // JSON size.
 #include <sys/resource.h>
 #include <zlib.h>

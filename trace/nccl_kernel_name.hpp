@@ -1,6 +1,6 @@
 #pragma once
 // What an NCCL kernel's name says about its collective: the one parser of
-// every importer, the collector and the clock alignment (issue 19: there were
+// every importer, the collector and the clock alignment (there were
 // four, and they disagreed on COLLNET_DIRECT and on pre-2.12 names). NCCL 2.19+ names
 // kernels ncclDevKernel_<Op>[_<RedOp>_<type>]_<ALGO>_<PROTO> (e.g.
 // "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");

@@ -1,5 +1,5 @@
 // nsys import throughput on a synthetic export: kernel rows per second, for
-// the whole import (open, schema, every table, sort, build). Issue 27's
+// the whole import (open, schema, every table, sort, build). The
 // target: a 2 M-kernel export at >= 1 M kernel rows/s (wall time) on this machine.
 //
 // The export is generated once with SQLite in the schema of the real 2022.2

@@ -1,5 +1,5 @@
 #pragma once
-// The one thread pool of every part (issue 19: the run loader, the run
+// The one thread pool of every part (the run loader, the run
 // analyzer, the C API and the MLPerf ingest each had their own loop, with
 // three error policies). Work items are taken in index order by up to
 // `threads` threads, the caller's among them.

@@ -1,5 +1,5 @@
 #pragma once
-// The one median and quantile of every part (issue 19: six copies had drifted
+// The one median and quantile of every part (six copies had drifted
 // apart: upper median here, nearest rank there, interpolation on the page).
 //
 // Definition: the quantile q of n sorted values x_0..x_{n-1} interpolates

@@ -1,4 +1,4 @@
-// `stats` on a synthetic 10 M-event trace (issue 2: under 3 s and under 1.5 GB
+// `stats` on a synthetic 10 M-event trace (under 3 s and under 1.5 GB
 // peak on the 2-core machine). BM_LoadAndStats10M covers what the command
 // does: read the .sstrace file and compute every summary. The file is written
 // once to $TMPDIR/scalescope-stats-bench-10M.sstrace and kept, so the CLI can

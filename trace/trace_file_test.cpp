@@ -311,7 +311,7 @@ TEST(TraceFile, TornTailAtEveryByteOffsetKeepsEveryCompleteChunk) {
     const Trace t = read_bytes_as_trace(cut);
     const bool at_boundary = std::find(boundaries.begin(), boundaries.end(), len) != boundaries.end();
     EXPECT_EQ(t.problems.get(Problem::kTornTail), at_boundary ? 0u : 1u) << len;
-    // Cut exactly at a chunk boundary: only the missing end record tells (issue #17).
+    // Cut exactly at a chunk boundary: only the missing end record tells.
     EXPECT_EQ(t.problems.get(Problem::kEndMissing), at_boundary && len < full.size() ? 1u : 0u) << len;
     EXPECT_EQ(t.problems.any_data_loss(), len < full.size()) << len;
     size_t complete_batches = 0;

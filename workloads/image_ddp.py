@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Image classification under DDP: torchvision MobileNetV2 on Fashion-MNIST.
 
-The reference image workload of scalescope (issue 8). One process per GPU under
+The reference image workload of scalescope. One process per GPU under
 torchrun, or a single plain process. Fashion-MNIST 28x28 grey images are turned
 into 3 channels, upsampled to --image-size and normalised, either per sample in
 DataLoader workers (--loader cpu) or per batch on the GPU from raw uint8

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """LLM fine-tuning methods on a Llama-architecture causal LM, under DDP.
 
-The reference LLM workload of scalescope (issue 8). The model is built from a
+The reference LLM workload of scalescope. The model is built from a
 transformers LlamaConfig with random initialisation (no weights can be
 downloaded), in sizes from about 130M to 3.4B parameters (--size), trained on
 synthetic pattern sequences or on byte tokens of a text (--data text: the

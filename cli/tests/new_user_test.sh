@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A new user's mistakes and first look (issue 18, and 17 item 9): every wrong
+# A new user's mistakes and first look: every wrong
 # usage fails with exit 2 and one line naming what is wrong; CLI11's own exit
 # codes never show; data cannot drive the terminal; the sweep says what it is
 # doing and what to run next.

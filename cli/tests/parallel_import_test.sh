@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A folder of Kineto rank traces is imported one rank per thread (issue 20):
+# A folder of Kineto rank traces is imported one rank per thread:
 # the run directory, the report and the error must not depend on which thread
 # finishes first. Usage: parallel_import_test.sh SCALESCOPE SOURCE_DIR
 set -uo pipefail

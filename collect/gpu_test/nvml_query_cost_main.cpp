@@ -1,4 +1,4 @@
-// Where the NVML sampler's CPU time goes on a real GPU host (issue 3: rank 0's
+// Where the NVML sampler's CPU time goes on a real GPU host (rank 0's
 // sampler used ~70 ms of CPU a second at 10 Hz on 2 H200s, of which PCIe
 // queries were only ~2 %). Runs the collector's own sampler for a while at
 // the collector's rate and prints its CPU time per query family.

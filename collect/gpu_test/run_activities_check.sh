@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The quick GPU check of --activities (issue 3), about 30-60 s on one GPU
+# The quick GPU check of --activities, about 30-60 s on one GPU
 # machine with 2 GPUs (the ground-truth program's all-reduces use both):
 #   collect/gpu_test/run_activities_check.sh BUILD_DIR OUT_DIR
 # 1. the ground-truth program under `profile --activities kernel`: exact

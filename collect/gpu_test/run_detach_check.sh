@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick GPU check of the collector's defaults and of detaching CUPTI after a
-# timed window (issue 3), about 30 s:
+# timed window, about 30 s:
 #   collect/gpu_test/run_detach_check.sh BUILD_DIR OUT_DIR
 # 1. ground truth under the default options (no SYNCHRONIZATION records: the
 #    synchronizing calls must come out exact from the API records);

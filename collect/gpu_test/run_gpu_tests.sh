@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU tests of the collector (issue 3). Run on the 2-GPU machine:
+# GPU tests of the collector. Run on the 2-GPU machine:
 #   collect/gpu_test/run_gpu_tests.sh BUILD_DIR OUT_DIR
 # BUILD_DIR must hold cli/scalescope, collect/libscalescope-collector.so and
 # collect/collect_gpu_check (built on the dev machine); the ground-truth

@@ -24,7 +24,7 @@ ALLOWED = {
     "cli": {"advise", "analyze", "collect", "demo", "mlperf", "report", "scaling", "sweep", "trace"},
     "capi": {"advise", "analyze", "mlperf", "report", "scaling", "sweep", "trace"},
 }
-# Known violations being removed (issue 19): listed so that no new one can
+# Known violations being removed: listed so that no new one can
 # join them; the check fails when one of these is gone but still listed.
 KNOWN: set[tuple[str, str]] = set()  # none left (mlperf/ stopped building report tables)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The HTML report shows the very figures `analyze --json` and `scaling` print.
 
-For each input (issue 19: the shipped sample, a study .ssrun, a study .db)
+For each input (the shipped sample, a study .ssrun, a study .db)
 this runs the command a user would run and `scalescope report` on the same
 input, takes the data the page embeds (<script id="scalescope-data">), and
 compares them figure by figure: findings, the per-rank breakdown, iterations
@@ -144,7 +144,7 @@ def check_run(name: str, doc: dict, cli: dict, perturb: bool) -> None:
         if steady and box:
             lo, q1, med, q3, hi = box["boxes"][box_i]
             same(box["categories"][box_i], r["label"], what + " box label")
-            # One median: the page's box and the analysis agree (issue 19, one quantile).
+            # One median: the page's box and the analysis agree (one quantile).
             same(med, it["steady_median_ns"] / ms, what + " box median = steady median", rel=1e-9)
             same(q1, quantile(steady, 0.25), what + " box q1", rel=1e-9)
             same(q3, quantile(steady, 0.75), what + " box q3", rel=1e-9)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Runs the README's shell examples as a new user would, from the top down.
+"""Runs the shell examples of README.md, then of docs/guide.md, as a new user would,
+from the top down.
 
-Every ```sh block of README.md must follow a marker line:
+Every ```sh block of those pages must follow a marker line:
   <!-- example: run -->            run it (no GPU, no data beyond the clone)
   <!-- example: needs-shared -->   run it when ../shared/data exists beside the clone
   <!-- example: needs-gpu -->      run it only with SCALESCOPE_README_GPU=1
@@ -75,8 +76,10 @@ def main():
     env = dict(os.environ, NO_COLOR="1")
     env.pop("COLUMNS", None)
     failures, ran, skipped = 0, 0, 0
-    for kind, reason, line, body in blocks(os.path.join(source, "README.md")):
-        where = f"README.md:{line}"
+    pages = ("README.md", os.path.join("docs", "guide.md"))
+    examples = [(page, *block) for page in pages for block in blocks(os.path.join(source, page))]
+    for page, kind, reason, line, body in examples:
+        where = f"{page}:{line}"
         if kind is None:
             print(f"FAIL {where}: a ```sh block without an '<!-- example: ... -->' marker line before it")
             failures += 1
@@ -106,7 +109,7 @@ def main():
     after = untracked(source)
     if before is not None and after is not None and after - before:
         failures += 1
-        print(f"FAIL README.md: the examples wrote into the source tree: {', '.join(sorted(after - before)[:10])}")
+        print(f"FAIL: the examples wrote into the source tree: {', '.join(sorted(after - before)[:10])}")
     print(f"{ran} example block(s) ran, {skipped} skipped, {failures} failed; scratch folder {scratch}")
     if failures == 0:
         subprocess.run(["rm", "-rf", scratch])

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Command-line data safety (issue #17): no command writes over an input, run
+# Command-line data safety: no command writes over an input, run
 # directories never mix or lose ranks silently, imports refuse what is not a
 # Kineto trace, non-regular inputs do not block.
 # Usage: cli_safety_test.sh SCALESCOPE SOURCE_DIR WORK_DIR
