@@ -1,6 +1,8 @@
 // scalescope analyze: one screen on where each rank's time went, iterations,
 // stragglers, launch/copy/sync/precision/layout/input/NUMA facts and the
 // advisor's ranked findings. A thin layer over analyze/ and advise/.
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -20,6 +22,7 @@
 #include "report/node_tables.hpp"
 #include "report/run_headline.hpp"
 #include "report/table.hpp"
+#include "report/terminal.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::cli {
@@ -33,11 +36,7 @@ Cell pct(double fraction) { return fraction * 100; }
 Cell ns(int64_t v) { return v; }
 Cell nsd(double v) { return v; }
 
-std::vector<Column> cols(std::initializer_list<std::pair<const char*, int>> spec) {
-  std::vector<Column> out;
-  for (auto [name, digits] : spec) out.emplace_back(name, digits);
-  return out;
-}
+std::vector<Column> cols(std::initializer_list<report::ColumnSpec> spec) { return report::columns(spec); }
 
 // Adds "<analysis>: skipped, <reason>" for each rank that lacks it.
 bool skipped(Table& t, const analyze::RankAnalysis& r, const analyze::Availability& a) {
@@ -64,7 +63,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
                   {"idle_ns", 0},
                   {"idle_pct", 1},
                   {"comm_overlapped_ns", 0},
-                  {"comm_overlap_pct", 1}}));
+                  {"comm_overlap_pct", 1, 1}}));
     for (const auto& label : run.left_out)
       t.add_note(fmt::format(
           "{}: left out, a process without a rank or GPU activity (a launcher such as the torchrun agent)", label));
@@ -92,12 +91,12 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     Table t("Iterations", cols({{"rank", 0},
                                 {"source", 0},
                                 {"count", 0},
-                                {"warmup", 0},
-                                {"median_ns", 0},
-                                {"p95_ns", 0},
-                                {"cv", 3},
+                                {"warmup", 0, 1},
+                                {"median_ns", 0, 2},
+                                {"p95_ns", 0, 2},
+                                {"cv", 3, 2},
                                 {"steady_median_ns", 0},
-                                {"steady_p95_ns", 0},
+                                {"steady_p95_ns", 0, 1},
                                 {"steady_cv", 3}}));
     for (const auto& r : run.ranks) {
       const auto& i = r.iterations;
@@ -110,11 +109,11 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   {
     const auto& s = run.stragglers;
     Table t("Stragglers (lateness at matched collectives)", cols({{"rank", 0},
-                                                                  {"total_late_ns", 0},
+                                                                  {"total_late_ns", 0, 1},
                                                                   {"late_per_iteration_ns", 0},
-                                                                  {"max_late_ns", 0},
-                                                                  {"times_last", 0},
-                                                                  {"steady_late_ns", 0},
+                                                                  {"max_late_ns", 0, 2},
+                                                                  {"times_last", 0, 1},
+                                                                  {"steady_late_ns", 0, 1},
                                                                   {"steady_late_per_iteration_ns", 0},
                                                                   {"steady_times_last", 0}}));
     if (!s.availability.available) {
@@ -139,14 +138,14 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   {
     Table t("Launch overhead", cols({{"rank", 0},
                                      {"kernels", 0},
-                                     {"kernel_ns", 0},
-                                     {"launch_calls", 0},
-                                     {"launch_cpu_ns", 0},
+                                     {"kernel_ns", 0, 2},
+                                     {"launch_calls", 0, 2},
+                                     {"launch_cpu_ns", 0, 1},
                                      {"median_kernel_ns", 0},
                                      {"median_launch_ns", 0},
                                      {"gpu_gaps_ns", 0},
                                      {"gap_pct", 1},
-                                     {"small_kernel_pct", 1},
+                                     {"small_kernel_pct", 1, 1},
                                      {"launch_bound", 0}}));
     for (const auto& r : run.ranks) {
       const auto& l = r.launch;
@@ -163,10 +162,10 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
                                      {"from", 0},
                                      {"to", 0},
                                      {"count", 0},
-                                     {"bytes", 0},
+                                     {"bytes", 0, 1},
                                      {"time_ns", 0},
                                      {"gb_per_s", 2},
-                                     {"sync_count", 0}}));
+                                     {"sync_count", 0, 2}}));
     for (const auto& r : run.ranks) {
       const auto& c = r.copies;
       if (skipped(t, r, c.availability)) continue;
@@ -469,7 +468,11 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
       const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
       if (format == report::OutputFormat::kTable) {
         const std::string name = std::filesystem::path(args->input).filename().string();
-        for (const auto& line : report::run_headline(run, findings, name)) std::cout << line << "\n";
+        const size_t width = report::output_width(STDOUT_FILENO);
+        for (const auto& line : report::run_headline(run, findings, name))
+          std::cout << (line.starts_with("  ") ? report::wrap(report::terminal_safe(line.substr(2)), width, "  ")
+                                               : report::wrap(report::terminal_safe(line), width))
+                    << "\n";
         if (args->summary) {
           std::cout << fmt::format("full tables: scalescope analyze {0}; HTML: scalescope report {0} -o report.html\n",
                                    args->input);

@@ -12,11 +12,7 @@ using report::Cell;
 using report::Column;
 using report::Table;
 
-std::vector<Column> cols(std::initializer_list<std::pair<const char*, int>> spec) {
-  std::vector<Column> out;
-  for (auto [name, digits] : spec) out.emplace_back(name, digits);
-  return out;
-}
+std::vector<Column> cols(std::initializer_list<report::ColumnSpec> spec) { return report::columns(spec); }
 
 // Long operator names (autograd nodes, Python frames) are cut on the terminal only.
 std::string shown(const std::string& name, bool all) {
@@ -53,16 +49,16 @@ std::vector<Column> row_columns(bool with_kind) {
   std::vector<Column> c = cols({{"rank", 0}});
   if (with_kind) c.emplace_back("kind", 0);
   for (auto& x : cols({{"name", 0},
-                       {"calls", 0},
-                       {"gpu_ns", 0},
+                       {"calls", 0, 1},
+                       {"gpu_ns", 0, 1},
                        {"self_gpu_ns", 0},
-                       {"busy_pct", 1},
+                       {"busy_pct", 1, 2},
                        {"step_pct", 1},
-                       {"kernel_sum_ns", 0},
-                       {"kernels", 0},
-                       {"kernels_per_call", 1},
-                       {"cpu_ns", 0},
-                       {"self_cpu_ns", 0}}))
+                       {"kernel_sum_ns", 0, 2},
+                       {"kernels", 0, 2},
+                       {"kernels_per_call", 1, 2},
+                       {"cpu_ns", 0, 1},
+                       {"self_cpu_ns", 0, 1}}))
     c.push_back(std::move(x));
   return c;
 }

@@ -16,11 +16,7 @@ namespace {
 Cell ns(int64_t v) { return v; }
 Cell nsd(double v) { return v; }
 
-std::vector<Column> cols(std::initializer_list<std::pair<const char*, int>> spec) {
-  std::vector<Column> out;
-  for (auto [name, digits] : spec) out.emplace_back(name, digits);
-  return out;
-}
+std::vector<Column> cols(std::initializer_list<ColumnSpec> spec) { return columns(spec); }
 
 }  // namespace
 

@@ -25,6 +25,12 @@ std::optional<OutputFormat> parse_output_format(std::string_view text) {
   return std::nullopt;
 }
 
+std::vector<Column> columns(std::initializer_list<ColumnSpec> spec) {
+  std::vector<Column> out;
+  for (const auto& c : spec) out.push_back(Column(c.name, c.digits).detail(c.detail));
+  return out;
+}
+
 Table::Table(std::string title, std::vector<Column> columns) : title_(std::move(title)), columns_(std::move(columns)) {}
 
 Table::Table(std::string title, const std::vector<std::string>& column_names) : title_(std::move(title)) {
@@ -225,36 +231,87 @@ void Table::print_terminal(std::ostream& out, size_t max_width) const {
       text[r].push_back(terminal_cell(rows_[r][i], columns_[i], precision[i]));
       width[i] = std::max(width[i], display_width(text[r].back()));
     }
+  // Hidden columns have width 0 and no separator.
   auto total = [&] {
-    size_t n = 0;
-    for (size_t w : width) n += w;
-    return n + 2 * (width.empty() ? 0 : width.size() - 1);
+    size_t n = 0, shown = 0;
+    for (size_t w : width) n += w, shown += w > 0;
+    return n + 2 * (shown == 0 ? 0 : shown - 1);
   };
   bool blocks = false;
-  if (max_width > 0 && total() > max_width) {
-    // Narrow the widest name columns (never below 24 or their header), longest first.
-    constexpr size_t kMinName = 24;
-    for (;;) {
-      size_t widest = columns_.size();
-      for (size_t i = 0; i < columns_.size(); ++i) {
-        bool text_column = !columns_[i].is_prose;
-        for (const auto& row : rows_) text_column = text_column && !is_number(row[i]);
-        if (!text_column || rows_.empty()) continue;
-        const size_t min_width = std::max(kMinName, display_width(header[i]));
-        if (width[i] > min_width && (widest == columns_.size() || width[i] > width[widest])) widest = i;
+  std::vector<size_t> hidden;  // in the order they were hidden
+  // A count, duration or size directly followed by its share is a detail: the
+  // share says more on a narrow screen ("compute", "compute_pct").
+  auto hide_level = [&](size_t i) {
+    if (columns_[i].is_prose) return 0;
+    int level = columns_[i].hide_level;
+    if (level == 0 && i + 1 < columns_.size()) {
+      std::string_view value = columns_[i].name, share = columns_[i + 1].name;
+      if (value.ends_with("_ns")) value.remove_suffix(3);
+      if (share.ends_with("_pct") && !value.ends_with("_pct")) {
+        share.remove_suffix(4);
+        if (value.starts_with(share) || share.starts_with(value)) level = 1;
       }
-      if (widest == columns_.size() || total() <= max_width) break;
-      const size_t excess = total() - max_width;
-      const size_t min_width = std::max(kMinName, display_width(header[widest]));
-      const size_t target = width[widest] - std::min(excess, width[widest] - min_width);
-      std::vector<std::string*> cells;
-      for (auto& row : text) cells.push_back(&row[widest]);
-      abbreviate_column(cells, target);
-      width[widest] = display_width(header[widest]);
-      for (auto& row : text) width[widest] = std::max(width[widest], display_width(row[widest]));
-      if (width[widest] > target) break;  // names no cut tells apart: stop narrowing
     }
+    return level;
+  };
+  if (max_width > 0 && total() > max_width) {
+    // Narrow the widest name columns (never below min_name or their header), longest first.
+    auto narrow = [&](size_t min_name) {
+      for (;;) {
+        size_t widest = columns_.size();
+        for (size_t i = 0; i < columns_.size(); ++i) {
+          bool text_column = !columns_[i].is_prose && width[i] > 0;
+          for (const auto& row : rows_) text_column = text_column && !is_number(row[i]);
+          if (!text_column || rows_.empty()) continue;
+          const size_t min_width = std::max(min_name, display_width(header[i]));
+          if (width[i] > min_width && (widest == columns_.size() || width[i] > width[widest])) widest = i;
+        }
+        if (widest == columns_.size() || total() <= max_width) break;
+        const size_t excess = total() - max_width;
+        const size_t min_width = std::max(min_name, display_width(header[widest]));
+        const size_t target = width[widest] - std::min(excess, width[widest] - min_width);
+        std::vector<std::string*> cells;
+        for (auto& row : text) cells.push_back(&row[widest]);
+        abbreviate_column(cells, target);
+        width[widest] = display_width(header[widest]);
+        for (auto& row : text) width[widest] = std::max(width[widest], display_width(row[widest]));
+        if (width[widest] > target) break;  // names no cut tells apart: stop narrowing
+      }
+    };
+    // Names keep 40 characters while detail columns go, the most dispensable
+    // first and from the right; then names go down to 24. A table that still
+    // does not fit is printed in blocks with every column.
+    const std::vector<size_t> full_width = width;
+    narrow(40);
+    std::vector<size_t> order;
+    for (size_t i = 1; i < columns_.size(); ++i)
+      if (hide_level(i) > 0) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return hide_level(a) != hide_level(b) ? hide_level(a) > hide_level(b) : a > b;
+    });
+    for (size_t i : order) {
+      if (total() <= max_width) break;
+      width[i] = 0;
+      hidden.push_back(i);
+    }
+    narrow(24);
     blocks = total() > max_width;
+    if (blocks) {
+      for (size_t i : hidden) width[i] = full_width[i];
+      hidden.clear();
+    }
+  }
+  if (rows_.empty() && !notes_.empty()) {
+    // Nothing to tabulate (a skipped analysis): the title and why, no header row.
+    const std::string head = title_.substr(0, title_.find(" ("));
+    std::string line = terminal_safe(head);
+    for (size_t i = 0; i < notes_.size(); ++i) {
+      std::string_view note = notes_[i];
+      if (note.starts_with(head + ": ")) note.remove_prefix(head.size() + 2);
+      line += (i ? "; " : ": ") + terminal_safe(std::string(note));
+    }
+    out << wrap(line, max_width) << '\n';
+    return;
   }
   if (!title_.empty())
     out << (colour ? "\033[1m" : "") << wrap(terminal_safe(title_), max_width) << (colour ? "\033[0m" : "") << '\n';
@@ -280,23 +337,37 @@ void Table::print_terminal(std::ostream& out, size_t max_width) const {
       std::string fill(w > n ? w - n : 0, ' ');
       return right ? fill + s : s + fill;
     };
+    const auto shown = [&](size_t i) { return width[i] > 0; };
     std::string line;
     for (size_t i = 0; i < columns_.size(); ++i) {
+      if (!shown(i)) continue;
       bool right = !rows_.empty() && is_number(rows_[0][i]);
-      line += (i ? "  " : "") + pad(header[i], width[i], right);
+      line += (line.empty() ? "" : "  ") + pad(header[i], width[i], right);
     }
     line.erase(line.find_last_not_of(' ') + 1);
     out << (colour ? "\033[4m" : "") << line << (colour ? "\033[0m" : "") << '\n';
     for (size_t r = 0; r < rows_.size(); ++r) {
       line.clear();
-      for (size_t i = 0; i < columns_.size(); ++i)
-        line += (i ? "  " : "") + pad(text[r][i], width[i], is_number(rows_[r][i]));
+      bool first = true;
+      for (size_t i = 0; i < columns_.size(); ++i) {
+        if (!shown(i)) continue;
+        line += (first ? "" : "  ") + pad(text[r][i], width[i], is_number(rows_[r][i]));
+        first = false;
+      }
       // Trailing blanks of the last column are noise in logs and diffs.
       line.erase(line.find_last_not_of(' ') + 1);
       out << line << '\n';
     }
   }
-  for (auto& n : notes_)
+  std::vector<std::string> notes = notes_;
+  if (!blocks && !hidden.empty()) {
+    std::sort(hidden.begin(), hidden.end());
+    std::string names;
+    for (size_t i : hidden) names += (names.empty() ? "" : ", ") + header[i];
+    notes.push_back(fmt::format("not shown at {} columns: {} (a wider terminal or --format csv shows them)",
+                                max_width, names));
+  }
+  for (auto& n : notes)
     out << (colour ? "\033[2m" : "") << wrap(terminal_safe(n), max_width) << (colour ? "\033[0m" : "") << '\n';
 }
 

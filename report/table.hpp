@@ -52,11 +52,28 @@ struct Column {
     c.is_prose = true;
     return c;
   }
+  // A column a narrow terminal may hide (CSV and JSON always have it): the
+  // higher, the sooner. 0: always shown.
+  Column&& detail(int level = 1) && {
+    hide_level = level;
+    return std::move(*this);
+  }
   std::string name;
   int precision;                // digits after the point for doubles on the terminal
+  int hide_level = 0;           // see detail()
   int significant_figures = 0;  // > 0: precision is chosen per column at print time (see significant())
   bool is_prose = false;
 };
+
+// Columns from a compact list: name, digits after the point, and how soon a
+// narrow terminal may hide the column (Column::detail; 0: never).
+//   report::columns({{"rank", 0}, {"wall_ns", 0}, {"cv", 3, 2}})
+struct ColumnSpec {
+  const char* name;
+  int digits;
+  int detail = 0;
+};
+std::vector<Column> columns(std::initializer_list<ColumnSpec> spec);
 
 // Table::print's width: the terminal's (see output_width), or a given one.
 inline constexpr size_t kAutoWidth = static_cast<size_t>(-1);

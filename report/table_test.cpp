@@ -141,6 +141,34 @@ TEST(Table, ProseThatDoesNotFitIsPrintedAsBlocks) {
   EXPECT_NE(out.str().find("    fix: use CUDA graphs"), std::string::npos) << out.str();
 }
 
+TEST(Table, NarrowTerminalHidesDetailColumnsNotTheTable) {
+  // wall_ns is followed by its share, so it is a detail; cv is marked one.
+  Table t("Breakdown", columns({{"rank", 0}, {"compute_ns", 0}, {"compute_pct", 1}, {"cv", 3, 2}, {"verdict", 0}}));
+  t.add_row({int64_t{0}, int64_t{123456789}, 28.0, 0.107, std::string("launch-bound")});
+  std::ostringstream wide, narrow;
+  t.print(wide, OutputFormat::kTable, 200);
+  t.print(narrow, OutputFormat::kTable, 36);
+  EXPECT_NE(wide.str().find("compute  compute_pct"), std::string::npos) << wide.str();
+  EXPECT_EQ(wide.str().find("not shown"), std::string::npos) << wide.str();
+  std::istringstream lines(narrow.str());
+  std::string line;
+  std::getline(lines, line);  // title
+  std::getline(lines, line);
+  EXPECT_EQ(line, "rank  compute_pct  verdict") << narrow.str();  // a table, not key: value blocks
+  EXPECT_NE(narrow.str().find("not shown at 36 columns: compute, cv"), std::string::npos) << narrow.str();
+  std::ostringstream csv;
+  t.print(csv, OutputFormat::kCsv);
+  EXPECT_EQ(csv.str().substr(0, csv.str().find('\n')), "rank,compute_ns,compute_pct,cv,verdict");
+}
+
+TEST(Table, EmptyTableWithAReasonIsOneLine) {
+  Table t("Stragglers (lateness at matched collectives)", {"rank", "late_ns"});
+  t.add_note("Stragglers: skipped: stragglers need at least two ranks");
+  std::ostringstream out;
+  t.print(out, OutputFormat::kTable, 120);
+  EXPECT_EQ(out.str(), "Stragglers: skipped: stragglers need at least two ranks\n");
+}
+
 TEST(Table, JsonHasSchemaVersionStableIdsAndBooleans) {
   Table t("GPU kernel summary (rank 3, /tmp/x.sstrace)", {"name", "launch_bound"});
   t.add_row({std::string("k"), true});
