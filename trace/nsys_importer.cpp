@@ -116,6 +116,7 @@ class Statement {
   bool step();  // a row: true; done: false; an error: Error naming the file
   bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
   int type(int c) const { return sqlite3_column_type(s_, c); }
+  sqlite3_value* value(int c) const { return sqlite3_column_value(s_, c); }
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
   double f64(int c) const { return sqlite3_column_double(s_, c); }
   std::span<const uint8_t> blob(int c) const {
@@ -411,11 +412,14 @@ class RowValues {
   explicit RowValues(const Statement& st) : st_(st) {}
   const Statement& statement() const { return st_; }
   std::optional<int64_t> integer(int c) {
-    switch (st_.type(c)) {
-      case SQLITE_INTEGER: return st_.i64(c);
+    // One column lookup, then the value's own accessors (the column_* calls
+    // look the column up each time).
+    sqlite3_value* value = st_.value(c);
+    switch (sqlite3_value_type(value)) {
+      case SQLITE_INTEGER: return sqlite3_value_int64(value);
       case SQLITE_NULL: return std::nullopt;
       case SQLITE_FLOAT: {  // lossless only: 1.0 is 1, 1.5 is not an id or a time
-        const double d = st_.f64(c);
+        const double d = sqlite3_value_double(value);
         if (d >= -0x1p63 && d < 0x1p63 && d == std::trunc(d)) return static_cast<int64_t>(d);
         break;
       }
