@@ -68,9 +68,15 @@ std::vector<report::Table> nsys_report_tables(const trace::NsysImportReport& rep
   report::Table tabs(fmt::format("Imported {} (Nsight Systems {}, export schema {})", rep.input,
                                  rep.product_version.empty() ? "version not recorded" : rep.product_version,
                                  rep.schema_version.empty() ? "not recorded" : rep.schema_version),
-                     {"table", "rows", "mapped_to"});
+                     {"table", "rows", "kept", "dropped", "mapped_to"});
+  // kept and dropped only for the tables read row by row; the others' rows are counted or looked up.
+  auto count = [](const trace::NsysImportReport::Table& t, uint64_t n) -> report::Cell {
+    if (!t.read) return std::monostate{};
+    return static_cast<int64_t>(n);
+  };
   for (const auto& t : rep.tables)
-    if (t.present || t.mapped_to != "absent") tabs.add_row({t.name, static_cast<int64_t>(t.rows), t.mapped_to});
+    if (t.present || t.mapped_to != "absent")
+      tabs.add_row({t.name, static_cast<int64_t>(t.rows), count(t, t.kept), count(t, t.dropped), t.mapped_to});
   report::Table rows("Rows by kind", {"kind", "rows", "became"});
   auto row = [&](const char* kind, uint64_t n, const char* became) {
     rows.add_row({std::string(kind), static_cast<int64_t>(n), std::string(became)});
@@ -90,8 +96,10 @@ std::vector<report::Table> nsys_report_tables(const trace::NsysImportReport& rep
     row("NCCL message sizes decoded", rep.nccl_payloads, "bytes of the NCCL kernel the call launched");
     row("NCCL kernels given bytes", rep.nccl_bytes_joined, "nccl bytes (others: 0, unknown)");
   }
-  row("malformed rows or unknown string ids", rep.malformed,
-      "left out or named from the next column (problem: malformed)");
+  row("rows with a time, type or id missing or not a number", rep.dropped,
+      "left out (problem: incomplete_record, data loss)");
+  row("unreadable values or unknown string ids", rep.malformed,
+      "read as unknown, or named from the next column (problem: malformed_event)");
   row("strings with invalid UTF-8", rep.invalid_utf8, "repaired (U+FFFD)");
   row("GPU metric samples", rep.gpu_metric_samples, "counted only");
   row("CPU samples", rep.cpu_samples, "counted only");

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "trace/error.hpp"
+#include "trace/sqlite_input.hpp"
 #include "trace/trace_format.hpp"
 
 namespace scalescope::trace {
@@ -100,11 +102,20 @@ bool looks_like_mlperf_csv(std::string_view head) {
 
 // The table names of an SQLite file, opened read-only (never written, no
 // journal created). Empty with *damaged set when SQLite cannot read it.
+// Immutable (trace/sqlite_input.hpp): a WAL-mode file reads, and no -wal or
+// -shm file appears beside it; one with a hot journal is read rolled back.
 std::set<std::string> sqlite_tables(const fs::path& path, bool* damaged) {
   std::set<std::string> tables;
-  sqlite3* db = nullptr;
   *damaged = true;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) == SQLITE_OK) {
+  std::string open_error;
+  std::optional<RolledBackCopy> rolled_back;  // a hot journal beside it: read the rolled-back database
+  try {
+    if (has_hot_journal(path)) rolled_back.emplace(path);
+  } catch (const Error&) {
+    return tables;
+  }
+  sqlite3* db = open_sqlite_input(rolled_back ? rolled_back->path() : path, &open_error);
+  if (db) {
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &st, nullptr) == SQLITE_OK) {
       int rc;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -19,11 +20,13 @@
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "trace/error.hpp"
 #include "trace/nccl_kernel_name.hpp"
+#include "trace/sqlite_input.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -113,6 +116,7 @@ class Statement {
   bool step();  // a row: true; done: false; an error: Error naming the file
   bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
   int type(int c) const { return sqlite3_column_type(s_, c); }
+  sqlite3_value* value(int c) const { return sqlite3_column_value(s_, c); }
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
   double f64(int c) const { return sqlite3_column_double(s_, c); }
   std::span<const uint8_t> blob(int c) const {
@@ -217,59 +221,11 @@ void configure(sqlite3* db, const NsysImportOptions& options, int64_t* budget) {
   sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
   sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   sqlite3_limit(db, SQLITE_LIMIT_LENGTH, std::max(options.max_string_bytes, 1 << 16) * 4);
-  // Map the (immutable) file instead of copying its pages through read().
-  sqlite3_exec(db, "PRAGMA mmap_size = 1073741824", nullptr, nullptr, nullptr);
   if (options.max_sql_steps > 0) {
     *budget = options.max_sql_steps / 1000 + 1;
     sqlite3_progress_handler(db, 1000, &abort_after_budget, budget);
   }
 }
-
-// "file:<percent-encoded path>?immutable=1": read-only, no locks, no journal,
-// no -wal/-shm files beside the input.
-std::string immutable_uri(const std::filesystem::path& path) {
-  std::string uri = "file:";
-  for (unsigned char c : std::filesystem::absolute(path).string()) {
-    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '~') uri += static_cast<char>(c);
-    else uri += fmt::format("%{:02X}", c);
-  }
-  return uri + "?immutable=1";
-}
-
-// A connection reading `image` (a whole database file in memory) in place:
-// read-only, no copy, so that several connections can share one mapping of
-// the file. nullptr when SQLite refuses it. The image must outlive it.
-sqlite3* open_image(std::string_view image) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK ||
-      sqlite3_deserialize(db, "main", reinterpret_cast<unsigned char*>(const_cast<char*>(image.data())),
-                          static_cast<sqlite3_int64>(image.size()), static_cast<sqlite3_int64>(image.size()),
-                          SQLITE_DESERIALIZE_READONLY) != SQLITE_OK) {
-    sqlite3_close(db);
-    return nullptr;
-  }
-  return db;
-}
-
-// A file mapped read-only (PROT_READ: nothing can write through it).
-class MappedFile {
- public:
-  MappedFile(int fd, size_t size) : size_(size) {
-    void* p = size ? ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-    data_ = p == MAP_FAILED ? nullptr : static_cast<const char*>(p);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<char*>(data_), size_);
-  }
-  bool ok() const { return data_ != nullptr; }
-  std::string_view bytes() const { return {data_, size_}; }
-
- private:
-  const char* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 // ---- the importer -------------------------------------------------------------
 
@@ -428,9 +384,12 @@ struct ProcessBuild {
   uint64_t key = 0;
   Trace trace;
   // nsys StringIds id -> this trace's id, resolved once per distinct id:
-  // a dense vector for the small ids exports use, a map beyond.
+  // a dense vector for the small ids exports use, a map beyond. The vector
+  // grows with this process's lookups (name_slot), so that thousands
+  // of processes with a row each do not each hold a slot per string id.
   std::vector<StringId> names;
   std::unordered_map<int64_t, StringId> far_names;
+  uint64_t name_lookups = 0;
   std::vector<StringId> plain_names;  // this trace's API name id -> the id without nsys's _vNNNN suffix
   std::vector<std::pair<size_t, int64_t>> nvtx_domains;  // (nvtx row, domainId): named once the table is read
   std::vector<NcclCall> nccl_calls;                      // NVTX ranges with a decoded NCCL message size
@@ -443,6 +402,64 @@ struct ProcessBuild {
 constexpr StringId kUnresolved = ~StringId{0};
 constexpr int64_t kDenseIds = int64_t{1} << 22;  // ids below: a vector slot (16 MB at most per process)
 
+// One row's values, read by their SQLite type. nsys writes integers; NULL
+// means "not recorded" (and is what an optional column the export lacks reads
+// as). Anything else where an integer belongs (text, a blob, a real with a
+// fraction, a number outside the field's range) is not guessed at: it reads
+// as unknown (NULL, 0) and marks the row `misread` (Problem::kMalformedEvent).
+class RowValues {
+ public:
+  explicit RowValues(const Statement& st) : st_(st) {}
+  const Statement& statement() const { return st_; }
+  std::optional<int64_t> integer(int c) {
+    // One column lookup, then the value's own accessors (the column_* calls
+    // look the column up each time).
+    sqlite3_value* value = st_.value(c);
+    switch (sqlite3_value_type(value)) {
+      case SQLITE_INTEGER: return sqlite3_value_int64(value);
+      case SQLITE_NULL: return std::nullopt;
+      case SQLITE_FLOAT: {  // lossless only: 1.0 is 1, 1.5 is not an id or a time
+        const double d = sqlite3_value_double(value);
+        if (d >= -0x1p63 && d < 0x1p63 && d == std::trunc(d)) return static_cast<int64_t>(d);
+        break;
+      }
+      default: break;
+    }
+    misread = true;
+    return std::nullopt;
+  }
+  int64_t i64(int c) { return integer(c).value_or(0); }
+  uint32_t u32(int c) { return in_range<uint32_t>(c); }
+  int32_t i32(int c) { return in_range<int32_t>(c); }
+  uint64_t u64(int c) { return in_range<uint64_t>(c); }
+
+  bool misread = false;
+  // The process the row belongs to, once the row reader knows it: the one its
+  // problems are counted in.
+  ProcessBuild* process = nullptr;
+
+ private:
+  template <typename T>
+  T in_range(int c) {
+    const std::optional<int64_t> v = integer(c);
+    if (!v) return 0;
+    if (!std::in_range<T>(*v)) {
+      misread = true;
+      return 0;
+    }
+    return static_cast<T>(*v);
+  }
+  const Statement& st_;
+};
+
+// What became of a row, for the import report's kept and dropped counts.
+enum class RowFate {
+  kKept,        // an event, or metadata of the trace
+  kCounted,     // counted only (backtrace rows, other classes, other NVTX types)
+  kLeftOut,     // left out for a reason the row reader counted (an NVTX range never closed)
+  kUnreadable,  // left out: a required value missing or unreadable (Problem::kIncompleteRecord)
+};
+
 // Timestamps are columns 0 and 1 of every activity query.
 enum : int { kStartCol = 0, kEndCol = 1 };
 
@@ -453,8 +470,8 @@ class Importer {
  public:
   Importer(Database& db, std::string_view file_name, const NsysImportOptions& options, NsysImportReport& report)
       : db_(db), file_name_(file_name), options_(options), report_(report) {}
-  // The mapped file, for a second connection (empty: none).
-  void set_shared_image(std::string_view image) { shared_image_ = image; }
+  // The file, for a second connection (empty: none).
+  void set_file(std::filesystem::path path) { file_ = std::move(path); }
 
   std::vector<Trace> run();
 
@@ -489,8 +506,10 @@ class Importer {
   // The text of nsys string id `id`; nullopt when the export has none.
   const std::string* string_value(int64_t id);
   // A name column's value in this process's string table: an id into
-  // StringIds (INTEGER) or the text itself (TEXT).
-  StringId name_of(ProcessBuild& p, const Statement& st, int col);
+  // StringIds (INTEGER) or the text itself (TEXT). An id StringIds does not
+  // hold is counted once per process and id; a value of another type marks
+  // the row misread.
+  StringId name_of(ProcessBuild& p, RowValues& v, int col);
   // This process's id for nsys string id `id`; kUnresolved until looked up.
   static StringId& name_slot(ProcessBuild& p, int64_t id);
   // An API call's name without nsys's version suffix.
@@ -500,18 +519,27 @@ class Importer {
     return p.trace.strings.intern(clean(text, scratch));
   }
   // The one loop over a table: selects `columns` (NULL where the export lacks
-  // one, so column indices are fixed) when the table has the `required`
-  // ones, calls `row(statement, bound)` per row, and records the row count
-  // for the report. `bound` is an upper bound on the table's rows, for
-  // reserving columns once.
+  // one, so column indices are fixed), calls `row(values, bound)` per row,
+  // which returns what became of it, and records the rows, kept and dropped
+  // for the report; a table without a `required` column says so (its rows
+  // read their required values as NULL, so each is left out and counted).
+  // `bound` is an upper bound on the table's rows, for reserving the columns
+  // of the first process that has a row (push_row).
   template <typename Row>
   void scan(const char* table, std::initializer_list<const char*> required, std::initializer_list<const char*> columns,
             Row&& row);
   uint64_t row_bound(const char* table);
-  // The span of an activity row (columns 0, 1) into `r`; false (the row
-  // counted as malformed) when either is missing.
+  // The span of an activity row (columns 0, 1) into `r`; false when either
+  // is missing or not an integer (the row is then left out: RowFate::kUnreadable).
   template <typename Record>
-  bool span(Record& r, const Statement& st, ProcessBuild& p);
+  static bool span(Record& r, RowValues& v, ProcessBuild& p);
+  // The process of a row from its serialized pid or tid column (NULL or
+  // unreadable: process key 0); its problems are counted there.
+  ProcessBuild& process_of_row(RowValues& v, int col) {
+    ProcessBuild& p = process(v.i64(col));
+    v.process = &p;
+    return p;
+  }
 
   void read_enums();
   void read_versions();
@@ -549,7 +577,7 @@ class Importer {
     uint64_t malformed = 0, invalid_utf8 = 0;
   };
   std::unordered_map<int64_t, CachedString> string_cache_;
-  std::string_view shared_image_;
+  std::filesystem::path file_;
   std::unordered_set<std::string> scanned_;  // tables whose rows a scan counted
   uint64_t db_bytes_ = 0;
   // (domainId, schemaId) -> offset of "Message size [bytes]" in the payload, and the payload's size.
@@ -584,9 +612,9 @@ struct ApiReader {
 constexpr const char* kApiTables[] = {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"};
 
 std::unique_ptr<ApiReader> Importer::start_api_reader() {
-  // A second connection shares the file's mapping (import_nsys_file), and
-  // the step budget is one connection's.
-  if (shared_image_.empty() || options_.max_sql_steps > 0 || !sqlite3_threadsafe()) return nullptr;
+  // A second connection opens the file again (import_nsys_file), and the
+  // step budget is one connection's.
+  if (file_.empty() || options_.max_sql_steps > 0 || !sqlite3_threadsafe()) return nullptr;
   uint64_t rows = 0;
   try {
     for (const char* t : kApiTables)
@@ -595,7 +623,8 @@ std::unique_ptr<ApiReader> Importer::start_api_reader() {
     return nullptr;  // a corrupt table: read here, in one connection's order, for the same error
   }
   if (rows < options_.parallel_min_api_rows) return nullptr;
-  sqlite3* raw = open_image(shared_image_);
+  std::string open_error;
+  sqlite3* raw = open_sqlite_input(file_, &open_error);
   if (!raw) return nullptr;
   int64_t no_budget = 0;
   configure(raw, options_, &no_budget);
@@ -633,12 +662,13 @@ void Importer::merge_api(ApiReader& reader) {
   report_.backtrace_rows += theirs.backtrace_rows;
   report_.other_class_rows += theirs.other_class_rows;
   report_.malformed += theirs.malformed;
+  report_.dropped += theirs.dropped;
   report_.invalid_utf8 += theirs.invalid_utf8;
   for (const auto& t : theirs.tables) {
     if (!other.scanned_.count(t.name)) continue;
     scanned_.insert(t.name);
     for (auto& mine : report_.tables)
-      if (mine.name == t.name) mine.rows = t.rows;
+      if (mine.name == t.name) mine = t;
   }
   // A StringIds value this connection looked up already would not have been
   // looked up (nor its repairs counted) again.
@@ -663,8 +693,12 @@ void Importer::merge_api(ApiReader& reader) {
       if (slot_theirs == kUnresolved) return;
       const bool missing = !string_cache_.at(id).value;
       StringId& slot = name_slot(p, id);
-      if (slot == kUnresolved) slot = missing ? kNoString : to_mine[slot_theirs];
-      else if (missing) --report_.malformed;  // counted once per process and id, here already
+      if (slot == kUnresolved) {
+        slot = missing ? kNoString : to_mine[slot_theirs];
+      } else if (missing) {  // counted once per process and id, here already
+        --report_.malformed;
+        p.trace.problems.counts[static_cast<int>(Problem::kMalformedEvent)] -= 1;
+      }
     };
     for (size_t id = 0; id < q->names.size(); ++id) merge_slot(static_cast<int64_t>(id), q->names[id]);
     for (const auto& [id, slot_theirs] : q->far_names) merge_slot(id, slot_theirs);
@@ -698,28 +732,49 @@ const std::string* Importer::string_value(int64_t id) {
 }
 
 StringId& Importer::name_slot(ProcessBuild& p, int64_t id) {
-  if (id >= 0 && id < kDenseIds) {
+  ++p.name_lookups;
+  if (id >= 0 && static_cast<uint64_t>(id) < p.names.size()) return p.names[static_cast<size_t>(id)];
+  // Dense slots for at most 256 + 16 per lookup: memory in proportion to the
+  // process's rows, not to the export's string count.
+  const uint64_t limit = std::min<uint64_t>(kDenseIds, 256 + 16 * p.name_lookups);
+  if (id >= 0 && static_cast<uint64_t>(id) < limit) {
     const auto i = static_cast<size_t>(id);
-    if (i >= p.names.size()) p.names.resize(i + 1, kUnresolved);  // grows geometrically
+    const size_t old_size = p.names.size();
+    p.names.resize(std::min<size_t>(std::max(i + 1, 2 * old_size), limit), kUnresolved);
+    // Ids the map held while the vector was shorter move into it: one slot per id.
+    if (!p.far_names.empty())
+      for (auto it = p.far_names.begin(); it != p.far_names.end();) {
+        if (it->first >= 0 && static_cast<uint64_t>(it->first) < p.names.size()) {
+          p.names[static_cast<size_t>(it->first)] = it->second;
+          it = p.far_names.erase(it);
+        } else {
+          ++it;
+        }
+      }
     return p.names[i];
   }
   return p.far_names.try_emplace(id, kUnresolved).first->second;
 }
 
-StringId Importer::name_of(ProcessBuild& p, const Statement& st, int col) {
+StringId Importer::name_of(ProcessBuild& p, RowValues& v, int col) {
+  const Statement& st = v.statement();
   switch (st.type(col)) {
     case SQLITE_INTEGER: {
       const int64_t id = st.i64(col);
       StringId& slot = name_slot(p, id);
       if (slot == kUnresolved) {
-        const std::string* v = string_value(id);
-        if (!v) ++report_.malformed;  // an id StringIds does not hold (merge_api relies on this count)
-        slot = v ? p.trace.strings.intern(*v) : kNoString;
+        const std::string* value = string_value(id);
+        if (!value) {  // an id StringIds does not hold (merge_api relies on these counts)
+          ++report_.malformed;
+          p.trace.problems.add(Problem::kMalformedEvent);
+        }
+        slot = value ? p.trace.strings.intern(*value) : kNoString;
       }
       return slot;
     }
     case SQLITE_TEXT: return intern(p, st.text(col));
-    default: return kNoString;
+    case SQLITE_NULL: return kNoString;
+    default: v.misread = true; return kNoString;  // a number with a fraction, a blob: no name
   }
 }
 
@@ -812,41 +867,63 @@ uint64_t Importer::row_bound(const char* table) {
 template <typename Row>
 void Importer::scan(const char* table, std::initializer_list<const char*> required,
                     std::initializer_list<const char*> columns, Row&& row) {
+  if (!db_.has_table(table)) return;
+  const char* missing = nullptr;
   for (const char* c : required)
-    if (!db_.has_column(table, c)) return;
+    if (!missing && !db_.has_column(table, c)) missing = c;
   std::string sql = "SELECT ";
   for (const char* c : columns) {
     if (sql.size() > 7) sql += ", ";
     sql += db_.column_or_null(table, c);
   }
   sql += fmt::format(" FROM \"{}\"", table);
-  const uint64_t bound = row_bound(table);
+  uint64_t bound = row_bound(table);
   Statement st = db_.prepare(sql);
-  uint64_t rows = 0;
+  uint64_t rows = 0, kept = 0, dropped = 0;
   while (st.step()) {
     ++rows;
-    row(st, bound);
+    RowValues v(st);
+    const RowFate fate = row(v, bound);
+    kept += fate == RowFate::kKept;
+    dropped += fate == RowFate::kLeftOut || fate == RowFate::kUnreadable;
+    if (fate == RowFate::kUnreadable) {
+      ++report_.dropped;
+      if (v.process) v.process->trace.problems.add(Problem::kIncompleteRecord);
+    } else if (v.misread) {
+      ++report_.malformed;
+      if (v.process) v.process->trace.problems.add(Problem::kMalformedEvent);
+    }
   }
   scanned_.insert(table);
-  for (auto& t : report_.tables)
-    if (t.name == table) t.rows = rows;
+  for (auto& t : report_.tables) {
+    if (t.name != table) continue;
+    t.rows = rows;
+    t.kept = kept;
+    t.dropped = dropped;
+    t.read = true;
+    if (missing) t.mapped_to = fmt::format("not read: no `{}` column (every row left out)", missing);
+  }
 }
 
 template <typename Record>
-bool Importer::span(Record& r, const Statement& st, ProcessBuild& p) {
-  r.start = st.i64(kStartCol);
-  r.end = st.i64(kEndCol);
-  // NULL reads as 0: only a 0 needs the type.
-  if ((r.start == 0 && st.null(kStartCol)) || (r.end == 0 && st.null(kEndCol))) {
-    ++report_.malformed;
-    p.trace.problems.add(Problem::kMalformedEvent);
-    return false;
-  }
+bool Importer::span(Record& r, RowValues& v, ProcessBuild& p) {
+  const std::optional<int64_t> start = v.integer(kStartCol), end = v.integer(kEndCol);
+  if (!start || !end) return false;
+  r.start = *start;
+  r.end = *end;
   if (r.end < r.start) {
     p.trace.problems.add(Problem::kNegativeDuration);
     r.end = r.start;
   }
   return true;
+}
+
+// A CUDA activity row left out as unreadable still says its process had CUDA
+// activity: the process becomes a trace that carries the loss (a process
+// whose pid is unknown, key 0, does not: see Importer::finish).
+RowFate unreadable_cuda_row(ProcessBuild& p) {
+  if (p.key != 0) p.cuda = true;
+  return RowFate::kUnreadable;
 }
 
 // SQLite reads NULL as 0: one call per column on the hot path.
@@ -902,18 +979,20 @@ void advise_huge_pages(std::vector<T>& column) {
 }
 
 // Rows a process's table holds before its columns get huge pages: a process
-// with few rows of a large table (many processes share its room, below)
-// then never takes 2 MiB per column.
+// with few rows of a large table then never takes 2 MiB per column.
 constexpr size_t kHugePagesAfterRows = size_t{1} << 16;
 
-// Appends a row. Room for every row of the table is reserved in the process
-// that has the first one: the columns then never reallocate. Pages a process
-// never fills are never touched, so a capture of many processes costs
-// address space, not memory.
+// Appends a row. Room for every row of the table (`table_rows`, then 0) is
+// reserved once, in the process that has the first row: an export of one
+// process (the usual one) never reallocates its columns, and the others grow
+// theirs as vectors do. (Reserving the whole table in every process made an
+// export of 10,000 processes with one kernel each take 7 GB.)
 template <typename Table, typename Record>
-void push_row(Table& t, const Record& r, uint64_t table_rows) {
-  if (t.start.capacity() == 0 && table_rows > 0)
+void push_row(Table& t, const Record& r, uint64_t& table_rows) {
+  if (t.start.capacity() == 0 && table_rows > 0) {
     t.reserve(static_cast<size_t>(std::min<uint64_t>(table_rows, uint64_t{1} << 32)));
+    table_rows = 0;
+  }
   t.push(r);
   if (t.size() == kHugePagesAfterRows) for_each_column(t, [](auto& column) { advise_huge_pages(column); });
 }
@@ -942,22 +1021,23 @@ void Importer::read_kernels() {
        {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "demangledName", "name", "shortName",
         "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
         "staticSharedMemory", "dynamicSharedMemory"},
-       [&](const Statement& st, uint64_t bound) {
-         ProcessBuild& p = process(st.i64(kPid));
+       [&](RowValues& v, uint64_t& bound) {
+         ProcessBuild& p = process_of_row(v, kPid);
          KernelRecord r;
-         if (!span(r, st, p)) return;
+         if (!span(r, v, p)) return unreadable_cuda_row(p);
          p.cuda = true;
-         r.device = u32(st, kDevice);
-         r.stream = u32(st, kStream);
-         r.correlation = u32(st, kCorr);
-         for (int c = kDemangled; c <= kMangled && r.name == kNoString; ++c) r.name = name_of(p, st, c);
-         r.grid_x = u32(st, kGridX), r.grid_y = u32(st, kGridY), r.grid_z = u32(st, kGridZ);
-         r.block_x = u32(st, kBlockX), r.block_y = u32(st, kBlockY), r.block_z = u32(st, kBlockZ);
-         r.registers_per_thread = u32(st, kRegisters);
-         r.shared_memory_bytes = u32(st, kStaticShared) + u32(st, kDynamicShared);
+         r.device = v.u32(kDevice);
+         r.stream = v.u32(kStream);
+         r.correlation = v.u32(kCorr);
+         for (int c = kDemangled; c <= kMangled && r.name == kNoString; ++c) r.name = name_of(p, v, c);
+         r.grid_x = v.u32(kGridX), r.grid_y = v.u32(kGridY), r.grid_z = v.u32(kGridZ);
+         r.block_x = v.u32(kBlockX), r.block_y = v.u32(kBlockY), r.block_z = v.u32(kBlockZ);
+         r.registers_per_thread = v.u32(kRegisters);
+         const uint64_t shared = uint64_t{v.u32(kStaticShared)} + v.u32(kDynamicShared);
+         r.shared_memory_bytes = static_cast<uint32_t>(std::min<uint64_t>(shared, UINT32_MAX));
          push_row(p.trace.kernels, r, bound);
          const std::string_view name = p.trace.strings.view(r.name);
-         if (name.substr(0, 4) != "nccl") return;
+         if (name.substr(0, 4) != "nccl") return RowFate::kKept;
          // The one parser of NCCL kernel names (trace/nccl_kernel_name.hpp); the
          // payload size is not in the name (docs/nsys.md: bytes stay 0 without payloads).
          const NcclKernelName nk = parse_nccl_kernel_name(name).value_or(NcclKernelName{});
@@ -972,6 +1052,7 @@ void Importer::read_kernels() {
          n.protocol = p.trace.strings.intern(nk.protocol);
          n.correlation = r.correlation;
          p.trace.nccl.push(n);
+         return RowFate::kKept;
        });
 }
 
@@ -980,23 +1061,25 @@ void Importer::read_memcpys() {
   scan("CUPTI_ACTIVITY_KIND_MEMCPY", {"start", "end"},
        {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "bytes", "copyKind", "srcKind", "dstKind",
         "srcDeviceId", "dstDeviceId"},
-       [&](const Statement& st, uint64_t bound) {
-         ProcessBuild& p = process(st.i64(kPid));
+       [&](RowValues& v, uint64_t& bound) {
+         ProcessBuild& p = process_of_row(v, kPid);
          MemcpyRecord r;
-         if (!span(r, st, p)) return;
+         if (!span(r, v, p)) return unreadable_cuda_row(p);
          p.cuda = true;
-         r.device = u32(st, kDevice);
-         r.stream = u32(st, kStream);
-         r.correlation = u32(st, kCorr);
-         r.bytes = non_negative(st, kBytes);
-         r.kind = st.null(kCopyKind) ? MemcpyKind::kUnknown : enums_.copy(st.i64(kCopyKind));
-         r.src_kind = st.null(kSrcKind) ? MemoryKind::kUnknown : enums_.memory(st.i64(kSrcKind));
-         r.dst_kind = st.null(kDstKind) ? MemoryKind::kUnknown : enums_.memory(st.i64(kDstKind));
+         r.device = v.u32(kDevice);
+         r.stream = v.u32(kStream);
+         r.correlation = v.u32(kCorr);
+         r.bytes = v.u64(kBytes);
+         const auto copy_kind = v.integer(kCopyKind), src_kind = v.integer(kSrcKind), dst_kind = v.integer(kDstKind);
+         r.kind = copy_kind ? enums_.copy(*copy_kind) : MemcpyKind::kUnknown;
+         r.src_kind = src_kind ? enums_.memory(*src_kind) : MemoryKind::kUnknown;
+         r.dst_kind = dst_kind ? enums_.memory(*dst_kind) : MemoryKind::kUnknown;
          if (r.kind == MemcpyKind::kPtoP) {
-           const uint32_t src = u32(st, kSrcDevice), dst = u32(st, kDstDevice);
+           const uint32_t src = v.u32(kSrcDevice), dst = v.u32(kDstDevice);
            r.peer_device = src == r.device ? dst : src;
          }
          push_row(p.trace.memcpys, r, bound);
+         return RowFate::kKept;
        });
 }
 
@@ -1004,17 +1087,19 @@ void Importer::read_memsets() {
   enum { kPid = 2, kDevice, kStream, kCorr, kBytes, kMemKind };
   scan("CUPTI_ACTIVITY_KIND_MEMSET", {"start", "end"},
        {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "bytes", "memKind"},
-       [&](const Statement& st, uint64_t bound) {
-         ProcessBuild& p = process(st.i64(kPid));
+       [&](RowValues& v, uint64_t& bound) {
+         ProcessBuild& p = process_of_row(v, kPid);
          MemsetRecord r;
-         if (!span(r, st, p)) return;
+         if (!span(r, v, p)) return unreadable_cuda_row(p);
          p.cuda = true;
-         r.device = u32(st, kDevice);
-         r.stream = u32(st, kStream);
-         r.correlation = u32(st, kCorr);
-         r.bytes = non_negative(st, kBytes);
-         r.dst_kind = st.null(kMemKind) ? MemoryKind::kUnknown : enums_.memory(st.i64(kMemKind));
+         r.device = v.u32(kDevice);
+         r.stream = v.u32(kStream);
+         r.correlation = v.u32(kCorr);
+         r.bytes = v.u64(kBytes);
+         const auto mem_kind = v.integer(kMemKind);
+         r.dst_kind = mem_kind ? enums_.memory(*mem_kind) : MemoryKind::kUnknown;
          push_row(p.trace.memsets, r, bound);
+         return RowFate::kKept;
        });
 }
 
@@ -1023,36 +1108,37 @@ void Importer::read_api(const char* table) {
   const bool driver_table = std::string_view(table) == "CUPTI_ACTIVITY_KIND_DRIVER";
   scan(table, {"start", "end"},
        {"start", "end", "globalTid", "eventClass", "correlationId", "nameId", "name", "returnValue"},
-       [&](const Statement& st, uint64_t bound) {
-         const int64_t tid = st.i64(kTid);
+       [&](RowValues& v, uint64_t& bound) {
+         const int64_t tid = v.i64(kTid);
          ProcessBuild& p = process(tid);
+         v.process = &p;
          ApiDomain domain = driver_table ? ApiDomain::kDriver : ApiDomain::kRuntime;
-         if (!st.null(kClass)) {
-           const int64_t cls = st.i64(kClass);
-           if (cls == enums_.class_backtrace) {
+         if (const std::optional<int64_t> cls = v.integer(kClass)) {
+           if (*cls == enums_.class_backtrace) {
              // Repeats a call of the same correlation id to carry its stack.
              ++report_.backtrace_rows;
-             return;
+             return RowFate::kCounted;
            }
-           if (cls == enums_.class_runtime) domain = ApiDomain::kRuntime;
-           else if (cls == enums_.class_driver) domain = ApiDomain::kDriver;
+           if (*cls == enums_.class_runtime) domain = ApiDomain::kRuntime;
+           else if (*cls == enums_.class_driver) domain = ApiDomain::kDriver;
            else {
              ++report_.other_class_rows;  // cuBLAS, cuDNN ... ranges of other libraries
-             return;
+             return RowFate::kCounted;
            }
          }
          ApiRecord r;
-         if (!span(r, st, p)) return;
+         if (!span(r, v, p)) return unreadable_cuda_row(p);
          p.cuda = true;
          (domain == ApiDomain::kDriver ? report_.driver_calls : report_.runtime_calls) += 1;
          r.domain = domain;
          r.thread = tid_of(tid);
-         r.correlation = u32(st, kCorr);
-         StringId raw = name_of(p, st, kNameId);
-         if (raw == kNoString) raw = name_of(p, st, kName);
+         r.correlation = v.u32(kCorr);
+         StringId raw = name_of(p, v, kNameId);
+         if (raw == kNoString) raw = name_of(p, v, kName);
          r.name = plain_name(p, raw);
-         r.return_code = static_cast<int32_t>(st.i64(kReturn));
+         r.return_code = v.i32(kReturn);
          push_row(p.trace.api, r, bound);
+         return RowFate::kKept;
        });
 }
 
@@ -1060,18 +1146,20 @@ void Importer::read_syncs() {
   enum { kPid = 2, kDevice, kStream, kCorr, kSyncType, kEvent };
   scan("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", {"start", "end"},
        {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "syncType", "eventId"},
-       [&](const Statement& st, uint64_t bound) {
-         ProcessBuild& p = process(st.i64(kPid));
+       [&](RowValues& v, uint64_t& bound) {
+         ProcessBuild& p = process_of_row(v, kPid);
          SyncRecord r;
-         if (!span(r, st, p)) return;
+         if (!span(r, v, p)) return unreadable_cuda_row(p);
          p.cuda = true;
-         r.device = u32(st, kDevice);
-         r.kind = st.null(kSyncType) ? SyncKind::kUnknown : enums_.sync(st.i64(kSyncType));
+         r.device = v.u32(kDevice);
+         const auto sync_type = v.integer(kSyncType);
+         r.kind = sync_type ? enums_.sync(*sync_type) : SyncKind::kUnknown;
          // A context synchronization is not about one stream.
-         r.stream = r.kind == SyncKind::kDeviceSynchronize ? 0 : u32(st, kStream);
-         r.correlation = u32(st, kCorr);
-         r.event = non_negative(st, kEvent);
+         r.stream = r.kind == SyncKind::kDeviceSynchronize ? 0 : v.u32(kStream);
+         r.correlation = v.u32(kCorr);
+         r.event = v.u64(kEvent);
          push_row(p.trace.syncs, r, bound);
+         return RowFate::kKept;
        });
 }
 
@@ -1080,17 +1168,20 @@ void Importer::read_nvtx() {
   std::map<std::pair<uint64_t, int64_t>, StringId> domains;  // (process, domainId) -> name
   scan("NVTX_EVENTS", {"start", "eventType"},
        {"start", "end", "eventType", "globalTid", "text", "textId", "domainId", "binaryData"},
-       [&](const Statement& st, uint64_t bound) {
-         const int64_t gtid = st.i64(kTid);
+       [&](RowValues& v, uint64_t& bound) {
+         const int64_t gtid = v.i64(kTid);
          ProcessBuild& p = process(gtid);
-         const int64_t type = st.i64(kType);
-         StringId text = name_of(p, st, kText);
-         if (text == kNoString) text = name_of(p, st, kTextId);
-         const int64_t domain_id = st.i64(kDomain);
+         v.process = &p;
+         const std::optional<int64_t> event_type = v.integer(kType), start = v.integer(kStartCol);
+         if (!event_type || !start) return RowFate::kUnreadable;
+         const int64_t type = *event_type;
+         StringId text = name_of(p, v, kText);
+         if (text == kNoString) text = name_of(p, v, kTextId);
+         const int64_t domain_id = v.i64(kDomain);
          if (type == enums_.nvtx_domain_create) {
            ++report_.nvtx_domain_rows;
            domains[{p.key, domain_id}] = text;
-           return;
+           return RowFate::kKept;
          }
          if (type == enums_.nvtx_thread) {
            ++report_.nvtx_thread_names;
@@ -1100,26 +1191,28 @@ void Importer::read_nvtx() {
              p.nvtx_ranks.push_back(*rank);
              if (p.nvtx_rank_text.empty()) p.nvtx_rank_text = std::string(name);
            }
-           return;
+           return RowFate::kKept;
          }
          if (enums_.nvtx_domain_other.count(type)) {
            ++report_.nvtx_domain_rows;
-           return;
+           return RowFate::kKept;
          }
          const bool range = enums_.nvtx_range.count(type) != 0, mark = enums_.nvtx_mark.count(type) != 0;
          if (!range && !mark) {
            ++report_.nvtx_other;
-           return;
+           return RowFate::kCounted;
          }
          NvtxRecord r;
-         r.start = st.i64(kStartCol);
+         r.start = *start;
          if (range) {
-           if (st.null(kEndCol)) {
+           if (v.statement().null(kEndCol)) {
              ++report_.unclosed_ranges;
              p.trace.problems.add(Problem::kMalformedEvent);
-             return;
+             return RowFate::kLeftOut;
            }
-           r.end = st.i64(kEndCol);
+           const std::optional<int64_t> end = v.integer(kEndCol);
+           if (!end) return RowFate::kUnreadable;
+           r.end = *end;
            if (r.end < r.start) {
              p.trace.problems.add(Problem::kNegativeDuration);
              r.end = r.start;
@@ -1133,9 +1226,9 @@ void Importer::read_nvtx() {
          r.text = text;
          r.thread = tid_of(gtid);
          if (domain_id != 0) p.nvtx_domains.emplace_back(p.trace.nvtx.size(), domain_id);
-         if (range && !st.null(kPayload)) {
+         if (range && !v.statement().null(kPayload)) {
            ++report_.nvtx_payloads;
-           if (auto bytes = message_size(st.blob(kPayload), domain_id)) {
+           if (auto bytes = message_size(v.statement().blob(kPayload), domain_id)) {
              const std::string_view name = p.trace.strings.view(text);
              NcclCall call{r.thread, r.start,
                            r.end,    nccl_op_from_name(name.substr(0, 4) == "nccl" ? name.substr(4) : name),
@@ -1144,6 +1237,7 @@ void Importer::read_nvtx() {
            }
          }
          push_row(p.trace.nvtx, r, bound);
+         return RowFate::kKept;
        });
   // A domain's create row may follow its ranges: names are set once the
   // table is read. Domain 0 is NVTX's default domain: no name.
@@ -1222,16 +1316,20 @@ std::optional<uint64_t> Importer::message_size(std::span<const uint8_t> blob, in
 
 void Importer::read_thread_names() {
   enum { kNameId, kTid };
-  scan("ThreadNames", {"nameId", "globalTid"}, {"nameId", "globalTid"}, [&](const Statement& st, uint64_t) {
-    if (st.null(kTid)) return;
-    ProcessBuild& p = process(st.i64(kTid));
-    const StringId name = name_of(p, st, kNameId);
+  scan("ThreadNames", {"nameId", "globalTid"}, {"nameId", "globalTid"}, [&](RowValues& v, uint64_t&) {
+    const std::optional<int64_t> tid = v.integer(kTid);
+    ProcessBuild& p = process(tid.value_or(0));
+    v.process = &p;
+    if (!tid) return RowFate::kUnreadable;
+    const StringId name = name_of(p, v, kNameId);
+    if (name == kNoString) return RowFate::kUnreadable;
     const std::string_view text = p.trace.strings.view(name);
-    p.thread_names.emplace(tid_of(st.i64(kTid)), std::string(text));
+    p.thread_names.emplace(tid_of(*tid), std::string(text));
     if (auto rank = rank_in_text(text)) {
       p.nvtx_ranks.push_back(*rank);
       if (p.nvtx_rank_text.empty()) p.nvtx_rank_text = std::string(text);
     }
+    return RowFate::kKept;
   });
 }
 
@@ -1519,8 +1617,20 @@ std::vector<Trace> Importer::finish() {
   if (traced.empty())
     for (auto& [key, p] : processes_)
       if (p->trace.nvtx.size() != 0) traced.push_back(p.get());
+  if (traced.empty() && report_.dropped != 0)
+    fail(
+        "{}: the nsys export holds no readable CUDA or NVTX events ({} row(s) left out: a time, type or id missing or "
+        "not a number)",
+        db_.name(), report_.dropped);
   if (traced.empty())
     fail("{}: the nsys export holds no CUDA or NVTX events (was the capture made with --trace=cuda,nvtx?)", db_.name());
+  // Rows of no known process (their pid or tid NULL or unreadable: key 0)
+  // that were left out or misread may have been any traced process's: each
+  // trace counts them, so that no trace reads as complete.
+  auto unknown = processes_.find(0);
+  if (unknown != processes_.end() && std::find(traced.begin(), traced.end(), unknown->second.get()) == traced.end())
+    for (const Problem q : {Problem::kIncompleteRecord, Problem::kMalformedEvent})
+      for (ProcessBuild* p : traced) p->trace.problems.add(q, unknown->second->trace.problems.get(q));
   report_.other_processes = processes_.size() - traced.size();
   read_metadata(traced);
   assign_ranks(traced);
@@ -1597,7 +1707,7 @@ void check_header(std::string_view head, std::string_view name) {
 }
 
 std::vector<Trace> import_open(sqlite3* raw, std::string_view name, std::string_view file_name,
-                               std::string_view shared_image, NsysImportReport* report,
+                               const std::filesystem::path& file, NsysImportReport* report,
                                const NsysImportOptions& options, int64_t* budget) {
   Database db(raw, std::string(name));
   configure(raw, options, budget);
@@ -1605,7 +1715,7 @@ std::vector<Trace> import_open(sqlite3* raw, std::string_view name, std::string_
   NsysImportReport& rep = report ? *report : local;
   rep = NsysImportReport{};
   Importer imp(db, file_name, options, rep);
-  imp.set_shared_image(shared_image);
+  imp.set_file(file);
   return imp.run();
 }
 
@@ -1634,31 +1744,31 @@ std::vector<Trace> import_nsys_file(const std::filesystem::path& path, NsysImpor
     }
   } const file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (file.fd < 0) fail("{}: cannot open: {}", name, std::strerror(errno));
-  struct stat st {};
-  char head[sizeof kSqliteMagic] = {};
+  char head[20] = {};
   const ssize_t n = ::pread(file.fd, head, sizeof head, 0);
-  if (n < 0 || ::fstat(file.fd, &st) != 0) fail("{}: cannot read: {}", name, std::strerror(errno));
+  if (n < 0) fail("{}: cannot read: {}", name, std::strerror(errno));
   check_header(std::string_view(head, static_cast<size_t>(n)), name);
-  // One read-only mapping of the file, shared by the connections that read
-  // it (import_open may add a second: NsysImportOptions::parallel_min_api_rows);
-  // a mapping per connection would map the file's pages once for each.
-  const MappedFile mapped(file.fd, S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) : 0);
+  // A WAL-mode export reads as its file holds it; a log beside it with frames
+  // (more than its 32-byte header) holds changes that are not in the file,
+  // which a read-only reader cannot apply: refused rather than read without them.
+  if (n == sizeof head && (head[18] == 2 || head[19] == 2))
+    if (const uint64_t pending = pending_wal_bytes(path))
+      fail(
+          "{}: its write-ahead log {}-wal holds {} bytes of changes not yet in the file, which a read-only reader "
+          "cannot apply; fold them in first: sqlite3 {} 'PRAGMA wal_checkpoint(TRUNCATE)'",
+          name, name, pending, name);
+  // A hot journal beside it: the database is the file with the journal
+  // rolled back, in a private copy (the input is never written).
+  std::optional<RolledBackCopy> rolled_back;
+  if (has_hot_journal(path)) rolled_back.emplace(path);
+  const std::filesystem::path& read = rolled_back ? rolled_back->path() : path;
+  // SQLite reads the file itself, page by page (never mapped: sqlite_input.hpp);
+  // a second connection may open it again (NsysImportOptions::parallel_min_api_rows).
+  std::string open_error;
+  sqlite3* db = open_sqlite_input(read, &open_error);
+  if (!db) fail("{}: cannot open the SQLite database: {}", name, open_error);
   int64_t budget = 0;
-  if (mapped.ok()) {
-    sqlite3* db = open_image(mapped.bytes());
-    if (!db) fail("{}: cannot open the SQLite database", name);
-    return import_open(db, name, path.filename().string(), mapped.bytes(), report, options, &budget);
-  }
-  // Not mappable (a special file): SQLite reads it, one connection.
-  sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(immutable_uri(path).c_str(), &db,
-                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    sqlite3_close(db);
-    fail("{}: cannot open the SQLite database: {}", name, msg);
-  }
-  return import_open(db, name, path.filename().string(), {}, report, options, &budget);
+  return import_open(db, name, path.filename().string(), read, report, options, &budget);
 }
 
 std::vector<Trace> import_nsys_bytes(std::string_view bytes, std::string_view name, NsysImportReport* report,
@@ -1675,6 +1785,9 @@ std::vector<Trace> import_nsys_bytes(std::string_view bytes, std::string_view na
     throw std::bad_alloc();
   }
   std::memcpy(copy, bytes.data(), bytes.size());
+  // A WAL-mode image (header bytes 18-19 = 2) reads as a rollback-journal one:
+  // an image in memory has no -wal file, and SQLite's memory files cannot be in WAL mode.
+  if (bytes.size() >= 20 && (copy[18] == 2 || copy[19] == 2)) copy[18] = copy[19] = 1;
   // FREEONCLOSE hands the copy to SQLite, even when deserializing fails.
   if (sqlite3_deserialize(db, "main", copy, static_cast<sqlite3_int64>(bytes.size()),
                           static_cast<sqlite3_int64>(bytes.size()),

@@ -1,8 +1,9 @@
 #pragma once
 // Imports an Nsight Systems SQLite export (`nsys export --type sqlite`) into
 // Traces, one per captured process with CUDA activity, through the same
-// neutral records as the Kineto importer. The file is mapped read-only and
-// read in place: the input is never modified, and no journal is created.
+// neutral records as the Kineto importer. SQLite opens the file read-only and
+// immutable (never mapped: a file cut while it is read gives an Error, not
+// SIGBUS): the input is never modified, and no journal is created.
 //
 //   NsysImportReport report;
 //   std::vector<Trace> ranks = import_nsys_file("report.sqlite", &report);
@@ -14,7 +15,8 @@
 // them (documented codes otherwise), added columns such as greenContextId.
 // A table the capture lacks leaves its Trace table empty, so the analyses that
 // need it say "skipped"; rows the importer cannot use are counted
-// (Trace::problems and the report), never fatal. Only input that is not a
+// (Trace::problems and the report: incomplete_record when a row is left out,
+// malformed_event when a value is read as unknown), never fatal. Only input that is not a
 // readable nsys export (not SQLite, corrupt, no nsys tables, no CUDA or NVTX
 // events) throws scalescope::Error naming the file. docs/nsys.md has the
 // mapping, the rank rules and the schema versions covered.
@@ -32,10 +34,15 @@ namespace scalescope::trace {
 // What became of each table of one export; the CLI prints it after `import`.
 struct NsysImportReport {
   struct Table {
-    std::string name;       // "CUPTI_ACTIVITY_KIND_KERNEL"
-    bool present = false;   // the export has the table
-    uint64_t rows = 0;      // rows in the table (all processes)
-    std::string mapped_to;  // "kernels (+nccl)", "counted only", "absent" ...
+    std::string name;      // "CUPTI_ACTIVITY_KIND_KERNEL"
+    bool present = false;  // the export has the table
+    uint64_t rows = 0;     // rows in the table (all processes)
+    // Tables read row by row (events, thread names): rows that became events
+    // or metadata, and rows left out (unreadable, or an NVTX range never
+    // closed); the rest are counted only. Other tables: read false, both 0.
+    bool read = false;
+    uint64_t kept = 0, dropped = 0;
+    std::string mapped_to;  // "kernels (+nccl)", "counted only", "absent", "not read: no `start` column ..."
   };
   // One traced process: what it became.
   struct Process {
@@ -62,8 +69,14 @@ struct NsysImportReport {
   // ranges with a payload, those read as an NCCL message size, kernels given those bytes.
   uint64_t nvtx_payloads = 0, nccl_payloads = 0, nccl_bytes_joined = 0;
   uint64_t unclosed_ranges = 0;  // ranges without an end (capture stopped inside them): left out
-  uint64_t malformed = 0;        // rows missing a required value or with unknown ids (Problem::kMalformedEvent)
-  uint64_t invalid_utf8 = 0;     // strings repaired (invalid UTF-8 bytes replaced by U+FFFD)
+  // Rows left out because a required value (time, NVTX type, thread id) is
+  // missing or not a number (Problem::kIncompleteRecord, data loss).
+  uint64_t dropped = 0;
+  // Values read as unknown: a string id StringIds does not hold (once per
+  // process and id), text or an out-of-range number where a number belongs
+  // (once per row; Problem::kMalformedEvent); strings cut at max_string_bytes.
+  uint64_t malformed = 0;
+  uint64_t invalid_utf8 = 0;  // strings repaired (invalid UTF-8 bytes replaced by U+FFFD)
   uint64_t gpu_metric_samples = 0, cpu_samples = 0, sched_events = 0, osrt_calls = 0;  // counted only
   // Connections that read the file: 2 when a second one read the API tables
   // on its own thread (NsysImportOptions::parallel_min_api_rows).

@@ -1,6 +1,8 @@
 #include "trace/nsys_importer.hpp"
 
 #include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -499,7 +501,8 @@ TEST(NsysRankFromFileName, Forms) {
 std::string report_text(const NsysImportReport& r) {
   std::string out = r.input + "|" + r.product_version + "|" + r.schema_version + "\n";
   for (const auto& t : r.tables)
-    out += t.name + " " + std::to_string(t.present) + " " + std::to_string(t.rows) + " " + t.mapped_to + "\n";
+    out += t.name + " " + std::to_string(t.present) + " " + std::to_string(t.rows) + " " + std::to_string(t.read) +
+           " " + std::to_string(t.kept) + " " + std::to_string(t.dropped) + " " + t.mapped_to + "\n";
   for (const auto& p : r.processes)
     out += std::to_string(p.pid) + " " + p.name + " " + std::to_string(p.rank) + " " + p.rank_source + " " +
            std::to_string(p.kernels) + " " + std::to_string(p.memcpys) + " " + std::to_string(p.memsets) + " " +
@@ -509,7 +512,8 @@ std::string report_text(const NsysImportReport& r) {
        {r.other_processes, r.runtime_calls,      r.driver_calls,      r.backtrace_rows,    r.other_class_rows,
         r.nvtx_ranges,     r.nvtx_marks,         r.nvtx_domain_rows,  r.nvtx_thread_names, r.nvtx_other,
         r.nvtx_payloads,   r.nccl_payloads,      r.nccl_bytes_joined, r.unclosed_ranges,   r.malformed,
-        r.invalid_utf8,    r.gpu_metric_samples, r.cpu_samples,       r.sched_events,      r.osrt_calls})
+        r.invalid_utf8,    r.gpu_metric_samples, r.cpu_samples,       r.sched_events,      r.osrt_calls,
+        r.dropped})
     out += std::to_string(v) + " ";
   return out;
 }
@@ -543,7 +547,7 @@ class NsysTwoConnections : public NsysImporter {
 
 TEST_F(NsysTwoConnections, EveryFixtureAndTheRealExportImportTheSame) {
   for (const char* name : {"v2022_ids", "v2024_enums", "names_text", "no_kernels", "multi_process", "env_rank",
-                           "invalid_utf8", "nccl_payload"})
+                           "invalid_utf8", "nccl_payload", "hostile_rows"})
     expect_same_both_ways(fixture(name));
   const NsysImportReport rep = expect_same_both_ways(kSaxpy);
   EXPECT_EQ(rep.rows("CUPTI_ACTIVITY_KIND_RUNTIME"), 95u);
@@ -580,8 +584,9 @@ TEST_F(NsysTwoConnections, SharedStringIdsAreLookedUpAndCountedOnce) {
   const NsysImportReport rep = expect_same_both_ways(build("shared_ids.sqlite", sql));
   // Invalid UTF-8: StringIds 1 once, the driver's text name once.
   EXPECT_EQ(rep.invalid_utf8, 2u);
-  // Missing id 99: once in process 5 (kernel and call), once in process 7; the call without an end.
-  EXPECT_EQ(rep.malformed, 3u);
+  // Missing id 99: once in process 5 (kernel and call), once in process 7; the call without an end is left out.
+  EXPECT_EQ(rep.malformed, 2u);
+  EXPECT_EQ(rep.dropped, 1u);
   EXPECT_EQ(rep.runtime_calls, 6u);
   EXPECT_EQ(rep.driver_calls, 2u);
   EXPECT_EQ(rep.backtrace_rows, 1u);
@@ -707,17 +712,301 @@ TEST_F(NsysImporter, NoEventsIsAnError) {
   EXPECT_NE(msg.find("empty_capture.sqlite: the nsys export holds no CUDA or NVTX events"), std::string::npos) << msg;
 }
 
+// ---- rows the importer cannot read: counted, never dropped or misread silently ----
+
+TEST_F(NsysImporter, HostileRowsAreLeftOutOrReadAsUnknownAndCounted) {
+  NsysImportReport rep;
+  auto traces = import_nsys_file(fixture("hostile_rows"), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  const Trace& t = traces[0];
+  // Kernels: a text start, an end with a fraction and a row of NULLs are left
+  // out; the row with a text device and a 2^40 grid is kept with both unknown
+  // (0); the one naming a string StringIds lacks is kept unnamed.
+  const NsysImportReport::Table* kernels = rep.table("CUPTI_ACTIVITY_KIND_KERNEL");
+  EXPECT_TRUE(kernels->read);
+  EXPECT_EQ(kernels->rows, 6u);
+  EXPECT_EQ(kernels->kept, 3u);
+  EXPECT_EQ(kernels->dropped, 3u);
+  ASSERT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(t.kernels.start[0], 1000);
+  EXPECT_EQ(t.kernels.start[1], 4000);
+  EXPECT_EQ(t.kernels.device[1], 0u);
+  EXPECT_EQ(t.kernels.grid_x[1], 0u);
+  EXPECT_EQ(t.kernels.start[2], 5000);
+  EXPECT_EQ(t.kernels.name[2], kNoString);
+  // The memset table has no `start` column: both rows are left out, and the
+  // report says so instead of "memsets".
+  const NsysImportReport::Table* memsets = rep.table("CUPTI_ACTIVITY_KIND_MEMSET");
+  EXPECT_EQ(memsets->rows, 2u);
+  EXPECT_EQ(memsets->kept, 0u);
+  EXPECT_EQ(memsets->dropped, 2u);
+  EXPECT_EQ(memsets->mapped_to, "not read: no `start` column (every row left out)");
+  EXPECT_EQ(t.memsets.size(), 0u);
+  // NVTX: a row without an event type and a mark with a text start are left out.
+  EXPECT_EQ(rep.table("NVTX_EVENTS")->kept, 1u);
+  EXPECT_EQ(rep.table("NVTX_EVENTS")->dropped, 2u);
+  ASSERT_EQ(t.nvtx.size(), 1u);
+  // The API call with a text return value is kept, its return value unknown.
+  ASSERT_EQ(t.api.size(), 3u);
+  EXPECT_EQ(t.api.return_code[1], 0);
+  // 7 rows left out: data loss, in the trace (the NULL row's process is
+  // unknown: it counts in every trace of the export).
+  EXPECT_EQ(rep.dropped, 7u);
+  EXPECT_EQ(t.problems.get(Problem::kIncompleteRecord), 7u);
+  EXPECT_EQ(severity_of(Problem::kIncompleteRecord), Severity::kDataLoss);
+  EXPECT_TRUE(t.problems.any_data_loss());
+  // 3 values read as unknown: the kernel row with the text device and the
+  // huge grid (one per row), the missing string id, the text return value.
+  EXPECT_EQ(rep.malformed, 3u);
+  EXPECT_EQ(t.problems.get(Problem::kMalformedEvent), 3u);
+}
+
+TEST_F(NsysImporter, TableWithoutStartColumnLosesItsRowsAsCountedDataLoss) {
+  // Five kernels whose table has no `start` column: none is kept, the report
+  // says 0 kept and 5 dropped, and the trace (from the API calls) carries the loss.
+  const std::string sql =
+      "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (begin INTEGER, end INTEGER, globalPid INTEGER, demangledName INTEGER);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER, globalTid INTEGER,"
+      " correlationId INTEGER, nameId INTEGER);"
+      "INSERT INTO StringIds VALUES (1, 'k'), (2, 'cudaLaunchKernel');"
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5)"
+      " INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT 100 * i, 100 * i + 50, 281546145660928, 1 FROM n;"
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5)"
+      " INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT 100 * i - 10, 100 * i - 5, 0, 281546145665170, i, 2 FROM n;";
+  NsysImportReport rep;
+  auto traces = import_nsys_file(build("no_start.sqlite", sql), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  const NsysImportReport::Table* kernels = rep.table("CUPTI_ACTIVITY_KIND_KERNEL");
+  EXPECT_EQ(kernels->rows, 5u);
+  EXPECT_EQ(kernels->kept, 0u);
+  EXPECT_EQ(kernels->dropped, 5u);
+  EXPECT_EQ(kernels->mapped_to, "not read: no `start` column (every row left out)");
+  EXPECT_EQ(traces[0].kernels.size(), 0u);
+  EXPECT_EQ(traces[0].api.size(), 5u);
+  EXPECT_EQ(traces[0].problems.get(Problem::kIncompleteRecord), 5u);
+  // Without the API calls the process still becomes a trace: its kernels were
+  // CUDA activity, lost, and it says so.
+  NsysImportReport alone;
+  auto only_kernels = import_nsys_file(
+      build("no_start_kernels_only.sqlite",
+            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (begin INTEGER, end INTEGER, globalPid INTEGER);"
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2, 281546145660928), (3, 4, 281546145660928);"),
+      &alone);
+  ASSERT_EQ(only_kernels.size(), 1u);
+  EXPECT_EQ(only_kernels[0].meta.pid, 4242u);
+  EXPECT_EQ(only_kernels[0].problems.get(Problem::kIncompleteRecord), 2u);
+}
+
+TEST_F(NsysImporter, TextTimestampsAreLeftOutNotReadAsZero) {
+  const std::string sql =
+      "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start, end, globalPid INTEGER);"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (100, 200, 281546145660928), ('0x10', 300, 281546145660928),"
+      " (400, 'later', 281546145660928), (500.0, 600, 281546145660928);";
+  NsysImportReport rep;
+  auto traces = import_nsys_file(build("text_times.sqlite", sql), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  const Trace& t = traces[0];
+  ASSERT_EQ(t.kernels.size(), 2u);  // 100-200, and 500.0 (an integer stored as a real) - 600
+  EXPECT_EQ(t.kernels.start[0], 100);
+  EXPECT_EQ(t.kernels.start[1], 500);
+  EXPECT_EQ(t.problems.get(Problem::kIncompleteRecord), 2u);
+  EXPECT_EQ(rep.dropped, 2u);
+}
+
+TEST_F(NsysImporter, AllNullRowsAreCountedInEveryTrace) {
+  // Rows of NULLs in the kernel and API tables: their process is unknown, so
+  // each of the two traces counts the loss.
+  const std::string sql =
+      "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, globalPid INTEGER, demangledName INTEGER);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER, globalTid INTEGER,"
+      " correlationId INTEGER, nameId INTEGER);"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 2, 281546145660928, NULL), (NULL, NULL, NULL, NULL),"
+      " (3, 4, 281546162438144, NULL);"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (NULL, NULL, NULL, NULL, NULL, NULL);";
+  NsysImportReport rep;
+  auto traces = import_nsys_file(build("null_rows.sqlite", sql), &rep);
+  ASSERT_EQ(traces.size(), 2u);
+  for (const Trace& t : traces) {
+    EXPECT_EQ(t.kernels.size(), 1u);
+    EXPECT_EQ(t.problems.get(Problem::kIncompleteRecord), 2u) << t.meta.pid;
+  }
+  EXPECT_EQ(rep.dropped, 2u);
+  EXPECT_EQ(rep.table("CUPTI_ACTIVITY_KIND_KERNEL")->dropped, 1u);
+  EXPECT_EQ(rep.table("CUPTI_ACTIVITY_KIND_RUNTIME")->dropped, 1u);
+}
+
+TEST_F(NsysImporter, DanglingStringIdsAreCountedProblems) {
+  // v2024_enums: kernel 3 names string 777, which StringIds lacks.
+  NsysImportReport rep;
+  auto traces = import_nsys_file(fixture("v2024_enums"), &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(rep.malformed, 1u);
+  EXPECT_EQ(traces[0].problems.get(Problem::kMalformedEvent), 1u);
+  EXPECT_EQ(severity_of(Problem::kMalformedEvent), Severity::kError);
+}
+
+TEST_F(NsysImporter, WalModeAndHotJournalExportsRead) {
+  // An export left in WAL mode (header bytes 18-19 = 2) reads as it is, from a
+  // file and from memory, and nothing appears beside it.
+  const fs::path wal_dir = dir_ / "wal";
+  fs::create_directories(wal_dir);
+  const fs::path wal = wal_dir / "wal.sqlite";
+  fs::copy_file(fixture("v2022_ids"), wal);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(wal.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const std::string wal_bytes = bytes_of(wal);
+  ASSERT_EQ(wal_bytes[18], 2);
+  NsysImportReport rep;
+  auto traces = import_nsys_file(wal, &rep);
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0].kernels.size(), 4u);
+  EXPECT_EQ(bytes_of(wal), wal_bytes);
+  EXPECT_EQ(std::distance(fs::directory_iterator(wal_dir), fs::directory_iterator{}), 1);
+  EXPECT_EQ(import_nsys_bytes(wal_bytes, "wal.sqlite").at(0).kernels.size(), 4u);
+
+  EXPECT_EQ(detect_input(wal).kind, InputKind::kNsysSqlite);
+  EXPECT_EQ(std::distance(fs::directory_iterator(wal_dir), fs::directory_iterator{}), 1);
+
+  // A hot rollback journal beside the export (file and journal copied while a
+  // writer's transaction had spilled pages into the file): read-only, the
+  // export reads as its file holds it, and neither file changes.
+  const fs::path hot_dir = dir_ / "hot";
+  fs::create_directories(hot_dir);
+  const fs::path hot = hot_dir / "hot.sqlite", writer = fixture("v2022_ids", "writer.sqlite");
+  sqlite3* w = nullptr;
+  ASSERT_EQ(sqlite3_open(writer.c_str(), &w), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(w,
+                         "PRAGMA journal_mode=DELETE; PRAGMA cache_size=1; BEGIN;"
+                         "CREATE TABLE filler (x);"
+                         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)"
+                         " INSERT INTO filler SELECT zeroblob(3000) FROM n;"
+                         "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = deviceId + 1;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  fs::copy_file(writer, hot);
+  fs::copy_file(writer.string() + "-journal", hot.string() + "-journal");
+  sqlite3_exec(w, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(w);
+  const std::string hot_bytes = bytes_of(hot), journal_bytes = bytes_of(hot.string() + "-journal");
+  ASSERT_NE(journal_bytes[0], 0);  // a hot journal: its header was written
+  EXPECT_EQ(detect_input(hot).kind, InputKind::kNsysSqlite);
+  auto from_hot = import_nsys_file(hot);
+  ASSERT_EQ(from_hot.size(), 1u);
+  EXPECT_EQ(from_hot[0].kernels.size(), 4u);
+  EXPECT_EQ(bytes_of(hot), hot_bytes);
+  EXPECT_EQ(bytes_of(hot.string() + "-journal"), journal_bytes);
+  EXPECT_EQ(std::distance(fs::directory_iterator(hot_dir), fs::directory_iterator{}), 2);
+}
+
+TEST_F(NsysImporter, WalWithPendingChangesIsRefused) {
+  // A WAL-mode export copied with its -wal file while a writer had committed
+  // to the log only: the file alone lacks those rows, and a read-only reader
+  // cannot apply the log, so the import refuses with one line instead of
+  // reading the file without them.
+  const fs::path live = fixture("v2022_ids", "live.sqlite");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(live.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;"
+                         "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  const fs::path copy = dir_ / "copy" / "export.sqlite";
+  fs::create_directories(copy.parent_path());
+  fs::copy_file(live, copy);
+  fs::copy_file(live.string() + "-wal", copy.string() + "-wal");
+  sqlite3_close(db);
+  const std::string msg = error_of(copy);
+  EXPECT_NE(msg.find(copy.string() + ": its write-ahead log " + copy.string() + "-wal holds"), std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+// ---- memory in proportion to rows ------------------------------------------------
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Bytes of address space this process holds now (/proc/self/statm, pages).
+uint64_t address_space_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+TEST_F(NsysImporter, ManyProcessesTakeMemoryInProportionToRows) {
+  // 5,000 processes with one kernel and one launch call each, every kernel
+  // named by its own string: reserving every table's rows in every process
+  // took 5,000 x 5,000 rows (2.6 GB of address space). The import runs in a
+  // child under an address-space limit of 512 MiB above what this test holds
+  // (RLIMIT_AS counts room reserved, touched or not).
+  if (kSanitized) GTEST_SKIP() << "the sanitizers reserve terabytes of address space";
+  constexpr int kProcesses = 5000;
+  const std::string n =
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " + std::to_string(kProcesses) + ") ";
+  const std::string sql =
+      "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,"
+      " correlationId INTEGER, globalPid INTEGER, demangledName INTEGER);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER, globalTid INTEGER,"
+      " correlationId INTEGER, nameId INTEGER, returnValue INTEGER);" +
+      n + "INSERT INTO StringIds SELECT i, 'kernel_' || i FROM n;" +
+      "INSERT INTO StringIds VALUES (1000000, 'cudaLaunchKernel_v7000');" + n +
+      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT 1000 * i, 1000 * i + 500, 0, 7, 1, (1 << 48) | (i << 24), i "
+      "FROM n;" +
+      n +
+      "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT 1000 * i - 100, 1000 * i - 50, 0, (1 << 48) | (i << 24) | i, 1,"
+      " 1000000, 0 FROM n;";
+  const fs::path file = build("many_processes.sqlite", sql);
+  const uint64_t limit = address_space_bytes() + (uint64_t{512} << 20);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const rlimit rl{limit, limit};
+    ::setrlimit(RLIMIT_AS, &rl);
+    int code = 3;
+    try {
+      NsysImportReport rep;
+      const std::vector<Trace> traces = import_nsys_file(file, &rep);
+      code = traces.size() == kProcesses && traces.back().kernels.size() == 1 && traces.back().api.size() == 1 ? 0 : 2;
+    } catch (...) {
+      code = 1;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the import was killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: out of memory under the limit; 2: wrong traces";
+}
+
 TEST_F(NsysImporter, TheInputDetectorFindsEveryFixture) {
   // Every fixture variant is an nsys export to the one input detector; the rest is not.
-  for (const char* name :
-       {"v2022_ids", "v2024_enums", "names_text", "no_kernels", "multi_process", "env_rank", "invalid_utf8"})
+  for (const char* name : {"v2022_ids", "v2024_enums", "names_text", "no_kernels", "multi_process", "env_rank",
+                           "invalid_utf8", "hostile_rows"})
     EXPECT_EQ(detect_input(fixture(name)).kind, InputKind::kNsysSqlite) << name;
   EXPECT_EQ(detect_input(kSaxpy).kind, InputKind::kNsysSqlite);
   EXPECT_EQ(detect_input(fixture("not_nsys")).kind, InputKind::kSqliteDatabase);
   fs::remove(dir_ / "not_nsys.sqlite");
   const DetectedInput folder = detect_input(dir_);
   EXPECT_EQ(folder.kind, InputKind::kNsysDirectory);
-  EXPECT_EQ(folder.files.size(), 7u);
+  EXPECT_EQ(folder.files.size(), 8u);
 }
 
 }  // namespace

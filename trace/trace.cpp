@@ -607,14 +607,17 @@ std::string_view describe(Problem p) {
     case Problem::kUnknownChunk: return "a chunk of a newer format was skipped";
     case Problem::kDroppedRecords: return "the collector dropped records (its buffers were full)";
     case Problem::kCuptiError: return "a CUPTI call failed while collecting";
-    case Problem::kMalformedEvent: return "events missing required fields were skipped";
+    case Problem::kMalformedEvent:
+      return "events missing required fields were skipped, or kept with unreadable fields read as unknown";
     case Problem::kUnknownEvent: return "events of an unknown category were not mapped";
     case Problem::kUnmatchedCorrelation: return "GPU events without an API call of the same correlation id";
     case Problem::kNegativeDuration: return "events ending before they start were clamped";
     case Problem::kNvmlUnavailable: return "GPU counters were not sampled (NVML unavailable)";
     case Problem::kClockAnchorMissing: return "no clock anchor: ranks may not line up in time";
     case Problem::kCorruptChunk: return "a chunk passed its checksum but its content was invalid; its rows are lost";
-    case Problem::kIncompleteRecord: return "GPU records handed over unfinished were left out";
+    case Problem::kIncompleteRecord:
+      return "records without a valid time (unfinished GPU records; imported rows whose time, type or id is missing "
+             "or not a number) were left out";
     case Problem::kEndMissing:
       return "torn: the file ends at a chunk boundary without its end record (writer killed); the chunks written "
              "after the last complete one are lost, how many is unknown";
