@@ -18,6 +18,7 @@
 #include "cli/usage_error.hpp"
 #include "demo/embedded_study.hpp"
 #include "demo/gpu_demo.hpp"
+#include "report/terminal.hpp"
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
 #include "report/table.hpp"
@@ -136,13 +137,22 @@ void add_demo_command(CLI::App& app, int& exit_code) {
     fs::create_directories(args->dir, ec);
     if (ec) fail("{}: cannot create the folder ({})", args->dir, ec.message());
     report::HtmlReport r({.title = "scalescope demo"});
-    // The H200 study results: embedded at build time, written out beside the
-    // report so `scalescope scaling DIR/h200/image-base.db` works on them too.
+    // The H200 study results, embedded at build time, go through a temporary
+    // folder (the report reads files) that is removed once the report is made:
+    // the demo leaves only its report behind (the same files are in the
+    // clone's examples/h200/).
     fs::path study = args->study;
     std::string study_label = "Study results in " + args->study;
+    struct RemoveAll {
+      fs::path dir;
+      ~RemoveAll() {
+        std::error_code e;
+        if (!dir.empty()) fs::remove_all(dir, e);
+      }
+    } embedded_copy;
     if (study.empty()) {
-      const fs::path embedded = fs::path(args->dir) / "h200";
-      if (!demo::write_embedded_study(embedded).empty()) study = embedded;
+      embedded_copy.dir = fs::temp_directory_path() / fmt::format("scalescope-demo-study-{}", ::getpid());
+      if (!demo::write_embedded_study(embedded_copy.dir / "h200").empty()) study = embedded_copy.dir / "h200";
       study_label = "H200 study (embedded)";
     }
     {
@@ -195,11 +205,22 @@ void add_demo_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
-    fmt::print("What the demo found:\n");
-    for (const auto& h : r.highlights()) fmt::print("  {}\n", h);
-    fmt::print("Report: {} ({:.1f} MB, made in {:.1f} s). Open it in a browser; it needs no network.\n",
-               fs::absolute(out).string(), static_cast<double>(fs::file_size(out)) / 1e6,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const size_t width = report::output_width(STDOUT_FILENO);
+    auto say = [&](const std::string& text, std::string_view indent = {}) {
+      fmt::print("{}\n", report::wrap(report::terminal_safe(text), width, indent));
+    };
+    say("What the demo found in the embedded data: a study of an image model and LLM fine-tuning on 1 and 2 "
+        "H200s, a real PyTorch-profiler trace, a generated 4-rank run and the MLPerf Training v4.1 results.");
+    say("Study configurations: arm=base (fp32, pageable, NCHW, DataLoader) or arm=tuned (fp16, pinned, "
+        "channels-last, GPU-side loader); variant=ref is the arm as is, and fp64, precision, pin, layout, loader "
+        "each change one of those settings. E' = (N_ref x T_ref) / (N x T_N) is the scaling efficiency: 1 is "
+        "perfect, the break-even is the most GPUs with E' >= 0.8.");
+    for (const auto& h : r.highlights()) say("- " + h, "  ");
+    say(fmt::format("Report: {} ({:.1f} MB, made in {:.1f} s). Open it in a browser; it needs no network.",
+                    fs::absolute(out).string(), static_cast<double>(fs::file_size(out)) / 1e6,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+    say("Now try your own: scalescope analyze YOUR_TRACE.json.gz (a PyTorch-profiler trace, a folder of them, or an "
+        "Nsight Systems SQLite export), or scalescope profile -o run -- python3 train.py on a GPU machine.");
     exit_code = 0;
   });
 }

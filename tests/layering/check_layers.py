@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when a part includes a header of a part above it.
+"""Fails when a part includes a header of, or links a library of, a part above it.
 
 The order is the one docs/architecture.md writes down ("Layers"); each part
 may include its own headers and those of the parts listed for it. Tests,
@@ -28,6 +28,28 @@ ALLOWED = {
 # join them; the check fails when one of these is gone but still listed.
 KNOWN: set[tuple[str, str]] = set()  # none left (mlperf/ stopped building report tables)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
+# A library target of a part: scalescope_<part> or scalescope_<part>_<what>
+# (scalescope_report_html, scalescope_collect_host). Build helpers share the
+# prefix and name no part (scalescope_add_test).
+TARGET = re.compile(r"\bscalescope_([a-z]+)(?:_[a-z_]+)?\b")
+
+
+def cmake_links(part: str, allowed: set[str], root: pathlib.Path) -> list[str]:
+    """The part's CMakeLists.txt (its own folder and below) may name only its
+    own targets and those of the parts it may include."""
+    bad = []
+    for path in sorted((root / part).rglob("CMakeLists.txt")):
+        if "testdata" in path.relative_to(root).parts:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            for m in TARGET.finditer(code):
+                target = m.group(1)
+                if target == part or target not in ALLOWED or target in allowed:
+                    continue
+                bad.append(f"{path.relative_to(root)}:{number}: {part}/ links {m.group(0)}, "
+                           f"a part above it (allowed: {', '.join(sorted(allowed)) or 'none'})")
+    return bad
 
 
 def main() -> int:
@@ -57,6 +79,7 @@ def main() -> int:
                     line = text.count("\n", 0, m.end()) + 1
                     bad.append(f"{path.relative_to(root)}:{line}: {part}/ includes {m.group(0).strip()!r}, "
                                f"a part above it (allowed: {', '.join(sorted(allowed)) or 'none'})")
+        bad.extend(cmake_links(part, allowed, root))
     # Every top-level folder with C++ in it must be placed in the order.
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "build"))):
         if folder.name in ALLOWED or folder.name in {"tests", "docs", "examples", "bench", "scripts", "python",

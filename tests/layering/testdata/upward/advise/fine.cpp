@@ -1,1 +1,0 @@
-#include "trace/trace.hpp"

@@ -1,1 +1,0 @@
-#include "advise/advise.hpp"  // analyze/ may not include advise/
