@@ -68,6 +68,7 @@ class BootstrapCase(unittest.TestCase):
         if path:
             e["PYTHONPATH"] = os.pathsep.join(path)
         e["SCALESCOPE_RUN_DIR"] = self.run_dir
+        e["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ in the source tree
         e.update(env or {})
         argv = [sys.executable, *flags]
         argv += ["-c", textwrap.dedent(code)] if code is not None else []
@@ -146,6 +147,7 @@ class WithoutTorch(BootstrapCase):
         code = "import sys, torch; print('scalescope_bootstrap._hooks' in sys.modules)"
         e = clean_env()
         e["PYTHONPATH"] = os.pathsep.join([BOOT, FAKE_TORCH])
+        e["PYTHONDONTWRITEBYTECODE"] = "1"
         proc = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.stdout.strip(), "False", proc.stderr)
 
@@ -390,6 +392,7 @@ class UnderProfile(BootstrapCase):
         e["SCALESCOPE_COLLECTOR"] = os.environ["SCALESCOPE_COLLECTOR"]
         e["SCALESCOPE_NVML_HZ"] = "0"
         e["FAKE_TORCH_CUPTI"] = "1"
+        e["PYTHONDONTWRITEBYTECODE"] = "1"
         run = os.path.join(self.dir, "plain")
         argv = [os.environ["SCALESCOPE_BIN"], "profile", "-o", run, *extra, "--",
                 sys.executable, os.path.join(HERE, "train_loop.py"), str(self.STEPS)]
