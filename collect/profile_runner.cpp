@@ -218,6 +218,10 @@ std::vector<PythonRecord> read_python_records(const fs::path& run_dir, const std
     r.pid = j.value("pid", 0u);
     r.hostname = j.value("hostname", "");
     r.json = j.dump();
+    if (auto d = j.find("distributed"); d != j.end() && d->is_object()) {
+      r.rank = d->value("rank", -1);
+      r.local_rank = d->value("local_rank", -1);
+    }
     const std::string torch = j.value("torch", "");
     if (torch.starts_with("import failed")) r.problems.push_back("torch " + torch);
     if (auto hooks = j.find("hooks"); hooks != j.end() && hooks->is_object())
@@ -452,7 +456,15 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   nlohmann::json procs = nlohmann::json::array();
   uint64_t events = 0, dropped = 0, bytes = 0;
   std::set<int32_t> ranks;
-  for (const auto& p : result.processes) {
+  for (auto& p : result.processes) {
+    // The rank from torch.distributed where the launcher's environment gave none.
+    const char* rank_source = p.rank >= 0 ? "environment" : "";
+    for (const auto& py : result.python)
+      if (py.pid == p.pid && py.hostname == p.hostname && p.rank < 0 && py.rank >= 0) {
+        p.rank = py.rank;
+        p.local_rank = py.local_rank;
+        rank_source = "torch.distributed";
+      }
     procs.push_back({{"pid", p.pid},
                      {"hostname", p.hostname},
                      {"rank", p.rank},
@@ -463,6 +475,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
                      {"dropped_records", p.dropped},
                      {"bytes_written", p.bytes},
                      {"collector_cpu_ns", p.collector_cpu_ns}});
+    if (*rank_source) procs.back()["rank_source"] = rank_source;
     if (!p.sampling_json.empty()) procs.back()["sampling"] = nlohmann::json::parse(p.sampling_json, nullptr, false);
     for (const auto& py : result.python)
       if (py.pid == p.pid && py.hostname == p.hostname) procs.back()["python"] = nlohmann::json::parse(py.json);

@@ -47,6 +47,7 @@ struct ProcessSummary {
 struct PythonRecord {
   uint32_t pid = 0;
   std::string hostname;
+  int32_t rank = -1, local_rank = -1;  // from torch.distributed, -1 if not initialised
   std::string json;                   // the record as written
   std::vector<std::string> problems;  // "optimizer_steps: missing: ...", "torch: import failed: ..."
 };

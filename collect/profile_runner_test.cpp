@@ -235,8 +235,8 @@ TEST_F(CollectProfile, PythonRecordsGoIntoRunJsonAndTheLog) {
       "printf '{\"pid\":200,\"hostname\":\"h\",\"status\":\"ok\",\"trace_file\":\"h-200.sstrace\","
       "\"python_interpreter\":true}' > h-200.json && "
       "printf '{\"kind\":\"scalescope python bootstrap\",\"pid\":100,\"hostname\":\"h\",\"steps_marked\":42,"
-      "\"torch\":\"2.11.0\",\"hooks\":{\"optimizer_steps\":\"on\",\"module_ranges\":\"failed: RuntimeError\"}}' "
-      "> python-h-100.json && "
+      "\"torch\":\"2.11.0\",\"hooks\":{\"optimizer_steps\":\"on\",\"module_ranges\":\"failed: RuntimeError\"},"
+      "\"distributed\":{\"rank\":3,\"local_rank\":1,\"world_size\":4}}' > python-h-100.json && "
       "printf '{\"kind\":\"scalescope python bootstrap\",\"pid\":300,\"hostname\":\"h\",\"torch\":\"not installed\","
       "\"hooks\":{}}' > python-h-300.json && echo '{torn' > python-h-400.json";
   auto o = options("rec", script);
@@ -246,6 +246,11 @@ TEST_F(CollectProfile, PythonRecordsGoIntoRunJsonAndTheLog) {
   auto j = run_json("rec");
   ASSERT_EQ(j["processes"].size(), 2u) << j.dump();
   EXPECT_EQ(j["processes"][0]["python"]["steps_marked"], 42);
+  // No rank in the launcher's environment: torch.distributed's.
+  EXPECT_EQ(j["processes"][0]["rank"], 3);
+  EXPECT_EQ(j["processes"][0]["local_rank"], 1);
+  EXPECT_EQ(j["processes"][0]["rank_source"], "torch.distributed");
+  EXPECT_FALSE(j["processes"][1].contains("rank_source"));
   EXPECT_FALSE(j["processes"][1].contains("python"));
   ASSERT_EQ(j["python"].size(), 2u) << j.dump();
   EXPECT_EQ(j["python"][1]["torch"], "not installed");
