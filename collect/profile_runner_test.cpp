@@ -303,7 +303,9 @@ TEST(CollectProfileDir, FindsThePythonBootstrapBesideTheBinary) {
     fs::create_directories(boot / "scalescope_bootstrap");
     std::ofstream(boot / "sitecustomize.py") << "\n";
   }
-  fs::create_directories(root / "empty" / "bin");
+  // The binaries' folders exist, as a running binary's do ("cli/.." must resolve).
+  for (const fs::path& bin : {root / "build" / "cli", root / "prefix" / "bin", root / "empty" / "bin"})
+    fs::create_directories(bin);
   fs::create_directories(root / "prefix" / "share" / "other" / "scalescope_bootstrap");
   EXPECT_EQ(find_python_bootstrap(root / "build" / "cli" / "scalescope"),
             fs::weakly_canonical(root / "build" / "collect" / "python").string());
