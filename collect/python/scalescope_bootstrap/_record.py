@@ -7,10 +7,9 @@ last complete one. A forked child (a DataLoader worker) writes nothing:
 its parent's record stands for it.
 """
 
-import json
 import os
 import sys
-import threading
+import _thread
 
 MAX_ERRORS = 20
 
@@ -18,7 +17,7 @@ MAX_ERRORS = 20
 class Record:
     def __init__(self):
         self.pid = os.getpid()
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()  # not threading: a lighter import at start-up
         self.data = {
             "kind": "scalescope python bootstrap",
             "pid": self.pid,
@@ -81,6 +80,8 @@ class Record:
         if not self.run_dir or os.getpid() != self.pid:
             return
         try:
+            import json
+
             with self.lock:
                 text = json.dumps(self.data, indent=1, sort_keys=True)
             path = os.path.join(self.run_dir, "python-%s-%d.json" % (self.data["hostname"], self.pid))

@@ -54,6 +54,13 @@ class _HookingLoader:
             self.record.write()
             raise
         _remove_finder()
+        # torch keeps its own loader, as if imported without the bootstrap.
+        try:
+            module.__loader__ = self.loader
+            if getattr(module, "__spec__", None) is not None:
+                module.__spec__.loader = self.loader
+        except Exception:
+            pass
         try:
             from . import _hooks
 

@@ -188,6 +188,13 @@ class ChainLoading(BootstrapCase):
         self.assertIn("boom in the job's sitecustomize", booted.err)
         self.assertIn("job runs False", booted.out)
 
+    def test_torch_keeps_its_own_loader(self):
+        code = "import torch\nprint(type(torch.__loader__).__name__, type(torch.__spec__.loader).__name__)\n"
+        plain = self.run_python(code, bootstrap=False)
+        booted = self.run_python(code)
+        self.assertEqual((booted.rc, booted.out, booted.err), (plain.rc, plain.out, plain.err))
+        self.assertEqual(booted.record["hooks"]["optimizer_steps"], "on")
+
     def test_the_jobs_sitecustomize_importing_torch_is_hooked(self):
         user = self.user_site("import torch\n")
         code = "import torch\nopt = torch.optim.SGD([])\nfor _ in range(3): opt.step()\n"
