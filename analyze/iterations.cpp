@@ -119,7 +119,8 @@ std::optional<Marker> find_marker(const std::vector<uint32_t>& symbol, const std
   // The counts with the most candidates (a bounded number of O(n) scores).
   std::vector<std::pair<int, uint32_t>> ranked;
   for (const auto& [c, cand] : by_count) ranked.emplace_back(cand.votes, c);
-  std::sort(ranked.begin(), ranked.end(), [](auto a, auto b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::sort(ranked.begin(), ranked.end(),
+            [](auto a, auto b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   if (ranked.size() > 8) ranked.resize(8);
   // Of the positions with a successor one period on, the share holding the same symbol.
   auto repeats = [&](size_t period) {

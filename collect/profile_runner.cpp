@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <set>
 
@@ -192,12 +193,39 @@ std::string find_python_bootstrap(const fs::path& self_exe) {
     return fs::absolute(v).string();
   }
   const fs::path dir = self_exe.parent_path();
-  for (const fs::path& candidate : {dir / ".." / "collect" / "python", dir / ".." / "share" / "scalescope" / "python"}) {
+  for (const fs::path& candidate :
+       {dir / ".." / "collect" / "python", dir / ".." / "share" / "scalescope" / "python"}) {
     std::error_code ec;
     if (holds_bootstrap(candidate)) return fs::weakly_canonical(candidate, ec).string();
   }
   return {};
 }
+
+namespace {
+
+// One bootstrap record's facts; nullopt for another kind of file, nlohmann's
+// type errors for a field of the wrong type.
+std::optional<PythonRecord> python_record(const nlohmann::json& j) {
+  if (j.value("kind", "") != "scalescope python bootstrap") return std::nullopt;
+  PythonRecord r;
+  r.pid = j.value("pid", 0u);
+  r.hostname = j.value("hostname", "");
+  r.json = j.dump();
+  if (auto d = j.find("distributed"); d != j.end() && d->is_object()) {
+    r.rank = d->value("rank", -1);
+    r.local_rank = d->value("local_rank", -1);
+  }
+  const std::string torch = j.value("torch", "");
+  if (torch.starts_with("import failed")) r.problems.push_back("torch " + torch);
+  if (auto hooks = j.find("hooks"); hooks != j.end() && hooks->is_object())
+    for (const auto& [name, state] : hooks->items())
+      if (state.is_string() &&
+          (state.get<std::string>().starts_with("missing") || state.get<std::string>().starts_with("failed")))
+        r.problems.push_back(name + " " + state.get<std::string>());
+  return r;
+}
+
+}  // namespace
 
 std::vector<PythonRecord> read_python_records(const fs::path& run_dir, const std::string& only_host) {
   std::vector<PythonRecord> out;
@@ -213,23 +241,12 @@ std::vector<PythonRecord> read_python_records(const fs::path& run_dir, const std
   for (const auto& p : files) {
     std::ifstream in(p);
     auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || j.value("kind", "") != "scalescope python bootstrap") continue;
-    PythonRecord r;
-    r.pid = j.value("pid", 0u);
-    r.hostname = j.value("hostname", "");
-    r.json = j.dump();
-    if (auto d = j.find("distributed"); d != j.end() && d->is_object()) {
-      r.rank = d->value("rank", -1);
-      r.local_rank = d->value("local_rank", -1);
+    if (j.is_discarded() || !j.is_object()) continue;
+    try {
+      if (auto r = python_record(j)) out.push_back(std::move(*r));
+    } catch (const nlohmann::json::exception&) {
+      continue;  // a field of the wrong type: not one of the bootstrap's records
     }
-    const std::string torch = j.value("torch", "");
-    if (torch.starts_with("import failed")) r.problems.push_back("torch " + torch);
-    if (auto hooks = j.find("hooks"); hooks != j.end() && hooks->is_object())
-      for (const auto& [name, state] : hooks->items())
-        if (state.is_string() && (state.get<std::string>().starts_with("missing") ||
-                                  state.get<std::string>().starts_with("failed")))
-          r.problems.push_back(name + " " + state.get<std::string>());
-    out.push_back(std::move(r));
   }
   return out;
 }

@@ -37,8 +37,8 @@ struct ProcessSummary {
   std::string hostname, status, trace_file;
   int32_t rank = -1, local_rank = -1;
   uint64_t events = 0, dropped = 0, bytes = 0, collector_cpu_ns = 0;
-  std::string sampling_json;  // the collector's "sampling" object (iteration windows, perturbation), "" if none
-  std::string sampling_line;  // what `profile` says about it, "" if nothing
+  std::string sampling_json;        // the collector's "sampling" object (iteration windows, perturbation), "" if none
+  std::string sampling_line;        // what `profile` says about it, "" if nothing
   bool python_interpreter = false;  // the process was a Python interpreter
 };
 
@@ -48,8 +48,8 @@ struct PythonRecord {
   uint32_t pid = 0;
   std::string hostname;
   int32_t rank = -1, local_rank = -1;  // from torch.distributed, -1 if not initialised
-  std::string json;                   // the record as written
-  std::vector<std::string> problems;  // "optimizer_steps: missing: ...", "torch: import failed: ..."
+  std::string json;                    // the record as written
+  std::vector<std::string> problems;   // "optimizer_steps: missing: ...", "torch: import failed: ..."
 };
 
 struct ProfileResult {

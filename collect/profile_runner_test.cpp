@@ -238,7 +238,8 @@ TEST_F(CollectProfile, PythonRecordsGoIntoRunJsonAndTheLog) {
       "\"torch\":\"2.11.0\",\"hooks\":{\"optimizer_steps\":\"on\",\"module_ranges\":\"failed: RuntimeError\"},"
       "\"distributed\":{\"rank\":3,\"local_rank\":1,\"world_size\":4}}' > python-h-100.json && "
       "printf '{\"kind\":\"scalescope python bootstrap\",\"pid\":300,\"hostname\":\"h\",\"torch\":\"not installed\","
-      "\"hooks\":{}}' > python-h-300.json && echo '{torn' > python-h-400.json";
+      "\"hooks\":{}}' > python-h-300.json && echo '{torn' > python-h-400.json && "
+      "echo '{\"kind\":\"scalescope python bootstrap\",\"pid\":\"five\"}' > python-h-500.json";
   auto o = options("rec", script);
   o.python_bootstrap = boot.string();
   std::string log;
@@ -299,7 +300,8 @@ TEST(CollectProfileDir, FindsThePythonBootstrapBesideTheBinary) {
   unsetenv("SCALESCOPE_PYTHON_BOOTSTRAP");
   const fs::path root = fs::temp_directory_path() / ("scalescope-bootstrap-find-" + std::to_string(getpid()));
   fs::remove_all(root);
-  for (const fs::path& boot : {root / "build" / "collect" / "python", root / "prefix" / "share" / "scalescope" / "python"}) {
+  for (const fs::path& boot :
+       {root / "build" / "collect" / "python", root / "prefix" / "share" / "scalescope" / "python"}) {
     fs::create_directories(boot / "scalescope_bootstrap");
     std::ofstream(boot / "sitecustomize.py") << "\n";
   }
