@@ -401,10 +401,14 @@ void CaptureWindow::on_iteration_nvtx(NvtxOp op, const char* text, uint64_t id) 
   }
 }
 
+// Unlike CUPTI's NVTX callbacks, step marks also come while CUPTI is
+// detached (between a detach and the encoder's attach, a few milliseconds):
+// they are timed, but no window opens then, since any CUPTI call would
+// attach CUPTI again behind the encoder's back.
 int CaptureWindow::on_step_mark(uint64_t step) {
   if (sampling_ && claim_marker(kMarkerStepMark)) {
     iteration_end();
-    iteration_begin(step);
+    iteration_begin(step, attached_.load());
   }
   std::lock_guard lock(enable_mutex_);
   return tracing_ ? 1 : 0;
@@ -420,7 +424,7 @@ IterationClass CaptureWindow::state_now() {
   return IterationClass::kLingering;  // CUPTI still attached after a window, detach pending
 }
 
-void CaptureWindow::iteration_begin(std::optional<uint64_t> number) {
+void CaptureWindow::iteration_begin(std::optional<uint64_t> number, bool may_open) {
   const auto now = std::chrono::steady_clock::now();
   bool open_window = false, close_pre_loop = false;
   {
@@ -445,7 +449,7 @@ void CaptureWindow::iteration_begin(std::optional<uint64_t> number) {
     }
   }
   if (close_pre_loop) close_capture_window(true, std::chrono::milliseconds(0));
-  if (open_window) enable_tracing();
+  if (open_window && may_open) enable_tracing();
   const IterationClass state = state_now();
   std::lock_guard lock(iteration_mutex_);
   begin_state_ = state;

@@ -99,7 +99,10 @@ class CaptureWindow final : public NvtxListener {
     while (current < kind && !marker_kind_.compare_exchange_weak(current, kind)) {}
     return current <= kind;
   }
-  void iteration_begin(std::optional<uint64_t> number);
+  // may_open: a window due at this iteration may open now (false while
+  // CUPTI is detached: the window then opens at the first iteration after
+  // the attach that the schedule still traces).
+  void iteration_begin(std::optional<uint64_t> number, bool may_open = true);
   void iteration_end();
   void arm_marker_records();  // CUPTI's MARKER records on before the push that opens a window
   IterationClass state_now();
