@@ -564,6 +564,52 @@ TEST(IterationsTest, DetectedFromRepeatingKernels) {
   EXPECT_DOUBLE_EQ(s.median_ns, 1000);
 }
 
+// A job waiting on its DataLoader: every step launches the same kernels,
+// but the steps last 2 to 30 times as long as each other (the wait before
+// the copy in). The steps are found from the kernel sequence alone.
+TEST(IterationsTest, DetectedFromTheKernelSequenceDespiteIrregularSteps) {
+  TraceBuilder b;
+  const int steps = 66;
+  int64_t t = 0;
+  for (int i = 0; i < steps; ++i) {
+    t += 1000 * (1 + (i * 7919) % 29);  // the loader's wait: irregular
+    b.kernel("copy_in_kernel", t, t + 10);
+    for (int k = 0; k < 12; ++k) b.kernel("conv_kernel_" + std::to_string(k % 4), t + 20 + 30 * k, t + 40 + 30 * k);
+    b.kernel("sgd_kernel", t + 400, t + 420);
+    t += 500;
+  }
+  const IterationStats s = find_iterations(b.t, Options{});
+  ASSERT_TRUE(s.availability.available) << s.availability.reason;
+  EXPECT_NEAR(s.count, steps, 1);
+  EXPECT_NE(s.source.find("copy_in_kernel"), std::string::npos) << s.source;
+}
+
+// A model of 12 identical layers: each layer's kernels repeat 12 times per
+// step at a stable distance, but the step (embedding, 12 layers, loss,
+// optimizer) is the block that repeats whole.
+TEST(IterationsTest, DetectedStepsNotLayers) {
+  TraceBuilder b;
+  const int steps = 10;
+  int64_t t = 0;
+  for (int i = 0; i < steps; ++i) {
+    b.kernel("embedding_kernel", t, t + 10);
+    t += 20;
+    for (int layer = 0; layer < 12; ++layer)
+      for (const char* k : {"qkv_gemm", "attention", "out_gemm", "mlp_up", "mlp_down"}) {
+        b.kernel(k, t, t + 10);
+        t += 20;
+      }
+    for (const char* k : {"loss_kernel", "adam_kernel", "grad_norm_kernel"}) {
+      b.kernel(k, t, t + 10);
+      t += 20;
+    }
+    t += 100 * (i % 3);
+  }
+  const IterationStats s = find_iterations(b.t, Options{});
+  ASSERT_TRUE(s.availability.available) << s.availability.reason;
+  EXPECT_EQ(s.count, steps) << s.source;
+}
+
 TEST(IterationsTest, DetectedFromAnnotationsIgnoringOperators) {
   TraceBuilder b;
   for (int i = 0; i < 6; ++i) {

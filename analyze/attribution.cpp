@@ -127,8 +127,11 @@ NameCache::Info NameCache::make(std::string_view domain, std::string_view text) 
     info.kind = RangeKind::kRange;
   } else {
     // NVTX of any other domain (collector traces): emit_nvtx operator ranges
-    // are recognized by their decorations and names.
-    info.kind = parsed.operator_like ? RangeKind::kOperator : RangeKind::kRange;
+    // are recognized by their decorations and names; the Python bootstrap's
+    // module ranges by the prefix Kineto gives modules ("nn.Module: NAME").
+    info.kind = text.starts_with("nn.Module: ") ? RangeKind::kModule
+                : parsed.operator_like          ? RangeKind::kOperator
+                                                : RangeKind::kRange;
     info.seq = parsed.seq;
     info.backward_node = parsed.backward_node;
   }

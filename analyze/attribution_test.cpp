@@ -238,6 +238,29 @@ TEST(Attribution, EmitNvtxSequenceNumbersLinkBackward) {
       a, "block1 > (backward) > autograd::engine::evaluate_function: AddmmBackward0 > AddmmBackward0 > aten::mm"));
 }
 
+// The Python bootstrap's module ranges (NVTX, default domain, "nn.Module:
+// NAME") are modules, with emit_nvtx's operators inside them; backward work
+// goes under the forward module through the sequence number.
+TEST(Attribution, BootstrapModuleRangesAreModules) {
+  TraceBuilder b;
+  b.range("nn.Module: Net", 0, 1000, -1, "", 1)
+      .range("nn.Module: encoder.0", 50, 950, -1, "", 1)
+      .range("aten::linear, seq = 7", 100, 900, -1, "", 1)
+      .api("cudaLaunchKernel", 200, 210, 1, 1)
+      .range("AddmmBackward0, seq = 7", 2000, 3000, -1, "", 2)
+      .api("cudaLaunchKernel", 2500, 2510, 2, 2)
+      .kernel("fwd", 300, 400, 7, 0, 1)
+      .kernel("bwd", 2600, 2800, 7, 0, 2);
+  const Attribution a = attribute(b.t);
+  expect_adds_up(a);
+  const AttributionRow* module = find(a.ranges, "nn.Module: encoder.0");
+  ASSERT_TRUE(module);
+  EXPECT_EQ(module->kind, RangeKind::kModule);
+  EXPECT_EQ(module->gpu_ns, 300);  // its forward kernel and, through seq 7, the backward one
+  EXPECT_EQ(find(a.operators, "aten::linear")->gpu_ns, 100);
+  EXPECT_TRUE(node_at(a, "nn.Module: Net > nn.Module: encoder.0 > (backward) > AddmmBackward0"));
+}
+
 TEST(Attribution, ParsesEmitNvtxNames) {
   auto p = detail::parse_range_text("aten::addmm, seq = 12, op_id = 4, sizes = [[8, 16]]");
   EXPECT_EQ(p.name, "aten::addmm");

@@ -69,57 +69,83 @@ Timestamp gpu_end(const trace::Trace& t) {
 }
 
 // Finds the symbol that marks iterations in a time-ordered sequence of
-// (symbol, start) pairs. A symbol is regular when it occurs at least 3 times,
-// at least 80% of its gaps lie within 25% of the median gap (a slow warm-up
-// step is allowed) and no gap is under half the median (several occurrences
-// per step fail this). The
-// iteration count is the count shared by the most regular symbols (ties: the
-// smaller count); the marker is the regular symbol of that count seen first.
+// symbols, from the sequence's structure alone, not from timing: a step of a
+// job waiting on its DataLoader is as long as the wait, but launches the
+// same sequence every time. A symbol is a candidate when it occurs at least
+// 3 times with a stable number of others between its occurrences: at least
+// 80% of the gaps (counted in positions of the sequence) within 5% (at least
+// 2 positions) of the median gap, none under half of it (several
+// occurrences per step fail this; a warm-up step may differ). Candidates
+// that occur once per repeating block of a layer (12 per step in a 12-layer
+// model) pass too, so each candidate count is scored by how much of the
+// sequence repeats with its period (the median gap): the count whose period
+// repeats best wins, a tie (within half a percent) going to the larger count
+// (a symbol seen every tenth step repeats as well as one seen every step).
+// The marker is the winning count's candidate seen first.
 std::optional<Marker> find_marker(const std::vector<uint32_t>& symbol, const std::vector<Timestamp>& start,
                                   const std::vector<Timestamp>& end, size_t symbol_count) {
   std::vector<uint32_t> count(symbol_count, 0);
   for (uint32_t s : symbol) ++count[s];
-  // Counting sort of occurrences by symbol, keeping time order within each.
+  // Counting sort of occurrences by symbol, keeping sequence order within each.
   std::vector<size_t> offset(symbol_count + 1, 0);
   for (size_t s = 0; s < symbol_count; ++s) offset[s + 1] = offset[s] + count[s];
   std::vector<uint32_t> fill(symbol_count, 0);
   std::vector<uint32_t> index(symbol.size());
   for (uint32_t i = 0; i < symbol.size(); ++i) index[offset[symbol[i]] + fill[symbol[i]]++] = i;
 
-  std::map<uint32_t, int> regular_by_count;
-  std::vector<uint8_t> regular(symbol_count, 0);
+  struct Candidates {
+    int votes = 0;
+    std::vector<double> periods;
+  };
+  std::map<uint32_t, Candidates> by_count;
+  std::vector<uint8_t> candidate(symbol_count, 0);
   std::vector<double> gaps;
   for (size_t s = 0; s < symbol_count; ++s) {
     if (count[s] < 3) continue;
     gaps.clear();
-    for (size_t k = offset[s] + 1; k < offset[s + 1]; ++k)
-      gaps.push_back(static_cast<double>(start[index[k]] - start[index[k - 1]]));
+    for (size_t k = offset[s] + 1; k < offset[s + 1]; ++k) gaps.push_back(static_cast<double>(index[k] - index[k - 1]));
     const double med = median(gaps);
-    if (med <= 0) continue;
+    const double tolerance = std::max(2.0, 0.05 * med);
     const double min_gap = *std::min_element(gaps.begin(), gaps.end());
     const auto near =
-        std::count_if(gaps.begin(), gaps.end(), [&](double g) { return std::fabs(g - med) <= 0.25 * med; });
+        std::count_if(gaps.begin(), gaps.end(), [&](double g) { return std::fabs(g - med) <= tolerance; });
     if (min_gap < 0.5 * med || static_cast<double>(near) < 0.8 * static_cast<double>(gaps.size())) continue;
-    regular[s] = 1;
-    ++regular_by_count[count[s]];
+    candidate[s] = 1;
+    Candidates& c = by_count[count[s]];
+    ++c.votes;
+    c.periods.push_back(med);
   }
-  if (regular_by_count.empty()) return std::nullopt;
+  if (by_count.empty()) return std::nullopt;
+  // The counts with the most candidates (a bounded number of O(n) scores).
+  std::vector<std::pair<int, uint32_t>> ranked;
+  for (const auto& [c, cand] : by_count) ranked.emplace_back(cand.votes, c);
+  std::sort(ranked.begin(), ranked.end(),
+            [](auto a, auto b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  if (ranked.size() > 8) ranked.resize(8);
+  // Of the positions with a successor one period on, the share holding the same symbol.
+  auto repeats = [&](size_t period) {
+    if (period == 0 || period >= symbol.size()) return 0.0;
+    size_t same = 0;
+    for (size_t i = 0; i + period < symbol.size(); ++i) same += symbol[i] == symbol[i + period];
+    return static_cast<double>(same) / static_cast<double>(symbol.size() - period);
+  };
   uint32_t best_count = 0;
-  int best_votes = 0;
-  for (auto [c, votes] : regular_by_count) {
-    if (votes > best_votes) {
-      best_votes = votes;
+  double best_score = -1;
+  for (const auto& [votes, c] : ranked) {
+    const double score = repeats(static_cast<size_t>(std::llround(median(by_count[c].periods))));
+    if (score > best_score + 0.005 || (std::fabs(score - best_score) <= 0.005 && c > best_count)) {
+      best_score = std::max(best_score, score);
       best_count = c;
     }
   }
   Marker marker;
-  Timestamp first = 0;
   bool found = false;
+  uint32_t first = 0;
   for (size_t s = 0; s < symbol_count; ++s) {
-    if (!regular[s] || count[s] != best_count) continue;
-    const Timestamp t = start[index[offset[s]]];
-    if (!found || t < first) {
-      first = t;
+    if (!candidate[s] || count[s] != best_count) continue;
+    const uint32_t at = index[offset[s]];
+    if (!found || at < first) {
+      first = at;
       found = true;
       marker.symbol = static_cast<uint32_t>(s);
     }

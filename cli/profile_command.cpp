@@ -24,6 +24,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
     double host_hz = 100;
     uint32_t buffer_mb = 64;
     bool no_detach = false;
+    bool no_python = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("profile", "trace a CUDA job (any process tree: torchrun, srun, plain programs)");
@@ -68,6 +69,10 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-detach", opts->no_detach,
                 "keep CUPTI attached between capture windows (by default it is detached when a window closes, so "
                 "the job runs at full speed between windows)");
+  cmd->add_flag("--no-python", opts->no_python,
+                "do not load the Python bootstrap into the job's Python processes (by default it marks optimizer "
+                "steps for the sampled windows, records operator and module ranges inside windows, and reads ranks "
+                "and process groups from torch.distributed)");
   // Sampled windows by iteration: the default unless --full or the user's own windows.
   auto& c = opts->profile.collector;
   auto* full = cmd->add_flag("--full", c.full,
@@ -100,6 +105,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
     o.profile.collector.host_hz = o.host_hz;
     o.profile.collector.buffer_mb = o.buffer_mb;
     o.profile.collector.detach = !o.no_detach;
+    o.profile.python = !o.no_python;
     collect::validate_sampling(o.profile.collector);
     std::cout.flush();
     exit_code = collect::run_profile(o.profile, std::cerr).exit_code;

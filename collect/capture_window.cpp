@@ -401,6 +401,19 @@ void CaptureWindow::on_iteration_nvtx(NvtxOp op, const char* text, uint64_t id) 
   }
 }
 
+// Unlike CUPTI's NVTX callbacks, step marks also come while CUPTI is
+// detached (between a detach and the encoder's attach, a few milliseconds):
+// they are timed, but no window opens then, since any CUPTI call would
+// attach CUPTI again behind the encoder's back.
+int CaptureWindow::on_step_mark(uint64_t step) {
+  if (sampling_ && claim_marker(kMarkerStepMark)) {
+    iteration_end();
+    iteration_begin(step, attached_.load());
+  }
+  std::lock_guard lock(enable_mutex_);
+  return tracing_ ? 1 : 0;
+}
+
 // What an iteration starting now would be, if nothing changes before its end.
 IterationClass CaptureWindow::state_now() {
   std::lock_guard lock(enable_mutex_);
@@ -411,7 +424,7 @@ IterationClass CaptureWindow::state_now() {
   return IterationClass::kLingering;  // CUPTI still attached after a window, detach pending
 }
 
-void CaptureWindow::iteration_begin(std::optional<uint64_t> number) {
+void CaptureWindow::iteration_begin(std::optional<uint64_t> number, bool may_open) {
   const auto now = std::chrono::steady_clock::now();
   bool open_window = false, close_pre_loop = false;
   {
@@ -436,7 +449,7 @@ void CaptureWindow::iteration_begin(std::optional<uint64_t> number) {
     }
   }
   if (close_pre_loop) close_capture_window(true, std::chrono::milliseconds(0));
-  if (open_window) enable_tracing();
+  if (open_window && may_open) enable_tracing();
   const IterationClass state = state_now();
   std::lock_guard lock(iteration_mutex_);
   begin_state_ = state;
@@ -509,11 +522,15 @@ nlohmann::json CaptureWindow::sampling_summary() {
                  IterationClass::kTransition, IterationClass::kLingering})
     j[std::string("iterations_") + std::string(to_string(c))] = iteration_times_.count(c);
   if (iterations_seen_ == 0) {
-    j["note"] = "no iteration markers (NVTX ranges named " + options_.iteration_range + " or " +
-                options_.iteration_range + "#N, or cudaProfilerStart/Stop): traced from start to end";
+    j["note"] = "no iteration markers (optimizer steps seen by the Python bootstrap, NVTX ranges named " +
+                options_.iteration_range + " or " + options_.iteration_range +
+                "#N, or cudaProfilerStart/Stop): traced from start to end";
     return j;
   }
-  j["iteration_marker"] = marker_kind_.load() == kMarkerProfilerApi ? "cudaProfilerStart/Stop" : "nvtx";
+  const int marker = marker_kind_.load();
+  j["iteration_marker"] = marker == kMarkerProfilerApi ? "cudaProfilerStart/Stop"
+                          : marker == kMarkerStepMark  ? "optimizer steps"
+                                                       : "nvtx";
   // Each window against its detached neighbours when windows repeat
   // (--repeat-every), else every traced iteration against every detached one.
   const Perturbation p = estimate_paired_perturbation(iteration_times_.sequence());
@@ -663,6 +680,10 @@ CUptiResult CaptureWindow::attach_cupti(const char** failed_step, bool lean) {
 CUptiResult CaptureWindow::set_up_activity() {
   CUptiResult r = cuptiActivityRegisterCallbacks(hooks_.buffer_requested, hooks_.buffer_completed);
   if (r != CUPTI_SUCCESS) return r;
+  // OS thread ids in CUPTI's records (by default they carry pthread_self
+  // values), as in the host sampler's rows and the collector's own API and
+  // NVTX records: one thread is one track. Set again at every attach.
+  if (cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) != CUPTI_SUCCESS) ++cupti_errors_;
   // CUPTI's worker hands over partly filled buffers every second, so a
   // SIGKILL loses about the last second.
   cuptiActivityFlushPeriod(static_cast<uint32_t>(kFlushPeriod.count()));

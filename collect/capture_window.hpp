@@ -69,6 +69,10 @@ class CaptureWindow final : public NvtxListener {
   void on_nvtx(NvtxOp op, const char* text, uint64_t id) override;
   // NVTX ranges and marks come from the collector's own hooks, not CUPTI.
   bool nvtx_hooks() const { return nvtx_hooks_; }
+  // A step mark from the Python bootstrap (scalescope_step_mark, the job's
+  // thread that stepped the optimizer): ends the iteration open and begins
+  // the next, numbered `step`. Returns 1 when a window is open afterwards.
+  int on_step_mark(uint64_t step);
   // The encoder thread, about every 100 ms: attach again after a detach, ask
   // for a detach once a closed window stays closed, --delay and --duration.
   void poll(bool stopping);
@@ -84,20 +88,21 @@ class CaptureWindow final : public NvtxListener {
   CUptiResult set_up_activity();
   void close_capture_window(bool wait_for_gpu, std::chrono::milliseconds grace = kDetachGrace);
   void on_iteration_nvtx(NvtxOp op, const char* text, uint64_t id);
-  // Sampled windows: NVTX iteration ranges are the markers once one is seen;
-  // until then (a job without them), cudaProfilerStart/Stop pairs are. A job
-  // that calls cudaProfilerStart once before a loop of ProfilerStep ranges
-  // thus switches to the ranges at the first one.
-  static constexpr int kMarkerNvtx = 1, kMarkerProfilerApi = 2;
+  // Sampled windows: the job's own NVTX iteration ranges are the markers
+  // once one is seen; else the Python bootstrap's step marks (optimizer
+  // steps); else cudaProfilerStart/Stop pairs. A kind of marker takes over
+  // from every kind below it: a job that calls cudaProfilerStart once before
+  // a loop of ProfilerStep ranges switches to the ranges at the first one.
+  static constexpr int kMarkerProfilerApi = 1, kMarkerStepMark = 2, kMarkerNvtx = 3;
   bool claim_marker(int kind) {
-    if (kind == kMarkerNvtx) {
-      marker_kind_.store(kMarkerNvtx);
-      return true;
-    }
-    int none = 0;
-    return marker_kind_.compare_exchange_strong(none, kind) || none == kind;
+    int current = marker_kind_.load();
+    while (current < kind && !marker_kind_.compare_exchange_weak(current, kind)) {}
+    return current <= kind;
   }
-  void iteration_begin(std::optional<uint64_t> number);
+  // may_open: a window due at this iteration may open now (false while
+  // CUPTI is detached: the window then opens at the first iteration after
+  // the attach that the schedule still traces).
+  void iteration_begin(std::optional<uint64_t> number, bool may_open = true);
   void iteration_end();
   void arm_marker_records();  // CUPTI's MARKER records on before the push that opens a window
   IterationClass state_now();

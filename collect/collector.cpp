@@ -66,6 +66,7 @@ class Collector {
     window_.on_callback(domain, cbid, data);
   }
   TraceEncoder& encoder() { return encoder_; }
+  int step_mark(uint64_t step) { return window_.on_step_mark(step); }
 
  private:
   void encoder_loop();
@@ -248,6 +249,22 @@ SCALESCOPE_EXPORT int InitializeInjection(void) {
     g_collector = nullptr;
   }
   return 1;
+}
+
+// The Python bootstrap (collect/python/) calls this through ctypes after
+// every optimizer step: the end of one training step and the start of the
+// next, numbered by the bootstrap. Returns 1 when a window is open after the
+// mark (the bootstrap then records operator and module ranges), 0 when not,
+// -1 when this process is not traced. Costs two clock reads and a few locks
+// outside windows.
+SCALESCOPE_EXPORT int scalescope_step_mark(uint64_t step) {
+  using namespace scalescope::collect;
+  if (g_in_child.load() || !g_collector) return -1;
+  try {
+    return g_collector->step_mark(step);
+  } catch (...) {
+    return -1;
+  }
 }
 
 // NVTX calls this when NVTX_INJECTION64_PATH names this library: hand NVTX to

@@ -58,6 +58,11 @@ trace::Timestamp cupti_now() {
   return static_cast<trace::Timestamp>(t);
 }
 
+uint32_t os_thread_id() {
+  thread_local const uint32_t tid = static_cast<uint32_t>(::gettid());
+  return tid;
+}
+
 uint64_t thread_cpu_ns() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

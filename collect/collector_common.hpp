@@ -35,6 +35,10 @@ int64_t test_clock_offset_ns();
 int64_t unix_now_ns();
 trace::Timestamp cupti_now();  // 0 when CUPTI does not answer
 uint64_t thread_cpu_ns();      // of the calling thread
+// The calling thread's OS id (gettid), the id the host sampler, CUPTI's
+// records (cuptiSetThreadIdType SYSTEM) and the API and NVTX records share,
+// so that one thread is one track.
+uint32_t os_thread_id();
 
 // SCALESCOPE_NVTX_RECORDS=hooks: NVTX is handled by the collector's own hooks
 // (nvtx_hooks.hpp) instead of CUPTI's (the default, "cupti"). Read once: NVTX

@@ -33,7 +33,7 @@ constexpr size_t kMaxSchemaEntries = 256;
 constexpr size_t kMaxDomains = 4096;
 constexpr size_t kMaxStrings = size_t{1} << 16;
 
-uint32_t this_thread() { return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self())); }
+uint32_t this_thread() { return os_thread_id(); }
 
 using Hooks = NvtxHooks;
 

@@ -44,7 +44,7 @@ class NvtxListener {
 // One range or mark recorded inside a window, for the encoder.
 struct HookedNvtxEvent {
   uint64_t start = 0, end = 0;  // CUPTI's clock; equal for a mark
-  uint32_t thread = 0;          // as CUPTI's default thread ids (pthread_self)
+  uint32_t thread = 0;          // the OS thread id, as CUPTI's records (system thread ids)
   bool mark = false;
   uint32_t domain = 0;  // 0: NVTX's default domain; else the order of nvtxDomainCreate
   std::string domain_name, text;

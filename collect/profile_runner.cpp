@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <ostream>
 #include <set>
 
@@ -111,11 +112,15 @@ std::string cupti_dir_if_needed(const std::string& collector) {
 
 namespace {
 
+constexpr std::string_view kPythonRecordPrefix = "python-";
+
 // Files one node of a run writes: <host>-<pid>.{sstrace,json}, run-<host>.json,
-// node-<host>.json, nvml-<host>.rank (and their .tmp while written).
+// node-<host>.json, nvml-<host>.rank, python-<host>-<pid>.json (and their
+// .tmp while written).
 bool written_by_host(const fs::path& p, const std::string& host) {
   const std::string name = p.filename().string();
-  for (const std::string& prefix : {host + "-", "run-" + host + ".", "node-" + host + ".", "nvml-" + host + "."})
+  for (const std::string& prefix :
+       {host + "-", "run-" + host + ".", "node-" + host + ".", "nvml-" + host + ".", "python-" + host + "-"})
     if (name.starts_with(prefix)) return true;
   return false;
 }
@@ -178,6 +183,74 @@ std::string find_collector(const fs::path& self_exe) {
        self_exe.string());
 }
 
+std::string find_python_bootstrap(const fs::path& self_exe) {
+  auto holds_bootstrap = [](const fs::path& d) {
+    std::error_code ec;
+    return fs::exists(d / "sitecustomize.py", ec) && fs::exists(d / "scalescope_bootstrap", ec);
+  };
+  if (const char* v = std::getenv("SCALESCOPE_PYTHON_BOOTSTRAP"); v && *v) {
+    if (!holds_bootstrap(v)) fail("SCALESCOPE_PYTHON_BOOTSTRAP={} holds no scalescope sitecustomize.py", v);
+    return fs::absolute(v).string();
+  }
+  const fs::path dir = self_exe.parent_path();
+  for (const fs::path& candidate :
+       {dir / ".." / "collect" / "python", dir / ".." / "share" / "scalescope" / "python"}) {
+    std::error_code ec;
+    if (holds_bootstrap(candidate)) return fs::weakly_canonical(candidate, ec).string();
+  }
+  return {};
+}
+
+namespace {
+
+// One bootstrap record's facts; nullopt for another kind of file, nlohmann's
+// type errors for a field of the wrong type.
+std::optional<PythonRecord> python_record(const nlohmann::json& j) {
+  if (j.value("kind", "") != "scalescope python bootstrap") return std::nullopt;
+  PythonRecord r;
+  r.pid = j.value("pid", 0u);
+  r.hostname = j.value("hostname", "");
+  r.json = j.dump();
+  if (auto d = j.find("distributed"); d != j.end() && d->is_object()) {
+    r.rank = d->value("rank", -1);
+    r.local_rank = d->value("local_rank", -1);
+  }
+  const std::string torch = j.value("torch", "");
+  if (torch.starts_with("import failed")) r.problems.push_back("torch " + torch);
+  if (auto hooks = j.find("hooks"); hooks != j.end() && hooks->is_object())
+    for (const auto& [name, state] : hooks->items())
+      if (state.is_string() &&
+          (state.get<std::string>().starts_with("missing") || state.get<std::string>().starts_with("failed")))
+        r.problems.push_back(name + " " + state.get<std::string>());
+  return r;
+}
+
+}  // namespace
+
+std::vector<PythonRecord> read_python_records(const fs::path& run_dir, const std::string& only_host) {
+  std::vector<PythonRecord> out;
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() == ".json" && name.starts_with(kPythonRecordPrefix) &&
+        (only_host.empty() || name.starts_with(std::string(kPythonRecordPrefix) + only_host + "-")))
+      files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& p : files) {
+    std::ifstream in(p);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    try {
+      if (auto r = python_record(j)) out.push_back(std::move(*r));
+    } catch (const nlohmann::json::exception&) {
+      continue;  // a field of the wrong type: not one of the bootstrap's records
+    }
+  }
+  return out;
+}
+
 std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std::vector<std::string>* incomplete,
                                                    const std::string& only_host) {
   std::vector<ProcessSummary> out;
@@ -189,6 +262,7 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
   for (const auto& p : files) {
     if (p.extension() != ".json" || p.filename() == "run.json") continue;
     if (p.filename().string().starts_with(trace::kManifestPrefix)) continue;  // run manifests, not process summaries
+    if (p.filename().string().starts_with(kPythonRecordPrefix)) continue;     // the Python bootstrap's records
     if (!only_host.empty() && !p.filename().string().starts_with(only_host + "-")) continue;
     std::ifstream in(p);
     auto j = nlohmann::json::parse(in, nullptr, false);
@@ -206,6 +280,7 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
     s.dropped = j.value("cupti_dropped_records", uint64_t{0}) + j.value("events_lost_on_write", uint64_t{0});
     s.bytes = j.value("bytes_written", uint64_t{0});
     s.collector_cpu_ns = j.value("collector_cpu_ns", uint64_t{0});
+    s.python_interpreter = j.value("python_interpreter", false);
     if (auto it = j.find("sampling"); it != j.end() && it->is_object()) {
       s.sampling_json = it->dump();
       const auto& sm = *it;
@@ -231,6 +306,41 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
   return out;
 }
 
+namespace {
+
+// What `profile` says about the Python bootstrap: off, not found, what a
+// process's record says was missing or failed, a Python process without it.
+void log_python(const ProfileOptions& options, const std::string& bootstrap, const ProfileResult& result,
+                std::ostream& log) {
+  if (!options.python) {
+    log << "scalescope: Python bootstrap off (--no-python): no step marks, operator or module ranges\n";
+    return;
+  }
+  if (bootstrap.empty()) {
+    log << "scalescope: the Python bootstrap was not found beside this binary (set SCALESCOPE_PYTHON_BOOTSTRAP); "
+           "Python jobs are traced without step marks\n";
+    return;
+  }
+  for (const auto& py : result.python) {
+    if (py.problems.empty()) continue;
+    std::string text;
+    for (const auto& p : py.problems) text += (text.empty() ? "" : "; ") + p;
+    log << fmt::format("scalescope: pid {} (Python): {}\n", py.pid, text);
+  }
+  for (const auto& p : result.processes) {
+    if (!p.python_interpreter) continue;
+    bool recorded = false;
+    for (const auto& py : result.python) recorded |= py.pid == p.pid && py.hostname == p.hostname;
+    if (!recorded)
+      log << fmt::format(
+          "scalescope: pid {}: a Python process without the bootstrap (python -I or -S, or PYTHONPATH "
+          "replaced): no step marks, operator or module ranges\n",
+          p.pid);
+  }
+}
+
+}  // namespace
+
 ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   if (options.command.empty()) fail("profile: no command given (usage: scalescope profile -o NAME -- CMD ...)");
   std::string collector =
@@ -248,6 +358,17 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   for (auto& [k, v] : to_environment(co)) env[k] = v;
   env["CUDA_INJECTION64_PATH"] = collector;
   env["NVTX_INJECTION64_PATH"] = collector;
+  // The Python bootstrap first on PYTHONPATH, the job's own entries after it
+  // (its sitecustomize runs the job's own one, found further along).
+  std::string bootstrap;
+  if (options.python) {
+    bootstrap = options.python_bootstrap.empty() ? find_python_bootstrap(fs::read_symlink("/proc/self/exe"))
+                                                 : options.python_bootstrap;
+    if (!bootstrap.empty()) {
+      auto it = env.find("PYTHONPATH");
+      env["PYTHONPATH"] = it == env.end() || it->second.empty() ? bootstrap : bootstrap + ":" + it->second;
+    }
+  }
   if (std::string dir = cupti_dir_if_needed(collector); !dir.empty()) {
     auto it = env.find("LD_LIBRARY_PATH");
     env["LD_LIBRARY_PATH"] = it == env.end() || it->second.empty() ? dir : dir + ":" + it->second;
@@ -275,6 +396,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   run["end"] = nullptr;
   run["exit_code"] = nullptr;
   run["options"] = options_json(co);
+  run["python_bootstrap"] = !options.python ? "off (--no-python)" : bootstrap.empty() ? "not found" : bootstrap;
   run["host"] = host_json(detect_node(own_env));
   // One `profile` per node (srun -N4 scalescope profile ...): a run file per
   // node, so that none overwrites another's.
@@ -334,6 +456,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
   result.processes = read_process_summaries(result.run_dir, &result.incomplete, node_host);
+  result.python = read_python_records(result.run_dir, node_host);
   // The collectors' per-node sampler markers (nvml-<host>.rank) served the run
   // only; with one `profile` per node, each removes its own node's.
   std::error_code marker_ec;
@@ -350,7 +473,15 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   nlohmann::json procs = nlohmann::json::array();
   uint64_t events = 0, dropped = 0, bytes = 0;
   std::set<int32_t> ranks;
-  for (const auto& p : result.processes) {
+  for (auto& p : result.processes) {
+    // The rank from torch.distributed where the launcher's environment gave none.
+    const char* rank_source = p.rank >= 0 ? "environment" : "";
+    for (const auto& py : result.python)
+      if (py.pid == p.pid && py.hostname == p.hostname && p.rank < 0 && py.rank >= 0) {
+        p.rank = py.rank;
+        p.local_rank = py.local_rank;
+        rank_source = "torch.distributed";
+      }
     procs.push_back({{"pid", p.pid},
                      {"hostname", p.hostname},
                      {"rank", p.rank},
@@ -361,13 +492,19 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
                      {"dropped_records", p.dropped},
                      {"bytes_written", p.bytes},
                      {"collector_cpu_ns", p.collector_cpu_ns}});
+    if (*rank_source) procs.back()["rank_source"] = rank_source;
     if (!p.sampling_json.empty()) procs.back()["sampling"] = nlohmann::json::parse(p.sampling_json, nullptr, false);
+    for (const auto& py : result.python)
+      if (py.pid == p.pid && py.hostname == p.hostname) procs.back()["python"] = nlohmann::json::parse(py.json);
     events += p.events;
     dropped += p.dropped;
     bytes += p.bytes;
     if (p.rank >= 0) ranks.insert(p.rank);
   }
   run["processes"] = procs;
+  nlohmann::json python = nlohmann::json::array();
+  for (const auto& py : result.python) python.push_back(nlohmann::json::parse(py.json));
+  run["python"] = python;
   run["incomplete_traces"] = result.incomplete;
   run["events"] = events;
   run["dropped_records"] = dropped;
@@ -398,6 +535,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
     if (p.status != "ok") log << fmt::format("scalescope: pid {} on {}: {}\n", p.pid, p.hostname, p.status);
   for (const auto& p : result.processes)
     if (!p.sampling_line.empty()) log << fmt::format("scalescope: pid {}: {}\n", p.pid, p.sampling_line);
+  log_python(options, bootstrap, result, log);
   if (!result.incomplete.empty())
     log << fmt::format("scalescope: {} trace(s) without a summary (process killed?): complete chunks are kept\n",
                        result.incomplete.size());

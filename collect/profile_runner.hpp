@@ -26,6 +26,10 @@ struct ProfileOptions {
   bool force = false;                // reuse a non-empty NAME.ssrun
   std::vector<std::string> command;  // the job
   std::string collector_path;        // empty: find_collector()
+  // The Python bootstrap (a sitecustomize, collect/python/) goes first on the
+  // job's PYTHONPATH unless --no-python. Empty: find_python_bootstrap().
+  bool python = true;
+  std::string python_bootstrap;
 };
 
 struct ProcessSummary {
@@ -33,8 +37,19 @@ struct ProcessSummary {
   std::string hostname, status, trace_file;
   int32_t rank = -1, local_rank = -1;
   uint64_t events = 0, dropped = 0, bytes = 0, collector_cpu_ns = 0;
-  std::string sampling_json;  // the collector's "sampling" object (iteration windows, perturbation), "" if none
-  std::string sampling_line;  // what `profile` says about it, "" if nothing
+  std::string sampling_json;        // the collector's "sampling" object (iteration windows, perturbation), "" if none
+  std::string sampling_line;        // what `profile` says about it, "" if nothing
+  bool python_interpreter = false;  // the process was a Python interpreter
+};
+
+// What the Python bootstrap wrote in one process (python-<host>-<pid>.json):
+// the raw record for run.json, and the few facts `profile` reports.
+struct PythonRecord {
+  uint32_t pid = 0;
+  std::string hostname;
+  int32_t rank = -1, local_rank = -1;  // from torch.distributed, -1 if not initialised
+  std::string json;                    // the record as written
+  std::vector<std::string> problems;   // "optimizer_steps: missing: ...", "torch: import failed: ..."
 };
 
 struct ProfileResult {
@@ -42,6 +57,7 @@ struct ProfileResult {
   std::filesystem::path run_dir;
   std::vector<ProcessSummary> processes;
   std::vector<std::string> incomplete;  // traces without a summary (killed?)
+  std::vector<PythonRecord> python;     // the Python bootstrap's records
   double duration_s = 0;
 };
 
@@ -60,6 +76,15 @@ std::string node_launch_host(const Environment& env);
 // The collector library: $SCALESCOPE_COLLECTOR, else beside the running
 // binary's build tree (../collect/) or install prefix (../lib/). Error if none.
 std::string find_collector(const std::filesystem::path& self_exe);
+
+// The Python bootstrap's folder (the one holding sitecustomize.py):
+// $SCALESCOPE_PYTHON_BOOTSTRAP, else beside the running binary's build tree
+// (../collect/python) or install prefix (../share/scalescope/python). "" if none.
+std::string find_python_bootstrap(const std::filesystem::path& self_exe);
+
+// Reads the python-<host>-<pid>.json records of the Python bootstrap in
+// run_dir (only_host: that host's alone); torn or foreign files are skipped.
+std::vector<PythonRecord> read_python_records(const std::filesystem::path& run_dir, const std::string& only_host = "");
 
 // Reads the <host>-<pid>.json summaries the collectors wrote in run_dir
 // (only_host: that host's alone).

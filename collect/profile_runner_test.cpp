@@ -193,6 +193,73 @@ TEST_F(CollectProfile, SamplingFactsGoIntoRunJsonAndTheLog) {
       << log;
 }
 
+// The Python bootstrap goes first on the job's PYTHONPATH, the job's own
+// entries after it; --no-python leaves PYTHONPATH as it was.
+TEST_F(CollectProfile, PythonBootstrapGoesFirstOnPythonPath) {
+  const fs::path boot = dir_ / "boot";
+  fs::create_directories(boot);
+  setenv("PYTHONPATH", "/job/own:/job/more", 1);
+  auto o = options("py", "echo \"$PYTHONPATH\" > \"$SCALESCOPE_RUN_DIR/pythonpath.txt\"");
+  o.python_bootstrap = boot.string();
+  std::string log;
+  EXPECT_EQ(run_in_child(o, &log), 0);
+  auto off = options("nopy", "echo \"$PYTHONPATH\" > \"$SCALESCOPE_RUN_DIR/pythonpath.txt\"");
+  off.python_bootstrap = boot.string();
+  off.python = false;
+  std::string off_log;
+  EXPECT_EQ(run_in_child(off, &off_log), 0);
+  unsetenv("PYTHONPATH");
+  auto first_line = [&](const std::string& run) {
+    std::ifstream in(dir_ / (run + ".ssrun") / "pythonpath.txt");
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  EXPECT_EQ(first_line("py"), boot.string() + ":/job/own:/job/more");
+  EXPECT_EQ(run_json("py")["python_bootstrap"], boot.string());
+  EXPECT_EQ(first_line("nopy"), "/job/own:/job/more");
+  EXPECT_EQ(run_json("nopy")["python_bootstrap"], "off (--no-python)");
+  EXPECT_NE(off_log.find("Python bootstrap off (--no-python)"), std::string::npos) << off_log;
+}
+
+// The bootstrap's records go into run.json, beside their process's summary
+// and as a list of their own; they are not process summaries. What a record
+// says was missing, and a Python process without a record, are reported.
+TEST_F(CollectProfile, PythonRecordsGoIntoRunJsonAndTheLog) {
+  const fs::path boot = dir_ / "boot";
+  fs::create_directories(boot);
+  std::string script =
+      "cd \"$SCALESCOPE_RUN_DIR\" && echo x > h-100.sstrace && echo y > h-200.sstrace && "
+      "printf '{\"pid\":100,\"hostname\":\"h\",\"status\":\"ok\",\"trace_file\":\"h-100.sstrace\","
+      "\"python_interpreter\":true}' > h-100.json && "
+      "printf '{\"pid\":200,\"hostname\":\"h\",\"status\":\"ok\",\"trace_file\":\"h-200.sstrace\","
+      "\"python_interpreter\":true}' > h-200.json && "
+      "printf '{\"kind\":\"scalescope python bootstrap\",\"pid\":100,\"hostname\":\"h\",\"steps_marked\":42,"
+      "\"torch\":\"2.11.0\",\"hooks\":{\"optimizer_steps\":\"on\",\"module_ranges\":\"failed: RuntimeError\"},"
+      "\"distributed\":{\"rank\":3,\"local_rank\":1,\"world_size\":4}}' > python-h-100.json && "
+      "printf '{\"kind\":\"scalescope python bootstrap\",\"pid\":300,\"hostname\":\"h\",\"torch\":\"not installed\","
+      "\"hooks\":{}}' > python-h-300.json && echo '{torn' > python-h-400.json && "
+      "echo '{\"kind\":\"scalescope python bootstrap\",\"pid\":\"five\"}' > python-h-500.json";
+  auto o = options("rec", script);
+  o.python_bootstrap = boot.string();
+  std::string log;
+  EXPECT_EQ(run_in_child(o, &log), 0);
+  auto j = run_json("rec");
+  ASSERT_EQ(j["processes"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["processes"][0]["python"]["steps_marked"], 42);
+  // No rank in the launcher's environment: torch.distributed's.
+  EXPECT_EQ(j["processes"][0]["rank"], 3);
+  EXPECT_EQ(j["processes"][0]["local_rank"], 1);
+  EXPECT_EQ(j["processes"][0]["rank_source"], "torch.distributed");
+  EXPECT_FALSE(j["processes"][1].contains("rank_source"));
+  EXPECT_FALSE(j["processes"][1].contains("python"));
+  ASSERT_EQ(j["python"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["python"][1]["torch"], "not installed");
+  EXPECT_NE(log.find("pid 100 (Python): module_ranges failed: RuntimeError"), std::string::npos) << log;
+  EXPECT_NE(log.find("pid 200: a Python process without the bootstrap"), std::string::npos) << log;
+  EXPECT_EQ(log.find("pid 100: a Python process without"), std::string::npos) << log;
+}
+
 TEST_F(CollectProfile, RefusesANonEmptyRunDirUnlessForced) {
   EXPECT_EQ(run_in_child(options("f", "touch \"$SCALESCOPE_RUN_DIR/h-1.sstrace\"")), 0);
   std::string log;
@@ -225,6 +292,29 @@ TEST_F(CollectProfile, MissingCommandIsAClearError) {
   EXPECT_EQ(run_in_child(o, &log), 200);
   EXPECT_NE(log.find("cannot run '/no/such/program-xyz': No such file or directory"), std::string::npos) << log;
   EXPECT_EQ(run_json("m")["exit_code"], 127);
+}
+
+// The build tree (cli/scalescope beside collect/python) and the install
+// prefix (bin/scalescope, share/scalescope/python); nothing found is "".
+TEST(CollectProfileDir, FindsThePythonBootstrapBesideTheBinary) {
+  unsetenv("SCALESCOPE_PYTHON_BOOTSTRAP");
+  const fs::path root = fs::temp_directory_path() / ("scalescope-bootstrap-find-" + std::to_string(getpid()));
+  fs::remove_all(root);
+  for (const fs::path& boot :
+       {root / "build" / "collect" / "python", root / "prefix" / "share" / "scalescope" / "python"}) {
+    fs::create_directories(boot / "scalescope_bootstrap");
+    std::ofstream(boot / "sitecustomize.py") << "\n";
+  }
+  // The binaries' folders exist, as a running binary's do ("cli/.." must resolve).
+  for (const fs::path& bin : {root / "build" / "cli", root / "prefix" / "bin", root / "empty" / "bin"})
+    fs::create_directories(bin);
+  fs::create_directories(root / "prefix" / "share" / "other" / "scalescope_bootstrap");
+  EXPECT_EQ(find_python_bootstrap(root / "build" / "cli" / "scalescope"),
+            fs::weakly_canonical(root / "build" / "collect" / "python").string());
+  EXPECT_EQ(find_python_bootstrap(root / "prefix" / "bin" / "scalescope"),
+            fs::weakly_canonical(root / "prefix" / "share" / "scalescope" / "python").string());
+  EXPECT_EQ(find_python_bootstrap(root / "empty" / "bin" / "scalescope"), "");
+  fs::remove_all(root);
 }
 
 TEST(CollectProfileDir, Names) {

@@ -254,6 +254,10 @@ void Sidecar::write(const std::string& status, const TraceEncoder& encoder, Capt
   j["launcher"] = meta_.launcher;
   j["command_line"] = meta_.command_line;
   j["status"] = status;
+  // A Python interpreter (its C API is in the process): `profile` then
+  // expects the Python bootstrap's record beside this summary and says so
+  // when it is missing (python -I or -S, or a PYTHONPATH replaced).
+  j["python_interpreter"] = dlsym(RTLD_DEFAULT, "Py_IsInitialized") != nullptr;
   const TraceSink* sink = encoder.sink();
   j["trace_file"] = sink ? trace_path_.filename().string() : "";
   j["events_written"] = sink ? sink->events_written() : 0;

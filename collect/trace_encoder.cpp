@@ -101,7 +101,7 @@ void TraceEncoder::record_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId
   LoggedApiCall c;
   c.call.start = o.start;
   c.call.end = static_cast<uint64_t>(cupti_now());
-  c.call.thread = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self()));  // as CUPTI's default thread ids
+  c.call.thread = os_thread_id();  // as CUPTI's records with system thread ids
   c.call.cbid = cbid;
   c.call.correlation = cb->correlationId;
   c.call.return_code = cb->functionReturnValue ? *static_cast<const int32_t*>(cb->functionReturnValue) : 0;

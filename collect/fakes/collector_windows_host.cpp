@@ -26,6 +26,11 @@
 //           second of each step's with the runtime's nested cuLaunchKernel.
 //           With HOST_PROFILER_AROUND set, cudaProfilerStart before the loop
 //           and cudaProfilerStop after it.
+//           With HOST_STEP_MARKS set, the iterations are marked as the
+//           Python bootstrap marks optimizer steps: scalescope_step_mark(N)
+//           where step N begins (and once after the last), no NVTX range;
+//           the host prints mark_windows=K, the marks that answered 1.
+//           HOST_STEP_MARKS=both: the marks and the NVTX ranges.
 //   profiler-iterations: as iterations, but each iteration is a
 //           cudaProfilerStart ... cudaProfilerStop pair (no NVTX range).
 //   plain:  5 kernels and API exits, no NVTX range at all.
@@ -43,7 +48,7 @@
 //           the sampler holds its stat file open (found), as long again and
 //           at least 300 ms more, and 50 ms of its own CPU time (each wait
 //           ends by 30 s); reaped; 300 ms more. Prints worker=PID found_ms=N.
-// Prints "subscribes=N finalizes=N detach_ms=N" and exits 0; the collector
+// Prints "subscribes=N finalizes=N detach_ms=N tid=N" (tid: the main thread's OS id) and exits 0; the collector
 // writes its trace at exit.
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -203,11 +208,19 @@ int main(int argc, char** argv) {
     run_kernel(700, 800, 1);
     const bool around = std::getenv("HOST_PROFILER_AROUND") != nullptr;
     if (around) profiler_start();
+    using StepMarkFn = int (*)(uint64_t);
+    auto step_mark = std::getenv("HOST_STEP_MARKS")
+                         ? reinterpret_cast<StepMarkFn>(dlsym(collector, "scalescope_step_mark"))
+                         : nullptr;
+    if (std::getenv("HOST_STEP_MARKS") && !step_mark) return 6;
+    const bool ranges = !step_mark || std::strcmp(std::getenv("HOST_STEP_MARKS"), "both") == 0;
+    int mark_windows = 0;
     bool recorded_before = counts().kernels_enabled != 0;  // the window open before the loop
     for (int step = 0; step < steps; ++step) {
       std::string name = marker ? std::string(marker) : "ProfilerStep#" + std::to_string(step);
       const int finalizes = counts().finalizes;
-      push(name.c_str());
+      if (ranges) push(name.c_str());
+      if (step_mark) mark_windows += step_mark(uint64_t(step)) == 1;
       const bool recorded = counts().kernels_enabled != 0;
       if (recorded_before && !recorded)
         api_exits_until([&] { return counts().finalizes > finalizes && counts().subscribed == 1; },
@@ -217,8 +230,12 @@ int main(int argc, char** argv) {
       run_kernel(t + 200, t + 300, 1);
       other_api_exit();
       std::this_thread::sleep_for(std::chrono::milliseconds(recorded ? 30 : 20));
-      pop();
+      if (ranges) pop();
       recorded_before = recorded;
+    }
+    if (step_mark) {
+      step_mark(uint64_t(steps));  // the end of the last step
+      std::printf("mark_windows=%d\n", mark_windows);
     }
     if (around) profiler_stop();
   } else if (std::strcmp(argv[2], "profiler-iterations") == 0) {
@@ -404,7 +421,8 @@ int main(int argc, char** argv) {
     return 6;
   }
   auto c = counts();
-  std::printf("subscribes=%d finalizes=%d detach_ms=%ld\n", c.subscribes, c.finalizes, detach_ms);
+  std::printf("subscribes=%d finalizes=%d detach_ms=%ld tid=%d\n", c.subscribes, c.finalizes, detach_ms,
+              static_cast<int>(gettid()));
   std::fflush(stdout);
   return 0;
 }

@@ -81,7 +81,8 @@ class CollectWindows : public ::testing::Test {
                             "SCALESCOPE_API",
                             "NVTX_INJECTION64_PATH",
                             "SCALESCOPE_NVTX_RECORDS",
-                            "HOST_NVTX"})
+                            "HOST_NVTX",
+                            "HOST_STEP_MARKS"})
         unsetenv(v);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       execl(SCALESCOPE_WINDOWS_HOST, SCALESCOPE_WINDOWS_HOST, SCALESCOPE_COLLECTOR_PATH, mode, nullptr);
@@ -382,6 +383,48 @@ TEST_F(CollectWindows, SampledWindowsSkipWarmupTraceKIterationsAndRepeat) {
   EXPECT_EQ(r.summary["sampling"].value("mode", ""), "sampled");
 }
 
+// The Python bootstrap's step marks (scalescope_step_mark after every
+// optimizer step) drive the same sampled windows as ProfilerStep ranges in a
+// job without any NVTX: the same steps traced, the same detaches, and each
+// mark answers whether the step it begins is traced.
+TEST_F(CollectWindows, StepMarksDriveSampledWindowsWithoutNvtx) {
+  auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                              {"SCALESCOPE_ITERATIONS", "4"},
+                              {"SCALESCOPE_REPEAT_EVERY", "10"},
+                              {"HOST_STEP_MARKS", "1"},
+                              {"HOST_LAUNCH", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  std::set<int64_t> want = {-1};
+  for (int64_t w : {3, 13, 23, 33})
+    for (auto s : sampled::range(w, w + 4)) want.insert(s);
+  EXPECT_EQ(sampled::traced_steps(r.trace), want);
+  EXPECT_EQ(r.trace.nvtx.size(), 0u);
+  EXPECT_EQ(number_after(r.out, "mark_windows"), 16) << r.out;
+  EXPECT_EQ(extra(r.trace, "iteration_marker"), "optimizer steps");
+  // 40 marks where steps begin and one after the last: 41 begun, 40 timed.
+  EXPECT_EQ(extra(r.trace, "iterations_seen"), "41");
+  EXPECT_EQ(extra(r.trace, "iterations_inside"), "16");
+  EXPECT_EQ(extra(r.trace, "iterations_warmup"), "3");
+  EXPECT_EQ(extra(r.trace, "windows_opened"), "5");
+  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "5");
+  ASSERT_EQ(extra(r.trace, "perturbation_measured"), "true") << extra(r.trace, "perturbation_text");
+  EXPECT_GT(std::stod(extra(r.trace, "perturbation_pct")), 25.0) << "30 ms against 20 ms sleeps";
+}
+
+// Step marks give way to the job's own NVTX iteration ranges: a job with
+// both is windowed by its ranges alone (40 iterations, not 81).
+TEST_F(CollectWindows, NvtxIterationRangesTakeOverFromStepMarks) {
+  auto r = run("iterations",
+               {{"SCALESCOPE_SKIP_ITERATIONS", "3"}, {"SCALESCOPE_ITERATIONS", "4"}, {"HOST_STEP_MARKS", "both"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(extra(r.trace, "iteration_marker"), "nvtx");
+  EXPECT_EQ(extra(r.trace, "iterations_seen"), "40");
+  std::set<int64_t> want = {-1};
+  for (auto s : sampled::range(3, 7)) want.insert(s);
+  EXPECT_EQ(sampled::traced_steps(r.trace), want);
+}
+
 // Interleaved windows (--repeat-every, at least kMinPairedWindows of them):
 // the perturbation is the median over windows of each window against the
 // detached iterations beside it, with the sign test's interval; the traced
@@ -447,7 +490,12 @@ TEST_F(CollectWindows, ApiCallsFromCallbacksMatchEveryKernelAcrossAttaches) {
   EXPECT_EQ(launches.size(), r.trace.kernels.size());
   for (size_t i = 0; i < r.trace.kernels.size(); ++i)
     EXPECT_EQ(launches.count(r.trace.kernels.correlation[i]), 1u) << "kernel " << i;
-  EXPECT_EQ(threads.size(), 1u);
+  // One OS thread, one track: the launching thread's OS id, as the host
+  // sampler and CUPTI's own records (system thread ids) give it.
+  EXPECT_EQ(threads, std::set<uint32_t>{static_cast<uint32_t>(number_after(r.out, "tid"))}) << r.out;
+  std::set<uint32_t> nvtx_threads(r.trace.nvtx.thread.begin(), r.trace.nvtx.thread.end());
+  ASSERT_FALSE(nvtx_threads.empty());
+  EXPECT_EQ(nvtx_threads, threads) << "MARKER records carry the same OS thread id";
 }
 
 // The same job with CUPTI's activity records (SCALESCOPE_API_RECORDS=activity;

@@ -2,6 +2,9 @@
 // without the fake's lock held, as CUPTI's may call back into it.
 #include "collect/fakes/fake_cupti.hpp"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <cupti.h>
 #include <generated_nvtx_meta.h>
 
@@ -39,6 +42,7 @@ struct FakeState {
   uint32_t next_marker = 1;
   std::deque<std::string> names;  // MARKER records' names, alive until the process ends
   int subscribes = 0, finalizes = 0;
+  CUpti_ActivityThreadIdType thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
 };
 
 FakeState& state() {
@@ -144,6 +148,15 @@ CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId, uint8_t) { return CUP
 CUptiResult cuptiActivityEnableAllSyncRecords(uint8_t) { return CUPTI_SUCCESS; }
 CUptiResult cuptiActivityFlushPeriod(uint32_t) { return CUPTI_SUCCESS; }
 
+// Which thread ids the records carry: pthread_self values by default, OS
+// thread ids (gettid) with CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM.
+CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  s.thread_id_type = type;
+  return CUPTI_SUCCESS;
+}
+
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                            CUpti_BuffersCallbackCompleteFunc complete) {
   auto& s = state();
@@ -207,6 +220,7 @@ CUptiResult cuptiFinalize() {
   s.complete = nullptr;
   s.pending.clear();
   s.next_correlation = 1;
+  s.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;  // assumed: the next attach sets it again
   ++s.finalizes;
   return CUPTI_SUCCESS;
 }
@@ -260,8 +274,11 @@ static void queue_marker(FakeState& s, uint32_t flags, uint32_t id, const char* 
   cuptiGetTimestamp(&m.timestamp);
   m.id = id;
   m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
-  m.objectId.pt.processId = 1;
-  m.objectId.pt.threadId = 7;
+  m.objectId.pt.processId = static_cast<uint32_t>(getpid());
+  // As CUPTI: the calling thread's pthread_self value, or its OS id when asked for system ids.
+  m.objectId.pt.threadId = s.thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
+                               ? static_cast<uint32_t>(gettid())
+                               : static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self()));
   if (name) {
     s.names.emplace_back(name);
     m.name = s.names.back().c_str();

@@ -1,0 +1,2 @@
+from .optimizer import SGD, Optimizer  # noqa: F401
+from . import optimizer  # noqa: F401
