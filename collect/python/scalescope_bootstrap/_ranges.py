@@ -10,9 +10,13 @@ Modules: global forward pre- and post-hooks push and pop an NVTX range
 "nn.Module: NAME", NAME the module's qualified name under the outermost
 module called ("features.3.conv.0"; the outermost is named by its class).
 
-Both are switched on and off at step marks, so a window's ranges cover its
-steps whole. A failure turns that kind of range off for the rest of the run
-and is written to the record.
+Module ranges are switched at step marks, so a window's ranges cover its
+steps whole. Operator ranges are switched at the next call of the outermost
+module after the mark (a one-shot forward pre-hook): the step hook runs
+inside the optimizer's own record_function range, and torch's NVTX observer
+asserts, printing a warning into the job's output, when a range closes under
+another profiler state than it opened with. A failure turns that kind of
+range off for the rest of the run and is written to the record.
 """
 
 import weakref
@@ -23,6 +27,8 @@ class Ranges:
         self.torch = torch
         self.record = record
         self.operators = None  # the emit_nvtx object while on
+        self.operators_wanted = False
+        self.operators_switch = None  # the one-shot forward pre-hook's handle while a switch waits
         self.module_handles = []
         self.operators_failed = False
         self.modules_failed = False
@@ -31,12 +37,32 @@ class Ranges:
         self.record.hook("module_ranges", "off")
 
     def on(self):
-        self._operators_on()
+        self._switch_operators(True)
         self._modules_on()
 
     def off(self):
-        self._operators_off()
+        self._switch_operators(False)
         self._modules_off()
+
+    def _switch_operators(self, wanted):
+        self.operators_wanted = wanted
+        if self.operators_failed or self.operators_switch is not None:
+            return
+        try:
+            def switch(module, args):
+                handle, self.operators_switch = self.operators_switch, None
+                if handle is not None:
+                    handle.remove()
+                if self.operators_wanted:
+                    self._operators_on()
+                else:
+                    self._operators_off()
+
+            self.operators_switch = self.torch.nn.modules.module.register_module_forward_pre_hook(switch)
+        except Exception as e:
+            self.operators_failed = True
+            self.record.error("operator ranges", e)
+            self.record.hook("operator_ranges", "failed: %s" % type(e).__name__)
 
     def _operators_on(self):
         if self.operators_failed or self.operators is not None:
