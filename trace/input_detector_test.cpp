@@ -88,8 +88,12 @@ TEST(InputDetector, FilesByContentNotName) {
 TEST(InputDetector, DirectoriesByTheirMembers) {
   TempDir d;
   fs::create_directories(d.path / "run.ssrun");
-  write_trace(d.path / "run.ssrun" / "h-2.sstrace", make_synthetic_trace(size_t{20}));
-  write_trace(d.path / "run.ssrun" / "h-1.sstrace", make_synthetic_trace(size_t{20}));
+  SyntheticOptions o;
+  o.events = 20;
+  o.rank = 2;
+  write_trace(d.path / "run.ssrun" / "h-2.sstrace", make_synthetic_trace(o));
+  o.rank = 1;
+  write_trace(d.path / "run.ssrun" / "h-1.sstrace", make_synthetic_trace(o));
   d.write("run.ssrun/run.json", "{\"command\": []}");
   d.write("run.ssrun/h-3.sstrace.tmp", "SSTRACE");  // a writer's temporary is never a rank
   const DetectedInput run = detect_input(d.path / "run.ssrun");
