@@ -1,6 +1,8 @@
 // Analyses on small synthetic traces with known answers.
 #include "analyze/analyze.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -245,12 +247,53 @@ TEST(KernelClassifierTest, RulesTextErrorsNameSourceAndLineOnOneLine) {
 
 TEST(KernelClassifierTest, RulesFileThatIsADirectoryOrHugeIsRefused) {
   EXPECT_THROW(KernelClassifier::from_file(::testing::TempDir()), Error);
+  const std::string huge = ::testing::TempDir() + "/huge-classes.txt";
+  {
+    std::ofstream f(huge);
+    f << std::string(KernelClassifier::kMaxRulesBytes + 10, '#');
+  }
   try {
-    KernelClassifier::from_file("/dev/zero");
+    KernelClassifier::from_file(huge);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("/dev/zero: kernel class rules file larger than"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("huge-classes.txt: kernel class rules file larger than"), std::string::npos)
         << e.what();
+  }
+}
+
+// A FIFO (no writer) or a device is refused at once with one line: reading it
+// would wait forever (a FIFO) or never end (/dev/zero).
+TEST(KernelClassifierTest, RulesFileThatIsNotARegularFileIsRefusedWithoutWaiting) {
+  const std::string fifo = ::testing::TempDir() + "/classes-fifo-" + std::to_string(::getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::atomic<bool> done{false};
+  std::string error;
+  std::thread reader([&] {
+    try {
+      KernelClassifier::from_file(fifo);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    done = true;
+  });
+  for (int i = 0; i < 100 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const bool in_time = done;
+  if (!in_time) {  // unblock a reader stuck in open() or read() so that the test ends
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  }
+  reader.join();
+  ::unlink(fifo.c_str());
+  EXPECT_TRUE(in_time) << "the reader waited on the FIFO";
+  EXPECT_NE(error.find("not a regular file"), std::string::npos) << error;
+  for (const char* device : {"/dev/zero", "/dev/null"}) {
+    try {
+      KernelClassifier::from_file(device);
+      ADD_FAILURE() << device << ": expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -1,9 +1,13 @@
 // Kernel classification by name. The rules are listed, with their reasons, in
 // docs/kernel-classes.md; keep the two in step.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "analyze/analyze.hpp"
@@ -213,17 +217,36 @@ std::string printable(std::string_view s) {
 }  // namespace
 
 KernelClassifier KernelClassifier::from_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) fail("kernel class rules file '{}': no such file", path);
-  if (std::filesystem::is_directory(path, ec)) fail("kernel class rules file '{}' is a directory", path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open kernel class rules file '{}'", path);
-  // Read at most one byte past the limit: a huge file (or /dev/zero) is refused
-  // without reading it all.
+  // O_NONBLOCK, then a regular-file check: a FIFO (or a device, a socket) is
+  // refused at once instead of waiting for a writer or reading forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) fail("kernel class rules file '{}': no such file", path);
+    fail("cannot open kernel class rules file '{}' ({})", path, std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    if (S_ISDIR(st.st_mode)) fail("kernel class rules file '{}' is a directory", path);
+    fail("kernel class rules file '{}' is not a regular file (a FIFO, device or socket)", path);
+  }
+  // Read at most one byte past the limit: a huge file is refused without reading it all.
   std::string text(kMaxRulesBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) fail("cannot read kernel class rules file '{}'", path);
-  text.resize(static_cast<size_t>(in.gcount()));
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      fail("cannot read kernel class rules file '{}' ({})", path, std::strerror(err));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  text.resize(got);
   return parse(text, path);
 }
 

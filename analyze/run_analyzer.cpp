@@ -28,7 +28,9 @@ std::vector<fs::path> list_trace_inputs(const fs::path& path) {
     case trace::InputKind::kNsysSqlite: return {path};
     case trace::InputKind::kRunDirectory:
     case trace::InputKind::kKinetoDirectory:
-    case trace::InputKind::kNsysDirectory: return std::move(in.files);
+    case trace::InputKind::kNsysDirectory:
+      trace::warn_skipped_files(path, in);
+      return std::move(in.files);
     default: trace::fail_not_a_trace(path, in);
   }
 }
@@ -87,6 +89,11 @@ void number_ranks(std::vector<RankAnalysis>& ranks, const std::vector<std::strin
   // without distributedInfo) are numbered in file order, skipping numbers a
   // known rank has. A rank-less process without GPU work while others have
   // some (the torchrun agent) keeps -1: combine() leaves it out by name.
+  // Two traces of one rank (two runs, or a copy, in one folder) would be two
+  // rows of that rank and findings over twice the ranks.
+  std::vector<trace::RankOfFile> claimed;
+  for (size_t i = 0; i < ranks.size(); ++i) claimed.push_back({ranks[i].rank, file_names[i]});
+  trace::check_one_trace_per_rank({}, claimed);
   const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
   std::set<int32_t> used;
   for (const auto& r : ranks)

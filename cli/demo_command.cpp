@@ -24,6 +24,7 @@
 #include "report/table.hpp"
 #include "trace/error.hpp"
 #include "trace/kineto_importer.hpp"
+#include "trace/safe_output.hpp"
 #include "trace/synthetic_trace.hpp"
 #ifdef SCALESCOPE_REPORT_MLPERF
 #include "mlperf/mlperf.hpp"
@@ -133,6 +134,8 @@ void add_demo_command(CLI::App& app, int& exit_code) {
       return;
     }
     const auto t0 = std::chrono::steady_clock::now();
+    // The report is replaced when it exists (documented); never inside the study folder it reads.
+    if (!args->study.empty()) trace::check_output(fs::path(args->dir) / "report.html", {args->study}, true);
     std::error_code ec;
     fs::create_directories(args->dir, ec);
     if (ec) fail("{}: cannot create the folder ({})", args->dir, ec.message());

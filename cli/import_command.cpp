@@ -233,6 +233,7 @@ void add_import_command(CLI::App& app, int& exit_code) {
     const auto format = *report::parse_output_format(opts->format);
     fs::path in(opts->input);
     const trace::DetectedInput detected = trace::detect_input(in);
+    trace::warn_skipped_files(in, detected);
     std::vector<report::Table> tables;
     switch (detected.kind) {
       case trace::InputKind::kTraceFile:

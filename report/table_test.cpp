@@ -88,6 +88,20 @@ TEST(Table, TerminalEscapesControlCharactersCsvAndJsonKeepThem) {
   EXPECT_EQ(terminal_safe("tab\tkept, é kept"), "tab\tkept, é kept");
 }
 
+// A right-to-left override (or isolate, embedding, mark) in a name would
+// reverse what follows it on the line: shown as an escape instead.
+TEST(Table, TerminalEscapesBidirectionalControls) {
+  EXPECT_EQ(terminal_safe("gemm\u202Elanrek\u202C ok"), "gemm\\u202elanrek\\u202c ok");
+  EXPECT_EQ(terminal_safe("a\u2066b\u2069c\u200Fd\u061Ce"), "a\\u2066b\\u2069c\\u200fd\\u061ce");
+  EXPECT_EQ(terminal_safe("\u05e9\u05dc\u05d5\u05dd"), "\u05e9\u05dc\u05d5\u05dd");  // Hebrew text itself is kept
+  Table t("kernels", {"name", "n"});
+  t.add_row({std::string("evil\u202Etxt.exe"), int64_t{1}});
+  std::ostringstream term;
+  t.print(term, OutputFormat::kTable, 0);
+  EXPECT_EQ(term.str().find("\u202E"), std::string::npos) << term.str();
+  EXPECT_NE(term.str().find("evil\\u202etxt.exe"), std::string::npos) << term.str();
+}
+
 TEST(Table, LongNamesAreAbbreviatedInTheMiddleAndStayDistinct) {
   // Kernel names that differ only in their template tail, and one only in the head.
   const std::string mid(200, 'x');

@@ -35,6 +35,13 @@ size_t utf8_sequence(std::string_view s, size_t i, uint32_t& code_point) {
   return n;
 }
 
+// Bidirectional formatting characters: a right-to-left override in a kernel
+// name turns the rest of the line (other columns, the next words) around.
+bool is_bidi_control(uint32_t cp) {
+  return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
 // Start offsets of the code points of `s` (plus s.size() at the end).
 std::vector<size_t> code_point_starts(std::string_view s) {
   std::vector<size_t> starts;
@@ -58,7 +65,7 @@ std::string terminal_safe(std::string_view text) {
       continue;
     }
     if ((cp < 0x20 && cp != '\t') || cp == 0x7F) out += fmt::format("\\x{:02x}", cp);
-    else if (cp >= 0x80 && cp <= 0x9F) out += fmt::format("\\u{:04x}", cp);
+    else if ((cp >= 0x80 && cp <= 0x9F) || is_bidi_control(cp)) out += fmt::format("\\u{:04x}", cp);
     else out.append(text.substr(i, n));
     i += n;
   }

@@ -15,8 +15,10 @@
 
 namespace scalescope::report {
 
-// Control characters (C0 but tab, DEL, C1) become visible escapes: "\x1b",
-// "\x07", "\u009b"; bytes that are not UTF-8 become "\xff". Other text is kept.
+// Control characters (C0 but tab, DEL, C1) and the bidirectional formatting
+// characters (U+061C, U+200E/F, U+202A-E, U+2066-9) become visible escapes:
+// "\x1b", "\x07", "\u009b", "\u202e"; bytes that are not UTF-8 become "\xff".
+// Other text is kept.
 std::string terminal_safe(std::string_view text);
 
 // Columns available on `fd`: its window width when it is a terminal, else

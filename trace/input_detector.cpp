@@ -4,12 +4,17 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "trace/error.hpp"
 #include "trace/sqlite_input.hpp"
@@ -70,6 +75,39 @@ std::string read_head(const fs::path& path) {
   ::close(fd);
   head.resize(got);
   return head;
+}
+
+// Do two files hold the same bytes? Read side by side until they differ.
+bool same_bytes(const fs::path& a, const fs::path& b) {
+  struct File {
+    explicit File(const fs::path& p) : path(p), fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)) {
+      if (fd < 0) fail("{}: cannot open ({})", p.string(), std::strerror(errno));
+    }
+    ~File() { ::close(fd); }
+    File(const File&) = delete;
+    File& operator=(const File&) = delete;
+    size_t fill(char* buf, size_t size) const {
+      size_t got = 0;
+      while (got < size) {
+        const ssize_t n = ::read(fd, buf + got, size - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) fail("{}: cannot read ({})", path.string(), std::strerror(errno));
+        if (n == 0) break;
+        got += static_cast<size_t>(n);
+      }
+      return got;
+    }
+    const fs::path& path;
+    int fd;
+  };
+  const File fa(a), fb(b);
+  constexpr size_t kBlock = 1 << 20;
+  std::unique_ptr<char[]> ba(new char[kBlock]), bb(new char[kBlock]);
+  for (;;) {
+    const size_t na = fa.fill(ba.get(), kBlock), nb = fb.fill(bb.get(), kBlock);
+    if (na != nb || std::memcmp(ba.get(), bb.get(), na) != 0) return false;
+    if (na < kBlock) return true;
+  }
 }
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
@@ -186,11 +224,81 @@ DetectedInput classify_file(const fs::path& path, const struct stat& st) {
   return {InputKind::kOther, "a file of unrecognised content", {}};
 }
 
+// Keys one of which a profiler's JSON trace (Kineto, Chrome trace format)
+// writes near its start: Kineto begins with schemaVersion and
+// deviceProperties, other writers with traceEvents itself.
+bool has_trace_key(std::string_view head) {
+  for (std::string_view key : {"\"traceEvents\"", "\"schemaVersion\"", "\"deviceProperties\"", "\"distributedInfo\""})
+    if (head.find(key) != std::string_view::npos) return true;
+  return false;
+}
+
+// The first bytes a gzip file decompresses to (what fits of kHeadBytes), or
+// nullopt when they cannot tell what it holds: its start cannot be inflated,
+// or it ends (truncated) before either the stream's end or kHeadBytes.
+std::optional<std::string> gunzip_head(std::string_view compressed) {
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return std::nullopt;
+  std::string out(kHeadBytes, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  z.avail_in = static_cast<uInt>(compressed.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = inflate(&z, Z_SYNC_FLUSH);
+  const size_t got = out.size() - z.avail_out;
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END && got < out.size()) return std::nullopt;
+  out.resize(got);
+  return out;
+}
+
+// Does a directory member that the detector calls a JSON trace look like one?
+// False for JSON without any trace key in its head (a config file, a run's
+// own run.json or manifest); true when the head cannot tell (a gzip stream
+// corrupt or cut short): the importer then names what is wrong with the file.
+bool looks_like_json_trace(const fs::path& file) {
+  std::string head = read_head(file);
+  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) {
+    std::optional<std::string> inflated = gunzip_head(head);
+    if (!inflated) return true;
+    head = std::move(*inflated);
+  }
+  return has_trace_key(head);
+}
+
+// "a.json, b.json and 3 more": the names of a listing, kept short.
+std::string some_names(const std::vector<fs::path>& files) {
+  constexpr size_t kShown = 3;
+  std::string out;
+  for (size_t i = 0; i < files.size() && i < kShown; ++i)
+    out += (i ? ", " : "") + files[i].filename().string();
+  if (files.size() > kShown) out += fmt::format(" and {} more", files.size() - kShown);
+  return out;
+}
+
+// Two members with the same bytes are one trace copied: read as two ranks
+// they would count every kernel twice. Only files of equal size are read.
+void refuse_copies(const fs::path& dir, const std::vector<fs::path>& files) {
+  std::map<uintmax_t, std::vector<const fs::path*>> by_size;
+  std::error_code ec;
+  for (const fs::path& f : files) {
+    const uintmax_t size = fs::file_size(f, ec);
+    if (!ec) by_size[size].push_back(&f);
+  }
+  for (const auto& [size, group] : by_size)
+    for (size_t i = 0; i < group.size(); ++i)
+      for (size_t j = i + 1; j < group.size(); ++j)
+        if (same_bytes(*group[i], *group[j]))
+          fail("{}: {} and {} are copies of one trace (the same bytes); a folder holds one trace per rank: remove one",
+               dir.string(), group[i]->filename().string(), group[j]->filename().string());
+}
+
 DetectedInput classify_directory(const fs::path& path) {
   std::error_code ec;
   fs::directory_iterator it(path, ec);
   if (ec) fail("{}: cannot list the directory ({})", path.string(), ec.message());
   std::vector<fs::path> traces, kineto, nsys;
+  std::vector<SkippedFile> not_traces;  // named like a trace (.json, .sqlite), holding something else
   for (const auto& entry : it) {
     // Members are classified by content too, but a listing never follows a
     // member that is not a regular file (a FIFO among the traces is skipped).
@@ -199,41 +307,91 @@ DetectedInput classify_directory(const fs::path& path) {
     // Hidden files and writers' temporaries (x.sstrace.tmp) are never members.
     if (name.empty() || name[0] == '.' || ends_with_ci(name, ".tmp") || name.find(".tmp-") != std::string::npos)
       continue;
-    struct stat st {};
-    if (::stat(entry.path().c_str(), &st) != 0 || st.st_size == 0) continue;
     // run.json and other small JSON files of a run directory are not Kineto
     // traces: within a directory only *.json / *.json.gz names are candidates.
     const bool json_name =
         ends_with_ci(name, ".json") || ends_with_ci(name, ".json.gz") || ends_with_ci(name, ".json.gzip");
+    const bool sqlite_name = ends_with_ci(name, ".sqlite") || ends_with_ci(name, ".sqlite3");
     // A member named .sstrace claims to be a rank's trace: if it is not one,
     // that rank would be missing without a word, so it is an error.
     const bool trace_name = ends_with_ci(name, ".sstrace");
+    struct stat st {};
+    if (::stat(entry.path().c_str(), &st) != 0) continue;
+    if (st.st_size == 0) {
+      if (trace_name) fail("{}: an empty file, not a scalescope trace, in the run directory {}", entry.path().string(),
+                           path.string());
+      if (json_name || sqlite_name) not_traces.push_back({entry.path(), "an empty file"});
+      continue;
+    }
     DetectedInput member;
     try {
       member = classify_file(entry.path(), st);
     } catch (const Error&) {
       if (trace_name) throw;
+      if (json_name || sqlite_name) not_traces.push_back({entry.path(), "unreadable"});
       continue;  // other unreadable members are not traces
     }
     if (trace_name && member.kind != InputKind::kTraceFile)
       fail("{}: not a scalescope trace ({}), in the run directory {}", entry.path().string(), member.what,
            path.string());
     // As load_run lists them: a run directory's traces carry the extension.
-    if (member.kind == InputKind::kTraceFile && trace_name) traces.push_back(entry.path());
-    else if (member.kind == InputKind::kKinetoJson && json_name && name != "run.json") kineto.push_back(entry.path());
-    else if (member.kind == InputKind::kNsysSqlite) nsys.push_back(entry.path());
+    if (member.kind == InputKind::kTraceFile && trace_name) {
+      traces.push_back(entry.path());
+    } else if (member.kind == InputKind::kKinetoJson && json_name && name != "run.json") {
+      if (looks_like_json_trace(entry.path())) kineto.push_back(entry.path());
+      else not_traces.push_back({entry.path(), "a JSON file that is not a profiler trace (no traceEvents)"});
+    } else if (member.kind == InputKind::kNsysSqlite) {
+      nsys.push_back(entry.path());
+    } else if ((json_name && name != "run.json") || sqlite_name) {
+      not_traces.push_back({entry.path(), member.what});
+    }
   }
   if (ec) fail("{}: cannot list the directory ({})", path.string(), ec.message());
   for (auto* v : {&traces, &kineto, &nsys}) std::sort(v->begin(), v->end());
-  if (!traces.empty()) return {InputKind::kRunDirectory, "a run directory", std::move(traces)};
-  if (!kineto.empty())
-    return {InputKind::kKinetoDirectory, "a directory of PyTorch-profiler JSON traces", std::move(kineto)};
-  if (!nsys.empty())
-    return {InputKind::kNsysDirectory, "a directory of Nsight Systems SQLite exports", std::move(nsys)};
-  return {InputKind::kOther, "a directory without traces", {}};
+  std::sort(not_traces.begin(), not_traces.end(),
+            [](const SkippedFile& a, const SkippedFile& b) { return a.path < b.path; });
+  // One folder is read as one run of one kind: reading one kind and leaving
+  // the others out would drop ranks without a word.
+  auto refuse_mix = [&](const char* a_what, const std::vector<fs::path>& a, const char* b_what,
+                        const std::vector<fs::path>& b) {
+    fail("{}: holds {} ({}) and {} ({}); a folder is read as one run of one kind: move one kind to its own folder",
+         path.string(), a_what, some_names(a), b_what, some_names(b));
+  };
+  if (!traces.empty()) {
+    if (!kineto.empty()) refuse_mix("scalescope traces", traces, "PyTorch-profiler traces", kineto);
+    if (!nsys.empty()) refuse_mix("scalescope traces", traces, "Nsight Systems exports", nsys);
+    refuse_copies(path, traces);
+    // The JSON files of a run directory are its own (run.json, manifests,
+    // per-process facts), not traces left out.
+    return {InputKind::kRunDirectory, "a run directory", std::move(traces), {}};
+  }
+  if (!kineto.empty() && !nsys.empty())
+    refuse_mix("PyTorch-profiler traces", kineto, "Nsight Systems exports", nsys);
+  if (!kineto.empty()) {
+    refuse_copies(path, kineto);
+    return {InputKind::kKinetoDirectory, "a directory of PyTorch-profiler JSON traces", std::move(kineto),
+            std::move(not_traces)};
+  }
+  if (!nsys.empty()) {
+    refuse_copies(path, nsys);
+    return {InputKind::kNsysDirectory, "a directory of Nsight Systems SQLite exports", std::move(nsys),
+            std::move(not_traces)};
+  }
+  if (!not_traces.empty())
+    return {InputKind::kOther, fmt::format("a directory without traces ({})", skipped_list(not_traces)), {}, {}};
+  return {InputKind::kOther, "a directory without traces", {}, {}};
 }
 
 }  // namespace
+
+std::string skipped_list(const std::vector<SkippedFile>& skipped) {
+  constexpr size_t kShown = 5;
+  std::string out;
+  for (size_t i = 0; i < skipped.size() && i < kShown; ++i)
+    out += fmt::format("{}{} ({})", i ? ", " : "", skipped[i].path.filename().string(), skipped[i].what);
+  if (skipped.size() > kShown) out += fmt::format(" and {} more", skipped.size() - kShown);
+  return out;
+}
 
 DetectedInput detect_input(const fs::path& path) {
   const struct stat st = stat_input(path);

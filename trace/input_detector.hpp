@@ -33,16 +33,33 @@ enum class InputKind : uint8_t {
   kOther,            // anything else; DetectedInput::what says what it looks like
 };
 
+// A file of a directory named like a trace (*.json, *.json.gz, *.sqlite)
+// that holds something else: left out of the run, and named when it is read.
+struct SkippedFile {
+  std::filesystem::path path;
+  std::string what;  // "an HTML or XML document", "a JSON file that is not a profiler trace (no traceEvents)"
+};
+
 struct DetectedInput {
   InputKind kind = InputKind::kOther;
   std::string what;  // a noun phrase for messages: "a PNG image", "a sweep database", ...
   // For directory kinds: the member files of that kind, sorted by name.
   std::vector<std::filesystem::path> files;
+  // For Kineto and nsys directories: the files named like traces that are not
+  // (a run directory's own JSON files are never listed), sorted by name.
+  std::vector<SkippedFile> skipped;
 };
 
 // Reads at most a few KiB of a file (and, for SQLite, its table names) to
-// classify it. Directories are classified by their members' content.
+// classify it. Directories are classified by their members' content; one is
+// refused (an Error naming the files) when it mixes kinds (.sstrace files
+// beside Kineto traces or nsys exports: one kind would be left out) or holds
+// two copies of one trace (the same bytes: one rank counted twice).
 DetectedInput detect_input(const std::filesystem::path& path);
+
+// "a.json (an HTML or XML document), b.json (an empty file)": the skipped
+// files for a warning, at most a few named.
+std::string skipped_list(const std::vector<SkippedFile>& skipped);
 
 // Kinds that load as traces (one Trace per rank).
 bool is_trace_input(InputKind kind);

@@ -882,6 +882,14 @@ uint32_t as_u32(const Num& n, int64_t fallback = 0) {
   return static_cast<uint32_t>(v);
 }
 
+// A device or stream id (the field, or the fallback when the field is absent)
+// that a 32-bit unsigned column can hold: -3 or 2^32 + 1 would otherwise wrap
+// into another device's id without a word.
+bool fits_u32(const Num& n, int64_t fallback) {
+  const int64_t v = n.present ? n.value : fallback;
+  return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
+}
+
 void Importer::handle_event(Event& e) {
   ++report_.events;
   std::string_view ph = e.ph.present ? e.ph.view : std::string_view{};
@@ -937,6 +945,7 @@ void Importer::handle_event(Event& e) {
   switch (c) {
     case Cat::kKernel: {
       if (!(a.device.present || e.pid.present) || !(a.stream.present || e.tid.present)) return malformed();
+      if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
       KernelRecord r;
       r.start = start;
       r.end = end;
@@ -977,6 +986,7 @@ void Importer::handle_event(Event& e) {
     }
     case Cat::kMemcpy: {
       if (!(a.device.present || e.pid.present)) return malformed();
+      if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
       MemcpyRecord r;
       r.start = start;
       r.end = end;
@@ -990,6 +1000,7 @@ void Importer::handle_event(Event& e) {
     }
     case Cat::kMemset: {
       if (!(a.device.present || e.pid.present)) return malformed();
+      if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
       MemsetRecord r;
       r.start = start;
       r.end = end;
@@ -1026,6 +1037,7 @@ void Importer::handle_event(Event& e) {
       return;
     }
     case Cat::kSync: {
+      if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, 0)) return malformed();
       SyncRecord s;
       s.start = start;
       s.end = end;
@@ -1046,6 +1058,9 @@ void Importer::handle_event(Event& e) {
       r.text = trace_.strings.intern(e.name.view);
       r.thread = as_u32(e.tid);
       if (c == Cat::kGpuUserAnnotation) {
+        if (!fits_u32(a.device, e.pid.value) || as_u32(a.device, e.pid.value) > INT32_MAX ||
+            !fits_u32(a.stream, e.tid.value))
+          return malformed();
         r.domain = domain_gpu_user_;
         r.device = static_cast<int32_t>(as_u32(a.device, e.pid.value));
         r.thread = as_u32(a.stream, e.tid.value);
@@ -1116,9 +1131,16 @@ void Importer::read_distributed_info(od::value& v) {
     od::json_type vt;
     check(val.type().get(vt));
     Num n;
-    if (vt == od::json_type::number && read_number(val, n)) {
-      if (key == "rank") trace_.meta.rank = static_cast<int32_t>(n.value);
-      else if (key == "world_size") trace_.meta.world_size = static_cast<int32_t>(n.value);
+    if (vt == od::json_type::number && read_number(val, n) && (key == "rank" || key == "world_size")) {
+      // -1 is "not recorded"; anything else outside the 32-bit column's range
+      // (4294967297 would wrap to rank 1) is counted and not used.
+      const bool is_rank = key == "rank";
+      if (n.value == -1) continue;
+      if (n.value < (is_rank ? 0 : 1) || n.value > INT32_MAX) {
+        malformed();
+        continue;
+      }
+      (is_rank ? trace_.meta.rank : trace_.meta.world_size) = static_cast<int32_t>(n.value);
     } else if (vt == od::json_type::string && (key == "backend" || key == "nccl_version")) {
       Str s;
       read_string(val, s);

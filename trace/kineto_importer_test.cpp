@@ -172,6 +172,38 @@ TEST(KinetoImporter, NegativeDurationIsClampedAndCounted) {
   EXPECT_EQ(t.problems.get(Problem::kNegativeDuration), 1u);
 }
 
+// Integers that do not fit the trace's columns are counted and not used:
+// without the check, rank 4294967297 became rank 1, world size 4294967298
+// became 2, and device -3 became device 4294967293.
+TEST(KinetoImporter, OutOfRangeIntegersAreCountedNotWrapped) {
+  ImportReport rep;
+  Trace t = import_kineto_json(
+      R"({"distributedInfo": {"rank": 4294967297, "world_size": 4294967298},
+          "traceEvents":[
+            {"ph":"X","cat":"kernel","name":"neg_device","pid":0,"tid":7,"ts":1,"dur":1,"args":{"device":-3,"stream":7}},
+            {"ph":"X","cat":"kernel","name":"big_stream","pid":0,"tid":7,"ts":1,"dur":1,"args":{"device":0,"stream":4294967303}},
+            {"ph":"X","cat":"gpu_memcpy","name":"Memcpy HtoD","pid":4294967296,"tid":7,"ts":1,"dur":1,"args":{"bytes":4}},
+            {"ph":"X","cat":"gpu_memset","name":"Memset","pid":0,"tid":7,"ts":1,"dur":1,"args":{"device":-1,"bytes":4}},
+            {"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":7,"ts":1,"dur":1,"args":{"device":4294967295}},
+            {"ph":"X","cat":"kernel","name":"fine","pid":0,"tid":7,"ts":1,"dur":1,"args":{"device":1,"stream":7}}]})",
+      "wrap.json", &rep);
+  EXPECT_EQ(t.meta.rank, -1);
+  EXPECT_EQ(t.meta.world_size, -1);
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_EQ(t.kernels.row(0).device, 1u);
+  EXPECT_EQ(t.memcpys.size(), 0u);
+  EXPECT_EQ(t.memsets.size(), 0u);
+  EXPECT_EQ(t.nvtx.size(), 0u);
+  EXPECT_EQ(rep.malformed, 7u);
+  EXPECT_EQ(t.problems.get(Problem::kMalformedEvent), 7u);
+  // In range: used; -1 means "not recorded" and is not a problem.
+  Trace ok = import_kineto_json(R"({"distributedInfo": {"rank": 2147483647, "world_size": -1}, "traceEvents":[]})",
+                                "ok.json");
+  EXPECT_EQ(ok.meta.rank, 2147483647);
+  EXPECT_EQ(ok.meta.world_size, -1);
+  EXPECT_EQ(ok.problems.get(Problem::kMalformedEvent), 0u);
+}
+
 void expect_error(std::string_view json, std::string_view fragment) {
   try {
     import_kineto_json(json, "bad.json");

@@ -53,8 +53,10 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
   pool.reserve(threads - 1);
   try {
     for (unsigned k = 1; k < threads; ++k) pool.emplace_back(run, k);
-  } catch (const std::system_error&) {
-    // No more threads to be had: the ones started (and the caller's) do the work.
+  } catch (const std::exception&) {
+    // No more threads to be had (std::system_error), or no memory for one
+    // more (std::bad_alloc): the ones started (and the caller's) do the work.
+    // Leaving here would destroy joinable threads, which terminates.
   }
   run(0);
   for (auto& t : pool) t.join();

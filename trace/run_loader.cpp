@@ -15,6 +15,7 @@
 #include "trace/file_bytes.hpp"
 #include "trace/parallel_for.hpp"
 #include "trace/trace_file.hpp"
+#include "trace/trace_source.hpp"
 
 namespace scalescope::trace {
 
@@ -73,14 +74,11 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
     if (ra != rb) return ra < rb;
     return a.pid < b.pid;
   });
-  // One trace per rank: a second one means two runs mixed in one directory.
-  for (size_t k = 1; k < order.size(); ++k) {
-    const Metadata& a = traces[order[k - 1]].meta;
-    const Metadata& b = traces[order[k]].meta;
-    if (a.rank >= 0 && a.rank == b.rank && (a.pid != b.pid || a.hostname != b.hostname))
-      fail("{}: {} and {} both hold rank {}; a run directory holds one trace per rank (two runs mixed?)",
-           path_or_file.string(), files[order[k - 1]].filename().string(), files[order[k]].filename().string(), a.rank);
-  }
+  // One trace per rank: a second one means two runs mixed in one directory,
+  // or a copy (even of the same process) counted twice.
+  std::vector<RankOfFile> ranks;
+  for (size_t i : order) ranks.push_back({traces[i].meta.rank, files[i].filename().string()});
+  check_one_trace_per_rank(path_or_file, ranks);
   std::vector<Trace> sorted;
   sorted.reserve(traces.size());
   for (size_t i : order) sorted.push_back(std::move(traces[i]));

@@ -48,9 +48,16 @@ void install_handlers() {
   }
 }
 
+// Is `inner` (which need not exist yet) `outer` or below it, at any depth?
+// Symlinks in `inner`'s existing part are resolved first; the ancestors are
+// then compared with `outer` by device and inode, so another spelling of the
+// folder (a symlink, a bind mount's path, "a/../a") is still recognised.
 bool is_within(const fs::path& inner, const fs::path& outer) {
   std::error_code ec;
-  for (fs::path p = fs::weakly_canonical(inner, ec); !p.empty(); p = p.parent_path()) {
+  const fs::path absolute = fs::absolute(inner, ec);
+  fs::path resolved = fs::weakly_canonical(absolute, ec);
+  if (ec) resolved = absolute.lexically_normal();
+  for (fs::path p = resolved; !p.empty(); p = p.parent_path()) {
     if (same_file(p, outer)) return true;
     if (p == p.parent_path()) break;
   }
@@ -73,6 +80,11 @@ void check_output(const fs::path& out, const std::vector<fs::path>& inputs, bool
     if (same_file(out, in))
       fail("{}: the output is the input {}; choose another -o (scalescope never writes over an input)", out.string(),
            in.string());
+    // Nothing is written into an input folder, at any depth: a run
+    // directory's traces, the folder a report reads, an MLPerf log tree.
+    if (fs::is_directory(in, ec) && is_within(out, in))
+      fail("{}: is inside the input folder {}; choose an -o outside it (scalescope never writes into an input)",
+           out.string(), in.string());
     // A directory output replaced as a whole must not hold an input.
     if (exists && fs::is_directory(out, ec) && is_within(in, out))
       fail("{}: the output directory holds the input {}; choose another -o", out.string(), in.string());

@@ -1,7 +1,9 @@
 #pragma once
 // The one rule for every command that writes what the user named (-o):
 //   1. never write over an input (same path, or the same file through a link:
-//      compared by device and inode, not by the text of the path);
+//      compared by device and inode, not by the text of the path), nor
+//      anywhere inside an input folder, at any depth (the output's existing
+//      ancestors, symlinks resolved, compared by device and inode);
 //   2. replace an existing output only where the command documents it, or
 //      with --force;
 //   3. write a temporary file beside the output and rename it into place; a
@@ -19,8 +21,11 @@
 namespace scalescope::trace {
 
 // Throws Error when `out` is (or, for a directory output, holds) one of
-// `inputs`, or when it exists and `replace_existing` is false:
+// `inputs`, lies inside an input that is a folder, or exists and
+// `replace_existing` is false. Every command and the C ABI call it with all
+// their inputs, files and folders alike:
 //   "x.sstrace: the output is the input x.sstrace; choose another -o"
+//   "run.ssrun/r.html: is inside the input folder run.ssrun; choose an -o outside it"
 //   "out.csv: already exists; pass --force to replace it"
 void check_output(const std::filesystem::path& out, const std::vector<std::filesystem::path>& inputs,
                   bool replace_existing);

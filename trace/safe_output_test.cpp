@@ -59,6 +59,33 @@ TEST_F(SafeOutputTest, NeverWritesOverAnInput) {
   EXPECT_FALSE(same_file(in, dir_ / "missing"));
 }
 
+// Nothing is written inside an input folder, however deep and however the
+// output names it (relative, through a symlink to the folder or to a folder
+// inside it, a file that does not exist yet under a folder that does not either).
+TEST_F(SafeOutputTest, NeverWritesInsideAnInputFolder) {
+  const fs::path run = dir_ / "run.ssrun";
+  fs::create_directories(run / "sub");
+  std::ofstream(run / "rank0.json.gz") << "trace";
+  const std::string inside = "is inside the input folder";
+  EXPECT_NE(error_of(run / "rank0.json.gz", {run}, true).find(inside), std::string::npos);
+  EXPECT_NE(error_of(run / "new.html", {run}, true).find(inside), std::string::npos);
+  EXPECT_NE(error_of(run / "sub" / "deeper" / "new.html", {run}, true).find(inside), std::string::npos);
+  EXPECT_NE(error_of(run / "sub" / ".." / "x.csv", {dir_ / "in.sstrace", run}, true).find(inside), std::string::npos);
+  fs::create_directory_symlink(run / "sub", dir_ / "alias");
+  EXPECT_NE(error_of(dir_ / "alias" / "r.html", {run}, true).find(inside), std::string::npos);
+  fs::create_directory_symlink(run, dir_ / "run-link");
+  EXPECT_NE(error_of(run / "r.html", {dir_ / "run-link"}, true).find(inside), std::string::npos);
+  const fs::path cwd = fs::current_path();
+  fs::current_path(run);
+  EXPECT_NE(error_of("report.html", {run}, true).find(inside), std::string::npos);
+  EXPECT_NE(error_of("not-yet/report.html", {"."}, true).find(inside), std::string::npos);
+  fs::current_path(cwd);
+  // Beside the folder is fine; so is inside a folder that is not an input.
+  EXPECT_EQ(error_of(dir_ / "run.html", {run}, true), "");
+  EXPECT_EQ(error_of(dir_ / "run.ssrun.html", {run}, true), "");
+  EXPECT_EQ(error_of(run / "x.html", {dir_ / "in.sstrace"}, true), "");
+}
+
 TEST_F(SafeOutputTest, TempPathIsRemovedUnlessCommitted) {
   const fs::path out = dir_ / "out.csv";
   {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "trace/kineto_importer.hpp"
@@ -42,6 +43,21 @@ std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<Im
 std::vector<std::filesystem::path> list_kineto_files(const std::filesystem::path& dir);
 
 struct DetectedInput;
+// For a directory input with files named like traces that are not (an HTML
+// page saved as rank0.json.gz, a config.json): one warning line on stderr
+// naming them, so that a rank left out is never left out silently:
+//   "scalescope: warning: gpt2: 1 file left out, not a trace: rank0.json.gz (an HTML or XML document)"
+void warn_skipped_files(const std::filesystem::path& path, const DetectedInput& in);
+
+// One trace per rank: throws when two traces claim the same rank (-1, unknown,
+// may repeat), naming both files: "gpt2: a.json and b.json both hold rank 0; ...".
+// `files[i]` is the file traces[i] came from; `input` (may be empty) prefixes the message.
+struct RankOfFile {
+  int32_t rank = -1;
+  std::string file;
+};
+void check_one_trace_per_rank(const std::filesystem::path& input, const std::vector<RankOfFile>& ranks);
+
 // Throws the one-line error for an input that is not a trace: what it is, and
 // what to use instead (e.g. `scalescope scaling` for a sweep database).
 [[noreturn]] void fail_not_a_trace(const std::filesystem::path& path, const DetectedInput& in);

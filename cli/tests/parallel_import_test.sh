@@ -32,8 +32,8 @@ check "stats over the folder is the same twice" 'cmp -s s1.csv s2.csv && [ -s s1
 check "stats over the folder equals stats over its import" 'cmp -s s1.csv s3.csv'
 
 # Two bad files: the first in name order (a large file that fails only at its
-# end) must be the one reported, although the second (empty: fails at once)
-# fails first in time when two threads run.
+# end) must be the one reported, although the second (cut after its first
+# bytes: fails at once) fails first in time when two threads run.
 mkdir bad
 for r in 1 2 3; do sed "s/\"rank\": 0/\"rank\": $r/" "$one" >"bad/r$r.json"; done
 python3 - "$one" bad/r0.json <<'PY'
@@ -44,7 +44,7 @@ event = events.rsplit(']', 1)[0].split('}, {"ph": "s"')[0] + '}'
 with open(sys.argv[2], 'w') as f:
     f.write(head + '"traceEvents": [' + ', '.join([event] * 60000) + ', {"ph": ')  # cut off: not valid JSON
 PY
-: >bad/r1.json
+echo '{"schemaVersion": 1, "traceEvents": [' >bad/r1.json
 for i in 1 2 3 4 5; do
   "$ss" import bad -o bad.ssrun >/dev/null 2>err.txt
   rc=$?

@@ -4,7 +4,35 @@
 // from traces cannot inject markup.
 'use strict';
 (function () {
-  const doc = JSON.parse(document.getElementById('scalescope-data').textContent);
+  // Names from traces are shown, never obeyed: bidirectional formatting
+  // characters (a right-to-left override turns "evil\u202Etxt.exe" around)
+  // become visible escapes, and a name longer than a cell can hold is cut in
+  // the middle with an ellipsis, the whole (escaped) name in the tooltip. A
+  // 1 MiB kernel name made a table row hundreds of thousands of pixels tall.
+  const kMaxCell = 300, kMaxText = 2000;
+  const bidi = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+  function plain(text) {
+    return text.replace(bidi, c => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  }
+  function capped(text, max) {
+    if (text.length <= max) return text;
+    const points = Array.from(text);  // whole code points: no half of a surrogate pair
+    if (points.length <= max) return text;
+    const head = Math.ceil((max - 1) * 0.6), tail = max - 1 - head;
+    return points.slice(0, head).join('') + '\u2026' + points.slice(points.length - tail).join('');
+  }
+  // Every string of the document made plain; in charts (axis labels, legends,
+  // tooltips drawn on a canvas) also capped, as they have no tooltip to hold the rest.
+  function neutralise(v, max) {
+    if (typeof v === 'string') return max ? capped(plain(v), max) : plain(v);
+    if (Array.isArray(v)) { for (let i = 0; i < v.length; ++i) v[i] = neutralise(v[i], max); return v; }
+    if (v && typeof v === 'object') {
+      const inChart = max || (v.type === 'chart' ? kMaxCell : 0);
+      for (const k of Object.keys(v)) v[k] = neutralise(v[k], inChart);
+    }
+    return v;
+  }
+  const doc = neutralise(JSON.parse(document.getElementById('scalescope-data').textContent), 0);
   const charts = [];  // {id, kind, title, series: [{name, points}]} for tests and humans
   window.__scalescopeCharts = charts;
   const instances = [];
@@ -12,10 +40,17 @@
   const classColours = { compute: '#2f6fde', communication: '#e08a00', memory: '#2e9d58', synchronization: '#c62828',
     copy: '#7b4fc9', memset: '#b39ddb', nccl: '#e08a00', other: '#90a4ae' };
 
-  function el(tag, cls, text) {
+  // An element showing `text` (cut to `max` code points, default kMaxText;
+  // the whole text then in its tooltip).
+  function el(tag, cls, text, max) {
     const e = document.createElement(tag);
     if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (text !== undefined && text !== null) {
+      const whole = String(text);
+      const shown = capped(whole, max || kMaxText);
+      e.textContent = shown;
+      if (shown !== whole) e.title = whole;
+    }
     return e;
   }
 
@@ -54,7 +89,7 @@
         row.forEach((cell, i) => {
           const isNum = typeof cell === 'number';
           const cls = isNum ? 'num' : ((block.name_columns || []).includes(i) ? 'name' : '');
-          tr.appendChild(el('td', cls, isNum ? fmtNumber(cell) : (cell === null ? '' : cell)));
+          tr.appendChild(el('td', cls, isNum ? fmtNumber(cell) : (cell === null ? '' : cell), kMaxCell));
         });
         body.appendChild(tr);
       }
@@ -99,7 +134,8 @@
       const box = el('div', 'finding ' + (f.severity || 'info'));
       const h = el('h4');
       h.appendChild(el('span', 'badge', f.severity || 'info'));
-      h.appendChild(document.createTextNode(f.title));
+      h.appendChild(document.createTextNode(capped(f.title, kMaxCell)));
+      if (f.title.length > kMaxCell) h.title = f.title;
       box.appendChild(h);
       const dl = el('dl');
       const row = (k, v, cls) => { if (v === undefined || v === null || v === '') return; dl.appendChild(el('dt', '', k)); dl.appendChild(el('dd', cls || '', v)); };
@@ -349,7 +385,7 @@
   // Text whose lines matter (an environment dump): preformatted, as text.
   function renderPre(block, parent) {
     if (block.title) parent.appendChild(el('h3', '', block.title));
-    parent.appendChild(el('pre', 'pre', block.text));
+    parent.appendChild(el('pre', 'pre', block.text, Infinity));
   }
 
   const renderers = { paragraph: renderParagraph, table: renderTable, findings: renderFindings, chart: renderChart,

@@ -48,7 +48,8 @@ expect_refusal import-sstrace x.sstrace -- "$ss" import x.sstrace -o y.sstrace
 expect_stderr "already a scalescope trace" import-sstrace
 
 # 3. run directories: duplicate ranks, existing output, manifests.
-mkdir dup && cp k.json dup/a.json && cp k.json dup/b.json
+mkdir dup && cp k.json dup/a.json && sed 's/"dur": 10}/"dur": 11}/' k.json >dup/b.json
+cmp -s dup/a.json dup/b.json && fail "dup/b.json is not a changed copy"
 expect_refusal import-duplicate-rank k.json -- "$ss" import dup -o dup.ssrun
 expect_stderr "both hold rank 0" import-duplicate-rank
 expect_stderr "a.json" import-duplicate-rank
@@ -80,6 +81,97 @@ rc=$?
 ln -s loop1 loop2 && ln -s loop2 loop1
 timeout 20 "$ss" stats loop1 >/dev/null 2>err.txt && fail "stats on a symlink loop succeeded"
 grep -qi "no such file" err.txt && fail "a symlink loop reported as 'no such file': $(cat err.txt)"
+
+# 5. -o inside an input folder, at any depth, however it is spelt: refused for
+# every writing command (report wrote its HTML over a rank's trace and exited 0).
+mkdir gpt2 && cp k.json gpt2/gpt2_rank0.json && sed 's/"rank": 0/"rank": 1/' k.json >gpt2/gpt2_rank1.json
+expect_refusal report-into-input-folder gpt2/gpt2_rank0.json -- "$ss" report gpt2 -o gpt2/gpt2_rank0.json -q
+expect_stderr "is inside the input folder gpt2" report-into-input-folder
+expect_refusal report-new-file-deep-in-folder gpt2/gpt2_rank0.json -- "$ss" report gpt2 -o gpt2/sub/r.html -q
+[ -e gpt2/sub ] && fail "report-new-file-deep-in-folder made gpt2/sub"
+ln -s gpt2 gpt2-link
+expect_refusal report-folder-through-symlink gpt2/gpt2_rank1.json -- "$ss" report gpt2-link -o gpt2/r.html -q
+expect_refusal report-output-through-symlink gpt2/gpt2_rank1.json -- "$ss" report gpt2 -o gpt2-link/r.html -q
+expect_refusal report-relative-in-folder gpt2/gpt2_rank0.json -- sh -c "cd gpt2 && \"$ss\" report . -o r.html -q"
+"$ss" import gpt2 -o gpt2.ssrun --format csv >/dev/null 2>err.txt || fail "import gpt2: $(cat err.txt)"
+expect_refusal export-into-run-dir gpt2.ssrun/rank1.sstrace -- "$ss" export gpt2.ssrun --format chrome -o gpt2.ssrun/rank1.sstrace
+expect_stderr "is inside the input folder" export-into-run-dir
+expect_refusal export-csv-into-run-dir gpt2.ssrun/rank0.sstrace -- "$ss" export gpt2.ssrun --format csv -o gpt2.ssrun/csv
+[ -e gpt2.ssrun/csv ] && fail "export-csv-into-run-dir made gpt2.ssrun/csv"
+expect_refusal import-into-input-folder gpt2/gpt2_rank0.json -- "$ss" import gpt2 -o gpt2/run.ssrun
+cp -r "$src/mlperf/testdata/Lambda" mllog
+keep=$(find mllog -type f | head -1)
+expect_refusal mlperf-ingest-into-log-tree "$keep" -- "$ss" mlperf ingest mllog -o "$keep"
+expect_stderr "is inside the input folder" mlperf-ingest-into-log-tree
+expect_refusal mlperf-ingest-new-file-in-tree "$keep" -- "$ss" mlperf ingest mllog -o mllog/runs.csv
+[ -e mllog/runs.csv ] && fail "mlperf-ingest-new-file-in-tree wrote mllog/runs.csv"
+expect_refusal demo-into-study-folder gpt2/gpt2_rank0.json -- "$ss" demo --study gpt2 -o gpt2/demo
+[ -e gpt2/demo ] && fail "demo-into-study-folder made gpt2/demo"
+"$ss" report gpt2 -o gpt2.html -q 2>err.txt || fail "report beside the folder refused: $(cat err.txt)"
+ls -a gpt2 gpt2.ssrun mllog | grep -q '\.tmp-' && fail "temporary files left in an input folder"
+
+# 6. A folder mixing .sstrace files with Kineto traces (import's default output
+# lands beside its input) is refused naming both kinds, not read as one kind.
+mkdir mixed && cp k.json mixed/rank0.json && sed 's/"rank": 0/"rank": 1/' k.json >mixed/rank1.json
+"$ss" import mixed/rank0.json --format csv >/dev/null 2>err.txt || fail "import mixed/rank0.json: $(cat err.txt)"
+[ -f mixed/rank0.sstrace ] || fail "import did not write mixed/rank0.sstrace"
+for cmd in stats analyze; do
+  expect_refusal "$cmd-mixed-folder" mixed/rank1.json -- "$ss" $cmd mixed
+  expect_stderr "holds scalescope traces (rank0.sstrace) and PyTorch-profiler traces (rank0.json, rank1.json)" "$cmd-mixed-folder"
+done
+
+# 7. A file named like a trace that is not one is left out and named; a corrupt
+# rank stops the command naming its file. Neither is dropped without a word.
+mkdir notes && cp k.json notes/rank0.json && echo '<html><body>report</body></html>' >notes/rank1.json.gz
+echo '{"model": "gpt2"}' >notes/config.json
+for cmd in stats analyze; do
+  "$ss" $cmd notes --format csv >/dev/null 2>err.txt || fail "$cmd notes: $(cat err.txt)"
+  expect_stderr "2 files left out, not a trace: config.json (a JSON file that is not a profiler trace" "$cmd-skipped"
+  expect_stderr "rank1.json.gz (an HTML or XML document)" "$cmd-skipped"
+done
+mkdir cut && cp k.json cut/rank0.json && sed 's/"rank": 0/"rank": 1/' k.json | gzip >cut/whole.gz
+head -c $(($(stat -c %s cut/whole.gz) / 2)) cut/whole.gz >cut/rank1.json.gz && rm cut/whole.gz
+for cmd in stats analyze; do
+  expect_refusal "$cmd-truncated-rank" cut/rank0.json -- "$ss" $cmd cut
+  expect_stderr "rank1.json.gz" "$cmd-truncated-rank"
+done
+
+# 8. Two copies of one trace in a folder are not two ranks.
+mkdir twice && cp k.json twice/a.json && cp k.json twice/b.json
+for cmd in stats analyze "report -q -o twice.html"; do
+  expect_refusal "copies-$cmd" twice/a.json -- "$ss" $cmd twice
+  expect_stderr "a.json and b.json are copies of one trace" "copies-$cmd"
+done
+expect_refusal analyze-two-traces-of-rank-0 dup/a.json -- "$ss" analyze dup
+expect_stderr "a.json and b.json both hold rank 0" analyze-two-traces-of-rank-0
+mkdir twice.ssrun && cp x.sstrace twice.ssrun/h-1.sstrace && cp x.sstrace twice.ssrun/h-2.sstrace
+for cmd in stats analyze; do
+  expect_refusal "run-copies-$cmd" twice.ssrun/h-1.sstrace -- "$ss" $cmd twice.ssrun
+  expect_stderr "are copies of one trace" "run-copies-$cmd"
+done
+
+# 9. --classes naming a FIFO (or a device) is refused at once, not waited on.
+mkfifo classes.fifo
+for cmd in "analyze x.sstrace" "diff x.sstrace x.sstrace"; do
+  expect_refusal "classes-fifo-${cmd%% *}" x.sstrace -- "$ss" $cmd --classes classes.fifo
+  expect_stderr "not a regular file" "classes-fifo-${cmd%% *}"
+done
+expect_refusal classes-device x.sstrace -- "$ss" analyze x.sstrace --classes /dev/zero
+
+# 10. Out of memory under a limit: one line and exit 1, never SIGABRT. 16 ranks
+# of the bundled sample; before operator new threw, 70-100 MB limits ended
+# `stats` in SIGABRT (exit 134). (Far lower limits fail before main() starts.)
+mkdir heavy && gzip -dc "$src/examples/sample/kineto-sample.json.gz" >sample.json
+for r in $(seq 0 15); do sed "s/\"rank\":0,/\"rank\":$r,/" sample.json >heavy/rank$r.json; done
+"$ss" import heavy -o heavy.ssrun --format csv >/dev/null 2>err.txt || fail "import heavy: $(cat err.txt)"
+for limit in 70000000 80000000 90000000 100000000 1000000000; do
+  prlimit --as=$limit "$ss" stats heavy.ssrun --format csv >/dev/null 2>err.txt
+  rc=$?
+  [ "$rc" -eq 0 ] && continue
+  [ "$rc" -eq 1 ] || fail "stats under a $limit-byte limit: exit $rc: $(head -c 300 err.txt)"
+  [ "$(wc -l <err.txt)" -eq 1 ] || fail "stats under a $limit-byte limit: not one line: $(head -c 300 err.txt)"
+  grep -q "out of memory" err.txt || fail "stats under a $limit-byte limit: $(cat err.txt)"
+done
 
 [ "$fails" -eq 0 ] && echo "cli safety: all checks passed"
 exit $((fails > 0))

@@ -219,3 +219,34 @@ test('a run over two hosts: the per-node section with its charts and tables', as
   await section.screenshot({ path: path.join(artifacts, 'nodes-section.png') });
   await r.page.close();
 });
+
+// A 1 MiB kernel name made the page 216,568 px tall, and a right-to-left
+// override reached the page unchanged (turning the rest of its line around).
+test('long and right-to-left names: cut to fit with the whole name in the tooltip, controls shown as escapes', async () => {
+  const long = 'void huge_kernel<' + 'x'.repeat((1 << 20) - 64) + '>(float*)';  // just under the importer's 1 MiB string limit
+  const rlo = 'evil\u202Elenrek_txt';
+  const launch = (name, ts, correlation) => [
+    { ph: 'X', cat: 'cuda_runtime', name: 'cudaLaunchKernel', pid: 1, tid: 1, ts: ts - 20, dur: 5, args: { correlation, cbid: 211 } },
+    { ph: 'X', cat: 'kernel', name, pid: 0, tid: 7, ts, dur: 100, args: { device: 0, stream: 7, correlation } }];
+  const trace = { schemaVersion: 1, deviceProperties: [{ id: 0, name: 'NVIDIA H200', totalGlobalMem: 150000000000, numSms: 132 }],
+    distributedInfo: { backend: 'nccl', rank: 0, world_size: 1 },
+    traceEvents: [{ ph: 'X', cat: 'user_annotation', name: 'ProfilerStep#0', pid: 1, tid: 1, ts: 1000, dur: 1000 },
+      ...launch(long, 1100, 1), ...launch(rlo, 1300, 2)] };
+  fs.writeFileSync(path.join(work, 'names.json'), JSON.stringify(trace));
+  run(['report', 'names.json', '-o', 'names.html']);
+  const r = await open(path.join(work, 'names.html'), 'names-report.png');
+  assertClean(r);
+  const height = await r.page.evaluate(() => document.documentElement.scrollHeight);
+  assert.ok(height < 30000, `page height ${height} px`);
+  const text = await r.page.evaluate(() => document.body.innerText);
+  assert.ok(!/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/.test(text), 'no bidirectional control reaches the page');
+  assert.ok(text.includes('evil\\u202elenrek_txt'), 'the override is shown as an escape');
+  const cut = await r.page.evaluate(() => [...document.querySelectorAll('td, h4')]
+    .filter(e => e.title.startsWith('void huge_kernel<')).map(e => ({ shown: e.textContent, whole: e.title.length })));
+  assert.ok(cut.length > 0, 'the long name is shown somewhere');
+  for (const c of cut) {
+    assert.ok(c.shown.length <= 300 && c.shown.includes('\u2026') && c.shown.endsWith('>(float*)'), `shown: ${c.shown.slice(0, 80)}`);
+    assert.equal(c.whole, long.length, 'the tooltip holds the whole name');
+  }
+  await r.page.close();
+});
