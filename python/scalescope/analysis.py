@@ -28,6 +28,8 @@ class Finding:
         self._d = d
 
     def __getattr__(self, key):
+        if key.startswith("_"):  # not a field; during unpickling or copying _d is not set yet
+            raise AttributeError(key)
         try:
             return self._d[key]
         except KeyError:

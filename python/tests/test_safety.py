@@ -129,10 +129,14 @@ def test_pickling_a_run_or_rank_is_a_clear_type_error(tmp_path):
                 else:
                     raise SystemExit(f"{{type(obj).__name__}} pickled with protocol {{protocol}}")
         # What may travel does: the analysis and plain arrays and DataFrames.
-        a = pickle.loads(pickle.dumps(run.analyze()))
-        k = pickle.loads(pickle.dumps(run.ranks[0].kernels))
-        del run; gc.collect()
-        assert len(k) and a.findings is not None
+        analysis = run.analyze()
+        rank = next(r for r in run.ranks if r.event_counts["kernels"])
+        a = pickle.loads(pickle.dumps(analysis))
+        k = pickle.loads(pickle.dumps(rank.kernels))
+        assert a.json == analysis.json and [f.id for f in a.findings] == [f.id for f in analysis.findings]
+        assert k.equals(rank.kernels) and len(k) == rank.event_counts["kernels"]
+        del run, rank, analysis; gc.collect()
+        assert len(k["name"].astype(str)) == len(k)
         print("ok")
     """, tmp_path)
     assert_clean_exit(proc)
