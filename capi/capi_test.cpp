@@ -3,9 +3,12 @@
 // instead of exceptions.
 #include "capi/scalescope.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -129,6 +132,73 @@ TEST(Capi, DiffOfARunWithItselfIsZero) {
   ASSERT_FALSE(d["diff"]["breakdown"].empty());
   for (const auto& row : d["diff"]["breakdown"]) EXPECT_EQ(row["delta"].get<double>(), 0) << row.dump();
   ss_close(a);
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A scratch folder of its own per test, removed at the end.
+class CapiOutput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("capi_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(CapiOutput, ReportNeverWritesOverAnInput) {
+  const fs::path trace = dir_ / "t.json.gz", db = dir_ / "sweep.db", link = dir_ / "link.json.gz";
+  fs::copy_file(kSample, trace);
+  fs::copy_file(kSample, db);  // any file: the check comes before anything is read
+  fs::create_symlink(trace, link);
+  const std::string before = read_bytes(trace);
+  const json both = {trace.string(), db.string()};
+  struct Case {
+    std::string inputs;
+    fs::path output;
+  };
+  for (const Case& c : {Case{both.dump(), db}, Case{json{trace.string()}.dump(), trace},
+                        Case{json{trace.string()}.dump(), link}, Case{json{link.string()}.dump(), trace}}) {
+    EXPECT_EQ(ss_report(c.inputs.c_str(), c.output.c_str(), nullptr), nullptr) << c.inputs << " -> " << c.output;
+    EXPECT_NE(std::string(ss_last_error()).find("is the input"), std::string::npos) << ss_last_error();
+  }
+  EXPECT_TRUE(read_bytes(trace) == before) << trace << " was changed";
+  EXPECT_TRUE(read_bytes(db) == before) << db << " was changed";
+  // A new page beside the inputs is written.
+  const fs::path page = dir_ / "page.html";
+  take(ss_report(json{trace.string()}.dump().c_str(), page.c_str(), nullptr));
+  EXPECT_NE(read_bytes(page).find("<html"), std::string::npos);
+}
+
+TEST_F(CapiOutput, MlperfIngestOutputIsNeverAnInput) {
+  const fs::path tree = dir_ / "results";
+  fs::copy(std::string(SCALESCOPE_SOURCE_DIR) + "/mlperf/testdata", tree, fs::copy_options::recursive);
+  const json args = {{"dirs", {tree.string()}}, {"output", tree.string()}};
+  EXPECT_EQ(ss_mlperf_json("ingest", args.dump().c_str()), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("is the input"), std::string::npos) << ss_last_error();
+  EXPECT_TRUE(fs::is_directory(tree));
+}
+
+TEST_F(CapiOutput, PathsWithANulAreRefused) {
+  // JSON may carry "\u0000"; the file calls would cut the path there.
+  fs::copy_file(kSample, dir_ / "t.json.gz");
+  const std::string cut = (dir_ / "t.json.gz").string() + std::string(1, '\0') + "more";
+  const fs::path page = dir_ / "page.html";
+  EXPECT_EQ(ss_report(json{cut}.dump().c_str(), page.c_str(), nullptr), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("NUL"), std::string::npos) << ss_last_error();
+  EXPECT_FALSE(fs::exists(page));
+  const json args = {{"dirs", {std::string(SCALESCOPE_SOURCE_DIR) + "/mlperf/testdata"}},
+                     {"output", (dir_ / "runs.csv").string() + std::string(1, '\0') + "x"}};
+  EXPECT_EQ(ss_mlperf_json("ingest", args.dump().c_str()), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("NUL"), std::string::npos) << ss_last_error();
+  EXPECT_FALSE(fs::exists(dir_ / "runs.csv"));
 }
 
 }  // namespace

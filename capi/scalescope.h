@@ -94,13 +94,18 @@ SS_API char* ss_diff_json(ss_run* a, ss_run* b, const char* options_json);
  * "weak", "samples_per_gpu_step"}; "scaling" is null with "scaling_error"
  * when the sweep has no measured metric. */
 SS_API char* ss_sweep_json(const char* db, const char* options_json);
-/* MLPerf: command "ingest" (args {"dirs":[...], "threads", "output"}),
+/* MLPerf: command "ingest" (args {"dirs":[...], "threads", "output"}; output,
+ * the runs CSV, is replaced when it exists but never an input tree or a file
+ * inside one, as `mlperf ingest -o`),
  * "scores" or "analyze" (args {"runs_csv" (missing: the embedded v4.1 table),
  * "benchmark", "accelerator", "ref", "threshold"}). Returns tables as JSON. */
 SS_API char* ss_mlperf_json(const char* command, const char* args_json);
 /* `scalescope report INPUT... -o output`: inputs_json is a JSON array of
  * paths; options_json {"title", "threshold", "iteration_range"}. Returns the
- * highlights as a JSON array, NULL on error. */
+ * highlights as a JSON array, NULL on error. As the CLI, an older page is
+ * replaced but an input never is: NULL, before anything is read, when output
+ * is an input (through links too) or lies inside an input folder. Paths in
+ * JSON arguments holding a NUL ("\u0000") are refused everywhere. */
 SS_API char* ss_report(const char* inputs_json, const char* output, const char* options_json);
 
 #ifdef __cplusplus

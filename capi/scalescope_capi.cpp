@@ -35,6 +35,7 @@
 #include "trace/error.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/parallel_for.hpp"
+#include "trace/safe_output.hpp"
 #include "trace/trace.hpp"
 #include "trace/trace_source.hpp"
 
@@ -101,6 +102,20 @@ std::optional<T> opt(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
   return it->get<T>();
+}
+
+// A path handed over in JSON ("\u0000" is valid there): the C library calls
+// would cut it at the NUL and open or write another file.
+std::string path_text(std::string s) {
+  if (auto at = s.find('\0'); at != std::string::npos)
+    fail("{}: a path may not hold a NUL character (byte {})", s.substr(0, at), at);
+  return s;
+}
+
+std::optional<std::string> opt_path(const json& j, const char* key) {
+  auto s = opt<std::string>(j, key);
+  if (s) path_text(*s);
+  return s;
 }
 
 trace::Trace& rank_of(ss_run* run, int rank) {
@@ -327,7 +342,7 @@ json stored_run_json(const sweep::StoredRun& r) {
 }
 
 std::vector<mlperf::Run> load_mlperf_runs(const json& args) {
-  const auto csv = opt<std::string>(args, "runs_csv");
+  const auto csv = opt_path(args, "runs_csv");
   if (!csv || csv->empty()) return mlperf::read_runs_csv(mlperf::default_runs_csv(), "the embedded MLPerf v4.1 table");
   return mlperf::read_runs_csv(fs::path(*csv));
 }
@@ -451,7 +466,7 @@ char* ss_diff_json(ss_run* a, ss_run* b, const char* options_json) {
     const json o = parse_options(options_json);
     const auto window = opt<std::string>(o, "window").value_or("");
     const auto range = opt<std::string>(o, "iteration_range").value_or("");
-    const auto classes = opt<std::string>(o, "classes_path").value_or("");
+    const auto classes = opt_path(o, "classes_path").value_or("");
     const int top = opt<int>(o, "top").value_or(15);
     if (top < 1 || top > 1000) fail("top {} is not in 1..1000", top);
     const analyze::Options options = analysis_options(window.c_str(), range.c_str(), classes.c_str(), nullptr);
@@ -508,13 +523,15 @@ char* ss_mlperf_json(const char* command, const char* args_json) {
     if (cmd == "ingest") {
       std::vector<fs::path> dirs;
       for (const auto& d : opt<std::vector<std::string>>(a, "dirs").value_or(std::vector<std::string>{}))
-        dirs.emplace_back(d);
+        dirs.emplace_back(path_text(d));
       if (dirs.empty()) fail("mlperf ingest: no results directory given");
+      const auto output = opt_path(a, "output");
+      // As `mlperf ingest -o`: the runs CSV is replaced, never a file of the input trees.
+      if (output && !output->empty()) trace::check_output(*output, dirs, true);
       mlperf::IngestOptions options;
       options.threads = opt<unsigned>(a, "threads").value_or(0);
       const mlperf::IngestResult result = mlperf::ingest_results(dirs, options);
-      if (auto output = opt<std::string>(a, "output"); output && !output->empty())
-        mlperf::write_runs_csv(result.runs, fs::path(*output));
+      if (output && !output->empty()) mlperf::write_runs_csv(result.runs, fs::path(*output));
       json out = {
           {"runs", json::parse(report::mlperf_runs_table(result.runs).to_json())},
           {"scores",
@@ -555,8 +572,12 @@ char* ss_report(const char* inputs_json, const char* output, const char* options
     if (!(options.threshold >= 0.01 && options.threshold <= 1.0))
       fail("report: threshold {} is not in 0.01..1", options.threshold);
     options.iteration_range = opt<std::string>(o, "iteration_range").value_or("");
+    std::vector<fs::path> paths;
+    for (const auto& in : inputs) paths.emplace_back(path_text(in.get<std::string>()));
+    // As `scalescope report -o`: the page is replaced when it exists, an input never is.
+    trace::check_output(output, paths, true);
     report::HtmlReport r(options);
-    for (const auto& in : inputs) r.add_input(in.get<std::string>());
+    for (const auto& in : paths) r.add_input(in);
     r.write(output);
     return dup(dump(json(r.highlights())));
   });

@@ -11,7 +11,7 @@ APT_PACKAGES=(
   libhwloc-dev libnuma-dev libxxhash-dev
   libmimalloc-dev
   libdw-dev
-  python3-numpy python3-pandas python3-pytest python3-matplotlib
+  python3-numpy python3-pandas python3-pytest python3-matplotlib python3-xxhash
 )
 # Not needed to build and use the command line: the fuzzers' compiler, the
 # study's data set and the browser of the report's browser tests.

@@ -8,9 +8,7 @@ import scalescope
 
 path = sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[1] / "sample" / "kineto-sample.json.gz"
 a = scalescope.open(path).analyze()
-b = a.breakdown
-b["idle_pct"] = (100 * b["idle_ns"] / b["wall_ns"]).round(1)
-print(b[["rank", "wall_ns", "idle_ns", "idle_pct"]].to_string(index=False))
+print(a.breakdown[["rank", "wall_ns", "idle_ns", "idle_pct"]].round(1).to_string(index=False))
 launch = a.launch[["rank", "gpu_gap_ns", "gap_count", "launch_bound"]]
 print(launch.to_string(index=False))
 print(a.stream_utilization.sort_values("busy_ns", ascending=False).to_string(index=False))

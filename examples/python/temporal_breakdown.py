@@ -8,6 +8,5 @@ import scalescope
 
 path = sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[1] / "sample" / "kineto-sample.json.gz"
 b = scalescope.open(path).analyze().breakdown
-parts = ["compute_ns", "exposed_communication_ns", "copy_ns", "idle_ns"]
-pct = b[parts].div(b["wall_ns"], axis=0).mul(100).round(1).add_suffix("_pct")
-print(b[["rank", "wall_ns"] + parts].join(pct).to_string(index=False))
+parts = [f"{p}_{u}" for p in ("compute", "exposed_communication", "copy", "idle") for u in ("ns", "pct")]
+print(b[["rank", "wall_ns"] + parts].round(1).to_string(index=False))

@@ -11,8 +11,17 @@ loaded with ctypes; no compiled extension). docs/python.md is the guide.
 
 import json as _json
 import os as _os
+import sys as _sys
 
-from ._lib import ScalescopeError, encode as _encode, lib as _lib, take_text as _take
+try:
+    import numpy as _numpy  # noqa: F401 - checked first, for the message below
+except ImportError as _e:
+    raise ModuleNotFoundError(
+        f"scalescope needs numpy and pandas, and {_sys.executable} cannot import numpy ({_e}); "
+        "install them: apt-get install python3-numpy python3-pandas (Debian's python3), "
+        "or pip install numpy pandas (a virtualenv)", name="numpy") from None
+
+from ._lib import ScalescopeError, encode as _encode, lib as _lib, path as _path, take_text as _take
 from .analysis import Analysis, Diff, Finding
 from .run import TABLES, Rank, Run
 from . import mlperf
@@ -29,7 +38,7 @@ def open(path):  # noqa: A001 - the API's fixed name
     """Loads a run: a .sstrace file, a .ssrun run directory, a Kineto
     .json/.json.gz, or a folder of them (any input `scalescope analyze` takes).
     Raises ScalescopeError with the CLI's message when it cannot be read."""
-    return Run(_os.fspath(path))
+    return Run(path)
 
 
 def _run(x):
@@ -41,7 +50,7 @@ def diff(a, b, window=None, iteration_range=None, classes=None, top=15):
     ra, rb = _run(a), _run(b)
     options = {"window": window, "iteration_range": iteration_range, "top": int(top)}
     if classes is not None:
-        options["classes_path"] = _os.fspath(classes)
+        options["classes_path"] = _path(classes)
     raw = _take(_lib.ss_diff_json(ra._handle.ptr, rb._handle.ptr, _json.dumps(options).encode()))
     return Diff(_json.loads(raw))
 
@@ -95,18 +104,20 @@ def sweep(db, predict=None, metric=None, higher_is_better=None, ref=None, thresh
     options = {"metric": metric, "higher_is_better": higher_is_better, "ref": ref, "threshold": threshold,
                "price_per_gpu_hour": price_per_gpu_hour, "predict": [int(n) for n in (predict or [])],
                "compare": compare, "weak": weak, "samples_per_gpu_step": samples_per_gpu_step}
-    raw = _take(_lib.ss_sweep_json(_encode(_os.fspath(db)), _json.dumps(options).encode()))
+    raw = _take(_lib.ss_sweep_json(_encode(db), _json.dumps(options).encode()))
     return Sweep(_json.loads(raw))
 
 
 def report(inputs, path, title=None, threshold=None, iteration_range=None):
     """Writes `scalescope report`'s self-contained HTML page from traces, run
     directories, Kineto JSON, sweep databases and MLPerf CSVs; returns its
-    highlight lines."""
+    highlight lines. Like `scalescope report -o`, path may replace an older
+    page but never an input (nor, through a link, the same file): that
+    raises ScalescopeError and leaves every file as it was."""
     if isinstance(inputs, (str, bytes, _os.PathLike)):
         inputs = [inputs]
     options = {k: v for k, v in {"title": title, "threshold": threshold, "iteration_range": iteration_range}.items()
                if v is not None}
-    paths = [_os.fspath(i) for i in inputs]
-    raw = _take(_lib.ss_report(_json.dumps(paths).encode(), _encode(_os.fspath(path)), _json.dumps(options).encode()))
+    paths = [_path(i) for i in inputs]
+    raw = _take(_lib.ss_report(_json.dumps(paths).encode(), _encode(path), _json.dumps(options).encode()))
     return _json.loads(raw)

@@ -99,11 +99,27 @@ def error():
     return ScalescopeError(lib.ss_last_error().decode("utf-8", "replace") or "unknown error")
 
 
+def _no_nul(value, raw):
+    """raw, or ValueError when it holds a NUL: the C string would end there,
+    and the library would read or write another file than the one named."""
+    if ("\0" if isinstance(raw, str) else b"\0") in raw:
+        raise ValueError(f"scalescope: {value!r} holds a NUL character; a path or option cannot")
+    return raw
+
+
 def encode(text):
-    """str / PathLike / None -> bytes or None for a const char* argument."""
+    """str / PathLike / None -> bytes or None for a const char* argument;
+    ValueError when it holds a NUL."""
     if text is None:
         return None
-    return os.fsencode(text) if isinstance(text, (os.PathLike, bytes)) else str(text).encode("utf-8")
+    raw = os.fsencode(text) if isinstance(text, (os.PathLike, bytes)) else str(text).encode("utf-8")
+    return _no_nul(text, raw)
+
+
+def path(p):
+    """A path (str, bytes or PathLike) as the str that goes into a JSON
+    argument; ValueError when it holds a NUL."""
+    return _no_nul(p, os.fsdecode(os.fspath(p)))
 
 
 def take_text(ptr):

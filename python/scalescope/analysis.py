@@ -7,6 +7,13 @@ from . import _frames
 # Per-rank sections with one row of figures per rank (rank summary tables).
 SECTIONS = ("breakdown", "iterations", "launch", "copies", "sync", "precision", "layout", "input", "numa")
 
+# The breakdown's columns in the order of the CLI's table (`scalescope analyze`),
+# each part of the wall time with its share in percent beside it.
+_BREAKDOWN_PARTS = ("compute", "exposed_communication", "copy", "idle")
+_BREAKDOWN = ["rank", "label", "available", "reason", "wall_ns",
+              *[c for part in _BREAKDOWN_PARTS for c in (f"{part}_ns", f"{part}_pct")],
+              "overlap_ns", "overlap_pct", "communication_ns", "overlap_fraction", "window_start_ns", "window_end_ns"]
+
 # The columns of one attribution row (analyze/attribution.hpp, AttributionRow).
 _ATTRIBUTION_ROW = ["name", "kind", "calls", "gpu_ns", "self_gpu_ns", "sum_ns", "self_sum_ns", "kernels", "kernels_per_call",
                     "cpu_ns", "self_cpu_ns", "step_fraction", "gpu_ns_per_iteration"]
@@ -21,6 +28,8 @@ class Finding:
         self._d = d
 
     def __getattr__(self, key):
+        if key.startswith("_"):  # not a field; during unpickling or copying _d is not set yet
+            raise AttributeError(key)
         try:
             return self._d[key]
         except KeyError:
@@ -78,6 +87,24 @@ class Analysis:
         cols = list(rows[0]) if rows else ["rank", "label"]
         return _frames.records(rows, cols, f"Analysis.{section}")
 
+    @property
+    def breakdown(self):
+        """One row per rank, in the CLI's order: wall_ns, then compute,
+        exposed_communication, copy (copies and sets) and idle as _ns and
+        _pct (percent of wall_ns; the four add up to wall_ns and 100), then
+        overlap_ns and overlap_pct (share of communication hidden under
+        compute), communication_ns, overlap_fraction, the window."""
+        rows = []
+        for r in self._ranks:
+            row = _summary_row(r, r["breakdown"])
+            wall = row["wall_ns"] if row["wall_ns"] > 0 else 1  # as the CLI: an empty window's shares are 0
+            for part in _BREAKDOWN_PARTS:
+                row[f"{part}_pct"] = 100.0 * row[f"{part}_ns"] / wall
+            row["overlap_pct"] = 100.0 * row["overlap_fraction"]
+            rows.append(row)
+        extra = [k for k in (rows[0] if rows else {}) if k not in _BREAKDOWN]  # fields of a newer library
+        return _frames.records(rows, _BREAKDOWN + extra, "Analysis.breakdown")
+
     def _detail(self, section, field, columns, what):
         rows = [dict(rank=r["rank"], **item) for r in self._ranks for item in r[section][field]]
         return _frames.records(rows, ["rank"] + columns, what)
@@ -91,7 +118,6 @@ class Analysis:
         return _frames.records(rows, ["rank", "list", "name", "class", "precision", "count", "total_ns"], what)
 
     # ---- per-rank summaries (one row per rank) --------------------------------
-    breakdown = property(lambda s: s._summary("breakdown"), doc="compute, exposed communication, copies, idle (sum = wall_ns), communication, overlap")
     iterations = property(lambda s: s._summary("iterations"), doc="iteration source, count, warm-up count, median/p95/mean/cv, steady-state figures")
     launch = property(lambda s: s._summary("launch"), doc="kernels, launch API calls, medians, GPU gaps, launch_bound")
     copies_summary = property(lambda s: s._summary("copies"), doc="memsets, pageable and synchronous copies per rank")

@@ -5,7 +5,7 @@ import json as _json
 import os as _os
 
 from . import _frames
-from ._lib import lib as _lib, take_text as _take
+from ._lib import lib as _lib, path as _path, take_text as _take
 
 
 def _call(command, args):
@@ -28,19 +28,21 @@ class Ingest:
 
 def ingest(dirs, output=None, threads=0):
     """Reads MLPerf Training results trees (or submitter/system/benchmark
-    folders); output= also writes the runs CSV that scores/analyze read."""
+    folders); output= also writes the runs CSV that scores/analyze read
+    (replaced when it exists; never a file of the input trees: that raises
+    ScalescopeError, as `scalescope mlperf ingest -o`)."""
     if isinstance(dirs, (str, bytes, _os.PathLike)):
         dirs = [dirs]
-    args = {"dirs": [_os.fspath(d) for d in dirs], "threads": int(threads)}
+    args = {"dirs": [_path(d) for d in dirs], "threads": int(threads)}
     if output is not None:
-        args["output"] = _os.fspath(output)
+        args["output"] = _path(output)
     return Ingest(_call("ingest", args))
 
 
 def scores(runs_csv=None):
     """Official score of every result folder (runs_csv: from ingest(output=);
     None: the embedded MLPerf v4.1 table)."""
-    args = {} if runs_csv is None else {"runs_csv": _os.fspath(runs_csv)}
+    args = {} if runs_csv is None else {"runs_csv": _path(runs_csv)}
     return _frames.table(_call("scores", args), "mlperf.scores")
 
 
@@ -49,5 +51,5 @@ def analyze(runs_csv=None, benchmark=None, accelerator=None, ref=None, threshold
     args = {"threshold": threshold}
     for k, v in (("runs_csv", runs_csv), ("benchmark", benchmark), ("accelerator", accelerator), ("ref", ref)):
         if v is not None:
-            args[k] = _os.fspath(v)
+            args[k] = _path(v)
     return _frames.tables(_call("analyze", args), "mlperf.analyze")

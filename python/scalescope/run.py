@@ -1,6 +1,7 @@
 """A loaded run: its ranks' event tables as numpy arrays / DataFrames, its
 facts and import report, and its analysis."""
 
+import copy
 import ctypes
 import json
 
@@ -25,6 +26,45 @@ class _Handle:
         ptr, self.ptr = getattr(self, "ptr", None), None
         if ptr:
             lib.ss_close(ptr)
+
+    # One owner per ss_run*: a copy with the same pointer would close it twice.
+    # The run is read-only, so copies share it.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("cannot pickle a scalescope run handle: it is memory of this process")
+
+
+def _refuse_pickle(obj, what):
+    """Runs and ranks are the trace loaded in this process (a pointer and
+    arrays over its memory): a pickled copy would point at nothing. The path
+    travels instead, and the other process opens it."""
+    raise TypeError(
+        f"cannot pickle {what}: it holds a trace loaded in this process; pass the path "
+        f"({obj._path_hint()!r}) and call scalescope.open(path) in the other process"
+    )
+
+
+def _deepcopy_fields(obj, memo):
+    """A deep copy of obj's Python fields; the run handle inside is shared
+    (_Handle.__deepcopy__), so no trace is loaded or freed twice."""
+    new = obj.__class__.__new__(obj.__class__)
+    memo[id(obj)] = new
+    for key, value in obj.__dict__.items():
+        new.__dict__[key] = copy.deepcopy(value, memo)
+    return new
+
+
+def _enum_names(c):
+    """An enum column's category names, code = position, with an 'unknown'
+    level: codes past the names (a newer or damaged trace) read as unknown,
+    as the CLI prints them."""
+    names = c.categories.decode().split("\n")
+    return names if "unknown" in names else names + ["unknown"]
 
 
 class _ColumnMemory:
@@ -59,6 +99,20 @@ class Rank:
     def __repr__(self):
         return f"<scalescope.Rank {self.index}: rank {self.rank}, {self.file}, {sum(self.event_counts.values())} events>"
 
+    def _path_hint(self):
+        return f"{self._run.input}, rank index {self.index}"
+
+    def __reduce_ex__(self, protocol):
+        _refuse_pickle(self, "a scalescope.Rank")
+
+    def __copy__(self):
+        new = self.__class__.__new__(self.__class__)
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo):
+        return _deepcopy_fields(self, memo)
+
     # ---- raw columns (numpy only) ------------------------------------------------
 
     def _columns(self, table):
@@ -83,10 +137,10 @@ class Rank:
         return out
 
     def categories(self, table):
-        """{column: [names]} for the table's enum columns (code = position)."""
-        return {
-            c.name.decode(): c.categories.decode().split("\n") for c in self._columns(table) if c.kind == ENUM
-        }
+        """{column: [names]} for the table's enum columns (code = position;
+        codes past the last name are 'unknown', the last level where the
+        enum has no unknown value of its own)."""
+        return {c.name.decode(): _enum_names(c) for c in self._columns(table) if c.kind == ENUM}
 
     @property
     def strings(self):
@@ -104,20 +158,33 @@ class Rank:
             self._strings = [data[offs[i]:offs[i + 1]].decode("utf-8", "replace") for i in range(n)]
         return self._strings
 
-    def _categories(self):
-        """The string table as a pandas Index (built once; shared by every string column)."""
-        if getattr(self, "_category_index", None) is None:
-            pd = _frames.pandas("Rank string columns")
-            self._category_index = pd.Index(self.strings, dtype=object)
-        return self._category_index
+    def _string_categorical(self, ids):
+        """A string column as a Categorical of the strings it uses, in string
+        id order: a table's names only, not the rank's whole string table
+        (kernel names must not list NVTX ranges or API calls)."""
+        pd = _frames.pandas("Rank string columns")
+        if getattr(self, "_string_array", None) is None:
+            self._string_array = np.array(self.strings, dtype=object)
+        used = np.zeros(len(self._string_array), dtype=bool)
+        used[ids] = True
+        position = np.cumsum(used) - 1
+        return pd.Categorical.from_codes(position[ids], categories=pd.Index(self._string_array[used], dtype=object))
+
+    @staticmethod
+    def _enum_categorical(codes, c):
+        pd = _frames.pandas("Rank enum columns")
+        names = _enum_names(c)
+        known = len(c.categories.decode().split("\n"))
+        codes = np.where(codes < known, codes, names.index("unknown")).astype(np.int16)
+        return pd.Categorical.from_codes(codes, categories=names)
 
     # ---- DataFrames --------------------------------------------------------------
 
     def table(self, name):
         """One event table as a DataFrame: numeric columns share the trace's
-        memory; string and enum columns are pandas Categoricals (codes = the
-        ids, categories = the string table or the enum's names); 'duration'
-        (end - start, ns) is added to tables with start and end."""
+        memory; string and enum columns are pandas Categoricals (categories =
+        the strings this column uses, or the enum's names with 'unknown');
+        'duration' (end - start, ns) is added to tables with start and end."""
         pd = _frames.pandas(f"Rank.{name}")
         descs = self._columns(name)
         arrays = self.columns(name)
@@ -126,9 +193,9 @@ class Rank:
             col = c.name.decode()
             arr = arrays[col]
             if c.kind == STRING:
-                data[col] = pd.Categorical.from_codes(arr.astype(np.int64), categories=self._categories())
+                data[col] = self._string_categorical(arr)
             elif c.kind == ENUM:
-                data[col] = pd.Categorical.from_codes(arr.astype(np.int8), categories=c.categories.decode().split("\n"))
+                data[col] = self._enum_categorical(arr, c)
             elif c.kind == BOOL:
                 data[col] = arr.view(np.bool_)
             else:
@@ -197,6 +264,27 @@ class Run:
 
     def __len__(self):
         return len(self.ranks)
+
+    def __getitem__(self, index):
+        """run[i] is run.ranks[i] (file order, as analyze reads them; a slice gives a list)."""
+        return self.ranks[index]
+
+    def __iter__(self):
+        return iter(self.ranks)
+
+    def _path_hint(self):
+        return self.input
+
+    def __reduce_ex__(self, protocol):
+        _refuse_pickle(self, "a scalescope.Run")
+
+    def __copy__(self):
+        new = self.__class__.__new__(self.__class__)
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo):
+        return _deepcopy_fields(self, memo)
 
     @property
     def import_report(self):

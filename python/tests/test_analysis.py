@@ -96,6 +96,27 @@ def test_breakdown_parts_add_up():
     a = scalescope.open(SAMPLE).analyze()
     b = a.breakdown.iloc[0]
     assert b["compute_ns"] + b["exposed_communication_ns"] + b["copy_ns"] + b["idle_ns"] == b["wall_ns"]
+    assert b["compute_pct"] + b["exposed_communication_pct"] + b["copy_pct"] + b["idle_pct"] == pytest.approx(100)
+
+
+def test_breakdown_columns_in_the_clis_order_with_percentages(cli):
+    # The CLI's table: rank, wall_ns, then each part as _ns and _pct, then the overlap.
+    tables = cli("analyze", STUDY_RUNS[0], "--format", "json")["tables"]
+    table = next(t for t in tables if t["title"].startswith("Time breakdown per rank"))
+    b = scalescope.open(STUDY_RUNS[0]).analyze().breakdown
+    cli_names = {"exposed_comm": "exposed_communication", "copies_sets": "copy", "comm_overlapped": "overlap",
+                 "comm_overlap": "overlap"}
+    figures = [c for c in b.columns if c.endswith(("_ns", "_pct"))]
+    expected = []
+    for c in table["columns"][1:]:
+        stem, unit = c.rsplit("_", 1)
+        expected.append(f"{cli_names.get(stem, stem)}_{unit}")
+    assert figures[:len(expected)] == expected
+    assert list(b.columns[:4]) == ["rank", "label", "available", "reason"]
+    for row in table["rows"]:
+        (ours,) = rows_of(b, row["rank"])
+        for c, name in zip(table["columns"][1:], expected):
+            assert ours[name] == pytest.approx(row[c], abs=0.051), name  # the CLI rounds percentages to 0.1
 
 
 def test_iteration_window_and_classes(cli, tmp_path):

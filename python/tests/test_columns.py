@@ -45,15 +45,39 @@ def test_arrays_keep_the_run_alive():
     assert handle.ptr
 
 
-def test_strings_are_categoricals_of_the_string_table(sample):
+def test_strings_are_categoricals_of_the_strings_the_column_uses(sample):
     rank = sample.ranks[0]
     df = rank.kernels
     assert isinstance(df["name"].dtype, pd.CategoricalDtype)
     ids = rank.columns("kernels")["name"]
-    assert np.array_equal(df["name"].cat.codes.to_numpy(), ids.astype(np.int64))
-    assert list(df["name"].cat.categories) == rank.strings
-    assert df["name"].iloc[0] == rank.strings[ids[0]]
+    assert list(df["name"].astype(str)) == [rank.strings[i] for i in ids]
+    # Only the kernels' own names, in string id order: no API calls, no NVTX ranges.
+    assert list(df["name"].cat.categories) == [rank.strings[i] for i in sorted(set(ids.tolist()))]
     assert any("gemm" in n.lower() or "conv" in n.lower() for n in df["name"].unique())
+
+
+@pytest.mark.parametrize("path", [SAMPLE, STUDY_RUNS[0]], ids=["kineto", "collector"])
+def test_groupby_name_lists_only_kernels(path):
+    run = scalescope.open(path)
+    rank = next(r for r in run.ranks if r.event_counts["kernels"] and r.event_counts["api"])
+    k = rank.kernels
+    # pandas' default groupby over a Categorical lists every category: each
+    # must be a kernel that ran, with its time.
+    by_name = k.groupby("name")["duration"].agg(["count", "sum"])
+    assert len(by_name) == k["name"].nunique()
+    assert (by_name["count"] > 0).all()
+    api_names = set(rank.api["name"].astype(str))
+    assert not api_names & set(by_name.index), "API names listed as kernels"
+    assert set(rank.api["name"].cat.categories) == api_names
+
+
+def test_run_indexes_its_ranks():
+    run = scalescope.open(STUDY_RUNS[0])
+    assert run[0] is run.ranks[0] and run[-1] is run.ranks[-1]
+    assert run[0:2] == run.ranks[0:2]
+    assert list(run) == run.ranks
+    with pytest.raises(IndexError):
+        run[len(run)]
 
 
 def test_enum_columns_name_their_values(sample):

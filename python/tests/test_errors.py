@@ -114,3 +114,18 @@ def test_misuse_raises_instead_of_crashing():
                                      "problems": []}).columns("kernels")
     with pytest.raises(ValueError):
         run.analyze(classes=[("a\nb", "memory")])
+
+
+def test_without_numpy_the_import_says_what_to_install():
+    # A python3 without numpy (a pyenv or venv interpreter) must say what the
+    # package needs and how to get it, not a bare ModuleNotFoundError.
+    script = (f"import sys; sys.path.insert(0, {str(ROOT / 'python')!r}); sys.modules['numpy'] = None\n"
+              "try:\n    import scalescope\n"
+              "except ModuleNotFoundError as e:\n    print(e.name); print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    name, message = proc.stdout.strip().split("\n", 1)
+    assert name == "numpy"
+    assert message.startswith("scalescope needs numpy and pandas")
+    assert "apt-get install python3-numpy python3-pandas" in message and "pip install numpy pandas" in message
+    assert sys.executable in message
