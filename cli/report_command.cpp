@@ -54,6 +54,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
   weak->excludes(strong);
   cmd->add_option("--samples-per-gpu-step", args->samples_per_gpu_step,
                   "Sweeps: weak scaling with B samples per GPU per step: times become seconds per sample")
+      ->default_str("")  // unset: times as measured
       ->check(number_in(kSamplesPerStepRange))
       ->excludes(strong);
   cmd->add_flag("-q,--quiet", args->options.quiet, "No progress or summary on the terminal");

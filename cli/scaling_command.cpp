@@ -81,6 +81,7 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(number_in(kEfficiencyRange));
   cmd->add_option("--price-per-gpu-hour", args->price, "Adds cost = GPU-hours x price")
+      ->default_str("")  // unset: no cost column
       ->check(number_in({0, 1e6}));
   cmd->add_option("--predict", args->predict, "GPU counts to predict, e.g. 16,32,64");
   cmd->add_option("--compare", args->compare, "KEY=A,B: compare two values of a varied key at each GPU count");
@@ -93,6 +94,7 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   weak->excludes(strong);
   cmd->add_option("--samples-per-gpu-step", args->samples_per_gpu_step,
                   "Weak scaling with B samples (images, tokens) per GPU per step: times become seconds per sample")
+      ->default_str("")  // unset: times as measured
       ->check(number_in(kSamplesPerStepRange))
       ->excludes(strong);
   cmd->add_flag("--global-batch-grows", args->global_batch_grows,

@@ -84,7 +84,8 @@ try help stats
 check "help stats: the stats options" '[ $rc -eq 0 ] && grep -q -- "--report" "$tmp/out"'
 check "help stats: defaults shown" 'grep -q -- "--format.*=table" "$tmp/out" || { cat "$tmp/out"; false; }'
 try help scaling
-check "help scaling: defaults shown" 'grep -q -- "--threshold FLOAT=0.8" "$tmp/out" || { cat "$tmp/out"; false; }'
+check "help scaling: defaults and ranges shown" 'grep -qF -- "--threshold FLOAT:(0, 1]=0.8" "$tmp/out" || { cat "$tmp/out"; false; }'
+check "help scaling: no out-of-range default shown for an unset option" '! grep -qF -- "=-1" "$tmp/out" || { cat "$tmp/out"; false; }'
 
 # Inputs of the wrong kind are named by what they are, with what the command accepts (4).
 printf '\x89PNG\r\n\x1a\n0000000000000000' >"$tmp/plot.json"
