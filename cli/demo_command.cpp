@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/number_option.hpp"
 #include "cli/usage_error.hpp"
 #include "demo/embedded_study.hpp"
 #include "demo/gpu_demo.hpp"
@@ -123,7 +124,9 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch-size", g.batch_size, "--gpu: batch per GPU")->capture_default_str();
   cmd->add_option("--workload", g.workload, "--gpu: path of workloads/image_ddp.py (default: found from the build)");
   cmd->add_option("--python", g.python, "--gpu: the Python that must import torch")->capture_default_str();
-  cmd->add_option("--run-timeout", g.run_timeout_s, "--gpu: seconds before a run is killed")->capture_default_str();
+  cmd->add_option("--run-timeout", g.run_timeout_s, "--gpu: seconds before a run is killed")
+      ->capture_default_str()
+      ->check(number_in({0, trace::kMaxDurationS, true}));
   cmd->add_option("--format", args->format, "table | csv | json: how to print what was found")->capture_default_str();
   cmd->callback([args, &exit_code] {
     const auto format = report::parse_output_format(args->format);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/number_option.hpp"
 #include "mlperf/mlperf.hpp"
 #include "report/mlperf_tables.hpp"
 #include "report/prediction_tables.hpp"
@@ -152,14 +153,17 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
   an->add_option("--accelerator", analyze->options.accelerator, "only accelerator models matching this (e.g. H100)");
   an->add_option("--ref", analyze->options.ref_system, "reference system (default: the fewest accelerators)");
   an->add_option("--threshold", analyze->options.threshold, "E' threshold of break-even rule (a)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(number_in(kEfficiencyRange));
   an->add_option("--predict", analyze->predict,
                  "predict these accelerator counts (e.g. 512,1024) per curve, with an interval; prints the "
                  "predictions instead of the scaling tables");
   an->add_option("--fit-up-to", analyze->fit_up_to, "fit on the sizes up to this many accelerators (default: all)");
   an->add_option("--planned-batch", analyze->planned_batch,
                  "global batch planned at predicted sizes, N:B,... (default: extrapolated from the fitted sizes)");
-  an->add_option("--level", analyze->level, "level of the prediction interval")->capture_default_str();
+  an->add_option("--level", analyze->level, "level of the prediction interval")
+      ->capture_default_str()
+      ->check(number_in(kLevelRange));
   an->add_option("--format", analyze->format, "table, csv or json")->capture_default_str();
   an->callback([analyze, &exit_code] {
     run_analyze(*analyze);
@@ -172,7 +176,9 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
   va->add_option("runs_csv", validate->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)");
   va->add_option("--benchmark", validate->options.benchmark, "only this benchmark");
   va->add_option("--accelerator", validate->options.accelerator, "only accelerator models matching this");
-  va->add_option("--level", validate->level, "level of the prediction intervals")->capture_default_str();
+  va->add_option("--level", validate->level, "level of the prediction intervals")
+      ->capture_default_str()
+      ->check(number_in(kLevelRange));
   va->add_flag("--cases", validate->cases, "also list every case (fit, predicted size, error, interval)");
   va->add_option("--format", validate->format, "table, csv or json")->capture_default_str();
   va->callback([validate, &exit_code] {

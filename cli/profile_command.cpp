@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/number_option.hpp"
 #include "collect/collector_options.hpp"
 #include "collect/profile_runner.hpp"
 #include "trace/error.hpp"
@@ -46,19 +47,19 @@ void add_profile_command(CLI::App& app, int& exit_code) {
       "kernel,memcpy,memset,nvtx; synchronizing calls are still recorded as API calls by --api default, "
       "sync adds CUPTI's records with stream and event ids at about 20 % extra cost)");
   cmd->add_option("--delay", opts->profile.collector.delay_s, "start tracing this many seconds after CUDA starts")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(kSecondsRange));
   cmd->add_option("--duration", opts->profile.collector.duration_s,
                   "stop tracing after this many seconds (0: until exit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(kSecondsRange));
   cmd->add_option(
       "--capture-range", opts->capture,
       "trace only inside NVTX ranges named NAME (nvtx:NAME) or between cudaProfilerStart/Stop (cudaProfilerApi)");
   cmd->add_option("--nvml-hz", opts->nvml_hz, "GPU counter sampling rate, one sampler per node (0: off)")
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(number_in(kSamplingHzRange));
   cmd->add_option("--host-hz", opts->host_hz,
                   "host thread sampling rate: state, CPU and context switches of every thread of each traced process "
                   "and its child processes, from /proc (0: off)")
-      ->check(CLI::Range(0.0, 1000.0));
+      ->check(number_in(kSamplingHzRange));
   cmd->add_option("--buffer-mb", opts->buffer_mb,
                   "activity buffer pool per process; when full, records are dropped and counted")
       ->check(CLI::Range(2, 65536));

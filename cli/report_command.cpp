@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/number_option.hpp"
 #include "cli/usage_error.hpp"
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
@@ -38,7 +39,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--title", args->options.title, "Title of the page")->capture_default_str();
   cmd->add_option("--threshold", args->options.threshold, "E' threshold of the break-even rule")
       ->capture_default_str()
-      ->check(CLI::Range(0.01, 1.0));
+      ->check(number_in(kEfficiencyRange));
   cmd->add_option("--iteration-range", args->options.iteration_range,
                   "NVTX range name marking one iteration (default: found automatically)");
   cmd->add_option("--timeline-events", args->options.max_timeline_events,
@@ -53,16 +54,14 @@ void add_report_command(CLI::App& app, int& exit_code) {
   weak->excludes(strong);
   cmd->add_option("--samples-per-gpu-step", args->samples_per_gpu_step,
                   "Sweeps: weak scaling with B samples per GPU per step: times become seconds per sample")
+      ->default_str("")  // unset: times as measured
+      ->check(number_in(kSamplesPerStepRange))
       ->excludes(strong);
   cmd->add_flag("-q,--quiet", args->options.quiet, "No progress or summary on the terminal");
   cmd->callback([args, &exit_code] {
     if (args->weak) args->options.weak = true;
     if (args->strong) args->options.weak = false;
-    if (args->samples_per_gpu_step != 0) {
-      if (!(args->samples_per_gpu_step > 0))
-        fail_usage("--samples-per-gpu-step {} is not a positive number", args->samples_per_gpu_step);
-      args->options.samples_per_gpu_step = args->samples_per_gpu_step;
-    }
+    if (args->samples_per_gpu_step != 0) args->options.samples_per_gpu_step = args->samples_per_gpu_step;
     // Checked before any input is read: a folder is not a page to write.
     std::error_code ec;
     if (args->output.ends_with('/') || std::filesystem::is_directory(args->output, ec))

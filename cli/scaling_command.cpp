@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/number_option.hpp"
 #include "cli/usage_error.hpp"
 #include "report/table.hpp"
 #include "report/scaling_tables.hpp"
@@ -76,8 +77,12 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--metric", args->metric, "Metric to analyse (default: the sweep's; also wall_s, energy_j, ...)");
   cmd->add_option("--metric-better", args->metric_better, "higher | lower (default: as recorded by the sweep)");
   cmd->add_option("--ref", args->ref, "Reference GPU count (default: the smallest measured)");
-  cmd->add_option("--threshold", args->threshold, "E' threshold of break-even rule (a)")->capture_default_str();
-  cmd->add_option("--price-per-gpu-hour", args->price, "Adds cost = GPU-hours x price");
+  cmd->add_option("--threshold", args->threshold, "E' threshold of break-even rule (a)")
+      ->capture_default_str()
+      ->check(number_in(kEfficiencyRange));
+  cmd->add_option("--price-per-gpu-hour", args->price, "Adds cost = GPU-hours x price")
+      ->default_str("")  // unset: no cost column
+      ->check(number_in({0, 1e6}));
   cmd->add_option("--predict", args->predict, "GPU counts to predict, e.g. 16,32,64");
   cmd->add_option("--compare", args->compare, "KEY=A,B: compare two values of a varied key at each GPU count");
   auto* weak = cmd->add_flag("--weak", args->weak,
@@ -89,6 +94,8 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   weak->excludes(strong);
   cmd->add_option("--samples-per-gpu-step", args->samples_per_gpu_step,
                   "Weak scaling with B samples (images, tokens) per GPU per step: times become seconds per sample")
+      ->default_str("")  // unset: times as measured
+      ->check(number_in(kSamplesPerStepRange))
       ->excludes(strong);
   cmd->add_flag("--global-batch-grows", args->global_batch_grows,
                 "Predictions: the global batch grows with N (fixed per-GPU batch) and the metric is the time of a "
@@ -97,9 +104,6 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   cmd->callback([args, &exit_code] {
     auto format = report::parse_output_format(args->format);
     if (!format) fail_usage("--format '{}' is not table, csv or json", args->format);
-    // E' of a useful configuration lies in (0, 1]; mlperf analyze and report take the same range.
-    if (!(args->threshold > 0 && args->threshold <= 1))
-      fail_usage("--threshold {} is not an efficiency in (0, 1], e.g. 0.8", args->threshold);
     sweep::ScalingStudyOptions options;
     options.metric = args->metric;
     if (args->metric_better == "higher") options.higher_is_better = true;

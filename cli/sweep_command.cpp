@@ -9,11 +9,13 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/number_option.hpp"
 #include "cli/usage_error.hpp"
 #include "report/sweep_progress.hpp"
 #include "report/terminal.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
+#include "trace/number_check.hpp"
 
 namespace scalescope::cli {
 
@@ -52,10 +54,12 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--launcher", args->launcher, "local | torchrun | srun | mpirun")->capture_default_str();
   cmd->add_option("--nodes", args->nodes, "Nodes per run (GPU counts must divide evenly)")->capture_default_str();
   cmd->add_flag("--profile", args->profile, "Run each job under 'scalescope profile' into its run folder");
-  cmd->add_option("--timeout", args->timeout, "Per-run time limit, e.g. 30m, 90s (the job's process group is killed)");
+  cmd->add_option("--timeout", args->timeout, "Per-run time limit, e.g. 30m, 90s (the job's process group is killed)")
+      ->check(duration_check());
   cmd->add_option("--kill-grace", args->kill_grace, "Time between SIGTERM and SIGKILL at a timeout")
-      ->capture_default_str();
-  cmd->add_option("--metric", args->metric, "wall | regex:PATTERN (first capture group) | mlperf | trace")
+      ->capture_default_str()
+      ->check(duration_check());
+  cmd->add_option("--metric", args->metric, "wall | regex:PATTERN (RE2 syntax; the number in its first capture group) | mlperf | trace")
       ->capture_default_str();
   cmd->add_option("--metric-better", args->metric_better, "higher | lower (default lower; e.g. higher for throughput)");
   cmd->add_option("--seed", args->seed, "Seed of the run order within each repetition")->capture_default_str();
@@ -72,8 +76,8 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     spec.launcher = *launcher;
     spec.nodes = args->nodes;
     spec.profile = args->profile;
-    if (!args->timeout.empty()) spec.timeout_s = sweep::parse_duration(args->timeout);
-    spec.kill_grace_s = sweep::parse_duration(args->kill_grace);
+    if (!args->timeout.empty()) spec.timeout_s = trace::parse_duration(args->timeout, "--timeout");
+    spec.kill_grace_s = trace::parse_duration(args->kill_grace, "--kill-grace");
     spec.metric = sweep::MetricSpec::parse(args->metric);
     if (args->metric_better == "higher") spec.metric.higher_is_better = true;
     else if (!args->metric_better.empty() && args->metric_better != "lower")

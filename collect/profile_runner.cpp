@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,39 +129,75 @@ bool written_by_host(const fs::path& p, const std::string& host) {
 
 }  // namespace
 
-fs::path prepare_run_dir(const std::string& output, bool force, const std::string& node_host) {
+namespace {
+
+// Files of a run directory that are not the run's: the claims of `profile`s.
+bool is_claim_file(const fs::path& p) { return p.filename().string().starts_with(".profile"); }
+
+// Takes the flock of `dir`'s claim file for this process, or throws naming the holder.
+int lock_run_dir(const fs::path& dir, const std::string& node_host) {
+  const fs::path lock = dir / (node_host.empty() ? std::string(".profile.lock") : ".profile-" + node_host + ".lock");
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) fail("cannot write into {}: {}", dir.string(), std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    char holder[64] = {};
+    [[maybe_unused]] auto n = ::pread(fd, holder, sizeof holder - 1, 0);
+    ::close(fd);
+    if (e == EWOULDBLOCK)
+      fail("{}: another `scalescope profile` (pid {}) is writing into it; wait for it to end or choose another -o",
+           dir.string(), holder[0] ? holder : "unknown");
+    fail("cannot lock {}: {}", lock.string(), std::strerror(e));
+  }
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(fd, 0) == 0) [[maybe_unused]] auto n = ::pwrite(fd, pid.data(), pid.size(), 0);
+  return fd;
+}
+
+}  // namespace
+
+RunDirClaim::RunDirClaim(const std::string& output, bool force, const std::string& node_host) {
   if (output.empty()) fail("profile: -o NAME is required");
   fs::path dir = output;
   if (dir.extension() != ".ssrun") dir += ".ssrun";
   std::error_code ec;
-  if (!node_host.empty()) {
-    // One node of several: the others write into the same directory at the
-    // same time, so it may exist already; only this host's files are ours.
-    fs::create_directories(dir, ec);
-    if (!fs::is_directory(dir, ec)) fail("cannot create {}: {}", dir.string(), ec ? ec.message() : "not a directory");
-    std::vector<fs::path> mine;
-    for (const auto& e : fs::directory_iterator(dir, ec))
-      if (written_by_host(e.path(), node_host)) mine.push_back(e.path());
-    if (!mine.empty() && !force)
-      fail("{} already holds files of this node ({}, e.g. {}); use --force to replace them or choose another -o",
-           dir.string(), node_host, mine.front().filename().string());
-    for (const fs::path& p : mine) fs::remove(p, ec);
-  } else if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) fail("{} exists and is not a run directory", dir.string());
-    if (!fs::is_empty(dir, ec) && !force)
-      fail("{} already exists and is not empty; use --force to write into it or choose another -o", dir.string());
-    if (force) {
-      // Old traces would mix with the new run's: remove what a run writes.
-      for (const auto& e : fs::directory_iterator(dir, ec)) {
-        auto ext = e.path().extension();
-        if (ext == ".sstrace" || ext == ".json" || ext == ".tmp" || ext == ".rank") fs::remove(e.path(), ec);
-      }
-    }
-  } else if (!fs::create_directories(dir, ec) || ec) {
-    fail("cannot create {}: {}", dir.string(), ec ? ec.message() : "unknown error");
+  // The directory is made first (mkdir of an existing one is no error here);
+  // the lock inside it is the claim, taken before anything in it is judged.
+  if (dir.has_parent_path()) fs::create_directories(dir.parent_path(), ec);
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    fail("cannot create {}: {}", dir.string(), std::strerror(errno));
+  if (!fs::is_directory(dir, ec)) {
+    if (node_host.empty()) fail("{} exists and is not a run directory", dir.string());
+    fail("cannot create {}: {}", dir.string(), ec ? ec.message() : "not a directory");
   }
   if (access(dir.c_str(), W_OK) != 0) fail("cannot write into {}: {}", dir.string(), std::strerror(errno));
-  return fs::absolute(dir);
+  lock_fd_ = lock_run_dir(dir, node_host);
+  try {
+    std::vector<fs::path> old;  // files this run would replace
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (!is_claim_file(e.path()) && (node_host.empty() || written_by_host(e.path(), node_host)))
+        old.push_back(e.path());
+    if (!old.empty() && !force) {
+      if (!node_host.empty())
+        fail("{} already holds files of this node ({}, e.g. {}); use --force to replace them or choose another -o",
+             dir.string(), node_host, old.front().filename().string());
+      fail("{} already exists and is not empty; use --force to write into it or choose another -o", dir.string());
+    }
+    // Old traces would mix with the new run's: remove what a run writes.
+    for (const fs::path& p : old) {
+      const auto ext = p.extension();
+      if (!node_host.empty() || ext == ".sstrace" || ext == ".json" || ext == ".tmp" || ext == ".rank")
+        fs::remove(p, ec);
+    }
+  } catch (...) {
+    ::close(lock_fd_);
+    throw;
+  }
+  dir_ = fs::absolute(dir);
+}
+
+RunDirClaim::~RunDirClaim() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 std::string node_launch_host(const Environment& env) {
@@ -349,7 +387,9 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   ProfileResult result;
   const Environment own_env = current_environment();
   const std::string node_host = node_launch_host(own_env);
-  result.run_dir = prepare_run_dir(options.output, options.force, node_host);
+  // Held until the run's files are written: a second `profile -o NAME` refuses meanwhile.
+  const RunDirClaim claim(options.output, options.force, node_host);
+  result.run_dir = claim.dir();
   CollectorOptions co = options.collector;
   co.run_dir = result.run_dir.string();
 
@@ -509,8 +549,14 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   run["events"] = events;
   run["dropped_records"] = dropped;
   run["trace_bytes"] = bytes;
-  write_json_atomically(run_json, run);
-  {
+  // The job has run: a file that cannot be written now is said, and the
+  // job's own exit code is still what `profile` returns.
+  try {
+    write_json_atomically(run_json, run);
+  } catch (const Error& e) {
+    log << fmt::format("scalescope: warning: {}\n", e.what());
+  }
+  try {
     // Last: the manifest says this host's part of the run directory is
     // complete (one manifest per host, so nodes sharing a folder never race).
     const std::string host = read_hostname();
@@ -522,6 +568,8 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
     for (const auto& n : mine)
       if (fs::exists(result.run_dir / n)) names.push_back(n);
     trace::write_run_manifest(result.run_dir, names, host);
+  } catch (const Error& e) {
+    log << fmt::format("scalescope: warning: {}\n", e.what());
   }
 
   size_t traced = 0;

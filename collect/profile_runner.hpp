@@ -61,12 +61,29 @@ struct ProfileResult {
   double duration_s = 0;
 };
 
-// NAME -> NAME.ssrun; Error when it exists, is not empty and !force, or
-// cannot be created. With node_host (one `profile` per node of a multi-node
-// job, all writing into one directory on a shared filesystem): the directory
-// may exist and hold other nodes' files; only this host's files count (and
-// --force removes only them).
-std::filesystem::path prepare_run_dir(const std::string& output, bool force, const std::string& node_host = "");
+// NAME.ssrun, claimed by this `profile` for as long as the claim lives: the
+// directory is created (or, when it exists, checked) and locked with flock on
+// its hidden .profile.lock (.profile-<host>.lock per node), so of two `profile
+// -o NAME` started at once exactly one writes into it and the other refuses
+// before running anything. Error when the directory exists, is not empty and
+// !force, is claimed by another `profile`, or cannot be created. With node_host
+// (one `profile` per node of a multi-node job, all writing into one directory
+// on a shared filesystem): the directory may exist and hold other nodes' files;
+// only this host's files count (and --force removes only them).
+//
+//   RunDirClaim claim("myrun", false);  // claim.dir() == /abs/myrun.ssrun
+class RunDirClaim {
+ public:
+  RunDirClaim(const std::string& output, bool force, const std::string& node_host = "");
+  ~RunDirClaim();
+  RunDirClaim(const RunDirClaim&) = delete;
+  RunDirClaim& operator=(const RunDirClaim&) = delete;
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+  int lock_fd_ = -1;
+};
 
 // The hostname when this `profile` is one of several launched per node (its
 // environment gives it a rank or a node id, and more than one node: srun -N4

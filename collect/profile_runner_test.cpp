@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "trace/error.hpp"
@@ -317,15 +318,92 @@ TEST(CollectProfileDir, FindsThePythonBootstrapBesideTheBinary) {
   fs::remove_all(root);
 }
 
+// A second `profile -o NAME` while the first one's job runs refuses before
+// running its own job, even with --force; the first keeps its run.json and
+// returns its job's code.
+TEST_F(CollectProfile, SecondProfileIntoTheSameRunDirRefusesBeforeRunning) {
+  const fs::path started = dir_ / "a-started", b_ran = dir_ / "b-ran";
+  std::string log_b;
+  int code_b = -1;
+  const int code_a = run_in_child(
+      options("same", fmt::format("touch {}; sleep 1; exit 5", started.string())), nullptr, nullptr, [&](pid_t) {
+        ASSERT_TRUE(wait_for(started));
+        auto o = options("same", fmt::format("touch {}; exit 6", b_ran.string()));
+        o.force = true;
+        const fs::path log_path = dir_ / "profile-b.log";
+        const pid_t b = fork();
+        if (b == 0) {
+          std::ofstream out(log_path);
+          try {
+            _exit(run_profile(o, out).exit_code);
+          } catch (const Error& e) {
+            out << e.what() << "\n";
+            out.flush();
+            _exit(200);
+          }
+        }
+        int status = 0;
+        waitpid(b, &status, 0);
+        code_b = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        std::ifstream in(log_path);
+        std::getline(in, log_b);
+      });
+  EXPECT_EQ(code_a, 5);
+  EXPECT_EQ(code_b, 200);
+  EXPECT_NE(log_b.find("another `scalescope profile` (pid "), std::string::npos) << log_b;
+  EXPECT_FALSE(fs::exists(b_ran)) << "the refused profile ran its job";
+  EXPECT_EQ(run_json("same")["exit_code"], 5);
+}
+
+// Started at the same moment, of each pair exactly one runs its job.
+TEST_F(CollectProfile, ConcurrentProfilesIntoOneNewRunDirRunOneJob) {
+  for (int pair = 0; pair < 5; ++pair) {
+    const std::string name = "race" + std::to_string(pair);
+    const fs::path ran = dir_ / (name + ".ran");
+    std::vector<pid_t> pids;
+    for (int i = 0; i < 2; ++i) {
+      const pid_t p = fork();
+      if (p == 0) {
+        std::ofstream out(dir_ / (name + std::to_string(i) + ".log"));
+        try {
+          _exit(run_profile(options(name, fmt::format("echo {} >> {}; sleep 0.3", i, ran.string())), out).exit_code);
+        } catch (const Error&) {
+          _exit(200);
+        }
+      }
+      pids.push_back(p);
+    }
+    int refused = 0;
+    for (pid_t p : pids) {
+      int status = 0;
+      waitpid(p, &status, 0);
+      refused += WIFEXITED(status) && WEXITSTATUS(status) == 200;
+    }
+    std::ifstream in(ran);
+    int lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    EXPECT_EQ(lines, 1) << name << ": jobs run";
+    EXPECT_EQ(refused, 1) << name;
+    EXPECT_EQ(run_json(name)["exit_code"], 0) << name;
+  }
+}
+
 TEST(CollectProfileDir, Names) {
   auto base = fs::temp_directory_path() / ("scalescope-names-" + std::to_string(getpid()));
   fs::remove_all(base);
   fs::create_directories(base);
-  EXPECT_EQ(prepare_run_dir((base / "x").string(), false).filename(), "x.ssrun");
-  EXPECT_EQ(prepare_run_dir((base / "y.ssrun").string(), false).filename(), "y.ssrun");
+  EXPECT_EQ(RunDirClaim((base / "x").string(), false).dir().filename(), "x.ssrun");
+  EXPECT_EQ(RunDirClaim((base / "y.ssrun").string(), false).dir().filename(), "y.ssrun");
   std::ofstream(base / "file.ssrun") << "x";
-  EXPECT_THROW(prepare_run_dir((base / "file").string(), false), Error);
-  EXPECT_THROW(prepare_run_dir("", false), Error);
+  EXPECT_THROW(RunDirClaim((base / "file").string(), false), Error);
+  EXPECT_THROW(RunDirClaim("", false), Error);
+  // A claim released is no claim: the empty directory may be claimed again, and
+  // its lock file alone does not make it "not empty".
+  EXPECT_NO_THROW(RunDirClaim((base / "x").string(), false));
+  {
+    RunDirClaim held((base / "z").string(), false);
+    EXPECT_THROW(RunDirClaim((base / "z").string(), true), Error);
+  }
   fs::remove_all(base);
 }
 

@@ -24,6 +24,7 @@
 
 #include "scaling/scaling.hpp"
 #include "trace/mllog_parser.hpp"
+#include "trace/number_check.hpp"
 
 namespace scalescope::mlperf {
 
@@ -87,6 +88,10 @@ struct Run {
   // system description); "" when none. Kept in the runs CSV's "problem" column.
   std::string problem;
 };
+
+// RCP scaling factors lie near 1 (1.00 to 1.06 in all of v4.1): one outside
+// [0.001, 1000] (1e-320, 1e300) is a corrupt file, refused as unusable.
+inline constexpr trace::NumberRange kScalingFactorRange{1e-3, 1e3};
 
 // A result folder (<system>/<benchmark>) as found, with or without logs.
 struct ResultFolder {

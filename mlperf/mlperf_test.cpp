@@ -461,8 +461,10 @@ TEST(MlperfIngest, RefusalsTravelThroughTheRunsCsvAndCountsNeverWrap) {
   tree("wrap", R"({"number_of_nodes": 4294967297, "accelerators_per_node": 8})", "");
   tree("negative", R"({"number_of_nodes": -2, "accelerators_per_node": 8})", "");
   tree("scaling", R"({"number_of_nodes": 1, "accelerators_per_node": 8})", R"({"scaling_factor": -1})");
+  // A subnormal factor would scale every time to about 0 minutes.
+  tree("tiny", R"({"number_of_nodes": 1, "accelerators_per_node": 8})", R"({"scaling_factor": 1e-320})");
   const IngestResult r = ingest_results({dir.path()}, {.threads = 1, .progress = {}});
-  ASSERT_EQ(r.runs.size(), 40u);
+  ASSERT_EQ(r.runs.size(), 50u);
   for (const auto& run : r.runs) {
     if (run.system == "good") {
       EXPECT_EQ(run.accelerators, 16);
@@ -470,7 +472,7 @@ TEST(MlperfIngest, RefusalsTravelThroughTheRunsCsvAndCountsNeverWrap) {
     } else {
       // Node counts out of range give no accelerators, never 8 (wrapped) or -16;
       // a bad scaling.json leaves a valid system description alone.
-      EXPECT_EQ(run.accelerators, run.system == "scaling" ? 8 : 0) << run.system;
+      EXPECT_EQ(run.accelerators, run.system == "scaling" || run.system == "tiny" ? 8 : 0) << run.system;
       EXPECT_FALSE(run.problem.empty()) << run.system;
     }
   }
@@ -480,7 +482,7 @@ TEST(MlperfIngest, RefusalsTravelThroughTheRunsCsvAndCountsNeverWrap) {
   write_runs_csv(r.runs, csv);
   const auto back = read_runs_csv(csv);
   const auto from_csv = score_folders(back, {});
-  for (const char* system : {"good", "wrap", "negative", "scaling"}) {
+  for (const char* system : {"good", "wrap", "negative", "scaling", "tiny"}) {
     const Score& a = find_score(from_ingest, system, "bert");
     const Score& b = find_score(from_csv, system, "bert");
     EXPECT_EQ(a.minutes.has_value(), b.minutes.has_value()) << system << ": " << a.reason << " / " << b.reason;
@@ -489,6 +491,9 @@ TEST(MlperfIngest, RefusalsTravelThroughTheRunsCsvAndCountsNeverWrap) {
   EXPECT_NE(find_score(from_csv, "wrap", "bert").reason.find("4294967297"), std::string::npos);
   EXPECT_NE(find_score(from_csv, "negative", "bert").reason.find("-2"), std::string::npos);
   EXPECT_NE(find_score(from_csv, "scaling", "bert").reason.find("scaling_factor"), std::string::npos);
+  EXPECT_NE(find_score(from_csv, "tiny", "bert").reason.find("scaling_factor 1e-320 is not a finite number in"),
+            std::string::npos)
+      << find_score(from_csv, "tiny", "bert").reason;
 }
 
 TEST(MlperfIngest, BadDirectoriesAreOneLineErrors) {

@@ -198,9 +198,8 @@ void read_scaling(const fs::path& folder, ResultFolder& out) {
     const auto j = nlohmann::json::parse(read_small_file(file));
     if (!j.is_object() || !j.contains("scaling_factor") || !j["scaling_factor"].is_number())
       fail("{} has no numeric scaling_factor", file.string());
-    const double f = j["scaling_factor"].get<double>();
-    if (!std::isfinite(f) || f <= 0) fail("{}: scaling_factor {} is not a positive number", file.string(), f);
-    out.scaling_factor = f;
+    out.scaling_factor =
+        trace::check_number(j["scaling_factor"].get<double>(), file.string() + ": scaling_factor", kScalingFactorRange);
   } catch (const nlohmann::json::exception& e) {
     out.problem = fmt::format("{} is not valid JSON ({})", file.string(), e.what());
   } catch (const Error& e) {

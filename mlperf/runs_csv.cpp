@@ -262,8 +262,9 @@ std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
     run.converged = conv == "yes";
     if (run.converged && !run.minutes) fail("{}: line {}: a converged run without minutes", source, record_line);
     run.scaling_factor = r.number<double>("scaling_factor");
-    if (run.scaling_factor && *run.scaling_factor <= 0)
-      fail("{}: line {}: scaling_factor {} is not positive", source, record_line, *run.scaling_factor);
+    if (run.scaling_factor)
+      trace::check_number(*run.scaling_factor, fmt::format("{}: line {}: scaling_factor", source, record_line),
+                          kScalingFactorRange);
     run.malformed_lines = static_cast<uint64_t>(r.count("malformed_lines"));
     run.log_path = r.text("log_path");
     if (r.index.count("problem")) run.problem = r.text("problem");

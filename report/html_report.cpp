@@ -261,10 +261,11 @@ void HtmlReport::write(const fs::path& path) const {
     std::FILE* f = std::fopen(tmp.c_str(), "wb");
     if (f == nullptr) fail("{}: cannot write ({})", path.string(), std::strerror(errno));
     const size_t written = std::fwrite(page.data(), 1, page.size(), f);
-    const int err = written == page.size() ? 0 : errno;
-    if (std::fclose(f) != 0 || err != 0) {
+    int err = written == page.size() ? 0 : errno;
+    if (std::fclose(f) != 0 && err == 0) err = errno;  // taken now: the removal below may change errno
+    if (err != 0) {
       fs::remove(tmp, ec);
-      fail("{}: write failed ({})", path.string(), std::strerror(err ? err : errno));
+      fail("{}: write failed ({})", path.string(), std::strerror(err));
     }
   }
   guard.commit_to(path);

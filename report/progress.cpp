@@ -30,14 +30,18 @@ Progress::Progress(std::string label, uint64_t total, Options options)
     : label_(std::move(label)), total_(total), options_(std::move(options)) {
   if (options_.out == nullptr) options_.mode = Mode::kQuiet;
   switch (options_.mode) {
-    case Mode::kAuto: bar_ = isatty(fileno(options_.out)) != 0; break;
+    case Mode::kAuto:
+      bar_ = isatty(fileno(options_.out)) != 0;
+      draw_ = bar_;  // notes still print: they are messages, not progress
+      break;
     case Mode::kBar: bar_ = true; break;
     default: bar_ = false; break;
   }
   if (options_.width <= 0) options_.width = terminal_width();
   start_ = now();
   last_draw_ = start_;
-  if (!bar_ && options_.mode != Mode::kQuiet) {
+  if (options_.mode == Mode::kQuiet) draw_ = false;
+  if (!bar_ && draw_) {
     // One line up front so that a log shows the work began.
     fmt::print(options_.out, "{}: started{}\n", label_, total_ ? fmt::format(" ({} to do)", total_) : "");
     std::fflush(options_.out);
@@ -96,7 +100,7 @@ void Progress::finish() {
   std::lock_guard lock(mutex_);
   if (finished_) return;
   finished_ = true;
-  if (options_.mode == Mode::kQuiet) return;
+  if (!draw_) return;
   const std::string text = line_locked(now());
   if (bar_) fmt::print(options_.out, "\r\033[K{}\n", text);
   else fmt::print(options_.out, "{}\n", text);
@@ -104,7 +108,7 @@ void Progress::finish() {
 }
 
 void Progress::maybe_draw_locked(bool force) {
-  if (finished_ || options_.mode == Mode::kQuiet) return;
+  if (finished_ || !draw_) return;
   const auto t = now();
   const auto interval = bar_ ? options_.redraw_interval : options_.plain_interval;
   if (!force && drawn_ && t - last_draw_ < interval) return;

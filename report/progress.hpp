@@ -1,8 +1,9 @@
 #pragma once
 // A progress bar for long work (sweeps, large ingests and loads). On a terminal
 // it redraws one line on stderr, at most every 100 ms, with a rate and an ETA;
-// elsewhere (CI logs, pipes) it prints a plain line at most every 10 s and one
-// at the end, so logs stay short. Thread-safe: workers may call advance().
+// elsewhere (CI logs, pipes) it prints no progress (notes only), so that an
+// error stays the one line a script reads. Plain mode (a line at most every 10 s and one at the end)
+// is there for callers that ask for it. Thread-safe: workers may call advance().
 //
 //   report::Progress p("ingest", files.size());
 //   for (auto& f : files) { ingest(f); p.advance(); }
@@ -23,7 +24,7 @@ class Progress {
   using Clock = std::chrono::steady_clock;
 
   enum class Mode {
-    kAuto,   // bar on a terminal (stderr a tty), plain lines otherwise
+    kAuto,   // bar on a terminal (stderr a tty), no progress lines otherwise
     kBar,    // always redraw one line (tests)
     kPlain,  // always plain lines
     kQuiet,  // nothing (--quiet, or --format json to a terminal)
@@ -73,6 +74,7 @@ class Progress {
   std::string detail_;
   Options options_;
   bool bar_ = false;
+  bool draw_ = true;  // progress lines at all (notes print unless kQuiet)
   bool finished_ = false;
   bool drawn_ = false;  // a bar line is on screen
   Clock::time_point start_;

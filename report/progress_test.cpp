@@ -89,6 +89,20 @@ TEST(ReportProgress, PlainModeWritesFewWholeLines) {
   EXPECT_NE(out.find("ingest: 100/100  done in 1m40s\n"), std::string::npos) << out;
 }
 
+// Off a terminal (a file here, a pipe or CI log elsewhere) no progress line
+// comes before a command's result or its one-line error; notes still do.
+TEST(ReportProgress, AutoOffATerminalWritesNoProgress) {
+  Capture c;
+  {
+    Progress p("report", 3, c.options(Progress::Mode::kAuto));
+    c.t += 20s;
+    p.advance(2);
+    p.note("a note");
+    p.finish();
+  }
+  EXPECT_EQ(c.text(), "a note\n");
+}
+
 TEST(ReportProgress, QuietWritesNothing) {
   Capture c;
   {

@@ -8,7 +8,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git xz-utils python3
   libcli11-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev libzstd-dev zstd zlib1g-dev libdeflate-dev
   libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev libboost-math-dev
-  libhwloc-dev libnuma-dev libxxhash-dev
+  libhwloc-dev libnuma-dev libxxhash-dev libre2-dev
   libmimalloc-dev
   libdw-dev
   python3-numpy python3-pandas python3-pytest python3-matplotlib python3-xxhash

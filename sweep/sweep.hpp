@@ -27,7 +27,7 @@ const char* launcher_name(LauncherKind kind);
 
 enum class MetricKind {
   kWall,    // wall seconds of the run
-  kRegex,   // first capture group of the last output line matching a regex
+  kRegex,   // first capture group of the last output line matching a regex (RE2 syntax)
   kMlperf,  // seconds between the :::MLLOG run_start and run_stop events
   kTrace,   // with --profile: median steady-state iteration time from the trace
 };
@@ -37,7 +37,7 @@ struct MetricSpec {
   std::string pattern;  // kRegex
   bool higher_is_better = false;
   // Parses "wall", "mlperf", "trace", "regex:PATTERN"; throws Error otherwise
-  // (also for a regex that does not compile or has no capture group).
+  // (also for a regex that RE2 does not compile or that has no capture group).
   static MetricSpec parse(std::string_view text);
   std::string name() const;  // the key of the metric in runs.metrics_json
 };
@@ -80,8 +80,6 @@ struct PlannedRun {
 
 // Parses "1,2,4,8" (positive, distinct). Throws Error naming the text.
 std::vector<int> parse_gpu_list(std::string_view text);
-// Parses "30m", "90s", "2h", "45" (seconds). Throws Error.
-double parse_duration(std::string_view text);
 
 // Checks the spec (placeholders present for every varied key, known
 // placeholders only, nodes dividing GPU counts, ...) and returns the runs in
@@ -130,14 +128,17 @@ inline constexpr uint64_t kDefaultMaxLogBytes = uint64_t{64} << 20;
 inline constexpr size_t kMaxLogLineBytes = size_t{64} << 10;
 
 // Runs argv in its own process group with stdout and stderr appended to
-// log_path (at most max_log_bytes of it); a watchdog process kills the group
-// if the caller dies, even by SIGKILL; on timeout sends SIGTERM to the group, then SIGKILL after
-// kill_grace_s. `extra_env` is added to the environment. `should_stop` is
-// polled; when it returns true the group is killed and status is kError with
-// note "interrupted".
+// log_path (at most max_log_bytes of it); a watchdog process outside the
+// caller's process group kills the job's group if the caller dies, even by
+// SIGKILL of the caller's whole group; on timeout sends SIGTERM to the group,
+// then SIGKILL after kill_grace_s. `extra_env` is added to the environment.
+// `should_stop` is polled; when it returns true the group is killed and status
+// is kError with note "interrupted". `on_output` sees every byte of output as it
+// arrives, before the log's cap drops any.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& log_path, double timeout_s,
                           double kill_grace_s, const std::map<std::string, std::string>& extra_env,
-                          const std::function<bool()>& should_stop = {}, uint64_t max_log_bytes = kDefaultMaxLogBytes);
+                          const std::function<bool()>& should_stop = {}, uint64_t max_log_bytes = kDefaultMaxLogBytes,
+                          const std::function<void(std::string_view)>& on_output = {});
 
 // ---------------------------------------------------------------------------
 // Metrics from a finished run.
@@ -148,7 +149,9 @@ struct RunMetrics {
 };
 
 // Scans the log for the regex / MLLOG events, and (profile) the traces in
-// run_dir. Never throws for a bad log: missing metrics get a note.
+// run_dir. Never throws for a bad log: missing metrics get a note (saying so
+// when the log lost bytes to its cap). run_sweep reads the same metrics from
+// the output stream instead, so its cap loses no metric line.
 RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, const std::filesystem::path& log_path,
                            const std::filesystem::path& run_dir);
 

@@ -5,15 +5,16 @@
 #include <charconv>
 #include <cmath>
 #include <random>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "sweep/metric_scanner.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
+#include "trace/number_check.hpp"
 
 namespace scalescope::sweep {
 namespace {
@@ -113,13 +114,11 @@ MetricSpec MetricSpec::parse(std::string_view text) {
   } else if (text.starts_with("regex:")) {
     m.kind = MetricKind::kRegex;
     m.pattern = std::string(text.substr(6));
-    std::regex re;
     try {
-      re = std::regex(m.pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      fail("--metric '{}': the regular expression does not compile ({})", text, e.what());
+      MetricRegex check(m.pattern);
+    } catch (const Error& e) {
+      fail("--metric '{}': {}", text, e.what());
     }
-    if (re.mark_count() < 1) fail("--metric '{}': the regular expression needs a capture group for the number", text);
   } else {
     fail("--metric '{}' is not one of wall, mlperf, trace, regex:PATTERN", text);
   }
@@ -181,29 +180,6 @@ std::vector<int> parse_gpu_list(std::string_view text) {
   return out;
 }
 
-double parse_duration(std::string_view text) {
-  if (text.empty()) fail("empty duration");
-  double mult = 1;
-  std::string_view num = text;
-  switch (text.back()) {
-    case 's': num.remove_suffix(1); break;
-    case 'm':
-      mult = 60;
-      num.remove_suffix(1);
-      break;
-    case 'h':
-      mult = 3600;
-      num.remove_suffix(1);
-      break;
-    default: break;
-  }
-  double v = 0;
-  auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-  if (num.empty() || ec != std::errc() || p != num.data() + num.size() || !(v > 0) || !std::isfinite(v))
-    fail("duration '{}' is not a positive number with an optional unit s, m or h (e.g. 30m)", text);
-  return v * mult;
-}
-
 std::string SweepSpec::to_json() const {
   nlohmann::ordered_json j;
   j["gpus"] = gpus;
@@ -246,6 +222,9 @@ std::vector<PlannedRun> plan_runs(const SweepSpec& spec) {
   if (spec.gpus.empty()) fail("--gpus lists no GPU count");
   if (spec.repeat < 1) fail("--repeat {} is not a positive number", spec.repeat);
   if (spec.nodes < 1) fail("--nodes {} is not a positive number", spec.nodes);
+  // Seconds added to a clock when a run is killed: never NaN or past what it holds.
+  trace::check_number(spec.timeout_s, "--timeout (seconds)", {0, trace::kMaxDurationS});
+  trace::check_number(spec.kill_grace_s, "--kill-grace (seconds)", {0, trace::kMaxDurationS});
   if (spec.metric.kind == MetricKind::kTrace && !spec.profile) fail("--metric trace needs --profile");
   std::set<std::string> keys;
   for (const auto& v : spec.vary)

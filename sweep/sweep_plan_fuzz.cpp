@@ -1,5 +1,5 @@
-// Fuzzes the sweep's text inputs: --vary, --gpus, --timeout, --metric (not
-// regex: std::regex's own recursion limits are not ours to test), and command
+// Fuzzes the sweep's text inputs: --vary, --gpus, --timeout, --metric (the
+// regex metric has its own fuzzer, metric_regex_fuzz), and command
 // templates with placeholders, through planning and expansion. Bad text must
 // end in scalescope::Error, never a crash or a runaway plan.
 #include <cstddef>
@@ -10,6 +10,7 @@
 
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
+#include "trace/number_check.hpp"
 
 namespace {
 
@@ -39,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     spec.gpus = {1, 2};
   }
   try {
-    if (lines.size() > 1) spec.timeout_s = parse_duration(lines[1]);
+    if (lines.size() > 1) spec.timeout_s = scalescope::trace::parse_duration(lines[1], "--timeout");
   } catch (const scalescope::Error&) {}
   try {
     if (lines.size() > 2 && !std::string_view(lines[2]).starts_with("regex:"))

@@ -15,19 +15,18 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "scalescope_version.hpp"
+#include "sweep/metric_scanner.hpp"
 #include "sweep/profile_metrics.hpp"
 #include "sweep/sweep.hpp"
 #include "sweep/sweep_lock.hpp"
 #include "sweep/sweep_store.hpp"
 #include "trace/error.hpp"
-#include "trace/mllog_parser.hpp"
 
 extern char** environ;
 
@@ -58,47 +57,6 @@ class StopSignals {
  private:
   static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction old_[3];
-};
-
-// Reads lines of a file keeping at most `max` bytes of each (the rest of a
-// longer line is skipped, counted); memory stays O(max) whatever the file holds.
-class BoundedLineReader {
- public:
-  BoundedLineReader(const std::filesystem::path& path, size_t max) : in_(path, std::ios::binary), max_(max) {}
-  bool next(std::string& line) {
-    line.clear();
-    bool any = false;
-    uint64_t total = 0;  // the line's full length
-    for (;;) {
-      if (pos_ == len_) {
-        in_.read(buf_, sizeof buf_);
-        len_ = static_cast<size_t>(in_.gcount());
-        pos_ = 0;
-        if (len_ == 0) break;
-      }
-      any = true;
-      const char* start = buf_ + pos_;
-      const auto* nl = static_cast<const char*>(std::memchr(start, '\n', len_ - pos_));
-      const size_t n = nl ? static_cast<size_t>(nl - start) : len_ - pos_;
-      if (line.size() < max_) line.append(start, std::min(n, max_ - line.size()));
-      total += n;
-      pos_ += n;
-      if (nl) {
-        ++pos_;
-        break;
-      }
-    }
-    if (total > max_) ++cut_;
-    return any;
-  }
-  uint64_t cut_lines() const { return cut_; }
-
- private:
-  std::ifstream in_;
-  size_t max_;
-  char buf_[64 << 10];
-  size_t pos_ = 0, len_ = 0;
-  uint64_t cut_ = 0;
 };
 
 // Copies the job's output from `fd` to the log, keeping at most `cap` bytes:
@@ -161,39 +119,70 @@ class CappedLog {
 };
 
 // A process that outlives the sweep to kill the job's process group when the
-// sweep dies, however it dies (SIGKILL included): it waits for EOF on a pipe
-// whose only writer is the sweep. PR_SET_PDEATHSIG on the job's leader alone
-// would leave the leader's children (sh -c '...; sleep', torchrun workers).
-pid_t start_group_watchdog(pid_t group, int* write_end) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return -1;
-  const pid_t w = ::fork();
-  if (w == 0) {
+// sweep dies, however it dies: it waits for EOF on a pipe whose only writer is
+// the sweep. It runs in a session of its own, so a SIGKILL of the sweep's
+// whole process group (`timeout -s KILL`, `kill -9 -PGID`, a terminal hangup)
+// does not reach it. PR_SET_PDEATHSIG on the job's leader alone would leave
+// the leader's children (sh -c '...; sleep', torchrun workers).
+// Started before the job; arm() then tells it the job's group.
+class GroupWatchdog {
+ public:
+  GroupWatchdog() {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return;
+    const pid_t w = ::fork();
+    if (w == 0) watch(p[0]);
+    ::close(p[0]);
+    if (w < 0) {
+      ::close(p[1]);
+      return;
+    }
+    pid_ = w;
+    fd_ = p[1];
+  }
+  ~GroupWatchdog() { release(); }
+  GroupWatchdog(const GroupWatchdog&) = delete;
+  GroupWatchdog& operator=(const GroupWatchdog&) = delete;
+
+  void arm(pid_t group) {
+    if (fd_ >= 0) [[maybe_unused]] auto n = ::write(fd_, &group, sizeof group);
+  }
+  // The job is over: EOF makes the watchdog kill the (dead) group and exit.
+  void release() {
+    if (fd_ < 0) return;
+    ::close(fd_);
+    fd_ = -1;
+    int st = 0;
+    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {}
+  }
+
+ private:
+  [[noreturn]] static void watch(int read_end) {
+    ::setsid();
     // Hold nothing of the sweep's (pipes whose EOF someone waits for, the log).
     for (int fd = 3; fd < 4096; ++fd)
-      if (fd != p[0]) ::close(fd);
-    // A Ctrl-C reaches the whole terminal group: the watchdog must outlive it
-    // to act when the sweep is gone.
+      if (fd != read_end) ::close(fd);
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
+    pid_t group = 0;
+    ssize_t n;
+    while ((n = ::read(read_end, &group, sizeof group)) < 0 && errno == EINTR) {}
+    if (n != static_cast<ssize_t>(sizeof group) || group <= 1) ::_exit(0);  // no job was started
     char c;
-    while (::read(p[0], &c, 1) < 0 && errno == EINTR) {}
+    while (::read(read_end, &c, 1) < 0 && errno == EINTR) {}
     ::kill(-group, SIGKILL);
     ::_exit(0);
   }
-  ::close(p[0]);
-  if (w < 0) {
-    ::close(p[1]);
-    return -1;
-  }
-  *write_end = p[1];
-  return w;
-}
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+};
 
 }  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& log_path, double timeout_s,
                           double kill_grace_s, const std::map<std::string, std::string>& extra_env,
-                          const std::function<bool()>& should_stop, uint64_t max_log_bytes) {
+                          const std::function<bool()>& should_stop, uint64_t max_log_bytes,
+                          const std::function<void(std::string_view)>& on_output) {
   ProcessResult r;
   if (argv.empty()) fail("empty command line");
   const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -226,6 +215,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
   const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t parent = ::getpid();
 
+  GroupWatchdog watchdog;
   r.start_unix = now_unix();
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
@@ -251,11 +241,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // also here: no race with the child's own call
+  watchdog.arm(pid);
   ::close(err_pipe[1]);
   ::close(out_pipe[1]);
   if (devnull >= 0) ::close(devnull);
-  int watchdog_fd = -1;
-  const pid_t watchdog = start_group_watchdog(pid, &watchdog_fd);
   int exec_errno = 0;
   const bool exec_failed = ::read(err_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
   ::close(err_pipe[0]);
@@ -266,6 +255,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
     for (;;) {
       const ssize_t n = ::read(out_pipe[0], buf.data(), buf.size());
       if (n > 0) {
+        if (on_output) on_output(std::string_view(buf.data(), static_cast<size_t>(n)));
         log.add(buf.data(), static_cast<size_t>(n));
         continue;
       }
@@ -316,11 +306,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
   ::close(out_pipe[0]);
   r.log_bytes_dropped = log.finish();
   ::close(log_fd);
-  if (watchdog > 0) {
-    ::close(watchdog_fd);  // EOF: the watchdog kills the (dead) group and exits
-    int st = 0;
-    while (::waitpid(watchdog, &st, 0) < 0 && errno == EINTR) {}
-  }
+  watchdog.release();
   r.end_unix = now_unix();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (r.log_bytes_dropped > 0)
@@ -353,65 +339,37 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
   return r;
 }
 
-RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, const std::filesystem::path& log_path,
-                           const std::filesystem::path& run_dir) {
+namespace {
+
+// The run's metrics once its output has gone through `scanner`.
+RunMetrics finish_metrics(const SweepSpec& spec, const ProcessResult& result, MetricScanner& scanner,
+                          const std::filesystem::path& run_dir) {
   RunMetrics m;
   m.values["wall_s"] = result.wall_s;
-  const bool want_regex = spec.metric.kind == MetricKind::kRegex;
-  const bool want_mlperf = spec.metric.kind == MetricKind::kMlperf;
-  if (want_regex || want_mlperf) {
-    std::optional<std::regex> re;
-    if (want_regex) re.emplace(spec.metric.pattern, std::regex::ECMAScript);
-    std::optional<double> value;
-    // MLLOG events through the one MLLOG reader (trace/mllog_parser.hpp):
-    // the first run_start and run_stop count, as `mlperf ingest` and MLPerf's
-    // reference summarizer time a run.
-    trace::MllogParser mllog;
-    std::string line;
-    // Lines longer than kMaxLogLineBytes are cut as they are read (a job
-    // printing gigabytes without a newline costs 64 KiB here, not its size).
-    BoundedLineReader reader(log_path, kMaxLogLineBytes);
-    while (reader.next(line)) {
-      if (re) {
-        std::smatch match;
-        if (std::regex_search(line, match, *re) && match.size() > 1 && match[1].matched) {
-          const std::string text = match[1].str();
-          char* end = nullptr;
-          const double v = std::strtod(text.c_str(), &end);
-          if (end != text.c_str() && std::isfinite(v)) value = v;
-        }
-      }
-      if (want_mlperf) {
-        mllog.feed(line);
-        mllog.feed("\n");
-      }
-    }
-    const trace::LogSummary events = mllog.finish();
-    const std::optional<int64_t> run_start = events.run_start_ms, run_stop = events.run_stop_ms;
-    const std::string& stop_status = events.stop_status;
-    if (reader.cut_lines() > 0)
-      m.notes.push_back(fmt::format("{} output line(s) longer than {} bytes were cut for metric extraction",
-                                    reader.cut_lines(), kMaxLogLineBytes));
-    if (want_regex) {
-      if (value) m.values[spec.metric.name()] = *value;
-      else
-        m.notes.push_back(
-            fmt::format("no output line matched the metric regex /{}/ with a number", spec.metric.pattern));
-    }
-    if (want_mlperf) {
-      if (run_start && run_stop && *run_stop >= *run_start) {
-        m.values["mlperf_s"] = static_cast<double>(*run_stop - *run_start) / 1000.0;
-        m.values["mlperf_success"] = stop_status.empty() || stop_status == "success" ? 1.0 : 0.0;
-        if (!stop_status.empty() && stop_status != "success")
-          m.notes.push_back(fmt::format("MLLOG run_stop status is '{}'", stop_status));
-      } else {
-        m.notes.push_back(!run_start ? "no :::MLLOG run_start line in the output"
-                                     : (!run_stop ? "no :::MLLOG run_stop line in the output"
-                                                  : "MLLOG run_stop is before run_start"));
-      }
+  scanner.finish(m);
+  if (spec.profile) add_profile_metrics(run_dir / "trace.ssrun", m);
+  return m;
+}
+
+}  // namespace
+
+RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, const std::filesystem::path& log_path,
+                           const std::filesystem::path& run_dir) {
+  MetricScanner scanner(spec.metric);
+  if (spec.metric.kind == MetricKind::kRegex || spec.metric.kind == MetricKind::kMlperf) {
+    std::ifstream in(log_path, std::ios::binary);
+    std::vector<char> buf(size_t{64} << 10);
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      scanner.feed(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
     }
   }
-  if (spec.profile) add_profile_metrics(run_dir / "trace.ssrun", m);
+  RunMetrics m = finish_metrics(spec, result, scanner, run_dir);
+  const bool missing = (spec.metric.kind == MetricKind::kRegex || spec.metric.kind == MetricKind::kMlperf) &&
+                       !m.values.count(spec.metric.name());
+  if (missing && result.log_bytes_dropped > 0)
+    m.notes.push_back(fmt::format("the log lost {} bytes of output to its cap: the metric may have been in them",
+                                  result.log_bytes_dropped));
   return m;
 }
 
@@ -516,13 +474,15 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
       return e;
     };
     if (observe) observe(event(SweepEvent::Kind::kRunStarted));
+    // Metrics are read from the output as it comes, before log.txt's cap drops any of it.
+    MetricScanner scanner(spec.metric);
     const auto result = run_process(
         argv, log_path, spec.timeout_s, spec.kill_grace_s, run_env,
         [&] {
           if (observe) observe(event(SweepEvent::Kind::kRunning));
           return g_stop_signal.load() != 0;
         },
-        options.max_log_bytes);
+        options.max_log_bytes, [&](std::string_view bytes) { scanner.feed(bytes); });
     if (result.note == "interrupted" && g_stop_signal.load()) {
       // Left as "running": redone on resume; the note says why.
       store.set_running_note(
@@ -530,7 +490,14 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
       sum.interrupted = true;
       break;
     }
-    auto metrics = extract_metrics(spec, result, log_path, run_dir);
+    RunMetrics metrics;
+    try {
+      metrics = finish_metrics(spec, result, scanner, run_dir);
+    } catch (const std::exception& e) {
+      // The run is recorded whatever its metrics do: a row left "running" would be rerun forever.
+      metrics.values["wall_s"] = result.wall_s;
+      metrics.notes.push_back(fmt::format("metrics not read: {}", e.what()));
+    }
     if (!result.log_note.empty()) metrics.notes.push_back(result.log_note);
     if (auto it = orphaned.find(run.index); it != orphaned.end()) metrics.notes.push_back(it->second);
     const bool traced = spec.profile && std::filesystem::exists(run_dir / "trace.ssrun", ec);

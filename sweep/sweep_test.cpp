@@ -135,12 +135,6 @@ TEST(SweepPlan, ParsersRejectBadText) {
   EXPECT_THROW(parse_gpu_list("1,x"), Error);
   EXPECT_THROW(parse_gpu_list("1,1"), Error);
   EXPECT_THROW(parse_gpu_list("0"), Error);
-  EXPECT_DOUBLE_EQ(parse_duration("30m"), 1800);
-  EXPECT_DOUBLE_EQ(parse_duration("1.5h"), 5400);
-  EXPECT_DOUBLE_EQ(parse_duration("45"), 45);
-  EXPECT_DOUBLE_EQ(parse_duration("2s"), 2);
-  EXPECT_THROW(parse_duration("soon"), Error);
-  EXPECT_THROW(parse_duration("-3m"), Error);
   EXPECT_THROW(Variable::parse("precision"), Error);
   EXPECT_THROW(Variable::parse("gpus=1,2"), Error);
   EXPECT_THROW(Variable::parse("a=1,,2"), Error);
@@ -764,6 +758,96 @@ TEST_F(SweepTest, LogAndLineCapsBoundAJobsOutput) {
   bool cut_noted = false;
   for (const auto& n : m.notes) cut_noted = cut_noted || n.find("were cut") != std::string::npos;
   EXPECT_TRUE(cut_noted);
+}
+
+// A metric regex with a repeated group over a 60,000-character line: std::regex
+// recursed once per character and overflowed the stack (the sweep crashed and
+// its run stayed "running"). RE2 matches it, and the run is recorded.
+TEST_F(SweepTest, RegexMetricOnAVeryLongLineIsRecorded) {
+  SweepSpec s;
+  s.gpus = {1};
+  s.metric = MetricSpec::parse("regex:v=([0-9.]+)(?:x|y)*");
+  s.command = {"sh", "-c", "printf 'v=5'; head -c 60000 /dev/zero | tr '\\0' x; echo"};
+  const auto db = dir_ / "sweep.db";
+  const auto sum = run_sweep(s, db, {}, nullptr);
+  EXPECT_EQ(sum.ok, 1);
+  const auto stored = read_sweep(db);
+  ASSERT_EQ(stored.runs.size(), 1u);
+  EXPECT_EQ(stored.runs[0].status, RunStatus::kOk);
+  ASSERT_TRUE(stored.runs[0].metrics.count(s.metric.name())) << stored.runs[0].note;
+  EXPECT_DOUBLE_EQ(stored.runs[0].metrics.at(s.metric.name()), 5);
+  SweepOptions resume;
+  resume.resume = true;
+  EXPECT_EQ(run_sweep(s, db, resume, nullptr).skipped, 1);
+}
+
+// The documented syntax is RE2's: what RE2 cannot compile (a backreference) is
+// refused with one line when the sweep starts, not when a run ends.
+TEST(SweepPlan, MetricRegexIsRe2Syntax) {
+  EXPECT_EQ(MetricSpec::parse("regex:time=(\\d+(?:\\.\\d+)?)\\s*s").name(), "time");
+  const std::string e = error_of([] { MetricSpec::parse("regex:(a)\\1=([0-9]+)"); });
+  EXPECT_THAT(e, HasSubstr("does not compile in RE2 syntax"));
+  EXPECT_EQ(e.find('\n'), std::string::npos);
+  EXPECT_THAT(error_of([] { MetricSpec::parse("regex:[0-9]+"); }), HasSubstr("needs a capture group"));
+}
+
+// A metric line in the middle of a log larger than its cap is dropped from
+// log.txt but still read: the sweep scans the output before the cap.
+TEST_F(SweepTest, MetricLineDroppedByTheLogCapStillCounts) {
+  SweepSpec s;
+  s.gpus = {1};
+  s.metric = MetricSpec::parse("regex:metric: ([0-9.]+)");
+  // 1.5 MiB of lines, the metric, 3 MiB of lines: with a 2 MiB cap the log
+  // keeps the first and the last MiB only.
+  s.command = {"sh", "-c",
+               "yes filler-line-of-output | head -c 1572864; echo 'metric: 42.5'; "
+               "yes filler-line-of-output | head -c 3145728"};
+  const auto db = dir_ / "sweep.db";
+  SweepOptions o;
+  o.max_log_bytes = uint64_t{2} << 20;
+  EXPECT_EQ(run_sweep(s, db, o, nullptr).ok, 1);
+  const auto run = read_sweep(db).runs.at(0);
+  EXPECT_THAT(read_file(run.log_path), ::testing::Not(HasSubstr("metric: 42.5")));
+  ASSERT_TRUE(run.metrics.count("metric")) << run.note;
+  EXPECT_DOUBLE_EQ(run.metrics.at("metric"), 42.5);
+  // Read back from the capped log alone, the miss says where the match may be.
+  ProcessResult capped;
+  capped.log_bytes_dropped = 1;
+  const auto m = extract_metrics(s, capped, run.log_path, dir_);
+  EXPECT_FALSE(m.values.count("metric"));
+  bool said = false;
+  for (const auto& n : m.notes) said = said || n.find("the metric may have been in them") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// SIGKILL of the sweep's whole process group (`timeout -s KILL`, `kill -9
+// -PGID`) must still take the job's children: the watchdog is outside that group.
+TEST_F(SweepTest, KillNineOfTheSweepsWholeGroupTakesTheJobsChildren) {
+  SweepSpec s;
+  s.gpus = {1};
+  s.command = {"sh", "-c", fmt::format("sleep 37 & echo $! > {}; wait", (dir_ / "grandchild.pid").string())};
+  const auto db = dir_ / "sweep.db";
+  const pid_t sweep = ::fork();
+  if (sweep == 0) {
+    ::setpgid(0, 0);  // the sweep leads a group of its own, as under `timeout`
+    try {
+      run_sweep(s, db, {}, nullptr);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  ASSERT_GT(sweep, 0);
+  ::setpgid(sweep, sweep);
+  ASSERT_TRUE(wait_for([&] { return read_pid(dir_ / "grandchild.pid") > 0; }));
+  const pid_t grandchild = read_pid(dir_ / "grandchild.pid");
+  ASSERT_TRUE(alive(grandchild));
+  ASSERT_EQ(::kill(-sweep, SIGKILL), 0);
+  int status = 0;
+  ::waitpid(sweep, &status, 0);
+  EXPECT_TRUE(wait_for([&] { return !alive(grandchild); }, 3000))
+      << "the job's child survived kill -9 of the sweep's process group";
+  if (alive(grandchild)) ::kill(grandchild, SIGKILL);
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ void commit_output(const std::filesystem::path& tmp, const std::filesystem::path
   std::error_code ec;
   std::filesystem::rename(tmp, out, ec);
   if (ec) {
-    std::filesystem::remove_all(tmp, ec);
+    std::error_code cleanup;  // not ec: its success would replace the reason in the message
+    std::filesystem::remove_all(tmp, cleanup);
     unregister_temp(tmp);
     fail("{}: cannot write output: {}", out.string(), ec.message());
   }

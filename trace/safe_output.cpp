@@ -131,7 +131,8 @@ void TempPath::commit_to(const fs::path& out) {
   std::error_code ec;
   fs::rename(path_, out, ec);
   if (ec) {
-    fs::remove_all(path_, ec);
+    std::error_code cleanup;  // not ec: its success would replace the reason in the message
+    fs::remove_all(path_, cleanup);
     unregister_temp(path_);
     done_ = true;
     fail("{}: cannot write output: {}", out.string(), ec.message());

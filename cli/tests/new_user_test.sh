@@ -34,12 +34,44 @@ usage "scaling --ref 3 (never measured)" "no run of the sweep used 3 GPU(s); mea
 usage "scaling --compare with a value not in the sweep" "'0.5' is not a value of the sweep" \
   scaling "$tmp/s.db" --compare fixed=0.01,0.5
 usage "scaling --compare with a key not varied" "did not vary 'seed'" scaling "$tmp/s.db" --compare seed=1,2
-usage "scaling --threshold 5" "not an efficiency in (0, 1]" scaling "$tmp/s.db" --threshold 5
+usage "scaling --threshold 5" "--threshold: 5 is not a finite number in (0, 1]" scaling "$tmp/s.db" --threshold 5
 usage "analyze --json --format csv" "excludes" analyze "$sample" --json --format csv
 usage "topo --sys-root /nonexistent" "/nonexistent: no such directory" topo --sys-root /nonexistent
 mkdir -p "$tmp/dir"
 usage "report -o DIR/" "-o names a folder" report "$tmp/s.db" -o "$tmp/dir/"
 check "report -o DIR/ wrote nothing" '[ -z "$(ls "$tmp/dir")" ]'
+
+# Numbers no run can mean: NaN, infinities, negative prices, durations that
+# overflow a clock. Every floating-point and duration option goes through one check.
+usage "report --threshold nan" "--threshold: nan is not a finite number in (0, 1]" \
+  report "$tmp/s.db" --threshold nan -o "$tmp/nan.html"
+check "report --threshold nan wrote nothing" '[ ! -e "$tmp/nan.html" ]'
+for price in nan inf -5; do
+  usage "scaling --price-per-gpu-hour $price" "--price-per-gpu-hour: $price is not a finite number in [0, 1000000]" \
+    scaling "$tmp/s.db" --price-per-gpu-hour "$price"
+done
+usage "scaling --samples-per-gpu-step inf" "--samples-per-gpu-step: inf is not a finite number" \
+  scaling "$tmp/s.db" --samples-per-gpu-step inf
+usage "mlperf analyze --level nan" "--level: nan is not a finite number in (0, 1)" mlperf analyze --level nan
+usage "mlperf analyze --threshold nan" "--threshold: nan is not a finite number" mlperf analyze --threshold nan
+usage "profile --delay nan" "--delay: nan is not a finite number" profile -o "$tmp/p" --delay nan -- true
+usage "profile --nvml-hz inf" "--nvml-hz: inf is not a finite number in [0, 1000]" profile -o "$tmp/p" --nvml-hz inf -- true
+check "profile with a bad option created no run directory" '[ ! -e "$tmp/p.ssrun" ]'
+usage "sweep --kill-grace 99999999999999999999h" "--kill-grace: '99999999999999999999h' is longer than 366 days" \
+  sweep --kill-grace 99999999999999999999h -o "$tmp/k.db" -- true
+usage "sweep --timeout nan" "--timeout: 'nan' is not a duration" sweep --timeout nan -o "$tmp/k.db" -- true
+check "sweep with a bad duration created no database" '[ ! -e "$tmp/k.db" ]'
+
+# An output that cannot be written says why (not "Success"); an error is one
+# line even when progress would have been drawn before it on a terminal.
+mkdir -p "$tmp/outdir"
+try export "$sample" --format chrome -o "$tmp/outdir"
+check "export -o DIR: one line with the reason" \
+  '[ $rc -eq 1 ] && one_line && grep -q "cannot write output: Is a directory" "$tmp/err" || { cat "$tmp/err"; false; }'
+printf 'not a trace\n' >"$tmp/notes.json"
+try report "$sample" "$tmp/notes.json" -o "$tmp/two.html"
+check "report failing on its second input: one line, no progress lines" \
+  '[ $rc -eq 1 ] && one_line || { cat "$tmp/err"; false; }'
 
 # Commands (4): unknown ones, help.
 usage "unknown command analyse" "unknown command 'analyse'; did you mean 'analyze'?" analyse "$sample"
@@ -52,7 +84,8 @@ try help stats
 check "help stats: the stats options" '[ $rc -eq 0 ] && grep -q -- "--report" "$tmp/out"'
 check "help stats: defaults shown" 'grep -q -- "--format.*=table" "$tmp/out" || { cat "$tmp/out"; false; }'
 try help scaling
-check "help scaling: defaults shown" 'grep -q -- "--threshold FLOAT=0.8" "$tmp/out" || { cat "$tmp/out"; false; }'
+check "help scaling: defaults and ranges shown" 'grep -qF -- "--threshold FLOAT:(0, 1]=0.8" "$tmp/out" || { cat "$tmp/out"; false; }'
+check "help scaling: no out-of-range default shown for an unset option" '! grep -qF -- "=-1" "$tmp/out" || { cat "$tmp/out"; false; }'
 
 # Inputs of the wrong kind are named by what they are, with what the command accepts (4).
 printf '\x89PNG\r\n\x1a\n0000000000000000' >"$tmp/plot.json"
