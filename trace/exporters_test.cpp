@@ -721,7 +721,7 @@ TEST(Exporters, PerfettoHoldsTheChromeEvents) {
 // A real run: the same events as the Chrome export, in a file at least 5
 // times smaller than the JSON.
 TEST(Exporters, PerfettoIsAFifthOfTheJsonOnARealRun) {
-  const fs::path run = fs::path(SCALESCOPE_SOURCE_DIR) / "examples/h200/image-tuned";
+  const fs::path run = fs::path(SCALESCOPE_SOURCE_DIR) / "examples/h200/image-base";
   fs::path input;
   for (const auto& e : fs::recursive_directory_iterator(run))
     if (e.path().extension() == ".ssrun" && (input.empty() || e.path() < input)) input = e.path();
