@@ -1,4 +1,5 @@
 #include "trace/input_detector.hpp"
+#include "trace/trace_file.hpp"
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -191,6 +192,7 @@ DetectedInput classify_directory(const fs::path& path) {
   fs::directory_iterator it(path, ec);
   if (ec) fail("{}: cannot list the directory ({})", path.string(), ec.message());
   std::vector<fs::path> traces, kineto, nsys;
+  bool profile_run = false;  // run.json or a run manifest: written by `scalescope profile`
   for (const auto& entry : it) {
     // Members are classified by content too, but a listing never follows a
     // member that is not a regular file (a FIFO among the traces is skipped).
@@ -205,6 +207,7 @@ DetectedInput classify_directory(const fs::path& path) {
     // traces: within a directory only *.json / *.json.gz names are candidates.
     const bool json_name =
         ends_with_ci(name, ".json") || ends_with_ci(name, ".json.gz") || ends_with_ci(name, ".json.gzip");
+    if (name == "run.json" || (name.starts_with(kManifestPrefix) && ends_with_ci(name, ".json"))) profile_run = true;
     // A member named .sstrace claims to be a rank's trace: if it is not one,
     // that rank would be missing without a word, so it is an error.
     const bool trace_name = ends_with_ci(name, ".sstrace");
@@ -226,6 +229,12 @@ DetectedInput classify_directory(const fs::path& path) {
   if (ec) fail("{}: cannot list the directory ({})", path.string(), ec.message());
   for (auto* v : {&traces, &kineto, &nsys}) std::sort(v->begin(), v->end());
   if (!traces.empty()) return {InputKind::kRunDirectory, "a run directory", std::move(traces)};
+  // A profile run without a rank trace: its JSON files are the run's own
+  // records (run.json, manifests, process summaries), not Kineto traces.
+  if (profile_run)
+    return {InputKind::kOther,
+            "a profile run that recorded no GPU activity (no rank trace: the collector saw no CUDA work in the job)",
+            {}};
   if (!kineto.empty())
     return {InputKind::kKinetoDirectory, "a directory of PyTorch-profiler JSON traces", std::move(kineto)};
   if (!nsys.empty())
