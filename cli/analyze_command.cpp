@@ -423,6 +423,7 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Examples:\n"
       "  scalescope analyze run.ssrun                    every rank, then the findings\n"
+      "  scalescope analyze run.ssrun --summary          the headline only\n"
       "  scalescope analyze trace.json.gz --window it5:it50\n"
       "  scalescope analyze report.sqlite --window 5s:10s\n"
       "  scalescope analyze traces/ --format csv > tables.csv");
