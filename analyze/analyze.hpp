@@ -81,9 +81,10 @@ class KernelClassifier {
 
 // ---- options and window ---------------------------------------------------
 
-// --window START:END. Forms: "10%:90%" (of the trace span), "2000000:9000000"
-// (ns after the trace's first event), "it5:it50" (iterations 5 to 49,
-// 0-based, end exclusive). Both ends use the same form.
+// --window START:END. Forms: "10%:90%" (of the trace span), "5s:10s" or
+// "2000000:9000000" (time after the trace's first event; units ns, us, ms, s,
+// a bare number is ns; kind kNanoseconds either way), "it5:it50" (iterations
+// 5 to 49, 0-based, end exclusive). Both ends use the same form.
 struct WindowSpec {
   enum class Kind : uint8_t { kNanoseconds = 0, kPercent, kIterations };
   Kind kind = Kind::kPercent;

@@ -444,6 +444,25 @@ TEST(WindowSpecTest, ParsesFormsAndRejectsBadInput) {
                           "0x10:0x20", " 5:10", "5:inf", "1e19:2e19", "it0:it1e10", "1:2:3", "5e:6", ":5"})
     EXPECT_THROW(WindowSpec::parse(bad), Error) << bad;
   EXPECT_DOUBLE_EQ(WindowSpec::parse("1.5e3:2e6").start, 1500);
+  // Time with units, each end its own: ns, us, ms, s.
+  w = WindowSpec::parse("5s:10s");
+  EXPECT_EQ(w.kind, WindowSpec::Kind::kNanoseconds);
+  EXPECT_DOUBLE_EQ(w.start, 5e9);
+  EXPECT_DOUBLE_EQ(w.end, 1e10);
+  w = WindowSpec::parse("500ms:2s");
+  EXPECT_DOUBLE_EQ(w.start, 5e8);
+  EXPECT_DOUBLE_EQ(w.end, 2e9);
+  w = WindowSpec::parse("1.5us:2000ns");
+  EXPECT_DOUBLE_EQ(w.start, 1500);
+  EXPECT_DOUBLE_EQ(w.end, 2000);
+  for (const char* bad : {"5x:10x", "s:5s", "5 s:10s", "5S:10S", "10s:5s", "5s:it10", "5%:10s", "1e10s:2e10s"})
+    EXPECT_THROW(WindowSpec::parse(bad), Error) << bad;
+  try {
+    WindowSpec::parse("5min:10min");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {  // the error says what --window takes
+    EXPECT_NE(std::string(e.what()).find("units ns, us, ms, s"), std::string::npos) << e.what();
+  }
   try {
     WindowSpec::parse("1:\n2");
     FAIL() << "expected an error";

@@ -168,6 +168,41 @@ std::vector<uint32_t> time_order(const std::vector<Timestamp>& start) {
 
 }  // namespace
 
+// "the most frequent ranges: A (x40), B (x40), ...": the names
+// --iteration-range can take: host annotations (operator ranges are not
+// steps; GPU-projected ranges copy host ones).
+static std::string frequent_ranges(const IterationInputs& t) {
+  std::vector<uint32_t> count(t.strings.size(), 0);
+  std::vector<int8_t> op_domain(t.strings.size(), -1);
+  for (size_t i = 0; i < t.nvtx.size(); ++i) {
+    if (t.nvtx.kind[i] != trace::NvtxKind::kRange || t.nvtx.device[i] >= 0) continue;
+    int8_t& op = op_domain[t.nvtx.domain[i]];
+    if (op < 0) {
+      const std::string_view d = t.strings.view(t.nvtx.domain[i]);
+      op = d == "cpu_op" || d == "python_function";
+    }
+    if (!op) ++count[t.nvtx.text[i]];
+  }
+  std::vector<uint32_t> ids;
+  for (uint32_t id = 0; id < count.size(); ++id)
+    if (count[id] > 0) ids.push_back(id);
+  if (ids.empty()) return "the trace has no annotation ranges";
+  constexpr size_t kShown = 5;
+  const size_t shown = std::min(kShown, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(shown), ids.end(), [&](uint32_t a, uint32_t b) {
+    return count[a] != count[b] ? count[a] > count[b] : t.strings.view(a) < t.strings.view(b);
+  });
+  std::string out = shown < ids.size() ? "the most frequent ranges: " : "the ranges: ";
+  for (size_t k = 0; k < shown; ++k) {
+    std::string name(t.strings.view(ids[k]).substr(0, 80));
+    for (char& c : name)
+      if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    out += fmt::format("{}'{}' (x{})", k ? ", " : "", name, count[ids[k]]);
+  }
+  if (shown < ids.size()) out += fmt::format(" and {} more", ids.size() - shown);
+  return out;
+}
+
 Detected detect_iterations(const trace::Trace& t, const std::string& range_name) {
   return detect_iterations(IterationInputs{t.strings, t.nvtx, t.nccl.op, t.nccl.bytes, t.nccl.start, t.kernels.name,
                                            t.kernels.start, gpu_end(t)},
@@ -202,7 +237,8 @@ Detected detect_iterations(const IterationInputs& t, const std::string& range_na
   };
   if (!range_name.empty()) {
     d.iterations = ranges([&](std::string_view s) { return s == range_name; });
-    if (d.iterations.empty()) fail("--iteration-range '{}': the trace has no NVTX range of that name", range_name);
+    if (d.iterations.empty())
+      fail("--iteration-range '{}': the trace has no NVTX range of that name; {}", range_name, frequent_ranges(t));
     d.source = "range:" + range_name;
     return d;
   }
@@ -371,9 +407,11 @@ WindowSpec WindowSpec::parse(std::string_view raw) {
     return out;
   };
   const std::string text = printable(raw);
+  constexpr std::string_view kForms =
+      "takes START:END in percent of the trace (10%:90%), time after its first event (5s:10s, 500ms:2s; units "
+      "ns, us, ms, s; a bare number is ns) or iterations (it5:it50)";
   const auto colon = raw.find(':');
-  if (colon == std::string_view::npos)
-    fail("--window '{}': expected START:END, e.g. 10%:90%, 2000000:9000000 (ns) or it5:it50", text);
+  if (colon == std::string_view::npos) fail("--window '{}': expected START:END; --window {}", text, kForms);
   std::string a(raw.substr(0, colon)), b(raw.substr(colon + 1));
   WindowSpec w;
   auto strip = [&](std::string& s, std::string_view suffix_or_prefix, bool prefix) {
@@ -387,13 +425,21 @@ WindowSpec WindowSpec::parse(std::string_view raw) {
     }
     return false;
   };
+  // A time unit: its factor to ns (1 for a bare number), 0 for none.
+  auto unit = [&](std::string& s) -> double {
+    for (auto [suffix, factor] : {std::pair{"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}})
+      if (strip(s, suffix, false)) return factor;
+    return 0;
+  };
   const bool pa = strip(a, "%", false), pb = strip(b, "%", false);
   const bool ia = strip(a, "it", true), ib = strip(b, "it", true);
-  if (pa != pb || ia != ib) fail("--window '{}': both ends must use the same form (percent, ns or iterations)", text);
+  if (pa != pb || ia != ib) fail("--window '{}': both ends must use the same form; --window {}", text, kForms);
   w.kind = pa ? Kind::kPercent : ia ? Kind::kIterations : Kind::kNanoseconds;
+  const double factor_a = w.kind == Kind::kNanoseconds ? unit(a) : 0;
+  const double factor_b = w.kind == Kind::kNanoseconds ? unit(b) : 0;
   // Bounds keep every conversion to an integer time or index defined.
   const double limit = w.kind == Kind::kPercent ? 100 : w.kind == Kind::kIterations ? kMaxIterations : kMaxNanoseconds;
-  auto number = [&](const std::string& s) {
+  auto number = [&](const std::string& s, double factor) {
     // Plain decimal numbers only: std::stod would also take " 5", "0x10", "inf".
     const bool plain = !s.empty() && s.size() <= 32 &&
                        (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.') &&
@@ -408,15 +454,16 @@ WindowSpec WindowSpec::parse(std::string_view raw) {
       }
     }
     if (used == 0 || used != s.size() || !std::isfinite(v) || v < 0)
-      fail("--window '{}': '{}' is not a non-negative number", text, printable(s));
+      fail("--window '{}': '{}' is not a non-negative number; --window {}", text, printable(s), kForms);
+    if (factor > 0) v *= factor;
     if (v > limit) {
       if (w.kind == Kind::kPercent) fail("--window '{}': percentages go up to 100", text);
       fail("--window '{}': {} is too large (at most {:g})", text, printable(s), limit);
     }
     return v;
   };
-  w.start = number(a);
-  w.end = number(b);
+  w.start = number(a, factor_a);
+  w.end = number(b, factor_b);
   if (w.end <= w.start) fail("--window '{}': the end must be after the start", text);
   if (w.kind == Kind::kIterations && (w.start != std::floor(w.start) || w.end != std::floor(w.end)))
     fail("--window '{}': iteration numbers are whole numbers", text);

@@ -182,6 +182,13 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
       ranks.push_back(std::move(r));
       names.push_back(files[f].filename().string());
     }
+  // A PyTorch profiler run without CUDA activity gives a trace of host
+  // operators only: every GPU table would be empty, so say why instead.
+  const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
+  if (!ranks.empty() && !any_gpu &&
+      std::all_of(files.begin(), files.end(),
+                  [](const fs::path& f) { return trace::detect_input(f).kind == trace::InputKind::kKinetoJson; }))
+    fail("no GPU activity in {} (was ProfilerActivity.CUDA on?)", path.string());
   return combine_files(std::move(ranks), names, options.align_clocks);
 }
 

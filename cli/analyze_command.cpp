@@ -417,11 +417,20 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("analyze", "Where each rank's time went, iterations, stragglers, and ranked findings");
   cmd->add_option("trace", args->input,
-                  "a .sstrace file, a .ssrun run directory, a Kineto .json/.json.gz, or a folder of them")
+                  "a .sstrace file, a .ssrun run directory, a Kineto .json/.json.gz, an Nsight Systems SQLite "
+                  "export (nsys export --type sqlite), or a folder of them")
       ->required();
+  cmd->footer(
+      "Examples:\n"
+      "  scalescope analyze run.ssrun                    every rank, then the findings\n"
+      "  scalescope analyze run.ssrun --summary          the headline only\n"
+      "  scalescope analyze trace.json.gz --window it5:it50\n"
+      "  scalescope analyze report.sqlite --window 5s:10s\n"
+      "  scalescope analyze traces/ --format csv > tables.csv");
   cmd->add_option(
       "--window", args->window,
-      "START:END: 10%:90% (of the trace), 2000000:9000000 (ns after the first event) or it5:it50 (iterations)");
+      "START:END: 10%:90% (of the trace), 5s:10s (after its first event; units ns, us, ms, s; a bare number is "
+      "ns) or it5:it50 (iterations)");
   cmd->add_option(
       "--iteration-range", args->iteration_range,
       "NVTX/annotation range marking one iteration, e.g. Optimizer.step#SGD.step (default: ProfilerStep#N, else detected)");

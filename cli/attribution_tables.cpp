@@ -88,8 +88,12 @@ std::vector<Table> attribution_tables(const analyze::RunAnalysis& run, int top, 
       ranges.add_note(fmt::format("{}: skipped, {}", r->label, reason));
       continue;
     }
-    add_rows(ops, *r, a.operators, limit, all, false);
-    add_rows(ranges, *r, a.ranges, limit, all, true);
+    // A trace without operator ranges (an nsys export, an MPI job) would
+    // show one "(unattributed)" row: say so instead.
+    if (a.operators.empty()) ops.add_note(fmt::format("{}: skipped, no operator ranges in the trace", r->label));
+    else add_rows(ops, *r, a.operators, limit, all, false);
+    if (a.ranges.empty()) ranges.add_note(fmt::format("{}: skipped, no module or NVTX ranges in the trace", r->label));
+    else add_rows(ranges, *r, a.ranges, limit, all, true);
     ops.add_note(fmt::format(
         "{}: {} of {} GPU busy time launched inside a range ({:.1f}%); unattributed {}: {} without a launch "
         "call in the trace, {} launched outside every range",

@@ -26,6 +26,10 @@
 namespace scalescope::cli {
 namespace {
 
+// A rank or world size, "unknown" where the trace does not say (-1: a trace
+// without torch.distributed, an nsys export of an MPI job).
+std::string known(int64_t v) { return v >= 0 ? std::to_string(v) : std::string("unknown"); }
+
 namespace fs = std::filesystem;
 
 // "x.json.gz" -> "x"; "x.pt.trace.json" -> "x.pt.trace"; "x.sqlite" -> "x".
@@ -58,7 +62,8 @@ std::vector<report::Table> report_tables(const trace::ImportReport& rep, const t
   row("unknown", rep.unknown);
   row("malformed", rep.malformed);
   tables.add_note(
-      fmt::format("rank {}, world size {}, {} device(s)", t.meta.rank, t.meta.world_size, t.meta.devices.size()));
+      fmt::format("rank {}, world size {}, {} device(s)", known(t.meta.rank), known(t.meta.world_size),
+                  t.meta.devices.size()));
   return {std::move(cats), std::move(tables)};
 }
 
@@ -117,7 +122,7 @@ std::vector<report::Table> nsys_report_tables(const trace::NsysImportReport& rep
                    static_cast<int64_t>(p.nvtx)});
   for (const auto& t : traces)
     procs.add_note(
-        fmt::format("pid {}: {} device(s), world size {}", t.meta.pid, t.meta.devices.size(), t.meta.world_size));
+        fmt::format("pid {}: {} device(s), world size {}", t.meta.pid, t.meta.devices.size(), known(t.meta.world_size)));
   return {std::move(tabs), std::move(rows), std::move(procs)};
 }
 

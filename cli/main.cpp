@@ -15,6 +15,7 @@
 #endif
 
 #include "cli/commands.hpp"
+#include "cli/help_formatter.hpp"
 #include "cli/usage_error.hpp"
 #include "report/terminal.hpp"
 #include "scalescope_version.hpp"
@@ -82,6 +83,52 @@ std::string unknown_command(const CLI::App& parent, std::string_view word) {
                       : fmt::format("unknown command '{}{}'; did you mean '{}{}'?", prefix, word, prefix, best);
 }
 
+// The deepest subcommand named on the command line.
+CLI::App* deepest_command(CLI::App& app) {
+  CLI::App* at = &app;
+  while (!at->get_subcommands().empty()) at = at->get_subcommands().front();
+  return at;
+}
+
+// The nearest long option of `command` (or of the commands above it) to
+// `word`: at most 2 edits, or a prefix; empty when none is near.
+std::string nearest_option(const CLI::App& command, std::string_view word) {
+  std::string best;
+  size_t best_distance = 3;
+  for (const CLI::App* at = &command; at != nullptr; at = at->get_parent())
+    for (const CLI::Option* opt : at->get_options())
+      for (const std::string& name : opt->get_lnames()) {
+        const std::string option = "--" + name;
+        size_t d = edit_distance(word, option);
+        if (option.starts_with(word) && word.size() >= 4) d = std::min<size_t>(d, 1);
+        if (d < best_distance) best_distance = d, best = option;
+      }
+  return best;
+}
+
+// What to add to CLI11's "The following arguments were not expected: ...":
+// where the job goes for the commands that run one, else the option meant.
+std::string unexpected_arguments_hint(CLI::App& app, const std::vector<std::string>& words, bool has_job_separator) {
+  CLI::App* command = deepest_command(app);
+  const std::string& name = command->get_name();
+  // A job given without '--': its own options reach CLI11 as ours.
+  const CLI::Option* job = command->get_option_no_throw("command");
+  if ((name == "profile" || name == "sweep") && !has_job_separator && job != nullptr && job->count() > 0)
+    return name == "profile" ? "; put the job after '--': scalescope profile -o NAME -- python train.py ..."
+                             : "; put the command template after '--': scalescope sweep ... -- python train.py ...";
+  for (const std::string& word : words) {
+    if (!word.starts_with("--") || word == "--") continue;
+    const std::string option = word.substr(0, word.find('='));
+    bool known = false;
+    for (const CLI::App* at = command; at != nullptr && !known; at = at->get_parent())
+      known = at->get_option_no_throw(option) != nullptr;
+    if (known) continue;
+    const std::string best = nearest_option(*command, option);
+    if (!best.empty()) return fmt::format("; did you mean '{}'?", best);
+  }
+  return {};
+}
+
 // The deepest subcommand named on the command line, for the pointer to its help.
 std::string command_path(CLI::App& app) {
   std::string path;
@@ -125,7 +172,9 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  CLI::App app{"scalescope: profiler and scaling advisor for multi-GPU training jobs"};
+  // Named, so that each command's usage line starts "Usage: scalescope COMMAND".
+  CLI::App app{"scalescope: profiler and scaling advisor for multi-GPU training jobs", "scalescope"};
+  app.formatter(scalescope::cli::make_help_formatter());
   app.set_version_flag("--version", std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")");
   app.require_subcommand(1);
   app.fallthrough(false);
@@ -171,6 +220,7 @@ int main(int argc, char** argv) {
       at = next;
     }
   }
+  std::vector<std::string> words;  // the arguments in order, for hints
   try {
     if (has_job_separator) {
       // Only the commands that run a job take one; say so before any other work.
@@ -178,6 +228,7 @@ int main(int argc, char** argv) {
       if (command != "profile" && command != "sweep")
         throw scalescope::UsageError(fmt::format("{}: takes no command after '--'", command));
     }
+    words = args;
     std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
@@ -192,6 +243,8 @@ int main(int argc, char** argv) {
       message =
           "no command given; one of profile, import, stats, export, analyze, diff, sweep, scaling, mlperf, "
           "report, topo, demo";
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr)
+      message += unexpected_arguments_hint(app, words, has_job_separator);
     return usage_error(message, command_path(app));
   } catch (const scalescope::UsageError& e) {
     return usage_error(e.what(), command_path(app));

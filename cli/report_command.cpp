@@ -32,10 +32,16 @@ void add_report_command(CLI::App& app, int& exit_code) {
   auto* cmd =
       app.add_subcommand("report", "Write one self-contained HTML report (charts, findings) from any mix of inputs");
   cmd->add_option("inputs", args->inputs,
-                  "Trace files (.sstrace), run directories (.ssrun/), Kineto JSON (.json[.gz]), sweep databases (.db), "
-                  "MLPerf runs CSVs (from `mlperf ingest`); the kind is found from the content")
+                  "Trace files (.sstrace), run directories (.ssrun/), Kineto JSON (.json[.gz]), Nsight Systems SQLite "
+                  "exports, sweep databases (.db), MLPerf runs CSVs (from `mlperf ingest`); the kind is found from "
+                  "the content")
       ->required();
   cmd->add_option("-o,--output", args->output, "The HTML file to write")->capture_default_str();
+  cmd->footer(
+      "Examples:\n"
+      "  scalescope report run.ssrun -o run.html     one run: timeline, findings\n"
+      "  scalescope report sweep.db -o scaling.html  a sweep: speedup, break-even\n"
+      "  scalescope report base.ssrun tuned.ssrun sweep.db -o all.html");
   cmd->add_option("--title", args->options.title, "Title of the page")->capture_default_str();
   cmd->add_option("--threshold", args->options.threshold, "E' threshold of the break-even rule")
       ->capture_default_str()

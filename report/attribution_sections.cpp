@@ -63,6 +63,11 @@ Json attribution_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
     std::string reason = a.reason.starts_with("skipped: ") ? a.reason.substr(9) : a.reason;
     return Json::array({paragraph(fmt::format("GPU time by operator: skipped, {}.", reason), "skipped")});
   }
+  // Without operator or module ranges (an nsys export, an MPI job) every
+  // table would hold one "(unattributed)" row.
+  if (a.operators.empty() && a.ranges.empty())
+    return Json::array(
+        {paragraph("GPU time by operator: skipped, no operator ranges in the trace.", "skipped")});
   Json blocks = Json::array();
   std::string who = ranks.size() > 1 ? fmt::format(" ({}; the other ranks: scalescope analyze --json)", r.label) : "";
   blocks.push_back(paragraph(fmt::format(
@@ -90,8 +95,14 @@ Json attribution_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
        {"nodes", std::move(nodes)},
        {"notes", Json::array({"Each bar is a range; its children are the ranges inside it. The top bar is all "
                               "GPU work; its uncovered part is the unattributed time. Click a bar to zoom."})}});
-  blocks.push_back(rows_block("GPU time by operator (click a column to sort)", r, a.operators, false));
-  blocks.push_back(rows_block("GPU time by module and range (click a column to sort)", r, a.ranges, true));
+  if (a.operators.empty())
+    blocks.push_back(paragraph("GPU time by operator: skipped, no operator ranges in the trace.", "skipped"));
+  else
+    blocks.push_back(rows_block("GPU time by operator (click a column to sort)", r, a.operators, false));
+  if (a.ranges.empty())
+    blocks.push_back(paragraph("GPU time by module and range: skipped, no module or NVTX ranges in the trace.", "skipped"));
+  else
+    blocks.push_back(rows_block("GPU time by module and range (click a column to sort)", r, a.ranges, true));
   return blocks;
 }
 

@@ -9,36 +9,30 @@
 
 namespace scalescope::trace::detail {
 
-void append_json_escaped(std::string& out, std::string_view s) {
+namespace {
+
+// The length of the well-formed UTF-8 sequence at p[i] (lead byte >= 0x80),
+// or 0: no overlongs, no surrogates, nothing above U+10FFFF.
+size_t utf8_sequence(const unsigned char* p, size_t i, size_t n) {
+  const unsigned char c = p[i];
+  const size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+  bool ok = len != 0 && i + len <= n;
+  for (size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xC0) == 0x80;
+  if (ok && len == 3) ok = !(c == 0xE0 && p[i + 1] < 0xA0) && !(c == 0xED && p[i + 1] >= 0xA0);
+  if (ok && len == 4) ok = !(c == 0xF0 && p[i + 1] < 0x90) && !(c == 0xF4 && p[i + 1] >= 0x90);
+  return ok ? len : 0;
+}
+
+// Appends s with each byte of a malformed multi-byte sequence replaced by
+// U+FFFD; `ascii` appends each byte below 0x80.
+template <typename Ascii>
+void append_repaired(std::string& out, std::string_view s, Ascii&& ascii) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const size_t n = s.size();
   for (size_t i = 0; i < n;) {
-    unsigned char c = p[i];
-    if (c < 0x80) {
-      if (c == '"') out += "\\\"";
-      else if (c == '\\') out += "\\\\";
-      else if (c == '\n') out += "\\n";
-      else if (c == '\t') out += "\\t";
-      else if (c == '\r') out += "\\r";
-      else if (c < 0x20 || c == 0x7f) fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
-      else out += static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    // Multi-byte sequence: copy it when well-formed (no overlongs, no
-    // surrogates, <= U+10FFFF), else one U+FFFD for the bad byte.
-    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-    bool ok = len != 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xC0) == 0x80;
-    if (ok && len == 3) {
-      unsigned char c1 = p[i + 1];
-      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
-    }
-    if (ok && len == 4) {
-      unsigned char c1 = p[i + 1];
-      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
-    }
-    if (ok) {
+    if (p[i] < 0x80) {
+      ascii(p[i++]);
+    } else if (const size_t len = utf8_sequence(p, i, n)) {
       out.append(s.data() + i, len);
       i += len;
     } else {
@@ -46,6 +40,24 @@ void append_json_escaped(std::string& out, std::string_view s) {
       ++i;
     }
   }
+}
+
+}  // namespace
+
+void append_json_escaped(std::string& out, std::string_view s) {
+  append_repaired(out, s, [&](unsigned char c) {
+    if (c == '"') out += "\\\"";
+    else if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c < 0x20 || c == 0x7f) fmt::format_to(std::back_inserter(out), "\\u{:04x}", c);
+    else out += static_cast<char>(c);
+  });
+}
+
+void append_valid_utf8(std::string& out, std::string_view s) {
+  append_repaired(out, s, [&](unsigned char c) { out += static_cast<char>(c); });
 }
 
 void append_csv_field(std::string& out, std::string_view s) {

@@ -13,6 +13,10 @@ namespace scalescope::trace::detail {
 // is always valid JSON.
 void append_json_escaped(std::string& out, std::string_view s);
 
+// Appends `s` with invalid UTF-8 replaced by U+FFFD (as append_json_escaped
+// does), nothing escaped: text for formats whose strings must be UTF-8.
+void append_valid_utf8(std::string& out, std::string_view s);
+
 // Appends one CSV field (RFC 4180: quoted when it holds a comma, quote or newline).
 void append_csv_field(std::string& out, std::string_view s);
 

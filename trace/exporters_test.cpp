@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,6 +19,7 @@
 
 #include "trace/error.hpp"
 #include "trace/export_util.hpp"
+#include "trace/trace_source.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -426,6 +430,329 @@ TEST(Exporters, CsvAndSqliteCarryTheHostTables) {
             1);
   sqlite3_close(db);
   fs::remove(db_path);
+}
+
+// A reader of the protobuf wire format, written apart from the exporter's
+// writer, and a decoder of the few Perfetto messages the export holds (field
+// numbers from Perfetto's protos/perfetto/trace/).
+struct ProtoField {
+  uint32_t number = 0, wire = 0;
+  uint64_t value = 0;     // varint and fixed64
+  std::string_view data;  // length-delimited
+};
+
+class ProtoReader {
+ public:
+  explicit ProtoReader(std::string_view s) : s_(s) {}
+  bool next(ProtoField& f) {
+    if (pos_ >= s_.size()) return false;
+    const uint64_t key = varint();
+    f.number = static_cast<uint32_t>(key >> 3), f.wire = static_cast<uint32_t>(key & 7);
+    if (f.wire == 0) {
+      f.value = varint();
+    } else if (f.wire == 1) {
+      if (pos_ + 8 > s_.size()) throw std::runtime_error("truncated fixed64");
+      f.value = 0;
+      for (int i = 0; i < 8; ++i) f.value |= uint64_t{static_cast<unsigned char>(s_[pos_ + i])} << (8 * i);
+      pos_ += 8;
+    } else if (f.wire == 2) {
+      const uint64_t n = varint();
+      if (n > s_.size() - pos_) throw std::runtime_error("truncated bytes");
+      f.data = s_.substr(pos_, n);
+      pos_ += n;
+    } else {
+      throw std::runtime_error("unexpected wire type " + std::to_string(f.wire));
+    }
+    return true;
+  }
+
+ private:
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= s_.size()) throw std::runtime_error("truncated varint");
+      const auto b = static_cast<unsigned char>(s_[pos_++]);
+      v |= uint64_t{b & 0x7Fu} << shift;
+      if (!(b & 0x80)) return v;
+    }
+    throw std::runtime_error("varint too long");
+  }
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+// One event as both exports can say it: (pid, track, category, name, ts ns, dur ns).
+using ExportedEvent = std::tuple<int64_t, std::string, std::string, std::string, int64_t, int64_t>;
+
+struct DecodedPerfetto {
+  std::vector<ExportedEvent> slices, instants;
+  std::vector<std::tuple<int64_t, std::string, double>> counters;  // (pid, track, value)
+  std::map<std::string, std::map<std::string, std::string>> kernel_args;  // kernel name -> annotation -> value
+  std::multiset<uint64_t> flows_out, flows_in;
+  std::set<uint64_t> correlations;
+  size_t packets = 0;
+  bool cleared_first = false;
+};
+
+DecodedPerfetto decode_perfetto(const std::string& file) {
+  DecodedPerfetto out;
+  struct TrackInfo {
+    int64_t pid = 0;
+    uint64_t parent = 0;
+    std::string key;
+    bool is_process = false;
+  };
+  std::map<uint64_t, TrackInfo> tracks;
+  std::map<uint64_t, std::string> names, categories, annotation_names, annotation_strings;
+  struct Open {
+    std::string cat, name;
+    int64_t ts;
+  };
+  std::map<uint64_t, std::vector<Open>> open;  // per track, its open slices
+  auto pid_of = [&](uint64_t uuid) {
+    const TrackInfo& t = tracks.at(uuid);
+    return t.parent ? tracks.at(t.parent).pid : t.pid;
+  };
+  auto interned = [](std::string_view data, std::map<uint64_t, std::string>& into) {
+    ProtoReader r(data);
+    ProtoField f;
+    uint64_t iid = 0;
+    std::string text;
+    while (r.next(f)) {
+      if (f.number == 1) iid = f.value;
+      if (f.number == 2) text = std::string(f.data);
+    }
+    EXPECT_FALSE(into.count(iid)) << "iid " << iid << " interned twice";
+    into[iid] = text;
+  };
+  ProtoReader trace(file);
+  ProtoField pf;
+  while (trace.next(pf)) {
+    EXPECT_EQ(pf.number, 1u);  // Trace.packet
+    ++out.packets;
+    ProtoReader packet(pf.data);
+    ProtoField f;
+    int64_t ts = -1;
+    std::string_view event, descriptor;
+    while (packet.next(f)) {
+      if (f.number == 8) ts = static_cast<int64_t>(f.value);
+      if (f.number == 10) {
+        EXPECT_EQ(f.value, 1u);  // one sequence
+      }
+      if (f.number == 13 && out.packets == 1) out.cleared_first = f.value == 1;
+      if (f.number == 11) event = f.data;
+      if (f.number == 60) descriptor = f.data;
+      if (f.number == 12) {  // InternedData, before the event that uses it
+        ProtoReader r(f.data);
+        ProtoField g;
+        while (r.next(g)) {
+          if (g.number == 1) interned(g.data, categories);
+          if (g.number == 2) interned(g.data, names);
+          if (g.number == 3) interned(g.data, annotation_names);
+          if (g.number == 29) interned(g.data, annotation_strings);
+        }
+      }
+    }
+    if (!descriptor.empty()) {
+      ProtoReader r(descriptor);
+      ProtoField g;
+      uint64_t uuid = 0;
+      TrackInfo info;
+      while (r.next(g)) {
+        if (g.number == 1) uuid = g.value;
+        if (g.number == 2) info.key = std::string(g.data);
+        if (g.number == 5) info.parent = g.value;
+        if (g.number == 3 || g.number == 4) {  // ProcessDescriptor, ThreadDescriptor
+          info.is_process = g.number == 3;
+          ProtoReader d(g.data);
+          ProtoField h;
+          std::string tid, name;
+          while (d.next(h)) {
+            if (h.number == 1) info.pid = static_cast<int64_t>(h.value);
+            if (h.number == 2) tid = std::to_string(h.value);
+            if (h.number == 5 || h.number == 6) name = std::string(h.data);
+          }
+          info.key = name.empty() ? "tid " + tid : name;
+        }
+      }
+      EXPECT_FALSE(tracks.count(uuid)) << "track uuid " << uuid << " described twice";
+      tracks[uuid] = info;
+    }
+    if (event.empty()) continue;
+    ProtoReader r(event);
+    ProtoField g;
+    uint64_t type = 0, track = 0;
+    std::string name, cat;
+    double counter = 0;
+    std::map<std::string, std::string> args;
+    while (r.next(g)) {
+      if (g.number == 9) type = g.value;
+      if (g.number == 11) track = g.value;
+      if (g.number == 10) name = names.at(g.value);
+      if (g.number == 3) cat = categories.at(g.value);
+      if (g.number == 44) std::memcpy(&counter, &g.value, sizeof counter);
+      if (g.number == 47) out.flows_out.insert(g.value);
+      if (g.number == 48) out.flows_in.insert(g.value);
+      if (g.number == 52) out.correlations.insert(g.value);
+      if (g.number == 4) {
+        ProtoReader a(g.data);
+        ProtoField h;
+        std::string key, value;
+        while (a.next(h)) {
+          if (h.number == 1) key = annotation_names.at(h.value);
+          if (h.number == 2 || h.number == 3 || h.number == 4) value = std::to_string(h.value);
+          if (h.number == 17) value = annotation_strings.at(h.value);
+        }
+        args[key] = value;
+      }
+    }
+    EXPECT_GE(ts, 0);
+    EXPECT_TRUE(tracks.count(track)) << "an event before its track's descriptor";
+    const int64_t pid = pid_of(track);
+    const std::string& key = tracks.at(track).key;
+    if (type == 1) {
+      open[track].push_back({cat, name, ts});
+      if (cat == "kernel") out.kernel_args[name] = args;
+    } else if (type == 2) {
+      EXPECT_FALSE(open[track].empty()) << "slice end without a begin on " << key;
+      if (open[track].empty()) continue;
+      const Open o = open[track].back();
+      open[track].pop_back();
+      out.slices.emplace_back(pid, key, o.cat, o.name, o.ts, ts - o.ts);
+    } else if (type == 3) {
+      out.instants.emplace_back(pid, key, cat, name, ts, 0);
+    } else if (type == 4) {
+      out.counters.emplace_back(pid, key, counter);
+    }
+  }
+  for (const auto& [track, stack] : open) EXPECT_TRUE(stack.empty()) << "unclosed slices on " << tracks[track].key;
+  return out;
+}
+
+struct DecodedChrome {
+  std::vector<ExportedEvent> slices, instants;
+  std::vector<std::tuple<int64_t, std::string, double>> counters;
+  size_t flows = 0;
+};
+
+// The same from the Chrome export, ts shifted to the Perfetto export's origin.
+DecodedChrome decode_chrome(const nlohmann::json& j, int64_t shift_ns) {
+  DecodedChrome out;
+  std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      thread_names[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}] = e["args"]["name"];
+  auto ns = [&](const nlohmann::json& v) { return std::llround(v.get<double>() * 1000) + shift_ns; };
+  for (const auto& e : j["traceEvents"]) {
+    const std::string ph = e["ph"];
+    const int64_t pid = e["pid"].get<int64_t>(), tid = e["tid"].get<int64_t>();
+    auto name = thread_names.find({pid, tid});
+    const std::string key = name != thread_names.end() ? name->second : "tid " + std::to_string(tid);
+    if (ph == "X") out.slices.emplace_back(pid, key, e["cat"], e["name"], ns(e["ts"]), std::llround(e["dur"].get<double>() * 1000));
+    if (ph == "i") out.instants.emplace_back(pid, key, e["cat"], e["name"], ns(e["ts"]), 0);
+    if (ph == "C") out.counters.emplace_back(pid, e["name"], e["args"]["value"].get<double>());
+    if (ph == "s") ++out.flows;
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<T> sorted(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// The Perfetto export decoded field by field holds the Chrome export's
+// events: every slice on the same process and track with the same category,
+// name, start and duration, the instants, counters and launch flows.
+TEST(Exporters, PerfettoHoldsTheChromeEvents) {
+  std::vector<Trace> ranks;
+  for (int32_t rank : {0, 1}) {
+    Trace t = small_trace(rank);
+    KernelRecord early;  // overlaps the stream's kernel: an overlap track
+    early.start = 2900, early.end = 3200, early.stream = 7, early.block_x = 256;
+    early.name = t.strings.intern("splitKreduce_kernel");
+    t.kernels.push(early);
+    NvtxRecord cross;  // crosses the host range's end: an overlap track of the host thread
+    cross.start = 4500, cross.end = 6000, cross.thread = 7;
+    cross.domain = t.strings.intern("cpu_op");
+    cross.text = t.strings.intern("aten::copy_");
+    t.nvtx.push(cross);
+    NvtxRecord mark;
+    mark.start = mark.end = 1200, mark.thread = 7, mark.kind = NvtxKind::kMark;
+    mark.text = t.strings.intern("checkpoint");
+    t.nvtx.push(mark);
+    t.meta.extra["kineto.thread_name.100.7"] = "python main";
+    t.host_threads.push({500, 900, 77, 77, 1, t.strings.intern("python"), 1, ProcessRole::kTraced});
+    for (int i = 0; i < 4; ++i)
+      t.host_samples.push({1000 + 100 * i, 77, 77, i < 2 ? ThreadState::kRunning : ThreadState::kSleeping, 3, 100, 0, 0, 0});
+    t.host_callsites.push({1, 0, t.strings.intern("main"), t.strings.intern("/usr/bin/python3"), 0x10, FrameStatus{}});
+    t.host_callsites.push({2, 1, t.strings.intern("step"), t.strings.intern("/usr/bin/python3"), 0x20, FrameStatus{}});
+    t.host_stack_samples.push({1150, 77, 77, 2});
+    ranks.push_back(std::move(t));
+  }
+  const fs::path json_path = temp("same.json"), proto_path = temp("same.pftrace");
+  export_chrome(ranks, json_path);
+  export_perfetto(ranks, proto_path);
+  const nlohmann::json j = nlohmann::json::parse(slurp(json_path));
+  const DecodedPerfetto p = decode_perfetto(slurp(proto_path));
+  fs::remove(json_path);
+  fs::remove(proto_path);
+  const DecodedChrome c = decode_chrome(j, 0);  // no counter or stack sample before the origin here
+
+  EXPECT_TRUE(p.cleared_first);
+  EXPECT_EQ(sorted(p.slices), sorted(c.slices));
+  EXPECT_EQ(sorted(p.instants), sorted(c.instants));
+  EXPECT_EQ(sorted(p.counters), sorted(c.counters));
+  EXPECT_EQ(c.slices.size(), 2u * (1 + 2 + 1 + 1 + 3 + 2));  // per rank: api, kernels, copy, set, NVTX, host states
+  EXPECT_EQ(c.instants.size(), 2u * 2);                      // per rank: the mark and the stack sample
+  // Each launch a flow from the call to its kernel, unique across ranks.
+  EXPECT_EQ(p.flows_out.size(), c.flows);
+  EXPECT_EQ(p.flows_out, p.flows_in);
+  EXPECT_EQ(std::set<uint64_t>(p.flows_out.begin(), p.flows_out.end()).size(), 2u);
+  EXPECT_TRUE(p.correlations.count(42));
+  // Arguments: a kernel's launch configuration, the stack of a sample.
+  EXPECT_EQ(p.kernel_args.at("splitKreduce_kernel").at("launch"),
+            "grid [0,0,0] block [256,0,0] registers per thread 0 shared memory 0");
+  // Names are UTF-8: the invalid byte of the kernel name is U+FFFD, as in the JSON.
+  EXPECT_TRUE(p.kernel_args.count("gemm<\"quoted\", \\slash>\n\xEF\xBF\xBD"));
+}
+
+// A real run: the same events as the Chrome export, in a file at least 5
+// times smaller than the JSON.
+TEST(Exporters, PerfettoIsAFifthOfTheJsonOnARealRun) {
+  const fs::path run = fs::path(SCALESCOPE_SOURCE_DIR) / "examples/h200/image-base";
+  fs::path input;
+  for (const auto& e : fs::recursive_directory_iterator(run))
+    if (e.path().extension() == ".ssrun" && (input.empty() || e.path() < input)) input = e.path();
+  ASSERT_FALSE(input.empty()) << "no .ssrun under " << run;
+  const std::vector<Trace> ranks = load_traces(input);
+  const fs::path json_path = temp("real.json"), proto_path = temp("real.pftrace"), gz_path = temp("real.json.gz");
+  export_chrome(ranks, json_path);
+  export_perfetto(ranks, proto_path);
+  export_chrome(ranks, gz_path);
+  const std::string json = slurp(json_path), proto = slurp(proto_path), gz = slurp(gz_path);
+  fs::remove(json_path);
+  fs::remove(proto_path);
+  fs::remove(gz_path);
+  const DecodedPerfetto p = decode_perfetto(proto);
+  const DecodedChrome c = decode_chrome(nlohmann::json::parse(json), 0);
+  ASSERT_GT(c.slices.size(), 10000u) << input;
+  // Counters may come before the Chrome origin: compare slices by their
+  // shape relative to the first kernel of each export.
+  std::map<std::string, size_t> by_cat_p, by_cat_c;
+  for (const auto& e : p.slices) ++by_cat_p[std::get<2>(e)];
+  for (const auto& e : c.slices) ++by_cat_c[std::get<2>(e)];
+  EXPECT_EQ(by_cat_p, by_cat_c);
+  EXPECT_EQ(p.instants.size(), c.instants.size());
+  EXPECT_EQ(p.counters.size(), c.counters.size());
+  EXPECT_EQ(p.flows_out.size(), c.flows);
+  EXPECT_GE(json.size(), 5 * proto.size()) << "JSON " << json.size() << " bytes, Perfetto " << proto.size();
+  // The .gz export is gzip (magic 1f 8b) and several times smaller.
+  ASSERT_GE(gz.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(gz[1]), 0x8b);
+  EXPECT_GE(json.size(), 5 * gz.size());
 }
 
 TEST(Exporters, FailedExportKeepsOldOutput) {

@@ -1,4 +1,5 @@
 #include "trace/input_detector.hpp"
+#include "trace/trace_file.hpp"
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -299,6 +300,7 @@ DetectedInput classify_directory(const fs::path& path) {
   if (ec) fail("{}: cannot list the directory ({})", path.string(), ec.message());
   std::vector<fs::path> traces, kineto, nsys;
   std::vector<SkippedFile> not_traces;  // named like a trace (.json, .sqlite), holding something else
+  bool profile_run = false;  // run.json or a run manifest: written by `scalescope profile`
   for (const auto& entry : it) {
     // Members are classified by content too, but a listing never follows a
     // member that is not a regular file (a FIFO among the traces is skipped).
@@ -312,6 +314,7 @@ DetectedInput classify_directory(const fs::path& path) {
     const bool json_name =
         ends_with_ci(name, ".json") || ends_with_ci(name, ".json.gz") || ends_with_ci(name, ".json.gzip");
     const bool sqlite_name = ends_with_ci(name, ".sqlite") || ends_with_ci(name, ".sqlite3");
+    if (name == "run.json" || (name.starts_with(kManifestPrefix) && ends_with_ci(name, ".json"))) profile_run = true;
     // A member named .sstrace claims to be a rank's trace: if it is not one,
     // that rank would be missing without a word, so it is an error.
     const bool trace_name = ends_with_ci(name, ".sstrace");
@@ -365,6 +368,13 @@ DetectedInput classify_directory(const fs::path& path) {
     // per-process facts), not traces left out.
     return {InputKind::kRunDirectory, "a run directory", std::move(traces), {}};
   }
+  // A profile run without a rank trace: its JSON files are the run's own
+  // records (run.json, manifests, process summaries), not Kineto traces.
+  if (profile_run && kineto.empty() && nsys.empty())
+    return {InputKind::kOther,
+            "a profile run that recorded no GPU activity (no rank trace: the collector saw no CUDA work in the job)",
+            {},
+            {}};
   if (!kineto.empty() && !nsys.empty())
     refuse_mix("PyTorch-profiler traces", kineto, "Nsight Systems exports", nsys);
   if (!kineto.empty()) {

@@ -1,9 +1,12 @@
 #pragma once
 // Private: a buffered output file for the exporters that throws an Error
 // naming the file on any failed write, and removes itself unless committed.
+// A name ending in ".gz" is written gzip-compressed (what the name says, and
+// what Perfetto and chrome://tracing open directly).
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 namespace scalescope::trace::detail {
@@ -20,13 +23,17 @@ class OutputFile {
   void maybe_flush() {
     if (buf_.size() >= kFlushBytes) flush();
   }
-  void flush();
+  void flush() { flush(false); }
   void commit();
 
  private:
   static constexpr size_t kFlushBytes = size_t{1} << 20;
+  void flush(bool finish);
+  void write(const char* data, size_t size);
+  struct Gzip;
   std::filesystem::path out_, tmp_;
   std::FILE* f_ = nullptr;
+  std::unique_ptr<Gzip> gzip_;  // set when the output's name ends in ".gz"
   std::string buf_;
   bool committed_ = false;
 };

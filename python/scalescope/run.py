@@ -295,8 +295,8 @@ class Run:
     def analyze(self, window=None, iteration_range=None, classes=None):
         """The analysis and findings, the same numbers as `scalescope analyze --json`.
 
-        window: "10%:90%", "it5:it50" (iterations) or "2000000:9000000" (ns after
-        the first event). iteration_range: the NVTX range marking one iteration.
+        window: "10%:90%", "it5:it50" (iterations) or "5s:10s" / "2000000:9000000"
+        (time after the first event; units ns, us, ms, s; a bare number is ns). iteration_range: the NVTX range marking one iteration.
         classes: a kernel-class rules file (path), rules text, or pairs
         [(substring, "communication"), ...] (docs/kernel-classes.md)."""
         from .analysis import Analysis

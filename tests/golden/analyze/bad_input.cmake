@@ -17,6 +17,13 @@ execute_process(COMMAND head -c 10 "${good}/rank0.sstrace" OUTPUT_FILE "${SCRATC
 execute_process(COMMAND head -c 65536 "${sample}" OUTPUT_FILE "${SCRATCH}/truncated.json.gz")
 file(WRITE "${SCRATCH}/not_json.json" "this is not JSON\n")
 file(MAKE_DIRECTORY "${SCRATCH}/empty_dir")
+# A profile run whose job made no CUDA call: the run's own records, no rank trace.
+file(MAKE_DIRECTORY "${SCRATCH}/gpuless.ssrun")
+file(WRITE "${SCRATCH}/gpuless.ssrun/run.json" "{\"exit_code\": 0}\n")
+file(WRITE "${SCRATCH}/gpuless.ssrun/manifest-vm.json" "{\"files\": []}\n")
+# A PyTorch profiler trace taken without ProfilerActivity.CUDA: host operators only.
+file(WRITE "${SCRATCH}/cpu_only.json"
+     "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 5}]}\n")
 file(WRITE "${SCRATCH}/bad_class.txt" "# rules\ncommunication my_allgather\ngpu nccl_kernel\n")
 file(WRITE "${SCRATCH}/no_substring.txt" "memory\n")
 
@@ -27,13 +34,16 @@ set(cases
   "analyze|${SCRATCH}/truncated.json.gz=>truncated.json.gz.*truncated gzip"
   "analyze|${SCRATCH}/not_json.json=>not_json.json"
   "analyze|${SCRATCH}/empty_dir=>empty_dir: a directory without traces"
+  "analyze|${SCRATCH}/gpuless.ssrun=>gpuless.ssrun: a profile run that recorded no GPU activity"
+  "analyze|${SCRATCH}/cpu_only.json=>no GPU activity in [^ ]*cpu_only.json [(]was ProfilerActivity.CUDA on[?][)]"
+  "analyze|${good}|--window|5x:10x=>--window '5x:10x': '5x' is not a non-negative number. --window takes START:END in percent .* units ns, us, ms, s"
   "analyze|${good}|--window|5:3=>--window '5:3': the end must be after the start"
   "analyze|${good}|--window|abc=>--window 'abc': expected START:END"
   "analyze|${good}|--window|10%:150%=>--window '10%:150%': percentages go up to 100"
   "analyze|${good}|--window|0x10:0x20=>--window '0x10:0x20': '0x10' is not a non-negative number"
   "analyze|${good}|--window|1e19:2e19=>--window '1e19:2e19': 1e19 is too large"
   "analyze|${good}|--window|it0:it999=>--window it0:it999: the trace has only [0-9]+ iterations"
-  "analyze|${good}|--iteration-range|NoSuchStep=>--iteration-range 'NoSuchStep': the trace has no NVTX range of that name"
+  "analyze|${good}|--iteration-range|NoSuchStep=>--iteration-range 'NoSuchStep': the trace has no NVTX range of that name. the most frequent ranges: 'DistributedDataParallel.forward' [(]x4[)], 'Optimizer.step#SGD.step' [(]x4[)]"
   "analyze|${good}|--classes|${SCRATCH}/missing_rules.txt=>missing_rules.txt.*no such file"
   "analyze|${good}|--classes|${SCRATCH}/bad_class.txt=>bad_class.txt:3: unknown kernel class 'gpu'"
   "analyze|${good}|--classes|${SCRATCH}/no_substring.txt=>no_substring.txt:1: expected '<class> <substring>'"
