@@ -41,7 +41,7 @@ void expect_same_result(const RankAnalysis& whole, const RankAnalysis& streamed,
   const nlohmann::json a = whole, b = streamed;
   for (const char* key :
        {"rank", "label", "source", "hostname", "node_rank", "breakdown", "iterations", "launch", "copies", "sync",
-        "precision", "layout", "input", "numa", "classes", "top_kernels", "data_loss"})
+        "precision", "layout", "input", "job", "numa", "classes", "top_kernels", "data_loss"})
     EXPECT_EQ(a.at(key), b.at(key)) << key << " of " << what;
   for (const char* optional : {"profiler_perturbation", "host", "advisor_window"}) {
     EXPECT_EQ(a.contains(optional), b.contains(optional)) << optional << " of " << what;
