@@ -589,7 +589,7 @@ void expect_no_pytorch_advice(const std::vector<Finding>& findings) {
 
 // An MPI + CUDA program (no PyTorch): each 100 us round receives with
 // MPI_Recv for 60 us (an NVTX range, as nsys's MPI tracing writes it) while
-// the GPU idles, copies 10 us from pageable memory, then runs a 30 us kernel.
+// the GPU idles, copies 10 us from pageable memory, then runs a 29 us kernel.
 // The idle time ends with an input copy, but the host is inside MPI_Recv:
 // host communication, not input starvation, and every fix is CUDA's or MPI's.
 TEST(AdviseJob, MpiCudaProgramGetsHostCommunicationNotInputStarvation) {
@@ -598,18 +598,20 @@ TEST(AdviseJob, MpiCudaProgramGetsHostCommunicationNotInputStarvation) {
     const int64_t t = 100000 * i;
     b.range("MPI_Recv", t, t + 60000, -1, "MPI");
     b.copy(MemcpyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, t + 60000, t + 70000, 1 << 20, false);
-    b.kernel("saxpy_kernel", t + 70000, t + 100000);
+    b.kernel("saxpy_kernel", t + 71000, t + 100000);
   }
   b.t.meta.launcher = "mpi";
   const analyze::RankAnalysis r = analyze::analyze_rank(b.t, analyze::Options{});
   EXPECT_EQ(r.job.framework, analyze::Framework::kCuda);
   EXPECT_TRUE(r.job.mpi);
   EXPECT_FALSE(r.job.nccl);
-  EXPECT_EQ(r.job.mpi_calls, 10);
-  EXPECT_EQ(r.job.mpi_ns, 600000);
+  EXPECT_GE(r.job.mpi_ns, 540000);  // the window starts at the first copy: the first call is outside
   EXPECT_NE(r.job.evidence.find("MPI_Recv x10 (NVTX)"), std::string::npos) << r.job.evidence;
   ASSERT_TRUE(r.idle_cover.availability.available);
-  EXPECT_EQ(r.idle_cover.covered_ns(analyze::kIdleMpi), r.idle_cover.covered_ns(analyze::kIdleInput));
+  // The input gaps' idle time is inside MPI_Recv but for 1 us a round.
+  const auto& c = r.idle_cover;
+  EXPECT_GE(c.covered_ns(analyze::kIdleMpi), 480000);
+  EXPECT_LE(c.covered_ns(analyze::kIdleInput) - c.covered_ns(analyze::kIdleMpi), 10000);
   const auto f = advise(analyze::combine({r}));
   const Finding* h = find(f, "host-communication");
   ASSERT_NE(h, nullptr);
@@ -625,7 +627,7 @@ TEST(AdviseJob, MpiCudaProgramGetsHostCommunicationNotInputStarvation) {
   for (int i = 0; i < 10; ++i) {
     const int64_t t = 100000 * i;
     torch.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, t + 60000, t + 70000, 1 << 20);
-    torch.kernel("saxpy_kernel", t + 70000, t + 100000);
+    torch.kernel("saxpy_kernel", t + 71000, t + 100000);
   }
   const auto g = run_on(torch.t);
   const Finding* in = find(g, "input-starvation");
@@ -644,15 +646,19 @@ TEST(AdviseJob, PlainCudaFindingsNeverGetPyTorchAdvice) {
   b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1000000, 1400000, 20);
   b.copy(MemcpyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, 1400000, 1500000, 1 << 20, false);
   b.sync(trace::SyncKind::kDeviceSynchronize, 0, 600000);
-  const auto f = advise(analyze::combine({analyze::analyze_rank(b.t, analyze::Options{})}));
+  analyze::Options whole;  // the whole trace, not the steady iterations the kernels' repetition makes
+  whole.window = analyze::WindowSpec::parse("0%:100%");
+  const auto f = advise(analyze::combine({analyze::analyze_rank(b.t, whole)}));
   std::set<std::string> ids;
   for (const Finding& x : f) ids.insert(x.id);
   for (const char* id : {"launch-bound", "mixed-precision", "exposed-communication", "pinned-memory", "host-sync"})
     EXPECT_TRUE(ids.count(id)) << id;
   expect_no_pytorch_advice(f);
   // The same trace from PyTorch gets PyTorch's fixes.
-  const auto g = run_on(b.t);
-  EXPECT_NE(find(g, "exposed-communication")->fix.find("bucket_cap_mb"), std::string::npos);
+  const auto g = advise(analyze::combine({analyze::analyze_rank(as_pytorch(b.t), whole)}));
+  const Finding* e = find(g, "exposed-communication");
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(e->fix.find("bucket_cap_mb"), std::string::npos);
 }
 
 // ---- windows that cannot support a finding ---------------------------------------
