@@ -126,6 +126,14 @@ std::vector<Delta> named_changes(const std::vector<Basis>& a, const std::vector<
   add("TF32 GEMM/convolution kernels", precision(Precision::kTf32));
   add("FP16/BF16 tensor-core kernels", precision(Precision::kTensorCore));
   add("FP64 kernels", precision(Precision::kFp64));
+  // The rest of compute: normalizations, depthwise convolutions, elementwise
+  // kernels (an FP32 NCHW batch norm turning into an FP16 NHWC one shows here).
+  add("compute kernels other than GEMM/convolution", [](const RankAnalysis& r) {
+    int64_t placed = 0;
+    for (Precision p : {Precision::kFp64, Precision::kFp32NoTensor, Precision::kTensorCore, Precision::kTf32})
+      placed += r.precision.ns[static_cast<int>(p)];
+    return std::max<int64_t>(0, r.classes[static_cast<int>(KernelClass::kCompute)].total_ns - placed);
+  });
   add("NCHW-only half-precision kernels", [](const RankAnalysis& r) { return r.layout.nchw_half_ns; });
   add("layout conversion kernels", [](const RankAnalysis& r) { return r.layout.conversion_ns; });
   add("pageable copies", [](const RankAnalysis& r) { return copy_time(r, trace::MemoryKind::kPageable); });
