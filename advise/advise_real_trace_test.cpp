@@ -85,7 +85,9 @@ TEST(AdviseRealTrace, MpiCudaProgramGetsNoPyTorchAdvice) {
   // The idle time inside MPI calls is left out of input starvation (89.8 %
   // of iteration time before); the rest of those gaps is host work the export
   // does not show.
-  if (input) EXPECT_LT(input->saving_fraction + host->saving_fraction, 0.898 + 1e-3);
+  if (input) {
+    EXPECT_LT(input->saving_fraction + host->saving_fraction, 0.898 + 1e-3);
+  }
   for (const auto& f : findings) {
     for (const char* word : {"DataLoader", "torch", "bucket_cap_mb", "num_workers"})
       EXPECT_EQ(f.fix.find(word), std::string::npos) << f.id << ": " << f.fix;
