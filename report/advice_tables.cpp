@@ -46,7 +46,7 @@ Table delta_table(std::string title, const std::vector<analyze::Delta>& rows, co
 Table job_table(const analyze::RunAnalysis& run) {
   Table t("Job (the fixes fit its framework)",
           {Column("rank", 0), Column("framework", 0), Column("nccl", 0), Column("mpi", 0), Column("launcher", 0),
-           Column("mpi_calls", 0), Column("mpi_ns", 0), Column::prose("evidence")});
+           Column("mpi_calls", 0), Column("mpi_time_ns", 0), Column::prose("evidence")});
   t.set_id("job");
   for (const auto& r : run.ranks) {
     const auto& j = r.job;
