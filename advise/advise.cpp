@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -89,18 +90,27 @@ std::vector<RankAnalysis> judged_ranks(const RunAnalysis& run) {
   return out;
 }
 
+// Whether the rule's own method calls its saving an upper bound.
+SavingKind kind_of(const std::string& method) {
+  return method.starts_with("upper bound") ? SavingKind::kUpperBound : SavingKind::kEstimate;
+}
+
 template <typename Rule>
 void per_rank(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out, Rule&& rule) {
   std::optional<RankHit> worst;
   std::vector<int32_t> ranks;
+  std::vector<RankSaving> savings;
   for (const RankAnalysis& r : judged) {
     std::optional<RankHit> hit = rule(r);
     if (!hit) continue;
     ranks.push_back(r.rank);
+    savings.push_back({r.rank, std::clamp(hit->saving, 0.0, 1.0)});
     if (!worst || hit->saving > worst->saving) worst = std::move(hit);
   }
   if (!worst) return;
   Finding f = std::move(worst->finding);
+  f.rank_savings = std::move(savings);
+  f.saving_kind = kind_of(f.saving_method);
   f.saving_fraction = std::clamp(worst->saving, 0.0, 1.0);
   f.severity = severity_for(f.saving_fraction);
   f.ranks = ranks.size() == judged.size() && ranks.size() > 1 ? std::vector<int32_t>{} : ranks;
@@ -111,6 +121,13 @@ void per_rank(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out
 }
 
 double ns_share(int64_t ns, double step) { return step > 0 ? static_cast<double>(ns) / step : 0; }
+
+// The fix in the job's own terms: PyTorch's API where the trace shows
+// PyTorch, the CUDA (or MPI) one otherwise; never PyTorch advice to a
+// program without it.
+std::string fix_for(const RankAnalysis& r, std::string_view pytorch, std::string_view cuda) {
+  return std::string(r.job.framework == analyze::Framework::kPyTorch ? pytorch : cuda);
+}
 
 // pinned-memory: pageable HtoD/DtoH copies cost a share of step time: the
 // GPU's copy time, or the calling thread's time blocked in those calls when
@@ -138,7 +155,9 @@ std::optional<RankHit> pinned_memory(const RankAnalysis& r, const Thresholds& th
   f.saving_method =
       "estimate: the longer of the pageable copies' GPU time and the host's time blocked in them, which pinned "
       "memory with non_blocking copies takes off the critical path";
-  f.fix = "DataLoader(..., pin_memory=True) and tensor.to(device, non_blocking=True)";
+  f.fix = fix_for(r, "DataLoader(..., pin_memory=True) and tensor.to(device, non_blocking=True)",
+                  "allocate the host buffers with cudaMallocHost (or cudaHostRegister the existing ones) and copy "
+                  "with cudaMemcpyAsync on a stream of its own");
   return RankHit{share, std::move(f)};
 }
 
@@ -186,17 +205,23 @@ std::optional<RankHit> channels_last(const RankAnalysis& r, const Thresholds& th
                                   "time, which disappear when every operator has an NHWC kernel"
                                 : "upper bound: all conversion kernel time, which disappears when every operator has "
                                   "an NHWC kernel";
-    f.fix =
-        "find the operators without an NHWC kernel for this dtype (often depthwise convolutions in bf16): try "
-        "torch.backends.cudnn.benchmark = True, fp16 instead of bf16 autocast, or keep those layers in NCHW; "
-        "compare with `scalescope diff`";
+    f.fix = fix_for(r,
+                    "find the operators without an NHWC kernel for this dtype (often depthwise convolutions in bf16): "
+                    "try torch.backends.cudnn.benchmark = True, fp16 instead of bf16 autocast, or keep those layers "
+                    "in NCHW; compare with `scalescope diff`",
+                    "find the operations without an NHWC kernel for this data type (the largest conversions above): "
+                    "choose a cuDNN algorithm or data type that has one (fp16 rather than bf16 for depthwise "
+                    "convolutions), or keep those layers in NCHW; compare with `scalescope diff`");
   } else {
     f.saving_method = nchw_half ? "upper bound: the conversion kernels' time (when over the threshold) and all time in "
                                   "NCHW-only half-precision kernels, which NHWC tensor-core kernels replace (those "
                                   "take time too)"
                                 : "upper bound: all conversion kernel time, which disappears when model and input are "
                                   "channels_last";
-    f.fix = "model = model.to(memory_format=torch.channels_last); input = input.to(memory_format=torch.channels_last)";
+    f.fix = fix_for(
+        r, "model = model.to(memory_format=torch.channels_last); input = input.to(memory_format=torch.channels_last)",
+        "keep activations and filters in NHWC (cuDNN tensor descriptors with CUDNN_TENSOR_NHWC) so that "
+        "half-precision convolutions and normalizations take the tensor-core path without transposes");
   }
   return RankHit{share, std::move(f)};
 }
@@ -227,11 +252,14 @@ std::optional<RankHit> mixed_precision(const RankAnalysis& r, const Thresholds& 
                {"fp32+tf32 share of kernel time", fp32_fraction, "fraction"},
                {"tensor-core share", p.tensor_core_fraction, "fraction"}};
   f.saving_method =
-      "FP32 GEMM/conv time x (1 - 1/8) + TF32 time x (1 - 1/2): BF16 tensor cores at most 8x faster than "
-      "FP32 CUDA cores and 2x faster than TF32";
-  f.fix =
-      "with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16): ... (or torch.backends.cuda.matmul.allow_tf32 = True "
-      "and torch.backends.cudnn.allow_tf32 = True)";
+      "estimate: FP32 GEMM/conv time x (1 - 1/8) + TF32 time x (1 - 1/2): BF16 tensor cores at most 8x faster "
+      "than FP32 CUDA cores and 2x faster than TF32";
+  f.fix = fix_for(r,
+                  "with torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16): ... (or "
+                  "torch.backends.cuda.matmul.allow_tf32 = True and torch.backends.cudnn.allow_tf32 = True)",
+                  "use FP16/BF16 inputs with FP32 accumulation (cublasGemmEx or cublasLt with CUBLAS_COMPUTE_32F "
+                  "and CUDA_R_16BF data, cuDNN with half data types), or allow TF32 "
+                  "(CUBLAS_COMPUTE_32F_FAST_TF32, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)");
   return RankHit{share, std::move(f)};
 }
 
@@ -251,8 +279,11 @@ std::optional<RankHit> fp64(const RankAnalysis& r, const Thresholds& th) {
   f.figures = {{"fp64 kernel time", static_cast<double>(ns), "ns"},
                {"share of kernel time", p.fp64_fraction, "fraction"}};
   f.saving_method = "upper bound: all FP64 kernel time";
-  f.fix =
-      "find the float64 tensors (torch.from_numpy of float64 arrays, .double(), dtype=torch.float64) and use float32 or bfloat16";
+  f.fix = fix_for(r,
+                  "find the float64 tensors (torch.from_numpy of float64 arrays, .double(), dtype=torch.float64) and "
+                  "use float32 or bfloat16",
+                  "use float instead of double where the algorithm allows: look for double variables, literals "
+                  "without the f suffix and double math functions (sin rather than sinf) in the kernels above");
   return RankHit{share, std::move(f)};
 }
 
@@ -273,9 +304,16 @@ std::optional<RankHit> exposed_communication(const RankAnalysis& r, const Thresh
                {"share of wall time", share, "fraction"},
                {"overlap fraction", b.overlap_fraction, "fraction"}};
   f.saving_method = "upper bound: all exposed communication time, if it were fully overlapped with backward compute";
-  f.fix =
-      "DDP(model, bucket_cap_mb=<tune: 10-100>, gradient_as_bucket_view=True); for large models FSDP or gradient "
-      "accumulation with no_sync() to communicate less often";
+  f.fix = fix_for(r,
+                  "DDP(model, bucket_cap_mb=<tune: 10-100>, gradient_as_bucket_view=True); for large models FSDP or "
+                  "gradient accumulation with no_sync() to communicate less often",
+                  r.job.mpi && !r.job.nccl
+                      ? "overlap communication with compute: post non-blocking MPI_Isend/MPI_Irecv/MPI_Iallreduce "
+                        "as soon as each buffer is ready and wait just before its use; CUDA-aware MPI on device "
+                        "buffers; fewer, larger messages"
+                      : "overlap collectives with compute: launch each on a stream of its own as soon as its buffer "
+                        "is ready, with events ordering the kernels that read it; fuse small buffers into fewer, "
+                        "larger collectives");
   return RankHit{share, std::move(f)};
 }
 
@@ -305,9 +343,11 @@ std::optional<RankHit> launch_bound(const RankAnalysis& r, const Thresholds& th)
                {"median kernel", l.median_kernel_ns, "ns"},
                {"median launch", l.median_launch_ns, "ns"}};
   f.saving_method = "upper bound: all short GPU gaps between kernels, which CUDA graphs remove";
-  f.fix =
-      "capture the step in CUDA graphs (torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), "
-      "or raise the batch size so kernels run longer";
+  f.fix = fix_for(r,
+                  "capture the step in CUDA graphs (torch.compile(model, mode=\"reduce-overhead\") or "
+                  "torch.cuda.CUDAGraph), or raise the batch size so kernels run longer",
+                  "capture the step's kernels in CUDA graphs (cudaStreamBeginCapture, cudaGraphLaunch), fuse small "
+                  "kernels, or give each kernel more work");
   return RankHit{share, std::move(f)};
 }
 
@@ -330,9 +370,11 @@ std::optional<RankHit> host_sync(const RankAnalysis& r, const Thresholds& th) {
   f.figures = {{"host synchronize time", static_cast<double>(s.host_sync_ns), "ns"},
                {"share of wall", s.fraction, "fraction"}};
   f.saving_method = "upper bound: synchronize time, but no more than the GPU's idle time";
-  f.fix =
-      "remove per-step .item(), .cpu(), print(loss) and torch.cuda.synchronize() from the training loop; "
-      "log every N steps";
+  f.fix = fix_for(r,
+                  "remove per-step .item(), .cpu(), print(loss) and torch.cuda.synchronize() from the training loop; "
+                  "log every N steps",
+                  "remove cudaDeviceSynchronize/cudaStreamSynchronize from the loop where the host does not need "
+                  "the result yet; order work with events (cudaStreamWaitEvent) and read results back every N steps");
   return RankHit{share, std::move(f)};
 }
 
@@ -359,13 +401,30 @@ std::optional<RankHit> sync_copies(const RankAnalysis& r, const Thresholds& th) 
   f.figures = {{"synchronous copies", static_cast<double>(n), "count"},
                {"synchronous copy time", static_cast<double>(ns), "ns"}};
   f.saving_method = "upper bound: all synchronous copy time";
-  f.fix = "tensor.to(device, non_blocking=True) from pinned memory; avoid .item()/.cpu() inside the step";
+  f.fix = fix_for(r, "tensor.to(device, non_blocking=True) from pinned memory; avoid .item()/.cpu() inside the step",
+                  "cudaMemcpyAsync from pinned host memory (cudaMallocHost) on a stream, instead of cudaMemcpy");
   return RankHit{share, std::move(f)};
+}
+
+// Idle time covered by `with` and by none of `without` (IdleCover's sets).
+int64_t idle_only(const analyze::IdleCover& c, unsigned with, unsigned without) {
+  int64_t ns = 0;
+  for (unsigned set = 1; set < analyze::kIdleCauseSets; ++set)
+    if ((set & with) && !(set & without)) ns += c.by_causes[set];
+  return ns;
 }
 
 std::optional<RankHit> input_starvation(const RankAnalysis& r, const Thresholds& th) {
   const auto& in = r.input;
-  if (!in.availability.available || in.fraction < th.starvation_share) return std::nullopt;
+  if (!in.availability.available) return std::nullopt;
+  // An MPI program's gaps that the host spends inside MPI calls are host
+  // communication (host-communication), not a wait for input data.
+  const auto& c = r.idle_cover;
+  const bool mpi = r.job.mpi && c.availability.available && c.span_ns > 0;
+  const int64_t in_mpi = mpi ? c.covered_ns(analyze::kIdleInput) - idle_only(c, analyze::kIdleInput, analyze::kIdleMpi) : 0;
+  const double share = mpi ? ns_share(idle_only(c, analyze::kIdleInput, analyze::kIdleMpi), static_cast<double>(c.span_ns))
+                           : in.fraction;
+  if (share < th.starvation_share) return std::nullopt;
   Finding f;
   f.id = "input-starvation";
   f.title = "The GPU waits for input data";
@@ -373,13 +432,53 @@ std::optional<RankHit> input_starvation(const RankAnalysis& r, const Thresholds&
       fmt::format("{}: {} idle gaps ending with an input copy add up to {} ({} of iteration time, threshold {})",
                   r.label, in.starved_iterations, format_duration_ns(static_cast<double>(in.starvation_ns)),
                   format_percent(in.fraction), format_percent(th.starvation_share));
+  if (mpi)
+    f.evidence += fmt::format("; {} of that idle time the host spent inside MPI calls (host communication), which "
+                              "leaves {} waiting for input",
+                              format_duration_ns(static_cast<double>(in_mpi)), format_percent(share));
   f.figures = {{"starvation", static_cast<double>(in.starvation_ns), "ns"},
                {"share of iteration time", in.fraction, "fraction"}};
+  if (mpi) f.figures.push_back({"of it inside MPI calls", static_cast<double>(in_mpi), "ns"});
   f.saving_method = "upper bound: every idle gap that ends with a host-to-device copy";
+  f.fix = fix_for(r,
+                  "DataLoader(..., num_workers=<cores per GPU>, pin_memory=True, persistent_workers=True, "
+                  "prefetch_factor=4); decode on the GPU (DALI) when the CPU cannot keep up",
+                  "prepare the next input while the GPU computes: double-buffered pinned host buffers copied with "
+                  "cudaMemcpyAsync on a second stream, an event before the kernels that read them");
+  return RankHit{share, std::move(f)};
+}
+
+// host-communication: the host inside MPI calls while the GPU idles (an MPI
+// program that exchanges data between steps instead of overlapping it).
+std::optional<RankHit> host_communication(const RankAnalysis& r, const Thresholds& th) {
+  const auto& c = r.idle_cover;
+  if (!r.job.mpi || r.job.mpi_ns <= 0) return std::nullopt;
+  const bool covered = c.availability.available && c.span_ns > 0;
+  // Without the split of idle time (a rank read chunk by chunk), the MPI time
+  // capped at the GPU's idle time bounds it.
+  const double share = covered ? ns_share(c.covered_ns(analyze::kIdleMpi), static_cast<double>(c.span_ns))
+                               : std::min(ns_share(r.job.mpi_ns, step_time(r)),
+                                          ns_share(r.breakdown.idle_ns, static_cast<double>(r.breakdown.wall_ns)));
+  if (share < th.host_communication_share) return std::nullopt;
+  Finding f;
+  f.id = "host-communication";
+  f.title = "The GPU idles while the host is inside MPI calls";
+  f.evidence = fmt::format(
+      "{}: {} MPI calls take {} in the window; the GPU idles during {} of them ({} of step time, threshold {}); {}",
+      r.label, r.job.mpi_calls, format_duration_ns(static_cast<double>(r.job.mpi_ns)),
+      covered ? format_duration_ns(static_cast<double>(c.covered_ns(analyze::kIdleMpi))) : std::string("(not split)"),
+      format_percent(share), format_percent(th.host_communication_share), r.job.evidence);
+  f.figures = {{"MPI calls", static_cast<double>(r.job.mpi_calls), "count"},
+               {"MPI call time", static_cast<double>(r.job.mpi_ns), "ns"},
+               {"GPU idle inside MPI calls, share of step", share, "fraction"}};
+  f.saving_method = covered ? "upper bound: the GPU's idle time inside MPI calls, which overlapping them with GPU work "
+                              "hides (start-up calls such as MPI_Init included when inside the window)"
+                            : "upper bound: MPI call time, at most the GPU's idle time";
   f.fix =
-      "DataLoader(..., num_workers=<cores per GPU>, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
-      "decode on the GPU (DALI) when the CPU cannot keep up";
-  return RankHit{in.fraction, std::move(f)};
+      "overlap communication with GPU work: post MPI_Isend/MPI_Irecv before launching the kernels that do not need "
+      "the data and wait just before those that do; pass device buffers to a CUDA-aware MPI (no staging copies); "
+      "send fewer, larger messages; for collectives between GPUs, NCCL";
+  return RankHit{share, std::move(f)};
 }
 
 std::optional<RankHit> numa_placement(const RankAnalysis& r, const Thresholds& th) {
@@ -413,10 +512,15 @@ std::optional<RankHit> numa_placement(const RankAnalysis& r, const Thresholds& t
     f.figures.push_back({"CPU time on the GPU's node", r.host.cpu_on_gpu_node, "fraction"});
   }
   f.saving_method = "upper bound: all host<->device copy time (the traffic that crosses the socket link)";
-  f.fix = fmt::format(
-      "numactl --cpunodebind={0} --membind={0} python train.py (per rank; torchrun --numa-binding / "
-      "srun --cpu-bind=ldoms)",
-      n.gpu_node);
+  f.fix = r.job.framework == analyze::Framework::kPyTorch
+              ? fmt::format(
+                    "numactl --cpunodebind={0} --membind={0} python train.py (per rank; torchrun --numa-binding / "
+                    "srun --cpu-bind=ldoms)",
+                    n.gpu_node)
+              : fmt::format(
+                    "numactl --cpunodebind={0} --membind={0} <program> (per rank; mpirun --bind-to numa / "
+                    "srun --cpu-bind=ldoms)",
+                    n.gpu_node);
   return RankHit{share, std::move(f)};
 }
 
@@ -465,10 +569,13 @@ std::optional<RankHit> host_bound(const RankAnalysis& r, const Thresholds& th) {
                                        format_percent(th.host_busy_share), format_percent(th.host_gpu_idle_share));
   f.figures = host_figures(r.host, idle);
   f.saving_method = "upper bound: the GPU's idle time, which a faster host loop would fill";
-  f.fix =
-      "issue fewer, larger GPU operations from Python: capture the step in CUDA graphs "
-      "(torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), torch.compile to fuse small ops, "
-      "fused optimizers (foreach/fused=True); move per-step Python work (logging, metrics) out of the loop";
+  f.fix = fix_for(r,
+                  "issue fewer, larger GPU operations from Python: capture the step in CUDA graphs "
+                  "(torch.compile(model, mode=\"reduce-overhead\") or torch.cuda.CUDAGraph), torch.compile to fuse "
+                  "small ops, fused optimizers (foreach/fused=True); move per-step Python work (logging, metrics) out "
+                  "of the loop",
+                  "issue fewer, larger GPU operations: CUDA graphs (cudaStreamBeginCapture, cudaGraphLaunch), fused "
+                  "kernels, and less host work between launches");
   return RankHit{idle, std::move(f)};
 }
 
@@ -496,10 +603,12 @@ std::optional<RankHit> loader_bound(const RankAnalysis& r, const Thresholds& th)
           format_percent(th.host_main_wait_share), th.host_worker_cores);
   f.figures = host_figures(h, idle);
   f.saving_method = "upper bound: the smaller of the GPU's idle time and the main thread's time off the CPU";
-  f.fix =
-      "feed the step faster: DataLoader(num_workers=<more, up to the cores per GPU>, pin_memory=True, "
-      "persistent_workers=True, prefetch_factor=4), smaller batches to transfer (uint8 instead of float, "
-      "decode/augment on the GPU: DALI or torchvision.transforms.v2 on CUDA tensors)";
+  f.fix = fix_for(r,
+                  "feed the step faster: DataLoader(num_workers=<more, up to the cores per GPU>, pin_memory=True, "
+                  "persistent_workers=True, prefetch_factor=4), smaller batches to transfer (uint8 instead of float, "
+                  "decode/augment on the GPU: DALI or torchvision.transforms.v2 on CUDA tensors)",
+                  "produce input ahead of the GPU: more producer threads, the next batch prefetched into pinned "
+                  "double buffers, less data to move (decode on the GPU)");
   return RankHit{share, std::move(f)};
 }
 
@@ -529,10 +638,12 @@ std::optional<RankHit> host_contention(const RankAnalysis& r, const Thresholds& 
   f.saving_method =
       waits ? "upper bound: the smaller of the GPU's idle time and the main thread's run-queue wait"
             : "estimate: GPU idle time, at most the share of busy main-thread samples with CPUs oversubscribed";
-  f.fix =
-      "give the training thread a CPU of its own: fewer DataLoader workers or intra-op threads (num_workers, "
-      "OMP_NUM_THREADS, torch.set_num_threads), more CPUs per rank, or pin workers away from the main thread "
-      "(worker_init_fn with os.sched_setaffinity)";
+  f.fix = fix_for(r,
+                  "give the training thread a CPU of its own: fewer DataLoader workers or intra-op threads "
+                  "(num_workers, OMP_NUM_THREADS, torch.set_num_threads), more CPUs per rank, or pin workers away "
+                  "from the main thread (worker_init_fn with os.sched_setaffinity)",
+                  "give the launching thread a CPU of its own: fewer threads (OMP_NUM_THREADS), more CPUs per rank, "
+                  "ranks bound to their cores (mpirun --bind-to core, numactl --physcpubind)");
   return RankHit{share, std::move(f)};
 }
 
@@ -558,9 +669,11 @@ std::optional<RankHit> iteration_variance(const RankAnalysis& r, const Threshold
                {"steady median", it.steady_median_ns, "ns"},
                {"steady p95", it.steady_p95_ns, "ns"}};
   f.saving_method = "upper bound: time of the steady iterations above the median";
-  f.fix =
-      "look for periodic host work in the slow iterations: garbage collection (gc.freeze()), logging, checkpointing, "
-      "DataLoader workers falling behind";
+  f.fix = fix_for(r,
+                  "look for periodic host work in the slow iterations: garbage collection (gc.freeze()), logging, "
+                  "checkpointing, DataLoader workers falling behind",
+                  "look for periodic host work in the slow iterations: I/O, logging, checkpoints, other processes "
+                  "on the node");
   return RankHit{share, std::move(f)};
 }
 
@@ -612,6 +725,8 @@ void straggler(const RunAnalysis& run, const std::vector<RankAnalysis>& judged, 
           "check that rank's host: CPU binding (numactl --cpunodebind), data loading on that node, GPU clocks and "
           "temperature (nvidia-smi -q -d CLOCK,TEMPERATURE), and uneven work per rank";
       f.saving_fraction = std::clamp(share, 0.0, 1.0);
+      f.saving_kind = kind_of(f.saving_method);
+      f.rank_savings = {{worst.rank, f.saving_fraction}};
       f.severity = severity_for(f.saving_fraction);
       out.push_back(std::move(f));
     }
@@ -640,6 +755,320 @@ void add_perturbation_cautions(const std::vector<RankAnalysis>& judged, std::vec
   }
 }
 
+// ---- windows that cannot support a finding --------------------------------
+
+// Why a rank's judged window cannot support a per-step finding: it holds
+// fewer than two complete iterations of a trace that has iterations ("" when
+// it holds enough). A trace without iterations is judged over its window as
+// it is, with shares of the wall time.
+std::string window_caveat(const RankAnalysis& r) {
+  const auto& it = r.iterations;
+  if (it.source.empty() || it.count >= 2) return {};
+  return fmt::format(
+      "{}'s window ({}) holds {} complete iteration{} ({}), fewer than two: its shares are of that window, not of "
+      "a step, and a one-off cost cannot be told from a per-step one (widen --window to several iterations)",
+      r.label, format_duration_ns(static_cast<double>(r.breakdown.wall_ns)), it.count, it.count == 1 ? "" : "s",
+      it.source);
+}
+
+void add_window_cautions(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out) {
+  for (auto& f : out) {
+    for (const auto& r : judged) {
+      if (!f.ranks.empty() && std::find(f.ranks.begin(), f.ranks.end(), r.rank) == f.ranks.end()) continue;
+      std::string why = window_caveat(r);
+      if (why.empty()) continue;
+      f.evidence += "; caution: " + why;
+      f.caveat = std::move(why);
+      f.severity = Severity::kInfo;
+      break;
+    }
+  }
+}
+
+// ---- causes, not symptoms: the cause graph (docs/advisor.md) ----------------
+
+Finding* find_id(std::vector<Finding>& out, std::string_view id) {
+  auto it = std::find_if(out.begin(), out.end(), [&](const Finding& f) { return f.id == id; });
+  return it == out.end() ? nullptr : &*it;
+}
+
+double saving_on(const Finding& f, int32_t rank) {
+  for (const RankSaving& s : f.rank_savings)
+    if (s.rank == rank) return s.fraction;
+  return 0;
+}
+
+bool on_rank(const Finding& f, int32_t rank) {
+  return std::any_of(f.rank_savings.begin(), f.rank_savings.end(), [&](const RankSaving& s) { return s.rank == rank; });
+}
+
+// `symptom` is one more sign of `cause` (a finding has at most one cause).
+void link(Finding& cause, Finding& symptom) {
+  if (!symptom.explained_by.empty() || &cause == &symptom) return;
+  symptom.explained_by = cause.id;
+  cause.explains.push_back(symptom.id);
+}
+
+// The host sampler's diagnosis explains the GPU-side symptom on the same
+// ranks: a busy launching thread is why kernels are launched late, a main
+// thread waiting for its loader is why the input arrives late.
+void link_host_diagnoses(std::vector<Finding>& out) {
+  static constexpr std::pair<std::string_view, std::string_view> kPairs[] = {{"host-bound", "launch-bound"},
+                                                                              {"loader-bound", "input-starvation"}};
+  for (const auto& [cause_id, symptom_id] : kPairs) {
+    Finding* cause = find_id(out, cause_id);
+    Finding* symptom = find_id(out, symptom_id);
+    if (!cause || !symptom) continue;
+    const bool shared = std::any_of(symptom->rank_savings.begin(), symptom->rank_savings.end(),
+                                    [&](const RankSaving& s) { return on_rank(*cause, s.rank); });
+    if (shared) link(*cause, *symptom);
+  }
+}
+
+// Waiting inside a collective for a late rank shows as exposed communication
+// on the ranks that wait: it is the straggler's cost, and tuning the overlap
+// of communication would not remove it. Explained when what is left of every
+// waiting rank's exposed communication, less the lateness, is under the
+// rule's threshold; the late rank's own exposed communication is its own.
+void link_straggler_wait(const Thresholds& th, std::vector<Finding>& out) {
+  Finding* st = find_id(out, "straggler");
+  Finding* ex = find_id(out, "exposed-communication");
+  if (!st || !ex || st->ranks.empty()) return;
+  const int32_t late = st->ranks.front();
+  if (on_rank(*ex, late)) return;
+  double rest = 0;
+  for (const RankSaving& s : ex->rank_savings) rest = std::max(rest, s.fraction - st->saving_fraction);
+  ex->evidence += fmt::format(
+      "; up to {} of step time of it is waiting inside the collectives for rank {}, which arrives late (the "
+      "straggler's cost); {} is left beyond that wait",
+      format_percent(std::min(ex->saving_fraction, st->saving_fraction)), late, format_percent(rest));
+  if (rest < th.exposed_comm_share) link(*st, *ex);
+}
+
+struct StepFigures {
+  double idle_share = 0;          // GPU idle / wall
+  double compute_per_step_ns = 0;
+};
+
+StepFigures step_figures(const RankAnalysis& r) {
+  StepFigures s;
+  const auto& b = r.breakdown;
+  s.idle_share = b.wall_ns > 0 ? static_cast<double>(b.idle_ns) / static_cast<double>(b.wall_ns) : 0;
+  const double steps = r.iterations.count > 0 ? static_cast<double>(r.iterations.count) : 1.0;
+  s.compute_per_step_ns = static_cast<double>(b.compute_ns) / steps;
+  return s;
+}
+
+double figure(const Finding& f, std::string_view name) {
+  for (const Figure& g : f.figures)
+    if (g.name == name) return g.value;
+  return 0;
+}
+
+// What makes the late rank late, from its own evidence against the others':
+// one of its own findings that the other ranks do not share (host-bound, its
+// loader, its copies, ...), else its GPU's idle time or its compute per step.
+void explain_straggler(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out) {
+  Finding* st = find_id(out, "straggler");
+  if (!st || st->ranks.empty()) return;
+  const int32_t late = st->ranks.front();
+  const RankAnalysis* lr = nullptr;
+  StepFigures others;
+  int n = 0;
+  for (const RankAnalysis& r : judged) {
+    if (r.rank == late) {
+      lr = &r;
+      continue;
+    }
+    const StepFigures f = step_figures(r);
+    others.idle_share += f.idle_share;
+    others.compute_per_step_ns += f.compute_per_step_ns;
+    ++n;
+  }
+  if (!lr || n == 0) return;
+  others.idle_share /= n;
+  others.compute_per_step_ns /= n;
+  const StepFigures mine = step_figures(*lr);
+  const double lateness_ns = figure(*st, "beyond the next-latest rank");
+  st->evidence += fmt::format("; rank {}'s GPU idles {} of its time against {} on the other ranks, with {} of compute "
+                              "per step against {}",
+                              late, format_percent(mine.idle_share), format_percent(others.idle_share),
+                              format_duration_ns(mine.compute_per_step_ns),
+                              format_duration_ns(others.compute_per_step_ns));
+  st->figures.push_back({"late rank's GPU idle share", mine.idle_share, "fraction"});
+  st->figures.push_back({"other ranks' GPU idle share", others.idle_share, "fraction"});
+  st->figures.push_back({"late rank's compute per step", mine.compute_per_step_ns, "ns"});
+  st->figures.push_back({"other ranks' compute per step", others.compute_per_step_ns, "ns"});
+  // The late rank's own findings, by how much more they cost it than any other rank.
+  static constexpr std::string_view kCauses[] = {"host-bound",       "loader-bound", "host-contention",
+                                                 "host-communication", "input-starvation", "host-sync",
+                                                 "launch-bound",     "sync-copies",  "pinned-memory",
+                                                 "numa-placement"};
+  Finding* best = nullptr;
+  double best_excess = 0;
+  for (std::string_view id : kCauses) {
+    Finding* c = find_id(out, id);
+    if (!c || !on_rank(*c, late)) continue;
+    double other = 0;
+    for (const RankSaving& s : c->rank_savings)
+      if (s.rank != late) other = std::max(other, s.fraction);
+    const double excess = saving_on(*c, late) - other;
+    if (excess > best_excess) {
+      best = c;
+      best_excess = excess;
+    }
+  }
+  if (best && best_excess >= 0.5 * st->saving_fraction) {
+    st->evidence += fmt::format("; rank {}'s own finding \"{}\" costs it {} of its step more than any other rank: that "
+                                "is why it is late",
+                                late, best->title, format_percent(best_excess));
+    st->fix = fmt::format("fix rank {}'s {} (the cause): {}", late, best->id, best->fix);
+    link(*best, *st);
+    return;
+  }
+  const double extra_compute = mine.compute_per_step_ns - others.compute_per_step_ns;
+  if (others.compute_per_step_ns > 0 && extra_compute >= 0.05 * others.compute_per_step_ns &&
+      extra_compute >= 0.5 * lateness_ns) {
+    st->title = fmt::format("Rank {} makes the others wait: it computes more per step", late);
+    st->fix = fmt::format(
+        "rank {} runs {} more GPU compute per step than the others: balance the work per rank (data shards, "
+        "sequence lengths or pipeline stages of unequal size, work only that rank does such as evaluation or "
+        "logging)",
+        late, format_duration_ns(extra_compute));
+  } else if (mine.idle_share - others.idle_share >= 0.05) {
+    st->title = fmt::format("Rank {} makes the others wait: its GPU waits for its host", late);
+    st->fix = fmt::format(
+        "rank {}'s GPU idles {} against {} on the others with similar compute: its host falls behind. Trace it "
+        "with the host sampler (scalescope profile, on by default) to see its main thread; check its data "
+        "loading, its CPU binding (numactl --cpunodebind) and other processes on its node",
+        late, format_percent(mine.idle_share), format_percent(others.idle_share));
+  }
+}
+
+// Roots first, by the largest saving in their chain (fixing the root gains
+// it), each followed by what it explains, depth first.
+void rank_by_root(std::vector<Finding>& out) {
+  const size_t n = out.size();
+  auto index_of = [&](const std::string& id) -> size_t {
+    for (size_t i = 0; i < n; ++i)
+      if (out[i].id == id) return i;
+    return n;
+  };
+  std::vector<size_t> root(n);
+  for (size_t i = 0; i < n; ++i) {
+    size_t at = i;
+    for (size_t step = 0; step < n; ++step) {  // a chain is at most n long
+      const size_t up = index_of(out[at].explained_by);
+      if (up == n) break;
+      at = up;
+    }
+    root[i] = at;
+  }
+  std::vector<double> chain(n, 0);
+  for (size_t i = 0; i < n; ++i) chain[root[i]] = std::max(chain[root[i]], out[i].saving_fraction);
+  for (size_t i = 0; i < n; ++i) out[i].chain_saving_fraction = chain[root[i]];
+  std::vector<size_t> order;
+  std::function<void(size_t)> visit = [&](size_t i) {
+    order.push_back(i);
+    std::vector<size_t> children;
+    for (const std::string& id : out[i].explains)
+      if (const size_t c = index_of(id); c < n) children.push_back(c);
+    std::stable_sort(children.begin(), children.end(),
+                     [&](size_t a, size_t b) { return out[a].saving_fraction > out[b].saving_fraction; });
+    for (size_t c : children) visit(c);
+  };
+  std::vector<size_t> roots;
+  for (size_t i = 0; i < n; ++i)
+    if (root[i] == i) roots.push_back(i);
+  std::stable_sort(roots.begin(), roots.end(), [&](size_t a, size_t b) { return chain[a] > chain[b]; });
+  for (size_t r : roots) visit(r);
+  std::vector<Finding> sorted;
+  sorted.reserve(n);
+  for (size_t i : order) sorted.push_back(std::move(out[i]));
+  out = std::move(sorted);
+}
+
+// ---- one combined estimate over the timeline --------------------------------
+
+// What the fixes of `fixed` remove from one rank's step, combined: savings
+// carved out of the GPU's idle time (launch gaps, host syncs, input gaps, MPI
+// calls) as the union of their idle intervals (analyze::IdleCover), the host
+// sampler's diagnoses at most the idle time; savings of compute kernels (of
+// disjoint kernel sets) added, at most the compute time; copies added;
+// communication and the straggler's wait as the larger of the two; then the
+// parts added, as they are disjoint parts of the step.
+double combined_on(const RankAnalysis& r, const std::vector<const Finding*>& fixed) {
+  auto get = [&](std::string_view id) {
+    for (const Finding* f : fixed)
+      if (f->id == id) return f->id == "straggler" ? f->saving_fraction : saving_on(*f, r.rank);
+    return 0.0;
+  };
+  const auto& b = r.breakdown;
+  const double wall = static_cast<double>(b.wall_ns);
+  const auto& c = r.idle_cover;
+  const bool cover = c.availability.available && c.span_ns > 0;
+  static constexpr std::pair<std::string_view, unsigned> kIdleRules[] = {{"launch-bound", analyze::kIdleLaunchGap},
+                                                                          {"host-sync", analyze::kIdleHostSync},
+                                                                          {"input-starvation", analyze::kIdleInput},
+                                                                          {"host-communication", analyze::kIdleMpi}};
+  unsigned mask = 0;
+  double idle_sum = 0, idle_max = 0;
+  for (const auto& [id, bit] : kIdleRules) {
+    const double v = get(id);
+    if (v <= 0) continue;
+    mask |= bit;
+    idle_sum += v;
+    idle_max = std::max(idle_max, v);
+  }
+  double idle_union = idle_sum;
+  if (cover) {
+    // input-starvation leaves out the idle time inside MPI calls (an MPI
+    // program's host communication) unless host-communication is fixed too.
+    const bool input_without_mpi = r.job.mpi && (mask & analyze::kIdleInput) && !(mask & analyze::kIdleMpi);
+    int64_t ns = 0;
+    for (unsigned set = 1; set < analyze::kIdleCauseSets; ++set) {
+      const bool other = (set & mask & ~analyze::kIdleInput) != 0;
+      const bool input = (set & mask & analyze::kIdleInput) && !(input_without_mpi && (set & analyze::kIdleMpi));
+      if (other || input) ns += c.by_causes[set];
+    }
+    idle_union = static_cast<double>(ns) / static_cast<double>(c.span_ns);
+  }
+  const double idle_share = cover ? static_cast<double>(c.idle_ns) / static_cast<double>(c.span_ns)
+                            : wall > 0 ? static_cast<double>(b.idle_ns) / wall
+                                       : 0;
+  const double host = std::max({get("host-bound"), get("loader-bound"), get("host-contention")});
+  const double idle_part = std::max({idle_max, host, std::min(idle_share, idle_union)});
+  const double compute_share = wall > 0 ? static_cast<double>(b.compute_ns) / wall : 0;
+  double compute_sum = 0, compute_max = 0;
+  for (std::string_view id : {"mixed-precision", "fp64", "channels-last", "layout-fallback"}) {
+    compute_sum += get(id);
+    compute_max = std::max(compute_max, get(id));
+  }
+  const double compute_part = std::max(compute_max, std::min(compute_sum, compute_share));
+  const double copy_part = std::max(get("pinned-memory") + get("sync-copies"), get("numa-placement"));
+  const double comm_part = std::max(get("exposed-communication"), get("straggler"));
+  return std::min(1.0, idle_part + compute_part + copy_part + comm_part + get("iteration-variance"));
+}
+
+// Each root, in rank order, gets the combined saving of fixing it and every
+// root above it (with what they explain): the most any rank would gain.
+void combine_savings(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out) {
+  std::vector<const Finding*> fixed;
+  int roots = 0;
+  for (Finding& f : out) {
+    fixed.push_back(&f);
+    if (!f.explained_by.empty()) continue;
+    // Add the root's descendants (they follow it in `out`) before combining.
+    const size_t at = static_cast<size_t>(&f - out.data());
+    for (size_t i = at + 1; i < out.size() && !out[i].explained_by.empty(); ++i) fixed.push_back(&out[i]);
+    ++roots;
+    double best = 0;
+    for (const RankAnalysis& r : judged) best = std::max(best, combined_on(r, fixed));
+    f.combined_fraction = std::max(best, f.saving_fraction);
+    f.combined_count = roots;
+  }
+}
+
 // The per-rank rules, one function each (docs/advisor.md documents each id).
 // Findings are listed by saving; equal savings keep this order.
 struct RankRule {
@@ -656,6 +1085,7 @@ constexpr RankRule kRankRules[] = {
     {"host-sync", &host_sync},
     {"sync-copies", &sync_copies},
     {"input-starvation", &input_starvation},
+    {"host-communication", &host_communication},
     {"numa-placement", &numa_placement},
     {"host-bound", &host_bound},
     {"loader-bound", &loader_bound},
@@ -674,6 +1104,15 @@ std::string_view to_string(Severity s) {
   return "info";
 }
 
+std::string_view to_string(SavingKind k) { return k == SavingKind::kEstimate ? "estimate" : "upper bound"; }
+
+std::string_view combined_method() {
+  return "each rank's removed time combined over its timeline: savings carved out of the GPU's idle time (launch "
+         "gaps, host syncs, input gaps, MPI calls) as the union of their intervals, the host diagnoses at most the "
+         "idle time, kernel savings added up to the compute time, then the disjoint parts (idle, compute, copies, "
+         "communication) added; the most any rank gains";
+}
+
 std::vector<std::string_view> rule_ids() {
   std::vector<std::string_view> ids;
   for (const RankRule& rule : kRankRules) ids.push_back(rule.id);
@@ -689,13 +1128,24 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
     per_rank(judged, out, [&](const RankAnalysis& r) { return rule.judge(r, th); });
   straggler(run, judged, th, out);
   add_perturbation_cautions(judged, out);
+  // Equal savings keep the rules' order (kRankRules, then the straggler).
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& a, const Finding& b) { return a.saving_fraction > b.saving_fraction; });
+  link_host_diagnoses(out);
+  link_straggler_wait(th, out);
+  explain_straggler(judged, out);
+  add_window_cautions(judged, out);
+  rank_by_root(out);
+  combine_savings(judged, out);
   return out;
 }
 
 void to_json(nlohmann::json& j, const Figure& v) {
   j = nlohmann::json{{"name", v.name}, {"value", v.value}, {"unit", v.unit}};
+}
+
+void to_json(nlohmann::json& j, const RankSaving& v) {
+  j = nlohmann::json{{"rank", v.rank}, {"saving_fraction", v.fraction}};
 }
 
 void to_json(nlohmann::json& j, const Finding& v) {
@@ -706,8 +1156,16 @@ void to_json(nlohmann::json& j, const Finding& v) {
                      {"figures", v.figures},
                      {"ranks", v.ranks},
                      {"saving_fraction", v.saving_fraction},
+                     {"saving_kind", to_string(v.saving_kind)},
                      {"saving_method", v.saving_method},
-                     {"fix", v.fix}};
+                     {"fix", v.fix},
+                     {"rank_savings", v.rank_savings},
+                     {"explained_by", v.explained_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.explained_by)},
+                     {"explains", v.explains},
+                     {"chain_saving_fraction", v.chain_saving_fraction},
+                     {"combined_fraction", v.combined_fraction},
+                     {"combined_count", v.combined_count}};
+  if (!v.caveat.empty()) j["caveat"] = v.caveat;
 }
 
 }  // namespace scalescope::advise

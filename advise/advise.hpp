@@ -28,6 +28,16 @@ struct Figure {
   std::string unit;  // "ns", "bytes", "fraction", "count", "GB/s"
 };
 
+// An upper bound is time the trace shows the problem costs (the fix can gain
+// at most that); an estimate assumes how much faster the fixed code runs.
+enum class SavingKind : uint8_t { kUpperBound = 0, kEstimate };
+std::string_view to_string(SavingKind k);
+
+struct RankSaving {
+  int32_t rank = -1;
+  double fraction = 0;  // that rank's own saving, share of its step time
+};
+
 struct Finding {
   std::string id;     // stable rule id, e.g. "pinned-memory"
   std::string title;  // one line
@@ -35,10 +45,31 @@ struct Finding {
   std::string evidence;  // sentence with the figures and where (ranks, kernels)
   std::vector<Figure> figures;
   std::vector<int32_t> ranks;  // ranks the finding is about (empty: all)
-  double saving_fraction = 0;  // upper bound of the saving, share of step time
-  std::string saving_method;   // how the upper bound was estimated
-  std::string fix;             // concrete change, e.g. "DataLoader(pin_memory=True)"
+  double saving_fraction = 0;  // the saving, share of step time (the worst rank's)
+  SavingKind saving_kind = SavingKind::kUpperBound;
+  std::string saving_method;  // how the saving was estimated
+  std::string fix;            // concrete change in the job's framework, e.g. "DataLoader(pin_memory=True)"
+  std::vector<RankSaving> rank_savings;  // every rank above the threshold, with its own saving
+  // The cause graph (docs/advisor.md): this finding is a symptom of
+  // `explained_by` (another finding's id; "" for a root cause), and is the
+  // cause of the findings in `explains`. Fixing a root fixes what it explains.
+  std::string explained_by;
+  std::vector<std::string> explains;
+  // Ranking key: a root's largest saving over itself and what it explains
+  // (fixing the root gains that); an explained finding's root's.
+  double chain_saving_fraction = 0;
+  // Roots only: fixing this root and every root ranked above it
+  // (combined_count of them), combined over the timeline (docs/advisor.md),
+  // not summed; 0 on explained findings.
+  double combined_fraction = 0;
+  int combined_count = 0;
+  // Why the window cannot support the finding (fewer than two complete
+  // iterations): its severity is then held at info. Empty when it can.
+  std::string caveat;
 };
+
+// How combined_fraction is computed, in one sentence (for tables and pages).
+std::string_view combined_method();
 
 // Thresholds of the rules (defaults as in docs/advisor.md).
 struct Thresholds {
@@ -63,9 +94,12 @@ struct Thresholds {
   double host_worker_cores = 0.25;        // workers' CPU (cores) that makes a sleeping main thread loader-bound
   double host_run_wait_share = 0.05;      // main thread runnable but off-CPU / wall: contention
   double host_contended_instants = 0.10;  // samples with more runnable threads than cores: contention
+  double host_communication_share = 0.05;  // GPU idle inside MPI calls / step time
 };
 
-// Applies every rule; findings sorted by saving_fraction, descending.
+// Applies every rule, links causes to their symptoms, combines the savings;
+// roots sorted by chain_saving_fraction, descending, each followed by the
+// findings it explains.
 std::vector<Finding> advise(const analyze::RunAnalysis& run, const Thresholds& thresholds = {});
 
 // Every finding id advise() can report: the per-rank rules in the order they
@@ -73,6 +107,7 @@ std::vector<Finding> advise(const analyze::RunAnalysis& run, const Thresholds& t
 std::vector<std::string_view> rule_ids();
 
 void to_json(nlohmann::json& j, const Figure& v);
+void to_json(nlohmann::json& j, const RankSaving& v);
 void to_json(nlohmann::json& j, const Finding& v);
 
 }  // namespace scalescope::advise

@@ -22,8 +22,15 @@ using analyze::testing::TraceBuilder;
 using trace::MemcpyKind;
 using trace::MemoryKind;
 
+// The rules' PyTorch fixes need a PyTorch job: a trace that names one of
+// its operators (analyze/job.cpp).
+trace::Trace as_pytorch(trace::Trace t) {
+  t.strings.intern("aten::mm");
+  return t;
+}
+
 std::vector<Finding> run_on(const trace::Trace& t) {
-  return advise(analyze::combine({analyze::analyze_rank(t, analyze::Options{})}));
+  return advise(analyze::combine({analyze::analyze_rank(as_pytorch(t), analyze::Options{})}));
 }
 
 const Finding* find(const std::vector<Finding>& f, std::string_view id) {
@@ -568,6 +575,269 @@ TEST(AdviseHost, ContentionWhenMoreThreadsAreRunnableThanCores) {
     for (uint32_t w = 0; w < 3; ++w) q.host_sample(t, 200 + w, 200 + w, ThreadState::kRunning, 1, 5 * kMs);
   });
   EXPECT_EQ(find(run_on(q.t), "host-contention"), nullptr);
+}
+
+
+// ---- the job: fixes that fit its framework -----------------------------------
+
+// No PyTorch word in the fix of a job that does not run PyTorch.
+void expect_no_pytorch_advice(const std::vector<Finding>& findings) {
+  for (const Finding& f : findings)
+    for (const char* word : {"DataLoader", "torch", "bucket_cap_mb", "pin_memory", "num_workers", "DDP", ".item()"})
+      EXPECT_EQ(f.fix.find(word), std::string::npos) << f.id << ": " << f.fix;
+}
+
+// An MPI + CUDA program (no PyTorch): each 100 us round receives with
+// MPI_Recv for 60 us (an NVTX range, as nsys's MPI tracing writes it) while
+// the GPU idles, copies 10 us from pageable memory, then runs a 29 us kernel.
+// The idle time ends with an input copy, but the host is inside MPI_Recv:
+// host communication, not input starvation, and every fix is CUDA's or MPI's.
+TEST(AdviseJob, MpiCudaProgramGetsHostCommunicationNotInputStarvation) {
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = 100000 * i;
+    b.range("MPI_Recv", t, t + 60000, -1, "MPI");
+    b.copy(MemcpyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, t + 60000, t + 70000, 1 << 20, false);
+    b.kernel("saxpy_kernel", t + 71000, t + 100000);
+  }
+  b.t.meta.launcher = "mpi";
+  const analyze::RankAnalysis r = analyze::analyze_rank(b.t, analyze::Options{});
+  EXPECT_EQ(r.job.framework, analyze::Framework::kCuda);
+  EXPECT_TRUE(r.job.mpi);
+  EXPECT_FALSE(r.job.nccl);
+  EXPECT_GE(r.job.mpi_ns, 540000);  // the window starts at the first copy: the first call is outside
+  EXPECT_NE(r.job.evidence.find("MPI_Recv x10 (NVTX)"), std::string::npos) << r.job.evidence;
+  ASSERT_TRUE(r.idle_cover.availability.available);
+  // The input gaps' idle time is inside MPI_Recv but for 1 us a round.
+  const auto& c = r.idle_cover;
+  EXPECT_GE(c.covered_ns(analyze::kIdleMpi), 480000);
+  EXPECT_LE(c.covered_ns(analyze::kIdleInput) - c.covered_ns(analyze::kIdleMpi), 10000);
+  const auto f = advise(analyze::combine({r}));
+  const Finding* h = find(f, "host-communication");
+  ASSERT_NE(h, nullptr);
+  EXPECT_GT(h->saving_fraction, 0.5);
+  EXPECT_NE(h->fix.find("MPI_Isend"), std::string::npos);
+  EXPECT_EQ(find(f, "input-starvation"), nullptr);
+  const Finding* p = find(f, "pinned-memory");
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p->fix.find("cudaMallocHost"), std::string::npos);
+  expect_no_pytorch_advice(f);
+  // The same rounds in a PyTorch job whose gaps hold no MPI call: input starvation.
+  TraceBuilder torch;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = 100000 * i;
+    torch.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, t + 60000, t + 70000, 1 << 20);
+    torch.kernel("saxpy_kernel", t + 71000, t + 100000);
+  }
+  const auto g = run_on(torch.t);
+  const Finding* in = find(g, "input-starvation");
+  ASSERT_NE(in, nullptr);
+  EXPECT_NE(in->fix.find("DataLoader"), std::string::npos);
+  EXPECT_EQ(find(g, "host-communication"), nullptr);
+}
+
+// Every rule that fires on a plain CUDA program gives a fix without PyTorch.
+TEST(AdviseJob, PlainCudaFindingsNeverGetPyTorchAdvice) {
+  TraceBuilder b;
+  for (int i = 0; i < 100; ++i) {
+    b.api("cudaLaunchKernel", 10000 * i, 10000 * i + 5000);
+    b.kernel(i % 2 ? "volta_sgemm_128x64_nn" : "tiny_kernel", 10000 * i + 6000, 10000 * i + 8000);
+  }
+  b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1000000, 1400000, 20);
+  b.copy(MemcpyKind::kHtoD, MemoryKind::kPageable, MemoryKind::kDevice, 1400000, 1500000, 1 << 20, false);
+  b.sync(trace::SyncKind::kDeviceSynchronize, 0, 600000);
+  analyze::Options whole;  // the whole trace, not the steady iterations the kernels' repetition makes
+  whole.window = analyze::WindowSpec::parse("0%:100%");
+  const auto f = advise(analyze::combine({analyze::analyze_rank(b.t, whole)}));
+  std::set<std::string> ids;
+  for (const Finding& x : f) ids.insert(x.id);
+  for (const char* id : {"launch-bound", "mixed-precision", "exposed-communication", "pinned-memory", "host-sync"})
+    EXPECT_TRUE(ids.count(id)) << id;
+  expect_no_pytorch_advice(f);
+  // The same trace from PyTorch gets PyTorch's fixes.
+  const auto g = advise(analyze::combine({analyze::analyze_rank(as_pytorch(b.t), whole)}));
+  const Finding* e = find(g, "exposed-communication");
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(e->fix.find("bucket_cap_mb"), std::string::npos);
+}
+
+// ---- windows that cannot support a finding ---------------------------------------
+
+// Ten 10 ms steps, each 2 ms of compute then 8 ms of exposed all-reduce. A
+// 1 ms window inside one all-reduce holds no complete step: its finding says
+// so and is no more than info; the whole trace gives the critical finding.
+TEST(AdviseWindow, OneMillisecondWindowGivesFindingsOnlyWithACaution) {
+  constexpr int64_t kMs = 1000000;
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = 10 * kMs * i;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + 10 * kMs);
+    b.kernel("gemm_kernel", t, t + 2 * kMs);
+    b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + 2 * kMs, t + 10 * kMs, 20);
+  }
+  const trace::Trace t = as_pytorch(b.t);
+  analyze::Options window;
+  window.window = analyze::WindowSpec::parse("12000000:13000000");
+  const auto narrow = advise(analyze::combine({analyze::analyze_rank(t, window)}));
+  ASSERT_FALSE(narrow.empty());
+  for (const Finding& f : narrow) {
+    EXPECT_EQ(f.severity, Severity::kInfo) << f.id;
+    EXPECT_NE(f.caveat.find("holds 0 complete iterations"), std::string::npos) << f.caveat;
+    EXPECT_NE(f.evidence.find("caution: "), std::string::npos) << f.evidence;
+  }
+  const nlohmann::json j = narrow;
+  EXPECT_TRUE(j[0].contains("caveat"));
+  const auto whole = advise(analyze::combine({analyze::analyze_rank(t, analyze::Options{})}));
+  const Finding* e = find(whole, "exposed-communication");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->severity, Severity::kCritical);
+  EXPECT_TRUE(e->caveat.empty());
+  // One complete step in the window is not enough either; two are.
+  window.window = analyze::WindowSpec::parse("it3:it4");
+  EXPECT_NE(advise(analyze::combine({analyze::analyze_rank(t, window)})).front().caveat.find("holds 1 complete iteration "),
+            std::string::npos);
+  window.window = analyze::WindowSpec::parse("it3:it5");
+  EXPECT_TRUE(advise(analyze::combine({analyze::analyze_rank(t, window)})).front().caveat.empty());
+}
+
+// ---- causes, not symptoms ------------------------------------------------------
+
+// Two ranks, ten 1 ms steps: 200 us compute, the all-reduce, compute to the
+// end. Rank 0's GPU idles 400 us before it reaches the all-reduce at 600 us;
+// rank 1 arrives at 200 us and waits inside it until 650 us (450 us of
+// exposed communication). `ms_scale` 1 makes every kernel short (launch-bound
+// on rank 0); 100 does not.
+analyze::RunAnalysis planted_straggler(int64_t scale) {
+  std::vector<analyze::RankAnalysis> ranks;
+  for (int r = 0; r < 2; ++r) {
+    TraceBuilder b;
+    b.rank(r);
+    for (int i = 0; i < 10; ++i) {
+      const int64_t t = 10000 * scale * i;
+      b.range("ProfilerStep#" + std::to_string(i), t, t + 10000 * scale);
+      b.kernel("gemm_kernel", t, t + 2000 * scale);
+      b.nccl(trace::NcclOp::kAllReduce, t + (r == 0 ? 6000 : 2000) * scale, t + 6500 * scale, i);
+      b.kernel("gemm_kernel", t + 6500 * scale, t + 10000 * scale);
+    }
+    ranks.push_back(analyze::analyze_rank(as_pytorch(b.t), analyze::Options{}));
+  }
+  return analyze::combine(std::move(ranks));
+}
+
+TEST(AdviseCauses, StragglerExplainsItsPartnersExposedCommunication) {
+  const auto f = advise(planted_straggler(100));
+  const Finding* st = find(f, "straggler");
+  const Finding* ex = find(f, "exposed-communication");
+  ASSERT_NE(st, nullptr);
+  ASSERT_NE(ex, nullptr);
+  EXPECT_EQ(st->ranks, std::vector<int32_t>{0});
+  EXPECT_DOUBLE_EQ(st->saving_fraction, 0.4);
+  EXPECT_EQ(ex->ranks, std::vector<int32_t>{1});
+  EXPECT_NEAR(ex->saving_fraction, 0.45, 1e-9);
+  // The partner's wait is the straggler's cost: one cause, listed first.
+  EXPECT_EQ(ex->explained_by, "straggler");
+  EXPECT_EQ(st->explains, std::vector<std::string>{"exposed-communication"});
+  EXPECT_TRUE(st->explained_by.empty());
+  ASSERT_GE(f.size(), 2u);
+  EXPECT_EQ(f[0].id, "straggler");
+  EXPECT_EQ(f[1].id, "exposed-communication");
+  EXPECT_NEAR(f[0].chain_saving_fraction, 0.45, 1e-9);  // fixing the root gains what it explains
+  EXPECT_EQ(f[1].combined_fraction, 0);                 // no combined figure of its own
+  // The late rank's own evidence decides its cause: its GPU idles 40 % with
+  // the same compute as rank 1.
+  EXPECT_NE(st->title.find("its GPU waits for its host"), std::string::npos) << st->title;
+  EXPECT_NE(st->evidence.find("rank 0's GPU idles 40.0% of its time against 0.0%"), std::string::npos)
+      << st->evidence;
+  EXPECT_EQ(st->fix.find("nvidia-smi"), std::string::npos) << st->fix;
+  const nlohmann::json j = f;
+  EXPECT_EQ(j[1]["explained_by"], "straggler");
+  EXPECT_EQ(j[0]["explains"], nlohmann::json::array({"exposed-communication"}));
+  EXPECT_TRUE(j[0]["explained_by"].is_null());
+}
+
+TEST(AdviseCauses, LateRanksOwnFindingIsTheRootCause) {
+  // Short kernels: rank 0's 400 ns gaps make it launch-bound; rank 1 has none.
+  const auto f = advise(planted_straggler(1));
+  const Finding* lb = find(f, "launch-bound");
+  const Finding* st = find(f, "straggler");
+  const Finding* ex = find(f, "exposed-communication");
+  ASSERT_NE(lb, nullptr);
+  ASSERT_NE(st, nullptr);
+  ASSERT_NE(ex, nullptr);
+  EXPECT_EQ(lb->ranks, std::vector<int32_t>{0});
+  EXPECT_EQ(st->explained_by, "launch-bound");
+  EXPECT_EQ(ex->explained_by, "straggler");
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].id, "launch-bound");  // the chain, root first
+  EXPECT_EQ(f[1].id, "straggler");
+  EXPECT_EQ(f[2].id, "exposed-communication");
+  EXPECT_NE(st->fix.find("fix rank 0's launch-bound"), std::string::npos) << st->fix;
+}
+
+// ---- one combined estimate ------------------------------------------------------
+
+// Ten 100 us steps: a 20 us kernel, a 40 us gap, a 40 us kernel. In the gap
+// the host waits in cudaStreamSynchronize the whole time and a pinned input
+// copy runs from 35 to 38 us: the launch gaps, the host sync and the input
+// gap are the same 37 us of idle time. Their own savings (37 %, 37 %, 40 %)
+// sum to 114 %; combined over the timeline they are 40 %.
+TEST(AdviseCombined, OverlappingIdleSavingsCombineAsTheirUnion) {
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = 100000 * i;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + 100000);
+    b.api("cudaLaunchKernel", t, t + 20000);
+    b.kernel("gemm_kernel", t, t + 20000);
+    b.sync(trace::SyncKind::kStreamSynchronize, t + 20000, t + 60000);
+    b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, t + 55000, t + 58000, 1 << 20);
+    b.api("cudaLaunchKernel", t + 60000, t + 80000);
+    b.kernel("gemm_kernel", t + 60000, t + 100000);
+  }
+  const analyze::RankAnalysis r = analyze::analyze_rank(as_pytorch(b.t), analyze::Options{});
+  ASSERT_TRUE(r.idle_cover.availability.available);
+  EXPECT_EQ(r.idle_cover.span_ns, 1000000);
+  EXPECT_EQ(r.idle_cover.idle_ns, 370000);
+  const unsigned all = analyze::kIdleLaunchGap | analyze::kIdleHostSync | analyze::kIdleInput;
+  EXPECT_EQ(r.idle_cover.by_causes[all], 370000);  // every idle instant has all three causes
+  EXPECT_EQ(r.idle_cover.covered_ns(analyze::kIdleMpi), 0);
+  const auto f = advise(analyze::combine({r}));
+  const Finding* lb = find(f, "launch-bound");
+  const Finding* hs = find(f, "host-sync");
+  const Finding* in = find(f, "input-starvation");
+  ASSERT_NE(lb, nullptr);
+  ASSERT_NE(hs, nullptr);
+  ASSERT_NE(in, nullptr);
+  EXPECT_NEAR(lb->saving_fraction, 0.37, 1e-9);
+  EXPECT_NEAR(hs->saving_fraction, 0.37, 1e-9);
+  EXPECT_NEAR(in->saving_fraction, 0.40, 1e-9);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].id, "input-starvation");
+  EXPECT_NEAR(f[0].combined_fraction, 0.40, 1e-9);
+  EXPECT_EQ(f[2].combined_count, 3);
+  EXPECT_NEAR(f[2].combined_fraction, 0.40, 1e-9);  // not 114 %
+  for (const Finding& x : f) EXPECT_EQ(x.saving_kind, SavingKind::kUpperBound) << x.id;
+}
+
+// Savings from different parts of the step add: FP32 compute and exposed
+// communication, and the estimate says it is one.
+TEST(AdviseCombined, DisjointPartsAdd) {
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = 10000 * i;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + 10000);
+    b.kernel("volta_sgemm_128x64_nn", t, t + 4000);
+    b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + 4000, t + 10000, 20);
+  }
+  const auto f = run_on(b.t);
+  const Finding* m = find(f, "mixed-precision");
+  const Finding* e = find(f, "exposed-communication");
+  ASSERT_NE(m, nullptr);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(m->saving_kind, SavingKind::kEstimate);
+  EXPECT_NEAR(m->saving_fraction, 0.4 * 7 / 8, 1e-9);
+  EXPECT_NEAR(e->saving_fraction, 0.6, 1e-9);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_NEAR(f[1].combined_fraction, 0.6 + 0.35, 1e-9);
 }
 
 }  // namespace

@@ -472,16 +472,21 @@ LaunchStats analyze_launch(const Window& w, detail::WindowScratch& scratch, int6
 }
 
 // Synchronization: CUPTI's records, else the runtime/driver calls by name.
-SyncStats analyze_sync(const Window& w) {
+// host_waits receives the spans of the host's waits (normalized).
+SyncStats analyze_sync(const Window& w, Intervals& host_waits) {
   SyncStats sy;
   const trace::Trace& t = w.t;
+  host_waits.clear();
   std::map<trace::SyncKind, SyncGroup> groups;
   auto add = [&](trace::SyncKind kind, Interval iv) {
     SyncGroup& g = groups[kind];
     g.kind = kind;
     g.count += 1;
     g.total_ns += iv.end - iv.start;
-    if (kind != trace::SyncKind::kStreamWaitEvent) sy.host_sync_ns += iv.end - iv.start;
+    if (kind != trace::SyncKind::kStreamWaitEvent) {
+      sy.host_sync_ns += iv.end - iv.start;
+      host_waits.push_back(iv);
+    }
   };
   const auto& s = t.syncs;
   for (size_t i = 0; i < s.size(); ++i)
@@ -502,6 +507,7 @@ SyncStats analyze_sync(const Window& w) {
       sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
   }
   for (auto& [kind, g] : groups) sy.groups.push_back(g);
+  normalize(host_waits);
   sy.fraction = w.wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(w.wall) : 0;
   return sy;
 }
@@ -545,9 +551,11 @@ namespace {
 // upper bound). With iterations, only the part of a gap inside them counts,
 // as the share is of iteration time (start-up before the first step is not
 // waiting for a batch; counted, it made shares above 100 %).
+// `gaps` receives the counted part of each such gap.
 InputStats analyze_input(const Window& w, const Intervals& compute, const Intervals& compute_comm,
-                         const IterationStats& iterations, int64_t compute_ns) {
+                         const IterationStats& iterations, int64_t compute_ns, Intervals& gaps_out) {
   InputStats in;
+  gaps_out.clear();
   in.iterations = iterations.count;
   in.compute_ns = compute_ns;
   const bool by_iterations = iterations.count > 0;
@@ -569,7 +577,9 @@ InputStats analyze_input(const Window& w, const Intervals& compute, const Interv
     const int64_t inside = std::min(next->start, span_end) - std::max(gap_start, span_start);
     if (inside <= 0 || !gaps.insert(idx).second) continue;
     in.starvation_ns += inside;
+    gaps_out.push_back({std::max(gap_start, span_start), std::min(next->start, span_end)});
   }
+  normalize(gaps_out);
   in.starved_iterations = static_cast<int64_t>(gaps.size());
   const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : w.wall;
   in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
@@ -631,7 +641,7 @@ void detail::mark_empty_window(const Options& o, int64_t wall, RankAnalysis& r) 
   const std::string why = empty_window_reason(*o.window);
   for (Availability* a :
        {&r.breakdown.availability, &r.launch.availability, &r.copies.availability, &r.sync.availability,
-        &r.precision.availability, &r.layout.availability, &r.input.availability})
+        &r.precision.availability, &r.layout.availability, &r.input.availability, &r.idle_cover.availability})
     if (a->available) *a = {false, why};
 }
 
@@ -733,9 +743,17 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   r.copies = analyze_copies(w, scratch, streams);
   r.breakdown = analyze_breakdown(w, scratch);  // scratch.streams: compute | comm from here on
   r.launch = analyze_launch(w, scratch, r.precision.kernel_ns);
-  r.sync = analyze_sync(w);
+  Intervals host_waits, input_gaps, mpi_calls, busy;
+  r.sync = analyze_sync(w, host_waits);
   detail::finish_kernel_tables(t.kernels.size() == 0, t.strings, o, info, names.ns, names.count, r);
-  r.input = analyze_input(w, scratch.compute, scratch.streams, r.iterations, r.breakdown.compute_ns);
+  r.input = analyze_input(w, scratch.compute, scratch.streams, r.iterations, r.breakdown.compute_ns, input_gaps);
+  r.job = detail::job_facts(t, r.gpu_activity, w.ws, w.we, &mpi_calls);
+  unite(scratch.streams, scratch.copy, busy);
+  const bool by_iterations = r.iterations.count > 0;
+  r.idle_cover = detail::idle_cover(busy, by_iterations ? r.iterations.iterations.front().start : w.ws,
+                                    by_iterations ? r.iterations.iterations.back().end : w.we, host_waits,
+                                    input_gaps, mpi_calls);
+  if (!r.breakdown.availability.available) r.idle_cover.availability = r.breakdown.availability;
   r.numa = detail::analyze_numa(t.meta);
   r.host = detail::analyze_host(t, w.ws, w.we, r.iterations.iterations);
   detail::mark_empty_window(o, w.wall, r);

@@ -266,6 +266,48 @@ struct InputStats {
   double fraction = 0;  // starvation / summed iteration time
 };
 
+// ---- the job: what program the trace shows (docs/advisor.md) ---------------
+
+// The framework whose operators the trace shows: the advisor's fixes name its
+// API (a DataLoader fix means nothing to a CUDA C program).
+enum class Framework : uint8_t {
+  kUnknown = 0,  // no GPU work and no framework operators
+  kPyTorch,      // a PyTorch-profiler trace, or aten::/ProfilerStep# ranges
+  kCuda,         // GPU work without a framework's operators (CUDA C/C++, Fortran, ...)
+};
+std::string_view to_string(Framework f);
+
+// Framework, communication libraries and launcher, read from the trace.
+struct JobFacts {
+  Framework framework = Framework::kUnknown;
+  bool nccl = false;     // NCCL collectives or NCCL kernels
+  bool mpi = false;      // MPI_* calls (CUDA API rows, or NVTX ranges as nsys's MPI tracing writes them)
+  std::string launcher;  // trace::Metadata::launcher: "torchrun", "slurm", "mpi", "" (unknown)
+  int64_t mpi_calls = 0;  // MPI_* calls in the window
+  int64_t mpi_ns = 0;     // the union of their time in the window
+  std::string evidence;   // what decided it: "4,210 aten:: operator ranges", "MPI_Send x10, MPI_Recv x5 (NVTX)"
+};
+
+// GPU idle time split by the host-side explanations that cover it, so that
+// savings carved out of the same idle time are combined over the timeline
+// (the union of their intervals), not summed. by_causes[set] is the idle time
+// covered by exactly that set of IdleCause bits (0: by none).
+enum IdleCause : unsigned {
+  kIdleLaunchGap = 1,  // a gap under 1 ms between GPU activities (launch-bound's gaps)
+  kIdleHostSync = 2,   // the host inside a synchronize call (host-sync)
+  kIdleInput = 4,      // a gap that ends with a host-to-device copy (input-starvation's gaps)
+  kIdleMpi = 8,        // the host inside an MPI_* call (host-communication)
+};
+inline constexpr unsigned kIdleCauseSets = 16;
+struct IdleCover {
+  Availability availability;
+  int64_t span_ns = 0;  // the iterations' span (the window without iterations)
+  int64_t idle_ns = 0;  // GPU idle inside it: no kernel, copy, set or collective
+  std::array<int64_t, kIdleCauseSets> by_causes{};
+  // Idle time covered by at least one cause of `causes` (a set of IdleCause bits).
+  int64_t covered_ns(unsigned causes) const;
+};
+
 // The collector's self-measured perturbation (sampled windows by iteration,
 // docs/collector.md): how much longer iterations inside traced windows took
 // than iterations while CUPTI was detached, from the trace's metadata.
@@ -399,6 +441,8 @@ struct RankAnalysis {
   PrecisionStats precision;
   LayoutStats layout;
   InputStats input;
+  JobFacts job;
+  IdleCover idle_cover;
   NumaStats numa;
   HostStats host;
   ProfilerPerturbation perturbation;
@@ -568,12 +612,21 @@ struct Delta {
   double ratio = 0;     // b / a (0 when a == 0)
 };
 
+// Figures are per steady iteration when both runs have iterations (each
+// rank's steady analysis, else its window, divided by its iteration count;
+// then the mean over ranks), so runs of different lengths compare step for
+// step; else per rank over the whole window (`basis` says which).
 struct RunDiff {
-  std::vector<Delta> breakdown;  // compute, exposed communication, copies, idle, overlap, wall
-  std::vector<Delta> classes;
+  std::string basis;               // "per steady iteration" or "per rank, whole window"
+  std::vector<Delta> breakdown;    // compute, exposed communication, copies, idle, overlap, wall
+  std::vector<Delta> classes;      // kernel time by class and by precision
   std::vector<Delta> top_kernels;  // largest absolute deltas
   std::vector<Delta> copies;       // time and bytes by kind and memory kinds
+  std::vector<Delta> changes;      // the named changes the verdict picks from, largest first
+  std::vector<std::string> added_kernels;    // in B's kernel list, not in A's (by time in B, at most `top`)
+  std::vector<std::string> removed_kernels;  // in A's, not in B's
   Delta iteration;                 // steady median iteration time
+  std::string verdict;             // "B is 19.6 % faster per step (88.0 ms -> 70.7 ms): ..."
   std::string note;                // e.g. which side lacks iterations
 };
 
@@ -591,6 +644,8 @@ void to_json(nlohmann::json& j, const PrecisionStats& v);
 void to_json(nlohmann::json& j, const LayoutStats& v);
 void to_json(nlohmann::json& j, const InputStats& v);
 void to_json(nlohmann::json& j, const ProfilerPerturbation& v);
+void to_json(nlohmann::json& j, const JobFacts& v);
+void to_json(nlohmann::json& j, const IdleCover& v);
 void to_json(nlohmann::json& j, const NumaStats& v);
 void to_json(nlohmann::json& j, const HostShares& v);
 void to_json(nlohmann::json& j, const HostStats& v);

@@ -983,23 +983,71 @@ TEST(DiffTest, PinnedAgainstPageable) {
   EXPECT_DOUBLE_EQ(d.iteration.b, 1100);
   EXPECT_NEAR(d.iteration.ratio, 1100.0 / 1500.0, 1e-12);
   ASSERT_FALSE(d.breakdown.empty());
+  EXPECT_EQ(d.basis, "per steady iteration");
   EXPECT_EQ(d.breakdown[0].what, "wall");
-  EXPECT_DOUBLE_EQ(d.breakdown[0].a, 7500);
-  EXPECT_DOUBLE_EQ(d.breakdown[0].b, 5500);
+  EXPECT_DOUBLE_EQ(d.breakdown[0].a, 1500);  // per step, not the 7500 ns of five
+  EXPECT_DOUBLE_EQ(d.breakdown[0].b, 1100);
   bool saw_pageable = false, saw_pinned = false;
   for (const Delta& c : d.copies) {
     if (c.what == "HtoD pageable->device time_ns") {
       saw_pageable = true;
-      EXPECT_DOUBLE_EQ(c.a, 2500);
+      EXPECT_DOUBLE_EQ(c.a, 500);
       EXPECT_DOUBLE_EQ(c.b, 0);
     }
     if (c.what == "HtoD pinned->device time_ns") {
       saw_pinned = true;
-      EXPECT_DOUBLE_EQ(c.b, 500);
+      EXPECT_DOUBLE_EQ(c.b, 100);
     }
   }
   EXPECT_TRUE(saw_pageable);
   EXPECT_TRUE(saw_pinned);
+  EXPECT_EQ(d.verdict, "B is 26.7 % faster per step (1.500 us -> 1.100 us): pageable copies -500 ns, pinned copies "
+                       "+100 ns per step");
+}
+
+// Two runs of different lengths: A 10 steps of 1000 ns with an FP32 GEMM
+// (800 ns) and 200 ns idle, B 20 steps of 800 ns with a tensor-core GEMM
+// (600 ns) and the same idle. Per step the idle time is unchanged (in total
+// B has twice as much), and the verdict names the GEMM.
+TEST(DiffTest, RunsOfDifferentLengthsCompareStepForStep) {
+  auto run = [](int steps, int64_t step, const std::string& gemm, int64_t gemm_ns) {
+    TraceBuilder b;
+    for (int i = 0; i < steps; ++i) {
+      const int64_t t = step * i;
+      b.range("ProfilerStep#" + std::to_string(i), t, t + step);
+      b.kernel(gemm, t, t + gemm_ns);
+    }
+    b.kernel("tail_kernel", step * steps - 1, step * steps);
+    return combine({analyze_rank(b.t, Options{})});
+  };
+  const RunDiff d = diff(run(10, 1000, "volta_sgemm_128x64_nn", 800),
+                         run(20, 800, "nvjet_sm90_hsh_192x192_64x4_1x2_h_ssched_bz_coopB_TNN", 600));
+  ASSERT_EQ(d.basis, "per steady iteration");
+  const auto row = [&](const std::vector<Delta>& v, const std::string& what) {
+    auto it = std::find_if(v.begin(), v.end(), [&](const Delta& x) { return x.what == what; });
+    return it == v.end() ? Delta{} : *it;
+  };
+  const Delta idle = row(d.breakdown, "idle");
+  EXPECT_NEAR(idle.a, 200, 1);  // the last step's 1 ns tail kernel aside
+  EXPECT_NEAR(idle.b, 200, 1);
+  EXPECT_NEAR(idle.ratio, 1.0, 0.01);
+  EXPECT_NEAR(row(d.classes, "precision: fp32-no-tensor-core").a, 800, 1e-9);
+  EXPECT_NEAR(row(d.classes, "precision: fp32-no-tensor-core").b, 0, 1e-9);
+  EXPECT_EQ(d.added_kernels, std::vector<std::string>{"nvjet_sm90_hsh_192x192_64x4_1x2_h_ssched_bz_coopB_TNN"});
+  EXPECT_EQ(d.removed_kernels, std::vector<std::string>{"volta_sgemm_128x64_nn"});
+  ASSERT_FALSE(d.changes.empty());
+  EXPECT_EQ(d.changes[0].what, "FP32 GEMM/convolution kernels (CUDA cores)");
+  EXPECT_EQ(d.verdict.rfind("B is 20.0 % faster per step (1.000 us -> 800 ns): FP32 GEMM/convolution kernels (CUDA "
+                            "cores) -800 ns, FP16/BF16 tensor-core kernels +600 ns",
+                            0),
+            0u)
+      << d.verdict;
+  // Without iterations on one side: no per-step verdict, and it says why.
+  TraceBuilder flat;
+  flat.kernel("gemm_kernel", 0, 1000);
+  const RunDiff no_steps = diff(run(10, 1000, "volta_sgemm_128x64_nn", 800), combine({analyze_rank(flat.t, Options{})}));
+  EXPECT_EQ(no_steps.basis, "per rank, whole window");
+  EXPECT_EQ(no_steps.verdict.rfind("no per-step verdict", 0), 0u) << no_steps.verdict;
 }
 
 TEST(JsonTest, RunAnalysisHasEveryAnalysis) {

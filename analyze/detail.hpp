@@ -130,6 +130,20 @@ void mark_empty_window(const Options& o, int64_t wall, RankAnalysis& r);
 // The same for attribution, computed apart from the other analyses.
 void mark_empty_window(const Options& o, int64_t wall, Attribution& a);
 
+// The job's framework, communication libraries and launcher (job.cpp). The
+// MPI calls read are the rows is_mpi_call() accepts; `mpi_calls`, when given,
+// receives the union of their spans inside [ws, we].
+JobFacts job_facts(const trace::Trace& t, bool gpu_activity, trace::Timestamp ws, trace::Timestamp we,
+                   Intervals* mpi_calls);
+// An MPI_* call by name (API row, or NVTX range text).
+bool is_mpi_call(std::string_view name);
+// GPU idle time in [span_start, span_end] split by the causes covering it
+// (job.cpp): busy is the union of every GPU activity (normalized); the cause
+// lists are normalized unions; launch gaps are busy's inner gaps under
+// kLaunchGapLimitNs.
+IdleCover idle_cover(const Intervals& busy, trace::Timestamp span_start, trace::Timestamp span_end,
+                     const Intervals& host_sync, const Intervals& input_gaps, const Intervals& mpi_calls);
+
 // The host sampler's tables over [ws, we] and per iteration (host_threads.cpp).
 HostStats analyze_host(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,
                        const std::vector<Iteration>& iterations);

@@ -198,6 +198,30 @@ void to_json(json& j, const InputStats& v) {
            {"starvation_ns", v.starvation_ns}, {"compute_ns", v.compute_ns}, {"fraction", v.fraction}};
 }
 
+void to_json(json& j, const JobFacts& v) {
+  j = json{{"framework", to_string(v.framework)},
+           {"nccl", v.nccl},
+           {"mpi", v.mpi},
+           {"launcher", v.launcher},
+           {"mpi_calls", v.mpi_calls},
+           {"mpi_ns", v.mpi_ns},
+           {"evidence", v.evidence}};
+}
+
+void to_json(json& j, const IdleCover& v) {
+  // By cause, each set named by its causes ("launch_gap+host_sync"; "none").
+  static constexpr const char* kNames[] = {"launch_gap", "host_sync", "input", "mpi"};
+  json sets = json::object();
+  for (unsigned set = 0; set < kIdleCauseSets; ++set) {
+    if (v.by_causes[set] == 0) continue;
+    std::string name;
+    for (unsigned bit = 0; bit < 4; ++bit)
+      if (set & (1u << bit)) name += (name.empty() ? "" : "+") + std::string(kNames[bit]);
+    sets[name.empty() ? "none" : name] = v.by_causes[set];
+  }
+  j = json{{"availability", v.availability}, {"span_ns", v.span_ns}, {"idle_ns", v.idle_ns}, {"by_causes_ns", sets}};
+}
+
 void to_json(json& j, const NumaStats& v) {
   json mem = json::array();
   for (const auto& p : v.memory_nodes) mem.push_back({{"node", p.node}, {"bytes", p.bytes}});
@@ -310,6 +334,8 @@ void to_json(json& j, const RankAnalysis& v) {
            {"precision", v.precision},
            {"layout", v.layout},
            {"input", v.input},
+           {"job", v.job},
+           {"idle_cover", v.idle_cover},
            {"numa", v.numa},
            {"classes", std::move(classes)},
            {"top_kernels", v.top_kernels},
@@ -421,8 +447,17 @@ void to_json(json& j, const Delta& v) {
 }
 
 void to_json(json& j, const RunDiff& v) {
-  j = json{{"breakdown", v.breakdown}, {"classes", v.classes},     {"top_kernels", v.top_kernels},
-           {"copies", v.copies},       {"iteration", v.iteration}, {"note", v.note}};
+  j = json{{"basis", v.basis},
+           {"breakdown", v.breakdown},
+           {"classes", v.classes},
+           {"top_kernels", v.top_kernels},
+           {"copies", v.copies},
+           {"changes", v.changes},
+           {"added_kernels", v.added_kernels},
+           {"removed_kernels", v.removed_kernels},
+           {"iteration", v.iteration},
+           {"verdict", v.verdict},
+           {"note", v.note}};
 }
 
 }  // namespace scalescope::analyze

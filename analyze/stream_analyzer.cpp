@@ -741,6 +741,12 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     }
     return m > 0;
   };
+  std::vector<int8_t> mpi_name(name_count, -1);
+  auto is_mpi = [&](trace::StringId id) {
+    int8_t& m = mpi_name[id];
+    if (m < 0) m = detail::is_mpi_call(head.strings.view(id)) ? 1 : 0;
+    return m > 0;
+  };
   trace::Trace batch;
   auto span = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
     for (Timestamp t : s) span_lo = std::min(span_lo, t);
@@ -786,8 +792,11 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     const auto& nv = batch.nvtx;
     for (size_t i = 0; i < nv.size(); ++i)
       if (nv.kind[i] == trace::NvtxKind::kRange &&
-          (marks_steps(nv.text[i]) || (nv.device[i] < 0 && !is_op_domain(nv.domain[i]))))
+          (marks_steps(nv.text[i]) || (nv.device[i] < 0 && !is_op_domain(nv.domain[i])) || is_mpi(nv.text[i])))
         kept.nvtx.push(nv.row(i));
+    // MPI calls (few): the job's facts read them (detail::job_facts).
+    for (size_t i = 0; i < batch.api.size(); ++i)
+      if (is_mpi(batch.api.name[i])) kept.api.push(batch.api.row(i));
     for (size_t i = 0; i < batch.host_threads.size(); ++i) kept.host_threads.push(batch.host_threads.row(i));
     for (size_t i = 0; i < batch.host_samples.size(); ++i) kept.host_samples.push(batch.host_samples.row(i));
     for (size_t i = 0; i < batch.host_callsites.size(); ++i) kept.host_callsites.push(batch.host_callsites.row(i));
@@ -951,12 +960,19 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   main.finish(rows, names, sweep, o, r);
   r.numa = detail::analyze_numa(head.meta);
   r.host = detail::analyze_host(kept, ws, we, r.iterations.iterations);
+  // The GPU's busy intervals are summed segment by segment here, never held
+  // whole: the split of idle time by cause needs them (analyze_rank has it).
+  const Availability no_cover{false, "skipped: not computed when a rank is read chunk by chunk (--stream-above)"};
+  r.job = detail::job_facts(kept, rows.gpu(), ws, we, nullptr);
+  r.idle_cover.availability = no_cover;
   detail::mark_empty_window(o, main.wall(), r);
   if (steady) {
     detail::describe_rank(head, rows.gpu(), st);
     steady->finish(rows, names, sweep, steady_options, st);
     st.numa = r.numa;
     st.host = detail::analyze_host(kept, steady->ws(), steady->we(), st.iterations.iterations);
+    st.job = detail::job_facts(kept, rows.gpu(), steady->ws(), steady->we(), nullptr);
+    st.idle_cover.availability = no_cover;
     detail::mark_empty_window(steady_options, steady->wall(), st);
   }
   // Attribution of the window and of the steady one: its own passes over the

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "advise/advise.hpp"
+#include "report/advice_tables.hpp"
 #include "analyze/analyze.hpp"
 #include "cli/attribution_tables.hpp"
 #include "cli/commands.hpp"
@@ -385,19 +386,8 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       if (any_stacks) out.push_back(std::move(st));
     }
   }
-  {
-    Table t(
-        "Findings (ranked by estimated saving as share of step time: an upper bound unless its method says otherwise)",
-        {Column("rank_order", 0), Column("id", 0), Column("severity", 0), Column("saving_pct", 1),
-         Column::prose("title"), Column::prose("evidence"), Column::prose("fix"), Column::prose("saving_estimate")});
-    t.set_id("findings");
-    int i = 1;
-    for (const auto& f : findings)
-      t.add_row({int64_t{i++}, f.id, std::string(advise::to_string(f.severity)), pct(f.saving_fraction), f.title,
-                 f.evidence, f.fix, f.saving_method});
-    if (findings.empty()) t.add_note("no finding: no rule's evidence is above its threshold (docs/advisor.md)");
-    out.push_back(std::move(t));
-  }
+  out.push_back(report::job_table(run));
+  out.push_back(report::findings_table(findings));
   return out;
 }
 

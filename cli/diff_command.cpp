@@ -1,5 +1,6 @@
-// scalescope diff A B: what changed between two runs (per-rank means): time
-// breakdown, kernel classes and precision, top kernels, copies, iteration time.
+// scalescope diff A B: what changed between two runs, per steady iteration
+// (mean over ranks): a verdict, iteration time, time breakdown, kernel classes
+// and precision, named changes, top kernels, kernels on one side only, copies.
 #include <iostream>
 #include <string>
 
@@ -11,28 +12,11 @@
 #include "analyze/analyze.hpp"
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
+#include "report/advice_tables.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
 
 namespace scalescope::cli {
-namespace {
-
-using report::Cell;
-using report::Column;
-using report::Table;
-
-Table delta_table(std::string title, const std::vector<analyze::Delta>& rows, const char* unit) {
-  Table t(std::move(title),
-          {Column("what", 0), Column(fmt::format("a_{}", unit), 0), Column(fmt::format("b_{}", unit), 0),
-           Column(fmt::format("delta_{}", unit), 0), Column("ratio_b_over_a", 3)});
-  for (const auto& d : rows)
-    t.add_row({d.what.size() > 100 ? d.what.substr(0, 97) + "..." : d.what, d.a, d.b, d.delta,
-               d.a != 0 ? Cell{d.ratio} : Cell{}});
-  return t;
-}
-
-}  // namespace
-
 void add_diff_command(CLI::App& app, int& exit_code) {
   struct Args {
     std::string a, b, window, iteration_range, classes, format = "table";
@@ -72,24 +56,14 @@ void add_diff_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
-    std::vector<Table> tables;
-    Table it("Iteration time (steady-state median, mean over ranks)",
-             {Column("a_ns", 0), Column("b_ns", 0), Column("delta_ns", 0), Column("ratio_b_over_a", 3)});
-    if (d.note.empty()) it.add_row({d.iteration.a, d.iteration.b, d.iteration.delta, d.iteration.ratio});
-    else it.add_note(d.note);
+    std::vector<report::Table> tables = report::diff_tables(d, args->top);
+    report::Table& it = tables.at(1);  // iteration time: where the inputs are named
     it.add_note(fmt::format("A: {} ({} ranks); B: {} ({} ranks)", args->a, a.ranks.size(), args->b, b.ranks.size()));
     for (const auto* run : {&a, &b})
       for (const auto& r : run->ranks)
         if (!r.data_loss.empty())
           it.add_note(fmt::format("{}: {} lost data ({}); its figures cover only what could be read",
                                   run == &a ? "A" : "B", r.label, fmt::join(r.data_loss, ", ")));
-    tables.push_back(std::move(it));
-    tables.push_back(delta_table("Time breakdown (mean per rank)", d.breakdown, "ns"));
-    tables.push_back(delta_table("Kernel classes and precision (kernel time, mean per rank)", d.classes, "ns"));
-    tables.push_back(
-        delta_table(fmt::format("Kernels with the largest change (top {})", args->top), d.top_kernels, "ns"));
-    tables.push_back(
-        delta_table("Copies by kind and memory (time_ns and bytes rows, mean per rank)", d.copies, "value"));
     const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
     report::print_tables(std::cout, tables, format);
     exit_code = 0;

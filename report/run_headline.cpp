@@ -68,10 +68,19 @@ std::vector<std::string> run_headline(const analyze::RunAnalysis& run, const std
   } else {
     lines.push_back(fmt::format("top finding{} (saving: share of step time):", findings.size() == 1 ? "" : "s"));
     const size_t n = std::min(top_findings, findings.size());
+    const advise::Finding* last_root = nullptr;
     for (size_t i = 0; i < n; ++i) {
       const auto& f = findings[i];
-      lines.push_back(fmt::format("  {}. {} (up to {:.1f} %): {}", i + 1, f.title, 100.0 * f.saving_fraction, f.fix));
+      const char* bound = f.saving_kind == advise::SavingKind::kEstimate ? "about" : "up to";
+      const std::string cause = f.explained_by.empty() ? std::string() : ", caused by " + f.explained_by;
+      lines.push_back(
+          fmt::format("  {}. {} ({} {:.1f} %{}): {}", i + 1, f.title, bound, 100.0 * f.saving_fraction, cause, f.fix));
+      if (f.explained_by.empty()) last_root = &f;
     }
+    if (last_root && last_root->combined_count > 1)
+      lines.push_back(fmt::format("  fixing the first {} root causes: about {:.1f} % of step time, combined over the "
+                                  "timeline (not summed)",
+                                  last_root->combined_count, 100.0 * last_root->combined_fraction));
     if (findings.size() > n) lines.push_back(fmt::format("  ... and {} more", findings.size() - n));
   }
   return lines;

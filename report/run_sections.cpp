@@ -884,18 +884,9 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   Json perturbation = perturbation_blocks(ranks);
   Json host = host_blocks(ranks);
   for (const auto& f : advise::advise(run)) {
-    Json figures = Json::array();
-    for (const auto& g : f.figures) figures.push_back({{"name", g.name}, {"value", g.value}, {"unit", g.unit}});
-    Json j = {{"id", f.id},
-              {"title", f.title},
-              {"severity", std::string(advise::to_string(f.severity))},
-              {"evidence", f.evidence},
-              {"figures", std::move(figures)},
-              {"ranks", f.ranks},
-              {"saving_fraction", f.saving_fraction},
-              {"saving_method", f.saving_method},
-              {"fix", f.fix},
-              {"source", label}};
+    Json j = f;  // advise::to_json: the page shows what `analyze --json` gives, cause links included
+    j["source"] = label;
+    if (f.combined_count > 1) j["combined_method"] = std::string(advise::combined_method());
     doc.findings.push_back(std::move(j));
     if (doc.finding_highlights < 6) {
       doc.highlights.push_back(

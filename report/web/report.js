@@ -139,10 +139,16 @@
       box.appendChild(h);
       const dl = el('dl');
       const row = (k, v, cls) => { if (v === undefined || v === null || v === '') return; dl.appendChild(el('dt', '', k)); dl.appendChild(el('dd', cls || '', v)); };
+      if (f.explained_by) box.classList.add('explained');
       row('where', f.source);
+      if (f.explained_by) row('caused by', f.explained_by + ' (fixing it fixes this)');
+      if (f.explains && f.explains.length) row('causes', f.explains.join(', '));
       row('evidence', f.evidence);
+      if (f.caveat) row('caution', f.caveat);
       if (typeof f.saving_fraction === 'number' && isFinite(f.saving_fraction))
-        row('estimated saving', 'up to ' + (100 * f.saving_fraction).toFixed(1) + '% of step time' + (f.saving_method ? ' (' + f.saving_method + ')' : ''), 'saving');
+        row('estimated saving', (f.saving_kind === 'estimate' ? 'about ' : 'up to ') + (100 * f.saving_fraction).toFixed(1) + '% of step time' + (f.saving_method ? ' (' + f.saving_method + ')' : ''), 'saving');
+      if (!f.explained_by && f.combined_count > 1 && typeof f.combined_fraction === 'number')
+        row('with the causes above', 'fixing the first ' + f.combined_count + ': about ' + (100 * f.combined_fraction).toFixed(1) + '% of step time' + (f.combined_method ? ' (' + f.combined_method + ')' : ''));
       row('fix', f.fix);
       if (f.figures && f.figures.length)
         row('figures', f.figures.map(g => g.name + ' = ' + withUnit(g.value, g.unit === 'fraction' ? '' : g.unit)).join('; '));

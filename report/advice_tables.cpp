@@ -1,0 +1,131 @@
+// The findings table and the diff tables (advice_tables.hpp).
+#include "report/advice_tables.hpp"
+
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "advise/advise.hpp"
+#include "analyze/analyze.hpp"
+
+namespace scalescope::report {
+namespace {
+
+Cell pct(double fraction) { return fraction * 100; }
+
+// "caused by #1 straggler", "causes #3 exposed-communication", or "".
+std::string cause_text(const advise::Finding& f, const std::map<std::string, int>& order) {
+  auto named = [&](const std::string& id) {
+    auto it = order.find(id);
+    return it == order.end() ? id : fmt::format("#{} {}", it->second, id);
+  };
+  std::vector<std::string> parts;
+  if (!f.explained_by.empty()) parts.push_back("caused by " + named(f.explained_by));
+  if (!f.explains.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& id : f.explains) ids.push_back(named(id));
+    parts.push_back(fmt::format("causes {}", fmt::join(ids, ", ")));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+Table delta_table(std::string title, const std::vector<analyze::Delta>& rows, const char* unit) {
+  Table t(std::move(title),
+          {Column("what", 0), Column(fmt::format("a_{}", unit), 0), Column(fmt::format("b_{}", unit), 0),
+           Column(fmt::format("delta_{}", unit), 0), Column("ratio_b_over_a", 3)});
+  for (const auto& d : rows)
+    t.add_row({d.what.size() > 100 ? d.what.substr(0, 97) + "..." : d.what, d.a, d.b, d.delta,
+               d.a != 0 ? Cell{d.ratio} : Cell{}});
+  return t;
+}
+
+}  // namespace
+
+Table job_table(const analyze::RunAnalysis& run) {
+  Table t("Job (the fixes fit its framework)",
+          {Column("rank", 0), Column("framework", 0), Column("nccl", 0), Column("mpi", 0), Column("launcher", 0),
+           Column("mpi_calls", 0), Column("mpi_time_ns", 0), Column::prose("evidence")});
+  t.set_id("job");
+  for (const auto& r : run.ranks) {
+    const auto& j = r.job;
+    t.add_row({int64_t{r.rank}, std::string(analyze::to_string(j.framework)), j.nccl, j.mpi,
+               j.launcher.empty() ? std::string("-") : j.launcher, j.mpi_calls, j.mpi_ns, j.evidence});
+  }
+  return t;
+}
+
+Table findings_table(const std::vector<advise::Finding>& findings) {
+  Table t("Findings (root causes ranked by the saving of fixing them; each followed by what it explains)",
+          {Column("rank_order", 0), Column("id", 0), Column("severity", 0), Column("saving_pct", 1),
+           Column("saving_kind", 0), Column("with_above_pct", 1), Column::prose("cause"), Column::prose("title"),
+           Column::prose("evidence"), Column::prose("fix"), Column::prose("saving_estimate")});
+  t.set_id("findings");
+  std::map<std::string, int> order;
+  for (size_t i = 0; i < findings.size(); ++i) order[findings[i].id] = static_cast<int>(i + 1);
+  int i = 1;
+  for (const auto& f : findings)
+    t.add_row({int64_t{i++}, f.id, std::string(advise::to_string(f.severity)), pct(f.saving_fraction),
+               std::string(advise::to_string(f.saving_kind)),
+               f.explained_by.empty() ? pct(f.combined_fraction) : Cell{}, cause_text(f, order), f.title, f.evidence,
+               f.fix, f.saving_method});
+  if (findings.empty()) {
+    t.add_note("no finding: no rule's evidence is above its threshold (docs/advisor.md)");
+    return t;
+  }
+  // "fixing the first three: about N %" for the first root causes.
+  std::vector<const advise::Finding*> roots;
+  for (const auto& f : findings)
+    if (f.explained_by.empty()) roots.push_back(&f);
+  static constexpr const char* kCount[] = {"", "first", "first two", "first three"};
+  for (size_t k = 2; k <= roots.size() && k <= 3; ++k) {
+    double summed = 0;
+    std::vector<std::string> ids;
+    for (size_t j = 0; j < k; ++j) {
+      summed += roots[j]->chain_saving_fraction;
+      ids.push_back(fmt::format("#{} {}", order[roots[j]->id], roots[j]->id));
+    }
+    t.add_note(fmt::format("fixing the {} root causes ({}): about {:.1f} % of step time combined over the timeline "
+                           "(their own savings sum to {:.1f} %)",
+                           kCount[k], fmt::join(ids, ", "), 100 * roots[k - 1]->combined_fraction, 100 * summed));
+  }
+  t.add_note(fmt::format("with_above_pct: {}", advise::combined_method()));
+  t.add_note(
+      "saving_kind: an upper bound is time the trace shows the problem costs; an estimate also assumes how much "
+      "faster the fixed code runs (saving_estimate says how)");
+  for (const auto& f : findings)
+    if (!f.caveat.empty()) {
+      t.add_note("caution: " + f.caveat + "; severities are held at info");
+      break;
+    }
+  return t;
+}
+
+std::vector<Table> diff_tables(const analyze::RunDiff& d, int top) {
+  std::vector<Table> tables;
+  Table verdict("Verdict", {Column::prose("verdict")});
+  verdict.set_id("verdict");
+  verdict.add_row({d.verdict});
+  tables.push_back(std::move(verdict));
+  Table it("Iteration time (steady-state median, mean over ranks)",
+           {Column("a_ns", 0), Column("b_ns", 0), Column("delta_ns", 0), Column("ratio_b_over_a", 3)});
+  if (d.note.empty()) it.add_row({d.iteration.a, d.iteration.b, d.iteration.delta, d.iteration.ratio});
+  else it.add_note(d.note);
+  tables.push_back(std::move(it));
+  const std::string basis = d.basis == "per steady iteration" ? "per steady iteration, mean over ranks" : "mean per rank";
+  tables.push_back(delta_table(fmt::format("Time breakdown ({})", basis), d.breakdown, "ns"));
+  tables.push_back(delta_table(fmt::format("Kernel classes and precision (kernel time, {})", basis), d.classes, "ns"));
+  tables.push_back(delta_table(fmt::format("Named changes, largest first ({})", basis), d.changes, "ns"));
+  tables.push_back(delta_table(fmt::format("Kernels with the largest change (top {}, {})", top, basis), d.top_kernels, "ns"));
+  Table only("Kernels found in one run only (among each run's listed kernels, by time)",
+             {Column("run", 0), Column::prose("kernel")});
+  for (const auto& k : d.added_kernels) only.add_row({std::string("B only"), k.size() > 100 ? k.substr(0, 97) + "..." : k});
+  for (const auto& k : d.removed_kernels) only.add_row({std::string("A only"), k.size() > 100 ? k.substr(0, 97) + "..." : k});
+  if (d.added_kernels.empty() && d.removed_kernels.empty()) only.add_note("none: both runs list the same kernels");
+  tables.push_back(std::move(only));
+  tables.push_back(delta_table(fmt::format("Copies by kind and memory (time_ns and bytes rows, {})", basis), d.copies, "value"));
+  return tables;
+}
+
+}  // namespace scalescope::report

@@ -1,0 +1,39 @@
+#pragma once
+// Tables of the advisor's findings and of a diff between two runs, from
+// their typed results (the one place they are formatted): `scalescope
+// analyze` and `scalescope diff` print them.
+//
+//   report::findings_table(advise::advise(run)).print(std::cout);
+//   for (const report::Table& t : report::diff_tables(analyze::diff(a, b), 15)) t.print(std::cout);
+
+#include <vector>
+
+#include "report/table.hpp"
+
+namespace scalescope::advise {
+struct Finding;
+}
+namespace scalescope::analyze {
+struct RunAnalysis;
+struct RunDiff;
+}
+
+namespace scalescope::report {
+
+// Per rank, the job the advice is fitted to: framework, NCCL, MPI (its calls
+// and their time in the window), launcher, and the names that decided it.
+Table job_table(const analyze::RunAnalysis& run);
+
+// The ranked findings: each one's own saving and its kind (upper bound or
+// estimate), the combined saving of it and every root cause above it, and
+// its place in the cause graph; notes state the combined estimate of the
+// first root causes and its method.
+Table findings_table(const std::vector<advise::Finding>& findings);
+
+// The verdict, then iteration time, time breakdown, kernel classes and
+// precision, the named changes, the largest kernel changes, kernels found
+// on one side only, and copies; per steady iteration where both runs have
+// iterations (RunDiff::basis).
+std::vector<Table> diff_tables(const analyze::RunDiff& d, int top);
+
+}  // namespace scalescope::report
