@@ -435,7 +435,7 @@ CurveFit fit_curve(ModelKind kind, const std::vector<CurvePoint>& points, const 
     f.loo_max_abs_rel_error = mx;
   } else {
     f.note = fmt::format(
-        "{} measured sizes for {} parameters: no residual left, the interval is the v4.1 "
+        "{} measured sizes for {} parameters: no residual left, the interval is the calibrated "
         "extrapolation spread alone",
         pts.size(), law.parameters);
   }
