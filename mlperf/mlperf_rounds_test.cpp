@@ -109,10 +109,10 @@ TEST(MlperfRounds, LeaveOneRoundOutBetweenV41AndV50) {
     for (const auto& r : rv.calibration.rows) EXPECT_GT(r.cases, 0u);
     EXPECT_GE(rv.validation.curves, 5u) << what;
     if (fit == "v4.1") {
-      check(rv.validation, false, {0.08, 0.09, 0.80, 0.95}, what);  // 6.7 %, 7.1 %; 86-93 %
+      check(rv.validation, false, {0.08, 0.09, 0.80, 0.97}, what);  // 6.7 %, 7.1 %; 86-96 %
       check(rv.validation, true, {0.07, 0.17, 0.70, 0.90}, what);   // 6.1 %, 15.6 %; 73-85 %
     } else {
-      check(rv.validation, false, {0.10, 0.27, 0.62, 0.90}, what);  // 8.8 %, 25.0 %; 67-76 %
+      check(rv.validation, false, {0.10, 0.27, 0.68, 0.90}, what);  // 8.8 %, 25.0 %; 73-77 %
       check(rv.validation, true, {0.07, 0.11, 0.75, 0.97}, what);   // 5.1 %, 9.5 %; 80-94 %
     }
   }

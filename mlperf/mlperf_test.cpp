@@ -778,12 +778,12 @@ TEST(MlperfPredict, ValidationCoversEveryCurveWithFourSizes) {
   }
   // The embedded spread (fitted on v4.1 and v5.0 together, one tau over the
   // buckets; MlperfRounds checks it is that fit) on v4.1's cases of the
-  // default model: 77 % and 86 % of all (extrapolated, planned), 67 % at
+  // default model: 77 % and 86 % of all (extrapolated, planned), 75 % at
   // least in a bucket (4x extrapolated, 12 cases; docs/scaling.md).
   EXPECT_EQ(v.tau_estimates.size(), 20u);  // 5 model settings x 4 buckets
   for (const auto& b : v.buckets) {
     if (b.kind != scaling::kDefaultCurveModel) continue;
-    EXPECT_GE(b.coverage, b.bucket == "all" ? 0.75 : 0.65) << b.bucket << (b.batch_planned ? " planned" : " extrapolated");
+    EXPECT_GE(b.coverage, b.bucket == "all" ? 0.75 : 0.7) << b.bucket << (b.batch_planned ? " planned" : " extrapolated");
     EXPECT_LE(b.coverage, 0.95) << b.bucket << (b.batch_planned ? " planned" : " extrapolated");
   }
 }

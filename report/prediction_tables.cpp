@@ -22,7 +22,8 @@ std::string interval_note(double level, scaling::ModelKind kind) {
   return fmt::format(
       "low/high: {:.0f}% prediction interval, exp(-z sd) below the fastest and exp(z sd) above the slowest time "
       "over the batches a size may run at (batch_low to batch_high; {}: beyond the fitted sizes without a "
-      "planned batch, every batch from the largest fitted size's to its per-accelerator one; else the assumed "
+      "planned batch, every batch from the middle of the largest fitted size's and its per-accelerator one to "
+      "the latter; else the assumed "
       "batch), sd = sqrt(residual_sd^2 + (tau d)^2): residual_sd from the fit's log residuals (when sizes "
       "outnumber parameters), tau the {} model's spread per unit of distance in the extrapolation's bucket "
       "(2x/4x/8x/16x+: {:.3g}/{:.3g}/{:.3g}/{:.3g}; calibration: {}), d the extrapolation distance ({}); one "

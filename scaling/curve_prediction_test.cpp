@@ -76,10 +76,14 @@ TEST(ScalingCurve, ReferenceConvergenceLawIsRecovered) {
     EXPECT_LT(p.low, p.time);
     EXPECT_GT(p.high, p.time);
     // The batch there is not known: the range is the true law's fastest and
-    // slowest time over the batches from the kept 512 to the rule's.
-    double fastest = ref_time(p.gpus, 512), slowest = fastest;
+    // slowest time over the batches from the geometric middle of the kept 512
+    // and the rule's to the rule's.
+    const double from = std::sqrt(512 * batch[i]);
+    EXPECT_NEAR(p.batch_low, from, 1e-9) << p.gpus;
+    EXPECT_NEAR(p.batch_high, batch[i], 1e-9) << p.gpus;
+    double fastest = ref_time(p.gpus, batch[i]), slowest = fastest;
     for (int j = 0; j <= 100; ++j) {
-      const double t = ref_time(p.gpus, 512 * std::pow(batch[i] / 512, j / 100.0));
+      const double t = ref_time(p.gpus, from * std::pow(batch[i] / from, j / 100.0));
       fastest = std::min(fastest, t);
       slowest = std::max(slowest, t);
     }
@@ -108,12 +112,13 @@ TEST(ScalingCurve, ReferenceWithTwoPointsGivesAnIntervalAndBadPointsAreRefused) 
   EXPECT_NE(f.note.find("no residual left"), std::string::npos);
   const auto& p = f.predictions[0];
   EXPECT_NEAR(p.time / ref_time(64, 2048), 1.0, 1e-9);
-  // The batch at 64 is not known: from 512 (kept) to 2048 (per accelerator).
+  // The batch at 64 is not known: from 1024 (the middle of the kept 512 and
+  // the per-accelerator 2048) to 2048.
   // Both sizes have 32 per accelerator, so k/N and c/B cannot be told apart
   // and NNLS keeps c = 0: T = P(B) k/N grows with B, and the range runs from
-  // the kept batch's time to the prediction's.
+  // the middle batch's time to the prediction's.
   EXPECT_NEAR(p.range_high / p.time, 1.0, 1e-12);
-  EXPECT_NEAR(p.range_low / p.time, ref_progress(512) / ref_progress(2048), 1e-9);
+  EXPECT_NEAR(p.range_low / p.time, ref_progress(1024) / ref_progress(2048), 1e-9);  // from the middle, 1024
   EXPECT_LT(p.range_low, p.range_high);
   EXPECT_LE(p.range_low, p.time);
   EXPECT_GE(p.range_high, p.time);
@@ -466,7 +471,7 @@ TEST(ScalingCurve, StepsAndTimePerStepSplitTheTime) {
   EXPECT_NEAR(measured.steps * measured.step_time, measured.time, 1e-9 * measured.time);
   const auto& extrapolated = f.predictions[1];
   EXPECT_EQ(extrapolated.batch_basis, CurvePrediction::BatchBasis::kExtrapolated);
-  EXPECT_DOUBLE_EQ(extrapolated.batch_low, 1024);
+  EXPECT_NEAR(extrapolated.batch_low, std::sqrt(1024.0 * 2048), 1e-9);  // the middle of kept and per accelerator
   EXPECT_DOUBLE_EQ(extrapolated.batch_high, 2048);
   // A planned batch moves the steps by P(B)/B; the time per step follows k B/N + c.
   CurveFitOptions planned = o;
