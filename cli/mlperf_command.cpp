@@ -2,7 +2,10 @@
 // analyze scaling across the published systems. A thin layer over mlperf/.
 #include <unistd.h>
 
+#include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <memory>
 #include <mutex>
 
@@ -16,6 +19,7 @@
 #include "report/prediction_tables.hpp"
 #include "report/progress.hpp"
 #include "report/table.hpp"
+#include "scaling/scaling.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 #include "trace/safe_output.hpp"
@@ -48,10 +52,39 @@ struct AnalyzeArgs {
   std::string planned_batch;  // "512:2048,1024:4096"
   double level = 0.8;
   bool cases = false;  // validate: every case too
+  std::string calibration;  // a calibration JSON instead of the embedded one
+  // validate: several rounds' tables and a split between them
+  std::vector<std::string> tables;  // "v5.0=runs50.csv", "v4.1=embedded"
+  std::string fit, test;            // "v4.1", "v4.1,v5.0"
+  std::string distance = "doublings";
+  bool pooled = false;
+  std::string write_calibration;  // output JSON
+  std::string command_line;       // recorded in a calibration written
 };
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::optional<scaling::SpreadCalibration> load_calibration(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot read the calibration", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return scaling::read_spread_calibration(text.str(), path);
+}
+
 std::vector<mlperf::Run> load_runs(const std::string& input) {
-  if (input.empty()) return mlperf::read_runs_csv(mlperf::default_runs_csv(), "the embedded MLPerf v4.1 table");
+  if (input.empty() || input == "embedded")
+    return mlperf::read_runs_csv(mlperf::default_runs_csv(), "the embedded MLPerf v4.1 table");
   return mlperf::read_runs_csv(std::filesystem::path(input));
 }
 
@@ -107,14 +140,55 @@ void run_analyze(const AnalyzeArgs& a) {
   if (a.fit_up_to != 0) p.fit_up_to = a.fit_up_to;
   p.planned_batch = mlperf::parse_planned_batch(a.planned_batch);
   p.level = a.level;
+  const auto calibration = load_calibration(a.calibration);
+  if (calibration) p.calibration = &*calibration;
   report::mlperf_predictions_table(mlperf::predict(runs, a.options, p)).print(std::cout, format);
 }
 
 void run_validate(const AnalyzeArgs& a) {
   const auto format = output_format(a.format);
-  const auto runs = load_runs(a.input);
-  report::print_tables(std::cout, report::validation_tables(mlperf::validate(runs, a.options, a.level), a.cases),
-                       format);
+  if (!a.tables.empty() && !a.input.empty())
+    fail("give the runs table as --table ROUND=PATH or as the argument, not both");
+  if (a.tables.empty() && (!a.fit.empty() || !a.test.empty()))
+    fail("--fit and --test name rounds of --table ROUND=PATH");
+  if (!a.fit.empty() && !a.calibration.empty()) fail("--fit fits a calibration; --calibration gives one: not both");
+  if (!a.write_calibration.empty() && a.fit.empty()) fail("--write-calibration needs --fit");
+  std::vector<mlperf::RoundRuns> rounds;
+  std::vector<std::filesystem::path> inputs;
+  if (a.tables.empty()) rounds.push_back({"", load_runs(a.input)});
+  for (const auto& t : a.tables) {
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == t.size())
+      fail("--table '{}' is not ROUND=PATH (PATH 'embedded': the embedded v4.1 table)", t);
+    const std::string path = t.substr(eq + 1);
+    rounds.push_back({t.substr(0, eq), load_runs(path)});
+    if (path != "embedded") inputs.emplace_back(path);
+  }
+  mlperf::ValidateOptions o;
+  o.level = a.level;
+  o.fit_rounds = split_list(a.fit);
+  o.test_rounds = split_list(a.test);
+  if (a.distance == "leverage") o.distance = scaling::SpreadDistance::kLeverage;
+  else if (a.distance != "doublings") fail("--distance '{}' is not doublings or leverage", a.distance);
+  o.source = a.command_line;
+  o.pooled = a.pooled;
+  const auto calibration = load_calibration(a.calibration);
+  if (calibration) o.calibration = &*calibration;
+  if (!a.write_calibration.empty()) {
+    if (!a.calibration.empty()) inputs.emplace_back(a.calibration);
+    trace::check_output(a.write_calibration, inputs, true);
+  }
+  const mlperf::RoundValidation v = mlperf::validate(rounds, a.options, o);
+  if (!a.write_calibration.empty()) {
+    trace::TempPath tmp(trace::temp_path_for(a.write_calibration));
+    {
+      std::ofstream out(tmp.path(), std::ios::binary);
+      out << scaling::write_spread_calibration(v.calibration);
+      if (!out.flush()) fail("{}: cannot write", a.write_calibration);
+    }
+    tmp.commit_to(a.write_calibration);
+  }
+  report::print_tables(std::cout, report::round_validation_tables(v, a.cases), format);
 }
 
 }  // namespace
@@ -164,6 +238,9 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
   an->add_option("--level", analyze->level, "level of the prediction interval")
       ->capture_default_str()
       ->check(number_in(kLevelRange));
+  an->add_option("--calibration", analyze->calibration,
+                 "the interval's spread from this JSON ('mlperf validate --write-calibration'; default: the embedded "
+                 "one)");
   an->add_option("--format", analyze->format, "table, csv or json")->capture_default_str();
   an->callback([analyze, &exit_code] {
     run_analyze(*analyze);
@@ -174,6 +251,19 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
   auto* va = cmd->add_subcommand(
       "validate", "How far predictions hold: fit each curve's smallest sizes, predict the larger measured ones");
   va->add_option("runs_csv", validate->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)");
+  va->add_option("--table", validate->tables,
+                 "a round's runs table, ROUND=PATH (repeatable; PATH 'embedded': the embedded v4.1 table), e.g. "
+                 "--table v4.1=embedded --table v5.0=runs50.csv");
+  va->add_option("--fit", validate->fit, "fit the interval's spread on these rounds' cases (e.g. v4.1 or v4.1,v5.0)");
+  va->add_option("--test", validate->test, "judge error and coverage on these rounds' cases (default: every round)");
+  va->add_option("--distance", validate->distance,
+                 "extrapolation distance of a spread fitted with --fit: doublings or leverage")
+      ->capture_default_str();
+  va->add_flag("--pool-buckets", validate->pooled,
+               "with --fit: one spread per model over every extrapolation bucket (default: one per bucket)");
+  va->add_option("--calibration", validate->calibration, "judge this calibration JSON instead of the embedded one");
+  va->add_option("--write-calibration", validate->write_calibration,
+                 "write the spread fitted with --fit as JSON (replaced when it exists)");
   va->add_option("--benchmark", validate->options.benchmark, "only this benchmark");
   va->add_option("--accelerator", validate->options.accelerator, "only accelerator models matching this");
   va->add_option("--level", validate->level, "level of the prediction intervals")
@@ -182,6 +272,16 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
   va->add_flag("--cases", validate->cases, "also list every case (fit, predicted size, error, interval)");
   va->add_option("--format", validate->format, "table, csv or json")->capture_default_str();
   va->callback([validate, &exit_code] {
+    // The calibration records the command that fitted it.
+    validate->command_line = "scalescope mlperf validate";
+    for (const auto& t : validate->tables) validate->command_line += " --table " + t;
+    if (!validate->fit.empty()) validate->command_line += " --fit " + validate->fit;
+    validate->command_line += " --distance " + validate->distance;
+    if (validate->pooled) validate->command_line += " --pool-buckets";
+    validate->command_line += fmt::format(" --level {}", validate->level);
+    if (!validate->options.benchmark.empty()) validate->command_line += " --benchmark " + validate->options.benchmark;
+    if (!validate->options.accelerator.empty())
+      validate->command_line += " --accelerator " + validate->options.accelerator;
     run_validate(*validate);
     exit_code = 0;
   });

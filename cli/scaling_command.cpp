@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/number_option.hpp"
 #include "cli/usage_error.hpp"
+#include "mlperf/mlperf.hpp"
 #include "report/table.hpp"
 #include "report/scaling_tables.hpp"
 #include "sweep/scaling_study.hpp"
@@ -33,6 +34,7 @@ struct ScalingArgs {
   bool weak = false, strong = false;
   double samples_per_gpu_step = 0;
   bool global_batch_grows = false;
+  std::string planned_batch;  // "64:2048,128:4096"
 };
 // Options that name what the sweep must hold: a wrong one would give empty
 // tables or drop a section without a word.
@@ -100,6 +102,9 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--global-batch-grows", args->global_batch_grows,
                 "Predictions: the global batch grows with N (fixed per-GPU batch) and the metric is the time of a "
                 "step or of a fixed number of steps; adds the step x converge model");
+  cmd->add_option("--planned-batch", args->planned_batch,
+                  "With --global-batch-grows: global batch planned at predicted sizes, N:B,... (samples with "
+                  "--samples-per-gpu-step, else per-GPU batches; default: N x the per-GPU batch)");
   cmd->add_option("--format", args->format, "table | csv | json")->capture_default_str();
   cmd->callback([args, &exit_code] {
     auto format = report::parse_output_format(args->format);
@@ -120,6 +125,9 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     if (args->global_batch_grows && args->predict.empty())
       fail("--global-batch-grows describes --predict; give --predict too");
     options.global_batch_grows = args->global_batch_grows;
+    options.planned_batch = mlperf::parse_planned_batch(args->planned_batch);
+    if (!options.planned_batch.empty() && !args->global_batch_grows)
+      fail("--planned-batch describes the step x converge model; give --global-batch-grows too");
     if (!args->compare.empty()) options.compare = sweep::Variable::parse(args->compare);
     const auto stored = sweep::read_sweep(args->db);
     check_against_sweep(stored, options, args->db);

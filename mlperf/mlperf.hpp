@@ -255,6 +255,7 @@ struct PredictOptions {
   scaling::ModelKind model = scaling::kDefaultCurveModel;
   double level = 0.8;                   // of the prediction interval
   std::map<int, double> planned_batch;  // global batch planned at predicted sizes (scaling::CurveFitOptions)
+  const scaling::SpreadCalibration* calibration = nullptr;  // nullptr: the embedded one
 };
 
 // "512:2048,1024:4096" -> {512: 2048, 1024: 4096}; empty -> {}. Throws
@@ -283,13 +284,45 @@ std::vector<CurveForecast> predict(const std::vector<Run>& runs, const AnalyzeOp
 std::vector<scaling::ReferenceConvergence> reference_convergence(std::string_view benchmark);
 
 // The curves as named curves for scaling::validate_curves (group: the
-// benchmark; reference: reference_convergence of the benchmark).
-std::vector<scaling::NamedCurve> named_curves(const std::vector<ScalingCurve>& curves);
+// benchmark; reference: reference_convergence of the benchmark; round: `round`,
+// also put before the name when not "": "v5.0: bert on H100-SXM5-80GB").
+std::vector<scaling::NamedCurve> named_curves(const std::vector<ScalingCurve>& curves, const std::string& round = "");
+
+// A runs table of one round ("v4.1", "v5.0").
+struct RoundRuns {
+  std::string round;
+  std::vector<Run> runs;
+};
+
+struct ValidateOptions {
+  double level = 0.8;
+  // Calibrate the interval's spread on the cases of fit_rounds and judge it
+  // on those of test_rounds (leave-one-round-out: fit on one, test on the
+  // other). No fit_rounds: the calibration given (or the embedded one). No
+  // test_rounds: every round's cases.
+  std::vector<std::string> fit_rounds, test_rounds;
+  scaling::SpreadDistance distance = scaling::SpreadDistance::kDoublings;  // of a calibration fitted here
+  bool pooled = false;  // one tau over every bucket of a model and setting (SpreadCalibration::pooled)
+  const scaling::SpreadCalibration* calibration = nullptr;  // without fit_rounds; nullptr: the embedded one
+  std::string source;  // recorded in a calibration fitted here (the command line)
+};
+
+struct RoundValidation {
+  scaling::Validation validation;          // the test rounds' cases, intervals from `calibration`
+  scaling::SpreadCalibration calibration;  // fitted on fit_rounds, or the one given
+  std::vector<std::string> fit_rounds, test_rounds;
+};
+
 // Every curve with at least four sizes: each model fitted on the smallest k
 // sizes, every larger size predicted (scaling::validate_curves), for the
 // default model and the baselines (power law, Amdahl, compute+comm+fixed);
 // the default model also with each predicted size's measured batch given as
-// planned (scaling::ValidationCase::batch_planned).
+// planned (scaling::ValidationCase::batch_planned). Throws scalescope::Error
+// on a round named twice, a fit or test round without a table, or a round
+// both fitted and tested.
+RoundValidation validate(const std::vector<RoundRuns>& rounds, const AnalyzeOptions& filter,
+                         const ValidateOptions& options);
+// One table, the embedded calibration: validate({{"", runs}}, filter, {level}).validation.
 scaling::Validation validate(const std::vector<Run>& runs, const AnalyzeOptions& filter, double level = 0.8);
 
 }  // namespace scalescope::mlperf

@@ -726,6 +726,23 @@ TEST(MlperfPredict, CurvesCarryBatchAndProgressFromTheEmbeddedTable) {
   EXPECT_EQ(f[0].measured[1]->system, "eos_n434_ngc23.09_pytorch");
   EXPECT_FALSE(f[0].measured[2]);
   for (const auto& pr : f[0].fit.predictions) EXPECT_LT(pr.low, pr.high);
+  // 4x from 16 is backtested; 6250x is not, and says so. The batch is extrapolated
+  // (not planned) and the time splits into steps to converge x time per step.
+  EXPECT_EQ(f[0].fit.predictions[0].outside_validated, "");
+  EXPECT_EQ(f[0].fit.predictions[2].outside_validated.rfind("outside the validated range", 0), 0u);
+  for (const auto& pr : f[0].fit.predictions) {
+    EXPECT_EQ(pr.batch_basis, scaling::CurvePrediction::BatchBasis::kExtrapolated);
+    EXPECT_LE(pr.batch_low, pr.global_batch);
+    EXPECT_NEAR(pr.steps * pr.step_time, pr.time, 1e-9 * pr.time);
+  }
+  // A benchmark no backtest saw is outside the validated range at any distance.
+  auto unseen = runs;
+  for (auto& r : unseen)
+    if (r.benchmark == "bert") r.benchmark = r.benchmark_folder = "flux1";
+  p.predict = {32};
+  const auto flux = predict(unseen, {.benchmark = "flux1", .accelerator = "H100-SXM5"}, p);
+  ASSERT_EQ(flux.size(), 1u);
+  EXPECT_NE(flux[0].fit.predictions[0].outside_validated.find("flux1 was never backtested"), std::string::npos);
   EXPECT_THROW(predict(runs, {}, PredictOptions{}), Error);
   p.fit_up_to = 1;
   EXPECT_THROW(predict(runs, {.benchmark = "bert"}, p), Error);  // no curve has a size <= 1
@@ -764,11 +781,16 @@ TEST(MlperfPredict, ValidationCoversEveryCurveWithFourSizes) {
       EXPECT_GE(b.coverage_held_out, 0.8) << b.bucket << (b.batch_planned ? " planned" : " extrapolated");
     }
   }
-  // The interval spread each model uses is the one this evidence gives (within 15 %).
+  // The embedded spread (fitted on v4.1 and v5.0 together, one tau over the
+  // buckets; MlperfRounds checks it is that fit) on v4.1's cases of the
+  // default model: 77 % and 86 % of all (extrapolated, planned), 75 % at
+  // least in a bucket (4x extrapolated, 12 cases; docs/scaling.md).
   EXPECT_EQ(v.tau_estimates.size(), 20u);  // 5 model settings x 4 buckets
-  for (const auto& t : v.tau_estimates)
-    EXPECT_NEAR(t.used / t.tau, 1.0, 0.15)
-        << scaling::model_name(t.kind) << (t.batch_planned ? " planned " : " ") << t.bucket << " tau " << t.tau;
+  for (const auto& b : v.buckets) {
+    if (b.kind != scaling::kDefaultCurveModel) continue;
+    EXPECT_GE(b.coverage, b.bucket == "all" ? 0.75 : 0.7) << b.bucket << (b.batch_planned ? " planned" : " extrapolated");
+    EXPECT_LE(b.coverage, 0.95) << b.bucket << (b.batch_planned ? " planned" : " extrapolated");
+  }
 }
 
 TEST(MlperfPredict, ReferenceConvergencePointsOfV41) {

@@ -131,6 +131,8 @@ std::vector<CurveForecast> predict(const std::vector<Run>& runs, const AnalyzeOp
     fo.level = options.level;
     fo.reference = reference_convergence(curve.benchmark);
     fo.planned_batch = options.planned_batch;
+    fo.calibration = options.calibration;
+    fo.group = curve.benchmark;
     f.fit = scaling::fit_curve(options.model, points, options.predict, fo);
     for (int n : options.predict) {
       auto it =
@@ -172,18 +174,72 @@ std::map<int, double> parse_planned_batch(const std::string& text) {
   return out;
 }
 
-std::vector<scaling::NamedCurve> named_curves(const std::vector<ScalingCurve>& curves) {
+std::vector<scaling::NamedCurve> named_curves(const std::vector<ScalingCurve>& curves, const std::string& round) {
   std::vector<scaling::NamedCurve> out;
-  for (const auto& c : curves) out.push_back({c.name(), c.benchmark, c.points(), reference_convergence(c.benchmark)});
+  for (const auto& c : curves)
+    out.push_back({round.empty() ? c.name() : fmt::format("{}: {}", round, c.name()), c.benchmark, c.points(),
+                   reference_convergence(c.benchmark), round});
+  return out;
+}
+
+RoundValidation validate(const std::vector<RoundRuns>& rounds, const AnalyzeOptions& filter,
+                         const ValidateOptions& options) {
+  if (!(options.level > 0 && options.level < 1)) fail("--level {} is not between 0 and 1", options.level);
+  std::vector<std::string> names;
+  for (const auto& r : rounds) {
+    if (std::find(names.begin(), names.end(), r.round) != names.end()) fail("round '{}' given twice", r.round);
+    names.push_back(r.round);
+  }
+  for (const auto* list : {&options.fit_rounds, &options.test_rounds})
+    for (const auto& r : *list)
+      if (std::find(names.begin(), names.end(), r) == names.end()) fail("round '{}' has no runs table", r);
+  for (const auto& r : options.fit_rounds)
+    if (std::find(options.test_rounds.begin(), options.test_rounds.end(), r) != options.test_rounds.end())
+      fail("round '{}' is both fitted and tested: a calibration is judged on a round it did not see", r);
+  std::vector<scaling::NamedCurve> curves;
+  for (const auto& r : rounds) {
+    // A round without a curve of the filter adds no case (another round may have one).
+    std::vector<ScalingCurve> found;
+    try {
+      found = scaling_curves(r.runs, filter);
+    } catch (const Error&) {
+      if (rounds.size() == 1) throw;
+    }
+    for (auto& c : named_curves(found, rounds.size() == 1 ? "" : r.round)) {
+      c.round = r.round;
+      curves.push_back(std::move(c));
+    }
+  }
+  RoundValidation out;
+  out.fit_rounds = options.fit_rounds;
+  out.test_rounds = options.test_rounds.empty() ? names : options.test_rounds;
+  const scaling::SpreadCalibration& given =
+      options.calibration ? *options.calibration : scaling::default_spread_calibration();
+  const scaling::Validation all = scaling::validate_curves(
+      curves,
+      {scaling::kDefaultCurveModel, scaling::ModelKind::kPowerLaw, scaling::ModelKind::kAmdahl,
+       scaling::ModelKind::kComputeCommFixed},
+      4, options.level, /*plan_batches=*/true, &given);
+  if (options.fit_rounds.empty()) {
+    out.calibration = given;
+  } else {
+    std::vector<scaling::ValidationCase> fit_cases;
+    for (const auto& c : all.cases)
+      if (std::find(options.fit_rounds.begin(), options.fit_rounds.end(), c.round) != options.fit_rounds.end())
+        fit_cases.push_back(c);
+    out.calibration = scaling::calibrate_spread(fit_cases, options.level, options.distance, options.pooled,
+                                                  options.source);
+  }
+  out.validation = options.fit_rounds.empty() && options.test_rounds.empty()
+                       ? all
+                       : scaling::select_rounds(all, out.test_rounds, out.calibration);
   return out;
 }
 
 scaling::Validation validate(const std::vector<Run>& runs, const AnalyzeOptions& filter, double level) {
-  if (!(level > 0 && level < 1)) fail("--level {} is not between 0 and 1", level);
-  return scaling::validate_curves(named_curves(scaling_curves(runs, filter)),
-                                  {scaling::kDefaultCurveModel, scaling::ModelKind::kPowerLaw,
-                                   scaling::ModelKind::kAmdahl, scaling::ModelKind::kComputeCommFixed},
-                                  4, level, /*plan_batches=*/true);
+  ValidateOptions o;
+  o.level = level;
+  return validate({{"", runs}}, filter, o).validation;
 }
 
 }  // namespace scalescope::mlperf

@@ -18,17 +18,20 @@ Cell num(double v) { return std::isfinite(v) ? Cell(v) : Cell(); }
 Cell pct(double v) { return std::isfinite(v) ? Cell(100.0 * v) : Cell(); }
 
 std::string interval_note(double level, scaling::ModelKind kind) {
+  const auto& cal = scaling::default_spread_calibration();
   return fmt::format(
       "low/high: {:.0f}% prediction interval, exp(-z sd) below the fastest and exp(z sd) above the slowest time "
-      "over the batches a size may run at ({}: beyond the fitted sizes without a planned batch, every batch "
-      "from the largest fitted size's to its per-accelerator one; else the prediction), sd = sqrt(residual_sd^2 "
-      "+ (tau d)^2): residual_sd from the fit's log residuals (when sizes outnumber parameters), tau the {} "
-      "model's spread per doubling of extrapolation on the MLPerf v4.1 curves in the extrapolation's bucket "
-      "(2x/4x/8x/16x+: {:.3g}/{:.3g}/{:.3g}/{:.3g}), d = 1 + log2(extrapolation factor); one measured size gives "
-      "bounds only (ideal scaling to no speedup)",
+      "over the batches a size may run at (batch_low to batch_high; {}: beyond the fitted sizes without a "
+      "planned batch, every batch from the middle of the largest fitted size's and its per-accelerator one to "
+      "the latter; else the assumed "
+      "batch), sd = sqrt(residual_sd^2 + (tau d)^2): residual_sd from the fit's log residuals (when sizes "
+      "outnumber parameters), tau the {} model's spread per unit of distance in the extrapolation's bucket "
+      "(2x/4x/8x/16x+: {:.3g}/{:.3g}/{:.3g}/{:.3g}; calibration: {}), d the extrapolation distance ({}); one "
+      "measured size gives bounds only (ideal scaling to no speedup)",
       level * 100, scaling::model_name(scaling::ModelKind::kStepConverge), scaling::model_name(kind),
       scaling::extrapolation_spread(kind, 2), scaling::extrapolation_spread(kind, 4),
-      scaling::extrapolation_spread(kind, 8), scaling::extrapolation_spread(kind, 16));
+      scaling::extrapolation_spread(kind, 8), scaling::extrapolation_spread(kind, 16), cal.source,
+      scaling::spread_distance_name(cal.distance));
 }
 
 // The model of a validation row, with the setting of the batch at the predicted size.
@@ -39,12 +42,17 @@ std::string model_label(scaling::ModelKind kind, bool batch_planned) {
 
 }  // namespace
 
+Cell validated_range_cell(const std::string& outside_validated) {
+  return outside_validated.empty() ? Cell(std::string("yes")) : Cell(outside_validated);
+}
+
 Table mlperf_predictions_table(const std::vector<mlperf::CurveForecast>& forecasts) {
   Table t("MLPerf: predicted time to train",
           {Column("benchmark"), Column("accelerator"), Column("division"), Column("accelerators"),
            Column("predicted_minutes", 3), Column("low", 3), Column("high", 3), Column("measured_minutes", 3),
-           Column("measured_system"), Column("extrapolation", 2), Column("global_batch_size", 0), Column("model"),
-           Column("fitted_sizes")});
+           Column("measured_system"), Column("extrapolation", 2), Column("global_batch_size", 0),
+           Column("batch_basis"), Column("batch_low", 0), Column("batch_high", 0), Column("steps_to_converge", 0),
+           Column("step_seconds", 3), Column("validated_range"), Column("model"), Column("fitted_sizes")});
   for (const auto& f : forecasts) {
     const std::string fitted = fmt::format("{}", fmt::join(f.fitted, ","));
     for (size_t i = 0; i < f.fit.predictions.size(); ++i) {
@@ -53,6 +61,8 @@ Table mlperf_predictions_table(const std::vector<mlperf::CurveForecast>& forecas
       t.add_row({f.curve.benchmark, f.curve.accelerator, f.curve.division, int64_t{p.gpus},
                  f.fit.ok ? num(p.time) : Cell(), num(p.low), num(p.high), m ? Cell(m->minutes) : Cell(),
                  m ? Cell(m->system) : Cell(), num(p.extrapolation), num(p.global_batch),
+                 std::string(scaling::batch_basis_name(p.batch_basis)), num(p.batch_low), num(p.batch_high),
+                 num(p.steps), num(p.step_time * 60.0), validated_range_cell(p.outside_validated),
                  std::string(f.fit.ok ? scaling::model_name(f.fit.kind) : "bounds only"), fitted});
     }
     if (f.fit.predictions.empty()) t.add_note(fmt::format("{}: not predicted: {}", f.curve.name(), f.fit.note));
@@ -63,6 +73,16 @@ Table mlperf_predictions_table(const std::vector<mlperf::CurveForecast>& forecas
   if (!forecasts.empty()) {
     const auto kind = forecasts.front().fit.kind;
     t.add_note(interval_note(forecasts.front().fit.level, kind));
+    t.add_note(
+        "global_batch_size: the batch assumed at that size; batch_basis: measured (logged there), planned "
+        "(--planned-batch) or extrapolated (not given: the interval spans batch_low to batch_high); "
+        "steps_to_converge = P(B)/B at the assumed batch, step_seconds = predicted time / steps (a batch "
+        "change moves the steps through P(B)/B and the step through k B/N + c)");
+    t.add_note(
+        "validated_range: yes where the backtests cover the prediction (its extrapolation bucket has at least " +
+        std::to_string(scaling::kMinValidatedCases) +
+        " cases, the extrapolation is no larger than theirs, the benchmark was among them); else 'outside the "
+        "validated range' and why: the interval there is an extrapolation of the calibration, not a measured one");
     t.add_note(
         "curve: the fastest scored system at each accelerator count; measured_minutes: that system's "
         "official score, empty when no system of that size was submitted");
@@ -124,6 +144,41 @@ std::vector<Table> validation_tables(const scaling::Validation& v, bool cases) {
                    std::string(c.covered_held_out ? "yes" : "no")});
     out.push_back(std::move(all));
   }
+  return out;
+}
+
+std::vector<Table> round_validation_tables(const mlperf::RoundValidation& rv, bool cases) {
+  const auto& v = rv.validation;
+  std::vector<Table> out = validation_tables(v, cases);
+  const std::string tested = fmt::format("{}", fmt::join(rv.test_rounds, ", "));
+  if (!rv.fit_rounds.empty() || rv.test_rounds.size() > 1 || (rv.test_rounds.size() == 1 && !tested.empty())) {
+    const std::string split = rv.fit_rounds.empty()
+                                  ? fmt::format("tested on {}, the given calibration", tested)
+                                  : fmt::format("spread fitted on {}, tested on {}",
+                                                fmt::format("{}", fmt::join(rv.fit_rounds, ", ")), tested);
+    for (auto& t : out) t.add_note("rounds: " + split);
+  }
+  Table per_group("Prediction error and coverage per benchmark",
+                  {Column("benchmark"), Column("model"), Column("curves"), Column("cases"),
+                   Column("median_error_pct", 1), Column("worst_error_pct", 1), Column("coverage_pct", 0)});
+  for (const auto& g : v.per_group)
+    if (g.kind == scaling::kDefaultCurveModel)
+      per_group.add_row({g.group, model_label(g.kind, g.batch_planned), static_cast<int64_t>(g.curves),
+                         static_cast<int64_t>(g.cases), pct(g.median_abs_rel_error), pct(g.worst_abs_rel_error),
+                         pct(g.coverage)});
+  per_group.add_note(fmt::format("the default model ({}); coverage with the calibration below",
+                                 scaling::model_name(scaling::kDefaultCurveModel)));
+  out.insert(out.begin() + 2, std::move(per_group));
+  const auto& cal = rv.calibration;
+  Table spread("The interval's spread used",
+               {Column("model"), Column("extrapolation"), Column("tau", 4), Column("cases"), Column("max_factor", 2),
+                Column("benchmarks")});
+  for (const auto& r : cal.rows)
+    spread.add_row({model_label(r.kind, r.batch_planned), r.bucket, r.tau, static_cast<int64_t>(r.cases),
+                    r.max_factor, fmt::format("{}", fmt::join(r.groups, " "))});
+  spread.add_note(fmt::format("source: {}; level {:.0f}%; distance {}", cal.source, cal.level * 100,
+                              scaling::spread_distance_name(cal.distance)));
+  out.push_back(std::move(spread));
   return out;
 }
 

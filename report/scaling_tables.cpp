@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "report/prediction_tables.hpp"
+#include "scaling/scaling.hpp"
 #include "sweep/scaling_study.hpp"
 
 namespace scalescope::report {
@@ -117,24 +119,29 @@ Table scaling_prediction_table(const sweep::ScalingStudy& s) {
       "Prediction",
       std::vector<Column>{Column("config"), Column("model"), Column("gpus"), Column::significant("time", 4),
                           Column::significant("low", 4), Column::significant("high", 4), Column("efficiency"),
-                          Column("loo_mean_rel_err"), Column("loo_max_rel_err"), Column("fit")});
+                          Column::significant("global_batch", 4), Column("batch_basis"),
+                          Column::significant("steps", 4), Column::significant("step_time", 4),
+                          Column("validated_range"), Column("loo_mean_rel_err"), Column("loo_max_rel_err"),
+                          Column("fit")});
   for (const auto& c : s.configs) {
     if (!c.not_predicted.empty()) {
-      predictions.add_row({c.label, std::string("-"), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(),
-                           "not fitted: " + c.not_predicted});
+      predictions.add_row({c.label, std::string("-"), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(),
+                           Cell(), Cell(), Cell(), Cell(), "not fitted: " + c.not_predicted});
       continue;
     }
     for (const auto& m : c.predictions) {
       const auto& f = m.fit;
       if (!f.ok && f.predictions.empty()) {
         predictions.add_row({c.label, std::string(scaling::model_name(m.kind)), Cell(), Cell(), Cell(), Cell(), Cell(),
-                             Cell(), Cell(), "not fitted: " + f.note});
+                             Cell(), Cell(), Cell(), Cell(), Cell(), Cell(), Cell(), "not fitted: " + f.note});
         continue;
       }
       for (size_t i = 0; i < f.predictions.size(); ++i) {
         const auto& p = f.predictions[i];
         predictions.add_row({c.label, std::string(f.ok ? scaling::model_name(m.kind) : "bounds only"), int64_t{p.gpus},
-                             num(p.time), num(p.low), num(p.high), num(m.efficiency[i]), num(f.loo_mean_abs_rel_error),
+                             num(p.time), num(p.low), num(p.high), num(m.efficiency[i]), num(p.global_batch),
+                             std::string(scaling::batch_basis_name(p.batch_basis)), num(p.steps), num(p.step_time),
+                             validated_range_cell(p.outside_validated), num(f.loo_mean_abs_rel_error),
                              num(f.loo_max_abs_rel_error), f.ok ? f.formula : f.note});
       }
       if (f.ok && !f.note.empty())
@@ -142,10 +149,20 @@ Table scaling_prediction_table(const sweep::ScalingStudy& s) {
     }
   }
   for (const auto& a : s.assumptions) predictions.add_note("assumption: " + a);
+  const auto& cal = scaling::default_spread_calibration();
+  predictions.add_note(fmt::format(
+      "low/high: 80% prediction interval, exp(+-z sd) with sd = sqrt(residual_sd^2 + (tau d)^2): the fit's log "
+      "residuals and each model's extrapolation spread per unit of distance d ({}), calibrated on MLPerf "
+      "time-to-train curves ({}; docs/scaling.md, \"Prediction\"); one measured size gives bounds only",
+      scaling::spread_distance_name(cal.distance), cal.source));
   predictions.add_note(
-      "low/high: 80% prediction interval, exp(+-z sd) with sd = sqrt(residual_sd^2 + (tau d)^2): "
-      "the fit's log residuals and each model's extrapolation spread per doubling on the MLPerf "
-      "v4.1 curves (docs/scaling.md, \"Prediction\"); one measured size gives bounds only");
+      "global_batch: the batch assumed (step x converge with --global-batch-grows: N x --samples-per-gpu-step, "
+      "or N per-GPU batches; batch_basis measured, planned with --planned-batch, or extrapolated); steps and "
+      "step_time: each run's metric is a fixed number of steps, so steps is 1 per metric unit and step_time the "
+      "predicted metric; a planned batch other than N per-GPU batches changes both");
+  predictions.add_note(
+      "validated_range: yes where the MLPerf backtests cover the extrapolation (a bucket with enough cases, no "
+      "farther than theirs); a sweep is not an MLPerf curve, so read its interval as an estimate");
   return predictions;
 }
 

@@ -119,6 +119,17 @@ TEST(ScalingReport, PredictionAndCompareOptions) {
   const auto grown = scaling_report(make_sweep(), g);
   EXPECT_EQ(s(find(grown, "Prediction").rows()[0][1]), "step x converge");
   EXPECT_EQ(find(grown, "Prediction").rows().size(), 8u);
+  // The batch assumed and where it came from: N per-GPU batches, extrapolated;
+  // a planned one replaces it and moves the step time (each run a fixed number of steps).
+  const auto& grown_row = find(grown, "Prediction").rows()[0];
+  EXPECT_EQ(s(grown_row[8]), "extrapolated");
+  EXPECT_NEAR(d(grown_row[7]), 8, 1e-9);
+  g.planned_batch = {{8, 4}};
+  const auto planned = scaling_report(make_sweep(), g);
+  const auto& planned_row = find(planned, "Prediction").rows()[0];
+  EXPECT_EQ(s(planned_row[8]), "planned");
+  EXPECT_NEAR(d(planned_row[7]), 4, 1e-9);
+  EXPECT_NE(d(planned_row[10]), d(grown_row[10]));
   const auto& cmp = find(tables, "Configurations compared");
   EXPECT_EQ(s(cmp.rows()[0][1]), "1");
   EXPECT_NEAR(d(cmp.rows()[0][9]), 1 / 0.9, 1e-9);
@@ -199,7 +210,7 @@ TEST(ScalingReportWeak, WeakTurnsStepTimesIntoTimePerUnitOfWork) {
   EXPECT_NEAR(d(main.rows()[1][9]), 0.073 / 0.085, 1e-9);      // E' = T_step(1) / T_step(2) = 0.86
   EXPECT_NEAR(d(main.rows()[1][6]), 2 * 0.073 / 0.085, 1e-9);  // S
   EXPECT_THAT(notes_of(main), Not(HasSubstr("WARNING")));
-  EXPECT_THAT(s(find(tables, "Prediction").rows()[0][9]), HasSubstr("not fitted: the models assume strong scaling"));
+  EXPECT_THAT(s(find(tables, "Prediction").rows()[0][14]), HasSubstr("not fitted: the models assume strong scaling"));
   // A growing global batch is fitted under --weak too, on the step times as measured.
   o.global_batch_grows = true;
   const auto grown = scaling_report(iteration_sweep(std::make_pair(0.050, 0.051)), o);

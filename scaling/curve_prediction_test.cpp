@@ -76,10 +76,14 @@ TEST(ScalingCurve, ReferenceConvergenceLawIsRecovered) {
     EXPECT_LT(p.low, p.time);
     EXPECT_GT(p.high, p.time);
     // The batch there is not known: the range is the true law's fastest and
-    // slowest time over the batches from the kept 512 to the rule's.
-    double fastest = ref_time(p.gpus, 512), slowest = fastest;
+    // slowest time over the batches from the geometric middle of the kept 512
+    // and the rule's to the rule's.
+    const double from = std::sqrt(512 * batch[i]);
+    EXPECT_NEAR(p.batch_low, from, 1e-9) << p.gpus;
+    EXPECT_NEAR(p.batch_high, batch[i], 1e-9) << p.gpus;
+    double fastest = ref_time(p.gpus, batch[i]), slowest = fastest;
     for (int j = 0; j <= 100; ++j) {
-      const double t = ref_time(p.gpus, 512 * std::pow(batch[i] / 512, j / 100.0));
+      const double t = ref_time(p.gpus, from * std::pow(batch[i] / from, j / 100.0));
       fastest = std::min(fastest, t);
       slowest = std::max(slowest, t);
     }
@@ -108,12 +112,13 @@ TEST(ScalingCurve, ReferenceWithTwoPointsGivesAnIntervalAndBadPointsAreRefused) 
   EXPECT_NE(f.note.find("no residual left"), std::string::npos);
   const auto& p = f.predictions[0];
   EXPECT_NEAR(p.time / ref_time(64, 2048), 1.0, 1e-9);
-  // The batch at 64 is not known: from 512 (kept) to 2048 (per accelerator).
+  // The batch at 64 is not known: from 1024 (the middle of the kept 512 and
+  // the per-accelerator 2048) to 2048.
   // Both sizes have 32 per accelerator, so k/N and c/B cannot be told apart
   // and NNLS keeps c = 0: T = P(B) k/N grows with B, and the range runs from
-  // the kept batch's time to the prediction's.
+  // the middle batch's time to the prediction's.
   EXPECT_NEAR(p.range_high / p.time, 1.0, 1e-12);
-  EXPECT_NEAR(p.range_low / p.time, ref_progress(512) / ref_progress(2048), 1e-9);
+  EXPECT_NEAR(p.range_low / p.time, ref_progress(1024) / ref_progress(2048), 1e-9);  // from the middle, 1024
   EXPECT_LT(p.range_low, p.range_high);
   EXPECT_LE(p.range_low, p.time);
   EXPECT_GE(p.range_high, p.time);
@@ -337,6 +342,151 @@ TEST(ScalingValidation, PlannedBatchesAreValidatedApart) {
   for (const auto& t : v.tau_estimates) planned_estimates += t.batch_planned;
   EXPECT_GE(planned_estimates, 1u);
   EXPECT_EQ(nlohmann::json(v)["cases"][0].count("batch_planned"), 1u);
+}
+
+// A calibration with one cell of the default model at 2x, as a test writes it.
+SpreadCalibration one_cell(size_t cases, double max_factor, std::vector<std::string> groups) {
+  SpreadCalibration c;
+  c.source = "test";
+  c.rows.push_back({ModelKind::kStepConverge, false, "2x", 0.1, cases, max_factor, std::move(groups)});
+  return c;
+}
+
+TEST(SpreadCalibration, RoundTripsThroughJsonAndRejectsBadFiles) {
+  SpreadCalibration c = one_cell(12, 2.5, {"bert", "gpt3"});
+  c.distance = SpreadDistance::kLeverage;
+  const auto back = read_spread_calibration(write_spread_calibration(c), "x.json");
+  EXPECT_EQ(back.source, "test");
+  EXPECT_EQ(back.distance, SpreadDistance::kLeverage);
+  ASSERT_EQ(back.rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(back.rows[0].tau, 0.1);
+  EXPECT_EQ(back.rows[0].cases, 12u);
+  EXPECT_EQ(back.rows[0].groups, (std::vector<std::string>{"bert", "gpt3"}));
+  EXPECT_TRUE(back.knows_group("gpt3"));
+  EXPECT_FALSE(back.knows_group("flux1"));
+  EXPECT_NE(back.find(ModelKind::kStepConverge, false, 2.0), nullptr);
+  EXPECT_EQ(back.find(ModelKind::kStepConverge, false, 4.0), nullptr);
+  EXPECT_EQ(back.find(ModelKind::kStepConverge, true, 2.0), nullptr);
+  for (const char* bad : {"", "{}", "[1]", R"({"source":"s","level":0.8,"distance":"miles","rows":[]})",
+                          R"({"source":"s","level":2,"distance":"doublings","rows":[]})",
+                          R"({"source":"s","level":0.8,"distance":"doublings","rows":[{"model":"x"}]})"}) {
+    try {
+      (void)read_spread_calibration(bad, "bad.json");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+    }
+  }
+  // The embedded one names where it came from and covers the default model in every bucket.
+  const auto& d = default_spread_calibration();
+  EXPECT_FALSE(d.source.empty());
+  for (double f : {2.0, 4.0, 8.0, 16.0})
+    for (bool planned : {false, true}) EXPECT_NE(d.find(kDefaultCurveModel, planned, f), nullptr) << f << planned;
+}
+
+TEST(SpreadCalibration, DistanceGrowsWithExtrapolationAndShrinksWithMoreSizes) {
+  EXPECT_DOUBLE_EQ(spread_distance(SpreadDistance::kDoublings, 64, {8, 16}), 3.0);
+  EXPECT_DOUBLE_EQ(spread_distance(SpreadDistance::kDoublings, 12, {8, 16}), 1.0);
+  // Leverage in log2 N: two sizes 8 and 16 (mean 3.5, Sxx 0.5), at 64: sqrt(1 + 1/2 + 2.5^2 / 0.5).
+  EXPECT_NEAR(spread_distance(SpreadDistance::kLeverage, 64, {8, 16}), std::sqrt(1.5 + 12.5), 1e-12);
+  const double two = spread_distance(SpreadDistance::kLeverage, 256, {16, 32});
+  const double four = spread_distance(SpreadDistance::kLeverage, 256, {4, 8, 16, 32});
+  EXPECT_LT(four, two);  // more and more widely spread sizes: nearer
+  EXPECT_LT(spread_distance(SpreadDistance::kLeverage, 64, {4, 8, 16, 32}), four);
+}
+
+TEST(SpreadCalibration, PredictionsSayWhereTheBacktestsEnd) {
+  const auto pts = step_curve({8, 16, 32});
+  CurveFitOptions o;
+  SpreadCalibration enough = one_cell(kMinValidatedCases, 2.5, {"bert"});
+  o.calibration = &enough;
+  o.group = "bert";
+  auto f = fit_curve(ModelKind::kStepConverge, pts, {64, 90, 128}, o);
+  ASSERT_TRUE(f.ok) << f.note;
+  EXPECT_EQ(f.predictions[0].outside_validated, "");                              // 2x, seen
+  EXPECT_NE(f.predictions[1].outside_validated.find("beyond the largest"), std::string::npos);  // 2.8x > 2.5x
+  EXPECT_NE(f.predictions[2].outside_validated.find("no backtest"), std::string::npos);         // 4x: no row
+  EXPECT_EQ(f.predictions[2].outside_validated.rfind("outside the validated range", 0), 0u);
+  // The model's widest tau stands in for a missing cell.
+  EXPECT_DOUBLE_EQ(f.predictions[2].tau, 0.1);
+  o.group = "flux1";
+  f = fit_curve(ModelKind::kStepConverge, pts, {64}, o);
+  EXPECT_NE(f.predictions[0].outside_validated.find("flux1 was never backtested"), std::string::npos);
+  SpreadCalibration few = one_cell(kMinValidatedCases - 1, 2.5, {"bert"});
+  o.calibration = &few;
+  o.group = "bert";
+  f = fit_curve(ModelKind::kStepConverge, pts, {64}, o);
+  EXPECT_NE(f.predictions[0].outside_validated.find("backtest cases"), std::string::npos);
+}
+
+TEST(SpreadCalibration, CalibrationFromCasesReproducesTheirCoverage) {
+  // Cases of one cell with known log errors; the conformal tau holds at
+  // least the level of them when the intervals are rebuilt with it.
+  std::vector<ValidationCase> cases;
+  for (int i = 0; i < 20; ++i) {
+    ValidationCase c;
+    c.group = i % 2 ? "a" : "b";
+    c.round = "r1";
+    c.fitted = {8, 16};
+    c.gpus = 32;
+    c.factor = 2;
+    c.measured = 10;
+    c.predicted = c.range_low = c.range_high = 10 * std::exp(0.01 * (i + 1) * (i % 3 ? 1 : -1));
+    c.rel_error = (c.predicted - c.measured) / c.measured;
+    cases.push_back(c);
+  }
+  const auto cal = calibrate_spread(cases, 0.8, SpreadDistance::kDoublings, false, "r1");
+  ASSERT_EQ(cal.rows.size(), 1u);
+  EXPECT_EQ(cal.rows[0].cases, 20u);
+  EXPECT_DOUBLE_EQ(cal.rows[0].max_factor, 2.0);  // every case at 2x
+  EXPECT_EQ(cal.rows[0].groups, (std::vector<std::string>{"a", "b"}));
+  // ceil(21 x 0.8) = 17th of 20 scores 0.01 .. 0.20 (d = 2): 0.17 / 2 / z.
+  EXPECT_NEAR(cal.rows[0].tau, 0.085 / 1.2815515655446004, 1e-9);
+  Validation v;
+  v.level = 0.8;
+  v.cases = cases;
+  for (auto& c : v.cases) c.round = "r2";
+  const auto judged = select_rounds(v, {"r2"}, cal);
+  ASSERT_EQ(judged.cases.size(), 20u);
+  const auto all = std::find_if(judged.buckets.begin(), judged.buckets.end(),
+                                [](const ValidationBucket& b) { return b.bucket == "all"; });
+  ASSERT_NE(all, judged.buckets.end());
+  EXPECT_DOUBLE_EQ(all->coverage, 17.0 / 20.0);
+  ASSERT_EQ(judged.per_group.size(), 2u);
+  EXPECT_TRUE(select_rounds(v, {"r1"}, cal).cases.empty());
+}
+
+TEST(ScalingCurve, StepsAndTimePerStepSplitTheTime) {
+  CurveFitOptions o;
+  o.reference = kReference;
+  // Batches per accelerator 32, 16 and 32: k and c can be told apart.
+  const std::vector<CurvePoint> pts = {{8, ref_time(8, 256), 256.0, 0.9 * ref_progress(256)},
+                                       {16, ref_time(16, 256), 256.0, 0.9 * ref_progress(256)},
+                                       {32, ref_time(32, 1024), 1024.0, 0.9 * ref_progress(1024)}};
+  const auto f = fit_curve(ModelKind::kStepConverge, pts, {16, 64}, o);
+  ASSERT_TRUE(f.ok);
+  const auto& measured = f.predictions[0];
+  EXPECT_EQ(measured.batch_basis, CurvePrediction::BatchBasis::kMeasured);
+  EXPECT_NEAR(measured.steps, 0.9 * ref_progress(256) / 256, 1e-6);
+  EXPECT_NEAR(measured.steps * measured.step_time, measured.time, 1e-9 * measured.time);
+  const auto& extrapolated = f.predictions[1];
+  EXPECT_EQ(extrapolated.batch_basis, CurvePrediction::BatchBasis::kExtrapolated);
+  EXPECT_NEAR(extrapolated.batch_low, std::sqrt(1024.0 * 2048), 1e-9);  // the middle of kept and per accelerator
+  EXPECT_DOUBLE_EQ(extrapolated.batch_high, 2048);
+  // A planned batch moves the steps by P(B)/B; the time per step follows k B/N + c.
+  CurveFitOptions planned = o;
+  planned.planned_batch[64] = 1024;
+  const auto& p = fit_curve(ModelKind::kStepConverge, pts, {64}, planned).predictions[0];
+  EXPECT_EQ(p.batch_basis, CurvePrediction::BatchBasis::kPlanned);
+  EXPECT_DOUBLE_EQ(p.batch_low, 1024);
+  EXPECT_DOUBLE_EQ(p.batch_high, 1024);
+  EXPECT_NEAR(p.steps, 0.9 * ref_progress(1024) / 1024, 1e-6);
+  EXPECT_NEAR(p.step_time, kK * 1024 / 64 + kC, 1e-6 * p.step_time);
+  EXPECT_NEAR(extrapolated.step_time, kK * 2048 / 64 + kC, 1e-6 * extrapolated.step_time);
+  // Models without a batch have no split.
+  const auto power = fit_curve(ModelKind::kPowerLaw, pts, {64}, o);
+  EXPECT_TRUE(std::isnan(power.predictions[0].steps));
+  EXPECT_EQ(power.predictions[0].batch_basis, CurvePrediction::BatchBasis::kNone);
 }
 
 }  // namespace

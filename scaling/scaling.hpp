@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -266,8 +267,16 @@ struct ReferenceConvergence {
   double progress = 0;
 };
 
+struct SpreadCalibration;
+
 struct CurveFitOptions {
   double level = 0.8;             // of the prediction interval
+  // The interval's spread per model, batch setting and extrapolation bucket;
+  // nullptr: default_spread_calibration() (the embedded one).
+  const SpreadCalibration* calibration = nullptr;
+  // The family of the curve (an MLPerf benchmark); not "" and not among the
+  // calibration's groups: the predictions are outside the validated range.
+  std::string group;
   std::optional<CommModel> comm;  // measured communication for kComputeCommFixed
   // Points without a global batch: false = the same batch at every size; true
   // = the batch grows as N (fixed per-GPU batch) and each point's time is of
@@ -300,8 +309,24 @@ struct CurvePrediction {
   // which one a submitter picks is not known (docs/scaling.md). Otherwise both
   // are `time`. The interval is [range_low exp(-z sd), range_high exp(z sd)].
   double range_low = 0, range_high = 0;
-  double tau = 0;  // the spread per doubling used here (extrapolation_spread)
+  double tau = 0;       // the spread per unit of distance used here (the calibration's row)
+  double distance = 0;  // the interval's extrapolation distance (spread_distance)
+  // Where `global_batch` came from, and the batches the interval spans
+  // (batch_low = batch_high = global_batch unless the batch is extrapolated).
+  enum class BatchBasis { kNone, kMeasured, kPlanned, kExtrapolated };
+  BatchBasis batch_basis = BatchBasis::kNone;
+  double batch_low = 0, batch_high = 0;
+  // Time to train split (kStepConverge): steps to converge P(B)/B at the
+  // assumed batch, and the time per step (time / steps, the unit of `time`);
+  // a batch change moves the steps through P(B)/B and the step through k B/N + c.
+  // NaN for models without a batch.
+  double steps = 0, step_time = 0;
+  // "" inside what the calibration's backtests cover; else why not
+  // ("outside the validated range: ..."), e.g. an extrapolation beyond the
+  // largest one validated, a bucket with too few cases or a group never seen.
+  std::string outside_validated;
 };
+const char* batch_basis_name(CurvePrediction::BatchBasis basis);  // "measured", "planned", "extrapolated", ""
 
 struct CurveFit {
   ModelKind kind = ModelKind::kStepConverge;
@@ -310,11 +335,11 @@ struct CurveFit {
   size_t parameters = 0;
   int fit_min_gpus = 0, fit_max_gpus = 0;
   double level = 0.8;
-  // Spread of the interval on log time: sqrt(residual_sd^2 + (tau d)^2), d =
-  // 1 + log2 of the extrapolation factor; tau per model, extrapolation bucket
-  // and batch setting from the MLPerf v4.1 validation (extrapolation_spread,
-  // CurvePrediction::tau), residual_sd from this fit's residuals (NaN when no
-  // degree of freedom is left).
+  // Spread of the interval on log time: sqrt(residual_sd^2 + (tau d)^2), d
+  // the extrapolation distance (spread_distance, CurvePrediction::distance);
+  // tau per model, extrapolation bucket and batch setting from the
+  // calibration (CurvePrediction::tau), residual_sd from this fit's residuals
+  // (NaN when no degree of freedom is left).
   double residual_sd = 0;
   double loo_mean_abs_rel_error = 0, loo_max_abs_rel_error = 0;  // NaN without spare points
   std::string formula, note;
@@ -331,10 +356,64 @@ CurveFit fit_curve(ModelKind kind, const std::vector<CurvePoint>& points, const 
 
 // tau of each model at an extrapolation factor (>= 1; the bucket of
 // extrapolation_bucket) and batch setting (kStepConverge only: the batch at
-// the predicted size planned, or extrapolated): the per-doubling spread of its
-// log extrapolation error outside the batch range, over the MLPerf v4.1 cases
-// of that bucket (docs/scaling.md has the table it came from).
+// the predicted size planned, or extrapolated) in the default calibration:
+// the spread per unit of distance of its log extrapolation error outside the
+// batch range over validation cases of that bucket (docs/scaling.md).
 double extrapolation_spread(ModelKind kind, double factor, bool batch_planned = false);
+
+// ---- the interval's spread as data (spread_calibration.cpp) ----
+
+// How far a prediction is from what was fitted, the unit tau is per.
+//   kDoublings: 1 + log2(extrapolation factor), 1 inside the fitted range.
+//   kLeverage: sqrt(1 + 1/k + (x - mean)^2 / Sxx) in x = log2 N over the k
+//   fitted sizes (a regression's prediction variance): it grows with the
+//   distance and shrinks with more, and more widely spread, fitted sizes.
+enum class SpreadDistance { kDoublings, kLeverage };
+const char* spread_distance_name(SpreadDistance d);
+double spread_distance(SpreadDistance kind, int gpus, const std::vector<int>& fitted);
+
+// One cell: a model, batch setting and extrapolation bucket.
+struct SpreadRow {
+  ModelKind kind = ModelKind::kStepConverge;
+  bool batch_planned = false;
+  std::string bucket;       // "2x", "4x", "8x", "16x+"
+  double tau = 0;           // conformal level-quantile of (log distance outside the range / d) / z
+  size_t cases = 0;         // validation cases it was estimated from
+  double max_factor = 0;    // the kMinValidatedCases-th largest extrapolation among them (the largest with fewer)
+  std::vector<std::string> groups;  // the groups (benchmarks) of those cases
+};
+
+// The interval's spread, with where it came from. Stored as JSON
+// (scaling/prediction_calibration.json is the embedded default, written by
+// `scalescope mlperf validate --fit ... --write-calibration`).
+struct SpreadCalibration {
+  double level = 0.8;
+  SpreadDistance distance = SpreadDistance::kDoublings;
+  // tau estimated from each bucket's cases alone (Mondrian), or from all the
+  // cases of a model and setting (pooled: one tau for every bucket of them).
+  bool pooled = false;
+  std::string source;  // the rounds and the command it was fitted by
+  std::vector<SpreadRow> rows;
+  // The row of a model, setting and extrapolation factor; nullptr when none.
+  const SpreadRow* find(ModelKind kind, bool batch_planned, double factor) const;
+  bool knows_group(const std::string& group) const;
+};
+
+// Fewer validation cases than this in a bucket: predictions there are marked
+// outside the validated range (coverage of an 80 % interval is not measurable).
+inline constexpr size_t kMinValidatedCases = 8;
+
+// The embedded calibration (scaling/prediction_calibration.json).
+const SpreadCalibration& default_spread_calibration();
+// Throws scalescope::Error naming `source` on malformed JSON or fields.
+SpreadCalibration read_spread_calibration(std::string_view json_text, std::string_view source);
+std::string write_spread_calibration(const SpreadCalibration& c);  // JSON text, rows sorted
+
+struct ValidationCase;
+// tau per model, setting and bucket from validation cases (their residual_sd,
+// fitted sizes and batch range), at `level`, with `distance`.
+SpreadCalibration calibrate_spread(const std::vector<ValidationCase>& cases, double level, SpreadDistance distance,
+                                   bool pooled, std::string source);
 
 // The default model of `mlperf analyze --predict` and `scaling --predict`, chosen by the validation.
 inline constexpr ModelKind kDefaultCurveModel = ModelKind::kStepConverge;
@@ -346,10 +425,13 @@ struct NamedCurve {
   std::string group;  // held out together when estimating tau (e.g. the benchmark)
   std::vector<CurvePoint> points;
   std::vector<ReferenceConvergence> reference;  // for kStepConverge (CurveFitOptions::reference)
+  std::string round;                            // the data set it came from (an MLPerf round, "v4.1"); may be ""
 };
 
 struct ValidationCase {
-  std::string curve, group;
+  std::string curve, group, round;
+  std::vector<int> fitted;  // the sizes fitted
+  double residual_sd = 0;   // of the fit (0 when no degree of freedom was left)
   ModelKind kind = ModelKind::kStepConverge;
   size_t fit_points = 0;
   int fit_max_gpus = 0, gpus = 0;
@@ -372,6 +454,15 @@ struct ValidationBucket {
   double coverage = 0, coverage_held_out = 0;
 };
 
+// Per group (benchmark), model and setting: error and coverage.
+struct ValidationGroup {
+  std::string group;
+  ModelKind kind = ModelKind::kStepConverge;
+  bool batch_planned = false;
+  size_t curves = 0, cases = 0;
+  double median_abs_rel_error = 0, worst_abs_rel_error = 0, coverage = 0;
+};
+
 struct ValidationCurve {
   std::string curve;
   ModelKind kind = ModelKind::kStepConverge;
@@ -387,6 +478,7 @@ struct Validation {
   std::vector<ValidationCase> cases;
   std::vector<ValidationBucket> buckets;   // per model: 2x, 4x, 8x, 16x+, all
   std::vector<ValidationCurve> per_curve;  // per model and curve
+  std::vector<ValidationGroup> per_group;  // per model and group (benchmark)
   // tau re-estimated from all the cases of each model, setting and bucket
   // (the conformal level-quantile of the log distance outside the batch range
   // / d, over z): what extrapolation_spread should be on this evidence.
@@ -410,8 +502,16 @@ const char* extrapolation_bucket(double factor);
 // Held-out coverage: tau from the other groups' cases of the same model,
 // setting and extrapolation bucket, as the conformal quantile (the
 // ceil((n+1) level)-th of n scores; Mondrian: per bucket).
+// Intervals and coverage from the calibration (nullptr: the default one).
 Validation validate_curves(const std::vector<NamedCurve>& curves, const std::vector<ModelKind>& kinds,
-                           size_t min_sizes = 4, double level = 0.8, bool plan_batches = false);
+                           size_t min_sizes = 4, double level = 0.8, bool plan_batches = false,
+                           const SpreadCalibration* calibration = nullptr);
+
+// The cases of `v` whose round is in `rounds`, their intervals rebuilt with
+// `calibration` (coverage judged by a spread fitted elsewhere), the held-out
+// coverage and the summaries recomputed over them.
+Validation select_rounds(const Validation& v, const std::vector<std::string>& rounds,
+                         const SpreadCalibration& calibration);
 
 // ---------------------------------------------------------------------------
 // JSON (nlohmann ADL hooks: json j = summary;).
@@ -425,5 +525,6 @@ void to_json(nlohmann::json& j, const Fit& f);
 void to_json(nlohmann::json& j, const CurvePrediction& p);
 void to_json(nlohmann::json& j, const CurveFit& f);
 void to_json(nlohmann::json& j, const Validation& v);
+void to_json(nlohmann::json& j, const SpreadCalibration& c);
 
 }  // namespace scalescope::scaling

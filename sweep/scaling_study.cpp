@@ -212,12 +212,17 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
       std::vector<scaling::CurvePoint> fp;
       for (const auto& [key, g] : groups)
         if (key.first == ci && !g.values.empty())
-          fp.push_back({key.second, median(scaling::to_time_samples(g.values, better)), {}, {}});
+          fp.push_back({key.second, median(scaling::to_time_samples(g.values, better)),
+                        options.global_batch_grows
+                            ? std::optional<double>(key.second * options.samples_per_gpu_step.value_or(1.0))
+                            : std::nullopt,
+                        {}});
       const auto ref_it = std::find_if(fp.begin(), fp.end(), [&](const auto& p) { return p.gpus == t.ref_gpus; });
       const double ref_time = ref_it != fp.end() ? ref_it->time : fp.front().time;
       const int ref_gpus = ref_it != fp.end() ? ref_it->gpus : fp.front().gpus;
       scaling::CurveFitOptions fo;
       fo.batch_grows = options.global_batch_grows;
+      fo.planned_batch = options.planned_batch;
       if (metric == "iteration_s") {
         // Measured communication at the largest GPU count that traced all-reduces.
         for (auto it = groups.rbegin(); it != groups.rend(); ++it) {

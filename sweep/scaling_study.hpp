@@ -43,6 +43,10 @@ struct ScalingStudyOptions {
   // steps. Adds the step x converge model (scaling::fit_curve with
   // batch_grows), fitted on the metric as measured, also under --weak.
   bool global_batch_grows = false;
+  // With global_batch_grows: the global batch planned at predicted sizes, in
+  // samples with samples_per_gpu_step (the measured sizes' batch is N x that),
+  // else in per-GPU batches (the measured sizes' batch is N).
+  std::map<int, double> planned_batch;
 };
 
 // Runs of one configuration at one GPU count, by status.
