@@ -174,6 +174,10 @@ def job_ops(args):
     torch.cuda.synchronize()
     rows = []
     for e in prof.key_averages():
+        # Operators only: key_averages() also lists each kernel as a row of its
+        # own (device_type CUDA) and the ProfilerStep#N annotations.
+        if not str(getattr(e, "device_type", "CPU")).endswith("CPU") or e.key.startswith("ProfilerStep"):
+            continue
         ns = getattr(e, "self_device_time_total", None)
         if ns is None:
             ns = getattr(e, "self_cuda_time_total", 0)
