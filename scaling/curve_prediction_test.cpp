@@ -476,7 +476,8 @@ TEST(ScalingCurve, StepsAndTimePerStepSplitTheTime) {
   // A planned batch moves the steps by P(B)/B; the time per step follows k B/N + c.
   CurveFitOptions planned = o;
   planned.planned_batch[64] = 1024;
-  const auto& p = fit_curve(ModelKind::kStepConverge, pts, {64}, planned).predictions[0];
+  const auto planned_fit = fit_curve(ModelKind::kStepConverge, pts, {64}, planned);
+  const auto& p = planned_fit.predictions[0];
   EXPECT_EQ(p.batch_basis, CurvePrediction::BatchBasis::kPlanned);
   EXPECT_DOUBLE_EQ(p.batch_low, 1024);
   EXPECT_DOUBLE_EQ(p.batch_high, 1024);
