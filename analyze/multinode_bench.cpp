@@ -117,7 +117,7 @@ void BM_AnalyzeMultinode(benchmark::State& state) {
 }
 BENCHMARK(BM_AnalyzeMultinode)->Args({32, 8, 100'000})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 // 64 ranks x 1 M events (8 hosts x 8 ranks), under 15 s and 300 MB
-// (bench/issue20/ranks64.sh times the CLI on the directory this writes).
+// (bench/analysis_speed/ranks64.sh times the CLI on the directory this writes).
 BENCHMARK(BM_AnalyzeMultinode)->Args({8, 8, 1'000'000})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 }  // namespace

@@ -2,7 +2,7 @@
 // chunk (never holding more than one batch), and analyses a .sstrace either
 // streamed (analyze_rank_streaming) or whole (read_trace + analyze_rank), so
 // that /usr/bin/time -v can measure each in its own process
-// (bench/issue20/stream.sh runs the rounds; figures in bench/RESULTS.md).
+// (bench/analysis_speed/stream.sh runs the rounds; figures in bench/RESULTS.md).
 //
 //   analyze_stream_bench write 100000000 /tmp/r100m.sstrace
 //   analyze_stream_bench stream /tmp/r100m.sstrace

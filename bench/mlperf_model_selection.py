@@ -11,13 +11,12 @@ predicted size (a log-linear law in N fitted on the sizes, or the largest
 fitted size's per-accelerator batch capped at the largest reference batch),
 the progress to converge (a log-linear law in B fitted on the sizes, the
 reference convergence points, or those scaled by the fitted sizes' ratio), the
-per-step model (k/N + c/B by NNLS, or a power law in N). Since issue 25's
-second session also: the batch kept, the geometric middle, the time-optimal
+per-step model (k/N + c/B by NNLS, or a power law in N). It also scores: the batch kept, the geometric middle, the time-optimal
 batch between kept and per accelerator and its mean with the per-accelerator
 prediction; where the default's error comes from (decomposition); and the
 held-out coverage of interval variants (symmetric or over the batch range,
 one spread or one per extrapolation bucket).
-Since its third session: the batch that other accelerators' published
+Also the batch that other accelerators' published
 submissions of the same benchmark used at the predicted size ("peers"; the
 curve's own chip excluded), alone and as "peers at that size, else per GPU",
 scored by the same criterion, leave-one-benchmark-out and held-out coverage
@@ -341,7 +340,7 @@ def range_coverage(curves, refs, rule):
 
 
 def peers_section(curves, refs):
-    """Issue 25, third session: the batch other accelerators' submissions used at the predicted size.
+    """The batch other accelerators' submissions used at the predicted size.
     Scored by the fixed criterion against the default, with per-bucket medians and worst, the
     cases where peers exist at that size, leave-one-benchmark-out over the three rules, and the
     held-out coverage of the 80 % interval with the batch range widened to the rule's batch

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The advisor on real runs (issue 4, GPU test): the same MobileNetV2 DDP job
+# The advisor on real runs (a GPU test): the same MobileNetV2 DDP job
 # (workloads/image_ddp.py) profiled with one setting spoiled at a time, and
 # tuned. Expected: pinned-memory flagged on pageable input, channels-last on
 # NCHW, mixed-precision on FP32, and none of the three on the tuned run.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cost of attribution on the `analyze` command (issue #22).
+"""The cost of attribution on the `analyze` command.
 Usage: analyze_on_off.py SCALESCOPE INPUT ROUNDS
 A = `analyze INPUT --format csv --no-attribution`, B = the same with attribution
 (the default), alternated A B per round; CPU (user+sys of the child) and wall."""

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The one GPU call of the attribution check (bench/RESULTS.md, "Attribution"):
-# run from the repository root with .devcarry-attrib carried, holding this
+# run from the repository root with .devcarry carried, holding this
 # folder's gpu_check.py and, when present, the collector library built here.
 # Everything comes back in $OUT (at most 8 files): log.txt, key_averages.json,
 # trace.json.gz and the collector's run directory nvtx.ssrun/; both traces are
 # analysed on this side with the same build.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-c=$PWD/.devcarry-attrib
+c=$PWD/${CARRY:-.devcarry}
 log="$OUT/log.txt"
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'; } >> "$log" 2>&1
 timeout 150 python3 "$c/gpu_check.py" "$OUT" >> "$log" 2>&1; echo "torch.profiler run rc=$?" >> "$log"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 23's profiling cost with the method's own noise measured beside it, one device call per phase:
-#   bash .devcarry-cost/cost_device.sh abba|whole|lorawhole|interleave|floor [BUDGET_S]
-# run from a checkout (workloads/) whose .devcarry-cost/ holds scalescope.xz (release CLI, stripped, xz),
+# The collector's profiling cost with the method's own noise measured beside it, one device call per phase:
+#   bash .devcarry/cost_device.sh abba|whole|lorawhole|interleave|floor [BUDGET_S]
+# run from a checkout (workloads/) whose .devcarry/ holds scalescope.xz (release CLI, stripped, xz),
 # lib/ (its Debian libraries), libscalescope-collector.so, window_ab.py, window_check.py, cost_summary.py
 # and this script. Writes $OUT/summary.txt, $OUT/env.txt and $OUT/cost-PHASE.tgz (every log, block and
 # process summary, and `vmstat -t 1` for the whole phase: the guest's own view of steal time).

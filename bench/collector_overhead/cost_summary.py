@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summary of cost_device.sh's measurements (issue 23), with the method's own
+"""Summary of cost_device.sh's measurements, with the method's own
 noise beside every figure.
 
   cost_summary.py abba BLOCKS.jsonl       # in-process ABBA jobs of one workload

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a window's cost goes (issue 23): which thread spends the extra CPU,
+"""Where a window's cost goes: which thread spends the extra CPU,
 and in which library its time is spent inside windows against outside.
 
   python3 cost_where.py blocks ABBA.jsonl

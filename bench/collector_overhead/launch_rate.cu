@@ -1,9 +1,9 @@
-// Launch-rate probe of the collector's cost (issue 3), the worst case for a
+// Launch-rate probe of the collector's cost, the worst case for a
 // CUPTI collector: empty kernels launched back to back from
 // one thread, timed in blocks. A launch-bound job pays every API callback and
 // every kernel record in full, so the figure bounds what a real job pays.
-// Each block reports wall time and the launching thread's CPU time: on the
-// shared GPU host of session 5 the uninjected job's wall-clock blocks ranged
+// Each block reports wall time and the launching thread's CPU time: on a
+// shared GPU host the uninjected job's wall-clock blocks ranged
 // 219-308 K launches/s (other tenants' load), which hides a 1 % effect; the
 // thread's CPU time per launch does not count time taken by other processes.
 //
@@ -34,7 +34,7 @@
 // retired in the launch loop, from perf_event_open; null where the host does
 // not allow it) and launches_per_ginstr.
 //
-// Why instructions: session 6 showed the thread's CPU time equal to its wall
+// Why instructions: on the H200 hosts the thread's CPU time equal to its wall
 // time block for block (the thread never waits), so both carry the same
 // +-15 % of CPU speed that other tenants cause. The instructions a launch
 // executes do not depend on clock speed or cache contention: a per-call hook

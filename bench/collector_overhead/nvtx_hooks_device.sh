@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 23's NVTX cut on one GPU, in one device call (about 9 minutes):
-#   bash .devcarry-collector2/nvtx_hooks_device.sh [BUDGET_S]
-# run from a checkout (workloads/) whose .devcarry-collector2/ holds:
+# NVTX through the collector's own hooks against CUPTI's MARKER records, on one GPU, in one device call (about 9 minutes):
+#   bash .devcarry/nvtx_hooks_device.sh [BUDGET_S]
+# run from a checkout (workloads/) whose .devcarry/ holds:
 # scalescope (release CLI, stripped), lib/ (its Debian libraries),
 # libscalescope-collector.so, and the bench/collector_overhead scripts
 # window_ab.py, window_ab_summary.py, window_check.py, sampled_ab.sh,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Collector overhead on 2 GPUs (issue 3), as in-process A/B pairs: each
+# Collector overhead on 2 GPUs, as in-process A/B pairs: each
 # torchrun job (MobileNetV2 DDP, train.py) warms up once, then alternates
 # timed "off" and "on" blocks (ABBA order), so every mode gets >= 5 paired
 # repetitions from ONE job and start-up costs are paid once per mode.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The collector's cost on a launch-bound probe (issue 3), quieter than run.sh's
+# The collector's cost on a launch-bound probe, quieter than run.sh's
 # MobileNetV2 blocks: launch_rate (empty kernels launched back to back, timed
 # in blocks; launch_rate.cu says how) under each mode, ROUNDS rounds of all
 # modes in turn (none first and last in each round's order), one process each.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whole-process A/B of sampled windows (issue 23): ROUNDS rounds, each mode
+# Whole-process A/B of sampled windows: ROUNDS rounds, each mode
 # once per round (the order rotates from round to round), one GPU.
 #
 #   bench/collector_overhead/sampled_ab.sh SCALESCOPE COLLECTOR_SO OUT_DIR WORKLOAD [BUDGET_S]
@@ -10,7 +10,7 @@
 # Modes (MODES overrides): none (no profiler), sampled (`scalescope profile`
 # with its defaults: skip 10 iterations, trace 20, detach), full (--full),
 # full_discard (--full --discard: CUPTI's own floor for the same kinds);
-# with "inject" also sampled_lean, detached, idle_nvtx (below). Issue 23's
+# with "inject" also sampled_lean, detached, idle_nvtx (below). The
 # lean modes, all sampled (the default schedule): sampled_cb (API calls from
 # the collector's callbacks, SCALESCOPE_API_RECORDS=callbacks), sampled_kmm
 # (--activities kernel,memcpy,memset --api none), sampled_discard (--discard:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The GPU call of issue 23's measurement, run from a checkout whose
-# .devcarry-collector/ holds (copied there from a release build on the
+# The GPU call of the sampled-window measurement, run from a checkout whose
+# .devcarry/ holds (copied there from a release build on the
 # development machine): scalescope, libscalescope-collector.so, lib/ (the
 # CLI's Debian libraries), sampled_ab.sh and sampled_ab_summary.py.
-#   bash .devcarry-collector/sampled_ab_device.sh WORKLOAD... (mobilenet, lora)
+#   bash .devcarry/sampled_ab_device.sh WORKLOAD... (mobilenet, lora)
 # The CLI runs through the dynamic loader with --library-path, so the
 # carried libraries never reach the job's environment (LD_LIBRARY_PATH
 # would hand Debian's libzstd and libsqlite3 to PyTorch as well).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summary of sampled_ab.sh's results.jsonl (issue 23).
+"""Summary of sampled_ab.sh's results.jsonl.
 
 Per mode, the cost against the uninjected job of the same round: how much
 longer a step took, 100 * (throughput none / throughput mode - 1), as the

@@ -7,13 +7,13 @@ inside a window and between windows, from launch_rate's block lines.
   summarize_launch_rate.py --self-test
 
 Each line of blocks.jsonl is one block of one job: job (mode), round, phase
-(warmup|lead|off|on), pair, launches_per_s, and (launch_rate since session 5)
+(warmup|lead|off|on), pair, launches_per_s, and
 launches_per_cpu_s, launches per second of the launching thread's CPU time,
-and (since session 6) launches_per_ginstr, launches per 10^9 user-mode
+and launches_per_ginstr, launches per 10^9 user-mode
 instructions the launching thread retired in the launch loop (null where the
 host refuses perf_event_open). Instructions do not depend on clock speed or
 on other tenants, so they resolve a per-call hook that wall and CPU time
-(equal block for block in session 6) cannot. The table is made for each
+(equal block for block on the H200 hosts) cannot. The table is made for each
 measure present. Per
 mode (over its jobs):
 - in window: 1 - median over pairs of on/off launch rates (ABBA pairs in one

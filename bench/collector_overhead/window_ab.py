@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""In-process ABBA blocks of one workload step (issue 23): the cost of an open
+"""In-process ABBA blocks of one workload step: the cost of an open
 collector window inside one process, free of process-to-process noise.
 
   python3 window_ab.py --workload mobilenet|lora --job LABEL --on cuda-profiler|nothing --out FILE.jsonl

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summary of window_ab.py's blocks (issue 23): per job, the cost of an open
+"""Summary of window_ab.py's blocks: per job, the cost of an open
 window as the median over ABBA pairs of 100 * (ms per step on / off - 1), with
 the range and a sign-test 95 % interval (order statistics of the pair costs;
 n >= 6 pairs), and the extra process CPU per step in the on blocks (CUPTI's

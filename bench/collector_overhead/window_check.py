@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks of a collector trace exported to SQLite (`scalescope export --format
-sqlite`), for issue 23's GPU call: per process with kernels, how many kernels
+sqlite`), for the collector's GPU cost calls: per process with kernels, how many kernels
 have their launch call in the trace (same correlation id), the launch calls'
 median duration, the iteration ranges (ProfilerStep#N) kept, and whether the
 launch calls' thread ids are those of the NVTX ranges of the same thread

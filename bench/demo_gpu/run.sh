@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `scalescope demo --gpu` on a GPU machine (issue 7): a short real sweep of
+# `scalescope demo --gpu` on a GPU machine: a short real sweep of
 # workloads/image_ddp.py --synthetic over 1..N GPUs (powers of two and N),
 # 2 repetitions, each run profiled, then scaling, the advisor and the HTML
 # report. Checks the exit status, the printed findings (speedup, E', advisor

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 24's GPU check, one call: the tuned arm's DataLoader (--loader cpu) and
+# The host sampler's GPU check, one call: the tuned arm's DataLoader (--loader cpu) and
 # GPU-pipeline (--loader gpu) configurations of docs/study.md (fp16, NHWC,
 # pinned, batch 128, 224 px, 4 workers) on ONE GPU, profiled with the host
 # sampler, and the sampler's cost as interleaved whole-process rounds with

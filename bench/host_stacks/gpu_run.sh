@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 24, stacks and cost, one call on the GPU machine:
+# Native stacks and the host sampler's cost, one call on the GPU machine:
 #  1. whether perf_event_open task-clock sampling with callchains works there
 #     (paranoid level, the real-kernel tests of collect_perf_stacks_test);
 #  2. the host sampler's cost in one process, A B B A (collect_host_sampler_abba):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 24, frames named offline (format 1.4): the exit cost of native stacks
+# Frames named offline (format 1.4): the exit cost of native stacks
 # on a PyTorch process after the change, in the same setting as
-# lead_exit_cost.sh (the study's DataLoader configuration, 1 GPU, 30 steps):
+# stacks_exit_cost.sh (the study's DataLoader configuration, 1 GPU, 30 steps):
 # `scalescope profile` wall time with stacks (new collector, names offline),
 # without (SCALESCOPE_HOST_STACKS=0) and with the format 1.3 collector (names
 # at exit), alternated; what the collector spent on modules
@@ -10,11 +10,11 @@
 # new against the 1.3 code). A deadline guard skips runs that would pass
 # $BUDGET_S (default 370 s; the GPU call used 290) of the call.
 #
-#   carry: .devcarry-symbols/{scalescope (or scalescope.xz),libscalescope-collector.so,old-collector.so,
+#   carry: .devcarry/{scalescope (or scalescope.xz),libscalescope-collector.so,old-collector.so,
 #          exit_cost_new,exit_cost_old,lib/,fashion-mnist/}
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-c="$(cd "${CARRY:-.devcarry-symbols}" && pwd)"; out="${OUT:?}"
+c="$(cd "${CARRY:-.devcarry}" && pwd)"; out="${OUT:?}"
 budget=${BUDGET_S:-370}; begin=$(date +%s)
 export LD_LIBRARY_PATH="$c/lib"
 # The CLI travels xz-compressed (the carry's 64 MiB limit).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real two-"node" run on one machine with 2 GPUs (issue 26): one GPU per
+# A real two-"node" run on one machine with 2 GPUs: one GPU per
 # "node", each node in its own UTS namespace with its own host name, launched
 # as `srun -N2 scalescope profile -- torchrun ...` would be (one `profile` per
 # node, both writing into one run directory); node 2's collector reads a Unix
@@ -13,10 +13,7 @@
 # BUILD_DIR holds cli/scalescope and collect/libscalescope-collector.so. Writes
 # OUT_DIR/two_node_check.txt, OUT_DIR/analyze.txt, OUT_DIR/analyze.json and the
 # per-node logs. Exit 0 when every check passes. About 1-2 min on 2xH200.
-# Status: NOT YET RUN. Written and read through twice (the second reading
-# fixed the exit status: the checks' result was lost behind `| tee`, and a
-# hung NCCL job would have hung the script); no session so far has been lent
-# a machine with 2 GPUs, so no figure from it exists.
+# Status: not yet run on a machine with 2 GPUs, so no figure from it exists.
 set -uo pipefail
 build=${1:?usage: run_two_node_gpu.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: run_two_node_gpu.sh BUILD_DIR OUT_DIR}

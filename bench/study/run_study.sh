@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The H200 study plan of issue 8, as sweeps run by `scalescope sweep --profile`.
+# The H200 study plan, as sweeps run by `scalescope sweep --profile`.
 #
 # Usage: bench/study/run_study.sh BUILD_DIR OUT_DIR [PART...]
 #   PART: image-base | image-tuned | image (= both) | llm | accuracy | control | all (= image-base image-tuned llm)
