@@ -3,7 +3,7 @@
 // of many ranks (it held every rank's trace), in a child process so
 // that writing the run is not counted. Run:
 //   build/report/report_html_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-// Figures are recorded in bench/RESULTS.md (section "report").
+// Figures are recorded in bench/RESULTS.md (section "Report").
 
 #include <sys/resource.h>
 #include <sys/wait.h>

@@ -23,7 +23,7 @@ void advise_huge_pages(const void* p, size_t bytes);
 
 // Makes glibc malloc keep freed memory for reuse instead of handing it back
 // and mapping fresh pages for the next large buffer (call once, first thing in
-// main). bench/RESULTS.md, "Traces of any length", has the figures.
+// main). bench/RESULTS.md, "The allocator: fresh pages", has the figures.
 void tune_allocator();
 
 }  // namespace scalescope::trace
