@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Choose the step x converge variant by leave-one-benchmark-out cross-validation
-on the MLPerf v4.1 curves (docs/scaling.md, bench/RESULTS.md "Predictions:
-model chosen by cross-validation").
+on the MLPerf v4.1 curves (docs/scaling.md, bench/RESULTS.md "The model
+chosen by cross-validation").
 
 For each benchmark held out, every variant is scored on the other benchmarks'
 validation cases only (median |log(predicted/measured)|); the best variant is
@@ -20,8 +20,8 @@ Also the batch that other accelerators' published
 submissions of the same benchmark used at the predicted size ("peers"; the
 curve's own chip excluded), alone and as "peers at that size, else per GPU",
 scored by the same criterion, leave-one-benchmark-out and held-out coverage
-(docs/scaling.md, "Tried and rejected"; bench/RESULTS.md, "Predictions: the
-batch other submissions published").
+(docs/scaling.md, "Tried and rejected"; bench/RESULTS.md, "The batch
+other submissions published").
 
 This re-implements the curve building and the model in a few lines to try
 variants quickly; its first row reproduces the model `scalescope mlperf
