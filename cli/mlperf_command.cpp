@@ -58,6 +58,7 @@ struct AnalyzeArgs {
   std::string fit, test;            // "v4.1", "v4.1,v5.0"
   std::string distance = "doublings";
   bool pooled = false;
+  std::string batch_rule;         // validate: fixed instead of chosen; "" chosen (with --fit)
   std::string write_calibration;  // output JSON
   std::string command_line;       // recorded in a calibration written
 };
@@ -172,6 +173,16 @@ void run_validate(const AnalyzeArgs& a) {
   else if (a.distance != "doublings") fail("--distance '{}' is not doublings or leverage", a.distance);
   o.source = a.command_line;
   o.pooled = a.pooled;
+  if (a.batch_rule == "chosen") {
+    if (a.fit.empty()) fail("--batch-rule chosen needs --fit (the rounds whose backtests choose it)");
+    o.choose_batch_rule = true;
+  } else if (!a.batch_rule.empty()) {
+    for (scaling::BatchRule r : scaling::kBatchRules)
+      if (a.batch_rule == scaling::batch_rule_name(r)) o.batch_rule = r;
+    if (!o.batch_rule)
+      fail("--batch-rule '{}' is not per-accelerator, 'geometric middle', kept, 'fitted law' or chosen",
+           a.batch_rule);
+  }
   const auto calibration = load_calibration(a.calibration);
   if (calibration) o.calibration = &*calibration;
   if (!a.write_calibration.empty()) {
@@ -262,6 +273,9 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
   va->add_flag("--pool-buckets", validate->pooled,
                "with --fit: one spread per model over every extrapolation bucket (default: one per bucket)");
   va->add_option("--calibration", validate->calibration, "judge this calibration JSON instead of the embedded one");
+  va->add_option("--batch-rule", validate->batch_rule,
+                 "the default model's batch beyond the fitted sizes: per-accelerator, 'geometric middle', kept, "
+                 "'fitted law', or chosen (by backtests on the --fit rounds alone; default: the calibration's)");
   va->add_option("--write-calibration", validate->write_calibration,
                  "write the spread fitted with --fit as JSON (replaced when it exists)");
   va->add_option("--benchmark", validate->options.benchmark, "only this benchmark");
@@ -278,6 +292,7 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
     if (!validate->fit.empty()) validate->command_line += " --fit " + validate->fit;
     validate->command_line += " --distance " + validate->distance;
     if (validate->pooled) validate->command_line += " --pool-buckets";
+    if (!validate->batch_rule.empty()) validate->command_line += " --batch-rule '" + validate->batch_rule + "'";
     validate->command_line += fmt::format(" --level {}", validate->level);
     if (!validate->options.benchmark.empty()) validate->command_line += " --benchmark " + validate->options.benchmark;
     if (!validate->options.accelerator.empty())

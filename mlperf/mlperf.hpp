@@ -305,6 +305,12 @@ struct ValidateOptions {
   bool pooled = false;  // one tau over every bucket of a model and setting (SpreadCalibration::pooled)
   const scaling::SpreadCalibration* calibration = nullptr;  // without fit_rounds; nullptr: the embedded one
   std::string source;  // recorded in a calibration fitted here (the command line)
+  // The default model's batch rule beyond the fitted sizes; unset: the calibration's.
+  std::optional<scaling::BatchRule> batch_rule;
+  // With fit_rounds: the rule whose backtests on those rounds alone score
+  // best (scaling::batch_rule_score, batch extrapolated) instead; every rule's
+  // score is recorded in the calibration fitted.
+  bool choose_batch_rule = false;
 };
 
 struct RoundValidation {

@@ -6,14 +6,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <string>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "mlperf/mlperf.hpp"
+#include "scaling/spread_calibration_text.hpp"
 
 namespace scalescope::mlperf {
 namespace {
@@ -52,6 +55,13 @@ struct Limits {
 
 void check(const scaling::Validation& v, bool planned, const Limits& limits, const std::string& what) {
   SCOPED_TRACE(what + (planned ? ", batch as planned" : ", batch extrapolated"));
+  // The figures, for the log (docs/scaling.md's table).
+  std::string line = what + (planned ? ", planned:" : ", extrapolated:");
+  for (const auto& b : v.buckets)
+    if (b.kind == scaling::kDefaultCurveModel && b.batch_planned == planned)
+      line += fmt::format(" {} {:.2f}% / {:.1f}% ({})", b.bucket, b.median_abs_rel_error * 100, b.coverage * 100,
+                          b.cases);
+  std::cout << line << "\n";
   const auto* b2 = bucket(v, planned, "2x");
   const auto* b4 = bucket(v, planned, "4x");
   const auto* all = bucket(v, planned, "all");
@@ -87,7 +97,10 @@ TEST(MlperfRounds, LeaveOneRoundOutBetweenV41AndV50) {
     o.fit_rounds = {"v4.1", "v5.0"};
     o.distance = embedded.distance;
     o.pooled = embedded.pooled;
+    o.source = embedded.source;
     const auto both = validate(rounds, {}, o).calibration;
+    // Byte for byte what --write-calibration writes (the batch rule included).
+    EXPECT_EQ(scaling::write_spread_calibration(both), std::string(scaling::detail::default_spread_calibration_text()));
     ASSERT_EQ(both.rows.size(), embedded.rows.size());
     for (const auto& r : both.rows) {
       const auto* e = embedded.find(r.kind, r.batch_planned, r.bucket == "16x+" ? 16 : std::stod(r.bucket));
@@ -107,6 +120,37 @@ TEST(MlperfRounds, LeaveOneRoundOutBetweenV41AndV50) {
     // Every case judged belongs to the test round, every spread came from the other.
     for (const auto& c : rv.validation.cases) ASSERT_EQ(c.round, test) << c.curve;
     for (const auto& r : rv.calibration.rows) EXPECT_GT(r.cases, 0u);
+    EXPECT_EQ(rv.calibration.batch_rule, embedded.batch_rule);
+    EXPECT_TRUE(rv.calibration.batch_rule_backtests.empty());
+    {
+      // --batch-rule chosen: the best scored by the fitted round's own
+      // backtests, and the tested round plays no part: without its table the
+      // choice and the scores are the same.
+      ValidateOptions choose = o;
+      choose.choose_batch_rule = true;
+      const RoundValidation chosen_rv = validate(rounds, {}, choose);
+      const auto& cal = chosen_rv.calibration;
+      ASSERT_EQ(cal.batch_rule_backtests.size(), std::size(scaling::kBatchRules)) << what;
+      const auto chosen = std::find_if(cal.batch_rule_backtests.begin(), cal.batch_rule_backtests.end(),
+                                       [&](const auto& x) { return x.rule == cal.batch_rule; });
+      ASSERT_NE(chosen, cal.batch_rule_backtests.end());
+      for (const auto& b : cal.batch_rule_backtests) {
+        EXPECT_GT(b.cases, 20u) << scaling::batch_rule_name(b.rule);
+        EXPECT_LE(chosen->score, b.score) << scaling::batch_rule_name(b.rule);
+      }
+      ValidateOptions alone = choose;
+      alone.test_rounds.clear();
+      const auto fitted_only = validate({fit == "v4.1" ? rounds[0] : rounds[1]}, {}, alone).calibration;
+      EXPECT_EQ(fitted_only.batch_rule, cal.batch_rule) << what;
+      ASSERT_EQ(fitted_only.batch_rule_backtests.size(), cal.batch_rule_backtests.size());
+      for (size_t i = 0; i < cal.batch_rule_backtests.size(); ++i)
+        EXPECT_DOUBLE_EQ(fitted_only.batch_rule_backtests[i].score, cal.batch_rule_backtests[i].score) << what;
+      std::cout << what << ": batch rule chosen " << scaling::batch_rule_name(cal.batch_rule) << ", scores";
+      for (const auto& b : cal.batch_rule_backtests)
+        std::cout << fmt::format(" {} {:.2f}% ({})", scaling::batch_rule_name(b.rule), b.score * 100, b.cases);
+      std::cout << "\n";
+      check(chosen_rv.validation, false, {1, 1, 0, 1}, what + " (batch rule chosen)");
+    }
     EXPECT_GE(rv.validation.curves, 5u) << what;
     if (fit == "v4.1") {
       check(rv.validation, false, {0.08, 0.09, 0.80, 0.97}, what);  // 6.7 %, 7.1 %; 86-96 %

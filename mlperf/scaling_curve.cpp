@@ -213,22 +213,47 @@ RoundValidation validate(const std::vector<RoundRuns>& rounds, const AnalyzeOpti
   RoundValidation out;
   out.fit_rounds = options.fit_rounds;
   out.test_rounds = options.test_rounds.empty() ? names : options.test_rounds;
-  const scaling::SpreadCalibration& given =
+  // The batch rule: given, chosen by the fitted rounds' backtests, or the calibration's.
+  if (options.choose_batch_rule && options.fit_rounds.empty()) fail("choosing the batch rule needs rounds to fit");
+  if (options.choose_batch_rule && options.batch_rule) fail("a batch rule is either given or chosen, not both");
+  scaling::SpreadCalibration used =
       options.calibration ? *options.calibration : scaling::default_spread_calibration();
+  auto fitted_round = [&](const scaling::ValidationCase& c) {
+    return std::find(options.fit_rounds.begin(), options.fit_rounds.end(), c.round) != options.fit_rounds.end();
+  };
+  std::vector<scaling::SpreadCalibration::RuleBacktest> backtests;
+  if (options.batch_rule) {
+    used.batch_rule = *options.batch_rule;
+  } else if (options.choose_batch_rule) {
+    for (scaling::BatchRule rule : scaling::kBatchRules) {
+      used.batch_rule = rule;
+      const scaling::Validation trial =
+          scaling::validate_curves(curves, {scaling::kDefaultCurveModel}, 4, options.level, false, &used);
+      std::vector<const scaling::ValidationCase*> fitted;
+      for (const auto& c : trial.cases)
+        if (fitted_round(c)) fitted.push_back(&c);
+      backtests.push_back({rule, fitted.size(), scaling::batch_rule_score(fitted)});
+    }
+    // The smallest score wins; a tie keeps the earlier rule of kBatchRules.
+    used.batch_rule = std::min_element(backtests.begin(), backtests.end(), [](const auto& a, const auto& b) {
+                        return a.score < b.score;
+                      })->rule;
+  }
   const scaling::Validation all = scaling::validate_curves(
       curves,
       {scaling::kDefaultCurveModel, scaling::ModelKind::kPowerLaw, scaling::ModelKind::kAmdahl,
        scaling::ModelKind::kComputeCommFixed},
-      4, options.level, /*plan_batches=*/true, &given);
+      4, options.level, /*plan_batches=*/true, &used);
   if (options.fit_rounds.empty()) {
-    out.calibration = given;
+    out.calibration = used;
   } else {
     std::vector<scaling::ValidationCase> fit_cases;
     for (const auto& c : all.cases)
-      if (std::find(options.fit_rounds.begin(), options.fit_rounds.end(), c.round) != options.fit_rounds.end())
-        fit_cases.push_back(c);
+      if (fitted_round(c)) fit_cases.push_back(c);
     out.calibration = scaling::calibrate_spread(fit_cases, options.level, options.distance, options.pooled,
                                                   options.source);
+    out.calibration.batch_rule = used.batch_rule;
+    out.calibration.batch_rule_backtests = backtests;
   }
   out.validation = options.fit_rounds.empty() && options.test_rounds.empty()
                        ? all

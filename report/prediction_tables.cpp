@@ -176,9 +176,24 @@ std::vector<Table> round_validation_tables(const mlperf::RoundValidation& rv, bo
   for (const auto& r : cal.rows)
     spread.add_row({model_label(r.kind, r.batch_planned), r.bucket, r.tau, static_cast<int64_t>(r.cases),
                     r.max_factor, fmt::format("{}", fmt::join(r.groups, " "))});
-  spread.add_note(fmt::format("source: {}; level {:.0f}%; distance {}", cal.source, cal.level * 100,
-                              scaling::spread_distance_name(cal.distance)));
+  spread.add_note(fmt::format("source: {}; level {:.0f}%; distance {}; batch beyond the fitted sizes: {}",
+                              cal.source, cal.level * 100, scaling::spread_distance_name(cal.distance),
+                              scaling::batch_rule_name(cal.batch_rule)));
   out.push_back(std::move(spread));
+  Table rules("The batch assumed beyond the fitted sizes",
+              {Column("batch_rule"), Column("chosen"), Column("cases"), Column("score_pct", 1)});
+  for (const auto& b : cal.batch_rule_backtests)
+    rules.add_row({std::string(scaling::batch_rule_name(b.rule)), std::string(b.rule == cal.batch_rule ? "yes" : "no"),
+                   static_cast<int64_t>(b.cases), pct(b.score)});
+  rules.add_note(
+      "the default model's batch beyond the largest fitted size when none is planned (step x converge with "
+      "reference convergence points): per-accelerator (that size's batch per accelerator x N), geometric middle "
+      "(of that and the size's batch), kept (the size's batch) or fitted law; each capped at the largest "
+      "reference batch. --batch-rule chosen: the rule of the smallest score in backtests on the --fit rounds "
+      "alone (batch extrapolated; score = mean over extrapolation buckets with at least 8 cases of the "
+      "median error)");
+  // Only when the rule was chosen: a given one is in the spread's source line.
+  if (!cal.batch_rule_backtests.empty()) out.push_back(std::move(rules));
   return out;
 }
 

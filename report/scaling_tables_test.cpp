@@ -124,6 +124,15 @@ TEST(ScalingReport, PredictionAndCompareOptions) {
   const auto& grown_row = find(grown, "Prediction").rows()[0];
   EXPECT_EQ(s(grown_row[8]), "extrapolated");
   EXPECT_NEAR(d(grown_row[7]), 8, 1e-9);
+  // 2x is backtested; 1024x is beyond any backtest, and the row says so, interval and batch still given.
+  EXPECT_EQ(s(grown_row[11]), "yes");
+  g.predict = {4096};
+  const auto far = find(scaling_report(make_sweep(), g), "Prediction").rows()[0];
+  EXPECT_EQ(s(far[11]).rfind("outside the validated range: ", 0), 0u) << s(far[11]);
+  EXPECT_LT(d(far[4]), d(far[3]));
+  EXPECT_GT(d(far[5]), d(far[3]));
+  EXPECT_NEAR(d(far[7]), 4096, 1e-9);
+  g.predict = {8};
   g.planned_batch = {{8, 4}};
   const auto planned = scaling_report(make_sweep(), g);
   const auto& planned_row = find(planned, "Prediction").rows()[0];

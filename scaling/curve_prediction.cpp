@@ -169,9 +169,7 @@ Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions&
                             });
   // A measured size keeps its measured batch, a planned one its plan; other
   // sizes take the fitted law, or beyond the fitted sizes with a reference the
-  // largest size's batch per accelerator up to the largest reference batch
-  // (submitters grow the batch with the system while a reference allows it:
-  // the v4.1 validation chose this over the fitted law, docs/scaling.md).
+  // batch rule (BatchRule: the calibration's unless given), up to the largest reference batch.
   std::map<int, double> known_batch = options.planned_batch;
   for (size_t i = 0; i < pts.size(); ++i) known_batch[pts[i].gpus] = batch[i];
   for (const auto& [n, b] : known_batch)
@@ -179,11 +177,22 @@ Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions&
   const int last_n = pts.back().gpus;
   const double last_b = batch.back();
   const double batch_cap = with_reference ? std::max(ref.back().global_batch, last_b) : 0.0;
-  auto batch_at = [known_batch, batch_law, with_reference, last_n, last_b, batch_cap](int n) {
+  const SpreadCalibration& cal = options.calibration ? *options.calibration : default_spread_calibration();
+  const BatchRule rule = options.batch_rule.value_or(cal.batch_rule);
+  // The largest batch a submitter would run there: the per-accelerator one.
+  auto per_accelerator = [last_n, last_b, batch_cap](int n) { return std::min(batch_cap, last_b * n / last_n); };
+  auto batch_at = [known_batch, batch_law, with_reference, last_n, last_b, batch_cap, rule, per_accelerator](int n) {
     auto it = known_batch.find(n);
     if (it != known_batch.end()) return it->second;
-    if (with_reference && n > last_n) return std::min(batch_cap, last_b * n / last_n);
-    return std::exp(batch_law.at(std::log(n)));
+    const double law_b = std::exp(batch_law.at(std::log(n)));
+    if (!with_reference || n <= last_n) return law_b;
+    switch (rule) {
+      case BatchRule::kPerAccelerator: break;
+      case BatchRule::kGeometricMiddle: return std::sqrt(last_b * per_accelerator(n));
+      case BatchRule::kKept: return std::min(batch_cap, last_b);
+      case BatchRule::kFitted: return std::min(batch_cap, law_b);
+    }
+    return per_accelerator(n);
   };
   auto progress_at = [progress_law, fixed_steps, ref, reference_scale](double b) {
     if (!ref.empty()) return reference_scale * reference_progress(ref, b);
@@ -204,27 +213,29 @@ Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions&
     if (!batch_logged) return B::kNone;  // a relative batch (a sweep's N, or 1): no steps to speak of
     return measured.contains(n) ? B::kMeasured : B::kExtrapolated;
   };
-  // Beyond the fitted sizes the per-accelerator rule is the largest batch a
-  // submitter would run, not the one they pick: v4.1 submitters kept the
-  // batch (llama2_70b_lora: 8 from 4 to 64 accelerators), took the
-  // per-accelerator one, or something between. The interval spans the times
-  // over every batch from the geometric middle of the largest fitted size's
-  // and the rule's to the rule's (101 points even in log B; the time is not
-  // monotone in B); the calibrated spread covers the rest. Leave-one-round-out
-  // between MLPerf v4.1 and v5.0 chose the middle over the kept batch: the
-  // whole range held 92-93 % of v5.0's cases at 4x and 8x whatever the spread,
-  // the middle 86-96 % and 73-76 % the other way (docs/scaling.md, "Two rounds").
-  auto batch_from = [known_batch, with_reference, last_n, last_b, batch_at](int n) {
-    const double rule = batch_at(n);
-    if (!with_reference || n <= last_n || known_batch.contains(n) || !(rule > last_b)) return std::pair{rule, rule};
-    return std::pair{std::sqrt(last_b * rule), rule};
+  // Beyond the fitted sizes submitters kept the batch (llama2_70b_lora in
+  // v4.1: 8 from 4 to 64 accelerators), took the per-accelerator one, or
+  // something between, whatever rule the point prediction assumes. The
+  // interval spans the times over every batch from the geometric middle of the
+  // largest fitted size's and the per-accelerator one to the per-accelerator
+  // one, widened to the assumed batch (101 points even in log B; the time is
+  // not monotone in B); the calibrated spread covers the rest. Leave-one-round-out
+  // between MLPerf v4.1 and v5.0 chose the middle over the kept batch as the
+  // range's start: the whole range held 92-93 % of v5.0's cases at 4x and 8x
+  // whatever the spread (docs/scaling.md, "Two rounds").
+  auto batch_from = [known_batch, with_reference, last_n, last_b, batch_at, per_accelerator](int n) {
+    const double assumed = batch_at(n);
+    if (!with_reference || n <= last_n || known_batch.contains(n)) return std::pair{assumed, assumed};
+    const double top = per_accelerator(n);
+    const double middle = top > last_b ? std::sqrt(last_b * top) : top;
+    return std::pair{std::min(middle, assumed), std::max(top, assumed)};
   };
-  law.range = [batch_from, time_at](int n) {
-    const auto [from, rule] = batch_from(n);
-    double lo = time_at(n, rule), hi = lo;
-    if (!(rule > from)) return std::pair{lo, hi};
+  law.range = [batch_from, time_at, batch_at](int n) {
+    const auto [from, to] = batch_from(n);
+    double lo = time_at(n, batch_at(n)), hi = lo;
+    if (!(to > from)) return std::pair{lo, hi};
     for (int i = 0; i <= 100; ++i) {
-      const double t = time_at(n, from * std::pow(rule / from, i / 100.0));
+      const double t = time_at(n, from * std::pow(to / from, i / 100.0));
       lo = std::min(lo, t);
       hi = std::max(hi, t);
     }
@@ -235,11 +246,20 @@ Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions&
   // With a reference, the progress scale is the fitted one (the batch plan is a rule, not fitted).
   law.parameters = with_reference ? 2 + (progress_known ? 1 : 0) : 2 + (batch_varies && !fixed_steps ? 1 : 0);
   if (with_reference) {
+    const std::string beyond =
+        rule == BatchRule::kPerAccelerator    ? fmt::format("min({:.4g} N, {:.4g})", last_b / last_n, batch_cap)
+        : rule == BatchRule::kGeometricMiddle ? fmt::format("sqrt({:.4g} x min({:.4g} N, {:.4g}))", last_b,
+                                                            last_b / last_n, batch_cap)
+        : rule == BatchRule::kKept
+            ? fmt::format("{:.4g}", std::min(batch_cap, last_b))
+            : fmt::format("min({:.4g} (N/{:.4g})^{:.3f}, {:.4g})", std::exp(batch_law.mean_y),
+                          std::exp(batch_law.mean_x), batch_law.slope, batch_cap);
     law.formula = fmt::format(
-        "T(N) = P(B) x ({:.4g}/N + {:.4g}/B), B(N > {}) = min({:.4g} N, {:.4g}), P(B) = {:.4g} "
+        "T(N) = P(B) x ({:.4g}/N + {:.4g}/B), B(N > {}) = {}, P(B) = {:.4g} "
         "x reference(B) ({} reference points, B {:.4g} to {:.4g})",
-        x[0], x[1], last_n, last_b / last_n, batch_cap, reference_scale, ref.size(), ref.front().global_batch,
-        ref.back().global_batch);
+        x[0], x[1], last_n,
+        rule == BatchRule::kPerAccelerator ? beyond : fmt::format("{} ({} batch)", beyond, batch_rule_name(rule)),
+        reference_scale, ref.size(), ref.front().global_batch, ref.back().global_batch);
     return law;
   }
   law.formula = fmt::format("T(N) = P(B) x ({:.4g}/N + {:.4g}/B), B(N) = {:.4g} (N/{:.4g})^{:.3f}, P(B) = {}", x[0],
@@ -315,6 +335,16 @@ double z_of(double level) {
 double extrapolation_spread(ModelKind kind, double factor, bool batch_planned) {
   const SpreadRow* row = default_spread_calibration().find(kind, batch_planned, factor);
   return row ? row->tau : kNaN;
+}
+
+const char* batch_rule_name(BatchRule rule) {
+  switch (rule) {
+    case BatchRule::kPerAccelerator: return "per-accelerator";
+    case BatchRule::kGeometricMiddle: return "geometric middle";
+    case BatchRule::kKept: return "kept";
+    case BatchRule::kFitted: return "fitted law";
+  }
+  return "";
 }
 
 const char* batch_basis_name(CurvePrediction::BatchBasis basis) {
@@ -663,6 +693,21 @@ void summarize(Validation& v, const SpreadCalibration& cal) {
 }
 
 }  // namespace
+
+double batch_rule_score(const std::vector<const ValidationCase*>& cases) {
+  std::map<std::string, std::vector<double>> errors;
+  for (const auto* c : cases) errors[extrapolation_bucket(c->factor)].push_back(std::abs(c->rel_error));
+  bool any_full = false;
+  for (const auto& [bucket, e] : errors) any_full = any_full || e.size() >= kMinValidatedCases;
+  double sum = 0;
+  size_t buckets = 0;
+  for (const auto& [bucket, e] : errors)
+    if (!any_full || e.size() >= kMinValidatedCases) {
+      sum += median_of(e);
+      ++buckets;
+    }
+  return buckets ? sum / static_cast<double>(buckets) : kNaN;
+}
 
 SpreadCalibration calibrate_spread(const std::vector<ValidationCase>& cases, double level, SpreadDistance distance,
                                    bool pooled, std::string source) {

@@ -65,6 +65,7 @@ TEST(ScalingCurve, ReferenceConvergenceLawIsRecovered) {
     pts.push_back({n, ref_time(n, b), b, 0.9 * ref_progress(b)});
   CurveFitOptions o;
   o.reference = {kReference[3], kReference[1], kReference[0], kReference[2]};  // any order
+  o.batch_rule = BatchRule::kPerAccelerator;
   const auto f = fit_curve(ModelKind::kStepConverge, pts, {48, 64, 128, 256}, o);
   ASSERT_TRUE(f.ok) << f.note;
   // The batch keeps the largest size's 16 per GPU up to the largest reference batch, then stays there.
@@ -352,6 +353,77 @@ SpreadCalibration one_cell(size_t cases, double max_factor, std::vector<std::str
   return c;
 }
 
+TEST(ScalingCurve, BatchRulesBeyondTheFittedSizes) {
+  // Fitted up to 32 accelerators at batch 512 (16 per accelerator); the reference reaches 2048.
+  std::vector<CurvePoint> pts;
+  for (const auto& [n, b] : std::initializer_list<std::pair<int, double>>{{8, 256}, {16, 512}, {24, 512}, {32, 512}})
+    pts.push_back({n, ref_time(n, b), b, 0.9 * ref_progress(b)});
+  CurveFitOptions o;
+  o.reference = kReference;
+  const std::vector<int> sizes = {64, 256};
+  auto batches = [&](BatchRule rule) {
+    o.batch_rule = rule;
+    const auto f = fit_curve(ModelKind::kStepConverge, pts, sizes, o);
+    EXPECT_TRUE(f.ok) << f.note;
+    if (rule != BatchRule::kPerAccelerator) {
+      EXPECT_NE(f.formula.find(std::string("(") + batch_rule_name(rule) + " batch)"), std::string::npos) << f.formula;
+    }
+    std::vector<double> out;
+    for (const auto& p : f.predictions) {
+      EXPECT_NEAR(p.time / ref_time(p.gpus, p.global_batch), 1.0, 1e-9) << batch_rule_name(rule) << " " << p.gpus;
+      // The interval's batches reach from the middle to the per-accelerator batch, and to the one assumed.
+      EXPECT_LE(p.batch_low, std::min(p.global_batch, std::sqrt(512 * std::min(16.0 * p.gpus, 2048.0))) + 1e-9);
+      EXPECT_GE(p.batch_high, std::max(p.global_batch, std::min(16.0 * p.gpus, 2048.0)) - 1e-9);
+      EXPECT_LE(p.range_low, p.time);
+      EXPECT_GE(p.range_high, p.time);
+      out.push_back(p.global_batch);
+    }
+    return out;
+  };
+  const auto per_accelerator = batches(BatchRule::kPerAccelerator);
+  EXPECT_NEAR(per_accelerator[0], 1024, 1e-9);
+  EXPECT_NEAR(per_accelerator[1], 2048, 1e-9);  // capped at the largest reference batch
+  const auto middle = batches(BatchRule::kGeometricMiddle);
+  EXPECT_NEAR(middle[0], std::sqrt(512.0 * 1024), 1e-9);
+  EXPECT_NEAR(middle[1], 1024, 1e-9);
+  const auto kept = batches(BatchRule::kKept);
+  EXPECT_NEAR(kept[0], 512, 1e-9);
+  EXPECT_NEAR(kept[1], 512, 1e-9);
+  // The fitted law through 256, 512, 512, 512 at 8, 16, 24, 32 grows slower than N.
+  const auto law = batches(BatchRule::kFitted);
+  EXPECT_GT(law[0], 512);
+  EXPECT_LT(law[0], 1024);
+  EXPECT_LE(law[1], 2048 + 1e-9);
+  // Unset, the rule is the calibration's.
+  SpreadCalibration cal = default_spread_calibration();
+  cal.batch_rule = BatchRule::kKept;
+  o.batch_rule.reset();
+  o.calibration = &cal;
+  const auto f = fit_curve(ModelKind::kStepConverge, pts, sizes, o);
+  EXPECT_NEAR(f.predictions[1].global_batch, 512, 1e-9);
+}
+
+TEST(SpreadCalibration, BatchRuleScoreIsTheMeanOfBucketMedians) {
+  std::vector<ValidationCase> cases;
+  auto add = [&](double factor, double error, int n) {
+    for (int i = 0; i < n; ++i) {
+      ValidationCase c;
+      c.factor = factor;
+      c.rel_error = i % 2 ? error : -error;
+      cases.push_back(c);
+    }
+  };
+  add(2.0, 0.05, 9);   // 2x: median 5 %
+  add(4.0, 0.20, 8);   // 4x: median 20 %
+  add(16.0, 0.90, 3);  // 16x+: fewer than 8 cases, left out
+  std::vector<const ValidationCase*> in;
+  for (const auto& c : cases) in.push_back(&c);
+  EXPECT_NEAR(batch_rule_score(in), (0.05 + 0.20) / 2, 1e-12);
+  // With no bucket of 8 cases every bucket counts.
+  EXPECT_NEAR(batch_rule_score({in.back()}), 0.90, 1e-12);
+  EXPECT_TRUE(std::isnan(batch_rule_score({})));
+}
+
 TEST(SpreadCalibration, RoundTripsThroughJsonAndRejectsBadFiles) {
   SpreadCalibration c = one_cell(12, 2.5, {"bert", "gpt3"});
   c.distance = SpreadDistance::kLeverage;
@@ -363,13 +435,30 @@ TEST(SpreadCalibration, RoundTripsThroughJsonAndRejectsBadFiles) {
   EXPECT_EQ(back.rows[0].cases, 12u);
   EXPECT_EQ(back.rows[0].groups, (std::vector<std::string>{"bert", "gpt3"}));
   EXPECT_TRUE(back.knows_group("gpt3"));
+  // The batch rule and the backtests that chose it travel; without them, the per-accelerator rule.
+  EXPECT_EQ(back.batch_rule, BatchRule::kPerAccelerator);
+  EXPECT_TRUE(back.batch_rule_backtests.empty());
+  c.batch_rule = BatchRule::kGeometricMiddle;
+  c.batch_rule_backtests = {{BatchRule::kPerAccelerator, 40, 0.125}, {BatchRule::kGeometricMiddle, 40, 0.0875}};
+  const auto chosen = read_spread_calibration(write_spread_calibration(c), "x.json");
+  EXPECT_EQ(chosen.batch_rule, BatchRule::kGeometricMiddle);
+  ASSERT_EQ(chosen.batch_rule_backtests.size(), 2u);
+  EXPECT_EQ(chosen.batch_rule_backtests[1].rule, BatchRule::kGeometricMiddle);
+  EXPECT_EQ(chosen.batch_rule_backtests[1].cases, 40u);
+  EXPECT_DOUBLE_EQ(chosen.batch_rule_backtests[1].score, 0.0875);
+  nlohmann::json old_file = nlohmann::json::parse(write_spread_calibration(c));
+  old_file.erase("batch_rule");
+  old_file.erase("batch_rule_backtests");
+  EXPECT_EQ(read_spread_calibration(old_file.dump(), "old.json").batch_rule, BatchRule::kPerAccelerator);
   EXPECT_FALSE(back.knows_group("flux1"));
   EXPECT_NE(back.find(ModelKind::kStepConverge, false, 2.0), nullptr);
   EXPECT_EQ(back.find(ModelKind::kStepConverge, false, 4.0), nullptr);
   EXPECT_EQ(back.find(ModelKind::kStepConverge, true, 2.0), nullptr);
   for (const char* bad : {"", "{}", "[1]", R"({"source":"s","level":0.8,"distance":"miles","rows":[]})",
                           R"({"source":"s","level":2,"distance":"doublings","rows":[]})",
-                          R"({"source":"s","level":0.8,"distance":"doublings","rows":[{"model":"x"}]})"}) {
+                          R"({"source":"s","level":0.8,"distance":"doublings","rows":[{"model":"x"}]})",
+                          R"({"source":"s","level":0.8,"distance":"doublings","pooled":false,"rows":[],)"
+                          R"("batch_rule":"doubled"})"}) {
     try {
       (void)read_spread_calibration(bad, "bad.json");
       ADD_FAILURE() << "accepted: " << bad;

@@ -269,6 +269,21 @@ struct ReferenceConvergence {
 
 struct SpreadCalibration;
 
+// kStepConverge with reference convergence points: the global batch assumed
+// beyond the largest fitted size (without a planned one). Submitters keep the
+// batch, grow it with the accelerators, or something between; the
+// calibration names the rule (SpreadCalibration::batch_rule; per-accelerator
+// in the embedded one: docs/scaling.md, "Two rounds"). Every rule is capped
+// at the largest reference batch (a larger one has no RCP and is not allowed).
+//   kPerAccelerator: the largest fitted size's batch per accelerator, x N.
+//   kGeometricMiddle: the geometric middle of that and the largest fitted size's batch.
+//   kKept: the largest fitted size's batch.
+//   kFitted: the log-linear batch law fitted on the fitted sizes.
+enum class BatchRule { kPerAccelerator, kGeometricMiddle, kKept, kFitted };
+inline constexpr BatchRule kBatchRules[] = {BatchRule::kPerAccelerator, BatchRule::kGeometricMiddle, BatchRule::kKept,
+                                            BatchRule::kFitted};
+const char* batch_rule_name(BatchRule rule);
+
 struct CurveFitOptions {
   double level = 0.8;             // of the prediction interval
   // The interval's spread per model, batch setting and extrapolation bucket;
@@ -286,14 +301,15 @@ struct CurveFitOptions {
   // and progress > 0): P(B) is their linear interpolation in B (the RCP
   // checker's rule), flat below the smallest batch, scaled by the fitted
   // sizes' mean log ratio of measured to reference progress; and beyond the
-  // largest fitted size the batch keeps that size's per-accelerator batch,
-  // capped at the largest reference batch (a larger one has no RCP and is not
-  // allowed). Empty, or points without a global batch: P(B) and B(N) are
-  // log-linear laws fitted on the points.
+  // largest fitted size the batch follows `batch_rule` (or the calibration's),
+  // capped at the largest reference batch. Empty, or points without a global
+  // batch: P(B) and B(N) are log-linear laws fitted on the points.
   std::vector<ReferenceConvergence> reference;
   // The global batch planned at predicted sizes (kStepConverge): used there
   // instead of the fitted batch law (the batch is a choice made before the run).
   std::map<int, double> planned_batch;
+  // The batch rule beyond the fitted sizes; unset: the calibration's.
+  std::optional<BatchRule> batch_rule;
 };
 
 struct CurvePrediction {
@@ -304,9 +320,10 @@ struct CurvePrediction {
   double extrapolation = 0;  // gpus / the largest fitted count (or smallest / gpus below the range)
   // The time at the fastest and the slowest of the batches this size may run
   // at. kStepConverge with reference convergence points, beyond the fitted
-  // sizes and without a planned batch: every batch from the largest fitted
-  // size's (kept) to `global_batch` (its per-accelerator batch, capped), since
-  // which one a submitter picks is not known (docs/scaling.md). Otherwise both
+  // sizes and without a planned batch: every batch from the geometric middle
+  // of the largest fitted size's and the per-accelerator one (capped) to the
+  // per-accelerator one, widened to `global_batch`, since which one a
+  // submitter picks is not known (docs/scaling.md). Otherwise both
   // are `time`. The interval is [range_low exp(-z sd), range_high exp(z sd)].
   double range_low = 0, range_high = 0;
   double tau = 0;       // the spread per unit of distance used here (the calibration's row)
@@ -394,6 +411,16 @@ struct SpreadCalibration {
   bool pooled = false;
   std::string source;  // the rounds and the command it was fitted by
   std::vector<SpreadRow> rows;
+  // The default model's batch rule beyond the fitted sizes, and the backtests
+  // on the fitted rounds that chose it (batch extrapolated: cases and
+  // batch_rule_score per rule; empty when the rule was given, not chosen).
+  BatchRule batch_rule = BatchRule::kPerAccelerator;
+  struct RuleBacktest {
+    BatchRule rule = BatchRule::kPerAccelerator;
+    size_t cases = 0;
+    double score = 0;
+  };
+  std::vector<RuleBacktest> batch_rule_backtests;
   // The row of a model, setting and extrapolation factor; nullptr when none.
   const SpreadRow* find(ModelKind kind, bool batch_planned, double factor) const;
   bool knows_group(const std::string& group) const;
@@ -410,6 +437,12 @@ SpreadCalibration read_spread_calibration(std::string_view json_text, std::strin
 std::string write_spread_calibration(const SpreadCalibration& c);  // JSON text, rows sorted
 
 struct ValidationCase;
+// How well a batch rule's backtests predict: the mean over extrapolation
+// buckets (those with at least kMinValidatedCases cases; every bucket when none
+// has) of the bucket's median |relative error|, so the far buckets, where the
+// rules differ most, count as much as the many 2x cases. NaN without cases.
+double batch_rule_score(const std::vector<const ValidationCase*>& cases);
+
 // tau per model, setting and bucket from validation cases (their residual_sd,
 // fitted sizes and batch range), at `level`, with `distance`.
 SpreadCalibration calibrate_spread(const std::vector<ValidationCase>& cases, double level, SpreadDistance distance,

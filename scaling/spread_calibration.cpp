@@ -63,6 +63,12 @@ ModelKind model_of(const std::string& name, std::string_view source) {
   fail("{}: unknown model '{}'", source, name);
 }
 
+BatchRule batch_rule_of(const std::string& name, std::string_view source) {
+  for (BatchRule r : kBatchRules)
+    if (name == batch_rule_name(r)) return r;
+  fail("{}: unknown batch rule '{}'", source, name);
+}
+
 }  // namespace
 
 SpreadCalibration read_spread_calibration(std::string_view json_text, std::string_view source) {
@@ -76,6 +82,12 @@ SpreadCalibration read_spread_calibration(std::string_view json_text, std::strin
     else if (distance == "doublings") c.distance = SpreadDistance::kDoublings;
     else fail("{}: unknown distance '{}'", source, distance);
     c.pooled = j.at("pooled").get<bool>();
+    // A calibration written before the rule was chosen assumed the per-accelerator batch.
+    if (j.contains("batch_rule")) c.batch_rule = batch_rule_of(j.at("batch_rule").get<std::string>(), source);
+    if (j.contains("batch_rule_backtests"))
+      for (const auto& b : j.at("batch_rule_backtests"))
+        c.batch_rule_backtests.push_back({batch_rule_of(b.at("rule").get<std::string>(), source),
+                                          b.at("cases").get<size_t>(), b.at("score").get<double>()});
     for (const auto& r : j.at("rows")) {
       SpreadRow row;
       row.kind = model_of(r.at("model").get<std::string>(), source);
@@ -110,6 +122,12 @@ void to_json(nlohmann::json& j, const SpreadCalibration& c) {
   j["level"] = c.level;
   j["distance"] = spread_distance_name(c.distance);
   j["pooled"] = c.pooled;
+  j["batch_rule"] = batch_rule_name(c.batch_rule);
+  auto& backtests = j["batch_rule_backtests"] = nlohmann::json::array();
+  for (const auto& b : c.batch_rule_backtests)
+    backtests.push_back({{"rule", batch_rule_name(b.rule)},
+                         {"cases", b.cases},
+                         {"score", std::round(b.score * 1e4) / 1e4}});
   auto& out = j["rows"] = nlohmann::json::array();
   for (const auto* r : rows)
     out.push_back({{"model", model_name(r->kind)},
