@@ -60,8 +60,9 @@
     if (!isFinite(v)) return String(v);
     if (Number.isInteger(v)) return v.toLocaleString('en-US');
     const d = digits === undefined ? 3 : digits;
-    const a = Math.abs(v);
-    if (a !== 0 && (a < 1e-3 || a >= 1e9)) return v.toExponential(2);
+    // Small values keep three significant digits ("0.000426"), never the
+    // exponent notation a reader has to decode ("4.26e-4").
+    if (Math.abs(v) < 1e-3) return v.toLocaleString('en-US', { maximumSignificantDigits: 3 });
     return v.toLocaleString('en-US', { maximumFractionDigits: d });
   }
 
@@ -220,7 +221,7 @@
       if (params.dataIndex === 0) placed.length = 0;
       const r = params.labelRect, p = params.rect;
       const cx = p.x + p.width / 2, cy = p.y + p.height / 2;
-      const h = r.height + 2;
+      const h = r.height + 4;
       const overlaps = y => placed.some(q => r.x < q.x + q.width && q.x < r.x + r.width && y < q.y + q.height && q.y < y + h);
       let y = null;
       for (let k = 0; k < 12 && y === null; ++k) {
@@ -270,11 +271,11 @@
     const legend = legendLayout(c.series.map(s => s.name), width);
     const gridTop = legend.height + 16;
     if (marks.points && marks.points.length) {
-      series.push({ name: 'marked points', type: 'scatter', z: 5, symbol: 'diamond', symbolSize: 10,
+      series.push({ name: 'marked points', type: 'scatter', z: 10, symbol: 'diamond', symbolSize: 10,
         itemStyle: { color: '#c62828' }, tooltip: { formatter: p => p.data.label_text },
         data: marks.points.map(m => ({ value: [m.x, m.y], label_text: m.label })),
         label: { show: true, formatter: p => p.data.label_text, fontSize: 11, color: '#1d2433',
-          backgroundColor: 'rgba(255,255,255,0.85)', padding: [1, 3] },
+          backgroundColor: 'rgba(255,255,255,0.92)', padding: [1, 3] },
         labelLine: { show: true, lineStyle: { color: '#c62828', width: 1 } },
         labelLayout: markLabelLayout(gridTop) });
     }
@@ -293,7 +294,7 @@
     const names = [];
     for (const p of c.panels) for (const s of p.series) if (!names.includes(s.name)) names.push(s.name);
     const legend = legendLayout(names, width);
-    const panelHeight = 80, gap = 34, top = legend.height + 22;
+    const panelHeight = 80, gap = 40, top = legend.height + 30;
     let xMin = Infinity, xMax = -Infinity;
     for (const p of c.panels) for (const s of p.series) for (const pt of s.points) { xMin = Math.min(xMin, pt[0]); xMax = Math.max(xMax, pt[0]); }
     if (!isFinite(xMin)) { xMin = 0; xMax = 1; }
@@ -304,7 +305,7 @@
       xAxis.push({ type: 'value', gridIndex: i, min: xMin, max: xMax, axisLabel: Object.assign({ show: i === last }, valueLabels),
         name: i === last && c.x ? c.x.name : '', nameLocation: 'middle', nameGap: 28 });
       yAxis.push({ type: 'value', gridIndex: i, scale: true, splitNumber: 2, axisLabel: valueLabels, name: p.name,
-        nameLocation: 'end', nameGap: 6, nameTextStyle: { align: 'left', fontWeight: 'bold', padding: [0, 0, 0, -60] } });
+        nameLocation: 'end', nameGap: 12, nameTextStyle: { align: 'left', fontWeight: 'bold', padding: [0, 0, 0, -60] } });
       for (const s of p.series) {
         const colour = s.colour || palette[names.indexOf(s.name) % palette.length];
         series.push({ name: s.name, type: 'line', xAxisIndex: i, yAxisIndex: i, data: s.points, symbol: 'none',
@@ -451,8 +452,8 @@
         return node[1] + ' (' + node[2] + ')\n' + fmtNumber(node[3]) + ' ' + c.unit + ' (' + fmtNumber(100 * node[3] / total, 1) +
           '% of GPU busy time), self ' + fmtNumber(node[4]) + ' ' + c.unit + ', ' + node[5] + ' kernels';
       } }, baseTooltip),
-      grid: { left: 10, right: 10, top: 10, bottom: 40 },
-      xAxis: { type: 'value', min: 0, max: total, name: 'GPU time (' + c.unit + ')', nameLocation: 'middle', nameGap: 24,
+      grid: { left: 10, right: 10, top: 10, bottom: 52 },
+      xAxis: { type: 'value', min: 0, max: total, name: 'GPU time (' + c.unit + ')', nameLocation: 'middle', nameGap: 22,
         axisLabel: valueLabels },
       yAxis: { type: 'value', min: 0, max: maxDepth + 1, inverse: true, show: false },
       dataZoom: [{ type: 'inside', xAxisIndex: 0, filterMode: 'weakFilter' }, { type: 'slider', xAxisIndex: 0, height: 12, bottom: 4 }],
