@@ -263,7 +263,8 @@
     const marks = c.marks || {};
     if ((marks.x && marks.x.length) || (marks.y && marks.y.length) || (marks.points && marks.points.length)) {
       const lines = [];
-      for (const m of marks.x || []) lines.push({ xAxis: m.value, name: m.label, label: { formatter: () => m.label, position: 'end' } });
+      // Inside the plot, along the line: above it is the legend's place.
+      for (const m of marks.x || []) lines.push({ xAxis: m.value, name: m.label, label: { formatter: () => m.label, position: 'insideEndTop' } });
       for (const m of marks.y || []) lines.push({ yAxis: m.value, name: m.label, label: { formatter: () => m.label, position: 'insideEndTop' } });
       series.push({ name: 'marks', type: 'line', data: [], silent: true,
         markLine: { symbol: 'none', lineStyle: { type: 'dotted', color: '#555' }, data: lines } });

@@ -271,6 +271,14 @@ test('demo report: no overlapping or cut text, no raw numbers', async () => {
   run(['demo', '-o', 'demo-layout']);
   const r = await open(path.join(work, 'demo-layout', 'report.html'), 'demo-layout.png');
   assertClean(r);
+  // Long tables start folded, the summary line saying what is inside.
+  const folds = await r.page.evaluate(() => [...document.querySelectorAll('details')].map(d => ({
+    open: d.open, summary: d.querySelector('summary').textContent, rows: d.querySelectorAll('tbody tr').length })));
+  assert.ok(folds.length > 0, 'some long table starts folded');
+  for (const f of folds) {
+    assert.ok(!f.open, `"${f.summary}" starts folded`);
+    assert.ok(f.rows > 12 && f.summary.endsWith(`(${f.rows.toLocaleString('en-US')} rows)`), `summary "${f.summary}" of ${f.rows} rows`);
+  }
   await assertNoLayoutFaults(r);
   // The GPU counters: one figure of small multiples, not a chart per counter.
   const counters = r.charts.filter(c => /counter/i.test(c.title));
