@@ -6,7 +6,7 @@
 //    each other;
 //  - value axes whose ticks show more than three significant digits
 //    ("882.444448"), and numbers in exponent notation or raw nanoseconds
-//    ("4.26e-4", "60,702,501.55 ns") anywhere in the page's text.
+//    ("4.26e-4", "60,702,501.55 ns") in table cells, finding rows and charts.
 // Chart text is read from the chart library's scene (zrender), where the
 // canvas was drawn from: every visible text element and its box on screen.
 // Folded sections (<details>) are judged as opened: the caller opens them.
@@ -23,11 +23,14 @@ export function layoutFaults() {
       faults.push(`text wider than its box: <${e.tagName.toLowerCase()}> "${short(e.textContent)}" ` +
         `(${e.scrollWidth} px in ${e.clientWidth} px)`);
   }
-  const text = document.body.innerText;
-  for (const m of text.matchAll(/\b\d+(\.\d+)?e[-+]?\d+\b/g))
-    faults.push(`a number in exponent notation: "${short(text.slice(Math.max(0, m.index - 30), m.index + 30))}"`);
-  for (const m of text.matchAll(/\b\d{1,3}(,\d{3})+(\.\d+)? ns\b/g))
-    faults.push(`raw nanoseconds: "${m[0]}"`);
+  // Figures: table cells, a finding's rows and chart text (below). A fitted
+  // formula in a note keeps its coefficients as `scaling` prints them.
+  const rawNumbers = (where, text) => {
+    for (const m of text.matchAll(/\b\d+(\.\d+)?e[-+]?\d+\b/g))
+      faults.push(`${where}: a number in exponent notation: "${short(text.slice(Math.max(0, m.index - 30), m.index + 30))}"`);
+    for (const m of text.matchAll(/\b\d{1,3}(,\d{3})+(\.\d+)? ns\b/g)) faults.push(`${where}: raw nanoseconds: "${m[0]}"`);
+  };
+  for (const e of document.querySelectorAll('td, dd')) if (e.getClientRects().length) rawNumbers(`<${e.tagName.toLowerCase()}>`, e.textContent);
 
   // ---- charts -----------------------------------------------------------------
   const hidden = el => { for (let x = el; x; x = x.parent || x.__hostTarget) if (x.ignore || x.invisible) return true; return false; };
@@ -54,6 +57,7 @@ export function layoutFaults() {
       if (d.parent && d.parent.type === 'text' && !hidden(d.parent) && String(d.parent.style.text || '').trim()) texts.add(d.parent);
     const boxes = [...texts].map(t => ({ t, text: String(t.style.text), box: boxOf(t) }));
     for (const { t, text: label, box } of boxes) {
+      rawNumbers(name, label);
       if (box.x < -1 || box.y < -1 || box.x + box.width > width + 1 || box.y + box.height > height + 1)
         faults.push(`${name}: "${short(label)}" cut by the chart's edge`);
       const host = t.__hostTarget;

@@ -304,7 +304,7 @@ test('a real Kineto trace: no overlapping or cut text, no raw numbers', async (t
 test('the layout checker finds overlapping labels, cut text and raw numbers', async () => {
   const page = await context.newPage();
   await page.setContent(`<table style="table-layout:fixed;width:60px"><tr><td>a_very_long_unbreakable_cell_text</td></tr></table>
-    <p>share 4.26e-4 and 60,702,501.55 ns</p><div class="chart" id="c" style="width:400px;height:200px"></div>
+    <dl><dt>figures</dt><dd>share 4.26e-4 and 60,702,501.55 ns</dd></dl><div class="chart" id="c" style="width:400px;height:200px"></div>
     <script>${fs.readFileSync(path.join(here, '..', 'node_modules', 'echarts', 'dist', 'echarts.min.js'), 'utf8')}</script>
     <script>
       const c = echarts.init(document.getElementById('c'), null, { renderer: 'canvas' });
