@@ -1140,6 +1140,23 @@ std::vector<Finding> advise(const RunAnalysis& run, const Thresholds& th) {
   return out;
 }
 
+std::string format_figure(const Figure& f) {
+  if (!std::isfinite(f.value)) return "n/a";
+  if (f.unit == "ns") return format_duration_ns(f.value);
+  if (f.unit == "bytes") return format_bytes(f.value);
+  // Shares under 0.1% keep two significant digits: "0.0%" would say none.
+  if (f.unit == "fraction")
+    return f.value != 0 && std::fabs(f.value) < 1e-3 ? fmt::format("{:.2g}%", 100 * f.value) : format_percent(f.value);
+  if (f.unit == "ratio") return fmt::format("{:.3g}", f.value);
+  if (f.unit == "count" || f.unit == "node") {
+    if (f.value != std::round(f.value) || std::fabs(f.value) >= 1e15) return fmt::format("{:.3g}", f.value);
+    std::string digits = fmt::format("{}", static_cast<int64_t>(std::fabs(f.value)));
+    for (size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
+    return f.value < 0 ? "-" + digits : digits;
+  }
+  return fmt::format("{:.3g} {}", f.value, f.unit);
+}
+
 void to_json(nlohmann::json& j, const Figure& v) {
   j = nlohmann::json{{"name", v.name}, {"value", v.value}, {"unit", v.unit}};
 }

@@ -28,6 +28,11 @@ struct Figure {
   std::string unit;  // "ns", "bytes", "fraction", "count", "GB/s"
 };
 
+// A figure as a person reads it, with the formatters of every table:
+// "60.703 ms" for 60702501.55 ns, "0.043%" for the fraction 4.26e-4,
+// "1.50 MiB", "x1.25" for a ratio, "1,234" for a count.
+std::string format_figure(const Figure& f);
+
 // An upper bound is time the trace shows the problem costs (the fix can gain
 // at most that); an estimate assumes how much faster the fixed code runs.
 enum class SavingKind : uint8_t { kUpperBound = 0, kEstimate };

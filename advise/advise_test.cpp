@@ -64,6 +64,19 @@ TEST(AdviseTest, EveryRuleIdHasItsRowInTheDocs) {
   EXPECT_GE(ids.size(), 16u);
 }
 
+// Figures as the report shows them: with units, never a raw float.
+TEST(AdviseTest, FiguresAreFormattedWithTheirUnits) {
+  EXPECT_EQ(format_figure({"wait", 60'702'501.55, "ns"}), "60.703 ms");
+  EXPECT_EQ(format_figure({"share", 4.26e-4, "fraction"}), "0.043%");
+  EXPECT_EQ(format_figure({"share", 0.25, "fraction"}), "25.0%");
+  EXPECT_EQ(format_figure({"pageable bytes", 1.5 * 1024 * 1024, "bytes"}), "1.50 MiB");
+  EXPECT_EQ(format_figure({"calls", 1234567, "count"}), "1,234,567");
+  EXPECT_EQ(format_figure({"threads", 2.456, "count"}), "2.46");
+  EXPECT_EQ(format_figure({"steady cv", 0.0412345, "ratio"}), "0.0412");
+  EXPECT_EQ(format_figure({"bandwidth", 123.456, "GB/s"}), "123 GB/s");
+  EXPECT_EQ(format_figure({"x", std::nan(""), "ns"}), "n/a");
+}
+
 TEST(AdviseTest, EmptyTraceHasNoFindings) {
   trace::Trace t;
   EXPECT_TRUE(run_on(t).empty());

@@ -216,7 +216,11 @@ NodeStats find_nodes(const std::vector<RankAnalysis>& ranks, const StragglerStat
   add_communicators(ranks, st);
   add_missing(ranks, st);
   if (st.nodes.size() < 2 && st.missing_nodes.empty()) {
-    st.availability = {false, "skipped: every rank ran on one host"};
+    // Traces without host names (a PyTorch-profiler trace has none) do not
+    // say the ranks shared a host: the clocks are then estimated per process.
+    const bool unnamed = st.nodes.size() == 1 && st.nodes.front().hostname == node_name(RankAnalysis{});
+    st.availability = {false,
+                       unnamed ? "skipped: the traces do not name their hosts" : "skipped: every rank ran on one host"};
     return st;
   }
   // The slowest node: the one whose ranks the others waited for most (per

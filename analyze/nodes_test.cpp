@@ -89,6 +89,19 @@ TEST(Nodes, OneHostIsNotAMultiNodeRun) {
   EXPECT_EQ(run.clocks.hosts[0].status, trace::HostClockStatus::kReference);
 }
 
+// Ranks whose traces name no host: not "one host" (their clocks are
+// estimated per process), but unknown.
+TEST(Nodes, TracesWithoutHostNamesAreNotCalledOneHost) {
+  std::vector<RankAnalysis> ranks = {rank_on(0, "", 0, 0), rank_on(1, "", 0, 1'000)};
+  for (auto& r : ranks) r.node_count = r.world_size = -1;
+  const RunAnalysis run = combine(ranks);
+  EXPECT_FALSE(run.nodes.availability.available);
+  EXPECT_EQ(run.nodes.availability.reason, "skipped: the traces do not name their hosts");
+  std::vector<RankAnalysis> named = {rank_on(0, "a", 0, 0), rank_on(1, "a", 0, 1'000)};
+  for (auto& r : named) r.node_count = r.world_size = -1;
+  EXPECT_EQ(combine(named).nodes.availability.reason, "skipped: every rank ran on one host");
+}
+
 TEST(Nodes, OneHostOfTwoReportingSaysWhichIsMissing) {
   std::vector<RankAnalysis> ranks = {rank_on(0, "a", 0, 0), rank_on(1, "a", 0, 1'000)};
   for (auto& r : ranks) r.node_count = 2;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "trace/trace.hpp"
 #include "trace/trace_file.hpp"
 #ifdef SCALESCOPE_REPORT_RUNS
+#include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
 #include "report/node_tables.hpp"
 #include "trace/synthetic_trace.hpp"
@@ -211,9 +213,48 @@ TEST(ReportHtml, RunSectionsHaveEveryViewWithData) {
   }
   EXPECT_NE(find_chart(doc, "bars", "Top kernels"), nullptr);
   EXPECT_NE(find_chart(doc, "bars", "NCCL"), nullptr);
-  const json* counters = find_chart(doc, "xy", "GPU counter");
+  // The GPU counters: one figure of small multiples (a panel per metric), not a chart per metric.
+  EXPECT_EQ(find_chart(doc, "xy", "GPU counter"), nullptr);
+  const json* counters = find_chart(doc, "panels", "GPU counters");
   ASSERT_NE(counters, nullptr);
-  for (const auto& s : (*counters)["series"]) EXPECT_LE(s["points"].size(), 50u);
+  ASSERT_GE((*counters)["panels"].size(), 2u);
+  std::set<std::string> metrics;
+  for (const auto& p : (*counters)["panels"]) {
+    EXPECT_TRUE(metrics.insert(p["name"].get<std::string>()).second) << p["name"] << " twice";
+    EXPECT_EQ(p["series"].size(), 2u) << "a series per rank";
+    for (const auto& s : p["series"]) EXPECT_LE(s["points"].size(), 50u);
+  }
+  // The timeline says which iteration it draws, counted from 1, and for how many ranks.
+  const std::string note = (*timeline)["notes"][0];
+  EXPECT_TRUE(note.starts_with("Iteration ")) << note;
+  EXPECT_NE(note.find("drawn for 2 ranks,"), std::string::npos) << note;
+  EXPECT_EQ(note.find("rank(s)"), std::string::npos) << note;
+}
+
+// Import problems in words, with the count and the code after them; finding
+// figures with their units as text.
+TEST(ReportHtml, ProblemsInWordsAndFiguresWithUnits) {
+  auto ranks = synthetic_run(1, 20'000);
+  ranks[0].problems.add(trace::Problem::kUnmatchedCorrelation, 138);
+  HtmlReport r;
+  r.add_run("synthetic", ranks);
+  const json doc = json::parse(r.document_json());
+  const std::string text = doc.dump();
+  EXPECT_EQ(text.find("unmatched_correlation x138"), std::string::npos);
+  EXPECT_NE(
+      text.find(fmt::format("{} (138, unmatched_correlation)", trace::describe(trace::Problem::kUnmatchedCorrelation))),
+      std::string::npos);
+  size_t figures = 0;
+  for (const auto& s : doc["sections"])
+    for (const auto& b : s["blocks"])
+      if (b["type"] == "findings")
+        for (const auto& f : b["items"])
+          for (const auto& g : f["figures"]) {
+            ++figures;
+            advise::Figure fig{g["name"], g["value"], g["unit"]};
+            EXPECT_EQ(g.value("text", ""), advise::format_figure(fig)) << g.dump();
+          }
+  EXPECT_GT(figures, 0u) << "the synthetic run has findings with figures";
 }
 
 size_t column_of(const json& table, std::string_view name);  // below
@@ -358,8 +399,8 @@ TEST(ReportHtml, RunDirectoryLeavesTheLauncherOut) {
 // late. The report gets a per-node section with the nodes, their ranks, the
 // clock estimate and its uncertainty, per-node breakdown and lateness, and
 // the very tables `analyze` prints for the same run.
-fs::path two_host_run(const fs::path& dir) {
-  const fs::path run = dir / "two-hosts.ssrun";
+fs::path two_host_run(const fs::path& dir, bool named = true) {
+  const fs::path run = dir / (named ? "two-hosts.ssrun" : "unnamed-hosts.ssrun");
   fs::create_directories(run);
   trace::SyntheticOptions o;
   o.events = 20'000;
@@ -373,7 +414,7 @@ fs::path two_host_run(const fs::path& dir) {
     t.meta.rank = rank;
     t.meta.local_rank = rank % 2;
     t.meta.pid = static_cast<uint32_t>(100 + rank);
-    t.meta.hostname = b ? "nodeb" : "nodea";
+    t.meta.hostname = named ? (b ? "nodeb" : "nodea") : "";
     t.meta.extra["node_rank"] = b ? "1" : "0";
     t.meta.extra["node_count"] = "2";
     const int64_t ahead = b ? 3'000'000 : 0;
@@ -381,7 +422,7 @@ fs::path two_host_run(const fs::path& dir) {
     if (rank == 3)
       for (size_t i = 0; i < t.nccl.size(); ++i)
         t.nccl.start[i] = std::min(t.nccl.start[i] + 150'000, t.nccl.end[i] - 1);
-    trace::write_trace(run / fmt::format("{}-{}.sstrace", t.meta.hostname, t.meta.pid), t);
+    trace::write_trace(run / fmt::format("{}-{}.sstrace", b ? "nodeb" : "nodea", t.meta.pid), t);
   }
   return run;
 }
@@ -404,6 +445,23 @@ size_t column_of(const json& table, std::string_view name) {
     if (c[i] == name) return i;
   ADD_FAILURE() << "no column " << name << " in " << table["title"];
   return 0;
+}
+
+// Traces that name no host: each process gets its own clock estimate, but
+// the section neither counts processes as hosts nor says they shared one.
+TEST(ReportHtml, NodeSectionOfTracesWithoutHostNames) {
+  TempDir d;
+  const fs::path run = two_host_run(d.path, false);
+  HtmlReport r({.max_timeline_events = 200, .max_counter_points = 20, .quiet = true});
+  r.add_input(run);
+  const json doc = json::parse(r.document_json());
+  const json* nodes = find_section(doc, "Nodes: unnamed-hosts.ssrun");
+  ASSERT_NE(nodes, nullptr) << doc["sections"].size() << " sections";
+  const std::string subtitle = (*nodes)["subtitle"];
+  EXPECT_TRUE(subtitle.starts_with("hosts not named in the traces, 4 ranks")) << subtitle;
+  const std::string text = nodes->dump();
+  EXPECT_EQ(text.find("every rank ran on one host"), std::string::npos);
+  EXPECT_NE(text.find("the traces do not name their hosts"), std::string::npos);
 }
 
 TEST(ReportHtml, PerNodeSectionOfATwoHostRun) {

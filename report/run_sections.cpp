@@ -474,9 +474,9 @@ Json RunDrawing::timeline_blocks(const std::vector<analyze::RankAnalysis>& ranks
   }
   Json notes = Json::array();
   notes.push_back(
-      fmt::format("Iteration {} of {} rank(s), each on its own clock from the iteration's start. Drag the slider "
-                  "or scroll to zoom.",
-                  *index_, ranks_drawn));
+      fmt::format("Iteration {} (the steady one closest to the median), drawn for {} rank{}, each on its own "
+                  "clock from the iteration's start. Drag the slider or scroll to zoom.",
+                  *index_ + 1, ranks_drawn, ranks_drawn == 1 ? "" : "s"));
   if (total > items.size())
     notes.push_back(fmt::format("Showing the {} longest of {} events; shorter ones are omitted.", items.size(), total));
   return Json::array({{{"type", "chart"},
@@ -576,20 +576,22 @@ Json RunDrawing::counter_blocks(const std::vector<analyze::RankAnalysis>& ranks,
   if (series.empty())
     return Json::array(
         {paragraph("No GPU counters in these traces (NVML sampling was off or unavailable).", "skipped")});
+  // One figure of small multiples, a panel per metric on a shared time axis:
+  // a chart per metric made the section a dozen screens tall.
   Json blocks = Json::array();
-  std::map<trace::CounterMetric, Json> charts;
+  std::map<trace::CounterMetric, Json> panels;
   for (auto& [key, p] : series) {
-    auto& chart = charts[key.first];
-    if (chart.is_null())
-      chart = {{"type", "chart"},
-               {"kind", "xy"},
-               {"title", fmt::format("GPU counter: {}", trace::to_string(key.first))},
-               {"x", {{"name", "time (s)"}}},
-               {"y", {{"name", std::string(trace::to_string(key.first))}}},
-               {"series", Json::array()}};
-    chart["series"].push_back({{"name", key.second}, {"style", "line-only"}, {"points", std::move(p)}});
+    auto& panel = panels[key.first];
+    if (panel.is_null()) panel = {{"name", std::string(trace::to_string(key.first))}, {"series", Json::array()}};
+    panel["series"].push_back({{"name", key.second}, {"style", "line-only"}, {"points", std::move(p)}});
   }
-  for (auto& [metric, chart] : charts) blocks.push_back(std::move(chart));
+  Json list = Json::array();
+  for (auto& [metric, panel] : panels) list.push_back(std::move(panel));
+  blocks.push_back({{"type", "chart"},
+                    {"kind", "panels"},
+                    {"title", "GPU counters"},
+                    {"x", {{"name", "time (s)"}}},
+                    {"panels", std::move(list)}});
   if (kept < total)
     blocks.push_back(
         paragraph(fmt::format("Counters decimated for drawing: {} of {} samples kept (each interval keeps its "
@@ -606,12 +608,13 @@ Json RunDrawing::problem_blocks(const std::vector<analyze::RankAnalysis>& ranks,
     std::vector<std::string> parts;
     bool loss = false;
     for (const auto& [problem, n] : ranks_[slot_of[ri]].problems) {
-      parts.push_back(fmt::format("{} x{}", trace::to_string(problem), n));
+      // In words; the code after it, as `analyze` and the trace format name it.
+      parts.push_back(fmt::format("{} ({}, {})", trace::describe(problem), n, trace::to_string(problem)));
       loss = loss || trace::severity_of(problem) == trace::Severity::kDataLoss;
     }
     if (!parts.empty())
       blocks.push_back(paragraph(
-          fmt::format("{}{}: {}", rank_label(ranks[ri]), loss ? " (data loss)" : "", fmt::join(parts, ", ")), "note"));
+          fmt::format("{}{}: {}.", rank_label(ranks[ri]), loss ? " (data loss)" : "", fmt::join(parts, "; ")), "note"));
   }
   return blocks;
 }
@@ -885,6 +888,7 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   Json host = host_blocks(ranks);
   for (const auto& f : advise::advise(run)) {
     Json j = f;  // advise::to_json: the page shows what `analyze --json` gives, cause links included
+    for (size_t k = 0; k < f.figures.size(); ++k) j["figures"][k]["text"] = advise::format_figure(f.figures[k]);
     j["source"] = label;
     if (f.combined_count > 1) j["combined_method"] = std::string(advise::combined_method());
     doc.findings.push_back(std::move(j));
@@ -909,11 +913,21 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   std::string subtitle = drawing.subtitle(slot_of);
   doc.sections.push_back(section("Run: " + label, std::move(subtitle), std::move(blocks)));
   Json nodes = node_blocks(run);
-  if (!nodes.empty())
-    doc.sections.push_back(section("Nodes: " + label,
-                                   fmt::format("{} hosts, {} ranks; clocks aligned from matched collectives",
-                                               run.clocks.hosts.size(), run.ranks.size()),
-                                   std::move(nodes)));
+  if (!nodes.empty()) {
+    // Hosts as the traces name them; a process without a host name has its
+    // own clock estimate but is not counted as a host.
+    size_t named = 0;
+    for (const auto& h : run.clocks.hosts) named += h.hostname.starts_with("(unknown host") ? 0 : 1;
+    const size_t unnamed = run.clocks.hosts.size() - named;
+    const std::string hosts = unnamed == 0 ? fmt::format("{} host{}", named, named == 1 ? "" : "s")
+                              : named == 0 ? std::string("hosts not named in the traces")
+                                           : fmt::format("{} named host{} and {} process{} without a host name", named,
+                                                         named == 1 ? "" : "s", unnamed, unnamed == 1 ? "" : "es");
+    doc.sections.push_back(
+        section("Nodes: " + label,
+                fmt::format("{}, {} ranks; clocks aligned from matched collectives", hosts, run.ranks.size()),
+                std::move(nodes)));
+  }
 }
 
 }  // namespace

@@ -250,7 +250,8 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
                                {"label", fmt::format("threshold {}", doc.options.threshold)}}})},
            {"points", std::move(eff_marks)}}},
          {"notes",
-          Json::array({"E' = (N_ref x T_ref) / (N x T_N); the pin marks the break-even point by the E' rule."})}});
+          Json::array(
+              {"E' = (N_ref x T_ref) / (N x T_N); the red diamond marks the break-even point by the E' rule."})}});
     blocks.push_back(
         {{"type", "chart"},
          {"kind", "xy"},
@@ -262,7 +263,7 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
          {"series", std::move(cost_series)},
          {"marks", {{"points", std::move(cost_marks)}}},
          {"notes", Json::array({"The line joins the Pareto front (no other count is both faster and cheaper); "
-                                "the pin marks its knee."})}});
+                                "the red diamond marks its knee."})}});
   }
   // One line per rule and sweep on the terminal, however many configurations.
   auto grouped = [&](const std::map<int, std::vector<std::string>>& groups) {

@@ -60,12 +60,47 @@
     if (!isFinite(v)) return String(v);
     if (Number.isInteger(v)) return v.toLocaleString('en-US');
     const d = digits === undefined ? 3 : digits;
-    const a = Math.abs(v);
-    if (a !== 0 && (a < 1e-3 || a >= 1e9)) return v.toExponential(2);
+    // Small values keep three significant digits ("0.000426"), never the
+    // exponent notation a reader has to decode ("4.26e-4").
+    if (Math.abs(v) < 1e-3) return v.toLocaleString('en-US', { maximumSignificantDigits: 3 });
     return v.toLocaleString('en-US', { maximumFractionDigits: d });
   }
 
   function withUnit(v, unit) { return unit ? fmtNumber(v) + ' ' + unit : fmtNumber(v); }
+
+  // Axis ticks: at most three significant digits, thousands and up with an SI
+  // prefix ("1.5k", "60.7M"); a tick at the axis' end (its data's maximum)
+  // read "882.444448".
+  const siPrefixes = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
+  function fmtAxis(v) {
+    if (typeof v !== 'number' || !isFinite(v)) return String(v);
+    if (v === 0) return '0';
+    const sig = x => String(Number(x.toPrecision(3)));
+    const a = Math.abs(Number(v.toPrecision(3)));
+    for (const [f, p] of siPrefixes) if (a >= f) return sig(v / f) + p;
+    return sig(v);
+  }
+  const valueLabels = { formatter: fmtAxis, hideOverlap: true };
+
+  // Legends on as many rows as their names need, never paged: ECharts wraps a
+  // plain legend at the chart's width; the plot starts below its last row.
+  const legendFont = '12px system-ui, sans-serif';
+  let measureContext = null;
+  function legendLayout(names, width) {
+    if (!names.length) return { legend: undefined, height: 0 };
+    measureContext = measureContext || document.createElement('canvas').getContext('2d');
+    measureContext.font = legendFont;
+    const room = Math.max(width - 20, 100);
+    const maxText = room - 40;
+    let rows = 1, x = 0;
+    for (const name of names) {
+      const item = 25 + 5 + Math.min(measureContext.measureText(name).width, maxText) + 10;  // icon, gap, text, item gap
+      if (x > 0 && x + item > room) { ++rows; x = 0; }
+      x += item;
+    }
+    return { height: rows * 24 + 4, legend: { type: 'plain', top: 4, left: 10, right: 10, data: names, itemGap: 10,
+      textStyle: { fontFamily: 'system-ui, sans-serif', fontSize: 12, width: maxText, overflow: 'break' } } };
+  }
 
   // ---- blocks ---------------------------------------------------------------
 
@@ -73,8 +108,15 @@
     parent.appendChild(el('p', block.style === 'skipped' ? 'skipped' : (block.style === 'note' ? 'note' : ''), block.text));
   }
 
-  function renderTable(block, parent) {
-    if (block.title) parent.appendChild(el('h3', '', block.title));
+  // A long table starts folded: its title and row count on a line that opens it.
+  const kFoldRows = 12;
+  function renderTable(block, into) {
+    let parent = into;
+    if (block.rows.length > kFoldRows) {
+      parent = el('details', 'fold');
+      parent.appendChild(el('summary', '', (block.title || 'Table') + ' (' + block.rows.length.toLocaleString('en-US') + ' rows)'));
+      into.appendChild(parent);
+    } else if (block.title) parent.appendChild(el('h3', '', block.title));
     const wrap = el('div', 'table-wrap');
     const t = el('table', 'data');
     const head = el('tr');
@@ -151,7 +193,7 @@
         row('with the causes above', 'fixing the first ' + f.combined_count + ': about ' + (100 * f.combined_fraction).toFixed(1) + '% of step time' + (f.combined_method ? ' (' + f.combined_method + ')' : ''));
       row('fix', f.fix);
       if (f.figures && f.figures.length)
-        row('figures', f.figures.map(g => g.name + ' = ' + withUnit(g.value, g.unit === 'fraction' ? '' : g.unit)).join('; '));
+        row('figures', f.figures.map(g => g.name + ' = ' + (g.text || withUnit(g.value, g.unit))).join('; '));
       box.appendChild(dl);
       parent.appendChild(box);
     }
@@ -162,13 +204,38 @@
   const baseTooltip = { renderMode: 'richText', confine: true };
 
   function axis(spec, fallbackType) {
-    const a = { type: fallbackType, name: spec && spec.name ? spec.name : '', nameLocation: 'middle', nameGap: 32, scale: true };
+    const a = { type: fallbackType, name: spec && spec.name ? spec.name : '', nameLocation: 'middle', nameGap: 32, scale: true,
+      axisLabel: valueLabels };
     if (spec && spec.log) { a.type = 'log'; a.logBase = spec.log_base || 2; }
     if (spec && spec.min !== undefined) a.min = spec.min;
     return a;
   }
 
-  function xyOption(c) {
+  // Labelled points (break-even counts): each label goes to the first place
+  // above its point, or below it near the top of the plot, that no label
+  // already took, joined to its point by a leader line; never above the plot,
+  // where the legend is.
+  function markLabelLayout(gridTop) {
+    const placed = [];
+    return params => {
+      if (params.dataIndex === 0) placed.length = 0;
+      const r = params.labelRect, p = params.rect;
+      const cx = p.x + p.width / 2, cy = p.y + p.height / 2;
+      const h = r.height + 4;
+      const overlaps = y => placed.some(q => r.x < q.x + q.width && q.x < r.x + r.width && y < q.y + q.height && q.y < y + h);
+      let y = null;
+      for (let k = 0; k < 12 && y === null; ++k) {
+        const above = cy - 8 - h - k * h, below = cy + 8 + k * h;
+        if (above >= gridTop && !overlaps(above)) y = above;
+        else if (!overlaps(below)) y = below;
+      }
+      if (y === null) y = Math.max(gridTop, cy - 8 - h);
+      placed.push({ x: r.x, y, width: r.width, height: h });
+      return { dx: cx - (r.x + r.width / 2), dy: y - r.y, hideOverlap: false };
+    };
+  }
+
+  function xyOption(c, width) {
     const series = [];
     c.series.forEach((s, i) => {
       const colour = s.colour || palette[i % palette.length];
@@ -196,31 +263,78 @@
     const marks = c.marks || {};
     if ((marks.x && marks.x.length) || (marks.y && marks.y.length) || (marks.points && marks.points.length)) {
       const lines = [];
-      for (const m of marks.x || []) lines.push({ xAxis: m.value, name: m.label, label: { formatter: () => m.label, position: 'end' } });
+      // Inside the plot, along the line: above it is the legend's place.
+      for (const m of marks.x || []) lines.push({ xAxis: m.value, name: m.label, label: { formatter: () => m.label, position: 'insideEndTop' } });
       for (const m of marks.y || []) lines.push({ yAxis: m.value, name: m.label, label: { formatter: () => m.label, position: 'insideEndTop' } });
-      const points = (marks.points || []).map(m => ({ coord: [m.x, m.y], name: m.label, value: m.label,
-        label: { formatter: () => m.label, position: 'top', fontSize: 11 } }));
       series.push({ name: 'marks', type: 'line', data: [], silent: true,
-        markLine: { symbol: 'none', lineStyle: { type: 'dotted', color: '#555' }, data: lines },
-        markPoint: { symbol: 'pin', symbolSize: 38, itemStyle: { color: '#c62828' }, data: points } });
+        markLine: { symbol: 'none', lineStyle: { type: 'dotted', color: '#555' }, data: lines } });
+    }
+    const legend = legendLayout(c.series.map(s => s.name), width);
+    const gridTop = legend.height + 16;
+    if (marks.points && marks.points.length) {
+      series.push({ name: 'marked points', type: 'scatter', z: 10, symbol: 'diamond', symbolSize: 10,
+        itemStyle: { color: '#c62828' }, tooltip: { formatter: p => p.data.label_text },
+        data: marks.points.map(m => ({ value: [m.x, m.y], label_text: m.label })),
+        label: { show: true, formatter: p => p.data.label_text, fontSize: 11, color: '#1d2433',
+          backgroundColor: 'rgba(255,255,255,0.92)', padding: [1, 3] },
+        labelLine: { show: true, lineStyle: { color: '#c62828', width: 1 } },
+        labelLayout: markLabelLayout(gridTop) });
     }
     return {
       tooltip: Object.assign({ trigger: 'item' }, baseTooltip),
-      legend: { type: 'scroll', top: 0, data: c.series.map(s => s.name) },
-      grid: { left: 70, right: 40, top: 40, bottom: 50 },
+      legend: legend.legend,
+      grid: { left: 70, right: 40, top: gridTop, bottom: 50 },
       xAxis: axis(c.x, 'value'), yAxis: axis(c.y, 'value'), series,
+      __extraHeight: legend.height,
     };
   }
 
-  function barsOption(c) {
+  // Small multiples: a panel per metric, stacked, on one shared time axis
+  // (zooming one zooms all), the same colour for a series in every panel.
+  function panelsOption(c, width) {
+    const names = [];
+    for (const p of c.panels) for (const s of p.series) if (!names.includes(s.name)) names.push(s.name);
+    const legend = legendLayout(names, width);
+    const panelHeight = 80, gap = 40, top = legend.height + 30;
+    let xMin = Infinity, xMax = -Infinity;
+    for (const p of c.panels) for (const s of p.series) for (const pt of s.points) { xMin = Math.min(xMin, pt[0]); xMax = Math.max(xMax, pt[0]); }
+    if (!isFinite(xMin)) { xMin = 0; xMax = 1; }
+    const grid = [], xAxis = [], yAxis = [], series = [];
+    const last = c.panels.length - 1;
+    c.panels.forEach((p, i) => {
+      grid.push({ left: 70, right: 40, top: top + i * (panelHeight + gap), height: panelHeight });
+      xAxis.push({ type: 'value', gridIndex: i, min: xMin, max: xMax, axisLabel: Object.assign({ show: i === last }, valueLabels),
+        name: i === last && c.x ? c.x.name : '', nameLocation: 'middle', nameGap: 28 });
+      yAxis.push({ type: 'value', gridIndex: i, scale: true, splitNumber: 2, axisLabel: valueLabels, name: p.name,
+        nameLocation: 'end', nameGap: 12, nameTextStyle: { align: 'left', fontWeight: 'bold', padding: [0, 0, 0, -60] } });
+      for (const s of p.series) {
+        const colour = s.colour || palette[names.indexOf(s.name) % palette.length];
+        series.push({ name: s.name, type: 'line', xAxisIndex: i, yAxisIndex: i, data: s.points, symbol: 'none',
+          sampling: s.points.length > 2000 ? 'lttb' : undefined, itemStyle: { color: colour }, lineStyle: { color: colour, width: 1.5 } });
+      }
+    });
+    const all = c.panels.map((_, i) => i);
+    const height = top + c.panels.length * (panelHeight + gap) + 50;
+    return {
+      tooltip: Object.assign({ trigger: 'axis' }, baseTooltip),
+      axisPointer: { link: [{ xAxisIndex: 'all' }] },
+      legend: legend.legend, grid, xAxis, yAxis, series,
+      dataZoom: [{ type: 'inside', xAxisIndex: all }],
+      __height: height,
+    };
+  }
+
+  function barsOption(c, width) {
     const horizontal = !!c.horizontal;
     const cat = { type: 'category', data: c.categories, axisLabel: { width: horizontal ? 260 : 90, overflow: 'truncate' } };
-    const val = { type: 'value', name: c.unit || '', nameLocation: 'middle', nameGap: 30 };
+    const val = { type: 'value', name: c.unit || '', nameLocation: 'middle', nameGap: 30, axisLabel: valueLabels };
     const series = c.series.map((s, i) => ({ name: s.name, type: 'bar', stack: c.stacked ? 'all' : undefined, data: s.values,
       itemStyle: { color: s.colour || palette[i % palette.length] } }));
+    const legend = legendLayout(c.series.length > 1 ? c.series.map(s => s.name) : [], width);
     return {
       tooltip: Object.assign({ trigger: 'axis', axisPointer: { type: 'shadow' } }, baseTooltip),
-      legend: { type: 'scroll', top: 0 }, grid: { left: horizontal ? 280 : 70, right: 30, top: 40, bottom: 50 },
+      legend: legend.legend, grid: { left: horizontal ? 280 : 70, right: 30, top: legend.height + 16, bottom: 50 },
+      __extraHeight: legend.height,
       xAxis: horizontal ? val : cat, yAxis: horizontal ? Object.assign(cat, { inverse: true }) : val, series,
       dataZoom: c.categories.length > 40 ? [{ type: 'slider', [horizontal ? 'yAxisIndex' : 'xAxisIndex']: 0 }] : undefined,
     };
@@ -231,7 +345,7 @@
       tooltip: Object.assign({ trigger: 'item' }, baseTooltip),
       grid: { left: 70, right: 30, top: 30, bottom: 50 },
       xAxis: { type: 'category', data: c.categories },
-      yAxis: { type: 'value', name: c.unit || '', scale: true },
+      yAxis: { type: 'value', name: c.unit || '', scale: true, axisLabel: valueLabels },
       series: [{ name: c.series_name || 'distribution', type: 'boxplot', data: c.boxes, itemStyle: { color: '#e3ecfb', borderColor: '#2f6fde' } },
         { name: 'outliers', type: 'scatter', data: c.outliers || [], symbolSize: 5, itemStyle: { color: '#c62828' } }],
     };
@@ -239,7 +353,7 @@
 
   // One steady-state iteration: one row per (rank, stream), one rectangle per
   // event; custom series so tens of thousands of rectangles stay fast.
-  function timelineOption(c) {
+  function timelineOption(c, width) {
     const lanes = c.lanes;
     const byClass = c.classes.map(() => []);
     for (const it of c.items) byClass[it[3]].push(it);
@@ -257,11 +371,14 @@
       },
       tooltip: { formatter: p => c.names[p.value[4]] + '\n' + cls + ', ' + fmtNumber(p.value[2] - p.value[1]) + ' ' + c.unit },
     }));
+    const legend = legendLayout(c.classes, width);
     return {
       tooltip: Object.assign({ trigger: 'item' }, baseTooltip),
-      legend: { type: 'scroll', top: 0, data: c.classes },
-      grid: { left: 150, right: 30, top: 40, bottom: 70 },
-      xAxis: { type: 'value', name: 'time in iteration (' + c.unit + ')', nameLocation: 'middle', nameGap: 28, min: 0, max: c.span },
+      legend: legend.legend,
+      grid: { left: 150, right: 30, top: legend.height + 16, bottom: 70 },
+      __extraHeight: legend.height,
+      xAxis: { type: 'value', name: 'time in iteration (' + c.unit + ')', nameLocation: 'middle', nameGap: 28, min: 0, max: c.span,
+        axisLabel: valueLabels },
       yAxis: { type: 'category', data: lanes, inverse: true, axisLabel: { width: 140, overflow: 'truncate' } },
       dataZoom: [{ type: 'slider', xAxisIndex: 0, filterMode: 'weakFilter', bottom: 10 },
         { type: 'inside', xAxisIndex: 0, filterMode: 'weakFilter' },
@@ -282,7 +399,7 @@
       tooltip: Object.assign({ trigger: 'item' }, baseTooltip),
       grid: { left: 330, right: 40, top: 20, bottom: 50 },
       xAxis: { type: 'log', logBase: 2, min: lo / 1.15, max: hi * 1.15, name: (c.x && c.x.name) || '', nameLocation: 'middle',
-        nameGap: 30, axisLabel: { formatter: v => fmtNumber(v, 2) } },
+        nameGap: 30, axisLabel: valueLabels },
       yAxis: { type: 'category', data: c.categories, inverse: true, axisLabel: { width: 310, overflow: 'truncate' } },
       series: [
         { name: 'CI', type: 'custom', data: cis, z: 2, tooltip: { show: false },
@@ -336,8 +453,9 @@
         return node[1] + ' (' + node[2] + ')\n' + fmtNumber(node[3]) + ' ' + c.unit + ' (' + fmtNumber(100 * node[3] / total, 1) +
           '% of GPU busy time), self ' + fmtNumber(node[4]) + ' ' + c.unit + ', ' + node[5] + ' kernels';
       } }, baseTooltip),
-      grid: { left: 10, right: 10, top: 10, bottom: 40 },
-      xAxis: { type: 'value', min: 0, max: total, name: 'GPU time (' + c.unit + ')', nameLocation: 'middle', nameGap: 24 },
+      grid: { left: 10, right: 10, top: 10, bottom: 52 },
+      xAxis: { type: 'value', min: 0, max: total, name: 'GPU time (' + c.unit + ')', nameLocation: 'middle', nameGap: 22,
+        axisLabel: valueLabels },
       yAxis: { type: 'value', min: 0, max: maxDepth + 1, inverse: true, show: false },
       dataZoom: [{ type: 'inside', xAxisIndex: 0, filterMode: 'weakFilter' }, { type: 'slider', xAxisIndex: 0, height: 12, bottom: 4 }],
       series: [{ name: 'GPU time', type: 'custom', data, encode: { x: [0, 1], y: 2 },
@@ -347,15 +465,19 @@
           const rect = echarts.graphic.clipRectByRect({ x: a[0], y: a[1], width: Math.max(b[0] - a[0], 0.5), height: b[1] - a[1] - 1 },
             { x: params.coordSys.x, y: params.coordSys.y, width: params.coordSys.width, height: params.coordSys.height });
           if (!rect) return null;
-          const label = rect.width > 40 ? c.nodes[api.value(3)][1] : '';
-          return { type: 'rect', shape: rect, style: Object.assign(api.style(), { text: label, textFill: '#fff', fontSize: 11,
-            textPosition: 'insideLeft', truncate: { outerWidth: rect.width - 4 } }) };
+          // The name cut to the box with an ellipsis (the whole name in the
+          // tooltip); none in a box too small to show a few letters.
+          const fits = rect.width > 40 && rect.height >= 13;
+          return { type: 'rect', shape: rect, style: api.style(),
+            textContent: fits ? { style: { text: c.nodes[api.value(3)][1], fill: '#fff', fontSize: 11,
+              width: rect.width - 8, overflow: 'truncate', ellipsis: '\u2026' } } : undefined,
+            textConfig: fits ? { position: 'insideLeft', distance: 4 } : undefined };
         } }],
     };
   }
 
   const builders = { xy: xyOption, bars: barsOption, boxplot: boxplotOption, timeline: timelineOption, forest: forestOption,
-    icicle: icicleOption };
+    icicle: icicleOption, panels: panelsOption };
 
   function seriesSummary(c) {
     switch (c.kind) {
@@ -365,6 +487,7 @@
       case 'timeline': return [{ name: 'events', points: c.items.length }];
       case 'forest': return [{ name: 'ratio', points: c.points.length }];
       case 'icicle': return [{ name: 'nodes', points: c.nodes.length }];
+      case 'panels': return c.panels.flatMap(p => p.series.map(s => ({ name: p.name + ': ' + s.name, points: s.points.length })));
       default: return [];
     }
   }
@@ -377,8 +500,14 @@
     for (const n of block.notes || []) parent.appendChild(el('p', 'note', n));
     const build = builders[block.kind];
     if (!build) throw new Error('unknown chart kind ' + block.kind);
+    const option = build(block, div.clientWidth);
+    // Room for a legend of several rows, or the figure's own height (small multiples).
+    if (option.__height) div.style.height = option.__height + 'px';
+    else if (option.__extraHeight > 28) div.style.height = (div.clientHeight + option.__extraHeight - 28) + 'px';
+    delete option.__height;
+    delete option.__extraHeight;
     const chart = echarts.init(div, null, { renderer: 'canvas' });
-    chart.setOption(Object.assign({ animation: false, textStyle: { fontFamily: 'system-ui, sans-serif' } }, build(block)));
+    chart.setOption(Object.assign({ animation: false, textStyle: { fontFamily: 'system-ui, sans-serif' } }, option));
     if (block.kind === 'icicle') {
       // Zoom into the clicked node: its width fills the chart.
       chart.on('click', p => chart.dispatchAction({ type: 'dataZoom', startValue: p.value[0], endValue: p.value[1] }));

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
+import { layoutFaults } from '../layout-faults.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const scalescope = process.env.SCALESCOPE;
@@ -64,6 +65,11 @@ async function open(file, shot) {
   return { page, url, errors, requests, dialogs, charts, canvases };
 }
 
+// Opens every folded part of the page (long tables start folded).
+async function openFolds(page) {
+  await page.evaluate(() => { for (const d of document.querySelectorAll('details')) d.open = true; });
+}
+
 function assertClean(r) {
   assert.deepEqual(r.errors, [], 'console errors');
   assert.deepEqual(r.requests, [r.url], 'the only request is the page itself');
@@ -101,12 +107,12 @@ test('demo report: every chart rendered with data, offline, without errors', asy
   // No "nan%" or NaN shown anywhere: a missing figure says why instead.
   const body = await r.page.evaluate(() => document.body.innerText);
   assert.ok(!/\bnan\b|\bNaN\b|nan%/.test(body), `no nan% or NaN on the page: ${(body.match(/.{0,60}\b(nan|NaN)\b.{0,20}/) || [''])[0]}`);
-  // Legends scroll on one line above the plot instead of wrapping over it.
+  // Legends show every name on as many rows as they need, above the plot: never paged.
   const legends = await r.page.evaluate(() => [...document.querySelectorAll('.chart')].map(d => {
     const o = echarts.getInstanceByDom(d).getOption();
     return (o.legend || []).map(l => l.type);
   }).flat());
-  assert.ok(legends.length > 0 && legends.every(t => t === 'scroll'), `legend types ${legends}`);
+  assert.ok(legends.length > 0 && legends.every(t => t === 'plain'), `legend types ${legends}`);
   // The timeline zooms: drive the inside dataZoom with the wheel and check the axis range shrank.
   const timelineId = r.charts.find(c => c.kind === 'timeline').id;
   const timeline = r.page.locator('#' + timelineId);
@@ -125,6 +131,7 @@ test('demo report: every chart rendered with data, offline, without errors', asy
   // GPU time by operator: an icicle chart, and tables that sort on a click of a header.
   assert.ok(kinds.has('icicle'), 'an icicle chart of GPU time by module and operator');
   // (the Kineto sample's operator table: the study's collector runs have no operator ranges)
+  await openFolds(r.page);
   const table = r.page.locator('table.data', { has: r.page.locator('th.sortable'), hasText: 'aten::' }).first();
   await table.scrollIntoViewIfNeeded();
   await table.locator('th', { hasText: /^calls$/ }).click();
@@ -249,4 +256,73 @@ test('long and right-to-left names: cut to fit with the whole name in the toolti
     assert.equal(c.whole, long.length, 'the tooltip holds the whole name');
   }
   await r.page.close();
+});
+
+// What a reader sees: no label over another or cut by its box, no legend cut
+// or paged, no raw float on an axis or raw unit in a row; judged with every
+// folded part open.
+async function assertNoLayoutFaults(r) {
+  await openFolds(r.page);
+  const faults = await r.page.evaluate(layoutFaults);
+  assert.deepEqual(faults, [], `${faults.length} layout faults`);
+}
+
+test('demo report: no overlapping or cut text, no raw numbers', async () => {
+  run(['demo', '-o', 'demo-layout']);
+  const r = await open(path.join(work, 'demo-layout', 'report.html'), 'demo-layout.png');
+  assertClean(r);
+  // Long tables start folded, the summary line saying what is inside.
+  const folds = await r.page.evaluate(() => [...document.querySelectorAll('details')].map(d => ({
+    open: d.open, summary: d.querySelector('summary').textContent, rows: d.querySelectorAll('tbody tr').length })));
+  assert.ok(folds.length > 0, 'some long table starts folded');
+  for (const f of folds) {
+    assert.ok(!f.open, `"${f.summary}" starts folded`);
+    assert.ok(f.rows > 12 && f.summary.endsWith(`(${f.rows.toLocaleString('en-US')} rows)`), `summary "${f.summary}" of ${f.rows} rows`);
+  }
+  await assertNoLayoutFaults(r);
+  // The GPU counters: one figure of small multiples per run, not a chart per counter.
+  const counters = r.charts.filter(c => /counter/i.test(c.title));
+  const runs = (await r.page.locator('section.report-section h2').allTextContents()).filter(t => t.startsWith('Run: '));
+  assert.ok(counters.length >= 1 && counters.length <= runs.length, `counter charts: ${counters.map(c => c.title)} in ${runs.length} runs`);
+  for (const c of counters) assert.equal(c.kind, 'panels', `"${c.title}" is one figure of panels`);
+  await r.page.close();
+});
+
+const kineto = path.join(here, '..', '..', '..', '..', 'shared', 'data', 'traces', 'kineto-mobilenetv2-ddp-2xh200-rank0.json.gz');
+test('a real Kineto trace: no overlapping or cut text, no raw numbers', async (t) => {
+  if (!fs.existsSync(kineto)) return t.skip(`${kineto} not here`);
+  run(['report', kineto, '-o', 'kineto.html']);
+  const r = await open(path.join(work, 'kineto.html'), 'kineto-report.png');
+  assertClean(r);
+  await assertNoLayoutFaults(r);
+  // Import problems in words, the code kept after them.
+  const text = await r.page.evaluate(() => document.body.innerText);
+  assert.ok(!/unmatched_correlation x\d/.test(text), 'no bare problem code');
+  await r.page.close();
+});
+
+// The checker itself: a page with each fault it must find.
+test('the layout checker finds overlapping labels, cut text and raw numbers', async () => {
+  const page = await context.newPage();
+  await page.setContent(`<table style="table-layout:fixed;width:60px"><tr><td>a_very_long_unbreakable_cell_text</td></tr></table>
+    <dl><dt>figures</dt><dd>share 4.26e-4 and 60,702,501.55 ns</dd></dl><div class="chart" id="c" style="width:400px;height:200px"></div>
+    <script>${fs.readFileSync(path.join(here, '..', 'node_modules', 'echarts', 'dist', 'echarts.min.js'), 'utf8')}</script>
+    <script>
+      const c = echarts.init(document.getElementById('c'), null, { renderer: 'canvas' });
+      c.setOption({ animation: false, grid: { left: 80, right: 20, top: 20, bottom: 30 },
+        xAxis: { type: 'value', min: 0, max: 882.444448, interval: 882.444448 / 2 }, yAxis: { type: 'value' },
+        series: [{ type: 'scatter', data: [[100, 1], [101, 1]], label: { show: true, formatter: 'break-even here' } },
+          { type: 'custom', data: [[0]], renderItem: () => ({ type: 'rect', shape: { x: 100, y: 100, width: 30, height: 20 },
+            style: { fill: '#888' }, textContent: { style: { text: 'a name far longer than its box' } },
+            textConfig: { position: 'insideLeft' } }) }] });
+    </script>`);
+  const faults = await page.evaluate(layoutFaults);
+  const has = re => assert.ok(faults.some(f => re.test(f)), `a fault matching ${re} among ${JSON.stringify(faults, null, 1)}`);
+  has(/text wider than its box: <td>/);
+  has(/exponent notation/);
+  has(/raw nanoseconds/);
+  has(/overlaps/);
+  has(/wider than its box \(/);
+  has(/axis tick "882.444448"/);
+  await page.close();
 });
