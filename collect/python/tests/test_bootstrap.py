@@ -598,6 +598,19 @@ class UnderProfile(BootstrapCase):
         for name in ("nn.Module: Net", "nn.Module: encoder", "nn.Module: encoder.0", "nn.Module: head"):
             self.assertIn(name, modules)
 
+        # Python stacks, sampled inside the window: the rank's own file, read
+        # back by analyze for that rank.
+        self.assertEqual(run["python_sampling_hz"], 100)
+        stacks = glob.glob(os.path.join(run_dir, "python-stacks-*-%d.json" % traced[0]["pid"]))
+        self.assertEqual(len(stacks), 1, os.listdir(run_dir))
+        frames = ranks[0]["python_frames"]
+        self.assertEqual((frames["processes"], frames["worker_processes"], frames["hz"]), (1, 0, 100))
+        self.assertEqual(frames["problems"], [])
+        if frames["samples"] > 0:  # a window of about 20 short steps: a few samples on a loaded machine
+            main = frames["threads"][0]
+            self.assertTrue(main["is_main"], frames)
+            self.assertTrue(any("train_loop.py" in f["callers"] for f in main["top"]), main)
+
     def test_no_python_leaves_the_job_alone(self):
         run_dir, run, log = self.profile("--no-python")
         self.assertEqual(run.get("python", []), [])
