@@ -159,7 +159,7 @@ class Sampler:
                 f = frame
                 while f is not None and len(stack) < MAX_DEPTH:
                     code = f.f_code
-                    stack.append((code.co_filename, f.f_lineno, code.co_name))
+                    stack.append((code.co_filename, f.f_lineno or 0, code.co_name))  # None at times
                     f = f.f_back
                 self.thread_samples += 1
                 if f is not None:
