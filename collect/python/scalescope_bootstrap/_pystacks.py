@@ -96,7 +96,8 @@ class Sampler:
         self.thread_samples = 0  # stacks read
         self.dropped = 0  # thread samples of new stacks past MAX_STACKS
         self.truncated = 0  # thread samples cut at MAX_DEPTH
-        self.windows = 0
+        self.windows = 0  # windows the sampler thread saw open
+        self.windows_marked = 0  # windows the step hook opened in this process
         self.window_ns = 0  # wall time the sampler saw a window open
         self.cpu_ns = 0  # the sampler thread's CPU time while sampling
         self.errors = []
@@ -191,6 +192,8 @@ class Sampler:
     def window(self, is_open):
         """Called by the step hook when a window opens or closes."""
         self.flag.set(is_open)
+        if is_open:
+            self.windows_marked += 1
 
     def _forked(self):
         # A DataLoader worker: its own counts and file, its own thread. The
@@ -217,7 +220,9 @@ class Sampler:
         if os.getpid() != self.pid:
             return
         self.stop = True
-        if self.samples or self.errors_total:
+        # A process whose windows were too short for the thread to see still
+        # leaves its file: analyze then knows it was sampled, with 0 samples.
+        if self.samples or self.errors_total or self.windows_marked:
             self.write()
 
     # ---- the file -----------------------------------------------------------

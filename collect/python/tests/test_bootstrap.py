@@ -443,6 +443,16 @@ class PythonStacks(BootstrapCase):
         self.assertEqual(job.record["hooks"]["python_stacks"], "on in windows")
         self.assertEqual(job.stacks, [])
 
+    def test_a_window_too_short_to_sample_still_leaves_the_file(self):
+        code = STUB_COLLECTOR + textwrap.dedent("""
+        opt = torch.optim.SGD([])
+        for _ in range(3): opt.step()  # a window of one short step
+        """)
+        job = self.run_python(code, env={"WINDOW_AFTER": "1", "SCALESCOPE_PYTHON_SAMPLING_HZ": "0.5"})
+        self.assertEqual((job.rc, job.err), (0, ""))
+        self.assertEqual(len(job.stacks), 1, job.stacks)
+        self.assertEqual((job.stacks[0]["samples"], job.stacks[0]["hz"]), (0, 0.5))
+
     def test_off_at_rate_zero_and_a_bad_rate_is_recorded(self):
         code = STUB_COLLECTOR + textwrap.dedent("""
         import threading
