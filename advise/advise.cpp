@@ -17,6 +17,8 @@ namespace scalescope::advise {
 namespace {
 
 using analyze::HostStats;
+using analyze::PythonHotFrame;
+using analyze::PythonThreadFrames;
 using analyze::RankAnalysis;
 using analyze::RunAnalysis;
 // Human figures for evidence text: the formatters of every table
@@ -84,6 +86,7 @@ std::vector<RankAnalysis> judged_ranks(const RunAnalysis& run) {
       continue;
     }
     RankAnalysis s = *r.steady;
+    s.python = r.python;  // sampled over the windows, not per iteration
     s.label = fmt::format("{}, steady iterations it{}:it{}", r.label, r.steady_first_iteration, r.steady_end_iteration);
     out.push_back(std::move(s));
   }
@@ -558,6 +561,15 @@ std::string host_text(const RankAnalysis& r, double idle) {
       w.worker_cores, format_percent(idle));
 }
 
+// Where Python samples ended most often (the bootstrap's stacks), at most
+// three: "dataset.py:41 __getitem__, 63.0 % of worker samples; ...".
+std::string python_frames_text(const std::vector<PythonHotFrame>& top, std::string_view whose) {
+  std::string s;
+  for (size_t i = 0; i < top.size() && i < 3; ++i)
+    s += fmt::format("{}{}, {} of {} samples", i ? "; " : "", top[i].where, format_percent(top[i].share), whose);
+  return s;
+}
+
 std::optional<RankHit> host_bound(const RankAnalysis& r, const Thresholds& th) {
   const double idle = host_idle(r, th);
   if (idle < 0 || r.host.window.main_busy < th.host_busy_share) return std::nullopt;
@@ -567,6 +579,9 @@ std::optional<RankHit> host_bound(const RankAnalysis& r, const Thresholds& th) {
   f.evidence =
       host_text(r, idle) + fmt::format(" (threshold: main thread busy {} with the GPU idle {})",
                                        format_percent(th.host_busy_share), format_percent(th.host_gpu_idle_share));
+  if (const PythonThreadFrames* main = r.python.main_thread(); main && main->samples > 0)
+    f.evidence += fmt::format(". Hottest Python frames of the main thread ({} samples in windows): {}",
+                              main->samples, python_frames_text(main->top, "main-thread"));
   f.figures = host_figures(r.host, idle);
   f.saving_method = "upper bound: the GPU's idle time, which a faster host loop would fill";
   f.fix = fix_for(r,
@@ -601,6 +616,11 @@ std::optional<RankHit> loader_bound(const RankAnalysis& r, const Thresholds& th)
               ? fmt::format("its {} worker processes used {:.2f} cores", h.worker_processes, h.window.worker_cores)
               : fmt::format("input copies arrived late ({} of iteration time)", format_percent(r.input.fraction)),
           format_percent(th.host_main_wait_share), th.host_worker_cores);
+  if (r.python.worker_samples > 0)
+    f.evidence += fmt::format(
+        ". Hottest Python frames of its DataLoader workers ({} samples in windows, {} worker process{}): {}",
+        r.python.worker_samples, r.python.worker_processes, r.python.worker_processes == 1 ? "" : "es",
+        python_frames_text(r.python.workers_top, "worker"));
   f.figures = host_figures(h, idle);
   f.saving_method = "upper bound: the smaller of the GPU's idle time and the main thread's time off the CPU";
   f.fix = fix_for(r,

@@ -2,18 +2,23 @@
 // expected saving, and stays quiet below it.
 #include "advise/advise.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "analyze/test_trace_builder.hpp"
 #include "trace/format_units.hpp"
+#include "trace/trace_file.hpp"
 
 namespace scalescope::advise {
 namespace {
@@ -561,6 +566,73 @@ TEST(AdviseHost, LoaderBoundWhenTheMainThreadSleepsWhileWorkersWork) {
   TraceBuilder idle = steps();
   each_sample([&](int64_t t) { idle.host_sample(t, 100, 100, ThreadState::kSleeping, 0, 2 * kMs); });
   EXPECT_EQ(find(run_on(idle.t), "loader-bound"), nullptr);
+}
+
+// A run directory as `scalescope profile` leaves it: the rank's trace and
+// the Python bootstrap's stacks of the rank's process (pid 100) and of one
+// forked DataLoader worker (pid 201, parent 100). loader-bound names the
+// worker's hottest frame and host-bound the main thread's.
+namespace python_case {
+std::string stacks_file(uint32_t pid, uint32_t ppid, const std::string& stacks) {
+  return fmt::format(
+      R"({{"kind":"scalescope python stacks","format":1,"pid":{0},"ppid":{1},"hostname":"h","hz":100,)"
+      R"("state":"on in windows","windows":1,"window_seconds":1.0,"samples":100,"thread_samples":100,"dropped":0,)"
+      R"("truncated":0,"sampler_cpu_per_second":0.001,"threads":[{{"id":{0},"name":"MainThread","main":true}}],)"
+      R"("stacks":{2}}})",
+      pid, ppid, stacks);
+}
+
+std::vector<Finding> advise_run_dir(const std::string& name, trace::Trace t) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   fmt::format("scalescope-advise-python-{}-{}", name, ::getpid()) / "job.ssrun";
+  std::filesystem::remove_all(dir.parent_path());
+  std::filesystem::create_directories(dir);
+  t.meta.hostname = "h";
+  t.meta.pid = 100;
+  trace::write_trace(dir / "h-100.sstrace", as_pytorch(std::move(t)));
+  std::ofstream(dir / "python-stacks-h-100.json") << stacks_file(
+      100, 1,
+      R"([{"thread":100,"samples":83,"frames":[["/job/train.py",57,"forward"],["/job/train.py",90,"main"]]},)"
+      R"({"thread":100,"samples":17,"frames":[["/job/train.py",90,"main"]]}])");
+  std::ofstream(dir / "python-stacks-h-201.json") << stacks_file(
+      201, 100,
+      R"([{"thread":201,"samples":63,"frames":[["/job/dataset.py",41,"__getitem__"],["/t/worker.py",349,"_worker_loop"]]},)"
+      R"({"thread":201,"samples":37,"frames":[["/t/worker.py",349,"_worker_loop"]]}])");
+  auto findings = advise(analyze::analyze_path(dir, analyze::Options{}));
+  std::filesystem::remove_all(dir.parent_path());
+  return findings;
+}
+}  // namespace python_case
+
+TEST(AdviseHost, LoaderBoundNamesTheWorkersHottestPythonFrame) {
+  using namespace host_case;
+  TraceBuilder b = steps();
+  for (uint32_t w = 0; w < 2; ++w) b.host_thread(200 + w, 200 + w, "pt_data_worker", ProcessRole::kDescendant, 100);
+  each_sample([&](int64_t t) {
+    b.host_sample(t, 100, 100, ThreadState::kSleeping, 0, 2 * kMs);
+    for (uint32_t w = 0; w < 2; ++w) b.host_sample(t, 200 + w, 200 + w, ThreadState::kRunning, int32_t(1 + w), 9 * kMs);
+  });
+  const auto f = python_case::advise_run_dir("loader", b.t);
+  const Finding* l = find(f, "loader-bound");
+  ASSERT_NE(l, nullptr);
+  EXPECT_NE(l->evidence.find("Hottest Python frames of its DataLoader workers (100 samples in windows, 1 worker process): "
+                             "dataset.py:41 __getitem__, 63.0% of worker samples; worker.py:349 _worker_loop, 37.0% "
+                             "of worker samples"),
+            std::string::npos)
+      << l->evidence;
+}
+
+TEST(AdviseHost, HostBoundNamesTheMainThreadsHottestPythonFrame) {
+  using namespace host_case;
+  TraceBuilder b = steps();
+  each_sample([&](int64_t t) { b.host_sample(t, 100, 100, ThreadState::kRunning, 0, 95 * kMs / 10); });
+  const auto f = python_case::advise_run_dir("host", b.t);
+  const Finding* h = find(f, "host-bound");
+  ASSERT_NE(h, nullptr);
+  EXPECT_NE(h->evidence.find("Hottest Python frames of the main thread (100 samples in windows): train.py:57 forward, "
+                             "83.0% of main-thread samples"),
+            std::string::npos)
+      << h->evidence;
 }
 
 TEST(AdviseHost, ContentionWhenMoreThreadsAreRunnableThanCores) {

@@ -24,6 +24,7 @@
 
 #include "analyze/attribution.hpp"
 #include "trace/clock_alignment.hpp"
+#include "trace/python_stacks.hpp"
 #include "trace/trace.hpp"
 
 namespace scalescope::analyze {
@@ -415,6 +416,54 @@ struct HostStats {
   std::vector<HostIteration> iterations;   // one per iteration in the window
 };
 
+// ---- Python stacks (the Python bootstrap's sampler, python-stacks-*.json) ---
+
+// One frame where Python samples ended (the leaf), with its share.
+struct PythonHotFrame {
+  std::string where;  // "dataset.py:41 __getitem__" (the file's base name)
+  std::string file;   // the whole path, as the interpreter named it
+  int32_t line = 0;
+  std::string function;
+  int64_t samples = 0;
+  double share = 0;  // of the thread's (or the workers') samples
+  // The stack that ended here most often, outermost first:
+  // "train.py:80 main;loader.py:12 __next__;dataset.py:41 __getitem__".
+  std::string callers;
+};
+
+// One thread of the rank's process or of one of its forked workers.
+struct PythonThreadFrames {
+  uint32_t pid = 0, tid = 0;
+  std::string name;
+  bool is_main = false;  // its process's main thread
+  bool worker = false;   // of a process forked by the rank's (a DataLoader worker)
+  int64_t samples = 0;
+  std::vector<PythonHotFrame> top;  // by samples, at most PythonFrames::kTop
+};
+
+// The rank's Python stacks over its windows: wall-time samples of every
+// Python thread of the rank's process and of its forked workers.
+struct PythonFrames {
+  static constexpr size_t kTop = 5;
+  Availability availability{false, "no Python stacks (not a run directory, or none sampled)"};
+  double hz = 0;
+  int32_t processes = 0, worker_processes = 0;
+  int64_t samples = 0;  // thread samples, all processes
+  int64_t dropped = 0, truncated = 0;
+  double sampler_cpu_per_second = 0;  // the most of any of its processes
+  std::vector<std::string> problems;  // a sampler that failed: "pid 12: failed: RuntimeError: ..."
+  std::vector<PythonThreadFrames> threads;  // the rank's main thread first, then by samples
+  // Every worker process's threads together: where the workers' time went.
+  int64_t worker_samples = 0;
+  std::vector<PythonHotFrame> workers_top;
+  const PythonThreadFrames* main_thread() const;  // the rank's process's main thread, or null
+};
+
+// The rank's (hostname, pid) Python stacks and its forked workers' (ppid ==
+// pid), from the files of its run directory.
+PythonFrames summarize_python_stacks(const std::vector<trace::PythonStacks>& files, const std::string& hostname,
+                                     uint32_t pid);
+
 struct ClassTotal {
   KernelClass cls = KernelClass::kCompute;
   int64_t count = 0;
@@ -427,6 +476,7 @@ struct RankAnalysis {
   std::string label;   // file name or "rank N"
   std::string source;  // Metadata::source
   std::string hostname;
+  uint32_t pid = 0;  // the traced process's
   // From the launcher's environment (the collector's meta.extra): node id,
   // node count and Slurm's node list; -1 / "" unknown.
   int32_t world_size = -1;
@@ -445,6 +495,7 @@ struct RankAnalysis {
   IdleCover idle_cover;
   NumaStats numa;
   HostStats host;
+  PythonFrames python;  // the Python bootstrap's stacks; read by analyze_path from a run directory
   ProfilerPerturbation perturbation;
   Attribution attribution;  // GPU time by operator, module and range (attribution.hpp)
   std::array<ClassTotal, kKernelClassCount> classes{};
@@ -570,6 +621,12 @@ RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std
 // labels each "rank N (file name)".
 void number_ranks(std::vector<RankAnalysis>& ranks, const std::vector<std::string>& file_names);
 
+// When `input` is a run directory: each rank's summarize_python_stacks over
+// its python-stacks-*.json files (a file that cannot be read is a warning on
+// stderr naming it). analyze_path calls it, and so must a caller that
+// analysed the run's traces itself (the C ABI), before combining.
+void add_python_stacks(std::vector<RankAnalysis>& ranks, const std::filesystem::path& input);
+
 // Analyses every rank of a path: a .sstrace file, a .ssrun run directory, a
 // Kineto .json/.json.gz, or a directory of Kineto traces. Ranks are loaded and
 // analysed `threads` at a time (0: up to 4, fewer on small machines), and each
@@ -649,6 +706,8 @@ void to_json(nlohmann::json& j, const IdleCover& v);
 void to_json(nlohmann::json& j, const NumaStats& v);
 void to_json(nlohmann::json& j, const HostShares& v);
 void to_json(nlohmann::json& j, const HostStats& v);
+void to_json(nlohmann::json& j, const PythonHotFrame& v);
+void to_json(nlohmann::json& j, const PythonFrames& v);
 void to_json(nlohmann::json& j, const KernelSummary& v);
 void to_json(nlohmann::json& j, const AttributionRow& v);
 void to_json(nlohmann::json& j, const Attribution& v);

@@ -306,6 +306,35 @@ void to_json(json& j, const HostStats& v) {
   if (!v.stack_naming.empty()) j["stack_naming"] = v.stack_naming;
 }
 
+void to_json(json& j, const PythonHotFrame& v) {
+  j = json{{"where", v.where},       {"file", v.file},       {"line", v.line},      {"function", v.function},
+           {"samples", v.samples}, {"share", v.share}, {"callers", v.callers}};
+}
+
+void to_json(json& j, const PythonFrames& v) {
+  json threads = json::array();
+  for (const auto& t : v.threads)
+    threads.push_back({{"pid", t.pid},
+                       {"tid", t.tid},
+                       {"name", t.name},
+                       {"is_main", t.is_main},
+                       {"worker", t.worker},
+                       {"samples", t.samples},
+                       {"top", t.top}});
+  j = json{{"availability", v.availability},
+           {"hz", v.hz},
+           {"processes", v.processes},
+           {"worker_processes", v.worker_processes},
+           {"samples", v.samples},
+           {"dropped", v.dropped},
+           {"truncated", v.truncated},
+           {"sampler_cpu_per_second", v.sampler_cpu_per_second},
+           {"problems", v.problems},
+           {"threads", std::move(threads)},
+           {"worker_samples", v.worker_samples},
+           {"workers_top", v.workers_top}};
+}
+
 void to_json(json& j, const ProfilerPerturbation& v) {
   j = json{{"sampling", v.sampling}, {"measured", v.measured}, {"iterations_seen", v.seen}, {"text", v.text}};
   if (v.measured)
@@ -344,6 +373,8 @@ void to_json(json& j, const RankAnalysis& v) {
   if (!v.perturbation.sampling.empty()) j["profiler_perturbation"] = v.perturbation;
   // Only for traces with host samples (format 1.2 collector), so older outputs are unchanged.
   if (v.host.availability.available) j["host"] = v.host;
+  // Only for run directories with the Python bootstrap's stacks, so other outputs are unchanged.
+  if (v.python.availability.available) j["python_frames"] = v.python;
   if (v.steady) {
     // Where the advisor looked; its figures are the findings' evidence.
     const auto& b = v.steady->breakdown;

@@ -182,6 +182,7 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
       ranks.push_back(std::move(r));
       names.push_back(files[f].filename().string());
     }
+  add_python_stacks(ranks, path);
   // A PyTorch profiler run without CUDA activity gives a trace of host
   // operators only: every GPU table would be empty, so say why instead.
   const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });

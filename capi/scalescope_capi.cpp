@@ -310,6 +310,7 @@ analyze::RunAnalysis analyze_run(const ss_run& run, const analyze::Options& opti
   std::vector<analyze::RankAnalysis> ranks(run.ranks.size());
   trace::parallel_for(ranks.size(), trace::worker_count(0, ranks.size(), 4),
                       [&](size_t i, unsigned) { ranks[i] = analyze::analyze_rank(run.ranks[i], options); });
+  analyze::add_python_stacks(ranks, run.input);  // as analyze_path does
   return analyze::combine_files(std::move(ranks), run.files);
 }
 

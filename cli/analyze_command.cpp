@@ -21,6 +21,7 @@
 #include "cli/usage_error.hpp"
 #include "cli/load_progress.hpp"
 #include "report/node_tables.hpp"
+#include "report/python_tables.hpp"
 #include "report/run_headline.hpp"
 #include "report/table.hpp"
 #include "report/terminal.hpp"
@@ -386,6 +387,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       if (any_stacks) out.push_back(std::move(st));
     }
   }
+  for (Table& t : report::python_frame_tables(run)) out.push_back(std::move(t));
   out.push_back(report::job_table(run));
   out.push_back(report::findings_table(findings));
   return out;

@@ -74,6 +74,11 @@ void add_profile_command(CLI::App& app, int& exit_code) {
                 "do not load the Python bootstrap into the job's Python processes (by default it marks optimizer "
                 "steps for the sampled windows, records operator and module ranges inside windows, and reads ranks "
                 "and process groups from torch.distributed)");
+  cmd->add_option("--python-sampling-hz", opts->profile.python_sampling_hz,
+                  "Python stack sampling rate inside windows, in every Python process of the job and its forked "
+                  "DataLoader workers: where each thread's time went, file, line and function (0: off)")
+      ->capture_default_str()
+      ->check(number_in(kSamplingHzRange));
   // Sampled windows by iteration: the default unless --full or the user's own windows.
   auto& c = opts->profile.collector;
   auto* full = cmd->add_flag("--full", c.full,

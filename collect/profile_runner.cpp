@@ -24,6 +24,7 @@
 
 #include "scalescope_version.hpp"
 #include "trace/error.hpp"
+#include "trace/python_stacks.hpp"
 #include "trace/trace_file.hpp"
 
 extern char** environ;
@@ -117,12 +118,12 @@ namespace {
 constexpr std::string_view kPythonRecordPrefix = "python-";
 
 // Files one node of a run writes: <host>-<pid>.{sstrace,json}, run-<host>.json,
-// node-<host>.json, nvml-<host>.rank, python-<host>-<pid>.json (and their
-// .tmp while written).
+// node-<host>.json, nvml-<host>.rank, python-<host>-<pid>.json,
+// python-stacks-<host>-<pid>.json (and their .tmp while written).
 bool written_by_host(const fs::path& p, const std::string& host) {
   const std::string name = p.filename().string();
-  for (const std::string& prefix :
-       {host + "-", "run-" + host + ".", "node-" + host + ".", "nvml-" + host + ".", "python-" + host + "-"})
+  for (const std::string& prefix : {host + "-", "run-" + host + ".", "node-" + host + ".", "nvml-" + host + ".",
+                                    "python-" + host + "-", std::string(trace::kPythonStacksPrefix) + host + "-"})
     if (name.starts_with(prefix)) return true;
   return false;
 }
@@ -272,6 +273,7 @@ std::vector<PythonRecord> read_python_records(const fs::path& run_dir, const std
   for (const auto& e : fs::directory_iterator(run_dir, ec)) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() == ".json" && name.starts_with(kPythonRecordPrefix) &&
+        !name.starts_with(trace::kPythonStacksPrefix) &&
         (only_host.empty() || name.starts_with(std::string(kPythonRecordPrefix) + only_host + "-")))
       files.push_back(e.path());
   }
@@ -300,7 +302,8 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
   for (const auto& p : files) {
     if (p.extension() != ".json" || p.filename() == "run.json") continue;
     if (p.filename().string().starts_with(trace::kManifestPrefix)) continue;  // run manifests, not process summaries
-    if (p.filename().string().starts_with(kPythonRecordPrefix)) continue;     // the Python bootstrap's records
+    // The Python bootstrap's records and its stacks (python-stacks-*).
+    if (p.filename().string().starts_with(kPythonRecordPrefix)) continue;
     if (!only_host.empty() && !p.filename().string().starts_with(only_host + "-")) continue;
     std::ifstream in(p);
     auto j = nlohmann::json::parse(in, nullptr, false);
@@ -407,6 +410,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
     if (!bootstrap.empty()) {
       auto it = env.find("PYTHONPATH");
       env["PYTHONPATH"] = it == env.end() || it->second.empty() ? bootstrap : bootstrap + ":" + it->second;
+      env["SCALESCOPE_PYTHON_SAMPLING_HZ"] = fmt::format("{:g}", options.python_sampling_hz);
     }
   }
   if (std::string dir = cupti_dir_if_needed(collector); !dir.empty()) {
@@ -437,6 +441,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   run["exit_code"] = nullptr;
   run["options"] = options_json(co);
   run["python_bootstrap"] = !options.python ? "off (--no-python)" : bootstrap.empty() ? "not found" : bootstrap;
+  if (options.python && !bootstrap.empty()) run["python_sampling_hz"] = options.python_sampling_hz;
   run["host"] = host_json(detect_node(own_env));
   // One `profile` per node (srun -N4 scalescope profile ...): a run file per
   // node, so that none overwrites another's.

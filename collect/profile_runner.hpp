@@ -30,6 +30,9 @@ struct ProfileOptions {
   // job's PYTHONPATH unless --no-python. Empty: find_python_bootstrap().
   bool python = true;
   std::string python_bootstrap;
+  // The bootstrap's Python stack sampler inside windows
+  // (SCALESCOPE_PYTHON_SAMPLING_HZ in the job's environment); 0 = off.
+  double python_sampling_hz = 100;
 };
 
 struct ProcessSummary {

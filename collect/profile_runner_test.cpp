@@ -240,7 +240,12 @@ TEST_F(CollectProfile, PythonRecordsGoIntoRunJsonAndTheLog) {
       "\"distributed\":{\"rank\":3,\"local_rank\":1,\"world_size\":4}}' > python-h-100.json && "
       "printf '{\"kind\":\"scalescope python bootstrap\",\"pid\":300,\"hostname\":\"h\",\"torch\":\"not installed\","
       "\"hooks\":{}}' > python-h-300.json && echo '{torn' > python-h-400.json && "
-      "echo '{\"kind\":\"scalescope python bootstrap\",\"pid\":\"five\"}' > python-h-500.json";
+      "echo '{\"kind\":\"scalescope python bootstrap\",\"pid\":\"five\"}' > python-h-500.json && "
+      // The bootstrap's Python stacks: neither records nor process summaries.
+      "printf '{\"kind\":\"scalescope python stacks\",\"format\":1,\"pid\":100,\"ppid\":1,\"hostname\":\"h\","
+      "\"status\":\"ok\",\"trace_file\":\"h-100.sstrace\",\"stacks\":[]}' > python-stacks-h-100.json && "
+      "printf '{\"kind\":\"scalescope python bootstrap\",\"pid\":600,\"hostname\":\"h\",\"hooks\":{}}' "
+      "> python-stacks-h-600.json";
   auto o = options("rec", script);
   o.python_bootstrap = boot.string();
   std::string log;
@@ -259,6 +264,22 @@ TEST_F(CollectProfile, PythonRecordsGoIntoRunJsonAndTheLog) {
   EXPECT_NE(log.find("pid 100 (Python): module_ranges failed: RuntimeError"), std::string::npos) << log;
   EXPECT_NE(log.find("pid 200: a Python process without the bootstrap"), std::string::npos) << log;
   EXPECT_EQ(log.find("pid 100: a Python process without"), std::string::npos) << log;
+  EXPECT_TRUE(j["incomplete_traces"].empty()) << j.dump();
+}
+
+// The Python stack sampler's rate reaches the job's environment and run.json.
+TEST_F(CollectProfile, PythonSamplingRateGoesToTheJob) {
+  const fs::path boot = dir_ / "boot";
+  fs::create_directories(boot);
+  auto o = options("hz", "echo \"$SCALESCOPE_PYTHON_SAMPLING_HZ\" > \"$SCALESCOPE_RUN_DIR/hz.txt\"");
+  o.python_bootstrap = boot.string();
+  o.python_sampling_hz = 250;
+  EXPECT_EQ(run_in_child(o), 0);
+  std::ifstream in(dir_ / "hz.ssrun" / "hz.txt");
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "250");
+  EXPECT_EQ(run_json("hz")["python_sampling_hz"], 250);
 }
 
 TEST_F(CollectProfile, RefusesANonEmptyRunDirUnlessForced) {
@@ -404,6 +425,27 @@ TEST(CollectProfileDir, Names) {
     RunDirClaim held((base / "z").string(), false);
     EXPECT_THROW(RunDirClaim((base / "z").string(), true), Error);
   }
+  fs::remove_all(base);
+}
+
+// One node's `profile --force` into a shared run directory removes that
+// node's Python stacks files with its other files, and no other node's.
+TEST(CollectProfileDir, ANodesPythonStacksAreItsOwnFiles) {
+  auto base = fs::temp_directory_path() / ("scalescope-node-files-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  const fs::path dir = base / "run.ssrun";
+  fs::create_directories(dir);
+  std::ofstream(dir / "python-stacks-n1-10.json") << "{}";
+  std::ofstream(dir / "python-stacks-n2-20.json") << "{}";
+  try {
+    RunDirClaim refused(dir.string(), false, "n1");
+    ADD_FAILURE() << "n1's stacks file did not count as n1's";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("python-stacks-n1-10.json"), std::string::npos) << e.what();
+  }
+  { RunDirClaim forced(dir.string(), true, "n1"); }
+  EXPECT_FALSE(fs::exists(dir / "python-stacks-n1-10.json"));
+  EXPECT_TRUE(fs::exists(dir / "python-stacks-n2-20.json"));
   fs::remove_all(base);
 }
 

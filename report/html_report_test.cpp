@@ -22,6 +22,7 @@
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
 #include "report/node_tables.hpp"
+#include "report/python_tables.hpp"
 #include "trace/synthetic_trace.hpp"
 #endif
 
@@ -462,6 +463,40 @@ TEST(ReportHtml, NodeSectionOfTracesWithoutHostNames) {
   const std::string text = nodes->dump();
   EXPECT_EQ(text.find("every rank ran on one host"), std::string::npos);
   EXPECT_NE(text.find("the traces do not name their hosts"), std::string::npos);
+}
+
+// The Python bootstrap's stacks of a run directory: the host view shows the
+// table `analyze` prints (one formatter, report/python_tables.hpp), the
+// worker's hottest frame named.
+TEST(ReportHtml, PythonFramesOfARunDirectory) {
+  TempDir d;
+  const fs::path run = d.path / "py.ssrun";
+  fs::create_directories(run);
+  trace::SyntheticOptions o;
+  o.events = 5'000;
+  trace::Trace t = trace::make_synthetic_trace(o);
+  t.meta.hostname = "h";
+  t.meta.pid = 100;
+  trace::write_trace(run / "h-100.sstrace", t);
+  std::ofstream(run / "python-stacks-h-201.json")
+      << R"({"kind":"scalescope python stacks","format":1,"pid":201,"ppid":100,"hostname":"h","hz":100,)"
+         R"("state":"on in windows","samples":10,"thread_samples":10,"dropped":0,"truncated":0,"window_seconds":0.1,)"
+         R"("sampler_cpu_per_second":0.001,"threads":[{"id":201,"name":"MainThread","main":true}],)"
+         R"("stacks":[{"thread":201,"samples":10,"frames":[["/job/dataset.py",41,"__getitem__"]]}]})";
+  HtmlReport r({.max_timeline_events = 200, .max_counter_points = 20, .quiet = true});
+  r.add_input(run);
+  const json doc = json::parse(r.document_json());
+  const json* shown = nullptr;
+  for (const auto& section : doc["sections"])
+    if (const json* t = find_table(section, "Python frames")) shown = t;
+  ASSERT_NE(shown, nullptr);
+  const std::vector<Table> cli = python_frame_tables(analyze::analyze_path(run, analyze::Options{}));
+  ASSERT_EQ(cli.size(), 1u);
+  EXPECT_EQ((*shown)["title"], cli[0].title());
+  ASSERT_EQ((*shown)["rows"].size(), 1u);
+  EXPECT_EQ((*shown)["rows"][0][column_of(*shown, "where")], "dataset.py:41 __getitem__");
+  EXPECT_EQ((*shown)["rows"][0][column_of(*shown, "process")], "worker");
+  EXPECT_EQ((*shown).value("notes", json()), json::parse(cli[0].to_json()).value("notes", json()));
 }
 
 TEST(ReportHtml, PerNodeSectionOfATwoHostRun) {

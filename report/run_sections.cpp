@@ -20,6 +20,7 @@
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
 #include "report/node_tables.hpp"
+#include "report/python_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 #include "trace/clock_alignment.hpp"
@@ -886,6 +887,7 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   Json attribution = attribution_blocks(ranks);
   Json perturbation = perturbation_blocks(ranks);
   Json host = host_blocks(ranks);
+  for (const Table& t : python_frame_tables(run)) host.push_back(table_block(t, {}));
   for (const auto& f : advise::advise(run)) {
     Json j = f;  // advise::to_json: the page shows what `analyze --json` gives, cause links included
     for (size_t k = 0; k < f.figures.size(); ++k) j["figures"][k]["text"] = advise::format_figure(f.figures[k]);

@@ -174,3 +174,27 @@ def test_attribution_equals_cli_json(cli, path):
         ops = rows_of(a.operators, r["rank"]) or rows_of(a.ranges, r["rank"])
         assert ops[0]["gpu_ns"] == max(o["gpu_ns"] for o in ops)
     assert checked > 100
+
+
+def test_python_frames_of_a_run_directory_as_the_cli(cli, tmp_path):
+    """A run directory with the Python bootstrap's stacks: the rank gets its
+    python_frames through the C ABI exactly as `scalescope analyze --json`."""
+    import json as _json
+    import shutil
+
+    run = tmp_path / "py.ssrun"
+    shutil.copytree(STUDY_RUNS[1], run)
+    pid = max(int(p.stem.split("-")[-1]) for p in run.glob("*.sstrace"))
+    host = next(run.glob("*.sstrace")).stem.rsplit("-", 1)[0]
+    stacks = {"kind": "scalescope python stacks", "format": 1, "pid": pid + 1000, "ppid": pid, "hostname": host,
+              "hz": 100, "state": "on in windows", "samples": 10, "thread_samples": 10, "dropped": 0,
+              "truncated": 0, "window_seconds": 0.1, "sampler_cpu_per_second": 0.001,
+              "threads": [{"id": pid + 1000, "name": "MainThread", "main": True}],
+              "stacks": [{"thread": pid + 1000, "samples": 10, "frames": [["/job/dataset.py", 41, "__getitem__"]]}]}
+    (run / ("python-stacks-%s-%d.json" % (host, pid + 1000))).write_text(_json.dumps(stacks))
+    expected = cli("analyze", run, "--json")
+    a = scalescope.open(run).analyze()
+    with_frames = [r for r in a.json["analysis"]["ranks"] if "python_frames" in r]
+    assert len(with_frames) == 1
+    assert with_frames[0]["python_frames"]["workers_top"][0]["where"] == "dataset.py:41 __getitem__"
+    assert a.json["analysis"] == expected["analysis"]

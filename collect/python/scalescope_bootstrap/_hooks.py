@@ -12,6 +12,8 @@
   module ranges (_ranges.py) follow it.
 - torch.distributed: rank and process groups read at the first step mark,
   when a window opens and at exit (_identity.py).
+- Python stacks: sampled while a window is open (_pystacks.py); the step
+  hook sets the window flag its forked DataLoader workers share.
 
 Every hook catches its own exceptions: the first one turns that hook off
 and is written to the record; the job never sees it.
@@ -67,11 +69,12 @@ class Collector:
 class StepMarks:
     """The global optimizer step post-hook and what it drives."""
 
-    def __init__(self, torch, record, collector, ranges):
+    def __init__(self, torch, record, collector, ranges, stacks=None):
         self.torch = torch
         self.record = record
         self.collector = collector
         self.ranges = ranges
+        self.stacks = stacks  # the Python stack sampler, or None
         self.stepper = None  # weak reference to the optimizer that marks steps
         self.steps = 0
         self.window = False
@@ -98,6 +101,8 @@ class StepMarks:
             window = answer == 1
             if window != self.window:
                 self.window = window
+                if self.stacks is not None:
+                    self.stacks.window(window)
                 if window:
                     self.record.data["windows_opened"] += 1
                     self.ranges.on()
@@ -112,6 +117,8 @@ class StepMarks:
             self.record.hook("optimizer_steps", "failed: %s" % type(e).__name__)
             try:
                 self.ranges.off()
+                if self.stacks is not None:
+                    self.stacks.window(False)
             except Exception:
                 pass
 
@@ -120,7 +127,10 @@ def install(torch, record):
     record.set("torch", str(getattr(torch, "__version__", "unknown version")))
     from . import _ranges
 
+    from . import _pystacks
+
     ranges = _ranges.Ranges(torch, record)
+    stacks = _pystacks.install(record)  # before the job forks its DataLoader workers
     try:
         from torch.optim.optimizer import register_optimizer_step_post_hook
     except Exception:
@@ -129,7 +139,7 @@ def install(torch, record):
         record.hook("optimizer_steps", "missing: torch.optim has no global step hook (torch < 2.0)")
     else:
         try:
-            marks = StepMarks(torch, record, Collector(record), ranges)
+            marks = StepMarks(torch, record, Collector(record), ranges, stacks)
             register_optimizer_step_post_hook(marks)
             record.hook("optimizer_steps", "on")
         except Exception as e:

@@ -42,10 +42,12 @@ class Job:
         self.rc = proc.returncode
         self.out = proc.stdout
         self.err = proc.stderr
-        self.records = []
+        self.records = []  # python-<host>-<pid>.json
+        self.stacks = []  # python-stacks-<host>-<pid>.json
         for path in sorted(glob.glob(os.path.join(run_dir, "python-*.json"))):
             with open(path) as f:
-                self.records.append(json.load(f))
+                got = json.load(f)
+            (self.stacks if os.path.basename(path).startswith("python-stacks-") else self.records).append(got)
 
     @property
     def record(self):
@@ -361,6 +363,159 @@ class Identity(BootstrapCase):
         self.assertNotIn("distributed", job.record)
 
 
+# A DataLoader-like job: the window opens at the first step mark, a worker
+# forked as DataLoader forks them reads items of a dataset whose one hot line
+# is known, the parent waits for it, then the window closes.
+TOY_DATASET = """
+import time
+
+
+class ToyDataset:
+    def __getitem__(self, i):
+        end = time.perf_counter() + 0.002
+        while time.perf_counter() < end: pass  # the hot line: 8
+        return i
+"""
+
+FORKED_WORKER = STUB_COLLECTOR + """
+import multiprocessing, time
+from toy_dataset import ToyDataset
+
+def worker_loop(seconds):
+    data, end = ToyDataset(), time.monotonic() + seconds
+    while time.monotonic() < end:
+        data[0]
+
+opt = torch.optim.SGD([])
+opt.step()  # the window opens
+worker = multiprocessing.get_context("fork").Process(target=worker_loop, args=(1.5,))
+worker.start()
+worker.join()
+opt.step(); opt.step()  # the window closes
+print("worker", worker.pid, "exit", worker.exitcode)
+"""
+
+
+class PythonStacks(BootstrapCase):
+    def dataset_path(self):
+        with open(os.path.join(self.dir, "toy_dataset.py"), "w") as f:
+            f.write(TOY_DATASET)
+        return [self.dir]
+
+    def test_a_forked_worker_names_its_hot_line(self):
+        job = self.run_python(FORKED_WORKER, extra_path=self.dataset_path(), env={"WINDOW_AFTER": "1"})
+        self.assertEqual(job.rc, 0, job.err)
+        self.assertEqual(job.err, "")
+        parent = job.record
+        self.assertEqual(parent["hooks"]["python_stacks"], "on in windows")
+        worker_pid = int(job.out.split()[1])
+        by_pid = {s["pid"]: s for s in job.stacks}
+        self.assertIn(worker_pid, by_pid, job.stacks)
+        worker = by_pid[worker_pid]
+        self.assertEqual(worker["kind"], "scalescope python stacks")
+        self.assertEqual(worker["ppid"], parent["pid"])
+        self.assertEqual(worker["hz"], 100.0)
+        self.assertEqual(worker["state"], "on in windows")
+        self.assertEqual(worker["errors"], [])
+        self.assertGreaterEqual(worker["samples"], 5, worker)
+        self.assertGreater(worker["sampler_cpu_ns"], 0)
+        self.assertGreater(worker["window_seconds"], 0.5)
+        main = [t for t in worker["threads"] if t["main"]]
+        self.assertEqual(len(main), 1, worker["threads"])
+        self.assertEqual(main[0]["id"], worker_pid)  # a forked process's main thread: its pid
+        leaves = {}
+        for st in worker["stacks"]:
+            f, line, fn = st["frames"][0]
+            key = "%s:%d %s" % (os.path.basename(f), line, fn)
+            leaves[key] = leaves.get(key, 0) + st["samples"]
+        hottest = max(leaves, key=leaves.get)
+        self.assertEqual(hottest, "toy_dataset.py:8 __getitem__", leaves)
+        self.assertGreater(leaves[hottest] / sum(leaves.values()), 0.5, leaves)
+        callers = [fr[2] for fr in worker["stacks"][0]["frames"]]
+        self.assertIn("worker_loop", callers)
+        # The parent sampled its own main thread, waiting for the worker.
+        self.assertIn(parent["pid"], by_pid)
+        self.assertEqual(by_pid[parent["pid"]]["ppid"], os.getpid())
+
+    def test_no_window_no_samples(self):
+        job = self.run_python(FORKED_WORKER, extra_path=self.dataset_path(), env={"WINDOW_AFTER": ""})
+        self.assertEqual((job.rc, job.err), (0, ""))
+        self.assertEqual(job.record["hooks"]["python_stacks"], "on in windows")
+        self.assertEqual(job.stacks, [])
+
+    def test_a_window_too_short_to_sample_still_leaves_the_file(self):
+        code = STUB_COLLECTOR + textwrap.dedent("""
+        opt = torch.optim.SGD([])
+        for _ in range(3): opt.step()  # a window of one short step
+        """)
+        job = self.run_python(code, env={"WINDOW_AFTER": "1", "SCALESCOPE_PYTHON_SAMPLING_HZ": "0.5"})
+        self.assertEqual((job.rc, job.err), (0, ""))
+        self.assertEqual(len(job.stacks), 1, job.stacks)
+        self.assertEqual((job.stacks[0]["samples"], job.stacks[0]["hz"]), (0, 0.5))
+
+    def test_off_at_rate_zero_and_a_bad_rate_is_recorded(self):
+        code = STUB_COLLECTOR + textwrap.dedent("""
+        import threading
+        opt = torch.optim.SGD([])
+        for _ in range(3): opt.step()
+        print(sorted(t.name for t in threading.enumerate()))
+        """)
+        off = self.run_python(code, env={"WINDOW_AFTER": "1,2", "SCALESCOPE_PYTHON_SAMPLING_HZ": "0"})
+        self.assertEqual((off.rc, off.out, off.err), (0, "['MainThread']\n", ""))
+        self.assertEqual(off.record["hooks"]["python_stacks"], "off")
+        self.assertEqual(off.stacks, [])
+        bad = self.run_python(code, env={"WINDOW_AFTER": "1,2", "SCALESCOPE_PYTHON_SAMPLING_HZ": "fast"})
+        self.assertEqual((bad.rc, bad.out, bad.err), (0, "['MainThread']\n", ""))
+        self.assertEqual(bad.record["hooks"]["python_stacks"], "failed: ValueError")
+        self.assertEqual(bad.record["steps_marked"], 3)
+
+    def test_an_error_while_sampling_turns_it_off_and_is_recorded(self):
+        code = STUB_COLLECTOR + textwrap.dedent("""
+        import sys, time
+        def broken():
+            raise RuntimeError("frames unavailable")
+        opt = torch.optim.SGD([])
+        opt.step()  # the window opens
+        time.sleep(0.2)
+        sys._current_frames = broken
+        time.sleep(0.3)
+        opt.step(); opt.step()
+        print("trained")
+        """)
+        job = self.run_python(code, env={"WINDOW_AFTER": "1,2"})
+        self.assertEqual((job.rc, job.out, job.err), (0, "trained\n", ""))
+        self.assertEqual(len(job.stacks), 1, job.stacks)
+        st = job.stacks[0]
+        self.assertEqual(st["state"], "failed: RuntimeError: frames unavailable")
+        self.assertEqual(st["errors"], ["sampling: RuntimeError: frames unavailable"])
+        self.assertGreater(st["samples"], 0)  # what was taken before stays
+
+    def test_memory_is_bounded(self):
+        code = STUB_COLLECTOR + textwrap.dedent("""
+        import time
+        from scalescope_bootstrap import _pystacks
+        _pystacks.MAX_STACKS, _pystacks.MAX_DEPTH = 6, 8
+        def down(n, leaf):
+            return down(n - 1, leaf) if n else leaf(time.perf_counter() + 0.03)
+        # 40 leaf functions, each in a file of its own: 40 distinct stacks, 20 frames deep.
+        leaves = [eval(compile("lambda end: [0 for _ in iter(lambda: time.perf_counter() < end, False)]",
+                               "leaf%d.py" % k, "eval")) for k in range(40)]
+        opt = torch.optim.SGD([])
+        opt.step()
+        for leaf in leaves:
+            down(20, leaf)
+        opt.step(); opt.step()
+        """)
+        job = self.run_python(code, env={"WINDOW_AFTER": "1"})
+        self.assertEqual((job.rc, job.err), (0, ""))
+        st = job.stacks[0]
+        self.assertLessEqual(len(st["stacks"]), 6)
+        self.assertTrue(all(len(s["frames"]) <= 8 for s in st["stacks"]), st["stacks"])
+        self.assertGreater(st["dropped"], 0, st)
+        self.assertGreater(st["truncated"], 0, st)
+        self.assertEqual(sum(s["samples"] for s in st["stacks"]) + st["dropped"], st["thread_samples"])
+
+
 class StepMarkCost(BootstrapCase):
     def test_cost_of_a_step_mark_outside_windows(self):
         """The hook's own time per step, with a collector answering 0 at once
@@ -452,6 +607,19 @@ class UnderProfile(BootstrapCase):
         modules = {r["name"] for r in att["ranges"] if r["kind"] == "module"}
         for name in ("nn.Module: Net", "nn.Module: encoder", "nn.Module: encoder.0", "nn.Module: head"):
             self.assertIn(name, modules)
+
+        # Python stacks, sampled inside the window: the rank's own file, read
+        # back by analyze for that rank.
+        self.assertEqual(run["python_sampling_hz"], 100)
+        stacks = glob.glob(os.path.join(run_dir, "python-stacks-*-%d.json" % traced[0]["pid"]))
+        self.assertEqual(len(stacks), 1, os.listdir(run_dir))
+        frames = ranks[0]["python_frames"]
+        self.assertEqual((frames["processes"], frames["worker_processes"], frames["hz"]), (1, 0, 100))
+        self.assertEqual(frames["problems"], [])
+        if frames["samples"] > 0:  # a window of about 20 short steps: a few samples on a loaded machine
+            main = frames["threads"][0]
+            self.assertTrue(main["is_main"], frames)
+            self.assertTrue(any("train_loop.py" in f["callers"] for f in main["top"]), main)
 
     def test_no_python_leaves_the_job_alone(self):
         run_dir, run, log = self.profile("--no-python")
