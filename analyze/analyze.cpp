@@ -168,6 +168,8 @@ void detail::describe_rank(const trace::Trace& t, bool gpu_activity, RankAnalysi
   r.label = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : std::string("rank ?");
   r.source = t.meta.source;
   r.hostname = t.meta.hostname;
+  r.pid = t.meta.pid;
+  r.process_groups = t.meta.process_groups;
   r.world_size = t.meta.world_size;
   auto extra_int = [&](const char* key) {
     auto it = t.meta.extra.find(key);
