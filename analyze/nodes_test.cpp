@@ -120,6 +120,7 @@ TEST(Nodes, CommunicatorsNamedByTheirProcessGroup) {
   std::vector<RankAnalysis> ranks;
   for (int32_t r = 0; r < 4; ++r) {
     ranks.push_back(rank_on(r, "a", 0, 0));
+    ranks.back().node_count = ranks.back().world_size = -1;
     ranks.back().collectives.push_back(
         {trace::kNoString, "0xpair" + std::to_string(r / 2), trace::NcclOp::kBroadcast, 0, kT0, kT0 + 1'000});
     ranks.back().process_groups = {group("0", "default_pg", {0, 1, 2, 3}), group("1", "", {0, 1}),

@@ -95,31 +95,37 @@ std::vector<Table> node_tables(const analyze::RunAnalysis& run) {
     out.push_back(std::move(t));
   }
   if (n.availability.available || groups_known) {
-    Table t("Communicators: process groups, intra-node (one host) against inter-node (several hosts)",
-            cols({{"communicator", 0},
-                  {"process_group", 0},
-                  {"group_ranks", 0},
-                  {"scope", 0},
-                  {"ranks", 0},
-                  {"hosts", 0},
-                  {"collectives", 0},
-                  {"time_ns", 0}}));
-    for (const auto& c : n.communicators)
-      t.add_row({c.name.empty() ? std::string("(from kernel names)") : c.name,
-                 c.group.empty() ? std::string("?") : c.group,
-                 c.group.empty() ? Cell{} : Cell{rank_ranges(c.group_ranks)},
-                 std::string(c.inter_node ? "inter-node" : "intra-node"), int64_t{c.ranks}, int64_t{c.hosts},
-                 c.collectives, ns(c.time_ns)});
+    // The process group column only where some group is known: a run
+    // without torch.distributed's groups keeps the narrower table.
+    std::vector<Column> spec = cols({{"communicator", 0},
+                                     {"process_group", 0},
+                                     {"scope", 0, 1},
+                                     {"ranks", 0},
+                                     {"hosts", 0, 1},
+                                     {"collectives", 0},
+                                     {"time_ns", 0}});
+    if (!groups_known) spec.erase(spec.begin() + 1);
+    Table t(groups_known ? "Communicators and their process groups"
+                         : "Communicators: intra-node (one host) against inter-node (several hosts)",
+            std::move(spec));
+    for (const auto& c : n.communicators) {
+      std::vector<Cell> row = {c.name.empty() ? std::string("(from kernel names)") : c.name};
+      if (groups_known)
+        row.push_back(c.group.empty() ? std::string("?") : fmt::format("{} ({})", c.group, rank_ranges(c.group_ranks)));
+      for (Cell cell : std::initializer_list<Cell>{std::string(c.inter_node ? "inter-node" : "intra-node"),
+                                                   int64_t{c.ranks}, int64_t{c.hosts}, c.collectives, ns(c.time_ns)})
+        row.push_back(std::move(cell));
+      t.add_row(std::move(row));
+    }
     if (groups_known)
-      t.add_note(
-          "process group: torch.distributed's, by its description (default_pg is the world) or name; ranks: the "
-          "ranks whose traces hold the communicator");
-    else
-      t.add_note("process group ?: no trace names torch.distributed's groups (profile a Python job with its "
-                 "bootstrap on, or a PyTorch-profiler trace of PyTorch 2.2+)");
-    t.add_note(fmt::format("intra-node: {} collectives, {}; inter-node: {} collectives, {} (kernel time over ranks)",
-                           n.intra_node_collectives, report::format_duration_ns(static_cast<double>(n.intra_node_ns)),
-                           n.inter_node_collectives, report::format_duration_ns(static_cast<double>(n.inter_node_ns))));
+      t.add_note("process group: torch.distributed's (default_pg is the world), with its ranks; ranks: those whose "
+                 "traces hold the communicator");
+    if (n.availability.available)
+      t.add_note(fmt::format("intra-node: {} collectives, {}; inter-node: {} collectives, {} (kernel time over ranks)",
+                             n.intra_node_collectives,
+                             report::format_duration_ns(static_cast<double>(n.intra_node_ns)),
+                             n.inter_node_collectives,
+                             report::format_duration_ns(static_cast<double>(n.inter_node_ns))));
     out.push_back(std::move(t));
   }
   return out;
