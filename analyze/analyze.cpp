@@ -169,6 +169,7 @@ void detail::describe_rank(const trace::Trace& t, bool gpu_activity, RankAnalysi
   r.source = t.meta.source;
   r.hostname = t.meta.hostname;
   r.pid = t.meta.pid;
+  r.process_groups = t.meta.process_groups;
   r.world_size = t.meta.world_size;
   auto extra_int = [&](const char* key) {
     auto it = t.meta.extra.find(key);

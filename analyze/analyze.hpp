@@ -477,6 +477,7 @@ struct RankAnalysis {
   std::string source;  // Metadata::source
   std::string hostname;
   uint32_t pid = 0;  // the traced process's
+  std::vector<trace::ProcessGroup> process_groups;  // torch.distributed's, where the trace or run knows them
   // From the launcher's environment (the collector's meta.extra): node id,
   // node count and Slurm's node list; -1 / "" unknown.
   int32_t world_size = -1;
@@ -564,6 +565,10 @@ struct NodeSummary {
 // One communicator: does it span hosts (inter-node) or not (intra-node)?
 struct CommunicatorSummary {
   std::string name;  // "" for collectives known only by their kernels
+  // The process group it serves (process_group_of): "" when no rank's trace
+  // or run names one. group: its description ("default_pg") or else its name.
+  std::string group, group_name, backend;
+  std::vector<int32_t> group_ranks;
   int32_t ranks = 0, hosts = 0;
   bool inter_node = false;
   int64_t collectives = 0;  // distinct collectives seen

@@ -425,6 +425,10 @@ void to_json(json& j, const NodeStats& v) {
   json comms = json::array();
   for (const auto& c : v.communicators)
     comms.push_back({{"name", c.name},
+                     {"group", c.group},
+                     {"group_name", c.group_name},
+                     {"group_ranks", c.group_ranks},
+                     {"backend", c.backend},
                      {"ranks", c.ranks},
                      {"hosts", c.hosts},
                      {"inter_node", c.inter_node},

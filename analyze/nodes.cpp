@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analyze/analyze.hpp"
 #include "trace/error.hpp"
@@ -50,7 +51,50 @@ void expand_ranges(std::string_view prefix, std::string_view ranges, std::string
   }
 }
 
-// Time collectives took per communicator, and the hosts each one spans.
+std::string group_label(const trace::ProcessGroup& g) {
+  return g.description.empty() || g.description == g.name ? fmt::format("group {}", g.name) : g.description;
+}
+
+// The process group a communicator serves. A PyTorch-profiler trace names its
+// communicators by torch's group name; a collector trace by NCCL's
+// communicator hash, which torch does not expose: there, the group whose
+// ranks are exactly the ranks seen in the communicator, or, when some ranks
+// left no trace, the one smallest group that holds them all. Groups with the
+// same ranks (a user's group over the whole world) are named together.
+void name_group(const std::string& name, const std::set<int32_t>& seen,
+                const std::vector<const trace::ProcessGroup*>& groups, CommunicatorSummary& s) {
+  std::vector<const trace::ProcessGroup*> match;
+  for (const auto* g : groups)
+    if (g->name == name) match = {g};
+  if (match.empty() && !name.empty() && !seen.empty()) {
+    auto holds_all = [&](const trace::ProcessGroup& g) {
+      return std::includes(g.ranks.begin(), g.ranks.end(), seen.begin(), seen.end());
+    };
+    for (const auto* g : groups)
+      if (g->ranks.size() == seen.size() && holds_all(*g)) match.push_back(g);
+    if (match.empty()) {
+      size_t smallest = SIZE_MAX;
+      for (const auto* g : groups)
+        if (holds_all(*g)) smallest = std::min(smallest, g->ranks.size());
+      for (const auto* g : groups)
+        if (g->ranks.size() == smallest && holds_all(*g)) match.push_back(g);
+      if (match.size() > 1) match.clear();  // two groups could hold them: no guess
+    }
+  }
+  if (match.empty()) return;
+  std::vector<std::string> labels, names;
+  for (const auto* g : match) {
+    labels.push_back(group_label(*g));
+    names.push_back(g->name);
+  }
+  s.group = fmt::format("{}", fmt::join(labels, " = "));
+  s.group_name = fmt::format("{}", fmt::join(names, ","));
+  s.backend = match.front()->backend;
+  s.group_ranks = match.front()->ranks;
+}
+
+// Time collectives took per communicator, the hosts each one spans, and the
+// process group it serves.
 void add_communicators(const std::vector<RankAnalysis>& ranks, NodeStats& st) {
   struct Comm {
     std::set<size_t> ranks;
@@ -68,9 +112,18 @@ void add_communicators(const std::vector<RankAnalysis>& ranks, NodeStats& st) {
       m.time_ns += std::max<int64_t>(0, c.end_unix_ns - c.arrival_unix_ns);
     }
   }
+  // Every group any rank knows, once.
+  std::vector<const trace::ProcessGroup*> groups;
+  for (const RankAnalysis& r : ranks)
+    for (const trace::ProcessGroup& g : r.process_groups)
+      if (std::none_of(groups.begin(), groups.end(), [&](const auto* h) { return *h == g; })) groups.push_back(&g);
   for (auto& [name, m] : comms) {
     CommunicatorSummary s;
     s.name = name;
+    std::set<int32_t> seen;
+    for (size_t ri : m.ranks)
+      if (ranks[ri].rank >= 0) seen.insert(ranks[ri].rank);
+    name_group(name, seen, groups, s);
     s.ranks = static_cast<int32_t>(m.ranks.size());
     s.hosts = static_cast<int32_t>(m.hosts.size());
     s.inter_node = m.hosts.size() > 1;

@@ -1,3 +1,5 @@
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "analyze/analyze.hpp"
@@ -117,6 +119,69 @@ TEST(Nodes, SlurmHostlists) {
             (std::vector<std::string>{"node098", "node099", "node100", "node101"}));
   for (const char* bad : {"gpu[01-", "gpu]", "gpu[3-1]", "gpu[a-b]", "a,,b", "x[0-99999999]", "gpu[[1]]"})
     EXPECT_THROW(expand_slurm_hostlist(bad), Error) << bad;
+}
+
+
+trace::ProcessGroup group(std::string name, std::string description, std::vector<int32_t> ranks) {
+  return {std::move(name), std::move(description), "nccl", std::move(ranks)};
+}
+
+TEST(Nodes, CommunicatorsNamedByTheirProcessGroup) {
+  // Four ranks on one host. Their traces name communicators by NCCL's hash
+  // ("world" over all four, "local-a" over all four too here) and the
+  // bootstrap gave each rank torch.distributed's groups.
+  std::vector<RankAnalysis> ranks;
+  for (int32_t r = 0; r < 4; ++r) {
+    ranks.push_back(rank_on(r, "a", 0, 0));
+    ranks.back().node_count = ranks.back().world_size = -1;
+    ranks.back().collectives.push_back(
+        {trace::kNoString, "0xpair" + std::to_string(r / 2), trace::NcclOp::kBroadcast, 0, kT0, kT0 + 1'000});
+    ranks.back().process_groups = {group("0", "default_pg", {0, 1, 2, 3}), group("1", "", {0, 1}),
+                                   group("2", "pipeline", {2, 3})};
+  }
+  RunAnalysis run = combine(ranks);
+  EXPECT_FALSE(run.nodes.availability.available);  // one host: no node table, but the groups are named
+  std::map<std::string, const CommunicatorSummary*> by_name;
+  for (const auto& c : run.nodes.communicators) by_name[c.name] = &c;
+  ASSERT_EQ(by_name.size(), 4u);
+  EXPECT_EQ(by_name["0xpair0"]->group, "group 1");
+  EXPECT_EQ(by_name["0xpair0"]->group_ranks, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(by_name["0xpair1"]->group, "pipeline");
+  EXPECT_EQ(by_name["0xpair1"]->group_name, "2");
+  EXPECT_EQ(by_name["0xpair1"]->backend, "nccl");
+  EXPECT_EQ(by_name["world"]->group, "default_pg");
+  EXPECT_EQ(by_name["local-a"]->group, "default_pg");
+
+  // Rank 3 left no trace: the one smallest group holding ranks 0-2 is the
+  // world; rank 2 alone in its pair could be in "pipeline" or the world: the
+  // smallest is "pipeline".
+  ranks.pop_back();
+  run = combine(ranks);
+  by_name.clear();
+  for (const auto& c : run.nodes.communicators) by_name[c.name] = &c;
+  EXPECT_EQ(by_name["world"]->group, "default_pg");
+  EXPECT_EQ(by_name["0xpair1"]->group, "pipeline");
+
+  // Two groups over the same ranks are named together; a group the traces
+  // name directly (PyTorch-profiler traces carry torch's name) is that one.
+  for (auto& r : ranks) r.process_groups.push_back(group("7", "dp", {0, 1}));
+  for (auto& r : ranks) r.collectives.push_back({trace::kNoString, "2", trace::NcclOp::kBroadcast, 1, kT0, kT0 + 9});
+  run = combine(ranks);
+  by_name.clear();
+  for (const auto& c : run.nodes.communicators) by_name[c.name] = &c;
+  EXPECT_EQ(by_name["0xpair0"]->group, "group 1 = dp");
+  EXPECT_EQ(by_name["0xpair0"]->group_name, "1,7");
+  EXPECT_EQ(by_name["2"]->group, "pipeline");
+}
+
+TEST(Nodes, NoGroupIsGuessed) {
+  // No rank knows any group; or the ranks seen fit two groups of one size.
+  std::vector<RankAnalysis> ranks = {rank_on(0, "a", 0, 0), rank_on(1, "a", 0, 0)};
+  RunAnalysis run = combine(ranks);
+  for (const auto& c : run.nodes.communicators) EXPECT_EQ(c.group, "") << c.name;
+  for (auto& r : ranks) r.process_groups = {group("1", "x", {0, 1, 5}), group("2", "y", {0, 1, 6})};
+  run = combine(ranks);
+  for (const auto& c : run.nodes.communicators) EXPECT_EQ(c.group, "") << c.name;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "trace/chunk_reader.hpp"
 #include "trace/launcher.hpp"
 #include "trace/parallel_for.hpp"
+#include "trace/python_record.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_source.hpp"
 
@@ -183,6 +184,17 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
       names.push_back(files[f].filename().string());
     }
   add_python_stacks(ranks, path);
+  // A profiled run's Python bootstrap wrote torch.distributed's rank and
+  // process groups beside the traces (the per-file loads above do not read
+  // the directory): as load_run gives them to whole traces.
+  if (std::error_code ec; fs::is_directory(path, ec)) {
+    const std::vector<trace::PythonRecord> records = trace::read_python_records(path);
+    for (RankAnalysis& r : ranks)
+      if (const trace::PythonRecord* rec = trace::record_of_process(records, r.hostname, r.pid)) {
+        if (r.process_groups.empty()) r.process_groups = rec->process_groups;
+        if (r.rank < 0 && rec->rank >= 0) r.rank = rec->rank;
+      }
+  }
   // A PyTorch profiler run without CUDA activity gives a trace of host
   // operators only: every GPU table would be empty, so say why instead.
   const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });

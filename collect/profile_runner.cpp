@@ -115,7 +115,8 @@ std::string cupti_dir_if_needed(const std::string& collector) {
 
 namespace {
 
-constexpr std::string_view kPythonRecordPrefix = "python-";
+using trace::kPythonRecordPrefix;
+using trace::read_python_records;
 
 // Files one node of a run writes: <host>-<pid>.{sstrace,json}, run-<host>.json,
 // node-<host>.json, nvml-<host>.rank, python-<host>-<pid>.json,
@@ -238,57 +239,6 @@ std::string find_python_bootstrap(const fs::path& self_exe) {
     if (holds_bootstrap(candidate)) return fs::weakly_canonical(candidate, ec).string();
   }
   return {};
-}
-
-namespace {
-
-// One bootstrap record's facts; nullopt for another kind of file, nlohmann's
-// type errors for a field of the wrong type.
-std::optional<PythonRecord> python_record(const nlohmann::json& j) {
-  if (j.value("kind", "") != "scalescope python bootstrap") return std::nullopt;
-  PythonRecord r;
-  r.pid = j.value("pid", 0u);
-  r.hostname = j.value("hostname", "");
-  r.json = j.dump();
-  if (auto d = j.find("distributed"); d != j.end() && d->is_object()) {
-    r.rank = d->value("rank", -1);
-    r.local_rank = d->value("local_rank", -1);
-  }
-  const std::string torch = j.value("torch", "");
-  if (torch.starts_with("import failed")) r.problems.push_back("torch " + torch);
-  if (auto hooks = j.find("hooks"); hooks != j.end() && hooks->is_object())
-    for (const auto& [name, state] : hooks->items())
-      if (state.is_string() &&
-          (state.get<std::string>().starts_with("missing") || state.get<std::string>().starts_with("failed")))
-        r.problems.push_back(name + " " + state.get<std::string>());
-  return r;
-}
-
-}  // namespace
-
-std::vector<PythonRecord> read_python_records(const fs::path& run_dir, const std::string& only_host) {
-  std::vector<PythonRecord> out;
-  std::error_code ec;
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(run_dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (e.path().extension() == ".json" && name.starts_with(kPythonRecordPrefix) &&
-        !name.starts_with(trace::kPythonStacksPrefix) &&
-        (only_host.empty() || name.starts_with(std::string(kPythonRecordPrefix) + only_host + "-")))
-      files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  for (const auto& p : files) {
-    std::ifstream in(p);
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) continue;
-    try {
-      if (auto r = python_record(j)) out.push_back(std::move(*r));
-    } catch (const nlohmann::json::exception&) {
-      continue;  // a field of the wrong type: not one of the bootstrap's records
-    }
-  }
-  return out;
 }
 
 std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std::vector<std::string>* incomplete,

@@ -17,6 +17,7 @@
 
 #include "collect/collector_options.hpp"
 #include "collect/host_facts.hpp"
+#include "trace/python_record.hpp"
 
 namespace scalescope::collect {
 
@@ -45,15 +46,8 @@ struct ProcessSummary {
   bool python_interpreter = false;  // the process was a Python interpreter
 };
 
-// What the Python bootstrap wrote in one process (python-<host>-<pid>.json):
-// the raw record for run.json, and the few facts `profile` reports.
-struct PythonRecord {
-  uint32_t pid = 0;
-  std::string hostname;
-  int32_t rank = -1, local_rank = -1;  // from torch.distributed, -1 if not initialised
-  std::string json;                    // the record as written
-  std::vector<std::string> problems;   // "optimizer_steps: missing: ...", "torch: import failed: ..."
-};
+// What the Python bootstrap wrote in one process (trace/python_record.hpp).
+using trace::PythonRecord;
 
 struct ProfileResult {
   int exit_code = 0;  // the job's, or 128 + signal
@@ -101,10 +95,6 @@ std::string find_collector(const std::filesystem::path& self_exe);
 // $SCALESCOPE_PYTHON_BOOTSTRAP, else beside the running binary's build tree
 // (../collect/python) or install prefix (../share/scalescope/python). "" if none.
 std::string find_python_bootstrap(const std::filesystem::path& self_exe);
-
-// Reads the python-<host>-<pid>.json records of the Python bootstrap in
-// run_dir (only_host: that host's alone); torn or foreign files are skipped.
-std::vector<PythonRecord> read_python_records(const std::filesystem::path& run_dir, const std::string& only_host = "");
 
 // Reads the <host>-<pid>.json summaries the collectors wrote in run_dir
 // (only_host: that host's alone).

@@ -1,5 +1,6 @@
 #include "report/node_tables.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -17,6 +18,19 @@ Cell ns(int64_t v) { return v; }
 Cell nsd(double v) { return v; }
 
 std::vector<Column> cols(std::initializer_list<ColumnSpec> spec) { return columns(spec); }
+
+// 0,1,2,3,5 -> "0-3,5": a group of 512 ranks stays one short cell.
+std::string rank_ranges(const std::vector<int32_t>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : fmt::format("{}", ranks[i]);
+    i = j + 1;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -50,8 +64,9 @@ std::vector<Table> node_tables(const analyze::RunAnalysis& run) {
     out.push_back(std::move(t));
   }
   const auto& n = run.nodes;
-  if (!n.availability.available) return out;
-  {
+  const bool groups_known = std::any_of(n.communicators.begin(), n.communicators.end(),
+                                        [](const analyze::CommunicatorSummary& c) { return !c.group.empty(); });
+  if (n.availability.available) {
     Table t("Nodes (means over each node's ranks)", cols({{"host", 0},
                                                           {"node", 0},
                                                           {"ranks", 0},
@@ -79,16 +94,38 @@ std::vector<Table> node_tables(const analyze::RunAnalysis& run) {
                              fmt::join(n.missing_ranks, ",")));
     out.push_back(std::move(t));
   }
-  {
-    Table t("Communicators: intra-node (one host) against inter-node (several hosts)",
-            cols({{"communicator", 0}, {"scope", 0}, {"ranks", 0}, {"hosts", 0}, {"collectives", 0}, {"time_ns", 0}}));
-    for (const auto& c : n.communicators)
-      t.add_row({c.name.empty() ? std::string("(from kernel names)") : c.name,
-                 std::string(c.inter_node ? "inter-node" : "intra-node"), int64_t{c.ranks}, int64_t{c.hosts},
-                 c.collectives, ns(c.time_ns)});
-    t.add_note(fmt::format("intra-node: {} collectives, {}; inter-node: {} collectives, {} (kernel time over ranks)",
-                           n.intra_node_collectives, report::format_duration_ns(static_cast<double>(n.intra_node_ns)),
-                           n.inter_node_collectives, report::format_duration_ns(static_cast<double>(n.inter_node_ns))));
+  if (n.availability.available || groups_known) {
+    // The process group column only where some group is known: a run
+    // without torch.distributed's groups keeps the narrower table.
+    std::vector<Column> spec = cols({{"communicator", 0},
+                                     {"process_group", 0},
+                                     {"scope", 0, 1},
+                                     {"ranks", 0},
+                                     {"hosts", 0, 1},
+                                     {"collectives", 0},
+                                     {"time_ns", 0}});
+    if (!groups_known) spec.erase(spec.begin() + 1);
+    Table t(groups_known ? "Communicators and their process groups"
+                         : "Communicators: intra-node (one host) against inter-node (several hosts)",
+            std::move(spec));
+    for (const auto& c : n.communicators) {
+      std::vector<Cell> row = {c.name.empty() ? std::string("(from kernel names)") : c.name};
+      if (groups_known)
+        row.push_back(c.group.empty() ? std::string("?") : fmt::format("{} ({})", c.group, rank_ranges(c.group_ranks)));
+      for (Cell cell : std::initializer_list<Cell>{std::string(c.inter_node ? "inter-node" : "intra-node"),
+                                                   int64_t{c.ranks}, int64_t{c.hosts}, c.collectives, ns(c.time_ns)})
+        row.push_back(std::move(cell));
+      t.add_row(std::move(row));
+    }
+    if (groups_known)
+      t.add_note("process group: torch.distributed's (default_pg is the world), with its ranks; ranks: those whose "
+                 "traces hold the communicator");
+    if (n.availability.available)
+      t.add_note(fmt::format("intra-node: {} collectives, {}; inter-node: {} collectives, {} (kernel time over ranks)",
+                             n.intra_node_collectives,
+                             report::format_duration_ns(static_cast<double>(n.intra_node_ns)),
+                             n.inter_node_collectives,
+                             report::format_duration_ns(static_cast<double>(n.inter_node_ns))));
     out.push_back(std::move(t));
   }
   return out;

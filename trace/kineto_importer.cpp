@@ -643,6 +643,7 @@ class Importer {
   void start(const char* json, size_t size);
   void read_device_properties(od::value& v);
   void read_distributed_info(od::value& v);
+  void read_process_groups(od::value& v);
   ImportReport::Category& category(std::string_view cat, std::string_view ph);
   void malformed() {
     ++report_.malformed;
@@ -1145,7 +1146,65 @@ void Importer::read_distributed_info(od::value& v) {
       Str s;
       read_string(val, s);
       trace_.meta.extra[fmt::format("kineto.{}", key)] = std::string(s.view);
+    } else if (vt == od::json_type::array && key == "pg_config") {
+      read_process_groups(val);
     }
+  }
+}
+
+// distributedInfo.pg_config (PyTorch 2.2+): [{"pg_name": "0", "pg_desc":
+// "default_pg", "backend_config": "cuda:nccl", "pg_size": 2, "ranks": [0, 1]}].
+// A group with no name or a rank out of range is counted as malformed and
+// left out: a wrong group would put the wrong name on a communicator.
+void Importer::read_process_groups(od::value& v) {
+  od::array groups;
+  check(v.get_array().get(groups));
+  for (auto item : groups) {
+    od::value gv;
+    check(item.get(gv));
+    od::json_type gt;
+    check(gv.type().get(gt));
+    if (gt != od::json_type::object || trace_.meta.process_groups.size() >= kMaxProcessGroups) {
+      malformed();
+      continue;
+    }
+    od::object obj;
+    check(gv.get_object().get(obj));
+    ProcessGroup g;
+    bool ok = true;
+    for (auto fr : obj) {
+      od::field field;
+      check(std::move(fr).get(field));
+      const std::string_view key = key_of(field);
+      od::value val = field.value();
+      od::json_type vt;
+      check(val.type().get(vt));
+      if (vt == od::json_type::string && (key == "pg_name" || key == "pg_desc" || key == "backend_config")) {
+        Str s;
+        read_string(val, s);
+        (key == "pg_name" ? g.name : key == "pg_desc" ? g.description : g.backend) = std::string(s.view.substr(0, 256));
+      } else if (vt == od::json_type::array && key == "ranks") {
+        od::array ranks;
+        check(val.get_array().get(ranks));
+        for (auto r : ranks) {
+          od::value rv;
+          check(r.get(rv));
+          Num n;
+          if (!read_number(rv, n) || n.value < 0 || n.value > INT32_MAX || g.ranks.size() >= kMaxProcessGroupRanks) {
+            ok = false;
+            continue;
+          }
+          g.ranks.push_back(static_cast<int32_t>(n.value));
+        }
+      }
+    }
+    if (!ok || g.name.empty()) {
+      malformed();
+      continue;
+    }
+    std::sort(g.ranks.begin(), g.ranks.end());
+    g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
+    trace_.meta.process_groups.push_back(std::move(g));
   }
 }
 

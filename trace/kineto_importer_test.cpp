@@ -204,6 +204,25 @@ TEST(KinetoImporter, OutOfRangeIntegersAreCountedNotWrapped) {
   EXPECT_EQ(ok.problems.get(Problem::kMalformedEvent), 0u);
 }
 
+// distributedInfo.pg_config names torch's process groups; a group without a
+// name or with a rank out of range is counted, not kept.
+TEST(KinetoImporter, ProcessGroupsFromDistributedInfo) {
+  ImportReport rep;
+  Trace t = import_kineto_json(
+      R"({"distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 4, "pg_count": 2, "pg_config": [
+            {"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": 4, "ranks": [3, 1, 0, 2]},
+            {"pg_name": "5", "pg_desc": "dp_replicas", "backend_config": "cuda:nccl", "pg_size": 2, "ranks": [1, 3]},
+            {"pg_desc": "no name", "ranks": [0]},
+            {"pg_name": "6", "ranks": [0, 4294967297]},
+            "not an object"]},
+          "traceEvents":[]})",
+      "pg.json", &rep);
+  ASSERT_EQ(t.meta.process_groups.size(), 2u);
+  EXPECT_EQ(t.meta.process_groups[0], (ProcessGroup{"0", "default_pg", "cuda:nccl", {0, 1, 2, 3}}));
+  EXPECT_EQ(t.meta.process_groups[1], (ProcessGroup{"5", "dp_replicas", "cuda:nccl", {1, 3}}));
+  EXPECT_EQ(rep.malformed, 3u);
+}
+
 void expect_error(std::string_view json, std::string_view fragment) {
   try {
     import_kineto_json(json, "bad.json");

@@ -14,6 +14,7 @@
 #include "trace/error.hpp"
 #include "trace/file_bytes.hpp"
 #include "trace/parallel_for.hpp"
+#include "trace/python_record.hpp"
 #include "trace/trace_file.hpp"
 #include "trace/trace_source.hpp"
 
@@ -63,6 +64,9 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
       },
       options.on_file_loaded);
   std::sort(check.changed.begin(), check.changed.end());
+  // Rank and process groups from torch.distributed, where the job's Python
+  // bootstrap wrote them beside the traces.
+  attach_python_records(read_python_records(path_or_file), traces);
   // Sorted through an index so that errors can still name each trace's file.
   std::vector<size_t> order(traces.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -479,6 +479,19 @@ struct ClockAnchor {
   int64_t unix_ns = 0;
 };
 
+// One process group of the job, as torch.distributed names it: from a
+// PyTorch-profiler trace's distributedInfo.pg_config, or from the Python
+// bootstrap's record of a profiled process.
+struct ProcessGroup {
+  std::string name;            // torch's name ("0", "1", ...): Kineto's NCCL ranges carry it
+  std::string description;     // "default_pg", or the group_desc given to new_group; may be empty
+  std::string backend;         // "nccl", "cuda:nccl", "gloo"; may be empty
+  std::vector<int32_t> ranks;  // global ranks, ascending
+  bool operator==(const ProcessGroup&) const = default;
+};
+inline constexpr size_t kMaxProcessGroups = 4096;         // more is read as a broken record
+inline constexpr size_t kMaxProcessGroupRanks = 1 << 20;  // ranks of one group
+
 struct Metadata {
   std::string source;            // "collector", "kineto", "synthetic"
   std::string producer_version;  // version of the collector or importer
@@ -493,6 +506,7 @@ struct Metadata {
   std::vector<NumaPages> pages_at_start, pages_at_end;
   std::vector<DeviceInfo> devices;
   std::vector<ClockAnchor> clock;
+  std::vector<ProcessGroup> process_groups;  // this process's view of the job's groups; empty when unknown
   std::unordered_map<std::string, std::string> extra;  // producer facts that have no column (free-form, small)
 
   // Maps a trace-clock timestamp to Unix-epoch ns using the anchors (linear

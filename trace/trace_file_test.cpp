@@ -88,6 +88,7 @@ void expect_same_trace(const Trace& a, const Trace& b) {
 Trace make_full_trace() {
   Trace t = make_synthetic_trace(3000, 7);
   t.meta.extra["key"] = "value";
+  t.meta.process_groups = {{"0", "default_pg", "cuda:nccl", {0, 1, 2, 3}}, {"1", "", "", {2, 3}}};
   t.meta.pages_at_end.push_back({3, 12345});
   t.meta.clock.push_back({t.meta.clock.front().trace_ns + 1'000'000'000, t.meta.clock.front().unix_ns + 999'999'000});
   constexpr auto kMax64 = std::numeric_limits<int64_t>::max();
@@ -156,6 +157,7 @@ TEST(TraceFile, RoundTripsEveryTableMetadataAndProblems) {
   EXPECT_EQ(back.problems.get(Problem::kUnmatchedCorrelation), 3u);
   EXPECT_EQ(back.problems.get(Problem::kTornTail), 0u);
   EXPECT_EQ(back.meta.extra.at("key"), "value");
+  EXPECT_EQ(back.meta.process_groups, original.meta.process_groups);
 }
 
 // Collector traces from before the decoder left them out can hold GPU rows

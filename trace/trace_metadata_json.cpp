@@ -59,6 +59,12 @@ std::string metadata_to_json(const Metadata& m) {
   json extra = json::object();
   for (const auto& [k, v] : m.extra) extra[k] = v;
   j["extra"] = std::move(extra);
+  if (!m.process_groups.empty()) {
+    json groups = json::array();
+    for (const ProcessGroup& g : m.process_groups)
+      groups.push_back({{"name", g.name}, {"description", g.description}, {"backend", g.backend}, {"ranks", g.ranks}});
+    j["process_groups"] = std::move(groups);
+  }
   // Replace invalid UTF-8 (a command line can hold anything) instead of throwing.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -103,6 +109,15 @@ Metadata metadata_from_json(std::string_view text) {
     for (const json& a : *it) m.clock.push_back({a.at("trace_ns").get<Timestamp>(), a.at("unix_ns").get<int64_t>()});
   if (auto it = j.find("extra"); it != j.end())
     for (const auto& [k, v] : it->items()) m.extra[k] = v.get<std::string>();
+  if (auto it = j.find("process_groups"); it != j.end())
+    for (const json& g : *it) {
+      ProcessGroup pg;
+      get_if(g, "name", pg.name);
+      get_if(g, "description", pg.description);
+      get_if(g, "backend", pg.backend);
+      get_if(g, "ranks", pg.ranks);
+      m.process_groups.push_back(std::move(pg));
+    }
   return m;
 }
 
