@@ -386,6 +386,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       if (any_stacks) out.push_back(std::move(st));
     }
   }
+  if (Table clocks = report::gpu_clocks_table(run); !clocks.rows().empty()) out.push_back(std::move(clocks));
   out.push_back(report::job_table(run));
   out.push_back(report::findings_table(findings));
   return out;
