@@ -19,6 +19,7 @@
 #include "trace/trace_file.hpp"
 #ifdef SCALESCOPE_REPORT_RUNS
 #include "analyze/analyze.hpp"
+#include "report/advice_tables.hpp"
 #include "report/node_tables.hpp"
 #include "trace/synthetic_trace.hpp"
 #endif
@@ -404,6 +405,24 @@ size_t column_of(const json& table, std::string_view name) {
     if (c[i] == name) return i;
   ADD_FAILURE() << "no column " << name << " in " << table["title"];
   return 0;
+}
+
+// The per-rank summary of the NVML samples: the table `analyze` prints (one
+// formatter), below the counters, with each rank's SM clock.
+TEST(ReportHtml, GpuClocksTableAsAnalyzePrintsIt) {
+  HtmlReport r({.max_timeline_events = 100, .max_counter_points = 50});
+  r.add_run("synthetic", synthetic_run(2, 20'000));
+  const json doc = json::parse(r.document_json());
+  const json* run = find_section(doc, "Run: synthetic");
+  ASSERT_NE(run, nullptr);
+  const json* shown = find_table(*run, "GPU clocks");
+  ASSERT_NE(shown, nullptr);
+  auto traces = synthetic_run(2, 20'000);
+  const Table cli = gpu_clocks_table(analyze::analyze_traces(traces, {"a", "b"}, analyze::Options{}));
+  ASSERT_EQ(cli.rows().size(), 2u);
+  ASSERT_EQ((*shown)["rows"].size(), 2u);
+  EXPECT_EQ((*shown)["columns"].size(), cli.columns().size());
+  for (const auto& row : (*shown)["rows"]) EXPECT_EQ(row[column_of(*shown, "sm_median_mhz")], 1980);
 }
 
 TEST(ReportHtml, PerNodeSectionOfATwoHostRun) {
