@@ -72,7 +72,7 @@ def roots(findings):
 
 def steady_step_ns(analysis):
     """The steady median step of the first rank, from `analyze --json`."""
-    ranks = analysis.get("ranks") or []
+    ranks = (analysis.get("analysis") or {}).get("ranks") or []
     if not ranks:
         return None
     it = ranks[0].get("iterations", {})
