@@ -457,8 +457,8 @@ std::optional<RankHit> host_communication(const RankAnalysis& r, const Threshold
   const auto& c = r.idle_cover;
   if (!r.job.mpi || r.job.mpi_ns <= 0) return std::nullopt;
   const bool covered = c.availability.available && c.span_ns > 0;
-  // Without the split of idle time (a rank read chunk by chunk), the MPI time
-  // capped at the GPU's idle time bounds it.
+  // Without a split of idle time (a window without time or GPU activity),
+  // the MPI time capped at the GPU's idle time bounds it.
   const double share = covered ? ns_share(c.covered_ns(analyze::kIdleMpi), static_cast<double>(c.span_ns))
                                : std::min(ns_share(r.job.mpi_ns, step_time(r)),
                                           ns_share(r.breakdown.idle_ns, static_cast<double>(r.breakdown.wall_ns)));
@@ -524,6 +524,101 @@ std::optional<RankHit> numa_placement(const RankAnalysis& r, const Thresholds& t
                     "numactl --cpunodebind={0} --membind={0} <program> (per rank; mpirun --bind-to numa / "
                     "srun --cpu-bind=ldoms)",
                     n.gpu_node);
+  return RankHit{share, std::move(f)};
+}
+
+// gpu-throttling: the GPU's SM clock held below its maximum over the steady
+// iterations (NVML samples, analyze::GpuClockStats). Compute kernels take
+// about 1/clock longer; the fix depends on why NVML says it held the clock.
+std::string throttle_cause(const analyze::GpuClockStats& g) {
+  if (g.reason_samples == 0) return {};
+  const std::pair<double, const char*> shares[] = {{g.thermal_share, "thermal"},
+                                                   {g.power_cap_share, "power cap"},
+                                                   {g.hw_slowdown_share, "hardware slowdown"},
+                                                   {g.sync_boost_share, "sync boost"},
+                                                   {g.app_clocks_share, "application clocks"}};
+  const auto* top = std::max_element(std::begin(shares), std::end(shares),
+                                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  return top->first > 0 ? std::string(top->second) : std::string();
+}
+
+std::string throttle_fix(const analyze::GpuClockStats& g) {
+  const std::string cause = throttle_cause(g);
+  if (cause == "thermal")
+    return fmt::format(
+        "cooling: the GPU reached {:.0f} C{} and slowed its clock: check its airflow, fans and inlet temperature "
+        "(nvidia-smi -q -d TEMPERATURE,PERFORMANCE); a GPU hotter than its neighbours often has a blocked intake",
+        g.temperature_max_c, g.temperature_slowdown_c > 0 ? fmt::format(" (slowdown at {:.0f} C)", g.temperature_slowdown_c) : "");
+  if (cause == "power cap")
+    return fmt::format(
+        "power limit: the GPU drew up to {:.0f} W{} and was held at its power cap: restore the default limit "
+        "(nvidia-smi -q -d POWER shows it; nvidia-smi -pl <W>), or accept the cap",
+        g.power_max_w, g.power_limit_w > 0 ? fmt::format(" against a {:.0f} W limit", g.power_limit_w) : "");
+  if (cause == "hardware slowdown")
+    return "hardware slowdown or power brake (the node's power supply or an external brake signal): report the node "
+           "to its administrators (nvidia-smi -q -d PERFORMANCE)";
+  if (cause == "sync boost")
+    return "sync boost holds this GPU to the slowest GPU of its group: find and fix the throttled one";
+  if (cause == "application clocks")
+    return fmt::format("clocks: application clocks are set below the maximum: reset them (nvidia-smi -rac) or lock "
+                       "the SM clock at {:.0f} MHz (nvidia-smi -lgc {:.0f})",
+                       g.sm_clock_max_mhz, g.sm_clock_max_mhz);
+  return "check the GPU's clocks, temperature and power limit: nvidia-smi -q -d CLOCK,PERFORMANCE,TEMPERATURE,POWER";
+}
+
+// "1,410 MHz median (min 1,200) of 1,980 MHz max, throttled in 80 % of samples (power cap 80 %), 84 C (slowdown
+// 87 C), 698 W of a 700 W limit"
+std::string clock_text(const analyze::GpuClockStats& g) {
+  std::string s = fmt::format("SM clock {:.0f} MHz median (min {:.0f})", g.sm_clock_median_mhz, g.sm_clock_min_mhz);
+  if (g.sm_clock_max_mhz > 0) s += fmt::format(" of {:.0f} MHz max ({})", g.sm_clock_max_mhz, format_percent(g.clock_ratio));
+  if (g.reason_samples > 0) {
+    s += fmt::format(", held down in {} of samples", format_percent(g.throttled_share));
+    const std::string cause = throttle_cause(g);
+    if (!cause.empty()) s += fmt::format(" (mostly {})", cause);
+  } else {
+    s += ", throttle reasons not recorded";
+  }
+  if (g.temperature_max_c > 0)
+    s += fmt::format(", {:.0f} C median, {:.0f} C max{}", g.temperature_median_c, g.temperature_max_c,
+                     g.temperature_slowdown_c > 0 ? fmt::format(" (slowdown at {:.0f} C)", g.temperature_slowdown_c) : "");
+  if (g.power_max_w > 0)
+    s += fmt::format(", {:.0f} W median, {:.0f} W max{}", g.power_median_w, g.power_max_w,
+                     g.power_limit_w > 0 ? fmt::format(" of a {:.0f} W limit", g.power_limit_w) : "");
+  if (!g.sampled_by.empty()) s += fmt::format(" (sampled in {}'s trace)", g.sampled_by);
+  return s;
+}
+
+std::optional<RankHit> gpu_throttling(const RankAnalysis& r, const Thresholds& th) {
+  const auto& g = r.gpu_clocks;
+  if (!g.availability.available || g.clock_ratio <= 0) return std::nullopt;
+  const double deficit = 1 - g.clock_ratio;
+  // Where reasons are recorded, a low clock without one is not throttling.
+  if (deficit < th.clock_deficit || (g.reason_samples > 0 && g.throttled_share < th.throttled_samples))
+    return std::nullopt;
+  // At the maximum clock, the compute time would shrink by the clock ratio.
+  const double compute = ns_share(r.breakdown.compute_ns, step_time(r));
+  const double share = compute * deficit;
+  Finding f;
+  f.id = "gpu-throttling";
+  f.title = "The GPU runs below its maximum clock";
+  f.evidence = fmt::format("{}: {}; compute is {} of step time (threshold: median clock {} below the maximum{})",
+                           r.label, clock_text(g), format_percent(compute), format_percent(th.clock_deficit),
+                           g.reason_samples > 0
+                               ? fmt::format(", held down in {} of samples", format_percent(th.throttled_samples))
+                               : std::string());
+  f.figures = {{"SM clock median", g.sm_clock_median_mhz, "MHz"},
+               {"SM clock min", g.sm_clock_min_mhz, "MHz"},
+               {"SM clock max", g.sm_clock_max_mhz, "MHz"},
+               {"clock ratio", g.clock_ratio, "ratio"},
+               {"throttled samples", g.throttled_share, "fraction"},
+               {"power cap samples", g.power_cap_share, "fraction"},
+               {"thermal samples", g.thermal_share, "fraction"},
+               {"temperature max", g.temperature_max_c, "C"},
+               {"power max", g.power_max_w, "W"}};
+  f.saving_method =
+      "estimate: compute time x (1 - median clock / max clock), as if every kernel ran in proportion to the SM clock "
+      "(memory-bound kernels gain less)";
+  f.fix = throttle_fix(g);
   return RankHit{share, std::move(f)};
 }
 
@@ -885,6 +980,10 @@ double figure(const Finding& f, std::string_view name) {
   return 0;
 }
 
+// A late rank's GPU clock this much below the others' mean is a cause of its
+// lateness (when the compute time it adds is at least half the lateness).
+constexpr double kSlowerClock = 0.05;
+
 // What makes the late rank late, from its own evidence against the others':
 // one of its own findings that the other ranks do not share (host-bound, its
 // loader, its copies, ...), else its GPU's idle time or its compute per step.
@@ -919,11 +1018,29 @@ void explain_straggler(const std::vector<RankAnalysis>& judged, std::vector<Find
   st->figures.push_back({"other ranks' GPU idle share", others.idle_share, "fraction"});
   st->figures.push_back({"late rank's compute per step", mine.compute_per_step_ns, "ns"});
   st->figures.push_back({"other ranks' compute per step", others.compute_per_step_ns, "ns"});
+  // Its GPU's clock against the others': a lower clock makes the same kernels
+  // take longer (more compute per step, but not more work).
+  double others_clock = 0, slower_clock = 0, clock_lost_ns = 0;
+  int clocked = 0;
+  for (const RankAnalysis& r : judged)
+    if (r.rank != late && r.gpu_clocks.availability.available) {
+      others_clock += r.gpu_clocks.sm_clock_median_mhz;
+      ++clocked;
+    }
+  if (const auto& lg = lr->gpu_clocks; lg.availability.available && clocked > 0 && others_clock > 0) {
+    others_clock /= clocked;
+    slower_clock = 1 - lg.sm_clock_median_mhz / others_clock;
+    clock_lost_ns = mine.compute_per_step_ns * std::max(0.0, slower_clock);  // compute the lower clock added per step
+    st->evidence += fmt::format("; rank {}'s GPU: {}, against a median {:.0f} MHz on the other ranks", late,
+                                clock_text(lg), others_clock);
+    st->figures.push_back({"late rank's SM clock median", lg.sm_clock_median_mhz, "MHz"});
+    st->figures.push_back({"other ranks' SM clock median", others_clock, "MHz"});
+  }
   // The late rank's own findings, by how much more they cost it than any other rank.
   static constexpr std::string_view kCauses[] = {"host-bound",       "loader-bound", "host-contention",
                                                  "host-communication", "input-starvation", "host-sync",
                                                  "launch-bound",     "sync-copies",  "pinned-memory",
-                                                 "numa-placement"};
+                                                 "numa-placement",   "gpu-throttling"};
   Finding* best = nullptr;
   double best_excess = 0;
   for (std::string_view id : kCauses) {
@@ -944,6 +1061,12 @@ void explain_straggler(const std::vector<RankAnalysis>& judged, std::vector<Find
                                 late, best->title, format_percent(best_excess));
     st->fix = fmt::format("fix rank {}'s {} (the cause): {}", late, best->id, best->fix);
     link(*best, *st);
+    return;
+  }
+  if (slower_clock >= kSlowerClock && clock_lost_ns >= 0.5 * lateness_ns) {
+    st->title = fmt::format("Rank {} makes the others wait: its GPU runs at lower clocks", late);
+    st->fix = fmt::format("rank {}'s GPU runs {} slower than the others' ({} of compute per step): {}", late,
+                          format_percent(slower_clock), format_duration_ns(clock_lost_ns), throttle_fix(lr->gpu_clocks));
     return;
   }
   const double extra_compute = mine.compute_per_step_ns - others.compute_per_step_ns;
@@ -1064,7 +1187,10 @@ double combined_on(const RankAnalysis& r, const std::vector<const Finding*>& fix
     compute_sum += get(id);
     compute_max = std::max(compute_max, get(id));
   }
-  const double compute_part = std::max(compute_max, std::min(compute_sum, compute_share));
+  double compute_part = std::max(compute_max, std::min(compute_sum, compute_share));
+  // Restored clocks speed up the compute left after the kernel fixes.
+  if (const double throttled = get("gpu-throttling"); throttled > 0 && compute_share > 0)
+    compute_part += std::max(0.0, compute_share - compute_part) * std::min(1.0, throttled / compute_share);
   const double copy_part = std::max(get("pinned-memory") + get("sync-copies"), get("numa-placement"));
   const double comm_part = std::max(get("exposed-communication"), get("straggler"));
   return std::min(1.0, idle_part + compute_part + copy_part + comm_part + get("iteration-variance"));
@@ -1110,6 +1236,7 @@ constexpr RankRule kRankRules[] = {
     {"host-bound", &host_bound},
     {"loader-bound", &loader_bound},
     {"host-contention", &host_contention},
+    {"gpu-throttling", &gpu_throttling},
     {"iteration-variance", &iteration_variance},
 };
 

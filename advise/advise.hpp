@@ -100,6 +100,11 @@ struct Thresholds {
   double host_run_wait_share = 0.05;      // main thread runnable but off-CPU / wall: contention
   double host_contended_instants = 0.10;  // samples with more runnable threads than cores: contention
   double host_communication_share = 0.05;  // GPU idle inside MPI calls / step time
+  // GPU clocks (the collector's NVML samples): the median SM clock this far
+  // below the GPU's maximum, and, where NVML's reasons are recorded, held
+  // down by one in this share of the samples.
+  double clock_deficit = 0.10;
+  double throttled_samples = 0.10;
 };
 
 // Applies every rule, links causes to their symptoms, combines the savings;

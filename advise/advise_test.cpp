@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/test_trace_builder.hpp"
+#include "trace/test_support.hpp"
 #include "trace/format_units.hpp"
 #include "trace/trace_file.hpp"
 
@@ -923,6 +924,156 @@ TEST(AdviseCombined, DisjointPartsAdd) {
   EXPECT_NEAR(e->saving_fraction, 0.6, 1e-9);
   ASSERT_EQ(f.size(), 2u);
   EXPECT_NEAR(f[1].combined_fraction, 0.6 + 0.35, 1e-9);
+}
+
+// ---- GPU clocks and throttling (NVML samples) --------------------------------
+
+// One NVML sample of device 0 at `t`: the SM clock and, when `reasons` >= 0,
+// the clocks-event reasons; the maximum clock when `max_mhz` > 0.
+void nvml_sample(TraceBuilder& b, int64_t t, double mhz, int64_t reasons, double max_mhz = 0) {
+  using M = trace::CounterMetric;
+  b.t.counters.push({t, 0, M::kSmClockMHz, mhz});
+  if (reasons >= 0) b.t.counters.push({t, 0, M::kClocksEventReasons, static_cast<double>(reasons)});
+  if (max_mhz > 0) b.t.counters.push({t, 0, M::kSmClockMaxMHz, max_mhz});
+  b.t.counters.push({t, 0, M::kTemperatureCelsius, 70});
+  const bool capped = reasons > 0 && (reasons & static_cast<int64_t>(trace::kClocksEventSwPowerCap)) != 0;
+  b.t.counters.push({t, 0, M::kPowerWatts, capped ? 699.0 : 500.0});
+  b.t.counters.push({t, 0, M::kPowerLimitWatts, 700});
+}
+
+// Ten 100 ms steps, 60 ms of compute each (40 ms idle gaps: no launch
+// gaps), at a median 1,400 MHz of 1,980 held down by the power cap (one idle
+// sample at 300 MHz is left out of the clocks).
+TEST(AdviseClocks, ThrottledGpuIsAFindingWithTheClockRatioSaving) {
+  constexpr int64_t kMs = 1'000'000;
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = 100 * kMs * i;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + 100 * kMs);
+    b.kernel("gemm_kernel", t, t + 60 * kMs);
+    nvml_sample(b, t + kMs, 1400, static_cast<int64_t>(trace::kClocksEventSwPowerCap), 1980);
+  }
+  nvml_sample(b, 990 * kMs, 300, static_cast<int64_t>(trace::kClocksEventGpuIdle));
+  const analyze::RankAnalysis r = analyze::analyze_rank(as_pytorch(b.t), analyze::Options{});
+  const auto& g = r.steady ? r.steady->gpu_clocks : r.gpu_clocks;
+  ASSERT_TRUE(g.availability.available) << g.availability.reason;
+  EXPECT_EQ(g.sm_clock_median_mhz, 1400);
+  EXPECT_EQ(g.sm_clock_min_mhz, 1400);  // the idle sample does not count
+  EXPECT_EQ(g.sm_clock_max_mhz, 1980);
+  EXPECT_DOUBLE_EQ(g.power_cap_share, 1.0);
+  EXPECT_DOUBLE_EQ(g.throttled_share, 1.0);
+  EXPECT_EQ(g.power_limit_w, 700);
+  const auto f = advise(analyze::combine({r}));
+  const Finding* t = find(f, "gpu-throttling");
+  ASSERT_NE(t, nullptr);
+  EXPECT_NEAR(t->saving_fraction, 0.6 * (1 - 1400.0 / 1980), 1e-9);
+  EXPECT_EQ(t->saving_kind, SavingKind::kEstimate);
+  EXPECT_NE(t->fix.find("power limit"), std::string::npos) << t->fix;
+  ASSERT_EQ(f.size(), 1u);  // the idle gaps are over 1 ms and wait for no input: nothing else
+  EXPECT_NEAR(t->combined_fraction, t->saving_fraction, 1e-9);
+}
+
+// The same clocks without a reason that lowers a working GPU's clock (NVML
+// says only "idle" or nothing): not throttling. Without any NVML sample: no
+// finding, and the analysis says why it is skipped.
+TEST(AdviseClocks, NoFindingWithoutThrottleReasonsOrWithoutCounters) {
+  for (const bool counters : {true, false}) {
+    TraceBuilder b;
+    for (int i = 0; i < 10; ++i) {
+      const int64_t t = 1000 * i;
+      b.range("ProfilerStep#" + std::to_string(i), t, t + 1000);
+      b.kernel("gemm_kernel", t, t + 600);
+      if (counters) nvml_sample(b, t + 100, 1400, 0, 1980);
+    }
+    const analyze::RankAnalysis r = analyze::analyze_rank(as_pytorch(b.t), analyze::Options{});
+    const auto& g = r.steady ? r.steady->gpu_clocks : r.gpu_clocks;
+    EXPECT_EQ(g.availability.available, counters);
+    if (!counters) {
+      EXPECT_NE(g.availability.reason.find("no GPU counter samples"), std::string::npos);
+    }
+    EXPECT_EQ(find(advise(analyze::combine({r})), "gpu-throttling"), nullptr);
+  }
+}
+
+// Rank 1's GPU runs at 1,400 MHz against rank 0's 1,980: its 700 ns of
+// compute per step makes it 200 ns late at every all-reduce. With the
+// maximum clock recorded, its gpu-throttling finding is the straggler's
+// cause; without it, the clocks against the other rank's still are (and
+// its extra compute is not taken for uneven work).
+TEST(AdviseClocks, StragglerExplainedByItsThrottledGpu) {
+  for (const bool max_recorded : {true, false}) {
+    std::vector<analyze::RankAnalysis> ranks;
+    for (int r = 0; r < 2; ++r) {
+      TraceBuilder b;
+      b.rank(r);
+      const int64_t compute = r == 1 ? 700 : 500;
+      for (int i = 0; i < 10; ++i) {
+        const int64_t t = 1000 * i;
+        b.range("ProfilerStep#" + std::to_string(i), t, t + 1000);
+        b.kernel("gemm_kernel", t, t + compute);
+        b.nccl(trace::NcclOp::kAllReduce, t + compute, t + 950, i);
+        nvml_sample(b, t + 100, r == 1 ? 1400 : 1980,
+                    r == 1 ? static_cast<int64_t>(trace::kClocksEventSwThermalSlowdown) : 0, max_recorded ? 1980 : 0);
+      }
+      ranks.push_back(analyze::analyze_rank(as_pytorch(b.t), analyze::Options{}));
+    }
+    const auto f = advise(analyze::combine(std::move(ranks)));
+    const Finding* st = find(f, "straggler");
+    ASSERT_NE(st, nullptr);
+    EXPECT_EQ(st->ranks, std::vector<int32_t>{1});
+    EXPECT_NE(st->evidence.find("1400 MHz median"), std::string::npos) << st->evidence;
+    EXPECT_NE(st->fix.find("cooling"), std::string::npos) << st->fix;
+    EXPECT_EQ(st->title.find("computes more"), std::string::npos) << st->title;
+    const Finding* t = find(f, "gpu-throttling");
+    if (max_recorded) {
+      ASSERT_NE(t, nullptr);
+      EXPECT_EQ(t->ranks, std::vector<int32_t>{1});
+      EXPECT_EQ(st->explained_by, "gpu-throttling");
+      const size_t at = static_cast<size_t>(t - f.data());
+      ASSERT_LT(at + 1, f.size());
+      EXPECT_EQ(f[at + 1].id, "straggler");  // the root, then what it explains
+    } else {
+      EXPECT_EQ(t, nullptr);
+      EXPECT_EQ(st->title, "Rank 1 makes the others wait: its GPU runs at lower clocks");
+    }
+  }
+}
+
+// The same rank above and below the streaming threshold (--stream-above):
+// the split of idle time and so the combined estimate are the same, exactly.
+TEST(AdviseCombined, SameCombinedEstimateWhenTheRankIsStreamed) {
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = 100000 * i;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + 100000);
+    b.api("cudaLaunchKernel", t, t + 20000);
+    b.kernel("gemm_kernel", t, t + 20000);
+    b.sync(trace::SyncKind::kStreamSynchronize, t + 20000, t + 50000);
+    b.copy(MemcpyKind::kHtoD, MemoryKind::kPinned, MemoryKind::kDevice, t + 55000, t + 58000, 1 << 20);
+    b.api("cudaLaunchKernel", t + 60000, t + 80000);
+    b.kernel("gemm_kernel", t + 60300, t + 100000);
+  }
+  trace::testing::TempDir dir("advise-test");
+  const auto path = trace::testing::write_in_chunks(dir, as_pytorch(b.t), 5);
+  analyze::Options whole, streamed;
+  streamed.stream_above_rows = 0;
+  const analyze::RunAnalysis a = analyze::analyze_path(path, whole), s = analyze::analyze_path(path, streamed);
+  ASSERT_EQ(a.ranks.size(), 1u);
+  ASSERT_TRUE(a.ranks[0].steady && s.ranks[0].steady);
+  EXPECT_TRUE(a.ranks[0].steady->idle_cover.availability.available);
+  EXPECT_EQ(nlohmann::json(a.ranks[0].steady->idle_cover), nlohmann::json(s.ranks[0].steady->idle_cover));
+  const auto fa = advise(a), fb = advise(s);
+  ASSERT_EQ(fa.size(), fb.size());
+  ASSERT_GE(fa.size(), 3u);  // launch-bound, host-sync, input-starvation
+  for (size_t i = 0; i < fa.size(); ++i) {
+    EXPECT_EQ(fa[i].id, fb[i].id);
+    EXPECT_EQ(fa[i].saving_fraction, fb[i].saving_fraction) << fa[i].id;
+    EXPECT_EQ(fa[i].combined_fraction, fb[i].combined_fraction) << fa[i].id;
+  }
+  // Combined over the timeline, not added: the three share the same idle time.
+  double sum = 0;
+  for (const Finding& f : fa) sum += f.saving_fraction;
+  EXPECT_LT(fa.back().combined_fraction, sum - 0.1);
 }
 
 }  // namespace

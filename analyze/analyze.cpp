@@ -758,6 +758,8 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   if (!r.breakdown.availability.available) r.idle_cover.availability = r.breakdown.availability;
   r.numa = detail::analyze_numa(t.meta);
   r.host = detail::analyze_host(t, w.ws, w.we, r.iterations.iterations);
+  r.sampled_gpus = detail::sampled_gpus(t, w.ws, w.we);
+  r.gpu_clocks = detail::own_gpu_clocks(t, r.sampled_gpus, detail::main_kernel_device(t.kernels.device));
   detail::mark_empty_window(o, w.wall, r);
   r.attribution = window_attribution(w, o, paths, r.iterations.iterations, info);
   r.collectives = detail::collective_arrivals(t, w.ws, w.we, info, r.iterations.iterations);

@@ -336,6 +336,39 @@ struct NumaStats {
   double remote_memory_fraction = 0;  // share of pages off the GPU's node
 };
 
+// ---- GPU clocks and throttling (the collector's NVML samples, gpu_clocks.cpp) ----
+
+// One GPU's NVML samples over a window: its SM clock against the highest the
+// GPU allows, why the clock was held down, and its temperature and power
+// against their limits. Clock figures are of the samples taken while the GPU
+// was not idle (NVML's GPU-idle reason unset), where reasons are recorded:
+// an idle GPU lowers its clock without losing time.
+struct GpuClockStats {
+  Availability availability;
+  uint32_t device = 0;     // CUDA ordinal in the trace that holds the samples
+  std::string pci_bus_id;  // "" unknown
+  // "" when the rank's own trace holds the samples; else the label of the
+  // rank whose trace does (one sampler per node, in local rank 0).
+  std::string sampled_by;
+  int64_t clock_samples = 0;  // SM clock samples used (not idle)
+  double sm_clock_median_mhz = 0, sm_clock_min_mhz = 0;
+  double sm_clock_max_mhz = 0;  // the GPU's highest SM clock; 0: not recorded
+  double clock_ratio = 0;       // median / max; 0 when the max is not recorded
+  // Shares of the clocks-event-reason samples (the GPU not idle) with each
+  // reason set; reason_samples 0: the collector did not record reasons.
+  int64_t reason_samples = 0;
+  double power_cap_share = 0;     // software power cap
+  double thermal_share = 0;       // software or hardware thermal slowdown
+  double hw_slowdown_share = 0;   // hardware slowdown or power brake
+  double sync_boost_share = 0;    // held to the slowest GPU of its sync-boost group
+  double app_clocks_share = 0;    // application clocks set below the maximum
+  double throttled_share = 0;     // any of the five
+  double temperature_median_c = 0, temperature_max_c = 0;
+  double temperature_slowdown_c = 0;  // 0: not recorded
+  double power_median_w = 0, power_max_w = 0;
+  double power_limit_w = 0;  // 0: not recorded
+};
+
 // ---- host threads (the collector's host sampler, docs/collector.md) ---------
 
 // One host thread over the window.
@@ -497,6 +530,10 @@ struct RankAnalysis {
   NumaStats numa;
   HostStats host;
   PythonFrames python;  // the Python bootstrap's stacks; read by analyze_path from a run directory
+  GpuClockStats gpu_clocks;  // the rank's own GPU
+  // Every GPU this trace sampled (a node's local rank 0 samples the node's
+  // GPUs): combine() gives each rank of the host its own GPU's, then drops them.
+  std::vector<GpuClockStats> sampled_gpus;
   ProfilerPerturbation perturbation;
   Attribution attribution;  // GPU time by operator, module and range (attribution.hpp)
   std::array<ClassTotal, kKernelClassCount> classes{};
@@ -709,6 +746,7 @@ void to_json(nlohmann::json& j, const ProfilerPerturbation& v);
 void to_json(nlohmann::json& j, const JobFacts& v);
 void to_json(nlohmann::json& j, const IdleCover& v);
 void to_json(nlohmann::json& j, const NumaStats& v);
+void to_json(nlohmann::json& j, const GpuClockStats& v);
 void to_json(nlohmann::json& j, const HostShares& v);
 void to_json(nlohmann::json& j, const HostStats& v);
 void to_json(nlohmann::json& j, const PythonHotFrame& v);

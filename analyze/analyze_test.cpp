@@ -1323,5 +1323,62 @@ TEST(AnalyzeHost, TopFunctionsAndStacksPerThread) {
   EXPECT_FALSE(p["threads"][0].contains("top_functions"));
 }
 
+// One NVML sampler per node (local rank 0) samples every GPU of the node:
+// rank 1's GPU (bus 3b) is found in rank 0's trace by its PCI bus id, and
+// each rank's summary is of its own GPU, with the figures of its samples.
+TEST(AnalyzeGpuClocks, EachRankGetsItsOwnGpusSamplesFromTheNodesSampler) {
+  using M = trace::CounterMetric;
+  std::vector<RankAnalysis> ranks;
+  for (int r = 0; r < 2; ++r) {
+    TraceBuilder b;
+    b.rank(r);
+    b.t.meta.hostname = "node1";
+    trace::DeviceInfo d;
+    d.id = static_cast<uint32_t>(r);
+    d.pci_bus_id = r == 0 ? "0000:19:00.0" : "0000:3b:00.0";
+    b.t.meta.devices.push_back(d);
+    for (int i = 0; i < 4; ++i) b.kernel("gemm_kernel", 1000 * i, 1000 * i + 800, 7, static_cast<uint32_t>(r));
+    if (r == 0) {
+      trace::DeviceInfo other;
+      other.id = 1;
+      other.pci_bus_id = "0000:3b:00.0";
+      b.t.meta.devices.push_back(other);
+      for (uint32_t dev = 0; dev < 2; ++dev)
+        for (int64_t t : {100, 1100, 2100, 3100}) {
+          b.t.counters.push({t, dev, M::kSmClockMHz, dev == 0 ? 1980.0 : 1500.0 + static_cast<double>(t) / 100});
+          b.t.counters.push({t, dev, M::kClocksEventReasons, dev == 0 ? 0.0 : 0x20});
+          b.t.counters.push({t, dev, M::kTemperatureCelsius, dev == 0 ? 60.0 : 86.0});
+        }
+      b.t.counters.push({0, 1, M::kSmClockMaxMHz, 1980});
+      b.t.counters.push({0, 1, M::kTemperatureSlowdownCelsius, 87});
+    }
+    RankAnalysis a = analyze_rank(b.t, Options{});
+    a.label = "rank " + std::to_string(r);
+    ranks.push_back(std::move(a));
+  }
+  EXPECT_FALSE(ranks[1].gpu_clocks.availability.available);  // its own trace has no samples
+  const RunAnalysis run = combine(std::move(ranks));
+  const GpuClockStats& g0 = run.ranks[0].gpu_clocks;
+  const GpuClockStats& g1 = run.ranks[1].gpu_clocks;
+  ASSERT_TRUE(g0.availability.available);
+  ASSERT_TRUE(g1.availability.available) << g1.availability.reason;
+  EXPECT_EQ(g0.sm_clock_median_mhz, 1980);
+  EXPECT_EQ(g0.sampled_by, "");
+  EXPECT_EQ(g0.reason_samples, 4);
+  EXPECT_EQ(g0.throttled_share, 0);
+  EXPECT_EQ(g1.device, 1u);
+  EXPECT_EQ(g1.sampled_by, "rank 0");
+  EXPECT_EQ(g1.clock_samples, 4);
+  EXPECT_EQ(g1.sm_clock_median_mhz, 1516);  // 1501, 1511, 1521, 1531
+  EXPECT_EQ(g1.sm_clock_min_mhz, 1501);
+  EXPECT_NEAR(g1.clock_ratio, 1516.0 / 1980, 1e-12);
+  EXPECT_EQ(g1.thermal_share, 1.0);
+  EXPECT_EQ(g1.temperature_max_c, 86);
+  EXPECT_EQ(g1.temperature_slowdown_c, 87);
+  for (const auto& r : run.ranks) EXPECT_TRUE(r.sampled_gpus.empty());  // dropped once shared
+  const nlohmann::json j = run.ranks[1];
+  EXPECT_EQ(j["gpu_clocks"]["sampled_by"], "rank 0");
+}
+
 }  // namespace
 }  // namespace scalescope::analyze

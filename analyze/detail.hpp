@@ -1,5 +1,6 @@
 #pragma once
 // Private helpers shared by the analysis files.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -144,9 +145,58 @@ bool is_mpi_call(std::string_view name);
 IdleCover idle_cover(const Intervals& busy, trace::Timestamp span_start, trace::Timestamp span_end,
                      const Intervals& host_sync, const Intervals& input_gaps, const Intervals& mpi_calls);
 
+// The split itself, gap by gap (idle_cover, and the streamed analysis, which
+// never holds a rank's whole busy list): each gap of the GPU's busy union,
+// in time order, with its launch-gap and input bits; the host waits and MPI
+// calls are normalized unions read through cursors, so a caller may append
+// to them, and erase what the cursors passed (trim), between gaps.
+class IdleSplitter {
+ public:
+  IdleSplitter(trace::Timestamp span_start, trace::Timestamp span_end, const Intervals& host_waits,
+               const Intervals& mpi_calls)
+      : waits_(&host_waits), mpi_(&mpi_calls) {
+    cover_.span_start = span_start;
+    cover_.span_end = span_end;
+    cover_.c.span_ns = std::max<int64_t>(0, span_end - span_start);
+    if (cover_.c.span_ns == 0) cover_.c.availability = {false, "skipped: the window holds no time"};
+  }
+  bool empty() const { return cover_.c.span_ns == 0; }
+  // A gap of busy (clipped to the span here) and its kIdleLaunchGap | kIdleInput bits.
+  void add(Interval gap, unsigned bits);
+  // Host waits and MPI calls that ended before every gap still to come: the
+  // caller erases that many from the front of its lists, then calls trimmed().
+  size_t waits_passed() const { return wait_from_; }
+  size_t mpi_passed() const { return mpi_from_; }
+  void trimmed() { wait_from_ = mpi_from_ = 0; }
+  const IdleCover& result() const { return cover_.c; }
+
+ private:
+  struct {
+    trace::Timestamp span_start = 0, span_end = 0;
+    IdleCover c;
+  } cover_;
+  const Intervals* waits_;
+  const Intervals* mpi_;
+  size_t wait_from_ = 0, mpi_from_ = 0;
+};
+
 // The host sampler's tables over [ws, we] and per iteration (host_threads.cpp).
 HostStats analyze_host(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,
                        const std::vector<Iteration>& iterations);
+
+// The NVML samples of every GPU in t.counters over [ws, we], one summary per
+// device (gpu_clocks.cpp).
+std::vector<GpuClockStats> sampled_gpus(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we);
+// The rank's own GPU among them: the CUDA ordinal its kernels ran on most
+// (`kernel_device`, -1 unknown: the only GPU the trace knows).
+GpuClockStats own_gpu_clocks(const trace::Trace& t, const std::vector<GpuClockStats>& sampled, int64_t kernel_device);
+// The device most kernels ran on, -1 without kernels: from each kernel's
+// device, or from the count of kernels per device.
+int64_t main_kernel_device(const std::vector<uint32_t>& kernel_devices);
+int64_t busiest_device(const std::map<uint32_t, int64_t>& kernels_by_device);
+// combine(): ranks without samples of their own GPU take those another rank
+// of their host sampled (the same PCI bus id), then the lists are dropped.
+void share_sampled_gpus(std::vector<RankAnalysis>& ranks);
 
 // One copy's share of the copy analysis (`d` its duration in the window),
 // shared by the whole-trace and the streaming analyses so both count alike.

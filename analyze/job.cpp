@@ -3,7 +3,9 @@
 // reads both: the first to fit its fixes to the job, the second to combine
 // savings carved out of the same idle time (docs/advisor.md).
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -132,57 +134,59 @@ JobFacts job_facts(const trace::Trace& t, bool gpu_activity, trace::Timestamp ws
   return job;
 }
 
+void IdleSplitter::add(Interval gap, unsigned bits) {
+  gap = {std::max(gap.start, cover_.span_start), std::min(gap.end, cover_.span_end)};
+  if (gap.end <= gap.start) return;
+  cover_.c.idle_ns += gap.end - gap.start;
+  // Host waits and MPI calls come sorted and disjoint, as gaps do: the spans
+  // ending before this gap cannot reach a later one.
+  while (wait_from_ < waits_->size() && (*waits_)[wait_from_].end <= gap.start) ++wait_from_;
+  while (mpi_from_ < mpi_->size() && (*mpi_)[mpi_from_].end <= gap.start) ++mpi_from_;
+  // Between two boundaries the causes covering the gap are constant.
+  trace::Timestamp at = gap.start;
+  size_t w = wait_from_, m = mpi_from_;
+  while (at < gap.end) {
+    trace::Timestamp next = gap.end;
+    unsigned set = bits;
+    while (w < waits_->size() && (*waits_)[w].end <= at) ++w;
+    while (m < mpi_->size() && (*mpi_)[m].end <= at) ++m;
+    for (auto [list, i, bit] : {std::tuple{waits_, w, kIdleHostSync}, std::tuple{mpi_, m, kIdleMpi}}) {
+      if (i >= list->size()) continue;
+      const Interval& iv = (*list)[i];
+      if (iv.start <= at) {
+        set |= bit;
+        next = std::min(next, iv.end);
+      } else {
+        next = std::min(next, iv.start);
+      }
+    }
+    cover_.c.by_causes[set] += next - at;
+    at = next;
+  }
+}
+
 IdleCover idle_cover(const Intervals& busy, trace::Timestamp span_start, trace::Timestamp span_end,
                      const Intervals& host_sync, const Intervals& input_gaps, const Intervals& mpi_calls) {
-  IdleCover c;
-  c.span_ns = std::max<int64_t>(0, span_end - span_start);
-  if (c.span_ns == 0) {
-    c.availability = {false, "skipped: the window holds no time"};
-    return c;
-  }
-  // Idle: the span minus busy. Launch gaps: busy's inner gaps under the limit.
-  Intervals idle, launch;
-  trace::Timestamp at = span_start;
+  IdleSplitter split(span_start, span_end, host_sync, mpi_calls);
+  if (split.empty()) return split.result();
+  // Every gap of busy: before its first span and after its last one (no
+  // launch gap), and its inner gaps (launch gaps under the limit). A gap of
+  // busy lies in one gap of compute | communication, so it is an input gap
+  // wholly or not at all.
+  size_t in = 0;
+  auto add = [&](Interval gap, bool inner) {
+    if (gap.end <= gap.start) return;
+    while (in < input_gaps.size() && input_gaps[in].end <= std::max(gap.start, span_start)) ++in;
+    const bool input = in < input_gaps.size() && input_gaps[in].start <= std::max(gap.start, span_start);
+    split.add(gap, (inner && gap.end - gap.start < kLaunchGapLimitNs ? kIdleLaunchGap : 0u) | (input ? kIdleInput : 0u));
+  };
+  trace::Timestamp at = std::numeric_limits<trace::Timestamp>::min();
   for (size_t i = 0; i < busy.size(); ++i) {
-    const Interval& b = busy[i];
-    if (b.end <= span_start) continue;
-    if (b.start >= span_end) break;
-    if (b.start > at) idle.push_back({at, b.start});
-    at = std::max(at, b.end);
+    add({i == 0 ? span_start : at, busy[i].start}, i > 0);
+    at = busy[i].end;
   }
-  if (at < span_end) idle.push_back({at, span_end});
-  for (size_t i = 1; i < busy.size(); ++i) {
-    const int64_t gap = busy[i].start - busy[i - 1].end;
-    if (gap > 0 && gap < kLaunchGapLimitNs) launch.push_back({busy[i - 1].end, busy[i].start});
-  }
-  c.idle_ns = total(idle);
-  // One sweep over the boundaries of every list: between two boundaries the
-  // set of lists covering time is constant; idle time is added to its set.
-  constexpr unsigned kIdleBit = 16;
-  struct Edge {
-    trace::Timestamp at;
-    unsigned bit;
-  };
-  std::vector<Edge> edges;
-  auto add = [&](const Intervals& v, unsigned bit) {
-    for (const Interval& iv : v)
-      if (iv.end > iv.start) {
-        edges.push_back({iv.start, bit});
-        edges.push_back({iv.end, bit});
-      }
-  };
-  add(idle, kIdleBit);
-  add(launch, kIdleLaunchGap);
-  add(host_sync, kIdleHostSync);
-  add(input_gaps, kIdleInput);
-  add(mpi_calls, kIdleMpi);
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
-  unsigned open = 0;
-  for (size_t i = 0; i < edges.size(); ++i) {
-    open ^= edges[i].bit;  // each list is a disjoint union: its spans open and close in turn
-    if (i + 1 < edges.size() && (open & kIdleBit)) c.by_causes[open & (kIdleCauseSets - 1)] += edges[i + 1].at - edges[i].at;
-  }
-  return c;
+  add({busy.empty() ? span_start : at, span_end}, false);
+  return split.result();
 }
 
 }  // namespace detail

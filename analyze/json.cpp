@@ -234,6 +234,31 @@ void to_json(json& j, const NumaStats& v) {
            {"remote_memory_fraction", v.remote_memory_fraction}};
 }
 
+void to_json(json& j, const GpuClockStats& v) {
+  j = json{{"availability", v.availability},
+           {"device", v.device},
+           {"pci_bus_id", v.pci_bus_id},
+           {"clock_samples", v.clock_samples},
+           {"sm_clock_median_mhz", v.sm_clock_median_mhz},
+           {"sm_clock_min_mhz", v.sm_clock_min_mhz},
+           {"sm_clock_max_mhz", v.sm_clock_max_mhz},
+           {"clock_ratio", v.clock_ratio},
+           {"reason_samples", v.reason_samples},
+           {"power_cap_share", v.power_cap_share},
+           {"thermal_share", v.thermal_share},
+           {"hw_slowdown_share", v.hw_slowdown_share},
+           {"sync_boost_share", v.sync_boost_share},
+           {"app_clocks_share", v.app_clocks_share},
+           {"throttled_share", v.throttled_share},
+           {"temperature_median_c", v.temperature_median_c},
+           {"temperature_max_c", v.temperature_max_c},
+           {"temperature_slowdown_c", v.temperature_slowdown_c},
+           {"power_median_w", v.power_median_w},
+           {"power_max_w", v.power_max_w},
+           {"power_limit_w", v.power_limit_w}};
+  if (!v.sampled_by.empty()) j["sampled_by"] = v.sampled_by;
+}
+
 void to_json(json& j, const HostShares& v) {
   j = json{{"wall_ns", v.wall_ns},
            {"main_busy", v.main_busy},
@@ -366,6 +391,7 @@ void to_json(json& j, const RankAnalysis& v) {
            {"job", v.job},
            {"idle_cover", v.idle_cover},
            {"numa", v.numa},
+           {"gpu_clocks", v.steady ? v.steady->gpu_clocks : v.gpu_clocks},
            {"classes", std::move(classes)},
            {"top_kernels", v.top_kernels},
            {"attribution", v.attribution},

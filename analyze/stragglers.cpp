@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.hpp"
+#include "analyze/detail.hpp"
 #include "trace/launcher.hpp"
 
 namespace scalescope::analyze {
@@ -174,6 +175,7 @@ RunAnalysis combine(std::vector<RankAnalysis> ranks, bool align_clocks) {
   for (const RankAnalysis& r : ranks)
     if (launcher(r)) run.left_out.push_back(r.label);
   ranks.erase(std::remove_if(ranks.begin(), ranks.end(), launcher), ranks.end());
+  detail::share_sampled_gpus(ranks);
   run.clocks = align_collectives(ranks, align_clocks);
   run.stragglers = find_stragglers(ranks);
   run.nodes = find_nodes(ranks, run.stragglers);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <tuple>
@@ -132,8 +133,30 @@ class StreamSweep {
     w.span_start = span_start;
     w.span_end = span_end;
     w.busy.assign(keys_.size(), 0);
+    w.cover = std::make_unique<Cover>(span_start, span_end);
     windows_.push_back(std::move(w));
     return windows_.size() - 1;
+  }
+
+  // The split of window w's idle time by cause (detail::idle_cover), made
+  // gap by gap as the sweep closes them. Its MPI calls (few: the job's facts
+  // hold them whole) are given before the rows; its host waits as their
+  // chunks are read, in the same order of first start as the GPU chunks, so
+  // that every wait that starts before a cut is known when the gaps before
+  // it are split.
+  void mpi_calls(size_t w, Intervals calls) { windows_[w].cover->mpi = std::move(calls); }
+  void host_wait(size_t w, Interval iv) {
+    Cover& c = *windows_[w].cover;
+    c.waits.push_back(iv);
+    c.waits_sorted = false;
+  }
+  // After the last cut: the gap after the last span, and the gaps whose
+  // compute | communication gap never closed (no input gap: nothing waited).
+  IdleCover idle_cover(size_t w) {
+    Window& win = windows_[w];
+    win.cover->gaps.push_back({{win.open ? win.cur.end : win.ws, win.we}, 0});
+    split_gaps(*win.cover, std::numeric_limits<Timestamp>::max(), false, 0);
+    return win.cover->split.result();
   }
 
   uint32_t stream_index(uint32_t device, uint32_t stream) {
@@ -239,6 +262,36 @@ class StreamSweep {
   }
 
  private:
+  // Gaps of the busy union wait here until the gap of compute | communication
+  // that holds them closes, which says whether they are input gaps; then
+  // they are split by the host waits and MPI calls covering them.
+  struct Cover {
+    Cover(Timestamp span_start, Timestamp span_end) : split(span_start, span_end, waits, mpi) {}
+    Intervals waits, mpi;
+    bool waits_sorted = true;
+    std::vector<std::pair<Interval, unsigned>> gaps;  // in time order, launch bit set
+    detail::IdleSplitter split;
+  };
+  // Splits the waiting gaps that end by `to`, input gaps if `input` and they
+  // start at `from` or later (a gap of busy lies in one gap of compute |
+  // communication).
+  static void split_gaps(Cover& c, Timestamp to, bool input, Timestamp from) {
+    if (c.gaps.empty() || c.gaps.front().first.end > to) return;
+    if (!c.waits_sorted) {  // waits read since: erase what was passed, normalize the rest
+      c.waits.erase(c.waits.begin(), c.waits.begin() + static_cast<std::ptrdiff_t>(c.split.waits_passed()));
+      c.mpi.erase(c.mpi.begin(), c.mpi.begin() + static_cast<std::ptrdiff_t>(c.split.mpi_passed()));
+      c.split.trimmed();
+      normalize(c.waits);
+      c.waits_sorted = true;
+    }
+    size_t n = 0;
+    for (; n < c.gaps.size() && c.gaps[n].first.end <= to; ++n) {
+      const auto& [gap, bits] = c.gaps[n];
+      c.split.add(gap, bits | (input && gap.start >= from ? unsigned{kIdleInput} : 0u));
+    }
+    c.gaps.erase(c.gaps.begin(), c.gaps.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+
   struct Window {
     Timestamp ws = 0, we = 0, span_start = 0, span_end = 0;
     Sums sums;
@@ -246,6 +299,7 @@ class StreamSweep {
     bool cc_open = false, open = false;
     Interval cc_cur, cur;
     std::priority_queue<Timestamp, std::vector<Timestamp>, std::greater<>> input_ends;
+    std::unique_ptr<Cover> cover;  // its lists stay put while windows_ grows
   };
 
   // A normalized union clipped to [a, b]: a run of it, its ends cut.
@@ -298,6 +352,30 @@ class StreamSweep {
     s.overlap_ns += intersection_length(comm, compute);
     unite(compute, comm, compute_comm_);
     s.copy_ns += total(copy) - intersection_length(copy, compute_comm_);
+    // union_gaps(compute_comm, copy) with its open span kept between segments.
+    // Its gaps go to the idle split before the gaps of compute | comm below
+    // close: those say which of them are input gaps.
+    const Intervals& a = compute_comm_;
+    const Intervals& b = copy;
+    size_t i = 0, j = 0;
+    while (i < a.size() || j < b.size()) {
+      const Interval& next = j == b.size() || (i < a.size() && a[i].start < b[j].start) ? a[i++] : b[j++];
+      if (!w.open) {
+        w.cover->gaps.push_back({{w.ws, next.start}, 0});
+        w.cur = next;
+        w.open = true;
+      } else if (next.start <= w.cur.end) {
+        w.cur.end = std::max(w.cur.end, next.end);
+      } else {
+        const int64_t gap = next.start - w.cur.end;
+        if (gap < detail::kLaunchGapLimitNs) {
+          ++s.gap_count;
+          s.gap_ns += gap;
+        }
+        w.cover->gaps.push_back({{w.cur.end, next.start}, gap < detail::kLaunchGapLimitNs ? unsigned{kIdleLaunchGap} : 0u});
+        w.cur = next;
+      }
+    }
     for (const Interval& iv : compute_comm_) {
       if (!w.cc_open) {
         idle(w, w.ws, iv.start);
@@ -310,32 +388,16 @@ class StreamSweep {
         w.cc_cur = iv;
       }
     }
-    // union_gaps(compute_comm, copy) with its open span kept between segments.
-    const Intervals& a = compute_comm_;
-    const Intervals& b = copy;
-    size_t i = 0, j = 0;
-    while (i < a.size() || j < b.size()) {
-      const Interval& next = j == b.size() || (i < a.size() && a[i].start < b[j].start) ? a[i++] : b[j++];
-      if (!w.open) {
-        w.cur = next;
-        w.open = true;
-      } else if (next.start <= w.cur.end) {
-        w.cur.end = std::max(w.cur.end, next.end);
-      } else {
-        const int64_t gap = next.start - w.cur.end;
-        if (gap < detail::kLaunchGapLimitNs) {
-          ++s.gap_count;
-          s.gap_ns += gap;
-        }
-        w.cur = next;
-      }
-    }
   }
 
+  // A gap of compute | communication closed: input starvation's, and the
+  // idle split's input bit for the gaps of busy inside it.
   static void idle(Window& w, Timestamp from, Timestamp to) {
     auto& ends = w.input_ends;
     while (!ends.empty() && ends.top() < from) ends.pop();
-    if (ends.empty() || ends.top() >= to) return;  // no copy ended in it
+    const bool input = !ends.empty() && ends.top() < to;  // a copy ended in it
+    split_gaps(*w.cover, to, input, from);
+    if (!input) return;
     const int64_t inside = std::min(to, w.span_end) - std::max(from, w.span_start);
     if (inside <= 0) return;
     w.sums.starvation_ns += inside;
@@ -361,6 +423,10 @@ struct ChunkFacts {
   bool api = false;       // has API calls
   bool launches = false;  // has launch calls of the runtime or driver (the launch median reads them)
   Timestamp first = std::numeric_limits<Timestamp>::max();  // earliest start of its GPU spans
+  // Earliest start of its host waits (analyze_sync's): synchronization rows
+  // other than StreamWaitEvent, or such API calls (read when there are no rows).
+  Timestamp wait_first = std::numeric_limits<Timestamp>::max();
+  Timestamp api_wait_first = std::numeric_limits<Timestamp>::max();
 };
 
 // The rows of each table over the whole file (the analyses' availability).
@@ -413,6 +479,9 @@ class Names {
   std::vector<uint8_t> classified_;
   std::vector<int8_t> launch_, sync_;
 };
+
+// A synchronization the host waits in (StreamWaitEvent does not block it).
+bool host_wait(trace::SyncKind k) { return k != trace::SyncKind::kStreamWaitEvent; }
 
 bool launch_domain(trace::ApiDomain d) { return d == trace::ApiDomain::kRuntime || d == trace::ApiDomain::kDriver; }
 
@@ -741,6 +810,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     }
     return m > 0;
   };
+  std::map<uint32_t, int64_t> kernels_by_device;  // the rank's GPU: the one most kernels ran on
   std::vector<int8_t> mpi_name(name_count, -1);
   auto is_mpi = [&](trace::StringId id) {
     int8_t& m = mpi_name[id];
@@ -778,6 +848,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     gpu_rows(f, k.start, k.end);
     for (size_t i = 0; i < k.size(); ++i)
       if (names.kernel(k.name[i]).cls == KernelClass::kCommunication) kept.kernels.push(k.row(i));
+    for (uint32_t d : k.device) ++kernels_by_device[d];
     rows.memcpys += batch.memcpys.size();
     span(batch.memcpys.start, batch.memcpys.end);
     gpu_rows(f, batch.memcpys.start, batch.memcpys.end);
@@ -803,8 +874,17 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     for (size_t i = 0; i < batch.host_stack_samples.size(); ++i)
       kept.host_stack_samples.push(batch.host_stack_samples.row(i));
     for (size_t i = 0; i < batch.host_modules.size(); ++i) kept.host_modules.push(batch.host_modules.row(i));
+    // The NVML samples (a few per second): the GPU clock analysis reads them.
+    for (size_t i = 0; i < batch.counters.size(); ++i) kept.counters.push(batch.counters.row(i));
     rows.syncs += batch.syncs.size();
     f.syncs = batch.syncs.size() > 0;
+    for (size_t i = 0; i < batch.syncs.size(); ++i)
+      if (host_wait(batch.syncs.kind[i]) && batch.syncs.end[i] >= batch.syncs.start[i])
+        f.wait_first = std::min(f.wait_first, batch.syncs.start[i]);
+    for (size_t i = 0; i < batch.api.size(); ++i)
+      if (const int8_t kind = names.sync_kind(batch.api.name[i]);
+          kind > 0 && host_wait(static_cast<trace::SyncKind>(kind)) && batch.api.end[i] >= batch.api.start[i])
+        f.api_wait_first = std::min(f.api_wait_first, batch.api.start[i]);
     widen(batch.syncs.start, batch.syncs.end);
     const auto& a = batch.api;
     rows.api += a.size();
@@ -890,25 +970,63 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   const Timestamp hull_lo = steady ? std::min(ws, steady->ws()) : ws;
   const Timestamp hull_hi = steady ? std::max(we, steady->we()) : we;
   StreamSweep sweep(hull_lo, hull_hi);
+  // Each window's sweep index, its bounds and its MPI calls (the idle split's).
+  struct Swept {
+    size_t index;
+    Timestamp ws, we;
+  };
+  std::vector<Swept> swept;
   {
     const auto [from, to] = input_span(r.iterations, ws, we);
-    main.sweep_as(sweep.add_window(ws, we, from, to));
+    swept.push_back({sweep.add_window(ws, we, from, to), ws, we});
+    main.sweep_as(swept.back().index);
+    Intervals mpi;
+    r.job = detail::job_facts(kept, rows.gpu(), ws, we, &mpi);
+    sweep.mpi_calls(swept.back().index, std::move(mpi));
   }
   if (steady) {
     const auto [from, to] = input_span(st.iterations, steady->ws(), steady->we());
-    steady->sweep_as(sweep.add_window(steady->ws(), steady->we(), from, to));
+    swept.push_back({sweep.add_window(steady->ws(), steady->we(), from, to), steady->ws(), steady->we()});
+    steady->sweep_as(swept.back().index);
+    Intervals mpi;
+    st.job = detail::job_facts(kept, rows.gpu(), steady->ws(), steady->we(), &mpi);
+    sweep.mpi_calls(swept.back().index, std::move(mpi));
   }
+  // A chunk's host waits into each window's idle split, clipped to it.
+  auto add_waits = [&](const std::vector<Timestamp>& start, const std::vector<Timestamp>& end, auto&& is_wait) {
+    for (size_t i = 0; i < start.size(); ++i) {
+      if (end[i] < start[i] || !is_wait(i)) continue;
+      for (const Swept& w : swept)
+        if (end[i] >= w.ws && start[i] <= w.we)
+          sweep.host_wait(w.index, {std::max(start[i], w.ws), std::min(end[i], w.we)});
+    }
+  };
 
   // ---- pass 2: GPU chunks in time order, then API (and sync) chunks --------
   // A window summed in pass 1 also collects its medians' values here; the
   // others sum here and collect in pass 3.
   if (summed) main.choose();
+  // The chunks holding host waits come in the same order (the idle split's).
+  auto first_of = [&](size_t c) {
+    return facts[c].gpu ? facts[c].first : sync_from_api ? facts[c].api_wait_first : facts[c].wait_first;
+  };
   std::vector<size_t> order;
   for (size_t c = 0; c < facts.size(); ++c)
-    if (facts[c].gpu) order.push_back(c);
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return facts[x].first < facts[y].first; });
+    if (facts[c].gpu || first_of(c) != std::numeric_limits<Timestamp>::max()) order.push_back(c);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return first_of(x) < first_of(y); });
   for (size_t n = 0; n < order.size(); ++n) {
     reader.read(order[n], batch);
+    if (!facts[order[n]].gpu) {
+      if (sync_from_api)
+        add_waits(batch.api.start, batch.api.end, [&](size_t i) {
+          const int8_t kind = names.sync_kind(batch.api.name[i]);
+          return kind > 0 && host_wait(static_cast<trace::SyncKind>(kind));
+        });
+      else
+        add_waits(batch.syncs.start, batch.syncs.end, [&](size_t i) { return host_wait(batch.syncs.kind[i]); });
+      sweep.cut(n + 1 < order.size() ? first_of(order[n + 1]) : std::numeric_limits<Timestamp>::max());
+      continue;
+    }
     if (!summed) main.sum_gpu(batch, names);
     main.inputs(batch, sweep, summed);
     if (steady) {
@@ -917,7 +1035,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     }
     sweep_rows(batch, names, sweep, hull_lo, hull_hi);
     // No row of a later chunk starts before that chunk's first start.
-    sweep.cut(n + 1 < order.size() ? facts[order[n + 1]].first : std::numeric_limits<Timestamp>::max());
+    sweep.cut(n + 1 < order.size() ? first_of(order[n + 1]) : std::numeric_limits<Timestamp>::max());
   }
   const bool sums_left = !summed || steady;
   for (size_t c = 0; c < facts.size(); ++c) {
@@ -960,19 +1078,22 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   main.finish(rows, names, sweep, o, r);
   r.numa = detail::analyze_numa(head.meta);
   r.host = detail::analyze_host(kept, ws, we, r.iterations.iterations);
-  // The GPU's busy intervals are summed segment by segment here, never held
-  // whole: the split of idle time by cause needs them (analyze_rank has it).
-  const Availability no_cover{false, "skipped: not computed when a rank is read chunk by chunk (--stream-above)"};
-  r.job = detail::job_facts(kept, rows.gpu(), ws, we, nullptr);
-  r.idle_cover.availability = no_cover;
+  const int64_t kernel_device = detail::busiest_device(kernels_by_device);
+  r.sampled_gpus = detail::sampled_gpus(kept, ws, we);
+  r.gpu_clocks = detail::own_gpu_clocks(kept, r.sampled_gpus, kernel_device);
+  // The split of idle time was made gap by gap in pass 2, as analyze_window's.
+  r.idle_cover = sweep.idle_cover(swept[0].index);
+  if (!r.breakdown.availability.available) r.idle_cover.availability = r.breakdown.availability;
   detail::mark_empty_window(o, main.wall(), r);
   if (steady) {
     detail::describe_rank(head, rows.gpu(), st);
     steady->finish(rows, names, sweep, steady_options, st);
     st.numa = r.numa;
     st.host = detail::analyze_host(kept, steady->ws(), steady->we(), st.iterations.iterations);
-    st.job = detail::job_facts(kept, rows.gpu(), steady->ws(), steady->we(), nullptr);
-    st.idle_cover.availability = no_cover;
+    st.sampled_gpus = detail::sampled_gpus(kept, steady->ws(), steady->we());
+    st.gpu_clocks = detail::own_gpu_clocks(kept, st.sampled_gpus, kernel_device);
+    st.idle_cover = sweep.idle_cover(swept[1].index);
+    if (!st.breakdown.availability.available) st.idle_cover.availability = st.breakdown.availability;
     detail::mark_empty_window(steady_options, steady->wall(), st);
   }
   // Attribution of the window and of the steady one: its own passes over the

@@ -11,7 +11,8 @@
 // and data loss, the time breakdown with per-stream busy time, kernel
 // classes, launch overhead (gaps, exact medians), copies, synchronization,
 // precision, layout, top kernels, NUMA, the iterations (every detection
-// source), input starvation, the host sampler's analysis, the collective list
+// source), input starvation, the split of idle time by cause (idle_cover),
+// the GPU clocks of the NVML samples, the host sampler's analysis, the collective list
 // for stragglers and, without a window, the steady-state pass
 // (RankAnalysis::steady: the same figures over the iterations after warm-up).
 //
@@ -24,6 +25,11 @@
 // later row can precede: the interval unions (breakdown, streams, gaps) are
 // summed segment by segment, keeping only rows that reach past the cut; the
 // idle gaps of that union in which an input copy ended are input starvation.
+// The chunks of host waits (synchronization rows, else such API calls) are
+// read in that same order, so every wait that starts before a cut is known
+// when the idle gaps before it are split by cause; a gap waits only until
+// its gap of compute | communication closes (which says whether it is an
+// input gap).
 // Windows not summed in pass 1 (--window, the steady iterations) are summed in
 // pass 2. Medians are exact in two passes: a histogram of durations by 12-bit
 // mantissa finds the bucket of the middle rank, whose few distinct values the

@@ -18,6 +18,7 @@ namespace {
 constexpr int kNvmlSuccess = 0;
 constexpr int kClockSm = 1, kClockMem = 2;                      // nvmlClockType_t
 constexpr int kTemperatureGpu = 0;                              // nvmlTemperatureSensors_t
+constexpr int kTemperatureThresholdSlowdown = 1;                // nvmlTemperatureThresholds_t
 constexpr int kPcieTx = 0, kPcieRx = 1;                         // nvmlPcieUtilCounter_t
 constexpr unsigned kFieldNvlinkTx = 138, kFieldNvlinkRx = 139;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_{TX,RX}, KiB
 constexpr size_t kMaxPending = 1 << 20;                         // bounds memory if nobody drains
@@ -51,6 +52,11 @@ bool NvmlApi::load(const char* library, std::string* error) {
   sym(handle, "nvmlDeviceGetTotalEnergyConsumption", energy_mj);
   sym(handle, "nvmlDeviceGetClockInfo", clock_mhz);
   sym(handle, "nvmlDeviceGetTemperature", temperature);
+  sym(handle, "nvmlDeviceGetCurrentClocksEventReasons", clocks_event_reasons);
+  if (!clocks_event_reasons) sym(handle, "nvmlDeviceGetCurrentClocksThrottleReasons", clocks_event_reasons);
+  sym(handle, "nvmlDeviceGetMaxClockInfo", max_clock_mhz);
+  sym(handle, "nvmlDeviceGetEnforcedPowerLimit", power_limit_mw);
+  sym(handle, "nvmlDeviceGetTemperatureThreshold", temperature_threshold);
   sym(handle, "nvmlDeviceGetPcieThroughput", pcie_throughput_kbps);
   sym(handle, "nvmlDeviceGetFieldValues", field_values);
   sym(handle, "nvmlDeviceGetPciInfo_v3", pci_info);
@@ -203,6 +209,27 @@ void NvmlSampler::sample(Slow slow) {
       timed(Q::kClocks, [&] {
         if (api_.clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMHz, v);
         if (api_.clock_mhz(d, kClockMem, &v) == kNvmlSuccess) add(M::kMemoryClockMHz, v);
+      });
+    // Why the clock is where it is, at every sample; the limits it is held
+    // against change rarely and are read with the running totals.
+    if (api_.clocks_event_reasons)
+      timed(Q::kClocks, [&] {
+        unsigned long long reasons = 0;
+        if (api_.clocks_event_reasons(d, &reasons) == kNvmlSuccess)
+          add(M::kClocksEventReasons, static_cast<double>(reasons));
+      });
+    if (api_.max_clock_mhz && totals)
+      timed(Q::kClocks, [&] {
+        if (api_.max_clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMaxMHz, v);
+      });
+    if (api_.power_limit_mw && totals)
+      timed(Q::kPower, [&] {
+        if (api_.power_limit_mw(d, &v) == kNvmlSuccess) add(M::kPowerLimitWatts, v / 1000.0);
+      });
+    if (api_.temperature_threshold && totals)
+      timed(Q::kTemperature, [&] {
+        if (api_.temperature_threshold(d, kTemperatureThresholdSlowdown, &v) == kNvmlSuccess)
+          add(M::kTemperatureSlowdownCelsius, v);
       });
     if (api_.temperature)
       timed(Q::kTemperature, [&] {

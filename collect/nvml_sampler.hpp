@@ -58,6 +58,12 @@ struct NvmlApi {
   int (*energy_mj)(Device, unsigned long long*) = nullptr;
   int (*clock_mhz)(Device, int clock_type, unsigned int*) = nullptr;
   int (*temperature)(Device, int sensor, unsigned int*) = nullptr;
+  // Why clocks are held down (nvmlDeviceGetCurrentClocksEventReasons, or its
+  // older name ...ThrottleReasons), and the limits they are held against.
+  int (*clocks_event_reasons)(Device, unsigned long long*) = nullptr;
+  int (*max_clock_mhz)(Device, int clock_type, unsigned int*) = nullptr;
+  int (*power_limit_mw)(Device, unsigned int*) = nullptr;
+  int (*temperature_threshold)(Device, int threshold, unsigned int*) = nullptr;
   int (*pcie_throughput_kbps)(Device, int counter, unsigned int*) = nullptr;  // blocks ~20 ms
   int (*field_values)(Device, int count, FieldValue*) = nullptr;
   int (*pci_info)(Device, PciInfo*) = nullptr;  // to map NVML's order to CUDA ordinals

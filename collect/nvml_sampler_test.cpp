@@ -34,6 +34,12 @@ struct Fake {
   }
   static int energy(NvmlApi::Device, unsigned long long* mj) { return ++energy_calls, *mj = energy_mj, 0; }
   static int clock(NvmlApi::Device, int type, unsigned int* mhz) { return *mhz = type == 1 ? 1980 : 3201, 0; }
+  static int reasons(NvmlApi::Device, unsigned long long* r) { return *r = 0x4 | 0x20, 0; }  // power cap, thermal
+  static int max_clock(NvmlApi::Device, int type, unsigned int* mhz) { return *mhz = type == 1 ? 1980 : 0, 0; }
+  static int power_limit(NvmlApi::Device, unsigned int* mw) { return *mw = 700000, 0; }
+  static int temperature_threshold(NvmlApi::Device, int threshold, unsigned int* c) {
+    return threshold == 1 ? (*c = 87, 0) : 3;  // only the slowdown threshold
+  }
   // NVML index 0 sits at bus 0x19, index 1 at 0x3B (NVML's PCI order).
   static int pci(NvmlApi::Device d, NvmlApi::PciInfo* p) {
     std::snprintf(p->bus_id, sizeof(p->bus_id), "00000000:%s:00.0",
@@ -60,6 +66,10 @@ NvmlApi fake_api() {
   api.power_mw = Fake::power;
   api.energy_mj = Fake::energy;
   api.clock_mhz = Fake::clock;
+  api.clocks_event_reasons = Fake::reasons;
+  api.max_clock_mhz = Fake::max_clock;
+  api.power_limit_mw = Fake::power_limit;
+  api.temperature_threshold = Fake::temperature_threshold;
   api.field_values = Fake::fields;
   api.pci_info = Fake::pci;
   return api;
@@ -101,6 +111,17 @@ TEST(CollectNvml, SamplesEveryDeviceAndMetric) {
   EXPECT_EQ(last.at({0, M::kEnergyJoules}), 123.456);
   EXPECT_EQ(last.at({0, M::kSmClockMHz}), 1980);
   EXPECT_EQ(last.at({0, M::kMemoryClockMHz}), 3201);
+  EXPECT_EQ(last.at({1, M::kClocksEventReasons}), 0x24);
+  EXPECT_EQ(last.at({0, M::kSmClockMaxMHz}), 1980);
+  EXPECT_EQ(last.at({0, M::kPowerLimitWatts}), 700);
+  EXPECT_EQ(last.at({1, M::kTemperatureSlowdownCelsius}), 87);
+  size_t reasons = 0, limits = 0;
+  for (const auto& r : out) {
+    reasons += r.metric == M::kClocksEventReasons;
+    limits += r.metric == M::kPowerLimitWatts;
+  }
+  EXPECT_EQ(reasons, 11u * 2);  // every sample of both devices
+  EXPECT_EQ(limits, 2u * 2);    // with the running totals: samples 0 and 10
   EXPECT_DOUBLE_EQ(last.at({0, M::kNvlinkTxBytesPerSecond}), 1024.0 * 1024.0 * 2);
   EXPECT_DOUBLE_EQ(last.at({0, M::kNvlinkRxBytesPerSecond}), 0);
   out.clear();

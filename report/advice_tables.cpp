@@ -56,6 +56,37 @@ Table job_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
+Table gpu_clocks_table(const analyze::RunAnalysis& run) {
+  Table t("GPU clocks (NVML samples of each rank's GPU, steady iterations; the GPU not idle)",
+          {Column("rank", 0), Column("device", 0), Column("samples", 0), Column("sm_median_mhz", 0),
+           Column("sm_min_mhz", 0), Column("sm_max_mhz", 0), Column("clock_pct", 1), Column("held_down_pct", 1),
+           Column("power_cap_pct", 1), Column("thermal_pct", 1), Column("hw_slowdown_pct", 1),
+           Column("sync_boost_pct", 1), Column("app_clocks_pct", 1), Column("temp_median_c", 0),
+           Column("temp_max_c", 0), Column("temp_slowdown_c", 0), Column("power_median_w", 0),
+           Column("power_max_w", 0), Column("power_limit_w", 0)});
+  t.set_id("gpu_clocks");
+  auto known = [](double v) { return v > 0 ? Cell{v} : Cell{}; };
+  for (const auto& r : run.ranks) {
+    const auto& g = r.steady ? r.steady->gpu_clocks : r.gpu_clocks;
+    if (!g.availability.available) {
+      t.add_note(fmt::format("rank {}: {}", r.rank, g.availability.reason));
+      continue;
+    }
+    const bool reasons = g.reason_samples > 0;
+    auto share = [&](double v) { return reasons ? Cell{pct(v)} : Cell{}; };
+    t.add_row({int64_t{r.rank}, int64_t{g.device}, g.clock_samples, g.sm_clock_median_mhz, g.sm_clock_min_mhz,
+               known(g.sm_clock_max_mhz), g.clock_ratio > 0 ? Cell{pct(g.clock_ratio)} : Cell{},
+               share(g.throttled_share), share(g.power_cap_share), share(g.thermal_share), share(g.hw_slowdown_share),
+               share(g.sync_boost_share), share(g.app_clocks_share), known(g.temperature_median_c),
+               known(g.temperature_max_c), known(g.temperature_slowdown_c), known(g.power_median_w),
+               known(g.power_max_w), known(g.power_limit_w)});
+    if (!g.sampled_by.empty()) t.add_note(fmt::format("rank {}: its GPU was sampled in {}'s trace", r.rank, g.sampled_by));
+  }
+  t.add_note("clock_pct: median SM clock / the GPU's maximum; held_down_pct: samples with a clocks-event reason that "
+             "lowers a working GPU's clock (empty: the trace does not record reasons).");
+  return t;
+}
+
 Table findings_table(const std::vector<advise::Finding>& findings) {
   Table t("Findings (root causes ranked by the saving of fixing them; each followed by what it explains)",
           {Column("rank_order", 0), Column("id", 0), Column("severity", 0), Column("saving_pct", 1),

@@ -24,6 +24,14 @@ namespace scalescope::report {
 // and their time in the window), launcher, and the names that decided it.
 Table job_table(const analyze::RunAnalysis& run);
 
+// Per rank, its GPU's clocks over the steady iterations (the window where
+// none): SM clock median, min and max, the share of samples NVML held the
+// clock down and why (power cap, thermal, hardware slowdown, sync boost,
+// application clocks), temperature and power against their limits; a
+// skipped rank says why in a note. No rows when no rank has NVML samples
+// (callers then leave it out).
+Table gpu_clocks_table(const analyze::RunAnalysis& run);
+
 // The ranked findings: each one's own saving and its kind (upper bound or
 // estimate), the combined saving of it and every root cause above it, and
 // its place in the cause graph; notes state the combined estimate of the

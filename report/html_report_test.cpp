@@ -21,6 +21,7 @@
 #ifdef SCALESCOPE_REPORT_RUNS
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
+#include "report/advice_tables.hpp"
 #include "report/node_tables.hpp"
 #include "report/python_tables.hpp"
 #include "trace/synthetic_trace.hpp"
@@ -497,6 +498,24 @@ TEST(ReportHtml, PythonFramesOfARunDirectory) {
   EXPECT_EQ((*shown)["rows"][0][column_of(*shown, "where")], "dataset.py:41 __getitem__");
   EXPECT_EQ((*shown)["rows"][0][column_of(*shown, "process")], "worker");
   EXPECT_EQ((*shown).value("notes", json()), json::parse(cli[0].to_json()).value("notes", json()));
+}
+
+// The per-rank summary of the NVML samples: the table `analyze` prints (one
+// formatter), below the counters, with each rank's SM clock.
+TEST(ReportHtml, GpuClocksTableAsAnalyzePrintsIt) {
+  HtmlReport r({.max_timeline_events = 100, .max_counter_points = 50});
+  r.add_run("synthetic", synthetic_run(2, 20'000));
+  const json doc = json::parse(r.document_json());
+  const json* run = find_section(doc, "Run: synthetic");
+  ASSERT_NE(run, nullptr);
+  const json* shown = find_table(*run, "GPU clocks");
+  ASSERT_NE(shown, nullptr);
+  auto traces = synthetic_run(2, 20'000);
+  const Table cli = gpu_clocks_table(analyze::analyze_traces(traces, {"a", "b"}, analyze::Options{}));
+  ASSERT_EQ(cli.rows().size(), 2u);
+  ASSERT_EQ((*shown)["rows"].size(), 2u);
+  EXPECT_EQ((*shown)["columns"].size(), cli.columns().size());
+  for (const auto& row : (*shown)["rows"]) EXPECT_EQ(row[column_of(*shown, "sm_median_mhz")], 1980);
 }
 
 TEST(ReportHtml, PerNodeSectionOfATwoHostRun) {

@@ -19,6 +19,7 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
+#include "report/advice_tables.hpp"
 #include "report/node_tables.hpp"
 #include "report/python_tables.hpp"
 #include "report/report_document.hpp"
@@ -397,8 +398,9 @@ class RunDrawing {
     out.first_counter_unix = t.meta.to_unix_ns(c.time.front());
     std::map<std::pair<trace::CounterMetric, uint32_t>, std::vector<std::pair<int64_t, double>>> read;
     for (size_t i = 0; i < c.size(); ++i) {
-      if (c.metric[i] == trace::CounterMetric::kEnergyJoules)
-        continue;  // a running total; power shows the same over time
+      if (c.metric[i] == trace::CounterMetric::kEnergyJoules ||
+          c.metric[i] == trace::CounterMetric::kClocksEventReasons)
+        continue;  // a running total (power shows the same over time), a bitmask (the GPU clocks table reads it)
       read[{c.metric[i], c.device[i]}].emplace_back(t.meta.to_unix_ns(c.time[i]), c.value[i]);
     }
     for (auto& [key, points] : read) {
@@ -912,6 +914,8 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   if (ranks.size() > 1) append(blocks, straggler_blocks(run.stragglers));
   append(blocks, std::move(nccl));
   append(blocks, std::move(counters));
+  // The per-rank summary of those counters `analyze` prints (one formatter).
+  if (Table clocks = gpu_clocks_table(run); !clocks.rows().empty()) blocks.push_back(table_block(clocks));
   std::string subtitle = drawing.subtitle(slot_of);
   doc.sections.push_back(section("Run: " + label, std::move(subtitle), std::move(blocks)));
   Json nodes = node_blocks(run);

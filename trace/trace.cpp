@@ -98,6 +98,10 @@ std::string_view to_string(CounterMetric metric) {
     case CounterMetric::kNvlinkTxBytesPerSecond: return "nvlink_tx_bytes_per_second";
     case CounterMetric::kNvlinkRxBytesPerSecond: return "nvlink_rx_bytes_per_second";
     case CounterMetric::kTemperatureCelsius: return "temperature_celsius";
+    case CounterMetric::kClocksEventReasons: return "clocks_event_reasons";
+    case CounterMetric::kSmClockMaxMHz: return "sm_clock_max_mhz";
+    case CounterMetric::kPowerLimitWatts: return "power_limit_watts";
+    case CounterMetric::kTemperatureSlowdownCelsius: return "temperature_slowdown_celsius";
   }
   return "unknown";
 }

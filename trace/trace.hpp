@@ -78,8 +78,24 @@ enum class CounterMetric : uint8_t {
   kNvlinkTxBytesPerSecond,
   kNvlinkRxBytesPerSecond,
   kTemperatureCelsius,
+  // Why the SM clock is held below its maximum: NVML's clocks event reasons
+  // bitmask (nvmlClocksEventReason*, trace::kClocksEvent* below) as a number.
+  kClocksEventReasons,
+  kSmClockMaxMHz,               // the highest SM clock the GPU allows (NVML max clock)
+  kPowerLimitWatts,             // the enforced power limit
+  kTemperatureSlowdownCelsius,  // the temperature at which the GPU slows its clocks
 };
-inline constexpr int kCounterMetricCount = 12;
+inline constexpr int kCounterMetricCount = 16;
+// The bits of kClocksEventReasons (NVML's nvmlClocksEventReason* values).
+inline constexpr uint64_t kClocksEventGpuIdle = 0x1;
+inline constexpr uint64_t kClocksEventApplicationsClocks = 0x2;
+inline constexpr uint64_t kClocksEventSwPowerCap = 0x4;
+inline constexpr uint64_t kClocksEventHwSlowdown = 0x8;
+inline constexpr uint64_t kClocksEventSyncBoost = 0x10;
+inline constexpr uint64_t kClocksEventSwThermalSlowdown = 0x20;
+inline constexpr uint64_t kClocksEventHwThermalSlowdown = 0x40;
+inline constexpr uint64_t kClocksEventHwPowerBrakeSlowdown = 0x80;
+inline constexpr uint64_t kClocksEventDisplayClocks = 0x100;
 // Scheduler state of a host thread when sampled (/proc/<pid>/task/<tid>/stat
 // field 3). Linux's R is "running or runnable": the sample cannot tell them
 // apart; the run-queue wait column (schedstat) can.

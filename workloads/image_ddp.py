@@ -74,6 +74,9 @@ def parse_args(argv=None):
     p.add_argument("--loader", choices=["cpu", "gpu"], default="cpu",
                    help="cpu: DataLoader workers resize and normalise each sample; gpu: raw uint8 batches resized on the GPU")
     p.add_argument("--workers", type=int, default=4, help="DataLoader worker processes per rank (cpu loader)")
+    p.add_argument("--sample-cpu-us", type=float, default=0.0,
+                   help="extra CPU time per sample in the DataLoader workers, microseconds (cpu loader): a slow "
+                        "decode, to make an input-bound run on purpose")
     p.add_argument("--batch-size", type=int, default=128, help="per GPU")
     length = p.add_mutually_exclusive_group()
     length.add_argument("--epochs", type=int, default=None)
@@ -109,6 +112,10 @@ def parse_args(argv=None):
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.workers < 0 or args.warmup_steps < 0:
         p.error("--workers and --warmup-steps must not be negative")
+    if not 0 <= args.sample_cpu_us <= 1e6:
+        p.error(f"--sample-cpu-us {args.sample_cpu_us:g} is outside 0..1000000")
+    if args.sample_cpu_us > 0 and args.loader != "cpu":
+        p.error("--sample-cpu-us needs --loader cpu (the GPU loader has no per-sample CPU work)")
     if args.eval is None:
         args.eval = args.steps is None
     return args
@@ -173,13 +180,18 @@ def preprocess(raw, size):
 class CpuSampleDataset(torch.utils.data.Dataset):
     """Per-sample work in DataLoader workers: flip, resize, normalise, 3 channels."""
 
-    def __init__(self, images, labels, size, augment):
+    def __init__(self, images, labels, size, augment, cpu_us=0.0):
         self.images, self.labels, self.size, self.augment = images, labels, size, augment
+        self.cpu_s = cpu_us / 1e6
 
     def __len__(self):
         return self.images.shape[0]
 
     def __getitem__(self, i):
+        if self.cpu_s > 0:  # --sample-cpu-us: CPU work, as a slow decode would do (not a sleep)
+            end = time.perf_counter() + self.cpu_s
+            while time.perf_counter() < end:
+                pass
         img = self.images[i]
         if self.augment and torch.rand(()) < 0.5:
             img = img.flip(-1)
@@ -220,7 +232,8 @@ class CpuLoader:
         if args.workers > 0:
             kwargs = {"persistent_workers": True, "prefetch_factor": 4}
         self.loader = torch.utils.data.DataLoader(
-            CpuSampleDataset(images, labels, args.image_size, not args.no_augment), batch_size=args.batch_size,
+            CpuSampleDataset(images, labels, args.image_size, not args.no_augment, args.sample_cpu_us),
+            batch_size=args.batch_size,
             sampler=self.sampler, num_workers=args.workers, pin_memory=args.pin_memory and dist_info.is_cuda,
             drop_last=True, **kwargs)
         self.device, self.pin = dist_info.device, args.pin_memory

@@ -235,6 +235,25 @@ class ImageDataTest(unittest.TestCase):
         self.assertTrue(args.pin_memory)
         self.assertFalse(args.channels_last)
         self.assertFalse(args.eval)
+        self.assertEqual(args.sample_cpu_us, 0)
+        for bad, words in ((["--sample-cpu-us", "-1"], "outside 0..1000000"),
+                           (["--sample-cpu-us", "50", "--loader", "gpu"], "needs --loader cpu")):
+            with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()) as err:
+                self.m.parse_args(bad)
+            self.assertIn(words, err.getvalue())
+
+    def test_sample_cpu_cost_is_spent_per_sample(self):
+        images = torch.zeros((4, 28, 28), dtype=torch.uint8)
+        labels = torch.zeros(4, dtype=torch.long)
+        slow = self.m.CpuSampleDataset(images, labels, 32, False, cpu_us=20000)
+        fast = self.m.CpuSampleDataset(images, labels, 32, False)
+        import time
+        t0 = time.perf_counter()
+        x_slow, _ = slow[0]
+        t1 = time.perf_counter()
+        x_fast, _ = fast[0]
+        self.assertGreaterEqual(t1 - t0, 0.02)
+        self.assertTrue(torch.equal(x_slow, x_fast))  # the same sample, only later
 
 
 @unittest.skipUnless(kHaveTorch, "torch is not installed")
