@@ -965,6 +965,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   const Availability no_cover{false, "skipped: not computed when a rank is read chunk by chunk (--stream-above)"};
   r.job = detail::job_facts(kept, rows.gpu(), ws, we, nullptr);
   r.idle_cover.availability = no_cover;
+  r.idle_breakdown.availability = no_cover;
   detail::mark_empty_window(o, main.wall(), r);
   if (steady) {
     detail::describe_rank(head, rows.gpu(), st);
@@ -973,6 +974,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     st.host = detail::analyze_host(kept, steady->ws(), steady->we(), st.iterations.iterations);
     st.job = detail::job_facts(kept, rows.gpu(), steady->ws(), steady->we(), nullptr);
     st.idle_cover.availability = no_cover;
+    st.idle_breakdown.availability = no_cover;
     detail::mark_empty_window(steady_options, steady->wall(), st);
   }
   // Attribution of the window and of the steady one: its own passes over the

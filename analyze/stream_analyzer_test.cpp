@@ -479,13 +479,15 @@ TEST(StreamAnalyzerTest, AnalyzePathStreamsTraceFiles) {
   nlohmann::json whole =
       analyze_path(run, on, 0, {}, [&](size_t, const trace::Trace&, const RankAnalysis&) { ++visited; });
   EXPECT_EQ(visited, 2u);
-  // The split of idle time by cause is the one figure not computed chunk by
-  // chunk (it says so); everything else is the same.
+  // The splits of idle time (by cause, and into host wait, kernel wait and
+  // other) are the figures not computed chunk by chunk (they say so);
+  // everything else is the same.
   for (auto* j : {&streamed, &whole})
-    for (auto& r : (*j)["ranks"]) {
-      EXPECT_TRUE(r.contains("idle_cover"));
-      r.erase("idle_cover");
-    }
+    for (auto& r : (*j)["ranks"])
+      for (const char* key : {"idle_cover", "idle_breakdown"}) {
+        EXPECT_TRUE(r.contains(key)) << key;
+        r.erase(key);
+      }
   EXPECT_FALSE(whole["ranks"].empty());
   EXPECT_EQ(streamed, whole);
   // The frame was named in the streamed analysis too.
