@@ -187,14 +187,14 @@ std::optional<RankHit> channels_last(const RankAnalysis& r, const Thresholds& th
     parts.push_back(fmt::format("{} layout conversion kernels take {} ({} of kernel time, threshold {}); largest: {}",
                                 l.conversion_count, format_duration_ns(static_cast<double>(l.conversion_ns)),
                                 format_percent(l.fraction), format_percent(th.layout_share),
-                                l.top.empty() ? std::string("-") : l.top.front().name.substr(0, 80)));
+                                l.top.empty() ? std::string("-") : l.top.front().short_name));
   if (nchw_half)
     parts.push_back(
         fmt::format("{} fp16/bf16 kernels that exist only for NCHW data take {} ({} of kernel time, "
                     "threshold {}); largest: {}",
                     l.nchw_half_count, format_duration_ns(static_cast<double>(l.nchw_half_ns)),
                     format_percent(l.nchw_half_fraction), format_percent(th.layout_share),
-                    l.top_nchw_half.empty() ? std::string("-") : l.top_nchw_half.front().name.substr(0, 80)));
+                    l.top_nchw_half.empty() ? std::string("-") : l.top_nchw_half.front().short_name));
   f.evidence = fmt::format("{}: {}", r.label, fmt::join(parts, "; "));
   if (conversions) f.evidence += responsible_text(r.attribution, r.attribution.layout_conversions, false);
   f.figures = {{"conversion kernel time", static_cast<double>(l.conversion_ns), "ns"},
@@ -248,7 +248,7 @@ std::optional<RankHit> mixed_precision(const RankAnalysis& r, const Thresholds& 
       r.label, format_duration_ns(static_cast<double>(ns)), format_percent(p.fp32_no_tensor_fraction),
       format_duration_ns(static_cast<double>(tf32_ns)), format_percent(p.tf32_fraction), format_percent(fp32_fraction),
       format_percent(th.fp32_share), format_percent(p.tensor_core_fraction),
-      p.top_fp32.empty() ? std::string("-") : p.top_fp32.front().name.substr(0, 80));
+      p.top_fp32.empty() ? std::string("-") : p.top_fp32.front().short_name);
   if (ns > 0) f.evidence += responsible_text(r.attribution, r.attribution.fp32_no_tensor, false);
   f.figures = {{"fp32 gemm/conv time", static_cast<double>(ns), "ns"},
                {"tf32 gemm/conv time", static_cast<double>(tf32_ns), "ns"},
@@ -278,7 +278,7 @@ std::optional<RankHit> fp64(const RankAnalysis& r, const Thresholds& th) {
   f.evidence = fmt::format("{}: FP64 kernels take {} ({} of kernel time, threshold {}); largest: {}", r.label,
                            format_duration_ns(static_cast<double>(ns)), format_percent(p.fp64_fraction),
                            format_percent(th.fp64_share),
-                           p.top_fp64.empty() ? std::string("-") : p.top_fp64.front().name.substr(0, 80));
+                           p.top_fp64.empty() ? std::string("-") : p.top_fp64.front().short_name);
   f.figures = {{"fp64 kernel time", static_cast<double>(ns), "ns"},
                {"share of kernel time", p.fp64_fraction, "fraction"}};
   f.saving_method = "upper bound: all FP64 kernel time";

@@ -18,6 +18,7 @@
 #include "analyze/attribution_detail.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
+#include "trace/kernel_short_name.hpp"
 #include "trace/launcher.hpp"
 #include "trace/quantile.hpp"
 #include "trace/memory_budget.hpp"
@@ -82,10 +83,14 @@ std::vector<KernelSummary> top_of(const std::vector<int64_t>& ns, const std::vec
   std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
                     [&](uint32_t a, uint32_t b) { return ns[a] > ns[b] || (ns[a] == ns[b] && a < b); });
   std::vector<KernelSummary> out;
+  std::vector<std::string_view> names;
   for (size_t k = 0; k < n; ++k) {
     const uint32_t id = ids[k];
-    out.push_back({std::string(strings.view(id)), info[id].cls, info[id].precision, count[id], ns[id]});
+    names.push_back(strings.view(id));
+    out.push_back({std::string(strings.view(id)), {}, info[id].cls, info[id].precision, count[id], ns[id]});
   }
+  const std::vector<std::string> short_names = trace::distinct_short_names(names);
+  for (size_t k = 0; k < n; ++k) out[k].short_name = short_names[k];
   return out;
 }
 
@@ -643,7 +648,8 @@ void detail::mark_empty_window(const Options& o, int64_t wall, RankAnalysis& r) 
   const std::string why = empty_window_reason(*o.window);
   for (Availability* a :
        {&r.breakdown.availability, &r.launch.availability, &r.copies.availability, &r.sync.availability,
-        &r.precision.availability, &r.layout.availability, &r.input.availability, &r.idle_cover.availability})
+        &r.precision.availability, &r.layout.availability, &r.input.availability, &r.idle_cover.availability,
+        &r.idle_breakdown.availability})
     if (a->available) *a = {false, why};
 }
 
@@ -756,6 +762,10 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
                                     by_iterations ? r.iterations.iterations.back().end : w.we, host_waits,
                                     input_gaps, mpi_calls);
   if (!r.breakdown.availability.available) r.idle_cover.availability = r.breakdown.availability;
+  r.idle_breakdown = detail::idle_breakdown(t, busy, by_iterations ? r.iterations.iterations.front().start : w.ws,
+                                            by_iterations ? r.iterations.iterations.back().end : w.we,
+                                            kKernelWaitThresholdNs);
+  if (!r.breakdown.availability.available) r.idle_breakdown.availability = r.breakdown.availability;
   r.numa = detail::analyze_numa(t.meta);
   r.host = detail::analyze_host(t, w.ws, w.we, r.iterations.iterations);
   r.sampled_gpus = detail::sampled_gpus(t, w.ws, w.we);

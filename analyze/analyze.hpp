@@ -226,7 +226,8 @@ struct SyncStats {
 };
 
 struct KernelSummary {
-  std::string name;
+  std::string name;        // the full name, as the trace has it
+  std::string short_name;  // trace::distinct_short_names over the list it is in: rows never read alike
   KernelClass cls = KernelClass::kCompute;
   Precision precision = Precision::kOther;
   int64_t count = 0;
@@ -307,6 +308,25 @@ struct IdleCover {
   std::array<int64_t, kIdleCauseSets> by_causes{};
   // Idle time covered by at least one cause of `causes` (a set of IdleCause bits).
   int64_t covered_ns(unsigned causes) const;
+};
+
+// GPU idle time inside the iterations, split the way Holistic Trace
+// Analysis' idle-time breakdown splits it (docs/idle-time.md, "Idle time
+// breakdown"). Each idle gap of the GPU (no kernel, copy, set or collective
+// on any stream) is judged by the activity that ends it: host wait when that
+// activity's launch call began after the gap began (the GPU waited for the
+// host), else kernel wait when the gap is shorter than the threshold (the
+// launch was queued: the cost of going from one kernel to the next), else
+// other. host_wait_ns + kernel_wait_ns + other_ns == idle_ns ==
+// IdleCover::idle_ns.
+inline constexpr int64_t kKernelWaitThresholdNs = 30'000;  // HTA's consecutive_kernel_delay (30 us)
+struct IdleBreakdown {
+  Availability availability;
+  int64_t threshold_ns = kKernelWaitThresholdNs;
+  int64_t idle_ns = 0;
+  int64_t host_wait_ns = 0, kernel_wait_ns = 0, other_ns = 0;
+  int64_t host_wait_gaps = 0, kernel_wait_gaps = 0, other_gaps = 0;
+  int64_t unlaunched_gaps = 0;  // gaps ended by an activity with no launch call in the trace (judged by length)
 };
 
 // The collector's self-measured perturbation (sampled windows by iteration,
@@ -527,6 +547,7 @@ struct RankAnalysis {
   InputStats input;
   JobFacts job;
   IdleCover idle_cover;
+  IdleBreakdown idle_breakdown;
   NumaStats numa;
   HostStats host;
   PythonFrames python;  // the Python bootstrap's stacks; read by analyze_path from a run directory
@@ -745,6 +766,7 @@ void to_json(nlohmann::json& j, const InputStats& v);
 void to_json(nlohmann::json& j, const ProfilerPerturbation& v);
 void to_json(nlohmann::json& j, const JobFacts& v);
 void to_json(nlohmann::json& j, const IdleCover& v);
+void to_json(nlohmann::json& j, const IdleBreakdown& v);
 void to_json(nlohmann::json& j, const NumaStats& v);
 void to_json(nlohmann::json& j, const GpuClockStats& v);
 void to_json(nlohmann::json& j, const HostShares& v);

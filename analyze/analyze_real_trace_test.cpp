@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,27 @@ TEST_F(RealTraceTest, BreakdownPartsSumToWallTime) {
   const RankBreakdown w = analyze_rank(*trace_, o).breakdown;
   EXPECT_EQ(w.compute_ns + w.exposed_communication_ns + w.copy_ns + w.idle_ns, w.wall_ns);
   EXPECT_LT(w.wall_ns, b.wall_ns);
+}
+
+// The idle time breakdown covers the idle time inside the iterations exactly.
+TEST_F(RealTraceTest, IdleBreakdownPartsSumToIdleTime) {
+  const RankAnalysis r = analyze_rank(*trace_, Options{});
+  const IdleBreakdown& i = r.idle_breakdown;
+  ASSERT_TRUE(i.availability.available) << i.availability.reason;
+  EXPECT_GT(i.idle_ns, 0);
+  EXPECT_EQ(i.host_wait_ns + i.kernel_wait_ns + i.other_ns, i.idle_ns);
+  EXPECT_EQ(i.idle_ns, r.idle_cover.idle_ns);
+  // Kineto links every kernel to its launch: every gap is judged by its launch.
+  EXPECT_GT(i.host_wait_ns, 0);
+  EXPECT_GT(i.kernel_wait_ns, 0);
+  EXPECT_EQ(i.unlaunched_gaps, 0);
+  // Short names of the top kernels never read alike.
+  std::set<std::string> names;
+  for (const KernelSummary& k : r.top_kernels) {
+    EXPECT_LE(k.short_name.size(), k.name.size()) << k.name;
+    names.insert(k.short_name);
+  }
+  EXPECT_EQ(names.size(), r.top_kernels.size());
 }
 
 TEST_F(RealTraceTest, SixtyIterationsFromRangeNamesAndDetection) {

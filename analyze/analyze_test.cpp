@@ -509,6 +509,50 @@ TraceBuilder profiler_steps(int64_t offset = 0) {
   return b;
 }
 
+// Each idle gap judged by the activity that ends it: its launch call after
+// the gap began (host wait), else a gap under 30 us (kernel wait), else other.
+TEST(IdleBreakdownTest, GapsJudgedByTheLaunchOfTheActivityThatEndsThem) {
+  TraceBuilder b;
+  b.api("cudaGetDevice", 50'000, 51'000);  // the trace (and the window) starts here
+  b.range("ProfilerStep#0", 50'000, 400'000);
+  b.range("ProfilerStep#1", 400'000, 800'000);
+  b.api("cudaLaunchKernel", 60'000, 62'000, 1).kernel("k1", 100'000, 200'000, 7, 0, 1);  // late: 50 us host wait
+  b.api("cudaLaunchKernel", 150'000, 152'000, 2).kernel("k2", 210'000, 300'000, 7, 0, 2);   // queued: 10 us kernel wait
+  b.api("cudaLaunchKernel", 350'000, 352'000, 3).kernel("k3", 400'000, 500'000, 7, 0, 3);   // late: 100 us host wait
+  b.api("cudaMemcpyAsync", 450'000, 452'000, 4)
+      .copy(MemcpyKind::kDtoD, MemoryKind::kDevice, MemoryKind::kDevice, 700'000, 800'000, 64, true, 9, 4);  // 200 us other
+  const RankAnalysis r = analyze_rank(b.t, Options{});
+  const IdleBreakdown& i = r.idle_breakdown;
+  ASSERT_TRUE(i.availability.available) << i.availability.reason;
+  ASSERT_EQ(r.iterations.count, 2);
+  EXPECT_EQ(i.host_wait_ns, 50'000 + 100'000);
+  EXPECT_EQ(i.kernel_wait_ns, 10'000);
+  EXPECT_EQ(i.other_ns, 200'000);
+  EXPECT_EQ(i.idle_ns, i.host_wait_ns + i.kernel_wait_ns + i.other_ns);
+  EXPECT_EQ(i.idle_ns, r.idle_cover.idle_ns);
+  EXPECT_EQ(i.host_wait_gaps, 2);
+  EXPECT_EQ(i.kernel_wait_gaps, 1);
+  EXPECT_EQ(i.other_gaps, 1);
+  EXPECT_EQ(i.unlaunched_gaps, 0);
+}
+
+// A kernel on another stream keeps the GPU busy: no idle time there.
+TEST(IdleBreakdownTest, AnyStreamKeepsTheGpuBusyAndUnlaunchedGapsGoByLength) {
+  TraceBuilder b;
+  b.range("ProfilerStep#0", 0, 400'000);
+  b.kernel("a", 0, 100'000, 7).kernel("b", 50'000, 200'000, 8);  // overlapping streams: busy until 200 us
+  b.kernel("c", 210'000, 300'000, 7);                             // no launch call: 10 us gap by length
+  b.kernel("d", 350'000, 400'000, 7);                             // no launch call: 50 us gap by length
+  const RankAnalysis r = analyze_rank(b.t, Options{});
+  const IdleBreakdown& i = r.idle_breakdown;
+  ASSERT_TRUE(i.availability.available) << i.availability.reason;
+  EXPECT_EQ(i.idle_ns, 60'000);
+  EXPECT_EQ(i.host_wait_ns, 0);
+  EXPECT_EQ(i.kernel_wait_ns, 10'000);
+  EXPECT_EQ(i.other_ns, 50'000);
+  EXPECT_EQ(i.unlaunched_gaps, 2);
+}
+
 TEST(IterationsTest, ProfilerStepRangesWithWarmup) {
   const IterationStats s = find_iterations(profiler_steps().t, Options{});
   ASSERT_TRUE(s.availability.available) << s.availability.reason;

@@ -179,6 +179,11 @@ class IdleSplitter {
   const Intervals* mpi_;
   size_t wait_from_ = 0, mpi_from_ = 0;
 };
+// GPU idle time in [span_start, span_end] split into host wait, kernel wait
+// and other (idle_breakdown.cpp; analyze.hpp, IdleBreakdown): busy as for
+// idle_cover; launch calls matched to GPU activities by correlation id.
+IdleBreakdown idle_breakdown(const trace::Trace& t, const Intervals& busy, trace::Timestamp span_start,
+                             trace::Timestamp span_end, int64_t threshold_ns);
 
 // The host sampler's tables over [ws, we] and per iteration (host_threads.cpp).
 HostStats analyze_host(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,

@@ -100,6 +100,7 @@ void to_json(json& j, const SyncStats& v) {
 
 void to_json(json& j, const KernelSummary& v) {
   j = json{{"name", v.name},
+           {"short_name", v.short_name},
            {"class", to_string(v.cls)},
            {"precision", to_string(v.precision)},
            {"count", v.count},
@@ -220,6 +221,14 @@ void to_json(json& j, const IdleCover& v) {
     sets[name.empty() ? "none" : name] = v.by_causes[set];
   }
   j = json{{"availability", v.availability}, {"span_ns", v.span_ns}, {"idle_ns", v.idle_ns}, {"by_causes_ns", sets}};
+}
+
+void to_json(json& j, const IdleBreakdown& v) {
+  j = json{{"availability", v.availability},     {"threshold_ns", v.threshold_ns},
+           {"idle_ns", v.idle_ns},               {"host_wait_ns", v.host_wait_ns},
+           {"kernel_wait_ns", v.kernel_wait_ns}, {"other_ns", v.other_ns},
+           {"host_wait_gaps", v.host_wait_gaps}, {"kernel_wait_gaps", v.kernel_wait_gaps},
+           {"other_gaps", v.other_gaps},         {"unlaunched_gaps", v.unlaunched_gaps}};
 }
 
 void to_json(json& j, const NumaStats& v) {
@@ -390,6 +399,7 @@ void to_json(json& j, const RankAnalysis& v) {
            {"input", v.input},
            {"job", v.job},
            {"idle_cover", v.idle_cover},
+           {"idle_breakdown", v.idle_breakdown},
            {"numa", v.numa},
            {"gpu_clocks", v.steady ? v.steady->gpu_clocks : v.gpu_clocks},
            {"classes", std::move(classes)},

@@ -1084,6 +1084,8 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   // The split of idle time was made gap by gap in pass 2, as analyze_window's.
   r.idle_cover = sweep.idle_cover(swept[0].index);
   if (!r.breakdown.availability.available) r.idle_cover.availability = r.breakdown.availability;
+  // The split into host wait, kernel wait and other needs each gap's next launch: not computed here.
+  r.idle_breakdown.availability = {false, "skipped: not computed when a rank is read chunk by chunk (--stream-above)"};
   detail::mark_empty_window(o, main.wall(), r);
   if (steady) {
     detail::describe_rank(head, rows.gpu(), st);
@@ -1094,6 +1096,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     st.gpu_clocks = detail::own_gpu_clocks(kept, st.sampled_gpus, kernel_device);
     st.idle_cover = sweep.idle_cover(swept[1].index);
     if (!st.breakdown.availability.available) st.idle_cover.availability = st.breakdown.availability;
+    st.idle_breakdown.availability = r.idle_breakdown.availability;
     detail::mark_empty_window(steady_options, steady->wall(), st);
   }
   // Attribution of the window and of the steady one: its own passes over the

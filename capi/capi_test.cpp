@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
+#include "trace/kernel_short_name.hpp"
 #include "trace/trace_source.hpp"
 
 namespace {
@@ -66,7 +68,7 @@ TEST(Capi, ColumnsAreTheTracesOwnValuesWithoutCopies) {
   const auto& k = traces.at(0).kernels;
   ss_column cols[32];
   const int n = ss_rank_table(run, 0, "kernels", cols, 32);
-  ASSERT_EQ(n, 14);
+  ASSERT_EQ(n, 15);
   EXPECT_STREQ(cols[0].name, "start");
   EXPECT_EQ(cols[0].dtype, SS_I64);
   ASSERT_EQ(cols[0].length, static_cast<int64_t>(k.size()));
@@ -74,7 +76,7 @@ TEST(Capi, ColumnsAreTheTracesOwnValuesWithoutCopies) {
   EXPECT_EQ(std::memcmp(cols[0].data, k.start.data(), k.size() * sizeof(int64_t)), 0);
   // Asking again hands out the same memory: the columns are the run's, not copies.
   ss_column again[32];
-  ASSERT_EQ(ss_rank_table(run, 0, "kernels", again, 32), 14);
+  ASSERT_EQ(ss_rank_table(run, 0, "kernels", again, 32), 15);
   EXPECT_EQ(again[0].data, cols[0].data);
   EXPECT_EQ(cols[4].kind, SS_STRING);
   // Kernel names through the string table.
@@ -82,9 +84,25 @@ TEST(Capi, ColumnsAreTheTracesOwnValuesWithoutCopies) {
   const int64_t* offsets = nullptr;
   int64_t count = 0;
   ASSERT_EQ(ss_rank_strings(run, 0, &blob, &offsets, &count), 0);
-  EXPECT_EQ(count, static_cast<int64_t>(traces[0].strings.size()));
+  // The trace's strings, then the kernels' short names that were not among them.
+  EXPECT_GE(count, static_cast<int64_t>(traces[0].strings.size()));
   const uint32_t id = static_cast<const uint32_t*>(cols[4].data)[0];
   EXPECT_EQ(std::string(blob + offsets[id], blob + offsets[id + 1]), traces[0].strings.view(k.name[0]));
+  // The short name beside it: the one shortening, distinct per full name.
+  EXPECT_STREQ(cols[5].name, "short_name");
+  EXPECT_EQ(cols[5].kind, SS_STRING);
+  ASSERT_EQ(cols[5].length, static_cast<int64_t>(k.size()));
+  const auto* short_ids = static_cast<const uint32_t*>(cols[5].data);
+  for (size_t i = 0; i < k.size(); ++i) ASSERT_LT(short_ids[i], count);  // every id names a string
+  std::map<uint32_t, uint32_t> short_of_name, name_of_short;
+  for (size_t i = 0; i < k.size(); ++i) {
+    EXPECT_EQ(short_of_name.emplace(k.name[i], short_ids[i]).first->second, short_ids[i]);
+    EXPECT_EQ(name_of_short.emplace(short_ids[i], k.name[i]).first->second, k.name[i]);  // no two names alike
+  }
+  const std::string full(traces[0].strings.view(k.name[0]));
+  const std::string short_name(blob + offsets[short_ids[0]], blob + offsets[short_ids[0] + 1]);
+  EXPECT_EQ(short_name.substr(0, scalescope::trace::short_kernel_name(full).size()),
+            scalescope::trace::short_kernel_name(full));
   // Enum columns name their values.
   ASSERT_EQ(ss_rank_table(run, 0, "memcpy", cols, 32), 11);
   EXPECT_EQ(cols[6].kind, SS_ENUM);

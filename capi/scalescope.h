@@ -73,7 +73,8 @@ SS_API const char* ss_table_names(void);
  * returns how many the table has (call again with more room when larger), or
  * -1 on error (unknown table, rank out of range). */
 SS_API int ss_rank_table(ss_run* run, int rank, const char* table, ss_column* out, int capacity);
-/* The rank's string table as one buffer: string i is blob[offsets[i], offsets[i+1]).
+/* The rank's string table as one buffer, then the kernels' short names (the
+ * ids of the kernels table's short_name column): string i is blob[offsets[i], offsets[i+1]).
  * *count strings, offsets has *count + 1 entries; both owned by the run. */
 SS_API int ss_rank_strings(ss_run* run, int rank, const char** blob, const int64_t** offsets, int64_t* count);
 

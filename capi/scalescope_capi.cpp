@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +34,7 @@
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
+#include "trace/kernel_short_name.hpp"
 #include "trace/kineto_importer.hpp"
 #include "trace/parallel_for.hpp"
 #include "trace/safe_output.hpp"
@@ -48,6 +50,13 @@ struct ss_run {
   std::vector<std::string> files;   // file name of each rank, as analyze labels them
   std::vector<trace::Trace> ranks;  // in analyze's (file) order
   std::vector<trace::ImportReport> reports;
+  // Per rank, beside its kernels table: each kernel's short name
+  // (trace::distinct_short_names over the rank's kernel names) as an id past
+  // the trace's own strings into `short_name_strings`, which ss_rank_strings
+  // serves after them: a string column like `name`, while the trace itself
+  // stays as loaded (analyses read its string table).
+  std::vector<std::vector<trace::StringId>> kernel_short_names;
+  std::vector<std::vector<std::string>> short_name_strings;
   // ss_rank_strings' packed copies, made on first use. The mutex: ctypes
   // drops the GIL, so two Python threads may ask for them at once.
   std::mutex strings_mutex;
@@ -167,12 +176,14 @@ const char* enum_names(int count) {
   return names.c_str();
 }
 
-Columns table_columns(const trace::Trace& t, std::string_view table) {
+// The one column list of each table; `kernel_short_names` is the kernels' short_name column.
+Columns table_columns(const trace::Trace& t, const std::vector<trace::StringId>& kernel_short_names,
+                      std::string_view table) {
   Columns c;
   if (table == "kernels") {
     const auto& k = t.kernels;
     c.add("start", k.start), c.add("end", k.end), c.add("device", k.device), c.add("stream", k.stream);
-    c.add("name", k.name, SS_STRING);
+    c.add("name", k.name, SS_STRING), c.add("short_name", kernel_short_names, SS_STRING);
     c.add("grid_x", k.grid_x), c.add("grid_y", k.grid_y), c.add("grid_z", k.grid_z);
     c.add("block_x", k.block_x), c.add("block_y", k.block_y), c.add("block_z", k.block_z);
     c.add("registers_per_thread", k.registers_per_thread), c.add("shared_memory_bytes", k.shared_memory_bytes);
@@ -360,6 +371,33 @@ const char* ss_last_error(void) { return last_error.c_str(); }
 
 void ss_free(char* text) { std::free(text); }
 
+namespace {
+
+// The kernels' short names as a column of ids numbered after the trace's
+// strings; `strings` receives the short names, in id order.
+std::vector<trace::StringId> short_name_column(const trace::Trace& t, std::vector<std::string>& strings) {
+  std::vector<trace::StringId> ids(t.kernels.name.begin(), t.kernels.name.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::string_view> names;
+  for (trace::StringId id : ids) names.push_back(t.strings.view(id));
+  const std::vector<std::string> short_names = trace::distinct_short_names(names);
+  std::unordered_map<std::string_view, trace::StringId> id_of;
+  std::unordered_map<trace::StringId, trace::StringId> short_of;
+  strings.reserve(short_names.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto [it, fresh] = id_of.try_emplace(short_names[i], static_cast<trace::StringId>(t.strings.size() + strings.size()));
+    if (fresh) strings.push_back(short_names[i]);
+    short_of[ids[i]] = it->second;
+  }
+  std::vector<trace::StringId> column;
+  column.reserve(t.kernels.size());
+  for (trace::StringId id : t.kernels.name) column.push_back(short_of[id]);
+  return column;
+}
+
+}  // namespace
+
 ss_run* ss_open(const char* path) {
   return guarded<ss_run*>(nullptr, [&] {
     if (!path || !*path) fail("no input path given");
@@ -375,6 +413,9 @@ ss_run* ss_open(const char* path) {
       }
     }
     run->strings.resize(run->ranks.size());
+    run->short_name_strings.resize(run->ranks.size());
+    for (size_t i = 0; i < run->ranks.size(); ++i)
+      run->kernel_short_names.push_back(short_name_column(run->ranks[i], run->short_name_strings[i]));
     return run.release();
   });
 }
@@ -417,7 +458,7 @@ int ss_rank_table(ss_run* run, int rank, const char* table, ss_column* out, int 
   return guarded<int>(-1, [&] {
     const trace::Trace& t = rank_of(run, rank);
     if (!table) fail("no table name given");
-    const Columns c = table_columns(t, table);
+    const Columns c = table_columns(t, run->kernel_short_names[static_cast<size_t>(rank)], table);
     for (size_t i = 0; i < c.out.size() && static_cast<int>(i) < capacity; ++i) out[i] = c.out[i];
     return static_cast<int>(c.out.size());
   });
@@ -437,11 +478,15 @@ int ss_rank_strings(ss_run* run, int rank, const char** blob, const int64_t** of
         packed.first += t.strings.view(static_cast<trace::StringId>(i));
         packed.second.push_back(static_cast<int64_t>(packed.first.size()));
       }
+      for (const std::string& s : run->short_name_strings[static_cast<size_t>(rank)]) {
+        packed.first += s;
+        packed.second.push_back(static_cast<int64_t>(packed.first.size()));
+      }
       cached = std::move(packed);
     }
     *blob = cached->first.data();
     *offsets = cached->second.data();
-    *count = static_cast<int64_t>(t.strings.size());
+    *count = static_cast<int64_t>(cached->second.size()) - 1;
     return 0;
   });
 }

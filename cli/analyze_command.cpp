@@ -159,6 +159,31 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     out.push_back(std::move(t));
   }
   {
+    // Shares of the idle time; a duration followed by its share is hidden first on a narrow terminal.
+    Table t("GPU idle time inside the iterations: host wait, kernel wait, other (docs/idle-time.md)",
+            cols({{"rank", 0},
+                  {"idle_ns", 0},
+                  {"host_wait_ns", 0},
+                  {"host_wait_pct", 1},
+                  {"kernel_wait_ns", 0},
+                  {"kernel_wait_pct", 1},
+                  {"other_ns", 0},
+                  {"other_pct", 1}}));
+    t.set_id("idle_time_breakdown");
+    for (const auto& r : run.ranks) {
+      const auto& b = r.idle_breakdown;
+      if (skipped(t, r, b.availability)) continue;
+      const double idle = b.idle_ns > 0 ? static_cast<double>(b.idle_ns) : 1;
+      t.add_row({int64_t{r.rank}, ns(b.idle_ns), ns(b.host_wait_ns), pct(static_cast<double>(b.host_wait_ns) / idle),
+                 ns(b.kernel_wait_ns), pct(static_cast<double>(b.kernel_wait_ns) / idle), ns(b.other_ns),
+                 pct(static_cast<double>(b.other_ns) / idle)});
+    }
+    if (!run.ranks.empty())
+      t.add_note(fmt::format("kernel wait: gaps under {} while the next launch was already queued",
+                             report::format_duration_ns(static_cast<double>(analyze::kKernelWaitThresholdNs))));
+    out.push_back(std::move(t));
+  }
+  {
     Table t("Copies and sets", cols({{"rank", 0},
                                      {"kind", 0},
                                      {"from", 0},
@@ -203,14 +228,9 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
                                                       {"tensor_core_pct", 1},
                                                       {"other_pct", 1}}));
     Table l("Layout: NCHW<->NHWC conversions, and fp16/bf16 kernels that exist only for NCHW data",
-            cols({{"rank", 0},
-                  {"kernels", 0},
-                  {"time_ns", 0},
-                  {"kernel_time_pct", 2},
-                  {"largest", 0},
-                  {"nchw_half_kernels", 0},
-                  {"nchw_half_ns", 0},
-                  {"nchw_half_pct", 2}}));
+            {Column("rank", 0), Column("kernels", 0), Column("time_ns", 0), Column("kernel_time_pct", 2),
+             Column("largest", 0), Column("largest_name", 0).scripts_only(), Column("nchw_half_kernels", 0),
+             Column("nchw_half_ns", 0), Column("nchw_half_pct", 2)});
     for (const auto& r : run.ranks) {
       const auto& p = r.precision;
       if (!skipped(t, r, p.availability)) {
@@ -221,6 +241,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
       const auto& y = r.layout;
       if (!skipped(l, r, y.availability))
         l.add_row({int64_t{r.rank}, y.conversion_count, ns(y.conversion_ns), pct(y.fraction),
+                   y.top.empty() ? Cell{} : Cell{y.top.front().short_name},
                    y.top.empty() ? Cell{} : Cell{y.top.front().name}, y.nchw_half_count, ns(y.nchw_half_ns),
                    pct(y.nchw_half_fraction)});
     }
@@ -252,13 +273,15 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
     out.push_back(std::move(n));
   }
   {
+    // The short name on the terminal; the full signature for scripts.
     Table t(fmt::format("Top kernels (first rank, {} by time)", top),
-            cols({{"rank", 0}, {"name", 0}, {"class", 0}, {"precision", 0}, {"count", 0}, {"total_ns", 0}}));
+            {Column("rank", 0), Column("short_name", 0), Column("name", 0).scripts_only(), Column("class", 0),
+             Column("precision", 0), Column("count", 0), Column("total_ns", 0)});
     if (!run.ranks.empty()) {
       const auto& r = run.ranks.front();
       for (size_t i = 0; i < r.top_kernels.size() && i < static_cast<size_t>(top); ++i) {
         const auto& k = r.top_kernels[i];
-        t.add_row({int64_t{r.rank}, k.name, std::string(analyze::to_string(k.cls)),
+        t.add_row({int64_t{r.rank}, k.short_name, k.name, std::string(analyze::to_string(k.cls)),
                    std::string(analyze::to_string(k.precision)), k.count, ns(k.total_ns)});
       }
     }

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -11,6 +12,7 @@
 #include "cli/load_progress.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
+#include "trace/kernel_short_name.hpp"
 #include "trace/launcher.hpp"
 #include "trace/stats.hpp"
 #include "trace/trace_source.hpp"
@@ -61,11 +63,16 @@ std::vector<Table> make_tables(const trace::TraceStats& s, const std::string& sc
     out.push_back(std::move(t));
   }
   if (want.count("kernels")) {
-    auto cols = duration_columns({Column("name")});
+    // The short name on the terminal; the full signature for scripts.
+    auto cols = duration_columns({Column("short_name"), Column("name").scripts_only()});
     cols.emplace_back("gpu_time_pct", 1);
     Table t(title("GPU kernel summary"), cols);
-    for (const auto& r : s.kernels) {
-      std::vector<Cell> row{shown(r.name, shorten)};
+    std::vector<std::string_view> names;
+    for (const auto& r : s.kernels) names.push_back(r.name);
+    const std::vector<std::string> short_names = trace::distinct_short_names(names);
+    for (size_t i = 0; i < s.kernels.size(); ++i) {
+      const auto& r = s.kernels[i];
+      std::vector<Cell> row{short_names[i], shown(r.name, shorten)};
       add_duration(row, r.time);
       row.emplace_back(r.share * 100);
       t.add_row(std::move(row));

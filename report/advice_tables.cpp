@@ -3,12 +3,15 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
+#include "trace/kernel_short_name.hpp"
 
 namespace scalescope::report {
 namespace {
@@ -38,6 +41,22 @@ Table delta_table(std::string title, const std::vector<analyze::Delta>& rows, co
   for (const auto& d : rows)
     t.add_row({d.what.size() > 100 ? d.what.substr(0, 97) + "..." : d.what, d.a, d.b, d.delta,
                d.a != 0 ? Cell{d.ratio} : Cell{}});
+  return t;
+}
+
+// The same for kernels: the short name shown, the full name for scripts.
+Table kernel_delta_table(std::string title, const std::vector<analyze::Delta>& rows, const char* unit) {
+  Table t(std::move(title),
+          {Column("short_name", 0), Column("name", 0).scripts_only(), Column(fmt::format("a_{}", unit), 0),
+           Column(fmt::format("b_{}", unit), 0), Column(fmt::format("delta_{}", unit), 0),
+           Column("ratio_b_over_a", 3)});
+  std::vector<std::string_view> names;
+  for (const auto& d : rows) names.push_back(d.what);
+  const std::vector<std::string> short_names = trace::distinct_short_names(names);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& d = rows[i];
+    t.add_row({short_names[i], d.what, d.a, d.b, d.delta, d.a != 0 ? Cell{d.ratio} : Cell{}});
+  }
   return t;
 }
 
@@ -148,11 +167,16 @@ std::vector<Table> diff_tables(const analyze::RunDiff& d, int top) {
   tables.push_back(delta_table(fmt::format("Time breakdown ({})", basis), d.breakdown, "ns"));
   tables.push_back(delta_table(fmt::format("Kernel classes and precision (kernel time, {})", basis), d.classes, "ns"));
   tables.push_back(delta_table(fmt::format("Named changes, largest first ({})", basis), d.changes, "ns"));
-  tables.push_back(delta_table(fmt::format("Kernels with the largest change (top {}, {})", top, basis), d.top_kernels, "ns"));
+  tables.push_back(
+      kernel_delta_table(fmt::format("Kernels with the largest change (top {}, {})", top, basis), d.top_kernels, "ns"));
   Table only("Kernels found in one run only (among each run's listed kernels, by time)",
-             {Column("run", 0), Column::prose("kernel")});
-  for (const auto& k : d.added_kernels) only.add_row({std::string("B only"), k.size() > 100 ? k.substr(0, 97) + "..." : k});
-  for (const auto& k : d.removed_kernels) only.add_row({std::string("A only"), k.size() > 100 ? k.substr(0, 97) + "..." : k});
+             {Column("run", 0), Column::prose("kernel"), Column("name", 0).scripts_only()});
+  std::vector<std::string_view> only_names(d.added_kernels.begin(), d.added_kernels.end());
+  only_names.insert(only_names.end(), d.removed_kernels.begin(), d.removed_kernels.end());
+  const std::vector<std::string> only_short = trace::distinct_short_names(only_names);
+  for (size_t i = 0; i < only_names.size(); ++i)
+    only.add_row({std::string(i < d.added_kernels.size() ? "B only" : "A only"), only_short[i],
+                  std::string(only_names[i])});
   if (d.added_kernels.empty() && d.removed_kernels.empty()) only.add_note("none: both runs list the same kernels");
   tables.push_back(std::move(only));
   tables.push_back(delta_table(fmt::format("Copies by kind and memory (time_ns and bytes rows, {})", basis), d.copies, "value"));

@@ -96,6 +96,12 @@ Json table_block(const Table& table, std::vector<int> name_columns) {
   }
   Json j = {{"type", "table"}, {"title", table.title()}, {"columns", std::move(cols)}, {"rows", std::move(rows)}};
   if (!name_columns.empty()) j["name_columns"] = name_columns;
+  // Columns for scripts only: the page hides them and shows each as the
+  // tooltip of the cell before it (a kernel's full signature).
+  Json hidden = Json::array();
+  for (size_t i = 0; i < table.columns().size(); ++i)
+    if (table.columns()[i].for_scripts_only) hidden.push_back(i);
+  if (!hidden.empty()) j["hidden"] = std::move(hidden);
   // Table keeps its notes private; they come back through its JSON form.
   const Json parsed = Json::parse(table.to_json(), nullptr, false);
   if (parsed.is_object() && parsed.contains("notes")) j["notes"] = parsed["notes"];

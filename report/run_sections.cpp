@@ -26,6 +26,7 @@
 #include "report/table.hpp"
 #include "trace/clock_alignment.hpp"
 #include "trace/error.hpp"
+#include "trace/kernel_short_name.hpp"
 #include "trace/quantile.hpp"
 #include "trace/stats.hpp"
 #include "trace/trace.hpp"
@@ -83,6 +84,51 @@ Json breakdown_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
     blocks.push_back(table_block(t));
   }
   for (auto& s : skipped) blocks.push_back(paragraph("Breakdown skipped for " + s, "skipped"));
+  return blocks;
+}
+
+// GPU idle time inside the iterations, split as Holistic Trace Analysis does
+// (analyze::IdleBreakdown).
+Json idle_breakdown_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
+  Json blocks = Json::array();
+  Json categories = Json::array(), host = Json::array(), kernel = Json::array(), other = Json::array();
+  Table t("GPU idle time inside the iterations",
+          {Column("rank"), Column("idle ms"), Column("host wait ms"), Column("kernel wait ms"), Column("other ms"),
+           Column("host wait share", 3), Column("kernel wait share", 3), Column("other share", 3)});
+  std::vector<std::string> skipped;
+  for (const auto& r : ranks) {
+    const auto& b = r.idle_breakdown;
+    if (!b.availability.available) {
+      skipped.push_back(fmt::format("{}: {}", r.label, b.availability.reason));
+      continue;
+    }
+    const double idle = b.idle_ns > 0 ? static_cast<double>(b.idle_ns) : 1;
+    categories.push_back(r.label);
+    host.push_back(ms(b.host_wait_ns));
+    kernel.push_back(ms(b.kernel_wait_ns));
+    other.push_back(ms(b.other_ns));
+    t.add_row({r.label, ms(b.idle_ns), ms(b.host_wait_ns), ms(b.kernel_wait_ns), ms(b.other_ns),
+               static_cast<double>(b.host_wait_ns) / idle, static_cast<double>(b.kernel_wait_ns) / idle,
+               static_cast<double>(b.other_ns) / idle});
+  }
+  t.add_note(fmt::format(
+      "host wait: the next kernel's launch call began after the GPU went idle; kernel wait: a gap under {} while the "
+      "launch was queued; other: the rest. host wait + kernel wait + other = idle.",
+      trace::format_duration_ns(static_cast<double>(analyze::kKernelWaitThresholdNs))));
+  if (!categories.empty()) {
+    blocks.push_back({{"type", "chart"},
+                      {"kind", "bars"},
+                      {"title", "GPU idle time by kind"},
+                      {"stacked", true},
+                      {"horizontal", categories.size() > 8},
+                      {"unit", "ms"},
+                      {"categories", categories},
+                      {"series", Json::array({{{"name", "host wait"}, {"values", host}, {"colour", "#c62828"}},
+                                              {{"name", "kernel wait"}, {"values", kernel}, {"colour", "#e08a00"}},
+                                              {{"name", "other"}, {"values", other}, {"colour", "#b0bec5"}}})}});
+    blocks.push_back(table_block(t));
+  }
+  for (auto& s : skipped) blocks.push_back(paragraph("Idle time breakdown skipped for " + s, "skipped"));
   return blocks;
 }
 
@@ -652,16 +698,25 @@ Json kernel_blocks(const std::vector<analyze::RankAnalysis>& ranks, int top) {
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
     return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns : a.first < b.first;
   });
-  Table t("Top kernels (all ranks)", {Column("kernel"), Column("class"), Column("precision"), Column("calls"),
-                                      Column("total ms"), Column("mean us"), Column("share", 3)});
+  // Short names in the table and the chart; the full signature as the
+  // table cell's tooltip.
+  Table t("Top kernels (all ranks)", {Column("kernel"), Column("name").scripts_only(), Column("class"),
+                                      Column("precision"), Column("calls"), Column("total ms"), Column("mean us"),
+                                      Column("share", 3)});
+  const size_t shown = std::min(sorted.size(), static_cast<size_t>(std::max(0, top)));
+  std::vector<std::string_view> full_names;
+  for (size_t i = 0; i < shown; ++i) full_names.push_back(sorted[i].first);
+  const std::vector<std::string> short_names = trace::distinct_short_names(full_names);
   Json cats = Json::array(), values = Json::array();
-  for (size_t i = 0; i < sorted.size() && i < static_cast<size_t>(top); ++i) {
+  for (size_t i = 0; i < shown; ++i) {
     const auto& [name, s] = sorted[i];
-    t.add_row({name, std::string(analyze::to_string(s.cls)), std::string(analyze::to_string(s.precision)), s.count,
+    const std::string& short_name = short_names[i];
+    t.add_row({short_name, name, std::string(analyze::to_string(s.cls)), std::string(analyze::to_string(s.precision)),
+               s.count,
                ms(s.total_ns), s.count ? static_cast<double>(s.total_ns) / 1e3 / static_cast<double>(s.count) : 0.0,
                all_ns ? static_cast<double>(s.total_ns) / static_cast<double>(all_ns) : 0.0});
     if (i < 15) {
-      cats.push_back(name);
+      cats.push_back(short_name);
       values.push_back(ms(s.total_ns));
     }
   }
@@ -885,6 +940,7 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   Json kernels = kernel_blocks(ranks, doc.options.top_kernels);
   Json copies = copy_blocks(ranks);
   Json breakdown = breakdown_blocks(ranks);
+  Json idle_breakdown = idle_breakdown_blocks(ranks);
   Json iterations = iteration_blocks(ranks);
   Json attribution = attribution_blocks(ranks);
   Json perturbation = perturbation_blocks(ranks);
@@ -905,6 +961,7 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   doc.analysed_runs = true;
   append(blocks, std::move(perturbation));
   append(blocks, std::move(breakdown));
+  append(blocks, std::move(idle_breakdown));
   append(blocks, std::move(iterations));
   append(blocks, std::move(host));
   append(blocks, std::move(timeline));

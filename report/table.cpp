@@ -215,6 +215,20 @@ void Table::print(std::ostream& out, OutputFormat format, size_t width) const {
 }
 
 void Table::print_terminal(std::ostream& out, size_t max_width) const {
+  if (std::any_of(columns_.begin(), columns_.end(), [](const Column& c) { return c.for_scripts_only; })) {
+    Table shown(title_, {});
+    shown.notes_ = notes_;
+    std::vector<size_t> keep;
+    for (size_t i = 0; i < columns_.size(); ++i)
+      if (!columns_[i].for_scripts_only) keep.push_back(i), shown.columns_.push_back(columns_[i]);
+    for (const auto& row : rows_) {
+      std::vector<Cell> cells;
+      for (size_t i : keep) cells.push_back(row[i]);
+      shown.rows_.push_back(std::move(cells));
+    }
+    shown.print_terminal(out, max_width);
+    return;
+  }
   const bool colour = use_colour(STDOUT_FILENO);
   std::vector<std::vector<std::string>> text(rows_.size());
   std::vector<std::string> header(columns_.size());

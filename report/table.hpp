@@ -58,11 +58,18 @@ struct Column {
     hide_level = level;
     return std::move(*this);
   }
+  // A column for scripts only (CSV and JSON): the terminal leaves it out,
+  // e.g. a kernel's full signature beside the short name it shows.
+  Column&& scripts_only() && {
+    for_scripts_only = true;
+    return std::move(*this);
+  }
   std::string name;
   int precision;                // digits after the point for doubles on the terminal
   int hide_level = 0;           // see detail()
   int significant_figures = 0;  // > 0: precision is chosen per column at print time (see significant())
   bool is_prose = false;
+  bool for_scripts_only = false;  // see scripts_only()
 };
 
 // Columns from a compact list: name, digits after the point, and how soon a

@@ -102,6 +102,25 @@ TEST(Table, TerminalEscapesBidirectionalControls) {
   EXPECT_NE(term.str().find("evil\\u202etxt.exe"), std::string::npos) << term.str();
 }
 
+TEST(Table, ScriptsOnlyColumnsAreInCsvAndJsonNotOnTheTerminal) {
+  Table t("kernels", {Column("short_name", 0), Column("name", 0).scripts_only(), Column("total_ns", 0)});
+  t.add_row({std::string("at::native::reduce_kernel"), std::string("void at::native::reduce_kernel<128, 4>(int)"),
+             int64_t{1500}});
+  t.add_note("a note");
+  std::ostringstream term, csv, json;
+  t.print(term, OutputFormat::kTable, 0);
+  t.print(csv, OutputFormat::kCsv);
+  t.print(json, OutputFormat::kJson);
+  EXPECT_NE(term.str().find("at::native::reduce_kernel"), std::string::npos) << term.str();
+  EXPECT_EQ(term.str().find("<128, 4>"), std::string::npos) << term.str();
+  EXPECT_NE(term.str().find("1.500 us"), std::string::npos) << term.str();
+  EXPECT_NE(term.str().find("a note"), std::string::npos) << term.str();
+  EXPECT_NE(csv.str().find("short_name,name,total_ns"), std::string::npos) << csv.str();
+  EXPECT_NE(csv.str().find("<128, 4>(int)"), std::string::npos) << csv.str();
+  EXPECT_NE(json.str().find("\"name\":\"void at::native::reduce_kernel<128, 4>(int)\""), std::string::npos)
+      << json.str();
+}
+
 TEST(Table, LongNamesAreAbbreviatedInTheMiddleAndStayDistinct) {
   // Kernel names that differ only in their template tail, and one only in the head.
   const std::string mid(200, 'x');

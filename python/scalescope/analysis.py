@@ -5,7 +5,8 @@ number is the CLI's."""
 from . import _frames
 
 # Per-rank sections with one row of figures per rank (rank summary tables).
-SECTIONS = ("breakdown", "iterations", "launch", "copies", "sync", "precision", "layout", "input", "numa")
+SECTIONS = ("breakdown", "iterations", "launch", "copies", "sync", "precision", "layout", "input", "numa",
+            "idle_breakdown")
 
 # The breakdown's columns in the order of the CLI's table (`scalescope analyze`),
 # each part of the wall time with its share in percent beside it.
@@ -115,7 +116,8 @@ class Analysis:
             for section, field in lists:
                 src = r[section][field] if section else r[field]
                 rows += [dict(rank=r["rank"], list=field, **k) for k in src]
-        return _frames.records(rows, ["rank", "list", "name", "class", "precision", "count", "total_ns"], what)
+        return _frames.records(rows, ["rank", "list", "name", "short_name", "class", "precision", "count", "total_ns"],
+                               what)
 
     # ---- per-rank summaries (one row per rank) --------------------------------
     iterations = property(lambda s: s._summary("iterations"), doc="iteration source, count, warm-up count, median/p95/mean/cv, steady-state figures")
@@ -126,6 +128,9 @@ class Analysis:
     layout = property(lambda s: s._summary("layout"), doc="NCHW<->NHWC conversions and NCHW-only half-precision kernels")
     input = property(lambda s: s._summary("input"), doc="input starvation: starved iterations, starvation_ns, fraction")
     numa = property(lambda s: s._summary("numa"), doc="GPU node, CPU nodes, memory policy, remote memory fraction")
+    idle_time_breakdown = property(lambda s: s._summary("idle_breakdown"),
+                                   doc="GPU idle time inside the iterations: host wait, kernel wait, other (ns; "
+                                       "the three add up to idle_ns), gap counts, threshold_ns (docs/idle-time.md)")
 
     # ---- detail tables ---------------------------------------------------------
     @property
@@ -170,7 +175,8 @@ class Analysis:
 
     @property
     def top_kernels(self):
-        """Kernels by total time per rank (up to 200): rank, list, name, class, precision, count, total_ns."""
+        """Kernels by total time per rank (up to 200): rank, list, name (full), short_name (distinct per
+        rank's list), class, precision, count, total_ns."""
         return self._kernels([(None, "top_kernels")], "Analysis.top_kernels")
 
     @property

@@ -38,7 +38,8 @@ def test_analysis_equals_cli_json(cli, path, window):
     # And every number in the DataFrames is the CLI's.
     checked = 0
     for section in SECTIONS:
-        df = getattr(a, {"copies": "copies_summary", "sync": "sync_summary"}.get(section, section))
+        df = getattr(a, {"copies": "copies_summary", "sync": "sync_summary",
+                         "idle_breakdown": "idle_time_breakdown"}.get(section, section))
         assert len(df) == len(expected["analysis"]["ranks"])
         for r in expected["analysis"]["ranks"]:
             (row,) = rows_of(df, r["rank"])
@@ -71,8 +72,8 @@ def test_analysis_equals_cli_json(cli, path, window):
         assert [(i["start_ns"], i["end_ns"], i["warmup"]) for i in its] == [
             (i["start_ns"], i["end_ns"], i["warmup"]) for i in r["iterations"]["iterations"]]
         tops = [k for k in rows_of(a.top_kernels, r["rank"])]
-        assert [(k["name"], k["count"], k["total_ns"]) for k in tops] == [
-            (k["name"], k["count"], k["total_ns"]) for k in r["top_kernels"]]
+        assert [(k["name"], k["short_name"], k["count"], k["total_ns"]) for k in tops] == [
+            (k["name"], k["short_name"], k["count"], k["total_ns"]) for k in r["top_kernels"]]
         classes = rows_of(a.kernel_classes, r["rank"])
         assert [(c["class"], c["count"], c["total_ns"]) for c in classes] == [
             (c["class"], c["count"], c["total_ns"]) for c in r["classes"]]
@@ -83,6 +84,26 @@ def test_analysis_equals_cli_json(cli, path, window):
     assert [f.id for f in a.findings] == [f["id"] for f in expected["findings"]]
     assert [f["saving_fraction"] for f in a.findings] == [f["saving_fraction"] for f in expected["findings"]]
     assert checked > 50
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.name)
+def test_idle_time_breakdown_adds_up(path):
+    b = scalescope.open(path).analyze().idle_time_breakdown
+    assert len(b) > 0
+    for row in b.to_dict("records"):
+        if not row["available"]:
+            continue
+        assert row["host_wait_ns"] + row["kernel_wait_ns"] + row["other_ns"] == row["idle_ns"]
+        assert row["threshold_ns"] == 30000
+
+
+def test_top_kernels_have_distinct_short_names():
+    tops = scalescope.open(SAMPLE).analyze().top_kernels
+    assert "short_name" in tops.columns
+    for _, rows in tops.groupby("rank"):
+        assert rows["short_name"].is_unique
+        assert (rows["short_name"].str.len() <= rows["name"].str.len()).all()
+        assert not rows["short_name"].str.contains(r"\(").any()  # no parameter lists
 
 
 def test_findings_have_ids(cli):

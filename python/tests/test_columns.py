@@ -57,6 +57,18 @@ def test_strings_are_categoricals_of_the_strings_the_column_uses(sample):
 
 
 @pytest.mark.parametrize("path", [SAMPLE, STUDY_RUNS[0]], ids=["kineto", "collector"])
+def test_kernels_have_a_short_name_beside_the_full_one(path):
+    df = scalescope.open(path).ranks[0].kernels
+    assert isinstance(df["short_name"].dtype, pd.CategoricalDtype)
+    pairs = df[["name", "short_name"]].astype(str).drop_duplicates()
+    # One short name per full name, and no two full names share one.
+    assert pairs["name"].is_unique and pairs["short_name"].is_unique
+    assert (pairs["short_name"].str.len() <= pairs["name"].str.len()).all()
+    # Only the kernels' short names are its categories.
+    assert set(df["short_name"].cat.categories) == set(pairs["short_name"])
+
+
+@pytest.mark.parametrize("path", [SAMPLE, STUDY_RUNS[0]], ids=["kineto", "collector"])
 def test_groupby_name_lists_only_kernels(path):
     run = scalescope.open(path)
     rank = next(r for r in run.ranks if r.event_counts["kernels"] and r.event_counts["api"])

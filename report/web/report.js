@@ -124,14 +124,19 @@
     thead.appendChild(head);
     t.appendChild(thead);
     const body = el('tbody');
+    const hidden = block.hidden || [];
     const fill = rows => {
       body.textContent = '';
       for (const row of rows) {
         const tr = el('tr');
         row.forEach((cell, i) => {
+          if (hidden.includes(i)) return;
           const isNum = typeof cell === 'number';
           const cls = isNum ? 'num' : ((block.name_columns || []).includes(i) ? 'name' : '');
-          tr.appendChild(el('td', cls, isNum ? fmtNumber(cell) : (cell === null ? '' : cell), kMaxCell));
+          const td = el('td', cls, isNum ? fmtNumber(cell) : (cell === null ? '' : cell), kMaxCell);
+          // A hidden column is the tooltip of the cell before it (a kernel's full name).
+          if (hidden.includes(i + 1) && typeof row[i + 1] === 'string') td.title = row[i + 1];
+          tr.appendChild(td);
         });
         body.appendChild(tr);
       }
@@ -140,6 +145,7 @@
     // largest first, text A-Z; a second click reverses); empty cells go last.
     let sortedBy = -1, descending = true;
     block.columns.forEach((c, i) => {
+      if (hidden.includes(i)) return;
       const th = el('th', block.sortable ? 'sortable' : '', c);
       if (block.sortable) {
         th.title = 'sort by ' + c;

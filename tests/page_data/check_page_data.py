@@ -123,6 +123,17 @@ def check_run(name: str, doc: dict, cli: dict, perturb: bool) -> None:
         if chart:
             for series, key in zip(chart["series"], ("compute_ns", "exposed_communication_ns", "copy_ns", "idle_ns")):
                 same(series["values"][i], b[key] / ms, f"{what} chart {key}")
+    # GPU idle time inside the iterations: host wait, kernel wait, other.
+    t = table(run_blocks, "GPU idle time inside the iterations")
+    with_idle = [r for r in ranks if r["idle_breakdown"]["availability"]["available"]]
+    rows = t["rows"] if t else []
+    same(len(rows), len(with_idle), f"{name}: idle breakdown rows")
+    for row, r in zip(rows, with_idle):
+        b = r["idle_breakdown"]
+        what = f"{name}: idle breakdown {r['label']}"
+        same(row[0], r["label"], what + " label")
+        for k, key in enumerate(("idle_ns", "host_wait_ns", "kernel_wait_ns", "other_ns"), start=1):
+            same(row[k], b[key] / ms, f"{what} {key}")
     # Iterations per rank, and the boxplot's median against the steady median.
     t = table(run_blocks, "Iterations per rank")
     with_its = [r for r in ranks if r["iterations"]["availability"]["available"]]
@@ -156,17 +167,23 @@ def check_run(name: str, doc: dict, cli: dict, perturb: bool) -> None:
             s = sums.setdefault(k["name"], [k["class"], k["precision"], 0, 0])
             s[2] += k["count"]
             s[3] += k["total_ns"]
+    # Each row: the short name shown, the full name (hidden, the tooltip), then the figures.
     t = table(run_blocks, "Top kernels")
+    shown_names = set()
     for row in (t["rows"] if t else []):
-        s = sums.get(row[0])
+        s = sums.get(row[1])
         if s is None:
-            FAILURES.append(f"{name}: kernel {row[0]!r} is on the page but in no rank's top kernels")
+            FAILURES.append(f"{name}: kernel {row[1]!r} is on the page but in no rank's top kernels")
             continue
         what = f"{name}: kernel {row[0][:40]}"
-        same(row[1], s[0], what + " class")
-        same(row[2], s[1], what + " precision")
-        same(row[3], s[2], what + " calls")
-        same(row[4], s[3] / ms, what + " total")
+        if row[0] in shown_names:
+            FAILURES.append(f"{what}: two rows show this short name")
+        shown_names.add(row[0])
+        same(t.get("hidden"), [1], what + " full name hidden")
+        same(row[2], s[0], what + " class")
+        same(row[3], s[1], what + " precision")
+        same(row[4], s[2], what + " calls")
+        same(row[5], s[3] / ms, what + " total")
     if sums and not t:
         FAILURES.append(f"{name}: no top-kernel table on the page")
     # Copies: summed over ranks by kind and memory kinds.
