@@ -713,7 +713,7 @@ std::optional<RankHit> loader_bound(const RankAnalysis& r, const Thresholds& th)
           format_percent(th.host_main_wait_share), th.host_worker_cores);
   if (r.python.worker_samples > 0)
     f.evidence += fmt::format(
-        ". Hottest Python frames of its DataLoader workers ({} samples in windows, {} worker process{}): {}",
+        ". Hottest Python frames of its DataLoader workers ({} samples of their main threads in windows, {} worker process{}): {}",
         r.python.worker_samples, r.python.worker_processes, r.python.worker_processes == 1 ? "" : "es",
         python_frames_text(r.python.workers_top, "worker"));
   f.figures = host_figures(h, idle);

@@ -616,7 +616,7 @@ TEST(AdviseHost, LoaderBoundNamesTheWorkersHottestPythonFrame) {
   const auto f = python_case::advise_run_dir("loader", b.t);
   const Finding* l = find(f, "loader-bound");
   ASSERT_NE(l, nullptr);
-  EXPECT_NE(l->evidence.find("Hottest Python frames of its DataLoader workers (100 samples in windows, 1 worker process): "
+  EXPECT_NE(l->evidence.find("Hottest Python frames of its DataLoader workers (100 samples of their main threads in windows, 1 worker process): "
                              "dataset.py:41 __getitem__, 63.0% of worker samples; worker.py:349 _worker_loop, 37.0% "
                              "of worker samples"),
             std::string::npos)

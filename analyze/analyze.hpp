@@ -506,7 +506,8 @@ struct PythonFrames {
   double sampler_cpu_per_second = 0;  // the most of any of its processes
   std::vector<std::string> problems;  // a sampler that failed: "pid 12: failed: RuntimeError: ..."
   std::vector<PythonThreadFrames> threads;  // the rank's main thread first, then by samples
-  // Every worker process's threads together: where the workers' time went.
+  // Every worker process's main thread together (the one running the fetch
+  // loop): where the workers' time went.
   int64_t worker_samples = 0;
   std::vector<PythonHotFrame> workers_top;
   const PythonThreadFrames* main_thread() const;  // the rank's process's main thread, or null

@@ -90,10 +90,16 @@ PythonFrames summarize_python_stacks(const std::vector<trace::PythonStacks>& fil
     out.truncated += f.truncated;
     out.sampler_cpu_per_second = std::max(out.sampler_cpu_per_second, f.sampler_cpu_per_second);
     if (f.state.starts_with("failed")) out.problems.push_back(fmt::format("pid {}: {}", f.pid, f.state));
+    // A worker's time is its main thread's, which runs the fetch loop; its
+    // other threads (multiprocessing's resource sharer in accept, queue
+    // feeders) wait by design and would only dilute the shares.
+    auto is_main = [&f](uint32_t tid) {
+      return std::any_of(f.threads.begin(), f.threads.end(), [tid](const auto& t) { return t.id == tid && t.is_main; });
+    };
     std::map<uint32_t, LeafCounter> by_thread;
     for (const auto& s : f.stacks) {
       by_thread[s.thread].add(s);
-      if (worker) workers.add(s);
+      if (worker && is_main(s.thread)) workers.add(s);
     }
     for (const auto& [tid, counter] : by_thread) {
       PythonThreadFrames t;

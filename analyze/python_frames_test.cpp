@@ -27,6 +27,7 @@ const trace::PythonStackFrame kDecode{"/job/data/dataset.py", 63, "decode"};
 const trace::PythonStackFrame kWorkerLoop{"/usr/lib/python3.12/site-packages/torch/utils/data/_utils/worker.py", 349,
                                           "_worker_loop"};
 const trace::PythonStackFrame kTrain{"/job/train.py", 80, "main"};
+const trace::PythonStackFrame kAccept{"/usr/lib/python3.12/socket.py", 295, "accept"};
 const trace::PythonStackFrame kWait{"/usr/lib/python3.12/threading.py", 320, "wait"};
 
 TEST(PythonFrames, TheRanksProcessAndItsForkedWorkers) {
@@ -37,8 +38,11 @@ TEST(PythonFrames, TheRanksProcessAndItsForkedWorkers) {
   files.push_back(rank);
   for (uint32_t w : {201u, 202u}) {
     auto worker = process("h", w, 100);
-    worker.thread_samples = 100;
-    worker.stacks = {stack(w, 50, {kGetItem, kWorkerLoop}), stack(w, 10, {kGetItem}), stack(w, 40, {kDecode, kGetItem})};
+    worker.thread_samples = 200;
+    // Its main thread runs the fetch loop; another thread (multiprocessing's
+    // resource sharer) only waits in accept: not where the worker's time goes.
+    worker.stacks = {stack(w, 50, {kGetItem, kWorkerLoop}), stack(w, 10, {kGetItem}), stack(w, 40, {kDecode, kGetItem}),
+                     stack(w + 1, 100, {kAccept})};
     files.push_back(worker);
   }
   files.push_back(process("other-host", 201, 100));  // another node's process of the same pid
@@ -51,7 +55,7 @@ TEST(PythonFrames, TheRanksProcessAndItsForkedWorkers) {
   ASSERT_TRUE(p.availability.available);
   EXPECT_EQ(p.processes, 3);
   EXPECT_EQ(p.worker_processes, 2);
-  EXPECT_EQ(p.samples, 300);
+  EXPECT_EQ(p.samples, 500);
   EXPECT_TRUE(p.problems.empty());  // the failed sampler is another process's
   const PythonThreadFrames* main = p.main_thread();
   ASSERT_NE(main, nullptr);
@@ -63,7 +67,7 @@ TEST(PythonFrames, TheRanksProcessAndItsForkedWorkers) {
   EXPECT_DOUBLE_EQ(main->top[0].share, 0.7);
   EXPECT_EQ(main->top[0].callers, "train.py:80 main;threading.py:320 wait");
   EXPECT_EQ(main->top[1].where, "train.py:80 main");
-  // The workers together: __getitem__ 60 of 100 samples in each, from the
+  // The workers' main threads together: __getitem__ 60 of 100 samples in each, from the
   // stack seen most often (through the worker loop).
   EXPECT_EQ(p.worker_samples, 200);
   ASSERT_EQ(p.workers_top.size(), 2u);
@@ -73,8 +77,8 @@ TEST(PythonFrames, TheRanksProcessAndItsForkedWorkers) {
   EXPECT_DOUBLE_EQ(p.workers_top[0].share, 0.6);
   EXPECT_EQ(p.workers_top[0].callers, "worker.py:349 _worker_loop;dataset.py:41 __getitem__");
   EXPECT_EQ(p.workers_top[1].where, "dataset.py:63 decode");
-  // Threads: 2 of the rank (main, pin_memory) and 1 of each worker.
-  EXPECT_EQ(p.threads.size(), 4u);
+  // Threads: 2 of the rank (main, pin_memory) and 2 of each worker.
+  EXPECT_EQ(p.threads.size(), 6u);
   for (const auto& t : p.threads) EXPECT_EQ(t.worker, t.pid != 100u) << t.pid;
 }
 

@@ -101,6 +101,8 @@ def parse_args(argv=None):
                    help="cpu (gloo under torchrun) is for smoke tests only")
     wc.add_emit_nvtx_option(p)
     p.add_argument("--cudnn-benchmark", type=on_off, nargs="?", const=True, default=True, metavar="on|off")
+    p.add_argument("--tf32", type=on_off, nargs="?", const=True, default=None, metavar="on|off",
+                   help="TF32 tensor cores for FP32 convolutions and matrix multiplies (default: PyTorch's)")
     args = p.parse_args(argv)
     if args.epochs is None and args.steps is None:
         args.epochs = 1
@@ -398,6 +400,9 @@ def main():
     torch.manual_seed(args.seed)
     if dist_info.is_cuda:
         torch.backends.cudnn.benchmark = args.cudnn_benchmark
+        if args.tf32 is not None:  # off: FP32 without tensor cores, as on GPUs before Ampere
+            torch.backends.cudnn.allow_tf32 = args.tf32
+            torch.backends.cuda.matmul.allow_tf32 = args.tf32
     if args.precision == "fp16" and not dist_info.is_cuda:
         wc.fail("--precision fp16 needs CUDA (CPU autocast supports bf16 only)")
 

@@ -6,7 +6,8 @@ MobileNetV2 (workloads/image_ddp.py, synthetic data) profiled four times:
   input       a slowed input pipeline: one DataLoader worker and extra CPU work
               per sample (--sample-cpu-us), bf16 + channels_last
   input_fixed the advised fix applied: more workers (same per-sample cost)
-  fp32        FP32 with NCHW data, the GPU loader (input is not the problem)
+  fp32        FP32 without tensor cores (--tf32 off) with NCHW data, the GPU loader
+              (input is not the problem)
   fp32_fixed  the advised fixes applied: bf16 autocast and channels_last
 
 Checks, for `input` and `fp32`: the first root cause is the one planted
@@ -48,7 +49,7 @@ RUNS = {
               "--channels-last", "on", "--precision", "bf16"],
     "input_fixed": ["--loader", "cpu", "--workers", str(FIXED_WORKERS), "--sample-cpu-us", str(SAMPLE_CPU_US),
                     "--pin-memory", "on", "--channels-last", "on", "--precision", "bf16"],
-    "fp32": ["--loader", "gpu", "--channels-last", "off", "--precision", "fp32"],
+    "fp32": ["--loader", "gpu", "--channels-last", "off", "--precision", "fp32", "--tf32", "off"],
     "fp32_fixed": ["--loader", "gpu", "--channels-last", "on", "--precision", "bf16"],
 }
 # run -> (its fixed run, root cause ids accepted first, what the fix must name,
