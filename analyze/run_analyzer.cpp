@@ -190,10 +190,8 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   if (std::error_code ec; fs::is_directory(path, ec)) {
     const std::vector<trace::PythonRecord> records = trace::read_python_records(path);
     for (RankAnalysis& r : ranks)
-      if (const trace::PythonRecord* rec = trace::record_of_process(records, r.hostname, r.pid)) {
-        if (r.process_groups.empty()) r.process_groups = rec->process_groups;
-        if (r.rank < 0 && rec->rank >= 0) r.rank = rec->rank;
-      }
+      if (const trace::PythonRecord* rec = trace::record_of_process(records, r.hostname, r.pid))
+        trace::take_python_record(*rec, r.rank, r.process_groups);
   }
   // A PyTorch profiler run without CUDA activity gives a trace of host
   // operators only: every GPU table would be empty, so say why instead.

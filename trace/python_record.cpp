@@ -104,22 +104,24 @@ const PythonRecord* record_of_process(const std::vector<PythonRecord>& records, 
   return nullptr;
 }
 
+bool take_python_record(const PythonRecord& record, int32_t& rank, std::vector<ProcessGroup>& groups) {
+  bool gain = false;
+  if (groups.empty() && !record.process_groups.empty()) {
+    groups = record.process_groups;
+    gain = true;
+  }
+  if (rank < 0 && record.rank >= 0) {
+    rank = record.rank;
+    gain = true;
+  }
+  return gain;
+}
+
 size_t attach_python_records(const std::vector<PythonRecord>& records, std::vector<Trace>& traces) {
   size_t gained = 0;
-  for (Trace& t : traces) {
-    const PythonRecord* r = record_of_process(records, t.meta.hostname, t.meta.pid);
-    if (!r) continue;
-    bool gain = false;
-    if (t.meta.process_groups.empty() && !r->process_groups.empty()) {
-      t.meta.process_groups = r->process_groups;
-      gain = true;
-    }
-    if (t.meta.rank < 0 && r->rank >= 0) {
-      t.meta.rank = r->rank;
-      gain = true;
-    }
-    gained += gain ? 1 : 0;
-  }
+  for (Trace& t : traces)
+    if (const PythonRecord* r = record_of_process(records, t.meta.hostname, t.meta.pid))
+      gained += take_python_record(*r, t.meta.rank, t.meta.process_groups) ? 1 : 0;
   return gained;
 }
 

@@ -41,6 +41,9 @@ std::vector<PythonRecord> read_python_records(const std::filesystem::path& run_d
 // record of the same host name and pid): the process groups, and the rank
 // where the launcher's environment gave none. Returns how many traces gained.
 size_t attach_python_records(const std::vector<PythonRecord>& records, std::vector<Trace>& traces);
+// The same for one process's rank and groups (an analysis made without its
+// whole trace); true when either gained.
+bool take_python_record(const PythonRecord& record, int32_t& rank, std::vector<ProcessGroup>& groups);
 const PythonRecord* record_of_process(const std::vector<PythonRecord>& records, std::string_view hostname,
                                       uint32_t pid);
 

@@ -274,12 +274,9 @@ class Sampler:
         try:
             import json
 
-            text = json.dumps(self.snapshot(), separators=(",", ":"))
-            path = self.path()
-            tmp = path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(text + "\n")
-            os.replace(tmp, path)
+            from ._record import write_atomically
+
+            write_atomically(self.path(), json.dumps(self.snapshot(), separators=(",", ":")))
         except Exception:
             pass  # a full disk or a removed run directory: the job goes on
 

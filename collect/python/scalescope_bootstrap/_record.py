@@ -84,13 +84,18 @@ class Record:
 
             with self.lock:
                 text = json.dumps(self.data, indent=1, sort_keys=True)
-            path = os.path.join(self.run_dir, "python-%s-%d.json" % (self.data["hostname"], self.pid))
-            tmp = path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(text + "\n")
-            os.replace(tmp, path)
+            write_atomically(os.path.join(self.run_dir, "python-%s-%d.json" % (self.data["hostname"], self.pid)), text)
         except Exception:
             pass  # a full disk or a removed run directory: the job goes on
+
+
+def write_atomically(path, text):
+    """Writes text to a temporary name, then renames it: a killed process
+    leaves the last complete file."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text + "\n")
+    os.replace(tmp, path)
 
 
 def _torch_availability():
