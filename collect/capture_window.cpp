@@ -448,7 +448,13 @@ void CaptureWindow::iteration_begin(std::optional<uint64_t> number, bool may_ope
       open_window = schedule_.traced(index);
     }
   }
-  if (close_pre_loop) close_capture_window(true, std::chrono::milliseconds(0));
+  // Closed by the job's NVTX iteration ranges, the highest kind of marker:
+  // detach at once. Closed by a lower kind (a cudaProfilerStart before the
+  // loop, a step mark), stay attached for the grace: with CUPTI's NVTX
+  // callbacks, ranges the job also has would be missed while detached, and a
+  // missed first ProfilerStep#N would shift the schedule by one step.
+  if (close_pre_loop)
+    close_capture_window(true, marker_kind_.load() == kMarkerNvtx ? std::chrono::milliseconds(0) : kDetachGrace);
   if (open_window && may_open) enable_tracing();
   const IterationClass state = state_now();
   std::lock_guard lock(iteration_mutex_);

@@ -536,11 +536,14 @@ TEST_F(CollectWindows, ProfilerStartStopPairsAreIterations) {
 
 // cudaProfilerStart once before a loop of ProfilerStep ranges: the ranges
 // take over at the first one, and the windows are those of the ranges alone.
-TEST_F(CollectWindows, NvtxRangesTakeOverFromAProfilerStartAroundTheLoop) {
+// "settle": API calls between the start and the loop, where a detach at
+// once would miss ProfilerStep#0's push and shift every window by a step.
+class CollectWindowsProfilerAround : public CollectWindows, public ::testing::WithParamInterface<const char*> {};
+TEST_P(CollectWindowsProfilerAround, NvtxRangesTakeOverFromAProfilerStartAroundTheLoop) {
   auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
                               {"SCALESCOPE_ITERATIONS", "4"},
                               {"SCALESCOPE_REPEAT_EVERY", "10"},
-                              {"HOST_PROFILER_AROUND", "1"}});
+                              {"HOST_PROFILER_AROUND", GetParam()}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(r.traced);
   std::set<int64_t> want = {-1};
@@ -550,7 +553,9 @@ TEST_F(CollectWindows, NvtxRangesTakeOverFromAProfilerStartAroundTheLoop) {
   EXPECT_EQ(r.trace.kernels.size(), 2u + 16 * 2);
   EXPECT_EQ(extra(r.trace, "iteration_marker"), "nvtx");
   EXPECT_EQ(extra(r.trace, "iterations_inside"), "16");
+  EXPECT_EQ(extra(r.trace, "iterations_seen"), "41");  // the start, then 40 ranges
 }
+INSTANTIATE_TEST_SUITE_P(Collect, CollectWindowsProfilerAround, ::testing::Values("1", "settle"));
 
 // One window of K iterations after the warm-up, then detached to the end.
 TEST_F(CollectWindows, SampledWindowOnceByDefaultSchedule) {
