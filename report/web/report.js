@@ -498,27 +498,40 @@
     }
   }
 
+  // The option is built for the chart's width (legend rows, label places),
+  // so a chart is redrawn from its block whenever its width changes.
+  function drawChart(chart, block, div) {
+    const option = builders[block.kind](block, div.clientWidth);
+    // Room for a legend of several rows, or the figure's own height (small multiples).
+    div.style.height = '';
+    if (option.__height) div.style.height = option.__height + 'px';
+    else if (option.__extraHeight > 28) div.style.height = (div.clientHeight + option.__extraHeight - 28) + 'px';
+    delete option.__height;
+    delete option.__extraHeight;
+    chart.resize();
+    chart.setOption(Object.assign({ animation: false, textStyle: { fontFamily: 'system-ui, sans-serif' } }, option), true);
+  }
+  function redraw(chart) {
+    const div = chart.getDom();
+    if (div.getClientRects().length && chart.getWidth() !== div.clientWidth) drawChart(chart, blocks.get(chart), div);
+  }
+  const blocks = new Map();  // chart -> its block
+
   function renderChart(block, parent) {
     if (block.title) parent.appendChild(el('h3', '', block.title));
     const div = el('div', 'chart' + (block.tall ? ' tall' : ''));
     div.id = 'chart-' + charts.length;
     parent.appendChild(div);
     for (const n of block.notes || []) parent.appendChild(el('p', 'note', n));
-    const build = builders[block.kind];
-    if (!build) throw new Error('unknown chart kind ' + block.kind);
-    const option = build(block, div.clientWidth);
-    // Room for a legend of several rows, or the figure's own height (small multiples).
-    if (option.__height) div.style.height = option.__height + 'px';
-    else if (option.__extraHeight > 28) div.style.height = (div.clientHeight + option.__extraHeight - 28) + 'px';
-    delete option.__height;
-    delete option.__extraHeight;
+    if (!builders[block.kind]) throw new Error('unknown chart kind ' + block.kind);
     const chart = echarts.init(div, null, { renderer: 'canvas' });
-    chart.setOption(Object.assign({ animation: false, textStyle: { fontFamily: 'system-ui, sans-serif' } }, option));
+    drawChart(chart, block, div);
     if (block.kind === 'icicle') {
       // Zoom into the clicked node: its width fills the chart.
       chart.on('click', p => chart.dispatchAction({ type: 'dataZoom', startValue: p.value[0], endValue: p.value[1] }));
     }
     instances.push(chart);
+    blocks.set(chart, block);
     charts.push({ id: div.id, kind: block.kind, title: block.title || '', width: chart.getWidth(), height: chart.getHeight(),
       series: seriesSummary(block) });
   }
@@ -528,6 +541,37 @@
     if (block.title) parent.appendChild(el('h3', '', block.title));
     parent.appendChild(el('pre', 'pre', block.text, Infinity));
   }
+
+  // A tall section shows its first screen and folds the rest under one line
+  // that says what it holds, so the page opens as an overview. Charts are
+  // drawn before the fold (ECharts cannot size a chart inside a closed
+  // <details>) and redrawn on opening if the page's width changed meanwhile.
+  const kSectionShown = 800, kFoldAtLeast = 400;  // px: one screen shown; a fold worth a click
+  function foldTallSections() {
+    for (const sec of document.querySelectorAll('section.report-section')) {
+      const blocks = [...sec.children].filter(c => c.classList.contains('block'));
+      const top = sec.getBoundingClientRect().top;
+      const cut = blocks.findIndex((b, i) => i > 0 && b.getBoundingClientRect().top - top > kSectionShown);
+      if (cut < 0) continue;
+      const rest = blocks.slice(cut);
+      if (sec.getBoundingClientRect().bottom - rest[0].getBoundingClientRect().top < kFoldAtLeast) continue;
+      const count = (sel, one, many) => {
+        const n = rest.reduce((a, b) => a + b.querySelectorAll(sel).length, 0);
+        return n ? n + ' ' + (n === 1 ? one : many) : '';
+      };
+      const what = [count('.chart', 'chart', 'charts'), count('table.data', 'table', 'tables')].filter(Boolean);
+      const more = el('details', 'more');
+      more.appendChild(el('summary', '', 'More in this section' + (what.length ? ': ' + what.join(', ') : '')));
+      sec.insertBefore(more, rest[0]);
+      for (const b of rest) more.appendChild(b);
+      more.addEventListener('toggle', () => {
+        if (!more.open) return;
+        for (const div of more.querySelectorAll('.chart')) redraw(echarts.getInstanceByDom(div));
+      });
+    }
+  }
+  // Printed, the page shows everything.
+  window.addEventListener('beforeprint', () => { for (const d of document.querySelectorAll('details')) d.open = true; });
 
   const renderers = { paragraph: renderParagraph, table: renderTable, findings: renderFindings, chart: renderChart,
     pre: renderPre };
@@ -557,13 +601,17 @@
     for (const b of s.blocks) {
       const r = renderers[b.type];
       if (!r) throw new Error('unknown block type ' + b.type);
-      r(b, sec);
+      const box = el('div', 'block');
+      sec.appendChild(box);
+      r(b, box);
     }
   });
+  foldTallSections();
   document.getElementById('report-footer').textContent =
     'Charts: Apache ECharts ' + (echarts.version || '') + ', bundled into this file; the page makes no network request.';
   // Charts take their width from the page; only a change of width redraws
-  // them, once the resizing has settled. A full-page screenshot grows the
+  // them (from their blocks, so legends and labels fit the new width), once
+  // the resizing has settled. A full-page screenshot grows the
   // window's height for the capture: redrawing every chart then (dozens, each
   // a canvas the height of the page's share) is what made the capture fail
   // under load.
@@ -572,7 +620,8 @@
     if (window.innerWidth === lastWidth) return;
     lastWidth = window.innerWidth;
     clearTimeout(resizeTimer);
-    resizeTimer = setTimeout(() => instances.forEach(c => c.resize()), 150);
+    // Charts inside a closed fold wait for it to open (a hidden chart has no width).
+    resizeTimer = setTimeout(() => instances.forEach(redraw), 150);
   });
   window.__scalescopeReady = true;
 })();

@@ -70,6 +70,12 @@ async function openFolds(page) {
   await page.evaluate(() => { for (const d of document.querySelectorAll('details')) d.open = true; });
 }
 
+// Every chart on show drawn at its box's width (after a resize or a fold opened).
+async function chartsFitted(page) {
+  await page.waitForFunction(() => [...document.querySelectorAll('.chart')].every(d =>
+    !d.getClientRects().length || echarts.getInstanceByDom(d).getWidth() === d.clientWidth), null, { timeout: 30000 });
+}
+
 function assertClean(r) {
   assert.deepEqual(r.errors, [], 'console errors');
   assert.deepEqual(r.requests, [r.url], 'the only request is the page itself');
@@ -104,6 +110,8 @@ test('demo report: every chart rendered with data, offline, without errors', asy
   assert.ok(nav.n >= 5, `nav links: ${nav.n}`);
   assert.equal(nav.off, 0, `${nav.off} of ${nav.n} navigation links are off-screen`);
   assert.equal(nav.headerTop, 0, 'the header with the navigation stays at the top');
+  // The rest of the page, folds open: what a reader sees who opens them.
+  await openFolds(r.page);
   // No "nan%" or NaN shown anywhere: a missing figure says why instead.
   const body = await r.page.evaluate(() => document.body.innerText);
   assert.ok(!/\bnan\b|\bNaN\b|nan%/.test(body), `no nan% or NaN on the page: ${(body.match(/.{0,60}\b(nan|NaN)\b.{0,20}/) || [''])[0]}`);
@@ -148,6 +156,7 @@ test('names from a trace are shown as text, never run', async () => {
   assert.ok(!html.includes(evilScript), 'the raw name is not in the HTML');
   const r = await open(path.join(work, 'xss.html'), 'xss-report.png');
   assertClean(r);
+  await openFolds(r.page);
   const text = await r.page.evaluate(() => document.body.innerText);
   assert.ok(text.includes(evilScript), 'the <script> name is visible as text');
   assert.ok(text.includes(evilImg), 'the </script> name is visible as text');
@@ -192,6 +201,7 @@ test('demo with study results: sweeps, effects and the trace rendered with data'
   const titles = await r.page.locator('section.report-section h2').allTextContents();
   for (const t of ['Sweep: image-base.db', 'Sweep: llm.db']) assert.ok(titles.includes(t), `a section "${t}"`);
   assert.ok(titles.some(t => t.includes('0003-g2-arm_base-variant_ref-r0.ssrun')), 'the trace\'s run sections');
+  await openFolds(r.page);
   const text = await r.page.evaluate(() => document.body.innerText);
   assert.ok(text.includes(evilScript), 'env.txt shown as text');
   assert.equal(await r.page.locator('script').count(), 3, 'only the page\'s own scripts');
@@ -220,6 +230,7 @@ test('a run over two hosts: the per-node section with its charts and tables', as
     assert.ok(c.series.reduce((n, s) => n + s.points, 0) >= 2, `chart "${c.title}" has a bar per node`);
     assert.ok(c.width > 300 && c.height > 200, `chart "${c.title}" drawn at ${c.width}x${c.height}`);
   }
+  await openFolds(r.page);  // what the section holds, its folded rest included
   const text = await section.innerText();
   for (const want of ['Clocks per host', 'nodea', 'nodeb', 'reference', 'aligned', 'Nodes (means', 'Communicators',
     'slowest node: nodeb', '1 of 3 expected nodes did not report']) assert.ok(text.includes(want), `"${want}" in the section`);
@@ -245,6 +256,7 @@ test('long and right-to-left names: cut to fit with the whole name in the toolti
   assertClean(r);
   const height = await r.page.evaluate(() => document.documentElement.scrollHeight);
   assert.ok(height < 30000, `page height ${height} px`);
+  await openFolds(r.page);
   const text = await r.page.evaluate(() => document.body.innerText);
   assert.ok(!/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/.test(text), 'no bidirectional control reaches the page');
   assert.ok(text.includes('evil\\u202elenrek_txt'), 'the override is shown as an escape');
@@ -266,6 +278,7 @@ test('long and right-to-left names: cut to fit with the whole name in the toolti
 // folded part open.
 async function assertNoLayoutFaults(r) {
   await openFolds(r.page);
+  await chartsFitted(r.page);
   const faults = await r.page.evaluate(layoutFaults);
   assert.deepEqual(faults, [], `${faults.length} layout faults`);
 }
@@ -275,13 +288,43 @@ test('demo report: no overlapping or cut text, no raw numbers', async () => {
   const r = await open(path.join(work, 'demo-layout', 'report.html'), 'demo-layout.png');
   assertClean(r);
   // Long tables start folded, the summary line saying what is inside.
-  const folds = await r.page.evaluate(() => [...document.querySelectorAll('details')].map(d => ({
+  const folds = await r.page.evaluate(() => [...document.querySelectorAll('details.fold')].map(d => ({
     open: d.open, summary: d.querySelector('summary').textContent, rows: d.querySelectorAll('tbody tr').length })));
   assert.ok(folds.length > 0, 'some long table starts folded');
   for (const f of folds) {
     assert.ok(!f.open, `"${f.summary}" starts folded`);
     assert.ok(f.rows > 12 && f.summary.endsWith(`(${f.rows.toLocaleString('en-US')} rows)`), `summary "${f.summary}" of ${f.rows} rows`);
   }
+  // A tall section shows its first screen; the rest is folded under a line
+  // that counts the charts and tables it holds. The page opens as an overview.
+  const more = await r.page.evaluate(() => [...document.querySelectorAll('details.more')].map(d => ({
+    open: d.open, summary: d.querySelector('summary').textContent, charts: d.querySelectorAll('.chart').length,
+    tables: d.querySelectorAll('table.data').length, above: d.previousElementSibling &&
+      d.previousElementSibling.getBoundingClientRect().top - d.closest('section').getBoundingClientRect().top })));
+  assert.ok(more.length >= 5, `${more.length} tall sections folded`);
+  for (const m of more) {
+    assert.ok(!m.open && m.summary.startsWith('More in this section'), m.summary);
+    if (m.charts) assert.match(m.summary, new RegExp(`\\b${m.charts} charts?\\b`), m.summary);
+    if (m.tables) assert.match(m.summary, new RegExp(`\\b${m.tables} tables?\\b`), m.summary);
+    assert.ok(m.above <= 800, `the fold comes within the section's first screen (${m.above} px)`);
+  }
+  const screens = await r.page.evaluate(() => document.documentElement.scrollHeight / window.innerHeight);
+  assert.ok(screens < 20, `the demo page opens ${screens.toFixed(1)} screens tall`);
+  // A chart drawn before its fold closed takes the page's new width when opened.
+  await r.page.setViewportSize({ width: 1100, height: 900 });
+  await r.page.waitForTimeout(400);
+  const fitted = await r.page.evaluate(() => {
+    const d = [...document.querySelectorAll('details.more')].find(m => m.querySelector('.chart'));
+    d.open = true;
+    return new Promise(done => setTimeout(() => {
+      const div = d.querySelector('.chart');
+      done({ dom: div.clientWidth, chart: echarts.getInstanceByDom(div).getWidth() });
+    }, 100));
+  });
+  assert.equal(fitted.chart, fitted.dom, 'a folded chart redrawn at its width on opening');
+  await assertNoLayoutFaults(r);  // legends and labels laid out again for the narrower page
+  await r.page.setViewportSize({ width: 1400, height: 900 });
+  await chartsFitted(r.page);
   await assertNoLayoutFaults(r);
   // The GPU counters: one figure of small multiples per run, not a chart per counter.
   const counters = r.charts.filter(c => /counter/i.test(c.title));
