@@ -121,7 +121,8 @@ struct Pending {
 class StreamSweep {
  public:
   static constexpr size_t kPieceRows = size_t{1} << 14;
-  StreamSweep(Timestamp lo, Timestamp hi) : lo_(lo), hi_(hi) {}
+  // calls: whether the trace has API calls with a correlation id (launches).
+  StreamSweep(Timestamp lo, Timestamp hi, bool calls) : lo_(lo), hi_(hi), launches_(calls) {}
   // A window [ws, we] inside [lo, hi]. Input starvation (analyze_input) counts
   // the idle gaps of its compute | comm in which a host-to-device copy ended,
   // each once for its part inside [span_start, span_end). Its first gap opens
@@ -159,6 +160,20 @@ class StreamSweep {
     return win.cover->split.result();
   }
 
+  // The split of window w's idle time into host wait, kernel wait and other
+  // (detail::idle_breakdown), judged gap by gap as the sweep closes them;
+  // after the last cut, and after every API call was read (launch_call).
+  IdleBreakdown idle_breakdown(size_t w) {
+    launches_.finish();
+    Window& win = windows_[w];
+    win.cover->breakdown.tail(win.open ? win.cur.end : win.span_start);
+    return win.cover->breakdown.result();
+  }
+  // Every GPU row that ends at or after its start (sweep_rows), and every API
+  // call with a correlation id, read in the order of the cuts.
+  void gpu_row(Timestamp start, uint32_t correlation) { launches_.gpu_row(start, correlation); }
+  void launch_call(uint32_t correlation, Timestamp start) { launches_.call(correlation, start); }
+
   uint32_t stream_index(uint32_t device, uint32_t stream) {
     const uint64_t key = (uint64_t{device} << 32) | stream;
     auto [it, fresh] = index_.try_emplace(key, static_cast<uint32_t>(keys_.size()));
@@ -185,7 +200,9 @@ class StreamSweep {
   // kPieceRows rows (each cut at the next row's start, which the rows after
   // it cannot precede), so that the unions' lists stay small however many
   // rows a chunk holds; rows reaching past a piece's cut stay, cut there.
-  void cut(Timestamp at) {
+  // unread_correlation: the smallest correlation id of the GPU rows not read yet.
+  void cut(Timestamp at, uint32_t unread_correlation) {
+    launches_.sort();
     auto by_start = [](const Pending& a, const Pending& b) { return a.start < b.start; };
     // Rows before sorted_ are sorted: sort the new ones and merge.
     if (sorted_ < pending_.size()) {
@@ -234,6 +251,7 @@ class StreamSweep {
     }
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(head));
     sorted_ = pending_.size();
+    launches_.passed(at, unread_correlation);
   }
 
   struct Sums {
@@ -266,11 +284,13 @@ class StreamSweep {
   // that holds them closes, which says whether they are input gaps; then
   // they are split by the host waits and MPI calls covering them.
   struct Cover {
-    Cover(Timestamp span_start, Timestamp span_end) : split(span_start, span_end, waits, mpi) {}
+    Cover(Timestamp span_start, Timestamp span_end)
+        : split(span_start, span_end, waits, mpi), breakdown(span_start, span_end, kKernelWaitThresholdNs) {}
     Intervals waits, mpi;
     bool waits_sorted = true;
     std::vector<std::pair<Interval, unsigned>> gaps;  // in time order, launch bit set
     detail::IdleSplitter split;
+    detail::IdleGaps breakdown;
   };
   // Splits the waiting gaps that end by `to`, input gaps if `input` and they
   // start at `from` or later (a gap of busy lies in one gap of compute |
@@ -362,6 +382,7 @@ class StreamSweep {
       const Interval& next = j == b.size() || (i < a.size() && a[i].start < b[j].start) ? a[i++] : b[j++];
       if (!w.open) {
         w.cover->gaps.push_back({{w.ws, next.start}, 0});
+        judge(w, w.span_start, next.start);  // no activity ended before it
         w.cur = next;
         w.open = true;
       } else if (next.start <= w.cur.end) {
@@ -373,6 +394,7 @@ class StreamSweep {
           s.gap_ns += gap;
         }
         w.cover->gaps.push_back({{w.cur.end, next.start}, gap < detail::kLaunchGapLimitNs ? unsigned{kIdleLaunchGap} : 0u});
+        judge(w, w.cur.end, next.start);
         w.cur = next;
       }
     }
@@ -388,6 +410,11 @@ class StreamSweep {
         w.cc_cur = iv;
       }
     }
+  }
+
+  // A gap of busy closed: the idle breakdown's (each row starting at `next` has been read).
+  void judge(Window& w, Timestamp gap_start, Timestamp next) {
+    if (w.cover->breakdown.inside(gap_start, next) > 0) launches_.judge(w.cover->breakdown, gap_start, next);
   }
 
   // A gap of compute | communication closed: input starvation's, and the
@@ -411,6 +438,7 @@ class StreamSweep {
   std::vector<Intervals> lists_;
   std::vector<uint32_t> touched_;
   std::vector<Pending> pending_, tails_;
+  detail::ChunkedLaunches launches_;
   size_t sorted_ = 0;
   Intervals compute_, comm_, copy_, compute_comm_, merge_, w_compute_, w_comm_, w_copy_;
 };
@@ -427,6 +455,10 @@ struct ChunkFacts {
   // other than StreamWaitEvent, or such API calls (read when there are no rows).
   Timestamp wait_first = std::numeric_limits<Timestamp>::max();
   Timestamp api_wait_first = std::numeric_limits<Timestamp>::max();
+  // Earliest start of its API calls with a correlation id (the idle
+  // breakdown's launch calls), and the smallest correlation id of its GPU spans.
+  Timestamp call_first = std::numeric_limits<Timestamp>::max();
+  uint32_t min_correlation = std::numeric_limits<uint32_t>::max();
 };
 
 // The rows of each table over the whole file (the analyses' availability).
@@ -731,7 +763,16 @@ class WindowFigures {
 void sweep_rows(const trace::Trace& batch, Names& names, StreamSweep& sweep, Timestamp lo, Timestamp hi) {
   auto in = [&](Timestamp s, Timestamp e) { return e >= lo && s <= hi && e >= s; };
   auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, lo), std::min(e, hi)}; };
+  auto starts = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e,
+                    const std::vector<uint32_t>& correlation) {
+    for (size_t i = 0; i < s.size(); ++i)
+      if (e[i] >= s[i]) sweep.gpu_row(s[i], correlation[i]);
+  };
   const auto& k = batch.kernels;
+  starts(k.start, k.end, k.correlation);
+  starts(batch.nccl.start, batch.nccl.end, batch.nccl.correlation);
+  starts(batch.memcpys.start, batch.memcpys.end, batch.memcpys.correlation);
+  starts(batch.memsets.start, batch.memsets.end, batch.memsets.correlation);
   for (size_t i = 0; i < k.size(); ++i) {
     if (!in(k.start[i], k.end[i])) continue;
     const KernelClass cls = names.kernel(k.name[i]).cls;
@@ -830,14 +871,17 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     }
   };
   // A GPU table's ends (iteration detection's cap) and its chunk's first start.
-  auto gpu_rows = [&](ChunkFacts& f, const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
+  auto gpu_rows = [&](ChunkFacts& f, const std::vector<Timestamp>& s, const std::vector<Timestamp>& e,
+                      const std::vector<uint32_t>& correlation) {
     for (size_t i = 0; i < s.size(); ++i) {
       gpu_end = std::max(gpu_end, e[i]);
       if (e[i] < s[i]) continue;
       f.gpu = true;
       f.first = std::min(f.first, s[i]);
+      if (correlation[i] != 0) f.min_correlation = std::min(f.min_correlation, correlation[i]);
     }
   };
+  bool correlated_calls = false;  // API calls with a correlation id
   for (size_t c = 0; c < reader.chunk_count(); ++c) {
     reader.read(c, batch);
     ChunkFacts& f = facts[c];
@@ -845,20 +889,20 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     rows.kernels += k.size();
     f.kernels = k.size() > 0;
     span(k.start, k.end);
-    gpu_rows(f, k.start, k.end);
+    gpu_rows(f, k.start, k.end, k.correlation);
     for (size_t i = 0; i < k.size(); ++i)
       if (names.kernel(k.name[i]).cls == KernelClass::kCommunication) kept.kernels.push(k.row(i));
     for (uint32_t d : k.device) ++kernels_by_device[d];
     rows.memcpys += batch.memcpys.size();
     span(batch.memcpys.start, batch.memcpys.end);
-    gpu_rows(f, batch.memcpys.start, batch.memcpys.end);
+    gpu_rows(f, batch.memcpys.start, batch.memcpys.end, batch.memcpys.correlation);
     rows.memsets += batch.memsets.size();
     span(batch.memsets.start, batch.memsets.end);
-    gpu_rows(f, batch.memsets.start, batch.memsets.end);
+    gpu_rows(f, batch.memsets.start, batch.memsets.end, batch.memsets.correlation);
     const auto& nc = batch.nccl;
     rows.nccl += nc.size();
     widen(nc.start, nc.end);
-    gpu_rows(f, nc.start, nc.end);
+    gpu_rows(f, nc.start, nc.end, nc.correlation);
     for (size_t i = 0; i < nc.size(); ++i) kept.nccl.push(nc.row(i));
     const auto& nv = batch.nvtx;
     for (size_t i = 0; i < nv.size(); ++i)
@@ -888,6 +932,9 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     widen(batch.syncs.start, batch.syncs.end);
     const auto& a = batch.api;
     rows.api += a.size();
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a.correlation[i] != 0) f.call_first = std::min(f.call_first, a.start[i]);
+    correlated_calls = correlated_calls || f.call_first != std::numeric_limits<Timestamp>::max();
     span(a.start, a.end);
     f.api = a.size() > 0;
     for (size_t i = 0; i < a.size() && !f.launches; ++i)
@@ -969,7 +1016,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   // inside the whole trace's window unless detected steps reach past it).
   const Timestamp hull_lo = steady ? std::min(ws, steady->ws()) : ws;
   const Timestamp hull_hi = steady ? std::max(we, steady->we()) : we;
-  StreamSweep sweep(hull_lo, hull_hi);
+  StreamSweep sweep(hull_lo, hull_hi, correlated_calls);
   // Each window's sweep index, its bounds and its MPI calls (the idle split's).
   struct Swept {
     size_t index;
@@ -1006,14 +1053,23 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   // A window summed in pass 1 also collects its medians' values here; the
   // others sum here and collect in pass 3.
   if (summed) main.choose();
-  // The chunks holding host waits come in the same order (the idle split's).
+  // The chunks holding host waits (the idle split's) and launch calls (the
+  // idle breakdown's) come in the same order.
   auto first_of = [&](size_t c) {
-    return facts[c].gpu ? facts[c].first : sync_from_api ? facts[c].api_wait_first : facts[c].wait_first;
+    const ChunkFacts& f = facts[c];
+    return f.gpu ? f.first : std::min(sync_from_api ? f.api_wait_first : f.wait_first, f.call_first);
   };
   std::vector<size_t> order;
   for (size_t c = 0; c < facts.size(); ++c)
     if (facts[c].gpu || first_of(c) != std::numeric_limits<Timestamp>::max()) order.push_back(c);
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return first_of(x) < first_of(y); });
+  // The next chunk's first start, and the smallest correlation id of the GPU chunks after the n-th.
+  auto next_first = [&](size_t n) {
+    return n + 1 < order.size() ? first_of(order[n + 1]) : std::numeric_limits<Timestamp>::max();
+  };
+  std::vector<uint32_t> unread_correlation(order.size() + 1, std::numeric_limits<uint32_t>::max());
+  for (size_t n = order.size(); n-- > 0;)
+    unread_correlation[n] = std::min(unread_correlation[n + 1], facts[order[n]].min_correlation);
   for (size_t n = 0; n < order.size(); ++n) {
     reader.read(order[n], batch);
     if (!facts[order[n]].gpu) {
@@ -1024,7 +1080,9 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
         });
       else
         add_waits(batch.syncs.start, batch.syncs.end, [&](size_t i) { return host_wait(batch.syncs.kind[i]); });
-      sweep.cut(n + 1 < order.size() ? first_of(order[n + 1]) : std::numeric_limits<Timestamp>::max());
+      for (size_t i = 0; i < batch.api.size(); ++i)
+        if (batch.api.correlation[i] != 0) sweep.launch_call(batch.api.correlation[i], batch.api.start[i]);
+      sweep.cut(next_first(n), unread_correlation[n + 1]);
       continue;
     }
     if (!summed) main.sum_gpu(batch, names);
@@ -1035,7 +1093,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     }
     sweep_rows(batch, names, sweep, hull_lo, hull_hi);
     // No row of a later chunk starts before that chunk's first start.
-    sweep.cut(n + 1 < order.size() ? first_of(order[n + 1]) : std::numeric_limits<Timestamp>::max());
+    sweep.cut(next_first(n), unread_correlation[n + 1]);
   }
   const bool sums_left = !summed || steady;
   for (size_t c = 0; c < facts.size(); ++c) {
@@ -1084,8 +1142,8 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   // The split of idle time was made gap by gap in pass 2, as analyze_window's.
   r.idle_cover = sweep.idle_cover(swept[0].index);
   if (!r.breakdown.availability.available) r.idle_cover.availability = r.breakdown.availability;
-  // The split into host wait, kernel wait and other needs each gap's next launch: not computed here.
-  r.idle_breakdown.availability = {false, "skipped: not computed when a rank is read chunk by chunk (--stream-above)"};
+  r.idle_breakdown = sweep.idle_breakdown(swept[0].index);
+  if (!r.breakdown.availability.available) r.idle_breakdown.availability = r.breakdown.availability;
   detail::mark_empty_window(o, main.wall(), r);
   if (steady) {
     detail::describe_rank(head, rows.gpu(), st);
@@ -1096,7 +1154,8 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     st.gpu_clocks = detail::own_gpu_clocks(kept, st.sampled_gpus, kernel_device);
     st.idle_cover = sweep.idle_cover(swept[1].index);
     if (!st.breakdown.availability.available) st.idle_cover.availability = st.breakdown.availability;
-    st.idle_breakdown.availability = r.idle_breakdown.availability;
+    st.idle_breakdown = sweep.idle_breakdown(swept[1].index);
+    if (!st.breakdown.availability.available) st.idle_breakdown.availability = st.breakdown.availability;
     detail::mark_empty_window(steady_options, steady->wall(), st);
   }
   // Attribution of the window and of the steady one: its own passes over the
