@@ -312,4 +312,25 @@ inline void account_copy(const trace::MemcpyTable& m, size_t i, int64_t d, CopyG
   }
 }
 
+// The figures each analysis derives from its sums over the window, one
+// definition for the whole-trace and the streamed analyses (analyze.cpp).
+// `rows`: whether the trace has rows of the tables the analysis reads (else
+// it says it was skipped).
+// Breakdown: its window, compute, communication, overlap and copy sums set.
+void finish_breakdown(RankBreakdown& b, bool rows);
+// Launch: its counts, sums, gaps and medians set; `small`: kernels under kSmallKernelNs.
+void finish_launch(LaunchStats& ls, int64_t small, int64_t wall, bool rows);
+// Copies: cp's sums made by account_copy and the memset sums; `host_bytes`:
+// bytes between host and device.
+void finish_copies(CopyStats& cp, CopyGroups& groups, uint64_t host_bytes, bool rows);
+// Synchronization: sy.host_sync_ns set; the groups by kind.
+void finish_sync(SyncStats& sy, const std::map<trace::SyncKind, SyncGroup>& groups, int64_t wall, bool rows);
+// The first and last times input starvation counts in: the iterations in the
+// window, else the window [ws, we].
+std::pair<trace::Timestamp, trace::Timestamp> input_span(const IterationStats& its, trace::Timestamp ws,
+                                                         trace::Timestamp we);
+// Input: its starvation sums set; any_htod: a host-to-device copy lies in the window.
+void finish_input(InputStats& in, const IterationStats& its, trace::Timestamp ws, trace::Timestamp we,
+                  bool any_htod, int64_t compute_ns);
+
 }  // namespace scalescope::analyze::detail

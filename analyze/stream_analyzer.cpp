@@ -652,77 +652,39 @@ class WindowFigures {
     r.precision = prec_;
     r.layout = layout_;
 
-    CopyStats& cp = r.copies;
-    cp = cp_;
-    for (auto& [key, g] : copy_groups_) {
-      g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
-      cp.groups.push_back(g);
-    }
-    std::sort(cp.groups.begin(), cp.groups.end(),
-              [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
-    cp.pageable_fraction =
-        host_bytes_ > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes_) : 0;
-    if (rows.memcpys == 0 && rows.memsets == 0)
-      cp.availability = {false, "skipped: the trace has no memory copies or sets"};
+    r.copies = cp_;
+    detail::finish_copies(r.copies, copy_groups_, host_bytes_, rows.memcpys + rows.memsets > 0);
 
     RankBreakdown& b = r.breakdown;
     b.window_start = ws_;
     b.window_end = we_;
     b.wall_ns = wall;
     b.streams = sweep.streams(target_, wall);
-    if (!rows.gpu())
-      b.availability = {false, "skipped: the trace has no GPU activity (kernels, copies, sets or collectives)"};
     b.compute_ns = swept.compute_ns;
     b.communication_ns = swept.communication_ns;
     b.overlap_ns = swept.overlap_ns;
-    b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
     b.copy_ns = swept.copy_ns;
-    b.idle_ns = wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
-    b.overlap_fraction =
-        b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
+    detail::finish_breakdown(b, rows.gpu());
 
     LaunchStats& ls = r.launch;
     ls.gap_count = swept.gap_count;
     ls.gpu_gap_ns = swept.gap_ns;
     ls.kernel_count = kernel_count_;
     ls.kernel_ns = prec_.kernel_ns;
-    ls.small_kernel_fraction =
-        ls.kernel_count > 0 ? static_cast<double>(small_kernels_) / static_cast<double>(ls.kernel_count) : 0;
     ls.median_kernel_ns = kernel_median_.median();
     ls.launch_api_count = launch_api_count_;
     ls.launch_api_ns = launch_api_ns_;
     ls.median_launch_ns = launch_median_.median();
-    ls.gap_fraction = wall > 0 ? static_cast<double>(ls.gpu_gap_ns) / static_cast<double>(wall) : 0;
-    if (rows.kernels == 0) {
-      ls.availability = {false, "skipped: the trace has no kernels"};
-    } else {
-      const bool cpu_slower = ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns
-                                                      : ls.small_kernel_fraction >= 0.5;
-      ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
-    }
+    detail::finish_launch(ls, small_kernels_, wall, rows.kernels > 0);
 
-    SyncStats& sy = r.sync;
-    sy = sync_;
-    if (rows.syncs == 0 && rows.api == 0)
-      sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
-    for (auto& [kind, g] : sync_groups_) sy.groups.push_back(g);
-    sy.fraction = wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(wall) : 0;
+    r.sync = sync_;
+    detail::finish_sync(r.sync, sync_groups_, wall, rows.syncs + rows.api > 0);
 
     detail::finish_kernel_tables(rows.kernels == 0, names.strings(), o, names.info, name_ns_, name_count_, r);
 
-    InputStats& in = r.input;  // as analyze_input states it
-    const IterationStats& its = r.iterations;
-    const bool by_iterations = its.count > 0;
-    in.iterations = its.count;
-    in.compute_ns = b.compute_ns;
-    in.starvation_ns = swept.starvation_ns;
-    in.starved_iterations = swept.starved_gaps;
-    const Timestamp span_start = by_iterations ? its.iterations.front().start : ws_;
-    const Timestamp span_end = by_iterations ? its.iterations.back().end : we_;
-    const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : wall;
-    in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
-    if (!any_input_) in.availability = {false, "skipped: no host-to-device copies in the window"};
-    else if (b.compute_ns == 0) in.availability = {false, "skipped: no compute kernels in the window"};
+    r.input.starvation_ns = swept.starvation_ns;
+    r.input.starved_iterations = swept.starved_gaps;
+    detail::finish_input(r.input, r.iterations, ws_, we_, any_input_, b.compute_ns);
   }
 
  private:
@@ -791,13 +753,6 @@ void sweep_rows(const trace::Trace& batch, Names& names, StreamSweep& sweep, Tim
   for (size_t i = 0; i < ms.size(); ++i)
     if (in(ms.start[i], ms.end[i]))
       sweep.add(clip(ms.start[i], ms.end[i]), sweep.stream_index(ms.device[i], ms.stream[i]), kCopy);
-}
-
-// The first and last times input starvation counts in: the iterations in the
-// window, else the window.
-std::pair<Timestamp, Timestamp> input_span(const IterationStats& its, Timestamp ws, Timestamp we) {
-  if (its.count > 0) return {its.iterations.front().start, its.iterations.back().end};
-  return {ws, we};
 }
 
 }  // namespace
@@ -1024,7 +979,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   };
   std::vector<Swept> swept;
   {
-    const auto [from, to] = input_span(r.iterations, ws, we);
+    const auto [from, to] = detail::input_span(r.iterations, ws, we);
     swept.push_back({sweep.add_window(ws, we, from, to), ws, we});
     main.sweep_as(swept.back().index);
     Intervals mpi;
@@ -1032,7 +987,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     sweep.mpi_calls(swept.back().index, std::move(mpi));
   }
   if (steady) {
-    const auto [from, to] = input_span(st.iterations, steady->ws(), steady->we());
+    const auto [from, to] = detail::input_span(st.iterations, steady->ws(), steady->we());
     swept.push_back({sweep.add_window(steady->ws(), steady->we(), from, to), steady->ws(), steady->we()});
     steady->sweep_as(swept.back().index);
     Intervals mpi;
