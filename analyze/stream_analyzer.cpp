@@ -1087,32 +1087,23 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   // ---- the results, as analyze_window states them ------------------------
   // Native frames (format 1.4) are named before the host analysis reads them.
   if (name_frames && kept.host_callsites.size() > 0) name_frames(kept);
-  detail::describe_rank(head, rows.gpu(), r);
-  main.finish(rows, names, sweep, o, r);
-  r.numa = detail::analyze_numa(head.meta);
-  r.host = detail::analyze_host(kept, ws, we, r.iterations.iterations);
   const int64_t kernel_device = detail::busiest_device(kernels_by_device);
-  r.sampled_gpus = detail::sampled_gpus(kept, ws, we);
-  r.gpu_clocks = detail::own_gpu_clocks(kept, r.sampled_gpus, kernel_device);
-  // The split of idle time was made gap by gap in pass 2, as analyze_window's.
-  r.idle_cover = sweep.idle_cover(swept[0].index);
-  if (!r.breakdown.availability.available) r.idle_cover.availability = r.breakdown.availability;
-  r.idle_breakdown = sweep.idle_breakdown(swept[0].index);
-  if (!r.breakdown.availability.available) r.idle_breakdown.availability = r.breakdown.availability;
-  detail::mark_empty_window(o, main.wall(), r);
-  if (steady) {
-    detail::describe_rank(head, rows.gpu(), st);
-    steady->finish(rows, names, sweep, steady_options, st);
-    st.numa = r.numa;
-    st.host = detail::analyze_host(kept, steady->ws(), steady->we(), st.iterations.iterations);
-    st.sampled_gpus = detail::sampled_gpus(kept, steady->ws(), steady->we());
-    st.gpu_clocks = detail::own_gpu_clocks(kept, st.sampled_gpus, kernel_device);
-    st.idle_cover = sweep.idle_cover(swept[1].index);
-    if (!st.breakdown.availability.available) st.idle_cover.availability = st.breakdown.availability;
-    st.idle_breakdown = sweep.idle_breakdown(swept[1].index);
-    if (!st.breakdown.availability.available) st.idle_breakdown.availability = st.breakdown.availability;
-    detail::mark_empty_window(steady_options, steady->wall(), st);
-  }
+  // One window's results (both splits of idle time were made gap by gap in pass 2).
+  auto state = [&](WindowFigures& figures, size_t index, const Options& window_options, RankAnalysis& out) {
+    detail::describe_rank(head, rows.gpu(), out);
+    figures.finish(rows, names, sweep, window_options, out);
+    out.numa = detail::analyze_numa(head.meta);
+    out.host = detail::analyze_host(kept, figures.ws(), figures.we(), out.iterations.iterations);
+    out.sampled_gpus = detail::sampled_gpus(kept, figures.ws(), figures.we());
+    out.gpu_clocks = detail::own_gpu_clocks(kept, out.sampled_gpus, kernel_device);
+    out.idle_cover = sweep.idle_cover(index);
+    out.idle_breakdown = sweep.idle_breakdown(index);
+    if (!out.breakdown.availability.available)
+      out.idle_cover.availability = out.idle_breakdown.availability = out.breakdown.availability;
+    detail::mark_empty_window(window_options, figures.wall(), out);
+  };
+  state(main, swept[0].index, o, r);
+  if (steady) state(*steady, swept[1].index, steady_options, st);
   // Attribution of the window and of the steady one: its own passes over the
   // chunks (attribution_stream.hpp), one call for both to share the reads.
   if (o.attribution) {
