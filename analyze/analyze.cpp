@@ -340,7 +340,7 @@ void scan_nccl(const Window& w, detail::WindowScratch& scratch, StreamSlices& st
 CopyStats analyze_copies(const Window& w, detail::WindowScratch& scratch, StreamSlices& streams) {
   CopyStats cp;
   const trace::Trace& t = w.t;
-  std::map<std::tuple<trace::MemcpyKind, trace::MemoryKind, trace::MemoryKind>, CopyGroup> groups;
+  detail::CopyGroups groups;
   std::unordered_set<uint32_t> pageable_correlations;
   uint64_t host_bytes = 0;
   const auto& m = t.memcpys;
@@ -363,13 +363,6 @@ CopyStats analyze_copies(const Window& w, detail::WindowScratch& scratch, Stream
         cp.pageable_host_ns += iv.end - iv.start;
       }
   }
-  for (auto& [key, g] : groups) {
-    g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
-    cp.groups.push_back(g);
-  }
-  std::sort(cp.groups.begin(), cp.groups.end(),
-            [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
-  cp.pageable_fraction = host_bytes > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes) : 0;
   const auto& s = t.memsets;
   for (size_t i = 0; i < s.size(); ++i) {
     if (!w.in(s.start[i], s.end[i])) continue;
@@ -379,7 +372,7 @@ CopyStats analyze_copies(const Window& w, detail::WindowScratch& scratch, Stream
     cp.memset_count += 1;
     cp.memset_ns += iv.end - iv.start;
   }
-  if (m.size() == 0 && s.size() == 0) cp.availability = {false, "skipped: the trace has no memory copies or sets"};
+  detail::finish_copies(cp, groups, host_bytes, m.size() + s.size() > 0);
   return cp;
 }
 
@@ -417,18 +410,11 @@ RankBreakdown analyze_breakdown(const Window& w, detail::WindowScratch& scratch)
   b.streams = stream_utilization(w, scratch);
   Intervals& compute_comm = scratch.streams;
   unite(scratch.compute, scratch.comm, compute_comm);
-  const trace::Trace& t = w.t;
-  if (t.kernels.size() == 0 && t.nccl.size() == 0 && t.memcpys.size() == 0 && t.memsets.size() == 0) {
-    b.availability = {false, "skipped: the trace has no GPU activity (kernels, copies, sets or collectives)"};
-  }
   b.compute_ns = total(scratch.compute);
   b.communication_ns = total(scratch.comm);
   b.overlap_ns = intersection_length(scratch.comm, scratch.compute);
-  b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
   b.copy_ns = total(scratch.copy) - intersection_length(scratch.copy, compute_comm);
-  b.idle_ns = w.wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
-  b.overlap_fraction =
-      b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
+  detail::finish_breakdown(b, trace::has_gpu_activity(w.t));
   return b;
 }
 
@@ -447,8 +433,6 @@ LaunchStats analyze_launch(const Window& w, detail::WindowScratch& scratch, int6
   ls.kernel_ns = kernel_ns;
   int64_t small = 0;
   for (int64_t d : kernel_durations) small += d < kSmallKernelNs ? 1 : 0;
-  ls.small_kernel_fraction =
-      ls.kernel_count > 0 ? static_cast<double>(small) / static_cast<double>(ls.kernel_count) : 0;
   ls.median_kernel_ns = trace::median_in_place(kernel_durations);
   std::vector<int8_t> is_launch(t.strings.size(), -1);
   // The kernels' durations are done with: their list holds the launches'.
@@ -467,14 +451,7 @@ LaunchStats analyze_launch(const Window& w, detail::WindowScratch& scratch, int6
     launch_durations.push_back(iv.end - iv.start);
   }
   ls.median_launch_ns = trace::median_in_place(launch_durations);
-  ls.gap_fraction = w.wall > 0 ? static_cast<double>(ls.gpu_gap_ns) / static_cast<double>(w.wall) : 0;
-  if (t.kernels.size() == 0) {
-    ls.availability = {false, "skipped: the trace has no kernels"};
-  } else {
-    const bool cpu_slower =
-        ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns : ls.small_kernel_fraction >= 0.5;
-    ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
-  }
+  detail::finish_launch(ls, small, w.wall, t.kernels.size() > 0);
   return ls;
 }
 
@@ -510,12 +487,9 @@ SyncStats analyze_sync(const Window& w, Intervals& host_waits) {
       }
       if (kk > 0 && w.in(a.start[i], a.end[i])) add(static_cast<trace::SyncKind>(kk), w.clip(a.start[i], a.end[i]));
     }
-    if (a.size() == 0)
-      sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
   }
-  for (auto& [kind, g] : groups) sy.groups.push_back(g);
   normalize(host_waits);
-  sy.fraction = w.wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(w.wall) : 0;
+  detail::finish_sync(sy, groups, w.wall, s.size() + t.api.size() > 0);
   return sy;
 }
 
@@ -551,6 +525,60 @@ void detail::finish_kernel_tables(bool no_kernels, const trace::StringTable& str
                          [](const KernelInfo&) { return true; });
 }
 
+void detail::finish_breakdown(RankBreakdown& b, bool rows) {
+  if (!rows) b.availability = {false, "skipped: the trace has no GPU activity (kernels, copies, sets or collectives)"};
+  b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
+  b.idle_ns = b.wall_ns - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
+  b.overlap_fraction =
+      b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
+}
+
+void detail::finish_launch(LaunchStats& ls, int64_t small, int64_t wall, bool rows) {
+  ls.small_kernel_fraction =
+      ls.kernel_count > 0 ? static_cast<double>(small) / static_cast<double>(ls.kernel_count) : 0;
+  ls.gap_fraction = wall > 0 ? static_cast<double>(ls.gpu_gap_ns) / static_cast<double>(wall) : 0;
+  if (!rows) {
+    ls.availability = {false, "skipped: the trace has no kernels"};
+    return;
+  }
+  const bool cpu_slower =
+      ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns : ls.small_kernel_fraction >= 0.5;
+  ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
+}
+
+void detail::finish_copies(CopyStats& cp, CopyGroups& groups, uint64_t host_bytes, bool rows) {
+  for (auto& [key, g] : groups) {
+    g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
+    cp.groups.push_back(g);
+  }
+  std::sort(cp.groups.begin(), cp.groups.end(),
+            [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
+  cp.pageable_fraction = host_bytes > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes) : 0;
+  if (!rows) cp.availability = {false, "skipped: the trace has no memory copies or sets"};
+}
+
+void detail::finish_sync(SyncStats& sy, const std::map<trace::SyncKind, SyncGroup>& groups, int64_t wall, bool rows) {
+  if (!rows) sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
+  for (const auto& [kind, g] : groups) sy.groups.push_back(g);
+  sy.fraction = wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(wall) : 0;
+}
+
+std::pair<Timestamp, Timestamp> detail::input_span(const IterationStats& its, Timestamp ws, Timestamp we) {
+  if (its.count > 0) return {its.iterations.front().start, its.iterations.back().end};
+  return {ws, we};
+}
+
+void detail::finish_input(InputStats& in, const IterationStats& its, Timestamp ws, Timestamp we, bool any_htod,
+                          int64_t compute_ns) {
+  in.iterations = its.count;
+  in.compute_ns = compute_ns;
+  const auto [span_start, span_end] = input_span(its, ws, we);
+  const int64_t denom = its.count > 0 ? std::max<int64_t>(1, span_end - span_start) : std::max<int64_t>(0, we - ws);
+  in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
+  if (!any_htod) in.availability = {false, "skipped: no host-to-device copies in the window"};
+  else if (compute_ns == 0) in.availability = {false, "skipped: no compute kernels in the window"};
+}
+
 namespace {
 
 // Input starvation: an HtoD copy that ends while no compute or communication
@@ -559,15 +587,11 @@ namespace {
 // as the share is of iteration time (start-up before the first step is not
 // waiting for a batch; counted, it made shares above 100 %).
 // `gaps` receives the counted part of each such gap.
-InputStats analyze_input(const Window& w, const Intervals& compute, const Intervals& compute_comm,
+InputStats analyze_input(const Window& w, const Intervals& compute_comm,
                          const IterationStats& iterations, int64_t compute_ns, Intervals& gaps_out) {
   InputStats in;
   gaps_out.clear();
-  in.iterations = iterations.count;
-  in.compute_ns = compute_ns;
-  const bool by_iterations = iterations.count > 0;
-  const Timestamp span_start = by_iterations ? iterations.iterations.front().start : w.ws;
-  const Timestamp span_end = by_iterations ? iterations.iterations.back().end : w.we;
+  const auto [span_start, span_end] = detail::input_span(iterations, w.ws, w.we);
   bool any_htod = false;
   std::set<size_t> gaps;
   const auto& m = w.t.memcpys;
@@ -588,10 +612,7 @@ InputStats analyze_input(const Window& w, const Intervals& compute, const Interv
   }
   normalize(gaps_out);
   in.starved_iterations = static_cast<int64_t>(gaps.size());
-  const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : w.wall;
-  in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
-  if (!any_htod) in.availability = {false, "skipped: no host-to-device copies in the window"};
-  else if (compute.empty()) in.availability = {false, "skipped: no compute kernels in the window"};
+  detail::finish_input(in, iterations, w.ws, w.we, any_htod, compute_ns);
   return in;
 }
 
@@ -754,17 +775,14 @@ RankAnalysis analyze_window(const trace::Trace& t, const Options& o, const detai
   Intervals host_waits, input_gaps, mpi_calls, busy;
   r.sync = analyze_sync(w, host_waits);
   detail::finish_kernel_tables(t.kernels.size() == 0, t.strings, o, info, names.ns, names.count, r);
-  r.input = analyze_input(w, scratch.compute, scratch.streams, r.iterations, r.breakdown.compute_ns, input_gaps);
+  r.input = analyze_input(w, scratch.streams, r.iterations, r.breakdown.compute_ns, input_gaps);
   r.job = detail::job_facts(t, r.gpu_activity, w.ws, w.we, &mpi_calls);
   unite(scratch.streams, scratch.copy, busy);
-  const bool by_iterations = r.iterations.count > 0;
-  r.idle_cover = detail::idle_cover(busy, by_iterations ? r.iterations.iterations.front().start : w.ws,
-                                    by_iterations ? r.iterations.iterations.back().end : w.we, host_waits,
-                                    input_gaps, mpi_calls);
+  // Both splits of idle time cover the iterations' span, as input starvation does.
+  const auto [span_start, span_end] = detail::input_span(r.iterations, w.ws, w.we);
+  r.idle_cover = detail::idle_cover(busy, span_start, span_end, host_waits, input_gaps, mpi_calls);
   if (!r.breakdown.availability.available) r.idle_cover.availability = r.breakdown.availability;
-  r.idle_breakdown = detail::idle_breakdown(t, busy, by_iterations ? r.iterations.iterations.front().start : w.ws,
-                                            by_iterations ? r.iterations.iterations.back().end : w.we,
-                                            kKernelWaitThresholdNs);
+  r.idle_breakdown = detail::idle_breakdown(t, busy, span_start, span_end, kKernelWaitThresholdNs);
   if (!r.breakdown.availability.available) r.idle_breakdown.availability = r.breakdown.availability;
   r.numa = detail::analyze_numa(t.meta);
   r.host = detail::analyze_host(t, w.ws, w.we, r.iterations.iterations);

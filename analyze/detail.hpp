@@ -185,6 +185,84 @@ class IdleSplitter {
 IdleBreakdown idle_breakdown(const trace::Trace& t, const Intervals& busy, trace::Timestamp span_start,
                              trace::Timestamp span_end, int64_t threshold_ns);
 
+// When the launch call of the activity that ends an idle gap began: there is
+// none in the trace, it began before the gap did, or after (the GPU waited on
+// the host).
+enum class GapLaunch : uint8_t { kNone, kBeforeGap, kAfterGap };
+
+// The split itself, gap by gap in any order (idle_breakdown, and the streamed
+// analysis, which judges a gap once the launch call ending it has been read).
+class IdleGaps {
+ public:
+  IdleGaps(trace::Timestamp span_start, trace::Timestamp span_end, int64_t threshold_ns)
+      : span_start_(span_start), span_end_(span_end) {
+    b_.threshold_ns = threshold_ns;
+    if (span_end <= span_start) b_.availability = {false, "skipped: the window holds no time"};
+  }
+  // The part of [gap_start, next) inside the span; gap_start is where the
+  // GPU's last activity ended, before the span if so (the span's start when
+  // none ended before).
+  int64_t inside(trace::Timestamp gap_start, trace::Timestamp next) const;
+  // A gap ended by the activities that begin at `next`; counted if inside() > 0.
+  void gap(trace::Timestamp gap_start, trace::Timestamp next, GapLaunch launch);
+  // The time after the GPU's last activity (it ended at gap_start): nothing
+  // ran after it, so nothing was waited for.
+  void tail(trace::Timestamp gap_start);
+  const IdleBreakdown& result() const { return b_; }
+
+ private:
+  trace::Timestamp span_start_, span_end_;
+  IdleBreakdown b_;
+};
+
+// The launch calls of the activities that end idle gaps, for a rank read
+// chunk by chunk (the streamed analysis). The caller reads GPU rows and API
+// calls in chunks taken by earliest start, judges the gaps that close before
+// the next chunk's earliest start (`at`: every row and call starting before
+// it has been read), then calls passed(at). A gap whose activities' calls
+// are all still unread waits for finish(): such a call, if any, began after
+// the gap did. Held: the GPU rows read but not passed; the calls of the
+// correlation ids that rows still to come may carry (with ids that grow with
+// time, the work in flight); the gaps waiting.
+class ChunkedLaunches {
+ public:
+  // calls: whether the trace has API calls with a correlation id at all.
+  explicit ChunkedLaunches(bool calls) : calls_(calls) {}
+  // A GPU row that ends at or after its start.
+  void gpu_row(trace::Timestamp start, uint32_t correlation) { starts_.push_back({start, correlation}); }
+  // An API call with a correlation id (not 0).
+  void call(uint32_t correlation, trace::Timestamp start);
+  // Before judging: orders the rows read since.
+  void sort();
+  // The gap [gap_start, next) of `gaps`, counted now or at finish().
+  void judge(IdleGaps& gaps, trace::Timestamp gap_start, trace::Timestamp next);
+  // Every gap closing before `at` was judged; unread_correlation: the
+  // smallest correlation id of the GPU rows not read yet.
+  void passed(trace::Timestamp at, uint32_t unread_correlation);
+  // After every call was read: the gaps still waiting.
+  void finish();
+  size_t held_calls() const { return launch_of_.size(); }
+
+ private:
+  struct RowStart {
+    trace::Timestamp start;
+    uint32_t correlation;
+  };
+  struct Deferred {
+    IdleGaps* gaps;
+    trace::Timestamp gap_start, next;
+    size_t unseen_begin, unseen_end;  // its correlations in unseen_
+  };
+  bool calls_;
+  std::vector<RowStart> starts_;
+  size_t sorted_ = 0;
+  std::unordered_map<uint32_t, trace::Timestamp> launch_of_;  // the earliest call read per correlation id
+  size_t kept_ = 0;
+  std::vector<Deferred> deferred_;
+  std::vector<uint32_t> unseen_;
+  std::unordered_set<uint32_t> wanted_, seen_;
+};
+
 // The host sampler's tables over [ws, we] and per iteration (host_threads.cpp).
 HostStats analyze_host(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,
                        const std::vector<Iteration>& iterations);
@@ -233,5 +311,26 @@ inline void account_copy(const trace::MemcpyTable& m, size_t i, int64_t d, CopyG
     }
   }
 }
+
+// The figures each analysis derives from its sums over the window, one
+// definition for the whole-trace and the streamed analyses (analyze.cpp).
+// `rows`: whether the trace has rows of the tables the analysis reads (else
+// it says it was skipped).
+// Breakdown: its window, compute, communication, overlap and copy sums set.
+void finish_breakdown(RankBreakdown& b, bool rows);
+// Launch: its counts, sums, gaps and medians set; `small`: kernels under kSmallKernelNs.
+void finish_launch(LaunchStats& ls, int64_t small, int64_t wall, bool rows);
+// Copies: cp's sums made by account_copy and the memset sums; `host_bytes`:
+// bytes between host and device.
+void finish_copies(CopyStats& cp, CopyGroups& groups, uint64_t host_bytes, bool rows);
+// Synchronization: sy.host_sync_ns set; the groups by kind.
+void finish_sync(SyncStats& sy, const std::map<trace::SyncKind, SyncGroup>& groups, int64_t wall, bool rows);
+// The first and last times input starvation counts in: the iterations in the
+// window, else the window [ws, we].
+std::pair<trace::Timestamp, trace::Timestamp> input_span(const IterationStats& its, trace::Timestamp ws,
+                                                         trace::Timestamp we);
+// Input: its starvation sums set; any_htod: a host-to-device copy lies in the window.
+void finish_input(InputStats& in, const IterationStats& its, trace::Timestamp ws, trace::Timestamp we,
+                  bool any_htod, int64_t compute_ns);
 
 }  // namespace scalescope::analyze::detail

@@ -121,7 +121,8 @@ struct Pending {
 class StreamSweep {
  public:
   static constexpr size_t kPieceRows = size_t{1} << 14;
-  StreamSweep(Timestamp lo, Timestamp hi) : lo_(lo), hi_(hi) {}
+  // calls: whether the trace has API calls with a correlation id (launches).
+  StreamSweep(Timestamp lo, Timestamp hi, bool calls) : lo_(lo), hi_(hi), launches_(calls) {}
   // A window [ws, we] inside [lo, hi]. Input starvation (analyze_input) counts
   // the idle gaps of its compute | comm in which a host-to-device copy ended,
   // each once for its part inside [span_start, span_end). Its first gap opens
@@ -159,6 +160,20 @@ class StreamSweep {
     return win.cover->split.result();
   }
 
+  // The split of window w's idle time into host wait, kernel wait and other
+  // (detail::idle_breakdown), judged gap by gap as the sweep closes them;
+  // after the last cut, and after every API call was read (launch_call).
+  IdleBreakdown idle_breakdown(size_t w) {
+    launches_.finish();
+    Window& win = windows_[w];
+    win.cover->breakdown.tail(win.open ? win.cur.end : win.span_start);
+    return win.cover->breakdown.result();
+  }
+  // Every GPU row that ends at or after its start (sweep_rows), and every API
+  // call with a correlation id, read in the order of the cuts.
+  void gpu_row(Timestamp start, uint32_t correlation) { launches_.gpu_row(start, correlation); }
+  void launch_call(uint32_t correlation, Timestamp start) { launches_.call(correlation, start); }
+
   uint32_t stream_index(uint32_t device, uint32_t stream) {
     const uint64_t key = (uint64_t{device} << 32) | stream;
     auto [it, fresh] = index_.try_emplace(key, static_cast<uint32_t>(keys_.size()));
@@ -185,7 +200,9 @@ class StreamSweep {
   // kPieceRows rows (each cut at the next row's start, which the rows after
   // it cannot precede), so that the unions' lists stay small however many
   // rows a chunk holds; rows reaching past a piece's cut stay, cut there.
-  void cut(Timestamp at) {
+  // unread_correlation: the smallest correlation id of the GPU rows not read yet.
+  void cut(Timestamp at, uint32_t unread_correlation) {
+    launches_.sort();
     auto by_start = [](const Pending& a, const Pending& b) { return a.start < b.start; };
     // Rows before sorted_ are sorted: sort the new ones and merge.
     if (sorted_ < pending_.size()) {
@@ -234,6 +251,7 @@ class StreamSweep {
     }
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(head));
     sorted_ = pending_.size();
+    launches_.passed(at, unread_correlation);
   }
 
   struct Sums {
@@ -266,11 +284,13 @@ class StreamSweep {
   // that holds them closes, which says whether they are input gaps; then
   // they are split by the host waits and MPI calls covering them.
   struct Cover {
-    Cover(Timestamp span_start, Timestamp span_end) : split(span_start, span_end, waits, mpi) {}
+    Cover(Timestamp span_start, Timestamp span_end)
+        : split(span_start, span_end, waits, mpi), breakdown(span_start, span_end, kKernelWaitThresholdNs) {}
     Intervals waits, mpi;
     bool waits_sorted = true;
     std::vector<std::pair<Interval, unsigned>> gaps;  // in time order, launch bit set
     detail::IdleSplitter split;
+    detail::IdleGaps breakdown;
   };
   // Splits the waiting gaps that end by `to`, input gaps if `input` and they
   // start at `from` or later (a gap of busy lies in one gap of compute |
@@ -362,6 +382,7 @@ class StreamSweep {
       const Interval& next = j == b.size() || (i < a.size() && a[i].start < b[j].start) ? a[i++] : b[j++];
       if (!w.open) {
         w.cover->gaps.push_back({{w.ws, next.start}, 0});
+        judge(w, w.span_start, next.start);  // no activity ended before it
         w.cur = next;
         w.open = true;
       } else if (next.start <= w.cur.end) {
@@ -373,6 +394,7 @@ class StreamSweep {
           s.gap_ns += gap;
         }
         w.cover->gaps.push_back({{w.cur.end, next.start}, gap < detail::kLaunchGapLimitNs ? unsigned{kIdleLaunchGap} : 0u});
+        judge(w, w.cur.end, next.start);
         w.cur = next;
       }
     }
@@ -388,6 +410,11 @@ class StreamSweep {
         w.cc_cur = iv;
       }
     }
+  }
+
+  // A gap of busy closed: the idle breakdown's (each row starting at `next` has been read).
+  void judge(Window& w, Timestamp gap_start, Timestamp next) {
+    if (w.cover->breakdown.inside(gap_start, next) > 0) launches_.judge(w.cover->breakdown, gap_start, next);
   }
 
   // A gap of compute | communication closed: input starvation's, and the
@@ -411,6 +438,7 @@ class StreamSweep {
   std::vector<Intervals> lists_;
   std::vector<uint32_t> touched_;
   std::vector<Pending> pending_, tails_;
+  detail::ChunkedLaunches launches_;
   size_t sorted_ = 0;
   Intervals compute_, comm_, copy_, compute_comm_, merge_, w_compute_, w_comm_, w_copy_;
 };
@@ -427,6 +455,10 @@ struct ChunkFacts {
   // other than StreamWaitEvent, or such API calls (read when there are no rows).
   Timestamp wait_first = std::numeric_limits<Timestamp>::max();
   Timestamp api_wait_first = std::numeric_limits<Timestamp>::max();
+  // Earliest start of its API calls with a correlation id (the idle
+  // breakdown's launch calls), and the smallest correlation id of its GPU spans.
+  Timestamp call_first = std::numeric_limits<Timestamp>::max();
+  uint32_t min_correlation = std::numeric_limits<uint32_t>::max();
 };
 
 // The rows of each table over the whole file (the analyses' availability).
@@ -620,77 +652,39 @@ class WindowFigures {
     r.precision = prec_;
     r.layout = layout_;
 
-    CopyStats& cp = r.copies;
-    cp = cp_;
-    for (auto& [key, g] : copy_groups_) {
-      g.bandwidth_gbps = g.time_ns > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.time_ns) : 0;
-      cp.groups.push_back(g);
-    }
-    std::sort(cp.groups.begin(), cp.groups.end(),
-              [](const CopyGroup& a, const CopyGroup& b) { return a.time_ns > b.time_ns; });
-    cp.pageable_fraction =
-        host_bytes_ > 0 ? static_cast<double>(cp.pageable_bytes) / static_cast<double>(host_bytes_) : 0;
-    if (rows.memcpys == 0 && rows.memsets == 0)
-      cp.availability = {false, "skipped: the trace has no memory copies or sets"};
+    r.copies = cp_;
+    detail::finish_copies(r.copies, copy_groups_, host_bytes_, rows.memcpys + rows.memsets > 0);
 
     RankBreakdown& b = r.breakdown;
     b.window_start = ws_;
     b.window_end = we_;
     b.wall_ns = wall;
     b.streams = sweep.streams(target_, wall);
-    if (!rows.gpu())
-      b.availability = {false, "skipped: the trace has no GPU activity (kernels, copies, sets or collectives)"};
     b.compute_ns = swept.compute_ns;
     b.communication_ns = swept.communication_ns;
     b.overlap_ns = swept.overlap_ns;
-    b.exposed_communication_ns = b.communication_ns - b.overlap_ns;
     b.copy_ns = swept.copy_ns;
-    b.idle_ns = wall - b.compute_ns - b.exposed_communication_ns - b.copy_ns;
-    b.overlap_fraction =
-        b.communication_ns > 0 ? static_cast<double>(b.overlap_ns) / static_cast<double>(b.communication_ns) : 0;
+    detail::finish_breakdown(b, rows.gpu());
 
     LaunchStats& ls = r.launch;
     ls.gap_count = swept.gap_count;
     ls.gpu_gap_ns = swept.gap_ns;
     ls.kernel_count = kernel_count_;
     ls.kernel_ns = prec_.kernel_ns;
-    ls.small_kernel_fraction =
-        ls.kernel_count > 0 ? static_cast<double>(small_kernels_) / static_cast<double>(ls.kernel_count) : 0;
     ls.median_kernel_ns = kernel_median_.median();
     ls.launch_api_count = launch_api_count_;
     ls.launch_api_ns = launch_api_ns_;
     ls.median_launch_ns = launch_median_.median();
-    ls.gap_fraction = wall > 0 ? static_cast<double>(ls.gpu_gap_ns) / static_cast<double>(wall) : 0;
-    if (rows.kernels == 0) {
-      ls.availability = {false, "skipped: the trace has no kernels"};
-    } else {
-      const bool cpu_slower = ls.launch_api_count > 0 ? ls.median_launch_ns >= 0.5 * ls.median_kernel_ns
-                                                      : ls.small_kernel_fraction >= 0.5;
-      ls.launch_bound = ls.gap_fraction >= 0.10 && cpu_slower;
-    }
+    detail::finish_launch(ls, small_kernels_, wall, rows.kernels > 0);
 
-    SyncStats& sy = r.sync;
-    sy = sync_;
-    if (rows.syncs == 0 && rows.api == 0)
-      sy.availability = {false, "skipped: the trace has no synchronization records and no CUDA API calls"};
-    for (auto& [kind, g] : sync_groups_) sy.groups.push_back(g);
-    sy.fraction = wall > 0 ? static_cast<double>(sy.host_sync_ns) / static_cast<double>(wall) : 0;
+    r.sync = sync_;
+    detail::finish_sync(r.sync, sync_groups_, wall, rows.syncs + rows.api > 0);
 
     detail::finish_kernel_tables(rows.kernels == 0, names.strings(), o, names.info, name_ns_, name_count_, r);
 
-    InputStats& in = r.input;  // as analyze_input states it
-    const IterationStats& its = r.iterations;
-    const bool by_iterations = its.count > 0;
-    in.iterations = its.count;
-    in.compute_ns = b.compute_ns;
-    in.starvation_ns = swept.starvation_ns;
-    in.starved_iterations = swept.starved_gaps;
-    const Timestamp span_start = by_iterations ? its.iterations.front().start : ws_;
-    const Timestamp span_end = by_iterations ? its.iterations.back().end : we_;
-    const int64_t denom = by_iterations ? std::max<int64_t>(1, span_end - span_start) : wall;
-    in.fraction = denom > 0 ? static_cast<double>(in.starvation_ns) / static_cast<double>(denom) : 0;
-    if (!any_input_) in.availability = {false, "skipped: no host-to-device copies in the window"};
-    else if (b.compute_ns == 0) in.availability = {false, "skipped: no compute kernels in the window"};
+    r.input.starvation_ns = swept.starvation_ns;
+    r.input.starved_iterations = swept.starved_gaps;
+    detail::finish_input(r.input, r.iterations, ws_, we_, any_input_, b.compute_ns);
   }
 
  private:
@@ -731,7 +725,16 @@ class WindowFigures {
 void sweep_rows(const trace::Trace& batch, Names& names, StreamSweep& sweep, Timestamp lo, Timestamp hi) {
   auto in = [&](Timestamp s, Timestamp e) { return e >= lo && s <= hi && e >= s; };
   auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, lo), std::min(e, hi)}; };
+  auto starts = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e,
+                    const std::vector<uint32_t>& correlation) {
+    for (size_t i = 0; i < s.size(); ++i)
+      if (e[i] >= s[i]) sweep.gpu_row(s[i], correlation[i]);
+  };
   const auto& k = batch.kernels;
+  starts(k.start, k.end, k.correlation);
+  starts(batch.nccl.start, batch.nccl.end, batch.nccl.correlation);
+  starts(batch.memcpys.start, batch.memcpys.end, batch.memcpys.correlation);
+  starts(batch.memsets.start, batch.memsets.end, batch.memsets.correlation);
   for (size_t i = 0; i < k.size(); ++i) {
     if (!in(k.start[i], k.end[i])) continue;
     const KernelClass cls = names.kernel(k.name[i]).cls;
@@ -750,13 +753,6 @@ void sweep_rows(const trace::Trace& batch, Names& names, StreamSweep& sweep, Tim
   for (size_t i = 0; i < ms.size(); ++i)
     if (in(ms.start[i], ms.end[i]))
       sweep.add(clip(ms.start[i], ms.end[i]), sweep.stream_index(ms.device[i], ms.stream[i]), kCopy);
-}
-
-// The first and last times input starvation counts in: the iterations in the
-// window, else the window.
-std::pair<Timestamp, Timestamp> input_span(const IterationStats& its, Timestamp ws, Timestamp we) {
-  if (its.count > 0) return {its.iterations.front().start, its.iterations.back().end};
-  return {ws, we};
 }
 
 }  // namespace
@@ -830,14 +826,17 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     }
   };
   // A GPU table's ends (iteration detection's cap) and its chunk's first start.
-  auto gpu_rows = [&](ChunkFacts& f, const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
+  auto gpu_rows = [&](ChunkFacts& f, const std::vector<Timestamp>& s, const std::vector<Timestamp>& e,
+                      const std::vector<uint32_t>& correlation) {
     for (size_t i = 0; i < s.size(); ++i) {
       gpu_end = std::max(gpu_end, e[i]);
       if (e[i] < s[i]) continue;
       f.gpu = true;
       f.first = std::min(f.first, s[i]);
+      if (correlation[i] != 0) f.min_correlation = std::min(f.min_correlation, correlation[i]);
     }
   };
+  bool correlated_calls = false;  // API calls with a correlation id
   for (size_t c = 0; c < reader.chunk_count(); ++c) {
     reader.read(c, batch);
     ChunkFacts& f = facts[c];
@@ -845,20 +844,20 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     rows.kernels += k.size();
     f.kernels = k.size() > 0;
     span(k.start, k.end);
-    gpu_rows(f, k.start, k.end);
+    gpu_rows(f, k.start, k.end, k.correlation);
     for (size_t i = 0; i < k.size(); ++i)
       if (names.kernel(k.name[i]).cls == KernelClass::kCommunication) kept.kernels.push(k.row(i));
     for (uint32_t d : k.device) ++kernels_by_device[d];
     rows.memcpys += batch.memcpys.size();
     span(batch.memcpys.start, batch.memcpys.end);
-    gpu_rows(f, batch.memcpys.start, batch.memcpys.end);
+    gpu_rows(f, batch.memcpys.start, batch.memcpys.end, batch.memcpys.correlation);
     rows.memsets += batch.memsets.size();
     span(batch.memsets.start, batch.memsets.end);
-    gpu_rows(f, batch.memsets.start, batch.memsets.end);
+    gpu_rows(f, batch.memsets.start, batch.memsets.end, batch.memsets.correlation);
     const auto& nc = batch.nccl;
     rows.nccl += nc.size();
     widen(nc.start, nc.end);
-    gpu_rows(f, nc.start, nc.end);
+    gpu_rows(f, nc.start, nc.end, nc.correlation);
     for (size_t i = 0; i < nc.size(); ++i) kept.nccl.push(nc.row(i));
     const auto& nv = batch.nvtx;
     for (size_t i = 0; i < nv.size(); ++i)
@@ -888,6 +887,9 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     widen(batch.syncs.start, batch.syncs.end);
     const auto& a = batch.api;
     rows.api += a.size();
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a.correlation[i] != 0) f.call_first = std::min(f.call_first, a.start[i]);
+    correlated_calls = correlated_calls || f.call_first != std::numeric_limits<Timestamp>::max();
     span(a.start, a.end);
     f.api = a.size() > 0;
     for (size_t i = 0; i < a.size() && !f.launches; ++i)
@@ -969,7 +971,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   // inside the whole trace's window unless detected steps reach past it).
   const Timestamp hull_lo = steady ? std::min(ws, steady->ws()) : ws;
   const Timestamp hull_hi = steady ? std::max(we, steady->we()) : we;
-  StreamSweep sweep(hull_lo, hull_hi);
+  StreamSweep sweep(hull_lo, hull_hi, correlated_calls);
   // Each window's sweep index, its bounds and its MPI calls (the idle split's).
   struct Swept {
     size_t index;
@@ -977,7 +979,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   };
   std::vector<Swept> swept;
   {
-    const auto [from, to] = input_span(r.iterations, ws, we);
+    const auto [from, to] = detail::input_span(r.iterations, ws, we);
     swept.push_back({sweep.add_window(ws, we, from, to), ws, we});
     main.sweep_as(swept.back().index);
     Intervals mpi;
@@ -985,7 +987,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     sweep.mpi_calls(swept.back().index, std::move(mpi));
   }
   if (steady) {
-    const auto [from, to] = input_span(st.iterations, steady->ws(), steady->we());
+    const auto [from, to] = detail::input_span(st.iterations, steady->ws(), steady->we());
     swept.push_back({sweep.add_window(steady->ws(), steady->we(), from, to), steady->ws(), steady->we()});
     steady->sweep_as(swept.back().index);
     Intervals mpi;
@@ -1006,14 +1008,23 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   // A window summed in pass 1 also collects its medians' values here; the
   // others sum here and collect in pass 3.
   if (summed) main.choose();
-  // The chunks holding host waits come in the same order (the idle split's).
+  // The chunks holding host waits (the idle split's) and launch calls (the
+  // idle breakdown's) come in the same order.
   auto first_of = [&](size_t c) {
-    return facts[c].gpu ? facts[c].first : sync_from_api ? facts[c].api_wait_first : facts[c].wait_first;
+    const ChunkFacts& f = facts[c];
+    return f.gpu ? f.first : std::min(sync_from_api ? f.api_wait_first : f.wait_first, f.call_first);
   };
   std::vector<size_t> order;
   for (size_t c = 0; c < facts.size(); ++c)
     if (facts[c].gpu || first_of(c) != std::numeric_limits<Timestamp>::max()) order.push_back(c);
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return first_of(x) < first_of(y); });
+  // The next chunk's first start, and the smallest correlation id of the GPU chunks after the n-th.
+  auto next_first = [&](size_t n) {
+    return n + 1 < order.size() ? first_of(order[n + 1]) : std::numeric_limits<Timestamp>::max();
+  };
+  std::vector<uint32_t> unread_correlation(order.size() + 1, std::numeric_limits<uint32_t>::max());
+  for (size_t n = order.size(); n-- > 0;)
+    unread_correlation[n] = std::min(unread_correlation[n + 1], facts[order[n]].min_correlation);
   for (size_t n = 0; n < order.size(); ++n) {
     reader.read(order[n], batch);
     if (!facts[order[n]].gpu) {
@@ -1024,7 +1035,9 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
         });
       else
         add_waits(batch.syncs.start, batch.syncs.end, [&](size_t i) { return host_wait(batch.syncs.kind[i]); });
-      sweep.cut(n + 1 < order.size() ? first_of(order[n + 1]) : std::numeric_limits<Timestamp>::max());
+      for (size_t i = 0; i < batch.api.size(); ++i)
+        if (batch.api.correlation[i] != 0) sweep.launch_call(batch.api.correlation[i], batch.api.start[i]);
+      sweep.cut(next_first(n), unread_correlation[n + 1]);
       continue;
     }
     if (!summed) main.sum_gpu(batch, names);
@@ -1035,7 +1048,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     }
     sweep_rows(batch, names, sweep, hull_lo, hull_hi);
     // No row of a later chunk starts before that chunk's first start.
-    sweep.cut(n + 1 < order.size() ? first_of(order[n + 1]) : std::numeric_limits<Timestamp>::max());
+    sweep.cut(next_first(n), unread_correlation[n + 1]);
   }
   const bool sums_left = !summed || steady;
   for (size_t c = 0; c < facts.size(); ++c) {
@@ -1074,31 +1087,23 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
   // ---- the results, as analyze_window states them ------------------------
   // Native frames (format 1.4) are named before the host analysis reads them.
   if (name_frames && kept.host_callsites.size() > 0) name_frames(kept);
-  detail::describe_rank(head, rows.gpu(), r);
-  main.finish(rows, names, sweep, o, r);
-  r.numa = detail::analyze_numa(head.meta);
-  r.host = detail::analyze_host(kept, ws, we, r.iterations.iterations);
   const int64_t kernel_device = detail::busiest_device(kernels_by_device);
-  r.sampled_gpus = detail::sampled_gpus(kept, ws, we);
-  r.gpu_clocks = detail::own_gpu_clocks(kept, r.sampled_gpus, kernel_device);
-  // The split of idle time was made gap by gap in pass 2, as analyze_window's.
-  r.idle_cover = sweep.idle_cover(swept[0].index);
-  if (!r.breakdown.availability.available) r.idle_cover.availability = r.breakdown.availability;
-  // The split into host wait, kernel wait and other needs each gap's next launch: not computed here.
-  r.idle_breakdown.availability = {false, "skipped: not computed when a rank is read chunk by chunk (--stream-above)"};
-  detail::mark_empty_window(o, main.wall(), r);
-  if (steady) {
-    detail::describe_rank(head, rows.gpu(), st);
-    steady->finish(rows, names, sweep, steady_options, st);
-    st.numa = r.numa;
-    st.host = detail::analyze_host(kept, steady->ws(), steady->we(), st.iterations.iterations);
-    st.sampled_gpus = detail::sampled_gpus(kept, steady->ws(), steady->we());
-    st.gpu_clocks = detail::own_gpu_clocks(kept, st.sampled_gpus, kernel_device);
-    st.idle_cover = sweep.idle_cover(swept[1].index);
-    if (!st.breakdown.availability.available) st.idle_cover.availability = st.breakdown.availability;
-    st.idle_breakdown.availability = r.idle_breakdown.availability;
-    detail::mark_empty_window(steady_options, steady->wall(), st);
-  }
+  // One window's results (both splits of idle time were made gap by gap in pass 2).
+  auto state = [&](WindowFigures& figures, size_t index, const Options& window_options, RankAnalysis& out) {
+    detail::describe_rank(head, rows.gpu(), out);
+    figures.finish(rows, names, sweep, window_options, out);
+    out.numa = detail::analyze_numa(head.meta);
+    out.host = detail::analyze_host(kept, figures.ws(), figures.we(), out.iterations.iterations);
+    out.sampled_gpus = detail::sampled_gpus(kept, figures.ws(), figures.we());
+    out.gpu_clocks = detail::own_gpu_clocks(kept, out.sampled_gpus, kernel_device);
+    out.idle_cover = sweep.idle_cover(index);
+    out.idle_breakdown = sweep.idle_breakdown(index);
+    if (!out.breakdown.availability.available)
+      out.idle_cover.availability = out.idle_breakdown.availability = out.breakdown.availability;
+    detail::mark_empty_window(window_options, figures.wall(), out);
+  };
+  state(main, swept[0].index, o, r);
+  if (steady) state(*steady, swept[1].index, steady_options, st);
   // Attribution of the window and of the steady one: its own passes over the
   // chunks (attribution_stream.hpp), one call for both to share the reads.
   if (o.attribution) {

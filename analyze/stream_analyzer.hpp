@@ -11,7 +11,8 @@
 // and data loss, the time breakdown with per-stream busy time, kernel
 // classes, launch overhead (gaps, exact medians), copies, synchronization,
 // precision, layout, top kernels, NUMA, the iterations (every detection
-// source), input starvation, the split of idle time by cause (idle_cover),
+// source), input starvation, both splits of idle time by cause (idle_cover,
+// and idle_breakdown: host wait, kernel wait, other),
 // the GPU clocks of the NVML samples, the host sampler's analysis, the collective list
 // for stragglers and, without a window, the steady-state pass
 // (RankAnalysis::steady: the same figures over the iterations after warm-up).
@@ -29,7 +30,10 @@
 // read in that same order, so every wait that starts before a cut is known
 // when the idle gaps before it are split by cause; a gap waits only until
 // its gap of compute | communication closes (which says whether it is an
-// input gap).
+// input gap). The chunks of launch calls (API calls with a correlation id)
+// come in that order too, so the call of the activity that ends a gap is
+// known when the gap closes, unless it began after the gap did
+// (detail::ChunkedLaunches).
 // Windows not summed in pass 1 (--window, the steady iterations) are summed in
 // pass 2. Medians are exact in two passes: a histogram of durations by 12-bit
 // mantissa finds the bucket of the middle rank, whose few distinct values the

@@ -41,8 +41,8 @@ void expect_same_result(const RankAnalysis& whole, const RankAnalysis& streamed,
   const nlohmann::json a = whole, b = streamed;
   for (const char* key :
        {"rank", "label", "source", "hostname", "node_rank", "breakdown", "iterations", "launch", "copies", "sync",
-        "precision", "layout", "input", "job", "idle_cover", "numa", "gpu_clocks", "classes", "top_kernels",
-        "data_loss"})
+        "precision", "layout", "input", "job", "idle_cover", "idle_breakdown", "numa", "gpu_clocks", "classes",
+        "top_kernels", "data_loss"})
     EXPECT_EQ(a.at(key), b.at(key)) << key << " of " << what;
   for (const char* optional : {"profiler_perturbation", "host", "advisor_window"}) {
     EXPECT_EQ(a.contains(optional), b.contains(optional)) << optional << " of " << what;
@@ -480,15 +480,11 @@ TEST(StreamAnalyzerTest, AnalyzePathStreamsTraceFiles) {
   nlohmann::json whole =
       analyze_path(run, on, 0, {}, [&](size_t, const trace::Trace&, const RankAnalysis&) { ++visited; });
   EXPECT_EQ(visited, 2u);
-  // Everything is the same, the split of idle time by cause included.
-  for (auto* j : {&streamed, &whole})
-    for (auto& r : (*j)["ranks"]) EXPECT_TRUE(r["idle_cover"]["availability"]["available"].get<bool>()) << r["label"];
-  // The split into host wait, kernel wait and other is not computed chunk by
-  // chunk (it says so); everything else is the same.
+  // Everything is the same, both splits of idle time by cause included.
   for (auto* j : {&streamed, &whole})
     for (auto& r : (*j)["ranks"]) {
-      EXPECT_TRUE(r.contains("idle_breakdown"));
-      r.erase("idle_breakdown");
+      EXPECT_TRUE(r["idle_cover"]["availability"]["available"].get<bool>()) << r["label"];
+      EXPECT_TRUE(r["idle_breakdown"]["availability"]["available"].get<bool>()) << r["label"];
     }
   EXPECT_FALSE(whole["ranks"].empty());
   EXPECT_EQ(streamed, whole);
@@ -528,6 +524,67 @@ TEST(StreamAnalyzerTest, IdleCoverSplitByCause) {
       ASSERT_TRUE(r.idle_cover.availability.available) << w;
       for (const unsigned bit : {unsigned{kIdleLaunchGap}, unsigned{kIdleHostSync}, unsigned{kIdleInput}, unsigned{kIdleMpi}})
         EXPECT_GT(r.idle_cover.covered_ns(bit), 0) << w << " cause " << bit;
+    }
+  }
+}
+
+// The split of idle time into host wait, kernel wait and other, chunk by
+// chunk: gaps ended by work launched before the gap (kernel wait, or other
+// when long), after it (host wait), by a launch call listed after the GPU
+// row that it launched (judged once every call has been read), by rows with
+// no call or no correlation id (unlaunched), and by several rows starting at
+// once; in chunks of a few rows, in every window: the same split as the
+// whole-trace analysis.
+TEST(StreamAnalyzerTest, IdleBreakdownChunkByChunk) {
+  TempDir dir;
+  testing::TraceBuilder b;
+  uint32_t id = 1;
+  for (int i = 0; i < 12; ++i) {
+    const int64_t t = 1'000'000 * i;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + 1'000'000);
+    b.api("cudaLaunchKernel", t, t + 2000, id);
+    b.kernel("gemm_kernel", t + 5000, t + 100'000, 7, 0, id++);
+    // Launched while the GPU ran: a short gap is a kernel wait, a long one other.
+    b.api("cudaLaunchKernel", t + 50'000, t + 52'000, id);
+    b.kernel("gemm_kernel", t + 110'000, t + 200'000, 7, 0, id++);
+    b.api("cudaLaunchKernel", t + 150'000, t + 152'000, id);
+    b.kernel("gemm_kernel", t + 300'000, t + 400'000, 7, 0, id++);
+    // Launched after the GPU went idle: host wait; the call is listed twice,
+    // the earlier one counts.
+    b.api("cudaLaunchKernel", t + 450'000, t + 452'000, id);
+    b.api("cudaLaunchKernel", t + 420'000, t + 421'000, id);
+    b.kernel("gemm_kernel", t + 460'000, t + 500'000, 7, 0, id++);
+    // A call that starts after the copy it issued (a clock step): judged at the end.
+    b.copy(trace::MemcpyKind::kHtoD, trace::MemoryKind::kPinned, trace::MemoryKind::kDevice, t + 520'000,
+           t + 530'000, 1 << 20, true, 9, id);
+    b.api("cudaMemcpyAsync", t + 900'000, t + 901'000, id++);
+    // No call for its id, and no id: unlaunched.
+    b.kernel("gemm_kernel", t + 540'000, t + 560'000, 7, 0, 900'000 + static_cast<uint32_t>(i));
+    b.memset(t + 580'000, t + 590'000);
+    // Two rows starting at once, one launched before the gap and one after.
+    b.api("cudaLaunchKernel", t + 570'000, t + 571'000, id);
+    b.kernel("gemm_kernel", t + 600'000, t + 650'000, 7, 0, id++);
+    b.api("cudaLaunchKernel", t + 595'000, t + 596'000, id);
+    b.kernel("nccl_kernel_AllReduce", t + 600'000, t + 620'000, 8, 0, id++);
+    // A zero-length row and a row ending before it starts end no gap.
+    b.kernel("gemm_kernel", t + 700'000, t + 700'000, 7, 0, 0);
+    b.kernel("gemm_kernel", t + 720'000, t + 710'000, 7, 0, 0);
+    b.kernel("gemm_kernel", t + 800'000, t + 990'000, 7, 0, 0);
+  }
+  for (const size_t rows : {size_t{3}, size_t{5}, size_t{1} << 20}) {
+    const fs::path p = write_in_chunks(dir, b.t, rows, "idle" + std::to_string(rows) + ".sstrace");
+    for (const char* w : {"", "it2:it9", "13%:71%", "0:1"}) {
+      Options o;
+      if (*w) o.window = WindowSpec::parse(w);
+      const RankAnalysis r = expect_same_as_whole(p, o);
+      if (std::string(w) == "0:1") continue;
+      const IdleBreakdown& i = r.idle_breakdown;
+      ASSERT_TRUE(i.availability.available) << w << " " << rows;
+      EXPECT_GT(i.host_wait_gaps, 0) << w;
+      EXPECT_GT(i.kernel_wait_gaps, 0) << w;
+      EXPECT_GT(i.other_gaps, 0) << w;
+      EXPECT_GT(i.unlaunched_gaps, 0) << w;
+      EXPECT_EQ(i.idle_ns, i.host_wait_ns + i.kernel_wait_ns + i.other_ns) << w;
     }
   }
 }

@@ -81,12 +81,13 @@ void print(const analyze::RankAnalysis& r, double seconds) {
   fmt::print(
       "wall_ns={} compute_ns={} comm_ns={} overlap_ns={} copy_ns={} idle_ns={} streams={} kernels={} "
       "median_kernel_ns={} launches={} median_launch_ns={} gaps={} gap_ns={} sync_ns={} iterations={} "
-      "starvation_ns={} collectives={} attributed_ns={} operators={} ranges={} analysis_s={:.3f}\n",
+      "starvation_ns={} collectives={} attributed_ns={} operators={} ranges={} idle_host_wait_ns={} "
+      "idle_kernel_wait_ns={} idle_other_ns={} analysis_s={:.3f}\n",
       b.wall_ns, b.compute_ns, b.communication_ns, b.overlap_ns, b.copy_ns, b.idle_ns, b.streams.size(),
       r.launch.kernel_count, r.launch.median_kernel_ns, r.launch.launch_api_count, r.launch.median_launch_ns,
       r.launch.gap_count, r.launch.gpu_gap_ns, r.sync.host_sync_ns, r.iterations.count, r.input.starvation_ns,
       r.collectives.size(), r.attribution.attributed_ns, r.attribution.operators.size(), r.attribution.ranges.size(),
-      seconds);
+      r.idle_breakdown.host_wait_ns, r.idle_breakdown.kernel_wait_ns, r.idle_breakdown.other_ns, seconds);
 }
 
 }  // namespace
