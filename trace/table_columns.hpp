@@ -363,6 +363,18 @@ constexpr void for_each_column_of(F&& f) {
   std::apply([&](const auto&... c) { (f(c), ...); }, TableColumns<Table>::list);
 }
 
+// The list's name of the column whose values are `values`: for exports that
+// show a few columns under their own names (Chrome and Perfetto args).
+template <typename Table, typename V>
+constexpr std::string_view column_name(std::vector<V> Table::* values) {
+  std::string_view name;
+  for_each_column_of<Table>([&](const auto& c) {
+    if constexpr (std::is_same_v<decltype(c.values), std::vector<V> Table::*>)
+      if (c.values == values) name = c.name;
+  });
+  return name;
+}
+
 template <typename Table>
 constexpr size_t column_count() {
   return std::tuple_size_v<std::remove_cvref_t<decltype(TableColumns<Table>::list)>>;
