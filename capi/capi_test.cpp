@@ -5,12 +5,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +21,7 @@
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
 #include "trace/kernel_short_name.hpp"
+#include "trace/table_columns.hpp"
 #include "trace/trace_source.hpp"
 
 namespace {
@@ -112,6 +116,45 @@ TEST(Capi, ColumnsAreTheTracesOwnValuesWithoutCopies) {
   EXPECT_NE(std::string(ss_last_error()).find("no table 'no_such_table'"), std::string::npos);
   EXPECT_EQ(ss_rank_table(run, 5, "kernels", cols, 32), -1);
   EXPECT_NE(std::string(ss_last_error()).find("rank index 5 out of range"), std::string::npos);
+  ss_close(run);
+}
+
+// Each table's columns are its column list's (trace/table_columns.hpp), in
+// order, with their kinds; kernels add short_name after name. A column added
+// to the list shows up here without more edits.
+TEST(Capi, TableColumnsAreTheColumnLists) {
+  namespace trace = scalescope::trace;
+  ss_run* run = ss_open(kSample.c_str());
+  ASSERT_NE(run, nullptr) << ss_last_error();
+  std::string served = ss_table_names();
+  size_t tables = 0;
+  trace::for_each_table_type([&](auto table) {
+    using Table = typename decltype(table)::type;
+    const std::string name(trace::TableColumns<Table>::name);
+    if (name.rfind("host_", 0) == 0) return;  // the host sampler's tables are not served
+    ++tables;
+    EXPECT_NE(("\n" + served + "\n").find("\n" + name + "\n"), std::string::npos) << name;
+    std::vector<std::pair<std::string, int32_t>> expected;
+    trace::for_each_column_of<Table>([&](const auto& c) {
+      if (c.file_only) return;
+      const int32_t kind = c.kind == trace::ColumnKind::kString ? SS_STRING
+                           : c.kind == trace::ColumnKind::kEnum ? SS_ENUM
+                           : c.kind == trace::ColumnKind::kBool ? SS_BOOL
+                                                                : SS_PLAIN;
+      expected.emplace_back(std::string(c.name), kind);
+      if (name == "kernels" && c.name == "name") expected.emplace_back("short_name", SS_STRING);
+    });
+    ss_column cols[64];
+    const int n = ss_rank_table(run, 0, name.c_str(), cols, 64);
+    ASSERT_GT(n, 0) << name << ": " << ss_last_error();
+    std::vector<std::pair<std::string, int32_t>> got;
+    for (int i = 0; i < n; ++i) {
+      got.emplace_back(cols[i].name, cols[i].kind);
+      EXPECT_EQ(cols[i].categories != nullptr, cols[i].kind == SS_ENUM) << name << "." << cols[i].name;
+    }
+    EXPECT_EQ(got, expected) << name;
+  });
+  EXPECT_EQ(std::count(served.begin(), served.end(), '\n') + 1, static_cast<std::ptrdiff_t>(tables));
   ss_close(run);
 }
 

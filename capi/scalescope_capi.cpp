@@ -18,9 +18,12 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "advise/advise.hpp"
@@ -38,6 +41,7 @@
 #include "trace/kineto_importer.hpp"
 #include "trace/parallel_for.hpp"
 #include "trace/safe_output.hpp"
+#include "trace/table_columns.hpp"
 #include "trace/trace.hpp"
 #include "trace/trace_source.hpp"
 
@@ -149,13 +153,6 @@ constexpr int32_t dtype_of() {
   }
 }
 
-constexpr const char* kMemcpyKinds = "unknown\nHtoD\nDtoH\nDtoD\nPtoP\nHtoH";
-constexpr const char* kMemoryKinds = "unknown\npageable\npinned\ndevice\nmanaged\narray";
-constexpr const char* kSyncKinds =
-    "unknown\nevent_synchronize\nstream_wait_event\nstream_synchronize\ndevice_synchronize";
-constexpr const char* kApiDomains = "runtime\ndriver\nnccl\nother";
-constexpr const char* kNvtxKinds = "range\nmark";
-
 struct Columns {
   std::vector<ss_column> out;
   template <typename T>
@@ -167,70 +164,53 @@ struct Columns {
 
 // Enum names from the libraries' own to_string, so they match the CLI's.
 template <typename E>
-const char* enum_names(int count) {
-  static const std::string names = [count] {
+const char* enum_names() {
+  static_assert(trace::kEnumCount<E> > 0, "an enum column needs its count in trace/table_columns.hpp");
+  static const std::string names = [] {
     std::string s;
-    for (int i = 0; i < count; ++i) s += (i ? "\n" : "") + std::string(trace::to_string(static_cast<E>(i)));
+    for (int i = 0; i < trace::kEnumCount<E>; ++i)
+      s += (i ? "\n" : "") + std::string(trace::to_string(static_cast<E>(i)));
     return s;
   }();
   return names.c_str();
 }
 
-// The one column list of each table; `kernel_short_names` is the kernels' short_name column.
+// The tables ss_rank_table serves (not the host sampler's), by their column lists' names.
+constexpr std::string_view kServedTables[] = {"kernels", "memcpy", "memset", "api", "sync", "nvtx", "nccl", "counters"};
+
+// A table's columns from its column list (trace/table_columns.hpp).
+template <typename Table>
+void add_columns(Columns& c, const Table& t) {
+  trace::for_each_column_of<Table>([&](const auto& col) {
+    if (col.file_only) return;
+    using V = typename std::remove_cvref_t<decltype(col)>::value_type;
+    const std::vector<V>& values = t.*col.values;
+    if constexpr (std::is_enum_v<V>) c.add(col.name.data(), values, SS_ENUM, enum_names<V>());
+    else if (col.kind == trace::ColumnKind::kString) c.add(col.name.data(), values, SS_STRING);
+    else if (col.kind == trace::ColumnKind::kBool) c.add(col.name.data(), values, SS_BOOL);
+    else c.add(col.name.data(), values);
+  });
+}
+
+// One table's columns; `kernel_short_names` is the kernels' short_name column,
+// which the C ABI adds after `name`.
 Columns table_columns(const trace::Trace& t, const std::vector<trace::StringId>& kernel_short_names,
                       std::string_view table) {
+  if (std::find(std::begin(kServedTables), std::end(kServedTables), table) == std::end(kServedTables))
+    fail("no table '{}' (tables: {})", table, fmt::join(kServedTables, ", "));
   Columns c;
-  if (table == "kernels") {
-    const auto& k = t.kernels;
-    c.add("start", k.start), c.add("end", k.end), c.add("device", k.device), c.add("stream", k.stream);
-    c.add("name", k.name, SS_STRING), c.add("short_name", kernel_short_names, SS_STRING);
-    c.add("grid_x", k.grid_x), c.add("grid_y", k.grid_y), c.add("grid_z", k.grid_z);
-    c.add("block_x", k.block_x), c.add("block_y", k.block_y), c.add("block_z", k.block_z);
-    c.add("registers_per_thread", k.registers_per_thread), c.add("shared_memory_bytes", k.shared_memory_bytes);
-    c.add("correlation", k.correlation);
-  } else if (table == "memcpy") {
-    const auto& m = t.memcpys;
-    c.add("start", m.start), c.add("end", m.end), c.add("device", m.device), c.add("stream", m.stream);
-    c.add("correlation", m.correlation), c.add("bytes", m.bytes);
-    c.add("kind", m.kind, SS_ENUM, kMemcpyKinds);
-    c.add("src_kind", m.src_kind, SS_ENUM, kMemoryKinds), c.add("dst_kind", m.dst_kind, SS_ENUM, kMemoryKinds);
-    c.add("is_async", m.is_async, SS_BOOL), c.add("peer_device", m.peer_device);
-  } else if (table == "memset") {
-    const auto& m = t.memsets;
-    c.add("start", m.start), c.add("end", m.end), c.add("device", m.device), c.add("stream", m.stream);
-    c.add("correlation", m.correlation), c.add("bytes", m.bytes);
-    c.add("dst_kind", m.dst_kind, SS_ENUM, kMemoryKinds), c.add("is_async", m.is_async, SS_BOOL);
-  } else if (table == "api") {
-    const auto& a = t.api;
-    c.add("start", a.start), c.add("end", a.end), c.add("thread", a.thread);
-    c.add("domain", a.domain, SS_ENUM, kApiDomains), c.add("callback_id", a.callback_id);
-    c.add("name", a.name, SS_STRING), c.add("correlation", a.correlation), c.add("return_code", a.return_code);
-  } else if (table == "sync") {
-    const auto& s = t.syncs;
-    c.add("start", s.start), c.add("end", s.end), c.add("kind", s.kind, SS_ENUM, kSyncKinds);
-    c.add("device", s.device), c.add("stream", s.stream), c.add("event", s.event), c.add("thread", s.thread);
-    c.add("correlation", s.correlation);
-  } else if (table == "nvtx") {
-    const auto& n = t.nvtx;
-    c.add("start", n.start), c.add("end", n.end), c.add("kind", n.kind, SS_ENUM, kNvtxKinds);
-    c.add("domain", n.domain, SS_STRING), c.add("text", n.text, SS_STRING), c.add("thread", n.thread);
-    c.add("device", n.device), c.add("correlation", n.correlation);
-  } else if (table == "nccl") {
-    const auto& n = t.nccl;
-    c.add("start", n.start), c.add("end", n.end), c.add("device", n.device), c.add("stream", n.stream);
-    c.add("op", n.op, SS_ENUM, enum_names<trace::NcclOp>(static_cast<int>(trace::NcclOp::kBarrier) + 1));
-    c.add("bytes", n.bytes), c.add("count", n.count);
-    c.add("datatype", n.datatype, SS_STRING), c.add("algorithm", n.algorithm, SS_STRING);
-    c.add("protocol", n.protocol, SS_STRING), c.add("communicator", n.communicator, SS_STRING);
-    c.add("sequence", n.sequence), c.add("group_size", n.group_size), c.add("correlation", n.correlation);
-  } else if (table == "counters") {
-    const auto& n = t.counters;
-    c.add("time", n.time), c.add("device", n.device);
-    c.add("metric", n.metric, SS_ENUM, enum_names<trace::CounterMetric>(trace::kCounterMetricCount));
-    c.add("value", n.value);
-  } else {
-    fail("no table '{}' (tables: kernels, memcpy, memset, api, sync, nvtx, nccl, counters)", table);
-  }
+  trace::for_each_trace_table(t, [&](const auto& columns) {
+    using Table = std::remove_cvref_t<decltype(columns)>;
+    if (trace::TableColumns<Table>::name != table) return;
+    add_columns(c, columns);
+    if constexpr (std::is_same_v<Table, trace::KernelTable>) {
+      auto name = std::find_if(c.out.begin(), c.out.end(),
+                               [](const ss_column& col) { return col.name == std::string_view("name"); });
+      Columns short_name;
+      short_name.add("short_name", kernel_short_names, SS_STRING);
+      c.out.insert(name + 1, short_name.out.front());
+    }
+  });
   return c;
 }
 
@@ -452,7 +432,10 @@ char* ss_run_info_json(ss_run* run) {
   });
 }
 
-const char* ss_table_names(void) { return "kernels\nmemcpy\nmemset\napi\nsync\nnvtx\nnccl\ncounters"; }
+const char* ss_table_names(void) {
+  static const std::string names = fmt::format("{}", fmt::join(kServedTables, "\n"));
+  return names.c_str();
+}
 
 int ss_rank_table(ss_run* run, int rank, const char* table, ss_column* out, int capacity) {
   return guarded<int>(-1, [&] {

@@ -18,6 +18,7 @@
 #include "trace/export_util.hpp"
 #include "trace/exporters.hpp"
 #include "trace/output_file.hpp"
+#include "trace/table_columns.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -125,8 +126,9 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       w.append_us(std::max<int64_t>(0, t.api.end[i] - t.api.start[i]));
       w.key_string("cat", fmt::format("cuda_{}", to_string(t.api.domain[i])));
       w.key_string("name", s.view(t.api.name[i]));
-      fmt::format_to(std::back_inserter(o), R"(,"args":{{"correlation":{},"cbid":{},"return_code":{}}})",
-                     t.api.correlation[i], t.api.callback_id[i], t.api.return_code[i]);
+      fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"cbid":{},"{}":{}}})",
+                     column_name(&ApiTable::correlation), t.api.correlation[i], t.api.callback_id[i],
+                     column_name(&ApiTable::return_code), t.api.return_code[i]);
       w.end_event();
       uint32_t corr = t.api.correlation[i];
       if (corr == 0 || !gpu_work.count(corr) || !launched.insert(corr).second) continue;
@@ -153,10 +155,11 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       o += R"(,"cat":"kernel")";
       w.key_string("name", s.view(k.name[i]));
       fmt::format_to(std::back_inserter(o),
-                     R"(,"args":{{"device":{},"stream":{},"correlation":{},"grid":[{},{},{}],"block":[{},{},{}],)"
+                     R"(,"args":{{"{}":{},"{}":{},"{}":{},"grid":[{},{},{}],"block":[{},{},{}],)"
                      R"("registers per thread":{},"shared memory":{}}})",
-                     k.device[i], k.stream[i], k.correlation[i], k.grid_x[i], k.grid_y[i], k.grid_z[i], k.block_x[i],
-                     k.block_y[i], k.block_z[i], k.registers_per_thread[i], k.shared_memory_bytes[i]);
+                     column_name(&KernelTable::device), k.device[i], column_name(&KernelTable::stream), k.stream[i],
+                     column_name(&KernelTable::correlation), k.correlation[i], k.grid_x[i], k.grid_y[i], k.grid_z[i],
+                     k.block_x[i], k.block_y[i], k.block_z[i], k.registers_per_thread[i], k.shared_memory_bytes[i]);
       w.end_event();
       flow_end(k.correlation[i], track, k.start[i]);
     }
@@ -168,7 +171,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
       fmt::format_to(std::back_inserter(o), R"J(,"cat":"memcpy","name":"Memcpy {} ({} -> {})")J", to_string(m.kind[i]),
                      to_string(m.src_kind[i]), to_string(m.dst_kind[i]));
-      fmt::format_to(std::back_inserter(o), R"(,"args":{{"bytes":{},"correlation":{},"async":{}}})", m.bytes[i],
+      fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"{}":{},"async":{}}})",
+                     column_name(&MemcpyTable::bytes), m.bytes[i], column_name(&MemcpyTable::correlation),
                      m.correlation[i], m.is_async[i] ? "true" : "false");
       w.end_event();
       flow_end(m.correlation[i], track, m.start[i]);
@@ -180,7 +184,8 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
       o += R"(,"dur":)";
       w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
       fmt::format_to(std::back_inserter(o), R"J(,"cat":"memset","name":"Memset ({})")J", to_string(m.dst_kind[i]));
-      fmt::format_to(std::back_inserter(o), R"(,"args":{{"bytes":{},"correlation":{}}})", m.bytes[i], m.correlation[i]);
+      fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"{}":{}}})", column_name(&MemsetTable::bytes),
+                     m.bytes[i], column_name(&MemsetTable::correlation), m.correlation[i]);
       w.end_event();
       flow_end(m.correlation[i], track, m.start[i]);
     }
@@ -202,8 +207,9 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
     for (size_t i = 0; i < t.counters.size(); ++i) {
       const CounterTable& c = t.counters;
       w.begin_event('C', pid, pid, ts(c.time[i]));
-      fmt::format_to(std::back_inserter(o), R"(,"name":"GPU {} {}","args":{{"value":{}}})", c.device[i],
-                     counter_name(c.metric[i]), std::isfinite(c.value[i]) ? c.value[i] : 0.0);
+      fmt::format_to(std::back_inserter(o), R"(,"name":"GPU {} {}","args":{{"{}":{}}})", c.device[i],
+                     counter_name(c.metric[i]), column_name(&CounterTable::value),
+                     std::isfinite(c.value[i]) ? c.value[i] : 0.0);
       w.end_event();
     }
     // The host sampler (format 1.2): one track per sampled thread, its

@@ -1,10 +1,12 @@
 #pragma once
-// Private helpers shared by the exporters: escaping and atomic output.
+// Private helpers shared by the exporters: escaping, atomic output, names.
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
+
+#include "trace/trace.hpp"
 
 namespace scalescope::trace::detail {
 
@@ -27,5 +29,8 @@ std::filesystem::path temp_path_for(const std::filesystem::path& out);
 // Renames `tmp` onto `out` (replacing a file), or removes `tmp` and throws an
 // Error naming `out`.
 void commit_output(const std::filesystem::path& tmp, const std::filesystem::path& out);
+
+// A problem severity as CSV, SQLite and `stats` show it: "info", "error", "data loss".
+std::string_view severity_name(Severity s);
 
 }  // namespace scalescope::trace::detail

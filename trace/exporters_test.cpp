@@ -19,6 +19,7 @@
 
 #include "trace/error.hpp"
 #include "trace/export_util.hpp"
+#include "trace/table_columns.hpp"
 #include "trace/trace_source.hpp"
 
 namespace scalescope::trace {
@@ -330,6 +331,50 @@ TEST(Exporters, SqliteHasDocumentedTables) {
   EXPECT_EQ(query(db, "SELECT COUNT(DISTINCT name_id) FROM kernels"), 1);
   sqlite3_close(db);
   fs::remove(out);
+}
+
+// Every column of every table's column list reaches CSV and SQLite, under
+// its exported name (times in _ns; SQLite's string ids in _id), in list
+// order: a column added to the list shows up in both without more edits.
+TEST(Exporters, CsvAndSqliteColumnsAreTheColumnLists) {
+  std::vector<Trace> ranks;
+  ranks.push_back(small_trace(0));
+  const fs::path dir = temp("csv-columns");
+  const fs::path db_path = temp("columns.sqlite");
+  fs::remove_all(dir);
+  fs::remove(db_path);
+  export_csv(ranks, dir);
+  export_sqlite(ranks, db_path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  size_t tables = 0;
+  for_each_table_type([&](auto table) {
+    using Table = typename decltype(table)::type;
+    ++tables;
+    const std::string name(TableColumns<Table>::name);
+    std::string csv = "process,rank";
+    std::vector<std::string> sqlite{"process_id"};
+    for_each_column_of<Table>([&](const auto& c) {
+      if (c.file_only) return;
+      csv += "," + exported_name(c.name, c.kind);
+      const bool string_id = c.kind == ColumnKind::kString && !c.sqlite_text;
+      sqlite.push_back(exported_name(c.name, c.kind) + (string_id ? "_id" : ""));
+    });
+    const std::string file = slurp(dir / (name + ".csv"));
+    EXPECT_EQ(file.substr(0, file.find('\n')), csv) << name;
+    std::vector<std::string> columns;
+    sqlite3_stmt* s = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, ("PRAGMA table_info(" + name + ")").c_str(), -1, &s, nullptr), SQLITE_OK);
+    while (sqlite3_step(s) == SQLITE_ROW) columns.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s, 1)));
+    sqlite3_finalize(s);
+    EXPECT_EQ(columns, sqlite) << name;
+  });
+  EXPECT_EQ(tables, std::tuple_size_v<decltype(kTraceTables)>);
+  EXPECT_EQ(query(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'"),
+            static_cast<int64_t>(tables) + 4);  // and processes, devices, strings, problems
+  sqlite3_close(db);
+  fs::remove_all(dir);
+  fs::remove(db_path);
 }
 
 TEST(Exporters, CsvOneFilePerKindAndRefusesNonEmptyDirectory) {

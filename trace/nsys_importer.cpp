@@ -27,6 +27,7 @@
 #include "trace/error.hpp"
 #include "trace/nccl_kernel_name.hpp"
 #include "trace/sqlite_input.hpp"
+#include "trace/table_columns.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -930,40 +931,6 @@ RowFate unreadable_cuda_row(ProcessBuild& p) {
 uint32_t u32(const Statement& st, int c) { return static_cast<uint32_t>(st.i64(c)); }
 uint64_t non_negative(const Statement& st, int c) { return st.i64(c) < 0 ? 0 : static_cast<uint64_t>(st.i64(c)); }
 
-// Every column of a table, for advice on its memory.
-template <typename F>
-void for_each_column(KernelTable& t, F&& f) {
-  auto each = [&](auto&... c) { (f(c), ...); };
-  each(t.start, t.end, t.device, t.stream, t.name, t.grid_x, t.grid_y, t.grid_z, t.block_x, t.block_y, t.block_z,
-       t.registers_per_thread, t.shared_memory_bytes, t.correlation);
-}
-template <typename F>
-void for_each_column(MemcpyTable& t, F&& f) {
-  auto each = [&](auto&... c) { (f(c), ...); };
-  each(t.start, t.end, t.device, t.stream, t.correlation, t.bytes, t.kind, t.src_kind, t.dst_kind, t.is_async,
-       t.peer_device);
-}
-template <typename F>
-void for_each_column(MemsetTable& t, F&& f) {
-  auto each = [&](auto&... c) { (f(c), ...); };
-  each(t.start, t.end, t.device, t.stream, t.correlation, t.bytes, t.dst_kind, t.is_async);
-}
-template <typename F>
-void for_each_column(ApiTable& t, F&& f) {
-  auto each = [&](auto&... c) { (f(c), ...); };
-  each(t.start, t.end, t.thread, t.domain, t.callback_id, t.name, t.correlation, t.return_code);
-}
-template <typename F>
-void for_each_column(SyncTable& t, F&& f) {
-  auto each = [&](auto&... c) { (f(c), ...); };
-  each(t.start, t.end, t.kind, t.device, t.stream, t.event, t.thread, t.correlation);
-}
-template <typename F>
-void for_each_column(NvtxTable& t, F&& f) {
-  auto each = [&](auto&... c) { (f(c), ...); };
-  each(t.start, t.end, t.kind, t.domain, t.text, t.thread, t.device, t.correlation, t.link);
-}
-
 // Asks for 2 MiB pages (transparent huge pages, which Debian's kernels grant
 // on request: "madvise" mode) for the untouched, 2 MiB-aligned rest of a
 // column's reserved room. Filling ~200 MB of columns 4 KiB page by page was
@@ -994,7 +961,8 @@ void push_row(Table& t, const Record& r, uint64_t& table_rows) {
     table_rows = 0;
   }
   t.push(r);
-  if (t.size() == kHugePagesAfterRows) for_each_column(t, [](auto& column) { advise_huge_pages(column); });
+  if (t.size() == kHugePagesAfterRows)
+    for_each_column_of<Table>([&](const auto& c) { advise_huge_pages(t.*c.values); });
 }
 
 void Importer::read_kernels() {

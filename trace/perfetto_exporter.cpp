@@ -26,6 +26,7 @@
 #include "trace/export_util.hpp"
 #include "trace/exporters.hpp"
 #include "trace/output_file.hpp"
+#include "trace/table_columns.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -459,7 +460,7 @@ void export_perfetto(std::span<const Trace> traces, const std::filesystem::path&
           w.name(fmt::format("cuda_{}", to_string(t.api.domain[i])), s.view(t.api.name[i]));
           e.uint(field::kCorrelationId, t.api.correlation[i]);
           w.arg_uint("cbid", t.api.callback_id[i]);
-          if (t.api.return_code[i] != 0) w.arg_int("return_code", t.api.return_code[i]);
+          if (t.api.return_code[i] != 0) w.arg_int(column_name(&ApiTable::return_code), t.api.return_code[i]);
           if (starts_flow[i]) e.fixed64(field::kFlowIds, flow_id(t.api.correlation[i]));
           break;
         }
@@ -477,7 +478,7 @@ void export_perfetto(std::span<const Trace> traces, const std::filesystem::path&
           w.name("memcpy", fmt::format("Memcpy {} ({} -> {})", to_string(m.kind[i]), to_string(m.src_kind[i]),
                                        to_string(m.dst_kind[i])));
           e.uint(field::kCorrelationId, m.correlation[i]);
-          w.arg_uint("bytes", m.bytes[i]);
+          w.arg_uint(column_name(&MemcpyTable::bytes), m.bytes[i]);
           w.arg_bool("async", m.is_async[i]);
           if (m.correlation[i] != 0 && launched.count(m.correlation[i]))
             e.fixed64(field::kTerminatingFlowIds, flow_id(m.correlation[i]));
@@ -487,7 +488,7 @@ void export_perfetto(std::span<const Trace> traces, const std::filesystem::path&
           const MemsetTable& m = t.memsets;
           w.name("memset", fmt::format("Memset ({})", to_string(m.dst_kind[i])));
           e.uint(field::kCorrelationId, m.correlation[i]);
-          w.arg_uint("bytes", m.bytes[i]);
+          w.arg_uint(column_name(&MemsetTable::bytes), m.bytes[i]);
           if (m.correlation[i] != 0 && launched.count(m.correlation[i]))
             e.fixed64(field::kTerminatingFlowIds, flow_id(m.correlation[i]));
           break;

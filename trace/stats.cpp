@@ -1,5 +1,6 @@
 #include "trace/stats.hpp"
 
+#include "trace/export_util.hpp"
 #include "trace/quantile.hpp"
 
 #include <algorithm>
@@ -299,8 +300,8 @@ TraceStats compute_stats(std::span<const Trace* const> traces) {
     for (const Trace* t : traces) n += t->problems.counts[p];
     if (n == 0) continue;
     Severity sev = severity_of(static_cast<Problem>(p));
-    std::string_view sev_name = sev == Severity::kDataLoss ? "data loss" : sev == Severity::kError ? "error" : "info";
-    out.problems.push_back({std::string(to_string(static_cast<Problem>(p))), std::string(sev_name), n});
+    out.problems.push_back(
+        {std::string(to_string(static_cast<Problem>(p))), std::string(detail::severity_name(sev)), n});
   }
   return out;
 }

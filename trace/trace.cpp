@@ -4,6 +4,8 @@
 #include <cctype>
 #include <limits>
 
+#include "trace/table_columns.hpp"
+
 namespace scalescope::trace {
 
 StringTable::StringTable() {
@@ -64,6 +66,8 @@ std::string_view to_string(ApiDomain domain) {
   }
   return "other";
 }
+
+std::string_view to_string(NvtxKind kind) { return kind == NvtxKind::kMark ? "mark" : "range"; }
 
 std::string_view to_string(NcclOp op) {
   switch (op) {
@@ -134,348 +138,59 @@ NcclOp nccl_op_from_name(std::string_view name) {
   return NcclOp::kUnknown;
 }
 
-// ---- tables ----------------------------------------------------------------
+// ---- tables: one definition, from each table's column list (table_columns.hpp)
 
-void KernelTable::push(const KernelRecord& r) {
-  start.push_back(r.start);
-  end.push_back(r.end);
-  device.push_back(r.device);
-  stream.push_back(r.stream);
-  name.push_back(r.name);
-  grid_x.push_back(r.grid_x);
-  grid_y.push_back(r.grid_y);
-  grid_z.push_back(r.grid_z);
-  block_x.push_back(r.block_x);
-  block_y.push_back(r.block_y);
-  block_z.push_back(r.block_z);
-  registers_per_thread.push_back(r.registers_per_thread);
-  shared_memory_bytes.push_back(r.shared_memory_bytes);
-  correlation.push_back(r.correlation);
-}
+void KernelTable::push(const KernelRecord& r) { push_row(*this, r); }
+KernelRecord KernelTable::row(size_t i) const { return row_at(*this, i); }
+void KernelTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-KernelRecord KernelTable::row(size_t i) const {
-  return {start[i],
-          end[i],
-          device[i],
-          stream[i],
-          name[i],
-          grid_x[i],
-          grid_y[i],
-          grid_z[i],
-          block_x[i],
-          block_y[i],
-          block_z[i],
-          registers_per_thread[i],
-          shared_memory_bytes[i],
-          correlation[i]};
-}
+void MemcpyTable::push(const MemcpyRecord& r) { push_row(*this, r); }
+MemcpyRecord MemcpyTable::row(size_t i) const { return row_at(*this, i); }
+void MemcpyTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-void KernelTable::reserve(size_t n) {
-  for (auto* v : {&start, &end}) v->reserve(n);
-  for (auto* v : {&device, &stream, &name, &grid_x, &grid_y, &grid_z, &block_x, &block_y, &block_z,
-                  &registers_per_thread, &shared_memory_bytes, &correlation})
-    v->reserve(n);
-}
+void MemsetTable::push(const MemsetRecord& r) { push_row(*this, r); }
+MemsetRecord MemsetTable::row(size_t i) const { return row_at(*this, i); }
+void MemsetTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-void MemcpyTable::push(const MemcpyRecord& r) {
-  start.push_back(r.start);
-  end.push_back(r.end);
-  device.push_back(r.device);
-  stream.push_back(r.stream);
-  correlation.push_back(r.correlation);
-  bytes.push_back(r.bytes);
-  kind.push_back(r.kind);
-  src_kind.push_back(r.src_kind);
-  dst_kind.push_back(r.dst_kind);
-  is_async.push_back(r.is_async ? 1 : 0);
-  peer_device.push_back(r.peer_device);
-}
+void ApiTable::push(const ApiRecord& r) { push_row(*this, r); }
+ApiRecord ApiTable::row(size_t i) const { return row_at(*this, i); }
+void ApiTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-MemcpyRecord MemcpyTable::row(size_t i) const {
-  return {start[i], end[i],      device[i],   stream[i],        correlation[i], bytes[i],
-          kind[i],  src_kind[i], dst_kind[i], is_async[i] != 0, peer_device[i]};
-}
+void SyncTable::push(const SyncRecord& r) { push_row(*this, r); }
+SyncRecord SyncTable::row(size_t i) const { return row_at(*this, i); }
+void SyncTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-void MemcpyTable::reserve(size_t n) {
-  start.reserve(n);
-  end.reserve(n);
-  device.reserve(n);
-  stream.reserve(n);
-  correlation.reserve(n);
-  bytes.reserve(n);
-  kind.reserve(n);
-  src_kind.reserve(n);
-  dst_kind.reserve(n);
-  is_async.reserve(n);
-  peer_device.reserve(n);
-}
+void NvtxTable::push(const NvtxRecord& r) { push_row(*this, r); }
+NvtxRecord NvtxTable::row(size_t i) const { return row_at(*this, i); }
+void NvtxTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-void MemsetTable::push(const MemsetRecord& r) {
-  start.push_back(r.start);
-  end.push_back(r.end);
-  device.push_back(r.device);
-  stream.push_back(r.stream);
-  correlation.push_back(r.correlation);
-  bytes.push_back(r.bytes);
-  dst_kind.push_back(r.dst_kind);
-  is_async.push_back(r.is_async ? 1 : 0);
-}
+void NcclTable::push(const NcclRecord& r) { push_row(*this, r); }
+NcclRecord NcclTable::row(size_t i) const { return row_at(*this, i); }
+void NcclTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-MemsetRecord MemsetTable::row(size_t i) const {
-  return {start[i], end[i], device[i], stream[i], correlation[i], bytes[i], dst_kind[i], is_async[i] != 0};
-}
+void CounterTable::push(const CounterRecord& r) { push_row(*this, r); }
+CounterRecord CounterTable::row(size_t i) const { return row_at(*this, i); }
+void CounterTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-void MemsetTable::reserve(size_t n) {
-  start.reserve(n);
-  end.reserve(n);
-  device.reserve(n);
-  stream.reserve(n);
-  correlation.reserve(n);
-  bytes.reserve(n);
-  dst_kind.reserve(n);
-  is_async.reserve(n);
-}
+void HostThreadTable::push(const HostThreadRecord& r) { push_row(*this, r); }
+HostThreadRecord HostThreadTable::row(size_t i) const { return row_at(*this, i); }
+void HostThreadTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-void ApiTable::push(const ApiRecord& r) {
-  start.push_back(r.start);
-  end.push_back(r.end);
-  thread.push_back(r.thread);
-  domain.push_back(r.domain);
-  callback_id.push_back(r.callback_id);
-  name.push_back(r.name);
-  correlation.push_back(r.correlation);
-  return_code.push_back(r.return_code);
-}
+void HostSampleTable::push(const HostSampleRecord& r) { push_row(*this, r); }
+HostSampleRecord HostSampleTable::row(size_t i) const { return row_at(*this, i); }
+void HostSampleTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-ApiRecord ApiTable::row(size_t i) const {
-  return {start[i], end[i], thread[i], domain[i], callback_id[i], name[i], correlation[i], return_code[i]};
-}
+void HostCallsiteTable::push(const HostCallsiteRecord& r) { push_row(*this, r); }
+HostCallsiteRecord HostCallsiteTable::row(size_t i) const { return row_at(*this, i); }
+void HostCallsiteTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-void ApiTable::reserve(size_t n) {
-  start.reserve(n);
-  end.reserve(n);
-  thread.reserve(n);
-  domain.reserve(n);
-  callback_id.reserve(n);
-  name.reserve(n);
-  correlation.reserve(n);
-  return_code.reserve(n);
-}
+void HostModuleTable::push(const HostModuleRecord& r) { push_row(*this, r); }
+HostModuleRecord HostModuleTable::row(size_t i) const { return row_at(*this, i); }
+void HostModuleTable::reserve(size_t n) { reserve_rows(*this, n); }
 
-void SyncTable::push(const SyncRecord& r) {
-  start.push_back(r.start);
-  end.push_back(r.end);
-  kind.push_back(r.kind);
-  device.push_back(r.device);
-  stream.push_back(r.stream);
-  event.push_back(r.event);
-  thread.push_back(r.thread);
-  correlation.push_back(r.correlation);
-}
-
-SyncRecord SyncTable::row(size_t i) const {
-  return {start[i], end[i], kind[i], device[i], stream[i], event[i], thread[i], correlation[i]};
-}
-
-void SyncTable::reserve(size_t n) {
-  start.reserve(n);
-  end.reserve(n);
-  kind.reserve(n);
-  device.reserve(n);
-  stream.reserve(n);
-  event.reserve(n);
-  thread.reserve(n);
-  correlation.reserve(n);
-}
-
-void NvtxTable::push(const NvtxRecord& r) {
-  start.push_back(r.start);
-  end.push_back(r.end);
-  kind.push_back(r.kind);
-  domain.push_back(r.domain);
-  text.push_back(r.text);
-  thread.push_back(r.thread);
-  device.push_back(r.device);
-  correlation.push_back(r.correlation);
-  link.push_back(r.link);
-}
-
-NvtxRecord NvtxTable::row(size_t i) const {
-  return {start[i], end[i], kind[i], domain[i], text[i], thread[i], device[i], correlation[i], link[i]};
-}
-
-void NvtxTable::reserve(size_t n) {
-  start.reserve(n);
-  end.reserve(n);
-  kind.reserve(n);
-  domain.reserve(n);
-  text.reserve(n);
-  thread.reserve(n);
-  device.reserve(n);
-  correlation.reserve(n);
-  link.reserve(n);
-}
-
-void NcclTable::push(const NcclRecord& r) {
-  start.push_back(r.start);
-  end.push_back(r.end);
-  device.push_back(r.device);
-  stream.push_back(r.stream);
-  op.push_back(r.op);
-  bytes.push_back(r.bytes);
-  count.push_back(r.count);
-  datatype.push_back(r.datatype);
-  algorithm.push_back(r.algorithm);
-  protocol.push_back(r.protocol);
-  communicator.push_back(r.communicator);
-  sequence.push_back(r.sequence);
-  group_size.push_back(r.group_size);
-  correlation.push_back(r.correlation);
-}
-
-NcclRecord NcclTable::row(size_t i) const {
-  return {start[i],    end[i],       device[i],   stream[i],       op[i],       bytes[i],      count[i],
-          datatype[i], algorithm[i], protocol[i], communicator[i], sequence[i], group_size[i], correlation[i]};
-}
-
-void NcclTable::reserve(size_t n) {
-  start.reserve(n);
-  end.reserve(n);
-  device.reserve(n);
-  stream.reserve(n);
-  op.reserve(n);
-  bytes.reserve(n);
-  count.reserve(n);
-  datatype.reserve(n);
-  algorithm.reserve(n);
-  protocol.reserve(n);
-  communicator.reserve(n);
-  sequence.reserve(n);
-  group_size.reserve(n);
-  correlation.reserve(n);
-}
-
-void CounterTable::push(const CounterRecord& r) {
-  time.push_back(r.time);
-  device.push_back(r.device);
-  metric.push_back(r.metric);
-  value.push_back(r.value);
-}
-
-CounterRecord CounterTable::row(size_t i) const { return {time[i], device[i], metric[i], value[i]}; }
-
-void CounterTable::reserve(size_t n) {
-  time.reserve(n);
-  device.reserve(n);
-  metric.reserve(n);
-  value.reserve(n);
-}
-
-void HostThreadTable::push(const HostThreadRecord& r) {
-  start.push_back(r.start);
-  end.push_back(r.end);
-  pid.push_back(r.pid);
-  tid.push_back(r.tid);
-  parent_pid.push_back(r.parent_pid);
-  name.push_back(r.name);
-  is_main.push_back(r.is_main);
-  role.push_back(r.role);
-}
-
-HostThreadRecord HostThreadTable::row(size_t i) const {
-  return {start[i], end[i], pid[i], tid[i], parent_pid[i], name[i], is_main[i], role[i]};
-}
-
-void HostThreadTable::reserve(size_t n) {
-  start.reserve(n);
-  end.reserve(n);
-  pid.reserve(n);
-  tid.reserve(n);
-  parent_pid.reserve(n);
-  name.reserve(n);
-  is_main.reserve(n);
-  role.reserve(n);
-}
-
-void HostSampleTable::push(const HostSampleRecord& r) {
-  time.push_back(r.time);
-  pid.push_back(r.pid);
-  tid.push_back(r.tid);
-  state.push_back(r.state);
-  cpu.push_back(r.cpu);
-  cpu_ns.push_back(r.cpu_ns);
-  run_wait_ns.push_back(r.run_wait_ns);
-  voluntary_switches.push_back(r.voluntary_switches);
-  involuntary_switches.push_back(r.involuntary_switches);
-}
-
-HostSampleRecord HostSampleTable::row(size_t i) const {
-  return {time[i],
-          pid[i],
-          tid[i],
-          state[i],
-          cpu[i],
-          cpu_ns[i],
-          run_wait_ns[i],
-          voluntary_switches[i],
-          involuntary_switches[i]};
-}
-
-void HostSampleTable::reserve(size_t n) {
-  time.reserve(n);
-  pid.reserve(n);
-  tid.reserve(n);
-  state.reserve(n);
-  cpu.reserve(n);
-  cpu_ns.reserve(n);
-  run_wait_ns.reserve(n);
-  voluntary_switches.reserve(n);
-  involuntary_switches.reserve(n);
-}
-
-void HostCallsiteTable::push(const HostCallsiteRecord& r) {
-  id.push_back(r.id);
-  parent.push_back(r.parent);
-  function.push_back(r.function);
-  module.push_back(r.module);
-  address.push_back(r.address);
-  status.push_back(r.status);
-}
-
-HostCallsiteRecord HostCallsiteTable::row(size_t i) const {
-  return {id[i], parent[i], function[i], module[i], address[i], status[i]};
-}
-
-void HostCallsiteTable::reserve(size_t n) {
-  id.reserve(n);
-  parent.reserve(n);
-  function.reserve(n);
-  module.reserve(n);
-  address.reserve(n);
-  status.reserve(n);
-}
-
-void HostModuleTable::push(const HostModuleRecord& r) {
-  pid.push_back(r.pid);
-  path.push_back(r.path);
-  build_id.push_back(r.build_id);
-  map_start.push_back(r.map_start);
-  map_end.push_back(r.map_end);
-  map_offset.push_back(r.map_offset);
-}
-
-HostModuleRecord HostModuleTable::row(size_t i) const {
-  return {pid[i], path[i], build_id[i], map_start[i], map_end[i], map_offset[i]};
-}
-
-void HostModuleTable::reserve(size_t n) {
-  pid.reserve(n);
-  path.reserve(n);
-  build_id.reserve(n);
-  map_start.reserve(n);
-  map_end.reserve(n);
-  map_offset.reserve(n);
-}
+void HostStackSampleTable::push(const HostStackSampleRecord& r) { push_row(*this, r); }
+HostStackSampleRecord HostStackSampleTable::row(size_t i) const { return row_at(*this, i); }
+void HostStackSampleTable::reserve(size_t n) { reserve_rows(*this, n); }
 
 std::string_view to_string(FrameStatus s) {
   switch (s) {
@@ -491,22 +206,6 @@ std::string_view to_string(FrameStatus s) {
     case FrameStatus::kWalkCut: return "stack walk cut";
   }
   return "unknown status";
-}
-
-void HostStackSampleTable::push(const HostStackSampleRecord& r) {
-  time.push_back(r.time);
-  pid.push_back(r.pid);
-  tid.push_back(r.tid);
-  callsite.push_back(r.callsite);
-}
-
-HostStackSampleRecord HostStackSampleTable::row(size_t i) const { return {time[i], pid[i], tid[i], callsite[i]}; }
-
-void HostStackSampleTable::reserve(size_t n) {
-  time.reserve(n);
-  pid.reserve(n);
-  tid.reserve(n);
-  callsite.reserve(n);
 }
 
 ThreadState thread_state_from_letter(char c) {

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -158,6 +160,47 @@ TEST(TraceFile, RoundTripsEveryTableMetadataAndProblems) {
   EXPECT_EQ(back.problems.get(Problem::kTornTail), 0u);
   EXPECT_EQ(back.meta.extra.at("key"), "value");
   EXPECT_EQ(back.meta.process_groups, original.meta.process_groups);
+}
+
+// The column ids and transforms of every table as docs/trace-format.md gives
+// them: the column lists may grow (new ids) but never renumber or re-encode.
+TEST(TraceFile, ColumnIdsAndTransformsAreTheFormats) {
+  std::map<format::ChunkType, std::string> schema;
+  const Trace t;
+  format::for_each_table(t, [&](format::ChunkType type, const auto& table) {
+    std::string& s = schema[type];
+    format::for_each_column(table, [&](int id, const auto&, format::Transform transform, const auto* start) {
+      s += (s.empty() ? "" : " ") + std::to_string(id);
+      if (transform == format::Transform::kDelta) s += "d";
+      if (transform == format::Transform::kMinusStart) {
+        bool of_start = false;
+        if constexpr (requires { table.start; }) of_start = start == &table.start;
+        s += of_start ? "s" : "?";
+      }
+    });
+    std::string strings;
+    format::for_each_string_column(table, [&](const std::vector<StringId>& c) {
+      format::for_each_column(table, [&](int id, const auto& col, format::Transform, const auto*) {
+        if (static_cast<const void*>(&col) == static_cast<const void*>(&c)) strings += " $" + std::to_string(id);
+      });
+    });
+    s += strings;
+  });
+  using C = format::ChunkType;
+  EXPECT_EQ(schema[C::kKernels], "1d 2s 3 4 5 6 7 8 9 10 11 12 13 14d $5");
+  EXPECT_EQ(schema[C::kMemcpys], "1d 2s 3 4 5d 6 7 8 9 10 11");
+  EXPECT_EQ(schema[C::kMemsets], "1d 2s 3 4 5d 6 7 8");
+  EXPECT_EQ(schema[C::kApi], "1d 2s 3 4 5 6 7d 8 $6");
+  EXPECT_EQ(schema[C::kSyncs], "1d 2s 3 4 5 6 7 8d");
+  EXPECT_EQ(schema[C::kNvtx], "1d 2s 3 4 5 6 7 8 9 $4 $5");
+  EXPECT_EQ(schema[C::kNccl], "1d 2s 3 4 5 6 7 8 9 10 11 12d 13 14d $8 $9 $10 $11");
+  EXPECT_EQ(schema[C::kCounters], "1d 3 4 5");
+  EXPECT_EQ(schema[C::kHostThreads], "1d 2s 3 4 5 6 7 8 $6");
+  EXPECT_EQ(schema[C::kHostSamples], "1d 3 4 5 6 7 8 9 10");
+  EXPECT_EQ(schema[C::kHostCallsites], "1d 3 4 5 6 7 $4 $5");
+  EXPECT_EQ(schema[C::kHostStackSamples], "1d 3 4 5");
+  EXPECT_EQ(schema[C::kHostModules], "1 3 4 5 6 7 $3 $4");
+  EXPECT_EQ(schema.size(), 13u);
 }
 
 // Collector traces from before the decoder left them out can hold GPU rows

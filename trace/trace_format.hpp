@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "trace/table_columns.hpp"
 #include "trace/trace.hpp"
 
 namespace scalescope::trace::format {
@@ -55,12 +56,8 @@ struct ChunkHeader {
   uint64_t header_checksum = 0;   // XXH64(seed 0) of header bytes [0, 32)
 };
 
-// Column value transforms, fixed per column id by the schema.
-enum class Transform : uint8_t {
-  kNone,        // value
-  kDelta,       // value - previous value of the column (0 before the first row)
-  kMinusStart,  // value - start of the same row (end columns: durations)
-};
+// Column value transforms, fixed per column id by the column lists (table_columns.hpp).
+using Transform = ColumnTransform;
 
 // Column encodings: the first byte of each column's bytes.
 enum class Encoding : uint8_t {
@@ -101,154 +98,23 @@ inline void put_varint(std::vector<uint8_t>& out, uint64_t v) {
 // `T` may be const (writer) or not (reader).
 template <typename T, typename F>
 void for_each_column(T& t, F&& f) {
-  if constexpr (requires { t.build_id; }) {  // HostModuleTable (1.4): no time
-    using Pid = decltype(&t.pid);
-    f(1, t.pid, Transform::kNone, Pid{});
-    f(3, t.path, Transform::kNone, Pid{});
-    f(4, t.build_id, Transform::kNone, Pid{});
-    f(5, t.map_start, Transform::kNone, Pid{});
-    f(6, t.map_end, Transform::kNone, Pid{});
-    f(7, t.map_offset, Transform::kNone, Pid{});
-    return;
-  } else if constexpr (requires { t.metric; }) {  // CounterTable: a time instead of start/end
-    using Time = decltype(&t.time);
-    f(1, t.time, Transform::kDelta, Time{});
-    f(3, t.device, Transform::kNone, Time{});
-    f(4, t.metric, Transform::kNone, Time{});
-    f(5, t.value, Transform::kNone, Time{});
-    return;
-  } else if constexpr (requires { t.involuntary_switches; }) {  // HostSampleTable (1.2)
-    using Time = decltype(&t.time);
-    f(1, t.time, Transform::kDelta, Time{});
-    f(3, t.pid, Transform::kNone, Time{});
-    f(4, t.tid, Transform::kNone, Time{});
-    f(5, t.state, Transform::kNone, Time{});
-    f(6, t.cpu, Transform::kNone, Time{});
-    f(7, t.cpu_ns, Transform::kNone, Time{});
-    f(8, t.run_wait_ns, Transform::kNone, Time{});
-    f(9, t.voluntary_switches, Transform::kNone, Time{});
-    f(10, t.involuntary_switches, Transform::kNone, Time{});
-    return;
-  } else if constexpr (requires { t.callsite; }) {  // HostStackSampleTable (1.3)
-    using Time = decltype(&t.time);
-    f(1, t.time, Transform::kDelta, Time{});
-    f(3, t.pid, Transform::kNone, Time{});
-    f(4, t.tid, Transform::kNone, Time{});
-    f(5, t.callsite, Transform::kNone, Time{});
-    return;
-  } else if constexpr (requires { t.address; }) {  // HostCallsiteTable (1.3): no time
-    using Id = decltype(&t.id);
-    f(1, t.id, Transform::kDelta, Id{});
-    f(3, t.parent, Transform::kNone, Id{});
-    f(4, t.function, Transform::kNone, Id{});
-    f(5, t.module, Transform::kNone, Id{});
-    f(6, t.address, Transform::kNone, Id{});
-    f(7, t.status, Transform::kNone, Id{});  // 1.4
-    return;
-  } else {
-    using Start = decltype(&t.start);
-    f(1, t.start, Transform::kDelta, Start{});
-    f(2, t.end, Transform::kMinusStart, &t.start);
-    if constexpr (requires { t.grid_x; }) {  // KernelTable
-      f(3, t.device, Transform::kNone, Start{});
-      f(4, t.stream, Transform::kNone, Start{});
-      f(5, t.name, Transform::kNone, Start{});
-      f(6, t.grid_x, Transform::kNone, Start{});
-      f(7, t.grid_y, Transform::kNone, Start{});
-      f(8, t.grid_z, Transform::kNone, Start{});
-      f(9, t.block_x, Transform::kNone, Start{});
-      f(10, t.block_y, Transform::kNone, Start{});
-      f(11, t.block_z, Transform::kNone, Start{});
-      f(12, t.registers_per_thread, Transform::kNone, Start{});
-      f(13, t.shared_memory_bytes, Transform::kNone, Start{});
-      f(14, t.correlation, Transform::kDelta, Start{});
-    } else if constexpr (requires { t.peer_device; }) {  // MemcpyTable
-      f(3, t.device, Transform::kNone, Start{});
-      f(4, t.stream, Transform::kNone, Start{});
-      f(5, t.correlation, Transform::kDelta, Start{});
-      f(6, t.bytes, Transform::kNone, Start{});
-      f(7, t.kind, Transform::kNone, Start{});
-      f(8, t.src_kind, Transform::kNone, Start{});
-      f(9, t.dst_kind, Transform::kNone, Start{});
-      f(10, t.is_async, Transform::kNone, Start{});
-      f(11, t.peer_device, Transform::kNone, Start{});
-    } else if constexpr (requires { t.dst_kind; }) {  // MemsetTable
-      f(3, t.device, Transform::kNone, Start{});
-      f(4, t.stream, Transform::kNone, Start{});
-      f(5, t.correlation, Transform::kDelta, Start{});
-      f(6, t.bytes, Transform::kNone, Start{});
-      f(7, t.dst_kind, Transform::kNone, Start{});
-      f(8, t.is_async, Transform::kNone, Start{});
-    } else if constexpr (requires { t.callback_id; }) {  // ApiTable
-      f(3, t.thread, Transform::kNone, Start{});
-      f(4, t.domain, Transform::kNone, Start{});
-      f(5, t.callback_id, Transform::kNone, Start{});
-      f(6, t.name, Transform::kNone, Start{});
-      f(7, t.correlation, Transform::kDelta, Start{});
-      f(8, t.return_code, Transform::kNone, Start{});
-    } else if constexpr (requires { t.event; }) {  // SyncTable
-      f(3, t.kind, Transform::kNone, Start{});
-      f(4, t.device, Transform::kNone, Start{});
-      f(5, t.stream, Transform::kNone, Start{});
-      f(6, t.event, Transform::kNone, Start{});
-      f(7, t.thread, Transform::kNone, Start{});
-      f(8, t.correlation, Transform::kDelta, Start{});
-    } else if constexpr (requires { t.text; }) {  // NvtxTable
-      f(3, t.kind, Transform::kNone, Start{});
-      f(4, t.domain, Transform::kNone, Start{});
-      f(5, t.text, Transform::kNone, Start{});
-      f(6, t.thread, Transform::kNone, Start{});
-      f(7, t.device, Transform::kNone, Start{});
-      f(8, t.correlation, Transform::kNone, Start{});
-      f(9, t.link, Transform::kNone, Start{});          // format 1.1
-    } else if constexpr (requires { t.parent_pid; }) {  // HostThreadTable (1.2)
-      f(3, t.pid, Transform::kNone, Start{});
-      f(4, t.tid, Transform::kNone, Start{});
-      f(5, t.parent_pid, Transform::kNone, Start{});
-      f(6, t.name, Transform::kNone, Start{});
-      f(7, t.is_main, Transform::kNone, Start{});
-      f(8, t.role, Transform::kNone, Start{});
-    } else if constexpr (requires { t.protocol; }) {  // NcclTable
-      f(3, t.device, Transform::kNone, Start{});
-      f(4, t.stream, Transform::kNone, Start{});
-      f(5, t.op, Transform::kNone, Start{});
-      f(6, t.bytes, Transform::kNone, Start{});
-      f(7, t.count, Transform::kNone, Start{});
-      f(8, t.datatype, Transform::kNone, Start{});
-      f(9, t.algorithm, Transform::kNone, Start{});
-      f(10, t.protocol, Transform::kNone, Start{});
-      f(11, t.communicator, Transform::kNone, Start{});
-      f(12, t.sequence, Transform::kDelta, Start{});
-      f(13, t.group_size, Transform::kNone, Start{});
-      f(14, t.correlation, Transform::kDelta, Start{});
-    }
-  }
+  using Table = std::remove_const_t<T>;
+  for_each_column_of<Table>([&](const auto& c) {
+    const std::vector<Timestamp>* start = nullptr;
+    if constexpr (requires { t.start; })
+      if (c.transform == Transform::kMinusStart) start = &t.start;
+    f(c.id, t.*c.values, c.transform, start);
+  });
 }
 
 // Which columns hold StringIds (checked and remapped by the reader).
 template <typename T, typename F>
 void for_each_string_column(T& t, F&& f) {
-  if constexpr (requires { t.build_id; }) {
-    f(t.path);
-    f(t.build_id);
-  } else if constexpr (requires { t.grid_x; }) {
-    f(t.name);
-  } else if constexpr (requires { t.callback_id; }) {
-    f(t.name);
-  } else if constexpr (requires { t.text; }) {
-    f(t.domain);
-    f(t.text);
-  } else if constexpr (requires { t.parent_pid; }) {
-    f(t.name);
-  } else if constexpr (requires { t.address; }) {
-    f(t.function);
-    f(t.module);
-  } else if constexpr (requires { t.protocol; }) {
-    f(t.datatype);
-    f(t.algorithm);
-    f(t.protocol);
-    f(t.communicator);
-  }
+  using Table = std::remove_const_t<T>;
+  for_each_column_of<Table>([&](const auto& c) {
+    if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(c)>::value_type, StringId>)
+      if (c.kind == ColumnKind::kString) f(t.*c.values);
+  });
 }
 
 }  // namespace scalescope::trace::format
