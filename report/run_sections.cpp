@@ -302,8 +302,8 @@ std::vector<size_t> decimate(const std::vector<std::pair<int64_t, double>>& poin
 
 // What the page draws of each rank's events, taken while the run pipeline
 // holds the rank's trace (analyze_path's visitor) and kept small: one
-// iteration's GPU activity for the timeline, NCCL sums, decimated counter
-// series. So a report holds a few traces at a time, as `analyze` does, and
+// iteration's GPU activity for the timeline, decimated counter series (the
+// NCCL table is the analysis', RunAnalysis::nccl_ops). So a report holds a few traces at a time, as `analyze` does, and
 // not every rank's.
 class RunDrawing {
  public:
