@@ -23,6 +23,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "analyze/attribution.hpp"
+#include "analyze/nccl_ops.hpp"
 #include "trace/clock_alignment.hpp"
 #include "trace/python_stacks.hpp"
 #include "trace/trace.hpp"
@@ -561,6 +562,9 @@ struct RankAnalysis {
   std::array<ClassTotal, kKernelClassCount> classes{};
   std::vector<KernelSummary> top_kernels;      // by total time, at most Options::top_kernels
   std::vector<CollectiveArrival> collectives;  // for straggler matching (compact)
+  // NCCL collectives by operation and message size, whole trace (nccl_ops.hpp);
+  // filled by the run pipeline (analyze_path, analyze_traces).
+  NcclOpStats nccl_ops;
   // The trace's problems of severity data loss ("torn_tail x1",
   // "checksum_mismatch x2"): the figures cover only what could be read.
   std::vector<std::string> data_loss;
@@ -657,6 +661,7 @@ struct RunAnalysis {
   StragglerStats stragglers;
   trace::ClockAlignment clocks;  // per host: offset, drift and uncertainty against the reference host
   NodeStats nodes;
+  NcclOpStats nccl_ops;  // every rank's NCCL collectives by operation and message size
   // Labels of processes left out of `ranks`: no rank and no GPU activity
   // while other processes have some (a launcher that loaded CUDA, such as the
   // torchrun agent). Counted as a rank they would skew "N of M ranks".
@@ -674,21 +679,9 @@ RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options);
 // moved onto the reference host's clock (RunAnalysis::clocks says by how much).
 RunAnalysis combine(std::vector<RankAnalysis> ranks, bool align_clocks = true);
 
-// What analyze_path does once every file is analysed: numbers ranks without
-// one in input order (skipping known ranks; a rank-less process without GPU
-// work while others have some keeps -1), labels each "rank N (file name)" and
-// combines. Lets a caller that holds the traces (the Python package) get the
-// very analysis `scalescope analyze` prints. file_names[i] belongs to ranks[i].
-RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names,
-                          bool align_clocks = true);
-// combine_files' first step, in place: numbers the ranks that have none and
-// labels each "rank N (file name)".
-void number_ranks(std::vector<RankAnalysis>& ranks, const std::vector<std::string>& file_names);
-
 // When `input` is a run directory: each rank's summarize_python_stacks over
 // its python-stacks-*.json files (a file that cannot be read is a warning on
-// stderr naming it). analyze_path calls it, and so must a caller that
-// analysed the run's traces itself (the C ABI), before combining.
+// stderr naming it). The run pipeline (analyze_path, analyze_traces) calls it.
 void add_python_stacks(std::vector<RankAnalysis>& ranks, const std::filesystem::path& input);
 
 // Analyses every rank of a path: a .sstrace file, a .ssrun run directory, a
@@ -708,12 +701,14 @@ void add_python_stacks(std::vector<RankAnalysis>& ranks, const std::filesystem::
 using RankVisitor = std::function<void(size_t input_index, const trace::Trace&, const RankAnalysis&)>;
 RunAnalysis analyze_path(const std::filesystem::path& path, const Options& options, unsigned threads = 0,
                          const std::function<void(size_t, size_t)>& on_file_done = {}, const RankVisitor& visit = {});
-// analyze_path for traces already in memory (the demo's, a test's): each
-// analysed, numbered and labelled with file_names[i] as analyze_path does,
-// combined; `traces` is reordered to line up with run.ranks (launchers
-// dropped).
-RunAnalysis analyze_traces(std::vector<trace::Trace>& traces, const std::vector<std::string>& file_names,
-                           const Options& options);
+// analyze_path for traces already in memory (the C ABI's run, the demo's, a
+// test's): the same pipeline, with traces[i] as one input labelled
+// file_names[i]. input: the path they were read from, if any (a run
+// directory's Python stacks and records are read from it, as analyze_path
+// does); visit: as analyze_path's.
+RunAnalysis analyze_traces(const std::vector<trace::Trace>& traces, const std::vector<std::string>& file_names,
+                           const Options& options, const std::filesystem::path& input = {}, unsigned threads = 0,
+                           const RankVisitor& visit = {});
 // The trace files analyze_path would read, in order.
 std::vector<std::filesystem::path> list_trace_inputs(const std::filesystem::path& path);
 
@@ -763,6 +758,7 @@ void to_json(nlohmann::json& j, const CopyStats& v);
 void to_json(nlohmann::json& j, const SyncStats& v);
 void to_json(nlohmann::json& j, const PrecisionStats& v);
 void to_json(nlohmann::json& j, const LayoutStats& v);
+void to_json(nlohmann::json& j, const NcclOpStats& v);
 void to_json(nlohmann::json& j, const InputStats& v);
 void to_json(nlohmann::json& j, const ProfilerPerturbation& v);
 void to_json(nlohmann::json& j, const JobFacts& v);

@@ -380,6 +380,23 @@ void to_json(json& j, const ProfilerPerturbation& v) {
                   {"matters", v.matters}});
 }
 
+void to_json(json& j, const NcclOpStats& v) {
+  json groups = json::array();
+  auto maybe = [](std::optional<double> x) { return x ? json(*x) : json(nullptr); };
+  for (const auto& g : v.groups)
+    groups.push_back({{"operation", g.operation},
+                      {"message_bytes", g.message_bytes},
+                      {"count", g.count},
+                      {"time_ns", g.time_ns},
+                      {"mean_ns", g.mean_ns()},
+                      {"bytes", g.bytes},
+                      {"algorithm_gbps", maybe(g.algorithm_gb_per_s())},
+                      {"bus_bytes", g.bus_bytes},
+                      {"bus_ns", g.bus_ns},
+                      {"bus_gbps", maybe(g.bus_gb_per_s())}});
+  j = json{{"availability", Availability{v.available, v.reason}}, {"groups", std::move(groups)}};
+}
+
 void to_json(json& j, const RankAnalysis& v) {
   json classes = json::array();
   for (const auto& c : v.classes)
@@ -405,6 +422,7 @@ void to_json(json& j, const RankAnalysis& v) {
            {"classes", std::move(classes)},
            {"top_kernels", v.top_kernels},
            {"attribution", v.attribution},
+           {"nccl_ops", v.nccl_ops},
            {"data_loss", v.data_loss}};
   if (!v.perturbation.sampling.empty()) j["profiler_perturbation"] = v.perturbation;
   // Only for traces with host samples (format 1.2 collector), so older outputs are unchanged.
@@ -510,6 +528,7 @@ void to_json(json& j, const RunAnalysis& v) {
            {"stragglers", v.stragglers},
            {"clocks", clocks_json(v.clocks)},
            {"nodes", v.nodes},
+           {"nccl_ops", v.nccl_ops},
            {"left_out", v.left_out}};
 }
 

@@ -1,7 +1,9 @@
-// analyze_path: load and summarize ranks a few at a time (bounded memory).
+// analyze_path and analyze_traces: the one run pipeline (load, analyze each
+// rank a few at a time with bounded memory, combine).
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "analyze/analyze.hpp"
@@ -51,41 +53,12 @@ std::vector<trace::Trace> load_one(const fs::path& file) {
   return out;
 }
 
-// combine_files, with traces[i] (ranks[i]'s) put in the order combine()
-// gives the ranks (by rank, launchers left out) so that they line up with run.ranks.
-RunAnalysis combine_in_order(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names,
-                             std::vector<trace::Trace>& traces, bool align_clocks) {
-  if (traces.size() != ranks.size()) fail("analyze: {} ranks but {} traces", ranks.size(), traces.size());
-  number_ranks(ranks, file_names);
-  std::vector<size_t> order(ranks.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranks[a].rank < ranks[b].rank; });
-  const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
-  std::vector<RankAnalysis> sorted;
-  std::vector<trace::Trace> kept;
-  for (size_t i : order) {
-    if (!trace::is_launcher(ranks[i].rank, ranks[i].gpu_activity, any_gpu)) kept.push_back(std::move(traces[i]));
-    sorted.push_back(std::move(ranks[i]));
-  }
-  traces = std::move(kept);
-  return combine(std::move(sorted), align_clocks);  // its sort is stable: the order stays
-}
-
-}  // namespace
-
-bool detail::analyze_streaming(trace::InputKind kind, uint64_t rows, const Options& options, bool visitor) {
-  return kind == trace::InputKind::kTraceFile && !visitor && rows > options.stream_above_rows;
-}
-
-RunAnalysis combine_files(std::vector<RankAnalysis> ranks, const std::vector<std::string>& file_names,
-                          bool align_clocks) {
-  number_ranks(ranks, file_names);
-  return combine(std::move(ranks), align_clocks);
-}
-
+// Numbers ranks without one in input order (skipping known ranks; a
+// rank-less process without GPU work while others have some keeps -1) and
+// labels each "rank N (file name)". file_names[i] belongs to ranks[i].
 void number_ranks(std::vector<RankAnalysis>& ranks, const std::vector<std::string>& file_names) {
   if (file_names.size() != ranks.size())
-    fail("combine_files: {} ranks but {} file names", ranks.size(), file_names.size());
+    fail("analyze: {} ranks but {} file names", ranks.size(), file_names.size());
   // Unknown ranks (no RANK in the process's environment, a Kineto trace
   // without distributedInfo) are numbered in file order, skipping numbers a
   // known rank has. A rank-less process without GPU work while others have
@@ -111,60 +84,61 @@ void number_ranks(std::vector<RankAnalysis>& ranks, const std::vector<std::strin
   }
 }
 
-RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned threads,
-                         const std::function<void(size_t, size_t)>& on_file_done, const RankVisitor& visit) {
-  const std::vector<fs::path> files = list_trace_inputs(path);
-  std::vector<std::vector<RankAnalysis>> per_file(files.size());
-  // Visits in input order: file i's ranks wait until every earlier file's have
+// One input item of the pipeline (a file, or one trace already in memory):
+// traces to analyse and visit whole, or a rank already analysed chunk by chunk.
+struct LoadedItem {
+  std::vector<trace::Trace> owned;          // read from the item's file
+  std::vector<const trace::Trace*> traces;  // to analyse: `owned`'s, or the caller's
+  std::optional<RankAnalysis> streamed;
+};
+
+// The one body of analyze_path and analyze_traces. Item i is loaded by
+// load(i, worker), its ranks named name_of(i); `input` (may be empty) is the
+// path the items came from, whose run directory holds the Python bootstrap's
+// stacks and records.
+RunAnalysis analyze_items(size_t items, const std::function<LoadedItem(size_t, unsigned)>& load,
+                          const std::function<std::string(size_t)>& name_of, const fs::path& input,
+                          const Options& options, unsigned threads,
+                          const std::function<void(size_t, size_t)>& on_item_done, const RankVisitor& visit) {
+  std::vector<std::vector<RankAnalysis>> per_item(items);
+  // Visits in input order: item i's ranks wait until every earlier item's have
   // been visited (items start in index order, so the lowest waiting one can
   // always go on). An earlier failure wakes the waiters, which then skip.
   std::mutex visit_mutex;
   std::condition_variable visit_turn;
-  size_t next_file = 0, next_rank = 0;
+  size_t next_item = 0, next_rank = 0;
   bool failed = false;
   // The one pool (trace/parallel_for.hpp): up to 4 ranks at a time by
-  // default, the first failing file in order named. Each thread keeps one
+  // default, the first failing item in order named. Each thread keeps one
   // scratch (detail::WindowScratch) for all the ranks it analyses.
-  const unsigned workers = trace::worker_count(threads, files.size(), 4);
+  const unsigned workers = trace::worker_count(threads, items, 4);
   std::vector<detail::WindowScratch> scratch(workers);
-  // Native frames (format 1.4) are named here, offline, by one namer for the
-  // whole run: each library is loaded once, whatever the number of ranks.
-  trace::FrameNamer namer(trace::frame_namer_options_from_env());
-  std::mutex namer_mutex;
   trace::parallel_for(
-      files.size(), workers,
+      items, workers,
       [&](size_t i, unsigned worker) {
         try {
-          // A large .sstrace rank, when nothing needs its whole Trace, is
-          // analysed chunk by chunk: its memory is bounded whatever its length.
-          if (!visit && trace::detect_input(files[i]).kind == trace::InputKind::kTraceFile) {
-            trace::ChunkReader reader = trace::ChunkReader::open(files[i]);
-            if (detail::analyze_streaming(trace::InputKind::kTraceFile, reader.total_rows(), options, false)) {
-              per_file[i].push_back(analyze_rank_streaming(std::move(reader), options, [&](trace::Trace& t) {
-                std::lock_guard lock(namer_mutex);
-                namer.name(t);
-              }));
-              return;
-            }
+          LoadedItem item = load(i, worker);
+          if (item.streamed) {
+            item.streamed->nccl_ops = {
+                false, "skipped: not computed when a rank is read chunk by chunk (--stream-above)", {}};
+            per_item[i].push_back(std::move(*item.streamed));
+            return;
           }
-          std::vector<trace::Trace> traces = load_one(files[i]);
-          for (trace::Trace& t : traces)
-            if (t.host_callsites.size() > 0) {
-              std::lock_guard lock(namer_mutex);
-              namer.name(t);
-            }
           std::vector<RankAnalysis> analysed;
-          analysed.reserve(traces.size());
-          for (const trace::Trace& t : traces) analysed.push_back(detail::analyze_rank(t, options, scratch[worker]));
+          analysed.reserve(item.traces.size());
+          for (const trace::Trace* t : item.traces) {
+            analysed.push_back(detail::analyze_rank(*t, options, scratch[worker]));
+            analysed.back().nccl_ops = summarize_nccl_ops(*t);
+          }
           if (visit) {
             std::unique_lock lock(visit_mutex);
-            visit_turn.wait(lock, [&] { return next_file == i || failed; });
-            if (failed) return;  // an earlier file's error is the one reported
-            for (size_t k = 0; k < traces.size(); ++k) visit(next_rank++, traces[k], analysed[k]);
-            ++next_file;
+            visit_turn.wait(lock, [&] { return next_item == i || failed; });
+            if (failed) return;  // an earlier item's error is the one reported
+            for (size_t k = 0; k < item.traces.size(); ++k) visit(next_rank++, *item.traces[k], analysed[k]);
+            ++next_item;
             visit_turn.notify_all();
           }
-          per_file[i] = std::move(analysed);
+          per_item[i] = std::move(analysed);
         } catch (...) {
           {
             std::lock_guard lock(visit_mutex);
@@ -174,21 +148,22 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
           throw;
         }
       },
-      on_file_done);
+      on_item_done);
   std::vector<RankAnalysis> ranks;
   std::vector<std::string> names;  // ranks[i] came from the file names[i]
-  for (size_t f = 0; f < per_file.size(); ++f)
-    for (auto& r : per_file[f]) {
+  for (size_t f = 0; f < per_item.size(); ++f)
+    for (auto& r : per_item[f]) {
       r.input_index = ranks.size();
       ranks.push_back(std::move(r));
-      names.push_back(files[f].filename().string());
+      names.push_back(name_of(f));
     }
-  add_python_stacks(ranks, path);
+  const trace::InputKind input_kind = input.empty() ? trace::InputKind::kOther : trace::detect_input(input).kind;
+  if (!input.empty()) add_python_stacks(ranks, input);
   // A profiled run's Python bootstrap wrote torch.distributed's rank and
-  // process groups beside the traces (the per-file loads above do not read
-  // the directory): as load_run gives them to whole traces.
-  if (std::error_code ec; fs::is_directory(path, ec)) {
-    const std::vector<trace::PythonRecord> records = trace::read_python_records(path);
+  // process groups beside the traces (the per-file loads do not read the
+  // directory): as load_run gives them to whole traces.
+  if (std::error_code ec; !input.empty() && fs::is_directory(input, ec)) {
+    const std::vector<trace::PythonRecord> records = trace::read_python_records(input);
     for (RankAnalysis& r : ranks)
       if (const trace::PythonRecord* rec = trace::record_of_process(records, r.hostname, r.pid))
         trace::take_python_record(*rec, r.rank, r.process_groups);
@@ -197,22 +172,67 @@ RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned 
   // operators only: every GPU table would be empty, so say why instead.
   const bool any_gpu = std::any_of(ranks.begin(), ranks.end(), [](const RankAnalysis& r) { return r.gpu_activity; });
   if (!ranks.empty() && !any_gpu &&
-      std::all_of(files.begin(), files.end(),
-                  [](const fs::path& f) { return trace::detect_input(f).kind == trace::InputKind::kKinetoJson; }))
-    fail("no GPU activity in {} (was ProfilerActivity.CUDA on?)", path.string());
-  return combine_files(std::move(ranks), names, options.align_clocks);
+      (input_kind == trace::InputKind::kKinetoJson || input_kind == trace::InputKind::kKinetoDirectory))
+    fail("no GPU activity in {} (was ProfilerActivity.CUDA on?)", input.string());
+  number_ranks(ranks, names);
+  RunAnalysis run = combine(std::move(ranks), options.align_clocks);
+  run.nccl_ops = combine_nccl_ops(run.ranks);
+  return run;
 }
 
-RunAnalysis analyze_traces(std::vector<trace::Trace>& traces, const std::vector<std::string>& file_names,
-                           const Options& options) {
-  std::vector<RankAnalysis> ranks;
-  ranks.reserve(traces.size());
-  detail::WindowScratch scratch;
-  for (const trace::Trace& t : traces) {
-    ranks.push_back(detail::analyze_rank(t, options, scratch));
-    ranks.back().input_index = ranks.size() - 1;
-  }
-  return combine_in_order(std::move(ranks), file_names, traces, options.align_clocks);
+}  // namespace
+
+bool detail::analyze_streaming(trace::InputKind kind, uint64_t rows, const Options& options, bool visitor) {
+  return kind == trace::InputKind::kTraceFile && !visitor && rows > options.stream_above_rows;
+}
+
+RunAnalysis analyze_path(const fs::path& path, const Options& options, unsigned threads,
+                         const std::function<void(size_t, size_t)>& on_file_done, const RankVisitor& visit) {
+  const std::vector<fs::path> files = list_trace_inputs(path);
+  // Native frames (format 1.4) are named here, offline, by one namer for the
+  // whole run: each library is loaded once, whatever the number of ranks.
+  trace::FrameNamer namer(trace::frame_namer_options_from_env());
+  std::mutex namer_mutex;
+  const auto load = [&](size_t i, unsigned) {
+    LoadedItem item;
+    // A large .sstrace rank, when nothing needs its whole Trace, is
+    // analysed chunk by chunk: its memory is bounded whatever its length.
+    if (!visit && trace::detect_input(files[i]).kind == trace::InputKind::kTraceFile) {
+      trace::ChunkReader reader = trace::ChunkReader::open(files[i]);
+      if (detail::analyze_streaming(trace::InputKind::kTraceFile, reader.total_rows(), options, false)) {
+        item.streamed = analyze_rank_streaming(std::move(reader), options, [&](trace::Trace& t) {
+          std::lock_guard lock(namer_mutex);
+          namer.name(t);
+        });
+        return item;
+      }
+    }
+    item.owned = load_one(files[i]);
+    for (trace::Trace& t : item.owned) {
+      if (t.host_callsites.size() > 0) {
+        std::lock_guard lock(namer_mutex);
+        namer.name(t);
+      }
+      item.traces.push_back(&t);
+    }
+    return item;
+  };
+  return analyze_items(
+      files.size(), load, [&](size_t i) { return files[i].filename().string(); }, path, options, threads,
+      on_file_done, visit);
+}
+
+RunAnalysis analyze_traces(const std::vector<trace::Trace>& traces, const std::vector<std::string>& file_names,
+                           const Options& options, const fs::path& input, unsigned threads, const RankVisitor& visit) {
+  if (file_names.size() != traces.size())
+    fail("analyze: {} traces but {} file names", traces.size(), file_names.size());
+  const auto load = [&](size_t i, unsigned) {
+    LoadedItem item;
+    item.traces.push_back(&traces[i]);
+    return item;
+  };
+  return analyze_items(
+      traces.size(), load, [&](size_t i) { return file_names[i]; }, input, options, threads, {}, visit);
 }
 
 }  // namespace scalescope::analyze

@@ -480,12 +480,17 @@ TEST(StreamAnalyzerTest, AnalyzePathStreamsTraceFiles) {
   nlohmann::json whole =
       analyze_path(run, on, 0, {}, [&](size_t, const trace::Trace&, const RankAnalysis&) { ++visited; });
   EXPECT_EQ(visited, 2u);
-  // Everything is the same, both splits of idle time by cause included.
-  for (auto* j : {&streamed, &whole})
+  // Everything is the same, both splits of idle time by cause included. The
+  // NCCL collectives by operation and size are not computed chunk by chunk
+  // (they say so).
+  for (auto* j : {&streamed, &whole}) {
     for (auto& r : (*j)["ranks"]) {
       EXPECT_TRUE(r["idle_cover"]["availability"]["available"].get<bool>()) << r["label"];
       EXPECT_TRUE(r["idle_breakdown"]["availability"]["available"].get<bool>()) << r["label"];
+      r.erase("nccl_ops");
     }
+    j->erase("nccl_ops");
+  }
   EXPECT_FALSE(whole["ranks"].empty());
   EXPECT_EQ(streamed, whole);
   // The frame was named in the streamed analysis too.

@@ -39,7 +39,6 @@
 #include "trace/error.hpp"
 #include "trace/kernel_short_name.hpp"
 #include "trace/kineto_importer.hpp"
-#include "trace/parallel_for.hpp"
 #include "trace/safe_output.hpp"
 #include "trace/table_columns.hpp"
 #include "trace/trace.hpp"
@@ -295,16 +294,6 @@ analyze::Options analysis_options(const char* window, const char* iteration_rang
   return options;
 }
 
-// Ranks analysed up to 4 at a time, like analyze_path (results do not
-// depend on the order: each rank's analysis is a pure function of its trace).
-analyze::RunAnalysis analyze_run(const ss_run& run, const analyze::Options& options) {
-  std::vector<analyze::RankAnalysis> ranks(run.ranks.size());
-  trace::parallel_for(ranks.size(), trace::worker_count(0, ranks.size(), 4),
-                      [&](size_t i, unsigned) { ranks[i] = analyze::analyze_rank(run.ranks[i], options); });
-  analyze::add_python_stacks(ranks, run.input);  // as analyze_path does
-  return analyze::combine_files(std::move(ranks), run.files);
-}
-
 std::string tables_json(const std::vector<report::Table>& tables) {
   std::ostringstream out;
   report::print_tables(out, tables, report::OutputFormat::kJson);
@@ -480,8 +469,9 @@ char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_ran
     if (!run) fail("no run (NULL handle)");
     std::string text;
     {
-      const analyze::RunAnalysis analysis =
-          analyze_run(*run, analysis_options(window, iteration_range, classes_path, classes_text));
+      // The run pipeline of `scalescope analyze`, on the ranks already loaded.
+      const analyze::RunAnalysis analysis = analyze::analyze_traces(
+          run->ranks, run->files, analysis_options(window, iteration_range, classes_path, classes_text), run->input);
       const std::vector<advise::Finding> findings = advise::advise(analysis);
       text = dump({{"input", run->input}, {"analysis", analysis}, {"findings", findings}});
     }  // the analysis and its JSON tree are freed before the copy handed out: they never coexist with it
@@ -499,7 +489,8 @@ char* ss_diff_json(ss_run* a, ss_run* b, const char* options_json) {
     const int top = opt<int>(o, "top").value_or(15);
     if (top < 1 || top > 1000) fail("top {} is not in 1..1000", top);
     const analyze::Options options = analysis_options(window.c_str(), range.c_str(), classes.c_str(), nullptr);
-    const analyze::RunDiff d = analyze::diff(analyze_run(*a, options), analyze_run(*b, options), top);
+    const analyze::RunDiff d = analyze::diff(analyze::analyze_traces(a->ranks, a->files, options, a->input),
+                                             analyze::analyze_traces(b->ranks, b->files, options, b->input), top);
     return dup(dump({{"a", a->input}, {"b", b->input}, {"diff", d}}));
   });
 }

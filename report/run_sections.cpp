@@ -11,8 +11,6 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <set>
-#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -304,8 +302,8 @@ std::vector<size_t> decimate(const std::vector<std::pair<int64_t, double>>& poin
 
 // What the page draws of each rank's events, taken while the run pipeline
 // holds the rank's trace (analyze_path's visitor) and kept small: one
-// iteration's GPU activity for the timeline, NCCL sums, decimated counter
-// series. So a report holds a few traces at a time, as `analyze` does, and
+// iteration's GPU activity for the timeline, decimated counter series (the
+// NCCL table is the analysis', RunAnalysis::nccl_ops). So a report holds a few traces at a time, as `analyze` does, and
 // not every rank's.
 class RunDrawing {
  public:
@@ -325,7 +323,6 @@ class RunDrawing {
       if (const auto n = t.problems.get(static_cast<trace::Problem>(p)))
         out.problems.emplace_back(static_cast<trace::Problem>(p), n);
     add_timeline(t, r, out);
-    add_nccl(t, out);
     add_counters(t, out);
   }
 
@@ -333,19 +330,12 @@ class RunDrawing {
   // clocks: the run's estimate, applied to the counters' time axis.
   Json timeline_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of,
                        size_t max_events) const;
-  Json nccl_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of) const;
   Json counter_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of,
                       const trace::ClockAlignment* clocks) const;
   Json problem_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of) const;
   std::string subtitle(const std::vector<size_t>& slot_of) const;
 
  private:
-  struct NcclSum {
-    int64_t count = 0, time_ns = 0;
-    uint64_t bytes = 0;
-    double bus_bytes = 0;  // bytes x nccl-tests' bus factor, over the collectives whose size is known
-    int64_t bus_ns = 0;
-  };
   struct Rank {
     size_t events = 0, devices = 0;
     std::string source, device_name, hostname;
@@ -354,7 +344,6 @@ class RunDrawing {
     double span_us = 0;
     std::vector<TimelineItem> items;                       // lane: index into lane_keys
     std::vector<std::pair<uint32_t, uint32_t>> lane_keys;  // (device, stream), in order of first use
-    std::map<std::string, int64_t> nccl_by_op;             // GPU time per operation
     std::map<std::pair<trace::CounterMetric, uint32_t>, CounterSeries> counters;  // (metric, device)
     std::optional<int64_t> first_counter_unix;  // of the table's first row, as the axis' origin
   };
@@ -420,24 +409,6 @@ class RunDrawing {
     }
   }
 
-  void add_nccl(const trace::Trace& t, Rank& out) {
-    const auto& n = t.nccl;
-    for (size_t i = 0; i < n.size(); ++i) {
-      const std::string op(trace::to_string(n.op[i]));
-      const int64_t d = std::max<int64_t>(0, n.end[i] - n.start[i]);
-      auto& s = nccl_[{op, n.bytes[i]}];
-      ++s.count;
-      s.time_ns += d;
-      s.bytes += n.bytes[i];
-      if (const double bus = trace::nccl_bus_bytes(t, i); bus > 0) {  // as `stats` computes it
-        s.bus_bytes += bus;
-        s.bus_ns += d;
-      }
-      out.nccl_by_op[op] += d;
-      nccl_ops_.insert(op);
-    }
-  }
-
   void add_counters(const trace::Trace& t, Rank& out) {
     const auto& c = t.counters;
     if (!c.size()) return;
@@ -463,8 +434,6 @@ class RunDrawing {
   std::optional<size_t> index_;  // the timeline's iteration
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> name_ids_;
-  std::map<std::tuple<std::string, uint64_t>, NcclSum> nccl_;  // (operation, message bytes), all ranks
-  std::set<std::string> nccl_ops_;
 };
 
 Json RunDrawing::timeline_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of,
@@ -541,18 +510,25 @@ Json RunDrawing::timeline_blocks(const std::vector<analyze::RankAnalysis>& ranks
                        {"notes", std::move(notes)}}});
 }
 
-Json RunDrawing::nccl_blocks(const std::vector<analyze::RankAnalysis>& ranks,
-                             const std::vector<size_t>& slot_of) const {
-  if (nccl_.empty()) return Json::array({paragraph("No NCCL collectives in these traces.", "skipped")});
+// The run's NCCL collectives by operation and message size, as the analysis
+// gives them (analyze/nccl_ops.hpp): time per rank and operation, then the table.
+Json nccl_blocks(const analyze::RunAnalysis& run) {
+  const analyze::NcclOpStats& all = run.nccl_ops;
+  if (!all.available) return Json::array({paragraph("NCCL collectives: " + all.reason, "skipped")});
+  if (all.groups.empty()) return Json::array({paragraph("No NCCL collectives in these traces.", "skipped")});
   Json cats = Json::array();
-  for (const auto& r : ranks) cats.push_back(rank_label(r));
+  for (const auto& r : run.ranks) cats.push_back(rank_label(r));
+  std::vector<std::string> ops;  // groups come by operation: each once, in order
+  for (const auto& g : all.groups)
+    if (ops.empty() || ops.back() != g.operation) ops.push_back(g.operation);
   Json series = Json::array();
-  for (const auto& op : nccl_ops_) {
+  for (const auto& op : ops) {
     Json values = Json::array();
-    for (size_t ri = 0; ri < ranks.size(); ++ri) {
-      const auto& m = ranks_[slot_of[ri]].nccl_by_op;
-      auto f = m.find(op);
-      values.push_back(f == m.end() ? 0.0 : ms(f->second));
+    for (const auto& r : run.ranks) {
+      int64_t ns = 0;
+      for (const auto& g : r.nccl_ops.groups)
+        if (g.operation == op) ns += g.time_ns;
+      values.push_back(ms(ns));
     }
     series.push_back({{"name", op}, {"values", std::move(values)}});
   }
@@ -560,15 +536,14 @@ Json RunDrawing::nccl_blocks(const std::vector<analyze::RankAnalysis>& ranks,
           {Column("operation"), Column("message bytes"), Column("count"), Column("time ms"), Column("mean us"),
            Column("algorithm GB/s", 2), Column("bus GB/s", 2)});
   bool unknown_bytes = false;
-  for (const auto& [key, s] : nccl_) {
+  auto maybe = [](std::optional<double> x) { return x ? Cell(*x) : Cell(); };
+  for (const auto& g : all.groups) {
     // Size 0: the trace did not say (e.g. a Kineto trace without NCCL's
     // payloads); unknown, not zero bytes at zero GB/s.
-    const bool known = std::get<1>(key) > 0;
+    const bool known = g.message_bytes > 0;
     unknown_bytes = unknown_bytes || !known;
-    t.add_row({std::get<0>(key), known ? Cell(static_cast<int64_t>(std::get<1>(key))) : Cell(std::string("unknown")),
-               s.count, ms(s.time_ns), static_cast<double>(s.time_ns) / 1e3 / static_cast<double>(s.count),
-               known && s.time_ns ? Cell(static_cast<double>(s.bytes) / static_cast<double>(s.time_ns)) : Cell(),
-               s.bus_ns > 0 ? Cell(s.bus_bytes / static_cast<double>(s.bus_ns)) : Cell()});
+    t.add_row({g.operation, known ? Cell(static_cast<int64_t>(g.message_bytes)) : Cell(std::string("unknown")),
+               g.count, ms(g.time_ns), g.mean_ns() / 1e3, maybe(g.algorithm_gb_per_s()), maybe(g.bus_gb_per_s())});
   }
   if (unknown_bytes)
     t.add_note(
@@ -892,20 +867,19 @@ void add_run_sections(Document& doc, const std::string& label, const std::vector
                       const trace::ClockAlignment* clocks) {
   if (given.empty()) fail("{}: no traces in this run", label);
   const analyze::Options options = run_options(doc);
-  std::vector<trace::Trace> traces = given;
   std::vector<std::string> names;
-  for (size_t i = 0; i < traces.size(); ++i) names.push_back(fmt::format("trace {}", i));
-  analyze::RunAnalysis run = analyze::analyze_traces(traces, names, options);
+  for (size_t i = 0; i < given.size(); ++i) names.push_back(fmt::format("trace {}", i));
+  // The run pipeline of `scalescope analyze`, as for a path below.
+  RunDrawing drawing(options.classifier, doc.options.max_counter_points);
+  analyze::RunAnalysis run = analyze::analyze_traces(
+      given, names, options, {}, 0, [&](size_t input_index, const trace::Trace& t, const analyze::RankAnalysis& r) {
+        drawing.add_rank(input_index, t, r);
+      });
   // Traces already aligned carry the estimate that moved them; combine()
   // re-estimating would only find what is left (agrees, about 0).
   if (clocks && !clocks->hosts.empty()) run.clocks = *clocks;
-  // analyze_traces lined the traces up with run.ranks.
-  RunDrawing drawing(options.classifier, doc.options.max_counter_points);
-  std::vector<size_t> slot_of(traces.size());
-  for (size_t i = 0; i < traces.size(); ++i) {
-    drawing.add_rank(i, traces[i], run.ranks[i]);
-    slot_of[i] = i;
-  }
+  std::vector<size_t> slot_of;
+  for (const auto& r : run.ranks) slot_of.push_back(r.input_index);
   add_analysed_run(doc, label, drawing, slot_of, nullptr, std::move(run));
 }
 
@@ -935,7 +909,7 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   Json blocks = Json::array();
   append(blocks, drawing.problem_blocks(ranks, slot_of));
   Json timeline = drawing.timeline_blocks(ranks, slot_of, doc.options.max_timeline_events);
-  Json nccl = drawing.nccl_blocks(ranks, slot_of);
+  Json nccl = nccl_blocks(run);
   Json counters = drawing.counter_blocks(ranks, slot_of, clocks);
   Json kernels = kernel_blocks(ranks, doc.options.top_kernels);
   Json copies = copy_blocks(ranks);

@@ -11,9 +11,10 @@
 namespace scalescope::sweep {
 
 // Adds "iteration_s", "energy_j", "allreduce_bytes_per_iter", "allreduce_busbw"
-// and "compute_s_per_iter" (one GPU's compute-kernel seconds per steady
-// iteration, mean over ranks) to `metrics` where the trace has them, and a note
-// for each of the first four that is missing.
+// and "compute_s_per_iter" (one GPU's compute seconds per steady iteration,
+// the union of its compute kernels as `analyze` breaks time down, mean over
+// ranks) to `metrics` where the trace has them, and a note for each of the
+// first four that is missing. The ranks go through analyze::analyze_path.
 void add_profile_metrics(const std::filesystem::path& trace_dir, RunMetrics& metrics);
 
 }  // namespace scalescope::sweep

@@ -19,6 +19,18 @@ _BREAKDOWN = ["rank", "label", "available", "reason", "wall_ns",
 _ATTRIBUTION_ROW = ["name", "kind", "calls", "gpu_ns", "self_gpu_ns", "sum_ns", "self_sum_ns", "kernels", "kernels_per_call",
                     "cpu_ns", "self_cpu_ns", "step_fraction", "gpu_ns_per_iteration"]
 
+# The columns of one group of NCCL collectives (analyze/nccl_ops.hpp, NcclOpSize).
+_NCCL_OPS = ["operation", "message_bytes", "count", "time_ns", "mean_ns", "bytes", "algorithm_gbps", "bus_bytes",
+             "bus_ns", "bus_gbps"]
+
+
+
+def _nccl_numbers(df):
+    """Bandwidths as floats, NaN where the JSON has null (unknown), even when every row's is."""
+    for c in ("algorithm_gbps", "bus_gbps"):
+        df[c] = df[c].astype(float)
+    return df
+
 
 class Finding:
     """One advisor finding: id, title, severity, evidence, figures, ranks,
@@ -237,6 +249,23 @@ class Analysis:
                 for field in ("layout_conversions", "fp32_no_tensor", "tiny_kernels") for x in r["attribution"][field]]
         return _frames.records(rows, ["rank", "list", "operator", "module", "count", "sum_ns"],
                                "Analysis.responsible_operators")
+
+    # ---- NCCL collectives by operation and message size ----------------------------
+    @property
+    def nccl_ops(self):
+        """Every rank's NCCL collectives by operation and message size (the HTML report's table):
+        operation, message_bytes (0: the trace does not record it), count, time_ns (collective kernels'
+        GPU time), mean_ns, bytes, algorithm_gbps, bus_bytes, bus_ns, bus_gbps (NaN when unknown).
+        df.attrs["reason"] says why it is empty when it was not computed."""
+        s = self.json["analysis"]["nccl_ops"]
+        df = _nccl_numbers(_frames.records(s["groups"], _NCCL_OPS, "Analysis.nccl_ops"))
+        df.attrs["reason"] = s["availability"].get("reason", "")
+        return df
+
+    @property
+    def nccl_ops_by_rank(self):
+        """The same per rank: rank, then the columns of nccl_ops."""
+        return _nccl_numbers(self._detail("nccl_ops", "groups", _NCCL_OPS, "Analysis.nccl_ops_by_rank"))
 
     @property
     def stragglers(self):

@@ -219,3 +219,54 @@ def test_python_frames_of_a_run_directory_as_the_cli(cli, tmp_path):
     assert len(with_frames) == 1
     assert with_frames[0]["python_frames"]["workers_top"][0]["where"] == "dataset.py:41 __getitem__"
     assert a.json["analysis"] == expected["analysis"]
+
+
+def test_process_groups_of_a_run_directory_as_the_cli(cli, tmp_path):
+    """A run directory with the Python bootstrap's records (torch.distributed's
+    process groups): the C ABI names the communicators' groups exactly as
+    `scalescope analyze --json` does."""
+    import json as _json
+    import shutil
+
+    run = tmp_path / "groups.ssrun"
+    shutil.copytree(STUDY_RUNS[1], run)  # its collectives name their communicator
+    for meta in run.glob("*.json"):
+        m = _json.loads(meta.read_text())
+        if meta.name == "run.json" or m.get("rank", -1) < 0:
+            continue
+        record = {"kind": "scalescope python bootstrap", "pid": m["pid"], "hostname": m["hostname"],
+                  "distributed": {"source": "torch.distributed", "rank": m["rank"], "world_size": 2,
+                                  "process_groups": [{"name": "0", "description": "default_pg", "ranks": [0, 1],
+                                                      "backend": "nccl"}]}}
+        (run / ("python-%s-%d.json" % (m["hostname"], m["pid"]))).write_text(_json.dumps(record))
+    expected = cli("analyze", run, "--json")
+    assert any(c["group"] == "default_pg" for c in expected["analysis"]["nodes"]["communicators"])
+    a = scalescope.open(run).analyze()
+    assert a.json["analysis"] == expected["analysis"]
+    assert a.json["findings"] == expected["findings"]
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.name)
+def test_nccl_ops_equal_cli_json(cli, path):
+    """NCCL collectives by operation and message size: the CLI's numbers, per
+    rank and for the run, and the run's are its ranks' added up."""
+    expected = cli("analyze", path, "--json")["analysis"]
+    a = scalescope.open(path).analyze()
+
+    def check(rows, groups):
+        assert len(rows) == len(groups)
+        for g, e in zip(rows, groups):
+            for k, v in e.items():
+                assert (v is None and math.isnan(g[k])) or same(g[k], v), k
+
+    assert expected["nccl_ops"]["availability"]["available"]
+    check(a.nccl_ops.to_dict("records"), expected["nccl_ops"]["groups"])
+    for r in expected["ranks"]:
+        check(rows_of(a.nccl_ops_by_rank, r["rank"]), r["nccl_ops"]["groups"])
+    by_rank = a.nccl_ops_by_rank.groupby(["operation", "message_bytes"])[["count", "time_ns", "bytes"]].sum()
+    run = a.nccl_ops.set_index(["operation", "message_bytes"])[["count", "time_ns", "bytes"]]
+    assert by_rank.sort_index().equals(run.sort_index())
+    if path != SAMPLE:  # the study runs are data-parallel jobs: their gradients are all-reduced
+        assert (a.nccl_ops["operation"] == "AllReduce").any()
+    # Unknown bandwidths are NaN, never 0 GB/s.
+    assert not (a.nccl_ops[["algorithm_gbps", "bus_gbps"]] == 0).any().any()

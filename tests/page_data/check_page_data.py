@@ -6,7 +6,7 @@ this runs the command a user would run and `scalescope report` on the same
 input, takes the data the page embeds (<script id="scalescope-data">), and
 compares them figure by figure: findings, the per-rank breakdown, iterations
 (and the boxplot's median against the analysis' steady median), top kernels,
-copies and stragglers for a run; every row of the scaling, break-even and
+copies, NCCL collectives by operation and message size and stragglers for a run; every row of the scaling, break-even and
 comparison tables for a sweep. Any figure the page computed differently fails.
 
 Usage: check_page_data.py SCALESCOPE SOURCE_DIR WORK_DIR [--perturb]
@@ -207,6 +207,28 @@ def check_run(name: str, doc: dict, cli: dict, perturb: bool) -> None:
         same(row[1], c[0], f"{name}: copy {row[0]} count")
         same(row[2], c[1], f"{name}: copy {row[0]} bytes")
         same(row[3], c[2] / ms, f"{name}: copy {row[0]} time")
+    # NCCL collectives by operation and message size: the analysis' table, and
+    # each rank's time per operation in the chart.
+    nccl = analysis["nccl_ops"]
+    t = table(run_blocks, "NCCL collectives by operation and message size")
+    rows = t["rows"] if t else []
+    same(len(rows), len(nccl["groups"]), f"{name}: NCCL rows")
+    for row, g in zip(rows, nccl["groups"]):
+        what = f"{name}: NCCL {g['operation']} {g['message_bytes']} bytes"
+        same(row[0], g["operation"], what + " operation")
+        same(row[1], g["message_bytes"] if g["message_bytes"] else "unknown", what + " message bytes")
+        same(row[2], g["count"], what + " count")
+        same(row[3], g["time_ns"] / ms, what + " time")
+        same(row[4], g["mean_ns"] / 1e3, what + " mean")
+        same(row[5], g["algorithm_gbps"], what + " algorithm GB/s")
+        same(row[6], g["bus_gbps"], what + " bus GB/s")
+    chart = next((b for b in run_blocks if b.get("title") == "NCCL time per rank by operation"), None)
+    if nccl["groups"] and not chart:
+        FAILURES.append(f"{name}: no NCCL chart on the page")
+    for series in (chart["series"] if chart else []):
+        for i, r in enumerate(ranks):
+            ns = sum(g["time_ns"] for g in r["nccl_ops"]["groups"] if g["operation"] == series["name"])
+            same(series["values"][i], ns / ms, f"{name}: NCCL {series['name']} time of {r['label']}")
     # Stragglers (runs of several ranks).
     s = analysis["stragglers"]
     t = table(run_blocks, "Lateness at collectives per rank")
