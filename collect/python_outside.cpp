@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,24 @@ std::vector<uint32_t> children_of(uint32_t pid) {
   if (!d) return out;
   while (dirent* e = readdir(d))
     if (e->d_name[0] != '.') parse_children(read_small_file(task + "/" + e->d_name + "/children"), out);
+  closedir(d);
+  return out;
+}
+
+// Kernels without task/<tid>/children files (some sandboxes): every
+// process's parent, from one scan of /proc.
+std::vector<std::pair<uint32_t, uint32_t>> parents_by_scan() {
+  std::vector<std::pair<uint32_t, uint32_t>> out;  // (pid, ppid)
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const unsigned long pid = std::strtoul(e->d_name, &end, 10);
+    if (pid == 0 || *end) continue;
+    ProcStat st;
+    if (parse_proc_stat(read_small_file(fmt::format("/proc/{}/stat", pid)), &st))
+      out.emplace_back(static_cast<uint32_t>(pid), st.ppid);
+  }
   closedir(d);
   return out;
 }
@@ -112,8 +131,18 @@ void OutsidePythonSampler::run() {
 
 void OutsidePythonSampler::discover() {
   std::vector<uint32_t> tree{options_.root_pid};
+  const bool children_files =
+      std::filesystem::exists(fmt::format("/proc/{0}/task/{0}/children", options_.root_pid));
+  const auto parents = children_files ? std::vector<std::pair<uint32_t, uint32_t>>() : parents_by_scan();
   for (size_t i = 0; i < tree.size() && tree.size() < 4096; ++i) {
-    for (uint32_t c : children_of(tree[i]))
+    std::vector<uint32_t> children;
+    if (children_files) {
+      children = children_of(tree[i]);
+    } else {
+      for (const auto& [pid, ppid] : parents)
+        if (ppid == tree[i]) children.push_back(pid);
+    }
+    for (uint32_t c : children)
       if (std::find(tree.begin(), tree.end(), c) == tree.end()) tree.push_back(c);
   }
   std::lock_guard lock(mutex_);
