@@ -2,6 +2,7 @@
 // over collect::run_profile (process handling, run.json) and the collector
 // options that travel to every process as SCALESCOPE_* variables.
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -74,9 +75,20 @@ void add_profile_command(CLI::App& app, int& exit_code) {
                 "do not load the Python bootstrap into the job's Python processes (by default it marks optimizer "
                 "steps for the sampled windows, records operator and module ranges inside windows, and reads ranks "
                 "and process groups from torch.distributed)");
+  cmd->add_option("--python-stacks", opts->profile.python_stacks,
+                  "how Python stacks are sampled: outside (read from this process, the whole run, every Python "
+                  "process of the job's tree), inside (by the bootstrap in each Python process, inside windows) "
+                  "or off")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, collect::PythonStacksWay>{
+          {"inside", collect::PythonStacksWay::kInside},
+          {"outside", collect::PythonStacksWay::kOutside},
+          {"off", collect::PythonStacksWay::kOff}})
+                     .description(""))
+      ->type_name("inside|outside|off")
+      ->default_str("outside");
   cmd->add_option("--python-sampling-hz", opts->profile.python_sampling_hz,
-                  "Python stack sampling rate inside windows, in every Python process of the job and its forked "
-                  "DataLoader workers: where each thread's time went, file, line and function (0: off)")
+                  "Python stack sampling rate, in every Python process of the job and its DataLoader workers: "
+                  "where each thread's time went, file, line and function (0: off)")
       ->capture_default_str()
       ->check(number_in(kSamplingHzRange));
   // Sampled windows by iteration: the default unless --full or the user's own windows.

@@ -1,6 +1,7 @@
 #include "collect/profile_runner.hpp"
 
 #include "collect/node_facts.hpp"
+#include "collect/python_outside.hpp"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -49,17 +50,31 @@ std::string iso_time(int64_t unix_ns) {
   return fmt::format("{}.{:03d}Z", buf, static_cast<int>((unix_ns / 1000000) % 1000));
 }
 
-void write_json_atomically(const fs::path& path, const nlohmann::json& j) {
+void write_text_atomically(const fs::path& path, const std::string& text) {
   fs::path tmp = path;
   tmp += ".tmp";
   {
     std::ofstream out(tmp);
-    out << j.dump(2) << '\n';
+    out << text << '\n';
     if (!out) fail("cannot write {}: {}", tmp.string(), std::strerror(errno));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) fail("cannot write {}: {}", path.string(), ec.message());
+}
+
+void write_json_atomically(const fs::path& path, const nlohmann::json& j) { write_text_atomically(path, j.dump(2)); }
+
+const char* way_name(PythonStacksWay way) {
+  switch (way) {
+    case PythonStacksWay::kInside:
+      return "inside";
+    case PythonStacksWay::kOutside:
+      return "outside";
+    case PythonStacksWay::kOff:
+      break;
+  }
+  return "off";
 }
 
 nlohmann::json host_json(const NodeInfo& node) {
@@ -360,7 +375,9 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
     if (!bootstrap.empty()) {
       auto it = env.find("PYTHONPATH");
       env["PYTHONPATH"] = it == env.end() || it->second.empty() ? bootstrap : bootstrap + ":" + it->second;
-      env["SCALESCOPE_PYTHON_SAMPLING_HZ"] = fmt::format("{:g}", options.python_sampling_hz);
+      // The bootstrap samples only when asked to sample inside.
+      env["SCALESCOPE_PYTHON_SAMPLING_HZ"] = fmt::format(
+          "{:g}", options.python_stacks == PythonStacksWay::kInside ? options.python_sampling_hz : 0.0);
     }
   }
   if (std::string dir = cupti_dir_if_needed(collector); !dir.empty()) {
@@ -391,7 +408,10 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   run["exit_code"] = nullptr;
   run["options"] = options_json(co);
   run["python_bootstrap"] = !options.python ? "off (--no-python)" : bootstrap.empty() ? "not found" : bootstrap;
-  if (options.python && !bootstrap.empty()) run["python_sampling_hz"] = options.python_sampling_hz;
+  const bool outside = options.python_stacks == PythonStacksWay::kOutside && options.python_sampling_hz > 0;
+  run["python_stacks"] = way_name(options.python_stacks);
+  if (outside || (options.python_stacks == PythonStacksWay::kInside && options.python && !bootstrap.empty()))
+    run["python_sampling_hz"] = options.python_sampling_hz;
   run["host"] = host_json(detect_node(own_env));
   // One `profile` per node (srun -N4 scalescope profile ...): a run file per
   // node, so that none overwrites another's.
@@ -422,6 +442,12 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   }
   setpgid(child, child);  // also here: whichever runs first
   close(exec_pipe[1]);
+  std::optional<OutsidePythonSampler> python_outside;
+  if (outside) {
+    python_outside.emplace(OutsidePythonOptions{
+        .root_pid = static_cast<uint32_t>(child), .hz = options.python_sampling_hz, .hostname = read_hostname()});
+    python_outside->start();
+  }
   int exec_errno = 0;
   ssize_t got = read(exec_pipe[0], &exec_errno, sizeof(exec_errno));
   close(exec_pipe[0]);
@@ -441,6 +467,18 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   }
   sigprocmask(SIG_SETMASK, &old, nullptr);
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (python_outside) {
+    python_outside->stop();
+    for (const trace::PythonStacks& p : python_outside->results()) {
+      try {
+        write_text_atomically(result.run_dir / p.file_name, trace::python_stacks_json(p));
+      } catch (const Error& e) {
+        log << fmt::format("scalescope: warning: {}\n", e.what());
+      }
+    }
+    result.python_stacks_notes = python_outside->notes();
+    run["python_stacks_notes"] = result.python_stacks_notes;
+  }
   if (got == sizeof(exec_errno)) {
     run["end"] = iso_time(unix_now_ns());
     run["exit_code"] = 127;
@@ -539,6 +577,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   for (const auto& p : result.processes)
     if (!p.sampling_line.empty()) log << fmt::format("scalescope: pid {}: {}\n", p.pid, p.sampling_line);
   log_python(options, bootstrap, result, log);
+  for (const auto& note : result.python_stacks_notes) log << fmt::format("scalescope: {}\n", note);
   if (!result.incomplete.empty())
     log << fmt::format("scalescope: {} trace(s) without a summary (process killed?): complete chunks are kept\n",
                        result.incomplete.size());

@@ -21,6 +21,12 @@
 
 namespace scalescope::collect {
 
+// How Python stacks are sampled (--python-stacks): inside, by the
+// bootstrap's thread in each Python process, only while a window is open;
+// outside, by this `profile` reading each Python process of the job's tree
+// (collect/python_outside.hpp) for the whole run; or not at all.
+enum class PythonStacksWay { kInside, kOutside, kOff };
+
 struct ProfileOptions {
   std::string output;                // NAME or NAME.ssrun
   CollectorOptions collector;        // run_dir is filled in by run_profile
@@ -31,9 +37,12 @@ struct ProfileOptions {
   // job's PYTHONPATH unless --no-python. Empty: find_python_bootstrap().
   bool python = true;
   std::string python_bootstrap;
-  // The bootstrap's Python stack sampler inside windows
-  // (SCALESCOPE_PYTHON_SAMPLING_HZ in the job's environment); 0 = off.
+  // The Python stack sampling rate, for either way (inside: the bootstrap's
+  // SCALESCOPE_PYTHON_SAMPLING_HZ in the job's environment); 0 = off.
   double python_sampling_hz = 100;
+  // Outside by default: the cheaper of the two for the job (bench/RESULTS.md,
+  // "Python stacks").
+  PythonStacksWay python_stacks = PythonStacksWay::kOutside;
 };
 
 struct ProcessSummary {
@@ -55,6 +64,7 @@ struct ProfileResult {
   std::vector<ProcessSummary> processes;
   std::vector<std::string> incomplete;  // traces without a summary (killed?)
   std::vector<PythonRecord> python;     // the Python bootstrap's records
+  std::vector<std::string> python_stacks_notes;  // why a Python process could not be read from outside
   double duration_s = 0;
 };
 

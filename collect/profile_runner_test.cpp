@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/error.hpp"
+#include "trace/python_stacks.hpp"
 
 namespace scalescope::collect {
 namespace {
@@ -274,12 +275,45 @@ TEST_F(CollectProfile, PythonSamplingRateGoesToTheJob) {
   auto o = options("hz", "echo \"$SCALESCOPE_PYTHON_SAMPLING_HZ\" > \"$SCALESCOPE_RUN_DIR/hz.txt\"");
   o.python_bootstrap = boot.string();
   o.python_sampling_hz = 250;
+  o.python_stacks = PythonStacksWay::kInside;
   EXPECT_EQ(run_in_child(o), 0);
   std::ifstream in(dir_ / "hz.ssrun" / "hz.txt");
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line, "250");
   EXPECT_EQ(run_json("hz")["python_sampling_hz"], 250);
+}
+
+// Outside (the default): the bootstrap is told not to sample, and profile
+// itself writes the stacks file of each Python process of the job's tree,
+// here a shell whose Python child sleeps in a known line.
+TEST_F(CollectProfile, PythonStacksFromOutsideAreWrittenByProfile) {
+  const fs::path boot = dir_ / "boot";
+  fs::create_directories(boot);
+  std::ofstream(dir_ / "sleeper.py") << "import time\ndef nap():\n    time.sleep(0.6)\nnap()\n";
+  auto o = options("out", "echo \"$SCALESCOPE_PYTHON_SAMPLING_HZ\" > \"$SCALESCOPE_RUN_DIR/hz.txt\"; /usr/bin/python3 " +
+                              (dir_ / "sleeper.py").string());
+  o.python_bootstrap = boot.string();
+  ASSERT_EQ(o.python_stacks, PythonStacksWay::kOutside);
+  std::string log;
+  EXPECT_EQ(run_in_child(o, &log), 0) << log;
+  std::ifstream in(dir_ / "out.ssrun" / "hz.txt");
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "0");
+  const auto j = run_json("out");
+  EXPECT_EQ(j["python_stacks"], "outside");
+  EXPECT_EQ(j["python_sampling_hz"], 100);
+  EXPECT_TRUE(j["python_stacks_notes"].empty()) << j.dump();
+  std::vector<std::string> problems;
+  const auto stacks = trace::read_python_stacks(dir_ / "out.ssrun", &problems);
+  EXPECT_TRUE(problems.empty());
+  ASSERT_EQ(stacks.size(), 1u);  // the Python child; the shell is not Python
+  ASSERT_FALSE(stacks[0].stacks.empty());
+  const auto& leaf = stacks[0].stacks[0].frames[0];
+  EXPECT_EQ(leaf.function, "nap");
+  EXPECT_EQ(leaf.line, 3);
+  EXPECT_EQ(leaf.file, (dir_ / "sleeper.py").string());
 }
 
 TEST_F(CollectProfile, RefusesANonEmptyRunDirUnlessForced) {

@@ -95,6 +95,32 @@ PythonStacks parse_python_stacks(std::string_view text_in, const std::string& fi
   return p;
 }
 
+std::string python_stacks_json(const PythonStacks& p) {
+  json threads = json::array(), stacks = json::array();
+  for (const auto& t : p.threads) threads.push_back({{"id", t.id}, {"name", t.name}, {"main", t.is_main}});
+  for (const auto& s : p.stacks) {
+    json frames = json::array();
+    for (const auto& f : s.frames) frames.push_back(json::array({f.file, f.line, f.function}));
+    stacks.push_back({{"thread", s.thread}, {"samples", s.samples}, {"frames", std::move(frames)}});
+  }
+  const json j = {{"kind", "scalescope python stacks"},
+                  {"format", 1},
+                  {"pid", p.pid},
+                  {"ppid", p.ppid},
+                  {"hostname", p.hostname},
+                  {"hz", p.hz},
+                  {"state", p.state},
+                  {"window_seconds", p.window_seconds},
+                  {"samples", p.samples},
+                  {"thread_samples", p.thread_samples},
+                  {"dropped", p.dropped},
+                  {"truncated", p.truncated},
+                  {"sampler_cpu_per_second", p.sampler_cpu_per_second},
+                  {"threads", std::move(threads)},
+                  {"stacks", std::move(stacks)}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::vector<PythonStacks> read_python_stacks(const std::filesystem::path& run_dir, std::vector<std::string>* problems) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;

@@ -1,6 +1,7 @@
 #pragma once
 // Python stacks sampled by the Python bootstrap inside windows
-// (collect/python/scalescope_bootstrap/_pystacks.py): one file per Python
+// (collect/python/scalescope_bootstrap/_pystacks.py), or read from outside
+// by `scalescope profile` (collect/python_reader.hpp): one file per Python
 // process of the job, <run dir>/python-stacks-<host>-<pid>.json, forked
 // DataLoader workers included (their parent's pid in ppid).
 //
@@ -51,6 +52,10 @@ struct PythonStacks {
 // Parses one file's text; throws Error "<file_name>: <problem>" (one line)
 // when it is not a stacks file or a field is missing or of the wrong type.
 PythonStacks parse_python_stacks(std::string_view text, const std::string& file_name);
+
+// The file's text for p, in the format the bootstrap writes (the outside
+// reader, collect/python_reader.hpp, writes its stacks so).
+std::string python_stacks_json(const PythonStacks& p);
 
 // Every python-stacks-*.json of run_dir, by file name; a file that cannot be
 // read or parsed is left out and its one-line problem added to problems.

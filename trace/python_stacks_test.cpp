@@ -44,6 +44,25 @@ TEST(PythonStacks, ParsesTheBootstrapsFile) {
   EXPECT_EQ(p.stacks[0].frames[0].function, "__getitem__");
 }
 
+TEST(PythonStacks, WrittenTextReadsBackTheSame) {
+  const PythonStacks p = parse_python_stacks(kGood, "python-stacks-h-120.json");
+  const PythonStacks back = parse_python_stacks(python_stacks_json(p), "python-stacks-h-120.json");
+  EXPECT_EQ(back.pid, p.pid);
+  EXPECT_EQ(back.ppid, p.ppid);
+  EXPECT_EQ(back.hostname, p.hostname);
+  EXPECT_EQ(back.state, p.state);
+  EXPECT_DOUBLE_EQ(back.window_seconds, p.window_seconds);
+  EXPECT_EQ(back.truncated, p.truncated);
+  ASSERT_EQ(back.threads.size(), 2u);
+  EXPECT_EQ(back.threads[1].name, "reader");
+  EXPECT_FALSE(back.threads[1].is_main);
+  ASSERT_EQ(back.stacks.size(), 2u);
+  EXPECT_EQ(back.stacks[0].samples, 200);
+  EXPECT_EQ(back.stacks[0].frames[1].file, "/job/train.py");
+  EXPECT_EQ(back.stacks[0].frames[1].line, 9);
+  EXPECT_EQ(back.stacks[1].frames[0].function, "wait");
+}
+
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
   const auto at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
