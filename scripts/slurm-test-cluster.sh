@@ -6,8 +6,8 @@
 #   scripts/slurm-test-cluster.sh env      # prints SLURM_CONF=... for the clients
 # Everything (config, munge key and socket, state, logs, job completion file)
 # lives in SCALESCOPE_SLURM_DIR (default /tmp/scalescope-slurm); nothing is
-# written under /etc. The daemons listen on their own ports, so a real Slurm
-# installation on the host is not disturbed.
+# written under /etc. The daemons listen on their own ports (below), so a real
+# Slurm installation on the host is not disturbed.
 #
 # Accounting: there is no slurmdbd (it needs MySQL), so `sacct` has nothing
 # to read. Finished jobs stay known to slurmctld for MinJobAge (here 600 s),
@@ -19,7 +19,9 @@
 set -euo pipefail
 
 DIR=${SCALESCOPE_SLURM_DIR:-/tmp/scalescope-slurm}
-CTLD_PORT=${SCALESCOPE_SLURM_PORT:-16817}
+# Ports of their own per folder (two checkouts' clusters can run side by side):
+# 16800 + 2 x (a hash of the folder, 0..999), or SCALESCOPE_SLURM_PORT.
+CTLD_PORT=${SCALESCOPE_SLURM_PORT:-$((16800 + 2 * ($(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 1000)))}
 SLURMD_PORT=$((CTLD_PORT + 1))
 NODE=sscope1
 SKIP=77
@@ -97,7 +99,12 @@ start_munge() {
     --pid-file="$DIR/munge/munged.pid" --log-file="$DIR/log/munged.log" --seed-file="$DIR/munge/seed"
 }
 
-node_state() { SLURM_CONF="$DIR/slurm.conf" sinfo -h -n "$NODE" -o %T 2>/dev/null || true; }
+node_state() {
+  [ -f "$DIR/slurm.conf" ] || return 0
+  SLURM_CONF="$DIR/slurm.conf" timeout 5 sinfo -h -n "$NODE" -o %T 2>/dev/null || true
+}
+
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 stop_one() {  # pid file
   local pidfile=$1 pid
@@ -125,6 +132,9 @@ start() {
     return 0
   fi
   stop
+  for port in "$CTLD_PORT" "$SLURMD_PORT"; do
+    port_taken "$port" && skip "port $port is taken by another program (set SCALESCOPE_SLURM_PORT to another even port)"
+  done
   rm -rf "$DIR/state" "$DIR/spool"
   write_config
   start_munge || skip "munged does not start (see $DIR/log/munged.log)"
