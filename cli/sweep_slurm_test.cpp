@@ -243,5 +243,42 @@ TEST_F(SweepSlurm, CtrlCCancelsTheSweepsJobsAndLeavesItsRunsForResume) {
   }
 }
 
+// Runs `line` (a shell line) to its end; its output.
+std::string output_of(const std::string& line) {
+  std::string out;
+  FILE* p = ::popen(line.c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+TEST_F(SweepSlurm, MpirunInsideEachJobStartsItsRanksAndTheJobsAreReported) {
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);  // CI runs as root; sbatch passes the environment on
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const pid_t pid = start({SCALESCOPE_BIN, "sweep", "--scheduler", "slurm", "--launcher", "mpirun", "--cpu-only", "--gpus",
+                           "1,2", "--repeat", "1", "-o", db_.string(), "--", "sh", "-c",
+                           "echo rank=$OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE"},
+                          "sweep.log");
+  ASSERT_EQ(wait_exit(pid, 60), 0) << read_file(dir_ / "sweep.log");
+  const auto s = sweep::read_sweep(db_);
+  ASSERT_EQ(s.runs.size(), 2u);
+  for (const auto& r : s.runs) {
+    EXPECT_EQ(r.status, sweep::RunStatus::kOk) << r.note;
+    const std::string out = read_file(r.log_path);
+    for (int rank = 0; rank < r.gpus; ++rank)
+      EXPECT_NE(out.find(fmt::format("rank={} of {}", rank, r.gpus)), std::string::npos) << out;
+  }
+  // `scaling` and the report show each run's job.
+  const std::string json = output_of(fmt::format("{} scaling {} --format json", SCALESCOPE_BIN, db_.string()));
+  EXPECT_NE(json.find("\"title\":\"Slurm jobs\""), std::string::npos) << json;
+  for (const auto& r : s.runs)
+    EXPECT_NE(json.find(fmt::format("\"job_id\":\"{}\"", r.slurm->job_id)), std::string::npos) << json;
+  EXPECT_NE(json.find("\"state\":\"COMPLETED\""), std::string::npos) << json;
+  const auto html = dir_ / "report.html";
+  output_of(fmt::format("{} report {} -o {} 2>&1", SCALESCOPE_BIN, db_.string(), html.string()));
+  EXPECT_NE(read_file(html).find("Slurm jobs"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace scalescope

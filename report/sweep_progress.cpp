@@ -47,10 +47,12 @@ struct Printer {
       case Kind::kRunStarted:
         last_draw = std::chrono::steady_clock::now();
         if (bar) draw_running(e, label);
+        else if (!e.note.empty())  // submitted to a scheduler: several wait at once, so the plan index names it
+          fmt::print(out, "run #{} gpus={}{}{} rep={}: {} (elapsed {})\n", e.run_index, e.gpus,
+                     label.empty() ? "" : " ", label, e.rep, terminal_safe(e.note), format_eta(e.sweep_elapsed_s));
         else
-          fmt::print(out, "run {}/{} gpus={}{}{} rep={}: {} (elapsed {})\n", e.done + 1, e.planned, e.gpus,
-                     label.empty() ? "" : " ", label, e.rep, e.note.empty() ? "running" : terminal_safe(e.note),
-                     format_eta(e.sweep_elapsed_s));
+          fmt::print(out, "run {}/{} gpus={}{}{} rep={}: running (elapsed {})\n", e.done + 1, e.planned, e.gpus,
+                     label.empty() ? "" : " ", label, e.rep, format_eta(e.sweep_elapsed_s));
         break;
       case Kind::kRunning:
         if (!bar || std::chrono::steady_clock::now() - last_draw < std::chrono::seconds(1)) return;
