@@ -243,6 +243,35 @@ TEST_F(SweepSlurm, CtrlCCancelsTheSweepsJobsAndLeavesItsRunsForResume) {
   }
 }
 
+TEST_F(SweepSlurm, LeaveQueuedKeepsTheJobsAndResumeFollowsThemById) {
+  const auto argv = sweep_argv("ok", "4", {"--max-queued", "2", "--leave-queued"});
+  const pid_t pid = start(argv, "first.log");
+  std::map<int, std::string> ids;
+  ASSERT_TRUE(wait_for(
+      [&](const sweep::StoredSweep& s) {
+        ids.clear();
+        for (const auto& r : s.runs)
+          if (r.slurm) ids[r.plan_index] = r.slurm->job_id;
+        return ids.size() == 2;
+      },
+      60))
+      << read_file(dir_ / "first.log");
+  ::kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid, 30), 1) << read_file(dir_ / "first.log");
+  auto resume = argv;
+  resume.insert(resume.begin() + 2, "--resume");
+  ASSERT_EQ(wait_exit(start(resume, "second.log"), 60), 0) << read_file(dir_ / "second.log");
+  const auto s = sweep::read_sweep(db_);
+  ASSERT_EQ(s.runs.size(), 2u);
+  for (const auto& r : s.runs) {
+    EXPECT_EQ(r.status, sweep::RunStatus::kOk) << r.note;
+    ASSERT_TRUE(r.slurm);
+    EXPECT_EQ(r.slurm->job_id, ids[r.plan_index]);  // the same job, never submitted again
+    EXPECT_EQ(r.slurm->state, "COMPLETED");
+  }
+  EXPECT_EQ(completed_jobs().size(), 2u) << fmt::format("{}", fmt::join(completed_jobs(), "\n"));
+}
+
 // Runs `line` (a shell line) to its end; its output.
 std::string output_of(const std::string& line) {
   std::string out;
