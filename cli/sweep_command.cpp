@@ -30,6 +30,7 @@ struct SweepArgs {
   std::string partition, account, qos;
   int max_queued = 4;
   bool leave_queued = false;
+  std::string poll_interval = "10s";
   int nodes = 1;
   bool profile = false;
   std::string timeout;
@@ -71,6 +72,10 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--leave-queued", args->leave_queued,
                 "--scheduler slurm: on Ctrl-C leave submitted jobs queued for --resume (default: scancel them)");
+  cmd->add_option("--poll-interval", args->poll_interval,
+                  "--scheduler slurm: time between looks at the sweep's jobs (each look is one scontrol call per job)")
+      ->capture_default_str()
+      ->check(duration_check());
   cmd->add_option("--nodes", args->nodes, "Nodes per run (GPU counts must divide evenly)")->capture_default_str();
   cmd->add_flag("--profile", args->profile, "Run each job under 'scalescope profile' into its run folder");
   cmd->add_option("--timeout", args->timeout,
@@ -80,7 +85,8 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--kill-grace", args->kill_grace, "Time between SIGTERM and SIGKILL at a timeout")
       ->capture_default_str()
       ->check(duration_check());
-  cmd->add_option("--metric", args->metric, "wall | regex:PATTERN (RE2 syntax; the number in its first capture group) | mlperf | trace")
+  cmd->add_option("--metric", args->metric,
+                  "wall | regex:PATTERN (RE2 syntax; the number in its first capture group) | mlperf | trace")
       ->capture_default_str();
   cmd->add_option("--metric-better", args->metric_better, "higher | lower (default lower; e.g. higher for throughput)");
   cmd->add_option("--seed", args->seed, "Seed of the run order within each repetition")->capture_default_str();
@@ -122,10 +128,12 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     options.slurm.qos = args->qos;
     options.slurm.max_queued = args->max_queued;
     options.slurm.leave_queued = args->leave_queued;
+    options.slurm.poll_s = trace::parse_duration(args->poll_interval, "--poll-interval");
     const bool slurm_only = !args->partition.empty() || !args->account.empty() || !args->qos.empty() ||
-                            args->leave_queued || cmd->count("--max-queued") > 0;
+                            args->leave_queued || cmd->count("--max-queued") > 0 || cmd->count("--poll-interval") > 0;
     if (slurm_only && spec.scheduler != sweep::SchedulerKind::kSlurm)
-      fail_usage("--partition, --account, --qos, --max-queued and --leave-queued need --scheduler slurm");
+      fail_usage(
+          "--partition, --account, --qos, --max-queued, --leave-queued and --poll-interval need --scheduler slurm");
     const auto sum = sweep::run_sweep(spec, args->output, options,
                                       report::sweep_progress_printer(stderr, ::isatty(STDERR_FILENO) != 0));
     fmt::print(stderr, "sweep: {} runs planned, {} already done, {} run now ({} ok, {} not ok); results in {}\n",

@@ -45,7 +45,8 @@ class SweepSlurm : public ::testing::Test {
   void SetUp() override {
     // The test cluster's, never a real cluster a developer may have configured.
     ::setenv("SLURM_CONF", SCALESCOPE_SLURM_CONF, 1);
-    if (std::system("command -v sbatch >/dev/null 2>&1") != 0 || std::system("sinfo -h >/dev/null 2>&1") != 0)
+    if (!fs::exists(SCALESCOPE_SLURM_CONF) || std::system("command -v sbatch >/dev/null 2>&1") != 0 ||
+        std::system("sinfo -h >/dev/null 2>&1") != 0)
       GTEST_SKIP() << "no Slurm cluster answers at SLURM_CONF=" << SCALESCOPE_SLURM_CONF
                    << ": scripts/slurm-test-cluster.sh start runs one (as root; ctest starts it for these tests)";
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -56,19 +57,19 @@ class SweepSlurm : public ::testing::Test {
   }
   void TearDown() override {
     // No job of this test outlives it.
-    if (!db_.empty())
-      [[maybe_unused]] int rc = std::system(
-          fmt::format("for i in 0 1 2 3 4 5; do scancel --name=scalescope-{}-$i; done >/dev/null 2>&1", db_.stem().string())
-              .c_str());
+    if (!db_.empty()) [[maybe_unused]]
+      int rc = std::system(fmt::format("for i in 0 1 2 3 4 5; do scancel --name=scalescope-{}-$i; done >/dev/null 2>&1",
+                                       db_.stem().string())
+                               .c_str());
     if (!dir_.empty()) fs::remove_all(dir_);
   }
 
   // The sweep's argv: kinds x {1,2} tasks, srun inside each job.
   std::vector<std::string> sweep_argv(const std::string& kinds, const std::string& seconds,
                                       const std::vector<std::string>& extra) const {
-    std::vector<std::string> a = {SCALESCOPE_BIN, "sweep",   "--scheduler", "slurm",    "--launcher",
-                                  "srun",         "--cpu-only", "--gpus",   "1,2",      "--repeat",
-                                  "1",            "--vary",  "kind=" + kinds, "-o",     db_.string()};
+    std::vector<std::string> a = {SCALESCOPE_BIN,  "sweep",  "--scheduler", "slurm",           "--launcher", "srun",
+                                  "--cpu-only",    "--gpus", "1,2",         "--repeat",        "1",          "--vary",
+                                  "kind=" + kinds, "-o",     db_.string(),  "--poll-interval", "0.5s"};
     a.insert(a.end(), extra.begin(), extra.end());
     for (const char* t : {"--", "sh"}) a.emplace_back(t);
     a.push_back(kJob);
@@ -285,9 +286,9 @@ std::string output_of(const std::string& line) {
 TEST_F(SweepSlurm, MpirunInsideEachJobStartsItsRanksAndTheJobsAreReported) {
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);  // CI runs as root; sbatch passes the environment on
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  const pid_t pid = start({SCALESCOPE_BIN, "sweep", "--scheduler", "slurm", "--launcher", "mpirun", "--cpu-only", "--gpus",
-                           "1,2", "--repeat", "1", "-o", db_.string(), "--", "sh", "-c",
-                           "echo rank=$OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE"},
+  const pid_t pid = start({SCALESCOPE_BIN, "sweep", "--scheduler", "slurm", "--launcher", "mpirun", "--cpu-only",
+                           "--gpus", "1,2", "--repeat", "1", "-o", db_.string(), "--poll-interval", "0.5s", "--", "sh",
+                           "-c", "echo rank=$OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE"},
                           "sweep.log");
   ASSERT_EQ(wait_exit(pid, 60), 0) << read_file(dir_ / "sweep.log");
   const auto s = sweep::read_sweep(db_);

@@ -112,8 +112,8 @@ std::string shell_quote(std::string_view s) {
 }  // namespace
 
 bool SlurmJobState::finished() const {
-  static const char* const kActive[] = {"PENDING",   "RUNNING",  "CONFIGURING", "COMPLETING", "SUSPENDED",
-                                        "REQUEUED",  "RESIZING", "REQUEUE_FED", "REQUEUE_HOLD", "SIGNALING",
+  static const char* const kActive[] = {"PENDING",   "RUNNING",  "CONFIGURING",  "COMPLETING",   "SUSPENDED",
+                                        "REQUEUED",  "RESIZING", "REQUEUE_FED",  "REQUEUE_HOLD", "SIGNALING",
                                         "STAGE_OUT", "STOPPED",  "RESV_DEL_HOLD"};
   for (const char* s : kActive)
     if (state == s) return false;

@@ -20,7 +20,7 @@ namespace scalescope::sweep {
 // What Slurm says about one job.
 struct SlurmJobState {
   std::string job_id;
-  std::string state;  // "PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", ...
+  std::string state;              // "PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", ...
   int exit_code = 0, signal = 0;  // ExitCode=CODE:SIGNAL of the batch script
   std::string nodelist;           // "" until it runs
   std::optional<int> gpus;        // GPUs allocated (gres/gpu in the allocation's TRES)

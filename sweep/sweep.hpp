@@ -60,7 +60,7 @@ struct SweepSpec {
   int repeat = 1;
   std::vector<Variable> vary;
   LauncherKind launcher = LauncherKind::kLocal;
-  int nodes = 1;             // nodes per run (gpus must divide evenly)
+  int nodes = 1;  // nodes per run (gpus must divide evenly)
   SchedulerKind scheduler = SchedulerKind::kNone;
   bool cpu_only = false;     // the jobs use no GPU: the counts are tasks, and Slurm is asked for no GPUs
   bool profile = false;      // run under `scalescope profile` into the run dir
@@ -176,7 +176,7 @@ struct SlurmOptions {
   std::string partition, account, qos;  // passed to sbatch when set
   int max_queued = 4;                   // jobs of this sweep in Slurm's queue (pending or running) at once
   bool leave_queued = false;            // on SIGINT/SIGTERM, leave submitted jobs for a later --resume
-  double poll_s = 2;                    // between looks at the queue
+  double poll_s = 10;                   // between looks at the queue (one scontrol call per job each)
 };
 
 struct SweepOptions {

@@ -485,10 +485,9 @@ void run_slurm_sweep(const SweepContext& c, SweepSummary& sum) {
       out << batch_script(argv, run_environment(run, run_dir));
       if (!out) fail("{}: cannot write the batch script", script.string());
     }
-    const auto sbatch = sbatch_command(spec, run, c.options.slurm,
-                                       fmt::format("scalescope-{}-{}", c.db.stem().string(), run.index),
-                                       fmt::format("scalescope sweep {} run {}", db_abs.string(), run.index),
-                                       log_path, script);
+    const auto sbatch =
+        sbatch_command(spec, run, c.options.slurm, fmt::format("scalescope-{}-{}", c.db.stem().string(), run.index),
+                       fmt::format("scalescope sweep {} run {}", db_abs.string(), run.index), log_path, script);
     c.store.begin_run(run, argv_json(argv), run_dir.string(), log_path.string(), now_unix(), c.me.to_text());
     try {
       const std::string id = slurm_submit(sbatch);
@@ -523,7 +522,8 @@ void run_slurm_sweep(const SweepContext& c, SweepSummary& sum) {
       if (added) counts.push_back({run.config_label(), run.gpus, 0, 0, 0});
       auto& n = counts[it->second];
       if (done.count(run.index)) ++n.done;
-      else if (auto a = active.find(run.index); a != active.end()) ++(a->second.state == "PENDING" ? n.queued : n.running);
+      else if (auto a = active.find(run.index); a != active.end())
+        ++(a->second.state == "PENDING" ? n.queued : n.running);
     }
     auto same = [](const SweepEvent::QueueCounts& a, const SweepEvent::QueueCounts& b) {
       return a.queued == b.queued && a.running == b.running && a.done == b.done;
@@ -575,8 +575,9 @@ void run_slurm_sweep(const SweepContext& c, SweepSummary& sum) {
     }
     report_queue();
     if (next >= todo.size() && active.empty()) break;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                              std::chrono::duration<double>(c.options.slurm.poll_s));
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                               std::chrono::duration<double>(c.options.slurm.poll_s));
     while (!g_stop_signal.load() && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -590,8 +591,8 @@ void run_slurm_sweep(const SweepContext& c, SweepSummary& sum) {
       const PlannedRun& run = c.plan[static_cast<size_t>(index)];
       // Left "running" without a job: resume submits it again.
       c.store.forget_slurm_job(index);
-      c.store.set_running_note(run, fmt::format("interrupted by signal {} ({}): Slurm job {} cancelled", sig,
-                                                strsignal(sig), a.job_id));
+      c.store.set_running_note(
+          run, fmt::format("interrupted by signal {} ({}): Slurm job {} cancelled", sig, strsignal(sig), a.job_id));
     }
   }
 }
@@ -659,10 +660,10 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
   StopSignals signals;
   if (spec.scheduler == SchedulerKind::kSlurm) {
     const auto sweep_start = std::chrono::steady_clock::now();
-    SweepContext context{spec,     plan, lines,   db,      runs_dir, store, finished, orphaned,
-                         me,       options, observe, [sweep_start] {
-                           return std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
-                         }};
+    SweepContext context{
+        spec, plan, lines, db, runs_dir, store, finished, orphaned, me, options, observe, [sweep_start] {
+          return std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
+        }};
     sum.skipped = static_cast<int>(finished.size());
     run_slurm_sweep(context, sum);
     if (observe) {

@@ -310,12 +310,13 @@ void SweepStore::finish_run(const PlannedRun& run, const ProcessResult& result, 
 }
 
 void SweepStore::set_slurm_job(int plan_index, const StoredRun::SlurmJob& job, double submit_unix) {
-  Stmt s(db_,
-         "INSERT INTO slurm_jobs (sweep_id, plan_index, job_id, state, exit_code, nodelist, gpus, submit_unix, "
-         "queued_s) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (sweep_id, plan_index) DO UPDATE SET job_id=excluded.job_id, "
-         "state=excluded.state, exit_code=excluded.exit_code, nodelist=excluded.nodelist, gpus=excluded.gpus, "
-         "submit_unix=coalesce(excluded.submit_unix, submit_unix), queued_s=excluded.queued_s",
-         path_);
+  Stmt s(
+      db_,
+      "INSERT INTO slurm_jobs (sweep_id, plan_index, job_id, state, exit_code, nodelist, gpus, submit_unix, "
+      "queued_s) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (sweep_id, plan_index) DO UPDATE SET job_id=excluded.job_id, "
+      "state=excluded.state, exit_code=excluded.exit_code, nodelist=excluded.nodelist, gpus=excluded.gpus, "
+      "submit_unix=coalesce(excluded.submit_unix, submit_unix), queued_s=excluded.queued_s",
+      path_);
   s.bind(1, sweep_id_).bind(2, int64_t{plan_index}).bind(3, job.job_id).bind(4, job.state);
   if (job.exit_code) s.bind(5, int64_t{*job.exit_code});
   else s.bind_null(5);

@@ -233,8 +233,8 @@ TEST(SweepSlurmPlan, SbatchLinePassesWhatTheRunNeeds) {
   using V = std::vector<std::string>;
   EXPECT_EQ(sbatch_command(s, run, o, "scalescope-db-0", "scalescope sweep /d/db run 0", "/r/log.txt", "/r/job.sh"),
             (V{"sbatch", "--parsable", "--job-name=scalescope-db-0", "--comment=scalescope sweep /d/db run 0",
-               "--nodes=2", "--ntasks=8", "--ntasks-per-node=4", "--gpus-per-node=4", "--time=2",
-               "--output=/r/log.txt", "--open-mode=append", "/r/job.sh"}));
+               "--nodes=2", "--ntasks=8", "--ntasks-per-node=4", "--gpus-per-node=4", "--time=2", "--output=/r/log.txt",
+               "--open-mode=append", "/r/job.sh"}));
   s.cpu_only = true;
   s.timeout_s = 0;
   o.partition = "gpu";
@@ -300,8 +300,8 @@ TEST(SweepSlurmState, SacctLineAndEveryFinalState) {
   EXPECT_EQ(j->gpus, 4);
   EXPECT_FALSE(parse_sacct_line(""));
   const std::map<std::string, RunStatus> expected = {
-      {"COMPLETED", RunStatus::kOk},       {"FAILED", RunStatus::kFailed},   {"TIMEOUT", RunStatus::kTimeout},
-      {"CANCELLED", RunStatus::kError},    {"PREEMPTED", RunStatus::kError}, {"NODE_FAIL", RunStatus::kError},
+      {"COMPLETED", RunStatus::kOk},        {"FAILED", RunStatus::kFailed},   {"TIMEOUT", RunStatus::kTimeout},
+      {"CANCELLED", RunStatus::kError},     {"PREEMPTED", RunStatus::kError}, {"NODE_FAIL", RunStatus::kError},
       {"OUT_OF_MEMORY", RunStatus::kFailed}};
   for (const auto& [state, status] : expected) {
     SlurmJobState s;

@@ -46,10 +46,9 @@ class LauncherRanks : public ::testing::Test {
         // Open MPI refuses root without these; CI runs as root.
         "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
         SCALESCOPE_FAKE_CUPTI_DIR, SCALESCOPE_COLLECTOR_PATH);
-    const std::string line =
-        fmt::format("{} {} profile -o {} -- {} {} {} 20 0 >{} 2>&1", env, SCALESCOPE_BIN, (dir_ / name).string(),
-                    launcher, SCALESCOPE_FAKE_RANK, (dir_ / (name + "-rendezvous")).string(),
-                    (dir_ / (name + ".log")).string());
+    const std::string line = fmt::format("{} {} profile -o {} -- {} {} {} 20 0 >{} 2>&1", env, SCALESCOPE_BIN,
+                                         (dir_ / name).string(), launcher, SCALESCOPE_FAKE_RANK,
+                                         (dir_ / (name + "-rendezvous")).string(), (dir_ / (name + ".log")).string());
     const int status = std::system(line.c_str());
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << line << "\n" << read_file(dir_ / (name + ".log"));
     return nlohmann::json::parse(read_file(dir_ / (name + ".ssrun") / "run.json"), nullptr, false);
@@ -78,7 +77,7 @@ TEST_F(LauncherRanks, MpirunStartsRanksZeroAndOne) {
 }
 
 TEST_F(LauncherRanks, SrunStartsRanksZeroAndOne) {
-  if (!on_path("srun") || std::system("sinfo -h >/dev/null 2>&1") != 0)
+  if (!fs::exists(SCALESCOPE_SLURM_CONF) || !on_path("srun") || std::system("sinfo -h >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "no Slurm cluster answers here (SLURM_CONF="
                  << (std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "unset")
                  << "): scripts/slurm-test-cluster.sh start runs one as root";
