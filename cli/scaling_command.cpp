@@ -131,7 +131,8 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     if (!args->compare.empty()) options.compare = sweep::Variable::parse(args->compare);
     const auto stored = sweep::read_sweep(args->db);
     check_against_sweep(stored, options, args->db);
-    const auto tables = report::scaling_tables(sweep::study_scaling(stored, options));
+    auto tables = report::scaling_tables(sweep::study_scaling(stored, options));
+    if (auto jobs = report::slurm_jobs_table(stored)) tables.push_back(std::move(*jobs));
     report::print_tables(std::cout, tables, *format);
     exit_code = 0;
   });

@@ -25,6 +25,12 @@ struct SweepArgs {
   int repeat = 3;
   std::vector<std::string> vary;
   std::string launcher = "local";
+  std::string scheduler = "none";
+  bool cpu_only = false;
+  std::string partition, account, qos;
+  int max_queued = 4;
+  bool leave_queued = false;
+  std::string poll_interval = "10s";
   int nodes = 1;
   bool profile = false;
   std::string timeout;
@@ -52,21 +58,42 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--repeat", args->repeat, "Repetitions of every configuration")->capture_default_str();
   cmd->add_option("--vary", args->vary, "KEY=V1,V2,...: a varied setting, used as {KEY} in the template (repeatable)");
   cmd->add_option("--launcher", args->launcher, "local | torchrun | srun | mpirun")->capture_default_str();
+  cmd->add_option("--scheduler", args->scheduler,
+                  "none (run each job here, one after another) | slurm (each run is an sbatch job; docs/slurm.md)")
+      ->capture_default_str();
+  cmd->add_flag("--cpu-only", args->cpu_only,
+                "The jobs use no GPU: --gpus counts tasks, and Slurm is asked for no GPUs");
+  cmd->add_option("--partition", args->partition, "--scheduler slurm: the partition to submit to");
+  cmd->add_option("--account", args->account, "--scheduler slurm: the account to charge");
+  cmd->add_option("--qos", args->qos, "--scheduler slurm: the quality of service");
+  cmd->add_option("--max-queued", args->max_queued,
+                  "--scheduler slurm: jobs of this sweep in the queue (pending or running) at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--leave-queued", args->leave_queued,
+                "--scheduler slurm: on Ctrl-C leave submitted jobs queued for --resume (default: scancel them)");
+  cmd->add_option("--poll-interval", args->poll_interval,
+                  "--scheduler slurm: time between looks at the sweep's jobs (each look is one scontrol call per job)")
+      ->capture_default_str()
+      ->check(duration_check());
   cmd->add_option("--nodes", args->nodes, "Nodes per run (GPU counts must divide evenly)")->capture_default_str();
   cmd->add_flag("--profile", args->profile, "Run each job under 'scalescope profile' into its run folder");
-  cmd->add_option("--timeout", args->timeout, "Per-run time limit, e.g. 30m, 90s (the job's process group is killed)")
+  cmd->add_option("--timeout", args->timeout,
+                  "Per-run time limit, e.g. 30m, 90s (the job's process group is killed; with --scheduler slurm, "
+                  "the job's --time, in whole minutes)")
       ->check(duration_check());
   cmd->add_option("--kill-grace", args->kill_grace, "Time between SIGTERM and SIGKILL at a timeout")
       ->capture_default_str()
       ->check(duration_check());
-  cmd->add_option("--metric", args->metric, "wall | regex:PATTERN (RE2 syntax; the number in its first capture group) | mlperf | trace")
+  cmd->add_option("--metric", args->metric,
+                  "wall | regex:PATTERN (RE2 syntax; the number in its first capture group) | mlperf | trace")
       ->capture_default_str();
   cmd->add_option("--metric-better", args->metric_better, "higher | lower (default lower; e.g. higher for throughput)");
   cmd->add_option("--seed", args->seed, "Seed of the run order within each repetition")->capture_default_str();
   cmd->add_flag("--resume", args->resume, "Continue the interrupted sweep in -o without redoing finished runs");
   cmd->add_option("-o,--output", args->output, "Results file (SQLite); run folders go to <file>.runs/")->required();
   cmd->add_option("command", args->command, "-- CMD-TEMPLATE...")->expected(-1);
-  cmd->callback([args, &exit_code] {
+  cmd->callback([cmd, args, &exit_code] {
     sweep::SweepSpec spec;
     spec.gpus = sweep::parse_gpu_list(args->gpus);
     spec.repeat = args->repeat;
@@ -74,6 +101,10 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     auto launcher = sweep::parse_launcher(args->launcher);
     if (!launcher) fail_usage("--launcher '{}' is not one of local, torchrun, srun, mpirun", args->launcher);
     spec.launcher = *launcher;
+    auto scheduler = sweep::parse_scheduler(args->scheduler);
+    if (!scheduler) fail_usage("--scheduler '{}' is not one of none, slurm", args->scheduler);
+    spec.scheduler = *scheduler;
+    spec.cpu_only = args->cpu_only;
     spec.nodes = args->nodes;
     spec.profile = args->profile;
     if (!args->timeout.empty()) spec.timeout_s = trace::parse_duration(args->timeout, "--timeout");
@@ -92,6 +123,17 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     spec.scalescope_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     sweep::SweepOptions options;
     options.resume = args->resume;
+    options.slurm.partition = args->partition;
+    options.slurm.account = args->account;
+    options.slurm.qos = args->qos;
+    options.slurm.max_queued = args->max_queued;
+    options.slurm.leave_queued = args->leave_queued;
+    options.slurm.poll_s = trace::parse_duration(args->poll_interval, "--poll-interval");
+    const bool slurm_only = !args->partition.empty() || !args->account.empty() || !args->qos.empty() ||
+                            args->leave_queued || cmd->count("--max-queued") > 0 || cmd->count("--poll-interval") > 0;
+    if (slurm_only && spec.scheduler != sweep::SchedulerKind::kSlurm)
+      fail_usage(
+          "--partition, --account, --qos, --max-queued, --leave-queued and --poll-interval need --scheduler slurm");
     const auto sum = sweep::run_sweep(spec, args->output, options,
                                       report::sweep_progress_printer(stderr, ::isatty(STDERR_FILENO) != 0));
     fmt::print(stderr, "sweep: {} runs planned, {} already done, {} run now ({} ok, {} not ok); results in {}\n",

@@ -8,6 +8,7 @@
 #include "report/prediction_tables.hpp"
 #include "scaling/scaling.hpp"
 #include "sweep/scaling_study.hpp"
+#include "sweep/sweep.hpp"
 
 namespace scalescope::report {
 namespace {
@@ -174,6 +175,21 @@ std::vector<Table> scaling_tables(const sweep::ScalingStudy& study) {
   if (!study.comparisons.empty()) tables.push_back(scaling_comparison_table(study));
   if (study.predicted) tables.push_back(scaling_prediction_table(study));
   return tables;
+}
+
+std::optional<Table> slurm_jobs_table(const sweep::StoredSweep& stored) {
+  Table t("Slurm jobs", {"run", "config", "gpus", "rep", "job_id", "state", "exit_code", "nodelist", "gpus_allocated",
+                         "queued_s"});
+  for (const auto& r : stored.runs) {
+    if (!r.slurm) continue;
+    std::string config;
+    for (const auto& [k, v] : r.config) config += (config.empty() ? "" : " ") + k + "=" + v;
+    t.add_row({int64_t{r.plan_index}, config, int64_t{r.gpus}, int64_t{r.rep}, r.slurm->job_id, r.slurm->state,
+               opt_int(r.slurm->exit_code), r.slurm->nodelist, opt_int(r.slurm->gpus),
+               r.slurm->queued_s ? Cell(*r.slurm->queued_s) : Cell()});
+  }
+  if (t.rows().empty()) return std::nullopt;
+  return t;
 }
 
 }  // namespace scalescope::report

@@ -5,12 +5,14 @@
 //
 //   report::print_tables(std::cout, report::scaling_tables(sweep::study_scaling(stored, {})), OutputFormat::kCsv);
 
+#include <optional>
 #include <vector>
 
 #include "report/table.hpp"
 
 namespace scalescope::sweep {
 struct ScalingStudy;
+struct StoredSweep;
 }
 
 namespace scalescope::report {
@@ -25,5 +27,10 @@ Table scaling_main_table(const sweep::ScalingStudy& study);
 Table scaling_break_even_table(const sweep::ScalingStudy& study);
 Table scaling_comparison_table(const sweep::ScalingStudy& study);
 Table scaling_prediction_table(const sweep::ScalingStudy& study);
+
+// A `--scheduler slurm` sweep's jobs: one row per run with its job id, state,
+// exit code, node list, GPUs allocated and time queued; nullopt for a sweep
+// without Slurm jobs.
+std::optional<Table> slurm_jobs_table(const sweep::StoredSweep& stored);
 
 }  // namespace scalescope::report

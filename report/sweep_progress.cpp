@@ -47,6 +47,9 @@ struct Printer {
       case Kind::kRunStarted:
         last_draw = std::chrono::steady_clock::now();
         if (bar) draw_running(e, label);
+        else if (!e.note.empty())  // submitted to a scheduler: several wait at once, so the plan index names it
+          fmt::print(out, "run #{} gpus={}{}{} rep={}: {} (elapsed {})\n", e.run_index, e.gpus,
+                     label.empty() ? "" : " ", label, e.rep, terminal_safe(e.note), format_eta(e.sweep_elapsed_s));
         else
           fmt::print(out, "run {}/{} gpus={}{}{} rep={}: running (elapsed {})\n", e.done + 1, e.planned, e.gpus,
                      label.empty() ? "" : " ", label, e.rep, format_eta(e.sweep_elapsed_s));
@@ -67,6 +70,16 @@ struct Printer {
                      e.planned, e.gpus, label.empty() ? "" : " ", label, e.rep, sweep::status_name(e.status), e.wall_s,
                      e.metric_name, metric, e.note.empty() ? "" : "; ", terminal_safe(e.note),
                      format_eta(e.sweep_elapsed_s), format_eta(e.eta_s));
+        break;
+      }
+      case Kind::kQueue: {
+        // One line per change: "queue: g1 3 queued 1 running 2 done | g2 precision=bf16 ...".
+        std::string line;
+        for (const auto& q : e.queue)
+          line += fmt::format("{}g{}{}{} {} queued {} running {} done", line.empty() ? "" : " | ", q.gpus,
+                              q.config_label.empty() ? "" : " ", terminal_safe(q.config_label), q.queued, q.running,
+                              q.done);
+        fmt::print(out, "{}queue: {}\n", bar ? "\r\033[K" : "", line);
         break;
       }
       case Kind::kSweepEnded:

@@ -65,6 +65,18 @@ TEST(SweepProgress, ConfigValuesAreEscaped) {
   EXPECT_THAT(text, HasSubstr("name="));
 }
 
+// --scheduler slurm: a line per submission (by plan index) and per queue change.
+TEST(SweepProgress, SchedulerSubmissionsAndQueueCounts) {
+  auto submitted = event(Kind::kRunStarted, 0, "pin=1");
+  submitted.run_index = 5;
+  submitted.note = "submitted as Slurm job 77";
+  auto queue = event(Kind::kQueue, 1, "");
+  queue.queue = {{"pin=1", 2, 1, 0, 1}, {"pin=\033[2J", 4, 0, 1, 0}};
+  EXPECT_EQ(drawn(false, {submitted, queue}),
+            "run #5 gpus=2 pin=1 rep=1: submitted as Slurm job 77 (elapsed 1m15s)\n"
+            "queue: g2 pin=1 1 queued 0 running 1 done | g4 pin=\\x1b[2J 0 queued 1 running 0 done\n");
+}
+
 TEST(SweepProgress, EtaFormat) {
   EXPECT_EQ(format_eta(42), "42s");
   EXPECT_EQ(format_eta(185), "3m05s");

@@ -25,6 +25,12 @@ enum class LauncherKind { kLocal, kTorchrun, kSrun, kMpirun };
 std::optional<LauncherKind> parse_launcher(std::string_view name);  // "local", "torchrun", "srun", "mpirun"
 const char* launcher_name(LauncherKind kind);
 
+// kNone: the sweep starts each run itself, one after another. kSlurm: each run
+// is an sbatch job (docs/slurm.md).
+enum class SchedulerKind { kNone, kSlurm };
+std::optional<SchedulerKind> parse_scheduler(std::string_view name);  // "none", "slurm"
+const char* scheduler_name(SchedulerKind kind);
+
 enum class MetricKind {
   kWall,    // wall seconds of the run
   kRegex,   // first capture group of the last output line matching a regex (RE2 syntax)
@@ -54,7 +60,9 @@ struct SweepSpec {
   int repeat = 1;
   std::vector<Variable> vary;
   LauncherKind launcher = LauncherKind::kLocal;
-  int nodes = 1;             // nodes per run (gpus must divide evenly)
+  int nodes = 1;  // nodes per run (gpus must divide evenly)
+  SchedulerKind scheduler = SchedulerKind::kNone;
+  bool cpu_only = false;     // the jobs use no GPU: the counts are tasks, and Slurm is asked for no GPUs
   bool profile = false;      // run under `scalescope profile` into the run dir
   double timeout_s = 0;      // 0: none
   double kill_grace_s = 10;  // SIGTERM to SIGKILL
@@ -78,6 +86,9 @@ struct PlannedRun {
   std::string dir_name() const;                             // 0007-g2-precision_bf16-r1
 };
 
+// GPUs a run asks for on each node: 0 with cpu_only, else gpus / nodes.
+int gpus_per_node(const SweepSpec& spec, const PlannedRun& run);
+
 // Parses "1,2,4,8" (positive, distinct). Throws Error naming the text.
 std::vector<int> parse_gpu_list(std::string_view text);
 
@@ -98,7 +109,8 @@ std::vector<std::string> expand_template(const SweepSpec& spec, const PlannedRun
 //   torchrun: torchrun --standalone --nproc_per_node=G [--no-python] CMD...
 //             (nodes > 1: --nnodes=N --nproc_per_node=G/N --rdzv_backend=c10d
 //              --rdzv_endpoint=$MASTER_ADDR:$MASTER_PORT --rdzv_id=...)
-//   srun:     srun --nodes=N --ntasks-per-node=G/N --gpus-per-node=G/N --kill-on-bad-exit=1 CMD...
+//   srun:     srun --nodes=N --ntasks-per-node=G/N [--gpus-per-node=G/N] --kill-on-bad-exit=1 CMD...
+//             (--gpus-per-node unless cpu_only)
 //   mpirun:   mpirun -np G [--map-by ppr:G/N:node] CMD...
 // `env` supplies MASTER_ADDR/MASTER_PORT (tests pass their own).
 std::vector<std::string> launch_command(const SweepSpec& spec, const PlannedRun& run, const std::string& run_dir,
@@ -158,8 +170,18 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
 // ---------------------------------------------------------------------------
 // The sweep.
 
+// Where and how `--scheduler slurm` submits. Not part of the plan: a resume
+// may change them.
+struct SlurmOptions {
+  std::string partition, account, qos;  // passed to sbatch when set
+  int max_queued = 4;                   // jobs of this sweep in Slurm's queue (pending or running) at once
+  bool leave_queued = false;            // on SIGINT/SIGTERM, leave submitted jobs for a later --resume
+  double poll_s = 10;                   // between looks at the queue (one scontrol call per job each)
+};
+
 struct SweepOptions {
   bool resume = false;
+  SlurmOptions slurm;
   std::map<std::string, std::string> env;        // overrides of the environment for launch lines
   uint64_t max_log_bytes = kDefaultMaxLogBytes;  // per run's log.txt
 };
@@ -180,6 +202,7 @@ struct SweepEvent {
     kRunning,  // called while the run is in flight (about every poll of the child)
     kRunFinished,
     kSweepEnded,
+    kQueue,  // --scheduler slurm: the queue changed; `queue` holds the counts
   };
   Kind kind = Kind::kRunStarted;
   int run_index = 0;                      // the plan index
@@ -194,6 +217,13 @@ struct SweepEvent {
   std::string metric_name;
   std::optional<double> metric;  // the run's metric when it was ok and had it
   std::string note;
+  // kQueue: per configuration and GPU count, in plan order.
+  struct QueueCounts {
+    std::string config_label;
+    int gpus = 0;
+    int queued = 0, running = 0, done = 0;
+  };
+  std::vector<QueueCounts> queue;
 };
 using SweepObserver = std::function<void(const SweepEvent&)>;
 
@@ -201,6 +231,11 @@ using SweepObserver = std::function<void(const SweepEvent&)>;
 // own transaction. Without resume, an existing db is an error; with resume,
 // its sweep must have the same spec. SIGINT/SIGTERM stop after killing the
 // run in flight (which stays "running" and is redone on resume).
+// With --scheduler slurm: at most options.slurm.max_queued jobs are in the
+// queue at once; each job id is recorded at submission, each job's final
+// state when it ends. Resume follows jobs still queued or running by id and
+// submits only runs without a job. SIGINT/SIGTERM scancel this sweep's jobs
+// (their runs are redone on resume) unless leave_queued.
 SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, const SweepOptions& options,
                        const SweepObserver& observe = {});
 
@@ -218,6 +253,16 @@ struct StoredRun {
   double start_unix = 0, end_unix = 0, wall_s = 0;
   std::map<std::string, double> metrics;
   std::string log_path, trace_path, run_dir, note;
+  // --scheduler slurm: the run's job (the last one submitted for it).
+  struct SlurmJob {
+    std::string job_id;
+    std::string state;  // as Slurm says: PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, ...
+    std::optional<int> exit_code;
+    std::string nodelist;
+    std::optional<int> gpus;         // allocated
+    std::optional<double> queued_s;  // submit to start
+  };
+  std::optional<SlurmJob> slurm;
 };
 
 struct StoredSweep {

@@ -103,6 +103,22 @@ const char* launcher_name(LauncherKind kind) {
   return "?";
 }
 
+std::optional<SchedulerKind> parse_scheduler(std::string_view name) {
+  if (name == "none") return SchedulerKind::kNone;
+  if (name == "slurm") return SchedulerKind::kSlurm;
+  return std::nullopt;
+}
+
+const char* scheduler_name(SchedulerKind kind) {
+  switch (kind) {
+    case SchedulerKind::kNone: return "none";
+    case SchedulerKind::kSlurm: return "slurm";
+  }
+  return "?";
+}
+
+int gpus_per_node(const SweepSpec& spec, const PlannedRun& run) { return spec.cpu_only ? 0 : run.gpus / run.nodes; }
+
 MetricSpec MetricSpec::parse(std::string_view text) {
   MetricSpec m;
   if (text == "wall") {
@@ -194,6 +210,9 @@ std::string SweepSpec::to_json() const {
   j["higher_is_better"] = metric.higher_is_better;
   j["seed"] = seed;
   j["command"] = command;
+  // Only when set: a sweep planned before these existed resumes as it was.
+  if (scheduler != SchedulerKind::kNone) j["scheduler"] = scheduler_name(scheduler);
+  if (cpu_only) j["cpu_only"] = true;
   return j.dump(-1, ' ', false,
                 nlohmann::ordered_json::error_handler_t::replace);  // bytes that are not UTF-8 become U+FFFD
 }
@@ -364,8 +383,9 @@ std::vector<std::string> launch_command(const SweepSpec& spec, const PlannedRun&
       break;
     }
     case LauncherKind::kSrun:
-      append({"srun", fmt::format("--nodes={}", run.nodes), fmt::format("--ntasks-per-node={}", per_node),
-              fmt::format("--gpus-per-node={}", per_node), "--kill-on-bad-exit=1"});
+      append({"srun", fmt::format("--nodes={}", run.nodes), fmt::format("--ntasks-per-node={}", per_node)});
+      if (const int g = gpus_per_node(spec, run); g > 0) out.push_back(fmt::format("--gpus-per-node={}", g));
+      out.push_back("--kill-on-bad-exit=1");
       append(cmd);
       break;
     case LauncherKind::kMpirun:

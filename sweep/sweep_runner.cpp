@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -23,6 +24,7 @@
 #include "scalescope_version.hpp"
 #include "sweep/metric_scanner.hpp"
 #include "sweep/profile_metrics.hpp"
+#include "sweep/slurm_client.hpp"
 #include "sweep/sweep.hpp"
 #include "sweep/sweep_lock.hpp"
 #include "sweep/sweep_store.hpp"
@@ -373,6 +375,230 @@ RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, c
   return m;
 }
 
+namespace {
+
+std::string argv_json(const std::vector<std::string>& argv) {
+  return nlohmann::json(argv).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// SCALESCOPE_SWEEP_*: not SCALESCOPE_RUN_DIR, which `scalescope profile` sets to its trace folder.
+std::map<std::string, std::string> run_environment(const PlannedRun& run, const std::filesystem::path& run_dir) {
+  return {{"SCALESCOPE_SWEEP_RUN_DIR", run_dir.string()},
+          {"SCALESCOPE_SWEEP_GPUS", std::to_string(run.gpus)},
+          {"SCALESCOPE_SWEEP_REP", std::to_string(run.rep)}};
+}
+
+// A clean folder for a run about to start (a run redone after an interruption starts clean).
+std::filesystem::path fresh_run_dir(const std::filesystem::path& runs_dir, const PlannedRun& run) {
+  std::error_code ec;
+  const auto run_dir = runs_dir / run.dir_name();
+  std::filesystem::remove_all(run_dir, ec);
+  std::filesystem::create_directories(run_dir, ec);
+  if (ec) fail("{}: cannot create the run folder ({})", run_dir.string(), ec.message());
+  return run_dir;
+}
+
+// What one sweep needs to run its plan, whoever starts the jobs.
+struct SweepContext {
+  const SweepSpec& spec;
+  const std::vector<PlannedRun>& plan;
+  const std::vector<std::vector<std::string>>& lines;
+  const std::filesystem::path& db;
+  const std::filesystem::path& runs_dir;
+  SweepStore& store;
+  const std::set<int>& finished;
+  const std::map<int, std::string>& orphaned;
+  const Runner& me;
+  const SweepOptions& options;
+  const SweepObserver& observe;
+  std::function<double()> elapsed_s;
+};
+
+// --scheduler slurm: keeps up to max_queued jobs of the sweep in Slurm's
+// queue, follows each by id, and records each run when its job ends.
+void run_slurm_sweep(const SweepContext& c, SweepSummary& sum) {
+  const SweepSpec& spec = c.spec;
+  struct Active {
+    std::string job_id;
+    std::string state;  // "" until first seen
+    double submit_unix = 0;
+  };
+  std::map<int, Active> active;  // plan index -> its job
+  for (const auto& [index, job_id] : c.store.submitted_jobs()) active[index] = {job_id, "", 0};
+  std::vector<const PlannedRun*> todo;
+  for (const auto& run : c.plan)
+    if (!c.finished.count(run.index) && !active.count(run.index)) todo.push_back(&run);
+  std::set<int> done(c.finished.begin(), c.finished.end());
+  const auto db_abs = std::filesystem::absolute(c.db).lexically_normal();
+
+  auto base_event = [&](SweepEvent::Kind kind, const PlannedRun& run) {
+    SweepEvent e;
+    e.kind = kind;
+    e.run_index = run.index;
+    e.done = static_cast<int>(done.size());
+    e.planned = sum.planned;
+    e.failed = sum.failed;
+    e.gpus = run.gpus;
+    e.rep = run.rep;
+    e.config_label = run.config_label();
+    e.sweep_elapsed_s = c.elapsed_s();
+    return e;
+  };
+  // The run ends with `result`; job facts go to slurm_jobs.
+  auto record = [&](const PlannedRun& run, const ProcessResult& result, const StoredRun::SlurmJob& job) {
+    const auto run_dir = c.runs_dir / run.dir_name();
+    RunMetrics metrics;
+    try {
+      metrics = extract_metrics(spec, result, run_dir / "log.txt", run_dir);
+    } catch (const std::exception& e) {
+      metrics.values["wall_s"] = result.wall_s;
+      metrics.notes.push_back(fmt::format("metrics not read: {}", e.what()));
+    }
+    if (auto it = c.orphaned.find(run.index); it != c.orphaned.end()) metrics.notes.push_back(it->second);
+    std::error_code ec;
+    const bool traced = spec.profile && std::filesystem::exists(run_dir / "trace.ssrun", ec);
+    c.store.set_slurm_job(run.index, job);
+    c.store.finish_run(run, result, metrics, spec.metric.name(), traced ? (run_dir / "trace.ssrun").string() : "");
+    done.insert(run.index);
+    ++sum.ran;
+    if (result.status == RunStatus::kOk) ++sum.ok;
+    else ++sum.failed;
+    if (c.observe) {
+      SweepEvent e = base_event(SweepEvent::Kind::kRunFinished, run);
+      e.status = result.status;
+      e.wall_s = result.wall_s;
+      e.metric_name = spec.metric.name();
+      if (auto mv = metrics.values.find(spec.metric.name());
+          result.status == RunStatus::kOk && mv != metrics.values.end())
+        e.metric = mv->second;
+      e.note = result.note;
+      c.observe(e);
+    }
+  };
+  auto submit = [&](const PlannedRun& run) {
+    const auto run_dir = fresh_run_dir(c.runs_dir, run);
+    const auto log_path = run_dir / "log.txt";
+    const auto& argv = c.lines[static_cast<size_t>(run.index)];
+    const auto script = run_dir / "job.sh";
+    {
+      std::ofstream out(script);
+      out << batch_script(argv, run_environment(run, run_dir));
+      if (!out) fail("{}: cannot write the batch script", script.string());
+    }
+    const auto sbatch =
+        sbatch_command(spec, run, c.options.slurm, fmt::format("scalescope-{}-{}", c.db.stem().string(), run.index),
+                       fmt::format("scalescope sweep {} run {}", db_abs.string(), run.index), log_path, script);
+    c.store.begin_run(run, argv_json(argv), run_dir.string(), log_path.string(), now_unix(), c.me.to_text());
+    try {
+      const std::string id = slurm_submit(sbatch);
+      const double at = now_unix();
+      c.store.set_slurm_job(run.index, {id, "PENDING", std::nullopt, "", std::nullopt, std::nullopt}, at);
+      active[run.index] = {id, "PENDING", at};
+      if (c.observe) {
+        SweepEvent e = base_event(SweepEvent::Kind::kRunStarted, run);
+        e.note = "submitted as Slurm job " + id;
+        c.observe(e);
+      }
+    } catch (const Error& e) {
+      ProcessResult r;
+      r.status = RunStatus::kError;
+      r.start_unix = r.end_unix = now_unix();
+      r.note = e.what();
+      RunMetrics none;
+      none.values["wall_s"] = 0;
+      c.store.finish_run(run, r, none, spec.metric.name(), "");
+      done.insert(run.index);
+      ++sum.ran;
+      ++sum.failed;
+    }
+  };
+  std::vector<SweepEvent::QueueCounts> last_counts;
+  auto report_queue = [&] {
+    if (!c.observe) return;
+    std::vector<SweepEvent::QueueCounts> counts;
+    std::map<std::pair<std::string, int>, size_t> slot;
+    for (const auto& run : c.plan) {
+      auto [it, added] = slot.try_emplace({run.config_label(), run.gpus}, counts.size());
+      if (added) counts.push_back({run.config_label(), run.gpus, 0, 0, 0});
+      auto& n = counts[it->second];
+      if (done.count(run.index)) ++n.done;
+      else if (auto a = active.find(run.index); a != active.end())
+        ++(a->second.state == "PENDING" ? n.queued : n.running);
+    }
+    auto same = [](const SweepEvent::QueueCounts& a, const SweepEvent::QueueCounts& b) {
+      return a.queued == b.queued && a.running == b.running && a.done == b.done;
+    };
+    if (counts.size() == last_counts.size() && std::equal(counts.begin(), counts.end(), last_counts.begin(), same))
+      return;
+    last_counts = counts;
+    SweepEvent e;
+    e.kind = SweepEvent::Kind::kQueue;
+    e.done = static_cast<int>(done.size());
+    e.planned = sum.planned;
+    e.failed = sum.failed;
+    e.sweep_elapsed_s = c.elapsed_s();
+    e.queue = std::move(counts);
+    c.observe(e);
+  };
+
+  size_t next = 0;
+  while (!g_stop_signal.load()) {
+    while (next < todo.size() && static_cast<int>(active.size()) < std::max(1, c.options.slurm.max_queued))
+      submit(*todo[next++]);
+    for (auto it = active.begin(); it != active.end();) {
+      const PlannedRun& run = c.plan[static_cast<size_t>(it->first)];
+      const auto job = slurm_query(it->second.job_id);
+      if (!job) {
+        // Neither slurmctld nor accounting knows it: nothing more will be learned.
+        ProcessResult r;
+        r.status = RunStatus::kError;
+        r.start_unix = r.end_unix = now_unix();
+        r.note = fmt::format("Slurm job {} is no longer known to Slurm (scontrol, sacct): its outcome is unknown",
+                             it->second.job_id);
+        record(run, r, {it->second.job_id, "UNKNOWN", std::nullopt, "", std::nullopt, std::nullopt});
+        it = active.erase(it);
+        continue;
+      }
+      StoredRun::SlurmJob facts{job->job_id, job->state, std::nullopt, job->nodelist, job->gpus, std::nullopt};
+      if (job->submit_unix && job->start_unix) facts.queued_s = std::max(0.0, *job->start_unix - *job->submit_unix);
+      if (job->finished()) {
+        facts.exit_code = job->exit_code;
+        record(run, slurm_result(*job), facts);
+        it = active.erase(it);
+        continue;
+      }
+      if (job->state != it->second.state) {
+        c.store.set_slurm_job(run.index, facts);
+        it->second.state = job->state;
+      }
+      ++it;
+    }
+    report_queue();
+    if (next >= todo.size() && active.empty()) break;
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                               std::chrono::duration<double>(c.options.slurm.poll_s));
+    while (!g_stop_signal.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (const int sig = g_stop_signal.load(); sig != 0 && !active.empty()) {
+    sum.interrupted = true;
+    if (c.options.slurm.leave_queued) return;  // resume follows them by id
+    std::vector<std::string> ids;
+    for (const auto& [index, a] : active) ids.push_back(a.job_id);
+    slurm_cancel(ids);
+    for (const auto& [index, a] : active) {
+      const PlannedRun& run = c.plan[static_cast<size_t>(index)];
+      // Left "running" without a job: resume submits it again.
+      c.store.forget_slurm_job(index);
+      c.store.set_running_note(
+          run, fmt::format("interrupted by signal {} ({}): Slurm job {} cancelled", sig, strsignal(sig), a.job_id));
+    }
+  }
+}
+
+}  // namespace
+
 SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, const SweepOptions& options,
                        const SweepObserver& observe) {
   const auto plan = plan_runs(spec);
@@ -404,11 +630,13 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
   // Rows left "running": their sweep died (we hold the lock, so no live sweep
   // on a shared lock runs them). Run them again, and say so in their record.
   std::map<int, std::string> orphaned;
+  const auto submitted = store.submitted_jobs();
   for (const auto& [index, note] : store.running_rows()) {
     const Runner was = Runner::parse(note);
     if (was.pid > 0 && was.alive_here() && was.pid != me.pid)
       fail("{}: run {} is still being run by sweep pid {} on {}; wait for it to end", db.string(), index, was.pid,
            was.host);
+    if (submitted.count(index)) continue;  // its Slurm job is followed by id
     if (note.starts_with("interrupted")) {
       orphaned[index] = "rerun: the previous attempt was " + note;
       continue;
@@ -430,6 +658,26 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
   if (ec) fail("{}: cannot create the runs folder ({})", runs_dir.string(), ec.message());
 
   StopSignals signals;
+  if (spec.scheduler == SchedulerKind::kSlurm) {
+    const auto sweep_start = std::chrono::steady_clock::now();
+    SweepContext context{
+        spec, plan, lines, db, runs_dir, store, finished, orphaned, me, options, observe, [sweep_start] {
+          return std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
+        }};
+    sum.skipped = static_cast<int>(finished.size());
+    run_slurm_sweep(context, sum);
+    if (observe) {
+      SweepEvent e;
+      e.kind = SweepEvent::Kind::kSweepEnded;
+      e.done = sum.skipped + sum.ran;
+      e.planned = sum.planned;
+      e.failed = sum.failed;
+      e.sweep_elapsed_s = context.elapsed_s();
+      observe(e);
+    }
+    if (g_stop_signal.load()) sum.interrupted = true;
+    return sum;
+  }
   const int todo = static_cast<int>(plan.size() - finished.size());
   double spent = 0;
   int done_now = 0;
@@ -446,18 +694,11 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
       sum.interrupted = true;
       break;
     }
-    const auto run_dir = runs_dir / run.dir_name();
-    std::filesystem::remove_all(run_dir, ec);  // a run redone after an interruption starts clean
-    std::filesystem::create_directories(run_dir, ec);
-    if (ec) fail("{}: cannot create the run folder ({})", run_dir.string(), ec.message());
+    const auto run_dir = fresh_run_dir(runs_dir, run);
     const auto log_path = run_dir / "log.txt";
     const auto& argv = lines[static_cast<size_t>(run.index)];
-    store.begin_run(run, nlohmann::json(argv).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                    run_dir.string(), log_path.string(), now_unix(), me.to_text());
-    // SCALESCOPE_SWEEP_*: not SCALESCOPE_RUN_DIR, which `scalescope profile` sets to its trace folder.
-    std::map<std::string, std::string> run_env = {{"SCALESCOPE_SWEEP_RUN_DIR", run_dir.string()},
-                                                  {"SCALESCOPE_SWEEP_GPUS", std::to_string(run.gpus)},
-                                                  {"SCALESCOPE_SWEEP_REP", std::to_string(run.rep)}};
+    store.begin_run(run, argv_json(argv), run_dir.string(), log_path.string(), now_unix(), me.to_text());
+    const auto run_env = run_environment(run, run_dir);
     const auto run_start = std::chrono::steady_clock::now();
     auto event = [&](SweepEvent::Kind kind) {
       SweepEvent e;

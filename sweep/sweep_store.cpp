@@ -53,6 +53,23 @@ CREATE TABLE runs (
 CREATE INDEX runs_by_config ON runs (sweep_id, config_json, gpus);
 )sql";
 
+// --scheduler slurm: the job of each run. Files of older versions lack it; it
+// is added when one is resumed, and readers treat it as optional.
+constexpr const char* kSlurmJobsSchema = R"sql(
+CREATE TABLE IF NOT EXISTS slurm_jobs (
+  sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+  plan_index INTEGER NOT NULL,
+  job_id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  exit_code INTEGER,
+  nodelist TEXT,
+  gpus INTEGER,
+  submit_unix REAL,
+  queued_s REAL,
+  PRIMARY KEY (sweep_id, plan_index)
+);
+)sql";
+
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql, const std::filesystem::path& path) : db_(db), path_(path) {
@@ -190,6 +207,7 @@ void SweepStore::init(const std::string& spec_json, const std::string& metric, b
   store.exec(fmt::format("PRAGMA application_id = {}", kApplicationId).c_str());
   store.exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion).c_str());
   store.exec(kSchema);
+  store.exec(kSlurmJobsSchema);
   {
     Stmt s(store.db_,
            "INSERT INTO sweeps (created, scalescope_version, spec_json, metric, higher_is_better, planned_runs) "
@@ -209,6 +227,7 @@ SweepStore SweepStore::open_for_resume(const std::filesystem::path& path, const 
   SweepStore store(open_db(path, SQLITE_OPEN_READWRITE), path);
   store.exec("PRAGMA synchronous = FULL");
   store.check_identity();
+  store.exec(kSlurmJobsSchema);
   Stmt s(store.db_, "SELECT spec_json FROM sweeps WHERE id = ?", path);
   s.bind(1, store.sweep_id_);
   s.step();
@@ -290,6 +309,45 @@ void SweepStore::finish_run(const PlannedRun& run, const ProcessResult& result, 
   s.step();
 }
 
+void SweepStore::set_slurm_job(int plan_index, const StoredRun::SlurmJob& job, double submit_unix) {
+  Stmt s(
+      db_,
+      "INSERT INTO slurm_jobs (sweep_id, plan_index, job_id, state, exit_code, nodelist, gpus, submit_unix, "
+      "queued_s) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (sweep_id, plan_index) DO UPDATE SET job_id=excluded.job_id, "
+      "state=excluded.state, exit_code=excluded.exit_code, nodelist=excluded.nodelist, gpus=excluded.gpus, "
+      "submit_unix=coalesce(excluded.submit_unix, submit_unix), queued_s=excluded.queued_s",
+      path_);
+  s.bind(1, sweep_id_).bind(2, int64_t{plan_index}).bind(3, job.job_id).bind(4, job.state);
+  if (job.exit_code) s.bind(5, int64_t{*job.exit_code});
+  else s.bind_null(5);
+  if (job.nodelist.empty()) s.bind_null(6);
+  else s.bind(6, job.nodelist);
+  if (job.gpus) s.bind(7, int64_t{*job.gpus});
+  else s.bind_null(7);
+  if (submit_unix > 0) s.bind(8, submit_unix);
+  else s.bind_null(8);
+  if (job.queued_s) s.bind(9, *job.queued_s);
+  else s.bind_null(9);
+  s.step();
+}
+
+void SweepStore::forget_slurm_job(int plan_index) {
+  Stmt s(db_, "DELETE FROM slurm_jobs WHERE sweep_id=? AND plan_index=?", path_);
+  s.bind(1, sweep_id_).bind(2, int64_t{plan_index});
+  s.step();
+}
+
+std::map<int, std::string> SweepStore::submitted_jobs() {
+  std::map<int, std::string> out;
+  Stmt s(db_,
+         "SELECT j.plan_index, j.job_id FROM slurm_jobs j JOIN runs r ON r.sweep_id = j.sweep_id AND r.plan_index = "
+         "j.plan_index WHERE j.sweep_id = ? AND r.status = 'running'",
+         path_);
+  s.bind(1, sweep_id_);
+  while (s.step()) out[static_cast<int>(s.i64(0))] = s.text(1);
+  return out;
+}
+
 StoredSweep SweepStore::read() {
   StoredSweep out;
   {
@@ -337,6 +395,30 @@ StoredSweep SweepStore::read() {
     r.run_dir = s.text(15);
     r.note = s.text(16);
     out.runs.push_back(std::move(r));
+  }
+  bool has_slurm_jobs = false;
+  {
+    Stmt t(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='slurm_jobs'", path_);
+    has_slurm_jobs = t.step() && t.i64(0) == 1;
+  }
+  if (!has_slurm_jobs) return out;
+  std::map<int, StoredRun*> by_index;
+  for (auto& r : out.runs) by_index[r.plan_index] = &r;
+  Stmt j(db_,
+         "SELECT plan_index, job_id, state, exit_code, nodelist, gpus, queued_s FROM slurm_jobs WHERE sweep_id = ?",
+         path_);
+  j.bind(1, sweep_id_);
+  while (j.step()) {
+    auto it = by_index.find(static_cast<int>(j.i64(0)));
+    if (it == by_index.end()) continue;
+    StoredRun::SlurmJob job;
+    job.job_id = j.text(1);
+    job.state = j.text(2);
+    if (!j.is_null(3)) job.exit_code = static_cast<int>(j.i64(3));
+    job.nodelist = j.text(4);
+    if (!j.is_null(5)) job.gpus = static_cast<int>(j.i64(5));
+    if (!j.is_null(6)) job.queued_s = j.dbl(6);
+    it->second->slurm = std::move(job);
   }
   return out;
 }

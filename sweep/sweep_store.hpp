@@ -47,6 +47,12 @@ class SweepStore {
   // Records the outcome of a run.
   void finish_run(const PlannedRun& run, const ProcessResult& result, const RunMetrics& metrics,
                   const std::string& metric_name, const std::string& trace_path);
+  // --scheduler slurm: records (or updates) the job of a run.
+  void set_slurm_job(int plan_index, const StoredRun::SlurmJob& job, double submit_unix = 0);
+  // Drops the job of a run (cancelled by the sweep itself: the run is redone on resume).
+  void forget_slurm_job(int plan_index);
+  // Runs still "running" that have a job: plan index -> job id.
+  std::map<int, std::string> submitted_jobs();
   StoredSweep read();
 
  private:

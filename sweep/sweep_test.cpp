@@ -18,6 +18,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sweep/slurm_client.hpp"
 #include "sweep/sweep_lock.hpp"
 #include "sweep/sweep_store.hpp"
 #include "trace/error.hpp"
@@ -194,6 +195,160 @@ TEST(SweepLaunch, EveryLauncherBuildsItsLine) {
   EXPECT_EQ(launch_command(s, run2, "/r", {{"MASTER_ADDR", "node0"}}),
             (V{"torchrun", "--nnodes=2", "--rdzv_backend=c10d", "--rdzv_endpoint=node0:29500", "--rdzv_id=scalescope-0",
                "--nproc_per_node=4", "train.py", "--bs=8"}));
+}
+
+TEST(SweepLaunch, CpuOnlyRunsAskSrunForNoGpus) {
+  SweepSpec s;
+  s.gpus = {2};
+  s.cpu_only = true;
+  s.launcher = LauncherKind::kSrun;
+  s.command = {"job"};
+  using V = std::vector<std::string>;
+  EXPECT_EQ(launch_command(s, plan_runs(s)[0], "/r", {}),
+            (V{"srun", "--nodes=1", "--ntasks-per-node=2", "--kill-on-bad-exit=1", "job"}));
+}
+
+TEST(SweepSlurmPlan, DefaultSpecJsonIsUnchangedAndSlurmJsonDiffers) {
+  SweepSpec s;
+  s.command = {"job"};
+  const std::string plain = s.to_json();
+  EXPECT_EQ(plain.find("scheduler"), std::string::npos);  // a sweep planned before --scheduler resumes as it was
+  EXPECT_EQ(plain.find("cpu_only"), std::string::npos);
+  s.scheduler = SchedulerKind::kSlurm;
+  EXPECT_THAT(s.to_json(), HasSubstr("\"scheduler\":\"slurm\""));
+  s.cpu_only = true;
+  EXPECT_THAT(s.to_json(), HasSubstr("\"cpu_only\":true"));
+  EXPECT_EQ(parse_scheduler("slurm"), SchedulerKind::kSlurm);
+  EXPECT_EQ(parse_scheduler("pbs"), std::nullopt);
+}
+
+TEST(SweepSlurmPlan, SbatchLinePassesWhatTheRunNeeds) {
+  SweepSpec s;
+  s.gpus = {8};
+  s.nodes = 2;
+  s.command = {"job"};
+  s.timeout_s = 61;
+  const auto run = plan_runs(s)[0];
+  SlurmOptions o;
+  using V = std::vector<std::string>;
+  EXPECT_EQ(sbatch_command(s, run, o, "scalescope-db-0", "scalescope sweep /d/db run 0", "/r/log.txt", "/r/job.sh"),
+            (V{"sbatch", "--parsable", "--job-name=scalescope-db-0", "--comment=scalescope sweep /d/db run 0",
+               "--nodes=2", "--ntasks=8", "--ntasks-per-node=4", "--gpus-per-node=4", "--time=2", "--output=/r/log.txt",
+               "--open-mode=append", "/r/job.sh"}));
+  s.cpu_only = true;
+  s.timeout_s = 0;
+  o.partition = "gpu";
+  o.account = "proj1";
+  o.qos = "high";
+  EXPECT_EQ(sbatch_command(s, run, o, "n", "c", "/r/log.txt", "/r/job.sh"),
+            (V{"sbatch", "--parsable", "--job-name=n", "--comment=c", "--nodes=2", "--ntasks=8", "--ntasks-per-node=4",
+               "--partition=gpu", "--account=proj1", "--qos=high", "--output=/r/log.txt", "--open-mode=append",
+               "/r/job.sh"}));
+}
+
+TEST_F(SweepTest, BatchScriptExecsTheLineWithItsEnvironment) {
+  const auto script = dir_ / "job.sh";
+  std::ofstream(script) << batch_script({"sh", "-c", "printf '%s|%s|%s' \"$1\" \"$X\" \"$0\"", "it's $HOME", "a b"},
+                                        {{"X", "x'y \"z\""}});
+  const auto out = dir_ / "out.txt";
+  ASSERT_EQ(std::system(fmt::format("sh {} > {}", script.string(), out.string()).c_str()), 0);
+  EXPECT_EQ(read_file(out), "a b|x'y \"z\"|it's $HOME");
+}
+
+TEST(SweepSlurmState, ScontrolLineGivesStateExitNodesGpusAndTimes) {
+  const std::string line =
+      "JobId=17 JobName=scalescope-db-3 UserId=root(0) JobState=FAILED Reason=NonZeroExitCode ExitCode=3:0 "
+      "RunTime=00:00:01 SubmitTime=2026-12-06T09:05:11 StartTime=2026-12-06T09:05:14 EndTime=2026-12-06T09:05:20 "
+      "NodeList=node[01-02] TRES=cpu=2,node=1,billing=2,gres/gpu=8 Comment=scalescope sweep /d/x.db run 3 "
+      "WorkDir=/w";
+  const auto j = parse_scontrol_job(line);
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->job_id, "17");
+  EXPECT_EQ(j->state, "FAILED");
+  EXPECT_TRUE(j->finished());
+  EXPECT_EQ(j->exit_code, 3);
+  EXPECT_EQ(j->nodelist, "node[01-02]");
+  EXPECT_EQ(j->gpus, 8);
+  ASSERT_TRUE(j->submit_unix && j->start_unix && j->end_unix);
+  EXPECT_DOUBLE_EQ(*j->start_unix - *j->submit_unix, 3);
+  EXPECT_DOUBLE_EQ(*j->end_unix - *j->start_unix, 6);
+  const auto r = slurm_result(*j);
+  EXPECT_EQ(r.status, RunStatus::kFailed);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_DOUBLE_EQ(r.wall_s, 6);
+  EXPECT_THAT(r.note, HasSubstr("Slurm job 17 FAILED: exit code 3"));
+
+  const auto pending = parse_scontrol_job(
+      "JobId=18 JobState=PENDING ExitCode=0:0 SubmitTime=2026-12-06T09:05:11 StartTime=2026-12-06T10:00:00 "
+      "EndTime=Unknown NodeList=(null) TRES=cpu=1,node=1");
+  ASSERT_TRUE(pending);
+  EXPECT_FALSE(pending->finished());
+  EXPECT_FALSE(pending->start_unix);  // the scheduler's estimate is no start
+  EXPECT_EQ(pending->nodelist, "");
+  EXPECT_FALSE(pending->gpus);
+  EXPECT_FALSE(parse_scontrol_job("slurm_load_jobs error: Invalid job id specified"));
+}
+
+TEST(SweepSlurmState, SacctLineAndEveryFinalState) {
+  const auto j = parse_sacct_line(
+      "42|CANCELLED by 0|0:15|gpu07|2026-12-06T09:00:00|2026-12-06T09:00:30|2026-12-06T09:01:00|"
+      "billing=4,cpu=4,gres/gpu=4,node=1");
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->state, "CANCELLED");
+  EXPECT_EQ(j->signal, 15);
+  EXPECT_EQ(j->nodelist, "gpu07");
+  EXPECT_EQ(j->gpus, 4);
+  EXPECT_FALSE(parse_sacct_line(""));
+  const std::map<std::string, RunStatus> expected = {
+      {"COMPLETED", RunStatus::kOk},        {"FAILED", RunStatus::kFailed},   {"TIMEOUT", RunStatus::kTimeout},
+      {"CANCELLED", RunStatus::kError},     {"PREEMPTED", RunStatus::kError}, {"NODE_FAIL", RunStatus::kError},
+      {"OUT_OF_MEMORY", RunStatus::kFailed}};
+  for (const auto& [state, status] : expected) {
+    SlurmJobState s;
+    s.job_id = "9";
+    s.state = state;
+    EXPECT_TRUE(s.finished()) << state;
+    EXPECT_EQ(slurm_result(s).status, status) << state;
+    if (status != RunStatus::kOk) {
+      EXPECT_THAT(slurm_result(s).note, HasSubstr("Slurm job 9 " + state)) << state;
+    }
+  }
+  SlurmJobState killed;
+  killed.state = "FAILED";
+  killed.signal = 9;
+  EXPECT_EQ(slurm_result(killed).status, RunStatus::kCrashed);
+}
+
+TEST_F(SweepTest, StoreKeepsEachRunsSlurmJob) {
+  SweepSpec spec;
+  spec.gpus = {1, 2};
+  spec.command = {"job", "{gpus}"};
+  const auto plan = plan_runs(spec);
+  const auto db = dir_ / "s.db";
+  {
+    auto store = SweepStore::create(db, spec.to_json(), "wall_s", false, 2, "test");
+    store.begin_run(plan[0], "[]", "/r0", "/r0/log.txt", 1.0);
+    store.begin_run(plan[1], "[]", "/r1", "/r1/log.txt", 1.0);
+    store.set_slurm_job(plan[0].index, {"101", "PENDING", std::nullopt, "", std::nullopt, std::nullopt}, 5.0);
+    store.set_slurm_job(plan[1].index, {"102", "PENDING", std::nullopt, "", std::nullopt, std::nullopt}, 5.0);
+    EXPECT_EQ(store.submitted_jobs(), (std::map<int, std::string>{{0, "101"}, {1, "102"}}));
+    store.set_slurm_job(plan[0].index, {"101", "COMPLETED", 0, "n1", 2, 4.5});
+    ProcessResult ok;
+    ok.status = RunStatus::kOk;
+    ok.exit_code = 0;
+    store.finish_run(plan[0], ok, {}, "wall_s", "");
+    store.forget_slurm_job(plan[1].index);
+    EXPECT_EQ(store.submitted_jobs(), (std::map<int, std::string>{}));  // finished, or forgotten
+  }
+  const auto s = read_sweep(db);
+  ASSERT_EQ(s.runs.size(), 2u);
+  ASSERT_TRUE(s.runs[0].slurm);
+  EXPECT_EQ(s.runs[0].slurm->job_id, "101");
+  EXPECT_EQ(s.runs[0].slurm->state, "COMPLETED");
+  EXPECT_EQ(s.runs[0].slurm->nodelist, "n1");
+  EXPECT_EQ(s.runs[0].slurm->gpus, 2);
+  EXPECT_EQ(s.runs[0].slurm->queued_s, 4.5);
+  EXPECT_FALSE(s.runs[1].slurm);
 }
 
 TEST(SweepLaunch, ProfileWrapsTheLauncher) {

@@ -7,7 +7,11 @@
 // processes of this machine share) and the collective ends for every rank at
 // the last arrival plus 300 us, as a GPU collective does. A rank's compute
 // lasts 2 ms plus EXTRA_US, so a rank given more is the straggler.
-// Usage: fake_rank RENDEZVOUS_DIR ITERATIONS EXTRA_US   (RANK, WORLD_SIZE from the environment)
+// Usage: fake_rank RENDEZVOUS_DIR ITERATIONS EXTRA_US
+// Its own rank and world size (for the rendezvous) come from torchrun's
+// RANK/WORLD_SIZE, else Open MPI's or Slurm's variables, so that it runs
+// under mpirun and srun as they start it; the collector finds the rank by
+// itself.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -17,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <thread>
 
@@ -34,9 +39,11 @@ void sleep_until_ns(uint64_t t) {
   while (now_ns() < t) std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 
-int env_int(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : -1;
+// The first of `names` that is set.
+int env_int(std::initializer_list<const char*> names) {
+  for (const char* name : names)
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return -1;
 }
 
 }  // namespace
@@ -49,9 +56,10 @@ int main(int argc, char** argv) {
   const std::filesystem::path dir = argv[1];
   const int iterations = std::atoi(argv[2]);
   const uint64_t extra_ns = static_cast<uint64_t>(std::atoll(argv[3])) * 1000;
-  const int rank = env_int("RANK"), world = env_int("WORLD_SIZE");
+  const int rank = env_int({"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"});
+  const int world = env_int({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"});
   if (rank < 0 || world < 1) {
-    std::fprintf(stderr, "fake_rank: RANK and WORLD_SIZE must be set\n");
+    std::fprintf(stderr, "fake_rank: RANK and WORLD_SIZE (or Open MPI's or Slurm's rank variables) must be set\n");
     return 2;
   }
   const char* collector_path = std::getenv("CUDA_INJECTION64_PATH");
