@@ -13,6 +13,7 @@ class App;
 namespace scalescope::cli {
 
 void add_profile_command(CLI::App& app, int& exit_code);  // collect/
+void add_trigger_command(CLI::App& app, int& exit_code);  // collect/ (a window asked of a running profile)
 void add_import_command(CLI::App& app, int& exit_code);   // trace/ (Kineto importer)
 void add_stats_command(CLI::App& app, int& exit_code);    // trace/
 void add_export_command(CLI::App& app, int& exit_code);   // trace/

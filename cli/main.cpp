@@ -187,6 +187,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   namespace c = scalescope::cli;
   c::add_profile_command(app, exit_code);
+  c::add_trigger_command(app, exit_code);
   c::add_import_command(app, exit_code);
   c::add_stats_command(app, exit_code);
   c::add_export_command(app, exit_code);

@@ -27,6 +27,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
     uint32_t buffer_mb = 64;
     bool no_detach = false;
     bool no_python = false;
+    std::string windows_every;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("profile", "trace a CUDA job (any process tree: torchrun, srun, plain programs)");
@@ -106,7 +107,11 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   auto* repeat = cmd->add_option("--repeat-every", c.repeat_every,
                                  "open a sampled window again every this many iterations (0: one window)")
                      ->capture_default_str();
-  for (auto* o : {range, skip, iterations, repeat}) full->excludes(o);
+  auto* every = cmd->add_option("--windows-every", opts->windows_every,
+                                "also open a window of --iterations about this often by the clock (e.g. 10m), at "
+                                "the same iteration on every process; for long jobs")
+                    ->check(duration_check());
+  for (auto* o : {range, skip, iterations, repeat, every}) full->excludes(o);
   cmd->add_option("command", opts->profile.command, "the job, after --")->expected(-1);
   cmd->callback([opts, &exit_code] {
     auto& o = *opts;
@@ -115,6 +120,8 @@ void add_profile_command(CLI::App& app, int& exit_code) {
       o.profile.command = std::move(after_separator);
     }
     if (o.profile.command.empty()) fail("profile: no job to run: scalescope profile -o NAME -- CMD...");
+    if (!o.windows_every.empty())
+      o.profile.collector.windows_every_s = trace::parse_duration(o.windows_every, "--windows-every");
     o.profile.collector.api = collect::parse_api_mode(o.api);
     o.profile.collector.api_records = collect::parse_api_records(o.api_records);
     collect::parse_capture_range(o.capture, o.profile.collector);

@@ -10,11 +10,20 @@
 #include <generated_nvtx_meta.h>
 
 #include "collect/collector_common.hpp"
+#include "trace/error.hpp"
 
 namespace scalescope::collect {
 namespace {
 
 constexpr auto kFlushPeriod = std::chrono::milliseconds(1000);  // CUPTI's worker hands over buffers this often
+// How often an iteration's beginning looks for windows asked for in control/
+// (one stat of the folder), and writes this process's progress there.
+constexpr auto kControlPeriod = std::chrono::milliseconds(500);
+constexpr auto kProgressPeriod = std::chrono::milliseconds(1000);
+// A time-based window starts this far ahead of the process that claims it:
+// twice the period of the others' looks at control/, so that they have seen
+// it before it begins.
+constexpr double kTimeWindowLeadSeconds = 1.0;
 
 }  // namespace
 
@@ -33,11 +42,17 @@ void CaptureWindow::configure(trace::Metadata& meta) {
     // Traced as today until the first iteration marker: a job without any is traced whole.
     std::lock_guard lock(iteration_mutex_);
     pre_loop_window_ = true;
+    rank_ = meta.rank;
+    pid_ = meta.pid;
+    host_ = meta.hostname;
+    if (!options_.run_dir.empty()) control_.emplace(options_.run_dir, kControlPeriod);
+    if (options_.windows_every_s > 0) meta.extra["windows_every_s"] = fmt::format("{:g}", options_.windows_every_s);
   }
 }
 
 void CaptureWindow::poll(bool stopping) {
   if (reattach_requested_.exchange(false)) reattach_cupti();
+  if (sampling_ && !stopping) control_tick(std::chrono::steady_clock::now());
   bool request_detach = false;
   {
     std::lock_guard lock(enable_mutex_);
@@ -440,12 +455,13 @@ void CaptureWindow::iteration_begin(std::optional<uint64_t> number, bool may_ope
     iteration_open_ = true;  // an open one whose end was missed is dropped
     iteration_index_ = index;
     iteration_begin_ = now;
+    if (control_) note_step(now);
     if (pre_loop_window_) {
       // The first iteration: the job has markers, so from here on windows come from the schedule.
       pre_loop_window_ = false;
-      close_pre_loop = !schedule_.traced(index);
+      close_pre_loop = !traced(index);
     } else {
-      open_window = schedule_.traced(index);
+      open_window = traced(index);
     }
   }
   // Closed by the job's NVTX iteration ranges, the highest kind of marker:
@@ -460,6 +476,101 @@ void CaptureWindow::iteration_begin(std::optional<uint64_t> number, bool may_ope
   std::lock_guard lock(iteration_mutex_);
   begin_state_ = state;
   begin_changes_ = state_changes_.load();
+  if (state == IterationClass::kInside && !window_logged_open_ && !pre_loop_window_) {
+    windows_log_.push_back(window_entry(iteration_index_));
+    window_logged_open_ = true;
+  }
+}
+
+bool CaptureWindow::traced(uint64_t index) const {
+  if (schedule_.traced(index)) return true;
+  return std::any_of(asked_.begin(), asked_.end(), [&](const AskedWindow& w) { return index >= w.first && index < w.end; });
+}
+
+void CaptureWindow::note_step(std::chrono::steady_clock::time_point now) {
+  if (last_begin_ != std::chrono::steady_clock::time_point{})
+    recent_steps_ns_[recent_steps_++ % recent_steps_ns_.size()] =
+        std::chrono::duration<double, std::nano>(now - last_begin_).count();
+  last_begin_ = now;
+}
+
+// On the encoder thread (every poll, about 10 times a second): every file
+// operation of the control folder happens here, none on the job's threads.
+void CaptureWindow::control_tick(std::chrono::steady_clock::time_point now) {
+  if (!control_) return;
+  uint64_t index = 0;
+  bool running = false;
+  std::vector<double> steps;  // the last iterations' times, sorted
+  {
+    std::lock_guard lock(iteration_mutex_);
+    if (iterations_seen_ == 0) return;  // no iteration markers (yet): nothing to align windows on
+    index = iteration_index_;
+    running = iteration_open_;
+    steps.assign(recent_steps_ns_.begin(), recent_steps_ns_.begin() + std::min(recent_steps_, recent_steps_ns_.size()));
+  }
+  std::sort(steps.begin(), steps.end());
+  try {
+    if (now >= next_progress_) {
+      next_progress_ = now + kProgressPeriod;
+      // The median of the last iterations: the step time others align on.
+      const double median_ns = steps.empty() ? 0 : steps[steps.size() / 2];
+      write_progress(options_.run_dir, Progress{host_, pid_, rank_, index, median_ns, unix_now_ns()});
+    }
+    if (options_.windows_every_s > 0) {
+      // One process of the job claims each period's window for all (the
+      // first to create its file); the others find it in control/.
+      const auto slot = static_cast<int64_t>(static_cast<double>(unix_now_ns()) / 1e9 / options_.windows_every_s);
+      if (time_slot_ < 0) time_slot_ = slot;  // the first window one period after the start
+      if (slot > time_slot_) {
+        time_slot_ = slot;
+        // At the fastest recent step: a lead in iterations that is too long
+        // only delays the window; one too short lets a process miss its start.
+        const double fastest_ns = steps.empty() ? 0 : steps.front();
+        const uint64_t lead =
+            fastest_ns > 0 ? std::max<uint64_t>(2, static_cast<uint64_t>(kTimeWindowLeadSeconds * 1e9 / fastest_ns))
+                           : 2;
+        WindowRequest r{"time-" + std::to_string(slot), index + std::min<uint64_t>(lead, 1'000'000),
+                        schedule_.active, {}, "time", "", host_ + ":" + std::to_string(pid_), unix_now_ns()};
+        create_window_request(options_.run_dir, r);
+        control_->look_now();
+      }
+    }
+  } catch (const scalescope::Error&) {
+    std::lock_guard lock(iteration_mutex_);
+    ++control_errors_;  // an unwritable run directory: the job goes on, the end's summary counts it
+  }
+  auto fresh = control_->poll(now);
+  if (fresh.empty()) return;
+  std::lock_guard lock(iteration_mutex_);
+  // The iteration running now has begun untraced: the earliest a window can open is the next.
+  const uint64_t earliest = iteration_index_ + (iteration_open_ || running ? 1 : 0);
+  for (auto& r : fresh) {
+    if (!r.ranks.empty() && std::find(r.ranks.begin(), r.ranks.end(), rank_) == r.ranks.end()) continue;
+    // A request whose start has passed here (this process was behind, or
+    // it came with --start) opens at the next iteration and says how late.
+    const uint64_t first = std::max(r.start_iteration, earliest);
+    const uint64_t end = first + r.iterations;
+    asked_.push_back({std::move(r), first, end});
+  }
+  skipped_files_ = control_->skipped();
+}
+
+// Under iteration_mutex_: the log entry of a window that opens at `index`.
+nlohmann::json CaptureWindow::window_entry(uint64_t index) const {
+  nlohmann::json w;
+  w["first_iteration"] = index;
+  for (const auto& a : asked_) {
+    if (index < a.first || index >= a.end) continue;
+    w["reason"] = a.request.reason;
+    w["request"] = a.request.id;
+    if (!a.request.note.empty()) w["note"] = a.request.note;
+    if (!a.request.requested_by.empty()) w["requested_by"] = a.request.requested_by;
+    w["asked_start_iteration"] = a.request.start_iteration;
+    if (a.first > a.request.start_iteration) w["late_by_iterations"] = a.first - a.request.start_iteration;
+    return w;
+  }
+  w["reason"] = "schedule";
+  return w;
 }
 
 void CaptureWindow::iteration_end() {
@@ -474,12 +585,19 @@ void CaptureWindow::iteration_end() {
     if (iteration_index_ < schedule_.skip) c = IterationClass::kWarmup;
     else if (state_changes_.load() != begin_changes_) c = IterationClass::kTransition;
     iteration_times_.add(c, ns);
-    close = !pre_loop_window_ && !schedule_.traced(iteration_index_ + 1);
-    arm = !pre_loop_window_ && !schedule_.traced(iteration_index_) && schedule_.traced(iteration_index_ + 1) &&
+    close = !pre_loop_window_ && !traced(iteration_index_ + 1);
+    arm = !pre_loop_window_ && !traced(iteration_index_) && traced(iteration_index_ + 1) &&
           marker_kind_.load() == kMarkerNvtx;
   }
   if (arm) arm_marker_records();
   if (!close) return;
+  {
+    std::lock_guard lock(iteration_mutex_);
+    if (window_logged_open_) {
+      windows_log_.back()["last_iteration"] = iteration_index_;
+      window_logged_open_ = false;
+    }
+  }
   {
     std::lock_guard lock(enable_mutex_);
     if (!tracing_) return;
@@ -533,6 +651,16 @@ nlohmann::json CaptureWindow::sampling_summary() {
                 "#N, or cudaProfilerStart/Stop): traced from start to end";
     return j;
   }
+  if (!windows_log_.empty()) {
+    nlohmann::json log = windows_log_;
+    if (window_logged_open_) {
+      log.back()["last_iteration"] = iteration_index_;
+      log.back()["open_at_exit"] = true;
+    }
+    j["windows"] = std::move(log);
+  }
+  if (!skipped_files_.empty()) j["control_files_skipped"] = skipped_files_;
+  if (control_errors_ > 0) j["control_write_errors"] = control_errors_;
   const int marker = marker_kind_.load();
   j["iteration_marker"] = marker == kMarkerProfilerApi ? "cudaProfilerStart/Stop"
                           : marker == kMarkerStepMark  ? "optimizer steps"

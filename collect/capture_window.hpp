@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -32,6 +33,7 @@
 #include "collect/collector_options.hpp"
 #include "collect/iteration_sampler.hpp"
 #include "collect/nvtx_hooks.hpp"
+#include "collect/run_control.hpp"
 #include "collect/trace_encoder.hpp"
 #include "trace/trace.hpp"
 
@@ -103,6 +105,16 @@ class CaptureWindow final : public NvtxListener {
   // CUPTI is detached: the window then opens at the first iteration after
   // the attach that the schedule still traces).
   void iteration_begin(std::optional<uint64_t> number, bool may_open = true);
+  // Under iteration_mutex_: whether iteration `index` is traced, by the
+  // schedule or by a window asked for while the job runs.
+  bool traced(uint64_t index) const;
+  // At an iteration's beginning (iteration_mutex_ held): its time from the last one's.
+  void note_step(std::chrono::steady_clock::time_point now);
+  // The encoder thread: windows asked for in the run directory's control/
+  // folder (scalescope trigger, --windows-every), and this process's
+  // progress for the next request's alignment.
+  void control_tick(std::chrono::steady_clock::time_point now);
+  nlohmann::json window_entry(uint64_t index) const;
   void iteration_end();
   void arm_marker_records();  // CUPTI's MARKER records on before the push that opens a window
   IterationClass state_now();
@@ -181,6 +193,26 @@ class CaptureWindow final : public NvtxListener {
   uint64_t begin_changes_ = 0;
   uint64_t iteration_range_id_ = 0;  // nvtxRangeStart id of the open iteration
   IterationTimes iteration_times_;
+  // Windows asked for while the job runs (under iteration_mutex_).
+  struct AskedWindow {
+    WindowRequest request;
+    uint64_t first = 0, end = 0;  // iteration indices [first, end)
+  };
+  std::vector<AskedWindow> asked_;
+  std::optional<ControlWatcher> control_;  // the encoder thread's alone (control_tick)
+  std::vector<std::string> skipped_files_;  // control files that could not be read
+  int32_t rank_ = -1;
+  uint32_t pid_ = 0;
+  std::string host_;
+  std::chrono::steady_clock::time_point next_progress_{};  // the encoder thread's
+  std::chrono::steady_clock::time_point last_begin_{};
+  std::array<double, 16> recent_steps_ns_{};  // the last iterations' times, beginning to beginning
+  size_t recent_steps_ = 0;                    // how many were recorded (the ring's write position)
+  int64_t time_slot_ = -1;  // the encoder thread's; --windows-every: the last period (unix time / period) a window was claimed in
+  uint64_t control_errors_ = 0;  // control files that could not be written
+  // Every window of the run, in order: its iterations and why it opened.
+  nlohmann::json windows_log_ = nlohmann::json::array();
+  bool window_logged_open_ = false;
   nlohmann::json sampling_json_;  // computed once at the end (the interval resamples)
   // SCALESCOPE_LEAN_REATTACH=1 (an experiment, bench/RESULTS.md):
   // attach again after a detach with the trigger callbacks only; the activity

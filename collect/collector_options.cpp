@@ -183,6 +183,7 @@ CollectorOptions parse_collector_options(const Environment& env) {
   o.skip_iterations = parse_count(env, "SCALESCOPE_SKIP_ITERATIONS", o.skip_iterations, 0);
   o.iterations = parse_count(env, "SCALESCOPE_ITERATIONS", o.iterations, 1);
   o.repeat_every = parse_count(env, "SCALESCOPE_REPEAT_EVERY", o.repeat_every, 0);
+  o.windows_every_s = parse_seconds(env, "SCALESCOPE_WINDOWS_EVERY", 0);
   validate_sampling(o);
   return o;
 }
@@ -194,6 +195,8 @@ void validate_sampling(const CollectorOptions& o) {
         "or more than the window",
         o.iterations, o.repeat_every);
   if (o.iteration_range.empty()) fail("the iteration range name is empty");
+  if (o.windows_every_s != 0 && o.windows_every_s < 1)
+    fail("windows every {} s: the period must be at least 1 s (or 0: off)", number(o.windows_every_s));
 }
 
 Environment to_environment(const CollectorOptions& o) {
@@ -216,6 +219,7 @@ Environment to_environment(const CollectorOptions& o) {
   env["SCALESCOPE_SKIP_ITERATIONS"] = std::to_string(o.skip_iterations);
   env["SCALESCOPE_ITERATIONS"] = std::to_string(o.iterations);
   env["SCALESCOPE_REPEAT_EVERY"] = std::to_string(o.repeat_every);
+  env["SCALESCOPE_WINDOWS_EVERY"] = number(o.windows_every_s);
   return env;
 }
 

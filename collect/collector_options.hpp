@@ -75,6 +75,11 @@ struct CollectorOptions {
   uint64_t skip_iterations = 10;
   uint64_t iterations = 20;
   uint64_t repeat_every = 0;
+  // SCALESCOPE_WINDOWS_EVERY (seconds; 0: off): a window of `iterations`
+  // about this often by the clock, for long jobs; like `scalescope trigger`,
+  // it goes through the run directory's control/ folder, so every process
+  // of the job opens it at the same iteration.
+  double windows_every_s = 0;
   // True when the windows come from iterations (see above).
   bool sampled() const { return !full && capture == CaptureRange::kNone && delay_s <= 0 && duration_s <= 0; }
 };

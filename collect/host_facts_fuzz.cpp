@@ -1,5 +1,6 @@
 // Fuzzes the collector's text parsers: numa_maps, CPU lists, NCCL kernel
-// names and the SCALESCOPE_* options. None may crash, hang or allocate without
+// names, the SCALESCOPE_* options and the run directory's control files
+// (window requests and progress, which other processes and users write). None may crash, hang or allocate without
 // bound; bad input is an Error (CPU lists, options) or skipped (numa_maps).
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +8,7 @@
 
 #include "collect/collector_options.hpp"
 #include "collect/host_facts.hpp"
+#include "collect/run_control.hpp"
 #include "trace/nccl_kernel_name.hpp"
 #include "trace/error.hpp"
 
@@ -15,6 +17,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   collect::parse_numa_maps(text, 4096);
   trace::parse_nccl_kernel_name(text);
+  std::string error;
+  if (auto r = collect::parse_window_request(text, &error)) {
+    // What is accepted round-trips.
+    auto again = collect::parse_window_request(collect::window_request_json(*r), &error);
+    if (!again || again->id != r->id || again->start_iteration != r->start_iteration) __builtin_trap();
+  }
+  if (auto p = collect::parse_progress(text, &error)) collect::progress_json(*p);
   try {
     collect::format_cpu_list(collect::parse_cpu_list(text));
   } catch (const Error&) {}

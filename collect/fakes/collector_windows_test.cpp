@@ -9,8 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <set>
 #include <string>
@@ -20,6 +23,7 @@
 
 #include <unistd.h>
 
+#include "collect/run_control.hpp"
 #include "trace/trace_file.hpp"
 
 namespace scalescope {
@@ -45,9 +49,18 @@ class CollectWindows : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  HostRun run(const char* mode, const std::vector<std::pair<std::string, std::string>>& env) {
-    HostRun r;
-    fs::path out = dir_ / "out.txt", err = dir_ / "err.txt";
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  HostRun run(const char* mode, const Env& env) { return finish(start(mode, env)); }
+
+  // The host started, not waited for; `tag` names its output files, so that
+  // several hosts (ranks) can share the run directory.
+  struct Started {
+    pid_t pid = -1;
+    fs::path out, err;
+  };
+  Started start(const char* mode, const Env& env, const std::string& tag = "") {
+    Started st{-1, dir_ / (tag + "out.txt"), dir_ / (tag + "err.txt")};
+    const fs::path out = st.out, err = st.err;
     pid_t pid = fork();
     if (pid == 0) {
       if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(98);
@@ -82,14 +95,23 @@ class CollectWindows : public ::testing::Test {
                             "NVTX_INJECTION64_PATH",
                             "SCALESCOPE_NVTX_RECORDS",
                             "HOST_NVTX",
-                            "HOST_STEP_MARKS"})
+                            "HOST_STEP_MARKS",
+                            "SCALESCOPE_WINDOWS_EVERY"})
         unsetenv(v);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       execl(SCALESCOPE_WINDOWS_HOST, SCALESCOPE_WINDOWS_HOST, SCALESCOPE_COLLECTOR_PATH, mode, nullptr);
       _exit(99);
     }
+    st.pid = pid;
+    return st;
+  }
+
+  // Waits for the host; its trace and summary when it is the only process of the run.
+  HostRun finish(const Started& st) {
+    HostRun r;
+    const fs::path out = st.out, err = st.err;
     int status = 0;
-    waitpid(pid, &status, 0);
+    waitpid(st.pid, &status, 0);
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     auto slurp = [](const fs::path& p) {
       std::ifstream in(p);
@@ -97,7 +119,10 @@ class CollectWindows : public ::testing::Test {
     };
     r.out = slurp(out);
     r.err = slurp(err);
+    const std::string own = "-" + std::to_string(st.pid);  // <host>-<pid>.sstrace and .json
     for (const auto& e : fs::directory_iterator(dir_)) {
+      const std::string stem = e.path().stem().string();
+      if (stem.size() < own.size() || stem.compare(stem.size() - own.size(), own.size(), own) != 0) continue;
       if (e.path().extension() == trace::kTraceFileExtension) {
         r.trace = trace::read_trace(e.path());
         r.traced = true;
@@ -556,6 +581,139 @@ TEST_P(CollectWindowsProfilerAround, NvtxRangesTakeOverFromAProfilerStartAroundT
   EXPECT_EQ(extra(r.trace, "iterations_seen"), "41");  // the start, then 40 ranges
 }
 INSTANTIATE_TEST_SUITE_P(Collect, CollectWindowsProfilerAround, ::testing::Values("1", "settle"));
+
+// Windows asked for while the job runs (scalescope trigger): every process
+// of the run opens one at the iteration the request names, traces its
+// iterations, and records why it opened, beside the schedule's own windows.
+namespace asked {
+
+// Waits until every given process has written progress past `iteration`.
+bool wait_progress(const fs::path& run, size_t processes, uint64_t iteration) {
+  for (int i = 0; i < 500; ++i) {
+    auto p = collect::read_progress(run);
+    if (p.size() >= processes &&
+        std::all_of(p.begin(), p.end(), [&](const collect::Progress& x) { return x.iteration >= iteration; }))
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+collect::WindowRequest request(std::string id, uint64_t start, uint64_t iterations, std::vector<int32_t> ranks = {}) {
+  collect::WindowRequest r;
+  r.id = std::move(id);
+  r.start_iteration = start;
+  r.iterations = iterations;
+  r.ranks = std::move(ranks);
+  r.reason = "trigger";
+  r.note = "slow after the checkpoint";
+  r.requested_by = "test@here";
+  return r;
+}
+
+}  // namespace asked
+
+TEST_F(CollectWindows, TriggerOpensAlignedWindowsOnEveryRankAtTheIterationAsked) {
+  const Env env = {{"SCALESCOPE_SKIP_ITERATIONS", "2"}, {"SCALESCOPE_ITERATIONS", "3"}, {"HOST_STEPS", "150"}};
+  auto with_rank = [&](const char* rank) {
+    Env e = env;
+    e.emplace_back("RANK", rank);
+    e.emplace_back("WORLD_SIZE", "2");
+    return e;
+  };
+  auto r0 = start("iterations", with_rank("0"), "r0-");
+  auto r1 = start("iterations", with_rank("1"), "r1-");
+  ASSERT_TRUE(asked::wait_progress(dir_, 2, 12)) << "both ranks report progress";
+  const uint64_t at = collect::aligned_start(
+      collect::read_progress(dir_), 1.0,
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  ASSERT_TRUE(collect::create_window_request(dir_, asked::request("1", at, 4)));
+  ASSERT_TRUE(collect::create_window_request(dir_, asked::request("2", at + 20, 2, {1})));  // rank 1 only
+  HostRun a = finish(r0), b = finish(r1);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  ASSERT_GE(at + 22, 23u);
+  ASSERT_LT(at + 22, 150u) << "the request came too late for this host's 150 steps";
+  std::set<int64_t> want = {-1, 2, 3, 4};
+  for (auto s : sampled::range(int64_t(at), int64_t(at) + 4)) want.insert(s);
+  EXPECT_EQ(sampled::traced_steps(a.trace), want) << "rank 0: the schedule's window, then the trigger's";
+  for (auto s : sampled::range(int64_t(at) + 20, int64_t(at) + 22)) want.insert(s);
+  EXPECT_EQ(sampled::traced_steps(b.trace), want) << "rank 1: and its own";
+  // run.json's record of each window: iterations, reason, request, note, who.
+  const auto& w = b.summary["sampling"]["windows"];
+  ASSERT_EQ(w.size(), 3u) << b.summary.dump();
+  EXPECT_EQ(w[0]["reason"], "schedule");
+  EXPECT_EQ(w[0]["first_iteration"], 2);
+  EXPECT_EQ(w[0]["last_iteration"], 4);
+  EXPECT_EQ(w[1]["reason"], "trigger");
+  EXPECT_EQ(w[1]["request"], "1");
+  EXPECT_EQ(w[1]["first_iteration"], at);
+  EXPECT_EQ(w[1]["last_iteration"], at + 3);
+  EXPECT_EQ(w[1]["note"], "slow after the checkpoint");
+  EXPECT_EQ(w[1]["requested_by"], "test@here");
+  EXPECT_FALSE(w[1].contains("late_by_iterations"));
+  EXPECT_EQ(w[2]["request"], "2");
+  EXPECT_EQ(a.summary["sampling"]["windows"].size(), 2u);
+}
+
+// A request for an iteration that has passed opens at once and says how late.
+TEST_F(CollectWindows, TriggerForAPastIterationOpensAtOnceAndSaysHowLate) {
+  auto h = start("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "2"}, {"SCALESCOPE_ITERATIONS", "3"}, {"HOST_STEPS", "120"}});
+  ASSERT_TRUE(asked::wait_progress(dir_, 1, 10));
+  ASSERT_TRUE(collect::create_window_request(dir_, asked::request("7", 5, 3)));
+  HostRun r = finish(h);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto& w = r.summary["sampling"]["windows"];
+  ASSERT_EQ(w.size(), 2u) << r.summary.dump();
+  EXPECT_EQ(w[1]["asked_start_iteration"], 5);
+  const uint64_t first = w[1]["first_iteration"];
+  EXPECT_GT(first, 10u);
+  EXPECT_EQ(w[1]["late_by_iterations"], first - 5);
+  EXPECT_EQ(w[1]["last_iteration"], first + 2);
+}
+
+// --windows-every: one process claims each period's window for the job; the
+// others find it in control/, so both ranks trace the same iterations.
+TEST_F(CollectWindows, WindowsEveryPeriodAreClaimedOnceAndAlignedAcrossRanks) {
+  Env env = {{"SCALESCOPE_SKIP_ITERATIONS", "2"},
+             {"SCALESCOPE_ITERATIONS", "3"},
+             {"HOST_STEPS", "110"},
+             {"SCALESCOPE_WINDOWS_EVERY", "1"},
+             {"WORLD_SIZE", "2"}};
+  Env e0 = env, e1 = env;
+  e0.emplace_back("RANK", "0");
+  e1.emplace_back("RANK", "1");
+  auto r0 = start("iterations", e0, "r0-");
+  auto r1 = start("iterations", e1, "r1-");
+  HostRun a = finish(r0), b = finish(r1);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(extra(a.trace, "windows_every_s"), "1");
+  auto timed = [](const HostRun& r) {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (const auto& w : r.summary["sampling"]["windows"])
+      if (w["reason"] == "time") out.emplace_back(w["request"].get<std::string>(), w["first_iteration"].get<uint64_t>());
+    return out;
+  };
+  // 110 steps of 20-30 ms: 2 to 3 s, so at least one period boundary.
+  ASSERT_GE(timed(a).size(), 1u) << a.summary.dump();
+  EXPECT_EQ(timed(a), timed(b)) << "the same windows, at the same iterations, on both ranks";
+  EXPECT_EQ(sampled::traced_steps(a.trace), sampled::traced_steps(b.trace));
+  // One request file per period crossed, whichever rank wrote it: periods
+  // one after another; a window whose start came after the job's last step
+  // has a file and no window.
+  auto requests = collect::read_window_requests(dir_);
+  ASSERT_GE(requests.size(), timed(a).size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(requests[i].reason, "time");
+    if (i > 0) {
+      EXPECT_EQ(std::stoll(requests[i].id.substr(5)), std::stoll(requests[i - 1].id.substr(5)) + 1)
+          << requests[i - 1].id << " then " << requests[i].id;
+    }
+  }
+  for (const auto& [id, first] : timed(a))
+    EXPECT_TRUE(std::any_of(requests.begin(), requests.end(), [&](const auto& r) { return r.id == id; })) << id;
+}
 
 // One window of K iterations after the warm-up, then detached to the end.
 TEST_F(CollectWindows, SampledWindowOnceByDefaultSchedule) {
