@@ -580,6 +580,32 @@ TEST(IterationsTest, IterationWindowSelectsIterations) {
   EXPECT_THROW(analyze_rank(profiler_steps().t, o), Error);
 }
 
+// A ProfilerStep range that opens before the trace's first event is not an
+// iteration of the table (it does not lie inside the trace), so it must not
+// shift the numbers that --window itA:itB and the steady pass use: the steady
+// iterations are the table's, the last one included.
+TEST(IterationsTest, AStepBeforeTheFirstEventShiftsNoIterationNumber) {
+  TraceBuilder b;
+  int64_t t = 0;
+  for (int i = 0; i < 6; ++i) {
+    const int64_t step = i == 0 ? 4000 : 1000;
+    b.range("ProfilerStep#" + std::to_string(i), t, t + step);
+    b.kernel("volta_sgemm_128x64_nn", t + 10, t + 10 + (i == 0 ? 3000 : 300));  // the trace starts at 10
+    b.kernel("elementwise_kernel", t + step - 10, t + step);                       // and ends with the last step
+    t += step;
+  }
+  const RankAnalysis r = analyze_rank(b.t, Options{});
+  ASSERT_EQ(r.iterations.count, 5) << "step 0 begins before the first event";
+  EXPECT_EQ(r.iterations.iterations[0].start, 4000);
+  ASSERT_NE(r.steady, nullptr);
+  EXPECT_EQ(r.steady->breakdown.window_start, 4000);
+  EXPECT_EQ(r.steady->breakdown.window_end, 9000) << "the last step is in the steady window";
+  EXPECT_EQ(r.steady->breakdown.compute_ns, 5 * 310) << "step 0's 3000 ns kernel is not";
+  Options o;
+  o.window = WindowSpec::parse("it1:it2");
+  EXPECT_EQ(analyze_rank(b.t, o).breakdown.window_start, 5000) << "it1 is the table's second row";
+}
+
 // Without --window the analysis also covers the steady iterations alone (what
 // the advisor judges): from the first iteration after warm-up to the last,
 // named in the JSON as advisor_window. With a window, only that window.

@@ -378,17 +378,26 @@ std::pair<Timestamp, Timestamp> resolve_window(Timestamp first, Timestamp last, 
       return {at(static_cast<double>(span) * w.start / 100.0), at(static_cast<double>(span) * w.end / 100.0)};
     case WindowSpec::Kind::kNanoseconds: return {at(w.start), at(w.end)};
     case WindowSpec::Kind::kIterations: {
-      const auto n = static_cast<int64_t>(detected.iterations.size());
+      // Numbered as the iterations table numbers them: the iterations that
+      // lie inside the trace's span (a ProfilerStep range opened before the
+      // first event is not one of them, and must not shift the numbers).
+      std::vector<Iteration> inside;
+      for (const Iteration& it : detected.iterations)
+        if (it.start >= first && it.end <= last) inside.push_back(it);
+      const auto n = static_cast<int64_t>(inside.size());
       const auto s = static_cast<int64_t>(w.start), e = static_cast<int64_t>(w.end);
       if (n == 0) {
         // A process without GPU work (torchrun's agent beside its ranks) has
         // nothing to window: it keeps its whole span instead of failing the run.
         if (!gpu_rows) return {first, last};
         fail("--window {}: the trace of pid {} ({}) has no iterations ({})", w.to_string(), meta.pid,
-             meta.rank >= 0 ? fmt::format("rank {}", meta.rank) : std::string("no rank"), detected.reason);
+             meta.rank >= 0 ? fmt::format("rank {}", meta.rank) : std::string("no rank"),
+             detected.iterations.empty()
+                 ? detected.reason
+                 : fmt::format("none of the {} found lies inside the trace's span", detected.iterations.size()));
       }
       if (e > n) fail("--window {}: the trace has only {} iterations", w.to_string(), n);
-      return {detected.iterations[static_cast<size_t>(s)].start, detected.iterations[static_cast<size_t>(e - 1)].end};
+      return {inside[static_cast<size_t>(s)].start, inside[static_cast<size_t>(e - 1)].end};
     }
   }
   return {first, last};
