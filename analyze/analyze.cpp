@@ -206,8 +206,12 @@ IterationStats detail::window_iterations(const Detected& detected, Timestamp ws,
     return st;
   }
   st.source = detected.source;
-  for (const Iteration& it : detected.iterations)
-    if (it.start >= ws && it.end <= we) st.iterations.push_back(it);
+  for (size_t i = 0; i < detected.iterations.size(); ++i) {
+    const Iteration& it = detected.iterations[i];
+    if (it.start < ws || it.end > we) continue;
+    if (st.iterations.empty()) st.first_number = static_cast<int64_t>(i);
+    st.iterations.push_back(it);
+  }
   if (st.iterations.empty())
     st.availability = {false, fmt::format("skipped: none of the {} iterations ({}) lies inside the window",
                                           detected.iterations.size(), detected.source)};
@@ -814,15 +818,19 @@ RankAnalysis detail::analyze_rank(const trace::Trace& t, const Options& o, Windo
     size_t first = 0;
     while (first < its.size() && its[first].warmup) ++first;
     if (first < its.size()) {
+      // In --window's numbering (all detected iterations), which a step
+      // begun before the trace's first event shifts from the table's.
+      const auto base = static_cast<size_t>(r.iterations.first_number);
+      first += base;
       Options steady_options = o;
-      steady_options.window =
-          WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(first), static_cast<double>(its.size())};
+      steady_options.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(first),
+                                         static_cast<double>(base + its.size())};
       RankAnalysis steady = analyze_window(t, steady_options, paths.get(), scratch);
       steady.collectives.clear();  // stragglers are matched over the whole trace
       steady.collectives.shrink_to_fit();
       r.steady = std::make_shared<const RankAnalysis>(std::move(steady));
       r.steady_first_iteration = static_cast<int64_t>(first);
-      r.steady_end_iteration = static_cast<int64_t>(its.size());
+      r.steady_end_iteration = static_cast<int64_t>(base + its.size());
     }
   }
   return r;

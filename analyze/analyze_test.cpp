@@ -581,9 +581,10 @@ TEST(IterationsTest, IterationWindowSelectsIterations) {
 }
 
 // A ProfilerStep range that opens before the trace's first event is not an
-// iteration of the table (it does not lie inside the trace), so it must not
-// shift the numbers that --window itA:itB and the steady pass use: the steady
-// iterations are the table's, the last one included.
+// iteration of the table (it does not lie inside the trace), but it is one
+// of --window's numbers (ProfilerStep#N is itN): the steady pass must count
+// it when it names its window, or it takes in that step and leaves out the
+// last one.
 TEST(IterationsTest, AStepBeforeTheFirstEventShiftsNoIterationNumber) {
   TraceBuilder b;
   int64_t t = 0;
@@ -597,13 +598,16 @@ TEST(IterationsTest, AStepBeforeTheFirstEventShiftsNoIterationNumber) {
   const RankAnalysis r = analyze_rank(b.t, Options{});
   ASSERT_EQ(r.iterations.count, 5) << "step 0 begins before the first event";
   EXPECT_EQ(r.iterations.iterations[0].start, 4000);
+  EXPECT_EQ(r.iterations.first_number, 1);
   ASSERT_NE(r.steady, nullptr);
+  EXPECT_EQ(r.steady_first_iteration, 1);
+  EXPECT_EQ(r.steady_end_iteration, 6);
   EXPECT_EQ(r.steady->breakdown.window_start, 4000);
   EXPECT_EQ(r.steady->breakdown.window_end, 9000) << "the last step is in the steady window";
   EXPECT_EQ(r.steady->breakdown.compute_ns, 5 * 310) << "step 0's 3000 ns kernel is not";
   Options o;
   o.window = WindowSpec::parse("it1:it2");
-  EXPECT_EQ(analyze_rank(b.t, o).breakdown.window_start, 5000) << "it1 is the table's second row";
+  EXPECT_EQ(analyze_rank(b.t, o).breakdown.window_start, 4000) << "it1 is ProfilerStep#1";
 }
 
 // Without --window the analysis also covers the steady iterations alone (what

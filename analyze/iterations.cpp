@@ -378,26 +378,17 @@ std::pair<Timestamp, Timestamp> resolve_window(Timestamp first, Timestamp last, 
       return {at(static_cast<double>(span) * w.start / 100.0), at(static_cast<double>(span) * w.end / 100.0)};
     case WindowSpec::Kind::kNanoseconds: return {at(w.start), at(w.end)};
     case WindowSpec::Kind::kIterations: {
-      // Numbered as the iterations table numbers them: the iterations that
-      // lie inside the trace's span (a ProfilerStep range opened before the
-      // first event is not one of them, and must not shift the numbers).
-      std::vector<Iteration> inside;
-      for (const Iteration& it : detected.iterations)
-        if (it.start >= first && it.end <= last) inside.push_back(it);
-      const auto n = static_cast<int64_t>(inside.size());
+      const auto n = static_cast<int64_t>(detected.iterations.size());
       const auto s = static_cast<int64_t>(w.start), e = static_cast<int64_t>(w.end);
       if (n == 0) {
         // A process without GPU work (torchrun's agent beside its ranks) has
         // nothing to window: it keeps its whole span instead of failing the run.
         if (!gpu_rows) return {first, last};
         fail("--window {}: the trace of pid {} ({}) has no iterations ({})", w.to_string(), meta.pid,
-             meta.rank >= 0 ? fmt::format("rank {}", meta.rank) : std::string("no rank"),
-             detected.iterations.empty()
-                 ? detected.reason
-                 : fmt::format("none of the {} found lies inside the trace's span", detected.iterations.size()));
+             meta.rank >= 0 ? fmt::format("rank {}", meta.rank) : std::string("no rank"), detected.reason);
       }
       if (e > n) fail("--window {}: the trace has only {} iterations", w.to_string(), n);
-      return {inside[static_cast<size_t>(s)].start, inside[static_cast<size_t>(e - 1)].end};
+      return {detected.iterations[static_cast<size_t>(s)].start, detected.iterations[static_cast<size_t>(e - 1)].end};
     }
   }
   return {first, last};
@@ -496,16 +487,7 @@ IterationStats find_iterations(const trace::Trace& trace, const Options& options
     return st;
   }
   const auto [ws, we] = detail::resolve_window(trace, options, d);
-  st.source = d.source;
-  for (const Iteration& it : d.iterations)
-    if (it.start >= ws && it.end <= we) st.iterations.push_back(it);
-  if (st.iterations.empty()) {
-    st.availability = {false, fmt::format("skipped: none of the {} iterations ({}) lies inside the window",
-                                          d.iterations.size(), d.source)};
-    return st;
-  }
-  detail::summarize_iterations(st, options.warmup_tolerance);
-  return st;
+  return detail::window_iterations(d, ws, we, options.warmup_tolerance);
 }
 
 }  // namespace scalescope::analyze

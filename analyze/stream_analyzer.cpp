@@ -960,8 +960,11 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     const auto& its = r.iterations.iterations;  // all detected iterations: the window is the whole trace
     while (steady_first < its.size() && its[steady_first].warmup) ++steady_first;
     if (steady_first < its.size()) {
+      // In --window's numbering (detail::analyze_rank says why).
+      const auto base = static_cast<size_t>(r.iterations.first_number);
+      steady_first += base;
       steady_options.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(steady_first),
-                                         static_cast<double>(its.size())};
+                                         static_cast<double>(base + its.size())};
       const auto [ss, se] = detail::resolve_window(first, last, rows.gpu(), head.meta, steady_options, detected);
       steady.emplace(name_count, ss, se);
       st.iterations = detail::window_iterations(detected, ss, se, o.warmup_tolerance);
@@ -1122,7 +1125,7 @@ RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
     detail::mark_empty_window(steady_options, steady->wall(), st.attribution);
     r.steady = std::make_shared<const RankAnalysis>(std::move(st));  // no collectives: matched over the whole trace
     r.steady_first_iteration = static_cast<int64_t>(steady_first);
-    r.steady_end_iteration = static_cast<int64_t>(r.iterations.iterations.size());
+    r.steady_end_iteration = r.iterations.first_number + static_cast<int64_t>(r.iterations.iterations.size());
   }
   if (kept.nccl.size() > 0) kept.kernels = {};  // the list reads NCCL's records then
   r.collectives = detail::collective_arrivals(kept, ws, we, names.info, r.iterations.iterations);

@@ -235,7 +235,7 @@ TEST_F(CollectWindows, RanklessSamplerHandsOverToLocalRankZero) {
   EXPECT_GT(alone.trace.counters.size(), 0u);  // a plain job keeps its sampler
   EXPECT_EQ(extra(alone.trace, "nvml_handed_over"), "");
   EXPECT_FALSE(fs::exists(dir_ / marker_name()));
-  for (const auto& e : fs::directory_iterator(dir_)) fs::remove(e.path());
+  for (const auto& e : fs::directory_iterator(dir_)) fs::remove_all(e.path());
 
   auto agent = run("sampler", {{"SCALESCOPE_NVML_HZ", "20"}, {"HAND_OVER", "1"}});
   ASSERT_EQ(agent.exit_code, 0) << agent.err;
@@ -295,7 +295,7 @@ TEST_F(CollectWindows, HostSamplerRecordsThreadsAndAForkedWorker) {
     EXPECT_EQ(stacks.rfind("off: perf_event_open", 0), 0u) << stacks;
   }
   // Off: no host tables.
-  for (const auto& e : fs::directory_iterator(dir_)) fs::remove(e.path());
+  for (const auto& e : fs::directory_iterator(dir_)) fs::remove_all(e.path());
   auto off = run("plain", {{"SCALESCOPE_HOST_HZ", "0"}});
   ASSERT_TRUE(off.traced);
   EXPECT_EQ(off.trace.host_samples.size(), 0u);
@@ -762,7 +762,7 @@ TEST_F(CollectWindows, IterationRangeNameOption) {
   EXPECT_EQ(sampled::traced_steps(r.trace), want);
   EXPECT_EQ(extra(r.trace, "iterations_seen"), "12");
 
-  for (const auto& e : fs::directory_iterator(dir_)) fs::remove(e.path());
+  for (const auto& e : fs::directory_iterator(dir_)) fs::remove_all(e.path());
   auto other = run("iterations", {{"SCALESCOPE_ITERATION_RANGE", "train_step"}, {"HOST_STEPS", "12"}});
   ASSERT_EQ(other.exit_code, 0) << other.err;
   EXPECT_EQ(other.trace.kernels.size(), 2u + 12 * 2) << "ProfilerStep#N is not train_step: traced whole";
