@@ -249,8 +249,15 @@ TEST(PythonReader, AnotherVersionIsANoteNotARead) {
 
 TEST(PythonReader, NotPythonIsANote) {
   Child child({"/bin/sleep", "600"});
-  for (int i = 0; i < 100 && fs::read_symlink("/proc/" + std::to_string(child.pid()) + "/exe").filename() != "sleep"; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Until the exec is over: its memory map names sleep (a loaded machine,
+  // or the sanitizers' fork, can take over a second).
+  auto exec_done = [&] {
+    std::ifstream maps("/proc/" + std::to_string(child.pid()) + "/maps");
+    const std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+    return text.find("/sleep") != std::string::npos;
+  };
+  for (int i = 0; i < 1000 && !exec_done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(exec_done()) << "sleep did not start within 10 s";
   std::string note;
   bool is_python = true;
   EXPECT_FALSE(PythonProcessReader::open(child.pid(), &note, &is_python));
