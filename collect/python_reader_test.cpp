@@ -43,6 +43,7 @@ class Child {
     EXPECT_EQ(pipe(out), 0);
     pid_ = fork();
     if (pid_ == 0) {
+      setpgid(0, 0);  // its own group: the destructor ends it with every process it forked
       dup2(in[0], 0);
       dup2(out[1], 1);
       close(in[1]);
@@ -60,6 +61,9 @@ class Child {
   }
   ~Child() {
     close(stdin_);
+    // The group, not the process alone: forked workers left behind would
+    // spin on (and hold the test's output open) until their own end.
+    kill(-pid_, SIGKILL);
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
     fclose(stdout_);
