@@ -499,13 +499,11 @@ void CaptureWindow::note_step(std::chrono::steady_clock::time_point now) {
 void CaptureWindow::control_tick(std::chrono::steady_clock::time_point now) {
   if (!control_) return;
   uint64_t index = 0;
-  bool running = false;
   std::vector<double> steps;  // the last iterations' times, sorted
   {
     std::lock_guard lock(iteration_mutex_);
     if (iterations_seen_ == 0) return;  // no iteration markers (yet): nothing to align windows on
     index = iteration_index_;
-    running = iteration_open_;
     steps.assign(recent_steps_ns_.begin(), recent_steps_ns_.begin() + std::min(recent_steps_, recent_steps_ns_.size()));
   }
   std::sort(steps.begin(), steps.end());
@@ -543,7 +541,7 @@ void CaptureWindow::control_tick(std::chrono::steady_clock::time_point now) {
   if (fresh.empty()) return;
   std::lock_guard lock(iteration_mutex_);
   // The iteration running now has begun untraced: the earliest a window can open is the next.
-  const uint64_t earliest = iteration_index_ + (iteration_open_ || running ? 1 : 0);
+  const uint64_t earliest = iteration_index_ + (iteration_open_ ? 1 : 0);
   for (auto& r : fresh) {
     if (!r.ranks.empty() && std::find(r.ranks.begin(), r.ranks.end(), rank_) == r.ranks.end()) continue;
     // A request whose start has passed here (this process was behind, or
