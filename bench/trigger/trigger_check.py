@@ -19,7 +19,9 @@ job finish. Figures per round:
   the end of the job, against the same steps of the unprofiled run.
 Results go to OUT/results.json and OUT/summary.txt, written at the end: on one
 H100 a profiled run of 2,600 steps takes about 85 s, so 5 rounds need about
-15 minutes; use --rounds 2 --steps 2300 inside a 10-minute limit.
+15 minutes; use --rounds 3 --steps 2300 inside a 10-minute limit, and go on
+in a second call with --first-round 3 --rounds 2. Results are written after
+every round.
 """
 import argparse
 import glob
@@ -59,13 +61,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=2600)
     ap.add_argument("--at", type=int, default=2000)
+    ap.add_argument("--first-round", type=int, default=0,
+                    help="number of the first round (a later call goes on with the alternation of an earlier one)")
     args = ap.parse_args()
     ss = os.path.abspath(args.scalescope)
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     job = [sys.executable, CHECK, "job", "mobilenet", "--steps", str(args.steps)]
     rounds, summary = [], []
-    for r in range(args.rounds):
+    for r in range(args.first_round, args.first_round + args.rounds):
         res = {}
         for kind in (("plain", "profiled") if r % 2 == 0 else ("profiled", "plain")):
             if kind == "plain":
@@ -118,6 +122,14 @@ def main():
             r, res["progress_seen"], res["trigger_output"],
             [(w["reason"], w["first_iteration"], w.get("last_iteration")) for w in res["windows"]],
             "%+.2f %%" % (100 * res["after_window_ratio"]) if "after_window_ratio" in res else "n/a"))
+        write_results(out, rounds, summary)
+    write_results(out, rounds, summary)
+    print("\n".join(summary))
+
+
+def write_results(out, rounds, summary):
+    """Written after every round, so that a call cut by its time limit keeps the rounds it finished."""
+    summary = list(summary)
     ratios = [x["after_window_ratio"] for x in rounds if "after_window_ratio" in x]
     if ratios:
         summary.append("steps after the trigger's window against no profiler: median %+.2f %% over %d rounds "
@@ -127,7 +139,6 @@ def main():
         json.dump({"rounds": rounds, "summary": summary}, f)
     with open(os.path.join(out, "summary.txt"), "w") as f:
         f.write("\n".join(summary) + "\n")
-    print("\n".join(summary))
 
 
 if __name__ == "__main__":
