@@ -76,16 +76,20 @@ void add_profile_command(CLI::App& app, int& exit_code) {
                 "do not load the Python bootstrap into the job's Python processes (by default it marks optimizer "
                 "steps for the sampled windows, records operator and module ranges inside windows, and reads ranks "
                 "and process groups from torch.distributed)");
-  cmd->add_option("--python-stacks", opts->profile.python_stacks,
-                  "how Python stacks are sampled: outside (read from this process, the whole run, every Python "
-                  "process of the job's tree), inside (by the bootstrap in each Python process, inside windows) "
-                  "or off")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, collect::PythonStacksWay>{
-          {"inside", collect::PythonStacksWay::kInside},
-          {"outside", collect::PythonStacksWay::kOutside},
-          {"off", collect::PythonStacksWay::kOff}})
-                     .description(""))
-      ->type_name("inside|outside|off")
+  // A string checked against the names, then mapped: CLI11's CheckedTransformer
+  // prints its internal map in the error ("Check bogus value in {inside->0...").
+  cmd->add_option_function<std::string>(
+         "--python-stacks",
+         [opts](const std::string& way) {
+           opts->profile.python_stacks = way == "inside"  ? collect::PythonStacksWay::kInside
+                                         : way == "off"   ? collect::PythonStacksWay::kOff
+                                                          : collect::PythonStacksWay::kOutside;
+         },
+         "how Python stacks are sampled: outside (read from this process, the whole run, every Python "
+         "process of the job's tree), inside (by the bootstrap in each Python process, inside windows) "
+         "or off")
+      ->check(CLI::IsMember({"inside", "outside", "off"}))
+      ->type_name("WAY")
       ->default_str("outside");
   cmd->add_option("--python-sampling-hz", opts->profile.python_sampling_hz,
                   "Python stack sampling rate, in every Python process of the job and its DataLoader workers: "

@@ -56,6 +56,7 @@ usage "mlperf analyze --level nan" "--level: nan is not a finite number in (0, 1
 usage "mlperf analyze --threshold nan" "--threshold: nan is not a finite number" mlperf analyze --threshold nan
 usage "profile --delay nan" "--delay: nan is not a finite number" profile -o "$tmp/p" --delay nan -- true
 usage "profile --nvml-hz inf" "--nvml-hz: inf is not a finite number in [0, 1000]" profile -o "$tmp/p" --nvml-hz inf -- true
+usage "profile --python-stacks bogus" "--python-stacks: bogus not in {inside,outside,off}" profile -o "$tmp/p" --python-stacks bogus -- true
 check "profile with a bad option created no run directory" '[ ! -e "$tmp/p.ssrun" ]'
 usage "sweep --kill-grace 99999999999999999999h" "--kill-grace: '99999999999999999999h' is longer than 366 days" \
   sweep --kill-grace 99999999999999999999h -o "$tmp/k.db" -- true
