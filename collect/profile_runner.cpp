@@ -586,8 +586,8 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   if (traced == 0 && result.incomplete.empty()) {
     // No trace to read: suggesting `analyze` would only lead to another error.
     log << fmt::format(
-        "scalescope: no CUDA process was traced (did the command use the GPU?); {} holds run.json "
-        "only, nothing to analyze\n",
+        "scalescope: no CUDA process was traced (did the command use the GPU?); {} holds no trace of "
+        "GPU work (run.json, and Python stacks where sampled), nothing to analyze\n",
         shown.string());
   } else {
     log << fmt::format("next: scalescope analyze {}\n", shown.string());
