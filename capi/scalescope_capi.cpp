@@ -174,8 +174,15 @@ const char* enum_names() {
   return names.c_str();
 }
 
-// The tables ss_rank_table serves (not the host sampler's), by their column lists' names.
-constexpr std::string_view kServedTables[] = {"kernels", "memcpy", "memset", "api", "sync", "nvtx", "nccl", "counters"};
+// Every trace table's name, in export order, from the column lists.
+const std::vector<std::string_view>& table_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> v;
+    trace::for_each_table_type([&](auto table) { v.push_back(trace::TableColumns<typename decltype(table)::type>::name); });
+    return v;
+  }();
+  return names;
+}
 
 // A table's columns from its column list (trace/table_columns.hpp).
 template <typename Table>
@@ -195,8 +202,8 @@ void add_columns(Columns& c, const Table& t) {
 // which the C ABI adds after `name`.
 Columns table_columns(const trace::Trace& t, const std::vector<trace::StringId>& kernel_short_names,
                       std::string_view table) {
-  if (std::find(std::begin(kServedTables), std::end(kServedTables), table) == std::end(kServedTables))
-    fail("no table '{}' (tables: {})", table, fmt::join(kServedTables, ", "));
+  if (std::find(table_names().begin(), table_names().end(), table) == table_names().end())
+    fail("no table '{}' (tables: {})", table, fmt::join(table_names(), ", "));
   Columns c;
   trace::for_each_trace_table(t, [&](const auto& columns) {
     using Table = std::remove_cvref_t<decltype(columns)>;
@@ -214,6 +221,16 @@ Columns table_columns(const trace::Trace& t, const std::vector<trace::StringId>&
 }
 
 // ---- run facts ----------------------------------------------------------------
+
+// Rows per table, by the tables' names.
+json event_counts(const trace::Trace& t) {
+  json counts = json::object();
+  trace::for_each_trace_table(t, [&](const auto& table) {
+    using Table = std::remove_cvref_t<decltype(table)>;
+    counts[std::string(trace::TableColumns<Table>::name)] = table.size();
+  });
+  return counts;
+}
 
 json metadata_json(const trace::Metadata& m) {
   json devices = json::array();
@@ -405,15 +422,7 @@ char* ss_run_info_json(ss_run* run) {
                        {"problems", problems_json(t.problems)},
                        {"string_count", t.strings.size()},
                        {"time_span", {first, last}},
-                       {"event_counts",
-                        {{"kernels", t.kernels.size()},
-                         {"memcpy", t.memcpys.size()},
-                         {"memset", t.memsets.size()},
-                         {"api", t.api.size()},
-                         {"sync", t.syncs.size()},
-                         {"nvtx", t.nvtx.size()},
-                         {"nccl", t.nccl.size()},
-                         {"counters", t.counters.size()}}}});
+                       {"event_counts", event_counts(t)}});
     }
     json reports = json::array();
     for (const auto& r : run->reports) reports.push_back(import_report_json(r));
@@ -422,7 +431,7 @@ char* ss_run_info_json(ss_run* run) {
 }
 
 const char* ss_table_names(void) {
-  static const std::string names = fmt::format("{}", fmt::join(kServedTables, "\n"));
+  static const std::string names = fmt::format("{}", fmt::join(table_names(), "\n"));
   return names.c_str();
 }
 

@@ -10,8 +10,8 @@ import numpy as np
 from . import _frames
 from ._lib import BOOL, DTYPES, ENUM, STRING, encode, error, lib, ss_column, take_text
 
-#: The event tables of a rank (Rank.table(name), Rank.<name>).
-TABLES = ("kernels", "memcpy", "memset", "api", "sync", "nvtx", "nccl", "counters")
+#: The event tables of a rank (Rank.table(name), Rank.<name>), from the library's column lists.
+TABLES = tuple(lib.ss_table_names().decode().split("\n"))
 
 
 class _Handle:
@@ -213,6 +213,16 @@ class Rank:
     nvtx = property(lambda self: self.table("nvtx"), doc="NVTX ranges and marks (and PyTorch annotations)")
     nccl = property(lambda self: self.table("nccl"), doc="NCCL collectives (op, bytes, count, datatype, algorithm, protocol, communicator, sequence)")
     counters = property(lambda self: self.table("counters"), doc="GPU counter samples (time ns, device, metric, value)")
+    host_threads = property(lambda self: self.table("host_threads"),
+                            doc="the job's host threads (start, end, pid, tid, parent_pid, name, is_main, role)")
+    host_samples = property(lambda self: self.table("host_samples"),
+                            doc="host thread samples (time, pid, tid, state, cpu, cpu_ns, run_wait_ns, switches)")
+    host_callsites = property(lambda self: self.table("host_callsites"),
+                              doc="native call sites of host stacks (id, parent, function, module, address, name_status)")
+    host_modules = property(lambda self: self.table("host_modules"),
+                            doc="loaded modules (pid, path, build_id, map_start, map_end, map_offset)")
+    host_stack_samples = property(lambda self: self.table("host_stack_samples"),
+                                  doc="host stack samples (time, pid, tid, callsite: the leaf's host_callsites id)")
 
     @property
     def problems(self):

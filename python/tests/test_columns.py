@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import scalescope
-from conftest import SAMPLE, STUDY_RUNS
+from conftest import ROOT, SAMPLE, STUDY_RUNS
 
 pd = pytest.importorskip("pandas")
 
@@ -108,6 +108,21 @@ def test_every_table_has_its_rows(table):
         assert len(df) == rank.event_counts[table]
         for col, arr in rank.columns(table).items():
             assert len(arr) == len(df)
+
+
+def test_host_tables_are_served():
+    """The host sampler's tables come through the same column lists as the GPU tables."""
+    rank = scalescope.open(ROOT / "trace" / "testdata" / "golden-v1.4.sstrace").ranks[0]
+    for table in ("host_threads", "host_samples", "host_callsites", "host_modules", "host_stack_samples"):
+        assert table in scalescope.TABLES
+        df = getattr(rank, table)
+        assert len(df) == rank.event_counts[table] > 0, table
+    threads = rank.host_threads
+    assert threads["is_main"].dtype == bool and threads["is_main"].sum() >= 1
+    assert set(rank.host_samples["state"].cat.categories) >= {"unknown"}
+    # Every stack sample's leaf is a call site of the same rank.
+    assert set(rank.host_stack_samples["callsite"]) <= set(rank.host_callsites["id"])
+    assert rank.host_modules["map_end"].gt(rank.host_modules["map_start"]).all()
 
 
 def test_collector_run_facts():
