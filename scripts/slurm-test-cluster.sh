@@ -139,6 +139,7 @@ stop_one() {  # pid file
 stop() {
   local node
   for node in "${NODES[@]}"; do stop_one "$DIR/slurmd-$node.pid"; done
+  stop_one "$DIR/slurmd.pid"  # the one slurmd of a cluster started by an older version of this script
   stop_one "$DIR/slurmctld.pid"
   stop_one "$DIR/munge/munged.pid"
 }
