@@ -124,24 +124,32 @@ running() {
 
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-stop_one() {  # pid file
-  local pidfile=$1 pid
-  [ -f "$pidfile" ] || return 0
-  pid=$(cat "$pidfile" 2>/dev/null || true)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill "$pid"
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-  fi
-  rm -f "$pidfile"
+# Ends the daemons of these pid files together (each may take seconds), then
+# whatever did not end in 5 s.
+stop_all() {  # pid files
+  local pidfile pid pids=()
+  for pidfile in "$@"; do
+    [ -f "$pidfile" ] || continue
+    pid=$(cat "$pidfile" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid" && pids+=("$pid"); fi
+    rm -f "$pidfile"
+  done
+  for _ in $(seq 50); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && return 0
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && kill -9 "$pid"; done
+  return 0
 }
 
 stop() {
-  local node
-  for node in "${NODES[@]}"; do stop_one "$DIR/slurmd-$node.pid"; done
-  stop_one "$DIR/slurmd.pid"  # the one slurmd of a cluster started by an older version of this script
-  stop_one "$DIR/slurmctld.pid"
-  stop_one "$DIR/munge/munged.pid"
+  local node daemons=()
+  for node in "${NODES[@]}"; do daemons+=("$DIR/slurmd-$node.pid"); done
+  # (slurmd.pid: the one slurmd of a cluster started by an older version of this script)
+  stop_all "${daemons[@]}" "$DIR/slurmd.pid" "$DIR/slurmctld.pid"
+  stop_all "$DIR/munge/munged.pid"
 }
 
 start() {
