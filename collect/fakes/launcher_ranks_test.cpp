@@ -1,5 +1,5 @@
 // `scalescope profile -- mpirun -np 2 ...` and `profile -- srun -n 2 ...`
-// with the real launchers (Open MPI; the one-node Slurm cluster of
+// with the real launchers (Open MPI; the two-node Slurm cluster of
 // scripts/slurm-test-cluster.sh, started by ctest as a fixture), each rank a
 // fake CUDA process over the fake CUPTI: run.json must hold two processes
 // whose ranks the collector took from the launcher's own environment (no
