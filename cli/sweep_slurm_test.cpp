@@ -59,9 +59,9 @@ class SweepSlurm : public ::testing::Test {
   void TearDown() override {
     // No job of this test outlives it.
     if (!db_.empty()) [[maybe_unused]]
-      int rc = std::system(
-          fmt::format("for i in $(seq 0 15); do scancel --name=scalescope-{}-$i; done >/dev/null 2>&1", db_.stem().string())
-              .c_str());
+      int rc = std::system(fmt::format("for i in $(seq 0 15); do scancel --name=scalescope-{}-$i; done >/dev/null 2>&1",
+                                       db_.stem().string())
+                               .c_str());
     if (!dir_.empty()) fs::remove_all(dir_);
   }
 
@@ -304,10 +304,11 @@ TEST_F(SweepSlurm, LeaveQueuedKeepsTheJobsAndResumeFollowsThemById) {
 }
 
 TEST_F(SweepSlurm, TwoNodeRunsSpreadTheirTasksEvenlyOverBothNodes) {
-  const pid_t pid = start({SCALESCOPE_BIN, "sweep", "--scheduler", "slurm", "--launcher", "srun", "--cpu-only", "--nodes",
-                           "2", "--gpus", "2,4", "--repeat", "1", "-o", db_.string(), "--poll-interval", "0.5s", "--",
-                           "sh", kJob, "ok", "1"},
-                          "sweep.log");
+  const pid_t pid = start(
+      {SCALESCOPE_BIN, "sweep", "--scheduler", "slurm", "--launcher", "srun",       "--cpu-only",      "--nodes", "2",
+       "--gpus",       "2,4",   "--repeat",    "1",     "-o",         db_.string(), "--poll-interval", "0.5s",    "--",
+       "sh",           kJob,    "ok",          "1"},
+      "sweep.log");
   ASSERT_EQ(wait_exit(pid, 60), 0) << read_file(dir_ / "sweep.log");
   const auto s = sweep::read_sweep(db_);
   ASSERT_EQ(s.runs.size(), 2u);

@@ -81,10 +81,10 @@ bool slurm_answers() {
   return fs::exists(SCALESCOPE_SLURM_CONF) && on_path("srun") && std::system("sinfo -h >/dev/null 2>&1") == 0;
 }
 
-#define SKIP_WITHOUT_SLURM()                                                                     \
-  if (!slurm_answers())                                                                          \
-  GTEST_SKIP() << "no Slurm cluster answers here (SLURM_CONF="                                   \
-               << (std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "unset")              \
+#define SKIP_WITHOUT_SLURM()                                                        \
+  if (!slurm_answers())                                                             \
+  GTEST_SKIP() << "no Slurm cluster answers here (SLURM_CONF="                      \
+               << (std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "unset") \
                << "): scripts/slurm-test-cluster.sh start runs one as root"
 
 TEST_F(LauncherRanks, SrunStartsRanksZeroAndOne) {
