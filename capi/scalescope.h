@@ -90,7 +90,8 @@ SS_API char* ss_analyze_json(ss_run* run, const char* window, const char* iterat
 SS_API char* ss_diff_json(ss_run* a, ss_run* b, const char* options_json);
 /* A sweep database: {"sweep": {id, created, spec, metric, higher_is_better,
  * planned_runs, runs:[...]}, "scaling": [tables as `scalescope scaling
- * --format json`]}. options_json: {"metric", "higher_is_better", "ref",
+ * --format json`], "slurm_jobs": the "Slurm jobs" table (no rows unless
+ * the sweep ran with --scheduler slurm)}. options_json: {"metric", "higher_is_better", "ref",
  * "threshold", "price_per_gpu_hour", "predict":[N...], "compare":"KEY=A,B",
  * "weak", "samples_per_gpu_step"}; "scaling" is null with "scaling_error"
  * when the sweep has no measured metric. */

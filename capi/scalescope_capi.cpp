@@ -535,8 +535,14 @@ char* ss_sweep_json(const char* db, const char* options_json) {
     options.samples_per_gpu_step = opt<double>(o, "samples_per_gpu_step");
     // A sweep without a measured metric still has its runs: the scaling
     // study's error goes beside them rather than hiding them.
+    // The Slurm jobs are also one of `scalescope scaling`'s tables; they stand
+    // alone too, for a sweep whose runs measured nothing (all timed out).
+    const report::Table jobs = report::slurm_jobs_table(stored);
+    out["slurm_jobs"] = json::parse(jobs.to_json());
     try {
-      out["scaling"] = json::parse(tables_json(report::scaling_tables(sweep::study_scaling(stored, options))));
+      auto tables = report::scaling_tables(sweep::study_scaling(stored, options));
+      if (!jobs.rows().empty()) tables.push_back(jobs);
+      out["scaling"] = json::parse(tables_json(tables));
     } catch (const Error& e) {
       out["scaling"] = nullptr;
       out["scaling_error"] = e.what();

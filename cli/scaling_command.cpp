@@ -132,7 +132,7 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     const auto stored = sweep::read_sweep(args->db);
     check_against_sweep(stored, options, args->db);
     auto tables = report::scaling_tables(sweep::study_scaling(stored, options));
-    if (auto jobs = report::slurm_jobs_table(stored)) tables.push_back(std::move(*jobs));
+    if (auto jobs = report::slurm_jobs_table(stored); !jobs.rows().empty()) tables.push_back(std::move(jobs));
     report::print_tables(std::cout, tables, *format);
     exit_code = 0;
   });

@@ -1,10 +1,11 @@
 // `scalescope sweep --scheduler slurm` against a real slurmctld and slurmd
-// (the one-node cluster of scripts/slurm-test-cluster.sh, started by ctest as
+// (the two-node cluster of scripts/slurm-test-cluster.sh, started by ctest as
 // a fixture): CPU-only fake jobs (tests/fake_jobs/slurm_job.sh) over 1 and 2
-// tasks, launched inside each job by the real srun, one job at a time
-// (--max-queued 1, so the others wait); one configuration fails with exit 3
-// and one cancels its own job with scancel. The sweep is SIGKILLed midway and
-// resumed, and Ctrl-C cancels what it queued.
+// tasks, launched inside each job by the real srun, three jobs at a time
+// (--max-queued 3, so the others wait); one configuration overruns its
+// one-minute time limit and Slurm ends it, one fails with exit 3 and one
+// cancels its own job with scancel. The sweep is SIGKILLed midway and
+// resumed, and Ctrl-C cancels what it queued. Runs spanning both nodes.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,7 +59,7 @@ class SweepSlurm : public ::testing::Test {
   void TearDown() override {
     // No job of this test outlives it.
     if (!db_.empty()) [[maybe_unused]]
-      int rc = std::system(fmt::format("for i in 0 1 2 3 4 5; do scancel --name=scalescope-{}-$i; done >/dev/null 2>&1",
+      int rc = std::system(fmt::format("for i in $(seq 0 15); do scancel --name=scalescope-{}-$i; done >/dev/null 2>&1",
                                        db_.stem().string())
                                .c_str());
     if (!dir_.empty()) fs::remove_all(dir_);
@@ -142,29 +143,33 @@ int finished(const sweep::StoredSweep& s) {
 }
 
 TEST_F(SweepSlurm, KilledSweepResumesItsQueuedJobsAndRecordsEveryRunOnce) {
-  const auto argv = sweep_argv("ok,fail3,cancel", "2", {"--max-queued", "1"});
+  // Eight runs, at most three jobs in the queue. "overrun" sleeps far past
+  // --timeout 1m, the jobs' --time=1: Slurm itself ends both of its jobs,
+  // 60 to 90 s after they start, while the other runs go through the
+  // remaining slot.
+  const auto argv = sweep_argv("overrun,ok,fail3,cancel", "2", {"--max-queued", "3", "--timeout", "1m"});
   const pid_t first = start(argv, "first.log");
-  // Two runs done and a third submitted: then the sweep dies without a word.
+  // Two runs done and a job queued or running: then the sweep dies without a word.
   ASSERT_TRUE(wait_for(
       [](const sweep::StoredSweep& s) {
         int submitted_open = 0;
         for (const auto& r : s.runs) submitted_open += r.status == sweep::RunStatus::kRunning && r.slurm.has_value();
-        return finished(s) >= 2 && submitted_open == 1;
+        return finished(s) >= 2 && submitted_open >= 1;
       },
       90))
       << read_file(dir_ / "first.log");
   ::kill(first, SIGKILL);
   wait_exit(first, 10);
   const auto at_kill = sweep::read_sweep(db_);
-  std::string open_job;
+  std::set<std::string> open_jobs_at_kill;
   for (const auto& r : at_kill.runs)
-    if (r.status == sweep::RunStatus::kRunning && r.slurm) open_job = r.slurm->job_id;
-  ASSERT_FALSE(open_job.empty());
+    if (r.status == sweep::RunStatus::kRunning && r.slurm) open_jobs_at_kill.insert(r.slurm->job_id);
+  ASSERT_FALSE(open_jobs_at_kill.empty());
 
   auto resume = argv;
   resume.insert(resume.begin() + 2, "--resume");
   const pid_t second = start(resume, "second.log");
-  const int rc = wait_exit(second, 150);
+  const int rc = wait_exit(second, 240);
   const std::string log = read_file(dir_ / "first.log") + read_file(dir_ / "second.log");
   ASSERT_EQ(rc, 0) << log;
   // The progress line: queued, running and done per configuration. (Whether
@@ -172,19 +177,24 @@ TEST_F(SweepSlurm, KilledSweepResumesItsQueuedJobsAndRecordsEveryRunOnce) {
   // job runs 2 s, so one is seen running, and each ends done.)
   EXPECT_TRUE(std::regex_search(log, std::regex("queue: .*g1 kind=ok 0 queued 0 running 1 done"))) << log;
   EXPECT_TRUE(std::regex_search(log, std::regex("queue: .*g[12] kind=ok 0 queued 1 running 0 done"))) << log;
-  // --max-queued 1: never more than one job submitted and not yet ended.
+  EXPECT_TRUE(std::regex_search(log, std::regex("queue: .*g[12] kind=overrun 0 queued 1 running"))) << log;
+  // --max-queued 3: never more than three jobs submitted and not yet ended,
+  // and at some point the queue was full while runs waited.
   const std::regex open_jobs("(\\d+) queued (\\d+) running");
+  bool full = false;
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
     if (!line.starts_with("queue: ")) continue;
     int open = 0;
     for (std::sregex_iterator m(line.begin(), line.end(), open_jobs), end; m != end; ++m)
       open += std::stoi((*m)[1]) + std::stoi((*m)[2]);
-    EXPECT_LE(open, 1) << line;
+    EXPECT_LE(open, 3) << line;
+    full = full || open == 3;
   }
+  EXPECT_TRUE(full) << log;
 
   const auto s = sweep::read_sweep(db_);
-  ASSERT_EQ(s.runs.size(), 6u);
+  ASSERT_EQ(s.runs.size(), 8u);
   std::set<std::string> job_ids;
   std::map<std::string, int> states;
   for (const auto& r : s.runs) {
@@ -201,6 +211,13 @@ TEST_F(SweepSlurm, KilledSweepResumesItsQueuedJobsAndRecordsEveryRunOnce) {
       const std::string out = read_file(r.log_path);
       for (int t = 0; t < r.gpus; ++t)
         EXPECT_NE(out.find(fmt::format("task={} of {} job={}", t, r.gpus, r.slurm->job_id)), std::string::npos) << out;
+    } else if (kind == "overrun") {
+      // Ended by Slurm at its limit (one minute, no OverTimeLimit), well
+      // before its sleep of 600 s.
+      EXPECT_EQ(r.status, sweep::RunStatus::kTimeout) << r.note;
+      EXPECT_EQ(r.note, fmt::format("Slurm job {} TIMEOUT: killed at its time limit", r.slurm->job_id));
+      EXPECT_GE(r.wall_s, 60.0) << r.note;
+      EXPECT_LT(r.wall_s, 200.0) << r.note;
     } else if (kind == "fail3") {
       EXPECT_EQ(r.status, sweep::RunStatus::kFailed) << r.note;
       EXPECT_EQ(r.exit_code, 3) << r.note;
@@ -209,12 +226,13 @@ TEST_F(SweepSlurm, KilledSweepResumesItsQueuedJobsAndRecordsEveryRunOnce) {
       EXPECT_NE(r.note.find("CANCELLED"), std::string::npos) << r.note;
     }
   }
-  EXPECT_EQ(job_ids.size(), 6u);
-  EXPECT_EQ(states, (std::map<std::string, int>{{"ok:COMPLETED", 2}, {"fail3:FAILED", 2}, {"cancel:CANCELLED", 2}}));
-  // The job open at the kill was followed by id, not submitted again: Slurm
-  // saw exactly one job per run.
-  EXPECT_TRUE(job_ids.count(open_job));
-  EXPECT_EQ(completed_jobs().size(), 6u) << fmt::format("{}", fmt::join(completed_jobs(), "\n"));
+  EXPECT_EQ(job_ids.size(), 8u);
+  EXPECT_EQ(states, (std::map<std::string, int>{
+                        {"ok:COMPLETED", 2}, {"overrun:TIMEOUT", 2}, {"fail3:FAILED", 2}, {"cancel:CANCELLED", 2}}));
+  // The jobs open at the kill were followed by id, not submitted again:
+  // Slurm saw exactly one job per run.
+  for (const auto& id : open_jobs_at_kill) EXPECT_TRUE(job_ids.count(id)) << id;
+  EXPECT_EQ(completed_jobs().size(), 8u) << fmt::format("{}", fmt::join(completed_jobs(), "\n"));
 }
 
 TEST_F(SweepSlurm, CtrlCCancelsTheSweepsJobsAndLeavesItsRunsForResume) {
@@ -283,6 +301,35 @@ TEST_F(SweepSlurm, LeaveQueuedKeepsTheJobsAndResumeFollowsThemById) {
     EXPECT_EQ(r.slurm->state, "COMPLETED");
   }
   EXPECT_EQ(completed_jobs().size(), 2u) << fmt::format("{}", fmt::join(completed_jobs(), "\n"));
+}
+
+TEST_F(SweepSlurm, TwoNodeRunsSpreadTheirTasksEvenlyOverBothNodes) {
+  const pid_t pid = start(
+      {SCALESCOPE_BIN, "sweep", "--scheduler", "slurm", "--launcher", "srun",       "--cpu-only",      "--nodes", "2",
+       "--gpus",       "2,4",   "--repeat",    "1",     "-o",         db_.string(), "--poll-interval", "0.5s",    "--",
+       "sh",           kJob,    "ok",          "1"},
+      "sweep.log");
+  ASSERT_EQ(wait_exit(pid, 60), 0) << read_file(dir_ / "sweep.log");
+  const auto s = sweep::read_sweep(db_);
+  ASSERT_EQ(s.runs.size(), 2u);
+  for (const auto& r : s.runs) {
+    EXPECT_EQ(r.status, sweep::RunStatus::kOk) << r.note;
+    EXPECT_EQ(r.nodes, 2);
+    ASSERT_TRUE(r.slurm);
+    EXPECT_EQ(r.slurm->nodelist, "sscope[1-2]");
+    // gpus/2 tasks on each node, every rank once.
+    const std::string out = read_file(r.log_path);
+    std::map<std::string, int> per_node;
+    std::set<int> ranks;
+    const std::regex task("task=(\\d+) of (\\d+) job=\\S+ node=(\\S+)");
+    for (std::sregex_iterator m(out.begin(), out.end(), task), end; m != end; ++m) {
+      EXPECT_EQ(std::stoi((*m)[2]), r.gpus) << out;
+      ranks.insert(std::stoi((*m)[1]));
+      ++per_node[(*m)[3]];
+    }
+    EXPECT_EQ(ranks.size(), static_cast<size_t>(r.gpus)) << out;
+    EXPECT_EQ(per_node, (std::map<std::string, int>{{"sscope1", r.gpus / 2}, {"sscope2", r.gpus / 2}})) << out;
+  }
 }
 
 // Runs `line` (a shell line) to its end; its output.

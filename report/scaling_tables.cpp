@@ -177,7 +177,7 @@ std::vector<Table> scaling_tables(const sweep::ScalingStudy& study) {
   return tables;
 }
 
-std::optional<Table> slurm_jobs_table(const sweep::StoredSweep& stored) {
+Table slurm_jobs_table(const sweep::StoredSweep& stored) {
   Table t("Slurm jobs", {"run", "config", "gpus", "rep", "job_id", "state", "exit_code", "nodelist", "gpus_allocated",
                          "queued_s"});
   for (const auto& r : stored.runs) {
@@ -188,7 +188,6 @@ std::optional<Table> slurm_jobs_table(const sweep::StoredSweep& stored) {
                opt_int(r.slurm->exit_code), r.slurm->nodelist, opt_int(r.slurm->gpus),
                r.slurm->queued_s ? Cell(*r.slurm->queued_s) : Cell()});
   }
-  if (t.rows().empty()) return std::nullopt;
   return t;
 }
 

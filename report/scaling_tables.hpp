@@ -29,8 +29,8 @@ Table scaling_comparison_table(const sweep::ScalingStudy& study);
 Table scaling_prediction_table(const sweep::ScalingStudy& study);
 
 // A `--scheduler slurm` sweep's jobs: one row per run with its job id, state,
-// exit code, node list, GPUs allocated and time queued; nullopt for a sweep
+// exit code, node list, GPUs allocated and time queued; no rows for a sweep
 // without Slurm jobs.
-std::optional<Table> slurm_jobs_table(const sweep::StoredSweep& stored);
+Table slurm_jobs_table(const sweep::StoredSweep& stored);
 
 }  // namespace scalescope::report

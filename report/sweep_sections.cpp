@@ -282,7 +282,7 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
   if (!by_knee.empty())
     doc.highlights.push_back(fmt::format("sweep {}: Pareto knee at {}", path.filename().string(), grouped(by_knee)));
   for (const auto& t : tables) blocks.push_back(table_block(t));
-  if (auto jobs = slurm_jobs_table(stored)) blocks.push_back(table_block(*jobs, {1}));
+  if (auto jobs = slurm_jobs_table(stored); !jobs.rows().empty()) blocks.push_back(table_block(jobs, {1}));
   add_effects(doc, study, path.filename().string(), blocks);
   doc.sections.push_back(section(
       title, fmt::format("{} configuration(s), created {}", study.configs.size(), stored.created), std::move(blocks)));

@@ -1,5 +1,5 @@
 // `scalescope profile -- mpirun -np 2 ...` and `profile -- srun -n 2 ...`
-// with the real launchers (Open MPI; the one-node Slurm cluster of
+// with the real launchers (Open MPI; the two-node Slurm cluster of
 // scripts/slurm-test-cluster.sh, started by ctest as a fixture), each rank a
 // fake CUDA process over the fake CUPTI: run.json must hold two processes
 // whose ranks the collector took from the launcher's own environment (no
@@ -54,7 +54,8 @@ class LauncherRanks : public ::testing::Test {
     return nlohmann::json::parse(read_file(dir_ / (name + ".ssrun") / "run.json"), nullptr, false);
   }
 
-  static void expect_ranks_0_and_1(const nlohmann::json& run) {
+  // Ranks 0 and 1 with these local ranks (each rank's index on its node).
+  static void expect_ranks_0_and_1(const nlohmann::json& run, const std::set<int>& want_local_ranks = {0, 1}) {
     ASSERT_TRUE(run.is_object());
     ASSERT_EQ(run["processes"].size(), 2u) << run.dump();
     std::set<int> ranks, local_ranks;
@@ -64,7 +65,7 @@ class LauncherRanks : public ::testing::Test {
       EXPECT_EQ(p.value("rank_source", ""), "environment") << p.dump();
     }
     EXPECT_EQ(ranks, (std::set<int>{0, 1})) << run.dump();
-    EXPECT_EQ(local_ranks, (std::set<int>{0, 1})) << run.dump();
+    EXPECT_EQ(local_ranks, want_local_ranks) << run.dump();
   }
 
   fs::path dir_;
@@ -76,12 +77,26 @@ TEST_F(LauncherRanks, MpirunStartsRanksZeroAndOne) {
   expect_ranks_0_and_1(profile("mpi", "mpirun --oversubscribe -np 2"));
 }
 
+bool slurm_answers() {
+  return fs::exists(SCALESCOPE_SLURM_CONF) && on_path("srun") && std::system("sinfo -h >/dev/null 2>&1") == 0;
+}
+
+#define SKIP_WITHOUT_SLURM()                                                        \
+  if (!slurm_answers())                                                             \
+  GTEST_SKIP() << "no Slurm cluster answers here (SLURM_CONF="                      \
+               << (std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "unset") \
+               << "): scripts/slurm-test-cluster.sh start runs one as root"
+
 TEST_F(LauncherRanks, SrunStartsRanksZeroAndOne) {
-  if (!fs::exists(SCALESCOPE_SLURM_CONF) || !on_path("srun") || std::system("sinfo -h >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "no Slurm cluster answers here (SLURM_CONF="
-                 << (std::getenv("SLURM_CONF") ? std::getenv("SLURM_CONF") : "unset")
-                 << "): scripts/slurm-test-cluster.sh start runs one as root";
+  SKIP_WITHOUT_SLURM();
   expect_ranks_0_and_1(profile("srun", "srun -n 2"));
+}
+
+// One task on each of the test cluster's two nodes: ranks 0 and 1 (SLURM_PROCID),
+// each the first on its node (SLURM_LOCALID 0).
+TEST_F(LauncherRanks, SrunOverTwoNodesStartsOneRankOnEach) {
+  SKIP_WITHOUT_SLURM();
+  expect_ranks_0_and_1(profile("srun2", "srun --nodes=2 --ntasks-per-node=1"), {0});
 }
 
 }  // namespace

@@ -66,6 +66,7 @@ class Sweep:
         self.planned_runs = s["planned_runs"]
         self.scaling_error = raw.get("scaling_error")  #: why there is no study (no run measured the metric)
         self._scaling = raw["scaling"] or []
+        self._slurm_jobs = raw["slurm_jobs"]
 
     def __repr__(self):
         return f"<scalescope.Sweep {self.path}: {len(self.json['sweep']['runs'])} runs, metric {self.metric}>"
@@ -83,6 +84,14 @@ class Sweep:
             row.update({f"metric.{k}": v for k, v in r["metrics"].items()})
             rows.append(row)
         return pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+
+    @property
+    def slurm_jobs(self):
+        """A `--scheduler slurm` sweep's jobs, one row per run that has one: run
+        (its plan index), config, gpus, rep, job_id, state, exit_code, nodelist,
+        gpus_allocated, queued_s (the "Slurm jobs" table of `scalescope
+        scaling`); no rows for a sweep run without Slurm."""
+        return _frames.table(self._slurm_jobs, "Sweep.slurm_jobs")
 
     @property
     def scaling(self):
