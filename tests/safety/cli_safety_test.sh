@@ -142,6 +142,16 @@ for cmd in stats analyze "report -q -o twice.html"; do
   expect_refusal "copies-$cmd" twice/a.json -- "$ss" $cmd twice
   expect_stderr "a.json and b.json are copies of one trace" "copies-$cmd"
 done
+# A trace without a rank beside its own `gzip -k` copy (read as two ranks before).
+mkdir gzipped
+printf '%s' '{"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,
+  "ts": 1, "dur": 2, "args": {"device": 0, "stream": 7}}]}' >gzipped/trace.json
+"$ss" stats gzipped --format csv >/dev/null 2>err.txt || fail "stats of one rankless trace: $(cat err.txt)"
+gzip -k gzipped/trace.json
+for cmd in stats analyze; do
+  expect_refusal "gzipped-copy-$cmd" gzipped/trace.json -- "$ss" $cmd gzipped
+  expect_stderr "trace.json and trace.json.gz are copies of one trace" "gzipped-copy-$cmd"
+done
 expect_refusal analyze-two-traces-of-rank-0 dup/a.json -- "$ss" analyze dup
 expect_stderr "a.json and b.json both hold rank 0" analyze-two-traces-of-rank-0
 mkdir twice.ssrun && cp x.sstrace twice.ssrun/h-1.sstrace && cp x.sstrace twice.ssrun/h-2.sstrace
