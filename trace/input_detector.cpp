@@ -324,10 +324,9 @@ void refuse_copies(const fs::path& dir, const std::vector<fs::path>& files) {
       for (size_t j = i + 1; j < group.size(); ++j) {
         bool inflated = false;
         if (same_content(*group[i], *group[j], &inflated))
-          fail("{}: {} and {} are copies of one trace (the same bytes{}); a folder holds one trace per rank: remove "
-               "one",
+          fail("{}: {} and {} are copies of one trace (the same bytes{}); a folder holds one trace per rank: {}",
                dir.string(), group[i]->filename().string(), group[j]->filename().string(),
-               inflated ? " once inflated" : "");
+               inflated ? " once inflated" : "", "remove one");
       }
 }
 
