@@ -6,6 +6,11 @@
 // executable, they take precedence over libmimalloc's for the whole process;
 // every block still comes from mimalloc and goes back to it.
 
+#include "cli/allocator.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
 #include <cstddef>
 #include <new>
 
@@ -13,11 +18,23 @@
 
 namespace {
 
+std::atomic<bool> in_main{false};
+
+// Out of memory with no new-handler to free some.
+[[noreturn]] void out_of_memory() {
+  if (in_main.load(std::memory_order_relaxed)) throw std::bad_alloc();
+  // Before main (static initialisers, under a limit too low for mimalloc's
+  // first segment): a throw here ends in std::terminate and SIGABRT.
+  static const char kLine[] = "scalescope: error: out of memory\n";
+  [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, kLine, sizeof kLine - 1);
+  ::_exit(1);
+}
+
 void* allocate(std::size_t n) {
   for (;;) {
     if (void* p = mi_malloc(n)) return p;
     std::new_handler handler = std::get_new_handler();
-    if (!handler) throw std::bad_alloc();
+    if (!handler) out_of_memory();
     handler();
   }
 }
@@ -26,12 +43,14 @@ void* allocate_aligned(std::size_t n, std::align_val_t align) {
   for (;;) {
     if (void* p = mi_malloc_aligned(n, static_cast<std::size_t>(align))) return p;
     std::new_handler handler = std::get_new_handler();
-    if (!handler) throw std::bad_alloc();
+    if (!handler) out_of_memory();
     handler();
   }
 }
 
 }  // namespace
+
+void scalescope::cli::allocator_entered_main() noexcept { in_main.store(true, std::memory_order_relaxed); }
 
 void* operator new(std::size_t n) { return allocate(n); }
 void* operator new[](std::size_t n) { return allocate(n); }

@@ -14,6 +14,7 @@
 #include <mimalloc.h>
 #endif
 
+#include "cli/allocator.hpp"
 #include "cli/commands.hpp"
 #include "cli/help_formatter.hpp"
 #include "cli/usage_error.hpp"
@@ -160,7 +161,9 @@ __attribute__((section(".preinit_array"),
 #endif
 
 int main(int argc, char** argv) {
-#ifndef SCALESCOPE_MIMALLOC
+#ifdef SCALESCOPE_MIMALLOC
+  scalescope::cli::allocator_entered_main();
+#else
   scalescope::trace::tune_allocator();  // glibc: keep freed memory for reuse
 #endif
   bool has_job_separator = false;

@@ -410,6 +410,20 @@ TEST_F(CollectProfile, SecondProfileIntoTheSameRunDirRefusesBeforeRunning) {
   EXPECT_EQ(run_json("same")["exit_code"], 5);
 }
 
+// Once the job has run, run.json or the manifest that cannot be written (here
+// a folder stands where each file goes, as a full disk would refuse them) is a
+// warning: `profile` still returns the job's own exit code, not 1.
+TEST_F(CollectProfile, FilesThatCannotBeWrittenAfterTheJobAreWarningsAndTheJobsCodeIsReturned) {
+  const fs::path run_dir = dir_ / "blocked.ssrun";
+  const std::string script = fmt::format(
+      "cd {} && rm -f run.json && mkdir -p run.json/x manifest-\"$(hostname)\".json/x && exit 7", run_dir.string());
+  std::string log;
+  EXPECT_EQ(run_in_child(options("blocked", script), &log), 7) << log;
+  EXPECT_NE(log.find("scalescope: warning: "), std::string::npos) << log;
+  EXPECT_NE(log.find("exit code 7"), std::string::npos) << log;
+  EXPECT_TRUE(fs::is_directory(run_dir / "run.json")) << "the job's folder was replaced";
+}
+
 // Started at the same moment, of each pair exactly one runs its job.
 TEST_F(CollectProfile, ConcurrentProfilesIntoOneNewRunDirRunOneJob) {
   for (int pair = 0; pair < 5; ++pair) {

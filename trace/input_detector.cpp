@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -78,36 +79,67 @@ std::string read_head(const fs::path& path) {
   return head;
 }
 
-// Do two files hold the same bytes? Read side by side until they differ.
-bool same_bytes(const fs::path& a, const fs::path& b) {
-  struct File {
-    explicit File(const fs::path& p) : path(p), fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)) {
-      if (fd < 0) fail("{}: cannot open ({})", p.string(), std::strerror(errno));
+// A member's content as its reader takes it: a gzip file inflated (a
+// `gzip -k` copy beside its trace is the same trace), any other file as it is
+// (zlib passes bytes that are not gzip through unchanged).
+class ContentReader {
+ public:
+  explicit ContentReader(const fs::path& p) {
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) fail("{}: cannot open ({})", p.string(), std::strerror(errno));
+    gz_ = gzdopen(fd, "rb");
+    if (gz_ == nullptr) {
+      ::close(fd);
+      fail("{}: cannot read (out of memory)", p.string());
     }
-    ~File() { ::close(fd); }
-    File(const File&) = delete;
-    File& operator=(const File&) = delete;
-    size_t fill(char* buf, size_t size) const {
-      size_t got = 0;
-      while (got < size) {
-        const ssize_t n = ::read(fd, buf + got, size - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) fail("{}: cannot read ({})", path.string(), std::strerror(errno));
-        if (n == 0) break;
-        got += static_cast<size_t>(n);
-      }
-      return got;
+  }
+  ~ContentReader() { gzclose(gz_); }
+  ContentReader(const ContentReader&) = delete;
+  ContentReader& operator=(const ContentReader&) = delete;
+  // Up to `size` bytes; nullopt where the gzip stream is corrupt (its
+  // importer says so; as a copy it differs).
+  std::optional<size_t> fill(char* buf, size_t size) {
+    size_t got = 0;
+    while (got < size) {
+      const int n = gzread(gz_, buf + got, static_cast<unsigned>(std::min<size_t>(size - got, 1u << 30)));
+      if (n < 0) return std::nullopt;
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
     }
-    const fs::path& path;
-    int fd;
-  };
-  const File fa(a), fb(b);
+    return got;
+  }
+  bool gzip() const { return gzdirect(gz_) == 0; }
+
+ private:
+  gzFile gz_;
+};
+
+// The size of a member's content, modulo 2^32: what a gzip trailer states
+// (ISIZE), or the file's size. Members whose keys differ cannot be copies.
+uint32_t content_size_key(const fs::path& p, uintmax_t file_size) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return static_cast<uint32_t>(file_size);
+  unsigned char magic[2] = {0, 0}, trailer[4] = {0, 0, 0, 0};
+  const bool gz = file_size >= 18 && ::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b &&
+                  ::pread(fd, trailer, 4, static_cast<off_t>(file_size - 4)) == 4;
+  ::close(fd);
+  if (!gz) return static_cast<uint32_t>(file_size);
+  return static_cast<uint32_t>(trailer[0]) | static_cast<uint32_t>(trailer[1]) << 8 |
+         static_cast<uint32_t>(trailer[2]) << 16 | static_cast<uint32_t>(trailer[3]) << 24;
+}
+
+// Do two members hold the same content? Read side by side until they differ
+// (never further than the shorter one: a gzip bomb beside a small file stops
+// with it). `*inflated` says whether either was gzip.
+bool same_content(const fs::path& a, const fs::path& b, bool* inflated) {
+  ContentReader fa(a), fb(b);
+  *inflated = fa.gzip() || fb.gzip();
   constexpr size_t kBlock = 1 << 20;
   std::unique_ptr<char[]> ba(new char[kBlock]), bb(new char[kBlock]);
   for (;;) {
-    const size_t na = fa.fill(ba.get(), kBlock), nb = fb.fill(bb.get(), kBlock);
-    if (na != nb || std::memcmp(ba.get(), bb.get(), na) != 0) return false;
-    if (na < kBlock) return true;
+    const std::optional<size_t> na = fa.fill(ba.get(), kBlock), nb = fb.fill(bb.get(), kBlock);
+    if (!na || !nb || *na != *nb || std::memcmp(ba.get(), bb.get(), *na) != 0) return false;
+    if (*na < kBlock) return true;
   }
 }
 
@@ -277,21 +309,25 @@ std::string some_names(const std::vector<fs::path>& files) {
   return out;
 }
 
-// Two members with the same bytes are one trace copied: read as two ranks
-// they would count every kernel twice. Only files of equal size are read.
+// Two members with the same content are one trace copied (byte for byte, or
+// one of them gzipped): read as two ranks they would count every kernel
+// twice. Only members whose contents have equal sizes are read.
 void refuse_copies(const fs::path& dir, const std::vector<fs::path>& files) {
-  std::map<uintmax_t, std::vector<const fs::path*>> by_size;
+  std::map<uint32_t, std::vector<const fs::path*>> by_size;
   std::error_code ec;
   for (const fs::path& f : files) {
     const uintmax_t size = fs::file_size(f, ec);
-    if (!ec) by_size[size].push_back(&f);
+    if (!ec) by_size[content_size_key(f, size)].push_back(&f);
   }
   for (const auto& [size, group] : by_size)
     for (size_t i = 0; i < group.size(); ++i)
-      for (size_t j = i + 1; j < group.size(); ++j)
-        if (same_bytes(*group[i], *group[j]))
-          fail("{}: {} and {} are copies of one trace (the same bytes); a folder holds one trace per rank: remove one",
-               dir.string(), group[i]->filename().string(), group[j]->filename().string());
+      for (size_t j = i + 1; j < group.size(); ++j) {
+        bool inflated = false;
+        if (same_content(*group[i], *group[j], &inflated))
+          fail("{}: {} and {} are copies of one trace (the same bytes{}); a folder holds one trace per rank: {}",
+               dir.string(), group[i]->filename().string(), group[j]->filename().string(),
+               inflated ? " once inflated" : "", "remove one");
+      }
 }
 
 DetectedInput classify_directory(const fs::path& path) {

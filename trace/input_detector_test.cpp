@@ -284,5 +284,26 @@ TEST(InputDetector, CopiesOfOneTraceAndTwoTracesOfOneRankAreRefused) {
   EXPECT_EQ(load_traces(d.path / "k").size(), 3u);
 }
 
+// A trace and its gzipped copy (`gzip -k trace.json`) without a rank of their
+// own were read as two ranks: a .json.gz is compared by what it inflates to.
+TEST(InputDetector, AGzippedCopyBesideItsTraceIsACopy) {
+  TempDir d;
+  const std::string trace = R"({"schemaVersion": 1, "traceEvents": []})";
+  d.write("k/trace.json", trace);
+  d.write("k/trace.json.gz", gzip_of(trace));
+  EXPECT_EQ(error_of(d.path / "k"), (d.path / "k").string() +
+                                        ": trace.json and trace.json.gz are copies of one trace (the same bytes once "
+                                        "inflated); a folder holds one trace per rank: remove one");
+  // Two gzip files of one trace.
+  fs::remove(d.path / "k" / "trace.json");
+  d.write("k/again.json.gz", gzip_of(trace));
+  EXPECT_NE(error_of(d.path / "k").find("again.json.gz and trace.json.gz are copies of one trace"), std::string::npos)
+      << error_of(d.path / "k");
+  // Other content of the same size is not a copy.
+  fs::remove(d.path / "k" / "again.json.gz");
+  d.write("k/other.json", R"({"schemaVersion": 7, "traceEvents": []})");
+  EXPECT_EQ(load_traces(d.path / "k").size(), 2u);
+}
+
 }  // namespace
 }  // namespace scalescope::trace

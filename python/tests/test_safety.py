@@ -270,3 +270,97 @@ def test_unknown_enum_codes_read_as_unknown(tmp_path):
         assert "unknown" in rank.categories(table)[column]
     assert not rank.memcpy["kind"].isna().any()
     assert isinstance(rank.memcpy["kind"].dtype, pd.CategoricalDtype)
+
+
+# ---- inputs that are not regular files, inputs cut while read ---------------------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_classes_naming_a_fifo_or_device_is_refused_at_once(kind, tmp_path):
+    # Reading a FIFO without a writer waits forever and /dev/zero never ends:
+    # both are refused before they are opened (in a fresh interpreter with a
+    # timeout, so a wait fails the test instead of holding pytest).
+    rules = "/dev/zero"
+    if kind == "fifo":
+        rules = tmp_path / "rules"
+        os.mkfifo(rules)
+    proc = run_python(f"""
+        import scalescope
+        for call in (lambda: scalescope.open({str(SAMPLE)!r}).analyze(classes={str(rules)!r}),
+                     lambda: scalescope.diff({str(SAMPLE)!r}, {str(SAMPLE)!r}, classes={str(rules)!r})):
+            try:
+                call()
+            except scalescope.ScalescopeError as e:
+                assert "is not a regular file" in str(e), e
+            else:
+                raise SystemExit("classes naming a {kind} was read")
+        print("ok")
+    """, tmp_path, timeout=60)
+    assert_clean_exit(proc)
+    assert proc.stdout.strip() == "ok"
+
+
+def _big_nsys_export(path):
+    """An nsys export of 300,000 kernels and launch calls (about 25 MB): an
+    import long enough to cut the file while it runs."""
+    import sqlite3
+    db = sqlite3.connect(path)
+    db.executescript("""
+        PRAGMA journal_mode=OFF;
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER,
+          streamId INTEGER, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER,
+          globalTid INTEGER, correlationId INTEGER, nameId INTEGER, returnValue INTEGER);
+        INSERT INTO StringIds VALUES (1, 'void gemm_kernel<float>(float*, int)'), (2, 'cudaLaunchKernel_v7000');
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000)
+          INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT 1000 * i, 1000 * i + 500, 0, 7, i, 281546145660928, 1 FROM n;
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000)
+          INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT 1000 * i - 100, 1000 * i - 50, 0, 281546145665170, i, 2, 0
+          FROM n;
+    """)
+    db.close()
+
+
+def test_an_nsys_export_cut_while_read_is_one_error(tmp_path):
+    # An importer that maps the export dies of SIGBUS on the first page past
+    # the new end, and takes the interpreter with it. Read through SQLite
+    # without a map, the cut is a ScalescopeError naming the file (or, cut
+    # after the last read, a result).
+    import time
+    big = tmp_path / "big.sqlite"
+    _big_nsys_export(big)
+    size = big.stat().st_size
+    refused = 0
+    for part in (4, 2):
+        cut = tmp_path / "cut.sqlite"
+        shutil.copy(big, cut)
+        script = tmp_path / "open.py"
+        script.write_text(textwrap.dedent(f"""
+            import sys; sys.path.insert(0, {str(ROOT / 'python')!r})
+            import scalescope
+            try:
+                run = scalescope.open({str(cut)!r})
+                print("read", sum(r.event_counts["kernels"] for r in run.ranks))
+            except scalescope.ScalescopeError as e:
+                print("error:", e)
+        """))
+        child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+        deadline = time.monotonic() + 60
+        while child.poll() is None and time.monotonic() < deadline:
+            try:
+                if any(os.path.realpath(f"/proc/{child.pid}/fd/{fd}") == str(cut)
+                       for fd in os.listdir(f"/proc/{child.pid}/fd")):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.005)
+        os.truncate(cut, size // part)
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, f"cut to 1/{part}: exit {child.returncode}: {err[-2000:]}"
+        if out.startswith("error:"):
+            refused += 1
+            assert "cut.sqlite" in out, out
+    if refused == 0:
+        pytest.skip("every import finished before its file was cut: nothing was tested")
