@@ -1470,8 +1470,10 @@ TEST(HangReport, NamesTheRankThatNeverEnteredAndTheSequence) {
     d.reason = "hang-after";
     d.collectives_recorded = true;
     for (uint64_t seq = 1; seq <= (rank == 3 ? 4u : 5u); ++seq)
+      // NCCL's call returns once its kernel is queued: rank 0 has left #5
+      // (it waits in the kernel), ranks 1 and 2 are still inside the call.
       d.collectives.push_back({trace::NcclOp::kAllReduce, 0xC0FFEE, seq, 4096, int64_t(seq * 10),
-                               seq == 5 ? 0 : int64_t(seq * 10 + 5)});
+                               seq == 5 && rank != 0 ? 0 : int64_t(seq * 10 + 5)});
     d.iterations.push_back({rank == 3 ? 3u : 4u, 1});
     dumps.push_back(d);
   }
@@ -1486,6 +1488,13 @@ TEST(HangReport, NamesTheRankThatNeverEnteredAndTheSequence) {
   ASSERT_EQ(h.processes.size(), 4u);
   EXPECT_EQ(h.processes[3].state, "not entered");
   EXPECT_EQ(h.processes[0].state, "waiting");
+  // Every rank at the same count, none inside a call: no collective is blamed.
+  auto even = dumps;
+  for (auto& d : even) d.collectives.resize(4);
+  const analyze::HangReport same = analyze::find_hang(even);
+  EXPECT_FALSE(same.in_collective);
+  EXPECT_NE(same.text.find("rank 3 last in AllReduce #4 of communicator 0xc0ffee (left)"), std::string::npos)
+      << same.text;
   // Without collectives in the dumps (NVTX went to CUPTI): no collective named.
   for (auto& d : dumps) d.collectives.clear(), d.collectives_recorded = false;
   const analyze::HangReport none = analyze::find_hang(dumps);

@@ -20,14 +20,19 @@ struct HangProcess {
   int32_t rank = -1;
   std::string host;
   uint32_t pid = 0;
-  std::string state;  // "waiting" (inside the collective), "not entered", "past it", "no collectives recorded"
+  std::string state;  // "waiting" (entered the collective), "not entered", "past it", "not in a collective",
+                      // "no collectives recorded"
   std::string last;   // where it was last: "all_reduce #18233 of 0xc0ffee (left)", "iteration 411", ...
 };
 
 struct HangReport {
   size_t dumps = 0;             // 0: no dumps, nothing to report
   std::vector<std::string> reasons;  // why they were written ("hang-after", "trigger", "sigterm"), distinct
-  bool in_collective = false;   // some process was inside a collective
+  // A collective was found where the job stopped: the highest call on a
+  // communicator that some ranks reached and others did not (NCCL's call
+  // returns once queued, so the ranks that reached it wait in its kernel),
+  // else a call some process is still inside.
+  bool in_collective = false;
   trace::NcclOp op = trace::NcclOp::kUnknown;
   uint64_t communicator = 0, sequence = 0;
   std::vector<HangProcess> processes;  // by rank
