@@ -575,6 +575,7 @@ void CaptureWindow::write_hang_dump(const char* reason) {
   d.rank = rank_;
   d.reason = reason;
   d.unix_ns = unix_now_ns();
+  d.stalled = hang_dumped_ || std::strcmp(reason, "hang-after") == 0;
   try {
     collect::write_hang_dump(options_.run_dir, d);
     ++hang_dumps_;

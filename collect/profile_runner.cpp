@@ -360,7 +360,7 @@ bool hang_dumped(const fs::path& run_dir) {
     std::ifstream in(it->path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto d = trace::parse_hang_dump(text, nullptr);
-    if (d && d->reason == "hang-after") return true;
+    if (d && d->stalled) return true;
   }
   return false;
 }

@@ -118,7 +118,8 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
 // for --hang-after: it was killed because it hung), "crashed" (a signal),
 // "failed" (a non-zero exit).
 std::string exit_status(int exit_code, bool signaled, bool hang_dumped);
-// Whether a process of the run wrote a hang dump for --hang-after.
+// Whether a process of the run wrote a hang dump after finding the job
+// stalled for --hang-after (its last dump may be SIGTERM's).
 bool hang_dumped(const std::filesystem::path& run_dir);
 
 ProfileResult run_profile(const ProfileOptions& options, std::ostream& log);

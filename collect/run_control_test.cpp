@@ -169,6 +169,12 @@ TEST_F(RunControl, DumpRequestsAreSeenOnceAndDumpsReadBack) {
   EXPECT_EQ(back->collectives[0].sequence, 18234u);
   EXPECT_EQ(back->collectives[0].leave_unix_ns, 0);
   EXPECT_EQ(back->iterations.at(0).index, 411u);
+  EXPECT_FALSE(back->stalled);
+  EXPECT_FALSE(hang_dumped(dir_)) << "a trigger's dump: the job may not have hung";
+  d.stalled = true;
+  d.reason = "sigterm";
+  write_hang_dump(dir_, d);
+  EXPECT_TRUE(hang_dumped(dir_)) << "killed after --hang-after found it stalled";
   EXPECT_FALSE(trace::parse_hang_dump("{\"host\": 1}", &error));
   EXPECT_FALSE(error.empty());
 }

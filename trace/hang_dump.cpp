@@ -15,6 +15,7 @@ std::string hang_dump_json(const HangDump& d) {
   j["rank"] = d.rank;
   j["reason"] = d.reason;
   j["unix_ns"] = d.unix_ns;
+  j["stalled"] = d.stalled;
   j["collectives_recorded"] = d.collectives_recorded;
   auto& cs = j["collectives"] = nlohmann::json::array();
   for (const auto& c : d.collectives)
@@ -44,6 +45,7 @@ std::optional<HangDump> parse_hang_dump(std::string_view text, std::string* erro
     d.reason = j.at("reason").get<std::string>();
     d.unix_ns = j.at("unix_ns").get<int64_t>();
     d.collectives_recorded = j.value("collectives_recorded", false);
+    d.stalled = j.value("stalled", false);
     const auto& cs = j.at("collectives");
     const auto& is = j.at("iterations");
     if (!cs.is_array() || !is.is_array()) return bad("\"collectives\" and \"iterations\" must be arrays");

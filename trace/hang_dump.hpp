@@ -40,6 +40,10 @@ struct HangDump {
   int32_t rank = -1;
   std::string reason;  // "hang-after", "trigger" or "sigterm"
   int64_t unix_ns = 0;  // when written
+  // The process had found the job stalled for --hang-after when it wrote
+  // this (a SIGTERM dump that follows keeps saying so): the run's exit
+  // status is then "hung".
+  bool stalled = false;
   // False when NCCL's NVTX ranges did not reach the collector's ring (NVTX
   // went to CUPTI): `collectives` is then empty for want of a source.
   bool collectives_recorded = false;

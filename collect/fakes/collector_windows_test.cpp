@@ -790,6 +790,8 @@ TEST_F(CollectWindows, PlantedHangWritesEveryRanksLastCollectives) {
   auto after = hung::wait_dumps(dir_, 1, "sigterm");
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(after[0].rank, 1);
+  EXPECT_TRUE(after[0].stalled) << "the SIGTERM dump keeps that the job had stalled";
+  EXPECT_TRUE(dumps[0].stalled);
   HostRun a = finish(r0);
   EXPECT_EQ(a.exit_code, 0) << a.err;
 }
