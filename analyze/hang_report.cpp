@@ -117,8 +117,8 @@ HangReport find_hang(const std::vector<trace::HangDump>& dumps) {
     h.in_collective = true;
     h.communicator = stuck->first;
     h.sequence = stuck->second;
-    h.text = fmt::format("hung: {} wait in {} #{} of communicator {:#x}", rank_list(waiting), trace::to_string(h.op),
-                         h.sequence, h.communicator);
+    h.text = fmt::format("hung: {} wait{} in {} #{} of communicator {:#x}", rank_list(waiting),
+                         waiting.size() == 1 ? "s" : "", trace::to_string(h.op), h.sequence, h.communicator);
     for (const auto& b : behind) h.text += "; " + b;
     if (!split) h.text += any_inside ? " (every rank with a dump is inside the call)" : "";
   } else if (recorded.empty()) {
