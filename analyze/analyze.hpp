@@ -23,6 +23,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "analyze/attribution.hpp"
+#include "analyze/hang_report.hpp"
 #include "analyze/nccl_ops.hpp"
 #include "trace/clock_alignment.hpp"
 #include "trace/python_stacks.hpp"
@@ -670,6 +671,7 @@ struct RunAnalysis {
   // while other processes have some (a launcher that loaded CUDA, such as the
   // torchrun agent). Counted as a rank they would skew "N of M ranks".
   std::vector<std::string> left_out;
+  HangReport hang;  // from a run directory's hang dumps (control/hang/); hang.dumps == 0 when none
 };
 
 // ---- entry points ---------------------------------------------------------
@@ -780,6 +782,7 @@ void to_json(nlohmann::json& j, const Attribution& v);
 void to_json(nlohmann::json& j, const RankAnalysis& v);
 void to_json(nlohmann::json& j, const StragglerStats& v);
 void to_json(nlohmann::json& j, const NodeStats& v);
+void to_json(nlohmann::json& j, const HangReport& v);
 void to_json(nlohmann::json& j, const RunAnalysis& v);
 void to_json(nlohmann::json& j, const Delta& v);
 void to_json(nlohmann::json& j, const RunDiff& v);

@@ -1456,3 +1456,49 @@ TEST(AnalyzeGpuClocks, EachRankGetsItsOwnGpusSamplesFromTheNodesSampler) {
 
 }  // namespace
 }  // namespace scalescope::analyze
+
+namespace scalescope {
+// A planted hang: ranks 0-2 wait in all_reduce #5 of one communicator; rank 3
+// left #4 and never entered #5. The report names rank 3 and the sequence.
+TEST(HangReport, NamesTheRankThatNeverEnteredAndTheSequence) {
+  std::vector<trace::HangDump> dumps;
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    trace::HangDump d;
+    d.host = "node";
+    d.pid = static_cast<uint32_t>(100 + rank);
+    d.rank = rank;
+    d.reason = "hang-after";
+    d.collectives_recorded = true;
+    for (uint64_t seq = 1; seq <= (rank == 3 ? 4u : 5u); ++seq)
+      // NCCL's call returns once its kernel is queued: rank 0 has left #5
+      // (it waits in the kernel), ranks 1 and 2 are still inside the call.
+      d.collectives.push_back({trace::NcclOp::kAllReduce, 0xC0FFEE, seq, 4096, int64_t(seq * 10),
+                               seq == 5 && rank != 0 ? 0 : int64_t(seq * 10 + 5)});
+    d.iterations.push_back({rank == 3 ? 3u : 4u, 1});
+    dumps.push_back(d);
+  }
+  std::reverse(dumps.begin(), dumps.end());  // files come in any order
+  const analyze::HangReport h = analyze::find_hang(dumps);
+  ASSERT_TRUE(h.in_collective);
+  EXPECT_EQ(h.sequence, 5u);
+  EXPECT_EQ(h.communicator, 0xC0FFEEu);
+  EXPECT_EQ(h.text,
+            "hung: ranks 0-2 wait in AllReduce #5 of communicator 0xc0ffee; rank 3 never entered it and was last in "
+            "AllReduce #4 of communicator 0xc0ffee (left), iteration 3");
+  ASSERT_EQ(h.processes.size(), 4u);
+  EXPECT_EQ(h.processes[3].state, "not entered");
+  EXPECT_EQ(h.processes[0].state, "waiting");
+  // Every rank at the same count, none inside a call: no collective is blamed.
+  auto even = dumps;
+  for (auto& d : even) d.collectives.resize(4);
+  const analyze::HangReport same = analyze::find_hang(even);
+  EXPECT_FALSE(same.in_collective);
+  EXPECT_NE(same.text.find("rank 3 last in AllReduce #4 of communicator 0xc0ffee (left)"), std::string::npos)
+      << same.text;
+  // Without collectives in the dumps (NVTX went to CUPTI): no collective named.
+  for (auto& d : dumps) d.collectives.clear(), d.collectives_recorded = false;
+  const analyze::HangReport none = analyze::find_hang(dumps);
+  EXPECT_FALSE(none.in_collective);
+  EXPECT_EQ(none.processes[0].state, "no collectives recorded");
+}
+}  // namespace scalescope

@@ -523,6 +523,18 @@ json clocks_json(const trace::ClockAlignment& a) {
 }
 }  // namespace
 
+void to_json(json& j, const HangReport& v) {
+  j = json{{"dumps", v.dumps}, {"reasons", v.reasons}, {"in_collective", v.in_collective}, {"text", v.text}};
+  if (v.in_collective) {
+    j["op"] = trace::to_string(v.op);
+    j["communicator"] = v.communicator;
+    j["sequence"] = v.sequence;
+  }
+  auto& ps = j["processes"] = json::array();
+  for (const auto& p : v.processes)
+    ps.push_back({{"rank", p.rank}, {"host", p.host}, {"pid", p.pid}, {"state", p.state}, {"last", p.last}});
+}
+
 void to_json(json& j, const RunAnalysis& v) {
   j = json{{"ranks", v.ranks},
            {"stragglers", v.stragglers},
@@ -530,6 +542,7 @@ void to_json(json& j, const RunAnalysis& v) {
            {"nodes", v.nodes},
            {"nccl_ops", v.nccl_ops},
            {"left_out", v.left_out}};
+  if (v.hang.dumps > 0) j["hang"] = v.hang;  // only where a run directory holds hang dumps
 }
 
 void to_json(json& j, const Delta& v) {

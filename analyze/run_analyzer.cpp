@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "analyze/analyze.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/stream_analyzer.hpp"
@@ -162,7 +164,11 @@ RunAnalysis analyze_items(size_t items, const std::function<LoadedItem(size_t, u
   // A profiled run's Python bootstrap wrote torch.distributed's rank and
   // process groups beside the traces (the per-file loads do not read the
   // directory): as load_run gives them to whole traces.
+  HangReport hang;
   if (std::error_code ec; !input.empty() && fs::is_directory(input, ec)) {
+    std::vector<std::string> warnings;
+    hang = find_hang(read_hang_dumps(input, &warnings));
+    for (const auto& w : warnings) fmt::print(stderr, "scalescope: warning: skipped hang dump {}\n", w);
     const std::vector<trace::PythonRecord> records = trace::read_python_records(input);
     for (RankAnalysis& r : ranks)
       if (const trace::PythonRecord* rec = trace::record_of_process(records, r.hostname, r.pid))
@@ -177,6 +183,7 @@ RunAnalysis analyze_items(size_t items, const std::function<LoadedItem(size_t, u
   number_ranks(ranks, names);
   RunAnalysis run = combine(std::move(ranks), options.align_clocks);
   run.nccl_ops = combine_nccl_ops(run.ranks);
+  run.hang = std::move(hang);
   return run;
 }
 

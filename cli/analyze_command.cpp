@@ -413,6 +413,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   for (Table& t : report::python_frame_tables(run)) out.push_back(std::move(t));
   if (Table clocks = report::gpu_clocks_table(run); !clocks.rows().empty()) out.push_back(std::move(clocks));
   out.push_back(report::job_table(run));
+  if (Table hang = report::hang_table(run); !hang.rows().empty()) out.push_back(std::move(hang));
   out.push_back(report::findings_table(findings));
   return out;
 }

@@ -28,6 +28,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
     bool no_detach = false;
     bool no_python = false;
     std::string windows_every;
+    std::string hang_after;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("profile", "trace a CUDA job (any process tree: torchrun, srun, plain programs)");
@@ -115,7 +116,11 @@ void add_profile_command(CLI::App& app, int& exit_code) {
                                 "also open a window of --iterations about this often by the clock (e.g. 10m), at "
                                 "the same iteration on every process; for long jobs")
                     ->check(duration_check());
-  for (auto* o : {range, skip, iterations, repeat, every}) full->excludes(o);
+  auto* hang = cmd->add_option("--hang-after", opts->hang_after,
+                               "when no process has begun an iteration for this long (e.g. 10m), every process "
+                               "writes its last collectives and iterations to RUN/control/hang/ (default: off)")
+                   ->check(duration_check());
+  for (auto* o : {range, skip, iterations, repeat, every, hang}) full->excludes(o);
   cmd->add_option("command", opts->profile.command, "the job, after --")->expected(-1);
   cmd->callback([opts, &exit_code] {
     auto& o = *opts;
@@ -126,6 +131,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
     if (o.profile.command.empty()) fail("profile: no job to run: scalescope profile -o NAME -- CMD...");
     if (!o.windows_every.empty())
       o.profile.collector.windows_every_s = trace::parse_duration(o.windows_every, "--windows-every");
+    if (!o.hang_after.empty()) o.profile.collector.hang_after_s = trace::parse_duration(o.hang_after, "--hang-after");
     o.profile.collector.api = collect::parse_api_mode(o.api);
     o.profile.collector.api_records = collect::parse_api_records(o.api_records);
     collect::parse_capture_range(o.capture, o.profile.collector);

@@ -18,6 +18,7 @@
 #include "collect/host_facts.hpp"
 #include "collect/run_control.hpp"
 #include "trace/error.hpp"
+#include "trace/hang_dump.hpp"
 
 namespace scalescope::cli {
 namespace {
@@ -32,6 +33,7 @@ struct TriggerArgs {
   std::vector<int32_t> ranks;
   std::string note;
   int64_t start = -1;
+  bool dump = false;
 };
 
 std::string who() {
@@ -53,9 +55,13 @@ void add_trigger_command(CLI::App& app, int& exit_code) {
   });
   cmd->add_option("--start", args->start, "the iteration to start at (default: 2 s ahead of the furthest process)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--dump", args->dump,
+                "instead of a window: every process writes its last collectives and iterations to RUN/control/hang/ "
+                "(for a job that seems hung; read by `scalescope analyze RUN`)");
   cmd->footer(
       "Examples:\n"
       "  scalescope trigger run1 --iterations 20 --note \"slow after step 50k\"\n"
+      "  scalescope trigger run1 --dump\n"
       "  scalescope trigger run1 --ranks 0,7\n"
       "The job must run under `scalescope profile` with iteration markers (optimizer steps, ProfilerStep#N\n"
       "ranges or cudaProfilerStart/Stop); each process reports its iteration in RUN/control/progress once a\n"
@@ -65,6 +71,16 @@ void add_trigger_command(CLI::App& app, int& exit_code) {
     std::error_code ec;
     if (!fs::is_directory(args->run_dir, ec))
       fail_usage("{}: {}", args->run_dir, fs::exists(args->run_dir, ec) ? "not a directory" : "no such directory");
+    if (args->dump) {
+      // The next free id, as for windows; every process writes its dump within a second.
+      const std::string requested_by = who();
+      uint64_t id = 1;
+      while (!collect::create_dump_request(args->run_dir, std::to_string(id), requested_by)) ++id;
+      std::cout << fmt::format("dump {}: every process writes its hang dump to {} within a second\n", id,
+                               trace::hang_dump_dir(args->run_dir).string());
+      exit_code = 0;
+      return;
+    }
     std::vector<std::string> skipped;
     auto progress = collect::read_progress(args->run_dir, &skipped);
     for (const auto& s : skipped) std::cerr << "scalescope: warning: skipped " << s << "\n";

@@ -9,6 +9,7 @@
 
 #include <generated_nvtx_meta.h>
 
+#include "collect/collective_ring.hpp"
 #include "collect/collector_common.hpp"
 #include "trace/error.hpp"
 
@@ -455,6 +456,7 @@ void CaptureWindow::iteration_begin(std::optional<uint64_t> number, bool may_ope
     iteration_open_ = true;  // an open one whose end was missed is dropped
     iteration_index_ = index;
     iteration_begin_ = now;
+    CollectiveRing::instance().iteration(index);
     if (control_) note_step(now);
     if (pre_loop_window_) {
       // The first iteration: the job has markers, so from here on windows come from the schedule.
@@ -499,22 +501,33 @@ void CaptureWindow::note_step(std::chrono::steady_clock::time_point now) {
 void CaptureWindow::control_tick(std::chrono::steady_clock::time_point now) {
   if (!control_) return;
   uint64_t index = 0;
+  bool have_iterations = false;
+  int64_t iteration_unix_ns = 0;
   std::vector<double> steps;  // the last iterations' times, sorted
   {
     std::lock_guard lock(iteration_mutex_);
-    if (iterations_seen_ == 0) return;  // no iteration markers (yet): nothing to align windows on
+    // Without iteration markers (yet) there is nothing to align windows on, nor progress to judge.
+    have_iterations = iterations_seen_ > 0;
     index = iteration_index_;
+    iteration_unix_ns = unix_now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_begin_).count();
     steps.assign(recent_steps_ns_.begin(), recent_steps_ns_.begin() + std::min(recent_steps_, recent_steps_ns_.size()));
   }
   std::sort(steps.begin(), steps.end());
   try {
-    if (now >= next_progress_) {
+    if (have_iterations && now >= next_progress_) {
       next_progress_ = now + kProgressPeriod;
       // The median of the last iterations: the step time others align on.
       const double median_ns = steps.empty() ? 0 : steps[steps.size() / 2];
-      write_progress(options_.run_dir, Progress{host_, pid_, rank_, index, median_ns, unix_now_ns()});
+      write_progress(options_.run_dir, Progress{host_, pid_, rank_, index, median_ns, unix_now_ns(), iteration_unix_ns});
+      if (options_.hang_after_s > 0) {
+        // Every process judges the whole job from the progress files: all of
+        // them dump when no rank has begun an iteration for --hang-after.
+        const bool stalled = job_stalled(read_progress(options_.run_dir), options_.hang_after_s, unix_now_ns());
+        if (stalled && !hang_dumped_) write_hang_dump("hang-after");
+        hang_dumped_ = stalled;
+      }
     }
-    if (options_.windows_every_s > 0) {
+    if (have_iterations && options_.windows_every_s > 0) {
       // One process of the job claims each period's window for all (the
       // first to create its file); the others find it in control/.
       const auto slot = static_cast<int64_t>(static_cast<double>(unix_now_ns()) / 1e9 / options_.windows_every_s);
@@ -538,6 +551,7 @@ void CaptureWindow::control_tick(std::chrono::steady_clock::time_point now) {
     ++control_errors_;  // an unwritable run directory: the job goes on, the end's summary counts it
   }
   auto fresh = control_->poll(now);
+  if (!control_->take_dump_requests().empty()) write_hang_dump("trigger");
   if (fresh.empty()) return;
   std::lock_guard lock(iteration_mutex_);
   // The iteration running now has begun untraced: the earliest a window can open is the next.
@@ -551,6 +565,24 @@ void CaptureWindow::control_tick(std::chrono::steady_clock::time_point now) {
     asked_.push_back({std::move(r), first, end});
   }
   skipped_files_ = control_->skipped();
+}
+
+void CaptureWindow::write_hang_dump(const char* reason) {
+  if (options_.run_dir.empty()) return;
+  trace::HangDump d = CollectiveRing::instance().snapshot();
+  d.host = host_;
+  d.pid = pid_;
+  d.rank = rank_;
+  d.reason = reason;
+  d.unix_ns = unix_now_ns();
+  d.stalled = hang_dumped_ || std::strcmp(reason, "hang-after") == 0;
+  try {
+    collect::write_hang_dump(options_.run_dir, d);
+    ++hang_dumps_;
+  } catch (const scalescope::Error&) {
+    std::lock_guard lock(iteration_mutex_);
+    ++control_errors_;
+  }
 }
 
 // Under iteration_mutex_: the log entry of a window that opens at `index`.

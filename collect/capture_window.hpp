@@ -79,6 +79,11 @@ class CaptureWindow final : public NvtxListener {
   // for a detach once a closed window stays closed, --delay and --duration.
   void poll(bool stopping);
 
+  // Writes this process's hang dump (the collective ring) into the run
+  // directory's control/hang/; reason "hang-after", "trigger" or "sigterm".
+  // The encoder thread's (or the exit's, once it has stopped).
+  void write_hang_dump(const char* reason);
+
   // At the end: windows, detaches and the sampled windows' summary.
   void add_end_facts(trace::Metadata& meta, trace::ProblemCounts& problems);
   nlohmann::json sampling_json();  // for the sidecar: the end's summary once computed
@@ -208,6 +213,8 @@ class CaptureWindow final : public NvtxListener {
   std::chrono::steady_clock::time_point last_begin_{};
   std::array<double, 16> recent_steps_ns_{};  // the last iterations' times, beginning to beginning
   size_t recent_steps_ = 0;                    // how many were recorded (the ring's write position)
+  bool hang_dumped_ = false;  // the encoder thread's: --hang-after wrote a dump for the stall going on now
+  uint64_t hang_dumps_ = 0;   // the encoder thread's: dumps written
   int64_t time_slot_ = -1;  // the encoder thread's; --windows-every: the last period (unix time / period) a window was claimed in
   uint64_t control_errors_ = 0;  // control files that could not be written
   // Every window of the run, in order: its iterations and why it opened.

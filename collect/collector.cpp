@@ -178,6 +178,10 @@ void Collector::encoder_loop() {
     encoder_cpu_ns_.store(thread_cpu_ns());
     if (stopping) break;
     if (int sig = g_pending_signal.exchange(0)) {
+      // A launcher's timeout ends a hung job with SIGTERM: the ring goes to
+      // the run directory first (here, not in the handler: file I/O is not
+      // async-signal-safe).
+      if (sig == SIGTERM) window_.write_hang_dump("sigterm");
       // finish() from this thread, then die of the signal as the job would have.
       std::thread([this, sig] {
         finish("signal");

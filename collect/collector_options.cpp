@@ -184,6 +184,7 @@ CollectorOptions parse_collector_options(const Environment& env) {
   o.iterations = parse_count(env, "SCALESCOPE_ITERATIONS", o.iterations, 1);
   o.repeat_every = parse_count(env, "SCALESCOPE_REPEAT_EVERY", o.repeat_every, 0);
   o.windows_every_s = parse_seconds(env, "SCALESCOPE_WINDOWS_EVERY", 0);
+  o.hang_after_s = parse_seconds(env, "SCALESCOPE_HANG_AFTER", 0);
   validate_sampling(o);
   return o;
 }
@@ -197,6 +198,8 @@ void validate_sampling(const CollectorOptions& o) {
   if (o.iteration_range.empty()) fail("the iteration range name is empty");
   if (o.windows_every_s != 0 && o.windows_every_s < 1)
     fail("windows every {} s: the period must be at least 1 s (or 0: off)", number(o.windows_every_s));
+  if (o.hang_after_s != 0 && o.hang_after_s < 1)
+    fail("hang after {} s: the time must be at least 1 s (or 0: off)", number(o.hang_after_s));
 }
 
 Environment to_environment(const CollectorOptions& o) {
@@ -220,6 +223,8 @@ Environment to_environment(const CollectorOptions& o) {
   env["SCALESCOPE_ITERATIONS"] = std::to_string(o.iterations);
   env["SCALESCOPE_REPEAT_EVERY"] = std::to_string(o.repeat_every);
   env["SCALESCOPE_WINDOWS_EVERY"] = number(o.windows_every_s);
+  env["SCALESCOPE_HANG_AFTER"] = number(o.hang_after_s);
+  if (o.hang_after_s > 0) env["SCALESCOPE_NVTX_RECORDS"] = "hooks";  // NCCL's ranges reach the hang dump's ring
   return env;
 }
 

@@ -80,6 +80,11 @@ struct CollectorOptions {
   // it goes through the run directory's control/ folder, so every process
   // of the job opens it at the same iteration.
   double windows_every_s = 0;
+  // --hang-after: when no process of the job has begun an iteration for this
+  // long, every process writes its hang dump (control/hang/); 0 = off. Also
+  // takes NVTX through the collector's own hooks, which feed the ring of
+  // NCCL calls the dump holds.
+  double hang_after_s = 0;
   // True when the windows come from iterations (see above).
   bool sampled() const { return !full && capture == CaptureRange::kNone && delay_s <= 0 && duration_s <= 0; }
 };

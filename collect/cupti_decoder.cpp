@@ -71,26 +71,6 @@ constexpr size_t kMaxPayloadBytes = 64 << 10;
 
 std::string bounded(const char* s) { return s ? std::string(s, strnlen(s, 256)) : std::string(); }
 
-// CUPTI's copies of the attributes are read whatever their fieldMask says
-// (NCCL sets it, a tool's copy may not): pointers and counts decide.
-PayloadSchema schema_from_nvtx(uint64_t id, const nvtxPayloadSchemaAttr_t& a) {
-  PayloadSchema out;
-  out.id = id;
-  if (a.type != 0) out.schema_type = a.type;
-  out.static_size = a.payloadStaticSize;
-  if (a.entries) {
-    size_t n = a.numEntries;
-    if (n == 0)  // no count: the array ends with an entry of type 0
-      while (n < kMaxSchemaEntries && a.entries[n].type != 0) ++n;
-    n = std::min(n, kMaxSchemaEntries);
-    for (size_t i = 0; i < n; ++i) {
-      const nvtxPayloadSchemaEntry_t& e = a.entries[i];
-      out.entries.push_back({e.flags, e.type, bounded(e.name), e.arrayOrUnionDetail, e.offset});
-    }
-  }
-  return out;
-}
-
 PayloadEnum enum_from_nvtx(uint64_t id, const nvtxPayloadEnumAttr_t& a) {
   PayloadEnum out;
   out.id = id;
@@ -110,6 +90,27 @@ std::string format_uuid(const CUuuid& uuid) {
 }
 
 }  // namespace
+
+// CUPTI's copies of the attributes are read whatever their fieldMask says
+// (NCCL sets it, a tool's copy may not): pointers and counts decide.
+PayloadSchema schema_from_nvtx(uint64_t id, const nvtxPayloadSchemaAttr_v1& a) {
+  PayloadSchema out;
+  out.id = id;
+  if (a.type != 0) out.schema_type = a.type;
+  out.static_size = a.payloadStaticSize;
+  if (a.entries) {
+    size_t n = a.numEntries;
+    if (n == 0)  // no count: the array ends with an entry of type 0
+      while (n < kMaxSchemaEntries && a.entries[n].type != 0) ++n;
+    n = std::min(n, kMaxSchemaEntries);
+    for (size_t i = 0; i < n; ++i) {
+      const nvtxPayloadSchemaEntry_t& e = a.entries[i];
+      out.entries.push_back({e.flags, e.type, bounded(e.name), e.arrayOrUnionDetail, e.offset});
+    }
+  }
+  return out;
+}
+
 
 std::string demangle(const char* name) {
   if (name == nullptr) return {};

@@ -20,9 +20,16 @@
 
 #include "collect/nccl_nvtx_joiner.hpp"
 #include "collect/nccl_nvtx_payload.hpp"
+#include "collect/nccl_nvtx_payload.hpp"
 #include "trace/trace.hpp"
 
+struct nvtxPayloadSchemaAttr_v1;  // nvToolsExtPayload.h's nvtxPayloadSchemaAttr_t
+
 namespace scalescope::collect {
+
+// A registered payload schema (NVTX's attributes, as CUPTI or the collector's
+// hooks keep them) as the payload decoder reads it.
+PayloadSchema schema_from_nvtx(uint64_t id, const nvtxPayloadSchemaAttr_v1& a);
 
 // Names an API call: (domain, CUPTI callback id) -> "cudaLaunchKernel".
 using ApiNameResolver = std::function<std::string(trace::ApiDomain, uint32_t cbid)>;

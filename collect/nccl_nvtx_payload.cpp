@@ -104,6 +104,12 @@ std::string lower(std::string_view s) {
 
 bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
 
+// NCCL's field names, lower case: the one test of each, for the decoder and the layout.
+bool is_communicator_field(std::string_view name) {
+  return contains(name, "communicator") && !contains(name, "parent");  // ncclCommSplit's parent is not the call's
+}
+bool is_bytes_field(std::string_view name) { return contains(name, "message size") || name == "bytes"; }
+
 }  // namespace
 
 std::pair<uint32_t, uint32_t> payload_type_layout(uint64_t type) {
@@ -214,6 +220,8 @@ std::vector<PayloadField> decode_payload(std::span<const uint8_t> bytes, const P
     PayloadField f;
     f.name = e.name;
     f.type = e.type;
+    f.offset = offset;
+    f.size = size;
     if (inline_string) {
       const char* c = reinterpret_cast<const char*>(p);
       f.text.assign(c, strnlen(c, size));
@@ -259,10 +267,10 @@ std::optional<NcclNvtxCall> nccl_call_from_payload(std::string_view range_name,
     const std::string name = lower(f.name);
     auto as_int = [&f] { return static_cast<int32_t>(std::clamp<int64_t>(f.signed_value, -1, INT32_MAX)); };
     if (contains(name, "communicator")) {
-      if (contains(name, "parent")) continue;  // ncclCommSplit's parent, not the new communicator
+      if (!is_communicator_field(name)) continue;
       call.communicator = f.value;
       any = true;
-    } else if (contains(name, "message size") || name == "bytes") {
+    } else if (is_bytes_field(name)) {
       call.bytes = f.value;
       any = true;
     } else if (contains(name, "reduction")) {
@@ -281,11 +289,43 @@ std::optional<NcclNvtxCall> nccl_call_from_payload(std::string_view range_name,
     }
   }
   if (!any) return std::nullopt;
+  call.op = nccl_op_from_range_name(range_name);
+  return call;
+}
+
+trace::NcclOp nccl_op_from_range_name(std::string_view range_name) {
   std::string_view op = range_name;
   if (op.starts_with("nccl")) op.remove_prefix(4);
-  call.op = trace::nccl_op_from_name(op);
-  if (call.op == trace::NcclOp::kUnknown && op == "Bcast") call.op = trace::NcclOp::kBroadcast;
-  return call;
+  const trace::NcclOp out = trace::nccl_op_from_name(op);
+  return out == trace::NcclOp::kUnknown && op == "Bcast" ? trace::NcclOp::kBroadcast : out;
+}
+
+std::optional<NcclPayloadLayout> nccl_payload_layout(const PayloadSchema& schema) {
+  // The decoder's own placement of every entry, over a payload of zeros.
+  const std::vector<uint8_t> zeros(std::max<uint64_t>(schema.static_size, 4096), 0);
+  NcclPayloadLayout l;
+  for (const auto& f : decode_payload(zeros, schema, nullptr)) {
+    if (!f.is_integer || f.size == 0 || f.size > 8) continue;
+    const std::string name = lower(f.name);
+    if (is_communicator_field(name) && l.communicator_size == 0) l.communicator_offset = f.offset, l.communicator_size = f.size;
+    else if (is_bytes_field(name) && l.bytes_size == 0) l.bytes_offset = f.offset, l.bytes_size = f.size;
+  }
+  if (l.communicator_size == 0 && l.bytes_size == 0) return std::nullopt;
+  return l;
+}
+
+namespace {
+uint64_t read_field(uint64_t offset, uint32_t size, std::span<const uint8_t> payload) {
+  if (size == 0 || offset > payload.size() || size > payload.size() - offset) return 0;
+  return read_le(payload.data() + offset, size);
+}
+}  // namespace
+
+uint64_t nccl_payload_communicator(const NcclPayloadLayout& l, std::span<const uint8_t> payload) {
+  return read_field(l.communicator_offset, l.communicator_size, payload);
+}
+uint64_t nccl_payload_bytes(const NcclPayloadLayout& l, std::span<const uint8_t> payload) {
+  return read_field(l.bytes_offset, l.bytes_size, payload);
 }
 
 trace::NcclOp nccl_op_from_schema_id(uint64_t schema_id) {

@@ -72,6 +72,8 @@ struct PayloadField {
   int64_t signed_value = 0;  // sign-extended for signed types
   double real = 0;           // floating-point entries
   std::string text;          // enum name or inline fixed-size string
+  uint64_t offset = 0;       // where it lies in the payload
+  uint32_t size = 0;         // bytes (integers and reals)
 };
 
 // Size and alignment of a predefined entry type on this (LP64) platform;
@@ -100,6 +102,22 @@ struct NcclNvtxCall {
 // nullopt when the payload has neither a communicator nor a message size.
 std::optional<NcclNvtxCall> nccl_call_from_payload(std::string_view range_name,
                                                    const std::vector<PayloadField>& fields);
+
+// Where a schema of NCCL's puts the communicator and the message size, for
+// a reader that may not decode field by field (the collector's collective
+// ring, which reads each call's payload without allocating). nullopt when
+// the schema has neither as a plain integer of 1 to 8 bytes.
+struct NcclPayloadLayout {
+  uint64_t communicator_offset = 0, bytes_offset = 0;
+  uint32_t communicator_size = 0, bytes_size = 0;  // 0: the schema has no such field
+};
+std::optional<NcclPayloadLayout> nccl_payload_layout(const PayloadSchema& schema);
+// The two fields of one payload by the layout; 0 where the schema has none
+// or the payload is too short.
+uint64_t nccl_payload_communicator(const NcclPayloadLayout& l, std::span<const uint8_t> payload);
+uint64_t nccl_payload_bytes(const NcclPayloadLayout& l, std::span<const uint8_t> payload);
+// The op of an NCCL range's name ("ncclAllReduce", "ncclBcast").
+trace::NcclOp nccl_op_from_range_name(std::string_view range_name);
 
 // The op of NCCL's static payload schema id (NVTX_SID_AllReduce = 5 above
 // NVTX_PAYLOAD_SCHEMA_ID_STATIC_START, ...; the same ids in NCCL's source from

@@ -9,7 +9,9 @@
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtPayload.h>
 
+#include "collect/collective_ring.hpp"
 #include "collect/collector_common.hpp"
+#include "collect/cupti_decoder.hpp"
 
 namespace scalescope::collect {
 
@@ -137,6 +139,7 @@ bool NvtxHooks::install(const void* get_export_table) {
   put(core2, core2_size, NVTX_CBID_CORE2_DomainCreateA, hook_domain_create_a);
   put(core2, core2_size, NVTX_CBID_CORE2_DomainDestroy, hook_domain_destroy);
   installed_.store(true);
+  CollectiveRing::instance().set_collectives_recorded(true);
   return true;
 }
 
@@ -200,6 +203,23 @@ NvtxHooks::Open NvtxHooks::open_range(const Domain* domain, const Message& m) {
   return o;
 }
 
+uint64_t NvtxHooks::enter_collective(const Message& m) {
+  const auto* data = static_cast<const nvtxPayloadData_t*>(m.payload);
+  if (m.payloads == 0 || !data->payload || data->size == 0) return 0;
+  const size_t n = nccl_schema_count_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < n; ++i) {
+    if (nccl_schemas_[i].id.load(std::memory_order_acquire) != data->schemaId) continue;
+    const NcclPayloadLayout& l = nccl_schemas_[i].layout;
+    const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data->payload),
+                                         std::min<size_t>(data->size, kMaxPayloadBytes));
+    trace::NcclOp op = m.text ? nccl_op_from_range_name(m.text) : trace::NcclOp::kUnknown;
+    if (op == trace::NcclOp::kUnknown) op = nccl_op_from_schema_id(data->schemaId);
+    if (op == trace::NcclOp::kUnknown) return 0;  // not a collective or point-to-point call (ncclCommInitRank, ...)
+    return CollectiveRing::instance().enter(op, nccl_payload_communicator(l, bytes), nccl_payload_bytes(l, bytes));
+  }
+  return 0;  // a schema with neither a communicator nor a message size
+}
+
 void NvtxHooks::log(HookedNvtxEvent&& e) {
   std::lock_guard lock(log_mutex_);
   if (log_.size() >= kMaxLogged) {
@@ -218,7 +238,9 @@ int NvtxHooks::push(const Domain* domain, const Message& m) {
   const uint32_t index = domain ? domain->index : 0;
   if (mine->size() <= index) mine->resize(index + 1);
   auto& stack = (*mine)[index];
-  stack.push_back(open_range(domain, m));
+  Open o = open_range(domain, m);
+  if (domain && domain->nccl && m.payload) o.ring_ticket = enter_collective(m);
+  stack.push_back(std::move(o));
   return static_cast<int>(stack.size()) - 1;
 }
 
@@ -232,6 +254,7 @@ int NvtxHooks::pop(const Domain* domain) {
     level = static_cast<int>(stack.size()) - 1;
     Open o = std::move(stack.back());
     stack.pop_back();
+    CollectiveRing::instance().leave(o.ring_ticket);
     // First the range (the range that closes a window is recorded in it), then the window.
     if (o.start != 0) {
       if (recording()) {
@@ -317,7 +340,7 @@ const NvtxHooks::Domain* NvtxHooks::create_domain(const char* name) {
   for (const auto& d : domains_)
     if (d.name == n) return &d;                        // NVTX: the same name gives the same domain
   if (domains_.size() >= kMaxDomains) return nullptr;  // the default domain
-  domains_.push_back({static_cast<uint32_t>(domains_.size() + 1), n});
+  domains_.push_back({static_cast<uint32_t>(domains_.size() + 1), n, n == "NCCL"});
   return &domains_.back();
 }
 
@@ -359,6 +382,15 @@ uint64_t NvtxHooks::register_schema(const Domain* domain, const void* attr_ptr) 
                     ? attr->schemaId
                     : NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START + next_schema_id_++;
   s->schema.schemaId = id;
+  if (domain && domain->nccl && id != 0) {
+    const size_t n = nccl_schema_count_.load(std::memory_order_relaxed);
+    auto layout = nccl_payload_layout(schema_from_nvtx(id, s->schema));
+    if (layout && n < kMaxNcclSchemas) {
+      nccl_schemas_[n].layout = *layout;
+      nccl_schemas_[n].id.store(id, std::memory_order_release);
+      nccl_schema_count_.store(n + 1, std::memory_order_release);
+    }
+  }
   schemas_[{domain ? domain->index : 0, id}] = std::move(s);
   return id;
 }

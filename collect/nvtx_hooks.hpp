@@ -16,6 +16,7 @@
 // another thread) and log_mutex_ (ranges and marks waiting for the encoder).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -26,6 +27,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "collect/nccl_nvtx_payload.hpp"
 
 namespace scalescope::collect {
 
@@ -84,6 +87,7 @@ class NvtxHooks {
   struct Domain {
     uint32_t index = 0;
     std::string name;
+    bool nccl = false;  // NCCL's: its ranges with payloads go to the collective ring
   };
   struct Message {
     const char* text = nullptr;     // the job's, valid during the call
@@ -111,10 +115,13 @@ class NvtxHooks {
     std::vector<uint8_t> payload;
     uint32_t domain = 0;
     uint32_t thread = 0;
+    uint64_t ring_ticket = 0;  // an NCCL call in the collective ring (0: none)
   };
 
  private:
   Open open_range(const Domain* domain, const Message& m);
+  // An NCCL range with a payload of a known schema: into the collective ring.
+  uint64_t enter_collective(const Message& m);
   void log(HookedNvtxEvent&& e);
 
   std::atomic<bool> installed_{false};
@@ -129,6 +136,17 @@ class NvtxHooks {
   struct Schema;  // a deep copy of a registered schema or enum
   std::map<std::pair<uint32_t, uint64_t>, std::unique_ptr<Schema>> schemas_;
   uint64_t next_schema_id_ = 0;
+
+  // Where NCCL's schemas put the communicator and the bytes, computed once at
+  // registration and read without a lock by every NCCL range: an entry is
+  // published by its id's release store after its layout is written.
+  struct NcclSchema {
+    std::atomic<uint64_t> id{0};
+    NcclPayloadLayout layout;
+  };
+  static constexpr size_t kMaxNcclSchemas = 64;  // NCCL registers about a dozen
+  std::array<NcclSchema, kMaxNcclSchemas> nccl_schemas_;
+  std::atomic<size_t> nccl_schema_count_{0};  // written under registry_mutex_
 
   std::mutex started_mutex_;
   std::unordered_map<uint64_t, Open> started_;  // recorded nvtxRangeStart ranges by id

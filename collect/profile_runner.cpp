@@ -25,6 +25,7 @@
 
 #include "scalescope_version.hpp"
 #include "trace/error.hpp"
+#include "trace/hang_dump.hpp"
 #include "trace/python_stacks.hpp"
 #include "trace/trace_file.hpp"
 
@@ -347,6 +348,23 @@ void log_python(const ProfileOptions& options, const std::string& bootstrap, con
 
 }  // namespace
 
+std::string exit_status(int exit_code, bool signaled, bool hang_dumped) {
+  if (exit_code == 0 && !signaled) return "ok";
+  if (hang_dumped) return "hung";
+  return signaled ? "crashed" : "failed";
+}
+
+bool hang_dumped(const fs::path& run_dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(trace::hang_dump_dir(run_dir), ec), end; !ec && it != end; it.increment(ec)) {
+    std::ifstream in(it->path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto d = trace::parse_hang_dump(text, nullptr);
+    if (d && d->stalled) return true;
+  }
+  return false;
+}
+
 ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   if (options.command.empty()) fail("profile: no command given (usage: scalescope profile -o NAME -- CMD ...)");
   std::string collector =
@@ -502,6 +520,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   run["duration_s"] = result.duration_s;
   run["exit_code"] = result.exit_code;
   if (WIFSIGNALED(status)) run["signal"] = WTERMSIG(status);
+  run["exit_status"] = exit_status(result.exit_code, WIFSIGNALED(status), hang_dumped(result.run_dir));
   run["forwarded_signals"] = forwarded;
   nlohmann::json procs = nlohmann::json::array();
   uint64_t events = 0, dropped = 0, bytes = 0;

@@ -113,6 +113,15 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
                                                    const std::string& only_host = "");
 
 // Runs the whole thing; prints the summary and the next command to `log`.
+// The job's end in one word for run.json's "exit_status": "ok" (exit 0),
+// "hung" (ended with an error or a signal after a process wrote a hang dump
+// for --hang-after: it was killed because it hung), "crashed" (a signal),
+// "failed" (a non-zero exit).
+std::string exit_status(int exit_code, bool signaled, bool hang_dumped);
+// Whether a process of the run wrote a hang dump after finding the job
+// stalled for --hang-after (its last dump may be SIGTERM's).
+bool hang_dumped(const std::filesystem::path& run_dir);
+
 ProfileResult run_profile(const ProfileOptions& options, std::ostream& log);
 
 }  // namespace scalescope::collect

@@ -143,7 +143,7 @@ std::optional<Progress> parse_progress(std::string_view text, std::string* error
   Progress p;
   if (!get(j, "host", &p.host, error) || !get(j, "pid", &p.pid, error) || !get(j, "rank", &p.rank, error) ||
       !get(j, "iteration", &p.iteration, error) || !get(j, "step_ns", &p.step_ns, error) ||
-      !get(j, "unix_ns", &p.unix_ns, error))
+      !get(j, "unix_ns", &p.unix_ns, error) || !get(j, "iteration_unix_ns", &p.iteration_unix_ns, error, false))
     return std::nullopt;
   if (!std::isfinite(p.step_ns) || p.step_ns < 0 || p.iteration > kMaxIterations) {
     if (error) *error = "\"step_ns\" or \"iteration\" out of range";
@@ -160,10 +160,53 @@ std::string progress_json(const Progress& p) {
   j["iteration"] = p.iteration;
   j["step_ns"] = p.step_ns;
   j["unix_ns"] = p.unix_ns;
+  j["iteration_unix_ns"] = p.iteration_unix_ns;
   return j.dump() + "\n";
 }
 
 fs::path control_dir(const fs::path& run_dir) { return run_dir / "control"; }
+
+void write_file_whole(const fs::path& path, const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) fail("{}: cannot create: {}", path.parent_path().string(), ec.message());
+  const fs::path tmp = write_temp(path, text);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    fail("{}: cannot write: {}", path.string(), std::strerror(e));
+  }
+}
+
+bool create_dump_request(const fs::path& run_dir, const std::string& id, const std::string& requested_by) {
+  if (!valid_id(id)) fail("dump request id '{}' is not a-z, 0-9 and -", id);
+  const fs::path final = control_dir(run_dir) / ("dump-" + id + ".json");
+  nlohmann::json j;
+  j["id"] = id;
+  j["requested_by"] = requested_by;
+  std::error_code ec;
+  fs::create_directories(final.parent_path(), ec);
+  if (ec) fail("{}: cannot create: {}", final.parent_path().string(), ec.message());
+  const fs::path tmp = write_temp(final, j.dump() + "\n");
+  const int rc = ::link(tmp.c_str(), final.c_str());  // as create_window_request: one writer of an id wins
+  const int e = errno;
+  ::unlink(tmp.c_str());
+  if (rc == 0) return true;
+  if (e == EEXIST) return false;
+  fail("{}: cannot create: {}", final.string(), std::strerror(e));
+}
+
+void write_hang_dump(const fs::path& run_dir, const trace::HangDump& dump) {
+  write_file_whole(trace::hang_dump_dir(run_dir) / trace::hang_dump_name(dump.host, dump.pid),
+                   trace::hang_dump_json(dump));
+}
+
+bool job_stalled(const std::vector<Progress>& progress, double after_s, int64_t now_unix_ns) {
+  if (after_s <= 0) return false;
+  int64_t latest = 0;
+  for (const auto& p : progress) latest = std::max(latest, p.iteration_unix_ns);
+  return latest > 0 && static_cast<double>(now_unix_ns - latest) >= after_s * 1e9;
+}
 
 bool create_window_request(const fs::path& run_dir, const WindowRequest& r) {
   if (!valid_id(r.id)) fail("window request id '{}' is not a-z, 0-9 and -", r.id);
@@ -205,16 +248,7 @@ std::vector<WindowRequest> read_window_requests(const fs::path& run_dir, std::ve
 
 void write_progress(const fs::path& run_dir, const Progress& p) {
   const fs::path dir = control_dir(run_dir) / "progress";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail("{}: cannot create: {}", dir.string(), ec.message());
-  const fs::path final = dir / (p.host + "-" + std::to_string(p.pid) + ".json");
-  const fs::path tmp = write_temp(final, progress_json(p));
-  if (::rename(tmp.c_str(), final.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    fail("{}: cannot write: {}", final.string(), std::strerror(e));
-  }
+  write_file_whole(dir / (p.host + "-" + std::to_string(p.pid) + ".json"), progress_json(p));
 }
 
 std::vector<Progress> read_progress(const fs::path& run_dir, std::vector<std::string>* skipped) {
@@ -273,6 +307,15 @@ std::vector<WindowRequest> ControlWatcher::poll(std::chrono::steady_clock::time_
   }
   for (auto& s : skipped)
     if (std::find(skipped_.begin(), skipped_.end(), s) == skipped_.end()) skipped_.push_back(std::move(s));
+  // Dump requests: their names are enough (what the file says is for the reader).
+  std::error_code ec;
+  for (fs::directory_iterator it(control_dir(run_dir_), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("dump-", 0) != 0 || it->path().extension() != ".json") continue;
+    if (std::find(seen_dumps_.begin(), seen_dumps_.end(), name) != seen_dumps_.end()) continue;
+    seen_dumps_.push_back(name);
+    dump_requests_.push_back(name.substr(5, name.size() - 10));
+  }
   return fresh;
 }
 

@@ -7,6 +7,8 @@
 //                               time-based window that one process of the
 //                               job claimed for all)
 //   control/progress/<host>-<pid>.json   each process's last iteration, once a second
+//   control/dump-<id>.json      a request for hang dumps (`scalescope trigger --dump`)
+//   control/hang/<host>-<pid>.json       a process's hang dump (trace/hang_dump.hpp)
 //
 // Files are written whole under a temporary name and then linked or renamed
 // into place, so a reader never sees half a file and two writers of the same
@@ -18,7 +20,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "trace/hang_dump.hpp"
 
 namespace scalescope::collect {
 
@@ -44,11 +49,28 @@ struct Progress {
   uint64_t iteration = 0;     // index of the last iteration begun
   double step_ns = 0;         // median iteration time so far (0: not known yet)
   int64_t unix_ns = 0;        // when this was written
+  int64_t iteration_unix_ns = 0;  // when the last iteration began (0: not known, an older collector)
 };
 std::optional<Progress> parse_progress(std::string_view text, std::string* error);
 std::string progress_json(const Progress& p);
 
 std::filesystem::path control_dir(const std::filesystem::path& run_dir);
+
+// Writes `text` to `path` under a temporary name beside it, then renames it
+// into place: a reader sees the old file or the new one, never half of one.
+// Throws trace::Error naming the file on an I/O failure.
+void write_file_whole(const std::filesystem::path& path, const std::string& text);
+
+// Asks every process of the run for a hang dump now: control/dump-<id>.json
+// (id as a window request's). False when the id is taken.
+bool create_dump_request(const std::filesystem::path& run_dir, const std::string& id, const std::string& requested_by);
+// Writes this process's dump as control/hang/<host>-<pid>.json.
+void write_hang_dump(const std::filesystem::path& run_dir, const trace::HangDump& dump);
+
+// Whether the job has stalled: every process that reported has begun no
+// iteration for `after_s` seconds at `now_unix_ns` (from the progress files'
+// iteration times). False while no process has reported an iteration time.
+bool job_stalled(const std::vector<Progress>& progress, double after_s, int64_t now_unix_ns);
 
 // Writes the request as control/window-<id>.json unless that file exists.
 // Returns true when written, false when the id is taken (another writer
@@ -80,6 +102,8 @@ class ControlWatcher {
   uint64_t checks() const { return checks_; }  // folder looks (stat calls)
   uint64_t scans() const { return scans_; }    // folder reads after a change
   const std::vector<std::string>& skipped() const { return skipped_; }
+  // Dump requests (control/dump-<id>.json) found by poll() and not taken yet.
+  std::vector<std::string> take_dump_requests() { return std::exchange(dump_requests_, {}); }
 
  private:
   std::filesystem::path run_dir_;
@@ -87,6 +111,7 @@ class ControlWatcher {
   std::chrono::steady_clock::time_point next_{};
   int64_t seen_mtime_ns_ = -1;
   std::vector<std::string> seen_ids_;
+  std::vector<std::string> seen_dumps_, dump_requests_;
   std::vector<std::string> skipped_;
   uint64_t checks_ = 0, scans_ = 0;
 };

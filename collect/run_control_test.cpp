@@ -6,6 +6,8 @@
 #include <fstream>
 #include <thread>
 
+#include "collect/collective_ring.hpp"
+#include "collect/profile_runner.hpp"
 #include "trace/error.hpp"
 
 namespace fs = std::filesystem;
@@ -130,4 +132,97 @@ TEST_F(RunControl, UnwritableRunDirectoryIsAnErrorNamingThePath) {
       EXPECT_NE(std::string(e.what()).find(control_dir(not_a_dir).string()), std::string::npos) << e.what();
     }
   }
+}
+
+// Hang dumps: a dump request is seen once; a dump written whole reads back;
+// a job is stalled only when every process's last iteration is old.
+TEST_F(RunControl, DumpRequestsAreSeenOnceAndDumpsReadBack) {
+  ControlWatcher w(dir_, std::chrono::milliseconds(0));
+  auto t = std::chrono::steady_clock::now();
+  ASSERT_TRUE(create_dump_request(dir_, "1", "test@here"));
+  EXPECT_FALSE(create_dump_request(dir_, "1", "test@here")) << "one writer wins an id";
+  w.look_now();
+  w.poll(t);
+  EXPECT_EQ(w.take_dump_requests(), std::vector<std::string>{"1"});
+  w.look_now();
+  w.poll(t + std::chrono::seconds(2));
+  EXPECT_TRUE(w.take_dump_requests().empty()) << "seen once";
+
+  trace::HangDump d;
+  d.host = "node1";
+  d.pid = 42;
+  d.rank = 3;
+  d.reason = "trigger";
+  d.unix_ns = 1000;
+  d.collectives_recorded = true;
+  d.collectives.push_back({trace::NcclOp::kAllReduce, 0xC0FFEE, 18234, 4096, 900, 0});
+  d.iterations.push_back({411, 800});
+  write_hang_dump(dir_, d);
+  std::ifstream in(trace::hang_dump_dir(dir_) / "node1-42.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string error;
+  auto back = trace::parse_hang_dump(text, &error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->rank, 3);
+  ASSERT_EQ(back->collectives.size(), 1u);
+  EXPECT_EQ(back->collectives[0].op, trace::NcclOp::kAllReduce);
+  EXPECT_EQ(back->collectives[0].sequence, 18234u);
+  EXPECT_EQ(back->collectives[0].leave_unix_ns, 0);
+  EXPECT_EQ(back->iterations.at(0).index, 411u);
+  EXPECT_FALSE(back->stalled);
+  EXPECT_FALSE(hang_dumped(dir_)) << "a trigger's dump: the job may not have hung";
+  d.stalled = true;
+  d.reason = "sigterm";
+  write_hang_dump(dir_, d);
+  EXPECT_TRUE(hang_dumped(dir_)) << "killed after --hang-after found it stalled";
+  EXPECT_FALSE(trace::parse_hang_dump("{\"host\": 1}", &error));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST_F(RunControl, JobStalledWhenNoProcessBeganAnIterationForTheTimeGiven) {
+  const int64_t s = 1'000'000'000;
+  std::vector<Progress> p(2);
+  p[0].iteration_unix_ns = 100 * s;
+  p[1].iteration_unix_ns = 105 * s;
+  EXPECT_FALSE(job_stalled(p, 10, 114 * s)) << "rank 1 began one 9 s ago";
+  EXPECT_TRUE(job_stalled(p, 10, 115 * s));
+  EXPECT_FALSE(job_stalled(p, 0, 1000 * s)) << "off";
+  EXPECT_FALSE(job_stalled({}, 10, 1000 * s)) << "no progress: nothing to judge";
+  Progress written{"h", 1, 0, 7, 1e6, 5 * s, 4 * s};
+  std::string error;
+  auto back = parse_progress(progress_json(written), &error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(back->iteration_unix_ns, 4 * s);
+}
+
+// The ring: sequences per communicator from 1, calls left or not, the last
+// kCollectives calls kept in order.
+TEST(CollectiveRingTest, CountsEachCommunicatorAndKeepsTheLastCalls) {
+  CollectiveRing ring;  // a fresh one (the process's own is instance())
+  const uint64_t a = ring.enter(trace::NcclOp::kAllReduce, 0xA, 100);
+  ring.leave(a);
+  ring.enter(trace::NcclOp::kBroadcast, 0xB, 8);
+  const uint64_t open = ring.enter(trace::NcclOp::kAllReduce, 0xA, 100);
+  ring.iteration(7);
+  auto d = ring.snapshot();
+  ASSERT_EQ(d.collectives.size(), 3u);
+  EXPECT_EQ(d.collectives[0].sequence, 1u);
+  EXPECT_NE(d.collectives[0].leave_unix_ns, 0);
+  EXPECT_EQ(d.collectives[1].sequence, 1u) << "communicator 0xB counts on its own";
+  EXPECT_EQ(d.collectives[2].sequence, 2u);
+  EXPECT_EQ(d.collectives[2].leave_unix_ns, 0) << "still inside";
+  EXPECT_EQ(d.iterations.at(0).index, 7u);
+  ring.leave(open);
+  for (int i = 0; i < 100; ++i) ring.leave(ring.enter(trace::NcclOp::kAllGather, 0xC, 1));
+  d = ring.snapshot();
+  ASSERT_EQ(d.collectives.size(), CollectiveRing::kCollectives);
+  EXPECT_EQ(d.collectives.back().sequence, 100u);
+  EXPECT_EQ(d.collectives.front().sequence, 100u - CollectiveRing::kCollectives + 1);
+}
+
+TEST(ExitStatus, HungOnlyWhenAHangDumpCameBeforeTheKill) {
+  EXPECT_EQ(collect::exit_status(0, false, true), "ok");
+  EXPECT_EQ(collect::exit_status(143, true, true), "hung");
+  EXPECT_EQ(collect::exit_status(143, true, false), "crashed");
+  EXPECT_EQ(collect::exit_status(1, false, false), "failed");
 }

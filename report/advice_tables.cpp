@@ -75,6 +75,16 @@ Table job_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
+Table hang_table(const analyze::RunAnalysis& run) {
+  const auto& h = run.hang;
+  Table t("Hang (the processes' last collectives, from RUN/control/hang/)",
+          {Column("rank", 0), Column("host", 0), Column("pid", 0), Column("state", 0), Column::prose("last")});
+  t.set_id("hang");
+  for (const auto& p : h.processes) t.add_row({int64_t{p.rank}, p.host, int64_t{p.pid}, p.state, p.last});
+  if (h.dumps > 0) t.add_note(h.text);
+  return t;
+}
+
 Table gpu_clocks_table(const analyze::RunAnalysis& run) {
   Table t("GPU clocks (NVML samples of each rank's GPU, steady iterations; the GPU not idle)",
           {Column("rank", 0), Column("device", 0), Column("samples", 0), Column("sm_median_mhz", 0),

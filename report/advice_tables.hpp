@@ -23,6 +23,9 @@ namespace scalescope::report {
 // Per rank, the job the advice is fitted to: framework, NCCL, MPI (its calls
 // and their time in the window), launcher, and the names that decided it.
 Table job_table(const analyze::RunAnalysis& run);
+// Where a hung job stopped (the run directory's hang dumps): one row per
+// process, the verdict as the table's note; no rows when there are no dumps.
+Table hang_table(const analyze::RunAnalysis& run);
 
 // Per rank, its GPU's clocks over the steady iterations (the window where
 // none): SM clock median, min and max, the share of samples NVML held the

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `scalescope trigger`: refuses a folder with no running job in one line,
 # writes a request that lines up with the processes' progress, numbers
-# requests 1, 2, ..., and `profile --windows-every` checks its duration.
+# requests 1, 2, ..., `trigger --dump` asks for hang dumps, and
+# `profile --windows-every` and `--hang-after` check their durations.
 # (The collector's side, over the fake CUPTI: collect_windows_test.)
 # Usage: trigger_test.sh SCALESCOPE
 set -uo pipefail
@@ -43,5 +44,15 @@ check "no temporary file left" '[ "$(ls "$tmp/run/control" | grep -c tmp)" -eq 0
 check "--windows-every with a bad duration: usage error" '[ $rc -eq 2 ] && grep -q "windows-every" "$tmp/e.out"'
 "$ss" profile --windows-every 0.5 -o "$tmp/p" -- true >"$tmp/f.out" 2>&1; rc=$?
 check "--windows-every under 1 s refused" '[ $rc -ne 0 ] && grep -q "at least 1 s" "$tmp/f.out"'
+
+# trigger --dump: a dump request every process answers with its hang dump.
+"$ss" trigger "$tmp/run" --dump >"$tmp/g.out" 2>&1; rc=$?
+check "--dump writes control/dump-1.json" '[ $rc -eq 0 ] && [ -f "$tmp/run/control/dump-1.json" ] && grep -q "^dump 1: every process writes its hang dump to $tmp/run/control/hang" "$tmp/g.out"'
+"$ss" trigger "$tmp/run" --dump >"$tmp/h.out" 2>&1; rc=$?
+check "a second --dump is number 2" '[ $rc -eq 0 ] && [ -f "$tmp/run/control/dump-2.json" ]'
+"$ss" profile --hang-after 10x -o "$tmp/p" -- true >"$tmp/i.out" 2>&1; rc=$?
+check "--hang-after with a bad duration: usage error" '[ $rc -eq 2 ] && grep -q "hang-after" "$tmp/i.out"'
+"$ss" profile --hang-after 0.5 -o "$tmp/p" -- true >"$tmp/j.out" 2>&1; rc=$?
+check "--hang-after under 1 s refused" '[ $rc -ne 0 ] && grep -q "at least 1 s" "$tmp/j.out"'
 
 [ "$failures" -eq 0 ] && echo "all trigger checks passed" || { echo "$failures trigger check(s) failed"; exit 1; }

@@ -37,6 +37,10 @@
 //   profiler-iterations: as iterations, but each iteration is a
 //           cudaProfilerStart ... cudaProfilerStop pair (no NVTX range).
 //   plain:  5 kernels and API exits, no NVTX range at all.
+//   hang:   (real NVTX) HOST_STEPS iterations of one "ncclAllReduce" range
+//           each (comm 0xC0FFEE, 4096 bytes); at iteration HOST_HANG_AT the
+//           rank HOST_HANG_RANK stops before its all-reduce, the others inside
+//           it, for HOST_HANG_S seconds (a planted hang).
 //   With HOST_NVTX=real, the NVTX ranges of these modes go through NVTX
 //   itself (nvtx3, which loads NVTX_INJECTION64_PATH) instead of the fake
 //   CUPTI's NVTX callbacks.
@@ -131,6 +135,65 @@ bool api_exits_until(Pred done, std::chrono::milliseconds limit) {
   }
   return true;
 }
+
+// As NCCL (2.18+) does it: its domain, registered names, and payloads by schema.
+struct FakeNccl {
+  struct AllReduce {
+    uint64_t comm;
+    size_t bytes;
+    int op;
+  };
+  nvtxDomainHandle_t domain = nullptr;
+  nvtxStringHandle_t name = nullptr;
+  nvtxPayloadData_t data{};
+
+  static FakeNccl make() {
+    FakeNccl f;
+    f.domain = nvtxDomainCreateA("NCCL");
+    static const nvtxPayloadEnum_t red_ops[] = {{"Sum", 0, 0}, {"Prod", 1, 0}, {"Max", 2, 0}};
+    nvtxPayloadEnumAttr_t ops{};
+    ops.fieldMask = NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES |
+                    NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE | NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID;
+    ops.entries = red_ops;
+    ops.numEntries = 3;
+    ops.sizeOfEnum = sizeof(int);
+    ops.schemaId = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 0x100;
+    nvtxPayloadEnumRegister(f.domain, &ops);
+    static const nvtxPayloadSchemaEntry_t entries[] = {
+        {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(AllReduce, comm), nullptr,
+         nullptr},
+        {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(AllReduce, bytes), nullptr,
+         nullptr},
+        {0, NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 0x100, "Reduction operation", nullptr, 0, offsetof(AllReduce, op),
+         nullptr, nullptr}};
+    nvtxPayloadSchemaAttr_t schema{};
+    schema.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
+                       NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
+                       NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
+    schema.type = NVTX_PAYLOAD_SCHEMA_TYPE_STATIC;
+    schema.entries = entries;
+    schema.numEntries = 3;
+    schema.payloadStaticSize = sizeof(AllReduce);
+    schema.schemaId = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5;
+    nvtxPayloadSchemaRegister(f.domain, &schema);
+    f.name = nvtxDomainRegisterStringA(f.domain, "ncclAllReduce");
+    return f;
+  }
+  // An "ncclAllReduce" range pushed with `payload` (which must outlive the push).
+  void push(const AllReduce* payload) {
+    data = {NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5, sizeof(*payload), payload};
+    nvtxEventAttributes_t attr{};
+    attr.version = NVTX_VERSION;
+    attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    attr.message.registered = name;
+    attr.payloadType = NVTX_PAYLOAD_TYPE_EXT;
+    attr.reserved0 = 1;
+    attr.payload.ullValue = reinterpret_cast<uintptr_t>(&data);
+    nvtxDomainRangePushEx(domain, &attr);
+  }
+  void pop() { nvtxDomainRangePop(domain); }
+};
 
 }  // namespace
 
@@ -246,6 +309,35 @@ int main(int argc, char** argv) {
       std::printf("mark_windows=%d\n", mark_windows);
     }
     if (around) profiler_stop();
+  } else if (std::strcmp(argv[2], "hang") == 0) {
+    // A planted hang: every rank runs HOST_STEPS iterations "ProfilerStep#N"
+    // of one all-reduce each; at iteration HOST_HANG_AT, rank HOST_HANG_RANK
+    // stops before its all-reduce and the others stop inside it, for
+    // HOST_HANG_S seconds (or until killed), then return without closing.
+    const int steps = std::getenv("HOST_STEPS") ? std::atoi(std::getenv("HOST_STEPS")) : 40;
+    const int hang_at = std::getenv("HOST_HANG_AT") ? std::atoi(std::getenv("HOST_HANG_AT")) : -1;
+    const bool stops_before = std::getenv("HOST_HANG_RANK") && std::getenv("RANK") &&
+                              std::strcmp(std::getenv("HOST_HANG_RANK"), std::getenv("RANK")) == 0;
+    const double hang_s = std::getenv("HOST_HANG_S") ? std::atof(std::getenv("HOST_HANG_S")) : 3;
+    FakeNccl nccl = FakeNccl::make();
+    FakeNccl::AllReduce payload{0xC0FFEE, 4096, 0};
+    auto stall = [&] { std::this_thread::sleep_for(std::chrono::duration<double>(hang_s)); };
+    for (int step = 0; step < steps; ++step) {
+      const std::string name = "ProfilerStep#" + std::to_string(step);
+      nvtxRangePushA(name.c_str());
+      if (step == hang_at && stops_before) {
+        stall();
+        break;
+      }
+      nccl.push(&payload);
+      if (step == hang_at) {
+        stall();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      nccl.pop();
+      nvtxRangePop();
+    }
   } else if (std::strcmp(argv[2], "profiler-iterations") == 0) {
     const int steps = std::getenv("HOST_STEPS") ? std::atoi(std::getenv("HOST_STEPS")) : 40;
     kernel(500, 600);
@@ -365,54 +457,12 @@ int main(int argc, char** argv) {
     });
     a.join();
     b.join();
-    // As NCCL (2.18+) does it: its domain, registered names, and payloads by schema.
-    nvtxDomainHandle_t nccl = nvtxDomainCreateA("NCCL");
-    static const nvtxPayloadEnum_t red_ops[] = {{"Sum", 0, 0}, {"Prod", 1, 0}, {"Max", 2, 0}};
-    nvtxPayloadEnumAttr_t ops{};
-    ops.fieldMask = NVTX_PAYLOAD_ENUM_ATTR_FIELD_ENTRIES | NVTX_PAYLOAD_ENUM_ATTR_FIELD_NUM_ENTRIES |
-                    NVTX_PAYLOAD_ENUM_ATTR_FIELD_SIZE | NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID;
-    ops.entries = red_ops;
-    ops.numEntries = 3;
-    ops.sizeOfEnum = sizeof(int);
-    ops.schemaId = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 0x100;
-    nvtxPayloadEnumRegister(nccl, &ops);
-    struct AllReduce {
-      uint64_t comm;
-      size_t bytes;
-      int op;
-    };
-    static const nvtxPayloadSchemaEntry_t entries[] = {
-        {0, NVTX_PAYLOAD_ENTRY_TYPE_UINT64, "NCCL communicator ID", nullptr, 0, offsetof(AllReduce, comm), nullptr,
-         nullptr},
-        {0, NVTX_PAYLOAD_ENTRY_TYPE_SIZE, "Message size [bytes]", nullptr, 0, offsetof(AllReduce, bytes), nullptr,
-         nullptr},
-        {0, NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 0x100, "Reduction operation", nullptr, 0, offsetof(AllReduce, op),
-         nullptr, nullptr}};
-    nvtxPayloadSchemaAttr_t schema{};
-    schema.fieldMask = NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_TYPE | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_ENTRIES |
-                       NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_NUM_ENTRIES | NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_STATIC_SIZE |
-                       NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID;
-    schema.type = NVTX_PAYLOAD_SCHEMA_TYPE_STATIC;
-    schema.entries = entries;
-    schema.numEntries = 3;
-    schema.payloadStaticSize = sizeof(AllReduce);
-    schema.schemaId = NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5;
-    nvtxPayloadSchemaRegister(nccl, &schema);
-    nvtxStringHandle_t name = nvtxDomainRegisterStringA(nccl, "ncclAllReduce");
-    AllReduce payload{0xC0FFEE, 4096, 0};
-    nvtxPayloadData_t data{NVTX_PAYLOAD_SCHEMA_ID_STATIC_START + 5, sizeof(payload), &payload};
-    nvtxEventAttributes_t attr{};
-    attr.version = NVTX_VERSION;
-    attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-    attr.message.registered = name;
-    attr.payloadType = NVTX_PAYLOAD_TYPE_EXT;
-    attr.reserved0 = 1;
-    attr.payload.ullValue = reinterpret_cast<uintptr_t>(&data);
-    nvtxDomainRangePushEx(nccl, &attr);
+    FakeNccl nccl = FakeNccl::make();
+    FakeNccl::AllReduce payload{0xC0FFEE, 4096, 0};
+    nccl.push(&payload);
     payload.bytes = 1;  // the collector copied the payload at the push
     named_launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 5000, 6000, 1);
-    nvtxDomainRangePop(nccl);
+    nccl.pop();
     const pid_t child = fork();
     if (child == 0) {
       nvtxRangePushA("child");

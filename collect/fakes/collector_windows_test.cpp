@@ -4,6 +4,7 @@
 // with no start. On the GPU the same is checked by
 // bench/collector_overhead/run.sh (window checks) and
 // collect/gpu_test/run_detach_check.sh.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "collect/run_control.hpp"
+#include "trace/hang_dump.hpp"
 #include "trace/trace_file.hpp"
 
 namespace scalescope {
@@ -96,7 +98,11 @@ class CollectWindows : public ::testing::Test {
                             "SCALESCOPE_NVTX_RECORDS",
                             "HOST_NVTX",
                             "HOST_STEP_MARKS",
-                            "SCALESCOPE_WINDOWS_EVERY"})
+                            "SCALESCOPE_WINDOWS_EVERY",
+                            "SCALESCOPE_HANG_AFTER",
+                            "HOST_HANG_AT",
+                            "HOST_HANG_RANK",
+                            "HOST_HANG_S"})
         unsetenv(v);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       execl(SCALESCOPE_WINDOWS_HOST, SCALESCOPE_WINDOWS_HOST, SCALESCOPE_COLLECTOR_PATH, mode, nullptr);
@@ -713,6 +719,97 @@ TEST_F(CollectWindows, WindowsEveryPeriodAreClaimedOnceAndAlignedAcrossRanks) {
   }
   for (const auto& [id, first] : timed(a))
     EXPECT_TRUE(std::any_of(requests.begin(), requests.end(), [&](const auto& r) { return r.id == id; })) << id;
+}
+
+// Hang dumps (docs/collector.md, "When a job hangs").
+namespace hung {
+
+// Waits until `n` dumps lie in control/hang/, every one with `reason`.
+std::vector<trace::HangDump> wait_dumps(const fs::path& run, size_t n, const std::string& reason) {
+  for (int i = 0; i < 500; ++i) {
+    std::vector<trace::HangDump> out;
+    std::error_code ec;
+    for (fs::directory_iterator it(trace::hang_dump_dir(run), ec), end; !ec && it != end; it.increment(ec)) {
+      std::ifstream in(it->path());
+      auto d = trace::parse_hang_dump(std::string(std::istreambuf_iterator<char>(in), {}), nullptr);
+      if (d && d->reason == reason) out.push_back(std::move(*d));
+    }
+    if (out.size() >= n) {
+      std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+      return out;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return {};
+}
+
+using Env = std::vector<std::pair<std::string, std::string>>;  // the fixture's
+Env with_rank(Env env, const char* rank) {
+  env.emplace_back("RANK", rank);
+  env.emplace_back("WORLD_SIZE", "2");
+  return env;
+}
+
+}  // namespace hung
+
+// A planted hang over real NVTX calls and the collector's hooks: rank 1
+// stops before the all-reduce of iteration 12, rank 0 waits inside it. After
+// --hang-after (1 s) both write their rings: rank 0 inside all-reduce #13,
+// rank 1 last out of #12. A SIGTERM (a launcher's timeout) writes rank 1's
+// dump again, and the process dies of the signal as it would have.
+TEST_F(CollectWindows, PlantedHangWritesEveryRanksLastCollectives) {
+  const Env env = {{"HOST_NVTX", "real"},
+                   {"NVTX_INJECTION64_PATH", SCALESCOPE_COLLECTOR_PATH},
+                   {"SCALESCOPE_NVTX_RECORDS", "hooks"},
+                   {"SCALESCOPE_HANG_AFTER", "1"},
+                   {"HOST_STEPS", "40"},
+                   {"HOST_HANG_AT", "12"},
+                   {"HOST_HANG_RANK", "1"},
+                   {"HOST_HANG_S", "6"}};
+  auto r0 = start("hang", hung::with_rank(env, "0"), "r0-");
+  auto r1 = start("hang", hung::with_rank(env, "1"), "r1-");
+  auto dumps = hung::wait_dumps(dir_, 2, "hang-after");
+  ASSERT_EQ(dumps.size(), 2u) << "both ranks dump within 10 s";
+  for (const auto& d : dumps) {
+    EXPECT_TRUE(d.collectives_recorded);
+    ASSERT_FALSE(d.collectives.empty());
+    ASSERT_FALSE(d.iterations.empty());
+    EXPECT_EQ(d.iterations.back().index, 12u) << "rank " << d.rank;
+    EXPECT_EQ(d.collectives.back().op, trace::NcclOp::kAllReduce);
+    EXPECT_EQ(d.collectives.back().communicator, 0xC0FFEEu);
+    EXPECT_EQ(d.collectives.back().bytes, 4096u);
+  }
+  EXPECT_EQ(dumps[0].rank, 0);
+  EXPECT_EQ(dumps[0].collectives.back().sequence, 13u);
+  EXPECT_EQ(dumps[0].collectives.back().leave_unix_ns, 0) << "rank 0 waits inside";
+  EXPECT_EQ(dumps[1].collectives.back().sequence, 12u);
+  EXPECT_NE(dumps[1].collectives.back().leave_unix_ns, 0) << "rank 1 left #12 and never entered #13";
+  kill(r1.pid, SIGTERM);
+  HostRun b = finish(r1);
+  EXPECT_EQ(b.exit_code, 128 + SIGTERM) << b.err;
+  auto after = hung::wait_dumps(dir_, 1, "sigterm");
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].rank, 1);
+  EXPECT_TRUE(after[0].stalled) << "the SIGTERM dump keeps that the job had stalled";
+  EXPECT_TRUE(dumps[0].stalled);
+  HostRun a = finish(r0);
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+}
+
+// scalescope trigger --dump: every process writes its ring at once, no hang needed.
+TEST_F(CollectWindows, TriggerDumpWritesTheRingOfEveryProcess) {
+  auto h = start("hang", {{"HOST_NVTX", "real"},
+                          {"NVTX_INJECTION64_PATH", SCALESCOPE_COLLECTOR_PATH},
+                          {"SCALESCOPE_NVTX_RECORDS", "hooks"},
+                          {"HOST_STEPS", "150"}});
+  ASSERT_TRUE(asked::wait_progress(dir_, 1, 10));
+  ASSERT_TRUE(collect::create_dump_request(dir_, "1", "test@here"));
+  auto dumps = hung::wait_dumps(dir_, 1, "trigger");
+  ASSERT_EQ(dumps.size(), 1u);
+  EXPECT_GE(dumps[0].collectives.size(), 10u);
+  EXPECT_GE(dumps[0].iterations.back().index, 10u);
+  HostRun r = finish(h);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 // One window of K iterations after the warm-up, then detached to the end.
