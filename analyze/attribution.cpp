@@ -482,7 +482,6 @@ Attribution WindowSummary::finish(const LaunchPaths& p, int64_t activities, uint
   Attribution out = std::move(out_);
   const size_t node_count = p.nodes.size();
   grow_to(std::max(node_count, node_gpu_.size()));
-  const int64_t wall = std::max<int64_t>(0, we_ - ws_);
   out.activities = activities;
   auto with_none = [&](NodeTotals& m, const std::pair<int64_t, int64_t>& none) {
     m.resize(node_count);
@@ -495,7 +494,30 @@ Attribution WindowSummary::finish(const LaunchPaths& p, int64_t activities, uint
   out.unattributed_ns = out.no_launch_ns + out.outside_ranges_ns;
   out.attributed_ns = out.busy_ns - out.unattributed_ns;
 
-  // ---- per name: walk each node's path once -------------------------------
+  std::vector<AttributionRow> rows = sum_rows_per_name(p, out);
+  const std::vector<uint32_t> operator_keys = add_operator_and_range_rows(p, rows, out);
+  add_tree(p, out);
+  if (iteration_count_ > 0) add_top_operators_per_iteration(p, operator_keys, out);
+
+  out.backward_links = p.backward_links;
+  out.link_source = p.link_source;
+  if (out.activities == 0 && gpu_rows == 0) {
+    out.available = false;
+    out.reason = "skipped: the trace has no kernels, copies or sets";
+  } else if (!p.any_ranges) {
+    out.available = false;
+    out.reason =
+        "skipped: the trace has no host ranges (NVTX, record_function or operator events) to charge GPU work to";
+  } else if (api_rows == 0) {
+    out.available = false;
+    out.reason = "skipped: the trace has no CUDA API calls to link GPU work to the thread that launched it";
+  }
+  return out;
+}
+
+// Per name: walk each node's path once.
+std::vector<AttributionRow> WindowSummary::sum_rows_per_name(const LaunchPaths& p, Attribution& out) const {
+  const size_t node_count = p.nodes.size();
   const size_t name_count = p.names.size();
   std::vector<AttributionRow> rows(name_count);
   std::vector<uint32_t> stamp(name_count, kNoParent);
@@ -538,8 +560,15 @@ Attribution WindowSummary::finish(const LaunchPaths& p, int64_t activities, uint
     row.self_cpu_ns += node_self_cpu_[v];
     if (!recursive) row.cpu_ns += node_cpu_[v];
   }
+  return rows;
+}
+
+std::vector<uint32_t> WindowSummary::add_operator_and_range_rows(const LaunchPaths& p,
+                                                                 std::vector<AttributionRow>& rows,
+                                                                 Attribution& out) const {
+  const int64_t wall = std::max<int64_t>(0, we_ - ws_);
   std::vector<uint32_t> operator_keys;
-  for (uint32_t key = 2; key < name_count; ++key) {
+  for (uint32_t key = 2; key < rows.size(); ++key) {
     AttributionRow& row = rows[key];
     if (row.calls == 0 && row.kernels == 0) continue;
     row.name = p.names[key];
@@ -558,8 +587,11 @@ Attribution WindowSummary::finish(const LaunchPaths& p, int64_t activities, uint
   };
   std::sort(out.operators.begin(), out.operators.end(), by_gpu);
   std::sort(out.ranges.begin(), out.ranges.end(), by_gpu);
+  return operator_keys;
+}
 
-  // ---- the tree -------------------------------------------------------------
+void WindowSummary::add_tree(const LaunchPaths& p, Attribution& out) const {
+  const size_t node_count = p.nodes.size();
   std::vector<int64_t> incl_gpu(node_gpu_.begin(), node_gpu_.begin() + static_cast<std::ptrdiff_t>(node_count));
   std::vector<int64_t> incl_kernels(node_kernels_.begin(),
                                     node_kernels_.begin() + static_cast<std::ptrdiff_t>(node_count));
@@ -567,75 +599,59 @@ Attribution WindowSummary::finish(const LaunchPaths& p, int64_t activities, uint
     incl_gpu[p.nodes[v].parent] += incl_gpu[v];
     incl_kernels[p.nodes[v].parent] += incl_kernels[v];
   }
-  {
-    std::vector<uint32_t> keep;
-    for (uint32_t v = 1; v < node_count; ++v)
-      if (incl_kernels[v] > 0) keep.push_back(v);
-    if (keep.size() + 1 > Attribution::kMaxTreeNodes) {
-      std::partial_sort(
-          keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(Attribution::kMaxTreeNodes - 1), keep.end(),
-          [&](uint32_t x, uint32_t y) { return incl_gpu[x] != incl_gpu[y] ? incl_gpu[x] > incl_gpu[y] : x < y; });
-      keep.resize(Attribution::kMaxTreeNodes - 1);
-    }
-    std::vector<int32_t> index(node_count, -1);
-    index[0] = 0;
-    for (uint32_t v : keep)  // ancestors of a kept node are kept too
-      for (uint32_t u = v; index[u] < 0; u = p.nodes[u].parent) index[u] = 1;
-    int32_t next = 0;
-    for (uint32_t v = 0; v < node_count; ++v) {
-      if (index[v] < 0) continue;
-      index[v] = next++;
-      AttributionNode n;
-      n.parent = v == 0 ? -1 : index[p.nodes[v].parent];
-      n.name = p.names[p.nodes[v].name];
-      n.kind = p.nodes[v].kind;
-      n.gpu_ns = incl_gpu[v];
-      n.self_gpu_ns = node_gpu_[v];
-      n.kernels = incl_kernels[v];
-      out.tree.push_back(std::move(n));
-    }
+  std::vector<uint32_t> keep;
+  for (uint32_t v = 1; v < node_count; ++v)
+    if (incl_kernels[v] > 0) keep.push_back(v);
+  if (keep.size() + 1 > Attribution::kMaxTreeNodes) {
+    std::partial_sort(
+        keep.begin(), keep.begin() + static_cast<std::ptrdiff_t>(Attribution::kMaxTreeNodes - 1), keep.end(),
+        [&](uint32_t x, uint32_t y) { return incl_gpu[x] != incl_gpu[y] ? incl_gpu[x] > incl_gpu[y] : x < y; });
+    keep.resize(Attribution::kMaxTreeNodes - 1);
   }
+  std::vector<int32_t> index(node_count, -1);
+  index[0] = 0;
+  for (uint32_t v : keep)  // ancestors of a kept node are kept too
+    for (uint32_t u = v; index[u] < 0; u = p.nodes[u].parent) index[u] = 1;
+  int32_t next = 0;
+  for (uint32_t v = 0; v < node_count; ++v) {
+    if (index[v] < 0) continue;
+    index[v] = next++;
+    AttributionNode n;
+    n.parent = v == 0 ? -1 : index[p.nodes[v].parent];
+    n.name = p.names[p.nodes[v].name];
+    n.kind = p.nodes[v].kind;
+    n.gpu_ns = incl_gpu[v];
+    n.self_gpu_ns = node_gpu_[v];
+    n.kernels = incl_kernels[v];
+    out.tree.push_back(std::move(n));
+  }
+}
 
-  // ---- per iteration ----------------------------------------------------------
-  if (iteration_count_ > 0) {
-    const size_t top = std::min(Attribution::kTopIterationOperators, out.operators.size());
-    std::vector<uint32_t> top_keys;
-    for (size_t k = 0; k < top; ++k)
-      for (uint32_t key : operator_keys)
-        if (p.names[key] == out.operators[k].name) top_keys.push_back(key);
-    std::vector<uint16_t> mask(node_count, 0);
-    std::vector<int8_t> mask_done(node_count, 0);
-    auto mask_of = [&](uint32_t v) {
-      if (!mask_done[v]) {
-        mask_done[v] = 1;
-        for (uint32_t u = v; u != 0 && u != kNoParent; u = p.nodes[u].parent)
-          for (size_t k = 0; k < top_keys.size(); ++k)
-            if (p.nodes[u].name == top_keys[k]) mask[v] |= static_cast<uint16_t>(1u << k);
-      }
-      return mask[v];
-    };
-    for (AttributionIteration& ai : out.iterations) ai.top_operator_gpu_ns.assign(top_keys.size(), 0);
-    for (const IterationNodeShare& e : iteration_shares_) {
-      const uint16_t m = mask_of(e.node);
-      for (size_t b = 0; b < top_keys.size(); ++b)
-        if (m & (1u << b)) out.iterations[e.iteration].top_operator_gpu_ns[b] += e.gpu_ns;
+void WindowSummary::add_top_operators_per_iteration(const LaunchPaths& p, const std::vector<uint32_t>& operator_keys,
+                                                    Attribution& out) const {
+  const size_t node_count = p.nodes.size();
+  const size_t top = std::min(Attribution::kTopIterationOperators, out.operators.size());
+  std::vector<uint32_t> top_keys;
+  for (size_t k = 0; k < top; ++k)
+    for (uint32_t key : operator_keys)
+      if (p.names[key] == out.operators[k].name) top_keys.push_back(key);
+  std::vector<uint16_t> mask(node_count, 0);
+  std::vector<int8_t> mask_done(node_count, 0);
+  auto mask_of = [&](uint32_t v) {
+    if (!mask_done[v]) {
+      mask_done[v] = 1;
+      for (uint32_t u = v; u != 0 && u != kNoParent; u = p.nodes[u].parent)
+        for (size_t k = 0; k < top_keys.size(); ++k)
+          if (p.nodes[u].name == top_keys[k]) mask[v] |= static_cast<uint16_t>(1u << k);
     }
+    return mask[v];
+  };
+  for (AttributionIteration& ai : out.iterations) ai.top_operator_gpu_ns.assign(top_keys.size(), 0);
+  for (const IterationNodeShare& e : iteration_shares_) {
+    const uint16_t m = mask_of(e.node);
+    for (size_t b = 0; b < top_keys.size(); ++b)
+      if (m & (1u << b)) out.iterations[e.iteration].top_operator_gpu_ns[b] += e.gpu_ns;
   }
-
-  out.backward_links = p.backward_links;
-  out.link_source = p.link_source;
-  if (out.activities == 0 && gpu_rows == 0) {
-    out.available = false;
-    out.reason = "skipped: the trace has no kernels, copies or sets";
-  } else if (!p.any_ranges) {
-    out.available = false;
-    out.reason =
-        "skipped: the trace has no host ranges (NVTX, record_function or operator events) to charge GPU work to";
-  } else if (api_rows == 0) {
-    out.available = false;
-    out.reason = "skipped: the trace has no CUDA API calls to link GPU work to the thread that launched it";
-  }
-  return out;
 }
 
 Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, Timestamp ws, Timestamp we,

@@ -321,6 +321,13 @@ class WindowSummary {
     if (v >= node_gpu_.size()) grow_to(v + 1);
   }
   void grow_to(size_t n);
+  std::vector<AttributionRow> sum_rows_per_name(const LaunchPaths& p, Attribution& out) const;
+  // Returns the names (keys) of the operator rows.
+  std::vector<uint32_t> add_operator_and_range_rows(const LaunchPaths& p, std::vector<AttributionRow>& rows,
+                                                    Attribution& out) const;
+  void add_tree(const LaunchPaths& p, Attribution& out) const;
+  void add_top_operators_per_iteration(const LaunchPaths& p, const std::vector<uint32_t>& operator_keys,
+                                       Attribution& out) const;
 
   trace::Timestamp ws_, we_;
   bool whole_trace_;

@@ -134,35 +134,39 @@ void add_stacks(const trace::Trace& t, Timestamp ws, Timestamp we, HostStats& h)
   }
 }
 
-}  // namespace
+uint64_t thread_key(uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; }
 
-HostStats analyze_host(const trace::Trace& t, Timestamp ws, Timestamp we, const std::vector<Iteration>& iterations) {
-  HostStats h;
-  const auto& hs = t.host_samples;
-  if (hs.size() == 0) {
-    h.availability = {false, t.meta.source == "collector"
-                                 ? "skipped: the trace has no host thread samples (collector before format 1.2, or "
-                                   "--host-hz 0)"
-                                 : "skipped: the trace has no host thread samples (only the collector records them)"};
-    return h;
-  }
+void read_sampler_settings(const trace::Trace& t, HostStats& h) {
   if (auto it = t.meta.extra.find("host_sampling_method"); it != t.meta.extra.end()) h.method = it->second;
   h.hz = extra_double(t.meta, "host_hz");
   h.has_run_wait = h.method.find("schedstat") != std::string::npos;
   h.main_tid = t.meta.pid;
   h.cores = static_cast<int32_t>(t.meta.cpu_affinity.size());
+}
 
-  // Thread facts: the last row of each (pid, tid) wins (rows repeat as the
-  // writer learns a later name or last sighting).
-  struct Facts {
-    std::string name;
-    bool is_main = false;
-    trace::ProcessRole role = trace::ProcessRole::kTraced;
-  };
-  std::unordered_map<uint64_t, Facts> facts;
-  auto key = [](uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; };
+// Thread facts: the last row of each (pid, tid) wins (rows repeat as the
+// writer learns a later name or last sighting).
+struct Facts {
+  std::string name;
+  bool is_main = false;
+  trace::ProcessRole role = trace::ProcessRole::kTraced;
+};
+
+struct ThreadFacts {
+  std::unordered_map<uint64_t, Facts> by_thread;
+  uint32_t main_pid = 0;
+
+  trace::ProcessRole role_of(uint32_t pid, uint32_t tid) const {
+    auto it = by_thread.find(thread_key(pid, tid));
+    if (it != by_thread.end()) return it->second.role;
+    return pid == main_pid ? trace::ProcessRole::kTraced : trace::ProcessRole::kDescendant;
+  }
+};
+
+ThreadFacts read_thread_facts(const trace::Trace& t, HostStats& h) {
+  ThreadFacts facts;
   for (size_t i = 0; i < t.host_threads.size(); ++i) {
-    Facts& f = facts[key(t.host_threads.pid[i], t.host_threads.tid[i])];
+    Facts& f = facts.by_thread[thread_key(t.host_threads.pid[i], t.host_threads.tid[i])];
     f.name = std::string(t.strings.view(t.host_threads.name[i]));
     f.is_main = t.host_threads.is_main[i] != 0;
     f.role = t.host_threads.role[i];
@@ -173,72 +177,85 @@ HostStats analyze_host(const trace::Trace& t, Timestamp ws, Timestamp we, const 
     for (size_t i = 0; i < t.host_threads.size(); ++i)
       if (t.host_threads.is_main[i] && t.host_threads.role[i] == trace::ProcessRole::kTraced)
         h.main_tid = t.host_threads.tid[i];
-  const uint32_t main_pid = h.main_tid;
-  auto role_of = [&](uint32_t pid, uint32_t tid) {
-    auto it = facts.find(key(pid, tid));
-    if (it != facts.end()) return it->second.role;
-    return pid == main_pid ? trace::ProcessRole::kTraced : trace::ProcessRole::kDescendant;
-  };
+  facts.main_pid = h.main_tid;
+  return facts;
+}
 
+// What the samples of the window add up to: per span, per thread, and where
+// the threads ran.
+struct SampleTally {
   Acc window;
-  window.start = ws;
-  window.end = we;
-  std::vector<Acc> its(iterations.size());
-  for (size_t i = 0; i < iterations.size(); ++i) {
-    its[i].start = iterations[i].start;
-    its[i].end = iterations[i].end;
-  }
+  std::vector<Acc> its;
   std::map<uint64_t, HostThreadSummary> threads;
   std::set<int32_t> main_cpus, cpus;
   std::set<uint32_t> workers;
   int64_t cpu_known_node = 0, cpu_on_node = 0, main_known_node = 0, main_on_node = 0, all_wait = 0;
   int32_t gpu_node = -1;
-  for (const auto& d : t.meta.devices)
-    if (d.numa_node >= 0) {
-      gpu_node = d.numa_node;
-      break;
-    }
-  h.gpu_node = gpu_node;
-  auto node_of = [&](int32_t cpu) {
-    return cpu >= 0 && static_cast<size_t>(cpu) < t.meta.cpu_numa_node.size() ? t.meta.cpu_numa_node[size_t(cpu)] : -1;
-  };
-
   // Samples come in instants (one time for all threads of one sample); the
   // rows of an instant are adjacent in the collector's output, but a merged
   // or hand-made trace may interleave them, so instants are keyed by time.
   std::map<Timestamp, int32_t> runnable_at;
   size_t it_pos = 0;
+
   // Iterations are in time order; samples mostly are too. Find by binary search.
-  auto iteration_of = [&](Timestamp time) -> Acc* {
+  Acc* iteration_of(Timestamp time) {
     if (its.empty()) return nullptr;
     if (it_pos < its.size() && time > its[it_pos].start && time <= its[it_pos].end) return &its[it_pos];
     auto at = std::lower_bound(its.begin(), its.end(), time, [](const Acc& a, Timestamp v) { return a.end < v; });
     if (at == its.end() || time <= at->start) return nullptr;
     it_pos = static_cast<size_t>(at - its.begin());
     return &*at;
-  };
+  }
+};
+
+int32_t numa_node_of(const trace::Trace& t, int32_t cpu) {
+  return cpu >= 0 && static_cast<size_t>(cpu) < t.meta.cpu_numa_node.size() ? t.meta.cpu_numa_node[size_t(cpu)] : -1;
+}
+
+SampleTally empty_tally(const trace::Trace& t, Timestamp ws, Timestamp we, const std::vector<Iteration>& iterations) {
+  SampleTally tally;
+  tally.window.start = ws;
+  tally.window.end = we;
+  tally.its.resize(iterations.size());
+  for (size_t i = 0; i < iterations.size(); ++i) {
+    tally.its[i].start = iterations[i].start;
+    tally.its[i].end = iterations[i].end;
+  }
+  for (const auto& d : t.meta.devices)
+    if (d.numa_node >= 0) {
+      tally.gpu_node = d.numa_node;
+      break;
+    }
+  return tally;
+}
+
+void tally_samples(const trace::Trace& t, Timestamp ws, Timestamp we, const ThreadFacts& facts, SampleTally& tally,
+                   HostStats& h) {
+  const auto& hs = t.host_samples;
+  const uint32_t main_pid = facts.main_pid;
+  const int32_t gpu_node = tally.gpu_node;
   for (size_t i = 0; i < hs.size(); ++i) {
     const Timestamp time = hs.time[i];
     if (time <= ws || time > we) continue;
     const uint32_t pid = hs.pid[i], tid = hs.tid[i];
-    const auto role = role_of(pid, tid);
+    const auto role = facts.role_of(pid, tid);
     const bool is_main = tid == main_pid && pid == main_pid;
     const auto state = hs.state[i];
     const int64_t cpu_ns = static_cast<int64_t>(hs.cpu_ns[i]);
     const int64_t wait_ns = static_cast<int64_t>(hs.run_wait_ns[i]);
     ++h.samples;
-    if (state == ThreadState::kRunning) ++runnable_at[time];
-    else runnable_at.try_emplace(time, 0);
-    all_wait += wait_ns;
-    if (role == trace::ProcessRole::kDescendant) workers.insert(pid);
+    if (state == ThreadState::kRunning) ++tally.runnable_at[time];
+    else tally.runnable_at.try_emplace(time, 0);
+    tally.all_wait += wait_ns;
+    if (role == trace::ProcessRole::kDescendant) tally.workers.insert(pid);
 
-    HostThreadSummary& s = threads[key(pid, tid)];
+    HostThreadSummary& s = tally.threads[thread_key(pid, tid)];
     if (s.samples == 0) {
       s.pid = pid;
       s.tid = tid;
       s.is_main = is_main;
       s.role = role;
-      if (auto f = facts.find(key(pid, tid)); f != facts.end()) s.name = f->second.name;
+      if (auto f = facts.by_thread.find(thread_key(pid, tid)); f != facts.by_thread.end()) s.name = f->second.name;
     }
     ++s.samples;
     ++s.state_samples[static_cast<size_t>(state) < s.state_samples.size() ? static_cast<size_t>(state) : 0];
@@ -249,19 +266,19 @@ HostStats analyze_host(const trace::Trace& t, Timestamp ws, Timestamp we, const 
     const int32_t cpu = hs.cpu[i];
     if (cpu >= 0) {
       if (std::find(s.cpus.begin(), s.cpus.end(), cpu) == s.cpus.end()) s.cpus.push_back(cpu);
-      cpus.insert(cpu);
-      if (is_main) main_cpus.insert(cpu);
-      const int32_t node = node_of(cpu);
+      tally.cpus.insert(cpu);
+      if (is_main) tally.main_cpus.insert(cpu);
+      const int32_t node = numa_node_of(t, cpu);
       if (gpu_node >= 0 && node >= 0) {
-        cpu_known_node += cpu_ns;
-        if (node == gpu_node) cpu_on_node += cpu_ns;
+        tally.cpu_known_node += cpu_ns;
+        if (node == gpu_node) tally.cpu_on_node += cpu_ns;
         if (is_main) {
-          ++main_known_node;
-          main_on_node += node == gpu_node;
+          ++tally.main_known_node;
+          tally.main_on_node += node == gpu_node;
         }
       }
     }
-    for (Acc* a : {&window, iteration_of(time)}) {
+    for (Acc* a : {&tally.window, tally.iteration_of(time)}) {
       if (!a) continue;
       if (is_main) {
         a->main_cpu += cpu_ns;
@@ -277,31 +294,34 @@ HostStats analyze_host(const trace::Trace& t, Timestamp ws, Timestamp we, const 
       }
     }
   }
-  if (h.samples == 0) {
-    h.availability = {false, "skipped: no host thread sample in the window"};
-    return h;
-  }
-  // Runnable threads per instant, per span.
+}
+
+// Runnable threads per instant, per span.
+void tally_runnable_instants(SampleTally& tally, HostStats& h) {
   int64_t contended = 0;
-  for (const auto& [time, n] : runnable_at) {
+  for (const auto& [time, n] : tally.runnable_at) {
     if (h.cores > 0 && n > h.cores) ++contended;
-    for (Acc* a : {&window, iteration_of(time)}) {
+    for (Acc* a : {&tally.window, tally.iteration_of(time)}) {
       if (!a) continue;
       a->runnable_sum += n;
       ++a->instants;
       a->max_runnable = std::max(a->max_runnable, n);
     }
   }
-  h.sample_instants = static_cast<int64_t>(runnable_at.size());
-  h.contended_instants = static_cast<double>(contended) / static_cast<double>(runnable_at.size());
+  h.sample_instants = static_cast<int64_t>(tally.runnable_at.size());
+  h.contended_instants = static_cast<double>(contended) / static_cast<double>(tally.runnable_at.size());
+}
+
+void summarize_spans_and_threads(SampleTally& tally, Timestamp ws, Timestamp we, HostStats& h) {
   const int64_t wall = std::max<int64_t>(1, we - ws);
-  h.run_wait_cores = static_cast<double>(all_wait) / static_cast<double>(wall);
-  h.window = window.shares(h.has_run_wait);
+  h.run_wait_cores = static_cast<double>(tally.all_wait) / static_cast<double>(wall);
+  h.window = tally.window.shares(h.has_run_wait);
+  const std::vector<Acc>& its = tally.its;
   for (size_t i = 0; i < its.size(); ++i)
     if (its[i].main_samples > 0 || its[i].instants > 0)
       h.iterations.push_back({static_cast<int64_t>(i), its[i].start, its[i].end, its[i].shares(h.has_run_wait)});
-  h.threads.reserve(threads.size());
-  for (auto& [k, s] : threads) {
+  h.threads.reserve(tally.threads.size());
+  for (auto& [k, s] : tally.threads) {
     s.busy_share = static_cast<double>(s.cpu_ns) / static_cast<double>(wall);
     std::sort(s.cpus.begin(), s.cpus.end());
     h.threads.push_back(std::move(s));
@@ -313,16 +333,45 @@ HostStats analyze_host(const trace::Trace& t, Timestamp ws, Timestamp we, const 
   });
   h.thread_count = static_cast<int64_t>(h.threads.size());
   if (h.threads.size() > 64) h.threads.resize(64);
-  h.worker_processes = static_cast<int64_t>(workers.size());
-  h.main_cpus.assign(main_cpus.begin(), main_cpus.end());
-  h.cpus.assign(cpus.begin(), cpus.end());
+  h.worker_processes = static_cast<int64_t>(tally.workers.size());
+}
+
+void summarize_placement(const trace::Trace& t, const SampleTally& tally, HostStats& h) {
+  h.main_cpus.assign(tally.main_cpus.begin(), tally.main_cpus.end());
+  h.cpus.assign(tally.cpus.begin(), tally.cpus.end());
   std::set<int32_t> nodes;
-  for (int32_t c : cpus)
-    if (node_of(c) >= 0) nodes.insert(node_of(c));
+  for (int32_t c : tally.cpus)
+    if (numa_node_of(t, c) >= 0) nodes.insert(numa_node_of(t, c));
   h.nodes.assign(nodes.begin(), nodes.end());
-  if (main_known_node > 0)
-    h.main_on_gpu_node = static_cast<double>(main_on_node) / static_cast<double>(main_known_node);
-  if (cpu_known_node > 0) h.cpu_on_gpu_node = static_cast<double>(cpu_on_node) / static_cast<double>(cpu_known_node);
+  if (tally.main_known_node > 0)
+    h.main_on_gpu_node = static_cast<double>(tally.main_on_node) / static_cast<double>(tally.main_known_node);
+  if (tally.cpu_known_node > 0)
+    h.cpu_on_gpu_node = static_cast<double>(tally.cpu_on_node) / static_cast<double>(tally.cpu_known_node);
+}
+
+}  // namespace
+
+HostStats analyze_host(const trace::Trace& t, Timestamp ws, Timestamp we, const std::vector<Iteration>& iterations) {
+  HostStats h;
+  if (t.host_samples.size() == 0) {
+    h.availability = {false, t.meta.source == "collector"
+                                 ? "skipped: the trace has no host thread samples (collector before format 1.2, or "
+                                   "--host-hz 0)"
+                                 : "skipped: the trace has no host thread samples (only the collector records them)"};
+    return h;
+  }
+  read_sampler_settings(t, h);
+  const ThreadFacts facts = read_thread_facts(t, h);
+  SampleTally tally = empty_tally(t, ws, we, iterations);
+  h.gpu_node = tally.gpu_node;
+  tally_samples(t, ws, we, facts, tally, h);
+  if (h.samples == 0) {
+    h.availability = {false, "skipped: no host thread sample in the window"};
+    return h;
+  }
+  tally_runnable_instants(tally, h);
+  summarize_spans_and_threads(tally, ws, we, h);
+  summarize_placement(t, tally, h);
   add_stacks(t, ws, we, h);
   return h;
 }

@@ -209,105 +209,122 @@ Detected detect_iterations(const trace::Trace& t, const std::string& range_name)
                            range_name);
 }
 
+namespace {
+
+// Ranges selected by a predicate on their text; GPU-projected copies
+// (Kineto's gpu_user_annotation) are preferred because the analyses are
+// about GPU time, host ranges otherwise.
+template <class Matches>
+std::vector<Iteration> matching_ranges(const IterationInputs& t, Matches&& matches) {
+  const auto& nv = t.nvtx;
+  std::vector<Timestamp> gs, ge, hs, he;
+  std::vector<int8_t> cache(t.strings.size(), -1);
+  for (size_t i = 0; i < nv.size(); ++i) {
+    if (nv.kind[i] != trace::NvtxKind::kRange) continue;
+    const trace::StringId id = nv.text[i];
+    if (cache[id] < 0) cache[id] = matches(t.strings.view(id)) ? 1 : 0;
+    if (!cache[id]) continue;
+    if (nv.device[i] >= 0) {
+      gs.push_back(nv.start[i]);
+      ge.push_back(nv.end[i]);
+    } else {
+      hs.push_back(nv.start[i]);
+      he.push_back(nv.end[i]);
+    }
+  }
+  return gs.empty() ? to_iterations(std::move(hs), std::move(he), t.gpu_end)
+                    : to_iterations(std::move(gs), std::move(ge), t.gpu_end);
+}
+
+// Repeating annotations (host ranges only, so each annotation counts once).
+bool detect_by_repeating_annotation(const IterationInputs& t, Detected& d) {
+  const auto& nv = t.nvtx;
+  if (nv.size() == 0) return false;
+  std::vector<uint32_t> sym;
+  std::vector<Timestamp> s, e;
+  const auto order = time_order(nv.start);
+  // Imported operator ranges (Kineto cpu_op, python_function) are too fine
+  // and too many; only annotations mark steps.
+  std::vector<uint8_t> is_op_domain(t.strings.size(), 0);
+  for (trace::StringId id : nv.domain) {
+    const std::string_view domain = t.strings.view(id);
+    is_op_domain[id] = domain == "cpu_op" || domain == "python_function";
+  }
+  for (uint32_t i : order) {
+    if (nv.kind[i] != trace::NvtxKind::kRange || nv.device[i] >= 0 || is_op_domain[nv.domain[i]]) continue;
+    sym.push_back(nv.text[i]);
+    s.push_back(nv.start[i]);
+    e.push_back(nv.end[i]);
+  }
+  if (auto m = find_marker(sym, s, e, t.strings.size())) {
+    d.source = fmt::format("detected:annotation '{}'", t.strings.view(m->symbol));
+    d.iterations = to_iterations(std::move(m->starts), std::move(m->ends), t.gpu_end);
+    return true;
+  }
+  return false;
+}
+
+// Repeating collectives, by (op, bytes).
+bool detect_by_repeating_collective(const IterationInputs& t, Detected& d) {
+  if (t.nccl_start.empty()) return false;
+  std::map<std::pair<int, uint64_t>, uint32_t> ids;
+  std::vector<uint32_t> sym;
+  std::vector<Timestamp> s;
+  for (uint32_t i : time_order(t.nccl_start)) {
+    auto key = std::make_pair(static_cast<int>(t.nccl_op[i]), t.nccl_bytes[i]);
+    auto [it, _] = ids.emplace(key, static_cast<uint32_t>(ids.size()));
+    sym.push_back(it->second);
+    s.push_back(t.nccl_start[i]);
+  }
+  if (auto m = find_marker(sym, s, s, ids.size())) {
+    for (auto& [key, id] : ids) {
+      if (id == m->symbol)
+        d.source = fmt::format("detected:collective {} of {} bytes",
+                               trace::to_string(static_cast<trace::NcclOp>(key.first)), key.second);
+    }
+    d.iterations = to_iterations(m->starts, m->starts, t.gpu_end);
+    return true;
+  }
+  return false;
+}
+
+bool detect_by_repeating_kernel(const IterationInputs& t, Detected& d) {
+  if (t.kernel_start.empty()) return false;
+  std::vector<uint32_t> sym;
+  std::vector<Timestamp> s;
+  sym.reserve(t.kernel_start.size());
+  s.reserve(t.kernel_start.size());
+  for (uint32_t i : time_order(t.kernel_start)) {
+    sym.push_back(t.kernel_name[i]);
+    s.push_back(t.kernel_start[i]);
+  }
+  if (auto m = find_marker(sym, s, s, t.strings.size())) {
+    std::string name(t.strings.view(m->symbol).substr(0, 60));
+    d.source = fmt::format("detected:kernel '{}'", name);
+    d.iterations = to_iterations(m->starts, m->starts, t.gpu_end);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Detected detect_iterations(const IterationInputs& t, const std::string& range_name) {
   Detected d;
-  const Timestamp end = t.gpu_end;
-  const auto& nv = t.nvtx;
-  // Ranges selected by a predicate on their text; GPU-projected copies
-  // (Kineto's gpu_user_annotation) are preferred because the analyses are
-  // about GPU time, host ranges otherwise.
-  auto ranges = [&](auto&& matches) {
-    std::vector<Timestamp> gs, ge, hs, he;
-    std::vector<int8_t> cache(t.strings.size(), -1);
-    for (size_t i = 0; i < nv.size(); ++i) {
-      if (nv.kind[i] != trace::NvtxKind::kRange) continue;
-      const trace::StringId id = nv.text[i];
-      if (cache[id] < 0) cache[id] = matches(t.strings.view(id)) ? 1 : 0;
-      if (!cache[id]) continue;
-      if (nv.device[i] >= 0) {
-        gs.push_back(nv.start[i]);
-        ge.push_back(nv.end[i]);
-      } else {
-        hs.push_back(nv.start[i]);
-        he.push_back(nv.end[i]);
-      }
-    }
-    return gs.empty() ? to_iterations(std::move(hs), std::move(he), end)
-                      : to_iterations(std::move(gs), std::move(ge), end);
-  };
   if (!range_name.empty()) {
-    d.iterations = ranges([&](std::string_view s) { return s == range_name; });
+    d.iterations = matching_ranges(t, [&](std::string_view s) { return s == range_name; });
     if (d.iterations.empty())
       fail("--iteration-range '{}': the trace has no NVTX range of that name; {}", range_name, frequent_ranges(t));
     d.source = "range:" + range_name;
     return d;
   }
-  d.iterations = ranges([](std::string_view s) { return s.starts_with("ProfilerStep#"); });
+  d.iterations = matching_ranges(t, [](std::string_view s) { return s.starts_with("ProfilerStep#"); });
   if (!d.iterations.empty()) {
     d.source = "nvtx:ProfilerStep#";
     return d;
   }
-  // Repeating annotations (host ranges only, so each annotation counts once).
-  if (nv.size() > 0) {
-    std::vector<uint32_t> sym;
-    std::vector<Timestamp> s, e;
-    const auto order = time_order(nv.start);
-    // Imported operator ranges (Kineto cpu_op, python_function) are too fine
-    // and too many; only annotations mark steps.
-    std::vector<uint8_t> is_op_domain(t.strings.size(), 0);
-    for (trace::StringId id : nv.domain) {
-      const std::string_view d = t.strings.view(id);
-      is_op_domain[id] = d == "cpu_op" || d == "python_function";
-    }
-    for (uint32_t i : order) {
-      if (nv.kind[i] != trace::NvtxKind::kRange || nv.device[i] >= 0 || is_op_domain[nv.domain[i]]) continue;
-      sym.push_back(nv.text[i]);
-      s.push_back(nv.start[i]);
-      e.push_back(nv.end[i]);
-    }
-    if (auto m = find_marker(sym, s, e, t.strings.size())) {
-      d.source = fmt::format("detected:annotation '{}'", t.strings.view(m->symbol));
-      d.iterations = to_iterations(std::move(m->starts), std::move(m->ends), end);
-      return d;
-    }
-  }
-  // Repeating collectives, by (op, bytes).
-  if (!t.nccl_start.empty()) {
-    std::map<std::pair<int, uint64_t>, uint32_t> ids;
-    std::vector<uint32_t> sym;
-    std::vector<Timestamp> s;
-    for (uint32_t i : time_order(t.nccl_start)) {
-      auto key = std::make_pair(static_cast<int>(t.nccl_op[i]), t.nccl_bytes[i]);
-      auto [it, _] = ids.emplace(key, static_cast<uint32_t>(ids.size()));
-      sym.push_back(it->second);
-      s.push_back(t.nccl_start[i]);
-    }
-    if (auto m = find_marker(sym, s, s, ids.size())) {
-      for (auto& [key, id] : ids) {
-        if (id == m->symbol)
-          d.source = fmt::format("detected:collective {} of {} bytes",
-                                 trace::to_string(static_cast<trace::NcclOp>(key.first)), key.second);
-      }
-      d.iterations = to_iterations(m->starts, m->starts, end);
-      return d;
-    }
-  }
-  if (!t.kernel_start.empty()) {
-    std::vector<uint32_t> sym;
-    std::vector<Timestamp> s;
-    sym.reserve(t.kernel_start.size());
-    s.reserve(t.kernel_start.size());
-    for (uint32_t i : time_order(t.kernel_start)) {
-      sym.push_back(t.kernel_name[i]);
-      s.push_back(t.kernel_start[i]);
-    }
-    if (auto m = find_marker(sym, s, s, t.strings.size())) {
-      std::string name(t.strings.view(m->symbol).substr(0, 60));
-      d.source = fmt::format("detected:kernel '{}'", name);
-      d.iterations = to_iterations(m->starts, m->starts, end);
-      return d;
-    }
-  }
+  if (detect_by_repeating_annotation(t, d) || detect_by_repeating_collective(t, d) || detect_by_repeating_kernel(t, d))
+    return d;
   d.reason =
       "no ProfilerStep#N ranges and no repeating annotation, collective or kernel (at least 3 regular occurrences)";
   return d;

@@ -16,12 +16,18 @@
 
 namespace scalescope::analyze {
 
-StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
-  StragglerStats st;
-  if (ranks.size() < 2) {
-    st.availability = {false, "skipped: stragglers need at least two ranks"};
-  }
-  // Slowest rank by steady-state median iteration time.
+namespace {
+
+using CollectiveKey = std::tuple<std::string_view, trace::NcclOp, int64_t>;
+struct Arrivals {
+  std::vector<std::pair<size_t, int64_t>> by_rank;  // (index into ranks, arrival)
+  int64_t first_end = INT64_MAX;                    // earliest end over ranks
+  bool warmup = false;                              // some rank reached it in a warm-up iteration
+};
+using MatchedCollectives = std::map<CollectiveKey, Arrivals>;
+
+// Slowest rank by steady-state median iteration time.
+void find_slowest_and_fastest_rank(const std::vector<RankAnalysis>& ranks, StragglerStats& st) {
   double slow = -1, fast = -1;
   for (const RankAnalysis& r : ranks) {
     if (!r.iterations.availability.available || r.iterations.count == 0) continue;
@@ -34,16 +40,11 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
   }
   st.slowest_rank_median_ns = std::max(0.0, slow);
   st.fastest_rank_median_ns = std::max(0.0, fast);
-  if (ranks.size() < 2) return st;
+}
 
-  using Key = std::tuple<std::string_view, trace::NcclOp, int64_t>;
-  struct Arrivals {
-    std::vector<std::pair<size_t, int64_t>> by_rank;  // (index into ranks, arrival)
-    int64_t first_end = INT64_MAX;                    // earliest end over ranks
-    bool warmup = false;                              // some rank reached it in a warm-up iteration
-  };
-  std::map<Key, Arrivals> matched;
-  size_t total = 0;
+MatchedCollectives match_collectives_across_ranks(const std::vector<RankAnalysis>& ranks, size_t& total) {
+  MatchedCollectives matched;
+  total = 0;
   for (size_t ri = 0; ri < ranks.size(); ++ri) {
     for (const CollectiveArrival& c : ranks[ri].collectives) {
       Arrivals& a = matched[{c.communicator_name, c.op, c.sequence}];
@@ -53,13 +54,13 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
       ++total;
     }
   }
-  if (total == 0) {
-    st.availability = {false, "skipped: the traces have no collectives in the window (no NCCL records or kernels)"};
-    return st;
-  }
-  // A collective cannot finish on any rank before the last rank arrives. When
-  // it often does, the clocks do not line up (or the matching is wrong), and
-  // lateness would be an artefact: say so instead of reporting it.
+  return matched;
+}
+
+// A collective cannot finish on any rank before the last rank arrives. When
+// it often does, the clocks do not line up (or the matching is wrong), and
+// lateness would be an artefact: say so instead of reporting it.
+bool clocks_do_not_line_up(const MatchedCollectives& matched, StragglerStats& st) {
   int64_t impossible = 0, multi = 0;
   for (const auto& [key, a] : matched) {
     if (a.by_rank.size() < 2) continue;
@@ -74,8 +75,13 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
                                           "arrived, so the ranks' clocks do not line up even after clock alignment "
                                           "(or the traces are not of one job); lateness would be wrong",
                                           impossible, multi)};
-    return st;
+    return true;
   }
+  return false;
+}
+
+std::vector<RankLateness> sum_lateness_per_rank(const std::vector<RankAnalysis>& ranks,
+                                                const MatchedCollectives& matched, StragglerStats& st) {
   std::vector<RankLateness> late(ranks.size());
   for (size_t ri = 0; ri < ranks.size(); ++ri) late[ri].rank = ranks[ri].rank;
   for (auto& [key, a] : matched) {
@@ -105,12 +111,10 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
       if (last > first) late[last_rank].steady_times_last += 1;
     }
   }
-  if (st.matched_collectives == 0) {
-    st.availability = {false, fmt::format("skipped: none of the {} collectives matched across ranks "
-                                          "(different communicators or sequence numbers)",
-                                          st.unmatched_collectives)};
-    return st;
-  }
+  return late;
+}
+
+void divide_lateness_by_iterations(const std::vector<RankAnalysis>& ranks, std::vector<RankLateness>& late) {
   for (size_t ri = 0; ri < ranks.size(); ++ri) {
     const int64_t n = ranks[ri].iterations.count;
     late[ri].late_per_iteration_ns = n > 0 ? static_cast<double>(late[ri].total_late_ns) / static_cast<double>(n) : 0;
@@ -118,8 +122,11 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
     late[ri].steady_late_per_iteration_ns =
         steady > 0 ? static_cast<double>(late[ri].steady_late_ns) / static_cast<double>(steady) : 0;
   }
-  // Ranked by steady lateness where there is any steady collective: a rank that
-  // waited once at start-up is not the one that makes the others wait each step.
+}
+
+// Ranked by steady lateness where there is any steady collective: a rank that
+// waited once at start-up is not the one that makes the others wait each step.
+void rank_by_lateness(std::vector<RankLateness>& late, StragglerStats& st) {
   const bool by_steady = st.steady_matched_collectives > 0;
   st.ranked_by = by_steady ? "steady iterations" : "whole window";
   std::sort(late.begin(), late.end(), [by_steady](const RankLateness& a, const RankLateness& b) {
@@ -127,6 +134,34 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
                   y = by_steady ? b.steady_late_ns : b.total_late_ns;
     return x > y || (x == y && a.rank < b.rank);
   });
+}
+
+}  // namespace
+
+StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
+  StragglerStats st;
+  if (ranks.size() < 2) {
+    st.availability = {false, "skipped: stragglers need at least two ranks"};
+  }
+  find_slowest_and_fastest_rank(ranks, st);
+  if (ranks.size() < 2) return st;
+
+  size_t total = 0;
+  const MatchedCollectives matched = match_collectives_across_ranks(ranks, total);
+  if (total == 0) {
+    st.availability = {false, "skipped: the traces have no collectives in the window (no NCCL records or kernels)"};
+    return st;
+  }
+  if (clocks_do_not_line_up(matched, st)) return st;
+  std::vector<RankLateness> late = sum_lateness_per_rank(ranks, matched, st);
+  if (st.matched_collectives == 0) {
+    st.availability = {false, fmt::format("skipped: none of the {} collectives matched across ranks "
+                                          "(different communicators or sequence numbers)",
+                                          st.unmatched_collectives)};
+    return st;
+  }
+  divide_lateness_by_iterations(ranks, late);
+  rank_by_lateness(late, st);
   st.ranks = std::move(late);
   return st;
 }

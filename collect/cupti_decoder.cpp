@@ -289,178 +289,14 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
   const auto* record = static_cast<const CUpti_Activity*>(raw);
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    case CUPTI_ACTIVITY_KIND_KERNEL: {
-      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      if (unfinished(k->start, k->end)) return ++incomplete_records_, true;
-      const CachedName& name = kernel_name(k->name);
-      trace::KernelRecord r;
-      r.start = ts(k->start);
-      r.end = ts(k->end);
-      r.device = k->deviceId;
-      r.stream = k->streamId;
-      r.name = name.id;
-      r.grid_x = static_cast<uint32_t>(k->gridX);
-      r.grid_y = static_cast<uint32_t>(k->gridY);
-      r.grid_z = static_cast<uint32_t>(k->gridZ);
-      r.block_x = static_cast<uint32_t>(k->blockX);
-      r.block_y = static_cast<uint32_t>(k->blockY);
-      r.block_z = static_cast<uint32_t>(k->blockZ);
-      r.registers_per_thread = k->registersPerThread;
-      r.shared_memory_bytes =
-          static_cast<uint32_t>(k->staticSharedMemory) + static_cast<uint32_t>(k->dynamicSharedMemory);
-      r.correlation = correlation(k->correlationId);
-      batch.kernels.push(r);
-      if (name.is_nccl) {
-        trace::NcclRecord n = name.nccl;
-        n.start = r.start;
-        n.end = r.end;
-        n.device = r.device;
-        n.stream = r.stream;
-        n.correlation = r.correlation;
-        nccl_join_.add_kernel(n);  // leaves through drain_nccl()
-      }
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
-      trace::MemcpyRecord r;
-      r.start = ts(m->start);
-      r.end = ts(m->end);
-      r.device = m->deviceId;
-      r.stream = m->streamId;
-      r.correlation = correlation(m->correlationId);
-      r.bytes = m->bytes;
-      r.kind = memcpy_kind(m->copyKind);
-      r.src_kind = memory_kind(m->srcKind);
-      r.dst_kind = memory_kind(m->dstKind);
-      r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
-      r.peer_device = m->deviceId;
-      batch.memcpys.push(r);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-      if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
-      trace::MemcpyRecord r;
-      r.start = ts(m->start);
-      r.end = ts(m->end);
-      r.device = m->deviceId;
-      r.stream = m->streamId;
-      r.correlation = correlation(m->correlationId);
-      r.bytes = m->bytes;
-      r.kind = memcpy_kind(m->copyKind);
-      if (r.kind == MemcpyKind::kUnknown || r.kind == MemcpyKind::kDtoD) {
-        if (m->srcDeviceId != m->dstDeviceId) r.kind = MemcpyKind::kPtoP;
-      }
-      r.src_kind = memory_kind(m->srcKind);
-      r.dst_kind = memory_kind(m->dstKind);
-      r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
-      // The record's device is the one that ran the copy; the peer is the other end.
-      r.peer_device = m->srcDeviceId == m->deviceId ? m->dstDeviceId : m->srcDeviceId;
-      batch.memcpys.push(r);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
-      trace::MemsetRecord r;
-      r.start = ts(m->start);
-      r.end = ts(m->end);
-      r.device = m->deviceId;
-      r.stream = m->streamId;
-      r.correlation = correlation(m->correlationId);
-      r.bytes = m->bytes;
-      r.dst_kind = memory_kind(m->memoryKind);
-      r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0;
-      batch.memsets.push(r);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
-      if (unfinished(s->start, s->end)) return ++incomplete_records_, true;
-      trace::SyncRecord r;
-      r.start = ts(s->start);
-      r.end = ts(s->end);
-      r.kind = sync_kind(s->type);
-      r.device = device_of_context(s->contextId);
-      r.stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->streamId;
-      r.event = s->cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->cudaEventId;
-      r.correlation = correlation(s->correlationId);
-      batch.syncs.push(r);
-      return true;
-    }
+    case CUPTI_ACTIVITY_KIND_KERNEL: return decode_kernel(raw, batch);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return decode_memcpy(raw, batch);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return decode_peer_memcpy(raw, batch);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return decode_memset(raw, batch);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return decode_sync(raw, batch);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
-      ApiCall call;
-      call.start = a->start;
-      call.end = a->end;
-      call.thread = a->threadId;
-      call.cbid = a->cbid;
-      call.correlation = a->correlationId;
-      call.return_code = static_cast<int32_t>(a->returnValue);
-      call.domain =
-          record->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? trace::ApiDomain::kRuntime : trace::ApiDomain::kDriver;
-      decode_api_call(call, batch);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
-      uint32_t thread = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
-      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
-        trace::NvtxRecord r;
-        r.start = r.end = ts(m->timestamp);
-        r.kind = trace::NvtxKind::kMark;
-        r.domain = strings_.intern(m->domain ? m->domain : "");
-        r.text = strings_.intern(m->name ? m->name : "");
-        r.thread = thread;
-        batch.nvtx.push(r);
-        return true;
-      }
-      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-        if (open_ranges_.size() >= kMaxOpenRanges) {
-          ++unmatched_range_ends_;  // a leak of never-ended ranges must not grow memory
-          return true;
-        }
-        const bool nccl = m->domain && std::strcmp(m->domain, "NCCL") == 0;
-        const trace::StringId text = strings_.intern(m->name ? m->name : "");
-        open_ranges_[m->id] = {ts(m->timestamp), strings_.intern(m->domain ? m->domain : ""), text, thread, nccl};
-        if (auto early = early_payloads_.find(m->id); early != early_payloads_.end()) {
-          if (nccl)
-            decode_nccl_payload(m->id, text, early->second.domain, early->second.schema_id, early->second.bytes);
-          early_payloads_.erase(early);
-        }
-        return true;
-      }
-      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-        auto it = open_ranges_.find(m->id);
-        if (it == open_ranges_.end()) {
-          ++unmatched_range_ends_;
-          return true;
-        }
-        trace::NvtxRecord r;
-        r.start = it->second.start;
-        r.end = ts(m->timestamp);
-        r.kind = trace::NvtxKind::kRange;
-        r.domain = it->second.domain;
-        r.text = it->second.text;
-        r.thread = it->second.thread;
-        if (it->second.nccl) {
-          auto call = marker_calls_.find(m->id);
-          std::optional<NcclNvtxCall> c;
-          if (call != marker_calls_.end()) {
-            c = call->second;
-            marker_calls_.erase(call);
-          }
-          nccl_join_.add_range(r.thread, r.start, r.end, std::move(c));
-        }
-        open_ranges_.erase(it);
-        batch.nvtx.push(r);
-        return true;
-      }
-      return false;
-    }
+    case CUPTI_ACTIVITY_KIND_DRIVER: return decode_api_activity(raw, batch);
+    case CUPTI_ACTIVITY_KIND_MARKER: return decode_marker(raw, batch);
     case CUPTI_ACTIVITY_KIND_MARKER_DATA: {
       const auto* d = reinterpret_cast<const CUpti_ActivityMarkerData2*>(record);
       if (d->payloadKind == CUPTI_METRIC_VALUE_KIND_NVTX_EXTENDED_PAYLOAD && d->payload.metricValueNvtxExtendedPayload)
@@ -474,26 +310,203 @@ bool CuptiDecoder::decode(const void* raw, trace::Trace& batch) {
       context_device_[c->contextId] = c->deviceId;
       return true;
     }
-    case CUPTI_ACTIVITY_KIND_DEVICE: {
-      const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(record);
-      trace::DeviceInfo info;
-      info.id = d->id;
-      info.name = d->name ? d->name : "";
-      info.uuid = format_uuid(d->uuid);
-      info.sm_count = d->numMultiprocessors;
-      info.memory_bytes = d->globalMemorySize;
-      info.compute_major = static_cast<int32_t>(d->computeCapabilityMajor);
-      info.compute_minor = static_cast<int32_t>(d->computeCapabilityMinor);
-      for (auto& known : devices_)
-        if (known.id == info.id) {
-          known = info;
-          return true;
-        }
-      devices_.push_back(info);
-      return true;
-    }
+    case CUPTI_ACTIVITY_KIND_DEVICE: return decode_device(raw);
     default: return false;
   }
+}
+
+inline bool CuptiDecoder::decode_kernel(const void* raw, trace::Trace& batch) {
+  const auto* k = static_cast<const CUpti_ActivityKernel10*>(raw);
+  if (unfinished(k->start, k->end)) return ++incomplete_records_, true;
+  const CachedName& name = kernel_name(k->name);
+  trace::KernelRecord r;
+  r.start = ts(k->start);
+  r.end = ts(k->end);
+  r.device = k->deviceId;
+  r.stream = k->streamId;
+  r.name = name.id;
+  r.grid_x = static_cast<uint32_t>(k->gridX);
+  r.grid_y = static_cast<uint32_t>(k->gridY);
+  r.grid_z = static_cast<uint32_t>(k->gridZ);
+  r.block_x = static_cast<uint32_t>(k->blockX);
+  r.block_y = static_cast<uint32_t>(k->blockY);
+  r.block_z = static_cast<uint32_t>(k->blockZ);
+  r.registers_per_thread = k->registersPerThread;
+  r.shared_memory_bytes = static_cast<uint32_t>(k->staticSharedMemory) + static_cast<uint32_t>(k->dynamicSharedMemory);
+  r.correlation = correlation(k->correlationId);
+  batch.kernels.push(r);
+  if (name.is_nccl) {
+    trace::NcclRecord n = name.nccl;
+    n.start = r.start;
+    n.end = r.end;
+    n.device = r.device;
+    n.stream = r.stream;
+    n.correlation = r.correlation;
+    nccl_join_.add_kernel(n);  // leaves through drain_nccl()
+  }
+  return true;
+}
+
+inline bool CuptiDecoder::decode_memcpy(const void* raw, trace::Trace& batch) {
+  const auto* m = static_cast<const CUpti_ActivityMemcpy6*>(raw);
+  if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
+  trace::MemcpyRecord r;
+  r.start = ts(m->start);
+  r.end = ts(m->end);
+  r.device = m->deviceId;
+  r.stream = m->streamId;
+  r.correlation = correlation(m->correlationId);
+  r.bytes = m->bytes;
+  r.kind = memcpy_kind(m->copyKind);
+  r.src_kind = memory_kind(m->srcKind);
+  r.dst_kind = memory_kind(m->dstKind);
+  r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+  r.peer_device = m->deviceId;
+  batch.memcpys.push(r);
+  return true;
+}
+
+inline bool CuptiDecoder::decode_peer_memcpy(const void* raw, trace::Trace& batch) {
+  const auto* m = static_cast<const CUpti_ActivityMemcpyPtoP4*>(raw);
+  if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
+  trace::MemcpyRecord r;
+  r.start = ts(m->start);
+  r.end = ts(m->end);
+  r.device = m->deviceId;
+  r.stream = m->streamId;
+  r.correlation = correlation(m->correlationId);
+  r.bytes = m->bytes;
+  r.kind = memcpy_kind(m->copyKind);
+  if (r.kind == MemcpyKind::kUnknown || r.kind == MemcpyKind::kDtoD) {
+    if (m->srcDeviceId != m->dstDeviceId) r.kind = MemcpyKind::kPtoP;
+  }
+  r.src_kind = memory_kind(m->srcKind);
+  r.dst_kind = memory_kind(m->dstKind);
+  r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+  // The record's device is the one that ran the copy; the peer is the other end.
+  r.peer_device = m->srcDeviceId == m->deviceId ? m->dstDeviceId : m->srcDeviceId;
+  batch.memcpys.push(r);
+  return true;
+}
+
+inline bool CuptiDecoder::decode_memset(const void* raw, trace::Trace& batch) {
+  const auto* m = static_cast<const CUpti_ActivityMemset4*>(raw);
+  if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
+  trace::MemsetRecord r;
+  r.start = ts(m->start);
+  r.end = ts(m->end);
+  r.device = m->deviceId;
+  r.stream = m->streamId;
+  r.correlation = correlation(m->correlationId);
+  r.bytes = m->bytes;
+  r.dst_kind = memory_kind(m->memoryKind);
+  r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0;
+  batch.memsets.push(r);
+  return true;
+}
+
+inline bool CuptiDecoder::decode_sync(const void* raw, trace::Trace& batch) {
+  const auto* s = static_cast<const CUpti_ActivitySynchronization2*>(raw);
+  if (unfinished(s->start, s->end)) return ++incomplete_records_, true;
+  trace::SyncRecord r;
+  r.start = ts(s->start);
+  r.end = ts(s->end);
+  r.kind = sync_kind(s->type);
+  r.device = device_of_context(s->contextId);
+  r.stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->streamId;
+  r.event = s->cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->cudaEventId;
+  r.correlation = correlation(s->correlationId);
+  batch.syncs.push(r);
+  return true;
+}
+
+inline bool CuptiDecoder::decode_api_activity(const void* raw, trace::Trace& batch) {
+  const auto* a = static_cast<const CUpti_ActivityAPI*>(raw);
+  ApiCall call;
+  call.start = a->start;
+  call.end = a->end;
+  call.thread = a->threadId;
+  call.cbid = a->cbid;
+  call.correlation = a->correlationId;
+  call.return_code = static_cast<int32_t>(a->returnValue);
+  call.domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? trace::ApiDomain::kRuntime : trace::ApiDomain::kDriver;
+  decode_api_call(call, batch);
+  return true;
+}
+
+inline bool CuptiDecoder::decode_marker(const void* raw, trace::Trace& batch) {
+  const auto* m = static_cast<const CUpti_ActivityMarker2*>(raw);
+  uint32_t thread = m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? m->objectId.pt.threadId : 0;
+  if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
+    trace::NvtxRecord r;
+    r.start = r.end = ts(m->timestamp);
+    r.kind = trace::NvtxKind::kMark;
+    r.domain = strings_.intern(m->domain ? m->domain : "");
+    r.text = strings_.intern(m->name ? m->name : "");
+    r.thread = thread;
+    batch.nvtx.push(r);
+    return true;
+  }
+  if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+    if (open_ranges_.size() >= kMaxOpenRanges) {
+      ++unmatched_range_ends_;  // a leak of never-ended ranges must not grow memory
+      return true;
+    }
+    const bool nccl = m->domain && std::strcmp(m->domain, "NCCL") == 0;
+    const trace::StringId text = strings_.intern(m->name ? m->name : "");
+    open_ranges_[m->id] = {ts(m->timestamp), strings_.intern(m->domain ? m->domain : ""), text, thread, nccl};
+    if (auto early = early_payloads_.find(m->id); early != early_payloads_.end()) {
+      if (nccl) decode_nccl_payload(m->id, text, early->second.domain, early->second.schema_id, early->second.bytes);
+      early_payloads_.erase(early);
+    }
+    return true;
+  }
+  if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+    auto it = open_ranges_.find(m->id);
+    if (it == open_ranges_.end()) {
+      ++unmatched_range_ends_;
+      return true;
+    }
+    trace::NvtxRecord r;
+    r.start = it->second.start;
+    r.end = ts(m->timestamp);
+    r.kind = trace::NvtxKind::kRange;
+    r.domain = it->second.domain;
+    r.text = it->second.text;
+    r.thread = it->second.thread;
+    if (it->second.nccl) {
+      auto call = marker_calls_.find(m->id);
+      std::optional<NcclNvtxCall> c;
+      if (call != marker_calls_.end()) {
+        c = call->second;
+        marker_calls_.erase(call);
+      }
+      nccl_join_.add_range(r.thread, r.start, r.end, std::move(c));
+    }
+    open_ranges_.erase(it);
+    batch.nvtx.push(r);
+    return true;
+  }
+  return false;
+}
+
+inline bool CuptiDecoder::decode_device(const void* raw) {
+  const auto* d = static_cast<const CUpti_ActivityDevice5*>(raw);
+  trace::DeviceInfo info;
+  info.id = d->id;
+  info.name = d->name ? d->name : "";
+  info.uuid = format_uuid(d->uuid);
+  info.sm_count = d->numMultiprocessors;
+  info.memory_bytes = d->globalMemorySize;
+  info.compute_major = static_cast<int32_t>(d->computeCapabilityMajor);
+  info.compute_minor = static_cast<int32_t>(d->computeCapabilityMinor);
+  for (auto& known : devices_)
+    if (known.id == info.id) {
+      known = info;
+      return true;
+    }
+  devices_.push_back(info);
+  return true;
 }
 
 }  // namespace scalescope::collect

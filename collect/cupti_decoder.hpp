@@ -126,6 +126,15 @@ class CuptiDecoder {
   trace::StringId api_name(trace::ApiDomain domain, uint32_t cbid);
   bool is_launch(trace::StringId api);
   uint32_t device_of_context(uint32_t context_id) const;
+  // decode's steps, one per kind of record (raw: the record of that kind).
+  bool decode_kernel(const void* raw, trace::Trace& batch);
+  bool decode_memcpy(const void* raw, trace::Trace& batch);
+  bool decode_peer_memcpy(const void* raw, trace::Trace& batch);
+  bool decode_memset(const void* raw, trace::Trace& batch);
+  bool decode_sync(const void* raw, trace::Trace& batch);
+  bool decode_api_activity(const void* raw, trace::Trace& batch);
+  bool decode_marker(const void* raw, trace::Trace& batch);
+  bool decode_device(const void* raw);
   void decode_marker_payload(uint32_t marker_id, uint32_t cupti_domain, const void* payload_data);
   void decode_nccl_payload(uint32_t marker_id, trace::StringId range_name, uint32_t cupti_domain, uint64_t schema_id,
                            std::span<const uint8_t> bytes);

@@ -200,24 +200,21 @@ sweep::SweepSpec gpu_demo_spec(const GpuDemoOptions& o, int gpus, const fs::path
   return spec;
 }
 
-GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
-  const int visible = visible_gpus(host);
-  if (visible == 0) {
-    if (host.cuda_visible_devices_set)
-      fail(
-          "demo --gpu: no NVIDIA GPU visible (CUDA_VISIBLE_DEVICES='{}'; {} has no usable nvidiaN device); run "
-          "`scalescope demo` without --gpu",
-          host.cuda_visible_devices, host.dev_dir.string());
-    fail("demo --gpu: no NVIDIA GPU on this machine (no {}/nvidia0); run `scalescope demo` without --gpu",
-         host.dev_dir.string());
-  }
-  if (o.max_gpus < 0) fail("demo --gpu: --max-gpus {} is negative", o.max_gpus);
-  const fs::path workload = find_workload(o.workload, host);
-  std::error_code ec;
-  fs::create_directories(o.out_dir, ec);
-  if (ec) fail("{}: cannot create the folder ({})", o.out_dir.string(), ec.message());
+namespace {
 
-  // Python with torch and CUDA, before any run is started.
+[[noreturn]] void fail_without_gpu(const GpuDemoHost& host) {
+  if (host.cuda_visible_devices_set)
+    fail(
+        "demo --gpu: no NVIDIA GPU visible (CUDA_VISIBLE_DEVICES='{}'; {} has no usable nvidiaN device); run "
+        "`scalescope demo` without --gpu",
+        host.cuda_visible_devices, host.dev_dir.string());
+  fail("demo --gpu: no NVIDIA GPU on this machine (no {}/nvidia0); run `scalescope demo` without --gpu",
+       host.dev_dir.string());
+}
+
+// Python with torch and CUDA, before any run is started.
+TorchInfo check_torch(const GpuDemoOptions& o, const GpuDemoHost& host) {
+  std::error_code ec;
   const fs::path check_log = o.out_dir / "torch-check.log";
   fs::remove(check_log, ec);
   const auto check = sweep::run_process(torch_check_command(o.python), check_log, 120, 5, {});
@@ -235,13 +232,12 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
          torch.version);
   if (find_on_path("torchrun", host.path_env).empty())
     fail("demo --gpu: torchrun is not on PATH (it comes with PyTorch; add its folder to PATH)");
+  return torch;
+}
 
-  int n = std::min(visible, torch.devices);
-  if (o.max_gpus > 0) n = std::min(n, o.max_gpus);
-  const auto spec = gpu_demo_spec(o, n, workload, host.self_exe);
-  GpuDemoResult result;
-  result.database = o.out_dir / "gpu-sweep.db";
-  result.report = o.out_dir / "report.html";
+void run_sweep_resuming(const GpuDemoOptions& o, const sweep::SweepSpec& spec, const GpuDemoResult& result, int visible,
+                        const TorchInfo& torch, const fs::path& workload) {
+  std::error_code ec;
   sweep::SweepOptions so;
   so.resume = fs::exists(result.database, ec);
   fmt::print(stderr,
@@ -262,34 +258,43 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
   if (summary.interrupted)
     fail("demo --gpu: interrupted; the finished runs are kept in {}; run the same command again to continue",
          result.database.string());
+}
 
-  const auto stored = sweep::read_sweep(result.database);
-  const std::string metric = stored.metric;
+// The stored runs, split by whether they gave a usable metric.
+struct SortedRuns {
   std::vector<const sweep::StoredRun*> good, bad;
-  for (const auto& r : stored.runs) {
-    const auto m = r.metrics.find(metric);
-    if (r.status == sweep::RunStatus::kOk && m != r.metrics.end() && std::isfinite(m->second) && m->second > 0)
-      good.push_back(&r);
-    else bad.push_back(&r);
-  }
-  result.runs = static_cast<int>(stored.runs.size());
-  result.ok = static_cast<int>(good.size());
-  auto describe = [](const sweep::StoredRun& r) {
-    return fmt::format("run {} ({} GPU(s), repetition {}) {}{}{}; log: {}", r.plan_index, r.gpus, r.rep,
-                       sweep::status_name(r.status), r.note.empty() ? "" : ": ", r.note, r.log_path);
-  };
-  if (good.empty()) fail("demo --gpu: every run failed; first: {}", describe(*bad.front()));
+};
 
-  // The report: the sweep, then the traces of repetition 0 at the smallest and
-  // largest GPU count measured (one rank's view and the multi-rank view).
+SortedRuns sort_runs(const sweep::StoredSweep& stored) {
+  SortedRuns runs;
+  for (const auto& r : stored.runs) {
+    const auto m = r.metrics.find(stored.metric);
+    if (r.status == sweep::RunStatus::kOk && m != r.metrics.end() && std::isfinite(m->second) && m->second > 0)
+      runs.good.push_back(&r);
+    else runs.bad.push_back(&r);
+  }
+  return runs;
+}
+
+std::string describe_run(const sweep::StoredRun& r) {
+  return fmt::format("run {} ({} GPU(s), repetition {}) {}{}{}; log: {}", r.plan_index, r.gpus, r.rep,
+                     sweep::status_name(r.status), r.note.empty() ? "" : ": ", r.note, r.log_path);
+}
+
+// The report: the sweep, then the traces of repetition 0 at the smallest and
+// largest GPU count measured (one rank's view and the multi-rank view).
+// Returns the report's highlights.
+std::vector<std::string> write_report(const sweep::SweepSpec& spec, int gpus, const SortedRuns& runs,
+                                      const GpuDemoResult& result) {
+  std::error_code ec;
   ReportOptions ro;
-  ro.title = fmt::format("scalescope demo --gpu: MobileNetV2 DDP on 1..{} GPU(s)", n);
+  ro.title = fmt::format("scalescope demo --gpu: MobileNetV2 DDP on 1..{} GPU(s)", gpus);
   ro.quiet = true;
   HtmlReport report(ro);
   report.add_sweep_database(result.database);
   std::vector<const sweep::StoredRun*> traced;
   for (int g : {spec.gpus.front(), spec.gpus.back()}) {
-    for (const auto* r : good)
+    for (const auto* r : runs.good)
       if (r->gpus == g && !r->trace_path.empty() && fs::exists(r->trace_path, ec) &&
           std::find(traced.begin(), traced.end(), r) == traced.end() &&
           std::none_of(traced.begin(), traced.end(), [&](const auto* t) { return t->gpus == g; }))
@@ -309,10 +314,13 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
     }
   }
   report.write(result.report);
+  return report.highlights();
+}
 
-  // What it found: speedup and E' per GPU count, then the report's highlights.
+// Speedup and E' per GPU count.
+std::vector<std::string> scaling_lines(const SortedRuns& runs, const std::string& metric) {
   std::map<int, scaling::ScalingPoint> points;
-  for (const auto* r : good) {
+  for (const auto* r : runs.good) {
     auto& p = points[r->gpus];
     p.gpus = r->gpus;
     p.times.push_back(r->metrics.at(metric));
@@ -320,6 +328,7 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
   std::vector<scaling::ScalingPoint> pts;
   for (auto& entry : points) pts.push_back(entry.second);
   const auto table = scaling::scaling_table(pts, {});
+  std::vector<std::string> lines;
   for (const auto& row : table.rows) {
     std::string line =
         fmt::format("{} GPU(s): {:.2f} s per 60k images (median of {})", row.gpus, row.time.median, row.time.n);
@@ -330,10 +339,42 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
       if (std::isfinite(row.efficiency_low))
         line += fmt::format(" (CI {:.2f}-{:.2f})", row.efficiency_low, row.efficiency_high);
     }
-    result.lines.push_back(std::move(line));
+    lines.push_back(std::move(line));
   }
-  for (const auto& h : report.highlights()) result.lines.push_back(h);
-  for (const auto* r : bad) result.lines.push_back("not ok: " + describe(*r));
+  return lines;
+}
+
+}  // namespace
+
+GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
+  const int visible = visible_gpus(host);
+  if (visible == 0) fail_without_gpu(host);
+  if (o.max_gpus < 0) fail("demo --gpu: --max-gpus {} is negative", o.max_gpus);
+  const fs::path workload = find_workload(o.workload, host);
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec) fail("{}: cannot create the folder ({})", o.out_dir.string(), ec.message());
+  const TorchInfo torch = check_torch(o, host);
+
+  int n = std::min(visible, torch.devices);
+  if (o.max_gpus > 0) n = std::min(n, o.max_gpus);
+  const auto spec = gpu_demo_spec(o, n, workload, host.self_exe);
+  GpuDemoResult result;
+  result.database = o.out_dir / "gpu-sweep.db";
+  result.report = o.out_dir / "report.html";
+  run_sweep_resuming(o, spec, result, visible, torch, workload);
+
+  const auto stored = sweep::read_sweep(result.database);
+  const SortedRuns runs = sort_runs(stored);
+  result.runs = static_cast<int>(stored.runs.size());
+  result.ok = static_cast<int>(runs.good.size());
+  if (runs.good.empty()) fail("demo --gpu: every run failed; first: {}", describe_run(*runs.bad.front()));
+
+  const std::vector<std::string> highlights = write_report(spec, n, runs, result);
+  // What it found: speedup and E' per GPU count, then the report's highlights.
+  result.lines = scaling_lines(runs, stored.metric);
+  for (const auto& h : highlights) result.lines.push_back(h);
+  for (const auto* r : runs.bad) result.lines.push_back("not ok: " + describe_run(*r));
   return result;
 }
 

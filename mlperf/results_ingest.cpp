@@ -291,14 +291,16 @@ Run make_run(const ResultFolder& folder, const SystemInfo& sys, const LogSummary
   return run;
 }
 
-}  // namespace
-
-IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptions& options) {
-  IngestResult result;
-  if (dirs.empty()) fail("no results directory given");
-
+// The result folders under the given directories, each once, with per folder
+// the directory its log paths are shown from.
+struct FoundFolders {
   std::vector<ResultFolder> folders;
-  std::vector<fs::path> roots;  // per folder: the directory log paths are shown from
+  std::vector<fs::path> roots;
+};
+
+FoundFolders find_result_folders(const std::vector<fs::path>& dirs) {
+  FoundFolders out;
+  std::vector<ResultFolder>& folders = out.folders;
   std::vector<fs::path> seen;
   for (const auto& given : dirs) {
     std::error_code ec;
@@ -326,16 +328,31 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
       }
       folders.push_back(std::move(rf));
       // Log paths start at the submitter folder, whichever directory was given.
-      roots.push_back(f.parent_path().parent_path().parent_path().parent_path());
+      out.roots.push_back(f.parent_path().parent_path().parent_path().parent_path());
     }
   }
+  return out;
+}
 
-  // Per folder: its system description (read once per submitter folder and
-  // system), its scaling.json and its list of logs. Read on the one pool
-  // (trace/parallel_for.hpp), then gathered in folder order, so notes and
-  // jobs come out as a one-thread loop would give them.
-  std::vector<fs::path> descs;  // distinct descriptions, in first-use order
-  std::vector<size_t> folder_desc(folders.size());
+struct FolderListing {
+  std::vector<fs::path> files;
+  std::string error;  // the folder could not be listed (whole or in part)
+};
+
+// Per folder: its system description (read once per submitter folder and
+// system), its scaling.json and its list of logs. Read on the one pool
+// (trace/parallel_for.hpp), then gathered in folder order, so notes and
+// jobs come out as a one-thread loop would give them.
+struct FolderContents {
+  std::vector<SystemInfo> systems;    // distinct descriptions, in first-use order
+  std::vector<size_t> folder_system;  // per folder: its index into systems
+  std::vector<FolderListing> listings;
+};
+
+FolderContents read_folder_contents(std::vector<ResultFolder>& folders, const IngestOptions& options) {
+  FolderContents out;
+  std::vector<fs::path> descs;
+  out.folder_system.resize(folders.size());
   {
     std::map<fs::path, size_t> index;
     for (size_t i = 0; i < folders.size(); ++i) {
@@ -343,15 +360,13 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
       const fs::path desc = submitter_dir / "systems" / (folders[i].system + ".json");
       auto [it, inserted] = index.try_emplace(desc, descs.size());
       if (inserted) descs.push_back(desc);
-      folder_desc[i] = it->second;
+      out.folder_system[i] = it->second;
     }
   }
-  struct FolderListing {
-    std::vector<fs::path> files;
-    std::string error;  // the folder could not be listed (whole or in part)
-  };
-  std::vector<SystemInfo> systems(descs.size());
-  std::vector<FolderListing> listings(folders.size());
+  std::vector<SystemInfo>& systems = out.systems;
+  std::vector<FolderListing>& listings = out.listings;
+  systems.resize(descs.size());
+  listings.resize(folders.size());
   // Items [0, descs) read a description, the rest read a folder; neither
   // throws (problems become notes), so every item runs.
   const size_t prologue = descs.size() + folders.size();
@@ -371,24 +386,34 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
     std::sort(files.begin(), files.end(),
               [](const fs::path& a, const fs::path& b) { return natural_less(a.native(), b.native()); });
   });
-  std::vector<const SystemInfo*> folder_system(folders.size());
-  std::vector<bool> noted(descs.size(), false);
+  return out;
+}
+
+// Each description's problem once, each folder's problem, each listing's
+// error, in folder order; and the logs to parse.
+std::vector<FolderJob> note_problems_and_list_jobs(const FoundFolders& found, FolderContents& contents,
+                                                   IngestResult& result) {
+  const std::vector<ResultFolder>& folders = found.folders;
+  std::vector<bool> noted(contents.systems.size(), false);
   for (size_t i = 0; i < folders.size(); ++i) {
-    const size_t d = folder_desc[i];
+    const size_t d = contents.folder_system[i];
     if (!noted[d]) {
       noted[d] = true;
-      if (!systems[d].problem.empty()) result.notes.push_back(systems[d].problem);
+      if (!contents.systems[d].problem.empty()) result.notes.push_back(contents.systems[d].problem);
     }
-    folder_system[i] = &systems[d];
     if (!folders[i].problem.empty()) result.notes.push_back(folders[i].problem);
   }
 
   std::vector<FolderJob> jobs;
   for (size_t i = 0; i < folders.size(); ++i) {
-    if (!listings[i].error.empty()) result.notes.push_back(std::move(listings[i].error));
-    for (auto& f : listings[i].files) jobs.push_back({i, f, f.lexically_relative(roots[i]).generic_string()});
+    FolderListing& listing = contents.listings[i];
+    if (!listing.error.empty()) result.notes.push_back(std::move(listing.error));
+    for (auto& f : listing.files) jobs.push_back({i, f, f.lexically_relative(found.roots[i]).generic_string()});
   }
+  return jobs;
+}
 
+std::vector<FileResult> parse_logs(const std::vector<FolderJob>& jobs, const IngestOptions& options) {
   std::vector<FileResult> parsed(jobs.size());
   std::atomic<uint64_t> done{0};
   const uint64_t total = jobs.size();
@@ -409,7 +434,11 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
     const uint64_t d = ++done;
     if (options.progress) options.progress(d, total);
   });
+  return parsed;
+}
 
+void add_runs(const std::vector<FolderJob>& jobs, const std::vector<FileResult>& parsed,
+              std::vector<ResultFolder>& folders, const FolderContents& contents, IngestResult& result) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     const FileResult& r = parsed[i];
     ResultFolder& folder = folders[jobs[i].folder];
@@ -431,12 +460,15 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
     if (s.malformed_lines > 0)
       result.notes.push_back(
           fmt::format("{}: {} malformed MLLOG line(s) skipped", jobs[i].relative, s.malformed_lines));
-    result.runs.push_back(make_run(folder, *folder_system[jobs[i].folder], s, jobs[i].relative));
+    const SystemInfo& system = contents.systems[contents.folder_system[jobs[i].folder]];
+    result.runs.push_back(make_run(folder, system, s, jobs[i].relative));
     if (!s.benchmark.empty() && canonical_benchmark(s.benchmark) != result.runs.back().benchmark)
       result.notes.push_back(fmt::format("{}: the log says submission_benchmark '{}' but lies in folder '{}'",
                                          jobs[i].relative, s.benchmark, folder.benchmark_folder));
   }
+}
 
+void sort_by_folder(std::vector<ResultFolder>& folders, IngestResult& result) {
   auto folder_key = [](const auto& x) { return std::tie(x.submitter, x.system, x.benchmark_folder); };
   std::stable_sort(result.runs.begin(), result.runs.end(), [&](const Run& a, const Run& b) {
     if (folder_key(a) != folder_key(b)) return folder_key(a) < folder_key(b);
@@ -444,7 +476,20 @@ IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptio
   });
   std::stable_sort(folders.begin(), folders.end(),
                    [&](const ResultFolder& a, const ResultFolder& b) { return folder_key(a) < folder_key(b); });
-  result.folders = std::move(folders);
+}
+
+}  // namespace
+
+IngestResult ingest_results(const std::vector<fs::path>& dirs, const IngestOptions& options) {
+  IngestResult result;
+  if (dirs.empty()) fail("no results directory given");
+  FoundFolders found = find_result_folders(dirs);
+  FolderContents contents = read_folder_contents(found.folders, options);
+  const std::vector<FolderJob> jobs = note_problems_and_list_jobs(found, contents, result);
+  const std::vector<FileResult> parsed = parse_logs(jobs, options);
+  add_runs(jobs, parsed, found.folders, contents, result);
+  sort_by_folder(found.folders, result);
+  result.folders = std::move(found.folders);
   return result;
 }
 

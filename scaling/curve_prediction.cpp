@@ -115,73 +115,107 @@ std::vector<ReferenceConvergence> sorted_reference(const std::vector<ReferenceCo
   return ref;
 }
 
-Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions& options) {
-  const std::vector<double> batch = batches_of(pts, options.batch_grows);
-  const bool progress_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
+// A step-converge fit's points: batch, progress to converge, and the
+// reference read at their batches.
+struct ConvergencePoints {
+  std::vector<double> batch;
+  std::vector<double> progress;
+  std::vector<ReferenceConvergence> ref;  // empty: no reference used
+  bool progress_known = false;
+  bool batches_known = false;
+};
+
+ConvergencePoints convergence_points(const std::vector<CurvePoint>& pts, const CurveFitOptions& options) {
+  ConvergencePoints c;
+  c.batch = batches_of(pts, options.batch_grows);
+  c.progress_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
     return p.progress && *p.progress > 0 && std::isfinite(*p.progress);
   });
   // Without logged progress, a point's time is taken as a fixed number of
   // steps when the batch grows (progress = samples = steps x B), else as a fixed amount of work.
   // A reference is read at the points' batches: without their logged batch it is not used.
-  const bool batches_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
+  c.batches_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
     return p.global_batch && *p.global_batch > 0 && std::isfinite(*p.global_batch);
   });
   const std::vector<ReferenceConvergence> checked = sorted_reference(options.reference);
-  const std::vector<ReferenceConvergence> ref = batches_known ? checked : std::vector<ReferenceConvergence>{};
-  const bool with_reference = !ref.empty();
-  std::vector<double> progress;
+  c.ref = c.batches_known ? checked : std::vector<ReferenceConvergence>{};
+  const bool with_reference = !c.ref.empty();
   for (size_t i = 0; i < pts.size(); ++i)
-    progress.push_back(progress_known        ? *pts[i].progress
-                       : with_reference      ? reference_progress(ref, batch[i])
-                       : options.batch_grows ? batch[i]
-                                             : 1.0);
+    c.progress.push_back(c.progress_known      ? *pts[i].progress
+                         : with_reference      ? reference_progress(c.ref, c.batch[i])
+                         : options.batch_grows ? c.batch[i]
+                                               : 1.0);
+  return c;
+}
+
+// The fitted laws of batch and progress over the points, and the time per
+// unit of progress u = T / P = k/N + c/B.
+struct ConvergenceLaws {
+  LogLine batch_law;
+  LogLine progress_law;
+  bool fixed_steps = false;
+  std::vector<ReferenceConvergence> ref;
+  double reference_scale = 1.0;
+  std::vector<double> work;  // k and c
+
+  double progress_at(double b) const {
+    if (!ref.empty()) return reference_scale * reference_progress(ref, b);
+    return fixed_steps ? b : std::exp(progress_law.at(std::log(b)));
+  }
+  double time_at(int n, double b) const { return progress_at(b) * (work[0] / n + work[1] / b); }
+};
+
+ConvergenceLaws fit_convergence_laws(const std::vector<CurvePoint>& pts, const ConvergencePoints& c,
+                                     const CurveFitOptions& options) {
+  ConvergenceLaws l;
+  l.ref = c.ref;
+  const bool with_reference = !c.ref.empty();
   std::vector<double> log_n, log_b, log_p;
   for (size_t i = 0; i < pts.size(); ++i) {
     log_n.push_back(std::log(pts[i].gpus));
-    log_b.push_back(std::log(batch[i]));
-    log_p.push_back(std::log(progress[i]));
+    log_b.push_back(std::log(c.batch[i]));
+    log_p.push_back(std::log(c.progress[i]));
   }
   // B(N) = B0 (N/N0)^b, 0 <= b <= 1: the per-GPU batch does not grow with N.
-  const LogLine batch_law = log_line(log_n, log_b, 0.0, 1.0);
+  l.batch_law = log_line(log_n, log_b, 0.0, 1.0);
   // P(B) = P0 (B/B0)^g, 0 <= g <= 1: a larger batch never needs fewer samples,
   // and at most proportionally more (steps to converge do not grow with B).
-  const bool fixed_steps = !progress_known && options.batch_grows && !with_reference;
-  const LogLine progress_law = fixed_steps ? LogLine{0, 0, 1.0} : log_line(log_b, log_p, 0.0, 1.0);
+  l.fixed_steps = !c.progress_known && options.batch_grows && !with_reference;
+  l.progress_law = l.fixed_steps ? LogLine{0, 0, 1.0} : log_line(log_b, log_p, 0.0, 1.0);
   // With a reference: the curve's systems may converge a little faster or
   // slower than the reference did; that ratio is taken from the fitted sizes.
-  double reference_scale = 1.0;
   if (with_reference) {
     double sum = 0;
-    for (size_t i = 0; i < pts.size(); ++i) sum += std::log(progress[i] / reference_progress(ref, batch[i]));
-    reference_scale = std::exp(sum / static_cast<double>(pts.size()));
+    for (size_t i = 0; i < pts.size(); ++i) sum += std::log(c.progress[i] / reference_progress(c.ref, c.batch[i]));
+    l.reference_scale = std::exp(sum / static_cast<double>(pts.size()));
   }
   // u = T / P = k/N + c/B on relative error.
   std::vector<std::vector<double>> a;
   std::vector<double> rhs;
   for (size_t i = 0; i < pts.size(); ++i) {
-    const double u = pts[i].time / progress[i];
-    a.push_back({1.0 / pts[i].gpus / u, 1.0 / batch[i] / u});
+    const double u = pts[i].time / c.progress[i];
+    a.push_back({1.0 / pts[i].gpus / u, 1.0 / c.batch[i] / u});
     rhs.push_back(1.0);
   }
-  const auto x = detail::nnls(a, rhs, 2);
-  const bool batch_varies = batch_law.slope > 0 || std::any_of(batch.begin(), batch.end(), [&](double b) {
-                              return std::abs(b - batch[0]) > 1e-9 * batch[0];
-                            });
-  // A measured size keeps its measured batch, a planned one its plan; other
-  // sizes take the fitted law, or beyond the fitted sizes with a reference the
-  // batch rule (BatchRule: the calibration's unless given), up to the largest reference batch.
-  std::map<int, double> known_batch = options.planned_batch;
-  for (size_t i = 0; i < pts.size(); ++i) known_batch[pts[i].gpus] = batch[i];
-  for (const auto& [n, b] : known_batch)
-    if (!(b > 0) || !std::isfinite(b)) fail("planned global batch {} at N={} is not a positive number", b, n);
-  const int last_n = pts.back().gpus;
-  const double last_b = batch.back();
-  const double batch_cap = with_reference ? std::max(ref.back().global_batch, last_b) : 0.0;
-  const SpreadCalibration& cal = options.calibration ? *options.calibration : default_spread_calibration();
-  const BatchRule rule = options.batch_rule.value_or(cal.batch_rule);
+  l.work = detail::nnls(a, rhs, 2);
+  return l;
+}
+
+// A measured size keeps its measured batch, a planned one its plan; other
+// sizes take the fitted law, or beyond the fitted sizes with a reference the
+// batch rule (BatchRule: the calibration's unless given), up to the largest reference batch.
+struct BatchPlan {
+  std::map<int, double> known_batch;
+  LogLine batch_law;
+  bool with_reference = false;
+  int last_n = 0;
+  double last_b = 0;
+  double batch_cap = 0;
+  BatchRule rule = BatchRule::kPerAccelerator;
+
   // The largest batch a submitter would run there: the per-accelerator one.
-  auto per_accelerator = [last_n, last_b, batch_cap](int n) { return std::min(batch_cap, last_b * n / last_n); };
-  auto batch_at = [known_batch, batch_law, with_reference, last_n, last_b, batch_cap, rule, per_accelerator](int n) {
+  double per_accelerator(int n) const { return std::min(batch_cap, last_b * n / last_n); }
+  double at(int n) const {
     auto it = known_batch.find(n);
     if (it != known_batch.end()) return it->second;
     const double law_b = std::exp(batch_law.at(std::log(n)));
@@ -193,26 +227,7 @@ Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions&
       case BatchRule::kFitted: return std::min(batch_cap, law_b);
     }
     return per_accelerator(n);
-  };
-  auto progress_at = [progress_law, fixed_steps, ref, reference_scale](double b) {
-    if (!ref.empty()) return reference_scale * reference_progress(ref, b);
-    return fixed_steps ? b : std::exp(progress_law.at(std::log(b)));
-  };
-  auto time_at = [x, progress_at](int n, double b) { return progress_at(b) * (x[0] / n + x[1] / b); };
-  Law law;
-  law.batch = batch_at;
-  law.time = [time_at, batch_at](int n) { return time_at(n, batch_at(n)); };
-  law.steps = [progress_at, batch_at](int n) { return progress_at(batch_at(n)) / batch_at(n); };
-  const std::map<int, double> planned = options.planned_batch;
-  std::map<int, double> measured;
-  for (size_t i = 0; i < pts.size(); ++i) measured[pts[i].gpus] = batch[i];
-  const bool batch_logged = batches_known;
-  law.basis = [planned, measured, batch_logged](int n) {
-    using B = CurvePrediction::BatchBasis;
-    if (planned.contains(n) && !measured.contains(n)) return B::kPlanned;
-    if (!batch_logged) return B::kNone;  // a relative batch (a sweep's N, or 1): no steps to speak of
-    return measured.contains(n) ? B::kMeasured : B::kExtrapolated;
-  };
+  }
   // Beyond the fitted sizes submitters kept the batch (llama2_70b_lora in
   // v4.1: 8 from 4 to 64 accelerators), took the per-accelerator one, or
   // something between, whatever rule the point prediction assumes. The
@@ -223,29 +238,69 @@ Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions&
   // between MLPerf v4.1 and v5.0 chose the middle over the kept batch as the
   // range's start: the whole range held 92-93 % of v5.0's cases at 4x and 8x
   // whatever the spread (docs/scaling.md, "Two rounds").
-  auto batch_from = [known_batch, with_reference, last_n, last_b, batch_at, per_accelerator](int n) {
-    const double assumed = batch_at(n);
+  std::pair<double, double> range(int n) const {
+    const double assumed = at(n);
     if (!with_reference || n <= last_n || known_batch.contains(n)) return std::pair{assumed, assumed};
     const double top = per_accelerator(n);
     const double middle = top > last_b ? std::sqrt(last_b * top) : top;
     return std::pair{std::min(middle, assumed), std::max(top, assumed)};
+  }
+};
+
+BatchPlan plan_batches(const std::vector<CurvePoint>& pts, const ConvergencePoints& c, const LogLine& batch_law,
+                       const CurveFitOptions& options) {
+  BatchPlan plan;
+  plan.known_batch = options.planned_batch;
+  for (size_t i = 0; i < pts.size(); ++i) plan.known_batch[pts[i].gpus] = c.batch[i];
+  for (const auto& [n, b] : plan.known_batch)
+    if (!(b > 0) || !std::isfinite(b)) fail("planned global batch {} at N={} is not a positive number", b, n);
+  plan.batch_law = batch_law;
+  plan.with_reference = !c.ref.empty();
+  plan.last_n = pts.back().gpus;
+  plan.last_b = c.batch.back();
+  plan.batch_cap = plan.with_reference ? std::max(c.ref.back().global_batch, plan.last_b) : 0.0;
+  const SpreadCalibration& cal = options.calibration ? *options.calibration : default_spread_calibration();
+  plan.rule = options.batch_rule.value_or(cal.batch_rule);
+  return plan;
+}
+
+// The lowest and highest time over the batches the size may run at.
+std::pair<double, double> time_range(const BatchPlan& plan, const ConvergenceLaws& laws, int n) {
+  const auto [from, to] = plan.range(n);
+  double lo = laws.time_at(n, plan.at(n)), hi = lo;
+  if (!(to > from)) return std::pair{lo, hi};
+  for (int i = 0; i <= 100; ++i) {
+    const double t = laws.time_at(n, from * std::pow(to / from, i / 100.0));
+    lo = std::min(lo, t);
+    hi = std::max(hi, t);
+  }
+  return std::pair{lo, hi};
+}
+
+std::function<CurvePrediction::BatchBasis(int)> batch_basis(const std::vector<CurvePoint>& pts,
+                                                            const ConvergencePoints& c,
+                                                            const CurveFitOptions& options) {
+  const std::map<int, double> planned = options.planned_batch;
+  std::map<int, double> measured;
+  for (size_t i = 0; i < pts.size(); ++i) measured[pts[i].gpus] = c.batch[i];
+  const bool batch_logged = c.batches_known;
+  return [planned, measured, batch_logged](int n) {
+    using B = CurvePrediction::BatchBasis;
+    if (planned.contains(n) && !measured.contains(n)) return B::kPlanned;
+    if (!batch_logged) return B::kNone;  // a relative batch (a sweep's N, or 1): no steps to speak of
+    return measured.contains(n) ? B::kMeasured : B::kExtrapolated;
   };
-  law.range = [batch_from, time_at, batch_at](int n) {
-    const auto [from, to] = batch_from(n);
-    double lo = time_at(n, batch_at(n)), hi = lo;
-    if (!(to > from)) return std::pair{lo, hi};
-    for (int i = 0; i <= 100; ++i) {
-      const double t = time_at(n, from * std::pow(to / from, i / 100.0));
-      lo = std::min(lo, t);
-      hi = std::max(hi, t);
-    }
-    return std::pair{lo, hi};
-  };
-  law.batch_range = batch_from;
-  // k and c; the batch law's exponent and the progress law's when they were fitted.
-  // With a reference, the progress scale is the fitted one (the batch plan is a rule, not fitted).
-  law.parameters = with_reference ? 2 + (progress_known ? 1 : 0) : 2 + (batch_varies && !fixed_steps ? 1 : 0);
-  if (with_reference) {
+}
+
+std::string step_converge_formula(const BatchPlan& plan, const ConvergenceLaws& laws) {
+  const std::vector<double>& x = laws.work;
+  const LogLine& batch_law = laws.batch_law;
+  const LogLine& progress_law = laws.progress_law;
+  const int last_n = plan.last_n;
+  const double last_b = plan.last_b, batch_cap = plan.batch_cap;
+  const BatchRule rule = plan.rule;
+  if (plan.with_reference) {
+    const auto& ref = laws.ref;
     const std::string beyond =
         rule == BatchRule::kPerAccelerator    ? fmt::format("min({:.4g} N, {:.4g})", last_b / last_n, batch_cap)
         : rule == BatchRule::kGeometricMiddle ? fmt::format("sqrt({:.4g} x min({:.4g} N, {:.4g}))", last_b,
@@ -254,19 +309,39 @@ Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions&
             ? fmt::format("{:.4g}", std::min(batch_cap, last_b))
             : fmt::format("min({:.4g} (N/{:.4g})^{:.3f}, {:.4g})", std::exp(batch_law.mean_y),
                           std::exp(batch_law.mean_x), batch_law.slope, batch_cap);
-    law.formula = fmt::format(
+    return fmt::format(
         "T(N) = P(B) x ({:.4g}/N + {:.4g}/B), B(N > {}) = {}, P(B) = {:.4g} "
         "x reference(B) ({} reference points, B {:.4g} to {:.4g})",
         x[0], x[1], last_n,
         rule == BatchRule::kPerAccelerator ? beyond : fmt::format("{} ({} batch)", beyond, batch_rule_name(rule)),
-        reference_scale, ref.size(), ref.front().global_batch, ref.back().global_batch);
-    return law;
+        laws.reference_scale, ref.size(), ref.front().global_batch, ref.back().global_batch);
   }
-  law.formula = fmt::format("T(N) = P(B) x ({:.4g}/N + {:.4g}/B), B(N) = {:.4g} (N/{:.4g})^{:.3f}, P(B) = {}", x[0],
-                            x[1], std::exp(batch_law.mean_y), std::exp(batch_law.mean_x), batch_law.slope,
-                            fixed_steps ? std::string("B (a fixed number of steps)")
-                                        : fmt::format("{:.4g} (B/{:.4g})^{:.3f}", std::exp(progress_law.mean_y),
-                                                      std::exp(progress_law.mean_x), progress_law.slope));
+  return fmt::format("T(N) = P(B) x ({:.4g}/N + {:.4g}/B), B(N) = {:.4g} (N/{:.4g})^{:.3f}, P(B) = {}", x[0], x[1],
+                     std::exp(batch_law.mean_y), std::exp(batch_law.mean_x), batch_law.slope,
+                     laws.fixed_steps ? std::string("B (a fixed number of steps)")
+                                      : fmt::format("{:.4g} (B/{:.4g})^{:.3f}", std::exp(progress_law.mean_y),
+                                                    std::exp(progress_law.mean_x), progress_law.slope));
+}
+
+Law step_converge_law(const std::vector<CurvePoint>& pts, const CurveFitOptions& options) {
+  const ConvergencePoints c = convergence_points(pts, options);
+  const ConvergenceLaws laws = fit_convergence_laws(pts, c, options);
+  const bool batch_varies = laws.batch_law.slope > 0 || std::any_of(c.batch.begin(), c.batch.end(), [&](double b) {
+                              return std::abs(b - c.batch[0]) > 1e-9 * c.batch[0];
+                            });
+  const BatchPlan plan = plan_batches(pts, c, laws.batch_law, options);
+  Law law;
+  law.batch = [plan](int n) { return plan.at(n); };
+  law.time = [plan, laws](int n) { return laws.time_at(n, plan.at(n)); };
+  law.steps = [plan, laws](int n) { return laws.progress_at(plan.at(n)) / plan.at(n); };
+  law.basis = batch_basis(pts, c, options);
+  law.range = [plan, laws](int n) { return time_range(plan, laws, n); };
+  law.batch_range = [plan](int n) { return plan.range(n); };
+  // k and c; the batch law's exponent and the progress law's when they were fitted.
+  // With a reference, the progress scale is the fitted one (the batch plan is a rule, not fitted).
+  law.parameters =
+      plan.with_reference ? 2 + (c.progress_known ? 1 : 0) : 2 + (batch_varies && !laws.fixed_steps ? 1 : 0);
+  law.formula = step_converge_formula(plan, laws);
   return law;
 }
 
@@ -388,12 +463,10 @@ std::pair<double, std::string> spread_for(const SpreadCalibration& cal, ModelKin
   return {tau, why.empty() ? why : "outside the validated range: " + why};
 }
 
-}  // namespace
-
-CurveFit fit_curve(ModelKind kind, const std::vector<CurvePoint>& points, const std::vector<int>& predict,
-                   const CurveFitOptions& options) {
-  if (!(options.level > 0 && options.level < 1)) fail("prediction level {} is not between 0 and 1", options.level);
-  std::map<int, CurvePoint> by_gpus;  // a repeated count keeps its faster time
+// The points checked, one per GPU count (a repeated count keeps its faster
+// time), in order of GPU count; the sizes to predict checked.
+std::vector<CurvePoint> checked_points(const std::vector<CurvePoint>& points, const std::vector<int>& predict) {
+  std::map<int, CurvePoint> by_gpus;
   for (const auto& p : points) {
     if (p.gpus < 1) fail("GPU count {} is not a positive number", p.gpus);
     if (!(p.time > 0) || !std::isfinite(p.time)) fail("time {} at N={} is not a positive number", p.time, p.gpus);
@@ -404,52 +477,36 @@ CurveFit fit_curve(ModelKind kind, const std::vector<CurvePoint>& points, const 
     if (n < 1) fail("cannot predict for GPU count {}", n);
   std::vector<CurvePoint> pts;
   for (const auto& [n, p] : by_gpus) pts.push_back(p);
+  return pts;
+}
 
-  CurveFit f;
-  f.kind = kind;
-  f.level = options.level;
-  f.points = pts.size();
-  f.residual_sd = f.loo_mean_abs_rel_error = f.loo_max_abs_rel_error = kNaN;
-  if (pts.empty()) {
-    f.note = "no measured size";
-    return f;
+// One size says nothing about the slope: the honest answer is the range
+// from ideal scaling to no speedup at all.
+void bounds_from_one_size(const CurvePoint& p, const std::vector<int>& predict, CurveFit& f) {
+  for (int n : predict) {
+    CurvePrediction pr;
+    pr.gpus = n;
+    pr.time = n == p.gpus ? p.time : kNaN;
+    const double ideal = p.time * p.gpus / n;
+    pr.low = std::min(ideal, p.time);
+    pr.high = std::max(ideal, p.time);
+    pr.range_low = pr.range_high = pr.time;
+    pr.tau = pr.distance = kNaN;
+    pr.global_batch = pr.batch_low = pr.batch_high = pr.steps = pr.step_time = kNaN;
+    pr.outside_validated = "outside the validated range: one measured size (bounds only)";
+    pr.extrapolation = static_cast<double>(n) / p.gpus;
+    f.predictions.push_back(pr);
   }
-  f.fit_min_gpus = pts.front().gpus;
-  f.fit_max_gpus = pts.back().gpus;
-  const double z = z_of(options.level);
-  if (pts.size() == 1) {
-    // One size says nothing about the slope: the honest answer is the range
-    // from ideal scaling to no speedup at all.
-    const auto& p = pts.front();
-    for (int n : predict) {
-      CurvePrediction pr;
-      pr.gpus = n;
-      pr.time = n == p.gpus ? p.time : kNaN;
-      const double ideal = p.time * p.gpus / n;
-      pr.low = std::min(ideal, p.time);
-      pr.high = std::max(ideal, p.time);
-      pr.range_low = pr.range_high = pr.time;
-      pr.tau = pr.distance = kNaN;
-      pr.global_batch = pr.batch_low = pr.batch_high = pr.steps = pr.step_time = kNaN;
-      pr.outside_validated = "outside the validated range: one measured size (bounds only)";
-      pr.extrapolation = static_cast<double>(n) / p.gpus;
-      f.predictions.push_back(pr);
-    }
-    f.note = fmt::format(
-        "only N={} measured: no model fitted; bounds only, from ideal scaling (T x {}/N) to no "
-        "speedup",
-        p.gpus, p.gpus);
-    return f;
-  }
-  const size_t needed = parameters_needed(kind, options);
-  if (pts.size() < needed) {
-    f.note = fmt::format("{} needs at least {} measured sizes; have {}", model_name(kind), needed, pts.size());
-    return f;
-  }
-  const Law law = fit_law(kind, pts, options);
-  f.ok = true;
-  f.parameters = law.parameters;
-  f.formula = law.formula;
+  f.note = fmt::format(
+      "only N={} measured: no model fitted; bounds only, from ideal scaling (T x {}/N) to no "
+      "speedup",
+      p.gpus, p.gpus);
+}
+
+// The residual spread of the fit and its leave-one-out error, where points
+// are left beyond the law's parameters.
+void measure_fit_error(ModelKind kind, const std::vector<CurvePoint>& pts, const CurveFitOptions& options,
+                       const Law& law, CurveFit& f) {
   double ss = 0;
   for (const auto& p : pts) {
     const double r = std::log(law.time(p.gpus) / p.time);
@@ -474,40 +531,91 @@ CurveFit fit_curve(ModelKind kind, const std::vector<CurvePoint>& points, const 
         "extrapolation spread alone",
         pts.size(), law.parameters);
   }
-  const double resid = std::isfinite(f.residual_sd) ? f.residual_sd : 0.0;
+}
+
+// What every prediction of one fitted curve shares.
+struct FittedCurve {
+  ModelKind kind;
+  const CurveFitOptions& options;
+  const Law& law;
+  const CurveFit& fit;
+  const SpreadCalibration& cal;
+  std::vector<int> fitted_gpus;
+  double z = 0;
+  double residual_sd = 0;  // 0 where the fit left no residual
+};
+
+CurvePrediction predict_at(const FittedCurve& c, int n) {
+  const Law& law = c.law;
+  CurvePrediction pr;
+  pr.gpus = n;
+  pr.time = law.time(n);
+  pr.global_batch = law.batch(n);
+  pr.extrapolation = n > c.fit.fit_max_gpus   ? static_cast<double>(n) / c.fit.fit_max_gpus
+                     : n < c.fit.fit_min_gpus ? static_cast<double>(n) / c.fit.fit_min_gpus
+                                              : 1.0;
+  const double factor = std::exp2(doublings(n, c.fit.fit_min_gpus, c.fit.fit_max_gpus) - 1.0);
+  pr.distance = spread_distance(c.cal.distance, n, c.fitted_gpus);
+  std::tie(pr.range_low, pr.range_high) = law.range ? law.range(n) : std::pair{pr.time, pr.time};
+  std::tie(pr.tau, pr.outside_validated) =
+      spread_for(c.cal, c.kind, c.options.planned_batch.contains(n), factor, c.options.group);
+  if (law.basis && law.basis(n) != CurvePrediction::BatchBasis::kNone) {
+    pr.batch_basis = law.basis(n);
+    std::tie(pr.batch_low, pr.batch_high) = law.batch_range(n);
+    pr.steps = law.steps(n);
+    pr.step_time = pr.time / pr.steps;
+  } else {
+    pr.batch_low = pr.batch_high = pr.steps = pr.step_time = kNaN;
+  }
+  const double resid = c.residual_sd;
+  const double sd = std::sqrt(resid * resid + pr.tau * pr.tau * pr.distance * pr.distance);
+  if (pr.time > 0 && std::isfinite(pr.time) && pr.range_low > 0 && std::isfinite(pr.range_high)) {
+    pr.low = pr.range_low * std::exp(-c.z * sd);
+    pr.high = pr.range_high * std::exp(c.z * sd);
+  } else {
+    pr.low = pr.high = kNaN;
+  }
+  return pr;
+}
+
+}  // namespace
+
+CurveFit fit_curve(ModelKind kind, const std::vector<CurvePoint>& points, const std::vector<int>& predict,
+                   const CurveFitOptions& options) {
+  if (!(options.level > 0 && options.level < 1)) fail("prediction level {} is not between 0 and 1", options.level);
+  const std::vector<CurvePoint> pts = checked_points(points, predict);
+
+  CurveFit f;
+  f.kind = kind;
+  f.level = options.level;
+  f.points = pts.size();
+  f.residual_sd = f.loo_mean_abs_rel_error = f.loo_max_abs_rel_error = kNaN;
+  if (pts.empty()) {
+    f.note = "no measured size";
+    return f;
+  }
+  f.fit_min_gpus = pts.front().gpus;
+  f.fit_max_gpus = pts.back().gpus;
+  if (pts.size() == 1) {
+    bounds_from_one_size(pts.front(), predict, f);
+    return f;
+  }
+  const size_t needed = parameters_needed(kind, options);
+  if (pts.size() < needed) {
+    f.note = fmt::format("{} needs at least {} measured sizes; have {}", model_name(kind), needed, pts.size());
+    return f;
+  }
+  const Law law = fit_law(kind, pts, options);
+  f.ok = true;
+  f.parameters = law.parameters;
+  f.formula = law.formula;
+  measure_fit_error(kind, pts, options, law, f);
   const SpreadCalibration& cal = options.calibration ? *options.calibration : default_spread_calibration();
   std::vector<int> fitted;
   for (const auto& p : pts) fitted.push_back(p.gpus);
-  for (int n : predict) {
-    CurvePrediction pr;
-    pr.gpus = n;
-    pr.time = law.time(n);
-    pr.global_batch = law.batch(n);
-    pr.extrapolation = n > f.fit_max_gpus   ? static_cast<double>(n) / f.fit_max_gpus
-                       : n < f.fit_min_gpus ? static_cast<double>(n) / f.fit_min_gpus
-                                            : 1.0;
-    const double factor = std::exp2(doublings(n, f.fit_min_gpus, f.fit_max_gpus) - 1.0);
-    pr.distance = spread_distance(cal.distance, n, fitted);
-    std::tie(pr.range_low, pr.range_high) = law.range ? law.range(n) : std::pair{pr.time, pr.time};
-    std::tie(pr.tau, pr.outside_validated) =
-        spread_for(cal, kind, options.planned_batch.contains(n), factor, options.group);
-    if (law.basis && law.basis(n) != CurvePrediction::BatchBasis::kNone) {
-      pr.batch_basis = law.basis(n);
-      std::tie(pr.batch_low, pr.batch_high) = law.batch_range(n);
-      pr.steps = law.steps(n);
-      pr.step_time = pr.time / pr.steps;
-    } else {
-      pr.batch_low = pr.batch_high = pr.steps = pr.step_time = kNaN;
-    }
-    const double sd = std::sqrt(resid * resid + pr.tau * pr.tau * pr.distance * pr.distance);
-    if (pr.time > 0 && std::isfinite(pr.time) && pr.range_low > 0 && std::isfinite(pr.range_high)) {
-      pr.low = pr.range_low * std::exp(-z * sd);
-      pr.high = pr.range_high * std::exp(z * sd);
-    } else {
-      pr.low = pr.high = kNaN;
-    }
-    f.predictions.push_back(pr);
-  }
+  const double resid = std::isfinite(f.residual_sd) ? f.residual_sd : 0.0;
+  const FittedCurve curve{kind, options, law, f, cal, std::move(fitted), z_of(options.level), resid};
+  for (int n : predict) f.predictions.push_back(predict_at(curve, n));
   return f;
 }
 

@@ -77,38 +77,50 @@ uint32_t TrackNumbers::next_sampled() {
   return sampled_++;
 }
 
-TraceTracks layout_tracks(const Trace& t, size_t index, TrackNumbers& numbers) {
-  TraceTracks out;
-  out.process_name = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("process {}", index);
-  if (!t.meta.hostname.empty() || t.meta.pid) out.process_name += fmt::format(" ({} pid {})", t.meta.hostname, t.meta.pid);
+namespace {
 
-  // GPU tracks: kernels, copies and sets share their stream's lanes; GPU
-  // annotation ranges get a track per device.
-  std::vector<uint32_t> kernel_lane(t.kernels.size()), memcpy_lane(t.memcpys.size()), memset_lane(t.memsets.size()),
-      nvtx_lane(t.nvtx.size()), api_lane(t.api.size());
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> gpu_tid;  // (device, stream, lane) -> tid
-  {
-    std::map<std::pair<uint32_t, uint32_t>, std::vector<Span>> by_track;
-    for (size_t i = 0; i < t.kernels.size(); ++i)
-      by_track[{t.kernels.device[i], t.kernels.stream[i]}].push_back(
-          {t.kernels.start[i], std::max(t.kernels.start[i], t.kernels.end[i]), &kernel_lane[i]});
-    for (size_t i = 0; i < t.memcpys.size(); ++i)
-      by_track[{t.memcpys.device[i], t.memcpys.stream[i]}].push_back(
-          {t.memcpys.start[i], std::max(t.memcpys.start[i], t.memcpys.end[i]), &memcpy_lane[i]});
-    for (size_t i = 0; i < t.memsets.size(); ++i)
-      by_track[{t.memsets.device[i], t.memsets.stream[i]}].push_back(
-          {t.memsets.start[i], std::max(t.memsets.start[i], t.memsets.end[i]), &memset_lane[i]});
-    for (size_t i = 0; i < t.nvtx.size(); ++i)
-      if (t.nvtx.device[i] >= 0) {
-        const bool mark = t.nvtx.kind[i] == NvtxKind::kMark;
-        by_track[{static_cast<uint32_t>(t.nvtx.device[i]), kAnnotationStream}].push_back(
-            {t.nvtx.start[i], mark ? t.nvtx.start[i] : std::max(t.nvtx.start[i], t.nvtx.end[i]), &nvtx_lane[i]});
-      }
-    for (auto& [key, spans] : by_track) {
-      assign_lanes(spans);
-      for (const Span& sp : spans) gpu_tid.emplace(std::tuple{key.first, key.second, *sp.lane}, 0);
+// The lane of each row, per table, within its stream's or thread's track.
+struct Lanes {
+  std::vector<uint32_t> kernels, memcpys, memsets, nvtx, api;
+  explicit Lanes(const Trace& t)
+      : kernels(t.kernels.size()),
+        memcpys(t.memcpys.size()),
+        memsets(t.memsets.size()),
+        nvtx(t.nvtx.size()),
+        api(t.api.size()) {}
+};
+
+using GpuTracks = std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t>;  // (device, stream, lane) -> tid
+using HostOverlapTracks = std::map<std::pair<uint32_t, uint32_t>, uint32_t>;     // (OS tid, lane > 0) -> tid
+
+// GPU tracks: kernels, copies and sets share their stream's lanes; GPU
+// annotation ranges get a track per device. The tids are set by name_gpu_tracks.
+GpuTracks lay_out_gpu_lanes(const Trace& t, Lanes& lanes) {
+  GpuTracks gpu_tid;
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<Span>> by_track;
+  for (size_t i = 0; i < t.kernels.size(); ++i)
+    by_track[{t.kernels.device[i], t.kernels.stream[i]}].push_back(
+        {t.kernels.start[i], std::max(t.kernels.start[i], t.kernels.end[i]), &lanes.kernels[i]});
+  for (size_t i = 0; i < t.memcpys.size(); ++i)
+    by_track[{t.memcpys.device[i], t.memcpys.stream[i]}].push_back(
+        {t.memcpys.start[i], std::max(t.memcpys.start[i], t.memcpys.end[i]), &lanes.memcpys[i]});
+  for (size_t i = 0; i < t.memsets.size(); ++i)
+    by_track[{t.memsets.device[i], t.memsets.stream[i]}].push_back(
+        {t.memsets.start[i], std::max(t.memsets.start[i], t.memsets.end[i]), &lanes.memsets[i]});
+  for (size_t i = 0; i < t.nvtx.size(); ++i)
+    if (t.nvtx.device[i] >= 0) {
+      const bool mark = t.nvtx.kind[i] == NvtxKind::kMark;
+      by_track[{static_cast<uint32_t>(t.nvtx.device[i]), kAnnotationStream}].push_back(
+          {t.nvtx.start[i], mark ? t.nvtx.start[i] : std::max(t.nvtx.start[i], t.nvtx.end[i]), &lanes.nvtx[i]});
     }
+  for (auto& [key, spans] : by_track) {
+    assign_lanes(spans);
+    for (const Span& sp : spans) gpu_tid.emplace(std::tuple{key.first, key.second, *sp.lane}, 0);
   }
+  return gpu_tid;
+}
+
+void name_gpu_tracks(GpuTracks& gpu_tid, TrackNumbers& numbers, TraceTracks& out) {
   for (auto& [key, tid] : gpu_tid) {
     tid = numbers.next_gpu();
     const auto [device, stream, lane] = key;
@@ -118,63 +130,77 @@ TraceTracks layout_tracks(const Trace& t, size_t index, TrackNumbers& numbers) {
     // Streams sort after the host threads, in device and stream order.
     out.gpu.push_back({tid, std::move(name), int64_t{tid - TrackNumbers::kGpuBase} + 1000});
   }
-  auto gpu_of = [&](uint32_t device, uint32_t stream, uint32_t lane) { return gpu_tid.at({device, stream, lane}); };
-  out.kernel_tid.resize(t.kernels.size());
-  for (size_t i = 0; i < t.kernels.size(); ++i)
-    out.kernel_tid[i] = gpu_of(t.kernels.device[i], t.kernels.stream[i], kernel_lane[i]);
-  out.memcpy_tid.resize(t.memcpys.size());
-  for (size_t i = 0; i < t.memcpys.size(); ++i)
-    out.memcpy_tid[i] = gpu_of(t.memcpys.device[i], t.memcpys.stream[i], memcpy_lane[i]);
-  out.memset_tid.resize(t.memsets.size());
-  for (size_t i = 0; i < t.memsets.size(); ++i)
-    out.memset_tid[i] = gpu_of(t.memsets.device[i], t.memsets.stream[i], memset_lane[i]);
+}
 
-  // Host threads: API calls and host NVTX ranges on their OS thread's track
-  // (lane 0), the few that break the nesting on an overlap track.
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> host_lane_tid;  // (OS tid, lane > 0) -> tid
-  {
-    std::map<uint32_t, std::vector<Span>> by_thread;
-    for (size_t i = 0; i < t.api.size(); ++i)
-      by_thread[t.api.thread[i]].push_back({t.api.start[i], std::max(t.api.start[i], t.api.end[i]), &api_lane[i]});
-    for (size_t i = 0; i < t.nvtx.size(); ++i)
-      if (t.nvtx.device[i] < 0) {
-        const bool mark = t.nvtx.kind[i] == NvtxKind::kMark;
-        by_thread[t.nvtx.thread[i]].push_back(
-            {t.nvtx.start[i], mark ? t.nvtx.start[i] : std::max(t.nvtx.start[i], t.nvtx.end[i]), &nvtx_lane[i]});
-      }
-    for (auto& [thread, spans] : by_thread) {
-      assign_lanes(spans);
-      for (const Span& sp : spans)
-        if (*sp.lane > 0) host_lane_tid.emplace(std::pair{thread, *sp.lane}, 0);
+// Host threads: API calls and host NVTX ranges on their OS thread's track
+// (lane 0), the few that break the nesting on an overlap track. The tids are
+// set by name_host_overlap_tracks.
+HostOverlapTracks lay_out_host_lanes(const Trace& t, Lanes& lanes) {
+  HostOverlapTracks host_lane_tid;
+  std::map<uint32_t, std::vector<Span>> by_thread;
+  for (size_t i = 0; i < t.api.size(); ++i)
+    by_thread[t.api.thread[i]].push_back({t.api.start[i], std::max(t.api.start[i], t.api.end[i]), &lanes.api[i]});
+  for (size_t i = 0; i < t.nvtx.size(); ++i)
+    if (t.nvtx.device[i] < 0) {
+      const bool mark = t.nvtx.kind[i] == NvtxKind::kMark;
+      by_thread[t.nvtx.thread[i]].push_back(
+          {t.nvtx.start[i], mark ? t.nvtx.start[i] : std::max(t.nvtx.start[i], t.nvtx.end[i]), &lanes.nvtx[i]});
     }
+  for (auto& [thread, spans] : by_thread) {
+    assign_lanes(spans);
+    for (const Span& sp : spans)
+      if (*sp.lane > 0) host_lane_tid.emplace(std::pair{thread, *sp.lane}, 0);
   }
+  return host_lane_tid;
+}
+
+void name_host_overlap_tracks(HostOverlapTracks& host_lane_tid, TrackNumbers& numbers, TraceTracks& out) {
   for (auto& [key, tid] : host_lane_tid) {
     tid = numbers.next_sampled();
     out.host_overlaps.push_back({tid, fmt::format("thread {} (overlap {})", key.first, key.second), 0});
   }
+}
+
+// Each row's track.
+void place_rows(const Trace& t, const Lanes& lanes, const GpuTracks& gpu_tid, const HostOverlapTracks& host_lane_tid,
+                TraceTracks& out) {
+  auto gpu_of = [&](uint32_t device, uint32_t stream, uint32_t lane) { return gpu_tid.at({device, stream, lane}); };
+  out.kernel_tid.resize(t.kernels.size());
+  for (size_t i = 0; i < t.kernels.size(); ++i)
+    out.kernel_tid[i] = gpu_of(t.kernels.device[i], t.kernels.stream[i], lanes.kernels[i]);
+  out.memcpy_tid.resize(t.memcpys.size());
+  for (size_t i = 0; i < t.memcpys.size(); ++i)
+    out.memcpy_tid[i] = gpu_of(t.memcpys.device[i], t.memcpys.stream[i], lanes.memcpys[i]);
+  out.memset_tid.resize(t.memsets.size());
+  for (size_t i = 0; i < t.memsets.size(); ++i)
+    out.memset_tid[i] = gpu_of(t.memsets.device[i], t.memsets.stream[i], lanes.memsets[i]);
   auto host_of = [&](uint32_t thread, uint32_t lane) { return lane == 0 ? thread : host_lane_tid.at({thread, lane}); };
   out.api_tid.resize(t.api.size());
-  for (size_t i = 0; i < t.api.size(); ++i) out.api_tid[i] = host_of(t.api.thread[i], api_lane[i]);
+  for (size_t i = 0; i < t.api.size(); ++i) out.api_tid[i] = host_of(t.api.thread[i], lanes.api[i]);
   out.nvtx_tid.resize(t.nvtx.size());
   for (size_t i = 0; i < t.nvtx.size(); ++i)
-    out.nvtx_tid[i] = t.nvtx.device[i] >= 0 ? gpu_of(static_cast<uint32_t>(t.nvtx.device[i]), kAnnotationStream, nvtx_lane[i])
-                                            : host_of(t.nvtx.thread[i], nvtx_lane[i]);
-  {
-    std::unordered_set<uint32_t> host_threads(t.api.thread.begin(), t.api.thread.end());
-    for (size_t i = 0; i < t.nvtx.size(); ++i)
-      if (t.nvtx.device[i] < 0) host_threads.insert(t.nvtx.thread[i]);
-    for (const auto& [key, value] : t.meta.extra) {
-      // Kineto's thread names: "kineto.thread_name.<pid>.<tid>".
-      constexpr std::string_view kPrefix = "kineto.thread_name.";
-      if (key.compare(0, kPrefix.size(), kPrefix) != 0) continue;
-      const size_t dot = key.rfind('.');
-      const auto tid = static_cast<uint32_t>(std::strtoul(key.c_str() + dot + 1, nullptr, 10));
-      if (host_threads.count(tid)) out.host_thread_names.push_back({tid, value, 0});
-    }
-  }
+    out.nvtx_tid[i] = t.nvtx.device[i] >= 0
+                          ? gpu_of(static_cast<uint32_t>(t.nvtx.device[i]), kAnnotationStream, lanes.nvtx[i])
+                          : host_of(t.nvtx.thread[i], lanes.nvtx[i]);
+}
 
-  // The host sampler's threads (format 1.2), then threads with native stacks
-  // (format 1.3) but no scheduler samples.
+void add_kineto_thread_names(const Trace& t, TraceTracks& out) {
+  std::unordered_set<uint32_t> host_threads(t.api.thread.begin(), t.api.thread.end());
+  for (size_t i = 0; i < t.nvtx.size(); ++i)
+    if (t.nvtx.device[i] < 0) host_threads.insert(t.nvtx.thread[i]);
+  for (const auto& [key, value] : t.meta.extra) {
+    // Kineto's thread names: "kineto.thread_name.<pid>.<tid>".
+    constexpr std::string_view kPrefix = "kineto.thread_name.";
+    if (key.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    const size_t dot = key.rfind('.');
+    const auto tid = static_cast<uint32_t>(std::strtoul(key.c_str() + dot + 1, nullptr, 10));
+    if (host_threads.count(tid)) out.host_thread_names.push_back({tid, value, 0});
+  }
+}
+
+// The host sampler's threads (format 1.2), then threads with native stacks
+// (format 1.3) but no scheduler samples.
+void add_sampled_threads(const Trace& t, TrackNumbers& numbers, TraceTracks& out) {
   int64_t sort = 0;
   const HostSampleTable& hs = t.host_samples;
   if (hs.size() > 0) {
@@ -212,6 +238,22 @@ TraceTracks layout_tracks(const Trace& t, size_t index, TrackNumbers& numbers) {
     out.sampled_of[key] = out.sampled.size();
     out.sampled.push_back(std::move(th));
   }
+}
+
+}  // namespace
+
+TraceTracks layout_tracks(const Trace& t, size_t index, TrackNumbers& numbers) {
+  TraceTracks out;
+  out.process_name = t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("process {}", index);
+  if (!t.meta.hostname.empty() || t.meta.pid) out.process_name += fmt::format(" ({} pid {})", t.meta.hostname, t.meta.pid);
+  Lanes lanes(t);
+  GpuTracks gpu_tid = lay_out_gpu_lanes(t, lanes);
+  name_gpu_tracks(gpu_tid, numbers, out);
+  HostOverlapTracks host_lane_tid = lay_out_host_lanes(t, lanes);
+  name_host_overlap_tracks(host_lane_tid, numbers, out);
+  place_rows(t, lanes, gpu_tid, host_lane_tid, out);
+  add_kineto_thread_names(t, out);
+  add_sampled_threads(t, numbers, out);
   return out;
 }
 

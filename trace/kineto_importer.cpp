@@ -636,6 +636,15 @@ class Importer {
   void read_args(od::value& v, Args& a);
   void read_event(od::object& obj, Event& e);
   void handle_event(Event& e);
+  // handle_event's steps by category; start and end are checked already.
+  void keep_metadata(const Event& e);
+  void add_kernel(const Event& e, Timestamp start, Timestamp end);
+  void add_nccl_kernel(const Event& e, const KernelRecord& r, Timestamp start, Timestamp end);
+  void add_memcpy(const Event& e, Timestamp start, Timestamp end);
+  void add_memset(const Event& e, Timestamp start, Timestamp end);
+  void add_api_call(const Event& e, Cat c, Timestamp start, Timestamp end);
+  void add_sync(const Event& e, Timestamp start, Timestamp end);
+  void add_range(const Event& e, Cat c, Timestamp start, Timestamp end);
   void read_events(od::value& val);
   // The root object's members; `carved` (when set) is where the traceEvents
   // array was cut out of this text, and `pieces` reads it.
@@ -913,21 +922,7 @@ void Importer::handle_event(Event& e) {
       fwdbwd_.push_back({e.id.value, as_u32(e.tid), e.ts, ph == "s"});
     return;
   }
-  if (c == Cat::kMetadata) {
-    // Process and thread names are small and useful for exporters; the sort
-    // indices and labels of the viewer are not.
-    std::string_view what = e.name.present ? e.name.view : std::string_view{};
-    if ((what == "process_name" || what == "thread_name" || what == "process_labels") && e.args.meta_name.present &&
-        e.pid.present && trace_.meta.extra.size() < 4096) {
-      std::string key = fmt::format("kineto.{}.{}", what, e.pid.value);
-      if (what == "thread_name") key += fmt::format(".{}", e.tid.value);
-      trace_.meta.extra[key] = std::string(e.args.meta_name.view);
-      ++report_.metadata_kept;
-    } else {
-      ++report_.metadata_dropped;
-    }
-    return;
-  }
+  if (c == Cat::kMetadata) return keep_metadata(e);
   if (c == Cat::kIgnored || c == Cat::kInstant) {
     ++report_.ignored;
     return;
@@ -942,142 +937,171 @@ void Importer::handle_event(Event& e) {
     trace_.problems.add(Problem::kNegativeDuration);
     end = start;
   }
-  const Args& a = e.args;
   switch (c) {
-    case Cat::kKernel: {
-      if (!(a.device.present || e.pid.present) || !(a.stream.present || e.tid.present)) return malformed();
-      if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
-      KernelRecord r;
-      r.start = start;
-      r.end = end;
-      r.device = as_u32(a.device, e.pid.value);
-      r.stream = as_u32(a.stream, e.tid.value);
-      r.name = trace_.strings.intern(e.name.view);
-      r.grid_x = a.grid[0], r.grid_y = a.grid[1], r.grid_z = a.grid[2];
-      r.block_x = a.block[0], r.block_y = a.block[1], r.block_z = a.block[2];
-      r.registers_per_thread = as_u32(a.registers);
-      r.shared_memory_bytes = as_u32(a.shared_memory);
-      r.correlation = as_u32(a.correlation);
-      kernels_.push_back(r);
-      if (e.name.view.substr(0, 4) == "nccl") {
-        // The one parser of NCCL kernel names (trace/nccl_kernel_name.hpp).
-        const NcclKernelName nn = parse_nccl_kernel_name(e.name.view).value_or(NcclKernelName{});
-        NcclRecord n;
-        n.start = start;
-        n.end = end;
-        n.device = r.device;
-        n.stream = r.stream;
-        n.op = a.collective.present ? nccl_op_from_name(a.collective.view) : NcclOp::kUnknown;
-        if (n.op == NcclOp::kUnknown) n.op = nn.op;
-        n.count = a.in_nelems.present && a.in_nelems.value > 0 ? static_cast<uint64_t>(a.in_nelems.value) : 0;
-        uint32_t elem = a.dtype.present ? dtype_bytes(a.dtype.view) : 0;
-        if (elem == 0) elem = dtype_bytes(nn.datatype);
-        n.bytes = n.count * elem;
-        std::string_view dtype = a.dtype.present ? a.dtype.view : std::string_view(nn.datatype);
-        n.datatype = trace_.strings.intern(dtype);
-        n.algorithm = trace_.strings.intern(nn.algorithm);
-        n.protocol = trace_.strings.intern(nn.protocol);
-        n.communicator = a.pg_name.present ? trace_.strings.intern(a.pg_name.view) : kNoString;
-        n.sequence = a.seq.present ? a.seq.value : -1;
-        n.group_size = a.group_size.present ? static_cast<int32_t>(a.group_size.value) : -1;
-        n.correlation = r.correlation;
-        nccl_.push_back(n);
-      }
-      return;
-    }
-    case Cat::kMemcpy: {
-      if (!(a.device.present || e.pid.present)) return malformed();
-      if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
-      MemcpyRecord r;
-      r.start = start;
-      r.end = end;
-      r.device = as_u32(a.device, e.pid.value);
-      r.stream = as_u32(a.stream, e.tid.value);
-      r.correlation = as_u32(a.correlation);
-      r.bytes = a.bytes.present && a.bytes.value > 0 ? static_cast<uint64_t>(a.bytes.value) : 0;
-      parse_memcpy_name(e.name.view, r);
-      memcpys_.push_back(r);
-      return;
-    }
-    case Cat::kMemset: {
-      if (!(a.device.present || e.pid.present)) return malformed();
-      if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
-      MemsetRecord r;
-      r.start = start;
-      r.end = end;
-      r.device = as_u32(a.device, e.pid.value);
-      r.stream = as_u32(a.stream, e.tid.value);
-      r.correlation = as_u32(a.correlation);
-      r.bytes = a.bytes.present && a.bytes.value > 0 ? static_cast<uint64_t>(a.bytes.value) : 0;
-      r.dst_kind = parse_memset_name(e.name.view);
-      memsets_.push_back(r);
-      return;
-    }
+    case Cat::kKernel: return add_kernel(e, start, end);
+    case Cat::kMemcpy: return add_memcpy(e, start, end);
+    case Cat::kMemset: return add_memset(e, start, end);
     case Cat::kRuntime:
-    case Cat::kDriver: {
-      ApiRecord r;
-      r.start = start;
-      r.end = end;
-      r.thread = as_u32(e.tid);
-      r.domain = c == Cat::kRuntime ? ApiDomain::kRuntime : ApiDomain::kDriver;
-      r.callback_id = as_u32(a.cbid);
-      r.name = trace_.strings.intern(e.name.view);
-      r.correlation = as_u32(a.correlation);
-      api_.push_back(r);
-      if (host_pid_ < 0 && e.pid.present) host_pid_ = e.pid.value;
-      SyncKind sk = sync_kind_of_api(e.name.view);
-      if (sk != SyncKind::kUnknown) {
-        SyncRecord s;
-        s.start = start;
-        s.end = end;
-        s.kind = sk;
-        s.thread = r.thread;
-        s.correlation = r.correlation;
-        syncs_.push_back(s);
-      }
-      return;
-    }
-    case Cat::kSync: {
-      if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, 0)) return malformed();
-      SyncRecord s;
-      s.start = start;
-      s.end = end;
-      s.kind = sync_kind_of_kineto(a.sync_kind.present ? a.sync_kind.view : e.name.view);
-      s.device = as_u32(a.device, e.pid.value);
-      s.stream = as_u32(a.stream);
-      s.correlation = as_u32(a.correlation);
-      syncs_.push_back(s);
-      return;
-    }
+    case Cat::kDriver: return add_api_call(e, c, start, end);
+    case Cat::kSync: return add_sync(e, start, end);
     case Cat::kUserAnnotation:
     case Cat::kGpuUserAnnotation:
     case Cat::kCpuOp:
-    case Cat::kPythonFunction: {
-      NvtxRecord r;
-      r.start = start;
-      r.end = end;
-      r.text = trace_.strings.intern(e.name.view);
-      r.thread = as_u32(e.tid);
-      if (c == Cat::kGpuUserAnnotation) {
-        if (!fits_u32(a.device, e.pid.value) || as_u32(a.device, e.pid.value) > INT32_MAX ||
-            !fits_u32(a.stream, e.tid.value))
-          return malformed();
-        r.domain = domain_gpu_user_;
-        r.device = static_cast<int32_t>(as_u32(a.device, e.pid.value));
-        r.thread = as_u32(a.stream, e.tid.value);
-      } else if (c == Cat::kCpuOp && e.name.view.substr(0, 12) != "ProfilerStep") {
-        r.domain = domain_cpu_op_;
-      } else if (c == Cat::kPythonFunction) {
-        r.domain = domain_python_;
-      } else {
-        r.domain = domain_user_;  // user_annotation, and ProfilerStep#N whatever its category
-      }
-      if (c != Cat::kGpuUserAnnotation && host_pid_ < 0 && e.pid.present) host_pid_ = e.pid.value;
-      nvtx_.push_back(r);
-      return;
-    }
+    case Cat::kPythonFunction: return add_range(e, c, start, end);
     default: return;
   }
+}
+
+void Importer::keep_metadata(const Event& e) {
+  // Process and thread names are small and useful for exporters; the sort
+  // indices and labels of the viewer are not.
+  std::string_view what = e.name.present ? e.name.view : std::string_view{};
+  if ((what == "process_name" || what == "thread_name" || what == "process_labels") && e.args.meta_name.present &&
+      e.pid.present && trace_.meta.extra.size() < 4096) {
+    std::string key = fmt::format("kineto.{}.{}", what, e.pid.value);
+    if (what == "thread_name") key += fmt::format(".{}", e.tid.value);
+    trace_.meta.extra[key] = std::string(e.args.meta_name.view);
+    ++report_.metadata_kept;
+  } else {
+    ++report_.metadata_dropped;
+  }
+}
+
+void Importer::add_kernel(const Event& e, Timestamp start, Timestamp end) {
+  const Args& a = e.args;
+  if (!(a.device.present || e.pid.present) || !(a.stream.present || e.tid.present)) return malformed();
+  if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
+  KernelRecord r;
+  r.start = start;
+  r.end = end;
+  r.device = as_u32(a.device, e.pid.value);
+  r.stream = as_u32(a.stream, e.tid.value);
+  r.name = trace_.strings.intern(e.name.view);
+  r.grid_x = a.grid[0], r.grid_y = a.grid[1], r.grid_z = a.grid[2];
+  r.block_x = a.block[0], r.block_y = a.block[1], r.block_z = a.block[2];
+  r.registers_per_thread = as_u32(a.registers);
+  r.shared_memory_bytes = as_u32(a.shared_memory);
+  r.correlation = as_u32(a.correlation);
+  kernels_.push_back(r);
+  if (e.name.view.substr(0, 4) == "nccl") add_nccl_kernel(e, r, start, end);
+}
+
+void Importer::add_nccl_kernel(const Event& e, const KernelRecord& r, Timestamp start, Timestamp end) {
+  const Args& a = e.args;
+  // The one parser of NCCL kernel names (trace/nccl_kernel_name.hpp).
+  const NcclKernelName nn = parse_nccl_kernel_name(e.name.view).value_or(NcclKernelName{});
+  NcclRecord n;
+  n.start = start;
+  n.end = end;
+  n.device = r.device;
+  n.stream = r.stream;
+  n.op = a.collective.present ? nccl_op_from_name(a.collective.view) : NcclOp::kUnknown;
+  if (n.op == NcclOp::kUnknown) n.op = nn.op;
+  n.count = a.in_nelems.present && a.in_nelems.value > 0 ? static_cast<uint64_t>(a.in_nelems.value) : 0;
+  uint32_t elem = a.dtype.present ? dtype_bytes(a.dtype.view) : 0;
+  if (elem == 0) elem = dtype_bytes(nn.datatype);
+  n.bytes = n.count * elem;
+  std::string_view dtype = a.dtype.present ? a.dtype.view : std::string_view(nn.datatype);
+  n.datatype = trace_.strings.intern(dtype);
+  n.algorithm = trace_.strings.intern(nn.algorithm);
+  n.protocol = trace_.strings.intern(nn.protocol);
+  n.communicator = a.pg_name.present ? trace_.strings.intern(a.pg_name.view) : kNoString;
+  n.sequence = a.seq.present ? a.seq.value : -1;
+  n.group_size = a.group_size.present ? static_cast<int32_t>(a.group_size.value) : -1;
+  n.correlation = r.correlation;
+  nccl_.push_back(n);
+}
+
+void Importer::add_memcpy(const Event& e, Timestamp start, Timestamp end) {
+  const Args& a = e.args;
+  if (!(a.device.present || e.pid.present)) return malformed();
+  if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
+  MemcpyRecord r;
+  r.start = start;
+  r.end = end;
+  r.device = as_u32(a.device, e.pid.value);
+  r.stream = as_u32(a.stream, e.tid.value);
+  r.correlation = as_u32(a.correlation);
+  r.bytes = a.bytes.present && a.bytes.value > 0 ? static_cast<uint64_t>(a.bytes.value) : 0;
+  parse_memcpy_name(e.name.view, r);
+  memcpys_.push_back(r);
+}
+
+void Importer::add_memset(const Event& e, Timestamp start, Timestamp end) {
+  const Args& a = e.args;
+  if (!(a.device.present || e.pid.present)) return malformed();
+  if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
+  MemsetRecord r;
+  r.start = start;
+  r.end = end;
+  r.device = as_u32(a.device, e.pid.value);
+  r.stream = as_u32(a.stream, e.tid.value);
+  r.correlation = as_u32(a.correlation);
+  r.bytes = a.bytes.present && a.bytes.value > 0 ? static_cast<uint64_t>(a.bytes.value) : 0;
+  r.dst_kind = parse_memset_name(e.name.view);
+  memsets_.push_back(r);
+}
+
+void Importer::add_api_call(const Event& e, Cat c, Timestamp start, Timestamp end) {
+  const Args& a = e.args;
+  ApiRecord r;
+  r.start = start;
+  r.end = end;
+  r.thread = as_u32(e.tid);
+  r.domain = c == Cat::kRuntime ? ApiDomain::kRuntime : ApiDomain::kDriver;
+  r.callback_id = as_u32(a.cbid);
+  r.name = trace_.strings.intern(e.name.view);
+  r.correlation = as_u32(a.correlation);
+  api_.push_back(r);
+  if (host_pid_ < 0 && e.pid.present) host_pid_ = e.pid.value;
+  SyncKind sk = sync_kind_of_api(e.name.view);
+  if (sk != SyncKind::kUnknown) {
+    SyncRecord s;
+    s.start = start;
+    s.end = end;
+    s.kind = sk;
+    s.thread = r.thread;
+    s.correlation = r.correlation;
+    syncs_.push_back(s);
+  }
+}
+
+void Importer::add_sync(const Event& e, Timestamp start, Timestamp end) {
+  const Args& a = e.args;
+  if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, 0)) return malformed();
+  SyncRecord s;
+  s.start = start;
+  s.end = end;
+  s.kind = sync_kind_of_kineto(a.sync_kind.present ? a.sync_kind.view : e.name.view);
+  s.device = as_u32(a.device, e.pid.value);
+  s.stream = as_u32(a.stream);
+  s.correlation = as_u32(a.correlation);
+  syncs_.push_back(s);
+}
+
+void Importer::add_range(const Event& e, Cat c, Timestamp start, Timestamp end) {
+  const Args& a = e.args;
+  NvtxRecord r;
+  r.start = start;
+  r.end = end;
+  r.text = trace_.strings.intern(e.name.view);
+  r.thread = as_u32(e.tid);
+  if (c == Cat::kGpuUserAnnotation) {
+    if (!fits_u32(a.device, e.pid.value) || as_u32(a.device, e.pid.value) > INT32_MAX ||
+        !fits_u32(a.stream, e.tid.value))
+      return malformed();
+    r.domain = domain_gpu_user_;
+    r.device = static_cast<int32_t>(as_u32(a.device, e.pid.value));
+    r.thread = as_u32(a.stream, e.tid.value);
+  } else if (c == Cat::kCpuOp && e.name.view.substr(0, 12) != "ProfilerStep") {
+    r.domain = domain_cpu_op_;
+  } else if (c == Cat::kPythonFunction) {
+    r.domain = domain_python_;
+  } else {
+    r.domain = domain_user_;  // user_annotation, and ProfilerStep#N whatever its category
+  }
+  if (c != Cat::kGpuUserAnnotation && host_pid_ < 0 && e.pid.present) host_pid_ = e.pid.value;
+  nvtx_.push_back(r);
 }
 
 void Importer::read_device_properties(od::value& v) {

@@ -334,192 +334,233 @@ std::string launch_text(const KernelTable& k, size_t i) {
                      k.shared_memory_bytes[i]);
 }
 
-}  // namespace
-
-void export_perfetto(std::span<const Trace> traces, const std::filesystem::path& out) {
-  // Time 0 is the Chrome export's origin, or earlier where counters or
-  // stack samples come first (Perfetto's timestamps are unsigned).
+// Time 0 is the Chrome export's origin, or earlier where counters or
+// stack samples come first (Perfetto's timestamps are unsigned).
+int64_t perfetto_origin(std::span<const Trace> traces) {
   int64_t origin = detail::export_origin(traces);
   for (const Trace& t : traces) {
     for (Timestamp x : t.counters.time) origin = std::min(origin, t.meta.to_unix_ns(x));
     for (Timestamp x : t.host_stack_samples.time) origin = std::min(origin, t.meta.to_unix_ns(x));
   }
+  return origin;
+}
+
+// The uuids of one trace's tracks.
+struct TrackUuids {
+  std::unordered_map<uint32_t, uint64_t> by_tid;   // a track's tid -> uuid
+  std::unordered_map<uint64_t, uint64_t> counter;  // (device, metric) -> uuid
+};
+
+uint64_t counter_key(const CounterTable& c, size_t i) {
+  return (uint64_t{c.device[i]} << 8) | static_cast<uint8_t>(c.metric[i]);
+}
+
+// Tracks: the process, its host threads (with Kineto's names), their
+// overlap tracks, GPU streams, host-sampler threads and counters.
+TrackUuids declare_tracks(PerfettoWriter& w, const Trace& t, int32_t pid, const detail::TraceTracks& tracks) {
+  TrackUuids out;
+  const uint64_t process = w.new_uuid();
+  w.process_track(process, pid, tracks.process_name);
+  std::unordered_map<uint32_t, uint64_t>& uuid = out.by_tid;
+  std::unordered_map<uint32_t, std::string_view> thread_name;
+  for (const detail::ExportTrack& h : tracks.host_thread_names) thread_name[h.tid] = h.name;
+  auto host_thread = [&](uint32_t tid) {
+    auto [it, inserted] = uuid.try_emplace(tid, 0);
+    if (inserted) {
+      it->second = w.new_uuid();
+      auto name = thread_name.find(tid);
+      w.thread_track(it->second, pid, tid, name == thread_name.end() ? "" : name->second);
+    }
+  };
+  for (uint32_t tid : t.api.thread) host_thread(tid);
+  for (size_t i = 0; i < t.nvtx.size(); ++i)
+    if (t.nvtx.device[i] < 0) host_thread(t.nvtx.thread[i]);
+  for (const detail::ExportTrack& h : tracks.host_overlaps) {
+    uuid[h.tid] = w.new_uuid();
+    w.named_track(uuid[h.tid], process, h.name, h.sort_index);
+  }
+  for (const detail::ExportTrack& g : tracks.gpu) {
+    uuid[g.tid] = w.new_uuid();
+    w.named_track(uuid[g.tid], process, g.name, g.sort_index);
+  }
+  for (const detail::SampledThread& th : tracks.sampled) {
+    uuid[th.track.tid] = w.new_uuid();
+    w.named_track(uuid[th.track.tid], process, th.track.name, th.track.sort_index);
+  }
+  for (size_t i = 0; i < t.counters.size(); ++i) {
+    auto [it, inserted] = out.counter.try_emplace(counter_key(t.counters, i), 0);
+    if (!inserted) continue;
+    it->second = w.new_uuid();
+    w.named_track(it->second, process, fmt::format("GPU {} {}", t.counters.device[i], to_string(t.counters.metric[i])),
+                  2000, true);
+  }
+  return out;
+}
+
+// Every slice, instant and counter value of the trace; states gets the
+// kHostState items' rows.
+std::vector<Item> collect_items(const Trace& t, int64_t origin, const detail::TraceTracks& tracks,
+                                const TrackUuids& uuids, std::vector<detail::HostStateSlice>& states) {
+  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
+  const std::unordered_map<uint32_t, uint64_t>& uuid = uuids.by_tid;
+  std::vector<Item> items;
+  items.reserve(t.api.size() + t.kernels.size() + t.memcpys.size() + t.memsets.size() + t.nvtx.size() +
+                t.counters.size() + t.host_stack_samples.size());
+  auto add = [&](Table table, size_t row, uint32_t tid, Timestamp start, Timestamp end) {
+    const int64_t b = ts(start);
+    items.push_back({b, b + std::max<int64_t>(0, end - start), uuid.at(tid), static_cast<uint32_t>(row), table, false});
+  };
+  for (size_t i = 0; i < t.api.size(); ++i) add(Table::kApi, i, tracks.api_tid[i], t.api.start[i], t.api.end[i]);
+  for (size_t i = 0; i < t.kernels.size(); ++i)
+    add(Table::kKernel, i, tracks.kernel_tid[i], t.kernels.start[i], t.kernels.end[i]);
+  for (size_t i = 0; i < t.memcpys.size(); ++i)
+    add(Table::kMemcpy, i, tracks.memcpy_tid[i], t.memcpys.start[i], t.memcpys.end[i]);
+  for (size_t i = 0; i < t.memsets.size(); ++i)
+    add(Table::kMemset, i, tracks.memset_tid[i], t.memsets.start[i], t.memsets.end[i]);
+  for (size_t i = 0; i < t.nvtx.size(); ++i) {
+    add(Table::kNvtx, i, tracks.nvtx_tid[i], t.nvtx.start[i], t.nvtx.end[i]);
+    if (t.nvtx.kind[i] == NvtxKind::kMark) items.back().end = items.back().begin, items.back().instant = true;
+  }
+  for (size_t i = 0; i < t.counters.size(); ++i) {
+    const int64_t at = ts(t.counters.time[i]);
+    items.push_back(
+        {at, at, uuids.counter.at(counter_key(t.counters, i)), static_cast<uint32_t>(i), Table::kCounter, true});
+  }
+  for (const detail::SampledThread& th : tracks.sampled)
+    for (const detail::HostStateSlice& sl : tracks.state_slices(t, th)) {
+      add(Table::kHostState, states.size(), th.track.tid, sl.begin, sl.end);
+      states.push_back(sl);
+    }
+  const HostStackSampleTable& ss = t.host_stack_samples;
+  for (size_t i = 0; i < ss.size(); ++i) {
+    const uint32_t tid = tracks.sampled[tracks.sampled_of.at((uint64_t{ss.pid[i]} << 32) | ss.tid[i])].track.tid;
+    add(Table::kStack, i, tid, ss.time[i], ss.time[i]);
+    items.back().instant = true;
+  }
+  return items;
+}
+
+// Flows: from a launching API call to the GPU work of its correlation id
+// (the first call of an id, as in the Chrome export).
+struct Flows {
+  std::unordered_set<uint32_t> launched;  // correlation ids with a flow
+  std::vector<uint8_t> starts_flow;       // per API call
+};
+
+Flows find_flows(const Trace& t) {
+  Flows f;
+  std::unordered_set<uint32_t> gpu_work;
+  gpu_work.insert(t.kernels.correlation.begin(), t.kernels.correlation.end());
+  gpu_work.insert(t.memcpys.correlation.begin(), t.memcpys.correlation.end());
+  gpu_work.insert(t.memsets.correlation.begin(), t.memsets.correlation.end());
+  f.starts_flow.assign(t.api.size(), 0);
+  for (size_t i = 0; i < t.api.size(); ++i) {
+    const uint32_t corr = t.api.correlation[i];
+    f.starts_flow[i] = corr != 0 && gpu_work.count(corr) && f.launched.insert(corr).second;
+  }
+  return f;
+}
+
+void write_items(PerfettoWriter& w, const Trace& t, size_t index, const std::vector<Item>& items,
+                 const std::vector<detail::HostStateSlice>& states) {
+  const StringTable& s = t.strings;
+  const HostStackSampleTable& ss = t.host_stack_samples;
+  detail::StackLabels labels(t);
+  const Flows flows = find_flows(t);
+  const std::unordered_set<uint32_t>& launched = flows.launched;
+  const std::vector<uint8_t>& starts_flow = flows.starts_flow;
+  auto flow_id = [&](uint32_t corr) { return (uint64_t{index} << 32) | corr; };
+
+  for (const Step& step : order_steps(items)) {
+    const Item& it = items[step.item];
+    Message& e = w.begin_event(step.type, step.ts, it.track);
+    if (step.type == kSliceEnd) {
+      w.end_event();
+      continue;
+    }
+    const size_t i = it.row;
+    switch (it.table) {
+      case Table::kApi: {
+        w.name(fmt::format("cuda_{}", to_string(t.api.domain[i])), s.view(t.api.name[i]));
+        e.uint(field::kCorrelationId, t.api.correlation[i]);
+        w.arg_uint("cbid", t.api.callback_id[i]);
+        if (t.api.return_code[i] != 0) w.arg_int(column_name(&ApiTable::return_code), t.api.return_code[i]);
+        if (starts_flow[i]) e.fixed64(field::kFlowIds, flow_id(t.api.correlation[i]));
+        break;
+      }
+      case Table::kKernel: {
+        const KernelTable& k = t.kernels;
+        w.name("kernel", s.view(k.name[i]));
+        e.uint(field::kCorrelationId, k.correlation[i]);
+        w.arg_string("launch", launch_text(k, i));
+        if (k.correlation[i] != 0 && launched.count(k.correlation[i]))
+          e.fixed64(field::kTerminatingFlowIds, flow_id(k.correlation[i]));
+        break;
+      }
+      case Table::kMemcpy: {
+        const MemcpyTable& m = t.memcpys;
+        w.name("memcpy", fmt::format("Memcpy {} ({} -> {})", to_string(m.kind[i]), to_string(m.src_kind[i]),
+                                     to_string(m.dst_kind[i])));
+        e.uint(field::kCorrelationId, m.correlation[i]);
+        w.arg_uint(column_name(&MemcpyTable::bytes), m.bytes[i]);
+        w.arg_bool("async", m.is_async[i]);
+        if (m.correlation[i] != 0 && launched.count(m.correlation[i]))
+          e.fixed64(field::kTerminatingFlowIds, flow_id(m.correlation[i]));
+        break;
+      }
+      case Table::kMemset: {
+        const MemsetTable& m = t.memsets;
+        w.name("memset", fmt::format("Memset ({})", to_string(m.dst_kind[i])));
+        e.uint(field::kCorrelationId, m.correlation[i]);
+        w.arg_uint(column_name(&MemsetTable::bytes), m.bytes[i]);
+        if (m.correlation[i] != 0 && launched.count(m.correlation[i]))
+          e.fixed64(field::kTerminatingFlowIds, flow_id(m.correlation[i]));
+        break;
+      }
+      case Table::kNvtx: {
+        const std::string_view domain = s.view(t.nvtx.domain[i]);
+        w.name(domain.empty() ? std::string_view("nvtx") : domain, s.view(t.nvtx.text[i]));
+        break;
+      }
+      case Table::kHostState: {
+        const detail::HostStateSlice& sl = states[i];
+        w.name("host", to_string(sl.state));
+        w.arg_uint("cpu_ns", sl.cpu_ns);
+        w.arg_uint("run_wait_ns", sl.run_wait_ns);
+        w.arg_uint("samples", sl.samples);
+        w.arg_int("cpu", sl.cpu);
+        break;
+      }
+      case Table::kStack: {
+        w.name("host_stack", labels.frame(ss.callsite[i]));
+        w.arg_string("stack", labels.stack(ss.callsite[i]));
+        break;
+      }
+      case Table::kCounter: {
+        const double v = t.counters.value[i];
+        e.float64(field::kDoubleCounterValue, std::isfinite(v) ? v : 0.0);
+        break;
+      }
+    }
+    w.end_event();
+  }
+}
+
+}  // namespace
+
+void export_perfetto(std::span<const Trace> traces, const std::filesystem::path& out) {
+  const int64_t origin = perfetto_origin(traces);
   detail::OutputFile file(out);
   PerfettoWriter w(file);
   w.start();
   detail::TrackNumbers numbers(traces);
   for (size_t index = 0; index < traces.size(); ++index) {
     const Trace& t = traces[index];
-    const auto pid = static_cast<int32_t>(index + 1);
-    auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
-    const StringTable& s = t.strings;
     const detail::TraceTracks tracks = detail::layout_tracks(t, index, numbers);
-
-    // Tracks: the process, its host threads (with Kineto's names), their
-    // overlap tracks, GPU streams, host-sampler threads and counters.
-    const uint64_t process = w.new_uuid();
-    w.process_track(process, pid, tracks.process_name);
-    std::unordered_map<uint32_t, uint64_t> uuid;  // a track's tid -> uuid
-    std::unordered_map<uint32_t, std::string_view> thread_name;
-    for (const detail::ExportTrack& h : tracks.host_thread_names) thread_name[h.tid] = h.name;
-    auto host_thread = [&](uint32_t tid) {
-      auto [it, inserted] = uuid.try_emplace(tid, 0);
-      if (inserted) {
-        it->second = w.new_uuid();
-        auto name = thread_name.find(tid);
-        w.thread_track(it->second, pid, tid, name == thread_name.end() ? "" : name->second);
-      }
-    };
-    for (uint32_t tid : t.api.thread) host_thread(tid);
-    for (size_t i = 0; i < t.nvtx.size(); ++i)
-      if (t.nvtx.device[i] < 0) host_thread(t.nvtx.thread[i]);
-    for (const detail::ExportTrack& h : tracks.host_overlaps) {
-      uuid[h.tid] = w.new_uuid();
-      w.named_track(uuid[h.tid], process, h.name, h.sort_index);
-    }
-    for (const detail::ExportTrack& g : tracks.gpu) {
-      uuid[g.tid] = w.new_uuid();
-      w.named_track(uuid[g.tid], process, g.name, g.sort_index);
-    }
-    for (const detail::SampledThread& th : tracks.sampled) {
-      uuid[th.track.tid] = w.new_uuid();
-      w.named_track(uuid[th.track.tid], process, th.track.name, th.track.sort_index);
-    }
-    std::unordered_map<uint64_t, uint64_t> counter_track;  // (device, metric) -> uuid
-    for (size_t i = 0; i < t.counters.size(); ++i) {
-      const uint64_t key = (uint64_t{t.counters.device[i]} << 8) | static_cast<uint8_t>(t.counters.metric[i]);
-      auto [it, inserted] = counter_track.try_emplace(key, 0);
-      if (!inserted) continue;
-      it->second = w.new_uuid();
-      w.named_track(it->second, process,
-                    fmt::format("GPU {} {}", t.counters.device[i], to_string(t.counters.metric[i])), 2000, true);
-    }
-
-    // Every slice, instant and counter value of the trace.
-    std::vector<Item> items;
-    items.reserve(t.api.size() + t.kernels.size() + t.memcpys.size() + t.memsets.size() + t.nvtx.size() +
-                  t.counters.size() + t.host_stack_samples.size());
-    auto add = [&](Table table, size_t row, uint32_t tid, Timestamp start, Timestamp end) {
-      const int64_t b = ts(start);
-      items.push_back({b, b + std::max<int64_t>(0, end - start), uuid.at(tid), static_cast<uint32_t>(row), table, false});
-    };
-    for (size_t i = 0; i < t.api.size(); ++i) add(Table::kApi, i, tracks.api_tid[i], t.api.start[i], t.api.end[i]);
-    for (size_t i = 0; i < t.kernels.size(); ++i)
-      add(Table::kKernel, i, tracks.kernel_tid[i], t.kernels.start[i], t.kernels.end[i]);
-    for (size_t i = 0; i < t.memcpys.size(); ++i)
-      add(Table::kMemcpy, i, tracks.memcpy_tid[i], t.memcpys.start[i], t.memcpys.end[i]);
-    for (size_t i = 0; i < t.memsets.size(); ++i)
-      add(Table::kMemset, i, tracks.memset_tid[i], t.memsets.start[i], t.memsets.end[i]);
-    for (size_t i = 0; i < t.nvtx.size(); ++i) {
-      add(Table::kNvtx, i, tracks.nvtx_tid[i], t.nvtx.start[i], t.nvtx.end[i]);
-      if (t.nvtx.kind[i] == NvtxKind::kMark) items.back().end = items.back().begin, items.back().instant = true;
-    }
-    for (size_t i = 0; i < t.counters.size(); ++i) {
-      const int64_t at = ts(t.counters.time[i]);
-      const uint64_t key = (uint64_t{t.counters.device[i]} << 8) | static_cast<uint8_t>(t.counters.metric[i]);
-      items.push_back({at, at, counter_track.at(key), static_cast<uint32_t>(i), Table::kCounter, true});
-    }
-    std::vector<detail::HostStateSlice> states;  // kHostState items' rows
-    for (const detail::SampledThread& th : tracks.sampled)
-      for (const detail::HostStateSlice& sl : tracks.state_slices(t, th)) {
-        add(Table::kHostState, states.size(), th.track.tid, sl.begin, sl.end);
-        states.push_back(sl);
-      }
-    const HostStackSampleTable& ss = t.host_stack_samples;
-    for (size_t i = 0; i < ss.size(); ++i) {
-      const uint32_t tid = tracks.sampled[tracks.sampled_of.at((uint64_t{ss.pid[i]} << 32) | ss.tid[i])].track.tid;
-      add(Table::kStack, i, tid, ss.time[i], ss.time[i]);
-      items.back().instant = true;
-    }
-    detail::StackLabels labels(t);
-
-    // Flows: from a launching API call to the GPU work of its correlation id
-    // (the first call of an id, as in the Chrome export).
-    std::unordered_set<uint32_t> gpu_work;
-    gpu_work.insert(t.kernels.correlation.begin(), t.kernels.correlation.end());
-    gpu_work.insert(t.memcpys.correlation.begin(), t.memcpys.correlation.end());
-    gpu_work.insert(t.memsets.correlation.begin(), t.memsets.correlation.end());
-    std::unordered_set<uint32_t> launched;
-    std::vector<uint8_t> starts_flow(t.api.size(), 0);
-    for (size_t i = 0; i < t.api.size(); ++i) {
-      const uint32_t corr = t.api.correlation[i];
-      starts_flow[i] = corr != 0 && gpu_work.count(corr) && launched.insert(corr).second;
-    }
-    auto flow_id = [&](uint32_t corr) { return (uint64_t{index} << 32) | corr; };
-
-    for (const Step& step : order_steps(items)) {
-      const Item& it = items[step.item];
-      Message& e = w.begin_event(step.type, step.ts, it.track);
-      if (step.type == kSliceEnd) {
-        w.end_event();
-        continue;
-      }
-      const size_t i = it.row;
-      switch (it.table) {
-        case Table::kApi: {
-          w.name(fmt::format("cuda_{}", to_string(t.api.domain[i])), s.view(t.api.name[i]));
-          e.uint(field::kCorrelationId, t.api.correlation[i]);
-          w.arg_uint("cbid", t.api.callback_id[i]);
-          if (t.api.return_code[i] != 0) w.arg_int(column_name(&ApiTable::return_code), t.api.return_code[i]);
-          if (starts_flow[i]) e.fixed64(field::kFlowIds, flow_id(t.api.correlation[i]));
-          break;
-        }
-        case Table::kKernel: {
-          const KernelTable& k = t.kernels;
-          w.name("kernel", s.view(k.name[i]));
-          e.uint(field::kCorrelationId, k.correlation[i]);
-          w.arg_string("launch", launch_text(k, i));
-          if (k.correlation[i] != 0 && launched.count(k.correlation[i]))
-            e.fixed64(field::kTerminatingFlowIds, flow_id(k.correlation[i]));
-          break;
-        }
-        case Table::kMemcpy: {
-          const MemcpyTable& m = t.memcpys;
-          w.name("memcpy", fmt::format("Memcpy {} ({} -> {})", to_string(m.kind[i]), to_string(m.src_kind[i]),
-                                       to_string(m.dst_kind[i])));
-          e.uint(field::kCorrelationId, m.correlation[i]);
-          w.arg_uint(column_name(&MemcpyTable::bytes), m.bytes[i]);
-          w.arg_bool("async", m.is_async[i]);
-          if (m.correlation[i] != 0 && launched.count(m.correlation[i]))
-            e.fixed64(field::kTerminatingFlowIds, flow_id(m.correlation[i]));
-          break;
-        }
-        case Table::kMemset: {
-          const MemsetTable& m = t.memsets;
-          w.name("memset", fmt::format("Memset ({})", to_string(m.dst_kind[i])));
-          e.uint(field::kCorrelationId, m.correlation[i]);
-          w.arg_uint(column_name(&MemsetTable::bytes), m.bytes[i]);
-          if (m.correlation[i] != 0 && launched.count(m.correlation[i]))
-            e.fixed64(field::kTerminatingFlowIds, flow_id(m.correlation[i]));
-          break;
-        }
-        case Table::kNvtx: {
-          const std::string_view domain = s.view(t.nvtx.domain[i]);
-          w.name(domain.empty() ? std::string_view("nvtx") : domain, s.view(t.nvtx.text[i]));
-          break;
-        }
-        case Table::kHostState: {
-          const detail::HostStateSlice& sl = states[i];
-          w.name("host", to_string(sl.state));
-          w.arg_uint("cpu_ns", sl.cpu_ns);
-          w.arg_uint("run_wait_ns", sl.run_wait_ns);
-          w.arg_uint("samples", sl.samples);
-          w.arg_int("cpu", sl.cpu);
-          break;
-        }
-        case Table::kStack: {
-          w.name("host_stack", labels.frame(ss.callsite[i]));
-          w.arg_string("stack", labels.stack(ss.callsite[i]));
-          break;
-        }
-        case Table::kCounter: {
-          const double v = t.counters.value[i];
-          e.float64(field::kDoubleCounterValue, std::isfinite(v) ? v : 0.0);
-          break;
-        }
-      }
-      w.end_event();
-    }
+    const TrackUuids uuids = declare_tracks(w, t, static_cast<int32_t>(index + 1), tracks);
+    std::vector<detail::HostStateSlice> states;
+    const std::vector<Item> items = collect_items(t, origin, tracks, uuids, states);
+    write_items(w, t, index, items, states);
   }
   file.commit();
 }
