@@ -1305,7 +1305,7 @@ std::string format_figure(const Figure& f) {
 }
 
 void to_json(nlohmann::json& j, const Figure& v) {
-  j = nlohmann::json{{"name", v.name}, {"value", v.value}, {"unit", v.unit}};
+  j = nlohmann::json{{"name", v.name}, {"value", v.value}, {"unit", v.unit}, {"text", format_figure(v)}};
 }
 
 void to_json(nlohmann::json& j, const RankSaving& v) {
@@ -1329,6 +1329,7 @@ void to_json(nlohmann::json& j, const Finding& v) {
                      {"chain_saving_fraction", v.chain_saving_fraction},
                      {"combined_fraction", v.combined_fraction},
                      {"combined_count", v.combined_count}};
+  if (v.combined_count > 1) j["combined_method"] = std::string(combined_method());
   if (!v.caveat.empty()) j["caveat"] = v.caveat;
 }
 

@@ -902,6 +902,14 @@ TEST(AdviseCombined, OverlappingIdleSavingsCombineAsTheirUnion) {
   EXPECT_EQ(f[2].combined_count, 3);
   EXPECT_NEAR(f[2].combined_fraction, 0.40, 1e-9);  // not 114 %
   for (const Finding& x : f) EXPECT_EQ(x.saving_kind, SavingKind::kUpperBound) << x.id;
+  // The one JSON of a finding (analyze --json, the C library, the page):
+  // each figure with its text, and how a combined saving was estimated.
+  const nlohmann::json j = f;
+  EXPECT_EQ(j[2]["combined_method"], std::string(combined_method()));
+  for (size_t i = 0; i < f.size(); ++i)
+    EXPECT_EQ(j[i].contains("combined_method"), f[i].combined_count > 1) << j[i].dump();
+  ASSERT_FALSE(f[0].figures.empty());
+  EXPECT_EQ(j[0]["figures"][0]["text"], format_figure(f[0].figures[0]));
 }
 
 // Savings from different parts of the step add: FP32 compute and exposed

@@ -20,7 +20,10 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
+#include "report/json_envelope.hpp"
+#include "report/stats_json.hpp"
 #include "trace/kernel_short_name.hpp"
+#include "trace/launcher.hpp"
 #include "trace/table_columns.hpp"
 #include "trace/trace_source.hpp"
 
@@ -43,8 +46,8 @@ std::string take(char* text) {
 // What cli/analyze_command.cpp prints for --json, built from the same parts.
 std::string cli_analysis(const std::string& path, const scalescope::analyze::Options& options = {}) {
   const auto run = scalescope::analyze::analyze_path(path, options);
-  json j = {{"input", path}, {"analysis", run}, {"findings", scalescope::advise::advise(run)}};
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return scalescope::report::json_text(scalescope::report::json_envelope(
+      "analyze", {{"input", path}, {"analysis", run}, {"findings", scalescope::advise::advise(run)}}));
 }
 
 TEST(Capi, MissingInputIsAMessageNotAnException) {
@@ -168,6 +171,44 @@ TEST(Capi, AnalysisIsWhatAnalyzeJsonPrints) {
     EXPECT_EQ(take(ss_analyze_json(run, "10%:90%", nullptr, nullptr, nullptr)), cli_analysis(path, windowed)) << path;
     ss_close(run);
   }
+}
+
+// The typed summaries of `scalescope stats --format json`, launchers left out
+// as the CLI leaves them out, in the one envelope.
+TEST(Capi, StatsAreWhatStatsJsonPrints) {
+  ss_run* run = ss_open(kStudyRun.c_str());
+  ASSERT_NE(run, nullptr) << ss_last_error();
+  const json all = json::parse(take(ss_stats_json(run, nullptr)));
+  EXPECT_EQ(all["schema_version"], scalescope::report::kJsonSchemaVersion);
+  EXPECT_EQ(all["command"], "stats");
+  auto traces = scalescope::trace::load_traces(kStudyRun);
+  const std::vector<std::string> left_out = scalescope::trace::drop_launchers(traces);
+  std::vector<const scalescope::trace::Trace*> ranks;
+  for (const auto& t : traces) ranks.push_back(&t);
+  // The CLI reads a run directory's own problems (no manifest) beside its
+  // files'; ss_open reads the files: all but the problems agree.
+  auto without_problems = [](json j) {
+    for (auto& scope : j["scopes"]) scope["stats"].erase("problems");
+    return j;
+  };
+  EXPECT_EQ(without_problems(all),
+            without_problems(scalescope::report::json_envelope(
+                "stats", scalescope::report::stats_json(kStudyRun, ranks, std::nullopt, {}, left_out))));
+  ASSERT_EQ(all["scopes"].size(), ranks.size() + 1);
+  EXPECT_EQ(all["scopes"].back()["label"], "all ranks");
+  int64_t per_rank = 0, combined = 0;
+  for (size_t i = 0; i + 1 < all["scopes"].size(); ++i)
+    for (const auto& k : all["scopes"][i]["stats"]["kernels"]) per_rank += k["total_ns"].get<int64_t>();
+  for (const auto& k : all["scopes"].back()["stats"]["kernels"]) combined += k["total_ns"].get<int64_t>();
+  EXPECT_GT(per_rank, 0);
+  EXPECT_EQ(per_rank, combined);
+  const json one = json::parse(take(ss_stats_json(run, R"({"rank": 1, "reports": ["nccl"]})")));
+  ASSERT_EQ(one["scopes"].size(), 1u);
+  EXPECT_EQ(one["scopes"][0]["rank"], 1);
+  EXPECT_FALSE(one["scopes"][0]["stats"].contains("kernels"));
+  EXPECT_EQ(ss_stats_json(run, R"({"rank": 99})"), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("no trace of rank 99"), std::string::npos) << ss_last_error();
+  ss_close(run);
 }
 
 TEST(Capi, BadAnalysisArgumentsAreMessages) {

@@ -13,7 +13,8 @@
  * NULL or -1 and leaves a one-line message (the CLI's, without
  * "scalescope: error: ") for ss_last_error() on the calling thread. Strings
  * returned as char* are UTF-8 JSON or text owned by the caller: free them with
- * ss_free(). Column memory belongs to the run: valid until ss_close().
+ * ss_free(). Every JSON object returned is in the CLI's envelope:
+ * {"schema_version", "command", ...the keys named below}. Column memory belongs to the run: valid until ss_close().
  * Calls on one run from several threads are safe (the run is read-only after
  * ss_open); ss_close must come after all of them. */
 #ifndef SCALESCOPE_CAPI_H
@@ -64,7 +65,7 @@ SS_API void ss_free(char* text);
 SS_API ss_run* ss_open(const char* path);
 SS_API void ss_close(ss_run* run);
 SS_API int ss_rank_count(const ss_run* run);
-/* {"input", "files":[...], "import_reports":[...], "ranks":[{"file", "metadata",
+/* Command "run info": {"input", "files":[...], "import_reports":[...], "ranks":[{"file", "metadata",
  * "problems":{name: count}, "event_counts":{table: rows}}]}. NULL on error. */
 SS_API char* ss_run_info_json(ss_run* run);
 /* Names of the tables ss_rank_table serves, '\n'-separated, static storage. */
@@ -85,13 +86,18 @@ SS_API int ss_rank_strings(ss_run* run, int rank, const char** blob, const int64
  * classes_text (the same rules as text; not with classes_path). */
 SS_API char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_range, const char* classes_path,
                              const char* classes_text);
+/* `scalescope stats --format json` of an open run (command "stats"):
+ * {"input", "scopes": [{"label", "rank", "stats": {"api", "kernels",
+ * "memory_time", "memory_size", "nvtx", "nccl", "problems"}}], "left_out"},
+ * one scope per rank, then "all ranks". options_json: {"rank": N (only that
+ * rank), "reports": ["kernels", ...] (stats' --report names)}; either may be missing. */
+SS_API char* ss_stats_json(ss_run* run, const char* options_json);
 /* `scalescope diff a b --json` of two open runs; options_json: {"window",
  * "iteration_range", "classes_path", "top"} (any may be missing). */
 SS_API char* ss_diff_json(ss_run* a, ss_run* b, const char* options_json);
-/* A sweep database: {"sweep": {id, created, spec, metric, higher_is_better,
- * planned_runs, runs:[...]}, "scaling": [tables as `scalescope scaling
- * --format json`], "slurm_jobs": the "Slurm jobs" table (no rows unless
- * the sweep ran with --scheduler slurm)}. options_json: {"metric", "higher_is_better", "ref",
+/* A sweep database, as `scalescope scaling --format json` (command
+ * "scaling"): {"sweep": {path, id, created, spec, metric, higher_is_better,
+ * planned_runs, runs:[...]}, "scaling": the typed study}. options_json: {"metric", "higher_is_better", "ref",
  * "threshold", "price_per_gpu_hour", "predict":[N...], "compare":"KEY=A,B",
  * "weak", "samples_per_gpu_step"}; "scaling" is null with "scaling_error"
  * when the sweep has no measured metric. */
@@ -100,11 +106,13 @@ SS_API char* ss_sweep_json(const char* db, const char* options_json);
  * the runs CSV, is replaced when it exists but never an input tree or a file
  * inside one, as `mlperf ingest -o`),
  * "scores" or "analyze" (args {"runs_csv" (missing: the embedded v4.1 table),
- * "benchmark", "accelerator", "ref", "threshold"}). Returns tables as JSON. */
+ * "benchmark", "accelerator", "ref", "threshold"}). Command "mlperf ingest":
+ * {"runs", "scores" (tables), counts}; "mlperf scores" and "mlperf analyze":
+ * {"tables": [...]}, as the CLI's --format json. */
 SS_API char* ss_mlperf_json(const char* command, const char* args_json);
 /* `scalescope report INPUT... -o output`: inputs_json is a JSON array of
- * paths; options_json {"title", "threshold", "iteration_range"}. Returns the
- * highlights as a JSON array, NULL on error. As the CLI, an older page is
+ * paths; options_json {"title", "threshold", "iteration_range"}. Returns
+ * {"highlights": [lines]} (command "report"), NULL on error. As the CLI, an older page is
  * replaced but an input never is: NULL, before anything is read, when output
  * is an input (through links too) or lies inside an input folder. Paths in
  * JSON arguments holding a NUL ("\u0000") are refused everywhere. */

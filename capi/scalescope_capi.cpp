@@ -14,7 +14,6 @@
 #include <mutex>
 #include <new>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -30,15 +29,17 @@
 #include "analyze/analyze.hpp"
 #include "mlperf/mlperf.hpp"
 #include "report/html_report.hpp"
+#include "report/json_envelope.hpp"
 #include "report/mlperf_tables.hpp"
+#include "report/stats_json.hpp"
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
-#include "report/scaling_tables.hpp"
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
 #include "trace/kernel_short_name.hpp"
 #include "trace/kineto_importer.hpp"
+#include "trace/launcher.hpp"
 #include "trace/safe_output.hpp"
 #include "trace/table_columns.hpp"
 #include "trace/trace.hpp"
@@ -100,7 +101,10 @@ char* dup(const std::string& s) {
   return out;
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+// Every JSON handed out is in the CLI's envelope (report/json_envelope.hpp).
+std::string dump(std::string_view command, json fields) {
+  return report::json_text(report::json_envelope(command, std::move(fields)));
+}
 
 json parse_options(const char* text) {
   if (!text || !*text) return json::object();
@@ -311,34 +315,6 @@ analyze::Options analysis_options(const char* window, const char* iteration_rang
   return options;
 }
 
-std::string tables_json(const std::vector<report::Table>& tables) {
-  std::ostringstream out;
-  report::print_tables(out, tables, report::OutputFormat::kJson);
-  return out.str();
-}
-
-json stored_run_json(const sweep::StoredRun& r) {
-  json config = json::object();
-  for (const auto& [k, v] : r.config) config[k] = v;
-  return {{"id", r.id},
-          {"plan_index", r.plan_index},
-          {"config", config},
-          {"gpus", r.gpus},
-          {"nodes", r.nodes},
-          {"rep", r.rep},
-          {"status", sweep::status_name(r.status)},
-          {"exit_code", r.exit_code ? json(*r.exit_code) : json(nullptr)},
-          {"signal", r.signal ? json(*r.signal) : json(nullptr)},
-          {"start_unix", r.start_unix},
-          {"end_unix", r.end_unix},
-          {"wall_s", r.wall_s},
-          {"metrics", r.metrics},
-          {"log_path", r.log_path},
-          {"trace_path", r.trace_path},
-          {"run_dir", r.run_dir},
-          {"note", r.note}};
-}
-
 std::vector<mlperf::Run> load_mlperf_runs(const json& args) {
   const auto csv = opt_path(args, "runs_csv");
   if (!csv || csv->empty()) return mlperf::read_runs_csv(mlperf::default_runs_csv(), "the embedded MLPerf v4.1 table");
@@ -426,7 +402,8 @@ char* ss_run_info_json(ss_run* run) {
     }
     json reports = json::array();
     for (const auto& r : run->reports) reports.push_back(import_report_json(r));
-    return dup(dump({{"input", run->input}, {"files", run->files}, {"import_reports", reports}, {"ranks", ranks}}));
+    return dup(dump("run info",
+                    {{"input", run->input}, {"files", run->files}, {"import_reports", reports}, {"ranks", ranks}}));
   });
 }
 
@@ -482,9 +459,21 @@ char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_ran
       const analyze::RunAnalysis analysis = analyze::analyze_traces(
           run->ranks, run->files, analysis_options(window, iteration_range, classes_path, classes_text), run->input);
       const std::vector<advise::Finding> findings = advise::advise(analysis);
-      text = dump({{"input", run->input}, {"analysis", analysis}, {"findings", findings}});
+      text = dump("analyze", {{"input", run->input}, {"analysis", analysis}, {"findings", findings}});
     }  // the analysis and its JSON tree are freed before the copy handed out: they never coexist with it
     return dup(text);
+  });
+}
+
+char* ss_stats_json(ss_run* run, const char* options_json) {
+  return guarded<char*>(nullptr, [&] {
+    if (!run) fail("no run (NULL handle)");
+    const json o = parse_options(options_json);
+    const auto summaries = opt<std::vector<std::string>>(o, "reports").value_or(std::vector<std::string>{});
+    std::vector<std::string> left_out;
+    const std::vector<const trace::Trace*> ranks = trace::ranks_of(run->ranks, left_out);
+    return dup(dump("stats", report::stats_json(run->input, ranks, opt<int>(o, "rank"),
+                                                {summaries.begin(), summaries.end()}, left_out)));
   });
 }
 
@@ -500,7 +489,7 @@ char* ss_diff_json(ss_run* a, ss_run* b, const char* options_json) {
     const analyze::Options options = analysis_options(window.c_str(), range.c_str(), classes.c_str(), nullptr);
     const analyze::RunDiff d = analyze::diff(analyze::analyze_traces(a->ranks, a->files, options, a->input),
                                              analyze::analyze_traces(b->ranks, b->files, options, b->input), top);
-    return dup(dump({{"a", a->input}, {"b", b->input}, {"diff", d}}));
+    return dup(dump("diff", {{"a", a->input}, {"b", b->input}, {"diff", d}}));
   });
 }
 
@@ -509,17 +498,9 @@ char* ss_sweep_json(const char* db, const char* options_json) {
     if (!db || !*db) fail("no sweep database given");
     const json o = parse_options(options_json);
     const sweep::StoredSweep stored = sweep::read_sweep(db);
-    json runs = json::array();
-    for (const auto& r : stored.runs) runs.push_back(stored_run_json(r));
-    json out = {{"sweep",
-                 {{"path", db},
-                  {"id", stored.id},
-                  {"created", stored.created},
-                  {"spec", json::parse(stored.spec_json, nullptr, false)},
-                  {"metric", stored.metric},
-                  {"higher_is_better", stored.higher_is_better},
-                  {"planned_runs", stored.planned_runs},
-                  {"runs", runs}}}};
+    json runs = stored;
+    runs["path"] = db;
+    json out = {{"sweep", std::move(runs)}};
     sweep::ScalingStudyOptions options;
     options.metric = opt<std::string>(o, "metric").value_or("");
     options.higher_is_better = opt<bool>(o, "higher_is_better");
@@ -535,19 +516,13 @@ char* ss_sweep_json(const char* db, const char* options_json) {
     options.samples_per_gpu_step = opt<double>(o, "samples_per_gpu_step");
     // A sweep without a measured metric still has its runs: the scaling
     // study's error goes beside them rather than hiding them.
-    // The Slurm jobs are also one of `scalescope scaling`'s tables; they stand
-    // alone too, for a sweep whose runs measured nothing (all timed out).
-    const report::Table jobs = report::slurm_jobs_table(stored);
-    out["slurm_jobs"] = json::parse(jobs.to_json());
     try {
-      auto tables = report::scaling_tables(sweep::study_scaling(stored, options));
-      if (!jobs.rows().empty()) tables.push_back(jobs);
-      out["scaling"] = json::parse(tables_json(tables));
+      out["scaling"] = sweep::study_scaling(stored, options);  // as `scalescope scaling --format json`
     } catch (const Error& e) {
       out["scaling"] = nullptr;
       out["scaling_error"] = e.what();
     }
-    return dup(dump(out));
+    return dup(dump("scaling", std::move(out)));
   });
 }
 
@@ -567,28 +542,29 @@ char* ss_mlperf_json(const char* command, const char* args_json) {
       options.threads = opt<unsigned>(a, "threads").value_or(0);
       const mlperf::IngestResult result = mlperf::ingest_results(dirs, options);
       if (output && !output->empty()) mlperf::write_runs_csv(result.runs, fs::path(*output));
-      json out = {
-          {"runs", json::parse(report::mlperf_runs_table(result.runs).to_json())},
-          {"scores",
-           json::parse(report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders)).to_json())},
-          {"logs", result.logs},
-          {"bytes", result.bytes},
-          {"folders", result.folders.size()},
-          {"mllog_lines", result.mllog_lines},
-          {"malformed_lines", result.malformed_lines},
-          {"overlong_lines", result.overlong_lines},
-          {"ignored_files", result.ignored_files},
-          {"notes", result.notes}};
-      return dup(dump(out));
+      json out = {{"runs", report::mlperf_runs_table(result.runs).json()},
+                  {"scores", report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders)).json()},
+                  {"logs", result.logs},
+                  {"bytes", result.bytes},
+                  {"folders", result.folders.size()},
+                  {"mllog_lines", result.mllog_lines},
+                  {"malformed_lines", result.malformed_lines},
+                  {"overlong_lines", result.overlong_lines},
+                  {"ignored_files", result.ignored_files},
+                  {"notes", result.notes}};
+      return dup(dump("mlperf ingest", std::move(out)));
     }
-    if (cmd == "scores") return dup(report::mlperf_scores_table(mlperf::score_folders(load_mlperf_runs(a))).to_json());
+    if (cmd == "scores")
+      return dup(report::json_text(report::tables_json(
+          "mlperf scores", {report::mlperf_scores_table(mlperf::score_folders(load_mlperf_runs(a)))})));
     if (cmd == "analyze") {
       mlperf::AnalyzeOptions options;
       options.benchmark = opt<std::string>(a, "benchmark").value_or("");
       options.accelerator = opt<std::string>(a, "accelerator").value_or("");
       options.ref_system = opt<std::string>(a, "ref").value_or("");
       options.threshold = opt<double>(a, "threshold").value_or(options.threshold);
-      return dup(tables_json(report::mlperf_scaling_tables(mlperf::analyze(load_mlperf_runs(a), options))));
+      return dup(report::json_text(report::tables_json(
+          "mlperf analyze", report::mlperf_scaling_tables(mlperf::analyze(load_mlperf_runs(a), options)))));
     }
     fail("mlperf: no command '{}' (ingest, scores, analyze)", cmd);
   });
@@ -614,7 +590,7 @@ char* ss_report(const char* inputs_json, const char* output, const char* options
     report::HtmlReport r(options);
     for (const auto& in : paths) r.add_input(in);
     r.write(output);
-    return dup(dump(json(r.highlights())));
+    return dup(dump("report", {{"highlights", r.highlights()}}));
   });
 }
 

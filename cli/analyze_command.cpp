@@ -15,6 +15,7 @@
 
 #include "advise/advise.hpp"
 #include "report/advice_tables.hpp"
+#include "report/json_envelope.hpp"
 #include "analyze/analyze.hpp"
 #include "cli/attribution_tables.hpp"
 #include "cli/commands.hpp"
@@ -485,11 +486,11 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
     progress.finish();
     const std::vector<advise::Finding> findings = advise::advise(run);
     if (args->json) {
-      nlohmann::json j = {{"schema_version", report::kJsonSchemaVersion},
-                          {"input", args->input},
-                          {"analysis", run},
-                          {"findings", findings}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << report::json_text(
+                       report::json_envelope("analyze",
+                                             {{"input", args->input}, {"analysis", run}, {"findings", findings}}),
+                       2)
+                << "\n";
     } else {
       const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
       if (format == report::OutputFormat::kTable) {
@@ -507,8 +508,8 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
         }
         std::cout << "\n";
       }
-      report::print_tables(std::cout, analysis_tables(run, findings, args->top, format != report::OutputFormat::kTable),
-                           format);
+      report::print_tables(std::cout, "analyze",
+                           analysis_tables(run, findings, args->top, format != report::OutputFormat::kTable), format);
     }
     exit_code = 0;
   });

@@ -52,7 +52,7 @@ void print_found(report::OutputFormat format, const std::vector<std::string>& li
   report::Table t("What the demo found", {"item", "text"});
   for (const auto& l : lines) t.add_row({std::string("finding"), l});
   for (const auto& f : files) t.add_row({f.first, f.second});
-  report::print_tables(std::cout, {t}, format);
+  report::print_tables(std::cout, "demo", {t}, format);
 }
 
 void run_gpu(const DemoArgs& args, report::OutputFormat format) {

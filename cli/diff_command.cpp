@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
 #include "report/advice_tables.hpp"
+#include "report/json_envelope.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
 
@@ -51,8 +52,8 @@ void add_diff_command(CLI::App& app, int& exit_code) {
     progress_b.finish();
     const analyze::RunDiff d = analyze::diff(a, b, args->top);
     if (args->json) {
-      nlohmann::json j = {{"schema_version", report::kJsonSchemaVersion}, {"a", args->a}, {"b", args->b}, {"diff", d}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << report::json_text(report::json_envelope("diff", {{"a", args->a}, {"b", args->b}, {"diff", d}}), 2)
+                << "\n";
       exit_code = 0;
       return;
     }
@@ -65,7 +66,7 @@ void add_diff_command(CLI::App& app, int& exit_code) {
           it.add_note(fmt::format("{}: {} lost data ({}); its figures cover only what could be read",
                                   run == &a ? "A" : "B", r.label, fmt::join(r.data_loss, ", ")));
     const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
-    report::print_tables(std::cout, tables, format);
+    report::print_tables(std::cout, "diff", tables, format);
     exit_code = 0;
   });
 }

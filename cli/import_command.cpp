@@ -326,7 +326,7 @@ void add_import_command(CLI::App& app, int& exit_code) {
       }
       default: trace::fail_not_a_trace(in, detected);
     }
-    report::print_tables(std::cout, tables, format);
+    report::print_tables(std::cout, "import", tables, format);
     exit_code = 0;
   });
 }

@@ -34,6 +34,13 @@ report::OutputFormat output_format(const std::string& text) {
   return *f;
 }
 
+// A command of one table: on the terminal and in CSV the table alone (no block
+// header), in JSON the one envelope.
+void print_table(const char* command, const report::Table& table, report::OutputFormat format) {
+  if (format == report::OutputFormat::kJson) report::print_tables(std::cout, command, {table}, format);
+  else table.print(std::cout, format);
+}
+
 struct IngestArgs {
   std::vector<std::string> dirs;
   std::string output;
@@ -118,13 +125,13 @@ void run_ingest(const IngestArgs& a) {
                   result.malformed_lines, result.overlong_lines, result.ignored_files));
   for (const auto& n : result.notes) table.add_note(n);
   if (!a.output.empty()) table.add_note(fmt::format("wrote {} runs to {}", result.runs.size(), a.output));
-  table.print(std::cout, format);
+  print_table("mlperf ingest", table, format);
 }
 
 void run_scores(const AnalyzeArgs& a) {
   const auto format = output_format(a.format);
   const auto runs = load_runs(a.input);
-  report::mlperf_scores_table(mlperf::score_folders(runs)).print(std::cout, format);
+  print_table("mlperf scores", report::mlperf_scores_table(mlperf::score_folders(runs)), format);
 }
 
 void run_analyze(const AnalyzeArgs& a) {
@@ -133,7 +140,8 @@ void run_analyze(const AnalyzeArgs& a) {
   if (!a.planned_batch.empty() && a.predict.empty()) fail("--planned-batch needs --predict");
   const auto runs = load_runs(a.input);
   if (a.predict.empty()) {
-    report::print_tables(std::cout, report::mlperf_scaling_tables(mlperf::analyze(runs, a.options)), format);
+    report::print_tables(std::cout, "mlperf analyze", report::mlperf_scaling_tables(mlperf::analyze(runs, a.options)),
+                         format);
     return;
   }
   mlperf::PredictOptions p;
@@ -143,7 +151,7 @@ void run_analyze(const AnalyzeArgs& a) {
   p.level = a.level;
   const auto calibration = load_calibration(a.calibration);
   if (calibration) p.calibration = &*calibration;
-  report::mlperf_predictions_table(mlperf::predict(runs, a.options, p)).print(std::cout, format);
+  print_table("mlperf analyze", report::mlperf_predictions_table(mlperf::predict(runs, a.options, p)), format);
 }
 
 void run_validate(const AnalyzeArgs& a) {
@@ -199,7 +207,7 @@ void run_validate(const AnalyzeArgs& a) {
     }
     tmp.commit_to(a.write_calibration);
   }
-  report::print_tables(std::cout, report::round_validation_tables(v, a.cases), format);
+  report::print_tables(std::cout, "mlperf validate", report::round_validation_tables(v, a.cases), format);
 }
 
 }  // namespace

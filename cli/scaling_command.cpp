@@ -12,8 +12,9 @@
 #include "cli/number_option.hpp"
 #include "cli/usage_error.hpp"
 #include "mlperf/mlperf.hpp"
-#include "report/table.hpp"
+#include "report/json_envelope.hpp"
 #include "report/scaling_tables.hpp"
+#include "report/table.hpp"
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
 #include "trace/error.hpp"
@@ -131,9 +132,18 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
     if (!args->compare.empty()) options.compare = sweep::Variable::parse(args->compare);
     const auto stored = sweep::read_sweep(args->db);
     check_against_sweep(stored, options, args->db);
-    auto tables = report::scaling_tables(sweep::study_scaling(stored, options));
+    const sweep::ScalingStudy study = sweep::study_scaling(stored, options);
+    if (*format == report::OutputFormat::kJson) {  // typed: the study itself, beside the runs it read
+      nlohmann::json runs = stored;
+      runs["path"] = args->db;
+      std::cout << report::json_text(report::json_envelope("scaling", {{"sweep", runs}, {"scaling", study}}), 2)
+                << "\n";
+      exit_code = 0;
+      return;
+    }
+    auto tables = report::scaling_tables(study);
     if (auto jobs = report::slurm_jobs_table(stored); !jobs.rows().empty()) tables.push_back(std::move(jobs));
-    report::print_tables(std::cout, tables, *format);
+    report::print_tables(std::cout, "scaling", tables, *format);
     exit_code = 0;
   });
 }

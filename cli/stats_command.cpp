@@ -10,6 +10,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
+#include "report/json_envelope.hpp"
+#include "report/stats_json.hpp"
 #include "report/table.hpp"
 #include "trace/error.hpp"
 #include "trace/kernel_short_name.hpp"
@@ -135,10 +137,6 @@ std::vector<Table> make_tables(const trace::TraceStats& s, const std::string& sc
   return out;
 }
 
-std::string rank_label(const trace::Trace& t, size_t index) {
-  return t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("trace {}", index);
-}
-
 }  // namespace
 
 void add_stats_command(CLI::App& app, int& exit_code) {
@@ -171,16 +169,29 @@ void add_stats_command(CLI::App& app, int& exit_code) {
     std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, load);
     progress.finish();
     const std::vector<std::string> left_out = trace::drop_launchers(traces);
+    if (format == report::OutputFormat::kJson) {  // typed: the summaries themselves, per rank and combined
+      std::optional<int> rank;
+      if (rank_opt->count()) rank = opts->rank;
+      std::vector<const trace::Trace*> pointers;
+      for (const auto& t : traces) pointers.push_back(&t);
+      std::cout << report::json_text(
+                       report::json_envelope("stats", report::stats_json(opts->input, pointers, rank, want, left_out)),
+                       2)
+                << "\n";
+      exit_code = 0;
+      return;
+    }
     std::vector<Table> tables;
     if (rank_opt->count()) {
       auto it =
           std::find_if(traces.begin(), traces.end(), [&](const trace::Trace& t) { return t.meta.rank == opts->rank; });
       if (it == traces.end()) fail("{}: no trace of rank {}", opts->input, opts->rank);
-      for (auto& t : make_tables(trace::compute_stats(*it), rank_label(*it, 0), want, shorten))
+      for (auto& t : make_tables(trace::compute_stats(*it), report::stats_scope_label(*it, 0), want, shorten))
         tables.push_back(std::move(t));
     } else {
       for (size_t i = 0; i < traces.size(); ++i)
-        for (auto& t : make_tables(trace::compute_stats(traces[i]), rank_label(traces[i], i), want, shorten))
+        for (auto& t :
+             make_tables(trace::compute_stats(traces[i]), report::stats_scope_label(traces[i], i), want, shorten))
           tables.push_back(std::move(t));
       if (traces.size() > 1) {
         std::vector<const trace::Trace*> all;
@@ -193,7 +204,7 @@ void add_stats_command(CLI::App& app, int& exit_code) {
       for (const auto& label : left_out)
         tables.front().add_note(fmt::format(
             "{}: left out, a process without a rank or GPU activity (a launcher such as the torchrun agent)", label));
-    report::print_tables(std::cout, tables, format);
+    report::print_tables(std::cout, "stats", tables, format);
     exit_code = 0;
   });
 }

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "sweep/sweep.hpp"
 
@@ -359,11 +360,14 @@ TEST_F(SweepSlurm, MpirunInsideEachJobStartsItsRanksAndTheJobsAreReported) {
       EXPECT_NE(out.find(fmt::format("rank={} of {}", rank, r.gpus)), std::string::npos) << out;
   }
   // `scaling` and the report show each run's job.
-  const std::string json = output_of(fmt::format("{} scaling {} --format json", SCALESCOPE_BIN, db_.string()));
-  EXPECT_NE(json.find("\"title\":\"Slurm jobs\""), std::string::npos) << json;
-  for (const auto& r : s.runs)
-    EXPECT_NE(json.find(fmt::format("\"job_id\":\"{}\"", r.slurm->job_id)), std::string::npos) << json;
-  EXPECT_NE(json.find("\"state\":\"COMPLETED\""), std::string::npos) << json;
+  const auto json =
+      nlohmann::json::parse(output_of(fmt::format("{} scaling {} --format json", SCALESCOPE_BIN, db_.string())));
+  const auto& runs = json["sweep"]["runs"];
+  ASSERT_EQ(runs.size(), s.runs.size()) << json.dump();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i]["slurm"]["job_id"], s.runs[i].slurm->job_id) << runs[i].dump();
+    EXPECT_EQ(runs[i]["slurm"]["state"], "COMPLETED") << runs[i].dump();
+  }
   const auto html = dir_ / "report.html";
   output_of(fmt::format("{} report {} -o {} 2>&1", SCALESCOPE_BIN, db_.string(), html.string()));
   EXPECT_NE(read_file(html).find("Slurm jobs"), std::string::npos);

@@ -64,7 +64,7 @@ void add_topo_command(CLI::App& app, int& exit_code) {
     if (gpus.empty()) gpu_table.add_note("no NVIDIA GPU (vendor 0x10de) under " + *sys_root + "/bus/pci/devices");
     else gpu_table.add_note("numa_node -1: the platform does not report one (single-node host or VM)");
 
-    report::print_tables(std::cout, {host, numa, gpu_table}, *report::parse_output_format(*format));
+    report::print_tables(std::cout, "topo", {host, numa, gpu_table}, *report::parse_output_format(*format));
     exit_code = 0;
   });
 }

@@ -49,7 +49,7 @@ Json analyze_json(const std::vector<mlperf::Run>& runs, double threshold) {
   mlperf::AnalyzeOptions o;
   o.threshold = threshold;
   std::ostringstream out;
-  print_tables(out, mlperf_scaling_tables(mlperf::analyze(runs, o)), OutputFormat::kJson);
+  print_tables(out, "mlperf analyze", mlperf_scaling_tables(mlperf::analyze(runs, o)), OutputFormat::kJson);
   return Json::parse(out.str());
 }
 

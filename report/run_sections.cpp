@@ -922,9 +922,7 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   for (const Table& t : python_frame_tables(run)) host.push_back(table_block(t, {}));
   for (const auto& f : advise::advise(run)) {
     Json j = f;  // advise::to_json: the page shows what `analyze --json` gives, cause links included
-    for (size_t k = 0; k < f.figures.size(); ++k) j["figures"][k]["text"] = advise::format_figure(f.figures[k]);
     j["source"] = label;
-    if (f.combined_count > 1) j["combined_method"] = std::string(advise::combined_method());
     doc.findings.push_back(std::move(j));
     if (doc.finding_highlights < 6) {
       doc.highlights.push_back(

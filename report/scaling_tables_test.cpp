@@ -89,6 +89,49 @@ TEST(ScalingReport, TablesFromAStoredSweep) {
   }
 }
 
+// `scaling --format json` is the typed study: every number of the tables,
+// under its own key, none found by a title.
+TEST(ScalingReport, TypedJsonCarriesTheNumbersOfTheTables) {
+  for (const bool throughput : {false, true}) {
+    ScalingStudyOptions o;
+    o.predict = {8};
+    const ScalingStudy study = study_scaling(make_sweep(throughput), o);
+    const auto tables = report::scaling_tables(study);
+    const nlohmann::json j = study;
+    EXPECT_EQ(j["metric"], throughput ? "regex" : "wall_s");
+    EXPECT_EQ(j["metric_in_seconds"], !throughput);
+    const auto& main = find(tables, "Scaling of");
+    size_t row = 0;
+    for (const auto& c : j["configs"])
+      for (const auto& r : c["scaling"]["rows"]) {
+        const auto& cells = main.rows().at(row++);
+        EXPECT_EQ(c["label"], s(cells[0]));
+        EXPECT_EQ(r["gpus"], i(cells[1]));
+        EXPECT_EQ(r["time"]["n"], i(cells[2]));
+        EXPECT_DOUBLE_EQ(r["time"]["median"].get<double>(), d(cells[3]));
+        EXPECT_DOUBLE_EQ(r["speedup"].get<double>(), d(cells[6]));
+        EXPECT_DOUBLE_EQ(r["efficiency"].get<double>(), d(cells[9]));
+        // No GPU-hours for a non-time metric, as the table.
+        EXPECT_EQ(r["gpu_hours"].is_null(), throughput);
+        if (!throughput) {
+          EXPECT_DOUBLE_EQ(r["gpu_hours"].get<double>(), d(cells[12]));
+        }
+      }
+    EXPECT_EQ(row, main.rows().size());
+    const auto& be = find(tables, "Break-even");
+    EXPECT_EQ(j["configs"][0]["scaling"]["break_even"]["by_threshold"], i(be.rows()[0][2]));
+    const auto& cmp = find(tables, "Configurations compared");
+    ASSERT_EQ(j["comparisons"].size(), cmp.rows().size());
+    EXPECT_DOUBLE_EQ(j["comparisons"][0]["result"]["ratio"].get<double>(), d(cmp.rows()[0][9]));
+    EXPECT_EQ(j["comparisons"][0]["result"]["differs"], std::get<bool>(cmp.rows()[0][14]));
+    const auto& pred = find(tables, "Prediction");
+    const auto& p0 = j["configs"][0]["predictions"][0]["predictions"][0];
+    EXPECT_EQ(p0["gpus"], 8);
+    EXPECT_DOUBLE_EQ(p0["time"].get<double>(), d(pred.rows()[0][3]));
+    EXPECT_DOUBLE_EQ(p0["efficiency"].get<double>(), d(pred.rows()[0][6]));
+  }
+}
+
 TEST(ScalingReport, ThroughputIsConvertedToTime) {
   const auto tables = scaling_report(make_sweep(true), {});
   const auto& main = find(tables, "Scaling of regex");
@@ -267,8 +310,8 @@ TEST(ScalingReportWeak, TerminalKeepsFourSignificantFiguresForFastMetrics) {
   for (auto& r : fast.runs) r.metrics["iteration_s"] *= 0.01;  // 0.73 ms and 0.85 ms steps
   std::ostringstream term, csv;
   const auto tables = scaling_report(fast, {});
-  report::print_tables(term, tables, report::OutputFormat::kTable);
-  report::print_tables(csv, tables, report::OutputFormat::kCsv);
+  report::print_tables(term, "scaling", tables, report::OutputFormat::kTable);
+  report::print_tables(csv, "scaling", tables, report::OutputFormat::kCsv);
   EXPECT_THAT(term.str(), HasSubstr("0.0007300"));  // not 0.0007
   EXPECT_THAT(term.str(), HasSubstr("0.0008500"));
   EXPECT_THAT(csv.str(), HasSubstr("0.00073,"));  // CSV keeps the value as it is
@@ -281,7 +324,7 @@ TEST(ScalingReport, GoldenCsv) {
   o.predict = {8};
   o.price_per_gpu_hour = 2.5;
   std::ostringstream out;
-  report::print_tables(out, scaling_report(make_sweep(), o), report::OutputFormat::kCsv);
+  report::print_tables(out, "scaling", scaling_report(make_sweep(), o), report::OutputFormat::kCsv);
   const std::string path = std::string(SCALESCOPE_SOURCE_DIR) + "/tests/golden/sweep/scaling_report.csv";
   if (std::getenv("SCALESCOPE_UPDATE_GOLDEN")) std::ofstream(path) << out.str();
   std::ifstream in(path);

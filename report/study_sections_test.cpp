@@ -227,12 +227,13 @@ TEST(SweepSections, OneGpuCountClaimsNoBreakEven) {
   fs::remove_all(dir);
 }
 
-// `scalescope scaling --format json` and the page come from one typed study:
+// `scalescope scaling`'s tables and the page come from one typed study:
 // every configuration's medians, CIs, speedup and E', and every comparison,
 // are the same numbers in both (the page used to recompute them).
 Json scaling_json(const fs::path& db, const sweep::ScalingStudyOptions& options) {
   std::ostringstream out;
-  print_tables(out, scaling_tables(sweep::study_scaling(sweep::read_sweep(db), options)), OutputFormat::kJson);
+  print_tables(out, "scaling", scaling_tables(sweep::study_scaling(sweep::read_sweep(db), options)),
+               OutputFormat::kJson);
   return Json::parse(out.str());
 }
 const Json& table_of(const Json& doc, const std::string& id) {

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report/json_envelope.hpp"
 #include "report/terminal.hpp"
 
 namespace scalescope::report {
@@ -179,7 +180,7 @@ std::string Table::id() const {
   return out.empty() ? "table" : out;
 }
 
-std::string Table::to_json() const {
+nlohmann::json Table::json() const {
   nlohmann::json j;
   j["id"] = id();
   j["title"] = title_;
@@ -194,12 +195,14 @@ std::string Table::to_json() const {
   }
   j["rows"] = rows;
   if (!notes_.empty()) j["notes"] = notes_;
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return j;
 }
+
+std::string Table::to_json() const { return json_text(json()); }
 
 void Table::print(std::ostream& out, OutputFormat format, size_t width) const {
   if (format == OutputFormat::kJson) {
-    out << R"({"schema_version":)" << kJsonSchemaVersion << R"(,"tables":[)" << to_json() << "]}\n";
+    out << to_json() << "\n";
     return;
   }
   if (format == OutputFormat::kCsv) {
@@ -385,11 +388,16 @@ void Table::print_terminal(std::ostream& out, size_t max_width) const {
     out << (colour ? "\033[2m" : "") << wrap(terminal_safe(n), max_width) << (colour ? "\033[0m" : "") << '\n';
 }
 
-void print_tables(std::ostream& out, const std::vector<Table>& tables, OutputFormat format, size_t width) {
+nlohmann::json tables_json(std::string_view command, const std::vector<Table>& tables) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Table& t : tables) list.push_back(t.json());
+  return json_envelope(command, {{"tables", std::move(list)}});
+}
+
+void print_tables(std::ostream& out, std::string_view command, const std::vector<Table>& tables, OutputFormat format,
+                  size_t width) {
   if (format == OutputFormat::kJson) {
-    out << R"({"schema_version":)" << kJsonSchemaVersion << R"(,"tables":[)";
-    for (size_t i = 0; i < tables.size(); ++i) out << (i ? "," : "") << tables[i].to_json();
-    out << "]}\n";
+    out << json_text(tables_json(command, tables)) << "\n";
     return;
   }
   for (size_t i = 0; i < tables.size(); ++i) {

@@ -16,6 +16,8 @@
 #include <variant>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "trace/format_units.hpp"
 
 namespace scalescope::report {
@@ -28,10 +30,6 @@ std::optional<OutputFormat> parse_output_format(std::string_view text);
 // Empty (monostate) cells print as "" / null; booleans as yes/no on the
 // terminal, true/false in CSV and JSON.
 using Cell = std::variant<std::monostate, std::string, int64_t, double, bool>;
-
-// The version of the JSON that every command prints ({"schema_version": N,
-// "tables": [...]}); raised when a field changes meaning or goes away.
-inline constexpr int kJsonSchemaVersion = 2;
 
 struct Column {
   // explicit: a braced list of names means std::vector<std::string>, not Columns
@@ -106,10 +104,12 @@ class Table {
   // Terminal: aligned columns, numbers right-aligned, colour on a tty unless
   // NO_COLOR is set, control characters escaped, fitted to `width` (long
   // names abbreviated in the middle, prose tables as blocks), columns named
-  // *_ns shown as durations. CSV: RFC 4180 quoting, data exact. JSON:
-  // {"schema_version","tables":[{"id","title","columns","rows","notes"}]}.
+  // *_ns shown as durations. CSV: RFC 4180 quoting, data exact. JSON: the
+  // table's object alone (a command prints print_tables' envelope).
   void print(std::ostream& out, OutputFormat format, size_t width = kAutoWidth) const;
-  std::string to_json() const;  // one table object (rows as objects keyed by column)
+  // One table object {"id","title","columns","rows","notes"} (rows as objects keyed by column).
+  nlohmann::json json() const;
+  std::string to_json() const;  // json() as text
 
  private:
   void print_terminal(std::ostream& out, size_t width) const;
@@ -121,11 +121,16 @@ class Table {
   std::vector<std::string> notes_;
 };
 
-// Prints several tables: one after another on the terminal; CSV blocks, each
-// headed by a line "# <id>: <title>" and separated by one blank line (README,
-// "Output for scripts", reads them with pandas); or one JSON object
-// {"schema_version": N, "tables": [...]}.
-void print_tables(std::ostream& out, const std::vector<Table>& tables, OutputFormat format, size_t width = kAutoWidth);
+// The tables of `command` in the JSON envelope (report/json_envelope.hpp):
+// {"schema_version": N, "command": command, "tables": [...]}.
+nlohmann::json tables_json(std::string_view command, const std::vector<Table>& tables);
+
+// Prints the tables of `command`: one after another on the terminal; CSV
+// blocks, each headed by a line "# <id>: <title>" and separated by one blank
+// line (README, "Output for scripts", reads them with pandas); or
+// tables_json as one line.
+void print_tables(std::ostream& out, std::string_view command, const std::vector<Table>& tables, OutputFormat format,
+                  size_t width = kAutoWidth);
 
 // True when colour should be used on this stream (a tty and NO_COLOR unset).
 bool use_colour(int fd);

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "report/json_envelope.hpp"
 #include "report/terminal.hpp"
 
 namespace scalescope::report {
@@ -202,20 +203,22 @@ TEST(Table, EmptyTableWithAReasonIsOneLine) {
   EXPECT_EQ(out.str(), "Stragglers: skipped: stragglers need at least two ranks\n");
 }
 
-TEST(Table, JsonHasSchemaVersionStableIdsAndBooleans) {
+TEST(Table, JsonIsInTheEnvelopeWithStableIdsAndBooleans) {
   Table t("GPU kernel summary (rank 3, /tmp/x.sstrace)", {"name", "launch_bound"});
   t.add_row({std::string("k"), true});
   std::ostringstream out;
-  print_tables(out, {t}, OutputFormat::kJson);
+  print_tables(out, "stats", {t}, OutputFormat::kJson);
   const auto j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j, json_envelope("stats", {{"tables", nlohmann::json::array({t.json()})}}));
   EXPECT_EQ(j["schema_version"], kJsonSchemaVersion);
+  EXPECT_EQ(j["command"], "stats");
   EXPECT_EQ(j["tables"][0]["id"], "gpu_kernel_summary");
   EXPECT_EQ(j["tables"][0]["rows"][0]["launch_bound"], true);
   std::ostringstream one;
   t.print(one, OutputFormat::kJson);
-  EXPECT_EQ(nlohmann::json::parse(one.str()), j);  // one table or several: one shape
+  EXPECT_EQ(nlohmann::json::parse(one.str()), j["tables"][0]);  // one table alone: its object
   std::ostringstream csv;
-  print_tables(csv, {t, t}, OutputFormat::kCsv);
+  print_tables(csv, "test", {t, t}, OutputFormat::kCsv);
   EXPECT_EQ(csv.str(),
             "# gpu_kernel_summary: GPU kernel summary (rank 3, /tmp/x.sstrace)\nname,launch_bound\nk,true\n\n"
             "# gpu_kernel_summary: GPU kernel summary (rank 3, /tmp/x.sstrace)\nname,launch_bound\nk,true\n");
@@ -235,6 +238,14 @@ TEST(Format, HumanUnits) {
   EXPECT_EQ(format_percent(0.125), "12.5%");
   EXPECT_EQ(parse_output_format("json"), OutputFormat::kJson);
   EXPECT_FALSE(parse_output_format("xml").has_value());
+}
+
+TEST(JsonEnvelope, AddsVersionAndCommandAndRefusesWhatIsNotAnObject) {
+  const auto j = json_envelope("scaling", {{"scaling", 1}});
+  EXPECT_EQ(j, nlohmann::json({{"schema_version", kJsonSchemaVersion}, {"command", "scaling"}, {"scaling", 1}}));
+  EXPECT_THROW(json_envelope("x", nlohmann::json::array()), std::invalid_argument);
+  EXPECT_THROW(json_envelope("x", {{"command", "y"}}), std::invalid_argument);
+  EXPECT_EQ(json_text(nlohmann::json(std::string("a\xff"))), "\"a\xef\xbf\xbd\"");  // not UTF-8: U+FFFD
 }
 
 }  // namespace

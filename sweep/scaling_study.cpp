@@ -299,4 +299,62 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
   return study;
 }
 
+// ---- JSON ------------------------------------------------------------------
+
+void to_json(nlohmann::json& j, const RunGroup& g) {
+  j = {{"config", g.config}, {"gpus", g.gpus}, {"statuses", g.statuses}, {"with_metric", g.with_metric}};
+}
+
+void to_json(nlohmann::json& j, const ConfigScaling& c) {
+  nlohmann::json models = nlohmann::json::array();
+  for (const ModelPrediction& m : c.predictions) {
+    nlohmann::json fit = m.fit;
+    // E' against the measured reference, beside each predicted time.
+    for (size_t i = 0; i < m.efficiency.size() && i < fit["predictions"].size(); ++i)
+      fit["predictions"][i]["efficiency"] =
+          std::isfinite(m.efficiency[i]) ? nlohmann::json(m.efficiency[i]) : nlohmann::json(nullptr);
+    models.push_back(std::move(fit));
+  }
+  j = {{"label", c.label},
+       {"scaling", c.table ? nlohmann::json(*c.table) : nlohmann::json(nullptr)},
+       {"left_out", c.left_out},
+       {"predictions", models},
+       {"not_predicted", c.not_predicted}};
+}
+
+void to_json(nlohmann::json& j, const ConfigComparison& c) {
+  j = {{"key", c.key}, {"a", c.a}, {"b", c.b}, {"others", c.others}, {"gpus", c.gpus}, {"result", c.result}};
+  // As the table: no decision with fewer than 2 runs a side.
+  if (!std::isfinite(c.result.welch_p)) j["result"]["differs"] = nullptr;
+}
+
+void to_json(nlohmann::json& j, const ScalingStudy& s) {
+  nlohmann::json configs = s.configs;
+  if (!s.seconds)  // GPU-hours and cost mean nothing in another unit than seconds
+    for (auto& c : configs)
+      if (!c["scaling"].is_null())
+        for (auto& r : c["scaling"]["rows"]) r["gpu_hours"] = r["cost"] = nullptr;
+  j = {{"sweep_id", s.sweep_id},
+       {"planned_runs", s.planned_runs},
+       {"recorded_runs", s.recorded_runs},
+       {"metric", s.metric},
+       {"higher_is_better", s.higher_is_better},
+       {"metric_in_seconds", s.seconds},
+       {"weak", s.weak},
+       {"weak_asked", s.weak_asked},
+       {"samples_per_gpu_step",
+        s.samples_per_gpu_step ? nlohmann::json(*s.samples_per_gpu_step) : nlohmann::json(nullptr)},
+       {"threshold", s.threshold},
+       {"alpha", s.alpha},
+       {"predicted", s.predicted},
+       {"global_batch_grows", s.global_batch_grows},
+       {"runs", s.runs},
+       {"configs", std::move(configs)},
+       {"work_notes", s.work_notes},
+       {"comparisons", s.comparisons},
+       {"ci_method", s.ci_method},
+       {"knee_method", s.knee_method},
+       {"assumptions", s.assumptions}};
+}
+
 }  // namespace scalescope::sweep

@@ -114,4 +114,13 @@ struct ScalingStudy {
 // is), and on contradictory options.
 ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& options);
 
+// The study as JSON (`scalescope scaling --format json`, the C library, Python):
+// the numbers of its tables, typed. Times are in the metric's unit per unit of
+// work ("metric_in_seconds" says whether that is seconds); GPU-hours and cost
+// are null when it is not. Numbers that cannot be computed are null.
+void to_json(nlohmann::json& j, const RunGroup& g);
+void to_json(nlohmann::json& j, const ConfigScaling& c);
+void to_json(nlohmann::json& j, const ConfigComparison& c);
+void to_json(nlohmann::json& j, const ScalingStudy& s);
+
 }  // namespace scalescope::sweep

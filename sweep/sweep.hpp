@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace scalescope::sweep {
 
 enum class LauncherKind { kLocal, kTorchrun, kSrun, kMpirun };
@@ -279,5 +281,11 @@ struct StoredSweep {
 // not SQLite, a SQLite file of another application (application_id), a newer
 // schema, or missing tables.
 StoredSweep read_sweep(const std::filesystem::path& db);
+
+// JSON of a stored sweep: its runs with their configuration, status, metrics
+// and Slurm job ("slurm": null without one); times in seconds (wall_s,
+// start_unix, end_unix, queued_s). The spec is parsed back into an object.
+void to_json(nlohmann::json& j, const StoredRun& r);
+void to_json(nlohmann::json& j, const StoredSweep& s);
 
 }  // namespace scalescope::sweep

@@ -25,4 +25,8 @@ bool is_launcher(int32_t rank, bool gpu_activity, bool any_process_has_gpu_activ
 // returns a label for each one removed.
 std::vector<std::string> drop_launchers(std::vector<Trace>& traces);
 
+// The same rule without moving a trace: the traces that are not launchers,
+// in order, and a label for each launcher in `left_out`.
+std::vector<const Trace*> ranks_of(const std::vector<Trace>& traces, std::vector<std::string>& left_out);
+
 }  // namespace scalescope::trace

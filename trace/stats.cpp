@@ -1,6 +1,7 @@
 #include "trace/stats.hpp"
 
 #include "trace/export_util.hpp"
+#include "trace/kernel_short_name.hpp"
 #include "trace/quantile.hpp"
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <numeric>
 #include <string_view>
 #include <unordered_map>
+
+#include <nlohmann/json.hpp>
 
 namespace scalescope::trace {
 namespace {
@@ -304,6 +307,64 @@ TraceStats compute_stats(std::span<const Trace* const> traces) {
         {std::string(to_string(static_cast<Problem>(p))), std::string(detail::severity_name(sev)), n});
   }
   return out;
+}
+
+// ---- JSON ------------------------------------------------------------------
+
+void to_json(nlohmann::json& j, const DurationStats& d) {
+  j = {{"count", d.count}, {"total_ns", d.total}, {"avg_ns", d.avg},      {"median_ns", d.median},
+       {"min_ns", d.min},  {"max_ns", d.max},     {"stddev_ns", d.stddev}};
+}
+
+void to_json(nlohmann::json& j, const TraceStats& s) {
+  auto timed = [](const DurationStats& time, nlohmann::json fields) {
+    nlohmann::json row = time;
+    row.update(fields);
+    return row;
+  };
+  nlohmann::json api = nlohmann::json::array(), kernels = nlohmann::json::array();
+  nlohmann::json memory_time = nlohmann::json::array(), memory_size = nlohmann::json::array();
+  nlohmann::json nvtx = nlohmann::json::array(), nccl = nlohmann::json::array(), problems = nlohmann::json::array();
+  for (const auto& r : s.api) api.push_back(timed(r.time, {{"name", r.name}, {"share", r.share}}));
+  std::vector<std::string_view> names;
+  for (const auto& r : s.kernels) names.push_back(r.name);
+  const std::vector<std::string> short_names = distinct_short_names(names);
+  for (size_t i = 0; i < s.kernels.size(); ++i)
+    kernels.push_back(
+        timed(s.kernels[i].time,
+              {{"short_name", short_names[i]}, {"name", s.kernels[i].name}, {"share", s.kernels[i].share}}));
+  for (const auto& r : s.memory_time)
+    memory_time.push_back(timed(r.time, {{"kind", r.kind}, {"src", r.src}, {"dst", r.dst}, {"share", r.share}}));
+  for (const auto& r : s.memory_size)
+    memory_size.push_back({{"kind", r.kind},
+                           {"src", r.src},
+                           {"dst", r.dst},
+                           {"count", r.count},
+                           {"total_bytes", r.total_bytes},
+                           {"avg_bytes", r.avg_bytes},
+                           {"min_bytes", r.min_bytes},
+                           {"max_bytes", r.max_bytes}});
+  for (const auto& r : s.nvtx) nvtx.push_back(timed(r.time, {{"domain", r.domain}, {"range", r.text}}));
+  for (const auto& r : s.nccl)
+    nccl.push_back(timed(r.time, {{"op", r.op},
+                                  {"algorithm", r.algorithm},
+                                  {"protocol", r.protocol},
+                                  {"datatype", r.datatype},
+                                  {"total_bytes", r.total_bytes},
+                                  {"payload_bytes_per_s", r.bus_bytes_per_s},
+                                  {"busbw_bytes_per_s",
+                                   r.busbw_count > 0 ? nlohmann::json(r.busbw_bytes_per_s) : nlohmann::json(nullptr)},
+                                  {"busbw_count", r.busbw_count}}));
+  for (const auto& r : s.problems)
+    problems.push_back({{"problem", r.problem}, {"severity", r.severity}, {"count", r.count}});
+  j = {{"traces", s.traces},
+       {"api", std::move(api)},
+       {"kernels", std::move(kernels)},
+       {"memory_time", std::move(memory_time)},
+       {"memory_size", std::move(memory_size)},
+       {"nvtx", std::move(nvtx)},
+       {"nccl", std::move(nccl)},
+       {"problems", std::move(problems)}};
 }
 
 }  // namespace scalescope::trace

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "trace/trace.hpp"
 
 namespace scalescope::trace {
@@ -104,5 +106,13 @@ inline TraceStats compute_stats(const Trace& trace) {
 
 // Summary of a list of durations (sorts a copy; exposed for tests).
 DurationStats summarize_durations(std::vector<int64_t> durations);
+
+// JSON of the summaries (`stats --format json`, the C library, Python): the
+// numbers of the tables, typed. Durations in ns (count, total_ns, avg_ns,
+// median_ns, min_ns, max_ns, stddev_ns, flat in each row), shares as
+// fractions, rates in bytes per second (busbw_bytes_per_s null where NCCL's
+// bus bandwidth is unknown); each kernel row has the short name the tables show.
+void to_json(nlohmann::json& j, const DurationStats& d);
+void to_json(nlohmann::json& j, const TraceStats& s);
 
 }  // namespace scalescope::trace

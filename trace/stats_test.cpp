@@ -1,6 +1,7 @@
 #include "trace/stats.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace scalescope::trace {
 namespace {
@@ -43,6 +44,29 @@ TEST(Stats, KernelsSortedByTotalWithShares) {
   EXPECT_EQ(s.kernels[2].time.count, 2u);
   EXPECT_DOUBLE_EQ(s.kernels[2].time.median, 15);
   EXPECT_DOUBLE_EQ(s.kernels[0].share, 0.4);
+}
+
+// The typed JSON of `stats --format json`: the rows' numbers, durations in
+// ns under keys that say so, shares as fractions, the short name beside the name.
+TEST(Stats, JsonIsTypedWithUnitsInTheKeys) {
+  Trace t;
+  kernel(t, "void at::native::gemm<float>(int)", 0, 10);
+  kernel(t, "void at::native::gemm<float>(int)", 100, 30);
+  kernel(t, "c", 300, 60);
+  const nlohmann::json j = compute_stats(t);
+  EXPECT_EQ(j["traces"], 1);
+  ASSERT_EQ(j["kernels"].size(), 2u);
+  const auto& gemm = j["kernels"][1];
+  EXPECT_EQ(gemm["name"], "void at::native::gemm<float>(int)");
+  EXPECT_EQ(gemm["short_name"], "at::native::gemm");
+  EXPECT_EQ(gemm["count"], 2);
+  EXPECT_EQ(gemm["total_ns"], 40);
+  EXPECT_EQ(gemm["min_ns"], 10);
+  EXPECT_EQ(gemm["max_ns"], 30);
+  EXPECT_DOUBLE_EQ(gemm["median_ns"].get<double>(), 20);
+  EXPECT_DOUBLE_EQ(gemm["share"].get<double>(), 0.4);
+  for (const char* key : {"api", "memory_time", "memory_size", "nvtx", "nccl", "problems"})
+    EXPECT_TRUE(j[key].is_array()) << key;
 }
 
 TEST(Stats, CombinesRanksByNameText) {

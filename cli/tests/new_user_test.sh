@@ -136,17 +136,17 @@ check "an error naming a file with escapes prints them escaped" '[ $rc -eq 1 ] &
 "$ss" sweep --gpus 1 --repeat 1 --vary "v=a${esc}[2Jb" -o "$tmp/e.db" -- sh -c 'exit 0' job {v} >/dev/null 2>"$tmp/sweep-esc.err"
 check "sweep progress escapes --vary values" '! grep -q "$esc" "$tmp/sweep-esc.err" && grep -qF "v=a\x1b[2Jb" "$tmp/sweep-esc.err"'
 
-# JSON for scripts (7): a schema version and stable table ids, in every command's shape.
+# JSON for scripts (7): one envelope (schema version, command) in every command's shape.
 try stats "$sample" --report kernels --format json
-check "stats JSON: schema_version and a stable id" \
-  'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"schema_version\"]==2; assert d[\"tables\"][0][\"id\"]==\"gpu_kernel_summary\", d[\"tables\"][0][\"id\"]" "$tmp/out"'
+check "stats JSON: the envelope and typed summaries" \
+  'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"schema_version\"]==3 and d[\"command\"]==\"stats\"; assert sorted(d[\"scopes\"][0][\"stats\"])==[\"kernels\",\"traces\"], d" "$tmp/out"'
 try mlperf scores "$src/examples/mlperf/v4.1-runs.csv" --format json
 cp "$tmp/out" "$tmp/scores.json"
 try mlperf analyze --benchmark gpt3 --format json
 check "mlperf scores and analyze: one JSON shape" \
-  'python3 -c "import json,sys; a,b=[json.load(open(p)) for p in sys.argv[1:]]; assert sorted(a)==sorted(b)==[\"schema_version\",\"tables\"]" "$tmp/scores.json" "$tmp/out"'
+  'python3 -c "import json,sys; a,b=[json.load(open(p)) for p in sys.argv[1:]]; assert sorted(a)==sorted(b)==[\"command\",\"schema_version\",\"tables\"]" "$tmp/scores.json" "$tmp/out"'
 try analyze "$sample" --json
-check "analyze --json: schema_version" 'python3 -c "import json,sys; assert json.load(open(sys.argv[1]))[\"schema_version\"]==2" "$tmp/out"'
+check "analyze --json: schema_version" 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"schema_version\"]==3 and d[\"command\"]==\"analyze\"" "$tmp/out"'
 try analyze "$sample" --format json
 check "analyze JSON: booleans are booleans" \
   'python3 -c "

@@ -23,11 +23,11 @@ except ImportError as _e:
 
 from ._lib import ScalescopeError, encode as _encode, lib as _lib, path as _path, take_text as _take
 from .analysis import Analysis, Diff, Finding
-from .run import TABLES, Rank, Run
+from .run import TABLES, Rank, Run, Stats
 from . import mlperf
 from . import _frames
 
-__all__ = ["open", "diff", "sweep", "report", "mlperf", "Run", "Rank", "Analysis", "Diff", "Finding", "Sweep",
+__all__ = ["open", "diff", "sweep", "report", "mlperf", "Run", "Rank", "Analysis", "Diff", "Finding", "Stats", "Sweep",
            "ScalescopeError", "TABLES", "__version__", "library_path"]
 
 __version__ = _lib.ss_version().decode()
@@ -56,7 +56,8 @@ def diff(a, b, window=None, iteration_range=None, classes=None, top=15):
 
 
 class Sweep:
-    """A sweep database: its runs and the scaling study (`scalescope scaling`)."""
+    """A sweep database: its runs and the scaling study, as `scalescope scaling
+    --format json` gives them (.json: that whole object)."""
 
     def __init__(self, raw):
         self.json = raw
@@ -65,8 +66,7 @@ class Sweep:
         self.spec = s["spec"]
         self.planned_runs = s["planned_runs"]
         self.scaling_error = raw.get("scaling_error")  #: why there is no study (no run measured the metric)
-        self._scaling = raw["scaling"] or []
-        self._slurm_jobs = raw["slurm_jobs"]
+        self.study = raw["scaling"]  #: the typed study (dict), None with scaling_error
 
     def __repr__(self):
         return f"<scalescope.Sweep {self.path}: {len(self.json['sweep']['runs'])} runs, metric {self.metric}>"
@@ -75,15 +75,20 @@ class Sweep:
     def runs(self):
         """One row per run: id, plan_index, gpus, nodes, rep, status, exit_code,
         signal, wall_s, start_unix, end_unix, one column per config key
-        (config.<key>) and per metric (metric.<name>), log_path, trace_path, run_dir, note."""
+        (config.<key>) and per metric (metric.<name>), log_path, trace_path, run_dir, note,
+        and the Slurm job's fields (slurm.<field>) for a `--scheduler slurm` sweep."""
         pd = _frames.pandas("Sweep.runs")
         rows = []
         for r in self.json["sweep"]["runs"]:
-            row = {k: v for k, v in r.items() if k not in ("config", "metrics")}
+            row = {k: v for k, v in r.items() if k not in ("config", "metrics", "slurm")}
             row.update({f"config.{k}": v for k, v in r["config"].items()})
             row.update({f"metric.{k}": v for k, v in r["metrics"].items()})
+            row.update({f"slurm.{k}": v for k, v in (r.get("slurm") or {}).items()})
             rows.append(row)
         return pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+
+    def _configs(self):
+        return (self.study or {}).get("configs", [])
 
     @property
     def slurm_jobs(self):
@@ -91,19 +96,85 @@ class Sweep:
         (its plan index), config, gpus, rep, job_id, state, exit_code, nodelist,
         gpus_allocated, queued_s (the "Slurm jobs" table of `scalescope
         scaling`); no rows for a sweep run without Slurm."""
-        return _frames.table(self._slurm_jobs, "Sweep.slurm_jobs")
+        rows = []
+        for r in self.json["sweep"]["runs"]:
+            job = r.get("slurm")
+            if not job:
+                continue
+            rows.append({"run": r["plan_index"], "config": " ".join(f"{k}={v}" for k, v in r["config"].items()),
+                         "gpus": r["gpus"], "rep": r["rep"], "job_id": job["job_id"], "state": job["state"],
+                         "exit_code": job["exit_code"], "nodelist": job["nodelist"], "gpus_allocated": job["gpus"],
+                         "queued_s": job["queued_s"]})
+        cols = ["run", "config", "gpus", "rep", "job_id", "state", "exit_code", "nodelist", "gpus_allocated",
+                "queued_s"]
+        return _frames.records(rows, cols, "Sweep.slurm_jobs")
 
     @property
     def scaling(self):
-        """{title: DataFrame} of the scaling study, the tables of `scalescope scaling --format json`."""
-        return _frames.tables(self._scaling, "Sweep.scaling")
+        """One row per configuration and GPU count: the median time per unit of
+        work with its CI, speedup and efficiency E' with theirs, GPU-hours,
+        the median energy in joules, cost, and whether the count is on the
+        time vs GPU-hours Pareto front (the columns of `scalescope scaling`)."""
+        cols = ["config", "gpus", "n", "median", "ci_low", "ci_high", "speedup", "speedup_low", "speedup_high",
+                "efficiency", "efficiency_low", "efficiency_high", "gpu_hours", "energy_j", "cost", "pareto"]
+        rows = []
+        for c in self._configs():
+            for r in (c["scaling"] or {}).get("rows", []):
+                t = r["time"]
+                rows.append({"config": c["label"], "gpus": r["gpus"], "n": t["n"], "median": t["median"],
+                             "ci_low": t["ci_low"], "ci_high": t["ci_high"], "speedup": r["speedup"],
+                             "speedup_low": r["speedup_ci"][0], "speedup_high": r["speedup_ci"][1],
+                             "efficiency": r["efficiency"], "efficiency_low": r["efficiency_ci"][0],
+                             "efficiency_high": r["efficiency_ci"][1], "gpu_hours": r["gpu_hours"],
+                             "energy_j": (r["energy_j"] or {}).get("median"), "cost": r["cost"], "pareto": r["pareto"]})
+        return _frames.records(rows, cols, "Sweep.scaling")
 
-    def table(self, title_start):
-        """The scaling table whose title starts with title_start (e.g. "Predict")."""
-        for title, df in self.scaling.items():
-            if title.startswith(title_start):
-                return df
-        raise KeyError(f"no scaling table titled {title_start!r}... (tables: {list(self.scaling)})")
+    @property
+    def break_even(self):
+        """One row per configuration: the reference GPU count, the E' threshold,
+        the break-even by rule (a) (largest N with E' >= threshold) and by rule
+        (b) (knee of the time vs GPU-hours Pareto front), None where there is none."""
+        cols = ["config", "ref_gpus", "threshold", "by_threshold", "by_knee"]
+        rows = [{"config": c["label"], "ref_gpus": c["scaling"]["ref_gpus"],
+                 "threshold": c["scaling"]["break_even"]["threshold"],
+                 "by_threshold": c["scaling"]["break_even"]["by_threshold"],
+                 "by_knee": c["scaling"]["break_even"]["by_knee"]} for c in self._configs() if c["scaling"]]
+        return _frames.records(rows, cols, "Sweep.break_even")
+
+    @property
+    def comparisons(self):
+        """One row per compared pair of configurations at a GPU count: the
+        medians, ratio b/a with its CI, Welch and Mann-Whitney p-values, and
+        whether they differ (None with fewer than 2 runs a side)."""
+        cols = ["key", "a", "b", "others", "gpus", "n_a", "n_b", "median_a", "median_b", "ratio", "ratio_low",
+                "ratio_high", "welch_p", "mann_whitney_p", "differs"]
+        rows = []
+        for x in (self.study or {}).get("comparisons", []):
+            r = x["result"]
+            rows.append({"key": x["key"], "a": x["a"], "b": x["b"], "others": x["others"], "gpus": x["gpus"],
+                         "n_a": r["n_a"], "n_b": r["n_b"], "median_a": r["median_a"], "median_b": r["median_b"],
+                         "ratio": r["ratio"], "ratio_low": r["ratio_ci"][0], "ratio_high": r["ratio_ci"][1],
+                         "welch_p": r["welch_p"], "mann_whitney_p": r["mann_whitney_p"], "differs": r["differs"]})
+        return _frames.records(rows, cols, "Sweep.comparisons")
+
+    @property
+    def predictions(self):
+        """One row per configuration, model and predicted GPU count (with
+        sweep(predict=[...])): time and its 80 % interval, E', the global
+        batch assumed, whether the MLPerf backtests cover it, the model's
+        leave-one-out errors and formula (ok False: bounds only)."""
+        cols = ["config", "model", "ok", "gpus", "time", "low", "high", "efficiency", "global_batch", "batch_basis",
+                "steps", "step_time", "validated", "loo_mean_abs_rel_error", "loo_max_abs_rel_error", "formula"]
+        rows = []
+        for c in self._configs():
+            for m in c["predictions"]:
+                for p in m["predictions"]:
+                    row = {k: p[k] for k in cols if k in p}
+                    row.update({"config": c["label"], "model": m["model"], "ok": m["ok"],
+                                "loo_mean_abs_rel_error": m["loo_mean_abs_rel_error"],
+                                "loo_max_abs_rel_error": m["loo_max_abs_rel_error"], "formula": m["formula"]})
+                    rows.append(row)
+        return _frames.records(rows, cols, "Sweep.predictions")
 
 
 def sweep(db, predict=None, metric=None, higher_is_better=None, ref=None, threshold=0.8, price_per_gpu_hour=None,
@@ -129,4 +200,4 @@ def report(inputs, path, title=None, threshold=None, iteration_range=None):
                if v is not None}
     paths = [_path(i) for i in inputs]
     raw = _take(_lib.ss_report(_json.dumps(paths).encode(), _encode(path), _json.dumps(options).encode()))
-    return _json.loads(raw)
+    return _json.loads(raw)["highlights"]

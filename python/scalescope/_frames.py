@@ -21,8 +21,8 @@ def records(rows, columns, what):
 
 
 def unwrap(ts):
-    """The list of tables of a command's JSON: {"schema_version", "tables": [...]}
-    (every command since schema 2), or a bare list or table (older shapes)."""
+    """The list of tables of a command's JSON: {"schema_version", "command", "tables": [...]},
+    or a bare list or table (one table of ingest's JSON)."""
     if isinstance(ts, dict) and "tables" in ts:
         return ts["tables"]
     return ts if isinstance(ts, list) else [ts]

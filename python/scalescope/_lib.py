@@ -79,6 +79,7 @@ def _load():
         ),
         "ss_analyze_json": (c.c_void_p, [c.c_void_p, c.c_char_p, c.c_char_p, c.c_char_p, c.c_char_p]),
         "ss_diff_json": (c.c_void_p, [c.c_void_p, c.c_void_p, c.c_char_p]),
+        "ss_stats_json": (c.c_void_p, [c.c_void_p, c.c_char_p]),
         "ss_sweep_json": (c.c_void_p, [c.c_char_p, c.c_char_p]),
         "ss_mlperf_json": (c.c_void_p, [c.c_char_p, c.c_char_p]),
         "ss_report": (c.c_void_p, [c.c_char_p, c.c_char_p, c.c_char_p]),

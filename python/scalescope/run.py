@@ -316,6 +316,46 @@ class Run:
                                             encode(text)))
         return Analysis(json.loads(raw))
 
+    def stats(self, rank=None, reports=None):
+        """The summaries of `scalescope stats --format json` (CUDA API, kernels,
+        memory by time and size, NVTX, NCCL, problems) per rank and for all
+        ranks. rank: only that rank; reports: some of api, kernels, memtime,
+        memsize, nvtx, nccl, problems (default: all)."""
+        options = {"rank": None if rank is None else int(rank), "reports": list(reports or [])}
+        return Stats(json.loads(take_text(lib.ss_stats_json(self._handle.ptr, json.dumps(options).encode()))))
+
+
+class Stats:
+    """What Run.stats returns: .json (the typed summaries) and one DataFrame
+    per summary, every scope's rows with its label and rank first (scope
+    "all ranks", rank None: the ranks combined). Durations in ns, shares as
+    fractions, rates in bytes per second."""
+
+    def __init__(self, raw):
+        self.json = raw
+        self.left_out = raw["left_out"]  #: processes left out (launchers)
+
+    def __repr__(self):
+        return f"<scalescope.Stats {self.json['input']}: {[s['label'] for s in self.json['scopes']]}>"
+
+    def _frame(self, key):
+        rows, columns = [], ["scope", "rank"]
+        for scope in self.json["scopes"]:
+            for r in scope["stats"].get(key, []):
+                for k in r:
+                    if k not in columns:
+                        columns.append(k)
+                rows.append({"scope": scope["label"], "rank": scope["rank"], **r})
+        return _frames.records(rows, columns, f"Stats.{key}")
+
+    api = property(lambda self: self._frame("api"), doc="CUDA API calls by name: count, total_ns, avg_ns, median_ns, min_ns, max_ns, stddev_ns, share")
+    kernels = property(lambda self: self._frame("kernels"), doc="GPU kernels by name (short_name, name) with their durations and share of GPU kernel time")
+    memory_time = property(lambda self: self._frame("memory_time"), doc="memory copies and sets by kind, src, dst: durations and share")
+    memory_size = property(lambda self: self._frame("memory_size"), doc="memory copies and sets by kind, src, dst: count and bytes")
+    nvtx = property(lambda self: self._frame("nvtx"), doc="NVTX ranges by domain and range: durations")
+    nccl = property(lambda self: self._frame("nccl"), doc="NCCL collectives by op, algorithm, protocol, datatype: durations, total_bytes, payload_bytes_per_s, busbw_bytes_per_s")
+    problems = property(lambda self: self._frame("problems"), doc="problems found while reading: problem, severity, count")
+
 
 def _classes_args(classes):
     """classes= -> (path, text) for the C API."""

@@ -1,5 +1,6 @@
 """sweep, mlperf and report through the library equal their CLI commands."""
 
+import csv
 import os
 import subprocess
 
@@ -28,17 +29,31 @@ def assert_rows(df, rows):
 def test_sweep_runs_and_scaling_equal_cli(cli):
     s = scalescope.sweep(SWEEP_DB, predict=[4, 8])
     whole = cli("scaling", SWEEP_DB, "--predict", "4,8", "--format", "json")
-    assert s._scaling == whole
-    expected = whole["tables"]
-    assert list(s.scaling) == [t["title"] for t in expected]
-    first = expected[0]
-    df = s.scaling[first["title"]]
-    assert_rows(df, first["rows"])
+    assert s.json == whole
+    assert whole["schema_version"] == 3 and whole["command"] == "scaling"
+    study = whole["scaling"]
+    # The frames come from typed keys: each row is the study's number.
+    df = s.scaling
+    rows = [(c["label"], r) for c in study["configs"] if c["scaling"] for r in c["scaling"]["rows"]]
+    assert len(df) == len(rows) > 0
+    for got, (label, r) in zip(df.to_dict("records"), rows):
+        assert got["config"] == label and got["gpus"] == r["gpus"]
+        assert got["median"] == r["time"]["median"] and got["efficiency"] == r["efficiency"]
+        assert got["speedup_low"] == r["speedup_ci"][0] or r["speedup_ci"][0] is None
+    # The reference count of each configuration has S = E' = 1.
+    for c in study["configs"]:
+        ref = [x for x in c["scaling"]["rows"] if x["gpus"] == c["scaling"]["ref_gpus"]]
+        assert ref and ref[0]["speedup"] == pytest.approx(1) and ref[0]["efficiency"] == pytest.approx(1)
+    be = s.break_even
+    assert list(be["config"]) == [c["label"] for c in study["configs"] if c["scaling"]]
+    pred = s.predictions
+    assert set(pred["gpus"]) == {4, 8}
+    assert (pred["low"] <= pred["time"]).all() and (pred["time"] <= pred["high"]).all()
     runs = s.runs
     assert len(runs) == len(s.json["sweep"]["runs"]) > 0
     assert {"gpus", "status", "wall_s"} <= set(runs.columns)
     assert any(c.startswith("metric.") for c in runs.columns)
-    assert s.table("Predict") is not None
+    assert not hasattr(s, "table")  # tables are not found by their titles
 
 
 # Stand-ins for sbatch and scontrol: sbatch runs the batch script at once
@@ -77,14 +92,20 @@ def test_sweep_slurm_jobs_equal_cli(cli, tmp_path):
                    check=True, capture_output=True, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
     s = scalescope.sweep(db)
     jobs = s.slurm_jobs
-    assert jobs.attrs["title"] == "Slurm jobs"
     assert sorted(zip(jobs["gpus"], jobs["state"], jobs["exit_code"])) == [(1, "COMPLETED", 0), (2, "FAILED", 1)]
     assert set(jobs["nodelist"]) == {"node07"} and set(jobs["queued_s"]) == {3.0}
     assert set(jobs["job_id"]) == {"100", "101"}
-    # The same table `scalescope scaling` prints, among the same tables.
-    whole = cli("scaling", db, "--format", "json")
-    assert s._scaling == whole
-    assert_rows(jobs, next(t for t in whole["tables"] if t["title"] == "Slurm jobs")["rows"])
+    # The same rows as the "Slurm jobs" table `scalescope scaling` prints.
+    table = subprocess.run([str(cli_path()), "scaling", str(db), "--format", "csv"], check=True,
+                           capture_output=True, text=True).stdout
+    section = table[table.index("Slurm jobs"):].splitlines()
+    header = next(i for i, line in enumerate(section) if line.startswith("run,"))
+    printed = list(csv.DictReader(section[header:]))
+    assert len(printed) == len(jobs)
+    for row, (_, job) in zip(sorted(printed, key=lambda x: int(x["run"])), jobs.sort_values("run").iterrows()):
+        assert int(row["run"]) == job["run"] and row["job_id"] == job["job_id"] and row["state"] == job["state"]
+        assert row["config"] == job["config"] and int(row["exit_code"]) == job["exit_code"]
+        assert row["nodelist"] == job["nodelist"] and float(row["queued_s"]) == job["queued_s"]
 
 
 def test_sweep_without_slurm_has_no_jobs():
@@ -126,3 +147,28 @@ def test_report_writes_one_page(tmp_path):
 def test_version():
     assert scalescope.__version__.split()[0].count(".") == 2
     assert scalescope.library_path.endswith("libscalescope.so")
+
+
+def test_stats_equal_cli_and_frames_come_from_typed_keys(cli):
+    run = scalescope.open(STUDY_RUNS[0])
+    st = run.stats()
+    whole = cli("stats", STUDY_RUNS[0], "--format", "json")
+
+    def without_problems(j):  # the CLI reads a run directory's own problems (no manifest); scalescope.open its files
+        return {**j, "scopes": [{**s, "stats": {k: v for k, v in s["stats"].items() if k != "problems"}}
+                                for s in j["scopes"]]}
+    assert without_problems(st.json) == without_problems(whole)
+    assert whole["schema_version"] == 3 and whole["command"] == "stats"
+    scopes = whole["scopes"]
+    assert scopes[-1]["label"] == "all ranks" and len(scopes) >= 3  # two ranks, then both combined
+    k = st.kernels
+    assert len(k) == sum(len(s["stats"]["kernels"]) for s in scopes) > 0
+    first = scopes[0]["stats"]["kernels"][0]
+    assert k.iloc[0]["total_ns"] == first["total_ns"] and k.iloc[0]["name"] == first["name"]
+    # Every rank's kernel time adds up to the combined one, and shares to 1.
+    per_rank = k[k["scope"] != "all ranks"]["total_ns"].sum()
+    assert per_rank == k[k["scope"] == "all ranks"]["total_ns"].sum()
+    assert k[k["scope"] == "all ranks"]["share"].sum() == pytest.approx(1)
+    one = run.stats(rank=scopes[0]["rank"], reports=["nccl"])  # no problems asked for: the whole JSON agrees
+    assert one.json == cli("stats", STUDY_RUNS[0], "--rank", scopes[0]["rank"], "--report", "nccl", "--format", "json")
+    assert list(one.json["scopes"][0]["stats"]) == ["nccl", "traces"]

@@ -247,14 +247,14 @@ def check_run(name: str, doc: dict, cli: dict, perturb: bool) -> None:
     same(int(subtitle.split(" rank(s)")[0]), len(ranks), f"{name}: ranks in the subtitle")
 
 
-def check_sweep(name: str, doc: dict, cli: dict, metric_table: str, perturb: bool) -> None:
-    tables = {t.get("id", t["title"]): t for t in cli["tables"]}
+def check_sweep(name: str, doc: dict, cli: dict, perturb: bool) -> None:
+    study = cli["scaling"]  # `scaling --format json`: the typed study
+    rows_of = {c["label"]: c["scaling"]["rows"] for c in study["configs"] if c["scaling"]}
     sweep_blocks = blocks(doc, "Sweep: ")
-    main = tables[metric_table]
     compared = 0
     for page in (b for b in sweep_blocks if b.get("type") == "table" and b["title"].startswith("Scaling: ")):
         label = page["title"][len("Scaling: "):]
-        rows = [r for r in main["rows"] if r["config"] == label]
+        rows = rows_of.get(label, [])
         same(len(page["rows"]), len(rows), f"{name}: rows of {label}")
         for i, (p, c) in enumerate(zip(page["rows"], rows)):
             if perturb and compared == 0:
@@ -262,34 +262,38 @@ def check_sweep(name: str, doc: dict, cli: dict, metric_table: str, perturb: boo
                 PERTURBED[0] += 1
             what = f"{name}: {label} {c['gpus']} GPUs"
             same(p[0], c["gpus"], what)
-            same(p[1], c["n"], what + " runs")
-            for k, key in enumerate(("median", "ci_low", "ci_high", "speedup", "efficiency", "efficiency_low",
-                                     "efficiency_high", "gpu_hours"), start=2):
-                same(p[k], c[key], f"{what} {key}")
+            same(p[1], c["time"]["n"], what + " runs")
+            values = {"median": c["time"]["median"], "ci_low": c["time"]["ci_low"], "ci_high": c["time"]["ci_high"],
+                      "speedup": c["speedup"], "efficiency": c["efficiency"], "efficiency_low": c["efficiency_ci"][0],
+                      "efficiency_high": c["efficiency_ci"][1], "gpu_hours": c["gpu_hours"]}
+            for k, key in enumerate(values, start=2):
+                same(p[k], values[key], f"{what} {key}")
             same(p[10] == "yes", bool(c["pareto"]), what + " Pareto")
             compared += 1
-    same(compared, len(main["rows"]), f"{name}: every row of `scaling` is on the page")
-    # Break-even points: the notes of each page table against `scaling`'s table.
-    be = tables.get("break_even_point")
-    if be is None:
-        FAILURES.append(f"{name}: `scaling` printed no break-even table")
-    else:
-        for r in be["rows"]:
-            page = table(sweep_blocks, f"Scaling: {r['config']}")
-            notes = " ".join(page.get("notes", [])) if page else ""
-            pattern = (r"Break-even by the E' rule [^:]*: (\d+) GPUs" if r["rule"].startswith("(a)")
-                       else r"Break-even by the Pareto knee .*?: (\d+) GPUs\.")
+    same(compared, sum(len(r) for r in rows_of.values()), f"{name}: every row of `scaling` is on the page")
+    # Break-even points: the notes of each page table against the study's.
+    for label in rows_of:
+        be = next(c["scaling"]["break_even"] for c in study["configs"] if c["label"] == label)
+        page = table(sweep_blocks, f"Scaling: {label}")
+        notes = " ".join(page.get("notes", [])) if page else ""
+        for rule, key, pattern in (("(a)", "by_threshold", r"Break-even by the E' rule [^:]*: (\d+) GPUs"),
+                                   ("(b)", "by_knee", r"Break-even by the Pareto knee .*?: (\d+) GPUs\.")):
             m = re.search(pattern, notes)
-            same(int(m.group(1)) if m else None, r["gpus"], f"{name}: break-even {r['rule'][:3]} of {r['config']}")
-    cmp_cli = tables.get("configurations_compared")
+            same(int(m.group(1)) if m else None, be[key], f"{name}: break-even {rule} of {label}")
+    cmp_cli = study["comparisons"]
     cmp_page = table(sweep_blocks, "Configurations compared")
     if cmp_cli:
         if not cmp_page:
             FAILURES.append(f"{name}: the comparisons are not on the page")
             return
-        same(len(cmp_page["rows"]), len(cmp_cli["rows"]), f"{name}: comparison rows")
-        for i, (p, c) in enumerate(zip(cmp_page["rows"], cmp_cli["rows"])):
-            for k, col in enumerate(cmp_cli["columns"]):
+        same(len(cmp_page["rows"]), len(cmp_cli), f"{name}: comparison rows")
+        columns = ("key", "a", "b", "others", "gpus", "n_a", "n_b", "median_a", "median_b", "ratio", "ratio_low",
+                   "ratio_high", "welch_p", "mann_whitney_p", "differs")
+        for i, (p, x) in enumerate(zip(cmp_page["rows"], cmp_cli)):
+            r = x["result"]
+            c = {**{k: x[k] for k in ("key", "a", "b", "others", "gpus")}, **r,
+                 "ratio_low": r["ratio_ci"][0], "ratio_high": r["ratio_ci"][1]}
+            for k, col in enumerate(columns):
                 v = c[col]
                 same(p[k], ("yes" if v else "no") if isinstance(v, bool) else v, f"{name}: comparison {i} {col}")
 
@@ -311,11 +315,10 @@ def main() -> int:
     # The page draws the study with a prediction one doubling past the
     # largest measured count; `scaling --predict` that count gives the same study.
     largest = max(int(r["gpus"]) for r in
-                  json.loads(run(scalescope, "scaling", str(db), "--format", "json"))["tables"][0]["rows"])
+                  json.loads(run(scalescope, "scaling", str(db), "--format", "json"))["scaling"]["runs"])
     cli = json.loads(run(scalescope, "scaling", str(db), "--format", "json", "--predict", str(2 * largest)))
     doc = page_data(scalescope, [str(db)], work / "study-db.html", [])
-    metric = next(t["id"] for t in cli["tables"] if t.get("id", "").startswith("scaling_of_"))
-    check_sweep("study db", doc, cli, metric, perturb)
+    check_sweep("study db", doc, cli, perturb)
     for f in FAILURES[:40]:
         print(f)
     print(f"check_page_data: {COMPARED[0]} figures compared, {len(FAILURES)} differ")

@@ -1,0 +1,33 @@
+#pragma once
+// The typed JSON of `scalescope stats` (and of the C library's stats call):
+// the summaries of trace/stats.hpp per trace and combined across them.
+//
+//   report::json_envelope("stats", report::stats_json("run.ssrun", ranks, std::nullopt, {"kernels"}, left_out))
+
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trace/trace.hpp"
+
+namespace scalescope::report {
+
+// What a trace's summaries are headed by: "rank N", else "trace <index>".
+std::string stats_scope_label(const trace::Trace& t, size_t index);
+
+// {"input", "scopes": [{"label", "rank" (null without one), "stats"}],
+// "left_out"}: one scope per trace of `ranks` (launchers already left out,
+// trace/launcher.hpp; only the first of rank `rank` when given, an Error
+// when there is none), then "all ranks" combined when there are several.
+// Each stats object keeps the summaries named in `summaries` (stats'
+// --report names: api, kernels, memtime, memsize, nvtx, nccl, problems);
+// empty: all of them.
+nlohmann::json stats_json(std::string_view input, const std::vector<const trace::Trace*>& ranks,
+                          std::optional<int> rank, const std::set<std::string>& summaries,
+                          const std::vector<std::string>& left_out);
+
+}  // namespace scalescope::report
