@@ -161,9 +161,7 @@ class Reader {
       : data_(reinterpret_cast<const uint8_t*>(bytes.data())), size_(bytes.size()), name_(name), options_(options) {
     limit_ = options.max_memory_bytes;
     if (limit_ == 0) limit_ = std::max<uint64_t>(uint64_t{1} << 30, 512 * static_cast<uint64_t>(size_));
-    // Never more than the machine (and our rlimits) can give: refusing with a
-    // one-line error beats the OOM killer.
-    limit_ = std::min(limit_, available_memory_bytes());
+    cap_to_available_memory();
     dctx_ = ZSTD_createDCtx();
     if (!dctx_) fail("{}: cannot create a zstd decompressor (out of memory)", name_);
   }
@@ -238,7 +236,7 @@ class Reader {
     size_ = static_cast<size_t>(file_size);
     limit_ = options.max_memory_bytes;
     if (limit_ == 0) limit_ = std::max<uint64_t>(uint64_t{1} << 30, 512 * file_size);
-    limit_ = std::min(limit_, available_memory_bytes());
+    cap_to_available_memory();
   }
   void check_header(const uint8_t* data, size_t size) { check_file_header(data, size); }
   uint16_t minor() const { return minor_; }
@@ -313,13 +311,27 @@ class Reader {
     return size_;
   }
 
+  // Never more than the machine (and our rlimits) can give: refusing with a
+  // one-line error beats the OOM killer.
+  void cap_to_available_memory() {
+    const uint64_t available = available_memory_bytes();
+    limit_by_memory_ = available < limit_;
+    limit_ = std::min(limit_, available);
+  }
+
   void charge(uint64_t bytes, size_t offset) {
     memory_ += bytes;
-    if (memory_ > limit_)
-      fail(
-          "{}: the chunk at offset {} would take the trace past {} MiB of memory (the limit); the file is corrupt "
-          "or hostile",
-          name_, offset, limit_ >> 20);
+    if (memory_ <= limit_) return;
+    // A small limit of the process's own (ulimit -v, a cgroup) is not a sign
+    // of a hostile file: say which limit was reached.
+    if (limit_by_memory_)
+      fail("{}: out of memory: the chunk at offset {} would take the trace past the {} MiB this process may still "
+           "take (available memory, ulimit -v, cgroup limit)",
+           name_, offset, limit_ >> 20);
+    fail(
+        "{}: the chunk at offset {} would take the trace past {} MiB of memory (the limit); the file is corrupt "
+        "or hostile",
+        name_, offset, limit_ >> 20);
   }
 
   // Returns the raw payload, or nullopt when the chunk is skipped (counted).
@@ -532,6 +544,7 @@ class Reader {
   std::string name_;
   ReadOptions options_;
   uint64_t limit_ = 0, memory_ = 0;
+  bool limit_by_memory_ = false;  // limit_ is what the process may still take, below the file's own cap
   ZSTD_DCtx* dctx_ = nullptr;
   std::unique_ptr<uint8_t[]> raw_;
   size_t raw_size_ = 0;

@@ -27,6 +27,25 @@ assert r["low"] < r[time] < r["high"], r
 assert r["validated_range"].startswith(validated), r
 EOF
 }
+# Typed JSON of `scaling`: the prediction at GPUS has BATCH, BASIS, LOW < TIME < HIGH, and
+# VALIDATED ("yes": validated; else the start of the warning).
+typed_prediction() {  # FILE GPUS BATCH BASIS VALIDATED
+  /usr/bin/python3 - "$@" <<'EOF'
+import json, sys
+path, gpus, batch, basis, validated = sys.argv[1:]
+study = json.load(open(path))["scaling"]
+preds = [p for c in study["configs"] for fit in c["predictions"] for p in fit["predictions"] if p["gpus"] == int(gpus)]
+assert preds, f"no prediction at {gpus}"
+p = preds[0]
+assert abs(p["global_batch"] - float(batch)) < 1e-6 * float(batch), p
+assert p["batch_basis"] == basis, p
+assert p["low"] < p["time"] < p["high"], p
+if validated == "yes":
+    assert p["validated"] and not p["outside_validated"], p
+else:
+    assert not p["validated"] and p["outside_validated"].startswith(validated), p
+EOF
+}
 # CSV: the row at GPUS of the section holding COLUMN has the same facts, by column name.
 csv_row() {  # FILE COUNT_COL GPUS BATCH_COL BATCH BASIS VALIDATED
   /usr/bin/python3 - "$@" <<'EOF'
@@ -69,9 +88,9 @@ db="$src/examples/h200/image-base.db"
 scaling=(scaling "$db" --predict 16,4096 --global-batch-grows --planned-batch 16:8)
 for f in table csv json; do "$ss" "${scaling[@]}" --format "$f" >"$tmp/scaling.$f" 2>"$tmp/err"; done
 check "scaling --predict, json: planned batch, interval, validated" \
-  'json_row "$tmp/scaling.json" Prediction gpus 16 time global_batch 8 planned yes'
+  'typed_prediction "$tmp/scaling.json" 16 8 planned yes'
 check "scaling --predict, json: extrapolated batch, interval, the warning" \
-  'json_row "$tmp/scaling.json" Prediction gpus 4096 time global_batch 4096 extrapolated "$outside"'
+  'typed_prediction "$tmp/scaling.json" 4096 4096 extrapolated "$outside"'
 check "scaling --predict, csv: planned batch, interval, validated" \
   'csv_row "$tmp/scaling.csv" gpus 16 global_batch 8 planned yes'
 check "scaling --predict, csv: extrapolated batch, interval, the warning" \
