@@ -97,6 +97,9 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
     study = sweep::study_scaling(stored, options);
   } catch (const Error& e) {
     blocks.push_back(paragraph(fmt::format("No scaling analysis: {}", e.what()), "skipped"));
+    // The jobs are what a user looks at when no run measured anything (all
+    // timed out or failed): shown without the study too.
+    if (auto jobs = slurm_jobs_table(stored); !jobs.rows().empty()) blocks.push_back(table_block(jobs, {1}));
     doc.sections.push_back(section(title, fmt::format("created {}", stored.created), std::move(blocks)));
     return;
   }
