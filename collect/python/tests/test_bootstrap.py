@@ -564,7 +564,7 @@ class UnderProfile(BootstrapCase):
         e["PYTHONDONTWRITEBYTECODE"] = "1"
         run = os.path.join(self.dir, "plain")
         argv = [os.environ["SCALESCOPE_BIN"], "profile", "-o", run, *extra, "--",
-                sys.executable, os.path.join(HERE, "train_loop.py"), str(self.STEPS)]
+                sys.executable, os.path.join(HERE, "train_loop.py"), str(self.STEPS), "1.5"]
         proc = subprocess.run(argv, env=e, capture_output=True, text=True, timeout=300, cwd=self.dir)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertIn("trained %d steps" % self.STEPS, proc.stdout)

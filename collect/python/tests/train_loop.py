@@ -1,9 +1,11 @@
 """A plain training loop (no NVTX, no profiler) for the bootstrap's tests.
 
-Usage: train_loop.py STEPS   (with the fake torch on PYTHONPATH)
+Usage: train_loop.py STEPS [HOLD_SECONDS]   (with the fake torch on PYTHONPATH)
 Each step: a forward through named modules, a backward, an optimizer step,
 then a wait of 1 to 6 ms that changes from step to step, as a job waiting
-on its DataLoader would.
+on its DataLoader would. HOLD_SECONDS: how long the process stays after its
+last step (default 0), so that a sampler looking from outside, which finds
+new processes a few times a second, finds it on a loaded machine.
 """
 import sys
 import time
@@ -31,6 +33,7 @@ def main():
         optimizer.step()
         time.sleep(0.001 * (1 + (step * 7919) % 6))
     print("trained %d steps" % steps)
+    time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
 
 
 if __name__ == "__main__":
