@@ -60,10 +60,9 @@ check scaling_table $? "scalescope scaling exit status"
 "$ss" scaling "$db" --predict 4,8 --format json >"$out/scaling.json" 2>&1
 eff="$(python3 - "$out/scaling.json" <<'PY'
 import json, sys
-tables = json.load(open(sys.argv[1]))
-main = [t for t in tables if t["title"].startswith("Scaling of")][0]
-row = [r for r in main["rows"] if r["gpus"] == 2][0]
-print(row["efficiency"])
+study = json.load(open(sys.argv[1]))["scaling"]  # the typed study of `scaling --format json`
+rows = study["configs"][0]["scaling"]["rows"]
+print([r for r in rows if r["gpus"] == 2][0]["efficiency"])
 PY
 )"
 check efficiency_plausible "$(python3 -c "import sys; e=float('${eff:-nan}'); sys.exit(0 if 0.3 < e < 1.3 else 1)" && echo 0 || echo 1)" "E'(2) = ${eff:-missing}"
@@ -87,9 +86,9 @@ if "$ss" profile --help >/dev/null 2>&1 && [ $((SECONDS - start)) -lt 200 ]; the
   "$ss" scaling "$pdb" --samples-per-gpu-step 128 --format json >"$out/profile-scaling-weak.json" 2>&1
   weff="$(python3 - "$out/profile-scaling-weak.json" <<'PY'
 import json, sys
-tables = json.load(open(sys.argv[1]))
-main = [t for t in tables if t["title"].startswith("Scaling of")][0]
-print([r for r in main["rows"] if r["gpus"] == 2][0]["efficiency"])
+study = json.load(open(sys.argv[1]))["scaling"]  # the typed study of `scaling --format json`
+rows = study["configs"][0]["scaling"]["rows"]
+print([r for r in rows if r["gpus"] == 2][0]["efficiency"])
 PY
 )"
   check weak_efficiency_near_throughput "$(python3 -c "import sys; w=float('${weff:-nan}'); e=float('${eff:-nan}'); sys.exit(0 if abs(w-e) < 0.2 else 1)" && echo 0 || echo 1)" "E'(2) per image from iteration time ${weff:-missing} vs from throughput ${eff:-missing}"
