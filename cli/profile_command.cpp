@@ -2,8 +2,9 @@
 // over collect::run_profile (process handling, run.json) and the collector
 // options that travel to every process as SCALESCOPE_* variables.
 #include <iostream>
-#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -79,17 +80,18 @@ void add_profile_command(CLI::App& app, int& exit_code) {
                 "and process groups from torch.distributed)");
   // A string checked against the names, then mapped: CLI11's CheckedTransformer
   // prints its internal map in the error ("Check bogus value in {inside->0...").
+  std::vector<std::string> ways;
+  for (const auto& [way, name] : collect::kPythonStacksWays) ways.emplace_back(name);
   cmd->add_option_function<std::string>(
          "--python-stacks",
-         [opts](const std::string& way) {
-           opts->profile.python_stacks = way == "inside"  ? collect::PythonStacksWay::kInside
-                                         : way == "off"   ? collect::PythonStacksWay::kOff
-                                                          : collect::PythonStacksWay::kOutside;
+         [opts](const std::string& chosen) {
+           for (const auto& [way, name] : collect::kPythonStacksWays)
+             if (chosen == name) opts->profile.python_stacks = way;
          },
          "how Python stacks are sampled: outside (read from this process, the whole run, every Python "
          "process of the job's tree), inside (by the bootstrap in each Python process, inside windows) "
          "or off")
-      ->check(CLI::IsMember({"inside", "outside", "off"}))
+      ->check(CLI::IsMember(ways))
       ->type_name("WAY")
       ->default_str("outside");
   cmd->add_option("--python-sampling-hz", opts->profile.python_sampling_hz,

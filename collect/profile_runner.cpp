@@ -67,14 +67,8 @@ void write_text_atomically(const fs::path& path, const std::string& text) {
 void write_json_atomically(const fs::path& path, const nlohmann::json& j) { write_text_atomically(path, j.dump(2)); }
 
 const char* way_name(PythonStacksWay way) {
-  switch (way) {
-    case PythonStacksWay::kInside:
-      return "inside";
-    case PythonStacksWay::kOutside:
-      return "outside";
-    case PythonStacksWay::kOff:
-      break;
-  }
+  for (const auto& [w, name] : kPythonStacksWays)
+    if (w == way) return name;
   return "off";
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collect/collector_options.hpp"
@@ -26,6 +27,9 @@ namespace scalescope::collect {
 // outside, by this `profile` reading each Python process of the job's tree
 // (collect/python_outside.hpp) for the whole run; or not at all.
 enum class PythonStacksWay { kInside, kOutside, kOff };
+// Each way and its name in --python-stacks and run.json.
+inline constexpr std::pair<PythonStacksWay, const char*> kPythonStacksWays[] = {
+    {PythonStacksWay::kInside, "inside"}, {PythonStacksWay::kOutside, "outside"}, {PythonStacksWay::kOff, "off"}};
 
 struct ProfileOptions {
   std::string output;                // NAME or NAME.ssrun
