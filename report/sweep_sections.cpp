@@ -92,14 +92,18 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
   if (largest > 0) options.predict = {largest * 2};
   const std::string title = "Sweep: " + path.filename().string();
   Json blocks = Json::array();
+  // A Slurm sweep's jobs, shown with or without a study (when no run measured
+  // anything, the jobs are what a user looks at).
+  const Table jobs = slurm_jobs_table(stored);
+  const auto add_jobs = [&] {
+    if (!jobs.rows().empty()) blocks.push_back(table_block(jobs, {1}));
+  };
   sweep::ScalingStudy study;
   try {
     study = sweep::study_scaling(stored, options);
   } catch (const Error& e) {
     blocks.push_back(paragraph(fmt::format("No scaling analysis: {}", e.what()), "skipped"));
-    // The jobs are what a user looks at when no run measured anything (all
-    // timed out or failed): shown without the study too.
-    if (auto jobs = slurm_jobs_table(stored); !jobs.rows().empty()) blocks.push_back(table_block(jobs, {1}));
+    add_jobs();
     doc.sections.push_back(section(title, fmt::format("created {}", stored.created), std::move(blocks)));
     return;
   }
@@ -285,7 +289,7 @@ void add_sweep_sections(Document& doc, const std::filesystem::path& path) {
   if (!by_knee.empty())
     doc.highlights.push_back(fmt::format("sweep {}: Pareto knee at {}", path.filename().string(), grouped(by_knee)));
   for (const auto& t : tables) blocks.push_back(table_block(t));
-  if (auto jobs = slurm_jobs_table(stored); !jobs.rows().empty()) blocks.push_back(table_block(jobs, {1}));
+  add_jobs();
   add_effects(doc, study, path.filename().string(), blocks);
   doc.sections.push_back(section(
       title, fmt::format("{} configuration(s), created {}", study.configs.size(), stored.created), std::move(blocks)));
