@@ -23,6 +23,11 @@ struct HangProcess {
   std::string state;  // "waiting" (entered the collective), "not entered", "past it", "not in a collective",
                       // "no collectives recorded"
   std::string last;   // where it was last: "all_reduce #18233 of 0xc0ffee (left)", "iteration 411", ...
+  // Its main thread's Python stack when the dump was written, innermost
+  // first: "__init__.py:1162 synchronize < train.py:43 main"; empty when the
+  // dump has none (not a Python process, or not readable: python_note).
+  std::string python;
+  std::string python_note;
 };
 
 struct HangReport {

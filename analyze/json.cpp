@@ -532,7 +532,8 @@ void to_json(json& j, const HangReport& v) {
   }
   auto& ps = j["processes"] = json::array();
   for (const auto& p : v.processes)
-    ps.push_back({{"rank", p.rank}, {"host", p.host}, {"pid", p.pid}, {"state", p.state}, {"last", p.last}});
+    ps.push_back({{"rank", p.rank}, {"host", p.host}, {"pid", p.pid}, {"state", p.state}, {"last", p.last},
+                  {"python", p.python}, {"python_note", p.python_note}});
 }
 
 void to_json(json& j, const RunAnalysis& v) {

@@ -78,9 +78,11 @@ Table job_table(const analyze::RunAnalysis& run) {
 Table hang_table(const analyze::RunAnalysis& run) {
   const auto& h = run.hang;
   Table t("Hang (the processes' last collectives, from RUN/control/hang/)",
-          {Column("rank", 0), Column("host", 0), Column("pid", 0), Column("state", 0), Column::prose("last")});
+          {Column("rank", 0), Column("host", 0), Column("pid", 0), Column("state", 0), Column::prose("last"),
+           Column::prose("python")});
   t.set_id("hang");
-  for (const auto& p : h.processes) t.add_row({int64_t{p.rank}, p.host, int64_t{p.pid}, p.state, p.last});
+  for (const auto& p : h.processes)
+    t.add_row({int64_t{p.rank}, p.host, int64_t{p.pid}, p.state, p.last, p.python.empty() ? p.python_note : p.python});
   if (h.dumps > 0) t.add_note(h.text);
   return t;
 }
