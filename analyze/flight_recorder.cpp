@@ -13,6 +13,7 @@
 #include "analyze/hang_report.hpp"
 #include "analyze/pickle_data.hpp"
 #include "trace/error.hpp"
+#include "trace/hang_dump.hpp"
 
 namespace scalescope::analyze {
 
@@ -235,14 +236,12 @@ std::vector<FlightRecorderDump> read_flight_recorder_dumps(const fs::path& where
   return out;
 }
 
-fs::path flight_recorder_dir(const fs::path& run_dir) { return run_dir / "control" / "flight_recorder"; }
-std::string flight_recorder_prefix(const fs::path& run_dir) { return (flight_recorder_dir(run_dir) / "rank_").string(); }
 
 std::vector<FlightRecorderDump> read_run_flight_recorder_dumps(const fs::path& run_dir, std::vector<std::string>* warnings) {
   std::vector<FlightRecorderDump> out;
   std::error_code ec;
-  if (!fs::is_directory(flight_recorder_dir(run_dir), ec)) return out;
-  for (const auto& f : dump_files(flight_recorder_dir(run_dir))) {
+  if (!fs::is_directory(trace::flight_recorder_dir(run_dir), ec)) return out;
+  for (const auto& f : dump_files(trace::flight_recorder_dir(run_dir))) {
     try {
       out.push_back(read_flight_recorder_dump(f));
     } catch (const Error& e) {

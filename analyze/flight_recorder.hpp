@@ -71,10 +71,8 @@ FlightRecorderDump read_flight_recorder_dump(const std::filesystem::path& file);
 // that name and then a number). Throws Error when none is found or one is bad.
 std::vector<FlightRecorderDump> read_flight_recorder_dumps(const std::filesystem::path& where);
 
-// RUN/control/flight_recorder/, and the prefix `profile` gives PyTorch for it.
-std::filesystem::path flight_recorder_dir(const std::filesystem::path& run_dir);
-std::string flight_recorder_prefix(const std::filesystem::path& run_dir);
-// The dumps in a run directory; a file that cannot be read is named in *warnings.
+// The dumps in a run directory (trace::flight_recorder_dir, where `profile`
+// points PyTorch); a file that cannot be read is named in *warnings.
 std::vector<FlightRecorderDump> read_run_flight_recorder_dumps(const std::filesystem::path& run_dir,
                                                                std::vector<std::string>* warnings);
 

@@ -16,6 +16,7 @@
 #include "analyze/hang_report.hpp"
 #include "analyze/pickle_data.hpp"
 #include "trace/error.hpp"
+#include "trace/hang_dump.hpp"
 
 namespace scalescope::analyze {
 namespace {
@@ -152,18 +153,18 @@ TEST_F(FlightRecorder, PlantedHangInJsonDumps) {
 // A run directory: `profile` points PyTorch at RUN/control/flight_recorder/rank_.
 TEST_F(FlightRecorder, RunDirectoryDumpsAndAHalfWrittenOne) {
   const fs::path run = dir_ / "run.ssrun";
-  fs::create_directories(flight_recorder_dir(run));
-  EXPECT_EQ(flight_recorder_prefix(run), (run / "control" / "flight_recorder" / "rank_").string());
-  python(fmt::format("planted('{}')\n", flight_recorder_prefix(run)));
+  fs::create_directories(trace::flight_recorder_dir(run));
+  EXPECT_EQ(trace::flight_recorder_prefix(run), (run / "control" / "flight_recorder" / "rank_").string());
+  python(fmt::format("planted('{}')\n", trace::flight_recorder_prefix(run)));
   {  // a rank killed while writing its dump leaves it cut short
-    const std::string whole = read(flight_recorder_dir(run) / "rank_3");
-    std::ofstream(flight_recorder_dir(run) / "rank_3", std::ios::binary) << whole.substr(0, whole.size() / 2);
+    const std::string whole = read(trace::flight_recorder_dir(run) / "rank_3");
+    std::ofstream(trace::flight_recorder_dir(run) / "rank_3", std::ios::binary) << whole.substr(0, whole.size() / 2);
   }
   std::vector<std::string> warnings;
   const auto dumps = read_run_flight_recorder_dumps(run, &warnings);
   ASSERT_EQ(dumps.size(), 3u);
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_EQ(warnings[0].find((flight_recorder_dir(run) / "rank_3").string() + ": "), 0u) << warnings[0];
+  EXPECT_EQ(warnings[0].find((trace::flight_recorder_dir(run) / "rank_3").string() + ": "), 0u) << warnings[0];
   const FlightRecorderHang h = find_flight_recorder_hang(dumps);
   EXPECT_EQ(h.collective_seq_id, 18);
   EXPECT_EQ(h.never_reached, std::vector<int32_t>{2});
