@@ -88,6 +88,13 @@ execute_process(COMMAND ${SCALESCOPE} analyze ${good} --flight-recorder ${fr} --
 if(NOT rc EQUAL 0 OR NOT out MATCHES "\"source\": \"flight recorder\"" OR NOT out MATCHES "\"never_reached\": \\[[ \n]*2[ \n]*\\]")
   string(APPEND failures "\nanalyze --flight-recorder --json: expected hang.flight_recorder with source and never_reached [2], got ${rc}: ${err}")
 endif()
+# The same dumps where `profile` points PyTorch: found in the run directory.
+file(COPY "${good}/" DESTINATION "${SCRATCH}/fr_run.ssrun")
+file(COPY "${SRC}/tests/golden/analyze/flight_recorder/" DESTINATION "${SCRATCH}/fr_run.ssrun/control/flight_recorder")
+execute_process(COMMAND ${SCALESCOPE} analyze ${SCRATCH}/fr_run.ssrun OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "flight recorder: ranks 0-1, 3 wait in nccl:all_reduce #18 of process group 0")
+  string(APPEND failures "\nanalyze RUN with control/flight_recorder/: expected the flight recorder's verdict, got ${rc}: ${err}")
+endif()
 file(REMOVE_RECURSE "${SCRATCH}")
 if(NOT failures STREQUAL "")
   message(FATAL_ERROR "bad-input cases failed:${failures}")
