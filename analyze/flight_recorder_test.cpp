@@ -179,6 +179,12 @@ TEST_F(FlightRecorder, RunDirectoryDumpsAndAHalfWrittenOne) {
   EXPECT_EQ(j["source"], "flight recorder");
   EXPECT_EQ(j["collective_seq_id"], 18);
   EXPECT_EQ(j["never_reached"], nlohmann::json::array({2}));
+  // A second dump of a rank (rank_0.json beside rank_0) is a warning too; the first stays.
+  fs::copy_file(trace::flight_recorder_dir(run) / "rank_0", trace::flight_recorder_dir(run) / "rank_0.pkl");
+  warnings.clear();
+  EXPECT_EQ(read_run_flight_recorder_dumps(run, &warnings).size(), 3u);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("rank 0 again"), std::string::npos) << warnings[0];
   // No run directory dumps: nothing, and no warning.
   warnings.clear();
   EXPECT_TRUE(read_run_flight_recorder_dumps(dir_ / "elsewhere", &warnings).empty());
