@@ -44,20 +44,6 @@ std::string python_of(const trace::HangDump& d) {
   return s;
 }
 
-// "0-6, 9": ranks, runs of consecutive ones joined.
-std::string rank_list(std::vector<int32_t> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : fmt::format("{}", ranks[i]);
-    i = j + 1;
-  }
-  return fmt::format("rank{} {}", ranks.size() == 1 ? "" : "s", out);
-}
-
 // The collective the job stopped at, as (communicator, sequence). NCCL's
 // call returns once its kernel is queued, so a rank waiting for a peer has
 // usually left the call's NVTX range: the ranks are told apart by how far
@@ -90,6 +76,19 @@ std::optional<std::pair<uint64_t, uint64_t>> stopped_at(const std::vector<trace:
 }
 
 }  // namespace
+
+std::string rank_list(std::vector<int32_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : fmt::format("{}", ranks[i]);
+    i = j + 1;
+  }
+  return fmt::format("rank{} {}", ranks.size() == 1 ? "" : "s", out);
+}
 
 HangReport find_hang(const std::vector<trace::HangDump>& dumps) {
   HangReport h;

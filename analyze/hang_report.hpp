@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/flight_recorder.hpp"
 #include "trace/hang_dump.hpp"
 
 namespace scalescope::analyze {
@@ -42,9 +43,15 @@ struct HangReport {
   uint64_t communicator = 0, sequence = 0;
   std::vector<HangProcess> processes;  // by rank
   std::string text;                    // the one-sentence verdict
+  // From PyTorch's NCCL flight recorder dumps, where the run has them
+  // (RUN/control/flight_recorder/, or `analyze --flight-recorder`).
+  FlightRecorderHang flight_recorder;
+  bool any() const { return dumps > 0 || flight_recorder.dumps > 0; }
 };
 
 HangReport find_hang(const std::vector<trace::HangDump>& dumps);
+// "ranks 0-6, 9": ranks, runs of consecutive ones joined.
+std::string rank_list(std::vector<int32_t> ranks);
 // Every dump in RUN/control/hang/; a file that cannot be read is named in *warnings.
 std::vector<trace::HangDump> read_hang_dumps(const std::filesystem::path& run_dir, std::vector<std::string>* warnings);
 

@@ -415,6 +415,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
   if (Table clocks = report::gpu_clocks_table(run); !clocks.rows().empty()) out.push_back(std::move(clocks));
   out.push_back(report::job_table(run));
   if (Table hang = report::hang_table(run); !hang.rows().empty()) out.push_back(std::move(hang));
+  if (Table fr = report::flight_recorder_table(run); !fr.rows().empty()) out.push_back(std::move(fr));
   out.push_back(report::findings_table(findings));
   return out;
 }
@@ -423,7 +424,7 @@ std::vector<Table> analysis_tables(const analyze::RunAnalysis& run, const std::v
 
 void add_analyze_command(CLI::App& app, int& exit_code) {
   struct Args {
-    std::string input, window, iteration_range, classes, format = "table";
+    std::string input, window, iteration_range, classes, format = "table", flight_recorder;
     bool json = false;
     bool no_align_clocks = false;
     bool no_attribution = false;
@@ -466,6 +467,9 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--summary", args->summary,
                 "print only the headline: ranks, step time, where the GPU time went, the top findings")
       ->excludes(json_flag);
+  cmd->add_option("--flight-recorder", args->flight_recorder,
+                  "PyTorch NCCL flight recorder dumps to read for the hang report: a dump, a directory of them, or "
+                  "their prefix (TORCH_FR_DUMP_TEMP_FILE); default: RUN/control/flight_recorder/");
   cmd->add_option("--top", args->top, "kernels in the top-kernel table")->check(CLI::Range(1, 1000));
   cmd->add_option("--threads", args->threads, "ranks analysed at once (0: automatic, at most 4)");
   cmd->add_option("--stream-above", args->stream_above,
@@ -482,8 +486,11 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
     options.attribution = !args->no_attribution;
     if (!args->classes.empty()) options.classifier = analyze::KernelClassifier::from_file(args->classes);
     LoadProgress progress("load");
-    const analyze::RunAnalysis run = analyze::analyze_path(args->input, options, args->threads, progress.callback());
+    analyze::RunAnalysis run = analyze::analyze_path(args->input, options, args->threads, progress.callback());
     progress.finish();
+    if (!args->flight_recorder.empty())
+      run.hang.flight_recorder =
+          analyze::find_flight_recorder_hang(analyze::read_flight_recorder_dumps(args->flight_recorder));
     const std::vector<advise::Finding> findings = advise::advise(run);
     if (args->json) {
       std::cout << report::json_text(

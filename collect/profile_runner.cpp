@@ -392,6 +392,19 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
           "{:g}", options.python_stacks == PythonStacksWay::kInside ? options.python_sampling_hz : 0.0);
     }
   }
+  // PyTorch's NCCL flight recorder writes its ring (on a watchdog timeout
+  // with TORCH_NCCL_DUMP_ON_TIMEOUT, or when asked) to a prefix + the rank:
+  // into the run directory, where `analyze` reads it, unless the job chose a
+  // place. The prefix only says where; it turns nothing on.
+  if (!env.count("TORCH_FR_DUMP_TEMP_FILE") && !env.count("TORCH_NCCL_DEBUG_INFO_TEMP_FILE") &&
+      !env.count("TORCH_FR_DUMP_DYNAMIC_FILE_NAME")) {
+    const fs::path run_dir = fs::absolute(result.run_dir);
+    std::error_code ec;
+    fs::create_directories(trace::flight_recorder_dir(run_dir), ec);
+    // Both names: PyTorch 2.5 reads only the older one.
+    if (!ec)
+      env["TORCH_FR_DUMP_TEMP_FILE"] = env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = trace::flight_recorder_prefix(run_dir);
+  }
   if (std::string dir = cupti_dir_if_needed(collector); !dir.empty()) {
     auto it = env.find("LD_LIBRARY_PATH");
     env["LD_LIBRARY_PATH"] = it == env.end() || it->second.empty() ? dir : dir + ":" + it->second;

@@ -97,4 +97,9 @@ std::string hang_dump_name(std::string_view host, uint32_t pid) {
   return std::string(host) + "-" + std::to_string(pid) + ".json";
 }
 
+std::filesystem::path flight_recorder_dir(const std::filesystem::path& run_dir) {
+  return run_dir / "control" / "flight_recorder";
+}
+std::string flight_recorder_prefix(const std::filesystem::path& run_dir) { return (flight_recorder_dir(run_dir) / "rank_").string(); }
+
 }  // namespace scalescope::trace

@@ -71,4 +71,10 @@ std::optional<HangDump> parse_hang_dump(std::string_view text, std::string* erro
 std::filesystem::path hang_dump_dir(const std::filesystem::path& run_dir);
 std::string hang_dump_name(std::string_view host, uint32_t pid);
 
+// Where `profile` points PyTorch's NCCL flight recorder (TORCH_FR_DUMP_TEMP_FILE,
+// a prefix PyTorch appends each rank to) when the job has not chosen a place:
+// RUN/control/flight_recorder/rank_<rank>, read by `analyze`.
+std::filesystem::path flight_recorder_dir(const std::filesystem::path& run_dir);
+std::string flight_recorder_prefix(const std::filesystem::path& run_dir);
+
 }  // namespace scalescope::trace
