@@ -1,6 +1,7 @@
 #include "collect/host_sampler.hpp"
 
 #include "collect/perf_stacks.hpp"
+#include "collect/sampler_clock.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -29,12 +30,6 @@ struct Dirent64 {
 uint64_t monotonic_now() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-uint64_t thread_cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
@@ -499,17 +494,10 @@ void HostSampler::start(double hz) {
   if (hz <= 0 || thread_.joinable()) return;
   const auto period = std::chrono::nanoseconds(static_cast<int64_t>(1e9 / hz));
   thread_ = std::thread([this, period] {
-    auto next = std::chrono::steady_clock::now();
-    while (!stop_.load(std::memory_order_relaxed)) {
+    run_every(period, stop_, [this] {
       sample_once();
       cpu_ns_.store(thread_cpu_now(), std::memory_order_relaxed);
-      next += period;
-      const auto now = std::chrono::steady_clock::now();
-      if (next < now) next = now;  // fell behind: skip, never burst
-      while (!stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < next)
-        std::this_thread::sleep_for(
-            std::min<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
-    }
+    });
     finish_threads();
     cpu_ns_.store(thread_cpu_now(), std::memory_order_relaxed);
   });
