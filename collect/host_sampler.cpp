@@ -1,7 +1,7 @@
 #include "collect/host_sampler.hpp"
 
 #include "collect/perf_stacks.hpp"
-#include "collect/sampler_clock.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -518,19 +518,15 @@ void HostSampler::drain(trace::Trace& out, trace::StringTable& strings) {
   pending_threads_.clear();
   auto& s = pending_samples_;
   auto& o = out.host_samples;
-  auto append = [](auto& dst, auto& src) {
-    dst.insert(dst.end(), src.begin(), src.end());
-    src.clear();
-  };
-  append(o.time, s.time);
-  append(o.pid, s.pid);
-  append(o.tid, s.tid);
-  append(o.state, s.state);
-  append(o.cpu, s.cpu);
-  append(o.cpu_ns, s.cpu_ns);
-  append(o.run_wait_ns, s.run_wait_ns);
-  append(o.voluntary_switches, s.voluntary_switches);
-  append(o.involuntary_switches, s.involuntary_switches);
+  move_to_end(o.time, s.time);
+  move_to_end(o.pid, s.pid);
+  move_to_end(o.tid, s.tid);
+  move_to_end(o.state, s.state);
+  move_to_end(o.cpu, s.cpu);
+  move_to_end(o.cpu_ns, s.cpu_ns);
+  move_to_end(o.run_wait_ns, s.run_wait_ns);
+  move_to_end(o.voluntary_switches, s.voluntary_switches);
+  move_to_end(o.involuntary_switches, s.involuntary_switches);
 }
 
 }  // namespace scalescope::collect

@@ -1,5 +1,5 @@
 #include "collect/nvml_sampler.hpp"
-#include "collect/sampler_clock.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 #include "collect/python_outside.hpp"
-#include "collect/sampler_clock.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <dirent.h>
 #include <time.h>

@@ -1,4 +1,4 @@
-#include "collect/sampler_clock.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-TEST(SamplerClock, ThreadCpuTimeCountsWorkNotSleep) {
+TEST(SamplerCommon, ThreadCpuTimeCountsWorkNotSleep) {
   const uint64_t t0 = thread_cpu_now();
   std::this_thread::sleep_for(milliseconds(50));
   const uint64_t t1 = thread_cpu_now();
@@ -23,7 +23,7 @@ TEST(SamplerClock, ThreadCpuTimeCountsWorkNotSleep) {
   EXPECT_GT(t2 - t1, uint64_t{1'000'000});   // busy: some of the 30 ms at least
 }
 
-TEST(SamplerClock, TicksUntilStopped) {
+TEST(SamplerCommon, TicksUntilStopped) {
   std::atomic<bool> stop{false};
   int ticks = 0;
   run_every(milliseconds(1), stop, [&] {
@@ -32,7 +32,7 @@ TEST(SamplerClock, TicksUntilStopped) {
   EXPECT_EQ(ticks, 5);
 }
 
-TEST(SamplerClock, StopEndsALongWaitPromptly) {
+TEST(SamplerCommon, StopEndsALongWaitPromptly) {
   std::atomic<bool> stop{false};
   int ticks = 0;
   std::thread stopper([&] {
@@ -46,7 +46,7 @@ TEST(SamplerClock, StopEndsALongWaitPromptly) {
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));  // not the minute of the period
 }
 
-TEST(SamplerClock, ALateTickSkipsInsteadOfBursting) {
+TEST(SamplerCommon, ALateTickSkipsInsteadOfBursting) {
   std::atomic<bool> stop{false};
   std::vector<Clock::time_point> starts;
   run_every(milliseconds(20), stop, [&] {
@@ -58,6 +58,15 @@ TEST(SamplerClock, ALateTickSkipsInsteadOfBursting) {
   // The second tick comes at once; the third a whole period after it, not
   // right behind it to make up for the ticks missed.
   EXPECT_GE(starts[2] - starts[1], milliseconds(15));
+}
+
+TEST(SamplerCommon, MoveToEndAppendsInOrderAndEmptiesTheSource) {
+  std::vector<int> to{1, 2}, from{3, 4, 5};
+  move_to_end(to, from);
+  EXPECT_EQ(to, (std::vector<int>{1, 2, 3, 4, 5}));
+  EXPECT_TRUE(from.empty());
+  move_to_end(to, from);  // nothing pending: nothing changes
+  EXPECT_EQ(to.size(), 5u);
 }
 
 }  // namespace

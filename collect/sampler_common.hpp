@@ -1,5 +1,6 @@
-// What the samplers (host threads, NVML, Python stacks) share: the CPU time
-// of the calling thread, and the loop that samples at a fixed rate.
+// What the samplers (host threads, native stacks, NVML, Python stacks)
+// share: the CPU time of the calling thread, the loop that samples at a fixed
+// rate, and handing pending columns over to a trace.
 #pragma once
 
 #include <atomic>
@@ -19,5 +20,13 @@ uint64_t thread_cpu_now();
 //
 //   run_every(std::chrono::milliseconds(10), stop_, [this] { sample_once(); });
 void run_every(std::chrono::nanoseconds period, const std::atomic<bool>& stop, const std::function<void()>& tick);
+
+// Moves every value of `from` to the end of `to`, leaving `from` empty (a
+// pending column drained into the trace's).
+template <class Column>
+void move_to_end(Column& to, Column& from) {
+  to.insert(to.end(), from.begin(), from.end());
+  from.clear();
+}
 
 }  // namespace scalescope::collect

@@ -1,4 +1,4 @@
-#include "collect/sampler_clock.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <time.h>
 
