@@ -1,18 +1,16 @@
-#include "cli/attribution_tables.hpp"
+#include "report/attribution_tables.hpp"
 
 #include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
 
-namespace scalescope::cli {
+#include "analyze/analyze.hpp"
+
+namespace scalescope::report {
 namespace {
 
-using report::Cell;
-using report::Column;
-using report::Table;
-
-std::vector<Column> cols(std::initializer_list<report::ColumnSpec> spec) { return report::columns(spec); }
+std::vector<Column> cols(std::initializer_list<ColumnSpec> spec) { return columns(spec); }
 
 // Long operator names (autograd nodes, Python frames) are cut on the terminal only.
 std::string shown(const std::string& name, bool all) {
@@ -97,11 +95,11 @@ std::vector<Table> attribution_tables(const analyze::RunAnalysis& run, int top, 
     ops.add_note(fmt::format(
         "{}: {} of {} GPU busy time launched inside a range ({:.1f}%); unattributed {}: {} without a launch "
         "call in the trace, {} launched outside every range",
-        r->label, report::format_duration_ns(static_cast<double>(a.attributed_ns)),
-        report::format_duration_ns(static_cast<double>(a.busy_ns)), pct(a.attributed_ns, a.busy_ns),
-        report::format_duration_ns(static_cast<double>(a.unattributed_ns)),
-        report::format_duration_ns(static_cast<double>(a.no_launch_ns)),
-        report::format_duration_ns(static_cast<double>(a.outside_ranges_ns))));
+        r->label, format_duration_ns(static_cast<double>(a.attributed_ns)),
+        format_duration_ns(static_cast<double>(a.busy_ns)), pct(a.attributed_ns, a.busy_ns),
+        format_duration_ns(static_cast<double>(a.unattributed_ns)),
+        format_duration_ns(static_cast<double>(a.no_launch_ns)),
+        format_duration_ns(static_cast<double>(a.outside_ranges_ns))));
     if (!a.link_source.empty())
       ranges.add_note(fmt::format("{}: {} backward ranges placed under the forward module that made them ({})",
                                   r->label, a.backward_links, a.link_source));
@@ -147,4 +145,4 @@ std::vector<Table> attribution_tables(const analyze::RunAnalysis& run, int top, 
   return out;
 }
 
-}  // namespace scalescope::cli
+}  // namespace scalescope::report
