@@ -1,5 +1,6 @@
 #include "report/run_tables.hpp"
 
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -117,6 +118,43 @@ Table straggler_table(const analyze::RunAnalysis& run) {
     t.add_note(fmt::format("slowest rank by steady median iteration: rank {} ({} vs fastest {})", s.slowest_rank,
                            format_duration_ns(s.slowest_rank_median_ns),
                            format_duration_ns(s.fastest_rank_median_ns)));
+  return t;
+}
+
+Table nccl_table(const analyze::RunAnalysis& run) {
+  const analyze::NcclOpStats& all = run.nccl_ops;
+  Table t("NCCL collectives by operation and message size (all ranks)", cols({{"operation", 0},
+                                                                             {"message_bytes", 0},
+                                                                             {"count", 0},
+                                                                             {"time_ns", 0},
+                                                                             {"mean_ns", 0},
+                                                                             {"algorithm_gbps", 2},
+                                                                             {"bus_gbps", 2, 1}}));
+  if (!all.available) {
+    t.add_note(all.reason);
+    return t;
+  }
+  if (all.groups.empty()) {
+    t.add_note("no NCCL collectives in these traces");
+    return t;
+  }
+  bool unknown_bytes = false;
+  const auto maybe = [](std::optional<double> x) { return x ? Cell(*x) : Cell(); };
+  for (const auto& g : all.groups) {
+    // Size 0: the trace did not say (e.g. a Kineto trace without NCCL's
+    // payloads); unknown, not zero bytes at zero GB/s.
+    const bool known = g.message_bytes > 0;
+    unknown_bytes = unknown_bytes || !known;
+    t.add_row({g.operation, known ? Cell(static_cast<int64_t>(g.message_bytes)) : Cell(), g.count, ns(g.time_ns),
+               nsd(g.mean_ns()), maybe(g.algorithm_gb_per_s()), maybe(g.bus_gb_per_s())});
+  }
+  if (unknown_bytes)
+    t.add_note(
+        "message_bytes empty: the trace does not record the size of these collectives (the collector decodes it "
+        "from NCCL's NVTX payloads, NCCL 2.18+), so no bandwidth is given for them");
+  t.add_note(
+      "algorithm: message bytes / kernel time (NCCL's algbw); bus: NCCL's bus bandwidth (nccl-tests factors; n = "
+      "communicator size, else WORLD_SIZE; empty when unknown); time: GPU time of the collective kernels");
   return t;
 }
 
@@ -423,6 +461,7 @@ std::vector<Table> run_tables(const analyze::RunAnalysis& run, const std::vector
   out.push_back(stream_table(run));
   out.push_back(iterations_table(run));
   out.push_back(straggler_table(run));
+  out.push_back(nccl_table(run));
   add(node_tables(run));
   out.push_back(launch_table(run));
   out.push_back(idle_table(run));

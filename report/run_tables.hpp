@@ -28,6 +28,9 @@ Table stream_table(const analyze::RunAnalysis& run);
 Table iterations_table(const analyze::RunAnalysis& run);
 // Lateness at matched collectives per rank.
 Table straggler_table(const analyze::RunAnalysis& run);
+// NCCL collectives of all ranks by operation and message size: count, GPU
+// time, algorithm and bus bandwidth.
+Table nccl_table(const analyze::RunAnalysis& run);
 Table launch_table(const analyze::RunAnalysis& run);
 // GPU idle time inside the iterations: host wait, kernel wait, other.
 Table idle_table(const analyze::RunAnalysis& run);
