@@ -57,9 +57,9 @@ Table breakdown_table(const analyze::RunAnalysis& run) {
     if (skipped(t, r, r.breakdown.availability)) continue;
     const auto& b = r.breakdown;
     const double w = b.wall_ns > 0 ? static_cast<double>(b.wall_ns) : 1;
-    t.add_row({int64_t{r.rank}, ns(b.wall_ns), ns(b.compute_ns), pct(b.compute_ns / w),
-               ns(b.exposed_communication_ns), pct(b.exposed_communication_ns / w), ns(b.copy_ns), pct(b.copy_ns / w),
-               ns(b.idle_ns), pct(b.idle_ns / w), ns(b.overlap_ns), pct(b.overlap_fraction)});
+    t.add_row({int64_t{r.rank}, ns(b.wall_ns), ns(b.compute_ns), pct(b.compute_ns / w), ns(b.exposed_communication_ns),
+               pct(b.exposed_communication_ns / w), ns(b.copy_ns), pct(b.copy_ns / w), ns(b.idle_ns),
+               pct(b.idle_ns / w), ns(b.overlap_ns), pct(b.overlap_fraction)});
   }
   return t;
 }
@@ -116,20 +116,19 @@ Table straggler_table(const analyze::RunAnalysis& run) {
   }
   if (s.slowest_rank >= 0 && run.ranks.size() > 1)
     t.add_note(fmt::format("slowest rank by steady median iteration: rank {} ({} vs fastest {})", s.slowest_rank,
-                           format_duration_ns(s.slowest_rank_median_ns),
-                           format_duration_ns(s.fastest_rank_median_ns)));
+                           format_duration_ns(s.slowest_rank_median_ns), format_duration_ns(s.fastest_rank_median_ns)));
   return t;
 }
 
 Table nccl_table(const analyze::RunAnalysis& run) {
   const analyze::NcclOpStats& all = run.nccl_ops;
   Table t("NCCL collectives by operation and message size (all ranks)", cols({{"operation", 0},
-                                                                             {"message_bytes", 0},
-                                                                             {"count", 0},
-                                                                             {"time_ns", 0},
-                                                                             {"mean_ns", 0},
-                                                                             {"algorithm_gbps", 2},
-                                                                             {"bus_gbps", 2, 1}}));
+                                                                              {"message_bytes", 0},
+                                                                              {"count", 0},
+                                                                              {"time_ns", 0},
+                                                                              {"mean_ns", 0},
+                                                                              {"algorithm_gbps", 2},
+                                                                              {"bus_gbps", 2, 1}}));
   if (!all.available) {
     t.add_note(all.reason);
     return t;
@@ -239,8 +238,7 @@ Table sync_table(const analyze::RunAnalysis& run) {
     if (skipped(t, r, s.availability)) continue;
     for (const auto& g : s.groups)
       t.add_row({int64_t{r.rank}, std::string(trace::to_string(g.kind)), g.count, ns(g.total_ns)});
-    t.add_note(
-        fmt::format("{}: host blocked in synchronize {} of wall time", r.label, format_percent(s.fraction)));
+    t.add_note(fmt::format("{}: host blocked in synchronize {} of wall time", r.label, format_percent(s.fraction)));
   }
   return t;
 }

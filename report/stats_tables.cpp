@@ -117,5 +117,4 @@ std::vector<Table> stats_tables(const trace::TraceStats& s, const std::string& s
   return out;
 }
 
-
 }  // namespace scalescope::report
