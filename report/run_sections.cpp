@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -54,33 +55,54 @@ void add_table(Json& blocks, const Table& t, std::vector<int> name_columns = {})
     blocks.push_back(paragraph(note.starts_with(name) ? note : name + ": " + note, "skipped"));
 }
 
+struct ChartPart {
+  const char* name;
+  const char* colour;
+};
+
+// A stacked bar chart in ms, one bar per rank that has the figures: the
+// parts of `parts`, values(r) giving each part's ns (nullopt: none). Null
+// when no rank has them.
+Json stacked_ranks_chart(
+    const analyze::RunAnalysis& run, const char* title, const std::vector<ChartPart>& parts,
+    const std::function<std::optional<std::vector<int64_t>>(const analyze::RankAnalysis&)>& values) {
+  Json categories = Json::array();
+  std::vector<Json> values_of(parts.size(), Json::array());
+  for (const auto& r : run.ranks) {
+    const auto v = values(r);
+    if (!v) continue;
+    categories.push_back(r.label);
+    for (size_t i = 0; i < parts.size(); ++i) values_of[i].push_back(ms(static_cast<double>((*v)[i])));
+  }
+  if (categories.empty()) return nullptr;
+  Json series = Json::array();
+  for (size_t i = 0; i < parts.size(); ++i)
+    series.push_back({{"name", parts[i].name}, {"values", std::move(values_of[i])}, {"colour", parts[i].colour}});
+  return {{"type", "chart"},
+          {"kind", "bars"},
+          {"title", title},
+          {"stacked", true},
+          {"horizontal", categories.size() > 8},
+          {"unit", "ms"},
+          {"categories", categories},
+          {"series", std::move(series)}};
+}
+
 // The chart of where each rank's time went, and `analyze`'s table under it.
 Json breakdown_blocks(const analyze::RunAnalysis& run) {
   Json blocks = Json::array();
-  Json categories = Json::array();
-  Json compute = Json::array(), comm = Json::array(), copies = Json::array(), idle = Json::array();
-  for (const auto& r : run.ranks) {
-    const auto& b = r.breakdown;
-    if (!b.availability.available) continue;
-    categories.push_back(r.label);
-    compute.push_back(ms(b.compute_ns));
-    comm.push_back(ms(b.exposed_communication_ns));
-    copies.push_back(ms(b.copy_ns));
-    idle.push_back(ms(b.idle_ns));
-  }
-  if (!categories.empty())
-    blocks.push_back(
-        {{"type", "chart"},
-         {"kind", "bars"},
-         {"title", "Per-rank breakdown"},
-         {"stacked", true},
-         {"horizontal", categories.size() > 8},
-         {"unit", "ms"},
-         {"categories", categories},
-         {"series", Json::array({{{"name", "compute"}, {"values", compute}, {"colour", "#2f6fde"}},
-                                 {{"name", "exposed communication"}, {"values", comm}, {"colour", "#e08a00"}},
-                                 {{"name", "copies and sets"}, {"values", copies}, {"colour", "#2e9d58"}},
-                                 {{"name", "idle"}, {"values", idle}, {"colour", "#b0bec5"}}})}});
+  Json chart =
+      stacked_ranks_chart(run, "Per-rank breakdown",
+                          {{"compute", "#2f6fde"},
+                           {"exposed communication", "#e08a00"},
+                           {"copies and sets", "#2e9d58"},
+                           {"idle", "#b0bec5"}},
+                          [](const analyze::RankAnalysis& r) -> std::optional<std::vector<int64_t>> {
+                            const auto& b = r.breakdown;
+                            if (!b.availability.available) return std::nullopt;
+                            return std::vector<int64_t>{b.compute_ns, b.exposed_communication_ns, b.copy_ns, b.idle_ns};
+                          });
+  if (!chart.is_null()) blocks.push_back(std::move(chart));
   add_table(blocks, breakdown_table(run));
   return blocks;
 }
@@ -89,26 +111,14 @@ Json breakdown_blocks(const analyze::RunAnalysis& run) {
 // (analyze::IdleBreakdown).
 Json idle_breakdown_blocks(const analyze::RunAnalysis& run) {
   Json blocks = Json::array();
-  Json categories = Json::array(), host = Json::array(), kernel = Json::array(), other = Json::array();
-  for (const auto& r : run.ranks) {
-    const auto& b = r.idle_breakdown;
-    if (!b.availability.available) continue;
-    categories.push_back(r.label);
-    host.push_back(ms(b.host_wait_ns));
-    kernel.push_back(ms(b.kernel_wait_ns));
-    other.push_back(ms(b.other_ns));
-  }
-  if (!categories.empty())
-    blocks.push_back({{"type", "chart"},
-                      {"kind", "bars"},
-                      {"title", "GPU idle time by kind"},
-                      {"stacked", true},
-                      {"horizontal", categories.size() > 8},
-                      {"unit", "ms"},
-                      {"categories", categories},
-                      {"series", Json::array({{{"name", "host wait"}, {"values", host}, {"colour", "#c62828"}},
-                                              {{"name", "kernel wait"}, {"values", kernel}, {"colour", "#e08a00"}},
-                                              {{"name", "other"}, {"values", other}, {"colour", "#b0bec5"}}})}});
+  Json chart = stacked_ranks_chart(run, "GPU idle time by kind",
+                                   {{"host wait", "#c62828"}, {"kernel wait", "#e08a00"}, {"other", "#b0bec5"}},
+                                   [](const analyze::RankAnalysis& r) -> std::optional<std::vector<int64_t>> {
+                                     const auto& b = r.idle_breakdown;
+                                     if (!b.availability.available) return std::nullopt;
+                                     return std::vector<int64_t>{b.host_wait_ns, b.kernel_wait_ns, b.other_ns};
+                                   });
+  if (!chart.is_null()) blocks.push_back(std::move(chart));
   add_table(blocks, idle_table(run));
   return blocks;
 }
@@ -608,9 +618,9 @@ Json kernel_blocks(const std::vector<analyze::RankAnalysis>& ranks, int top) {
   });
   // Short names in the table and the chart; the full signature as the
   // table cell's tooltip.
-  Table t("Top kernels (all ranks)", {Column("kernel"), Column("name").scripts_only(), Column("class"),
-                                      Column("precision"), Column("calls"), Column("total ms"), Column("mean us"),
-                                      Column("share", 3)});
+  Table t("Top kernels (all ranks)",
+          {Column("kernel"), Column("name").scripts_only(), Column("class"), Column("precision"), Column("calls"),
+           Column("total ms"), Column("mean us"), Column("share", 3)});
   const size_t shown = std::min(sorted.size(), static_cast<size_t>(std::max(0, top)));
   std::vector<std::string_view> full_names;
   for (size_t i = 0; i < shown; ++i) full_names.push_back(sorted[i].first);
@@ -620,8 +630,8 @@ Json kernel_blocks(const std::vector<analyze::RankAnalysis>& ranks, int top) {
     const auto& [name, s] = sorted[i];
     const std::string& short_name = short_names[i];
     t.add_row({short_name, name, std::string(analyze::to_string(s.cls)), std::string(analyze::to_string(s.precision)),
-               s.count,
-               ms(s.total_ns), s.count ? static_cast<double>(s.total_ns) / 1e3 / static_cast<double>(s.count) : 0.0,
+               s.count, ms(s.total_ns),
+               s.count ? static_cast<double>(s.total_ns) / 1e3 / static_cast<double>(s.count) : 0.0,
                all_ns ? static_cast<double>(s.total_ns) / static_cast<double>(all_ns) : 0.0});
     if (i < 15) {
       cats.push_back(short_name);
