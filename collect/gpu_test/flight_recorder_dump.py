@@ -53,7 +53,8 @@ def main():
     if hasattr(c10d, "_dump_nccl_trace_json"):
         json_path = pickle_path.parent / "json" / pickle_path.name
         json_path.parent.mkdir(exist_ok=True)
-        json_path.write_text(c10d._dump_nccl_trace_json())
+        text = c10d._dump_nccl_trace_json()  # bytes in PyTorch 2.11, str in earlier releases
+        (json_path.write_bytes if isinstance(text, bytes) else json_path.write_text)(text)
         print(f"wrote {json_path}", flush=True)
     else:
         print("this PyTorch has no _dump_nccl_trace_json: JSON not checked", flush=True)

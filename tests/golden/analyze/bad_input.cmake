@@ -95,6 +95,13 @@ execute_process(COMMAND ${SCALESCOPE} analyze ${SCRATCH}/fr_run.ssrun OUTPUT_VAR
 if(NOT rc EQUAL 0 OR NOT out MATCHES "flight recorder: ranks 0-1, 3 wait in nccl:all_reduce #18 of process group 0")
   string(APPEND failures "\nanalyze RUN with control/flight_recorder/: expected the flight recorder's verdict, got ${rc}: ${err}")
 endif()
+# A dump PyTorch 2.11 wrote itself (pickle, version 2.10) on one H100:
+# 17 all-reduces done, the 18th queued behind a blocked GPU.
+execute_process(COMMAND ${SCALESCOPE} analyze ${good} --flight-recorder "${SRC}/tests/golden/analyze/flight_recorder_pytorch_2_11/rank_0"
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "flight recorder: rank 0 waits in nccl:all_reduce #18 of process group 0 [(]default_pg[)] [(]every rank with a dump reached it; it is not completed[)]")
+  string(APPEND failures "\nanalyze --flight-recorder on PyTorch 2.11's own dump: expected all_reduce #18 not completed, got ${rc}: ${out}${err}")
+endif()
 file(REMOVE_RECURSE "${SCRATCH}")
 if(NOT failures STREQUAL "")
   message(FATAL_ERROR "bad-input cases failed:${failures}")
