@@ -567,8 +567,8 @@ struct RankAnalysis {
   std::array<ClassTotal, kKernelClassCount> classes{};
   std::vector<KernelSummary> top_kernels;      // by total time, at most Options::top_kernels
   std::vector<CollectiveArrival> collectives;  // for straggler matching (compact)
-  // NCCL collectives by operation and message size, whole trace (nccl_ops.hpp);
-  // filled by the run pipeline (analyze_path, analyze_traces).
+  // NCCL collectives by operation and message size, whole trace (nccl_ops.hpp;
+  // none in the steady pass).
   NcclOpStats nccl_ops;
   // The trace's problems of severity data loss ("torn_tail x1",
   // "checksum_mismatch x2"): the figures cover only what could be read.
