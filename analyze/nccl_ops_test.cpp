@@ -57,7 +57,10 @@ TEST(NcclOps, GroupsByOperationAndMessageSize) {
 }
 
 struct RunDir {
-  fs::path path = fs::path(::testing::TempDir()) / "nccl_ops_test.ssrun";
+  // One per test: ctest runs the tests of this file at once.
+  fs::path path = fs::path(::testing::TempDir()) /
+                  (std::string("nccl_ops_test-") + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                   ".ssrun");
   RunDir() {
     fs::remove_all(path);
     fs::create_directories(path);
