@@ -139,7 +139,7 @@ class StreamSweep {
     return windows_.size() - 1;
   }
 
-  // The split of window w's idle time by cause (detail::idle_cover), made
+  // The split of window w's idle time by cause (IdleCover), made
   // gap by gap as the sweep closes them. Its MPI calls (few: the job's facts
   // hold them whole) are given before the rows; its host waits as their
   // chunks are read, in the same order of first start as the GPU chunks, so
@@ -161,7 +161,7 @@ class StreamSweep {
   }
 
   // The split of window w's idle time into host wait, kernel wait and other
-  // (detail::idle_breakdown), judged gap by gap as the sweep closes them;
+  // (IdleBreakdown), judged gap by gap as the sweep closes them;
   // after the last cut, and after every API call was read (launch_call).
   IdleBreakdown idle_breakdown(size_t w) {
     launches_.finish();
