@@ -567,8 +567,8 @@ struct RankAnalysis {
   std::array<ClassTotal, kKernelClassCount> classes{};
   std::vector<KernelSummary> top_kernels;      // by total time, at most Options::top_kernels
   std::vector<CollectiveArrival> collectives;  // for straggler matching (compact)
-  // NCCL collectives by operation and message size, whole trace (nccl_ops.hpp);
-  // filled by the run pipeline (analyze_path, analyze_traces).
+  // NCCL collectives by operation and message size, whole trace (nccl_ops.hpp;
+  // none in the steady pass).
   NcclOpStats nccl_ops;
   // The trace's problems of severity data loss ("torn_tail x1",
   // "checksum_mismatch x2"): the figures cover only what could be read.
@@ -676,7 +676,9 @@ struct RunAnalysis {
 
 // ---- entry points ---------------------------------------------------------
 
-// Analyses one rank's trace. The window is resolved against this trace.
+// Analyses one rank's trace. The window is resolved against this trace. The
+// engine is the one that reads an .sstrace file chunk by chunk
+// (stream_analyzer.hpp), with the trace read in place as one chunk.
 RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options);
 // Matches collectives across ranks (communicator + sequence, else order of
 // occurrence per communicator and op) and finds stragglers. Drops the ranks'
@@ -718,8 +720,9 @@ RunAnalysis analyze_traces(const std::vector<trace::Trace>& traces, const std::v
 // The trace files analyze_path would read, in order.
 std::vector<std::filesystem::path> list_trace_inputs(const std::filesystem::path& path);
 
-// Single analyses (used by analyze_rank; public for tests and the report).
+// Single analyses (public for tests and the report).
 std::vector<KernelInfo> classify_names(const trace::Trace& trace, const KernelClassifier& classifier);
+// analyze_rank's iterations (attribution left out).
 IterationStats find_iterations(const trace::Trace& trace, const Options& options);
 StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks);
 // Needs the ranks' collectives (before combine() drops them).

@@ -1,14 +1,12 @@
 // GPU time by operator, module and range (docs/attribution.md).
 //
-// Two steps. launch_paths() runs once per trace: one sweep over the host
-// ranges and the API calls in time order, with a stack of open ranges per
-// thread, gives every API call the path of ranges open around it (a node of a
-// trie of paths); the GPU work takes its launch call's path through the
-// correlation id. summarize_attribution() runs per window (the whole trace and
-// the steady iterations): it shares the GPU busy time among the work running
+// The pieces attribution_stream.cpp runs over a rank's chunks: a sweep over
+// the host ranges and the API calls in time order, with a stack of open
+// ranges per thread, gives every API call the path of ranges open around it
+// (a node of a trie of paths); the GPU work takes its launch call's path
+// through the correlation id. Per window (the whole trace and the steady
+// iterations), WindowSummary shares the GPU busy time among the work running
 // at each instant and adds it up per path node, name and iteration.
-// attribution_stream.cpp runs the same pieces (attribution_sweep.hpp) on a
-// file read chunk by chunk.
 #include "analyze/attribution_detail.hpp"
 
 #include <algorithm>
@@ -185,172 +183,6 @@ void RangeStacks::forget_seqs_below(int64_t min) {
 
 namespace {
 
-// correlation id -> path node + 1 (0: no API call). Dense when the ids are
-// (CUPTI's and Kineto's counters), a hash map otherwise.
-class CorrelationMap {
- public:
-  explicit CorrelationMap(const trace::ApiTable& a) {
-    uint32_t max_id = 0;
-    for (uint32_t c : a.correlation) max_id = std::max(max_id, c);
-    dense_ = uint64_t{max_id} <= 4 * uint64_t{a.size()} + (uint64_t{1} << 20);
-    if (dense_) values_.assign(size_t{max_id} + 1, 0);
-  }
-  void set(uint32_t corr, uint32_t node) {
-    if (dense_) values_[corr] = node + 1;
-    else sparse_[corr] = node + 1;
-  }
-  uint32_t node_of(uint32_t corr) const {  // kNoLaunch when unknown
-    uint32_t v = 0;
-    if (corr == 0) return kNoLaunch;
-    if (dense_) {
-      if (corr < values_.size()) v = values_[corr];
-    } else if (auto it = sparse_.find(corr); it != sparse_.end()) {
-      v = it->second;
-    }
-    return v == 0 ? kNoLaunch : v - 1;
-  }
-
- private:
-  bool dense_ = true;
-  std::vector<uint32_t> values_;
-  std::unordered_map<uint32_t, uint32_t> sparse_;
-};
-
-// ---- launch paths of a whole trace ---------------------------------------------
-
-void build_paths(const trace::Trace& t, LaunchPaths& p) {
-  const auto& nv = t.nvtx;
-  NameCache names(t.strings, p);
-  // First pass: which link the trace carries, and how many ranges there are
-  // (the instances are reserved once: 300k on the real trace). The name keys
-  // are given here, in table order.
-  bool any_link = false, any_seq = false;
-  size_t range_count = 0;
-  for (size_t i = 0; i < nv.size(); ++i) {
-    const NameCache::Info* info = names.range_info(nv, i);
-    if (!info) continue;
-    ++range_count;
-    any_link |= nv.link[i] != 0;
-    any_seq |= info->seq >= 0;
-  }
-  const bool use_links = any_link, use_seq = !any_link && any_seq;
-  p.link_source = use_links ? "fwdbwd flows" : use_seq ? "emit_nvtx seq" : "";
-  p.any_ranges = range_count > 0;
-  p.instances.reserve(range_count);
-  RangeStacks stacks(p, use_links, use_seq);
-  auto done = [&](const FinishedRange& r) { p.instances.push_back({r.row, r.node, r.duration, r.child_ns}); };
-
-  // The ranges in start order, outer ranges first where starts tie, so that
-  // they enclose the inner ones. Imported tables are already in start order
-  // (the importer sorts them): then only each run of equal starts is sorted,
-  // in a small buffer, instead of an index of every range.
-  auto outer_first = [&](uint32_t x, uint32_t y) {
-    return nv.start[x] != nv.start[y] ? nv.start[x] < nv.start[y]
-           : nv.end[x] != nv.end[y]   ? nv.end[x] > nv.end[y]
-                                      : x < y;
-  };
-  const bool nvtx_sorted = std::is_sorted(nv.start.begin(), nv.start.end());
-  std::vector<uint32_t> order;  // all ranges (unsorted table) or one run of equal starts
-  size_t row = 0, next = 0;     // sorted table: the next row to look at; position in order
-  if (!nvtx_sorted) {
-    order.reserve(range_count);
-    for (size_t i = 0; i < nv.size(); ++i)
-      if (names.range_info(nv, i)) order.push_back(static_cast<uint32_t>(i));
-    std::sort(order.begin(), order.end(), outer_first);
-  }
-  auto next_range = [&]() -> int64_t {  // -1 when none is left
-    if (!nvtx_sorted || next < order.size()) return next < order.size() ? int64_t{order[next++]} : int64_t{-1};
-    order.clear();
-    next = 0;
-    while (row < nv.size() && !names.range_info(nv, row)) ++row;
-    if (row == nv.size()) return -1;
-    const Timestamp start = nv.start[row];
-    for (; row < nv.size() && nv.start[row] == start; ++row)
-      if (names.range_info(nv, row)) order.push_back(static_cast<uint32_t>(row));
-    if (order.size() > 1) std::sort(order.begin(), order.end(), outer_first);
-    return order[next++];
-  };
-
-  const auto& a = t.api;
-  std::vector<uint32_t> calls;
-  const bool api_sorted = std::is_sorted(a.start.begin(), a.start.end());
-  if (!api_sorted) {
-    calls.resize(a.size());
-    for (uint32_t i = 0; i < calls.size(); ++i) calls[i] = i;
-    std::stable_sort(calls.begin(), calls.end(), [&](uint32_t x, uint32_t y) { return a.start[x] < a.start[y]; });
-  }
-  CorrelationMap corr(a);
-  // One merge in time order: a range that starts at the same time as a call encloses it.
-  int64_t r = next_range();
-  size_t c = 0;
-  while (r >= 0 || c < a.size()) {
-    const size_t call = c < a.size() ? (api_sorted ? c : calls[c]) : 0;
-    if (r >= 0 && (c >= a.size() || nv.start[static_cast<size_t>(r)] <= a.start[call])) {
-      const auto i = static_cast<size_t>(r);
-      stacks.push_range(
-          {nv.start[i], nv.end[i], static_cast<uint32_t>(i), nv.thread[i], nv.link[i], names.range_info(nv, i)}, done);
-      r = next_range();
-    } else {
-      if (a.correlation[call] != 0)
-        corr.set(a.correlation[call], stacks.launch_node(a.thread[call], a.start[call], done));
-      ++c;
-    }
-  }
-  stacks.finish(done);
-  auto fill = [&](std::vector<uint32_t>& out, const std::vector<uint32_t>& correlation) {
-    out.resize(correlation.size());
-    for (size_t i = 0; i < correlation.size(); ++i) out[i] = corr.node_of(correlation[i]);
-  };
-  fill(p.kernel_node, t.kernels.correlation);
-  fill(p.memcpy_node, t.memcpys.correlation);
-  fill(p.memset_node, t.memsets.correlation);
-}
-
-// The rows of one table (kernels, copies or sets) that overlap the window, in
-// order of their start cut to the window; rows with equal starts keep their
-// table order. Imported and collected tables are sorted by start already:
-// then this walks the columns in place; otherwise it sorts an index once.
-class WorkCursor {
- public:
-  WorkCursor(const std::vector<Timestamp>& start, const std::vector<Timestamp>& end, const std::vector<uint32_t>& node,
-             const std::vector<trace::StringId>* names, const WindowSummary& w)
-      : start_(start), end_(end), node_(node), names_(names), w_(w), ws_(w.window_start()), we_(w.window_end()) {
-    if (!std::is_sorted(start.begin(), start.end())) {
-      for (uint32_t i = 0; i < start.size(); ++i)
-        if (w_.in_window(start_[i], end_[i])) order_.push_back(i);
-      std::stable_sort(order_.begin(), order_.end(),
-                       [&](uint32_t x, uint32_t y) { return std::max(start_[x], ws_) < std::max(start_[y], ws_); });
-      sorted_ = false;
-    }
-    skip();
-  }
-  bool done() const { return sorted_ ? i_ >= start_.size() : i_ >= order_.size(); }
-  Timestamp start() const { return std::max(start_[row()], ws_); }
-  Work take() {
-    const size_t r = row();
-    const Work w{std::max(start_[r], ws_), std::min(end_[r], we_), node_[r], names_ ? (*names_)[r] : kNoLaunch};
-    ++i_;
-    skip();
-    return w;
-  }
-
- private:
-  size_t row() const { return sorted_ ? i_ : order_[i_]; }
-  void skip() {
-    if (sorted_)
-      while (i_ < start_.size() && !w_.in_window(start_[i_], end_[i_])) ++i_;
-  }
-  const std::vector<Timestamp>& start_;
-  const std::vector<Timestamp>& end_;
-  const std::vector<uint32_t>& node_;
-  const std::vector<trace::StringId>* names_;
-  const WindowSummary& w_;
-  Timestamp ws_, we_;
-  bool sorted_ = true;
-  size_t i_ = 0;
-  std::vector<uint32_t> order_;
-};
-
 // The innermost operator and module/range of a node's path.
 std::pair<uint32_t, uint32_t> responsible_keys(const LaunchPaths& p, uint32_t v) {
   uint32_t op = 0, module = 0;
@@ -391,12 +223,6 @@ std::vector<ResponsibleOperator> top_responsible(const LaunchPaths& p, const Nod
 }
 
 }  // namespace
-
-std::shared_ptr<const LaunchPaths> launch_paths(const trace::Trace& t) {
-  auto p = std::make_shared<LaunchPaths>();
-  build_paths(t, *p);
-  return p;
-}
 
 // ---- WindowSummary -------------------------------------------------------------
 
@@ -652,33 +478,6 @@ void WindowSummary::add_top_operators_per_iteration(const LaunchPaths& p, const 
     for (size_t b = 0; b < top_keys.size(); ++b)
       if (m & (1u << b)) out.iterations[e.iteration].top_operator_gpu_ns[b] += e.gpu_ns;
   }
-}
-
-Attribution summarize_attribution(const trace::Trace& t, const LaunchPaths& p, Timestamp ws, Timestamp we,
-                                  bool whole_trace, const std::vector<Iteration>& iterations,
-                                  const std::vector<KernelInfo>& kernel_info) {
-  WindowSummary window(ws, we, whole_trace, iterations);
-  // ---- one sweep over the window's GPU work in start order -------------------
-  // Kernels, then copies, then sets where starts tie. Each piece's share of
-  // busy time goes to its path node and iteration when it ends.
-  auto done = [&](const Work& w, uint32_t iteration, int64_t s) { window.done(w, iteration, s); };
-  WorkCursor cursors[3] = {{t.kernels.start, t.kernels.end, p.kernel_node, &t.kernels.name, window},
-                           {t.memcpys.start, t.memcpys.end, p.memcpy_node, nullptr, window},
-                           {t.memsets.start, t.memsets.end, p.memset_node, nullptr, window}};
-  ShareSweep<uint32_t> sweep;
-  for (;;) {
-    WorkCursor* next = nullptr;
-    for (WorkCursor& c : cursors)
-      if (!c.done() && (!next || c.start() < next->start())) next = &c;
-    if (!next) break;
-    const Work w = next->take();
-    window.classify(w, kernel_info);
-    sweep.push(w, window.iteration_of(w.start), done);
-  }
-  sweep.finish_all(done);
-  for (const RangeInstance& r : p.instances)
-    window.add_range({t.nvtx.start[r.row], r.row, r.node, r.duration, r.child_ns});
-  return window.finish(p, sweep.pushed(), t.kernels.size() + t.memcpys.size() + t.memsets.size(), t.api.size());
 }
 
 }  // namespace detail

@@ -1,6 +1,6 @@
 #pragma once
-// Private: the two steps of attribution (attribution.cpp), split so that
-// analyze_rank finds the launch paths once and summarizes them per window.
+// Private: the pieces of attribution (attribution.cpp) that its sweep over a
+// rank's chunks (attribution_stream.cpp) runs.
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -22,34 +22,15 @@ struct PathNode {
   RangeKind kind = RangeKind::kRange;
 };
 
-// One host range as pushed on its thread's stack (for calls and CPU time),
-// in the order the ranges left their stacks. 24 bytes: the real trace has 300k of them.
-struct RangeInstance {
-  uint32_t row = 0;  // in the trace's NVTX table (its start)
-  uint32_t node = 0;
-  int64_t duration = 0;  // end cut at the parent's end, less the start
-  int64_t child_ns = 0;  // time of the ranges directly inside
-};
-
-// Window-independent: the path of ranges each kernel, copy and set was launched under.
+// Window-independent: the trie of range paths the GPU work was launched under.
 struct LaunchPaths {
   std::vector<std::string> names;  // key -> normalized name; 0 the root, 1 "(backward)"
   std::vector<RangeKind> name_kinds;
   std::vector<PathNode> nodes;
-  std::vector<uint32_t> kernel_node, memcpy_node, memset_node;  // per row; kNoLaunch without API call
-  std::vector<RangeInstance> instances;
   int64_t backward_links = 0;
   std::string link_source;
   bool any_ranges = false;
 };
-
-std::shared_ptr<const LaunchPaths> launch_paths(const trace::Trace& trace);
-// kernel_info: classify_names() of the trace (indexed by kernel name id).
-// whole_trace: no --window, so every range counts as a call, also those that
-// start before the first GPU or API event (the window's start).
-Attribution summarize_attribution(const trace::Trace& trace, const LaunchPaths& paths, trace::Timestamp window_start,
-                                  trace::Timestamp window_end, bool whole_trace,
-                                  const std::vector<Iteration>& iterations, const std::vector<KernelInfo>& kernel_info);
 
 // What a range's text says: its name without emit_nvtx decorations
 // ("aten::mm, seq = 12, sizes = [...]" -> "aten::mm", "ProfilerStep#3" ->

@@ -1,7 +1,7 @@
 // stream_attribution: attribution.cpp's launch paths and window summaries,
-// fed from a ChunkReader in time order (attribution_stream.hpp says how and
-// what bounds the state). The rules are not restated here: RangeStacks,
-// ShareSweep and WindowSummary are the whole-trace code's own.
+// fed from a ChunkSource in time order (attribution_stream.hpp says how and
+// what bounds the state). The rules are not restated here: they are those of
+// RangeStacks, ShareSweep and WindowSummary (attribution_sweep.hpp).
 #include "analyze/attribution_stream.hpp"
 
 #include <algorithm>
@@ -40,7 +40,7 @@ struct HostEvent {
   uint32_t thread;
   uint32_t id;                          // range: link; call: correlation id
   const detail::NameCache::Info* info;  // nullptr: an API call
-  // The whole-trace merge order: by start, ranges first, ranges by end
+  // The merge order: by start, ranges first, ranges by end
   // (latest first) then row, calls by row.
   bool operator<(const HostEvent& o) const {
     if (start != o.start) return start < o.start;
@@ -123,9 +123,9 @@ class CorrelationWindow {
 
 class Attributor {
  public:
-  Attributor(trace::ChunkReader& reader, const std::vector<AttributionWindow>& windows,
+  Attributor(ChunkSource& chunks, const std::vector<AttributionWindow>& windows,
              const std::vector<KernelInfo>& kernel_info)
-      : reader_(reader), kernel_info_(kernel_info), names_(reader.head().strings, paths_) {
+      : chunks_(chunks), kernel_info_(kernel_info), names_(chunks.head().strings, paths_) {
     for (const AttributionWindow& w : windows) {
       static const std::vector<Iteration> none;
       windows_.push_back(std::make_unique<Window>(w.start, w.end, w.whole_trace, w.iterations ? *w.iterations : none));
@@ -173,12 +173,12 @@ class Attributor {
 
   // ---- pass 1 -------------------------------------------------------------------
   void first_pass() {
-    facts_.resize(reader_.chunk_count());
+    facts_.resize(chunks_.count());
     uint64_t nvtx_rows = 0, kernel_rows = 0, memcpy_rows = 0, memset_rows = 0;
     bool any_link = false, any_seq = false;
-    trace::Trace first;  // every table's columns grow here: freed before the sweeps
+    trace::Trace buffer;  // every table's columns grow here: freed before the sweeps
     for (size_t c = 0; c < facts_.size(); ++c) {
-      reader_.read(c, first);
+      const trace::Trace& first = chunks_.read(c, buffer);
       ChunkFacts& f = facts_[c];
       const auto& nv = first.nvtx;
       f.nvtx_base = nvtx_rows;
@@ -202,7 +202,7 @@ class Attributor {
       f.api_base = api_rows_;
       api_rows_ += a.size();
       for (size_t i = 0; i < a.size(); ++i) {
-        if (a.correlation[i] == 0) continue;  // no launch: the whole-trace sweep skips it too
+        if (a.correlation[i] == 0) continue;  // no launch: nothing to attribute to it
         f.host = true;
         f.host_first = std::min(f.host_first, a.start[i]);
         f.api_corr = std::min(f.api_corr, a.correlation[i]);
@@ -258,7 +258,7 @@ class Attributor {
     } else {
       const uint32_t node = stacks_->launch_node(e.thread, e.start, done);
       if (!gpu_done_) {
-        corr_.set(e.id, node);  // a repeated id: the last call wins, as in the whole-trace map
+        corr_.set(e.id, node);  // a repeated id: the last call wins
         corr_.forget_below(gpu_floor_);
         stats.correlations = std::max(stats.correlations, corr_.entries());
         stats.correlation_span = std::max(stats.correlation_span, corr_.span());
@@ -274,17 +274,17 @@ class Attributor {
 
   void load_host_chunk() {
     const size_t c = host_order_[next_host_++];
-    reader_.read(c, host_batch_);
+    const trace::Trace& host_batch = chunks_.read(c, host_batch_);
     // One buffer: the events taken go, those held move to the front, the chunk's join them.
     events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(ready_end_));
-    events_.reserve(events_.size() + host_batch_.nvtx.size() + host_batch_.api.size());  // no doubling
+    events_.reserve(events_.size() + host_batch.nvtx.size() + host_batch.api.size());  // no doubling
     const ChunkFacts& f = facts_[c];
-    const auto& nv = host_batch_.nvtx;
+    const auto& nv = host_batch.nvtx;
     for (size_t i = 0; i < nv.size(); ++i)
       if (const detail::NameCache::Info* info = names_.range_info(nv, i))
         events_.push_back(
             {nv.start[i], nv.end[i], static_cast<uint32_t>(f.nvtx_base + i), nv.thread[i], nv.link[i], info});
-    const auto& a = host_batch_.api;
+    const auto& a = host_batch.api;
     for (size_t i = 0; i < a.size(); ++i)
       if (a.correlation[i] != 0)
         events_.push_back(
@@ -348,9 +348,9 @@ class Attributor {
   void gpu_chunk(size_t n) {
     const size_t c = gpu_order_[n];
     next_gpu_ = n + 1;
-    reader_.read(c, batch_);
+    const trace::Trace& batch = chunks_.read(c, batch_);
     const ChunkFacts& f = facts_[c];
-    const size_t rows = batch_.kernels.size() + batch_.memcpys.size() + batch_.memsets.size();
+    const size_t rows = batch.kernels.size() + batch.memcpys.size() + batch.memsets.size();
     for (auto& w : windows_) w->pending.reserve(w->pending.size() + rows);  // no doubling
     auto add = [&](const auto& table, uint32_t which, uint64_t base, const std::vector<trace::StringId>* names) {
       for (size_t i = 0; i < table.size(); ++i) {
@@ -365,9 +365,9 @@ class Attributor {
         }
       }
     };
-    add(batch_.kernels, 0, f.kernel_base, &batch_.kernels.name);
-    add(batch_.memcpys, 1, f.memcpy_base, nullptr);
-    add(batch_.memsets, 2, f.memset_base, nullptr);
+    add(batch.kernels, 0, f.kernel_base, &batch.kernels.name);
+    add(batch.memcpys, 1, f.memcpy_base, nullptr);
+    add(batch.memsets, 2, f.memset_base, nullptr);
     size_t held = 0;
     for (auto& w : windows_) held += w->pending.size();
     stats.gpu_rows = std::max(stats.gpu_rows, held);
@@ -407,7 +407,7 @@ class Attributor {
     }
   }
 
-  trace::ChunkReader& reader_;
+  ChunkSource& chunks_;
   const std::vector<KernelInfo>& kernel_info_;
   detail::LaunchPaths paths_;
   detail::NameCache names_;
@@ -416,7 +416,7 @@ class Attributor {
   std::vector<std::unique_ptr<Window>> windows_;
   std::vector<ChunkFacts> facts_;
   uint64_t gpu_rows_ = 0, api_rows_ = 0;
-  trace::Trace batch_, host_batch_;  // the GPU sweep's chunk, the host sweep's chunk
+  trace::Trace batch_, host_batch_;  // the GPU sweep's chunk, the host sweep's chunk (of a file)
 
   std::vector<size_t> host_order_, gpu_order_;
   std::vector<uint32_t> unread_api_corr_, unread_link_, unread_gpu_corr_;  // by position in the orders
@@ -437,9 +437,9 @@ class Attributor {
 
 }  // namespace
 
-std::vector<Attribution> stream_attribution(trace::ChunkReader& reader, const std::vector<AttributionWindow>& windows,
+std::vector<Attribution> stream_attribution(ChunkSource& chunks, const std::vector<AttributionWindow>& windows,
                                             const std::vector<KernelInfo>& kernel_info, AttributionStreamStats* stats) {
-  Attributor a(reader, windows, kernel_info);
+  Attributor a(chunks, windows, kernel_info);
   std::vector<Attribution> out = a.run();
   if (stats) *stats = a.stats;
   return out;

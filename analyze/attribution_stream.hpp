@@ -1,27 +1,27 @@
 #pragma once
-// Attribution (attribution.hpp) of a .sstrace read chunk by chunk:
-// for each window asked, the Attribution that summarize_attribution() gives
-// on the whole trace, to the last bit, with memory bounded by what must be
-// kept instead of by the number of events.
+// Attribution (attribution.hpp) of a rank read as chunks (chunk_source.hpp):
+// for each window asked, the same Attribution however the rank is chunked
+// (a file's table chunks, or a trace in memory as one chunk), to the last
+// bit, with memory bounded by what must be kept instead of by the number of
+// events.
 //
 //   const std::vector<AttributionWindow> windows{{ws, we, true, &iterations}};
-//   std::vector<Attribution> a = stream_attribution(reader, windows, kernel_info);
+//   std::vector<Attribution> a = stream_attribution(chunks, windows, kernel_info);
 //
 // How. A first pass over the chunks gives the range names their keys (in
-// table order, as launch_paths does), says whether the trace links backward
+// table order), says whether the trace links backward
 // ranges by flows or by emit_nvtx seq, and notes per chunk the earliest start
 // and the smallest correlation id, link and seq of its rows. Then two sweeps
 // run in time order, each taking its chunks by earliest start and releasing
 // the rows that start before the next chunk's earliest start (no later row
-// can precede them), sorted as the whole-trace code orders them:
+// can precede them), sorted in one fixed order (by start, then table and row):
 //   - the host sweep: ranges and API calls of every thread, one stack of open
 //     ranges per thread, the trie of paths; each API call leaves its
 //     correlation id -> path node;
 //   - the GPU sweep: kernels, copies and sets per window, through the same
 //     ShareSweep. A GPU row takes its node from its correlation id once no
 //     API call still to come carries an id at or below it (the host sweep is
-//     advanced until then), so a repeated id resolves to its last call as in
-//     the whole-trace map.
+//     advanced until then), so a repeated id resolves to its last call.
 // State kept, and what bounds it:
 //   - stacks of open ranges per thread (depth), the trie and per-node sums of
 //     each window (distinct paths), name keys (distinct names) found through
@@ -48,11 +48,11 @@
 #include <vector>
 
 #include "analyze/analyze.hpp"
-#include "trace/chunk_reader.hpp"
+#include "analyze/chunk_source.hpp"
 
 namespace scalescope::analyze {
 
-// One window to attribute, as summarize_attribution takes it.
+// One window to attribute.
 struct AttributionWindow {
   trace::Timestamp start = 0, end = 0;
   bool whole_trace = true;                             // every range counts as a call (no --window)
@@ -73,7 +73,7 @@ struct AttributionStreamStats {
 // (every kernel's name classified). Reads each chunk twice: in the first pass
 // and in the sweep its rows belong to (a chunk of neither, once). One call
 // with several windows shares the reads.
-std::vector<Attribution> stream_attribution(trace::ChunkReader& reader, const std::vector<AttributionWindow>& windows,
+std::vector<Attribution> stream_attribution(ChunkSource& chunks, const std::vector<AttributionWindow>& windows,
                                             const std::vector<KernelInfo>& kernel_info,
                                             AttributionStreamStats* stats = nullptr);
 

@@ -1,7 +1,6 @@
 #pragma once
-// Private: the pieces of attribution that the whole-trace version
-// (attribution.cpp) and the streaming one (attribution_stream.cpp) share, so
-// that both give the same numbers by running the same code:
+// Private: the pieces of attribution (attribution.cpp) that its sweep over a
+// rank's chunks (attribution_stream.cpp) runs:
 //   NameCache    what an NVTX row's (domain, text) means (its name key, kind, seq)
 //   RangeStacks  the stacks of open host ranges per thread and the trie of
 //                paths; ranges and API calls are fed in one time order

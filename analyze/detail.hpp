@@ -30,14 +30,9 @@ struct Detected {
   std::vector<Iteration> iterations;
 };
 
-// Iterations over the whole trace (no window): NVTX ranges named `range_name`,
-// else ProfilerStep#N ranges, else the repeating sequence of annotations,
-// collectives or kernels.
-Detected detect_iterations(const trace::Trace& trace, const std::string& range_name);
-
 // The columns detection reads, each in its table's row order, and the end of
-// GPU activity (the last iteration's cap): the streaming analysis hands over
-// only these, and the kernel columns only when nothing else marks steps.
+// GPU activity (the last iteration's cap): the engine hands over only these,
+// and the kernel columns only when nothing else marks steps.
 struct IterationInputs {
   const trace::StringTable& strings;
   const trace::NvtxTable& nvtx;
@@ -63,13 +58,10 @@ std::vector<CollectiveArrival> collective_arrivals(const trace::Trace& t, trace:
 // Fills the statistics of `stats.iterations` (marks warm-up iterations).
 void summarize_iterations(IterationStats& stats, double warmup_tolerance);
 
-// Resolves a window against a trace: [start, end] in trace-clock ns.
-std::pair<trace::Timestamp, trace::Timestamp> resolve_window(const trace::Trace& trace, const Options& options,
-                                                             const Detected& detected);
-// The same from the trace's extent, as the first one computes it (its
-// time_span() widened by collectives and syncs), whether it has GPU rows
-// (kernels, copies, sets, collectives) and its metadata (for errors): the
-// streaming analysis, which has no whole Trace, resolves windows with it.
+// Resolves a window against a trace: [start, end] in trace-clock ns, from the
+// trace's extent (its time_span() widened by collectives and syncs), whether
+// it has GPU rows (kernels, copies, sets, collectives) and its metadata (for
+// errors).
 std::pair<trace::Timestamp, trace::Timestamp> resolve_window(trace::Timestamp first, trace::Timestamp last,
                                                              bool gpu_rows, const trace::Metadata& meta,
                                                              const Options& options, const Detected& detected);
@@ -78,27 +70,8 @@ std::pair<trace::Timestamp, trace::Timestamp> resolve_window(trace::Timestamp fi
 using trace::median;
 using trace::quantile;
 
-// The working sets of one window's analysis (analyze.cpp): interval lists
-// and duration lists as long as the trace's tables. Kept between the whole
-// and the steady pass of a rank, and between the ranks one thread of
-// analyze_path analyses, so that each is touched fresh once: on these VMs a
-// fresh page costs more than the work done on it. Cleared, never
-// shrunk; its memory is bounded by the largest rank it served.
-struct StreamSlot {
-  size_t begin = 0, end = 0;  // one stream's spans: streams[begin, end)
-};
-struct WindowScratch {
-  std::vector<Interval> compute, comm, copy, merge;
-  std::vector<Interval> streams;  // per-stream slices, then compute | comm
-  std::unordered_map<uint64_t, StreamSlot> slots;
-  std::vector<int64_t> kernel_durations;  // then the launch calls' durations
-};
-
-// analyze_rank with the caller's scratch (analyze_path: one per thread).
-RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options, WindowScratch& scratch);
-
-// Whether analyze_path analyses an input of this kind and number of rows
-// with analyze_rank_streaming (stream_analyzer.hpp) instead of reading it
+// Whether analyze_path reads an input of this kind and number of rows
+// chunk by chunk (analyze_rank_streaming, stream_analyzer.hpp) instead of
 // whole: .sstrace files of more than options.stream_above_rows rows, when no
 // visitor needs the Trace.
 bool analyze_streaming(trace::InputKind kind, uint64_t rows, const Options& options, bool visitor);
@@ -138,13 +111,6 @@ JobFacts job_facts(const trace::Trace& t, bool gpu_activity, trace::Timestamp ws
                    Intervals* mpi_calls);
 // An MPI_* call by name (API row, or NVTX range text).
 bool is_mpi_call(std::string_view name);
-// GPU idle time in [span_start, span_end] split by the causes covering it
-// (job.cpp): busy is the union of every GPU activity (normalized); the cause
-// lists are normalized unions; launch gaps are busy's inner gaps under
-// kLaunchGapLimitNs.
-IdleCover idle_cover(const Intervals& busy, trace::Timestamp span_start, trace::Timestamp span_end,
-                     const Intervals& host_sync, const Intervals& input_gaps, const Intervals& mpi_calls);
-
 // The split itself, gap by gap (idle_cover, and the streamed analysis, which
 // never holds a rank's whole busy list): each gap of the GPU's busy union,
 // in time order, with its launch-gap and input bits; the host waits and MPI
@@ -179,12 +145,6 @@ class IdleSplitter {
   const Intervals* mpi_;
   size_t wait_from_ = 0, mpi_from_ = 0;
 };
-// GPU idle time in [span_start, span_end] split into host wait, kernel wait
-// and other (idle_breakdown.cpp; analyze.hpp, IdleBreakdown): busy as for
-// idle_cover; launch calls matched to GPU activities by correlation id.
-IdleBreakdown idle_breakdown(const trace::Trace& t, const Intervals& busy, trace::Timestamp span_start,
-                             trace::Timestamp span_end, int64_t threshold_ns);
-
 // When the launch call of the activity that ends an idle gap began: there is
 // none in the trace, it began before the gap did, or after (the GPU waited on
 // the host).
@@ -273,9 +233,8 @@ std::vector<GpuClockStats> sampled_gpus(const trace::Trace& t, trace::Timestamp 
 // The rank's own GPU among them: the CUDA ordinal its kernels ran on most
 // (`kernel_device`, -1 unknown: the only GPU the trace knows).
 GpuClockStats own_gpu_clocks(const trace::Trace& t, const std::vector<GpuClockStats>& sampled, int64_t kernel_device);
-// The device most kernels ran on, -1 without kernels: from each kernel's
-// device, or from the count of kernels per device.
-int64_t main_kernel_device(const std::vector<uint32_t>& kernel_devices);
+// The device most kernels ran on, -1 without kernels, from the count of
+// kernels per device.
 int64_t busiest_device(const std::map<uint32_t, int64_t>& kernels_by_device);
 // combine(): ranks without samples of their own GPU take those another rank
 // of their host sampled (the same PCI bus id), then the lists are dropped.

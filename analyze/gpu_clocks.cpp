@@ -126,12 +126,6 @@ int64_t busiest_device(const std::map<uint32_t, int64_t>& kernels_by_device) {
   return best;
 }
 
-int64_t main_kernel_device(const std::vector<uint32_t>& kernel_devices) {
-  std::map<uint32_t, int64_t> count;
-  for (uint32_t d : kernel_devices) ++count[d];
-  return busiest_device(count);
-}
-
 GpuClockStats own_gpu_clocks(const trace::Trace& t, const std::vector<GpuClockStats>& sampled, int64_t kernel_device) {
   int64_t device = kernel_device;
   if (device < 0 && t.meta.devices.size() == 1) device = t.meta.devices.front().id;

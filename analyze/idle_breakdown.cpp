@@ -1,7 +1,7 @@
 // GPU idle time split into host wait, kernel wait and other (analyze.hpp,
 // IdleBreakdown; docs/idle-time.md, "Idle time breakdown"): the rule gap by
-// gap (IdleGaps), the whole-trace analysis (idle_breakdown) and the lookup of
-// launch calls for a rank read chunk by chunk (ChunkedLaunches).
+// gap (IdleGaps) and the lookup of launch calls for a rank read chunk by
+// chunk (ChunkedLaunches).
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
@@ -40,59 +40,6 @@ void IdleGaps::tail(trace::Timestamp gap_start) {
   b_.other_ns += in;
   ++b_.other_gaps;
 }
-
-IdleBreakdown idle_breakdown(const trace::Trace& t, const Intervals& busy, trace::Timestamp span_start,
-                             trace::Timestamp span_end, int64_t threshold_ns) {
-  IdleGaps gaps(span_start, span_end, threshold_ns);
-  if (!gaps.result().availability.available) return gaps.result();
-  // The earliest call of each correlation id (a launch, or the copy's or set's call).
-  std::unordered_map<uint32_t, trace::Timestamp> launch_of;
-  launch_of.reserve(t.api.size());
-  for (size_t i = 0; i < t.api.size(); ++i) {
-    if (t.api.correlation[i] == 0) continue;
-    auto [it, fresh] = launch_of.try_emplace(t.api.correlation[i], t.api.start[i]);
-    if (!fresh) it->second = std::min(it->second, t.api.start[i]);
-  }
-  // The activities that may end a gap: those starting inside the span or
-  // just after it (the one that ends the last gap); a row that ends before
-  // it starts is no activity.
-  struct Start {
-    trace::Timestamp gpu = 0;     // when the activity began on the GPU
-    trace::Timestamp launch = 0;  // when its launch call began on the host; kNoLaunch: no call in the trace
-  };
-  constexpr trace::Timestamp kNoLaunch = std::numeric_limits<trace::Timestamp>::max();
-  std::vector<Start> starts;
-  auto add = [&](const std::vector<trace::Timestamp>& start, const std::vector<trace::Timestamp>& end,
-                 const std::vector<uint32_t>& correlation) {
-    for (size_t i = 0; i < start.size(); ++i) {
-      if (start[i] < span_start || end[i] < start[i]) continue;
-      auto it = correlation[i] ? launch_of.find(correlation[i]) : launch_of.end();
-      starts.push_back({start[i], it == launch_of.end() ? kNoLaunch : it->second});
-    }
-  };
-  add(t.kernels.start, t.kernels.end, t.kernels.correlation);
-  add(t.memcpys.start, t.memcpys.end, t.memcpys.correlation);
-  add(t.memsets.start, t.memsets.end, t.memsets.correlation);
-  add(t.nccl.start, t.nccl.end, t.nccl.correlation);
-  std::sort(starts.begin(), starts.end(), [](const Start& x, const Start& y) { return x.gpu < y.gpu; });
-  // The earliest launch of the activities that begin at `next`, against the gap's start.
-  auto launch_at = [&](trace::Timestamp gap_start, trace::Timestamp next) {
-    auto it = std::lower_bound(starts.begin(), starts.end(), next,
-                               [](const Start& s, trace::Timestamp v) { return s.gpu < v; });
-    trace::Timestamp launch = kNoLaunch;
-    for (; it != starts.end() && it->gpu == next; ++it) launch = std::min(launch, it->launch);
-    return launch == kNoLaunch ? GapLaunch::kNone : launch > gap_start ? GapLaunch::kAfterGap : GapLaunch::kBeforeGap;
-  };
-  trace::Timestamp last_end = span_start;  // where the GPU's last activity ended (the span's start before any)
-  for (const Interval& iv : busy) {
-    if (gaps.inside(last_end, iv.start) > 0) gaps.gap(last_end, iv.start, launch_at(last_end, iv.start));
-    last_end = iv.end;
-  }
-  gaps.tail(last_end);
-  return gaps.result();
-}
-
-// ---- chunk by chunk ----------------------------------------------------------
 
 void ChunkedLaunches::call(uint32_t correlation, trace::Timestamp start) {
   auto [it, fresh] = launch_of_.try_emplace(correlation, start);

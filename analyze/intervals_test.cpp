@@ -1,16 +1,11 @@
-// The interval algebra's buffered paths (lists merged run by run,
-// spans merged as they are appended, scratch reused across ranks) give the
-// very unions the plain sort-and-merge gives.
+// The interval algebra's buffered paths (lists merged run by run, spans
+// merged as they are appended) give the very unions the plain sort-and-merge
+// gives.
 #include "analyze/intervals.hpp"
 
 #include <random>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
-#include "analyze/analyze.hpp"
-#include "analyze/detail.hpp"
-#include "trace/synthetic_trace.hpp"
 
 namespace scalescope::analyze {
 namespace {
@@ -91,33 +86,6 @@ TEST(IntervalsTest, UnionGapsAreThoseOfTheBuiltUnion) {
     }
   }
   EXPECT_EQ(union_gaps({{0, 10}, {30, 40}}, {{12, 20}}, 100), std::make_pair(int64_t{2}, int64_t{12}));
-}
-
-// One scratch serving several ranks in turn, a large one first, gives each
-// rank the analysis a fresh scratch gives (nothing of an earlier rank left).
-TEST(WindowScratchTest, ReusedAcrossRanksGivesTheSameAnalysis) {
-  trace::SyntheticOptions big, small;
-  big.events = 60'000;
-  big.seed = 2;
-  small.events = 8'000;
-  small.seed = 4;
-  small.rank = 1;
-  small.device = 3;  // other stream keys than the first rank's
-  const trace::Trace first = trace::make_synthetic_trace(big), second = trace::make_synthetic_trace(small);
-  const Options options;
-  detail::WindowScratch shared;
-  for (const trace::Trace* t : {&first, &second, &first}) {
-    const RankAnalysis reused = detail::analyze_rank(*t, options, shared);
-    const RankAnalysis fresh = analyze_rank(*t, options);
-    ASSERT_EQ(nlohmann::json(reused).dump(), nlohmann::json(fresh).dump());
-    ASSERT_TRUE(reused.steady && fresh.steady);
-    ASSERT_EQ(nlohmann::json(*reused.steady).dump(), nlohmann::json(*fresh.steady).dump());
-    EXPECT_GT(reused.breakdown.streams.size(), 1u);
-    ASSERT_EQ(reused.collectives.size(), fresh.collectives.size());
-    EXPECT_FALSE(reused.collectives.empty());
-    for (size_t i = 0; i < reused.collectives.size(); ++i)
-      EXPECT_EQ(reused.collectives[i].arrival_unix_ns, fresh.collectives[i].arrival_unix_ns);
-  }
 }
 
 }  // namespace

@@ -58,16 +58,6 @@ std::vector<Iteration> to_iterations(std::vector<Timestamp> starts, std::vector<
   return out;
 }
 
-Timestamp gpu_end(const trace::Trace& t) {
-  Timestamp end = 0;
-  for (Timestamp e : t.kernels.end) end = std::max(end, e);
-  for (Timestamp e : t.memcpys.end) end = std::max(end, e);
-  for (Timestamp e : t.memsets.end) end = std::max(end, e);
-  for (Timestamp e : t.nccl.end) end = std::max(end, e);
-  if (end == 0) end = t.time_span().second;
-  return end;
-}
-
 // Finds the symbol that marks iterations in a time-ordered sequence of
 // symbols, from the sequence's structure alone, not from timing: a step of a
 // job waiting on its DataLoader is as long as the wait, but launches the
@@ -201,12 +191,6 @@ static std::string frequent_ranges(const IterationInputs& t) {
   }
   if (shown < ids.size()) out += fmt::format(" and {} more", ids.size() - shown);
   return out;
-}
-
-Detected detect_iterations(const trace::Trace& t, const std::string& range_name) {
-  return detect_iterations(IterationInputs{t.strings, t.nvtx, t.nccl.op, t.nccl.bytes, t.nccl.start, t.kernels.name,
-                                           t.kernels.start, gpu_end(t)},
-                           range_name);
 }
 
 namespace {
@@ -356,26 +340,6 @@ void summarize_iterations(IterationStats& st, double tol) {
   stats(steady, st.steady_median_ns, st.steady_p95_ns, mean, st.steady_cv);
 }
 
-std::pair<Timestamp, Timestamp> resolve_window(const trace::Trace& t, const Options& o, const Detected& detected) {
-  // Plain variables: clang 14 cannot capture structured bindings in lambdas.
-  const auto trace_span = t.time_span();
-  Timestamp first = trace_span.first, last = trace_span.second;
-  // time_span() leaves out collectives and synchronizations; a trace of only
-  // those still has a window.
-  bool any = first != 0 || last != 0;
-  auto widen = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
-    for (size_t i = 0; i < s.size(); ++i) {
-      first = any ? std::min(first, s[i]) : s[i];
-      last = any ? std::max(last, e[i]) : e[i];
-      any = true;
-    }
-  };
-  widen(t.nccl.start, t.nccl.end);
-  widen(t.syncs.start, t.syncs.end);
-  const bool gpu_rows = t.kernels.size() + t.memcpys.size() + t.memsets.size() + t.nccl.size() > 0;
-  return resolve_window(first, last, gpu_rows, t.meta, o, detected);
-}
-
 std::pair<Timestamp, Timestamp> resolve_window(Timestamp first, Timestamp last, bool gpu_rows,
                                                const trace::Metadata& meta, const Options& o,
                                                const Detected& detected) {
@@ -497,14 +461,9 @@ std::string WindowSpec::to_string() const {
 }
 
 IterationStats find_iterations(const trace::Trace& trace, const Options& options) {
-  const detail::Detected d = detail::detect_iterations(trace, options.iteration_range);
-  IterationStats st;
-  if (d.iterations.empty()) {
-    st.availability = {false, "skipped: " + d.reason};
-    return st;
-  }
-  const auto [ws, we] = detail::resolve_window(trace, options, d);
-  return detail::window_iterations(d, ws, we, options.warmup_tolerance);
+  Options o = options;
+  o.attribution = false;  // not needed for the iterations
+  return analyze_rank(trace, o).iterations;
 }
 
 }  // namespace scalescope::analyze

@@ -165,29 +165,5 @@ void IdleSplitter::add(Interval gap, unsigned bits) {
   }
 }
 
-IdleCover idle_cover(const Intervals& busy, trace::Timestamp span_start, trace::Timestamp span_end,
-                     const Intervals& host_sync, const Intervals& input_gaps, const Intervals& mpi_calls) {
-  IdleSplitter split(span_start, span_end, host_sync, mpi_calls);
-  if (split.empty()) return split.result();
-  // Every gap of busy: before its first span and after its last one (no
-  // launch gap), and its inner gaps (launch gaps under the limit). A gap of
-  // busy lies in one gap of compute | communication, so it is an input gap
-  // wholly or not at all.
-  size_t in = 0;
-  auto add = [&](Interval gap, bool inner) {
-    if (gap.end <= gap.start) return;
-    while (in < input_gaps.size() && input_gaps[in].end <= std::max(gap.start, span_start)) ++in;
-    const bool input = in < input_gaps.size() && input_gaps[in].start <= std::max(gap.start, span_start);
-    split.add(gap, (inner && gap.end - gap.start < kLaunchGapLimitNs ? kIdleLaunchGap : 0u) | (input ? kIdleInput : 0u));
-  };
-  trace::Timestamp at = std::numeric_limits<trace::Timestamp>::min();
-  for (size_t i = 0; i < busy.size(); ++i) {
-    add({i == 0 ? span_start : at, busy[i].start}, i > 0);
-    at = busy[i].end;
-  }
-  add({busy.empty() ? span_start : at, span_end}, false);
-  return split.result();
-}
-
 }  // namespace detail
 }  // namespace scalescope::analyze

@@ -111,27 +111,20 @@ RunAnalysis analyze_items(size_t items, const std::function<LoadedItem(size_t, u
   size_t next_item = 0, next_rank = 0;
   bool failed = false;
   // The one pool (trace/parallel_for.hpp): up to 4 ranks at a time by
-  // default, the first failing item in order named. Each thread keeps one
-  // scratch (detail::WindowScratch) for all the ranks it analyses.
+  // default, the first failing item in order named.
   const unsigned workers = trace::worker_count(threads, items, 4);
-  std::vector<detail::WindowScratch> scratch(workers);
   trace::parallel_for(
       items, workers,
       [&](size_t i, unsigned worker) {
         try {
           LoadedItem item = load(i, worker);
           if (item.streamed) {
-            item.streamed->nccl_ops = {
-                false, "skipped: not computed when a rank is read chunk by chunk (--stream-above)", {}};
             per_item[i].push_back(std::move(*item.streamed));
             return;
           }
           std::vector<RankAnalysis> analysed;
           analysed.reserve(item.traces.size());
-          for (const trace::Trace* t : item.traces) {
-            analysed.push_back(detail::analyze_rank(*t, options, scratch[worker]));
-            analysed.back().nccl_ops = summarize_nccl_ops(*t);
-          }
+          for (const trace::Trace* t : item.traces) analysed.push_back(analyze_rank(*t, options));
           if (visit) {
             std::unique_lock lock(visit_mutex);
             visit_turn.wait(lock, [&] { return next_item == i || failed; });

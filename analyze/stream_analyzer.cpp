@@ -1,8 +1,8 @@
-// analyze_rank_streaming: the whole-trace analyses of analyze.cpp, computed
-// from a ChunkReader in two passes (stream_analyzer.hpp says which and how).
-// Every figure follows the rule of its counterpart in analyze.cpp; where the
-// rule is a sum per row it is summed here too, where it is a union of
-// intervals it is summed per time segment.
+// The one analysis engine of a rank (analyze_rank, analyze_rank_streaming):
+// the rank's chunks read in a few passes (stream_analyzer.hpp says which and
+// how). What is a sum per row is summed per row; what is a union of
+// intervals is summed per time segment; analyze.cpp derives each analysis's
+// figures from those sums.
 #include "analyze/stream_analyzer.hpp"
 
 #include <algorithm>
@@ -111,19 +111,19 @@ struct Pending {
   uint8_t category = kCompute;
 };
 
-// The interval unions of analyze_breakdown and analyze_launch, summed over
+// The interval unions of the breakdown and the launch gaps, summed over
 // time segments [previous cut, cut) for one or more windows at once (the
 // whole trace and its steady iterations): rows are added chunk by chunk,
 // clipped to the hull of the windows, and cut() is called with a time no row
 // still to come starts before. Each segment's unions are built once; a window
 // narrower than the hull sums them clipped to it (clipping a union gives the
-// union of the clipped rows: the whole-trace analysis's lists for that window).
+// union of the clipped rows).
 class StreamSweep {
  public:
   static constexpr size_t kPieceRows = size_t{1} << 14;
   // calls: whether the trace has API calls with a correlation id (launches).
   StreamSweep(Timestamp lo, Timestamp hi, bool calls) : lo_(lo), hi_(hi), launches_(calls) {}
-  // A window [ws, we] inside [lo, hi]. Input starvation (analyze_input) counts
+  // A window [ws, we] inside [lo, hi]. Input starvation counts
   // the idle gaps of its compute | comm in which a host-to-device copy ended,
   // each once for its part inside [span_start, span_end). Its first gap opens
   // at ws; time after its last span is not a gap (nothing waited).
@@ -139,7 +139,7 @@ class StreamSweep {
     return windows_.size() - 1;
   }
 
-  // The split of window w's idle time by cause (detail::idle_cover), made
+  // The split of window w's idle time by cause (IdleCover), made
   // gap by gap as the sweep closes them. Its MPI calls (few: the job's facts
   // hold them whole) are given before the rows; its host waits as their
   // chunks are read, in the same order of first start as the GPU chunks, so
@@ -161,7 +161,7 @@ class StreamSweep {
   }
 
   // The split of window w's idle time into host wait, kernel wait and other
-  // (detail::idle_breakdown), judged gap by gap as the sweep closes them;
+  // (IdleBreakdown), judged gap by gap as the sweep closes them;
   // after the last cut, and after every API call was read (launch_call).
   IdleBreakdown idle_breakdown(size_t w) {
     launches_.finish();
@@ -288,7 +288,8 @@ class StreamSweep {
         : split(span_start, span_end, waits, mpi), breakdown(span_start, span_end, kKernelWaitThresholdNs) {}
     Intervals waits, mpi;
     bool waits_sorted = true;
-    std::vector<std::pair<Interval, unsigned>> gaps;  // in time order, launch bit set
+    std::vector<std::pair<Interval, unsigned>> gaps;  // in time order, launch bit set; [gaps_from, end) waiting
+    size_t gaps_from = 0;
     detail::IdleSplitter split;
     detail::IdleGaps breakdown;
   };
@@ -296,7 +297,7 @@ class StreamSweep {
   // start at `from` or later (a gap of busy lies in one gap of compute |
   // communication).
   static void split_gaps(Cover& c, Timestamp to, bool input, Timestamp from) {
-    if (c.gaps.empty() || c.gaps.front().first.end > to) return;
+    if (c.gaps_from == c.gaps.size() || c.gaps[c.gaps_from].first.end > to) return;
     if (!c.waits_sorted) {  // waits read since: erase what was passed, normalize the rest
       c.waits.erase(c.waits.begin(), c.waits.begin() + static_cast<std::ptrdiff_t>(c.split.waits_passed()));
       c.mpi.erase(c.mpi.begin(), c.mpi.begin() + static_cast<std::ptrdiff_t>(c.split.mpi_passed()));
@@ -304,12 +305,18 @@ class StreamSweep {
       normalize(c.waits);
       c.waits_sorted = true;
     }
-    size_t n = 0;
+    size_t n = c.gaps_from;
     for (; n < c.gaps.size() && c.gaps[n].first.end <= to; ++n) {
       const auto& [gap, bits] = c.gaps[n];
       c.split.add(gap, bits | (input && gap.start >= from ? unsigned{kIdleInput} : 0u));
     }
-    c.gaps.erase(c.gaps.begin(), c.gaps.begin() + static_cast<std::ptrdiff_t>(n));
+    // The gaps split are dropped once they are half the list: erasing them at
+    // every call costs the list's length each time (a segment's gaps squared).
+    c.gaps_from = n;
+    if (2 * c.gaps_from >= c.gaps.size()) {
+      c.gaps.erase(c.gaps.begin(), c.gaps.begin() + static_cast<std::ptrdiff_t>(c.gaps_from));
+      c.gaps_from = 0;
+    }
   }
 
   struct Window {
@@ -337,7 +344,7 @@ class StreamSweep {
     return sum;
   }
 
-  // One segment's unions: every sum of analyze_breakdown is additive over
+  // One segment's unions: every sum of the breakdown is additive over
   // disjoint time segments; the launch gaps carry their open span across.
   void segment() {
     normalize(compute_, merge_);
@@ -451,7 +458,7 @@ struct ChunkFacts {
   bool api = false;       // has API calls
   bool launches = false;  // has launch calls of the runtime or driver (the launch median reads them)
   Timestamp first = std::numeric_limits<Timestamp>::max();  // earliest start of its GPU spans
-  // Earliest start of its host waits (analyze_sync's): synchronization rows
+  // Earliest start of its host waits: synchronization rows
   // other than StreamWaitEvent, or such API calls (read when there are no rows).
   Timestamp wait_first = std::numeric_limits<Timestamp>::max();
   Timestamp api_wait_first = std::numeric_limits<Timestamp>::max();
@@ -517,16 +524,16 @@ bool host_wait(trace::SyncKind k) { return k != trace::SyncKind::kStreamWaitEven
 
 bool launch_domain(trace::ApiDomain d) { return d == trace::ApiDomain::kRuntime || d == trace::ApiDomain::kDriver; }
 
-// One window's figures (those of analyze_window but iterations, host,
-// collectives and attribution), made in steps that each take chunks:
-//   sum_gpu, sum_api  per-row sums and median counts, chunks in any order;
+// One window's figures (all but iterations, host, collectives and
+// attribution), made in steps that each take chunks:
+//   sum_gpu, sum_syncs, sum_api  per-row sums and median counts, chunks in any order;
 //   sweep, cut        the interval unions, GPU chunks in order of first start;
 //   late_api          after every GPU chunk's sum_gpu: pageable calls, and
 //                     syncs from API calls;
 //   choose, then collect_kernels / collect_launches: the medians' values;
 //   finish            the results.
-// A row counts where the whole-trace analysis counts it: in [ws, we] (Window::in),
-// clipped to it. The whole-trace sums are made in pass 1, before the window
+// A row counts if it lies in [ws, we] (in()), clipped to it. The whole
+// trace's sums are made in pass 1, before the window
 // is known, with an unbounded window; summed_outside() then says whether a
 // row lay outside the real one (only possible with events at time 0).
 class WindowFigures {
@@ -580,6 +587,8 @@ class WindowFigures {
       cp_.memset_count += 1;
       cp_.memset_ns += clipped(ms.start[i], ms.end[i]);
     }
+  }
+  void sum_syncs(const trace::Trace& batch) {
     const auto& s = batch.syncs;
     for (size_t i = 0; i < s.size(); ++i)
       if (in(s.start[i], s.end[i])) add_sync(s.kind[i], clipped(s.start[i], s.end[i]));
@@ -643,7 +652,7 @@ class WindowFigures {
         launch_median_.collect(clipped(a.start[i], a.end[i]));
   }
 
-  // The window's results, as analyze_window states them; r.iterations is set.
+  // The window's results; r.iterations is set.
   void finish(const TableRows& rows, Names& names, const StreamSweep& sweep, const Options& o, RankAnalysis& r) {
     const StreamSweep::Sums& swept = sweep.sums(target_);
     const int64_t wall = this->wall();
@@ -755,7 +764,466 @@ void sweep_rows(const trace::Trace& batch, Names& names, StreamSweep& sweep, Tim
       sweep.add(clip(ms.start[i], ms.end[i]), sweep.stream_index(ms.device[i], ms.stream[i]), kCopy);
 }
 
+// The analysis of one rank, in the steps its chunks are read in:
+//   first_pass       what every window needs, and the whole trace's sums;
+//   detect           the iterations;
+//   resolve_windows  the window, and the steady iterations' one;
+//   sweep            GPU and host chunks in time order: the interval unions
+//                    and both splits of idle time;
+//   late_sums        the API (and sync) chunks: what needs every GPU row first;
+//   collect_medians  the values of the medians not collected yet;
+//   results          each window's figures, attribution and the collectives.
+class RankEngine {
+ public:
+  RankEngine(ChunkSource& chunks, const Options& o)
+      : chunks_(chunks),
+        o_(o),
+        head_(chunks.head()),
+        name_count_(head_.strings.size()),
+        names_(head_.strings, o.classifier),
+        sum_first_(!o.window),
+        main_(name_count_, std::numeric_limits<Timestamp>::min(), std::numeric_limits<Timestamp>::max()),
+        facts_(chunks.count()),
+        step_range_(name_count_, -1),
+        op_domain_(name_count_, -1),
+        mpi_name_(name_count_, -1) {}
+
+  RankAnalysis run(const std::function<void(trace::Trace&)>& name_frames) {
+    first_pass();
+    detect();
+    resolve_windows();
+    sweep();
+    late_sums();
+    collect_medians();
+    return results(name_frames);
+  }
+
+ private:
+  static constexpr Timestamp kNever = std::numeric_limits<Timestamp>::max();
+
+  // ---- pass 1: what every window needs; the whole trace's sums -------------
+  // Without --window the whole-trace window is the span of the rows summed,
+  // so they are summed here, before it is known (checked in resolve_windows).
+  // The rows that iteration detection, the collective list and the host
+  // analysis read are kept whole (kept_) in file order, so that the
+  // whole-trace code runs on them unchanged: NVTX ranges that can mark steps,
+  // every collective (the list holds one entry each anyway), communication
+  // kernels (the list when there are no NCCL rows) and the host sampler's
+  // tables (with the modules that name their frames). Their size is that of
+  // the results they make, not the rank's event count.
+  void first_pass() {
+    kept_.meta = head_.meta;
+    kept_.strings = head_.strings;
+    for (size_t c = 0; c < facts_.size(); ++c) {
+      const trace::Trace& batch = chunks_.read(c, batch_);
+      ChunkFacts& f = facts_[c];
+      gpu_facts(batch, f);
+      keep_rows(batch);
+      host_facts(batch, f);
+      if (sum_first_) {
+        main_.sum_gpu(batch, names_);
+        main_.sum_syncs(batch);
+        main_.sum_api(batch, names_);
+      }
+    }
+    sync_from_api_ = rows_.syncs == 0;
+  }
+
+  // A chunk's GPU tables: row counts, the trace's span, iteration
+  // detection's cap, the chunk's first start and smallest correlation id.
+  void gpu_facts(const trace::Trace& batch, ChunkFacts& f) {
+    auto span = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
+      for (Timestamp t : s) span_lo_ = std::min(span_lo_, t);
+      for (Timestamp t : e) span_hi_ = std::max(span_hi_, t);
+    };
+    auto gpu_rows = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e,
+                        const std::vector<uint32_t>& correlation) {
+      for (size_t i = 0; i < s.size(); ++i) {
+        gpu_end_ = std::max(gpu_end_, e[i]);
+        if (e[i] < s[i]) continue;
+        f.gpu = true;
+        f.first = std::min(f.first, s[i]);
+        if (correlation[i] != 0) f.min_correlation = std::min(f.min_correlation, correlation[i]);
+      }
+    };
+    const auto& k = batch.kernels;
+    rows_.kernels += k.size();
+    f.kernels = k.size() > 0;
+    span(k.start, k.end);
+    gpu_rows(k.start, k.end, k.correlation);
+    for (uint32_t d : k.device) ++kernels_by_device_[d];
+    rows_.memcpys += batch.memcpys.size();
+    span(batch.memcpys.start, batch.memcpys.end);
+    gpu_rows(batch.memcpys.start, batch.memcpys.end, batch.memcpys.correlation);
+    rows_.memsets += batch.memsets.size();
+    span(batch.memsets.start, batch.memsets.end);
+    gpu_rows(batch.memsets.start, batch.memsets.end, batch.memsets.correlation);
+    const auto& nc = batch.nccl;
+    rows_.nccl += nc.size();
+    widen(nc.start, nc.end);
+    gpu_rows(nc.start, nc.end, nc.correlation);
+    rows_.syncs += batch.syncs.size();
+    widen(batch.syncs.start, batch.syncs.end);
+    const auto& a = batch.api;
+    rows_.api += a.size();
+    span(a.start, a.end);
+  }
+  // Collectives and syncs widen the trace's extent: Trace::time_span() leaves them out.
+  void widen(const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      extra_lo_ = std::min(extra_lo_, s[i]);
+      extra_hi_ = std::max(extra_hi_, e[i]);
+      extra_any_ = true;
+    }
+  }
+
+  void keep_rows(const trace::Trace& batch) {
+    const auto& k = batch.kernels;
+    for (size_t i = 0; i < k.size(); ++i)
+      if (names_.kernel(k.name[i]).cls == KernelClass::kCommunication) kept_.kernels.push(k.row(i));
+    for (size_t i = 0; i < batch.nccl.size(); ++i) kept_.nccl.push(batch.nccl.row(i));
+    const auto& nv = batch.nvtx;
+    for (size_t i = 0; i < nv.size(); ++i)
+      if (nv.kind[i] == trace::NvtxKind::kRange &&
+          (marks_steps(nv.text[i]) || (nv.device[i] < 0 && !is_op_domain(nv.domain[i])) || is_mpi(nv.text[i])))
+        kept_.nvtx.push(nv.row(i));
+    // MPI calls (few): the job's facts read them (detail::job_facts).
+    for (size_t i = 0; i < batch.api.size(); ++i)
+      if (is_mpi(batch.api.name[i])) kept_.api.push(batch.api.row(i));
+    for (size_t i = 0; i < batch.host_threads.size(); ++i) kept_.host_threads.push(batch.host_threads.row(i));
+    for (size_t i = 0; i < batch.host_samples.size(); ++i) kept_.host_samples.push(batch.host_samples.row(i));
+    for (size_t i = 0; i < batch.host_callsites.size(); ++i) kept_.host_callsites.push(batch.host_callsites.row(i));
+    for (size_t i = 0; i < batch.host_stack_samples.size(); ++i)
+      kept_.host_stack_samples.push(batch.host_stack_samples.row(i));
+    for (size_t i = 0; i < batch.host_modules.size(); ++i) kept_.host_modules.push(batch.host_modules.row(i));
+    // The NVML samples (a few per second): the GPU clock analysis reads them.
+    for (size_t i = 0; i < batch.counters.size(); ++i) kept_.counters.push(batch.counters.row(i));
+  }
+
+  // A chunk's host waits and API calls: their first starts (the order of the sweep).
+  void host_facts(const trace::Trace& batch, ChunkFacts& f) {
+    f.syncs = batch.syncs.size() > 0;
+    for (size_t i = 0; i < batch.syncs.size(); ++i)
+      if (host_wait(batch.syncs.kind[i]) && batch.syncs.end[i] >= batch.syncs.start[i])
+        f.wait_first = std::min(f.wait_first, batch.syncs.start[i]);
+    const auto& a = batch.api;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (const int8_t kind = names_.sync_kind(a.name[i]);
+          kind > 0 && host_wait(static_cast<trace::SyncKind>(kind)) && a.end[i] >= a.start[i])
+        f.api_wait_first = std::min(f.api_wait_first, a.start[i]);
+      if (a.correlation[i] != 0) f.call_first = std::min(f.call_first, a.start[i]);
+    }
+    correlated_calls_ = correlated_calls_ || f.call_first != kNever;
+    f.api = a.size() > 0;
+    for (size_t i = 0; i < a.size() && !f.launches; ++i)
+      f.launches = launch_domain(a.domain[i]) && names_.launch(a.name[i]) && a.end[i] >= a.start[i];
+  }
+
+  bool marks_steps(trace::StringId id) {
+    int8_t& m = step_range_[id];
+    if (m < 0) {
+      const std::string_view text = head_.strings.view(id);
+      m = (o_.iteration_range.empty() ? text.starts_with("ProfilerStep#") : text == o_.iteration_range) ? 1 : 0;
+    }
+    return m > 0;
+  }
+  bool is_op_domain(trace::StringId id) {
+    int8_t& m = op_domain_[id];
+    if (m < 0) {
+      const std::string_view d = head_.strings.view(id);
+      m = d == "cpu_op" || d == "python_function";
+    }
+    return m > 0;
+  }
+  bool is_mpi(trace::StringId id) {
+    int8_t& m = mpi_name_[id];
+    if (m < 0) m = detail::is_mpi_call(head_.strings.view(id)) ? 1 : 0;
+    return m > 0;
+  }
+
+  // ---- iterations, as detail::detect_iterations finds them -----------------
+  // Ranges and collectives first; only when neither marks steps does the
+  // detection need every kernel's name and start (12 bytes per kernel, the
+  // one state here that grows with the trace: the repeating-kernel search
+  // compares each name's gaps with their median). They are read in one more
+  // pass, in file order, and freed once detection is done.
+  void detect() {
+    if (gpu_end_ == 0) gpu_end_ = span_lo_ > span_hi_ ? 0 : span_hi_;  // no GPU row ends later: the trace's end
+    std::vector<trace::StringId> kernel_name;
+    std::vector<Timestamp> kernel_start;
+    auto detect = [&] {
+      return detail::detect_iterations(detail::IterationInputs{kept_.strings, kept_.nvtx, kept_.nccl.op,
+                                                               kept_.nccl.bytes, kept_.nccl.start, kernel_name,
+                                                               kernel_start, gpu_end_},
+                                       o_.iteration_range);
+    };
+    detected_ = detect();
+    if (!detected_.iterations.empty() || rows_.kernels == 0) return;
+    kernel_name.reserve(rows_.kernels);
+    kernel_start.reserve(rows_.kernels);
+    for (size_t c = 0; c < facts_.size(); ++c) {
+      if (!facts_[c].kernels) continue;
+      const trace::Trace& batch = chunks_.read(c, batch_);
+      kernel_name.insert(kernel_name.end(), batch.kernels.name.begin(), batch.kernels.name.end());
+      kernel_start.insert(kernel_start.end(), batch.kernels.start.begin(), batch.kernels.start.end());
+    }
+    detected_ = detect();
+  }
+
+  // ---- the windows, as detail::resolve_window finds them ------------------
+  void resolve_windows() {
+    // The trace's extent: Trace::time_span(), widened by collectives and syncs.
+    Timestamp first = span_lo_, last = span_hi_;
+    if (span_lo_ > span_hi_) first = last = 0;
+    if (extra_any_) {
+      const bool any = first != 0 || last != 0;
+      first = any ? std::min(first, extra_lo_) : extra_lo_;
+      last = any ? std::max(last, extra_hi_) : extra_hi_;
+    }
+    const auto [ws, we] = detail::resolve_window(first, last, rows_.gpu(), head_.meta, o_, detected_);
+    ws_ = ws;
+    we_ = we;
+    // Only a trace with events at time 0 can have rows outside the whole-trace
+    // window (time_span() then reads as empty): pass 1's sums are then redone
+    // in the sweep with the window, as for --window.
+    summed_ = sum_first_ && !main_.summed_outside(ws, we);
+    if (summed_) main_.set_window(ws, we);
+    else main_ = WindowFigures(name_count_, ws, we);
+    r_.iterations = detail::window_iterations(detected_, ws, we, o_.warmup_tolerance);
+    // The steady iterations (RankAnalysis::steady): from the first one after
+    // warm-up to the end, without --window. Their window is analysed in the
+    // same passes; its sums wait for the sweep (it needs the iterations).
+    steady_options_ = o_;
+    if (!o_.window && r_.iterations.availability.available && !r_.iterations.iterations.empty()) {
+      const auto& its = r_.iterations.iterations;  // all detected iterations: the window is the whole trace
+      while (steady_first_ < its.size() && its[steady_first_].warmup) ++steady_first_;
+      if (steady_first_ < its.size()) {
+        // In --window's numbering (all detected iterations), which a step
+        // begun before the trace's first event shifts from the table's.
+        const auto base = static_cast<size_t>(r_.iterations.first_number);
+        steady_first_ += base;
+        steady_options_.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(steady_first_),
+                                            static_cast<double>(base + its.size())};
+        const auto [ss, se] = detail::resolve_window(first, last, rows_.gpu(), head_.meta, steady_options_, detected_);
+        steady_.emplace(name_count_, ss, se);
+        st_.iterations = detail::window_iterations(detected_, ss, se, o_.warmup_tolerance);
+      }
+    }
+    // One sweep for both windows, over their hull (the steady iterations lie
+    // inside the whole trace's window unless detected steps reach past it).
+    hull_lo_ = steady_ ? std::min(ws, steady_->ws()) : ws;
+    hull_hi_ = steady_ ? std::max(we, steady_->we()) : we;
+    sweep_.emplace(hull_lo_, hull_hi_, correlated_calls_);
+    add_swept(main_, r_);
+    if (steady_) add_swept(*steady_, st_);
+  }
+  // A window's place in the sweep, with its MPI calls (the idle split's).
+  void add_swept(WindowFigures& figures, RankAnalysis& out) {
+    const auto [from, to] = detail::input_span(out.iterations, figures.ws(), figures.we());
+    swept_.push_back({sweep_->add_window(figures.ws(), figures.we(), from, to), figures.ws(), figures.we()});
+    figures.sweep_as(swept_.back().index);
+    Intervals mpi;
+    out.job = detail::job_facts(kept_, rows_.gpu(), figures.ws(), figures.we(), &mpi);
+    sweep_->mpi_calls(swept_.back().index, std::move(mpi));
+  }
+
+  // ---- pass 2: chunks of GPU rows, host waits and launch calls in time order
+  // A window summed in pass 1 also collects its medians' values here; the
+  // others sum here and collect in collect_medians.
+  void sweep() {
+    if (summed_) main_.choose();
+    const std::vector<size_t> order = time_order();
+    // The smallest correlation id of the GPU chunks after the n-th.
+    std::vector<uint32_t> unread_correlation(order.size() + 1, std::numeric_limits<uint32_t>::max());
+    for (size_t n = order.size(); n-- > 0;)
+      unread_correlation[n] = std::min(unread_correlation[n + 1], facts_[order[n]].min_correlation);
+    for (size_t n = 0; n < order.size(); ++n) {
+      const trace::Trace& batch = chunks_.read(order[n], batch_);
+      host_waits_and_calls(batch);
+      if (facts_[order[n]].gpu) {
+        if (!summed_) main_.sum_gpu(batch, names_);
+        main_.inputs(batch, *sweep_, summed_);
+        if (steady_) {
+          steady_->sum_gpu(batch, names_);
+          steady_->inputs(batch, *sweep_, false);
+        }
+        sweep_rows(batch, names_, *sweep_, hull_lo_, hull_hi_);
+      }
+      // No row of a later chunk starts before that chunk's first start.
+      sweep_->cut(n + 1 < order.size() ? first_of(order[n + 1]) : kNever, unread_correlation[n + 1]);
+    }
+  }
+  // The chunks of GPU rows, host waits (the idle split's) and launch calls
+  // (the idle breakdown's), by first start.
+  Timestamp first_of(size_t c) const {
+    const ChunkFacts& f = facts_[c];
+    return std::min({f.first, sync_from_api_ ? f.api_wait_first : f.wait_first, f.call_first});
+  }
+  std::vector<size_t> time_order() const {
+    std::vector<size_t> order;
+    for (size_t c = 0; c < facts_.size(); ++c)
+      if (facts_[c].gpu || first_of(c) != kNever) order.push_back(c);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return first_of(x) < first_of(y); });
+    return order;
+  }
+  // A chunk's host waits into each window's idle split (clipped to it), and its launch calls.
+  void host_waits_and_calls(const trace::Trace& batch) {
+    auto add_waits = [&](const std::vector<Timestamp>& start, const std::vector<Timestamp>& end, auto&& is_wait) {
+      for (size_t i = 0; i < start.size(); ++i) {
+        if (end[i] < start[i] || !is_wait(i)) continue;
+        for (const Swept& w : swept_)
+          if (end[i] >= w.ws && start[i] <= w.we)
+            sweep_->host_wait(w.index, {std::max(start[i], w.ws), std::min(end[i], w.we)});
+      }
+    };
+    if (sync_from_api_)
+      add_waits(batch.api.start, batch.api.end, [&](size_t i) {
+        const int8_t kind = names_.sync_kind(batch.api.name[i]);
+        return kind > 0 && host_wait(static_cast<trace::SyncKind>(kind));
+      });
+    else
+      add_waits(batch.syncs.start, batch.syncs.end, [&](size_t i) { return host_wait(batch.syncs.kind[i]); });
+    for (size_t i = 0; i < batch.api.size(); ++i)
+      if (batch.api.correlation[i] != 0) sweep_->launch_call(batch.api.correlation[i], batch.api.start[i]);
+  }
+
+  // The API (and sync) chunks, once every GPU row was summed: pageable
+  // calls, syncs from API calls, and the sums left for this pass.
+  void late_sums() {
+    const bool sums_left = !summed_ || steady_;
+    for (size_t c = 0; c < facts_.size(); ++c) {
+      if (!facts_[c].api && !(facts_[c].syncs && sums_left)) continue;
+      const trace::Trace& batch = chunks_.read(c, batch_);
+      if (!summed_) {
+        main_.sum_syncs(batch);
+        main_.sum_api(batch, names_);
+      }
+      main_.late_api(batch, names_, sync_from_api_, summed_);
+      if (steady_) {
+        steady_->sum_syncs(batch);
+        steady_->sum_api(batch, names_);
+        steady_->late_api(batch, names_, sync_from_api_, false);
+      }
+    }
+  }
+
+  // ---- pass 3: the medians of the windows summed in pass 2 ----------------
+  void collect_medians() {
+    if (summed_ && !steady_) return;
+    if (!summed_) main_.choose();
+    if (steady_) steady_->choose();
+    for (size_t c = 0; c < facts_.size(); ++c) {
+      if (!(facts_[c].kernels && facts_[c].gpu) && !facts_[c].launches) continue;
+      const trace::Trace& batch = chunks_.read(c, batch_);
+      if (!summed_) {
+        main_.collect_kernels(batch);
+        main_.collect_launches(batch, names_);
+      }
+      if (steady_) {
+        steady_->collect_kernels(batch);
+        steady_->collect_launches(batch, names_);
+      }
+    }
+  }
+
+  // ---- the results, as each analysis states them ----------------------------
+  RankAnalysis results(const std::function<void(trace::Trace&)>& name_frames) {
+    // Native frames (format 1.4) are named before the host analysis reads them.
+    if (name_frames && kept_.host_callsites.size() > 0) name_frames(kept_);
+    state(main_, swept_[0].index, o_, r_);
+    if (steady_) state(*steady_, swept_[1].index, steady_options_, st_);
+    attribute();
+    if (steady_) {
+      r_.steady = std::make_shared<const RankAnalysis>(std::move(st_));  // no collectives: matched over the whole trace
+      r_.steady_first_iteration = static_cast<int64_t>(steady_first_);
+      r_.steady_end_iteration = r_.iterations.first_number + static_cast<int64_t>(r_.iterations.iterations.size());
+    }
+    if (kept_.nccl.size() > 0) kept_.kernels = {};  // the list reads NCCL's records then
+    r_.collectives = detail::collective_arrivals(kept_, ws_, we_, names_.info, r_.iterations.iterations);
+    r_.nccl_ops = summarize_nccl_ops(kept_);  // kept_ holds every collective
+    return std::move(r_);
+  }
+  // One window's figures (both splits of idle time were made gap by gap in the sweep).
+  void state(WindowFigures& figures, size_t index, const Options& window_options, RankAnalysis& out) {
+    detail::describe_rank(head_, rows_.gpu(), out);
+    figures.finish(rows_, names_, *sweep_, window_options, out);
+    out.numa = detail::analyze_numa(head_.meta);
+    out.host = detail::analyze_host(kept_, figures.ws(), figures.we(), out.iterations.iterations);
+    out.sampled_gpus = detail::sampled_gpus(kept_, figures.ws(), figures.we());
+    out.gpu_clocks = detail::own_gpu_clocks(kept_, out.sampled_gpus, detail::busiest_device(kernels_by_device_));
+    out.idle_cover = sweep_->idle_cover(index);
+    out.idle_breakdown = sweep_->idle_breakdown(index);
+    if (!out.breakdown.availability.available)
+      out.idle_cover.availability = out.idle_breakdown.availability = out.breakdown.availability;
+    detail::mark_empty_window(window_options, figures.wall(), out);
+  }
+  // Attribution of the window and of the steady one: its own passes over the
+  // chunks (attribution_stream.hpp), one call for both to share the reads.
+  void attribute() {
+    if (o_.attribution) {
+      std::vector<AttributionWindow> windows{{ws_, we_, !o_.window.has_value(), &r_.iterations.iterations}};
+      if (steady_) windows.push_back({steady_->ws(), steady_->we(), false, &st_.iterations.iterations});
+      std::vector<Attribution> a = stream_attribution(chunks_, windows, names_.info);
+      r_.attribution = std::move(a[0]);
+      if (steady_) st_.attribution = std::move(a[1]);
+    } else {
+      r_.attribution.available = false;
+      r_.attribution.reason = "skipped: turned off (--no-attribution)";
+      st_.attribution = r_.attribution;
+    }
+    detail::mark_empty_window(o_, main_.wall(), r_.attribution);
+    if (steady_) detail::mark_empty_window(steady_options_, steady_->wall(), st_.attribution);
+  }
+
+  ChunkSource& chunks_;
+  const Options& o_;
+  const trace::Trace& head_;
+  const size_t name_count_;
+  Names names_;
+  trace::Trace batch_;  // a file's chunk being read
+
+  // pass 1
+  const bool sum_first_;
+  WindowFigures main_;
+  TableRows rows_;
+  std::vector<ChunkFacts> facts_;
+  trace::Trace kept_;
+  Timestamp span_lo_ = kNever, span_hi_ = std::numeric_limits<Timestamp>::min();
+  Timestamp extra_lo_ = kNever, extra_hi_ = std::numeric_limits<Timestamp>::min();
+  bool extra_any_ = false;  // nccl or sync rows
+  Timestamp gpu_end_ = 0;
+  std::vector<int8_t> step_range_, op_domain_, mpi_name_;  // per name: -1 not asked yet
+  std::map<uint32_t, int64_t> kernels_by_device_;          // the rank's GPU: the one most kernels ran on
+  bool correlated_calls_ = false;                          // API calls with a correlation id
+  bool sync_from_api_ = false;                             // no sync rows: waits are such API calls
+
+  // the windows
+  detail::Detected detected_;
+  Timestamp ws_ = 0, we_ = 0;
+  bool summed_ = false;  // main_ summed in pass 1
+  RankAnalysis r_, st_;
+  std::optional<WindowFigures> steady_;
+  Options steady_options_;
+  size_t steady_first_ = 0;
+  Timestamp hull_lo_ = 0, hull_hi_ = 0;
+  std::optional<StreamSweep> sweep_;
+  struct Swept {
+    size_t index;
+    Timestamp ws, we;
+  };
+  std::vector<Swept> swept_;
+};
+
 }  // namespace
+
+RankAnalysis analyze_chunks(ChunkSource& chunks, const Options& o, const std::function<void(trace::Trace&)>& name_frames) {
+  return RankEngine(chunks, o).run(name_frames);
+}
+
+RankAnalysis analyze_rank(const trace::Trace& t, const Options& o) {
+  ChunkSource chunks(t);
+  return analyze_chunks(chunks, o, {});
+}
 
 RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Options& o,
                                     const std::function<void(trace::Trace&)>& name_frames) {
@@ -764,372 +1232,8 @@ RankAnalysis analyze_rank_streaming(const std::filesystem::path& path, const Opt
 
 RankAnalysis analyze_rank_streaming(trace::ChunkReader reader, const Options& o,
                                     const std::function<void(trace::Trace&)>& name_frames) {
-  const trace::Trace& head = reader.head();
-  const size_t name_count = head.strings.size();
-  Names names(head.strings, o.classifier);
-
-  // ---- pass 1: what every window needs; the whole trace's sums -----------
-  // Without --window the whole-trace window is the span of the rows summed,
-  // so they are summed here, before it is known (checked below).
-  const bool sum_first = !o.window;
-  WindowFigures main(name_count, std::numeric_limits<Timestamp>::min(), std::numeric_limits<Timestamp>::max());
-  TableRows rows;
-  Timestamp span_lo = std::numeric_limits<Timestamp>::max(), span_hi = std::numeric_limits<Timestamp>::min();
-  Timestamp extra_lo = std::numeric_limits<Timestamp>::max(), extra_hi = std::numeric_limits<Timestamp>::min();
-  bool extra_any = false;  // nccl or sync rows: Trace::time_span() leaves them out
-  std::vector<ChunkFacts> facts(reader.chunk_count());
-  // The rows that iteration detection, the collective list and the host
-  // analysis read, kept whole in file order so that the whole-trace code runs
-  // on them unchanged: NVTX ranges that can mark steps, every collective (the
-  // list holds one entry each anyway), communication kernels (the list when
-  // there are no NCCL rows) and the host sampler's tables (with the modules
-  // that name their frames). Their size is that of the results they make,
-  // not the rank's event count.
-  trace::Trace kept;
-  kept.meta = head.meta;
-  kept.strings = head.strings;
-  Timestamp gpu_end = 0;
-  std::vector<int8_t> step_range(name_count, -1), op_domain(name_count, -1);
-  auto marks_steps = [&](trace::StringId id) {
-    int8_t& m = step_range[id];
-    if (m < 0) {
-      const std::string_view text = head.strings.view(id);
-      m = (o.iteration_range.empty() ? text.starts_with("ProfilerStep#") : text == o.iteration_range) ? 1 : 0;
-    }
-    return m > 0;
-  };
-  auto is_op_domain = [&](trace::StringId id) {
-    int8_t& m = op_domain[id];
-    if (m < 0) {
-      const std::string_view d = head.strings.view(id);
-      m = d == "cpu_op" || d == "python_function";
-    }
-    return m > 0;
-  };
-  std::map<uint32_t, int64_t> kernels_by_device;  // the rank's GPU: the one most kernels ran on
-  std::vector<int8_t> mpi_name(name_count, -1);
-  auto is_mpi = [&](trace::StringId id) {
-    int8_t& m = mpi_name[id];
-    if (m < 0) m = detail::is_mpi_call(head.strings.view(id)) ? 1 : 0;
-    return m > 0;
-  };
-  trace::Trace batch;
-  auto span = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
-    for (Timestamp t : s) span_lo = std::min(span_lo, t);
-    for (Timestamp t : e) span_hi = std::max(span_hi, t);
-  };
-  auto widen = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
-    for (size_t i = 0; i < s.size(); ++i) {
-      extra_lo = std::min(extra_lo, s[i]);
-      extra_hi = std::max(extra_hi, e[i]);
-      extra_any = true;
-    }
-  };
-  // A GPU table's ends (iteration detection's cap) and its chunk's first start.
-  auto gpu_rows = [&](ChunkFacts& f, const std::vector<Timestamp>& s, const std::vector<Timestamp>& e,
-                      const std::vector<uint32_t>& correlation) {
-    for (size_t i = 0; i < s.size(); ++i) {
-      gpu_end = std::max(gpu_end, e[i]);
-      if (e[i] < s[i]) continue;
-      f.gpu = true;
-      f.first = std::min(f.first, s[i]);
-      if (correlation[i] != 0) f.min_correlation = std::min(f.min_correlation, correlation[i]);
-    }
-  };
-  bool correlated_calls = false;  // API calls with a correlation id
-  for (size_t c = 0; c < reader.chunk_count(); ++c) {
-    reader.read(c, batch);
-    ChunkFacts& f = facts[c];
-    const auto& k = batch.kernels;
-    rows.kernels += k.size();
-    f.kernels = k.size() > 0;
-    span(k.start, k.end);
-    gpu_rows(f, k.start, k.end, k.correlation);
-    for (size_t i = 0; i < k.size(); ++i)
-      if (names.kernel(k.name[i]).cls == KernelClass::kCommunication) kept.kernels.push(k.row(i));
-    for (uint32_t d : k.device) ++kernels_by_device[d];
-    rows.memcpys += batch.memcpys.size();
-    span(batch.memcpys.start, batch.memcpys.end);
-    gpu_rows(f, batch.memcpys.start, batch.memcpys.end, batch.memcpys.correlation);
-    rows.memsets += batch.memsets.size();
-    span(batch.memsets.start, batch.memsets.end);
-    gpu_rows(f, batch.memsets.start, batch.memsets.end, batch.memsets.correlation);
-    const auto& nc = batch.nccl;
-    rows.nccl += nc.size();
-    widen(nc.start, nc.end);
-    gpu_rows(f, nc.start, nc.end, nc.correlation);
-    for (size_t i = 0; i < nc.size(); ++i) kept.nccl.push(nc.row(i));
-    const auto& nv = batch.nvtx;
-    for (size_t i = 0; i < nv.size(); ++i)
-      if (nv.kind[i] == trace::NvtxKind::kRange &&
-          (marks_steps(nv.text[i]) || (nv.device[i] < 0 && !is_op_domain(nv.domain[i])) || is_mpi(nv.text[i])))
-        kept.nvtx.push(nv.row(i));
-    // MPI calls (few): the job's facts read them (detail::job_facts).
-    for (size_t i = 0; i < batch.api.size(); ++i)
-      if (is_mpi(batch.api.name[i])) kept.api.push(batch.api.row(i));
-    for (size_t i = 0; i < batch.host_threads.size(); ++i) kept.host_threads.push(batch.host_threads.row(i));
-    for (size_t i = 0; i < batch.host_samples.size(); ++i) kept.host_samples.push(batch.host_samples.row(i));
-    for (size_t i = 0; i < batch.host_callsites.size(); ++i) kept.host_callsites.push(batch.host_callsites.row(i));
-    for (size_t i = 0; i < batch.host_stack_samples.size(); ++i)
-      kept.host_stack_samples.push(batch.host_stack_samples.row(i));
-    for (size_t i = 0; i < batch.host_modules.size(); ++i) kept.host_modules.push(batch.host_modules.row(i));
-    // The NVML samples (a few per second): the GPU clock analysis reads them.
-    for (size_t i = 0; i < batch.counters.size(); ++i) kept.counters.push(batch.counters.row(i));
-    rows.syncs += batch.syncs.size();
-    f.syncs = batch.syncs.size() > 0;
-    for (size_t i = 0; i < batch.syncs.size(); ++i)
-      if (host_wait(batch.syncs.kind[i]) && batch.syncs.end[i] >= batch.syncs.start[i])
-        f.wait_first = std::min(f.wait_first, batch.syncs.start[i]);
-    for (size_t i = 0; i < batch.api.size(); ++i)
-      if (const int8_t kind = names.sync_kind(batch.api.name[i]);
-          kind > 0 && host_wait(static_cast<trace::SyncKind>(kind)) && batch.api.end[i] >= batch.api.start[i])
-        f.api_wait_first = std::min(f.api_wait_first, batch.api.start[i]);
-    widen(batch.syncs.start, batch.syncs.end);
-    const auto& a = batch.api;
-    rows.api += a.size();
-    for (size_t i = 0; i < a.size(); ++i)
-      if (a.correlation[i] != 0) f.call_first = std::min(f.call_first, a.start[i]);
-    correlated_calls = correlated_calls || f.call_first != std::numeric_limits<Timestamp>::max();
-    span(a.start, a.end);
-    f.api = a.size() > 0;
-    for (size_t i = 0; i < a.size() && !f.launches; ++i)
-      f.launches = launch_domain(a.domain[i]) && names.launch(a.name[i]) && a.end[i] >= a.start[i];
-    if (sum_first) {
-      main.sum_gpu(batch, names);
-      main.sum_api(batch, names);
-    }
-  }
-  const bool sync_from_api = rows.syncs == 0;
-
-  // ---- iterations, as detail::detect_iterations finds them -----------------
-  // Ranges and collectives first; only when neither marks steps does the
-  // detection need every kernel's name and start (12 bytes per kernel, the
-  // one state here that grows with the trace: the repeating-kernel search
-  // compares each name's gaps with their median). They are read in one more
-  // pass, in file order, and freed once detection is done.
-  if (gpu_end == 0) gpu_end = span_lo > span_hi ? 0 : span_hi;  // as gpu_end(): time_span().second
-  detail::Detected detected;
-  {
-    std::vector<trace::StringId> kernel_name;
-    std::vector<Timestamp> kernel_start;
-    auto detect = [&] {
-      return detail::detect_iterations(detail::IterationInputs{kept.strings, kept.nvtx, kept.nccl.op, kept.nccl.bytes,
-                                                               kept.nccl.start, kernel_name, kernel_start, gpu_end},
-                                       o.iteration_range);
-    };
-    detected = detect();
-    if (detected.iterations.empty() && rows.kernels > 0) {
-      kernel_name.reserve(rows.kernels);
-      kernel_start.reserve(rows.kernels);
-      for (size_t c = 0; c < facts.size(); ++c) {
-        if (!facts[c].kernels) continue;
-        reader.read(c, batch);
-        kernel_name.insert(kernel_name.end(), batch.kernels.name.begin(), batch.kernels.name.end());
-        kernel_start.insert(kernel_start.end(), batch.kernels.start.begin(), batch.kernels.start.end());
-      }
-      detected = detect();
-    }
-  }
-
-  // ---- the windows, as detail::resolve_window finds them ------------------
-  // The trace's extent: Trace::time_span(), widened by collectives and syncs.
-  Timestamp first = span_lo, last = span_hi;
-  if (span_lo > span_hi) first = last = 0;
-  if (extra_any) {
-    const bool any = first != 0 || last != 0;
-    first = any ? std::min(first, extra_lo) : extra_lo;
-    last = any ? std::max(last, extra_hi) : extra_hi;
-  }
-  const auto [ws, we] = detail::resolve_window(first, last, rows.gpu(), head.meta, o, detected);
-  // Only a trace with events at time 0 can have rows outside the whole-trace
-  // window (time_span() then reads as empty): pass 1's sums are then redone
-  // in pass 2 with the window, as for --window.
-  const bool summed = sum_first && !main.summed_outside(ws, we);
-  if (summed) main.set_window(ws, we);
-  else main = WindowFigures(name_count, ws, we);
-  RankAnalysis r;
-  r.iterations = detail::window_iterations(detected, ws, we, o.warmup_tolerance);
-  // The steady iterations (detail::analyze_rank): from the first one after
-  // warm-up to the end, without --window. Their window is analysed in the
-  // same passes; its sums wait for pass 2 (it needs the iterations).
-  std::optional<WindowFigures> steady;
-  Options steady_options = o;
-  RankAnalysis st;
-  size_t steady_first = 0;
-  if (!o.window && r.iterations.availability.available && !r.iterations.iterations.empty()) {
-    const auto& its = r.iterations.iterations;  // all detected iterations: the window is the whole trace
-    while (steady_first < its.size() && its[steady_first].warmup) ++steady_first;
-    if (steady_first < its.size()) {
-      // In --window's numbering (detail::analyze_rank says why).
-      const auto base = static_cast<size_t>(r.iterations.first_number);
-      steady_first += base;
-      steady_options.window = WindowSpec{WindowSpec::Kind::kIterations, static_cast<double>(steady_first),
-                                         static_cast<double>(base + its.size())};
-      const auto [ss, se] = detail::resolve_window(first, last, rows.gpu(), head.meta, steady_options, detected);
-      steady.emplace(name_count, ss, se);
-      st.iterations = detail::window_iterations(detected, ss, se, o.warmup_tolerance);
-    }
-  }
-  // One sweep for both windows, over their hull (the steady iterations lie
-  // inside the whole trace's window unless detected steps reach past it).
-  const Timestamp hull_lo = steady ? std::min(ws, steady->ws()) : ws;
-  const Timestamp hull_hi = steady ? std::max(we, steady->we()) : we;
-  StreamSweep sweep(hull_lo, hull_hi, correlated_calls);
-  // Each window's sweep index, its bounds and its MPI calls (the idle split's).
-  struct Swept {
-    size_t index;
-    Timestamp ws, we;
-  };
-  std::vector<Swept> swept;
-  {
-    const auto [from, to] = detail::input_span(r.iterations, ws, we);
-    swept.push_back({sweep.add_window(ws, we, from, to), ws, we});
-    main.sweep_as(swept.back().index);
-    Intervals mpi;
-    r.job = detail::job_facts(kept, rows.gpu(), ws, we, &mpi);
-    sweep.mpi_calls(swept.back().index, std::move(mpi));
-  }
-  if (steady) {
-    const auto [from, to] = detail::input_span(st.iterations, steady->ws(), steady->we());
-    swept.push_back({sweep.add_window(steady->ws(), steady->we(), from, to), steady->ws(), steady->we()});
-    steady->sweep_as(swept.back().index);
-    Intervals mpi;
-    st.job = detail::job_facts(kept, rows.gpu(), steady->ws(), steady->we(), &mpi);
-    sweep.mpi_calls(swept.back().index, std::move(mpi));
-  }
-  // A chunk's host waits into each window's idle split, clipped to it.
-  auto add_waits = [&](const std::vector<Timestamp>& start, const std::vector<Timestamp>& end, auto&& is_wait) {
-    for (size_t i = 0; i < start.size(); ++i) {
-      if (end[i] < start[i] || !is_wait(i)) continue;
-      for (const Swept& w : swept)
-        if (end[i] >= w.ws && start[i] <= w.we)
-          sweep.host_wait(w.index, {std::max(start[i], w.ws), std::min(end[i], w.we)});
-    }
-  };
-
-  // ---- pass 2: GPU chunks in time order, then API (and sync) chunks --------
-  // A window summed in pass 1 also collects its medians' values here; the
-  // others sum here and collect in pass 3.
-  if (summed) main.choose();
-  // The chunks holding host waits (the idle split's) and launch calls (the
-  // idle breakdown's) come in the same order.
-  auto first_of = [&](size_t c) {
-    const ChunkFacts& f = facts[c];
-    return f.gpu ? f.first : std::min(sync_from_api ? f.api_wait_first : f.wait_first, f.call_first);
-  };
-  std::vector<size_t> order;
-  for (size_t c = 0; c < facts.size(); ++c)
-    if (facts[c].gpu || first_of(c) != std::numeric_limits<Timestamp>::max()) order.push_back(c);
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return first_of(x) < first_of(y); });
-  // The next chunk's first start, and the smallest correlation id of the GPU chunks after the n-th.
-  auto next_first = [&](size_t n) {
-    return n + 1 < order.size() ? first_of(order[n + 1]) : std::numeric_limits<Timestamp>::max();
-  };
-  std::vector<uint32_t> unread_correlation(order.size() + 1, std::numeric_limits<uint32_t>::max());
-  for (size_t n = order.size(); n-- > 0;)
-    unread_correlation[n] = std::min(unread_correlation[n + 1], facts[order[n]].min_correlation);
-  for (size_t n = 0; n < order.size(); ++n) {
-    reader.read(order[n], batch);
-    if (!facts[order[n]].gpu) {
-      if (sync_from_api)
-        add_waits(batch.api.start, batch.api.end, [&](size_t i) {
-          const int8_t kind = names.sync_kind(batch.api.name[i]);
-          return kind > 0 && host_wait(static_cast<trace::SyncKind>(kind));
-        });
-      else
-        add_waits(batch.syncs.start, batch.syncs.end, [&](size_t i) { return host_wait(batch.syncs.kind[i]); });
-      for (size_t i = 0; i < batch.api.size(); ++i)
-        if (batch.api.correlation[i] != 0) sweep.launch_call(batch.api.correlation[i], batch.api.start[i]);
-      sweep.cut(next_first(n), unread_correlation[n + 1]);
-      continue;
-    }
-    if (!summed) main.sum_gpu(batch, names);
-    main.inputs(batch, sweep, summed);
-    if (steady) {
-      steady->sum_gpu(batch, names);
-      steady->inputs(batch, sweep, false);
-    }
-    sweep_rows(batch, names, sweep, hull_lo, hull_hi);
-    // No row of a later chunk starts before that chunk's first start.
-    sweep.cut(next_first(n), unread_correlation[n + 1]);
-  }
-  const bool sums_left = !summed || steady;
-  for (size_t c = 0; c < facts.size(); ++c) {
-    if (!facts[c].api && !(facts[c].syncs && sums_left)) continue;
-    reader.read(c, batch);
-    if (!summed) {
-      main.sum_gpu(batch, names);
-      main.sum_api(batch, names);
-    }
-    main.late_api(batch, names, sync_from_api, summed);
-    if (steady) {
-      steady->sum_gpu(batch, names);
-      steady->sum_api(batch, names);
-      steady->late_api(batch, names, sync_from_api, false);
-    }
-  }
-
-  // ---- pass 3: the medians of the windows summed in pass 2 ----------------
-  if (sums_left) {
-    if (!summed) main.choose();
-    if (steady) steady->choose();
-    for (size_t c = 0; c < facts.size(); ++c) {
-      if (!(facts[c].kernels && facts[c].gpu) && !facts[c].launches) continue;
-      reader.read(c, batch);
-      if (!summed) {
-        main.collect_kernels(batch);
-        main.collect_launches(batch, names);
-      }
-      if (steady) {
-        steady->collect_kernels(batch);
-        steady->collect_launches(batch, names);
-      }
-    }
-  }
-
-  // ---- the results, as analyze_window states them ------------------------
-  // Native frames (format 1.4) are named before the host analysis reads them.
-  if (name_frames && kept.host_callsites.size() > 0) name_frames(kept);
-  const int64_t kernel_device = detail::busiest_device(kernels_by_device);
-  // One window's results (both splits of idle time were made gap by gap in pass 2).
-  auto state = [&](WindowFigures& figures, size_t index, const Options& window_options, RankAnalysis& out) {
-    detail::describe_rank(head, rows.gpu(), out);
-    figures.finish(rows, names, sweep, window_options, out);
-    out.numa = detail::analyze_numa(head.meta);
-    out.host = detail::analyze_host(kept, figures.ws(), figures.we(), out.iterations.iterations);
-    out.sampled_gpus = detail::sampled_gpus(kept, figures.ws(), figures.we());
-    out.gpu_clocks = detail::own_gpu_clocks(kept, out.sampled_gpus, kernel_device);
-    out.idle_cover = sweep.idle_cover(index);
-    out.idle_breakdown = sweep.idle_breakdown(index);
-    if (!out.breakdown.availability.available)
-      out.idle_cover.availability = out.idle_breakdown.availability = out.breakdown.availability;
-    detail::mark_empty_window(window_options, figures.wall(), out);
-  };
-  state(main, swept[0].index, o, r);
-  if (steady) state(*steady, swept[1].index, steady_options, st);
-  // Attribution of the window and of the steady one: its own passes over the
-  // chunks (attribution_stream.hpp), one call for both to share the reads.
-  if (o.attribution) {
-    std::vector<AttributionWindow> windows{{ws, we, !o.window.has_value(), &r.iterations.iterations}};
-    if (steady) windows.push_back({steady->ws(), steady->we(), false, &st.iterations.iterations});
-    std::vector<Attribution> a = stream_attribution(reader, windows, names.info);
-    r.attribution = std::move(a[0]);
-    if (steady) st.attribution = std::move(a[1]);
-  } else {
-    r.attribution.available = false;
-    r.attribution.reason = "skipped: turned off (--no-attribution)";
-    st.attribution = r.attribution;
-  }
-  detail::mark_empty_window(o, main.wall(), r.attribution);
-  if (steady) {
-    detail::mark_empty_window(steady_options, steady->wall(), st.attribution);
-    r.steady = std::make_shared<const RankAnalysis>(std::move(st));  // no collectives: matched over the whole trace
-    r.steady_first_iteration = static_cast<int64_t>(steady_first);
-    r.steady_end_iteration = r.iterations.first_number + static_cast<int64_t>(r.iterations.iterations.size());
-  }
-  if (kept.nccl.size() > 0) kept.kernels = {};  // the list reads NCCL's records then
-  r.collectives = detail::collective_arrivals(kept, ws, we, names.info, r.iterations.iterations);
-  return r;
+  ChunkSource chunks(reader);
+  return analyze_chunks(chunks, o, name_frames);
 }
 
 }  // namespace scalescope::analyze

@@ -1,23 +1,25 @@
 #pragma once
-// One rank's .sstrace analysed chunk by chunk: memory bounded by
-// the chunks that overlap in time and by the rank's distinct names, not by
-// its number of events.
+// The one analysis engine of a rank, read as chunks (chunk_source.hpp): an
+// .sstrace file chunk by chunk, memory bounded by the chunks that overlap in
+// time and by the rank's distinct names, not by its number of events; or a
+// trace in memory as one chunk (analyze_rank, analyze.hpp).
 //
 //   analyze::RankAnalysis r = analyze::analyze_rank_streaming("rank0.sstrace", options);
 //
-// What it computes, equal to analyze_rank() on the same file with the same
-// options to the last bit (stream_analyzer_test checks every field), over the
-// whole trace or Options::window (every WindowSpec kind): the rank's identity
+// What it computes, the same to the last bit however the rank is chunked
+// (stream_analyzer_test checks every field), over the whole trace or
+// Options::window (every WindowSpec kind): the rank's identity
 // and data loss, the time breakdown with per-stream busy time, kernel
 // classes, launch overhead (gaps, exact medians), copies, synchronization,
 // precision, layout, top kernels, NUMA, the iterations (every detection
 // source), input starvation, both splits of idle time by cause (idle_cover,
 // and idle_breakdown: host wait, kernel wait, other),
-// the GPU clocks of the NVML samples, the host sampler's analysis, the collective list
-// for stragglers and, without a window, the steady-state pass
+// the GPU clocks of the NVML samples, the host sampler's analysis, the NCCL
+// collectives by operation and size, the collective list for stragglers
+// and, without a window, the steady-state pass
 // (RankAnalysis::steady: the same figures over the iterations after warm-up).
 //
-// How: ChunkReader walks the file; a first pass reads what every window needs
+// How: the chunks are walked; a first pass reads what every window needs
 // (the trace's span, each GPU chunk's earliest start, the rows kept below)
 // and, without --window, adds up what is a plain sum per row (the
 // whole-trace window is the span of those very rows). Once the iterations
@@ -50,15 +52,22 @@
 // Attribution is streamed too (attribution_stream.hpp: its own passes over
 // the chunks, for the window and the steady one in one call).
 // A trace whose GPU chunks all span its whole time (not one a writer's
-// append() produces) is still exact but holds those chunks' rows at once.
+// append() produces; a trace in memory) is still exact but holds those
+// chunks' rows at once.
 
 #include <filesystem>
 #include <functional>
 
 #include "analyze/analyze.hpp"
+#include "analyze/chunk_source.hpp"
 #include "trace/chunk_reader.hpp"
 
 namespace scalescope::analyze {
+
+// The one analysis of a rank, whatever its chunks: analyze_rank() gives it a
+// trace in memory (one chunk), analyze_rank_streaming() a file's chunks.
+RankAnalysis analyze_chunks(ChunkSource& chunks, const Options& options,
+                            const std::function<void(trace::Trace&)>& name_frames = {});
 
 // Errors as read_trace() (naming the file) and as analyze_rank() (a window
 // of iterations the trace does not have). name_frames, when given, names the

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -434,9 +435,9 @@ extern "C" __attribute__((noinline, used)) int stream_analyzer_test_frame(int x)
 
 // analyze_path streams .sstrace ranks of more than Options::stream_above_rows
 // rows when nothing needs their whole Trace (no visitor), and gives what the
-// whole path gives:
-// the run's JSON compared with the same run read whole (a visitor forces it),
-// with native frames named offline in both.
+// whole path gives, every table: the run's JSON compared with the same run
+// read whole (a visitor, or the threshold, forces it), with native frames
+// named offline in both.
 TEST(StreamAnalyzerTest, AnalyzePathStreamsTraceFiles) {
   Options on;  // every rank streamed, attribution on
   on.stream_above_rows = 0;
@@ -480,19 +481,22 @@ TEST(StreamAnalyzerTest, AnalyzePathStreamsTraceFiles) {
   nlohmann::json whole =
       analyze_path(run, on, 0, {}, [&](size_t, const trace::Trace&, const RankAnalysis&) { ++visited; });
   EXPECT_EQ(visited, 2u);
-  // Everything is the same, both splits of idle time by cause included. The
-  // NCCL collectives by operation and size are not computed chunk by chunk
-  // (they say so).
+  // Everything is the same: both splits of idle time by cause, and the NCCL
+  // collectives by operation and size, included.
   for (auto* j : {&streamed, &whole}) {
     for (auto& r : (*j)["ranks"]) {
       EXPECT_TRUE(r["idle_cover"]["availability"]["available"].get<bool>()) << r["label"];
       EXPECT_TRUE(r["idle_breakdown"]["availability"]["available"].get<bool>()) << r["label"];
-      r.erase("nccl_ops");
+      EXPECT_TRUE(r["nccl_ops"]["availability"]["available"].get<bool>()) << r["label"];
+      EXPECT_FALSE(r["nccl_ops"]["groups"].empty()) << r["label"];
     }
-    j->erase("nccl_ops");
   }
   EXPECT_FALSE(whole["ranks"].empty());
   EXPECT_EQ(streamed, whole);
+  // The same read whole by the threshold alone (no visitor).
+  Options never = on;
+  never.stream_above_rows = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ(nlohmann::json(analyze_path(run, never)), whole);
   // The frame was named in the streamed analysis too.
   const std::string text = streamed.dump();
   EXPECT_NE(text.find("stream_analyzer_test_frame"), std::string::npos) << text.substr(0, 2000);
