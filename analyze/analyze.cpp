@@ -18,10 +18,10 @@
 #include "analyze/attribution_detail.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
-#include "trace/kernel_short_name.hpp"
-#include "trace/launcher.hpp"
-#include "trace/quantile.hpp"
-#include "trace/memory_budget.hpp"
+#include "trace/model/kernel_short_name.hpp"
+#include "trace/model/launcher.hpp"
+#include "base/quantile.hpp"
+#include "base/memory_budget.hpp"
 
 namespace scalescope::analyze {
 namespace {

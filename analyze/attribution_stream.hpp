@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "analyze/analyze.hpp"
-#include "trace/chunk_reader.hpp"
+#include "trace/model/chunk_reader.hpp"
 
 namespace scalescope::analyze {
 

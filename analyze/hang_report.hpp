@@ -1,6 +1,6 @@
 #pragma once
 // Where a hung job stopped, from the hang dumps its processes wrote
-// (trace/hang_dump.hpp: --hang-after, `scalescope trigger --dump`, SIGTERM):
+// (trace/model/hang_dump.hpp: --hang-after, `scalescope trigger --dump`, SIGTERM):
 // the collective most processes wait in, the processes that never entered
 // it, and where each of those was last.
 //
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/hang_dump.hpp"
+#include "trace/model/hang_dump.hpp"
 
 namespace scalescope::analyze {
 

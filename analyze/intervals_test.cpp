@@ -10,7 +10,7 @@
 
 #include "analyze/analyze.hpp"
 #include "analyze/detail.hpp"
-#include "trace/synthetic_trace.hpp"
+#include "trace/model/synthetic_trace.hpp"
 
 namespace scalescope::analyze {
 namespace {

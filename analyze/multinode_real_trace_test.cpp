@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "analyze/analyze.hpp"
-#include "trace/clock_alignment.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/import/clock_alignment.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::analyze {
 namespace {

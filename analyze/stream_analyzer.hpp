@@ -56,7 +56,7 @@
 #include <functional>
 
 #include "analyze/analyze.hpp"
-#include "trace/chunk_reader.hpp"
+#include "trace/model/chunk_reader.hpp"
 
 namespace scalescope::analyze {
 

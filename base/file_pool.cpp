@@ -1,10 +1,10 @@
-#include "trace/file_pool.hpp"
+#include "base/file_pool.hpp"
 
 #include <algorithm>
 #include <thread>
 
-#include "trace/memory_budget.hpp"
-#include "trace/parallel_for.hpp"
+#include "base/memory_budget.hpp"
+#include "base/parallel_for.hpp"
 
 namespace scalescope::trace {
 

@@ -1,4 +1,4 @@
-#include "trace/file_pool.hpp"
+#include "base/file_pool.hpp"
 
 #include <gtest/gtest.h>
 

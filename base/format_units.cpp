@@ -1,4 +1,4 @@
-#include "trace/format_units.hpp"
+#include "base/format_units.hpp"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "trace/memory_budget.hpp"
+#include "base/memory_budget.hpp"
 
 #include <malloc.h>
 #include <sys/mman.h>

@@ -1,11 +1,11 @@
-#include "trace/number_check.hpp"
+#include "base/number_check.hpp"
 
 #include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::trace {
 

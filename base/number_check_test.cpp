@@ -1,4 +1,4 @@
-#include "trace/number_check.hpp"
+#include "base/number_check.hpp"
 
 #include <cmath>
 #include <limits>
@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "trace/output_file.hpp"
+#include "base/output_file.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -6,9 +6,9 @@
 
 #include <zlib.h>
 
-#include "trace/error.hpp"
-#include "trace/export_util.hpp"
-#include "trace/safe_output.hpp"
+#include "base/error.hpp"
+#include "base/text_output.hpp"
+#include "base/safe_output.hpp"
 
 namespace scalescope::trace::detail {
 

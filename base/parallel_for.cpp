@@ -1,4 +1,4 @@
-#include "trace/parallel_for.hpp"
+#include "base/parallel_for.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,6 +1,6 @@
-// The one thread pool's contract (trace/parallel_for.hpp): every item once,
+// The one thread pool's contract (base/parallel_for.hpp): every item once,
 // results by index whatever the threads, and the lowest failing index's error.
-#include "trace/parallel_for.hpp"
+#include "base/parallel_for.hpp"
 
 #include <atomic>
 #include <chrono>

@@ -1,6 +1,6 @@
-// Pins the one quantile definition (trace/quantile.hpp): linear between the
+// Pins the one quantile definition (base/quantile.hpp): linear between the
 // closest ranks (type 7), the median of an even count the mean of the middle two.
-#include "trace/quantile.hpp"
+#include "base/quantile.hpp"
 
 #include <cstdint>
 

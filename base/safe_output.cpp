@@ -2,7 +2,7 @@
 // The signal handler may only call async-signal-safe functions: registered
 // paths live in a fixed table of C strings published with atomics.
 
-#include "trace/safe_output.hpp"
+#include "base/safe_output.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::trace {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "trace/safe_output.hpp"
+#include "base/safe_output.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::trace {
 namespace {

@@ -1,11 +1,11 @@
-#include "trace/export_util.hpp"
-#include "trace/safe_output.hpp"
+#include "base/text_output.hpp"
+#include "base/safe_output.hpp"
 
 #include <unistd.h>
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::trace::detail {
 

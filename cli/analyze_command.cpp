@@ -26,7 +26,7 @@
 #include "report/run_headline.hpp"
 #include "report/table.hpp"
 #include "report/terminal.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::cli {
 namespace {

@@ -13,11 +13,12 @@
 #include "report/json_envelope.hpp"
 #include "report/stats_json.hpp"
 #include "report/table.hpp"
-#include "trace/error.hpp"
-#include "trace/kernel_short_name.hpp"
-#include "trace/launcher.hpp"
-#include "trace/stats.hpp"
-#include "trace/trace_source.hpp"
+#include "base/error.hpp"
+#include "trace/model/kernel_short_name.hpp"
+#include "trace/model/launcher.hpp"
+#include "trace/stats/stats.hpp"
+#include "trace/import/trace_source.hpp"
+#include <fmt/format.h>
 
 namespace scalescope::cli {
 namespace {

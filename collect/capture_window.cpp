@@ -11,7 +11,8 @@
 
 #include "collect/collective_ring.hpp"
 #include "collect/collector_common.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
+#include <fmt/format.h>
 
 namespace scalescope::collect {
 namespace {

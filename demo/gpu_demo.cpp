@@ -16,9 +16,9 @@
 #include "report/progress.hpp"
 #include "report/sweep_progress.hpp"
 #include "scaling/scaling.hpp"
-#include "trace/error.hpp"
-#include "trace/trace.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/trace.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::demo {
 

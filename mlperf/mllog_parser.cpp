@@ -9,7 +9,7 @@
 
 #include <simdjson.h>
 
-#include "trace/mllog_parser.hpp"
+#include "mlperf/mllog_parser.hpp"
 
 namespace scalescope::trace {
 

@@ -22,12 +22,12 @@
 #include "report/python_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/table.hpp"
-#include "trace/clock_alignment.hpp"
-#include "trace/error.hpp"
-#include "trace/kernel_short_name.hpp"
-#include "trace/quantile.hpp"
-#include "trace/stats.hpp"
-#include "trace/trace.hpp"
+#include "trace/import/clock_alignment.hpp"
+#include "base/error.hpp"
+#include "trace/model/kernel_short_name.hpp"
+#include "base/quantile.hpp"
+#include "trace/stats/stats.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::report::detail {
 
@@ -39,7 +39,7 @@ std::string rank_label(const analyze::RankAnalysis& r) {
   return r.rank >= 0 ? fmt::format("rank {}", r.rank) : r.label;
 }
 
-using trace::quantile_of_sorted;  // the one quantile (trace/quantile.hpp), as the analysis' medians
+using trace::quantile_of_sorted;  // the one quantile (base/quantile.hpp), as the analysis' medians
 
 Json breakdown_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
   Json blocks = Json::array();

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <fmt/format.h>
 
 namespace scalescope::report {
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "scaling/scaling.hpp"
-#include "trace/error.hpp"
-#include "trace/quantile.hpp"
+#include "base/error.hpp"
+#include "base/quantile.hpp"
 
 namespace scalescope::sweep {
 namespace {
@@ -40,7 +40,7 @@ struct ConfigOrder {
   }
 };
 
-using trace::median;  // the one median (trace/quantile.hpp)
+using trace::median;  // the one median (base/quantile.hpp)
 
 }  // namespace
 

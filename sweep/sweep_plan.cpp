@@ -13,8 +13,8 @@
 
 #include "sweep/metric_scanner.hpp"
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
-#include "trace/number_check.hpp"
+#include "base/error.hpp"
+#include "base/number_check.hpp"
 
 namespace scalescope::sweep {
 namespace {

@@ -14,11 +14,11 @@
 
 #include <fmt/format.h>
 
-#include "trace/export_tracks.hpp"
-#include "trace/export_util.hpp"
-#include "trace/exporters.hpp"
-#include "trace/output_file.hpp"
-#include "trace/table_columns.hpp"
+#include "trace/export/export_tracks.hpp"
+#include "base/text_output.hpp"
+#include "trace/export/exporters.hpp"
+#include "base/output_file.hpp"
+#include "trace/model/table_columns.hpp"
 
 namespace scalescope::trace {
 namespace {

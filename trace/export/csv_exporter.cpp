@@ -9,11 +9,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "trace/error.hpp"
-#include "trace/export_util.hpp"
-#include "trace/exporters.hpp"
-#include "trace/output_file.hpp"
-#include "trace/table_columns.hpp"
+#include "base/error.hpp"
+#include "base/text_output.hpp"
+#include "trace/export/exporters.hpp"
+#include "base/output_file.hpp"
+#include "trace/model/table_columns.hpp"
 
 namespace scalescope::trace {
 namespace {

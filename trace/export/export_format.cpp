@@ -1,7 +1,7 @@
 // Export formats by name and by output file name.
 #include <string>
 
-#include "trace/exporters.hpp"
+#include "trace/export/exporters.hpp"
 
 namespace scalescope::trace {
 

@@ -1,4 +1,4 @@
-#include "trace/export_tracks.hpp"
+#include "trace/export/export_tracks.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/frame_namer.hpp"
+#include "trace/model/frame_namer.hpp"
 
 namespace scalescope::trace::detail {
 namespace {

@@ -10,7 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace::detail {
 

@@ -16,7 +16,7 @@
 #include <span>
 #include <string_view>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace {
 

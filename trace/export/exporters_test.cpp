@@ -1,4 +1,4 @@
-#include "trace/exporters.hpp"
+#include "trace/export/exporters.hpp"
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -17,10 +17,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/error.hpp"
-#include "trace/export_util.hpp"
-#include "trace/table_columns.hpp"
-#include "trace/trace_source.hpp"
+#include "base/error.hpp"
+#include "base/text_output.hpp"
+#include "trace/model/table_columns.hpp"
+#include "trace/import/trace_source.hpp"
 
 namespace scalescope::trace {
 namespace {

@@ -12,10 +12,10 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
-#include "trace/export_util.hpp"
-#include "trace/exporters.hpp"
-#include "trace/table_columns.hpp"
+#include "base/error.hpp"
+#include "base/text_output.hpp"
+#include "trace/export/exporters.hpp"
+#include "trace/model/table_columns.hpp"
 
 namespace scalescope::trace {
 namespace {

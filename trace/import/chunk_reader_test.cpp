@@ -1,4 +1,4 @@
-#include "trace/chunk_reader.hpp"
+#include "trace/model/chunk_reader.hpp"
 
 #include <unistd.h>
 
@@ -8,11 +8,11 @@
 
 #include <gtest/gtest.h>
 
-#include "trace/error.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/test_support.hpp"
-#include "trace/trace_format.hpp"
+#include "base/error.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/test_support.hpp"
+#include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "trace/clock_alignment.hpp"
+#include "trace/import/clock_alignment.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "trace/nccl_kernel_name.hpp"
-#include "trace/quantile.hpp"
+#include "trace/model/nccl_kernel_name.hpp"
+#include "base/quantile.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -43,7 +43,7 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser
   return x;
 }
 
-double median_of(std::vector<double> v) { return median_in_place(v); }  // trace/quantile.hpp
+double median_of(std::vector<double> v) { return median_in_place(v); }  // base/quantile.hpp
 
 // One host's collectives: (key, median end over its ranks), sorted by key.
 struct HostEnds {
@@ -60,7 +60,7 @@ void median_per_key(std::vector<CollectiveEnd>& all, std::vector<std::pair<uint6
   for (size_t i = 0; i < all.size();) {
     size_t j = i;
     while (j < all.size() && all[j].key == all[i].key) ++j;
-    // Exact in integers (trace/quantile.hpp's double cannot hold a Unix time in ns).
+    // Exact in integers (base/quantile.hpp's double cannot hold a Unix time in ns).
     const size_t n = j - i, mid = i + n / 2;
     int64_t m = all[mid].end_unix_ns;
     if (n % 2 == 0) m = all[mid - 1].end_unix_ns + (all[mid].end_unix_ns - all[mid - 1].end_unix_ns) / 2;
@@ -249,7 +249,7 @@ uint64_t collective_key(std::string_view communicator, NcclOp op, int64_t sequen
 }
 
 NcclOp nccl_op_of_kernel_name(std::string_view name) {
-  const auto parsed = parse_nccl_kernel_name(name);  // the one parser (trace/nccl_kernel_name.hpp)
+  const auto parsed = parse_nccl_kernel_name(name);  // the one parser (trace/model/nccl_kernel_name.hpp)
   return parsed ? parsed->op : NcclOp::kUnknown;
 }
 

@@ -1,4 +1,4 @@
-#include "trace/clock_alignment.hpp"
+#include "trace/import/clock_alignment.hpp"
 
 #include <gtest/gtest.h>
 

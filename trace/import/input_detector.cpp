@@ -1,5 +1,5 @@
-#include "trace/input_detector.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/import/input_detector.hpp"
+#include "trace/model/trace_file.hpp"
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -18,9 +18,9 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
-#include "trace/sqlite_input.hpp"
-#include "trace/trace_format.hpp"
+#include "base/error.hpp"
+#include "trace/import/sqlite_input.hpp"
+#include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace {
 namespace fs = std::filesystem;
@@ -173,7 +173,7 @@ bool looks_like_mlperf_csv(std::string_view head) {
 
 // The table names of an SQLite file, opened read-only (never written, no
 // journal created). Empty with *damaged set when SQLite cannot read it.
-// Immutable (trace/sqlite_input.hpp): a WAL-mode file reads, and no -wal or
+// Immutable (trace/import/sqlite_input.hpp): a WAL-mode file reads, and no -wal or
 // -shm file appears beside it; one with a hot journal is read rolled back.
 std::set<std::string> sqlite_tables(const fs::path& path, bool* damaged) {
   std::set<std::string> tables;

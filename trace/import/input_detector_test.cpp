@@ -1,4 +1,4 @@
-#include "trace/input_detector.hpp"
+#include "trace/import/input_detector.hpp"
 
 #include <sqlite3.h>
 #include <zlib.h>
@@ -11,10 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include "trace/error.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/trace_file.hpp"
-#include "trace/trace_source.hpp"
+#include "base/error.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/import/trace_source.hpp"
 
 namespace scalescope::trace {
 namespace {

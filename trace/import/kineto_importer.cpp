@@ -1,4 +1,4 @@
-#include "trace/kineto_importer.hpp"
+#include "trace/import/kineto_importer.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -21,9 +21,9 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include "trace/error.hpp"
-#include "trace/memory_budget.hpp"
-#include "trace/nccl_kernel_name.hpp"
+#include "base/error.hpp"
+#include "base/memory_budget.hpp"
+#include "trace/model/nccl_kernel_name.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -988,7 +988,7 @@ void Importer::add_kernel(const Event& e, Timestamp start, Timestamp end) {
 
 void Importer::add_nccl_kernel(const Event& e, const KernelRecord& r, Timestamp start, Timestamp end) {
   const Args& a = e.args;
-  // The one parser of NCCL kernel names (trace/nccl_kernel_name.hpp).
+  // The one parser of NCCL kernel names (trace/model/nccl_kernel_name.hpp).
   const NcclKernelName nn = parse_nccl_kernel_name(e.name.view).value_or(NcclKernelName{});
   NcclRecord n;
   n.start = start;

@@ -9,7 +9,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "trace/kineto_importer.hpp"
+#include "trace/import/kineto_importer.hpp"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "trace/error.hpp"
-#include "trace/kineto_importer.hpp"
+#include "base/error.hpp"
+#include "trace/import/kineto_importer.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
-#include "trace/kineto_importer.hpp"
+#include "trace/import/kineto_importer.hpp"
 
 namespace scalescope::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "trace/kineto_importer.hpp"
+#include "trace/import/kineto_importer.hpp"
 
 #include <zlib.h>
 
@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "trace/error.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::trace {
 namespace {

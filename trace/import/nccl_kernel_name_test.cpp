@@ -1,4 +1,4 @@
-#include "trace/nccl_kernel_name.hpp"
+#include "trace/model/nccl_kernel_name.hpp"
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -10,9 +10,9 @@
 
 #include <gtest/gtest.h>
 
-#include "trace/clock_alignment.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/nsys_importer.hpp"
+#include "trace/import/clock_alignment.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/import/nsys_importer.hpp"
 
 namespace scalescope::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "trace/nsys_importer.hpp"
+#include "trace/import/nsys_importer.hpp"
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -24,10 +24,10 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
-#include "trace/nccl_kernel_name.hpp"
-#include "trace/sqlite_input.hpp"
-#include "trace/table_columns.hpp"
+#include "base/error.hpp"
+#include "trace/model/nccl_kernel_name.hpp"
+#include "trace/import/sqlite_input.hpp"
+#include "trace/model/table_columns.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -1006,7 +1006,7 @@ void Importer::read_kernels() {
          push_row(p.trace.kernels, r, bound);
          const std::string_view name = p.trace.strings.view(r.name);
          if (name.substr(0, 4) != "nccl") return RowFate::kKept;
-         // The one parser of NCCL kernel names (trace/nccl_kernel_name.hpp); the
+         // The one parser of NCCL kernel names (trace/model/nccl_kernel_name.hpp); the
          // payload size is not in the name (docs/nsys.md: bytes stay 0 without payloads).
          const NcclKernelName nk = parse_nccl_kernel_name(name).value_or(NcclKernelName{});
          NcclRecord n;

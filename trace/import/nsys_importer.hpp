@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace {
 
@@ -116,6 +116,6 @@ std::vector<Trace> import_nsys_bytes(std::string_view bytes, std::string_view na
 // "x_3.sqlite", "x-3.sqlite" -> 3; -1 when none ("report1.sqlite", "a100.sqlite").
 int32_t rank_from_file_name(std::string_view file_name);
 
-// (Which files are nsys exports is decided by trace/input_detector.hpp, as for every input.)
+// (Which files are nsys exports is decided by trace/import/input_detector.hpp, as for every input.)
 
 }  // namespace scalescope::trace

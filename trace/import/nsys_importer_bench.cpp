@@ -18,7 +18,7 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include "trace/nsys_importer.hpp"
+#include "trace/import/nsys_importer.hpp"
 
 namespace {
 

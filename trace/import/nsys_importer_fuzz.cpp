@@ -19,8 +19,8 @@
 #include <string>
 #include <string_view>
 
-#include "trace/error.hpp"
-#include "trace/nsys_importer.hpp"
+#include "base/error.hpp"
+#include "trace/import/nsys_importer.hpp"
 
 namespace {
 
@@ -29,7 +29,7 @@ struct Table {
   std::array<const char*, 12> columns;  // nullptr-terminated when shorter
 };
 
-// The columns each row reader selects (trace/nsys_importer.cpp).
+// The columns each row reader selects (trace/import/nsys_importer.cpp).
 constexpr Table kTables[] = {
     {"CUPTI_ACTIVITY_KIND_KERNEL",
      {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "demangledName", "shortName", "gridX",

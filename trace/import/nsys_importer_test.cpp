@@ -1,4 +1,4 @@
-#include "trace/nsys_importer.hpp"
+#include "trace/import/nsys_importer.hpp"
 
 #include <sqlite3.h>
 #include <sys/resource.h>
@@ -13,9 +13,9 @@
 
 #include <gtest/gtest.h>
 
-#include "trace/error.hpp"
-#include "trace/input_detector.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/import/input_detector.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::trace {
 namespace {

@@ -10,13 +10,13 @@
 
 #include <xxhash.h>
 
-#include "trace/clock_alignment.hpp"
-#include "trace/error.hpp"
-#include "trace/file_bytes.hpp"
-#include "trace/parallel_for.hpp"
-#include "trace/python_record.hpp"
-#include "trace/trace_file.hpp"
-#include "trace/trace_source.hpp"
+#include "trace/import/clock_alignment.hpp"
+#include "base/error.hpp"
+#include "base/file_bytes.hpp"
+#include "base/parallel_for.hpp"
+#include "trace/model/python_record.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/import/trace_source.hpp"
 
 namespace scalescope::trace {
 
@@ -48,7 +48,7 @@ std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const Loa
   for (const auto& e : check.listed) listed[e.name] = &e;
   std::vector<Trace> traces(files.size());
   std::mutex mutex;  // guards check.changed
-  // The one pool (trace/parallel_for.hpp): the error of the first file in
+  // The one pool (base/parallel_for.hpp): the error of the first file in
   // name order wins, whatever thread saw it first.
   parallel_for(
       files.size(), worker_count(options.threads, files.size()),

@@ -1,4 +1,4 @@
-#include "trace/sqlite_input.hpp"
+#include "trace/import/sqlite_input.hpp"
 
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::trace {
 

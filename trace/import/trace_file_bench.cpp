@@ -20,11 +20,11 @@
 
 #include <cmath>
 
-#include "trace/synthetic_trace.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/trace_file.hpp"
 
-#if __has_include("trace/kineto_importer.hpp")
-#include "trace/kineto_importer.hpp"
+#if __has_include("trace/import/kineto_importer.hpp")
+#include "trace/import/kineto_importer.hpp"
 #define SCALESCOPE_HAVE_KINETO 1
 #endif
 

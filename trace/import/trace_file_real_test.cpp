@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include "trace/kineto_importer.hpp"
-#include "trace/trace_file.hpp"
-#include "trace/trace_format.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace {
 namespace {

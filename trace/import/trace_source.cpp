@@ -1,18 +1,18 @@
-#include "trace/trace_source.hpp"
+#include "trace/import/trace_source.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <mutex>
 
-#include "trace/clock_alignment.hpp"
-#include "trace/error.hpp"
-#include "trace/file_pool.hpp"
-#include "trace/frame_namer.hpp"
-#include "trace/input_detector.hpp"
-#include "trace/nsys_importer.hpp"
-#include "trace/parallel_for.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/import/clock_alignment.hpp"
+#include "base/error.hpp"
+#include "base/file_pool.hpp"
+#include "trace/model/frame_namer.hpp"
+#include "trace/import/input_detector.hpp"
+#include "trace/import/nsys_importer.hpp"
+#include "base/parallel_for.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::trace {
 namespace {

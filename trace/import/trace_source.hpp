@@ -4,7 +4,7 @@
 // (imported on the fly; an export holding several processes with CUDA activity
 // gives one Trace each), or a directory of Kineto JSON traces or of nsys
 // exports (one per rank, each imported). The input's
-// kind is decided by content (trace/input_detector.hpp), never by its name.
+// kind is decided by content (trace/import/input_detector.hpp), never by its name.
 //
 //   std::vector<ImportReport> reports;   // filled for Kineto inputs
 //   std::vector<Trace> ranks = load_traces("run.ssrun");
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "trace/kineto_importer.hpp"
-#include "trace/trace.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace {
 
@@ -32,7 +32,7 @@ struct TraceLoadOptions {
   bool align_clocks = true;                            // see LoadOptions::align_clocks
   ClockAlignment* clocks = nullptr;                    // when set: receives the estimate per host
   // Collector traces (format 1.4): name native frames from the modules on
-  // this machine (trace/frame_namer.hpp; SCALESCOPE_SYMFS), one load per file.
+  // this machine (trace/model/frame_namer.hpp; SCALESCOPE_SYMFS), one load per file.
   bool name_frames = true;
 };
 std::vector<Trace> load_traces(const std::filesystem::path& path, std::vector<ImportReport>* reports,

@@ -20,8 +20,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "trace/trace.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/trace.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::trace {
 

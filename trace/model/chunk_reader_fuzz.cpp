@@ -14,10 +14,10 @@
 #include <string>
 #include <type_traits>
 
-#include "trace/chunk_reader.hpp"
-#include "trace/error.hpp"
-#include "trace/trace_file.hpp"
-#include "trace/trace_format.hpp"
+#include "trace/model/chunk_reader.hpp"
+#include "base/error.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/model/trace_format.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "trace/elf_build_id.hpp"
+#include "trace/model/elf_build_id.hpp"
 
 #include <elf.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
 // the analysing machine has is the one a profiled process ran (perf and
 // Nsight use it the same way). The collector reads it at exit for each
 // module its frames fell in (a few small reads per file, no symbol table);
-// trace/frame_namer.hpp reads it again on the analysing machine.
+// trace/model/frame_namer.hpp reads it again on the analysing machine.
 //
 // Hand-written over <elf.h> rather than through libelf: the injected
 // collector must not depend on libelf, and the read is a header, the

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "trace/elf_build_id.hpp"
+#include "trace/model/elf_build_id.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string error;

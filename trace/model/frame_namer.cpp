@@ -1,4 +1,4 @@
-#include "trace/frame_namer.hpp"
+#include "trace/model/frame_namer.hpp"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/elf_build_id.hpp"
+#include "trace/model/elf_build_id.hpp"
 
 namespace scalescope::trace {
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace {
 

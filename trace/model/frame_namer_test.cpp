@@ -4,7 +4,7 @@
 // record, JIT code and a machine without libdw are reported, never misnamed.
 // The module is this test binary; its functions' file offsets come from
 // /proc/self/maps as the collector computes them.
-#include "trace/frame_namer.hpp"
+#include "trace/model/frame_namer.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,8 +15,8 @@
 #include <fstream>
 #include <string>
 
-#include "trace/elf_build_id.hpp"
-#include "trace/test_support.hpp"
+#include "trace/model/elf_build_id.hpp"
+#include "trace/model/test_support.hpp"
 
 namespace scalescope::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "trace/hang_dump.hpp"
+#include "trace/model/hang_dump.hpp"
 
 #include <nlohmann/json.hpp>
 

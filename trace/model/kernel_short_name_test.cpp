@@ -1,4 +1,4 @@
-#include "trace/kernel_short_name.hpp"
+#include "trace/model/kernel_short_name.hpp"
 
 #include <set>
 #include <string>

@@ -1,4 +1,4 @@
-#include "trace/launcher.hpp"
+#include "trace/model/launcher.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "trace/nccl_kernel_name.hpp"
+#include "trace/model/nccl_kernel_name.hpp"
 
 #include <algorithm>
 #include <array>

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace {
 

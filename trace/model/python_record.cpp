@@ -1,4 +1,4 @@
-#include "trace/python_record.hpp"
+#include "trace/model/python_record.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/python_stacks.hpp"
+#include "trace/model/python_stacks.hpp"
 
 namespace scalescope::trace {
 namespace fs = std::filesystem;
@@ -82,7 +82,7 @@ std::vector<PythonRecord> read_python_records(const fs::path& run_dir, const std
   const std::string prefix = std::string(kPythonRecordPrefix) + only_host + (only_host.empty() ? "" : "-");
   for (const auto& e : fs::directory_iterator(run_dir, ec)) {
     const std::string name = e.path().filename().string();
-    // python-stacks-*.json are the Python sampler's (trace/python_stacks.hpp).
+    // python-stacks-*.json are the Python sampler's (trace/model/python_stacks.hpp).
     if (e.path().extension() == ".json" && name.starts_with(prefix) && !name.starts_with(kPythonStacksPrefix) &&
         e.is_regular_file(ec))
       files.push_back(e.path());

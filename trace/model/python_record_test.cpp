@@ -1,12 +1,12 @@
-#include "trace/python_record.hpp"
+#include "trace/model/python_record.hpp"
 
 #include <fstream>
 
 #include <gtest/gtest.h>
 
-#include "trace/synthetic_trace.hpp"
-#include "trace/test_support.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/test_support.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::trace {
 namespace {

@@ -1,4 +1,4 @@
-#include "trace/python_stacks.hpp"
+#include "trace/model/python_stacks.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::trace {
 namespace {

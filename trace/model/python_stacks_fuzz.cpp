@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "trace/error.hpp"
-#include "trace/python_stacks.hpp"
+#include "base/error.hpp"
+#include "trace/model/python_stacks.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

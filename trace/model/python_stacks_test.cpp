@@ -1,6 +1,6 @@
 // The Python bootstrap's stacks files: read whole, every malformed file a
 // one-line problem naming it, never a crash.
-#include "trace/python_stacks.hpp"
+#include "trace/model/python_stacks.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::trace {
 namespace {

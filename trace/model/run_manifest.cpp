@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
-#include "trace/error.hpp"
-#include "trace/safe_output.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "base/safe_output.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::trace {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "trace/synthetic_trace.hpp"
+#include "trace/model/synthetic_trace.hpp"
 
 #include <algorithm>
 #include <array>

@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace {
 

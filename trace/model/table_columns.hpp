@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <system_error>
 
-#include "trace/trace.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/trace.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::trace::testing {
 

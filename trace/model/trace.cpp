@@ -1,10 +1,10 @@
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <limits>
 
-#include "trace/table_columns.hpp"
+#include "trace/model/table_columns.hpp"
 
 namespace scalescope::trace {
 

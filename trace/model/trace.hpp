@@ -244,7 +244,7 @@ struct HostSampleRecord {
 // (format 1.3): callsite `id` is `function` called from callsite `parent` (0:
 // the outermost frame). A stack sampled a thousand times is stored once.
 // Whether a frame has a name, and why not (format 1.4). The collector writes
-// kUnnamed (or kUnmapped, kNotAFile); trace/frame_namer.hpp names frames
+// kUnnamed (or kUnmapped, kNotAFile); trace/model/frame_namer.hpp names frames
 // offline, on the analysing machine, and sets the rest.
 enum class FrameStatus : uint8_t {
   kUnnamed = 0,         // not looked up (as written; 1.3 files named at exit keep their function)

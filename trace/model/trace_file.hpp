@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace {
 
@@ -38,7 +38,7 @@ inline constexpr uint16_t kFormatMajor = 1;
 // 1.4 names native frames offline: the collector writes each frame's module
 // and file offset only, and the module table (chunk type 28: path, build-id,
 // mapping per process) that the analysing machine names them from
-// (trace/frame_namer.hpp); callsites gained a status column (id 7).
+// (trace/model/frame_namer.hpp); callsites gained a status column (id 7).
 inline constexpr uint16_t kFormatMinor = 4;
 inline constexpr std::string_view kTraceFileExtension = ".sstrace";
 inline constexpr std::string_view kRunDirExtension = ".ssrun";
@@ -149,7 +149,7 @@ struct LoadOptions {
   // Called with RunCheck::message when a run directory is incomplete (data loss).
   std::function<void(const std::string&)> on_warning;
   // Traces of several hosts: move each host's clock onto the reference
-  // host's, estimated from matched collectives (trace/clock_alignment.hpp).
+  // host's, estimated from matched collectives (trace/import/clock_alignment.hpp).
   bool align_clocks = true;
   ClockAlignment* clocks = nullptr;  // when set: receives the estimate per host
 };

@@ -1,4 +1,4 @@
-#include "trace/trace_file.hpp"
+#include "trace/model/trace_file.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -18,10 +18,10 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#include "trace/error.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/test_support.hpp"
-#include "trace/trace_format.hpp"
+#include "base/error.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/test_support.hpp"
+#include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace {
 namespace {

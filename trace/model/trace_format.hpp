@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "trace/table_columns.hpp"
-#include "trace/trace.hpp"
+#include "trace/model/table_columns.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace::format {
 

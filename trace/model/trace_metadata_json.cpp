@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/trace_format.hpp"
+#include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace::format {
 namespace {

@@ -18,12 +18,12 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#include "trace/chunk_reader.hpp"
-#include "trace/error.hpp"
-#include "trace/file_bytes.hpp"
-#include "trace/memory_budget.hpp"
-#include "trace/trace_file.hpp"
-#include "trace/trace_format.hpp"
+#include "trace/model/chunk_reader.hpp"
+#include "base/error.hpp"
+#include "base/file_bytes.hpp"
+#include "base/memory_budget.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <span>
 
-#include "trace/error.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/trace_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   scalescope::trace::ReadOptions options;

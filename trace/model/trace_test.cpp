@@ -1,4 +1,4 @@
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 #include <gtest/gtest.h>
 

@@ -15,9 +15,9 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-#include "trace/error.hpp"
-#include "trace/trace_file.hpp"
-#include "trace/trace_format.hpp"
+#include "base/error.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace {
 

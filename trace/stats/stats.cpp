@@ -1,8 +1,8 @@
-#include "trace/stats.hpp"
+#include "trace/stats/stats.hpp"
 
-#include "trace/export_util.hpp"
-#include "trace/kernel_short_name.hpp"
-#include "trace/quantile.hpp"
+#include "base/text_output.hpp"
+#include "trace/model/kernel_short_name.hpp"
+#include "base/quantile.hpp"
 
 #include <algorithm>
 #include <cmath>

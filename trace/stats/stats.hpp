@@ -17,7 +17,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::trace {
 

@@ -10,10 +10,10 @@
 
 #include <benchmark/benchmark.h>
 
-#include "trace/stats.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/trace_file.hpp"
-#include "trace/trace_source.hpp"
+#include "trace/stats/stats.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/import/trace_source.hpp"
 
 namespace {
 

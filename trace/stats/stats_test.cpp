@@ -1,4 +1,4 @@
-#include "trace/stats.hpp"
+#include "trace/stats/stats.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
