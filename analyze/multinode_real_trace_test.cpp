@@ -13,6 +13,7 @@
 #include "analyze/analyze.hpp"
 #include "trace/import/clock_alignment.hpp"
 #include "trace/model/trace_file.hpp"
+#include "trace/import/run_loader.hpp"
 
 namespace scalescope::analyze {
 namespace {

@@ -91,13 +91,4 @@ void commit_output(const std::filesystem::path& tmp, const std::filesystem::path
   unregister_temp(tmp);
 }
 
-std::string_view severity_name(Severity s) {
-  switch (s) {
-    case Severity::kDataLoss: return "data loss";
-    case Severity::kError: return "error";
-    case Severity::kInfo: break;
-  }
-  return "info";
-}
-
 }  // namespace scalescope::trace::detail

@@ -1,12 +1,10 @@
 #pragma once
-// Private helpers shared by the exporters: escaping, atomic output, names.
+// Helpers for the writers of text outputs (exporters, tables, CSV files):
+// escaping, and an output written beside its place and renamed into it.
 
-#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
-
-#include "trace/model/trace.hpp"
 
 namespace scalescope::trace::detail {
 
@@ -29,8 +27,5 @@ std::filesystem::path temp_path_for(const std::filesystem::path& out);
 // Renames `tmp` onto `out` (replacing a file), or removes `tmp` and throws an
 // Error naming `out`.
 void commit_output(const std::filesystem::path& tmp, const std::filesystem::path& out);
-
-// A problem severity as CSV, SQLite and `stats` show it: "info", "error", "data loss".
-std::string_view severity_name(Severity s);
 
 }  // namespace scalescope::trace::detail

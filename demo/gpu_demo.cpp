@@ -19,6 +19,7 @@
 #include "base/error.hpp"
 #include "trace/model/trace.hpp"
 #include "trace/model/trace_file.hpp"
+#include "trace/import/run_loader.hpp"
 
 namespace scalescope::demo {
 

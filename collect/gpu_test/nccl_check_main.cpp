@@ -10,6 +10,7 @@
 #include "collect/gpu_test/nccl_check.hpp"
 #include "base/error.hpp"
 #include "trace/model/trace_file.hpp"
+#include "trace/import/run_loader.hpp"
 
 int main(int argc, char** argv) {
   using namespace scalescope;

@@ -151,7 +151,7 @@ void export_csv(std::span<const Trace> traces, const std::filesystem::path& out)
         prb.num(pi)
             .num(rank)
             .field(to_string(static_cast<Problem>(q)))
-            .field(detail::severity_name(sev))
+            .field(severity_name(sev))
             .num(t.problems.counts[q])
             .end_row();
       }

@@ -221,7 +221,7 @@ void export_sqlite(std::span<const Trace> traces, const std::filesystem::path& o
         uint64_t n = t.problems.counts[p2];
         if (!n) continue;
         Severity sev = severity_of(static_cast<Problem>(p2));
-        Binder{prb}(pid)(to_string(static_cast<Problem>(p2)))(detail::severity_name(sev))(i64(n));
+        Binder{prb}(pid)(to_string(static_cast<Problem>(p2)))(severity_name(sev))(i64(n));
         db.step(prb);
       }
     }

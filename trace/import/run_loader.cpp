@@ -16,23 +16,10 @@
 #include "base/parallel_for.hpp"
 #include "trace/model/python_record.hpp"
 #include "trace/model/trace_file.hpp"
+#include "trace/import/run_loader.hpp"
 #include "trace/import/trace_source.hpp"
 
 namespace scalescope::trace {
-
-std::vector<std::filesystem::path> list_run_files(const std::filesystem::path& run_dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(run_dir, ec)) fail("{}: not a run directory", run_dir.string());
-  std::vector<std::filesystem::path> files;
-  std::filesystem::directory_iterator it(run_dir, ec);
-  if (ec) fail("{}: cannot list run directory: {}", run_dir.string(), ec.message());
-  for (const auto& entry : it) {
-    if (entry.path().extension() == kTraceFileExtension && entry.is_regular_file(ec)) files.push_back(entry.path());
-  }
-  if (files.empty()) fail("{}: run directory holds no {} files", run_dir.string(), kTraceFileExtension);
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const LoadOptions& options) {
   std::error_code ec;

@@ -13,6 +13,7 @@
 #include "trace/import/nsys_importer.hpp"
 #include "base/parallel_for.hpp"
 #include "trace/model/trace_file.hpp"
+#include "trace/import/run_loader.hpp"
 
 namespace scalescope::trace {
 namespace {

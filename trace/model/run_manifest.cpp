@@ -51,6 +51,20 @@ bool is_manifest_name(const std::string& n) {
 
 }  // namespace
 
+std::vector<std::filesystem::path> list_run_files(const std::filesystem::path& run_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(run_dir, ec)) fail("{}: not a run directory", run_dir.string());
+  std::vector<std::filesystem::path> files;
+  std::filesystem::directory_iterator it(run_dir, ec);
+  if (ec) fail("{}: cannot list run directory: {}", run_dir.string(), ec.message());
+  for (const auto& entry : it) {
+    if (entry.path().extension() == kTraceFileExtension && entry.is_regular_file(ec)) files.push_back(entry.path());
+  }
+  if (files.empty()) fail("{}: run directory holds no {} files", run_dir.string(), kTraceFileExtension);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 void write_run_manifest(const fs::path& run_dir, const std::vector<std::string>& files, std::string_view writer) {
   nlohmann::json j;
   j["scalescope_manifest"] = 1;

@@ -277,6 +277,15 @@ Severity severity_of(Problem p) {
   return Severity::kInfo;
 }
 
+std::string_view severity_name(Severity s) {
+  switch (s) {
+    case Severity::kDataLoss: return "data loss";
+    case Severity::kError: return "error";
+    case Severity::kInfo: break;
+  }
+  return "info";
+}
+
 std::string_view to_string(Problem p) {
   switch (p) {
     case Problem::kTornTail: return "torn_tail";

@@ -564,6 +564,8 @@ inline constexpr int kProblemCount = static_cast<int>(Problem::kCount_);
 constexpr bool unfinished_span(Timestamp start, Timestamp end) { return start == 0 || end == 0 || end < start; }
 
 Severity severity_of(Problem p);
+// A severity as CSV, SQLite and `stats` show it: "info", "error", "data loss".
+std::string_view severity_name(Severity s);
 std::string_view to_string(Problem p);
 // One sentence for a person: what happened and what it cost (e.g. for kEndMissing
 // "torn: the file ends at a chunk boundary without its end record; ...").

@@ -138,22 +138,6 @@ void write_trace(const std::filesystem::path& path, const Trace& trace, const Wr
 // "a trace or something else".) False for unreadable files.
 bool is_trace_file(const std::filesystem::path& path);
 
-struct ClockAlignment;
-
-struct LoadOptions {
-  ReadOptions read;
-  unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
-  // After each file of a run directory: (files done, files in all). Called
-  // from the loader threads, one call at a time (for a progress bar).
-  std::function<void(size_t, size_t)> on_file_loaded;
-  // Called with RunCheck::message when a run directory is incomplete (data loss).
-  std::function<void(const std::string&)> on_warning;
-  // Traces of several hosts: move each host's clock onto the reference
-  // host's, estimated from matched collectives (trace/import/clock_alignment.hpp).
-  bool align_clocks = true;
-  ClockAlignment* clocks = nullptr;  // when set: receives the estimate per host
-};
-
 // The *.sstrace files of a run directory (<name>.ssrun/ with one file per
 // process and run.json), sorted by name; Error when none or not a directory.
 std::vector<std::filesystem::path> list_run_files(const std::filesystem::path& run_dir);
@@ -189,14 +173,5 @@ struct RunCheck {
   std::string message(const std::filesystem::path& run_dir) const;
 };
 RunCheck check_run_manifest(const std::filesystem::path& run_dir);
-
-// Loads a single trace file, or every trace of a run directory in parallel
-// (at most `threads` at once), sorted by rank then pid (unknown rank last).
-// Errors name the file. A run directory is checked against its manifests:
-// a missing, short or changed file, or one no manifest lists, is counted as
-// Problem::kRunIncomplete (data loss) on the first trace; a directory without
-// any manifest (older builds) as Problem::kRunNoManifest (info). Two traces
-// of one rank are an Error naming both files.
-std::vector<Trace> load_run(const std::filesystem::path& path_or_file, const LoadOptions& options = {});
 
 }  // namespace scalescope::trace

@@ -304,7 +304,7 @@ TraceStats compute_stats(std::span<const Trace* const> traces) {
     if (n == 0) continue;
     Severity sev = severity_of(static_cast<Problem>(p));
     out.problems.push_back(
-        {std::string(to_string(static_cast<Problem>(p))), std::string(detail::severity_name(sev)), n});
+        {std::string(to_string(static_cast<Problem>(p))), std::string(severity_name(sev)), n});
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include "trace/model/synthetic_trace.hpp"
 #include "trace/model/test_support.hpp"
 #include "trace/model/trace_file.hpp"
+#include "trace/import/run_loader.hpp"
 
 namespace scalescope::trace {
 namespace {

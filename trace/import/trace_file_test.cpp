@@ -22,6 +22,7 @@
 #include "trace/model/synthetic_trace.hpp"
 #include "trace/model/test_support.hpp"
 #include "trace/model/trace_format.hpp"
+#include "trace/import/run_loader.hpp"
 
 namespace scalescope::trace {
 namespace {
