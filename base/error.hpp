@@ -18,7 +18,6 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <fmt/format.h>
 
 namespace scalescope {
 

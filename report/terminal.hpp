@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <fmt/format.h>
 
 namespace scalescope::report {
 
