@@ -207,7 +207,7 @@ void add_columns(Columns& c, const Table& t) {
 Columns table_columns(const trace::Trace& t, const std::vector<trace::StringId>& kernel_short_names,
                       std::string_view table) {
   if (std::find(table_names().begin(), table_names().end(), table) == table_names().end())
-    fail("no table '{}' (tables: {})", table, fmt::join(table_names(), ", "));
+    fail("no table '{}' (tables: {})", table, fmt::to_string(fmt::join(table_names(), ", ")));
   Columns c;
   trace::for_each_trace_table(t, [&](const auto& columns) {
     using Table = std::remove_cvref_t<decltype(columns)>;

@@ -149,7 +149,7 @@ fs::path find_workload(const std::string& explicit_path, const GpuDemoHost& host
   std::vector<std::string> names;
   for (const auto& t : tried) names.push_back(t.string());
   fail("demo --gpu: cannot find the reference workload {} (looked at {}); pass --workload PATH", kWorkload,
-       fmt::join(names, ", "));
+       fmt::to_string(fmt::join(names, ", ")));
 }
 
 std::vector<std::string> torch_check_command(const std::string& python) {

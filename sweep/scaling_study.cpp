@@ -128,7 +128,7 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
       break;
     }
     fail("no run of the sweep has the metric '{}' ({} runs: {}); nothing to compute{}", metric, sweep.runs.size(),
-         fmt::join(parts, ", "), first);
+         fmt::to_string(fmt::join(parts, ", ")), first);
   }
 
   bool generic_warning_given = false;
