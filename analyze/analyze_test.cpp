@@ -1502,4 +1502,36 @@ TEST(HangReport, NamesTheRankThatNeverEnteredAndTheSequence) {
   EXPECT_FALSE(none.in_collective);
   EXPECT_EQ(none.processes[0].state, "no collectives recorded");
 }
+
+TEST(HangReport, NamesWhereTheMainThreadWasInPython) {
+  std::vector<trace::HangDump> dumps(2);
+  for (int32_t rank = 0; rank < 2; ++rank) {
+    auto& d = dumps[static_cast<size_t>(rank)];
+    d.host = "node";
+    d.pid = static_cast<uint32_t>(100 + rank);
+    d.rank = rank;
+    d.reason = "hang-after";
+    d.collectives_recorded = true;
+    for (uint64_t seq = 1; seq <= (rank == 1 ? 6u : 7u); ++seq)
+      d.collectives.push_back({trace::NcclOp::kAllReduce, 0xAB, seq, 64, int64_t(seq * 10), int64_t(seq * 10 + 5)});
+  }
+  // Rank 1's main thread (tid = pid) sleeps in the job's own code; a helper
+  // thread of it, read first, must not be taken for it.
+  dumps[1].python.push_back({777, {{"/usr/lib/python3.11/threading.py", 320, "wait"}}});
+  dumps[1].python.push_back({101,
+                             {{"/usr/lib/python3.11/time.py", 5, "sleep_a_while"},
+                              {"/job/train.py", 43, "before_all_reduce"},
+                              {"/job/train.py", 60, "main"},
+                              {"/job/train.py", 70, "<module>"}}});
+  dumps[0].python_note = "pid 100: permission denied";
+  const analyze::HangReport h = analyze::find_hang(dumps);
+  ASSERT_TRUE(h.in_collective);
+  EXPECT_EQ(h.processes[1].python, "time.py:5 sleep_a_while < train.py:43 before_all_reduce < train.py:60 main");
+  EXPECT_EQ(h.processes[0].python, "");
+  EXPECT_EQ(h.processes[0].python_note, "pid 100: permission denied");
+  EXPECT_EQ(h.text,
+            "hung: rank 0 waits in AllReduce #7 of communicator 0xab; rank 1 never entered it and was last in "
+            "AllReduce #6 of communicator 0xab (left) (Python: time.py:5 sleep_a_while < train.py:43 "
+            "before_all_reduce < train.py:60 main)");
+}
 }  // namespace scalescope

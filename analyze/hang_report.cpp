@@ -26,18 +26,22 @@ std::string last_of(const trace::HangDump& d) {
   return s;
 }
 
-// "0-6, 9": ranks, runs of consecutive ones joined.
-std::string rank_list(std::vector<int32_t> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : fmt::format("{}", ranks[i]);
-    i = j + 1;
+// The main thread's innermost Python frames (the main thread's id is the
+// pid; else the first thread read): where a rank that stopped was.
+std::string python_of(const trace::HangDump& d) {
+  if (d.python.empty()) return {};
+  const trace::HangPythonThread* t = &d.python.front();
+  for (const auto& p : d.python)
+    if (p.tid == d.pid) t = &p;
+  constexpr size_t kShown = 3;  // the leaf and its two callers: the line and the job's own frame that called it
+  std::string s;
+  for (size_t i = 0; i < t->frames.size() && i < kShown; ++i) {
+    const auto& f = t->frames[i];
+    const auto slash = f.file.find_last_of('/');
+    s += fmt::format("{}{}:{} {}", i ? " < " : "", slash == std::string::npos ? f.file : f.file.substr(slash + 1),
+                     f.line, f.function);
   }
-  return fmt::format("rank{} {}", ranks.size() == 1 ? "" : "s", out);
+  return s;
 }
 
 // The collective the job stopped at, as (communicator, sequence). NCCL's
@@ -73,6 +77,19 @@ std::optional<std::pair<uint64_t, uint64_t>> stopped_at(const std::vector<trace:
 
 }  // namespace
 
+std::string rank_list(std::vector<int32_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : fmt::format("{}", ranks[i]);
+    i = j + 1;
+  }
+  return fmt::format("rank{} {}", ranks.size() == 1 ? "" : "s", out);
+}
+
 HangReport find_hang(const std::vector<trace::HangDump>& dumps) {
   HangReport h;
   h.dumps = dumps.size();
@@ -91,7 +108,8 @@ HangReport find_hang(const std::vector<trace::HangDump>& dumps) {
   std::vector<std::string> behind;
   bool any_inside = false;
   for (const auto* d : by_rank) {
-    HangProcess p{d->rank, d->host, d->pid, "", last_of(*d)};
+    HangProcess p{d->rank, d->host, d->pid, "", last_of(*d), python_of(*d), d->python_note};
+    const std::string in_python = p.python.empty() ? "" : " (Python: " + p.python + ")";
     if (!d->collectives_recorded) {
       p.state = "no collectives recorded";
     } else if (!stuck) {
@@ -109,7 +127,7 @@ HangReport find_hang(const std::vector<trace::HangDump>& dumps) {
       p.state = furthest == stuck->second ? "waiting" : furthest < stuck->second ? "not entered" : "past it";
       if (furthest == stuck->second) waiting.push_back(d->rank);
       else if (furthest < stuck->second)
-        behind.push_back(fmt::format("{} never entered it and was last in {}", rank_list({d->rank}), p.last));
+        behind.push_back(fmt::format("{} never entered it and was last in {}{}", rank_list({d->rank}), p.last, in_python));
     }
     h.processes.push_back(std::move(p));
   }
@@ -124,11 +142,13 @@ HangReport find_hang(const std::vector<trace::HangDump>& dumps) {
   } else if (recorded.empty()) {
     h.text = "no collectives recorded (NVTX went to CUPTI: profile with --hang-after); last iterations: ";
     for (size_t i = 0; i < h.processes.size(); ++i)
-      h.text += (i ? "; " : "") + rank_list({h.processes[i].rank}) + " " + h.processes[i].last;
+      h.text += (i ? "; " : "") + rank_list({h.processes[i].rank}) + " " + h.processes[i].last +
+                (h.processes[i].python.empty() ? "" : " (Python: " + h.processes[i].python + ")");
   } else {
     h.text = "stopped with every rank at the same collective count and none inside a call: ";
     for (size_t i = 0; i < h.processes.size(); ++i)
-      h.text += (i ? "; " : "") + rank_list({h.processes[i].rank}) + " last in " + h.processes[i].last;
+      h.text += (i ? "; " : "") + rank_list({h.processes[i].rank}) + " last in " + h.processes[i].last +
+                (h.processes[i].python.empty() ? "" : " (Python: " + h.processes[i].python + ")");
   }
   return h;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/flight_recorder.hpp"
 #include "trace/model/hang_dump.hpp"
 
 namespace scalescope::analyze {
@@ -23,6 +24,11 @@ struct HangProcess {
   std::string state;  // "waiting" (entered the collective), "not entered", "past it", "not in a collective",
                       // "no collectives recorded"
   std::string last;   // where it was last: "all_reduce #18233 of 0xc0ffee (left)", "iteration 411", ...
+  // Its main thread's Python stack when the dump was written, innermost
+  // first: "__init__.py:1162 synchronize < train.py:43 main"; empty when the
+  // dump has none (not a Python process, or not readable: python_note).
+  std::string python;
+  std::string python_note;
 };
 
 struct HangReport {
@@ -37,9 +43,15 @@ struct HangReport {
   uint64_t communicator = 0, sequence = 0;
   std::vector<HangProcess> processes;  // by rank
   std::string text;                    // the one-sentence verdict
+  // From PyTorch's NCCL flight recorder dumps, where the run has them
+  // (RUN/control/flight_recorder/, or `analyze --flight-recorder`).
+  FlightRecorderHang flight_recorder;
+  bool any() const { return dumps > 0 || flight_recorder.dumps > 0; }
 };
 
 HangReport find_hang(const std::vector<trace::HangDump>& dumps);
+// "ranks 0-6, 9": ranks, runs of consecutive ones joined.
+std::string rank_list(std::vector<int32_t> ranks);
 // Every dump in RUN/control/hang/; a file that cannot be read is named in *warnings.
 std::vector<trace::HangDump> read_hang_dumps(const std::filesystem::path& run_dir, std::vector<std::string>* warnings);
 

@@ -524,7 +524,11 @@ json clocks_json(const trace::ClockAlignment& a) {
 }  // namespace
 
 void to_json(json& j, const HangReport& v) {
-  j = json{{"dumps", v.dumps}, {"reasons", v.reasons}, {"in_collective", v.in_collective}, {"text", v.text}};
+  j = json{{"source", "scalescope ring"},
+           {"dumps", v.dumps},
+           {"reasons", v.reasons},
+           {"in_collective", v.in_collective},
+           {"text", v.text}};
   if (v.in_collective) {
     j["op"] = trace::to_string(v.op);
     j["communicator"] = v.communicator;
@@ -532,7 +536,9 @@ void to_json(json& j, const HangReport& v) {
   }
   auto& ps = j["processes"] = json::array();
   for (const auto& p : v.processes)
-    ps.push_back({{"rank", p.rank}, {"host", p.host}, {"pid", p.pid}, {"state", p.state}, {"last", p.last}});
+    ps.push_back({{"rank", p.rank}, {"host", p.host}, {"pid", p.pid}, {"state", p.state}, {"last", p.last},
+                  {"python", p.python}, {"python_note", p.python_note}});
+  if (v.flight_recorder.dumps > 0) j["flight_recorder"] = v.flight_recorder;
 }
 
 void to_json(json& j, const RunAnalysis& v) {
@@ -542,7 +548,7 @@ void to_json(json& j, const RunAnalysis& v) {
            {"nodes", v.nodes},
            {"nccl_ops", v.nccl_ops},
            {"left_out", v.left_out}};
-  if (v.hang.dumps > 0) j["hang"] = v.hang;  // only where a run directory holds hang dumps
+  if (v.hang.any()) j["hang"] = v.hang;  // only where a run directory holds hang or flight recorder dumps
 }
 
 void to_json(json& j, const Delta& v) {

@@ -169,6 +169,9 @@ RunAnalysis analyze_items(size_t items, const std::function<LoadedItem(size_t, u
     std::vector<std::string> warnings;
     hang = find_hang(read_hang_dumps(input, &warnings));
     for (const auto& w : warnings) fmt::print(stderr, "scalescope: warning: skipped hang dump {}\n", w);
+    warnings.clear();
+    hang.flight_recorder = find_flight_recorder_hang(read_run_flight_recorder_dumps(input, &warnings));
+    for (const auto& w : warnings) fmt::print(stderr, "scalescope: warning: skipped flight recorder dump {}\n", w);
     const std::vector<trace::PythonRecord> records = trace::read_python_records(input);
     for (RankAnalysis& r : ranks)
       if (const trace::PythonRecord* rec = trace::record_of_process(records, r.hostname, r.pid))

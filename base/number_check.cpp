@@ -27,6 +27,9 @@ double parse_number(std::string_view text, std::string_view what, const NumberRa
   double v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   // from_chars also reads "nan" and "inf": the range check refuses those.
+  if (ec == std::errc::result_out_of_range && end == text.data() + text.size())
+    fail("{}{}'{}' is a number beyond what a double holds (about 1e-308 to 1e308 in size)", what,
+         what.empty() ? "" : " ", text);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size())
     fail("{}{}'{}' is not a number", what, what.empty() ? "" : " ", text);
   return check_number(v, what, range);

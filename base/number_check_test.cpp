@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -41,8 +42,13 @@ TEST(NumberCheck, RefusesNanInfinitiesAndValuesOutOfRange) {
 TEST(NumberCheck, ParsesPlainNumbersOnly) {
   EXPECT_DOUBLE_EQ(parse_number("2.5", "p", {0, 10}), 2.5);
   EXPECT_DOUBLE_EQ(parse_number("1e1", "p", {0, 10}), 10);
-  for (const char* bad : {"", " 1", "1x", "0x10", "1e999"})
+  for (const char* bad : {"", " 1", "1x", "0x10", "1e999x"})
     EXPECT_THAT(error_of([&] { parse_number(bad, "p", {0, 10}); }), HasSubstr("is not a number")) << bad;
+  // A number all the same, too large or too small for a double: said so.
+  for (const char* far : {"1e999", "1e-400", "-1e999"})
+    EXPECT_EQ(error_of([&] { parse_number(far, "--threshold", {0, 10}); }),
+              fmt::format("--threshold '{}' is a number beyond what a double holds (about 1e-308 to 1e308 in size)", far))
+        << far;
   for (const char* bad : {"nan", "inf", "-inf", "-1", "11"})
     EXPECT_THAT(error_of([&] { parse_number(bad, "p", {0, 10}); }), HasSubstr("is not a finite number")) << bad;
 }

@@ -107,8 +107,10 @@ SS_API char* ss_sweep_json(const char* db, const char* options_json);
  * inside one, as `mlperf ingest -o`),
  * "scores" or "analyze" (args {"runs_csv" (missing: the embedded v4.1 table),
  * "benchmark", "accelerator", "ref", "threshold"}). Command "mlperf ingest":
- * {"runs", "scores" (tables), counts}; "mlperf scores" and "mlperf analyze":
- * {"tables": [...]}, as the CLI's --format json. */
+ * {"runs", "scores" (tables), counts}; "mlperf scores": {"tables": [...]};
+ * "mlperf analyze": {"scaling": {"groups": [{benchmark, division, title,
+ * accelerator, systems: [...], reference, ref_chosen, curve, curve_systems}],
+ * "left_out"}}, the typed result; each as the CLI's --format json. */
 SS_API char* ss_mlperf_json(const char* command, const char* args_json);
 /* `scalescope report INPUT... -o output`: inputs_json is a JSON array of
  * paths; options_json {"title", "threshold", "iteration_range"}. Returns

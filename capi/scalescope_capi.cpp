@@ -563,8 +563,7 @@ char* ss_mlperf_json(const char* command, const char* args_json) {
       options.accelerator = opt<std::string>(a, "accelerator").value_or("");
       options.ref_system = opt<std::string>(a, "ref").value_or("");
       options.threshold = opt<double>(a, "threshold").value_or(options.threshold);
-      return dup(report::json_text(report::tables_json(
-          "mlperf analyze", report::mlperf_scaling_tables(mlperf::analyze(load_mlperf_runs(a), options)))));
+      return dup(dump("mlperf analyze", {{"scaling", mlperf::analyze(load_mlperf_runs(a), options)}}));
     }
     fail("mlperf: no command '{}' (ingest, scores, analyze)", cmd);
   });

@@ -11,10 +11,12 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/number_option.hpp"
 #include "mlperf/mlperf.hpp"
+#include "report/json_envelope.hpp"
 #include "report/mlperf_tables.hpp"
 #include "report/prediction_tables.hpp"
 #include "report/progress.hpp"
@@ -140,8 +142,11 @@ void run_analyze(const AnalyzeArgs& a) {
   if (!a.planned_batch.empty() && a.predict.empty()) fail("--planned-batch needs --predict");
   const auto runs = load_runs(a.input);
   if (a.predict.empty()) {
-    report::print_tables(std::cout, "mlperf analyze", report::mlperf_scaling_tables(mlperf::analyze(runs, a.options)),
-                         format);
+    const mlperf::MlperfScaling scaling = mlperf::analyze(runs, a.options);
+    // JSON: the typed result (mlperf::to_json), as the C library and Python give it.
+    if (format == report::OutputFormat::kJson)
+      std::cout << report::json_text(report::json_envelope("mlperf analyze", {{"scaling", scaling}}), 2) << "\n";
+    else report::print_tables(std::cout, "mlperf analyze", report::mlperf_scaling_tables(scaling), format);
     return;
   }
   mlperf::PredictOptions p;

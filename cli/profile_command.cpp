@@ -120,8 +120,8 @@ void add_profile_command(CLI::App& app, int& exit_code) {
                     ->check(duration_check());
   auto* hang = cmd->add_option("--hang-after", opts->hang_after,
                                "when no process has begun an iteration for this long (e.g. 10m), every process "
-                               "writes its last collectives and iterations to RUN/control/hang/ (default: off; experimental: not yet "
-                               "verified with real NCCL, docs/collector.md)")
+                               "writes its last collectives, iterations and Python stacks to RUN/control/hang/ (default: off; "
+                               "docs/collector.md)")
                    ->check(duration_check());
   for (auto* o : {range, skip, iterations, repeat, every, hang}) full->excludes(o);
   cmd->add_option("command", opts->profile.command, "the job, after --")->expected(-1);

@@ -11,6 +11,7 @@
 
 #include "collect/collective_ring.hpp"
 #include "collect/collector_common.hpp"
+#include "collect/python_reader.hpp"
 #include "base/error.hpp"
 #include <fmt/format.h>
 
@@ -577,6 +578,10 @@ void CaptureWindow::write_hang_dump(const char* reason) {
   d.reason = reason;
   d.unix_ns = unix_now_ns();
   d.stalled = hang_dumped_ || std::strcmp(reason, "hang-after") == 0;
+  // Where each Python thread is: a rank that never entered the collective
+  // is named with the line it waits on.
+  for (auto& t : collect::sample_python_threads_once(pid_, &d.python_note))
+    d.python.push_back({t.native_id, std::move(t.frames)});
   try {
     collect::write_hang_dump(options_.run_dir, d);
     ++hang_dumps_;

@@ -347,20 +347,28 @@ inline bool CuptiDecoder::decode_kernel(const void* raw, trace::Trace& batch) {
   return true;
 }
 
+// The fields of a copy record that a copy between host and device and one
+// between devices share.
+template <class CuptiMemcpy>
+inline trace::MemcpyRecord CuptiDecoder::memcpy_record(const CuptiMemcpy& m) {
+  trace::MemcpyRecord r;
+  r.start = ts(m.start);
+  r.end = ts(m.end);
+  r.device = m.deviceId;
+  r.stream = m.streamId;
+  r.correlation = correlation(m.correlationId);
+  r.bytes = m.bytes;
+  r.kind = memcpy_kind(m.copyKind);
+  r.src_kind = memory_kind(m.srcKind);
+  r.dst_kind = memory_kind(m.dstKind);
+  r.is_async = (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+  return r;
+}
+
 inline bool CuptiDecoder::decode_memcpy(const void* raw, trace::Trace& batch) {
   const auto* m = static_cast<const CUpti_ActivityMemcpy6*>(raw);
   if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
-  trace::MemcpyRecord r;
-  r.start = ts(m->start);
-  r.end = ts(m->end);
-  r.device = m->deviceId;
-  r.stream = m->streamId;
-  r.correlation = correlation(m->correlationId);
-  r.bytes = m->bytes;
-  r.kind = memcpy_kind(m->copyKind);
-  r.src_kind = memory_kind(m->srcKind);
-  r.dst_kind = memory_kind(m->dstKind);
-  r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+  trace::MemcpyRecord r = memcpy_record(*m);
   r.peer_device = m->deviceId;
   batch.memcpys.push(r);
   return true;
@@ -369,20 +377,10 @@ inline bool CuptiDecoder::decode_memcpy(const void* raw, trace::Trace& batch) {
 inline bool CuptiDecoder::decode_peer_memcpy(const void* raw, trace::Trace& batch) {
   const auto* m = static_cast<const CUpti_ActivityMemcpyPtoP4*>(raw);
   if (unfinished(m->start, m->end)) return ++incomplete_records_, true;
-  trace::MemcpyRecord r;
-  r.start = ts(m->start);
-  r.end = ts(m->end);
-  r.device = m->deviceId;
-  r.stream = m->streamId;
-  r.correlation = correlation(m->correlationId);
-  r.bytes = m->bytes;
-  r.kind = memcpy_kind(m->copyKind);
+  trace::MemcpyRecord r = memcpy_record(*m);
   if (r.kind == MemcpyKind::kUnknown || r.kind == MemcpyKind::kDtoD) {
     if (m->srcDeviceId != m->dstDeviceId) r.kind = MemcpyKind::kPtoP;
   }
-  r.src_kind = memory_kind(m->srcKind);
-  r.dst_kind = memory_kind(m->dstKind);
-  r.is_async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
   // The record's device is the one that ran the copy; the peer is the other end.
   r.peer_device = m->srcDeviceId == m->deviceId ? m->dstDeviceId : m->srcDeviceId;
   batch.memcpys.push(r);

@@ -129,6 +129,8 @@ class CuptiDecoder {
   // decode's steps, one per kind of record (raw: the record of that kind).
   bool decode_kernel(const void* raw, trace::Trace& batch);
   bool decode_memcpy(const void* raw, trace::Trace& batch);
+  template <class CuptiMemcpy>
+  trace::MemcpyRecord memcpy_record(const CuptiMemcpy& m);
   bool decode_peer_memcpy(const void* raw, trace::Trace& batch);
   bool decode_memset(const void* raw, trace::Trace& batch);
   bool decode_sync(const void* raw, trace::Trace& batch);

@@ -1,6 +1,7 @@
 #include "collect/host_sampler.hpp"
 
 #include "collect/perf_stacks.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -29,12 +30,6 @@ struct Dirent64 {
 uint64_t monotonic_now() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-uint64_t thread_cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
@@ -499,17 +494,10 @@ void HostSampler::start(double hz) {
   if (hz <= 0 || thread_.joinable()) return;
   const auto period = std::chrono::nanoseconds(static_cast<int64_t>(1e9 / hz));
   thread_ = std::thread([this, period] {
-    auto next = std::chrono::steady_clock::now();
-    while (!stop_.load(std::memory_order_relaxed)) {
+    run_every(period, stop_, [this] {
       sample_once();
       cpu_ns_.store(thread_cpu_now(), std::memory_order_relaxed);
-      next += period;
-      const auto now = std::chrono::steady_clock::now();
-      if (next < now) next = now;  // fell behind: skip, never burst
-      while (!stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < next)
-        std::this_thread::sleep_for(
-            std::min<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
-    }
+    });
     finish_threads();
     cpu_ns_.store(thread_cpu_now(), std::memory_order_relaxed);
   });
@@ -530,19 +518,15 @@ void HostSampler::drain(trace::Trace& out, trace::StringTable& strings) {
   pending_threads_.clear();
   auto& s = pending_samples_;
   auto& o = out.host_samples;
-  auto append = [](auto& dst, auto& src) {
-    dst.insert(dst.end(), src.begin(), src.end());
-    src.clear();
-  };
-  append(o.time, s.time);
-  append(o.pid, s.pid);
-  append(o.tid, s.tid);
-  append(o.state, s.state);
-  append(o.cpu, s.cpu);
-  append(o.cpu_ns, s.cpu_ns);
-  append(o.run_wait_ns, s.run_wait_ns);
-  append(o.voluntary_switches, s.voluntary_switches);
-  append(o.involuntary_switches, s.involuntary_switches);
+  move_to_end(o.time, s.time);
+  move_to_end(o.pid, s.pid);
+  move_to_end(o.tid, s.tid);
+  move_to_end(o.state, s.state);
+  move_to_end(o.cpu, s.cpu);
+  move_to_end(o.cpu_ns, s.cpu_ns);
+  move_to_end(o.run_wait_ns, s.run_wait_ns);
+  move_to_end(o.voluntary_switches, s.voluntary_switches);
+  move_to_end(o.involuntary_switches, s.involuntary_switches);
 }
 
 }  // namespace scalescope::collect

@@ -1,4 +1,5 @@
 #include "collect/nvml_sampler.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -26,12 +27,6 @@ constexpr size_t kMaxPending = 1 << 20;                         // bounds memory
 template <typename F>
 void sym(void* handle, const char* name, F& out) {
   out = reinterpret_cast<F>(dlsym(handle, name));
-}
-
-uint64_t thread_cpu_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace
@@ -161,9 +156,16 @@ const char* nvml_query_name(NvmlQuery q) {
 
 void NvmlSampler::sample_once() { sample(samples_ % slow_every_ == 0 ? Slow::kAll : Slow::kNone); }
 
+// Each query family's CPU time, measured around its calls (two clock reads
+// of ~100 ns against calls of microseconds or more).
+template <class Query>
+void NvmlSampler::timed(NvmlQuery q, Query&& query) {
+  const uint64_t cpu0 = thread_cpu_now();
+  query();
+  query_cpu_ns_[static_cast<size_t>(q)].fetch_add(thread_cpu_now() - cpu0, std::memory_order_relaxed);
+}
+
 void NvmlSampler::sample(Slow slow) {
-  using M = trace::CounterMetric;
-  using Q = NvmlQuery;
   // The slow families cost milliseconds of CPU per device and call (H200,
   // driver 580: energy 3.5-5 ms, NVLink fields 2.5 ms; PCIe throughput blocks
   // ~20 ms), so they are read once a second, not at the sampler's rate. Energy
@@ -172,96 +174,97 @@ void NvmlSampler::sample(Slow slow) {
   const bool totals = slow != Slow::kNone;
   ++samples_;
   std::vector<trace::CounterRecord> local;
-  // Each query family's CPU time, measured around its calls (two clock reads
-  // of ~100 ns against calls of microseconds or more).
-  auto timed = [this](Q q, auto&& query) {
-    uint64_t cpu0 = thread_cpu_now();
-    query();
-    query_cpu_ns_[static_cast<size_t>(q)].fetch_add(thread_cpu_now() - cpu0, std::memory_order_relaxed);
-  };
-  for (uint32_t i = 0; i < devices_.size(); ++i) {
-    NvmlApi::Device d = devices_[i];
-    trace::Timestamp t = clock_();
-    auto add = [&](M m, double v) { local.push_back({t, i, m, v}); };
-    if (api_.utilization)
-      timed(Q::kUtilization, [&] {
-        NvmlApi::Utilization u{};
-        if (api_.utilization(d, &u) != kNvmlSuccess) return;
-        add(M::kGpuUtilizationPercent, u.gpu);
-        add(M::kMemoryUtilizationPercent, u.memory);
-      });
-    if (api_.memory_info)
-      timed(Q::kMemory, [&] {
-        NvmlApi::Memory mem{};
-        if (api_.memory_info(d, &mem) == kNvmlSuccess) add(M::kMemoryUsedBytes, static_cast<double>(mem.used));
-      });
-    unsigned int v = 0;
-    if (api_.power_mw)
-      timed(Q::kPower, [&] {
-        if (api_.power_mw(d, &v) == kNvmlSuccess) add(M::kPowerWatts, v / 1000.0);
-      });
-    if (api_.energy_mj && totals)
-      timed(Q::kEnergy, [&] {
-        unsigned long long mj = 0;
-        if (api_.energy_mj(d, &mj) == kNvmlSuccess) add(M::kEnergyJoules, static_cast<double>(mj) / 1000.0);
-      });
-    if (api_.clock_mhz)
-      timed(Q::kClocks, [&] {
-        if (api_.clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMHz, v);
-        if (api_.clock_mhz(d, kClockMem, &v) == kNvmlSuccess) add(M::kMemoryClockMHz, v);
-      });
-    // Why the clock is where it is, at every sample; the limits it is held
-    // against change rarely and are read with the running totals.
-    if (api_.clocks_event_reasons)
-      timed(Q::kClocks, [&] {
-        unsigned long long reasons = 0;
-        if (api_.clocks_event_reasons(d, &reasons) == kNvmlSuccess)
-          add(M::kClocksEventReasons, static_cast<double>(reasons));
-      });
-    if (api_.max_clock_mhz && totals)
-      timed(Q::kClocks, [&] {
-        if (api_.max_clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMaxMHz, v);
-      });
-    if (api_.power_limit_mw && totals)
-      timed(Q::kPower, [&] {
-        if (api_.power_limit_mw(d, &v) == kNvmlSuccess) add(M::kPowerLimitWatts, v / 1000.0);
-      });
-    if (api_.temperature_threshold && totals)
-      timed(Q::kTemperature, [&] {
-        if (api_.temperature_threshold(d, kTemperatureThresholdSlowdown, &v) == kNvmlSuccess)
-          add(M::kTemperatureSlowdownCelsius, v);
-      });
-    if (api_.temperature)
-      timed(Q::kTemperature, [&] {
-        if (api_.temperature(d, kTemperatureGpu, &v) == kNvmlSuccess) add(M::kTemperatureCelsius, v);
-      });
-    if (pcie)
-      timed(Q::kPcie, [&] {
-        if (api_.pcie_throughput_kbps(d, kPcieTx, &v) == kNvmlSuccess) add(M::kPcieTxBytesPerSecond, v * 1024.0);
-        if (api_.pcie_throughput_kbps(d, kPcieRx, &v) == kNvmlSuccess) add(M::kPcieRxBytesPerSecond, v * 1024.0);
-      });
-    if (api_.field_values && totals)
-      timed(Q::kNvlink, [&] {
-        // Cumulative KiB over all links (scope UINT_MAX); the rate is the difference.
-        NvmlApi::FieldValue f[2] = {};
-        f[0].field_id = kFieldNvlinkTx;
-        f[1].field_id = kFieldNvlinkRx;
-        f[0].scope_id = f[1].scope_id = UINT_MAX;
-        if (api_.field_values(d, 2, f) != kNvmlSuccess || f[0].nvml_return != kNvmlSuccess ||
-            f[1].nvml_return != kNvmlSuccess)
-          return;
-        LinkState& s = nvlink_[i];
-        unsigned long long tx = f[0].value.ull, rx = f[1].value.ull;
-        if (s.time >= 0 && t > s.time && tx >= s.tx_kib && rx >= s.rx_kib) {
-          double seconds = static_cast<double>(t - s.time) / 1e9;
-          add(M::kNvlinkTxBytesPerSecond, static_cast<double>(tx - s.tx_kib) * 1024.0 / seconds);
-          add(M::kNvlinkRxBytesPerSecond, static_cast<double>(rx - s.rx_kib) * 1024.0 / seconds);
-        }
-        s = {t, tx, rx};
-      });
-  }
+  for (uint32_t i = 0; i < devices_.size(); ++i) sample_device(i, totals, pcie, local);
   std::lock_guard lock(mutex_);
   for (const auto& r : local) push(r.device, r.metric, r.value, r.time);
+}
+
+void NvmlSampler::sample_device(uint32_t i, bool totals, bool pcie, std::vector<trace::CounterRecord>& local) {
+  using M = trace::CounterMetric;
+  using Q = NvmlQuery;
+  NvmlApi::Device d = devices_[i];
+  trace::Timestamp t = clock_();
+  auto add = [&](M m, double v) { local.push_back({t, i, m, v}); };
+  if (api_.utilization)
+    timed(Q::kUtilization, [&] {
+      NvmlApi::Utilization u{};
+      if (api_.utilization(d, &u) != kNvmlSuccess) return;
+      add(M::kGpuUtilizationPercent, u.gpu);
+      add(M::kMemoryUtilizationPercent, u.memory);
+    });
+  if (api_.memory_info)
+    timed(Q::kMemory, [&] {
+      NvmlApi::Memory mem{};
+      if (api_.memory_info(d, &mem) == kNvmlSuccess) add(M::kMemoryUsedBytes, static_cast<double>(mem.used));
+    });
+  unsigned int v = 0;
+  if (api_.power_mw)
+    timed(Q::kPower, [&] {
+      if (api_.power_mw(d, &v) == kNvmlSuccess) add(M::kPowerWatts, v / 1000.0);
+    });
+  if (api_.energy_mj && totals)
+    timed(Q::kEnergy, [&] {
+      unsigned long long mj = 0;
+      if (api_.energy_mj(d, &mj) == kNvmlSuccess) add(M::kEnergyJoules, static_cast<double>(mj) / 1000.0);
+    });
+  if (api_.clock_mhz)
+    timed(Q::kClocks, [&] {
+      if (api_.clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMHz, v);
+      if (api_.clock_mhz(d, kClockMem, &v) == kNvmlSuccess) add(M::kMemoryClockMHz, v);
+    });
+  // Why the clock is where it is, at every sample; the limits it is held
+  // against change rarely and are read with the running totals.
+  if (api_.clocks_event_reasons)
+    timed(Q::kClocks, [&] {
+      unsigned long long reasons = 0;
+      if (api_.clocks_event_reasons(d, &reasons) == kNvmlSuccess)
+        add(M::kClocksEventReasons, static_cast<double>(reasons));
+    });
+  if (api_.max_clock_mhz && totals)
+    timed(Q::kClocks, [&] {
+      if (api_.max_clock_mhz(d, kClockSm, &v) == kNvmlSuccess) add(M::kSmClockMaxMHz, v);
+    });
+  if (api_.power_limit_mw && totals)
+    timed(Q::kPower, [&] {
+      if (api_.power_limit_mw(d, &v) == kNvmlSuccess) add(M::kPowerLimitWatts, v / 1000.0);
+    });
+  if (api_.temperature_threshold && totals)
+    timed(Q::kTemperature, [&] {
+      if (api_.temperature_threshold(d, kTemperatureThresholdSlowdown, &v) == kNvmlSuccess)
+        add(M::kTemperatureSlowdownCelsius, v);
+    });
+  if (api_.temperature)
+    timed(Q::kTemperature, [&] {
+      if (api_.temperature(d, kTemperatureGpu, &v) == kNvmlSuccess) add(M::kTemperatureCelsius, v);
+    });
+  if (pcie)
+    timed(Q::kPcie, [&] {
+      if (api_.pcie_throughput_kbps(d, kPcieTx, &v) == kNvmlSuccess) add(M::kPcieTxBytesPerSecond, v * 1024.0);
+      if (api_.pcie_throughput_kbps(d, kPcieRx, &v) == kNvmlSuccess) add(M::kPcieRxBytesPerSecond, v * 1024.0);
+    });
+  if (api_.field_values && totals) timed(Q::kNvlink, [&] { sample_nvlink_rates(i, d, t, local); });
+}
+
+// Cumulative KiB over all links (scope UINT_MAX); the rate is the difference.
+void NvmlSampler::sample_nvlink_rates(uint32_t i, NvmlApi::Device d, trace::Timestamp t,
+                                      std::vector<trace::CounterRecord>& local) {
+  NvmlApi::FieldValue f[2] = {};
+  f[0].field_id = kFieldNvlinkTx;
+  f[1].field_id = kFieldNvlinkRx;
+  f[0].scope_id = f[1].scope_id = UINT_MAX;
+  if (api_.field_values(d, 2, f) != kNvmlSuccess || f[0].nvml_return != kNvmlSuccess ||
+      f[1].nvml_return != kNvmlSuccess)
+    return;
+  LinkState& s = nvlink_[i];
+  unsigned long long tx = f[0].value.ull, rx = f[1].value.ull;
+  if (s.time >= 0 && t > s.time && tx >= s.tx_kib && rx >= s.rx_kib) {
+    double seconds = static_cast<double>(t - s.time) / 1e9;
+    local.push_back(
+        {t, i, trace::CounterMetric::kNvlinkTxBytesPerSecond, static_cast<double>(tx - s.tx_kib) * 1024.0 / seconds});
+    local.push_back(
+        {t, i, trace::CounterMetric::kNvlinkRxBytesPerSecond, static_cast<double>(rx - s.rx_kib) * 1024.0 / seconds});
+  }
+  s = {t, tx, rx};
 }
 
 void NvmlSampler::drain(std::vector<trace::CounterRecord>& out) {
@@ -287,17 +290,10 @@ void NvmlSampler::start(double hz) {
   slow_every_ = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(hz)));  // once a second
   auto period = std::chrono::nanoseconds(static_cast<int64_t>(1e9 / hz));
   thread_ = std::thread([this, period] {
-    auto next = std::chrono::steady_clock::now();
-    while (!stop_.load(std::memory_order_relaxed)) {
+    run_every(period, stop_, [this] {
       sample_once();
       cpu_ns_.store(thread_cpu_now(), std::memory_order_relaxed);
-      next += period;
-      auto now = std::chrono::steady_clock::now();
-      if (next < now) next = now;  // fell behind: skip, never burst
-      while (!stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < next)
-        std::this_thread::sleep_for(
-            std::min<std::chrono::nanoseconds>(next - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
-    }
+    });
     // The running totals once more at the end, so a run's energy is first to
     // last reading with nothing missing at the tail (PCIe would block stop()).
     if (samples_ > 0) sample(Slow::kTotalsOnly);

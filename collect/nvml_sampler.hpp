@@ -132,6 +132,10 @@ class NvmlSampler {
   NvmlSampler(const NvmlApi& api, Clock clock) : api_(api), clock_(std::move(clock)) {}
   enum class Slow : uint8_t { kNone, kTotalsOnly, kAll };  // kTotalsOnly: energy and NVLink, not PCIe
   void sample(Slow slow);
+  void sample_device(uint32_t i, bool totals, bool pcie, std::vector<trace::CounterRecord>& local);
+  void sample_nvlink_rates(uint32_t i, NvmlApi::Device d, trace::Timestamp t, std::vector<trace::CounterRecord>& local);
+  template <class Query>
+  void timed(NvmlQuery q, Query&& query);
   void push(uint32_t device, trace::CounterMetric metric, double value, trace::Timestamp t);
 
   NvmlApi api_;

@@ -354,6 +354,10 @@ const std::string* NvtxHooks::register_string(const char* text) {
   return &strings_.back();
 }
 
+uint64_t NvtxHooks::schema_id(bool given, uint64_t given_id) {
+  return given ? given_id : NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START + next_schema_id_++;
+}
+
 uint64_t NvtxHooks::register_schema(const Domain* domain, const void* attr_ptr) {
   const auto* attr = static_cast<const nvtxPayloadSchemaAttr_t*>(attr_ptr);
   if (!attr) return 0;
@@ -378,9 +382,7 @@ uint64_t NvtxHooks::register_schema(const Domain* domain, const void* attr_ptr) 
     s->schema.numEntries = n;
   }
   std::lock_guard lock(registry_mutex_);
-  uint64_t id = (attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID)
-                    ? attr->schemaId
-                    : NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START + next_schema_id_++;
+  const uint64_t id = schema_id(attr->fieldMask & NVTX_PAYLOAD_SCHEMA_ATTR_FIELD_SCHEMA_ID, attr->schemaId);
   s->schema.schemaId = id;
   if (domain && domain->nccl && id != 0) {
     const size_t n = nccl_schema_count_.load(std::memory_order_relaxed);
@@ -411,9 +413,7 @@ uint64_t NvtxHooks::register_enum(const Domain* domain, const void* attr_ptr) {
     s->enumeration.numEntries = n;
   }
   std::lock_guard lock(registry_mutex_);
-  uint64_t id = (attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID)
-                    ? attr->schemaId
-                    : NVTX_PAYLOAD_SCHEMA_ID_DYNAMIC_START + next_schema_id_++;
+  const uint64_t id = schema_id(attr->fieldMask & NVTX_PAYLOAD_ENUM_ATTR_FIELD_SCHEMA_ID, attr->schemaId);
   s->enumeration.schemaId = id;
   schemas_[{domain ? domain->index : 0, id}] = std::move(s);
   return id;

@@ -123,6 +123,8 @@ class NvtxHooks {
   // An NCCL range with a payload of a known schema: into the collective ring.
   uint64_t enter_collective(const Message& m);
   void log(HookedNvtxEvent&& e);
+  // The schema or enum id the job gave, or the next dynamic one; under registry_mutex_.
+  uint64_t schema_id(bool given, uint64_t given_id);
 
   std::atomic<bool> installed_{false};
   std::atomic<bool> recording_{false};

@@ -1,4 +1,5 @@
 #include "collect/perf_stacks.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -362,14 +363,10 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool fina
     if (!callsites.empty() || !new_modules.empty()) modules = modules_;
     auto& s = pending_samples_;
     auto& o = out.host_stack_samples;
-    auto append = [](auto& dst, auto& src) {
-      dst.insert(dst.end(), src.begin(), src.end());
-      src.clear();
-    };
-    append(o.time, s.time);
-    append(o.pid, s.pid);
-    append(o.tid, s.tid);
-    append(o.callsite, s.callsite);
+    move_to_end(o.time, s.time);
+    move_to_end(o.pid, s.pid);
+    move_to_end(o.tid, s.tid);
+    move_to_end(o.callsite, s.callsite);
   }
   for (const NewCallsite& c : callsites) {
     if (c.module == kWalkCut) {

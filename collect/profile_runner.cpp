@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -340,6 +341,260 @@ void log_python(const ProfileOptions& options, const std::string& bootstrap, con
   }
 }
 
+// The job's environment: ours plus the collector's, the Python bootstrap first
+// on PYTHONPATH (its sitecustomize runs the job's own one, found further
+// along), CUPTI's folder on LD_LIBRARY_PATH where the collector needs it.
+Environment job_environment(const ProfileOptions& options, const CollectorOptions& co, const std::string& collector,
+                            const std::string& bootstrap) {
+  Environment env = current_environment();
+  for (auto& [k, v] : to_environment(co)) env[k] = v;
+  env["CUDA_INJECTION64_PATH"] = collector;
+  env["NVTX_INJECTION64_PATH"] = collector;
+  if (!bootstrap.empty()) {
+    auto it = env.find("PYTHONPATH");
+    env["PYTHONPATH"] = it == env.end() || it->second.empty() ? bootstrap : bootstrap + ":" + it->second;
+    // The bootstrap samples only when asked to sample inside.
+    env["SCALESCOPE_PYTHON_SAMPLING_HZ"] =
+        fmt::format("{:g}", options.python_stacks == PythonStacksWay::kInside ? options.python_sampling_hz : 0.0);
+  }
+  // PyTorch's NCCL flight recorder writes its ring (on a watchdog timeout
+  // with TORCH_NCCL_DUMP_ON_TIMEOUT, or when asked) to a prefix + the rank:
+  // into the run directory, where `analyze` reads it, unless the job chose a
+  // place. The prefix only says where; it turns nothing on.
+  if (!env.count("TORCH_FR_DUMP_TEMP_FILE") && !env.count("TORCH_NCCL_DEBUG_INFO_TEMP_FILE") &&
+      !env.count("TORCH_FR_DUMP_DYNAMIC_FILE_NAME")) {
+    const fs::path run_dir = fs::absolute(co.run_dir);
+    std::error_code ec;
+    fs::create_directories(trace::flight_recorder_dir(run_dir), ec);
+    // Both names: PyTorch 2.5 reads only the older one.
+    if (!ec)
+      env["TORCH_FR_DUMP_TEMP_FILE"] = env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = trace::flight_recorder_prefix(run_dir);
+  }
+  if (std::string dir = cupti_dir_if_needed(collector); !dir.empty()) {
+    auto it = env.find("LD_LIBRARY_PATH");
+    env["LD_LIBRARY_PATH"] = it == env.end() || it->second.empty() ? dir : dir + ":" + it->second;
+  }
+  return env;
+}
+
+// Whether Python stacks are sampled from outside the job's processes.
+bool samples_python_outside(const ProfileOptions& options) {
+  return options.python_stacks == PythonStacksWay::kOutside && options.python_sampling_hz > 0;
+}
+
+// run.json as known before the job starts (end and exit code still null).
+nlohmann::json run_json_at_start(const ProfileOptions& options, const CollectorOptions& co,
+                                 const std::string& collector, const std::string& bootstrap,
+                                 const Environment& own_env) {
+  std::string command_line;
+  for (const auto& a : options.command) command_line += (command_line.empty() ? "" : " ") + a;
+  nlohmann::json run;
+  run["scalescope_version"] = std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")";
+  run["collector"] = collector;
+  run["command"] = options.command;
+  run["command_line"] = command_line;
+  run["cwd"] = fs::current_path().string();
+  int64_t start_ns = unix_now_ns();
+  run["start"] = iso_time(start_ns);
+  run["start_unix_ns"] = start_ns;
+  run["end"] = nullptr;
+  run["exit_code"] = nullptr;
+  run["options"] = options_json(co);
+  run["python_bootstrap"] = !options.python ? "off (--no-python)" : bootstrap.empty() ? "not found" : bootstrap;
+  run["python_stacks"] = way_name(options.python_stacks);
+  if (samples_python_outside(options) ||
+      (options.python_stacks == PythonStacksWay::kInside && options.python && !bootstrap.empty()))
+    run["python_sampling_hz"] = options.python_sampling_hz;
+  run["host"] = host_json(detect_node(own_env));
+  return run;
+}
+
+// How the job's process ended.
+struct JobEnd {
+  int status = 0;              // waitpid's
+  std::vector<int> forwarded;  // signals passed on to the job's process group
+  bool exec_failed = false;
+  int exec_errno = 0;
+  double duration_s = 0;
+};
+
+// Runs the command in a process group of its own, passing SIGINT, SIGTERM
+// and SIGHUP on to the group, until its leader exits. `started` is called
+// with the leader's pid as soon as it is forked.
+JobEnd run_job(const std::vector<std::string>& command, const Environment& env,
+               const std::function<void(pid_t)>& started) {
+  std::vector<std::string> env_strings;
+  for (auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = command;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  // Signals arrive through sigwaitinfo, so none is lost between fork and wait.
+  sigset_t wanted, old;
+  sigemptyset(&wanted);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&wanted, s);
+  sigprocmask(SIG_BLOCK, &wanted, &old);
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) fail("profile: pipe failed: {}", std::strerror(errno));
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t child = fork();
+  if (child < 0) {
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    fail("profile: cannot fork: {}", std::strerror(errno));
+  }
+  if (child == 0) {
+    setpgid(0, 0);  // its own group: signals reach torchrun and every rank
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    close(exec_pipe[0]);
+    execvpe(argv[0], argv.data(), envp.data());
+    int e = errno;
+    [[maybe_unused]] auto w = write(exec_pipe[1], &e, sizeof(e));
+    _exit(127);
+  }
+  setpgid(child, child);  // also here: whichever runs first
+  close(exec_pipe[1]);
+  started(child);
+  JobEnd end;
+  ssize_t got = read(exec_pipe[0], &end.exec_errno, sizeof(end.exec_errno));
+  close(exec_pipe[0]);
+  end.exec_failed = got == sizeof(end.exec_errno);
+
+  while (true) {
+    pid_t done = waitpid(child, &end.status, WNOHANG);
+    if (done == child) break;
+    siginfo_t info{};
+    timespec tick{0, 200000000};  // re-check the child even if SIGCHLD was coalesced
+    int sig = sigtimedwait(&wanted, &info, &tick);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      end.forwarded.push_back(sig);
+      if (kill(-child, sig) != 0) kill(child, sig);
+    }
+  }
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  end.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return end;
+}
+
+// Writes the stacks sampled from outside; a file that cannot be written is a warning.
+void write_outside_python_stacks(const OutsidePythonSampler& sampler, const fs::path& run_dir, std::ostream& log) {
+  for (const trace::PythonStacks& p : sampler.results()) {
+    try {
+      write_text_atomically(run_dir / p.file_name, trace::python_stacks_json(p));
+    } catch (const Error& e) {
+      log << fmt::format("scalescope: warning: {}\n", e.what());
+    }
+  }
+}
+
+// The collectors' per-node sampler markers (nvml-<host>.rank) served the run
+// only; with one `profile` per node, each removes its own node's.
+void remove_sampler_markers(const fs::path& run_dir, const std::string& node_host) {
+  std::error_code marker_ec;
+  for (const auto& e : fs::directory_iterator(run_dir, marker_ec))
+    if (e.path().extension() == ".rank" && (node_host.empty() || written_by_host(e.path(), node_host)))
+      fs::remove(e.path(), marker_ec);
+}
+
+// Sums over the traced processes.
+struct ProcessTotals {
+  uint64_t events = 0, dropped = 0, bytes = 0;
+  std::set<int32_t> ranks;
+};
+
+// run.json's processes and python entries; a process without a rank from the
+// launcher's environment takes the one torch.distributed gave.
+ProcessTotals add_processes(ProfileResult& result, nlohmann::json& run) {
+  nlohmann::json procs = nlohmann::json::array();
+  ProcessTotals totals;
+  for (auto& p : result.processes) {
+    const char* rank_source = p.rank >= 0 ? "environment" : "";
+    for (const auto& py : result.python)
+      if (py.pid == p.pid && py.hostname == p.hostname && p.rank < 0 && py.rank >= 0) {
+        p.rank = py.rank;
+        p.local_rank = py.local_rank;
+        rank_source = "torch.distributed";
+      }
+    procs.push_back({{"pid", p.pid},
+                     {"hostname", p.hostname},
+                     {"rank", p.rank},
+                     {"local_rank", p.local_rank},
+                     {"status", p.status},
+                     {"trace_file", p.trace_file},
+                     {"events", p.events},
+                     {"dropped_records", p.dropped},
+                     {"bytes_written", p.bytes},
+                     {"collector_cpu_ns", p.collector_cpu_ns}});
+    if (*rank_source) procs.back()["rank_source"] = rank_source;
+    if (!p.sampling_json.empty()) procs.back()["sampling"] = nlohmann::json::parse(p.sampling_json, nullptr, false);
+    for (const auto& py : result.python)
+      if (py.pid == p.pid && py.hostname == p.hostname) procs.back()["python"] = nlohmann::json::parse(py.json);
+    totals.events += p.events;
+    totals.dropped += p.dropped;
+    totals.bytes += p.bytes;
+    if (p.rank >= 0) totals.ranks.insert(p.rank);
+  }
+  run["processes"] = procs;
+  nlohmann::json python = nlohmann::json::array();
+  for (const auto& py : result.python) python.push_back(nlohmann::json::parse(py.json));
+  run["python"] = python;
+  run["incomplete_traces"] = result.incomplete;
+  run["events"] = totals.events;
+  run["dropped_records"] = totals.dropped;
+  run["trace_bytes"] = totals.bytes;
+  return totals;
+}
+
+// Last: the manifest says this host's part of the run directory is complete
+// (one manifest per host, so nodes sharing a folder never race).
+void write_host_manifest(const ProfileResult& result) {
+  const std::string host = read_hostname();
+  std::set<std::string> mine(result.incomplete.begin(), result.incomplete.end());
+  for (const auto& p : result.processes)
+    if (!p.trace_file.empty() && (p.hostname.empty() || p.hostname == host))
+      mine.insert(fs::path(p.trace_file).filename().string());
+  std::vector<std::string> names;
+  for (const auto& n : mine)
+    if (fs::exists(result.run_dir / n)) names.push_back(n);
+  trace::write_run_manifest(result.run_dir, names, host);
+}
+
+// What `profile` says once the job has ended, and what to run next.
+void log_profile_summary(const ProfileOptions& options, const std::string& bootstrap, const ProfileResult& result,
+                         const ProcessTotals& totals, std::ostream& log) {
+  size_t traced = 0;
+  for (const auto& p : result.processes) traced += p.trace_file.empty() ? 0 : 1;
+  std::string rank_text;
+  const auto& ranks = totals.ranks;
+  if (!ranks.empty())
+    rank_text = fmt::format(", ranks {}-{} ({} distinct)", *ranks.begin(), *ranks.rbegin(), ranks.size());
+  log << fmt::format("scalescope: {} process{} traced{}, {} events, {} dropped, {:.1f} s, exit code {}\n", traced,
+                     traced == 1 ? "" : "es", rank_text, totals.events, totals.dropped, result.duration_s,
+                     result.exit_code);
+  for (const auto& p : result.processes)
+    if (p.status != "ok") log << fmt::format("scalescope: pid {} on {}: {}\n", p.pid, p.hostname, p.status);
+  for (const auto& p : result.processes)
+    if (!p.sampling_line.empty()) log << fmt::format("scalescope: pid {}: {}\n", p.pid, p.sampling_line);
+  log_python(options, bootstrap, result, log);
+  for (const auto& note : result.python_stacks_notes) log << fmt::format("scalescope: {}\n", note);
+  if (!result.incomplete.empty())
+    log << fmt::format("scalescope: {} trace(s) without a summary (process killed?): complete chunks are kept\n",
+                       result.incomplete.size());
+  fs::path shown = options.output;  // as the user named it, not the absolute path
+  if (shown.extension() != ".ssrun") shown += ".ssrun";
+  if (traced == 0 && result.incomplete.empty()) {
+    // No trace to read: suggesting `analyze` would only lead to another error.
+    log << fmt::format(
+        "scalescope: no CUDA process was traced (did the command use the GPU?); {} holds no trace of "
+        "GPU work (run.json, and Python stacks where sampled), nothing to analyze\n",
+        shown.string());
+  } else {
+    log << fmt::format("next: scalescope analyze {}\n", shown.string());
+  }
+}
+
 }  // namespace
 
 std::string exit_status(int exit_code, bool signaled, bool hang_dumped) {
@@ -372,142 +627,45 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   result.run_dir = claim.dir();
   CollectorOptions co = options.collector;
   co.run_dir = result.run_dir.string();
-
-  // The job's environment: ours plus the collector's.
-  Environment env = current_environment();
-  for (auto& [k, v] : to_environment(co)) env[k] = v;
-  env["CUDA_INJECTION64_PATH"] = collector;
-  env["NVTX_INJECTION64_PATH"] = collector;
-  // The Python bootstrap first on PYTHONPATH, the job's own entries after it
-  // (its sitecustomize runs the job's own one, found further along).
   std::string bootstrap;
-  if (options.python) {
+  if (options.python)
     bootstrap = options.python_bootstrap.empty() ? find_python_bootstrap(fs::read_symlink("/proc/self/exe"))
                                                  : options.python_bootstrap;
-    if (!bootstrap.empty()) {
-      auto it = env.find("PYTHONPATH");
-      env["PYTHONPATH"] = it == env.end() || it->second.empty() ? bootstrap : bootstrap + ":" + it->second;
-      // The bootstrap samples only when asked to sample inside.
-      env["SCALESCOPE_PYTHON_SAMPLING_HZ"] = fmt::format(
-          "{:g}", options.python_stacks == PythonStacksWay::kInside ? options.python_sampling_hz : 0.0);
-    }
-  }
-  if (std::string dir = cupti_dir_if_needed(collector); !dir.empty()) {
-    auto it = env.find("LD_LIBRARY_PATH");
-    env["LD_LIBRARY_PATH"] = it == env.end() || it->second.empty() ? dir : dir + ":" + it->second;
-  }
-  std::vector<std::string> env_strings;
-  for (auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = options.command;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  const Environment env = job_environment(options, co, collector, bootstrap);
 
-  std::string command_line;
-  for (const auto& a : options.command) command_line += (command_line.empty() ? "" : " ") + a;
-  nlohmann::json run;
-  run["scalescope_version"] = std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")";
-  run["collector"] = collector;
-  run["command"] = options.command;
-  run["command_line"] = command_line;
-  run["cwd"] = fs::current_path().string();
-  int64_t start_ns = unix_now_ns();
-  run["start"] = iso_time(start_ns);
-  run["start_unix_ns"] = start_ns;
-  run["end"] = nullptr;
-  run["exit_code"] = nullptr;
-  run["options"] = options_json(co);
-  run["python_bootstrap"] = !options.python ? "off (--no-python)" : bootstrap.empty() ? "not found" : bootstrap;
-  const bool outside = options.python_stacks == PythonStacksWay::kOutside && options.python_sampling_hz > 0;
-  run["python_stacks"] = way_name(options.python_stacks);
-  if (outside || (options.python_stacks == PythonStacksWay::kInside && options.python && !bootstrap.empty()))
-    run["python_sampling_hz"] = options.python_sampling_hz;
-  run["host"] = host_json(detect_node(own_env));
+  nlohmann::json run = run_json_at_start(options, co, collector, bootstrap, own_env);
   // One `profile` per node (srun -N4 scalescope profile ...): a run file per
   // node, so that none overwrites another's.
   fs::path run_json = result.run_dir / (node_host.empty() ? std::string("run.json") : "run-" + node_host + ".json");
   write_json_atomically(run_json, run);  // a killed `profile` still leaves what was known
 
-  // Signals arrive through sigwaitinfo, so none is lost between fork and wait.
-  sigset_t wanted, old;
-  sigemptyset(&wanted);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&wanted, s);
-  sigprocmask(SIG_BLOCK, &wanted, &old);
-  int exec_pipe[2];
-  if (pipe2(exec_pipe, O_CLOEXEC) != 0) fail("profile: pipe failed: {}", std::strerror(errno));
-  auto t0 = std::chrono::steady_clock::now();
-  pid_t child = fork();
-  if (child < 0) {
-    sigprocmask(SIG_SETMASK, &old, nullptr);
-    fail("profile: cannot fork: {}", std::strerror(errno));
-  }
-  if (child == 0) {
-    setpgid(0, 0);  // its own group: signals reach torchrun and every rank
-    sigprocmask(SIG_SETMASK, &old, nullptr);
-    close(exec_pipe[0]);
-    execvpe(argv[0], argv.data(), envp.data());
-    int e = errno;
-    [[maybe_unused]] auto w = write(exec_pipe[1], &e, sizeof(e));
-    _exit(127);
-  }
-  setpgid(child, child);  // also here: whichever runs first
-  close(exec_pipe[1]);
   std::optional<OutsidePythonSampler> python_outside;
-  if (outside) {
+  const JobEnd job = run_job(options.command, env, [&](pid_t child) {
+    if (!samples_python_outside(options)) return;
     python_outside.emplace(OutsidePythonOptions{
         .root_pid = static_cast<uint32_t>(child), .hz = options.python_sampling_hz, .hostname = read_hostname()});
     python_outside->start();
-  }
-  int exec_errno = 0;
-  ssize_t got = read(exec_pipe[0], &exec_errno, sizeof(exec_errno));
-  close(exec_pipe[0]);
-
-  int status = 0;
-  std::vector<int> forwarded;
-  while (true) {
-    pid_t done = waitpid(child, &status, WNOHANG);
-    if (done == child) break;
-    siginfo_t info{};
-    timespec tick{0, 200000000};  // re-check the child even if SIGCHLD was coalesced
-    int sig = sigtimedwait(&wanted, &info, &tick);
-    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-      forwarded.push_back(sig);
-      if (kill(-child, sig) != 0) kill(child, sig);
-    }
-  }
-  sigprocmask(SIG_SETMASK, &old, nullptr);
-  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
+  result.duration_s = job.duration_s;
   if (python_outside) {
     python_outside->stop();
-    for (const trace::PythonStacks& p : python_outside->results()) {
-      try {
-        write_text_atomically(result.run_dir / p.file_name, trace::python_stacks_json(p));
-      } catch (const Error& e) {
-        log << fmt::format("scalescope: warning: {}\n", e.what());
-      }
-    }
+    write_outside_python_stacks(*python_outside, result.run_dir, log);
     result.python_stacks_notes = python_outside->notes();
     run["python_stacks_notes"] = result.python_stacks_notes;
   }
-  if (got == sizeof(exec_errno)) {
+  if (job.exec_failed) {
     run["end"] = iso_time(unix_now_ns());
     run["exit_code"] = 127;
-    run["error"] = fmt::format("cannot run '{}': {}", options.command[0], std::strerror(exec_errno));
+    run["error"] = fmt::format("cannot run '{}': {}", options.command[0], std::strerror(job.exec_errno));
     write_json_atomically(run_json, run);
-    fail("cannot run '{}': {}", options.command[0], std::strerror(exec_errno));
+    fail("cannot run '{}': {}", options.command[0], std::strerror(job.exec_errno));
   }
+  const int status = job.status;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
   result.processes = read_process_summaries(result.run_dir, &result.incomplete, node_host);
   result.python = read_python_records(result.run_dir, node_host);
-  // The collectors' per-node sampler markers (nvml-<host>.rank) served the run
-  // only; with one `profile` per node, each removes its own node's.
-  std::error_code marker_ec;
-  for (const auto& e : fs::directory_iterator(result.run_dir, marker_ec))
-    if (e.path().extension() == ".rank" && (node_host.empty() || written_by_host(e.path(), node_host)))
-      fs::remove(e.path(), marker_ec);
+  remove_sampler_markers(result.run_dir, node_host);
   int64_t end_ns = unix_now_ns();
   run["end"] = iso_time(end_ns);
   run["end_unix_ns"] = end_ns;
@@ -515,46 +673,8 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   run["exit_code"] = result.exit_code;
   if (WIFSIGNALED(status)) run["signal"] = WTERMSIG(status);
   run["exit_status"] = exit_status(result.exit_code, WIFSIGNALED(status), hang_dumped(result.run_dir));
-  run["forwarded_signals"] = forwarded;
-  nlohmann::json procs = nlohmann::json::array();
-  uint64_t events = 0, dropped = 0, bytes = 0;
-  std::set<int32_t> ranks;
-  for (auto& p : result.processes) {
-    // The rank from torch.distributed where the launcher's environment gave none.
-    const char* rank_source = p.rank >= 0 ? "environment" : "";
-    for (const auto& py : result.python)
-      if (py.pid == p.pid && py.hostname == p.hostname && p.rank < 0 && py.rank >= 0) {
-        p.rank = py.rank;
-        p.local_rank = py.local_rank;
-        rank_source = "torch.distributed";
-      }
-    procs.push_back({{"pid", p.pid},
-                     {"hostname", p.hostname},
-                     {"rank", p.rank},
-                     {"local_rank", p.local_rank},
-                     {"status", p.status},
-                     {"trace_file", p.trace_file},
-                     {"events", p.events},
-                     {"dropped_records", p.dropped},
-                     {"bytes_written", p.bytes},
-                     {"collector_cpu_ns", p.collector_cpu_ns}});
-    if (*rank_source) procs.back()["rank_source"] = rank_source;
-    if (!p.sampling_json.empty()) procs.back()["sampling"] = nlohmann::json::parse(p.sampling_json, nullptr, false);
-    for (const auto& py : result.python)
-      if (py.pid == p.pid && py.hostname == p.hostname) procs.back()["python"] = nlohmann::json::parse(py.json);
-    events += p.events;
-    dropped += p.dropped;
-    bytes += p.bytes;
-    if (p.rank >= 0) ranks.insert(p.rank);
-  }
-  run["processes"] = procs;
-  nlohmann::json python = nlohmann::json::array();
-  for (const auto& py : result.python) python.push_back(nlohmann::json::parse(py.json));
-  run["python"] = python;
-  run["incomplete_traces"] = result.incomplete;
-  run["events"] = events;
-  run["dropped_records"] = dropped;
-  run["trace_bytes"] = bytes;
+  run["forwarded_signals"] = job.forwarded;
+  const ProcessTotals totals = add_processes(result, run);
   // The job has run: a file that cannot be written now is said, and the
   // job's own exit code is still what `profile` returns.
   try {
@@ -563,48 +683,11 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
     log << fmt::format("scalescope: warning: {}\n", e.what());
   }
   try {
-    // Last: the manifest says this host's part of the run directory is
-    // complete (one manifest per host, so nodes sharing a folder never race).
-    const std::string host = read_hostname();
-    std::set<std::string> mine(result.incomplete.begin(), result.incomplete.end());
-    for (const auto& p : result.processes)
-      if (!p.trace_file.empty() && (p.hostname.empty() || p.hostname == host))
-        mine.insert(fs::path(p.trace_file).filename().string());
-    std::vector<std::string> names;
-    for (const auto& n : mine)
-      if (fs::exists(result.run_dir / n)) names.push_back(n);
-    trace::write_run_manifest(result.run_dir, names, host);
+    write_host_manifest(result);
   } catch (const Error& e) {
     log << fmt::format("scalescope: warning: {}\n", e.what());
   }
-
-  size_t traced = 0;
-  for (const auto& p : result.processes) traced += p.trace_file.empty() ? 0 : 1;
-  std::string rank_text;
-  if (!ranks.empty())
-    rank_text = fmt::format(", ranks {}-{} ({} distinct)", *ranks.begin(), *ranks.rbegin(), ranks.size());
-  log << fmt::format("scalescope: {} process{} traced{}, {} events, {} dropped, {:.1f} s, exit code {}\n", traced,
-                     traced == 1 ? "" : "es", rank_text, events, dropped, result.duration_s, result.exit_code);
-  for (const auto& p : result.processes)
-    if (p.status != "ok") log << fmt::format("scalescope: pid {} on {}: {}\n", p.pid, p.hostname, p.status);
-  for (const auto& p : result.processes)
-    if (!p.sampling_line.empty()) log << fmt::format("scalescope: pid {}: {}\n", p.pid, p.sampling_line);
-  log_python(options, bootstrap, result, log);
-  for (const auto& note : result.python_stacks_notes) log << fmt::format("scalescope: {}\n", note);
-  if (!result.incomplete.empty())
-    log << fmt::format("scalescope: {} trace(s) without a summary (process killed?): complete chunks are kept\n",
-                       result.incomplete.size());
-  fs::path shown = options.output;  // as the user named it, not the absolute path
-  if (shown.extension() != ".ssrun") shown += ".ssrun";
-  if (traced == 0 && result.incomplete.empty()) {
-    // No trace to read: suggesting `analyze` would only lead to another error.
-    log << fmt::format(
-        "scalescope: no CUDA process was traced (did the command use the GPU?); {} holds no trace of "
-        "GPU work (run.json, and Python stacks where sampled), nothing to analyze\n",
-        shown.string());
-  } else {
-    log << fmt::format("next: scalescope analyze {}\n", shown.string());
-  }
+  log_profile_summary(options, bootstrap, result, totals, log);
   return result;
 }
 

@@ -121,6 +121,29 @@ TEST_F(CollectProfile, JobSeesTheCollectorEnvironment) {
   EXPECT_NE(env.find("SCALESCOPE_RUN_DIR=" + (dir_ / "env.ssrun").string()), std::string::npos);
 }
 
+// PyTorch's flight recorder dumps go into the run directory, unless the job
+// named a place itself.
+TEST_F(CollectProfile, FlightRecorderDumpsGoIntoTheRunDirUnlessTheJobChoseAPlace) {
+  EXPECT_EQ(run_in_child(options("fr", "env > \"$SCALESCOPE_RUN_DIR/env.txt\"")), 0);
+  const fs::path run = fs::absolute(dir_ / "fr.ssrun");
+  std::ifstream in(run / "env.txt");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string prefix = (run / "control" / "flight_recorder" / "rank_").string();
+  EXPECT_NE(ss.str().find("\nTORCH_FR_DUMP_TEMP_FILE=" + prefix + "\n"), std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find("\nTORCH_NCCL_DEBUG_INFO_TEMP_FILE=" + prefix + "\n"), std::string::npos) << ss.str();
+  EXPECT_TRUE(fs::is_directory(run / "control" / "flight_recorder"));
+
+  setenv("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "/somewhere/trace_", 1);
+  EXPECT_EQ(run_in_child(options("fr_own", "env > \"$SCALESCOPE_RUN_DIR/env.txt\"")), 0);
+  unsetenv("TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
+  std::ifstream own_in(dir_ / "fr_own.ssrun" / "env.txt");
+  std::stringstream own;
+  own << own_in.rdbuf();
+  EXPECT_NE(own.str().find("\nTORCH_NCCL_DEBUG_INFO_TEMP_FILE=/somewhere/trace_\n"), std::string::npos) << own.str();
+  EXPECT_EQ(own.str().find("TORCH_FR_DUMP_TEMP_FILE="), std::string::npos) << own.str();
+}
+
 TEST_F(CollectProfile, SigtermIsForwardedToTheJobsProcessGroup) {
   fs::path ready = dir_ / "ready";
   // The job and a grandchild both trap TERM; the grandchild proves the whole group gets it.

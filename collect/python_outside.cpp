@@ -1,4 +1,5 @@
 #include "collect/python_outside.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <dirent.h>
 #include <time.h>
@@ -26,12 +27,6 @@ std::string read_small_file(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-uint64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 std::vector<uint32_t> children_of(uint32_t pid) {
@@ -179,7 +174,7 @@ void OutsidePythonSampler::sample_all() {
   std::vector<PythonThreadStack> got;
   for (auto& [pid, p] : processes_) {
     if (!p->reader || p->done) continue;
-    const uint64_t cpu0 = thread_cpu_ns();
+    const uint64_t cpu0 = thread_cpu_now();
     const auto now = std::chrono::steady_clock::now();
     if (!p->reader->sample(&got)) {
       p->done = true;
@@ -208,7 +203,7 @@ void OutsidePythonSampler::sample_all() {
         ++s.dropped;
       }
     }
-    p->cpu_ns += thread_cpu_ns() - cpu0;
+    p->cpu_ns += thread_cpu_now() - cpu0;
   }
 }
 

@@ -429,4 +429,17 @@ bool PythonProcessReader::sample(std::vector<PythonThreadStack>* out) {
   return !gone;
 }
 
+std::vector<PythonThreadStack> sample_python_threads_once(uint32_t pid, std::string* note) {
+  std::vector<PythonThreadStack> stacks;
+  bool is_python = false;
+  std::string why;
+  auto reader = PythonProcessReader::open(pid, &why, &is_python);
+  if (!reader) {
+    if (is_python && note) *note = why;
+    return stacks;
+  }
+  if (!reader->sample(&stacks) && note) *note = fmt::format("pid {}: could not be read", pid);
+  return stacks;
+}
+
 }  // namespace scalescope::collect

@@ -126,4 +126,9 @@ class PythonProcessReader {
   CodeCache cache_;
 };
 
+// One sample of a process's Python threads (the process may be this one: a
+// hang dump reads its own interpreter so, without the GIL). Empty when the
+// process is not CPython; empty with *note set when it is but cannot be read.
+std::vector<PythonThreadStack> sample_python_threads_once(uint32_t pid, std::string* note);
+
 }  // namespace scalescope::collect

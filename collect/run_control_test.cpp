@@ -157,6 +157,7 @@ TEST_F(RunControl, DumpRequestsAreSeenOnceAndDumpsReadBack) {
   d.collectives_recorded = true;
   d.collectives.push_back({trace::NcclOp::kAllReduce, 0xC0FFEE, 18234, 4096, 900, 0});
   d.iterations.push_back({411, 800});
+  d.python.push_back({42, {{"/usr/lib/python3/torch/cuda/__init__.py", 1162, "synchronize"}, {"train.py", 43, "main"}}});
   write_hang_dump(dir_, d);
   std::ifstream in(trace::hang_dump_dir(dir_) / "node1-42.json");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -170,6 +171,16 @@ TEST_F(RunControl, DumpRequestsAreSeenOnceAndDumpsReadBack) {
   EXPECT_EQ(back->collectives[0].leave_unix_ns, 0);
   EXPECT_EQ(back->iterations.at(0).index, 411u);
   EXPECT_FALSE(back->stalled);
+  ASSERT_EQ(back->python.size(), 1u);
+  EXPECT_EQ(back->python[0].tid, 42u);
+  ASSERT_EQ(back->python[0].frames.size(), 2u);
+  EXPECT_EQ(back->python[0].frames[0].function, "synchronize");
+  EXPECT_EQ(back->python[0].frames[1].line, 43);
+  EXPECT_TRUE(back->python_note.empty());
+  EXPECT_FALSE(trace::parse_hang_dump(R"({"host":"h","pid":1,"rank":0,"reason":"trigger","unix_ns":1,"collectives":[],)"
+                                      R"("iterations":[],"python":[{"tid":1,"frames":[{"file":"a.py"}]}]})",
+                                      &error))
+      << "a frame without its line";
   EXPECT_FALSE(hang_dumped(dir_)) << "a trigger's dump: the job may not have hung";
   d.stalled = true;
   d.reason = "sigterm";

@@ -209,6 +209,15 @@ struct MlperfScaling {
   std::vector<std::string> left_out;  // "submitter/system/folder" scored without a known accelerator count
 };
 
+// "reference", "fastest at N", "" (the tables' and the JSON's role).
+std::string_view to_string(SystemScaling::Role role);
+
+// JSON (nlohmann ADL hooks: json j = scaling;): the typed form of
+// `mlperf analyze --format json`, the C library's and Python's.
+void to_json(nlohmann::json& j, const SystemScaling& s);
+void to_json(nlohmann::json& j, const SystemGroup& g);
+void to_json(nlohmann::json& j, const MlperfScaling& m);
+
 // Per benchmark, accelerator model and division: every scored system ordered by
 // accelerator count, with speedup, E' and GPU-hours against the reference,
 // the Pareto front of time against GPU-hours and the break-even point by both

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "mlperf/mlperf.hpp"
 #include "scaling/scaling.hpp"
@@ -166,5 +167,41 @@ MlperfScaling analyze(const std::vector<Run>& runs, const AnalyzeOptions& option
   if (!ref_found) fail("--ref '{}' names no scored system among the results selected", options.ref_system);
   return result;
 }
+
+std::string_view to_string(SystemScaling::Role role) {
+  switch (role) {
+    case SystemScaling::Role::kReference: return "reference";
+    case SystemScaling::Role::kFastestAtN: return "fastest at N";
+    case SystemScaling::Role::kOther: break;
+  }
+  return "";
+}
+
+void to_json(nlohmann::json& j, const SystemScaling& s) {
+  j = {{"system", s.system},
+       {"submitter", s.submitter},
+       {"accelerators", s.accelerators},
+       {"nodes", s.nodes},
+       {"minutes", s.minutes()},
+       {"gpu_hours", s.gpu_hours},
+       {"speedup", s.speedup},
+       {"efficiency", s.efficiency},
+       {"pareto", s.pareto},
+       {"role", to_string(s.role)}};
+}
+
+void to_json(nlohmann::json& j, const SystemGroup& g) {
+  j = {{"benchmark", g.benchmark},
+       {"division", g.division},
+       {"title", g.title},
+       {"accelerator", g.accelerator},
+       {"systems", g.systems},
+       {"reference", g.reference},
+       {"ref_chosen", g.ref_chosen},
+       {"curve", g.curve},
+       {"curve_systems", g.curve_systems}};
+}
+
+void to_json(nlohmann::json& j, const MlperfScaling& m) { j = {{"groups", m.groups}, {"left_out", m.left_out}}; }
 
 }  // namespace scalescope::mlperf

@@ -77,11 +77,32 @@ Table job_table(const analyze::RunAnalysis& run) {
 
 Table hang_table(const analyze::RunAnalysis& run) {
   const auto& h = run.hang;
-  Table t("Hang (the processes' last collectives, from RUN/control/hang/)",
-          {Column("rank", 0), Column("host", 0), Column("pid", 0), Column("state", 0), Column::prose("last")});
+  Table t("Hang (scalescope ring: the processes' last collectives, from RUN/control/hang/)",
+          {Column("rank", 0), Column("host", 0), Column("pid", 0), Column("state", 0), Column::prose("last"),
+           Column::prose("python")});
   t.set_id("hang");
-  for (const auto& p : h.processes) t.add_row({int64_t{p.rank}, p.host, int64_t{p.pid}, p.state, p.last});
+  for (const auto& p : h.processes)
+    t.add_row({int64_t{p.rank}, p.host, int64_t{p.pid}, p.state, p.last, p.python.empty() ? p.python_note : p.python});
   if (h.dumps > 0) t.add_note(h.text);
+  return t;
+}
+
+Table flight_recorder_table(const analyze::RunAnalysis& run) {
+  const auto& h = run.hang.flight_recorder;
+  Table t("Hang (PyTorch's NCCL flight recorder dumps: each rank's last collectives)",
+          {Column("rank", 0), Column("state", 0), Column("furthest_seq", 0), Column::prose("pending"),
+           Column::prose("file")});
+  t.set_id("flight_recorder");
+  for (const auto& r : h.ranks) {
+    const std::string pending = r.pending ? fmt::format("{} #{} of process group {} ({})", r.pending->profiling_name,
+                                                        r.pending->collective_seq_id, r.pending->pg_name,
+                                                        r.pending->state)
+                                          : std::string();
+    t.add_row({int64_t{r.rank}, r.state, r.furthest, pending, r.file});
+  }
+  if (h.dumps > 0) t.add_note("flight recorder: " + h.text);
+  if (h.dumps > 0)
+    t.add_note("pending: the rank's latest collective started and not completed, else its oldest not completed");
   return t;
 }
 

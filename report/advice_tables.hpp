@@ -26,6 +26,9 @@ Table job_table(const analyze::RunAnalysis& run);
 // Where a hung job stopped (the run directory's hang dumps): one row per
 // process, the verdict as the table's note; no rows when there are no dumps.
 Table hang_table(const analyze::RunAnalysis& run);
+// The same from PyTorch's NCCL flight recorder dumps: one row per rank of
+// the stuck group, the verdict as the note; no rows when there are none.
+Table flight_recorder_table(const analyze::RunAnalysis& run);
 
 // Per rank, its GPU's clocks over the steady iterations (the window where
 // none): SM clock median, min and max, the share of samples NVML held the

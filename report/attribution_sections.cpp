@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.hpp"
+#include "report/attribution_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 
@@ -13,49 +14,23 @@ namespace scalescope::report::detail {
 
 namespace {
 
-constexpr size_t kTableRows = 60;
+// The operators and ranges the page lists (sortable; every row: analyze --format csv).
+constexpr int kTableRows = 60;
 
-Json rows_block(const std::string& title, const analyze::RankAnalysis& r,
-                const std::vector<analyze::AttributionRow>& rows, bool with_kind) {
-  const auto& a = r.attribution;
-  std::vector<Column> columns;
-  if (with_kind) columns.emplace_back("kind");
-  for (const char* c : {"name", "calls", "GPU ms (incl.)", "self GPU ms", "share of busy", "kernel sum ms",
-                        "kernels/call", "CPU ms", "self CPU ms"})
-    columns.emplace_back(c, 3);
-  Table t(title, columns);
-  auto share = [&](int64_t ns) {
-    return a.busy_ns > 0 ? static_cast<double>(ns) / static_cast<double>(a.busy_ns) : 0.0;
-  };
-  for (size_t i = 0; i < rows.size() && i < kTableRows; ++i) {
-    const auto& x = rows[i];
-    std::vector<Cell> cells;
-    if (with_kind) cells.emplace_back(std::string(analyze::to_string(x.kind)));
-    for (Cell c : std::initializer_list<Cell>{
-             x.name, x.calls, ms(static_cast<double>(x.gpu_ns)), ms(static_cast<double>(x.self_gpu_ns)),
-             share(x.gpu_ns), ms(static_cast<double>(x.sum_ns)), x.kernels_per_call, ms(static_cast<double>(x.cpu_ns)),
-             ms(static_cast<double>(x.self_cpu_ns))})
-      cells.push_back(std::move(c));
-    t.add_row(std::move(cells));
-  }
-  std::vector<Cell> un;
-  if (with_kind) un.emplace_back(std::string("-"));
-  for (Cell c : std::initializer_list<Cell>{
-           std::string("(unattributed)"), Cell{}, ms(static_cast<double>(a.unattributed_ns)),
-           ms(static_cast<double>(a.unattributed_ns)), share(a.unattributed_ns), Cell{}, Cell{}, Cell{}, Cell{}})
-    un.push_back(std::move(c));
-  t.add_row(std::move(un));
-  if (rows.size() > kTableRows)
-    t.add_note(
-        fmt::format("the {} largest of {}; all of them: scalescope analyze --format csv", kTableRows, rows.size()));
-  Json j = table_block(t, {with_kind ? 1 : 0});
+// `analyze`'s table (report/attribution_tables.hpp), sortable on the page.
+Json sortable_block(const Table& t) {
+  int name_column = 0;
+  for (size_t i = 0; i < t.columns().size(); ++i)
+    if (t.columns()[i].name == "name") name_column = static_cast<int>(i);
+  Json j = table_block(t, {name_column});
   j["sortable"] = true;
   return j;
 }
 
 }  // namespace
 
-Json attribution_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
+Json attribution_blocks(const analyze::RunAnalysis& run) {
+  const std::vector<analyze::RankAnalysis>& ranks = run.ranks;
   if (ranks.empty()) return Json::array();
   const analyze::RankAnalysis& r = ranks.front();
   const auto& a = r.attribution;
@@ -95,14 +70,13 @@ Json attribution_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
        {"nodes", std::move(nodes)},
        {"notes", Json::array({"Each bar is a range; its children are the ranges inside it. The top bar is all "
                               "GPU work; its uncovered part is the unattributed time. Click a bar to zoom."})}});
-  if (a.operators.empty())
-    blocks.push_back(paragraph("GPU time by operator: skipped, no operator ranges in the trace.", "skipped"));
-  else
-    blocks.push_back(rows_block("GPU time by operator (click a column to sort)", r, a.operators, false));
-  if (a.ranges.empty())
-    blocks.push_back(paragraph("GPU time by module and range: skipped, no module or NVTX ranges in the trace.", "skipped"));
-  else
-    blocks.push_back(rows_block("GPU time by module and range (click a column to sort)", r, a.ranges, true));
+  // The first rank's operators, then its modules and ranges; a table without
+  // rows says why in its notes.
+  for (const Table& t : attribution_tables(run, kTableRows, false)) {
+    if (!t.rows().empty()) blocks.push_back(sortable_block(t));
+    for (const std::string& note : t.notes())
+      if (t.rows().empty()) blocks.push_back(paragraph(note, "skipped"));
+  }
   return blocks;
 }
 

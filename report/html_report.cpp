@@ -102,9 +102,7 @@ Json table_block(const Table& table, std::vector<int> name_columns) {
   for (size_t i = 0; i < table.columns().size(); ++i)
     if (table.columns()[i].for_scripts_only) hidden.push_back(i);
   if (!hidden.empty()) j["hidden"] = std::move(hidden);
-  // Table keeps its notes private; they come back through its JSON form.
-  const Json parsed = Json::parse(table.to_json(), nullptr, false);
-  if (parsed.is_object() && parsed.contains("notes")) j["notes"] = parsed["notes"];
+  if (!table.notes().empty()) j["notes"] = table.notes();
   return j;
 }
 

@@ -19,15 +19,6 @@ Cell opt_cell(const std::optional<T>& v) {
   else return static_cast<int64_t>(*v);
 }
 
-std::string role_text(mlperf::SystemScaling::Role role) {
-  switch (role) {
-    case mlperf::SystemScaling::Role::kReference: return "reference";
-    case mlperf::SystemScaling::Role::kFastestAtN: return "fastest at N";
-    case mlperf::SystemScaling::Role::kOther: break;
-  }
-  return "";
-}
-
 Table group_table(const mlperf::SystemGroup& g) {
   Table t(fmt::format("MLPerf {} on {}: scaling across systems", g.title, g.accelerator),
           std::vector<Column>{Column("system"), Column("submitter"), Column("accelerators"), Column("nodes"),
@@ -35,7 +26,7 @@ Table group_table(const mlperf::SystemGroup& g) {
                               Column("efficiency", 3), Column("pareto"), Column("role")});
   for (const auto& p : g.systems)
     t.add_row({p.system, p.submitter, int64_t{p.accelerators}, int64_t{p.nodes}, p.minutes(), p.gpu_hours, p.speedup,
-               p.efficiency, std::string(p.pareto ? "yes" : ""), role_text(p.role)});
+               p.efficiency, std::string(p.pareto ? "yes" : ""), std::string(mlperf::to_string(p.role))});
   const auto& r = g.systems.at(g.reference);
   t.add_note(fmt::format("reference: {} ({} accelerators, {:.3f} min){}", r.system, r.accelerators, r.minutes(),
                          g.ref_chosen ? ", chosen with --ref" : ", the fewest accelerators"));

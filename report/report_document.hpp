@@ -16,6 +16,7 @@ class Table;
 }
 namespace scalescope::analyze {
 struct RankAnalysis;
+struct RunAnalysis;
 }
 namespace scalescope::trace {
 struct ClockAlignment;
@@ -44,7 +45,7 @@ Json section(std::string title, std::string subtitle, Json blocks);
 inline double ms(double ns) { return ns / 1e6; }
 
 // GPU time by operator and module of the first rank (attribution_sections.cpp).
-Json attribution_blocks(const std::vector<analyze::RankAnalysis>& ranks);
+Json attribution_blocks(const analyze::RunAnalysis& run);
 
 // Builders, one per kind of input (run_sections.cpp, sweep_sections.cpp, mlperf_sections.cpp).
 // clocks: the estimate already applied to the traces (trace::align_clocks;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -21,6 +22,7 @@
 #include "report/node_tables.hpp"
 #include "report/python_tables.hpp"
 #include "report/report_document.hpp"
+#include "report/run_tables.hpp"
 #include "report/table.hpp"
 #include "trace/import/clock_alignment.hpp"
 #include "base/error.hpp"
@@ -41,112 +43,96 @@ std::string rank_label(const analyze::RankAnalysis& r) {
 
 using trace::quantile_of_sorted;  // the one quantile (base/quantile.hpp), as the analysis' medians
 
-Json breakdown_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
-  Json blocks = Json::array();
+// A table of report/run_tables.hpp as the page shows it: the table when it
+// has rows, else its notes (why each rank has none) as paragraphs.
+void add_table(Json& blocks, const Table& t, std::vector<int> name_columns = {}) {
+  if (!t.rows().empty()) {
+    blocks.push_back(table_block(t, std::move(name_columns)));
+    return;
+  }
+  const std::string name = t.title().substr(0, t.title().find(" ("));
+  for (const std::string& note : t.notes())
+    blocks.push_back(paragraph(note.starts_with(name) ? note : name + ": " + note, "skipped"));
+}
+
+struct ChartPart {
+  const char* name;
+  const char* colour;
+};
+
+// A stacked bar chart in ms, one bar per rank that has the figures: the
+// parts of `parts`, values(r) giving each part's ns (nullopt: none). Null
+// when no rank has them.
+Json stacked_ranks_chart(
+    const analyze::RunAnalysis& run, const char* title, const std::vector<ChartPart>& parts,
+    const std::function<std::optional<std::vector<int64_t>>(const analyze::RankAnalysis&)>& values) {
   Json categories = Json::array();
-  Json compute = Json::array(), comm = Json::array(), copies = Json::array(), idle = Json::array();
-  Table t("Time breakdown per rank",
-          {Column("rank"), Column("wall ms"), Column("compute ms"), Column("exposed communication ms"),
-           Column("copies/sets ms"), Column("idle ms"), Column("communication ms"), Column("overlap", 2)});
-  std::vector<std::string> skipped;
-  for (const auto& r : ranks) {
-    const auto& b = r.breakdown;
-    if (!b.availability.available) {
-      skipped.push_back(fmt::format("{}: {}", r.label, b.availability.reason));
-      continue;
-    }
+  std::vector<Json> values_of(parts.size(), Json::array());
+  for (const auto& r : run.ranks) {
+    const auto v = values(r);
+    if (!v) continue;
     categories.push_back(r.label);
-    compute.push_back(ms(b.compute_ns));
-    comm.push_back(ms(b.exposed_communication_ns));
-    copies.push_back(ms(b.copy_ns));
-    idle.push_back(ms(b.idle_ns));
-    t.add_row({r.label, ms(b.wall_ns), ms(b.compute_ns), ms(b.exposed_communication_ns), ms(b.copy_ns), ms(b.idle_ns),
-               ms(b.communication_ns), b.overlap_fraction});
+    for (size_t i = 0; i < parts.size(); ++i) values_of[i].push_back(ms(static_cast<double>((*v)[i])));
   }
-  t.add_note(
-      "compute + exposed communication + copies/sets + idle = wall time of the window; overlap = share of "
-      "communication hidden under compute.");
-  if (!categories.empty()) {
-    blocks.push_back(
-        {{"type", "chart"},
-         {"kind", "bars"},
-         {"title", "Per-rank breakdown"},
-         {"stacked", true},
-         {"horizontal", categories.size() > 8},
-         {"unit", "ms"},
-         {"categories", categories},
-         {"series", Json::array({{{"name", "compute"}, {"values", compute}, {"colour", "#2f6fde"}},
-                                 {{"name", "exposed communication"}, {"values", comm}, {"colour", "#e08a00"}},
-                                 {{"name", "copies and sets"}, {"values", copies}, {"colour", "#2e9d58"}},
-                                 {{"name", "idle"}, {"values", idle}, {"colour", "#b0bec5"}}})}});
-    blocks.push_back(table_block(t));
-  }
-  for (auto& s : skipped) blocks.push_back(paragraph("Breakdown skipped for " + s, "skipped"));
+  if (categories.empty()) return nullptr;
+  Json series = Json::array();
+  for (size_t i = 0; i < parts.size(); ++i)
+    series.push_back({{"name", parts[i].name}, {"values", std::move(values_of[i])}, {"colour", parts[i].colour}});
+  return {{"type", "chart"},
+          {"kind", "bars"},
+          {"title", title},
+          {"stacked", true},
+          {"horizontal", categories.size() > 8},
+          {"unit", "ms"},
+          {"categories", categories},
+          {"series", std::move(series)}};
+}
+
+// The chart of where each rank's time went, and `analyze`'s table under it.
+Json breakdown_blocks(const analyze::RunAnalysis& run) {
+  Json blocks = Json::array();
+  Json chart =
+      stacked_ranks_chart(run, "Per-rank breakdown",
+                          {{"compute", "#2f6fde"},
+                           {"exposed communication", "#e08a00"},
+                           {"copies and sets", "#2e9d58"},
+                           {"idle", "#b0bec5"}},
+                          [](const analyze::RankAnalysis& r) -> std::optional<std::vector<int64_t>> {
+                            const auto& b = r.breakdown;
+                            if (!b.availability.available) return std::nullopt;
+                            return std::vector<int64_t>{b.compute_ns, b.exposed_communication_ns, b.copy_ns, b.idle_ns};
+                          });
+  if (!chart.is_null()) blocks.push_back(std::move(chart));
+  add_table(blocks, breakdown_table(run));
   return blocks;
 }
 
 // GPU idle time inside the iterations, split as Holistic Trace Analysis does
 // (analyze::IdleBreakdown).
-Json idle_breakdown_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
+Json idle_breakdown_blocks(const analyze::RunAnalysis& run) {
   Json blocks = Json::array();
-  Json categories = Json::array(), host = Json::array(), kernel = Json::array(), other = Json::array();
-  Table t("GPU idle time inside the iterations",
-          {Column("rank"), Column("idle ms"), Column("host wait ms"), Column("kernel wait ms"), Column("other ms"),
-           Column("host wait share", 3), Column("kernel wait share", 3), Column("other share", 3)});
-  std::vector<std::string> skipped;
-  for (const auto& r : ranks) {
-    const auto& b = r.idle_breakdown;
-    if (!b.availability.available) {
-      skipped.push_back(fmt::format("{}: {}", r.label, b.availability.reason));
-      continue;
-    }
-    const double idle = b.idle_ns > 0 ? static_cast<double>(b.idle_ns) : 1;
-    categories.push_back(r.label);
-    host.push_back(ms(b.host_wait_ns));
-    kernel.push_back(ms(b.kernel_wait_ns));
-    other.push_back(ms(b.other_ns));
-    t.add_row({r.label, ms(b.idle_ns), ms(b.host_wait_ns), ms(b.kernel_wait_ns), ms(b.other_ns),
-               static_cast<double>(b.host_wait_ns) / idle, static_cast<double>(b.kernel_wait_ns) / idle,
-               static_cast<double>(b.other_ns) / idle});
-  }
-  t.add_note(fmt::format(
-      "host wait: the next kernel's launch call began after the GPU went idle; kernel wait: a gap under {} while the "
-      "launch was queued; other: the rest. host wait + kernel wait + other = idle.",
-      trace::format_duration_ns(static_cast<double>(analyze::kKernelWaitThresholdNs))));
-  if (!categories.empty()) {
-    blocks.push_back({{"type", "chart"},
-                      {"kind", "bars"},
-                      {"title", "GPU idle time by kind"},
-                      {"stacked", true},
-                      {"horizontal", categories.size() > 8},
-                      {"unit", "ms"},
-                      {"categories", categories},
-                      {"series", Json::array({{{"name", "host wait"}, {"values", host}, {"colour", "#c62828"}},
-                                              {{"name", "kernel wait"}, {"values", kernel}, {"colour", "#e08a00"}},
-                                              {{"name", "other"}, {"values", other}, {"colour", "#b0bec5"}}})}});
-    blocks.push_back(table_block(t));
-  }
-  for (auto& s : skipped) blocks.push_back(paragraph("Idle time breakdown skipped for " + s, "skipped"));
+  Json chart = stacked_ranks_chart(run, "GPU idle time by kind",
+                                   {{"host wait", "#c62828"}, {"kernel wait", "#e08a00"}, {"other", "#b0bec5"}},
+                                   [](const analyze::RankAnalysis& r) -> std::optional<std::vector<int64_t>> {
+                                     const auto& b = r.idle_breakdown;
+                                     if (!b.availability.available) return std::nullopt;
+                                     return std::vector<int64_t>{b.host_wait_ns, b.kernel_wait_ns, b.other_ns};
+                                   });
+  if (!chart.is_null()) blocks.push_back(std::move(chart));
+  add_table(blocks, idle_table(run));
   return blocks;
 }
 
-Json iteration_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
+// The boxplot of each rank's steady iterations, and `analyze`'s table under it.
+Json iteration_blocks(const analyze::RunAnalysis& run) {
   Json blocks = Json::array();
   Json categories = Json::array(), boxes = Json::array(), outliers = Json::array();
-  Table t("Iterations per rank", {Column("rank"), Column("iterations"), Column("warm-up"), Column("steady median ms"),
-                                  Column("steady p95 ms"), Column("steady CV", 3), Column("source")});
-  std::vector<std::string> skipped;
-  for (const auto& r : ranks) {
+  for (const auto& r : run.ranks) {
     const auto& it = r.iterations;
-    if (!it.availability.available) {
-      skipped.push_back(fmt::format("{}: {}", r.label, it.availability.reason));
-      continue;
-    }
+    if (!it.availability.available) continue;
     std::vector<double> d;
     for (const auto& i : it.iterations)
       if (!i.warmup) d.push_back(ms(static_cast<double>(i.end - i.start)));
-    t.add_row(
-        {r.label, it.count, it.warmup_count, ms(it.steady_median_ns), ms(it.steady_p95_ns), it.steady_cv, it.source});
     if (d.empty()) continue;
     std::sort(d.begin(), d.end());
     const double q1 = quantile_of_sorted(d, 0.25), q3 = quantile_of_sorted(d, 0.75), iqr = q3 - q1;
@@ -175,29 +161,27 @@ Json iteration_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
          {"outliers", outliers},
          {"notes",
           Json::array({"Boxes: quartiles; whiskers: 1.5 IQR; dots: outliers. Warm-up iterations excluded."})}});
-  if (!t.rows().empty()) blocks.push_back(table_block(t, {6}));
-  for (auto& s : skipped) blocks.push_back(paragraph("Iterations not found for " + s, "skipped"));
+  add_table(blocks, iterations_table(run), {1});
   return blocks;
 }
 
-// The collector's host sampler (format 1.2): what the main thread, the
-// process's other threads and its worker processes did, over the advisor's
-// steady iterations where found. Nothing for traces without host samples.
-Json host_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
+// The collector's host sampler (format 1.2): `analyze`'s host tables (the
+// main thread, other threads and worker processes per rank over the steady
+// iterations where found; native call stacks where sampled) and, for the
+// page only, each rank's threads by CPU time. Nothing for traces without
+// host samples.
+Json host_blocks(const analyze::RunAnalysis& run) {
   Json blocks = Json::array();
-  Table t(
-      "Host threads per rank (steady iterations where found; cores = CPU-seconds per second)",
-      {Column("rank"), Column("main on CPU %", 1), Column("main waiting for a CPU %", 1), Column("main asleep %", 1),
-       Column("main I/O wait %", 1), Column("other threads, cores", 2), Column("worker processes"),
-       Column("workers, cores", 2), Column("runnable threads (mean)", 1), Column("CPUs"), Column("method")});
-  std::vector<Table> per_thread;
-  for (const auto& r : ranks) {
+  const std::vector<Table> shared = host_tables(run);
+  const auto shown = [&](std::string_view id) {
+    for (const Table& t : shared)
+      if (t.id() == id) blocks.push_back(table_block(t, {}));
+  };
+  shown("host_threads");
+  if (blocks.empty()) return blocks;
+  for (const auto& r : run.ranks) {
     const auto& h = r.steady ? r.steady->host : r.host;
     if (!h.availability.available) continue;
-    const auto& w = h.window;
-    t.add_row({r.label, 100 * w.main_busy, h.has_run_wait ? Cell{100 * w.main_run_wait} : Cell{}, 100 * w.main_sleep,
-               100 * w.main_io, w.main_other_threads_cores, h.worker_processes, w.worker_cores, w.mean_runnable,
-               h.cores > 0 ? Cell{int64_t{h.cores}} : Cell{}, h.method});
     Table th(
         fmt::format("Host threads of {} by CPU time (at most 20)", r.label),
         {Column("thread"), Column("role"), Column("pid"), Column("tid"), Column("on CPU %", 1),
@@ -213,31 +197,9 @@ Json host_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
                   st(trace::ThreadState::kRunning), st(trace::ThreadState::kSleeping),
                   st(trace::ThreadState::kDiskWait), x.voluntary_switches, x.involuntary_switches, cpus});
     }
-    per_thread.push_back(std::move(th));
-    // Native call stacks (format 1.3): each thread's top functions (self) and
-    // whole stacks, as `analyze` shows them in its host_stacks table.
-    if (h.stack_samples > 0) {
-      Table sk(fmt::format("Native call stacks of {}: where each thread's CPU time went (self = the function a "
-                           "sample was in; stack = outer;...;leaf)",
-                           r.label),
-               {Column("thread"), Column("tid"), Column("stack samples"), Column("kind"), Column("share %", 1),
-                Column("samples"), Column("where")});
-      for (const auto& x : h.threads) {
-        if (x.stack_samples == 0) continue;
-        const std::string name = x.name + (x.is_main ? " (main)" : "");
-        for (const auto& f : x.top_functions)
-          sk.add_row({name, int64_t{x.tid}, x.stack_samples, std::string("self"), 100 * f.share, f.samples, f.what});
-        for (const auto& f : x.top_stacks)
-          sk.add_row({name, int64_t{x.tid}, x.stack_samples, std::string("stack"), 100 * f.share, f.samples, f.what});
-      }
-      if (!h.stack_method.empty()) sk.add_note("sampled by " + h.stack_method);
-      if (!h.stack_naming.empty()) sk.add_note("frame names " + h.stack_naming);
-      per_thread.push_back(std::move(sk));
-    }
+    blocks.push_back(table_block(th, {}));
   }
-  if (t.rows().empty()) return blocks;
-  blocks.push_back(table_block(t, {}));
-  for (auto& th : per_thread) blocks.push_back(table_block(th, {}));
+  shown("host_stacks");
   return blocks;
 }
 
@@ -513,54 +475,35 @@ Json RunDrawing::timeline_blocks(const std::vector<analyze::RankAnalysis>& ranks
 // The run's NCCL collectives by operation and message size, as the analysis
 // gives them (analyze/nccl_ops.hpp): time per rank and operation, then the table.
 Json nccl_blocks(const analyze::RunAnalysis& run) {
+  Json blocks = Json::array();
   const analyze::NcclOpStats& all = run.nccl_ops;
-  if (!all.available) return Json::array({paragraph("NCCL collectives: " + all.reason, "skipped")});
-  if (all.groups.empty()) return Json::array({paragraph("No NCCL collectives in these traces.", "skipped")});
-  Json cats = Json::array();
-  for (const auto& r : run.ranks) cats.push_back(rank_label(r));
-  std::vector<std::string> ops;  // groups come by operation: each once, in order
-  for (const auto& g : all.groups)
-    if (ops.empty() || ops.back() != g.operation) ops.push_back(g.operation);
-  Json series = Json::array();
-  for (const auto& op : ops) {
-    Json values = Json::array();
-    for (const auto& r : run.ranks) {
-      int64_t ns = 0;
-      for (const auto& g : r.nccl_ops.groups)
-        if (g.operation == op) ns += g.time_ns;
-      values.push_back(ms(ns));
+  if (all.available && !all.groups.empty()) {
+    Json cats = Json::array();
+    for (const auto& r : run.ranks) cats.push_back(rank_label(r));
+    std::vector<std::string> ops;  // groups come by operation: each once, in order
+    for (const auto& g : all.groups)
+      if (ops.empty() || ops.back() != g.operation) ops.push_back(g.operation);
+    Json series = Json::array();
+    for (const auto& op : ops) {
+      Json values = Json::array();
+      for (const auto& r : run.ranks) {
+        int64_t ns = 0;
+        for (const auto& g : r.nccl_ops.groups)
+          if (g.operation == op) ns += g.time_ns;
+        values.push_back(ms(ns));
+      }
+      series.push_back({{"name", op}, {"values", std::move(values)}});
     }
-    series.push_back({{"name", op}, {"values", std::move(values)}});
+    blocks.push_back({{"type", "chart"},
+                      {"kind", "bars"},
+                      {"title", "NCCL time per rank by operation"},
+                      {"stacked", true},
+                      {"unit", "ms"},
+                      {"categories", cats},
+                      {"series", std::move(series)}});
   }
-  Table t("NCCL collectives by operation and message size (all ranks)",
-          {Column("operation"), Column("message bytes"), Column("count"), Column("time ms"), Column("mean us"),
-           Column("algorithm GB/s", 2), Column("bus GB/s", 2)});
-  bool unknown_bytes = false;
-  auto maybe = [](std::optional<double> x) { return x ? Cell(*x) : Cell(); };
-  for (const auto& g : all.groups) {
-    // Size 0: the trace did not say (e.g. a Kineto trace without NCCL's
-    // payloads); unknown, not zero bytes at zero GB/s.
-    const bool known = g.message_bytes > 0;
-    unknown_bytes = unknown_bytes || !known;
-    t.add_row({g.operation, known ? Cell(static_cast<int64_t>(g.message_bytes)) : Cell(std::string("unknown")),
-               g.count, ms(g.time_ns), g.mean_ns() / 1e3, maybe(g.algorithm_gb_per_s()), maybe(g.bus_gb_per_s())});
-  }
-  if (unknown_bytes)
-    t.add_note(
-        "message bytes unknown: the trace does not record the size of these collectives (the collector "
-        "decodes it from NCCL's NVTX payloads, NCCL 2.18+), so no bandwidth is given for them.");
-  t.add_note(
-      "algorithm GB/s: message bytes / kernel time (NCCL's algbw); bus GB/s: NCCL's bus bandwidth (nccl-tests "
-      "factors; n = communicator size, else WORLD_SIZE; empty when unknown); time is GPU time of the collective "
-      "kernels.");
-  return Json::array({{{"type", "chart"},
-                       {"kind", "bars"},
-                       {"title", "NCCL time per rank by operation"},
-                       {"stacked", true},
-                       {"unit", "ms"},
-                       {"categories", cats},
-                       {"series", std::move(series)}},
-                      table_block(t)});
+  add_table(blocks, nccl_table(run));
+  return blocks;
 }
 
 Json RunDrawing::counter_blocks(const std::vector<analyze::RankAnalysis>& ranks, const std::vector<size_t>& slot_of,
@@ -675,9 +618,9 @@ Json kernel_blocks(const std::vector<analyze::RankAnalysis>& ranks, int top) {
   });
   // Short names in the table and the chart; the full signature as the
   // table cell's tooltip.
-  Table t("Top kernels (all ranks)", {Column("kernel"), Column("name").scripts_only(), Column("class"),
-                                      Column("precision"), Column("calls"), Column("total ms"), Column("mean us"),
-                                      Column("share", 3)});
+  Table t("Top kernels (all ranks)",
+          {Column("kernel"), Column("name").scripts_only(), Column("class"), Column("precision"), Column("calls"),
+           Column("total ms"), Column("mean us"), Column("share", 3)});
   const size_t shown = std::min(sorted.size(), static_cast<size_t>(std::max(0, top)));
   std::vector<std::string_view> full_names;
   for (size_t i = 0; i < shown; ++i) full_names.push_back(sorted[i].first);
@@ -687,8 +630,8 @@ Json kernel_blocks(const std::vector<analyze::RankAnalysis>& ranks, int top) {
     const auto& [name, s] = sorted[i];
     const std::string& short_name = short_names[i];
     t.add_row({short_name, name, std::string(analyze::to_string(s.cls)), std::string(analyze::to_string(s.precision)),
-               s.count,
-               ms(s.total_ns), s.count ? static_cast<double>(s.total_ns) / 1e3 / static_cast<double>(s.count) : 0.0,
+               s.count, ms(s.total_ns),
+               s.count ? static_cast<double>(s.total_ns) / 1e3 / static_cast<double>(s.count) : 0.0,
                all_ns ? static_cast<double>(s.total_ns) / static_cast<double>(all_ns) : 0.0});
     if (i < 15) {
       cats.push_back(short_name);
@@ -753,20 +696,10 @@ Json copy_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
                       table_block(t)});
 }
 
-Json straggler_blocks(const analyze::StragglerStats& s) {
-  if (!s.availability.available) return Json::array({paragraph("Stragglers: " + s.availability.reason, "skipped")});
-  Table t("Lateness at collectives per rank",
-          {Column("rank"), Column("total late ms"), Column("max late ms"), Column("late per iteration ms"),
-           Column("times last"), Column("steady late per iteration ms"), Column("steady times last")});
-  for (const auto& r : s.ranks)
-    t.add_row({int64_t{r.rank}, ms(r.total_late_ns), ms(r.max_late_ns), ms(r.late_per_iteration_ns), r.times_last,
-               ms(r.steady_late_per_iteration_ns), r.steady_times_last});
-  t.add_note(
-      fmt::format("{} collectives matched across ranks ({} in steady iterations, {} unmatched); summed wait {}; "
-                  "ranked by lateness in the {}.",
-                  s.matched_collectives, s.steady_matched_collectives, s.unmatched_collectives,
-                  format_duration_ns(static_cast<double>(s.total_wait_ns)), s.ranked_by));
-  return Json::array({table_block(t)});
+Json straggler_blocks(const analyze::RunAnalysis& run) {
+  Json blocks = Json::array();
+  add_table(blocks, straggler_table(run));
+  return blocks;
 }
 
 // The per-node view of a run of several hosts: a chart of each node's mean
@@ -913,12 +846,12 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   Json counters = drawing.counter_blocks(ranks, slot_of, clocks);
   Json kernels = kernel_blocks(ranks, doc.options.top_kernels);
   Json copies = copy_blocks(ranks);
-  Json breakdown = breakdown_blocks(ranks);
-  Json idle_breakdown = idle_breakdown_blocks(ranks);
-  Json iterations = iteration_blocks(ranks);
-  Json attribution = attribution_blocks(ranks);
+  Json breakdown = breakdown_blocks(run);
+  Json idle_breakdown = idle_breakdown_blocks(run);
+  Json iterations = iteration_blocks(run);
+  Json attribution = attribution_blocks(run);
   Json perturbation = perturbation_blocks(ranks);
-  Json host = host_blocks(ranks);
+  Json host = host_blocks(run);
   for (const Table& t : python_frame_tables(run)) host.push_back(table_block(t, {}));
   for (const auto& f : advise::advise(run)) {
     Json j = f;  // advise::to_json: the page shows what `analyze --json` gives, cause links included
@@ -940,7 +873,7 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   append(blocks, std::move(kernels));
   append(blocks, std::move(attribution));
   append(blocks, std::move(copies));
-  if (ranks.size() > 1) append(blocks, straggler_blocks(run.stragglers));
+  if (ranks.size() > 1) append(blocks, straggler_blocks(run));
   append(blocks, std::move(nccl));
   append(blocks, std::move(counters));
   // The per-rank summary of those counters `analyze` prints (one formatter).

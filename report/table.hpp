@@ -100,6 +100,7 @@ class Table {
   const std::string& title() const { return title_; }
   const std::vector<Column>& columns() const { return columns_; }
   const std::vector<std::vector<Cell>>& rows() const { return rows_; }
+  const std::vector<std::string>& notes() const { return notes_; }
 
   // Terminal: aligned columns, numbers right-aligned, colour on a tty unless
   // NO_COLOR is set, control characters escaped, fitted to `width` (long

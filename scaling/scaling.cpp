@@ -407,55 +407,86 @@ ScalingTable scaling_table(const std::vector<ScalingPoint>& points, const Scalin
   return table;
 }
 
-Comparison compare(std::span<const double> a, std::span<const double> b, double alpha) {
-  if (a.empty() || b.empty()) fail("a comparison needs samples on both sides");
-  for (double v : a)
-    if (!(v > 0) || !std::isfinite(v)) fail("a sample to compare is not a positive number ({})", v);
-  for (double v : b)
-    if (!(v > 0) || !std::isfinite(v)) fail("a sample to compare is not a positive number ({})", v);
-  Comparison c;
-  c.alpha = alpha;
-  c.n_a = a.size();
-  c.n_b = b.size();
-  c.median_a = summarize(a).median;
-  c.median_b = summarize(b).median;
-  c.ratio = c.median_b / c.median_a;
-  c.test = "Welch's t-test on log times (ratio of geometric means); Mann-Whitney U as a distribution-free check";
+namespace {
 
-  // Welch on logs.
-  auto log_stats = [](std::span<const double> x, double& mean, double& var) {
-    mean = 0;
-    for (double v : x) mean += std::log(v);
-    mean /= static_cast<double>(x.size());
-    var = 0;
-    for (double v : x) var += (std::log(v) - mean) * (std::log(v) - mean);
-    var = x.size() > 1 ? var / static_cast<double>(x.size() - 1) : kNaN;
-  };
+void require_positive_samples(std::span<const double> x) {
+  for (double v : x)
+    if (!(v > 0) || !std::isfinite(v)) fail("a sample to compare is not a positive number ({})", v);
+}
+
+// Mean and sample variance of log(x); the variance is NaN below 2 samples.
+void log_mean_and_variance(std::span<const double> x, double& mean, double& var) {
+  mean = 0;
+  for (double v : x) mean += std::log(v);
+  mean /= static_cast<double>(x.size());
+  var = 0;
+  for (double v : x) var += (std::log(v) - mean) * (std::log(v) - mean);
+  var = x.size() > 1 ? var / static_cast<double>(x.size() - 1) : kNaN;
+}
+
+// Welch's t-test on log times: p-value and the CI of the ratio of geometric means.
+void welch_test_on_logs(std::span<const double> a, std::span<const double> b, double alpha, Comparison& c) {
   double ma, va, mb, vb;
-  log_stats(a, ma, va);
-  log_stats(b, mb, vb);
+  log_mean_and_variance(a, ma, va);
+  log_mean_and_variance(b, mb, vb);
   const double diff = mb - ma;
   if (c.n_a < 2 || c.n_b < 2) {
     c.welch_p = c.ratio_low = c.ratio_high = kNaN;
-  } else {
-    const double qa = va / static_cast<double>(c.n_a), qb = vb / static_cast<double>(c.n_b);
-    const double se = std::sqrt(qa + qb);
-    if (se <= 0) {
-      c.welch_p = diff == 0 ? 1.0 : 0.0;
-      c.ratio_low = c.ratio_high = std::exp(diff);
-    } else {
-      const double df =
-          (qa + qb) * (qa + qb) / (qa * qa / static_cast<double>(c.n_a - 1) + qb * qb / static_cast<double>(c.n_b - 1));
-      boost::math::students_t_distribution<double> t(df);
-      c.welch_p = 2 * boost::math::cdf(boost::math::complement(t, std::abs(diff) / se));
-      const double q = boost::math::quantile(t, 1 - alpha / 2);
-      c.ratio_low = std::exp(diff - q * se);
-      c.ratio_high = std::exp(diff + q * se);
-    }
+    return;
   }
+  const double qa = va / static_cast<double>(c.n_a), qb = vb / static_cast<double>(c.n_b);
+  const double se = std::sqrt(qa + qb);
+  if (se <= 0) {
+    c.welch_p = diff == 0 ? 1.0 : 0.0;
+    c.ratio_low = c.ratio_high = std::exp(diff);
+    return;
+  }
+  const double df =
+      (qa + qb) * (qa + qb) / (qa * qa / static_cast<double>(c.n_a - 1) + qb * qb / static_cast<double>(c.n_b - 1));
+  boost::math::students_t_distribution<double> t(df);
+  c.welch_p = 2 * boost::math::cdf(boost::math::complement(t, std::abs(diff) / se));
+  const double q = boost::math::quantile(t, 1 - alpha / 2);
+  c.ratio_low = std::exp(diff - q * se);
+  c.ratio_high = std::exp(diff + q * se);
+}
 
+// Two-sided p of U for m a's and n b's without ties: the exact distribution.
+double mann_whitney_exact_p(size_t m, size_t n, double u) {
+  // f[i][j][k]: arrangements of i a's and j b's with U = k (pairs a < b).
+  // The largest element is an a (adds no pair) or a b (adds i pairs).
+  const size_t kmax = m * n;
+  std::vector<std::vector<std::vector<double>>> f(
+      m + 1, std::vector<std::vector<double>>(n + 1, std::vector<double>(kmax + 1)));
+  for (size_t i = 0; i <= m; ++i)
+    for (size_t j = 0; j <= n; ++j) {
+      if (i == 0 || j == 0) {
+        f[i][j][0] = 1;
+        continue;
+      }
+      for (size_t k = 0; k <= i * j; ++k) f[i][j][k] = f[i - 1][j][k] + (k >= i ? f[i][j - 1][k - i] : 0.0);
+    }
+  double total = 0, le = 0, ge = 0;
+  for (size_t k = 0; k <= kmax; ++k) {
+    total += f[m][n][k];
+    if (static_cast<double>(k) <= u) le += f[m][n][k];
+    if (static_cast<double>(k) >= u) ge += f[m][n][k];
+  }
+  return std::min(1.0, 2 * std::min(le, ge) / total);
+}
+
+// Two-sided p of U: normal approximation with tie correction and continuity.
+double mann_whitney_normal_p(size_t m, size_t n, double u, double tie_term) {
+  const double big_n = static_cast<double>(m + n);
+  const double mu = static_cast<double>(m * n) / 2;
+  const double var = static_cast<double>(m * n) / 12 * ((big_n + 1) - tie_term / (big_n * (big_n - 1)));
+  if (var <= 0) return 1.0;
+  const double z = std::max(0.0, std::abs(u - mu) - 0.5) / std::sqrt(var);
+  boost::math::normal_distribution<double> norm;
+  return std::min(1.0, 2 * boost::math::cdf(boost::math::complement(norm, z)));
+}
+
+void mann_whitney_test(std::span<const double> a, std::span<const double> b, Comparison& c) {
   // Mann-Whitney U = #(a_i < b_j) + 0.5 #(a_i == b_j).
-  const size_t m = c.n_a, n = c.n_b;
   double u = 0;
   bool ties = false;
   for (double x : a)
@@ -480,40 +511,27 @@ Comparison compare(std::span<const double> a, std::span<const double> b, double 
     i = j;
   }
   c.u = u;
-  if (m <= 20 && n <= 20 && !ties) {
-    // f[i][j][k]: arrangements of i a's and j b's with U = k (pairs a < b).
-    // The largest element is an a (adds no pair) or a b (adds i pairs).
-    const size_t kmax = m * n;
-    std::vector<std::vector<std::vector<double>>> f(
-        m + 1, std::vector<std::vector<double>>(n + 1, std::vector<double>(kmax + 1)));
-    for (size_t i = 0; i <= m; ++i)
-      for (size_t j = 0; j <= n; ++j) {
-        if (i == 0 || j == 0) {
-          f[i][j][0] = 1;
-          continue;
-        }
-        for (size_t k = 0; k <= i * j; ++k) f[i][j][k] = f[i - 1][j][k] + (k >= i ? f[i][j - 1][k - i] : 0.0);
-      }
-    double total = 0, le = 0, ge = 0;
-    for (size_t k = 0; k <= kmax; ++k) {
-      total += f[m][n][k];
-      if (static_cast<double>(k) <= u) le += f[m][n][k];
-      if (static_cast<double>(k) >= u) ge += f[m][n][k];
-    }
-    c.mann_whitney_p = std::min(1.0, 2 * std::min(le, ge) / total);
-    c.mann_whitney_exact = true;
-  } else {
-    const double big_n = static_cast<double>(m + n);
-    const double mu = static_cast<double>(m * n) / 2;
-    const double var = static_cast<double>(m * n) / 12 * ((big_n + 1) - tie_term / (big_n * (big_n - 1)));
-    if (var <= 0) {
-      c.mann_whitney_p = 1.0;
-    } else {
-      const double z = std::max(0.0, std::abs(u - mu) - 0.5) / std::sqrt(var);
-      boost::math::normal_distribution<double> norm;
-      c.mann_whitney_p = std::min(1.0, 2 * boost::math::cdf(boost::math::complement(norm, z)));
-    }
-  }
+  c.mann_whitney_exact = c.n_a <= 20 && c.n_b <= 20 && !ties;
+  c.mann_whitney_p =
+      c.mann_whitney_exact ? mann_whitney_exact_p(c.n_a, c.n_b, u) : mann_whitney_normal_p(c.n_a, c.n_b, u, tie_term);
+}
+
+}  // namespace
+
+Comparison compare(std::span<const double> a, std::span<const double> b, double alpha) {
+  if (a.empty() || b.empty()) fail("a comparison needs samples on both sides");
+  require_positive_samples(a);
+  require_positive_samples(b);
+  Comparison c;
+  c.alpha = alpha;
+  c.n_a = a.size();
+  c.n_b = b.size();
+  c.median_a = summarize(a).median;
+  c.median_b = summarize(b).median;
+  c.ratio = c.median_b / c.median_a;
+  c.test = "Welch's t-test on log times (ratio of geometric means); Mann-Whitney U as a distribution-free check";
+  welch_test_on_logs(a, b, alpha, c);
+  mann_whitney_test(a, b, c);
   c.differs = std::isfinite(c.welch_p) && c.welch_p < alpha;
   return c;
 }

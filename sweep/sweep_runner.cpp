@@ -179,6 +179,92 @@ class GroupWatchdog {
   int fd_ = -1;
 };
 
+// The job's environment: ours, with extra_env's keys replaced or added.
+std::vector<std::string> job_environment(const std::map<std::string, std::string>& extra_env) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    const auto key = kv.substr(0, kv.find('='));
+    if (!extra_env.count(std::string(key))) env_strings.emplace_back(kv);
+  }
+  for (const auto& [k, v] : extra_env) env_strings.push_back(k + "=" + v);
+  return env_strings;
+}
+
+// How the wait for a job's leader ended.
+struct JobWait {
+  int status = 0;  // waitpid's
+  bool timed_out = false, interrupted = false;
+};
+
+// Waits for the job's leader. At the timeout, or when should_stop says so,
+// the group gets SIGTERM, and SIGKILL kill_grace_s later. `drain` moves the
+// job's output on every poll of out_fd.
+JobWait wait_for_job(pid_t pid, std::chrono::steady_clock::time_point t0, double timeout_s, double kill_grace_s,
+                     const std::function<bool()>& should_stop, int out_fd, const std::function<void()>& drain) {
+  JobWait w;
+  std::optional<std::chrono::steady_clock::time_point> kill_at;
+  while (true) {
+    const pid_t done = ::waitpid(pid, &w.status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) break;
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - t0).count();
+    if (!kill_at) {
+      if (timeout_s > 0 && elapsed >= timeout_s) w.timed_out = true;
+      if (should_stop && should_stop()) w.interrupted = true;
+      if (w.timed_out || w.interrupted) {
+        ::kill(-pid, SIGTERM);
+        kill_at = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(kill_grace_s));
+      }
+    } else if (now >= *kill_at) {
+      ::kill(-pid, SIGKILL);
+      kill_at = now + std::chrono::hours(24 * 365);
+    }
+    struct pollfd pfd {
+      out_fd, POLLIN, 0
+    };
+    ::poll(&pfd, 1, 10);
+    drain();
+  }
+  return w;
+}
+
+// Stray members of the job's group (backgrounded children) must not outlive the run.
+void kill_and_reap_group(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  // With the sweep as subreaper, orphaned members of the group are our
+  // children now: reap them so they do not stay zombies.
+  for (int i = 0; i < 100; ++i) {
+    int st = 0;
+    const pid_t z = ::waitpid(-pid, &st, WNOHANG);
+    if (z < 0) break;  // none left in the group
+    if (z == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+// The run's status and note from how its leader ended.
+void set_run_status(ProcessResult& r, const JobWait& w, double timeout_s) {
+  if (WIFEXITED(w.status)) r.exit_code = WEXITSTATUS(w.status);
+  if (WIFSIGNALED(w.status)) r.signal = WTERMSIG(w.status);
+  if (w.interrupted) {
+    r.status = RunStatus::kError;
+    r.note = "interrupted";
+  } else if (w.timed_out) {
+    r.status = RunStatus::kTimeout;
+    r.note = fmt::format("killed after the {:.0f} s timeout", timeout_s);
+  } else if (WIFSIGNALED(w.status)) {
+    r.status = RunStatus::kCrashed;
+    r.note = fmt::format("killed by signal {} ({})", r.signal, strsignal(r.signal));
+  } else if (r.exit_code == 0) {
+    r.status = RunStatus::kOk;
+  } else {
+    r.status = RunStatus::kFailed;
+    r.note = fmt::format("exit code {}", r.exit_code);
+  }
+}
+
 }  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::filesystem::path& log_path, double timeout_s,
@@ -201,13 +287,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
     fail("cannot create a pipe ({})", std::strerror(errno));
   }
   // Everything the child needs is prepared before fork (no allocation after).
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    std::string_view kv(*e);
-    const auto key = kv.substr(0, kv.find('='));
-    if (!extra_env.count(std::string(key))) env_strings.emplace_back(kv);
-  }
-  for (const auto& [k, v] : extra_env) env_strings.push_back(k + "=" + v);
+  std::vector<std::string> env_strings = job_environment(extra_env);
   std::vector<char*> envp, args;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -266,44 +346,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
     }
   };
 
-  bool timed_out = false, interrupted = false;
-  std::optional<std::chrono::steady_clock::time_point> kill_at;
-  int status = 0;
-  while (true) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) break;
-    const auto now = std::chrono::steady_clock::now();
-    const double elapsed = std::chrono::duration<double>(now - t0).count();
-    if (!kill_at) {
-      if (timeout_s > 0 && elapsed >= timeout_s) timed_out = true;
-      if (should_stop && should_stop()) interrupted = true;
-      if (timed_out || interrupted) {
-        ::kill(-pid, SIGTERM);
-        kill_at = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(kill_grace_s));
-      }
-    } else if (now >= *kill_at) {
-      ::kill(-pid, SIGKILL);
-      kill_at = now + std::chrono::hours(24 * 365);
-    }
-    struct pollfd pfd {
-      out_pipe[0], POLLIN, 0
-    };
-    ::poll(&pfd, 1, 10);
-    drain();
-  }
+  const JobWait wait = wait_for_job(pid, t0, timeout_s, kill_grace_s, should_stop, out_pipe[0], drain);
   drain();
-  // Stray members of the job's group (backgrounded children) must not outlive the run.
-  ::kill(-pid, SIGKILL);
-  // With the sweep as subreaper, orphaned members of the group are our
-  // children now: reap them so they do not stay zombies.
-  for (int i = 0; i < 100; ++i) {
-    int st = 0;
-    const pid_t z = ::waitpid(-pid, &st, WNOHANG);
-    if (z < 0) break;  // none left in the group
-    if (z == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  kill_and_reap_group(pid);
   drain();
   ::close(out_pipe[0]);
   r.log_bytes_dropped = log.finish();
@@ -321,23 +366,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
     std::ofstream(log_path, std::ios::app) << "scalescope: " << r.note << "\n";
     return r;
   }
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  if (interrupted) {
-    r.status = RunStatus::kError;
-    r.note = "interrupted";
-  } else if (timed_out) {
-    r.status = RunStatus::kTimeout;
-    r.note = fmt::format("killed after the {:.0f} s timeout", timeout_s);
-  } else if (WIFSIGNALED(status)) {
-    r.status = RunStatus::kCrashed;
-    r.note = fmt::format("killed by signal {} ({})", r.signal, strsignal(r.signal));
-  } else if (r.exit_code == 0) {
-    r.status = RunStatus::kOk;
-  } else {
-    r.status = RunStatus::kFailed;
-    r.note = fmt::format("exit code {}", r.exit_code);
-  }
+  set_run_status(r, wait, timeout_s);
   return r;
 }
 
@@ -398,6 +427,68 @@ std::filesystem::path fresh_run_dir(const std::filesystem::path& runs_dir, const
   return run_dir;
 }
 
+// An event about one run, with the sweep's counts so far.
+SweepEvent run_event(SweepEvent::Kind kind, const PlannedRun& run, int done, const SweepSummary& sum,
+                     double sweep_elapsed_s) {
+  SweepEvent e;
+  e.kind = kind;
+  e.run_index = run.index;
+  e.done = done;
+  e.planned = sum.planned;
+  e.failed = sum.failed;
+  e.gpus = run.gpus;
+  e.rep = run.rep;
+  e.config_label = run.config_label();
+  e.sweep_elapsed_s = sweep_elapsed_s;
+  return e;
+}
+
+// kRunFinished's part: how the run ended, and its metric when it was ok and had it.
+void add_run_outcome(SweepEvent& e, const SweepSpec& spec, const ProcessResult& result, const RunMetrics& metrics) {
+  e.status = result.status;
+  e.wall_s = result.wall_s;
+  e.metric_name = spec.metric.name();
+  if (auto mv = metrics.values.find(spec.metric.name()); result.status == RunStatus::kOk && mv != metrics.values.end())
+    e.metric = mv->second;
+  e.note = result.note;
+}
+
+SweepEvent sweep_ended_event(const SweepSummary& sum, double sweep_elapsed_s) {
+  SweepEvent e;
+  e.kind = SweepEvent::Kind::kSweepEnded;
+  e.done = sum.skipped + sum.ran;
+  e.planned = sum.planned;
+  e.failed = sum.failed;
+  e.sweep_elapsed_s = sweep_elapsed_s;
+  return e;
+}
+
+// The run's metrics from `read`; the run is recorded whatever its metrics do
+// (a row left "running" would be rerun forever), so a failure is a note.
+template <class Read>
+RunMetrics metrics_or_note(const ProcessResult& result, Read&& read) {
+  try {
+    return read();
+  } catch (const std::exception& e) {
+    RunMetrics metrics;
+    metrics.values["wall_s"] = result.wall_s;
+    metrics.notes.push_back(fmt::format("metrics not read: {}", e.what()));
+    return metrics;
+  }
+}
+
+// Records the ended run (with its trace under --profile) and counts it.
+void record_run_end(SweepStore& store, const SweepSpec& spec, const PlannedRun& run,
+                    const std::filesystem::path& run_dir, const ProcessResult& result, const RunMetrics& metrics,
+                    SweepSummary& sum) {
+  std::error_code ec;
+  const bool traced = spec.profile && std::filesystem::exists(run_dir / "trace.ssrun", ec);
+  store.finish_run(run, result, metrics, spec.metric.name(), traced ? (run_dir / "trace.ssrun").string() : "");
+  ++sum.ran;
+  if (result.status == RunStatus::kOk) ++sum.ok;
+  else ++sum.failed;
+}
+
 // What one sweep needs to run its plan, whoever starts the jobs.
 struct SweepContext {
   const SweepSpec& spec;
@@ -416,69 +507,71 @@ struct SweepContext {
 
 // --scheduler slurm: keeps up to max_queued jobs of the sweep in Slurm's
 // queue, follows each by id, and records each run when its job ends.
-void run_slurm_sweep(const SweepContext& c, SweepSummary& sum) {
-  const SweepSpec& spec = c.spec;
+class SlurmSweep {
+ public:
+  SlurmSweep(const SweepContext& c, SweepSummary& sum)
+      : c_(c),
+        sum_(sum),
+        done_(c.finished.begin(), c.finished.end()),
+        db_abs_(std::filesystem::absolute(c.db).lexically_normal()) {
+    for (const auto& [index, job_id] : c.store.submitted_jobs()) active_[index] = {job_id, "", 0};
+    for (const auto& run : c.plan)
+      if (!c.finished.count(run.index) && !active_.count(run.index)) todo_.push_back(&run);
+  }
+
+  void run() {
+    size_t next = 0;
+    while (!g_stop_signal.load()) {
+      while (next < todo_.size() && static_cast<int>(active_.size()) < std::max(1, c_.options.slurm.max_queued))
+        submit(*todo_[next++]);
+      follow_active_jobs();
+      report_queue();
+      if (next >= todo_.size() && active_.empty()) break;
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                 std::chrono::duration<double>(c_.options.slurm.poll_s));
+      while (!g_stop_signal.load() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (const int sig = g_stop_signal.load(); sig != 0 && !active_.empty()) {
+      sum_.interrupted = true;
+      if (!c_.options.slurm.leave_queued) cancel_active_jobs(sig);  // else resume follows them by id
+    }
+  }
+
+ private:
   struct Active {
     std::string job_id;
     std::string state;  // "" until first seen
     double submit_unix = 0;
   };
-  std::map<int, Active> active;  // plan index -> its job
-  for (const auto& [index, job_id] : c.store.submitted_jobs()) active[index] = {job_id, "", 0};
-  std::vector<const PlannedRun*> todo;
-  for (const auto& run : c.plan)
-    if (!c.finished.count(run.index) && !active.count(run.index)) todo.push_back(&run);
-  std::set<int> done(c.finished.begin(), c.finished.end());
-  const auto db_abs = std::filesystem::absolute(c.db).lexically_normal();
 
-  auto base_event = [&](SweepEvent::Kind kind, const PlannedRun& run) {
-    SweepEvent e;
-    e.kind = kind;
-    e.run_index = run.index;
-    e.done = static_cast<int>(done.size());
-    e.planned = sum.planned;
-    e.failed = sum.failed;
-    e.gpus = run.gpus;
-    e.rep = run.rep;
-    e.config_label = run.config_label();
-    e.sweep_elapsed_s = c.elapsed_s();
-    return e;
-  };
+  SweepEvent event(SweepEvent::Kind kind, const PlannedRun& run) const {
+    return run_event(kind, run, static_cast<int>(done_.size()), sum_, c_.elapsed_s());
+  }
+
   // The run ends with `result`; job facts go to slurm_jobs.
-  auto record = [&](const PlannedRun& run, const ProcessResult& result, const StoredRun::SlurmJob& job) {
-    const auto run_dir = c.runs_dir / run.dir_name();
-    RunMetrics metrics;
-    try {
-      metrics = extract_metrics(spec, result, run_dir / "log.txt", run_dir);
-    } catch (const std::exception& e) {
-      metrics.values["wall_s"] = result.wall_s;
-      metrics.notes.push_back(fmt::format("metrics not read: {}", e.what()));
+  void record(const PlannedRun& run, const ProcessResult& result, const StoredRun::SlurmJob& job) {
+    const SweepSpec& spec = c_.spec;
+    const auto run_dir = c_.runs_dir / run.dir_name();
+    RunMetrics metrics =
+        metrics_or_note(result, [&] { return extract_metrics(spec, result, run_dir / "log.txt", run_dir); });
+    if (auto it = c_.orphaned.find(run.index); it != c_.orphaned.end()) metrics.notes.push_back(it->second);
+    c_.store.set_slurm_job(run.index, job);
+    done_.insert(run.index);
+    record_run_end(c_.store, spec, run, run_dir, result, metrics, sum_);
+    if (c_.observe) {
+      SweepEvent e = event(SweepEvent::Kind::kRunFinished, run);
+      add_run_outcome(e, spec, result, metrics);
+      c_.observe(e);
     }
-    if (auto it = c.orphaned.find(run.index); it != c.orphaned.end()) metrics.notes.push_back(it->second);
-    std::error_code ec;
-    const bool traced = spec.profile && std::filesystem::exists(run_dir / "trace.ssrun", ec);
-    c.store.set_slurm_job(run.index, job);
-    c.store.finish_run(run, result, metrics, spec.metric.name(), traced ? (run_dir / "trace.ssrun").string() : "");
-    done.insert(run.index);
-    ++sum.ran;
-    if (result.status == RunStatus::kOk) ++sum.ok;
-    else ++sum.failed;
-    if (c.observe) {
-      SweepEvent e = base_event(SweepEvent::Kind::kRunFinished, run);
-      e.status = result.status;
-      e.wall_s = result.wall_s;
-      e.metric_name = spec.metric.name();
-      if (auto mv = metrics.values.find(spec.metric.name());
-          result.status == RunStatus::kOk && mv != metrics.values.end())
-        e.metric = mv->second;
-      e.note = result.note;
-      c.observe(e);
-    }
-  };
-  auto submit = [&](const PlannedRun& run) {
-    const auto run_dir = fresh_run_dir(c.runs_dir, run);
+  }
+
+  void submit(const PlannedRun& run) {
+    const SweepSpec& spec = c_.spec;
+    const auto run_dir = fresh_run_dir(c_.runs_dir, run);
     const auto log_path = run_dir / "log.txt";
-    const auto& argv = c.lines[static_cast<size_t>(run.index)];
+    const auto& argv = c_.lines[static_cast<size_t>(run.index)];
     const auto script = run_dir / "job.sh";
     {
       std::ofstream out(script);
@@ -486,18 +579,18 @@ void run_slurm_sweep(const SweepContext& c, SweepSummary& sum) {
       if (!out) fail("{}: cannot write the batch script", script.string());
     }
     const auto sbatch =
-        sbatch_command(spec, run, c.options.slurm, fmt::format("scalescope-{}-{}", c.db.stem().string(), run.index),
-                       fmt::format("scalescope sweep {} run {}", db_abs.string(), run.index), log_path, script);
-    c.store.begin_run(run, argv_json(argv), run_dir.string(), log_path.string(), now_unix(), c.me.to_text());
+        sbatch_command(spec, run, c_.options.slurm, fmt::format("scalescope-{}-{}", c_.db.stem().string(), run.index),
+                       fmt::format("scalescope sweep {} run {}", db_abs_.string(), run.index), log_path, script);
+    c_.store.begin_run(run, argv_json(argv), run_dir.string(), log_path.string(), now_unix(), c_.me.to_text());
     try {
       const std::string id = slurm_submit(sbatch);
       const double at = now_unix();
-      c.store.set_slurm_job(run.index, {id, "PENDING", std::nullopt, "", std::nullopt, std::nullopt}, at);
-      active[run.index] = {id, "PENDING", at};
-      if (c.observe) {
-        SweepEvent e = base_event(SweepEvent::Kind::kRunStarted, run);
+      c_.store.set_slurm_job(run.index, {id, "PENDING", std::nullopt, "", std::nullopt, std::nullopt}, at);
+      active_[run.index] = {id, "PENDING", at};
+      if (c_.observe) {
+        SweepEvent e = event(SweepEvent::Kind::kRunStarted, run);
         e.note = "submitted as Slurm job " + id;
-        c.observe(e);
+        c_.observe(e);
       }
     } catch (const Error& e) {
       ProcessResult r;
@@ -506,47 +599,15 @@ void run_slurm_sweep(const SweepContext& c, SweepSummary& sum) {
       r.note = e.what();
       RunMetrics none;
       none.values["wall_s"] = 0;
-      c.store.finish_run(run, r, none, spec.metric.name(), "");
-      done.insert(run.index);
-      ++sum.ran;
-      ++sum.failed;
+      done_.insert(run.index);
+      record_run_end(c_.store, spec, run, run_dir, r, none, sum_);  // counted as failed
     }
-  };
-  std::vector<SweepEvent::QueueCounts> last_counts;
-  auto report_queue = [&] {
-    if (!c.observe) return;
-    std::vector<SweepEvent::QueueCounts> counts;
-    std::map<std::pair<std::string, int>, size_t> slot;
-    for (const auto& run : c.plan) {
-      auto [it, added] = slot.try_emplace({run.config_label(), run.gpus}, counts.size());
-      if (added) counts.push_back({run.config_label(), run.gpus, 0, 0, 0});
-      auto& n = counts[it->second];
-      if (done.count(run.index)) ++n.done;
-      else if (auto a = active.find(run.index); a != active.end())
-        ++(a->second.state == "PENDING" ? n.queued : n.running);
-    }
-    auto same = [](const SweepEvent::QueueCounts& a, const SweepEvent::QueueCounts& b) {
-      return a.queued == b.queued && a.running == b.running && a.done == b.done;
-    };
-    if (counts.size() == last_counts.size() && std::equal(counts.begin(), counts.end(), last_counts.begin(), same))
-      return;
-    last_counts = counts;
-    SweepEvent e;
-    e.kind = SweepEvent::Kind::kQueue;
-    e.done = static_cast<int>(done.size());
-    e.planned = sum.planned;
-    e.failed = sum.failed;
-    e.sweep_elapsed_s = c.elapsed_s();
-    e.queue = std::move(counts);
-    c.observe(e);
-  };
+  }
 
-  size_t next = 0;
-  while (!g_stop_signal.load()) {
-    while (next < todo.size() && static_cast<int>(active.size()) < std::max(1, c.options.slurm.max_queued))
-      submit(*todo[next++]);
-    for (auto it = active.begin(); it != active.end();) {
-      const PlannedRun& run = c.plan[static_cast<size_t>(it->first)];
+  // Asks Slurm about each job in the queue: records those that ended, notes new states.
+  void follow_active_jobs() {
+    for (auto it = active_.begin(); it != active_.end();) {
+      const PlannedRun& run = c_.plan[static_cast<size_t>(it->first)];
       const auto job = slurm_query(it->second.job_id);
       if (!job) {
         // Neither slurmctld nor accounting knows it: nothing more will be learned.
@@ -556,7 +617,7 @@ void run_slurm_sweep(const SweepContext& c, SweepSummary& sum) {
         r.note = fmt::format("Slurm job {} is no longer known to Slurm (scontrol, sacct): its outcome is unknown",
                              it->second.job_id);
         record(run, r, {it->second.job_id, "UNKNOWN", std::nullopt, "", std::nullopt, std::nullopt});
-        it = active.erase(it);
+        it = active_.erase(it);
         continue;
       }
       StoredRun::SlurmJob facts{job->job_id, job->state, std::nullopt, job->nodelist, job->gpus, std::nullopt};
@@ -564,35 +625,155 @@ void run_slurm_sweep(const SweepContext& c, SweepSummary& sum) {
       if (job->finished()) {
         facts.exit_code = job->exit_code;
         record(run, slurm_result(*job), facts);
-        it = active.erase(it);
+        it = active_.erase(it);
         continue;
       }
       if (job->state != it->second.state) {
-        c.store.set_slurm_job(run.index, facts);
+        c_.store.set_slurm_job(run.index, facts);
         it->second.state = job->state;
       }
       ++it;
     }
-    report_queue();
-    if (next >= todo.size() && active.empty()) break;
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                               std::chrono::duration<double>(c.options.slurm.poll_s));
-    while (!g_stop_signal.load() && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (const int sig = g_stop_signal.load(); sig != 0 && !active.empty()) {
-    sum.interrupted = true;
-    if (c.options.slurm.leave_queued) return;  // resume follows them by id
+
+  // Queued, running and done runs per configuration and GPU count, when they changed.
+  void report_queue() {
+    if (!c_.observe) return;
+    std::vector<SweepEvent::QueueCounts> counts;
+    std::map<std::pair<std::string, int>, size_t> slot;
+    for (const auto& run : c_.plan) {
+      auto [it, added] = slot.try_emplace({run.config_label(), run.gpus}, counts.size());
+      if (added) counts.push_back({run.config_label(), run.gpus, 0, 0, 0});
+      auto& n = counts[it->second];
+      if (done_.count(run.index)) ++n.done;
+      else if (auto a = active_.find(run.index); a != active_.end())
+        ++(a->second.state == "PENDING" ? n.queued : n.running);
+    }
+    auto same = [](const SweepEvent::QueueCounts& a, const SweepEvent::QueueCounts& b) {
+      return a.queued == b.queued && a.running == b.running && a.done == b.done;
+    };
+    if (counts.size() == last_counts_.size() && std::equal(counts.begin(), counts.end(), last_counts_.begin(), same))
+      return;
+    last_counts_ = counts;
+    SweepEvent e;
+    e.kind = SweepEvent::Kind::kQueue;
+    e.done = static_cast<int>(done_.size());
+    e.planned = sum_.planned;
+    e.failed = sum_.failed;
+    e.sweep_elapsed_s = c_.elapsed_s();
+    e.queue = std::move(counts);
+    c_.observe(e);
+  }
+
+  void cancel_active_jobs(int sig) {
     std::vector<std::string> ids;
-    for (const auto& [index, a] : active) ids.push_back(a.job_id);
+    for (const auto& [index, a] : active_) ids.push_back(a.job_id);
     slurm_cancel(ids);
-    for (const auto& [index, a] : active) {
-      const PlannedRun& run = c.plan[static_cast<size_t>(index)];
+    for (const auto& [index, a] : active_) {
+      const PlannedRun& run = c_.plan[static_cast<size_t>(index)];
       // Left "running" without a job: resume submits it again.
-      c.store.forget_slurm_job(index);
-      c.store.set_running_note(
+      c_.store.forget_slurm_job(index);
+      c_.store.set_running_note(
           run, fmt::format("interrupted by signal {} ({}): Slurm job {} cancelled", sig, strsignal(sig), a.job_id));
+    }
+  }
+
+  const SweepContext& c_;
+  SweepSummary& sum_;
+  std::map<int, Active> active_;  // plan index -> its job
+  std::vector<const PlannedRun*> todo_;
+  std::set<int> done_;
+  const std::filesystem::path db_abs_;
+  std::vector<SweepEvent::QueueCounts> last_counts_;
+};
+
+// Rows left "running": their sweep died (we hold the lock, so no live sweep
+// on a shared lock runs them). Each runs again, with a note why in its record.
+// Error when a live sweep on this host still runs one.
+std::map<int, std::string> orphaned_runs(SweepStore& store, const std::filesystem::path& db, const Runner& me,
+                                         const SweepObserver& observe) {
+  std::map<int, std::string> orphaned;
+  const auto submitted = store.submitted_jobs();
+  for (const auto& [index, note] : store.running_rows()) {
+    const Runner was = Runner::parse(note);
+    if (was.pid > 0 && was.alive_here() && was.pid != me.pid)
+      fail("{}: run {} is still being run by sweep pid {} on {}; wait for it to end", db.string(), index, was.pid,
+           was.host);
+    if (submitted.count(index)) continue;  // its Slurm job is followed by id
+    if (note.starts_with("interrupted")) {
+      orphaned[index] = "rerun: the previous attempt was " + note;
+      continue;
+    }
+    orphaned[index] = was.pid > 0 ? fmt::format(
+                                        "rerun: the previous attempt was orphaned (its sweep, pid {} on {}, "
+                                        "died)",
+                                        was.pid, was.host)
+                                  : std::string("rerun: the previous attempt was orphaned (its sweep died)");
+    if (observe) {
+      SweepEvent e;
+      e.kind = SweepEvent::Kind::kOrphanRerun;
+      e.run_index = index;
+      observe(e);
+    }
+  }
+  return orphaned;
+}
+
+// Runs the plan here, one run after another.
+void run_local_sweep(const SweepContext& c, SweepSummary& sum) {
+  const SweepSpec& spec = c.spec;
+  const SweepObserver& observe = c.observe;
+  const int todo = static_cast<int>(c.plan.size() - c.finished.size());
+  double spent = 0;
+  int done_now = 0;
+  for (const auto& run : c.plan) {
+    if (c.finished.count(run.index)) {
+      ++sum.skipped;
+      continue;
+    }
+    if (g_stop_signal.load()) {
+      sum.interrupted = true;
+      break;
+    }
+    const auto run_dir = fresh_run_dir(c.runs_dir, run);
+    const auto log_path = run_dir / "log.txt";
+    const auto& argv = c.lines[static_cast<size_t>(run.index)];
+    c.store.begin_run(run, argv_json(argv), run_dir.string(), log_path.string(), now_unix(), c.me.to_text());
+    const auto run_env = run_environment(run, run_dir);
+    const auto run_start = std::chrono::steady_clock::now();
+    auto event = [&](SweepEvent::Kind kind) {
+      SweepEvent e = run_event(kind, run, sum.skipped + sum.ran, sum, c.elapsed_s());
+      e.run_elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+      return e;
+    };
+    if (observe) observe(event(SweepEvent::Kind::kRunStarted));
+    // Metrics are read from the output as it comes, before log.txt's cap drops any of it.
+    MetricScanner scanner(spec.metric);
+    const auto result = run_process(
+        argv, log_path, spec.timeout_s, spec.kill_grace_s, run_env,
+        [&] {
+          if (observe) observe(event(SweepEvent::Kind::kRunning));
+          return g_stop_signal.load() != 0;
+        },
+        c.options.max_log_bytes, [&](std::string_view bytes) { scanner.feed(bytes); });
+    if (result.note == "interrupted" && g_stop_signal.load()) {
+      // Left as "running": redone on resume; the note says why.
+      c.store.set_running_note(
+          run, fmt::format("interrupted by signal {} ({})", g_stop_signal.load(), strsignal(g_stop_signal.load())));
+      sum.interrupted = true;
+      break;
+    }
+    RunMetrics metrics = metrics_or_note(result, [&] { return finish_metrics(spec, result, scanner, run_dir); });
+    if (!result.log_note.empty()) metrics.notes.push_back(result.log_note);
+    if (auto it = c.orphaned.find(run.index); it != c.orphaned.end()) metrics.notes.push_back(it->second);
+    record_run_end(c.store, spec, run, run_dir, result, metrics, sum);
+    ++done_now;
+    spent += result.wall_s;
+    if (observe) {
+      SweepEvent e = event(SweepEvent::Kind::kRunFinished);
+      e.eta_s = spent / done_now * (todo - done_now);
+      add_run_outcome(e, spec, result, metrics);
+      observe(e);
     }
   }
 }
@@ -627,149 +808,23 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
   sum.sweep_id = store.sweep_id();
   sum.planned = static_cast<int>(plan.size());
   const auto finished = store.finished_indices();
-  // Rows left "running": their sweep died (we hold the lock, so no live sweep
-  // on a shared lock runs them). Run them again, and say so in their record.
-  std::map<int, std::string> orphaned;
-  const auto submitted = store.submitted_jobs();
-  for (const auto& [index, note] : store.running_rows()) {
-    const Runner was = Runner::parse(note);
-    if (was.pid > 0 && was.alive_here() && was.pid != me.pid)
-      fail("{}: run {} is still being run by sweep pid {} on {}; wait for it to end", db.string(), index, was.pid,
-           was.host);
-    if (submitted.count(index)) continue;  // its Slurm job is followed by id
-    if (note.starts_with("interrupted")) {
-      orphaned[index] = "rerun: the previous attempt was " + note;
-      continue;
-    }
-    orphaned[index] = was.pid > 0 ? fmt::format(
-                                        "rerun: the previous attempt was orphaned (its sweep, pid {} on {}, "
-                                        "died)",
-                                        was.pid, was.host)
-                                  : std::string("rerun: the previous attempt was orphaned (its sweep died)");
-    if (observe) {
-      SweepEvent e;
-      e.kind = SweepEvent::Kind::kOrphanRerun;
-      e.run_index = index;
-      observe(e);
-    }
-  }
+  const std::map<int, std::string> orphaned = orphaned_runs(store, db, me, observe);
   std::error_code ec;
   std::filesystem::create_directories(runs_dir, ec);
   if (ec) fail("{}: cannot create the runs folder ({})", runs_dir.string(), ec.message());
 
   StopSignals signals;
-  if (spec.scheduler == SchedulerKind::kSlurm) {
-    const auto sweep_start = std::chrono::steady_clock::now();
-    SweepContext context{
-        spec, plan, lines, db, runs_dir, store, finished, orphaned, me, options, observe, [sweep_start] {
-          return std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
-        }};
-    sum.skipped = static_cast<int>(finished.size());
-    run_slurm_sweep(context, sum);
-    if (observe) {
-      SweepEvent e;
-      e.kind = SweepEvent::Kind::kSweepEnded;
-      e.done = sum.skipped + sum.ran;
-      e.planned = sum.planned;
-      e.failed = sum.failed;
-      e.sweep_elapsed_s = context.elapsed_s();
-      observe(e);
-    }
-    if (g_stop_signal.load()) sum.interrupted = true;
-    return sum;
-  }
-  const int todo = static_cast<int>(plan.size() - finished.size());
-  double spent = 0;
-  int done_now = 0;
   const auto sweep_start = std::chrono::steady_clock::now();
-  auto elapsed_s = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
-  };
-  for (const auto& run : plan) {
-    if (finished.count(run.index)) {
-      ++sum.skipped;
-      continue;
-    }
-    if (g_stop_signal.load()) {
-      sum.interrupted = true;
-      break;
-    }
-    const auto run_dir = fresh_run_dir(runs_dir, run);
-    const auto log_path = run_dir / "log.txt";
-    const auto& argv = lines[static_cast<size_t>(run.index)];
-    store.begin_run(run, argv_json(argv), run_dir.string(), log_path.string(), now_unix(), me.to_text());
-    const auto run_env = run_environment(run, run_dir);
-    const auto run_start = std::chrono::steady_clock::now();
-    auto event = [&](SweepEvent::Kind kind) {
-      SweepEvent e;
-      e.kind = kind;
-      e.run_index = run.index;
-      e.done = sum.skipped + sum.ran;
-      e.planned = sum.planned;
-      e.failed = sum.failed;
-      e.gpus = run.gpus;
-      e.rep = run.rep;
-      e.config_label = run.config_label();
-      e.sweep_elapsed_s = elapsed_s();
-      e.run_elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-      return e;
-    };
-    if (observe) observe(event(SweepEvent::Kind::kRunStarted));
-    // Metrics are read from the output as it comes, before log.txt's cap drops any of it.
-    MetricScanner scanner(spec.metric);
-    const auto result = run_process(
-        argv, log_path, spec.timeout_s, spec.kill_grace_s, run_env,
-        [&] {
-          if (observe) observe(event(SweepEvent::Kind::kRunning));
-          return g_stop_signal.load() != 0;
-        },
-        options.max_log_bytes, [&](std::string_view bytes) { scanner.feed(bytes); });
-    if (result.note == "interrupted" && g_stop_signal.load()) {
-      // Left as "running": redone on resume; the note says why.
-      store.set_running_note(
-          run, fmt::format("interrupted by signal {} ({})", g_stop_signal.load(), strsignal(g_stop_signal.load())));
-      sum.interrupted = true;
-      break;
-    }
-    RunMetrics metrics;
-    try {
-      metrics = finish_metrics(spec, result, scanner, run_dir);
-    } catch (const std::exception& e) {
-      // The run is recorded whatever its metrics do: a row left "running" would be rerun forever.
-      metrics.values["wall_s"] = result.wall_s;
-      metrics.notes.push_back(fmt::format("metrics not read: {}", e.what()));
-    }
-    if (!result.log_note.empty()) metrics.notes.push_back(result.log_note);
-    if (auto it = orphaned.find(run.index); it != orphaned.end()) metrics.notes.push_back(it->second);
-    const bool traced = spec.profile && std::filesystem::exists(run_dir / "trace.ssrun", ec);
-    store.finish_run(run, result, metrics, spec.metric.name(), traced ? (run_dir / "trace.ssrun").string() : "");
-    ++sum.ran;
-    ++done_now;
-    spent += result.wall_s;
-    if (result.status == RunStatus::kOk) ++sum.ok;
-    else ++sum.failed;
-    if (observe) {
-      SweepEvent e = event(SweepEvent::Kind::kRunFinished);
-      e.eta_s = spent / done_now * (todo - done_now);
-      e.status = result.status;
-      e.wall_s = result.wall_s;
-      e.metric_name = spec.metric.name();
-      if (auto mv = metrics.values.find(spec.metric.name());
-          result.status == RunStatus::kOk && mv != metrics.values.end())
-        e.metric = mv->second;
-      e.note = result.note;
-      observe(e);
-    }
+  SweepContext context{spec, plan, lines, db, runs_dir, store, finished, orphaned, me, options, observe, [sweep_start] {
+                         return std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
+                       }};
+  if (spec.scheduler == SchedulerKind::kSlurm) {
+    sum.skipped = static_cast<int>(finished.size());
+    SlurmSweep(context, sum).run();
+  } else {
+    run_local_sweep(context, sum);
   }
-  if (observe) {
-    SweepEvent e;
-    e.kind = SweepEvent::Kind::kSweepEnded;
-    e.done = sum.skipped + sum.ran;
-    e.planned = sum.planned;
-    e.failed = sum.failed;
-    e.sweep_elapsed_s = elapsed_s();
-    observe(e);
-  }
+  if (observe) observe(sweep_ended_event(sum, context.elapsed_s()));
   if (g_stop_signal.load()) sum.interrupted = true;
   return sum;
 }

@@ -67,11 +67,30 @@ def mobilenet_setup(torch):
     return step
 
 
+def launches_setup(torch):
+    """A launch-bound step: about 600 tiny kernels (a chain of elementwise ops,
+    its backward, an SGD step) and a synchronize. The host issues every kernel,
+    so whatever a profiler leaves on the launch path shows in its time."""
+    p = torch.nn.Parameter(torch.ones(1024, device="cuda"))
+    opt = torch.optim.SGD([p], lr=1e-6)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        x = p
+        for _ in range(100):
+            x = x * 1.0001 + 0.0001
+        x.sum().backward()
+        opt.step()
+        torch.cuda.synchronize()
+
+    return step
+
+
 def job_mobilenet(args):
     t0 = time.monotonic()
     import torch
 
-    step = mobilenet_setup(torch)
+    step = (launches_setup if args.mode == "launches" else mobilenet_setup)(torch)
     times = []
     last = time.perf_counter()
     for _ in range(args.steps):
@@ -374,7 +393,7 @@ def main():
     a.add_argument("--steps", type=int, default=1000)
     a.add_argument("--checks", default="cost,outside-windows,loader,operators")
     j = sub.add_parser("job")
-    j.add_argument("mode", choices=["mobilenet", "loader", "ops", "ab"])
+    j.add_argument("mode", choices=["mobilenet", "launches", "loader", "ops", "ab"])
     j.add_argument("--steps", type=int, default=1000)
     j.add_argument("--blocks", type=int, default=16)
     j.add_argument("--block-steps", type=int, default=150)
@@ -384,7 +403,7 @@ def main():
     if args.cmd == "self-test":
         self_test()
     elif args.cmd == "job":
-        {"mobilenet": job_mobilenet, "loader": job_loader, "ops": job_ops, "ab": job_ab}[args.mode](args)
+        {"mobilenet": job_mobilenet, "launches": job_mobilenet, "loader": job_loader, "ops": job_ops, "ab": job_ab}[args.mode](args)
     else:
         Driver(args).run()
 

@@ -61,13 +61,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=2600)
     ap.add_argument("--at", type=int, default=2000)
+    ap.add_argument("--job", choices=["mobilenet", "launches"], default="mobilenet",
+                    help="mobilenet: the MobileNetV2 loop; launches: about 600 tiny kernels a step, launch-bound, "
+                         "so that anything left on the launch path after the window shows")
     ap.add_argument("--first-round", type=int, default=0,
                     help="number of the first round (a later call goes on with the alternation of an earlier one)")
     args = ap.parse_args()
     ss = os.path.abspath(args.scalescope)
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    job = [sys.executable, CHECK, "job", "mobilenet", "--steps", str(args.steps)]
+    job = [sys.executable, CHECK, "job", args.job, "--steps", str(args.steps)]
     rounds, summary = [], []
     for r in range(args.first_round, args.first_round + args.rounds):
         res = {}

@@ -9,15 +9,20 @@ synchronize after it: NCCL's call itself has returned (it only queues the
 kernel), the step never ends. Run under `scalescope profile --hang-after`
 and end it with a timeout's SIGTERM.
 """
+import faulthandler
 import os
+import signal
 
 import torch
 import torch.distributed as dist
 
-HANG_AT = int(os.environ.get("HANG_AT", "30"))
+HANG_AT = int(os.environ.get("HANG_AT", "30"))  # -1: never
+STEPS = int(os.environ.get("STEPS", "10000"))
 
 
 def main():
+    # SIGUSR1 prints every thread's Python stack: where a hung job waits.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29533")
     os.environ.setdefault("RANK", "0")
@@ -27,7 +32,7 @@ def main():
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     a = torch.randn(1024, 1024, device="cuda")
     x = torch.ones((1 << 20) + 7, device="cuda")
-    for step in range(10_000):
+    for step in range(STEPS):
         torch.cuda.nvtx.range_push(f"ProfilerStep#{step}")
         a = a @ a
         a = a / a.norm()

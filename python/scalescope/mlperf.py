@@ -47,9 +47,20 @@ def scores(runs_csv=None):
 
 
 def analyze(runs_csv=None, benchmark=None, accelerator=None, ref=None, threshold=0.8):
-    """Scaling across systems per benchmark and accelerator: {title: DataFrame}."""
+    """Scaling across systems per benchmark, accelerator and division:
+    {"<title> on <accelerator>": DataFrame}, one row per scored system
+    (system, submitter, accelerators, nodes, minutes, gpu_hours, speedup,
+    efficiency, pareto, role). Each DataFrame's attrs hold the group's typed
+    fields: benchmark, division, accelerator, reference (the system),
+    ref_chosen, curve (the fastest system at each count, with break_even)."""
     args = {"threshold": threshold}
     for k, v in (("runs_csv", runs_csv), ("benchmark", benchmark), ("accelerator", accelerator), ("ref", ref)):
         if v is not None:
             args[k] = _path(v)
-    return _frames.tables(_call("analyze", args), "mlperf.analyze")
+    out = {}
+    for g in _call("analyze", args)["scaling"]["groups"]:
+        df = _frames.records(g["systems"], list(g["systems"][0]), "mlperf.analyze")  # a group has a system
+        df.attrs.update({k: g[k] for k in ("benchmark", "division", "title", "accelerator", "ref_chosen", "curve")})
+        df.attrs["reference"] = g["systems"][g["reference"]]["system"]
+        out[f"{g['title']} on {g['accelerator']}"] = df
+    return out

@@ -118,11 +118,15 @@ def test_mlperf_scores_and_analyze_equal_cli(cli):
     scores = scalescope.mlperf.scores()
     expected = cli("mlperf", "scores", "--format", "json")["tables"][0]
     assert_rows(scores, expected["rows"])
+    # analyze: DataFrames built from the typed result's keys, not from rendered tables.
     tables = scalescope.mlperf.analyze(benchmark="ssd")
-    expected = cli("mlperf", "analyze", "--benchmark", "ssd", "--format", "json")["tables"]
-    assert list(tables) == [t["title"] for t in expected]
-    for t in expected:
-        assert_rows(tables[t["title"]], t["rows"])
+    groups = cli("mlperf", "analyze", "--benchmark", "ssd", "--format", "json")["scaling"]["groups"]
+    assert groups and list(tables) == [f"{g['title']} on {g['accelerator']}" for g in groups]
+    for g in groups:
+        df = tables[f"{g['title']} on {g['accelerator']}"]
+        assert_rows(df, g["systems"])
+        assert df.attrs["reference"] == g["systems"][g["reference"]]["system"]
+        assert df["pareto"].dtype == bool
 
 
 def test_mlperf_ingest_equals_cli(cli, tmp_path):

@@ -66,6 +66,18 @@
     return v.toLocaleString('en-US', { maximumFractionDigits: d });
   }
 
+  // A duration in ns as the terminal shows it (trace/format_units.cpp):
+  // 1.230 ms, 4.500 s, 812 ns.
+  function fmtDuration(ns) {
+    if (typeof ns !== 'number') return fmtNumber(ns);
+    if (!isFinite(ns)) return 'n/a';
+    const a = Math.abs(ns);
+    if (a >= 1e9) return (ns / 1e9).toFixed(3) + ' s';
+    if (a >= 1e6) return (ns / 1e6).toFixed(3) + ' ms';
+    if (a >= 1e3) return (ns / 1e3).toFixed(3) + ' us';
+    return ns.toFixed(0) + ' ns';
+  }
+
   function withUnit(v, unit) { return unit ? fmtNumber(v) + ' ' + unit : fmtNumber(v); }
 
   // Axis ticks: at most three significant digits, thousands and up with an SI
@@ -125,6 +137,7 @@
     t.appendChild(thead);
     const body = el('tbody');
     const hidden = block.hidden || [];
+    const durations = block.columns.map(c => /_ns$/.test(c));
     const fill = rows => {
       body.textContent = '';
       for (const row of rows) {
@@ -133,7 +146,10 @@
           if (hidden.includes(i)) return;
           const isNum = typeof cell === 'number';
           const cls = isNum ? 'num' : ((block.name_columns || []).includes(i) ? 'name' : '');
-          const td = el('td', cls, isNum ? fmtNumber(cell) : (cell === null ? '' : cell), kMaxCell);
+          // Columns named *_ns hold durations in ns, shown as the terminal shows them.
+          const shown = isNum ? (durations[i] ? fmtDuration(cell) : fmtNumber(cell)) : (cell === null ? '' : cell);
+          const td = el('td', cls, shown, kMaxCell);
+          if (durations[i] && isNum) td.title = cell.toLocaleString('en-US') + ' ns';
           // A hidden column is the tooltip of the cell before it (a kernel's full name).
           if (hidden.includes(i + 1) && typeof row[i + 1] === 'string') td.title = row[i + 1];
           tr.appendChild(td);

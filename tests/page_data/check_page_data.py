@@ -4,8 +4,10 @@
 For each input (the shipped sample, a study .ssrun, a study .db)
 this runs the command a user would run and `scalescope report` on the same
 input, takes the data the page embeds (<script id="scalescope-data">), and
-compares them figure by figure: findings, the per-rank breakdown, iterations
-(and the boxplot's median against the analysis' steady median), top kernels,
+compares them figure by figure: findings, the per-rank breakdown, idle time,
+iterations and stragglers (each the very table `analyze --format json` prints,
+cell by cell, and the analysis' figures; the boxplot's median against the
+steady median), top kernels,
 copies, NCCL collectives by operation and message size and stragglers for a run; every row of the scaling, break-even and
 comparison tables for a sweep. Any figure the page computed differently fails.
 
@@ -78,7 +80,7 @@ def quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def check_run(name: str, doc: dict, cli: dict, perturb: bool) -> None:
+def check_run(name: str, doc: dict, cli: dict, cli_tables: dict, perturb: bool) -> None:
     analysis, findings = cli["analysis"], cli["findings"]
     ranks = analysis["ranks"]
     run_blocks = blocks(doc, "Run: ")
@@ -106,51 +108,74 @@ def check_run(name: str, doc: dict, cli: dict, perturb: bool) -> None:
         for pf, cf in zip(p["figures"], f["figures"]):
             same(pf["name"], cf["name"], f"{name}: finding {f['id']} figure name")
             same(pf["value"], cf["value"], f"{name}: finding {f['id']} {cf['name']}")
+    # The tables `analyze` prints and the page shows (report/run_tables.hpp):
+    # every cell of the page's table equals the command's, and the figures
+    # are the analysis' own.
+    printed = {t["id"]: t for t in cli_tables["tables"]}
+
+    def shared(title: str, table_id: str) -> tuple[dict | None, list[dict]]:
+        """The page's table and its rows as objects keyed by column, checked cell by cell against `analyze`'s."""
+        t = table(run_blocks, title)
+        c = printed.get(table_id)
+        if t is None:
+            if c and c["rows"]:
+                FAILURES.append(f"{name}: {title!r} is printed by analyze but not on the page")
+            return None, []
+        if c is None:
+            FAILURES.append(f"{name}: {table_id} is on the page but analyze does not print it")
+            return t, []
+        same(t["title"], c["title"], f"{name}: {table_id} title")
+        same(t["columns"], c["columns"], f"{name}: {table_id} columns")
+        same(len(t["rows"]), len(c["rows"]), f"{name}: {table_id} rows")
+        same(t.get("notes", []), c.get("notes", []), f"{name}: {table_id} notes")
+        for i, (prow, crow) in enumerate(zip(t["rows"], c["rows"])):
+            for k, col in enumerate(t["columns"]):
+                v = crow[col]
+                same(prow[k], ("yes" if v else "no") if isinstance(v, bool) else v, f"{name}: {table_id} row {i} {col}")
+        return t, [dict(zip(t["columns"], row)) for row in t["rows"]]
+
     # Breakdown per rank: the table and the stacked chart.
-    t = table(run_blocks, "Time breakdown per rank")
+    t, rows = shared("Time breakdown per rank", "time_breakdown_per_rank")
     with_breakdown = [r for r in ranks if r["breakdown"]["availability"]["available"]]
-    rows = t["rows"] if t else []
     same(len(rows), len(with_breakdown), f"{name}: breakdown rows")
     chart = next((b for b in run_blocks if b.get("title") == "Per-rank breakdown"), None)
     for i, (row, r) in enumerate(zip(rows, with_breakdown)):
         b = r["breakdown"]
         what = f"{name}: breakdown {r['label']}"
-        same(row[0], r["label"], what + " label")
-        for k, key in enumerate(("wall_ns", "compute_ns", "exposed_communication_ns", "copy_ns", "idle_ns",
-                                 "communication_ns"), start=1):
-            same(row[k], b[key] / ms, f"{what} {key}")
-        same(row[7], b["overlap_fraction"], what + " overlap")
+        same(row["rank"], r["rank"], what + " rank")
+        for col, key in (("wall_ns", "wall_ns"), ("compute_ns", "compute_ns"),
+                         ("exposed_comm_ns", "exposed_communication_ns"), ("copies_sets_ns", "copy_ns"),
+                         ("idle_ns", "idle_ns"), ("comm_overlapped_ns", "overlap_ns")):
+            same(row[col], b[key], f"{what} {key}")
+        same(row["comm_overlap_pct"], 100 * b["overlap_fraction"], what + " overlap")
         if chart:
+            same(chart["categories"][i], r["label"], what + " chart label")
             for series, key in zip(chart["series"], ("compute_ns", "exposed_communication_ns", "copy_ns", "idle_ns")):
                 same(series["values"][i], b[key] / ms, f"{what} chart {key}")
     # GPU idle time inside the iterations: host wait, kernel wait, other.
-    t = table(run_blocks, "GPU idle time inside the iterations")
+    t, rows = shared("GPU idle time inside the iterations", "idle_time_breakdown")
     with_idle = [r for r in ranks if r["idle_breakdown"]["availability"]["available"]]
-    rows = t["rows"] if t else []
     same(len(rows), len(with_idle), f"{name}: idle breakdown rows")
     for row, r in zip(rows, with_idle):
         b = r["idle_breakdown"]
         what = f"{name}: idle breakdown {r['label']}"
-        same(row[0], r["label"], what + " label")
-        for k, key in enumerate(("idle_ns", "host_wait_ns", "kernel_wait_ns", "other_ns"), start=1):
-            same(row[k], b[key] / ms, f"{what} {key}")
+        same(row["rank"], r["rank"], what + " rank")
+        for key in ("idle_ns", "host_wait_ns", "kernel_wait_ns", "other_ns"):
+            same(row[key], b[key], f"{what} {key}")
     # Iterations per rank, and the boxplot's median against the steady median.
-    t = table(run_blocks, "Iterations per rank")
+    t, rows = shared("Iterations", "iterations")
     with_its = [r for r in ranks if r["iterations"]["availability"]["available"]]
-    rows = t["rows"] if t else []
     same(len(rows), len(with_its), f"{name}: iteration rows")
     box = next((b for b in run_blocks if b.get("kind") == "boxplot"), None)
     box_i = 0
     for row, r in zip(rows, with_its):
         it = r["iterations"]
         what = f"{name}: iterations {r['label']}"
-        same(row[0], r["label"], what + " label")
-        same(row[1], it["count"], what + " count")
-        same(row[2], it["warmup_count"], what + " warm-up")
-        same(row[3], it["steady_median_ns"] / ms, what + " steady median")
-        same(row[4], it["steady_p95_ns"] / ms, what + " steady p95")
-        same(row[5], it["steady_cv"], what + " steady cv")
-        same(row[6], it["source"], what + " source")
+        same(row["rank"], r["rank"], what + " rank")
+        for col, key in (("count", "count"), ("warmup", "warmup_count"), ("median_ns", "median_ns"),
+                         ("p95_ns", "p95_ns"), ("cv", "cv"), ("steady_median_ns", "steady_median_ns"),
+                         ("steady_p95_ns", "steady_p95_ns"), ("steady_cv", "steady_cv"), ("source", "source")):
+            same(row[col], it[key], f"{what} {key}")
         steady = sorted((x["end_ns"] - x["start_ns"]) / ms for x in it["iterations"] if not x["warmup"])
         if steady and box:
             lo, q1, med, q3, hi = box["boxes"][box_i]
@@ -210,18 +235,14 @@ def check_run(name: str, doc: dict, cli: dict, perturb: bool) -> None:
     # NCCL collectives by operation and message size: the analysis' table, and
     # each rank's time per operation in the chart.
     nccl = analysis["nccl_ops"]
-    t = table(run_blocks, "NCCL collectives by operation and message size")
-    rows = t["rows"] if t else []
+    t, rows = shared("NCCL collectives by operation and message size", "nccl_collectives_by_operation_and_message_size")
     same(len(rows), len(nccl["groups"]), f"{name}: NCCL rows")
     for row, g in zip(rows, nccl["groups"]):
         what = f"{name}: NCCL {g['operation']} {g['message_bytes']} bytes"
-        same(row[0], g["operation"], what + " operation")
-        same(row[1], g["message_bytes"] if g["message_bytes"] else "unknown", what + " message bytes")
-        same(row[2], g["count"], what + " count")
-        same(row[3], g["time_ns"] / ms, what + " time")
-        same(row[4], g["mean_ns"] / 1e3, what + " mean")
-        same(row[5], g["algorithm_gbps"], what + " algorithm GB/s")
-        same(row[6], g["bus_gbps"], what + " bus GB/s")
+        same(row["operation"], g["operation"], what + " operation")
+        same(row["message_bytes"], g["message_bytes"] if g["message_bytes"] else None, what + " message bytes")
+        for key in ("count", "time_ns", "mean_ns", "algorithm_gbps", "bus_gbps"):
+            same(row[key], g[key], f"{what} {key}")
     chart = next((b for b in run_blocks if b.get("title") == "NCCL time per rank by operation"), None)
     if nccl["groups"] and not chart:
         FAILURES.append(f"{name}: no NCCL chart on the page")
@@ -231,17 +252,15 @@ def check_run(name: str, doc: dict, cli: dict, perturb: bool) -> None:
             same(series["values"][i], ns / ms, f"{name}: NCCL {series['name']} time of {r['label']}")
     # Stragglers (runs of several ranks).
     s = analysis["stragglers"]
-    t = table(run_blocks, "Lateness at collectives per rank")
     if len(ranks) > 1 and s["availability"]["available"]:
-        rows = t["rows"] if t else []
+        t, rows = shared("Stragglers", "stragglers")
         same(len(rows), len(s["ranks"]), f"{name}: straggler rows")
         for row, r in zip(rows, s["ranks"]):
             what = f"{name}: lateness of rank {r['rank']}"
-            same(row[0], r["rank"], what)
-            same(row[1], r["total_late_ns"] / ms, what + " total")
-            same(row[2], r["max_late_ns"] / ms, what + " max")
-            same(row[3], r["late_per_iteration_ns"] / ms, what + " per iteration")
-            same(row[4], r["times_last"], what + " times last")
+            same(row["rank"], r["rank"], what)
+            for key in ("total_late_ns", "late_per_iteration_ns", "max_late_ns", "times_last", "steady_late_ns",
+                        "steady_late_per_iteration_ns", "steady_times_last"):
+                same(row[key], r[key], f"{what} {key}")
     # The run's subtitle counts the analysis' ranks (launchers left out).
     subtitle = next(s["subtitle"] for s in doc["sections"] if s["title"].startswith("Run: "))
     same(int(subtitle.split(" rank(s)")[0]), len(ranks), f"{name}: ranks in the subtitle")
@@ -309,8 +328,9 @@ def main() -> int:
             print(f"check_page_data: {path}: missing (the inputs of this check ship with the source)")
             return 1
         cli = json.loads(run(scalescope, "analyze", str(path), "--json"))
+        cli_tables = json.loads(run(scalescope, "analyze", str(path), "--format", "json"))
         doc = page_data(scalescope, [str(path)], work / f"{name.replace(' ', '-')}.html", [])
-        check_run(name, doc, cli, perturb)
+        check_run(name, doc, cli, cli_tables, perturb)
     db = src / "examples/h200/llm.db"
     # The page draws the study with a prediction one doubling past the
     # largest measured count; `scaling --predict` that count gives the same study.

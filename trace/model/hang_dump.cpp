@@ -27,6 +27,13 @@ std::string hang_dump_json(const HangDump& d) {
                   {"leave_unix_ns", c.leave_unix_ns}});
   auto& is = j["iterations"] = nlohmann::json::array();
   for (const auto& i : d.iterations) is.push_back({{"index", i.index}, {"begin_unix_ns", i.begin_unix_ns}});
+  auto& py = j["python"] = nlohmann::json::array();
+  for (const auto& t : d.python) {
+    nlohmann::json frames = nlohmann::json::array();
+    for (const auto& f : t.frames) frames.push_back({{"file", f.file}, {"line", f.line}, {"function", f.function}});
+    py.push_back({{"tid", t.tid}, {"frames", std::move(frames)}});
+  }
+  if (!d.python_note.empty()) j["python_note"] = d.python_note;
   return j.dump(1) + "\n";
 }
 
@@ -62,6 +69,22 @@ std::optional<HangDump> parse_hang_dump(std::string_view text, std::string* erro
     }
     for (const auto& i : is)
       d.iterations.push_back({i.at("index").get<uint64_t>(), i.at("begin_unix_ns").get<int64_t>()});
+    if (j.contains("python")) {  // dumps of an older collector have no stacks
+      const auto& py = j.at("python");
+      if (!py.is_array()) return bad("\"python\" must be an array");
+      if (py.size() > kMaxEntries) return bad("more than 65,536 Python threads");
+      for (const auto& t : py) {
+        HangPythonThread h;
+        h.tid = t.at("tid").get<uint32_t>();
+        const auto& frames = t.at("frames");
+        if (!frames.is_array() || frames.size() > kMaxEntries) return bad("a Python thread's \"frames\" must be an array");
+        for (const auto& f : frames)
+          h.frames.push_back({f.at("file").get<std::string>(), f.at("line").get<int32_t>(),
+                              f.at("function").get<std::string>()});
+        d.python.push_back(std::move(h));
+      }
+    }
+    d.python_note = j.value("python_note", std::string());
   } catch (const nlohmann::json::exception& e) {
     return bad(std::string("a field is missing or of the wrong type (") + e.what() + ")");
   }
@@ -73,5 +96,10 @@ std::filesystem::path hang_dump_dir(const std::filesystem::path& run_dir) { retu
 std::string hang_dump_name(std::string_view host, uint32_t pid) {
   return std::string(host) + "-" + std::to_string(pid) + ".json";
 }
+
+std::filesystem::path flight_recorder_dir(const std::filesystem::path& run_dir) {
+  return run_dir / "control" / "flight_recorder";
+}
+std::string flight_recorder_prefix(const std::filesystem::path& run_dir) { return (flight_recorder_dir(run_dir) / "rank_").string(); }
 
 }  // namespace scalescope::trace

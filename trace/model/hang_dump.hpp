@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/model/python_stacks.hpp"
 #include "trace/model/trace.hpp"
 
 namespace scalescope::trace {
@@ -34,6 +35,12 @@ struct HangIteration {
   int64_t begin_unix_ns = 0;
 };
 
+// One thread's Python stack when the dump was written.
+struct HangPythonThread {
+  uint32_t tid = 0;                       // native thread id; the main thread's equals the pid
+  std::vector<PythonStackFrame> frames;  // leaf first
+};
+
 struct HangDump {
   std::string host;
   uint32_t pid = 0;
@@ -49,6 +56,12 @@ struct HangDump {
   bool collectives_recorded = false;
   std::vector<HangCollective> collectives;  // oldest first
   std::vector<HangIteration> iterations;    // oldest first
+  // Every Python thread's stack when the dump was written, read as the
+  // outside reader reads (no GIL needed: a thread blocked holding it is read
+  // too); empty with python_note saying why in a Python process that could
+  // not be read, empty without a note in a process that is not Python.
+  std::vector<HangPythonThread> python;
+  std::string python_note;
 };
 
 std::string hang_dump_json(const HangDump& d);
@@ -57,5 +70,11 @@ std::optional<HangDump> parse_hang_dump(std::string_view text, std::string* erro
 // control/hang/ of a run directory, and the name of one process's dump in it.
 std::filesystem::path hang_dump_dir(const std::filesystem::path& run_dir);
 std::string hang_dump_name(std::string_view host, uint32_t pid);
+
+// Where `profile` points PyTorch's NCCL flight recorder (TORCH_FR_DUMP_TEMP_FILE,
+// a prefix PyTorch appends each rank to) when the job has not chosen a place:
+// RUN/control/flight_recorder/rank_<rank>, read by `analyze`.
+std::filesystem::path flight_recorder_dir(const std::filesystem::path& run_dir);
+std::string flight_recorder_prefix(const std::filesystem::path& run_dir);
 
 }  // namespace scalescope::trace

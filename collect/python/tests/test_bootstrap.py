@@ -554,7 +554,10 @@ class StepMarkCost(BootstrapCase):
 class UnderProfile(BootstrapCase):
     STEPS = 60
 
-    def profile(self, *extra):
+    # The loop stays HOLD seconds after its last step: the outside Python
+    # sampler looks for new processes five times a second, and on a loaded
+    # machine (CI runs tests side by side) finding one took over 1.5 s.
+    def profile(self, *extra, hold="3"):
         e = clean_env()
         e["PYTHONPATH"] = FAKE_TORCH  # the job's own path: the bootstrap goes before it
         e["LD_LIBRARY_PATH"] = os.environ["SCALESCOPE_FAKE_CUPTI_DIR"]
@@ -564,7 +567,7 @@ class UnderProfile(BootstrapCase):
         e["PYTHONDONTWRITEBYTECODE"] = "1"
         run = os.path.join(self.dir, "plain")
         argv = [os.environ["SCALESCOPE_BIN"], "profile", "-o", run, *extra, "--",
-                sys.executable, os.path.join(HERE, "train_loop.py"), str(self.STEPS), "1.5"]
+                sys.executable, os.path.join(HERE, "train_loop.py"), str(self.STEPS), hold]
         proc = subprocess.run(argv, env=e, capture_output=True, text=True, timeout=300, cwd=self.dir)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertIn("trained %d steps" % self.STEPS, proc.stdout)
@@ -620,6 +623,26 @@ class UnderProfile(BootstrapCase):
             main = frames["threads"][0]
             self.assertTrue(main["is_main"], frames)
             self.assertTrue(any("train_loop.py" in f["callers"] for f in main["top"]), main)
+
+    def test_a_stalled_job_dumps_the_line_its_python_waits_on(self):
+        # After its last step the loop sleeps 4 s in main(): with --hang-after
+        # 1s the collector finds the job stalled and writes its hang dump,
+        # with the main thread's Python stack read as from outside.
+        run_dir, run, log = self.profile("--hang-after", "1s", hold="4")
+        dumps = glob.glob(os.path.join(run_dir, "control", "hang", "*.json"))
+        self.assertEqual(len(dumps), 1, os.listdir(run_dir))
+        with open(dumps[0]) as f:
+            d = json.load(f)
+        self.assertEqual(d["reason"], "hang-after")
+        self.assertNotIn("python_note", d)
+        main = [t for t in d["python"] if t["tid"] == d["pid"]]
+        self.assertEqual(len(main), 1, d["python"])
+        leaf = main[0]["frames"][0]
+        self.assertEqual((os.path.basename(leaf["file"]), leaf["function"]), ("train_loop.py", "main"), main)
+        self.assertEqual(main[0]["frames"][-1]["function"], "<module>")
+        hang = self.analyze(run_dir)["hang"]
+        self.assertRegex(hang["processes"][0]["python"], r"^train_loop\.py:\d+ main < train_loop\.py:\d+ <module>$")
+        self.assertIn("(Python: train_loop.py:", hang["text"])
 
     def test_no_python_leaves_the_job_alone(self):
         run_dir, run, log = self.profile("--no-python")

@@ -136,6 +136,11 @@ test('demo report: every chart rendered with data, offline, without errors', asy
   }, timelineId);
   assert.ok(zoom[1] - zoom[0] < 100, `timeline zoomed in (dataZoom ${zoom})`);
   await r.page.screenshot({ path: path.join(artifacts, 'demo-timeline-zoomed.png') });
+  // Columns named *_ns show durations as the terminal does (the exact ns as the tooltip).
+  const breakdown = r.page.locator('table.data', { has: r.page.locator('th', { hasText: /^wall_ns$/ }) }).first();
+  const wall = breakdown.locator('tbody tr td:nth-child(2)').first();
+  assert.match(await wall.textContent(), /^\d+\.\d{3} (s|ms|us)$/, 'wall_ns shown as a duration');
+  assert.match(await wall.getAttribute('title'), /^[\d,]+ ns$/, 'the exact ns as the tooltip');
   // GPU time by operator: an icicle chart, and tables that sort on a click of a header.
   assert.ok(kinds.has('icicle'), 'an icicle chart of GPU time by module and operator');
   // (the Kineto sample's operator table: the study's collector runs have no operator ranges)
@@ -143,7 +148,8 @@ test('demo report: every chart rendered with data, offline, without errors', asy
   const table = r.page.locator('table.data', { has: r.page.locator('th.sortable'), hasText: 'aten::' }).first();
   await table.scrollIntoViewIfNeeded();
   await table.locator('th', { hasText: /^calls$/ }).click();
-  const calls = (await table.locator('tbody tr td:nth-child(2)').allTextContents())
+  const column = await table.locator('thead th').evaluateAll(ths => ths.findIndex(th => th.textContent === 'calls') + 1);
+  const calls = (await table.locator(`tbody tr td:nth-child(${column})`).allTextContents())
     .filter(x => x !== '').map(x => Number(x.replace(/,/g, '')));
   assert.ok(calls.length > 2, `calls column: ${calls}`);
   for (let i = 1; i < calls.length; ++i) assert.ok(calls[i - 1] >= calls[i], `sorted by calls, largest first: ${calls}`);

@@ -26,6 +26,7 @@ file(WRITE "${SCRATCH}/cpu_only.json"
      "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 5}]}\n")
 file(WRITE "${SCRATCH}/bad_class.txt" "# rules\ncommunication my_allgather\ngpu nccl_kernel\n")
 file(WRITE "${SCRATCH}/no_substring.txt" "memory\n")
+file(WRITE "${SCRATCH}/fr/rank_0" "not a flight recorder dump\n")
 
 # Each case: "args separated by |" => regex the one error line must match.
 set(cases
@@ -48,6 +49,8 @@ set(cases
   "analyze|${good}|--classes|${SCRATCH}/bad_class.txt=>bad_class.txt:3: unknown kernel class 'gpu'"
   "analyze|${good}|--classes|${SCRATCH}/no_substring.txt=>no_substring.txt:1: expected '<class> <substring>'"
   "analyze|${good}|--classes|${SCRATCH}=>is a directory"
+  "analyze|${good}|--flight-recorder|${SCRATCH}/fr/rank_0=>fr/rank_0: not a flight recorder dump"
+  "analyze|${good}|--flight-recorder|${SCRATCH}/no_dumps_=>no_dumps_: no flight recorder dumps"
   "diff|${good}|${SCRATCH}/missing.sstrace=>missing.sstrace: no such file"
   "diff|${SCRATCH}/header_only.sstrace|${good}=>header_only.sstrace: truncated scalescope trace"
   "diff|${good}|${WORK}/b.ssrun|--window|it1=>--window 'it1': expected START:END"
@@ -73,6 +76,24 @@ endforeach()
 execute_process(COMMAND ${SCALESCOPE} analyze ${SCRATCH}/cut.sstrace OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0 OR NOT out MATCHES "cut.sstrace[)]: the trace lost data [(]torn_tail x1[)]")
   string(APPEND failures "\nanalyze cut.sstrace: expected exit 0 and a note 'the trace lost data (torn_tail x1)', got ${rc}: ${err}")
+endif()
+# PyTorch flight recorder dumps given by their prefix: the verdict in the
+# terminal and in --json, each naming its source.
+set(fr "${SRC}/tests/golden/analyze/flight_recorder/rank_")
+execute_process(COMMAND ${SCALESCOPE} analyze ${good} --flight-recorder ${fr} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "flight recorder: ranks 0-1, 3 wait in nccl:all_reduce #18 of process group 0 [(]default_pg[)]; rank 2 never reached it")
+  string(APPEND failures "\nanalyze --flight-recorder: expected the flight recorder's verdict, got ${rc}: ${out}${err}")
+endif()
+execute_process(COMMAND ${SCALESCOPE} analyze ${good} --flight-recorder ${fr} --json OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "\"source\": \"flight recorder\"" OR NOT out MATCHES "\"never_reached\": \\[[ \n]*2[ \n]*\\]")
+  string(APPEND failures "\nanalyze --flight-recorder --json: expected hang.flight_recorder with source and never_reached [2], got ${rc}: ${err}")
+endif()
+# The same dumps where `profile` points PyTorch: found in the run directory.
+file(COPY "${good}/" DESTINATION "${SCRATCH}/fr_run.ssrun")
+file(COPY "${SRC}/tests/golden/analyze/flight_recorder/" DESTINATION "${SCRATCH}/fr_run.ssrun/control/flight_recorder")
+execute_process(COMMAND ${SCALESCOPE} analyze ${SCRATCH}/fr_run.ssrun OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "flight recorder: ranks 0-1, 3 wait in nccl:all_reduce #18 of process group 0")
+  string(APPEND failures "\nanalyze RUN with control/flight_recorder/: expected the flight recorder's verdict, got ${rc}: ${err}")
 endif()
 file(REMOVE_RECURSE "${SCRATCH}")
 if(NOT failures STREQUAL "")

@@ -1,36 +1,29 @@
-#include "cli/attribution_tables.hpp"
+#include "report/attribution_tables.hpp"
 
 #include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
 
-namespace scalescope::cli {
+#include "analyze/analyze.hpp"
+
+namespace scalescope::report {
 namespace {
 
-using report::Cell;
-using report::Column;
-using report::Table;
-
-std::vector<Column> cols(std::initializer_list<report::ColumnSpec> spec) { return report::columns(spec); }
-
-// Long operator names (autograd nodes, Python frames) are cut on the terminal only.
-std::string shown(const std::string& name, bool all) {
-  return all || name.size() <= 70 ? name : name.substr(0, 67) + "...";
-}
+std::vector<Column> cols(std::initializer_list<ColumnSpec> spec) { return columns(spec); }
 
 double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0;
 }
 
 void add_rows(Table& t, const analyze::RankAnalysis& r, const std::vector<analyze::AttributionRow>& rows, size_t limit,
-              bool all, bool with_kind) {
+              bool with_kind) {
   const auto& a = r.attribution;
   for (size_t i = 0; i < rows.size() && i < limit; ++i) {
     const auto& x = rows[i];
     std::vector<Cell> cells{int64_t{r.rank}};
     if (with_kind) cells.emplace_back(std::string(analyze::to_string(x.kind)));
-    for (Cell c : std::initializer_list<Cell>{shown(x.name, all), x.calls, x.gpu_ns, x.self_gpu_ns,
+    for (Cell c : std::initializer_list<Cell>{x.name, x.calls, x.gpu_ns, x.self_gpu_ns,
                                               pct(x.gpu_ns, a.busy_ns), x.step_fraction * 100, x.sum_ns, x.kernels,
                                               x.kernels_per_call, x.cpu_ns, x.self_cpu_ns})
       cells.push_back(std::move(c));
@@ -91,17 +84,17 @@ std::vector<Table> attribution_tables(const analyze::RunAnalysis& run, int top, 
     // A trace without operator ranges (an nsys export, an MPI job) would
     // show one "(unattributed)" row: say so instead.
     if (a.operators.empty()) ops.add_note(fmt::format("{}: skipped, no operator ranges in the trace", r->label));
-    else add_rows(ops, *r, a.operators, limit, all, false);
+    else add_rows(ops, *r, a.operators, limit, false);
     if (a.ranges.empty()) ranges.add_note(fmt::format("{}: skipped, no module or NVTX ranges in the trace", r->label));
-    else add_rows(ranges, *r, a.ranges, limit, all, true);
+    else add_rows(ranges, *r, a.ranges, limit, true);
     ops.add_note(fmt::format(
         "{}: {} of {} GPU busy time launched inside a range ({:.1f}%); unattributed {}: {} without a launch "
         "call in the trace, {} launched outside every range",
-        r->label, report::format_duration_ns(static_cast<double>(a.attributed_ns)),
-        report::format_duration_ns(static_cast<double>(a.busy_ns)), pct(a.attributed_ns, a.busy_ns),
-        report::format_duration_ns(static_cast<double>(a.unattributed_ns)),
-        report::format_duration_ns(static_cast<double>(a.no_launch_ns)),
-        report::format_duration_ns(static_cast<double>(a.outside_ranges_ns))));
+        r->label, format_duration_ns(static_cast<double>(a.attributed_ns)),
+        format_duration_ns(static_cast<double>(a.busy_ns)), pct(a.attributed_ns, a.busy_ns),
+        format_duration_ns(static_cast<double>(a.unattributed_ns)),
+        format_duration_ns(static_cast<double>(a.no_launch_ns)),
+        format_duration_ns(static_cast<double>(a.outside_ranges_ns))));
     if (!a.link_source.empty())
       ranges.add_note(fmt::format("{}: {} backward ranges placed under the forward module that made them ({})",
                                   r->label, a.backward_links, a.link_source));
@@ -147,4 +140,4 @@ std::vector<Table> attribution_tables(const analyze::RunAnalysis& run, int top, 
   return out;
 }
 
-}  // namespace scalescope::cli
+}  // namespace scalescope::report

@@ -1,0 +1,73 @@
+#include "collect/sampler_common.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace scalescope::collect {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+TEST(SamplerCommon, ThreadCpuTimeCountsWorkNotSleep) {
+  const uint64_t t0 = thread_cpu_now();
+  std::this_thread::sleep_for(milliseconds(50));
+  const uint64_t t1 = thread_cpu_now();
+  volatile uint64_t v = 1;
+  const auto until = Clock::now() + milliseconds(30);
+  while (Clock::now() < until) v = v * 6364136223846793005ull + 1;
+  const uint64_t t2 = thread_cpu_now();
+  EXPECT_LT(t1 - t0, uint64_t{20'000'000});  // asleep: far less than the 50 ms
+  EXPECT_GT(t2 - t1, uint64_t{1'000'000});   // busy: some of the 30 ms at least
+}
+
+TEST(SamplerCommon, TicksUntilStopped) {
+  std::atomic<bool> stop{false};
+  int ticks = 0;
+  run_every(milliseconds(1), stop, [&] {
+    if (++ticks == 5) stop = true;
+  });
+  EXPECT_EQ(ticks, 5);
+}
+
+TEST(SamplerCommon, StopEndsALongWaitPromptly) {
+  std::atomic<bool> stop{false};
+  int ticks = 0;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    stop = true;
+  });
+  const auto t0 = Clock::now();
+  run_every(std::chrono::seconds(60), stop, [&] { ++ticks; });
+  stopper.join();
+  EXPECT_EQ(ticks, 1);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));  // not the minute of the period
+}
+
+TEST(SamplerCommon, ALateTickSkipsInsteadOfBursting) {
+  std::atomic<bool> stop{false};
+  std::vector<Clock::time_point> starts;
+  run_every(milliseconds(20), stop, [&] {
+    starts.push_back(Clock::now());
+    if (starts.size() == 1) std::this_thread::sleep_for(milliseconds(200));  // ten periods late
+    if (starts.size() == 3) stop = true;
+  });
+  ASSERT_EQ(starts.size(), 3u);
+  // The second tick comes at once; the third a whole period after it, not
+  // right behind it to make up for the ticks missed.
+  EXPECT_GE(starts[2] - starts[1], milliseconds(15));
+}
+
+TEST(SamplerCommon, MoveToEndAppendsInOrderAndEmptiesTheSource) {
+  std::vector<int> to{1, 2}, from{3, 4, 5};
+  move_to_end(to, from);
+  EXPECT_EQ(to, (std::vector<int>{1, 2, 3, 4, 5}));
+  EXPECT_TRUE(from.empty());
+  move_to_end(to, from);  // nothing pending: nothing changes
+  EXPECT_EQ(to.size(), 5u);
+}
+
+}  // namespace
+}  // namespace scalescope::collect
