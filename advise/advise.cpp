@@ -11,7 +11,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/format_units.hpp"
+#include "base/format_units.hpp"
 
 namespace scalescope::advise {
 namespace {
@@ -22,7 +22,7 @@ using analyze::PythonThreadFrames;
 using analyze::RankAnalysis;
 using analyze::RunAnalysis;
 // Human figures for evidence text: the formatters of every table
-// (trace/format_units.hpp), so a finding and a table print a figure alike.
+// (base/format_units.hpp), so a finding and a table print a figure alike.
 using trace::format_bytes;
 using trace::format_duration_ns;
 using trace::format_percent;

@@ -11,7 +11,7 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
-#include "trace/kineto_importer.hpp"
+#include "trace/import/kineto_importer.hpp"
 
 namespace scalescope::advise {
 namespace {

@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/test_trace_builder.hpp"
-#include "trace/test_support.hpp"
-#include "trace/format_units.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/test_support.hpp"
+#include "base/format_units.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::advise {
 namespace {
@@ -285,7 +285,7 @@ TEST(AdviseTest, ExposedCommunication) {
   EXPECT_EQ(find(run_on(hidden.t), "exposed-communication"), nullptr);
 }
 
-// Findings print figures as the tables do (trace/format_units.hpp): 1.235 ms,
+// Findings print figures as the tables do (base/format_units.hpp): 1.235 ms,
 // not the advisor's own "1.23 ms" of before.
 TEST(AdviseTest, EvidenceFormatsDurationsAsTheTables) {
   TraceBuilder b;

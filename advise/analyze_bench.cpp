@@ -13,9 +13,9 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace {
 

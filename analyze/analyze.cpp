@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "analyze/detail.hpp"
-#include "trace/kernel_short_name.hpp"
+#include "trace/model/kernel_short_name.hpp"
 
 namespace scalescope::analyze {
 namespace {

@@ -25,9 +25,9 @@
 #include "analyze/attribution.hpp"
 #include "analyze/hang_report.hpp"
 #include "analyze/nccl_ops.hpp"
-#include "trace/clock_alignment.hpp"
-#include "trace/python_stacks.hpp"
-#include "trace/trace.hpp"
+#include "trace/import/clock_alignment.hpp"
+#include "trace/model/python_stacks.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::analyze {
 
@@ -106,7 +106,7 @@ struct Options {
   double warmup_tolerance = 0.5;  // an early iteration longer than (1+tol) x steady median is warm-up
   bool attribution = true;        // GPU time by operator and range (attribution.hpp); off to measure its cost
   // Align the hosts' clocks from matched collectives before stragglers are
-  // measured (trace/clock_alignment.hpp); false: estimate and report only.
+  // measured (trace/import/clock_alignment.hpp); false: estimate and report only.
   bool align_clocks = true;
   // analyze_path reads an .sstrace rank of more rows than this chunk by chunk
   // (analyze_rank_streaming: memory bounded whatever its length, the same
@@ -450,7 +450,7 @@ struct HostStats {
   // The collector's host_stack_sampling: how native stacks were taken, or
   // "off: <why>" (perf_event_open refused); empty for traces before 1.3.
   std::string stack_method;
-  // How frames were named offline (trace/frame_namer.hpp: "offline: 812 of
+  // How frames were named offline (trace/model/frame_namer.hpp: "offline: 812 of
   // 840 frames named; module missing 20 (libfoo.so)"); empty when not done.
   std::string stack_naming;
   int64_t stack_samples = 0;  // in the window, all threads

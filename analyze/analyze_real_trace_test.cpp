@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "analyze/analyze.hpp"
-#include "trace/clock_alignment.hpp"
-#include "trace/kineto_importer.hpp"
+#include "trace/import/clock_alignment.hpp"
+#include "trace/import/kineto_importer.hpp"
 
 namespace scalescope::analyze {
 namespace {

@@ -18,9 +18,10 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/test_trace_builder.hpp"
-#include "trace/error.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/trace_file.hpp"
+#include <fmt/format.h>
 
 namespace scalescope::analyze {
 namespace {
@@ -561,7 +562,7 @@ TEST(IterationsTest, ProfilerStepRangesWithWarmup) {
   EXPECT_EQ(s.warmup_count, 1);
   EXPECT_TRUE(s.iterations[0].warmup);
   EXPECT_DOUBLE_EQ(s.median_ns, 1000);
-  // p95 interpolates between the closest ranks (trace/quantile.hpp): 1200 +
+  // p95 interpolates between the closest ranks (base/quantile.hpp): 1200 +
   // 0.55 x 1800 of all ten, 1000 + 0.6 x 200 of the nine steady ones.
   EXPECT_DOUBLE_EQ(s.p95_ns, 2190);
   EXPECT_DOUBLE_EQ(s.steady_median_ns, 1000);
@@ -823,7 +824,7 @@ TEST(StragglerTest, MisalignedClocksAreSkippedNotWrong) {
     ranks.push_back(analyze_rank(t, Options{}));
   }
   // Without clock alignment (--no-align-clocks); with it the offset is removed
-  // (trace/clock_alignment_test.cpp, analyze/nodes_test.cpp).
+  // (trace/import/clock_alignment_test.cpp, analyze/nodes_test.cpp).
   const StragglerStats s = combine(std::move(ranks), /*align_clocks=*/false).stragglers;
   EXPECT_FALSE(s.availability.available);
   EXPECT_NE(s.availability.reason.find("clocks do not line up"), std::string::npos) << s.availability.reason;
@@ -927,7 +928,7 @@ TEST(SyncTest, HostSynchronizeFromRecordsAndFromApiCalls) {
   EXPECT_FALSE(analyze_rank(none.t, Options{}).sync.availability.available);
 }
 
-// One median (trace/quantile.hpp): an even count's median is the mean of the
+// One median (base/quantile.hpp): an even count's median is the mean of the
 // middle two, in the launch table as in the iteration table (it used to take
 // the upper middle here: 3000 for 1000, 2000, 3000, 10000).
 TEST(LaunchTest, MedianKernelOfAnEvenCountIsTheMeanOfTheMiddleTwo) {

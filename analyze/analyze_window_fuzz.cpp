@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "analyze/analyze.hpp"
-#include "trace/error.hpp"
-#include "trace/synthetic_trace.hpp"
+#include "base/error.hpp"
+#include "trace/model/synthetic_trace.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace scalescope;

@@ -15,10 +15,10 @@
 #include "analyze/attribution_detail.hpp"
 #include "analyze/golden_inputs.hpp"
 #include "analyze/stream_analyzer.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/test_support.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/test_support.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::analyze {
 namespace {

@@ -12,9 +12,9 @@
 #include "analyze/analyze.hpp"
 #include "analyze/attribution_detail.hpp"
 #include "analyze/test_trace_builder.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::analyze {
 namespace {

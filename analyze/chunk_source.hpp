@@ -16,8 +16,8 @@
 
 #include <cstddef>
 
-#include "trace/chunk_reader.hpp"
-#include "trace/trace.hpp"
+#include "trace/model/chunk_reader.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::analyze {
 

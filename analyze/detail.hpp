@@ -16,10 +16,10 @@
 
 #include "analyze/analyze.hpp"
 #include "analyze/intervals.hpp"
-#include "trace/quantile.hpp"
+#include "base/quantile.hpp"
 
 namespace scalescope::trace {
-enum class InputKind : uint8_t;  // trace/input_detector.hpp
+enum class InputKind : uint8_t;  // trace/import/input_detector.hpp
 }
 
 namespace scalescope::analyze::detail {
@@ -66,7 +66,7 @@ std::pair<trace::Timestamp, trace::Timestamp> resolve_window(trace::Timestamp fi
                                                              bool gpu_rows, const trace::Metadata& meta,
                                                              const Options& options, const Detected& detected);
 
-// The one median and quantile of every part (trace/quantile.hpp).
+// The one median and quantile of every part (base/quantile.hpp).
 using trace::median;
 using trace::quantile;
 

@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "analyze/analyze.hpp"
-#include "trace/format_units.hpp"
+#include "base/format_units.hpp"
 
 namespace scalescope::analyze {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "analyze/hang_report.hpp"
 #include "analyze/pickle_data.hpp"
-#include "trace/error.hpp"
-#include "trace/hang_dump.hpp"
+#include "base/error.hpp"
+#include "trace/model/hang_dump.hpp"
 
 namespace scalescope::analyze {
 

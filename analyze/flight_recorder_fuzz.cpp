@@ -9,7 +9,7 @@
 
 #include "analyze/flight_recorder.hpp"
 #include "analyze/pickle_data.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace scalescope;

@@ -15,8 +15,8 @@
 #include "analyze/flight_recorder.hpp"
 #include "analyze/hang_report.hpp"
 #include "analyze/pickle_data.hpp"
-#include "trace/error.hpp"
-#include "trace/hang_dump.hpp"
+#include "base/error.hpp"
+#include "trace/model/hang_dump.hpp"
 
 namespace scalescope::analyze {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/synthetic_trace.hpp"
+#include "trace/model/synthetic_trace.hpp"
 
 namespace scalescope::analyze::golden {
 

@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "analyze/golden_inputs.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #pragma once
 // Where a hung job stopped, from the hang dumps its processes wrote
-// (trace/hang_dump.hpp: --hang-after, `scalescope trigger --dump`, SIGTERM):
+// (trace/model/hang_dump.hpp: --hang-after, `scalescope trigger --dump`, SIGTERM):
 // the collective most processes wait in, the processes that never entered
 // it, and where each of those was last.
 //
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "analyze/flight_recorder.hpp"
-#include "trace/hang_dump.hpp"
+#include "trace/model/hang_dump.hpp"
 
 namespace scalescope::analyze {
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "analyze/detail.hpp"
-#include "trace/frame_namer.hpp"
+#include "trace/model/frame_namer.hpp"
 
 namespace scalescope::analyze::detail {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "analyze/detail.hpp"
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::analyze::detail {
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "analyze/detail.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::analyze::detail {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "analyze/analyze.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::analyze {
 namespace {

@@ -11,8 +11,9 @@
 #include <gtest/gtest.h>
 
 #include "analyze/analyze.hpp"
-#include "trace/clock_alignment.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/import/clock_alignment.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/import/run_loader.hpp"
 
 namespace scalescope::analyze {
 namespace {

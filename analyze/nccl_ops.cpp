@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.hpp"
-#include "trace/stats.hpp"
+#include "trace/stats/stats.hpp"
 
 namespace scalescope::analyze {
 

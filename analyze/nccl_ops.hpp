@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::analyze {
 

@@ -10,7 +10,7 @@
 
 #include "analyze/analyze.hpp"
 #include "analyze/test_trace_builder.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::analyze {
 namespace {

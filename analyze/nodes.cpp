@@ -14,7 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "analyze/analyze.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::analyze {
 namespace {

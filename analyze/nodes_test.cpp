@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "analyze/analyze.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::analyze {
 namespace {

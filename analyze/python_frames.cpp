@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.hpp"
-#include "trace/input_detector.hpp"
-#include "trace/python_stacks.hpp"
+#include "trace/import/input_detector.hpp"
+#include "trace/model/python_stacks.hpp"
 
 namespace scalescope::analyze {
 namespace {

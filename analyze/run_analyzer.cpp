@@ -11,16 +11,16 @@
 #include "analyze/analyze.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/stream_analyzer.hpp"
-#include "trace/error.hpp"
-#include "trace/frame_namer.hpp"
-#include "trace/input_detector.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/chunk_reader.hpp"
-#include "trace/launcher.hpp"
-#include "trace/parallel_for.hpp"
-#include "trace/python_record.hpp"
-#include "trace/trace_file.hpp"
-#include "trace/trace_source.hpp"
+#include "base/error.hpp"
+#include "trace/model/frame_namer.hpp"
+#include "trace/import/input_detector.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/model/chunk_reader.hpp"
+#include "trace/model/launcher.hpp"
+#include "base/parallel_for.hpp"
+#include "trace/model/python_record.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/import/trace_source.hpp"
 
 namespace scalescope::analyze {
 namespace fs = std::filesystem;
@@ -110,7 +110,7 @@ RunAnalysis analyze_items(size_t items, const std::function<LoadedItem(size_t, u
   std::condition_variable visit_turn;
   size_t next_item = 0, next_rank = 0;
   bool failed = false;
-  // The one pool (trace/parallel_for.hpp): up to 4 ranks at a time by
+  // The one pool (base/parallel_for.hpp): up to 4 ranks at a time by
   // default, the first failing item in order named.
   const unsigned workers = trace::worker_count(threads, items, 4);
   trace::parallel_for(

@@ -12,7 +12,7 @@
 
 #include "analyze/analyze.hpp"
 #include "analyze/detail.hpp"
-#include "trace/launcher.hpp"
+#include "trace/model/launcher.hpp"
 
 namespace scalescope::analyze {
 
@@ -169,7 +169,7 @@ StragglerStats find_stragglers(const std::vector<RankAnalysis>& ranks) {
 namespace {
 
 // The name alignment gives a rank's host; a process that does not know its
-// host is a clock of its own (as in trace/clock_alignment.cpp).
+// host is a clock of its own (as in trace/import/clock_alignment.cpp).
 std::string clock_host(const RankAnalysis& r, size_t index) {
   return r.hostname.empty() ? fmt::format("(unknown host, process {})", index) : r.hostname;
 }

@@ -22,8 +22,8 @@
 #include "analyze/attribution_stream.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
-#include "trace/chunk_reader.hpp"
-#include "trace/error.hpp"
+#include "trace/model/chunk_reader.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::analyze {
 namespace {

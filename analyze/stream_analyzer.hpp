@@ -60,7 +60,7 @@
 
 #include "analyze/analyze.hpp"
 #include "analyze/chunk_source.hpp"
-#include "trace/chunk_reader.hpp"
+#include "trace/model/chunk_reader.hpp"
 
 namespace scalescope::analyze {
 

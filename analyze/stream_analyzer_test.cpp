@@ -15,13 +15,13 @@
 #include "analyze/detail.hpp"
 #include "analyze/golden_inputs.hpp"
 #include "analyze/test_trace_builder.hpp"
-#include "trace/elf_build_id.hpp"
-#include "trace/error.hpp"
-#include "trace/input_detector.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/test_support.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/elf_build_id.hpp"
+#include "base/error.hpp"
+#include "trace/import/input_detector.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/test_support.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::analyze {
 namespace {

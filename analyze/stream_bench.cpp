@@ -22,9 +22,9 @@
 
 #include "analyze/analyze.hpp"
 #include "analyze/stream_analyzer.hpp"
-#include "trace/error.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // Private test helper: builds small synthetic traces with known answers.
 #include <string>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::analyze::testing {
 

@@ -22,10 +22,10 @@
 #include "analyze/analyze.hpp"
 #include "report/json_envelope.hpp"
 #include "report/stats_json.hpp"
-#include "trace/kernel_short_name.hpp"
-#include "trace/launcher.hpp"
-#include "trace/table_columns.hpp"
-#include "trace/trace_source.hpp"
+#include "trace/model/kernel_short_name.hpp"
+#include "trace/model/launcher.hpp"
+#include "trace/model/table_columns.hpp"
+#include "trace/import/trace_source.hpp"
 
 namespace {
 
@@ -123,7 +123,7 @@ TEST(Capi, ColumnsAreTheTracesOwnValuesWithoutCopies) {
 }
 
 // Every trace table is served, the host sampler's included; each table's
-// columns are its column list's (trace/table_columns.hpp), in order, with
+// columns are its column list's (trace/model/table_columns.hpp), in order, with
 // their kinds; kernels add short_name after name. A column or table added to
 // the lists shows up here without more edits.
 TEST(Capi, TableColumnsAreTheColumnLists) {

@@ -36,14 +36,14 @@
 #include "scalescope_version.hpp"
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
-#include "trace/kernel_short_name.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/launcher.hpp"
-#include "trace/safe_output.hpp"
-#include "trace/table_columns.hpp"
-#include "trace/trace.hpp"
-#include "trace/trace_source.hpp"
+#include "base/error.hpp"
+#include "trace/model/kernel_short_name.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/model/launcher.hpp"
+#include "base/safe_output.hpp"
+#include "trace/model/table_columns.hpp"
+#include "trace/model/trace.hpp"
+#include "trace/import/trace_source.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -168,7 +168,7 @@ struct Columns {
 // Enum names from the libraries' own to_string, so they match the CLI's.
 template <typename E>
 const char* enum_names() {
-  static_assert(trace::kEnumCount<E> > 0, "an enum column needs its count in trace/table_columns.hpp");
+  static_assert(trace::kEnumCount<E> > 0, "an enum column needs its count in trace/model/table_columns.hpp");
   static const std::string names = [] {
     std::string s;
     for (int i = 0; i < trace::kEnumCount<E>; ++i)
@@ -188,7 +188,7 @@ const std::vector<std::string_view>& table_names() {
   return names;
 }
 
-// A table's columns from its column list (trace/table_columns.hpp).
+// A table's columns from its column list (trace/model/table_columns.hpp).
 template <typename Table>
 void add_columns(Columns& c, const Table& t) {
   trace::for_each_column_of<Table>([&](const auto& col) {
@@ -207,7 +207,7 @@ void add_columns(Columns& c, const Table& t) {
 Columns table_columns(const trace::Trace& t, const std::vector<trace::StringId>& kernel_short_names,
                       std::string_view table) {
   if (std::find(table_names().begin(), table_names().end(), table) == table_names().end())
-    fail("no table '{}' (tables: {})", table, fmt::join(table_names(), ", "));
+    fail("no table '{}' (tables: {})", table, fmt::to_string(fmt::join(table_names(), ", ")));
   Columns c;
   trace::for_each_trace_table(t, [&](const auto& columns) {
     using Table = std::remove_cvref_t<decltype(columns)>;

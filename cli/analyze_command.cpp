@@ -22,7 +22,7 @@
 #include "report/run_tables.hpp"
 #include "report/table.hpp"
 #include "report/terminal.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::cli {
 

@@ -23,10 +23,10 @@
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
 #include "report/table.hpp"
-#include "trace/error.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/safe_output.hpp"
-#include "trace/synthetic_trace.hpp"
+#include "base/error.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "base/safe_output.hpp"
+#include "trace/model/synthetic_trace.hpp"
 #ifdef SCALESCOPE_REPORT_MLPERF
 #include "mlperf/mlperf.hpp"
 #endif
@@ -77,7 +77,7 @@ void run_gpu(const DemoArgs& args, report::OutputFormat format) {
          result.runs - result.ok, result.runs);
 }
 
-// A sample 4-rank DDP run from the synthetic generator (trace/synthetic_trace.hpp):
+// A sample 4-rank DDP run from the synthetic generator (trace/model/synthetic_trace.hpp):
 // realistic kernel names, NCCL all-reduces, copies and counters, deterministic.
 std::vector<trace::Trace> sample_run() {
   std::vector<trace::Trace> run;

@@ -15,7 +15,7 @@
 #include "report/advice_tables.hpp"
 #include "report/json_envelope.hpp"
 #include "report/table.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::cli {
 void add_diff_command(CLI::App& app, int& exit_code) {

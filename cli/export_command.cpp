@@ -10,11 +10,11 @@
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
 #include "cli/usage_error.hpp"
-#include "trace/safe_output.hpp"
-#include "trace/error.hpp"
-#include "trace/exporters.hpp"
-#include "trace/launcher.hpp"
-#include "trace/trace_source.hpp"
+#include "base/safe_output.hpp"
+#include "base/error.hpp"
+#include "trace/export/exporters.hpp"
+#include "trace/model/launcher.hpp"
+#include "trace/import/trace_source.hpp"
 
 namespace scalescope::cli {
 

@@ -14,15 +14,16 @@
 #include "cli/commands.hpp"
 #include "report/import_tables.hpp"
 #include "report/table.hpp"
-#include "trace/error.hpp"
-#include "trace/file_pool.hpp"
-#include "trace/input_detector.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/safe_output.hpp"
-#include "trace/nsys_importer.hpp"
-#include "trace/parallel_for.hpp"
-#include "trace/trace_file.hpp"
-#include "trace/trace_source.hpp"
+#include "base/error.hpp"
+#include "base/file_pool.hpp"
+#include "trace/import/input_detector.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "base/safe_output.hpp"
+#include "trace/import/nsys_importer.hpp"
+#include "base/parallel_for.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/import/trace_source.hpp"
+#include <fmt/format.h>
 
 namespace scalescope::cli {
 namespace {

@@ -20,8 +20,8 @@
 #include "cli/usage_error.hpp"
 #include "report/terminal.hpp"
 #include "scalescope_version.hpp"
-#include "trace/error.hpp"
-#include "trace/memory_budget.hpp"
+#include "base/error.hpp"
+#include "base/memory_budget.hpp"
 
 namespace scalescope::cli {
 std::vector<std::string>& job_command() {

@@ -23,8 +23,8 @@
 #include "report/table.hpp"
 #include "scaling/scaling.hpp"
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
-#include "trace/safe_output.hpp"
+#include "base/error.hpp"
+#include "base/safe_output.hpp"
 
 namespace scalescope::cli {
 

@@ -1,14 +1,14 @@
 #pragma once
 // Every floating-point and duration option of every command is checked by the
-// one number check (trace/number_check.hpp) through these validators: CLI11's
+// one number check (base/number_check.hpp) through these validators: CLI11's
 // own Range and NonNegativeNumber let NaN and infinities through.
 //
 //   cmd->add_option("--threshold", threshold, "...")->check(number_in(kEfficiencyRange));
 
 #include <CLI/CLI.hpp>
 
-#include "trace/error.hpp"
-#include "trace/number_check.hpp"
+#include "base/error.hpp"
+#include "base/number_check.hpp"
 
 namespace scalescope::cli {
 

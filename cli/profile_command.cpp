@@ -12,7 +12,7 @@
 #include "cli/number_option.hpp"
 #include "collect/collector_options.hpp"
 #include "collect/profile_runner.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::cli {
 

@@ -10,8 +10,8 @@
 #include "cli/usage_error.hpp"
 #include "report/html_report.hpp"
 #include "report/progress.hpp"
-#include "trace/error.hpp"
-#include "trace/safe_output.hpp"
+#include "base/error.hpp"
+#include "base/safe_output.hpp"
 
 namespace scalescope::cli {
 

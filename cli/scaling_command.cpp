@@ -17,7 +17,7 @@
 #include "report/table.hpp"
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::cli {
 

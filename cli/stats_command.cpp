@@ -14,10 +14,11 @@
 #include "report/stats_json.hpp"
 #include "report/stats_tables.hpp"
 #include "report/table.hpp"
-#include "trace/error.hpp"
-#include "trace/launcher.hpp"
-#include "trace/stats.hpp"
-#include "trace/trace_source.hpp"
+#include "base/error.hpp"
+#include "trace/model/launcher.hpp"
+#include "trace/stats/stats.hpp"
+#include "trace/import/trace_source.hpp"
+#include <fmt/format.h>
 
 namespace scalescope::cli {
 namespace {

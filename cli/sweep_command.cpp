@@ -14,8 +14,8 @@
 #include "report/sweep_progress.hpp"
 #include "report/terminal.hpp"
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
-#include "trace/number_check.hpp"
+#include "base/error.hpp"
+#include "base/number_check.hpp"
 
 namespace scalescope::cli {
 

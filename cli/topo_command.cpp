@@ -14,7 +14,8 @@
 #include "cli/usage_error.hpp"
 #include "collect/host_facts.hpp"
 #include "report/table.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
+#include <fmt/format.h>
 
 namespace scalescope::cli {
 

@@ -17,8 +17,8 @@
 #include "cli/usage_error.hpp"
 #include "collect/host_facts.hpp"
 #include "collect/run_control.hpp"
-#include "trace/error.hpp"
-#include "trace/hang_dump.hpp"
+#include "base/error.hpp"
+#include "trace/model/hang_dump.hpp"
 
 namespace scalescope::cli {
 namespace {

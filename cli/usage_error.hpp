@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope {
 

@@ -12,7 +12,8 @@
 #include "collect/collective_ring.hpp"
 #include "collect/collector_common.hpp"
 #include "collect/python_reader.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
+#include <fmt/format.h>
 
 namespace scalescope::collect {
 namespace {

@@ -35,7 +35,7 @@
 #include "collect/nvtx_hooks.hpp"
 #include "collect/run_control.hpp"
 #include "collect/trace_encoder.hpp"
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::collect {
 

@@ -1,6 +1,6 @@
 #pragma once
 // A process's last collectives and iterations, kept at all times (inside
-// windows and while CUPTI is detached) for a hang dump (trace/hang_dump.hpp):
+// windows and while CUPTI is detached) for a hang dump (trace/model/hang_dump.hpp):
 // a fixed ring written by the job's threads in NCCL's NVTX range hooks and at
 // each iteration's beginning, read by the encoder thread when a dump is due.
 //
@@ -20,7 +20,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "trace/hang_dump.hpp"
+#include "trace/model/hang_dump.hpp"
 
 namespace scalescope::collect {
 

@@ -37,7 +37,7 @@
 #include "collect/host_facts.hpp"
 #include "collect/sidecar.hpp"
 #include "collect/trace_encoder.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 #define SCALESCOPE_EXPORT extern "C" __attribute__((visibility("default")))
 

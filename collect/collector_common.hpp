@@ -9,7 +9,7 @@
 
 #include <cupti.h>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::collect {
 

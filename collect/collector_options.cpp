@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::collect {
 namespace {

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "collect/host_facts.hpp"
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::collect {
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::collect {
 namespace {

@@ -14,7 +14,7 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExtPayload.h>
 
-#include "trace/nccl_kernel_name.hpp"
+#include "trace/model/nccl_kernel_name.hpp"
 
 namespace scalescope::collect {
 namespace {

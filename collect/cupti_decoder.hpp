@@ -21,7 +21,7 @@
 #include "collect/nccl_nvtx_joiner.hpp"
 #include "collect/nccl_nvtx_payload.hpp"
 #include "collect/nccl_nvtx_payload.hpp"
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 struct nvtxPayloadSchemaAttr_v1;  // nvToolsExtPayload.h's nvtxPayloadSchemaAttr_t
 

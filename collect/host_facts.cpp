@@ -11,7 +11,7 @@
 #include <fstream>
 #include <map>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 extern char** environ;
 

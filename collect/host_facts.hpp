@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::collect {
 

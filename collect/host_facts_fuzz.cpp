@@ -9,8 +9,8 @@
 #include "collect/collector_options.hpp"
 #include "collect/host_facts.hpp"
 #include "collect/run_control.hpp"
-#include "trace/nccl_kernel_name.hpp"
-#include "trace/error.hpp"
+#include "trace/model/nccl_kernel_name.hpp"
+#include "base/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace scalescope;

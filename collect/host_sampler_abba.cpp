@@ -27,12 +27,12 @@
 #include <vector>
 
 #include "collect/host_sampler.hpp"
-#include "trace/quantile.hpp"
+#include "base/quantile.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using scalescope::trace::median;  // the one median (trace/quantile.hpp)
+using scalescope::trace::median;  // the one median (base/quantile.hpp)
 
 struct alignas(64) Counter {
   std::atomic<uint64_t> n{0};

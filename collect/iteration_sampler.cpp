@@ -8,7 +8,7 @@
 #include <boost/math/distributions/binomial.hpp>
 #include <fmt/format.h>
 
-#include "trace/quantile.hpp"
+#include "base/quantile.hpp"
 
 namespace scalescope::collect {
 
@@ -49,7 +49,7 @@ std::string_view to_string(PerturbationMethod m) {
 
 namespace {
 
-double median(std::vector<int64_t>& v) { return trace::median_in_place(v); }  // trace/quantile.hpp
+double median(std::vector<int64_t>& v) { return trace::median_in_place(v); }  // base/quantile.hpp
 
 // Largest k (0-based) such that the order statistics (s[k], s[n-1-k]) cover
 // the median with probability 1 - 2 P(B <= k) >= level, B ~ Binomial(n, 1/2);

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "collect/nccl_nvtx_payload.hpp"
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::collect {
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <ctime>
 
-#include "trace/elf_build_id.hpp"
+#include "trace/model/elf_build_id.hpp"
 
 namespace scalescope::collect {
 namespace {
@@ -352,7 +352,7 @@ void PerfStacks::ingest(const PerfSample& s, int64_t monotonic_to_trace_ns) {
 }
 
 void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool final) {
-  (void) final;  // every drain writes the same: names come offline (trace/frame_namer.hpp)
+  (void) final;  // every drain writes the same: names come offline (trace/model/frame_namer.hpp)
   std::vector<NewCallsite> callsites;
   std::vector<NewModule> new_modules;
   std::vector<std::string> modules;

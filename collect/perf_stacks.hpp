@@ -19,7 +19,7 @@
 // known mapping), so that DataLoader workers that exit early keep their
 // frames. Names are not looked up here: drain() writes each module's path,
 // build-id and mapping per process (format 1.4, trace.host_modules), and
-// the analysing machine names frames offline (trace/frame_namer.hpp), as
+// the analysing machine names frames offline (trace/model/frame_namer.hpp), as
 // perf and Nsight do. Naming in the process cost 7-23 s at the exit of a
 // PyTorch process (bench/RESULTS.md); reading build-ids costs milliseconds.
 
@@ -35,7 +35,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 struct perf_event_mmap_page;
 

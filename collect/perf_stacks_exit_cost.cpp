@@ -11,7 +11,7 @@
 // Prints one JSON line: samples, callsites, module_rows, exit_drain_wall_ms,
 // exit_drain_cpu_ms, modules_cpu_ms_all_drains (1.4: build-ids, read at the
 // drains while sampling runs), offline_naming_wall_ms, frames_named. Built
-// against the format 1.3 sources (no trace/frame_namer.hpp) it measures the
+// against the format 1.3 sources (no trace/model/frame_namer.hpp) it measures the
 // old exit path, which named every frame in drain(final).
 #include <dirent.h>
 #include <signal.h>
@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "collect/perf_stacks.hpp"
-#if __has_include("trace/frame_namer.hpp")
-#include "trace/frame_namer.hpp"
+#if __has_include("trace/model/frame_namer.hpp")
+#include "trace/model/frame_namer.hpp"
 #define SCALESCOPE_HAS_FRAME_NAMER 1
 #endif
 

@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "collect/host_sampler.hpp"
-#include "trace/elf_build_id.hpp"
-#include "trace/frame_namer.hpp"
+#include "trace/model/elf_build_id.hpp"
+#include "trace/model/frame_namer.hpp"
 
 // Functions whose addresses the symbol tests feed in as frames: named (not
 // static) so that the test binary's symbol table has them, never inlined.
@@ -174,7 +174,7 @@ uint32_t parent_of(const Trace& t, uint32_t id) {
 // Samples of this process with frames at this binary's own functions: the
 // prefix tree stores a repeated stack once; the collector writes frames
 // unnamed with the module's build-id and mapping (format 1.4), and the
-// offline namer (trace/frame_namer.hpp) names them from the file.
+// offline namer (trace/model/frame_namer.hpp) names them from the file.
 TEST(PerfStacks, BuildsCallsiteTreeWithModulesThatNameOffline) {
   auto s = PerfStacks::create_without_events({});
   const auto pid = static_cast<uint32_t>(getpid());

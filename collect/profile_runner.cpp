@@ -25,10 +25,10 @@
 #include <nlohmann/json.hpp>
 
 #include "scalescope_version.hpp"
-#include "trace/error.hpp"
-#include "trace/hang_dump.hpp"
-#include "trace/python_stacks.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/hang_dump.hpp"
+#include "trace/model/python_stacks.hpp"
+#include "trace/model/trace_file.hpp"
 
 extern char** environ;
 

@@ -18,7 +18,7 @@
 
 #include "collect/collector_options.hpp"
 #include "collect/host_facts.hpp"
-#include "trace/python_record.hpp"
+#include "trace/model/python_record.hpp"
 
 namespace scalescope::collect {
 
@@ -59,7 +59,7 @@ struct ProcessSummary {
   bool python_interpreter = false;  // the process was a Python interpreter
 };
 
-// What the Python bootstrap wrote in one process (trace/python_record.hpp).
+// What the Python bootstrap wrote in one process (trace/model/python_record.hpp).
 using trace::PythonRecord;
 
 struct ProfileResult {

@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/error.hpp"
-#include "trace/python_stacks.hpp"
+#include "base/error.hpp"
+#include "trace/model/python_stacks.hpp"
 
 namespace scalescope::collect {
 namespace {

@@ -4,7 +4,7 @@
 // DataLoader workers), read from outside (collect/python_reader.hpp) on
 // profile's own thread at a fixed rate for the whole run, counted per
 // (OS thread, stack) as the bootstrap counts them, and handed back as the
-// same records (trace/python_stacks.hpp) that `profile` writes to
+// same records (trace/model/python_stacks.hpp) that `profile` writes to
 // python-stacks-<host>-<pid>.json. The job runs no code of ours for it: its
 // cost to the job is the reads (process_vm_readv) and this thread's CPU.
 //
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "collect/python_reader.hpp"
-#include "trace/python_stacks.hpp"
+#include "trace/model/python_stacks.hpp"
 
 namespace scalescope::collect {
 

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/elf_build_id.hpp"
+#include "trace/model/elf_build_id.hpp"
 
 namespace scalescope::collect {
 namespace {

@@ -27,7 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "trace/python_stacks.hpp"
+#include "trace/model/python_stacks.hpp"
 
 namespace scalescope::collect {
 

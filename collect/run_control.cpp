@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::collect {
 namespace fs = std::filesystem;

@@ -8,7 +8,7 @@
 //                               job claimed for all)
 //   control/progress/<host>-<pid>.json   each process's last iteration, once a second
 //   control/dump-<id>.json      a request for hang dumps (`scalescope trigger --dump`)
-//   control/hang/<host>-<pid>.json       a process's hang dump (trace/hang_dump.hpp)
+//   control/hang/<host>-<pid>.json       a process's hang dump (trace/model/hang_dump.hpp)
 //
 // Files are written whole under a temporary name and then linked or renamed
 // into place, so a reader never sees half a file and two writers of the same
@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "trace/hang_dump.hpp"
+#include "trace/model/hang_dump.hpp"
 
 namespace scalescope::collect {
 

@@ -8,7 +8,7 @@
 
 #include "collect/collective_ring.hpp"
 #include "collect/profile_runner.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace fs = std::filesystem;
 using namespace scalescope;

@@ -23,7 +23,7 @@
 #include "collect/host_sampler.hpp"
 #include "collect/nvml_sampler.hpp"
 #include "collect/trace_encoder.hpp"
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::collect {
 

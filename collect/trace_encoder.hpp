@@ -30,7 +30,7 @@
 #include "collect/cupti_decoder.hpp"
 #include "collect/nvtx_hooks.hpp"
 #include "collect/trace_sink.hpp"
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::collect {
 

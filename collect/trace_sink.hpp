@@ -10,8 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "trace/trace.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/trace.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::collect {
 

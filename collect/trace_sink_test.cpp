@@ -13,7 +13,7 @@
 #include <fstream>
 #include <thread>
 
-#include "trace/trace_file.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::collect {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::demo {
 

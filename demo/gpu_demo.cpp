@@ -16,9 +16,10 @@
 #include "report/progress.hpp"
 #include "report/sweep_progress.hpp"
 #include "scaling/scaling.hpp"
-#include "trace/error.hpp"
-#include "trace/trace.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/trace.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/import/run_loader.hpp"
 
 namespace scalescope::demo {
 
@@ -148,7 +149,7 @@ fs::path find_workload(const std::string& explicit_path, const GpuDemoHost& host
   std::vector<std::string> names;
   for (const auto& t : tried) names.push_back(t.string());
   fail("demo --gpu: cannot find the reference workload {} (looked at {}); pass --workload PATH", kWorkload,
-       fmt::join(names, ", "));
+       fmt::to_string(fmt::join(names, ", ")));
 }
 
 std::vector<std::string> torch_check_command(const std::string& python) {

@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::demo {
 namespace {

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "scaling/scaling.hpp"
-#include "trace/mllog_parser.hpp"
-#include "trace/number_check.hpp"
+#include "mlperf/mllog_parser.hpp"
+#include "base/number_check.hpp"
 
 namespace scalescope::mlperf {
 
@@ -51,7 +51,7 @@ std::string accelerator_key(std::string_view name);
 std::string accelerator_display(std::string_view name);
 
 // ---------------------------------------------------------------------------
-// One MLLOG file: read by trace/mllog_parser.hpp, the one MLLOG reader (the
+// One MLLOG file: read by mlperf/mllog_parser.hpp, the one MLLOG reader (the
 // sweep's `--metric mlperf` uses it too, so both keep the same run_stop).
 
 using trace::LogSummary;

@@ -14,7 +14,7 @@
 
 #include "mlperf/mlperf.hpp"
 #include "scaling/scaling.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::mlperf {
 

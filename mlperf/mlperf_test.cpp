@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "mlperf/mlperf.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace fs = std::filesystem;
 using namespace scalescope;

@@ -22,8 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mlperf/mlperf.hpp"
-#include "trace/error.hpp"
-#include "trace/parallel_for.hpp"
+#include "base/error.hpp"
+#include "base/parallel_for.hpp"
 
 namespace scalescope::mlperf {
 
@@ -341,7 +341,7 @@ struct FolderListing {
 
 // Per folder: its system description (read once per submitter folder and
 // system), its scaling.json and its list of logs. Read on the one pool
-// (trace/parallel_for.hpp), then gathered in folder order, so notes and
+// (base/parallel_for.hpp), then gathered in folder order, so notes and
 // jobs come out as a one-thread loop would give them.
 struct FolderContents {
   std::vector<SystemInfo> systems;    // distinct descriptions, in first-use order
@@ -420,7 +420,7 @@ std::vector<FileResult> parse_logs(const std::vector<FolderJob>& jobs, const Ing
   const unsigned threads = trace::worker_count(options.threads, jobs.size());
   std::vector<std::unique_ptr<Worker>> workers(threads);  // one per worker, reused across its files
   for (auto& w : workers) w = std::make_unique<Worker>();
-  // The one pool (trace/parallel_for.hpp). A log that cannot be read is a
+  // The one pool (base/parallel_for.hpp). A log that cannot be read is a
   // note, not an error: it is caught here, so the others go on.
   trace::parallel_for(jobs.size(), threads, [&](size_t i, unsigned worker) {
     Worker& w = *workers[worker];

@@ -18,9 +18,9 @@
 #include <fmt/format.h>
 
 #include "mlperf/mlperf.hpp"
-#include "trace/error.hpp"
-#include "trace/export_util.hpp"
-#include "trace/safe_output.hpp"
+#include "base/error.hpp"
+#include "base/text_output.hpp"
+#include "base/safe_output.hpp"
 
 namespace scalescope::mlperf {
 

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "mlperf/mlperf.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::mlperf {
 

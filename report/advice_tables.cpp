@@ -11,7 +11,7 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
-#include "trace/kernel_short_name.hpp"
+#include "trace/model/kernel_short_name.hpp"
 
 namespace scalescope::report {
 namespace {

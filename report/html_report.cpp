@@ -17,14 +17,14 @@
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
-#include "trace/clock_alignment.hpp"
-#include "trace/error.hpp"
-#include "trace/input_detector.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/launcher.hpp"
-#include "trace/safe_output.hpp"
-#include "trace/trace_file.hpp"
-#include "trace/trace_source.hpp"
+#include "trace/import/clock_alignment.hpp"
+#include "base/error.hpp"
+#include "trace/import/input_detector.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/model/launcher.hpp"
+#include "base/safe_output.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/import/trace_source.hpp"
 
 namespace scalescope::report {
 

@@ -33,7 +33,7 @@ namespace scalescope::report {
 
 class Progress;
 
-// What an input is, found from its content by trace/input_detector.hpp (the
+// What an input is, found from its content by trace/import/input_detector.hpp (the
 // one detector every command uses), grouped as the report handles them.
 enum class InputKind {
   kTraceFile,

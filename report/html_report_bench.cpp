@@ -16,8 +16,8 @@
 #include <benchmark/benchmark.h>
 
 #include "report/html_report.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace {
 

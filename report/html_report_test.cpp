@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "report/embedded_assets.hpp"
-#include "trace/error.hpp"
-#include "trace/trace.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/trace.hpp"
+#include "trace/model/trace_file.hpp"
 #ifdef SCALESCOPE_REPORT_RUNS
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
@@ -25,7 +25,7 @@
 #include "report/node_tables.hpp"
 #include "report/python_tables.hpp"
 #include "report/run_tables.hpp"
-#include "trace/synthetic_trace.hpp"
+#include "trace/model/synthetic_trace.hpp"
 #endif
 
 namespace scalescope::report {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "report/table.hpp"
-#include "trace/kineto_importer.hpp"
-#include "trace/nsys_importer.hpp"
+#include "trace/import/kineto_importer.hpp"
+#include "trace/import/nsys_importer.hpp"
 
 namespace scalescope::report {
 

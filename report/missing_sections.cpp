@@ -2,7 +2,7 @@
 // CMakeLists.txt): asking for them is a clear error, not an empty report.
 
 #include "report/report_document.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::report::detail {
 

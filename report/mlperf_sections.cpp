@@ -13,7 +13,7 @@
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 #include "scaling/scaling.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::report::detail {
 

@@ -16,7 +16,7 @@
 #include "report/html_report.hpp"
 #include "report/mlperf_tables.hpp"
 #include "report/table.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::report {
 namespace {

@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "analyze/analyze.hpp"
-#include "trace/clock_alignment.hpp"
+#include "trace/import/clock_alignment.hpp"
 
 namespace scalescope::report {
 namespace {

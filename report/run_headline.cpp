@@ -6,7 +6,7 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
-#include "trace/format_units.hpp"
+#include "base/format_units.hpp"
 
 namespace scalescope::report {
 namespace {

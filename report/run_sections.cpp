@@ -24,12 +24,12 @@
 #include "report/report_document.hpp"
 #include "report/run_tables.hpp"
 #include "report/table.hpp"
-#include "trace/clock_alignment.hpp"
-#include "trace/error.hpp"
-#include "trace/kernel_short_name.hpp"
-#include "trace/quantile.hpp"
-#include "trace/stats.hpp"
-#include "trace/trace.hpp"
+#include "trace/import/clock_alignment.hpp"
+#include "base/error.hpp"
+#include "trace/model/kernel_short_name.hpp"
+#include "base/quantile.hpp"
+#include "trace/stats/stats.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::report::detail {
 
@@ -41,7 +41,7 @@ std::string rank_label(const analyze::RankAnalysis& r) {
   return r.rank >= 0 ? fmt::format("rank {}", r.rank) : r.label;
 }
 
-using trace::quantile_of_sorted;  // the one quantile (trace/quantile.hpp), as the analysis' medians
+using trace::quantile_of_sorted;  // the one quantile (base/quantile.hpp), as the analysis' medians
 
 // A table of report/run_tables.hpp as the page shows it: the table when it
 // has rows, else its notes (why each rank has none) as paragraphs.

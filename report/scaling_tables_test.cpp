@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sweep/scaling_study.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::sweep {
 namespace {

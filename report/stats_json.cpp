@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
-#include "trace/stats.hpp"
+#include "base/error.hpp"
+#include "trace/stats/stats.hpp"
 
 namespace scalescope::report {
 

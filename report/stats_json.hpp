@@ -1,6 +1,6 @@
 #pragma once
 // The typed JSON of `scalescope stats` (and of the C library's stats call):
-// the summaries of trace/stats.hpp per trace and combined across them.
+// the summaries of trace/stats/stats.hpp per trace and combined across them.
 //
 //   report::json_envelope("stats", report::stats_json("run.ssrun", ranks, std::nullopt, {"kernels"}, left_out))
 
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::report {
 
@@ -21,7 +21,7 @@ std::string stats_scope_label(const trace::Trace& t, size_t index);
 
 // {"input", "scopes": [{"label", "rank" (null without one), "stats"}],
 // "left_out"}: one scope per trace of `ranks` (launchers already left out,
-// trace/launcher.hpp; only the first of rank `rank` when given, an Error
+// trace/model/launcher.hpp; only the first of rank `rank` when given, an Error
 // when there is none), then "all ranks" combined when there are several.
 // Each stats object keeps the summaries named in `summaries` (stats'
 // --report names: api, kernels, memtime, memsize, nvtx, nccl, problems);

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/kernel_short_name.hpp"
+#include "trace/model/kernel_short_name.hpp"
 
 namespace scalescope::report {
 namespace {

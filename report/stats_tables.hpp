@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "report/table.hpp"
-#include "trace/stats.hpp"
+#include "trace/stats/stats.hpp"
 
 namespace scalescope::report {
 

@@ -13,9 +13,9 @@
 #include "report/embedded_assets.hpp"
 #include "report/html_report.hpp"
 #include "report/report_document.hpp"
-#include "trace/error.hpp"
-#include "trace/trace.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/trace.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope::report {
 

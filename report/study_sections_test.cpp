@@ -21,9 +21,10 @@
 #include "report/table.hpp"
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
-#include "trace/synthetic_trace.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/synthetic_trace.hpp"
+#include "trace/model/trace_file.hpp"
+#include <fmt/format.h>
 
 namespace scalescope::report {
 namespace {

@@ -16,7 +16,7 @@
 #include "report/scaling_tables.hpp"
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::report::detail {
 

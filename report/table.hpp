@@ -18,7 +18,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "trace/format_units.hpp"
+#include "base/format_units.hpp"
 
 namespace scalescope::report {
 
@@ -137,7 +137,7 @@ void print_tables(std::ostream& out, std::string_view command, const std::vector
 bool use_colour(int fd);
 
 // Human formats: 1.230 ms, 4.50 GiB, 12.0%, the ones of the advisor's
-// findings too (trace/format_units.hpp, the one place for them).
+// findings too (base/format_units.hpp, the one place for them).
 using trace::format_bytes;
 using trace::format_duration_ns;
 using trace::format_percent;

@@ -19,15 +19,15 @@
 
 #include "scaling/least_squares.hpp"
 #include "scaling/scaling.hpp"
-#include "trace/error.hpp"
-#include "trace/quantile.hpp"
+#include "base/error.hpp"
+#include "base/quantile.hpp"
 
 namespace scalescope::scaling {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// trace/quantile.hpp's median; none: NaN (no figure, not 0).
+// base/quantile.hpp's median; none: NaN (no figure, not 0).
 double median_of(std::vector<double> v) { return v.empty() ? kNaN : trace::median_in_place(v); }
 
 // Least squares of y on x (both logs): slope and intercept at the mean of x.

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scaling/scaling.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::scaling {
 namespace {

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "scaling/least_squares.hpp"
-#include "trace/error.hpp"
-#include "trace/quantile.hpp"
+#include "base/error.hpp"
+#include "base/quantile.hpp"
 
 namespace scalescope::scaling {
 namespace {
@@ -24,7 +24,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double median_of_sorted(const std::vector<double>& v) {
   return trace::quantile_of_sorted(v, 0.5);
-}  // trace/quantile.hpp
+}  // base/quantile.hpp
 
 // Largest j (1-based) such that [X_(j), X_(n-j+1)] covers the median with
 // probability >= level: coverage = 1 - 2 * P(B <= j-1), B ~ Binomial(n, 1/2).

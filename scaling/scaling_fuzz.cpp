@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "scaling/scaling.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace scalescope::scaling;

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::scaling {
 namespace {

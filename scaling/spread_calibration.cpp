@@ -13,7 +13,7 @@
 
 #include "scaling/scaling.hpp"
 #include "scaling/spread_calibration_text.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::scaling {
 

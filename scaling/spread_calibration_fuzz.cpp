@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "scaling/scaling.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace scalescope::scaling;

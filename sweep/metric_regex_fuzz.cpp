@@ -9,7 +9,7 @@
 
 #include "sweep/metric_scanner.hpp"
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace scalescope::sweep;

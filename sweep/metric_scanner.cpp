@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::sweep {
 
@@ -78,7 +78,7 @@ void MetricScanner::finish(RunMetrics& m) {
   }
   if (mllog_) {
     // The first run_start and run_stop count, as `mlperf ingest` and MLPerf's
-    // reference summarizer time a run (trace/mllog_parser.hpp).
+    // reference summarizer time a run (mlperf/mllog_parser.hpp).
     const trace::LogSummary events = mllog_->finish();
     if (events.overlong_lines > 0)
       m.notes.push_back(fmt::format("{} output line(s) longer than {} bytes were read in part for MLLOG events",

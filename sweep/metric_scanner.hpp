@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "sweep/sweep.hpp"
-#include "trace/mllog_parser.hpp"
+#include "mlperf/mllog_parser.hpp"
 
 namespace re2 {
 class RE2;

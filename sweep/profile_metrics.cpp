@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 #if SCALESCOPE_SWEEP_WITH_ANALYZE
 #include "analyze/analyze.hpp"
-#include "trace/stats.hpp"
+#include "trace/stats/stats.hpp"
 #endif
 
 namespace scalescope::sweep {

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "scaling/scaling.hpp"
-#include "trace/error.hpp"
-#include "trace/quantile.hpp"
+#include "base/error.hpp"
+#include "base/quantile.hpp"
 
 namespace scalescope::sweep {
 namespace {
@@ -40,7 +40,7 @@ struct ConfigOrder {
   }
 };
 
-using trace::median;  // the one median (trace/quantile.hpp)
+using trace::median;  // the one median (base/quantile.hpp)
 
 // The order of --vary in the sweep's spec, for ordering configurations.
 ConfigOrder config_order_of(const std::string& spec_json) {
@@ -110,7 +110,7 @@ GroupedRuns group_runs(const StoredSweep& sweep, const ConfigOrder& order, const
     break;
   }
   fail("no run of the sweep has the metric '{}' ({} runs: {}); nothing to compute{}", metric, sweep.runs.size(),
-       fmt::join(parts, ", "), first);
+       fmt::to_string(fmt::join(parts, ", ")), first);
 }
 
 // What one study needs at every step, settled from the options and the sweep.

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 extern char** environ;
 

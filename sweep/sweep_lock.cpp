@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "sweep/utc_time.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::sweep {
 namespace {

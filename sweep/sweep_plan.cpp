@@ -13,8 +13,8 @@
 
 #include "sweep/metric_scanner.hpp"
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
-#include "trace/number_check.hpp"
+#include "base/error.hpp"
+#include "base/number_check.hpp"
 
 namespace scalescope::sweep {
 namespace {
@@ -264,7 +264,7 @@ std::vector<PlannedRun> plan_runs(const SweepSpec& spec) {
         std::find(builtin_placeholders().begin(), builtin_placeholders().end(), name) != builtin_placeholders().end();
     if (!builtin && !keys.count(name))
       fail("the command template uses {{{}}}, which is neither a built-in placeholder ({}) nor a --vary key", name,
-           fmt::join(builtin_placeholders(), ", "));
+           fmt::to_string(fmt::join(builtin_placeholders(), ", ")));
   }
   for (const auto& v : spec.vary)
     if (!used.count(v.key))

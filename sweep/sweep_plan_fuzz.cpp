@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "sweep/sweep.hpp"
-#include "trace/error.hpp"
-#include "trace/number_check.hpp"
+#include "base/error.hpp"
+#include "base/number_check.hpp"
 
 namespace {
 

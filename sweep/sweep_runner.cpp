@@ -28,7 +28,7 @@
 #include "sweep/sweep.hpp"
 #include "sweep/sweep_lock.hpp"
 #include "sweep/sweep_store.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 extern char** environ;
 

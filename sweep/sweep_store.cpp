@@ -11,8 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "sweep/utc_time.hpp"
-#include "trace/error.hpp"
-#include "trace/safe_output.hpp"
+#include "base/error.hpp"
+#include "base/safe_output.hpp"
+#include <fmt/format.h>
 
 namespace scalescope::sweep {
 namespace {

@@ -21,8 +21,9 @@
 #include "sweep/slurm_client.hpp"
 #include "sweep/sweep_lock.hpp"
 #include "sweep/sweep_store.hpp"
-#include "trace/error.hpp"
-#include "trace/mllog_parser.hpp"
+#include "base/error.hpp"
+#include "mlperf/mllog_parser.hpp"
+#include <fmt/format.h>
 
 namespace scalescope::sweep {
 namespace {

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "collect/run_control.hpp"
-#include "trace/hang_dump.hpp"
-#include "trace/trace_file.hpp"
+#include "trace/model/hang_dump.hpp"
+#include "trace/model/trace_file.hpp"
 
 namespace scalescope {
 namespace {

@@ -6,8 +6,9 @@
 #include <string>
 
 #include "collect/gpu_test/gpu_check.hpp"
-#include "trace/error.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/import/run_loader.hpp"
 
 int main(int argc, char** argv) {
   using namespace scalescope;

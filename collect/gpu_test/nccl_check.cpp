@@ -9,7 +9,7 @@
 #include <set>
 
 #include "collect/gpu_test/ground_truth_spec.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::collect {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "collect/gpu_test/gpu_check.hpp"
-#include "trace/trace.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::collect {
 

@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "collect/gpu_test/nccl_check.hpp"
-#include "trace/error.hpp"
-#include "trace/trace_file.hpp"
+#include "base/error.hpp"
+#include "trace/model/trace_file.hpp"
+#include "trace/import/run_loader.hpp"
 
 int main(int argc, char** argv) {
   using namespace scalescope;

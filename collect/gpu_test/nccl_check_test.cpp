@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "collect/gpu_test/ground_truth_spec.hpp"
-#include "trace/error.hpp"
+#include "base/error.hpp"
 
 namespace scalescope::collect {
 namespace {

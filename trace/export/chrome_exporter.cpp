@@ -1,0 +1,353 @@
+// Chrome trace JSON (the "JSON Array/Object Format" that Perfetto and
+// chrome://tracing read). Written in one streaming pass per trace.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "trace/export/export_tracks.hpp"
+#include "base/text_output.hpp"
+#include "trace/export/exporters.hpp"
+#include "base/output_file.hpp"
+#include "trace/model/table_columns.hpp"
+
+namespace scalescope::trace {
+namespace {
+
+class ChromeWriter {
+ public:
+  explicit ChromeWriter(detail::OutputFile& file) : file_(file), out_(file.buffer()) {}
+
+  void begin_event(char ph, size_t pid, uint64_t tid, int64_t ts_ns) {
+    out_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    fmt::format_to(std::back_inserter(out_), R"({{"ph":"{}","pid":{},"tid":{},"ts":)", ph, pid, tid);
+    append_us(ts_ns);
+  }
+  void end_event() {
+    out_ += '}';
+    file_.maybe_flush();
+  }
+  void append_us(int64_t ns) {
+    if (ns < 0) {
+      out_ += '-';
+      ns = -ns;
+    }
+    fmt::format_to(std::back_inserter(out_), "{}.{:03}", ns / 1000, ns % 1000);
+  }
+  void key_string(std::string_view key, std::string_view value) {
+    fmt::format_to(std::back_inserter(out_), R"(,"{}":")", key);
+    detail::append_json_escaped(out_, value);
+    out_ += '"';
+  }
+  template <typename T>
+  void key_number(std::string_view key, T value) {
+    fmt::format_to(std::back_inserter(out_), R"(,"{}":{})", key, value);
+  }
+  // Metadata events: a track's name ("process_name", "thread_name") and its
+  // place in the list ("process_sort_index", "thread_sort_index").
+  void metadata_name(std::string_view what, size_t pid, uint64_t tid, std::string_view name) {
+    begin_event('M', pid, tid, 0);
+    key_string("name", what);
+    out_ += R"(,"args":{"name":")";
+    detail::append_json_escaped(out_, name);
+    out_ += "\"}";
+    end_event();
+  }
+  void metadata_sort_index(std::string_view what, size_t pid, uint64_t tid, int64_t index) {
+    begin_event('M', pid, tid, 0);
+    key_string("name", what);
+    fmt::format_to(std::back_inserter(out_), R"(,"args":{{"sort_index":{}}})", index);
+    end_event();
+  }
+  std::string& raw() { return out_; }
+
+ private:
+  detail::OutputFile& file_;
+  std::string& out_;
+  bool first_ = true;
+};
+
+std::string_view counter_name(CounterMetric m) { return to_string(m); }
+
+// One trace being written: its process id in the file and its tracks.
+struct ChromeTrace {
+  ChromeWriter& w;
+  const Trace& t;
+  size_t index;  // in the traces exported
+  size_t pid;
+  int64_t origin;
+  const detail::TraceTracks& tracks;
+};
+
+void write_track_names(const ChromeTrace& c) {
+  ChromeWriter& w = c.w;
+  const size_t pid = c.pid;
+  const detail::TraceTracks& tracks = c.tracks;
+  w.metadata_name("process_name", pid, pid, tracks.process_name);
+  w.metadata_sort_index("process_sort_index", pid, pid, static_cast<int64_t>(pid));
+  for (const detail::ExportTrack& g : tracks.gpu) {
+    w.metadata_name("thread_name", pid, g.tid, g.name);
+    w.metadata_sort_index("thread_sort_index", pid, g.tid, g.sort_index);
+  }
+  for (const detail::ExportTrack& h : tracks.host_thread_names) w.metadata_name("thread_name", pid, h.tid, h.name);
+  for (const detail::ExportTrack& h : tracks.host_overlaps) w.metadata_name("thread_name", pid, h.tid, h.name);
+}
+
+// API calls; a flow starts at each call whose correlation id some GPU
+// work carries (so every flow start has an end). Returns those ids.
+std::unordered_set<uint32_t> write_api_calls(const ChromeTrace& c) {
+  ChromeWriter& w = c.w;
+  std::string& o = w.raw();
+  const Trace& t = c.t;
+  const StringTable& s = t.strings;
+  const size_t index = c.index, pid = c.pid;
+  const int64_t origin = c.origin;
+  const detail::TraceTracks& tracks = c.tracks;
+  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
+  std::unordered_set<uint32_t> gpu_work;
+  gpu_work.insert(t.kernels.correlation.begin(), t.kernels.correlation.end());
+  gpu_work.insert(t.memcpys.correlation.begin(), t.memcpys.correlation.end());
+  gpu_work.insert(t.memsets.correlation.begin(), t.memsets.correlation.end());
+  std::unordered_set<uint32_t> launched;
+  for (size_t i = 0; i < t.api.size(); ++i) {
+    w.begin_event('X', pid, tracks.api_tid[i], ts(t.api.start[i]));
+    o += R"(,"dur":)";
+    w.append_us(std::max<int64_t>(0, t.api.end[i] - t.api.start[i]));
+    w.key_string("cat", fmt::format("cuda_{}", to_string(t.api.domain[i])));
+    w.key_string("name", s.view(t.api.name[i]));
+    fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"cbid":{},"{}":{}}})",
+                   column_name(&ApiTable::correlation), t.api.correlation[i], t.api.callback_id[i],
+                   column_name(&ApiTable::return_code), t.api.return_code[i]);
+    w.end_event();
+    uint32_t corr = t.api.correlation[i];
+    if (corr == 0 || !gpu_work.count(corr) || !launched.insert(corr).second) continue;
+    // Flow start, bound to the enclosing API slice.
+    w.begin_event('s', pid, tracks.api_tid[i], ts(t.api.start[i]));
+    fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","id":{})", (uint64_t{index} << 32) | corr);
+    w.end_event();
+  }
+  return launched;
+}
+
+// Kernels, copies and sets, each ending the flow of the call that launched it.
+void write_gpu_work(const ChromeTrace& c, const std::unordered_set<uint32_t>& launched) {
+  ChromeWriter& w = c.w;
+  std::string& o = w.raw();
+  const Trace& t = c.t;
+  const StringTable& s = t.strings;
+  const size_t index = c.index, pid = c.pid;
+  const int64_t origin = c.origin;
+  const detail::TraceTracks& tracks = c.tracks;
+  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
+  auto flow_end = [&](uint32_t corr, uint64_t track, Timestamp start) {
+    if (corr == 0 || !launched.count(corr)) return;
+    w.begin_event('f', pid, track, ts(start));
+    fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","bp":"e","id":{})",
+                   (uint64_t{index} << 32) | corr);
+    w.end_event();
+  };
+
+  for (size_t i = 0; i < t.kernels.size(); ++i) {
+    const KernelTable& k = t.kernels;
+    const uint64_t track = tracks.kernel_tid[i];
+    w.begin_event('X', pid, track, ts(k.start[i]));
+    o += R"(,"dur":)";
+    w.append_us(std::max<int64_t>(0, k.end[i] - k.start[i]));
+    o += R"(,"cat":"kernel")";
+    w.key_string("name", s.view(k.name[i]));
+    fmt::format_to(std::back_inserter(o),
+                   R"(,"args":{{"{}":{},"{}":{},"{}":{},"grid":[{},{},{}],"block":[{},{},{}],)"
+                   R"("registers per thread":{},"shared memory":{}}})",
+                   column_name(&KernelTable::device), k.device[i], column_name(&KernelTable::stream), k.stream[i],
+                   column_name(&KernelTable::correlation), k.correlation[i], k.grid_x[i], k.grid_y[i], k.grid_z[i],
+                   k.block_x[i], k.block_y[i], k.block_z[i], k.registers_per_thread[i], k.shared_memory_bytes[i]);
+    w.end_event();
+    flow_end(k.correlation[i], track, k.start[i]);
+  }
+  for (size_t i = 0; i < t.memcpys.size(); ++i) {
+    const MemcpyTable& m = t.memcpys;
+    const uint64_t track = tracks.memcpy_tid[i];
+    w.begin_event('X', pid, track, ts(m.start[i]));
+    o += R"(,"dur":)";
+    w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
+    fmt::format_to(std::back_inserter(o), R"J(,"cat":"memcpy","name":"Memcpy {} ({} -> {})")J", to_string(m.kind[i]),
+                   to_string(m.src_kind[i]), to_string(m.dst_kind[i]));
+    fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"{}":{},"async":{}}})", column_name(&MemcpyTable::bytes),
+                   m.bytes[i], column_name(&MemcpyTable::correlation), m.correlation[i],
+                   m.is_async[i] ? "true" : "false");
+    w.end_event();
+    flow_end(m.correlation[i], track, m.start[i]);
+  }
+  for (size_t i = 0; i < t.memsets.size(); ++i) {
+    const MemsetTable& m = t.memsets;
+    const uint64_t track = tracks.memset_tid[i];
+    w.begin_event('X', pid, track, ts(m.start[i]));
+    o += R"(,"dur":)";
+    w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
+    fmt::format_to(std::back_inserter(o), R"J(,"cat":"memset","name":"Memset ({})")J", to_string(m.dst_kind[i]));
+    fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"{}":{}}})", column_name(&MemsetTable::bytes),
+                   m.bytes[i], column_name(&MemsetTable::correlation), m.correlation[i]);
+    w.end_event();
+    flow_end(m.correlation[i], track, m.start[i]);
+  }
+}
+
+void write_nvtx_and_counters(const ChromeTrace& c) {
+  ChromeWriter& w = c.w;
+  std::string& o = w.raw();
+  const Trace& t = c.t;
+  const StringTable& s = t.strings;
+  const size_t pid = c.pid;
+  const int64_t origin = c.origin;
+  const detail::TraceTracks& tracks = c.tracks;
+  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
+  for (size_t i = 0; i < t.nvtx.size(); ++i) {
+    const NvtxTable& n = t.nvtx;
+    const uint64_t track = tracks.nvtx_tid[i];
+    bool mark = n.kind[i] == NvtxKind::kMark;
+    w.begin_event(mark ? 'i' : 'X', pid, track, ts(n.start[i]));
+    if (mark) {
+      o += R"(,"s":"t")";
+    } else {
+      o += R"(,"dur":)";
+      w.append_us(std::max<int64_t>(0, n.end[i] - n.start[i]));
+    }
+    w.key_string("cat", s.view(n.domain[i]).empty() ? std::string_view("nvtx") : s.view(n.domain[i]));
+    w.key_string("name", s.view(n.text[i]));
+    w.end_event();
+  }
+  for (size_t i = 0; i < t.counters.size(); ++i) {
+    const CounterTable& ct = t.counters;
+    w.begin_event('C', pid, pid, ts(ct.time[i]));
+    fmt::format_to(std::back_inserter(o), R"(,"name":"GPU {} {}","args":{{"{}":{}}})", ct.device[i],
+                   counter_name(ct.metric[i]), column_name(&CounterTable::value),
+                   std::isfinite(ct.value[i]) ? ct.value[i] : 0.0);
+    w.end_event();
+  }
+}
+
+// The host sampler (format 1.2): one track per sampled thread, its
+// scheduler state as slices.
+void write_host_thread_states(const ChromeTrace& c) {
+  ChromeWriter& w = c.w;
+  std::string& o = w.raw();
+  const Trace& t = c.t;
+  const size_t pid = c.pid;
+  const int64_t origin = c.origin;
+  const detail::TraceTracks& tracks = c.tracks;
+  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
+  for (const detail::SampledThread& th : tracks.sampled) {
+    w.metadata_name("thread_name", pid, th.track.tid, th.track.name);
+    w.metadata_sort_index("thread_sort_index", pid, th.track.tid, th.track.sort_index);
+    for (const detail::HostStateSlice& sl : tracks.state_slices(t, th)) {
+      w.begin_event('X', pid, th.track.tid, ts(sl.begin));
+      o += R"(,"dur":)";
+      w.append_us(sl.end - sl.begin);
+      fmt::format_to(std::back_inserter(o),
+                     R"(,"cat":"host","name":"{}","args":{{"cpu_ns":{},"run_wait_ns":{},"samples":{},"cpu":{}}})",
+                     to_string(sl.state), sl.cpu_ns, sl.run_wait_ns, sl.samples, sl.cpu);
+      w.end_event();
+    }
+  }
+}
+
+// Native stacks (format 1.3): each sample an instant on its thread's
+// track, named by its leaf frame, the whole stack in args (Perfetto's
+// JSON importer reads no stack tables); and the Trace Event Format's
+// "stackFrames" and "samples" (chrome://tracing, speedscope), written
+// after the events. Frame ids are "<process>.<callsite id>".
+void write_native_stacks(const ChromeTrace& ct, std::string& frames, std::string& samples) {
+  const Trace& t = ct.t;
+  if (t.host_stack_samples.size() == 0) return;
+  ChromeWriter& w = ct.w;
+  std::string& o = w.raw();
+  const StringTable& s = t.strings;
+  const size_t pid = ct.pid;
+  const int64_t origin = ct.origin;
+  const detail::TraceTracks& tracks = ct.tracks;
+  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
+  const HostCallsiteTable& c = t.host_callsites;
+  const HostStackSampleTable& ss = t.host_stack_samples;
+  detail::StackLabels labels(t);
+  for (const auto& [id, row] : labels.rows()) {
+    frames += frames.empty() ? "\n" : ",\n";
+    fmt::format_to(std::back_inserter(frames), R"("{}.{}":{{"name":")", pid, id);
+    detail::append_json_escaped(frames, labels.frame(id));
+    std::string_view module = s.view(c.module[row]);
+    if (const size_t slash = module.rfind('/'); slash != std::string_view::npos) module.remove_prefix(slash + 1);
+    frames += R"(","category":")";
+    detail::append_json_escaped(frames, module.empty() ? std::string_view("native") : module);
+    frames += '"';
+    if (c.parent[row] != 0) fmt::format_to(std::back_inserter(frames), R"(,"parent":"{}.{}")", pid, c.parent[row]);
+    frames += '}';
+  }
+  for (size_t i = 0; i < ss.size(); ++i) {
+    const uint32_t track = tracks.sampled[tracks.sampled_of.at((uint64_t{ss.pid[i]} << 32) | ss.tid[i])].track.tid;
+    w.begin_event('i', pid, track, ts(ss.time[i]));
+    o += R"(,"s":"t","cat":"host_stack")";
+    w.key_string("name", labels.frame(ss.callsite[i]));
+    o += R"(,"args":{"stack":")";
+    detail::append_json_escaped(o, labels.stack(ss.callsite[i]));
+    o += "\"}";
+    w.end_event();
+    samples += samples.empty() ? "\n" : ",\n";
+    fmt::format_to(std::back_inserter(samples), R"({{"pid":{},"tid":{},"ts":)", pid, track);
+    const int64_t at = ts(ss.time[i]);
+    fmt::format_to(std::back_inserter(samples), "{}{}.{:03}", at < 0 ? "-" : "", std::abs(at) / 1000,
+                   std::abs(at) % 1000);
+    if (ss.callsite[i] != 0) fmt::format_to(std::back_inserter(samples), R"(,"sf":"{}.{}")", pid, ss.callsite[i]);
+    samples += R"(,"name":"cpu","weight":1})";
+  }
+}
+
+}  // namespace
+
+void export_chrome(std::span<const Trace> traces, const std::filesystem::path& out) {
+  // One time origin for all ranks. Relative times keep ns precision in a
+  // double (Perfetto parses ts as double).
+  const int64_t origin = detail::export_origin(traces);
+
+  detail::OutputFile file(out);
+  ChromeWriter w(file);
+  std::string& o = w.raw();
+  fmt::format_to(
+      std::back_inserter(o),
+      R"({{"displayTimeUnit":"ns","otherData":{{"producer":"scalescope","origin_unix_ns":{}}},"traceEvents":[)",
+      origin);
+
+  detail::TrackNumbers numbers(traces);
+  std::string frames, samples;  // the native stacks' "stackFrames" and "samples" (written last)
+
+  for (size_t index = 0; index < traces.size(); ++index) {
+    const detail::TraceTracks tracks = detail::layout_tracks(traces[index], index, numbers);
+    const ChromeTrace c{w, traces[index], index, index + 1, origin, tracks};
+    write_track_names(c);
+    const std::unordered_set<uint32_t> launched = write_api_calls(c);
+    write_gpu_work(c, launched);
+    write_nvtx_and_counters(c);
+    write_host_thread_states(c);
+    write_native_stacks(c, frames, samples);
+  }
+  o += "\n]";
+  if (!frames.empty()) {
+    o += ",\n\"stackFrames\":{";
+    o += frames;
+    o += "\n},\n\"samples\":[";
+    o += samples;
+    o += "\n]";
+  }
+  o += "}\n";
+  file.commit();
+}
+
+}  // namespace scalescope::trace

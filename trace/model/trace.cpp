@@ -1,0 +1,379 @@
+#include "trace/model/trace.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+#include "trace/model/table_columns.hpp"
+
+namespace scalescope::trace {
+
+StringTable::StringTable() {
+  strings_.emplace_back();
+  index_.emplace(std::string_view(strings_.back()), 0);
+}
+
+StringId StringTable::intern(std::string_view text) {
+  if (auto it = index_.find(text); it != index_.end()) return it->second;
+  auto id = static_cast<StringId>(strings_.size());
+  strings_.emplace_back(text);
+  index_.emplace(std::string_view(strings_.back()), id);
+  byte_size_ += text.size();
+  return id;
+}
+
+std::string_view to_string(MemcpyKind kind) {
+  switch (kind) {
+    case MemcpyKind::kHtoD: return "HtoD";
+    case MemcpyKind::kDtoH: return "DtoH";
+    case MemcpyKind::kDtoD: return "DtoD";
+    case MemcpyKind::kPtoP: return "PtoP";
+    case MemcpyKind::kHtoH: return "HtoH";
+    case MemcpyKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view to_string(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kPageable: return "pageable";
+    case MemoryKind::kPinned: return "pinned";
+    case MemoryKind::kDevice: return "device";
+    case MemoryKind::kManaged: return "managed";
+    case MemoryKind::kArray: return "array";
+    case MemoryKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view to_string(SyncKind kind) {
+  switch (kind) {
+    case SyncKind::kEventSynchronize: return "event_synchronize";
+    case SyncKind::kStreamWaitEvent: return "stream_wait_event";
+    case SyncKind::kStreamSynchronize: return "stream_synchronize";
+    case SyncKind::kDeviceSynchronize: return "device_synchronize";
+    case SyncKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ApiDomain domain) {
+  switch (domain) {
+    case ApiDomain::kRuntime: return "runtime";
+    case ApiDomain::kDriver: return "driver";
+    case ApiDomain::kNccl: return "nccl";
+    case ApiDomain::kOther: break;
+  }
+  return "other";
+}
+
+std::string_view to_string(NvtxKind kind) { return kind == NvtxKind::kMark ? "mark" : "range"; }
+
+std::string_view to_string(NcclOp op) {
+  switch (op) {
+    case NcclOp::kAllReduce: return "AllReduce";
+    case NcclOp::kBroadcast: return "Broadcast";
+    case NcclOp::kReduce: return "Reduce";
+    case NcclOp::kAllGather: return "AllGather";
+    case NcclOp::kReduceScatter: return "ReduceScatter";
+    case NcclOp::kAllToAll: return "AllToAll";
+    case NcclOp::kSend: return "Send";
+    case NcclOp::kRecv: return "Recv";
+    case NcclOp::kSendRecv: return "SendRecv";
+    case NcclOp::kGather: return "Gather";
+    case NcclOp::kScatter: return "Scatter";
+    case NcclOp::kBarrier: return "Barrier";
+    case NcclOp::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CounterMetric metric) {
+  switch (metric) {
+    case CounterMetric::kGpuUtilizationPercent: return "gpu_utilization_percent";
+    case CounterMetric::kMemoryUtilizationPercent: return "memory_utilization_percent";
+    case CounterMetric::kMemoryUsedBytes: return "memory_used_bytes";
+    case CounterMetric::kPowerWatts: return "power_watts";
+    case CounterMetric::kEnergyJoules: return "energy_joules";
+    case CounterMetric::kSmClockMHz: return "sm_clock_mhz";
+    case CounterMetric::kMemoryClockMHz: return "memory_clock_mhz";
+    case CounterMetric::kPcieTxBytesPerSecond: return "pcie_tx_bytes_per_second";
+    case CounterMetric::kPcieRxBytesPerSecond: return "pcie_rx_bytes_per_second";
+    case CounterMetric::kNvlinkTxBytesPerSecond: return "nvlink_tx_bytes_per_second";
+    case CounterMetric::kNvlinkRxBytesPerSecond: return "nvlink_rx_bytes_per_second";
+    case CounterMetric::kTemperatureCelsius: return "temperature_celsius";
+    case CounterMetric::kClocksEventReasons: return "clocks_event_reasons";
+    case CounterMetric::kSmClockMaxMHz: return "sm_clock_max_mhz";
+    case CounterMetric::kPowerLimitWatts: return "power_limit_watts";
+    case CounterMetric::kTemperatureSlowdownCelsius: return "temperature_slowdown_celsius";
+  }
+  return "unknown";
+}
+
+NcclOp nccl_op_from_name(std::string_view name) {
+  // Normalise: lower case, drop '_' so "all_reduce", "AllReduce", "allreduce" agree.
+  std::string key;
+  key.reserve(name.size());
+  for (char c : name) {
+    if (c == '_' || c == ' ' || c == '-') continue;
+    key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  if (key.rfind("nccl:", 0) == 0) key.erase(0, 5);
+  if (key == "allreduce" || key == "allreducecoalesced") return NcclOp::kAllReduce;
+  if (key == "broadcast") return NcclOp::kBroadcast;
+  if (key == "reduce") return NcclOp::kReduce;
+  if (key == "allgather" || key == "allgatherintotensor" || key == "allgatherbase" || key == "allgathercoalesced" ||
+      key == "allgatherintotensorcoalesced")
+    return NcclOp::kAllGather;
+  if (key == "reducescatter" || key == "reducescattertensor" || key == "reducescatterbase" ||
+      key == "reducescattertensorcoalesced")
+    return NcclOp::kReduceScatter;
+  if (key == "alltoall" || key == "alltoallbase" || key == "alltoallv") return NcclOp::kAllToAll;
+  if (key == "send") return NcclOp::kSend;
+  if (key == "recv") return NcclOp::kRecv;
+  if (key == "sendrecv") return NcclOp::kSendRecv;
+  if (key == "gather") return NcclOp::kGather;
+  if (key == "scatter") return NcclOp::kScatter;
+  if (key == "barrier") return NcclOp::kBarrier;
+  return NcclOp::kUnknown;
+}
+
+// ---- tables: one definition, from each table's column list (table_columns.hpp)
+
+void KernelTable::push(const KernelRecord& r) { push_row(*this, r); }
+KernelRecord KernelTable::row(size_t i) const { return row_at(*this, i); }
+void KernelTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void MemcpyTable::push(const MemcpyRecord& r) { push_row(*this, r); }
+MemcpyRecord MemcpyTable::row(size_t i) const { return row_at(*this, i); }
+void MemcpyTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void MemsetTable::push(const MemsetRecord& r) { push_row(*this, r); }
+MemsetRecord MemsetTable::row(size_t i) const { return row_at(*this, i); }
+void MemsetTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void ApiTable::push(const ApiRecord& r) { push_row(*this, r); }
+ApiRecord ApiTable::row(size_t i) const { return row_at(*this, i); }
+void ApiTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void SyncTable::push(const SyncRecord& r) { push_row(*this, r); }
+SyncRecord SyncTable::row(size_t i) const { return row_at(*this, i); }
+void SyncTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void NvtxTable::push(const NvtxRecord& r) { push_row(*this, r); }
+NvtxRecord NvtxTable::row(size_t i) const { return row_at(*this, i); }
+void NvtxTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void NcclTable::push(const NcclRecord& r) { push_row(*this, r); }
+NcclRecord NcclTable::row(size_t i) const { return row_at(*this, i); }
+void NcclTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void CounterTable::push(const CounterRecord& r) { push_row(*this, r); }
+CounterRecord CounterTable::row(size_t i) const { return row_at(*this, i); }
+void CounterTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void HostThreadTable::push(const HostThreadRecord& r) { push_row(*this, r); }
+HostThreadRecord HostThreadTable::row(size_t i) const { return row_at(*this, i); }
+void HostThreadTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void HostSampleTable::push(const HostSampleRecord& r) { push_row(*this, r); }
+HostSampleRecord HostSampleTable::row(size_t i) const { return row_at(*this, i); }
+void HostSampleTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void HostCallsiteTable::push(const HostCallsiteRecord& r) { push_row(*this, r); }
+HostCallsiteRecord HostCallsiteTable::row(size_t i) const { return row_at(*this, i); }
+void HostCallsiteTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void HostModuleTable::push(const HostModuleRecord& r) { push_row(*this, r); }
+HostModuleRecord HostModuleTable::row(size_t i) const { return row_at(*this, i); }
+void HostModuleTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+void HostStackSampleTable::push(const HostStackSampleRecord& r) { push_row(*this, r); }
+HostStackSampleRecord HostStackSampleTable::row(size_t i) const { return row_at(*this, i); }
+void HostStackSampleTable::reserve(size_t n) { reserve_rows(*this, n); }
+
+std::string_view to_string(FrameStatus s) {
+  switch (s) {
+    case FrameStatus::kUnnamed: return "not looked up";
+    case FrameStatus::kNamed: return "named";
+    case FrameStatus::kUnmapped: return "unmapped address";
+    case FrameStatus::kNotAFile: return "no file (JIT or vdso)";
+    case FrameStatus::kModuleMissing: return "module missing";
+    case FrameStatus::kBuildIdDiffers: return "build-id differs";
+    case FrameStatus::kNoSymbol: return "no symbol";
+    case FrameStatus::kNoLibdw: return "libdw missing";
+    case FrameStatus::kNoModuleRecord: return "no module record";
+    case FrameStatus::kWalkCut: return "stack walk cut";
+  }
+  return "unknown status";
+}
+
+ThreadState thread_state_from_letter(char c) {
+  switch (c) {
+    case 'R': return ThreadState::kRunning;
+    case 'S': return ThreadState::kSleeping;
+    case 'D': return ThreadState::kDiskWait;
+    case 'T':
+    case 't': return ThreadState::kStopped;
+    case 'Z':
+    case 'X':
+    case 'x': return ThreadState::kZombie;
+    case 'I': return ThreadState::kIdle;
+    default: return ThreadState::kOther;
+  }
+}
+
+std::string_view to_string(ThreadState state) {
+  switch (state) {
+    case ThreadState::kUnknown: return "unknown";
+    case ThreadState::kRunning: return "running";
+    case ThreadState::kSleeping: return "sleeping";
+    case ThreadState::kDiskWait: return "disk_wait";
+    case ThreadState::kStopped: return "stopped";
+    case ThreadState::kZombie: return "zombie";
+    case ThreadState::kIdle: return "idle";
+    case ThreadState::kOther: return "other";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ProcessRole role) { return role == ProcessRole::kTraced ? "traced" : "descendant"; }
+
+// ---- metadata, problems, trace -----------------------------------------------
+
+int64_t Metadata::to_unix_ns(Timestamp t) const {
+  if (clock.empty()) return t;
+  const ClockAnchor& a = clock.front();
+  const ClockAnchor& b = clock.back();
+  if (clock.size() == 1 || b.trace_ns == a.trace_ns) return t + (a.unix_ns - a.trace_ns);
+  // Linear map between the first and last anchor corrects drift between clocks.
+  long double slope =
+      static_cast<long double>(b.unix_ns - a.unix_ns) / static_cast<long double>(b.trace_ns - a.trace_ns);
+  return a.unix_ns + static_cast<int64_t>(static_cast<long double>(t - a.trace_ns) * slope);
+}
+
+Severity severity_of(Problem p) {
+  switch (p) {
+    case Problem::kTornTail:
+    case Problem::kChecksumMismatch:
+    case Problem::kDroppedRecords:
+    case Problem::kCorruptChunk:
+    case Problem::kIncompleteRecord:  // the work ran; its times are lost
+    case Problem::kEndMissing:
+    case Problem::kRunIncomplete: return Severity::kDataLoss;
+    case Problem::kInvalidUtf8:
+    case Problem::kCuptiError:
+    case Problem::kMalformedEvent:
+    case Problem::kNegativeDuration: return Severity::kError;
+    case Problem::kUnknownChunk:
+    case Problem::kUnknownEvent:
+    case Problem::kUnmatchedCorrelation:
+    case Problem::kNvmlUnavailable:
+    case Problem::kClockAnchorMissing:
+    case Problem::kEndNotRecorded:
+    case Problem::kRunNoManifest:
+    case Problem::kCount_: break;
+  }
+  return Severity::kInfo;
+}
+
+std::string_view severity_name(Severity s) {
+  switch (s) {
+    case Severity::kDataLoss: return "data loss";
+    case Severity::kError: return "error";
+    case Severity::kInfo: break;
+  }
+  return "info";
+}
+
+std::string_view to_string(Problem p) {
+  switch (p) {
+    case Problem::kTornTail: return "torn_tail";
+    case Problem::kChecksumMismatch: return "checksum_mismatch";
+    case Problem::kUnknownChunk: return "unknown_chunk";
+    case Problem::kDroppedRecords: return "dropped_records";
+    case Problem::kCuptiError: return "cupti_error";
+    case Problem::kMalformedEvent: return "malformed_event";
+    case Problem::kUnknownEvent: return "unknown_event";
+    case Problem::kUnmatchedCorrelation: return "unmatched_correlation";
+    case Problem::kNegativeDuration: return "negative_duration";
+    case Problem::kNvmlUnavailable: return "nvml_unavailable";
+    case Problem::kClockAnchorMissing: return "clock_anchor_missing";
+    case Problem::kCorruptChunk: return "corrupt_chunk";
+    case Problem::kIncompleteRecord: return "incomplete_record";
+    case Problem::kEndMissing: return "end_missing";
+    case Problem::kEndNotRecorded: return "end_not_recorded";
+    case Problem::kRunIncomplete: return "run_incomplete";
+    case Problem::kRunNoManifest: return "run_no_manifest";
+    case Problem::kInvalidUtf8: return "invalid_utf8";
+    case Problem::kCount_: break;
+  }
+  return "unknown_problem";
+}
+
+std::string_view describe(Problem p) {
+  switch (p) {
+    case Problem::kTornTail:
+      return "torn: the file ends inside a chunk (writer killed or disk full); that chunk and any after it are lost";
+    case Problem::kChecksumMismatch: return "a chunk failed its checksum and was skipped; its rows are lost";
+    case Problem::kUnknownChunk: return "a chunk of a newer format was skipped";
+    case Problem::kDroppedRecords: return "the collector dropped records (its buffers were full)";
+    case Problem::kCuptiError: return "a CUPTI call failed while collecting";
+    case Problem::kMalformedEvent:
+      return "events missing required fields were skipped, or kept with unreadable fields read as unknown";
+    case Problem::kUnknownEvent: return "events of an unknown category were not mapped";
+    case Problem::kUnmatchedCorrelation: return "GPU events without an API call of the same correlation id";
+    case Problem::kNegativeDuration: return "events ending before they start were clamped";
+    case Problem::kNvmlUnavailable: return "GPU counters were not sampled (NVML unavailable)";
+    case Problem::kClockAnchorMissing: return "no clock anchor: ranks may not line up in time";
+    case Problem::kCorruptChunk: return "a chunk passed its checksum but its content was invalid; its rows are lost";
+    case Problem::kIncompleteRecord:
+      return "records without a valid time (unfinished GPU records; imported rows whose time, type or id is missing "
+             "or not a number) were left out";
+    case Problem::kEndMissing:
+      return "torn: the file ends at a chunk boundary without its end record (writer killed); the chunks written "
+             "after the last complete one are lost, how many is unknown";
+    case Problem::kEndNotRecorded:
+      return "end not recorded: a format 1.0 file (older build) cannot say whether it is complete";
+    case Problem::kRunIncomplete:
+      return "run directory incomplete: a file its manifest lists is missing, short or changed";
+    case Problem::kRunNoManifest:
+      return "run directory without manifest (older build, or its writer died): ranks cannot be checked for completeness";
+    case Problem::kInvalidUtf8: return "invalid UTF-8 bytes in the input were replaced by U+FFFD";
+    case Problem::kCount_: break;
+  }
+  return "unknown problem";
+}
+
+bool ProblemCounts::any_data_loss() const {
+  for (int i = 0; i < kProblemCount; ++i)
+    if (counts[i] != 0 && severity_of(static_cast<Problem>(i)) == Severity::kDataLoss) return true;
+  return false;
+}
+
+size_t Trace::event_count() const {
+  return kernels.size() + memcpys.size() + memsets.size() + api.size() + syncs.size() + nvtx.size() + nccl.size() +
+         counters.size() + host_samples.size();
+}
+
+bool Trace::empty() const {
+  return event_count() == 0 && host_threads.size() == 0 && host_callsites.size() == 0 &&
+         host_stack_samples.size() == 0 && host_modules.size() == 0;
+}
+
+std::pair<Timestamp, Timestamp> Trace::time_span() const {
+  Timestamp lo = std::numeric_limits<Timestamp>::max();
+  Timestamp hi = std::numeric_limits<Timestamp>::min();
+  auto scan = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
+    for (Timestamp t : s) lo = std::min(lo, t);
+    for (Timestamp t : e) hi = std::max(hi, t);
+  };
+  scan(kernels.start, kernels.end);
+  scan(memcpys.start, memcpys.end);
+  scan(memsets.start, memsets.end);
+  scan(api.start, api.end);
+  if (lo > hi) return {0, 0};
+  return {lo, hi};
+}
+
+}  // namespace scalescope::trace
