@@ -21,7 +21,16 @@ void throw_error(std::string_view format, std::initializer_list<ErrorArg> args) 
       case ErrorArg::Kind::kPointer: store.push_back(a.as_pointer()); break;
     }
   }
-  throw Error(fmt::vformat(format, store));
+  std::string text;
+  try {
+    text = fmt::vformat(format, store);
+  } catch (const fmt::format_error& e) {
+    // Only the count of fields is checked where fail() is called: a
+    // specifier that does not fit its argument is our bug, and the error
+    // still reaches the user, as one line, unformatted.
+    text = fmt::format("{} (message left unformatted: {})", format, e.what());
+  }
+  throw Error(std::move(text));
 }
 
 }  // namespace scalescope::detail

@@ -41,6 +41,14 @@ TEST(Error, FormatsEachKindOfArgumentAsFmtDoes) {
   EXPECT_EQ(message_of("no arguments"), "no arguments");
 }
 
+TEST(Error, ASpecifierThatDoesNotFitItsArgumentStillGivesTheError) {
+  // Only the count of fields is checked at compile time: a float specifier
+  // on a string would make fmt throw its own exception, which no caller of
+  // fail() catches. The Error comes all the same, with the text as written.
+  const std::string m = message_of("{:.2f} is broken", "rank0.sstrace");
+  EXPECT_EQ(m.rfind("{:.2f} is broken (message left unformatted: ", 0), 0u) << m;
+}
+
 TEST(Error, CountsReplacementFieldsAtCompileTime) {
   static_assert(detail::format_arguments("") == 0);
   static_assert(detail::format_arguments("{} and {:.2f}") == 2);
