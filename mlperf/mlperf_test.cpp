@@ -447,7 +447,7 @@ TEST(MlperfIngest, SyntheticTreeEdgeCases) {
   EXPECT_NE(s.reason.find("no numeric scaling_factor"), std::string::npos) << s.reason;
 }
 
-// Issue #17: what ingest refuses, the runs CSV carries, so `scores` on the CSV
+// What ingest refuses, the runs CSV carries, so `scores` on the CSV
 // refuses it too; node counts never wrap (4294967297 is not 1, -2 is not -2 x 8).
 TEST(MlperfIngest, RefusalsTravelThroughTheRunsCsvAndCountsNeverWrap) {
   TempDir dir;

@@ -510,7 +510,7 @@ TEST(KinetoImporter, ForwardBackwardFlowsLinkTheTwoOps) {
   EXPECT_EQ(rep.count("fwdbwd", "s"), 2u);
 }
 
-// Issue #17: a small .json.gz inflating ~1000x is refused by the ratio limit
+// A small .json.gz inflating ~1000x is refused by the ratio limit
 // after inflating at most 100x its size (1 MiB here), not 8 MiB, whether its
 // trailer tells the size or lies (a last member announcing little).
 TEST(KinetoImporter, GzipRatioLimitRefusesBombsEarly) {
