@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -55,6 +56,11 @@ void CaptureWindow::configure(trace::Metadata& meta) {
 
 void CaptureWindow::poll(bool stopping) {
   if (reattach_requested_.exchange(false)) reattach_cupti();
+  // Detached between windows: attach again only shortly before the next one.
+  if (!stopping && reattach_deferred_.load() && window_due_soon()) {
+    reattach_deferred_.store(false);
+    reattach_cupti();
+  }
   if (sampling_ && !stopping) control_tick(std::chrono::steady_clock::now());
   bool request_detach = false;
   {
@@ -390,7 +396,7 @@ void CaptureWindow::on_iteration_nvtx(NvtxOp op, const char* text, uint64_t id) 
     case NvtxOp::kPush:
       if (matches && claim_marker(kMarkerNvtx)) {
         depth = 0;
-        iteration_begin(number);
+        iteration_begin(number, attached_.load());
       } else if (depth >= 0) {
         ++depth;
       }
@@ -401,7 +407,7 @@ void CaptureWindow::on_iteration_nvtx(NvtxOp op, const char* text, uint64_t id) 
       break;
     case NvtxOp::kStart:
       if (matches && id != 0 && claim_marker(kMarkerNvtx)) {
-        iteration_begin(number);
+        iteration_begin(number, attached_.load());
         std::lock_guard lock(iteration_mutex_);
         iteration_range_id_ = id;
       }
@@ -437,7 +443,7 @@ IterationClass CaptureWindow::state_now() {
   std::lock_guard lock(enable_mutex_);
   if (tracing_) return IterationClass::kInside;
   if (!options_.detach) return IterationClass::kOutside;  // attached, nothing enabled: the user chose that outside
-  // Detached and attached again with only the NVTX callbacks: the job's own speed.
+  // Detached, or attached again with only the marker callbacks: the job's own speed.
   if (detaches_.load() > 0 && !close_pending_ && !detach_requested_.load()) return IterationClass::kOutside;
   return IterationClass::kLingering;  // CUPTI still attached after a window, detach pending
 }
@@ -794,8 +800,40 @@ void CaptureWindow::detach_cupti() {
     again = (options_.capture != CaptureRange::kNone || sampling_) && !window_done_;
   }
   if (!again) return;
+  if (markers_without_cupti() && !window_due_soon()) {
+    reattach_deferred_.store(true);  // the encoder attaches when a window is near
+    return;
+  }
   reattach_requested_.store(true);
   encoder_.wake();
+}
+
+// Whether the iteration markers reach the collector while CUPTI is detached:
+// the Python bootstrap's step marks, and NVTX ranges through the collector's
+// own hooks. cudaProfilerStart/Stop and NVTX through CUPTI come only as
+// CUPTI callbacks, so those jobs keep CUPTI attached with the callbacks alone.
+bool CaptureWindow::markers_without_cupti() const {
+  if (!sampling_ || options_.capture == CaptureRange::kCudaProfilerApi) return false;
+  const int kind = marker_kind_.load();
+  return kind == kMarkerStepMark || (kind == kMarkerNvtx && nvtx_hooks_);
+}
+
+// On the encoder thread, while detached between windows: whether a window
+// opens within the next kAttachLeadSeconds of iterations (at the fastest
+// recent step), the time an attach needs before the window's first
+// iteration. Without step times yet, at once.
+bool CaptureWindow::window_due_soon() {
+  std::lock_guard lock(iteration_mutex_);
+  const size_t known = std::min(recent_steps_, recent_steps_ns_.size());
+  if (known == 0) return true;
+  const double fastest_ns = *std::min_element(recent_steps_ns_.begin(), recent_steps_ns_.begin() + known);
+  uint64_t lead = kMaxAttachLeadIterations;
+  if (fastest_ns > 0)
+    lead = std::clamp<uint64_t>(static_cast<uint64_t>(std::ceil(kAttachLeadSeconds * 1e9 / fastest_ns)), 2,
+                                kMaxAttachLeadIterations);
+  for (uint64_t i = iteration_index_; i <= iteration_index_ + lead; ++i)
+    if (traced(i)) return true;
+  return false;
 }
 
 // On the encoder thread, after a detach: the same CUPTI set-up as at start,

@@ -162,6 +162,15 @@ class CaptureWindow final : public NvtxListener {
   std::atomic<bool> attached_{false};
   std::atomic<bool> detach_requested_{false};    // the next API exit (of detach_thread_, unless any) detaches
   std::atomic<bool> reattach_requested_{false};  // the encoder attaches again
+  // Between windows, when the iteration markers need no CUPTI callback
+  // (markers_without_cupti): no subscriber at all, so that the job runs as
+  // if never profiled; the encoder attaches again kAttachLeadSeconds before
+  // the next window (window_due_soon).
+  std::atomic<bool> reattach_deferred_{false};
+  static constexpr double kAttachLeadSeconds = 0.5;
+  static constexpr uint64_t kMaxAttachLeadIterations = 10'000;
+  bool markers_without_cupti() const;
+  bool window_due_soon();
   // A capture window (cudaProfilerStop, or the end of the NVTX range) is
   // detached only after it has stayed closed for kDetachGrace, at an API exit
   // of the thread that closed it: a window that opens again at once (stop,
@@ -179,10 +188,10 @@ class CaptureWindow final : public NvtxListener {
   std::atomic<uint64_t> detach_failures_{0};
   std::chrono::milliseconds close_grace_ = kDetachGrace;  // under enable_mutex_: of the pending close
 
-  // Sampled windows by iteration (options_.sampled()): the NVTX iteration
-  // ranges open and close windows by schedule_, and every iteration is timed
-  // (two clock reads, in the NVTX callbacks CUPTI keeps attached between
-  // windows) so that the run measures its own perturbation.
+  // Sampled windows by iteration (options_.sampled()): the iteration
+  // markers open and close windows by schedule_, and every iteration is timed
+  // (two clock reads where its marker arrives) so that the run measures its
+  // own perturbation.
   bool sampling_ = false;
   SampleSchedule schedule_;
   std::atomic<uint64_t> state_changes_{0};  // windows opened/closed, detaches, attaches

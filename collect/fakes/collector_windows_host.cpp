@@ -32,7 +32,8 @@
 //           With HOST_STEP_MARKS set, the iterations are marked as the
 //           Python bootstrap marks optimizer steps: scalescope_step_mark(N)
 //           where step N begins (and once after the last), no NVTX range;
-//           the host prints mark_windows=K, the marks that answered 1.
+//           the host prints mark_windows=K, the marks that answered 1, and
+//           detached_steps=K, the steps that began with no CUPTI subscriber.
 //           HOST_STEP_MARKS=both: the marks and the NVTX ranges.
 //   profiler-iterations: as iterations, but each iteration is a
 //           cudaProfilerStart ... cudaProfilerStop pair (no NVTX range).
@@ -285,17 +286,21 @@ int main(int argc, char** argv) {
                          : nullptr;
     if (std::getenv("HOST_STEP_MARKS") && !step_mark) return 6;
     const bool ranges = !step_mark || std::strcmp(std::getenv("HOST_STEP_MARKS"), "both") == 0;
-    int mark_windows = 0;
+    int mark_windows = 0, detached_steps = 0;
     bool recorded_before = counts().kernels_enabled != 0;  // the window open before the loop
     for (int step = 0; step < steps; ++step) {
       std::string name = marker ? std::string(marker) : "ProfilerStep#" + std::to_string(step);
       const int finalizes = counts().finalizes;
       if (ranges) push(name.c_str());
       if (step_mark) mark_windows += step_mark(uint64_t(step)) == 1;
+      detached_steps += counts().subscribed == 0;
       const bool recorded = counts().kernels_enabled != 0;
+      // Marked by step marks alone, the collector stays detached until the
+      // next window is near: wait for the detach only.
       if (recorded_before && !recorded)
-        api_exits_until([&] { return counts().finalizes > finalizes && counts().subscribed == 1; },
-                        std::chrono::milliseconds(1500));
+        api_exits_until(
+            [&] { return counts().finalizes > finalizes && (counts().subscribed == 1 || !ranges); },
+            std::chrono::milliseconds(1500));
       const uint64_t t = uint64_t(step) * 1000000 + 1000;
       run_kernel(t, t + 100, 0);
       run_kernel(t + 200, t + 300, 1);
@@ -306,7 +311,7 @@ int main(int argc, char** argv) {
     }
     if (step_mark) {
       step_mark(uint64_t(steps));  // the end of the last step
-      std::printf("mark_windows=%d\n", mark_windows);
+      std::printf("mark_windows=%d detached_steps=%d\n", mark_windows, detached_steps);
     }
     if (around) profiler_stop();
   } else if (std::strcmp(argv[2], "hang") == 0) {

@@ -443,6 +443,34 @@ TEST_F(CollectWindows, StepMarksDriveSampledWindowsWithoutNvtx) {
   EXPECT_GT(std::stod(extra(r.trace, "perturbation_pct")), 25.0) << "30 ms against 20 ms sleeps";
 }
 
+// Marked by step marks, the job runs with no CUPTI subscriber at all between
+// windows (any enabled runtime or driver callback would put CUPTI on every
+// launch); CUPTI attaches again shortly before the next window, which still
+// holds exactly its steps, and not at all after the last one.
+TEST_F(CollectWindows, StepMarksStayDetachedUntilTheNextWindowIsNear) {
+  auto r = run("iterations", {{"SCALESCOPE_SKIP_ITERATIONS", "3"},
+                              {"SCALESCOPE_ITERATIONS", "4"},
+                              {"SCALESCOPE_REPEAT_EVERY", "60"},
+                              {"HOST_STEPS", "80"},
+                              {"HOST_STEP_MARKS", "1"},
+                              {"HOST_LAUNCH", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(r.traced);
+  std::set<int64_t> want = {-1};
+  for (int64_t w : {3, 63})
+    for (auto s : sampled::range(w, w + 4)) want.insert(s);
+  EXPECT_EQ(sampled::traced_steps(r.trace), want);
+  EXPECT_EQ(number_after(r.out, "mark_windows"), 8) << r.out;
+  EXPECT_EQ(extra(r.trace, "windows_opened"), "3");
+  EXPECT_EQ(extra(r.trace, "cupti_detaches"), "3");
+  // Attached at the start and before each window; not after the last.
+  EXPECT_EQ(number_after(r.out, "subscribes"), 3) << r.out;
+  // Steps 8 to about 38 (the attach comes 0.5 s, 25 steps of 20 ms, before
+  // step 63) and 68 to 79 begin detached.
+  EXPECT_GE(number_after(r.out, "detached_steps"), 30) << r.out;
+  EXPECT_LE(number_after(r.out, "detached_steps"), 50) << r.out;
+}
+
 // Step marks give way to the job's own NVTX iteration ranges: a job with
 // both is windowed by its ranges alone (40 iterations, not 81).
 TEST_F(CollectWindows, NvtxIterationRangesTakeOverFromStepMarks) {
