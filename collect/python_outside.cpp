@@ -21,6 +21,7 @@ namespace {
 
 constexpr size_t kMaxStacks = 2000;           // distinct (thread, stack) pairs per process, as the bootstrap keeps
 constexpr double kDiscoverEverySeconds = 0.2;  // new DataLoader workers are seen within this
+constexpr int kOpenTries = 5;                   // discoveries (1 s) a process that just became Python is tried
 
 std::string read_small_file(const std::string& path) {
   std::ifstream in(path);
@@ -83,6 +84,7 @@ struct OutsidePythonSampler::Process {
   std::string exe;                     // what it ran when last looked at (a fork becomes Python at exec)
   std::unique_ptr<PythonProcessReader> reader;
   bool done = false;                   // exited, or not Python and not changed since
+  int open_tries = 0;                  // failed opens of the present executable
   trace::PythonStacks stacks;
   std::unordered_map<std::string, size_t> index;  // stack_key -> stacks.stacks position
   std::map<uint32_t, std::string> threads;        // native id -> name (comm), read when first seen
@@ -147,8 +149,11 @@ void OutsidePythonSampler::discover() {
     if (p->reader) continue;
     const std::string exe = exe_of(pid);
     if (exe.empty() || (p->done && exe == p->exe)) continue;
+    if (exe != p->exe) p->open_tries = 0;
     p->exe = exe;
-    p->done = true;
+    // Just after exec the new image may not be mapped yet (the link to the
+    // executable changes first): a failed open is tried again a few times.
+    p->done = ++p->open_tries >= kOpenTries;
     std::string note;
     bool is_python = false;
     p->reader = PythonProcessReader::open(pid, &note, &is_python);

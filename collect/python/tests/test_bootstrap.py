@@ -615,7 +615,7 @@ class UnderProfile(BootstrapCase):
         # back by analyze for that rank.
         self.assertEqual(run["python_sampling_hz"], 100)
         stacks = glob.glob(os.path.join(run_dir, "python-stacks-*-%d.json" % traced[0]["pid"]))
-        self.assertEqual(len(stacks), 1, os.listdir(run_dir))
+        self.assertEqual(len(stacks), 1, (os.listdir(run_dir), run.get("python_stacks_notes")))
         frames = ranks[0]["python_frames"]
         self.assertEqual((frames["processes"], frames["worker_processes"], frames["hz"]), (1, 0, 100))
         self.assertEqual(frames["problems"], [])
