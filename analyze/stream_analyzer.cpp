@@ -548,9 +548,9 @@ class WindowFigures {
   int64_t wall() const { return std::max<int64_t>(0, we_ - ws_); }
   bool summed_outside(Timestamp ws, Timestamp we) const { return lo_ <= hi_ && (lo_ < ws || hi_ > we); }
 
-  void sum_gpu(const trace::Trace& batch, Names& names) {
-    const auto& k = batch.kernels;
-    for (size_t i = 0; i < k.size(); ++i) {
+  void sum_gpu(const Chunk& batch, Names& names) {
+    const auto& k = batch->kernels;
+    for (size_t i : batch.of(k)) {
       if (!in(k.start[i], k.end[i])) continue;
       const int64_t d = clipped(k.start[i], k.end[i]);
       const trace::StringId name = k.name[i];
@@ -575,28 +575,28 @@ class WindowFigures {
         layout_.nchw_half_ns += d;
       }
     }
-    const auto& m = batch.memcpys;
-    for (size_t i = 0; i < m.size(); ++i) {
+    const auto& m = batch->memcpys;
+    for (size_t i : batch.of(m)) {
       if (!in(m.start[i], m.end[i])) continue;
       detail::account_copy(m, i, clipped(m.start[i], m.end[i]), copy_groups_, cp_, host_bytes_,
                            pageable_correlations_);
     }
-    const auto& ms = batch.memsets;
-    for (size_t i = 0; i < ms.size(); ++i) {
+    const auto& ms = batch->memsets;
+    for (size_t i : batch.of(ms)) {
       if (!in(ms.start[i], ms.end[i])) continue;
       cp_.memset_count += 1;
       cp_.memset_ns += clipped(ms.start[i], ms.end[i]);
     }
   }
-  void sum_syncs(const trace::Trace& batch) {
-    const auto& s = batch.syncs;
-    for (size_t i = 0; i < s.size(); ++i)
+  void sum_syncs(const Chunk& batch) {
+    const auto& s = batch->syncs;
+    for (size_t i : batch.of(s))
       if (in(s.start[i], s.end[i])) add_sync(s.kind[i], clipped(s.start[i], s.end[i]));
   }
 
-  void sum_api(const trace::Trace& batch, Names& names) {
-    const auto& a = batch.api;
-    for (size_t i = 0; i < a.size(); ++i) {
+  void sum_api(const Chunk& batch, Names& names) {
+    const auto& a = batch->api;
+    for (size_t i : batch.of(a)) {
       if (!launch_domain(a.domain[i]) || !names.launch(a.name[i]) || !in(a.start[i], a.end[i])) continue;
       const int64_t d = clipped(a.start[i], a.end[i]);
       launch_api_count_ += 1;
@@ -611,9 +611,9 @@ class WindowFigures {
   // What the sweep needs of this window besides the rows (sweep_rows): when
   // input copies ended. With collect (the kernel median's counts complete),
   // also the kernel durations' values.
-  void inputs(const trace::Trace& batch, StreamSweep& sweep, bool collect) {
-    const auto& m = batch.memcpys;
-    for (size_t i = 0; i < m.size(); ++i)
+  void inputs(const Chunk& batch, StreamSweep& sweep, bool collect) {
+    const auto& m = batch->memcpys;
+    for (size_t i : batch.of(m))
       if (m.kind[i] == trace::MemcpyKind::kHtoD && in(m.start[i], m.end[i])) {
         any_input_ = true;
         sweep.input_end(target_, std::min(m.end[i], we_));
@@ -622,9 +622,9 @@ class WindowFigures {
   }
 
   // With collect (the launch median's counts complete), also its values.
-  void late_api(const trace::Trace& batch, Names& names, bool sync_from_api, bool collect) {
-    const auto& a = batch.api;
-    for (size_t i = 0; i < a.size(); ++i) {
+  void late_api(const Chunk& batch, Names& names, bool sync_from_api, bool collect) {
+    const auto& a = batch->api;
+    for (size_t i : batch.of(a)) {
       if (!in(a.start[i], a.end[i])) continue;
       const int64_t d = clipped(a.start[i], a.end[i]);
       if (!pageable_correlations_.empty() && pageable_correlations_.count(a.correlation[i])) cp_.pageable_host_ns += d;
@@ -640,14 +640,14 @@ class WindowFigures {
     kernel_median_.choose();
     launch_median_.choose();
   }
-  void collect_kernels(const trace::Trace& batch) {
-    const auto& k = batch.kernels;
-    for (size_t i = 0; i < k.size(); ++i)
+  void collect_kernels(const Chunk& batch) {
+    const auto& k = batch->kernels;
+    for (size_t i : batch.of(k))
       if (in(k.start[i], k.end[i])) kernel_median_.collect(clipped(k.start[i], k.end[i]));
   }
-  void collect_launches(const trace::Trace& batch, Names& names) {
-    const auto& a = batch.api;
-    for (size_t i = 0; i < a.size(); ++i)
+  void collect_launches(const Chunk& batch, Names& names) {
+    const auto& a = batch->api;
+    for (size_t i : batch.of(a))
       if (launch_domain(a.domain[i]) && names.launch(a.name[i]) && in(a.start[i], a.end[i]))
         launch_median_.collect(clipped(a.start[i], a.end[i]));
   }
@@ -731,35 +731,34 @@ class WindowFigures {
 };
 
 // A GPU chunk's spans into the sweep, clipped to its hull [lo, hi].
-void sweep_rows(const trace::Trace& batch, Names& names, StreamSweep& sweep, Timestamp lo, Timestamp hi) {
+void sweep_rows(const Chunk& batch, Names& names, StreamSweep& sweep, Timestamp lo, Timestamp hi) {
   auto in = [&](Timestamp s, Timestamp e) { return e >= lo && s <= hi && e >= s; };
   auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, lo), std::min(e, hi)}; };
-  auto starts = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e,
-                    const std::vector<uint32_t>& correlation) {
-    for (size_t i = 0; i < s.size(); ++i)
-      if (e[i] >= s[i]) sweep.gpu_row(s[i], correlation[i]);
+  auto starts = [&](const auto& t) {
+    for (size_t i : batch.of(t))
+      if (t.end[i] >= t.start[i]) sweep.gpu_row(t.start[i], t.correlation[i]);
   };
-  const auto& k = batch.kernels;
-  starts(k.start, k.end, k.correlation);
-  starts(batch.nccl.start, batch.nccl.end, batch.nccl.correlation);
-  starts(batch.memcpys.start, batch.memcpys.end, batch.memcpys.correlation);
-  starts(batch.memsets.start, batch.memsets.end, batch.memsets.correlation);
-  for (size_t i = 0; i < k.size(); ++i) {
+  const auto& k = batch->kernels;
+  starts(k);
+  starts(batch->nccl);
+  starts(batch->memcpys);
+  starts(batch->memsets);
+  for (size_t i : batch.of(k)) {
     if (!in(k.start[i], k.end[i])) continue;
     const KernelClass cls = names.kernel(k.name[i]).cls;
     const Category c = cls == KernelClass::kCompute ? kCompute : cls == KernelClass::kMemory ? kCopy : kComm;
     sweep.add(clip(k.start[i], k.end[i]), sweep.stream_index(k.device[i], k.stream[i]), c);
   }
-  const auto& nc = batch.nccl;
-  for (size_t i = 0; i < nc.size(); ++i)
+  const auto& nc = batch->nccl;
+  for (size_t i : batch.of(nc))
     if (in(nc.start[i], nc.end[i]))
       sweep.add(clip(nc.start[i], nc.end[i]), sweep.stream_index(nc.device[i], nc.stream[i]), kComm);
-  const auto& m = batch.memcpys;
-  for (size_t i = 0; i < m.size(); ++i)
+  const auto& m = batch->memcpys;
+  for (size_t i : batch.of(m))
     if (in(m.start[i], m.end[i]))
       sweep.add(clip(m.start[i], m.end[i]), sweep.stream_index(m.device[i], m.stream[i]), kCopy);
-  const auto& ms = batch.memsets;
-  for (size_t i = 0; i < ms.size(); ++i)
+  const auto& ms = batch->memsets;
+  for (size_t i : batch.of(ms))
     if (in(ms.start[i], ms.end[i]))
       sweep.add(clip(ms.start[i], ms.end[i]), sweep.stream_index(ms.device[i], ms.stream[i]), kCopy);
 }
@@ -815,7 +814,7 @@ class RankEngine {
     kept_.meta = head_.meta;
     kept_.strings = head_.strings;
     for (size_t c = 0; c < facts_.size(); ++c) {
-      const trace::Trace& batch = chunks_.read(c, batch_);
+      const Chunk batch = chunks_.read(c, batch_);
       ChunkFacts& f = facts_[c];
       gpu_facts(batch, f);
       keep_rows(batch);
@@ -831,92 +830,95 @@ class RankEngine {
 
   // A chunk's GPU tables: row counts, the trace's span, iteration
   // detection's cap, the chunk's first start and smallest correlation id.
-  void gpu_facts(const trace::Trace& batch, ChunkFacts& f) {
-    auto span = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
-      for (Timestamp t : s) span_lo_ = std::min(span_lo_, t);
-      for (Timestamp t : e) span_hi_ = std::max(span_hi_, t);
-    };
-    auto gpu_rows = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e,
-                        const std::vector<uint32_t>& correlation) {
-      for (size_t i = 0; i < s.size(); ++i) {
-        gpu_end_ = std::max(gpu_end_, e[i]);
-        if (e[i] < s[i]) continue;
-        f.gpu = true;
-        f.first = std::min(f.first, s[i]);
-        if (correlation[i] != 0) f.min_correlation = std::min(f.min_correlation, correlation[i]);
+  void gpu_facts(const Chunk& batch, ChunkFacts& f) {
+    auto span = [&](const auto& t) {
+      for (size_t i : batch.of(t)) {
+        span_lo_ = std::min(span_lo_, t.start[i]);
+        span_hi_ = std::max(span_hi_, t.end[i]);
       }
     };
-    const auto& k = batch.kernels;
-    rows_.kernels += k.size();
-    f.kernels = k.size() > 0;
-    span(k.start, k.end);
-    gpu_rows(k.start, k.end, k.correlation);
-    for (uint32_t d : k.device) ++kernels_by_device_[d];
-    rows_.memcpys += batch.memcpys.size();
-    span(batch.memcpys.start, batch.memcpys.end);
-    gpu_rows(batch.memcpys.start, batch.memcpys.end, batch.memcpys.correlation);
-    rows_.memsets += batch.memsets.size();
-    span(batch.memsets.start, batch.memsets.end);
-    gpu_rows(batch.memsets.start, batch.memsets.end, batch.memsets.correlation);
-    const auto& nc = batch.nccl;
-    rows_.nccl += nc.size();
-    widen(nc.start, nc.end);
-    gpu_rows(nc.start, nc.end, nc.correlation);
-    rows_.syncs += batch.syncs.size();
-    widen(batch.syncs.start, batch.syncs.end);
-    const auto& a = batch.api;
-    rows_.api += a.size();
-    span(a.start, a.end);
-  }
-  // Collectives and syncs widen the trace's extent: Trace::time_span() leaves them out.
-  void widen(const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
-    for (size_t i = 0; i < s.size(); ++i) {
-      extra_lo_ = std::min(extra_lo_, s[i]);
-      extra_hi_ = std::max(extra_hi_, e[i]);
-      extra_any_ = true;
-    }
+    auto gpu_rows = [&](const auto& t) {
+      for (size_t i : batch.of(t)) {
+        gpu_end_ = std::max(gpu_end_, t.end[i]);
+        if (t.end[i] < t.start[i]) continue;
+        f.gpu = true;
+        f.first = std::min(f.first, t.start[i]);
+        if (t.correlation[i] != 0) f.min_correlation = std::min(f.min_correlation, t.correlation[i]);
+      }
+    };
+    // Collectives and syncs widen the trace's extent: Trace::time_span() leaves them out.
+    auto widen = [&](const auto& t) {
+      for (size_t i : batch.of(t)) {
+        extra_lo_ = std::min(extra_lo_, t.start[i]);
+        extra_hi_ = std::max(extra_hi_, t.end[i]);
+        extra_any_ = true;
+      }
+    };
+    const auto& k = batch->kernels;
+    rows_.kernels += batch.of(k).size();
+    f.kernels = !batch.of(k).empty();
+    span(k);
+    gpu_rows(k);
+    for (size_t i : batch.of(k)) ++kernels_by_device_[k.device[i]];
+    rows_.memcpys += batch.of(batch->memcpys).size();
+    span(batch->memcpys);
+    gpu_rows(batch->memcpys);
+    rows_.memsets += batch.of(batch->memsets).size();
+    span(batch->memsets);
+    gpu_rows(batch->memsets);
+    const auto& nc = batch->nccl;
+    rows_.nccl += batch.of(nc).size();
+    widen(nc);
+    gpu_rows(nc);
+    rows_.syncs += batch.of(batch->syncs).size();
+    widen(batch->syncs);
+    const auto& a = batch->api;
+    rows_.api += batch.of(a).size();
+    span(a);
   }
 
-  void keep_rows(const trace::Trace& batch) {
-    const auto& k = batch.kernels;
-    for (size_t i = 0; i < k.size(); ++i)
+  void keep_rows(const Chunk& batch) {
+    const auto& k = batch->kernels;
+    for (size_t i : batch.of(k))
       if (names_.kernel(k.name[i]).cls == KernelClass::kCommunication) kept_.kernels.push(k.row(i));
-    for (size_t i = 0; i < batch.nccl.size(); ++i) kept_.nccl.push(batch.nccl.row(i));
-    const auto& nv = batch.nvtx;
-    for (size_t i = 0; i < nv.size(); ++i)
+    for (size_t i : batch.of(batch->nccl)) kept_.nccl.push(batch->nccl.row(i));
+    const auto& nv = batch->nvtx;
+    for (size_t i : batch.of(nv))
       if (nv.kind[i] == trace::NvtxKind::kRange &&
           (marks_steps(nv.text[i]) || (nv.device[i] < 0 && !is_op_domain(nv.domain[i])) || is_mpi(nv.text[i])))
         kept_.nvtx.push(nv.row(i));
     // MPI calls (few): the job's facts read them (detail::job_facts).
-    for (size_t i = 0; i < batch.api.size(); ++i)
-      if (is_mpi(batch.api.name[i])) kept_.api.push(batch.api.row(i));
-    for (size_t i = 0; i < batch.host_threads.size(); ++i) kept_.host_threads.push(batch.host_threads.row(i));
-    for (size_t i = 0; i < batch.host_samples.size(); ++i) kept_.host_samples.push(batch.host_samples.row(i));
-    for (size_t i = 0; i < batch.host_callsites.size(); ++i) kept_.host_callsites.push(batch.host_callsites.row(i));
-    for (size_t i = 0; i < batch.host_stack_samples.size(); ++i)
-      kept_.host_stack_samples.push(batch.host_stack_samples.row(i));
-    for (size_t i = 0; i < batch.host_modules.size(); ++i) kept_.host_modules.push(batch.host_modules.row(i));
+    for (size_t i : batch.of(batch->api))
+      if (is_mpi(batch->api.name[i])) kept_.api.push(batch->api.row(i));
+    for (size_t i : batch.of(batch->host_threads)) kept_.host_threads.push(batch->host_threads.row(i));
+    for (size_t i : batch.of(batch->host_samples)) kept_.host_samples.push(batch->host_samples.row(i));
+    for (size_t i : batch.of(batch->host_callsites)) kept_.host_callsites.push(batch->host_callsites.row(i));
+    for (size_t i : batch.of(batch->host_stack_samples))
+      kept_.host_stack_samples.push(batch->host_stack_samples.row(i));
+    for (size_t i : batch.of(batch->host_modules)) kept_.host_modules.push(batch->host_modules.row(i));
     // The NVML samples (a few per second): the GPU clock analysis reads them.
-    for (size_t i = 0; i < batch.counters.size(); ++i) kept_.counters.push(batch.counters.row(i));
+    for (size_t i : batch.of(batch->counters)) kept_.counters.push(batch->counters.row(i));
   }
 
   // A chunk's host waits and API calls: their first starts (the order of the sweep).
-  void host_facts(const trace::Trace& batch, ChunkFacts& f) {
-    f.syncs = batch.syncs.size() > 0;
-    for (size_t i = 0; i < batch.syncs.size(); ++i)
-      if (host_wait(batch.syncs.kind[i]) && batch.syncs.end[i] >= batch.syncs.start[i])
-        f.wait_first = std::min(f.wait_first, batch.syncs.start[i]);
-    const auto& a = batch.api;
-    for (size_t i = 0; i < a.size(); ++i) {
+  void host_facts(const Chunk& batch, ChunkFacts& f) {
+    f.syncs = !batch.of(batch->syncs).empty();
+    for (size_t i : batch.of(batch->syncs))
+      if (host_wait(batch->syncs.kind[i]) && batch->syncs.end[i] >= batch->syncs.start[i])
+        f.wait_first = std::min(f.wait_first, batch->syncs.start[i]);
+    const auto& a = batch->api;
+    for (size_t i : batch.of(a)) {
       if (const int8_t kind = names_.sync_kind(a.name[i]);
           kind > 0 && host_wait(static_cast<trace::SyncKind>(kind)) && a.end[i] >= a.start[i])
         f.api_wait_first = std::min(f.api_wait_first, a.start[i]);
       if (a.correlation[i] != 0) f.call_first = std::min(f.call_first, a.start[i]);
     }
     correlated_calls_ = correlated_calls_ || f.call_first != kNever;
-    f.api = a.size() > 0;
-    for (size_t i = 0; i < a.size() && !f.launches; ++i)
+    f.api = !batch.of(a).empty();
+    for (size_t i : batch.of(a)) {
       f.launches = launch_domain(a.domain[i]) && names_.launch(a.name[i]) && a.end[i] >= a.start[i];
+      if (f.launches) break;
+    }
   }
 
   bool marks_steps(trace::StringId id) {
@@ -963,9 +965,12 @@ class RankEngine {
     kernel_start.reserve(rows_.kernels);
     for (size_t c = 0; c < facts_.size(); ++c) {
       if (!facts_[c].kernels) continue;
-      const trace::Trace& batch = chunks_.read(c, batch_);
-      kernel_name.insert(kernel_name.end(), batch.kernels.name.begin(), batch.kernels.name.end());
-      kernel_start.insert(kernel_start.end(), batch.kernels.start.begin(), batch.kernels.start.end());
+      const Chunk batch = chunks_.read(c, batch_);
+      const RowRange rows = batch.of(batch->kernels);
+      auto first = static_cast<std::ptrdiff_t>(*rows.begin()), last = static_cast<std::ptrdiff_t>(*rows.end());
+      const auto& k = batch->kernels;
+      kernel_name.insert(kernel_name.end(), k.name.begin() + first, k.name.begin() + last);
+      kernel_start.insert(kernel_start.end(), k.start.begin() + first, k.start.begin() + last);
     }
     detected_ = detect();
   }
@@ -1038,7 +1043,7 @@ class RankEngine {
     for (size_t n = order.size(); n-- > 0;)
       unread_correlation[n] = std::min(unread_correlation[n + 1], facts_[order[n]].min_correlation);
     for (size_t n = 0; n < order.size(); ++n) {
-      const trace::Trace& batch = chunks_.read(order[n], batch_);
+      const Chunk batch = chunks_.read(order[n], batch_);
       host_waits_and_calls(batch);
       if (facts_[order[n]].gpu) {
         if (!summed_) main_.sum_gpu(batch, names_);
@@ -1067,9 +1072,11 @@ class RankEngine {
     return order;
   }
   // A chunk's host waits into each window's idle split (clipped to it), and its launch calls.
-  void host_waits_and_calls(const trace::Trace& batch) {
-    auto add_waits = [&](const std::vector<Timestamp>& start, const std::vector<Timestamp>& end, auto&& is_wait) {
-      for (size_t i = 0; i < start.size(); ++i) {
+  void host_waits_and_calls(const Chunk& batch) {
+    auto add_waits = [&](const auto& t, auto&& is_wait) {
+      const auto& start = t.start;
+      const auto& end = t.end;
+      for (size_t i : batch.of(t)) {
         if (end[i] < start[i] || !is_wait(i)) continue;
         for (const Swept& w : swept_)
           if (end[i] >= w.ws && start[i] <= w.we)
@@ -1077,14 +1084,14 @@ class RankEngine {
       }
     };
     if (sync_from_api_)
-      add_waits(batch.api.start, batch.api.end, [&](size_t i) {
-        const int8_t kind = names_.sync_kind(batch.api.name[i]);
+      add_waits(batch->api, [&](size_t i) {
+        const int8_t kind = names_.sync_kind(batch->api.name[i]);
         return kind > 0 && host_wait(static_cast<trace::SyncKind>(kind));
       });
     else
-      add_waits(batch.syncs.start, batch.syncs.end, [&](size_t i) { return host_wait(batch.syncs.kind[i]); });
-    for (size_t i = 0; i < batch.api.size(); ++i)
-      if (batch.api.correlation[i] != 0) sweep_->launch_call(batch.api.correlation[i], batch.api.start[i]);
+      add_waits(batch->syncs, [&](size_t i) { return host_wait(batch->syncs.kind[i]); });
+    for (size_t i : batch.of(batch->api))
+      if (batch->api.correlation[i] != 0) sweep_->launch_call(batch->api.correlation[i], batch->api.start[i]);
   }
 
   // The API (and sync) chunks, once every GPU row was summed: pageable
@@ -1093,7 +1100,7 @@ class RankEngine {
     const bool sums_left = !summed_ || steady_;
     for (size_t c = 0; c < facts_.size(); ++c) {
       if (!facts_[c].api && !(facts_[c].syncs && sums_left)) continue;
-      const trace::Trace& batch = chunks_.read(c, batch_);
+      const Chunk batch = chunks_.read(c, batch_);
       if (!summed_) {
         main_.sum_syncs(batch);
         main_.sum_api(batch, names_);
@@ -1114,7 +1121,7 @@ class RankEngine {
     if (steady_) steady_->choose();
     for (size_t c = 0; c < facts_.size(); ++c) {
       if (!(facts_[c].kernels && facts_[c].gpu) && !facts_[c].launches) continue;
-      const trace::Trace& batch = chunks_.read(c, batch_);
+      const Chunk batch = chunks_.read(c, batch_);
       if (!summed_) {
         main_.collect_kernels(batch);
         main_.collect_launches(batch, names_);

@@ -75,13 +75,21 @@ void expect_same_result(const RankAnalysis& whole, const RankAnalysis& streamed,
   if (whole.steady) expect_same_result(*whole.steady, *streamed.steady, "the steady pass of " + what, attribution);
 }
 
-// The streamed analysis equals the whole-trace one on the same file and options.
-// Returns the streamed one.
+// The streamed analysis equals the whole-trace one on the same file and
+// options, and so does the trace in memory cut into slices of a few rows
+// (slices cross every table's chunk and segment boundaries). Returns the
+// streamed one.
 RankAnalysis expect_same_as_whole(const fs::path& p, const Options& o = {}) {
-  const RankAnalysis whole = analyze_rank(trace::read_trace(p), o);
+  const trace::Trace t = trace::read_trace(p);
+  const RankAnalysis whole = analyze_rank(t, o);
   RankAnalysis streamed = analyze_rank_streaming(p, o);
-  expect_same_result(whole, streamed, p.string() + (o.window ? " --window " + o.window->to_string() : ""),
-                     o.attribution);
+  const std::string what = p.string() + (o.window ? " --window " + o.window->to_string() : "");
+  expect_same_result(whole, streamed, what, o.attribution);
+  for (size_t rows : {size_t{89}, size_t{1000}}) {
+    ChunkSource slices(t, rows);
+    expect_same_result(whole, analyze_chunks(slices, o), what + " in slices of " + std::to_string(rows) + " rows",
+                       o.attribution);
+  }
   return streamed;
 }
 
