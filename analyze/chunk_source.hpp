@@ -77,6 +77,10 @@ class ChunkSource {
   // slice of the trace in memory. Valid until batch is read into again.
   Chunk read(size_t c, trace::Trace& batch) {
     if (!reader_) return Chunk(*whole_, slices_[c].table, slices_[c].first, slices_[c].last);
+    // The batch's columns are released, not handed back to the reader for
+    // the next chunk: a batch and the reader would otherwise each keep the
+    // largest chunk of every table read so far.
+    batch = trace::Trace{};
     reader_->read(c, batch);
     return Chunk(batch);
   }

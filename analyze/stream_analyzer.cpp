@@ -878,10 +878,14 @@ class RankEngine {
   }
 
   void keep_rows(const Chunk& batch) {
-    const auto& k = batch->kernels;
-    for (size_t i : batch.of(k))
-      if (names_.kernel(k.name[i]).cls == KernelClass::kCommunication) kept_.kernels.push(k.row(i));
     for (size_t i : batch.of(batch->nccl)) kept_.nccl.push(batch->nccl.row(i));
+    // Communication kernels make the collective list (and tell that NCCL ran)
+    // only in a trace without NCCL rows: once one is read they are not kept.
+    const auto& k = batch->kernels;
+    if (kept_.nccl.size() > 0) kept_.kernels = {};
+    else
+      for (size_t i : batch.of(k))
+        if (names_.kernel(k.name[i]).cls == KernelClass::kCommunication) kept_.kernels.push(k.row(i));
     const auto& nv = batch->nvtx;
     for (size_t i : batch.of(nv))
       if (nv.kind[i] == trace::NvtxKind::kRange &&
@@ -1145,7 +1149,6 @@ class RankEngine {
       r_.steady_first_iteration = static_cast<int64_t>(steady_first_);
       r_.steady_end_iteration = r_.iterations.first_number + static_cast<int64_t>(r_.iterations.iterations.size());
     }
-    if (kept_.nccl.size() > 0) kept_.kernels = {};  // the list reads NCCL's records then
     r_.collectives = detail::collective_arrivals(kept_, ws_, we_, names_.info, r_.iterations.iterations);
     r_.nccl_ops = summarize_nccl_ops(kept_);  // kept_ holds every collective
     return std::move(r_);
