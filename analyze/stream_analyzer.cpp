@@ -1,9 +1,9 @@
 // The one analysis engine of a rank (analyze_rank, analyze_rank_streaming):
 // the rank's chunks read in a few passes (stream_analyzer.hpp says which and
-// how). What is a sum per row is summed per row; what is a union of
-// intervals is summed per time segment (stream_sweep.hpp); medians take two
-// passes (two_pass_median.hpp); analyze.cpp derives each analysis's
-// figures from those sums.
+// how). What is a sum per row is summed per row (window_figures.hpp); what
+// is a union of intervals is summed per time segment (stream_sweep.hpp);
+// medians take two passes (two_pass_median.hpp); analyze.cpp derives each
+// analysis's figures from those sums.
 #include "analyze/stream_analyzer.hpp"
 
 #include <algorithm>
@@ -14,13 +14,12 @@
 #include <optional>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "analyze/attribution_stream.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
 #include "analyze/stream_sweep.hpp"
-#include "analyze/two_pass_median.hpp"
+#include "analyze/window_figures.hpp"
 #include "trace/model/chunk_reader.hpp"
 #include "base/error.hpp"
 
@@ -29,11 +28,15 @@ namespace {
 
 using trace::Timestamp;
 using detail::StreamSweep;
-using detail::TwoPassMedian;
 using detail::Category;
 using detail::kCompute;
 using detail::kComm;
 using detail::kCopy;
+using detail::host_wait;
+using detail::launch_domain;
+using detail::Names;
+using detail::TableRows;
+using detail::WindowFigures;
 
 // What pass 1 learns of one table chunk (a chunk holds one table's rows).
 struct ChunkFacts {
@@ -53,267 +56,6 @@ struct ChunkFacts {
   uint32_t min_correlation = std::numeric_limits<uint32_t>::max();
 };
 
-// The rows of each table over the whole file (the analyses' availability).
-struct TableRows {
-  uint64_t kernels = 0, memcpys = 0, memsets = 0, nccl = 0, syncs = 0, api = 0;
-  bool gpu() const { return kernels + memcpys + memsets + nccl > 0; }
-};
-
-// The rank's names, each classified once for every window.
-class Names {
- public:
-  Names(const trace::StringTable& strings, const KernelClassifier& classifier)
-      : strings_(strings),
-        classifier_(classifier),
-        info(strings.size()),
-        classified_(strings.size(), 0),
-        launch_(strings.size(), -1),
-        sync_(strings.size(), -1) {}
-  const KernelInfo& kernel(trace::StringId id) {
-    if (!classified_[id]) {
-      classified_[id] = 1;
-      info[id] = classifier_.classify(strings_.view(id));
-    }
-    return info[id];
-  }
-  bool launch(trace::StringId id) {
-    int8_t& l = launch_[id];
-    if (l < 0) l = detail::contains_ci(strings_.view(id), "launch") ? 1 : 0;
-    return l > 0;
-  }
-  // The synchronization an API call is (by name), 0 for none.
-  int8_t sync_kind(trace::StringId id) {
-    int8_t& k = sync_[id];
-    if (k < 0) {
-      const auto sk = detail::sync_kind_of_api(strings_.view(id));
-      k = sk ? static_cast<int8_t>(*sk) : 0;
-    }
-    return k;
-  }
-  const trace::StringTable& strings() const { return strings_; }
-
- private:
-  const trace::StringTable& strings_;
-  const KernelClassifier& classifier_;
-
- public:
-  std::vector<KernelInfo> info;  // of the names kernel() was asked about
-
- private:
-  std::vector<uint8_t> classified_;
-  std::vector<int8_t> launch_, sync_;
-};
-
-// A synchronization the host waits in (StreamWaitEvent does not block it).
-bool host_wait(trace::SyncKind k) { return k != trace::SyncKind::kStreamWaitEvent; }
-
-bool launch_domain(trace::ApiDomain d) { return d == trace::ApiDomain::kRuntime || d == trace::ApiDomain::kDriver; }
-
-// One window's figures (all but iterations, host, collectives and
-// attribution), made in steps that each take chunks:
-//   sum_gpu, sum_syncs, sum_api  per-row sums and median counts, chunks in any order;
-//   sweep, cut        the interval unions, GPU chunks in order of first start;
-//   late_api          after every GPU chunk's sum_gpu: pageable calls, and
-//                     syncs from API calls;
-//   choose, then collect_kernels / collect_launches: the medians' values;
-//   finish            the results.
-// A row counts if it lies in [ws, we] (in()), clipped to it. The whole
-// trace's sums are made in pass 1, before the window
-// is known, with an unbounded window; summed_outside() then says whether a
-// row lay outside the real one (only possible with events at time 0).
-class WindowFigures {
- public:
-  WindowFigures(size_t names, Timestamp ws, Timestamp we) : ws_(ws), we_(we), name_ns_(names, 0), name_count_(names, 0) {}
-  void set_window(Timestamp ws, Timestamp we) {
-    ws_ = ws;
-    we_ = we;
-  }
-  Timestamp ws() const { return ws_; }
-  Timestamp we() const { return we_; }
-  int64_t wall() const { return std::max<int64_t>(0, we_ - ws_); }
-  bool summed_outside(Timestamp ws, Timestamp we) const { return lo_ <= hi_ && (lo_ < ws || hi_ > we); }
-
-  void sum_gpu(const Chunk& batch, Names& names) {
-    const auto& k = batch->kernels;
-    for (size_t i : batch.of(k)) {
-      if (!in(k.start[i], k.end[i])) continue;
-      const int64_t d = clipped(k.start[i], k.end[i]);
-      const trace::StringId name = k.name[i];
-      const KernelInfo& ki = names.kernel(name);
-      name_ns_[name] += d;
-      name_count_[name] += 1;
-      auto& ct = classes_[static_cast<int>(ki.cls)];
-      ct.count += 1;
-      ct.total_ns += d;
-      kernel_count_ += 1;
-      small_kernels_ += d < detail::kSmallKernelNs ? 1 : 0;
-      kernel_median_.count(d);
-      prec_.kernel_ns += d;
-      prec_.ns[static_cast<int>(ki.precision)] += d;
-      if (ki.layout_conversion) {
-        layout_.conversion_count += 1;
-        layout_.conversion_ns += d;
-        if (ki.layout_to_nchw) layout_.to_nchw_ns += d;
-      }
-      if (ki.nchw_half) {
-        layout_.nchw_half_count += 1;
-        layout_.nchw_half_ns += d;
-      }
-    }
-    const auto& m = batch->memcpys;
-    for (size_t i : batch.of(m)) {
-      if (!in(m.start[i], m.end[i])) continue;
-      detail::account_copy(m, i, clipped(m.start[i], m.end[i]), copy_groups_, cp_, host_bytes_,
-                           pageable_correlations_);
-    }
-    const auto& ms = batch->memsets;
-    for (size_t i : batch.of(ms)) {
-      if (!in(ms.start[i], ms.end[i])) continue;
-      cp_.memset_count += 1;
-      cp_.memset_ns += clipped(ms.start[i], ms.end[i]);
-    }
-  }
-  void sum_syncs(const Chunk& batch) {
-    const auto& s = batch->syncs;
-    for (size_t i : batch.of(s))
-      if (in(s.start[i], s.end[i])) add_sync(s.kind[i], clipped(s.start[i], s.end[i]));
-  }
-
-  void sum_api(const Chunk& batch, Names& names) {
-    const auto& a = batch->api;
-    for (size_t i : batch.of(a)) {
-      if (!launch_domain(a.domain[i]) || !names.launch(a.name[i]) || !in(a.start[i], a.end[i])) continue;
-      const int64_t d = clipped(a.start[i], a.end[i]);
-      launch_api_count_ += 1;
-      launch_api_ns_ += d;
-      launch_median_.count(d);
-    }
-  }
-
-  // The shared sweep's window for this one (StreamSweep::add_window).
-  void sweep_as(size_t target) { target_ = target; }
-
-  // What the sweep needs of this window besides the rows (sweep_rows): when
-  // input copies ended. With collect (the kernel median's counts complete),
-  // also the kernel durations' values.
-  void inputs(const Chunk& batch, StreamSweep& sweep, bool collect) {
-    const auto& m = batch->memcpys;
-    for (size_t i : batch.of(m))
-      if (m.kind[i] == trace::MemcpyKind::kHtoD && in(m.start[i], m.end[i])) {
-        any_input_ = true;
-        sweep.input_end(target_, std::min(m.end[i], we_));
-      }
-    if (collect) collect_kernels(batch);
-  }
-
-  // With collect (the launch median's counts complete), also its values.
-  void late_api(const Chunk& batch, Names& names, bool sync_from_api, bool collect) {
-    const auto& a = batch->api;
-    for (size_t i : batch.of(a)) {
-      if (!in(a.start[i], a.end[i])) continue;
-      const int64_t d = clipped(a.start[i], a.end[i]);
-      if (!pageable_correlations_.empty() && pageable_correlations_.count(a.correlation[i])) cp_.pageable_host_ns += d;
-      if (collect && launch_domain(a.domain[i]) && names.launch(a.name[i])) launch_median_.collect(d);
-      if (sync_from_api) {
-        const int8_t kind = names.sync_kind(a.name[i]);
-        if (kind > 0) add_sync(static_cast<trace::SyncKind>(kind), d);
-      }
-    }
-  }
-
-  void choose() {
-    kernel_median_.choose();
-    launch_median_.choose();
-  }
-  void collect_kernels(const Chunk& batch) {
-    const auto& k = batch->kernels;
-    for (size_t i : batch.of(k))
-      if (in(k.start[i], k.end[i])) kernel_median_.collect(clipped(k.start[i], k.end[i]));
-  }
-  void collect_launches(const Chunk& batch, Names& names) {
-    const auto& a = batch->api;
-    for (size_t i : batch.of(a))
-      if (launch_domain(a.domain[i]) && names.launch(a.name[i]) && in(a.start[i], a.end[i]))
-        launch_median_.collect(clipped(a.start[i], a.end[i]));
-  }
-
-  // The window's results; r.iterations is set.
-  void finish(const TableRows& rows, Names& names, const StreamSweep& sweep, const Options& o, RankAnalysis& r) {
-    const StreamSweep::Sums& swept = sweep.sums(target_);
-    const int64_t wall = this->wall();
-    r.classes = classes_;
-    for (int c = 0; c < kKernelClassCount; ++c) r.classes[c].cls = static_cast<KernelClass>(c);
-    r.precision = prec_;
-    r.layout = layout_;
-
-    r.copies = cp_;
-    detail::finish_copies(r.copies, copy_groups_, host_bytes_, rows.memcpys + rows.memsets > 0);
-
-    RankBreakdown& b = r.breakdown;
-    b.window_start = ws_;
-    b.window_end = we_;
-    b.wall_ns = wall;
-    b.streams = sweep.streams(target_, wall);
-    b.compute_ns = swept.compute_ns;
-    b.communication_ns = swept.communication_ns;
-    b.overlap_ns = swept.overlap_ns;
-    b.copy_ns = swept.copy_ns;
-    detail::finish_breakdown(b, rows.gpu());
-
-    LaunchStats& ls = r.launch;
-    ls.gap_count = swept.gap_count;
-    ls.gpu_gap_ns = swept.gap_ns;
-    ls.kernel_count = kernel_count_;
-    ls.kernel_ns = prec_.kernel_ns;
-    ls.median_kernel_ns = kernel_median_.median();
-    ls.launch_api_count = launch_api_count_;
-    ls.launch_api_ns = launch_api_ns_;
-    ls.median_launch_ns = launch_median_.median();
-    detail::finish_launch(ls, small_kernels_, wall, rows.kernels > 0);
-
-    r.sync = sync_;
-    detail::finish_sync(r.sync, sync_groups_, wall, rows.syncs + rows.api > 0);
-
-    detail::finish_kernel_tables(rows.kernels == 0, names.strings(), o, names.info, name_ns_, name_count_, r);
-
-    r.input.starvation_ns = swept.starvation_ns;
-    r.input.starved_iterations = swept.starved_gaps;
-    detail::finish_input(r.input, r.iterations, ws_, we_, any_input_, b.compute_ns);
-  }
-
- private:
-  bool in(Timestamp s, Timestamp e) {
-    if (e < ws_ || s > we_ || e < s) return false;
-    lo_ = std::min(lo_, s);
-    hi_ = std::max(hi_, e);
-    return true;
-  }
-  int64_t clipped(Timestamp s, Timestamp e) const { return std::min(e, we_) - std::max(s, ws_); }
-  void add_sync(trace::SyncKind kind, int64_t d) {
-    SyncGroup& g = sync_groups_[kind];
-    g.kind = kind;
-    g.count += 1;
-    g.total_ns += d;
-    if (kind != trace::SyncKind::kStreamWaitEvent) sync_.host_sync_ns += d;
-  }
-
-  Timestamp ws_, we_;
-  Timestamp lo_ = std::numeric_limits<Timestamp>::max(), hi_ = std::numeric_limits<Timestamp>::min();
-  std::vector<int64_t> name_ns_, name_count_;
-  std::array<ClassTotal, kKernelClassCount> classes_{};
-  int64_t kernel_count_ = 0, small_kernels_ = 0, launch_api_count_ = 0, launch_api_ns_ = 0;
-  TwoPassMedian kernel_median_, launch_median_;
-  PrecisionStats prec_;
-  LayoutStats layout_;
-  CopyStats cp_;
-  detail::CopyGroups copy_groups_;
-  std::unordered_set<uint32_t> pageable_correlations_;
-  uint64_t host_bytes_ = 0;
-  std::map<trace::SyncKind, SyncGroup> sync_groups_;
-  SyncStats sync_;
-  bool any_input_ = false;
-  size_t target_ = 0;
-};
 
 // A GPU chunk's spans into the sweep, clipped to its hull [lo, hi].
 void sweep_rows(const Chunk& batch, Names& names, StreamSweep& sweep, Timestamp lo, Timestamp hi) {
