@@ -678,7 +678,8 @@ struct RunAnalysis {
 
 // Analyses one rank's trace. The window is resolved against this trace. The
 // engine is the one that reads an .sstrace file chunk by chunk
-// (stream_analyzer.hpp), with the trace read in place as one chunk.
+// (stream_analyzer.hpp), with the trace read in place as slices of its tables
+// of a file chunk's size.
 RankAnalysis analyze_rank(const trace::Trace& trace, const Options& options);
 // Matches collectives across ranks (communicator + sequence, else order of
 // occurrence per communicator and op) and finds stragglers. Drops the ranks'

@@ -25,7 +25,8 @@ constexpr int64_t kNoSeq = std::numeric_limits<int64_t>::max();
 
 // What the first pass learns of one table chunk.
 struct ChunkFacts {
-  uint64_t nvtx_base = 0, api_base = 0, kernel_base = 0, memcpy_base = 0, memset_base = 0;  // first row's index
+  // A row's index in the rank's table: its index in the chunk's table plus this.
+  uint64_t nvtx_base = 0, api_base = 0, kernel_base = 0, memcpy_base = 0, memset_base = 0;
   bool host = false, gpu = false;
   Timestamp host_first = kNever, gpu_first = kNever;  // earliest start of its host events / GPU rows
   uint32_t api_corr = kNoId, gpu_corr = kNoId;        // smallest nonzero correlation id
@@ -178,12 +179,12 @@ class Attributor {
     bool any_link = false, any_seq = false;
     trace::Trace buffer;  // every table's columns grow here: freed before the sweeps
     for (size_t c = 0; c < facts_.size(); ++c) {
-      const trace::Trace& first = chunks_.read(c, buffer);
+      const Chunk first = chunks_.read(c, buffer);
       ChunkFacts& f = facts_[c];
-      const auto& nv = first.nvtx;
-      f.nvtx_base = nvtx_rows;
-      nvtx_rows += nv.size();
-      for (size_t i = 0; i < nv.size(); ++i) {
+      const auto& nv = first->nvtx;
+      f.nvtx_base = nvtx_rows - *first.of(nv).begin();
+      nvtx_rows += first.of(nv).size();
+      for (size_t i : first.of(nv)) {
         const detail::NameCache::Info* info = names_.range_info(nv, i);  // gives the keys in table order
         if (!info) continue;
         paths_.any_ranges = true;
@@ -198,28 +199,28 @@ class Attributor {
           f.seq = std::min(f.seq, info->seq);
         }
       }
-      const auto& a = first.api;
-      f.api_base = api_rows_;
-      api_rows_ += a.size();
-      for (size_t i = 0; i < a.size(); ++i) {
+      const auto& a = first->api;
+      f.api_base = api_rows_ - *first.of(a).begin();
+      api_rows_ += first.of(a).size();
+      for (size_t i : first.of(a)) {
         if (a.correlation[i] == 0) continue;  // no launch: nothing to attribute to it
         f.host = true;
         f.host_first = std::min(f.host_first, a.start[i]);
         f.api_corr = std::min(f.api_corr, a.correlation[i]);
       }
       auto gpu = [&](const auto& table, uint64_t& base, uint64_t& rows) {
-        base = rows;
-        rows += table.size();
-        for (size_t i = 0; i < table.size(); ++i) {
+        base = rows - *first.of(table).begin();
+        rows += first.of(table).size();
+        for (size_t i : first.of(table)) {
           if (table.end[i] < table.start[i]) continue;
           f.gpu = true;
           f.gpu_first = std::min(f.gpu_first, table.start[i]);
           if (table.correlation[i] != 0) f.gpu_corr = std::min(f.gpu_corr, table.correlation[i]);
         }
       };
-      gpu(first.kernels, f.kernel_base, kernel_rows);
-      gpu(first.memcpys, f.memcpy_base, memcpy_rows);
-      gpu(first.memsets, f.memset_base, memset_rows);
+      gpu(first->kernels, f.kernel_base, kernel_rows);
+      gpu(first->memcpys, f.memcpy_base, memcpy_rows);
+      gpu(first->memsets, f.memset_base, memset_rows);
     }
     gpu_rows_ = kernel_rows + memcpy_rows + memset_rows;
     use_links_ = any_link;
@@ -274,18 +275,18 @@ class Attributor {
 
   void load_host_chunk() {
     const size_t c = host_order_[next_host_++];
-    const trace::Trace& host_batch = chunks_.read(c, host_batch_);
+    const Chunk host_batch = chunks_.read(c, host_batch_);
     // One buffer: the events taken go, those held move to the front, the chunk's join them.
     events_.erase(events_.begin(), events_.begin() + static_cast<std::ptrdiff_t>(ready_end_));
-    events_.reserve(events_.size() + host_batch.nvtx.size() + host_batch.api.size());  // no doubling
+    const auto& nv = host_batch->nvtx;
+    const auto& a = host_batch->api;
+    events_.reserve(events_.size() + host_batch.of(nv).size() + host_batch.of(a).size());  // no doubling
     const ChunkFacts& f = facts_[c];
-    const auto& nv = host_batch.nvtx;
-    for (size_t i = 0; i < nv.size(); ++i)
+    for (size_t i : host_batch.of(nv))
       if (const detail::NameCache::Info* info = names_.range_info(nv, i))
         events_.push_back(
             {nv.start[i], nv.end[i], static_cast<uint32_t>(f.nvtx_base + i), nv.thread[i], nv.link[i], info});
-    const auto& a = host_batch.api;
-    for (size_t i = 0; i < a.size(); ++i)
+    for (size_t i : host_batch.of(a))
       if (a.correlation[i] != 0)
         events_.push_back(
             {a.start[i], a.end[i], static_cast<uint32_t>(f.api_base + i), a.thread[i], a.correlation[i], nullptr});
@@ -348,12 +349,12 @@ class Attributor {
   void gpu_chunk(size_t n) {
     const size_t c = gpu_order_[n];
     next_gpu_ = n + 1;
-    const trace::Trace& batch = chunks_.read(c, batch_);
+    const Chunk batch = chunks_.read(c, batch_);
     const ChunkFacts& f = facts_[c];
-    const size_t rows = batch.kernels.size() + batch.memcpys.size() + batch.memsets.size();
+    const size_t rows = batch.of(batch->kernels).size() + batch.of(batch->memcpys).size() + batch.of(batch->memsets).size();
     for (auto& w : windows_) w->pending.reserve(w->pending.size() + rows);  // no doubling
     auto add = [&](const auto& table, uint32_t which, uint64_t base, const std::vector<trace::StringId>* names) {
-      for (size_t i = 0; i < table.size(); ++i) {
+      for (size_t i : batch.of(table)) {
         const Timestamp s = table.start[i], e = table.end[i];
         for (auto& w : windows_) {
           if (!w->summary.in_window(s, e)) continue;
@@ -365,9 +366,9 @@ class Attributor {
         }
       }
     };
-    add(batch.kernels, 0, f.kernel_base, &batch.kernels.name);
-    add(batch.memcpys, 1, f.memcpy_base, nullptr);
-    add(batch.memsets, 2, f.memset_base, nullptr);
+    add(batch->kernels, 0, f.kernel_base, &batch->kernels.name);
+    add(batch->memcpys, 1, f.memcpy_base, nullptr);
+    add(batch->memsets, 2, f.memset_base, nullptr);
     size_t held = 0;
     for (auto& w : windows_) held += w->pending.size();
     stats.gpu_rows = std::max(stats.gpu_rows, held);

@@ -1,7 +1,7 @@
 #pragma once
 // Attribution (attribution.hpp) of a rank read as chunks (chunk_source.hpp):
 // for each window asked, the same Attribution however the rank is chunked
-// (a file's table chunks, or a trace in memory as one chunk), to the last
+// (a file's table chunks, or slices of a trace in memory), to the last
 // bit, with memory bounded by what must be kept instead of by the number of
 // events.
 //

@@ -1,27 +1,25 @@
 // The one analysis engine of a rank (analyze_rank, analyze_rank_streaming):
 // the rank's chunks read in a few passes (stream_analyzer.hpp says which and
-// how). What is a sum per row is summed per row; what is a union of
-// intervals is summed per time segment; analyze.cpp derives each analysis's
-// figures from those sums.
+// how). What is a sum per row is summed per row (window_figures.hpp); what
+// is a union of intervals is summed per time segment (stream_sweep.hpp);
+// medians take two passes (two_pass_median.hpp); analyze.cpp derives each
+// analysis's figures from those sums.
 #include "analyze/stream_analyzer.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <limits>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "analyze/attribution_stream.hpp"
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
+#include "analyze/stream_sweep.hpp"
+#include "analyze/window_figures.hpp"
 #include "trace/model/chunk_reader.hpp"
 #include "base/error.hpp"
 
@@ -29,426 +27,16 @@ namespace scalescope::analyze {
 namespace {
 
 using trace::Timestamp;
-
-// The exact median of durations (>= 0) in two passes, as trace::median_in_place
-// gives it: count() every value, choose(), collect() every value again, median().
-// Buckets keep a value's top 13 significant bits (values below 4096 exactly),
-// so the middle rank's bucket holds at most value/4096 distinct values.
-class TwoPassMedian {
- public:
-  static size_t bucket(int64_t d) {
-    const auto u = static_cast<uint64_t>(d);
-    if (u < 4096) return static_cast<size_t>(u);
-    const int e = 63 - std::countl_zero(u);  // 12 or more
-    return 4096 + static_cast<size_t>(e - 12) * 4096 + static_cast<size_t>((u >> (e - 12)) & 4095);
-  }
-  void count(int64_t d) {
-    const size_t b = bucket(d);
-    if (b >= counts_.size()) counts_.resize(b + 1, 0);
-    ++counts_[b];
-    ++n_;
-  }
-  void choose() {
-    if (n_ == 0) return;
-    const uint64_t hi = n_ / 2;
-    want_[1] = locate(hi);
-    want_[0] = n_ % 2 ? want_[1] : locate(hi - 1);
-  }
-  void collect(int64_t d) {
-    if (n_ == 0) return;
-    const size_t b = bucket(d);
-    for (Want& w : want_)
-      if (w.bucket == b) {
-        ++w.values[d];
-        return;  // both ranks in one bucket share its values
-      }
-  }
-  double median() const {
-    if (n_ == 0) return 0;
-    const double hi = static_cast<double>(value(want_[1]));
-    if (n_ % 2 == 1) return hi;
-    const double lo = static_cast<double>(value(want_[0]));
-    return lo == hi ? lo : lo + (hi - lo) * 0.5;
-  }
-
- private:
-  struct Want {
-    size_t bucket = std::numeric_limits<size_t>::max();
-    uint64_t offset = 0;                 // the rank within its bucket
-    std::map<int64_t, uint64_t> values;  // filled by collect()
-  };
-  Want locate(uint64_t rank) const {
-    uint64_t before = 0;
-    for (size_t b = 0; b < counts_.size(); ++b) {
-      if (before + counts_[b] > rank) return Want{b, rank - before, {}};
-      before += counts_[b];
-    }
-    return Want{};
-  }
-  int64_t value(const Want& w) const {
-    // Both ranks in one bucket: the lower rank's values were collected into want_[0] or [1].
-    const auto& values =
-        w.values.empty() ? (want_[0].bucket == w.bucket ? want_[0].values : want_[1].values) : w.values;
-    uint64_t seen = 0;
-    for (const auto& [v, n] : values) {
-      seen += n;
-      if (seen > w.offset) return v;
-    }
-    fail("streaming median: the second pass saw fewer values than the first (the file changed?)");
-  }
-
-  std::vector<uint64_t> counts_;
-  uint64_t n_ = 0;
-  Want want_[2];
-};
-
-enum Category : uint8_t { kCompute = 0, kComm = 1, kCopy = 2 };
-
-// One GPU row's span waiting for its time segment.
-struct Pending {
-  Timestamp start = 0, end = 0;
-  uint32_t stream = 0;  // index into StreamSweep::keys
-  uint8_t category = kCompute;
-};
-
-// The interval unions of the breakdown and the launch gaps, summed over
-// time segments [previous cut, cut) for one or more windows at once (the
-// whole trace and its steady iterations): rows are added chunk by chunk,
-// clipped to the hull of the windows, and cut() is called with a time no row
-// still to come starts before. Each segment's unions are built once; a window
-// narrower than the hull sums them clipped to it (clipping a union gives the
-// union of the clipped rows).
-class StreamSweep {
- public:
-  static constexpr size_t kPieceRows = size_t{1} << 14;
-  // calls: whether the trace has API calls with a correlation id (launches).
-  StreamSweep(Timestamp lo, Timestamp hi, bool calls) : lo_(lo), hi_(hi), launches_(calls) {}
-  // A window [ws, we] inside [lo, hi]. Input starvation counts
-  // the idle gaps of its compute | comm in which a host-to-device copy ended,
-  // each once for its part inside [span_start, span_end). Its first gap opens
-  // at ws; time after its last span is not a gap (nothing waited).
-  size_t add_window(Timestamp ws, Timestamp we, Timestamp span_start, Timestamp span_end) {
-    Window w;
-    w.ws = ws;
-    w.we = we;
-    w.span_start = span_start;
-    w.span_end = span_end;
-    w.busy.assign(keys_.size(), 0);
-    w.cover = std::make_unique<Cover>(span_start, span_end);
-    windows_.push_back(std::move(w));
-    return windows_.size() - 1;
-  }
-
-  // The split of window w's idle time by cause (IdleCover), made
-  // gap by gap as the sweep closes them. Its MPI calls (few: the job's facts
-  // hold them whole) are given before the rows; its host waits as their
-  // chunks are read, in the same order of first start as the GPU chunks, so
-  // that every wait that starts before a cut is known when the gaps before
-  // it are split.
-  void mpi_calls(size_t w, Intervals calls) { windows_[w].cover->mpi = std::move(calls); }
-  void host_wait(size_t w, Interval iv) {
-    Cover& c = *windows_[w].cover;
-    c.waits.push_back(iv);
-    c.waits_sorted = false;
-  }
-  // After the last cut: the gap after the last span, and the gaps whose
-  // compute | communication gap never closed (no input gap: nothing waited).
-  IdleCover idle_cover(size_t w) {
-    Window& win = windows_[w];
-    win.cover->gaps.push_back({{win.open ? win.cur.end : win.ws, win.we}, 0});
-    split_gaps(*win.cover, std::numeric_limits<Timestamp>::max(), false, 0);
-    return win.cover->split.result();
-  }
-
-  // The split of window w's idle time into host wait, kernel wait and other
-  // (IdleBreakdown), judged gap by gap as the sweep closes them;
-  // after the last cut, and after every API call was read (launch_call).
-  IdleBreakdown idle_breakdown(size_t w) {
-    launches_.finish();
-    Window& win = windows_[w];
-    win.cover->breakdown.tail(win.open ? win.cur.end : win.span_start);
-    return win.cover->breakdown.result();
-  }
-  // Every GPU row that ends at or after its start (sweep_rows), and every API
-  // call with a correlation id, read in the order of the cuts.
-  void gpu_row(Timestamp start, uint32_t correlation) { launches_.gpu_row(start, correlation); }
-  void launch_call(uint32_t correlation, Timestamp start) { launches_.call(correlation, start); }
-
-  uint32_t stream_index(uint32_t device, uint32_t stream) {
-    const uint64_t key = (uint64_t{device} << 32) | stream;
-    auto [it, fresh] = index_.try_emplace(key, static_cast<uint32_t>(keys_.size()));
-    if (fresh) {
-      keys_.push_back(key);
-      lists_.emplace_back();
-      for (Window& w : windows_) w.busy.push_back(0);
-    }
-    return it->second;
-  }
-  // A span clipped to [lo, hi]; empty spans are dropped, as append() drops them.
-  void add(Interval iv, uint32_t stream, Category c) {
-    if (iv.end <= iv.start) return;
-    pending_.push_back({iv.start, iv.end, stream, c});
-  }
-  // When an input copy of window w ended (its end clipped to w), given before
-  // the cut past it: a copy that ends in a gap starts before the gap closes,
-  // so its chunk is read before the segment that closes the gap. Ends before
-  // the gap being looked at are dropped (gaps come in time order): what stays
-  // is the copies not yet ended, bounded as the pending rows are.
-  void input_end(size_t w, Timestamp x) { windows_[w].input_ends.push(x); }
-
-  // Rows that start before `at` are summed, in pieces of at most about
-  // kPieceRows rows (each cut at the next row's start, which the rows after
-  // it cannot precede), so that the unions' lists stay small however many
-  // rows a chunk holds; rows reaching past a piece's cut stay, cut there.
-  // unread_correlation: the smallest correlation id of the GPU rows not read yet.
-  void cut(Timestamp at, uint32_t unread_correlation) {
-    launches_.sort();
-    auto by_start = [](const Pending& a, const Pending& b) { return a.start < b.start; };
-    // Rows before sorted_ are sorted: sort the new ones and merge.
-    if (sorted_ < pending_.size()) {
-      auto mid = pending_.begin() + static_cast<std::ptrdiff_t>(sorted_);
-      std::sort(mid, pending_.end(), by_start);
-      std::inplace_merge(pending_.begin(), mid, pending_.end(), by_start);
-    }
-    auto first_at = [&](size_t from, size_t to, Timestamp t) {  // the first row in [from, to) starting at t or later
-      return static_cast<size_t>(std::lower_bound(pending_.begin() + static_cast<std::ptrdiff_t>(from),
-                                                  pending_.begin() + static_cast<std::ptrdiff_t>(to), t,
-                                                  [](const Pending& p, Timestamp x) { return p.start < x; }) -
-                                 pending_.begin());
-    };
-    size_t head = 0;  // rows before it are summed
-    const size_t stop = first_at(0, pending_.size(), at);
-    for (Timestamp t = std::numeric_limits<Timestamp>::min(); t != at && head < stop;) {
-      // This piece: rows [head, end) cut at t.
-      size_t end = stop;
-      t = at;
-      if (stop - head > kPieceRows) {
-        t = pending_[head + kPieceRows].start;
-        end = first_at(head, head + kPieceRows, t);
-        if (end == head) {  // its first rows all start at t: take them all
-          end = first_at(head, stop, t + 1);
-          t = end < stop ? pending_[end].start : at;
-        }
-      }
-      for (Intervals* v : {&compute_, &comm_, &copy_}) v->clear();
-      for (uint32_t s : touched_) lists_[s].clear();
-      touched_.clear();
-      tails_.clear();
-      Intervals* by_category[3] = {&compute_, &comm_, &copy_};
-      for (size_t i = head; i < end; ++i) {
-        const Pending& p = pending_[i];
-        const Interval part{p.start, std::min(p.end, t)};
-        by_category[p.category]->push_back(part);
-        if (lists_[p.stream].empty()) touched_.push_back(p.stream);
-        lists_[p.stream].push_back(part);
-        if (p.end > t) tails_.push_back({t, p.end, p.stream, p.category});
-      }
-      // The tails start at the cut, before every row left: they take the
-      // places of the last rows summed.
-      head = end - tails_.size();
-      std::copy(tails_.begin(), tails_.end(), pending_.begin() + static_cast<std::ptrdiff_t>(head));
-      segment();
-    }
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(head));
-    sorted_ = pending_.size();
-    launches_.passed(at, unread_correlation);
-  }
-
-  struct Sums {
-    int64_t compute_ns = 0, communication_ns = 0, overlap_ns = 0, copy_ns = 0;
-    int64_t gap_count = 0, gap_ns = 0;
-    int64_t starvation_ns = 0, starved_gaps = 0;
-  };
-  const Sums& sums(size_t w) const { return windows_[w].sums; }
-
-  std::vector<StreamUtilization> streams(size_t w, int64_t wall) const {
-    const Window& win = windows_[w];
-    std::vector<StreamUtilization> out;
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      if (win.busy[i] == 0) continue;  // no span of it lies in the window
-      StreamUtilization su;
-      su.device = static_cast<uint32_t>(keys_[i] >> 32);
-      su.stream = static_cast<uint32_t>(keys_[i] & 0xffffffffu);
-      su.busy_ns = win.busy[i];
-      su.fraction = wall > 0 ? static_cast<double>(su.busy_ns) / static_cast<double>(wall) : 0;
-      out.push_back(su);
-    }
-    std::sort(out.begin(), out.end(), [](const StreamUtilization& x, const StreamUtilization& y) {
-      return std::tie(x.device, x.stream) < std::tie(y.device, y.stream);
-    });
-    return out;
-  }
-
- private:
-  // Gaps of the busy union wait here until the gap of compute | communication
-  // that holds them closes, which says whether they are input gaps; then
-  // they are split by the host waits and MPI calls covering them.
-  struct Cover {
-    Cover(Timestamp span_start, Timestamp span_end)
-        : split(span_start, span_end, waits, mpi), breakdown(span_start, span_end, kKernelWaitThresholdNs) {}
-    Intervals waits, mpi;
-    bool waits_sorted = true;
-    std::vector<std::pair<Interval, unsigned>> gaps;  // in time order, launch bit set; [gaps_from, end) waiting
-    size_t gaps_from = 0;
-    detail::IdleSplitter split;
-    detail::IdleGaps breakdown;
-  };
-  // Splits the waiting gaps that end by `to`, input gaps if `input` and they
-  // start at `from` or later (a gap of busy lies in one gap of compute |
-  // communication).
-  static void split_gaps(Cover& c, Timestamp to, bool input, Timestamp from) {
-    if (c.gaps_from == c.gaps.size() || c.gaps[c.gaps_from].first.end > to) return;
-    if (!c.waits_sorted) {  // waits read since: erase what was passed, normalize the rest
-      c.waits.erase(c.waits.begin(), c.waits.begin() + static_cast<std::ptrdiff_t>(c.split.waits_passed()));
-      c.mpi.erase(c.mpi.begin(), c.mpi.begin() + static_cast<std::ptrdiff_t>(c.split.mpi_passed()));
-      c.split.trimmed();
-      normalize(c.waits);
-      c.waits_sorted = true;
-    }
-    size_t n = c.gaps_from;
-    for (; n < c.gaps.size() && c.gaps[n].first.end <= to; ++n) {
-      const auto& [gap, bits] = c.gaps[n];
-      c.split.add(gap, bits | (input && gap.start >= from ? unsigned{kIdleInput} : 0u));
-    }
-    // The gaps split are dropped once they are half the list: erasing them at
-    // every call costs the list's length each time (a segment's gaps squared).
-    c.gaps_from = n;
-    if (2 * c.gaps_from >= c.gaps.size()) {
-      c.gaps.erase(c.gaps.begin(), c.gaps.begin() + static_cast<std::ptrdiff_t>(c.gaps_from));
-      c.gaps_from = 0;
-    }
-  }
-
-  struct Window {
-    Timestamp ws = 0, we = 0, span_start = 0, span_end = 0;
-    Sums sums;
-    std::vector<int64_t> busy;  // per stream; > 0: a span of it lies in the window
-    bool cc_open = false, open = false;
-    Interval cc_cur, cur;
-    std::priority_queue<Timestamp, std::vector<Timestamp>, std::greater<>> input_ends;
-    std::unique_ptr<Cover> cover;  // its lists stay put while windows_ grows
-  };
-
-  // A normalized union clipped to [a, b]: a run of it, its ends cut.
-  static void clip(Intervals& v, Timestamp a, Timestamp b) {
-    size_t out = 0;
-    for (const Interval& iv : v) {
-      const Interval c{std::max(iv.start, a), std::min(iv.end, b)};
-      if (c.end > c.start) v[out++] = c;
-    }
-    v.resize(out);
-  }
-  static int64_t clipped_total(const Intervals& v, Timestamp a, Timestamp b) {
-    int64_t sum = 0;
-    for (const Interval& iv : v) sum += std::max<int64_t>(0, std::min(iv.end, b) - std::max(iv.start, a));
-    return sum;
-  }
-
-  // One segment's unions: every sum of the breakdown is additive over
-  // disjoint time segments; the launch gaps carry their open span across.
-  void segment() {
-    normalize(compute_, merge_);
-    normalize(comm_, merge_);
-    normalize(copy_, merge_);
-    for (uint32_t s : touched_) normalize(lists_[s], merge_);
-    for (size_t i = 0; i < windows_.size(); ++i) {
-      Window& w = windows_[i];
-      const bool whole = w.ws <= lo_ && w.we >= hi_;
-      if (whole) {
-        sum(w, compute_, comm_, copy_);
-      } else if (i + 1 == windows_.size()) {  // the last window may clip the lists in place
-        clip(compute_, w.ws, w.we);
-        clip(comm_, w.ws, w.we);
-        clip(copy_, w.ws, w.we);
-        sum(w, compute_, comm_, copy_);
-      } else {
-        for (auto [from, to] : {std::pair{&compute_, &w_compute_}, {&comm_, &w_comm_}, {&copy_, &w_copy_}}) {
-          *to = *from;
-          clip(*to, w.ws, w.we);
-        }
-        sum(w, w_compute_, w_comm_, w_copy_);
-      }
-      for (uint32_t s : touched_) w.busy[s] += whole ? total(lists_[s]) : clipped_total(lists_[s], w.ws, w.we);
-    }
-  }
-
-  void sum(Window& w, const Intervals& compute, const Intervals& comm, const Intervals& copy) {
-    Sums& s = w.sums;
-    s.compute_ns += total(compute);
-    s.communication_ns += total(comm);
-    s.overlap_ns += intersection_length(comm, compute);
-    unite(compute, comm, compute_comm_);
-    s.copy_ns += total(copy) - intersection_length(copy, compute_comm_);
-    // union_gaps(compute_comm, copy) with its open span kept between segments.
-    // Its gaps go to the idle split before the gaps of compute | comm below
-    // close: those say which of them are input gaps.
-    const Intervals& a = compute_comm_;
-    const Intervals& b = copy;
-    size_t i = 0, j = 0;
-    while (i < a.size() || j < b.size()) {
-      const Interval& next = j == b.size() || (i < a.size() && a[i].start < b[j].start) ? a[i++] : b[j++];
-      if (!w.open) {
-        w.cover->gaps.push_back({{w.ws, next.start}, 0});
-        judge(w, w.span_start, next.start);  // no activity ended before it
-        w.cur = next;
-        w.open = true;
-      } else if (next.start <= w.cur.end) {
-        w.cur.end = std::max(w.cur.end, next.end);
-      } else {
-        const int64_t gap = next.start - w.cur.end;
-        if (gap < detail::kLaunchGapLimitNs) {
-          ++s.gap_count;
-          s.gap_ns += gap;
-        }
-        w.cover->gaps.push_back({{w.cur.end, next.start}, gap < detail::kLaunchGapLimitNs ? unsigned{kIdleLaunchGap} : 0u});
-        judge(w, w.cur.end, next.start);
-        w.cur = next;
-      }
-    }
-    for (const Interval& iv : compute_comm_) {
-      if (!w.cc_open) {
-        idle(w, w.ws, iv.start);
-        w.cc_cur = iv;
-        w.cc_open = true;
-      } else if (iv.start <= w.cc_cur.end) {
-        w.cc_cur.end = std::max(w.cc_cur.end, iv.end);
-      } else {
-        idle(w, w.cc_cur.end, iv.start);
-        w.cc_cur = iv;
-      }
-    }
-  }
-
-  // A gap of busy closed: the idle breakdown's (each row starting at `next` has been read).
-  void judge(Window& w, Timestamp gap_start, Timestamp next) {
-    if (w.cover->breakdown.inside(gap_start, next) > 0) launches_.judge(w.cover->breakdown, gap_start, next);
-  }
-
-  // A gap of compute | communication closed: input starvation's, and the
-  // idle split's input bit for the gaps of busy inside it.
-  static void idle(Window& w, Timestamp from, Timestamp to) {
-    auto& ends = w.input_ends;
-    while (!ends.empty() && ends.top() < from) ends.pop();
-    const bool input = !ends.empty() && ends.top() < to;  // a copy ended in it
-    split_gaps(*w.cover, to, input, from);
-    if (!input) return;
-    const int64_t inside = std::min(to, w.span_end) - std::max(from, w.span_start);
-    if (inside <= 0) return;
-    w.sums.starvation_ns += inside;
-    w.sums.starved_gaps += 1;
-  }
-
-  Timestamp lo_, hi_;
-  std::vector<Window> windows_;
-  std::unordered_map<uint64_t, uint32_t> index_;
-  std::vector<uint64_t> keys_;
-  std::vector<Intervals> lists_;
-  std::vector<uint32_t> touched_;
-  std::vector<Pending> pending_, tails_;
-  detail::ChunkedLaunches launches_;
-  size_t sorted_ = 0;
-  Intervals compute_, comm_, copy_, compute_comm_, merge_, w_compute_, w_comm_, w_copy_;
-};
+using detail::StreamSweep;
+using detail::Category;
+using detail::kCompute;
+using detail::kComm;
+using detail::kCopy;
+using detail::host_wait;
+using detail::launch_domain;
+using detail::Names;
+using detail::TableRows;
+using detail::WindowFigures;
 
 // What pass 1 learns of one table chunk (a chunk holds one table's rows).
 struct ChunkFacts {
@@ -468,298 +56,36 @@ struct ChunkFacts {
   uint32_t min_correlation = std::numeric_limits<uint32_t>::max();
 };
 
-// The rows of each table over the whole file (the analyses' availability).
-struct TableRows {
-  uint64_t kernels = 0, memcpys = 0, memsets = 0, nccl = 0, syncs = 0, api = 0;
-  bool gpu() const { return kernels + memcpys + memsets + nccl > 0; }
-};
-
-// The rank's names, each classified once for every window.
-class Names {
- public:
-  Names(const trace::StringTable& strings, const KernelClassifier& classifier)
-      : strings_(strings),
-        classifier_(classifier),
-        info(strings.size()),
-        classified_(strings.size(), 0),
-        launch_(strings.size(), -1),
-        sync_(strings.size(), -1) {}
-  const KernelInfo& kernel(trace::StringId id) {
-    if (!classified_[id]) {
-      classified_[id] = 1;
-      info[id] = classifier_.classify(strings_.view(id));
-    }
-    return info[id];
-  }
-  bool launch(trace::StringId id) {
-    int8_t& l = launch_[id];
-    if (l < 0) l = detail::contains_ci(strings_.view(id), "launch") ? 1 : 0;
-    return l > 0;
-  }
-  // The synchronization an API call is (by name), 0 for none.
-  int8_t sync_kind(trace::StringId id) {
-    int8_t& k = sync_[id];
-    if (k < 0) {
-      const auto sk = detail::sync_kind_of_api(strings_.view(id));
-      k = sk ? static_cast<int8_t>(*sk) : 0;
-    }
-    return k;
-  }
-  const trace::StringTable& strings() const { return strings_; }
-
- private:
-  const trace::StringTable& strings_;
-  const KernelClassifier& classifier_;
-
- public:
-  std::vector<KernelInfo> info;  // of the names kernel() was asked about
-
- private:
-  std::vector<uint8_t> classified_;
-  std::vector<int8_t> launch_, sync_;
-};
-
-// A synchronization the host waits in (StreamWaitEvent does not block it).
-bool host_wait(trace::SyncKind k) { return k != trace::SyncKind::kStreamWaitEvent; }
-
-bool launch_domain(trace::ApiDomain d) { return d == trace::ApiDomain::kRuntime || d == trace::ApiDomain::kDriver; }
-
-// One window's figures (all but iterations, host, collectives and
-// attribution), made in steps that each take chunks:
-//   sum_gpu, sum_syncs, sum_api  per-row sums and median counts, chunks in any order;
-//   sweep, cut        the interval unions, GPU chunks in order of first start;
-//   late_api          after every GPU chunk's sum_gpu: pageable calls, and
-//                     syncs from API calls;
-//   choose, then collect_kernels / collect_launches: the medians' values;
-//   finish            the results.
-// A row counts if it lies in [ws, we] (in()), clipped to it. The whole
-// trace's sums are made in pass 1, before the window
-// is known, with an unbounded window; summed_outside() then says whether a
-// row lay outside the real one (only possible with events at time 0).
-class WindowFigures {
- public:
-  WindowFigures(size_t names, Timestamp ws, Timestamp we) : ws_(ws), we_(we), name_ns_(names, 0), name_count_(names, 0) {}
-  void set_window(Timestamp ws, Timestamp we) {
-    ws_ = ws;
-    we_ = we;
-  }
-  Timestamp ws() const { return ws_; }
-  Timestamp we() const { return we_; }
-  int64_t wall() const { return std::max<int64_t>(0, we_ - ws_); }
-  bool summed_outside(Timestamp ws, Timestamp we) const { return lo_ <= hi_ && (lo_ < ws || hi_ > we); }
-
-  void sum_gpu(const trace::Trace& batch, Names& names) {
-    const auto& k = batch.kernels;
-    for (size_t i = 0; i < k.size(); ++i) {
-      if (!in(k.start[i], k.end[i])) continue;
-      const int64_t d = clipped(k.start[i], k.end[i]);
-      const trace::StringId name = k.name[i];
-      const KernelInfo& ki = names.kernel(name);
-      name_ns_[name] += d;
-      name_count_[name] += 1;
-      auto& ct = classes_[static_cast<int>(ki.cls)];
-      ct.count += 1;
-      ct.total_ns += d;
-      kernel_count_ += 1;
-      small_kernels_ += d < detail::kSmallKernelNs ? 1 : 0;
-      kernel_median_.count(d);
-      prec_.kernel_ns += d;
-      prec_.ns[static_cast<int>(ki.precision)] += d;
-      if (ki.layout_conversion) {
-        layout_.conversion_count += 1;
-        layout_.conversion_ns += d;
-        if (ki.layout_to_nchw) layout_.to_nchw_ns += d;
-      }
-      if (ki.nchw_half) {
-        layout_.nchw_half_count += 1;
-        layout_.nchw_half_ns += d;
-      }
-    }
-    const auto& m = batch.memcpys;
-    for (size_t i = 0; i < m.size(); ++i) {
-      if (!in(m.start[i], m.end[i])) continue;
-      detail::account_copy(m, i, clipped(m.start[i], m.end[i]), copy_groups_, cp_, host_bytes_,
-                           pageable_correlations_);
-    }
-    const auto& ms = batch.memsets;
-    for (size_t i = 0; i < ms.size(); ++i) {
-      if (!in(ms.start[i], ms.end[i])) continue;
-      cp_.memset_count += 1;
-      cp_.memset_ns += clipped(ms.start[i], ms.end[i]);
-    }
-  }
-  void sum_syncs(const trace::Trace& batch) {
-    const auto& s = batch.syncs;
-    for (size_t i = 0; i < s.size(); ++i)
-      if (in(s.start[i], s.end[i])) add_sync(s.kind[i], clipped(s.start[i], s.end[i]));
-  }
-
-  void sum_api(const trace::Trace& batch, Names& names) {
-    const auto& a = batch.api;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (!launch_domain(a.domain[i]) || !names.launch(a.name[i]) || !in(a.start[i], a.end[i])) continue;
-      const int64_t d = clipped(a.start[i], a.end[i]);
-      launch_api_count_ += 1;
-      launch_api_ns_ += d;
-      launch_median_.count(d);
-    }
-  }
-
-  // The shared sweep's window for this one (StreamSweep::add_window).
-  void sweep_as(size_t target) { target_ = target; }
-
-  // What the sweep needs of this window besides the rows (sweep_rows): when
-  // input copies ended. With collect (the kernel median's counts complete),
-  // also the kernel durations' values.
-  void inputs(const trace::Trace& batch, StreamSweep& sweep, bool collect) {
-    const auto& m = batch.memcpys;
-    for (size_t i = 0; i < m.size(); ++i)
-      if (m.kind[i] == trace::MemcpyKind::kHtoD && in(m.start[i], m.end[i])) {
-        any_input_ = true;
-        sweep.input_end(target_, std::min(m.end[i], we_));
-      }
-    if (collect) collect_kernels(batch);
-  }
-
-  // With collect (the launch median's counts complete), also its values.
-  void late_api(const trace::Trace& batch, Names& names, bool sync_from_api, bool collect) {
-    const auto& a = batch.api;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (!in(a.start[i], a.end[i])) continue;
-      const int64_t d = clipped(a.start[i], a.end[i]);
-      if (!pageable_correlations_.empty() && pageable_correlations_.count(a.correlation[i])) cp_.pageable_host_ns += d;
-      if (collect && launch_domain(a.domain[i]) && names.launch(a.name[i])) launch_median_.collect(d);
-      if (sync_from_api) {
-        const int8_t kind = names.sync_kind(a.name[i]);
-        if (kind > 0) add_sync(static_cast<trace::SyncKind>(kind), d);
-      }
-    }
-  }
-
-  void choose() {
-    kernel_median_.choose();
-    launch_median_.choose();
-  }
-  void collect_kernels(const trace::Trace& batch) {
-    const auto& k = batch.kernels;
-    for (size_t i = 0; i < k.size(); ++i)
-      if (in(k.start[i], k.end[i])) kernel_median_.collect(clipped(k.start[i], k.end[i]));
-  }
-  void collect_launches(const trace::Trace& batch, Names& names) {
-    const auto& a = batch.api;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (launch_domain(a.domain[i]) && names.launch(a.name[i]) && in(a.start[i], a.end[i]))
-        launch_median_.collect(clipped(a.start[i], a.end[i]));
-  }
-
-  // The window's results; r.iterations is set.
-  void finish(const TableRows& rows, Names& names, const StreamSweep& sweep, const Options& o, RankAnalysis& r) {
-    const StreamSweep::Sums& swept = sweep.sums(target_);
-    const int64_t wall = this->wall();
-    r.classes = classes_;
-    for (int c = 0; c < kKernelClassCount; ++c) r.classes[c].cls = static_cast<KernelClass>(c);
-    r.precision = prec_;
-    r.layout = layout_;
-
-    r.copies = cp_;
-    detail::finish_copies(r.copies, copy_groups_, host_bytes_, rows.memcpys + rows.memsets > 0);
-
-    RankBreakdown& b = r.breakdown;
-    b.window_start = ws_;
-    b.window_end = we_;
-    b.wall_ns = wall;
-    b.streams = sweep.streams(target_, wall);
-    b.compute_ns = swept.compute_ns;
-    b.communication_ns = swept.communication_ns;
-    b.overlap_ns = swept.overlap_ns;
-    b.copy_ns = swept.copy_ns;
-    detail::finish_breakdown(b, rows.gpu());
-
-    LaunchStats& ls = r.launch;
-    ls.gap_count = swept.gap_count;
-    ls.gpu_gap_ns = swept.gap_ns;
-    ls.kernel_count = kernel_count_;
-    ls.kernel_ns = prec_.kernel_ns;
-    ls.median_kernel_ns = kernel_median_.median();
-    ls.launch_api_count = launch_api_count_;
-    ls.launch_api_ns = launch_api_ns_;
-    ls.median_launch_ns = launch_median_.median();
-    detail::finish_launch(ls, small_kernels_, wall, rows.kernels > 0);
-
-    r.sync = sync_;
-    detail::finish_sync(r.sync, sync_groups_, wall, rows.syncs + rows.api > 0);
-
-    detail::finish_kernel_tables(rows.kernels == 0, names.strings(), o, names.info, name_ns_, name_count_, r);
-
-    r.input.starvation_ns = swept.starvation_ns;
-    r.input.starved_iterations = swept.starved_gaps;
-    detail::finish_input(r.input, r.iterations, ws_, we_, any_input_, b.compute_ns);
-  }
-
- private:
-  bool in(Timestamp s, Timestamp e) {
-    if (e < ws_ || s > we_ || e < s) return false;
-    lo_ = std::min(lo_, s);
-    hi_ = std::max(hi_, e);
-    return true;
-  }
-  int64_t clipped(Timestamp s, Timestamp e) const { return std::min(e, we_) - std::max(s, ws_); }
-  void add_sync(trace::SyncKind kind, int64_t d) {
-    SyncGroup& g = sync_groups_[kind];
-    g.kind = kind;
-    g.count += 1;
-    g.total_ns += d;
-    if (kind != trace::SyncKind::kStreamWaitEvent) sync_.host_sync_ns += d;
-  }
-
-  Timestamp ws_, we_;
-  Timestamp lo_ = std::numeric_limits<Timestamp>::max(), hi_ = std::numeric_limits<Timestamp>::min();
-  std::vector<int64_t> name_ns_, name_count_;
-  std::array<ClassTotal, kKernelClassCount> classes_{};
-  int64_t kernel_count_ = 0, small_kernels_ = 0, launch_api_count_ = 0, launch_api_ns_ = 0;
-  TwoPassMedian kernel_median_, launch_median_;
-  PrecisionStats prec_;
-  LayoutStats layout_;
-  CopyStats cp_;
-  detail::CopyGroups copy_groups_;
-  std::unordered_set<uint32_t> pageable_correlations_;
-  uint64_t host_bytes_ = 0;
-  std::map<trace::SyncKind, SyncGroup> sync_groups_;
-  SyncStats sync_;
-  bool any_input_ = false;
-  size_t target_ = 0;
-};
 
 // A GPU chunk's spans into the sweep, clipped to its hull [lo, hi].
-void sweep_rows(const trace::Trace& batch, Names& names, StreamSweep& sweep, Timestamp lo, Timestamp hi) {
+void sweep_rows(const Chunk& batch, Names& names, StreamSweep& sweep, Timestamp lo, Timestamp hi) {
   auto in = [&](Timestamp s, Timestamp e) { return e >= lo && s <= hi && e >= s; };
   auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, lo), std::min(e, hi)}; };
-  auto starts = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e,
-                    const std::vector<uint32_t>& correlation) {
-    for (size_t i = 0; i < s.size(); ++i)
-      if (e[i] >= s[i]) sweep.gpu_row(s[i], correlation[i]);
+  auto starts = [&](const auto& t) {
+    for (size_t i : batch.of(t))
+      if (t.end[i] >= t.start[i]) sweep.gpu_row(t.start[i], t.correlation[i]);
   };
-  const auto& k = batch.kernels;
-  starts(k.start, k.end, k.correlation);
-  starts(batch.nccl.start, batch.nccl.end, batch.nccl.correlation);
-  starts(batch.memcpys.start, batch.memcpys.end, batch.memcpys.correlation);
-  starts(batch.memsets.start, batch.memsets.end, batch.memsets.correlation);
-  for (size_t i = 0; i < k.size(); ++i) {
+  const auto& k = batch->kernels;
+  starts(k);
+  starts(batch->nccl);
+  starts(batch->memcpys);
+  starts(batch->memsets);
+  for (size_t i : batch.of(k)) {
     if (!in(k.start[i], k.end[i])) continue;
     const KernelClass cls = names.kernel(k.name[i]).cls;
     const Category c = cls == KernelClass::kCompute ? kCompute : cls == KernelClass::kMemory ? kCopy : kComm;
     sweep.add(clip(k.start[i], k.end[i]), sweep.stream_index(k.device[i], k.stream[i]), c);
   }
-  const auto& nc = batch.nccl;
-  for (size_t i = 0; i < nc.size(); ++i)
+  const auto& nc = batch->nccl;
+  for (size_t i : batch.of(nc))
     if (in(nc.start[i], nc.end[i]))
       sweep.add(clip(nc.start[i], nc.end[i]), sweep.stream_index(nc.device[i], nc.stream[i]), kComm);
-  const auto& m = batch.memcpys;
-  for (size_t i = 0; i < m.size(); ++i)
+  const auto& m = batch->memcpys;
+  for (size_t i : batch.of(m))
     if (in(m.start[i], m.end[i]))
       sweep.add(clip(m.start[i], m.end[i]), sweep.stream_index(m.device[i], m.stream[i]), kCopy);
-  const auto& ms = batch.memsets;
-  for (size_t i = 0; i < ms.size(); ++i)
+  const auto& ms = batch->memsets;
+  for (size_t i : batch.of(ms))
     if (in(ms.start[i], ms.end[i]))
       sweep.add(clip(ms.start[i], ms.end[i]), sweep.stream_index(ms.device[i], ms.stream[i]), kCopy);
 }
@@ -815,7 +141,7 @@ class RankEngine {
     kept_.meta = head_.meta;
     kept_.strings = head_.strings;
     for (size_t c = 0; c < facts_.size(); ++c) {
-      const trace::Trace& batch = chunks_.read(c, batch_);
+      const Chunk batch = chunks_.read(c, batch_);
       ChunkFacts& f = facts_[c];
       gpu_facts(batch, f);
       keep_rows(batch);
@@ -831,92 +157,99 @@ class RankEngine {
 
   // A chunk's GPU tables: row counts, the trace's span, iteration
   // detection's cap, the chunk's first start and smallest correlation id.
-  void gpu_facts(const trace::Trace& batch, ChunkFacts& f) {
-    auto span = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
-      for (Timestamp t : s) span_lo_ = std::min(span_lo_, t);
-      for (Timestamp t : e) span_hi_ = std::max(span_hi_, t);
-    };
-    auto gpu_rows = [&](const std::vector<Timestamp>& s, const std::vector<Timestamp>& e,
-                        const std::vector<uint32_t>& correlation) {
-      for (size_t i = 0; i < s.size(); ++i) {
-        gpu_end_ = std::max(gpu_end_, e[i]);
-        if (e[i] < s[i]) continue;
-        f.gpu = true;
-        f.first = std::min(f.first, s[i]);
-        if (correlation[i] != 0) f.min_correlation = std::min(f.min_correlation, correlation[i]);
+  void gpu_facts(const Chunk& batch, ChunkFacts& f) {
+    auto span = [&](const auto& t) {
+      for (size_t i : batch.of(t)) {
+        span_lo_ = std::min(span_lo_, t.start[i]);
+        span_hi_ = std::max(span_hi_, t.end[i]);
       }
     };
-    const auto& k = batch.kernels;
-    rows_.kernels += k.size();
-    f.kernels = k.size() > 0;
-    span(k.start, k.end);
-    gpu_rows(k.start, k.end, k.correlation);
-    for (uint32_t d : k.device) ++kernels_by_device_[d];
-    rows_.memcpys += batch.memcpys.size();
-    span(batch.memcpys.start, batch.memcpys.end);
-    gpu_rows(batch.memcpys.start, batch.memcpys.end, batch.memcpys.correlation);
-    rows_.memsets += batch.memsets.size();
-    span(batch.memsets.start, batch.memsets.end);
-    gpu_rows(batch.memsets.start, batch.memsets.end, batch.memsets.correlation);
-    const auto& nc = batch.nccl;
-    rows_.nccl += nc.size();
-    widen(nc.start, nc.end);
-    gpu_rows(nc.start, nc.end, nc.correlation);
-    rows_.syncs += batch.syncs.size();
-    widen(batch.syncs.start, batch.syncs.end);
-    const auto& a = batch.api;
-    rows_.api += a.size();
-    span(a.start, a.end);
-  }
-  // Collectives and syncs widen the trace's extent: Trace::time_span() leaves them out.
-  void widen(const std::vector<Timestamp>& s, const std::vector<Timestamp>& e) {
-    for (size_t i = 0; i < s.size(); ++i) {
-      extra_lo_ = std::min(extra_lo_, s[i]);
-      extra_hi_ = std::max(extra_hi_, e[i]);
-      extra_any_ = true;
-    }
+    auto gpu_rows = [&](const auto& t) {
+      for (size_t i : batch.of(t)) {
+        gpu_end_ = std::max(gpu_end_, t.end[i]);
+        if (t.end[i] < t.start[i]) continue;
+        f.gpu = true;
+        f.first = std::min(f.first, t.start[i]);
+        if (t.correlation[i] != 0) f.min_correlation = std::min(f.min_correlation, t.correlation[i]);
+      }
+    };
+    // Collectives and syncs widen the trace's extent: Trace::time_span() leaves them out.
+    auto widen = [&](const auto& t) {
+      for (size_t i : batch.of(t)) {
+        extra_lo_ = std::min(extra_lo_, t.start[i]);
+        extra_hi_ = std::max(extra_hi_, t.end[i]);
+        extra_any_ = true;
+      }
+    };
+    const auto& k = batch->kernels;
+    rows_.kernels += batch.of(k).size();
+    f.kernels = !batch.of(k).empty();
+    span(k);
+    gpu_rows(k);
+    for (size_t i : batch.of(k)) ++kernels_by_device_[k.device[i]];
+    rows_.memcpys += batch.of(batch->memcpys).size();
+    span(batch->memcpys);
+    gpu_rows(batch->memcpys);
+    rows_.memsets += batch.of(batch->memsets).size();
+    span(batch->memsets);
+    gpu_rows(batch->memsets);
+    const auto& nc = batch->nccl;
+    rows_.nccl += batch.of(nc).size();
+    widen(nc);
+    gpu_rows(nc);
+    rows_.syncs += batch.of(batch->syncs).size();
+    widen(batch->syncs);
+    const auto& a = batch->api;
+    rows_.api += batch.of(a).size();
+    span(a);
   }
 
-  void keep_rows(const trace::Trace& batch) {
-    const auto& k = batch.kernels;
-    for (size_t i = 0; i < k.size(); ++i)
-      if (names_.kernel(k.name[i]).cls == KernelClass::kCommunication) kept_.kernels.push(k.row(i));
-    for (size_t i = 0; i < batch.nccl.size(); ++i) kept_.nccl.push(batch.nccl.row(i));
-    const auto& nv = batch.nvtx;
-    for (size_t i = 0; i < nv.size(); ++i)
+  void keep_rows(const Chunk& batch) {
+    for (size_t i : batch.of(batch->nccl)) kept_.nccl.push(batch->nccl.row(i));
+    // Communication kernels make the collective list (and tell that NCCL ran)
+    // only in a trace without NCCL rows: once one is read they are not kept.
+    const auto& k = batch->kernels;
+    if (kept_.nccl.size() > 0) kept_.kernels = {};
+    else
+      for (size_t i : batch.of(k))
+        if (names_.kernel(k.name[i]).cls == KernelClass::kCommunication) kept_.kernels.push(k.row(i));
+    const auto& nv = batch->nvtx;
+    for (size_t i : batch.of(nv))
       if (nv.kind[i] == trace::NvtxKind::kRange &&
           (marks_steps(nv.text[i]) || (nv.device[i] < 0 && !is_op_domain(nv.domain[i])) || is_mpi(nv.text[i])))
         kept_.nvtx.push(nv.row(i));
     // MPI calls (few): the job's facts read them (detail::job_facts).
-    for (size_t i = 0; i < batch.api.size(); ++i)
-      if (is_mpi(batch.api.name[i])) kept_.api.push(batch.api.row(i));
-    for (size_t i = 0; i < batch.host_threads.size(); ++i) kept_.host_threads.push(batch.host_threads.row(i));
-    for (size_t i = 0; i < batch.host_samples.size(); ++i) kept_.host_samples.push(batch.host_samples.row(i));
-    for (size_t i = 0; i < batch.host_callsites.size(); ++i) kept_.host_callsites.push(batch.host_callsites.row(i));
-    for (size_t i = 0; i < batch.host_stack_samples.size(); ++i)
-      kept_.host_stack_samples.push(batch.host_stack_samples.row(i));
-    for (size_t i = 0; i < batch.host_modules.size(); ++i) kept_.host_modules.push(batch.host_modules.row(i));
+    for (size_t i : batch.of(batch->api))
+      if (is_mpi(batch->api.name[i])) kept_.api.push(batch->api.row(i));
+    for (size_t i : batch.of(batch->host_threads)) kept_.host_threads.push(batch->host_threads.row(i));
+    for (size_t i : batch.of(batch->host_samples)) kept_.host_samples.push(batch->host_samples.row(i));
+    for (size_t i : batch.of(batch->host_callsites)) kept_.host_callsites.push(batch->host_callsites.row(i));
+    for (size_t i : batch.of(batch->host_stack_samples))
+      kept_.host_stack_samples.push(batch->host_stack_samples.row(i));
+    for (size_t i : batch.of(batch->host_modules)) kept_.host_modules.push(batch->host_modules.row(i));
     // The NVML samples (a few per second): the GPU clock analysis reads them.
-    for (size_t i = 0; i < batch.counters.size(); ++i) kept_.counters.push(batch.counters.row(i));
+    for (size_t i : batch.of(batch->counters)) kept_.counters.push(batch->counters.row(i));
   }
 
   // A chunk's host waits and API calls: their first starts (the order of the sweep).
-  void host_facts(const trace::Trace& batch, ChunkFacts& f) {
-    f.syncs = batch.syncs.size() > 0;
-    for (size_t i = 0; i < batch.syncs.size(); ++i)
-      if (host_wait(batch.syncs.kind[i]) && batch.syncs.end[i] >= batch.syncs.start[i])
-        f.wait_first = std::min(f.wait_first, batch.syncs.start[i]);
-    const auto& a = batch.api;
-    for (size_t i = 0; i < a.size(); ++i) {
+  void host_facts(const Chunk& batch, ChunkFacts& f) {
+    f.syncs = !batch.of(batch->syncs).empty();
+    for (size_t i : batch.of(batch->syncs))
+      if (host_wait(batch->syncs.kind[i]) && batch->syncs.end[i] >= batch->syncs.start[i])
+        f.wait_first = std::min(f.wait_first, batch->syncs.start[i]);
+    const auto& a = batch->api;
+    for (size_t i : batch.of(a)) {
       if (const int8_t kind = names_.sync_kind(a.name[i]);
           kind > 0 && host_wait(static_cast<trace::SyncKind>(kind)) && a.end[i] >= a.start[i])
         f.api_wait_first = std::min(f.api_wait_first, a.start[i]);
       if (a.correlation[i] != 0) f.call_first = std::min(f.call_first, a.start[i]);
     }
     correlated_calls_ = correlated_calls_ || f.call_first != kNever;
-    f.api = a.size() > 0;
-    for (size_t i = 0; i < a.size() && !f.launches; ++i)
+    f.api = !batch.of(a).empty();
+    for (size_t i : batch.of(a)) {
       f.launches = launch_domain(a.domain[i]) && names_.launch(a.name[i]) && a.end[i] >= a.start[i];
+      if (f.launches) break;
+    }
   }
 
   bool marks_steps(trace::StringId id) {
@@ -963,9 +296,12 @@ class RankEngine {
     kernel_start.reserve(rows_.kernels);
     for (size_t c = 0; c < facts_.size(); ++c) {
       if (!facts_[c].kernels) continue;
-      const trace::Trace& batch = chunks_.read(c, batch_);
-      kernel_name.insert(kernel_name.end(), batch.kernels.name.begin(), batch.kernels.name.end());
-      kernel_start.insert(kernel_start.end(), batch.kernels.start.begin(), batch.kernels.start.end());
+      const Chunk batch = chunks_.read(c, batch_);
+      const RowRange rows = batch.of(batch->kernels);
+      auto first = static_cast<std::ptrdiff_t>(*rows.begin()), last = static_cast<std::ptrdiff_t>(*rows.end());
+      const auto& k = batch->kernels;
+      kernel_name.insert(kernel_name.end(), k.name.begin() + first, k.name.begin() + last);
+      kernel_start.insert(kernel_start.end(), k.start.begin() + first, k.start.begin() + last);
     }
     detected_ = detect();
   }
@@ -1038,7 +374,7 @@ class RankEngine {
     for (size_t n = order.size(); n-- > 0;)
       unread_correlation[n] = std::min(unread_correlation[n + 1], facts_[order[n]].min_correlation);
     for (size_t n = 0; n < order.size(); ++n) {
-      const trace::Trace& batch = chunks_.read(order[n], batch_);
+      const Chunk batch = chunks_.read(order[n], batch_);
       host_waits_and_calls(batch);
       if (facts_[order[n]].gpu) {
         if (!summed_) main_.sum_gpu(batch, names_);
@@ -1067,9 +403,11 @@ class RankEngine {
     return order;
   }
   // A chunk's host waits into each window's idle split (clipped to it), and its launch calls.
-  void host_waits_and_calls(const trace::Trace& batch) {
-    auto add_waits = [&](const std::vector<Timestamp>& start, const std::vector<Timestamp>& end, auto&& is_wait) {
-      for (size_t i = 0; i < start.size(); ++i) {
+  void host_waits_and_calls(const Chunk& batch) {
+    auto add_waits = [&](const auto& t, auto&& is_wait) {
+      const auto& start = t.start;
+      const auto& end = t.end;
+      for (size_t i : batch.of(t)) {
         if (end[i] < start[i] || !is_wait(i)) continue;
         for (const Swept& w : swept_)
           if (end[i] >= w.ws && start[i] <= w.we)
@@ -1077,14 +415,14 @@ class RankEngine {
       }
     };
     if (sync_from_api_)
-      add_waits(batch.api.start, batch.api.end, [&](size_t i) {
-        const int8_t kind = names_.sync_kind(batch.api.name[i]);
+      add_waits(batch->api, [&](size_t i) {
+        const int8_t kind = names_.sync_kind(batch->api.name[i]);
         return kind > 0 && host_wait(static_cast<trace::SyncKind>(kind));
       });
     else
-      add_waits(batch.syncs.start, batch.syncs.end, [&](size_t i) { return host_wait(batch.syncs.kind[i]); });
-    for (size_t i = 0; i < batch.api.size(); ++i)
-      if (batch.api.correlation[i] != 0) sweep_->launch_call(batch.api.correlation[i], batch.api.start[i]);
+      add_waits(batch->syncs, [&](size_t i) { return host_wait(batch->syncs.kind[i]); });
+    for (size_t i : batch.of(batch->api))
+      if (batch->api.correlation[i] != 0) sweep_->launch_call(batch->api.correlation[i], batch->api.start[i]);
   }
 
   // The API (and sync) chunks, once every GPU row was summed: pageable
@@ -1093,7 +431,7 @@ class RankEngine {
     const bool sums_left = !summed_ || steady_;
     for (size_t c = 0; c < facts_.size(); ++c) {
       if (!facts_[c].api && !(facts_[c].syncs && sums_left)) continue;
-      const trace::Trace& batch = chunks_.read(c, batch_);
+      const Chunk batch = chunks_.read(c, batch_);
       if (!summed_) {
         main_.sum_syncs(batch);
         main_.sum_api(batch, names_);
@@ -1114,7 +452,7 @@ class RankEngine {
     if (steady_) steady_->choose();
     for (size_t c = 0; c < facts_.size(); ++c) {
       if (!(facts_[c].kernels && facts_[c].gpu) && !facts_[c].launches) continue;
-      const trace::Trace& batch = chunks_.read(c, batch_);
+      const Chunk batch = chunks_.read(c, batch_);
       if (!summed_) {
         main_.collect_kernels(batch);
         main_.collect_launches(batch, names_);
@@ -1138,7 +476,6 @@ class RankEngine {
       r_.steady_first_iteration = static_cast<int64_t>(steady_first_);
       r_.steady_end_iteration = r_.iterations.first_number + static_cast<int64_t>(r_.iterations.iterations.size());
     }
-    if (kept_.nccl.size() > 0) kept_.kernels = {};  // the list reads NCCL's records then
     r_.collectives = detail::collective_arrivals(kept_, ws_, we_, names_.info, r_.iterations.iterations);
     r_.nccl_ops = summarize_nccl_ops(kept_);  // kept_ holds every collective
     return std::move(r_);

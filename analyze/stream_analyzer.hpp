@@ -2,7 +2,7 @@
 // The one analysis engine of a rank, read as chunks (chunk_source.hpp): an
 // .sstrace file chunk by chunk, memory bounded by the chunks that overlap in
 // time and by the rank's distinct names, not by its number of events; or a
-// trace in memory as one chunk (analyze_rank, analyze.hpp).
+// trace in memory as slices of its tables (analyze_rank, analyze.hpp).
 //
 //   analyze::RankAnalysis r = analyze::analyze_rank_streaming("rank0.sstrace", options);
 //
@@ -52,8 +52,8 @@
 // Attribution is streamed too (attribution_stream.hpp: its own passes over
 // the chunks, for the window and the steady one in one call).
 // A trace whose GPU chunks all span its whole time (not one a writer's
-// append() produces; a trace in memory) is still exact but holds those
-// chunks' rows at once.
+// append() produces, nor a trace in memory whose tables are in time order)
+// is still exact but holds those chunks' rows at once.
 
 #include <filesystem>
 #include <functional>
@@ -65,7 +65,7 @@
 namespace scalescope::analyze {
 
 // The one analysis of a rank, whatever its chunks: analyze_rank() gives it a
-// trace in memory (one chunk), analyze_rank_streaming() a file's chunks.
+// trace in memory (slices of its tables), analyze_rank_streaming() a file's chunks.
 RankAnalysis analyze_chunks(ChunkSource& chunks, const Options& options,
                             const std::function<void(trace::Trace&)>& name_frames = {});
 

@@ -20,6 +20,7 @@
 #include "trace/import/input_detector.hpp"
 #include "trace/import/kineto_importer.hpp"
 #include "trace/model/synthetic_trace.hpp"
+#include "trace/model/table_columns.hpp"
 #include "trace/model/test_support.hpp"
 #include "trace/model/trace_file.hpp"
 
@@ -75,13 +76,21 @@ void expect_same_result(const RankAnalysis& whole, const RankAnalysis& streamed,
   if (whole.steady) expect_same_result(*whole.steady, *streamed.steady, "the steady pass of " + what, attribution);
 }
 
-// The streamed analysis equals the whole-trace one on the same file and options.
-// Returns the streamed one.
+// The streamed analysis equals the whole-trace one on the same file and
+// options, and so does the trace in memory cut into slices of a few rows
+// (slices cross every table's chunk and segment boundaries). Returns the
+// streamed one.
 RankAnalysis expect_same_as_whole(const fs::path& p, const Options& o = {}) {
-  const RankAnalysis whole = analyze_rank(trace::read_trace(p), o);
+  const trace::Trace t = trace::read_trace(p);
+  const RankAnalysis whole = analyze_rank(t, o);
   RankAnalysis streamed = analyze_rank_streaming(p, o);
-  expect_same_result(whole, streamed, p.string() + (o.window ? " --window " + o.window->to_string() : ""),
-                     o.attribution);
+  const std::string what = p.string() + (o.window ? " --window " + o.window->to_string() : "");
+  expect_same_result(whole, streamed, what, o.attribution);
+  for (size_t rows : {size_t{89}, size_t{1000}}) {
+    ChunkSource slices(t, rows);
+    expect_same_result(whole, analyze_chunks(slices, o), what + " in slices of " + std::to_string(rows) + " rows",
+                       o.attribution);
+  }
   return streamed;
 }
 
@@ -152,6 +161,30 @@ TEST(StreamAnalyzerTest, SpansCrossingManySegments) {
   }
   // Windows that cut the long spans and the pageable calls.
   expect_same_in_windows(write_in_chunks(dir, t, 256), kWindows);
+}
+
+// A batch holds the rows of the chunk just read and no memory of earlier
+// chunks: otherwise each batch and the reader keep the largest chunk of every
+// table read so far (a 100 M-event rank's streamed analysis holds three batches).
+TEST(StreamAnalyzerTest, BatchHoldsOnlyTheChunkRead) {
+  TempDir dir;
+  const fs::path p = write_in_chunks(dir, trace::make_synthetic_trace(20'000, 3), 1000);
+  trace::ChunkReader reader = trace::ChunkReader::open(p);
+  ChunkSource chunks(reader);
+  trace::Trace batch;
+  size_t empty_tables = 0;
+  for (size_t pass = 0; pass < 2; ++pass)
+    for (size_t c = 0; c < chunks.count(); ++c) {
+      const Chunk rows = chunks.read(c, batch);
+      trace::for_each_trace_table(*rows, [&](const auto& table) {
+        if (table.size() > 0) return;
+        ++empty_tables;
+        using Table = std::remove_cvref_t<decltype(table)>;
+        trace::for_each_column_of<Table>(
+            [&](const auto& column) { EXPECT_EQ((table.*column.values).capacity(), 0u) << "chunk " << c; });
+      });
+    }
+  EXPECT_GT(empty_tables, 0u);
 }
 
 TEST(StreamAnalyzerTest, ChunksOutOfTimeOrder) {
