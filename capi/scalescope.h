@@ -107,8 +107,12 @@ SS_API char* ss_sweep_json(const char* db, const char* options_json);
  * inside one, as `mlperf ingest -o`),
  * "scores" or "analyze" (args {"runs_csv" (missing: the embedded v4.1 table),
  * "benchmark", "accelerator", "ref", "threshold"}). Command "mlperf ingest":
- * {"runs", "scores" (tables), counts}; "mlperf scores": {"tables": [...]};
- * "mlperf analyze": {"scaling": {"groups": [{benchmark, division, title,
+ * {"runs": [one object per run, keyed as the runs CSV's columns], "scores",
+ * "logs", "bytes", "folders", "mllog_lines", "malformed_lines",
+ * "overlong_lines", "ignored_files", "notes"}; "mlperf scores": {"scores":
+ * [{submitter, system, benchmark, folder, division, accelerator,
+ * accelerators, runs, converged, required, scaling_factor, minutes,
+ * unscaled_minutes, reason}]}; "mlperf analyze": {"scaling": {"groups": [{benchmark, division, title,
  * accelerator, systems: [...], reference, ref_chosen, curve, curve_systems}],
  * "left_out"}}, the typed result; each as the CLI's --format json. */
 SS_API char* ss_mlperf_json(const char* command, const char* args_json);

@@ -30,7 +30,7 @@
 #include "mlperf/mlperf.hpp"
 #include "report/html_report.hpp"
 #include "report/json_envelope.hpp"
-#include "report/mlperf_tables.hpp"
+#include "report/run_tables.hpp"
 #include "report/stats_json.hpp"
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
@@ -542,21 +542,9 @@ char* ss_mlperf_json(const char* command, const char* args_json) {
       options.threads = opt<unsigned>(a, "threads").value_or(0);
       const mlperf::IngestResult result = mlperf::ingest_results(dirs, options);
       if (output && !output->empty()) mlperf::write_runs_csv(result.runs, fs::path(*output));
-      json out = {{"runs", report::mlperf_runs_table(result.runs).json()},
-                  {"scores", report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders)).json()},
-                  {"logs", result.logs},
-                  {"bytes", result.bytes},
-                  {"folders", result.folders.size()},
-                  {"mllog_lines", result.mllog_lines},
-                  {"malformed_lines", result.malformed_lines},
-                  {"overlong_lines", result.overlong_lines},
-                  {"ignored_files", result.ignored_files},
-                  {"notes", result.notes}};
-      return dup(dump("mlperf ingest", std::move(out)));
+      return dup(dump("mlperf ingest", json(result)));
     }
-    if (cmd == "scores")
-      return dup(report::json_text(report::tables_json(
-          "mlperf scores", {report::mlperf_scores_table(mlperf::score_folders(load_mlperf_runs(a)))})));
+    if (cmd == "scores") return dup(dump("mlperf scores", {{"scores", mlperf::score_folders(load_mlperf_runs(a))}}));
     if (cmd == "analyze") {
       mlperf::AnalyzeOptions options;
       options.benchmark = opt<std::string>(a, "benchmark").value_or("");
