@@ -86,6 +86,12 @@ SS_API int ss_rank_strings(ss_run* run, int rank, const char** blob, const int64
  * classes_text (the same rules as text; not with classes_path). */
 SS_API char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_range, const char* classes_path,
                              const char* classes_text);
+/* `scalescope analyze --format json` of an open run (command "analyze"):
+ * {"tables": [{"id", "title", "columns", "rows", "notes"}]}, every table
+ * `analyze` prints with all its rows. options_json: {"window",
+ * "iteration_range", "classes_path", "classes_text", "top" (kernels in the
+ * top-kernel tables, 1..1000, default 10)}; any may be missing. */
+SS_API char* ss_analyze_tables_json(ss_run* run, const char* options_json);
 /* `scalescope stats --format json` of an open run (command "stats"):
  * {"input", "scopes": [{"label", "rank", "stats": {"api", "kernels",
  * "memory_time", "memory_size", "nvtx", "nccl", "problems"}}], "left_out"},

@@ -465,6 +465,29 @@ char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_ran
   });
 }
 
+char* ss_analyze_tables_json(ss_run* run, const char* options_json) {
+  return guarded<char*>(nullptr, [&] {
+    if (!run) fail("no run (NULL handle)");
+    const json o = parse_options(options_json);
+    const auto window = opt<std::string>(o, "window").value_or("");
+    const auto range = opt<std::string>(o, "iteration_range").value_or("");
+    const auto classes_path = opt_path(o, "classes_path").value_or("");
+    const auto classes_text = opt<std::string>(o, "classes_text").value_or("");
+    const int top = opt<int>(o, "top").value_or(10);
+    if (top < 1 || top > 1000) fail("top {} is not in 1..1000", top);
+    std::string text;
+    {
+      // As `scalescope analyze --format json`: every table with all its rows.
+      const analyze::RunAnalysis analysis = analyze::analyze_traces(
+          run->ranks, run->files,
+          analysis_options(window.c_str(), range.c_str(), classes_path.c_str(), classes_text.c_str()), run->input);
+      text = report::json_text(
+          report::tables_json("analyze", report::run_tables(analysis, advise::advise(analysis), top, true)));
+    }  // the analysis and its tables are freed before the copy handed out
+    return dup(text);
+  });
+}
+
 char* ss_stats_json(ss_run* run, const char* options_json) {
   return guarded<char*>(nullptr, [&] {
     if (!run) fail("no run (NULL handle)");
