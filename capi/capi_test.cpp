@@ -21,7 +21,9 @@
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
 #include "report/json_envelope.hpp"
+#include "report/run_tables.hpp"
 #include "report/stats_json.hpp"
+#include "report/table.hpp"
 #include "trace/model/kernel_short_name.hpp"
 #include "trace/model/launcher.hpp"
 #include "trace/model/table_columns.hpp"
@@ -171,6 +173,23 @@ TEST(Capi, AnalysisIsWhatAnalyzeJsonPrints) {
     EXPECT_EQ(take(ss_analyze_json(run, "10%:90%", nullptr, nullptr, nullptr)), cli_analysis(path, windowed)) << path;
     ss_close(run);
   }
+}
+
+// Every table `scalescope analyze --format json` prints, from the same parts.
+TEST(Capi, AnalysisTablesAreWhatAnalyzeFormatJsonPrints) {
+  ss_run* run = ss_open(kStudyRun.c_str());
+  ASSERT_NE(run, nullptr) << ss_last_error();
+  const json served = json::parse(take(ss_analyze_tables_json(run, R"({"top": 20})")));
+  const auto analysis = scalescope::analyze::analyze_path(kStudyRun, {});
+  EXPECT_EQ(served, scalescope::report::tables_json(
+                        "analyze", scalescope::report::run_tables(analysis, scalescope::advise::advise(analysis), 20, true)));
+  EXPECT_EQ(served["schema_version"], scalescope::report::kJsonSchemaVersion);
+  bool all_ranks_kernels = false;
+  for (const auto& t : served["tables"]) all_ranks_kernels = all_ranks_kernels || t["id"] == "top_kernels_all_ranks";
+  EXPECT_TRUE(all_ranks_kernels);
+  EXPECT_EQ(ss_analyze_tables_json(run, R"({"top": 0})"), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("top 0 is not in 1..1000"), std::string::npos) << ss_last_error();
+  ss_close(run);
 }
 
 // The typed summaries of `scalescope stats --format json`, launchers left out

@@ -86,6 +86,12 @@ SS_API int ss_rank_strings(ss_run* run, int rank, const char** blob, const int64
  * classes_text (the same rules as text; not with classes_path). */
 SS_API char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_range, const char* classes_path,
                              const char* classes_text);
+/* `scalescope analyze --format json` of an open run (command "analyze"):
+ * {"tables": [{"id", "title", "columns", "rows", "notes"}]}, every table
+ * `analyze` prints with all its rows. options_json: {"window",
+ * "iteration_range", "classes_path", "classes_text", "top" (kernels in the
+ * top-kernel tables, 1..1000, default 10)}; any may be missing. */
+SS_API char* ss_analyze_tables_json(ss_run* run, const char* options_json);
 /* `scalescope stats --format json` of an open run (command "stats"):
  * {"input", "scopes": [{"label", "rank", "stats": {"api", "kernels",
  * "memory_time", "memory_size", "nvtx", "nccl", "problems"}}], "left_out"},
@@ -107,8 +113,12 @@ SS_API char* ss_sweep_json(const char* db, const char* options_json);
  * inside one, as `mlperf ingest -o`),
  * "scores" or "analyze" (args {"runs_csv" (missing: the embedded v4.1 table),
  * "benchmark", "accelerator", "ref", "threshold"}). Command "mlperf ingest":
- * {"runs", "scores" (tables), counts}; "mlperf scores": {"tables": [...]};
- * "mlperf analyze": {"scaling": {"groups": [{benchmark, division, title,
+ * {"runs": [one object per run, keyed as the runs CSV's columns], "scores",
+ * "logs", "bytes", "folders", "mllog_lines", "malformed_lines",
+ * "overlong_lines", "ignored_files", "notes"}; "mlperf scores": {"scores":
+ * [{submitter, system, benchmark, folder, division, accelerator,
+ * accelerators, runs, converged, required, scaling_factor, minutes,
+ * unscaled_minutes, reason}]}; "mlperf analyze": {"scaling": {"groups": [{benchmark, division, title,
  * accelerator, systems: [...], reference, ref_chosen, curve, curve_systems}],
  * "left_out"}}, the typed result; each as the CLI's --format json. */
 SS_API char* ss_mlperf_json(const char* command, const char* args_json);

@@ -30,7 +30,7 @@
 #include "mlperf/mlperf.hpp"
 #include "report/html_report.hpp"
 #include "report/json_envelope.hpp"
-#include "report/mlperf_tables.hpp"
+#include "report/run_tables.hpp"
 #include "report/stats_json.hpp"
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
@@ -465,6 +465,29 @@ char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_ran
   });
 }
 
+char* ss_analyze_tables_json(ss_run* run, const char* options_json) {
+  return guarded<char*>(nullptr, [&] {
+    if (!run) fail("no run (NULL handle)");
+    const json o = parse_options(options_json);
+    const auto window = opt<std::string>(o, "window").value_or("");
+    const auto range = opt<std::string>(o, "iteration_range").value_or("");
+    const auto classes_path = opt_path(o, "classes_path").value_or("");
+    const auto classes_text = opt<std::string>(o, "classes_text").value_or("");
+    const int top = opt<int>(o, "top").value_or(10);
+    if (top < 1 || top > 1000) fail("top {} is not in 1..1000", top);
+    std::string text;
+    {
+      // As `scalescope analyze --format json`: every table with all its rows.
+      const analyze::RunAnalysis analysis = analyze::analyze_traces(
+          run->ranks, run->files,
+          analysis_options(window.c_str(), range.c_str(), classes_path.c_str(), classes_text.c_str()), run->input);
+      text = report::json_text(
+          report::tables_json("analyze", report::run_tables(analysis, advise::advise(analysis), top, true)));
+    }  // the analysis and its tables are freed before the copy handed out
+    return dup(text);
+  });
+}
+
 char* ss_stats_json(ss_run* run, const char* options_json) {
   return guarded<char*>(nullptr, [&] {
     if (!run) fail("no run (NULL handle)");
@@ -542,21 +565,9 @@ char* ss_mlperf_json(const char* command, const char* args_json) {
       options.threads = opt<unsigned>(a, "threads").value_or(0);
       const mlperf::IngestResult result = mlperf::ingest_results(dirs, options);
       if (output && !output->empty()) mlperf::write_runs_csv(result.runs, fs::path(*output));
-      json out = {{"runs", report::mlperf_runs_table(result.runs).json()},
-                  {"scores", report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders)).json()},
-                  {"logs", result.logs},
-                  {"bytes", result.bytes},
-                  {"folders", result.folders.size()},
-                  {"mllog_lines", result.mllog_lines},
-                  {"malformed_lines", result.malformed_lines},
-                  {"overlong_lines", result.overlong_lines},
-                  {"ignored_files", result.ignored_files},
-                  {"notes", result.notes}};
-      return dup(dump("mlperf ingest", std::move(out)));
+      return dup(dump("mlperf ingest", json(result)));
     }
-    if (cmd == "scores")
-      return dup(report::json_text(report::tables_json(
-          "mlperf scores", {report::mlperf_scores_table(mlperf::score_folders(load_mlperf_runs(a)))})));
+    if (cmd == "scores") return dup(dump("mlperf scores", {{"scores", mlperf::score_folders(load_mlperf_runs(a))}}));
     if (cmd == "analyze") {
       mlperf::AnalyzeOptions options;
       options.benchmark = opt<std::string>(a, "benchmark").value_or("");

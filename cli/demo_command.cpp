@@ -1,13 +1,9 @@
 // scalescope demo: the main job on embedded data, on any machine, in well
-// under a minute: the H200 study results and the MLPerf Training v4.1 table
-// embedded in the binary, the bundled sample trace and a generated sample run,
-// analysed and written as one HTML report. `demo --gpu` instead runs a short
+// under a minute (demo/demo_report.hpp). `demo --gpu` instead runs a short
 // real profiled sweep on this machine's GPUs (demo/gpu_demo.hpp).
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -17,19 +13,11 @@
 #include "cli/commands.hpp"
 #include "cli/number_option.hpp"
 #include "cli/usage_error.hpp"
-#include "demo/embedded_study.hpp"
+#include "demo/demo_report.hpp"
 #include "demo/gpu_demo.hpp"
 #include "report/terminal.hpp"
-#include "report/html_report.hpp"
-#include "report/progress.hpp"
 #include "report/table.hpp"
 #include "base/error.hpp"
-#include "trace/import/kineto_importer.hpp"
-#include "base/safe_output.hpp"
-#include "trace/model/synthetic_trace.hpp"
-#ifdef SCALESCOPE_REPORT_MLPERF
-#include "mlperf/mlperf.hpp"
-#endif
 
 namespace scalescope::cli {
 
@@ -45,14 +33,11 @@ struct DemoArgs {
   demo::GpuDemoOptions gpu_options;
 };
 
-// --format csv|json: what was found as one table (item, text) on stdout, for
-// scripts; progress stays on stderr. The terminal form is printed by the callers.
+// --format csv|json: what was found as one table on stdout, for scripts;
+// progress stays on stderr. The terminal form is printed by the callers.
 void print_found(report::OutputFormat format, const std::vector<std::string>& lines,
                  const std::vector<std::pair<std::string, std::string>>& files) {
-  report::Table t("What the demo found", {"item", "text"});
-  for (const auto& l : lines) t.add_row({std::string("finding"), l});
-  for (const auto& f : files) t.add_row({f.first, f.second});
-  report::print_tables(std::cout, "demo", {t}, format);
+  report::print_tables(std::cout, "demo", {demo::found_table(lines, files)}, format);
 }
 
 void run_gpu(const DemoArgs& args, report::OutputFormat format) {
@@ -77,20 +62,24 @@ void run_gpu(const DemoArgs& args, report::OutputFormat format) {
          result.runs - result.ok, result.runs);
 }
 
-// A sample 4-rank DDP run from the synthetic generator (trace/model/synthetic_trace.hpp):
-// realistic kernel names, NCCL all-reduces, copies and counters, deterministic.
-std::vector<trace::Trace> sample_run() {
-  std::vector<trace::Trace> run;
-  for (int r = 0; r < 4; ++r) {
-    trace::SyntheticOptions o;
-    o.events = 60'000;
-    o.seed = 11 + static_cast<uint64_t>(r);
-    o.rank = r;
-    o.world_size = 4;
-    o.device = static_cast<uint32_t>(r);
-    run.push_back(trace::make_synthetic_trace(o));
-  }
-  return run;
+// The terminal form of what the embedded demo found.
+void print_demo_report(const demo::DemoReport& found, std::chrono::steady_clock::time_point t0) {
+  const size_t width = report::output_width(STDOUT_FILENO);
+  auto say = [&](const std::string& text, std::string_view indent = {}) {
+    fmt::print("{}\n", report::wrap(report::terminal_safe(text), width, indent));
+  };
+  say("What the demo found in the embedded data: a study of an image model and LLM fine-tuning on 1 and 2 "
+      "H200s, a real PyTorch-profiler trace, a generated 4-rank run and the MLPerf Training v4.1 results.");
+  say("Study configurations: arm=base (fp32, pageable, NCHW, DataLoader) or arm=tuned (fp16, pinned, "
+      "channels-last, GPU-side loader); variant=ref is the arm as is, and fp64, precision, pin, layout, loader "
+      "each change one of those settings. E' = (N_ref x T_ref) / (N x T_N) is the scaling efficiency: 1 is "
+      "perfect, the break-even is the most GPUs with E' >= 0.8.");
+  for (const auto& h : found.highlights) say("- " + h, "  ");
+  say(fmt::format("Report: {} ({:.1f} MB, made in {:.1f} s). Open it in a browser; it needs no network.",
+                  fs::absolute(found.report).string(), static_cast<double>(fs::file_size(found.report)) / 1e6,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  say("Now try your own: scalescope analyze YOUR_TRACE.json.gz (a PyTorch-profiler trace, a folder of them, or an "
+      "Nsight Systems SQLite export), or scalescope profile -o run -- python3 train.py on a GPU machine.");
 }
 
 }  // namespace
@@ -137,96 +126,11 @@ void add_demo_command(CLI::App& app, int& exit_code) {
       return;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    // The report is replaced when it exists (documented); never inside the study folder it reads.
-    if (!args->study.empty()) trace::check_output(fs::path(args->dir) / "report.html", {args->study}, true);
-    std::error_code ec;
-    fs::create_directories(args->dir, ec);
-    if (ec) fail("{}: cannot create the folder ({})", args->dir, ec.message());
-    report::HtmlReport r({.title = "scalescope demo"});
-    // The H200 study results, embedded at build time, go through a temporary
-    // folder (the report reads files) that is removed once the report is made:
-    // the demo leaves only its report behind (the same files are in the
-    // clone's examples/h200/).
-    fs::path study = args->study;
-    std::string study_label = "Study results in " + args->study;
-    struct RemoveAll {
-      fs::path dir;
-      ~RemoveAll() {
-        std::error_code e;
-        if (!dir.empty()) fs::remove_all(dir, e);
-      }
-    } embedded_copy;
-    if (study.empty()) {
-      embedded_copy.dir = fs::temp_directory_path() / fmt::format("scalescope-demo-study-{}", ::getpid());
-      if (!demo::write_embedded_study(embedded_copy.dir / "h200").empty()) study = embedded_copy.dir / "h200";
-      study_label = "H200 study (embedded)";
-    }
-    {
-      report::Progress progress("demo", study.empty() ? 3 : 4);
-      if (!study.empty()) {
-        progress.set_detail("H200 study");
-        r.add_study_folder(study, study_label);
-        progress.advance();
-      } else {
-        progress.note("demo: this build embeds no H200 study results (examples/h200 had none when it was configured)");
-      }
-      progress.set_detail("sample trace");
-      const std::string_view sample = report::embedded_sample_trace();
-      if (!sample.empty()) {
-        // The importer reads files (it detects gzip); the sample goes through a temporary one.
-        const fs::path tmp = fs::temp_directory_path() / fmt::format("scalescope-demo-sample-{}.json.gz", ::getpid());
-        {
-          std::FILE* f = std::fopen(tmp.c_str(), "wb");
-          if (f == nullptr || std::fwrite(sample.data(), 1, sample.size(), f) != sample.size() || std::fclose(f) != 0)
-            fail("{}: cannot write the sample trace", tmp.string());
-        }
-        std::vector<trace::Trace> ranks;
-        try {
-          ranks.push_back(trace::import_kineto_file(tmp));
-        } catch (...) {
-          fs::remove(tmp, ec);
-          throw;
-        }
-        fs::remove(tmp, ec);
-        r.add_run("sample: MobileNetV2 DDP on 2xH200, rank 0 (real PyTorch-profiler trace, cut)", ranks);
-      } else {
-        progress.note("demo: this build has no bundled sample trace (examples/sample/kineto-sample.json.gz)");
-      }
-      progress.advance();
-      progress.set_detail("synthetic run");
-      r.add_run("synthetic 4-rank run (generated)", sample_run());
-      progress.advance();
-#ifdef SCALESCOPE_REPORT_MLPERF
-      progress.set_detail("MLPerf Training v4.1");
-      r.add_mlperf_runs("v4.1 (embedded)",
-                        mlperf::read_runs_csv(mlperf::default_runs_csv(), "embedded MLPerf v4.1 table"));
-#endif
-      progress.advance();
-      progress.set_detail("");
-    }
-    const fs::path out = fs::path(args->dir) / "report.html";
-    r.write(out);
-    if (*format != report::OutputFormat::kTable) {
-      print_found(*format, r.highlights(), {{"report", fs::absolute(out).string()}});
-      exit_code = 0;
-      return;
-    }
-    const size_t width = report::output_width(STDOUT_FILENO);
-    auto say = [&](const std::string& text, std::string_view indent = {}) {
-      fmt::print("{}\n", report::wrap(report::terminal_safe(text), width, indent));
-    };
-    say("What the demo found in the embedded data: a study of an image model and LLM fine-tuning on 1 and 2 "
-        "H200s, a real PyTorch-profiler trace, a generated 4-rank run and the MLPerf Training v4.1 results.");
-    say("Study configurations: arm=base (fp32, pageable, NCHW, DataLoader) or arm=tuned (fp16, pinned, "
-        "channels-last, GPU-side loader); variant=ref is the arm as is, and fp64, precision, pin, layout, loader "
-        "each change one of those settings. E' = (N_ref x T_ref) / (N x T_N) is the scaling efficiency: 1 is "
-        "perfect, the break-even is the most GPUs with E' >= 0.8.");
-    for (const auto& h : r.highlights()) say("- " + h, "  ");
-    say(fmt::format("Report: {} ({:.1f} MB, made in {:.1f} s). Open it in a browser; it needs no network.",
-                    fs::absolute(out).string(), static_cast<double>(fs::file_size(out)) / 1e6,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
-    say("Now try your own: scalescope analyze YOUR_TRACE.json.gz (a PyTorch-profiler trace, a folder of them, or an "
-        "Nsight Systems SQLite export), or scalescope profile -o run -- python3 train.py on a GPU machine.");
+    const demo::DemoReport found = demo::write_demo_report({.out_dir = args->dir, .study = args->study});
+    if (*format != report::OutputFormat::kTable)
+      print_found(*format, found.highlights, {{"report", fs::absolute(found.report).string()}});
+    else
+      print_demo_report(found, t0);
     exit_code = 0;
   });
 }

@@ -127,14 +127,120 @@ void import_directory(const std::function<void(const EmitTrace&)>& produce, cons
   tables.back().add_note(fmt::format("wrote {} trace(s) to {}", names.size(), out.string()));
 }
 
+struct ImportArgs {
+  std::string input, output, format = "table";
+  bool force = false;
+};
+
+// A folder of Kineto traces: one rank per thread; each rank's tables keep the files' order.
+std::vector<report::Table> import_kineto_directory(const ImportArgs& a, const fs::path& in,
+                                                   const trace::DetectedInput& detected) {
+  fs::path out = a.output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(a.output);
+  trace::check_output(out, {in}, true);  // an existing run directory: import_directory decides (--force)
+  std::vector<report::Table> tables;
+  import_directory(
+      [&](const EmitTrace& emit) {
+        const auto& files = detected.files;
+        std::vector<std::vector<report::Table>> file_tables(files.size());
+        const unsigned threads = trace::threads_for_files(files.size(), trace::kineto_import_memory_bytes(files));
+        // One scratch per worker: its next rank reuses the buffers the last one touched.
+        std::vector<trace::KinetoImportScratch> scratch(threads);
+        trace::parallel_for(files.size(), threads, [&](size_t i, unsigned worker) {
+          trace::ImportReport rep;
+          trace::Trace t = trace::import_kineto_file(files[i], &rep, {}, &scratch[worker]);
+          emit(i, t, files[i], t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(files[i]));
+          file_tables[i] = report::import_tables(rep, t);
+        });
+        for (auto& file : file_tables)
+          for (auto& tab : file) tables.push_back(std::move(tab));
+      },
+      out, a.force, tables);
+  return tables;
+}
+
+// One Kineto trace: one .sstrace, replaced when it exists (documented); never the input.
+std::vector<report::Table> import_kineto_json(const ImportArgs& a, const fs::path& in) {
+  fs::path out = a.output.empty() ? in.parent_path() / (stem_of(in) + std::string(trace::kTraceFileExtension))
+                                  : fs::path(a.output);
+  trace::check_output(out, {in}, true);
+  trace::ImportReport rep;
+  trace::Trace t = trace::import_kineto_file(in, &rep);
+  write_one(t, out);
+  std::vector<report::Table> tables = report::import_tables(rep, t);
+  tables.back().add_note(fmt::format("wrote {}", out.string()));
+  return tables;
+}
+
+// A folder of nsys exports: each file's processes, one trace each.
+std::vector<report::Table> import_nsys_directory(const ImportArgs& a, const fs::path& in,
+                                                 const trace::DetectedInput& detected) {
+  fs::path out = a.output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(a.output);
+  trace::check_output(out, {in}, true);
+  std::vector<report::Table> tables;
+  import_directory(
+      [&](const EmitTrace& emit) {
+        size_t order = 0;
+        for (const auto& f : detected.files) {
+          trace::NsysImportReport rep;
+          std::vector<trace::Trace> traces = trace::import_nsys_file(f, &rep);
+          for (const auto& t : traces) emit(order++, t, f, trace_name(t, stem_of(f), traces.size() > 1));
+          for (auto& tab : report::nsys_import_tables(rep, traces)) tables.push_back(std::move(tab));
+        }
+      },
+      out, a.force, tables);
+  return tables;
+}
+
+// One nsys export: one .sstrace, or a run directory when several processes
+// had CUDA activity (nsys profile mpirun ...), one trace per rank.
+std::vector<report::Table> import_nsys_sqlite(const ImportArgs& a, const fs::path& in) {
+  trace::NsysImportReport rep;
+  std::vector<trace::Trace> traces = trace::import_nsys_file(in, &rep);
+  std::vector<report::Table> tables = report::nsys_import_tables(rep, traces);
+  const std::string stem = stem_of(in);
+  if (traces.size() == 1) {
+    fs::path out = a.output.empty() ? in.parent_path() / (stem + std::string(trace::kTraceFileExtension))
+                                    : fs::path(a.output);
+    trace::check_output(out, {in}, true);
+    write_one(traces[0], out);
+    tables.back().add_note(fmt::format("wrote {}", out.string()));
+    return tables;
+  }
+  fs::path out =
+      a.output.empty() ? in.parent_path() / (stem + std::string(trace::kRunDirExtension)) : fs::path(a.output);
+  if (out.extension().string() == trace::kTraceFileExtension)
+    fail("{}: holds {} processes with CUDA activity; write them to a run directory (-o {}{})", in.string(),
+         traces.size(), stem, trace::kRunDirExtension);
+  trace::check_output(out, {in}, true);
+  import_directory(
+      [&](const EmitTrace& emit) {
+        for (size_t i = 0; i < traces.size(); ++i) emit(i, traces[i], in, trace_name(traces[i], stem, true));
+      },
+      out, a.force, tables);
+  return tables;
+}
+
+std::vector<report::Table> import_input(const ImportArgs& a) {
+  const fs::path in(a.input);
+  const trace::DetectedInput detected = trace::detect_input(in);
+  trace::warn_skipped_files(in, detected);
+  switch (detected.kind) {
+    case trace::InputKind::kTraceFile:
+    case trace::InputKind::kRunDirectory:
+      fail("{}: already {}; nothing to import (give it to stats, analyze or export directly)", in.string(),
+           detected.what);
+    case trace::InputKind::kKinetoDirectory: return import_kineto_directory(a, in, detected);
+    case trace::InputKind::kKinetoJson: return import_kineto_json(a, in);
+    case trace::InputKind::kNsysDirectory: return import_nsys_directory(a, in, detected);
+    case trace::InputKind::kNsysSqlite: return import_nsys_sqlite(a, in);
+    default: trace::fail_not_a_trace(in, detected);
+  }
+}
+
 }  // namespace
 
 void add_import_command(CLI::App& app, int& exit_code) {
-  struct Options {
-    std::string input, output, format = "table";
-    bool force = false;
-  };
-  auto opts = std::make_shared<Options>();
+  auto opts = std::make_shared<ImportArgs>();
   auto* cmd = app.add_subcommand(
       "import",
       "Import a PyTorch-profiler (Kineto) trace (.json, .json.gz) or an Nsight Systems SQLite export, or a directory of rank traces");
@@ -149,97 +255,7 @@ void add_import_command(CLI::App& app, int& exit_code) {
       "replace an existing output run directory (a single .sstrace output is always replaced; an input never)");
   cmd->callback([opts, &exit_code] {
     const auto format = *report::parse_output_format(opts->format);
-    fs::path in(opts->input);
-    const trace::DetectedInput detected = trace::detect_input(in);
-    trace::warn_skipped_files(in, detected);
-    std::vector<report::Table> tables;
-    switch (detected.kind) {
-      case trace::InputKind::kTraceFile:
-      case trace::InputKind::kRunDirectory:
-        fail("{}: already {}; nothing to import (give it to stats, analyze or export directly)", in.string(),
-             detected.what);
-      case trace::InputKind::kKinetoDirectory: {
-        fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension))
-                                            : fs::path(opts->output);
-        trace::check_output(out, {in}, true);  // an existing run directory: import_directory decides (--force)
-        import_directory(
-            [&](const EmitTrace& emit) {
-              // One rank per thread; each rank's tables keep the files' order.
-              const auto& files = detected.files;
-              std::vector<std::vector<report::Table>> file_tables(files.size());
-              const unsigned threads = trace::threads_for_files(files.size(), trace::kineto_import_memory_bytes(files));
-              // One scratch per worker: its next rank reuses the buffers the last one touched.
-              std::vector<trace::KinetoImportScratch> scratch(threads);
-              trace::parallel_for(files.size(), threads, [&](size_t i, unsigned worker) {
-                trace::ImportReport rep;
-                trace::Trace t = trace::import_kineto_file(files[i], &rep, {}, &scratch[worker]);
-                emit(i, t, files[i], t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(files[i]));
-                file_tables[i] = report::import_tables(rep, t);
-              });
-              for (auto& file : file_tables)
-                for (auto& tab : file) tables.push_back(std::move(tab));
-            },
-            out, opts->force, tables);
-        break;
-      }
-      case trace::InputKind::kKinetoJson: {
-        fs::path out = opts->output.empty() ? in.parent_path() / (stem_of(in) + std::string(trace::kTraceFileExtension))
-                                            : fs::path(opts->output);
-        trace::check_output(out, {in}, true);  // a single trace output is replaced (documented); never the input
-        trace::ImportReport rep;
-        trace::Trace t = trace::import_kineto_file(in, &rep);
-        write_one(t, out);
-        tables = report::import_tables(rep, t);
-        tables.back().add_note(fmt::format("wrote {}", out.string()));
-        break;
-      }
-      case trace::InputKind::kNsysDirectory: {
-        fs::path out = opts->output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension))
-                                            : fs::path(opts->output);
-        trace::check_output(out, {in}, true);
-        import_directory(
-            [&](const EmitTrace& emit) {
-              size_t order = 0;
-              for (const auto& f : detected.files) {
-                trace::NsysImportReport rep;
-                std::vector<trace::Trace> traces = trace::import_nsys_file(f, &rep);
-                for (const auto& t : traces) emit(order++, t, f, trace_name(t, stem_of(f), traces.size() > 1));
-                for (auto& tab : report::nsys_import_tables(rep, traces)) tables.push_back(std::move(tab));
-              }
-            },
-            out, opts->force, tables);
-        break;
-      }
-      case trace::InputKind::kNsysSqlite: {
-        trace::NsysImportReport rep;
-        std::vector<trace::Trace> traces = trace::import_nsys_file(in, &rep);
-        tables = report::nsys_import_tables(rep, traces);
-        const std::string stem = stem_of(in);
-        if (traces.size() == 1) {
-          fs::path out = opts->output.empty() ? in.parent_path() / (stem + std::string(trace::kTraceFileExtension))
-                                              : fs::path(opts->output);
-          trace::check_output(out, {in}, true);
-          write_one(traces[0], out);
-          tables.back().add_note(fmt::format("wrote {}", out.string()));
-          break;
-        }
-        // Several processes with CUDA activity (nsys profile mpirun ...): one trace per rank.
-        fs::path out = opts->output.empty() ? in.parent_path() / (stem + std::string(trace::kRunDirExtension))
-                                            : fs::path(opts->output);
-        if (out.extension().string() == trace::kTraceFileExtension)
-          fail("{}: holds {} processes with CUDA activity; write them to a run directory (-o {}{})", in.string(),
-               traces.size(), stem, trace::kRunDirExtension);
-        trace::check_output(out, {in}, true);
-        import_directory(
-            [&](const EmitTrace& emit) {
-              for (size_t i = 0; i < traces.size(); ++i) emit(i, traces[i], in, trace_name(traces[i], stem, true));
-            },
-            out, opts->force, tables);
-        break;
-      }
-      default: trace::fail_not_a_trace(in, detected);
-    }
-    report::print_tables(std::cout, "import", tables, format);
+    report::print_tables(std::cout, "import", import_input(*opts), format);
     exit_code = 0;
   });
 }

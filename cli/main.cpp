@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -160,23 +161,23 @@ __attribute__((section(".preinit_array"),
                used)) void (*const scalescope_preinit_allocator)(int, char**, char**) = use_large_os_pages;
 #endif
 
-int main(int argc, char** argv) {
-#ifdef SCALESCOPE_MIMALLOC
-  scalescope::cli::allocator_entered_main();
-#else
-  scalescope::trace::tune_allocator();  // glibc: keep freed memory for reuse
-#endif
-  bool has_job_separator = false;
+namespace {
+
+// Everything after "--" is the job `profile` or `sweep` runs: kept aside, and
+// argc cut before it. True when there was one.
+bool set_job_command_aside(int& argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--") {
       scalescope::cli::job_command().assign(argv + i + 1, argv + argc);
       argc = i;
-      has_job_separator = true;
-      break;
+      return true;
     }
   }
-  // Named, so that each command's usage line starts "Usage: scalescope COMMAND".
-  CLI::App app{"scalescope: profiler and scaling advisor for multi-GPU training jobs", "scalescope"};
+  return false;
+}
+
+// Every command, each setting `exit_code` when it has run.
+void add_commands(CLI::App& app, int& exit_code) {
   app.formatter(scalescope::cli::make_help_formatter());
   app.set_version_flag("--version", std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")");
   app.require_subcommand(1);
@@ -187,7 +188,6 @@ int main(int argc, char** argv) {
       "Run 'scalescope help COMMAND' or 'scalescope COMMAND --help' for a command's options.\n"
       "Exit codes: 0 success, 1 error (input or output), 2 wrong usage, 3 internal error; "
       "'profile' returns the job's own code.");
-  int exit_code = 0;
   namespace c = scalescope::cli;
   c::add_profile_command(app, exit_code);
   c::add_trigger_command(app, exit_code);
@@ -202,28 +202,30 @@ int main(int argc, char** argv) {
   c::add_report_command(app, exit_code);
   c::add_topo_command(app, exit_code);
   c::add_demo_command(app, exit_code);
-  // `help [COMMAND [SUBCOMMAND]]` prints the help of what it names.
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args[0] == "help") {
-    args.erase(args.begin());
-    args.push_back("--help");
-  }
-  // Names of commands are checked before CLI11 sees them: it would say "A
-  // subcommand is required" for a misspelt one.
-  {
-    CLI::App* at = &app;
-    for (const std::string& word : args) {
-      if (word.empty() || word[0] == '-') break;
-      if (at->get_subcommands([](CLI::App*) { return true; }).empty()) break;
-      CLI::App* next = nullptr;
-      try {
-        next = at->get_subcommand(word);
-      } catch (const CLI::OptionNotFound&) {
-        return usage_error(unknown_command(*at, word), at == &app ? "" : command_path(app));
-      }
-      at = next;
+}
+
+// Names of commands are checked before CLI11 sees them: it would say "A
+// subcommand is required" for a misspelt one. The usage error's exit code
+// for an unknown one.
+std::optional<int> check_command_names(CLI::App& app, const std::vector<std::string>& args) {
+  CLI::App* at = &app;
+  for (const std::string& word : args) {
+    if (word.empty() || word[0] == '-') break;
+    if (at->get_subcommands([](CLI::App*) { return true; }).empty()) break;
+    CLI::App* next = nullptr;
+    try {
+      next = at->get_subcommand(word);
+    } catch (const CLI::OptionNotFound&) {
+      return usage_error(unknown_command(*at, word), at == &app ? "" : command_path(app));
     }
+    at = next;
   }
+  return std::nullopt;
+}
+
+// Parses the arguments and runs the command they name; every failure becomes
+// its message on stderr and its exit code (README, "Exit codes").
+int parse_and_run(CLI::App& app, std::vector<std::string> args, bool has_job_separator, const int& exit_code) {
   std::vector<std::string> words;  // the arguments in order, for hints
   try {
     if (has_job_separator) {
@@ -263,4 +265,27 @@ int main(int argc, char** argv) {
     return kExitInternal;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifdef SCALESCOPE_MIMALLOC
+  scalescope::cli::allocator_entered_main();
+#else
+  scalescope::trace::tune_allocator();  // glibc: keep freed memory for reuse
+#endif
+  const bool has_job_separator = set_job_command_aside(argc, argv);
+  // Named, so that each command's usage line starts "Usage: scalescope COMMAND".
+  CLI::App app{"scalescope: profiler and scaling advisor for multi-GPU training jobs", "scalescope"};
+  int exit_code = 0;
+  add_commands(app, exit_code);
+  // `help [COMMAND [SUBCOMMAND]]` prints the help of what it names.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "help") {
+    args.erase(args.begin());
+    args.push_back("--help");
+  }
+  if (const std::optional<int> refused = check_command_names(app, args)) return *refused;
+  return parse_and_run(app, std::move(args), has_job_separator, exit_code);
 }

@@ -117,7 +117,11 @@ void run_ingest(const IngestArgs& a) {
   const mlperf::IngestResult result = mlperf::ingest_results(dirs, options);
   if (progress) progress->finish();
   if (!a.output.empty()) mlperf::write_runs_csv(result.runs, std::filesystem::path(a.output));
-
+  // JSON: the typed result (mlperf::to_json), as the C library and Python give it.
+  if (format == report::OutputFormat::kJson) {
+    std::cout << report::json_text(report::json_envelope("mlperf ingest", nlohmann::json(result)), 2) << "\n";
+    return;
+  }
   report::Table table = a.runs ? report::mlperf_runs_table(result.runs)
                                : report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders));
   table.add_note(
@@ -132,8 +136,11 @@ void run_ingest(const IngestArgs& a) {
 
 void run_scores(const AnalyzeArgs& a) {
   const auto format = output_format(a.format);
-  const auto runs = load_runs(a.input);
-  print_table("mlperf scores", report::mlperf_scores_table(mlperf::score_folders(runs)), format);
+  const std::vector<mlperf::Score> scores = mlperf::score_folders(load_runs(a.input));
+  // JSON: the typed scores, as the C library and Python give them.
+  if (format == report::OutputFormat::kJson)
+    std::cout << report::json_text(report::json_envelope("mlperf scores", {{"scores", scores}}), 2) << "\n";
+  else print_table("mlperf scores", report::mlperf_scores_table(scores), format);
 }
 
 void run_analyze(const AnalyzeArgs& a) {

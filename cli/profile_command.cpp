@@ -16,27 +16,26 @@
 
 namespace scalescope::cli {
 
-void add_profile_command(CLI::App& app, int& exit_code) {
-  struct Options {
-    collect::ProfileOptions profile;
-    std::string api = "default";
-    std::string api_records = "callbacks";
-    std::string capture;
-    std::string activities = "kernel,memcpy,memset,nvtx";
-    double nvml_hz = 10;
-    double host_hz = 100;
-    uint32_t buffer_mb = 64;
-    bool no_detach = false;
-    bool no_python = false;
-    std::string windows_every;
-    std::string hang_after;
-  };
-  auto opts = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("profile", "trace a CUDA job (any process tree: torchrun, srun, plain programs)");
-  cmd->footer("Example: scalescope profile -o myrun -- torchrun --nproc_per_node=2 train.py");
-  cmd->add_option("-o,--output", opts->profile.output,
-                  "run name: writes NAME.ssrun/ (one trace per process + run.json)")
-      ->required();
+namespace {
+
+struct ProfileArgs {
+  collect::ProfileOptions profile;
+  std::string api = "default";
+  std::string api_records = "callbacks";
+  std::string capture;
+  std::string activities = "kernel,memcpy,memset,nvtx";
+  double nvml_hz = 10;
+  double host_hz = 100;
+  uint32_t buffer_mb = 64;
+  bool no_detach = false;
+  bool no_python = false;
+  std::string windows_every;
+  std::string hang_after;
+};
+
+// What to record: CUDA API calls, GPU activities, capture range, samplers,
+// buffers, and how the collector attaches.
+void add_tracing_options(CLI::App* cmd, const std::shared_ptr<ProfileArgs>& opts) {
   cmd->add_option("--api", opts->api,
                   "CUDA API calls to record: default (launches, copies, syncs, malloc/free, graphs), all, none")
       ->check(CLI::IsMember({"default", "all", "none"}));
@@ -78,6 +77,10 @@ void add_profile_command(CLI::App& app, int& exit_code) {
                 "do not load the Python bootstrap into the job's Python processes (by default it marks optimizer "
                 "steps for the sampled windows, records operator and module ranges inside windows, and reads ranks "
                 "and process groups from torch.distributed)");
+}
+
+// The Python bootstrap and Python stack sampling.
+void add_python_options(CLI::App* cmd, const std::shared_ptr<ProfileArgs>& opts) {
   // A string checked against the names, then mapped: CLI11's CheckedTransformer
   // prints its internal map in the error ("Check bogus value in {inside->0...").
   std::vector<std::string> ways;
@@ -99,7 +102,11 @@ void add_profile_command(CLI::App& app, int& exit_code) {
                   "where each thread's time went, file, line and function (0: off)")
       ->capture_default_str()
       ->check(number_in(kSamplingHzRange));
-  // Sampled windows by iteration: the default unless --full or the user's own windows.
+}
+
+// Sampled windows by iteration: the default unless --full or the user's own
+// windows; the hang watch.
+void add_window_options(CLI::App* cmd, const std::shared_ptr<ProfileArgs>& opts) {
   auto& c = opts->profile.collector;
   auto* full = cmd->add_flag("--full", c.full,
                              "trace the whole run (by default only sampled iterations are traced: see --iterations)");
@@ -124,30 +131,47 @@ void add_profile_command(CLI::App& app, int& exit_code) {
                                "docs/collector.md)")
                    ->check(duration_check());
   for (auto* o : {range, skip, iterations, repeat, every, hang}) full->excludes(o);
+}
+
+// The job after "--" and the options as the collector takes them; runs it
+// and returns its exit code.
+int run_job(ProfileArgs& o) {
+  if (auto after_separator = take_job_command(); !after_separator.empty()) {
+    if (!o.profile.command.empty()) fail("profile: give the job once, after '--'");
+    o.profile.command = std::move(after_separator);
+  }
+  if (o.profile.command.empty()) fail("profile: no job to run: scalescope profile -o NAME -- CMD...");
+  if (!o.windows_every.empty())
+    o.profile.collector.windows_every_s = trace::parse_duration(o.windows_every, "--windows-every");
+  if (!o.hang_after.empty()) o.profile.collector.hang_after_s = trace::parse_duration(o.hang_after, "--hang-after");
+  o.profile.collector.api = collect::parse_api_mode(o.api);
+  o.profile.collector.api_records = collect::parse_api_records(o.api_records);
+  collect::parse_capture_range(o.capture, o.profile.collector);
+  o.profile.collector.activities = collect::parse_activities(o.activities);
+  o.profile.collector.nvml_hz = o.nvml_hz;
+  o.profile.collector.host_hz = o.host_hz;
+  o.profile.collector.buffer_mb = o.buffer_mb;
+  o.profile.collector.detach = !o.no_detach;
+  o.profile.python = !o.no_python;
+  collect::validate_sampling(o.profile.collector);
+  std::cout.flush();
+  return collect::run_profile(o.profile, std::cerr).exit_code;
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<ProfileArgs>();
+  auto* cmd = app.add_subcommand("profile", "trace a CUDA job (any process tree: torchrun, srun, plain programs)");
+  cmd->footer("Example: scalescope profile -o myrun -- torchrun --nproc_per_node=2 train.py");
+  cmd->add_option("-o,--output", opts->profile.output,
+                  "run name: writes NAME.ssrun/ (one trace per process + run.json)")
+      ->required();
+  add_tracing_options(cmd, opts);
+  add_python_options(cmd, opts);
+  add_window_options(cmd, opts);
   cmd->add_option("command", opts->profile.command, "the job, after --")->expected(-1);
-  cmd->callback([opts, &exit_code] {
-    auto& o = *opts;
-    if (auto after_separator = take_job_command(); !after_separator.empty()) {
-      if (!o.profile.command.empty()) fail("profile: give the job once, after '--'");
-      o.profile.command = std::move(after_separator);
-    }
-    if (o.profile.command.empty()) fail("profile: no job to run: scalescope profile -o NAME -- CMD...");
-    if (!o.windows_every.empty())
-      o.profile.collector.windows_every_s = trace::parse_duration(o.windows_every, "--windows-every");
-    if (!o.hang_after.empty()) o.profile.collector.hang_after_s = trace::parse_duration(o.hang_after, "--hang-after");
-    o.profile.collector.api = collect::parse_api_mode(o.api);
-    o.profile.collector.api_records = collect::parse_api_records(o.api_records);
-    collect::parse_capture_range(o.capture, o.profile.collector);
-    o.profile.collector.activities = collect::parse_activities(o.activities);
-    o.profile.collector.nvml_hz = o.nvml_hz;
-    o.profile.collector.host_hz = o.host_hz;
-    o.profile.collector.buffer_mb = o.buffer_mb;
-    o.profile.collector.detach = !o.no_detach;
-    o.profile.python = !o.no_python;
-    collect::validate_sampling(o.profile.collector);
-    std::cout.flush();
-    exit_code = collect::run_profile(o.profile, std::cerr).exit_code;
-  });
+  cmd->callback([opts, &exit_code] { exit_code = run_job(*opts); });
 }
 
 }  // namespace scalescope::cli

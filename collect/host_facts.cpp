@@ -283,6 +283,17 @@ std::string read_hostname() {
   return buf;
 }
 
+HostTopology read_host_topology(const std::string& sys_root) {
+  HostTopology t;
+  t.hostname = read_hostname();
+  t.cpus_online = sysconf(_SC_NPROCESSORS_ONLN);
+  t.node_of_cpu = read_cpu_numa_nodes(sys_root);
+  t.cpus_allowed = read_cpu_affinity();
+  t.gpus = read_pci_gpus(sys_root);
+  t.memory_policy = read_memory_policy();
+  return t;
+}
+
 std::string read_command_line(const std::string& proc_self) {
   auto text = read_text_file(proc_self + "/cmdline", 1 << 16);
   if (!text) return {};

@@ -73,6 +73,19 @@ std::string format_cpu_list(const std::vector<uint32_t>& cpus);
 
 std::vector<uint32_t> read_cpu_affinity();
 std::string read_hostname();
+
+// What `scalescope topo` shows of this host: its CPUs, their NUMA nodes, the
+// NVIDIA GPUs on PCI, and this process's affinity and memory policy.
+struct HostTopology {
+  std::string hostname;
+  int64_t cpus_online = 0;
+  std::vector<int32_t> node_of_cpu;  // read_cpu_numa_nodes
+  std::vector<uint32_t> cpus_allowed;
+  std::vector<PciGpu> gpus;
+  std::string memory_policy;
+};
+// sysfs from sys_root (a captured /sys tree in tests); the rest from this process.
+HostTopology read_host_topology(const std::string& sys_root = "/sys");
 std::string read_command_line(const std::string& proc_self = "/proc/self");
 std::optional<std::string> read_text_file(const std::string& path, size_t max_bytes = 64u << 20);
 

@@ -217,6 +217,13 @@ std::string_view to_string(SystemScaling::Role role);
 void to_json(nlohmann::json& j, const SystemScaling& s);
 void to_json(nlohmann::json& j, const SystemGroup& g);
 void to_json(nlohmann::json& j, const MlperfScaling& m);
+// A run as the runs CSV has it, keyed by runs_csv_columns() (missing numbers
+// are null; converged is a boolean).
+void to_json(nlohmann::json& j, const Run& r);
+// A folder's score: `mlperf scores --format json`'s rows.
+void to_json(nlohmann::json& j, const Score& s);
+// `mlperf ingest --format json`: runs, each folder's score, and the counts.
+void to_json(nlohmann::json& j, const IngestResult& result);
 
 // Per benchmark, accelerator model and division: every scored system ordered by
 // accelerator count, with speedup, E' and GPU-hours against the reference,

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "mlperf/mlperf.hpp"
 #include "base/error.hpp"
@@ -288,6 +290,41 @@ TEST(MlperfScore, FoldersWithoutLogsGetAReason) {
   ASSERT_EQ(scores.size(), 1u);
   EXPECT_FALSE(scores[0].minutes);
   EXPECT_EQ(scores[0].reason, "no run logs in the folder");
+}
+
+// The typed JSON of `mlperf scores` and `mlperf ingest`: a score with its
+// figures (null where not scored), a run keyed by the runs CSV's columns.
+TEST(MlperfJson, ScoresAndRunsAreTyped) {
+  auto runs = folder_runs("A", "gpt3", 512, {30, 10, 20});
+  for (auto& r : runs) r.scaling_factor = 1.5;
+  const nlohmann::json scored = score_of(runs);
+  EXPECT_EQ(scored["folder"], "gpt3");
+  EXPECT_EQ(scored["runs"], 3);
+  EXPECT_DOUBLE_EQ(scored["minutes"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(scored["unscaled_minutes"].get<double>(), 20.0);
+  EXPECT_EQ(scored["reason"], "");
+  const nlohmann::json unscored = score_of(folder_runs("A", "bert", 8, {1.0}));
+  EXPECT_TRUE(unscored["minutes"].is_null());
+  EXPECT_NE(unscored["reason"], "");
+
+  const nlohmann::json run = runs[0];
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : run.items()) keys.push_back(k);
+  std::vector<std::string> columns = runs_csv_columns();
+  std::sort(columns.begin(), columns.end());  // nlohmann keeps keys sorted
+  EXPECT_EQ(keys, columns);
+  EXPECT_EQ(run["converged"], true);
+  EXPECT_TRUE(run["global_batch_size"].is_null());
+  EXPECT_EQ(run["accelerators"], 512);
+
+  IngestResult ingest;
+  ingest.runs = runs;
+  ingest.logs = 3;
+  const nlohmann::json j = ingest;
+  EXPECT_EQ(j["runs"].size(), 3u);
+  ASSERT_EQ(j["scores"].size(), 1u);
+  EXPECT_EQ(j["scores"][0], scored);
+  EXPECT_EQ(j["logs"], 3);
 }
 
 // ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@
 #include "report/advice_tables.hpp"
 #include "report/node_tables.hpp"
 #include "report/python_tables.hpp"
+#include "report/report_document.hpp"
 #include "report/run_tables.hpp"
 #include "trace/model/synthetic_trace.hpp"
 #endif
@@ -33,6 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using detail::table_block;  // a table as the page draws it
 
 // A fresh folder per test, removed at the end.
 struct TempDir {
@@ -234,6 +236,58 @@ TEST(ReportHtml, RunSectionsHaveEveryViewWithData) {
   EXPECT_EQ(note.find("rank(s)"), std::string::npos) << note;
 }
 
+// Top kernels and copies summed over all ranks: the page's tables are the
+// ones `analyze` prints, and each row is the sum of the ranks' figures.
+TEST(ReportHtml, KernelsAndCopiesOfAllRanksAsAnalyzePrintsThem) {
+  const auto ranks = synthetic_run(2, 20'000);
+  HtmlReport r;
+  r.add_run("synthetic", ranks);
+  const json doc = json::parse(r.document_json());
+  const analyze::RunAnalysis run = analyze::analyze_traces(ranks, {"rank0", "rank1"}, analyze::Options{});
+  const auto page_table = [&](const std::string& title) -> const json* {
+    for (const auto& s : doc["sections"])
+      for (const auto& b : s["blocks"])
+        if (b["type"] == "table" && b["title"] == title) return &b;
+    return nullptr;
+  };
+  const Table kernels = all_ranks_kernels_table(run, 20);
+  const json* page_kernels = page_table(kernels.title());
+  ASSERT_NE(page_kernels, nullptr);
+  EXPECT_EQ(*page_kernels, table_block(kernels, {0}));
+  ASSERT_FALSE(kernels.rows().empty());
+  const std::string first = std::get<std::string>(kernels.rows()[0][1]);  // the full name
+  int64_t count = 0, total_ns = 0, rank0_count = 0;
+  for (const auto& rank : run.ranks)
+    for (const auto& k : rank.top_kernels)
+      if (k.name == first) {
+        count += k.count;
+        total_ns += k.total_ns;
+        if (&rank == &run.ranks.front()) rank0_count += k.count;
+      }
+  EXPECT_EQ(std::get<int64_t>(kernels.rows()[0][4]), count);
+  EXPECT_EQ(std::get<int64_t>(kernels.rows()[0][5]), total_ns);
+  EXPECT_GT(count, rank0_count) << "summed over both ranks";
+
+  const Table copies = all_ranks_copies_table(run);
+  const json* page_copies = page_table(copies.title());
+  ASSERT_NE(page_copies, nullptr);
+  EXPECT_EQ(*page_copies, table_block(copies, {}));
+  int64_t copy_count = 0, table_count = 0;
+  for (const auto& rank : run.ranks) {
+    copy_count += rank.copies.memset_count;
+    for (const auto& g : rank.copies.groups) copy_count += g.count;
+  }
+  for (const auto& row : copies.rows()) table_count += std::get<int64_t>(row[1]);
+  EXPECT_EQ(table_count, copy_count);
+  EXPECT_GT(copy_count, 0);
+
+  // `analyze` prints both (terminal, CSV, JSON).
+  std::set<std::string> ids;
+  for (const Table& t : run_tables(run, {}, 10, true)) ids.insert(t.id());
+  EXPECT_TRUE(ids.contains("top_kernels_all_ranks"));
+  EXPECT_TRUE(ids.contains("copies_all_ranks"));
+}
+
 // Import problems in words, with the count and the code after them; finding
 // figures with their units as text.
 TEST(ReportHtml, ProblemsInWordsAndFiguresWithUnits) {
@@ -300,11 +354,14 @@ TEST(ReportHtml, HostThreadTablesOnlyWithHostSamples) {
   EXPECT_EQ((*per_rank)["columns"], cli.at(0).json()["columns"]);
   EXPECT_NEAR((*per_rank)["rows"][0][column_of(*per_rank, "main_busy_pct")].get<double>(), 25.0, 1.0);
   EXPECT_EQ((*per_rank)["rows"][0][column_of(*per_rank, "workers")].get<int64_t>(), 1);
-  const json* threads = table(doc, "by CPU time");
+  // Threads by CPU time: `analyze`'s table (report/run_tables.hpp), every rank in one.
+  const json* threads = table(doc, "Host threads by CPU time");
   ASSERT_NE(threads, nullptr);
+  EXPECT_EQ(*threads, table_block(host_threads_by_cpu_table(analyze::analyze_traces(run, {"sampled"}, {})), {}));
   ASSERT_EQ((*threads)["rows"].size(), 2u);
-  EXPECT_EQ((*threads)["rows"][0][0], "python (main)");
-  EXPECT_EQ((*threads)["rows"][1][1], "descendant");
+  EXPECT_EQ((*threads)["rows"][0][column_of(*threads, "thread")], "python (main)");
+  EXPECT_EQ((*threads)["rows"][1][column_of(*threads, "role")], "descendant");
+  EXPECT_GT((*threads)["rows"][1][column_of(*threads, "running")].get<int64_t>(), 0);
   EXPECT_EQ(table(doc, "Host thread stacks"), nullptr);  // no stack samples: no stack table
 
   // Native stacks (format 1.3/1.4): `analyze`'s top-stacks table, unnamed frames saying why.

@@ -53,6 +53,75 @@ void add_prediction_blocks(Json& blocks, const std::vector<mlperf::Run>& runs) {
     for (const auto& t : validation_tables(v, false)) blocks.push_back(table_block(t));
 }
 
+// The charts of one group title (benchmark and division), a series per
+// accelerator model, and its rows of the break-even summary.
+void add_title_charts(Document& doc, const mlperf::MlperfScaling& scaling, const std::string& title, Table& summary,
+                      Json& blocks) {
+  Json speedup_series = Json::array(), eff_series = Json::array(), ideal = Json::array();
+  Json break_even_marks = Json::array();
+  int max_n = 1, min_n = 1 << 30;
+  for (const auto& g : scaling.groups) {
+    if (g.title != title) continue;
+    const auto& table = g.curve;
+    if (table.rows.size() < 2) continue;  // one count: nothing to scale against
+    Json sp = Json::array(), ep = Json::array();
+    for (const auto& r : table.rows) {
+      sp.push_back({r.gpus, finite_or_null(r.speedup)});
+      ep.push_back({r.gpus, finite_or_null(r.efficiency)});
+      max_n = std::max(max_n, r.gpus);
+      min_n = std::min(min_n, r.gpus);
+    }
+    speedup_series.push_back({{"name", g.accelerator}, {"style", "line"}, {"points", std::move(sp)}});
+    eff_series.push_back({{"name", g.accelerator}, {"style", "line"}, {"points", std::move(ep)}});
+    const auto& be = table.break_even;
+    if (be.by_threshold) {
+      for (const auto& r : table.rows)
+        if (r.gpus == *be.by_threshold)
+          break_even_marks.push_back({{"x", r.gpus},
+                                      {"y", finite_or_null(r.efficiency)},
+                                      {"label", fmt::format("{} {}", g.accelerator, r.gpus)}});
+    }
+    const auto& last = table.rows.back();
+    summary.add_row({title, g.accelerator, static_cast<int64_t>(g.systems.size()),
+                     static_cast<int64_t>(table.rows.size()),
+                     fmt::format("{} ({})", table.ref_gpus, g.curve_system(table.ref_gpus).system),
+                     fmt::format("{} ({})", last.gpus, g.curve_system(last.gpus).system), last.efficiency,
+                     be.by_threshold ? Cell(int64_t{*be.by_threshold}) : Cell(std::string("-")),
+                     be.by_knee ? Cell(int64_t{*be.by_knee}) : Cell(std::string("-"))});
+    if (doc.mlperf_highlights < 8 && be.by_threshold && table.rows.size() >= 3) {
+      doc.highlights.push_back(fmt::format("MLPerf {} on {}: E' >= {} up to {} accelerators (of {} measured)", title,
+                                           g.accelerator, doc.options.threshold, *be.by_threshold, last.gpus));
+      ++doc.mlperf_highlights;
+    }
+  }
+  if (speedup_series.empty()) return;
+  for (int n = min_n; n <= max_n; n *= 2) ideal.push_back({n, static_cast<double>(n) / min_n});
+  if (ideal.back()[0] != max_n) ideal.push_back({max_n, static_cast<double>(max_n) / min_n});
+  speedup_series.push_back(
+      {{"name", "ideal (per smallest count)"}, {"style", "dashed"}, {"colour", "#888888"}, {"points", ideal}});
+  blocks.push_back(
+      {{"type", "chart"},
+       {"kind", "xy"},
+       {"title", fmt::format("{}: speedup against accelerators", title)},
+       {"x", {{"name", "accelerators"}, {"log", true}}},
+       {"y", {{"name", "speedup"}, {"log", true}}},
+       {"series", std::move(speedup_series)},
+       {"notes", Json::array({"Speedup relative to each accelerator model's smallest submitted count; the "
+                              "ideal line is drawn from the smallest count over all models."})}});
+  blocks.push_back({{"type", "chart"},
+                    {"kind", "xy"},
+                    {"title", fmt::format("{}: E' against accelerators", title)},
+                    {"x", {{"name", "accelerators"}, {"log", true}}},
+                    {"y", {{"name", "E'"}, {"min", 0}}},
+                    {"series", std::move(eff_series)},
+                    {"marks",
+                     {{"y", Json::array({{{"value", doc.options.threshold},
+                                          {"label", fmt::format("threshold {}", doc.options.threshold)}}})},
+                      {"points", std::move(break_even_marks)}}},
+                    {"notes", Json::array({"Pins: the break-even point by the E' rule (largest count with E' at or "
+                                           "above the threshold)."})}});
+}
+
 }  // namespace
 
 void add_mlperf_sections(Document& doc, const std::string& label, const std::vector<mlperf::Run>& runs) {
@@ -84,75 +153,11 @@ void add_mlperf_sections(Document& doc, const std::string& label, const std::vec
       "Break-even per benchmark and accelerator",
       {Column("benchmark"), Column("accelerator"), Column("systems"), Column("counts"), Column("reference"),
        Column("largest"), Column("E' at largest", 3), Column("break-even (E' rule)"), Column("break-even (knee)")});
-  // One pair of charts per group title (benchmark and division), a series per accelerator model.
+  // One pair of charts per group title (benchmark and division).
   std::vector<std::string> titles;
   for (const auto& g : scaling.groups)
     if (std::find(titles.begin(), titles.end(), g.title) == titles.end()) titles.push_back(g.title);
-  for (const auto& title : titles) {
-    Json speedup_series = Json::array(), eff_series = Json::array(), ideal = Json::array();
-    Json break_even_marks = Json::array();
-    int max_n = 1, min_n = 1 << 30;
-    for (const auto& g : scaling.groups) {
-      if (g.title != title) continue;
-      const auto& table = g.curve;
-      if (table.rows.size() < 2) continue;  // one count: nothing to scale against
-      Json sp = Json::array(), ep = Json::array();
-      for (const auto& r : table.rows) {
-        sp.push_back({r.gpus, finite_or_null(r.speedup)});
-        ep.push_back({r.gpus, finite_or_null(r.efficiency)});
-        max_n = std::max(max_n, r.gpus);
-        min_n = std::min(min_n, r.gpus);
-      }
-      speedup_series.push_back({{"name", g.accelerator}, {"style", "line"}, {"points", std::move(sp)}});
-      eff_series.push_back({{"name", g.accelerator}, {"style", "line"}, {"points", std::move(ep)}});
-      const auto& be = table.break_even;
-      if (be.by_threshold) {
-        for (const auto& r : table.rows)
-          if (r.gpus == *be.by_threshold)
-            break_even_marks.push_back({{"x", r.gpus},
-                                        {"y", finite_or_null(r.efficiency)},
-                                        {"label", fmt::format("{} {}", g.accelerator, r.gpus)}});
-      }
-      const auto& last = table.rows.back();
-      summary.add_row({title, g.accelerator, static_cast<int64_t>(g.systems.size()),
-                       static_cast<int64_t>(table.rows.size()),
-                       fmt::format("{} ({})", table.ref_gpus, g.curve_system(table.ref_gpus).system),
-                       fmt::format("{} ({})", last.gpus, g.curve_system(last.gpus).system), last.efficiency,
-                       be.by_threshold ? Cell(int64_t{*be.by_threshold}) : Cell(std::string("-")),
-                       be.by_knee ? Cell(int64_t{*be.by_knee}) : Cell(std::string("-"))});
-      if (doc.mlperf_highlights < 8 && be.by_threshold && table.rows.size() >= 3) {
-        doc.highlights.push_back(fmt::format("MLPerf {} on {}: E' >= {} up to {} accelerators (of {} measured)", title,
-                                             g.accelerator, doc.options.threshold, *be.by_threshold, last.gpus));
-        ++doc.mlperf_highlights;
-      }
-    }
-    if (speedup_series.empty()) continue;
-    for (int n = min_n; n <= max_n; n *= 2) ideal.push_back({n, static_cast<double>(n) / min_n});
-    if (ideal.back()[0] != max_n) ideal.push_back({max_n, static_cast<double>(max_n) / min_n});
-    speedup_series.push_back(
-        {{"name", "ideal (per smallest count)"}, {"style", "dashed"}, {"colour", "#888888"}, {"points", ideal}});
-    blocks.push_back(
-        {{"type", "chart"},
-         {"kind", "xy"},
-         {"title", fmt::format("{}: speedup against accelerators", title)},
-         {"x", {{"name", "accelerators"}, {"log", true}}},
-         {"y", {{"name", "speedup"}, {"log", true}}},
-         {"series", std::move(speedup_series)},
-         {"notes", Json::array({"Speedup relative to each accelerator model's smallest submitted count; the "
-                                "ideal line is drawn from the smallest count over all models."})}});
-    blocks.push_back({{"type", "chart"},
-                      {"kind", "xy"},
-                      {"title", fmt::format("{}: E' against accelerators", title)},
-                      {"x", {{"name", "accelerators"}, {"log", true}}},
-                      {"y", {{"name", "E'"}, {"min", 0}}},
-                      {"series", std::move(eff_series)},
-                      {"marks",
-                       {{"y", Json::array({{{"value", doc.options.threshold},
-                                            {"label", fmt::format("threshold {}", doc.options.threshold)}}})},
-                        {"points", std::move(break_even_marks)}}},
-                      {"notes", Json::array({"Pins: the break-even point by the E' rule (largest count with E' at or "
-                                             "above the threshold)."})}});
-  }
+  for (const auto& title : titles) add_title_charts(doc, scaling, title, summary, blocks);
   blocks.push_back(table_block(summary));
   add_prediction_blocks(blocks, runs);
   doc.sections.push_back(section("MLPerf Training: " + label, "Scaling across submitted systems", std::move(blocks)));

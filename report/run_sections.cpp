@@ -26,7 +26,6 @@
 #include "report/table.hpp"
 #include "trace/import/clock_alignment.hpp"
 #include "base/error.hpp"
-#include "trace/model/kernel_short_name.hpp"
 #include "base/quantile.hpp"
 #include "trace/stats/stats.hpp"
 #include "trace/model/trace.hpp"
@@ -167,39 +166,12 @@ Json iteration_blocks(const analyze::RunAnalysis& run) {
 
 // The collector's host sampler (format 1.2): `analyze`'s host tables (the
 // main thread, other threads and worker processes per rank over the steady
-// iterations where found; native call stacks where sampled) and, for the
-// page only, each rank's threads by CPU time. Nothing for traces without
-// host samples.
+// iterations where found; each rank's threads by CPU time; native call
+// stacks where sampled). Nothing for traces without host samples.
 Json host_blocks(const analyze::RunAnalysis& run) {
   Json blocks = Json::array();
-  const std::vector<Table> shared = host_tables(run);
-  const auto shown = [&](std::string_view id) {
-    for (const Table& t : shared)
-      if (t.id() == id) blocks.push_back(table_block(t, {}));
-  };
-  shown("host_threads");
-  if (blocks.empty()) return blocks;
-  for (const auto& r : run.ranks) {
-    const auto& h = r.steady ? r.steady->host : r.host;
-    if (!h.availability.available) continue;
-    Table th(
-        fmt::format("Host threads of {} by CPU time (at most 20)", r.label),
-        {Column("thread"), Column("role"), Column("pid"), Column("tid"), Column("on CPU %", 1),
-         Column("run-queue wait ms", 1), Column("running samples"), Column("sleeping samples"),
-         Column("I/O wait samples"), Column("voluntary switches"), Column("involuntary switches"), Column("CPUs")});
-    for (size_t i = 0; i < h.threads.size() && i < 20; ++i) {
-      const auto& x = h.threads[i];
-      std::string cpus;
-      for (int32_t c : x.cpus) cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
-      const auto st = [&](trace::ThreadState s) { return x.state_samples[static_cast<size_t>(s)]; };
-      th.add_row({x.name + (x.is_main ? " (main)" : ""), std::string(trace::to_string(x.role)), int64_t{x.pid},
-                  int64_t{x.tid}, 100 * x.busy_share, ms(static_cast<double>(x.run_wait_ns)),
-                  st(trace::ThreadState::kRunning), st(trace::ThreadState::kSleeping),
-                  st(trace::ThreadState::kDiskWait), x.voluntary_switches, x.involuntary_switches, cpus});
-    }
-    blocks.push_back(table_block(th, {}));
-  }
-  shown("host_stacks");
+  for (const Table& t : host_tables(run))
+    if (t.id() != "host_iterations") blocks.push_back(table_block(t, {}));
   return blocks;
 }
 
@@ -596,104 +568,48 @@ std::string RunDrawing::subtitle(const std::vector<size_t>& slot_of) const {
   return text;
 }
 
-Json kernel_blocks(const std::vector<analyze::RankAnalysis>& ranks, int top) {
-  struct Sum {
-    analyze::KernelClass cls;
-    analyze::Precision precision;
-    int64_t count = 0, total_ns = 0;
+// A horizontal bar chart of a table's first `max_bars` rows: each row's
+// `label` cell and its `value_ns` column in ms.
+Json bars_of(const Table& t, const char* title, const char* series, std::string_view label,
+             std::string_view value_ns, size_t max_bars) {
+  const auto index = [&](std::string_view name) {
+    for (size_t i = 0; i < t.columns().size(); ++i)
+      if (t.columns()[i].name == name) return i;
+    fail("report: table '{}' has no column {}", t.title(), std::string(name));
   };
-  std::unordered_map<std::string, Sum> sums;
-  int64_t all_ns = 0;
-  for (const auto& r : ranks)
-    for (const auto& k : r.top_kernels) {
-      auto& s = sums.try_emplace(k.name, Sum{k.cls, k.precision}).first->second;
-      s.count += k.count;
-      s.total_ns += k.total_ns;
-      all_ns += k.total_ns;
-    }
-  if (sums.empty()) return Json::array({paragraph("No kernels in these traces.", "skipped")});
-  std::vector<std::pair<std::string, Sum>> sorted(sums.begin(), sums.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns : a.first < b.first;
-  });
-  // Short names in the table and the chart; the full signature as the
-  // table cell's tooltip.
-  Table t("Top kernels (all ranks)",
-          {Column("kernel"), Column("name").scripts_only(), Column("class"), Column("precision"), Column("calls"),
-           Column("total ms"), Column("mean us"), Column("share", 3)});
-  const size_t shown = std::min(sorted.size(), static_cast<size_t>(std::max(0, top)));
-  std::vector<std::string_view> full_names;
-  for (size_t i = 0; i < shown; ++i) full_names.push_back(sorted[i].first);
-  const std::vector<std::string> short_names = trace::distinct_short_names(full_names);
+  const size_t label_at = index(label), value_at = index(value_ns);
   Json cats = Json::array(), values = Json::array();
-  for (size_t i = 0; i < shown; ++i) {
-    const auto& [name, s] = sorted[i];
-    const std::string& short_name = short_names[i];
-    t.add_row({short_name, name, std::string(analyze::to_string(s.cls)), std::string(analyze::to_string(s.precision)),
-               s.count, ms(s.total_ns),
-               s.count ? static_cast<double>(s.total_ns) / 1e3 / static_cast<double>(s.count) : 0.0,
-               all_ns ? static_cast<double>(s.total_ns) / static_cast<double>(all_ns) : 0.0});
-    if (i < 15) {
-      cats.push_back(short_name);
-      values.push_back(ms(s.total_ns));
-    }
+  for (size_t i = 0; i < t.rows().size() && i < max_bars; ++i) {
+    cats.push_back(std::get<std::string>(t.rows()[i][label_at]));
+    values.push_back(ms(std::get<int64_t>(t.rows()[i][value_at])));
   }
-  t.add_note("share: of the time of the kernels kept per rank (the top kernels of each rank).");
-  return Json::array({{{"type", "chart"},
-                       {"kind", "bars"},
-                       {"title", "Top kernels by total time"},
-                       {"horizontal", true},
-                       {"unit", "ms"},
-                       {"categories", cats},
-                       {"series", Json::array({{{"name", "total time"}, {"values", values}}})}},
-                      table_block(t, {0})});
+  return {{"type", "chart"},
+          {"kind", "bars"},
+          {"title", title},
+          {"horizontal", true},
+          {"unit", "ms"},
+          {"categories", std::move(cats)},
+          {"series", Json::array({{{"name", series}, {"values", std::move(values)}}})}};
 }
 
-Json copy_blocks(const std::vector<analyze::RankAnalysis>& ranks) {
-  struct Sum {
-    int64_t count = 0, time_ns = 0, sync_count = 0;
-    uint64_t bytes = 0;
-  };
-  std::map<std::string, Sum> sums;
-  int64_t memset_count = 0, memset_ns = 0;
-  for (const auto& r : ranks) {
-    if (!r.copies.availability.available) continue;
-    memset_count += r.copies.memset_count;
-    memset_ns += r.copies.memset_ns;
-    for (const auto& g : r.copies.groups) {
-      auto& s = sums[fmt::format("{} {} -> {}", trace::to_string(g.kind), trace::to_string(g.src_kind),
-                                 trace::to_string(g.dst_kind))];
-      s.count += g.count;
-      s.time_ns += g.time_ns;
-      s.bytes += g.bytes;
-      s.sync_count += g.sync_count;
-    }
-  }
-  if (sums.empty() && memset_count == 0)
-    return Json::array({paragraph("No memory copies or sets in these traces.", "skipped")});
-  Table t("Copies by kind and memory kind (all ranks)", {Column("copy"), Column("count"), Column("bytes"),
-                                                         Column("time ms"), Column("GB/s", 2), Column("synchronous")});
-  Json cats = Json::array(), values = Json::array();
-  for (const auto& [name, s] : sums) {
-    t.add_row({name, s.count, static_cast<int64_t>(s.bytes), ms(s.time_ns),
-               s.time_ns ? static_cast<double>(s.bytes) / static_cast<double>(s.time_ns) : 0.0, s.sync_count});
-    cats.push_back(name);
-    values.push_back(ms(s.time_ns));
-  }
-  if (memset_count) {
-    t.add_row(
-        {std::string("memset"), memset_count, std::monostate{}, ms(memset_ns), std::monostate{}, std::monostate{}});
-    cats.push_back("memset");
-    values.push_back(ms(memset_ns));
-  }
-  return Json::array({{{"type", "chart"},
-                       {"kind", "bars"},
-                       {"title", "Copy time by kind"},
-                       {"horizontal", true},
-                       {"unit", "ms"},
-                       {"categories", cats},
-                       {"series", Json::array({{{"name", "time"}, {"values", values}}})}},
-                      table_block(t)});
+// `analyze`'s table of the kernels of all ranks, under a chart of the first
+// 15 (short names; the full signature is the table cell's tooltip).
+Json kernel_blocks(const analyze::RunAnalysis& run, int top) {
+  const Table t = all_ranks_kernels_table(run, top);
+  Json blocks = Json::array();
+  if (!t.rows().empty())
+    blocks.push_back(bars_of(t, "Top kernels by total time", "total time", "short_name", "total_ns", 15));
+  add_table(blocks, t, {0});
+  return blocks;
+}
+
+// `analyze`'s table of the copies of all ranks, under a chart of their time.
+Json copy_blocks(const analyze::RunAnalysis& run) {
+  const Table t = all_ranks_copies_table(run);
+  Json blocks = Json::array();
+  if (!t.rows().empty()) blocks.push_back(bars_of(t, "Copy time by kind", "time", "copy", "time_ns", t.rows().size()));
+  add_table(blocks, t);
+  return blocks;
 }
 
 Json straggler_blocks(const analyze::RunAnalysis& run) {
@@ -844,8 +760,8 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
   Json timeline = drawing.timeline_blocks(ranks, slot_of, doc.options.max_timeline_events);
   Json nccl = nccl_blocks(run);
   Json counters = drawing.counter_blocks(ranks, slot_of, clocks);
-  Json kernels = kernel_blocks(ranks, doc.options.top_kernels);
-  Json copies = copy_blocks(ranks);
+  Json kernels = kernel_blocks(run, doc.options.top_kernels);
+  Json copies = copy_blocks(run);
   Json breakdown = breakdown_blocks(run);
   Json idle_breakdown = idle_breakdown_blocks(run);
   Json iterations = iteration_blocks(run);

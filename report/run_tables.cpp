@@ -1,7 +1,11 @@
 #include "report/run_tables.hpp"
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +16,7 @@
 #include "report/attribution_tables.hpp"
 #include "report/node_tables.hpp"
 #include "report/python_tables.hpp"
+#include "trace/model/kernel_short_name.hpp"
 
 namespace scalescope::report {
 namespace {
@@ -21,6 +26,13 @@ Cell ns(int64_t v) { return v; }
 Cell nsd(double v) { return v; }
 
 std::vector<Column> cols(std::initializer_list<ColumnSpec> spec) { return columns(spec); }
+
+// CPU or node numbers as one cell: "0,1,5".
+std::string joined(const std::vector<int32_t>& numbers) {
+  std::string out;
+  for (int32_t n : numbers) out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out;
+}
 
 // Adds "<analysis>: skipped, <reason>" for each rank that lacks it.
 bool skipped(Table& t, const analyze::RankAnalysis& r, const analyze::Availability& a) {
@@ -297,9 +309,7 @@ Table numa_table(const analyze::RunAnalysis& run) {
   for (const auto& r : run.ranks) {
     const auto& u = r.numa;
     if (skipped(t, r, u.availability)) continue;
-    std::string nodes;
-    for (int32_t c : u.cpu_nodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(c);
-    t.add_row({int64_t{r.rank}, int64_t{u.gpu_node}, nodes, u.cpus_cross_node, pct(u.remote_memory_fraction),
+    t.add_row({int64_t{r.rank}, int64_t{u.gpu_node}, joined(u.cpu_nodes), u.cpus_cross_node, pct(u.remote_memory_fraction),
                u.memory_policy});
   }
   return t;
@@ -316,6 +326,113 @@ Table top_kernels_table(const analyze::RunAnalysis& run, int top) {
       const auto& k = r.top_kernels[i];
       t.add_row({int64_t{r.rank}, k.short_name, k.name, std::string(analyze::to_string(k.cls)),
                  std::string(analyze::to_string(k.precision)), k.count, ns(k.total_ns)});
+    }
+  }
+  return t;
+}
+
+Table all_ranks_kernels_table(const analyze::RunAnalysis& run, int top) {
+  struct Sum {
+    analyze::KernelClass cls;
+    analyze::Precision precision;
+    int64_t count = 0, total_ns = 0;
+  };
+  std::unordered_map<std::string_view, Sum> sums;
+  int64_t all_ns = 0;
+  for (const auto& r : run.ranks)
+    for (const auto& k : r.top_kernels) {
+      Sum& s = sums.try_emplace(k.name, Sum{k.cls, k.precision}).first->second;
+      s.count += k.count;
+      s.total_ns += k.total_ns;
+      all_ns += k.total_ns;
+    }
+  std::vector<std::pair<std::string_view, Sum>> sorted(sums.begin(), sums.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns : a.first < b.first;
+  });
+  sorted.resize(std::min(sorted.size(), static_cast<size_t>(std::max(0, top))));
+  // Short names distinct among the kernels shown (two ranks may name the
+  // same short name for different signatures); the full signature for scripts.
+  std::vector<std::string_view> full_names;
+  for (const auto& entry : sorted) full_names.push_back(entry.first);
+  const std::vector<std::string> short_names = trace::distinct_short_names(full_names);
+  Table t(fmt::format("Top kernels (all ranks, {} by time)", top),
+          {Column("short_name", 0), Column("name", 0).scripts_only(), Column("class", 0),
+           Column("precision", 0).detail(1), Column("count", 0), Column("total_ns", 0), Column("mean_ns", 0).detail(2),
+           Column("share_pct", 1)});
+  t.set_id("top_kernels_all_ranks");
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const auto& [name, s] = sorted[i];
+    t.add_row({short_names[i], std::string(name), std::string(analyze::to_string(s.cls)),
+               std::string(analyze::to_string(s.precision)), s.count, ns(s.total_ns),
+               nsd(s.count ? static_cast<double>(s.total_ns) / static_cast<double>(s.count) : 0.0),
+               pct(all_ns ? static_cast<double>(s.total_ns) / static_cast<double>(all_ns) : 0.0)});
+  }
+  if (sorted.empty()) t.add_note("no kernels in these traces");
+  else t.add_note("share: of the time of the kernels kept per rank (each rank's top kernels)");
+  return t;
+}
+
+Table all_ranks_copies_table(const analyze::RunAnalysis& run) {
+  struct Sum {
+    int64_t count = 0, time_ns = 0, sync_count = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, Sum> sums;
+  int64_t memset_count = 0, memset_ns = 0;
+  for (const auto& r : run.ranks) {
+    const auto& c = r.copies;
+    if (!c.availability.available) continue;
+    memset_count += c.memset_count;
+    memset_ns += c.memset_ns;
+    for (const auto& g : c.groups) {
+      Sum& s = sums[fmt::format("{} {} -> {}", trace::to_string(g.kind), trace::to_string(g.src_kind),
+                                trace::to_string(g.dst_kind))];
+      s.count += g.count;
+      s.time_ns += g.time_ns;
+      s.bytes += g.bytes;
+      s.sync_count += g.sync_count;
+    }
+  }
+  Table t("Copies by kind and memory kind (all ranks)",
+          cols({{"copy", 0}, {"count", 0}, {"bytes", 0}, {"time_ns", 0}, {"gb_per_s", 2}, {"sync_count", 0}}));
+  t.set_id("copies_all_ranks");
+  for (const auto& [name, s] : sums)
+    t.add_row({name, s.count, static_cast<int64_t>(s.bytes), ns(s.time_ns),
+               s.time_ns ? static_cast<double>(s.bytes) / static_cast<double>(s.time_ns) : 0.0, s.sync_count});
+  if (memset_count > 0) t.add_row({std::string("memset"), memset_count, Cell{}, ns(memset_ns), Cell{}, Cell{}});
+  if (t.rows().empty()) t.add_note("no memory copies or sets in these traces");
+  return t;
+}
+
+Table host_threads_by_cpu_table(const analyze::RunAnalysis& run) {
+  constexpr size_t kThreadsPerRank = 20;
+  Table t(fmt::format("Host threads by CPU time (at most {} per rank; sample counts by state)", kThreadsPerRank),
+          cols({{"rank", 0},
+                {"thread", 0},
+                {"role", 0},
+                {"pid", 0, 2},
+                {"tid", 0, 1},
+                {"on_cpu_pct", 1},
+                {"run_wait_ns", 0},
+                {"running", 0, 1},
+                {"sleeping", 0, 1},
+                {"io_wait", 0, 1},
+                {"voluntary_switches", 0, 2},
+                {"involuntary_switches", 0, 2},
+                {"cpus", 0}}));
+  t.set_id("host_threads_by_cpu_time");
+  for (const auto& r : run.ranks) {
+    const auto& h = r.steady ? r.steady->host : r.host;
+    if (!h.availability.available) continue;
+    for (size_t i = 0; i < h.threads.size() && i < kThreadsPerRank; ++i) {
+      const auto& x = h.threads[i];
+      const auto samples = [&](trace::ThreadState s) { return x.state_samples[static_cast<size_t>(s)]; };
+      t.add_row({int64_t{r.rank}, x.name + (x.is_main ? " (main)" : ""), std::string(trace::to_string(x.role)),
+                 int64_t{x.pid}, int64_t{x.tid}, pct(x.busy_share), ns(x.run_wait_ns),
+                 samples(trace::ThreadState::kRunning), samples(trace::ThreadState::kSleeping),
+                 samples(trace::ThreadState::kDiskWait), x.voluntary_switches, x.involuntary_switches,
+                 joined(x.cpus)});
     }
   }
   return t;
@@ -394,13 +511,11 @@ std::vector<Table> host_tables(const analyze::RunAnalysis& run) {
       const auto& h = r.steady ? r.steady->host : r.host;
       if (skipped(t, r, h.availability)) continue;
       const auto& w = h.window;
-      std::string main_cpus;
-      for (int32_t c : h.main_cpus) main_cpus += (main_cpus.empty() ? "" : ",") + std::to_string(c);
       t.add_row({int64_t{r.rank}, h.method, pct(w.main_busy), h.has_run_wait ? pct(w.main_run_wait) : Cell{},
                  pct(w.main_sleep), pct(w.main_io), w.main_other_threads_cores, h.worker_processes, w.worker_cores,
                  w.mean_runnable, int64_t{w.max_runnable}, h.cores > 0 ? Cell{int64_t{h.cores}} : Cell{},
                  h.cores > 0 ? pct(h.contended_instants) : Cell{}, h.has_run_wait ? Cell{h.run_wait_cores} : Cell{},
-                 main_cpus, h.main_on_gpu_node >= 0 ? pct(h.main_on_gpu_node) : Cell{}});
+                 joined(h.main_cpus), h.main_on_gpu_node >= 0 ? pct(h.main_on_gpu_node) : Cell{}});
       const int64_t first = r.steady ? r.steady_first_iteration : 0;
       for (const auto& i : h.iterations) {
         const auto& s = i.shares;
@@ -411,6 +526,7 @@ std::vector<Table> host_tables(const analyze::RunAnalysis& run) {
     }
     out.push_back(std::move(t));
     out.push_back(std::move(it));
+    out.push_back(host_threads_by_cpu_table(run));
     // Native call stacks (format 1.3): only where some thread has them.
     Table st(
         "Host thread stacks (native call stacks from perf_event_open: where each thread's CPU time went; "
@@ -464,12 +580,14 @@ std::vector<Table> run_tables(const analyze::RunAnalysis& run, const std::vector
   out.push_back(launch_table(run));
   out.push_back(idle_table(run));
   out.push_back(copies_table(run));
+  out.push_back(all_ranks_copies_table(run));
   out.push_back(sync_table(run));
   out.push_back(precision_table(run));
   out.push_back(layout_table(run));
   out.push_back(input_table(run));
   out.push_back(numa_table(run));
   out.push_back(top_kernels_table(run, top));
+  out.push_back(all_ranks_kernels_table(run, top));
   add(attribution_tables(run, top, all_rows));
   add(perturbation_tables(run));
   add(host_tables(run));

@@ -42,10 +42,19 @@ Table input_table(const analyze::RunAnalysis& run);
 Table numa_table(const analyze::RunAnalysis& run);
 // The first rank's `top` kernels by time.
 Table top_kernels_table(const analyze::RunAnalysis& run, int top);
+// Each rank's top kernels summed by name over all ranks, the `top` largest:
+// calls, time, mean and share of the time of the kernels summed.
+Table all_ranks_kernels_table(const analyze::RunAnalysis& run, int top);
+// Copies and sets summed over all ranks by kind and memory kinds.
+Table all_ranks_copies_table(const analyze::RunAnalysis& run);
+// Each rank's host threads by CPU time (the first 20 a rank): state sample
+// counts, run-queue wait, context switches and the CPUs seen.
+Table host_threads_by_cpu_table(const analyze::RunAnalysis& run);
 // None for a run without the collector's sampled windows.
 std::vector<Table> perturbation_tables(const analyze::RunAnalysis& run);
-// The collector's host sampler: none for traces without it; the stacks table
-// only where some thread has native call stacks.
+// The collector's host sampler: none for traces without it; the threads by
+// CPU time among them; the stacks table only where some thread has native
+// call stacks.
 std::vector<Table> host_tables(const analyze::RunAnalysis& run);
 
 // Every table `analyze` prints, in its order. all_rows == false (the

@@ -217,6 +217,168 @@ void Table::print(std::ostream& out, OutputFormat format, size_t width) const {
   print_terminal(out, width == kAutoWidth ? output_width(STDOUT_FILENO) : width);
 }
 
+namespace {
+
+// A table's cells as the terminal shows them, and each column's width (0:
+// hidden to fit).
+struct TerminalLayout {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> text;  // per row, per column
+  std::vector<size_t> width;
+  std::vector<size_t> hidden;  // in the order they were hidden
+  bool blocks = false;         // one block per row: even so the table does not fit
+
+  // Hidden columns have width 0 and no separator.
+  size_t total() const {
+    size_t n = 0, shown = 0;
+    for (size_t w : width) n += w, shown += w > 0;
+    return n + 2 * (shown == 0 ? 0 : shown - 1);
+  }
+};
+
+TerminalLayout lay_out(const std::vector<Column>& columns, const std::vector<std::vector<Cell>>& rows) {
+  TerminalLayout l;
+  l.text.resize(rows.size());
+  l.header.resize(columns.size());
+  l.width.resize(columns.size());
+  std::vector<int> precision(columns.size());
+  for (size_t i = 0; i < columns.size(); ++i) {
+    l.header[i] = terminal_header(columns[i]);
+    l.width[i] = display_width(l.header[i]);
+    precision[i] = columns[i].significant_figures > 0 ? precision_for(rows, i, columns[i].significant_figures)
+                                                      : columns[i].precision;
+  }
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (size_t i = 0; i < columns.size(); ++i) {
+      l.text[r].push_back(terminal_cell(rows[r][i], columns[i], precision[i]));
+      l.width[i] = std::max(l.width[i], display_width(l.text[r].back()));
+    }
+  return l;
+}
+
+// How soon a narrow terminal hides column i (0: never). A count, duration or
+// size directly followed by its share is a detail: the share says more on a
+// narrow screen ("compute", "compute_pct").
+int hide_level(const std::vector<Column>& columns, size_t i) {
+  if (columns[i].is_prose) return 0;
+  int level = columns[i].hide_level;
+  if (level == 0 && i + 1 < columns.size()) {
+    std::string_view value = columns[i].name, share = columns[i + 1].name;
+    if (value.ends_with("_ns")) value.remove_suffix(3);
+    if (share.ends_with("_pct") && !value.ends_with("_pct")) {
+      share.remove_suffix(4);
+      if (value.starts_with(share) || share.starts_with(value)) level = 1;
+    }
+  }
+  return level;
+}
+
+// Narrows the widest name columns (never below min_name or their header),
+// longest first, until the table fits max_width or no cut tells names apart.
+void narrow_names(TerminalLayout& l, const std::vector<Column>& columns, const std::vector<std::vector<Cell>>& rows,
+                  size_t min_name, size_t max_width) {
+  for (;;) {
+    size_t widest = columns.size();
+    for (size_t i = 0; i < columns.size(); ++i) {
+      bool text_column = !columns[i].is_prose && l.width[i] > 0;
+      for (const auto& row : rows) text_column = text_column && !is_number(row[i]);
+      if (!text_column || rows.empty()) continue;
+      const size_t min_width = std::max(min_name, display_width(l.header[i]));
+      if (l.width[i] > min_width && (widest == columns.size() || l.width[i] > l.width[widest])) widest = i;
+    }
+    if (widest == columns.size() || l.total() <= max_width) break;
+    const size_t excess = l.total() - max_width;
+    const size_t min_width = std::max(min_name, display_width(l.header[widest]));
+    const size_t target = l.width[widest] - std::min(excess, l.width[widest] - min_width);
+    std::vector<std::string*> cells;
+    for (auto& row : l.text) cells.push_back(&row[widest]);
+    abbreviate_column(cells, target);
+    l.width[widest] = display_width(l.header[widest]);
+    for (auto& row : l.text) l.width[widest] = std::max(l.width[widest], display_width(row[widest]));
+    if (l.width[widest] > target) break;  // names no cut tells apart: stop narrowing
+  }
+}
+
+// Names keep 40 characters while detail columns go, the most dispensable
+// first and from the right; then names go down to 24. A table that still
+// does not fit is printed in blocks with every column.
+void fit_to_width(TerminalLayout& l, const std::vector<Column>& columns, const std::vector<std::vector<Cell>>& rows,
+                  size_t max_width) {
+  if (max_width == 0 || l.total() <= max_width) return;
+  const std::vector<size_t> full_width = l.width;
+  narrow_names(l, columns, rows, 40, max_width);
+  std::vector<size_t> order;
+  for (size_t i = 1; i < columns.size(); ++i)
+    if (hide_level(columns, i) > 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const int la = hide_level(columns, a), lb = hide_level(columns, b);
+    return la != lb ? la > lb : a > b;
+  });
+  for (size_t i : order) {
+    if (l.total() <= max_width) break;
+    l.width[i] = 0;
+    l.hidden.push_back(i);
+  }
+  narrow_names(l, columns, rows, 24, max_width);
+  l.blocks = l.total() > max_width;
+  if (l.blocks) {
+    for (size_t i : l.hidden) l.width[i] = full_width[i];
+    l.hidden.clear();
+  }
+}
+
+// One block per row: the short cells on one line, then each long one wrapped.
+void print_row_blocks(std::ostream& out, const TerminalLayout& l, const std::vector<Column>& columns,
+                      size_t max_width, bool colour) {
+  for (const auto& row : l.text) {
+    std::string head;
+    std::vector<size_t> long_cells;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      if (row[i].empty()) continue;
+      if (columns[i].is_prose || display_width(row[i]) > 40) {
+        long_cells.push_back(i);
+        continue;
+      }
+      head += (head.empty() ? "" : "  ") + l.header[i] + ": " + row[i];
+    }
+    out << (colour ? "\033[1m" : "") << wrap(head, max_width) << (colour ? "\033[0m" : "") << '\n';
+    for (size_t i : long_cells) out << wrap(l.header[i] + ": " + row[i], max_width, "    ") << '\n';
+  }
+}
+
+// The header line and one aligned line per row (numbers to the right).
+void print_aligned(std::ostream& out, const TerminalLayout& l, const std::vector<std::vector<Cell>>& rows,
+                   bool colour) {
+  auto pad = [&](const std::string& s, size_t w, bool right) {
+    size_t n = display_width(s);
+    std::string fill(w > n ? w - n : 0, ' ');
+    return right ? fill + s : s + fill;
+  };
+  const auto shown = [&](size_t i) { return l.width[i] > 0; };
+  std::string line;
+  for (size_t i = 0; i < l.header.size(); ++i) {
+    if (!shown(i)) continue;
+    bool right = !rows.empty() && is_number(rows[0][i]);
+    line += (line.empty() ? "" : "  ") + pad(l.header[i], l.width[i], right);
+  }
+  line.erase(line.find_last_not_of(' ') + 1);
+  out << (colour ? "\033[4m" : "") << line << (colour ? "\033[0m" : "") << '\n';
+  for (size_t r = 0; r < rows.size(); ++r) {
+    line.clear();
+    bool first = true;
+    for (size_t i = 0; i < l.header.size(); ++i) {
+      if (!shown(i)) continue;
+      line += (first ? "" : "  ") + pad(l.text[r][i], l.width[i], is_number(rows[r][i]));
+      first = false;
+    }
+    // Trailing blanks of the last column are noise in logs and diffs.
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << '\n';
+  }
+}
+
+}  // namespace
+
 void Table::print_terminal(std::ostream& out, size_t max_width) const {
   if (std::any_of(columns_.begin(), columns_.end(), [](const Column& c) { return c.for_scripts_only; })) {
     Table shown(title_, {});
@@ -233,91 +395,8 @@ void Table::print_terminal(std::ostream& out, size_t max_width) const {
     return;
   }
   const bool colour = use_colour(STDOUT_FILENO);
-  std::vector<std::vector<std::string>> text(rows_.size());
-  std::vector<std::string> header(columns_.size());
-  std::vector<size_t> width(columns_.size());
-  std::vector<int> precision(columns_.size());
-  for (size_t i = 0; i < columns_.size(); ++i) {
-    header[i] = terminal_header(columns_[i]);
-    width[i] = display_width(header[i]);
-    precision[i] = columns_[i].significant_figures > 0 ? precision_for(rows_, i, columns_[i].significant_figures)
-                                                       : columns_[i].precision;
-  }
-  for (size_t r = 0; r < rows_.size(); ++r)
-    for (size_t i = 0; i < columns_.size(); ++i) {
-      text[r].push_back(terminal_cell(rows_[r][i], columns_[i], precision[i]));
-      width[i] = std::max(width[i], display_width(text[r].back()));
-    }
-  // Hidden columns have width 0 and no separator.
-  auto total = [&] {
-    size_t n = 0, shown = 0;
-    for (size_t w : width) n += w, shown += w > 0;
-    return n + 2 * (shown == 0 ? 0 : shown - 1);
-  };
-  bool blocks = false;
-  std::vector<size_t> hidden;  // in the order they were hidden
-  // A count, duration or size directly followed by its share is a detail: the
-  // share says more on a narrow screen ("compute", "compute_pct").
-  auto hide_level = [&](size_t i) {
-    if (columns_[i].is_prose) return 0;
-    int level = columns_[i].hide_level;
-    if (level == 0 && i + 1 < columns_.size()) {
-      std::string_view value = columns_[i].name, share = columns_[i + 1].name;
-      if (value.ends_with("_ns")) value.remove_suffix(3);
-      if (share.ends_with("_pct") && !value.ends_with("_pct")) {
-        share.remove_suffix(4);
-        if (value.starts_with(share) || share.starts_with(value)) level = 1;
-      }
-    }
-    return level;
-  };
-  if (max_width > 0 && total() > max_width) {
-    // Narrow the widest name columns (never below min_name or their header), longest first.
-    auto narrow = [&](size_t min_name) {
-      for (;;) {
-        size_t widest = columns_.size();
-        for (size_t i = 0; i < columns_.size(); ++i) {
-          bool text_column = !columns_[i].is_prose && width[i] > 0;
-          for (const auto& row : rows_) text_column = text_column && !is_number(row[i]);
-          if (!text_column || rows_.empty()) continue;
-          const size_t min_width = std::max(min_name, display_width(header[i]));
-          if (width[i] > min_width && (widest == columns_.size() || width[i] > width[widest])) widest = i;
-        }
-        if (widest == columns_.size() || total() <= max_width) break;
-        const size_t excess = total() - max_width;
-        const size_t min_width = std::max(min_name, display_width(header[widest]));
-        const size_t target = width[widest] - std::min(excess, width[widest] - min_width);
-        std::vector<std::string*> cells;
-        for (auto& row : text) cells.push_back(&row[widest]);
-        abbreviate_column(cells, target);
-        width[widest] = display_width(header[widest]);
-        for (auto& row : text) width[widest] = std::max(width[widest], display_width(row[widest]));
-        if (width[widest] > target) break;  // names no cut tells apart: stop narrowing
-      }
-    };
-    // Names keep 40 characters while detail columns go, the most dispensable
-    // first and from the right; then names go down to 24. A table that still
-    // does not fit is printed in blocks with every column.
-    const std::vector<size_t> full_width = width;
-    narrow(40);
-    std::vector<size_t> order;
-    for (size_t i = 1; i < columns_.size(); ++i)
-      if (hide_level(i) > 0) order.push_back(i);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return hide_level(a) != hide_level(b) ? hide_level(a) > hide_level(b) : a > b;
-    });
-    for (size_t i : order) {
-      if (total() <= max_width) break;
-      width[i] = 0;
-      hidden.push_back(i);
-    }
-    narrow(24);
-    blocks = total() > max_width;
-    if (blocks) {
-      for (size_t i : hidden) width[i] = full_width[i];
-      hidden.clear();
-    }
-  }
+  TerminalLayout layout = lay_out(columns_, rows_);
+  fit_to_width(layout, columns_, rows_, max_width);
   if (rows_.empty() && !notes_.empty()) {
     // Nothing to tabulate (a skipped analysis): the title and why, no header row.
     const std::string head = title_.substr(0, title_.find(" ("));
@@ -332,55 +411,13 @@ void Table::print_terminal(std::ostream& out, size_t max_width) const {
   }
   if (!title_.empty())
     out << (colour ? "\033[1m" : "") << wrap(terminal_safe(title_), max_width) << (colour ? "\033[0m" : "") << '\n';
-  if (blocks) {
-    // One block per row: the short cells on one line, then each long one wrapped.
-    for (size_t r = 0; r < rows_.size(); ++r) {
-      std::string head;
-      std::vector<size_t> long_cells;
-      for (size_t i = 0; i < columns_.size(); ++i) {
-        if (text[r][i].empty()) continue;
-        if (columns_[i].is_prose || display_width(text[r][i]) > 40) {
-          long_cells.push_back(i);
-          continue;
-        }
-        head += (head.empty() ? "" : "  ") + header[i] + ": " + text[r][i];
-      }
-      out << (colour ? "\033[1m" : "") << wrap(head, max_width) << (colour ? "\033[0m" : "") << '\n';
-      for (size_t i : long_cells) out << wrap(header[i] + ": " + text[r][i], max_width, "    ") << '\n';
-    }
-  } else {
-    auto pad = [&](const std::string& s, size_t w, bool right) {
-      size_t n = display_width(s);
-      std::string fill(w > n ? w - n : 0, ' ');
-      return right ? fill + s : s + fill;
-    };
-    const auto shown = [&](size_t i) { return width[i] > 0; };
-    std::string line;
-    for (size_t i = 0; i < columns_.size(); ++i) {
-      if (!shown(i)) continue;
-      bool right = !rows_.empty() && is_number(rows_[0][i]);
-      line += (line.empty() ? "" : "  ") + pad(header[i], width[i], right);
-    }
-    line.erase(line.find_last_not_of(' ') + 1);
-    out << (colour ? "\033[4m" : "") << line << (colour ? "\033[0m" : "") << '\n';
-    for (size_t r = 0; r < rows_.size(); ++r) {
-      line.clear();
-      bool first = true;
-      for (size_t i = 0; i < columns_.size(); ++i) {
-        if (!shown(i)) continue;
-        line += (first ? "" : "  ") + pad(text[r][i], width[i], is_number(rows_[r][i]));
-        first = false;
-      }
-      // Trailing blanks of the last column are noise in logs and diffs.
-      line.erase(line.find_last_not_of(' ') + 1);
-      out << line << '\n';
-    }
-  }
+  if (layout.blocks) print_row_blocks(out, layout, columns_, max_width, colour);
+  else print_aligned(out, layout, rows_, colour);
   std::vector<std::string> notes = notes_;
-  if (!blocks && !hidden.empty()) {
-    std::sort(hidden.begin(), hidden.end());
+  if (!layout.blocks && !layout.hidden.empty()) {
+    std::sort(layout.hidden.begin(), layout.hidden.end());
     std::string names;
-    for (size_t i : hidden) names += (names.empty() ? "" : ", ") + header[i];
+    for (size_t i : layout.hidden) names += (names.empty() ? "" : ", ") + layout.header[i];
     notes.push_back(fmt::format("not shown at {} columns: {} (a wider terminal or --format csv shows them)",
                                 max_width, names));
   }

@@ -143,8 +143,8 @@ check "stats JSON: the envelope and typed summaries" \
 try mlperf scores "$src/examples/mlperf/v4.1-runs.csv" --format json
 cp "$tmp/out" "$tmp/scores.json"
 try mlperf analyze --benchmark gpt3 --format json
-check "mlperf scores and analyze: one envelope; analyze gives the typed study" \
-  'python3 -c "import json,sys; a,b=[json.load(open(p)) for p in sys.argv[1:]]; assert sorted(a)==[\"command\",\"schema_version\",\"tables\"] and sorted(b)==[\"command\",\"scaling\",\"schema_version\"] and a[\"schema_version\"]==b[\"schema_version\"]==3 and b[\"command\"]==\"mlperf analyze\" and b[\"scaling\"][\"groups\"]" "$tmp/scores.json" "$tmp/out"'
+check "mlperf scores and analyze: one envelope; typed scores and the typed study" \
+  'python3 -c "import json,sys; a,b=[json.load(open(p)) for p in sys.argv[1:]]; assert sorted(a)==[\"command\",\"schema_version\",\"scores\"] and a[\"command\"]==\"mlperf scores\" and any(s[\"minutes\"] for s in a[\"scores\"]) and sorted(b)==[\"command\",\"scaling\",\"schema_version\"] and a[\"schema_version\"]==b[\"schema_version\"]==3 and b[\"command\"]==\"mlperf analyze\" and b[\"scaling\"][\"groups\"]" "$tmp/scores.json" "$tmp/out"'
 try analyze "$sample" --json
 check "analyze --json: schema_version" 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"schema_version\"]==3 and d[\"command\"]==\"analyze\"" "$tmp/out"'
 try analyze "$sample" --format json

@@ -40,5 +40,6 @@ def table(t, what):
 
 
 def tables(ts, what):
-    """{title: DataFrame} of report tables, in order."""
-    return {t.get("title", str(i)): table(t, what) for i, t in enumerate(unwrap(ts))}
+    """{id: DataFrame} of report tables, in order (the id is the table's
+    name in CSV and JSON, e.g. "top_kernels_all_ranks"; the title is in df.attrs)."""
+    return {t["id"]: table(t, what) for t in unwrap(ts)}

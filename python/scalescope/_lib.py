@@ -78,6 +78,7 @@ def _load():
             [c.c_void_p, c.c_int, c.POINTER(c.c_void_p), c.POINTER(c.POINTER(c.c_int64)), c.POINTER(c.c_int64)],
         ),
         "ss_analyze_json": (c.c_void_p, [c.c_void_p, c.c_char_p, c.c_char_p, c.c_char_p, c.c_char_p]),
+        "ss_analyze_tables_json": (c.c_void_p, [c.c_void_p, c.c_char_p]),
         "ss_diff_json": (c.c_void_p, [c.c_void_p, c.c_void_p, c.c_char_p]),
         "ss_stats_json": (c.c_void_p, [c.c_void_p, c.c_char_p]),
         "ss_sweep_json": (c.c_void_p, [c.c_char_p, c.c_char_p]),

@@ -8,6 +8,16 @@ from . import _frames
 from ._lib import lib as _lib, path as _path, take_text as _take
 
 
+# The keys of one score (`scalescope mlperf scores --format json`).
+_SCORE_COLUMNS = ["submitter", "system", "benchmark", "folder", "division", "accelerator", "accelerators", "runs",
+                  "converged", "required", "scaling_factor", "minutes", "unscaled_minutes", "reason"]
+
+
+def _runs(runs, what):
+    """One row per run, a column per key of the runs CSV (every run has them all)."""
+    return _frames.records(runs, list(runs[0]) if runs else [], what)
+
+
 def _call(command, args):
     return _json.loads(_take(_lib.ss_mlperf_json(command.encode(), _json.dumps(args).encode())))
 
@@ -22,8 +32,8 @@ class Ingest:
         for k in ("logs", "bytes", "folders", "mllog_lines", "malformed_lines", "overlong_lines", "ignored_files"):
             setattr(self, k, raw[k])
 
-    runs = property(lambda s: _frames.table(s.json["runs"], "mlperf.Ingest.runs"))
-    scores = property(lambda s: _frames.table(s.json["scores"], "mlperf.Ingest.scores"))
+    runs = property(lambda s: _runs(s.json["runs"], "mlperf.Ingest.runs"))
+    scores = property(lambda s: _frames.records(s.json["scores"], _SCORE_COLUMNS, "mlperf.Ingest.scores"))
 
 
 def ingest(dirs, output=None, threads=0):
@@ -43,7 +53,7 @@ def scores(runs_csv=None):
     """Official score of every result folder (runs_csv: from ingest(output=);
     None: the embedded MLPerf v4.1 table)."""
     args = {} if runs_csv is None else {"runs_csv": _path(runs_csv)}
-    return _frames.table(_call("scores", args), "mlperf.scores")
+    return _frames.records(_call("scores", args)["scores"], _SCORE_COLUMNS, "mlperf.scores")
 
 
 def analyze(runs_csv=None, benchmark=None, accelerator=None, ref=None, threshold=0.8):

@@ -316,6 +316,19 @@ class Run:
                                             encode(text)))
         return Analysis(json.loads(raw))
 
+    def analysis_tables(self, window=None, iteration_range=None, classes=None, top=10):
+        """Every table `scalescope analyze --format json` prints, all rows:
+        {table id: DataFrame} (e.g. "time_breakdown_per_rank",
+        "top_kernels_all_ranks", "copies_all_ranks", "host_threads_by_cpu_time"),
+        each with its title and notes in df.attrs. Arguments as analyze();
+        top: kernels in the top-kernel tables (1..1000)."""
+        path, text = _classes_args(classes)
+        options = {"window": window, "iteration_range": iteration_range, "classes_path": path, "classes_text": text,
+                   "top": int(top)}
+        options = {k: v for k, v in options.items() if v is not None}
+        raw = take_text(lib.ss_analyze_tables_json(self._handle.ptr, json.dumps(options).encode()))
+        return _frames.tables(json.loads(raw), "Run.analysis_tables")
+
     def stats(self, rank=None, reports=None):
         """The summaries of `scalescope stats --format json` (CUDA API, kernels,
         memory by time and size, NVTX, NCCL, problems) per rank and for all

@@ -270,3 +270,27 @@ def test_nccl_ops_equal_cli_json(cli, path):
         assert (a.nccl_ops["operation"] == "AllReduce").any()
     # Unknown bandwidths are NaN, never 0 GB/s.
     assert not (a.nccl_ops[["algorithm_gbps", "bus_gbps"]] == 0).any().any()
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.name)
+def test_analysis_tables_equal_cli_tables(cli, path):
+    """Run.analysis_tables is `analyze --format json`, by table id; the kernels
+    of all ranks are the sums of each rank's top kernels."""
+    expected = cli("analyze", path, "--format", "json", "--top", "20")
+    run = scalescope.open(path)
+    tables = run.analysis_tables(top=20)
+    assert list(tables) == [t["id"] for t in expected["tables"]]
+    for t in expected["tables"]:
+        df = tables[t["id"]]
+        assert df.attrs["title"] == t["title"]
+        assert list(df.columns) == t["columns"]
+        assert len(df) == len(t["rows"])
+    kernels = tables["top_kernels_all_ranks"]
+    sums = {}
+    for r in run.analyze().json["analysis"]["ranks"]:
+        for k in r["top_kernels"]:
+            sums[k["name"]] = sums.get(k["name"], 0) + k["total_ns"]
+    assert len(kernels) == min(20, len(sums))
+    for name, total in zip(kernels["name"], kernels["total_ns"]):
+        assert total == sums[name]
+    assert "copies_all_ranks" in tables

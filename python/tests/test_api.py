@@ -116,8 +116,9 @@ def test_sweep_without_slurm_has_no_jobs():
 
 def test_mlperf_scores_and_analyze_equal_cli(cli):
     scores = scalescope.mlperf.scores()
-    expected = cli("mlperf", "scores", "--format", "json")["tables"][0]
-    assert_rows(scores, expected["rows"])
+    expected = cli("mlperf", "scores", "--format", "json")["scores"]
+    assert_rows(scores, expected)
+    assert set(scores.columns) == set(expected[0])
     # analyze: DataFrames built from the typed result's keys, not from rendered tables.
     tables = scalescope.mlperf.analyze(benchmark="ssd")
     groups = cli("mlperf", "analyze", "--benchmark", "ssd", "--format", "json")["scaling"]["groups"]
@@ -132,11 +133,13 @@ def test_mlperf_scores_and_analyze_equal_cli(cli):
 def test_mlperf_ingest_equals_cli(cli, tmp_path):
     out = tmp_path / "runs.csv"
     ing = scalescope.mlperf.ingest([MLPERF_TESTDATA], output=out)
-    expected = cli("mlperf", "ingest", MLPERF_TESTDATA, "-q", "--format", "json")["tables"][0]
-    assert_rows(ing.scores, expected["rows"])
-    assert ing.logs > 0 and len(ing.runs) == ing.logs
+    expected = cli("mlperf", "ingest", MLPERF_TESTDATA, "-q", "--format", "json")
+    assert_rows(ing.scores, expected["scores"])
+    assert_rows(ing.runs, expected["runs"])
+    assert ing.logs == expected["logs"] > 0 and len(ing.runs) == ing.logs
+    assert ing.runs["converged"].dtype == bool
     # The CSV it wrote is what scores() reads.
-    assert_rows(scalescope.mlperf.scores(out), expected["rows"])
+    assert_rows(scalescope.mlperf.scores(out), expected["scores"])
 
 
 def test_report_writes_one_page(tmp_path):

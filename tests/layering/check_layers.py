@@ -26,8 +26,8 @@ ALLOWED = {
     "scaling": {"base"},
     "sweep": {"analyze", "mlperf", "scaling", "base"} | TRACE,
     "mlperf": {"scaling", "base"},
-    "report": {"advise", "analyze", "mlperf", "scaling", "sweep", "base"} | TRACE,
-    "demo": {"report", "sweep", "scaling", "base"} | TRACE,
+    "report": {"advise", "analyze", "collect", "mlperf", "scaling", "sweep", "base"} | TRACE,
+    "demo": {"report", "mlperf", "sweep", "scaling", "base"} | TRACE,
     "cli": {"advise", "analyze", "collect", "demo", "mlperf", "report", "scaling", "sweep", "base"} | TRACE,
     "capi": {"advise", "analyze", "mlperf", "report", "scaling", "sweep", "base"} | TRACE,
 }

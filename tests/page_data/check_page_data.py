@@ -7,8 +7,8 @@ input, takes the data the page embeds (<script id="scalescope-data">), and
 compares them figure by figure: findings, the per-rank breakdown, idle time,
 iterations and stragglers (each the very table `analyze --format json` prints,
 cell by cell, and the analysis' figures; the boxplot's median against the
-steady median), top kernels,
-copies, NCCL collectives by operation and message size and stragglers for a run; every row of the scaling, break-even and
+steady median), top kernels and
+copies of all ranks, host threads by CPU time, NCCL collectives by operation and message size and stragglers for a run; every row of the scaling, break-even and
 comparison tables for a sweep. Any figure the page computed differently fails.
 
 Usage: check_page_data.py SCALESCOPE SOURCE_DIR WORK_DIR [--perturb]
@@ -185,33 +185,32 @@ def check_run(name: str, doc: dict, cli: dict, cli_tables: dict, perturb: bool) 
             same(q1, quantile(steady, 0.25), what + " box q1", rel=1e-9)
             same(q3, quantile(steady, 0.75), what + " box q3", rel=1e-9)
             box_i += 1
-    # Top kernels: the page sums each rank's top kernels by name.
+    # Top kernels of all ranks: `analyze`'s table, each row the sum of the ranks' top kernels by name.
     sums: dict[str, list] = {}
     for r in ranks:
         for k in r["top_kernels"]:
             s = sums.setdefault(k["name"], [k["class"], k["precision"], 0, 0])
             s[2] += k["count"]
             s[3] += k["total_ns"]
-    # Each row: the short name shown, the full name (hidden, the tooltip), then the figures.
-    t = table(run_blocks, "Top kernels")
+    t, rows = shared("Top kernels (all ranks", "top_kernels_all_ranks")
     shown_names = set()
-    for row in (t["rows"] if t else []):
-        s = sums.get(row[1])
+    for row in rows:
+        s = sums.get(row["name"])
         if s is None:
-            FAILURES.append(f"{name}: kernel {row[1]!r} is on the page but in no rank's top kernels")
+            FAILURES.append(f"{name}: kernel {row['name']!r} is on the page but in no rank's top kernels")
             continue
-        what = f"{name}: kernel {row[0][:40]}"
-        if row[0] in shown_names:
+        what = f"{name}: kernel {row['short_name'][:40]}"
+        if row["short_name"] in shown_names:
             FAILURES.append(f"{what}: two rows show this short name")
-        shown_names.add(row[0])
-        same(t.get("hidden"), [1], what + " full name hidden")
-        same(row[2], s[0], what + " class")
-        same(row[3], s[1], what + " precision")
-        same(row[4], s[2], what + " calls")
-        same(row[5], s[3] / ms, what + " total")
-    if sums and not t:
+        shown_names.add(row["short_name"])
+        same(t.get("hidden"), [t["columns"].index("name")], what + " full name hidden")
+        same(row["class"], s[0], what + " class")
+        same(row["precision"], s[1], what + " precision")
+        same(row["count"], s[2], what + " calls")
+        same(row["total_ns"], s[3], what + " total")
+    if sums and not rows:
         FAILURES.append(f"{name}: no top-kernel table on the page")
-    # Copies: summed over ranks by kind and memory kinds.
+    # Copies of all ranks: `analyze`'s table, summed over ranks by kind and memory kinds.
     copies: dict[str, list] = {}
     for r in ranks:
         if not r["copies"]["availability"]["available"]:
@@ -221,17 +220,19 @@ def check_run(name: str, doc: dict, cli: dict, cli_tables: dict, perturb: bool) 
             c[0] += g["count"]
             c[1] += g["bytes"]
             c[2] += g["time_ns"]
-    t = table(run_blocks, "Copies by kind")
-    for row in (t["rows"] if t else []):
-        if row[0] == "memset":
+    t, rows = shared("Copies by kind and memory kind (all ranks)", "copies_all_ranks")
+    for row in rows:
+        if row["copy"] == "memset":
             continue
-        c = copies.get(row[0])
+        c = copies.get(row["copy"])
         if c is None:
-            FAILURES.append(f"{name}: copy {row[0]!r} on the page but not in the analysis")
+            FAILURES.append(f"{name}: copy {row['copy']!r} on the page but not in the analysis")
             continue
-        same(row[1], c[0], f"{name}: copy {row[0]} count")
-        same(row[2], c[1], f"{name}: copy {row[0]} bytes")
-        same(row[3], c[2] / ms, f"{name}: copy {row[0]} time")
+        same(row["count"], c[0], f"{name}: copy {row['copy']} count")
+        same(row["bytes"], c[1], f"{name}: copy {row['copy']} bytes")
+        same(row["time_ns"], c[2], f"{name}: copy {row['copy']} time")
+    # Host threads by CPU time (traces with host samples): `analyze`'s table.
+    shared("Host threads by CPU time", "host_threads_by_cpu_time")
     # NCCL collectives by operation and message size: the analysis' table, and
     # each rank's time per operation in the chart.
     nccl = analysis["nccl_ops"]
@@ -328,7 +329,8 @@ def main() -> int:
             print(f"check_page_data: {path}: missing (the inputs of this check ship with the source)")
             return 1
         cli = json.loads(run(scalescope, "analyze", str(path), "--json"))
-        cli_tables = json.loads(run(scalescope, "analyze", str(path), "--format", "json"))
+        # --top: as many kernels as the page shows (its default).
+        cli_tables = json.loads(run(scalescope, "analyze", str(path), "--format", "json", "--top", "20"))
         doc = page_data(scalescope, [str(path)], work / f"{name.replace(' ', '-')}.html", [])
         check_run(name, doc, cli, cli_tables, perturb)
     db = src / "examples/h200/llm.db"
