@@ -33,6 +33,12 @@ class ChromeWriter {
     fmt::format_to(std::back_inserter(out_), R"({{"ph":"{}","pid":{},"tid":{},"ts":)", ph, pid, tid);
     append_us(ts_ns);
   }
+  // A complete event ("X"); a negative duration is written as 0.
+  void begin_span(size_t pid, uint64_t tid, int64_t ts_ns, int64_t dur_ns) {
+    begin_event('X', pid, tid, ts_ns);
+    out_ += R"(,"dur":)";
+    append_us(std::max<int64_t>(0, dur_ns));
+  }
   void end_event() {
     out_ += '}';
     file_.maybe_flush();
@@ -87,6 +93,7 @@ struct ChromeTrace {
   size_t pid;
   int64_t origin;
   const detail::TraceTracks& tracks;
+  int64_t ts(Timestamp x) const { return t.meta.to_unix_ns(x) - origin; }
 };
 
 void write_track_names(const ChromeTrace& c) {
@@ -111,18 +118,14 @@ std::unordered_set<uint32_t> write_api_calls(const ChromeTrace& c) {
   const Trace& t = c.t;
   const StringTable& s = t.strings;
   const size_t index = c.index, pid = c.pid;
-  const int64_t origin = c.origin;
   const detail::TraceTracks& tracks = c.tracks;
-  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
   std::unordered_set<uint32_t> gpu_work;
   gpu_work.insert(t.kernels.correlation.begin(), t.kernels.correlation.end());
   gpu_work.insert(t.memcpys.correlation.begin(), t.memcpys.correlation.end());
   gpu_work.insert(t.memsets.correlation.begin(), t.memsets.correlation.end());
   std::unordered_set<uint32_t> launched;
   for (size_t i = 0; i < t.api.size(); ++i) {
-    w.begin_event('X', pid, tracks.api_tid[i], ts(t.api.start[i]));
-    o += R"(,"dur":)";
-    w.append_us(std::max<int64_t>(0, t.api.end[i] - t.api.start[i]));
+    w.begin_span(pid, tracks.api_tid[i], c.ts(t.api.start[i]), t.api.end[i] - t.api.start[i]);
     w.key_string("cat", fmt::format("cuda_{}", to_string(t.api.domain[i])));
     w.key_string("name", s.view(t.api.name[i]));
     fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"cbid":{},"{}":{}}})",
@@ -132,7 +135,7 @@ std::unordered_set<uint32_t> write_api_calls(const ChromeTrace& c) {
     uint32_t corr = t.api.correlation[i];
     if (corr == 0 || !gpu_work.count(corr) || !launched.insert(corr).second) continue;
     // Flow start, bound to the enclosing API slice.
-    w.begin_event('s', pid, tracks.api_tid[i], ts(t.api.start[i]));
+    w.begin_event('s', pid, tracks.api_tid[i], c.ts(t.api.start[i]));
     fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","id":{})", (uint64_t{index} << 32) | corr);
     w.end_event();
   }
@@ -146,23 +149,24 @@ void write_gpu_work(const ChromeTrace& c, const std::unordered_set<uint32_t>& la
   const Trace& t = c.t;
   const StringTable& s = t.strings;
   const size_t index = c.index, pid = c.pid;
-  const int64_t origin = c.origin;
   const detail::TraceTracks& tracks = c.tracks;
-  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
-  auto flow_end = [&](uint32_t corr, uint64_t track, Timestamp start) {
-    if (corr == 0 || !launched.count(corr)) return;
-    w.begin_event('f', pid, track, ts(start));
-    fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","bp":"e","id":{})",
-                   (uint64_t{index} << 32) | corr);
-    w.end_event();
+  // Each row of a GPU table as a complete event on its track (its name and
+  // args written by body(i)), then the end of its launch's flow.
+  auto write_spans = [&](const auto& table, const std::vector<uint32_t>& tids, auto&& body) {
+    for (size_t i = 0; i < table.size(); ++i) {
+      w.begin_span(pid, tids[i], c.ts(table.start[i]), table.end[i] - table.start[i]);
+      body(i);
+      w.end_event();
+      const uint32_t corr = table.correlation[i];
+      if (corr == 0 || !launched.count(corr)) continue;
+      w.begin_event('f', pid, tids[i], c.ts(table.start[i]));
+      fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","bp":"e","id":{})",
+                     (uint64_t{index} << 32) | corr);
+      w.end_event();
+    }
   };
-
-  for (size_t i = 0; i < t.kernels.size(); ++i) {
-    const KernelTable& k = t.kernels;
-    const uint64_t track = tracks.kernel_tid[i];
-    w.begin_event('X', pid, track, ts(k.start[i]));
-    o += R"(,"dur":)";
-    w.append_us(std::max<int64_t>(0, k.end[i] - k.start[i]));
+  const KernelTable& k = t.kernels;
+  write_spans(k, tracks.kernel_tid, [&](size_t i) {
     o += R"(,"cat":"kernel")";
     w.key_string("name", s.view(k.name[i]));
     fmt::format_to(std::back_inserter(o),
@@ -171,35 +175,21 @@ void write_gpu_work(const ChromeTrace& c, const std::unordered_set<uint32_t>& la
                    column_name(&KernelTable::device), k.device[i], column_name(&KernelTable::stream), k.stream[i],
                    column_name(&KernelTable::correlation), k.correlation[i], k.grid_x[i], k.grid_y[i], k.grid_z[i],
                    k.block_x[i], k.block_y[i], k.block_z[i], k.registers_per_thread[i], k.shared_memory_bytes[i]);
-    w.end_event();
-    flow_end(k.correlation[i], track, k.start[i]);
-  }
-  for (size_t i = 0; i < t.memcpys.size(); ++i) {
-    const MemcpyTable& m = t.memcpys;
-    const uint64_t track = tracks.memcpy_tid[i];
-    w.begin_event('X', pid, track, ts(m.start[i]));
-    o += R"(,"dur":)";
-    w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
-    fmt::format_to(std::back_inserter(o), R"J(,"cat":"memcpy","name":"Memcpy {} ({} -> {})")J", to_string(m.kind[i]),
-                   to_string(m.src_kind[i]), to_string(m.dst_kind[i]));
+  });
+  const MemcpyTable& mc = t.memcpys;
+  write_spans(mc, tracks.memcpy_tid, [&](size_t i) {
+    fmt::format_to(std::back_inserter(o), R"J(,"cat":"memcpy","name":"Memcpy {} ({} -> {})")J", to_string(mc.kind[i]),
+                   to_string(mc.src_kind[i]), to_string(mc.dst_kind[i]));
     fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"{}":{},"async":{}}})", column_name(&MemcpyTable::bytes),
-                   m.bytes[i], column_name(&MemcpyTable::correlation), m.correlation[i],
-                   m.is_async[i] ? "true" : "false");
-    w.end_event();
-    flow_end(m.correlation[i], track, m.start[i]);
-  }
-  for (size_t i = 0; i < t.memsets.size(); ++i) {
-    const MemsetTable& m = t.memsets;
-    const uint64_t track = tracks.memset_tid[i];
-    w.begin_event('X', pid, track, ts(m.start[i]));
-    o += R"(,"dur":)";
-    w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
-    fmt::format_to(std::back_inserter(o), R"J(,"cat":"memset","name":"Memset ({})")J", to_string(m.dst_kind[i]));
+                   mc.bytes[i], column_name(&MemcpyTable::correlation), mc.correlation[i],
+                   mc.is_async[i] ? "true" : "false");
+  });
+  const MemsetTable& ms = t.memsets;
+  write_spans(ms, tracks.memset_tid, [&](size_t i) {
+    fmt::format_to(std::back_inserter(o), R"J(,"cat":"memset","name":"Memset ({})")J", to_string(ms.dst_kind[i]));
     fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"{}":{}}})", column_name(&MemsetTable::bytes),
-                   m.bytes[i], column_name(&MemsetTable::correlation), m.correlation[i]);
-    w.end_event();
-    flow_end(m.correlation[i], track, m.start[i]);
-  }
+                   ms.bytes[i], column_name(&MemsetTable::correlation), ms.correlation[i]);
+  });
 }
 
 void write_nvtx_and_counters(const ChromeTrace& c) {
@@ -208,14 +198,12 @@ void write_nvtx_and_counters(const ChromeTrace& c) {
   const Trace& t = c.t;
   const StringTable& s = t.strings;
   const size_t pid = c.pid;
-  const int64_t origin = c.origin;
   const detail::TraceTracks& tracks = c.tracks;
-  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
   for (size_t i = 0; i < t.nvtx.size(); ++i) {
     const NvtxTable& n = t.nvtx;
     const uint64_t track = tracks.nvtx_tid[i];
     bool mark = n.kind[i] == NvtxKind::kMark;
-    w.begin_event(mark ? 'i' : 'X', pid, track, ts(n.start[i]));
+    w.begin_event(mark ? 'i' : 'X', pid, track, c.ts(n.start[i]));
     if (mark) {
       o += R"(,"s":"t")";
     } else {
@@ -228,7 +216,7 @@ void write_nvtx_and_counters(const ChromeTrace& c) {
   }
   for (size_t i = 0; i < t.counters.size(); ++i) {
     const CounterTable& ct = t.counters;
-    w.begin_event('C', pid, pid, ts(ct.time[i]));
+    w.begin_event('C', pid, pid, c.ts(ct.time[i]));
     fmt::format_to(std::back_inserter(o), R"(,"name":"GPU {} {}","args":{{"{}":{}}})", ct.device[i],
                    counter_name(ct.metric[i]), column_name(&CounterTable::value),
                    std::isfinite(ct.value[i]) ? ct.value[i] : 0.0);
@@ -243,16 +231,12 @@ void write_host_thread_states(const ChromeTrace& c) {
   std::string& o = w.raw();
   const Trace& t = c.t;
   const size_t pid = c.pid;
-  const int64_t origin = c.origin;
   const detail::TraceTracks& tracks = c.tracks;
-  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
   for (const detail::SampledThread& th : tracks.sampled) {
     w.metadata_name("thread_name", pid, th.track.tid, th.track.name);
     w.metadata_sort_index("thread_sort_index", pid, th.track.tid, th.track.sort_index);
     for (const detail::HostStateSlice& sl : tracks.state_slices(t, th)) {
-      w.begin_event('X', pid, th.track.tid, ts(sl.begin));
-      o += R"(,"dur":)";
-      w.append_us(sl.end - sl.begin);
+      w.begin_span(pid, th.track.tid, c.ts(sl.begin), sl.end - sl.begin);
       fmt::format_to(std::back_inserter(o),
                      R"(,"cat":"host","name":"{}","args":{{"cpu_ns":{},"run_wait_ns":{},"samples":{},"cpu":{}}})",
                      to_string(sl.state), sl.cpu_ns, sl.run_wait_ns, sl.samples, sl.cpu);
@@ -273,9 +257,7 @@ void write_native_stacks(const ChromeTrace& ct, std::string& frames, std::string
   std::string& o = w.raw();
   const StringTable& s = t.strings;
   const size_t pid = ct.pid;
-  const int64_t origin = ct.origin;
   const detail::TraceTracks& tracks = ct.tracks;
-  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
   const HostCallsiteTable& c = t.host_callsites;
   const HostStackSampleTable& ss = t.host_stack_samples;
   detail::StackLabels labels(t);
@@ -293,7 +275,7 @@ void write_native_stacks(const ChromeTrace& ct, std::string& frames, std::string
   }
   for (size_t i = 0; i < ss.size(); ++i) {
     const uint32_t track = tracks.sampled[tracks.sampled_of.at((uint64_t{ss.pid[i]} << 32) | ss.tid[i])].track.tid;
-    w.begin_event('i', pid, track, ts(ss.time[i]));
+    w.begin_event('i', pid, track, ct.ts(ss.time[i]));
     o += R"(,"s":"t","cat":"host_stack")";
     w.key_string("name", labels.frame(ss.callsite[i]));
     o += R"(,"args":{"stack":")";
@@ -302,7 +284,7 @@ void write_native_stacks(const ChromeTrace& ct, std::string& frames, std::string
     w.end_event();
     samples += samples.empty() ? "\n" : ",\n";
     fmt::format_to(std::back_inserter(samples), R"({{"pid":{},"tid":{},"ts":)", pid, track);
-    const int64_t at = ts(ss.time[i]);
+    const int64_t at = ct.ts(ss.time[i]);
     fmt::format_to(std::back_inserter(samples), "{}{}.{:03}", at < 0 ? "-" : "", std::abs(at) / 1000,
                    std::abs(at) % 1000);
     if (ss.callsite[i] != 0) fmt::format_to(std::back_inserter(samples), R"(,"sf":"{}.{}")", pid, ss.callsite[i]);
