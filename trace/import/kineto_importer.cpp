@@ -23,6 +23,7 @@
 
 #include "base/error.hpp"
 #include "base/memory_budget.hpp"
+#include "base/text_output.hpp"
 #include "trace/model/nccl_kernel_name.hpp"
 
 namespace scalescope::trace {
@@ -304,24 +305,6 @@ bool parse_int(std::string_view tok, int64_t& out) {
   return true;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 bool hex4(std::string_view s, size_t i, uint32_t& v) {
   if (i + 4 > s.size()) return false;
   v = 0;
@@ -360,7 +343,7 @@ void unescape_into(std::string_view body, std::string& out) {
       case 'u': {
         uint32_t cp = 0;
         if (!hex4(body, i + 1, cp)) {
-          append_utf8(out, 0xFFFD);
+          detail::append_utf8(out, 0xFFFD);
           break;
         }
         i += 4;
@@ -376,10 +359,10 @@ void unescape_into(std::string_view body, std::string& out) {
         } else if (cp >= 0xDC00 && cp < 0xE000) {
           cp = 0xFFFD;
         }
-        append_utf8(out, cp);
+        detail::append_utf8(out, cp);
         break;
       }
-      default: append_utf8(out, 0xFFFD); break;
+      default: detail::append_utf8(out, 0xFFFD); break;
     }
   }
 }
