@@ -86,10 +86,8 @@ std::string slug(std::string_view s) {
 }  // namespace
 
 std::optional<LauncherKind> parse_launcher(std::string_view name) {
-  if (name == "local") return LauncherKind::kLocal;
-  if (name == "torchrun") return LauncherKind::kTorchrun;
-  if (name == "srun") return LauncherKind::kSrun;
-  if (name == "mpirun") return LauncherKind::kMpirun;
+  for (auto k : {LauncherKind::kLocal, LauncherKind::kTorchrun, LauncherKind::kSrun, LauncherKind::kMpirun})
+    if (name == launcher_name(k)) return k;
   return std::nullopt;
 }
 
@@ -104,8 +102,8 @@ const char* launcher_name(LauncherKind kind) {
 }
 
 std::optional<SchedulerKind> parse_scheduler(std::string_view name) {
-  if (name == "none") return SchedulerKind::kNone;
-  if (name == "slurm") return SchedulerKind::kSlurm;
+  for (auto k : {SchedulerKind::kNone, SchedulerKind::kSlurm})
+    if (name == scheduler_name(k)) return k;
   return std::nullopt;
 }
 
