@@ -12,11 +12,14 @@
 #include <map>
 
 #include "base/error.hpp"
+#include "base/text_input.hpp"
 
 extern char** environ;
 
 namespace scalescope::collect {
 namespace {
+
+using trace::trim;
 
 std::optional<int32_t> env_int(const Environment& env, const char* name) {
   auto it = env.find(name);
@@ -31,12 +34,6 @@ std::optional<int32_t> env_int(const Environment& env, const char* name) {
 bool parse_u64(std::string_view s, uint64_t& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace

@@ -8,10 +8,13 @@
 #include <cctype>
 
 #include "mlperf/mlperf.hpp"
+#include "base/text_input.hpp"
 
 namespace scalescope::mlperf {
 
 namespace {
+
+using trace::trim;
 
 constexpr std::array kRules = {
     // v4.1 benchmarks (folder names of v4.x first, canonical names of later rounds).
@@ -47,12 +50,6 @@ bool in_alias_list(std::string_view list, std::string_view name) {
     list.remove_prefix(comma + 1);
   }
   return false;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 std::string_view drop_vendor(std::string_view s) {
