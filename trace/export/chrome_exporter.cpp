@@ -85,7 +85,8 @@ class ChromeWriter {
 
 std::string_view counter_name(CounterMetric m) { return to_string(m); }
 
-// One trace being written: its process id in the file and its tracks.
+// One trace being written: its process id in the file and its tracks; its
+// parts are written in the order of the write_ functions.
 struct ChromeTrace {
   ChromeWriter& w;
   const Trace& t;
@@ -93,13 +94,19 @@ struct ChromeTrace {
   size_t pid;
   int64_t origin;
   const detail::TraceTracks& tracks;
+  std::string& o = w.raw();
+  const StringTable& s = t.strings;
+
   int64_t ts(Timestamp x) const { return t.meta.to_unix_ns(x) - origin; }
+  void write_track_names() const;
+  std::unordered_set<uint32_t> write_api_calls() const;
+  void write_gpu_work(const std::unordered_set<uint32_t>& launched) const;
+  void write_nvtx_and_counters() const;
+  void write_host_thread_states() const;
+  void write_native_stacks(std::string& frames, std::string& samples) const;
 };
 
-void write_track_names(const ChromeTrace& c) {
-  ChromeWriter& w = c.w;
-  const size_t pid = c.pid;
-  const detail::TraceTracks& tracks = c.tracks;
+void ChromeTrace::write_track_names() const {
   w.metadata_name("process_name", pid, pid, tracks.process_name);
   w.metadata_sort_index("process_sort_index", pid, pid, static_cast<int64_t>(pid));
   for (const detail::ExportTrack& g : tracks.gpu) {
@@ -112,20 +119,14 @@ void write_track_names(const ChromeTrace& c) {
 
 // API calls; a flow starts at each call whose correlation id some GPU
 // work carries (so every flow start has an end). Returns those ids.
-std::unordered_set<uint32_t> write_api_calls(const ChromeTrace& c) {
-  ChromeWriter& w = c.w;
-  std::string& o = w.raw();
-  const Trace& t = c.t;
-  const StringTable& s = t.strings;
-  const size_t index = c.index, pid = c.pid;
-  const detail::TraceTracks& tracks = c.tracks;
+std::unordered_set<uint32_t> ChromeTrace::write_api_calls() const {
   std::unordered_set<uint32_t> gpu_work;
   gpu_work.insert(t.kernels.correlation.begin(), t.kernels.correlation.end());
   gpu_work.insert(t.memcpys.correlation.begin(), t.memcpys.correlation.end());
   gpu_work.insert(t.memsets.correlation.begin(), t.memsets.correlation.end());
   std::unordered_set<uint32_t> launched;
   for (size_t i = 0; i < t.api.size(); ++i) {
-    w.begin_span(pid, tracks.api_tid[i], c.ts(t.api.start[i]), t.api.end[i] - t.api.start[i]);
+    w.begin_span(pid, tracks.api_tid[i], ts(t.api.start[i]), t.api.end[i] - t.api.start[i]);
     w.key_string("cat", fmt::format("cuda_{}", to_string(t.api.domain[i])));
     w.key_string("name", s.view(t.api.name[i]));
     fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"cbid":{},"{}":{}}})",
@@ -135,7 +136,7 @@ std::unordered_set<uint32_t> write_api_calls(const ChromeTrace& c) {
     uint32_t corr = t.api.correlation[i];
     if (corr == 0 || !gpu_work.count(corr) || !launched.insert(corr).second) continue;
     // Flow start, bound to the enclosing API slice.
-    w.begin_event('s', pid, tracks.api_tid[i], c.ts(t.api.start[i]));
+    w.begin_event('s', pid, tracks.api_tid[i], ts(t.api.start[i]));
     fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","id":{})", (uint64_t{index} << 32) | corr);
     w.end_event();
   }
@@ -143,23 +144,17 @@ std::unordered_set<uint32_t> write_api_calls(const ChromeTrace& c) {
 }
 
 // Kernels, copies and sets, each ending the flow of the call that launched it.
-void write_gpu_work(const ChromeTrace& c, const std::unordered_set<uint32_t>& launched) {
-  ChromeWriter& w = c.w;
-  std::string& o = w.raw();
-  const Trace& t = c.t;
-  const StringTable& s = t.strings;
-  const size_t index = c.index, pid = c.pid;
-  const detail::TraceTracks& tracks = c.tracks;
+void ChromeTrace::write_gpu_work(const std::unordered_set<uint32_t>& launched) const {
   // Each row of a GPU table as a complete event on its track (its name and
   // args written by body(i)), then the end of its launch's flow.
   auto write_spans = [&](const auto& table, const std::vector<uint32_t>& tids, auto&& body) {
     for (size_t i = 0; i < table.size(); ++i) {
-      w.begin_span(pid, tids[i], c.ts(table.start[i]), table.end[i] - table.start[i]);
+      w.begin_span(pid, tids[i], ts(table.start[i]), table.end[i] - table.start[i]);
       body(i);
       w.end_event();
       const uint32_t corr = table.correlation[i];
       if (corr == 0 || !launched.count(corr)) continue;
-      w.begin_event('f', pid, tids[i], c.ts(table.start[i]));
+      w.begin_event('f', pid, tids[i], ts(table.start[i]));
       fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","bp":"e","id":{})",
                      (uint64_t{index} << 32) | corr);
       w.end_event();
@@ -192,18 +187,12 @@ void write_gpu_work(const ChromeTrace& c, const std::unordered_set<uint32_t>& la
   });
 }
 
-void write_nvtx_and_counters(const ChromeTrace& c) {
-  ChromeWriter& w = c.w;
-  std::string& o = w.raw();
-  const Trace& t = c.t;
-  const StringTable& s = t.strings;
-  const size_t pid = c.pid;
-  const detail::TraceTracks& tracks = c.tracks;
+void ChromeTrace::write_nvtx_and_counters() const {
   for (size_t i = 0; i < t.nvtx.size(); ++i) {
     const NvtxTable& n = t.nvtx;
     const uint64_t track = tracks.nvtx_tid[i];
     bool mark = n.kind[i] == NvtxKind::kMark;
-    w.begin_event(mark ? 'i' : 'X', pid, track, c.ts(n.start[i]));
+    w.begin_event(mark ? 'i' : 'X', pid, track, ts(n.start[i]));
     if (mark) {
       o += R"(,"s":"t")";
     } else {
@@ -216,7 +205,7 @@ void write_nvtx_and_counters(const ChromeTrace& c) {
   }
   for (size_t i = 0; i < t.counters.size(); ++i) {
     const CounterTable& ct = t.counters;
-    w.begin_event('C', pid, pid, c.ts(ct.time[i]));
+    w.begin_event('C', pid, pid, ts(ct.time[i]));
     fmt::format_to(std::back_inserter(o), R"(,"name":"GPU {} {}","args":{{"{}":{}}})", ct.device[i],
                    counter_name(ct.metric[i]), column_name(&CounterTable::value),
                    std::isfinite(ct.value[i]) ? ct.value[i] : 0.0);
@@ -226,17 +215,12 @@ void write_nvtx_and_counters(const ChromeTrace& c) {
 
 // The host sampler (format 1.2): one track per sampled thread, its
 // scheduler state as slices.
-void write_host_thread_states(const ChromeTrace& c) {
-  ChromeWriter& w = c.w;
-  std::string& o = w.raw();
-  const Trace& t = c.t;
-  const size_t pid = c.pid;
-  const detail::TraceTracks& tracks = c.tracks;
+void ChromeTrace::write_host_thread_states() const {
   for (const detail::SampledThread& th : tracks.sampled) {
     w.metadata_name("thread_name", pid, th.track.tid, th.track.name);
     w.metadata_sort_index("thread_sort_index", pid, th.track.tid, th.track.sort_index);
     for (const detail::HostStateSlice& sl : tracks.state_slices(t, th)) {
-      w.begin_span(pid, th.track.tid, c.ts(sl.begin), sl.end - sl.begin);
+      w.begin_span(pid, th.track.tid, ts(sl.begin), sl.end - sl.begin);
       fmt::format_to(std::back_inserter(o),
                      R"(,"cat":"host","name":"{}","args":{{"cpu_ns":{},"run_wait_ns":{},"samples":{},"cpu":{}}})",
                      to_string(sl.state), sl.cpu_ns, sl.run_wait_ns, sl.samples, sl.cpu);
@@ -250,14 +234,8 @@ void write_host_thread_states(const ChromeTrace& c) {
 // JSON importer reads no stack tables); and the Trace Event Format's
 // "stackFrames" and "samples" (chrome://tracing, speedscope), written
 // after the events. Frame ids are "<process>.<callsite id>".
-void write_native_stacks(const ChromeTrace& ct, std::string& frames, std::string& samples) {
-  const Trace& t = ct.t;
+void ChromeTrace::write_native_stacks(std::string& frames, std::string& samples) const {
   if (t.host_stack_samples.size() == 0) return;
-  ChromeWriter& w = ct.w;
-  std::string& o = w.raw();
-  const StringTable& s = t.strings;
-  const size_t pid = ct.pid;
-  const detail::TraceTracks& tracks = ct.tracks;
   const HostCallsiteTable& c = t.host_callsites;
   const HostStackSampleTable& ss = t.host_stack_samples;
   detail::StackLabels labels(t);
@@ -275,7 +253,7 @@ void write_native_stacks(const ChromeTrace& ct, std::string& frames, std::string
   }
   for (size_t i = 0; i < ss.size(); ++i) {
     const uint32_t track = tracks.sampled[tracks.sampled_of.at((uint64_t{ss.pid[i]} << 32) | ss.tid[i])].track.tid;
-    w.begin_event('i', pid, track, ct.ts(ss.time[i]));
+    w.begin_event('i', pid, track, ts(ss.time[i]));
     o += R"(,"s":"t","cat":"host_stack")";
     w.key_string("name", labels.frame(ss.callsite[i]));
     o += R"(,"args":{"stack":")";
@@ -284,7 +262,7 @@ void write_native_stacks(const ChromeTrace& ct, std::string& frames, std::string
     w.end_event();
     samples += samples.empty() ? "\n" : ",\n";
     fmt::format_to(std::back_inserter(samples), R"({{"pid":{},"tid":{},"ts":)", pid, track);
-    const int64_t at = ct.ts(ss.time[i]);
+    const int64_t at = ts(ss.time[i]);
     fmt::format_to(std::back_inserter(samples), "{}{}.{:03}", at < 0 ? "-" : "", std::abs(at) / 1000,
                    std::abs(at) % 1000);
     if (ss.callsite[i] != 0) fmt::format_to(std::back_inserter(samples), R"(,"sf":"{}.{}")", pid, ss.callsite[i]);
@@ -313,12 +291,11 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
   for (size_t index = 0; index < traces.size(); ++index) {
     const detail::TraceTracks tracks = detail::layout_tracks(traces[index], index, numbers);
     const ChromeTrace c{w, traces[index], index, index + 1, origin, tracks};
-    write_track_names(c);
-    const std::unordered_set<uint32_t> launched = write_api_calls(c);
-    write_gpu_work(c, launched);
-    write_nvtx_and_counters(c);
-    write_host_thread_states(c);
-    write_native_stacks(c, frames, samples);
+    c.write_track_names();
+    c.write_gpu_work(c.write_api_calls());
+    c.write_nvtx_and_counters();
+    c.write_host_thread_states();
+    c.write_native_stacks(frames, samples);
   }
   o += "\n]";
   if (!frames.empty()) {
