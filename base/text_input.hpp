@@ -14,6 +14,9 @@ namespace scalescope::trace {
 // or holds more than `max_bytes` ("PATH is N bytes, more than WHAT can be").
 std::string read_text_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view what);
 
+// `s` in lower case (std::tolower, byte by byte).
+std::string lowercase(std::string_view s);
+
 // `s` without the white space (std::isspace) at either end.
 std::string_view trim(std::string_view s);
 

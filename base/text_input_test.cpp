@@ -47,6 +47,11 @@ TEST(TextInput, TrimDropsWhiteSpaceAtTheEndsOnly) {
   EXPECT_EQ(trim(""), "");
 }
 
+TEST(TextInput, LowercaseChangesAsciiLettersOnly) {
+  EXPECT_EQ(lowercase("NVIDIA H100-SXM5 \xc3\x89"), "nvidia h100-sxm5 \xc3\x89");
+  EXPECT_EQ(lowercase(""), "");
+}
+
 TEST(TextInput, SplitKeepsEmptyPieces) {
   EXPECT_EQ(split("1,2,,4", ','), (std::vector<std::string_view>{"1", "2", "", "4"}));
   EXPECT_EQ(split("", ','), (std::vector<std::string_view>{""}));
