@@ -2,6 +2,7 @@
 // Helpers for the writers of text outputs (exporters, tables, CSV files):
 // escaping, and an output written beside its place and renamed into it.
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -16,6 +17,9 @@ void append_json_escaped(std::string& out, std::string_view s);
 // Appends `s` with invalid UTF-8 replaced by U+FFFD (as append_json_escaped
 // does), nothing escaped: text for formats whose strings must be UTF-8.
 void append_valid_utf8(std::string& out, std::string_view s);
+
+// Appends one code point as UTF-8; one past U+10FFFF (not a character) as U+FFFD.
+void append_utf8(std::string& out, uint32_t code_point);
 
 // Appends one CSV field (RFC 4180: quoted when it holds a comma, quote or newline).
 void append_csv_field(std::string& out, std::string_view s);

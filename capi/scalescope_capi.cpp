@@ -43,6 +43,7 @@
 #include "base/safe_output.hpp"
 #include "trace/model/table_columns.hpp"
 #include "trace/model/trace.hpp"
+#include "trace/model/trace_format.hpp"
 #include "trace/import/trace_source.hpp"
 
 namespace fs = std::filesystem;
@@ -236,44 +237,6 @@ json event_counts(const trace::Trace& t) {
   return counts;
 }
 
-json metadata_json(const trace::Metadata& m) {
-  json devices = json::array();
-  for (const auto& d : m.devices)
-    devices.push_back({{"id", d.id},
-                       {"name", d.name},
-                       {"uuid", d.uuid},
-                       {"pci_bus_id", d.pci_bus_id},
-                       {"numa_node", d.numa_node},
-                       {"sm_count", d.sm_count},
-                       {"memory_bytes", d.memory_bytes},
-                       {"compute_major", d.compute_major},
-                       {"compute_minor", d.compute_minor}});
-  auto pages = [](const std::vector<trace::NumaPages>& v) {
-    json a = json::array();
-    for (const auto& p : v) a.push_back({{"node", p.node}, {"bytes", p.bytes}});
-    return a;
-  };
-  json clock = json::array();
-  for (const auto& c : m.clock) clock.push_back({{"trace_ns", c.trace_ns}, {"unix_ns", c.unix_ns}});
-  return {{"source", m.source},
-          {"producer_version", m.producer_version},
-          {"hostname", m.hostname},
-          {"pid", m.pid},
-          {"rank", m.rank},
-          {"local_rank", m.local_rank},
-          {"world_size", m.world_size},
-          {"launcher", m.launcher},
-          {"command_line", m.command_line},
-          {"cpu_affinity", m.cpu_affinity},
-          {"cpu_numa_node", m.cpu_numa_node},
-          {"memory_policy", m.memory_policy},
-          {"pages_at_start", pages(m.pages_at_start)},
-          {"pages_at_end", pages(m.pages_at_end)},
-          {"devices", devices},
-          {"clock", clock},
-          {"extra", m.extra}};
-}
-
 json import_report_json(const trace::ImportReport& r) {
   json cats = json::array();
   for (const auto& c : r.categories)
@@ -393,8 +356,9 @@ char* ss_run_info_json(ss_run* run) {
     for (size_t i = 0; i < run->ranks.size(); ++i) {
       const auto& t = run->ranks[i];
       const auto [first, last] = t.time_span();
+      // The metadata as the trace file holds it.
       ranks.push_back({{"file", run->files[i]},
-                       {"metadata", metadata_json(t.meta)},
+                       {"metadata", json::parse(trace::format::metadata_to_json(t.meta))},
                        {"problems", problems_json(t.problems)},
                        {"string_count", t.strings.size()},
                        {"time_span", {first, last}},

@@ -89,6 +89,25 @@ std::string format_uuid(const CUuuid& uuid) {
   return out;
 }
 
+// A payload schema or enum of a domain: asked of CUPTI once and kept, its
+// absence too.
+template <typename Described, typename Attr, typename Convert>
+const Described* described_once(std::map<std::pair<uint32_t, uint64_t>, std::optional<Described>>& cache,
+                                const NvtxPayloadAttrResolver& payloads, uint32_t domain, uint64_t id,
+                                uint32_t wanted_type, Convert convert) {
+  const auto key = std::make_pair(domain, id);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    std::optional<Described> found;
+    uint32_t type = 0;
+    const void* attr = nullptr;
+    if (payloads && payloads(domain, id, &type, &attr) && attr && type == wanted_type)
+      found = convert(id, *static_cast<const Attr*>(attr));
+    it = cache.emplace(key, std::move(found)).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
 }  // namespace
 
 // CUPTI's copies of the attributes are read whatever their fieldMask says
@@ -130,20 +149,6 @@ bool CuptiDecoder::is_launch(trace::StringId api) {
   bool launch = name.starts_with("cuLaunch") || name.starts_with("cudaLaunch");
   launch_names_.emplace(api, launch);
   return launch;
-}
-
-const PayloadSchema* CuptiDecoder::payload_schema(uint32_t domain, uint64_t id) {
-  auto key = std::make_pair(domain, id);
-  auto it = schemas_.find(key);
-  if (it == schemas_.end()) {
-    std::optional<PayloadSchema> found;
-    uint32_t type = 0;
-    const void* attr = nullptr;
-    if (payloads_ && payloads_(domain, id, &type, &attr) && attr && type == CUPTI_NVTX_EXT_PAYLOAD_TYPE_SCHEMA)
-      found = schema_from_nvtx(id, *static_cast<const nvtxPayloadSchemaAttr_t*>(attr));
-    it = schemas_.emplace(key, std::move(found)).first;
-  }
-  return it->second ? &*it->second : nullptr;
 }
 
 void CuptiDecoder::decode_marker_payload(uint32_t marker_id, uint32_t cupti_domain, const void* raw) {
@@ -188,23 +193,17 @@ void CuptiDecoder::decode_hooked_nvtx(const HookedNvtx& e, trace::Trace& batch) 
 
 std::optional<NcclNvtxCall> CuptiDecoder::nccl_call_of(trace::StringId range_name, uint32_t cupti_domain,
                                                        uint64_t schema_id, std::span<const uint8_t> bytes) {
-  const PayloadSchema* schema = payload_schema(cupti_domain, schema_id);
+  const PayloadSchema* schema = described_once<PayloadSchema, nvtxPayloadSchemaAttr_t>(
+      schemas_, payloads_, cupti_domain, schema_id, CUPTI_NVTX_EXT_PAYLOAD_TYPE_SCHEMA,
+      [](uint64_t id, const nvtxPayloadSchemaAttr_t& a) { return schema_from_nvtx(id, a); });
   if (!schema) {
     ++undecoded_payloads_;
     return std::nullopt;
   }
-  auto enums = [this, cupti_domain](uint64_t id) -> const PayloadEnum* {
-    auto key = std::make_pair(cupti_domain, id);
-    auto it = enums_.find(key);
-    if (it == enums_.end()) {
-      std::optional<PayloadEnum> found;
-      uint32_t type = 0;
-      const void* attr = nullptr;
-      if (payloads_ && payloads_(cupti_domain, id, &type, &attr) && attr && type == CUPTI_NVTX_EXT_PAYLOAD_TYPE_ENUM)
-        found = enum_from_nvtx(id, *static_cast<const nvtxPayloadEnumAttr_t*>(attr));
-      it = enums_.emplace(key, std::move(found)).first;
-    }
-    return it->second ? &*it->second : nullptr;
+  auto enums = [this, cupti_domain](uint64_t id) {
+    return described_once<PayloadEnum, nvtxPayloadEnumAttr_t>(
+        enums_, payloads_, cupti_domain, id, CUPTI_NVTX_EXT_PAYLOAD_TYPE_ENUM,
+        [](uint64_t enum_id, const nvtxPayloadEnumAttr_t& a) { return enum_from_nvtx(enum_id, a); });
   };
   auto call = nccl_call_from_payload(strings_.view(range_name), decode_payload(bytes, *schema, enums));
   if (call && call->op == trace::NcclOp::kUnknown && call->bytes) call->op = nccl_op_from_schema_id(schema_id);

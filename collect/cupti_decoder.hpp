@@ -142,7 +142,6 @@ class CuptiDecoder {
                            std::span<const uint8_t> bytes);
   std::optional<NcclNvtxCall> nccl_call_of(trace::StringId range_name, uint32_t domain, uint64_t schema_id,
                                            std::span<const uint8_t> bytes);
-  const PayloadSchema* payload_schema(uint32_t domain, uint64_t id);
 
   trace::StringTable& strings_;
   ApiNameResolver resolver_;

@@ -12,11 +12,14 @@
 #include <map>
 
 #include "base/error.hpp"
+#include "base/text_input.hpp"
 
 extern char** environ;
 
 namespace scalescope::collect {
 namespace {
+
+using trace::trim;
 
 std::optional<int32_t> env_int(const Environment& env, const char* name) {
   auto it = env.find(name);
@@ -31,12 +34,6 @@ std::optional<int32_t> env_int(const Environment& env, const char* name) {
 bool parse_u64(std::string_view s, uint64_t& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace
@@ -88,11 +85,8 @@ std::vector<uint32_t> parse_cpu_list(std::string_view text) {
   std::vector<uint32_t> cpus;
   text = trim(text);
   if (text.empty()) return cpus;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    if (comma == std::string_view::npos) comma = text.size();
-    std::string_view item = trim(text.substr(pos, comma - pos));
+  for (std::string_view piece : trace::split(text, ',')) {
+    const std::string_view item = trim(piece);
     uint64_t lo = 0, hi = 0;
     size_t dash = item.find('-');
     bool ok = dash == std::string_view::npos
@@ -102,7 +96,6 @@ std::vector<uint32_t> parse_cpu_list(std::string_view text) {
     if (!ok || hi < lo || hi >= (1u << 20)) fail("bad CPU list '{}': expected e.g. 0-3,8", text.substr(0, 64));
     if (cpus.size() + (hi - lo) >= (1u << 20)) fail("bad CPU list '{}': more than 1048576 CPUs", text.substr(0, 64));
     for (uint64_t c = lo; c <= hi; ++c) cpus.push_back(static_cast<uint32_t>(c));
-    pos = comma + 1;
   }
   std::sort(cpus.begin(), cpus.end());
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
@@ -124,20 +117,10 @@ std::string format_cpu_list(const std::vector<uint32_t>& cpus) {
 
 std::vector<trace::NumaPages> parse_numa_maps(std::string_view text, uint64_t base_page_bytes) {
   std::map<int32_t, uint64_t> bytes;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(pos, nl - pos);
-    pos = nl + 1;
+  for (std::string_view line : trace::split(text, '\n')) {
     uint64_t page = base_page_bytes;
     std::vector<std::pair<int32_t, uint64_t>> counts;
-    size_t f = 0;
-    while (f < line.size()) {
-      size_t sp = line.find(' ', f);
-      if (sp == std::string_view::npos) sp = line.size();
-      std::string_view field = line.substr(f, sp - f);
-      f = sp + 1;
+    for (std::string_view field : trace::split(line, ' ')) {
       uint64_t v = 0;
       if (field.size() > 1 && field[0] == 'N' && std::isdigit(static_cast<unsigned char>(field[1]))) {
         size_t eq = field.find('=');

@@ -516,17 +516,7 @@ void HostSampler::drain(trace::Trace& out, trace::StringTable& strings) {
     out.host_threads.push(t.row);
   }
   pending_threads_.clear();
-  auto& s = pending_samples_;
-  auto& o = out.host_samples;
-  move_to_end(o.time, s.time);
-  move_to_end(o.pid, s.pid);
-  move_to_end(o.tid, s.tid);
-  move_to_end(o.state, s.state);
-  move_to_end(o.cpu, s.cpu);
-  move_to_end(o.cpu_ns, s.cpu_ns);
-  move_to_end(o.run_wait_ns, s.run_wait_ns);
-  move_to_end(o.voluntary_switches, s.voluntary_switches);
-  move_to_end(o.involuntary_switches, s.involuntary_switches);
+  move_rows_to_end(out.host_samples, pending_samples_);
 }
 
 }  // namespace scalescope::collect

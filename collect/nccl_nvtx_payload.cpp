@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstring>
 
+#include "base/text_input.hpp"
+
 namespace scalescope::collect {
 namespace {
 
@@ -95,12 +97,6 @@ int64_t sign_extend(uint64_t v, uint32_t bytes) {
 }
 
 uint64_t align_up(uint64_t x, uint64_t a) { return a <= 1 ? x : (x + a - 1) / a * a; }
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
 
@@ -264,7 +260,7 @@ std::optional<NcclNvtxCall> nccl_call_from_payload(std::string_view range_name,
   bool any = false;
   for (const auto& f : fields) {
     if (!f.is_integer) continue;
-    const std::string name = lower(f.name);
+    const std::string name = trace::lowercase(f.name);
     auto as_int = [&f] { return static_cast<int32_t>(std::clamp<int64_t>(f.signed_value, -1, INT32_MAX)); };
     if (contains(name, "communicator")) {
       if (!is_communicator_field(name)) continue;
@@ -306,7 +302,7 @@ std::optional<NcclPayloadLayout> nccl_payload_layout(const PayloadSchema& schema
   NcclPayloadLayout l;
   for (const auto& f : decode_payload(zeros, schema, nullptr)) {
     if (!f.is_integer || f.size == 0 || f.size > 8) continue;
-    const std::string name = lower(f.name);
+    const std::string name = trace::lowercase(f.name);
     if (is_communicator_field(name) && l.communicator_size == 0) l.communicator_offset = f.offset, l.communicator_size = f.size;
     else if (is_bytes_field(name) && l.bytes_size == 0) l.bytes_offset = f.offset, l.bytes_size = f.size;
   }

@@ -361,12 +361,7 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool fina
     callsites.swap(pending_callsites_);
     new_modules.swap(pending_modules_);
     if (!callsites.empty() || !new_modules.empty()) modules = modules_;
-    auto& s = pending_samples_;
-    auto& o = out.host_stack_samples;
-    move_to_end(o.time, s.time);
-    move_to_end(o.pid, s.pid);
-    move_to_end(o.tid, s.tid);
-    move_to_end(o.callsite, s.callsite);
+    move_rows_to_end(out.host_stack_samples, pending_samples_);
   }
   for (const NewCallsite& c : callsites) {
     if (c.module == kWalkCut) {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "trace/model/elf_build_id.hpp"
+#include "base/text_output.hpp"
 
 namespace scalescope::collect {
 namespace {
@@ -97,26 +98,6 @@ T at(const std::vector<uint8_t>& bytes, uint64_t offset) {
 
 bool read_u64(const RemoteRead& read, uint64_t addr, uint64_t* out) { return read(addr, sizeof *out, out); }
 
-void append_utf8(std::string& s, uint32_t c) {
-  if (c < 0x80) {
-    s += static_cast<char>(c);
-  } else if (c < 0x800) {
-    s += static_cast<char>(0xC0 | (c >> 6));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += static_cast<char>(0xE0 | (c >> 12));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x110000) {
-    s += static_cast<char>(0xF0 | (c >> 18));
-    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    s += '?';
-  }
-}
-
 // A compact str object as UTF-8; false when it is not one.
 bool read_str(const CPythonLayout& l, const CPythonTypes& types, const RemoteRead& read, uint64_t addr,
               std::string* out) {
@@ -139,7 +120,7 @@ bool read_str(const CPythonLayout& l, const CPythonTypes& types, const RemoteRea
   for (size_t i = 0; i < n; ++i) {
     uint32_t c = 0;
     std::memcpy(&c, data.data() + i * kind, kind);  // little-endian: the low bytes first
-    append_utf8(*out, c);
+    trace::detail::append_utf8(*out, c);
   }
   return true;
 }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "trace/model/table_columns.hpp"
+
 namespace scalescope::collect {
 
 // The calling thread's CPU time, in ns (CLOCK_THREAD_CPUTIME_ID).
@@ -21,12 +23,16 @@ uint64_t thread_cpu_now();
 //   run_every(std::chrono::milliseconds(10), stop_, [this] { sample_once(); });
 void run_every(std::chrono::nanoseconds period, const std::atomic<bool>& stop, const std::function<void()>& tick);
 
-// Moves every value of `from` to the end of `to`, leaving `from` empty (a
-// pending column drained into the trace's).
-template <class Column>
-void move_to_end(Column& to, Column& from) {
-  to.insert(to.end(), from.begin(), from.end());
-  from.clear();
+// Moves every row of `from` to the end of `to`, column by column, leaving
+// `from` empty (a sampler's pending rows drained into the trace's table).
+template <class Table>
+void move_rows_to_end(Table& to, Table& from) {
+  trace::for_each_column_of<Table>([&](const auto& c) {
+    auto& dst = to.*c.values;
+    auto& src = from.*c.values;
+    dst.insert(dst.end(), src.begin(), src.end());
+    src.clear();
+  });
 }
 
 }  // namespace scalescope::collect

@@ -60,13 +60,21 @@ TEST(SamplerCommon, ALateTickSkipsInsteadOfBursting) {
   EXPECT_GE(starts[2] - starts[1], milliseconds(15));
 }
 
-TEST(SamplerCommon, MoveToEndAppendsInOrderAndEmptiesTheSource) {
-  std::vector<int> to{1, 2}, from{3, 4, 5};
-  move_to_end(to, from);
-  EXPECT_EQ(to, (std::vector<int>{1, 2, 3, 4, 5}));
-  EXPECT_TRUE(from.empty());
-  move_to_end(to, from);  // nothing pending: nothing changes
-  EXPECT_EQ(to.size(), 5u);
+TEST(SamplerCommon, MoveRowsToEndAppendsEveryColumnInOrderAndEmptiesTheSource) {
+  trace::HostStackSampleTable to, from;
+  to.push({.time = 1, .pid = 10, .tid = 11, .callsite = 5});
+  from.push({.time = 2, .pid = 10, .tid = 12, .callsite = 6});
+  from.push({.time = 3, .pid = 20, .tid = 21, .callsite = 7});
+  move_rows_to_end(to, from);
+  ASSERT_EQ(to.size(), 3u);
+  EXPECT_EQ(to.time, (std::vector<trace::Timestamp>{1, 2, 3}));
+  EXPECT_EQ(to.pid, (std::vector<uint32_t>{10, 10, 20}));
+  EXPECT_EQ(to.tid, (std::vector<uint32_t>{11, 12, 21}));
+  EXPECT_EQ(to.callsite, (std::vector<uint32_t>{5, 6, 7}));
+  EXPECT_EQ(from.size(), 0u);
+  EXPECT_TRUE(from.callsite.empty());
+  move_rows_to_end(to, from);  // nothing pending: nothing changes
+  EXPECT_EQ(to.size(), 3u);
 }
 
 }  // namespace

@@ -8,10 +8,13 @@
 #include <cctype>
 
 #include "mlperf/mlperf.hpp"
+#include "base/text_input.hpp"
 
 namespace scalescope::mlperf {
 
 namespace {
+
+using trace::trim;
 
 constexpr std::array kRules = {
     // v4.1 benchmarks (folder names of v4.x first, canonical names of later rounds).
@@ -33,12 +36,6 @@ constexpr std::array kRules = {
     BenchmarkRule{"flux1", "", 10, 1},
 };
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 bool in_alias_list(std::string_view list, std::string_view name) {
   while (!list.empty()) {
     const size_t comma = list.find(',');
@@ -49,16 +46,10 @@ bool in_alias_list(std::string_view list, std::string_view name) {
   return false;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 std::string_view drop_vendor(std::string_view s) {
   s = trim(s);
   for (std::string_view vendor : {"nvidia", "amd", "google", "intel"}) {
-    if (s.size() > vendor.size() && lower(s.substr(0, vendor.size())) == vendor &&
+    if (s.size() > vendor.size() && trace::lowercase(s.substr(0, vendor.size())) == vendor &&
         (s[vendor.size()] == ' ' || s[vendor.size()] == '-' || s[vendor.size()] == '_')) {
       return trim(s.substr(vendor.size() + 1));
     }
@@ -69,7 +60,7 @@ std::string_view drop_vendor(std::string_view s) {
 }  // namespace
 
 const BenchmarkRule* find_benchmark_rule(std::string_view name) {
-  const std::string key = lower(trim(name));
+  const std::string key = trace::lowercase(trim(name));
   for (const auto& rule : kRules) {
     if (rule.canonical == key || in_alias_list(rule.aliases, key)) return &rule;
   }
@@ -78,7 +69,7 @@ const BenchmarkRule* find_benchmark_rule(std::string_view name) {
 
 std::string canonical_benchmark(std::string_view name) {
   if (const BenchmarkRule* rule = find_benchmark_rule(name)) return std::string(rule->canonical);
-  return lower(trim(name));
+  return trace::lowercase(trim(name));
 }
 
 std::string accelerator_key(std::string_view name) {

@@ -15,16 +15,11 @@
 #include "mlperf/mlperf.hpp"
 #include "scaling/scaling.hpp"
 #include "base/error.hpp"
+#include "base/text_input.hpp"
 
 namespace scalescope::mlperf {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 const scaling::ScalingRow& row_for(const scaling::ScalingTable& t, int gpus) {
   for (const auto& r : t.rows)
@@ -140,10 +135,10 @@ MlperfScaling analyze(const std::vector<Run>& runs, const AnalyzeOptions& option
     });
     size_t ref = 0;  // fewest accelerators, fastest among them (sorted so)
     if (!options.ref_system.empty()) {
-      const std::string want = lower(options.ref_system);
+      const std::string want = trace::lowercase(options.ref_system);
       auto it = std::find_if(pts.begin(), pts.end(), [&](const SystemScaling& p) {
         auto name = name_of.find({p.submitter, p.system});
-        return lower(p.system) == want || (name != name_of.end() && lower(name->second) == want);
+        return trace::lowercase(p.system) == want || (name != name_of.end() && trace::lowercase(name->second) == want);
       });
       if (it == pts.end()) continue;  // --ref names a system of another group
       ref = static_cast<size_t>(it - pts.begin());

@@ -12,10 +12,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -24,6 +22,7 @@
 #include "mlperf/mlperf.hpp"
 #include "base/error.hpp"
 #include "base/parallel_for.hpp"
+#include "base/text_input.hpp"
 
 namespace scalescope::mlperf {
 
@@ -102,18 +101,6 @@ void find_folders(const fs::path& dir, int depth, std::vector<fs::path>& out) {
   for (const auto& c : children) find_folders(c, depth + 1, out);
 }
 
-std::string read_small_file(const fs::path& p) {
-  std::error_code ec;
-  const auto size = fs::file_size(p, ec);
-  if (ec) fail("cannot read {}: {}", p.string(), ec.message());
-  if (size > kMaxJsonBytes) fail("{} is {} bytes, more than a description can be", p.string(), size);
-  std::ifstream in(p, std::ios::binary);
-  if (!in) fail("cannot open {}", p.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A count from a system description: 8, 8.0, "8" and "8 " give 8; anything
 // else (a fraction, text, a negative number, or more than `max`) is nullopt,
 // never a wrapped value (4294967297 nodes is not 1 node).
@@ -156,7 +143,7 @@ SystemInfo read_system(const fs::path& file) {
     return info;
   }
   try {
-    const auto j = nlohmann::json::parse(read_small_file(file));
+    const auto j = nlohmann::json::parse(trace::read_text_file(file, kMaxJsonBytes, "a description"));
     if (!j.is_object()) fail("{} is not a JSON object", file.string());
     info.found = true;
     info.system_name = json_text(j, "system_name");
@@ -195,7 +182,7 @@ void read_scaling(const fs::path& folder, ResultFolder& out) {
   std::error_code ec;
   if (!fs::exists(file, ec)) return;
   try {
-    const auto j = nlohmann::json::parse(read_small_file(file));
+    const auto j = nlohmann::json::parse(trace::read_text_file(file, kMaxJsonBytes, "a description"));
     if (!j.is_object() || !j.contains("scaling_factor") || !j["scaling_factor"].is_number())
       fail("{} has no numeric scaling_factor", file.string());
     out.scaling_factor =

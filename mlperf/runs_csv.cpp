@@ -13,12 +13,12 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "mlperf/mlperf.hpp"
 #include "base/error.hpp"
+#include "base/text_input.hpp"
 #include "base/text_output.hpp"
 #include "base/safe_output.hpp"
 
@@ -281,15 +281,7 @@ std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
 }
 
 std::vector<Run> read_runs_csv(const fs::path& path) {
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (ec) fail("cannot read {}: {}", path.string(), ec.message());
-  if (size > kMaxCsvBytes) fail("{} is {} bytes, larger than a runs table can be", path.string(), size);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open {}", path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return read_runs_csv(s.str(), path.string());
+  return read_runs_csv(trace::read_text_file(path, kMaxCsvBytes, "a runs table"), path.string());
 }
 
 }  // namespace scalescope::mlperf

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/text_input.hpp"
 
 extern char** environ;
 
@@ -60,12 +61,6 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
   r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
-}
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  return std::string(s);
 }
 
 // The value of "Key=" in a one-line scontrol record (the values read here hold no spaces).
@@ -149,13 +144,7 @@ std::optional<SlurmJobState> parse_scontrol_job(std::string_view line) {
 
 std::optional<SlurmJobState> parse_sacct_line(std::string_view line) {
   std::vector<std::string> f;
-  size_t start = 0;
-  while (true) {
-    const size_t bar = line.find('|', start);
-    f.push_back(trim(line.substr(start, bar == std::string_view::npos ? std::string_view::npos : bar - start)));
-    if (bar == std::string_view::npos) break;
-    start = bar + 1;
-  }
+  for (std::string_view piece : trace::split(line, '|')) f.emplace_back(trace::trim(piece));
   if (f.size() < 8 || f[0].empty() || f[1].empty()) return std::nullopt;
   SlurmJobState job;
   job.job_id = f[0];
@@ -226,7 +215,7 @@ std::vector<std::string> sbatch_command(const SweepSpec& spec, const PlannedRun&
 
 std::string slurm_submit(const std::vector<std::string>& sbatch_argv) {
   const auto r = run_command(sbatch_argv);
-  const std::string out = trim(r.output);
+  const std::string out(trace::trim(r.output));
   // --parsable prints "ID" or "ID;CLUSTER".
   const std::string id = out.substr(0, out.find(';'));
   const bool numeric = !id.empty() && id.find_first_not_of("0123456789_") == std::string::npos;
@@ -237,7 +226,7 @@ std::string slurm_submit(const std::vector<std::string>& sbatch_argv) {
 std::optional<SlurmJobState> slurm_query(const std::string& job_id) {
   const auto sc = run_command({"scontrol", "show", "job", "-o", job_id});
   if (sc.exit_code == 0)
-    if (auto job = parse_scontrol_job(trim(sc.output))) return job;
+    if (auto job = parse_scontrol_job(trace::trim(sc.output))) return job;
   // Forgotten by slurmctld (MinJobAge): the accounting database may know it.
   const auto sa = run_command(
       {"sacct", "-j", job_id, "-X", "-n", "-P", "-o", "JobID,State,ExitCode,NodeList,Submit,Start,End,AllocTRES"});
@@ -253,7 +242,7 @@ void slurm_cancel(const std::vector<std::string>& job_ids) {
   std::vector<std::string> argv = {"scancel"};
   argv.insert(argv.end(), job_ids.begin(), job_ids.end());
   const auto r = run_command(argv);
-  if (r.exit_code != 0) fail("scancel failed: {}", trim(r.output));
+  if (r.exit_code != 0) fail("scancel failed: {}", trace::trim(r.output));
 }
 
 }  // namespace scalescope::sweep

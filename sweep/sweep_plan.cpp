@@ -15,6 +15,7 @@
 #include "sweep/sweep.hpp"
 #include "base/error.hpp"
 #include "base/number_check.hpp"
+#include "base/text_input.hpp"
 
 namespace scalescope::sweep {
 namespace {
@@ -65,18 +66,6 @@ int parse_int(std::string_view text, std::string_view what) {
   return v;
 }
 
-std::vector<std::string> split(std::string_view text, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    const size_t pos = text.find(sep, start);
-    out.emplace_back(text.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
-    if (pos == std::string_view::npos) break;
-    start = pos + 1;
-  }
-  return out;
-}
-
 std::string slug(std::string_view s) {
   std::string out;
   for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
@@ -86,10 +75,8 @@ std::string slug(std::string_view s) {
 }  // namespace
 
 std::optional<LauncherKind> parse_launcher(std::string_view name) {
-  if (name == "local") return LauncherKind::kLocal;
-  if (name == "torchrun") return LauncherKind::kTorchrun;
-  if (name == "srun") return LauncherKind::kSrun;
-  if (name == "mpirun") return LauncherKind::kMpirun;
+  for (auto k : {LauncherKind::kLocal, LauncherKind::kTorchrun, LauncherKind::kSrun, LauncherKind::kMpirun})
+    if (name == launcher_name(k)) return k;
   return std::nullopt;
 }
 
@@ -104,8 +91,8 @@ const char* launcher_name(LauncherKind kind) {
 }
 
 std::optional<SchedulerKind> parse_scheduler(std::string_view name) {
-  if (name == "none") return SchedulerKind::kNone;
-  if (name == "slurm") return SchedulerKind::kSlurm;
+  for (auto k : {SchedulerKind::kNone, SchedulerKind::kSlurm})
+    if (name == scheduler_name(k)) return k;
   return std::nullopt;
 }
 
@@ -176,7 +163,7 @@ Variable Variable::parse(std::string_view text) {
   if (!valid_key(v.key)) fail("--vary '{}': '{}' is not a valid key (letters, digits, _)", text, v.key);
   for (const auto& b : builtin_placeholders())
     if (v.key == b) fail("--vary '{}': '{}' is a built-in placeholder, use --gpus/--nodes instead", text, v.key);
-  v.values = split(text.substr(eq + 1), ',');
+  for (std::string_view value : trace::split(text.substr(eq + 1), ',')) v.values.emplace_back(value);
   std::set<std::string> seen;
   for (const auto& value : v.values) {
     if (value.empty()) fail("--vary '{}' has an empty value", text);
@@ -187,7 +174,7 @@ Variable Variable::parse(std::string_view text) {
 
 std::vector<int> parse_gpu_list(std::string_view text) {
   std::vector<int> out;
-  for (const auto& part : split(text, ',')) {
+  for (std::string_view part : trace::split(text, ',')) {
     const int n = parse_int(part, "GPU count");
     if (n < 1) fail("GPU count {} in '{}' is not positive", n, text);
     if (std::find(out.begin(), out.end(), n) != out.end()) fail("GPU count {} appears twice in '{}'", n, text);

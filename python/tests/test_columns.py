@@ -139,6 +139,23 @@ def test_collector_run_facts():
         assert set(r.nccl["op"].unique()) <= set(r.categories("nccl")["op"])
 
 
+def test_rank_metadata_is_the_traces_process_groups_included(tmp_path):
+    """A rank's metadata is what the trace holds: the process groups of a
+    Kineto trace's distributedInfo too."""
+    import json
+    trace = {"distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2,
+                                 "pg_config": [{"pg_name": "0", "pg_desc": "default_pg",
+                                                "backend_config": "cuda:nccl", "pg_size": 2, "ranks": [0, 1]}]},
+             "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+                              "args": {"device": 0, "stream": 7, "correlation": 1}}]}
+    path = tmp_path / "rank0.json"
+    path.write_text(json.dumps(trace))
+    meta = scalescope.open(path).ranks[0].metadata
+    assert meta["rank"] == 0 and meta["world_size"] == 2
+    assert meta["process_groups"] == [{"name": "0", "description": "default_pg", "backend": "cuda:nccl",
+                                       "ranks": [0, 1]}]
+
+
 def test_kineto_import_report(sample):
     rep = sample.import_report
     assert len(rep) > 0 and rep["events"].sum() > 0

@@ -33,6 +33,12 @@ class ChromeWriter {
     fmt::format_to(std::back_inserter(out_), R"({{"ph":"{}","pid":{},"tid":{},"ts":)", ph, pid, tid);
     append_us(ts_ns);
   }
+  // A complete event ("X"); a negative duration is written as 0.
+  void begin_span(size_t pid, uint64_t tid, int64_t ts_ns, int64_t dur_ns) {
+    begin_event('X', pid, tid, ts_ns);
+    out_ += R"(,"dur":)";
+    append_us(std::max<int64_t>(0, dur_ns));
+  }
   void end_event() {
     out_ += '}';
     file_.maybe_flush();
@@ -79,7 +85,8 @@ class ChromeWriter {
 
 std::string_view counter_name(CounterMetric m) { return to_string(m); }
 
-// One trace being written: its process id in the file and its tracks.
+// One trace being written: its process id in the file and its tracks; its
+// parts are written in the order of the write_ functions.
 struct ChromeTrace {
   ChromeWriter& w;
   const Trace& t;
@@ -87,12 +94,19 @@ struct ChromeTrace {
   size_t pid;
   int64_t origin;
   const detail::TraceTracks& tracks;
+  std::string& o = w.raw();
+  const StringTable& s = t.strings;
+
+  int64_t ts(Timestamp x) const { return t.meta.to_unix_ns(x) - origin; }
+  void write_track_names() const;
+  std::unordered_set<uint32_t> write_api_calls() const;
+  void write_gpu_work(const std::unordered_set<uint32_t>& launched) const;
+  void write_nvtx_and_counters() const;
+  void write_host_thread_states() const;
+  void write_native_stacks(std::string& frames, std::string& samples) const;
 };
 
-void write_track_names(const ChromeTrace& c) {
-  ChromeWriter& w = c.w;
-  const size_t pid = c.pid;
-  const detail::TraceTracks& tracks = c.tracks;
+void ChromeTrace::write_track_names() const {
   w.metadata_name("process_name", pid, pid, tracks.process_name);
   w.metadata_sort_index("process_sort_index", pid, pid, static_cast<int64_t>(pid));
   for (const detail::ExportTrack& g : tracks.gpu) {
@@ -105,24 +119,14 @@ void write_track_names(const ChromeTrace& c) {
 
 // API calls; a flow starts at each call whose correlation id some GPU
 // work carries (so every flow start has an end). Returns those ids.
-std::unordered_set<uint32_t> write_api_calls(const ChromeTrace& c) {
-  ChromeWriter& w = c.w;
-  std::string& o = w.raw();
-  const Trace& t = c.t;
-  const StringTable& s = t.strings;
-  const size_t index = c.index, pid = c.pid;
-  const int64_t origin = c.origin;
-  const detail::TraceTracks& tracks = c.tracks;
-  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
+std::unordered_set<uint32_t> ChromeTrace::write_api_calls() const {
   std::unordered_set<uint32_t> gpu_work;
   gpu_work.insert(t.kernels.correlation.begin(), t.kernels.correlation.end());
   gpu_work.insert(t.memcpys.correlation.begin(), t.memcpys.correlation.end());
   gpu_work.insert(t.memsets.correlation.begin(), t.memsets.correlation.end());
   std::unordered_set<uint32_t> launched;
   for (size_t i = 0; i < t.api.size(); ++i) {
-    w.begin_event('X', pid, tracks.api_tid[i], ts(t.api.start[i]));
-    o += R"(,"dur":)";
-    w.append_us(std::max<int64_t>(0, t.api.end[i] - t.api.start[i]));
+    w.begin_span(pid, tracks.api_tid[i], ts(t.api.start[i]), t.api.end[i] - t.api.start[i]);
     w.key_string("cat", fmt::format("cuda_{}", to_string(t.api.domain[i])));
     w.key_string("name", s.view(t.api.name[i]));
     fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"cbid":{},"{}":{}}})",
@@ -140,29 +144,24 @@ std::unordered_set<uint32_t> write_api_calls(const ChromeTrace& c) {
 }
 
 // Kernels, copies and sets, each ending the flow of the call that launched it.
-void write_gpu_work(const ChromeTrace& c, const std::unordered_set<uint32_t>& launched) {
-  ChromeWriter& w = c.w;
-  std::string& o = w.raw();
-  const Trace& t = c.t;
-  const StringTable& s = t.strings;
-  const size_t index = c.index, pid = c.pid;
-  const int64_t origin = c.origin;
-  const detail::TraceTracks& tracks = c.tracks;
-  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
-  auto flow_end = [&](uint32_t corr, uint64_t track, Timestamp start) {
-    if (corr == 0 || !launched.count(corr)) return;
-    w.begin_event('f', pid, track, ts(start));
-    fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","bp":"e","id":{})",
-                   (uint64_t{index} << 32) | corr);
-    w.end_event();
+void ChromeTrace::write_gpu_work(const std::unordered_set<uint32_t>& launched) const {
+  // Each row of a GPU table as a complete event on its track (its name and
+  // args written by body(i)), then the end of its launch's flow.
+  auto write_spans = [&](const auto& table, const std::vector<uint32_t>& tids, auto&& body) {
+    for (size_t i = 0; i < table.size(); ++i) {
+      w.begin_span(pid, tids[i], ts(table.start[i]), table.end[i] - table.start[i]);
+      body(i);
+      w.end_event();
+      const uint32_t corr = table.correlation[i];
+      if (corr == 0 || !launched.count(corr)) continue;
+      w.begin_event('f', pid, tids[i], ts(table.start[i]));
+      fmt::format_to(std::back_inserter(o), R"(,"cat":"launch","name":"launch","bp":"e","id":{})",
+                     (uint64_t{index} << 32) | corr);
+      w.end_event();
+    }
   };
-
-  for (size_t i = 0; i < t.kernels.size(); ++i) {
-    const KernelTable& k = t.kernels;
-    const uint64_t track = tracks.kernel_tid[i];
-    w.begin_event('X', pid, track, ts(k.start[i]));
-    o += R"(,"dur":)";
-    w.append_us(std::max<int64_t>(0, k.end[i] - k.start[i]));
+  const KernelTable& k = t.kernels;
+  write_spans(k, tracks.kernel_tid, [&](size_t i) {
     o += R"(,"cat":"kernel")";
     w.key_string("name", s.view(k.name[i]));
     fmt::format_to(std::back_inserter(o),
@@ -171,46 +170,24 @@ void write_gpu_work(const ChromeTrace& c, const std::unordered_set<uint32_t>& la
                    column_name(&KernelTable::device), k.device[i], column_name(&KernelTable::stream), k.stream[i],
                    column_name(&KernelTable::correlation), k.correlation[i], k.grid_x[i], k.grid_y[i], k.grid_z[i],
                    k.block_x[i], k.block_y[i], k.block_z[i], k.registers_per_thread[i], k.shared_memory_bytes[i]);
-    w.end_event();
-    flow_end(k.correlation[i], track, k.start[i]);
-  }
-  for (size_t i = 0; i < t.memcpys.size(); ++i) {
-    const MemcpyTable& m = t.memcpys;
-    const uint64_t track = tracks.memcpy_tid[i];
-    w.begin_event('X', pid, track, ts(m.start[i]));
-    o += R"(,"dur":)";
-    w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
-    fmt::format_to(std::back_inserter(o), R"J(,"cat":"memcpy","name":"Memcpy {} ({} -> {})")J", to_string(m.kind[i]),
-                   to_string(m.src_kind[i]), to_string(m.dst_kind[i]));
+  });
+  const MemcpyTable& mc = t.memcpys;
+  write_spans(mc, tracks.memcpy_tid, [&](size_t i) {
+    fmt::format_to(std::back_inserter(o), R"J(,"cat":"memcpy","name":"Memcpy {} ({} -> {})")J", to_string(mc.kind[i]),
+                   to_string(mc.src_kind[i]), to_string(mc.dst_kind[i]));
     fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"{}":{},"async":{}}})", column_name(&MemcpyTable::bytes),
-                   m.bytes[i], column_name(&MemcpyTable::correlation), m.correlation[i],
-                   m.is_async[i] ? "true" : "false");
-    w.end_event();
-    flow_end(m.correlation[i], track, m.start[i]);
-  }
-  for (size_t i = 0; i < t.memsets.size(); ++i) {
-    const MemsetTable& m = t.memsets;
-    const uint64_t track = tracks.memset_tid[i];
-    w.begin_event('X', pid, track, ts(m.start[i]));
-    o += R"(,"dur":)";
-    w.append_us(std::max<int64_t>(0, m.end[i] - m.start[i]));
-    fmt::format_to(std::back_inserter(o), R"J(,"cat":"memset","name":"Memset ({})")J", to_string(m.dst_kind[i]));
+                   mc.bytes[i], column_name(&MemcpyTable::correlation), mc.correlation[i],
+                   mc.is_async[i] ? "true" : "false");
+  });
+  const MemsetTable& ms = t.memsets;
+  write_spans(ms, tracks.memset_tid, [&](size_t i) {
+    fmt::format_to(std::back_inserter(o), R"J(,"cat":"memset","name":"Memset ({})")J", to_string(ms.dst_kind[i]));
     fmt::format_to(std::back_inserter(o), R"(,"args":{{"{}":{},"{}":{}}})", column_name(&MemsetTable::bytes),
-                   m.bytes[i], column_name(&MemsetTable::correlation), m.correlation[i]);
-    w.end_event();
-    flow_end(m.correlation[i], track, m.start[i]);
-  }
+                   ms.bytes[i], column_name(&MemsetTable::correlation), ms.correlation[i]);
+  });
 }
 
-void write_nvtx_and_counters(const ChromeTrace& c) {
-  ChromeWriter& w = c.w;
-  std::string& o = w.raw();
-  const Trace& t = c.t;
-  const StringTable& s = t.strings;
-  const size_t pid = c.pid;
-  const int64_t origin = c.origin;
-  const detail::TraceTracks& tracks = c.tracks;
-  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
+void ChromeTrace::write_nvtx_and_counters() const {
   for (size_t i = 0; i < t.nvtx.size(); ++i) {
     const NvtxTable& n = t.nvtx;
     const uint64_t track = tracks.nvtx_tid[i];
@@ -238,21 +215,12 @@ void write_nvtx_and_counters(const ChromeTrace& c) {
 
 // The host sampler (format 1.2): one track per sampled thread, its
 // scheduler state as slices.
-void write_host_thread_states(const ChromeTrace& c) {
-  ChromeWriter& w = c.w;
-  std::string& o = w.raw();
-  const Trace& t = c.t;
-  const size_t pid = c.pid;
-  const int64_t origin = c.origin;
-  const detail::TraceTracks& tracks = c.tracks;
-  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
+void ChromeTrace::write_host_thread_states() const {
   for (const detail::SampledThread& th : tracks.sampled) {
     w.metadata_name("thread_name", pid, th.track.tid, th.track.name);
     w.metadata_sort_index("thread_sort_index", pid, th.track.tid, th.track.sort_index);
     for (const detail::HostStateSlice& sl : tracks.state_slices(t, th)) {
-      w.begin_event('X', pid, th.track.tid, ts(sl.begin));
-      o += R"(,"dur":)";
-      w.append_us(sl.end - sl.begin);
+      w.begin_span(pid, th.track.tid, ts(sl.begin), sl.end - sl.begin);
       fmt::format_to(std::back_inserter(o),
                      R"(,"cat":"host","name":"{}","args":{{"cpu_ns":{},"run_wait_ns":{},"samples":{},"cpu":{}}})",
                      to_string(sl.state), sl.cpu_ns, sl.run_wait_ns, sl.samples, sl.cpu);
@@ -266,16 +234,8 @@ void write_host_thread_states(const ChromeTrace& c) {
 // JSON importer reads no stack tables); and the Trace Event Format's
 // "stackFrames" and "samples" (chrome://tracing, speedscope), written
 // after the events. Frame ids are "<process>.<callsite id>".
-void write_native_stacks(const ChromeTrace& ct, std::string& frames, std::string& samples) {
-  const Trace& t = ct.t;
+void ChromeTrace::write_native_stacks(std::string& frames, std::string& samples) const {
   if (t.host_stack_samples.size() == 0) return;
-  ChromeWriter& w = ct.w;
-  std::string& o = w.raw();
-  const StringTable& s = t.strings;
-  const size_t pid = ct.pid;
-  const int64_t origin = ct.origin;
-  const detail::TraceTracks& tracks = ct.tracks;
-  auto ts = [&](Timestamp x) { return t.meta.to_unix_ns(x) - origin; };
   const HostCallsiteTable& c = t.host_callsites;
   const HostStackSampleTable& ss = t.host_stack_samples;
   detail::StackLabels labels(t);
@@ -331,12 +291,11 @@ void export_chrome(std::span<const Trace> traces, const std::filesystem::path& o
   for (size_t index = 0; index < traces.size(); ++index) {
     const detail::TraceTracks tracks = detail::layout_tracks(traces[index], index, numbers);
     const ChromeTrace c{w, traces[index], index, index + 1, origin, tracks};
-    write_track_names(c);
-    const std::unordered_set<uint32_t> launched = write_api_calls(c);
-    write_gpu_work(c, launched);
-    write_nvtx_and_counters(c);
-    write_host_thread_states(c);
-    write_native_stacks(c, frames, samples);
+    c.write_track_names();
+    c.write_gpu_work(c.write_api_calls());
+    c.write_nvtx_and_counters();
+    c.write_host_thread_states();
+    c.write_native_stacks(frames, samples);
   }
   o += "\n]";
   if (!frames.empty()) {

@@ -816,5 +816,11 @@ TEST(ExportUtil, JsonEscapingKeepsValidUtf8) {
       "a\\\"b\\\\c\\u0001\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
 }
 
+TEST(ExportUtil, CodePointsAsUtf8AndBeyondUnicodeAsReplacement) {
+  std::string out;
+  for (uint32_t c : {0x41u, 0xE9u, 0x20ACu, 0x1F600u, 0x10FFFFu, 0x110000u}) detail::append_utf8(out, c);
+  EXPECT_EQ(out, "A\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf\xEF\xBF\xBD");
+}
+
 }  // namespace
 }  // namespace scalescope::trace

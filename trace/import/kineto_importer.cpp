@@ -23,6 +23,7 @@
 
 #include "base/error.hpp"
 #include "base/memory_budget.hpp"
+#include "base/text_output.hpp"
 #include "trace/model/nccl_kernel_name.hpp"
 
 namespace scalescope::trace {
@@ -304,24 +305,6 @@ bool parse_int(std::string_view tok, int64_t& out) {
   return true;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
 bool hex4(std::string_view s, size_t i, uint32_t& v) {
   if (i + 4 > s.size()) return false;
   v = 0;
@@ -360,7 +343,7 @@ void unescape_into(std::string_view body, std::string& out) {
       case 'u': {
         uint32_t cp = 0;
         if (!hex4(body, i + 1, cp)) {
-          append_utf8(out, 0xFFFD);
+          detail::append_utf8(out, 0xFFFD);
           break;
         }
         i += 4;
@@ -376,10 +359,10 @@ void unescape_into(std::string_view body, std::string& out) {
         } else if (cp >= 0xDC00 && cp < 0xE000) {
           cp = 0xFFFD;
         }
-        append_utf8(out, cp);
+        detail::append_utf8(out, cp);
         break;
       }
-      default: append_utf8(out, 0xFFFD); break;
+      default: detail::append_utf8(out, 0xFFFD); break;
     }
   }
 }
@@ -629,6 +612,30 @@ class Importer {
   void check(simdjson::error_code ec) const {
     if (ec) json_error(ec);
   }
+  // Calls f(key, value, type) for every field of `obj`.
+  template <typename F>
+  void for_each_field(od::object& obj, F&& f) {
+    for (auto fr : obj) {
+      od::field field;
+      check(std::move(fr).get(field));
+      const std::string_view key = key_of(field);
+      od::value val = field.value();
+      od::json_type vt;
+      check(val.type().get(vt));
+      f(key, val, vt);
+    }
+  }
+  // The same for `v` when it is an object; false, calling nothing, when not.
+  template <typename F>
+  bool for_each_field(od::value& v, F&& f) {
+    od::json_type t;
+    check(v.type().get(t));
+    if (t != od::json_type::object) return false;
+    od::object obj;
+    check(v.get_object().get(obj));
+    for_each_field(obj, f);
+    return true;
+  }
   // Reads a string value (already known to be a string) into `s`.
   void read_string(od::value& v, Str& s);
   bool read_number(od::value& v, Num& n);
@@ -756,18 +763,7 @@ void Importer::read_dims(od::value& v, uint32_t (&dims)[3]) {
 }
 
 void Importer::read_args(od::value& v, Args& a) {
-  od::json_type t;
-  check(v.type().get(t));
-  if (t != od::json_type::object) return;
-  od::object obj;
-  check(v.get_object().get(obj));
-  for (auto fr : obj) {
-    od::field field;
-    check(std::move(fr).get(field));
-    std::string_view key = key_of(field);
-    od::value val = field.value();
-    od::json_type vt;
-    check(val.type().get(vt));
+  for_each_field(v, [&](std::string_view key, od::value& val, od::json_type vt) {
     auto str = [&](Str& s) {
       if (vt == od::json_type::string) read_string(val, s);
     };
@@ -824,17 +820,11 @@ void Importer::read_args(od::value& v, Args& a) {
         break;
       default: break;
     }
-  }
+  });
 }
 
 void Importer::read_event(od::object& obj, Event& e) {
-  for (auto fr : obj) {
-    od::field field;
-    check(std::move(fr).get(field));
-    std::string_view key = key_of(field);
-    od::value val = field.value();
-    od::json_type vt;
-    check(val.type().get(vt));
+  for_each_field(obj, [&](std::string_view key, od::value& val, od::json_type vt) {
     if (key == "ph") {
       if (vt == od::json_type::string) read_string(val, e.ph);
       else e.bad = true;
@@ -859,7 +849,7 @@ void Importer::read_event(od::object& obj, Event& e) {
     } else if (key == "args") {
       read_args(val, e.args);
     }
-  }
+  });
 }
 
 ImportReport::Category& Importer::category(std::string_view cat, std::string_view ph) {
@@ -898,6 +888,26 @@ uint32_t as_u32(const Num& n, int64_t fallback = 0) {
 bool fits_u32(const Num& n, int64_t fallback) {
   const int64_t v = n.present ? n.value : fallback;
   return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
+}
+
+// Where GPU work ran: its span, device (the event's pid where args lack it),
+// stream (its tid) and correlation. False when the device is missing or
+// either id does not fit.
+template <typename Record>
+bool place_gpu_work(const Event& e, Timestamp start, Timestamp end, Record& r) {
+  const Args& a = e.args;
+  if (!(a.device.present || e.pid.present)) return false;
+  if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return false;
+  r.start = start;
+  r.end = end;
+  r.device = as_u32(a.device, e.pid.value);
+  r.stream = as_u32(a.stream, e.tid.value);
+  r.correlation = as_u32(a.correlation);
+  return true;
+}
+
+uint64_t byte_count(const Num& bytes) {
+  return bytes.present && bytes.value > 0 ? static_cast<uint64_t>(bytes.value) : 0;
 }
 
 void Importer::handle_event(Event& e) {
@@ -969,19 +979,13 @@ void Importer::keep_metadata(const Event& e) {
 
 void Importer::add_kernel(const Event& e, Timestamp start, Timestamp end) {
   const Args& a = e.args;
-  if (!(a.device.present || e.pid.present) || !(a.stream.present || e.tid.present)) return malformed();
-  if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
   KernelRecord r;
-  r.start = start;
-  r.end = end;
-  r.device = as_u32(a.device, e.pid.value);
-  r.stream = as_u32(a.stream, e.tid.value);
+  if (!(a.stream.present || e.tid.present) || !place_gpu_work(e, start, end, r)) return malformed();
   r.name = trace_.strings.intern(e.name.view);
   r.grid_x = a.grid[0], r.grid_y = a.grid[1], r.grid_z = a.grid[2];
   r.block_x = a.block[0], r.block_y = a.block[1], r.block_z = a.block[2];
   r.registers_per_thread = as_u32(a.registers);
   r.shared_memory_bytes = as_u32(a.shared_memory);
-  r.correlation = as_u32(a.correlation);
   kernels_.push_back(r);
   if (e.name.view.substr(0, 4) == "nccl") add_nccl_kernel(e, r, start, end);
 }
@@ -1013,31 +1017,17 @@ void Importer::add_nccl_kernel(const Event& e, const KernelRecord& r, Timestamp 
 }
 
 void Importer::add_memcpy(const Event& e, Timestamp start, Timestamp end) {
-  const Args& a = e.args;
-  if (!(a.device.present || e.pid.present)) return malformed();
-  if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
   MemcpyRecord r;
-  r.start = start;
-  r.end = end;
-  r.device = as_u32(a.device, e.pid.value);
-  r.stream = as_u32(a.stream, e.tid.value);
-  r.correlation = as_u32(a.correlation);
-  r.bytes = a.bytes.present && a.bytes.value > 0 ? static_cast<uint64_t>(a.bytes.value) : 0;
+  if (!place_gpu_work(e, start, end, r)) return malformed();
+  r.bytes = byte_count(e.args.bytes);
   parse_memcpy_name(e.name.view, r);
   memcpys_.push_back(r);
 }
 
 void Importer::add_memset(const Event& e, Timestamp start, Timestamp end) {
-  const Args& a = e.args;
-  if (!(a.device.present || e.pid.present)) return malformed();
-  if (!fits_u32(a.device, e.pid.value) || !fits_u32(a.stream, e.tid.value)) return malformed();
   MemsetRecord r;
-  r.start = start;
-  r.end = end;
-  r.device = as_u32(a.device, e.pid.value);
-  r.stream = as_u32(a.stream, e.tid.value);
-  r.correlation = as_u32(a.correlation);
-  r.bytes = a.bytes.present && a.bytes.value > 0 ? static_cast<uint64_t>(a.bytes.value) : 0;
+  if (!place_gpu_work(e, start, end, r)) return malformed();
+  r.bytes = byte_count(e.args.bytes);
   r.dst_kind = parse_memset_name(e.name.view);
   memsets_.push_back(r);
 }
@@ -1113,18 +1103,8 @@ void Importer::read_device_properties(od::value& v) {
   for (auto item : arr) {
     od::value dv;
     check(item.get(dv));
-    check(dv.type().get(t));
-    if (t != od::json_type::object) continue;
-    od::object obj;
-    check(dv.get_object().get(obj));
     DeviceInfo d;
-    for (auto fr : obj) {
-      od::field field;
-      check(std::move(fr).get(field));
-      std::string_view key = key_of(field);
-      od::value val = field.value();
-      od::json_type vt;
-      check(val.type().get(vt));
+    const bool object = for_each_field(dv, [&](std::string_view key, od::value& val, od::json_type vt) {
       Num n;
       if (vt == od::json_type::string && key == "name") {
         Str s;
@@ -1137,33 +1117,22 @@ void Importer::read_device_properties(od::value& v) {
         else if (key == "computeMajor") d.compute_major = static_cast<int32_t>(n.value);
         else if (key == "computeMinor") d.compute_minor = static_cast<int32_t>(n.value);
       }
-    }
-    if (trace_.meta.devices.size() < 1024) trace_.meta.devices.push_back(std::move(d));
+    });
+    if (object && trace_.meta.devices.size() < 1024) trace_.meta.devices.push_back(std::move(d));
   }
 }
 
 void Importer::read_distributed_info(od::value& v) {
-  od::json_type t;
-  check(v.type().get(t));
-  if (t != od::json_type::object) return;
-  od::object obj;
-  check(v.get_object().get(obj));
-  for (auto fr : obj) {
-    od::field field;
-    check(std::move(fr).get(field));
-    std::string_view key = key_of(field);
-    od::value val = field.value();
-    od::json_type vt;
-    check(val.type().get(vt));
+  for_each_field(v, [&](std::string_view key, od::value& val, od::json_type vt) {
     Num n;
     if (vt == od::json_type::number && read_number(val, n) && (key == "rank" || key == "world_size")) {
       // -1 is "not recorded"; anything else outside the 32-bit column's range
       // (4294967297 would wrap to rank 1) is counted and not used.
       const bool is_rank = key == "rank";
-      if (n.value == -1) continue;
+      if (n.value == -1) return;
       if (n.value < (is_rank ? 0 : 1) || n.value > INT32_MAX) {
         malformed();
-        continue;
+        return;
       }
       (is_rank ? trace_.meta.rank : trace_.meta.world_size) = static_cast<int32_t>(n.value);
     } else if (vt == od::json_type::string && (key == "backend" || key == "nccl_version")) {
@@ -1173,7 +1142,7 @@ void Importer::read_distributed_info(od::value& v) {
     } else if (vt == od::json_type::array && key == "pg_config") {
       read_process_groups(val);
     }
-  }
+  });
 }
 
 // distributedInfo.pg_config (PyTorch 2.2+): [{"pg_name": "0", "pg_desc":
@@ -1186,23 +1155,13 @@ void Importer::read_process_groups(od::value& v) {
   for (auto item : groups) {
     od::value gv;
     check(item.get(gv));
-    od::json_type gt;
-    check(gv.type().get(gt));
-    if (gt != od::json_type::object || trace_.meta.process_groups.size() >= kMaxProcessGroups) {
+    if (trace_.meta.process_groups.size() >= kMaxProcessGroups) {
       malformed();
       continue;
     }
-    od::object obj;
-    check(gv.get_object().get(obj));
     ProcessGroup g;
     bool ok = true;
-    for (auto fr : obj) {
-      od::field field;
-      check(std::move(fr).get(field));
-      const std::string_view key = key_of(field);
-      od::value val = field.value();
-      od::json_type vt;
-      check(val.type().get(vt));
+    const bool object = for_each_field(gv, [&](std::string_view key, od::value& val, od::json_type vt) {
       if (vt == od::json_type::string && (key == "pg_name" || key == "pg_desc" || key == "backend_config")) {
         Str s;
         read_string(val, s);
@@ -1221,8 +1180,8 @@ void Importer::read_process_groups(od::value& v) {
           g.ranks.push_back(static_cast<int32_t>(n.value));
         }
       }
-    }
-    if (!ok || g.name.empty()) {
+    });
+    if (!object || !ok || g.name.empty()) {
       malformed();
       continue;
     }
@@ -1274,13 +1233,7 @@ void Importer::read_root(od::document& doc, const char* carved, const std::funct
   od::object root;
   check(doc.get_object().get(root));
   bool saw_events = false, read_carved = false;
-  for (auto fr : root) {
-    od::field field;
-    check(std::move(fr).get(field));
-    std::string_view key = key_of(field);
-    od::value val = field.value();
-    od::json_type vt;
-    check(val.type().get(vt));
+  for_each_field(root, [&](std::string_view key, od::value& val, od::json_type vt) {
     if (key == "traceEvents") {
       if (vt != od::json_type::array) fail("{}: not a Kineto trace (traceEvents is not an array)", name_);
       saw_events = true;
@@ -1311,7 +1264,7 @@ void Importer::read_root(od::document& doc, const char* carved, const std::funct
       read_string(val, s);
       if (s.view.size() <= 4096) trace_.meta.extra[fmt::format("kineto.{}", key)] = std::string(s.view);
     }
-  }
+  });
   // The On-Demand parser validates lazily: make sure nothing follows the root.
   const char* after = nullptr;
   if (!doc.current_location().get(after)) fail("{}: invalid JSON: trailing content after the root object", name_);

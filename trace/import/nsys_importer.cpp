@@ -463,6 +463,9 @@ enum class RowFate {
 
 // Timestamps are columns 0 and 1 of every activity query.
 enum : int { kStartCol = 0, kEndCol = 1 };
+// The GPU activity tables (kernels, copies, sets, synchronizations) go on
+// with globalPid, deviceId, streamId and correlationId; their own columns follow.
+enum : int { kGpuPidCol = 2, kGpuDeviceCol, kGpuStreamCol, kGpuCorrCol, kGpuOwnCol };
 
 class ApiByCorrelation;
 struct ApiReader;
@@ -534,6 +537,10 @@ class Importer {
   // is missing or not an integer (the row is then left out: RowFate::kUnreadable).
   template <typename Record>
   static bool span(Record& r, RowValues& v, ProcessBuild& p);
+  // A GPU activity row's span, device, stream and correlation into `r`, its
+  // process marked as having CUDA activity; false as span().
+  template <typename Record>
+  static bool gpu_row(Record& r, RowValues& v, ProcessBuild& p);
   // The process of a row from its serialized pid or tid column (NULL or
   // unreadable: process key 0); its problems are counted there.
   ProcessBuild& process_of_row(RowValues& v, int col) {
@@ -919,6 +926,16 @@ bool Importer::span(Record& r, RowValues& v, ProcessBuild& p) {
   return true;
 }
 
+template <typename Record>
+bool Importer::gpu_row(Record& r, RowValues& v, ProcessBuild& p) {
+  if (!span(r, v, p)) return false;
+  p.cuda = true;
+  r.device = v.u32(kGpuDeviceCol);
+  r.stream = v.u32(kGpuStreamCol);
+  r.correlation = v.u32(kGpuCorrCol);
+  return true;
+}
+
 // A CUDA activity row left out as unreadable still says its process had CUDA
 // activity: the process becomes a trace that carries the loss (a process
 // whose pid is unknown, key 0, does not: see Importer::finish).
@@ -967,11 +984,7 @@ void push_row(Table& t, const Record& r, uint64_t& table_rows) {
 
 void Importer::read_kernels() {
   enum {
-    kPid = 2,
-    kDevice,
-    kStream,
-    kCorr,
-    kDemangled,
+    kDemangled = kGpuOwnCol,
     kMangled = kDemangled + 3,
     kGridX,
     kGridY,
@@ -990,13 +1003,9 @@ void Importer::read_kernels() {
         "mangledName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
         "staticSharedMemory", "dynamicSharedMemory"},
        [&](RowValues& v, uint64_t& bound) {
-         ProcessBuild& p = process_of_row(v, kPid);
+         ProcessBuild& p = process_of_row(v, kGpuPidCol);
          KernelRecord r;
-         if (!span(r, v, p)) return unreadable_cuda_row(p);
-         p.cuda = true;
-         r.device = v.u32(kDevice);
-         r.stream = v.u32(kStream);
-         r.correlation = v.u32(kCorr);
+         if (!gpu_row(r, v, p)) return unreadable_cuda_row(p);
          for (int c = kDemangled; c <= kMangled && r.name == kNoString; ++c) r.name = name_of(p, v, c);
          r.grid_x = v.u32(kGridX), r.grid_y = v.u32(kGridY), r.grid_z = v.u32(kGridZ);
          r.block_x = v.u32(kBlockX), r.block_y = v.u32(kBlockY), r.block_z = v.u32(kBlockZ);
@@ -1025,18 +1034,14 @@ void Importer::read_kernels() {
 }
 
 void Importer::read_memcpys() {
-  enum { kPid = 2, kDevice, kStream, kCorr, kBytes, kCopyKind, kSrcKind, kDstKind, kSrcDevice, kDstDevice };
+  enum { kBytes = kGpuOwnCol, kCopyKind, kSrcKind, kDstKind, kSrcDevice, kDstDevice };
   scan("CUPTI_ACTIVITY_KIND_MEMCPY", {"start", "end"},
        {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "bytes", "copyKind", "srcKind", "dstKind",
         "srcDeviceId", "dstDeviceId"},
        [&](RowValues& v, uint64_t& bound) {
-         ProcessBuild& p = process_of_row(v, kPid);
+         ProcessBuild& p = process_of_row(v, kGpuPidCol);
          MemcpyRecord r;
-         if (!span(r, v, p)) return unreadable_cuda_row(p);
-         p.cuda = true;
-         r.device = v.u32(kDevice);
-         r.stream = v.u32(kStream);
-         r.correlation = v.u32(kCorr);
+         if (!gpu_row(r, v, p)) return unreadable_cuda_row(p);
          r.bytes = v.u64(kBytes);
          const auto copy_kind = v.integer(kCopyKind), src_kind = v.integer(kSrcKind), dst_kind = v.integer(kDstKind);
          r.kind = copy_kind ? enums_.copy(*copy_kind) : MemcpyKind::kUnknown;
@@ -1052,17 +1057,13 @@ void Importer::read_memcpys() {
 }
 
 void Importer::read_memsets() {
-  enum { kPid = 2, kDevice, kStream, kCorr, kBytes, kMemKind };
+  enum { kBytes = kGpuOwnCol, kMemKind };
   scan("CUPTI_ACTIVITY_KIND_MEMSET", {"start", "end"},
        {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "bytes", "memKind"},
        [&](RowValues& v, uint64_t& bound) {
-         ProcessBuild& p = process_of_row(v, kPid);
+         ProcessBuild& p = process_of_row(v, kGpuPidCol);
          MemsetRecord r;
-         if (!span(r, v, p)) return unreadable_cuda_row(p);
-         p.cuda = true;
-         r.device = v.u32(kDevice);
-         r.stream = v.u32(kStream);
-         r.correlation = v.u32(kCorr);
+         if (!gpu_row(r, v, p)) return unreadable_cuda_row(p);
          r.bytes = v.u64(kBytes);
          const auto mem_kind = v.integer(kMemKind);
          r.dst_kind = mem_kind ? enums_.memory(*mem_kind) : MemoryKind::kUnknown;
@@ -1111,20 +1112,16 @@ void Importer::read_api(const char* table) {
 }
 
 void Importer::read_syncs() {
-  enum { kPid = 2, kDevice, kStream, kCorr, kSyncType, kEvent };
+  enum { kSyncType = kGpuOwnCol, kEvent };
   scan("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", {"start", "end"},
        {"start", "end", "globalPid", "deviceId", "streamId", "correlationId", "syncType", "eventId"},
        [&](RowValues& v, uint64_t& bound) {
-         ProcessBuild& p = process_of_row(v, kPid);
+         ProcessBuild& p = process_of_row(v, kGpuPidCol);
          SyncRecord r;
-         if (!span(r, v, p)) return unreadable_cuda_row(p);
-         p.cuda = true;
-         r.device = v.u32(kDevice);
+         if (!gpu_row(r, v, p)) return unreadable_cuda_row(p);
          const auto sync_type = v.integer(kSyncType);
          r.kind = sync_type ? enums_.sync(*sync_type) : SyncKind::kUnknown;
-         // A context synchronization is not about one stream.
-         r.stream = r.kind == SyncKind::kDeviceSynchronize ? 0 : v.u32(kStream);
-         r.correlation = v.u32(kCorr);
+         if (r.kind == SyncKind::kDeviceSynchronize) r.stream = 0;  // a context synchronization is not about one stream
          r.event = v.u64(kEvent);
          push_row(p.trace.syncs, r, bound);
          return RowFate::kKept;

@@ -5,23 +5,13 @@
 #include <cctype>
 #include <vector>
 
+#include "base/text_input.hpp"
+
 namespace scalescope::trace {
 namespace {
 
 constexpr std::array<std::string_view, 3> kProtocols = {"LL128", "LL", "SIMPLE"};
 constexpr std::array<std::string_view, 6> kReductions = {"Sum", "Prod", "Max", "Min", "PreMulSum", "SumPostDiv"};
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  while (true) {
-    size_t next = s.find(sep, pos);
-    out.push_back(s.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos));
-    if (next == std::string_view::npos) break;
-    pos = next + 1;
-  }
-  return out;
-}
 
 bool is_protocol(std::string_view t) { return std::find(kProtocols.begin(), kProtocols.end(), t) != kProtocols.end(); }
 

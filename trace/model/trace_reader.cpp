@@ -43,6 +43,25 @@ struct CorruptChunk {};
 // A codec or column encoding of a newer minor version: the chunk is skipped.
 struct UnknownFeature {};
 
+// The chunk header at h (its checksum already checked), refused when it
+// claims more bytes than max_chunk_bytes: the file is corrupt.
+format::ChunkHeader chunk_header(const uint8_t* h, std::string_view name, uint64_t pos, uint64_t max_chunk_bytes) {
+  format::ChunkHeader ch;
+  ch.type = format::get_u16(h);
+  ch.codec = format::get_u16(h + 2);
+  ch.record_count = format::get_u32(h + 4);
+  ch.stored_size = format::get_u64(h + 8);
+  ch.raw_size = format::get_u64(h + 16);
+  ch.payload_checksum = format::get_u64(h + 24);
+  if (ch.stored_size > max_chunk_bytes || ch.raw_size > max_chunk_bytes) {
+    fail(
+        "{}: chunk at offset {} claims {} bytes ({} decompressed), more than the limit of {}; the file is "
+        "corrupt",
+        name, pos, ch.stored_size, ch.raw_size, max_chunk_bytes);
+  }
+  return ch;
+}
+
 class Cursor {
  public:
   Cursor(const uint8_t* p, size_t n) : p_(p), end_(p + n) {}
@@ -187,19 +206,7 @@ class Reader {
         pos = resync(pos + 1);
         continue;
       }
-      format::ChunkHeader ch;
-      ch.type = format::get_u16(h);
-      ch.codec = format::get_u16(h + 2);
-      ch.record_count = format::get_u32(h + 4);
-      ch.stored_size = format::get_u64(h + 8);
-      ch.raw_size = format::get_u64(h + 16);
-      ch.payload_checksum = format::get_u64(h + 24);
-      if (ch.stored_size > options_.max_chunk_bytes || ch.raw_size > options_.max_chunk_bytes) {
-        fail(
-            "{}: chunk at offset {} claims {} bytes ({} decompressed), more than the limit of {}; the file is "
-            "corrupt",
-            name_, pos, ch.stored_size, ch.raw_size, options_.max_chunk_bytes);
-      }
+      const format::ChunkHeader ch = chunk_header(h, name_, pos, options_.max_chunk_bytes);
       const size_t body = pos + format::kChunkHeaderSize;
       if (ch.stored_size > size_ - body) {
         problems_.add(Problem::kTornTail);
@@ -701,19 +708,7 @@ struct ChunkReader::Impl {
         pos = resync(pos + 1);
         continue;
       }
-      format::ChunkHeader ch;
-      ch.type = format::get_u16(h);
-      ch.codec = format::get_u16(h + 2);
-      ch.record_count = format::get_u32(h + 4);
-      ch.stored_size = format::get_u64(h + 8);
-      ch.raw_size = format::get_u64(h + 16);
-      ch.payload_checksum = format::get_u64(h + 24);
-      if (ch.stored_size > options.max_chunk_bytes || ch.raw_size > options.max_chunk_bytes) {
-        fail(
-            "{}: chunk at offset {} claims {} bytes ({} decompressed), more than the limit of {}; the file is "
-            "corrupt",
-            name, pos, ch.stored_size, ch.raw_size, options.max_chunk_bytes);
-      }
+      const format::ChunkHeader ch = chunk_header(h, name, pos, options.max_chunk_bytes);
       const uint64_t body = pos + format::kChunkHeaderSize;
       if (ch.stored_size > size - body) {
         reader->add_problem(Problem::kTornTail);
