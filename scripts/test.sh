@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: unit and golden tests (release, warnings as errors), the same
-# under AddressSanitizer and UndefinedBehaviorSanitizer, each libFuzzer target
-# for a bounded time, and the browser tests of the HTML report.
+# under AddressSanitizer and UndefinedBehaviorSanitizer (clang), each libFuzzer
+# target of that build for a bounded time, and the browser tests of the HTML report.
 # Usage: scripts/test.sh            (everything, as CI runs it)
 #        FUZZ_SECONDS=10 scripts/test.sh
 set -euo pipefail
@@ -56,7 +56,7 @@ if [ "$rc" -ne 0 ] && [ "${py_failed:-0}" -eq 0 ]; then
 fi
 rm -f "$pylog"
 
-stage "ASan/UBSan build and tests"
+stage "ASan/UBSan build (clang, fuzzers included) and tests"
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_ctest build-asan -LE "slow|slurm"  # the Slurm tests drive real daemons: their code runs under ASan in sweep_test
@@ -73,9 +73,9 @@ fuzz_one() {  # $1 fuzzer, $2 results folder: runs it on a copy of its seed corp
 }
 
 stage "fuzzers (${fuzz_seconds}s each, ${jobs} at a time)"
-scripts/build.sh fuzz
+# The fuzzers were built above, in the sanitizer build.
 fuzz_results="$(mktemp -d)"
-mapfile -t fuzzers < <(find build-fuzz -type f -name '*_fuzz' -perm -u+x | sort)
+mapfile -t fuzzers < <(find build-asan -type f -name '*_fuzz' -perm -u+x | sort)
 running=0
 for fuzzer in "${fuzzers[@]}"; do
   if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
@@ -83,7 +83,7 @@ for fuzzer in "${fuzzers[@]}"; do
   running=$((running + 1))
 done
 wait
-if [ "${#fuzzers[@]}" -eq 0 ]; then echo "fuzz: no fuzzer in build-fuzz"; failed=$((failed + 1)); fi
+if [ "${#fuzzers[@]}" -eq 0 ]; then echo "fuzz: no fuzzer in build-asan"; failed=$((failed + 1)); fi
 for fuzzer in "${fuzzers[@]}"; do
   name="$(basename "$fuzzer")"
   if [ "$(cat "$fuzz_results/$name.rc" 2>/dev/null)" = 0 ]; then
