@@ -296,6 +296,8 @@ const char* ss_last_error(void) { return last_error.c_str(); }
 
 void ss_free(char* text) { std::free(text); }
 
+}  // extern "C": the helper below returns a C++ type
+
 namespace {
 
 // The kernels' short names as a column of ids numbered after the trace's
@@ -322,6 +324,8 @@ std::vector<trace::StringId> short_name_column(const trace::Trace& t, std::vecto
 }
 
 }  // namespace
+
+extern "C" {
 
 ss_run* ss_open(const char* path) {
   return guarded<ss_run*>(nullptr, [&] {

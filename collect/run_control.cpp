@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +39,18 @@ bool get(const nlohmann::json& j, const char* key, T* out, std::string* error, b
   if (it == j.end()) {
     if (required && error) *error = std::string("no \"") + key + "\"";
     return !required;
+  }
+  // A fractional number converts to an integer field only inside its range:
+  // outside it the conversion is undefined (a pid of 4e101).
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (it->is_number_float()) {
+      const double d = it->template get<double>();
+      if (!(d >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+            d < static_cast<double>(std::numeric_limits<T>::max()))) {
+        if (error) *error = std::string("\"") + key + "\" is out of range";
+        return false;
+      }
+    }
   }
   try {
     *out = it->get<T>();

@@ -13,8 +13,9 @@ APT_PACKAGES=(
   libdw-dev
   python3-numpy python3-pandas python3-pytest python3-matplotlib python3-xxhash
 )
-# Not needed to build and use the command line: the fuzzers' compiler, the
-# study's data set and the browser of the report's browser tests.
+# Not needed to build and use the command line: clang (the compiler of the
+# sanitizer and fuzz build), the study's data set and the browser of the
+# report's browser tests.
 EXTRA_PACKAGES=(clang libclang-rt-14-dev dataset-fashion-mnist chromium)
 # --cli-only: the command line, its tests and the HTML report, nothing more.
 [ "${1:-}" = "--cli-only" ] || APT_PACKAGES+=("${EXTRA_PACKAGES[@]}")

@@ -745,8 +745,8 @@ TEST_F(CollectWindows, WindowsEveryPeriodAreClaimedOnceAndAlignedAcrossRanks) {
           << requests[i - 1].id << " then " << requests[i].id;
     }
   }
-  for (const auto& [id, first] : timed(a))
-    EXPECT_TRUE(std::any_of(requests.begin(), requests.end(), [&](const auto& r) { return r.id == id; })) << id;
+  for (const auto& [id, first] : timed(a))  // clang 14 cannot capture a structured binding: captured by copy
+    EXPECT_TRUE(std::any_of(requests.begin(), requests.end(), [&, id = id](const auto& r) { return r.id == id; })) << id;
 }
 
 // Hang dumps (docs/collector.md, "When a job hangs").
