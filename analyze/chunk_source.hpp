@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <ranges>
 #include <vector>
 
 #include "trace/model/chunk_reader.hpp"
@@ -29,8 +28,32 @@
 
 namespace scalescope::analyze {
 
-// Row indexes [first, last) of one table.
-using RowRange = std::ranges::iota_view<size_t, size_t>;
+// Row indexes [first, last) of one table; a range-for yields each index.
+// (Not std::views::iota: clang 14 cannot compile libstdc++ 12's iota_view.)
+class RowRange {
+ public:
+  class iterator {
+   public:
+    explicit iterator(size_t row) : row_(row) {}
+    size_t operator*() const { return row_; }
+    iterator& operator++() {
+      ++row_;
+      return *this;
+    }
+    bool operator==(const iterator&) const = default;
+
+   private:
+    size_t row_;
+  };
+  RowRange(size_t first, size_t last) : first_(first), last_(last) {}
+  iterator begin() const { return iterator(first_); }
+  iterator end() const { return iterator(last_); }
+  size_t size() const { return last_ - first_; }
+  bool empty() const { return first_ == last_; }
+
+ private:
+  size_t first_, last_;
+};
 
 class Chunk {
  public:
