@@ -227,7 +227,9 @@ int32_t line_for_offset(std::span<const uint8_t> table, int32_t first_line, int6
     } else if (kind == 11 || kind == 12) {
       delta = kind - 10;
     }
-    line += delta;
+    // Wrapping: a table of another layout (or garbage) may sum past int64;
+    // such a line is out of range below and gives 0.
+    line = static_cast<int64_t>(static_cast<uint64_t>(line) + static_cast<uint64_t>(delta));
     const int64_t start = end;
     end += ((first & 7) + 1) * 2;
     if (byte_offset >= start && byte_offset < end)
