@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json_number.hpp"
+
 #include "analyze/hang_report.hpp"
 #include "analyze/pickle_data.hpp"
 #include "base/error.hpp"
@@ -76,8 +78,9 @@ std::vector<int32_t> parse_ranks(const json& v, const std::string& where) {
   std::vector<int32_t> out;
   if (v.is_array()) {
     for (const auto& r : v) {
-      if (!r.is_number_integer()) fail("{}: ranks holds a non-integer", where);
-      out.push_back(r.get<int32_t>());
+      const auto rank = json_integer<int32_t>(r);
+      if (!rank) fail("{}: ranks holds a non-integer", where);
+      out.push_back(*rank);
     }
     return out;
   }

@@ -26,6 +26,7 @@
 
 #include "scalescope_version.hpp"
 #include "base/error.hpp"
+#include "base/json_number.hpp"
 #include "trace/model/hang_dump.hpp"
 #include "trace/model/python_stacks.hpp"
 #include "trace/model/trace_file.hpp"
@@ -271,31 +272,37 @@ std::vector<ProcessSummary> read_process_summaries(const fs::path& run_dir, std:
     if (j.is_discarded() || !j.is_object()) continue;  // a torn summary: the trace still counts below
     // Node facts and per-node run files sit beside the summaries.
     if (is_node_facts(j) || j.contains("scalescope_version")) continue;
+    const std::string where = p.string();
     ProcessSummary s;
-    s.pid = j.value("pid", 0u);
-    s.hostname = j.value("hostname", "");
-    s.status = j.value("status", "");
-    s.trace_file = j.value("trace_file", "");
-    s.rank = j.value("rank", -1);
-    s.local_rank = j.value("local_rank", -1);
-    s.events = j.value("events_written", uint64_t{0});
-    s.dropped = j.value("cupti_dropped_records", uint64_t{0}) + j.value("events_lost_on_write", uint64_t{0});
-    s.bytes = j.value("bytes_written", uint64_t{0});
-    s.collector_cpu_ns = j.value("collector_cpu_ns", uint64_t{0});
-    s.python_interpreter = j.value("python_interpreter", false);
-    if (auto it = j.find("sampling"); it != j.end() && it->is_object()) {
-      s.sampling_json = it->dump();
-      const auto& sm = *it;
-      if (sm.value("mode", "") == "sampled") {
-        if (sm.value("iterations_seen", uint64_t{0}) == 0)
-          s.sampling_line = sm.value("note", "no iteration markers: traced from start to end") +
-                            " (--iteration-range names another range)";
-        else
-          s.sampling_line =
-              fmt::format("{} of {} iterations traced in sampled windows; {}",
-                          sm.value("iterations_inside", uint64_t{0}), sm.value("iterations_seen", uint64_t{0}),
-                          sm.value("perturbation_text", std::string("perturbation not measured")));
+    try {  // a field of the wrong type: a damaged summary, counted like a torn one
+      s.pid = json_integer_or<uint32_t>(j, "pid", 0, where);
+      s.hostname = j.value("hostname", "");
+      s.status = j.value("status", "");
+      s.trace_file = j.value("trace_file", "");
+      s.rank = json_integer_or<int32_t>(j, "rank", -1, where);
+      s.local_rank = json_integer_or<int32_t>(j, "local_rank", -1, where);
+      s.events = json_integer_or<uint64_t>(j, "events_written", 0, where);
+      s.dropped = json_integer_or<uint64_t>(j, "cupti_dropped_records", 0, where) +
+                  json_integer_or<uint64_t>(j, "events_lost_on_write", 0, where);
+      s.bytes = json_integer_or<uint64_t>(j, "bytes_written", 0, where);
+      s.collector_cpu_ns = json_integer_or<uint64_t>(j, "collector_cpu_ns", 0, where);
+      s.python_interpreter = j.value("python_interpreter", false);
+      if (auto it = j.find("sampling"); it != j.end() && it->is_object()) {
+        s.sampling_json = it->dump();
+        const auto& sm = *it;
+        if (sm.value("mode", "") == "sampled") {
+          if (json_integer_or<uint64_t>(sm, "iterations_seen", 0, where) == 0)
+            s.sampling_line = sm.value("note", "no iteration markers: traced from start to end") +
+                              " (--iteration-range names another range)";
+          else
+            s.sampling_line = fmt::format("{} of {} iterations traced in sampled windows; {}",
+                                          json_integer_or<uint64_t>(sm, "iterations_inside", 0, where),
+                                          json_integer_or<uint64_t>(sm, "iterations_seen", 0, where),
+                                          sm.value("perturbation_text", std::string("perturbation not measured")));
+        }
       }
+    } catch (const std::exception&) {
+      continue;
     }
     summarised.insert(p.stem().string());
     out.push_back(std::move(s));

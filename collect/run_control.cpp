@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/json_number.hpp"
 
 namespace scalescope::collect {
 namespace fs = std::filesystem;
@@ -34,23 +35,39 @@ bool valid_id(std::string_view id) {
 }
 
 template <typename T>
+constexpr bool kIsIntegerList = false;
+template <std::integral I>
+constexpr bool kIsIntegerList<std::vector<I>> = true;
+
+template <typename T>
 bool get(const nlohmann::json& j, const char* key, T* out, std::string* error, bool required = true) {
   auto it = j.find(key);
   if (it == j.end()) {
     if (required && error) *error = std::string("no \"") + key + "\"";
     return !required;
   }
-  // A fractional number converts to an integer field only inside its range:
-  // outside it the conversion is undefined (a pid of 4e101).
+  // An integer field takes an integer that fits it, never a wrapped or cast
+  // one (a pid of 4e101).
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (it->is_number_float()) {
-      const double d = it->template get<double>();
-      if (!(d >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
-            d < static_cast<double>(std::numeric_limits<T>::max()))) {
-        if (error) *error = std::string("\"") + key + "\" is out of range";
-        return false;
-      }
+    const auto v = json_integer<T>(*it);
+    if (!v) {
+      if (error)
+        *error = std::string("\"") + key + (it->is_number() ? "\" is not an integer in range" : "\" has the wrong type");
+      return false;
     }
+    *out = *v;
+    return true;
+  }
+  if constexpr (kIsIntegerList<T>) {
+    T list;
+    for (size_t i = 0; it->is_array() && i < it->size(); ++i)
+      if (const auto v = json_integer<typename T::value_type>((*it)[i])) list.push_back(*v);
+    if (!it->is_array() || list.size() != it->size()) {
+      if (error) *error = std::string("\"") + key + "\" is not a list of integers in range";
+      return false;
+    }
+    *out = std::move(list);
+    return true;
   }
   try {
     *out = it->get<T>();

@@ -57,6 +57,10 @@ TEST_F(RunControl, RequestRoundTripsAndBadOnesAreRefusedWithTheReason) {
            {R"({"id":"3","start_iteration":1,"iterations":0,"reason":"trigger"})", "\"iterations\" must be 1"},
            {R"({"id":"../x","start_iteration":1,"iterations":2,"reason":"trigger"})", "\"id\" must be"},
            {R"({"id":"3","start_iteration":"1","iterations":2,"reason":"trigger"})", "wrong type"},
+           {R"({"id":"3","start_iteration":2.5,"iterations":2,"reason":"trigger"})", "not an integer in range"},
+           {R"({"id":"3","start_iteration":1,"iterations":1e300,"reason":"trigger"})", "not an integer in range"},
+           {R"({"id":"3","start_iteration":1,"iterations":2,"reason":"trigger","ranks":[0,3e40]})", "\"ranks\" is not a list"},
+           {R"({"id":"3","start_iteration":1,"iterations":2,"reason":"trigger","ranks":7})", "\"ranks\" is not a list"},
            {R"({"id":"3","start_iteration":1,"iterations":2,"reason":"whim"})", "\"reason\" must be"},
            {R"({"start_iteration":1,"iterations":2,"reason":"trigger"})", "no \"id\""}}) {
     error.clear();
@@ -188,6 +192,11 @@ TEST_F(RunControl, DumpRequestsAreSeenOnceAndDumpsReadBack) {
   EXPECT_TRUE(hang_dumped(dir_)) << "killed after --hang-after found it stalled";
   EXPECT_FALSE(trace::parse_hang_dump("{\"host\": 1}", &error));
   EXPECT_FALSE(error.empty());
+  // A time far beyond any clock is refused, not converted (undefined for a fraction).
+  EXPECT_FALSE(trace::parse_hang_dump(R"({"host":"h","pid":1,"rank":0,"reason":"trigger","unix_ns":1.79658e+29,)"
+                                      R"("collectives":[],"iterations":[]})",
+                                      &error));
+  EXPECT_NE(error.find("\"unix_ns\" is not an integer"), std::string::npos) << error;
 }
 
 TEST_F(RunControl, JobStalledWhenNoProcessBeganAnIterationForTheTimeGiven) {

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json_number.hpp"
+
 #include "scaling/scaling.hpp"
 #include "scaling/spread_calibration_text.hpp"
 #include "base/error.hpp"
@@ -87,14 +89,14 @@ SpreadCalibration read_spread_calibration(std::string_view json_text, std::strin
     if (j.contains("batch_rule_backtests"))
       for (const auto& b : j.at("batch_rule_backtests"))
         c.batch_rule_backtests.push_back({batch_rule_of(b.at("rule").get<std::string>(), source),
-                                          b.at("cases").get<size_t>(), b.at("score").get<double>()});
+                                          json_integer_field<size_t>(b, "cases", source), b.at("score").get<double>()});
     for (const auto& r : j.at("rows")) {
       SpreadRow row;
       row.kind = model_of(r.at("model").get<std::string>(), source);
       row.batch_planned = r.at("batch_planned").get<bool>();
       row.bucket = r.at("bucket").get<std::string>();
       row.tau = r.at("tau").get<double>();
-      row.cases = r.at("cases").get<size_t>();
+      row.cases = json_integer_field<size_t>(r, "cases", source);
       row.max_factor = r.at("max_factor").get<double>();
       row.groups = r.at("groups").get<std::vector<std::string>>();
       if (!(row.tau >= 0) || !std::isfinite(row.tau)) fail("{}: tau {} is not a number >= 0", source, row.tau);

@@ -66,8 +66,10 @@ fuzz_one() {  # $1 fuzzer, $2 results folder: runs it on a copy of its seed corp
   name="$(basename "$1")"
   corpus="$(mktemp -d)"
   [ -d "$here/tests/fuzz/${name%_fuzz}" ] && cp -r "$here/tests/fuzz/${name%_fuzz}"/. "$corpus"/
+  # A failing input goes into the results folder (not the source tree), and is
+  # printed below so that a CI log is enough to reproduce it.
   "$1" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=0 \
-    "$corpus" >"$2/$name.log" 2>&1 || rc=$?
+    -artifact_prefix="$2/$name-" "$corpus" >"$2/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$2/$name.rc"
   rm -rf "$corpus"
 }
@@ -90,6 +92,13 @@ for fuzzer in "${fuzzers[@]}"; do
     echo "fuzz $name: clean"; passed=$((passed + 1))
   else
     echo "fuzz $name: FAILED"; tail -40 "$fuzz_results/$name.log" 2>/dev/null || true; failed=$((failed + 1))
+    for input in "$fuzz_results/$name"-*; do
+      [ -f "$input" ] || continue
+      keep="build-asan/fuzz-failures/$(basename "$input")"
+      mkdir -p build-asan/fuzz-failures && cp "$input" "$keep"
+      echo "failing input kept in $keep ($(stat -c %s "$input") bytes); as base64:"
+      head -c 8192 "$input" | base64 -w 0; echo
+    done
   fi
 done
 rm -rf "$fuzz_results"

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_number.hpp"
+
 namespace scalescope::trace {
 
 namespace {
@@ -47,10 +49,10 @@ std::optional<HangDump> parse_hang_dump(std::string_view text, std::string* erro
   HangDump d;
   try {
     d.host = j.at("host").get<std::string>();
-    d.pid = j.at("pid").get<uint32_t>();
-    d.rank = j.at("rank").get<int32_t>();
+    d.pid = json_integer_field<uint32_t>(j, "pid", "");
+    d.rank = json_integer_field<int32_t>(j, "rank", "");
     d.reason = j.at("reason").get<std::string>();
-    d.unix_ns = j.at("unix_ns").get<int64_t>();
+    d.unix_ns = json_integer_field<int64_t>(j, "unix_ns", "");
     d.collectives_recorded = j.value("collectives_recorded", false);
     d.stalled = j.value("stalled", false);
     const auto& cs = j.at("collectives");
@@ -60,26 +62,26 @@ std::optional<HangDump> parse_hang_dump(std::string_view text, std::string* erro
     for (const auto& c : cs) {
       HangCollective h;
       h.op = nccl_op_from_name(c.at("op").get<std::string>());
-      h.communicator = c.at("communicator").get<uint64_t>();
-      h.sequence = c.at("sequence").get<uint64_t>();
-      h.bytes = c.at("bytes").get<uint64_t>();
-      h.enter_unix_ns = c.at("enter_unix_ns").get<int64_t>();
-      h.leave_unix_ns = c.at("leave_unix_ns").get<int64_t>();
+      h.communicator = json_integer_field<uint64_t>(c, "communicator", "");
+      h.sequence = json_integer_field<uint64_t>(c, "sequence", "");
+      h.bytes = json_integer_field<uint64_t>(c, "bytes", "");
+      h.enter_unix_ns = json_integer_field<int64_t>(c, "enter_unix_ns", "");
+      h.leave_unix_ns = json_integer_field<int64_t>(c, "leave_unix_ns", "");
       d.collectives.push_back(h);
     }
     for (const auto& i : is)
-      d.iterations.push_back({i.at("index").get<uint64_t>(), i.at("begin_unix_ns").get<int64_t>()});
+      d.iterations.push_back({json_integer_field<uint64_t>(i, "index", ""), json_integer_field<int64_t>(i, "begin_unix_ns", "")});
     if (j.contains("python")) {  // dumps of an older collector have no stacks
       const auto& py = j.at("python");
       if (!py.is_array()) return bad("\"python\" must be an array");
       if (py.size() > kMaxEntries) return bad("more than 65,536 Python threads");
       for (const auto& t : py) {
         HangPythonThread h;
-        h.tid = t.at("tid").get<uint32_t>();
+        h.tid = json_integer_field<uint32_t>(t, "tid", "");
         const auto& frames = t.at("frames");
         if (!frames.is_array() || frames.size() > kMaxEntries) return bad("a Python thread's \"frames\" must be an array");
         for (const auto& f : frames)
-          h.frames.push_back({f.at("file").get<std::string>(), f.at("line").get<int32_t>(),
+          h.frames.push_back({f.at("file").get<std::string>(), json_integer_field<int32_t>(f, "line", ""),
                               f.at("function").get<std::string>()});
         d.python.push_back(std::move(h));
       }
@@ -87,6 +89,8 @@ std::optional<HangDump> parse_hang_dump(std::string_view text, std::string* erro
     d.python_note = j.value("python_note", std::string());
   } catch (const nlohmann::json::exception& e) {
     return bad(std::string("a field is missing or of the wrong type (") + e.what() + ")");
+  } catch (const Error& e) {
+    return bad(e.what());
   }
   return d;
 }

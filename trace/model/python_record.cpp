@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_number.hpp"
+
 #include "trace/model/python_stacks.hpp"
 
 namespace scalescope::trace {
@@ -30,12 +32,12 @@ std::vector<ProcessGroup> process_groups(const nlohmann::json& d) {
     bool ok = !pg.name.empty();
     if (auto r = g.find("ranks"); r != g.end() && r->is_array()) {
       for (const auto& x : *r) {
-        if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX ||
-            pg.ranks.size() >= kMaxProcessGroupRanks) {
+        const auto rank = json_integer<int32_t>(x);
+        if (!rank || *rank < 0 || pg.ranks.size() >= kMaxProcessGroupRanks) {
           ok = false;
           break;
         }
-        pg.ranks.push_back(x.get<int32_t>());
+        pg.ranks.push_back(*rank);
       }
     }
     if (!ok) continue;
@@ -54,12 +56,12 @@ std::optional<PythonRecord> parse_python_record(std::string_view text) {
   try {
     if (j.value("kind", "") != "scalescope python bootstrap") return std::nullopt;
     PythonRecord r;
-    r.pid = j.value("pid", 0u);
+    r.pid = json_integer_or<uint32_t>(j, "pid", 0, "");
     r.hostname = j.value("hostname", "");
     r.json = j.dump();
     if (auto d = j.find("distributed"); d != j.end() && d->is_object()) {
-      r.rank = d->value("rank", -1);
-      r.local_rank = d->value("local_rank", -1);
+      r.rank = json_integer_or<int32_t>(*d, "rank", -1, "");
+      r.local_rank = json_integer_or<int32_t>(*d, "local_rank", -1, "");
       r.process_groups = process_groups(*d);
     }
     const std::string torch = j.value("torch", "");
@@ -70,7 +72,7 @@ std::optional<PythonRecord> parse_python_record(std::string_view text) {
             (state.get<std::string>().starts_with("missing") || state.get<std::string>().starts_with("failed")))
           r.problems.push_back(name + " " + state.get<std::string>());
     return r;
-  } catch (const nlohmann::json::exception&) {
+  } catch (const std::exception&) {  // nlohmann's type errors and Error
     return std::nullopt;  // a field of the wrong type: not one of the bootstrap's records
   }
 }

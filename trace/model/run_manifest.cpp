@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "base/json_number.hpp"
 #include <xxhash.h>
 
 #include "base/error.hpp"
@@ -112,7 +114,7 @@ RunCheck check_run_manifest(const fs::path& run_dir) {
       for (const auto& f : j.at("files")) {
         ManifestEntry e;
         e.name = f.at("name").get<std::string>();
-        e.bytes = f.at("bytes").get<uint64_t>();
+        e.bytes = json_integer_field<uint64_t>(f, "bytes", "");
         e.xxh64 = std::stoull(f.at("xxh64").get<std::string>(), nullptr, 16);
         if (e.name.find('/') != std::string::npos || e.name.empty() || e.name[0] == '.') fail("bad name");
         listed[e.name] = e;

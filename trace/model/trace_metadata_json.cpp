@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_number.hpp"
+
 #include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace::format {
@@ -14,7 +16,10 @@ using nlohmann::json;
 
 template <typename V>
 void get_if(const json& j, const char* key, V& out) {
-  if (auto it = j.find(key); it != j.end() && !it->is_null()) out = it->get<V>();
+  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>)
+    out = json_integer_or<V>(j, key, out, "trace metadata");
+  else if (auto it = j.find(key); it != j.end() && !it->is_null())
+    out = it->get<V>();
 }
 
 }  // namespace
@@ -86,7 +91,8 @@ Metadata metadata_from_json(std::string_view text) {
   get_if(j, "memory_policy", m.memory_policy);
   auto pages = [&](const char* key, std::vector<NumaPages>& out) {
     if (auto it = j.find(key); it != j.end())
-      for (const json& p : *it) out.push_back({p.at("node").get<int32_t>(), p.at("bytes").get<uint64_t>()});
+      for (const json& p : *it) out.push_back({json_integer_field<int32_t>(p, "node", "trace metadata"),
+                      json_integer_field<uint64_t>(p, "bytes", "trace metadata")});
   };
   pages("pages_at_start", m.pages_at_start);
   pages("pages_at_end", m.pages_at_end);
@@ -106,7 +112,8 @@ Metadata metadata_from_json(std::string_view text) {
     }
   }
   if (auto it = j.find("clock"); it != j.end())
-    for (const json& a : *it) m.clock.push_back({a.at("trace_ns").get<Timestamp>(), a.at("unix_ns").get<int64_t>()});
+    for (const json& a : *it) m.clock.push_back({json_integer_field<Timestamp>(a, "trace_ns", "trace metadata"),
+                         json_integer_field<int64_t>(a, "unix_ns", "trace metadata")});
   if (auto it = j.find("extra"); it != j.end())
     for (const auto& [k, v] : it->items()) m.extra[k] = v.get<std::string>();
   if (auto it = j.find("process_groups"); it != j.end())
