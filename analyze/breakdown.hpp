@@ -31,4 +31,12 @@ struct RankBreakdown {
   std::vector<StreamUtilization> streams;
 };
 
+namespace detail {
+
+// The figures derived from the sums over one window (the sums: window_figures.cpp,
+// stream_sweep.cpp); `rows`: whether the trace has rows of the tables read, else skipped.
+// Its window, compute, communication, overlap and copy sums set.
+void finish_breakdown(RankBreakdown& b, bool rows);
+
+}  // namespace detail
 }  // namespace scalescope::analyze

@@ -1,10 +1,13 @@
 #pragma once
 // The collectives one rank took part in, as straggler matching reads them.
 
+#include <vector>
 #include <cstdint>
 #include <string>
 
 #include "trace/model/trace.hpp"
+#include "analyze/iterations.hpp"
+#include "analyze/kernel_classifier.hpp"
 
 namespace scalescope::analyze {
 
@@ -19,4 +22,13 @@ struct CollectiveArrival {
   bool warmup = false;  // started before the rank's first steady iteration
 };
 
+namespace detail {
+
+// Collectives for straggler matching over [ws, we], in start order.
+// Reads the NCCL table, else the kernels `info` classes as communication, of t.
+std::vector<CollectiveArrival> collective_arrivals(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,
+                                                   const std::vector<KernelInfo>& info,
+                                                   const std::vector<Iteration>& iterations);
+
+}  // namespace detail
 }  // namespace scalescope::analyze

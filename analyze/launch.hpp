@@ -22,4 +22,12 @@ struct LaunchStats {
   double gap_fraction = 0;           // gpu_gap_ns / window wall
 };
 
+namespace detail {
+
+// The figures derived from the sums over one window (the sums: window_figures.cpp,
+// stream_sweep.cpp); `rows`: whether the trace has rows of the tables read, else skipped.
+// Its counts, sums, gaps and medians set; `small`: kernels under kSmallKernelNs.
+void finish_launch(LaunchStats& ls, int64_t small, int64_t wall, bool rows);
+
+}  // namespace detail
 }  // namespace scalescope::analyze

@@ -20,4 +20,10 @@ struct NumaStats {
   double remote_memory_fraction = 0;  // share of pages off the GPU's node
 };
 
+namespace detail {
+
+// NUMA placement of the process's CPUs and memory against the GPU's node.
+NumaStats analyze_numa(const trace::Metadata& meta);
+
+}  // namespace detail
 }  // namespace scalescope::analyze

@@ -1,6 +1,7 @@
 #pragma once
 // The collector's own measure of how much tracing slowed the job.
 
+#include <unordered_map>
 #include <cstdint>
 #include <string>
 
@@ -23,4 +24,10 @@ struct ProfilerPerturbation {
 };
 inline constexpr double kPerturbationMatters = 5.0;  // percent, the same as collect::kPerturbationThresholdPercent
 
+namespace detail {
+
+// From the collector's sampling facts in the trace's metadata (Metadata::extra).
+ProfilerPerturbation read_perturbation(const std::unordered_map<std::string, std::string>& extra);
+
+}  // namespace detail
 }  // namespace scalescope::analyze

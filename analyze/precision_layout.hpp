@@ -7,8 +7,12 @@
 
 #include "analyze/availability.hpp"
 #include "analyze/kernel_classifier.hpp"
+#include "trace/model/trace.hpp"
 
 namespace scalescope::analyze {
+
+struct Options;       // options.hpp
+struct RankAnalysis;  // rank_analysis.hpp
 
 struct PrecisionStats {
   Availability availability;
@@ -35,4 +39,13 @@ struct LayoutStats {
   std::vector<KernelSummary> top;
 };
 
+namespace detail {
+
+// Precision and layout shares from the sums of the kernels in the window
+// (r.precision, r.layout), and the top lists from the time per kernel name.
+void finish_kernel_tables(bool no_kernels, const trace::StringTable& strings, const Options& o,
+                          const std::vector<KernelInfo>& info, const std::vector<int64_t>& ns,
+                          const std::vector<int64_t>& count, RankAnalysis& r);
+
+}  // namespace detail
 }  // namespace scalescope::analyze

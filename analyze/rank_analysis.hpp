@@ -89,4 +89,16 @@ struct RankAnalysis {
   size_t input_index = 0;
 };
 
+namespace detail {
+
+// Who the rank is (identity, node facts, the collector's sampling facts,
+// data lost while tracing), from the trace's metadata and problems.
+void describe_rank(const trace::Trace& t, bool gpu_activity, RankAnalysis& r);
+// With a window that holds no time of the rank (wall 0): the analyses that
+// share out time say so instead of printing zeros.
+void mark_empty_window(const Options& o, int64_t wall, RankAnalysis& r);
+// The same for attribution, computed apart from the other analyses.
+void mark_empty_window(const Options& o, int64_t wall, Attribution& a);
+
+}  // namespace detail
 }  // namespace scalescope::analyze
