@@ -49,12 +49,6 @@ Detected detect_iterations(const IterationInputs& inputs, const std::string& ran
 IterationStats window_iterations(const Detected& detected, trace::Timestamp ws, trace::Timestamp we,
                                  double warmup_tolerance);
 
-// Collectives for straggler matching over [ws, we], in start order (analyze.cpp).
-// Reads the NCCL table, else the kernels `info` classes as communication, of t.
-std::vector<CollectiveArrival> collective_arrivals(const trace::Trace& t, trace::Timestamp ws, trace::Timestamp we,
-                                                   const std::vector<KernelInfo>& info,
-                                                   const std::vector<Iteration>& iterations);
-
 // Fills the statistics of `stats.iterations` (marks warm-up iterations).
 void summarize_iterations(IterationStats& stats, double warmup_tolerance);
 
@@ -76,33 +70,12 @@ using trace::quantile;
 // visitor needs the Trace.
 bool analyze_streaming(trace::InputKind kind, uint64_t rows, const Options& options, bool visitor);
 
-// ---- shared by analyze.cpp and the streaming analysis (streaming.cpp) ----
+// ---- shared by the analyses ----
 
 inline constexpr int64_t kLaunchGapLimitNs = 1'000'000;  // longer GPU gaps are not launch latency
 inline constexpr int64_t kSmallKernelNs = 10'000;
 
 bool contains_ci(std::string_view hay, std::string_view needle);
-// The `limit` names of most time (ties: lower id first) among those with a
-// count that `keep` accepts.
-std::vector<KernelSummary> top_of(const std::vector<int64_t>& ns, const std::vector<int64_t>& count,
-                                  const std::vector<KernelInfo>& info, const trace::StringTable& strings, size_t limit,
-                                  const std::function<bool(const KernelInfo&)>& keep);
-std::optional<trace::SyncKind> sync_kind_of_api(std::string_view name);
-// Who the rank is (identity, node facts, the collector's sampling facts,
-// data lost while tracing), from the trace's metadata and problems.
-void describe_rank(const trace::Trace& t, bool gpu_activity, RankAnalysis& r);
-// Precision and layout shares from the sums of the kernels in the window
-// (r.precision, r.layout), and the top lists from the time per kernel name.
-void finish_kernel_tables(bool no_kernels, const trace::StringTable& strings, const Options& o,
-                          const std::vector<KernelInfo>& info, const std::vector<int64_t>& ns,
-                          const std::vector<int64_t>& count, RankAnalysis& r);
-// NUMA placement of the process's CPUs and memory against the GPU's node.
-NumaStats analyze_numa(const trace::Metadata& meta);
-// With a window that holds no time of the rank (wall 0): the analyses that
-// share out time say so instead of printing zeros.
-void mark_empty_window(const Options& o, int64_t wall, RankAnalysis& r);
-// The same for attribution, computed apart from the other analyses.
-void mark_empty_window(const Options& o, int64_t wall, Attribution& a);
 
 // The job's framework, communication libraries and launcher (job.cpp). The
 // MPI calls read are the rows is_mpi_call() accepts; `mpi_calls`, when given,
@@ -239,57 +212,5 @@ int64_t busiest_device(const std::map<uint32_t, int64_t>& kernels_by_device);
 // combine(): ranks without samples of their own GPU take those another rank
 // of their host sampled (the same PCI bus id), then the lists are dropped.
 void share_sampled_gpus(std::vector<RankAnalysis>& ranks);
-
-// One copy's share of the copy analysis (`d` its duration in the window),
-// shared by the whole-trace and the streaming analyses so both count alike.
-using CopyGroups = std::map<std::tuple<trace::MemcpyKind, trace::MemoryKind, trace::MemoryKind>, CopyGroup>;
-inline void account_copy(const trace::MemcpyTable& m, size_t i, int64_t d, CopyGroups& groups, CopyStats& cp,
-                         uint64_t& host_bytes, std::unordered_set<uint32_t>& pageable_correlations) {
-  CopyGroup& g = groups[{m.kind[i], m.src_kind[i], m.dst_kind[i]}];
-  g.kind = m.kind[i];
-  g.src_kind = m.src_kind[i];
-  g.dst_kind = m.dst_kind[i];
-  g.count += 1;
-  g.bytes += m.bytes[i];
-  g.time_ns += d;
-  if (!m.is_async[i]) {
-    g.sync_count += 1;
-    g.sync_ns += d;
-    cp.sync_copy_count += 1;
-    cp.sync_copy_ns += d;
-  }
-  const bool htod = m.kind[i] == trace::MemcpyKind::kHtoD, dtoh = m.kind[i] == trace::MemcpyKind::kDtoH;
-  if (htod) cp.host_to_device_bytes += m.bytes[i];
-  if (htod || dtoh) {
-    host_bytes += m.bytes[i];
-    const trace::MemoryKind host_side = htod ? m.src_kind[i] : m.dst_kind[i];
-    if (host_side == trace::MemoryKind::kPageable) {
-      cp.pageable_bytes += m.bytes[i];
-      cp.pageable_ns += d;
-      if (m.correlation[i] != 0) pageable_correlations.insert(m.correlation[i]);
-    }
-  }
-}
-
-// The figures each analysis derives from its sums over the window, one
-// definition for the whole-trace and the streamed analyses (analyze.cpp).
-// `rows`: whether the trace has rows of the tables the analysis reads (else
-// it says it was skipped).
-// Breakdown: its window, compute, communication, overlap and copy sums set.
-void finish_breakdown(RankBreakdown& b, bool rows);
-// Launch: its counts, sums, gaps and medians set; `small`: kernels under kSmallKernelNs.
-void finish_launch(LaunchStats& ls, int64_t small, int64_t wall, bool rows);
-// Copies: cp's sums made by account_copy and the memset sums; `host_bytes`:
-// bytes between host and device.
-void finish_copies(CopyStats& cp, CopyGroups& groups, uint64_t host_bytes, bool rows);
-// Synchronization: sy.host_sync_ns set; the groups by kind.
-void finish_sync(SyncStats& sy, const std::map<trace::SyncKind, SyncGroup>& groups, int64_t wall, bool rows);
-// The first and last times input starvation counts in: the iterations in the
-// window, else the window [ws, we].
-std::pair<trace::Timestamp, trace::Timestamp> input_span(const IterationStats& its, trace::Timestamp ws,
-                                                         trace::Timestamp we);
-// Input: its starvation sums set; any_htod: a host-to-device copy lies in the window.
-void finish_input(InputStats& in, const IterationStats& its, trace::Timestamp ws, trace::Timestamp we,
-                  bool any_htod, int64_t compute_ns);
 
 }  // namespace scalescope::analyze::detail

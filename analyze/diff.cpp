@@ -1,6 +1,8 @@
 // diff: two runs side by side, per steady iteration when both have
 // iterations (so a run twice as long does not read as twice the idle time),
 // with a one-line verdict naming the largest changes.
+#include "analyze/diff.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>

@@ -2,6 +2,8 @@
 // per GPU over a window, the SM clock against the GPU's highest, the reasons
 // NVML gave for holding it down, and temperature and power against their
 // limits. docs/advisor.md (gpu-throttling) says how the advisor reads them.
+#include "analyze/gpu_clocks.hpp"
+
 #include <algorithm>
 #include <map>
 #include <unordered_map>

@@ -3,6 +3,8 @@
 // iteration and over the window. A sample's deltas cover the time since the
 // thread's previous sample, so a sample counts for the iteration its time
 // falls in (at 100 Hz, +-10 ms at each iteration edge).
+#include "analyze/host_threads.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>

@@ -2,6 +2,8 @@
 // IdleBreakdown; docs/idle-time.md, "Idle time breakdown"): the rule gap by
 // gap (IdleGaps) and the lookup of launch calls for a rank read chunk by
 // chunk (ChunkedLaunches).
+#include "analyze/idle_breakdown.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <unordered_map>

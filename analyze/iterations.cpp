@@ -1,5 +1,7 @@
 // Iteration detection: from named NVTX ranges, or from the repeating sequence
 // of annotations, collectives or kernels when the job has no step ranges.
+#include "analyze/iterations.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -464,6 +466,28 @@ IterationStats find_iterations(const trace::Trace& trace, const Options& options
   Options o = options;
   o.attribution = false;  // not needed for the iterations
   return analyze_rank(trace, o).iterations;
+}
+
+// The detected iterations that lie wholly inside the window, summarized.
+IterationStats detail::window_iterations(const Detected& detected, trace::Timestamp ws, trace::Timestamp we,
+                                         double warmup_tolerance) {
+  IterationStats st;
+  if (detected.iterations.empty()) {
+    st.availability = {false, "skipped: " + detected.reason};
+    return st;
+  }
+  st.source = detected.source;
+  for (size_t i = 0; i < detected.iterations.size(); ++i) {
+    const Iteration& it = detected.iterations[i];
+    if (it.start < ws || it.end > we) continue;
+    if (st.iterations.empty()) st.first_number = static_cast<int64_t>(i);
+    st.iterations.push_back(it);
+  }
+  if (st.iterations.empty())
+    st.availability = {false, fmt::format("skipped: none of the {} iterations ({}) lies inside the window",
+                                          detected.iterations.size(), detected.source)};
+  else detail::summarize_iterations(st, warmup_tolerance);
+  return st;
 }
 
 }  // namespace scalescope::analyze

@@ -2,6 +2,8 @@
 // GPU idle time splits among the host-side causes that cover it. The advisor
 // reads both: the first to fit its fixes to the job, the second to combine
 // savings carved out of the same idle time (docs/advisor.md).
+#include "analyze/job.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <map>

@@ -1,5 +1,7 @@
 // Kernel classification by name. The rules are listed, with their reasons, in
 // docs/kernel-classes.md; keep the two in step.
+#include "analyze/kernel_classifier.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "analyze/analyze.hpp"
+#include "analyze/detail.hpp"
 #include "base/error.hpp"
 
 namespace scalescope::analyze {
@@ -322,5 +325,16 @@ std::vector<KernelInfo> classify_names(const trace::Trace& trace, const KernelCl
   }
   return out;
 }
+
+namespace detail {
+
+bool contains_ci(std::string_view hay, std::string_view needle) {
+  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  });
+  return it != hay.end();
+}
+
+}  // namespace detail
 
 }  // namespace scalescope::analyze

@@ -2,6 +2,8 @@
 // breakdown, their lateness at collectives and the slowest iteration; per
 // communicator: whether it spans hosts (inter-node) or not; which nodes and
 // ranks the launcher promised but did not report.
+#include "analyze/nodes.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>

@@ -1,6 +1,8 @@
 // The Python bootstrap's stacks (python-stacks-<host>-<pid>.json) summarized
 // per rank: its process and its forked workers, the hottest leaf frames of
 // each thread and of the workers together.
+#include "analyze/python_frames.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>

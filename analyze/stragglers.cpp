@@ -1,6 +1,8 @@
 // Stragglers: collectives matched across ranks by (communicator, op, sequence);
 // a rank's lateness in one collective is its arrival (kernel start, Unix
 // clock) minus the earliest arrival of that collective.
+#include "analyze/stragglers.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <map>

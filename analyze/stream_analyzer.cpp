@@ -2,8 +2,8 @@
 // the rank's chunks read in a few passes (stream_analyzer.hpp says which and
 // how). What is a sum per row is summed per row (window_figures.hpp); what
 // is a union of intervals is summed per time segment (stream_sweep.hpp);
-// medians take two passes (two_pass_median.hpp); analyze.cpp derives each
-// analysis's figures from those sums.
+// medians take two passes (two_pass_median.hpp); each analysis's own file
+// (breakdown.cpp, launch.cpp, copies.cpp, ...) derives its figures from those sums.
 #include "analyze/stream_analyzer.hpp"
 
 #include <algorithm>
