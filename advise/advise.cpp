@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/format_units.hpp"
+#include "base/json_fields.hpp"
 
 namespace scalescope::advise {
 namespace {
@@ -1279,7 +1280,7 @@ std::string format_figure(const Figure& f) {
 }
 
 void to_json(nlohmann::json& j, const Figure& v) {
-  j = nlohmann::json{{"name", v.name}, {"value", v.value}, {"unit", v.unit}, {"text", format_figure(v)}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(v, name, value, unit), {{"text", format_figure(v)}});
 }
 
 void to_json(nlohmann::json& j, const RankSaving& v) {
@@ -1287,22 +1288,12 @@ void to_json(nlohmann::json& j, const RankSaving& v) {
 }
 
 void to_json(nlohmann::json& j, const Finding& v) {
-  j = nlohmann::json{{"id", v.id},
-                     {"title", v.title},
-                     {"severity", to_string(v.severity)},
-                     {"evidence", v.evidence},
-                     {"figures", v.figures},
-                     {"ranks", v.ranks},
-                     {"saving_fraction", v.saving_fraction},
-                     {"saving_kind", to_string(v.saving_kind)},
-                     {"saving_method", v.saving_method},
-                     {"fix", v.fix},
-                     {"rank_savings", v.rank_savings},
-                     {"explained_by", v.explained_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.explained_by)},
-                     {"explains", v.explains},
-                     {"chain_saving_fraction", v.chain_saving_fraction},
-                     {"combined_fraction", v.combined_fraction},
-                     {"combined_count", v.combined_count}};
+  j = json_with(
+      SCALESCOPE_JSON_FIELDS(v, id, title, evidence, figures, ranks, saving_fraction, saving_method, fix, rank_savings,
+                             explains, chain_saving_fraction, combined_fraction, combined_count),
+      {{"severity", to_string(v.severity)},
+       {"saving_kind", to_string(v.saving_kind)},
+       {"explained_by", v.explained_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.explained_by)}});
   if (v.combined_count > 1) j["combined_method"] = std::string(combined_method());
   if (!v.caveat.empty()) j["caveat"] = v.caveat;
 }
