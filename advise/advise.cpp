@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/format_units.hpp"
+#include "base/json_fields.hpp"
 
 namespace scalescope::advise {
 namespace {
@@ -27,6 +28,10 @@ using trace::format_bytes;
 using trace::format_duration_ns;
 using trace::format_percent;
 
+// An integer duration in ns as tables show it, and as a figure.
+std::string ns_text(int64_t ns) { return format_duration_ns(static_cast<double>(ns)); }
+Figure ns_figure(std::string name, int64_t ns) { return {std::move(name), static_cast<double>(ns), "ns"}; }
+
 // Time the shares are taken of: the iterations when known, else the window.
 // "; launched by: aten::cudnn_convolution in nn.Module: Conv2d_3 (1.2 ms,
 // 310 kernels), ..." from attribution, or "" where the trace has no ranges.
@@ -38,9 +43,8 @@ std::string responsible_text(const analyze::Attribution& a, const std::vector<an
     const auto& x = v[i];
     std::string who = x.name.empty() ? std::string("(outside every operator)") : x.name.substr(0, 60);
     if (!x.module.empty()) who += " in " + x.module.substr(0, 60);
-    parts.push_back(
-        by_count ? fmt::format("{} ({} kernels)", who, x.count)
-                 : fmt::format("{} ({}, {} kernels)", who, format_duration_ns(static_cast<double>(x.sum_ns)), x.count));
+    parts.push_back(by_count ? fmt::format("{} ({} kernels)", who, x.count)
+                             : fmt::format("{} ({}, {} kernels)", who, ns_text(x.sum_ns), x.count));
   }
   return fmt::format("; launched by: {}", fmt::join(parts, ", "));
 }
@@ -125,6 +129,19 @@ void per_rank(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out
 
 double ns_share(int64_t ns, double step) { return step > 0 ? static_cast<double>(ns) / step : 0; }
 
+// A rule's finding with its id and title; the rule fills in the rest.
+Finding finding(std::string id, std::string title) {
+  Finding f;
+  f.id = std::move(id);
+  f.title = std::move(title);
+  return f;
+}
+
+// The short name of the largest kernel of a list sorted by time, "-" when empty.
+std::string largest(const std::vector<analyze::KernelSummary>& top) {
+  return top.empty() ? "-" : top.front().short_name;
+}
+
 // The fix in the job's own terms: PyTorch's API where the trace shows
 // PyTorch, the CUDA (or MPI) one otherwise; never PyTorch advice to a
 // program without it.
@@ -141,18 +158,15 @@ std::optional<RankHit> pinned_memory(const RankAnalysis& r, const Thresholds& th
   const int64_t cost_ns = std::max(c.pageable_ns, c.pageable_host_ns);
   const double share = ns_share(cost_ns, step_time(r));
   if (share < th.pageable_share_of_step) return std::nullopt;
-  Finding f;
-  f.id = "pinned-memory";
-  f.title = "Input copies come from pageable host memory";
+  Finding f = finding("pinned-memory", "Input copies come from pageable host memory");
   f.evidence = fmt::format(
       "{}: {} of host<->device copies ({}, {} of the bytes) read or write pageable memory; "
       "the calling threads wait {} in those calls; {} of step time (threshold {})",
-      r.label, format_duration_ns(static_cast<double>(c.pageable_ns)),
-      format_bytes(static_cast<double>(c.pageable_bytes)), format_percent(c.pageable_fraction),
-      format_duration_ns(static_cast<double>(c.pageable_host_ns)), format_percent(share),
+      r.label, ns_text(c.pageable_ns), format_bytes(static_cast<double>(c.pageable_bytes)),
+      format_percent(c.pageable_fraction), ns_text(c.pageable_host_ns), format_percent(share),
       format_percent(th.pageable_share_of_step));
-  f.figures = {{"pageable copy time", static_cast<double>(c.pageable_ns), "ns"},
-               {"host time in pageable copy calls", static_cast<double>(c.pageable_host_ns), "ns"},
+  f.figures = {ns_figure("pageable copy time", c.pageable_ns),
+               ns_figure("host time in pageable copy calls", c.pageable_host_ns),
                {"pageable bytes", static_cast<double>(c.pageable_bytes), "bytes"},
                {"pageable share of step time", share, "fraction"}};
   f.saving_method =
@@ -185,23 +199,21 @@ std::optional<RankHit> channels_last(const RankAnalysis& r, const Thresholds& th
   std::vector<std::string> parts;
   if (conversions)
     parts.push_back(fmt::format("{} layout conversion kernels take {} ({} of kernel time, threshold {}); largest: {}",
-                                l.conversion_count, format_duration_ns(static_cast<double>(l.conversion_ns)),
-                                format_percent(l.fraction), format_percent(th.layout_share),
-                                l.top.empty() ? std::string("-") : l.top.front().short_name));
+                                l.conversion_count, ns_text(l.conversion_ns), format_percent(l.fraction),
+                                format_percent(th.layout_share), largest(l.top)));
   if (nchw_half)
     parts.push_back(
         fmt::format("{} fp16/bf16 kernels that exist only for NCHW data take {} ({} of kernel time, "
                     "threshold {}); largest: {}",
-                    l.nchw_half_count, format_duration_ns(static_cast<double>(l.nchw_half_ns)),
-                    format_percent(l.nchw_half_fraction), format_percent(th.layout_share),
-                    l.top_nchw_half.empty() ? std::string("-") : l.top_nchw_half.front().short_name));
+                    l.nchw_half_count, ns_text(l.nchw_half_ns), format_percent(l.nchw_half_fraction),
+                    format_percent(th.layout_share), largest(l.top_nchw_half)));
   f.evidence = fmt::format("{}: {}", r.label, fmt::join(parts, "; "));
   if (conversions) f.evidence += responsible_text(r.attribution, r.attribution.layout_conversions, false);
-  f.figures = {{"conversion kernel time", static_cast<double>(l.conversion_ns), "ns"},
+  f.figures = {ns_figure("conversion kernel time", l.conversion_ns),
                {"share of kernel time", l.fraction, "fraction"},
                {"conversion kernels", static_cast<double>(l.conversion_count), "count"},
-               {"NHWC to NCHW conversion time", static_cast<double>(l.to_nchw_ns), "ns"},
-               {"NCHW-only half-precision kernel time", static_cast<double>(l.nchw_half_ns), "ns"},
+               ns_figure("NHWC to NCHW conversion time", l.to_nchw_ns),
+               ns_figure("NCHW-only half-precision kernel time", l.nchw_half_ns),
                {"NCHW-only half-precision share of kernel time", l.nchw_half_fraction, "fraction"}};
   if (already_channels_last) {
     f.saving_method = nchw_half ? "upper bound: all conversion kernel time and all NCHW-only half-precision kernel "
@@ -239,19 +251,16 @@ std::optional<RankHit> mixed_precision(const RankAnalysis& r, const Thresholds& 
   // H100/H200 dense BF16 tensor-core peak is about 15x the FP32 CUDA-core peak
   // and 2x the TF32 peak; assume at most 8x and 2x.
   const double share = ns_share(ns, step_time(r)) * (1.0 - 1.0 / 8.0) + ns_share(tf32_ns, step_time(r)) * 0.5;
-  Finding f;
-  f.id = "mixed-precision";
-  f.title = "Matrix multiplies and convolutions run in FP32 (no tensor cores, or TF32)";
+  Finding f = finding("mixed-precision", "Matrix multiplies and convolutions run in FP32 (no tensor cores, or TF32)");
   f.evidence = fmt::format(
       "{}: FP32 GEMM/convolution kernels take {} without tensor cores ({} of kernel time) and {} as "
       "TF32 ({}); together {} (threshold {}); FP16/BF16 tensor-core share {}; largest FP32: {}",
-      r.label, format_duration_ns(static_cast<double>(ns)), format_percent(p.fp32_no_tensor_fraction),
-      format_duration_ns(static_cast<double>(tf32_ns)), format_percent(p.tf32_fraction), format_percent(fp32_fraction),
-      format_percent(th.fp32_share), format_percent(p.tensor_core_fraction),
-      p.top_fp32.empty() ? std::string("-") : p.top_fp32.front().short_name);
+      r.label, ns_text(ns), format_percent(p.fp32_no_tensor_fraction), ns_text(tf32_ns),
+      format_percent(p.tf32_fraction), format_percent(fp32_fraction), format_percent(th.fp32_share),
+      format_percent(p.tensor_core_fraction), largest(p.top_fp32));
   if (ns > 0) f.evidence += responsible_text(r.attribution, r.attribution.fp32_no_tensor, false);
-  f.figures = {{"fp32 gemm/conv time", static_cast<double>(ns), "ns"},
-               {"tf32 gemm/conv time", static_cast<double>(tf32_ns), "ns"},
+  f.figures = {ns_figure("fp32 gemm/conv time", ns),
+               ns_figure("tf32 gemm/conv time", tf32_ns),
                {"fp32+tf32 share of kernel time", fp32_fraction, "fraction"},
                {"tensor-core share", p.tensor_core_fraction, "fraction"}};
   f.saving_method =
@@ -272,15 +281,11 @@ std::optional<RankHit> fp64(const RankAnalysis& r, const Thresholds& th) {
   if (!p.availability.available || p.fp64_fraction < th.fp64_share) return std::nullopt;
   const int64_t ns = p.ns[static_cast<int>(analyze::Precision::kFp64)];
   const double share = ns_share(ns, step_time(r));
-  Finding f;
-  f.id = "fp64";
-  f.title = "Double-precision (FP64) kernels";
-  f.evidence = fmt::format("{}: FP64 kernels take {} ({} of kernel time, threshold {}); largest: {}", r.label,
-                           format_duration_ns(static_cast<double>(ns)), format_percent(p.fp64_fraction),
-                           format_percent(th.fp64_share),
-                           p.top_fp64.empty() ? std::string("-") : p.top_fp64.front().short_name);
-  f.figures = {{"fp64 kernel time", static_cast<double>(ns), "ns"},
-               {"share of kernel time", p.fp64_fraction, "fraction"}};
+  Finding f = finding("fp64", "Double-precision (FP64) kernels");
+  f.evidence =
+      fmt::format("{}: FP64 kernels take {} ({} of kernel time, threshold {}); largest: {}", r.label, ns_text(ns),
+                  format_percent(p.fp64_fraction), format_percent(th.fp64_share), largest(p.top_fp64));
+  f.figures = {ns_figure("fp64 kernel time", ns), {"share of kernel time", p.fp64_fraction, "fraction"}};
   f.saving_method = "upper bound: all FP64 kernel time";
   f.fix = fix_for(r,
                   "find the float64 tensors (torch.from_numpy of float64 arrays, .double(), dtype=torch.float64) and "
@@ -295,15 +300,13 @@ std::optional<RankHit> exposed_communication(const RankAnalysis& r, const Thresh
   if (!b.availability.available || b.wall_ns <= 0) return std::nullopt;
   const double share = static_cast<double>(b.exposed_communication_ns) / static_cast<double>(b.wall_ns);
   if (share < th.exposed_comm_share) return std::nullopt;
-  Finding f;
-  f.id = "exposed-communication";
-  f.title = "Communication is not hidden behind compute";
+  Finding f = finding("exposed-communication", "Communication is not hidden behind compute");
   f.evidence = fmt::format(
       "{}: {} of communication is not overlapped with compute ({} of wall time, threshold {}); "
       "only {} of communication overlaps compute",
-      r.label, format_duration_ns(static_cast<double>(b.exposed_communication_ns)), format_percent(share),
-      format_percent(th.exposed_comm_share), format_percent(b.overlap_fraction));
-  f.figures = {{"exposed communication", static_cast<double>(b.exposed_communication_ns), "ns"},
+      r.label, ns_text(b.exposed_communication_ns), format_percent(share), format_percent(th.exposed_comm_share),
+      format_percent(b.overlap_fraction));
+  f.figures = {ns_figure("exposed communication", b.exposed_communication_ns),
                {"share of wall time", share, "fraction"},
                {"overlap fraction", b.overlap_fraction, "fraction"}};
   f.saving_method = "upper bound: all exposed communication time, if it were fully overlapped with backward compute";
@@ -324,9 +327,7 @@ std::optional<RankHit> launch_bound(const RankAnalysis& r, const Thresholds& th)
   const auto& l = r.launch;
   if (!l.availability.available || !l.launch_bound || l.gap_fraction < th.launch_gap_share) return std::nullopt;
   const double share = l.gap_fraction;
-  Finding f;
-  f.id = "launch-bound";
-  f.title = "The GPU waits for kernel launches";
+  Finding f = finding("launch-bound", "The GPU waits for kernel launches");
   // Without launch calls in the window (--api none, or a trace whose API
   // records are missing) there is no launch time to compare: say so instead
   // of a median of nothing ("0 ns").
@@ -336,12 +337,11 @@ std::optional<RankHit> launch_bound(const RankAnalysis& r, const Thresholds& th)
   f.evidence = fmt::format(
       "{}: {} GPU gaps under 1 ms add up to {} ({} of wall time, threshold {}); median kernel {} "
       "vs {}; {} of kernels are shorter than 10 us",
-      r.label, l.gap_count, format_duration_ns(static_cast<double>(l.gpu_gap_ns)), format_percent(share),
-      format_percent(th.launch_gap_share), format_duration_ns(l.median_kernel_ns), launch_text,
-      format_percent(l.small_kernel_fraction));
+      r.label, l.gap_count, ns_text(l.gpu_gap_ns), format_percent(share), format_percent(th.launch_gap_share),
+      format_duration_ns(l.median_kernel_ns), launch_text, format_percent(l.small_kernel_fraction));
   if (const std::string who = responsible_text(r.attribution, r.attribution.tiny_kernels, true); !who.empty())
     f.evidence += "; kernels under 10 us" + who.substr(1);
-  f.figures = {{"gpu gaps", static_cast<double>(l.gpu_gap_ns), "ns"},
+  f.figures = {ns_figure("gpu gaps", l.gpu_gap_ns),
                {"gap share of wall", share, "fraction"},
                {"median kernel", l.median_kernel_ns, "ns"},
                {"median launch", l.median_launch_ns, "ns"}};
@@ -361,17 +361,14 @@ std::optional<RankHit> host_sync(const RankAnalysis& r, const Thresholds& th) {
   const double share =
       std::min(s.fraction, static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns));
   if (share < th.sync_share) return std::nullopt;
-  Finding f;
-  f.id = "host-sync";
-  f.title = "The host blocks in synchronize calls";
+  Finding f = finding("host-sync", "The host blocks in synchronize calls");
   f.evidence = fmt::format(
       "{}: the host spends {} in stream/device/event synchronize ({} of wall time) while the GPU "
       "idles {} of wall time (threshold {} for the smaller of the two)",
-      r.label, format_duration_ns(static_cast<double>(s.host_sync_ns)), format_percent(s.fraction),
+      r.label, ns_text(s.host_sync_ns), format_percent(s.fraction),
       format_percent(static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns)),
       format_percent(th.sync_share));
-  f.figures = {{"host synchronize time", static_cast<double>(s.host_sync_ns), "ns"},
-               {"share of wall", s.fraction, "fraction"}};
+  f.figures = {ns_figure("host synchronize time", s.host_sync_ns), {"share of wall", s.fraction, "fraction"}};
   f.saving_method = "upper bound: synchronize time, but no more than the GPU's idle time";
   f.fix = fix_for(r,
                   "remove per-step .item(), .cpu(), print(loss) and torch.cuda.synchronize() from the training loop; "
@@ -395,14 +392,10 @@ std::optional<RankHit> sync_copies(const RankAnalysis& r, const Thresholds& th) 
   }
   const double share = ns_share(ns, step_time(r));
   if (n == 0 || share < th.sync_copy_share) return std::nullopt;
-  Finding f;
-  f.id = "sync-copies";
-  f.title = "Synchronous memory copies in the step";
-  f.evidence = fmt::format("{}: {} synchronous copies take {} ({} of step time, threshold {})", r.label, n,
-                           format_duration_ns(static_cast<double>(ns)), format_percent(share),
-                           format_percent(th.sync_copy_share));
-  f.figures = {{"synchronous copies", static_cast<double>(n), "count"},
-               {"synchronous copy time", static_cast<double>(ns), "ns"}};
+  Finding f = finding("sync-copies", "Synchronous memory copies in the step");
+  f.evidence = fmt::format("{}: {} synchronous copies take {} ({} of step time, threshold {})", r.label, n, ns_text(ns),
+                           format_percent(share), format_percent(th.sync_copy_share));
+  f.figures = {{"synchronous copies", static_cast<double>(n), "count"}, ns_figure("synchronous copy time", ns)};
   f.saving_method = "upper bound: all synchronous copy time";
   f.fix = fix_for(r, "tensor.to(device, non_blocking=True) from pinned memory; avoid .item()/.cpu() inside the step",
                   "cudaMemcpyAsync from pinned host memory (cudaMallocHost) on a stream, instead of cudaMemcpy");
@@ -428,20 +421,18 @@ std::optional<RankHit> input_starvation(const RankAnalysis& r, const Thresholds&
   const double share = mpi ? ns_share(idle_only(c, analyze::kIdleInput, analyze::kIdleMpi), static_cast<double>(c.span_ns))
                            : in.fraction;
   if (share < th.starvation_share) return std::nullopt;
-  Finding f;
-  f.id = "input-starvation";
-  f.title = "The GPU waits for input data";
+  Finding f = finding("input-starvation", "The GPU waits for input data");
   f.evidence =
       fmt::format("{}: {} idle gaps ending with an input copy add up to {} ({} of iteration time, threshold {})",
-                  r.label, in.starved_iterations, format_duration_ns(static_cast<double>(in.starvation_ns)),
-                  format_percent(in.fraction), format_percent(th.starvation_share));
+                  r.label, in.starved_iterations, ns_text(in.starvation_ns), format_percent(in.fraction),
+                  format_percent(th.starvation_share));
   if (mpi)
-    f.evidence += fmt::format("; {} of that idle time the host spent inside MPI calls (host communication), which "
-                              "leaves {} waiting for input",
-                              format_duration_ns(static_cast<double>(in_mpi)), format_percent(share));
-  f.figures = {{"starvation", static_cast<double>(in.starvation_ns), "ns"},
-               {"share of iteration time", in.fraction, "fraction"}};
-  if (mpi) f.figures.push_back({"of it inside MPI calls", static_cast<double>(in_mpi), "ns"});
+    f.evidence += fmt::format(
+        "; {} of that idle time the host spent inside MPI calls (host communication), which "
+        "leaves {} waiting for input",
+        ns_text(in_mpi), format_percent(share));
+  f.figures = {ns_figure("starvation", in.starvation_ns), {"share of iteration time", in.fraction, "fraction"}};
+  if (mpi) f.figures.push_back(ns_figure("of it inside MPI calls", in_mpi));
   f.saving_method = "upper bound: every idle gap that ends with a host-to-device copy";
   f.fix = fix_for(r,
                   "DataLoader(..., num_workers=<cores per GPU>, pin_memory=True, persistent_workers=True, "
@@ -463,16 +454,14 @@ std::optional<RankHit> host_communication(const RankAnalysis& r, const Threshold
                                : std::min(ns_share(r.job.mpi_ns, step_time(r)),
                                           ns_share(r.breakdown.idle_ns, static_cast<double>(r.breakdown.wall_ns)));
   if (share < th.host_communication_share) return std::nullopt;
-  Finding f;
-  f.id = "host-communication";
-  f.title = "The GPU idles while the host is inside MPI calls";
+  Finding f = finding("host-communication", "The GPU idles while the host is inside MPI calls");
   f.evidence = fmt::format(
       "{}: {} MPI calls take {} in the window; the GPU idles during {} of them ({} of step time, threshold {}); {}",
-      r.label, r.job.mpi_calls, format_duration_ns(static_cast<double>(r.job.mpi_ns)),
-      covered ? format_duration_ns(static_cast<double>(c.covered_ns(analyze::kIdleMpi))) : std::string("(not split)"),
-      format_percent(share), format_percent(th.host_communication_share), r.job.evidence);
+      r.label, r.job.mpi_calls, ns_text(r.job.mpi_ns),
+      covered ? ns_text(c.covered_ns(analyze::kIdleMpi)) : std::string("(not split)"), format_percent(share),
+      format_percent(th.host_communication_share), r.job.evidence);
   f.figures = {{"MPI calls", static_cast<double>(r.job.mpi_calls), "count"},
-               {"MPI call time", static_cast<double>(r.job.mpi_ns), "ns"},
+               ns_figure("MPI call time", r.job.mpi_ns),
                {"GPU idle inside MPI calls, share of step", share, "fraction"}};
   f.saving_method = covered ? "upper bound: the GPU's idle time inside MPI calls, which overlapping them with GPU work "
                               "hides (start-up calls such as MPI_Init included when inside the window)"
@@ -495,9 +484,7 @@ std::optional<RankHit> numa_placement(const RankAnalysis& r, const Thresholds& t
   const double share = ns_share(host_copy_ns, step_time(r));
   std::string cpu_nodes;
   for (int32_t c : n.cpu_nodes) cpu_nodes += (cpu_nodes.empty() ? "" : ",") + std::to_string(c);
-  Finding f;
-  f.id = "numa-placement";
-  f.title = "Process placed off its GPU's NUMA node";
+  Finding f = finding("numa-placement", "Process placed off its GPU's NUMA node");
   f.evidence = fmt::format(
       "{}: GPU on NUMA node {}; the process may run on CPUs of nodes {}; {} of its memory is on other "
       "nodes (threshold {}); policy '{}'",
@@ -598,9 +585,7 @@ std::optional<RankHit> gpu_throttling(const RankAnalysis& r, const Thresholds& t
   // At the maximum clock, the compute time would shrink by the clock ratio.
   const double compute = ns_share(r.breakdown.compute_ns, step_time(r));
   const double share = compute * deficit;
-  Finding f;
-  f.id = "gpu-throttling";
-  f.title = "The GPU runs below its maximum clock";
+  Finding f = finding("gpu-throttling", "The GPU runs below its maximum clock");
   f.evidence = fmt::format("{}: {}; compute is {} of step time (threshold: median clock {} below the maximum{})",
                            r.label, clock_text(g), format_percent(compute), format_percent(th.clock_deficit),
                            g.reason_samples > 0
@@ -668,9 +653,7 @@ std::string python_frames_text(const std::vector<PythonHotFrame>& top, std::stri
 std::optional<RankHit> host_bound(const RankAnalysis& r, const Thresholds& th) {
   const double idle = host_idle(r, th);
   if (idle < 0 || r.host.window.main_busy < th.host_busy_share) return std::nullopt;
-  Finding f;
-  f.id = "host-bound";
-  f.title = "The launching thread is busy the whole step";
+  Finding f = finding("host-bound", "The launching thread is busy the whole step");
   f.evidence =
       host_text(r, idle) + fmt::format(" (threshold: main thread busy {} with the GPU idle {})",
                                        format_percent(th.host_busy_share), format_percent(th.host_gpu_idle_share));
@@ -698,9 +681,7 @@ std::optional<RankHit> loader_bound(const RankAnalysis& r, const Thresholds& th)
   const bool input_late = r.input.availability.available && r.input.fraction >= th.starvation_share;
   if (waiting < th.host_main_wait_share || (!workers_busy && !input_late)) return std::nullopt;
   const double share = std::min(idle, waiting);
-  Finding f;
-  f.id = "loader-bound";
-  f.title = "The main thread waits for input";
+  Finding f = finding("loader-bound", "The main thread waits for input");
   f.evidence =
       host_text(r, idle) +
       fmt::format(
@@ -735,9 +716,7 @@ std::optional<RankHit> host_contention(const RankAnalysis& r, const Thresholds& 
   const bool crowded = h.cores > 0 && h.contended_instants >= th.host_contended_instants;
   if (!waits && !crowded) return std::nullopt;
   const double share = std::min(idle, waits ? h.window.main_run_wait : h.contended_instants * h.window.main_busy);
-  Finding f;
-  f.id = "host-contention";
-  f.title = "Host threads compete for CPUs";
+  Finding f = finding("host-contention", "Host threads compete for CPUs");
   f.evidence =
       host_text(r, idle) +
       fmt::format(
@@ -774,9 +753,7 @@ std::optional<RankHit> iteration_variance(const RankAnalysis& r, const Threshold
     excess += std::max(0.0, d - it.steady_median_ns);
   }
   const double share = sum > 0 ? excess / sum : 0;
-  Finding f;
-  f.id = "iteration-variance";
-  f.title = "Iteration times vary";
+  Finding f = finding("iteration-variance", "Iteration times vary");
   f.evidence = fmt::format("{}: steady-state iterations have CV {:.2f} (threshold {:.2f}); median {}, p95 {}", r.label,
                            it.steady_cv, th.iteration_cv, format_duration_ns(it.steady_median_ns),
                            format_duration_ns(it.steady_p95_ns));
@@ -826,8 +803,7 @@ void straggler(const RunAnalysis& run, const std::vector<RankAnalysis>& judged, 
           steady ? st.steady_matched_collectives : st.matched_collectives, steady ? " of the steady iterations" : "",
           format_duration_ns(worst_per_iteration), steady ? "steady " : "", format_duration_ns(excess),
           format_percent(share), format_duration_ns(step), format_percent(th.straggler_share),
-          format_duration_ns(static_cast<double>(worst.total_late_ns)),
-          format_duration_ns(static_cast<double>(worst.max_late_ns)));
+          ns_text(worst.total_late_ns), ns_text(worst.max_late_ns));
       f.ranks = {worst.rank};
       f.figures = {{"late per iteration", worst_per_iteration, "ns"},
                    {"beyond the next-latest rank", excess, "ns"},
@@ -882,8 +858,7 @@ std::string window_caveat(const RankAnalysis& r) {
   return fmt::format(
       "{}'s window ({}) holds {} complete iteration{} ({}), fewer than two: its shares are of that window, not of "
       "a step, and a one-off cost cannot be told from a per-step one (widen --window to several iterations)",
-      r.label, format_duration_ns(static_cast<double>(r.breakdown.wall_ns)), it.count, it.count == 1 ? "" : "s",
-      it.source);
+      r.label, ns_text(r.breakdown.wall_ns), it.count, it.count == 1 ? "" : "s", it.source);
 }
 
 void add_window_cautions(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out) {
@@ -1305,7 +1280,7 @@ std::string format_figure(const Figure& f) {
 }
 
 void to_json(nlohmann::json& j, const Figure& v) {
-  j = nlohmann::json{{"name", v.name}, {"value", v.value}, {"unit", v.unit}, {"text", format_figure(v)}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(v, name, value, unit), {{"text", format_figure(v)}});
 }
 
 void to_json(nlohmann::json& j, const RankSaving& v) {
@@ -1313,22 +1288,12 @@ void to_json(nlohmann::json& j, const RankSaving& v) {
 }
 
 void to_json(nlohmann::json& j, const Finding& v) {
-  j = nlohmann::json{{"id", v.id},
-                     {"title", v.title},
-                     {"severity", to_string(v.severity)},
-                     {"evidence", v.evidence},
-                     {"figures", v.figures},
-                     {"ranks", v.ranks},
-                     {"saving_fraction", v.saving_fraction},
-                     {"saving_kind", to_string(v.saving_kind)},
-                     {"saving_method", v.saving_method},
-                     {"fix", v.fix},
-                     {"rank_savings", v.rank_savings},
-                     {"explained_by", v.explained_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.explained_by)},
-                     {"explains", v.explains},
-                     {"chain_saving_fraction", v.chain_saving_fraction},
-                     {"combined_fraction", v.combined_fraction},
-                     {"combined_count", v.combined_count}};
+  j = json_with(
+      SCALESCOPE_JSON_FIELDS(v, id, title, evidence, figures, ranks, saving_fraction, saving_method, fix, rank_savings,
+                             explains, chain_saving_fraction, combined_fraction, combined_count),
+      {{"severity", to_string(v.severity)},
+       {"saving_kind", to_string(v.saving_kind)},
+       {"explained_by", v.explained_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.explained_by)}});
   if (v.combined_count > 1) j["combined_method"] = std::string(combined_method());
   if (!v.caveat.empty()) j["caveat"] = v.caveat;
 }

@@ -37,6 +37,7 @@
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "trace/model/kernel_short_name.hpp"
 #include "trace/import/kineto_importer.hpp"
 #include "trace/model/launcher.hpp"
@@ -239,18 +240,10 @@ json event_counts(const trace::Trace& t) {
 
 json import_report_json(const trace::ImportReport& r) {
   json cats = json::array();
-  for (const auto& c : r.categories)
-    cats.push_back({{"cat", c.cat}, {"ph", c.ph}, {"events", c.events}, {"mapped_to", c.mapped_to}});
-  return {{"input", r.input},
-          {"json_bytes", r.json_bytes},
-          {"events", r.events},
-          {"categories", cats},
-          {"flows", r.flows},
-          {"metadata_kept", r.metadata_kept},
-          {"metadata_dropped", r.metadata_dropped},
-          {"ignored", r.ignored},
-          {"unknown", r.unknown},
-          {"malformed", r.malformed}};
+  for (const auto& c : r.categories) cats.push_back(SCALESCOPE_JSON_FIELDS(c, cat, ph, events, mapped_to));
+  return json_with(SCALESCOPE_JSON_FIELDS(r, input, json_bytes, events, flows, metadata_kept, metadata_dropped, ignored,
+                                          unknown, malformed),
+                   {{"categories", cats}});
 }
 
 json problems_json(const trace::ProblemCounts& p) {

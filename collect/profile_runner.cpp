@@ -26,6 +26,7 @@
 
 #include "scalescope_version.hpp"
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "base/json_number.hpp"
 #include "trace/model/hang_dump.hpp"
 #include "trace/model/python_stacks.hpp"
@@ -81,16 +82,10 @@ nlohmann::json host_json(const NodeInfo& node) {
 }
 
 nlohmann::json options_json(const CollectorOptions& o) {
-  return {{"api", std::string(to_string(o.api))},
-          {"delay_s", o.delay_s},
-          {"duration_s", o.duration_s},
-          {"capture_range", format_capture_range(o)},
-          {"nvml_hz", o.nvml_hz},
-          {"host_hz", o.host_hz},
-          {"buffer_mb", o.buffer_mb},
-          {"discard", o.discard},
-          {"activities", format_activities(o.activities)},
-          {"detach", o.detach}};
+  return json_with(SCALESCOPE_JSON_FIELDS(o, delay_s, duration_s, nvml_hz, host_hz, buffer_mb, discard, detach),
+                   {{"api", std::string(to_string(o.api))},
+                    {"capture_range", format_capture_range(o)},
+                    {"activities", format_activities(o.activities)}});
 }
 
 // CUPTI's directory when the collector cannot find libcupti by itself (its
@@ -524,16 +519,9 @@ ProcessTotals add_processes(ProfileResult& result, nlohmann::json& run) {
         p.local_rank = py.local_rank;
         rank_source = "torch.distributed";
       }
-    procs.push_back({{"pid", p.pid},
-                     {"hostname", p.hostname},
-                     {"rank", p.rank},
-                     {"local_rank", p.local_rank},
-                     {"status", p.status},
-                     {"trace_file", p.trace_file},
-                     {"events", p.events},
-                     {"dropped_records", p.dropped},
-                     {"bytes_written", p.bytes},
-                     {"collector_cpu_ns", p.collector_cpu_ns}});
+    procs.push_back(json_with(
+        SCALESCOPE_JSON_FIELDS(p, pid, hostname, rank, local_rank, status, trace_file, events, collector_cpu_ns),
+        {{"dropped_records", p.dropped}, {"bytes_written", p.bytes}}));
     if (*rank_source) procs.back()["rank_source"] = rank_source;
     if (!p.sampling_json.empty()) procs.back()["sampling"] = nlohmann::json::parse(p.sampling_json, nullptr, false);
     for (const auto& py : result.python)

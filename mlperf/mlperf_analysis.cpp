@@ -15,6 +15,7 @@
 #include "mlperf/mlperf.hpp"
 #include "scaling/scaling.hpp"
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "base/text_input.hpp"
 
 namespace scalescope::mlperf {
@@ -173,30 +174,16 @@ std::string_view to_string(SystemScaling::Role role) {
 }
 
 void to_json(nlohmann::json& j, const SystemScaling& s) {
-  j = {{"system", s.system},
-       {"submitter", s.submitter},
-       {"accelerators", s.accelerators},
-       {"nodes", s.nodes},
-       {"minutes", s.minutes()},
-       {"gpu_hours", s.gpu_hours},
-       {"speedup", s.speedup},
-       {"efficiency", s.efficiency},
-       {"pareto", s.pareto},
-       {"role", to_string(s.role)}};
+  j = json_with(
+      SCALESCOPE_JSON_FIELDS(s, system, submitter, accelerators, nodes, gpu_hours, speedup, efficiency, pareto),
+      {{"minutes", s.minutes()}, {"role", to_string(s.role)}});
 }
 
 void to_json(nlohmann::json& j, const SystemGroup& g) {
-  j = {{"benchmark", g.benchmark},
-       {"division", g.division},
-       {"title", g.title},
-       {"accelerator", g.accelerator},
-       {"systems", g.systems},
-       {"reference", g.reference},
-       {"ref_chosen", g.ref_chosen},
-       {"curve", g.curve},
-       {"curve_systems", g.curve_systems}};
+  j = SCALESCOPE_JSON_FIELDS(g, benchmark, division, title, accelerator, systems, reference, ref_chosen, curve,
+                             curve_systems);
 }
 
-void to_json(nlohmann::json& j, const MlperfScaling& m) { j = {{"groups", m.groups}, {"left_out", m.left_out}}; }
+void to_json(nlohmann::json& j, const MlperfScaling& m) { j = SCALESCOPE_JSON_FIELDS(m, groups, left_out); }
 
 }  // namespace scalescope::mlperf

@@ -4,18 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "mlperf/mlperf.hpp"
 
 namespace scalescope::mlperf {
-namespace {
-
-template <typename T>
-nlohmann::json or_null(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-}  // namespace
-
 void to_json(nlohmann::json& j, const Run& r) {
   // In the order of runs_csv_columns().
   const std::vector<nlohmann::json> values = {r.submitter,
@@ -48,33 +40,18 @@ void to_json(nlohmann::json& j, const Run& r) {
 }
 
 void to_json(nlohmann::json& j, const Score& s) {
-  j = {{"submitter", s.submitter},
-       {"system", s.system},
-       {"benchmark", s.benchmark},
-       {"folder", s.benchmark_folder},
-       {"division", s.division},
-       {"accelerator", s.accelerator},
-       {"accelerators", s.accelerators},
-       {"runs", s.runs},
-       {"converged", s.converged},
-       {"required", s.required},
-       {"scaling_factor", or_null(s.scaling_factor)},
-       {"minutes", or_null(s.minutes)},
-       {"unscaled_minutes", or_null(s.unscaled_minutes)},
-       {"reason", s.reason}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(s, submitter, system, benchmark, division, accelerator, accelerators, runs,
+                                       converged, required, reason),
+                {{"folder", s.benchmark_folder},
+                 {"scaling_factor", or_null(s.scaling_factor)},
+                 {"minutes", or_null(s.minutes)},
+                 {"unscaled_minutes", or_null(s.unscaled_minutes)}});
 }
 
 void to_json(nlohmann::json& j, const IngestResult& result) {
-  j = {{"runs", result.runs},
-       {"scores", score_folders(result.runs, result.folders)},
-       {"logs", result.logs},
-       {"bytes", result.bytes},
-       {"folders", result.folders.size()},
-       {"mllog_lines", result.mllog_lines},
-       {"malformed_lines", result.malformed_lines},
-       {"overlong_lines", result.overlong_lines},
-       {"ignored_files", result.ignored_files},
-       {"notes", result.notes}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(result, runs, logs, bytes, mllog_lines, malformed_lines, overlong_lines,
+                                       ignored_files, notes),
+                {{"scores", score_folders(result.runs, result.folders)}, {"folders", result.folders.size()}});
 }
 
 }  // namespace scalescope::mlperf

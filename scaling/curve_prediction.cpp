@@ -20,6 +20,7 @@
 #include "scaling/least_squares.hpp"
 #include "scaling/scaling.hpp"
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "base/quantile.hpp"
 
 namespace scalescope::scaling {
@@ -964,19 +965,12 @@ void to_json(nlohmann::json& j, const CurvePrediction& p) {
 }
 
 void to_json(nlohmann::json& j, const CurveFit& f) {
-  j = {{"model", model_name(f.kind)},
-       {"ok", f.ok},
-       {"points", f.points},
-       {"parameters", f.parameters},
-       {"fit_min_gpus", f.fit_min_gpus},
-       {"fit_max_gpus", f.fit_max_gpus},
-       {"level", f.level},
+  j = json_with(
+      SCALESCOPE_JSON_FIELDS(f, ok, points, parameters, fit_min_gpus, fit_max_gpus, level, formula, note, predictions),
+      {{"model", model_name(f.kind)},
        {"residual_sd", finite(f.residual_sd)},
        {"loo_mean_abs_rel_error", finite(f.loo_mean_abs_rel_error)},
-       {"loo_max_abs_rel_error", finite(f.loo_max_abs_rel_error)},
-       {"formula", f.formula},
-       {"note", f.note},
-       {"predictions", f.predictions}};
+       {"loo_max_abs_rel_error", finite(f.loo_max_abs_rel_error)}});
 }
 
 void to_json(nlohmann::json& j, const Validation& v) {
@@ -985,36 +979,19 @@ void to_json(nlohmann::json& j, const Validation& v) {
   j["curves"] = v.curves;
   auto& buckets = j["buckets"] = nlohmann::json::array();
   for (const auto& b : v.buckets)
-    buckets.push_back({{"model", model_name(b.kind)},
-                       {"batch_planned", b.batch_planned},
-                       {"bucket", b.bucket},
-                       {"cases", b.cases},
-                       {"median_abs_rel_error", b.median_abs_rel_error},
-                       {"worst_abs_rel_error", b.worst_abs_rel_error},
-                       {"worst", b.worst},
-                       {"coverage", b.coverage},
-                       {"coverage_held_out", b.coverage_held_out}});
+    buckets.push_back(json_with(SCALESCOPE_JSON_FIELDS(b, batch_planned, bucket, cases, median_abs_rel_error,
+                                                       worst_abs_rel_error, worst, coverage, coverage_held_out),
+                                {{"model", model_name(b.kind)}}));
   auto& per_curve = j["per_curve"] = nlohmann::json::array();
   for (const auto& c : v.per_curve)
-    per_curve.push_back({{"curve", c.curve},
-                         {"model", model_name(c.kind)},
-                         {"batch_planned", c.batch_planned},
-                         {"sizes", c.sizes},
-                         {"cases", c.cases},
-                         {"median_abs_rel_error", c.median_abs_rel_error},
-                         {"worst_abs_rel_error", c.worst_abs_rel_error},
-                         {"worst_fit_max_gpus", c.worst_fit_max_gpus},
-                         {"worst_gpus", c.worst_gpus}});
+    per_curve.push_back(json_with(SCALESCOPE_JSON_FIELDS(c, curve, batch_planned, sizes, cases, median_abs_rel_error,
+                                                         worst_abs_rel_error, worst_fit_max_gpus, worst_gpus),
+                                  {{"model", model_name(c.kind)}}));
   auto& per_group = j["per_group"] = nlohmann::json::array();
   for (const auto& g : v.per_group)
-    per_group.push_back({{"group", g.group},
-                         {"model", model_name(g.kind)},
-                         {"batch_planned", g.batch_planned},
-                         {"curves", g.curves},
-                         {"cases", g.cases},
-                         {"median_abs_rel_error", g.median_abs_rel_error},
-                         {"worst_abs_rel_error", g.worst_abs_rel_error},
-                         {"coverage", g.coverage}});
+    per_group.push_back(json_with(SCALESCOPE_JSON_FIELDS(g, group, batch_planned, curves, cases, median_abs_rel_error,
+                                                         worst_abs_rel_error, coverage),
+                                  {{"model", model_name(g.kind)}}));
   auto& tau = j["tau_estimates"] = nlohmann::json::array();
   for (const auto& t : v.tau_estimates)
     tau.push_back({{"model", model_name(t.kind)},
@@ -1024,24 +1001,10 @@ void to_json(nlohmann::json& j, const Validation& v) {
                    {"used", finite(t.used)}});
   auto& cases = j["cases"] = nlohmann::json::array();
   for (const auto& c : v.cases)
-    cases.push_back({{"curve", c.curve},
-                     {"group", c.group},
-                     {"round", c.round},
-                     {"model", model_name(c.kind)},
-                     {"batch_planned", c.batch_planned},
-                     {"fit_points", c.fit_points},
-                     {"fit_max_gpus", c.fit_max_gpus},
-                     {"gpus", c.gpus},
-                     {"factor", c.factor},
-                     {"predicted", c.predicted},
-                     {"low", c.low},
-                     {"high", c.high},
-                     {"range_low", c.range_low},
-                     {"range_high", c.range_high},
-                     {"measured", c.measured},
-                     {"rel_error", c.rel_error},
-                     {"covered", c.covered},
-                     {"covered_held_out", c.covered_held_out}});
+    cases.push_back(json_with(
+        SCALESCOPE_JSON_FIELDS(c, curve, group, round, batch_planned, fit_points, fit_max_gpus, gpus, factor, predicted,
+                               low, high, range_low, range_high, measured, rel_error, covered, covered_held_out),
+        {{"model", model_name(c.kind)}}));
 }
 
 }  // namespace scalescope::scaling

@@ -14,6 +14,7 @@
 
 #include "scaling/least_squares.hpp"
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "base/quantile.hpp"
 
 namespace scalescope::scaling {
@@ -657,78 +658,42 @@ Fit fit_model(ModelKind kind, const std::vector<FitPoint>& points, const std::op
 // ---- JSON ------------------------------------------------------------------
 
 void to_json(nlohmann::json& j, const Summary& s) {
-  j = {{"n", s.n},
-       {"median", s.median},
-       {"mean", s.mean},
-       {"stddev", s.stddev},
-       {"min", s.min},
-       {"max", s.max},
-       {"ci_low", s.ci_low},
-       {"ci_high", s.ci_high},
-       {"ci_level", s.ci_level},
-       {"ci_coverage", s.ci_coverage},
-       {"ci_method", ci_method_name(s.ci_method)}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(s, n, median, mean, stddev, min, max, ci_low, ci_high, ci_level, ci_coverage),
+                {{"ci_method", ci_method_name(s.ci_method)}});
 }
 
 void to_json(nlohmann::json& j, const ScalingRow& r) {
-  j = {{"gpus", r.gpus},
-       {"time", r.time},
-       {"speedup", r.speedup},
-       {"speedup_ci", {r.speedup_low, r.speedup_high}},
-       {"efficiency", r.efficiency},
-       {"efficiency_ci", {r.efficiency_low, r.efficiency_high}},
-       {"gpu_hours", r.gpu_hours},
-       {"pareto", r.pareto}};
-  j["energy_j"] = r.energy_j ? nlohmann::json(*r.energy_j) : nlohmann::json(nullptr);
-  j["cost"] = r.cost ? nlohmann::json(*r.cost) : nlohmann::json(nullptr);
+  j = json_with(
+      SCALESCOPE_JSON_FIELDS(r, gpus, time, speedup, efficiency, gpu_hours, pareto),
+      {{"speedup_ci", {r.speedup_low, r.speedup_high}}, {"efficiency_ci", {r.efficiency_low, r.efficiency_high}}});
+  j["energy_j"] = or_null(r.energy_j);
+  j["cost"] = or_null(r.cost);
 }
 
 void to_json(nlohmann::json& j, const BreakEven& b) {
-  j = {{"threshold", b.threshold}, {"knee_method", b.knee_method}, {"notes", b.notes}};
-  j["by_threshold"] = b.by_threshold ? nlohmann::json(*b.by_threshold) : nlohmann::json(nullptr);
-  j["by_knee"] = b.by_knee ? nlohmann::json(*b.by_knee) : nlohmann::json(nullptr);
+  j = SCALESCOPE_JSON_FIELDS(b, threshold, knee_method, notes);
+  j["by_threshold"] = or_null(b.by_threshold);
+  j["by_knee"] = or_null(b.by_knee);
 }
 
 void to_json(nlohmann::json& j, const ScalingTable& t) {
-  j = {{"ref_gpus", t.ref_gpus},
-       {"rows", t.rows},
-       {"missing_gpus", t.missing_gpus},
-       {"break_even", t.break_even},
-       {"ci_method", t.ci_method}};
+  j = SCALESCOPE_JSON_FIELDS(t, ref_gpus, rows, missing_gpus, break_even, ci_method);
 }
 
 void to_json(nlohmann::json& j, const Comparison& c) {
-  j = {{"n_a", c.n_a},
-       {"n_b", c.n_b},
-       {"median_a", c.median_a},
-       {"median_b", c.median_b},
-       {"ratio", c.ratio},
-       {"ratio_ci", {c.ratio_low, c.ratio_high}},
-       {"welch_p", c.welch_p},
-       {"u", c.u},
-       {"mann_whitney_p", c.mann_whitney_p},
-       {"mann_whitney_exact", c.mann_whitney_exact},
-       {"differs", c.differs},
-       {"alpha", c.alpha},
-       {"test", c.test}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(c, n_a, n_b, median_a, median_b, ratio, welch_p, u, mann_whitney_p,
+                                       mann_whitney_exact, differs, alpha, test),
+                {{"ratio_ci", {c.ratio_low, c.ratio_high}}});
 }
 
-void to_json(nlohmann::json& j, const Prediction& p) {
-  j = {{"gpus", p.gpus}, {"time", p.time}, {"efficiency", p.efficiency}};
-}
+void to_json(nlohmann::json& j, const Prediction& p) { j = SCALESCOPE_JSON_FIELDS(p, gpus, time, efficiency); }
 
 void to_json(nlohmann::json& j, const Fit& f) {
   nlohmann::json params = nlohmann::json::object();
   for (const auto& [k, v] : f.params) params[k] = v;
-  j = {{"model", model_name(f.kind)},
-       {"ok", f.ok},
-       {"params", params},
-       {"rms_rel_residual", f.rms_rel_residual},
-       {"loo_mean_abs_rel_error", f.loo_mean_abs_rel_error},
-       {"loo_max_abs_rel_error", f.loo_max_abs_rel_error},
-       {"predictions", f.predictions},
-       {"formula", f.formula},
-       {"note", f.note}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(f, ok, rms_rel_residual, loo_mean_abs_rel_error, loo_max_abs_rel_error,
+                                       predictions, formula, note),
+                {{"model", model_name(f.kind)}, {"params", params}});
 }
 
 }  // namespace scalescope::scaling

@@ -11,6 +11,7 @@
 
 #include "scaling/scaling.hpp"
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "base/quantile.hpp"
 
 namespace scalescope::sweep {
@@ -366,7 +367,7 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
 // ---- JSON ------------------------------------------------------------------
 
 void to_json(nlohmann::json& j, const RunGroup& g) {
-  j = {{"config", g.config}, {"gpus", g.gpus}, {"statuses", g.statuses}, {"with_metric", g.with_metric}};
+  j = SCALESCOPE_JSON_FIELDS(g, config, gpus, statuses, with_metric);
 }
 
 void to_json(nlohmann::json& j, const ConfigScaling& c) {
@@ -379,15 +380,12 @@ void to_json(nlohmann::json& j, const ConfigScaling& c) {
           std::isfinite(m.efficiency[i]) ? nlohmann::json(m.efficiency[i]) : nlohmann::json(nullptr);
     models.push_back(std::move(fit));
   }
-  j = {{"label", c.label},
-       {"scaling", c.table ? nlohmann::json(*c.table) : nlohmann::json(nullptr)},
-       {"left_out", c.left_out},
-       {"predictions", models},
-       {"not_predicted", c.not_predicted}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(c, label, left_out, not_predicted),
+                {{"scaling", or_null(c.table)}, {"predictions", models}});
 }
 
 void to_json(nlohmann::json& j, const ConfigComparison& c) {
-  j = {{"key", c.key}, {"a", c.a}, {"b", c.b}, {"others", c.others}, {"gpus", c.gpus}, {"result", c.result}};
+  j = SCALESCOPE_JSON_FIELDS(c, key, a, b, others, gpus, result);
   // As the table: no decision with fewer than 2 runs a side.
   if (!std::isfinite(c.result.welch_p)) j["result"]["differs"] = nullptr;
 }
@@ -398,27 +396,12 @@ void to_json(nlohmann::json& j, const ScalingStudy& s) {
     for (auto& c : configs)
       if (!c["scaling"].is_null())
         for (auto& r : c["scaling"]["rows"]) r["gpu_hours"] = r["cost"] = nullptr;
-  j = {{"sweep_id", s.sweep_id},
-       {"planned_runs", s.planned_runs},
-       {"recorded_runs", s.recorded_runs},
-       {"metric", s.metric},
-       {"higher_is_better", s.higher_is_better},
-       {"metric_in_seconds", s.seconds},
-       {"weak", s.weak},
-       {"weak_asked", s.weak_asked},
-       {"samples_per_gpu_step",
-        s.samples_per_gpu_step ? nlohmann::json(*s.samples_per_gpu_step) : nlohmann::json(nullptr)},
-       {"threshold", s.threshold},
-       {"alpha", s.alpha},
-       {"predicted", s.predicted},
-       {"global_batch_grows", s.global_batch_grows},
-       {"runs", s.runs},
-       {"configs", std::move(configs)},
-       {"work_notes", s.work_notes},
-       {"comparisons", s.comparisons},
-       {"ci_method", s.ci_method},
-       {"knee_method", s.knee_method},
-       {"assumptions", s.assumptions}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(s, sweep_id, planned_runs, recorded_runs, metric, higher_is_better, weak,
+                                       weak_asked, threshold, alpha, predicted, global_batch_grows, runs, work_notes,
+                                       comparisons, ci_method, knee_method, assumptions),
+                {{"metric_in_seconds", s.seconds},
+                 {"samples_per_gpu_step", or_null(s.samples_per_gpu_step)},
+                 {"configs", std::move(configs)}});
 }
 
 }  // namespace scalescope::sweep

@@ -12,6 +12,7 @@
 
 #include "sweep/utc_time.hpp"
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "base/safe_output.hpp"
 #include <fmt/format.h>
 
@@ -426,13 +427,6 @@ StoredSweep SweepStore::read() {
 
 StoredSweep read_sweep(const std::filesystem::path& db) { return SweepStore::open_read_only(db).read(); }
 
-namespace {
-template <typename T>
-nlohmann::json or_null(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-}  // namespace
-
 void to_json(nlohmann::json& j, const StoredRun& r) {
   nlohmann::json config = nlohmann::json::object();
   for (const auto& [k, v] : r.config) config[k] = v;
@@ -441,34 +435,18 @@ void to_json(nlohmann::json& j, const StoredRun& r) {
     slurm = {
         {"job_id", r.slurm->job_id},     {"state", r.slurm->state},        {"exit_code", or_null(r.slurm->exit_code)},
         {"nodelist", r.slurm->nodelist}, {"gpus", or_null(r.slurm->gpus)}, {"queued_s", or_null(r.slurm->queued_s)}};
-  j = {{"id", r.id},
-       {"plan_index", r.plan_index},
-       {"config", config},
-       {"gpus", r.gpus},
-       {"nodes", r.nodes},
-       {"rep", r.rep},
-       {"status", status_name(r.status)},
-       {"exit_code", or_null(r.exit_code)},
-       {"signal", or_null(r.signal)},
-       {"start_unix", r.start_unix},
-       {"end_unix", r.end_unix},
-       {"wall_s", r.wall_s},
-       {"metrics", r.metrics},
-       {"log_path", r.log_path},
-       {"trace_path", r.trace_path},
-       {"run_dir", r.run_dir},
-       {"note", r.note},
-       {"slurm", slurm}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(r, id, plan_index, gpus, nodes, rep, start_unix, end_unix, wall_s, metrics,
+                                       log_path, trace_path, run_dir, note),
+                {{"config", config},
+                 {"status", status_name(r.status)},
+                 {"exit_code", or_null(r.exit_code)},
+                 {"signal", or_null(r.signal)},
+                 {"slurm", slurm}});
 }
 
 void to_json(nlohmann::json& j, const StoredSweep& s) {
-  j = {{"id", s.id},
-       {"created", s.created},
-       {"spec", nlohmann::json::parse(s.spec_json, nullptr, false)},
-       {"metric", s.metric},
-       {"higher_is_better", s.higher_is_better},
-       {"planned_runs", s.planned_runs},
-       {"runs", s.runs}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(s, id, created, metric, higher_is_better, planned_runs, runs),
+                {{"spec", nlohmann::json::parse(s.spec_json, nullptr, false)}});
 }
 
 }  // namespace scalescope::sweep

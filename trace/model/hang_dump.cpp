@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_fields.hpp"
 #include "base/json_number.hpp"
 
 namespace scalescope::trace {
@@ -11,28 +12,17 @@ constexpr size_t kMaxEntries = 1 << 16;  // far above any ring: a bigger list is
 }
 
 std::string hang_dump_json(const HangDump& d) {
-  nlohmann::json j;
-  j["host"] = d.host;
-  j["pid"] = d.pid;
-  j["rank"] = d.rank;
-  j["reason"] = d.reason;
-  j["unix_ns"] = d.unix_ns;
-  j["stalled"] = d.stalled;
-  j["collectives_recorded"] = d.collectives_recorded;
+  nlohmann::json j = SCALESCOPE_JSON_FIELDS(d, host, pid, rank, reason, unix_ns, stalled, collectives_recorded);
   auto& cs = j["collectives"] = nlohmann::json::array();
   for (const auto& c : d.collectives)
-    cs.push_back({{"op", to_string(c.op)},
-                  {"communicator", c.communicator},
-                  {"sequence", c.sequence},
-                  {"bytes", c.bytes},
-                  {"enter_unix_ns", c.enter_unix_ns},
-                  {"leave_unix_ns", c.leave_unix_ns}});
+    cs.push_back(json_with(SCALESCOPE_JSON_FIELDS(c, communicator, sequence, bytes, enter_unix_ns, leave_unix_ns),
+                           {{"op", to_string(c.op)}}));
   auto& is = j["iterations"] = nlohmann::json::array();
-  for (const auto& i : d.iterations) is.push_back({{"index", i.index}, {"begin_unix_ns", i.begin_unix_ns}});
+  for (const auto& i : d.iterations) is.push_back(SCALESCOPE_JSON_FIELDS(i, index, begin_unix_ns));
   auto& py = j["python"] = nlohmann::json::array();
   for (const auto& t : d.python) {
     nlohmann::json frames = nlohmann::json::array();
-    for (const auto& f : t.frames) frames.push_back({{"file", f.file}, {"line", f.line}, {"function", f.function}});
+    for (const auto& f : t.frames) frames.push_back(SCALESCOPE_JSON_FIELDS(f, file, line, function));
     py.push_back({{"tid", t.tid}, {"frames", std::move(frames)}});
   }
   if (!d.python_note.empty()) j["python_note"] = d.python_note;

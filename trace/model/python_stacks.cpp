@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 
 namespace scalescope::trace {
 namespace {
@@ -103,21 +104,12 @@ std::string python_stacks_json(const PythonStacks& p) {
     for (const auto& f : s.frames) frames.push_back(json::array({f.file, f.line, f.function}));
     stacks.push_back({{"thread", s.thread}, {"samples", s.samples}, {"frames", std::move(frames)}});
   }
-  const json j = {{"kind", "scalescope python stacks"},
-                  {"format", 1},
-                  {"pid", p.pid},
-                  {"ppid", p.ppid},
-                  {"hostname", p.hostname},
-                  {"hz", p.hz},
-                  {"state", p.state},
-                  {"window_seconds", p.window_seconds},
-                  {"samples", p.samples},
-                  {"thread_samples", p.thread_samples},
-                  {"dropped", p.dropped},
-                  {"truncated", p.truncated},
-                  {"sampler_cpu_per_second", p.sampler_cpu_per_second},
-                  {"threads", std::move(threads)},
-                  {"stacks", std::move(stacks)}};
+  const json j = json_with(SCALESCOPE_JSON_FIELDS(p, pid, ppid, hostname, hz, state, window_seconds, samples,
+                                                  thread_samples, dropped, truncated, sampler_cpu_per_second),
+                           {{"kind", "scalescope python stacks"},
+                            {"format", 1},
+                            {"threads", std::move(threads)},
+                            {"stacks", std::move(stacks)}});
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -3,6 +3,7 @@
 // (docs/trace-format.md is the normative description) and the column schema
 // of every table. Column ids are never reused; new columns get new ids.
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -146,9 +147,7 @@ inline uint64_t to_bits(V v) {
   if constexpr (std::is_enum_v<V>) {
     return static_cast<uint64_t>(static_cast<std::underlying_type_t<V>>(v));
   } else if constexpr (std::is_same_v<V, double>) {
-    uint64_t u;
-    std::memcpy(&u, &v, 8);
-    return u;
+    return std::bit_cast<uint64_t>(v);
   } else if constexpr (std::is_signed_v<V>) {
     return static_cast<uint64_t>(static_cast<int64_t>(v));
   } else {
@@ -161,9 +160,7 @@ inline V from_bits(uint64_t u) {
   if constexpr (std::is_enum_v<V>) {
     return static_cast<V>(static_cast<std::underlying_type_t<V>>(u));
   } else if constexpr (std::is_same_v<V, double>) {
-    double d;
-    std::memcpy(&d, &u, 8);
-    return d;
+    return std::bit_cast<double>(u);
   } else {
     return static_cast<V>(u);
   }

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_fields.hpp"
 #include "base/json_number.hpp"
-
 #include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace::format {
@@ -25,41 +25,23 @@ void get_if(const json& j, const char* key, V& out) {
 }  // namespace
 
 std::string metadata_to_json(const Metadata& m) {
-  json j;
-  j["source"] = m.source;
-  j["producer_version"] = m.producer_version;
-  j["hostname"] = m.hostname;
-  j["pid"] = m.pid;
-  j["rank"] = m.rank;
-  j["local_rank"] = m.local_rank;
-  j["world_size"] = m.world_size;
-  j["launcher"] = m.launcher;
-  j["command_line"] = m.command_line;
-  j["cpu_affinity"] = m.cpu_affinity;
-  j["cpu_numa_node"] = m.cpu_numa_node;
-  j["memory_policy"] = m.memory_policy;
+  json j = SCALESCOPE_JSON_FIELDS(m, source, producer_version, hostname, pid, rank, local_rank, world_size, launcher,
+                                  command_line, cpu_affinity, cpu_numa_node, memory_policy);
   auto pages = [](const std::vector<NumaPages>& v) {
     json a = json::array();
-    for (const NumaPages& p : v) a.push_back({{"node", p.node}, {"bytes", p.bytes}});
+    for (const NumaPages& p : v) a.push_back(SCALESCOPE_JSON_FIELDS(p, node, bytes));
     return a;
   };
   j["pages_at_start"] = pages(m.pages_at_start);
   j["pages_at_end"] = pages(m.pages_at_end);
   json devices = json::array();
   for (const DeviceInfo& d : m.devices) {
-    devices.push_back({{"id", d.id},
-                       {"name", d.name},
-                       {"uuid", d.uuid},
-                       {"pci_bus_id", d.pci_bus_id},
-                       {"numa_node", d.numa_node},
-                       {"sm_count", d.sm_count},
-                       {"memory_bytes", d.memory_bytes},
-                       {"compute_major", d.compute_major},
-                       {"compute_minor", d.compute_minor}});
+    devices.push_back(SCALESCOPE_JSON_FIELDS(d, id, name, uuid, pci_bus_id, numa_node, sm_count, memory_bytes,
+                                             compute_major, compute_minor));
   }
   j["devices"] = std::move(devices);
   json clock = json::array();
-  for (const ClockAnchor& a : m.clock) clock.push_back({{"trace_ns", a.trace_ns}, {"unix_ns", a.unix_ns}});
+  for (const ClockAnchor& a : m.clock) clock.push_back(SCALESCOPE_JSON_FIELDS(a, trace_ns, unix_ns));
   j["clock"] = std::move(clock);
   json extra = json::object();
   for (const auto& [k, v] : m.extra) extra[k] = v;
@@ -67,7 +49,7 @@ std::string metadata_to_json(const Metadata& m) {
   if (!m.process_groups.empty()) {
     json groups = json::array();
     for (const ProcessGroup& g : m.process_groups)
-      groups.push_back({{"name", g.name}, {"description", g.description}, {"backend", g.backend}, {"ranks", g.ranks}});
+      groups.push_back(SCALESCOPE_JSON_FIELDS(g, name, description, backend, ranks));
     j["process_groups"] = std::move(groups);
   }
   // Replace invalid UTF-8 (a command line can hold anything) instead of throwing.

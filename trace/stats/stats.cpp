@@ -1,5 +1,6 @@
 #include "trace/stats/stats.hpp"
 
+#include "base/json_fields.hpp"
 #include "base/text_output.hpp"
 #include "trace/model/kernel_short_name.hpp"
 #include "base/quantile.hpp"
@@ -325,7 +326,7 @@ void to_json(nlohmann::json& j, const TraceStats& s) {
   nlohmann::json api = nlohmann::json::array(), kernels = nlohmann::json::array();
   nlohmann::json memory_time = nlohmann::json::array(), memory_size = nlohmann::json::array();
   nlohmann::json nvtx = nlohmann::json::array(), nccl = nlohmann::json::array(), problems = nlohmann::json::array();
-  for (const auto& r : s.api) api.push_back(timed(r.time, {{"name", r.name}, {"share", r.share}}));
+  for (const auto& r : s.api) api.push_back(timed(r.time, SCALESCOPE_JSON_FIELDS(r, name, share)));
   std::vector<std::string_view> names;
   for (const auto& r : s.kernels) names.push_back(r.name);
   const std::vector<std::string> short_names = distinct_short_names(names);
@@ -334,29 +335,18 @@ void to_json(nlohmann::json& j, const TraceStats& s) {
         timed(s.kernels[i].time,
               {{"short_name", short_names[i]}, {"name", s.kernels[i].name}, {"share", s.kernels[i].share}}));
   for (const auto& r : s.memory_time)
-    memory_time.push_back(timed(r.time, {{"kind", r.kind}, {"src", r.src}, {"dst", r.dst}, {"share", r.share}}));
+    memory_time.push_back(timed(r.time, SCALESCOPE_JSON_FIELDS(r, kind, src, dst, share)));
   for (const auto& r : s.memory_size)
-    memory_size.push_back({{"kind", r.kind},
-                           {"src", r.src},
-                           {"dst", r.dst},
-                           {"count", r.count},
-                           {"total_bytes", r.total_bytes},
-                           {"avg_bytes", r.avg_bytes},
-                           {"min_bytes", r.min_bytes},
-                           {"max_bytes", r.max_bytes}});
+    memory_size.push_back(
+        SCALESCOPE_JSON_FIELDS(r, kind, src, dst, count, total_bytes, avg_bytes, min_bytes, max_bytes));
   for (const auto& r : s.nvtx) nvtx.push_back(timed(r.time, {{"domain", r.domain}, {"range", r.text}}));
   for (const auto& r : s.nccl)
-    nccl.push_back(timed(r.time, {{"op", r.op},
-                                  {"algorithm", r.algorithm},
-                                  {"protocol", r.protocol},
-                                  {"datatype", r.datatype},
-                                  {"total_bytes", r.total_bytes},
-                                  {"payload_bytes_per_s", r.bus_bytes_per_s},
-                                  {"busbw_bytes_per_s",
-                                   r.busbw_count > 0 ? nlohmann::json(r.busbw_bytes_per_s) : nlohmann::json(nullptr)},
-                                  {"busbw_count", r.busbw_count}}));
-  for (const auto& r : s.problems)
-    problems.push_back({{"problem", r.problem}, {"severity", r.severity}, {"count", r.count}});
+    nccl.push_back(
+        timed(r.time, json_with(SCALESCOPE_JSON_FIELDS(r, op, algorithm, protocol, datatype, total_bytes, busbw_count),
+                                {{"payload_bytes_per_s", r.bus_bytes_per_s},
+                                 {"busbw_bytes_per_s", r.busbw_count > 0 ? nlohmann::json(r.busbw_bytes_per_s)
+                                                                         : nlohmann::json(nullptr)}})));
+  for (const auto& r : s.problems) problems.push_back(SCALESCOPE_JSON_FIELDS(r, problem, severity, count));
   j = {{"traces", s.traces},
        {"api", std::move(api)},
        {"kernels", std::move(kernels)},
