@@ -24,7 +24,10 @@ Table mlperf_runs_table(const std::vector<mlperf::Run>& runs);
 Table mlperf_scores_table(const std::vector<mlperf::Score>& scores);
 // One table per group ("MLPerf <title> on <accelerator>: scaling across
 // systems"): a row per system, the reference, the break-even points and the
-// systems left out as notes.
+// systems left out as notes; then mlperf_break_even_table when a group scales.
 std::vector<Table> mlperf_scaling_tables(const mlperf::MlperfScaling& scaling);
+// A row per group with two or more accelerator counts: its systems, counts,
+// reference, largest count with E' there, and the break-even by both rules.
+Table mlperf_break_even_table(const mlperf::MlperfScaling& scaling);
 
 }  // namespace scalescope::report
