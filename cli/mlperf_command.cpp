@@ -115,14 +115,7 @@ void run_ingest(const IngestArgs& a) {
     std::cout << report::json_text(report::json_envelope("mlperf ingest", nlohmann::json(result)), 2) << "\n";
     return;
   }
-  report::Table table = a.runs ? report::mlperf_runs_table(result.runs)
-                               : report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders));
-  table.add_note(
-      fmt::format("{} run logs ({:.1f} MB), {} result folders, {} MLLOG events, {} malformed MLLOG lines "
-                  "skipped, {} overlong lines, {} files without MLLOG lines ignored",
-                  result.logs, static_cast<double>(result.bytes) / 1e6, result.folders.size(), result.mllog_lines,
-                  result.malformed_lines, result.overlong_lines, result.ignored_files));
-  for (const auto& n : result.notes) table.add_note(n);
+  report::Table table = report::mlperf_ingest_table(result, a.runs);
   if (!a.output.empty()) table.add_note(fmt::format("wrote {} runs to {}", result.runs.size(), a.output));
   table.print(std::cout, format);  // one table: no CSV block header
 }

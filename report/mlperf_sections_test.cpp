@@ -269,6 +269,20 @@ TEST(MlperfTables, RunsAndScoresTables) {
   EXPECT_NEAR(std::get<double>(st.rows()[0][10]), 10, 1e-12);
   EXPECT_EQ(std::get<std::string>(st.rows()[0][4]), "H100-SXM5-80GB");
   EXPECT_THAT(st.to_json(), HasSubstr("1 folders: 1 scored, 0 not scored (reason given)"));
+
+  // What ingest prints: the scores (or the runs) with the counts read and the notes.
+  mlperf::IngestResult ingest;
+  ingest.runs = runs;
+  ingest.logs = 3;
+  ingest.bytes = 2'500'000;
+  ingest.notes = {"no system description for a"};
+  const Table scores = mlperf_ingest_table(ingest, false);
+  EXPECT_EQ(scores.title(), st.title());
+  EXPECT_EQ(scores.rows().size(), 1u);
+  ASSERT_EQ(scores.notes().size(), 3u);
+  EXPECT_THAT(scores.notes()[1], HasSubstr("3 run logs (2.5 MB), 0 result folders"));
+  EXPECT_EQ(scores.notes()[2], "no system description for a");
+  EXPECT_EQ(mlperf_ingest_table(ingest, true).rows().size(), 3u);
 }
 
 }  // namespace

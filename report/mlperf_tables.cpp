@@ -85,6 +85,18 @@ Table mlperf_scores_table(const std::vector<mlperf::Score>& scores) {
   return t;
 }
 
+Table mlperf_ingest_table(const mlperf::IngestResult& result, bool runs) {
+  Table table =
+      runs ? mlperf_runs_table(result.runs) : mlperf_scores_table(mlperf::score_folders(result.runs, result.folders));
+  table.add_note(
+      fmt::format("{} run logs ({:.1f} MB), {} result folders, {} MLLOG events, {} malformed MLLOG lines "
+                  "skipped, {} overlong lines, {} files without MLLOG lines ignored",
+                  result.logs, static_cast<double>(result.bytes) / 1e6, result.folders.size(), result.mllog_lines,
+                  result.malformed_lines, result.overlong_lines, result.ignored_files));
+  for (const auto& n : result.notes) table.add_note(n);
+  return table;
+}
+
 Table mlperf_break_even_table(const mlperf::MlperfScaling& scaling) {
   Table t("Break-even per benchmark and accelerator",
           {Column("benchmark"), Column("accelerator"), Column("systems"), Column("counts"), Column("reference"),
