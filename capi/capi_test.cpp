@@ -246,6 +246,31 @@ TEST(Capi, BadAnalysisArgumentsAreMessages) {
   ss_close(run);
 }
 
+TEST(Capi, MlperfPredictAndValidateAreTyped) {
+  const json predicted = json::parse(take(ss_mlperf_json(
+      "predict", R"({"benchmark": "bert", "accelerator": "H100-SXM5", "predict": [64, 8192], "fit_up_to": 16,
+                    "planned_batch": "64:2048"})")));
+  EXPECT_EQ(predicted["schema_version"], scalescope::report::kJsonSchemaVersion);
+  EXPECT_EQ(predicted["command"], "mlperf analyze");
+  ASSERT_EQ(predicted["predictions"].size(), 1u);
+  const json& f = predicted["predictions"][0];
+  EXPECT_EQ(f["curve"]["name"], "bert on H100-SXM5-80GB");
+  ASSERT_EQ(f["fit"]["predictions"].size(), 2u);
+  EXPECT_EQ(f["fit"]["predictions"][0]["batch_basis"], "planned");
+  EXPECT_EQ(f["fit"]["predictions"][0]["global_batch"], 2048.0);
+  EXPECT_TRUE(f["measured"][1].is_null());
+
+  const json validated = json::parse(take(ss_mlperf_json("validate", R"({"benchmark": "bert", "level": 0.9})")));
+  EXPECT_EQ(validated["command"], "mlperf validate");
+  EXPECT_EQ(validated["validation"]["level"], 0.9);
+  EXPECT_FALSE(validated["validation"]["cases"].empty());
+  EXPECT_EQ(validated["validation"]["per_group"][0]["group"], "bert");
+
+  EXPECT_EQ(ss_mlperf_json("predict", R"({"benchmark": "bert"})"), nullptr);  // no sizes to predict
+  EXPECT_EQ(ss_mlperf_json("validate", R"({"level": 1.5})"), nullptr);
+  EXPECT_NE(std::string(ss_last_error()).find("is not between 0 and 1"), std::string::npos) << ss_last_error();
+}
+
 TEST(Capi, DiffOfARunWithItselfIsZero) {
   ss_run* a = ss_open(kStudyRun.c_str());
   ASSERT_NE(a, nullptr) << ss_last_error();

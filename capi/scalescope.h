@@ -120,7 +120,16 @@ SS_API char* ss_sweep_json(const char* db, const char* options_json);
  * accelerators, runs, converged, required, scaling_factor, minutes,
  * unscaled_minutes, reason}]}; "mlperf analyze": {"scaling": {"groups": [{benchmark, division, title,
  * accelerator, systems: [...], reference, ref_chosen, curve, curve_systems}],
- * "left_out"}}, the typed result; each as the CLI's --format json. */
+ * "left_out"}}, the typed result. "predict" (args as "analyze" without ref
+ * and threshold, and "predict": [N...], "fit_up_to", "planned_batch":
+ * "N:B,...", "level"), command "mlperf analyze": {"predictions": [{curve:
+ * {name, benchmark, accelerator, division, sizes}, fitted, fit: {model, ok,
+ * ..., predictions: [{gpus, time (minutes), low, high, ...}]}, measured: [the
+ * curve's size at each prediction or null]}]}. "validate" (args "runs_csv",
+ * "benchmark", "accelerator", "level"; the embedded calibration), command
+ * "mlperf validate": {"validation": {level, curves, buckets, per_curve,
+ * per_group, tau_estimates, cases}, "calibration", "fit_rounds",
+ * "test_rounds"}. Each as the CLI's --format json. */
 SS_API char* ss_mlperf_json(const char* command, const char* args_json);
 /* `scalescope report INPUT... -o output`: inputs_json is a JSON array of
  * paths; options_json {"title", "threshold", "iteration_range"}. Returns

@@ -529,15 +529,28 @@ char* ss_mlperf_json(const char* command, const char* args_json) {
       return dup(dump("mlperf ingest", json(result)));
     }
     if (cmd == "scores") return dup(dump("mlperf scores", {{"scores", mlperf::score_folders(load_mlperf_runs(a))}}));
+    mlperf::AnalyzeOptions options;
+    options.benchmark = opt<std::string>(a, "benchmark").value_or("");
+    options.accelerator = opt<std::string>(a, "accelerator").value_or("");
     if (cmd == "analyze") {
-      mlperf::AnalyzeOptions options;
-      options.benchmark = opt<std::string>(a, "benchmark").value_or("");
-      options.accelerator = opt<std::string>(a, "accelerator").value_or("");
       options.ref_system = opt<std::string>(a, "ref").value_or("");
       options.threshold = opt<double>(a, "threshold").value_or(options.threshold);
       return dup(dump("mlperf analyze", {{"scaling", mlperf::analyze(load_mlperf_runs(a), options)}}));
     }
-    fail("mlperf: no command '{}' (ingest, scores, analyze)", cmd);
+    if (cmd == "predict") {  // as `mlperf analyze --predict`
+      mlperf::PredictOptions p;
+      p.predict = opt<std::vector<int>>(a, "predict").value_or(std::vector<int>{});
+      p.fit_up_to = opt<int>(a, "fit_up_to");
+      p.planned_batch = mlperf::parse_planned_batch(opt<std::string>(a, "planned_batch").value_or(""));
+      p.level = opt<double>(a, "level").value_or(p.level);
+      return dup(dump("mlperf analyze", {{"predictions", mlperf::predict(load_mlperf_runs(a), options, p)}}));
+    }
+    if (cmd == "validate") {  // as `mlperf validate` of one table with the embedded calibration
+      mlperf::ValidateOptions v;
+      v.level = opt<double>(a, "level").value_or(v.level);
+      return dup(dump("mlperf validate", json(mlperf::validate({{"", load_mlperf_runs(a)}}, options, v))));
+    }
+    fail("mlperf: no command '{}' (ingest, scores, analyze, predict, validate)", cmd);
   });
 }
 

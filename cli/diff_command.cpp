@@ -5,8 +5,6 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "analyze/analyze.hpp"
@@ -57,16 +55,8 @@ void add_diff_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
-    std::vector<report::Table> tables = report::diff_tables(d, args->top);
-    report::Table& it = tables.at(1);  // iteration time: where the inputs are named
-    it.add_note(fmt::format("A: {} ({} ranks); B: {} ({} ranks)", args->a, a.ranks.size(), args->b, b.ranks.size()));
-    for (const auto* run : {&a, &b})
-      for (const auto& r : run->ranks)
-        if (!r.data_loss.empty())
-          it.add_note(fmt::format("{}: {} lost data ({}); its figures cover only what could be read",
-                                  run == &a ? "A" : "B", r.label, fmt::join(r.data_loss, ", ")));
     const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
-    report::print_tables(std::cout, "diff", tables, format);
+    report::print_tables(std::cout, "diff", report::diff_tables(d, args->top, args->a, a, args->b, b), format);
     exit_code = 0;
   });
 }

@@ -36,13 +36,6 @@ report::OutputFormat output_format(const std::string& text) {
   return *f;
 }
 
-// A command of one table: on the terminal and in CSV the table alone (no block
-// header), in JSON the one envelope.
-void print_table(const char* command, const report::Table& table, report::OutputFormat format) {
-  if (format == report::OutputFormat::kJson) report::print_tables(std::cout, command, {table}, format);
-  else table.print(std::cout, format);
-}
-
 struct IngestArgs {
   std::vector<std::string> dirs;
   std::string output;
@@ -122,16 +115,9 @@ void run_ingest(const IngestArgs& a) {
     std::cout << report::json_text(report::json_envelope("mlperf ingest", nlohmann::json(result)), 2) << "\n";
     return;
   }
-  report::Table table = a.runs ? report::mlperf_runs_table(result.runs)
-                               : report::mlperf_scores_table(mlperf::score_folders(result.runs, result.folders));
-  table.add_note(
-      fmt::format("{} run logs ({:.1f} MB), {} result folders, {} MLLOG events, {} malformed MLLOG lines "
-                  "skipped, {} overlong lines, {} files without MLLOG lines ignored",
-                  result.logs, static_cast<double>(result.bytes) / 1e6, result.folders.size(), result.mllog_lines,
-                  result.malformed_lines, result.overlong_lines, result.ignored_files));
-  for (const auto& n : result.notes) table.add_note(n);
+  report::Table table = report::mlperf_ingest_table(result, a.runs);
   if (!a.output.empty()) table.add_note(fmt::format("wrote {} runs to {}", result.runs.size(), a.output));
-  print_table("mlperf ingest", table, format);
+  table.print(std::cout, format);  // one table: no CSV block header
 }
 
 void run_scores(const AnalyzeArgs& a) {
@@ -140,7 +126,7 @@ void run_scores(const AnalyzeArgs& a) {
   // JSON: the typed scores, as the C library and Python give them.
   if (format == report::OutputFormat::kJson)
     std::cout << report::json_text(report::json_envelope("mlperf scores", {{"scores", scores}}), 2) << "\n";
-  else print_table("mlperf scores", report::mlperf_scores_table(scores), format);
+  else report::mlperf_scores_table(scores).print(std::cout, format);
 }
 
 void run_analyze(const AnalyzeArgs& a) {
@@ -163,7 +149,11 @@ void run_analyze(const AnalyzeArgs& a) {
   p.level = a.level;
   const auto calibration = load_calibration(a.calibration);
   if (calibration) p.calibration = &*calibration;
-  print_table("mlperf analyze", report::mlperf_predictions_table(mlperf::predict(runs, a.options, p)), format);
+  const std::vector<mlperf::CurveForecast> forecasts = mlperf::predict(runs, a.options, p);
+  // JSON: the typed forecasts (mlperf::to_json), as the C library and Python give them.
+  if (format == report::OutputFormat::kJson)
+    std::cout << report::json_text(report::json_envelope("mlperf analyze", {{"predictions", forecasts}}), 2) << "\n";
+  else report::mlperf_predictions_table(forecasts).print(std::cout, format);
 }
 
 void run_validate(const AnalyzeArgs& a) {
@@ -219,7 +209,10 @@ void run_validate(const AnalyzeArgs& a) {
     }
     tmp.commit_to(a.write_calibration);
   }
-  report::print_tables(std::cout, "mlperf validate", report::round_validation_tables(v, a.cases), format);
+  // JSON: the typed validation with every case (mlperf::to_json), as the C library and Python give it.
+  if (format == report::OutputFormat::kJson)
+    std::cout << report::json_text(report::json_envelope("mlperf validate", nlohmann::json(v)), 2) << "\n";
+  else report::print_tables(std::cout, "mlperf validate", report::round_validation_tables(v, a.cases), format);
 }
 
 }  // namespace

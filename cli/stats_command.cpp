@@ -1,10 +1,8 @@
 // scalescope stats: the nsys-stats-like summaries of a trace, a run directory
 // or a Kineto JSON trace, per rank and combined across ranks.
-#include <algorithm>
 #include <iostream>
+#include <optional>
 #include <set>
-#include <sstream>
-#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -18,12 +16,9 @@
 #include "trace/model/launcher.hpp"
 #include "trace/stats/stats.hpp"
 #include "trace/import/trace_source.hpp"
-#include <fmt/format.h>
 
 namespace scalescope::cli {
 namespace {
-
-using report::Table;
 
 const std::vector<std::string> kReports = {"api", "kernels", "memtime", "memsize", "nvtx", "nccl", "problems"};
 
@@ -58,42 +53,18 @@ void add_stats_command(CLI::App& app, int& exit_code) {
     std::vector<trace::Trace> traces = trace::load_traces(opts->input, nullptr, load);
     progress.finish();
     const std::vector<std::string> left_out = trace::drop_launchers(traces);
-    if (format == report::OutputFormat::kJson) {  // typed: the summaries themselves, per rank and combined
-      std::optional<int> rank;
-      if (rank_opt->count()) rank = opts->rank;
-      std::vector<const trace::Trace*> pointers;
-      for (const auto& t : traces) pointers.push_back(&t);
+    std::optional<int> rank;
+    if (rank_opt->count()) rank = opts->rank;
+    std::vector<const trace::Trace*> pointers;
+    for (const auto& t : traces) pointers.push_back(&t);
+    if (format == report::OutputFormat::kJson)  // typed: the summaries themselves, per rank and combined
       std::cout << report::json_text(
                        report::json_envelope("stats", report::stats_json(opts->input, pointers, rank, want, left_out)),
                        2)
                 << "\n";
-      exit_code = 0;
-      return;
-    }
-    std::vector<Table> tables;
-    if (rank_opt->count()) {
-      auto it =
-          std::find_if(traces.begin(), traces.end(), [&](const trace::Trace& t) { return t.meta.rank == opts->rank; });
-      if (it == traces.end()) fail("{}: no trace of rank {}", opts->input, opts->rank);
-      for (auto& t : report::stats_tables(trace::compute_stats(*it), report::stats_scope_label(*it, 0), want))
-        tables.push_back(std::move(t));
-    } else {
-      for (size_t i = 0; i < traces.size(); ++i)
-        for (auto& t :
-             report::stats_tables(trace::compute_stats(traces[i]), report::stats_scope_label(traces[i], i), want))
-          tables.push_back(std::move(t));
-      if (traces.size() > 1) {
-        std::vector<const trace::Trace*> all;
-        for (const auto& t : traces) all.push_back(&t);
-        for (auto& t : report::stats_tables(trace::compute_stats(all), "all ranks", want))
-          tables.push_back(std::move(t));
-      }
-    }
-    if (!tables.empty())
-      for (const auto& label : left_out)
-        tables.front().add_note(fmt::format(
-            "{}: left out, a process without a rank or GPU activity (a launcher such as the torchrun agent)", label));
-    report::print_tables(std::cout, "stats", tables, format);
+    else
+      report::print_tables(std::cout, "stats", report::stats_scope_tables(opts->input, pointers, rank, want, left_out),
+                           format);
     exit_code = 0;
   });
 }

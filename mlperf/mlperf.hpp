@@ -157,7 +157,8 @@ std::vector<Run> read_runs_csv(const std::filesystem::path& path);
 // The table that scalescope produced from all of MLPerf Training v4.1,
 // embedded at build time (examples/mlperf/v4.1-runs.csv).
 std::string_view default_runs_csv();
-// The columns of the runs CSV, in order (also the runs table's in report/).
+// The columns of the runs CSV, in order: the names of run_fields()
+// (mlperf/run_fields.hpp), also the runs table's and the JSON's keys.
 const std::vector<std::string>& runs_csv_columns();
 
 // ---------------------------------------------------------------------------
@@ -217,8 +218,8 @@ std::string_view to_string(SystemScaling::Role role);
 void to_json(nlohmann::json& j, const SystemScaling& s);
 void to_json(nlohmann::json& j, const SystemGroup& g);
 void to_json(nlohmann::json& j, const MlperfScaling& m);
-// A run as the runs CSV has it, keyed by runs_csv_columns() (missing numbers
-// are null; converged is a boolean).
+// A run as the runs CSV has it, keyed by run_fields() (missing numbers are
+// null; converged is a boolean).
 void to_json(nlohmann::json& j, const Run& r);
 // A folder's score: `mlperf scores --format json`'s rows.
 void to_json(nlohmann::json& j, const Score& s);
@@ -344,6 +345,13 @@ struct RoundValidation {
 // both fitted and tested.
 RoundValidation validate(const std::vector<RoundRuns>& rounds, const AnalyzeOptions& filter,
                          const ValidateOptions& options);
+// JSON (nlohmann ADL hooks): `mlperf analyze --predict` and `mlperf validate
+// --format json`, the C library's and Python's. Times of a curve in minutes;
+// a size not measured is null.
+void to_json(nlohmann::json& j, const CurveSize& s);
+void to_json(nlohmann::json& j, const ScalingCurve& c);
+void to_json(nlohmann::json& j, const CurveForecast& f);
+void to_json(nlohmann::json& j, const RoundValidation& v);
 // One table, the embedded calibration: validate({{"", runs}}, filter, {level}).validation.
 scaling::Validation validate(const std::vector<Run>& runs, const AnalyzeOptions& filter, double level = 0.8);
 

@@ -1,42 +1,28 @@
-// The typed JSON of runs, scores and an ingest: `mlperf ingest|scores
-// --format json`, the C library's and Python's.
+// The typed JSON of runs, scores, an ingest, predictions and a validation:
+// `mlperf ingest|scores|analyze --predict|validate --format json`, the C
+// library's and Python's.
+
+#include <string>
+#include <type_traits>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
-#include "base/error.hpp"
 #include "base/json_fields.hpp"
 #include "mlperf/mlperf.hpp"
+#include "mlperf/run_fields.hpp"
 
 namespace scalescope::mlperf {
 void to_json(nlohmann::json& j, const Run& r) {
-  // In the order of runs_csv_columns().
-  const std::vector<nlohmann::json> values = {r.submitter,
-                                              r.system,
-                                              r.system_name,
-                                              r.benchmark,
-                                              r.benchmark_folder,
-                                              r.division,
-                                              r.accelerator,
-                                              r.nodes,
-                                              r.accelerators_per_node,
-                                              r.accelerators,
-                                              r.framework,
-                                              or_null(r.global_batch_size),
-                                              or_null(r.run_start_ms),
-                                              or_null(r.run_stop_ms),
-                                              r.status,
-                                              or_null(r.minutes),
-                                              r.converged,
-                                              or_null(r.scaling_factor),
-                                              r.malformed_lines,
-                                              r.log_path,
-                                              r.problem,
-                                              or_null(r.progress_at_stop)};
-  const std::vector<std::string>& columns = runs_csv_columns();
-  if (columns.size() != values.size())
-    fail("mlperf: a run has {} fields for {} columns of the runs table", values.size(), columns.size());
   j = nlohmann::json::object();
-  for (size_t i = 0; i < columns.size(); ++i) j[columns[i]] = values[i];
+  for (const RunField& f : run_fields())
+    std::visit(
+        [&](const auto& v) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string_view>) j[f.name] = std::string(v);
+          else if constexpr (std::is_same_v<std::decay_t<decltype(v)>, bool>) j[f.name] = v;
+          else j[f.name] = or_null(v);
+        },
+        f.value(r));
 }
 
 void to_json(nlohmann::json& j, const Score& s) {
@@ -52,6 +38,36 @@ void to_json(nlohmann::json& j, const IngestResult& result) {
   j = json_with(SCALESCOPE_JSON_FIELDS(result, runs, logs, bytes, mllog_lines, malformed_lines, overlong_lines,
                                        ignored_files, notes),
                 {{"scores", score_folders(result.runs, result.folders)}, {"folders", result.folders.size()}});
+}
+
+void to_json(nlohmann::json& j, const CurveSize& s) {
+  j = {{"accelerators", s.accelerators},
+       {"minutes", s.minutes},
+       {"system", s.system},
+       {"submitter", s.submitter},
+       {"global_batch_size", or_null(s.global_batch_size)},
+       {"progress", or_null(s.progress)}};
+}
+
+void to_json(nlohmann::json& j, const ScalingCurve& c) {
+  j = {{"name", c.name()},
+       {"benchmark", c.benchmark},
+       {"accelerator", c.accelerator},
+       {"division", c.division},
+       {"sizes", c.sizes}};
+}
+
+void to_json(nlohmann::json& j, const CurveForecast& f) {
+  nlohmann::json measured = nlohmann::json::array();
+  for (const auto& m : f.measured) measured.push_back(or_null(m));
+  j = {{"curve", f.curve}, {"fitted", f.fitted}, {"fit", f.fit}, {"measured", std::move(measured)}};
+}
+
+void to_json(nlohmann::json& j, const RoundValidation& v) {
+  j = {{"validation", v.validation},
+       {"calibration", v.calibration},
+       {"fit_rounds", v.fit_rounds},
+       {"test_rounds", v.test_rounds}};
 }
 
 }  // namespace scalescope::mlperf

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlperf/mlperf.hpp"
+#include "mlperf/run_fields.hpp"
 #include "base/error.hpp"
 
 namespace fs = std::filesystem;
@@ -329,6 +330,30 @@ TEST(MlperfJson, ScoresAndRunsAreTyped) {
 
 // ---------------------------------------------------------------------------
 // The runs table.
+
+TEST(MlperfRunFields, CsvAndJsonAreWrittenFromTheOneList) {
+  auto runs = folder_runs("Sys, \"quoted\"", "ssd", 16, {1.25});
+  mlperf::Run& r = runs[0];
+  r.global_batch_size = 2048;
+  r.progress_at_stop = 0.5;
+  r.malformed_lines = 7;
+  std::ostringstream csv;
+  write_runs_csv(runs, csv);
+  const std::vector<mlperf::Run> back = read_runs_csv(csv.str(), "test");
+  ASSERT_EQ(back.size(), 1u);
+  // The header is the list's names in order; each field reads back as the JSON has it.
+  std::string header;
+  for (const RunField& f : run_fields()) header += (header.empty() ? "" : ",") + std::string(f.name);
+  EXPECT_EQ(csv.str().substr(0, csv.str().find('\n')), header);
+  const nlohmann::json written = r, read = back[0];
+  ASSERT_EQ(written.size(), run_fields().size());
+  for (const RunField& f : run_fields()) EXPECT_EQ(read[f.name], written[f.name]) << f.name;
+  EXPECT_EQ(written["malformed_lines"], 7);
+  EXPECT_EQ(written["global_batch_size"], 2048);
+  EXPECT_EQ(written["system"], "Sys, \"quoted\"");
+  EXPECT_EQ(std::get<bool>(run_fields()[16].value(r)), r.converged);
+  EXPECT_EQ(run_fields()[16].name, "converged");
+}
 
 TEST(MlperfRunsCsv, RoundTrips) {
   auto runs = folder_runs("Sys, \"quoted\"", "ssd", 16, {1.25, 2.5});
@@ -783,6 +808,44 @@ TEST(MlperfPredict, CurvesCarryBatchAndProgressFromTheEmbeddedTable) {
   EXPECT_THROW(predict(runs, {}, PredictOptions{}), Error);
   p.fit_up_to = 1;
   EXPECT_THROW(predict(runs, {.benchmark = "bert"}, p), Error);  // no curve has a size <= 1
+}
+
+TEST(MlperfJson, PredictionsAndValidationAreTyped) {
+  const auto runs = read_runs_csv(default_runs_csv(), "embedded");
+  PredictOptions p;
+  p.predict = {64, 3472, 100000};
+  p.fit_up_to = 16;
+  const auto forecasts = predict(runs, {.benchmark = "bert", .accelerator = "H100-SXM5"}, p);
+  const nlohmann::json j = forecasts;
+  ASSERT_EQ(j.size(), 1u);
+  const auto& f = j[0];
+  EXPECT_EQ(f["curve"]["name"], "bert on H100-SXM5-80GB");
+  EXPECT_EQ(f["curve"]["benchmark"], "bert");
+  EXPECT_EQ(f["curve"]["sizes"].size(), 6u);
+  EXPECT_EQ(f["curve"]["sizes"][5]["accelerators"], 3472);
+  EXPECT_EQ(f["curve"]["sizes"][5]["global_batch_size"], 13888.0);
+  EXPECT_EQ(f["fitted"], nlohmann::json({4, 8, 16}));
+  ASSERT_EQ(f["fit"]["predictions"].size(), 3u);
+  EXPECT_EQ(f["fit"]["predictions"][1]["gpus"], 3472);
+  EXPECT_DOUBLE_EQ(f["fit"]["predictions"][1]["time"].get<double>(), forecasts[0].fit.predictions[1].time);
+  // One measured size per prediction, null where no system of that size was submitted.
+  ASSERT_EQ(f["measured"].size(), 3u);
+  EXPECT_EQ(f["measured"][1]["system"], "eos_n434_ngc23.09_pytorch");
+  EXPECT_DOUBLE_EQ(f["measured"][1]["minutes"].get<double>(), forecasts[0].measured[1]->minutes);
+  EXPECT_TRUE(f["measured"][2].is_null());
+
+  RoundValidation rv;
+  rv.validation = validate(runs, {.benchmark = "bert"});
+  rv.test_rounds = {"v4.1"};
+  const nlohmann::json v = rv;
+  EXPECT_EQ(v["validation"]["curves"], rv.validation.curves);
+  ASSERT_EQ(v["validation"]["cases"].size(), rv.validation.cases.size());
+  ASSERT_FALSE(rv.validation.cases.empty());
+  EXPECT_EQ(v["validation"]["cases"][0]["gpus"], rv.validation.cases[0].gpus);
+  EXPECT_EQ(v["validation"]["per_group"][0]["group"], "bert");
+  EXPECT_EQ(v["test_rounds"], nlohmann::json({"v4.1"}));
+  EXPECT_TRUE(v["fit_rounds"].empty());
+  EXPECT_TRUE(v["calibration"].contains("batch_rule"));
 }
 
 TEST(MlperfPredict, ValidationCoversEveryCurveWithFourSizes) {

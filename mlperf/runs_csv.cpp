@@ -1,22 +1,27 @@
-// The per-run table as CSV: written field by field (numbers as fmt's "{}"
-// gives them, the shortest text that reads back the same; empty when
-// missing) and read back by a small RFC 4180 reader that names the line and
-// column of anything wrong. report/mlperf_tables.cpp draws the same columns
-// for the terminal and JSON.
+// The per-run table as CSV: written from the one list of a run's fields
+// (run_fields(), defined here; numbers as fmt's "{}" gives them, the shortest
+// text that reads back the same; empty when missing) and read back by a small
+// RFC 4180 reader that names the line and column of anything wrong. The JSON
+// and report/mlperf_tables.cpp's runs table are written from the same list.
 
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <type_traits>
+#include <variant>
 
 #include <fmt/format.h>
 
 #include "mlperf/mlperf.hpp"
+#include "mlperf/run_fields.hpp"
 #include "base/error.hpp"
 #include "base/text_input.hpp"
 #include "base/text_output.hpp"
@@ -28,28 +33,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kRunColumns = {"submitter",
-                                              "system",
-                                              "system_name",
-                                              "benchmark",
-                                              "benchmark_folder",
-                                              "division",
-                                              "accelerator",
-                                              "nodes",
-                                              "accelerators_per_node",
-                                              "accelerators",
-                                              "framework",
-                                              "global_batch_size",
-                                              "run_start_ms",
-                                              "run_stop_ms",
-                                              "status",
-                                              "minutes",
-                                              "converged",
-                                              "scaling_factor",
-                                              "malformed_lines",
-                                              "log_path",
-                                              "problem",
-                                              "progress_at_stop"};
+// A count as a field value; a count beyond int64 (never met) is held at its largest.
+std::optional<int64_t> count_value(uint64_t n) {
+  return static_cast<int64_t>(std::min<uint64_t>(n, std::numeric_limits<int64_t>::max()));
+}
 
 constexpr uintmax_t kMaxCsvBytes = uintmax_t{1} << 30;
 
@@ -146,54 +133,66 @@ struct Reader {
 
 }  // namespace
 
-const std::vector<std::string>& runs_csv_columns() { return kRunColumns; }
+const std::vector<RunField>& run_fields() {
+  static const std::vector<RunField> fields = {
+      {"submitter", [](const Run& r) -> RunValue { return std::string_view(r.submitter); }},
+      {"system", [](const Run& r) -> RunValue { return std::string_view(r.system); }},
+      {"system_name", [](const Run& r) -> RunValue { return std::string_view(r.system_name); }},
+      {"benchmark", [](const Run& r) -> RunValue { return std::string_view(r.benchmark); }},
+      {"benchmark_folder", [](const Run& r) -> RunValue { return std::string_view(r.benchmark_folder); }},
+      {"division", [](const Run& r) -> RunValue { return std::string_view(r.division); }},
+      {"accelerator", [](const Run& r) -> RunValue { return std::string_view(r.accelerator); }},
+      {"nodes", [](const Run& r) -> RunValue { return std::optional<int64_t>(r.nodes); }},
+      {"accelerators_per_node",
+       [](const Run& r) -> RunValue { return std::optional<int64_t>(r.accelerators_per_node); }},
+      {"accelerators", [](const Run& r) -> RunValue { return std::optional<int64_t>(r.accelerators); }},
+      {"framework", [](const Run& r) -> RunValue { return std::string_view(r.framework); }},
+      {"global_batch_size", [](const Run& r) -> RunValue { return r.global_batch_size; }},
+      {"run_start_ms", [](const Run& r) -> RunValue { return r.run_start_ms; }},
+      {"run_stop_ms", [](const Run& r) -> RunValue { return r.run_stop_ms; }},
+      {"status", [](const Run& r) -> RunValue { return std::string_view(r.status); }},
+      {"minutes", [](const Run& r) -> RunValue { return r.minutes; }},
+      {"converged", [](const Run& r) -> RunValue { return r.converged; }},
+      {"scaling_factor", [](const Run& r) -> RunValue { return r.scaling_factor; }},
+      {"malformed_lines", [](const Run& r) -> RunValue { return count_value(r.malformed_lines); }},
+      {"log_path", [](const Run& r) -> RunValue { return std::string_view(r.log_path); }},
+      {"problem", [](const Run& r) -> RunValue { return std::string_view(r.problem); }},
+      {"progress_at_stop", [](const Run& r) -> RunValue { return r.progress_at_stop; }},
+  };
+  return fields;
+}
+
+const std::vector<std::string>& runs_csv_columns() {
+  static const std::vector<std::string> columns = [] {
+    std::vector<std::string> out;
+    for (const RunField& f : run_fields()) out.emplace_back(f.name);
+    return out;
+  }();
+  return columns;
+}
 
 void write_runs_csv(const std::vector<Run>& runs, std::ostream& out) {
   using trace::detail::append_csv_field;
   std::string line;
-  for (size_t i = 0; i < kRunColumns.size(); ++i) {
-    if (i) line += ',';
-    append_csv_field(line, kRunColumns[i]);
+  for (const RunField& f : run_fields()) {
+    if (&f != &run_fields().front()) line += ',';
+    append_csv_field(line, f.name);
   }
   line += '\n';
   out << line;
   for (const Run& r : runs) {
     line.clear();
-    auto text = [&](std::string_view s) {
-      append_csv_field(line, s);
-      line += ',';
-    };
-    auto number = [&](auto v) {
-      append_number(line, std::optional<decltype(v)>(v));
-      line += ',';
-    };
-    auto optional = [&](const auto& v) {
-      append_number(line, v);
-      line += ',';
-    };
-    // In the order of kRunColumns.
-    text(r.submitter);
-    text(r.system);
-    text(r.system_name);
-    text(r.benchmark);
-    text(r.benchmark_folder);
-    text(r.division);
-    text(r.accelerator);
-    number(int64_t{r.nodes});
-    number(int64_t{r.accelerators_per_node});
-    number(int64_t{r.accelerators});
-    text(r.framework);
-    optional(r.global_batch_size);
-    optional(r.run_start_ms);
-    optional(r.run_stop_ms);
-    text(r.status);
-    optional(r.minutes);
-    text(r.converged ? "yes" : "no");
-    optional(r.scaling_factor);
-    number(static_cast<int64_t>(r.malformed_lines));
-    text(r.log_path);
-    text(r.problem);
-    append_number(line, r.progress_at_stop);  // the last column: no comma after it
+    for (const RunField& f : run_fields()) {
+      if (&f != &run_fields().front()) line += ',';
+      std::visit(
+          [&](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::string_view>) append_csv_field(line, v);
+            else if constexpr (std::is_same_v<V, bool>) line += v ? "yes" : "no";
+            else append_number(line, v);
+          },
+          f.value(r));
+    }
     line += '\n';
     out << line;
   }
@@ -224,7 +223,7 @@ std::vector<Run> read_runs_csv(std::string_view text, std::string_view source) {
     fail("{} is empty: expected a header of MLPerf run columns", source);
   Reader r{source, 1, &fields, {}};
   for (size_t i = 0; i < fields.size(); ++i) r.index[fields[i]] = i;
-  for (const auto& c : kRunColumns) {
+  for (const auto& c : runs_csv_columns()) {
     // problem and progress_at_stop came later (NEWS): tables written before them are still read.
     if (c == "problem" || c == "progress_at_stop") continue;
     if (!r.index.count(c))

@@ -214,4 +214,18 @@ std::vector<Table> diff_tables(const analyze::RunDiff& d, int top) {
   return tables;
 }
 
+std::vector<Table> diff_tables(const analyze::RunDiff& d, int top, const std::string& a_input,
+                               const analyze::RunAnalysis& a, const std::string& b_input,
+                               const analyze::RunAnalysis& b) {
+  std::vector<Table> tables = diff_tables(d, top);
+  Table& it = tables.at(1);  // iteration time: where the inputs are named
+  it.add_note(fmt::format("A: {} ({} ranks); B: {} ({} ranks)", a_input, a.ranks.size(), b_input, b.ranks.size()));
+  for (const auto* run : {&a, &b})
+    for (const auto& r : run->ranks)
+      if (!r.data_loss.empty())
+        it.add_note(fmt::format("{}: {} lost data ({}); its figures cover only what could be read",
+                                run == &a ? "A" : "B", r.label, fmt::join(r.data_loss, ", ")));
+  return tables;
+}
+
 }  // namespace scalescope::report

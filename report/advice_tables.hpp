@@ -6,6 +6,7 @@
 //   report::findings_table(advise::advise(run)).print(std::cout);
 //   for (const report::Table& t : report::diff_tables(analyze::diff(a, b), 15)) t.print(std::cout);
 
+#include <string>
 #include <vector>
 
 #include "report/table.hpp"
@@ -49,5 +50,10 @@ Table findings_table(const std::vector<advise::Finding>& findings);
 // on one side only, and copies; per steady iteration where both runs have
 // iterations (RunDiff::basis).
 std::vector<Table> diff_tables(const analyze::RunDiff& d, int top);
+// What `diff` prints: those tables with the inputs named and the ranks that
+// lost data noted under the iteration time.
+std::vector<Table> diff_tables(const analyze::RunDiff& d, int top, const std::string& a_input,
+                               const analyze::RunAnalysis& a, const std::string& b_input,
+                               const analyze::RunAnalysis& b);
 
 }  // namespace scalescope::report

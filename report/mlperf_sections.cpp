@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "mlperf/mlperf.hpp"
+#include "report/mlperf_tables.hpp"
 #include "report/prediction_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/table.hpp"
@@ -54,9 +55,8 @@ void add_prediction_blocks(Json& blocks, const std::vector<mlperf::Run>& runs) {
 }
 
 // The charts of one group title (benchmark and division), a series per
-// accelerator model, and its rows of the break-even summary.
-void add_title_charts(Document& doc, const mlperf::MlperfScaling& scaling, const std::string& title, Table& summary,
-                      Json& blocks) {
+// accelerator model.
+void add_title_charts(Document& doc, const mlperf::MlperfScaling& scaling, const std::string& title, Json& blocks) {
   Json speedup_series = Json::array(), eff_series = Json::array(), ideal = Json::array();
   Json break_even_marks = Json::array();
   int max_n = 1, min_n = 1 << 30;
@@ -82,12 +82,6 @@ void add_title_charts(Document& doc, const mlperf::MlperfScaling& scaling, const
                                       {"label", fmt::format("{} {}", g.accelerator, r.gpus)}});
     }
     const auto& last = table.rows.back();
-    summary.add_row({title, g.accelerator, static_cast<int64_t>(g.systems.size()),
-                     static_cast<int64_t>(table.rows.size()),
-                     fmt::format("{} ({})", table.ref_gpus, g.curve_system(table.ref_gpus).system),
-                     fmt::format("{} ({})", last.gpus, g.curve_system(last.gpus).system), last.efficiency,
-                     be.by_threshold ? Cell(int64_t{*be.by_threshold}) : Cell(std::string("-")),
-                     be.by_knee ? Cell(int64_t{*be.by_knee}) : Cell(std::string("-"))});
     if (doc.mlperf_highlights < 8 && be.by_threshold && table.rows.size() >= 3) {
       doc.highlights.push_back(fmt::format("MLPerf {} on {}: E' >= {} up to {} accelerators (of {} measured)", title,
                                            g.accelerator, doc.options.threshold, *be.by_threshold, last.gpus));
@@ -149,16 +143,12 @@ void add_mlperf_sections(Document& doc, const std::string& label, const std::vec
       scaling.left_out.empty()
           ? ""
           : fmt::format(" ({} more without a known accelerator count)", scaling.left_out.size()))));
-  Table summary(
-      "Break-even per benchmark and accelerator",
-      {Column("benchmark"), Column("accelerator"), Column("systems"), Column("counts"), Column("reference"),
-       Column("largest"), Column("E' at largest", 3), Column("break-even (E' rule)"), Column("break-even (knee)")});
   // One pair of charts per group title (benchmark and division).
   std::vector<std::string> titles;
   for (const auto& g : scaling.groups)
     if (std::find(titles.begin(), titles.end(), g.title) == titles.end()) titles.push_back(g.title);
-  for (const auto& title : titles) add_title_charts(doc, scaling, title, summary, blocks);
-  blocks.push_back(table_block(summary));
+  for (const auto& title : titles) add_title_charts(doc, scaling, title, blocks);
+  blocks.push_back(table_block(mlperf_break_even_table(scaling)));
   add_prediction_blocks(blocks, runs);
   doc.sections.push_back(section("MLPerf Training: " + label, "Scaling across submitted systems", std::move(blocks)));
 }

@@ -107,9 +107,18 @@ void expect_page_equals_analyze(const std::vector<mlperf::Run>& runs, double thr
   const Json doc = page_json(runs, threshold);
   const Json& summary = summary_of(doc);
   size_t scaled = 0;
-  for (const auto& t : cli["tables"])
-    if (curve_rows(t).size() >= 2) ++scaled;
+  const Json* break_even = nullptr;
+  for (const auto& t : cli["tables"]) {
+    if (t["id"] == "break_even_per_benchmark_and_accelerator") break_even = &t;
+    else if (curve_rows(t).size() >= 2) ++scaled;
+  }
   ASSERT_EQ(summary["rows"].size(), scaled) << "every group with two or more counts is on the page";
+  // The same break-even table in `mlperf analyze` (its rows keyed by column) as on the page.
+  ASSERT_NE(break_even, nullptr);
+  ASSERT_EQ((*break_even)["rows"].size(), scaled);
+  for (size_t i = 0; i < scaled; ++i)
+    for (size_t c = 0; c < summary["columns"].size(); ++c)
+      EXPECT_EQ((*break_even)["rows"][i][summary["columns"][c].get<std::string>()], summary["rows"][i][c]);
   ASSERT_GT(scaled, 0u);
   for (const auto& row : summary["rows"]) {
     const std::string title = row[0].get<std::string>(), accelerator = row[1].get<std::string>();
@@ -215,7 +224,14 @@ TEST(MlperfTables, ScalingTablesRenderTheTypedGroups) {
   for (auto& r : runs)
     if (r.system == "unknown") r.accelerators = 0;
   const auto tables = mlperf_scaling_tables(mlperf::analyze(runs, {}));
-  ASSERT_EQ(tables.size(), 1u);
+  ASSERT_EQ(tables.size(), 2u);  // the group's, then the break-even of every group that scales
+  const Table& be = tables[1];
+  EXPECT_EQ(be.title(), "Break-even per benchmark and accelerator");
+  ASSERT_EQ(be.rows().size(), 1u);
+  EXPECT_EQ(std::get<std::string>(be.rows()[0][0]), "gpt3");
+  EXPECT_EQ(std::get<int64_t>(be.rows()[0][3]), 4);  // counts 8, 16, 32, 64
+  EXPECT_EQ(std::get<std::string>(be.rows()[0][4]), "8 (n8)");
+  EXPECT_EQ(std::get<int64_t>(be.rows()[0][7]), 32);
   const Table& t = tables[0];
   EXPECT_EQ(t.title(), "MLPerf gpt3 on H100-SXM5-80GB: scaling across systems");
   ASSERT_EQ(t.rows().size(), 5u);
@@ -253,6 +269,20 @@ TEST(MlperfTables, RunsAndScoresTables) {
   EXPECT_NEAR(std::get<double>(st.rows()[0][10]), 10, 1e-12);
   EXPECT_EQ(std::get<std::string>(st.rows()[0][4]), "H100-SXM5-80GB");
   EXPECT_THAT(st.to_json(), HasSubstr("1 folders: 1 scored, 0 not scored (reason given)"));
+
+  // What ingest prints: the scores (or the runs) with the counts read and the notes.
+  mlperf::IngestResult ingest;
+  ingest.runs = runs;
+  ingest.logs = 3;
+  ingest.bytes = 2'500'000;
+  ingest.notes = {"no system description for a"};
+  const Table scores = mlperf_ingest_table(ingest, false);
+  EXPECT_EQ(scores.title(), st.title());
+  EXPECT_EQ(scores.rows().size(), 1u);
+  ASSERT_EQ(scores.notes().size(), 3u);
+  EXPECT_THAT(scores.notes()[1], HasSubstr("3 run logs (2.5 MB), 0 result folders"));
+  EXPECT_EQ(scores.notes()[2], "no system description for a");
+  EXPECT_EQ(mlperf_ingest_table(ingest, true).rows().size(), 3u);
 }
 
 }  // namespace

@@ -3,10 +3,15 @@
 
 #include "report/mlperf_tables.hpp"
 
+#include <algorithm>
+#include <type_traits>
+#include <variant>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "mlperf/mlperf.hpp"
+#include "mlperf/run_fields.hpp"
 
 namespace scalescope::report {
 
@@ -48,28 +53,17 @@ Table group_table(const mlperf::SystemGroup& g) {
 Table mlperf_runs_table(const std::vector<mlperf::Run>& runs) {
   Table t("MLPerf runs", mlperf::runs_csv_columns());
   for (const auto& r : runs) {
-    t.add_row({r.submitter,
-               r.system,
-               r.system_name,
-               r.benchmark,
-               r.benchmark_folder,
-               r.division,
-               r.accelerator,
-               int64_t{r.nodes},
-               int64_t{r.accelerators_per_node},
-               int64_t{r.accelerators},
-               r.framework,
-               opt_cell(r.global_batch_size),
-               opt_cell(r.run_start_ms),
-               opt_cell(r.run_stop_ms),
-               r.status,
-               opt_cell(r.minutes),
-               std::string(r.converged ? "yes" : "no"),
-               opt_cell(r.scaling_factor),
-               static_cast<int64_t>(r.malformed_lines),
-               r.log_path,
-               r.problem,
-               opt_cell(r.progress_at_stop)});
+    std::vector<Cell> cells;
+    for (const mlperf::RunField& f : mlperf::run_fields())
+      cells.push_back(std::visit(
+          [](const auto& v) -> Cell {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::string_view>) return std::string(v);
+            else if constexpr (std::is_same_v<V, bool>) return std::string(v ? "yes" : "no");
+            else return opt_cell(v);
+          },
+          f.value(r)));
+    t.add_row(std::move(cells));
   }
   return t;
 }
@@ -91,11 +85,48 @@ Table mlperf_scores_table(const std::vector<mlperf::Score>& scores) {
   return t;
 }
 
+Table mlperf_ingest_table(const mlperf::IngestResult& result, bool runs) {
+  Table table =
+      runs ? mlperf_runs_table(result.runs) : mlperf_scores_table(mlperf::score_folders(result.runs, result.folders));
+  table.add_note(
+      fmt::format("{} run logs ({:.1f} MB), {} result folders, {} MLLOG events, {} malformed MLLOG lines "
+                  "skipped, {} overlong lines, {} files without MLLOG lines ignored",
+                  result.logs, static_cast<double>(result.bytes) / 1e6, result.folders.size(), result.mllog_lines,
+                  result.malformed_lines, result.overlong_lines, result.ignored_files));
+  for (const auto& n : result.notes) table.add_note(n);
+  return table;
+}
+
+Table mlperf_break_even_table(const mlperf::MlperfScaling& scaling) {
+  Table t("Break-even per benchmark and accelerator",
+          {Column("benchmark"), Column("accelerator"), Column("systems"), Column("counts"), Column("reference"),
+           Column("largest"), Column("E' at largest", 3), Column("break-even (E' rule)"), Column("break-even (knee)")});
+  // Rows by group title (benchmark and division) in order of first appearance,
+  // as the page draws one pair of charts per title.
+  std::vector<std::string> titles;
+  for (const auto& g : scaling.groups)
+    if (std::find(titles.begin(), titles.end(), g.title) == titles.end()) titles.push_back(g.title);
+  for (const auto& title : titles)
+    for (const auto& g : scaling.groups) {
+      const auto& curve = g.curve;
+      if (g.title != title || curve.rows.size() < 2) continue;  // one count: nothing to scale against
+      const auto& last = curve.rows.back();
+      const auto& be = curve.break_even;
+      t.add_row({title, g.accelerator, static_cast<int64_t>(g.systems.size()), static_cast<int64_t>(curve.rows.size()),
+                 fmt::format("{} ({})", curve.ref_gpus, g.curve_system(curve.ref_gpus).system),
+                 fmt::format("{} ({})", last.gpus, g.curve_system(last.gpus).system), last.efficiency,
+                 be.by_threshold ? Cell(int64_t{*be.by_threshold}) : Cell(std::string("-")),
+                 be.by_knee ? Cell(int64_t{*be.by_knee}) : Cell(std::string("-"))});
+    }
+  return t;
+}
+
 std::vector<Table> mlperf_scaling_tables(const mlperf::MlperfScaling& scaling) {
   std::vector<Table> tables;
   for (const auto& g : scaling.groups) tables.push_back(group_table(g));
   if (!scaling.left_out.empty() && !tables.empty())
     tables.front().add_note(fmt::format("left out (accelerator count unknown): {}", fmt::join(scaling.left_out, ", ")));
+  if (Table be = mlperf_break_even_table(scaling); !be.rows().empty()) tables.push_back(std::move(be));
   return tables;
 }
 

@@ -13,6 +13,7 @@
 namespace scalescope::mlperf {
 struct Run;
 struct Score;
+struct IngestResult;
 struct MlperfScaling;
 }  // namespace scalescope::mlperf
 
@@ -22,9 +23,15 @@ namespace scalescope::report {
 Table mlperf_runs_table(const std::vector<mlperf::Run>& runs);
 // One row per result folder with its official score or why none.
 Table mlperf_scores_table(const std::vector<mlperf::Score>& scores);
+// What `mlperf ingest` prints: the scores per folder (or with `runs` the runs
+// table), the counts read and the ingest's notes under it.
+Table mlperf_ingest_table(const mlperf::IngestResult& result, bool runs);
 // One table per group ("MLPerf <title> on <accelerator>: scaling across
 // systems"): a row per system, the reference, the break-even points and the
-// systems left out as notes.
+// systems left out as notes; then mlperf_break_even_table when a group scales.
 std::vector<Table> mlperf_scaling_tables(const mlperf::MlperfScaling& scaling);
+// A row per group with two or more accelerator counts: its systems, counts,
+// reference, largest count with E' there, and the break-even by both rules.
+Table mlperf_break_even_table(const mlperf::MlperfScaling& scaling);
 
 }  // namespace scalescope::report

@@ -76,6 +76,23 @@ Table scaling_main_table(const sweep::ScalingStudy& s) {
   return main;
 }
 
+Table scaling_config_table(const sweep::ConfigScaling& config, const sweep::ScalingStudy& study) {
+  const scaling::ScalingTable& table = *config.table;
+  Table t(fmt::format("Scaling: {}", config.label),
+          {Column("GPUs"), Column("runs"), Column("median s", 4), Column("CI low", 4), Column("CI high", 4),
+           Column("speedup", 3), Column("E'", 3), Column("E' low", 3), Column("E' high", 3), Column("GPU-hours", 5),
+           Column("Pareto")});
+  for (const auto& r : table.rows)
+    t.add_row({int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median, num(r.time.ci_low), num(r.time.ci_high),
+               r.speedup, r.efficiency, num(r.efficiency_low), num(r.efficiency_high),
+               study.seconds ? Cell(r.gpu_hours) : Cell(),  // as `scaling` shows them
+               std::string(r.pareto ? "yes" : "")});        // the page's table: yes or blank
+  t.add_note("CIs: " + table.ci_method);
+  if (!study.seconds) t.add_note("The metric is not in seconds, so GPU-hours are not shown.");
+  if (study.weak) t.add_note("Weak scaling: the times are per unit of work, so E' = T(ref)/T(N) per step.");
+  return t;
+}
+
 Table scaling_break_even_table(const sweep::ScalingStudy& s) {
   Table breakeven("Break-even point", {"config", "rule", "gpus", "detail"});
   for (const auto& c : s.configs) {

@@ -11,6 +11,7 @@
 #include "report/table.hpp"
 
 namespace scalescope::sweep {
+struct ConfigScaling;
 struct ScalingStudy;
 struct StoredSweep;
 }
@@ -24,6 +25,9 @@ std::vector<Table> scaling_tables(const sweep::ScalingStudy& study);
 // Each table on its own, for the HTML report.
 Table scaling_runs_table(const sweep::ScalingStudy& study);
 Table scaling_main_table(const sweep::ScalingStudy& study);
+// One configuration's rows as the HTML report shows them beside its charts
+// ("Scaling: <label>"); config.table must be set.
+Table scaling_config_table(const sweep::ConfigScaling& config, const sweep::ScalingStudy& study);
 Table scaling_break_even_table(const sweep::ScalingStudy& study);
 Table scaling_comparison_table(const sweep::ScalingStudy& study);
 Table scaling_prediction_table(const sweep::ScalingStudy& study);

@@ -132,6 +132,31 @@ TEST(ScalingReport, TypedJsonCarriesTheNumbersOfTheTables) {
   }
 }
 
+TEST(ScalingReport, ConfigurationTableHoldsTheMainTablesNumbers) {
+  for (const bool throughput : {false, true}) {
+    const ScalingStudy study = study_scaling(make_sweep(throughput), {});
+    const auto tables = report::scaling_tables(study);
+    const auto& main = find(tables, "Scaling of");
+    size_t row = 0;
+    for (const auto& c : study.configs) {
+      const report::Table t = report::scaling_config_table(c, study);
+      EXPECT_EQ(t.title(), "Scaling: " + c.label);
+      ASSERT_EQ(t.rows().size(), c.table->rows.size());
+      for (const auto& cells : t.rows()) {
+        const auto& m = main.rows().at(row++);
+        EXPECT_EQ(i(cells[0]), i(m[1]));                 // GPUs
+        EXPECT_EQ(i(cells[1]), i(m[2]));                 // runs
+        EXPECT_DOUBLE_EQ(d(cells[2]), d(m[3]));          // median
+        EXPECT_DOUBLE_EQ(d(cells[5]), d(m[6]));          // speedup
+        EXPECT_DOUBLE_EQ(d(cells[6]), d(m[9]));          // E'
+        EXPECT_EQ(std::isnan(d(cells[9])), throughput);  // GPU-hours only for a time
+        EXPECT_EQ(s(cells[10]) == "yes", std::get<bool>(m[15]));
+      }
+    }
+    EXPECT_EQ(row, main.rows().size());
+  }
+}
+
 TEST(ScalingReport, ThroughputIsConvertedToTime) {
   const auto tables = scaling_report(make_sweep(true), {});
   const auto& main = find(tables, "Scaling of regex");

@@ -13,6 +13,22 @@ std::string stats_scope_label(const trace::Trace& t, size_t index) {
   return t.meta.rank >= 0 ? fmt::format("rank {}", t.meta.rank) : fmt::format("trace {}", index);
 }
 
+std::vector<StatsScope> stats_scopes(std::string_view input, const std::vector<const trace::Trace*>& ranks,
+                                     std::optional<int> rank) {
+  std::vector<StatsScope> out;
+  std::vector<const trace::Trace*> chosen;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const trace::Trace& t = *ranks[i];
+    if (rank && (t.meta.rank != *rank || !chosen.empty())) continue;
+    chosen.push_back(&t);
+    out.push_back({stats_scope_label(t, i), t.meta.rank >= 0 ? std::optional<int>(t.meta.rank) : std::nullopt,
+                   trace::compute_stats(t)});
+  }
+  if (rank && chosen.empty()) fail("{}: no trace of rank {}", input, *rank);
+  if (chosen.size() > 1) out.push_back({"all ranks", std::nullopt, trace::compute_stats(chosen)});
+  return out;
+}
+
 nlohmann::json stats_json(std::string_view input, const std::vector<const trace::Trace*>& ranks,
                           std::optional<int> rank, const std::set<std::string>& summaries,
                           const std::vector<std::string>& left_out) {
@@ -22,24 +38,16 @@ nlohmann::json stats_json(std::string_view input, const std::vector<const trace:
   for (const auto& name : summaries)
     if (!kKeyOfSummary.count(name))
       fail("no summary '{}' (api, kernels, memtime, memsize, nvtx, nccl, problems)", name);
-  auto scope = [&](std::string label, nlohmann::json rank_number, const trace::TraceStats& st) {
-    nlohmann::json stats = st;
+  nlohmann::json scopes = nlohmann::json::array();
+  for (StatsScope& sc : stats_scopes(input, ranks, rank)) {
+    nlohmann::json stats = sc.stats;
     if (!summaries.empty())
       for (const auto& [name, key] : kKeyOfSummary)
         if (!summaries.count(name)) stats.erase(key);
-    return nlohmann::json{{"label", std::move(label)}, {"rank", std::move(rank_number)}, {"stats", std::move(stats)}};
-  };
-  std::vector<const trace::Trace*> chosen;
-  nlohmann::json scopes = nlohmann::json::array();
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const trace::Trace& t = *ranks[i];
-    if (rank && (t.meta.rank != *rank || !chosen.empty())) continue;
-    chosen.push_back(&t);
-    scopes.push_back(scope(stats_scope_label(t, i), t.meta.rank >= 0 ? nlohmann::json(t.meta.rank) : nlohmann::json(),
-                           trace::compute_stats(t)));
+    scopes.push_back({{"label", std::move(sc.label)},
+                      {"rank", sc.rank ? nlohmann::json(*sc.rank) : nlohmann::json()},
+                      {"stats", std::move(stats)}});
   }
-  if (rank && chosen.empty()) fail("{}: no trace of rank {}", input, *rank);
-  if (chosen.size() > 1) scopes.push_back(scope("all ranks", nullptr, trace::compute_stats(chosen)));
   return {{"input", input}, {"scopes", std::move(scopes)}, {"left_out", left_out}};
 }
 

@@ -13,17 +13,30 @@
 #include <nlohmann/json.hpp>
 
 #include "trace/model/trace.hpp"
+#include "trace/stats/stats.hpp"
 
 namespace scalescope::report {
 
 // What a trace's summaries are headed by: "rank N", else "trace <index>".
 std::string stats_scope_label(const trace::Trace& t, size_t index);
 
+// One scope of `stats`: a trace's summaries, or those of all ranks combined.
+struct StatsScope {
+  std::string label;
+  std::optional<int> rank;  // none: a trace without a rank, or all ranks
+  trace::TraceStats stats;
+};
+
+// One scope per trace of `ranks` (launchers already left out,
+// trace/model/launcher.hpp; only the first of rank `rank` when given, an
+// Error naming `input` when there is none), then "all ranks" combined when
+// there are several. The JSON below and report/stats_tables.hpp's tables
+// are both made from these.
+std::vector<StatsScope> stats_scopes(std::string_view input, const std::vector<const trace::Trace*>& ranks,
+                                     std::optional<int> rank);
+
 // {"input", "scopes": [{"label", "rank" (null without one), "stats"}],
-// "left_out"}: one scope per trace of `ranks` (launchers already left out,
-// trace/model/launcher.hpp; only the first of rank `rank` when given, an Error
-// when there is none), then "all ranks" combined when there are several.
-// Each stats object keeps the summaries named in `summaries` (stats'
+// "left_out"}: the scopes of stats_scopes. Each stats object keeps the summaries named in `summaries` (stats'
 // --report names: api, kernels, memtime, memsize, nvtx, nccl, problems);
 // empty: all of them.
 nlohmann::json stats_json(std::string_view input, const std::vector<const trace::Trace*>& ranks,

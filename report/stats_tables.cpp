@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "report/stats_json.hpp"
 #include "trace/model/kernel_short_name.hpp"
 
 namespace scalescope::report {
@@ -115,6 +116,19 @@ std::vector<Table> stats_tables(const trace::TraceStats& s, const std::string& s
     out.push_back(std::move(t));
   }
   return out;
+}
+
+std::vector<Table> stats_scope_tables(std::string_view input, const std::vector<const trace::Trace*>& ranks,
+                                      std::optional<int> rank, const std::set<std::string>& want,
+                                      const std::vector<std::string>& left_out) {
+  std::vector<Table> tables;
+  for (const StatsScope& sc : stats_scopes(input, ranks, rank))
+    for (auto& t : stats_tables(sc.stats, sc.label, want)) tables.push_back(std::move(t));
+  if (!tables.empty())
+    for (const auto& label : left_out)
+      tables.front().add_note(fmt::format(
+          "{}: left out, a process without a rank or GPU activity (a launcher such as the torchrun agent)", label));
+  return tables;
 }
 
 }  // namespace scalescope::report

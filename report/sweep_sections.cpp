@@ -11,9 +11,9 @@
 #include <fmt/ranges.h>
 
 #include "report/report_document.hpp"
+#include "report/scaling_tables.hpp"
 #include "report/table.hpp"
 #include "scaling/scaling.hpp"
-#include "report/scaling_tables.hpp"
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
 #include "base/error.hpp"
@@ -104,7 +104,8 @@ Json study_summary(const sweep::StoredSweep& stored, const sweep::ScalingStudy& 
                                    : std::string("; weak scaling: times are per unit of work (step time / N)")));
 }
 
-// One configuration's scaling table and its measured series in the charts.
+// One configuration's scaling table (report/scaling_tables.hpp) and its
+// measured series in the charts.
 Table config_table(const sweep::ConfigScaling& config, const sweep::ScalingStudy& study, const std::string& prefix,
                    const std::string& colour, StudyCharts& charts) {
   const scaling::ScalingTable& table = *config.table;
@@ -112,10 +113,6 @@ Table config_table(const sweep::ConfigScaling& config, const sweep::ScalingStudy
       *std::find_if(table.rows.begin(), table.rows.end(), [&](const auto& r) { return r.gpus == table.ref_gpus; });
   Json tp = Json::array(), te = Json::array(), ep = Json::array(), ee = Json::array(), ideal = Json::array();
   Json cp = Json::array(), front = Json::array();
-  Table t(fmt::format("Scaling: {}", config.label),
-          {Column("GPUs"), Column("runs"), Column("median s", 4), Column("CI low", 4), Column("CI high", 4),
-           Column("speedup", 3), Column("E'", 3), Column("E' low", 3), Column("E' high", 3), Column("GPU-hours", 5),
-           Column("Pareto")});
   for (const auto& r : table.rows) {
     tp.push_back({r.gpus, r.time.median});
     if (r.time.n >= 2) te.push_back({r.gpus, num(r.time.ci_low), num(r.time.ci_high)});
@@ -125,17 +122,7 @@ Table config_table(const sweep::ConfigScaling& config, const sweep::ScalingStudy
     ideal.push_back({r.gpus, ref.time.median * ref.gpus / r.gpus});
     cp.push_back({r.gpu_hours, r.time.median});
     if (r.pareto) front.push_back({r.gpu_hours, r.time.median});
-    t.add_row({int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median,
-               num(r.time.ci_low).is_null() ? Cell() : Cell(r.time.ci_low),
-               num(r.time.ci_high).is_null() ? Cell() : Cell(r.time.ci_high), r.speedup, r.efficiency,
-               std::isfinite(r.efficiency_low) ? Cell(r.efficiency_low) : Cell(),
-               std::isfinite(r.efficiency_high) ? Cell(r.efficiency_high) : Cell(),
-               study.seconds ? Cell(r.gpu_hours) : Cell(),  // as `scaling` shows them
-               std::string(r.pareto ? "yes" : "")});        // the page's table: yes or blank
   }
-  t.add_note("CIs: " + table.ci_method);
-  if (!study.seconds) t.add_note("The metric is not in seconds, so GPU-hours are not shown.");
-  if (study.weak) t.add_note("Weak scaling: the times are per unit of work, so E' = T(ref)/T(N) per step.");
   charts.time_series.push_back(
       {{"name", prefix + "measured"}, {"style", "line"}, {"colour", colour}, {"points", tp}, {"errors", te}});
   charts.time_series.push_back(
@@ -145,7 +132,7 @@ Table config_table(const sweep::ConfigScaling& config, const sweep::ScalingStudy
   charts.cost_series.push_back({{"name", prefix + "runs"}, {"style", "points"}, {"colour", colour}, {"points", cp}});
   charts.cost_series.push_back(
       {{"name", prefix + "Pareto front"}, {"style", "line"}, {"colour", colour}, {"points", front}});
-  return t;
+  return scaling_config_table(config, study);
 }
 
 // The break-even points of one configuration: marked on the charts, noted

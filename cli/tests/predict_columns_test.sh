@@ -2,7 +2,7 @@
 # `mlperf analyze --predict` and `scaling --predict` say, in every format, the
 # batch each prediction assumes and where it came from, the interval, and
 # whether the prediction is inside the validated range (a row beyond it says
-# why). Table, CSV and JSON carry them as columns of the same rows.
+# why). Table and CSV carry them as columns of the same rows, JSON as the typed fields.
 # Usage: predict_columns_test.sh SCALESCOPE SOURCE_DIR
 set -uo pipefail
 ss="${1:?usage: predict_columns_test.sh SCALESCOPE SOURCE_DIR}"
@@ -12,19 +12,26 @@ failures=0
 check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; failures=$((failures + 1)); fi; }
 export NO_COLOR=1
 
-# JSON: the table TITLE's rows at GPUS (column COUNT) have BATCH, BASIS, LOW < TIME < HIGH and VALIDATED (a prefix).
-json_row() {  # FILE TITLE COUNT_COL GPUS TIME_COL BATCH_COL BATCH BASIS VALIDATED
+# Typed JSON of `mlperf analyze --predict`: the prediction at GPUS has BATCH, BASIS, LOW < TIME < HIGH,
+# VALIDATED ("yes": validated; else the start of the warning) and, beside it, the measured size or null.
+typed_mlperf_prediction() {  # FILE GPUS BATCH BASIS VALIDATED
   /usr/bin/python3 - "$@" <<'EOF'
 import json, sys
-path, title, count, gpus, time, batch_col, batch, basis, validated = sys.argv[1:]
-table = next(t for t in json.load(open(path))["tables"] if t["title"] == title)
-rows = [r for r in table["rows"] if r[count] == int(gpus) and r.get("batch_basis")]
-assert rows, f"no row at {gpus} with a batch"
-r = rows[0]
-assert abs(r[batch_col] - float(batch)) < 1e-6 * float(batch), r
-assert r["batch_basis"] == basis, r
-assert r["low"] < r[time] < r["high"], r
-assert r["validated_range"].startswith(validated), r
+path, gpus, batch, basis, validated = sys.argv[1:]
+doc = json.load(open(path))
+assert doc["command"] == "mlperf analyze" and "tables" not in doc, sorted(doc)
+found = [(p, m) for f in doc["predictions"] for p, m in zip(f["fit"]["predictions"], f["measured"])
+         if p["gpus"] == int(gpus)]
+assert found, f"no prediction at {gpus}"
+p, m = found[0]
+assert abs(p["global_batch"] - float(batch)) < 1e-6 * float(batch), p
+assert p["batch_basis"] == basis, p
+assert p["low"] < p["time"] < p["high"], p
+assert m is None or (m["accelerators"] == int(gpus) and m["minutes"] > 0), m
+if validated == "yes":
+    assert p["validated"] and not p["outside_validated"], p
+else:
+    assert not p["validated"] and p["outside_validated"].startswith(validated), p
 EOF
 }
 # Typed JSON of `scaling`: the prediction at GPUS has BATCH, BASIS, LOW < TIME < HIGH, and
@@ -74,9 +81,9 @@ mlperf=(mlperf analyze --benchmark bert --accelerator H100-SXM5 --predict 64,819
 for f in table csv json; do "$ss" "${mlperf[@]}" --format "$f" >"$tmp/mlperf.$f" 2>"$tmp/err"; done
 outside="outside the validated range: "
 check "mlperf analyze --predict, json: planned batch, interval, validated" \
-  'json_row "$tmp/mlperf.json" "MLPerf: predicted time to train" accelerators 64 predicted_minutes global_batch_size 2048 planned yes'
+  'typed_mlperf_prediction "$tmp/mlperf.json" 64 2048 planned yes'
 check "mlperf analyze --predict, json: extrapolated batch, interval, the warning" \
-  'json_row "$tmp/mlperf.json" "MLPerf: predicted time to train" accelerators 8192 predicted_minutes global_batch_size 16384 extrapolated "$outside"'
+  'typed_mlperf_prediction "$tmp/mlperf.json" 8192 16384 extrapolated "$outside"'
 check "mlperf analyze --predict, csv: planned batch, interval, validated" \
   'csv_row "$tmp/mlperf.csv" accelerators 64 global_batch_size 2048 planned yes'
 check "mlperf analyze --predict, csv: extrapolated batch, interval, the warning" \

@@ -74,3 +74,72 @@ def analyze(runs_csv=None, benchmark=None, accelerator=None, ref=None, threshold
         df.attrs["reference"] = g["systems"][g["reference"]]["system"]
         out[f"{g['title']} on {g['accelerator']}"] = df
     return out
+
+
+def _filters(runs_csv, benchmark, accelerator, level):
+    args = {"level": level}
+    for k, v in (("runs_csv", runs_csv), ("benchmark", benchmark), ("accelerator", accelerator)):
+        if v is not None:
+            args[k] = _path(v)
+    return args
+
+
+def predict(predict, runs_csv=None, benchmark=None, accelerator=None, fit_up_to=None, planned_batch=None, level=0.8):
+    """Predicted time to train at these accelerator counts along each curve (the
+    fastest scored system at each size), as `scalescope mlperf analyze
+    --predict`: one row per curve and count with the curve's fields
+    (curve, benchmark, accelerator, division), the prediction's (gpus, time and
+    low/high in minutes, global_batch, batch_basis, extrapolation, validated,
+    outside_validated, ...), measured_minutes and measured_system (None where
+    no system of that size was submitted), model and fitted (the sizes fitted).
+    planned_batch: {N: global batch}. attrs["forecasts"] holds the typed list."""
+    args = _filters(runs_csv, benchmark, accelerator, level)
+    args["predict"] = [int(n) for n in predict]
+    if fit_up_to is not None:
+        args["fit_up_to"] = int(fit_up_to)
+    if planned_batch:
+        args["planned_batch"] = ",".join(f"{int(n)}:{b}" for n, b in planned_batch.items())
+    forecasts = _call("predict", args)["predictions"]
+    rows = []
+    for f in forecasts:
+        curve = {k: f["curve"][k] for k in ("benchmark", "accelerator", "division")}
+        for p, m in zip(f["fit"]["predictions"], f["measured"]):
+            rows.append({"curve": f["curve"]["name"], **curve, **p,
+                         "measured_minutes": m["minutes"] if m else None,
+                         "measured_system": m["system"] if m else None,
+                         "model": f["fit"]["model"], "fitted": f["fitted"]})
+    df = _frames.records(rows, list(rows[0]) if rows else [], "mlperf.predict")
+    df.attrs["forecasts"] = forecasts
+    return df
+
+
+class Validation:
+    """What validate returns: level, curves (how many), calibration (the
+    interval's spread used), fit_rounds, test_rounds, and DataFrames buckets
+    (error and coverage per model and extrapolation bucket), per_curve,
+    per_group (per benchmark), tau_estimates and cases (every prediction
+    judged). .json is the typed result as `scalescope mlperf validate --format json`."""
+
+    def __init__(self, raw):
+        self.json = raw
+        v = raw["validation"]
+        self.level, self.curves = v["level"], v["curves"]
+        self.calibration = raw["calibration"]
+        self.fit_rounds, self.test_rounds = raw["fit_rounds"], raw["test_rounds"]
+
+    def _frame(self, key):
+        rows = self.json["validation"][key]
+        return _frames.records(rows, list(rows[0]) if rows else [], f"mlperf.Validation.{key}")
+
+    buckets = property(lambda s: s._frame("buckets"))
+    per_curve = property(lambda s: s._frame("per_curve"))
+    per_group = property(lambda s: s._frame("per_group"))
+    tau_estimates = property(lambda s: s._frame("tau_estimates"))
+    cases = property(lambda s: s._frame("cases"))
+
+
+def validate(runs_csv=None, benchmark=None, accelerator=None, level=0.8):
+    """How far predictions hold, as `scalescope mlperf validate`: each curve
+    with at least four sizes fitted on its smallest sizes and every larger
+    measured size predicted, intervals from the embedded calibration."""
+    return Validation(_call("validate", _filters(runs_csv, benchmark, accelerator, level)))

@@ -130,6 +130,26 @@ def test_mlperf_scores_and_analyze_equal_cli(cli):
         assert df["pareto"].dtype == bool
 
 
+def test_mlperf_predict_and_validate_equal_cli(cli):
+    # Rows read by field name from the typed JSON, as the CLI prints it.
+    df = scalescope.mlperf.predict([64, 8192], benchmark="bert", accelerator="H100-SXM5", fit_up_to=16,
+                                   planned_batch={64: 2048})
+    expected = cli("mlperf", "analyze", "--benchmark", "bert", "--accelerator", "H100-SXM5", "--predict", "64,8192",
+                   "--fit-up-to", "16", "--planned-batch", "64:2048", "--format", "json")["predictions"]
+    assert df.attrs["forecasts"] == expected
+    assert list(df["gpus"]) == [64, 8192]
+    assert list(df["time"]) == [p["time"] for p in expected[0]["fit"]["predictions"]]
+    assert list(df["batch_basis"]) == ["planned", "extrapolated"]
+    assert df["curve"].iloc[0] == "bert on H100-SXM5-80GB" and df["measured_system"].iloc[1] is None
+    v = scalescope.mlperf.validate(benchmark="bert")
+    expected = cli("mlperf", "validate", "--benchmark", "bert", "--format", "json")
+    assert v.json["validation"] == expected["validation"]
+    assert v.curves == expected["validation"]["curves"] and v.level == 0.8
+    assert list(v.per_group["group"].unique()) == ["bert"]
+    assert len(v.cases) == len(expected["validation"]["cases"]) > 0
+    assert {"gpus", "predicted", "measured", "covered"} <= set(v.cases.columns)
+
+
 def test_mlperf_ingest_equals_cli(cli, tmp_path):
     out = tmp_path / "runs.csv"
     ing = scalescope.mlperf.ingest([MLPERF_TESTDATA], output=out)
