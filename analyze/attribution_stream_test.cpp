@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/sanitizer.hpp"
 #include "analyze/attribution_detail.hpp"
 #include "analyze/golden_inputs.hpp"
 #include "analyze/stream_analyzer.hpp"
@@ -342,6 +343,9 @@ TEST(AttributionStreamTest, StreamingAnalysisCarriesIt) {
 }
 
 TEST(AttributionStreamTest, SharedRealTrace) {
+  // 170 MB of JSON: seconds in the release build, minutes under the sanitizers,
+  // whose run of this code is the synthetic traces' tests.
+  if (kSanitized) GTEST_SKIP() << "the shared real trace is read in the release build's run";
   const fs::path kineto = fs::path(SCALESCOPE_SHARED_DIR) / "data/traces/kineto-mobilenetv2-ddp-2xh200-rank0.json.gz";
   if (!fs::exists(kineto)) GTEST_SKIP() << "real trace not found: " << kineto;
   TempDir dir;

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/sanitizer.hpp"
 #include "analyze/analyze.hpp"
 #include "trace/import/clock_alignment.hpp"
 #include "trace/model/trace_file.hpp"
@@ -138,6 +139,9 @@ void expect_same_stragglers(const StragglerStats& want, const StragglerStats& go
 }
 
 TEST_F(MultinodeRealTrace, StragglersGiveTheUnshiftedAnswer) {
+  // Every two-rank example run, shifted and aligned again: seconds in the release
+  // build, about a minute under the sanitizers, which run the offsets test above.
+  if (kSanitized) GTEST_SKIP() << "the example runs are analysed in the release build's run";
   for (const fs::path& run : runs_) {
     const std::vector<trace::Trace> base = load_unaligned(run);
     const size_t r1 = index_of_rank(base, 1);

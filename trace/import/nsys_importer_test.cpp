@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/sanitizer.hpp"
+
 #include "base/error.hpp"
 #include "trace/import/input_detector.hpp"
 #include "trace/model/trace_file.hpp"
@@ -930,17 +932,6 @@ TEST_F(NsysImporter, WalWithPendingChangesIsRefused) {
 
 // ---- memory in proportion to rows ------------------------------------------------
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
 
 // Bytes of address space this process holds now (/proc/self/statm, pages).
 uint64_t address_space_bytes() {
