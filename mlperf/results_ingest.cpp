@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -21,6 +20,7 @@
 
 #include "mlperf/mlperf.hpp"
 #include "base/error.hpp"
+#include "base/json_number.hpp"
 #include "base/parallel_for.hpp"
 #include "base/text_input.hpp"
 
@@ -105,16 +105,8 @@ void find_folders(const fs::path& dir, int depth, std::vector<fs::path>& out) {
 // else (a fraction, text, a negative number, or more than `max`) is nullopt,
 // never a wrapped value (4294967297 nodes is not 1 node).
 std::optional<int> json_count(const nlohmann::json& j, int64_t max) {
-  std::optional<int64_t> v;
-  if (j.is_number_unsigned()) {
-    const uint64_t u = j.get<uint64_t>();
-    if (u <= static_cast<uint64_t>(max)) v = static_cast<int64_t>(u);
-  } else if (j.is_number_integer()) {
-    v = j.get<int64_t>();
-  } else if (j.is_number_float()) {
-    const double d = j.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) <= static_cast<double>(max)) v = static_cast<int64_t>(d);
-  } else if (j.is_string()) {
+  std::optional<int64_t> v = json_integer<int64_t>(j);
+  if (j.is_string()) {
     const std::string s = j.get<std::string>();
     try {
       size_t used = 0;
