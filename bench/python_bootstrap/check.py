@@ -28,7 +28,7 @@ about 6 minutes on one H200:
 
 Everything goes to --out: results.json (every figure with its raw values),
 summary.txt (one line per check), the run directories and logs. The job
-modes (`job mobilenet|loader|ops|ab`) are what the driver runs; each prints
+modes (`job mobilenet|launches|gpubound|loader|ops|ab`) are what the driver runs; each prints
 one JSON line.
 """
 
@@ -86,11 +86,32 @@ def launches_setup(torch):
     return step
 
 
+def gpubound_setup(torch):
+    """A GPU-bound step: four 6144-wide bf16 layers on 6144 rows, forward,
+    backward and an SGD step (about 5.6 TFLOP, some 30 kernels), then a
+    synchronize. The GPU's time decides the step, so runs in separate
+    processes agree to a fraction of a percent and a residue of a profiler
+    on the GPU side (serialized or still-recorded kernels) would show."""
+    width = 6144
+    model = torch.nn.Sequential(*[m for _ in range(4) for m in (torch.nn.Linear(width, width), torch.nn.GELU())])
+    model = model.cuda().to(torch.bfloat16)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+    x = torch.randn(width, width, device="cuda", dtype=torch.bfloat16)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).float().square().mean().backward()
+        opt.step()
+        torch.cuda.synchronize()
+
+    return step
+
+
 def job_mobilenet(args):
     t0 = time.monotonic()
     import torch
 
-    step = (launches_setup if args.mode == "launches" else mobilenet_setup)(torch)
+    step = {"launches": launches_setup, "gpubound": gpubound_setup}.get(args.mode, mobilenet_setup)(torch)
     times = []
     last = time.perf_counter()
     for _ in range(args.steps):
@@ -393,7 +414,7 @@ def main():
     a.add_argument("--steps", type=int, default=1000)
     a.add_argument("--checks", default="cost,outside-windows,loader,operators")
     j = sub.add_parser("job")
-    j.add_argument("mode", choices=["mobilenet", "launches", "loader", "ops", "ab"])
+    j.add_argument("mode", choices=["mobilenet", "launches", "gpubound", "loader", "ops", "ab"])
     j.add_argument("--steps", type=int, default=1000)
     j.add_argument("--blocks", type=int, default=16)
     j.add_argument("--block-steps", type=int, default=150)
@@ -403,7 +424,7 @@ def main():
     if args.cmd == "self-test":
         self_test()
     elif args.cmd == "job":
-        {"mobilenet": job_mobilenet, "launches": job_mobilenet, "loader": job_loader, "ops": job_ops, "ab": job_ab}[args.mode](args)
+        {"mobilenet": job_mobilenet, "launches": job_mobilenet, "gpubound": job_mobilenet, "loader": job_loader, "ops": job_ops, "ab": job_ab}[args.mode](args)
     else:
         Driver(args).run()
 

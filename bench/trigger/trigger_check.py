@@ -61,9 +61,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=2600)
     ap.add_argument("--at", type=int, default=2000)
-    ap.add_argument("--job", choices=["mobilenet", "launches"], default="mobilenet",
+    ap.add_argument("--job", choices=["mobilenet", "launches", "gpubound"], default="mobilenet",
                     help="mobilenet: the MobileNetV2 loop; launches: about 600 tiny kernels a step, launch-bound, "
-                         "so that anything left on the launch path after the window shows")
+                         "so that anything left on the launch path after the window shows; gpubound: four wide "
+                         "bf16 layers, about 9 ms of GPU time a step, so that separate processes agree closely")
     ap.add_argument("--first-round", type=int, default=0,
                     help="number of the first round (a later call goes on with the alternation of an earlier one)")
     args = ap.parse_args()
