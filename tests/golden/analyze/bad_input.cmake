@@ -102,6 +102,13 @@ execute_process(COMMAND ${SCALESCOPE} analyze ${good} --flight-recorder "${SRC}/
 if(NOT rc EQUAL 0 OR NOT out MATCHES "flight recorder: rank 0 waits in nccl:all_reduce #18 of process group 0 [(]default_pg[)] [(]every rank with a dump reached it; it is not completed[)]")
   string(APPEND failures "\nanalyze --flight-recorder on PyTorch 2.11's own dump: expected all_reduce #18 not completed, got ${rc}: ${out}${err}")
 endif()
+# The JSON form of the same dump (`_dump_nccl_trace_json()`, PyTorch 2.11 on one
+# H100): thread ids and group states are strings there; the same verdict.
+execute_process(COMMAND ${SCALESCOPE} analyze ${good} --flight-recorder "${SRC}/tests/golden/analyze/flight_recorder_pytorch_2_11_json/rank_0"
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "flight recorder: rank 0 waits in nccl:all_reduce #18 of process group 0 [(]default_pg[)] [(]every rank with a dump reached it; it is not completed[)]")
+  string(APPEND failures "\nanalyze --flight-recorder on PyTorch 2.11's own JSON dump: expected all_reduce #18 not completed, got ${rc}: ${out}${err}")
+endif()
 file(REMOVE_RECURSE "${SCRATCH}")
 if(NOT failures STREQUAL "")
   message(FATAL_ERROR "bad-input cases failed:${failures}")
