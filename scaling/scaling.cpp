@@ -230,15 +230,6 @@ std::vector<double> to_time_samples(std::span<const double> samples, Better bett
   return out;
 }
 
-const char* work_per_step_name(WorkPerStep kind) {
-  switch (kind) {
-    case WorkPerStep::kUnknown: return "unknown";
-    case WorkPerStep::kFixedTotal: return "strong scaling";
-    case WorkPerStep::kFixedPerGpu: return "weak scaling";
-  }
-  return "unknown";
-}
-
 std::vector<double> weak_scaling_unit_times(std::span<const double> step_times, int gpus, double units_per_gpu_step) {
   if (gpus < 1) fail("weak scaling: GPU count {} is not positive", gpus);
   if (!(units_per_gpu_step > 0) || !std::isfinite(units_per_gpu_step))

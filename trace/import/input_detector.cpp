@@ -445,18 +445,6 @@ DetectedInput detect_input(const fs::path& path) {
   return classify_file(path, st);
 }
 
-bool is_trace_input(InputKind kind) {
-  switch (kind) {
-    case InputKind::kTraceFile:
-    case InputKind::kRunDirectory:
-    case InputKind::kKinetoJson:
-    case InputKind::kKinetoDirectory:
-    case InputKind::kNsysSqlite:
-    case InputKind::kNsysDirectory: return true;
-    default: return false;
-  }
-}
-
 std::string_view to_string(InputKind kind) {
   switch (kind) {
     case InputKind::kTraceFile: return "trace-file";
