@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "base/json_number.hpp"
 
 namespace scalescope::collect {
@@ -153,15 +154,8 @@ std::optional<WindowRequest> parse_window_request(std::string_view text, std::st
 }
 
 std::string window_request_json(const WindowRequest& r) {
-  nlohmann::json j;
-  j["id"] = r.id;
-  j["start_iteration"] = r.start_iteration;
-  j["iterations"] = r.iterations;
-  j["ranks"] = r.ranks;
-  j["reason"] = r.reason;
-  j["note"] = r.note;
-  j["requested_by"] = r.requested_by;
-  j["requested_unix_ns"] = r.requested_unix_ns;
+  const nlohmann::json j =
+      SCALESCOPE_JSON_FIELDS(r, id, start_iteration, iterations, ranks, reason, note, requested_by, requested_unix_ns);
   return j.dump() + "\n";
 }
 
@@ -184,15 +178,7 @@ std::optional<Progress> parse_progress(std::string_view text, std::string* error
 }
 
 std::string progress_json(const Progress& p) {
-  nlohmann::json j;
-  j["host"] = p.host;
-  j["pid"] = p.pid;
-  j["rank"] = p.rank;
-  j["iteration"] = p.iteration;
-  j["step_ns"] = p.step_ns;
-  j["unix_ns"] = p.unix_ns;
-  j["iteration_unix_ns"] = p.iteration_unix_ns;
-  return j.dump() + "\n";
+  return SCALESCOPE_JSON_FIELDS(p, host, pid, rank, iteration, step_ns, unix_ns, iteration_unix_ns).dump() + "\n";
 }
 
 fs::path control_dir(const fs::path& run_dir) { return run_dir / "control"; }
