@@ -140,57 +140,31 @@ NcclOp nccl_op_from_name(std::string_view name) {
 
 // ---- tables: one definition, from each table's column list (table_columns.hpp)
 
-void KernelTable::push(const KernelRecord& r) { push_row(*this, r); }
-KernelRecord KernelTable::row(size_t i) const { return row_at(*this, i); }
-void KernelTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void MemcpyTable::push(const MemcpyRecord& r) { push_row(*this, r); }
-MemcpyRecord MemcpyTable::row(size_t i) const { return row_at(*this, i); }
-void MemcpyTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void MemsetTable::push(const MemsetRecord& r) { push_row(*this, r); }
-MemsetRecord MemsetTable::row(size_t i) const { return row_at(*this, i); }
-void MemsetTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void ApiTable::push(const ApiRecord& r) { push_row(*this, r); }
-ApiRecord ApiTable::row(size_t i) const { return row_at(*this, i); }
-void ApiTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void SyncTable::push(const SyncRecord& r) { push_row(*this, r); }
-SyncRecord SyncTable::row(size_t i) const { return row_at(*this, i); }
-void SyncTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void NvtxTable::push(const NvtxRecord& r) { push_row(*this, r); }
-NvtxRecord NvtxTable::row(size_t i) const { return row_at(*this, i); }
-void NvtxTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void NcclTable::push(const NcclRecord& r) { push_row(*this, r); }
-NcclRecord NcclTable::row(size_t i) const { return row_at(*this, i); }
-void NcclTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void CounterTable::push(const CounterRecord& r) { push_row(*this, r); }
-CounterRecord CounterTable::row(size_t i) const { return row_at(*this, i); }
-void CounterTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void HostThreadTable::push(const HostThreadRecord& r) { push_row(*this, r); }
-HostThreadRecord HostThreadTable::row(size_t i) const { return row_at(*this, i); }
-void HostThreadTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void HostSampleTable::push(const HostSampleRecord& r) { push_row(*this, r); }
-HostSampleRecord HostSampleTable::row(size_t i) const { return row_at(*this, i); }
-void HostSampleTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void HostCallsiteTable::push(const HostCallsiteRecord& r) { push_row(*this, r); }
-HostCallsiteRecord HostCallsiteTable::row(size_t i) const { return row_at(*this, i); }
-void HostCallsiteTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void HostModuleTable::push(const HostModuleRecord& r) { push_row(*this, r); }
-HostModuleRecord HostModuleTable::row(size_t i) const { return row_at(*this, i); }
-void HostModuleTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void HostStackSampleTable::push(const HostStackSampleRecord& r) { push_row(*this, r); }
-HostStackSampleRecord HostStackSampleTable::row(size_t i) const { return row_at(*this, i); }
-void HostStackSampleTable::reserve(size_t n) { reserve_rows(*this, n); }
+template <typename Table, typename Record>
+void Rows<Table, Record>::push(const Record& r) {
+  push_row(static_cast<Table&>(*this), r);
+}
+template <typename Table, typename Record>
+Record Rows<Table, Record>::row(size_t i) const {
+  return row_at(static_cast<const Table&>(*this), i);
+}
+template <typename Table, typename Record>
+void Rows<Table, Record>::reserve(size_t n) {
+  reserve_rows(static_cast<Table&>(*this), n);
+}
+template struct Rows<KernelTable, KernelRecord>;
+template struct Rows<MemcpyTable, MemcpyRecord>;
+template struct Rows<MemsetTable, MemsetRecord>;
+template struct Rows<ApiTable, ApiRecord>;
+template struct Rows<SyncTable, SyncRecord>;
+template struct Rows<NvtxTable, NvtxRecord>;
+template struct Rows<NcclTable, NcclRecord>;
+template struct Rows<CounterTable, CounterRecord>;
+template struct Rows<HostThreadTable, HostThreadRecord>;
+template struct Rows<HostSampleTable, HostSampleRecord>;
+template struct Rows<HostCallsiteTable, HostCallsiteRecord>;
+template struct Rows<HostModuleTable, HostModuleRecord>;
+template struct Rows<HostStackSampleTable, HostStackSampleRecord>;
 
 std::string_view to_string(FrameStatus s) {
   switch (s) {
