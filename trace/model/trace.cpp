@@ -1,12 +1,27 @@
 #include "trace/model/trace.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <limits>
 
 #include "trace/model/table_columns.hpp"
 
 namespace scalescope::trace {
+
+namespace {
+
+// An enum's name from the list of its names in value order (as many as the
+// enum has values: kEnumCount); a value past them, as a newer file may hold,
+// reads as `other`.
+template <typename E, size_t N>
+std::string_view name_by_value(const std::array<std::string_view, N>& names, E value, std::string_view other) {
+  static_assert(N == kEnumCount<E>, "one name per value");
+  const auto i = static_cast<size_t>(value);
+  return i < N ? names[i] : other;
+}
+
+}  // namespace
 
 StringTable::StringTable() {
   strings_.emplace_back();
@@ -23,91 +38,43 @@ StringId StringTable::intern(std::string_view text) {
 }
 
 std::string_view to_string(MemcpyKind kind) {
-  switch (kind) {
-    case MemcpyKind::kHtoD: return "HtoD";
-    case MemcpyKind::kDtoH: return "DtoH";
-    case MemcpyKind::kDtoD: return "DtoD";
-    case MemcpyKind::kPtoP: return "PtoP";
-    case MemcpyKind::kHtoH: return "HtoH";
-    case MemcpyKind::kUnknown: break;
-  }
-  return "unknown";
+  static constexpr auto kNames = std::to_array<std::string_view>({"unknown", "HtoD", "DtoH", "DtoD", "PtoP", "HtoH"});
+  return name_by_value(kNames, kind, "unknown");
 }
 
 std::string_view to_string(MemoryKind kind) {
-  switch (kind) {
-    case MemoryKind::kPageable: return "pageable";
-    case MemoryKind::kPinned: return "pinned";
-    case MemoryKind::kDevice: return "device";
-    case MemoryKind::kManaged: return "managed";
-    case MemoryKind::kArray: return "array";
-    case MemoryKind::kUnknown: break;
-  }
-  return "unknown";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"unknown", "pageable", "pinned", "device", "managed", "array"});
+  return name_by_value(kNames, kind, "unknown");
 }
 
 std::string_view to_string(SyncKind kind) {
-  switch (kind) {
-    case SyncKind::kEventSynchronize: return "event_synchronize";
-    case SyncKind::kStreamWaitEvent: return "stream_wait_event";
-    case SyncKind::kStreamSynchronize: return "stream_synchronize";
-    case SyncKind::kDeviceSynchronize: return "device_synchronize";
-    case SyncKind::kUnknown: break;
-  }
-  return "unknown";
+  static constexpr auto kNames = std::to_array<std::string_view>(
+      {"unknown", "event_synchronize", "stream_wait_event", "stream_synchronize", "device_synchronize"});
+  return name_by_value(kNames, kind, "unknown");
 }
 
 std::string_view to_string(ApiDomain domain) {
-  switch (domain) {
-    case ApiDomain::kRuntime: return "runtime";
-    case ApiDomain::kDriver: return "driver";
-    case ApiDomain::kNccl: return "nccl";
-    case ApiDomain::kOther: break;
-  }
-  return "other";
+  static constexpr auto kNames = std::to_array<std::string_view>({"runtime", "driver", "nccl", "other"});
+  return name_by_value(kNames, domain, "other");
 }
 
 std::string_view to_string(NvtxKind kind) { return kind == NvtxKind::kMark ? "mark" : "range"; }
 
 std::string_view to_string(NcclOp op) {
-  switch (op) {
-    case NcclOp::kAllReduce: return "AllReduce";
-    case NcclOp::kBroadcast: return "Broadcast";
-    case NcclOp::kReduce: return "Reduce";
-    case NcclOp::kAllGather: return "AllGather";
-    case NcclOp::kReduceScatter: return "ReduceScatter";
-    case NcclOp::kAllToAll: return "AllToAll";
-    case NcclOp::kSend: return "Send";
-    case NcclOp::kRecv: return "Recv";
-    case NcclOp::kSendRecv: return "SendRecv";
-    case NcclOp::kGather: return "Gather";
-    case NcclOp::kScatter: return "Scatter";
-    case NcclOp::kBarrier: return "Barrier";
-    case NcclOp::kUnknown: break;
-  }
-  return "unknown";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"unknown", "AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                       "AllToAll", "Send", "Recv", "SendRecv", "Gather", "Scatter", "Barrier"});
+  return name_by_value(kNames, op, "unknown");
 }
 
 std::string_view to_string(CounterMetric metric) {
-  switch (metric) {
-    case CounterMetric::kGpuUtilizationPercent: return "gpu_utilization_percent";
-    case CounterMetric::kMemoryUtilizationPercent: return "memory_utilization_percent";
-    case CounterMetric::kMemoryUsedBytes: return "memory_used_bytes";
-    case CounterMetric::kPowerWatts: return "power_watts";
-    case CounterMetric::kEnergyJoules: return "energy_joules";
-    case CounterMetric::kSmClockMHz: return "sm_clock_mhz";
-    case CounterMetric::kMemoryClockMHz: return "memory_clock_mhz";
-    case CounterMetric::kPcieTxBytesPerSecond: return "pcie_tx_bytes_per_second";
-    case CounterMetric::kPcieRxBytesPerSecond: return "pcie_rx_bytes_per_second";
-    case CounterMetric::kNvlinkTxBytesPerSecond: return "nvlink_tx_bytes_per_second";
-    case CounterMetric::kNvlinkRxBytesPerSecond: return "nvlink_rx_bytes_per_second";
-    case CounterMetric::kTemperatureCelsius: return "temperature_celsius";
-    case CounterMetric::kClocksEventReasons: return "clocks_event_reasons";
-    case CounterMetric::kSmClockMaxMHz: return "sm_clock_max_mhz";
-    case CounterMetric::kPowerLimitWatts: return "power_limit_watts";
-    case CounterMetric::kTemperatureSlowdownCelsius: return "temperature_slowdown_celsius";
-  }
-  return "unknown";
+  static constexpr auto kNames = std::to_array<std::string_view>(
+      {"gpu_utilization_percent", "memory_utilization_percent", "memory_used_bytes", "power_watts", "energy_joules",
+       "sm_clock_mhz", "memory_clock_mhz", "pcie_tx_bytes_per_second", "pcie_rx_bytes_per_second",
+       "nvlink_tx_bytes_per_second", "nvlink_rx_bytes_per_second", "temperature_celsius", "clocks_event_reasons",
+       "sm_clock_max_mhz", "power_limit_watts", "temperature_slowdown_celsius"});
+  return name_by_value(kNames, metric, "unknown");
 }
 
 NcclOp nccl_op_from_name(std::string_view name) {
@@ -167,19 +134,10 @@ template struct Rows<HostModuleTable, HostModuleRecord>;
 template struct Rows<HostStackSampleTable, HostStackSampleRecord>;
 
 std::string_view to_string(FrameStatus s) {
-  switch (s) {
-    case FrameStatus::kUnnamed: return "not looked up";
-    case FrameStatus::kNamed: return "named";
-    case FrameStatus::kUnmapped: return "unmapped address";
-    case FrameStatus::kNotAFile: return "no file (JIT or vdso)";
-    case FrameStatus::kModuleMissing: return "module missing";
-    case FrameStatus::kBuildIdDiffers: return "build-id differs";
-    case FrameStatus::kNoSymbol: return "no symbol";
-    case FrameStatus::kNoLibdw: return "libdw missing";
-    case FrameStatus::kNoModuleRecord: return "no module record";
-    case FrameStatus::kWalkCut: return "stack walk cut";
-  }
-  return "unknown status";
+  static constexpr auto kNames = std::to_array<std::string_view>(
+      {"not looked up", "named", "unmapped address", "no file (JIT or vdso)", "module missing", "build-id differs",
+       "no symbol", "libdw missing", "no module record", "stack walk cut"});
+  return name_by_value(kNames, s, "unknown status");
 }
 
 ThreadState thread_state_from_letter(char c) {
@@ -198,17 +156,9 @@ ThreadState thread_state_from_letter(char c) {
 }
 
 std::string_view to_string(ThreadState state) {
-  switch (state) {
-    case ThreadState::kUnknown: return "unknown";
-    case ThreadState::kRunning: return "running";
-    case ThreadState::kSleeping: return "sleeping";
-    case ThreadState::kDiskWait: return "disk_wait";
-    case ThreadState::kStopped: return "stopped";
-    case ThreadState::kZombie: return "zombie";
-    case ThreadState::kIdle: return "idle";
-    case ThreadState::kOther: return "other";
-  }
-  return "unknown";
+  static constexpr auto kNames = std::to_array<std::string_view>(
+      {"unknown", "running", "sleeping", "disk_wait", "stopped", "zombie", "idle", "other"});
+  return name_by_value(kNames, state, "unknown");
 }
 
 std::string_view to_string(ProcessRole role) { return role == ProcessRole::kTraced ? "traced" : "descendant"; }
