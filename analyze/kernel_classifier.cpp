@@ -14,6 +14,7 @@
 
 #include "analyze/analyze.hpp"
 #include "analyze/detail.hpp"
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 
 namespace scalescope::analyze {
@@ -179,24 +180,15 @@ Precision precision_of(std::string_view n) {
 }  // namespace
 
 std::string_view to_string(KernelClass c) {
-  switch (c) {
-    case KernelClass::kCompute: return "compute";
-    case KernelClass::kCommunication: return "communication";
-    case KernelClass::kMemory: return "memory";
-    case KernelClass::kSynchronization: return "synchronization";
-  }
-  return "compute";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"compute", "communication", "memory", "synchronization"});
+  return name_by_value<KernelClass::kSynchronization>(kNames, c, "compute");
 }
 
 std::string_view to_string(Precision p) {
-  switch (p) {
-    case Precision::kOther: return "other";
-    case Precision::kFp64: return "fp64";
-    case Precision::kFp32NoTensor: return "fp32-no-tensor-core";
-    case Precision::kTensorCore: return "tensor-core";
-    case Precision::kTf32: return "tf32";
-  }
-  return "other";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"other", "fp64", "fp32-no-tensor-core", "tensor-core", "tf32"});
+  return name_by_value<Precision::kTf32>(kNames, p, "other");
 }
 
 KernelClassifier::KernelClassifier() = default;

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "trace/import/sqlite_input.hpp"
 #include "trace/model/trace_format.hpp"
@@ -446,20 +447,10 @@ DetectedInput detect_input(const fs::path& path) {
 }
 
 std::string_view to_string(InputKind kind) {
-  switch (kind) {
-    case InputKind::kTraceFile: return "trace-file";
-    case InputKind::kRunDirectory: return "run-directory";
-    case InputKind::kKinetoJson: return "kineto-json";
-    case InputKind::kKinetoDirectory: return "kineto-directory";
-    case InputKind::kNsysSqlite: return "nsys-sqlite";
-    case InputKind::kNsysDirectory: return "nsys-directory";
-    case InputKind::kNsysReport: return "nsys-report";
-    case InputKind::kSweepDatabase: return "sweep-database";
-    case InputKind::kSqliteDatabase: return "sqlite-database";
-    case InputKind::kMlperfRunsCsv: return "mlperf-runs-csv";
-    case InputKind::kOther: return "other";
-  }
-  return "other";
+  static constexpr auto kNames = std::to_array<std::string_view>(
+      {"trace-file", "run-directory", "kineto-json", "kineto-directory", "nsys-sqlite", "nsys-directory", "nsys-report",
+       "sweep-database", "sqlite-database", "mlperf-runs-csv", "other"});
+  return name_by_value<InputKind::kOther>(kNames, kind, "other");
 }
 
 std::string_view hint_for(InputKind kind) {

@@ -5,23 +5,10 @@
 #include <cctype>
 #include <limits>
 
+#include "base/enum_names.hpp"
 #include "trace/model/table_columns.hpp"
 
 namespace scalescope::trace {
-
-namespace {
-
-// An enum's name from the list of its names in value order (as many as the
-// enum has values: kEnumCount); a value past them, as a newer file may hold,
-// reads as `other`.
-template <typename E, size_t N>
-std::string_view name_by_value(const std::array<std::string_view, N>& names, E value, std::string_view other) {
-  static_assert(N == kEnumCount<E>, "one name per value");
-  const auto i = static_cast<size_t>(value);
-  return i < N ? names[i] : other;
-}
-
-}  // namespace
 
 StringTable::StringTable() {
   strings_.emplace_back();
@@ -39,24 +26,24 @@ StringId StringTable::intern(std::string_view text) {
 
 std::string_view to_string(MemcpyKind kind) {
   static constexpr auto kNames = std::to_array<std::string_view>({"unknown", "HtoD", "DtoH", "DtoD", "PtoP", "HtoH"});
-  return name_by_value(kNames, kind, "unknown");
+  return name_by_value<MemcpyKind::kHtoH>(kNames, kind, "unknown");
 }
 
 std::string_view to_string(MemoryKind kind) {
   static constexpr auto kNames =
       std::to_array<std::string_view>({"unknown", "pageable", "pinned", "device", "managed", "array"});
-  return name_by_value(kNames, kind, "unknown");
+  return name_by_value<MemoryKind::kArray>(kNames, kind, "unknown");
 }
 
 std::string_view to_string(SyncKind kind) {
   static constexpr auto kNames = std::to_array<std::string_view>(
       {"unknown", "event_synchronize", "stream_wait_event", "stream_synchronize", "device_synchronize"});
-  return name_by_value(kNames, kind, "unknown");
+  return name_by_value<SyncKind::kDeviceSynchronize>(kNames, kind, "unknown");
 }
 
 std::string_view to_string(ApiDomain domain) {
   static constexpr auto kNames = std::to_array<std::string_view>({"runtime", "driver", "nccl", "other"});
-  return name_by_value(kNames, domain, "other");
+  return name_by_value<ApiDomain::kOther>(kNames, domain, "other");
 }
 
 std::string_view to_string(NvtxKind kind) { return kind == NvtxKind::kMark ? "mark" : "range"; }
@@ -65,7 +52,7 @@ std::string_view to_string(NcclOp op) {
   static constexpr auto kNames =
       std::to_array<std::string_view>({"unknown", "AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                        "AllToAll", "Send", "Recv", "SendRecv", "Gather", "Scatter", "Barrier"});
-  return name_by_value(kNames, op, "unknown");
+  return name_by_value<NcclOp::kBarrier>(kNames, op, "unknown");
 }
 
 std::string_view to_string(CounterMetric metric) {
@@ -74,7 +61,7 @@ std::string_view to_string(CounterMetric metric) {
        "sm_clock_mhz", "memory_clock_mhz", "pcie_tx_bytes_per_second", "pcie_rx_bytes_per_second",
        "nvlink_tx_bytes_per_second", "nvlink_rx_bytes_per_second", "temperature_celsius", "clocks_event_reasons",
        "sm_clock_max_mhz", "power_limit_watts", "temperature_slowdown_celsius"});
-  return name_by_value(kNames, metric, "unknown");
+  return name_by_value<CounterMetric::kTemperatureSlowdownCelsius>(kNames, metric, "unknown");
 }
 
 NcclOp nccl_op_from_name(std::string_view name) {
@@ -137,7 +124,7 @@ std::string_view to_string(FrameStatus s) {
   static constexpr auto kNames = std::to_array<std::string_view>(
       {"not looked up", "named", "unmapped address", "no file (JIT or vdso)", "module missing", "build-id differs",
        "no symbol", "libdw missing", "no module record", "stack walk cut"});
-  return name_by_value(kNames, s, "unknown status");
+  return name_by_value<FrameStatus::kWalkCut>(kNames, s, "unknown status");
 }
 
 ThreadState thread_state_from_letter(char c) {
@@ -158,7 +145,7 @@ ThreadState thread_state_from_letter(char c) {
 std::string_view to_string(ThreadState state) {
   static constexpr auto kNames = std::to_array<std::string_view>(
       {"unknown", "running", "sleeping", "disk_wait", "stopped", "zombie", "idle", "other"});
-  return name_by_value(kNames, state, "unknown");
+  return name_by_value<ThreadState::kOther>(kNames, state, "unknown");
 }
 
 std::string_view to_string(ProcessRole role) { return role == ProcessRole::kTraced ? "traced" : "descendant"; }
