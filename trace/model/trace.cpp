@@ -163,98 +163,63 @@ int64_t Metadata::to_unix_ns(Timestamp t) const {
   return a.unix_ns + static_cast<int64_t>(static_cast<long double>(t - a.trace_ns) * slope);
 }
 
-Severity severity_of(Problem p) {
-  switch (p) {
-    case Problem::kTornTail:
-    case Problem::kChecksumMismatch:
-    case Problem::kDroppedRecords:
-    case Problem::kCorruptChunk:
-    case Problem::kIncompleteRecord:  // the work ran; its times are lost
-    case Problem::kEndMissing:
-    case Problem::kRunIncomplete: return Severity::kDataLoss;
-    case Problem::kInvalidUtf8:
-    case Problem::kCuptiError:
-    case Problem::kMalformedEvent:
-    case Problem::kNegativeDuration: return Severity::kError;
-    case Problem::kUnknownChunk:
-    case Problem::kUnknownEvent:
-    case Problem::kUnmatchedCorrelation:
-    case Problem::kNvmlUnavailable:
-    case Problem::kClockAnchorMissing:
-    case Problem::kEndNotRecorded:
-    case Problem::kRunNoManifest:
-    case Problem::kCount_: break;
-  }
-  return Severity::kInfo;
+namespace {
+
+// Each problem's name, severity and description, in the order of its value.
+struct ProblemFacts {
+  std::string_view name;
+  Severity severity;
+  std::string_view description;
+};
+constexpr auto kProblemFacts = std::to_array<ProblemFacts>({
+    {"torn_tail", Severity::kDataLoss,
+     "torn: the file ends inside a chunk (writer killed or disk full); that chunk and any after it are lost"},
+    {"checksum_mismatch", Severity::kDataLoss, "a chunk failed its checksum and was skipped; its rows are lost"},
+    {"unknown_chunk", Severity::kInfo, "a chunk of a newer format was skipped"},
+    {"dropped_records", Severity::kDataLoss, "the collector dropped records (its buffers were full)"},
+    {"cupti_error", Severity::kError, "a CUPTI call failed while collecting"},
+    {"malformed_event", Severity::kError,
+     "events missing required fields were skipped, or kept with unreadable fields read as unknown"},
+    {"unknown_event", Severity::kInfo, "events of an unknown category were not mapped"},
+    {"unmatched_correlation", Severity::kInfo, "GPU events without an API call of the same correlation id"},
+    {"negative_duration", Severity::kError, "events ending before they start were clamped"},
+    {"nvml_unavailable", Severity::kInfo, "GPU counters were not sampled (NVML unavailable)"},
+    {"clock_anchor_missing", Severity::kInfo, "no clock anchor: ranks may not line up in time"},
+    {"corrupt_chunk", Severity::kDataLoss,
+     "a chunk passed its checksum but its content was invalid; its rows are lost"},
+    {"incomplete_record", Severity::kDataLoss,  // the work ran; its times are lost
+     "records without a valid time (unfinished GPU records; imported rows whose time, type or id is missing "
+     "or not a number) were left out"},
+    {"end_missing", Severity::kDataLoss,
+     "torn: the file ends at a chunk boundary without its end record (writer killed); the chunks written "
+     "after the last complete one are lost, how many is unknown"},
+    {"end_not_recorded", Severity::kInfo,
+     "end not recorded: a format 1.0 file (older build) cannot say whether it is complete"},
+    {"run_incomplete", Severity::kDataLoss,
+     "run directory incomplete: a file its manifest lists is missing, short or changed"},
+    {"run_no_manifest", Severity::kInfo,
+     "run directory without manifest (older build, or its writer died): ranks cannot be checked for completeness"},
+    {"invalid_utf8", Severity::kError, "invalid UTF-8 bytes in the input were replaced by U+FFFD"},
+});
+static_assert(kProblemFacts.size() == kProblemCount, "the facts of every problem");
+
+const ProblemFacts* facts_of(Problem p) {
+  const auto i = static_cast<size_t>(p);
+  return i < kProblemFacts.size() ? &kProblemFacts[i] : nullptr;
 }
+
+}  // namespace
+
+Severity severity_of(Problem p) { return facts_of(p) ? facts_of(p)->severity : Severity::kInfo; }
 
 std::string_view severity_name(Severity s) {
-  switch (s) {
-    case Severity::kDataLoss: return "data loss";
-    case Severity::kError: return "error";
-    case Severity::kInfo: break;
-  }
-  return "info";
+  static constexpr auto kNames = std::to_array<std::string_view>({"info", "error", "data loss"});
+  return name_by_value<Severity::kDataLoss>(kNames, s, "info");
 }
 
-std::string_view to_string(Problem p) {
-  switch (p) {
-    case Problem::kTornTail: return "torn_tail";
-    case Problem::kChecksumMismatch: return "checksum_mismatch";
-    case Problem::kUnknownChunk: return "unknown_chunk";
-    case Problem::kDroppedRecords: return "dropped_records";
-    case Problem::kCuptiError: return "cupti_error";
-    case Problem::kMalformedEvent: return "malformed_event";
-    case Problem::kUnknownEvent: return "unknown_event";
-    case Problem::kUnmatchedCorrelation: return "unmatched_correlation";
-    case Problem::kNegativeDuration: return "negative_duration";
-    case Problem::kNvmlUnavailable: return "nvml_unavailable";
-    case Problem::kClockAnchorMissing: return "clock_anchor_missing";
-    case Problem::kCorruptChunk: return "corrupt_chunk";
-    case Problem::kIncompleteRecord: return "incomplete_record";
-    case Problem::kEndMissing: return "end_missing";
-    case Problem::kEndNotRecorded: return "end_not_recorded";
-    case Problem::kRunIncomplete: return "run_incomplete";
-    case Problem::kRunNoManifest: return "run_no_manifest";
-    case Problem::kInvalidUtf8: return "invalid_utf8";
-    case Problem::kCount_: break;
-  }
-  return "unknown_problem";
-}
+std::string_view to_string(Problem p) { return facts_of(p) ? facts_of(p)->name : "unknown_problem"; }
 
-std::string_view describe(Problem p) {
-  switch (p) {
-    case Problem::kTornTail:
-      return "torn: the file ends inside a chunk (writer killed or disk full); that chunk and any after it are lost";
-    case Problem::kChecksumMismatch: return "a chunk failed its checksum and was skipped; its rows are lost";
-    case Problem::kUnknownChunk: return "a chunk of a newer format was skipped";
-    case Problem::kDroppedRecords: return "the collector dropped records (its buffers were full)";
-    case Problem::kCuptiError: return "a CUPTI call failed while collecting";
-    case Problem::kMalformedEvent:
-      return "events missing required fields were skipped, or kept with unreadable fields read as unknown";
-    case Problem::kUnknownEvent: return "events of an unknown category were not mapped";
-    case Problem::kUnmatchedCorrelation: return "GPU events without an API call of the same correlation id";
-    case Problem::kNegativeDuration: return "events ending before they start were clamped";
-    case Problem::kNvmlUnavailable: return "GPU counters were not sampled (NVML unavailable)";
-    case Problem::kClockAnchorMissing: return "no clock anchor: ranks may not line up in time";
-    case Problem::kCorruptChunk: return "a chunk passed its checksum but its content was invalid; its rows are lost";
-    case Problem::kIncompleteRecord:
-      return "records without a valid time (unfinished GPU records; imported rows whose time, type or id is missing "
-             "or not a number) were left out";
-    case Problem::kEndMissing:
-      return "torn: the file ends at a chunk boundary without its end record (writer killed); the chunks written "
-             "after the last complete one are lost, how many is unknown";
-    case Problem::kEndNotRecorded:
-      return "end not recorded: a format 1.0 file (older build) cannot say whether it is complete";
-    case Problem::kRunIncomplete:
-      return "run directory incomplete: a file its manifest lists is missing, short or changed";
-    case Problem::kRunNoManifest:
-      return "run directory without manifest (older build, or its writer died): ranks cannot be checked for completeness";
-    case Problem::kInvalidUtf8: return "invalid UTF-8 bytes in the input were replaced by U+FFFD";
-    case Problem::kCount_: break;
-  }
-  return "unknown problem";
-}
+std::string_view describe(Problem p) { return facts_of(p) ? facts_of(p)->description : "unknown problem"; }
 
 bool ProblemCounts::any_data_loss() const {
   for (int i = 0; i < kProblemCount; ++i)
