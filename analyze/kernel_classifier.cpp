@@ -16,6 +16,7 @@
 #include "analyze/detail.hpp"
 #include "base/enum_names.hpp"
 #include "base/error.hpp"
+#include "base/text_input.hpp"
 
 namespace scalescope::analyze {
 namespace {
@@ -228,20 +229,11 @@ KernelClassifier KernelClassifier::from_file(const std::string& path) {
   }
   // Read at most one byte past the limit: a huge file is refused without reading it all.
   std::string text(kMaxRulesBytes + 1, '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail("cannot read kernel class rules file '{}' ({})", path, std::strerror(err));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
+  const ssize_t got = trace::read_up_to(fd, text.data(), text.size());
+  const int err = errno;
   ::close(fd);
-  text.resize(got);
+  if (got < 0) fail("cannot read kernel class rules file '{}' ({})", path, std::strerror(err));
+  text.resize(static_cast<size_t>(got));
   return parse(text, path);
 }
 

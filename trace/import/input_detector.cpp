@@ -20,6 +20,7 @@
 
 #include "base/enum_names.hpp"
 #include "base/error.hpp"
+#include "base/text_input.hpp"
 #include "trace/import/sqlite_input.hpp"
 #include "trace/model/trace_format.hpp"
 
@@ -63,20 +64,11 @@ std::string read_head(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("{}: cannot open ({})", path.string(), std::strerror(errno));
   std::string head(kHeadBytes, '\0');
-  size_t got = 0;
-  while (got < head.size()) {
-    const ssize_t n = ::read(fd, head.data() + got, head.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail("{}: cannot read ({})", path.string(), std::strerror(err));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
+  const ssize_t got = read_up_to(fd, head.data(), head.size());
+  const int err = errno;
   ::close(fd);
-  head.resize(got);
+  if (got < 0) fail("{}: cannot read ({})", path.string(), std::strerror(err));
+  head.resize(static_cast<size_t>(got));
   return head;
 }
 
