@@ -1,23 +1,22 @@
 // Export formats by name and by output file name.
 #include <string>
 
+#include "base/enum_names.hpp"
 #include "trace/export/exporters.hpp"
 
 namespace scalescope::trace {
 
+namespace {
+constexpr auto kFormatNames = std::to_array<std::string_view>({"chrome", "perfetto", "sqlite", "csv"});
+}  // namespace
+
 std::string_view to_string(ExportFormat format) {
-  switch (format) {
-    case ExportFormat::kChrome: return "chrome";
-    case ExportFormat::kPerfetto: return "perfetto";
-    case ExportFormat::kSqlite: return "sqlite";
-    case ExportFormat::kCsv: return "csv";
-  }
-  return "chrome";
+  return name_by_value<ExportFormat::kCsv>(kFormatNames, format, "chrome");
 }
 
 std::optional<ExportFormat> parse_export_format(std::string_view name) {
-  for (ExportFormat f : {ExportFormat::kChrome, ExportFormat::kPerfetto, ExportFormat::kSqlite, ExportFormat::kCsv})
-    if (name == to_string(f)) return f;
+  for (size_t i = 0; i < kFormatNames.size(); ++i)
+    if (name == kFormatNames[i]) return static_cast<ExportFormat>(i);
   return std::nullopt;
 }
 
