@@ -79,6 +79,14 @@ bool get(const nlohmann::json& j, const char* key, T* out, std::string* error, b
   return true;
 }
 
+// `text` as a JSON object; nullopt with *error set when it is not one.
+std::optional<nlohmann::json> parse_object(std::string_view text, std::string* error) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_discarded() && j.is_object()) return j;
+  if (error) *error = "not a JSON object";
+  return std::nullopt;
+}
+
 std::optional<std::string> slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return std::nullopt;
@@ -122,11 +130,9 @@ int64_t mtime_ns(const fs::path& p) {
 }  // namespace
 
 std::optional<WindowRequest> parse_window_request(std::string_view text, std::string* error) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    if (error) *error = "not a JSON object";
-    return std::nullopt;
-  }
+  const auto object = parse_object(text, error);
+  if (!object) return std::nullopt;
+  const nlohmann::json& j = *object;
   WindowRequest r;
   if (!get(j, "id", &r.id, error) || !get(j, "start_iteration", &r.start_iteration, error) ||
       !get(j, "iterations", &r.iterations, error) || !get(j, "reason", &r.reason, error) ||
@@ -160,11 +166,9 @@ std::string window_request_json(const WindowRequest& r) {
 }
 
 std::optional<Progress> parse_progress(std::string_view text, std::string* error) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    if (error) *error = "not a JSON object";
-    return std::nullopt;
-  }
+  const auto object = parse_object(text, error);
+  if (!object) return std::nullopt;
+  const nlohmann::json& j = *object;
   Progress p;
   if (!get(j, "host", &p.host, error) || !get(j, "pid", &p.pid, error) || !get(j, "rank", &p.rank, error) ||
       !get(j, "iteration", &p.iteration, error) || !get(j, "step_ns", &p.step_ns, error) ||
