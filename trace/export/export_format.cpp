@@ -15,9 +15,7 @@ std::string_view to_string(ExportFormat format) {
 }
 
 std::optional<ExportFormat> parse_export_format(std::string_view name) {
-  for (size_t i = 0; i < kFormatNames.size(); ++i)
-    if (name == kFormatNames[i]) return static_cast<ExportFormat>(i);
-  return std::nullopt;
+  return value_by_name<ExportFormat>(kFormatNames, name);
 }
 
 std::optional<ExportFormat> export_format_of(const std::filesystem::path& out) {
