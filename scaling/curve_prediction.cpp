@@ -19,6 +19,7 @@
 
 #include "scaling/least_squares.hpp"
 #include "scaling/scaling.hpp"
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "base/json_fields.hpp"
 #include "base/quantile.hpp"
@@ -414,13 +415,8 @@ double extrapolation_spread(ModelKind kind, double factor, bool batch_planned) {
 }
 
 const char* batch_rule_name(BatchRule rule) {
-  switch (rule) {
-    case BatchRule::kPerAccelerator: return "per-accelerator";
-    case BatchRule::kGeometricMiddle: return "geometric middle";
-    case BatchRule::kKept: return "kept";
-    case BatchRule::kFitted: return "fitted law";
-  }
-  return "";
+  static constexpr std::array<const char*, 4> kNames{"per-accelerator", "geometric middle", "kept", "fitted law"};
+  return name_by_value<BatchRule::kFitted>(kNames, rule, "");
 }
 
 const char* batch_basis_name(CurvePrediction::BatchBasis basis) {
