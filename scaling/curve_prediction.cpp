@@ -420,13 +420,8 @@ const char* batch_rule_name(BatchRule rule) {
 }
 
 const char* batch_basis_name(CurvePrediction::BatchBasis basis) {
-  switch (basis) {
-    case CurvePrediction::BatchBasis::kMeasured: return "measured";
-    case CurvePrediction::BatchBasis::kPlanned: return "planned";
-    case CurvePrediction::BatchBasis::kExtrapolated: return "extrapolated";
-    case CurvePrediction::BatchBasis::kNone: break;
-  }
-  return "";
+  static constexpr std::array<const char*, 4> kNames{"", "measured", "planned", "extrapolated"};
+  return name_by_value<CurvePrediction::BatchBasis::kExtrapolated>(kNames, basis, "");
 }
 
 namespace {
