@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "base/enum_names.hpp"
 #include "base/format_units.hpp"
 #include "base/json_fields.hpp"
 
@@ -1218,12 +1219,8 @@ constexpr RankRule kRankRules[] = {
 }  // namespace
 
 std::string_view to_string(Severity s) {
-  switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kCritical: return "critical";
-  }
-  return "info";
+  static constexpr auto kNames = std::to_array<std::string_view>({"info", "warning", "critical"});
+  return name_by_value<Severity::kCritical>(kNames, s, "info");
 }
 
 std::string_view to_string(SavingKind k) { return k == SavingKind::kEstimate ? "estimate" : "upper bound"; }

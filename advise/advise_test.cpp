@@ -16,8 +16,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "analyze/test_trace_builder.hpp"
-#include "trace/model/test_support.hpp"
+#include "analyze/tests/trace_builder.hpp"
+#include "trace/model/tests/test_support.hpp"
 #include "base/format_units.hpp"
 #include "trace/model/trace_file.hpp"
 
@@ -514,7 +514,7 @@ using analyze::testing::host_case::kMs;
 using trace::ProcessRole;
 using trace::ThreadState;
 
-// The shared host case (analyze/test_trace_builder.hpp) on a process allowed 4 CPUs.
+// The shared host case (analyze/tests/trace_builder.hpp) on a process allowed 4 CPUs.
 TraceBuilder steps(int64_t gpu_ms = 40) {
   TraceBuilder b = analyze::testing::host_case::steps(gpu_ms);
   b.t.meta.cpu_affinity = {0, 1, 2, 3};

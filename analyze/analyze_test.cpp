@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "analyze/test_trace_builder.hpp"
+#include "analyze/tests/trace_builder.hpp"
 #include "base/error.hpp"
 #include "trace/model/synthetic_trace.hpp"
 #include "trace/model/trace_file.hpp"

@@ -16,18 +16,14 @@
 #include <unordered_map>
 
 #include "analyze/attribution_sweep.hpp"
+#include "base/enum_names.hpp"
 #include "analyze/intervals.hpp"
 
 namespace scalescope::analyze {
 
 std::string_view to_string(RangeKind k) {
-  switch (k) {
-    case RangeKind::kOperator: return "operator";
-    case RangeKind::kModule: return "module";
-    case RangeKind::kRange: return "range";
-    case RangeKind::kBackward: return "backward";
-  }
-  return "range";
+  static constexpr auto kNames = std::to_array<std::string_view>({"operator", "module", "range", "backward"});
+  return name_by_value<RangeKind::kBackward>(kNames, k, "range");
 }
 
 namespace detail {

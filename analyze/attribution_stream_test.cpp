@@ -12,13 +12,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "base/sanitizer.hpp"
+#include "base/tests/sanitizer.hpp"
 #include "analyze/attribution_detail.hpp"
-#include "analyze/golden_inputs.hpp"
+#include "analyze/tests/golden_inputs.hpp"
 #include "analyze/stream_analyzer.hpp"
 #include "trace/import/kineto_importer.hpp"
 #include "trace/model/synthetic_trace.hpp"
-#include "trace/model/test_support.hpp"
+#include "trace/model/tests/test_support.hpp"
 #include "trace/model/trace_file.hpp"
 
 namespace scalescope::analyze {
@@ -315,7 +315,7 @@ TEST(AttributionStreamTest, WithoutRangesOrCalls) {
   expect_same(write_in_chunks(dir, no_gpu, 100), {{0, 10, true, {}}});
 }
 
-// The inputs of the golden CLI tests (analyze/golden_inputs.hpp), whole and
+// The inputs of the golden CLI tests (analyze/tests/golden_inputs.hpp), whole and
 // windowed, in one chunk per table and in small chunks.
 TEST(AttributionStreamTest, GoldenInputs) {
   TempDir dir;

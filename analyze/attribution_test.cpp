@@ -11,7 +11,7 @@
 
 #include "analyze/analyze.hpp"
 #include "analyze/attribution_detail.hpp"
-#include "analyze/test_trace_builder.hpp"
+#include "analyze/tests/trace_builder.hpp"
 #include "trace/import/kineto_importer.hpp"
 #include "trace/model/synthetic_trace.hpp"
 #include "trace/model/trace_file.hpp"

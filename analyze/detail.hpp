@@ -174,7 +174,6 @@ class ChunkedLaunches {
   void passed(trace::Timestamp at, uint32_t unread_correlation);
   // After every call was read: the gaps still waiting.
   void finish();
-  size_t held_calls() const { return launch_of_.size(); }
 
  private:
   struct RowStart {

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "base/format_units.hpp"
+
 namespace scalescope::analyze {
 
 namespace {
@@ -79,15 +81,7 @@ std::optional<std::pair<uint64_t, uint64_t>> stopped_at(const std::vector<trace:
 
 std::string rank_list(std::vector<int32_t> ranks) {
   std::sort(ranks.begin(), ranks.end());
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : fmt::format("{}", ranks[i]);
-    i = j + 1;
-  }
-  return fmt::format("rank{} {}", ranks.size() == 1 ? "" : "s", out);
+  return fmt::format("rank{} {}", ranks.size() == 1 ? "" : "s", trace::integer_ranges(ranks, ", "));
 }
 
 HangReport find_hang(const std::vector<trace::HangDump>& dumps) {

@@ -14,16 +14,13 @@
 
 #include "analyze/detail.hpp"
 #include "analyze/intervals.hpp"
+#include "base/enum_names.hpp"
 
 namespace scalescope::analyze {
 
 std::string_view to_string(Framework f) {
-  switch (f) {
-    case Framework::kUnknown: return "unknown";
-    case Framework::kPyTorch: return "pytorch";
-    case Framework::kCuda: return "cuda";
-  }
-  return "unknown";
+  static constexpr auto kNames = std::to_array<std::string_view>({"unknown", "pytorch", "cuda"});
+  return name_by_value<Framework::kCuda>(kNames, f, "unknown");
 }
 
 int64_t IdleCover::covered_ns(unsigned causes) const {

@@ -14,7 +14,9 @@
 
 #include "analyze/analyze.hpp"
 #include "analyze/detail.hpp"
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
+#include "base/text_input.hpp"
 
 namespace scalescope::analyze {
 namespace {
@@ -179,24 +181,15 @@ Precision precision_of(std::string_view n) {
 }  // namespace
 
 std::string_view to_string(KernelClass c) {
-  switch (c) {
-    case KernelClass::kCompute: return "compute";
-    case KernelClass::kCommunication: return "communication";
-    case KernelClass::kMemory: return "memory";
-    case KernelClass::kSynchronization: return "synchronization";
-  }
-  return "compute";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"compute", "communication", "memory", "synchronization"});
+  return name_by_value<KernelClass::kSynchronization>(kNames, c, "compute");
 }
 
 std::string_view to_string(Precision p) {
-  switch (p) {
-    case Precision::kOther: return "other";
-    case Precision::kFp64: return "fp64";
-    case Precision::kFp32NoTensor: return "fp32-no-tensor-core";
-    case Precision::kTensorCore: return "tensor-core";
-    case Precision::kTf32: return "tf32";
-  }
-  return "other";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"other", "fp64", "fp32-no-tensor-core", "tensor-core", "tf32"});
+  return name_by_value<Precision::kTf32>(kNames, p, "other");
 }
 
 KernelClassifier::KernelClassifier() = default;
@@ -236,20 +229,11 @@ KernelClassifier KernelClassifier::from_file(const std::string& path) {
   }
   // Read at most one byte past the limit: a huge file is refused without reading it all.
   std::string text(kMaxRulesBytes + 1, '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail("cannot read kernel class rules file '{}' ({})", path, std::strerror(err));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
+  const ssize_t got = trace::read_up_to(fd, text.data(), text.size());
+  const int err = errno;
   ::close(fd);
-  text.resize(got);
+  if (got < 0) fail("cannot read kernel class rules file '{}' ({})", path, std::strerror(err));
+  text.resize(static_cast<size_t>(got));
   return parse(text, path);
 }
 

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "base/sanitizer.hpp"
+#include "base/tests/sanitizer.hpp"
 #include "analyze/analyze.hpp"
 #include "trace/import/clock_alignment.hpp"
 #include "trace/model/trace_file.hpp"

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/analyze.hpp"
-#include "analyze/test_trace_builder.hpp"
+#include "analyze/tests/trace_builder.hpp"
 #include "trace/model/trace_file.hpp"
 
 namespace scalescope::analyze {

@@ -12,17 +12,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "base/sanitizer.hpp"
+#include "base/tests/sanitizer.hpp"
 #include "analyze/detail.hpp"
-#include "analyze/golden_inputs.hpp"
-#include "analyze/test_trace_builder.hpp"
+#include "analyze/tests/golden_inputs.hpp"
+#include "analyze/tests/trace_builder.hpp"
 #include "trace/model/elf_build_id.hpp"
 #include "base/error.hpp"
 #include "trace/import/input_detector.hpp"
 #include "trace/import/kineto_importer.hpp"
 #include "trace/model/synthetic_trace.hpp"
 #include "trace/model/table_columns.hpp"
-#include "trace/model/test_support.hpp"
+#include "trace/model/tests/test_support.hpp"
 #include "trace/model/trace_file.hpp"
 
 namespace scalescope::analyze {
@@ -401,7 +401,7 @@ TEST(StreamAnalyzerTest, HostThreadsAndStacks) {
   EXPECT_GT(r.host.stack_samples, 0);
 }
 
-// The inputs of the golden CLI tests (analyze/golden_inputs.hpp): two DDP
+// The inputs of the golden CLI tests (analyze/tests/golden_inputs.hpp): two DDP
 // runs of two ranks and two hosts of two ranks.
 TEST(StreamAnalyzerTest, GoldenInputs) {
   TempDir dir;

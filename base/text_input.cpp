@@ -1,6 +1,9 @@
 #include "base/text_input.hpp"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +21,18 @@ std::string read_text_file(const std::filesystem::path& path, uint64_t max_bytes
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+ssize_t read_up_to(int fd, void* out, size_t size) {
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::read(fd, static_cast<char*>(out) + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(got);
 }
 
 std::string lowercase(std::string_view s) {

@@ -2,6 +2,8 @@
 // Reading text inputs: a whole file (refused by its size before it is read
 // when it is larger than what it should be can be), trimmed and split.
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -13,6 +15,10 @@ namespace scalescope::trace {
 // The text of `path`. Throws an Error naming the file when it cannot be read
 // or holds more than `max_bytes` ("PATH is N bytes, more than WHAT can be").
 std::string read_text_file(const std::filesystem::path& path, uint64_t max_bytes, std::string_view what);
+
+// Reads up to `size` bytes of the open file `fd` into `out`, fewer only at
+// its end, retrying interrupted reads: how many, or -1 with errno set.
+ssize_t read_up_to(int fd, void* out, size_t size);
 
 // `s` in lower case (std::tolower, byte by byte).
 std::string lowercase(std::string_view s);

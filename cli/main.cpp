@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -189,19 +190,12 @@ void add_commands(CLI::App& app, int& exit_code) {
       "Exit codes: 0 success, 1 error (input or output), 2 wrong usage, 3 internal error; "
       "'profile' returns the job's own code.");
   namespace c = scalescope::cli;
-  c::add_profile_command(app, exit_code);
-  c::add_trigger_command(app, exit_code);
-  c::add_import_command(app, exit_code);
-  c::add_stats_command(app, exit_code);
-  c::add_export_command(app, exit_code);
-  c::add_analyze_command(app, exit_code);
-  c::add_diff_command(app, exit_code);
-  c::add_sweep_command(app, exit_code);
-  c::add_scaling_command(app, exit_code);
-  c::add_mlperf_command(app, exit_code);
-  c::add_report_command(app, exit_code);
-  c::add_topo_command(app, exit_code);
-  c::add_demo_command(app, exit_code);
+  // In the order of --help.
+  for (auto* add : {c::add_profile_command, c::add_trigger_command, c::add_import_command, c::add_stats_command,
+                    c::add_export_command, c::add_analyze_command, c::add_diff_command, c::add_sweep_command,
+                    c::add_scaling_command, c::add_mlperf_command, c::add_report_command, c::add_topo_command,
+                    c::add_demo_command})
+    add(app, exit_code);
 }
 
 // Names of commands are checked before CLI11 sees them: it would say "A

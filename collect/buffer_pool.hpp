@@ -38,7 +38,6 @@ class BufferPool {
   void wake();
 
   size_t buffer_bytes() const { return buffer_bytes_; }
-  size_t buffer_count() const { return count_; }
   size_t free_count() const;
   uint64_t acquire_failures() const { return acquire_failures_.load(std::memory_order_relaxed); }
 

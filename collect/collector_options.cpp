@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 
 namespace scalescope::collect {
@@ -59,12 +60,8 @@ ApiRecords parse_api_records(std::string_view text) {
 std::string_view to_string(ApiRecords records) { return records == ApiRecords::kCallbacks ? "callbacks" : "activity"; }
 
 std::string_view to_string(ApiMode mode) {
-  switch (mode) {
-    case ApiMode::kAll: return "all";
-    case ApiMode::kNone: return "none";
-    case ApiMode::kDefault: break;
-  }
-  return "default";
+  static constexpr auto kNames = std::to_array<std::string_view>({"default", "all", "none"});
+  return name_by_value<ApiMode::kNone>(kNames, mode, "default");
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "base/error.hpp"
+#include "base/format_units.hpp"
 #include "base/text_input.hpp"
 
 extern char** environ;
@@ -102,18 +103,7 @@ std::vector<uint32_t> parse_cpu_list(std::string_view text) {
   return cpus;
 }
 
-std::string format_cpu_list(const std::vector<uint32_t>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(cpus[i]);
-    if (j > i) out += '-' + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out;
-}
+std::string format_cpu_list(const std::vector<uint32_t>& cpus) { return trace::integer_ranges(cpus, ","); }
 
 std::vector<trace::NumaPages> parse_numa_maps(std::string_view text, uint64_t base_page_bytes) {
   std::map<int32_t, uint64_t> bytes;

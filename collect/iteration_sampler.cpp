@@ -8,6 +8,7 @@
 #include <boost/math/distributions/binomial.hpp>
 #include <fmt/format.h>
 
+#include "base/enum_names.hpp"
 #include "base/quantile.hpp"
 
 namespace scalescope::collect {
@@ -33,14 +34,9 @@ bool match_iteration_marker(std::string_view marker, std::string_view text, std:
 }
 
 std::string_view to_string(IterationClass c) {
-  switch (c) {
-    case IterationClass::kWarmup: return "warmup";
-    case IterationClass::kInside: return "inside";
-    case IterationClass::kOutside: return "outside";
-    case IterationClass::kTransition: return "transition";
-    case IterationClass::kLingering: return "lingering";
-  }
-  return "?";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"warmup", "inside", "outside", "transition", "lingering"});
+  return name_by_value<IterationClass::kLingering>(kNames, c, "?");
 }
 
 std::string_view to_string(PerturbationMethod m) {

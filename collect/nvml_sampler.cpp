@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/enum_names.hpp"
 #include "collect/host_facts.hpp"
 
 namespace scalescope::collect {
@@ -140,18 +141,9 @@ void NvmlSampler::push(uint32_t device, trace::CounterMetric metric, double valu
 }
 
 const char* nvml_query_name(NvmlQuery q) {
-  switch (q) {
-    case NvmlQuery::kUtilization: return "utilization";
-    case NvmlQuery::kMemory: return "memory";
-    case NvmlQuery::kPower: return "power";
-    case NvmlQuery::kEnergy: return "energy";
-    case NvmlQuery::kClocks: return "clocks";
-    case NvmlQuery::kTemperature: return "temperature";
-    case NvmlQuery::kPcie: return "pcie";
-    case NvmlQuery::kNvlink: return "nvlink";
-    case NvmlQuery::kCount: break;
-  }
-  return "?";
+  static constexpr std::array<const char*, 8> kNames{"utilization", "memory",      "power", "energy",
+                                                     "clocks",      "temperature", "pcie",  "nvlink"};
+  return name_by_value<NvmlQuery::kNvlink>(kNames, q, "?");
 }
 
 void NvmlSampler::sample_once() { sample(samples_ % slow_every_ == 0 ? Slow::kAll : Slow::kNone); }

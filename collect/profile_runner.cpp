@@ -26,6 +26,7 @@
 
 #include "scalescope_version.hpp"
 #include "base/error.hpp"
+#include "base/exec_args.hpp"
 #include "base/json_fields.hpp"
 #include "base/json_number.hpp"
 #include "trace/model/hang_dump.hpp"
@@ -427,12 +428,8 @@ JobEnd run_job(const std::vector<std::string>& command, const Environment& env,
                const std::function<void(pid_t)>& started) {
   std::vector<std::string> env_strings;
   for (auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, argv;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
   std::vector<std::string> args = command;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> envp = exec_array(env_strings), argv = exec_array(args);
 
   // Signals arrive through sigwaitinfo, so none is lost between fork and wait.
   sigset_t wanted, old;

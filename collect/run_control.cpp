@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
 #include "base/json_number.hpp"
 
 namespace scalescope::collect {
@@ -78,6 +79,14 @@ bool get(const nlohmann::json& j, const char* key, T* out, std::string* error, b
   return true;
 }
 
+// `text` as a JSON object; nullopt with *error set when it is not one.
+std::optional<nlohmann::json> parse_object(std::string_view text, std::string* error) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_discarded() && j.is_object()) return j;
+  if (error) *error = "not a JSON object";
+  return std::nullopt;
+}
+
 std::optional<std::string> slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return std::nullopt;
@@ -121,11 +130,9 @@ int64_t mtime_ns(const fs::path& p) {
 }  // namespace
 
 std::optional<WindowRequest> parse_window_request(std::string_view text, std::string* error) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    if (error) *error = "not a JSON object";
-    return std::nullopt;
-  }
+  const auto object = parse_object(text, error);
+  if (!object) return std::nullopt;
+  const nlohmann::json& j = *object;
   WindowRequest r;
   if (!get(j, "id", &r.id, error) || !get(j, "start_iteration", &r.start_iteration, error) ||
       !get(j, "iterations", &r.iterations, error) || !get(j, "reason", &r.reason, error) ||
@@ -153,24 +160,15 @@ std::optional<WindowRequest> parse_window_request(std::string_view text, std::st
 }
 
 std::string window_request_json(const WindowRequest& r) {
-  nlohmann::json j;
-  j["id"] = r.id;
-  j["start_iteration"] = r.start_iteration;
-  j["iterations"] = r.iterations;
-  j["ranks"] = r.ranks;
-  j["reason"] = r.reason;
-  j["note"] = r.note;
-  j["requested_by"] = r.requested_by;
-  j["requested_unix_ns"] = r.requested_unix_ns;
+  const nlohmann::json j =
+      SCALESCOPE_JSON_FIELDS(r, id, start_iteration, iterations, ranks, reason, note, requested_by, requested_unix_ns);
   return j.dump() + "\n";
 }
 
 std::optional<Progress> parse_progress(std::string_view text, std::string* error) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    if (error) *error = "not a JSON object";
-    return std::nullopt;
-  }
+  const auto object = parse_object(text, error);
+  if (!object) return std::nullopt;
+  const nlohmann::json& j = *object;
   Progress p;
   if (!get(j, "host", &p.host, error) || !get(j, "pid", &p.pid, error) || !get(j, "rank", &p.rank, error) ||
       !get(j, "iteration", &p.iteration, error) || !get(j, "step_ns", &p.step_ns, error) ||
@@ -184,15 +182,7 @@ std::optional<Progress> parse_progress(std::string_view text, std::string* error
 }
 
 std::string progress_json(const Progress& p) {
-  nlohmann::json j;
-  j["host"] = p.host;
-  j["pid"] = p.pid;
-  j["rank"] = p.rank;
-  j["iteration"] = p.iteration;
-  j["step_ns"] = p.step_ns;
-  j["unix_ns"] = p.unix_ns;
-  j["iteration_unix_ns"] = p.iteration_unix_ns;
-  return j.dump() + "\n";
+  return SCALESCOPE_JSON_FIELDS(p, host, pid, rank, iteration, step_ns, unix_ns, iteration_unix_ns).dump() + "\n";
 }
 
 fs::path control_dir(const fs::path& run_dir) { return run_dir / "control"; }

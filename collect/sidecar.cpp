@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_fields.hpp"
 #include "collect/collector_common.hpp"
 #include "collect/host_facts.hpp"
 #include "collect/node_facts.hpp"
@@ -245,14 +246,7 @@ void Sidecar::add_end_facts(uint64_t encoder_cpu_ns) {
 
 void Sidecar::write(const std::string& status, const TraceEncoder& encoder, CaptureWindow& window,
                     uint64_t encoder_cpu_ns) {
-  nlohmann::json j;
-  j["pid"] = meta_.pid;
-  j["hostname"] = meta_.hostname;
-  j["rank"] = meta_.rank;
-  j["local_rank"] = meta_.local_rank;
-  j["world_size"] = meta_.world_size;
-  j["launcher"] = meta_.launcher;
-  j["command_line"] = meta_.command_line;
+  nlohmann::json j = SCALESCOPE_JSON_FIELDS(meta_, pid, hostname, rank, local_rank, world_size, launcher, command_line);
   j["status"] = status;
   // A Python interpreter (its C API is in the process): `profile` then
   // expects the Python bootstrap's record beside this summary and says so

@@ -81,7 +81,6 @@ class TraceEncoder {
   void finish_file(const trace::Metadata& meta, const trace::ProblemCounts& problems);
 
   // What the sidecar summarises.
-  bool writes_trace() const { return sink_ != nullptr; }
   const TraceSink* sink() const { return sink_.get(); }
   uint64_t cupti_dropped() const { return cupti_dropped_.load(); }
   uint64_t incomplete_records() const { return decoder_ ? decoder_->incomplete_records() : 0; }

@@ -14,6 +14,7 @@
 
 #include "mlperf/mlperf.hpp"
 #include "scaling/scaling.hpp"
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "base/json_fields.hpp"
 #include "base/text_input.hpp"
@@ -165,12 +166,8 @@ MlperfScaling analyze(const std::vector<Run>& runs, const AnalyzeOptions& option
 }
 
 std::string_view to_string(SystemScaling::Role role) {
-  switch (role) {
-    case SystemScaling::Role::kReference: return "reference";
-    case SystemScaling::Role::kFastestAtN: return "fastest at N";
-    case SystemScaling::Role::kOther: break;
-  }
-  return "";
+  static constexpr auto kNames = std::to_array<std::string_view>({"", "reference", "fastest at N"});
+  return name_by_value<SystemScaling::Role::kFastestAtN>(kNames, role, "");
 }
 
 void to_json(nlohmann::json& j, const SystemScaling& s) {

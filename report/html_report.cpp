@@ -18,6 +18,7 @@
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
 #include "trace/import/clock_alignment.hpp"
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "trace/import/input_detector.hpp"
 #include "trace/import/kineto_importer.hpp"
@@ -32,16 +33,10 @@ namespace fs = std::filesystem;
 using detail::Json;
 
 std::string_view to_string(InputKind kind) {
-  switch (kind) {
-    case InputKind::kTraceFile: return "trace";
-    case InputKind::kRunDirectory: return "run directory";
-    case InputKind::kKinetoJson: return "Kineto JSON trace";
-    case InputKind::kSweepDatabase: return "sweep database";
-    case InputKind::kMlperfCsv: return "MLPerf runs CSV";
-    case InputKind::kTraceDirectory: return "directory of traces";
-    case InputKind::kNsysExport: return "Nsight Systems export";
-  }
-  return "unknown";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"trace", "run directory", "Kineto JSON trace", "sweep database",
+                                       "MLPerf runs CSV", "directory of traces", "Nsight Systems export"});
+  return name_by_value<InputKind::kNsysExport>(kNames, kind, "unknown");
 }
 
 InputKind detect_input_kind(const fs::path& path) {

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "analyze/analyze.hpp"
+#include "base/format_units.hpp"
 #include "trace/import/clock_alignment.hpp"
 
 namespace scalescope::report {
@@ -19,18 +20,6 @@ Cell nsd(double v) { return v; }
 
 std::vector<Column> cols(std::initializer_list<ColumnSpec> spec) { return columns(spec); }
 
-// 0,1,2,3,5 -> "0-3,5": a group of 512 ranks stays one short cell.
-std::string rank_ranges(const std::vector<int32_t>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += j > i ? fmt::format("{}-{}", ranks[i], ranks[j]) : fmt::format("{}", ranks[i]);
-    i = j + 1;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -111,7 +100,7 @@ std::vector<Table> node_tables(const analyze::RunAnalysis& run) {
     for (const auto& c : n.communicators) {
       std::vector<Cell> row = {c.name.empty() ? std::string("(from kernel names)") : c.name};
       if (groups_known)
-        row.push_back(c.group.empty() ? std::string("?") : fmt::format("{} ({})", c.group, rank_ranges(c.group_ranks)));
+        row.push_back(c.group.empty() ? std::string("?") : fmt::format("{} ({})", c.group, trace::integer_ranges(c.group_ranks, ",")));
       for (Cell cell : std::initializer_list<Cell>{std::string(c.inter_node ? "inter-node" : "intra-node"),
                                                    int64_t{c.ranks}, int64_t{c.hosts}, c.collectives, ns(c.time_ns)})
         row.push_back(std::move(cell));

@@ -64,12 +64,6 @@ void Progress::set(uint64_t done) {
   maybe_draw_locked(false);
 }
 
-void Progress::set_total(uint64_t total) {
-  std::lock_guard lock(mutex_);
-  total_ = total;
-  maybe_draw_locked(false);
-}
-
 void Progress::set_detail(std::string_view detail) {
   std::lock_guard lock(mutex_);
   detail_ = terminal_safe(detail);  // file names and config values may hold escapes

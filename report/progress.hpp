@@ -48,7 +48,6 @@ class Progress {
 
   void advance(uint64_t n = 1);
   void set(uint64_t done);
-  void set_total(uint64_t total);
   // Text after the counter, e.g. the run now going ("N=8 repeat 2"); kept short.
   void set_detail(std::string_view detail);
   // Prints a line of its own above the bar (a bar line is cleared first).

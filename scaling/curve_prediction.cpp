@@ -19,6 +19,7 @@
 
 #include "scaling/least_squares.hpp"
 #include "scaling/scaling.hpp"
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "base/json_fields.hpp"
 #include "base/quantile.hpp"
@@ -414,23 +415,13 @@ double extrapolation_spread(ModelKind kind, double factor, bool batch_planned) {
 }
 
 const char* batch_rule_name(BatchRule rule) {
-  switch (rule) {
-    case BatchRule::kPerAccelerator: return "per-accelerator";
-    case BatchRule::kGeometricMiddle: return "geometric middle";
-    case BatchRule::kKept: return "kept";
-    case BatchRule::kFitted: return "fitted law";
-  }
-  return "";
+  static constexpr std::array<const char*, 4> kNames{"per-accelerator", "geometric middle", "kept", "fitted law"};
+  return name_by_value<BatchRule::kFitted>(kNames, rule, "");
 }
 
 const char* batch_basis_name(CurvePrediction::BatchBasis basis) {
-  switch (basis) {
-    case CurvePrediction::BatchBasis::kMeasured: return "measured";
-    case CurvePrediction::BatchBasis::kPlanned: return "planned";
-    case CurvePrediction::BatchBasis::kExtrapolated: return "extrapolated";
-    case CurvePrediction::BatchBasis::kNone: break;
-  }
-  return "";
+  static constexpr std::array<const char*, 4> kNames{"", "measured", "planned", "extrapolated"};
+  return name_by_value<CurvePrediction::BatchBasis::kExtrapolated>(kNames, basis, "");
 }
 
 namespace {
@@ -749,18 +740,10 @@ void summarize(Validation& v, const SpreadCalibration& cal) {
           in.push_back(c);
       if (in.empty()) continue;
       const ErrorSummary e = summarize_errors(in);
-      ValidationBucket b;
-      b.kind = kind;
-      b.batch_planned = planned;
-      b.bucket = bucket;
-      b.cases = in.size();
-      b.median_abs_rel_error = e.median;
-      b.worst_abs_rel_error = e.worst;
-      b.worst = fmt::format("{}, fitted up to {}, at {}", e.worst_case->curve, e.worst_case->fit_max_gpus,
-                            e.worst_case->gpus);
-      b.coverage = e.coverage;
-      b.coverage_held_out = e.coverage_held_out;
-      v.buckets.push_back(std::move(b));
+      const ValidationCase& w = *e.worst_case;
+      v.buckets.push_back({kind, planned, bucket, in.size(), e.median, e.worst,
+                           fmt::format("{}, fitted up to {}, at {}", w.curve, w.fit_max_gpus, w.gpus), e.coverage,
+                           e.coverage_held_out});
     }
     // Curves and groups in the order of their first case (the curves' order).
     std::vector<std::string> curve_order, group_order;
@@ -779,17 +762,8 @@ void summarize(Validation& v, const SpreadCalibration& cal) {
         for (int n : c->fitted) sizes[n] = 1;
       }
       const ErrorSummary e = summarize_errors(in);
-      ValidationCurve pc;
-      pc.curve = name;
-      pc.kind = kind;
-      pc.batch_planned = planned;
-      pc.sizes = sizes.size();
-      pc.cases = in.size();
-      pc.median_abs_rel_error = e.median;
-      pc.worst_abs_rel_error = e.worst;
-      pc.worst_fit_max_gpus = e.worst_case->fit_max_gpus;
-      pc.worst_gpus = e.worst_case->gpus;
-      v.per_curve.push_back(std::move(pc));
+      v.per_curve.push_back({name, kind, planned, sizes.size(), in.size(), e.median, e.worst,
+                             e.worst_case->fit_max_gpus, e.worst_case->gpus});
     }
     for (const auto& name : group_order) {
       const auto& in = per_group[name];

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scaling/least_squares.hpp"
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "base/json_fields.hpp"
 #include "base/quantile.hpp"
@@ -168,12 +169,10 @@ double evaluate_fixed_law(ModelKind kind, const std::vector<double>& x, const st
 // ---------------------------------------------------------------------------
 
 const char* ci_method_name(CiMethod method) {
-  switch (method) {
-    case CiMethod::kNone: return "none (fewer than 2 samples)";
-    case CiMethod::kOrderStatistic: return "distribution-free order-statistic CI of the median (binomial)";
-    case CiMethod::kStudentT: return "Student t CI of the mean (too few samples for order statistics)";
-  }
-  return "?";
+  static constexpr std::array<const char*, 3> kNames{"none (fewer than 2 samples)",
+                                                     "distribution-free order-statistic CI of the median (binomial)",
+                                                     "Student t CI of the mean (too few samples for order statistics)"};
+  return name_by_value<CiMethod::kStudentT>(kNames, method, "?");
 }
 
 Summary summarize(std::span<const double> samples, double level) {
@@ -228,15 +227,6 @@ std::vector<double> to_time_samples(std::span<const double> samples, Better bett
     }
   }
   return out;
-}
-
-const char* work_per_step_name(WorkPerStep kind) {
-  switch (kind) {
-    case WorkPerStep::kUnknown: return "unknown";
-    case WorkPerStep::kFixedTotal: return "strong scaling";
-    case WorkPerStep::kFixedPerGpu: return "weak scaling";
-  }
-  return "unknown";
 }
 
 std::vector<double> weak_scaling_unit_times(std::span<const double> step_times, int gpus, double units_per_gpu_step) {
@@ -545,13 +535,8 @@ double CommModel::time(int gpus) const {
 }
 
 const char* model_name(ModelKind kind) {
-  switch (kind) {
-    case ModelKind::kAmdahl: return "amdahl";
-    case ModelKind::kComputeCommFixed: return "compute+comm+fixed";
-    case ModelKind::kStepConverge: return "step x converge";
-    case ModelKind::kPowerLaw: return "power law";
-  }
-  return "?";
+  static constexpr std::array<const char*, 4> kNames{"amdahl", "compute+comm+fixed", "step x converge", "power law"};
+  return name_by_value<ModelKind::kPowerLaw>(kNames, kind, "?");
 }
 
 std::vector<std::string> model_assumptions(ModelKind kind, bool with_comm) {

@@ -65,7 +65,6 @@ std::vector<double> to_time_samples(std::span<const double> samples, Better bett
 // E'(2) = 0.43 on iteration time and 0.89 on throughput).
 
 enum class WorkPerStep { kUnknown, kFixedTotal, kFixedPerGpu };  // unknown, strong, weak
-const char* work_per_step_name(WorkPerStep kind);                // "unknown", "strong scaling", "weak scaling"
 
 // Weak scaling: times per unit of work from step times at `gpus` GPUs:
 // step time / (gpus x units_per_gpu_step). With the per-GPU batch (images,

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "analyze/analyze.hpp"
-#include "analyze/test_trace_builder.hpp"
+#include "analyze/tests/trace_builder.hpp"
 #include "trace/model/trace_file.hpp"
 
 namespace scalescope::sweep {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/exec_args.hpp"
 #include "base/text_input.hpp"
 
 extern char** environ;
@@ -30,9 +31,7 @@ CommandResult run_command(const std::vector<std::string>& argv) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) fail("cannot create a pipe ({})", std::strerror(errno));
   std::vector<std::string> copy = argv;
-  std::vector<char*> args;
-  for (auto& s : copy) args.push_back(s.data());
-  args.push_back(nullptr);
+  std::vector<char*> args = exec_array(copy);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(out[0]);

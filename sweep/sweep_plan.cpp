@@ -13,6 +13,7 @@
 
 #include "sweep/metric_scanner.hpp"
 #include "sweep/sweep.hpp"
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "base/number_check.hpp"
 #include "base/text_input.hpp"
@@ -72,36 +73,24 @@ std::string slug(std::string_view s) {
   return out.substr(0, 40);
 }
 
+constexpr std::array<const char*, 4> kLauncherNames{"local", "torchrun", "srun", "mpirun"};
+constexpr std::array<const char*, 2> kSchedulerNames{"none", "slurm"};
+constexpr std::array<const char*, 6> kStatusNames{"running", "ok", "failed", "timeout", "crashed", "error"};
+
 }  // namespace
 
 std::optional<LauncherKind> parse_launcher(std::string_view name) {
-  for (auto k : {LauncherKind::kLocal, LauncherKind::kTorchrun, LauncherKind::kSrun, LauncherKind::kMpirun})
-    if (name == launcher_name(k)) return k;
-  return std::nullopt;
+  return value_by_name<LauncherKind>(kLauncherNames, name);
 }
 
-const char* launcher_name(LauncherKind kind) {
-  switch (kind) {
-    case LauncherKind::kLocal: return "local";
-    case LauncherKind::kTorchrun: return "torchrun";
-    case LauncherKind::kSrun: return "srun";
-    case LauncherKind::kMpirun: return "mpirun";
-  }
-  return "?";
-}
+const char* launcher_name(LauncherKind kind) { return name_by_value<LauncherKind::kMpirun>(kLauncherNames, kind, "?"); }
 
 std::optional<SchedulerKind> parse_scheduler(std::string_view name) {
-  for (auto k : {SchedulerKind::kNone, SchedulerKind::kSlurm})
-    if (name == scheduler_name(k)) return k;
-  return std::nullopt;
+  return value_by_name<SchedulerKind>(kSchedulerNames, name);
 }
 
 const char* scheduler_name(SchedulerKind kind) {
-  switch (kind) {
-    case SchedulerKind::kNone: return "none";
-    case SchedulerKind::kSlurm: return "slurm";
-  }
-  return "?";
+  return name_by_value<SchedulerKind::kSlurm>(kSchedulerNames, kind, "?");
 }
 
 int gpus_per_node(const SweepSpec& spec, const PlannedRun& run) { return spec.cpu_only ? 0 : run.gpus / run.nodes; }
@@ -384,23 +373,8 @@ std::vector<std::string> launch_command(const SweepSpec& spec, const PlannedRun&
   return out;
 }
 
-const char* status_name(RunStatus status) {
-  switch (status) {
-    case RunStatus::kRunning: return "running";
-    case RunStatus::kOk: return "ok";
-    case RunStatus::kFailed: return "failed";
-    case RunStatus::kTimeout: return "timeout";
-    case RunStatus::kCrashed: return "crashed";
-    case RunStatus::kError: return "error";
-  }
-  return "?";
-}
+const char* status_name(RunStatus status) { return name_by_value<RunStatus::kError>(kStatusNames, status, "?"); }
 
-std::optional<RunStatus> parse_status(std::string_view name) {
-  for (auto s : {RunStatus::kRunning, RunStatus::kOk, RunStatus::kFailed, RunStatus::kTimeout, RunStatus::kCrashed,
-                 RunStatus::kError})
-    if (name == status_name(s)) return s;
-  return std::nullopt;
-}
+std::optional<RunStatus> parse_status(std::string_view name) { return value_by_name<RunStatus>(kStatusNames, name); }
 
 }  // namespace scalescope::sweep

@@ -29,6 +29,7 @@
 #include "sweep/sweep_lock.hpp"
 #include "sweep/sweep_store.hpp"
 #include "base/error.hpp"
+#include "base/exec_args.hpp"
 
 extern char** environ;
 
@@ -288,12 +289,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
   }
   // Everything the child needs is prepared before fork (no allocation after).
   std::vector<std::string> env_strings = job_environment(extra_env);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
   std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
+  std::vector<char*> envp = exec_array(env_strings), args = exec_array(argv_copy);
   const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t parent = ::getpid();
 

@@ -55,10 +55,6 @@ class ChromeWriter {
     detail::append_json_escaped(out_, value);
     out_ += '"';
   }
-  template <typename T>
-  void key_number(std::string_view key, T value) {
-    fmt::format_to(std::back_inserter(out_), R"(,"{}":{})", key, value);
-  }
   // Metadata events: a track's name ("process_name", "thread_name") and its
   // place in the list ("process_sort_index", "thread_sort_index").
   void metadata_name(std::string_view what, size_t pid, uint64_t tid, std::string_view name) {

@@ -1,24 +1,21 @@
 // Export formats by name and by output file name.
 #include <string>
 
+#include "base/enum_names.hpp"
 #include "trace/export/exporters.hpp"
 
 namespace scalescope::trace {
 
+namespace {
+constexpr auto kFormatNames = std::to_array<std::string_view>({"chrome", "perfetto", "sqlite", "csv"});
+}  // namespace
+
 std::string_view to_string(ExportFormat format) {
-  switch (format) {
-    case ExportFormat::kChrome: return "chrome";
-    case ExportFormat::kPerfetto: return "perfetto";
-    case ExportFormat::kSqlite: return "sqlite";
-    case ExportFormat::kCsv: return "csv";
-  }
-  return "chrome";
+  return name_by_value<ExportFormat::kCsv>(kFormatNames, format, "chrome");
 }
 
 std::optional<ExportFormat> parse_export_format(std::string_view name) {
-  for (ExportFormat f : {ExportFormat::kChrome, ExportFormat::kPerfetto, ExportFormat::kSqlite, ExportFormat::kCsv})
-    if (name == to_string(f)) return f;
-  return std::nullopt;
+  return value_by_name<ExportFormat>(kFormatNames, name);
 }
 
 std::optional<ExportFormat> export_format_of(const std::filesystem::path& out) {

@@ -8,11 +8,11 @@
 
 #include <gtest/gtest.h>
 
-#include "base/sanitizer.hpp"
+#include "base/tests/sanitizer.hpp"
 #include "base/error.hpp"
 #include "trace/import/kineto_importer.hpp"
 #include "trace/model/synthetic_trace.hpp"
-#include "trace/model/test_support.hpp"
+#include "trace/model/tests/test_support.hpp"
 #include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace {

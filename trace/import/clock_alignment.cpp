@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "trace/model/nccl_kernel_name.hpp"
+#include "base/enum_names.hpp"
 #include "base/quantile.hpp"
 
 namespace scalescope::trace {
@@ -289,14 +290,9 @@ RankCollectives collectives_of(const Trace& t) {
 }
 
 std::string_view to_string(HostClockStatus status) {
-  switch (status) {
-    case HostClockStatus::kReference: return "reference";
-    case HostClockStatus::kAligned: return "aligned";
-    case HostClockStatus::kAgrees: return "agrees";
-    case HostClockStatus::kUnmatched: return "unmatched";
-    case HostClockStatus::kDisabled: return "not applied";
-  }
-  return "unknown";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"reference", "aligned", "agrees", "unmatched", "not applied"});
+  return name_by_value<HostClockStatus::kDisabled>(kNames, status, "unknown");
 }
 
 int64_t HostClock::correction_at(int64_t unix_ns) const {

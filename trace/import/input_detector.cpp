@@ -18,7 +18,9 @@
 
 #include <fmt/format.h>
 
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
+#include "base/text_input.hpp"
 #include "trace/import/sqlite_input.hpp"
 #include "trace/model/trace_format.hpp"
 
@@ -62,20 +64,11 @@ std::string read_head(const fs::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail("{}: cannot open ({})", path.string(), std::strerror(errno));
   std::string head(kHeadBytes, '\0');
-  size_t got = 0;
-  while (got < head.size()) {
-    const ssize_t n = ::read(fd, head.data() + got, head.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail("{}: cannot read ({})", path.string(), std::strerror(err));
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
+  const ssize_t got = read_up_to(fd, head.data(), head.size());
+  const int err = errno;
   ::close(fd);
-  head.resize(got);
+  if (got < 0) fail("{}: cannot read ({})", path.string(), std::strerror(err));
+  head.resize(static_cast<size_t>(got));
   return head;
 }
 
@@ -445,33 +438,11 @@ DetectedInput detect_input(const fs::path& path) {
   return classify_file(path, st);
 }
 
-bool is_trace_input(InputKind kind) {
-  switch (kind) {
-    case InputKind::kTraceFile:
-    case InputKind::kRunDirectory:
-    case InputKind::kKinetoJson:
-    case InputKind::kKinetoDirectory:
-    case InputKind::kNsysSqlite:
-    case InputKind::kNsysDirectory: return true;
-    default: return false;
-  }
-}
-
 std::string_view to_string(InputKind kind) {
-  switch (kind) {
-    case InputKind::kTraceFile: return "trace-file";
-    case InputKind::kRunDirectory: return "run-directory";
-    case InputKind::kKinetoJson: return "kineto-json";
-    case InputKind::kKinetoDirectory: return "kineto-directory";
-    case InputKind::kNsysSqlite: return "nsys-sqlite";
-    case InputKind::kNsysDirectory: return "nsys-directory";
-    case InputKind::kNsysReport: return "nsys-report";
-    case InputKind::kSweepDatabase: return "sweep-database";
-    case InputKind::kSqliteDatabase: return "sqlite-database";
-    case InputKind::kMlperfRunsCsv: return "mlperf-runs-csv";
-    case InputKind::kOther: return "other";
-  }
-  return "other";
+  static constexpr auto kNames = std::to_array<std::string_view>(
+      {"trace-file", "run-directory", "kineto-json", "kineto-directory", "nsys-sqlite", "nsys-directory", "nsys-report",
+       "sweep-database", "sqlite-database", "mlperf-runs-csv", "other"});
+  return name_by_value<InputKind::kOther>(kNames, kind, "other");
 }
 
 std::string_view hint_for(InputKind kind) {

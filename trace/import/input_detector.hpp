@@ -5,7 +5,7 @@
 // the same way everywhere, by their bytes, never by their names.
 //
 //   DetectedInput in = detect_input("rank0.json.gz");
-//   if (!is_trace_input(in.kind)) fail("{}: {}; {}", path, in.what, hint_for(in.kind));
+//   if (in.kind == InputKind::kNsysReport) fail("{}: {}; {}", path, in.what, hint_for(in.kind));
 //
 // Paths that cannot be inputs at all are errors (scalescope::Error naming the
 // path): missing, a symlink loop, unreadable, or not a regular file or
@@ -60,9 +60,6 @@ DetectedInput detect_input(const std::filesystem::path& path);
 // "a.json (an HTML or XML document), b.json (an empty file)": the skipped
 // files for a warning, at most a few named.
 std::string skipped_list(const std::vector<SkippedFile>& skipped);
-
-// Kinds that load as traces (one Trace per rank).
-bool is_trace_input(InputKind kind);
 
 // Short stable name ("trace-file", "kineto-json", ...) for JSON and tests.
 std::string_view to_string(InputKind kind);

@@ -1627,12 +1627,4 @@ uint64_t kineto_import_memory_bytes(const std::vector<std::filesystem::path>& fi
   return most;
 }
 
-bool is_kineto_path(const std::filesystem::path& path) {
-  std::string n = path.filename().string();
-  auto ends = [&](std::string_view s) {
-    return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0;
-  };
-  return ends(".json") || ends(".json.gz") || ends(".JSON") || ends(".json.gzip");
-}
-
 }  // namespace scalescope::trace

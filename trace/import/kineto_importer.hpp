@@ -112,8 +112,4 @@ Trace import_kineto_json(std::string_view json, std::string_view name, ImportRep
 uint64_t kineto_import_memory_bytes(const std::vector<std::filesystem::path>& files,
                                     const KinetoImportOptions& options = {});
 
-// Does `path` look like a Kineto/Chrome JSON trace (by name: .json, .json.gz,
-// .pt.trace.json...)? For commands that accept "a trace file or a JSON trace".
-bool is_kineto_path(const std::filesystem::path& path);
-
 }  // namespace scalescope::trace

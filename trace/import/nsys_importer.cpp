@@ -119,7 +119,6 @@ class Statement {
   int type(int c) const { return sqlite3_column_type(s_, c); }
   sqlite3_value* value(int c) const { return sqlite3_column_value(s_, c); }
   int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
-  double f64(int c) const { return sqlite3_column_double(s_, c); }
   std::span<const uint8_t> blob(int c) const {
     const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(s_, c));
     return p ? std::span<const uint8_t>(p, static_cast<size_t>(sqlite3_column_bytes(s_, c)))

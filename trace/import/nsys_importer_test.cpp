@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "base/sanitizer.hpp"
+#include "base/tests/sanitizer.hpp"
 
 #include "base/error.hpp"
 #include "trace/import/input_detector.hpp"

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "trace/model/synthetic_trace.hpp"
-#include "trace/model/test_support.hpp"
+#include "trace/model/tests/test_support.hpp"
 #include "trace/model/trace_file.hpp"
 #include "trace/import/run_loader.hpp"
 

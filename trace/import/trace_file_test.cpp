@@ -20,7 +20,7 @@
 
 #include "base/error.hpp"
 #include "trace/model/synthetic_trace.hpp"
-#include "trace/model/test_support.hpp"
+#include "trace/model/tests/test_support.hpp"
 #include "trace/model/trace_format.hpp"
 #include "trace/import/run_loader.hpp"
 

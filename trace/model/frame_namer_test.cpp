@@ -16,7 +16,7 @@
 #include <string>
 
 #include "trace/model/elf_build_id.hpp"
-#include "trace/model/test_support.hpp"
+#include "trace/model/tests/test_support.hpp"
 
 namespace scalescope::trace {
 namespace {

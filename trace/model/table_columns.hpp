@@ -311,11 +311,6 @@ constexpr std::string_view column_name(std::vector<V> Table::*values) {
   return name;
 }
 
-template <typename Table>
-constexpr size_t column_count() {
-  return std::tuple_size_v<std::remove_cvref_t<decltype(TableColumns<Table>::list)>>;
-}
-
 // Every table of a trace, in export order (CSV files, SQLite tables, the
 // C ABI's tables).
 inline constexpr auto kTraceTables = std::tuple{

@@ -1,9 +1,11 @@
 #include "trace/model/trace.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <limits>
 
+#include "base/enum_names.hpp"
 #include "trace/model/table_columns.hpp"
 
 namespace scalescope::trace {
@@ -23,91 +25,43 @@ StringId StringTable::intern(std::string_view text) {
 }
 
 std::string_view to_string(MemcpyKind kind) {
-  switch (kind) {
-    case MemcpyKind::kHtoD: return "HtoD";
-    case MemcpyKind::kDtoH: return "DtoH";
-    case MemcpyKind::kDtoD: return "DtoD";
-    case MemcpyKind::kPtoP: return "PtoP";
-    case MemcpyKind::kHtoH: return "HtoH";
-    case MemcpyKind::kUnknown: break;
-  }
-  return "unknown";
+  static constexpr auto kNames = std::to_array<std::string_view>({"unknown", "HtoD", "DtoH", "DtoD", "PtoP", "HtoH"});
+  return name_by_value<MemcpyKind::kHtoH>(kNames, kind, "unknown");
 }
 
 std::string_view to_string(MemoryKind kind) {
-  switch (kind) {
-    case MemoryKind::kPageable: return "pageable";
-    case MemoryKind::kPinned: return "pinned";
-    case MemoryKind::kDevice: return "device";
-    case MemoryKind::kManaged: return "managed";
-    case MemoryKind::kArray: return "array";
-    case MemoryKind::kUnknown: break;
-  }
-  return "unknown";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"unknown", "pageable", "pinned", "device", "managed", "array"});
+  return name_by_value<MemoryKind::kArray>(kNames, kind, "unknown");
 }
 
 std::string_view to_string(SyncKind kind) {
-  switch (kind) {
-    case SyncKind::kEventSynchronize: return "event_synchronize";
-    case SyncKind::kStreamWaitEvent: return "stream_wait_event";
-    case SyncKind::kStreamSynchronize: return "stream_synchronize";
-    case SyncKind::kDeviceSynchronize: return "device_synchronize";
-    case SyncKind::kUnknown: break;
-  }
-  return "unknown";
+  static constexpr auto kNames = std::to_array<std::string_view>(
+      {"unknown", "event_synchronize", "stream_wait_event", "stream_synchronize", "device_synchronize"});
+  return name_by_value<SyncKind::kDeviceSynchronize>(kNames, kind, "unknown");
 }
 
 std::string_view to_string(ApiDomain domain) {
-  switch (domain) {
-    case ApiDomain::kRuntime: return "runtime";
-    case ApiDomain::kDriver: return "driver";
-    case ApiDomain::kNccl: return "nccl";
-    case ApiDomain::kOther: break;
-  }
-  return "other";
+  static constexpr auto kNames = std::to_array<std::string_view>({"runtime", "driver", "nccl", "other"});
+  return name_by_value<ApiDomain::kOther>(kNames, domain, "other");
 }
 
 std::string_view to_string(NvtxKind kind) { return kind == NvtxKind::kMark ? "mark" : "range"; }
 
 std::string_view to_string(NcclOp op) {
-  switch (op) {
-    case NcclOp::kAllReduce: return "AllReduce";
-    case NcclOp::kBroadcast: return "Broadcast";
-    case NcclOp::kReduce: return "Reduce";
-    case NcclOp::kAllGather: return "AllGather";
-    case NcclOp::kReduceScatter: return "ReduceScatter";
-    case NcclOp::kAllToAll: return "AllToAll";
-    case NcclOp::kSend: return "Send";
-    case NcclOp::kRecv: return "Recv";
-    case NcclOp::kSendRecv: return "SendRecv";
-    case NcclOp::kGather: return "Gather";
-    case NcclOp::kScatter: return "Scatter";
-    case NcclOp::kBarrier: return "Barrier";
-    case NcclOp::kUnknown: break;
-  }
-  return "unknown";
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"unknown", "AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                       "AllToAll", "Send", "Recv", "SendRecv", "Gather", "Scatter", "Barrier"});
+  return name_by_value<NcclOp::kBarrier>(kNames, op, "unknown");
 }
 
 std::string_view to_string(CounterMetric metric) {
-  switch (metric) {
-    case CounterMetric::kGpuUtilizationPercent: return "gpu_utilization_percent";
-    case CounterMetric::kMemoryUtilizationPercent: return "memory_utilization_percent";
-    case CounterMetric::kMemoryUsedBytes: return "memory_used_bytes";
-    case CounterMetric::kPowerWatts: return "power_watts";
-    case CounterMetric::kEnergyJoules: return "energy_joules";
-    case CounterMetric::kSmClockMHz: return "sm_clock_mhz";
-    case CounterMetric::kMemoryClockMHz: return "memory_clock_mhz";
-    case CounterMetric::kPcieTxBytesPerSecond: return "pcie_tx_bytes_per_second";
-    case CounterMetric::kPcieRxBytesPerSecond: return "pcie_rx_bytes_per_second";
-    case CounterMetric::kNvlinkTxBytesPerSecond: return "nvlink_tx_bytes_per_second";
-    case CounterMetric::kNvlinkRxBytesPerSecond: return "nvlink_rx_bytes_per_second";
-    case CounterMetric::kTemperatureCelsius: return "temperature_celsius";
-    case CounterMetric::kClocksEventReasons: return "clocks_event_reasons";
-    case CounterMetric::kSmClockMaxMHz: return "sm_clock_max_mhz";
-    case CounterMetric::kPowerLimitWatts: return "power_limit_watts";
-    case CounterMetric::kTemperatureSlowdownCelsius: return "temperature_slowdown_celsius";
-  }
-  return "unknown";
+  static constexpr auto kNames = std::to_array<std::string_view>(
+      {"gpu_utilization_percent", "memory_utilization_percent", "memory_used_bytes", "power_watts", "energy_joules",
+       "sm_clock_mhz", "memory_clock_mhz", "pcie_tx_bytes_per_second", "pcie_rx_bytes_per_second",
+       "nvlink_tx_bytes_per_second", "nvlink_rx_bytes_per_second", "temperature_celsius", "clocks_event_reasons",
+       "sm_clock_max_mhz", "power_limit_watts", "temperature_slowdown_celsius"});
+  return name_by_value<CounterMetric::kTemperatureSlowdownCelsius>(kNames, metric, "unknown");
 }
 
 NcclOp nccl_op_from_name(std::string_view name) {
@@ -140,72 +94,37 @@ NcclOp nccl_op_from_name(std::string_view name) {
 
 // ---- tables: one definition, from each table's column list (table_columns.hpp)
 
-void KernelTable::push(const KernelRecord& r) { push_row(*this, r); }
-KernelRecord KernelTable::row(size_t i) const { return row_at(*this, i); }
-void KernelTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void MemcpyTable::push(const MemcpyRecord& r) { push_row(*this, r); }
-MemcpyRecord MemcpyTable::row(size_t i) const { return row_at(*this, i); }
-void MemcpyTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void MemsetTable::push(const MemsetRecord& r) { push_row(*this, r); }
-MemsetRecord MemsetTable::row(size_t i) const { return row_at(*this, i); }
-void MemsetTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void ApiTable::push(const ApiRecord& r) { push_row(*this, r); }
-ApiRecord ApiTable::row(size_t i) const { return row_at(*this, i); }
-void ApiTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void SyncTable::push(const SyncRecord& r) { push_row(*this, r); }
-SyncRecord SyncTable::row(size_t i) const { return row_at(*this, i); }
-void SyncTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void NvtxTable::push(const NvtxRecord& r) { push_row(*this, r); }
-NvtxRecord NvtxTable::row(size_t i) const { return row_at(*this, i); }
-void NvtxTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void NcclTable::push(const NcclRecord& r) { push_row(*this, r); }
-NcclRecord NcclTable::row(size_t i) const { return row_at(*this, i); }
-void NcclTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void CounterTable::push(const CounterRecord& r) { push_row(*this, r); }
-CounterRecord CounterTable::row(size_t i) const { return row_at(*this, i); }
-void CounterTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void HostThreadTable::push(const HostThreadRecord& r) { push_row(*this, r); }
-HostThreadRecord HostThreadTable::row(size_t i) const { return row_at(*this, i); }
-void HostThreadTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void HostSampleTable::push(const HostSampleRecord& r) { push_row(*this, r); }
-HostSampleRecord HostSampleTable::row(size_t i) const { return row_at(*this, i); }
-void HostSampleTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void HostCallsiteTable::push(const HostCallsiteRecord& r) { push_row(*this, r); }
-HostCallsiteRecord HostCallsiteTable::row(size_t i) const { return row_at(*this, i); }
-void HostCallsiteTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void HostModuleTable::push(const HostModuleRecord& r) { push_row(*this, r); }
-HostModuleRecord HostModuleTable::row(size_t i) const { return row_at(*this, i); }
-void HostModuleTable::reserve(size_t n) { reserve_rows(*this, n); }
-
-void HostStackSampleTable::push(const HostStackSampleRecord& r) { push_row(*this, r); }
-HostStackSampleRecord HostStackSampleTable::row(size_t i) const { return row_at(*this, i); }
-void HostStackSampleTable::reserve(size_t n) { reserve_rows(*this, n); }
+template <typename Table, typename Record>
+void Rows<Table, Record>::push(const Record& r) {
+  push_row(static_cast<Table&>(*this), r);
+}
+template <typename Table, typename Record>
+Record Rows<Table, Record>::row(size_t i) const {
+  return row_at(static_cast<const Table&>(*this), i);
+}
+template <typename Table, typename Record>
+void Rows<Table, Record>::reserve(size_t n) {
+  reserve_rows(static_cast<Table&>(*this), n);
+}
+template struct Rows<KernelTable, KernelRecord>;
+template struct Rows<MemcpyTable, MemcpyRecord>;
+template struct Rows<MemsetTable, MemsetRecord>;
+template struct Rows<ApiTable, ApiRecord>;
+template struct Rows<SyncTable, SyncRecord>;
+template struct Rows<NvtxTable, NvtxRecord>;
+template struct Rows<NcclTable, NcclRecord>;
+template struct Rows<CounterTable, CounterRecord>;
+template struct Rows<HostThreadTable, HostThreadRecord>;
+template struct Rows<HostSampleTable, HostSampleRecord>;
+template struct Rows<HostCallsiteTable, HostCallsiteRecord>;
+template struct Rows<HostModuleTable, HostModuleRecord>;
+template struct Rows<HostStackSampleTable, HostStackSampleRecord>;
 
 std::string_view to_string(FrameStatus s) {
-  switch (s) {
-    case FrameStatus::kUnnamed: return "not looked up";
-    case FrameStatus::kNamed: return "named";
-    case FrameStatus::kUnmapped: return "unmapped address";
-    case FrameStatus::kNotAFile: return "no file (JIT or vdso)";
-    case FrameStatus::kModuleMissing: return "module missing";
-    case FrameStatus::kBuildIdDiffers: return "build-id differs";
-    case FrameStatus::kNoSymbol: return "no symbol";
-    case FrameStatus::kNoLibdw: return "libdw missing";
-    case FrameStatus::kNoModuleRecord: return "no module record";
-    case FrameStatus::kWalkCut: return "stack walk cut";
-  }
-  return "unknown status";
+  static constexpr auto kNames = std::to_array<std::string_view>(
+      {"not looked up", "named", "unmapped address", "no file (JIT or vdso)", "module missing", "build-id differs",
+       "no symbol", "libdw missing", "no module record", "stack walk cut"});
+  return name_by_value<FrameStatus::kWalkCut>(kNames, s, "unknown status");
 }
 
 ThreadState thread_state_from_letter(char c) {
@@ -224,17 +143,9 @@ ThreadState thread_state_from_letter(char c) {
 }
 
 std::string_view to_string(ThreadState state) {
-  switch (state) {
-    case ThreadState::kUnknown: return "unknown";
-    case ThreadState::kRunning: return "running";
-    case ThreadState::kSleeping: return "sleeping";
-    case ThreadState::kDiskWait: return "disk_wait";
-    case ThreadState::kStopped: return "stopped";
-    case ThreadState::kZombie: return "zombie";
-    case ThreadState::kIdle: return "idle";
-    case ThreadState::kOther: return "other";
-  }
-  return "unknown";
+  static constexpr auto kNames = std::to_array<std::string_view>(
+      {"unknown", "running", "sleeping", "disk_wait", "stopped", "zombie", "idle", "other"});
+  return name_by_value<ThreadState::kOther>(kNames, state, "unknown");
 }
 
 std::string_view to_string(ProcessRole role) { return role == ProcessRole::kTraced ? "traced" : "descendant"; }
@@ -252,98 +163,63 @@ int64_t Metadata::to_unix_ns(Timestamp t) const {
   return a.unix_ns + static_cast<int64_t>(static_cast<long double>(t - a.trace_ns) * slope);
 }
 
-Severity severity_of(Problem p) {
-  switch (p) {
-    case Problem::kTornTail:
-    case Problem::kChecksumMismatch:
-    case Problem::kDroppedRecords:
-    case Problem::kCorruptChunk:
-    case Problem::kIncompleteRecord:  // the work ran; its times are lost
-    case Problem::kEndMissing:
-    case Problem::kRunIncomplete: return Severity::kDataLoss;
-    case Problem::kInvalidUtf8:
-    case Problem::kCuptiError:
-    case Problem::kMalformedEvent:
-    case Problem::kNegativeDuration: return Severity::kError;
-    case Problem::kUnknownChunk:
-    case Problem::kUnknownEvent:
-    case Problem::kUnmatchedCorrelation:
-    case Problem::kNvmlUnavailable:
-    case Problem::kClockAnchorMissing:
-    case Problem::kEndNotRecorded:
-    case Problem::kRunNoManifest:
-    case Problem::kCount_: break;
-  }
-  return Severity::kInfo;
+namespace {
+
+// Each problem's name, severity and description, in the order of its value.
+struct ProblemFacts {
+  std::string_view name;
+  Severity severity;
+  std::string_view description;
+};
+constexpr auto kProblemFacts = std::to_array<ProblemFacts>({
+    {"torn_tail", Severity::kDataLoss,
+     "torn: the file ends inside a chunk (writer killed or disk full); that chunk and any after it are lost"},
+    {"checksum_mismatch", Severity::kDataLoss, "a chunk failed its checksum and was skipped; its rows are lost"},
+    {"unknown_chunk", Severity::kInfo, "a chunk of a newer format was skipped"},
+    {"dropped_records", Severity::kDataLoss, "the collector dropped records (its buffers were full)"},
+    {"cupti_error", Severity::kError, "a CUPTI call failed while collecting"},
+    {"malformed_event", Severity::kError,
+     "events missing required fields were skipped, or kept with unreadable fields read as unknown"},
+    {"unknown_event", Severity::kInfo, "events of an unknown category were not mapped"},
+    {"unmatched_correlation", Severity::kInfo, "GPU events without an API call of the same correlation id"},
+    {"negative_duration", Severity::kError, "events ending before they start were clamped"},
+    {"nvml_unavailable", Severity::kInfo, "GPU counters were not sampled (NVML unavailable)"},
+    {"clock_anchor_missing", Severity::kInfo, "no clock anchor: ranks may not line up in time"},
+    {"corrupt_chunk", Severity::kDataLoss,
+     "a chunk passed its checksum but its content was invalid; its rows are lost"},
+    {"incomplete_record", Severity::kDataLoss,  // the work ran; its times are lost
+     "records without a valid time (unfinished GPU records; imported rows whose time, type or id is missing "
+     "or not a number) were left out"},
+    {"end_missing", Severity::kDataLoss,
+     "torn: the file ends at a chunk boundary without its end record (writer killed); the chunks written "
+     "after the last complete one are lost, how many is unknown"},
+    {"end_not_recorded", Severity::kInfo,
+     "end not recorded: a format 1.0 file (older build) cannot say whether it is complete"},
+    {"run_incomplete", Severity::kDataLoss,
+     "run directory incomplete: a file its manifest lists is missing, short or changed"},
+    {"run_no_manifest", Severity::kInfo,
+     "run directory without manifest (older build, or its writer died): ranks cannot be checked for completeness"},
+    {"invalid_utf8", Severity::kError, "invalid UTF-8 bytes in the input were replaced by U+FFFD"},
+});
+static_assert(kProblemFacts.size() == kProblemCount, "the facts of every problem");
+
+const ProblemFacts* facts_of(Problem p) {
+  const auto i = static_cast<size_t>(p);
+  return i < kProblemFacts.size() ? &kProblemFacts[i] : nullptr;
 }
+
+}  // namespace
+
+Severity severity_of(Problem p) { return facts_of(p) ? facts_of(p)->severity : Severity::kInfo; }
 
 std::string_view severity_name(Severity s) {
-  switch (s) {
-    case Severity::kDataLoss: return "data loss";
-    case Severity::kError: return "error";
-    case Severity::kInfo: break;
-  }
-  return "info";
+  static constexpr auto kNames = std::to_array<std::string_view>({"info", "error", "data loss"});
+  return name_by_value<Severity::kDataLoss>(kNames, s, "info");
 }
 
-std::string_view to_string(Problem p) {
-  switch (p) {
-    case Problem::kTornTail: return "torn_tail";
-    case Problem::kChecksumMismatch: return "checksum_mismatch";
-    case Problem::kUnknownChunk: return "unknown_chunk";
-    case Problem::kDroppedRecords: return "dropped_records";
-    case Problem::kCuptiError: return "cupti_error";
-    case Problem::kMalformedEvent: return "malformed_event";
-    case Problem::kUnknownEvent: return "unknown_event";
-    case Problem::kUnmatchedCorrelation: return "unmatched_correlation";
-    case Problem::kNegativeDuration: return "negative_duration";
-    case Problem::kNvmlUnavailable: return "nvml_unavailable";
-    case Problem::kClockAnchorMissing: return "clock_anchor_missing";
-    case Problem::kCorruptChunk: return "corrupt_chunk";
-    case Problem::kIncompleteRecord: return "incomplete_record";
-    case Problem::kEndMissing: return "end_missing";
-    case Problem::kEndNotRecorded: return "end_not_recorded";
-    case Problem::kRunIncomplete: return "run_incomplete";
-    case Problem::kRunNoManifest: return "run_no_manifest";
-    case Problem::kInvalidUtf8: return "invalid_utf8";
-    case Problem::kCount_: break;
-  }
-  return "unknown_problem";
-}
+std::string_view to_string(Problem p) { return facts_of(p) ? facts_of(p)->name : "unknown_problem"; }
 
-std::string_view describe(Problem p) {
-  switch (p) {
-    case Problem::kTornTail:
-      return "torn: the file ends inside a chunk (writer killed or disk full); that chunk and any after it are lost";
-    case Problem::kChecksumMismatch: return "a chunk failed its checksum and was skipped; its rows are lost";
-    case Problem::kUnknownChunk: return "a chunk of a newer format was skipped";
-    case Problem::kDroppedRecords: return "the collector dropped records (its buffers were full)";
-    case Problem::kCuptiError: return "a CUPTI call failed while collecting";
-    case Problem::kMalformedEvent:
-      return "events missing required fields were skipped, or kept with unreadable fields read as unknown";
-    case Problem::kUnknownEvent: return "events of an unknown category were not mapped";
-    case Problem::kUnmatchedCorrelation: return "GPU events without an API call of the same correlation id";
-    case Problem::kNegativeDuration: return "events ending before they start were clamped";
-    case Problem::kNvmlUnavailable: return "GPU counters were not sampled (NVML unavailable)";
-    case Problem::kClockAnchorMissing: return "no clock anchor: ranks may not line up in time";
-    case Problem::kCorruptChunk: return "a chunk passed its checksum but its content was invalid; its rows are lost";
-    case Problem::kIncompleteRecord:
-      return "records without a valid time (unfinished GPU records; imported rows whose time, type or id is missing "
-             "or not a number) were left out";
-    case Problem::kEndMissing:
-      return "torn: the file ends at a chunk boundary without its end record (writer killed); the chunks written "
-             "after the last complete one are lost, how many is unknown";
-    case Problem::kEndNotRecorded:
-      return "end not recorded: a format 1.0 file (older build) cannot say whether it is complete";
-    case Problem::kRunIncomplete:
-      return "run directory incomplete: a file its manifest lists is missing, short or changed";
-    case Problem::kRunNoManifest:
-      return "run directory without manifest (older build, or its writer died): ranks cannot be checked for completeness";
-    case Problem::kInvalidUtf8: return "invalid UTF-8 bytes in the input were replaced by U+FFFD";
-    case Problem::kCount_: break;
-  }
-  return "unknown problem";
-}
+std::string_view describe(Problem p) { return facts_of(p) ? facts_of(p)->description : "unknown problem"; }
 
 bool ProblemCounts::any_data_loss() const {
   for (int i = 0; i < kProblemCount; ++i)

@@ -295,7 +295,17 @@ struct HostStackSampleRecord {
 
 // ---- columnar tables ------------------------------------------------------
 
-struct KernelTable {
+// What every table does with whole rows: push a Record, read row i back as
+// one, reserve room for n. One definition for all tables, over their column
+// lists (table_columns.hpp), in trace.cpp.
+template <typename Table, typename Record>
+struct Rows {
+  void push(const Record& r);
+  Record row(size_t i) const;
+  void reserve(size_t n);
+};
+
+struct KernelTable : Rows<KernelTable, KernelRecord> {
   std::vector<Timestamp> start, end;
   std::vector<uint32_t> device, stream;
   std::vector<StringId> name;
@@ -305,12 +315,9 @@ struct KernelTable {
   std::vector<uint32_t> correlation;
 
   size_t size() const { return start.size(); }
-  void push(const KernelRecord& r);
-  KernelRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct MemcpyTable {
+struct MemcpyTable : Rows<MemcpyTable, MemcpyRecord> {
   std::vector<Timestamp> start, end;
   std::vector<uint32_t> device, stream, correlation;
   std::vector<uint64_t> bytes;
@@ -320,12 +327,9 @@ struct MemcpyTable {
   std::vector<uint32_t> peer_device;
 
   size_t size() const { return start.size(); }
-  void push(const MemcpyRecord& r);
-  MemcpyRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct MemsetTable {
+struct MemsetTable : Rows<MemsetTable, MemsetRecord> {
   std::vector<Timestamp> start, end;
   std::vector<uint32_t> device, stream, correlation;
   std::vector<uint64_t> bytes;
@@ -333,12 +337,9 @@ struct MemsetTable {
   std::vector<uint8_t> is_async;
 
   size_t size() const { return start.size(); }
-  void push(const MemsetRecord& r);
-  MemsetRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct ApiTable {
+struct ApiTable : Rows<ApiTable, ApiRecord> {
   std::vector<Timestamp> start, end;
   std::vector<uint32_t> thread;
   std::vector<ApiDomain> domain;
@@ -348,12 +349,9 @@ struct ApiTable {
   std::vector<int32_t> return_code;
 
   size_t size() const { return start.size(); }
-  void push(const ApiRecord& r);
-  ApiRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct SyncTable {
+struct SyncTable : Rows<SyncTable, SyncRecord> {
   std::vector<Timestamp> start, end;
   std::vector<SyncKind> kind;
   std::vector<uint32_t> device, stream;
@@ -361,12 +359,9 @@ struct SyncTable {
   std::vector<uint32_t> thread, correlation;
 
   size_t size() const { return start.size(); }
-  void push(const SyncRecord& r);
-  SyncRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct NvtxTable {
+struct NvtxTable : Rows<NvtxTable, NvtxRecord> {
   std::vector<Timestamp> start, end;
   std::vector<NvtxKind> kind;
   std::vector<StringId> domain, text;
@@ -376,12 +371,9 @@ struct NvtxTable {
   std::vector<uint32_t> link;
 
   size_t size() const { return start.size(); }
-  void push(const NvtxRecord& r);
-  NvtxRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct NcclTable {
+struct NcclTable : Rows<NcclTable, NcclRecord> {
   std::vector<Timestamp> start, end;
   std::vector<uint32_t> device, stream;
   std::vector<NcclOp> op;
@@ -392,24 +384,18 @@ struct NcclTable {
   std::vector<uint32_t> correlation;
 
   size_t size() const { return start.size(); }
-  void push(const NcclRecord& r);
-  NcclRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct CounterTable {
+struct CounterTable : Rows<CounterTable, CounterRecord> {
   std::vector<Timestamp> time;
   std::vector<uint32_t> device;
   std::vector<CounterMetric> metric;
   std::vector<double> value;
 
   size_t size() const { return time.size(); }
-  void push(const CounterRecord& r);
-  CounterRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct HostThreadTable {
+struct HostThreadTable : Rows<HostThreadTable, HostThreadRecord> {
   std::vector<Timestamp> start, end;
   std::vector<uint32_t> pid, tid, parent_pid;
   std::vector<StringId> name;
@@ -417,12 +403,9 @@ struct HostThreadTable {
   std::vector<ProcessRole> role;
 
   size_t size() const { return start.size(); }
-  void push(const HostThreadRecord& r);
-  HostThreadRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct HostSampleTable {
+struct HostSampleTable : Rows<HostSampleTable, HostSampleRecord> {
   std::vector<Timestamp> time;
   std::vector<uint32_t> pid, tid;
   std::vector<ThreadState> state;
@@ -431,42 +414,30 @@ struct HostSampleTable {
   std::vector<uint32_t> voluntary_switches, involuntary_switches;
 
   size_t size() const { return time.size(); }
-  void push(const HostSampleRecord& r);
-  HostSampleRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct HostCallsiteTable {
+struct HostCallsiteTable : Rows<HostCallsiteTable, HostCallsiteRecord> {
   std::vector<uint32_t> id, parent;
   std::vector<StringId> function, module;
   std::vector<uint64_t> address;
   std::vector<FrameStatus> status;  // format 1.4
 
   size_t size() const { return id.size(); }
-  void push(const HostCallsiteRecord& r);
-  HostCallsiteRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct HostModuleTable {
+struct HostModuleTable : Rows<HostModuleTable, HostModuleRecord> {
   std::vector<uint32_t> pid;
   std::vector<StringId> path, build_id;
   std::vector<uint64_t> map_start, map_end, map_offset;
 
   size_t size() const { return pid.size(); }
-  void push(const HostModuleRecord& r);
-  HostModuleRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
-struct HostStackSampleTable {
+struct HostStackSampleTable : Rows<HostStackSampleTable, HostStackSampleRecord> {
   std::vector<Timestamp> time;
   std::vector<uint32_t> pid, tid, callsite;
 
   size_t size() const { return time.size(); }
-  void push(const HostStackSampleRecord& r);
-  HostStackSampleRecord row(size_t i) const;
-  void reserve(size_t n);
 };
 
 // ---- metadata -------------------------------------------------------------

@@ -22,6 +22,14 @@ void get_if(const json& j, const char* key, V& out) {
     out = it->get<V>();
 }
 
+// get_if of each named member from the key of its name: the reading side of
+// SCALESCOPE_JSON_FIELDS, so that a key cannot drift from its field.
+#define GET_FIELD(field) get_if(nlohmann_json_j, #field, nlohmann_json_t.field);
+#define GET_FIELDS(object, value, ...)                                          \
+  [](const json& nlohmann_json_j, auto& nlohmann_json_t) {                      \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GET_FIELD, __VA_ARGS__))            \
+  }(object, value)
+
 }  // namespace
 
 std::string metadata_to_json(const Metadata& m) {
@@ -59,18 +67,8 @@ std::string metadata_to_json(const Metadata& m) {
 Metadata metadata_from_json(std::string_view text) {
   const json j = json::parse(text.begin(), text.end());
   Metadata m;
-  get_if(j, "source", m.source);
-  get_if(j, "producer_version", m.producer_version);
-  get_if(j, "hostname", m.hostname);
-  get_if(j, "pid", m.pid);
-  get_if(j, "rank", m.rank);
-  get_if(j, "local_rank", m.local_rank);
-  get_if(j, "world_size", m.world_size);
-  get_if(j, "launcher", m.launcher);
-  get_if(j, "command_line", m.command_line);
-  get_if(j, "cpu_affinity", m.cpu_affinity);
-  get_if(j, "cpu_numa_node", m.cpu_numa_node);
-  get_if(j, "memory_policy", m.memory_policy);
+  GET_FIELDS(j, m, source, producer_version, hostname, pid, rank, local_rank, world_size, launcher, command_line,
+             cpu_affinity, cpu_numa_node, memory_policy);
   auto pages = [&](const char* key, std::vector<NumaPages>& out) {
     if (auto it = j.find(key); it != j.end())
       for (const json& p : *it) out.push_back({json_integer_field<int32_t>(p, "node", "trace metadata"),
@@ -81,15 +79,7 @@ Metadata metadata_from_json(std::string_view text) {
   if (auto it = j.find("devices"); it != j.end()) {
     for (const json& d : *it) {
       DeviceInfo info;
-      get_if(d, "id", info.id);
-      get_if(d, "name", info.name);
-      get_if(d, "uuid", info.uuid);
-      get_if(d, "pci_bus_id", info.pci_bus_id);
-      get_if(d, "numa_node", info.numa_node);
-      get_if(d, "sm_count", info.sm_count);
-      get_if(d, "memory_bytes", info.memory_bytes);
-      get_if(d, "compute_major", info.compute_major);
-      get_if(d, "compute_minor", info.compute_minor);
+      GET_FIELDS(d, info, id, name, uuid, pci_bus_id, numa_node, sm_count, memory_bytes, compute_major, compute_minor);
       m.devices.push_back(std::move(info));
     }
   }
@@ -101,10 +91,7 @@ Metadata metadata_from_json(std::string_view text) {
   if (auto it = j.find("process_groups"); it != j.end())
     for (const json& g : *it) {
       ProcessGroup pg;
-      get_if(g, "name", pg.name);
-      get_if(g, "description", pg.description);
-      get_if(g, "backend", pg.backend);
-      get_if(g, "ranks", pg.ranks);
+      GET_FIELDS(g, pg, name, description, backend, ranks);
       m.process_groups.push_back(std::move(pg));
     }
   return m;

@@ -22,6 +22,7 @@
 #include "base/error.hpp"
 #include "base/file_bytes.hpp"
 #include "base/memory_budget.hpp"
+#include "base/text_input.hpp"
 #include "trace/model/trace_file.hpp"
 #include "trace/model/trace_format.hpp"
 
@@ -580,20 +581,12 @@ detail::FileBytes read_file(const std::filesystem::path& path) {
   detail::FileBytes bytes;
   bytes.size = static_cast<size_t>(st.st_size);
   bytes.data.reset(new std::byte[bytes.size]);  // not zero-filled: read() writes it
-  size_t done = 0;
-  while (done < bytes.size) {
-    const ssize_t n = ::read(fd, bytes.data.get() + done, bytes.size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail("{}: cannot read: {}", path.string(), std::strerror(err));
-    }
-    if (n == 0) break;  // shrank while we read: what we have ends in a torn tail
-    done += static_cast<size_t>(n);
-  }
+  // Fewer bytes when the file shrank while we read: what we have ends in a torn tail.
+  const ssize_t done = read_up_to(fd, bytes.data.get(), bytes.size);
+  const int err = errno;
   ::close(fd);
-  bytes.size = done;
+  if (done < 0) fail("{}: cannot read: {}", path.string(), std::strerror(err));
+  bytes.size = static_cast<size_t>(done);
   return bytes;
 }
 

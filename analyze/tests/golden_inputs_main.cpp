@@ -1,6 +1,6 @@
 // Writes the inputs of the golden CLI tests of `analyze` and `diff`
 // (tests/golden/analyze/): small runs from the synthetic generator
-// (analyze/golden_inputs.hpp, deterministic for its seeds), so no binary trace
+// (analyze/tests/golden_inputs.hpp, deterministic for its seeds), so no binary trace
 // needs to be committed and the goldens follow the current file format.
 //   OUT/a.ssrun/rank{0,1}.sstrace   DDP steps, pinned input copies
 //   OUT/b.ssrun/rank{0,1}.sstrace   other seeds, input copies from pageable
@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/golden_inputs.hpp"
+#include "analyze/tests/golden_inputs.hpp"
 #include "trace/model/trace_file.hpp"
 
 namespace {
