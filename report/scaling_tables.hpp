@@ -26,7 +26,8 @@ std::vector<Table> scaling_tables(const sweep::ScalingStudy& study);
 Table scaling_runs_table(const sweep::ScalingStudy& study);
 Table scaling_main_table(const sweep::ScalingStudy& study);
 // One configuration's rows as the HTML report shows them beside its charts
-// ("Scaling: <label>"); config.table must be set.
+// ("Scaling: <label>"): the main table's columns the page keeps, under the
+// page's headers (one column list for both); config.table must be set.
 Table scaling_config_table(const sweep::ConfigScaling& config, const sweep::ScalingStudy& study);
 Table scaling_break_even_table(const sweep::ScalingStudy& study);
 Table scaling_comparison_table(const sweep::ScalingStudy& study);
