@@ -3,7 +3,8 @@
 // (sweep/scaling_study.hpp): runs, scaling per configuration, break-even,
 // comparisons, predictions. The HTML report draws the same object.
 //
-//   report::print_tables(std::cout, report::scaling_tables(sweep::study_scaling(stored, {})), OutputFormat::kCsv);
+//   report::print_tables(std::cout, "scaling", report::scaling_tables(sweep::study_scaling(stored, {})),
+//                        OutputFormat::kCsv);  // JSON: the typed sweep::ScalingStudy itself
 
 #include <optional>
 #include <vector>
