@@ -20,6 +20,7 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
+#include "report/import_tables.hpp"
 #include "report/json_envelope.hpp"
 #include "report/run_tables.hpp"
 #include "report/stats_json.hpp"
@@ -27,6 +28,7 @@
 #include "trace/model/kernel_short_name.hpp"
 #include "trace/model/launcher.hpp"
 #include "trace/model/table_columns.hpp"
+#include "trace/import/kineto_importer.hpp"
 #include "trace/import/trace_source.hpp"
 
 namespace {
@@ -269,6 +271,60 @@ TEST(Capi, MlperfPredictAndValidateAreTyped) {
   EXPECT_EQ(ss_mlperf_json("predict", R"({"benchmark": "bert"})"), nullptr);  // no sizes to predict
   EXPECT_EQ(ss_mlperf_json("validate", R"({"level": 1.5})"), nullptr);
   EXPECT_NE(std::string(ss_last_error()).find("is not between 0 and 1"), std::string::npos) << ss_last_error();
+}
+
+// A run keeps its last analysis: the analysis, its tables and a diff asked for
+// the same request share it, and a different window or edited rules make a
+// new one (each answer equal to the CLI's for its own request).
+TEST(Capi, AnalysisKeptIsTheOneOfTheRequest) {
+  ss_run* run = ss_open(kStudyRun.c_str());
+  ASSERT_NE(run, nullptr) << ss_last_error();
+  scalescope::analyze::Options windowed;
+  windowed.window = scalescope::analyze::WindowSpec::parse("it2:it6");
+  const auto tables_of = [](const scalescope::analyze::RunAnalysis& a) {
+    return scalescope::report::tables_json("analyze",
+                                           scalescope::report::run_tables(a, scalescope::advise::advise(a), 10, true));
+  };
+  const auto whole = scalescope::analyze::analyze_path(kStudyRun, {});
+  const auto part = scalescope::analyze::analyze_path(kStudyRun, windowed);
+  EXPECT_EQ(take(ss_analyze_json(run, nullptr, nullptr, nullptr, nullptr)), cli_analysis(kStudyRun));
+  EXPECT_EQ(json::parse(take(ss_analyze_tables_json(run, nullptr))), tables_of(whole));
+  EXPECT_EQ(json::parse(take(ss_analyze_tables_json(run, R"({"window": "it2:it6"})"))), tables_of(part));
+  EXPECT_NE(tables_of(whole), tables_of(part));
+  EXPECT_EQ(take(ss_analyze_json(run, "it2:it6", nullptr, nullptr, nullptr)), cli_analysis(kStudyRun, windowed));
+  EXPECT_EQ(take(ss_analyze_json(run, nullptr, nullptr, nullptr, nullptr)), cli_analysis(kStudyRun));
+
+  // The rules file is read at each call: the same path with other rules is another request.
+  const fs::path rules = fs::temp_directory_path() / ("capi_test_rules_" + std::to_string(::getpid()) + ".txt");
+  std::ofstream(rules) << "compute no_kernel_is_named_this\n";
+  scalescope::analyze::Options ruled;
+  ruled.classifier = scalescope::analyze::KernelClassifier::from_file(rules.string());
+  const std::string first = take(ss_analyze_json(run, nullptr, nullptr, rules.c_str(), nullptr));
+  EXPECT_EQ(first, cli_analysis(kStudyRun, ruled));
+  std::ofstream(rules) << "synchronization kernel\n";
+  ruled.classifier = scalescope::analyze::KernelClassifier::from_file(rules.string());
+  const std::string second = take(ss_analyze_json(run, nullptr, nullptr, rules.c_str(), nullptr));
+  EXPECT_EQ(second, cli_analysis(kStudyRun, ruled));
+  EXPECT_NE(first, second);
+  fs::remove(rules);
+
+  const json d = json::parse(take(ss_diff_json(run, run, R"({"window": "it2:it6"})")));
+  EXPECT_EQ(d["diff"], json(scalescope::analyze::diff(part, part, 15)));
+  ss_close(run);
+}
+
+// Run info's import reports are the JSON `import --format json` gives of each Kineto file.
+TEST(Capi, ImportReportsAreTheImportCommands) {
+  ss_run* run = ss_open(kSample.c_str());
+  ASSERT_NE(run, nullptr) << ss_last_error();
+  const json info = json::parse(take(ss_run_info_json(run)));
+  scalescope::trace::ImportReport rep;
+  scalescope::trace::import_kineto_file(kSample, &rep);
+  ASSERT_EQ(info["import_reports"].size(), 1u);
+  EXPECT_EQ(info["import_reports"][0], scalescope::report::import_report_json(rep));
+  EXPECT_GT(info["import_reports"][0]["events"].get<uint64_t>(), 0u);
+  EXPECT_FALSE(info["import_reports"][0]["categories"].empty());
+  ss_close(run);
 }
 
 TEST(Capi, DiffOfARunWithItselfIsZero) {

@@ -83,7 +83,11 @@ SS_API int ss_rank_strings(ss_run* run, int rank, const char** blob, const int64
  * ({"input", "analysis", "findings"}), from the same code. Any argument but
  * run may be NULL: window ("10%:90%", "it5:it50", "2000000:9000000"),
  * iteration_range (an NVTX range name), classes_path (a rules file),
- * classes_text (the same rules as text; not with classes_path). */
+ * classes_text (the same rules as text; not with classes_path).
+ * The run keeps the analysis of the last request: ss_analyze_json,
+ * ss_analyze_tables_json and ss_diff_json asked for the same window,
+ * iteration range and rules (a file's content) take it instead of analysing
+ * the traces again. */
 SS_API char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_range, const char* classes_path,
                              const char* classes_text);
 /* `scalescope analyze --format json` of an open run (command "analyze"):

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -29,6 +31,7 @@
 #include "analyze/analyze.hpp"
 #include "mlperf/mlperf.hpp"
 #include "report/html_report.hpp"
+#include "report/import_tables.hpp"
 #include "report/json_envelope.hpp"
 #include "report/run_tables.hpp"
 #include "report/stats_json.hpp"
@@ -37,7 +40,6 @@
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
 #include "base/error.hpp"
-#include "base/json_fields.hpp"
 #include "trace/model/kernel_short_name.hpp"
 #include "trace/import/kineto_importer.hpp"
 #include "trace/model/launcher.hpp"
@@ -50,6 +52,25 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace scalescope;
+
+namespace {
+
+// What an analysis was asked for: the window and iteration range as given,
+// and the kernel class rules' text (a file's content, not its name, so an
+// edited file is read anew).
+struct AnalysisRequest {
+  std::string window, iteration_range, rules, rules_source;
+  bool operator==(const AnalysisRequest&) const = default;
+};
+
+// One analysis of a run's traces with its findings, and what it was asked for.
+struct RunAnalyzed {
+  AnalysisRequest request;
+  scalescope::analyze::RunAnalysis analysis;
+  std::vector<scalescope::advise::Finding> findings;
+};
+
+}  // namespace
 
 struct ss_run {
   std::string input;
@@ -67,6 +88,11 @@ struct ss_run {
   // drops the GIL, so two Python threads may ask for them at once.
   std::mutex strings_mutex;
   std::vector<std::optional<std::pair<std::string, std::vector<int64_t>>>> strings;
+  // The last analysis asked for (ss_analyze_json, ss_analyze_tables_json,
+  // ss_diff_json): a call with the same request takes it instead of
+  // analysing the traces again. Guarded by analysis_mutex; computed outside it.
+  std::mutex analysis_mutex;
+  std::shared_ptr<const RunAnalyzed> analyzed;
 };
 
 namespace {
@@ -238,14 +264,6 @@ json event_counts(const trace::Trace& t) {
   return counts;
 }
 
-json import_report_json(const trace::ImportReport& r) {
-  json cats = json::array();
-  for (const auto& c : r.categories) cats.push_back(SCALESCOPE_JSON_FIELDS(c, cat, ph, events, mapped_to));
-  return json_with(SCALESCOPE_JSON_FIELDS(r, input, json_bytes, events, flows, metadata_kept, metadata_dropped, ignored,
-                                          unknown, malformed),
-                   {{"categories", cats}});
-}
-
 json problems_json(const trace::ProblemCounts& p) {
   json a = json::array();
   for (int i = 0; i < trace::kProblemCount; ++i) {
@@ -258,17 +276,51 @@ json problems_json(const trace::ProblemCounts& p) {
   return a;
 }
 
-analyze::Options analysis_options(const char* window, const char* iteration_range, const char* classes_path,
-                                  const char* classes_text) {
-  analyze::Options options;
-  if (window && *window) options.window = analyze::WindowSpec::parse(window);
-  if (iteration_range) options.iteration_range = iteration_range;
-  if (classes_path && *classes_path) options.classifier = analyze::KernelClassifier::from_file(classes_path);
-  if (classes_text && *classes_text) {
-    if (classes_path && *classes_path) fail("kernel class rules: give a file or text, not both");
-    options.classifier = analyze::KernelClassifier::parse(classes_text, "classes");
+std::string text_of(const char* s) { return s ? std::string(s) : std::string(); }
+
+// The request of an analysis; the rules of a file are read here (by the
+// classifier's own reader, which refuses FIFOs and oversized files) and
+// kept as text.
+AnalysisRequest analysis_request(const char* window, const char* iteration_range, const char* classes_path,
+                                 const char* classes_text) {
+  AnalysisRequest r{
+      .window = text_of(window), .iteration_range = text_of(iteration_range), .rules = {}, .rules_source = "classes"};
+  const std::string path = text_of(classes_path), text = text_of(classes_text);
+  if (!path.empty() && !text.empty()) fail("kernel class rules: give a file or text, not both");
+  if (!path.empty()) {
+    analyze::KernelClassifier::from_file(path);  // its errors: no such file, not a regular file, too large, bad lines
+    std::ifstream in(path, std::ios::binary);
+    r.rules.assign(std::istreambuf_iterator<char>(in), {});
+    r.rules_source = path;
+  } else {
+    r.rules = text;
   }
+  return r;
+}
+
+analyze::Options analysis_options(const AnalysisRequest& r) {
+  analyze::Options options;
+  if (!r.window.empty()) options.window = analyze::WindowSpec::parse(r.window);
+  options.iteration_range = r.iteration_range;
+  if (!r.rules.empty()) options.classifier = analyze::KernelClassifier::parse(r.rules, r.rules_source);
   return options;
+}
+
+// The run's analysis and findings for `request`: the one it holds when it
+// was asked for the same, else a new one (then held in its place).
+std::shared_ptr<const RunAnalyzed> analyzed(ss_run* run, const AnalysisRequest& request) {
+  {
+    std::lock_guard lock(run->analysis_mutex);
+    if (run->analyzed && run->analyzed->request == request) return run->analyzed;
+  }
+  // The run pipeline of `scalescope analyze`, on the ranks already loaded.
+  analyze::RunAnalysis analysis =
+      analyze::analyze_traces(run->ranks, run->files, analysis_options(request), run->input);
+  std::vector<advise::Finding> findings = advise::advise(analysis);
+  auto made = std::make_shared<const RunAnalyzed>(RunAnalyzed{request, std::move(analysis), std::move(findings)});
+  std::lock_guard lock(run->analysis_mutex);
+  run->analyzed = made;
+  return made;
 }
 
 std::vector<mlperf::Run> load_mlperf_runs(const json& args) {
@@ -362,7 +414,7 @@ char* ss_run_info_json(ss_run* run) {
                        {"event_counts", event_counts(t)}});
     }
     json reports = json::array();
-    for (const auto& r : run->reports) reports.push_back(import_report_json(r));
+    for (const auto& r : run->reports) reports.push_back(report::import_report_json(r));  // as `import --format json`
     return dup(dump("run info",
                     {{"input", run->input}, {"files", run->files}, {"import_reports", reports}, {"ranks", ranks}}));
   });
@@ -414,14 +466,10 @@ char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_ran
                       const char* classes_text) {
   return guarded<char*>(nullptr, [&] {
     if (!run) fail("no run (NULL handle)");
-    std::string text;
-    {
-      // The run pipeline of `scalescope analyze`, on the ranks already loaded.
-      const analyze::RunAnalysis analysis = analyze::analyze_traces(
-          run->ranks, run->files, analysis_options(window, iteration_range, classes_path, classes_text), run->input);
-      const std::vector<advise::Finding> findings = advise::advise(analysis);
-      text = dump("analyze", {{"input", run->input}, {"analysis", analysis}, {"findings", findings}});
-    }  // the analysis and its JSON tree are freed before the copy handed out: they never coexist with it
+    const auto a = analyzed(run, analysis_request(window, iteration_range, classes_path, classes_text));
+    // The JSON tree is freed before the copy handed out: they never coexist.
+    const std::string text =
+        dump("analyze", {{"input", run->input}, {"analysis", a->analysis}, {"findings", a->findings}});
     return dup(text);
   });
 }
@@ -436,15 +484,11 @@ char* ss_analyze_tables_json(ss_run* run, const char* options_json) {
     const auto classes_text = opt<std::string>(o, "classes_text").value_or("");
     const int top = opt<int>(o, "top").value_or(10);
     if (top < 1 || top > 1000) fail("top {} is not in 1..1000", top);
-    std::string text;
-    {
-      // As `scalescope analyze --format json`: every table with all its rows.
-      const analyze::RunAnalysis analysis = analyze::analyze_traces(
-          run->ranks, run->files,
-          analysis_options(window.c_str(), range.c_str(), classes_path.c_str(), classes_text.c_str()), run->input);
-      text = report::json_text(
-          report::tables_json("analyze", report::run_tables(analysis, advise::advise(analysis), top, true)));
-    }  // the analysis and its tables are freed before the copy handed out
+    const auto a =
+        analyzed(run, analysis_request(window.c_str(), range.c_str(), classes_path.c_str(), classes_text.c_str()));
+    // As `scalescope analyze --format json`: every table with all its rows.
+    const std::string text =
+        report::json_text(report::tables_json("analyze", report::run_tables(a->analysis, a->findings, top, true)));
     return dup(text);
   });
 }
@@ -470,9 +514,8 @@ char* ss_diff_json(ss_run* a, ss_run* b, const char* options_json) {
     const auto classes = opt_path(o, "classes_path").value_or("");
     const int top = opt<int>(o, "top").value_or(15);
     if (top < 1 || top > 1000) fail("top {} is not in 1..1000", top);
-    const analyze::Options options = analysis_options(window.c_str(), range.c_str(), classes.c_str(), nullptr);
-    const analyze::RunDiff d = analyze::diff(analyze::analyze_traces(a->ranks, a->files, options, a->input),
-                                             analyze::analyze_traces(b->ranks, b->files, options, b->input), top);
+    const AnalysisRequest request = analysis_request(window.c_str(), range.c_str(), classes.c_str(), nullptr);
+    const analyze::RunDiff d = analyze::diff(analyzed(a, request)->analysis, analyzed(b, request)->analysis, top);
     return dup(dump("diff", {{"a", a->input}, {"b", b->input}, {"diff", d}}));
   });
 }

@@ -9,12 +9,14 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cli/number_option.hpp"
 #include "cli/usage_error.hpp"
 #include "demo/demo_report.hpp"
 #include "demo/gpu_demo.hpp"
+#include "report/json_envelope.hpp"
 #include "report/terminal.hpp"
 #include "report/table.hpp"
 #include "base/error.hpp"
@@ -33,11 +35,12 @@ struct DemoArgs {
   demo::GpuDemoOptions gpu_options;
 };
 
-// --format csv|json: what was found as one table on stdout, for scripts;
-// progress stays on stderr. The terminal form is printed by the callers.
-void print_found(report::OutputFormat format, const std::vector<std::string>& lines,
-                 const std::vector<std::pair<std::string, std::string>>& files) {
-  report::print_tables(std::cout, "demo", {demo::found_table(lines, files)}, format);
+// --format csv|json: what was found on stdout, for scripts (CSV: one table;
+// JSON: typed); progress stays on stderr. The terminal form is printed by the callers.
+void print_found(report::OutputFormat format, const report::Table& found, const nlohmann::json& typed) {
+  if (format == report::OutputFormat::kJson)
+    std::cout << report::json_text(report::json_envelope("demo", typed), 2) << "\n";
+  else report::print_tables(std::cout, "demo", {found}, format);
 }
 
 void run_gpu(const DemoArgs& args, report::OutputFormat format) {
@@ -46,8 +49,10 @@ void run_gpu(const DemoArgs& args, report::OutputFormat format) {
   o.out_dir = args.dir;
   const auto result = demo::run_gpu_demo(o, demo::GpuDemoHost::current());
   if (format != report::OutputFormat::kTable) {
-    print_found(format, result.lines,
-                {{"sweep", fs::absolute(result.database).string()}, {"report", fs::absolute(result.report).string()}});
+    print_found(format,
+                demo::found_table(result.lines, {{"sweep", fs::absolute(result.database).string()},
+                                                 {"report", fs::absolute(result.report).string()}}),
+                demo::gpu_demo_json(result));
   } else {
     fmt::print("What the GPU demo measured ({} of {} runs ok):\n", result.ok, result.runs);
     for (const auto& line : result.lines) fmt::print("  {}\n", line);
@@ -128,7 +133,8 @@ void add_demo_command(CLI::App& app, int& exit_code) {
     const auto t0 = std::chrono::steady_clock::now();
     const demo::DemoReport found = demo::write_demo_report({.out_dir = args->dir, .study = args->study});
     if (*format != report::OutputFormat::kTable)
-      print_found(*format, found.highlights, {{"report", fs::absolute(found.report).string()}});
+      print_found(*format, demo::found_table(found.highlights, {{"report", fs::absolute(found.report).string()}}),
+                  demo::demo_json(found));
     else
       print_demo_report(found, t0);
     exit_code = 0;

@@ -31,7 +31,7 @@ void add_diff_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--iteration-range", args->iteration_range, "range marking one iteration, for both runs");
   cmd->add_option("--classes", args->classes, "kernel class rules file (docs/kernel-classes.md)");
   auto* json_flag = cmd->add_flag("--json", args->json, "print the diff as one JSON object");
-  cmd->add_option("--format", args->format, "table, csv or json (the tables)")
+  cmd->add_option("--format", args->format, "table, csv or json (json: the diff as --json prints it)")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->excludes(json_flag);
   cmd->add_flag("--no-align-clocks", args->no_align_clocks,
@@ -49,13 +49,13 @@ void add_diff_command(CLI::App& app, int& exit_code) {
     const analyze::RunAnalysis b = analyze::analyze_path(args->b, options, 0, progress_b.callback());
     progress_b.finish();
     const analyze::RunDiff d = analyze::diff(a, b, args->top);
-    if (args->json) {
+    const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
+    if (args->json || format == report::OutputFormat::kJson) {  // typed: the diff itself
       std::cout << report::json_text(report::json_envelope("diff", {{"a", args->a}, {"b", args->b}, {"diff", d}}), 2)
                 << "\n";
       exit_code = 0;
       return;
     }
-    const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
     report::print_tables(std::cout, "diff", report::diff_tables(d, args->top, args->a, a, args->b, b), format);
     exit_code = 0;
   });

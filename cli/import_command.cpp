@@ -13,6 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "report/import_tables.hpp"
+#include "report/json_envelope.hpp"
 #include "report/table.hpp"
 #include "base/error.hpp"
 #include "base/file_pool.hpp"
@@ -64,7 +65,7 @@ void write_one(const trace::Trace& t, const fs::path& out) {
 // any error are the same whatever order the threads finish in.
 using EmitTrace = std::function<void(size_t, const trace::Trace&, const fs::path&, const std::string&)>;
 void import_directory(const std::function<void(const EmitTrace&)>& produce, const fs::path& out, bool force,
-                      std::vector<report::Table>& tables) {
+                      report::ImportResult& result) {
   std::error_code ec;
   const bool exists = fs::exists(fs::symlink_status(out, ec));
   if (exists && !fs::is_directory(out, ec)) fail("{}: exists and is not a run directory", out.string());
@@ -123,8 +124,16 @@ void import_directory(const std::function<void(const EmitTrace&)>& produce, cons
   } else {
     tmp.commit_to(out);
   }
-  if (tables.empty()) tables.emplace_back("Import", std::vector<std::string>{"note"});
-  tables.back().add_note(fmt::format("wrote {} trace(s) to {}", names.size(), out.string()));
+  result.output = out.string();
+  result.run_directory = true;
+  result.traces_written = names.size();
+}
+
+// What the import report keeps of each trace of an nsys export.
+std::vector<report::ImportedTrace> imported_traces(const std::vector<trace::Trace>& traces) {
+  std::vector<report::ImportedTrace> out;
+  for (const auto& t : traces) out.push_back(report::ImportedTrace::of(t));
+  return out;
 }
 
 struct ImportArgs {
@@ -132,16 +141,16 @@ struct ImportArgs {
   bool force = false;
 };
 
-// A folder of Kineto traces: one rank per thread; each rank's tables keep the files' order.
-std::vector<report::Table> import_kineto_directory(const ImportArgs& a, const fs::path& in,
-                                                   const trace::DetectedInput& detected) {
+// A folder of Kineto traces: one rank per thread; each rank's report keeps the files' order.
+report::ImportResult import_kineto_directory(const ImportArgs& a, const fs::path& in,
+                                             const trace::DetectedInput& detected) {
   fs::path out = a.output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(a.output);
   trace::check_output(out, {in}, true);  // an existing run directory: import_directory decides (--force)
-  std::vector<report::Table> tables;
+  report::ImportResult result{.input = a.input};
   import_directory(
       [&](const EmitTrace& emit) {
         const auto& files = detected.files;
-        std::vector<std::vector<report::Table>> file_tables(files.size());
+        result.kineto.resize(files.size());
         const unsigned threads = trace::threads_for_files(files.size(), trace::kineto_import_memory_bytes(files));
         // One scratch per worker: its next rank reuses the buffers the last one touched.
         std::vector<trace::KinetoImportScratch> scratch(threads);
@@ -149,34 +158,32 @@ std::vector<report::Table> import_kineto_directory(const ImportArgs& a, const fs
           trace::ImportReport rep;
           trace::Trace t = trace::import_kineto_file(files[i], &rep, {}, &scratch[worker]);
           emit(i, t, files[i], t.meta.rank >= 0 ? fmt::format("rank{}", t.meta.rank) : stem_of(files[i]));
-          file_tables[i] = report::import_tables(rep, t);
+          result.kineto[i] = {std::move(rep), report::ImportedTrace::of(t)};
         });
-        for (auto& file : file_tables)
-          for (auto& tab : file) tables.push_back(std::move(tab));
       },
-      out, a.force, tables);
-  return tables;
+      out, a.force, result);
+  return result;
 }
 
 // One Kineto trace: one .sstrace, replaced when it exists (documented); never the input.
-std::vector<report::Table> import_kineto_json(const ImportArgs& a, const fs::path& in) {
+report::ImportResult import_kineto_json(const ImportArgs& a, const fs::path& in) {
   fs::path out = a.output.empty() ? in.parent_path() / (stem_of(in) + std::string(trace::kTraceFileExtension))
                                   : fs::path(a.output);
   trace::check_output(out, {in}, true);
   trace::ImportReport rep;
   trace::Trace t = trace::import_kineto_file(in, &rep);
   write_one(t, out);
-  std::vector<report::Table> tables = report::import_tables(rep, t);
-  tables.back().add_note(fmt::format("wrote {}", out.string()));
-  return tables;
+  report::ImportResult result{.input = a.input, .output = out.string(), .traces_written = 1};
+  result.kineto.push_back({std::move(rep), report::ImportedTrace::of(t)});
+  return result;
 }
 
 // A folder of nsys exports: each file's processes, one trace each.
-std::vector<report::Table> import_nsys_directory(const ImportArgs& a, const fs::path& in,
-                                                 const trace::DetectedInput& detected) {
+report::ImportResult import_nsys_directory(const ImportArgs& a, const fs::path& in,
+                                           const trace::DetectedInput& detected) {
   fs::path out = a.output.empty() ? fs::path(in.string() + std::string(trace::kRunDirExtension)) : fs::path(a.output);
   trace::check_output(out, {in}, true);
-  std::vector<report::Table> tables;
+  report::ImportResult result{.input = a.input};
   import_directory(
       [&](const EmitTrace& emit) {
         size_t order = 0;
@@ -184,27 +191,29 @@ std::vector<report::Table> import_nsys_directory(const ImportArgs& a, const fs::
           trace::NsysImportReport rep;
           std::vector<trace::Trace> traces = trace::import_nsys_file(f, &rep);
           for (const auto& t : traces) emit(order++, t, f, trace_name(t, stem_of(f), traces.size() > 1));
-          for (auto& tab : report::nsys_import_tables(rep, traces)) tables.push_back(std::move(tab));
+          result.nsys.push_back({std::move(rep), imported_traces(traces)});
         }
       },
-      out, a.force, tables);
-  return tables;
+      out, a.force, result);
+  return result;
 }
 
 // One nsys export: one .sstrace, or a run directory when several processes
 // had CUDA activity (nsys profile mpirun ...), one trace per rank.
-std::vector<report::Table> import_nsys_sqlite(const ImportArgs& a, const fs::path& in) {
+report::ImportResult import_nsys_sqlite(const ImportArgs& a, const fs::path& in) {
   trace::NsysImportReport rep;
   std::vector<trace::Trace> traces = trace::import_nsys_file(in, &rep);
-  std::vector<report::Table> tables = report::nsys_import_tables(rep, traces);
+  report::ImportResult result{.input = a.input};
+  result.nsys.push_back({std::move(rep), imported_traces(traces)});
   const std::string stem = stem_of(in);
   if (traces.size() == 1) {
     fs::path out = a.output.empty() ? in.parent_path() / (stem + std::string(trace::kTraceFileExtension))
                                     : fs::path(a.output);
     trace::check_output(out, {in}, true);
     write_one(traces[0], out);
-    tables.back().add_note(fmt::format("wrote {}", out.string()));
-    return tables;
+    result.output = out.string();
+    result.traces_written = 1;
+    return result;
   }
   fs::path out =
       a.output.empty() ? in.parent_path() / (stem + std::string(trace::kRunDirExtension)) : fs::path(a.output);
@@ -216,11 +225,11 @@ std::vector<report::Table> import_nsys_sqlite(const ImportArgs& a, const fs::pat
       [&](const EmitTrace& emit) {
         for (size_t i = 0; i < traces.size(); ++i) emit(i, traces[i], in, trace_name(traces[i], stem, true));
       },
-      out, a.force, tables);
-  return tables;
+      out, a.force, result);
+  return result;
 }
 
-std::vector<report::Table> import_input(const ImportArgs& a) {
+report::ImportResult import_input(const ImportArgs& a) {
   const fs::path in(a.input);
   const trace::DetectedInput detected = trace::detect_input(in);
   trace::warn_skipped_files(in, detected);
@@ -255,7 +264,10 @@ void add_import_command(CLI::App& app, int& exit_code) {
       "replace an existing output run directory (a single .sstrace output is always replaced; an input never)");
   cmd->callback([opts, &exit_code] {
     const auto format = *report::parse_output_format(opts->format);
-    report::print_tables(std::cout, "import", import_input(*opts), format);
+    const report::ImportResult result = import_input(*opts);
+    if (format == report::OutputFormat::kJson)  // typed: the importers' reports and what was written
+      std::cout << report::json_text(report::json_envelope("import", report::import_json(result)), 2) << "\n";
+    else report::print_tables(std::cout, "import", report::import_tables(result), format);
     exit_code = 0;
   });
 }

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/usage_error.hpp"
 #include "collect/host_facts.hpp"
+#include "report/json_envelope.hpp"
 #include "report/table.hpp"
 #include "report/topo_tables.hpp"
 
@@ -26,8 +27,11 @@ void add_topo_command(CLI::App& app, int& exit_code) {
     if (!std::filesystem::is_directory(*sys_root, ec))
       fail_usage("--sys-root {}: {}", *sys_root,
                  std::filesystem::exists(*sys_root, ec) ? "not a directory" : "no such directory");
-    report::print_tables(std::cout, "topo", report::topo_tables(collect::read_host_topology(*sys_root), *sys_root),
-                         *report::parse_output_format(*format));
+    const collect::HostTopology host = collect::read_host_topology(*sys_root);
+    const auto output = *report::parse_output_format(*format);
+    if (output == report::OutputFormat::kJson)  // typed: the host's facts, CPUs as numbers
+      std::cout << report::json_text(report::json_envelope("topo", report::topo_json(host, *sys_root)), 2) << "\n";
+    else report::print_tables(std::cout, "topo", report::topo_tables(host, *sys_root), output);
     exit_code = 0;
   });
 }

@@ -141,4 +141,8 @@ report::Table found_table(const std::vector<std::string>& findings,
   return t;
 }
 
+nlohmann::json demo_json(const DemoReport& found) {
+  return {{"findings", found.highlights}, {"report", std::filesystem::absolute(found.report).string()}};
+}
+
 }  // namespace scalescope::demo

@@ -29,6 +29,14 @@ TEST(DemoReport, FoundTableHasFindingsThenFiles) {
   EXPECT_EQ(j["rows"][2]["text"], "/tmp/x/report.html");
 }
 
+// --format json: the findings and the page's path, typed.
+TEST(DemoReport, FoundJsonIsTyped) {
+  const nlohmann::json j = demo_json({.report = "/tmp/x/report.html", .highlights = {"rank 1 is late", "copies"}});
+  EXPECT_EQ(j, nlohmann::json({{"findings", {"rank 1 is late", "copies"}}, {"report", "/tmp/x/report.html"}}));
+  EXPECT_EQ(demo_json({.report = "rel/report.html", .highlights = {}})["report"],
+            (fs::current_path() / "rel/report.html").string());
+}
+
 // The report is never written inside the study folder it reads: refused
 // before anything is read or written, naming the file.
 TEST(DemoReport, NeverWritesInsideTheStudyItReads) {

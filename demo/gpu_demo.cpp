@@ -379,4 +379,12 @@ GpuDemoResult run_gpu_demo(const GpuDemoOptions& o, const GpuDemoHost& host) {
   return result;
 }
 
+nlohmann::json gpu_demo_json(const GpuDemoResult& result) {
+  return {{"findings", result.lines},
+          {"sweep", fs::absolute(result.database).string()},
+          {"report", fs::absolute(result.report).string()},
+          {"runs", result.runs},
+          {"runs_ok", result.ok}};
+}
+
 }  // namespace scalescope::demo

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sweep/sweep.hpp"
 
 namespace scalescope::demo {
@@ -92,5 +94,9 @@ struct GpuDemoResult {
 // count. Throws Error with one line for each thing that stops it; a run that
 // fails is named with its log. Progress goes to stderr.
 GpuDemoResult run_gpu_demo(const GpuDemoOptions& options, const GpuDemoHost& host);
+
+// What the GPU demo found, for --format json: {"findings": [line, ...],
+// "sweep", "report" (absolute paths), "runs", "runs_ok"}.
+nlohmann::json gpu_demo_json(const GpuDemoResult& result);
 
 }  // namespace scalescope::demo

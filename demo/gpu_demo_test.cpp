@@ -255,5 +255,21 @@ TEST_F(GpuDemoTest, RunsTheSweepAndWritesTheReportWithFakes) {
   ::setenv("ASAN_OPTIONS", old_asan.c_str(), 1);
 }
 
+// --format json: what the GPU demo found and wrote, typed, its run counts as numbers.
+TEST(GpuDemoJson, FindingsPathsAndRunCounts) {
+  GpuDemoResult r;
+  r.database = "/tmp/g/gpu-sweep.db";
+  r.report = "/tmp/g/report.html";
+  r.lines = {"2 GPUs: 1.8x faster"};
+  r.runs = 4;
+  r.ok = 3;
+  const nlohmann::json j = gpu_demo_json(r);
+  EXPECT_EQ(j["findings"], nlohmann::json({"2 GPUs: 1.8x faster"}));
+  EXPECT_EQ(j["sweep"], "/tmp/g/gpu-sweep.db");
+  EXPECT_EQ(j["report"], "/tmp/g/report.html");
+  EXPECT_EQ(j["runs"], 4);
+  EXPECT_EQ(j["runs_ok"], 3);
+}
+
 }  // namespace
 }  // namespace scalescope::demo

@@ -1,9 +1,13 @@
-// The tables `scalescope import` prints: what became of each part of the input.
+// What `scalescope import` made of its input: its tables and its JSON, from
+// the importers' reports.
 #include "report/import_tables.hpp"
 
-#include <string>
+#include <algorithm>
 
 #include <fmt/format.h>
+
+#include "base/json_fields.hpp"
+#include "trace/model/table_columns.hpp"
 
 namespace scalescope::report {
 namespace {
@@ -12,34 +16,27 @@ namespace {
 // without torch.distributed, an nsys export of an MPI job).
 std::string known(int64_t v) { return v >= 0 ? std::to_string(v) : std::string("unknown"); }
 
-}  // namespace
+nlohmann::json known_or_null(int64_t v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
-std::vector<Table> import_tables(const trace::ImportReport& rep, const trace::Trace& t) {
+std::vector<Table> kineto_tables(const trace::ImportReport& rep, const ImportedTrace& t) {
   Table cats(fmt::format("Imported {} ({} bytes of JSON, {} events)", rep.input, rep.json_bytes, rep.events),
              {"cat", "ph", "events", "mapped_to"});
   cats.set_id("imported_categories");
   for (const auto& c : rep.categories) cats.add_row({c.cat, c.ph, static_cast<int64_t>(c.events), c.mapped_to});
   Table tables("Trace tables", {"table", "rows"});
-  auto row = [&](const char* name, size_t n) { tables.add_row({std::string(name), static_cast<int64_t>(n)}); };
-  row("kernels", t.kernels.size());
-  row("nccl", t.nccl.size());
-  row("memcpy", t.memcpys.size());
-  row("memset", t.memsets.size());
-  row("api", t.api.size());
-  row("sync", t.syncs.size());
-  row("nvtx", t.nvtx.size());
+  auto row = [&](const char* name, uint64_t n) { tables.add_row({std::string(name), static_cast<int64_t>(n)}); };
+  for (const char* name : {"kernels", "nccl", "memcpy", "memset", "api", "sync", "nvtx"}) row(name, t.rows_of(name));
   row("flows (not stored)", rep.flows);
   row("metadata kept", rep.metadata_kept);
   row("metadata dropped", rep.metadata_dropped);
   row("counted only", rep.ignored);
   row("unknown", rep.unknown);
   row("malformed", rep.malformed);
-  tables.add_note(fmt::format("rank {}, world size {}, {} device(s)", known(t.meta.rank), known(t.meta.world_size),
-                              t.meta.devices.size()));
+  tables.add_note(fmt::format("rank {}, world size {}, {} device(s)", known(t.rank), known(t.world_size), t.devices));
   return {std::move(cats), std::move(tables)};
 }
 
-std::vector<Table> nsys_import_tables(const trace::NsysImportReport& rep, const std::vector<trace::Trace>& traces) {
+std::vector<Table> nsys_tables(const trace::NsysImportReport& rep, const std::vector<ImportedTrace>& traces) {
   Table tabs(fmt::format("Imported {} (Nsight Systems {}, export schema {})", rep.input,
                          rep.product_version.empty() ? "version not recorded" : rep.product_version,
                          rep.schema_version.empty() ? "not recorded" : rep.schema_version),
@@ -90,9 +87,96 @@ std::vector<Table> nsys_import_tables(const trace::NsysImportReport& rep, const 
                    static_cast<int64_t>(p.memsets), static_cast<int64_t>(p.api), static_cast<int64_t>(p.syncs),
                    static_cast<int64_t>(p.nvtx)});
   for (const auto& t : traces)
-    procs.add_note(fmt::format("pid {}: {} device(s), world size {}", t.meta.pid, t.meta.devices.size(),
-                               known(t.meta.world_size)));
+    procs.add_note(fmt::format("pid {}: {} device(s), world size {}", t.pid, t.devices, known(t.world_size)));
   return {std::move(tabs), std::move(rows), std::move(procs)};
+}
+
+}  // namespace
+
+ImportedTrace ImportedTrace::of(const trace::Trace& t) {
+  ImportedTrace out{.pid = t.meta.pid,
+                    .rank = t.meta.rank,
+                    .world_size = t.meta.world_size,
+                    .devices = t.meta.devices.size(),
+                    .rows = {}};
+  trace::for_each_trace_table(t, [&](const auto& table) {
+    using TableT = std::remove_cvref_t<decltype(table)>;
+    out.rows.emplace_back(std::string(trace::TableColumns<TableT>::name), table.size());
+  });
+  return out;
+}
+
+uint64_t ImportedTrace::rows_of(std::string_view table) const {
+  const auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == table; });
+  return it == rows.end() ? 0 : it->second;
+}
+
+std::vector<Table> import_tables(const ImportResult& result) {
+  std::vector<Table> tables;
+  for (const auto& k : result.kineto)
+    for (auto& t : kineto_tables(k.report, k.trace)) tables.push_back(std::move(t));
+  for (const auto& n : result.nsys)
+    for (auto& t : nsys_tables(n.report, n.traces)) tables.push_back(std::move(t));
+  if (result.run_directory) {
+    if (tables.empty()) tables.emplace_back("Import", std::vector<std::string>{"note"});
+    tables.back().add_note(fmt::format("wrote {} trace(s) to {}", result.traces_written, result.output));
+  } else if (!tables.empty()) {
+    tables.back().add_note(fmt::format("wrote {}", result.output));
+  }
+  return tables;
+}
+
+nlohmann::json import_report_json(const trace::ImportReport& r) {
+  nlohmann::json cats = nlohmann::json::array();
+  for (const auto& c : r.categories) cats.push_back(SCALESCOPE_JSON_FIELDS(c, cat, ph, events, mapped_to));
+  return json_with(SCALESCOPE_JSON_FIELDS(r, input, json_bytes, events, flows, metadata_kept, metadata_dropped, ignored,
+                                          unknown, malformed),
+                   {{"categories", std::move(cats)}});
+}
+
+nlohmann::json nsys_import_report_json(const trace::NsysImportReport& r) {
+  nlohmann::json tables = nlohmann::json::array();
+  for (const auto& t : r.tables)
+    tables.push_back(json_with(SCALESCOPE_JSON_FIELDS(t, name, present, rows, mapped_to),
+                               {{"kept", t.read ? nlohmann::json(t.kept) : nlohmann::json(nullptr)},
+                                {"dropped", t.read ? nlohmann::json(t.dropped) : nlohmann::json(nullptr)}}));
+  nlohmann::json processes = nlohmann::json::array();
+  for (const auto& p : r.processes)
+    processes.push_back(
+        SCALESCOPE_JSON_FIELDS(p, pid, name, rank, rank_source, kernels, nccl, memcpys, memsets, api, syncs, nvtx));
+  return json_with(SCALESCOPE_JSON_FIELDS(r, input, product_version, schema_version, other_processes, runtime_calls,
+                                          driver_calls, backtrace_rows, other_class_rows, nvtx_ranges, nvtx_marks,
+                                          nvtx_domain_rows, nvtx_thread_names, nvtx_other, nvtx_payloads, nccl_payloads,
+                                          nccl_bytes_joined, unclosed_ranges, dropped, malformed, invalid_utf8,
+                                          gpu_metric_samples, cpu_samples, sched_events, osrt_calls),
+                   {{"tables", std::move(tables)}, {"processes", std::move(processes)}});
+}
+
+nlohmann::json imported_trace_json(const ImportedTrace& t) {
+  nlohmann::json rows = nlohmann::json::object();
+  for (const auto& [table, n] : t.rows) rows[table] = n;
+  return {{"pid", t.pid},
+          {"rank", known_or_null(t.rank)},
+          {"world_size", known_or_null(t.world_size)},
+          {"devices", t.devices},
+          {"rows", std::move(rows)}};
+}
+
+nlohmann::json import_json(const ImportResult& result) {
+  nlohmann::json kineto = nlohmann::json::array(), nsys = nlohmann::json::array();
+  for (const auto& k : result.kineto)
+    kineto.push_back({{"report", import_report_json(k.report)}, {"trace", imported_trace_json(k.trace)}});
+  for (const auto& n : result.nsys) {
+    nlohmann::json traces = nlohmann::json::array();
+    for (const auto& t : n.traces) traces.push_back(imported_trace_json(t));
+    nsys.push_back({{"report", nsys_import_report_json(n.report)}, {"traces", std::move(traces)}});
+  }
+  return {{"input", result.input},
+          {"output", result.output},
+          {"run_directory", result.run_directory},
+          {"traces_written", result.traces_written},
+          {"kineto", std::move(kineto)},
+          {"nsys", std::move(nsys)}};
 }
 
 }  // namespace scalescope::report

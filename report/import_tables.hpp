@@ -1,10 +1,19 @@
 #pragma once
-// The tables `scalescope import` prints: what became of each part of a
-// Kineto trace or an Nsight Systems export, from the importers' reports.
+// What `scalescope import` made of its input, typed, and drawn once: the
+// tables of the terminal and CSV, and the JSON of `import --format json` and
+// of the C library's run info (one definition of an import report's JSON).
 //
-//   for (const auto& t : report::import_tables(rep, trace)) t.print(std::cout);
+//   report::ImportResult r{.input = "trace.json.gz"};
+//   r.kineto.push_back({rep, report::ImportedTrace::of(trace)});
+//   report::print_tables(std::cout, "import", report::import_tables(r), format);
 
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "report/table.hpp"
 #include "trace/import/kineto_importer.hpp"
@@ -12,11 +21,63 @@
 
 namespace scalescope::report {
 
-// A Kineto trace: its event categories and what each became, then the rows
-// of each trace table and what was counted, dropped or malformed.
-std::vector<Table> import_tables(const trace::ImportReport& rep, const trace::Trace& t);
-// An nsys export: what became of each of its tables and kinds of rows, and
-// one row per traced process.
-std::vector<Table> nsys_import_tables(const trace::NsysImportReport& rep, const std::vector<trace::Trace>& traces);
+// What an import report says of one trace it made, kept once the trace
+// itself is written and freed.
+struct ImportedTrace {
+  uint32_t pid = 0;
+  int32_t rank = -1, world_size = -1;  // -1: the trace does not say
+  size_t devices = 0;
+  std::vector<std::pair<std::string, uint64_t>> rows;  // rows per trace table, by name, in export order
+
+  static ImportedTrace of(const trace::Trace& t);
+  uint64_t rows_of(std::string_view table) const;  // 0 for a table it does not name
+};
+
+struct KinetoImport {
+  trace::ImportReport report;
+  ImportedTrace trace;
+};
+
+struct NsysImport {
+  trace::NsysImportReport report;
+  std::vector<ImportedTrace> traces;  // one per process with CUDA activity, in the report's order
+};
+
+// One import: Kineto files or nsys exports (one kind), in input order, and
+// what was written.
+struct ImportResult {
+  std::string input;
+  std::vector<KinetoImport> kineto;
+  std::vector<NsysImport> nsys;
+  std::string output;          // the .sstrace or .ssrun written
+  bool run_directory = false;  // output is a run directory of traces_written traces
+  size_t traces_written = 0;
+};
+
+// Every table of the import, in the order `import` prints them: per Kineto
+// file its event categories and the rows of each trace table; per nsys
+// export what became of its tables and kinds of rows, and its processes.
+// The last table's notes say what was written.
+std::vector<Table> import_tables(const ImportResult& result);
+
+// {"input", "output", "run_directory", "traces_written",
+//  "kineto": [{"report": import_report_json, "trace": imported_trace_json}],
+//  "nsys": [{"report": nsys_import_report_json, "traces": [imported_trace_json]}]}
+nlohmann::json import_json(const ImportResult& result);
+
+// {"input", "json_bytes", "events", "categories": [{"cat", "ph", "events",
+// "mapped_to"}], "flows", "metadata_kept", "metadata_dropped", "ignored",
+// "unknown", "malformed"}
+nlohmann::json import_report_json(const trace::ImportReport& report);
+// {"input", "product_version", "schema_version" ("" where not recorded),
+// "tables": [{"name", "present", "rows", "kept", "dropped" (null for tables
+// not read row by row), "mapped_to"}], "processes": [{"pid", "name", "rank",
+// "rank_source", "kernels", "nccl", "memcpys", "memsets", "api", "syncs",
+// "nvtx"}], "other_processes", then the rows by kind (runtime_calls,
+// driver_calls, ..., osrt_calls)}
+nlohmann::json nsys_import_report_json(const trace::NsysImportReport& report);
+// {"pid", "rank", "world_size" (null when the trace does not say),
+// "devices", "rows": {table: rows}}
+nlohmann::json imported_trace_json(const ImportedTrace& trace);
 
 }  // namespace scalescope::report

@@ -4,7 +4,8 @@
 // formatted; no computation here). The HTML report's MLPerf section draws the
 // same mlperf::MlperfScaling.
 //
-//   report::print_tables(std::cout, report::mlperf_scaling_tables(mlperf::analyze(runs, {})), OutputFormat::kJson);
+//   report::print_tables(std::cout, "mlperf analyze", report::mlperf_scaling_tables(mlperf::analyze(runs, {})),
+//                        OutputFormat::kCsv);  // JSON: the typed mlperf::MlperfScaling itself
 
 #include <vector>
 

@@ -16,6 +16,50 @@ namespace {
 Cell num(double v) { return std::isfinite(v) ? Cell(v) : Cell(); }
 Cell opt_int(const std::optional<int>& v) { return v ? Cell(int64_t{*v}) : Cell(); }
 
+using RowCell = Cell (*)(const scaling::ScalingRow&, const sweep::ScalingStudy&);
+
+// A scaling row's columns, once, for `scaling`'s table of every
+// configuration and the page's table of one: the column as `scaling` prints
+// it, the page's header for it (nullptr: the page, which sets it beside its
+// charts, leaves it out) and digits, and the cell; page_cell where the page
+// shows the value otherwise.
+struct RowColumn {
+  Column column;
+  const char* page_name;
+  int page_digits;
+  RowCell cell;
+  RowCell page_cell = nullptr;
+};
+
+// Time columns keep 4 significant figures on the terminal (a 0.6 ms step
+// would show as 0.0006 with fixed decimals); CSV and JSON keep every digit.
+const std::vector<RowColumn>& row_columns() {
+  using Row = scaling::ScalingRow;
+  using Study = sweep::ScalingStudy;
+  static const std::vector<RowColumn> columns = {
+      {Column("gpus"), "GPUs", 3, [](const Row& r, const Study&) { return Cell(int64_t{r.gpus}); }},
+      {Column("n"), "runs", 3, [](const Row& r, const Study&) { return Cell(static_cast<int64_t>(r.time.n)); }},
+      {Column::significant("median", 4), "median s", 4, [](const Row& r, const Study&) { return Cell(r.time.median); }},
+      {Column::significant("ci_low", 4), "CI low", 4, [](const Row& r, const Study&) { return num(r.time.ci_low); }},
+      {Column::significant("ci_high", 4), "CI high", 4, [](const Row& r, const Study&) { return num(r.time.ci_high); }},
+      {Column("speedup"), "speedup", 3, [](const Row& r, const Study&) { return Cell(r.speedup); }},
+      {Column("speedup_low"), nullptr, 0, [](const Row& r, const Study&) { return num(r.speedup_low); }},
+      {Column("speedup_high"), nullptr, 0, [](const Row& r, const Study&) { return num(r.speedup_high); }},
+      {Column("efficiency"), "E'", 3, [](const Row& r, const Study&) { return Cell(r.efficiency); }},
+      {Column("efficiency_low"), "E' low", 3, [](const Row& r, const Study&) { return num(r.efficiency_low); }},
+      {Column("efficiency_high"), "E' high", 3, [](const Row& r, const Study&) { return num(r.efficiency_high); }},
+      {Column::significant("gpu_hours", 4), "GPU-hours", 5,
+       [](const Row& r, const Study& s) { return s.seconds ? Cell(r.gpu_hours) : Cell(); }},
+      {Column::significant("energy_j", 4), nullptr, 0,
+       [](const Row& r, const Study&) { return r.energy_j ? Cell(r.energy_j->median) : Cell(); }},
+      {Column::significant("cost", 4), nullptr, 0,
+       [](const Row& r, const Study& s) { return r.cost && s.seconds ? Cell(*r.cost) : Cell(); }},
+      {Column("pareto"), "Pareto", 3, [](const Row& r, const Study&) { return Cell(r.pareto); },
+       [](const Row& r, const Study&) { return Cell(std::string(r.pareto ? "yes" : "")); }},  // the page: yes or blank
+  };
+  return columns;
+}
+
 }  // namespace
 
 Table scaling_runs_table(const sweep::ScalingStudy& s) {
@@ -39,26 +83,20 @@ Table scaling_main_table(const sweep::ScalingStudy& s) {
       : s.samples_per_gpu_step
           ? fmt::format("weak scaling: time per sample = value / (N x {:g})", *s.samples_per_gpu_step)
           : std::string("weak scaling: time per unit of work = value / N, a unit being one GPU's step");
-  // Time columns keep 4 significant figures on the terminal (a 0.6 ms step
-  // would show as 0.0006 with fixed decimals); CSV and JSON keep every digit.
-  Table main(
-      fmt::format("Scaling of {} ({}; {})", s.metric, kind, s.seconds ? "seconds" : "units of the metric"),
-      std::vector<Column>{Column("config"), Column("gpus"), Column("n"), Column::significant("median", 4),
-                          Column::significant("ci_low", 4), Column::significant("ci_high", 4), Column("speedup"),
-                          Column("speedup_low"), Column("speedup_high"), Column("efficiency"), Column("efficiency_low"),
-                          Column("efficiency_high"), Column::significant("gpu_hours", 4),
-                          Column::significant("energy_j", 4), Column::significant("cost", 4), Column("pareto")});
+  std::vector<Column> columns{Column("config")};
+  for (const auto& col : row_columns()) columns.push_back(col.column);
+  Table main(fmt::format("Scaling of {} ({}; {})", s.metric, kind, s.seconds ? "seconds" : "units of the metric"),
+             std::move(columns));
   for (const auto& c : s.configs) {
     if (!c.table) {
       main.add_note(fmt::format("{}: {}; left out", c.label, c.left_out));
       continue;
     }
-    for (const auto& r : c.table->rows)
-      main.add_row({c.label, int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median, num(r.time.ci_low),
-                    num(r.time.ci_high), r.speedup, num(r.speedup_low), num(r.speedup_high), r.efficiency,
-                    num(r.efficiency_low), num(r.efficiency_high), s.seconds ? Cell(r.gpu_hours) : Cell(),
-                    r.energy_j ? Cell(r.energy_j->median) : Cell(), r.cost && s.seconds ? Cell(*r.cost) : Cell(),
-                    r.pareto});
+    for (const auto& r : c.table->rows) {
+      std::vector<Cell> cells{c.label};
+      for (const auto& col : row_columns()) cells.push_back(col.cell(r, s));
+      main.add_row(std::move(cells));
+    }
   }
   for (const auto& n : s.work_notes) main.add_note(n);
   if (s.weak_asked && s.higher_is_better)
@@ -78,15 +116,16 @@ Table scaling_main_table(const sweep::ScalingStudy& s) {
 
 Table scaling_config_table(const sweep::ConfigScaling& config, const sweep::ScalingStudy& study) {
   const scaling::ScalingTable& table = *config.table;
-  Table t(fmt::format("Scaling: {}", config.label),
-          {Column("GPUs"), Column("runs"), Column("median s", 4), Column("CI low", 4), Column("CI high", 4),
-           Column("speedup", 3), Column("E'", 3), Column("E' low", 3), Column("E' high", 3), Column("GPU-hours", 5),
-           Column("Pareto")});
-  for (const auto& r : table.rows)
-    t.add_row({int64_t{r.gpus}, static_cast<int64_t>(r.time.n), r.time.median, num(r.time.ci_low), num(r.time.ci_high),
-               r.speedup, r.efficiency, num(r.efficiency_low), num(r.efficiency_high),
-               study.seconds ? Cell(r.gpu_hours) : Cell(),  // as `scaling` shows them
-               std::string(r.pareto ? "yes" : "")});        // the page's table: yes or blank
+  std::vector<Column> columns;
+  for (const auto& col : row_columns())
+    if (col.page_name) columns.emplace_back(col.page_name, col.page_digits);
+  Table t(fmt::format("Scaling: {}", config.label), std::move(columns));
+  for (const auto& r : table.rows) {
+    std::vector<Cell> cells;
+    for (const auto& col : row_columns())
+      if (col.page_name) cells.push_back((col.page_cell ? col.page_cell : col.cell)(r, study));
+    t.add_row(std::move(cells));
+  }
   t.add_note("CIs: " + table.ci_method);
   if (!study.seconds) t.add_note("The metric is not in seconds, so GPU-hours are not shown.");
   if (study.weak) t.add_note("Weak scaling: the times are per unit of work, so E' = T(ref)/T(N) per step.");

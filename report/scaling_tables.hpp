@@ -3,7 +3,8 @@
 // (sweep/scaling_study.hpp): runs, scaling per configuration, break-even,
 // comparisons, predictions. The HTML report draws the same object.
 //
-//   report::print_tables(std::cout, report::scaling_tables(sweep::study_scaling(stored, {})), OutputFormat::kCsv);
+//   report::print_tables(std::cout, "scaling", report::scaling_tables(sweep::study_scaling(stored, {})),
+//                        OutputFormat::kCsv);  // JSON: the typed sweep::ScalingStudy itself
 
 #include <optional>
 #include <vector>
@@ -26,7 +27,8 @@ std::vector<Table> scaling_tables(const sweep::ScalingStudy& study);
 Table scaling_runs_table(const sweep::ScalingStudy& study);
 Table scaling_main_table(const sweep::ScalingStudy& study);
 // One configuration's rows as the HTML report shows them beside its charts
-// ("Scaling: <label>"); config.table must be set.
+// ("Scaling: <label>"): the main table's columns the page keeps, under the
+// page's headers (one column list for both); config.table must be set.
 Table scaling_config_table(const sweep::ConfigScaling& config, const sweep::ScalingStudy& study);
 Table scaling_break_even_table(const sweep::ScalingStudy& study);
 Table scaling_comparison_table(const sweep::ScalingStudy& study);

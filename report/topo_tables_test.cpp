@@ -37,6 +37,36 @@ TEST(TopoTables, CpusAndGpusByNode) {
   EXPECT_FALSE(summary.contains("notes"));
 }
 
+// The JSON of the same host: CPUs as lists of numbers, the device id a
+// number, a node the platform does not report as null.
+TEST(TopoTables, JsonIsTyped) {
+  collect::HostTopology host;
+  host.hostname = "node7";
+  host.cpus_online = 4;
+  host.node_of_cpu = {0, 0, 1, 1};
+  host.cpus_allowed = {1, 2};
+  host.gpus = {{"0000:19:00.0", 0x2335, 1}, {"0000:3b:00.0", 0x2335, -1}};
+  host.memory_policy = "default";
+  const nlohmann::json j = topo_json(host, "/sys");
+  EXPECT_EQ(j["sys_root"], "/sys");
+  EXPECT_EQ(j["hostname"], "node7");
+  EXPECT_EQ(j["cpus_online"], 4);
+  EXPECT_EQ(j["cpus_allowed"], nlohmann::json({1, 2}));
+  EXPECT_EQ(j["memory_policy"], "default");
+  ASSERT_EQ(j["numa_nodes"].size(), 2u);
+  EXPECT_EQ(j["numa_nodes"][0],
+            nlohmann::json({{"node", 0}, {"cpus", {0, 1}}, {"cpus_allowed_here", {1}}, {"gpus", 0}}));
+  EXPECT_EQ(j["numa_nodes"][1]["cpus_allowed_here"], nlohmann::json({2}));
+  EXPECT_EQ(j["numa_nodes"][1]["gpus"], 1);
+  ASSERT_EQ(j["gpus"].size(), 2u);
+  EXPECT_EQ(j["gpus"][0]["pci_bus_id"], "0000:19:00.0");
+  EXPECT_EQ(j["gpus"][0]["pci_device_id"], 0x2335);
+  EXPECT_EQ(j["gpus"][0]["numa_node"], 1);
+  EXPECT_EQ(j["gpus"][0]["numa_node_cpus"], nlohmann::json({2, 3}));
+  EXPECT_TRUE(j["gpus"][1]["numa_node"].is_null());
+  EXPECT_TRUE(j["gpus"][1]["numa_node_cpus"].empty());
+}
+
 // A host without NUMA or GPU information says where it looked.
 TEST(TopoTables, SaysWhereItLookedWhenNothingIsThere) {
   const std::vector<Table> t = topo_tables(collect::HostTopology{}, "/captured/sys");
@@ -44,6 +74,9 @@ TEST(TopoTables, SaysWhereItLookedWhenNothingIsThere) {
   EXPECT_EQ(t[0].notes().at(0), "no NUMA information under /captured/sys/devices/system/node");
   EXPECT_TRUE(t[1].rows().empty());
   EXPECT_EQ(t[2].notes().at(0), "no NVIDIA GPU (vendor 0x10de) under /captured/sys/bus/pci/devices");
+  const nlohmann::json j = topo_json(collect::HostTopology{}, "/captured/sys");
+  EXPECT_TRUE(j["numa_nodes"].empty());
+  EXPECT_TRUE(j["gpus"].empty());
 }
 
 }  // namespace
