@@ -212,7 +212,9 @@ std::string printable(std::string_view s) {
 
 }  // namespace
 
-KernelClassifier KernelClassifier::from_file(const std::string& path) {
+KernelClassifier KernelClassifier::from_file(const std::string& path) { return parse(read_file(path), path); }
+
+std::string KernelClassifier::read_file(const std::string& path) {
   // O_NONBLOCK, then a regular-file check: a FIFO (or a device, a socket) is
   // refused at once instead of waiting for a writer or reading forever.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -234,7 +236,7 @@ KernelClassifier KernelClassifier::from_file(const std::string& path) {
   ::close(fd);
   if (got < 0) fail("cannot read kernel class rules file '{}' ({})", path, std::strerror(err));
   text.resize(static_cast<size_t>(got));
-  return parse(text, path);
+  return text;
 }
 
 KernelClassifier KernelClassifier::parse(std::string_view text, std::string_view source) {

@@ -45,6 +45,9 @@ class KernelClassifier {
   // communication, memory, synchronization); '#' starts a comment. The file's
   // rules take precedence over the built-in ones. Throws Error on bad lines.
   static KernelClassifier from_file(const std::string& path);
+  // The text of a rules file, read as from_file reads it (a regular file of
+  // at most kMaxRulesBytes; a FIFO or device is refused at once), not parsed.
+  static std::string read_file(const std::string& path);
   // The same rules from text already read; `source` names the input in errors
   // ("rules.txt:3: ..."). At most kMaxRules rules and kMaxRulesBytes of text.
   static KernelClassifier parse(std::string_view text, std::string_view source);

@@ -313,6 +313,27 @@ TEST(Capi, AnalysisKeptIsTheOneOfTheRequest) {
   ss_close(run);
 }
 
+// A dump written into the run directory after an analysis (trigger --dump,
+// PyTorch's flight recorder) is in the next one: the kept analysis is not reused.
+TEST(Capi, AnalysisKeptIsNotReusedOnceTheRunDirectoryChanged) {
+  const fs::path copy = fs::temp_directory_path() / ("capi_test_run_" + std::to_string(::getpid()) + ".ssrun");
+  fs::remove_all(copy);
+  fs::copy(kStudyRun, copy, fs::copy_options::recursive);
+  ss_run* run = ss_open(copy.c_str());
+  ASSERT_NE(run, nullptr) << ss_last_error();
+  const json before = json::parse(take(ss_analyze_json(run, nullptr, nullptr, nullptr, nullptr)));
+  EXPECT_FALSE(before["analysis"].contains("hang"));
+  EXPECT_EQ(json::parse(take(ss_analyze_json(run, nullptr, nullptr, nullptr, nullptr))), before);
+  fs::create_directories(copy / "control" / "flight_recorder");
+  fs::copy_file(std::string(SCALESCOPE_SOURCE_DIR) + "/tests/golden/analyze/flight_recorder_pytorch_2_11/rank_0",
+                copy / "control" / "flight_recorder" / "rank_0");
+  const json after = json::parse(take(ss_analyze_json(run, nullptr, nullptr, nullptr, nullptr)));
+  ASSERT_TRUE(after["analysis"].contains("hang"));
+  EXPECT_EQ(after["analysis"]["hang"]["flight_recorder"]["collective_seq_id"], 18);
+  ss_close(run);
+  fs::remove_all(copy);
+}
+
 // Run info's import reports are the JSON `import --format json` gives of each Kineto file.
 TEST(Capi, ImportReportsAreTheImportCommands) {
   ss_run* run = ss_open(kSample.c_str());

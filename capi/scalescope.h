@@ -15,8 +15,9 @@
  * returned as char* are UTF-8 JSON or text owned by the caller: free them with
  * ss_free(). Every JSON object returned is in the CLI's envelope:
  * {"schema_version", "command", ...the keys named below}. Column memory belongs to the run: valid until ss_close().
- * Calls on one run from several threads are safe (the run is read-only after
- * ss_open); ss_close must come after all of them. */
+ * Calls on one run from several threads are safe (its traces are read-only
+ * after ss_open; the analysis it keeps is swapped under a lock); ss_close
+ * must come after all of them. */
 #ifndef SCALESCOPE_CAPI_H
 #define SCALESCOPE_CAPI_H
 
@@ -87,7 +88,10 @@ SS_API int ss_rank_strings(ss_run* run, int rank, const char** blob, const int64
  * The run keeps the analysis of the last request: ss_analyze_json,
  * ss_analyze_tables_json and ss_diff_json asked for the same window,
  * iteration range and rules (a file's content) take it instead of analysing
- * the traces again. */
+ * the traces again, unless a file the analysis reads beside the traces (in
+ * a run directory: Python stacks and records, hang and flight-recorder
+ * dumps) was added or changed since. It holds that analysis until the next
+ * request or ss_close. */
 SS_API char* ss_analyze_json(ss_run* run, const char* window, const char* iteration_range, const char* classes_path,
                              const char* classes_text);
 /* `scalescope analyze --format json` of an open run (command "analyze"):

@@ -60,6 +60,10 @@ namespace {
 // edited file is read anew).
 struct AnalysisRequest {
   std::string window, iteration_range, rules, rules_source;
+  // What the run pipeline reads beside the traces (Python stacks and records,
+  // hang and flight-recorder dumps) as names, sizes and times: a dump written
+  // into the run directory after an analysis makes the next one new.
+  std::string side_files;
   bool operator==(const AnalysisRequest&) const = default;
 };
 
@@ -278,20 +282,44 @@ json problems_json(const trace::ProblemCounts& p) {
 
 std::string text_of(const char* s) { return s ? std::string(s) : std::string(); }
 
-// The request of an analysis; the rules of a file are read here (by the
-// classifier's own reader, which refuses FIFOs and oversized files) and
-// kept as text.
+// The files of a run directory the run pipeline reads beside the traces
+// (its top level and control/), each as name, size and modification time; ""
+// for a file input.
+std::string side_files_of(const std::string& input) {
+  std::error_code ec;
+  if (input.empty() || !fs::is_directory(input, ec)) return {};
+  std::string out;
+  const auto add = [&](const fs::directory_entry& e) {
+    std::error_code fec;
+    if (!e.is_regular_file(fec)) return;
+    const auto size = e.file_size(fec);
+    const auto time = e.last_write_time(fec).time_since_epoch().count();
+    out += fmt::format("{}\t{}\t{}\n", e.path().string(), fec ? 0 : size, fec ? 0 : time);
+  };
+  for (const auto& e : fs::directory_iterator(input, ec)) add(e);
+  const fs::path control = fs::path(input) / "control";
+  if (fs::is_directory(control, ec))
+    for (const auto& e : fs::recursive_directory_iterator(control, fs::directory_options::skip_permission_denied, ec))
+      add(e);
+  return out;
+}
+
+// The request of an analysis; the rules of a file are read once here (by the
+// classifier's own reader, which refuses FIFOs and oversized files), checked,
+// and kept as text.
 AnalysisRequest analysis_request(const char* window, const char* iteration_range, const char* classes_path,
                                  const char* classes_text) {
-  AnalysisRequest r{
-      .window = text_of(window), .iteration_range = text_of(iteration_range), .rules = {}, .rules_source = "classes"};
+  AnalysisRequest r{.window = text_of(window),
+                    .iteration_range = text_of(iteration_range),
+                    .rules = {},
+                    .rules_source = "classes",
+                    .side_files = {}};
   const std::string path = text_of(classes_path), text = text_of(classes_text);
   if (!path.empty() && !text.empty()) fail("kernel class rules: give a file or text, not both");
   if (!path.empty()) {
-    analyze::KernelClassifier::from_file(path);  // its errors: no such file, not a regular file, too large, bad lines
-    std::ifstream in(path, std::ios::binary);
-    r.rules.assign(std::istreambuf_iterator<char>(in), {});
+    r.rules = analyze::KernelClassifier::read_file(path);  // no such file, not a regular file, too large
     r.rules_source = path;
+    analyze::KernelClassifier::parse(r.rules, path);  // bad lines, named by the file
   } else {
     r.rules = text;
   }
@@ -308,7 +336,8 @@ analyze::Options analysis_options(const AnalysisRequest& r) {
 
 // The run's analysis and findings for `request`: the one it holds when it
 // was asked for the same, else a new one (then held in its place).
-std::shared_ptr<const RunAnalyzed> analyzed(ss_run* run, const AnalysisRequest& request) {
+std::shared_ptr<const RunAnalyzed> analyzed(ss_run* run, AnalysisRequest request) {
+  request.side_files = side_files_of(run->input);
   {
     std::lock_guard lock(run->analysis_mutex);
     if (run->analyzed && run->analyzed->request == request) return run->analyzed;

@@ -37,7 +37,7 @@ struct DemoReport {
 // through a temporary folder that is removed before it returns.
 DemoReport write_demo_report(const DemoReportOptions& options);
 
-// What a demo found, for --format csv|json: one row per finding ("finding",
+// What a demo found, for --format csv (demo_json is the JSON): one row per finding ("finding",
 // its sentence), then one per file (its item, e.g. "report", and path).
 report::Table found_table(const std::vector<std::string>& findings,
                           const std::vector<std::pair<std::string, std::string>>& files);

@@ -171,12 +171,8 @@ nlohmann::json import_json(const ImportResult& result) {
     for (const auto& t : n.traces) traces.push_back(imported_trace_json(t));
     nsys.push_back({{"report", nsys_import_report_json(n.report)}, {"traces", std::move(traces)}});
   }
-  return {{"input", result.input},
-          {"output", result.output},
-          {"run_directory", result.run_directory},
-          {"traces_written", result.traces_written},
-          {"kineto", std::move(kineto)},
-          {"nsys", std::move(nsys)}};
+  return json_with(SCALESCOPE_JSON_FIELDS(result, input, output, run_directory, traces_written),
+                   {{"kineto", std::move(kineto)}, {"nsys", std::move(nsys)}});
 }
 
 }  // namespace scalescope::report

@@ -20,7 +20,6 @@ Cell nsd(double v) { return v; }
 
 std::vector<Column> cols(std::initializer_list<ColumnSpec> spec) { return columns(spec); }
 
-
 }  // namespace
 
 std::vector<Table> node_tables(const analyze::RunAnalysis& run) {
@@ -100,7 +99,8 @@ std::vector<Table> node_tables(const analyze::RunAnalysis& run) {
     for (const auto& c : n.communicators) {
       std::vector<Cell> row = {c.name.empty() ? std::string("(from kernel names)") : c.name};
       if (groups_known)
-        row.push_back(c.group.empty() ? std::string("?") : fmt::format("{} ({})", c.group, trace::integer_ranges(c.group_ranks, ",")));
+        row.push_back(c.group.empty() ? std::string("?")
+                                      : fmt::format("{} ({})", c.group, trace::integer_ranges(c.group_ranks, ",")));
       for (Cell cell : std::initializer_list<Cell>{std::string(c.inter_node ? "inter-node" : "intra-node"),
                                                    int64_t{c.ranks}, int64_t{c.hosts}, c.collectives, ns(c.time_ns)})
         row.push_back(std::move(cell));

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json_fields.hpp"
 #include "collect/host_facts.hpp"
 
 namespace scalescope::report {
@@ -68,13 +69,8 @@ nlohmann::json topo_json(const collect::HostTopology& host, const std::string& s
                     {"pci_device_id", g.device_id},
                     {"numa_node", g.numa_node >= 0 ? nlohmann::json(g.numa_node) : nlohmann::json(nullptr)},
                     {"numa_node_cpus", CpusByNode::of(by_node.cpus, g.numa_node)}});
-  return {{"sys_root", sys_root},
-          {"hostname", host.hostname},
-          {"cpus_online", host.cpus_online},
-          {"cpus_allowed", host.cpus_allowed},
-          {"memory_policy", host.memory_policy},
-          {"numa_nodes", std::move(nodes)},
-          {"gpus", std::move(gpus)}};
+  return json_with(SCALESCOPE_JSON_FIELDS(host, hostname, cpus_online, cpus_allowed, memory_policy),
+                   {{"sys_root", sys_root}, {"numa_nodes", std::move(nodes)}, {"gpus", std::move(gpus)}});
 }
 
 }  // namespace scalescope::report

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "trace/model/nccl_kernel_name.hpp"
 #include "base/enum_names.hpp"
 #include "base/quantile.hpp"
+#include "trace/model/nccl_kernel_name.hpp"
 
 namespace scalescope::trace {
 namespace {
