@@ -14,9 +14,7 @@
 #include "report/progress.hpp"
 #include "trace/import/kineto_importer.hpp"
 #include "trace/model/synthetic_trace.hpp"
-#ifdef SCALESCOPE_REPORT_MLPERF
 #include "mlperf/mlperf.hpp"
-#endif
 
 namespace scalescope::demo {
 namespace {
@@ -104,10 +102,8 @@ void add_demo_data(report::HtmlReport& r, const fs::path& study, const std::stri
   progress.set_detail("synthetic run");
   r.add_run("synthetic 4-rank run (generated)", sample_run());
   progress.advance();
-#ifdef SCALESCOPE_REPORT_MLPERF
   progress.set_detail("MLPerf Training v4.1");
   r.add_mlperf_runs("v4.1 (embedded)", mlperf::read_runs_csv(mlperf::default_runs_csv(), "embedded MLPerf v4.1 table"));
-#endif
   progress.advance();
   progress.set_detail("");
 }

@@ -18,7 +18,6 @@
 #include "base/error.hpp"
 #include "trace/model/trace.hpp"
 #include "trace/model/trace_file.hpp"
-#ifdef SCALESCOPE_REPORT_RUNS
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
 #include "report/advice_tables.hpp"
@@ -27,7 +26,6 @@
 #include "report/report_document.hpp"
 #include "report/run_tables.hpp"
 #include "trace/model/synthetic_trace.hpp"
-#endif
 
 namespace scalescope::report {
 namespace {
@@ -165,7 +163,6 @@ TEST(ReportHtml, WriteReplacesAtomicallyAndNamesTheFileOnError) {
   }
 }
 
-#ifdef SCALESCOPE_REPORT_RUNS
 
 std::vector<trace::Trace> synthetic_run(int ranks, size_t events) {
   std::vector<trace::Trace> run;
@@ -666,7 +663,6 @@ TEST(ReportHtml, PerNodeSectionOfATwoHostRun) {
   for (const auto& s : single["sections"]) EXPECT_FALSE(s["title"].get<std::string>().starts_with("Nodes:"));
 }
 
-#endif  // SCALESCOPE_REPORT_RUNS
 
 }  // namespace
 }  // namespace scalescope::report

@@ -8,14 +8,11 @@
 
 #include "base/error.hpp"
 
-#if SCALESCOPE_SWEEP_WITH_ANALYZE
 #include "analyze/analyze.hpp"
 #include "trace/stats/stats.hpp"
-#endif
 
 namespace scalescope::sweep {
 
-#if SCALESCOPE_SWEEP_WITH_ANALYZE
 void add_profile_metrics(const std::filesystem::path& trace_dir, RunMetrics& metrics) {
   std::error_code ec;
   if (!std::filesystem::exists(trace_dir, ec)) {
@@ -97,10 +94,5 @@ void add_profile_metrics(const std::filesystem::path& trace_dir, RunMetrics& met
     metrics.values["allreduce_bytes_per_iter"] = allreduce_bytes_first / static_cast<double>(iterations_first);
   }
 }
-#else
-void add_profile_metrics(const std::filesystem::path&, RunMetrics& metrics) {
-  metrics.notes.push_back("trace metrics are not available: this build has no analyze library");
-}
-#endif
 
 }  // namespace scalescope::sweep

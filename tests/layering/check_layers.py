@@ -36,7 +36,7 @@ ALLOWED = {
 KNOWN: set[tuple[str, str]] = set()  # none left (mlperf/ stopped building report tables)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+(?:/[a-z_]+)*)/[^"/]+"', re.M)
 # A library target of a part: scalescope_<part> or scalescope_<part>_<what>
-# (scalescope_report_html, scalescope_collect_host; scalescope_trace_model for
+# (scalescope_collect_host; scalescope_trace_model for
 # trace/model). Build helpers share the prefix and name no part (scalescope_add_test).
 TARGET = re.compile(r"\bscalescope_([a-z_]+)\b")
 # Folders that hold parts without being one (trace/).
