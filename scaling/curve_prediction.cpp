@@ -889,8 +889,6 @@ Validation select_rounds(const Validation& v, const std::vector<std::string>& ro
   return out;
 }
 
-// ---- JSON ------------------------------------------------------------------
-
 namespace {
 nlohmann::json finite(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 }  // namespace
@@ -925,9 +923,7 @@ void to_json(nlohmann::json& j, const CurveFit& f) {
 }
 
 void to_json(nlohmann::json& j, const Validation& v) {
-  j = nlohmann::json::object();
-  j["level"] = v.level;
-  j["curves"] = v.curves;
+  j = SCALESCOPE_JSON_FIELDS(v, level, curves);
   auto& buckets = j["buckets"] = nlohmann::json::array();
   for (const auto& b : v.buckets)
     buckets.push_back(json_with(SCALESCOPE_JSON_FIELDS(b, batch_planned, bucket, cases, median_abs_rel_error,
@@ -945,11 +941,8 @@ void to_json(nlohmann::json& j, const Validation& v) {
                                   {{"model", model_name(g.kind)}}));
   auto& tau = j["tau_estimates"] = nlohmann::json::array();
   for (const auto& t : v.tau_estimates)
-    tau.push_back({{"model", model_name(t.kind)},
-                   {"batch_planned", t.batch_planned},
-                   {"bucket", t.bucket},
-                   {"tau", finite(t.tau)},
-                   {"used", finite(t.used)}});
+    tau.push_back(json_with(SCALESCOPE_JSON_FIELDS(t, batch_planned, bucket),
+                            {{"model", model_name(t.kind)}, {"tau", finite(t.tau)}, {"used", finite(t.used)}}));
   auto& cases = j["cases"] = nlohmann::json::array();
   for (const auto& c : v.cases)
     cases.push_back(json_with(
