@@ -43,8 +43,6 @@ size_t order_statistic_rank(size_t n, double level, double& coverage) {
 double ratio_low(double num_low, double den_high) { return den_high <= 0 ? kNaN : num_low / den_high; }
 double ratio_high(double num_high, double den_low) { return den_low <= 0 ? kInf : num_high / den_low; }
 
-// ---- small dense least squares -------------------------------------------
-
 // Solves the normal equations (A^T A) x = A^T b for the columns in `cols`;
 // false when singular.
 bool solve_subset(const std::vector<std::vector<double>>& a, const std::vector<double>& b,
@@ -162,8 +160,6 @@ double evaluate_fixed_law(ModelKind kind, const std::vector<double>& x, const st
 }
 
 }  // namespace detail
-
-// ---------------------------------------------------------------------------
 
 const char* ci_method_name(CiMethod method) {
   static constexpr std::array<const char*, 3> kNames{"none (fewer than 2 samples)",
@@ -628,8 +624,6 @@ Fit fit_model(ModelKind kind, const std::vector<FitPoint>& points, const std::op
   }
   return f;
 }
-
-// ---- JSON ------------------------------------------------------------------
 
 void to_json(nlohmann::json& j, const Summary& s) {
   j = json_with(SCALESCOPE_JSON_FIELDS(s, n, median, mean, stddev, min, max, ci_low, ci_high, ci_level, ci_coverage),

@@ -364,8 +364,6 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
   return study;
 }
 
-// ---- JSON ------------------------------------------------------------------
-
 void to_json(nlohmann::json& j, const RunGroup& g) {
   j = SCALESCOPE_JSON_FIELDS(g, config, gpus, statuses, with_metric);
 }
