@@ -67,22 +67,6 @@ struct Law {
   std::string formula;
 };
 
-std::vector<FitPoint> fit_points(const std::vector<CurvePoint>& pts) {
-  std::vector<FitPoint> out;
-  for (const auto& p : pts) out.push_back({p.gpus, p.time});
-  return out;
-}
-
-// Batches of the points: measured, or N (relative) when told the batch grows, else 1.
-std::vector<double> batches_of(const std::vector<CurvePoint>& pts, bool batch_grows) {
-  const bool all_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
-    return p.global_batch && *p.global_batch > 0 && std::isfinite(*p.global_batch);
-  });
-  std::vector<double> b;
-  for (const auto& p : pts) b.push_back(all_known ? *p.global_batch : batch_grows ? double(p.gpus) : 1.0);
-  return b;
-}
-
 // Progress to converge at batch b from reference points sorted by batch:
 // linear between neighbours (the MLPerf RCP checker interpolates so), the
 // smallest batch's below it; beyond the largest, the last segment's log slope
@@ -129,16 +113,18 @@ struct ConvergencePoints {
 
 ConvergencePoints convergence_points(const std::vector<CurvePoint>& pts, const CurveFitOptions& options) {
   ConvergencePoints c;
-  c.batch = batches_of(pts, options.batch_grows);
+  c.batches_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
+    return p.global_batch && *p.global_batch > 0 && std::isfinite(*p.global_batch);
+  });
+  // Batches of the points: measured, or N (relative) when told the batch grows, else 1.
+  for (const auto& p : pts)
+    c.batch.push_back(c.batches_known ? *p.global_batch : options.batch_grows ? double(p.gpus) : 1.0);
   c.progress_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
     return p.progress && *p.progress > 0 && std::isfinite(*p.progress);
   });
   // Without logged progress, a point's time is taken as a fixed number of
   // steps when the batch grows (progress = samples = steps x B), else as a fixed amount of work.
   // A reference is read at the points' batches: without their logged batch it is not used.
-  c.batches_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
-    return p.global_batch && *p.global_batch > 0 && std::isfinite(*p.global_batch);
-  });
   const std::vector<ReferenceConvergence> checked = sorted_reference(options.reference);
   c.ref = c.batches_known ? checked : std::vector<ReferenceConvergence>{};
   const bool with_reference = !c.ref.empty();
@@ -364,7 +350,9 @@ Law power_law(const std::vector<CurvePoint>& pts) {
 }
 
 Law fixed_law(ModelKind kind, const std::vector<CurvePoint>& pts, const std::optional<CommModel>& comm) {
-  const auto x = detail::fit_fixed_law(kind, fit_points(pts), comm);
+  std::vector<FitPoint> fit_points;
+  for (const auto& p : pts) fit_points.push_back({p.gpus, p.time});
+  const auto x = detail::fit_fixed_law(kind, fit_points, comm);
   Law law;
   law.time = [kind, x, comm](int n) { return detail::evaluate_fixed_law(kind, x, comm, n); };
   law.batch = [](int) { return kNaN; };
