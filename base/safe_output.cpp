@@ -11,7 +11,6 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
 
 #include <fmt/format.h>
 

@@ -37,13 +37,8 @@ constexpr std::array kRules = {
 };
 
 bool in_alias_list(std::string_view list, std::string_view name) {
-  while (!list.empty()) {
-    const size_t comma = list.find(',');
-    if (list.substr(0, comma) == name) return true;
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return false;
+  const auto aliases = trace::split(list, ',');
+  return !list.empty() && std::find(aliases.begin(), aliases.end(), name) != aliases.end();
 }
 
 std::string_view drop_vendor(std::string_view s) {

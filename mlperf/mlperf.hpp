@@ -28,7 +28,6 @@
 
 namespace scalescope::mlperf {
 
-// ---------------------------------------------------------------------------
 // Benchmarks and their rules.
 
 struct BenchmarkRule {
@@ -50,7 +49,6 @@ std::string accelerator_key(std::string_view name);
 // The display form: vendor prefix dropped, spaces trimmed ("H100-SXM5-80GB").
 std::string accelerator_display(std::string_view name);
 
-// ---------------------------------------------------------------------------
 // One MLLOG file: read by mlperf/mllog_parser.hpp, the one MLLOG reader (the
 // sweep's `--metric mlperf` uses it too, so both keep the same run_stop).
 
@@ -59,7 +57,6 @@ using trace::MllogParser;
 using trace::parse_mllog;
 inline constexpr size_t kMaxLineBytes = trace::kMaxMllogLineBytes;
 
-// ---------------------------------------------------------------------------
 // Ingest of a results tree.
 
 // One row per run log.
@@ -121,7 +118,6 @@ struct IngestResult {
 // directory does not exist or holds no result folder.
 IngestResult ingest_results(const std::vector<std::filesystem::path>& dirs, const IngestOptions& options);
 
-// ---------------------------------------------------------------------------
 // Official score of a result folder.
 
 struct Score {
@@ -142,7 +138,6 @@ Score score_runs(const std::vector<const Run*>& runs, const std::string& benchma
 // (from ingest) get their reason too. Sorted like the folders.
 std::vector<Score> score_folders(const std::vector<Run>& runs, const std::vector<ResultFolder>& folders = {});
 
-// ---------------------------------------------------------------------------
 // The per-run table as CSV (the format `mlperf analyze` reads).
 
 void write_runs_csv(const std::vector<Run>& runs, std::ostream& out);
@@ -161,7 +156,6 @@ std::string_view default_runs_csv();
 // (mlperf/run_fields.hpp), also the runs table's and the JSON's keys.
 const std::vector<std::string>& runs_csv_columns();
 
-// ---------------------------------------------------------------------------
 // Scaling across systems.
 
 struct AnalyzeOptions {
@@ -234,7 +228,6 @@ void to_json(nlohmann::json& j, const IngestResult& result);
 // names no selected system or when the threshold is not in (0, 1].
 MlperfScaling analyze(const std::vector<Run>& runs, const AnalyzeOptions& options);
 
-// ---------------------------------------------------------------------------
 // Prediction along the scaling curves (scaling_curve.cpp).
 //
 //   auto curves = mlperf::scaling_curves(runs, {});   // fastest system at each size

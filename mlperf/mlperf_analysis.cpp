@@ -4,7 +4,6 @@
 // The one sample per system is its official score.
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <stdexcept>
 #include <tuple>

@@ -41,20 +41,12 @@ void to_json(nlohmann::json& j, const IngestResult& result) {
 }
 
 void to_json(nlohmann::json& j, const CurveSize& s) {
-  j = {{"accelerators", s.accelerators},
-       {"minutes", s.minutes},
-       {"system", s.system},
-       {"submitter", s.submitter},
-       {"global_batch_size", or_null(s.global_batch_size)},
-       {"progress", or_null(s.progress)}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(s, accelerators, minutes, system, submitter),
+                {{"global_batch_size", or_null(s.global_batch_size)}, {"progress", or_null(s.progress)}});
 }
 
 void to_json(nlohmann::json& j, const ScalingCurve& c) {
-  j = {{"name", c.name()},
-       {"benchmark", c.benchmark},
-       {"accelerator", c.accelerator},
-       {"division", c.division},
-       {"sizes", c.sizes}};
+  j = json_with(SCALESCOPE_JSON_FIELDS(c, benchmark, accelerator, division, sizes), {{"name", c.name()}});
 }
 
 void to_json(nlohmann::json& j, const CurveForecast& f) {
@@ -64,10 +56,7 @@ void to_json(nlohmann::json& j, const CurveForecast& f) {
 }
 
 void to_json(nlohmann::json& j, const RoundValidation& v) {
-  j = {{"validation", v.validation},
-       {"calibration", v.calibration},
-       {"fit_rounds", v.fit_rounds},
-       {"test_rounds", v.test_rounds}};
+  j = SCALESCOPE_JSON_FIELDS(v, validation, calibration, fit_rounds, test_rounds);
 }
 
 }  // namespace scalescope::mlperf

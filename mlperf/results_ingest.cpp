@@ -13,7 +13,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

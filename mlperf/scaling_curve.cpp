@@ -14,6 +14,7 @@
 
 #include "mlperf/mlperf.hpp"
 #include "base/error.hpp"
+#include "base/text_input.hpp"
 
 namespace scalescope::mlperf {
 
@@ -149,10 +150,8 @@ std::vector<CurveForecast> predict(const std::vector<Run>& runs, const AnalyzeOp
 std::map<int, double> parse_planned_batch(const std::string& text) {
   std::map<int, double> out;
   if (text.empty()) return out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
+  for (const std::string_view part : trace::split(text, ',')) {
+    const std::string item(part);
     const size_t colon = item.find(':');
     int n = 0;
     double b = 0;
@@ -169,7 +168,6 @@ std::map<int, double> parse_planned_batch(const std::string& text) {
     if (n < 1) fail("--planned-batch: '{}': an accelerator count must be a positive number", item);
     if (!(b > 0) || !std::isfinite(b)) fail("--planned-batch: '{}': the batch must be a positive number", item);
     if (!out.emplace(n, b).second) fail("--planned-batch: {} accelerators given twice", n);
-    start = comma + 1;
   }
   return out;
 }

@@ -67,22 +67,6 @@ struct Law {
   std::string formula;
 };
 
-std::vector<FitPoint> fit_points(const std::vector<CurvePoint>& pts) {
-  std::vector<FitPoint> out;
-  for (const auto& p : pts) out.push_back({p.gpus, p.time});
-  return out;
-}
-
-// Batches of the points: measured, or N (relative) when told the batch grows, else 1.
-std::vector<double> batches_of(const std::vector<CurvePoint>& pts, bool batch_grows) {
-  const bool all_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
-    return p.global_batch && *p.global_batch > 0 && std::isfinite(*p.global_batch);
-  });
-  std::vector<double> b;
-  for (const auto& p : pts) b.push_back(all_known ? *p.global_batch : batch_grows ? double(p.gpus) : 1.0);
-  return b;
-}
-
 // Progress to converge at batch b from reference points sorted by batch:
 // linear between neighbours (the MLPerf RCP checker interpolates so), the
 // smallest batch's below it; beyond the largest, the last segment's log slope
@@ -129,16 +113,18 @@ struct ConvergencePoints {
 
 ConvergencePoints convergence_points(const std::vector<CurvePoint>& pts, const CurveFitOptions& options) {
   ConvergencePoints c;
-  c.batch = batches_of(pts, options.batch_grows);
+  c.batches_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
+    return p.global_batch && *p.global_batch > 0 && std::isfinite(*p.global_batch);
+  });
+  // Batches of the points: measured, or N (relative) when told the batch grows, else 1.
+  for (const auto& p : pts)
+    c.batch.push_back(c.batches_known ? *p.global_batch : options.batch_grows ? double(p.gpus) : 1.0);
   c.progress_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
     return p.progress && *p.progress > 0 && std::isfinite(*p.progress);
   });
   // Without logged progress, a point's time is taken as a fixed number of
   // steps when the batch grows (progress = samples = steps x B), else as a fixed amount of work.
   // A reference is read at the points' batches: without their logged batch it is not used.
-  c.batches_known = std::all_of(pts.begin(), pts.end(), [](const CurvePoint& p) {
-    return p.global_batch && *p.global_batch > 0 && std::isfinite(*p.global_batch);
-  });
   const std::vector<ReferenceConvergence> checked = sorted_reference(options.reference);
   c.ref = c.batches_known ? checked : std::vector<ReferenceConvergence>{};
   const bool with_reference = !c.ref.empty();
@@ -364,7 +350,9 @@ Law power_law(const std::vector<CurvePoint>& pts) {
 }
 
 Law fixed_law(ModelKind kind, const std::vector<CurvePoint>& pts, const std::optional<CommModel>& comm) {
-  const auto x = detail::fit_fixed_law(kind, fit_points(pts), comm);
+  std::vector<FitPoint> fit_points;
+  for (const auto& p : pts) fit_points.push_back({p.gpus, p.time});
+  const auto x = detail::fit_fixed_law(kind, fit_points, comm);
   Law law;
   law.time = [kind, x, comm](int n) { return detail::evaluate_fixed_law(kind, x, comm, n); };
   law.batch = [](int) { return kNaN; };
@@ -395,14 +383,6 @@ Law fit_law(ModelKind kind, const std::vector<CurvePoint>& pts, const CurveFitOp
   fail("unknown model");
 }
 
-// Extrapolation distance in doublings, plus one: 1 inside the fitted range.
-double doublings(int gpus, int fit_min, int fit_max) {
-  double factor = 1.0;
-  if (gpus > fit_max) factor = static_cast<double>(gpus) / fit_max;
-  if (gpus < fit_min) factor = static_cast<double>(fit_min) / gpus;
-  return 1.0 + std::log2(factor);
-}
-
 double z_of(double level) {
   return boost::math::quantile(boost::math::normal_distribution<double>(), 0.5 + level / 2.0);
 }
@@ -426,16 +406,24 @@ const char* batch_basis_name(CurvePrediction::BatchBasis basis) {
 
 namespace {
 
+// The calibration's tau for a cell. A cell it lacks takes the widest tau of
+// the model; no row of the model at all, a wide 0.5.
+double tau_for(const SpreadCalibration& cal, ModelKind kind, bool planned, double factor) {
+  const SpreadRow* row = cal.find(kind, planned, factor);
+  double tau = row ? row->tau : kNaN;
+  if (!row)
+    for (const auto& r : cal.rows)
+      if (r.kind == kind && (!std::isfinite(tau) || r.tau > tau)) tau = r.tau;
+  return std::isfinite(tau) ? tau : 0.5;
+}
+
 // tau of a prediction, and why it is outside the validated range ("" when
-// inside). A cell the calibration lacks takes the widest tau of the model.
+// inside; a cell without a row or a model without any is outside).
 std::pair<double, std::string> spread_for(const SpreadCalibration& cal, ModelKind kind, bool planned, double factor,
                                           const std::string& group) {
   const SpreadRow* row = cal.find(kind, planned, factor);
   std::string why;
-  double tau = row ? row->tau : kNaN;
   if (!row) {
-    for (const auto& r : cal.rows)
-      if (r.kind == kind && (!std::isfinite(tau) || r.tau > tau)) tau = r.tau;
     why = fmt::format("no backtest of {} at {}", model_name(kind), extrapolation_bucket(std::max(factor, 1.0)));
   } else if (row->cases < kMinValidatedCases) {
     why = fmt::format("{} backtest cases at {} (fewer than {})", row->cases, row->bucket, kMinValidatedCases);
@@ -451,25 +439,30 @@ std::pair<double, std::string> spread_for(const SpreadCalibration& cal, ModelKin
       why = fmt::format("{:.3g}x beyond the largest backtested extrapolation ({:.3g}x)", factor, reach);
   }
   if (why.empty() && !group.empty() && !cal.knows_group(group)) why = fmt::format("{} was never backtested", group);
-  if (!std::isfinite(tau)) tau = 0.5;  // no row of the model at all: wide, and said to be outside
-  return {tau, why.empty() ? why : "outside the validated range: " + why};
+  return {tau_for(cal, kind, planned, factor), why.empty() ? why : "outside the validated range: " + why};
 }
 
-// The points checked, one per GPU count (a repeated count keeps its faster
-// time), in order of GPU count; the sizes to predict checked.
-std::vector<CurvePoint> checked_points(const std::vector<CurvePoint>& points, const std::vector<int>& predict) {
+// One point per GPU count (a repeated count keeps its faster time), in order of GPU count.
+std::vector<CurvePoint> fastest_per_size(const std::vector<CurvePoint>& points) {
   std::map<int, CurvePoint> by_gpus;
   for (const auto& p : points) {
-    if (p.gpus < 1) fail("GPU count {} is not a positive number", p.gpus);
-    if (!(p.time > 0) || !std::isfinite(p.time)) fail("time {} at N={} is not a positive number", p.time, p.gpus);
     auto it = by_gpus.find(p.gpus);
     if (it == by_gpus.end() || p.time < it->second.time) by_gpus[p.gpus] = p;
   }
-  for (int n : predict)
-    if (n < 1) fail("cannot predict for GPU count {}", n);
   std::vector<CurvePoint> pts;
   for (const auto& [n, p] : by_gpus) pts.push_back(p);
   return pts;
+}
+
+// The points checked, as fastest_per_size gives them; the sizes to predict checked.
+std::vector<CurvePoint> checked_points(const std::vector<CurvePoint>& points, const std::vector<int>& predict) {
+  for (const auto& p : points) {
+    if (p.gpus < 1) fail("GPU count {} is not a positive number", p.gpus);
+    if (!(p.time > 0) || !std::isfinite(p.time)) fail("time {} at N={} is not a positive number", p.time, p.gpus);
+  }
+  for (int n : predict)
+    if (n < 1) fail("cannot predict for GPU count {}", n);
+  return fastest_per_size(points);
 }
 
 // One size says nothing about the slope: the honest answer is the range
@@ -506,17 +499,8 @@ void measure_fit_error(ModelKind kind, const std::vector<CurvePoint>& pts, const
   }
   if (pts.size() > law.parameters) f.residual_sd = std::sqrt(ss / static_cast<double>(pts.size() - law.parameters));
   if (pts.size() > law.parameters) {
-    double sum = 0, mx = 0;
-    for (size_t i = 0; i < pts.size(); ++i) {
-      std::vector<CurvePoint> rest;
-      for (size_t k = 0; k < pts.size(); ++k)
-        if (k != i) rest.push_back(pts[k]);
-      const double e = std::abs(fit_law(kind, rest, options).time(pts[i].gpus) - pts[i].time) / pts[i].time;
-      sum += e;
-      mx = std::max(mx, e);
-    }
-    f.loo_mean_abs_rel_error = sum / static_cast<double>(pts.size());
-    f.loo_max_abs_rel_error = mx;
+    std::tie(f.loo_mean_abs_rel_error, f.loo_max_abs_rel_error) = detail::leave_one_out(
+        pts, [&](const std::vector<CurvePoint>& rest, int gpus) { return fit_law(kind, rest, options).time(gpus); });
   } else {
     f.note = fmt::format(
         "{} measured sizes for {} parameters: no residual left, the interval is the calibrated "
@@ -546,7 +530,7 @@ CurvePrediction predict_at(const FittedCurve& c, int n) {
   pr.extrapolation = n > c.fit.fit_max_gpus   ? static_cast<double>(n) / c.fit.fit_max_gpus
                      : n < c.fit.fit_min_gpus ? static_cast<double>(n) / c.fit.fit_min_gpus
                                               : 1.0;
-  const double factor = std::exp2(doublings(n, c.fit.fit_min_gpus, c.fit.fit_max_gpus) - 1.0);
+  const double factor = std::exp2(spread_distance(SpreadDistance::kDoublings, n, c.fitted_gpus) - 1.0);
   pr.distance = spread_distance(c.cal.distance, n, c.fitted_gpus);
   std::tie(pr.range_low, pr.range_high) = law.range ? law.range(n) : std::pair{pr.time, pr.time};
   std::tie(pr.tau, pr.outside_validated) =
@@ -658,12 +642,7 @@ bool holds(const ValidationCase& c, double tau, double z, SpreadDistance distanc
 
 // The case's interval rebuilt with the calibration's tau for its cell.
 void set_interval(ValidationCase& c, const SpreadCalibration& cal, double z) {
-  const SpreadRow* row = cal.find(c.kind, c.batch_planned, c.factor);
-  double tau = row ? row->tau : kNaN;
-  if (!row)  // as fit_curve does: the model's widest tau
-    for (const auto& r : cal.rows)
-      if (r.kind == c.kind && (!std::isfinite(tau) || r.tau > tau)) tau = r.tau;
-  if (!std::isfinite(tau)) tau = 0.5;
+  const double tau = tau_for(cal, c.kind, c.batch_planned, c.factor);  // as fit_curve takes it
   const double d = spread_distance(cal.distance, c.gpus, c.fitted);
   const double sd = std::sqrt(c.residual_sd * c.residual_sd + tau * tau * d * d);
   c.low = c.range_low * std::exp(-z * sd);
@@ -721,27 +700,19 @@ void summarize(Validation& v, const SpreadCalibration& cal) {
     std::vector<const ValidationCase*> mine;
     for (const auto& c : v.cases)
       if (c.kind == kind && c.batch_planned == planned) mine.push_back(&c);
-    for (const char* bucket : {"2x", "4x", "8x", "16x+"}) {
-      std::vector<const ValidationCase*> in;
-      double factor = 0;
-      for (const auto* c : mine)
-        if (std::string_view(extrapolation_bucket(c->factor)) == bucket) {
-          in.push_back(c);
-          factor = c->factor;
-        }
-      if (in.empty()) continue;
-      const SpreadRow* row = cal.find(kind, planned, factor);
-      v.tau_estimates.push_back({kind, planned, bucket, tau_of(in, v.level, cal.distance), row ? row->tau : kNaN});
-    }
-    for (const char* bucket : {"2x", "4x", "8x", "16x+", "all"}) {
+    for (const std::string_view bucket : {"2x", "4x", "8x", "16x+", "all"}) {
       std::vector<const ValidationCase*> in;
       for (const auto* c : mine)
-        if (std::string_view(bucket) == "all" || std::string_view(extrapolation_bucket(c->factor)) == bucket)
-          in.push_back(c);
+        if (bucket == "all" || extrapolation_bucket(c->factor) == bucket) in.push_back(c);
       if (in.empty()) continue;
+      if (bucket != "all") {
+        const SpreadRow* row = cal.find(kind, planned, in.back()->factor);
+        v.tau_estimates.push_back(
+            {kind, planned, std::string(bucket), tau_of(in, v.level, cal.distance), row ? row->tau : kNaN});
+      }
       const ErrorSummary e = summarize_errors(in);
       const ValidationCase& w = *e.worst_case;
-      v.buckets.push_back({kind, planned, bucket, in.size(), e.median, e.worst,
+      v.buckets.push_back({kind, planned, std::string(bucket), in.size(), e.median, e.worst,
                            fmt::format("{}, fitted up to {}, at {}", w.curve, w.fit_max_gpus, w.gpus), e.coverage,
                            e.coverage_held_out});
     }
@@ -832,13 +803,7 @@ Validation validate_curves(const std::vector<NamedCurve>& curves, const std::vec
   Validation v;
   v.level = level;
   for (const auto& curve : curves) {
-    std::map<int, CurvePoint> by_gpus;
-    for (const auto& p : curve.points) {
-      auto it = by_gpus.find(p.gpus);
-      if (it == by_gpus.end() || p.time < it->second.time) by_gpus[p.gpus] = p;
-    }
-    std::vector<CurvePoint> pts;
-    for (const auto& [n, p] : by_gpus) pts.push_back(p);
+    const std::vector<CurvePoint> pts = fastest_per_size(curve.points);
     if (pts.size() < std::max<size_t>(min_sizes, 3)) continue;
     ++v.curves;
     for (size_t k = 2; k < pts.size(); ++k) {
@@ -912,8 +877,6 @@ Validation select_rounds(const Validation& v, const std::vector<std::string>& ro
   return out;
 }
 
-// ---- JSON ------------------------------------------------------------------
-
 namespace {
 nlohmann::json finite(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 }  // namespace
@@ -948,9 +911,7 @@ void to_json(nlohmann::json& j, const CurveFit& f) {
 }
 
 void to_json(nlohmann::json& j, const Validation& v) {
-  j = nlohmann::json::object();
-  j["level"] = v.level;
-  j["curves"] = v.curves;
+  j = SCALESCOPE_JSON_FIELDS(v, level, curves);
   auto& buckets = j["buckets"] = nlohmann::json::array();
   for (const auto& b : v.buckets)
     buckets.push_back(json_with(SCALESCOPE_JSON_FIELDS(b, batch_planned, bucket, cases, median_abs_rel_error,
@@ -968,11 +929,8 @@ void to_json(nlohmann::json& j, const Validation& v) {
                                   {{"model", model_name(g.kind)}}));
   auto& tau = j["tau_estimates"] = nlohmann::json::array();
   for (const auto& t : v.tau_estimates)
-    tau.push_back({{"model", model_name(t.kind)},
-                   {"batch_planned", t.batch_planned},
-                   {"bucket", t.bucket},
-                   {"tau", finite(t.tau)},
-                   {"used", finite(t.used)}});
+    tau.push_back(json_with(SCALESCOPE_JSON_FIELDS(t, batch_planned, bucket),
+                            {{"model", model_name(t.kind)}, {"tau", finite(t.tau)}, {"used", finite(t.used)}}));
   auto& cases = j["cases"] = nlohmann::json::array();
   for (const auto& c : v.cases)
     cases.push_back(json_with(

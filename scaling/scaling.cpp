@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <tuple>
 
 #include <boost/math/distributions/binomial.hpp>
 #include <boost/math/distributions/normal.hpp>
@@ -24,10 +25,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double median_of_sorted(const std::vector<double>& v) {
-  return trace::quantile_of_sorted(v, 0.5);
-}  // base/quantile.hpp
-
 // Largest j (1-based) such that [X_(j), X_(n-j+1)] covers the median with
 // probability >= level: coverage = 1 - 2 * P(B <= j-1), B ~ Binomial(n, 1/2).
 // Returns 0 when even [min, max] falls short.
@@ -45,8 +42,6 @@ size_t order_statistic_rank(size_t n, double level, double& coverage) {
 
 double ratio_low(double num_low, double den_high) { return den_high <= 0 ? kNaN : num_low / den_high; }
 double ratio_high(double num_high, double den_low) { return den_low <= 0 ? kInf : num_high / den_low; }
-
-// ---- small dense least squares -------------------------------------------
 
 // Solves the normal equations (A^T A) x = A^T b for the columns in `cols`;
 // false when singular.
@@ -166,8 +161,6 @@ double evaluate_fixed_law(ModelKind kind, const std::vector<double>& x, const st
 
 }  // namespace detail
 
-// ---------------------------------------------------------------------------
-
 const char* ci_method_name(CiMethod method) {
   static constexpr std::array<const char*, 3> kNames{"none (fewer than 2 samples)",
                                                      "distribution-free order-statistic CI of the median (binomial)",
@@ -187,7 +180,7 @@ Summary summarize(std::span<const double> samples, double level) {
   s.ci_level = level;
   s.min = v.front();
   s.max = v.back();
-  s.median = median_of_sorted(v);
+  s.median = trace::quantile_of_sorted(v, 0.5);  // base/quantile.hpp
   s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(s.n);
   if (s.n >= 2) {
     double ss = 0;
@@ -600,18 +593,10 @@ Fit fit_model(ModelKind kind, const std::vector<FitPoint>& points, const std::op
   f.rms_rel_residual = std::sqrt(ss / static_cast<double>(pts.size()));
 
   if (pts.size() >= p + 1) {
-    double sum = 0, mx = 0;
-    for (size_t i = 0; i < pts.size(); ++i) {
-      std::vector<FitPoint> rest;
-      for (size_t k = 0; k < pts.size(); ++k)
-        if (k != i) rest.push_back(pts[k]);
-      const auto xi = fit_coefficients(kind, basis, rest, comm);
-      const double e = std::abs(evaluate(kind, basis, xi, comm, pts[i].gpus) - pts[i].time) / pts[i].time;
-      sum += e;
-      mx = std::max(mx, e);
-    }
-    f.loo_mean_abs_rel_error = sum / static_cast<double>(pts.size());
-    f.loo_max_abs_rel_error = mx;
+    std::tie(f.loo_mean_abs_rel_error, f.loo_max_abs_rel_error) =
+        detail::leave_one_out(pts, [&](const std::vector<FitPoint>& rest, int gpus) {
+          return evaluate(kind, basis, fit_coefficients(kind, basis, rest, comm), comm, gpus);
+        });
   } else {
     f.loo_mean_abs_rel_error = f.loo_max_abs_rel_error = kNaN;
     f.note = fmt::format("leave-one-out needs at least {} GPU counts; have {}", p + 1, pts.size());
@@ -639,8 +624,6 @@ Fit fit_model(ModelKind kind, const std::vector<FitPoint>& points, const std::op
   }
   return f;
 }
-
-// ---- JSON ------------------------------------------------------------------
 
 void to_json(nlohmann::json& j, const Summary& s) {
   j = json_with(SCALESCOPE_JSON_FIELDS(s, n, median, mean, stddev, min, max, ci_low, ci_high, ci_level, ci_coverage),

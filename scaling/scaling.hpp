@@ -25,7 +25,6 @@
 
 namespace scalescope::scaling {
 
-// ---------------------------------------------------------------------------
 // Summary of repeated samples.
 
 // How the confidence interval of a median was obtained.
@@ -54,7 +53,6 @@ enum class Better { kLower, kHigher };
 // (time per unit of work from a throughput). Non-positive throughputs throw.
 std::vector<double> to_time_samples(std::span<const double> samples, Better better);
 
-// ---------------------------------------------------------------------------
 // Strong and weak scaling.
 //
 // S and E' compare times per unit of work. A time per step (the iteration time
@@ -87,7 +85,6 @@ struct WorkPerStepEvidence {
 // per_gpu_work: (GPU count, median work measure > 0), any order.
 WorkPerStepEvidence classify_work_per_step(std::vector<std::pair<int, double>> per_gpu_work);
 
-// ---------------------------------------------------------------------------
 // Scaling table.
 
 struct ScalingPoint {
@@ -153,7 +150,6 @@ std::vector<size_t> pareto_front(std::span<const std::pair<double, double>> poin
 // or when every point lies on the chord.
 std::optional<size_t> knee_index(std::span<const std::pair<double, double>> front);
 
-// ---------------------------------------------------------------------------
 // Two-sample comparison (is configuration B different from A beyond noise?).
 
 struct Comparison {
@@ -178,7 +174,6 @@ struct Comparison {
 // Throws scalescope::Error if a side is empty or has non-positive samples.
 Comparison compare(std::span<const double> a, std::span<const double> b, double alpha = 0.05);
 
-// ---------------------------------------------------------------------------
 // Prediction of time against GPU count.
 
 // Ring all-reduce cost measured from a trace: per step, t_comm(N) =
@@ -243,7 +238,6 @@ Fit fit_model(ModelKind kind, const std::vector<FitPoint>& points, const std::op
 // Assumptions behind fit_model, one sentence each, for docs and reports.
 std::vector<std::string> model_assumptions(ModelKind kind, bool with_comm);
 
-// ---------------------------------------------------------------------------
 // Prediction along a scaling curve, with a prediction interval
 // (curve_prediction.cpp). The methods and the evidence behind the default
 // model are in docs/scaling.md, "Prediction".
@@ -545,7 +539,6 @@ Validation validate_curves(const std::vector<NamedCurve>& curves, const std::vec
 Validation select_rounds(const Validation& v, const std::vector<std::string>& rounds,
                          const SpreadCalibration& calibration);
 
-// ---------------------------------------------------------------------------
 // JSON (nlohmann ADL hooks: json j = summary;).
 void to_json(nlohmann::json& j, const Summary& s);
 void to_json(nlohmann::json& j, const ScalingRow& r);

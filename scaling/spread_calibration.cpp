@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "base/json_number.hpp"
-
 #include "scaling/scaling.hpp"
 #include "scaling/spread_calibration_text.hpp"
 #include "base/error.hpp"
+#include "base/json_fields.hpp"
+#include "base/json_number.hpp"
 
 namespace scalescope::scaling {
 
@@ -119,12 +119,8 @@ void to_json(nlohmann::json& j, const SpreadCalibration& c) {
     return std::tuple(static_cast<int>(a->kind), a->batch_planned, bucket_rank(a->bucket)) <
            std::tuple(static_cast<int>(b->kind), b->batch_planned, bucket_rank(b->bucket));
   });
-  j = nlohmann::json::object();
-  j["source"] = c.source;
-  j["level"] = c.level;
-  j["distance"] = spread_distance_name(c.distance);
-  j["pooled"] = c.pooled;
-  j["batch_rule"] = batch_rule_name(c.batch_rule);
+  j = json_with(SCALESCOPE_JSON_FIELDS(c, source, level, pooled),
+                {{"distance", spread_distance_name(c.distance)}, {"batch_rule", batch_rule_name(c.batch_rule)}});
   auto& backtests = j["batch_rule_backtests"] = nlohmann::json::array();
   for (const auto& b : c.batch_rule_backtests)
     backtests.push_back({{"rule", batch_rule_name(b.rule)},
@@ -132,13 +128,10 @@ void to_json(nlohmann::json& j, const SpreadCalibration& c) {
                          {"score", std::round(b.score * 1e4) / 1e4}});
   auto& out = j["rows"] = nlohmann::json::array();
   for (const auto* r : rows)
-    out.push_back({{"model", model_name(r->kind)},
-                   {"batch_planned", r->batch_planned},
-                   {"bucket", r->bucket},
-                   {"tau", std::round(r->tau * 1e4) / 1e4},
-                   {"cases", r->cases},
-                   {"max_factor", std::round(r->max_factor * 1e3) / 1e3},
-                   {"groups", r->groups}});
+    out.push_back(json_with(SCALESCOPE_JSON_FIELDS(*r, batch_planned, bucket, cases, groups),
+                            {{"model", model_name(r->kind)},
+                             {"tau", std::round(r->tau * 1e4) / 1e4},
+                             {"max_factor", std::round(r->max_factor * 1e3) / 1e3}}));
 }
 
 std::string write_spread_calibration(const SpreadCalibration& c) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -363,8 +362,6 @@ ScalingStudy study_scaling(const StoredSweep& sweep, const ScalingStudyOptions& 
   }
   return study;
 }
-
-// ---- JSON ------------------------------------------------------------------
 
 void to_json(nlohmann::json& j, const RunGroup& g) {
   j = SCALESCOPE_JSON_FIELDS(g, config, gpus, statuses, with_metric);

@@ -118,7 +118,6 @@ std::vector<std::string> expand_template(const SweepSpec& spec, const PlannedRun
 std::vector<std::string> launch_command(const SweepSpec& spec, const PlannedRun& run, const std::string& run_dir,
                                         const std::map<std::string, std::string>& env);
 
-// ---------------------------------------------------------------------------
 // Running one process.
 
 enum class RunStatus { kRunning, kOk, kFailed, kTimeout, kCrashed, kError };
@@ -154,7 +153,6 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::files
                           const std::function<bool()>& should_stop = {}, uint64_t max_log_bytes = kDefaultMaxLogBytes,
                           const std::function<void(std::string_view)>& on_output = {});
 
-// ---------------------------------------------------------------------------
 // Metrics from a finished run.
 
 struct RunMetrics {
@@ -169,7 +167,6 @@ struct RunMetrics {
 RunMetrics extract_metrics(const SweepSpec& spec, const ProcessResult& result, const std::filesystem::path& log_path,
                            const std::filesystem::path& run_dir);
 
-// ---------------------------------------------------------------------------
 // The sweep.
 
 // Where and how `--scheduler slurm` submits. Not part of the plan: a resume
@@ -241,7 +238,6 @@ using SweepObserver = std::function<void(const SweepEvent&)>;
 SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, const SweepOptions& options,
                        const SweepObserver& observe = {});
 
-// ---------------------------------------------------------------------------
 // Reading a results file (for `scalescope scaling` and reports).
 
 struct StoredRun {

@@ -12,7 +12,6 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -424,19 +423,25 @@ std::filesystem::path fresh_run_dir(const std::filesystem::path& runs_dir, const
   return run_dir;
 }
 
-// An event about one run, with the sweep's counts so far.
-SweepEvent run_event(SweepEvent::Kind kind, const PlannedRun& run, int done, const SweepSummary& sum,
-                     double sweep_elapsed_s) {
+// An event with the sweep's counts so far.
+SweepEvent sweep_event(SweepEvent::Kind kind, int done, const SweepSummary& sum, double sweep_elapsed_s) {
   SweepEvent e;
   e.kind = kind;
-  e.run_index = run.index;
   e.done = done;
   e.planned = sum.planned;
   e.failed = sum.failed;
+  e.sweep_elapsed_s = sweep_elapsed_s;
+  return e;
+}
+
+// An event about one run, with the sweep's counts so far.
+SweepEvent run_event(SweepEvent::Kind kind, const PlannedRun& run, int done, const SweepSummary& sum,
+                     double sweep_elapsed_s) {
+  SweepEvent e = sweep_event(kind, done, sum, sweep_elapsed_s);
+  e.run_index = run.index;
   e.gpus = run.gpus;
   e.rep = run.rep;
   e.config_label = run.config_label();
-  e.sweep_elapsed_s = sweep_elapsed_s;
   return e;
 }
 
@@ -450,14 +455,13 @@ void add_run_outcome(SweepEvent& e, const SweepSpec& spec, const ProcessResult& 
   e.note = result.note;
 }
 
-SweepEvent sweep_ended_event(const SweepSummary& sum, double sweep_elapsed_s) {
-  SweepEvent e;
-  e.kind = SweepEvent::Kind::kSweepEnded;
-  e.done = sum.skipped + sum.ran;
-  e.planned = sum.planned;
-  e.failed = sum.failed;
-  e.sweep_elapsed_s = sweep_elapsed_s;
-  return e;
+// A run that ended before it started (its job could not be submitted, or was lost).
+ProcessResult error_result(std::string note) {
+  ProcessResult r;
+  r.status = RunStatus::kError;
+  r.start_unix = r.end_unix = now_unix();
+  r.note = std::move(note);
+  return r;
 }
 
 // The run's metrics from `read`; the run is recorded whatever its metrics do
@@ -590,14 +594,10 @@ class SlurmSweep {
         c_.observe(e);
       }
     } catch (const Error& e) {
-      ProcessResult r;
-      r.status = RunStatus::kError;
-      r.start_unix = r.end_unix = now_unix();
-      r.note = e.what();
       RunMetrics none;
       none.values["wall_s"] = 0;
       done_.insert(run.index);
-      record_run_end(c_.store, spec, run, run_dir, r, none, sum_);  // counted as failed
+      record_run_end(c_.store, spec, run, run_dir, error_result(e.what()), none, sum_);  // counted as failed
     }
   }
 
@@ -608,11 +608,8 @@ class SlurmSweep {
       const auto job = slurm_query(it->second.job_id);
       if (!job) {
         // Neither slurmctld nor accounting knows it: nothing more will be learned.
-        ProcessResult r;
-        r.status = RunStatus::kError;
-        r.start_unix = r.end_unix = now_unix();
-        r.note = fmt::format("Slurm job {} is no longer known to Slurm (scontrol, sacct): its outcome is unknown",
-                             it->second.job_id);
+        const ProcessResult r = error_result(fmt::format(
+            "Slurm job {} is no longer known to Slurm (scontrol, sacct): its outcome is unknown", it->second.job_id));
         record(run, r, {it->second.job_id, "UNKNOWN", std::nullopt, "", std::nullopt, std::nullopt});
         it = active_.erase(it);
         continue;
@@ -652,12 +649,7 @@ class SlurmSweep {
     if (counts.size() == last_counts_.size() && std::equal(counts.begin(), counts.end(), last_counts_.begin(), same))
       return;
     last_counts_ = counts;
-    SweepEvent e;
-    e.kind = SweepEvent::Kind::kQueue;
-    e.done = static_cast<int>(done_.size());
-    e.planned = sum_.planned;
-    e.failed = sum_.failed;
-    e.sweep_elapsed_s = c_.elapsed_s();
+    SweepEvent e = sweep_event(SweepEvent::Kind::kQueue, static_cast<int>(done_.size()), sum_, c_.elapsed_s());
     e.queue = std::move(counts);
     c_.observe(e);
   }
@@ -821,7 +813,7 @@ SweepSummary run_sweep(const SweepSpec& spec, const std::filesystem::path& db, c
   } else {
     run_local_sweep(context, sum);
   }
-  if (observe) observe(sweep_ended_event(sum, context.elapsed_s()));
+  if (observe) observe(sweep_event(SweepEvent::Kind::kSweepEnded, sum.skipped + sum.ran, sum, context.elapsed_s()));
   if (g_stop_signal.load()) sum.interrupted = true;
   return sum;
 }

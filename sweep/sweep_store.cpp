@@ -6,7 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
+#include <optional>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,13 @@ class Stmt {
     return check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
   }
   Stmt& bind_null(int i) { return check(sqlite3_bind_null(stmt_, i)); }
+  // NULL when `v` holds nothing.
+  template <typename T>
+  Stmt& bind(int i, const std::optional<T>& v) {
+    if (!v) return bind_null(i);
+    if constexpr (std::is_integral_v<T>) return bind(i, int64_t{*v});
+    else return bind(i, *v);
+  }
   // True while there is a row.
   bool step() {
     const int rc = sqlite3_step(stmt_);
@@ -112,6 +120,17 @@ class Stmt {
   std::filesystem::path path_;
   sqlite3_stmt* stmt_ = nullptr;
 };
+
+// Text that is empty as nothing (NULL).
+std::optional<std::string> unless_empty(const std::string& text) {
+  return text.empty() ? std::nullopt : std::optional(text);
+}
+
+bool has_table(sqlite3* db, const std::filesystem::path& path, const std::string& name) {
+  Stmt s(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", path);
+  s.bind(1, name);
+  return s.step() && s.i64(0) == 1;
+}
 
 sqlite3* open_db(const std::filesystem::path& path, int flags) {
   sqlite3* db = nullptr;
@@ -158,12 +177,9 @@ void SweepStore::check_identity() {
   if (version > kSchemaVersion)
     fail("{}: sweep database schema {} is newer than this scalescope reads ({})", path_.string(), version,
          kSchemaVersion);
-  for (const char* table : {"sweeps", "runs"}) {
-    Stmt s(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", path_);
-    s.bind(1, std::string(table));
-    if (!s.step() || s.i64(0) != 1)
+  for (const char* table : {"sweeps", "runs"})
+    if (!has_table(db_, path_, table))
       fail("{}: damaged scalescope sweep database (table '{}' is missing)", path_.string(), table);
-  }
   Stmt s(db_, "SELECT id FROM sweeps ORDER BY id LIMIT 1", path_);
   if (!s.step()) fail("{}: scalescope sweep database without a sweep", path_.string());
   sweep_id_ = s.i64(0);
@@ -202,25 +218,23 @@ SweepStore SweepStore::create(const std::filesystem::path& path, const std::stri
 
 void SweepStore::init(const std::string& spec_json, const std::string& metric, bool higher_is_better, int planned_runs,
                       const std::string& version) {
-  SweepStore& store = *this;
-  const std::filesystem::path& path = path_;
-  store.exec("PRAGMA synchronous = FULL");
-  store.exec("BEGIN IMMEDIATE");
-  store.exec(fmt::format("PRAGMA application_id = {}", kApplicationId).c_str());
-  store.exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion).c_str());
-  store.exec(kSchema);
-  store.exec(kSlurmJobsSchema);
+  exec("PRAGMA synchronous = FULL");
+  exec("BEGIN IMMEDIATE");
+  exec(fmt::format("PRAGMA application_id = {}", kApplicationId).c_str());
+  exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion).c_str());
+  exec(kSchema);
+  exec(kSlurmJobsSchema);
   {
-    Stmt s(store.db_,
+    Stmt s(db_,
            "INSERT INTO sweeps (created, scalescope_version, spec_json, metric, higher_is_better, planned_runs) "
            "VALUES (?,?,?,?,?,?)",
-           path);
+           path_);
     s.bind(1, utc_now_iso()).bind(2, version).bind(3, spec_json).bind(4, metric);
     s.bind(5, int64_t{higher_is_better}).bind(6, int64_t{planned_runs});
     s.step();
   }
-  store.sweep_id_ = sqlite3_last_insert_rowid(store.db_);
-  store.exec("COMMIT");
+  sweep_id_ = sqlite3_last_insert_rowid(db_);
+  exec("COMMIT");
 }
 
 SweepStore SweepStore::open_for_resume(const std::filesystem::path& path, const std::string& spec_json) {
@@ -290,24 +304,17 @@ void SweepStore::finish_run(const PlannedRun& run, const ProcessResult& result, 
          "metrics_json=?, trace_path=?, note=? WHERE sweep_id=? AND plan_index=?",
          path_);
   s.bind(1, std::string(status_name(result.status)));
-  if (result.signal == 0 && result.exit_code >= 0) s.bind(2, int64_t{result.exit_code});
-  else s.bind_null(2);
-  if (result.signal != 0) s.bind(3, int64_t{result.signal});
-  else s.bind_null(3);
+  s.bind(2, result.signal == 0 && result.exit_code >= 0 ? std::optional(result.exit_code) : std::nullopt);
+  s.bind(3, result.signal != 0 ? std::optional(result.signal) : std::nullopt);
   s.bind(4, result.start_unix).bind(5, result.end_unix).bind(6, result.wall_s);
   auto it = metrics.values.find(metric_name);
-  if (result.status == RunStatus::kOk && it != metrics.values.end()) s.bind(7, it->second);
-  else s.bind_null(7);
+  s.bind(7, result.status == RunStatus::kOk && it != metrics.values.end() ? std::optional(it->second) : std::nullopt);
   nlohmann::json mj = nlohmann::json::object();
   for (const auto& [k, v] : metrics.values) mj[k] = v;
-  s.bind(8, mj.dump());
-  if (trace_path.empty()) s.bind_null(9);
-  else s.bind(9, trace_path);
+  s.bind(8, mj.dump()).bind(9, unless_empty(trace_path));
   std::string note = result.note;
   for (const auto& n : metrics.notes) note += (note.empty() ? "" : "; ") + n;
-  if (note.empty()) s.bind_null(10);
-  else s.bind(10, note);
-  s.bind(11, sweep_id_).bind(12, int64_t{run.index});
+  s.bind(10, unless_empty(note)).bind(11, sweep_id_).bind(12, int64_t{run.index});
   s.step();
 }
 
@@ -320,16 +327,8 @@ void SweepStore::set_slurm_job(int plan_index, const StoredRun::SlurmJob& job, d
       "submit_unix=coalesce(excluded.submit_unix, submit_unix), queued_s=excluded.queued_s",
       path_);
   s.bind(1, sweep_id_).bind(2, int64_t{plan_index}).bind(3, job.job_id).bind(4, job.state);
-  if (job.exit_code) s.bind(5, int64_t{*job.exit_code});
-  else s.bind_null(5);
-  if (job.nodelist.empty()) s.bind_null(6);
-  else s.bind(6, job.nodelist);
-  if (job.gpus) s.bind(7, int64_t{*job.gpus});
-  else s.bind_null(7);
-  if (submit_unix > 0) s.bind(8, submit_unix);
-  else s.bind_null(8);
-  if (job.queued_s) s.bind(9, *job.queued_s);
-  else s.bind_null(9);
+  s.bind(5, job.exit_code).bind(6, unless_empty(job.nodelist)).bind(7, job.gpus);
+  s.bind(8, submit_unix > 0 ? std::optional(submit_unix) : std::nullopt).bind(9, job.queued_s);
   s.step();
 }
 
@@ -398,12 +397,7 @@ StoredSweep SweepStore::read() {
     r.note = s.text(16);
     out.runs.push_back(std::move(r));
   }
-  bool has_slurm_jobs = false;
-  {
-    Stmt t(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='slurm_jobs'", path_);
-    has_slurm_jobs = t.step() && t.i64(0) == 1;
-  }
-  if (!has_slurm_jobs) return out;
+  if (!has_table(db_, path_, "slurm_jobs")) return out;
   std::map<int, StoredRun*> by_index;
   for (auto& r : out.runs) by_index[r.plan_index] = &r;
   Stmt j(db_,
