@@ -33,7 +33,6 @@ using trace::format_percent;
 std::string ns_text(int64_t ns) { return format_duration_ns(static_cast<double>(ns)); }
 Figure ns_figure(std::string name, int64_t ns) { return {std::move(name), static_cast<double>(ns), "ns"}; }
 
-// Time the shares are taken of: the iterations when known, else the window.
 // "; launched by: aten::cudnn_convolution in nn.Module: Conv2d_3 (1.2 ms,
 // 310 kernels), ..." from attribution, or "" where the trace has no ranges.
 std::string responsible_text(const analyze::Attribution& a, const std::vector<analyze::ResponsibleOperator>& v,
