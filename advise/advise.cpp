@@ -764,53 +764,51 @@ std::optional<RankHit> iteration_variance(const RankAnalysis& r, const Threshold
 void straggler(const RunAnalysis& run, const std::vector<RankAnalysis>& judged, const Thresholds& th,
                std::vector<Finding>& out) {
   const auto& st = run.stragglers;
-  if (st.availability.available && !st.ranks.empty()) {
-    const auto& worst = st.ranks.front();
-    const RankAnalysis* rank = nullptr;
-    for (const auto& r : judged)
-      if (r.rank == worst.rank) rank = &r;
-    const double step = rank && rank->iterations.count > 0 ? rank->iterations.steady_median_ns : 0;
-    // Only lateness beyond the next-latest rank's is the straggler's: ranks
-    // that take turns being last (a launch-bound DPO job on 2×H200: 1.37 s and
-    // 1.23 s) would keep waiting for each other if this one were fixed.
-    // Steady iterations only where there are any (stragglers.cpp ranks by them):
-    // a wait at start-up is not a cost of every step.
-    const bool steady = st.steady_matched_collectives > 0;
-    auto per_iteration = [steady](const analyze::RankLateness& l) {
-      return steady ? l.steady_late_per_iteration_ns : l.late_per_iteration_ns;
-    };
-    const double worst_per_iteration = per_iteration(worst);
-    const double next = st.ranks.size() > 1 ? per_iteration(st.ranks[1]) : 0;
-    const double excess = std::max(0.0, worst_per_iteration - next);
-    const double share = step > 0 ? excess / step : 0;
-    if (share >= th.straggler_share) {
-      Finding f{.id = "straggler", .title = fmt::format("Rank {} makes the others wait", worst.rank)};
-      f.evidence = fmt::format(
-          "rank {} arrives last at {} of {} matched collectives{}, {} late per {}iteration, {} more than "
-          "the next-latest rank ({} of a {} step, threshold {}); {} late in total, at most {}",
-          worst.rank, steady ? worst.steady_times_last : worst.times_last,
-          steady ? st.steady_matched_collectives : st.matched_collectives, steady ? " of the steady iterations" : "",
-          format_duration_ns(worst_per_iteration), steady ? "steady " : "", format_duration_ns(excess),
-          format_percent(share), format_duration_ns(step), format_percent(th.straggler_share),
-          ns_text(worst.total_late_ns), ns_text(worst.max_late_ns));
-      f.ranks = {worst.rank};
-      f.figures = {{"late per iteration", worst_per_iteration, "ns"},
-                   {"beyond the next-latest rank", excess, "ns"},
-                   {"share of step", share, "fraction"},
-                   {"times last", static_cast<double>(steady ? worst.steady_times_last : worst.times_last), "count"}};
-      f.saving_method =
-          "upper bound: the straggler's lateness per iteration beyond the next-latest rank's, which every other rank waits "
-          "out";
-      f.fix =
-          "check that rank's host: CPU binding (numactl --cpunodebind), data loading on that node, GPU clocks and "
-          "temperature (nvidia-smi -q -d CLOCK,TEMPERATURE), and uneven work per rank";
-      f.saving_fraction = std::clamp(share, 0.0, 1.0);
-      f.saving_kind = kind_of(f.saving_method);
-      f.rank_savings = {{worst.rank, f.saving_fraction}};
-      f.severity = severity_for(f.saving_fraction);
-      out.push_back(std::move(f));
-    }
-  }
+  if (!st.availability.available || st.ranks.empty()) return;
+  const auto& worst = st.ranks.front();
+  const RankAnalysis* rank = nullptr;
+  for (const auto& r : judged)
+    if (r.rank == worst.rank) rank = &r;
+  const double step = rank && rank->iterations.count > 0 ? rank->iterations.steady_median_ns : 0;
+  // Only lateness beyond the next-latest rank's is the straggler's: ranks
+  // that take turns being last (a launch-bound DPO job on 2×H200: 1.37 s and
+  // 1.23 s) would keep waiting for each other if this one were fixed.
+  // Steady iterations only where there are any (stragglers.cpp ranks by them):
+  // a wait at start-up is not a cost of every step.
+  const bool steady = st.steady_matched_collectives > 0;
+  auto per_iteration = [steady](const analyze::RankLateness& l) {
+    return steady ? l.steady_late_per_iteration_ns : l.late_per_iteration_ns;
+  };
+  const double worst_per_iteration = per_iteration(worst);
+  const double next = st.ranks.size() > 1 ? per_iteration(st.ranks[1]) : 0;
+  const double excess = std::max(0.0, worst_per_iteration - next);
+  const double share = step > 0 ? excess / step : 0;
+  if (share < th.straggler_share) return;
+  Finding f{.id = "straggler", .title = fmt::format("Rank {} makes the others wait", worst.rank)};
+  f.evidence = fmt::format(
+      "rank {} arrives last at {} of {} matched collectives{}, {} late per {}iteration, {} more than "
+      "the next-latest rank ({} of a {} step, threshold {}); {} late in total, at most {}",
+      worst.rank, steady ? worst.steady_times_last : worst.times_last,
+      steady ? st.steady_matched_collectives : st.matched_collectives, steady ? " of the steady iterations" : "",
+      format_duration_ns(worst_per_iteration), steady ? "steady " : "", format_duration_ns(excess),
+      format_percent(share), format_duration_ns(step), format_percent(th.straggler_share), ns_text(worst.total_late_ns),
+      ns_text(worst.max_late_ns));
+  f.ranks = {worst.rank};
+  f.figures = {{"late per iteration", worst_per_iteration, "ns"},
+               {"beyond the next-latest rank", excess, "ns"},
+               {"share of step", share, "fraction"},
+               {"times last", static_cast<double>(steady ? worst.steady_times_last : worst.times_last), "count"}};
+  f.saving_method =
+      "upper bound: the straggler's lateness per iteration beyond the next-latest rank's, which every other rank waits "
+      "out";
+  f.fix =
+      "check that rank's host: CPU binding (numactl --cpunodebind), data loading on that node, GPU clocks and "
+      "temperature (nvidia-smi -q -d CLOCK,TEMPERATURE), and uneven work per rank";
+  f.saving_fraction = std::clamp(share, 0.0, 1.0);
+  f.saving_kind = kind_of(f.saving_method);
+  f.rank_savings = {{worst.rank, f.saving_fraction}};
+  f.severity = severity_for(f.saving_fraction);
+  out.push_back(std::move(f));
 }
 
 // The collector measured how much slower traced iterations ran: findings
