@@ -955,7 +955,8 @@ void explain_straggler(const std::vector<RankAnalysis>& judged, std::vector<Find
   const int32_t late = st->ranks.front();
   const RankAnalysis* lr = nullptr;
   StepFigures others;
-  int n = 0;
+  double others_clock = 0, slower_clock = 0, clock_lost_ns = 0;
+  int n = 0, clocked = 0;
   for (const RankAnalysis& r : judged) {
     if (r.rank == late) {
       lr = &r;
@@ -965,6 +966,10 @@ void explain_straggler(const std::vector<RankAnalysis>& judged, std::vector<Find
     others.idle_share += f.idle_share;
     others.compute_per_step_ns += f.compute_per_step_ns;
     ++n;
+    if (r.gpu_clocks.availability.available) {
+      others_clock += r.gpu_clocks.sm_clock_median_mhz;
+      ++clocked;
+    }
   }
   if (!lr || n == 0) return;
   others.idle_share /= n;
@@ -982,13 +987,6 @@ void explain_straggler(const std::vector<RankAnalysis>& judged, std::vector<Find
   st->figures.push_back({"other ranks' compute per step", others.compute_per_step_ns, "ns"});
   // Its GPU's clock against the others': a lower clock makes the same kernels
   // take longer (more compute per step, but not more work).
-  double others_clock = 0, slower_clock = 0, clock_lost_ns = 0;
-  int clocked = 0;
-  for (const RankAnalysis& r : judged)
-    if (r.rank != late && r.gpu_clocks.availability.available) {
-      others_clock += r.gpu_clocks.sm_clock_median_mhz;
-      ++clocked;
-    }
   if (const auto& lg = lr->gpu_clocks; lg.availability.available && clocked > 0 && others_clock > 0) {
     others_clock /= clocked;
     slower_clock = 1 - lg.sm_clock_median_mhz / others_clock;
