@@ -33,7 +33,6 @@ using trace::format_percent;
 std::string ns_text(int64_t ns) { return format_duration_ns(static_cast<double>(ns)); }
 Figure ns_figure(std::string name, int64_t ns) { return {std::move(name), static_cast<double>(ns), "ns"}; }
 
-// Time the shares are taken of: the iterations when known, else the window.
 // "; launched by: aten::cudnn_convolution in nn.Module: Conv2d_3 (1.2 ms,
 // 310 kernels), ..." from attribution, or "" where the trace has no ranges.
 std::string responsible_text(const analyze::Attribution& a, const std::vector<analyze::ResponsibleOperator>& v,
@@ -130,14 +129,6 @@ void per_rank(const std::vector<RankAnalysis>& judged, std::vector<Finding>& out
 
 double ns_share(int64_t ns, double step) { return step > 0 ? static_cast<double>(ns) / step : 0; }
 
-// A rule's finding with its id and title; the rule fills in the rest.
-Finding finding(std::string id, std::string title) {
-  Finding f;
-  f.id = std::move(id);
-  f.title = std::move(title);
-  return f;
-}
-
 // The short name of the largest kernel of a list sorted by time, "-" when empty.
 std::string largest(const std::vector<analyze::KernelSummary>& top) {
   return top.empty() ? "-" : top.front().short_name;
@@ -159,7 +150,7 @@ std::optional<RankHit> pinned_memory(const RankAnalysis& r, const Thresholds& th
   const int64_t cost_ns = std::max(c.pageable_ns, c.pageable_host_ns);
   const double share = ns_share(cost_ns, step_time(r));
   if (share < th.pageable_share_of_step) return std::nullopt;
-  Finding f = finding("pinned-memory", "Input copies come from pageable host memory");
+  Finding f{.id = "pinned-memory", .title = "Input copies come from pageable host memory"};
   f.evidence = fmt::format(
       "{}: {} of host<->device copies ({}, {} of the bytes) read or write pageable memory; "
       "the calling threads wait {} in those calls; {} of step time (threshold {})",
@@ -192,11 +183,10 @@ std::optional<RankHit> channels_last(const RankAnalysis& r, const Thresholds& th
   const bool already_channels_last = conversions && 2 * l.to_nchw_ns > l.conversion_ns;
   const int64_t cost_ns = (conversions ? l.conversion_ns : 0) + (nchw_half ? l.nchw_half_ns : 0);
   const double share = ns_share(cost_ns, step_time(r));
-  Finding f;
-  f.id = already_channels_last ? "layout-fallback" : "channels-last";
-  f.title = already_channels_last ? "Channels-last job converts back to NCHW for some operators"
-            : nchw_half           ? "Half-precision kernels run on NCHW data (no NHWC tensor-core path)"
-                                  : "Time spent converting tensors between NCHW and NHWC";
+  Finding f{.id = already_channels_last ? "layout-fallback" : "channels-last",
+            .title = already_channels_last ? "Channels-last job converts back to NCHW for some operators"
+                     : nchw_half           ? "Half-precision kernels run on NCHW data (no NHWC tensor-core path)"
+                                           : "Time spent converting tensors between NCHW and NHWC"};
   std::vector<std::string> parts;
   if (conversions)
     parts.push_back(fmt::format("{} layout conversion kernels take {} ({} of kernel time, threshold {}); largest: {}",
@@ -252,7 +242,8 @@ std::optional<RankHit> mixed_precision(const RankAnalysis& r, const Thresholds& 
   // H100/H200 dense BF16 tensor-core peak is about 15x the FP32 CUDA-core peak
   // and 2x the TF32 peak; assume at most 8x and 2x.
   const double share = ns_share(ns, step_time(r)) * (1.0 - 1.0 / 8.0) + ns_share(tf32_ns, step_time(r)) * 0.5;
-  Finding f = finding("mixed-precision", "Matrix multiplies and convolutions run in FP32 (no tensor cores, or TF32)");
+  Finding f{.id = "mixed-precision",
+            .title = "Matrix multiplies and convolutions run in FP32 (no tensor cores, or TF32)"};
   f.evidence = fmt::format(
       "{}: FP32 GEMM/convolution kernels take {} without tensor cores ({} of kernel time) and {} as "
       "TF32 ({}); together {} (threshold {}); FP16/BF16 tensor-core share {}; largest FP32: {}",
@@ -282,7 +273,7 @@ std::optional<RankHit> fp64(const RankAnalysis& r, const Thresholds& th) {
   if (!p.availability.available || p.fp64_fraction < th.fp64_share) return std::nullopt;
   const int64_t ns = p.ns[static_cast<int>(analyze::Precision::kFp64)];
   const double share = ns_share(ns, step_time(r));
-  Finding f = finding("fp64", "Double-precision (FP64) kernels");
+  Finding f{.id = "fp64", .title = "Double-precision (FP64) kernels"};
   f.evidence =
       fmt::format("{}: FP64 kernels take {} ({} of kernel time, threshold {}); largest: {}", r.label, ns_text(ns),
                   format_percent(p.fp64_fraction), format_percent(th.fp64_share), largest(p.top_fp64));
@@ -301,7 +292,7 @@ std::optional<RankHit> exposed_communication(const RankAnalysis& r, const Thresh
   if (!b.availability.available || b.wall_ns <= 0) return std::nullopt;
   const double share = static_cast<double>(b.exposed_communication_ns) / static_cast<double>(b.wall_ns);
   if (share < th.exposed_comm_share) return std::nullopt;
-  Finding f = finding("exposed-communication", "Communication is not hidden behind compute");
+  Finding f{.id = "exposed-communication", .title = "Communication is not hidden behind compute"};
   f.evidence = fmt::format(
       "{}: {} of communication is not overlapped with compute ({} of wall time, threshold {}); "
       "only {} of communication overlaps compute",
@@ -328,7 +319,7 @@ std::optional<RankHit> launch_bound(const RankAnalysis& r, const Thresholds& th)
   const auto& l = r.launch;
   if (!l.availability.available || !l.launch_bound || l.gap_fraction < th.launch_gap_share) return std::nullopt;
   const double share = l.gap_fraction;
-  Finding f = finding("launch-bound", "The GPU waits for kernel launches");
+  Finding f{.id = "launch-bound", .title = "The GPU waits for kernel launches"};
   // Without launch calls in the window (--api none, or a trace whose API
   // records are missing) there is no launch time to compare: say so instead
   // of a median of nothing ("0 ns").
@@ -359,15 +350,14 @@ std::optional<RankHit> host_sync(const RankAnalysis& r, const Thresholds& th) {
   const auto& s = r.sync;
   if (!s.availability.available || r.breakdown.wall_ns <= 0) return std::nullopt;
   // The host waiting costs GPU time only where the GPU idles as well.
-  const double share =
-      std::min(s.fraction, static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns));
+  const double idle = static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns);
+  const double share = std::min(s.fraction, idle);
   if (share < th.sync_share) return std::nullopt;
-  Finding f = finding("host-sync", "The host blocks in synchronize calls");
+  Finding f{.id = "host-sync", .title = "The host blocks in synchronize calls"};
   f.evidence = fmt::format(
       "{}: the host spends {} in stream/device/event synchronize ({} of wall time) while the GPU "
       "idles {} of wall time (threshold {} for the smaller of the two)",
-      r.label, ns_text(s.host_sync_ns), format_percent(s.fraction),
-      format_percent(static_cast<double>(r.breakdown.idle_ns) / static_cast<double>(r.breakdown.wall_ns)),
+      r.label, ns_text(s.host_sync_ns), format_percent(s.fraction), format_percent(idle),
       format_percent(th.sync_share));
   f.figures = {ns_figure("host synchronize time", s.host_sync_ns), {"share of wall", s.fraction, "fraction"}};
   f.saving_method = "upper bound: synchronize time, but no more than the GPU's idle time";
@@ -393,7 +383,7 @@ std::optional<RankHit> sync_copies(const RankAnalysis& r, const Thresholds& th) 
   }
   const double share = ns_share(ns, step_time(r));
   if (n == 0 || share < th.sync_copy_share) return std::nullopt;
-  Finding f = finding("sync-copies", "Synchronous memory copies in the step");
+  Finding f{.id = "sync-copies", .title = "Synchronous memory copies in the step"};
   f.evidence = fmt::format("{}: {} synchronous copies take {} ({} of step time, threshold {})", r.label, n, ns_text(ns),
                            format_percent(share), format_percent(th.sync_copy_share));
   f.figures = {{"synchronous copies", static_cast<double>(n), "count"}, ns_figure("synchronous copy time", ns)};
@@ -422,7 +412,7 @@ std::optional<RankHit> input_starvation(const RankAnalysis& r, const Thresholds&
   const double share = mpi ? ns_share(idle_only(c, analyze::kIdleInput, analyze::kIdleMpi), static_cast<double>(c.span_ns))
                            : in.fraction;
   if (share < th.starvation_share) return std::nullopt;
-  Finding f = finding("input-starvation", "The GPU waits for input data");
+  Finding f{.id = "input-starvation", .title = "The GPU waits for input data"};
   f.evidence =
       fmt::format("{}: {} idle gaps ending with an input copy add up to {} ({} of iteration time, threshold {})",
                   r.label, in.starved_iterations, ns_text(in.starvation_ns), format_percent(in.fraction),
@@ -455,7 +445,7 @@ std::optional<RankHit> host_communication(const RankAnalysis& r, const Threshold
                                : std::min(ns_share(r.job.mpi_ns, step_time(r)),
                                           ns_share(r.breakdown.idle_ns, static_cast<double>(r.breakdown.wall_ns)));
   if (share < th.host_communication_share) return std::nullopt;
-  Finding f = finding("host-communication", "The GPU idles while the host is inside MPI calls");
+  Finding f{.id = "host-communication", .title = "The GPU idles while the host is inside MPI calls"};
   f.evidence = fmt::format(
       "{}: {} MPI calls take {} in the window; the GPU idles during {} of them ({} of step time, threshold {}); {}",
       r.label, r.job.mpi_calls, ns_text(r.job.mpi_ns),
@@ -485,7 +475,7 @@ std::optional<RankHit> numa_placement(const RankAnalysis& r, const Thresholds& t
   const double share = ns_share(host_copy_ns, step_time(r));
   std::string cpu_nodes;
   for (int32_t c : n.cpu_nodes) cpu_nodes += (cpu_nodes.empty() ? "" : ",") + std::to_string(c);
-  Finding f = finding("numa-placement", "Process placed off its GPU's NUMA node");
+  Finding f{.id = "numa-placement", .title = "Process placed off its GPU's NUMA node"};
   f.evidence = fmt::format(
       "{}: GPU on NUMA node {}; the process may run on CPUs of nodes {}; {} of its memory is on other "
       "nodes (threshold {}); policy '{}'",
@@ -586,7 +576,7 @@ std::optional<RankHit> gpu_throttling(const RankAnalysis& r, const Thresholds& t
   // At the maximum clock, the compute time would shrink by the clock ratio.
   const double compute = ns_share(r.breakdown.compute_ns, step_time(r));
   const double share = compute * deficit;
-  Finding f = finding("gpu-throttling", "The GPU runs below its maximum clock");
+  Finding f{.id = "gpu-throttling", .title = "The GPU runs below its maximum clock"};
   f.evidence = fmt::format("{}: {}; compute is {} of step time (threshold: median clock {} below the maximum{})",
                            r.label, clock_text(g), format_percent(compute), format_percent(th.clock_deficit),
                            g.reason_samples > 0
@@ -654,7 +644,7 @@ std::string python_frames_text(const std::vector<PythonHotFrame>& top, std::stri
 std::optional<RankHit> host_bound(const RankAnalysis& r, const Thresholds& th) {
   const double idle = host_idle(r, th);
   if (idle < 0 || r.host.window.main_busy < th.host_busy_share) return std::nullopt;
-  Finding f = finding("host-bound", "The launching thread is busy the whole step");
+  Finding f{.id = "host-bound", .title = "The launching thread is busy the whole step"};
   f.evidence =
       host_text(r, idle) + fmt::format(" (threshold: main thread busy {} with the GPU idle {})",
                                        format_percent(th.host_busy_share), format_percent(th.host_gpu_idle_share));
@@ -682,7 +672,7 @@ std::optional<RankHit> loader_bound(const RankAnalysis& r, const Thresholds& th)
   const bool input_late = r.input.availability.available && r.input.fraction >= th.starvation_share;
   if (waiting < th.host_main_wait_share || (!workers_busy && !input_late)) return std::nullopt;
   const double share = std::min(idle, waiting);
-  Finding f = finding("loader-bound", "The main thread waits for input");
+  Finding f{.id = "loader-bound", .title = "The main thread waits for input"};
   f.evidence =
       host_text(r, idle) +
       fmt::format(
@@ -717,7 +707,7 @@ std::optional<RankHit> host_contention(const RankAnalysis& r, const Thresholds& 
   const bool crowded = h.cores > 0 && h.contended_instants >= th.host_contended_instants;
   if (!waits && !crowded) return std::nullopt;
   const double share = std::min(idle, waits ? h.window.main_run_wait : h.contended_instants * h.window.main_busy);
-  Finding f = finding("host-contention", "Host threads compete for CPUs");
+  Finding f{.id = "host-contention", .title = "Host threads compete for CPUs"};
   f.evidence =
       host_text(r, idle) +
       fmt::format(
@@ -754,7 +744,7 @@ std::optional<RankHit> iteration_variance(const RankAnalysis& r, const Threshold
     excess += std::max(0.0, d - it.steady_median_ns);
   }
   const double share = sum > 0 ? excess / sum : 0;
-  Finding f = finding("iteration-variance", "Iteration times vary");
+  Finding f{.id = "iteration-variance", .title = "Iteration times vary"};
   f.evidence = fmt::format("{}: steady-state iterations have CV {:.2f} (threshold {:.2f}); median {}, p95 {}", r.label,
                            it.steady_cv, th.iteration_cv, format_duration_ns(it.steady_median_ns),
                            format_duration_ns(it.steady_p95_ns));
@@ -774,55 +764,51 @@ std::optional<RankHit> iteration_variance(const RankAnalysis& r, const Threshold
 void straggler(const RunAnalysis& run, const std::vector<RankAnalysis>& judged, const Thresholds& th,
                std::vector<Finding>& out) {
   const auto& st = run.stragglers;
-  if (st.availability.available && !st.ranks.empty()) {
-    const auto& worst = st.ranks.front();
-    const RankAnalysis* rank = nullptr;
-    for (const auto& r : judged)
-      if (r.rank == worst.rank) rank = &r;
-    const double step = rank && rank->iterations.count > 0 ? rank->iterations.steady_median_ns : 0;
-    // Only lateness beyond the next-latest rank's is the straggler's: ranks
-    // that take turns being last (a launch-bound DPO job on 2×H200: 1.37 s and
-    // 1.23 s) would keep waiting for each other if this one were fixed.
-    // Steady iterations only where there are any (stragglers.cpp ranks by them):
-    // a wait at start-up is not a cost of every step.
-    const bool steady = st.steady_matched_collectives > 0;
-    auto per_iteration = [steady](const analyze::RankLateness& l) {
-      return steady ? l.steady_late_per_iteration_ns : l.late_per_iteration_ns;
-    };
-    const double worst_per_iteration = per_iteration(worst);
-    const double next = st.ranks.size() > 1 ? per_iteration(st.ranks[1]) : 0;
-    const double excess = std::max(0.0, worst_per_iteration - next);
-    const double share = step > 0 ? excess / step : 0;
-    if (share >= th.straggler_share) {
-      Finding f;
-      f.id = "straggler";
-      f.title = fmt::format("Rank {} makes the others wait", worst.rank);
-      f.evidence = fmt::format(
-          "rank {} arrives last at {} of {} matched collectives{}, {} late per {}iteration, {} more than "
-          "the next-latest rank ({} of a {} step, threshold {}); {} late in total, at most {}",
-          worst.rank, steady ? worst.steady_times_last : worst.times_last,
-          steady ? st.steady_matched_collectives : st.matched_collectives, steady ? " of the steady iterations" : "",
-          format_duration_ns(worst_per_iteration), steady ? "steady " : "", format_duration_ns(excess),
-          format_percent(share), format_duration_ns(step), format_percent(th.straggler_share),
-          ns_text(worst.total_late_ns), ns_text(worst.max_late_ns));
-      f.ranks = {worst.rank};
-      f.figures = {{"late per iteration", worst_per_iteration, "ns"},
-                   {"beyond the next-latest rank", excess, "ns"},
-                   {"share of step", share, "fraction"},
-                   {"times last", static_cast<double>(steady ? worst.steady_times_last : worst.times_last), "count"}};
-      f.saving_method =
-          "upper bound: the straggler's lateness per iteration beyond the next-latest rank's, which every other rank waits "
-          "out";
-      f.fix =
-          "check that rank's host: CPU binding (numactl --cpunodebind), data loading on that node, GPU clocks and "
-          "temperature (nvidia-smi -q -d CLOCK,TEMPERATURE), and uneven work per rank";
-      f.saving_fraction = std::clamp(share, 0.0, 1.0);
-      f.saving_kind = kind_of(f.saving_method);
-      f.rank_savings = {{worst.rank, f.saving_fraction}};
-      f.severity = severity_for(f.saving_fraction);
-      out.push_back(std::move(f));
-    }
-  }
+  if (!st.availability.available || st.ranks.empty()) return;
+  const auto& worst = st.ranks.front();
+  const RankAnalysis* rank = nullptr;
+  for (const auto& r : judged)
+    if (r.rank == worst.rank) rank = &r;
+  const double step = rank && rank->iterations.count > 0 ? rank->iterations.steady_median_ns : 0;
+  // Only lateness beyond the next-latest rank's is the straggler's: ranks
+  // that take turns being last (a launch-bound DPO job on 2×H200: 1.37 s and
+  // 1.23 s) would keep waiting for each other if this one were fixed.
+  // Steady iterations only where there are any (stragglers.cpp ranks by them):
+  // a wait at start-up is not a cost of every step.
+  const bool steady = st.steady_matched_collectives > 0;
+  auto per_iteration = [steady](const analyze::RankLateness& l) {
+    return steady ? l.steady_late_per_iteration_ns : l.late_per_iteration_ns;
+  };
+  const double worst_per_iteration = per_iteration(worst);
+  const double next = st.ranks.size() > 1 ? per_iteration(st.ranks[1]) : 0;
+  const double excess = std::max(0.0, worst_per_iteration - next);
+  const double share = step > 0 ? excess / step : 0;
+  if (share < th.straggler_share) return;
+  Finding f{.id = "straggler", .title = fmt::format("Rank {} makes the others wait", worst.rank)};
+  f.evidence = fmt::format(
+      "rank {} arrives last at {} of {} matched collectives{}, {} late per {}iteration, {} more than "
+      "the next-latest rank ({} of a {} step, threshold {}); {} late in total, at most {}",
+      worst.rank, steady ? worst.steady_times_last : worst.times_last,
+      steady ? st.steady_matched_collectives : st.matched_collectives, steady ? " of the steady iterations" : "",
+      format_duration_ns(worst_per_iteration), steady ? "steady " : "", format_duration_ns(excess),
+      format_percent(share), format_duration_ns(step), format_percent(th.straggler_share), ns_text(worst.total_late_ns),
+      ns_text(worst.max_late_ns));
+  f.ranks = {worst.rank};
+  f.figures = {{"late per iteration", worst_per_iteration, "ns"},
+               {"beyond the next-latest rank", excess, "ns"},
+               {"share of step", share, "fraction"},
+               {"times last", static_cast<double>(steady ? worst.steady_times_last : worst.times_last), "count"}};
+  f.saving_method =
+      "upper bound: the straggler's lateness per iteration beyond the next-latest rank's, which every other rank waits "
+      "out";
+  f.fix =
+      "check that rank's host: CPU binding (numactl --cpunodebind), data loading on that node, GPU clocks and "
+      "temperature (nvidia-smi -q -d CLOCK,TEMPERATURE), and uneven work per rank";
+  f.saving_fraction = std::clamp(share, 0.0, 1.0);
+  f.saving_kind = kind_of(f.saving_method);
+  f.rank_savings = {{worst.rank, f.saving_fraction}};
+  f.severity = severity_for(f.saving_fraction);
+  out.push_back(std::move(f));
 }
 
 // The collector measured how much slower traced iterations ran: findings
@@ -969,7 +955,8 @@ void explain_straggler(const std::vector<RankAnalysis>& judged, std::vector<Find
   const int32_t late = st->ranks.front();
   const RankAnalysis* lr = nullptr;
   StepFigures others;
-  int n = 0;
+  double others_clock = 0, slower_clock = 0, clock_lost_ns = 0;
+  int n = 0, clocked = 0;
   for (const RankAnalysis& r : judged) {
     if (r.rank == late) {
       lr = &r;
@@ -979,6 +966,10 @@ void explain_straggler(const std::vector<RankAnalysis>& judged, std::vector<Find
     others.idle_share += f.idle_share;
     others.compute_per_step_ns += f.compute_per_step_ns;
     ++n;
+    if (r.gpu_clocks.availability.available) {
+      others_clock += r.gpu_clocks.sm_clock_median_mhz;
+      ++clocked;
+    }
   }
   if (!lr || n == 0) return;
   others.idle_share /= n;
@@ -996,13 +987,6 @@ void explain_straggler(const std::vector<RankAnalysis>& judged, std::vector<Find
   st->figures.push_back({"other ranks' compute per step", others.compute_per_step_ns, "ns"});
   // Its GPU's clock against the others': a lower clock makes the same kernels
   // take longer (more compute per step, but not more work).
-  double others_clock = 0, slower_clock = 0, clock_lost_ns = 0;
-  int clocked = 0;
-  for (const RankAnalysis& r : judged)
-    if (r.rank != late && r.gpu_clocks.availability.available) {
-      others_clock += r.gpu_clocks.sm_clock_median_mhz;
-      ++clocked;
-    }
   if (const auto& lg = lr->gpu_clocks; lg.availability.available && clocked > 0 && others_clock > 0) {
     others_clock /= clocked;
     slower_clock = 1 - lg.sm_clock_median_mhz / others_clock;

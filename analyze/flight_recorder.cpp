@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/json_fields.hpp"
 #include "base/json_number.hpp"
 
 #include "analyze/hang_report.hpp"
@@ -372,22 +373,16 @@ FlightRecorderHang find_flight_recorder_hang(const std::vector<FlightRecorderDum
 }
 
 void to_json(json& j, const FlightRecorderHang& v) {
-  j = json{{"source", "flight recorder"}, {"dumps", v.dumps}, {"in_collective", v.in_collective}, {"text", v.text}};
-  if (v.in_collective) {
-    j["process_group"] = v.pg_name;
-    j["process_group_desc"] = v.pg_desc;
-    j["op"] = v.op;
-    j["collective_seq_id"] = v.collective_seq_id;
-    j["never_reached"] = v.never_reached;
-  }
+  j = json_with(SCALESCOPE_JSON_FIELDS(v, dumps, in_collective, text), {{"source", "flight recorder"}});
+  if (v.in_collective)
+    j.update(json_with(SCALESCOPE_JSON_FIELDS(v, op, collective_seq_id, never_reached),
+                       {{"process_group", v.pg_name}, {"process_group_desc", v.pg_desc}}));
   auto& ranks = j["ranks"] = json::array();
   for (const auto& r : v.ranks) {
     json o{{"rank", r.rank}, {"file", r.file}, {"state", r.state}, {"furthest_seq_id", r.furthest}};
     if (r.pending)
-      o["pending"] = {{"process_group", r.pending->pg_name},
-                      {"collective_seq_id", r.pending->collective_seq_id},
-                      {"op", r.pending->profiling_name},
-                      {"state", r.pending->state}};
+      o["pending"] = json_with(SCALESCOPE_JSON_FIELDS(*r.pending, collective_seq_id, state),
+                               {{"process_group", r.pending->pg_name}, {"op", r.pending->profiling_name}});
     ranks.push_back(std::move(o));
   }
 }

@@ -66,7 +66,7 @@ struct Acc {
   }
 };
 
-std::string frame_name(const trace::Trace& t, size_t row) { return trace::frame_label(t, row); }
+uint64_t thread_key(uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; }
 
 // Native call stacks (format 1.3) of the threads kept in h.threads: the
 // functions their samples ended in (self time) and their most frequent whole
@@ -79,16 +79,16 @@ void add_stacks(const trace::Trace& t, Timestamp ws, Timestamp we, HostStats& h)
   std::unordered_map<uint32_t, size_t> row_of;
   // The last row of an id wins: the collector writes a callsite unnamed first, named at the end.
   for (size_t i = 0; i < t.host_callsites.size(); ++i) row_of[t.host_callsites.id[i]] = i;
-  auto key = [](uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; };
   std::unordered_map<uint64_t, std::unordered_map<uint32_t, int64_t>> per_thread;
   for (size_t i = 0; i < ss.size(); ++i) {
     if (ss.time[i] <= ws || ss.time[i] > we) continue;
-    ++per_thread[key(ss.pid[i], ss.tid[i])][ss.callsite[i]];
+    ++per_thread[thread_key(ss.pid[i], ss.tid[i])][ss.callsite[i]];
     ++h.stack_samples;
   }
   auto leaf_name = [&](uint32_t id) {
     auto it = row_of.find(id);
-    return it == row_of.end() ? std::string(id == 0 ? "[no user frame]" : "[lost frame]") : frame_name(t, it->second);
+    return it == row_of.end() ? std::string(id == 0 ? "[no user frame]" : "[lost frame]")
+                              : trace::frame_label(t, it->second);
   };
   auto stack_text = [&](uint32_t id) {
     std::vector<std::string> frames;
@@ -98,7 +98,7 @@ void add_stacks(const trace::Trace& t, Timestamp ws, Timestamp we, HostStats& h)
         frames.push_back("[lost frame]");
         break;
       }
-      frames.push_back(frame_name(t, it->second));
+      frames.push_back(trace::frame_label(t, it->second));
       id = t.host_callsites.parent[it->second];
     }
     if (frames.empty()) return std::string("[no user frame]");
@@ -116,7 +116,7 @@ void add_stacks(const trace::Trace& t, Timestamp ws, Timestamp we, HostStats& h)
     return v;
   };
   for (HostThreadSummary& s : h.threads) {
-    auto it = per_thread.find(key(s.pid, s.tid));
+    auto it = per_thread.find(thread_key(s.pid, s.tid));
     if (it == per_thread.end()) continue;
     std::map<std::string, int64_t> functions;
     std::vector<HostThreadSummary::Share> stacks;
@@ -135,8 +135,6 @@ void add_stacks(const trace::Trace& t, Timestamp ws, Timestamp we, HostStats& h)
     s.top_stacks = top(std::move(stacks), 3, s.stack_samples);
   }
 }
-
-uint64_t thread_key(uint32_t pid, uint32_t tid) { return (uint64_t{pid} << 32) | tid; }
 
 void read_sampler_settings(const trace::Trace& t, HostStats& h) {
   if (auto it = t.meta.extra.find("host_sampling_method"); it != t.meta.extra.end()) h.method = it->second;

@@ -210,13 +210,12 @@ void to_json(json& j, const ProfilerPerturbation& v) {
 
 void to_json(json& j, const NcclOpStats& v) {
   json groups = json::array();
-  auto maybe = [](std::optional<double> x) { return x ? json(*x) : json(nullptr); };
   for (const auto& g : v.groups)
     groups.push_back(
         json_with(SCALESCOPE_JSON_FIELDS(g, operation, message_bytes, count, time_ns, bytes, bus_bytes, bus_ns),
                   {{"mean_ns", g.mean_ns()},
-                   {"algorithm_gbps", maybe(g.algorithm_gb_per_s())},
-                   {"bus_gbps", maybe(g.bus_gb_per_s())}}));
+                   {"algorithm_gbps", or_null(g.algorithm_gb_per_s())},
+                   {"bus_gbps", or_null(g.bus_gb_per_s())}}));
   j = json{{"availability", Availability{v.available, v.reason}}, {"groups", std::move(groups)}};
 }
 
@@ -287,11 +286,8 @@ json clocks_json(const trace::ClockAlignment& a) {
 
 void to_json(json& j, const HangReport& v) {
   j = json_with(SCALESCOPE_JSON_FIELDS(v, dumps, reasons, in_collective, text), {{"source", "scalescope ring"}});
-  if (v.in_collective) {
-    j["op"] = trace::to_string(v.op);
-    j["communicator"] = v.communicator;
-    j["sequence"] = v.sequence;
-  }
+  if (v.in_collective)
+    j.update(json_with(SCALESCOPE_JSON_FIELDS(v, communicator, sequence), {{"op", trace::to_string(v.op)}}));
   auto& ps = j["processes"] = json::array();
   for (const auto& p : v.processes)
     ps.push_back(SCALESCOPE_JSON_FIELDS(p, rank, host, pid, state, last, python, python_note));

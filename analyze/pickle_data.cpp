@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "base/text_output.hpp"
+
 namespace scalescope::analyze {
 
 namespace {
@@ -36,33 +38,12 @@ struct Refused {
 
 [[noreturn]] void refuse(std::string why) { throw Refused{std::move(why)}; }
 
+// Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF):
+// what the repair leaves unchanged.
 bool valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t n = 0;
-    uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) n = 1, cp = c & 0x1Fu;
-    else if ((c & 0xF0) == 0xE0) n = 2, cp = c & 0x0Fu;
-    else if ((c & 0xF8) == 0xF0) n = 3, cp = c & 0x07u;
-    else return false;
-    if (n >= s.size() - i) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3Fu);
-    }
-    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += n + 1;
-  }
-  return true;
+  std::string repaired;
+  trace::detail::append_valid_utf8(repaired, s);
+  return repaired == s;
 }
 
 class Reader {

@@ -28,7 +28,6 @@ namespace {
 
 using trace::Timestamp;
 using detail::StreamSweep;
-using detail::Category;
 using detail::kCompute;
 using detail::kComm;
 using detail::kCopy;
@@ -57,37 +56,26 @@ struct ChunkFacts {
 };
 
 
-// A GPU chunk's spans into the sweep, clipped to its hull [lo, hi].
+// A GPU chunk's spans into the sweep, clipped to its hull [lo, hi];
+// `category(i)` is row i's.
 void sweep_rows(const Chunk& batch, Names& names, StreamSweep& sweep, Timestamp lo, Timestamp hi) {
-  auto in = [&](Timestamp s, Timestamp e) { return e >= lo && s <= hi && e >= s; };
-  auto clip = [&](Timestamp s, Timestamp e) { return Interval{std::max(s, lo), std::min(e, hi)}; };
-  auto starts = [&](const auto& t) {
-    for (size_t i : batch.of(t))
-      if (t.end[i] >= t.start[i]) sweep.gpu_row(t.start[i], t.correlation[i]);
+  auto rows = [&](const auto& t, auto&& category) {
+    for (size_t i : batch.of(t)) {
+      if (t.end[i] < t.start[i]) continue;
+      sweep.gpu_row(t.start[i], t.correlation[i]);
+      if (t.end[i] >= lo && t.start[i] <= hi)
+        sweep.add({std::max(t.start[i], lo), std::min(t.end[i], hi)}, sweep.stream_index(t.device[i], t.stream[i]),
+                  category(i));
+    }
   };
   const auto& k = batch->kernels;
-  starts(k);
-  starts(batch->nccl);
-  starts(batch->memcpys);
-  starts(batch->memsets);
-  for (size_t i : batch.of(k)) {
-    if (!in(k.start[i], k.end[i])) continue;
+  rows(k, [&](size_t i) {
     const KernelClass cls = names.kernel(k.name[i]).cls;
-    const Category c = cls == KernelClass::kCompute ? kCompute : cls == KernelClass::kMemory ? kCopy : kComm;
-    sweep.add(clip(k.start[i], k.end[i]), sweep.stream_index(k.device[i], k.stream[i]), c);
-  }
-  const auto& nc = batch->nccl;
-  for (size_t i : batch.of(nc))
-    if (in(nc.start[i], nc.end[i]))
-      sweep.add(clip(nc.start[i], nc.end[i]), sweep.stream_index(nc.device[i], nc.stream[i]), kComm);
-  const auto& m = batch->memcpys;
-  for (size_t i : batch.of(m))
-    if (in(m.start[i], m.end[i]))
-      sweep.add(clip(m.start[i], m.end[i]), sweep.stream_index(m.device[i], m.stream[i]), kCopy);
-  const auto& ms = batch->memsets;
-  for (size_t i : batch.of(ms))
-    if (in(ms.start[i], ms.end[i]))
-      sweep.add(clip(ms.start[i], ms.end[i]), sweep.stream_index(ms.device[i], ms.stream[i]), kCopy);
+    return cls == KernelClass::kCompute ? kCompute : cls == KernelClass::kMemory ? kCopy : kComm;
+  });
+  rows(batch->nccl, [](size_t) { return kComm; });
+  rows(batch->memcpys, [](size_t) { return kCopy; });
+  rows(batch->memsets, [](size_t) { return kCopy; });
 }
 
 // The analysis of one rank, in the steps its chunks are read in:
