@@ -991,10 +991,10 @@ void explain_straggler(const std::vector<RankAnalysis>& judged, std::vector<Find
     others_clock /= clocked;
     slower_clock = 1 - lg.sm_clock_median_mhz / others_clock;
     clock_lost_ns = mine.compute_per_step_ns * std::max(0.0, slower_clock);  // compute the lower clock added per step
-    st->evidence += fmt::format("; rank {}'s GPU: {}, against a median {:.0f} MHz on the other ranks", late,
-                                clock_text(lg), others_clock);
+    st->evidence += fmt::format("; rank {}'s GPU: {}, against {:.0f} MHz on the other ranks (the mean of their medians)",
+                                late, clock_text(lg), others_clock);
     st->figures.push_back({"late rank's SM clock median", lg.sm_clock_median_mhz, "MHz"});
-    st->figures.push_back({"other ranks' SM clock median", others_clock, "MHz"});
+    st->figures.push_back({"other ranks' SM clock median, mean over ranks", others_clock, "MHz"});
   }
   // The late rank's own findings, by how much more they cost it than any other rank.
   static constexpr std::string_view kCauses[] = {"host-bound",       "loader-bound", "host-contention",
