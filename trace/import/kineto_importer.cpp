@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "base/memory_budget.hpp"
 #include "base/text_output.hpp"
@@ -483,22 +485,16 @@ SyncKind sync_kind_of_kineto(std::string_view kind) {
   return SyncKind::kUnknown;
 }
 
+// Kineto's spellings, in the order of the enums' values ("" is kUnknown).
 MemoryKind memory_kind_of(std::string_view s) {
-  if (s == "Pageable") return MemoryKind::kPageable;
-  if (s == "Pinned") return MemoryKind::kPinned;
-  if (s == "Device") return MemoryKind::kDevice;
-  if (s == "Managed") return MemoryKind::kManaged;
-  if (s == "Array") return MemoryKind::kArray;
-  return MemoryKind::kUnknown;
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"", "Pageable", "Pinned", "Device", "Managed", "Array"});
+  return value_by_name<MemoryKind>(kNames, s).value_or(MemoryKind::kUnknown);
 }
 
 MemcpyKind memcpy_kind_of(std::string_view s) {
-  if (s == "HtoD") return MemcpyKind::kHtoD;
-  if (s == "DtoH") return MemcpyKind::kDtoH;
-  if (s == "DtoD") return MemcpyKind::kDtoD;
-  if (s == "PtoP") return MemcpyKind::kPtoP;
-  if (s == "HtoH") return MemcpyKind::kHtoH;
-  return MemcpyKind::kUnknown;
+  static constexpr auto kNames = std::to_array<std::string_view>({"", "HtoD", "DtoH", "DtoD", "PtoP", "HtoH"});
+  return value_by_name<MemcpyKind>(kNames, s).value_or(MemcpyKind::kUnknown);
 }
 
 // "Memcpy HtoD (Pinned -> Device)" -> kind HtoD, src pinned, dst device.
