@@ -9,12 +9,9 @@
 
 namespace scalescope::trace::detail {
 
-namespace {
-
-// The length of the well-formed UTF-8 sequence at p[i] (lead byte >= 0x80),
-// or 0: no overlongs, no surrogates, nothing above U+10FFFF.
 size_t utf8_sequence(const unsigned char* p, size_t i, size_t n) {
   const unsigned char c = p[i];
+  if (c < 0x80) return 1;
   const size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
   bool ok = len != 0 && i + len <= n;
   for (size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xC0) == 0x80;
@@ -22,6 +19,8 @@ size_t utf8_sequence(const unsigned char* p, size_t i, size_t n) {
   if (ok && len == 4) ok = !(c == 0xF0 && p[i + 1] < 0x90) && !(c == 0xF4 && p[i + 1] >= 0x90);
   return ok ? len : 0;
 }
+
+namespace {
 
 // Appends s with each byte of a malformed multi-byte sequence replaced by
 // U+FFFD; `ascii` appends each byte below 0x80.

@@ -79,8 +79,6 @@ class ChromeWriter {
   bool first_ = true;
 };
 
-std::string_view counter_name(CounterMetric m) { return to_string(m); }
-
 // One trace being written: its process id in the file and its tracks; its
 // parts are written in the order of the write_ functions.
 struct ChromeTrace {
@@ -203,7 +201,7 @@ void ChromeTrace::write_nvtx_and_counters() const {
     const CounterTable& ct = t.counters;
     w.begin_event('C', pid, pid, ts(ct.time[i]));
     fmt::format_to(std::back_inserter(o), R"(,"name":"GPU {} {}","args":{{"{}":{}}})", ct.device[i],
-                   counter_name(ct.metric[i]), column_name(&CounterTable::value),
+                   to_string(ct.metric[i]), column_name(&CounterTable::value),
                    std::isfinite(ct.value[i]) ? ct.value[i] : 0.0);
     w.end_event();
   }

@@ -470,6 +470,10 @@ void write_items(PerfettoWriter& w, const Trace& t, size_t index, const std::vec
   const std::unordered_set<uint32_t>& launched = flows.launched;
   const std::vector<uint8_t>& starts_flow = flows.starts_flow;
   auto flow_id = [&](uint32_t corr) { return (uint64_t{index} << 32) | corr; };
+  // GPU work ends the flow of the call that launched it.
+  auto end_flow = [&](Message& e, uint32_t corr) {
+    if (corr != 0 && launched.count(corr)) e.fixed64(field::kTerminatingFlowIds, flow_id(corr));
+  };
 
   for (const Step& step : order_steps(items)) {
     const Item& it = items[step.item];
@@ -493,8 +497,7 @@ void write_items(PerfettoWriter& w, const Trace& t, size_t index, const std::vec
         w.name("kernel", s.view(k.name[i]));
         e.uint(field::kCorrelationId, k.correlation[i]);
         w.arg_string("launch", launch_text(k, i));
-        if (k.correlation[i] != 0 && launched.count(k.correlation[i]))
-          e.fixed64(field::kTerminatingFlowIds, flow_id(k.correlation[i]));
+        end_flow(e, k.correlation[i]);
         break;
       }
       case Table::kMemcpy: {
@@ -504,8 +507,7 @@ void write_items(PerfettoWriter& w, const Trace& t, size_t index, const std::vec
         e.uint(field::kCorrelationId, m.correlation[i]);
         w.arg_uint(column_name(&MemcpyTable::bytes), m.bytes[i]);
         w.arg_bool("async", m.is_async[i]);
-        if (m.correlation[i] != 0 && launched.count(m.correlation[i]))
-          e.fixed64(field::kTerminatingFlowIds, flow_id(m.correlation[i]));
+        end_flow(e, m.correlation[i]);
         break;
       }
       case Table::kMemset: {
@@ -513,8 +515,7 @@ void write_items(PerfettoWriter& w, const Trace& t, size_t index, const std::vec
         w.name("memset", fmt::format("Memset ({})", to_string(m.dst_kind[i])));
         e.uint(field::kCorrelationId, m.correlation[i]);
         w.arg_uint(column_name(&MemsetTable::bytes), m.bytes[i]);
-        if (m.correlation[i] != 0 && launched.count(m.correlation[i]))
-          e.fixed64(field::kTerminatingFlowIds, flow_id(m.correlation[i]));
+        end_flow(e, m.correlation[i]);
         break;
       }
       case Table::kNvtx: {

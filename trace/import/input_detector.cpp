@@ -136,8 +136,6 @@ bool same_content(const fs::path& a, const fs::path& b, bool* inflated) {
   }
 }
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-
 bool ends_with_ci(std::string_view s, std::string_view suffix) {
   if (s.size() < suffix.size()) return false;
   return std::equal(suffix.begin(), suffix.end(), s.end() - static_cast<std::ptrdiff_t>(suffix.size()),
@@ -201,7 +199,7 @@ DetectedInput classify_sqlite(const fs::path& path) {
   if (has("sweeps") && has("runs")) return {InputKind::kSweepDatabase, "a scalescope sweep database", {}};
   const bool nsys_tables = has("TARGET_INFO_SESSION_START_TIME") || has("EXPORT_META_DATA") || has("ThreadNames") ||
                            has("NVTX_EVENTS") || std::any_of(tables.begin(), tables.end(), [](const std::string& t) {
-                             return starts_with(t, "CUPTI_ACTIVITY_KIND_");
+                             return t.starts_with("CUPTI_ACTIVITY_KIND_");
                            });
   if (has("StringIds") && nsys_tables) return {InputKind::kNsysSqlite, "an Nsight Systems SQLite export", {}};
   return {InputKind::kSqliteDatabase,
@@ -216,7 +214,7 @@ DetectedInput classify_file(const fs::path& path, const struct stat& st) {
   const std::string_view h = head;
   if (h.size() >= sizeof format::kMagic && std::memcmp(h.data(), format::kMagic, sizeof format::kMagic) == 0)
     return {InputKind::kTraceFile, "a scalescope trace", {}};
-  if (starts_with(h, kSqliteMagic)) return classify_sqlite(path);
+  if (h.starts_with(kSqliteMagic)) return classify_sqlite(path);
   if (h.size() >= 2 && static_cast<unsigned char>(h[0]) == 0x1f && static_cast<unsigned char>(h[1]) == 0x8b)
     return {InputKind::kKinetoJson, "a gzip-compressed JSON trace", {}};  // the importer checks the content
   const size_t first = h.find_first_not_of(" \t\r\n");
@@ -245,7 +243,7 @@ DetectedInput classify_file(const fs::path& path, const struct stat& st) {
       {"BZh", "a bzip2-compressed file"},
   };
   for (const auto& m : kMagics)
-    if (starts_with(h, m.bytes)) return {InputKind::kOther, m.what, {}};
+    if (h.starts_with(m.bytes)) return {InputKind::kOther, m.what, {}};
   if (first != std::string_view::npos && h[first] == '<') return {InputKind::kOther, "an HTML or XML document", {}};
   return {InputKind::kOther, "a file of unrecognised content", {}};
 }

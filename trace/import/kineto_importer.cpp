@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -16,11 +17,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "base/memory_budget.hpp"
 #include "base/text_output.hpp"
@@ -177,33 +180,6 @@ void gunzip(std::string_view in, std::string_view name, PaddedBuffer& out, uint6
   out.pad();
 }
 
-// Length of the valid UTF-8 sequence at p (of n bytes left), or 0 when the
-// byte at p does not start one (RFC 3629: no overlongs, surrogates or > U+10FFFF).
-size_t utf8_sequence(const unsigned char* p, size_t n) {
-  const unsigned char c = p[0];
-  if (c < 0x80) return 1;
-  size_t len;
-  uint32_t min;
-  if ((c & 0xE0) == 0xC0) {
-    len = 2;
-    min = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    len = 3;
-    min = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    len = 4;
-    min = 0x10000;
-  } else return 0;
-  if (n < len) return 0;
-  uint32_t cp = c & (0x7F >> len);
-  for (size_t i = 1; i < len; ++i) {
-    if ((p[i] & 0xC0) != 0x80) return 0;
-    cp = cp << 6 | (p[i] & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
-
 // Copies `json` into `out` with each byte that is not part of valid UTF-8
 // replaced by U+FFFD; returns how many were replaced.
 uint64_t repair_utf8(const char* json, size_t size, PaddedBuffer& out) {
@@ -211,7 +187,7 @@ uint64_t repair_utf8(const char* json, size_t size, PaddedBuffer& out) {
   uint64_t bad = 0;
   size_t extra = 0;
   for (size_t i = 0; i < size;) {
-    const size_t len = utf8_sequence(p + i, size - i);
+    const size_t len = detail::utf8_sequence(p, i, size);
     if (len == 0) {
       ++bad;
       extra += 2;  // 1 byte becomes 3
@@ -224,7 +200,7 @@ uint64_t repair_utf8(const char* json, size_t size, PaddedBuffer& out) {
   out.reserve(size + extra);
   char* o = out.data;
   for (size_t i = 0; i < size;) {
-    const size_t len = utf8_sequence(p + i, size - i);
+    const size_t len = detail::utf8_sequence(p, i, size);
     if (len == 0) {
       *o++ = '\xEF';
       *o++ = '\xBF';
@@ -509,22 +485,16 @@ SyncKind sync_kind_of_kineto(std::string_view kind) {
   return SyncKind::kUnknown;
 }
 
+// Kineto's spellings, in the order of the enums' values ("" is kUnknown).
 MemoryKind memory_kind_of(std::string_view s) {
-  if (s == "Pageable") return MemoryKind::kPageable;
-  if (s == "Pinned") return MemoryKind::kPinned;
-  if (s == "Device") return MemoryKind::kDevice;
-  if (s == "Managed") return MemoryKind::kManaged;
-  if (s == "Array") return MemoryKind::kArray;
-  return MemoryKind::kUnknown;
+  static constexpr auto kNames =
+      std::to_array<std::string_view>({"", "Pageable", "Pinned", "Device", "Managed", "Array"});
+  return value_by_name<MemoryKind>(kNames, s).value_or(MemoryKind::kUnknown);
 }
 
 MemcpyKind memcpy_kind_of(std::string_view s) {
-  if (s == "HtoD") return MemcpyKind::kHtoD;
-  if (s == "DtoH") return MemcpyKind::kDtoH;
-  if (s == "DtoD") return MemcpyKind::kDtoD;
-  if (s == "PtoP") return MemcpyKind::kPtoP;
-  if (s == "HtoH") return MemcpyKind::kHtoH;
-  return MemcpyKind::kUnknown;
+  static constexpr auto kNames = std::to_array<std::string_view>({"", "HtoD", "DtoH", "DtoD", "PtoP", "HtoH"});
+  return value_by_name<MemcpyKind>(kNames, s).value_or(MemcpyKind::kUnknown);
 }
 
 // "Memcpy HtoD (Pinned -> Device)" -> kind HtoD, src pinned, dst device.
@@ -1402,13 +1372,8 @@ void sort_by_start(std::vector<Record>& v) {
 }
 
 void Importer::finish() {
-  sort_by_start(kernels_);
-  sort_by_start(memcpys_);
-  sort_by_start(memsets_);
-  sort_by_start(api_);
-  sort_by_start(syncs_);
-  sort_by_start(nvtx_);
-  sort_by_start(nccl_);
+  std::apply([](auto&... records) { (sort_by_start(records), ...); },
+             std::tie(kernels_, memcpys_, memsets_, api_, syncs_, nvtx_, nccl_));
   link_forward_backward();
 
   // Sequence numbers per communicator in time order, where Kineto gave none.

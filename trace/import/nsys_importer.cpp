@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/text_output.hpp"
 #include "trace/model/nccl_kernel_name.hpp"
 #include "trace/import/sqlite_input.hpp"
 #include "trace/model/table_columns.hpp"
@@ -44,46 +45,6 @@ uint32_t pid_of_key(uint64_t key) { return static_cast<uint32_t>(key & 0xFFFFFF)
 uint32_t tid_of(int64_t global_id) { return static_cast<uint32_t>(static_cast<uint64_t>(global_id) & 0xFFFFFF); }
 
 // ---- strings ----------------------------------------------------------------
-
-// Length of the valid UTF-8 sequence at s[i], 0 when invalid (overlong forms,
-// surrogates and code points above U+10FFFF are invalid, as in RFC 3629).
-size_t utf8_sequence(std::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  if (c < 0x80) return 1;
-  size_t n = 0;
-  uint32_t cp = 0;
-  if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
-  else return 0;
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    const auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-    return 0;
-  return n;
-}
-
-// Replaces invalid UTF-8 with U+FFFD; true when something was replaced.
-bool repair_utf8(std::string_view in, std::string& out) {
-  out.clear();
-  bool repaired = false;
-  for (size_t i = 0; i < in.size();) {
-    const size_t n = utf8_sequence(in, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      repaired = true;
-      ++i;
-    } else {
-      out.append(in.data() + i, n);
-      i += n;
-    }
-  }
-  return repaired;
-}
 
 bool all_ascii(std::string_view s) {
   for (char c : s)
@@ -295,31 +256,29 @@ struct Enums {
 
 MemcpyKind copy_kind_of_symbol(std::string_view s) {
   // CUDA_MEMCPY_KIND_HTOD ... ; arrays live on the device, unified memory moves like the plain kinds.
-  auto ends = [&](std::string_view t) { return s.size() >= t.size() && s.substr(s.size() - t.size()) == t; };
-  if (ends("_HTOD") || ends("_HTOA")) return MemcpyKind::kHtoD;
-  if (ends("_DTOH") || ends("_ATOH")) return MemcpyKind::kDtoH;
-  if (ends("_DTOD") || ends("_ATOA") || ends("_ATOD") || ends("_DTOA")) return MemcpyKind::kDtoD;
-  if (ends("_PTOP")) return MemcpyKind::kPtoP;
-  if (ends("_HTOH")) return MemcpyKind::kHtoH;
+  if (s.ends_with("_HTOD") || s.ends_with("_HTOA")) return MemcpyKind::kHtoD;
+  if (s.ends_with("_DTOH") || s.ends_with("_ATOH")) return MemcpyKind::kDtoH;
+  if (s.ends_with("_DTOD") || s.ends_with("_ATOA") || s.ends_with("_ATOD") || s.ends_with("_DTOA"))
+    return MemcpyKind::kDtoD;
+  if (s.ends_with("_PTOP")) return MemcpyKind::kPtoP;
+  if (s.ends_with("_HTOH")) return MemcpyKind::kHtoH;
   return MemcpyKind::kUnknown;
 }
 
 MemoryKind memory_kind_of_symbol(std::string_view s) {
-  auto ends = [&](std::string_view t) { return s.size() >= t.size() && s.substr(s.size() - t.size()) == t; };
-  if (ends("_PAGEABLE")) return MemoryKind::kPageable;
-  if (ends("_PINNED")) return MemoryKind::kPinned;
-  if (ends("_DEVICE") || ends("_DEVICE_STATIC")) return MemoryKind::kDevice;
-  if (ends("_ARRAY")) return MemoryKind::kArray;
-  if (ends("_MANAGED") || ends("_MANAGED_STATIC")) return MemoryKind::kManaged;
+  if (s.ends_with("_PAGEABLE")) return MemoryKind::kPageable;
+  if (s.ends_with("_PINNED")) return MemoryKind::kPinned;
+  if (s.ends_with("_DEVICE") || s.ends_with("_DEVICE_STATIC")) return MemoryKind::kDevice;
+  if (s.ends_with("_ARRAY")) return MemoryKind::kArray;
+  if (s.ends_with("_MANAGED") || s.ends_with("_MANAGED_STATIC")) return MemoryKind::kManaged;
   return MemoryKind::kUnknown;
 }
 
 SyncKind sync_kind_of_symbol(std::string_view s) {
-  auto ends = [&](std::string_view t) { return s.size() >= t.size() && s.substr(s.size() - t.size()) == t; };
-  if (ends("_EVENT_SYNCHRONIZE")) return SyncKind::kEventSynchronize;
-  if (ends("_STREAM_WAIT_EVENT")) return SyncKind::kStreamWaitEvent;
-  if (ends("_STREAM_SYNCHRONIZE")) return SyncKind::kStreamSynchronize;
-  if (ends("_CONTEXT_SYNCHRONIZE")) return SyncKind::kDeviceSynchronize;
+  if (s.ends_with("_EVENT_SYNCHRONIZE")) return SyncKind::kEventSynchronize;
+  if (s.ends_with("_STREAM_WAIT_EVENT")) return SyncKind::kStreamWaitEvent;
+  if (s.ends_with("_STREAM_SYNCHRONIZE")) return SyncKind::kStreamSynchronize;
+  if (s.ends_with("_CONTEXT_SYNCHRONIZE")) return SyncKind::kDeviceSynchronize;
   return SyncKind::kUnknown;
 }
 
@@ -500,7 +459,10 @@ class Importer {
       if (!s.empty() && static_cast<unsigned char>(s.back()) >= 0xC0) s.remove_suffix(1);
     }
     if (all_ascii(s)) return s;
-    if (repair_utf8(s, scratch)) {
+    scratch.clear();
+    detail::append_valid_utf8(scratch, s);
+    // Each invalid byte becomes U+FFFD's three: a repaired string is longer.
+    if (scratch.size() != s.size()) {
       ++report_.invalid_utf8;
       return scratch;
     }

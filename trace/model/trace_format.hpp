@@ -118,10 +118,6 @@ void for_each_string_column(T& t, F&& f) {
   });
 }
 
-}  // namespace scalescope::trace::format
-
-namespace scalescope::trace::format {
-
 // Visits every table of a trace with its chunk type: f(ChunkType, table).
 template <typename TraceT, typename F>
 void for_each_table(TraceT& t, F&& f) {

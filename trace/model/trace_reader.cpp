@@ -192,30 +192,49 @@ class Reader {
   Trace read() {
     check_file_header(data_, size_);
     reserve_tables();
-    size_t pos = format::kFileHeaderSize;
+    walk(
+        [&](size_t n, uint64_t offset, size_t* got) {
+          *got = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
+          return data_ + offset;
+        },
+        [&](const format::ChunkHeader& ch, const uint8_t* payload, size_t offset) { read_chunk(ch, payload, offset); });
+    finish();
+    return std::move(trace_);
+  }
+
+  // Walks the chunks after the file header, checksums verified and damage
+  // counted (a bad header resyncs at the next good one; a cut ends the walk),
+  // and calls on_chunk(header, payload, offset) for every sound chunk but the
+  // end record. fill(n, offset, &got) gives the file's bytes at offset (fewer
+  // at its end, or where it shrank while read).
+  template <typename Fill, typename OnChunk>
+  void walk(Fill&& fill, OnChunk&& on_chunk) {
+    uint64_t pos = format::kFileHeaderSize;
     bool torn = false;
+    size_t got = 0;
     while (pos < size_) {
-      if (size_ - pos < format::kChunkHeaderSize) {
+      const uint8_t* h = fill(format::kChunkHeaderSize, pos, &got);
+      if (got < format::kChunkHeaderSize) {
         problems_.add(Problem::kTornTail);
         torn = true;
         break;
       }
-      const uint8_t* h = data_ + pos;
       if (options_.verify_checksums && XXH64(h, 32, 0) != format::get_u64(h + 32)) {
         // The length cannot be trusted: look for the next valid chunk header.
         problems_.add(Problem::kChecksumMismatch);
-        pos = resync(pos + 1);
+        pos = resync(pos + 1, fill);
         continue;
       }
       const format::ChunkHeader ch = chunk_header(h, name_, pos, options_.max_chunk_bytes);
-      const size_t body = pos + format::kChunkHeaderSize;
-      if (ch.stored_size > size_ - body) {
+      const uint64_t at = pos, body = pos + format::kChunkHeaderSize;
+      const bool whole = ch.stored_size <= size_ - body;
+      const uint8_t* payload = whole ? fill(static_cast<size_t>(ch.stored_size), body, &got) : nullptr;
+      if (!whole || got < ch.stored_size) {
         problems_.add(Problem::kTornTail);
         torn = true;
         break;
       }
-      const uint8_t* payload = data_ + body;
-      pos = body + static_cast<size_t>(ch.stored_size);
+      pos = body + ch.stored_size;
       if (options_.verify_checksums && XXH64(payload, ch.stored_size, 0) != ch.payload_checksum) {
         problems_.add(Problem::kChecksumMismatch);
         continue;
@@ -225,15 +244,13 @@ class Reader {
         continue;
       }
       if (saw_end_) problems_.add(Problem::kCorruptChunk);  // nothing follows an end record
-      read_chunk(ch, payload, body - format::kChunkHeaderSize);
+      on_chunk(ch, payload, static_cast<size_t>(at));
     }
     // Format 1.1 writers end every closed file with an end record; without it
     // the writer was killed and the file may be cut at a chunk boundary, which
     // the chunk walk alone cannot see. 1.0 files never had one.
     if (minor_ == 0) problems_.add(Problem::kEndNotRecorded);
     else if (!saw_end_ && !torn) problems_.add(Problem::kEndMissing);
-    finish();
-    return std::move(trace_);
   }
 
   // ---- chunk by chunk (ChunkReader): the caller walks the file and hands
@@ -246,8 +263,6 @@ class Reader {
     if (limit_ == 0) limit_ = std::max<uint64_t>(uint64_t{1} << 30, 512 * file_size);
     cap_to_available_memory();
   }
-  void check_header(const uint8_t* data, size_t size) { check_file_header(data, size); }
-  uint16_t minor() const { return minor_; }
   // One chunk whose checksums were verified. Table rows charged to the
   // memory limit are released again: the caller clears the tables.
   void stream_chunk(const format::ChunkHeader& ch, const uint8_t* payload, size_t offset) {
@@ -258,7 +273,6 @@ class Reader {
   // String ids of the rows decoded so far mapped to ours, unfinished GPU
   // rows of collector traces dropped (counted), as finish() does.
   void finish_rows() { remap_and_drop(); }
-  void add_problem(Problem p, uint64_t n = 1) { problems_.add(p, n); }
   ProblemCounts problems() const {
     ProblemCounts out = stored_problems_;
     for (int i = 0; i < kProblemCount; ++i) out.counts[i] += problems_.counts[i];
@@ -267,7 +281,6 @@ class Reader {
   Trace& trace() { return trace_; }
   ProblemCounts& counted() { return problems_; }
 
- private:
   void check_file_header(const uint8_t* data, size_t size) {
     const size_t n = std::min(size, sizeof format::kMagic);
     if (std::memcmp(data, format::kMagic, n) != 0) fail("{}: not a scalescope trace (bad magic)", name_);
@@ -284,6 +297,7 @@ class Reader {
            kFormatMajor);
   }
 
+ private:
   // Walks the chunk headers once to size every column exactly: growing them
   // chunk by chunk would copy each column several times. Only what the memory
   // limit allows is reserved; a lying header cannot make this allocate more.
@@ -313,9 +327,20 @@ class Reader {
     });
   }
 
-  size_t resync(size_t pos) {
-    for (; pos + format::kChunkHeaderSize <= size_; ++pos)
-      if (XXH64(data_ + pos, 32, 0) == format::get_u64(data_ + pos + 32)) return pos;
+  // The next offset at or after pos where a chunk header's checksum holds;
+  // the file's size when none does.
+  template <typename Fill>
+  uint64_t resync(uint64_t pos, Fill& fill) const {
+    constexpr size_t kBlock = size_t{1} << 20;
+    while (pos + format::kChunkHeaderSize <= size_) {
+      size_t got = 0;
+      const uint8_t* p = fill(kBlock + format::kChunkHeaderSize, pos, &got);
+      if (got < format::kChunkHeaderSize) break;
+      const size_t last = got - format::kChunkHeaderSize;
+      for (size_t i = 0; i <= last; ++i)
+        if (XXH64(p + i, 32, 0) == format::get_u64(p + i + 32)) return pos + i;
+      pos += last + 1;
+    }
     return size_;
   }
 
@@ -660,80 +685,22 @@ struct ChunkReader::Impl {
     return buffer.data();
   }
 
-  // The next offset at or after pos where a header's checksum holds, as Reader::resync.
-  uint64_t resync(uint64_t pos) {
-    constexpr size_t kBlock = size_t{1} << 20;
-    while (pos + format::kChunkHeaderSize <= size) {
-      size_t got = 0;
-      const uint8_t* p = fill(kBlock + format::kChunkHeaderSize, pos, &got);
-      if (got < format::kChunkHeaderSize) break;
-      const size_t last = got - format::kChunkHeaderSize;
-      for (size_t i = 0; i <= last; ++i)
-        if (XXH64(p + i, 32, 0) == format::get_u64(p + i + 32)) return pos + i;
-      pos += last + 1;
-    }
-    return size;
-  }
-
   // Walks every chunk as Reader::read() does: strings, metadata and problems
   // are decoded now, table chunks are listed.
   void walk() {
     size_t got = 0;
     const uint8_t* h = fill(format::kFileHeaderSize, 0, &got);
     if (got == 0) fail("{}: empty file, not a scalescope trace", name);
-    reader->check_header(h, got);
-    uint64_t pos = format::kFileHeaderSize;
-    bool torn = false, saw_end = false;
-    while (pos < size) {
-      if (size - pos < format::kChunkHeaderSize) {
-        reader->add_problem(Problem::kTornTail);
-        torn = true;
-        break;
-      }
-      h = fill(format::kChunkHeaderSize, pos, &got);
-      if (got < format::kChunkHeaderSize) {  // shrank while we read
-        reader->add_problem(Problem::kTornTail);
-        torn = true;
-        break;
-      }
-      if (options.verify_checksums && XXH64(h, 32, 0) != format::get_u64(h + 32)) {
-        reader->add_problem(Problem::kChecksumMismatch);
-        pos = resync(pos + 1);
-        continue;
-      }
-      const format::ChunkHeader ch = chunk_header(h, name, pos, options.max_chunk_bytes);
-      const uint64_t body = pos + format::kChunkHeaderSize;
-      if (ch.stored_size > size - body) {
-        reader->add_problem(Problem::kTornTail);
-        torn = true;
-        break;
-      }
-      const uint64_t at = pos;
-      pos = body + ch.stored_size;
-      const uint8_t* payload = fill(static_cast<size_t>(ch.stored_size), body, &got);
-      if (got < ch.stored_size) {
-        reader->add_problem(Problem::kTornTail);
-        torn = true;
-        break;
-      }
-      if (options.verify_checksums && XXH64(payload, ch.stored_size, 0) != ch.payload_checksum) {
-        reader->add_problem(Problem::kChecksumMismatch);
-        continue;
-      }
-      if (ch.type == static_cast<uint16_t>(ChunkType::kEnd)) {
-        saw_end = true;
-        continue;
-      }
-      if (saw_end) reader->add_problem(Problem::kCorruptChunk);  // nothing follows an end record
-      if (is_table_chunk(ch.type)) {
-        chunks.push_back({at, ch, false});
-        total_rows += ch.record_count;
-      } else {
-        reader->stream_chunk(ch, payload, static_cast<size_t>(at));  // strings, metadata, problems, unknown
-      }
-    }
-    if (reader->minor() == 0) reader->add_problem(Problem::kEndNotRecorded);
-    else if (!saw_end && !torn) reader->add_problem(Problem::kEndMissing);
+    reader->check_file_header(h, got);
+    reader->walk([this](size_t n, uint64_t offset, size_t* got_now) { return fill(n, offset, got_now); },
+                 [&](const format::ChunkHeader& ch, const uint8_t* payload, size_t at) {
+                   if (is_table_chunk(ch.type)) {
+                     chunks.push_back({at, ch, false});
+                     total_rows += ch.record_count;
+                   } else {
+                     reader->stream_chunk(ch, payload, at);  // strings, metadata, problems, unknown
+                   }
+                 });
     reader->trace().problems = reader->problems();
   }
 };

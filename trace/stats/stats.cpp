@@ -72,20 +72,32 @@ constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 
 int64_t duration(Timestamp start, Timestamp end) { return end > start ? end - start : 0; }
 
+// Each row's fraction of the rows' total time.
+template <typename Row>
+void set_shares(std::vector<Row>& rows) {
+  int64_t all = 0;
+  for (const auto& r : rows) all += r.time.total;
+  for (auto& r : rows) r.share = all > 0 ? static_cast<double>(r.time.total) / static_cast<double>(all) : 0;
+}
+
+// Most total time first; ties in the order of `key(row)`.
+template <typename Row, typename Key>
+void sort_by_time(std::vector<Row>& rows, Key key) {
+  std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    if (a.time.total != b.time.total) return a.time.total > b.time.total;
+    return key(a) < key(b);
+  });
+}
+
 std::vector<NamedDurationRow> named_rows(Groups<NoExtra>& g) {
   std::vector<NamedDurationRow> rows;
   rows.reserve(g.groups.size());
-  int64_t all = 0;
   for (auto& grp : g.groups) {
     rows.push_back({grp.key, summarize_in_place(grp.durations), 0});
     std::vector<int64_t>().swap(grp.durations);
-    all += rows.back().time.total;
   }
-  for (auto& r : rows) r.share = all > 0 ? static_cast<double>(r.time.total) / static_cast<double>(all) : 0;
-  std::sort(rows.begin(), rows.end(), [](const NamedDurationRow& a, const NamedDurationRow& b) {
-    if (a.time.total != b.time.total) return a.time.total > b.time.total;
-    return a.name < b.name;
-  });
+  set_shares(rows);
+  sort_by_time(rows, [](const NamedDurationRow& r) { return std::string_view(r.name); });
   return rows;
 }
 
@@ -159,145 +171,142 @@ double nccl_bus_bytes(const Trace& t, size_t i) {
 
 DurationStats summarize_durations(std::vector<int64_t> durations) { return summarize_in_place(durations); }
 
+namespace {
+
+// Memory copies and sets by (kind, src, dst): few distinct ones, so a small
+// cache per trace beats hashing the texts per row.
+void add_memory_rows(std::span<const Trace* const> traces, TraceStats& out) {
+  Groups<SizeExtra> g;
+  for (const Trace* t : traces) {
+    const MemcpyTable& m = t->memcpys;
+    std::unordered_map<uint32_t, uint32_t> cache;
+    for (size_t i = 0; i < m.size(); ++i) {
+      uint32_t k = static_cast<uint32_t>(m.kind[i]) << 16 | static_cast<uint32_t>(m.src_kind[i]) << 8 |
+                   static_cast<uint32_t>(m.dst_kind[i]);
+      auto it = cache.find(k);
+      uint32_t gi =
+          it != cache.end()
+              ? it->second
+              : (cache[k] = memory_group(g, to_string(m.kind[i]), to_string(m.src_kind[i]), to_string(m.dst_kind[i])));
+      add_memory(g.groups[gi], duration(m.start[i], m.end[i]), m.bytes[i]);
+    }
+    const MemsetTable& s = t->memsets;
+    cache.clear();
+    for (size_t i = 0; i < s.size(); ++i) {
+      uint32_t k = static_cast<uint32_t>(s.dst_kind[i]);
+      auto it = cache.find(k);
+      uint32_t gi =
+          it != cache.end() ? it->second : (cache[k] = memory_group(g, "memset", "", to_string(s.dst_kind[i])));
+      add_memory(g.groups[gi], duration(s.start[i], s.end[i]), s.bytes[i]);
+    }
+  }
+  for (auto& grp : g.groups) {
+    MemorySizeRow size{grp.extra.kind,  grp.extra.src,
+                       grp.extra.dst,   grp.durations.size(),
+                       grp.extra.total, grp.durations.empty() ? 0 : grp.extra.min,
+                       grp.extra.max,   0};
+    size.avg_bytes = size.count ? static_cast<double>(size.total_bytes) / static_cast<double>(size.count) : 0;
+    out.memory_size.push_back(size);
+    out.memory_time.push_back({grp.extra.kind, grp.extra.src, grp.extra.dst, summarize_in_place(grp.durations), 0});
+  }
+  set_shares(out.memory_time);
+  sort_by_time(out.memory_time, [](const MemoryTimeRow& r) { return std::tie(r.kind, r.src, r.dst); });
+  std::sort(out.memory_size.begin(), out.memory_size.end(), [](const MemorySizeRow& a, const MemorySizeRow& b) {
+    if (a.total_bytes != b.total_bytes) return a.total_bytes > b.total_bytes;
+    return std::tie(a.kind, a.src, a.dst) < std::tie(b.kind, b.src, b.dst);
+  });
+}
+
+// NVTX ranges (marks have no duration and are left out), by (domain, text).
+std::vector<NvtxRow> nvtx_rows(std::span<const Trace* const> traces) {
+  struct NvtxExtra {
+    std::string domain, text;
+  };
+  Groups<NvtxExtra> g;
+  std::unordered_map<uint64_t, uint32_t> cache;
+  for (const Trace* t : traces) {
+    cache.clear();
+    const NvtxTable& n = t->nvtx;
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (n.kind[i] != NvtxKind::kRange) continue;
+      uint64_t k = uint64_t{n.domain[i]} << 32 | n.text[i];
+      auto it = cache.find(k);
+      uint32_t gi;
+      if (it != cache.end()) {
+        gi = it->second;
+      } else {
+        std::string_view d = t->strings.view(n.domain[i]), x = t->strings.view(n.text[i]);
+        std::string key;
+        key.append(d).append("\x1f").append(x);
+        gi = g.find_or_add(key);
+        if (g.groups[gi].extra.domain.empty() && g.groups[gi].extra.text.empty())
+          g.groups[gi].extra = {std::string(d), std::string(x)};
+        cache.emplace(k, gi);
+      }
+      g.groups[gi].durations.push_back(duration(n.start[i], n.end[i]));
+    }
+  }
+  std::vector<NvtxRow> rows;
+  for (auto& grp : g.groups) rows.push_back({grp.extra.domain, grp.extra.text, summarize_in_place(grp.durations)});
+  sort_by_time(rows, [](const NvtxRow& r) { return std::tie(r.domain, r.text); });
+  return rows;
+}
+
+// NCCL collectives by (op, algorithm, protocol, datatype).
+std::vector<NcclRow> nccl_rows(std::span<const Trace* const> traces) {
+  struct NcclExtra {
+    NcclRow row;
+    double bus_bytes = 0;
+    int64_t bus_ns = 0;
+  };
+  Groups<NcclExtra> g;
+  for (const Trace* t : traces) {
+    const NcclTable& n = t->nccl;
+    for (size_t i = 0; i < n.size(); ++i) {
+      std::string_view op = to_string(n.op[i]), alg = t->strings.view(n.algorithm[i]),
+                       proto = t->strings.view(n.protocol[i]), dt = t->strings.view(n.datatype[i]);
+      std::string key;
+      key.append(op).append("\x1f").append(alg).append("\x1f").append(proto).append("\x1f").append(dt);
+      uint32_t gi = g.find_or_add(key);
+      auto& grp = g.groups[gi];
+      if (grp.durations.empty()) {
+        grp.extra.row.op = op;
+        grp.extra.row.algorithm = alg;
+        grp.extra.row.protocol = proto;
+        grp.extra.row.datatype = dt;
+      }
+      grp.durations.push_back(duration(n.start[i], n.end[i]));
+      grp.extra.row.total_bytes += n.bytes[i];
+      if (const double bus = nccl_bus_bytes(*t, i); bus > 0) {
+        grp.extra.bus_bytes += bus;
+        grp.extra.bus_ns += duration(n.start[i], n.end[i]);
+        ++grp.extra.row.busbw_count;
+      }
+    }
+  }
+  std::vector<NcclRow> rows;
+  for (auto& grp : g.groups) {
+    NcclRow r = grp.extra.row;
+    r.time = summarize_in_place(grp.durations);
+    r.bus_bytes_per_s =
+        r.time.total > 0 ? static_cast<double>(r.total_bytes) * 1e9 / static_cast<double>(r.time.total) : 0;
+    r.busbw_bytes_per_s = grp.extra.bus_ns > 0 ? grp.extra.bus_bytes * 1e9 / static_cast<double>(grp.extra.bus_ns) : 0;
+    rows.push_back(std::move(r));
+  }
+  sort_by_time(rows, [](const NcclRow& r) { return std::tie(r.op, r.algorithm, r.protocol, r.datatype); });
+  return rows;
+}
+
+}  // namespace
+
 TraceStats compute_stats(std::span<const Trace* const> traces) {
   TraceStats out;
   out.traces = traces.size();
   out.api = by_name(traces, &Trace::api);
   out.kernels = by_name(traces, &Trace::kernels);
-
-  // Memory copies and sets: few distinct (kind, src, dst), so a small linear
-  // cache beats hashing per row.
-  {
-    Groups<SizeExtra> g;
-    for (const Trace* t : traces) {
-      const MemcpyTable& m = t->memcpys;
-      std::unordered_map<uint32_t, uint32_t> cache;
-      for (size_t i = 0; i < m.size(); ++i) {
-        uint32_t k = static_cast<uint32_t>(m.kind[i]) << 16 | static_cast<uint32_t>(m.src_kind[i]) << 8 |
-                     static_cast<uint32_t>(m.dst_kind[i]);
-        auto it = cache.find(k);
-        uint32_t gi = it != cache.end() ? it->second
-                                        : (cache[k] = memory_group(g, to_string(m.kind[i]), to_string(m.src_kind[i]),
-                                                                   to_string(m.dst_kind[i])));
-        add_memory(g.groups[gi], duration(m.start[i], m.end[i]), m.bytes[i]);
-      }
-      const MemsetTable& s = t->memsets;
-      cache.clear();
-      for (size_t i = 0; i < s.size(); ++i) {
-        uint32_t k = static_cast<uint32_t>(s.dst_kind[i]);
-        auto it = cache.find(k);
-        uint32_t gi =
-            it != cache.end() ? it->second : (cache[k] = memory_group(g, "memset", "", to_string(s.dst_kind[i])));
-        add_memory(g.groups[gi], duration(s.start[i], s.end[i]), s.bytes[i]);
-      }
-    }
-    int64_t all = 0;
-    for (auto& grp : g.groups) {
-      MemorySizeRow size{grp.extra.kind,  grp.extra.src,
-                         grp.extra.dst,   grp.durations.size(),
-                         grp.extra.total, grp.durations.empty() ? 0 : grp.extra.min,
-                         grp.extra.max,   0};
-      size.avg_bytes = size.count ? static_cast<double>(size.total_bytes) / static_cast<double>(size.count) : 0;
-      out.memory_size.push_back(size);
-      out.memory_time.push_back({grp.extra.kind, grp.extra.src, grp.extra.dst, summarize_in_place(grp.durations), 0});
-      all += out.memory_time.back().time.total;
-    }
-    for (auto& r : out.memory_time)
-      r.share = all > 0 ? static_cast<double>(r.time.total) / static_cast<double>(all) : 0;
-    std::sort(out.memory_time.begin(), out.memory_time.end(), [](const MemoryTimeRow& a, const MemoryTimeRow& b) {
-      if (a.time.total != b.time.total) return a.time.total > b.time.total;
-      return std::tie(a.kind, a.src, a.dst) < std::tie(b.kind, b.src, b.dst);
-    });
-    std::sort(out.memory_size.begin(), out.memory_size.end(), [](const MemorySizeRow& a, const MemorySizeRow& b) {
-      if (a.total_bytes != b.total_bytes) return a.total_bytes > b.total_bytes;
-      return std::tie(a.kind, a.src, a.dst) < std::tie(b.kind, b.src, b.dst);
-    });
-  }
-
-  // NVTX ranges (marks have no duration and are left out), by (domain, text).
-  {
-    struct NvtxExtra {
-      std::string domain, text;
-    };
-    Groups<NvtxExtra> g;
-    std::unordered_map<uint64_t, uint32_t> cache;
-    for (const Trace* t : traces) {
-      cache.clear();
-      const NvtxTable& n = t->nvtx;
-      for (size_t i = 0; i < n.size(); ++i) {
-        if (n.kind[i] != NvtxKind::kRange) continue;
-        uint64_t k = uint64_t{n.domain[i]} << 32 | n.text[i];
-        auto it = cache.find(k);
-        uint32_t gi;
-        if (it != cache.end()) {
-          gi = it->second;
-        } else {
-          std::string_view d = t->strings.view(n.domain[i]), x = t->strings.view(n.text[i]);
-          std::string key;
-          key.append(d).append("\x1f").append(x);
-          gi = g.find_or_add(key);
-          if (g.groups[gi].extra.domain.empty() && g.groups[gi].extra.text.empty())
-            g.groups[gi].extra = {std::string(d), std::string(x)};
-          cache.emplace(k, gi);
-        }
-        g.groups[gi].durations.push_back(duration(n.start[i], n.end[i]));
-      }
-    }
-    for (auto& grp : g.groups)
-      out.nvtx.push_back({grp.extra.domain, grp.extra.text, summarize_in_place(grp.durations)});
-    std::sort(out.nvtx.begin(), out.nvtx.end(), [](const NvtxRow& a, const NvtxRow& b) {
-      if (a.time.total != b.time.total) return a.time.total > b.time.total;
-      return std::tie(a.domain, a.text) < std::tie(b.domain, b.text);
-    });
-  }
-
-  // NCCL collectives by (op, algorithm, protocol, datatype).
-  {
-    struct NcclExtra {
-      NcclRow row;
-      double bus_bytes = 0;
-      int64_t bus_ns = 0;
-    };
-    Groups<NcclExtra> g;
-    for (const Trace* t : traces) {
-      const NcclTable& n = t->nccl;
-      for (size_t i = 0; i < n.size(); ++i) {
-        std::string_view op = to_string(n.op[i]), alg = t->strings.view(n.algorithm[i]),
-                         proto = t->strings.view(n.protocol[i]), dt = t->strings.view(n.datatype[i]);
-        std::string key;
-        key.append(op).append("\x1f").append(alg).append("\x1f").append(proto).append("\x1f").append(dt);
-        uint32_t gi = g.find_or_add(key);
-        auto& grp = g.groups[gi];
-        if (grp.durations.empty()) {
-          grp.extra.row.op = op;
-          grp.extra.row.algorithm = alg;
-          grp.extra.row.protocol = proto;
-          grp.extra.row.datatype = dt;
-        }
-        grp.durations.push_back(duration(n.start[i], n.end[i]));
-        grp.extra.row.total_bytes += n.bytes[i];
-        if (const double bus = nccl_bus_bytes(*t, i); bus > 0) {
-          grp.extra.bus_bytes += bus;
-          grp.extra.bus_ns += duration(n.start[i], n.end[i]);
-          ++grp.extra.row.busbw_count;
-        }
-      }
-    }
-    for (auto& grp : g.groups) {
-      NcclRow r = grp.extra.row;
-      r.time = summarize_in_place(grp.durations);
-      r.bus_bytes_per_s =
-          r.time.total > 0 ? static_cast<double>(r.total_bytes) * 1e9 / static_cast<double>(r.time.total) : 0;
-      r.busbw_bytes_per_s =
-          grp.extra.bus_ns > 0 ? grp.extra.bus_bytes * 1e9 / static_cast<double>(grp.extra.bus_ns) : 0;
-      out.nccl.push_back(std::move(r));
-    }
-    std::sort(out.nccl.begin(), out.nccl.end(), [](const NcclRow& a, const NcclRow& b) {
-      if (a.time.total != b.time.total) return a.time.total > b.time.total;
-      return std::tie(a.op, a.algorithm, a.protocol, a.datatype) < std::tie(b.op, b.algorithm, b.protocol, b.datatype);
-    });
-  }
-
+  add_memory_rows(traces, out);
+  out.nvtx = nvtx_rows(traces);
+  out.nccl = nccl_rows(traces);
   // Problems: summed over traces, listed when counted.
   for (int p = 0; p < kProblemCount; ++p) {
     uint64_t n = 0;
