@@ -379,8 +379,7 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool fina
   // Each module's build-id, once: the ELF's notes, a few small reads (the
   // mapped file itself through map_files where the kernel lets us, so that a
   // file replaced on disk since is not mistaken for it).
-  timespec t0{}, t1{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  const uint64_t cpu0 = thread_cpu_now();
   for (const NewModule& m : new_modules) {
     if (m.module >= modules.size()) continue;
     const std::string& path = modules[m.module];
@@ -398,8 +397,7 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool fina
     out.host_modules.push(
         {m.pid, strings.intern(path), id ? strings.intern(*id) : trace::kNoString, m.start, m.end, m.offset});
   }
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-  modules_ns_ += uint64_t((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+  modules_ns_ += thread_cpu_now() - cpu0;
 }
 
 std::string PerfStacks::method() const { return "perf_event_open task-clock, frame-pointer callchains"; }

@@ -2,6 +2,7 @@
 
 #include "collect/node_facts.hpp"
 #include "collect/python_outside.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -39,12 +40,6 @@ namespace scalescope::collect {
 namespace {
 
 namespace fs = std::filesystem;
-
-int64_t unix_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
 
 std::string iso_time(int64_t unix_ns) {
   time_t s = static_cast<time_t>(unix_ns / 1000000000);
@@ -119,10 +114,6 @@ std::string cupti_dir_if_needed(const std::string& collector) {
   return {};
 }
 
-}  // namespace
-
-namespace {
-
 using trace::kPythonRecordPrefix;
 using trace::read_python_records;
 
@@ -136,10 +127,6 @@ bool written_by_host(const fs::path& p, const std::string& host) {
     if (name.starts_with(prefix)) return true;
   return false;
 }
-
-}  // namespace
-
-namespace {
 
 // Files of a run directory that are not the run's: the claims of `profile`s.
 bool is_claim_file(const fs::path& p) { return p.filename().string().starts_with(".profile"); }
@@ -397,7 +384,7 @@ nlohmann::json run_json_at_start(const ProfileOptions& options, const CollectorO
   run["command"] = options.command;
   run["command_line"] = command_line;
   run["cwd"] = fs::current_path().string();
-  int64_t start_ns = unix_now_ns();
+  int64_t start_ns = realtime_ns();
   run["start"] = iso_time(start_ns);
   run["start_unix_ns"] = start_ns;
   run["end"] = nullptr;
@@ -646,7 +633,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
     run["python_stacks_notes"] = result.python_stacks_notes;
   }
   if (job.exec_failed) {
-    run["end"] = iso_time(unix_now_ns());
+    run["end"] = iso_time(realtime_ns());
     run["exit_code"] = 127;
     run["error"] = fmt::format("cannot run '{}': {}", options.command[0], std::strerror(job.exec_errno));
     write_json_atomically(run_json, run);
@@ -658,7 +645,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   result.processes = read_process_summaries(result.run_dir, &result.incomplete, node_host);
   result.python = read_python_records(result.run_dir, node_host);
   remove_sampler_markers(result.run_dir, node_host);
-  int64_t end_ns = unix_now_ns();
+  int64_t end_ns = realtime_ns();
   run["end"] = iso_time(end_ns);
   run["end_unix_ns"] = end_ns;
   run["duration_s"] = result.duration_s;
