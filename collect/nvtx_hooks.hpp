@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "collect/cupti_decoder.hpp"
 #include "collect/nccl_nvtx_payload.hpp"
 
 namespace scalescope::collect {
@@ -42,17 +43,6 @@ class NvtxListener {
 
  protected:
   ~NvtxListener() = default;
-};
-
-// One range or mark recorded inside a window, for the encoder.
-struct HookedNvtxEvent {
-  uint64_t start = 0, end = 0;  // CUPTI's clock; equal for a mark
-  uint32_t thread = 0;          // the OS thread id, as CUPTI's records (system thread ids)
-  bool mark = false;
-  uint32_t domain = 0;  // 0: NVTX's default domain; else the order of nvtxDomainCreate
-  std::string domain_name, text;
-  uint64_t schema_id = 0;  // the first extended payload's schema (0: none)
-  std::vector<uint8_t> payload;
 };
 
 class NvtxHooks {

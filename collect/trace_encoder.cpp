@@ -174,21 +174,8 @@ void TraceEncoder::decode_hooked_nvtx() {
   nvtx_events_.clear();
   NvtxHooks::instance().drain(nvtx_events_);
   for (const auto& e : nvtx_events_) {
-    if (discard_) {
-      ++nvtx_events_discarded_;
-      continue;
-    }
-    CuptiDecoder::HookedNvtx h;
-    h.start = e.start;
-    h.end = e.end;
-    h.thread = e.thread;
-    h.mark = e.mark;
-    h.domain = e.domain_name;
-    h.text = e.text;
-    h.payload_domain = e.domain;
-    h.schema_id = e.schema_id;
-    h.payload = e.payload;
-    decoder_->decode_hooked_nvtx(h, batch_);
+    if (discard_) ++nvtx_events_discarded_;
+    else decoder_->decode_hooked_nvtx(e, batch_);
   }
 }
 
