@@ -70,13 +70,7 @@ void CaptureWindow::poll(bool stopping) {
       request_detach = attached_.load();
     }
   }
-  if (request_detach) {
-    // At the closing thread's next API exit (CUPTI's advice for cuptiFinalize).
-    // The flag goes up last: the detach it allows must not overtake these calls.
-    cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
-    cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
-    detach_requested_.store(true);
-  }
+  if (request_detach) request_detach_at_api_exit();  // the closing thread's next one
   if (stopping) return;
   auto now = std::chrono::steady_clock::now();
   double since_init = std::chrono::duration<double>(now - init_time_).count();
@@ -95,11 +89,8 @@ void CaptureWindow::poll(bool stopping) {
     window_done_ = true;
   }
   if (options_.detach && attached_.load()) {
-    // cuptiFinalize belongs at an API exit: the next one on any thread detaches.
-    detach_on_any_thread_.store(true);
-    cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
-    cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
-    detach_requested_.store(true);  // last: the detach must not overtake the calls above
+    detach_on_any_thread_.store(true);  // the next API exit on any thread detaches
+    request_detach_at_api_exit();
   } else {
     cuptiActivityFlushAll(0);
   }
@@ -767,6 +758,12 @@ void CaptureWindow::enable_trigger_callbacks() {
           CUPTI_CBID_NVTX_nvtxDomainRangeEnd})
       cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid);
   }
+}
+
+void CaptureWindow::request_detach_at_api_exit() {
+  cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+  cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+  detach_requested_.store(true);
 }
 
 // On an application thread at an API exit (CUPTI's advice for cuptiFinalize).

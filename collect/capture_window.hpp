@@ -125,6 +125,10 @@ class CaptureWindow final : public NvtxListener {
   IterationClass state_now();
   nlohmann::json sampling_summary();
   void enable_trigger_callbacks();
+  // Every API calls back, so that the detach comes at the next API exit (CUPTI's
+  // advice for cuptiFinalize); the flag goes up last: the detach it allows must
+  // not overtake these calls.
+  void request_detach_at_api_exit();
   void detach_cupti();
   void reattach_cupti();
   void select_default_apis();
