@@ -248,26 +248,18 @@ void CaptureWindow::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     NvtxOp op = NvtxOp::kPush;
     uint64_t id = 0;
     switch (cbid) {
+      // A start's parameters are laid out as the push's.
+      case CUPTI_CBID_NVTX_nvtxRangeStartA: op = NvtxOp::kStart; [[fallthrough]];
       case CUPTI_CBID_NVTX_nvtxRangePushA:
         text = static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message;
         break;
-      case CUPTI_CBID_NVTX_nvtxRangeStartA:
-        text = static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message;
-        op = NvtxOp::kStart;
-        break;
+      case CUPTI_CBID_NVTX_nvtxRangeStartEx: op = NvtxOp::kStart; [[fallthrough]];
       case CUPTI_CBID_NVTX_nvtxRangePushEx:
         text = attrib_text(static_cast<const nvtxRangePushEx_params*>(nvtx->functionParams)->eventAttrib);
         break;
-      case CUPTI_CBID_NVTX_nvtxRangeStartEx:
-        text = attrib_text(static_cast<const nvtxRangePushEx_params*>(nvtx->functionParams)->eventAttrib);
-        op = NvtxOp::kStart;
-        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: op = NvtxOp::kStart; [[fallthrough]];
       case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
         text = attrib_text(static_cast<const nvtxDomainRangePushEx_params*>(nvtx->functionParams)->core.eventAttrib);
-        break;
-      case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
-        text = attrib_text(static_cast<const nvtxDomainRangePushEx_params*>(nvtx->functionParams)->core.eventAttrib);
-        op = NvtxOp::kStart;
         break;
       case CUPTI_CBID_NVTX_nvtxRangePop:
       case CUPTI_CBID_NVTX_nvtxDomainRangePop: op = NvtxOp::kPop; break;
