@@ -351,8 +351,7 @@ void PerfStacks::ingest(const PerfSample& s, int64_t monotonic_to_trace_ns) {
       {static_cast<trace::Timestamp>(static_cast<int64_t>(s.time) + monotonic_to_trace_ns), s.pid, s.tid, parent});
 }
 
-void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool final) {
-  (void) final;  // every drain writes the same: names come offline (trace/model/frame_namer.hpp)
+void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings) {
   std::vector<NewCallsite> callsites;
   std::vector<NewModule> new_modules;
   std::vector<std::string> modules;
