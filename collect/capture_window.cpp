@@ -573,7 +573,6 @@ void CaptureWindow::write_hang_dump(const char* reason) {
     d.python.push_back({t.native_id, std::move(t.frames)});
   try {
     collect::write_hang_dump(options_.run_dir, d);
-    ++hang_dumps_;
   } catch (const scalescope::Error&) {
     std::lock_guard lock(iteration_mutex_);
     ++control_errors_;

@@ -164,8 +164,7 @@ void TraceEncoder::decode_api_calls() {
       if (generation_pending_.exchange(false)) decoder_->new_generation();
       decoded_generation_ = c.generation;
     }
-    if (discard_) ++api_calls_discarded_;
-    else decoder_->decode_api_call(c.call, batch_);
+    if (!discard_) decoder_->decode_api_call(c.call, batch_);
   }
 }
 
@@ -173,10 +172,8 @@ void TraceEncoder::decode_api_calls() {
 void TraceEncoder::decode_hooked_nvtx() {
   nvtx_events_.clear();
   NvtxHooks::instance().drain(nvtx_events_);
-  for (const auto& e : nvtx_events_) {
-    if (discard_) ++nvtx_events_discarded_;
-    else decoder_->decode_hooked_nvtx(e, batch_);
-  }
+  if (discard_) return;  // drained all the same: the floor measurement keeps nothing
+  for (const auto& e : nvtx_events_) decoder_->decode_hooked_nvtx(e, batch_);
 }
 
 void TraceEncoder::decode_filled(std::vector<BufferPool::Filled>& filled) {
