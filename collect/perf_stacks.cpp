@@ -14,6 +14,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/text_input.hpp"
+#include "collect/host_facts.hpp"
 #include "trace/model/elf_build_id.hpp"
 
 namespace scalescope::collect {
@@ -31,16 +33,9 @@ T load(const uint8_t* p) {
   return v;
 }
 
+// A /proc value without its newline; empty when unreadable.
 std::string read_small_file(const char* path) {
-  std::string s;
-  if (FILE* f = std::fopen(path, "re")) {
-    char buf[64];
-    const size_t n = std::fread(buf, 1, sizeof buf, f);
-    std::fclose(f);
-    s.assign(buf, n);
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  }
-  return s;
+  return std::string(trace::trim(read_text_file(path, 64).value_or("")));
 }
 
 }  // namespace
