@@ -70,13 +70,7 @@ void CaptureWindow::poll(bool stopping) {
       request_detach = attached_.load();
     }
   }
-  if (request_detach) {
-    // At the closing thread's next API exit (CUPTI's advice for cuptiFinalize).
-    // The flag goes up last: the detach it allows must not overtake these calls.
-    cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
-    cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
-    detach_requested_.store(true);
-  }
+  if (request_detach) request_detach_at_api_exit();  // the closing thread's next one
   if (stopping) return;
   auto now = std::chrono::steady_clock::now();
   double since_init = std::chrono::duration<double>(now - init_time_).count();
@@ -95,11 +89,8 @@ void CaptureWindow::poll(bool stopping) {
     window_done_ = true;
   }
   if (options_.detach && attached_.load()) {
-    // cuptiFinalize belongs at an API exit: the next one on any thread detaches.
-    detach_on_any_thread_.store(true);
-    cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
-    cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
-    detach_requested_.store(true);  // last: the detach must not overtake the calls above
+    detach_on_any_thread_.store(true);  // the next API exit on any thread detaches
+    request_detach_at_api_exit();
   } else {
     cuptiActivityFlushAll(0);
   }
@@ -257,26 +248,18 @@ void CaptureWindow::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     NvtxOp op = NvtxOp::kPush;
     uint64_t id = 0;
     switch (cbid) {
+      // A start's parameters are laid out as the push's.
+      case CUPTI_CBID_NVTX_nvtxRangeStartA: op = NvtxOp::kStart; [[fallthrough]];
       case CUPTI_CBID_NVTX_nvtxRangePushA:
         text = static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message;
         break;
-      case CUPTI_CBID_NVTX_nvtxRangeStartA:
-        text = static_cast<const nvtxRangePushA_params*>(nvtx->functionParams)->message;
-        op = NvtxOp::kStart;
-        break;
+      case CUPTI_CBID_NVTX_nvtxRangeStartEx: op = NvtxOp::kStart; [[fallthrough]];
       case CUPTI_CBID_NVTX_nvtxRangePushEx:
         text = attrib_text(static_cast<const nvtxRangePushEx_params*>(nvtx->functionParams)->eventAttrib);
         break;
-      case CUPTI_CBID_NVTX_nvtxRangeStartEx:
-        text = attrib_text(static_cast<const nvtxRangePushEx_params*>(nvtx->functionParams)->eventAttrib);
-        op = NvtxOp::kStart;
-        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: op = NvtxOp::kStart; [[fallthrough]];
       case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
         text = attrib_text(static_cast<const nvtxDomainRangePushEx_params*>(nvtx->functionParams)->core.eventAttrib);
-        break;
-      case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
-        text = attrib_text(static_cast<const nvtxDomainRangePushEx_params*>(nvtx->functionParams)->core.eventAttrib);
-        op = NvtxOp::kStart;
         break;
       case CUPTI_CBID_NVTX_nvtxRangePop:
       case CUPTI_CBID_NVTX_nvtxDomainRangePop: op = NvtxOp::kPop; break;
@@ -590,7 +573,6 @@ void CaptureWindow::write_hang_dump(const char* reason) {
     d.python.push_back({t.native_id, std::move(t.frames)});
   try {
     collect::write_hang_dump(options_.run_dir, d);
-    ++hang_dumps_;
   } catch (const scalescope::Error&) {
     std::lock_guard lock(iteration_mutex_);
     ++control_errors_;
@@ -767,6 +749,12 @@ void CaptureWindow::enable_trigger_callbacks() {
           CUPTI_CBID_NVTX_nvtxDomainRangeEnd})
       cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid);
   }
+}
+
+void CaptureWindow::request_detach_at_api_exit() {
+  cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+  cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+  detach_requested_.store(true);
 }
 
 // On an application thread at an API exit (CUPTI's advice for cuptiFinalize).

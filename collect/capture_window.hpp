@@ -125,6 +125,10 @@ class CaptureWindow final : public NvtxListener {
   IterationClass state_now();
   nlohmann::json sampling_summary();
   void enable_trigger_callbacks();
+  // Every API calls back, so that the detach comes at the next API exit (CUPTI's
+  // advice for cuptiFinalize); the flag goes up last: the detach it allows must
+  // not overtake these calls.
+  void request_detach_at_api_exit();
   void detach_cupti();
   void reattach_cupti();
   void select_default_apis();
@@ -223,7 +227,6 @@ class CaptureWindow final : public NvtxListener {
   std::array<double, 16> recent_steps_ns_{};  // the last iterations' times, beginning to beginning
   size_t recent_steps_ = 0;                    // how many were recorded (the ring's write position)
   bool hang_dumped_ = false;  // the encoder thread's: --hang-after wrote a dump for the stall going on now
-  uint64_t hang_dumps_ = 0;   // the encoder thread's: dumps written
   int64_t time_slot_ = -1;  // the encoder thread's; --windows-every: the last period (unix time / period) a window was claimed in
   uint64_t control_errors_ = 0;  // control files that could not be written
   // Every window of the run, in order: its iterations and why it opened.

@@ -1,19 +1,12 @@
 #include "collect/collective_ring.hpp"
 
-#include <time.h>
-
 #include <algorithm>
+
+#include "collect/sampler_common.hpp"
 
 namespace scalescope::collect {
 
 namespace {
-// CLOCK_REALTIME: dumps of different processes and hosts are compared by it
-// (a vDSO read, no system call).
-int64_t unix_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 constexpr auto kRelaxed = std::memory_order_relaxed;
 }  // namespace
 
@@ -44,7 +37,7 @@ uint64_t CollectiveRing::enter(trace::NcclOp op, uint64_t communicator, uint64_t
   s.communicator.store(communicator, kRelaxed);
   s.sequence.store(sequence, kRelaxed);
   s.bytes.store(bytes, kRelaxed);
-  s.enter_ns.store(unix_now_ns(), kRelaxed);
+  s.enter_ns.store(realtime_ns(), kRelaxed);
   s.leave_ns.store(0, kRelaxed);
   s.mark.store(2 * ticket, std::memory_order_release);
   return ticket;
@@ -54,7 +47,7 @@ void CollectiveRing::leave(uint64_t ticket) {
   if (ticket == 0) return;
   CollectiveSlot& s = collectives_[ticket % kCollectives];
   // The slot still holds this call (not overwritten by 64 newer ones).
-  if (s.mark.load(std::memory_order_acquire) == 2 * ticket) s.leave_ns.store(unix_now_ns(), kRelaxed);
+  if (s.mark.load(std::memory_order_acquire) == 2 * ticket) s.leave_ns.store(realtime_ns(), kRelaxed);
 }
 
 void CollectiveRing::iteration(uint64_t index) {
@@ -63,7 +56,7 @@ void CollectiveRing::iteration(uint64_t index) {
   s.mark.store(2 * ticket + 1, kRelaxed);
   std::atomic_thread_fence(std::memory_order_release);
   s.index.store(index, kRelaxed);
-  s.begin_ns.store(unix_now_ns(), kRelaxed);
+  s.begin_ns.store(realtime_ns(), kRelaxed);
   s.mark.store(2 * ticket, std::memory_order_release);
 }
 

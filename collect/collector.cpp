@@ -34,6 +34,7 @@
 #include "collect/collector_common.hpp"
 #include "collect/collector_options.hpp"
 #include "collect/nvtx_hooks.hpp"
+#include "collect/sampler_common.hpp"
 #include "collect/host_facts.hpp"
 #include "collect/sidecar.hpp"
 #include "collect/trace_encoder.hpp"
@@ -175,7 +176,7 @@ void Collector::encoder_loop() {
     encoder_.decode_ready(std::chrono::milliseconds(100));
     window_.poll(stopping);
     if (encoder_.flush_due(stopping)) flush_batch();
-    encoder_cpu_ns_.store(thread_cpu_ns());
+    encoder_cpu_ns_.store(thread_cpu_now());
     if (stopping) break;
     if (int sig = g_pending_signal.exchange(0)) {
       // A launcher's timeout ends a hung job with SIGTERM: the ring goes to

@@ -1,7 +1,6 @@
 #include "collect/collector_common.hpp"
 
 #include <dlfcn.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+
+#include "collect/sampler_common.hpp"
 
 namespace scalescope::collect {
 
@@ -46,11 +47,7 @@ int64_t test_clock_offset_ns() {
   return offset;
 }
 
-int64_t unix_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec + test_clock_offset_ns();
-}
+int64_t unix_now_ns() { return realtime_ns() + test_clock_offset_ns(); }
 
 trace::Timestamp cupti_now() {
   uint64_t t = 0;
@@ -61,12 +58,6 @@ trace::Timestamp cupti_now() {
 uint32_t os_thread_id() {
   thread_local const uint32_t tid = static_cast<uint32_t>(::gettid());
   return tid;
-}
-
-uint64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
 bool nvtx_records_by_hooks() {

@@ -34,7 +34,6 @@ std::string cupti_error(CUptiResult r);
 int64_t test_clock_offset_ns();
 int64_t unix_now_ns();
 trace::Timestamp cupti_now();  // 0 when CUPTI does not answer
-uint64_t thread_cpu_ns();      // of the calling thread
 // The calling thread's OS id (gettid), the id the host sampler, CUPTI's
 // records (cuptiSetThreadIdType SYSTEM) and the API and NVTX records share,
 // so that one thread is one track.

@@ -35,6 +35,23 @@ uint64_t parse_count(const Environment& env, const char* name, uint64_t fallback
   return out;
 }
 
+// `parse` of a variable's value, its error prefixed with the variable's name.
+template <class Parse>
+auto parse_named(const std::string& value, const char* name, Parse parse) {
+  try {
+    return parse(value);
+  } catch (const Error& e) {
+    fail("{}: {}", name, e.what());
+  }
+}
+
+bool parse_switch(const Environment& env, const char* name, bool fallback) {
+  const std::string* v = find(env, name);
+  if (!v) return fallback;
+  if (*v != "0" && *v != "1") fail("{}='{}' must be 0 or 1", name, *v);
+  return *v == "1";
+}
+
 std::string number(double v) {
   std::string s = std::to_string(v);
   while (!s.empty() && s.back() == '0') s.pop_back();
@@ -138,13 +155,8 @@ CollectorOptions parse_collector_options(const Environment& env) {
   CollectorOptions o;
   if (auto* v = find(env, "SCALESCOPE_RUN_DIR")) o.run_dir = *v;
   if (auto* v = find(env, "SCALESCOPE_API")) o.api = parse_api_mode(*v);
-  if (auto* v = find(env, "SCALESCOPE_API_RECORDS")) {
-    try {
-      o.api_records = parse_api_records(*v);
-    } catch (const Error& e) {
-      fail("SCALESCOPE_API_RECORDS: {}", e.what());
-    }
-  }
+  if (auto* v = find(env, "SCALESCOPE_API_RECORDS"))
+    o.api_records = parse_named(*v, "SCALESCOPE_API_RECORDS", parse_api_records);
   o.delay_s = parse_seconds(env, "SCALESCOPE_DELAY", 0);
   o.duration_s = parse_seconds(env, "SCALESCOPE_DURATION", 0);
   if (auto* v = find(env, "SCALESCOPE_CAPTURE_RANGE")) parse_capture_range(*v, o);
@@ -161,21 +173,10 @@ CollectorOptions parse_collector_options(const Environment& env) {
     o.buffer_mb = mb;
   }
   if (auto* v = find(env, "SCALESCOPE_DISCARD")) o.discard = *v != "0";
-  if (auto* v = find(env, "SCALESCOPE_DETACH")) {
-    if (*v != "0" && *v != "1") fail("SCALESCOPE_DETACH='{}' must be 0 or 1", *v);
-    o.detach = *v == "1";
-  }
-  if (auto* v = find(env, "SCALESCOPE_ACTIVITIES")) {
-    try {
-      o.activities = parse_activities(*v);
-    } catch (const Error& e) {
-      fail("SCALESCOPE_ACTIVITIES: {}", e.what());
-    }
-  }
-  if (auto* v = find(env, "SCALESCOPE_FULL")) {
-    if (*v != "0" && *v != "1") fail("SCALESCOPE_FULL='{}' must be 0 or 1", *v);
-    o.full = *v == "1";
-  }
+  o.detach = parse_switch(env, "SCALESCOPE_DETACH", o.detach);
+  if (auto* v = find(env, "SCALESCOPE_ACTIVITIES"))
+    o.activities = parse_named(*v, "SCALESCOPE_ACTIVITIES", parse_activities);
+  o.full = parse_switch(env, "SCALESCOPE_FULL", o.full);
   if (auto* v = find(env, "SCALESCOPE_ITERATION_RANGE")) o.iteration_range = *v;
   o.skip_iterations = parse_count(env, "SCALESCOPE_SKIP_ITERATIONS", o.skip_iterations, 0);
   o.iterations = parse_count(env, "SCALESCOPE_ITERATIONS", o.iterations, 1);
@@ -248,13 +249,8 @@ bool is_default_api(trace::ApiDomain domain, std::string_view name) {
   // Prefixes on purpose: every allocation variant (cudaMallocAsync, cuMemAllocHost)
   // and every launch variant (cudaLaunchKernelExC, cuLaunchCooperativeKernel) matters.
   auto matches = [name](std::string_view prefix) { return name.starts_with(prefix); };
-  if (domain == trace::ApiDomain::kRuntime) {
-    for (auto p : kRuntime)
-      if (matches(p)) return true;
-  } else if (domain == trace::ApiDomain::kDriver) {
-    for (auto p : kDriver)
-      if (matches(p)) return true;
-  }
+  if (domain == trace::ApiDomain::kRuntime) return std::ranges::any_of(kRuntime, matches);
+  if (domain == trace::ApiDomain::kDriver) return std::ranges::any_of(kDriver, matches);
   return false;
 }
 

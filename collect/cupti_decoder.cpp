@@ -176,18 +176,18 @@ void CuptiDecoder::decode_nccl_payload(uint32_t marker_id, trace::StringId range
   if (call && marker_calls_.size() < kMaxOpenRanges) marker_calls_[marker_id] = *call;
 }
 
-void CuptiDecoder::decode_hooked_nvtx(const HookedNvtx& e, trace::Trace& batch) {
+void CuptiDecoder::decode_hooked_nvtx(const HookedNvtxEvent& e, trace::Trace& batch) {
   trace::NvtxRecord r;
   r.start = ts(e.start);
   r.end = ts(e.mark ? e.start : e.end);
   r.kind = e.mark ? trace::NvtxKind::kMark : trace::NvtxKind::kRange;
-  r.domain = strings_.intern(e.domain);
+  r.domain = strings_.intern(e.domain_name);
   r.text = strings_.intern(e.text);
   r.thread = e.thread;
   batch.nvtx.push(r);
-  if (e.mark || e.domain != "NCCL") return;
+  if (e.mark || e.domain_name != "NCCL") return;
   std::optional<NcclNvtxCall> call;
-  if (e.schema_id != 0 && !e.payload.empty()) call = nccl_call_of(r.text, e.payload_domain, e.schema_id, e.payload);
+  if (e.schema_id != 0 && !e.payload.empty()) call = nccl_call_of(r.text, e.domain, e.schema_id, e.payload);
   nccl_join_.add_range(r.thread, r.start, r.end, std::move(call));
 }
 

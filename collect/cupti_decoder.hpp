@@ -20,7 +20,6 @@
 
 #include "collect/nccl_nvtx_joiner.hpp"
 #include "collect/nccl_nvtx_payload.hpp"
-#include "collect/nccl_nvtx_payload.hpp"
 #include "trace/model/trace.hpp"
 
 struct nvtxPayloadSchemaAttr_v1;  // nvToolsExtPayload.h's nvtxPayloadSchemaAttr_t
@@ -38,6 +37,17 @@ using ApiNameResolver = std::function<std::string(trace::ApiDomain, uint32_t cbi
 // and *attributes (nvtxPayloadSchemaAttr_t* or nvtxPayloadEnumAttr_t*).
 using NvtxPayloadAttrResolver =
     std::function<bool(uint32_t domain, uint64_t id, uint32_t* type, const void** attributes)>;
+
+// One range or mark the collector's own NVTX hooks recorded inside a window.
+struct HookedNvtxEvent {
+  uint64_t start = 0, end = 0;  // CUPTI's clock; equal for a mark
+  uint32_t thread = 0;          // the OS thread id, as CUPTI's records (system thread ids)
+  bool mark = false;
+  uint32_t domain = 0;  // 0: NVTX's default domain; else the order of nvtxDomainCreate
+  std::string domain_name, text;
+  uint64_t schema_id = 0;  // the first extended payload's schema (0: none)
+  std::vector<uint8_t> payload;
+};
 
 class CuptiDecoder {
  public:
@@ -69,17 +79,8 @@ class CuptiDecoder {
   // (SCALESCOPE_NVTX_RECORDS=hooks, nvtx_hooks.hpp) instead of CUPTI's MARKER
   // records: the same NVTX row, and for a range of domain "NCCL" its call
   // from the extended payload, decoded by the schema registered under
-  // (payload_domain, schema_id) as the payload resolver finds it.
-  struct HookedNvtx {
-    uint64_t start = 0, end = 0;
-    uint32_t thread = 0;
-    bool mark = false;
-    std::string_view domain, text;
-    uint32_t payload_domain = 0;
-    uint64_t schema_id = 0;  // 0: no payload
-    std::span<const uint8_t> payload;
-  };
-  void decode_hooked_nvtx(const HookedNvtx& e, trace::Trace& batch);
+  // (domain, schema_id) as the payload resolver finds it.
+  void decode_hooked_nvtx(const HookedNvtxEvent& e, trace::Trace& batch);
   // Moves the NCCL rows that are joined, or waited long enough, to `batch`
   // (all of them when `force`: at the end). Call once per flush.
   void drain_nccl(trace::Trace& batch, bool force);

@@ -22,6 +22,13 @@ namespace {
 
 using trace::trim;
 
+bool parse_u64(std::string_view s, uint64_t& out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+}
+
+}  // namespace
+
 std::optional<int32_t> env_int(const Environment& env, const char* name) {
   auto it = env.find(name);
   if (it == env.end()) return std::nullopt;
@@ -31,13 +38,6 @@ std::optional<int32_t> env_int(const Environment& env, const char* name) {
   if (ec != std::errc() || p != v.data() + v.size() || out < 0) return std::nullopt;
   return out;
 }
-
-bool parse_u64(std::string_view s, uint64_t& out) {
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
-
-}  // namespace
 
 Environment current_environment() {
   Environment env;

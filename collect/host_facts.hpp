@@ -23,6 +23,8 @@ using Environment = std::map<std::string, std::string>;
 
 // The process environment as a map (for detect_rank and option parsing).
 Environment current_environment();
+// The variable `name` as a non-negative int32; nullopt when unset or not one.
+std::optional<int32_t> env_int(const Environment& env, const char* name);
 
 struct RankInfo {
   int32_t rank = -1, local_rank = -1, world_size = -1;  // -1 unknown

@@ -247,6 +247,18 @@ void HostSampler::end_thread(Thread& t) {
   close_fds(t);
 }
 
+template <class Pred>
+void HostSampler::end_threads_if(Pred ended) {
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    if (ended(it->second)) {
+      end_thread(it->second);
+      it = threads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 bool HostSampler::list_tasks(Process& p) {
   tids_.clear();
   if (p.task_fd < 0) {
@@ -343,14 +355,7 @@ void HostSampler::exclude(uint32_t pid, trace::Timestamp) {
   auto it = processes_.find(pid);
   if (it == processes_.end() || it->second.excluded) return;
   it->second.excluded = true;
-  for (auto t = threads_.begin(); t != threads_.end();) {
-    if (t->second.pid == pid) {
-      end_thread(t->second);
-      t = threads_.erase(t);
-    } else {
-      ++t;
-    }
-  }
+  end_threads_if([pid](const Thread& t) { return t.pid == pid; });
   if (it->second.task_fd >= 0) {
     close(it->second.task_fd);
     it->second.task_fd = -1;
@@ -457,15 +462,7 @@ void HostSampler::sample_once() {
     }
   }
   // Threads not sampled now ended (or could not be read: they vanished mid-read).
-  const uint64_t mark = tick + 1;
-  for (auto it = threads_.begin(); it != threads_.end();) {
-    if (it->second.seen_tick != mark) {
-      end_thread(it->second);
-      it = threads_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  end_threads_if([mark = tick + 1](const Thread& t) { return t.seen_tick != mark; });
   for (uint32_t pid : gone) {
     auto it = processes_.find(pid);
     if (it->second.task_fd >= 0) close(it->second.task_fd);
@@ -509,7 +506,7 @@ void HostSampler::stop() {
 }
 
 void HostSampler::drain(trace::Trace& out, trace::StringTable& strings) {
-  if (stacks_) stacks_->drain(out, strings, !thread_.joinable());
+  if (stacks_) stacks_->drain(out, strings);
   std::lock_guard lock(mutex_);
   for (auto& t : pending_threads_) {
     t.row.name = strings.intern(t.name);

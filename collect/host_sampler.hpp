@@ -138,6 +138,8 @@ class HostSampler {
   void sample_thread(Thread& t, const Process& p, trace::Timestamp now);
   ssize_t read_file(uint32_t pid, uint32_t tid, const char* leaf, int* fd, char* buf, size_t cap);
   void end_thread(Thread& t);
+  template <class Pred>
+  void end_threads_if(Pred ended);  // ends and forgets each thread `ended` picks
   void close_fds(Thread& t);
   void push_thread_row(const Thread& t, const Process& p);
 

@@ -167,16 +167,8 @@ Perturbation estimate_paired_perturbation(std::span<const TimedIteration> sequen
 }
 
 void IterationTimes::add(IterationClass c, int64_t duration_ns) {
-  const auto i = static_cast<size_t>(c);
-  ++counts_[i];
-  if (kept_[i].size() < kMaxKept) kept_[i].push_back(duration_ns);
+  ++counts_[static_cast<size_t>(c)];
   if (c != IterationClass::kWarmup && sequence_.size() < kMaxSequence) sequence_.push_back({c, duration_ns});
-}
-
-uint64_t IterationTimes::total() const {
-  uint64_t n = 0;
-  for (auto c : counts_) n += c;
-  return n;
 }
 
 std::string describe_perturbation(const Perturbation& p) {

@@ -90,22 +90,17 @@ struct TimedIteration {
 inline constexpr size_t kMinPairedWindows = 6;
 Perturbation estimate_paired_perturbation(std::span<const TimedIteration> sequence);
 
-// Per-iteration durations by class, bounded (kMaxKept each; further ones
-// are counted only).
-// The order of the iterations after the warm-up is kept too (kMaxSequence,
-// 16 bytes each), for the paired estimate.
+// Iterations counted by class, and the classes and durations of those after
+// the warm-up in their order (kMaxSequence, 16 bytes each), for the paired
+// estimate.
 class IterationTimes {
  public:
-  static constexpr size_t kMaxKept = 20000;
   static constexpr size_t kMaxSequence = 100000;
   void add(IterationClass c, int64_t duration_ns);
-  const std::vector<int64_t>& durations(IterationClass c) const { return kept_[static_cast<size_t>(c)]; }
   const std::vector<TimedIteration>& sequence() const { return sequence_; }
   uint64_t count(IterationClass c) const { return counts_[static_cast<size_t>(c)]; }
-  uint64_t total() const;
 
  private:
-  std::vector<int64_t> kept_[5];
   std::vector<TimedIteration> sequence_;
   uint64_t counts_[5] = {};
 };

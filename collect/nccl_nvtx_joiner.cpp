@@ -100,7 +100,7 @@ void NcclNvtxJoiner::apply(trace::NcclRecord& row, const std::vector<Range*>& ca
     row.sequence = calls.front()->sequence;
   }
   auto it = first.communicator ? comm_ranks_.find(comm) : comm_ranks_.end();
-  row.group_size = it != comm_ranks_.end() ? it->second : default_group_size_;
+  row.group_size = it != comm_ranks_.end() ? it->second : -1;  // -1: no payload gave the communicator's size
 }
 
 NcclNvtxJoiner::Outcome NcclNvtxJoiner::resolve(trace::NcclRecord& row, trace::StringTable& strings) {

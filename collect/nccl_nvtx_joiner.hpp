@@ -67,8 +67,6 @@ class NcclNvtxJoiner {
   // group size where known.
   void drain(trace::NcclTable& out, trace::StringTable& strings, bool force);
 
-  // Used when no payload gives the communicator's size (e.g. WORLD_SIZE).
-  void set_default_group_size(int32_t n) { default_group_size_ = n; }
   size_t pending() const { return pending_.size(); }
   const Stats& stats() const { return stats_; }
 
@@ -101,7 +99,6 @@ class NcclNvtxJoiner {
   static bool in_a_range(const Thread& th, trace::Timestamp time);
 
   int max_wait_;
-  int32_t default_group_size_ = -1;
   std::unordered_map<uint32_t, Thread> threads_;
   std::unordered_map<uint32_t, Launch> launches_;                   // by correlation id
   std::deque<std::pair<trace::Timestamp, uint32_t>> launch_order_;  // for pruning

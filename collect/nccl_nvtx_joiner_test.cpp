@@ -195,8 +195,7 @@ TEST_F(NcclNvtxJoinerTest, SecondKernelOfOneCallHasNoBytesButTheSameSequence) {
   EXPECT_EQ(t.sequence[1], t.sequence[0]);
 }
 
-TEST_F(NcclNvtxJoinerTest, GroupSizeFromCreationPayloadOrDefault) {
-  j_.set_default_group_size(4);
+TEST_F(NcclNvtxJoinerTest, GroupSizeFromCreationPayloadOrUnknown) {
   j_.add_range(1, 10, 100, call(8, 5));
   j_.add_launch(1, 20, 1);
   j_.add_kernel(kernel(1));
@@ -209,7 +208,7 @@ TEST_F(NcclNvtxJoinerTest, GroupSizeFromCreationPayloadOrDefault) {
   j_.add_kernel(kernel(2));
   auto t = drain();
   ASSERT_EQ(t.size(), 2u);
-  EXPECT_EQ(t.group_size[0], 4);
+  EXPECT_EQ(t.group_size[0], -1);
   EXPECT_EQ(t.group_size[1], 2);
 }
 

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <charconv>
 #include <fstream>
 #include <map>
 
@@ -14,18 +13,9 @@ namespace {
 
 constexpr size_t kMaxNodeListBytes = 4096;  // a trace's extra facts stay small
 
-std::optional<int32_t> positive(const Environment& env, const char* name) {
-  auto it = env.find(name);
-  if (it == env.end()) return std::nullopt;
-  int32_t v = 0;
-  auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
-  if (ec != std::errc() || p != it->second.data() + it->second.size() || v < 0) return std::nullopt;
-  return v;
-}
-
 // total / per_node when both are known and divide evenly (a homogeneous job).
 int32_t nodes_from_sizes(const Environment& env, const char* total, const char* per_node) {
-  auto t = positive(env, total), n = positive(env, per_node);
+  auto t = env_int(env, total), n = env_int(env, per_node);
   if (!t || !n || *n == 0 || *t % *n != 0) return -1;
   return *t / *n;
 }
@@ -44,14 +34,14 @@ NodeInfo detect_node(const Environment& env) {
   if (n.node_list.size() > kMaxNodeListBytes) n.node_list.clear();
   if (env.count("RANK") && env.count("LOCAL_WORLD_SIZE")) {  // torchrun
     n.source = "torchrun";
-    n.node_rank = positive(env, "GROUP_RANK").value_or(-1);
+    n.node_rank = env_int(env, "GROUP_RANK").value_or(-1);
     n.node_count = nodes_from_sizes(env, "WORLD_SIZE", "LOCAL_WORLD_SIZE");
     return n;
   }
   if (env.count("SLURM_NODEID")) {
     n.source = "slurm";
-    n.node_rank = positive(env, "SLURM_NODEID").value_or(-1);
-    n.node_count = positive(env, "SLURM_STEP_NUM_NODES").value_or(positive(env, "SLURM_NNODES").value_or(-1));
+    n.node_rank = env_int(env, "SLURM_NODEID").value_or(-1);
+    n.node_count = env_int(env, "SLURM_STEP_NUM_NODES").value_or(env_int(env, "SLURM_NNODES").value_or(-1));
     return n;
   }
   if (env.count("OMPI_COMM_WORLD_RANK")) {

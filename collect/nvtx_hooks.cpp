@@ -35,8 +35,6 @@ constexpr size_t kMaxSchemaEntries = 256;
 constexpr size_t kMaxDomains = 4096;
 constexpr size_t kMaxStrings = size_t{1} << 16;
 
-uint32_t this_thread() { return os_thread_id(); }
-
 using Hooks = NvtxHooks;
 
 Hooks::Message message_of(const nvtxEventAttributes_t* a) {
@@ -187,17 +185,18 @@ Stacks* stacks() {
 NvtxHooks::Open NvtxHooks::open_range(const Domain* domain, const Message& m) {
   Open o;
   if (!recording() || g_in_child.load(std::memory_order_relaxed)) return o;
-  o.start = static_cast<uint64_t>(cupti_now());
-  o.text = m.text ? std::string(m.text, strnlen(m.text, 1024)) : std::string();
-  o.domain = domain ? domain->index : 0;
-  if (domain) o.domain_name = domain->name;
-  o.thread = this_thread();
+  HookedNvtxEvent& e = o.event;
+  e.start = static_cast<uint64_t>(cupti_now());
+  e.text = m.text ? std::string(m.text, strnlen(m.text, 1024)) : std::string();
+  e.domain = domain ? domain->index : 0;
+  if (domain) e.domain_name = domain->name;
+  e.thread = os_thread_id();  // the thread that opened it, as CUPTI's MARKER start record says
   if (m.payload && m.payloads > 0) {
     const auto* data = static_cast<const nvtxPayloadData_t*>(m.payload);
     if (data->payload && data->size > 0) {
       const auto* bytes = static_cast<const uint8_t*>(data->payload);
-      o.schema_id = data->schemaId;
-      o.payload.assign(bytes, bytes + std::min(data->size, kMaxPayloadBytes));
+      e.schema_id = data->schemaId;
+      e.payload.assign(bytes, bytes + std::min(data->size, kMaxPayloadBytes));
     }
   }
   return o;
@@ -229,6 +228,15 @@ void NvtxHooks::log(HookedNvtxEvent&& e) {
   log_.push_back(std::move(e));
 }
 
+void NvtxHooks::log_end(HookedNvtxEvent&& e) {
+  if (!recording()) {
+    cut_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  e.end = static_cast<uint64_t>(cupti_now());
+  log(std::move(e));
+}
+
 int NvtxHooks::push(const Domain* domain, const Message& m) {
   if (g_in_child.load(std::memory_order_relaxed)) return 0;
   // First the window (the range that opens one is recorded in it), then the range.
@@ -256,22 +264,7 @@ int NvtxHooks::pop(const Domain* domain) {
     stack.pop_back();
     CollectiveRing::instance().leave(o.ring_ticket);
     // First the range (the range that closes a window is recorded in it), then the window.
-    if (o.start != 0) {
-      if (recording()) {
-        HookedNvtxEvent e;
-        e.start = o.start;
-        e.end = static_cast<uint64_t>(cupti_now());
-        e.thread = o.thread;
-        e.domain = o.domain;
-        e.domain_name = std::move(o.domain_name);
-        e.text = std::move(o.text);
-        e.schema_id = o.schema_id;
-        e.payload = std::move(o.payload);
-        log(std::move(e));
-      } else {
-        cut_.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
+    if (o.event.start != 0) log_end(std::move(o.event));
   }
   if (NvtxListener* l = listener_.load(std::memory_order_acquire)) l->on_nvtx(NvtxOp::kPop, nullptr, 0);
   return level;
@@ -282,7 +275,7 @@ uint64_t NvtxHooks::start(const Domain* domain, const Message& m) {
   const uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
   if (NvtxListener* l = listener_.load(std::memory_order_acquire)) l->on_nvtx(NvtxOp::kStart, m.text, id);
   Open o = open_range(domain, m);
-  if (o.start != 0) {
+  if (o.event.start != 0) {
     std::lock_guard lock(started_mutex_);
     if (started_.size() < kMaxLogged) started_.emplace(id, std::move(o));
   }
@@ -299,38 +292,16 @@ void NvtxHooks::end(uint64_t id) {
       started_.erase(it);
     }
   }
-  if (o) {
-    if (recording()) {
-      HookedNvtxEvent e;
-      e.start = o->start;
-      e.end = static_cast<uint64_t>(cupti_now());
-      e.thread = o->thread;  // the thread that started it, as CUPTI's MARKER start record says
-      e.domain = o->domain;
-      e.domain_name = std::move(o->domain_name);
-      e.text = std::move(o->text);
-      e.schema_id = o->schema_id;
-      e.payload = std::move(o->payload);
-      log(std::move(e));
-    } else {
-      cut_.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
+  if (o) log_end(std::move(o->event));
   if (NvtxListener* l = listener_.load(std::memory_order_acquire)) l->on_nvtx(NvtxOp::kEnd, nullptr, id);
 }
 
 void NvtxHooks::mark(const Domain* domain, const Message& m) {
   if (g_in_child.load(std::memory_order_relaxed) || !recording()) return;
-  Open o = open_range(domain, m);
-  if (o.start == 0) return;
-  HookedNvtxEvent e;
-  e.start = e.end = o.start;
-  e.thread = o.thread;
+  HookedNvtxEvent e = std::move(open_range(domain, m).event);
+  if (e.start == 0) return;
+  e.end = e.start;
   e.mark = true;
-  e.domain = o.domain;
-  e.domain_name = std::move(o.domain_name);
-  e.text = std::move(o.text);
-  e.schema_id = o.schema_id;
-  e.payload = std::move(o.payload);
   log(std::move(e));
 }
 

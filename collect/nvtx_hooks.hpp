@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "collect/cupti_decoder.hpp"
 #include "collect/nccl_nvtx_payload.hpp"
 
 namespace scalescope::collect {
@@ -42,17 +43,6 @@ class NvtxListener {
 
  protected:
   ~NvtxListener() = default;
-};
-
-// One range or mark recorded inside a window, for the encoder.
-struct HookedNvtxEvent {
-  uint64_t start = 0, end = 0;  // CUPTI's clock; equal for a mark
-  uint32_t thread = 0;          // the OS thread id, as CUPTI's records (system thread ids)
-  bool mark = false;
-  uint32_t domain = 0;  // 0: NVTX's default domain; else the order of nvtxDomainCreate
-  std::string domain_name, text;
-  uint64_t schema_id = 0;  // the first extended payload's schema (0: none)
-  std::vector<uint8_t> payload;
 };
 
 class NvtxHooks {
@@ -109,12 +99,7 @@ class NvtxHooks {
 
   // A range pushed or started and not yet ended.
   struct Open {
-    uint64_t start = 0;  // 0: not recorded (outside a window)
-    std::string domain_name, text;
-    uint64_t schema_id = 0;
-    std::vector<uint8_t> payload;
-    uint32_t domain = 0;
-    uint32_t thread = 0;
+    HookedNvtxEvent event;     // as far as known; start 0: not recorded (outside a window)
     uint64_t ring_ticket = 0;  // an NCCL call in the collective ring (0: none)
   };
 
@@ -123,6 +108,8 @@ class NvtxHooks {
   // An NCCL range with a payload of a known schema: into the collective ring.
   uint64_t enter_collective(const Message& m);
   void log(HookedNvtxEvent&& e);
+  // A recorded range ends: logged inside a window, else counted as cut by its close.
+  void log_end(HookedNvtxEvent&& e);
   // The schema or enum id the job gave, or the next dynamic one; under registry_mutex_.
   uint64_t schema_id(bool given, uint64_t given_id);
 

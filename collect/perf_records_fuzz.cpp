@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   collect::parse_perf_records(
       {data, size}, [](const collect::PerfSample& s) { stacks->ingest(s, 0); }, &lost);
   trace::Trace t;
-  stacks->drain(t, t.strings, size % 2 == 0);
+  stacks->drain(t, t.strings);
   std::vector<collect::MapRange> maps;
   uint32_t next = 0;
   collect::parse_maps(std::string_view(reinterpret_cast<const char*>(data), size), maps,

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/text_input.hpp"
+#include "collect/host_facts.hpp"
 #include "trace/model/elf_build_id.hpp"
 
 namespace scalescope::collect {
@@ -31,16 +33,9 @@ T load(const uint8_t* p) {
   return v;
 }
 
+// A /proc value without its newline; empty when unreadable.
 std::string read_small_file(const char* path) {
-  std::string s;
-  if (FILE* f = std::fopen(path, "re")) {
-    char buf[64];
-    const size_t n = std::fread(buf, 1, sizeof buf, f);
-    std::fclose(f);
-    s.assign(buf, n);
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  }
-  return s;
+  return std::string(trace::trim(read_text_file(path, 64).value_or("")));
 }
 
 }  // namespace
@@ -351,8 +346,7 @@ void PerfStacks::ingest(const PerfSample& s, int64_t monotonic_to_trace_ns) {
       {static_cast<trace::Timestamp>(static_cast<int64_t>(s.time) + monotonic_to_trace_ns), s.pid, s.tid, parent});
 }
 
-void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool final) {
-  (void) final;  // every drain writes the same: names come offline (trace/model/frame_namer.hpp)
+void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings) {
   std::vector<NewCallsite> callsites;
   std::vector<NewModule> new_modules;
   std::vector<std::string> modules;
@@ -379,8 +373,7 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool fina
   // Each module's build-id, once: the ELF's notes, a few small reads (the
   // mapped file itself through map_files where the kernel lets us, so that a
   // file replaced on disk since is not mistaken for it).
-  timespec t0{}, t1{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  const uint64_t cpu0 = thread_cpu_now();
   for (const NewModule& m : new_modules) {
     if (m.module >= modules.size()) continue;
     const std::string& path = modules[m.module];
@@ -398,8 +391,7 @@ void PerfStacks::drain(trace::Trace& out, trace::StringTable& strings, bool fina
     out.host_modules.push(
         {m.pid, strings.intern(path), id ? strings.intern(*id) : trace::kNoString, m.start, m.end, m.offset});
   }
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-  modules_ns_ += uint64_t((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+  modules_ns_ += thread_cpu_now() - cpu0;
 }
 
 std::string PerfStacks::method() const { return "perf_event_open task-clock, frame-pointer callchains"; }

@@ -100,11 +100,11 @@ class PerfStacks {
   void poll(int64_t monotonic_to_trace_ns);
   // One sample (poll's parser calls it; tests call it directly).
   void ingest(const PerfSample& s, int64_t monotonic_to_trace_ns);
-  // New samples, callsites (module and file offset, unnamed) and the
-  // modules of each process that new frames fell in (with their build-ids)
-  // into `out`. `final` changes nothing since names moved offline (kept for
-  // the caller). A killed process keeps what earlier drains wrote.
-  void drain(trace::Trace& out, trace::StringTable& strings, bool final);
+  // New samples, callsites (module and file offset, unnamed; names come
+  // offline, trace/model/frame_namer.hpp) and the modules of each process
+  // that new frames fell in (with their build-ids) into `out`. A killed
+  // process keeps what earlier drains wrote.
+  void drain(trace::Trace& out, trace::StringTable& strings);
   // CPU time drain() spent reading modules' build-ids (all drains).
   uint64_t modules_ns() const { return modules_ns_; }
 

@@ -97,13 +97,13 @@ int main(int argc, char** argv) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     stacks->poll(0);
-    stacks->drain(t, t.strings, false);  // the collector drains while sampling runs
+    stacks->drain(t, t.strings);  // the collector drains while sampling runs
   }
   // The exit path: last read, final drain (the collector does this after the traced steps).
   const auto t0 = std::chrono::steady_clock::now();
   const double c0 = thread_cpu_ms();
   stacks->poll(0);
-  stacks->drain(t, t.strings, true);
+  stacks->drain(t, t.strings);
   const double exit_wall = ms_since(t0), exit_cpu = thread_cpu_ms() - c0;
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);

@@ -187,7 +187,7 @@ TEST(PerfStacks, BuildsCallsiteTreeWithModulesThatNameOffline) {
   const std::vector<uint64_t> unmapped = {user, 0x10};
   s->ingest({pid, pid, 3000, unmapped}, 5);
   Trace t;
-  s->drain(t, t.strings, true);
+  s->drain(t, t.strings);
   ASSERT_EQ(t.host_stack_samples.size(), 3u);
   EXPECT_EQ(t.host_stack_samples.time[0], 1005);
   EXPECT_EQ(t.host_stack_samples.tid[1], pid + 1);
@@ -228,7 +228,7 @@ TEST(PerfStacks, BuildsCallsiteTreeWithModulesThatNameOffline) {
   // The next drain has only what came since: no callsite, no module row again.
   s->ingest({pid, pid, 4000, ips}, 0);
   Trace t2;
-  s->drain(t2, t2.strings, true);
+  s->drain(t2, t2.strings);
   EXPECT_EQ(t2.host_callsites.size(), 0u);
   EXPECT_EQ(t2.host_modules.size(), 0u);
   ASSERT_EQ(t2.host_stack_samples.size(), 1u);
@@ -255,7 +255,7 @@ TEST(PerfStacks, CutsTheWalkAtAReturnAddressOutsideExecutableMappings) {
   s->ingest({pid, pid, 3000, std::vector<uint64_t>{user, leaf, ret}}, 0);               // whole
   EXPECT_EQ(s->walks_cut(), 2u);
   Trace t;
-  s->drain(t, t.strings, true);
+  s->drain(t, t.strings);
   ASSERT_EQ(t.host_stack_samples.size(), 3u);
   auto row_of = [&](uint32_t id) {
     for (size_t i = 0; i < t.host_callsites.size(); ++i)
@@ -322,7 +322,7 @@ TEST(PerfStacks, RealKernelSamplesASpinningThread) {
   spinner.join();
   s->remove_thread(tid);
   Trace t;
-  s->drain(t, t.strings, true);
+  s->drain(t, t.strings);
   trace::FrameNamer().name(t);
   // 400 ms at 1 kHz of its CPU time; on a loaded two-core machine it may get a quarter of that.
   ASSERT_GE(t.host_stack_samples.size(), 20u) << s->method();

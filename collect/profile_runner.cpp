@@ -2,6 +2,7 @@
 
 #include "collect/node_facts.hpp"
 #include "collect/python_outside.hpp"
+#include "collect/sampler_common.hpp"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "scalescope_version.hpp"
@@ -39,12 +41,6 @@ namespace scalescope::collect {
 namespace {
 
 namespace fs = std::filesystem;
-
-int64_t unix_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
 
 std::string iso_time(int64_t unix_ns) {
   time_t s = static_cast<time_t>(unix_ns / 1000000000);
@@ -119,10 +115,6 @@ std::string cupti_dir_if_needed(const std::string& collector) {
   return {};
 }
 
-}  // namespace
-
-namespace {
-
 using trace::kPythonRecordPrefix;
 using trace::read_python_records;
 
@@ -136,10 +128,6 @@ bool written_by_host(const fs::path& p, const std::string& host) {
     if (name.starts_with(prefix)) return true;
   return false;
 }
-
-}  // namespace
-
-namespace {
 
 // Files of a run directory that are not the run's: the claims of `profile`s.
 bool is_claim_file(const fs::path& p) { return p.filename().string().starts_with(".profile"); }
@@ -327,10 +315,8 @@ void log_python(const ProfileOptions& options, const std::string& bootstrap, con
     return;
   }
   for (const auto& py : result.python) {
-    if (py.problems.empty()) continue;
-    std::string text;
-    for (const auto& p : py.problems) text += (text.empty() ? "" : "; ") + p;
-    log << fmt::format("scalescope: pid {} (Python): {}\n", py.pid, text);
+    if (!py.problems.empty())
+      log << fmt::format("scalescope: pid {} (Python): {}\n", py.pid, fmt::join(py.problems, "; "));
   }
   for (const auto& p : result.processes) {
     if (!p.python_interpreter) continue;
@@ -344,6 +330,12 @@ void log_python(const ProfileOptions& options, const std::string& bootstrap, con
   }
 }
 
+// `dir` first on the search path `name` (a colon-separated list).
+void prepend_path(Environment& env, const std::string& name, const std::string& dir) {
+  const std::string& old = env[name];
+  env[name] = old.empty() ? dir : dir + ":" + old;
+}
+
 // The job's environment: ours plus the collector's, the Python bootstrap first
 // on PYTHONPATH (its sitecustomize runs the job's own one, found further
 // along), CUPTI's folder on LD_LIBRARY_PATH where the collector needs it.
@@ -354,8 +346,7 @@ Environment job_environment(const ProfileOptions& options, const CollectorOption
   env["CUDA_INJECTION64_PATH"] = collector;
   env["NVTX_INJECTION64_PATH"] = collector;
   if (!bootstrap.empty()) {
-    auto it = env.find("PYTHONPATH");
-    env["PYTHONPATH"] = it == env.end() || it->second.empty() ? bootstrap : bootstrap + ":" + it->second;
+    prepend_path(env, "PYTHONPATH", bootstrap);
     // The bootstrap samples only when asked to sample inside.
     env["SCALESCOPE_PYTHON_SAMPLING_HZ"] =
         fmt::format("{:g}", options.python_stacks == PythonStacksWay::kInside ? options.python_sampling_hz : 0.0);
@@ -373,10 +364,7 @@ Environment job_environment(const ProfileOptions& options, const CollectorOption
     if (!ec)
       env["TORCH_FR_DUMP_TEMP_FILE"] = env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] = trace::flight_recorder_prefix(run_dir);
   }
-  if (std::string dir = cupti_dir_if_needed(collector); !dir.empty()) {
-    auto it = env.find("LD_LIBRARY_PATH");
-    env["LD_LIBRARY_PATH"] = it == env.end() || it->second.empty() ? dir : dir + ":" + it->second;
-  }
+  if (std::string dir = cupti_dir_if_needed(collector); !dir.empty()) prepend_path(env, "LD_LIBRARY_PATH", dir);
   return env;
 }
 
@@ -389,15 +377,13 @@ bool samples_python_outside(const ProfileOptions& options) {
 nlohmann::json run_json_at_start(const ProfileOptions& options, const CollectorOptions& co,
                                  const std::string& collector, const std::string& bootstrap,
                                  const Environment& own_env) {
-  std::string command_line;
-  for (const auto& a : options.command) command_line += (command_line.empty() ? "" : " ") + a;
   nlohmann::json run;
   run["scalescope_version"] = std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")";
   run["collector"] = collector;
   run["command"] = options.command;
-  run["command_line"] = command_line;
+  run["command_line"] = fmt::format("{}", fmt::join(options.command, " "));
   run["cwd"] = fs::current_path().string();
-  int64_t start_ns = unix_now_ns();
+  int64_t start_ns = realtime_ns();
   run["start"] = iso_time(start_ns);
   run["start_unix_ns"] = start_ns;
   run["end"] = nullptr;
@@ -477,15 +463,19 @@ JobEnd run_job(const std::vector<std::string>& command, const Environment& env,
   return end;
 }
 
+// Runs `write`; an error it throws is said as a warning.
+void warn_on_error(std::ostream& log, const std::function<void()>& write) {
+  try {
+    write();
+  } catch (const Error& e) {
+    log << fmt::format("scalescope: warning: {}\n", e.what());
+  }
+}
+
 // Writes the stacks sampled from outside; a file that cannot be written is a warning.
 void write_outside_python_stacks(const OutsidePythonSampler& sampler, const fs::path& run_dir, std::ostream& log) {
-  for (const trace::PythonStacks& p : sampler.results()) {
-    try {
-      write_text_atomically(run_dir / p.file_name, trace::python_stacks_json(p));
-    } catch (const Error& e) {
-      log << fmt::format("scalescope: warning: {}\n", e.what());
-    }
-  }
+  for (const trace::PythonStacks& p : sampler.results())
+    warn_on_error(log, [&] { write_text_atomically(run_dir / p.file_name, trace::python_stacks_json(p)); });
 }
 
 // The collectors' per-node sampler markers (nvml-<host>.rank) served the run
@@ -646,7 +636,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
     run["python_stacks_notes"] = result.python_stacks_notes;
   }
   if (job.exec_failed) {
-    run["end"] = iso_time(unix_now_ns());
+    run["end"] = iso_time(realtime_ns());
     run["exit_code"] = 127;
     run["error"] = fmt::format("cannot run '{}': {}", options.command[0], std::strerror(job.exec_errno));
     write_json_atomically(run_json, run);
@@ -658,7 +648,7 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   result.processes = read_process_summaries(result.run_dir, &result.incomplete, node_host);
   result.python = read_python_records(result.run_dir, node_host);
   remove_sampler_markers(result.run_dir, node_host);
-  int64_t end_ns = unix_now_ns();
+  int64_t end_ns = realtime_ns();
   run["end"] = iso_time(end_ns);
   run["end_unix_ns"] = end_ns;
   run["duration_s"] = result.duration_s;
@@ -669,16 +659,8 @@ ProfileResult run_profile(const ProfileOptions& options, std::ostream& log) {
   const ProcessTotals totals = add_processes(result, run);
   // The job has run: a file that cannot be written now is said, and the
   // job's own exit code is still what `profile` returns.
-  try {
-    write_json_atomically(run_json, run);
-  } catch (const Error& e) {
-    log << fmt::format("scalescope: warning: {}\n", e.what());
-  }
-  try {
-    write_host_manifest(result);
-  } catch (const Error& e) {
-    log << fmt::format("scalescope: warning: {}\n", e.what());
-  }
+  warn_on_error(log, [&] { write_json_atomically(run_json, run); });
+  warn_on_error(log, [&] { write_host_manifest(result); });
   log_profile_summary(options, bootstrap, result, totals, log);
   return result;
 }

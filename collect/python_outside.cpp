@@ -8,12 +8,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "collect/host_facts.hpp"
 #include "collect/host_sampler.hpp"
 
 namespace scalescope::collect {
@@ -23,12 +22,7 @@ constexpr size_t kMaxStacks = 2000;           // distinct (thread, stack) pairs 
 constexpr double kDiscoverEverySeconds = 0.2;  // new DataLoader workers are seen within this
 constexpr int kOpenTries = 5;                   // discoveries (1 s) a process that just became Python is tried
 
-std::string read_small_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read_small_file(const std::string& path) { return read_text_file(path).value_or(std::string()); }
 
 std::vector<uint32_t> children_of(uint32_t pid) {
   std::vector<uint32_t> out;
@@ -108,10 +102,10 @@ void OutsidePythonSampler::stop() {
 }
 
 void OutsidePythonSampler::run() {
-  const auto period = std::chrono::duration<double>(1.0 / options_.hz);
-  auto next = std::chrono::steady_clock::now();
-  auto next_discovery = next;
-  while (!stop_) {
+  auto next_discovery = std::chrono::steady_clock::now();
+  const auto period =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(1.0 / options_.hz));
+  run_every(period, stop_, [&] {
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_discovery) {
       discover();
@@ -119,11 +113,7 @@ void OutsidePythonSampler::run() {
                                  std::chrono::duration<double>(kDiscoverEverySeconds));
     }
     sample_all();
-    next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(period);
-    const auto after = std::chrono::steady_clock::now();
-    if (next < after) next = after;  // fell behind: no burst to catch up
-    std::this_thread::sleep_until(next);
-  }
+  });
 }
 
 void OutsidePythonSampler::discover() {

@@ -121,6 +121,22 @@ fs::path write_temp(const fs::path& final, const std::string& text) {
   return tmp;
 }
 
+// Writes `final` unless it exists (false then), creating its folder. link()
+// fails if the name exists, on local and network filesystems alike: of two
+// processes claiming one id, one wins.
+bool create_new_file(const fs::path& final, const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(final.parent_path(), ec);
+  if (ec) fail("{}: cannot create: {}", final.parent_path().string(), ec.message());
+  const fs::path tmp = write_temp(final, text);
+  const int rc = ::link(tmp.c_str(), final.c_str());
+  const int e = errno;
+  ::unlink(tmp.c_str());
+  if (rc == 0) return true;
+  if (e == EEXIST) return false;
+  fail("{}: cannot create: {}", final.string(), std::strerror(e));
+}
+
 int64_t mtime_ns(const fs::path& p) {
   struct stat st{};
   if (::stat(p.c_str(), &st) != 0) return -1;
@@ -201,20 +217,10 @@ void write_file_whole(const fs::path& path, const std::string& text) {
 
 bool create_dump_request(const fs::path& run_dir, const std::string& id, const std::string& requested_by) {
   if (!valid_id(id)) fail("dump request id '{}' is not a-z, 0-9 and -", id);
-  const fs::path final = control_dir(run_dir) / ("dump-" + id + ".json");
   nlohmann::json j;
   j["id"] = id;
   j["requested_by"] = requested_by;
-  std::error_code ec;
-  fs::create_directories(final.parent_path(), ec);
-  if (ec) fail("{}: cannot create: {}", final.parent_path().string(), ec.message());
-  const fs::path tmp = write_temp(final, j.dump() + "\n");
-  const int rc = ::link(tmp.c_str(), final.c_str());  // as create_window_request: one writer of an id wins
-  const int e = errno;
-  ::unlink(tmp.c_str());
-  if (rc == 0) return true;
-  if (e == EEXIST) return false;
-  fail("{}: cannot create: {}", final.string(), std::strerror(e));
+  return create_new_file(control_dir(run_dir) / ("dump-" + id + ".json"), j.dump() + "\n");
 }
 
 void write_hang_dump(const fs::path& run_dir, const trace::HangDump& dump) {
@@ -231,20 +237,7 @@ bool job_stalled(const std::vector<Progress>& progress, double after_s, int64_t 
 
 bool create_window_request(const fs::path& run_dir, const WindowRequest& r) {
   if (!valid_id(r.id)) fail("window request id '{}' is not a-z, 0-9 and -", r.id);
-  const fs::path dir = control_dir(run_dir);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail("{}: cannot create: {}", dir.string(), ec.message());
-  const fs::path final = dir / ("window-" + r.id + ".json");
-  const fs::path tmp = write_temp(final, window_request_json(r));
-  // link() fails if the name exists, on local and network filesystems alike:
-  // of two processes claiming one id, one wins.
-  const int rc = ::link(tmp.c_str(), final.c_str());
-  const int e = errno;
-  ::unlink(tmp.c_str());
-  if (rc == 0) return true;
-  if (e == EEXIST) return false;
-  fail("{}: cannot create: {}", final.string(), std::strerror(e));
+  return create_new_file(control_dir(run_dir) / ("window-" + r.id + ".json"), window_request_json(r));
 }
 
 std::vector<WindowRequest> read_window_requests(const fs::path& run_dir, std::vector<std::string>* skipped) {

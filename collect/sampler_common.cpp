@@ -13,6 +13,12 @@ uint64_t thread_cpu_now() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+int64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 void run_every(std::chrono::nanoseconds period, const std::atomic<bool>& stop, const std::function<void()>& tick) {
   auto next = std::chrono::steady_clock::now();
   while (!stop.load(std::memory_order_relaxed)) {

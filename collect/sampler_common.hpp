@@ -1,5 +1,5 @@
 // What the samplers (host threads, native stacks, NVML, Python stacks)
-// share: the CPU time of the calling thread, the loop that samples at a fixed
+// share: the CPU time of the calling thread, the Unix clock, the loop that samples at a fixed
 // rate, and handing pending columns over to a trace.
 #pragma once
 
@@ -14,6 +14,10 @@ namespace scalescope::collect {
 
 // The calling thread's CPU time, in ns (CLOCK_THREAD_CPUTIME_ID).
 uint64_t thread_cpu_now();
+
+// The Unix time in ns (CLOCK_REALTIME, a vDSO read): processes and hosts
+// compare their records by it.
+int64_t realtime_ns();
 
 // Calls tick() every `period` until `stop` is set. A tick that ends late
 // moves the schedule on: missed ticks are skipped, never made up in a burst.

@@ -3,10 +3,11 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "base/json_fields.hpp"
@@ -103,7 +104,7 @@ void Sidecar::map_nvml_devices(bool last_chance) {
   std::string text;
   if (cuda_bus_ids(cuda)) {
     map = map_nvml_to_cuda(nvml_->bus_ids(), cuda);
-    for (size_t i = 0; i < map.size(); ++i) text += (i ? "," : "") + std::to_string(map[i]);
+    text = fmt::format("{}", fmt::join(map, ","));
   } else if (last_chance || std::chrono::steady_clock::now() - nvml_start_ >= kNvmlMapWait) {
     for (size_t i = 0; i < nvml_->device_count(); ++i) map.push_back(static_cast<int32_t>(i));
     text = "unknown: NVML order kept";
@@ -194,9 +195,7 @@ void Sidecar::start_host_sampler() {
   meta_.extra["host_sampling_method"] = std::string(host_->method());
   meta_.extra["host_sampling_discovery"] = std::string(host_->discovery());
   meta_.extra["host_stack_sampling"] = options_.host_stacks ? host_->stack_method() : "off: SCALESCOPE_HOST_STACKS=0";
-  char hz[32];
-  std::snprintf(hz, sizeof hz, "%g", options_.host_hz);
-  meta_.extra["host_hz"] = hz;
+  meta_.extra["host_hz"] = fmt::format("{:g}", options_.host_hz);
 }
 
 uint64_t Sidecar::collector_cpu_ns(uint64_t encoder_cpu_ns) const {

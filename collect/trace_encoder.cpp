@@ -164,8 +164,7 @@ void TraceEncoder::decode_api_calls() {
       if (generation_pending_.exchange(false)) decoder_->new_generation();
       decoded_generation_ = c.generation;
     }
-    if (discard_) ++api_calls_discarded_;
-    else decoder_->decode_api_call(c.call, batch_);
+    if (!discard_) decoder_->decode_api_call(c.call, batch_);
   }
 }
 
@@ -173,23 +172,8 @@ void TraceEncoder::decode_api_calls() {
 void TraceEncoder::decode_hooked_nvtx() {
   nvtx_events_.clear();
   NvtxHooks::instance().drain(nvtx_events_);
-  for (const auto& e : nvtx_events_) {
-    if (discard_) {
-      ++nvtx_events_discarded_;
-      continue;
-    }
-    CuptiDecoder::HookedNvtx h;
-    h.start = e.start;
-    h.end = e.end;
-    h.thread = e.thread;
-    h.mark = e.mark;
-    h.domain = e.domain_name;
-    h.text = e.text;
-    h.payload_domain = e.domain;
-    h.schema_id = e.schema_id;
-    h.payload = e.payload;
-    decoder_->decode_hooked_nvtx(h, batch_);
-  }
+  if (discard_) return;  // drained all the same: the floor measurement keeps nothing
+  for (const auto& e : nvtx_events_) decoder_->decode_hooked_nvtx(e, batch_);
 }
 
 void TraceEncoder::decode_filled(std::vector<BufferPool::Filled>& filled) {

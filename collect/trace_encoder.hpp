@@ -96,7 +96,6 @@ class TraceEncoder {
   bool api_callbacks_ = false;
   bool nvtx_hooks_ = false;  // NVTX ranges from the collector's own hooks (nvtx_hooks.hpp)
   std::vector<HookedNvtxEvent> nvtx_events_;
-  uint64_t nvtx_events_discarded_ = 0;
   trace::StringTable strings_;
   std::unique_ptr<CuptiDecoder> decoder_;
   std::unique_ptr<TraceSink> sink_;
@@ -113,7 +112,6 @@ class TraceEncoder {
   std::atomic<bool> generation_pending_{false};  // the decoder starts a new generation before the next buffer
   uint32_t decoded_generation_ = 0;              // the generation the decoder numbers correlations in
   std::vector<LoggedApiCall> api_calls_;
-  uint64_t api_calls_discarded_ = 0;
 
   std::mutex drain_mutex_;
   std::condition_variable drain_cv_;
