@@ -205,15 +205,16 @@ Environment to_environment(const CollectorOptions& o) {
   env["SCALESCOPE_RUN_DIR"] = o.run_dir;
   env["SCALESCOPE_API"] = std::string(to_string(o.api));
   env["SCALESCOPE_API_RECORDS"] = std::string(to_string(o.api_records));
-  if (o.delay_s > 0) env["SCALESCOPE_DELAY"] = number(o.delay_s);
-  if (o.duration_s > 0) env["SCALESCOPE_DURATION"] = number(o.duration_s);
-  if (o.capture != CaptureRange::kNone) env["SCALESCOPE_CAPTURE_RANGE"] = format_capture_range(o);
+  // Every option is set, defaults too: a value the user exported for an
+  // earlier run must not leak into this one.
+  env["SCALESCOPE_DELAY"] = number(o.delay_s);
+  env["SCALESCOPE_DURATION"] = number(o.duration_s);
+  env["SCALESCOPE_CAPTURE_RANGE"] = o.capture == CaptureRange::kNone ? "none" : format_capture_range(o);
   env["SCALESCOPE_NVML_HZ"] = number(o.nvml_hz);
   env["SCALESCOPE_HOST_HZ"] = number(o.host_hz);
   env["SCALESCOPE_BUFFER_MB"] = std::to_string(o.buffer_mb);
-  if (o.discard) env.emplace("SCALESCOPE_DISCARD", "1");
+  env.emplace("SCALESCOPE_DISCARD", o.discard ? "1" : "0");
   env.emplace("SCALESCOPE_DETACH", o.detach ? "1" : "0");
-  // Always set: a value the user exported for an earlier run must not leak in.
   env["SCALESCOPE_ACTIVITIES"] = format_activities(o.activities);
   env.emplace("SCALESCOPE_FULL", o.full ? "1" : "0");
   env["SCALESCOPE_ITERATION_RANGE"] = o.iteration_range;

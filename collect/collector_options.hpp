@@ -91,7 +91,8 @@ struct CollectorOptions {
 
 // Parses the SCALESCOPE_* variables; Error naming the variable on bad values.
 CollectorOptions parse_collector_options(const Environment& env);
-// The inverse (only what differs from the defaults, plus the run dir).
+// The inverse: every option, defaults included (so that none is inherited
+// from a variable the user exported), plus the run dir.
 Environment to_environment(const CollectorOptions& options);
 
 // Error when a repeated window would leave no iteration untraced, or the

@@ -42,6 +42,23 @@ TEST(CollectOptions, RoundTrip) {
   EXPECT_EQ(parse_collector_options({}).api_records, ApiRecords::kCallbacks);
 }
 
+// `profile` lays its options over the user's environment: one exported for
+// an earlier run must not outlive a run that leaves the option at its default.
+TEST(CollectOptions, DefaultsOverrideVariablesTheUserExported) {
+  Environment inherited = {
+      {"SCALESCOPE_DELAY", "5"},   {"SCALESCOPE_DURATION", "3"}, {"SCALESCOPE_CAPTURE_RANGE", "nvtx:step"},
+      {"SCALESCOPE_DISCARD", "1"}, {"SCALESCOPE_DETACH", "0"},   {"SCALESCOPE_FULL", "1"}};
+  for (auto& [k, v] : to_environment(CollectorOptions{})) inherited[k] = v;
+  const CollectorOptions back = parse_collector_options(inherited);
+  const CollectorOptions defaults;
+  EXPECT_DOUBLE_EQ(back.delay_s, defaults.delay_s);
+  EXPECT_DOUBLE_EQ(back.duration_s, defaults.duration_s);
+  EXPECT_EQ(back.capture, CaptureRange::kNone);
+  EXPECT_EQ(back.discard, defaults.discard);
+  EXPECT_EQ(back.detach, defaults.detach);
+  EXPECT_EQ(back.full, defaults.full);
+}
+
 TEST(CollectOptions, DetachMustBeZeroOrOne) {
   EXPECT_TRUE(parse_collector_options({{"SCALESCOPE_DETACH", "1"}}).detach);
   EXPECT_FALSE(parse_collector_options({{"SCALESCOPE_DETACH", "0"}}).detach);
