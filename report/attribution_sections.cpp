@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.hpp"
-#include "report/attribution_tables.hpp"
+#include "report/run_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 
