@@ -10,7 +10,7 @@
 #include "analyze/analyze.hpp"
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
-#include "report/advice_tables.hpp"
+#include "report/run_tables.hpp"
 #include "report/json_envelope.hpp"
 #include "report/table.hpp"
 #include "base/error.hpp"

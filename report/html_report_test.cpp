@@ -21,7 +21,6 @@
 #ifdef SCALESCOPE_REPORT_RUNS
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
-#include "report/advice_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/run_tables.hpp"
 #include "trace/model/synthetic_trace.hpp"

@@ -18,7 +18,6 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
-#include "report/advice_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/run_tables.hpp"
 #include "report/table.hpp"

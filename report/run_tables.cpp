@@ -12,7 +12,6 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
-#include "report/advice_tables.hpp"
 #include "trace/model/kernel_short_name.hpp"
 
 namespace scalescope::report {
