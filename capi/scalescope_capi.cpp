@@ -34,7 +34,7 @@
 #include "report/import_tables.hpp"
 #include "report/json_envelope.hpp"
 #include "report/run_tables.hpp"
-#include "report/stats_json.hpp"
+#include "report/stats_tables.hpp"
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
 #include "sweep/scaling_study.hpp"

@@ -9,7 +9,6 @@
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
 #include "report/json_envelope.hpp"
-#include "report/stats_json.hpp"
 #include "report/stats_tables.hpp"
 #include "report/table.hpp"
 #include "base/error.hpp"
