@@ -18,7 +18,6 @@
 #include "cli/commands.hpp"
 #include "cli/usage_error.hpp"
 #include "cli/load_progress.hpp"
-#include "report/run_headline.hpp"
 #include "report/run_tables.hpp"
 #include "report/table.hpp"
 #include "report/terminal.hpp"

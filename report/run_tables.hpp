@@ -9,6 +9,7 @@
 //   for (const report::Table& t : report::diff_tables(analyze::diff(a, b), 15)) t.print(std::cout);
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "report/table.hpp"
@@ -104,5 +105,13 @@ std::vector<Table> diff_tables(const analyze::RunDiff& d, int top, const std::st
 // terminal): the attribution tables show the first rank's `top` rows.
 std::vector<Table> run_tables(const analyze::RunAnalysis& run, const std::vector<advise::Finding>& findings, int top,
                               bool all_rows);
+
+// The few lines a person reads first about an analysed run, printed above
+// the tables and alone with `analyze --summary`: how many ranks, the steady
+// step time, where the GPUs' time went, and the top findings with their
+// savings (at most `top_findings`).
+//   for (const auto& line : report::run_headline(run, findings, "trace.json.gz")) std::cout << line << "\n";
+std::vector<std::string> run_headline(const analyze::RunAnalysis& run, const std::vector<advise::Finding>& findings,
+                                      std::string_view input, size_t top_findings = 3);
 
 }  // namespace scalescope::report
