@@ -18,7 +18,6 @@
 
 #include "cli/allocator.hpp"
 #include "cli/commands.hpp"
-#include "cli/help_formatter.hpp"
 #include "cli/usage_error.hpp"
 #include "report/terminal.hpp"
 #include "scalescope_version.hpp"
