@@ -18,7 +18,6 @@
 #include "mlperf/mlperf.hpp"
 #include "report/json_envelope.hpp"
 #include "report/mlperf_tables.hpp"
-#include "report/prediction_tables.hpp"
 #include "report/progress.hpp"
 #include "report/table.hpp"
 #include "scaling/scaling.hpp"

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "report/prediction_tables.hpp"
+#include "report/mlperf_tables.hpp"
 #include "scaling/scaling.hpp"
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
