@@ -525,7 +525,7 @@ TEST(ReportHtml, NodeSectionOfTracesWithoutHostNames) {
 }
 
 // The Python bootstrap's stacks of a run directory: the host view shows the
-// table `analyze` prints (one formatter, report/python_tables.hpp), the
+// table `analyze` prints (one formatter, report/run_tables.hpp), the
 // worker's hottest frame named.
 TEST(ReportHtml, PythonFramesOfARunDirectory) {
   TempDir d;

@@ -617,7 +617,7 @@ Json straggler_blocks(const analyze::RunAnalysis& run) {
 
 // The per-node view of a run of several hosts: a chart of each node's mean
 // breakdown and its ranks' lateness, then the tables `analyze` prints (one
-// formatter, report/node_tables.hpp). Empty for a run of one host.
+// formatter, report/run_tables.hpp). Empty for a run of one host.
 Json node_blocks(const analyze::RunAnalysis& run) {
   Json blocks = Json::array();
   std::vector<Table> tables = node_tables(run);
