@@ -23,7 +23,7 @@
 #include "report/import_tables.hpp"
 #include "report/json_envelope.hpp"
 #include "report/run_tables.hpp"
-#include "report/stats_json.hpp"
+#include "report/stats_tables.hpp"
 #include "report/table.hpp"
 #include "trace/model/kernel_short_name.hpp"
 #include "trace/model/launcher.hpp"

@@ -34,7 +34,7 @@
 #include "report/import_tables.hpp"
 #include "report/json_envelope.hpp"
 #include "report/run_tables.hpp"
-#include "report/stats_json.hpp"
+#include "report/stats_tables.hpp"
 #include "report/table.hpp"
 #include "scalescope_version.hpp"
 #include "sweep/scaling_study.hpp"
@@ -173,8 +173,6 @@ trace::Trace& rank_of(ss_run* run, int rank) {
   return run->ranks[static_cast<size_t>(rank)];
 }
 
-// ---- columns ----------------------------------------------------------------
-
 template <typename T>
 constexpr int32_t dtype_of() {
   if constexpr (std::is_same_v<T, int64_t>) return SS_I64;
@@ -255,8 +253,6 @@ Columns table_columns(const trace::Trace& t, const std::vector<trace::StringId>&
   });
   return c;
 }
-
-// ---- run facts ----------------------------------------------------------------
 
 // Rows per table, by the tables' names.
 json event_counts(const trace::Trace& t) {

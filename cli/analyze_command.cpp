@@ -18,7 +18,6 @@
 #include "cli/commands.hpp"
 #include "cli/usage_error.hpp"
 #include "cli/load_progress.hpp"
-#include "report/run_headline.hpp"
 #include "report/run_tables.hpp"
 #include "report/table.hpp"
 #include "report/terminal.hpp"
@@ -26,7 +25,7 @@
 
 namespace scalescope::cli {
 
-void add_analyze_command(CLI::App& app, int& exit_code) {
+void add_analyze_command(CLI::App& app, int& /*exit_code*/) {
   struct Args {
     std::string input, window, iteration_range, classes, format = "table", flight_recorder;
     bool json = false;
@@ -79,7 +78,7 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--stream-above", args->stream_above,
                   "read .sstrace ranks of more rows than this chunk by chunk (bounded memory, same figures); 0: all")
       ->capture_default_str();
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args] {
     if (args->summary && args->format != "table")
       throw UsageError("--summary prints the headline as text; it does not go with --format " + args->format);
     analyze::Options options;
@@ -114,7 +113,6 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
         if (args->summary) {
           std::cout << fmt::format("full tables: scalescope analyze {0}; HTML: scalescope report {0} -o report.html\n",
                                    args->input);
-          exit_code = 0;
           return;
         }
         std::cout << "\n";
@@ -122,7 +120,6 @@ void add_analyze_command(CLI::App& app, int& exit_code) {
       report::print_tables(std::cout, "analyze",
                            report::run_tables(run, findings, args->top, format != report::OutputFormat::kTable), format);
     }
-    exit_code = 0;
   });
 }
 

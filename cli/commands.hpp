@@ -1,14 +1,16 @@
 #pragma once
 // Each subcommand is a thin function over the libraries (no logic here): it
-// adds itself to the app and, when run, stores the process exit code. Errors are
-// thrown as scalescope::Error and printed by main as one line.
+// adds itself to the app; one that runs a job (profile, sweep) stores its exit
+// code. Errors are thrown as scalescope::Error and printed by main as one line.
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace CLI {
 class App;
-}
+class Formatter;
+}  // namespace CLI
 
 namespace scalescope::cli {
 
@@ -33,5 +35,10 @@ void add_demo_command(CLI::App& app, int& exit_code);     // everything
 std::vector<std::string>& job_command();
 // Moves the job command out (empty if none was given).
 std::vector<std::string> take_job_command();
+
+// The help text of every command: wrapped to the terminal's width (80 when
+// the output is not a terminal and $COLUMNS is unset), positional arguments
+// in capitals as in "Usage: scalescope analyze [OPTIONS] TRACE".
+std::shared_ptr<CLI::Formatter> make_help_formatter();
 
 }  // namespace scalescope::cli

@@ -89,7 +89,7 @@ void print_demo_report(const demo::DemoReport& found, std::chrono::steady_clock:
 
 }  // namespace
 
-void add_demo_command(CLI::App& app, int& exit_code) {
+void add_demo_command(CLI::App& app, int& /*exit_code*/) {
   auto args = std::make_shared<DemoArgs>();
   auto* cmd =
       app.add_subcommand("demo",
@@ -122,12 +122,11 @@ void add_demo_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(number_in({0, trace::kMaxDurationS, true}));
   cmd->add_option("--format", args->format, "table | csv | json: how to print what was found")->capture_default_str();
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args] {
     const auto format = report::parse_output_format(args->format);
     if (!format) fail_usage("--format '{}' is not table, csv or json", args->format);
     if (args->gpu) {
       run_gpu(*args, *format);
-      exit_code = 0;
       return;
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -137,7 +136,6 @@ void add_demo_command(CLI::App& app, int& exit_code) {
                   demo::demo_json(found));
     else
       print_demo_report(found, t0);
-    exit_code = 0;
   });
 }
 

@@ -10,13 +10,13 @@
 #include "analyze/analyze.hpp"
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
-#include "report/advice_tables.hpp"
+#include "report/run_tables.hpp"
 #include "report/json_envelope.hpp"
 #include "report/table.hpp"
 #include "base/error.hpp"
 
 namespace scalescope::cli {
-void add_diff_command(CLI::App& app, int& exit_code) {
+void add_diff_command(CLI::App& app, int& /*exit_code*/) {
   struct Args {
     std::string a, b, window, iteration_range, classes, format = "table";
     bool json = false;
@@ -37,7 +37,7 @@ void add_diff_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-align-clocks", args->no_align_clocks,
                 "do not align the hosts' clocks from matched collectives (both runs)");
   cmd->add_option("--top", args->top, "kernels with the largest change")->check(CLI::Range(1, 1000));
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args] {
     analyze::Options options;
     if (!args->window.empty()) options.window = analyze::WindowSpec::parse(args->window);
     options.iteration_range = args->iteration_range;
@@ -53,11 +53,9 @@ void add_diff_command(CLI::App& app, int& exit_code) {
     if (args->json || format == report::OutputFormat::kJson) {  // typed: the diff itself
       std::cout << report::json_text(report::json_envelope("diff", {{"a", args->a}, {"b", args->b}, {"diff", d}}), 2)
                 << "\n";
-      exit_code = 0;
       return;
     }
     report::print_tables(std::cout, "diff", report::diff_tables(d, args->top, args->a, a, args->b, b), format);
-    exit_code = 0;
   });
 }
 

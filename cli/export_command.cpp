@@ -18,7 +18,7 @@
 
 namespace scalescope::cli {
 
-void add_export_command(CLI::App& app, int& exit_code) {
+void add_export_command(CLI::App& app, int& /*exit_code*/) {
   struct Options {
     std::string input, output, format;
     bool force = false;
@@ -47,7 +47,7 @@ void add_export_command(CLI::App& app, int& exit_code) {
       "  scalescope export trace.json -o out.json.gz  Chrome JSON, gzip\n"
       "  scalescope export run.ssrun -o run.sqlite    docs/export-sqlite.md\n"
       "  scalescope export run.ssrun -o run-csv/      one CSV per table");
-  cmd->callback([opts, &exit_code] {
+  cmd->callback([opts] {
     std::optional<trace::ExportFormat> format =
         opts->format.empty() ? trace::export_format_of(opts->output) : trace::parse_export_format(opts->format);
     if (!format)
@@ -82,7 +82,6 @@ void add_export_command(CLI::App& app, int& exit_code) {
           "left out {}: a process without a rank or GPU activity (a launcher such as the "
           "torchrun agent)\n",
           label);
-    exit_code = 0;
   });
 }
 

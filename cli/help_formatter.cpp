@@ -1,4 +1,4 @@
-#include "cli/help_formatter.hpp"
+#include "cli/commands.hpp"
 
 #include <unistd.h>
 

@@ -248,7 +248,7 @@ report::ImportResult import_input(const ImportArgs& a) {
 
 }  // namespace
 
-void add_import_command(CLI::App& app, int& exit_code) {
+void add_import_command(CLI::App& app, int& /*exit_code*/) {
   auto opts = std::make_shared<ImportArgs>();
   auto* cmd = app.add_subcommand(
       "import",
@@ -262,13 +262,12 @@ void add_import_command(CLI::App& app, int& exit_code) {
   cmd->add_flag(
       "--force", opts->force,
       "replace an existing output run directory (a single .sstrace output is always replaced; an input never)");
-  cmd->callback([opts, &exit_code] {
+  cmd->callback([opts] {
     const auto format = *report::parse_output_format(opts->format);
     const report::ImportResult result = import_input(*opts);
     if (format == report::OutputFormat::kJson)  // typed: the importers' reports and what was written
       std::cout << report::json_text(report::json_envelope("import", report::import_json(result)), 2) << "\n";
     else report::print_tables(std::cout, "import", report::import_tables(result), format);
-    exit_code = 0;
   });
 }
 

@@ -18,7 +18,6 @@
 
 #include "cli/allocator.hpp"
 #include "cli/commands.hpp"
-#include "cli/help_formatter.hpp"
 #include "cli/usage_error.hpp"
 #include "report/terminal.hpp"
 #include "scalescope_version.hpp"
@@ -177,7 +176,7 @@ bool set_job_command_aside(int& argc, char** argv) {
   return false;
 }
 
-// Every command, each setting `exit_code` when it has run.
+// Every command; `profile` and `sweep` set `exit_code`, the others leave it 0.
 void add_commands(CLI::App& app, int& exit_code) {
   app.formatter(scalescope::cli::make_help_formatter());
   app.set_version_flag("--version", std::string(SCALESCOPE_VERSION) + " (" + SCALESCOPE_GIT_DESCRIBE + ")");
@@ -231,11 +230,7 @@ int parse_and_run(CLI::App& app, std::vector<std::string> args, bool has_job_sep
     words = args;
     std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
     app.parse(args);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string message = e.what();

@@ -18,7 +18,6 @@
 #include "mlperf/mlperf.hpp"
 #include "report/json_envelope.hpp"
 #include "report/mlperf_tables.hpp"
-#include "report/prediction_tables.hpp"
 #include "report/progress.hpp"
 #include "report/table.hpp"
 #include "scaling/scaling.hpp"
@@ -217,7 +216,7 @@ void run_validate(const AnalyzeArgs& a) {
 
 }  // namespace
 
-void add_mlperf_command(CLI::App& app, int& exit_code) {
+void add_mlperf_command(CLI::App& app, int& /*exit_code*/) {
   auto* cmd = app.add_subcommand("mlperf", "MLPerf Training results: ingest, official scores, scaling across systems");
   cmd->require_subcommand(1);
 
@@ -229,19 +228,13 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
   in->add_flag("--runs", ingest->runs, "print the per-run table instead of the scores");
   in->add_option("--threads", ingest->threads, "reader threads (default: one per core)");
   in->add_flag("-q,--quiet", ingest->quiet, "no progress bar");
-  in->callback([ingest, &exit_code] {
-    run_ingest(*ingest);
-    exit_code = 0;
-  });
+  in->callback([ingest] { run_ingest(*ingest); });
 
   auto scores = std::make_shared<AnalyzeArgs>();
   auto* sc = cmd->add_subcommand("scores", "Official score of every result folder of a runs table");
   sc->add_option("runs_csv", scores->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)");
   sc->add_option("--format", scores->format, "table, csv or json")->capture_default_str();
-  sc->callback([scores, &exit_code] {
-    run_scores(*scores);
-    exit_code = 0;
-  });
+  sc->callback([scores] { run_scores(*scores); });
 
   auto analyze = std::make_shared<AnalyzeArgs>();
   auto* an = cmd->add_subcommand("analyze", "Scaling across systems per benchmark and accelerator model");
@@ -266,10 +259,7 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
                  "the interval's spread from this JSON ('mlperf validate --write-calibration'; default: the embedded "
                  "one)");
   an->add_option("--format", analyze->format, "table, csv or json")->capture_default_str();
-  an->callback([analyze, &exit_code] {
-    run_analyze(*analyze);
-    exit_code = 0;
-  });
+  an->callback([analyze] { run_analyze(*analyze); });
 
   auto validate = std::make_shared<AnalyzeArgs>();
   auto* va = cmd->add_subcommand(
@@ -298,7 +288,7 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
       ->check(number_in(kLevelRange));
   va->add_flag("--cases", validate->cases, "also list every case (fit, predicted size, error, interval)");
   va->add_option("--format", validate->format, "table, csv or json")->capture_default_str();
-  va->callback([validate, &exit_code] {
+  va->callback([validate] {
     // The calibration records the command that fitted it.
     validate->command_line = "scalescope mlperf validate";
     for (const auto& t : validate->tables) validate->command_line += " --table " + t;
@@ -311,7 +301,6 @@ void add_mlperf_command(CLI::App& app, int& exit_code) {
     if (!validate->options.accelerator.empty())
       validate->command_line += " --accelerator " + validate->options.accelerator;
     run_validate(*validate);
-    exit_code = 0;
   });
 }
 

@@ -27,7 +27,7 @@ struct ReportArgs {
 
 }  // namespace
 
-void add_report_command(CLI::App& app, int& exit_code) {
+void add_report_command(CLI::App& app, int& /*exit_code*/) {
   auto args = std::make_shared<ReportArgs>();
   auto* cmd =
       app.add_subcommand("report", "Write one self-contained HTML report (charts, findings) from any mix of inputs");
@@ -64,7 +64,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
       ->check(number_in(kSamplesPerStepRange))
       ->excludes(strong);
   cmd->add_flag("-q,--quiet", args->options.quiet, "No progress or summary on the terminal");
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args] {
     if (args->weak) args->options.weak = true;
     if (args->strong) args->options.weak = false;
     if (args->samples_per_gpu_step != 0) args->options.samples_per_gpu_step = args->samples_per_gpu_step;
@@ -93,7 +93,6 @@ void add_report_command(CLI::App& app, int& exit_code) {
       fmt::print("wrote {} ({:.1f} MB)\n", args->output,
                  static_cast<double>(std::filesystem::file_size(args->output)) / 1e6);
     }
-    exit_code = 0;
   });
 }
 

@@ -69,7 +69,7 @@ void check_against_sweep(const sweep::StoredSweep& stored, const sweep::ScalingS
 
 }  // namespace
 
-void add_scaling_command(CLI::App& app, int& exit_code) {
+void add_scaling_command(CLI::App& app, int& /*exit_code*/) {
   auto args = std::make_shared<ScalingArgs>();
   auto* cmd = app.add_subcommand(
       "scaling", "Speedup, efficiency E', GPU-hours, break-even and predictions from a sweep's results file");
@@ -107,7 +107,7 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
                   "With --global-batch-grows: global batch planned at predicted sizes, N:B,... (samples with "
                   "--samples-per-gpu-step, else per-GPU batches; default: N x the per-GPU batch)");
   cmd->add_option("--format", args->format, "table | csv | json")->capture_default_str();
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args] {
     auto format = report::parse_output_format(args->format);
     if (!format) fail_usage("--format '{}' is not table, csv or json", args->format);
     sweep::ScalingStudyOptions options;
@@ -138,13 +138,11 @@ void add_scaling_command(CLI::App& app, int& exit_code) {
       runs["path"] = args->db;
       std::cout << report::json_text(report::json_envelope("scaling", {{"sweep", runs}, {"scaling", study}}), 2)
                 << "\n";
-      exit_code = 0;
       return;
     }
     auto tables = report::scaling_tables(study);
     if (auto jobs = report::slurm_jobs_table(stored); !jobs.rows().empty()) tables.push_back(std::move(jobs));
     report::print_tables(std::cout, "scaling", tables, *format);
-    exit_code = 0;
   });
 }
 

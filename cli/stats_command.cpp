@@ -9,7 +9,6 @@
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
 #include "report/json_envelope.hpp"
-#include "report/stats_json.hpp"
 #include "report/stats_tables.hpp"
 #include "report/table.hpp"
 #include "base/error.hpp"
@@ -24,7 +23,7 @@ const std::vector<std::string> kReports = {"api", "kernels", "memtime", "memsize
 
 }  // namespace
 
-void add_stats_command(CLI::App& app, int& exit_code) {
+void add_stats_command(CLI::App& app, int& /*exit_code*/) {
   struct Options {
     std::string input;
     std::string format = "table";
@@ -42,7 +41,7 @@ void add_stats_command(CLI::App& app, int& exit_code) {
       ->delimiter(',')
       ->check(CLI::IsMember(kReports));
   auto* rank_opt = cmd->add_option("--rank", opts->rank, "only this rank");
-  cmd->callback([opts, rank_opt, &exit_code] {
+  cmd->callback([opts, rank_opt] {
     const auto format = *report::parse_output_format(opts->format);
     std::set<std::string> want(opts->reports.begin(), opts->reports.end());
     if (want.empty()) want.insert(kReports.begin(), kReports.end());
@@ -65,7 +64,6 @@ void add_stats_command(CLI::App& app, int& exit_code) {
     else
       report::print_tables(std::cout, "stats", report::stats_scope_tables(opts->input, pointers, rank, want, left_out),
                            format);
-    exit_code = 0;
   });
 }
 

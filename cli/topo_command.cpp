@@ -16,13 +16,13 @@
 
 namespace scalescope::cli {
 
-void add_topo_command(CLI::App& app, int& exit_code) {
+void add_topo_command(CLI::App& app, int& /*exit_code*/) {
   auto format = std::make_shared<std::string>("table");
   auto sys_root = std::make_shared<std::string>("/sys");
   auto* cmd = app.add_subcommand("topo", "this host's CPUs, NUMA nodes and GPUs, and this process's affinity");
   cmd->add_option("--format", *format, "table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
   cmd->add_option("--sys-root", *sys_root, "read sysfs from here (for captured /sys trees)");
-  cmd->callback([format, sys_root, &exit_code] {
+  cmd->callback([format, sys_root] {
     std::error_code ec;
     if (!std::filesystem::is_directory(*sys_root, ec))
       fail_usage("--sys-root {}: {}", *sys_root,
@@ -32,7 +32,6 @@ void add_topo_command(CLI::App& app, int& exit_code) {
     if (output == report::OutputFormat::kJson)  // typed: the host's facts, CPUs as numbers
       std::cout << report::json_text(report::json_envelope("topo", report::topo_json(host, *sys_root)), 2) << "\n";
     else report::print_tables(std::cout, "topo", report::topo_tables(host, *sys_root), output);
-    exit_code = 0;
   });
 }
 

@@ -43,7 +43,7 @@ std::string who() {
 
 }  // namespace
 
-void add_trigger_command(CLI::App& app, int& exit_code) {
+void add_trigger_command(CLI::App& app, int& /*exit_code*/) {
   auto args = std::make_shared<TriggerArgs>();
   auto* cmd = app.add_subcommand("trigger", "trace a running profiled job now: a window on every process at one iteration");
   cmd->add_option("run", args->run_dir, "the run directory of a running `scalescope profile -o RUN ...`")->required();
@@ -66,7 +66,7 @@ void add_trigger_command(CLI::App& app, int& exit_code) {
       "The job must run under `scalescope profile` with iteration markers (optimizer steps, ProfilerStep#N\n"
       "ranges or cudaProfilerStart/Stop); each process reports its iteration in RUN/control/progress once a\n"
       "second and looks for requests every half second.");
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args] {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::is_directory(args->run_dir, ec))
@@ -78,7 +78,6 @@ void add_trigger_command(CLI::App& app, int& exit_code) {
       while (!collect::create_dump_request(args->run_dir, std::to_string(id), requested_by)) ++id;
       std::cout << fmt::format("dump {}: every process writes its hang dump to {} within a second\n", id,
                                trace::hang_dump_dir(args->run_dir).string());
-      exit_code = 0;
       return;
     }
     std::vector<std::string> skipped;
@@ -120,7 +119,6 @@ void add_trigger_command(CLI::App& app, int& exit_code) {
                              r.iterations, r.iterations == 1 ? "" : "s", r.start_iteration, processes,
                              processes == 1 ? "" : "es",
                              (collect::control_dir(args->run_dir) / ("window-" + r.id + ".json")).string());
-    exit_code = 0;
   });
 }
 

@@ -1,5 +1,5 @@
-// The findings table and the diff tables (advice_tables.hpp).
-#include "report/advice_tables.hpp"
+// The findings table and the diff tables (declared in run_tables.hpp).
+#include "report/run_tables.hpp"
 
 #include <map>
 #include <string>

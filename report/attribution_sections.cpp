@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "analyze/analyze.hpp"
-#include "report/attribution_tables.hpp"
+#include "report/run_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 
@@ -17,7 +17,7 @@ namespace {
 // The operators and ranges the page lists (sortable; every row: analyze --format csv).
 constexpr int kTableRows = 60;
 
-// `analyze`'s table (report/attribution_tables.hpp), sortable on the page.
+// `analyze`'s table (report/run_tables.hpp), sortable on the page.
 Json sortable_block(const Table& t) {
   int name_column = 0;
   for (size_t i = 0; i < t.columns().size(); ++i)

@@ -1,4 +1,4 @@
-#include "report/attribution_tables.hpp"
+#include "report/run_tables.hpp"
 
 #include <algorithm>
 #include <string>

@@ -58,8 +58,6 @@ InputKind detect_input_kind(const fs::path& path) {
   }
 }
 
-// ---- document helpers -------------------------------------------------------
-
 namespace detail {
 
 Json paragraph(std::string text, std::string_view style) {
@@ -109,8 +107,6 @@ Json section(std::string title, std::string subtitle, Json blocks) {
 
 }  // namespace detail
 
-// ---- escaping ---------------------------------------------------------------
-
 std::string escape_json_for_script(std::string_view json) {
   std::string out;
   out.reserve(json.size() + json.size() / 16);
@@ -145,8 +141,6 @@ std::string escape_html(std::string_view text) {
   }
   return out;
 }
-
-// ---- the report -------------------------------------------------------------
 
 struct HtmlReport::Impl {
   detail::Document doc;

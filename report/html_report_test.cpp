@@ -20,9 +20,6 @@
 #include "trace/model/trace_file.hpp"
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
-#include "report/advice_tables.hpp"
-#include "report/node_tables.hpp"
-#include "report/python_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/run_tables.hpp"
 #include "trace/model/synthetic_trace.hpp"
@@ -525,7 +522,7 @@ TEST(ReportHtml, NodeSectionOfTracesWithoutHostNames) {
 }
 
 // The Python bootstrap's stacks of a run directory: the host view shows the
-// table `analyze` prints (one formatter, report/python_tables.hpp), the
+// table `analyze` prints (one formatter, report/run_tables.hpp), the
 // worker's hottest frame named.
 TEST(ReportHtml, PythonFramesOfARunDirectory) {
   TempDir d;

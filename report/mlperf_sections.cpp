@@ -10,7 +10,6 @@
 
 #include "mlperf/mlperf.hpp"
 #include "report/mlperf_tables.hpp"
-#include "report/prediction_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/table.hpp"
 #include "scaling/scaling.hpp"

@@ -1,12 +1,14 @@
 #pragma once
-// The tables of `scalescope mlperf` (runs, scores, scaling across systems),
-// rendered from the typed results of mlperf/ (the one place they are
-// formatted; no computation here). The HTML report's MLPerf section draws the
-// same mlperf::MlperfScaling.
+// The tables of `scalescope mlperf` (runs, scores, scaling across systems,
+// predictions and their validation), rendered from the typed results of
+// mlperf/ and scaling/ (the one place they are formatted; no computation
+// here). The HTML report's MLPerf section draws the same mlperf::MlperfScaling.
 //
 //   report::print_tables(std::cout, "mlperf analyze", report::mlperf_scaling_tables(mlperf::analyze(runs, {})),
 //                        OutputFormat::kCsv);  // JSON: the typed mlperf::MlperfScaling itself
+//   report::mlperf_predictions_table(mlperf::predict(runs, {}, p)).print(std::cout, OutputFormat::kCsv);
 
+#include <string>
 #include <vector>
 
 #include "report/table.hpp"
@@ -16,7 +18,12 @@ struct Run;
 struct Score;
 struct IngestResult;
 struct MlperfScaling;
+struct CurveForecast;
+struct RoundValidation;
 }  // namespace scalescope::mlperf
+namespace scalescope::scaling {
+struct Validation;
+}
 
 namespace scalescope::report {
 
@@ -34,5 +41,20 @@ std::vector<Table> mlperf_scaling_tables(const mlperf::MlperfScaling& scaling);
 // A row per group with two or more accelerator counts: its systems, counts,
 // reference, largest count with E' there, and the break-even by both rules.
 Table mlperf_break_even_table(const mlperf::MlperfScaling& scaling);
+
+// One table: a row per curve and predicted size (accelerators,
+// predicted_minutes, low, high, measured_minutes, ...), the fitted laws as notes.
+Table mlperf_predictions_table(const std::vector<mlperf::CurveForecast>& forecasts);
+
+// The error by extrapolation factor per model, the default model's error per
+// curve, and with `cases` every case.
+std::vector<Table> validation_tables(const scaling::Validation& validation, bool cases);
+
+// validation_tables with the rounds fitted and tested in the titles, the
+// error and coverage per benchmark, and the calibration used (its source).
+std::vector<Table> round_validation_tables(const mlperf::RoundValidation& validation, bool cases);
+
+// The validated-range column of a prediction: "yes", or why not.
+Cell validated_range_cell(const std::string& outside_validated);
 
 }  // namespace scalescope::report

@@ -1,4 +1,4 @@
-#include "report/node_tables.hpp"
+#include "report/run_tables.hpp"
 
 #include <algorithm>
 #include <initializer_list>

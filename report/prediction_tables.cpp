@@ -1,6 +1,6 @@
 // Predictions and their validation as tables (terminal, CSV, JSON alike).
 
-#include "report/prediction_tables.hpp"
+#include "report/mlperf_tables.hpp"
 
 #include <cmath>
 

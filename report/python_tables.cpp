@@ -1,4 +1,4 @@
-#include "report/python_tables.hpp"
+#include "report/run_tables.hpp"
 
 #include <string>
 #include <utility>

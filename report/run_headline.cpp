@@ -1,4 +1,4 @@
-#include "report/run_headline.hpp"
+#include "report/run_tables.hpp"
 
 #include <fmt/format.h>
 

@@ -18,9 +18,6 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
-#include "report/advice_tables.hpp"
-#include "report/node_tables.hpp"
-#include "report/python_tables.hpp"
 #include "report/report_document.hpp"
 #include "report/run_tables.hpp"
 #include "report/table.hpp"
@@ -620,7 +617,7 @@ Json straggler_blocks(const analyze::RunAnalysis& run) {
 
 // The per-node view of a run of several hosts: a chart of each node's mean
 // breakdown and its ranks' lateness, then the tables `analyze` prints (one
-// formatter, report/node_tables.hpp). Empty for a run of one host.
+// formatter, report/run_tables.hpp). Empty for a run of one host.
 Json node_blocks(const analyze::RunAnalysis& run) {
   Json blocks = Json::array();
   std::vector<Table> tables = node_tables(run);
@@ -693,82 +690,19 @@ void append(Json& blocks, Json more) {
   for (auto& b : more) blocks.push_back(std::move(b));
 }
 
-}  // namespace
-
-namespace {
-
 analyze::Options run_options(const Document& doc) {
   analyze::Options options;
   options.iteration_range = doc.options.iteration_range;
   return options;
 }
 
-// The sections of one analysed run; slot_of[i] is the drawing slot of
-// run.ranks[i]; clocks: the estimate that moves the drawing's counters onto
-// one clock (null when the events are already on one).
+// The sections of one analysed run; clocks: the estimate that moves the
+// drawing's counters onto one clock (null when the events are already on one).
 void add_analysed_run(Document& doc, const std::string& label, const RunDrawing& drawing,
-                      const std::vector<size_t>& slot_of, const trace::ClockAlignment* clocks,
-                      analyze::RunAnalysis run);
-
-}  // namespace
-
-void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& given,
-                      const trace::ClockAlignment* clocks) {
-  if (given.empty()) fail("{}: no traces in this run", label);
-  const analyze::Options options = run_options(doc);
-  std::vector<std::string> names;
-  for (size_t i = 0; i < given.size(); ++i) names.push_back(fmt::format("trace {}", i));
-  // The run pipeline of `scalescope analyze`, as for a path below.
-  RunDrawing drawing(options.classifier, doc.options.max_counter_points);
-  analyze::RunAnalysis run = analyze::analyze_traces(
-      given, names, options, {}, 0, [&](size_t input_index, const trace::Trace& t, const analyze::RankAnalysis& r) {
-        drawing.add_rank(input_index, t, r);
-      });
-  // Traces already aligned carry the estimate that moved them; combine()
-  // re-estimating would only find what is left (agrees, about 0).
-  if (clocks && !clocks->hosts.empty()) run.clocks = *clocks;
-  std::vector<size_t> slot_of;
-  for (const auto& r : run.ranks) slot_of.push_back(r.input_index);
-  add_analysed_run(doc, label, drawing, slot_of, nullptr, std::move(run));
-}
-
-void add_run_path_sections(Document& doc, const std::string& label, const std::filesystem::path& path) {
-  const analyze::Options options = run_options(doc);
-  // The run pipeline of `scalescope analyze`: the page shows the analysis it
-  // prints, and takes what it draws from each rank as the pipeline passes it.
-  RunDrawing drawing(options.classifier, doc.options.max_counter_points);
-  analyze::RunAnalysis run = analyze::analyze_path(
-      path, options, 0, {}, [&](size_t input_index, const trace::Trace& t, const analyze::RankAnalysis& r) {
-        drawing.add_rank(input_index, t, r);
-      });
-  if (run.ranks.empty()) fail("{}: no traces in this run", label);
-  std::vector<size_t> slot_of;
-  for (const auto& r : run.ranks) slot_of.push_back(r.input_index);
-  // The counters are drawn on the reference host's clock, moved as the analysis estimated.
-  const trace::ClockAlignment clocks = run.clocks;
-  add_analysed_run(doc, label, drawing, slot_of, &clocks, std::move(run));
-}
-
-namespace {
-
-void add_analysed_run(Document& doc, const std::string& label, const RunDrawing& drawing,
-                      const std::vector<size_t>& slot_of, const trace::ClockAlignment* clocks,
-                      analyze::RunAnalysis run) {
+                      const trace::ClockAlignment* clocks, analyze::RunAnalysis run) {
   const std::vector<analyze::RankAnalysis>& ranks = run.ranks;
-  Json blocks = Json::array();
-  append(blocks, drawing.problem_blocks(ranks, slot_of));
-  Json timeline = drawing.timeline_blocks(ranks, slot_of, doc.options.max_timeline_events);
-  Json nccl = nccl_blocks(run);
-  Json counters = drawing.counter_blocks(ranks, slot_of, clocks);
-  Json kernels = kernel_blocks(run, doc.options.top_kernels);
-  Json copies = copy_blocks(run);
-  Json breakdown = breakdown_blocks(run);
-  Json idle_breakdown = idle_breakdown_blocks(run);
-  Json iterations = iteration_blocks(run);
-  Json attribution = attribution_blocks(run);
-  Json perturbation = perturbation_blocks(ranks);
-  Json host = host_blocks(run);
-  for (const Table& t : python_frame_tables(run)) host.push_back(table_block(t, {}));
+  std::vector<size_t> slot_of;  // slot_of[i]: the drawing slot of ranks[i]
+  for (const auto& r : ranks) slot_of.push_back(r.input_index);
   for (const auto& f : advise::advise(run)) {
     Json j = f;  // advise::to_json: the page shows what `analyze --json` gives, cause links included
     j["source"] = label;
@@ -780,18 +714,21 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
     }
   }
   doc.analysed_runs = true;
-  append(blocks, std::move(perturbation));
-  append(blocks, std::move(breakdown));
-  append(blocks, std::move(idle_breakdown));
-  append(blocks, std::move(iterations));
-  append(blocks, std::move(host));
-  append(blocks, std::move(timeline));
-  append(blocks, std::move(kernels));
-  append(blocks, std::move(attribution));
-  append(blocks, std::move(copies));
+  Json blocks = Json::array();
+  append(blocks, drawing.problem_blocks(ranks, slot_of));
+  append(blocks, perturbation_blocks(ranks));
+  append(blocks, breakdown_blocks(run));
+  append(blocks, idle_breakdown_blocks(run));
+  append(blocks, iteration_blocks(run));
+  append(blocks, host_blocks(run));
+  for (const Table& t : python_frame_tables(run)) blocks.push_back(table_block(t, {}));
+  append(blocks, drawing.timeline_blocks(ranks, slot_of, doc.options.max_timeline_events));
+  append(blocks, kernel_blocks(run, doc.options.top_kernels));
+  append(blocks, attribution_blocks(run));
+  append(blocks, copy_blocks(run));
   if (ranks.size() > 1) append(blocks, straggler_blocks(run));
-  append(blocks, std::move(nccl));
-  append(blocks, std::move(counters));
+  append(blocks, nccl_blocks(run));
+  append(blocks, drawing.counter_blocks(ranks, slot_of, clocks));
   // The per-rank summary of those counters `analyze` prints (one formatter).
   if (Table clocks = gpu_clocks_table(run); !clocks.rows().empty()) blocks.push_back(table_block(clocks));
   std::string subtitle = drawing.subtitle(slot_of);
@@ -815,5 +752,38 @@ void add_analysed_run(Document& doc, const std::string& label, const RunDrawing&
 }
 
 }  // namespace
+
+void add_run_sections(Document& doc, const std::string& label, const std::vector<trace::Trace>& given,
+                      const trace::ClockAlignment* clocks) {
+  if (given.empty()) fail("{}: no traces in this run", label);
+  const analyze::Options options = run_options(doc);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < given.size(); ++i) names.push_back(fmt::format("trace {}", i));
+  // The run pipeline of `scalescope analyze`, as for a path below.
+  RunDrawing drawing(options.classifier, doc.options.max_counter_points);
+  analyze::RunAnalysis run = analyze::analyze_traces(
+      given, names, options, {}, 0, [&](size_t input_index, const trace::Trace& t, const analyze::RankAnalysis& r) {
+        drawing.add_rank(input_index, t, r);
+      });
+  // Traces already aligned carry the estimate that moved them; combine()
+  // re-estimating would only find what is left (agrees, about 0).
+  if (clocks && !clocks->hosts.empty()) run.clocks = *clocks;
+  add_analysed_run(doc, label, drawing, nullptr, std::move(run));
+}
+
+void add_run_path_sections(Document& doc, const std::string& label, const std::filesystem::path& path) {
+  const analyze::Options options = run_options(doc);
+  // The run pipeline of `scalescope analyze`: the page shows the analysis it
+  // prints, and takes what it draws from each rank as the pipeline passes it.
+  RunDrawing drawing(options.classifier, doc.options.max_counter_points);
+  analyze::RunAnalysis run = analyze::analyze_path(
+      path, options, 0, {}, [&](size_t input_index, const trace::Trace& t, const analyze::RankAnalysis& r) {
+        drawing.add_rank(input_index, t, r);
+      });
+  if (run.ranks.empty()) fail("{}: no traces in this run", label);
+  // The counters are drawn on the reference host's clock, moved as the analysis estimated.
+  const trace::ClockAlignment clocks = run.clocks;
+  add_analysed_run(doc, label, drawing, &clocks, std::move(run));
+}
 
 }  // namespace scalescope::report::detail

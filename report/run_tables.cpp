@@ -12,10 +12,6 @@
 
 #include "advise/advise.hpp"
 #include "analyze/analyze.hpp"
-#include "report/advice_tables.hpp"
-#include "report/attribution_tables.hpp"
-#include "report/node_tables.hpp"
-#include "report/python_tables.hpp"
 #include "trace/model/kernel_short_name.hpp"
 
 namespace scalescope::report {
@@ -76,7 +72,7 @@ Table breakdown_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
-Table stream_table(const analyze::RunAnalysis& run) {
+static Table stream_table(const analyze::RunAnalysis& run) {
   Table t("Stream utilization", cols({{"rank", 0}, {"device", 0}, {"stream", 0}, {"busy_ns", 0}, {"busy_pct", 1}}));
   for (const auto& r : run.ranks)
     for (const auto& s : r.breakdown.streams)
@@ -169,7 +165,7 @@ Table nccl_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
-Table launch_table(const analyze::RunAnalysis& run) {
+static Table launch_table(const analyze::RunAnalysis& run) {
   Table t("Launch overhead", cols({{"rank", 0},
                                    {"kernels", 0},
                                    {"kernel_ns", 0, 2},
@@ -217,7 +213,7 @@ Table idle_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
-Table copies_table(const analyze::RunAnalysis& run) {
+static Table copies_table(const analyze::RunAnalysis& run) {
   Table t("Copies and sets", cols({{"rank", 0},
                                    {"kind", 0},
                                    {"from", 0},
@@ -243,7 +239,7 @@ Table copies_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
-Table sync_table(const analyze::RunAnalysis& run) {
+static Table sync_table(const analyze::RunAnalysis& run) {
   Table t("Host synchronization", cols({{"rank", 0}, {"kind", 0}, {"count", 0}, {"total_ns", 0}}));
   for (const auto& r : run.ranks) {
     const auto& s = r.sync;
@@ -255,7 +251,7 @@ Table sync_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
-Table precision_table(const analyze::RunAnalysis& run) {
+static Table precision_table(const analyze::RunAnalysis& run) {
   Table t("Precision (share of kernel time)", cols({{"rank", 0},
                                                     {"kernel_ns", 0},
                                                     {"fp64_pct", 1},
@@ -272,7 +268,7 @@ Table precision_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
-Table layout_table(const analyze::RunAnalysis& run) {
+static Table layout_table(const analyze::RunAnalysis& run) {
   Table t("Layout: NCHW<->NHWC conversions, and fp16/bf16 kernels that exist only for NCHW data",
           {Column("rank", 0), Column("kernels", 0), Column("time_ns", 0), Column("kernel_time_pct", 2),
            Column("largest", 0), Column("largest_name", 0).scripts_only(), Column("nchw_half_kernels", 0),
@@ -288,7 +284,7 @@ Table layout_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
-Table input_table(const analyze::RunAnalysis& run) {
+static Table input_table(const analyze::RunAnalysis& run) {
   Table t("Input pipeline",
           cols({{"rank", 0}, {"starved_gaps", 0}, {"starvation_ns", 0}, {"starvation_pct", 2}, {"compute_ns", 0}}));
   for (const auto& r : run.ranks) {
@@ -299,7 +295,7 @@ Table input_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
-Table numa_table(const analyze::RunAnalysis& run) {
+static Table numa_table(const analyze::RunAnalysis& run) {
   Table t("NUMA placement", cols({{"rank", 0},
                                   {"gpu_node", 0},
                                   {"cpu_nodes", 0},
@@ -315,7 +311,7 @@ Table numa_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
-Table top_kernels_table(const analyze::RunAnalysis& run, int top) {
+static Table top_kernels_table(const analyze::RunAnalysis& run, int top) {
   // The short name on the terminal; the full signature for scripts.
   Table t(fmt::format("Top kernels (first rank, {} by time)", top),
           {Column("rank", 0), Column("short_name", 0), Column("name", 0).scripts_only(), Column("class", 0),
@@ -438,7 +434,7 @@ Table host_threads_by_cpu_table(const analyze::RunAnalysis& run) {
   return t;
 }
 
-std::vector<Table> perturbation_tables(const analyze::RunAnalysis& run) {
+static std::vector<Table> perturbation_tables(const analyze::RunAnalysis& run) {
   std::vector<Table> out;
   // The collector's sampled windows: how much the profiler slowed the
   // traced iterations, measured against the detached ones of the same run.

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "report/prediction_tables.hpp"
+#include "report/mlperf_tables.hpp"
 #include "scaling/scaling.hpp"
 #include "sweep/scaling_study.hpp"
 #include "sweep/sweep.hpp"
@@ -62,7 +62,7 @@ const std::vector<RowColumn>& row_columns() {
 
 }  // namespace
 
-Table scaling_runs_table(const sweep::ScalingStudy& s) {
+static Table scaling_runs_table(const sweep::ScalingStudy& s) {
   Table runs(fmt::format("Runs of sweep {} ({} planned, {} recorded)", s.sweep_id, s.planned_runs, s.recorded_runs),
              {"config", "gpus", "ok", "failed", "timeout", "crashed", "error", "unfinished", "with_metric"});
   for (const auto& g : s.runs) {
@@ -76,7 +76,7 @@ Table scaling_runs_table(const sweep::ScalingStudy& s) {
   return runs;
 }
 
-Table scaling_main_table(const sweep::ScalingStudy& s) {
+static Table scaling_main_table(const sweep::ScalingStudy& s) {
   const std::string kind =
       s.higher_is_better ? "higher is better, time = 1/value"
       : !s.weak          ? "time"
@@ -132,7 +132,7 @@ Table scaling_config_table(const sweep::ConfigScaling& config, const sweep::Scal
   return t;
 }
 
-Table scaling_break_even_table(const sweep::ScalingStudy& s) {
+static Table scaling_break_even_table(const sweep::ScalingStudy& s) {
   Table breakeven("Break-even point", {"config", "rule", "gpus", "detail"});
   for (const auto& c : s.configs) {
     if (!c.table) continue;
@@ -171,7 +171,7 @@ Table scaling_comparison_table(const sweep::ScalingStudy& s) {
   return cmp;
 }
 
-Table scaling_prediction_table(const sweep::ScalingStudy& s) {
+static Table scaling_prediction_table(const sweep::ScalingStudy& s) {
   Table predictions(
       "Prediction",
       std::vector<Column>{Column("config"), Column("model"), Column("gpus"), Column::significant("time", 4),

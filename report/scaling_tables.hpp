@@ -23,16 +23,12 @@ namespace scalescope::report {
 // when there are any, predictions only when asked for).
 std::vector<Table> scaling_tables(const sweep::ScalingStudy& study);
 
-// Each table on its own, for the HTML report.
-Table scaling_runs_table(const sweep::ScalingStudy& study);
-Table scaling_main_table(const sweep::ScalingStudy& study);
+// The tables the HTML report shows on their own.
 // One configuration's rows as the HTML report shows them beside its charts
 // ("Scaling: <label>"): the main table's columns the page keeps, under the
 // page's headers (one column list for both); config.table must be set.
 Table scaling_config_table(const sweep::ConfigScaling& config, const sweep::ScalingStudy& study);
-Table scaling_break_even_table(const sweep::ScalingStudy& study);
 Table scaling_comparison_table(const sweep::ScalingStudy& study);
-Table scaling_prediction_table(const sweep::ScalingStudy& study);
 
 // A `--scheduler slurm` sweep's jobs: one row per run with its job id, state,
 // exit code, node list, GPUs allocated and time queued; no rows for a sweep

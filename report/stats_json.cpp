@@ -1,4 +1,4 @@
-#include "report/stats_json.hpp"
+#include "report/stats_tables.hpp"
 
 #include <map>
 

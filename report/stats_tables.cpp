@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "report/stats_json.hpp"
 #include "trace/model/kernel_short_name.hpp"
 
 namespace scalescope::report {
