@@ -268,10 +268,9 @@ json problems_json(const trace::ProblemCounts& p) {
   json a = json::array();
   for (int i = 0; i < trace::kProblemCount; ++i) {
     const auto problem = static_cast<trace::Problem>(i);
-    const char* severity = trace::severity_of(problem) == trace::Severity::kInfo    ? "info"
-                           : trace::severity_of(problem) == trace::Severity::kError ? "error"
-                                                                                    : "data_loss";
-    a.push_back({{"problem", std::string(trace::to_string(problem))}, {"severity", severity}, {"count", p.counts[i]}});
+    a.push_back({{"problem", std::string(trace::to_string(problem))},
+                 {"severity", std::string(trace::severity_name(trace::severity_of(problem)))},
+                 {"count", p.counts[i]}});
   }
   return a;
 }

@@ -226,7 +226,7 @@ class Rank:
 
     @property
     def problems(self):
-        """Import and collection problems: problem, severity (info, error, data_loss), count."""
+        """Import and collection problems: problem, severity (info, error, data loss), count."""
         return _frames.records(self._problems, ["problem", "severity", "count"], "Rank.problems")
 
     @property

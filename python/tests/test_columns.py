@@ -135,6 +135,8 @@ def test_collector_run_facts():
         assert len(dev) >= 1 and "H200" in dev["name"].iloc[0]
         assert r.host["hostname"].iloc[0]
         assert list(r.problems.columns) == ["problem", "severity", "count"]
+        # the names stats, the CSV and the SQLite export use
+        assert set(r.problems["severity"]) == {"info", "error", "data loss"}
         assert len(r.nccl) > 0  # a 2-GPU DDP run all-reduces
         assert set(r.nccl["op"].unique()) <= set(r.categories("nccl")["op"])
 
