@@ -29,16 +29,6 @@ bool parse_u64(std::string_view s, uint64_t& out) {
 
 }  // namespace
 
-std::optional<int32_t> env_int(const Environment& env, const char* name) {
-  auto it = env.find(name);
-  if (it == env.end()) return std::nullopt;
-  const std::string& v = it->second;
-  int32_t out = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (ec != std::errc() || p != v.data() + v.size() || out < 0) return std::nullopt;
-  return out;
-}
-
 Environment current_environment() {
   Environment env;
   for (char** e = environ; e && *e; ++e) {
@@ -48,38 +38,6 @@ Environment current_environment() {
     env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
   }
   return env;
-}
-
-RankInfo detect_rank(const Environment& env) {
-  struct Launcher {
-    const char* name;
-    const char* rank;
-    const char* local_rank;
-    const char* size;
-  };
-  // Innermost launcher first (see the header).
-  static constexpr Launcher kLaunchers[] = {
-      {"torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE"},
-      {"mpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},
-      {"pmi", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},
-      {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},
-  };
-  RankInfo info;
-  for (const auto& l : kLaunchers) {
-    auto rank = env_int(env, l.rank);
-    if (!rank) continue;
-    info.launcher = l.name;
-    info.rank = *rank;
-    info.local_rank = env_int(env, l.local_rank).value_or(-1);
-    info.world_size = env_int(env, l.size).value_or(-1);
-    // Intel MPI / MPICH hydra spell the local rank differently.
-    if (info.local_rank < 0 && std::string_view(l.name) == "pmi")
-      info.local_rank = env_int(env, "PALS_LOCAL_RANKID").value_or(-1);
-    return info;
-  }
-  // LOCAL_RANK alone (some launchers) still selects the node's NVML sampler.
-  info.local_rank = env_int(env, "LOCAL_RANK").value_or(-1);
-  return info;
 }
 
 std::vector<uint32_t> parse_cpu_list(std::string_view text) {
@@ -279,7 +237,7 @@ std::string read_command_line(const std::string& proc_self) {
 void fill_host_facts(trace::Metadata& meta, const Environment& env) {
   meta.hostname = read_hostname();
   meta.pid = static_cast<uint32_t>(getpid());
-  RankInfo r = detect_rank(env);
+  const trace::LauncherRank r = trace::rank_from_environment(env);
   meta.rank = r.rank;
   meta.local_rank = r.local_rank;
   meta.world_size = r.world_size;

@@ -5,7 +5,6 @@
 // Every parser is a pure function over text so that it is tested on captured
 // /proc and /sys files; the read_* functions only fetch the text.
 //
-//   auto rank = collect::detect_rank(collect::current_environment());
 //   auto pages = collect::parse_numa_maps(text, 4096);
 
 #include <cstdint>
@@ -15,26 +14,16 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/model/launcher.hpp"
 #include "trace/model/trace.hpp"
 
 namespace scalescope::collect {
 
-using Environment = std::map<std::string, std::string>;
+using trace::env_int;
+using trace::Environment;
 
-// The process environment as a map (for detect_rank and option parsing).
+// The process environment as a map (for the rank and option parsing).
 Environment current_environment();
-// The variable `name` as a non-negative int32; nullopt when unset or not one.
-std::optional<int32_t> env_int(const Environment& env, const char* name);
-
-struct RankInfo {
-  int32_t rank = -1, local_rank = -1, world_size = -1;  // -1 unknown
-  std::string launcher;                                 // "torchrun", "slurm", "mpi", "pmi" or "" (none found)
-};
-
-// Rank from the launcher's variables. torchrun (RANK/LOCAL_RANK/WORLD_SIZE)
-// wins over Open MPI, then PMI, then Slurm: srun may wrap torchrun or mpirun,
-// and the innermost launcher knows the process's real rank.
-RankInfo detect_rank(const Environment& env);
 
 // "0-3,8,10-11" -> {0,1,2,3,8,10,11}. Throws scalescope::Error on bad text.
 std::vector<uint32_t> parse_cpu_list(std::string_view text);

@@ -9,56 +9,6 @@ namespace {
 
 const std::string kTestdata = SCALESCOPE_COLLECT_TESTDATA;
 
-TEST(CollectRank, Torchrun) {
-  auto r = detect_rank({{"RANK", "3"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"}, {"SLURM_PROCID", "0"}});
-  EXPECT_EQ(r.launcher, "torchrun");
-  EXPECT_EQ(r.rank, 3);
-  EXPECT_EQ(r.local_rank, 1);
-  EXPECT_EQ(r.world_size, 8);
-}
-
-TEST(CollectRank, Slurm) {
-  auto r = detect_rank({{"SLURM_PROCID", "5"}, {"SLURM_LOCALID", "1"}, {"SLURM_NTASKS", "16"}});
-  EXPECT_EQ(r.launcher, "slurm");
-  EXPECT_EQ(r.rank, 5);
-  EXPECT_EQ(r.local_rank, 1);
-  EXPECT_EQ(r.world_size, 16);
-}
-
-TEST(CollectRank, OpenMpiWinsOverSlurm) {
-  auto r = detect_rank({{"OMPI_COMM_WORLD_RANK", "2"},
-                        {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
-                        {"OMPI_COMM_WORLD_SIZE", "4"},
-                        {"SLURM_PROCID", "0"}});
-  EXPECT_EQ(r.launcher, "mpi");
-  EXPECT_EQ(r.rank, 2);
-  EXPECT_EQ(r.local_rank, 0);
-  EXPECT_EQ(r.world_size, 4);
-}
-
-TEST(CollectRank, Pmi) {
-  auto r = detect_rank({{"PMI_RANK", "7"}, {"PMI_SIZE", "8"}, {"MPI_LOCALRANKID", "3"}});
-  EXPECT_EQ(r.launcher, "pmi");
-  EXPECT_EQ(r.rank, 7);
-  EXPECT_EQ(r.local_rank, 3);
-  EXPECT_EQ(r.world_size, 8);
-}
-
-TEST(CollectRank, NoneAndGarbage) {
-  auto r = detect_rank({{"PATH", "/usr/bin"}});
-  EXPECT_EQ(r.launcher, "");
-  EXPECT_EQ(r.rank, -1);
-  EXPECT_EQ(r.local_rank, -1);
-  // A non-number is not a rank; the next launcher is tried.
-  r = detect_rank({{"RANK", "x1"}, {"SLURM_PROCID", "4"}});
-  EXPECT_EQ(r.launcher, "slurm");
-  EXPECT_EQ(r.rank, 4);
-  EXPECT_EQ(r.world_size, -1);
-  r = detect_rank({{"LOCAL_RANK", "2"}});
-  EXPECT_EQ(r.rank, -1);
-  EXPECT_EQ(r.local_rank, 2);
-}
-
 TEST(CollectHostFacts, CpuList) {
   EXPECT_EQ(parse_cpu_list("0-3,8,10-11\n"), (std::vector<uint32_t>{0, 1, 2, 3, 8, 10, 11}));
   EXPECT_TRUE(parse_cpu_list("\n").empty());

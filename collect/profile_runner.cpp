@@ -200,7 +200,7 @@ RunDirClaim::~RunDirClaim() {
 
 std::string node_launch_host(const Environment& env) {
   const NodeInfo node = detect_node(env);
-  if (node.node_count <= 1 || (detect_rank(env).rank < 0 && node.node_rank < 0)) return {};
+  if (node.node_count <= 1 || (trace::rank_from_environment(env).rank < 0 && node.node_rank < 0)) return {};
   return read_hostname();
 }
 

@@ -26,6 +26,7 @@
 
 #include "base/error.hpp"
 #include "base/text_output.hpp"
+#include "trace/model/launcher.hpp"
 #include "trace/model/nccl_kernel_name.hpp"
 #include "trace/import/sqlite_input.hpp"
 #include "trace/model/table_columns.hpp"
@@ -281,20 +282,6 @@ SyncKind sync_kind_of_symbol(std::string_view s) {
   if (s.ends_with("_CONTEXT_SYNCHRONIZE")) return SyncKind::kDeviceSynchronize;
   return SyncKind::kUnknown;
 }
-
-// The collector's launcher order (collect/host_facts.cpp): innermost first.
-struct Launcher {
-  const char* name;
-  const char* rank;
-  const char* local_rank;
-  const char* size;
-};
-constexpr Launcher kLaunchers[] = {
-    {"torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE"},
-    {"mpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},
-    {"pmi", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},
-    {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},
-};
 
 std::optional<int32_t> parse_small_int(std::string_view s) {
   if (s.empty() || s.size() > 9) return std::nullopt;
@@ -1483,7 +1470,7 @@ void Importer::read_metadata(std::vector<ProcessBuild*>& traced) {
 // the capture holds one traced process: the environment is the host's), NVTX
 // thread names ("MPI Rank 3", as nsys's MPI tracing names them), the file name.
 void Importer::assign_ranks(std::vector<ProcessBuild*>& traced) {
-  std::unordered_map<std::string, std::string> env;
+  Environment env;
   if (db_.has_column("TARGET_INFO_SYSTEM_ENV", "name") && db_.has_column("TARGET_INFO_SYSTEM_ENV", "value")) {
     Statement st = db_.prepare("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name LIKE '%Environment%'");
     while (st.step()) {
@@ -1498,24 +1485,17 @@ void Importer::assign_ranks(std::vector<ProcessBuild*>& traced) {
       }
     }
   }
-  auto env_int = [&](const char* key) -> std::optional<int32_t> {
-    auto it = env.find(key);
-    return it == env.end() ? std::nullopt : parse_small_int(it->second);
-  };
   const int32_t file_rank = rank_from_file_name(file_name_);
   for (ProcessBuild* p : traced) {
     Metadata& m = p->trace.meta;
     std::string source = "unknown";
     if (traced.size() == 1) {
-      for (const auto& l : kLaunchers) {
-        auto rank = env_int(l.rank);
-        if (!rank) continue;
-        m.rank = *rank;
-        m.launcher = l.name;
-        m.local_rank = env_int(l.local_rank).value_or(-1);
-        m.world_size = env_int(l.size).value_or(-1);
-        source = fmt::format("launcher environment ({})", l.rank);
-        break;
+      if (const LauncherRank r = rank_from_environment(env); r.rank >= 0) {
+        m.rank = r.rank;
+        m.launcher = r.launcher;
+        m.local_rank = r.local_rank;
+        m.world_size = r.world_size;
+        source = fmt::format("launcher environment ({})", r.rank_variable);
       }
     }
     if (m.rank < 0 && !p->nvtx_ranks.empty()) {
