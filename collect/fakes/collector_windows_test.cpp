@@ -178,7 +178,7 @@ TEST_F(CollectWindows, CaptureWindowsDetachAfterTheGraceAndAttachAgain) {
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
   long detach_ms = number_after(r.out, "detach_ms");
   EXPECT_GE(detach_ms, 450) << "detached before the grace time";
-  EXPECT_LT(detach_ms, 1500);
+  EXPECT_LT(detach_ms, 10000) << "not detached at the first API exit after the grace";
   std::set<uint32_t> correlations(r.trace.kernels.correlation.begin(), r.trace.kernels.correlation.end());
   EXPECT_EQ(correlations.size(), 10u) << "the second generation reused the first's correlation ids";
   EXPECT_EQ(extra(r.trace, "detach"), "1");
