@@ -164,7 +164,7 @@ CollectorOptions parse_collector_options(const Environment& env) {
   if (o.nvml_hz > 1000) fail("SCALESCOPE_NVML_HZ={} is above 1000 Hz", number(o.nvml_hz));
   o.host_hz = parse_seconds(env, "SCALESCOPE_HOST_HZ", 100);
   if (o.host_hz > 1000) fail("SCALESCOPE_HOST_HZ={} is above 1000 Hz", number(o.host_hz));
-  if (auto* v = find(env, "SCALESCOPE_HOST_STACKS")) o.host_stacks = *v != "0";
+  o.host_stacks = parse_switch(env, "SCALESCOPE_HOST_STACKS", o.host_stacks);
   if (auto* v = find(env, "SCALESCOPE_BUFFER_MB")) {
     uint32_t mb = 0;
     auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), mb);
@@ -172,7 +172,7 @@ CollectorOptions parse_collector_options(const Environment& env) {
       fail("SCALESCOPE_BUFFER_MB='{}' must be a whole number of MiB from 2 to 65536", *v);
     o.buffer_mb = mb;
   }
-  if (auto* v = find(env, "SCALESCOPE_DISCARD")) o.discard = *v != "0";
+  o.discard = parse_switch(env, "SCALESCOPE_DISCARD", o.discard);
   o.detach = parse_switch(env, "SCALESCOPE_DETACH", o.detach);
   if (auto* v = find(env, "SCALESCOPE_ACTIVITIES"))
     o.activities = parse_named(*v, "SCALESCOPE_ACTIVITIES", parse_activities);

@@ -202,6 +202,10 @@ TEST(CollectOptionsSampling, BadValuesAreOneLineErrors) {
   EXPECT_NE(error_of({{"SCALESCOPE_SKIP_ITERATIONS", "-1"}}).find("SCALESCOPE_SKIP_ITERATIONS"), std::string::npos);
   EXPECT_NE(error_of({{"SCALESCOPE_REPEAT_EVERY", "x"}}).find("SCALESCOPE_REPEAT_EVERY"), std::string::npos);
   EXPECT_NE(error_of({{"SCALESCOPE_FULL", "yes"}}).find("SCALESCOPE_FULL='yes' must be 0 or 1"), std::string::npos);
+  // Every switch is 0 or 1: "off" must not mean on.
+  EXPECT_NE(error_of({{"SCALESCOPE_DISCARD", "no"}}).find("SCALESCOPE_DISCARD='no' must be 0 or 1"), std::string::npos);
+  EXPECT_NE(error_of({{"SCALESCOPE_HOST_STACKS", "off"}}).find("SCALESCOPE_HOST_STACKS='off' must be 0 or 1"),
+            std::string::npos);
   // A repeat no longer than the window leaves nothing untraced.
   EXPECT_NE(error_of({{"SCALESCOPE_ITERATIONS", "20"}, {"SCALESCOPE_REPEAT_EVERY", "20"}}).find("leaves none untraced"),
             std::string::npos);
