@@ -18,6 +18,7 @@
 #include "cli/commands.hpp"
 #include "cli/usage_error.hpp"
 #include "cli/load_progress.hpp"
+#include "cli/output_format_option.hpp"
 #include "report/run_tables.hpp"
 #include "report/table.hpp"
 #include "report/terminal.hpp"
@@ -27,7 +28,8 @@ namespace scalescope::cli {
 
 void add_analyze_command(CLI::App& app, int& /*exit_code*/) {
   struct Args {
-    std::string input, window, iteration_range, classes, format = "table", flight_recorder;
+    std::string input, window, iteration_range, classes, flight_recorder;
+    report::OutputFormat format = report::OutputFormat::kTable;
     bool json = false;
     bool no_align_clocks = false;
     bool no_attribution = false;
@@ -59,9 +61,7 @@ void add_analyze_command(CLI::App& app, int& /*exit_code*/) {
   cmd->add_option("--classes", args->classes,
                   "kernel class rules file: lines '<class> <substring>' (docs/kernel-classes.md)");
   auto* json_flag = cmd->add_flag("--json", args->json, "print the full analysis and findings as one JSON object");
-  cmd->add_option("--format", args->format, "table, csv or json (the tables)")
-      ->check(CLI::IsMember({"table", "csv", "json"}))
-      ->excludes(json_flag);
+  add_output_format(cmd, args->format, "how to print the tables")->excludes(json_flag);
   cmd->add_flag("--no-align-clocks", args->no_align_clocks,
                 "do not align the hosts' clocks from matched collectives (estimate and report only)");
   cmd->add_flag(
@@ -79,8 +79,8 @@ void add_analyze_command(CLI::App& app, int& /*exit_code*/) {
                   "read .sstrace ranks of more rows than this chunk by chunk (bounded memory, same figures); 0: all")
       ->capture_default_str();
   cmd->callback([args] {
-    if (args->summary && args->format != "table")
-      throw UsageError("--summary prints the headline as text; it does not go with --format " + args->format);
+    if (args->summary && args->format != report::OutputFormat::kTable)
+      throw UsageError("--summary prints the headline as text; it does not go with --format csv or json");
     analyze::Options options;
     options.stream_above_rows = args->stream_above;
     if (!args->window.empty()) options.window = analyze::WindowSpec::parse(args->window);
@@ -102,7 +102,7 @@ void add_analyze_command(CLI::App& app, int& /*exit_code*/) {
                        2)
                 << "\n";
     } else {
-      const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
+      const auto format = args->format;
       if (format == report::OutputFormat::kTable) {
         const std::string name = std::filesystem::path(args->input).filename().string();
         const size_t width = report::output_width(STDOUT_FILENO);

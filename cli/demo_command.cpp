@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/number_option.hpp"
 #include "cli/usage_error.hpp"
+#include "cli/output_format_option.hpp"
 #include "demo/demo_report.hpp"
 #include "demo/gpu_demo.hpp"
 #include "report/json_envelope.hpp"
@@ -31,7 +32,7 @@ struct DemoArgs {
   std::string dir = "scalescope-demo";
   std::string study;
   bool gpu = false;
-  std::string format = "table";
+  report::OutputFormat format = report::OutputFormat::kTable;
   demo::GpuDemoOptions gpu_options;
 };
 
@@ -121,18 +122,17 @@ void add_demo_command(CLI::App& app, int& /*exit_code*/) {
   cmd->add_option("--run-timeout", g.run_timeout_s, "--gpu: seconds before a run is killed")
       ->capture_default_str()
       ->check(number_in({0, trace::kMaxDurationS, true}));
-  cmd->add_option("--format", args->format, "table | csv | json: how to print what was found")->capture_default_str();
+  add_output_format(cmd, args->format, "how to print what was found");
   cmd->callback([args] {
-    const auto format = report::parse_output_format(args->format);
-    if (!format) fail_usage("--format '{}' is not table, csv or json", args->format);
+    const report::OutputFormat format = args->format;
     if (args->gpu) {
-      run_gpu(*args, *format);
+      run_gpu(*args, format);
       return;
     }
     const auto t0 = std::chrono::steady_clock::now();
     const demo::DemoReport found = demo::write_demo_report({.out_dir = args->dir, .study = args->study});
-    if (*format != report::OutputFormat::kTable)
-      print_found(*format, demo::found_table(found.highlights, {{"report", fs::absolute(found.report).string()}}),
+    if (format != report::OutputFormat::kTable)
+      print_found(format, demo::found_table(found.highlights, {{"report", fs::absolute(found.report).string()}}),
                   demo::demo_json(found));
     else
       print_demo_report(found, t0);

@@ -10,6 +10,7 @@
 #include "analyze/analyze.hpp"
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
+#include "cli/output_format_option.hpp"
 #include "report/run_tables.hpp"
 #include "report/json_envelope.hpp"
 #include "report/table.hpp"
@@ -18,7 +19,8 @@
 namespace scalescope::cli {
 void add_diff_command(CLI::App& app, int& /*exit_code*/) {
   struct Args {
-    std::string a, b, window, iteration_range, classes, format = "table";
+    std::string a, b, window, iteration_range, classes;
+    report::OutputFormat format = report::OutputFormat::kTable;
     bool json = false;
     bool no_align_clocks = false;
     int top = 15;
@@ -31,9 +33,7 @@ void add_diff_command(CLI::App& app, int& /*exit_code*/) {
   cmd->add_option("--iteration-range", args->iteration_range, "range marking one iteration, for both runs");
   cmd->add_option("--classes", args->classes, "kernel class rules file (docs/kernel-classes.md)");
   auto* json_flag = cmd->add_flag("--json", args->json, "print the diff as one JSON object");
-  cmd->add_option("--format", args->format, "table, csv or json (json: the diff as --json prints it)")
-      ->check(CLI::IsMember({"table", "csv", "json"}))
-      ->excludes(json_flag);
+  add_output_format(cmd, args->format, "how to print the diff (json: as --json prints it)")->excludes(json_flag);
   cmd->add_flag("--no-align-clocks", args->no_align_clocks,
                 "do not align the hosts' clocks from matched collectives (both runs)");
   cmd->add_option("--top", args->top, "kernels with the largest change")->check(CLI::Range(1, 1000));
@@ -49,7 +49,7 @@ void add_diff_command(CLI::App& app, int& /*exit_code*/) {
     const analyze::RunAnalysis b = analyze::analyze_path(args->b, options, 0, progress_b.callback());
     progress_b.finish();
     const analyze::RunDiff d = analyze::diff(a, b, args->top);
-    const auto format = report::parse_output_format(args->format).value_or(report::OutputFormat::kTable);
+    const auto format = args->format;
     if (args->json || format == report::OutputFormat::kJson) {  // typed: the diff itself
       std::cout << report::json_text(report::json_envelope("diff", {{"a", args->a}, {"b", args->b}, {"diff", d}}), 2)
                 << "\n";

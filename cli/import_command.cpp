@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/output_format_option.hpp"
 #include "report/import_tables.hpp"
 #include "report/json_envelope.hpp"
 #include "report/table.hpp"
@@ -137,7 +138,8 @@ std::vector<report::ImportedTrace> imported_traces(const std::vector<trace::Trac
 }
 
 struct ImportArgs {
-  std::string input, output, format = "table";
+  std::string input, output;
+  report::OutputFormat format = report::OutputFormat::kTable;
   bool force = false;
 };
 
@@ -257,13 +259,12 @@ void add_import_command(CLI::App& app, int& /*exit_code*/) {
                   "Kineto JSON trace or nsys export (.sqlite), or a directory of them (one per rank)")
       ->required();
   cmd->add_option("-o,--output", opts->output, "output .sstrace (or .ssrun directory for a directory input)");
-  cmd->add_option("--format", opts->format, "report format: table, csv or json")
-      ->check(CLI::IsMember({"table", "csv", "json"}));
+  add_output_format(cmd, opts->format, "how to print the import report");
   cmd->add_flag(
       "--force", opts->force,
       "replace an existing output run directory (a single .sstrace output is always replaced; an input never)");
   cmd->callback([opts] {
-    const auto format = *report::parse_output_format(opts->format);
+    const auto format = opts->format;
     const report::ImportResult result = import_input(*opts);
     if (format == report::OutputFormat::kJson)  // typed: the importers' reports and what was written
       std::cout << report::json_text(report::json_envelope("import", report::import_json(result)), 2) << "\n";

@@ -22,6 +22,7 @@
 #include "report/table.hpp"
 #include "scaling/scaling.hpp"
 #include "sweep/sweep.hpp"
+#include "cli/output_format_option.hpp"
 #include "base/error.hpp"
 #include "base/safe_output.hpp"
 
@@ -29,16 +30,10 @@ namespace scalescope::cli {
 
 namespace {
 
-report::OutputFormat output_format(const std::string& text) {
-  auto f = report::parse_output_format(text);
-  if (!f) fail("--format '{}' is not one of table, csv, json", text);
-  return *f;
-}
-
 struct IngestArgs {
   std::vector<std::string> dirs;
   std::string output;
-  std::string format = "table";
+  report::OutputFormat format = report::OutputFormat::kTable;
   bool runs = false;
   bool quiet = false;
   unsigned threads = 0;
@@ -46,7 +41,7 @@ struct IngestArgs {
 
 struct AnalyzeArgs {
   std::string input;
-  std::string format = "table";
+  report::OutputFormat format = report::OutputFormat::kTable;
   mlperf::AnalyzeOptions options;
   std::string predict;        // accelerator counts, "512,1024"
   int fit_up_to = 0;          // 0: every measured size
@@ -91,7 +86,7 @@ std::vector<mlperf::Run> load_runs(const std::string& input) {
 }
 
 void run_ingest(const IngestArgs& a) {
-  const auto format = output_format(a.format);
+  const auto format = a.format;
   std::vector<std::filesystem::path> dirs(a.dirs.begin(), a.dirs.end());
   // The runs CSV is replaced when it exists (documented); never a file of the input trees.
   if (!a.output.empty()) trace::check_output(a.output, dirs, true);
@@ -120,7 +115,7 @@ void run_ingest(const IngestArgs& a) {
 }
 
 void run_scores(const AnalyzeArgs& a) {
-  const auto format = output_format(a.format);
+  const auto format = a.format;
   const std::vector<mlperf::Score> scores = mlperf::score_folders(load_runs(a.input));
   // JSON: the typed scores, as the C library and Python give them.
   if (format == report::OutputFormat::kJson)
@@ -129,7 +124,7 @@ void run_scores(const AnalyzeArgs& a) {
 }
 
 void run_analyze(const AnalyzeArgs& a) {
-  const auto format = output_format(a.format);
+  const auto format = a.format;
   if (a.fit_up_to != 0 && a.predict.empty()) fail("--fit-up-to needs --predict");
   if (!a.planned_batch.empty() && a.predict.empty()) fail("--planned-batch needs --predict");
   const auto runs = load_runs(a.input);
@@ -156,7 +151,7 @@ void run_analyze(const AnalyzeArgs& a) {
 }
 
 void run_validate(const AnalyzeArgs& a) {
-  const auto format = output_format(a.format);
+  const auto format = a.format;
   if (!a.tables.empty() && !a.input.empty())
     fail("give the runs table as --table ROUND=PATH or as the argument, not both");
   if (a.tables.empty() && (!a.fit.empty() || !a.test.empty()))
@@ -224,7 +219,7 @@ void add_mlperf_command(CLI::App& app, int& /*exit_code*/) {
   auto* in = cmd->add_subcommand("ingest", "Read MLPerf Training results trees: one row per run, a score per folder");
   in->add_option("dirs", ingest->dirs, "results tree, submitter folder, system folder or benchmark folder")->required();
   in->add_option("-o,--output", ingest->output, "write the per-run table as CSV (the input of 'mlperf analyze')");
-  in->add_option("--format", ingest->format, "table, csv or json")->capture_default_str();
+  add_output_format(in, ingest->format, "how to print the result");
   in->add_flag("--runs", ingest->runs, "print the per-run table instead of the scores");
   in->add_option("--threads", ingest->threads, "reader threads (default: one per core)");
   in->add_flag("-q,--quiet", ingest->quiet, "no progress bar");
@@ -233,7 +228,7 @@ void add_mlperf_command(CLI::App& app, int& /*exit_code*/) {
   auto scores = std::make_shared<AnalyzeArgs>();
   auto* sc = cmd->add_subcommand("scores", "Official score of every result folder of a runs table");
   sc->add_option("runs_csv", scores->input, "runs table from 'mlperf ingest -o' (default: the embedded v4.1 table)");
-  sc->add_option("--format", scores->format, "table, csv or json")->capture_default_str();
+  add_output_format(sc, scores->format, "how to print the result");
   sc->callback([scores] { run_scores(*scores); });
 
   auto analyze = std::make_shared<AnalyzeArgs>();
@@ -258,7 +253,7 @@ void add_mlperf_command(CLI::App& app, int& /*exit_code*/) {
   an->add_option("--calibration", analyze->calibration,
                  "the interval's spread from this JSON ('mlperf validate --write-calibration'; default: the embedded "
                  "one)");
-  an->add_option("--format", analyze->format, "table, csv or json")->capture_default_str();
+  add_output_format(an, analyze->format, "how to print the result");
   an->callback([analyze] { run_analyze(*analyze); });
 
   auto validate = std::make_shared<AnalyzeArgs>();
@@ -287,7 +282,7 @@ void add_mlperf_command(CLI::App& app, int& /*exit_code*/) {
       ->capture_default_str()
       ->check(number_in(kLevelRange));
   va->add_flag("--cases", validate->cases, "also list every case (fit, predicted size, error, interval)");
-  va->add_option("--format", validate->format, "table, csv or json")->capture_default_str();
+  add_output_format(va, validate->format, "how to print the result");
   va->callback([validate] {
     // The calibration records the command that fitted it.
     validate->command_line = "scalescope mlperf validate";

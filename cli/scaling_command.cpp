@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/number_option.hpp"
 #include "cli/usage_error.hpp"
+#include "cli/output_format_option.hpp"
 #include "mlperf/mlperf.hpp"
 #include "report/json_envelope.hpp"
 #include "report/scaling_tables.hpp"
@@ -31,7 +32,7 @@ struct ScalingArgs {
   double price = -1;
   std::string predict;
   std::string compare;
-  std::string format = "table";
+  report::OutputFormat format = report::OutputFormat::kTable;
   bool weak = false, strong = false;
   double samples_per_gpu_step = 0;
   bool global_batch_grows = false;
@@ -106,10 +107,9 @@ void add_scaling_command(CLI::App& app, int& /*exit_code*/) {
   cmd->add_option("--planned-batch", args->planned_batch,
                   "With --global-batch-grows: global batch planned at predicted sizes, N:B,... (samples with "
                   "--samples-per-gpu-step, else per-GPU batches; default: N x the per-GPU batch)");
-  cmd->add_option("--format", args->format, "table | csv | json")->capture_default_str();
+  add_output_format(cmd, args->format, "how to print the study");
   cmd->callback([args] {
-    auto format = report::parse_output_format(args->format);
-    if (!format) fail_usage("--format '{}' is not table, csv or json", args->format);
+    const report::OutputFormat format = args->format;
     sweep::ScalingStudyOptions options;
     options.metric = args->metric;
     if (args->metric_better == "higher") options.higher_is_better = true;
@@ -133,7 +133,7 @@ void add_scaling_command(CLI::App& app, int& /*exit_code*/) {
     const auto stored = sweep::read_sweep(args->db);
     check_against_sweep(stored, options, args->db);
     const sweep::ScalingStudy study = sweep::study_scaling(stored, options);
-    if (*format == report::OutputFormat::kJson) {  // typed: the study itself, beside the runs it read
+    if (format == report::OutputFormat::kJson) {  // typed: the study itself, beside the runs it read
       nlohmann::json runs = stored;
       runs["path"] = args->db;
       std::cout << report::json_text(report::json_envelope("scaling", {{"sweep", runs}, {"scaling", study}}), 2)
@@ -142,7 +142,7 @@ void add_scaling_command(CLI::App& app, int& /*exit_code*/) {
     }
     auto tables = report::scaling_tables(study);
     if (auto jobs = report::slurm_jobs_table(stored); !jobs.rows().empty()) tables.push_back(std::move(jobs));
-    report::print_tables(std::cout, "scaling", tables, *format);
+    report::print_tables(std::cout, "scaling", tables, format);
   });
 }
 

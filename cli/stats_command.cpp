@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/load_progress.hpp"
+#include "cli/output_format_option.hpp"
 #include "report/json_envelope.hpp"
 #include "report/stats_tables.hpp"
 #include "report/table.hpp"
@@ -26,7 +27,7 @@ const std::vector<std::string> kReports = {"api", "kernels", "memtime", "memsize
 void add_stats_command(CLI::App& app, int& /*exit_code*/) {
   struct Options {
     std::string input;
-    std::string format = "table";
+    report::OutputFormat format = report::OutputFormat::kTable;
     std::vector<std::string> reports;
     int rank = -1;
     bool has_rank = false;
@@ -35,14 +36,14 @@ void add_stats_command(CLI::App& app, int& /*exit_code*/) {
   auto* cmd = app.add_subcommand("stats", "Summaries of a trace (CUDA API, kernels, memory, NVTX, NCCL, problems)");
   cmd->add_option("trace", opts->input, "a .sstrace file, a .ssrun run directory, or a Kineto .json/.json.gz")
       ->required();
-  cmd->add_option("--format", opts->format, "table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
+  add_output_format(cmd, opts->format, "how to print the summaries");
   cmd->add_option("--report", opts->reports,
                   "reports to print (comma-separated): api,kernels,memtime,memsize,nvtx,nccl,problems")
       ->delimiter(',')
       ->check(CLI::IsMember(kReports));
   auto* rank_opt = cmd->add_option("--rank", opts->rank, "only this rank");
   cmd->callback([opts, rank_opt] {
-    const auto format = *report::parse_output_format(opts->format);
+    const auto format = opts->format;
     std::set<std::string> want(opts->reports.begin(), opts->reports.end());
     if (want.empty()) want.insert(kReports.begin(), kReports.end());
     LoadProgress progress("load");

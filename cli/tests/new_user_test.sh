@@ -117,7 +117,10 @@ fi
 for cmd in stats scaling analyze import topo "export --format chrome -o $tmp/x.json"; do
   usage "$cmd --no-such-option" "--no-such-option" $cmd --no-such-option x
 done
-usage "stats --format xml" "--format" stats "$sample" --format xml
+# A wrong --format is the same usage error for every command that prints tables.
+for cmd in stats analyze diff import scaling topo demo "mlperf ingest" "mlperf scores" "mlperf analyze" "mlperf validate"; do
+  usage "$cmd --format xml" "--format: xml not in {table,csv,json}" $cmd --format xml
+done
 usage "stats without its input" "trace is required" stats
 
 # Data that would drive the terminal (17 item 9).
