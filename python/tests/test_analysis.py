@@ -106,6 +106,16 @@ def test_top_kernels_have_distinct_short_names():
         assert not rows["short_name"].str.contains(r"\(").any()  # no parameter lists
 
 
+@pytest.mark.parametrize("path", STUDY_RUNS, ids=lambda p: p.name)
+def test_analysis_equals_the_clis_streamed_ranks(cli, path):
+    """The C library analyses a run's ranks in memory; `analyze --stream-above 0`
+    streams every rank chunk by chunk: the same numbers, exactly."""
+    expected = cli("analyze", path, "--json", "--stream-above", "0")
+    a = scalescope.open(path).analyze()
+    assert a.json["analysis"] == expected["analysis"]
+    assert a.json["findings"] == expected["findings"]
+
+
 def test_findings_have_ids(cli):
     a = scalescope.open(STUDY_RUNS[0]).analyze()
     for f in a.findings:
