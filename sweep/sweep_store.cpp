@@ -1,13 +1,10 @@
 #include "sweep/sweep_store.hpp"
 
-#include <sqlite3.h>
-
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <optional>
-#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +16,9 @@
 
 namespace scalescope::sweep {
 namespace {
+
+using trace::SqliteDatabase;
+using trace::SqliteStatement;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE sweeps (
@@ -73,115 +73,58 @@ CREATE TABLE IF NOT EXISTS slurm_jobs (
 );
 )sql";
 
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql, const std::filesystem::path& path) : db_(db), path_(path) {
-    check(sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr));
-  }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  Stmt& bind(int i, int64_t v) { return check(sqlite3_bind_int64(stmt_, i, v)); }
-  Stmt& bind(int i, double v) { return check(sqlite3_bind_double(stmt_, i, v)); }
-  Stmt& bind(int i, const std::string& v) {
-    return check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
-  }
-  Stmt& bind_null(int i) { return check(sqlite3_bind_null(stmt_, i)); }
-  // NULL when `v` holds nothing.
-  template <typename T>
-  Stmt& bind(int i, const std::optional<T>& v) {
-    if (!v) return bind_null(i);
-    if constexpr (std::is_integral_v<T>) return bind(i, int64_t{*v});
-    else return bind(i, *v);
-  }
-  // True while there is a row.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    check(rc);
-    return false;
-  }
-  int64_t i64(int c) const { return sqlite3_column_int64(stmt_, c); }
-  double dbl(int c) const { return sqlite3_column_double(stmt_, c); }
-  bool is_null(int c) const { return sqlite3_column_type(stmt_, c) == SQLITE_NULL; }
-  std::string text(int c) const {
-    const auto* p = sqlite3_column_text(stmt_, c);
-    return p ? std::string(reinterpret_cast<const char*>(p), sqlite3_column_bytes(stmt_, c)) : std::string();
-  }
-
- private:
-  Stmt& check(int rc) {
-    if (rc == SQLITE_OK) return *this;
-    if (rc == SQLITE_NOTADB) fail("{}: not a scalescope sweep database ({})", path_.string(), sqlite3_errmsg(db_));
-    fail("{}: sweep database error ({})", path_.string(), sqlite3_errmsg(db_));
-  }
-  sqlite3* db_;
-  std::filesystem::path path_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
+// The sweep database's errors: a file that is not one says so.
+std::string word_sweep_error(const trace::SqliteFailure& f) {
+  if (f.action == trace::SqliteAction::kOpen)
+    return fmt::format("{}: cannot open sweep database ({})", f.file, f.message());
+  if (f.rc == SQLITE_NOTADB && f.action != trace::SqliteAction::kExec)
+    return fmt::format("{}: not a scalescope sweep database ({})", f.file, f.message());
+  return fmt::format("{}: sweep database error ({})", f.file, f.message());
+}
 
 // Text that is empty as nothing (NULL).
 std::optional<std::string> unless_empty(const std::string& text) {
   return text.empty() ? std::nullopt : std::optional(text);
 }
 
-bool has_table(sqlite3* db, const std::filesystem::path& path, const std::string& name) {
-  Stmt s(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", path);
+bool has_table(SqliteDatabase& db, const std::string& name) {
+  SqliteStatement s = db.prepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
   s.bind(1, name);
   return s.step() && s.i64(0) == 1;
 }
 
-sqlite3* open_db(const std::filesystem::path& path, int flags) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    fail("{}: cannot open sweep database ({})", path.string(), msg);
-  }
-  sqlite3_busy_timeout(db, 5000);
+SqliteDatabase open_db(const std::filesystem::path& path, int flags) {
+  SqliteDatabase db(path, flags, path.string(), &word_sweep_error);
+  sqlite3_busy_timeout(db.handle(), 5000);
   return db;
 }
 
 }  // namespace
 
-SweepStore::SweepStore(SweepStore&& other) noexcept
-    : db_(other.db_), path_(std::move(other.path_)), sweep_id_(other.sweep_id_) {
-  other.db_ = nullptr;
-}
+SweepStore::SweepStore(SweepStore&& other) noexcept = default;
 
-SweepStore::~SweepStore() { sqlite3_close(db_); }
-
-void SweepStore::exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : "unknown error";
-    sqlite3_free(err);
-    fail("{}: sweep database error ({})", path_.string(), msg);
-  }
-}
+SweepStore::~SweepStore() = default;
 
 void SweepStore::check_identity() {
   int64_t app = 0, version = 0;
   {
-    Stmt s(db_, "PRAGMA application_id", path_);
+    SqliteStatement s = db_.prepare("PRAGMA application_id");
     if (s.step()) app = s.i64(0);
   }
   if (app != kApplicationId)
-    fail("{}: not a scalescope sweep database (SQLite application_id is {:#x}, expected {:#x})", path_.string(), app,
+    fail("{}: not a scalescope sweep database (SQLite application_id is {:#x}, expected {:#x})", db_.file(), app,
          kApplicationId);
   {
-    Stmt s(db_, "PRAGMA user_version", path_);
+    SqliteStatement s = db_.prepare("PRAGMA user_version");
     if (s.step()) version = s.i64(0);
   }
   if (version > kSchemaVersion)
-    fail("{}: sweep database schema {} is newer than this scalescope reads ({})", path_.string(), version,
-         kSchemaVersion);
+    fail("{}: sweep database schema {} is newer than this scalescope reads ({})", db_.file(), version, kSchemaVersion);
   for (const char* table : {"sweeps", "runs"})
-    if (!has_table(db_, path_, table))
-      fail("{}: damaged scalescope sweep database (table '{}' is missing)", path_.string(), table);
-  Stmt s(db_, "SELECT id FROM sweeps ORDER BY id LIMIT 1", path_);
-  if (!s.step()) fail("{}: scalescope sweep database without a sweep", path_.string());
+    if (!has_table(db_, table))
+      fail("{}: damaged scalescope sweep database (table '{}' is missing)", db_.file(), table);
+  SqliteStatement s = db_.prepare("SELECT id FROM sweeps ORDER BY id LIMIT 1");
+  if (!s.step()) fail("{}: scalescope sweep database without a sweep", db_.file());
   sweep_id_ = s.i64(0);
 }
 
@@ -202,7 +145,7 @@ SweepStore SweepStore::create(const std::filesystem::path& path, const std::stri
   trace::TempPath tmp(trace::temp_path_for(path));
   std::filesystem::remove(tmp.path(), ec);
   {
-    SweepStore store(open_db(tmp.path(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE), tmp.path());
+    SweepStore store(open_db(tmp.path(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
     store.init(spec_json, metric, higher_is_better, planned_runs, version);
   }
   if (::link(tmp.path().c_str(), path.c_str()) != 0) {
@@ -210,41 +153,39 @@ SweepStore SweepStore::create(const std::filesystem::path& path, const std::stri
       fail("{}: already exists; pass --resume to continue that sweep or choose another -o file", path.string());
     fail("{}: cannot create the sweep database ({})", path.string(), std::strerror(errno));
   }
-  SweepStore store(open_db(path, SQLITE_OPEN_READWRITE), path);
-  store.exec("PRAGMA synchronous = FULL");
+  SweepStore store(open_db(path, SQLITE_OPEN_READWRITE));
+  store.db_.exec("PRAGMA synchronous = FULL");
   store.check_identity();
   return store;
 }
 
 void SweepStore::init(const std::string& spec_json, const std::string& metric, bool higher_is_better, int planned_runs,
                       const std::string& version) {
-  exec("PRAGMA synchronous = FULL");
-  exec("BEGIN IMMEDIATE");
-  exec(fmt::format("PRAGMA application_id = {}", kApplicationId).c_str());
-  exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion).c_str());
-  exec(kSchema);
-  exec(kSlurmJobsSchema);
+  db_.exec("PRAGMA synchronous = FULL");
+  db_.exec("BEGIN IMMEDIATE");
+  db_.exec(fmt::format("PRAGMA application_id = {}", kApplicationId).c_str());
+  db_.exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion).c_str());
+  db_.exec(kSchema);
+  db_.exec(kSlurmJobsSchema);
   {
-    Stmt s(db_,
-           "INSERT INTO sweeps (created, scalescope_version, spec_json, metric, higher_is_better, planned_runs) "
-           "VALUES (?,?,?,?,?,?)",
-           path_);
-    s.bind(1, utc_now_iso()).bind(2, version).bind(3, spec_json).bind(4, metric);
-    s.bind(5, int64_t{higher_is_better}).bind(6, int64_t{planned_runs});
+    SqliteStatement s = db_.prepare(
+        "INSERT INTO sweeps (created, scalescope_version, spec_json, metric, higher_is_better, planned_runs) "
+        "VALUES (?,?,?,?,?,?)");
+    s.bind_all(utc_now_iso(), version, spec_json, metric, higher_is_better, planned_runs);
     s.step();
   }
-  sweep_id_ = sqlite3_last_insert_rowid(db_);
-  exec("COMMIT");
+  sweep_id_ = sqlite3_last_insert_rowid(db_.handle());
+  db_.exec("COMMIT");
 }
 
 SweepStore SweepStore::open_for_resume(const std::filesystem::path& path, const std::string& spec_json) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) fail("{}: no such sweep database to resume", path.string());
-  SweepStore store(open_db(path, SQLITE_OPEN_READWRITE), path);
-  store.exec("PRAGMA synchronous = FULL");
+  SweepStore store(open_db(path, SQLITE_OPEN_READWRITE));
+  store.db_.exec("PRAGMA synchronous = FULL");
   store.check_identity();
-  store.exec(kSlurmJobsSchema);
-  Stmt s(store.db_, "SELECT spec_json FROM sweeps WHERE id = ?", path);
+  store.db_.exec(kSlurmJobsSchema);
+  SqliteStatement s = store.db_.prepare("SELECT spec_json FROM sweeps WHERE id = ?");
   s.bind(1, store.sweep_id_);
   s.step();
   if (nlohmann::json::parse(s.text(0), nullptr, false) != nlohmann::json::parse(spec_json, nullptr, false))
@@ -258,20 +199,21 @@ SweepStore SweepStore::open_for_resume(const std::filesystem::path& path, const 
 SweepStore SweepStore::open_read_only(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) fail("{}: no such sweep database", path.string());
-  SweepStore store(open_db(path, SQLITE_OPEN_READONLY), path);
+  SweepStore store(open_db(path, SQLITE_OPEN_READONLY));
   store.check_identity();
   return store;
 }
 
 void SweepStore::set_running_note(const PlannedRun& run, const std::string& note) {
-  Stmt s(db_, "UPDATE runs SET note=? WHERE sweep_id=? AND plan_index=? AND status='running'", path_);
-  s.bind(1, note).bind(2, sweep_id_).bind(3, int64_t{run.index});
+  SqliteStatement s = db_.prepare("UPDATE runs SET note=? WHERE sweep_id=? AND plan_index=? AND status='running'");
+  s.bind_all(note, sweep_id_, run.index);
   s.step();
 }
 
 std::map<int, std::string> SweepStore::running_rows() {
   std::map<int, std::string> out;
-  Stmt s(db_, "SELECT plan_index, coalesce(note, '') FROM runs WHERE sweep_id = ? AND status = 'running'", path_);
+  SqliteStatement s =
+      db_.prepare("SELECT plan_index, coalesce(note, '') FROM runs WHERE sweep_id = ? AND status = 'running'");
   s.bind(1, sweep_id_);
   while (s.step()) out[static_cast<int>(s.i64(0))] = s.text(1);
   return out;
@@ -279,7 +221,7 @@ std::map<int, std::string> SweepStore::running_rows() {
 
 std::set<int> SweepStore::finished_indices() {
   std::set<int> out;
-  Stmt s(db_, "SELECT plan_index FROM runs WHERE sweep_id = ? AND status != 'running'", path_);
+  SqliteStatement s = db_.prepare("SELECT plan_index FROM runs WHERE sweep_id = ? AND status != 'running'");
   s.bind(1, sweep_id_);
   while (s.step()) out.insert(static_cast<int>(s.i64(0)));
   return out;
@@ -287,22 +229,19 @@ std::set<int> SweepStore::finished_indices() {
 
 void SweepStore::begin_run(const PlannedRun& run, const std::string& command_json, const std::string& run_dir,
                            const std::string& log_path, double start_unix, const std::string& runner_text) {
-  Stmt s(db_,
-         "INSERT OR REPLACE INTO runs (sweep_id, plan_index, config_json, gpus, nodes, rep, status, start_unix, "
-         "command_json, run_dir, log_path, note) VALUES (?,?,?,?,?,?,'running',?,?,?,?,?)",
-         path_);
-  s.bind(1, sweep_id_).bind(2, int64_t{run.index}).bind(3, run.config_json()).bind(4, int64_t{run.gpus});
-  s.bind(5, int64_t{run.nodes}).bind(6, int64_t{run.rep}).bind(7, start_unix).bind(8, command_json);
-  s.bind(9, run_dir).bind(10, log_path).bind(11, runner_text);
+  SqliteStatement s = db_.prepare(
+      "INSERT OR REPLACE INTO runs (sweep_id, plan_index, config_json, gpus, nodes, rep, status, start_unix, "
+      "command_json, run_dir, log_path, note) VALUES (?,?,?,?,?,?,'running',?,?,?,?,?)");
+  s.bind_all(sweep_id_, run.index, run.config_json(), run.gpus, run.nodes, run.rep, start_unix, command_json, run_dir,
+             log_path, runner_text);
   s.step();  // autocommit: one transaction
 }
 
 void SweepStore::finish_run(const PlannedRun& run, const ProcessResult& result, const RunMetrics& metrics,
                             const std::string& metric_name, const std::string& trace_path) {
-  Stmt s(db_,
-         "UPDATE runs SET status=?, exit_code=?, signal=?, start_unix=?, end_unix=?, wall_s=?, metric=?, "
-         "metrics_json=?, trace_path=?, note=? WHERE sweep_id=? AND plan_index=?",
-         path_);
+  SqliteStatement s = db_.prepare(
+      "UPDATE runs SET status=?, exit_code=?, signal=?, start_unix=?, end_unix=?, wall_s=?, metric=?, "
+      "metrics_json=?, trace_path=?, note=? WHERE sweep_id=? AND plan_index=?");
   s.bind(1, std::string(status_name(result.status)));
   s.bind(2, result.signal == 0 && result.exit_code >= 0 ? std::optional(result.exit_code) : std::nullopt);
   s.bind(3, result.signal != 0 ? std::optional(result.signal) : std::nullopt);
@@ -319,31 +258,27 @@ void SweepStore::finish_run(const PlannedRun& run, const ProcessResult& result, 
 }
 
 void SweepStore::set_slurm_job(int plan_index, const StoredRun::SlurmJob& job, double submit_unix) {
-  Stmt s(
-      db_,
+  SqliteStatement s = db_.prepare(
       "INSERT INTO slurm_jobs (sweep_id, plan_index, job_id, state, exit_code, nodelist, gpus, submit_unix, "
       "queued_s) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (sweep_id, plan_index) DO UPDATE SET job_id=excluded.job_id, "
       "state=excluded.state, exit_code=excluded.exit_code, nodelist=excluded.nodelist, gpus=excluded.gpus, "
-      "submit_unix=coalesce(excluded.submit_unix, submit_unix), queued_s=excluded.queued_s",
-      path_);
-  s.bind(1, sweep_id_).bind(2, int64_t{plan_index}).bind(3, job.job_id).bind(4, job.state);
-  s.bind(5, job.exit_code).bind(6, unless_empty(job.nodelist)).bind(7, job.gpus);
-  s.bind(8, submit_unix > 0 ? std::optional(submit_unix) : std::nullopt).bind(9, job.queued_s);
+      "submit_unix=coalesce(excluded.submit_unix, submit_unix), queued_s=excluded.queued_s");
+  s.bind_all(sweep_id_, plan_index, job.job_id, job.state, job.exit_code, unless_empty(job.nodelist), job.gpus,
+             submit_unix > 0 ? std::optional(submit_unix) : std::nullopt, job.queued_s);
   s.step();
 }
 
 void SweepStore::forget_slurm_job(int plan_index) {
-  Stmt s(db_, "DELETE FROM slurm_jobs WHERE sweep_id=? AND plan_index=?", path_);
-  s.bind(1, sweep_id_).bind(2, int64_t{plan_index});
+  SqliteStatement s = db_.prepare("DELETE FROM slurm_jobs WHERE sweep_id=? AND plan_index=?");
+  s.bind_all(sweep_id_, plan_index);
   s.step();
 }
 
 std::map<int, std::string> SweepStore::submitted_jobs() {
   std::map<int, std::string> out;
-  Stmt s(db_,
-         "SELECT j.plan_index, j.job_id FROM slurm_jobs j JOIN runs r ON r.sweep_id = j.sweep_id AND r.plan_index = "
-         "j.plan_index WHERE j.sweep_id = ? AND r.status = 'running'",
-         path_);
+  SqliteStatement s = db_.prepare(
+      "SELECT j.plan_index, j.job_id FROM slurm_jobs j JOIN runs r ON r.sweep_id = j.sweep_id AND r.plan_index = "
+      "j.plan_index WHERE j.sweep_id = ? AND r.status = 'running'");
   s.bind(1, sweep_id_);
   while (s.step()) out[static_cast<int>(s.i64(0))] = s.text(1);
   return out;
@@ -352,8 +287,8 @@ std::map<int, std::string> SweepStore::submitted_jobs() {
 StoredSweep SweepStore::read() {
   StoredSweep out;
   {
-    Stmt s(db_, "SELECT id, created, spec_json, metric, higher_is_better, planned_runs FROM sweeps WHERE id = ?",
-           path_);
+    SqliteStatement s =
+        db_.prepare("SELECT id, created, spec_json, metric, higher_is_better, planned_runs FROM sweeps WHERE id = ?");
     s.bind(1, sweep_id_);
     s.step();
     out.id = s.i64(0);
@@ -363,10 +298,9 @@ StoredSweep SweepStore::read() {
     out.higher_is_better = s.i64(4) != 0;
     out.planned_runs = static_cast<int>(s.i64(5));
   }
-  Stmt s(db_,
-         "SELECT id, plan_index, config_json, gpus, nodes, rep, status, exit_code, signal, start_unix, end_unix, "
-         "wall_s, metrics_json, log_path, trace_path, run_dir, note FROM runs WHERE sweep_id = ? ORDER BY plan_index",
-         path_);
+  SqliteStatement s = db_.prepare(
+      "SELECT id, plan_index, config_json, gpus, nodes, rep, status, exit_code, signal, start_unix, end_unix, "
+      "wall_s, metrics_json, log_path, trace_path, run_dir, note FROM runs WHERE sweep_id = ? ORDER BY plan_index");
   s.bind(1, sweep_id_);
   while (s.step()) {
     StoredRun r;
@@ -374,19 +308,19 @@ StoredSweep SweepStore::read() {
     r.plan_index = static_cast<int>(s.i64(1));
     r.config_json = s.text(2);
     auto cj = nlohmann::ordered_json::parse(r.config_json, nullptr, false);
-    if (!cj.is_object()) fail("{}: run {} has a damaged configuration", path_.string(), r.plan_index);
+    if (!cj.is_object()) fail("{}: run {} has a damaged configuration", db_.file(), r.plan_index);
     for (const auto& [k, v] : cj.items()) r.config.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     r.gpus = static_cast<int>(s.i64(3));
     r.nodes = static_cast<int>(s.i64(4));
     r.rep = static_cast<int>(s.i64(5));
     auto st = parse_status(s.text(6));
-    if (!st) fail("{}: run {} has an unknown status '{}'", path_.string(), r.plan_index, s.text(6));
+    if (!st) fail("{}: run {} has an unknown status '{}'", db_.file(), r.plan_index, s.text(6));
     r.status = *st;
     if (!s.is_null(7)) r.exit_code = static_cast<int>(s.i64(7));
     if (!s.is_null(8)) r.signal = static_cast<int>(s.i64(8));
-    r.start_unix = s.dbl(9);
-    r.end_unix = s.dbl(10);
-    r.wall_s = s.dbl(11);
+    r.start_unix = s.f64(9);
+    r.end_unix = s.f64(10);
+    r.wall_s = s.f64(11);
     auto mj = nlohmann::json::parse(s.text(12), nullptr, false);
     if (mj.is_object())
       for (const auto& [k, v] : mj.items())
@@ -397,12 +331,11 @@ StoredSweep SweepStore::read() {
     r.note = s.text(16);
     out.runs.push_back(std::move(r));
   }
-  if (!has_table(db_, path_, "slurm_jobs")) return out;
+  if (!has_table(db_, "slurm_jobs")) return out;
   std::map<int, StoredRun*> by_index;
   for (auto& r : out.runs) by_index[r.plan_index] = &r;
-  Stmt j(db_,
-         "SELECT plan_index, job_id, state, exit_code, nodelist, gpus, queued_s FROM slurm_jobs WHERE sweep_id = ?",
-         path_);
+  SqliteStatement j = db_.prepare(
+      "SELECT plan_index, job_id, state, exit_code, nodelist, gpus, queued_s FROM slurm_jobs WHERE sweep_id = ?");
   j.bind(1, sweep_id_);
   while (j.step()) {
     auto it = by_index.find(static_cast<int>(j.i64(0)));
@@ -413,7 +346,7 @@ StoredSweep SweepStore::read() {
     if (!j.is_null(3)) job.exit_code = static_cast<int>(j.i64(3));
     job.nodelist = j.text(4);
     if (!j.is_null(5)) job.gpus = static_cast<int>(j.i64(5));
-    if (!j.is_null(6)) job.queued_s = j.dbl(6);
+    if (!j.is_null(6)) job.queued_s = j.f64(6);
     it->second->slurm = std::move(job);
   }
   return out;

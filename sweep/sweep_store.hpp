@@ -9,8 +9,7 @@
 #include <string>
 
 #include "sweep/sweep.hpp"
-
-struct sqlite3;
+#include "trace/import/sqlite_statement.hpp"
 
 namespace scalescope::sweep {
 
@@ -56,13 +55,11 @@ class SweepStore {
   StoredSweep read();
 
  private:
-  SweepStore(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}
-  void exec(const char* sql);
+  explicit SweepStore(trace::SqliteDatabase db) : db_(std::move(db)) {}
   void init(const std::string& spec_json, const std::string& metric, bool higher_is_better, int planned_runs,
             const std::string& version);
   void check_identity();
-  sqlite3* db_ = nullptr;
-  std::filesystem::path path_;
+  trace::SqliteDatabase db_;
   int64_t sweep_id_ = 0;
 };
 

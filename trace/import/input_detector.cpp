@@ -2,7 +2,6 @@
 #include "trace/model/trace_file.hpp"
 
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -22,6 +21,7 @@
 #include "base/error.hpp"
 #include "base/text_input.hpp"
 #include "trace/import/sqlite_input.hpp"
+#include "trace/import/sqlite_statement.hpp"
 #include "trace/model/trace_format.hpp"
 
 namespace scalescope::trace {
@@ -169,25 +169,19 @@ bool looks_like_mlperf_csv(std::string_view head) {
 std::set<std::string> sqlite_tables(const fs::path& path, bool* damaged) {
   std::set<std::string> tables;
   *damaged = true;
-  std::string open_error;
-  std::optional<RolledBackCopy> rolled_back;  // a hot journal beside it: read the rolled-back database
   try {
+    std::optional<RolledBackCopy> rolled_back;  // a hot journal beside it: read the rolled-back database
     if (has_hot_journal(path)) rolled_back.emplace(path);
-  } catch (const Error&) {
-    return tables;
-  }
-  sqlite3* db = open_sqlite_input(rolled_back ? rolled_back->path() : path, &open_error);
-  if (db) {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &st, nullptr) == SQLITE_OK) {
-      int rc;
-      while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        if (const auto* name = sqlite3_column_text(st, 0)) tables.emplace(reinterpret_cast<const char*>(name));
-      *damaged = rc != SQLITE_DONE;
-    }
-    sqlite3_finalize(st);
-  }
-  sqlite3_close(db);
+    std::string open_error;
+    sqlite3* raw = open_sqlite_input(rolled_back ? rolled_back->path() : path, &open_error);
+    if (!raw) return tables;
+    // Why it fails is not shown: the file is classified as damaged.
+    SqliteDatabase db(raw, path.string(), [](const SqliteFailure&) { return std::string(); });
+    SqliteStatement st = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'");
+    while (st.step())
+      if (!st.is_null(0)) tables.emplace(st.text(0));
+    *damaged = false;
+  } catch (const Error&) {}
   return tables;
 }
 

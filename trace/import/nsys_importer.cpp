@@ -29,6 +29,7 @@
 #include "trace/model/launcher.hpp"
 #include "trace/model/nccl_kernel_name.hpp"
 #include "trace/import/sqlite_input.hpp"
+#include "trace/import/sqlite_statement.hpp"
 #include "trace/model/table_columns.hpp"
 
 namespace scalescope::trace {
@@ -66,65 +67,26 @@ std::string_view strip_version_suffix(std::string_view name) {
 
 // ---- SQLite -----------------------------------------------------------------
 
-class Database;
+// A reader's errors: what went wrong in terms of the file, which may be
+// hostile or cut short.
+std::string word_read_error(const SqliteFailure& f) {
+  if (f.rc == SQLITE_NOTADB)
+    return fmt::format("{}: not an SQLite database (file is encrypted or not a database)", f.file);
+  if (f.rc == SQLITE_CORRUPT)
+    return fmt::format("{}: corrupt or truncated SQLite database ({}: {})", f.file, f.sql, f.message());
+  if (f.rc == SQLITE_INTERRUPT)
+    return fmt::format("{}: too much work reading the database ({}); a hostile or corrupt file", f.file, f.sql);
+  return fmt::format("{}: cannot read the SQLite database ({}: {})", f.file, f.sql, f.message());
+}
 
-class Statement {
+// An export's connection with its schema, read once: which tables and
+// columns this version of nsys wrote.
+class Database : public SqliteDatabase {
  public:
-  Statement(sqlite3_stmt* s, Database* db) : s_(s), db_(db) {}
-  Statement(Statement&& o) noexcept : s_(o.s_), db_(o.db_) { o.s_ = nullptr; }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  Statement& operator=(Statement&&) = delete;
-  ~Statement() { sqlite3_finalize(s_); }
-  bool step();  // a row: true; done: false; an error: Error naming the file
-  bool null(int c) const { return sqlite3_column_type(s_, c) == SQLITE_NULL; }
-  int type(int c) const { return sqlite3_column_type(s_, c); }
-  sqlite3_value* value(int c) const { return sqlite3_column_value(s_, c); }
-  int64_t i64(int c) const { return sqlite3_column_int64(s_, c); }
-  std::span<const uint8_t> blob(int c) const {
-    const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(s_, c));
-    return p ? std::span<const uint8_t>(p, static_cast<size_t>(sqlite3_column_bytes(s_, c)))
-             : std::span<const uint8_t>{};
-  }
-  std::string_view text(int c) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
-    return p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s_, c))) : std::string_view{};
-  }
-  void bind(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
-  void reset() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
+  Database(sqlite3* db, std::string name) : SqliteDatabase(db, std::move(name), &word_read_error) {}
 
- private:
-  sqlite3_stmt* s_;
-  Database* db_;
-};
-
-class Database {
- public:
-  Database(sqlite3* db, std::string name) : db_(db), name_(std::move(name)) {}
-  Database(const Database&) = delete;
-  Database& operator=(const Database&) = delete;
-  ~Database() { sqlite3_close(db_); }
-
-  [[noreturn]] void error(std::string_view doing) const {
-    const int code = sqlite3_errcode(db_);
-    if (code == SQLITE_NOTADB) fail("{}: not an SQLite database (file is encrypted or not a database)", name_);
-    if (code == SQLITE_CORRUPT)
-      fail("{}: corrupt or truncated SQLite database ({}: {})", name_, doing, sqlite3_errmsg(db_));
-    if (code == SQLITE_INTERRUPT)
-      fail("{}: too much work reading the database ({}); a hostile or corrupt file", name_, doing);
-    fail("{}: cannot read the SQLite database ({}: {})", name_, doing, sqlite3_errmsg(db_));
-  }
-  Statement prepare(const std::string& sql) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &s, nullptr) != SQLITE_OK) error(sql);
-    return Statement(s, this);
-  }
-  // Reads the schema once: tables and their columns.
   void load_schema() {
-    Statement st = prepare("SELECT name FROM sqlite_master WHERE type = 'table'");
+    SqliteStatement st = prepare("SELECT name FROM sqlite_master WHERE type = 'table'");
     std::vector<std::string> names;
     while (st.step()) names.emplace_back(st.text(0));
     for (const auto& n : names) {
@@ -132,7 +94,7 @@ class Database {
       std::string quoted = "\"";
       for (char c : n) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
       quoted += '"';
-      Statement info = prepare(fmt::format("PRAGMA table_info({})", quoted));
+      SqliteStatement info = prepare(fmt::format("PRAGMA table_info({})", quoted));
       std::unordered_set<std::string> cols;
       while (info.step()) cols.emplace(info.text(1));
       tables_.emplace(n, std::move(cols));
@@ -151,24 +113,13 @@ class Database {
     return has_column(t, c) ? fmt::format("\"{}\"", c) : std::string("NULL");
   }
   uint64_t count_rows(std::string_view t) {
-    Statement st = prepare(fmt::format("SELECT count(*) FROM \"{}\"", t));
+    SqliteStatement st = prepare(fmt::format("SELECT count(*) FROM \"{}\"", t));
     return st.step() ? static_cast<uint64_t>(st.i64(0)) : 0;
   }
-  const std::string& name() const { return name_; }
-  sqlite3* handle() const { return db_; }
 
  private:
-  sqlite3* db_;
-  std::string name_;
   std::unordered_map<std::string, std::unordered_set<std::string>> tables_;
 };
-
-bool Statement::step() {
-  const int rc = sqlite3_step(s_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  db_->error(sqlite3_sql(s_) ? sqlite3_sql(s_) : "step");
-}
 
 constexpr char kSqliteMagic[] = "SQLite format 3";  // 16 bytes with its NUL
 
@@ -355,8 +306,8 @@ constexpr int64_t kDenseIds = int64_t{1} << 22;  // ids below: a vector slot (16
 // as unknown (NULL, 0) and marks the row `misread` (Problem::kMalformedEvent).
 class RowValues {
  public:
-  explicit RowValues(const Statement& st) : st_(st) {}
-  const Statement& statement() const { return st_; }
+  explicit RowValues(const SqliteStatement& st) : st_(st) {}
+  const SqliteStatement& statement() const { return st_; }
   std::optional<int64_t> integer(int c) {
     // One column lookup, then the value's own accessors (the column_* calls
     // look the column up each time).
@@ -395,7 +346,7 @@ class RowValues {
     }
     return static_cast<T>(*v);
   }
-  const Statement& st_;
+  const SqliteStatement& st_;
 };
 
 // What became of a row, for the import report's kept and dropped counts.
@@ -525,7 +476,7 @@ class Importer {
   Enums enums_;
   std::map<uint64_t, std::unique_ptr<ProcessBuild>> processes_;
   ProcessBuild* last_ = nullptr;
-  std::optional<Statement> string_lookup_;
+  std::optional<SqliteStatement> string_lookup_;
   // A StringIds value, and what cleaning it counted (merge_api takes the
   // counts of the second connection's lookups only where this one made none).
   struct CachedString {
@@ -584,7 +535,7 @@ std::unique_ptr<ApiReader> Importer::start_api_reader() {
   if (!raw) return nullptr;
   int64_t no_budget = 0;
   configure(raw, options_, &no_budget);
-  auto reader = std::make_unique<ApiReader>(raw, db_.name(), file_name_, options_);
+  auto reader = std::make_unique<ApiReader>(raw, db_.file(), file_name_, options_);
   reader->db.copy_schema(db_);
   Importer& other = reader->importer;
   other.enums_ = enums_;
@@ -713,7 +664,7 @@ StringId& Importer::name_slot(ProcessBuild& p, int64_t id) {
 }
 
 StringId Importer::name_of(ProcessBuild& p, RowValues& v, int col) {
-  const Statement& st = v.statement();
+  const SqliteStatement& st = v.statement();
   switch (st.type(col)) {
     case SQLITE_INTEGER: {
       const int64_t id = st.i64(col);
@@ -748,9 +699,9 @@ StringId Importer::plain_name(ProcessBuild& p, StringId raw) {
 void Importer::read_enums() {
   auto read = [&](const char* table, auto&& apply) {
     if (!db_.has_column(table, "id") || !db_.has_column(table, "name")) return false;
-    Statement st = db_.prepare(fmt::format("SELECT id, name FROM \"{}\"", table));
+    SqliteStatement st = db_.prepare(fmt::format("SELECT id, name FROM \"{}\"", table));
     while (st.step())
-      if (!st.null(0)) apply(st.i64(0), st.text(1));
+      if (!st.is_null(0)) apply(st.i64(0), st.text(1));
     return true;
   };
   // Documented codes (CUDA_MEMCPY_KIND, CUDA_MEMOPR_MEMORY_KIND, CUpti_ActivitySynchronizationType).
@@ -794,7 +745,7 @@ void Importer::read_enums() {
 void Importer::read_versions() {
   for (const char* table : {"EXPORT_META_DATA", "META_DATA_EXPORT"}) {
     if (!db_.has_column(table, "name") || !db_.has_column(table, "value")) continue;
-    Statement st = db_.prepare(fmt::format("SELECT name, value FROM \"{}\"", table));
+    SqliteStatement st = db_.prepare(fmt::format("SELECT name, value FROM \"{}\"", table));
     std::string scratch;
     while (st.step()) {
       const std::string_view n = st.text(0);
@@ -814,8 +765,8 @@ uint64_t Importer::row_bound(const char* table) {
     sqlite3_finalize(raw);
     return 0;
   }
-  Statement st(raw, &db_);
-  if (!st.step() || st.null(0) || st.i64(0) <= 0) return 0;
+  SqliteStatement st(raw, &db_);
+  if (!st.step() || st.is_null(0) || st.i64(0) <= 0) return 0;
   // A row takes at least 4 bytes of a page (cell pointer, sizes, rowid).
   return std::min(static_cast<uint64_t>(st.i64(0)), db_bytes_ / 4);
 }
@@ -834,7 +785,7 @@ void Importer::scan(const char* table, std::initializer_list<const char*> requir
   }
   sql += fmt::format(" FROM \"{}\"", table);
   uint64_t bound = row_bound(table);
-  Statement st = db_.prepare(sql);
+  SqliteStatement st = db_.prepare(sql);
   uint64_t rows = 0, kept = 0, dropped = 0;
   while (st.step()) {
     ++rows;
@@ -893,8 +844,8 @@ RowFate unreadable_cuda_row(ProcessBuild& p) {
 }
 
 // SQLite reads NULL as 0: one call per column on the hot path.
-uint32_t u32(const Statement& st, int c) { return static_cast<uint32_t>(st.i64(c)); }
-uint64_t non_negative(const Statement& st, int c) { return st.i64(c) < 0 ? 0 : static_cast<uint64_t>(st.i64(c)); }
+uint32_t u32(const SqliteStatement& st, int c) { return static_cast<uint32_t>(st.i64(c)); }
+uint64_t non_negative(const SqliteStatement& st, int c) { return st.i64(c) < 0 ? 0 : static_cast<uint64_t>(st.i64(c)); }
 
 // Asks for 2 MiB pages (transparent huge pages, which Debian's kernels grant
 // on request: "madvise" mode) for the untouched, 2 MiB-aligned rest of a
@@ -1118,7 +1069,7 @@ void Importer::read_nvtx() {
          NvtxRecord r;
          r.start = *start;
          if (range) {
-           if (v.statement().null(kEndCol)) {
+           if (v.statement().is_null(kEndCol)) {
              ++report_.unclosed_ranges;
              p.trace.problems.add(Problem::kMalformedEvent);
              return RowFate::kLeftOut;
@@ -1139,7 +1090,7 @@ void Importer::read_nvtx() {
          r.text = text;
          r.thread = tid_of(gtid);
          if (domain_id != 0) p.nvtx_domains.emplace_back(p.trace.nvtx.size(), domain_id);
-         if (range && !v.statement().null(kPayload)) {
+         if (range && !v.statement().is_null(kPayload)) {
            ++report_.nvtx_payloads;
            if (auto bytes = message_size(v.statement().blob(kPayload), domain_id)) {
              const std::string_view name = p.trace.strings.view(text);
@@ -1183,18 +1134,18 @@ void Importer::read_payload_schemas() {
   std::map<std::pair<int64_t, int64_t>, uint64_t> payload_size;
   if (db_.has_column("NVTX_PAYLOAD_SCHEMAS", "schemaId") && db_.has_column("NVTX_PAYLOAD_SCHEMAS", "payloadSize") &&
       db_.has_column("NVTX_PAYLOAD_SCHEMAS", "domainId")) {
-    Statement st = db_.prepare("SELECT domainId, schemaId, payloadSize FROM NVTX_PAYLOAD_SCHEMAS");
+    SqliteStatement st = db_.prepare("SELECT domainId, schemaId, payloadSize FROM NVTX_PAYLOAD_SCHEMAS");
     while (st.step())
-      if (!st.null(2) && st.i64(2) > 0) payload_size[{st.i64(0), st.i64(1)}] = static_cast<uint64_t>(st.i64(2));
+      if (!st.is_null(2) && st.i64(2) > 0) payload_size[{st.i64(0), st.i64(1)}] = static_cast<uint64_t>(st.i64(2));
   }
   // 8-byte unsigned entry types of nvToolsExtPayload.h: ulong, ulonglong, uint64, size_t.
-  Statement st = db_.prepare(fmt::format(
+  SqliteStatement st = db_.prepare(fmt::format(
       "SELECT domainId, schemaId, idx, type, offset FROM \"{}\" WHERE name = 'Message size [bytes]' AND type IN (8, 10, 18, 22)",
       t));
   while (st.step() && message_size_at_.size() < 4096) {
     // An entry after the first without an offset would need the layout rules
     // of every type before it: not decoded.
-    if (st.null(4) && st.i64(2) != 0) continue;
+    if (st.is_null(4) && st.i64(2) != 0) continue;
     const std::pair<int64_t, int64_t> key{st.i64(0), st.i64(1)};
     const uint64_t offset = non_negative(st, 4);
     auto size = payload_size.find(key);
@@ -1399,7 +1350,7 @@ void Importer::read_metadata(std::vector<ProcessBuild*>& traced) {
   std::vector<std::pair<uint64_t, DeviceInfo>> devices;  // (host id, device)
   if (db_.has_column("TARGET_INFO_GPU", "id")) {
     constexpr const char* t = "TARGET_INFO_GPU";
-    Statement st = db_.prepare(
+    SqliteStatement st = db_.prepare(
         fmt::format("SELECT id, {}, {}, {}, {}, {}, {}, {}, {} FROM TARGET_INFO_GPU", db_.column_or_null(t, "vmId"),
                     db_.column_or_null(t, "name"), db_.column_or_null(t, "busLocation"), db_.column_or_null(t, "uuid"),
                     db_.column_or_null(t, "totalMemory"), db_.column_or_null(t, "smCount"),
@@ -1412,28 +1363,28 @@ void Importer::read_metadata(std::vector<ProcessBuild*>& traced) {
       d.pci_bus_id = std::string(clean(st.text(3), scratch));
       const std::string uuid(clean(st.text(4), scratch));
       d.uuid = uuid.empty() || uuid.rfind("GPU-", 0) == 0 ? uuid : "GPU-" + uuid;
-      d.memory_bytes = st.null(5) || st.i64(5) < 0 ? 0 : static_cast<uint64_t>(st.i64(5));
+      d.memory_bytes = st.is_null(5) || st.i64(5) < 0 ? 0 : static_cast<uint64_t>(st.i64(5));
       d.sm_count = u32(st, 6);
       d.compute_major = static_cast<int32_t>(u32(st, 7));
       d.compute_minor = static_cast<int32_t>(u32(st, 8));
-      devices.emplace_back(st.null(1) ? 0 : static_cast<uint64_t>(st.i64(1)) >> 48, std::move(d));
+      devices.emplace_back(st.is_null(1) ? 0 : static_cast<uint64_t>(st.i64(1)) >> 48, std::move(d));
     }
   }
   std::optional<int64_t> session_start;
   if (db_.has_column("TARGET_INFO_SESSION_START_TIME", "utcEpochNs")) {
-    Statement st = db_.prepare("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
-    if (st.step() && !st.null(0)) session_start = st.i64(0);
+    SqliteStatement st = db_.prepare("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
+    if (st.step() && !st.is_null(0)) session_start = st.i64(0);
   }
   std::string hostname;
   if (db_.has_column("TARGET_INFO_SYSTEM_ENV", "name") && db_.has_column("TARGET_INFO_SYSTEM_ENV", "value")) {
-    Statement st = db_.prepare("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'");
+    SqliteStatement st = db_.prepare("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'");
     std::string scratch;
     if (st.step()) hostname = std::string(clean(st.text(0), scratch));
   }
   std::map<uint32_t, std::string> process_names;
   if (db_.has_column("PROCESSES", "pid") && db_.has_column("PROCESSES", "name")) {
     // PROCESSES lists every process of the host (thousands): look up the traced ones.
-    Statement st = db_.prepare("SELECT name FROM PROCESSES WHERE pid = ? LIMIT 1");
+    SqliteStatement st = db_.prepare("SELECT name FROM PROCESSES WHERE pid = ? LIMIT 1");
     std::string scratch;
     for (ProcessBuild* p : traced) {
       st.reset();
@@ -1472,7 +1423,7 @@ void Importer::read_metadata(std::vector<ProcessBuild*>& traced) {
 void Importer::assign_ranks(std::vector<ProcessBuild*>& traced) {
   Environment env;
   if (db_.has_column("TARGET_INFO_SYSTEM_ENV", "name") && db_.has_column("TARGET_INFO_SYSTEM_ENV", "value")) {
-    Statement st = db_.prepare("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name LIKE '%Environment%'");
+    SqliteStatement st = db_.prepare("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name LIKE '%Environment%'");
     while (st.step()) {
       std::string_view v = st.text(0);
       while (!v.empty()) {
@@ -1527,9 +1478,9 @@ std::vector<Trace> Importer::finish() {
     fail(
         "{}: the nsys export holds no readable CUDA or NVTX events ({} row(s) left out: a time, type or id missing or "
         "not a number)",
-        db_.name(), report_.dropped);
+        db_.file(), report_.dropped);
   if (traced.empty())
-    fail("{}: the nsys export holds no CUDA or NVTX events (was the capture made with --trace=cuda,nvtx?)", db_.name());
+    fail("{}: the nsys export holds no CUDA or NVTX events (was the capture made with --trace=cuda,nvtx?)", db_.file());
   // Rows of no known process (their pid or tid NULL or unreadable: key 0)
   // that were left out or misread may have been any traced process's: each
   // trace counts them, so that no trace reads as complete.
@@ -1562,7 +1513,7 @@ std::vector<Trace> Importer::finish() {
 }
 
 std::vector<Trace> Importer::run() {
-  report_.input = db_.name();
+  report_.input = db_.file();
   db_.load_schema();
   // An nsys export always has StringIds and at least one of its event tables.
   const bool nsys = db_.has_table("StringIds") &&
@@ -1572,7 +1523,7 @@ std::vector<Trace> Importer::run() {
     fail(
         "{}: an SQLite database but not an Nsight Systems export (no StringIds and CUPTI_ACTIVITY_KIND_* / NVTX_EVENTS "
         "tables; make one with `nsys export --type sqlite`)",
-        db_.name());
+        db_.file());
   for (const auto& k : kKnownTables) {
     NsysImportReport::Table t;
     t.name = k.name;
@@ -1581,8 +1532,8 @@ std::vector<Trace> Importer::run() {
     report_.tables.push_back(std::move(t));
   }
   {
-    Statement pages = db_.prepare("PRAGMA page_count");
-    Statement page_size = db_.prepare("PRAGMA page_size");
+    SqliteStatement pages = db_.prepare("PRAGMA page_count");
+    SqliteStatement page_size = db_.prepare("PRAGMA page_size");
     if (pages.step() && page_size.step())
       db_bytes_ = static_cast<uint64_t>(std::max<int64_t>(0, pages.i64(0))) *
                   static_cast<uint64_t>(std::max<int64_t>(0, page_size.i64(0)));
